@@ -1,0 +1,447 @@
+"""cluster.toml: one file, shared by every peer, parsed once into frozen objects.
+
+Every key, its type, its default, its check and its one-line documentation live
+in the dataclasses below and nowhere else (httpx's ``Timeout``/``Limits`` habit;
+the counter-example is a string-keyed settings bag read all over the code).
+``scripts/config_reference.py`` prints the README's config reference from the
+same fields, and a test checks that the README and ``cluster.toml`` mention
+every key, so the documentation cannot drift from the code.
+
+A user's mistake raises ``ConfigError`` with one line naming the file, the key
+path and what was expected; the command-line front ends print it and exit 2.
+
+Relative paths (``data_dir``) are resolved against the directory of
+cluster.toml, so a peer started from any working directory finds the same data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+import tomllib
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from peer.errors import ConfigError, URLError
+from peer.urls import normalize
+
+__all__ = [
+    "BloomConfig",
+    "ClusterConfig",
+    "CrawlConfig",
+    "DnsConfig",
+    "PeerSpec",
+    "PolitenessConfig",
+    "RingConfig",
+    "load_config",
+    "parse_config",
+    "parse_address",
+]
+
+# A check returns None when the value is fine, else what was expected.
+Check = Callable[[Any], "str | None"]
+
+
+def _key(kind: type | tuple[type, ...], default: Any, doc: str, check: Check | None = None) -> Any:
+    """A config key: its TOML type, default, documentation and extra check."""
+    meta = {"kind": kind, "doc": doc, "check": check}
+    if isinstance(default, (list, dict)):
+        frozen = tuple(default) if isinstance(default, list) else dict(default)
+        return field(default_factory=lambda: frozen, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+_REQUIRED = dataclasses.MISSING
+
+
+def _positive(v: Any) -> str | None:
+    return None if v > 0 else "a number > 0"
+
+
+def _non_negative(v: Any) -> str | None:
+    return None if v >= 0 else "a number >= 0"
+
+
+def _at_least_one(v: Any) -> str | None:
+    return None if v >= 1 else "an integer >= 1"
+
+
+def _non_empty(v: Any) -> str | None:
+    return None if v.strip() else "a non-empty string"
+
+
+def _probability(v: Any) -> str | None:
+    return None if 0 < v < 1 else "a number between 0 and 1, exclusive"
+
+
+def _peer_id(v: Any) -> str | None:
+    return None if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", v) else (
+        "1-64 characters of letters, digits, '_', '.', '-' (starting with a letter or digit)"
+    )
+
+
+_ADDRESS = re.compile(r"tcp://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
+
+
+def parse_address(address: str) -> tuple[str, int]:
+    """``tcp://host:port`` -> (host, port); ValueError says what was expected."""
+    m = _ADDRESS.fullmatch(address)
+    if not m or not 1 <= int(m["port"]) <= 65535:
+        raise ValueError(
+            f"expected an address like 'tcp://127.0.0.1:5701' (tcp://host:port, port 1-65535), got {address!r}"
+        )
+    return m["host"].strip("[]"), int(m["port"])
+
+
+def _address(v: Any) -> str | None:
+    try:
+        parse_address(v)
+    except ValueError as exc:
+        return str(exc).removeprefix("expected ")
+    return None
+
+
+# ---------------------------------------------------------------------------
+# The sections. Field order is the order of the README's reference.
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class RingConfig:
+    """``[ring]``: the cluster's identity and gossip timing."""
+
+    name: str = _key(str, "ringcrawl", "the ring's name; peers of another ring are refused", _non_empty)
+    vnodes: int = _key(int, 256, "virtual nodes per unit of peer weight on the hash ring", _at_least_one)
+    gossip_interval: float = _key(float, 0.5, "seconds between gossip rounds", _positive)
+    suspect_after: float = _key(float, 2.0, "seconds of silence before a peer is suspected", _positive)
+    dead_after: float = _key(float, 6.0, "seconds of silence before a peer is declared dead", _positive)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerSpec:
+    """One ``[[peer]]``: an initial member (a seed of the gossip ring)."""
+
+    id: str = _key(str, _REQUIRED, "the peer's unique id (required)", _peer_id)
+    address: str = _key(str, _REQUIRED, "where its ZeroMQ socket listens, tcp://host:port (required)", _address)
+    data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
+    weight: float = _key(float, 1.0, "its share of the ring relative to the others", _positive)
+
+
+@dataclass(frozen=True, slots=True)
+class CrawlConfig:
+    """``[crawl]``: what to crawl and how each fetch behaves."""
+
+    seeds: tuple[str, ...] = _key(list, [], "start URLs (http or https)")
+    allow_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts in scope; empty: the seeds' hosts")
+    deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
+    max_pages: int = _key(int, 0, "cluster-wide page limit; 0 = no limit", _non_negative)
+    max_depth: int = _key(int, 0, "links followed from a seed; 0 = no limit", _non_negative)
+    concurrency: int = _key(int, 64, "fetches in flight per peer", _at_least_one)
+    user_agent: str = _key(str, "ringcrawl/0.1 (+https://example.invalid/bot)", "User-Agent header, also the robots.txt agent", _non_empty)
+    obey_robots: bool = _key(bool, True, "fetch and obey each host's robots.txt")
+    timeout: float = _key(float, 15.0, "seconds for a whole fetch, body included", _positive)
+    max_body: int = _key(int, 2 * 1024 * 1024, "bytes of body kept, after decompression; larger bodies are cut and flagged", _at_least_one)
+    max_redirects: int = _key(int, 5, "redirects followed per fetch", _non_negative)
+    allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
+    store_body: bool = _key(bool, False, "keep page bodies in the results")
+    store_links: bool = _key(bool, False, "keep the link graph (from_url, to_url) in the results")
+
+
+@dataclass(frozen=True, slots=True)
+class PolitenessConfig:
+    """``[politeness]``: the per-host PID rate controller (seed 000)."""
+
+    rate: float = _key(float, 60.0, "setpoint, pages per minute per host; 0 = no rate limit", _non_negative)
+    window: float = _key(float, 60.0, "seconds between PID updates", _positive)
+    kp: float = _key(float, -0.05, "PID proportional gain (seconds per page of error)")
+    ki: float = _key(float, -0.01, "PID integral gain")
+    kd: float = _key(float, 0.0, "PID derivative gain")
+    initial_delay: float = _key(float, 1.0, "a new host's delay between request starts, seconds", _non_negative)
+    min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds", _non_negative)
+    max_delay: float = _key(float, 60.0, "upper clamp of the delay, seconds", _non_negative)
+    integral_limit: float = _key(float, 100.0, "clamp of the PID's summed error", _non_negative)
+    host_concurrency: int = _key(int, 1, "fetches in flight per host", _at_least_one)
+    max_crawl_delay: float = _key(float, 30.0, "cap on a robots.txt Crawl-delay, seconds", _non_negative)
+
+    @property
+    def setpoint(self) -> float:
+        """The PID's target S in pages per window."""
+        return self.rate * self.window / 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class DnsConfig:
+    """``[dns]``: the per-peer DNS cache (seed 002: a cache nearly doubled throughput)."""
+
+    resolve: Mapping[str, str | tuple[str, ...]] = _key(dict, {}, "static answers, host glob -> IP or list of IPs, like curl --resolve")
+    nameservers: tuple[str, ...] = _key(list, [], "DNS servers (IP or IP:port) to query; empty: the system's resolver")
+    min_ttl: int = _key(int, 30, "lower clamp of a cached answer's TTL, seconds", _non_negative)
+    max_ttl: int = _key(int, 3600, "upper clamp of a cached answer's TTL, seconds", _non_negative)
+    negative_ttl: int = _key(int, 60, "seconds a failed lookup is cached", _non_negative)
+    cache_size: int = _key(int, 100_000, "names kept in the cache (least recently used evicted)", _at_least_one)
+
+
+@dataclass(frozen=True, slots=True)
+class BloomConfig:
+    """``[bloom]``: the seen-URL filter of this peer's partition (seed 001)."""
+
+    capacity: int = _key(int, 10_000_000, "URLs the filter is sized for", _at_least_one)
+    error_rate: float = _key(float, 0.001, "false-positive rate at capacity", _probability)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """The whole of cluster.toml, validated."""
+
+    path: Path
+    ring: RingConfig
+    peers: tuple[PeerSpec, ...]
+    crawl: CrawlConfig
+    politeness: PolitenessConfig
+    dns: DnsConfig
+    bloom: BloomConfig
+
+    def peer(self, peer_id: str) -> PeerSpec:
+        """The ``[[peer]]`` entry with this id; ConfigError names the known ids."""
+        for spec in self.peers:
+            if spec.id == peer_id:
+                return spec
+        known = ", ".join(p.id for p in self.peers)
+        raise ConfigError(str(self.path), "peer", f"no peer with id {peer_id!r} (known: {known})")
+
+    def data_dir(self, peer_id: str) -> Path:
+        """The absolute data directory of a listed peer."""
+        return Path(self.peer(peer_id).data_dir)
+
+
+# TOML table name -> section class. [[peer]] is handled apart: it is a list.
+SECTIONS: dict[str, type] = {
+    "ring": RingConfig,
+    "crawl": CrawlConfig,
+    "politeness": PolitenessConfig,
+    "dns": DnsConfig,
+    "bloom": BloomConfig,
+}
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+
+def load_config(path: str | Path) -> ClusterConfig:
+    """Read and validate cluster.toml; raises ConfigError with one clear line."""
+    p = Path(path)
+    try:
+        text = p.read_bytes().decode("utf-8")
+    except FileNotFoundError:
+        raise ConfigError(str(p), "", "no such file (pass --ring PATH to a cluster.toml)") from None
+    except IsADirectoryError:
+        raise ConfigError(str(p), "", "is a directory, expected a cluster.toml file") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(str(p), "", f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except OSError as exc:
+        raise ConfigError(str(p), "", f"cannot be read: {exc.strerror or exc}") from None
+    return parse_config(text, p)
+
+
+def parse_config(text: str, path: str | Path = "cluster.toml") -> ClusterConfig:
+    """Validate the TOML text of a cluster.toml found at ``path``."""
+    p = Path(path)
+    where = str(p)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(where, "", f"is not valid TOML: {exc}") from None
+
+    _reject_unknown(doc, [*SECTIONS, "peer"], where, "")
+    sections: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        table = doc.get(name, {})
+        if not isinstance(table, dict):
+            raise ConfigError(where, name, f"expected a table [{name}], got {_tname(table)}")
+        sections[name] = _build(cls, table, where, name)
+
+    raw_peers = doc.get("peer", [])
+    if not isinstance(raw_peers, list) or not all(isinstance(t, dict) for t in raw_peers):
+        raise ConfigError(where, "peer", "expected [[peer]] tables (an array of tables)")
+    if not raw_peers:
+        raise ConfigError(where, "peer", "expected at least one [[peer]] entry with id and address")
+    base = p.parent.resolve() if p.parent else Path.cwd()
+    peers = tuple(
+        _resolve_data_dir(_build(PeerSpec, t, where, f"peer[{i}]"), base)
+        for i, t in enumerate(raw_peers)
+    )
+    _check_unique(peers, where)
+
+    cfg = ClusterConfig(path=p, peers=peers, **sections)
+    _check_cross(cfg, where)
+    return cfg
+
+
+def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    _reject_unknown(table, list(fields), where, prefix)
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        keypath = f"{prefix}.{name}"
+        if name not in table:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ConfigError(where, keypath, f"is required ({f.metadata['doc']})")
+            continue
+        values[name] = _convert(table[name], f.metadata["kind"], where, keypath)
+        check = f.metadata["check"]
+        if check is not None and (expected := check(values[name])) is not None:
+            raise ConfigError(where, keypath, f"expected {expected}, got {table[name]!r}")
+    return cls(**values)
+
+
+def _convert(value: Any, kind: type, where: str, keypath: str) -> Any:
+    # bool is an int in Python; in a config file `true` where a number is
+    # expected is a mistake, not 1.
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(where, keypath, f"expected true or false, got {_tname(value)} {value!r}")
+    if kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(where, keypath, f"expected an integer, got {_tname(value)} {value!r}")
+    if kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise ConfigError(where, keypath, f"expected a number, got {_tname(value)} {value!r}")
+    if kind is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(where, keypath, f"expected a string, got {_tname(value)} {value!r}")
+    if kind is list:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(where, keypath, f"expected a list of strings, got {_tname(value)} {value!r}")
+    if kind is dict:
+        if isinstance(value, dict):
+            out: dict[str, str | tuple[str, ...]] = {}
+            for k, v in value.items():
+                if isinstance(v, str):
+                    out[k] = v
+                elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                    out[k] = tuple(v)
+                else:
+                    raise ConfigError(where, f"{keypath}.{k}", f"expected an IP address string or a list of them, got {v!r}")
+            return out
+        raise ConfigError(where, keypath, f"expected a table of host = IP, got {_tname(value)} {value!r}")
+    raise AssertionError(f"unknown config kind {kind!r}")  # pragma: no cover - our bug
+
+
+def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, prefix: str) -> None:
+    for key in table:
+        if key not in known:
+            keypath = f"{prefix}.{key}" if prefix else key
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+            raise ConfigError(where, keypath, f"unknown key{hint}")
+
+
+def _tname(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _resolve_data_dir(spec: PeerSpec, base: Path) -> PeerSpec:
+    d = Path(spec.data_dir or f"data/{spec.id}").expanduser()
+    return dataclasses.replace(spec, data_dir=str(d if d.is_absolute() else base / d))
+
+
+def _check_unique(peers: tuple[PeerSpec, ...], where: str) -> None:
+    for attr in ("id", "address", "data_dir"):
+        seen: dict[str, int] = {}
+        for i, spec in enumerate(peers):
+            value = getattr(spec, attr)
+            if value in seen:
+                raise ConfigError(
+                    where, f"peer[{i}].{attr}",
+                    f"duplicate {attr} {value!r}, already used by peer[{seen[value]}]; each peer needs its own",
+                )
+            seen[value] = i
+
+
+def _check_cross(cfg: ClusterConfig, where: str) -> None:
+    """Checks that involve more than one key."""
+    if cfg.ring.dead_after <= cfg.ring.suspect_after:
+        raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
+    if cfg.ring.suspect_after < cfg.ring.gossip_interval:
+        raise ConfigError(where, "ring.suspect_after", f"expected at least ring.gossip_interval ({cfg.ring.gossip_interval}), got {cfg.ring.suspect_after}")
+    pol = cfg.politeness
+    if pol.max_delay < pol.min_delay:
+        raise ConfigError(where, "politeness.max_delay", f"expected at least politeness.min_delay ({pol.min_delay}), got {pol.max_delay}")
+    if not pol.min_delay <= pol.initial_delay <= pol.max_delay:
+        raise ConfigError(where, "politeness.initial_delay", f"expected between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
+    if cfg.dns.max_ttl < cfg.dns.min_ttl:
+        raise ConfigError(where, "dns.max_ttl", f"expected at least dns.min_ttl ({cfg.dns.min_ttl}), got {cfg.dns.max_ttl}")
+    for i, seed in enumerate(cfg.crawl.seeds):
+        try:
+            normalize(seed)
+        except URLError as exc:
+            raise ConfigError(where, f"crawl.seeds[{i}]", f"expected an http(s) URL, got {seed!r} ({exc})") from None
+    for key in ("allow_hosts", "deny_hosts"):
+        for i, pattern in enumerate(getattr(cfg.crawl, key)):
+            if not pattern.strip() or "/" in pattern:
+                raise ConfigError(where, f"crawl.{key}[{i}]", f"expected a host glob such as '*.example.com', got {pattern!r}")
+    for i, ns in enumerate(cfg.dns.nameservers):
+        if not _is_ip_port(ns):
+            raise ConfigError(where, f"dns.nameservers[{i}]", f"expected an IP address, optionally with :port, got {ns!r}")
+    for pattern, answer in cfg.dns.resolve.items():
+        for ip in (answer,) if isinstance(answer, str) else answer:
+            if not _is_ip(ip):
+                raise ConfigError(where, f"dns.resolve.{pattern}", f"expected an IP address, got {ip!r}")
+
+
+def _is_ip(text: str) -> bool:
+    import ipaddress
+
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _is_ip_port(text: str) -> bool:
+    if _is_ip(text):
+        return True
+    m = re.fullmatch(r"\[?(?P<ip>[^\]]+?)\]?:(?P<port>[0-9]{1,5})", text)
+    return bool(m) and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
+
+
+def reference() -> list[tuple[str, str, str, str]]:
+    """(key, type, default, doc) for every key, in file order: the README's table."""
+    names = {float: "number", int: "integer", str: "string", bool: "boolean",
+             list: "list of strings", dict: "table"}
+    rows = []
+    for section, cls in [("ring", RingConfig), ("peer", PeerSpec), *[(n, c) for n, c in SECTIONS.items() if n != "ring"]]:
+        for f in dataclasses.fields(cls):
+            if cls is PeerSpec and f.name == "data_dir":
+                default = "data/<id>"
+            elif f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            else:
+                default = "(required)"
+            if isinstance(default, bool):
+                shown = "true" if default else "false"
+            elif isinstance(default, tuple):
+                shown = "[]" if not default else repr(list(default))
+            elif isinstance(default, dict):
+                shown = "{}"
+            elif isinstance(default, str) and default != "(required)":
+                shown = f'"{default}"'
+            else:
+                shown = str(default)
+            rows.append((f"{section}.{f.name}", names[f.metadata["kind"]], shown, f.metadata["doc"]))
+    return rows

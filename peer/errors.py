@@ -1,0 +1,45 @@
+"""The exceptions of the ``peer`` package, split by whose fault it is.
+
+::
+
+    PeerError                      base of everything peer raises on purpose
+    ├── ConfigError                the user's cluster.toml is wrong (file, key, expectation)
+    ├── URLError                   a URL we cannot or will not crawl (garbage, bad scheme)
+    └── StateError                 a persisted file under data_dir is unreadable
+
+Each carries a one-line message meant for a person: the CLI prints ``str(err)``
+and exits 2, never a traceback (httpx ``_exceptions.py`` draws its tree the same
+way). Foreign exceptions (tomllib, yarl, idna, OSError) are translated where
+they arise, so callers only ever catch these.
+"""
+
+from __future__ import annotations
+
+__all__ = ["PeerError", "ConfigError", "URLError", "StateError"]
+
+
+class PeerError(Exception):
+    """Base class of every error the peer package raises on purpose."""
+
+
+class ConfigError(PeerError):
+    """cluster.toml (or a command-line option) is wrong.
+
+    ``path`` is the file, ``key`` the dotted key path (``crawl.rate``,
+    ``peer[1].address``) or ``""`` for the file as a whole.
+    """
+
+    def __init__(self, path: str, key: str, message: str) -> None:
+        self.path = path
+        self.key = key
+        self.message = message
+        where = f"{path}: {key}: " if key else f"{path}: "
+        super().__init__(where + message)
+
+
+class URLError(PeerError, ValueError):
+    """A URL that cannot be parsed, or that no crawler should follow."""
+
+
+class StateError(PeerError):
+    """A state file under data_dir is corrupt or partial; names the file and the way out."""

@@ -1,0 +1,5 @@
+import sys
+
+from ring.cli import main
+
+sys.exit(main())

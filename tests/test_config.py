@@ -1,0 +1,300 @@
+"""peer.config: cluster.toml parsing, defaults, and one clear line per mistake."""
+
+import dataclasses
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from peer.config import (
+    SECTIONS,
+    ClusterConfig,
+    PeerSpec,
+    PolitenessConfig,
+    load_config,
+    parse_config,
+    reference,
+)
+from peer.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MINIMAL = """
+[[peer]]
+id = "p1"
+address = "tcp://127.0.0.1:5701"
+"""
+
+
+def parse(text: str, path: str = "/etc/rc/cluster.toml") -> ClusterConfig:
+    return parse_config(text, path)
+
+
+def error_of(text: str) -> ConfigError:
+    with pytest.raises(ConfigError) as info:
+        parse(text)
+    return info.value
+
+
+def test_shipped_cluster_toml_is_a_3_peer_ring_on_loopback():
+    cfg = load_config(ROOT / "cluster.toml")
+    assert [p.id for p in cfg.peers] == ["p1", "p2", "p3"]
+    assert all(p.address.startswith("tcp://127.0.0.1:") for p in cfg.peers)
+    assert cfg.ring.name == "demo"
+    assert cfg.crawl.seeds == ("http://s001.web.test:8080/",)
+    assert cfg.dns.resolve == {"*.web.test": "127.0.0.1"}
+    assert cfg.data_dir("p2") == ROOT / "data" / "p2"
+
+
+def test_defaults_fill_every_missing_key():
+    cfg = parse(MINIMAL)
+    assert cfg.ring.vnodes == 256 and cfg.ring.dead_after == 6.0
+    assert cfg.crawl.concurrency == 64 and cfg.crawl.obey_robots is True
+    assert cfg.crawl.allow_private is False and cfg.crawl.max_body == 2_097_152
+    assert cfg.politeness == PolitenessConfig()
+    assert (cfg.politeness.kp, cfg.politeness.ki, cfg.politeness.kd) == (-0.05, -0.01, 0.0)
+    assert cfg.bloom.capacity == 10_000_000 and cfg.bloom.error_rate == 0.001
+    assert cfg.peers[0].weight == 1.0
+    assert cfg.peers[0].data_dir == "/etc/rc/data/p1"
+
+
+def test_config_objects_are_frozen():
+    cfg = parse(MINIMAL)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.crawl.concurrency = 1  # type: ignore[misc]
+
+
+def test_ints_are_accepted_where_numbers_are_expected():
+    cfg = parse(MINIMAL + "[politeness]\nrate = 30\n")
+    assert cfg.politeness.rate == 30.0 and isinstance(cfg.politeness.rate, float)
+    assert cfg.politeness.setpoint == 30.0
+
+
+def test_setpoint_is_pages_per_window():
+    cfg = parse(MINIMAL + "[politeness]\nrate = 40\nwindow = 30\n")
+    assert cfg.politeness.setpoint == 20.0
+
+
+def test_absolute_data_dir_is_kept():
+    cfg = parse(MINIMAL.replace('"\n', '"\ndata_dir = "/srv/crawl/p1"\n', 1))
+    assert cfg.peers[0].data_dir == "/srv/crawl/p1"
+
+
+# --- one clear line per mistake ------------------------------------------------
+
+
+def test_unknown_key_suggests_the_right_one():
+    err = error_of(MINIMAL + "[crawl]\nconcurency = 8\n")
+    assert str(err) == "/etc/rc/cluster.toml: crawl.concurency: unknown key; did you mean 'concurrency'?"
+
+
+def test_unknown_section_suggests_the_right_one():
+    err = error_of(MINIMAL + "[politenes]\nrate = 1\n")
+    assert "politenes: unknown key; did you mean 'politeness'?" in str(err)
+
+
+def test_unknown_key_without_near_match_lists_known_keys():
+    err = error_of(MINIMAL + "[bloom]\nzzz = 1\n")
+    assert "bloom.zzz: unknown key (known: capacity, error_rate)" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("snippet", "key", "expected"),
+    [
+        ("[crawl]\nconcurrency = \"64\"", "crawl.concurrency", "expected an integer, got a string '64'"),
+        ("[crawl]\nconcurrency = 6.5", "crawl.concurrency", "expected an integer"),
+        ("[crawl]\nobey_robots = 1", "crawl.obey_robots", "expected true or false"),
+        ("[politeness]\nrate = true", "politeness.rate", "expected a number, got a boolean"),
+        ("[crawl]\nseeds = \"http://a.test/\"", "crawl.seeds", "expected a list of strings"),
+        ("[dns]\nresolve = [\"x\"]", "dns.resolve", "expected a table of host = IP"),
+        ("[ring]\nname = 5", "ring.name", "expected a string"),
+    ],
+)
+def test_wrong_type_names_key_and_expectation(snippet, key, expected):
+    err = error_of(MINIMAL + snippet + "\n")
+    assert err.key == key
+    assert expected in str(err)
+    assert str(err).startswith("/etc/rc/cluster.toml: " + key + ": ")
+
+
+@pytest.mark.parametrize(
+    ("snippet", "key"),
+    [
+        ("[politeness]\nrate = -1.0", "politeness.rate"),
+        ("[politeness]\nwindow = 0", "politeness.window"),
+        ("[politeness]\nmin_delay = -0.5", "politeness.min_delay"),
+        ("[politeness]\nhost_concurrency = 0", "politeness.host_concurrency"),
+        ("[crawl]\nmax_pages = -3", "crawl.max_pages"),
+        ("[crawl]\ntimeout = 0", "crawl.timeout"),
+        ("[bloom]\nerror_rate = 1.5", "bloom.error_rate"),
+        ("[ring]\nvnodes = 0", "ring.vnodes"),
+        ("[ring]\nsuspect_after = 5.0\ndead_after = 4.0", "ring.dead_after"),
+        ("[politeness]\nmin_delay = 5.0\nmax_delay = 1.0", "politeness.max_delay"),
+        ("[politeness]\ninitial_delay = 90.0", "politeness.initial_delay"),
+        ("[dns]\nmin_ttl = 100\nmax_ttl = 10", "dns.max_ttl"),
+        ("[crawl]\nseeds = [\"mailto:a@b.test\"]", "crawl.seeds[0]"),
+        ("[crawl]\nallow_hosts = [\"http://x.test/\"]", "crawl.allow_hosts[0]"),
+        ("[dns]\nresolve = { \"*.test\" = \"not-an-ip\" }", "dns.resolve.*.test"),
+        ("[dns]\nnameservers = [\"ns1.example\"]", "dns.nameservers[0]"),
+    ],
+)
+def test_out_of_range_values_are_refused(snippet, key):
+    err = error_of(MINIMAL + snippet + "\n")
+    assert err.key == key
+    assert "expected" in err.message
+
+
+def test_negative_rate_message():
+    err = error_of(MINIMAL + "[politeness]\nrate = -1.0\n")
+    assert str(err) == "/etc/rc/cluster.toml: politeness.rate: expected a number >= 0, got -1.0"
+
+
+def test_duplicate_peer_ids():
+    err = error_of(MINIMAL + '[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:5702"\n')
+    assert str(err) == (
+        "/etc/rc/cluster.toml: peer[1].id: duplicate id 'p1', already used by peer[0]; each peer needs its own"
+    )
+
+
+def test_duplicate_peer_addresses():
+    err = error_of(MINIMAL + '[[peer]]\nid = "p2"\naddress = "tcp://127.0.0.1:5701"\n')
+    assert err.key == "peer[1].address" and "duplicate address" in err.message
+
+
+def test_duplicate_data_dirs():
+    err = error_of(
+        MINIMAL.replace('"\n', '"\ndata_dir = "d"\n', 1)
+        + '[[peer]]\nid = "p2"\naddress = "tcp://127.0.0.1:5702"\ndata_dir = "d"\n'
+    )
+    assert err.key == "peer[1].data_dir"
+
+
+@pytest.mark.parametrize(
+    "address",
+    ["127.0.0.1:5701", "tcp://127.0.0.1", "tcp://127.0.0.1:0", "tcp://127.0.0.1:70000",
+     "udp://127.0.0.1:5701", "tcp://:5701", "tcp://a b:1"],
+)
+def test_malformed_address(address):
+    err = error_of(f'[[peer]]\nid = "p1"\naddress = "{address}"\n')
+    assert err.key == "peer[0].address"
+    assert "tcp://host:port" in err.message and repr(address) in err.message
+
+
+def test_ipv6_address_is_accepted():
+    cfg = parse('[[peer]]\nid = "p1"\naddress = "tcp://[::1]:5701"\n')
+    assert cfg.peers[0].address == "tcp://[::1]:5701"
+
+
+def test_missing_required_peer_keys():
+    err = error_of('[[peer]]\nid = "p1"\n')
+    assert err.key == "peer[0].address" and "is required" in err.message
+
+
+def test_no_peers():
+    err = error_of("[ring]\nname = \"x\"\n")
+    assert err.key == "peer" and "at least one [[peer]]" in err.message
+
+
+def test_bad_peer_id():
+    err = error_of('[[peer]]\nid = "p 1"\naddress = "tcp://127.0.0.1:1"\n')
+    assert err.key == "peer[0].id"
+
+
+def test_invalid_toml_names_the_file():
+    err = error_of("[ring\nname=1")
+    assert str(err).startswith("/etc/rc/cluster.toml: is not valid TOML")
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(ConfigError) as info:
+        load_config(tmp_path / "nope.toml")
+    assert str(info.value) == f"{tmp_path / 'nope.toml'}: no such file (pass --ring PATH to a cluster.toml)"
+
+
+def test_directory_and_binary_file(tmp_path):
+    with pytest.raises(ConfigError, match="is a directory"):
+        load_config(tmp_path)
+    bad = tmp_path / "bin.toml"
+    bad.write_bytes(b"\xff\xfe\x00")
+    with pytest.raises(ConfigError, match="is not UTF-8"):
+        load_config(bad)
+
+
+def test_unknown_peer_id_lists_known_ones():
+    cfg = parse(MINIMAL)
+    with pytest.raises(ConfigError, match=r"no peer with id 'p9' \(known: p1\)"):
+        cfg.peer("p9")
+
+
+# --- the command line: exit 2, one line, no traceback ---------------------------
+
+
+def run_peer(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "peer", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+
+
+def test_cli_bad_config_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "cluster.toml"
+    bad.write_text(MINIMAL + "[crawl]\nconcurency = 8\n")
+    res = run_peer("--ring", str(bad), "--check")
+    assert res.returncode == 2
+    assert res.stderr == f"error: {bad}: crawl.concurency: unknown key; did you mean 'concurrency'?\n"
+    assert "Traceback" not in res.stderr
+
+
+def test_cli_missing_file_exit_2(tmp_path):
+    res = run_peer("--ring", str(tmp_path / "x.toml"), "--check")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no such file" in res.stderr
+
+
+def test_cli_unknown_id_exit_2():
+    res = run_peer("--ring", "cluster.toml", "--id", "p7", "--check")
+    assert res.returncode == 2 and "no peer with id 'p7'" in res.stderr
+
+
+def test_cli_check_describes_the_ring():
+    res = run_peer("--ring", "cluster.toml", "--id", "p2", "--check")
+    assert res.returncode == 0, res.stderr
+    assert "ring 'demo', 3 peer(s)" in res.stdout
+    assert re.search(r"^ \* p2 ", res.stdout, re.M)
+
+
+def test_cli_help_documents_every_option():
+    res = run_peer("--help")
+    assert res.returncode == 0
+    for opt in ("--ring", "--id", "--check"):
+        assert opt in res.stdout
+
+
+# --- the documentation cannot drift from the code --------------------------------
+
+
+def all_keys() -> list[str]:
+    return [key for key, *_ in reference()]
+
+
+def test_reference_covers_every_field():
+    expected = {f"peer.{f.name}" for f in dataclasses.fields(PeerSpec)}
+    for name, cls in SECTIONS.items():
+        expected |= {f"{name}.{f.name}" for f in dataclasses.fields(cls)}
+    assert set(all_keys()) == expected
+
+
+def test_readme_config_reference_lists_every_key_with_its_default():
+    readme = (ROOT / "README.md").read_text()
+    for key, kind, default, doc in reference():
+        row = f"| `{key}` | {kind} | `{default}` | {doc} |"
+        assert row in readme, f"README config reference is missing or stale for {key}: {row}"
+
+
+def test_cluster_toml_mentions_every_key_with_a_comment():
+    text = (ROOT / "cluster.toml").read_text()
+    for key in all_keys():
+        name = key.split(".", 1)[1]
+        assert re.search(rf"^{re.escape(name)} = .*#", text, re.M) or re.search(
+            rf"^#.*\n{re.escape(name)} = ", text, re.M
+        ), f"cluster.toml has no commented line for {key}"

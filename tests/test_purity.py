@@ -1,0 +1,30 @@
+"""The pure cores import no I/O library (docs/architecture.md)."""
+
+import subprocess
+import sys
+
+import pytest
+
+PURE = [
+    "peer.config",
+    "peer.urls",
+    "peer.bloom",
+    "peer.pid",
+    "peer.frontier",
+    "peer.dnscache",
+    "ring.hashring",
+    "ring.messages",
+]
+FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
+
+
+@pytest.mark.parametrize("module", PURE)
+def test_pure_core_imports_no_io_library(module):
+    code = (
+        f"import sys, {module}\n"
+        f"bad = [m for m in {FORBIDDEN!r} if m in sys.modules]\n"
+        "print(','.join(bad))\n"
+    )
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "", f"{module} pulls in {res.stdout.strip()}"
