@@ -74,6 +74,11 @@ def _non_empty(v: Any) -> str | None:
     return None if v.strip() else "a non-empty string"
 
 
+def _non_positive(v: Any) -> str | None:
+    # A positive gain would speed up a host that is already over its setpoint.
+    return None if v <= 0 else "a number <= 0 (a positive gain speeds up a host that is too fast)"
+
+
 def _probability(v: Any) -> str | None:
     return None if 0 < v < 1 else "a number between 0 and 1, exclusive"
 
@@ -157,13 +162,17 @@ class PolitenessConfig:
 
     rate: float = _key(float, 60.0, "setpoint, pages per minute per host; 0 = no rate limit", _non_negative)
     window: float = _key(float, 60.0, "seconds between PID updates", _positive)
-    kp: float = _key(float, -0.05, "PID proportional gain (seconds per page of error)")
-    ki: float = _key(float, -0.01, "PID integral gain")
-    kd: float = _key(float, 0.0, "PID derivative gain")
+    kp: float = _key(float, -0.05, "PID proportional gain (seconds per page of error)", _non_positive)
+    ki: float = _key(float, -0.01, "PID integral gain", _non_positive)
+    kd: float = _key(float, 0.0, "PID derivative gain", _non_positive)
     initial_delay: float = _key(float, 1.0, "a new host's delay between request starts, seconds", _non_negative)
     min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds", _non_negative)
     max_delay: float = _key(float, 60.0, "upper clamp of the delay, seconds", _non_negative)
-    integral_limit: float = _key(float, 100.0, "clamp of the PID's summed error", _non_negative)
+    # 15, not a round 100: the seed law adds Ki*Sum every window until the
+    # errors sum back to zero, so a large clamp is a long overshoot. In
+    # tests/test_pid.py's simulation (S=40) a clamp of 100 never settled after
+    # a fast->slow step; 10-20 settled within 7-22 windows.
+    integral_limit: float = _key(float, 15.0, "clamp of the PID's summed error (pages)", _non_negative)
     host_concurrency: int = _key(int, 1, "fetches in flight per host", _at_least_one)
     max_crawl_delay: float = _key(float, 30.0, "cap on a robots.txt Crawl-delay, seconds", _non_negative)
 

@@ -298,3 +298,9 @@ def test_cluster_toml_mentions_every_key_with_a_comment():
         assert re.search(rf"^{re.escape(name)} = .*#", text, re.M) or re.search(
             rf"^#.*\n{re.escape(name)} = ", text, re.M
         ), f"cluster.toml has no commented line for {key}"
+
+
+@pytest.mark.parametrize("gain", ["kp", "ki", "kd"])
+def test_positive_pid_gain_is_refused(gain):
+    err = error_of(MINIMAL + f"[politeness]\n{gain} = 0.1\n")
+    assert err.key == f"politeness.{gain}" and "a number <= 0" in err.message
