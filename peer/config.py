@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from peer.errors import ConfigError, URLError
-from peer.urls import normalize
+from peer.urls import Scope, normalize
 
 __all__ = [
     "BloomConfig",
@@ -399,8 +399,10 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
             raise ConfigError(where, f"crawl.seeds[{i}]", f"expected an http(s) URL, got {seed!r} ({exc})") from None
     for key in ("allow_hosts", "deny_hosts"):
         for i, pattern in enumerate(getattr(cfg.crawl, key)):
-            if not pattern.strip() or "/" in pattern:
-                raise ConfigError(where, f"crawl.{key}[{i}]", f"expected a host glob such as '*.example.com', got {pattern!r}")
+            try:
+                Scope((pattern,))
+            except URLError as exc:
+                raise ConfigError(where, f"crawl.{key}[{i}]", f"expected a host glob such as '*.example.com', got {pattern!r} ({exc})") from None
     for i, ns in enumerate(cfg.dns.nameservers):
         if not _is_ip_port(ns):
             raise ConfigError(where, f"dns.nameservers[{i}]", f"expected an IP address, optionally with :port, got {ns!r}")

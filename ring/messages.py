@@ -1,0 +1,614 @@
+"""The ring's wire codec: every message between peers, and its msgpack form.
+
+A frame is one msgpack array, positional for compactness (URL batches are the
+volume)::
+
+    [VERSION, TYPE_CODE, field1, field2, ...]      fields in dataclass order
+
+``VERSION`` changes whenever a layout changes; a peer refuses other versions
+rather than guess. The type codes are :data:`TYPE_CODES`. Nested records
+(:class:`Member`, :class:`MemberStatus`) are arrays of their fields in the same
+way; a :class:`MemberState` travels as its index in ``MemberState``'s order.
+A :class:`UrlBatch`'s ``urls`` travel as two parallel arrays, ``[[url...],
+[depth...]]``, which packs and checks in C-speed passes instead of one Python
+step per pair (bytes per URL: the URL, its 1–3 byte string header and a
+1-byte depth).
+
+What each message is for (issue 4, ring; issue 6, faults):
+
+- :class:`Digest` — heartbeat gossip. Each :class:`Member` entry carries that
+  member's own ``heartbeat`` and termination counters (``idle``, ``sent``,
+  ``received``, ``pages``) rather than the digest carrying only the sender's:
+  gossip goes to a few peers a round and spreads transitively, so a peer
+  learns everyone's counters second-hand, ordered by (incarnation,
+  heartbeat). The counter method of termination and the cluster-wide
+  ``max_pages`` sum them over the live members. ``want_reply`` asks for the
+  receiver's digest back (push-pull; a reply never asks again).
+- :class:`Join` / :class:`Leave` — a new peer announces itself to a seed; a
+  leaving one announces ``left`` before handing off.
+- :class:`UrlBatch` / :class:`Ack` — URLs forwarded to their owner.
+  ``(sender, epoch, seq)`` names a batch: ``seq`` counts per destination and
+  ``epoch`` is fixed per process start (e.g. start time in ms), so a restarted
+  sender's ``seq`` 0 is not mistaken for a replay, and a replayed frame is.
+  ``seen`` carries a hand-off's already-fetched URLs (issue 6: leave/join),
+  which the new owner adds to its Bloom filter without queueing; it rides in
+  the same acked, resent batches rather than in a message of its own.
+- :class:`StatusRequest` / :class:`StatusReply` — ``python -m ring status``;
+  one :class:`MemberStatus` per member with the keys of ``--json``, plus the
+  ``dropped`` counters (garbage, unknown type, other ring, replay...) that
+  issue 6 wants visible. ``nonce`` matches a reply to its request.
+
+The codec checks types and ranges only. A decoded URL is still untrusted
+input: the receiver normalises it (``peer.urls``) and checks ``ring`` against
+its own ring name before acting on anything.
+
+Errors (``ring.errors``): :func:`decode` of anything that is not a valid frame
+of this version raises only :class:`DecodeError` (the remote's fault: drop and
+count); :func:`encode` of a message it cannot carry raises :class:`EncodeError`
+(ours). Everything :func:`encode` returns, :func:`decode` accepts.
+
+Limits (a hostile frame costs bounded memory and time):
+
+=================  ===========  ==============================================
+frame              8 MiB        length check before unpacking (``unpackb``
+                                takes no ``max_buffer_size``; that is the
+                                streaming ``Unpacker``'s option)
+string             8 KiB        ``max_str_len``; a URL is ≤ 4 KiB (peer.urls)
+array              10 000       ``max_array_len``; URLs in a batch, ``seen``
+names              256 chars    ring name, peer id, address, counter name
+members            1 024        entries of a digest or status reply
+dropped counters   64           entries of ``MemberStatus.dropped``
+bin, map, ext      none         ``max_*_len=0``: the codec uses none of them
+=================  ===========  ==============================================
+
+Integers are unsigned 64-bit; floats are finite and non-negative; ``bool`` is
+not an ``int`` here (msgpack keeps them apart, and so do the checks).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, fields
+from enum import StrEnum
+from operator import attrgetter
+from typing import Any, Union
+
+import msgpack
+
+from ring.errors import DecodeError, EncodeError
+
+__all__ = [
+    "VERSION",
+    "TYPE_CODES",
+    "MAX_FRAME",
+    "MAX_STR",
+    "MAX_ARRAY",
+    "MAX_NAME",
+    "MAX_MEMBERS",
+    "MemberState",
+    "Member",
+    "MemberStatus",
+    "Digest",
+    "Join",
+    "Leave",
+    "UrlBatch",
+    "Ack",
+    "StatusRequest",
+    "StatusReply",
+    "Message",
+    "encode",
+    "decode",
+    "DecodeError",
+    "EncodeError",
+]
+
+VERSION = 1
+MAX_FRAME = 8 * 1024 * 1024
+MAX_STR = 8 * 1024
+MAX_ARRAY = 10_000
+MAX_NAME = 256
+MAX_MEMBERS = 1024
+MAX_DROPPED = 64
+MAX_UINT = 2**64 - 1
+
+
+class MemberState(StrEnum):
+    """A member's state in the membership view; the wire carries its index."""
+
+    ALIVE = "alive"
+    SUSPECT = "suspect"
+    DEAD = "dead"
+    LEFT = "left"
+
+
+# --------------------------------------------------------------------------
+# The messages
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    """One entry of a gossip digest: a member as the sender last heard of it."""
+
+    id: str
+    address: str
+    incarnation: int
+    state: MemberState
+    weight: float
+    heartbeat: int = 0
+    idle: bool = False
+    sent: int = 0
+    received: int = 0
+    pages: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class Digest:
+    ring: str
+    sender: str
+    members: tuple[Member, ...]
+    want_reply: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Join:
+    ring: str
+    sender: str
+    address: str
+    weight: float
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True)
+class Leave:
+    ring: str
+    sender: str
+    incarnation: int
+
+
+@dataclass(frozen=True, slots=True)
+class UrlBatch:
+    """URLs for their owner, as (url, depth) pairs; ``seen``: hand-off only."""
+
+    ring: str
+    sender: str
+    epoch: int
+    seq: int
+    urls: tuple[tuple[str, int], ...]
+    seen: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Ack:
+    """The receiver took batch (epoch, seq) of ``UrlBatch.sender`` into its frontier."""
+
+    ring: str
+    sender: str
+    epoch: int
+    seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class StatusRequest:
+    ring: str
+    sender: str
+    nonce: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class MemberStatus:
+    """One row of ``python -m ring status``; the field names are its JSON keys."""
+
+    id: str
+    address: str
+    state: MemberState
+    share: float
+    pages: int
+    rate: float
+    frontier: int
+    hosts: int
+    forwarded_out: int
+    forwarded_in: int
+    dns_hit_rate: float
+    bloom_fill: float
+    uptime: float
+    dropped: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StatusReply:
+    ring: str
+    sender: str
+    members: tuple[MemberStatus, ...]
+    nonce: int = 0
+
+
+Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply]
+
+# --------------------------------------------------------------------------
+# Field codecs: (to_wire, from_wire). Each checks and converts one value and
+# raises _Invalid; encode/decode add the field's path and translate.
+
+
+class _Invalid(Exception):
+    pass
+
+
+Check = Callable[[Any], Any]
+
+
+def _what(v: object) -> str:
+    return type(v).__name__
+
+
+def _name_codec(max_len: int = MAX_NAME) -> tuple[Check, Check]:
+    def check(v: Any) -> str:
+        if type(v) is not str:
+            raise _Invalid(f"expected str, got {_what(v)}")
+        if len(v) > max_len:
+            raise _Invalid(f"longer than {max_len}")
+        return v
+
+    return check, check
+
+
+def _uint(v: Any) -> int:
+    if type(v) is not int:
+        raise _Invalid(f"expected int, got {_what(v)}")
+    if not 0 <= v <= MAX_UINT:
+        raise _Invalid(f"{v} out of range 0..2**64-1")
+    return v
+
+
+def _bool(v: Any) -> bool:
+    if type(v) is not bool:
+        raise _Invalid(f"expected bool, got {_what(v)}")
+    return v
+
+
+def _float_out(v: Any) -> float:
+    if type(v) is not float and type(v) is not int:
+        raise _Invalid(f"expected float, got {_what(v)}")
+    try:
+        return _float_in(float(v))
+    except OverflowError:
+        raise _Invalid("int too large for a float") from None
+
+
+def _float_in(v: Any) -> float:
+    if type(v) is not float:
+        raise _Invalid(f"expected float, got {_what(v)}")
+    if not (v >= 0.0 and math.isfinite(v)):
+        raise _Invalid(f"{v} is not a finite float >= 0")
+    return v
+
+
+_STATES = tuple(MemberState)
+_STATE_CODE = {s: i for i, s in enumerate(_STATES)}
+
+
+def _state_out(v: Any) -> int:
+    if type(v) is not MemberState and type(v) is not str:
+        raise _Invalid(f"expected MemberState, got {_what(v)}")
+    code = _STATE_CODE.get(v)
+    if code is None:
+        raise _Invalid(f"unknown state {v[:20]!r}")
+    return code
+
+
+def _state_in(v: Any) -> MemberState:
+    if type(v) is not int or not 0 <= v < len(_STATES):
+        raise _Invalid("unknown state code")
+    return _STATES[v]
+
+
+def _urls_check(urls: Any, decoding: bool) -> None:
+    # C-speed passes over the whole array; one Python step per URL would
+    # dominate decoding a batch. join() raises TypeError on a non-str.
+    if len(urls) > MAX_ARRAY:
+        raise _Invalid(f"more than {MAX_ARRAY} URLs")
+    if not urls:
+        return
+    try:
+        ascii_ = "".join(urls).isascii()
+    except TypeError:
+        ascii_ = False
+    # max_str_len already bounds a decoded string; an encoded one must fit it.
+    if not ascii_ or (not decoding and max(map(len, urls)) > MAX_STR):
+        raise _Invalid("URLs must be ASCII strings (normalised), at most 8 KiB")
+
+
+def _depths_check(depths: Any, decoding: bool) -> None:
+    # msgpack ints fit 64 bits, so a decoded depth needs no upper bound check.
+    if depths and (
+        set(map(type, depths)) != {int}
+        or min(depths) < 0
+        or (not decoding and max(depths) > MAX_UINT)
+    ):
+        raise _Invalid("depths must be ints >= 0")
+
+
+def _pairs_out(v: Any) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    if type(v) is not tuple and type(v) is not list:
+        raise _Invalid(f"expected tuple of (url, depth), got {_what(v)}")
+    if not v:
+        return (), ()
+    if not set(map(type, v)) <= {tuple, list} or set(map(len, v)) != {2}:
+        raise _Invalid("expected (url, depth) pairs")
+    urls, depths = zip(*v)
+    _urls_check(urls, False)
+    _depths_check(depths, False)
+    return urls, depths
+
+
+def _pairs_in(v: Any) -> tuple[tuple[str, int], ...]:
+    if type(v) is not tuple or len(v) != 2:
+        raise _Invalid("expected [urls, depths]")
+    urls, depths = v
+    if type(urls) is not tuple or type(depths) is not tuple or len(urls) != len(depths):
+        raise _Invalid("expected two arrays of the same length")
+    _urls_check(urls, True)
+    _depths_check(depths, True)
+    return tuple(zip(urls, depths))
+
+
+def _seen_out(v: Any) -> tuple[str, ...]:
+    if type(v) is not tuple and type(v) is not list:
+        raise _Invalid(f"expected tuple of str, got {_what(v)}")
+    _urls_check(v, False)
+    return tuple(v)
+
+
+def _seen_in(v: Any) -> tuple[str, ...]:
+    if type(v) is not tuple:
+        raise _Invalid(f"expected array of str, got {_what(v)}")
+    _urls_check(v, True)
+    return v
+
+
+def _array_codec(item: tuple[Check, Check], max_len: int) -> tuple[Check, Check]:
+    item_out, item_in = item
+
+    def out(v: Any) -> list[Any]:
+        if type(v) is not tuple and type(v) is not list:
+            raise _Invalid(f"expected tuple, got {_what(v)}")
+        if len(v) > max_len:
+            raise _Invalid(f"more than {max_len} entries")
+        return [item_out(x) for x in v]
+
+    def in_(v: Any) -> tuple[Any, ...]:
+        if type(v) is not tuple:
+            raise _Invalid(f"expected array, got {_what(v)}")
+        if len(v) > max_len:
+            raise _Invalid(f"more than {max_len} entries")
+        return tuple([item_in(x) for x in v])
+
+    return out, in_
+
+
+def _counter_out(v: Any) -> tuple[str, int]:
+    if (type(v) is not tuple and type(v) is not list) or len(v) != 2:
+        raise _Invalid("expected (name, count) pairs")
+    return _NAME[0](v[0]), _uint(v[1])
+
+
+def _counter_in(v: Any) -> tuple[str, int]:
+    if type(v) is not tuple or len(v) != 2:
+        raise _Invalid("expected [name, count] pairs")
+    return _NAME[1](v[0]), _uint(v[1])
+
+
+_NAME = _name_codec()
+_UINT = (_uint, _uint)
+_BOOL = (_bool, _bool)
+_FLOAT = (_float_out, _float_in)
+_STATE = (_state_out, _state_in)
+
+# --------------------------------------------------------------------------
+# The table: per record, its fields in dataclass order with their codecs.
+
+
+class _Spec:
+    __slots__ = ("cls", "code", "names", "outs", "ins", "get")
+
+    def __init__(self, cls: type, code: int, spec: tuple[tuple[str, tuple[Check, Check]], ...]):
+        names = tuple(name for name, _ in spec)
+        # The table must follow the dataclass, or the wire order silently shifts.
+        assert names == tuple(f.name for f in fields(cls)), cls
+        self.cls = cls
+        self.code = code
+        self.names = names
+        self.outs = tuple(c[0] for _, c in spec)
+        self.ins = tuple(c[1] for _, c in spec)
+        self.get = attrgetter(*names)
+
+    def _blame(self, convs: tuple[Check, ...], values: Any, e: _Invalid) -> _Invalid:
+        # Off the fast path: find which field failed, to name it.
+        for name, conv, v in zip(self.names, convs, values):
+            try:
+                conv(v)
+            except _Invalid as err:
+                return _Invalid(f"{self.cls.__name__}.{name}: {err}")
+        return _Invalid(f"{self.cls.__name__}: {e}")  # pragma: no cover
+
+    def to_wire(self, obj: Any) -> list[Any]:
+        values = self.get(obj)
+        try:
+            return [conv(v) for conv, v in zip(self.outs, values)]
+        except _Invalid as e:
+            raise self._blame(self.outs, values, e) from None
+
+    def from_wire(self, values: tuple[Any, ...]) -> Any:
+        if len(values) != len(self.names):
+            raise _Invalid(f"{self.cls.__name__}: {len(values)} fields, expected {len(self.names)}")
+        try:
+            return self.cls(*[conv(v) for conv, v in zip(self.ins, values)])
+        except _Invalid as e:
+            raise self._blame(self.ins, values, e) from None
+
+
+def _record_codec(spec: _Spec) -> tuple[Check, Check]:
+    def out(v: Any) -> list[Any]:
+        if type(v) is not spec.cls:
+            raise _Invalid(f"expected {spec.cls.__name__}, got {_what(v)}")
+        return spec.to_wire(v)
+
+    def in_(v: Any) -> Any:
+        if type(v) is not tuple:
+            raise _Invalid(f"expected {spec.cls.__name__} array, got {_what(v)}")
+        return spec.from_wire(v)
+
+    return out, in_
+
+
+_MEMBER = _Spec(
+    Member,
+    0,
+    (
+        ("id", _NAME),
+        ("address", _NAME),
+        ("incarnation", _UINT),
+        ("state", _STATE),
+        ("weight", _FLOAT),
+        ("heartbeat", _UINT),
+        ("idle", _BOOL),
+        ("sent", _UINT),
+        ("received", _UINT),
+        ("pages", _UINT),
+    ),
+)
+
+_MEMBER_STATUS = _Spec(
+    MemberStatus,
+    0,
+    (
+        ("id", _NAME),
+        ("address", _NAME),
+        ("state", _STATE),
+        ("share", _FLOAT),
+        ("pages", _UINT),
+        ("rate", _FLOAT),
+        ("frontier", _UINT),
+        ("hosts", _UINT),
+        ("forwarded_out", _UINT),
+        ("forwarded_in", _UINT),
+        ("dns_hit_rate", _FLOAT),
+        ("bloom_fill", _FLOAT),
+        ("uptime", _FLOAT),
+        ("dropped", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
+    ),
+)
+
+_SPECS = (
+    _Spec(
+        Digest,
+        1,
+        (
+            ("ring", _NAME),
+            ("sender", _NAME),
+            ("members", _array_codec(_record_codec(_MEMBER), MAX_MEMBERS)),
+            ("want_reply", _BOOL),
+        ),
+    ),
+    _Spec(
+        Join,
+        2,
+        (
+            ("ring", _NAME),
+            ("sender", _NAME),
+            ("address", _NAME),
+            ("weight", _FLOAT),
+            ("incarnation", _UINT),
+        ),
+    ),
+    _Spec(Leave, 3, (("ring", _NAME), ("sender", _NAME), ("incarnation", _UINT))),
+    _Spec(
+        UrlBatch,
+        4,
+        (
+            ("ring", _NAME),
+            ("sender", _NAME),
+            ("epoch", _UINT),
+            ("seq", _UINT),
+            ("urls", (_pairs_out, _pairs_in)),
+            ("seen", (_seen_out, _seen_in)),
+        ),
+    ),
+    _Spec(Ack, 5, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("seq", _UINT))),
+    _Spec(StatusRequest, 6, (("ring", _NAME), ("sender", _NAME), ("nonce", _UINT))),
+    _Spec(
+        StatusReply,
+        7,
+        (
+            ("ring", _NAME),
+            ("sender", _NAME),
+            ("members", _array_codec(_record_codec(_MEMBER_STATUS), MAX_MEMBERS)),
+            ("nonce", _UINT),
+        ),
+    ),
+)
+
+TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}
+_BY_CODE = {s.code: s for s in _SPECS}
+_BY_TYPE = {s.cls: s for s in _SPECS}
+
+_UNPACK_LIMITS: dict[str, Any] = dict(
+    use_list=False,  # tuples: the dataclasses' field types, no conversion pass
+    raw=False,  # invalid UTF-8 raises
+    strict_map_key=True,
+    max_str_len=MAX_STR,
+    max_bin_len=0,
+    max_array_len=MAX_ARRAY,
+    max_map_len=0,
+    max_ext_len=0,
+)
+
+# --------------------------------------------------------------------------
+# The two entry points
+
+
+def encode(msg: Message) -> bytes:
+    """The frame for ``msg``; :class:`EncodeError` if it holds a value the codec refuses."""
+    spec = _BY_TYPE.get(type(msg))
+    if spec is None:
+        raise EncodeError(f"not a ring message: {_what(msg)}")
+    try:
+        wire = spec.to_wire(msg)
+    except _Invalid as e:
+        raise EncodeError(str(e)) from None
+    try:
+        frame = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
+    except (ValueError, TypeError, OverflowError) as e:  # a lone surrogate in a str
+        raise EncodeError(f"{spec.cls.__name__}: {e}") from None
+    if len(frame) > MAX_FRAME:
+        name = spec.cls.__name__
+        raise EncodeError(f"{name}: frame of {len(frame)} bytes > {MAX_FRAME}; split it")
+    return frame
+
+
+def decode(data: bytes) -> Message:
+    """The message in frame ``data``; :class:`DecodeError` for anything else.
+
+    Accepts ``bytes``, ``bytearray`` or ``memoryview`` (a zero-copy zmq frame).
+    """
+    if type(data) is not bytes and not isinstance(data, (bytearray, memoryview)):
+        raise DecodeError(f"not bytes: {_what(data)}")
+    size = len(data) if type(data) is bytes else memoryview(data).nbytes
+    if size > MAX_FRAME:
+        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}")
+    try:
+        obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
+    except (ValueError, TypeError, OverflowError, msgpack.UnpackException) as e:
+        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}") from None
+    if type(obj) is not tuple or len(obj) < 2:
+        raise DecodeError("not a message array")
+    version, code = obj[0], obj[1]
+    if type(version) is not int or version != VERSION:
+        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}")
+    spec = _BY_CODE.get(code) if type(code) is int else None
+    if spec is None:
+        raise DecodeError(f"unknown message type {str(code)[:20]}")
+    try:
+        return spec.from_wire(obj[2:])  # type: ignore[no-any-return]
+    except _Invalid as e:
+        raise DecodeError(str(e)) from None
