@@ -1,0 +1,188 @@
+"""Measure the pure cores and print the figures quoted in the README.
+
+    .venv/bin/python scripts/bench_cores.py [--quick]
+
+Every timing is the median of several repeats, measured in this one run, so
+the figures can be compared with each other on a noisy shared machine. Nothing
+here asserts a speed: the tests assert behaviour, this prints numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import statistics
+import sys
+import time
+import tracemalloc
+from collections import Counter
+from collections.abc import Callable
+
+from peer.bloom import BloomFilter
+from peer.dnscache import DnsCache, Miss
+from peer.frontier import Frontier, Politeness
+from peer.urls import join, normalize
+from ring.hashring import HashRing
+from ring.messages import UrlBatch, decode, encode
+
+REPEATS = 5
+
+
+def median_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
+    """Median wall time of ``fn()`` in seconds."""
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def section(title: str) -> None:
+    print(f"\n## {title}")
+
+
+def bench_ring(n_hosts: int) -> None:
+    section(f"HashRing: balance over {n_hosts:,} hostnames, 256 vnodes")
+    hosts = [f"s{i:06d}.site{i % 997}.example.org" for i in range(n_hosts)]
+    print("peers  max/mean  join moves (ideal 1/(N+1))  leave moves only the leaver's  lookup µs")
+    for n in (3, 8, 32):
+        ring = HashRing({f"p{i}": 1.0 for i in range(1, n + 1)})
+        owners = [ring.owner(h) for h in hosts]
+        load = Counter(owners)
+        bigger = ring.with_peer(f"p{n + 1}")
+        moved = sum(1 for h, o in zip(hosts, owners) if bigger.owner(h) != o)
+        smaller = ring.without_peer("p1")
+        leave_ok = all(smaller.owner(h) == o for h, o in zip(hosts, owners) if o != "p1")
+        per = median_time(lambda: [ring.owner(h) for h in hosts[:20_000]]) / 20_000
+        print(f"{n:>5}  {max(load.values()) / (n_hosts / n):8.3f}  "
+              f"{moved / n_hosts:6.4f} ({1 / (n + 1):.4f})            {str(leave_ok):<29} {per * 1e6:8.2f}")
+
+
+def bench_bloom(n: int) -> None:
+    section(f"BloomFilter: {n:,} URLs at capacity, p = 0.01")
+    urls = [f"http://s{i % 1000:04d}.web.test/page/{i}.html?q={i * 7}" for i in range(n)]
+    others = [f"http://s{i % 1000:04d}.web.test/other/{i}.html" for i in range(n)]
+    bf = BloomFilter(n, 0.01)
+    t = time.perf_counter()
+    for u in urls:
+        bf.add(u)
+    add_s = time.perf_counter() - t
+    fp = sum(1 for u in others if u in bf) / n
+    t = time.perf_counter()
+    for u in others:
+        _ = u in bf
+    probe_s = time.perf_counter() - t
+    bf2 = BloomFilter(n, 0.01)
+    t = time.perf_counter()
+    bf2.add_many(urls)
+    batch_s = time.perf_counter() - t
+    print(f"bits {bf.num_bits:,} ({bf.num_bits / 8 / 2**20:.1f} MiB), hashes {bf.num_hashes}")
+    print(f"measured false-positive rate {fp:.4f} (target 0.0100, {abs(fp - 0.01) / 0.01:.0%} off); "
+          f"estimated {bf.estimated_fpr():.4f}")
+    print(f"add one by one   {n / add_s:12,.0f} ops/s  ({add_s / n * 1e6:.2f} µs)")
+    print(f"add_many batched {n / batch_s:12,.0f} ops/s  ({batch_s / n * 1e6:.2f} µs)")
+    print(f"lookup (absent)  {n / probe_s:12,.0f} ops/s  ({probe_s / n * 1e6:.2f} µs)")
+
+
+def bench_frontier(n_urls: int, n_hosts: int) -> None:
+    section(f"Frontier: {n_urls:,} URLs over {n_hosts:,} hosts")
+    urls = [f"http://h{i % n_hosts:05d}.web.test/p/{i}.html" for i in range(n_urls)]
+    hosts = [f"h{i % n_hosts:05d}.web.test" for i in range(n_urls)]
+    pol = Politeness(rate=0.0, host_concurrency=1)
+
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    fr = Frontier(pol)
+    for u, h in zip(urls, hosts):
+        fr.push(u, h, 1, 0.0)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    print(f"memory: {grown / n_urls:.0f} bytes per queued URL beyond the URL string itself "
+          f"(tracemalloc; the URL strings were allocated before)")
+
+    def cycle() -> None:
+        f = Frontier(pol)
+        now = 0.0
+        for u, h in zip(urls, hosts):
+            f.push(u, h, 1, now)
+        popped = 0
+        while popped < n_urls:
+            job = f.pop_ready(now)
+            if job is None:
+                now += 0.001
+                continue
+            f.done(job.host, now)
+            popped += 1
+
+    s = median_time(cycle, 3)
+    print(f"push + pop_ready + done: {n_urls / s:,.0f} URLs/s ({s / n_urls * 1e6:.2f} µs per URL)")
+
+
+def bench_urls(n: int) -> None:
+    section(f"URL normalisation and joining: {n:,} links")
+    rng = random.Random(1)
+    base = "http://s001.web.test:8080/dir/sub/page7.html"
+    forms = ["page{i}.html", "../up{i}.html", "/abs/{i}.html", "http://S{h}.Web.Test:8080/x/{i}.html",
+             "//s{h}.web.test:8080/p{i}.html#frag", "?q={i}&amp;b=2", "page{i}.html#top",
+             "/a/./b/../c{i}.html", "/%7euser/{i}"]
+    hrefs = [rng.choice(forms).format(i=i, h=i % 50) for i in range(n)]
+    absolute = [join(base, h) for h in hrefs]
+    s = median_time(lambda: [normalize(u) for u in absolute])
+    print(f"peer.urls.normalize: {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    s = median_time(lambda: [join(base, h) for h in hrefs])
+    print(f"peer.urls.join:      {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    try:
+        from yarl import URL
+    except ImportError:  # pragma: no cover - yarl is a test dependency
+        return
+    b = URL(base)
+    s = median_time(lambda: [str(b.join(URL(h)).with_fragment(None)) for h in hrefs])
+    print(f"yarl join (side by side, no scope/IDNA checks): {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+
+
+def bench_dns(n: int) -> None:
+    section(f"DnsCache policy: {n:,} lookups over 1,000 names")
+    names = [f"h{i % 1000}.web.test" for i in range(n)]
+
+    def run() -> None:
+        cache = DnsCache(min_ttl=30, max_ttl=3600, negative_ttl=60, max_size=100_000)
+        for i, name in enumerate(names):
+            if isinstance(cache.lookup(name, i * 1e-4), Miss):
+                cache.resolved(name, ("127.0.0.1",), 300, i * 1e-4)
+
+    s = median_time(run)
+    print(f"lookup: {n / s:,.0f} /s ({s / n * 1e6:.2f} µs)")
+
+
+def bench_codec(n_batches: int) -> None:
+    section(f"Wire codec: {n_batches:,} URL batches of 500")
+    urls = tuple((f"http://s{i % 300:03d}.web.test:8080/dir/page{i}.html", i % 7) for i in range(500))
+    batch = UrlBatch(ring="demo", sender="p1", epoch=1, seq=1, urls=urls)
+    data = encode(batch)
+    mean_url = sum(len(u) for u, _ in urls) / len(urls)
+    print(f"bytes per forwarded URL: {len(data) / 500:.1f} (mean URL length {mean_url:.1f})")
+    s = median_time(lambda: [encode(batch) for _ in range(n_batches)])
+    print(f"encode: {n_batches / s:,.0f} batches/s ({n_batches * 500 / s:,.0f} URLs/s)")
+    s = median_time(lambda: [decode(data) for _ in range(n_batches)])
+    print(f"decode: {n_batches / s:,.0f} batches/s ({n_batches * 500 / s:,.0f} URLs/s)")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--quick", action="store_true", help="smaller inputs (about 10x), for a smoke run")
+    args = p.parse_args(argv)
+    k = 10 if args.quick else 1
+    print(f"ringcrawl core benchmarks (python {sys.version.split()[0]}, median of {REPEATS})")
+    bench_ring(100_000 // k)
+    bench_bloom(1_000_000 // k)
+    bench_frontier(200_000 // k, 2_000 // k)
+    bench_urls(50_000 // k)
+    bench_dns(200_000 // k)
+    bench_codec(2_000 // k)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,597 @@
+"""The per-host frontier: politeness gate, concurrency, FIFO, backoff, PID windows."""
+
+from collections import deque
+
+import pytest
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from peer.errors import PeerError
+from peer.frontier import Frontier, Job, Outcome, PidSample, Politeness
+from peer.pid import PID
+
+A, B, C = "a.test", "b.test", "c.test"
+
+
+def url(host, i):
+    return f"http://{host}/{i}"
+
+
+def fill(f, host, n, now=0.0, depth=0):
+    for i in range(n):
+        f.push(url(host, i), host, depth, now)
+
+
+def replica(pol, *ns):
+    """The delay a fresh PID of ``pol`` reaches after windows of ``ns`` pages."""
+    pid = PID(pol.kp, pol.ki, pol.kd, pol.rate * pol.window / 60, pol.initial_delay,
+              pol.min_delay, pol.max_delay, pol.integral_limit)
+    for n in ns:
+        pid.update(n)
+    return pid.delay
+
+
+# --------------------------------------------------------------- the gate
+
+def test_politeness_gate_holds_a_host_until_its_delay_has_passed():
+    f = Frontier(Politeness(initial_delay=1.0))
+    fill(f, A, 2)
+    assert f.pop_ready(0.0) == Job(url(A, 0), A, 0)
+    f.done(A, 0.25)
+    assert f.pop_ready(0.5) is None
+    assert f.pop_ready(0.999) is None
+    assert f.pop_ready(1.0) == Job(url(A, 1), A, 0)
+    assert len(f) == 0
+
+
+def test_delay_counts_from_the_start_not_the_end():
+    f = Frontier(Politeness(initial_delay=1.0))
+    fill(f, A, 2)
+    f.pop_ready(0.0)
+    f.done(A, 0.9)
+    assert f.next_ready_at() == 1.0
+
+
+def test_host_concurrency_caps_requests_in_flight():
+    f = Frontier(Politeness(rate=0, host_concurrency=2))
+    fill(f, A, 3)
+    assert f.pop_ready(0.0).url == url(A, 0)
+    assert f.pop_ready(0.0).url == url(A, 1)
+    assert f.pop_ready(0.0) is None
+    assert f.next_ready_at() is None
+    assert (f.in_flight, f.hosts_active) == (2, 1)
+    f.done(A, 0.0)
+    assert f.pop_ready(0.0).url == url(A, 2)
+
+
+def test_fifo_per_host():
+    f = Frontier(Politeness(rate=0))
+    fill(f, A, 5)
+    got = []
+    while (job := f.pop_ready(0.0)) is not None:
+        got.append(job.url)
+        f.done(A, 0.0)
+    assert got == [url(A, i) for i in range(5)]
+
+
+def test_hosts_interleave_and_earliest_ready_goes_first():
+    f = Frontier(Politeness(initial_delay=1.0))
+    fill(f, A, 3)
+    fill(f, B, 3)
+    assert [f.pop_ready(0.0).host, f.pop_ready(0.0).host, f.pop_ready(0.0)] == [A, B, None]
+    f.done(B, 0.1)
+    f.done(A, 0.2)
+    # Both are ready at 1.0; B has been free (and waiting) longer, so it goes first.
+    assert f.pop_ready(1.0).host == B
+    assert f.pop_ready(1.5).host == A
+    f.done(A, 1.6)
+    f.done(B, 1.7)
+    # Different ready times (B at 2.0, A at 2.5): the earliest first, even when asked late.
+    assert [f.pop_ready(5.0).host, f.pop_ready(5.0).host] == [B, A]
+    assert len(f) == 0
+
+
+def test_a_host_that_waited_longer_is_not_overtaken_by_a_new_one():
+    f = Frontier(Politeness(rate=0))
+    fill(f, A, 2)
+    f.pop_ready(0.0)
+    f.done(A, 1.0)  # A free again with work since 1.0
+    f.push(url(B, 0), B, 0, 5.0)  # B since 5.0
+    assert f.pop_ready(5.0).host == A
+    assert f.pop_ready(5.0).host == B
+
+
+def test_next_ready_at_exact_values():
+    f = Frontier(Politeness(initial_delay=1.0))
+    assert f.next_ready_at() is None
+    fill(f, A, 2, now=0.0)
+    assert f.next_ready_at() == 0.0
+    f.pop_ready(0.0)
+    assert f.next_ready_at() is None  # A at its cap, nothing else queued
+    f.done(A, 0.25)
+    assert f.next_ready_at() == 1.0
+    fill(f, B, 2, now=0.5)
+    assert f.next_ready_at() == 0.5
+    assert f.pop_ready(0.5).host == B
+    f.done(B, 0.7)
+    assert f.next_ready_at() == 1.0
+    assert f.pop_ready(1.0).host == A
+    assert f.next_ready_at() == 1.5
+    f.done(A, 1.2)
+    assert f.pop_ready(1.5).host == B
+    assert f.next_ready_at() is None
+
+
+def test_rate_zero_means_no_delay():
+    f = Frontier(Politeness(rate=0))
+    fill(f, A, 3)
+    assert f.host_delay(A) == 0.0
+    for i in range(3):
+        assert f.pop_ready(7.0).url == url(A, i)
+        f.done(A, 7.0)
+    assert f.drain_trace() == []
+
+
+def test_depth_is_kept():
+    f = Frontier()
+    f.push("http://a.test/x", A, 7, 0.0)
+    assert f.pop_ready(0.0) == Job("http://a.test/x", A, 7)
+
+
+# ----------------------------------------------------- backoff and floor
+
+def test_backoff_doubles_the_delay_at_once():
+    f = Frontier(Politeness(initial_delay=1.0, max_delay=5.0))
+    fill(f, A, 3)
+    f.pop_ready(0.0)
+    f.backoff(A, 0.5, None)
+    f.done(A, 0.5)
+    assert f.host_delay(A) == 2.0
+    assert f.next_ready_at() == 2.0
+    f.backoff(A, 0.6, None)
+    assert f.host_delay(A) == 4.0
+    f.backoff(A, 0.7, None)
+    assert f.host_delay(A) == 5.0  # capped at max_delay
+    assert f.pop_ready(4.9) is None
+    assert f.pop_ready(5.0) is not None
+
+
+def test_backoff_from_zero_delay_steps_at_least_one_second():
+    f = Frontier(Politeness(rate=0, window=60.0))
+    fill(f, A, 2)
+    f.pop_ready(0.0)
+    f.done(A, 0.0)
+    f.backoff(A, 0.0, None)
+    assert f.host_delay(A) == 1.0
+    assert f.pop_ready(0.5) is None
+    assert f.pop_ready(1.0).url == url(A, 1)
+
+
+def test_backoff_penalty_without_pid_halves_each_window():
+    f = Frontier(Politeness(rate=0, window=60.0))
+    fill(f, A, 10)
+    f.pop_ready(0.0)
+    f.backoff(A, 0.0, None)
+    f.backoff(A, 0.0, None)
+    assert f.host_delay(A) == 2.0  # 0 -> 1 (the minimum step) -> 2 (doubled)
+    f.done(A, 59.0)
+    f.pop_ready(59.0)
+    f.done(A, 60.0)
+    f.roll_windows(60.0)
+    assert f.host_delay(A) == 1.0
+    f.roll_windows(180.0)
+    assert f.host_delay(A) == 0.25
+
+
+def test_backoff_honours_retry_after():
+    f = Frontier(Politeness(initial_delay=1.0))
+    fill(f, A, 2)
+    f.pop_ready(0.0)
+    f.done(A, 0.5)
+    f.backoff(A, 0.5, 30.0)
+    assert f.next_ready_at() == 30.5
+    assert f.pop_ready(30.0) is None
+    assert f.pop_ready(30.5).url == url(A, 1)
+
+
+def test_backoff_resets_pid_to_the_doubled_delay():
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
+    fill(f, A, 3)
+    f.pop_ready(0.0)
+    f.backoff(A, 0.1, None)
+    f.done(A, 0.2)
+    f.roll_windows(60.0)
+    [s] = f.drain_trace()
+    want = PID(pol.kp, pol.ki, pol.kd, 30.0, 2.0, pol.min_delay, pol.max_delay, pol.integral_limit)
+    assert s == PidSample(A, 60.0, 1, want.update(1))
+
+
+def test_crawl_delay_floor_raises_the_delay_but_not_lowers_it():
+    f = Frontier(Politeness(initial_delay=1.0))
+    fill(f, A, 3)
+    f.pop_ready(0.0)
+    f.set_min_delay(A, 5.0, 0.05)  # robots.txt read while the first fetch runs
+    assert f.host_delay(A) == 5.0
+    f.done(A, 0.1)
+    assert f.pop_ready(4.9) is None
+    assert f.pop_ready(5.0) is not None
+    f.set_min_delay(A, 0.5, 5.0)
+    assert f.host_delay(A) == 1.0
+    f.done(A, 5.1)
+    assert f.next_ready_at() == 6.0
+
+
+def test_news_about_a_host_with_no_known_start_counts_from_now():
+    # Its last request (robots.txt, or one forgotten since) was about now.
+    f = Frontier(Politeness(rate=0))
+    f.set_min_delay(A, 3.0, 10.0)
+    f.push(url(A, 0), A, 0, 10.0)
+    assert f.next_ready_at() == 13.0
+    f.backoff(B, 20.0, None)
+    f.push(url(B, 0), B, 0, 20.0)
+    assert f.next_ready_at() == 13.0
+    f.pop_ready(13.0)
+    assert f.next_ready_at() == 21.0
+
+
+def test_crawl_delay_is_capped_at_max_crawl_delay():
+    f = Frontier(Politeness(rate=0, max_crawl_delay=30.0))
+    fill(f, A, 2)
+    f.pop_ready(0.0)
+    f.set_min_delay(A, 3600.0, 0.0)  # "Crawl-delay: 3600" would park the host
+    assert f.host_delay(A) == 30.0
+    f.done(A, 0.0)
+    assert f.next_ready_at() == 30.0
+
+
+def test_crawl_delay_floor_applies_with_rate_zero():
+    f = Frontier(Politeness(rate=0))
+    fill(f, A, 2)
+    f.pop_ready(0.0)
+    f.set_min_delay(A, 2.0)
+    f.done(A, 0.0)
+    assert f.next_ready_at() == 2.0
+
+
+# -------------------------------------------------------------- requeue
+
+def test_requeue_puts_the_job_first_with_a_not_before_time():
+    f = Frontier(Politeness(rate=0))
+    fill(f, A, 3)
+    job = f.pop_ready(0.0)
+    f.done(A, 0.5, Outcome.FAILED)
+    f.requeue(job, 0.5, not_before=30.0)
+    assert len(f) == 3
+    assert f.next_ready_at() == 30.0
+    assert f.pop_ready(29.9) is None
+    assert f.pop_ready(30.0) == job
+    f.done(A, 30.0)
+    assert f.pop_ready(30.0).url == url(A, 1)
+
+
+def test_requeue_after_compaction_and_on_empty_queue():
+    f = Frontier(Politeness(rate=0))
+    fill(f, A, 200)
+    jobs = []
+    for _ in range(150):
+        jobs.append(f.pop_ready(0.0))
+        f.done(A, 0.0)
+    f.requeue(jobs[-1], 0.0, 0.0)
+    assert f.pop_ready(0.0) == jobs[-1]
+    f.done(A, 0.0)
+    assert f.pop_ready(0.0).url == url(A, 150)
+    g = Frontier(Politeness(rate=0))
+    g.requeue(Job("http://x.test/", "x.test", 3), 1.0, 2.0)
+    assert (len(g), g.n_hosts, g.next_ready_at()) == (1, 1, 2.0)
+
+
+# ------------------------------------------------------------ PID windows
+
+def test_pid_follows_the_seed_example():
+    # Seed 000: T0 = 1.0, Kp = -0.05, S = 40 pages: n = 100 gives 4.0, then
+    # n = 30 gives 3.5. S = 40 per window here is 20/min over 120 s windows.
+    pol = Politeness(rate=20, window=120.0, kp=-0.05, ki=0.0, kd=0.0, initial_delay=1.0)
+    f = Frontier(pol)
+    fill(f, A, 500)
+    for t in range(100):
+        assert f.pop_ready(float(t)) is not None
+        f.done(A, t + 0.5)
+    assert f.pop_ready(100.0) is not None  # a slow fetch, done in the next window
+    f.roll_windows(119.9)
+    assert f.drain_trace() == []
+    f.roll_windows(120.0)
+    [s1] = f.drain_trace()
+    assert (s1.host, s1.window_end, s1.n) == (A, 120.0, 100)
+    assert s1.delay == pytest.approx(4.0)
+    assert s1.delay == replica(pol, 100) == f.host_delay(A)
+    f.done(A, 125.0)
+    t = f.next_ready_at()
+    assert t == 125.0
+    while t < 240.0:
+        assert f.pop_ready(t) is not None
+        f.done(A, t + 0.5)
+        t = f.next_ready_at()
+    f.roll_windows(240.0)
+    [s2] = f.drain_trace()
+    assert (s2.host, s2.window_end, s2.n) == (A, 240.0, 30)
+    assert s2.delay == pytest.approx(3.5)
+    assert s2.delay == replica(pol, 100, 30)
+
+
+def run_backlogged(f, host, until, fetch_time=0.1):
+    """Fetch ``host``'s queue as fast as the frontier allows until ``until``."""
+    t = f.next_ready_at()
+    while t is not None and t < until:
+        if f.pop_ready(t) is not None:
+            f.done(host, t + fetch_time)
+        t = f.next_ready_at()
+
+
+def test_pid_with_integral_term_matches_the_controller():
+    pol = Politeness(rate=30, window=60.0, kp=-0.05, ki=-0.01, initial_delay=1.0)
+    f = Frontier(pol)
+    fill(f, A, 1000)
+    run_backlogged(f, A, 180.0)
+    f.roll_windows(180.0)
+    trace = f.drain_trace()
+    assert [(s.host, s.window_end) for s in trace] == [(A, 60.0), (A, 120.0), (A, 180.0)]
+    ns = [s.n for s in trace]
+    assert ns[0] == 60  # one a second at the initial delay
+    assert ns[1] < 60  # slowed down
+    assert [s.delay for s in trace] == [replica(pol, *ns[:i + 1]) for i in range(3)]
+    assert f.host_delay(A) == trace[-1].delay
+
+
+def test_no_pid_update_without_backlog():
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
+    # One URL a second, each fetched at once: 60 pages a window, twice the
+    # setpoint, yet never a URL waiting, so the delay is not what held it.
+    for t in range(200):
+        f.push(url(A, t), A, 0, float(t))
+        assert f.pop_ready(float(t)) is not None
+        f.done(A, t + 0.5)
+    f.roll_windows(200.0)
+    assert f.drain_trace() == []
+    assert f.host_delay(A) == 1.0
+
+
+def test_pid_update_with_backlog_each_window():
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
+    for t in range(130):  # two URLs a second: more than the host may take
+        f.push(url(A, 2 * t), A, 0, float(t))
+        f.push(url(A, 2 * t + 1), A, 0, float(t))
+        if f.pop_ready(float(t)) is not None:
+            f.done(A, t + 0.5)
+    trace = f.drain_trace()
+    assert [(s.window_end, s.n) for s in trace] == [(60.0, 60), (120.0, trace[1].n)]
+    assert trace[1].n < 60
+    assert trace[-1].delay == replica(pol, 60, trace[1].n) == f.host_delay(A)
+    assert f.backlogged(A)
+
+
+def test_unreached_fetches_do_not_count():
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
+    fill(f, A, 10)
+    for t, outcome in enumerate([Outcome.FETCHED, Outcome.UNREACHED, Outcome.FAILED]):
+        f.pop_ready(float(t))
+        f.done(A, t + 0.5, outcome)
+    f.roll_windows(60.0)
+    assert [s.n for s in f.drain_trace()] == [2]
+
+
+def test_long_silence_is_jumped_not_looped():
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
+    fill(f, A, 3)
+    f.pop_ready(0.0)
+    f.done(A, 0.5)  # one queued URL held by the delay: backlogged
+    f.roll_windows(1e7)  # a silence of ~166,000 windows
+    assert [(s.window_end, s.n) for s in f.drain_trace()] == [(60.0, 1)]
+    f.pop_ready(1e7)
+    f.done(A, 1e7 + 0.5)
+    f.roll_windows(1e7 + 60.0)
+    # windows stay aligned to the host's first one: 1e7 lies in [9999960, 10000020)
+    assert [(s.window_end, s.n) for s in f.drain_trace()] == [(10_000_020.0, 1)]
+
+
+def test_pid_delay_is_per_host():
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
+    fill(f, A, 200)
+    f.push(url(B, 0), B, 0, 0.0)
+    t = 0.0
+    while t < 60.0:
+        job = f.pop_ready(t)
+        f.done(job.host, t)
+        t = f.next_ready_at()
+    f.roll_windows(60.0)
+    assert [s.host for s in f.drain_trace()] == [A]
+    assert f.host_delay(A) == replica(pol, 60)
+    assert f.host_delay(B) == 1.0
+
+
+# ------------------------------------------------- stats, hand-off, memory
+
+def test_stats_iter_and_remove_host():
+    f = Frontier(Politeness(rate=0))
+    fill(f, A, 3)
+    fill(f, B, 2)
+    f.push(url(C, 0), C, 4, 0.0)
+    assert (len(f), f.n_hosts, f.host_queued(A)) == (6, 3, 3)
+    assert f.pop_ready(0.0).host == A
+    assert (len(f), f.in_flight, f.hosts_active) == (5, 1, 1)
+    assert sorted(f.queued_hosts()) == [A, B, C]
+    assert sorted(j.url for j in f.iter_queued()) == sorted(
+        [url(A, 1), url(A, 2), url(B, 0), url(B, 1), url(C, 0)])
+    assert f.remove_host(A) == [Job(url(A, 1), A, 0), Job(url(A, 2), A, 0)]
+    assert f.remove_host(C) == [Job(url(C, 0), C, 4)]
+    assert f.remove_host("nobody.test") == []
+    assert (len(f), f.n_hosts, f.in_flight) == (2, 1, 1)
+    f.done(A, 0.0)  # the request in flight when A moved still ends here
+    assert [f.pop_ready(0.0).host, f.pop_ready(0.0)] == [B, None]
+
+
+def test_done_without_request_in_flight_is_an_error():
+    f = Frontier()
+    with pytest.raises(PeerError, match="a.test"):
+        f.done(A, 0.0)
+    f.push(url(A, 0), A, 0, 0.0)
+    with pytest.raises(PeerError):
+        f.done(A, 0.0)
+
+
+def test_idle_hosts_are_forgotten_once_their_delay_has_passed():
+    f = Frontier(Politeness(initial_delay=1.0))
+    for h in (A, B):
+        f.push(url(h, 0), h, 0, 0.0)
+        f.pop_ready(0.0)
+        f.done(h, 0.2)
+    f.set_min_delay(B, 10.0, 0.2)
+    assert f.n_known == 2
+    f.roll_windows(0.999)
+    assert f.n_known == 2
+    f.roll_windows(1.0)
+    assert f.n_known == 1  # A's delay has passed, B's floor has not
+    assert f.host_delay(B) == 10.0
+    f.roll_windows(10.0)
+    assert f.n_known == 0
+
+
+def test_backlogged_idle_host_is_kept_until_its_window_is_sampled():
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
+    fill(f, A, 2)
+    f.pop_ready(0.0)
+    f.done(A, 0.1)
+    f.pop_ready(1.0)
+    f.done(A, 1.1)
+    f.roll_windows(30.0)
+    assert f.n_known == 1
+    f.roll_windows(60.0)
+    assert [(s.window_end, s.n) for s in f.drain_trace()] == [(60.0, 2)]
+    assert f.n_known == 0
+
+
+# ----------------------------------------------------- stateful property
+
+class FrontierMachine(RuleBasedStateMachine):
+    """Random push/pop/done/backoff/requeue with advancing time, checked against a model."""
+
+    @initialize(
+        rate=st.sampled_from([0.0, 30.0, 600.0]),
+        window=st.sampled_from([5.0, 60.0]),
+        cap=st.integers(1, 3),
+        initial=st.sampled_from([0.0, 0.5, 1.0]),
+    )
+    def setup(self, rate, window, cap, initial):
+        self.pol = Politeness(rate=rate, window=window, initial_delay=initial,
+                              max_delay=5.0, host_concurrency=cap)
+        self.f = Frontier(self.pol)
+        self.now = 0.0
+        self.n = 0
+        self.queues = {}  # host -> deque of urls, the model
+        self.flying = []  # jobs in flight
+        self.last_start = {}
+        self.hold = {}  # host -> earliest allowed start (Retry-After / requeue)
+        self.pushed = 0
+        self.popped = []
+        self.requeued = 0
+
+    @rule(host=st.sampled_from([A, B, C]), k=st.integers(1, 4))
+    def push(self, host, k):
+        for _ in range(k):
+            u = f"http://{host}/{self.n}"
+            self.n += 1
+            self.f.push(u, host, 0, self.now)
+            self.queues.setdefault(host, deque()).append(u)
+            self.pushed += 1
+
+    @rule(dt=st.sampled_from([0.0, 0.01, 0.3, 1.0, 2.5, 61.0]))
+    def advance(self, dt):
+        self.now += dt
+
+    @rule()
+    def pop(self):
+        self._pop()
+
+    def _pop(self):
+        job = self.f.pop_ready(self.now)
+        if job is None:
+            return None
+        h = job.host
+        assert self.queues[h].popleft() == job.url  # FIFO, nothing lost or made up
+        if h in self.last_start:
+            assert self.now - self.last_start[h] >= self.f.host_delay(h) - 1e-9
+        assert self.now >= self.hold.get(h, float("-inf"))
+        self.last_start[h] = self.now
+        self.flying.append(job)
+        self.popped.append(job.url)
+        assert sum(j.host == h for j in self.flying) <= self.pol.host_concurrency
+        return job
+
+    @precondition(lambda self: self.flying)
+    @rule(i=st.integers(0, 10), outcome=st.sampled_from(list(Outcome)))
+    def done(self, i, outcome):
+        job = self.flying.pop(i % len(self.flying))
+        self.f.done(job.host, self.now, outcome)
+
+    @precondition(lambda self: self.flying)
+    @rule(i=st.integers(0, 10), wait=st.sampled_from([0.0, 0.5, 3.0]))
+    def retry(self, i, wait):
+        job = self.flying.pop(i % len(self.flying))
+        self.f.done(job.host, self.now, Outcome.FAILED)
+        self.f.requeue(job, self.now, self.now + wait)
+        self.queues[job.host].appendleft(job.url)
+        self.hold[job.host] = max(self.hold.get(job.host, float("-inf")), self.now + wait)
+        self.requeued += 1
+
+    @rule(host=st.sampled_from([A, B, C]), retry_after=st.sampled_from([None, 0.0, 2.0]))
+    def backoff(self, host, retry_after):
+        self.f.backoff(host, self.now, retry_after)
+        if retry_after is not None:
+            self.hold[host] = max(self.hold.get(host, float("-inf")), self.now + retry_after)
+
+    @rule(host=st.sampled_from([A, B, C]), seconds=st.sampled_from([0.0, 0.7, 2.0]))
+    def crawl_delay(self, host, seconds):
+        self.f.set_min_delay(host, seconds, self.now)
+
+    @invariant()
+    def counts_match_the_model(self):
+        queued = sum(len(q) for q in self.queues.values())
+        assert len(self.f) == queued
+        assert self.f.n_hosts == sum(1 for q in self.queues.values() if q)
+        assert self.f.in_flight == len(self.flying)
+
+    @invariant()
+    def next_ready_is_none_only_when_nothing_can_start(self):
+        free_with_work = [
+            h for h, q in self.queues.items()
+            if q and sum(j.host == h for j in self.flying) < self.pol.host_concurrency
+        ]
+        assert (self.f.next_ready_at() is None) == (not free_with_work)
+
+    def teardown(self):
+        if not hasattr(self, "f"):
+            return
+        # Drain: everything pushed is popped exactly once (plus once per requeue).
+        for _ in range(10_000):
+            while self.flying:
+                job = self.flying.pop()
+                self.f.done(job.host, self.now)
+            t = self.f.next_ready_at()
+            if t is None:
+                break
+            self.now = max(self.now, t)
+            self._pop()
+        assert len(self.f) == 0
+        assert len(self.popped) == self.pushed + self.requeued
+        assert len(set(self.popped)) == self.pushed
+
+
+TestFrontierMachine = FrontierMachine.TestCase
+TestFrontierMachine.settings = settings(max_examples=150, stateful_step_count=40, deadline=None)
