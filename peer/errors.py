@@ -5,7 +5,8 @@
     PeerError                      base of everything peer raises on purpose
     ├── ConfigError                the user's cluster.toml is wrong (file, key, expectation)
     ├── URLError                   a URL we cannot or will not crawl (garbage, bad scheme)
-    └── StateError                 a persisted file under data_dir is unreadable
+    ├── StateError                 a persisted file under data_dir is unreadable
+    └── FetchError                 a fetch failed (.kind: dns, timeout, reset, ...): data, not a crash
 
 Each carries a one-line message meant for a person: the CLI prints ``str(err)``
 and exits 2, never a traceback (httpx ``_exceptions.py`` draws its tree the same
@@ -15,7 +16,7 @@ they arise, so callers only ever catch these.
 
 from __future__ import annotations
 
-__all__ = ["PeerError", "ConfigError", "URLError", "StateError"]
+__all__ = ["PeerError", "ConfigError", "URLError", "StateError", "FetchError"]
 
 
 class PeerError(Exception):
@@ -43,3 +44,16 @@ class URLError(PeerError, ValueError):
 
 class StateError(PeerError):
     """A state file under data_dir is corrupt or partial; names the file and the way out."""
+
+
+class FetchError(PeerError):
+    """A fetch that failed; ``kind`` is the short error kind stored in the results.
+
+    Kinds: dns, blocked, connect, timeout, reset, too_large, decode, protocol,
+    tls, robots, too_many_redirects, scope. Fetch errors are data: the engine
+    records them as rows and the crawl goes on.
+    """
+
+    def __init__(self, kind: str, message: str = "") -> None:
+        self.kind = kind
+        super().__init__(f"{kind}: {message}" if message else kind)
