@@ -8,8 +8,12 @@ and exit status 2, never a traceback.
 from __future__ import annotations
 
 import argparse
+import logging
+import shutil
+import signal
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 
 from peer.config import ClusterConfig, load_config
 from peer.errors import PeerError
@@ -26,7 +30,14 @@ def _parser() -> argparse.ArgumentParser:
             "Run one peer of a ringcrawl cluster. Every machine runs the same "
             "command with the same cluster.toml; --id says which [[peer]] this is."
         ),
-        epilog="Example: python -m peer --ring cluster.toml --check",
+        epilog=(
+            "Examples:\n"
+            "  python -m peer --ring cluster.toml --check     validate the config\n"
+            "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
+            "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM "
+            "after a clean stop); 2 for a usage or config error."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--ring", metavar="PATH", required=True,
                    help="the cluster.toml shared by every peer (required)")
@@ -35,6 +46,15 @@ def _parser() -> argparse.ArgumentParser:
                         "may be left out when the file lists one peer")
     p.add_argument("--check", action="store_true",
                    help="validate cluster.toml, print what this peer would run with, and exit")
+    p.add_argument("--fresh", action="store_true",
+                   help="delete this peer's earlier results (data_dir/pages.duckdb) and start "
+                        "over; asks first unless --yes")
+    p.add_argument("--yes", action="store_true", help="do not ask before --fresh deletes anything")
+    p.add_argument("--progress", metavar="SECONDS", type=float, default=5.0,
+                   help="seconds between progress lines on stderr (default 5)")
+    p.add_argument("--log-level", metavar="LEVEL", default="INFO",
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="logging level: DEBUG, INFO (default), WARNING or ERROR")
     return p
 
 
@@ -68,9 +88,68 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.check:
         print(describe(cfg, args.id))
         return 0
-    print(
-        "error: this build has no crawl engine yet (it arrives with the engine work); "
-        "use --check to validate cluster.toml",
-        file=sys.stderr,
-    )
-    return EXIT_USAGE
+    if args.id is None:
+        print(f"error: {cfg.path}: lists {len(cfg.peers)} peers; say which one this is with --id",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if len(cfg.peers) > 1:
+        # Forwarding to other peers arrives with the gossip ring; crawling
+        # alone would silently drop every URL another peer owns.
+        print(f"error: {cfg.path}: lists {len(cfg.peers)} peers, and this version crawls as a "
+              "ring of one peer only; list one [[peer]]", file=sys.stderr)
+        return EXIT_USAGE
+    if args.progress <= 0:
+        print("error: --progress: expected a number of seconds > 0", file=sys.stderr)
+        return EXIT_USAGE
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    data_dir = Path(cfg.peer(args.id).data_dir)
+    results = data_dir / "pages.duckdb"
+    if results.exists():
+        if not args.fresh:
+            print(f"error: {results} holds an earlier crawl; move it away, or pass --fresh "
+                  "to delete it and start over", file=sys.stderr)
+            return EXIT_USAGE
+        if not args.yes and not _confirm(f"delete {data_dir} and start over? [y/N] "):
+            print("nothing deleted", file=sys.stderr)
+            return EXIT_USAGE
+        shutil.rmtree(data_dir)
+    import trio  # the edges only: --check and errors above need no event loop
+
+    from peer.engine import Crawler
+
+    crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress)
+    summary = trio.run(_crawl, crawler)
+    print(summary.render())
+    print(f"results: {results}")
+    return 0
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        print(f"{question.strip()} -- no terminal to ask; pass --yes", file=sys.stderr)
+        return False
+    return input(question).strip().lower() in ("y", "yes")
+
+
+async def _crawl(crawler):  # type: ignore[no-untyped-def]
+    import trio
+
+    async def on_signals(cancel_scope: trio.CancelScope) -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            stops = 0
+            async for signum in signals:
+                stops += 1
+                if stops == 1:
+                    logging.getLogger("peer").warning(
+                        "%s: stopping; in-flight fetches get a few seconds, results are flushed "
+                        "(signal again to cancel them now)", signal.Signals(signum).name)
+                    crawler.stop()
+                else:
+                    crawler.cancel_in_flight()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(on_signals, nursery.cancel_scope)
+        summary = await crawler.run()
+        nursery.cancel_scope.cancel()
+    return summary

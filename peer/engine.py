@@ -1,0 +1,392 @@
+"""The crawl engine of one peer: a thin trio loop around the pure cores.
+
+The loop asks the cores what to do and does it (httpcore's shape):
+
+- the **frontier** says which job may start now (politeness, host
+  concurrency) and when the next one could, so the scheduler sleeps exactly
+  until then or until a fetch ends or a URL arrives; it never busy-waits;
+- the **robots cache** says whether a URL may be fetched, or whether the
+  host's robots.txt must be fetched first, through the same politeness gate;
+- the **fetcher** makes one attempt and returns a result (errors are data);
+- this module decides what a result means: a row in the results, links to
+  discover, a retry later, a backoff, a redirect target to route;
+- **discovery** runs every link through scope, the Bloom filter and into the
+  frontier.
+
+Rules (each one is a line or two below):
+
+1. A job is *started* when the frontier hands it out, and *done* when its
+   request has ended, whatever the outcome; ``Frontier.done`` is called
+   exactly once per ``pop_ready``.
+2. Retries go back through the frontier (``requeue`` with a not-before time),
+   so a retry waits for the host's delay like any request. 5xx, connection
+   errors, resets and timeouts are retried ``MAX_RETRIES`` times with
+   exponential backoff and jitter; 429 and 503 also back the host off at once
+   (doubling its delay, honouring Retry-After).
+3. Redirects are not followed inside a fetch: the target is discovered like a
+   link at the same depth, so it passes scope, robots and dedupe and is
+   fetched by its host's politeness gate (and, in a ring, by its owner).
+   The hop count travels with it, up to ``max_redirects``.
+4. Only 2xx HTML answers are parsed for links; ``<meta name=robots
+   nofollow>`` and ``rel=nofollow`` are honoured.
+5. The crawl ends when the frontier is empty and nothing is in flight, when
+   ``max_pages`` fetches have started, or on ``stop()``; results are flushed
+   in every case.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import trio
+
+from peer.bloom import BloomFilter
+from peer.config import ClusterConfig
+from peer.extract import is_html, parse_page
+from peer.fetcher import Fetcher, FetchResult
+from peer.frontier import Frontier, Job, Outcome
+from peer.resolver import Resolver
+from peer.robots import RobotsCache, Verdict
+from peer.store import PageRow, ResultStore
+from peer.urls import Scope, host_key, normalize, normalize_link
+
+__all__ = ["Crawler", "Summary", "MAX_RETRIES"]
+
+log = logging.getLogger("peer.engine")
+
+#: Attempts after the first for a transient failure (5xx, reset, timeout...).
+MAX_RETRIES = 2
+#: First retry waits this long (then x2 per attempt, with +-50% jitter).
+RETRY_BASE = 1.0
+#: Transient error kinds worth a retry; the rest (dns, blocked, tls,
+#: too_large, protocol) would fail the same way again.
+RETRYABLE = frozenset({"connect", "reset", "timeout"})
+#: How long a job waits when another task is fetching its host's robots.txt.
+ROBOTS_PENDING_WAIT = 0.25
+#: Grace for in-flight fetches after stop() before they are cancelled.
+STOP_GRACE = 5.0
+
+
+@dataclass(slots=True)
+class Summary:
+    """What a crawl did; printed at the end and returned by ``Crawler.run``."""
+
+    pages: int = 0                       # rows written (fetched or failed)
+    fetched: int = 0                     # requests that got an HTTP answer
+    bytes: int = 0                       # body bytes kept
+    by_status: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    robots_fetches: int = 0
+    elapsed: float = 0.0
+    stop_reason: str = ""
+
+    def rate(self) -> float:
+        return self.pages / self.elapsed if self.elapsed > 0 else 0.0
+
+    def render(self) -> str:
+        statuses = ", ".join(f"{s}: {n}" for s, n in sorted(self.by_status.items())) or "none"
+        errs = ", ".join(f"{k}: {n}" for k, n in self.errors.most_common(5)) or "none"
+        return "\n".join([
+            f"crawl finished ({self.stop_reason}) in {self.elapsed:.1f}s: "
+            f"{self.pages} pages, {self.rate():.1f} pages/s, {self.bytes / 2**20:.1f} MiB",
+            f"  by status: {statuses}",
+            f"  top errors: {errs}",
+            f"  retries: {self.retries}; robots.txt fetched: {self.robots_fetches}",
+        ])
+
+
+class Crawler:
+    """One peer's crawl of the hosts it owns (in a ring of one: all of them)."""
+
+    def __init__(
+        self,
+        cfg: ClusterConfig,
+        peer_id: str,
+        *,
+        data_dir: Path | None = None,
+        fetcher: Fetcher | None = None,
+        progress_interval: float = 5.0,
+        rng: random.Random | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.peer_id = peer_id
+        self.data_dir = Path(data_dir or cfg.data_dir(peer_id))
+        crawl = cfg.crawl
+        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
+        self.frontier = Frontier(cfg.politeness)
+        self.bloom = BloomFilter(cfg.bloom.capacity, cfg.bloom.error_rate)
+        self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay)
+        self.resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
+        self._fetcher = fetcher
+        # trio's clock: the frontier's ready times are what trio sleeps on, and
+        # tests swap in trio.testing.MockClock to run politeness delays at once.
+        self.clock = trio.current_time
+        self.progress_interval = progress_interval
+        self.summary = Summary()
+        self._rng = rng or random.Random()
+        self._attempts: dict[str, int] = {}   # url -> retries so far (only retried URLs)
+        self._hops: dict[str, int] = {}       # url -> redirects that led to it
+        self._in_flight = 0
+        self._requested = 0                   # page rows whose request was made (max_pages)
+        self._wake = trio.Event()
+        self._stopping = False
+        self._store: ResultStore | None = None
+        self._workers: trio.Nursery | None = None
+        self._wall0 = time.monotonic()
+
+    # -- public ------------------------------------------------------------
+
+    def stop(self) -> None:
+        """Stop starting fetches; in-flight ones get ``STOP_GRACE`` seconds."""
+        self._stopping = True
+        self._wake.set()
+
+    def cancel_in_flight(self) -> None:
+        """Stop now: in-flight fetches are cancelled; results are still flushed."""
+        self.stop()
+        if self._workers is not None:
+            self._workers.cancel_scope.cancel()
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    async def run(self) -> Summary:
+        """Crawl until done, ``max_pages`` or ``stop()``; results flushed."""
+        self.data_dir.mkdir(parents=True, exist_ok=True)
+        crawl = self.cfg.crawl
+        self._wall0 = wall0 = time.monotonic()
+        fetcher = self._fetcher or Fetcher(crawl, self.resolver)
+        async with ResultStore(
+            self.data_dir / "pages.duckdb", self.peer_id,
+            store_links=crawl.store_links, store_body=crawl.store_body,
+        ) as store, fetcher:
+            self._store = store
+            self._fetcher = fetcher
+            self._seed()
+            async with trio.open_nursery() as services:
+                services.start_soon(store.run)
+                services.start_soon(self._progress)
+                async with trio.open_nursery() as workers:
+                    self._workers = workers
+                    await self._schedule(workers)
+                    if self._stopping and self._in_flight:
+                        workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
+                self._flush_pid()
+                services.cancel_scope.cancel()
+            await store.flush()
+        self.summary.elapsed = time.monotonic() - wall0
+        return self.summary
+
+    # -- scheduling --------------------------------------------------------
+
+    def _seed(self) -> None:
+        now = self.clock()
+        for seed in self.cfg.crawl.seeds:
+            self._discover(normalize(seed), 0, now)
+
+    async def _schedule(self, workers: trio.Nursery) -> None:
+        fr = self.frontier
+        concurrency = self.cfg.crawl.concurrency
+        max_pages = self.cfg.crawl.max_pages
+        while True:
+            if self._stopping:
+                self.summary.stop_reason = "stopped"
+                return
+            if max_pages and self._requested >= max_pages:
+                self.summary.stop_reason = "max_pages reached"
+                return
+            now = self.clock()
+            fr.roll_windows(now)
+            # With max_pages, start no more than can still be written, so the
+            # overshoot is bounded by the requests that end up retried.
+            room = concurrency - self._in_flight
+            if max_pages:
+                room = min(room, max_pages - self._requested - self._in_flight)
+            job = fr.pop_ready(now) if room > 0 else None
+            if job is not None:
+                self._in_flight += 1
+                workers.start_soon(self._work, job)
+                continue
+            if self._in_flight == 0 and len(fr) == 0:
+                self.summary.stop_reason = "frontier empty"
+                return
+            # Sleep until a host can start, or a fetch ends, or a URL arrives.
+            self._wake = trio.Event()
+            when = fr.next_ready_at() if room > 0 else None
+            with trio.move_on_at(math.inf if when is None else when):
+                await self._wake.wait()
+
+    async def _work(self, job: Job) -> None:
+        try:
+            await self._handle(job)
+        finally:
+            self._in_flight -= 1
+            self._wake.set()
+
+    # -- one job -----------------------------------------------------------
+
+    async def _handle(self, job: Job) -> None:
+        fr = self.frontier
+        if self.cfg.crawl.obey_robots:
+            verdict = self.robots.check(job.host, job.url, self.clock())
+            if verdict is Verdict.FETCH:
+                await self._fetch_robots(job)
+                return
+            if verdict is Verdict.PENDING:
+                now = self.clock()
+                fr.requeue(job, now, now + ROBOTS_PENDING_WAIT)
+                fr.done(job.host, now, Outcome.UNREACHED)
+                return
+            if verdict is Verdict.DISALLOW:
+                self._row(job, None, error="robots")
+                fr.done(job.host, self.clock(), Outcome.UNREACHED)
+                return
+        res = await self._fetcher.fetch(job.url)  # type: ignore[union-attr]
+        now = self.clock()
+        outcome = self._outcome(job, res, now)
+        fr.done(job.host, now, outcome)
+
+    async def _fetch_robots(self, job: Job) -> None:
+        fr = self.frontier
+        scheme = job.url.split(":", 1)[0]
+        res = await self._fetcher.fetch(self.robots.robots_url(job.host, scheme))  # type: ignore[union-attr]
+        now = self.clock()
+        self.summary.robots_fetches += 1
+        if res.error is not None or res.status is None:
+            self.robots.failed(job.host, now)
+        else:
+            self.robots.loaded(job.host, res.status, res.body, now)
+        delay = self.robots.crawl_delay(job.host)
+        if delay:
+            fr.set_min_delay(job.host, delay, now)
+        # The robots.txt request took this job's slot; the job goes back to
+        # the front of its queue and waits for the host's delay like any other.
+        fr.requeue(job, now, now)
+        fr.done(job.host, now, Outcome.FETCHED if res.status is not None else Outcome.FAILED)
+
+    def _outcome(self, job: Job, res: FetchResult, now: float) -> Outcome:
+        """Decide what a fetch result means; returns how the request counts."""
+        status = res.status
+        if res.error in RETRYABLE or (status is not None and status >= 500) or status == 429:
+            if status in (429, 503):
+                self.frontier.backoff(job.host, now, res.retry_after)
+            if self._retry(job, now, res.retry_after):
+                return Outcome.FETCHED if status is not None else Outcome.FAILED
+        self._attempts.pop(job.url, None)
+        if status is None:
+            self._row(job, res, error=res.error or "unknown")
+            unreached = res.error in ("dns", "blocked", "connect")
+            return Outcome.UNREACHED if unreached else Outcome.FAILED
+        title, n_links, links = None, 0, ()
+        final_url = job.url
+        error = res.error
+        if 300 <= status < 400 and res.location:
+            target = normalize_link(job.url, res.location)
+            if target is not None:
+                final_url = target
+                hops = self._hops.pop(job.url, 0) + 1
+                if hops > self.cfg.crawl.max_redirects:
+                    error = "too_many_redirects"
+                else:
+                    self._discover(target, job.depth, now, hops)
+        elif 200 <= status < 300 and is_html(res.content_type, res.body):
+            page = parse_page(job.url, res.body, res.charset)
+            title, n_links = page.title, page.n_links
+            max_depth = self.cfg.crawl.max_depth
+            if not page.nofollow and (not max_depth or job.depth < max_depth):
+                for link in page.links:
+                    self._discover(link, job.depth + 1, now)
+            links = page.links
+        self._hops.pop(job.url, None)
+        self._row(job, res, final_url=final_url, title=title, n_links=n_links, error=error, links=links)
+        return Outcome.FETCHED
+
+    def _retry(self, job: Job, now: float, retry_after: float | None) -> bool:
+        n = self._attempts.get(job.url, 0)
+        if n >= MAX_RETRIES or self._stopping:
+            return False
+        self._attempts[job.url] = n + 1
+        wait = RETRY_BASE * 2**n * self._rng.uniform(0.5, 1.5)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        self.frontier.requeue(job, now, now + wait)
+        self.summary.retries += 1
+        return True
+
+    # -- discovery and results ----------------------------------------------
+
+    def _discover(self, url: str, depth: int, now: float, hops: int = 0) -> None:
+        if not self.scope.allows(url, depth):
+            return
+        if not self.bloom.add(url):
+            return
+        if hops:
+            self._hops[url] = hops
+        self.frontier.push(url, host_key(url), depth, now)
+        self._wake.set()
+
+    def _row(
+        self, job: Job, res: FetchResult | None, *, final_url: str | None = None,
+        title: str | None = None, n_links: int = 0, error: str | None = None,
+        links: tuple[str, ...] = (),
+    ) -> None:
+        s = self.summary
+        s.pages += 1
+        if res is not None:
+            self._requested += 1
+        if res is not None and res.status is not None:
+            s.fetched += 1
+            s.by_status[res.status] += 1
+            s.bytes += len(res.body)
+        if error:
+            s.errors[error] += 1
+        row = PageRow(
+            url=job.url,
+            final_url=final_url or job.url,
+            host=job.host,
+            status=None if res is None else res.status,
+            content_type=None if res is None else res.content_type,
+            bytes=0 if res is None else len(res.body),
+            title=title,
+            n_links=n_links,
+            depth=job.depth,
+            fetched_at=time.time(),
+            elapsed_ms=0.0 if res is None else res.elapsed * 1000.0,
+            error=error,
+            peer=self.peer_id,
+        )
+        body = res.body if (res is not None and self.cfg.crawl.store_body) else None
+        if self._store is not None:
+            self._store.add_page(row, body=body, links=links if self.cfg.crawl.store_links else ())
+
+    def _flush_pid(self) -> None:
+        samples = self.frontier.drain_trace()
+        if samples and self._store is not None:
+            self._store.add_pid(samples, self.cfg.politeness.setpoint)
+
+    # -- progress ------------------------------------------------------------
+
+    def progress_line(self) -> str:
+        s = self.summary
+        elapsed = time.monotonic() - self._wall0
+        dns = self.resolver.stats()
+        return (
+            f"pages {s.pages} ({s.pages / elapsed if elapsed else 0.0:.1f}/s), "
+            f"frontier {len(self.frontier)}, hosts active {self.frontier.hosts_active}, "
+            f"in flight {self._in_flight}, errors {sum(s.errors.values())}, "
+            f"dns hit rate {dns.hit_rate:.0%}, bloom fill {self.bloom.fill_ratio():.2%}"
+        )
+
+    async def _progress(self) -> None:
+        while True:
+            await trio.sleep(self.progress_interval)
+            self._flush_pid()
+            log.info("%s", self.progress_line())

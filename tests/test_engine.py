@@ -1,0 +1,239 @@
+"""peer.engine: one peer crawls the local test web, checked against the server's log."""
+
+from __future__ import annotations
+
+import functools
+import json
+import time
+import tracemalloc
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import trio
+from webfarm import HostBehaviour, SiteGraph, serve_webfarm
+
+from peer.config import ClusterConfig, parse_config
+from peer.engine import Crawler
+
+CRAWL_TIME_LIMIT = 120  # seconds; every crawl here is bounded in time
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return repr(v)
+
+
+def make_config(tmp_path: Path, port: int, *, seeds: list[str] | None = None,
+                crawl: dict | None = None, politeness: dict | None = None) -> ClusterConfig:
+    """A one-peer config for the local web on ``port``; dicts override keys."""
+    sections = {
+        "crawl": {
+            "seeds": seeds or [f"http://s001.web.test:{port}/"],
+            "allow_hosts": ["*.web.test"], "concurrency": 32, "allow_private": True,
+            "timeout": 5.0, **(crawl or {}),
+        },
+        "politeness": {"rate": 0.0, "host_concurrency": 1, **(politeness or {})},
+        "bloom": {"capacity": 100_000, "error_rate": 0.001},
+    }
+    text = f"""
+[ring]
+name = "test"
+
+[[peer]]
+id = "p1"
+address = "tcp://127.0.0.1:5799"
+data_dir = "{tmp_path / 'p1'}"
+
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+"""
+    for name, table in sections.items():
+        text += f"\n[{name}]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in table.items())
+    return parse_config(text, tmp_path / "cluster.toml")
+
+
+async def crawl(cfg: ClusterConfig, **kw):
+    crawler = Crawler(cfg, "p1", progress_interval=3600, **kw)
+    with trio.fail_after(CRAWL_TIME_LIMIT):
+        summary = await crawler.run()
+    return crawler, summary
+
+
+def rows(cfg: ClusterConfig, sql: str = "select url, status, error, depth, peer from pages"):
+    with duckdb.connect(str(Path(cfg.peers[0].data_dir) / "pages.duckdb"), read_only=True) as con:
+        return con.execute(sql).fetchall()
+
+
+async def test_crawl_fetches_every_expected_url_exactly_once(tmp_path):
+    graph = SiteGraph(hosts=4, pages_per_host=40, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        cfg = make_config(tmp_path, farm.port)
+        crawler, summary = await crawl(cfg)
+        nursery.cancel_scope.cancel()
+
+    expected = graph.expected_urls(farm.port)
+    fetched = Counter(
+        f"http://{e.host}:{farm.port}{e.target}" for e in farm.log
+        if e.method == "GET" and e.target != "/robots.txt"
+    )
+    assert set(fetched) == expected, (
+        f"missing {sorted(expected - set(fetched))[:5]}, extra {sorted(set(fetched) - expected)[:5]}"
+    )
+    twice = {u: n for u, n in fetched.items() if n > 1}
+    assert not twice, f"fetched more than once: {list(twice.items())[:5]}"
+    assert not fetched.keys() & graph.disallowed_urls(farm.port)
+    assert not fetched.keys() & graph.trap_urls(farm.port)
+    assert max(farm.stats.max_inflight.values()) <= 1  # host_concurrency
+    robots = Counter(e.host for e in farm.log if e.target == "/robots.txt")
+    assert robots and max(robots.values()) == 1
+
+    table = rows(cfg)
+    assert len(table) >= len(expected)
+    assert {u for u, *_ in table} >= expected
+    assert summary.stop_reason == "frontier empty"
+    assert {r[4] for r in table} == {"p1"}
+    assert crawler.in_flight == 0
+
+
+async def test_host_concurrency_is_never_exceeded(tmp_path):
+    graph = SiteGraph(hosts=2, pages_per_host=40, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(
+            functools.partial(serve_webfarm, graph, behaviours={
+                "s001.web.test": HostBehaviour(latency=0.02), "s002.web.test": HostBehaviour(latency=0.02),
+            }))
+        cfg = make_config(tmp_path, farm.port, politeness={"host_concurrency": 3})
+        await crawl(cfg)
+        nursery.cancel_scope.cancel()
+    assert farm.stats.max_inflight["s001.web.test"] == 3
+    assert max(farm.stats.max_inflight.values()) <= 3
+
+
+async def test_max_pages_stops_the_crawl(tmp_path):
+    graph = SiteGraph(hosts=4, pages_per_host=40, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        cfg = make_config(tmp_path, farm.port, crawl={"max_pages": 25})
+        _, summary = await crawl(cfg)
+        nursery.cancel_scope.cancel()
+    pages = [e for e in farm.log if e.target != "/robots.txt"]
+    assert summary.stop_reason == "max_pages reached"
+    assert len(pages) == 25
+    assert len(rows(cfg)) == 25
+
+
+async def test_misbehaving_endpoints_are_recorded_and_the_crawl_goes_on(tmp_path):
+    graph = SiteGraph(hosts=2, pages_per_host=20, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        bad = [f"http://bad.web.test:{farm.port}{p}" for p in (
+            "/gzip-bomb", "/big-cl", "/big-chunked", "/drip", "/redirect-loop", "/malformed",
+            "/latin1", "/reset", "/huge-header", "/status/500")]
+        cfg = make_config(
+            tmp_path, farm.port, seeds=[f"http://s001.web.test:{farm.port}/", *bad],
+            crawl={"timeout": 1.5, "obey_robots": False},
+            politeness={"host_concurrency": 4},
+        )
+        tracemalloc.start()
+        try:
+            _, summary = await crawl(cfg)
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+        nursery.cancel_scope.cancel()
+
+    assert peak < 100 * 2**20, f"peak traced memory {peak / 2**20:.0f} MiB"
+    by_url = {u: (s, e) for u, s, e, *_ in rows(cfg)}
+    for url in bad:
+        assert url in by_url, f"no row for {url}"
+    assert by_url[bad[0]][1] is not None or by_url[bad[0]][0] == 200  # bomb: cut or refused
+    assert by_url[f"http://bad.web.test:{farm.port}/drip"][1] == "timeout"
+    assert by_url[f"http://bad.web.test:{farm.port}/big-cl"][1] == "too_large"
+    assert by_url[f"http://bad.web.test:{farm.port}/status/500"][0] == 500
+    # The good part of the web was crawled completely all the same.
+    expected = graph.expected_urls(farm.port, obey_robots=False)
+    assert expected <= set(by_url)
+    # 5xx and resets were retried, a bounded number of times.
+    status500 = [e for e in farm.log if e.target == "/status/500"]
+    assert len(status500) == 3
+    assert summary.retries >= 2
+
+
+async def test_redirect_targets_pass_dedupe_and_loops_end(tmp_path):
+    graph = SiteGraph(hosts=1, pages_per_host=10, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        cfg = make_config(tmp_path, farm.port,
+                          seeds=[f"http://bad.web.test:{farm.port}/redirect-loop",
+                                 f"http://bad.web.test:{farm.port}/redirect/9"],
+                          crawl={"obey_robots": False, "max_redirects": 5})
+        await crawl(cfg)
+        nursery.cancel_scope.cancel()
+    hits = Counter(e.target for e in farm.log)
+    assert all(n == 1 for n in hits.values()), hits
+    table = rows(cfg, "select url, status, error from pages")
+    assert any(e == "too_many_redirects" for _, _, e in table)
+
+
+async def test_rate_limited_host_is_backed_off_and_completed(tmp_path):
+    graph = SiteGraph(hosts=1, pages_per_host=15, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(
+            functools.partial(serve_webfarm, graph,
+                              behaviours={"s001.web.test": HostBehaviour(rate=20.0, burst=2, retry_after=1)}))
+        cfg = make_config(tmp_path, farm.port, politeness={"host_concurrency": 2, "window": 1.0})
+        _, summary = await crawl(cfg)
+        nursery.cancel_scope.cancel()
+    statuses = Counter(e.status for e in farm.log)
+    assert statuses[429] >= 1
+    # Every URL of the site ends in a real answer, not a 429 row.
+    answered = rows(cfg, "select url, status from pages where error is distinct from 'robots'")
+    assert {s for _, s in answered} - {200, 404, 301} == set()
+    assert set(graph.expected_urls(farm.port)) <= {u for u, *_ in rows(cfg)}
+
+
+async def test_pid_holds_the_rate_through_latency_steps(tmp_path):
+    """The per-host rate, measured from the server's log, tracks the setpoint.
+
+    A compressed version of seed 000's scenario: 1 s windows and a setpoint of
+    20 pages per window (rate 1200/min), the host answering in 20 ms, then
+    300 ms, then 20 ms again. The gains are the seed's scaled to this time
+    base (its delay is ~1.5 s at S=40; here ~0.05 s at S=20), so one page of
+    error moves the delay by the same fraction of itself.
+    """
+    step = 7.0
+    graph = SiteGraph(hosts=1, pages_per_host=900, shop=False, links_per_page=40)
+    latency = HostBehaviour(latency=((0.0, 0.02), (step, 0.3), (2 * step, 0.02)))
+    politeness = {
+        "rate": 1200.0, "window": 1.0, "kp": -0.0033, "ki": -0.0007, "kd": 0.0,
+        "initial_delay": 0.1, "min_delay": 0.0, "max_delay": 1.0, "integral_limit": 15.0,
+        "host_concurrency": 8,
+    }
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(
+            functools.partial(serve_webfarm, graph, behaviours={"s001.web.test": latency}))
+        # The log is in wall time; the latency schedule counts from farm.started.
+        t0 = time.time() - (trio.current_time() - farm.started)
+        cfg = make_config(tmp_path, farm.port, politeness=politeness,
+                          crawl={"obey_robots": False, "max_pages": 600})
+        with trio.move_on_after(3 * step):
+            await crawl(cfg)
+        nursery.cancel_scope.cancel()
+
+    times = sorted(e.t for e in farm.log if e.host == "s001.web.test")
+    per_window = Counter(int(t - t0) for t in times)
+    trace = [per_window.get(w, 0) for w in range(int(3 * step))]
+    settled = []
+    for phase in range(3):
+        # Skip the first 3 windows of each phase: the controller is settling.
+        windows = trace[int(phase * step) + 3:int((phase + 1) * step)]
+        settled.append(sorted(windows)[len(windows) // 2])
+    for phase, median in enumerate(settled):
+        assert 17 <= median <= 23, f"phase {phase}: median {median}/window, setpoint 20; trace {trace}"
