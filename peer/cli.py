@@ -103,6 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request at INFO; our results table already has them.
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     data_dir = Path(cfg.peer(args.id).data_dir)
     results = data_dir / "pages.duckdb"
     if results.exists():

@@ -240,9 +240,14 @@ class Crawler:
             if verdict is Verdict.FETCH:
                 await self._fetch_robots(job)
                 return
-            if verdict is Verdict.PENDING:
+            if verdict is Verdict.PENDING or verdict is Verdict.UNREACHABLE:
+                # Held, not dropped: the robots.txt answer is on its way, or
+                # the server may be back by the retry (RFC 9309 §2.3.1.4).
                 now = self.clock()
-                fr.requeue(job, now, now + ROBOTS_PENDING_WAIT)
+                later = now + ROBOTS_PENDING_WAIT
+                if verdict is Verdict.UNREACHABLE:
+                    later = max(later, self.robots.retry_at(job.host))
+                fr.requeue(job, now, later)
                 fr.done(job.host, now, Outcome.UNREACHED)
                 return
             if verdict is Verdict.DISALLOW:
@@ -257,7 +262,11 @@ class Crawler:
     async def _fetch_robots(self, job: Job) -> None:
         fr = self.frontier
         scheme = job.url.split(":", 1)[0]
-        res = await self._fetcher.fetch(self.robots.robots_url(job.host, scheme))  # type: ignore[union-attr]
+        try:
+            res = await self._fetcher.fetch(self.robots.robots_url(job.host, scheme))  # type: ignore[union-attr]
+        except trio.Cancelled:
+            self.robots.cancelled(job.host)
+            raise
         now = self.clock()
         self.summary.robots_fetches += 1
         if res.error is not None or res.status is None:

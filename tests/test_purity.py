@@ -12,6 +12,9 @@ PURE = [
     "peer.pid",
     "peer.frontier",
     "peer.dnscache",
+    "peer.extract",
+    "peer.robots",
+    "peer.netguard",
     "ring.hashring",
     "ring.messages",
 ]

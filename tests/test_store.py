@@ -1,0 +1,316 @@
+"""peer.store: the DuckDB results file, written off the trio loop in batches."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+import threading
+import time
+from datetime import datetime, timezone
+from pathlib import Path
+
+import duckdb
+import pytest
+import trio
+import trio.testing
+
+from peer.errors import StateError
+from peer.frontier import PidSample
+from peer.store import SCHEMA, PageRow, ResultStore
+
+T0 = 1_700_000_000.123456  # 2023-11-14 22:13:20.123456 UTC
+
+READ = r"""
+import duckdb, json, sys
+con = duckdb.connect(sys.argv[1], read_only=True)
+out = {}
+for (table,) in con.execute("SELECT table_name FROM information_schema.tables ORDER BY 1").fetchall():
+    rows = con.execute(f"SELECT * FROM {table}").fetchall()
+    out[table] = [[v.hex() if isinstance(v, bytes) else v for v in r] for r in rows]
+print(json.dumps(out, default=str))
+"""
+
+
+def read_back(path: Path) -> dict[str, list[list]]:
+    """The file's tables, read by a separate Python process."""
+    res = subprocess.run([sys.executable, "-c", READ, str(path)], capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == 0, res.stderr
+    return json.loads(res.stdout)
+
+
+def row(i: int, **kw) -> PageRow:
+    fields = dict(url=f"http://s001.web.test/p{i}.html", final_url=f"http://s001.web.test/p{i}.html",
+                  host="s001.web.test", status=200, content_type="text/html", bytes=30_000 + i,
+                  title=f"Page {i}", n_links=100, depth=i % 5, fetched_at=T0 + i,
+                  elapsed_ms=12.5, error=None, peer="p1")
+    fields.update(kw)
+    return PageRow(**fields)
+
+
+def store(path: Path, **kw) -> ResultStore:
+    kw.setdefault("store_links", False)
+    kw.setdefault("store_body", False)
+    return ResultStore(path, "p1", **kw)
+
+
+async def test_rows_round_trip_exactly_through_another_process(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st:
+        st.add_page(row(0, title="Café — naïve ☃", depth=0))
+        st.add_page(PageRow("http://s002.web.test/x", None, "s002.web.test:8080", None, None, 0, None,
+                            0, 3, T0, 0.0, "timeout", ""))  # peer "" -> the store's id
+        st.add_page(row(2, status=404, error="too_large", bytes=2**40, elapsed_ms=1234.5678))
+    tables = read_back(path)
+    assert sorted(tables) == ["pages", "pid_trace"]  # no links/bodies unless asked
+    assert tables["pages"] == [
+        ["http://s001.web.test/p0.html", "http://s001.web.test/p0.html", "s001.web.test", 200,
+         "text/html", 30000, "Café — naïve ☃", 100, 0, "2023-11-14 22:13:20.123456", 12.5, None, "p1"],
+        ["http://s002.web.test/x", None, "s002.web.test:8080", None, None, 0, None, 0, 3,
+         "2023-11-14 22:13:20.123456", 0.0, "timeout", "p1"],
+        ["http://s001.web.test/p2.html", "http://s001.web.test/p2.html", "s001.web.test", 404,
+         "text/html", 2**40, "Page 2", 100, 2, "2023-11-14 22:13:22.123456", 1234.5678,
+         "too_large", "p1"],
+    ]
+    assert st.stats().pages == 3
+
+
+async def test_schema_types(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path, store_links=True, store_body=True):
+        pass
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        for table, cols in SCHEMA.items():
+            got = con.execute(f"DESCRIBE {table}").fetchall()
+            assert [(r[0], r[1]) for r in got] == list(cols)
+    finally:
+        con.close()
+    assert [c for c, _ in SCHEMA["pages"]] == [
+        "url", "final_url", "host", "status", "content_type", "bytes", "title", "n_links",
+        "depth", "fetched_at", "elapsed_ms", "error", "peer"]
+
+
+async def test_links_and_bodies_when_enabled(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path, store_links=True, store_body=True) as st:
+        st.add_page(row(1), body=b"<html>\x00\xff</html>", links=["http://a.test/", "http://b.test/x"])
+        st.add_page(row(2), body=None, links=())
+        st.add_page(row(3), body=b"", links=["http://c.test/"])
+    tables = read_back(path)
+    assert sorted(tables) == ["bodies", "links", "pages", "pid_trace"]
+    assert tables["links"] == [
+        ["http://s001.web.test/p1.html", "http://a.test/"],
+        ["http://s001.web.test/p1.html", "http://b.test/x"],
+        ["http://s001.web.test/p3.html", "http://c.test/"],
+    ]
+    assert tables["bodies"] == [["http://s001.web.test/p1.html", b"<html>\x00\xff</html>".hex()],
+                                ["http://s001.web.test/p3.html", ""]]
+    stats = st.stats()
+    assert (stats.pages, stats.links, stats.bodies) == (3, 3, 2)
+
+
+async def test_links_and_bodies_ignored_when_disabled(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st:
+        st.add_page(row(1), body=b"body", links=["http://a.test/"])
+    tables = read_back(path)
+    assert sorted(tables) == ["pages", "pid_trace"]
+    assert (st.stats().links, st.stats().bodies) == (0, 0)
+
+
+async def test_pid_trace_rows(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st:
+        now = trio.current_time()
+        wall = time.time()
+        st.add_pid([PidSample("s001.web.test", now - 5.0, 12, 1.25),
+                    PidSample("s002.web.test:8080", now, 0, 0.0)], 40.0)
+    pid = read_back(path)["pid_trace"]
+    assert [(r[0], r[2], r[3], r[4], r[5]) for r in pid] == [
+        ("s001.web.test", 12, 1.25, 40.0, "p1"), ("s002.web.test:8080", 0, 0.0, 40.0, "p1")]
+    # window_end is on trio's clock; it is stored as the wall-clock UTC time it stands for.
+    ends = [datetime.fromisoformat(r[1]).replace(tzinfo=timezone.utc).timestamp() for r in pid]
+    assert abs(ends[0] - (wall - 5.0)) < 1.0
+    assert abs(ends[1] - wall) < 1.0
+    assert st.stats().pid == 2
+
+
+async def test_reopen_appends(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st:
+        for i in range(3):
+            st.add_page(row(i))
+    async with store(path) as st:
+        for i in range(3, 5):
+            st.add_page(row(i))
+    pages = read_back(path)["pages"]
+    assert [r[0] for r in pages] == [f"http://s001.web.test/p{i}.html" for i in range(5)]
+
+
+async def test_run_flushes_periodically(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st, trio.open_nursery() as nursery:
+        nursery.start_soon(st.run, 0.05)
+        for i in range(10):
+            st.add_page(row(i))
+        with trio.fail_after(10):
+            while st.stats().pages < 10:
+                await trio.sleep(0.01)
+        assert st.stats().buffered == 0
+        nursery.cancel_scope.cancel()
+
+
+async def test_run_flushes_a_full_batch_at_once(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path, batch_rows=50) as st, trio.open_nursery() as nursery:
+        nursery.start_soon(st.run, 3600.0)
+        await trio.sleep(0.01)
+        for i in range(49):
+            st.add_page(row(i))
+        await trio.sleep(0.2)
+        assert st.stats().pages == 0  # not full, not due
+        st.add_page(row(49))
+        with trio.fail_after(10):
+            while st.stats().pages < 50:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+
+
+async def test_links_fill_a_batch_too(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path, store_links=True, batch_rows=2) as st, trio.open_nursery() as nursery:
+        nursery.start_soon(st.run, 3600.0)
+        await trio.sleep(0.01)
+        st.add_page(row(0), links=[f"http://l.test/{k}" for k in range(200)])  # > 2 * 64
+        with trio.fail_after(10):
+            while st.stats().links < 200:
+                await trio.sleep(0.01)
+        nursery.cancel_scope.cancel()
+
+
+async def test_cancelling_the_nursery_leaves_every_row_in_the_file(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    n = 5000
+    async with store(path, batch_rows=700) as st:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(st.run, 3600.0)
+            await trio.sleep(0.01)
+            for i in range(n):
+                st.add_page(row(i))
+                if i % 500 == 0:
+                    await trio.sleep(0)  # let run() start some flushes
+            nursery.cancel_scope.cancel()
+        # run()'s final, shielded flush wrote the rest before the store closed.
+        assert st.stats().pages == n
+        assert st.stats().buffered == 0
+    pages = read_back(path)["pages"]
+    assert sorted(r[0] for r in pages) == sorted(f"http://s001.web.test/p{i}.html" for i in range(n))
+
+
+async def test_cancelled_flush_still_writes_its_rows(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st:
+        for i in range(100):
+            st.add_page(row(i))
+        with trio.CancelScope() as scope:
+            scope.cancel()
+            await st.flush()
+        assert st.stats().pages == 100
+    assert len(read_back(path)["pages"]) == 100
+
+
+async def test_concurrent_flushes_write_each_row_once_one_thread_at_a_time(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    active = 0
+    peak = 0
+    lock = threading.Lock()
+    async with store(path) as st:
+        real = st._write
+
+        def spy(batch):
+            nonlocal active, peak
+            with lock:
+                active += 1
+                peak = max(peak, active)
+            try:
+                time.sleep(0.02)  # long enough that unserialised writes would overlap
+                real(batch)
+            finally:
+                with lock:
+                    active -= 1
+
+        st._write = spy  # type: ignore[method-assign]
+        async with trio.open_nursery() as nursery:
+            for k in range(20):
+                for i in range(k * 50, (k + 1) * 50):
+                    st.add_page(row(i))
+                nursery.start_soon(st.flush)
+                await trio.testing.wait_all_tasks_blocked()  # it has taken its batch
+    assert peak == 1
+    assert st.stats().flushes == 20
+    urls = [r[0] for r in read_back(path)["pages"]]
+    assert sorted(urls) == sorted(f"http://s001.web.test/p{i}.html" for i in range(1000))
+
+
+async def test_large_batch(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    n = 50_000
+    async with store(path, store_links=True, batch_rows=n) as st:
+        for i in range(n):
+            st.add_page(row(i), links=("http://x.test/a", "http://x.test/b"))
+        await st.flush()
+        assert st.stats().flushes == 1
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert con.execute("SELECT count(*), count(DISTINCT url), sum(bytes) FROM pages").fetchone() == (
+            n, n, sum(30_000 + i for i in range(n)))
+        assert con.execute("SELECT count(*) FROM links").fetchone() == (2 * n,)
+    finally:
+        con.close()
+
+
+async def test_bad_values_are_repaired_not_fatal(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st:
+        st.add_page(row(0))
+        st.add_page(row(1, title="bad \ud800 surrogate", fetched_at=math.nan))
+        st.add_page(row(2, status=2**40, fetched_at=math.inf))
+        st.add_page(row(3))
+    pages = read_back(path)["pages"]
+    assert [r[0] for r in pages] == [f"http://s001.web.test/p{i}.html" for i in range(4)]
+    assert pages[1][6] == "bad ? surrogate" and pages[1][9] is None
+    assert pages[2][3] is None and pages[2][9] is None
+    assert st.stats().dropped == 0
+
+
+async def test_closed_store_refuses_rows(tmp_path):
+    async with store(tmp_path / "pages.duckdb") as st:
+        pass
+    with pytest.raises(StateError, match="closed"):
+        st.add_page(row(0))
+
+
+async def test_foreign_table_is_refused(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE pages (url VARCHAR, other INTEGER)")
+    con.close()
+    with pytest.raises(StateError, match=r"pages\.duckdb: table pages has columns"):
+        async with store(path):
+            pass
+
+
+async def test_not_a_database_is_refused(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    path.write_bytes(b"this is not a duckdb file\n" * 1000)
+    with pytest.raises(StateError, match=r"pages\.duckdb: cannot open"):
+        async with store(path):
+            pass
+
+
+def test_batch_rows_must_be_positive(tmp_path):
+    with pytest.raises(ValueError, match="batch_rows"):
+        store(tmp_path / "x.duckdb", batch_rows=0)
