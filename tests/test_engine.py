@@ -237,3 +237,82 @@ async def test_pid_holds_the_rate_through_latency_steps(tmp_path):
         settled.append(sorted(windows)[len(windows) // 2])
     for phase, median in enumerate(settled):
         assert 17 <= median <= 23, f"phase {phase}: median {median}/window, setpoint 20; trace {trace}"
+
+
+async def test_cli_crawls_and_stops_cleanly_on_sigterm(tmp_path):
+    """python -m peer: SIGTERM mid-crawl ends with exit 0, a summary and a readable file."""
+    import signal
+    import subprocess
+    import sys
+
+    graph = SiteGraph(hosts=3, pages_per_host=200, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(functools.partial(
+            serve_webfarm, graph, behaviours={h: HostBehaviour(latency=0.02) for h in graph.site_hosts()}))
+        cfg = make_config(tmp_path, farm.port, politeness={"rate": 600.0, "host_concurrency": 1})
+        toml = tmp_path / "cluster.toml"
+        toml.write_text(cfg_text(cfg, farm.port, tmp_path))
+        proc = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "peer", "--ring", str(toml), "--progress", "0.5"],
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        with trio.fail_after(60):
+            while sum(e.target != "/robots.txt" for e in farm.log) < 20:
+                await trio.sleep(0.05)
+        proc.send_signal(signal.SIGTERM)
+        with trio.fail_after(30):
+            out = await proc.stdout.receive_some(1 << 20)
+            err = await proc.stderr.receive_some(1 << 20)
+            await proc.wait()
+        nursery.cancel_scope.cancel()
+    assert proc.returncode == 0, err
+    assert b"crawl finished (stopped)" in out
+    assert b"stopping" in err and b"pages" in err  # the warning and a progress line
+    written = rows(cfg)
+    fetched = {f"http://{e.host}:{farm.port}{e.target}" for e in farm.log if e.target != "/robots.txt"}
+    assert 20 <= len(fetched) <= len(written) < len(graph.expected_urls(farm.port))
+    # Every page the server answered before the stop is in the file.
+    assert fetched <= {u for u, *_ in written} | {u for u in fetched if "/private/" in u}
+
+
+def cfg_text(cfg: ClusterConfig, port: int, tmp_path: Path) -> str:
+    return f"""
+[[peer]]
+id = "p1"
+address = "tcp://127.0.0.1:5799"
+data_dir = "{cfg.peers[0].data_dir}"
+
+[crawl]
+seeds = ["http://s001.web.test:{port}/"]
+allow_hosts = ["*.web.test"]
+allow_private = true
+
+[politeness]
+rate = 600.0
+
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+
+[bloom]
+capacity = 100000
+"""
+
+
+def test_cli_refuses_an_existing_results_file_without_fresh(tmp_path):
+    import subprocess
+    import sys
+
+    toml = tmp_path / "cluster.toml"
+    data = tmp_path / "p1"
+    toml.write_text(f'[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:5799"\ndata_dir = "{data}"\n'
+                    '[crawl]\nseeds = ["http://a.web.test/"]\n')
+    data.mkdir()
+    (data / "pages.duckdb").write_bytes(b"earlier")
+    res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml)],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 2
+    assert "holds an earlier crawl" in res.stderr and "--fresh" in res.stderr
+    assert (data / "pages.duckdb").read_bytes() == b"earlier"
+    res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml), "--fresh"],
+                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert res.returncode == 2 and "pass --yes" in res.stderr
+    assert (data / "pages.duckdb").exists()
