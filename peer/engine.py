@@ -254,6 +254,11 @@ class Crawler:
                 self._row(job, None, error="robots")
                 fr.done(job.host, self.clock(), Outcome.UNREACHED)
                 return
+            delay = self.robots.crawl_delay(job.host)
+            if delay:
+                # Again at every start: the frontier forgets idle hosts, and
+                # their Crawl-delay floor with them.
+                fr.set_min_delay(job.host, delay, self.clock())
         res = await self._fetcher.fetch(job.url)  # type: ignore[union-attr]
         now = self.clock()
         outcome = self._outcome(job, res, now)

@@ -123,14 +123,17 @@ class Bench(CrawlSpider):
     name = "bench"
     allowed_domains = ["web.test"]
     start_urls = [f"http://s001.web.test:{PORT}/"]
-    rules = (Rule(LinkExtractor(allow_domains=["web.test"]), callback="parse_item", follow=True),)
+    # allow_domains would compare "host:port" with "web.test" and drop every
+    # link of a site on a non-default port, so scope is a URL pattern here.
+    rules = (Rule(LinkExtractor(allow=[r"^https?://[^/?#]*\\.web\\.test(:[0-9]+)?/"]),
+                  callback="parse_item", follow=True),)
 
     def parse_item(self, response):
         return None
 
 
 process = CrawlerProcess(settings={
-    "DNS_RESOLVER": "__main__.StaticResolver",
+    "TWISTED_DNS_RESOLVER": "__main__.StaticResolver",
     "CONCURRENT_REQUESTS": CONCURRENCY,
     "CONCURRENT_REQUESTS_PER_DOMAIN": 8,
     "ROBOTSTXT_OBEY": True,

@@ -153,10 +153,19 @@ async def test_misbehaving_endpoints_are_recorded_and_the_crawl_goes_on(tmp_path
     by_url = {u: (s, e) for u, s, e, *_ in rows(cfg)}
     for url in bad:
         assert url in by_url, f"no row for {url}"
-    assert by_url[bad[0]][1] is not None or by_url[bad[0]][0] == 200  # bomb: cut or refused
-    assert by_url[f"http://bad.web.test:{farm.port}/drip"][1] == "timeout"
-    assert by_url[f"http://bad.web.test:{farm.port}/big-cl"][1] == "too_large"
-    assert by_url[f"http://bad.web.test:{farm.port}/status/500"][0] == 500
+    def outcome(path):
+        return by_url[f"http://bad.web.test:{farm.port}{path}"]
+
+    assert outcome("/gzip-bomb") == (200, "too_large")  # cut at max_body, not inflated to 1 GB
+    assert outcome("/big-cl") == (200, "too_large")     # refused by its Content-Length
+    assert outcome("/big-chunked") == (200, "too_large")
+    assert outcome("/drip")[1] == "timeout"  # headers came, the body never did
+    assert outcome("/reset") == (None, "reset")
+    assert outcome("/huge-header") == (None, "protocol")
+    assert outcome("/malformed") == (200, None)
+    assert outcome("/latin1") == (200, None)
+    assert outcome("/status/500") == (500, None)
+    assert outcome("/redirect-loop")[0] in (301, 302, 303, 307, 308)
     # The good part of the web was crawled completely all the same.
     expected = graph.expected_urls(farm.port, obey_robots=False)
     assert expected <= set(by_url)
@@ -316,3 +325,19 @@ def test_cli_refuses_an_existing_results_file_without_fresh(tmp_path):
                          capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     assert res.returncode == 2 and "pass --yes" in res.stderr
     assert (data / "pages.duckdb").exists()
+
+
+async def test_robots_crawl_delay_spaces_the_hosts_requests(tmp_path):
+    graph = SiteGraph(hosts=2, pages_per_host=8, shop=False, crawl_delay=(("s002.web.test", 0.4),))
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        cfg = make_config(tmp_path, farm.port, politeness={"host_concurrency": 2})
+        await crawl(cfg)
+        nursery.cancel_scope.cancel()
+    starts = sorted(e.t for e in farm.log if e.host == "s002.web.test")
+    gaps = [b - a for a, b in zip(starts, starts[1:])]
+    assert len(starts) > 5
+    assert min(gaps) >= 0.4 - 0.01, f"s002 asks Crawl-delay 0.4, gaps {gaps}"
+    others = sorted(e.t for e in farm.log if e.host == "s001.web.test")
+    assert min(b - a for a, b in zip(others, others[1:])) < 0.4  # the floor is per host
+    assert set(graph.expected_urls(farm.port)) <= {u for u, *_ in rows(cfg)}

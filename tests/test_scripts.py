@@ -29,3 +29,15 @@ def test_demo_prints_the_ownership_table():
     for peer in ("p1", "p2", "p3"):
         assert f"{shares[peer]:.1%}" in res.stdout
     assert f"s001.web.test:8080                       {ring.owner('s001.web.test:8080')}" in res.stdout
+
+
+def test_readme_results_schema_matches_the_store():
+    from peer.store import SCHEMA
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Results schema", 1)[1].split("\n## ", 1)[0]
+    for table, cols in SCHEMA.items():
+        row = next((line for line in section.splitlines() if line.startswith(f"| `{table}`")), None)
+        assert row is not None, f"README results schema lacks table {table}"
+        for name, _ in cols:
+            assert f"`{name}`" in row, f"README results schema lacks {table}.{name}"
