@@ -266,7 +266,7 @@ def test_cli_check_describes_the_ring():
 def test_cli_help_documents_every_option():
     res = run_peer("--help")
     assert res.returncode == 0
-    for opt in ("--ring", "--id", "--check"):
+    for opt in ("--ring", "--id", "--check", "--fresh", "--yes", "--progress", "--log-level"):
         assert opt in res.stdout
 
 
