@@ -23,9 +23,12 @@ Rules (every transition lives in this file):
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
    delay and a :class:`PidSample` is traced. Backlogged means: at some moment
-   it had queued work it could not start, because of its own delay or its
-   concurrency cap (a Retry-After hold does not count: that is the server's
-   pacing, not the controller's). Anti-windup: the seed clamps the integral
+   it had queued work that its own *delay* kept from starting. Work held back
+   by the concurrency cap does not count: then the delay is not what limits
+   the rate, and a slow host capped below its setpoint would otherwise wind
+   its delay down to ``min_delay`` and be hammered once it answers fast again.
+   A Retry-After hold does not count either: that is the server's pacing, not
+   the controller's. Anti-windup: the seed clamps the integral
    ("限制误差积分项的最大值"); more is needed here, because an idle host measures
    ``n = 0 < S`` window after window, which the law reads as "too slow" and so
    winds the delay down to ``min_delay``; its next burst of URLs would then be
@@ -456,11 +459,12 @@ class Frontier:
         return d if d > hs.floor else hs.floor
 
     def _gated(self, hs: _Host, t: float) -> bool:
-        """Had queued work at ``t`` that its own delay or cap kept from starting."""
+        """Had queued work at ``t`` that its own delay kept from starting (rule 3)."""
         return (
             hs.head < len(hs.items)
             and t >= hs.hold_until
-            and (hs.in_flight >= self._cap or t < hs.last_start + self._delay(hs, t))
+            and hs.in_flight < self._cap
+            and t < hs.last_start + self._delay(hs, t)
         )
 
     def _mark(self, hs: _Host, now: float) -> None:

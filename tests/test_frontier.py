@@ -344,6 +344,23 @@ def test_pid_with_integral_term_matches_the_controller():
     assert f.host_delay(A) == trace[-1].delay
 
 
+def test_work_held_only_by_the_concurrency_cap_is_not_backlog():
+    # A slow host answering after 5 s with a 1 s delay and host_concurrency 1:
+    # the cap, not the delay, limits its rate, so the PID must not wind its
+    # delay down (it would hammer the host once it answers fast again).
+    pol = Politeness(rate=60, window=60.0, initial_delay=1.0, host_concurrency=1)
+    f = Frontier(pol)
+    fill(f, A, 20)
+    t = 0.0
+    while t < 60.0:
+        assert f.pop_ready(t) is not None
+        t += 5.0
+        f.done(A, t)
+    f.roll_windows(60.0)
+    assert f.drain_trace() == []
+    assert f.host_delay(A) == 1.0
+
+
 def test_no_pid_update_without_backlog():
     pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
     f = Frontier(pol)
@@ -385,7 +402,8 @@ def test_unreached_fetches_do_not_count():
 
 
 def test_long_silence_is_jumped_not_looped():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    # min_delay keeps the delay at 1 s, so the queued URL is held by it.
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0, min_delay=1.0)
     f = Frontier(pol)
     fill(f, A, 3)
     f.pop_ready(0.0)
