@@ -17,6 +17,7 @@ PURE = [
     "peer.netguard",
     "ring.hashring",
     "ring.messages",
+    "ring.membership",
 ]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
 

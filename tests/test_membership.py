@@ -1,0 +1,795 @@
+"""ring.membership: gossip over a fake network that drops, delays and partitions.
+
+The fake network (h11's ConnectionPair idea, for N peers) runs synchronous
+rounds: every running peer ticks at ``now = round * INTERVAL``, then messages
+due this round are delivered, replies included, until none is left. A message
+is lost with probability ``loss``, arrives ``delay`` rounds late, and never
+crosses a partition. ``python tests/test_membership.py`` prints the
+convergence table of docs/membership.md.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import deque
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ring.errors import RingError
+from ring.hashring import HashRing
+from ring.membership import (
+    LIVE,
+    IllegalTransition,
+    Membership,
+    TerminationDetector,
+    merge_members,
+)
+from ring.messages import (
+    Ack,
+    Digest,
+    Join,
+    Leave,
+    Member,
+    MemberState,
+    decode,
+    encode,
+)
+
+ALIVE, SUSPECT, DEAD, LEFT = MemberState
+INTERVAL = 0.5  # the config defaults: 0.5 s rounds, suspect after 2 s, dead after 6 s
+SUSPECT_AFTER = 2.0
+DEAD_AFTER = 6.0
+RING = "testring"
+
+
+def make(pid, seeds, *, now=0.0, incarnation=None, rng=None, ring=RING, weight=1.0):
+    return Membership(
+        pid,
+        f"tcp://127.0.0.1:{7000 + int(pid[1:])}",
+        weight,
+        ring,
+        seeds=seeds,
+        gossip_interval=INTERVAL,
+        suspect_after=SUSPECT_AFTER,
+        dead_after=DEAD_AFTER,
+        now=now,
+        incarnation=1000 + int(pid[1:]) if incarnation is None else incarnation,
+        rng=rng or random.Random(pid),
+    )
+
+
+def seed_list(n):
+    return [(f"p{i}", f"tcp://127.0.0.1:{7000 + i}") for i in range(n)]
+
+
+class FakeNet:
+    """N Membership instances wired by a lossy, delaying, partitionable network."""
+
+    def __init__(self, seed=0, loss=0.0, delay=0, wire=False):
+        self.rng = random.Random(seed)
+        self.loss = loss
+        self.delay = delay
+        self.wire = wire  # round-trip every message through the codec
+        self.peers: dict[str, Membership] = {}
+        self.down: set[str] = set()
+        self.groups: list[set[str]] | None = None
+        self.round = 0
+        self.queue: dict[int, deque] = {}
+        self.sent = 0
+
+    @property
+    def now(self):
+        return self.round * INTERVAL
+
+    def add(self, m: Membership):
+        self.peers[m.self_id] = m
+
+    def running(self):
+        return [p for p in self.peers if p not in self.down]
+
+    def partition(self, *groups):
+        self.groups = [set(g) for g in groups]
+
+    def heal(self):
+        self.groups = None
+
+    def can_talk(self, a, b):
+        if b in self.down or b not in self.peers:
+            return False
+        return self.groups is None or any(a in g and b in g for g in self.groups)
+
+    def send(self, src, out, due):
+        for dst, msg in out:
+            self.sent += 1
+            if self.wire:
+                msg = decode(encode(msg))
+            self.queue.setdefault(due, deque()).append((src, dst, msg))
+
+    def step(self):
+        self.round += 1
+        now = self.now
+        order = self.running()
+        self.rng.shuffle(order)
+        for pid in order:
+            self.send(pid, self.peers[pid].tick(now), self.round + self.delay)
+        q = self.queue.pop(self.round, deque())
+        while q:
+            src, dst, msg = q.popleft()
+            if not self.can_talk(src, dst) or self.rng.random() < self.loss:
+                continue
+            out = self.peers[dst].receive(msg, now)
+            if self.delay:
+                self.send(dst, out, self.round + self.delay)
+            else:
+                self.send(dst, out, self.round)
+                q.extend(self.queue.pop(self.round, ()))
+
+    def run(self, rounds):
+        for _ in range(rounds):
+            self.step()
+
+    def converged(self, among=None):
+        """Every running peer sees every other running peer alive at its own incarnation."""
+        ids = among or self.running()
+        truth = {p: self.peers[p].me.incarnation for p in ids}
+        for p in ids:
+            view = self.peers[p].members()
+            for q in ids:
+                m = view.get(q)
+                if m is None or m.state is not ALIVE or m.incarnation != truth[q]:
+                    return False
+        return True
+
+    def run_until_converged(self, limit, among=None):
+        start = self.round
+        while not self.converged(among):
+            assert self.round - start < limit, f"not converged in {limit} rounds"
+            self.step()
+        return self.round - start
+
+    def states_of(self, pid):
+        return {p: self.peers[p].members()[pid].state for p in self.running() if p != pid}
+
+
+def static_cluster(n, seed, loss=0.0, delay=0, wire=False):
+    """N peers, all of them seeds (all listed in cluster.toml), started at once."""
+    net = FakeNet(seed, loss, delay, wire)
+    seeds = seed_list(n)
+    for i in range(n):
+        net.add(make(f"p{i}", seeds, rng=random.Random(seed * 1000 + i)))
+    return net
+
+
+def joining_cluster(n, seed, loss=0.0, delay=0, wire=False):
+    """p0 is the only seed; the N-1 others join through it at once."""
+    net = FakeNet(seed, loss, delay, wire)
+    seeds = seed_list(1)
+    for i in range(n):
+        net.add(make(f"p{i}", seeds, rng=random.Random(seed * 1000 + i)))
+    return net
+
+
+SIZES = (2, 4, 8, 16, 32, 64)
+SEEDS = range(5)
+
+
+def rounds_bound(n):
+    """The asserted bound on rounds to converge at 10% loss (docs/membership.md).
+
+    Joining through one seed is an epidemic from that seed: log2(N) + 1 rounds
+    at most over 20 seeds of the network; the bound leaves two rounds spare.
+    """
+    return math.ceil(math.log2(n)) + 3
+
+
+def convergence_rounds(build, n, seed, loss=0.1):
+    net = build(n, seed, loss)
+    return net.run_until_converged(limit=rounds_bound(n) + 20)
+
+
+# --------------------------------------------------------------------------
+# 1. convergence with N peers and 10% loss
+
+
+@pytest.mark.parametrize("n", SIZES)
+@pytest.mark.parametrize("build", [static_cluster, joining_cluster], ids=["seeds", "join"])
+def test_views_converge_within_bound_at_10pct_loss(build, n):
+    rounds = [convergence_rounds(build, n, s) for s in SEEDS]
+    assert max(rounds) <= rounds_bound(n), rounds
+
+
+def test_convergence_survives_delay_and_the_wire_codec():
+    # a round of delay is 0.5 s one way: suspicions happen, deaths must not
+    net = joining_cluster(8, seed=3, loss=0.1, delay=1, wire=True)
+    net.run_until_converged(limit=40)
+    versions = {p: m.ring_version for p, m in net.peers.items()}
+    sent = net.sent
+    net.run(40)
+    assert {p: m.ring_version for p, m in net.peers.items()} == versions
+    assert all(len(m.live()) == 8 for m in net.peers.values())
+    # steady state: fanout digests a round and an answer to each
+    assert (net.sent - sent) / (40 * 8) <= 2 * 3
+
+
+def test_converged_views_agree_on_one_ring():
+    net = static_cluster(16, seed=1, loss=0.1)
+    net.run_until_converged(limit=20)
+    rings = {net.peers[p].ring(64) for p in net.running()}
+    assert rings == {HashRing({f"p{i}": 1.0 for i in range(16)}, 64)}
+
+
+# --------------------------------------------------------------------------
+# 2. a silent peer is dead everywhere within dead_after + 2 intervals
+
+
+@pytest.mark.parametrize(("n", "seed"), [(4, 0), (16, 1), (64, 2), (64, 3)])
+def test_silent_peer_dead_everywhere_within_dead_after_plus_two_intervals(n, seed):
+    net = static_cluster(n, seed, loss=0.1)
+    net.run_until_converged(limit=30)
+    net.run(10)
+    victim = f"p{n - 1}"
+    last_heartbeat = net.now  # it ticked in this round, then crashed
+    net.down.add(victim)
+    dead_at: dict[str, float] = {}
+    while len(dead_at) < n - 1:
+        net.step()
+        for p, state in net.states_of(victim).items():
+            if state is DEAD and p not in dead_at:
+                dead_at[p] = net.now
+        assert net.now <= last_heartbeat + DEAD_AFTER + 2 * INTERVAL, dead_at
+    # and nobody declared it before dead_after of silence: no false deaths
+    assert min(dead_at.values()) >= last_heartbeat + DEAD_AFTER
+    for p in net.running():
+        assert victim not in net.peers[p].live()
+        assert victim not in net.peers[p].ring(16)
+
+
+# --------------------------------------------------------------------------
+# 3. partitions heal
+
+
+@pytest.mark.parametrize(("n", "seed"), [(8, 0), (16, 1)])
+def test_long_partition_heals_through_refutation(n, seed):
+    net = static_cluster(n, seed, loss=0.1)
+    net.run_until_converged(limit=30)
+    left = {f"p{i}" for i in range(n // 2)}
+    right = set(net.peers) - left
+    before = {p: net.peers[p].me.incarnation for p in net.peers}
+    net.partition(left, right)
+    net.run(int((DEAD_AFTER + 2 * INTERVAL) / INTERVAL) + 1)
+    # each side sees the other dead and owns the whole ring by itself
+    for side, other in ((left, right), (right, left)):
+        for p in side:
+            view = net.peers[p].members()
+            assert {view[q].state for q in other} == {DEAD}
+            assert set(net.peers[p].live()) == side
+    net.heal()
+    net.run_until_converged(limit=10)
+    # the way back was SWIM's: every peer refuted its death with a higher incarnation
+    assert all(net.peers[p].me.incarnation > before[p] for p in net.peers)
+    assert {frozenset(net.peers[p].live()) for p in net.peers} == {frozenset(net.peers)}
+
+
+def test_short_partition_heals_by_fresh_heartbeats_without_new_incarnations():
+    net = static_cluster(8, seed=5, loss=0.0)
+    net.run_until_converged(limit=10)
+    before = {p: net.peers[p].me.incarnation for p in net.peers}
+    versions = {p: net.peers[p].ring_version for p in net.peers}
+    net.partition({"p0", "p1", "p2", "p3"}, {"p4", "p5", "p6", "p7"})
+    net.run(int(SUSPECT_AFTER / INTERVAL) + 1)  # past suspect_after, short of dead_after
+    assert net.states_of("p7")["p0"] is SUSPECT
+    net.heal()
+    net.run_until_converged(limit=10)
+    assert {p: net.peers[p].me.incarnation for p in net.peers} == before
+    # suspects keep their hosts: the ring never moved
+    assert {p: net.peers[p].ring_version for p in net.peers} == versions
+
+
+def test_isolated_peer_that_was_declared_dead_rejoins():
+    net = static_cluster(6, seed=2, loss=0.1)
+    net.run_until_converged(limit=20)
+    net.partition({"p5"}, {f"p{i}" for i in range(5)})
+    net.run(int(DEAD_AFTER / INTERVAL) + 4)
+    assert set(net.states_of("p5").values()) == {DEAD}
+    inc = net.peers["p5"].me.incarnation
+    net.heal()
+    net.run_until_converged(limit=20)
+    assert net.peers["p5"].me.incarnation > inc
+
+
+def test_restarted_peer_with_higher_incarnation_comes_back_alive():
+    net = static_cluster(5, seed=4, loss=0.1)
+    net.run_until_converged(limit=20)
+    net.down.add("p4")
+    net.run(int(DEAD_AFTER / INTERVAL) + 3)
+    assert set(net.states_of("p4").values()) == {DEAD}
+    # restart: a new process, a new (later) start epoch as incarnation
+    net.peers["p4"] = make("p4", seed_list(5), now=net.now, incarnation=5000)
+    net.down.discard("p4")
+    net.run_until_converged(limit=10)
+    assert {m.members()["p4"].incarnation for m in net.peers.values()} == {5000}
+
+
+# --------------------------------------------------------------------------
+# 4. graceful leave
+
+
+def test_graceful_leave_is_seen_quickly_and_never_becomes_dead():
+    net = static_cluster(16, seed=6, loss=0.1)
+    net.run_until_converged(limit=20)
+    leaver = net.peers["p3"]
+    out = leaver.leave(net.now)
+    assert {dst for dst, _ in out} == set(net.peers) - {"p3"}
+    assert all(msg == Leave(RING, "p3", leaver.me.incarnation) for _, msg in out)
+    net.send("p3", out, net.round + 1)
+    net.step()
+    net.step()  # direct Leave plus one round of gossip for the ones it missed
+    assert set(net.states_of("p3").values()) == {LEFT}
+    # it hands off for a while, then exits; long after, still left, not dead
+    net.run(4)
+    net.down.add("p3")
+    net.run(int(3 * DEAD_AFTER / INTERVAL))
+    assert set(net.states_of("p3").values()) == {LEFT}
+    for p in net.running():
+        assert "p3" not in net.peers[p].live()
+
+
+def test_leaving_twice_is_an_illegal_transition():
+    m = make("p0", seed_list(2))
+    m.leave(0.0)
+    with pytest.raises(IllegalTransition) as exc:
+        m.leave(0.5)
+    assert isinstance(exc.value, RingError)
+    assert m.me.state is LEFT
+
+
+def test_left_beats_a_dead_verdict_at_the_same_incarnation():
+    m = make("p0", seed_list(2))
+    base = m.members()["p1"]
+    m.receive(Digest(RING, "p1", (Member("p1", base.address, 7, DEAD, 1.0, 3),)), 0.0)
+    m.receive(Leave(RING, "p1", 7), 0.0)
+    assert m.members()["p1"].state is LEFT
+    m.receive(Digest(RING, "p1", (Member("p1", base.address, 7, DEAD, 1.0, 9),)), 0.0)
+    assert m.members()["p1"].state is LEFT
+
+
+# --------------------------------------------------------------------------
+# 5. other rings, stale messages, joiners
+
+
+def test_other_ring_messages_are_dropped_and_counted():
+    m = make("p0", seed_list(2))
+    before = dict(m.members())
+    foreign = Member("p9", "tcp://x:1", 99, ALIVE, 1.0, 5)
+    msgs = [
+        Digest("other", "p9", (foreign,), want_reply=True),
+        Join("other", "p9", "tcp://x:1", 1.0, 99),
+        Leave("other", "p1", 0),
+    ]
+    for msg in msgs:
+        assert m.receive(msg, 1.0) == []
+    assert m.dropped == {"other_ring": 3}
+    assert dict(m.members()) == before
+
+
+def test_stale_replayed_and_misdirected_messages_are_counted():
+    m = make("p0", seed_list(2))
+    m.receive(Digest(RING, "p1", (Member("p1", "tcp://a:1", 50, ALIVE, 1.0, 4),)), 1.0)
+    assert m.receive(Leave(RING, "p1", 49), 1.0) == []  # a replayed old life's leave
+    assert m.receive(Join(RING, "p1", "tcp://a:1", 1.0, 49), 1.0)[0][0] == "p1"
+    assert m.receive(Leave(RING, "p9", 1), 1.0) == []
+    assert m.receive(Join(RING, "p0", "tcp://evil:1", 1.0, 1), 1.0) == []
+    assert m.receive(Join(RING, "p8", "tcp://z:1", 0.0, 1), 1.0) == []
+    assert m.receive(Ack(RING, "p1", 1, 1), 1.0) == []
+    assert m.dropped == {
+        "stale": 2,
+        "unknown_sender": 1,
+        "self_sender": 1,
+        "bad_member": 1,
+        "unexpected_type": 1,
+    }
+    assert m.members()["p1"].state is ALIVE and m.members()["p1"].incarnation == 50
+    assert set(m.members()) == {"p0", "p1"}
+
+
+def test_joiner_not_in_seeds_becomes_known_to_all():
+    net = static_cluster(8, seed=7, loss=0.1)
+    net.run_until_converged(limit=20)
+    joiner = make("p42", [("p2", "tcp://127.0.0.1:7002")], now=net.now)
+    assert not joiner.joined
+    first = joiner.tick(net.now + INTERVAL)
+    assert [(d, type(m)) for d, m in first] == [("p2", Join)]
+    net.add(joiner)
+    net.run_until_converged(limit=15)
+    assert joiner.joined
+    versions = {p: net.peers[p].ring_version for p in net.peers}
+    assert all(v >= 1 for v in versions.values())
+    assert {net.peers[p].ring(32) for p in net.peers} == {
+        HashRing({p: 1.0 for p in net.peers}, 32)
+    }
+
+
+def test_peer_of_another_ring_cannot_join():
+    net = static_cluster(4, seed=8)
+    net.run_until_converged(limit=10)
+    net.add(make("p9", [("p0", "tcp://127.0.0.1:7000")], now=net.now, ring="intruders"))
+    net.run(10)
+    for p in ("p0", "p1", "p2", "p3"):
+        assert "p9" not in net.peers[p].members()
+    assert net.peers["p0"].dropped["other_ring"] >= 10
+    assert not net.peers["p9"].joined
+
+
+# --------------------------------------------------------------------------
+# 6. the ring follows the live set; termination detection
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["step", "crash", "revive", "leave", "split", "heal"]),
+            st.integers(0, 5),
+        ),
+        max_size=40,
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_ring_version_moves_exactly_when_the_live_set_changes(ops, seed):
+    net = static_cluster(6, seed, loss=0.2)
+    last = {p: (m.ring_version, m.live(), m.ring(8)) for p, m in net.peers.items()}
+    for op, k in ops:
+        pid = f"p{k}"
+        if op == "step":
+            net.step()
+        elif op == "crash":
+            net.down.add(pid)
+        elif op == "revive":
+            net.down.discard(pid)
+        elif op == "leave" and net.peers[pid].me.state is ALIVE:
+            net.send(pid, net.peers[pid].leave(net.now), net.round + 1)
+        elif op == "split":
+            net.partition({f"p{i}" for i in range(k)}, {f"p{i}" for i in range(k, 6)})
+        elif op == "heal":
+            net.heal()
+        for p, m in net.peers.items():
+            version, live, ring = last[p]
+            assert (m.ring_version != version) == (m.live() != live)
+            if m.ring_version == version:
+                assert m.ring(8) is ring
+            else:
+                assert m.ring(8) == HashRing(m.live(), 8) != ring
+            assert set(m.live()) == {q for q, r in m.members().items() if r.state in LIVE}
+            last[p] = (m.ring_version, m.live(), m.ring(8))
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    faults=st.lists(
+        st.tuples(st.sampled_from(["pause", "split", "restart"]), st.integers(0, 5),
+                  st.integers(1, 30)),
+        max_size=6,
+    ),
+    seed=st.integers(0, 2**16),
+)
+def test_after_any_faults_the_healed_cluster_converges(faults, seed):
+    net = static_cluster(6, seed, loss=0.1)
+    for kind, k, rounds in faults:
+        pid = f"p{k}"
+        if kind == "pause":  # a long GC pause or a stopped VM: silent, then back
+            net.down.add(pid)
+        elif kind == "split":
+            net.partition({f"p{i}" for i in range(k)}, {f"p{i}" for i in range(k, 6)})
+        else:  # kill -9 and restart with a later start epoch
+            net.peers[pid] = make(pid, seed_list(6), now=net.now,
+                                  incarnation=net.peers[pid].me.incarnation + 100)
+        net.run(rounds)
+        net.down.clear()
+        net.heal()
+    net.run_until_converged(limit=12)
+
+
+def test_cluster_idle_needs_two_rounds_of_idle_balanced_counters():
+    net = static_cluster(4, seed=9)
+    net.run_until_converged(limit=10)
+    p0 = net.peers["p0"]
+    for m in net.peers.values():
+        m.set_local(idle=True, sent=0, received=0)
+    # p1 forwarded 5 URLs to p2, which has not counted them yet
+    net.peers["p1"].set_local(sent=5)
+    for _ in range(8):
+        net.step()
+        assert not p0.cluster_idle(net.now)
+    net.peers["p2"].set_local(received=5)
+    idle_at = []
+    for _ in range(8):
+        net.step()
+        idle_at.append(p0.cluster_idle(net.now))
+    # (no loss, fanout 3 of 3: p0 hears of p2's count in the first round) the
+    # balanced view starts a wave, then it takes two rounds of fresh reports
+    assert idle_at == [False, False, True, True, True, True, True, True]
+    net.peers["p3"].set_local(idle=False)  # new work anywhere: not idle any more
+    net.run(2)
+    assert not p0.cluster_idle(net.now)
+
+
+def test_termination_detector_counts_rounds_in_fresh_heartbeats():
+    def view(hb, *, idle=True, sent=(3, 0), received=(0, 3), suspect=False):
+        return {
+            "a": Member("a", "x", 1, ALIVE, 1.0, hb, idle, sent[0], received[0]),
+            "b": Member("b", "y", 1, SUSPECT if suspect else ALIVE, 1.0, hb, True, sent[1], received[1]),
+        }
+
+    d = TerminationDetector(interval=1.0)
+    assert d.observe(view(1), 0.0) is False  # wave starts
+    assert d.observe(view(1), 5.0) is False  # time passed, but no fresh report
+    assert d.observe(view(2), 5.0) is False  # one round
+    assert d.observe(view(2), 5.5) is False
+    assert d.observe(view(3), 5.5) is False  # fresh, but less than an interval
+    assert d.observe(view(3), 6.0) is True  # two rounds
+    assert d.observe(view(3), 9.0) is True
+    assert d.observe(view(4, sent=(3, 1), received=(1, 3)), 9.0) is False  # counters moved
+    assert d.observe(view(5, received=(0, 2)), 9.0) is False  # unbalanced
+    assert d.observe(view(5, idle=False), 9.0) is False
+    d2 = TerminationDetector(interval=1.0)
+    for t in range(10):
+        assert d2.observe(view(1, suspect=True), float(t)) is False  # a suspect's heartbeat is stuck
+
+
+def test_set_local_gossips_every_change_with_a_new_heartbeat():
+    a, b = make("p0", seed_list(2)), make("p1", seed_list(2))
+    a.set_local(idle=True)
+    b.receive(a.digest(), 0.0)
+    assert b.members()["p0"].idle is True
+    hb = a.me.heartbeat
+    a.set_local(idle=True)  # no change, no new heartbeat
+    assert a.me.heartbeat == hb
+    a.set_local(idle=False, sent=2)  # new work: must win over the idle record
+    assert a.me.heartbeat == hb + 1
+    b.receive(a.digest(), 0.0)
+    assert (b.members()["p0"].idle, b.members()["p0"].sent) == (False, 2)
+    with pytest.raises(ValueError):
+        a.set_local(pages=-1)
+
+
+def test_dead_and_left_members_counters_still_count():
+    m = make("p0", seed_list(3))
+    m.set_local(idle=True, sent=0, received=4)
+    m.receive(Digest(RING, "p1", (Member("p1", "a", 5, LEFT, 1.0, 9, True, 4, 0, 17),)), 0.0)
+    m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, 9, True, 0, 0, 3),)), 0.0)
+    assert m.total_pages() == 20
+    # p2 ticks in lockstep with us; the sums include the left p1's 4 sent
+    hb = 9
+    result = []
+    for r in range(1, 6):
+        hb += 1
+        m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, hb, True, 0, 0, 3),)), r * INTERVAL)
+        m.tick(r * INTERVAL)
+        result.append(m.cluster_idle(r * INTERVAL))
+    assert result == [False, False, True, True, True]
+
+
+# --------------------------------------------------------------------------
+# the merge rules themselves
+
+
+STATES = st.sampled_from(list(MemberState))
+MEMBERS = st.builds(
+    Member,
+    id=st.just("x"),
+    address=st.sampled_from(["a", "b"]),
+    incarnation=st.integers(0, 3),
+    state=STATES,
+    weight=st.sampled_from([1.0, 2.0]),
+    heartbeat=st.integers(0, 3),
+    idle=st.booleans(),
+    sent=st.integers(0, 2),
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(MEMBERS, MEMBERS, MEMBERS)
+def test_merge_is_a_join_so_views_converge(a, b, c):
+    assert merge_members(a, b) == merge_members(b, a)
+    assert merge_members(merge_members(a, b), c) == merge_members(a, merge_members(b, c))
+    assert merge_members(a, a) == a
+    assert merge_members(a, b) in (a, b)
+
+
+@pytest.mark.parametrize(
+    ("local", "remote", "winner"),
+    [
+        # rule 1: higher incarnation wins whatever the states
+        ((1, DEAD, 9), (2, ALIVE, 0), "remote"),
+        ((1, LEFT, 9), (2, ALIVE, 0), "remote"),
+        ((2, ALIVE, 0), (1, LEFT, 9), "local"),
+        # rule 2: dead and left are sticky in an incarnation; left beats dead
+        ((1, DEAD, 3), (1, ALIVE, 9), "local"),
+        ((1, LEFT, 3), (1, SUSPECT, 9), "local"),
+        ((1, DEAD, 9), (1, LEFT, 3), "remote"),
+        # rule 3: a suspicion is cleared by a newer heartbeat, wins at an equal one
+        ((1, SUSPECT, 3), (1, ALIVE, 4), "remote"),
+        ((1, ALIVE, 3), (1, SUSPECT, 3), "remote"),
+        ((1, ALIVE, 4), (1, SUSPECT, 3), "local"),
+    ],
+)
+def test_merge_table(local, remote, winner):
+    a = Member("x", "a", local[0], local[1], 1.0, local[2])
+    b = Member("x", "a", remote[0], remote[1], 1.0, remote[2])
+    assert merge_members(a, b) is (a if winner == "local" else b)
+
+
+def test_a_peer_refutes_a_suspicion_or_death_of_itself():
+    m = make("p0", seed_list(2), incarnation=10)
+    m.tick(0.5)
+    me = m.me
+    assert (me.incarnation, me.heartbeat) == (10, 1)
+    # a stale suspicion (older heartbeat) is already refuted by our newer heartbeat
+    m.receive(Digest(RING, "p1", (Member("p0", me.address, 10, SUSPECT, 1.0, 0),)), 0.5)
+    assert m.me.incarnation == 10
+    # a current one is refuted by a new incarnation, and we answer unasked
+    out = m.receive(Digest(RING, "p1", (Member("p0", me.address, 10, SUSPECT, 1.0, 1),)), 0.5)
+    assert (m.me.incarnation, m.me.state) == (11, ALIVE)
+    assert out == []  # p1 is alive in our view and did not ask
+    m.receive(Digest(RING, "p1", (Member("p0", me.address, 11, DEAD, 1.0, 0),)), 0.5)
+    assert (m.me.incarnation, m.me.state) == (12, ALIVE)
+
+
+def test_a_digest_from_a_peer_we_hold_dead_is_answered_unasked():
+    m = make("p0", seed_list(2))
+    m.tick(1.0)
+    m.tick(DEAD_AFTER + 1.0)
+    assert m.members()["p1"].state is DEAD
+    p1 = m.members()["p1"]
+    out = m.receive(Digest(RING, "p1", (Member("p1", p1.address, 0, ALIVE, 1.0, 5),)), 8.0)
+    assert [(d, type(msg), msg.want_reply) for d, msg in out] == [("p1", Digest, False)]
+    assert m.members()["p1"].state is DEAD  # sticky until p1 refutes
+
+
+def test_timers_measure_local_silence_not_sender_clocks():
+    m = make("p0", seed_list(2))
+    t = 0.0
+    hb = 0
+    for _ in range(40):
+        t += INTERVAL
+        hb += 1  # p1's heartbeat increases only every other round: still alive
+        if hb % 2:
+            m.receive(Digest(RING, "p1", (Member("p1", "a", 3, ALIVE, 1.0, hb),)), t)
+        m.tick(t)
+        assert m.members()["p1"].state is ALIVE
+    # the same heartbeat over and over is silence
+    for i in range(1, 20):
+        t += INTERVAL
+        m.receive(Digest(RING, "p1", (Member("p1", "a", 3, ALIVE, 1.0, hb),)), t)
+        m.tick(t)
+        expected = ALIVE if i * INTERVAL < SUSPECT_AFTER + INTERVAL else (
+            SUSPECT if i * INTERVAL < DEAD_AFTER + INTERVAL else DEAD
+        )
+        assert m.members()["p1"].state is expected, i
+
+
+def test_relayed_verdicts_do_not_reset_the_silence_timer_but_newer_heartbeats_do():
+    m = make("p0", seed_list(3))
+    m.receive(Digest(RING, "p1", (Member("p1", "a", 3, ALIVE, 1.0, 5),)), 0.0)
+    m.receive(Digest(RING, "p2", (Member("p2", "b", 3, ALIVE, 1.0, 5),)), 0.0)
+    # p1: someone else's suspicion at the heartbeat we hold is no news of life
+    m.receive(Digest(RING, "p2", (Member("p1", "a", 3, SUSPECT, 1.0, 5),)), 1.0)
+    # p2: a suspicion at a newer heartbeat says p2 was alive after what we saw
+    m.receive(Digest(RING, "p1", (Member("p2", "b", 3, SUSPECT, 1.0, 6),)), 1.0)
+    states = {}
+    for r in range(1, 17):
+        m.tick(r * INTERVAL)
+        states[r * INTERVAL] = (m.members()["p1"].state, m.members()["p2"].state)
+    assert states[5.5] == (SUSPECT, SUSPECT)
+    assert states[6.0] == (DEAD, SUSPECT)
+    assert states[6.5] == (DEAD, SUSPECT)
+    assert states[7.0] == (DEAD, DEAD)
+
+
+def test_a_join_from_a_seed_counts_as_hearing_from_it():
+    m = make("p0", seed_list(3))
+    assert sorted(d for d, _ in m.tick(0.5)) == ["p1", "p2"]
+    out = m.receive(Join(RING, "p1", "tcp://127.0.0.1:7001", 1.0, 0), 0.5)
+    assert [(d, type(msg)) for d, msg in out] == [("p1", Digest)]
+    assert [(d, type(msg)) for d, msg in m.tick(1.0)] == [("p2", Join), ("p1", Digest)]
+
+
+def test_tick_gossips_to_fanout_live_peers_and_probes_the_dead():
+    m = make("p0", seed_list(10))
+    assert sorted(d for d, msg in m.tick(0.5) if type(msg) is Join) == sorted(
+        f"p{i}" for i in range(1, 10)
+    )
+    for i in range(1, 10):
+        m.receive(Digest(RING, f"p{i}", (Member(f"p{i}", "a", 1, ALIVE, 1.0, 1),)), 0.5)
+    m.receive(Digest(RING, "p1", (Member("p9", "a", 1, DEAD, 1.0, 1),)), 0.5)
+    rounds = [m.tick(0.5 + r * INTERVAL) for r in range(1, 7)]
+    for out in rounds:
+        assert all(type(msg) is Digest and msg.want_reply for _, msg in out)
+        live_targets = [d for d, _ in out if d != "p9"]
+        assert len(live_targets) == len(set(live_targets)) == 3
+    probes = [sum(d == "p9" for d, _ in out) for out in rounds]
+    assert probes == [0, 1, 0, 0, 1, 0]  # the one dead member, every third tick
+
+
+def test_a_death_of_our_own_finding_is_pushed_to_every_live_member():
+    m = make("p0", seed_list(10))
+    t, hb = 0.0, 0
+    while True:
+        t += INTERVAL
+        hb += 1
+        for i in range(1, 9):  # p9 never speaks
+            m.receive(Digest(RING, f"p{i}", (Member(f"p{i}", "a", 1, ALIVE, 1.0, hb),)), t)
+        out = m.tick(t)
+        if m.members()["p9"].state is DEAD:
+            break
+        assert len([d for d, _ in out if d != "p9"]) == 3
+    assert t == DEAD_AFTER
+    to_live = sorted((d, msg.want_reply) for d, msg in out if d != "p9")
+    assert [d for d, _ in to_live] == [f"p{i}" for i in range(1, 9)]
+    assert sum(want for _, want in to_live) == 3  # the usual push-pull fanout
+    assert all(type(msg) is Digest for _, msg in out)
+    t += INTERVAL
+    assert len([d for d, _ in m.tick(t) if d != "p9"]) == 3  # once only
+
+
+def test_constructor_rejects_bad_timing_and_duplicate_seeds():
+    with pytest.raises(ValueError):
+        Membership("p0", "a", 1.0, RING, seeds=[], gossip_interval=1.0, suspect_after=3.0,
+                   dead_after=2.0, now=0.0)
+    with pytest.raises(ValueError):
+        Membership("p0", "a", 1.0, RING, seeds=[("p1", "a"), ("p1", "b")],
+                   gossip_interval=0.5, suspect_after=2.0, dead_after=6.0, now=0.0)
+
+
+# --------------------------------------------------------------------------
+
+
+def dead_latency(n, seed, loss=0.1):
+    """Rounds after dead_after until the last peer marks a crashed peer dead."""
+    net = static_cluster(n, seed, loss)
+    net.run_until_converged(limit=30)
+    net.run(10)
+    t0 = net.now
+    victim = f"p{n - 1}"
+    net.down.add(victim)
+    while set(net.states_of(victim).values()) != {DEAD}:
+        net.step()
+    return (net.now - t0 - DEAD_AFTER) / INTERVAL
+
+
+def heal_rounds(n, seed, loss=0.1):
+    """Rounds to reconverge after a partition in halves long enough for deaths."""
+    net = static_cluster(n, seed, loss)
+    net.run_until_converged(limit=30)
+    net.partition({f"p{i}" for i in range(n // 2)}, {f"p{i}" for i in range(n // 2, n)})
+    net.run(int((DEAD_AFTER + 2 * INTERVAL) / INTERVAL) + 1)
+    net.heal()
+    return net.run_until_converged(limit=60)
+
+
+def print_tables(seeds=range(20)):
+    """The tables of docs/membership.md (10% loss; median / max over ``seeds``)."""
+
+    def cell(values):
+        return f"{statistics.median(values):g} / {max(values):g}"
+
+    print("| N | all seeds | 1 seed, N-1 joiners | bound | dead: rounds past dead_after | heal |")
+    print("|---|---|---|---|---|---|")
+    for n in SIZES:
+        print(
+            f"| {n} | {cell([convergence_rounds(static_cluster, n, s) for s in seeds])} "
+            f"| {cell([convergence_rounds(joining_cluster, n, s) for s in seeds])} "
+            f"| {rounds_bound(n)} "
+            f"| {cell([dead_latency(n, s) for s in seeds])} "
+            f"| {cell([heal_rounds(n, s) for s in seeds]) if n > 2 else '-'} |"
+        )
+
+
+if __name__ == "__main__":
+    import sys
+
+    print_tables(range(int(sys.argv[1]) if len(sys.argv) > 1 else 20))
