@@ -44,6 +44,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--id", metavar="ID",
                    help="which [[peer]] of cluster.toml this process is; "
                         "may be left out when the file lists one peer")
+    p.add_argument("--address", metavar="tcp://HOST:PORT",
+                   help="join a running ring as a peer not listed in cluster.toml, listening here "
+                        "(with --id and --data-dir)")
+    p.add_argument("--data-dir", metavar="DIR", help="data directory of a joining peer")
+    p.add_argument("--weight", metavar="W", type=float, default=1.0,
+                   help="ring weight of a joining peer (default 1.0)")
     p.add_argument("--check", action="store_true",
                    help="validate cluster.toml, print what this peer would run with, and exit")
     p.add_argument("--fresh", action="store_true",
@@ -78,7 +84,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         cfg = load_config(args.ring)
-        if args.id is not None:
+        if args.address is not None:
+            _check_join(cfg, args)
+        elif args.id is not None:
             cfg.peer(args.id)
         elif len(cfg.peers) == 1:
             args.id = cfg.peers[0].id
@@ -92,12 +100,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {cfg.path}: lists {len(cfg.peers)} peers; say which one this is with --id",
               file=sys.stderr)
         return EXIT_USAGE
-    if len(cfg.peers) > 1:
-        # Forwarding to other peers arrives with the gossip ring; crawling
-        # alone would silently drop every URL another peer owns.
-        print(f"error: {cfg.path}: lists {len(cfg.peers)} peers, and this version crawls as a "
-              "ring of one peer only; list one [[peer]]", file=sys.stderr)
-        return EXIT_USAGE
     if args.progress <= 0:
         print("error: --progress: expected a number of seconds > 0", file=sys.stderr)
         return EXIT_USAGE
@@ -106,7 +108,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # httpx logs every request at INFO; our results table already has them.
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
-    data_dir = Path(cfg.peer(args.id).data_dir)
+    data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
     results = data_dir / "pages.duckdb"
     if results.exists():
         if not args.fresh:
@@ -121,11 +123,29 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     from peer.engine import Crawler
 
-    crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress)
+    cluster = len(cfg.peers) > 1 or args.address is not None
+    crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
+                      cluster=cluster, address=args.address, weight=args.weight)
     summary = trio.run(_crawl, crawler)
     print(summary.render())
     print(f"results: {results}")
     return 0
+
+
+def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
+    from peer.config import parse_address
+    from peer.errors import ConfigError
+
+    if args.id is None or args.data_dir is None:
+        raise ConfigError("--address", "", "a joining peer needs --id, --address and --data-dir")
+    if any(p.id == args.id for p in cfg.peers):
+        raise ConfigError("--id", "", f"{args.id!r} is listed in {cfg.path}; --address is for peers that are not")
+    try:
+        parse_address(args.address)
+    except ValueError as exc:
+        raise ConfigError("--address", "", str(exc)) from None
+    if not args.weight > 0:
+        raise ConfigError("--weight", "", "expected a number > 0")
 
 
 def _confirm(question: str) -> bool:

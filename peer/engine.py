@@ -54,6 +54,7 @@ from peer.frontier import Frontier, Job, Outcome
 from peer.resolver import Resolver
 from peer.robots import RobotsCache, Verdict
 from peer.store import PageRow, ResultStore
+from peer.errors import URLError
 from peer.urls import Scope, host_key, normalize, normalize_link
 
 __all__ = ["Crawler", "Summary", "MAX_RETRIES"]
@@ -69,6 +70,8 @@ RETRY_BASE = 1.0
 RETRYABLE = frozenset({"connect", "reset", "timeout"})
 #: How long a job waits when another task is fetching its host's robots.txt.
 ROBOTS_PENDING_WAIT = 0.25
+#: Gossip rounds a peer keeps answering after it saw the cluster finish.
+LINGER_ROUNDS = 6
 #: Grace for in-flight fetches after stop() before they are cancelled.
 STOP_GRACE = 5.0
 
@@ -114,6 +117,9 @@ class Crawler:
         fetcher: Fetcher | None = None,
         progress_interval: float = 5.0,
         rng: random.Random | None = None,
+        cluster: bool = False,
+        address: str | None = None,
+        weight: float | None = None,
     ) -> None:
         self.cfg = cfg
         self.peer_id = peer_id
@@ -139,6 +145,13 @@ class Crawler:
         self._stopping = False
         self._store: ResultStore | None = None
         self._workers: trio.Nursery | None = None
+        # In a ring of several peers: who owns which host, and the node that
+        # gossips and forwards. Alone, every host is ours and there is no node.
+        self._cluster = cluster
+        self._address = address
+        self._weight = weight
+        self.node = None
+        self.ring = None
         self._wall0 = time.monotonic()
 
     # -- public ------------------------------------------------------------
@@ -170,8 +183,17 @@ class Crawler:
         ) as store, fetcher:
             self._store = store
             self._fetcher = fetcher
-            self._seed()
             async with trio.open_nursery() as services:
+                if self._cluster:
+                    from peer.cluster import ClusterNode
+
+                    spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
+                    self.node = ClusterNode(
+                        self.cfg, self.peer_id, self._address or spec.address,  # type: ignore[union-attr]
+                        self._weight or (spec.weight if spec else 1.0), self)
+                    self.ring = self.node.ring()
+                    await services.start(self.node.run)
+                self._seed()
                 services.start_soon(store.run)
                 services.start_soon(self._progress)
                 async with trio.open_nursery() as workers:
@@ -180,6 +202,12 @@ class Crawler:
                     if self._stopping and self._in_flight:
                         workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
                 self._flush_pid()
+                if self.summary.stop_reason == "cluster done":
+                    # Keep gossiping "idle, done" for a few rounds so every
+                    # peer sees the same stable counters before we vanish;
+                    # otherwise a peer a round behind would see us die, its
+                    # live set change, and its termination count restart.
+                    await trio.sleep(LINGER_ROUNDS * self.cfg.ring.gossip_interval)
                 services.cancel_scope.cancel()
             await store.flush()
         self.summary.elapsed = time.monotonic() - wall0
@@ -200,7 +228,10 @@ class Crawler:
             if self._stopping:
                 self.summary.stop_reason = "stopped"
                 return
-            if max_pages and self._requested >= max_pages:
+            done_pages = self._requested
+            if self.node is not None and max_pages:
+                done_pages = max(done_pages, self.node.total_pages())
+            if max_pages and done_pages >= max_pages:
                 self.summary.stop_reason = "max_pages reached"
                 return
             now = self.clock()
@@ -209,15 +240,19 @@ class Crawler:
             # overshoot is bounded by the requests that end up retried.
             room = concurrency - self._in_flight
             if max_pages:
-                room = min(room, max_pages - self._requested - self._in_flight)
+                room = min(room, max_pages - done_pages - self._in_flight)
             job = fr.pop_ready(now) if room > 0 else None
             if job is not None:
                 self._in_flight += 1
                 workers.start_soon(self._work, job)
                 continue
             if self._in_flight == 0 and len(fr) == 0:
-                self.summary.stop_reason = "frontier empty"
-                return
+                if self.node is None:
+                    self.summary.stop_reason = "frontier empty"
+                    return
+                if self.node.idle() and self.node.done():
+                    self.summary.stop_reason = "cluster done"
+                    return
             # Sleep until a host can start, or a fetch ends, or a URL arrives.
             self._wake = trio.Event()
             when = fr.next_ready_at() if room > 0 else None
@@ -337,9 +372,16 @@ class Crawler:
 
     # -- discovery and results ----------------------------------------------
 
-    def _discover(self, url: str, depth: int, now: float, hops: int = 0) -> None:
+    def _discover(self, url: str, depth: int, now: float, hops: int = 0, relay: bool = False) -> None:
         if not self.scope.allows(url, depth):
             return
+        if self.ring is not None:
+            owner = self.ring.owner(host_key(url))
+            if owner != self.peer_id:
+                # A URL we were handed (relay) must not be dropped by the
+                # sender's "recently forwarded" cache: it may be the only copy.
+                self.node.forward(url, depth, owner, relay=relay)  # type: ignore[union-attr]
+                return
         if not self.bloom.add(url):
             return
         if hops:
@@ -385,6 +427,53 @@ class Crawler:
         samples = self.frontier.drain_trace()
         if samples and self._store is not None:
             self._store.add_pid(samples, self.cfg.politeness.setpoint)
+
+    # -- the ring's side -----------------------------------------------------
+
+    def accept(self, url: str, depth: int) -> None:
+        """A URL forwarded to us (or returned by a re-route): route, dedupe, queue."""
+        try:
+            url = normalize(url)
+        except URLError:
+            return
+        self._discover(url, depth, self.clock(), relay=True)
+
+    def accept_seen(self, url: str) -> None:
+        """A URL another peer already fetched for a host now ours (hand-off)."""
+        self.bloom.add(url)
+
+    def set_ring(self, ring) -> None:  # type: ignore[no-untyped-def]
+        """The live member set changed: hosts no longer ours go to their owners."""
+        self.ring = ring
+        for host in self.frontier.queued_hosts():
+            owner = ring.owner(host)
+            if owner != self.peer_id:
+                for job in self.frontier.remove_host(host):
+                    self.node.forward(job.url, job.depth, owner, relay=True)  # type: ignore[union-attr]
+        self._wake.set()
+
+    def locally_idle(self) -> bool:
+        return self._in_flight == 0 and len(self.frontier) == 0
+
+    @property
+    def pages_requested(self) -> int:
+        return self._requested
+
+    def poke(self) -> None:
+        """Re-check termination and limits (the gossip brought news)."""
+        self._wake.set()
+
+    def status_figures(self) -> dict:
+        s = self.summary
+        elapsed = max(time.monotonic() - self._wall0, 1e-9)
+        out = self.node.outbox.stats() if self.node is not None else None
+        return {
+            "pages": self._requested, "rate": s.pages / elapsed, "frontier": len(self.frontier),
+            "hosts": self.frontier.n_hosts,
+            "forwarded_out": getattr(out, "forwarded", 0),
+            "forwarded_in": self.node.inbox.received if self.node is not None else 0,
+            "dns_hit_rate": self.resolver.stats().hit_rate, "bloom_fill": self.bloom.fill_ratio(),
+        }
 
     # -- progress ------------------------------------------------------------
 

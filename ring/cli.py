@@ -56,6 +56,69 @@ def ownership_table(cfg: ClusterConfig, sample: int = 10_000, hosts: Sequence[st
     return "\n".join(out)
 
 
+STATUS_KEYS = ("id", "address", "state", "share", "pages", "rate", "frontier", "hosts",
+               "forwarded_out", "forwarded_in", "dns_hit_rate", "bloom_fill", "uptime")
+
+
+async def _ask(address: str, ring_name: str, timeout: float):  # type: ignore[no-untyped-def]
+    """One StatusRequest to the peer at ``address``; its reply or None."""
+    import os
+
+    from ring.messages import DecodeError, StatusReply, StatusRequest, decode, encode
+    from ring.zmqio import SocketType, open_socket
+
+    nonce = int.from_bytes(os.urandom(4), "big")
+    with __import__("trio").move_on_after(timeout):
+        async with open_socket(SocketType.DEALER, connect=address) as sock:
+            await sock.send_multipart([encode(StatusRequest(ring_name, "ring-status", nonce))])
+            while True:
+                frames = await sock.recv_multipart()
+                try:
+                    reply = decode(frames[-1])
+                except DecodeError:
+                    continue
+                if isinstance(reply, StatusReply) and reply.nonce == nonce:
+                    return reply
+    return None
+
+
+async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5) -> list[dict] | None:
+    """Each member's row: the first seed that answers names the members, and
+    every live member is asked for its own figures."""
+    import trio
+
+    first = None
+    for spec in cfg.peers:
+        first = await _ask(spec.address, cfg.ring.name, timeout)
+        if first is not None:
+            break
+    if first is None:
+        return None
+    rows = {m.id: m for m in first.members}
+    own: dict[str, object] = {}
+
+    async def ask_member(mid: str, address: str) -> None:
+        reply = await _ask(address, cfg.ring.name, timeout)
+        if reply is not None:
+            for m in reply.members:
+                if m.id == mid:
+                    own[mid] = m
+
+    async with trio.open_nursery() as nursery:
+        for m in first.members:
+            if m.id != first.sender and m.state.value in ("alive", "suspect"):
+                nursery.start_soon(ask_member, m.id, m.address)
+    out = []
+    for mid, m in sorted(rows.items()):
+        best = own.get(mid) or (m if mid == first.sender else m)
+        row = {k: getattr(best, k) for k in STATUS_KEYS}
+        row["state"] = m.state.value  # the answering peer's view of the state and share
+        row["share"] = m.share
+        row["dropped"] = dict(best.dropped)  # type: ignore[attr-defined]
+        out.append(row)
+    return out
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ring", description="Cluster-level commands of ringcrawl.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -67,12 +130,32 @@ def _parser() -> argparse.ArgumentParser:
                    help="also count how many of N synthetic hosts each peer owns (default 10000; 0: skip)")
     t.add_argument("--host", metavar="HOST", action="append", default=[],
                    help="also show the owner of HOST (host[:port]); repeatable")
+    st = sub.add_parser("status", help="ask the running ring for each member's state and figures",
+                        description="Ask any reachable peer (each [[peer]] of cluster.toml in turn) for "
+                                    "the member list, then each live member for its figures. Exits 1 "
+                                    "when no peer answers.")
+    st.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
+    st.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
+                    help="seconds to wait for each peer (default 1.5)")
     return p
+
+
+def _print_status(rows: list[dict]) -> None:
+    head = f"{'id':<8} {'state':<8} {'share':>6} {'pages':>7} {'rate':>7} {'frontier':>8} {'hosts':>5} " \
+           f"{'fwd out':>8} {'fwd in':>8} {'dns hit':>7} {'bloom':>7} {'uptime':>7}  address"
+    print(head)
+    for r in rows:
+        print(f"{r['id']:<8} {r['state']:<8} {r['share']:>6.1%} {r['pages']:>7} {r['rate']:>7.1f} "
+              f"{r['frontier']:>8} {r['hosts']:>5} {r['forwarded_out']:>8} {r['forwarded_in']:>8} "
+              f"{r['dns_hit_rate']:>7.0%} {r['bloom_fill']:>7.2%} {r['uptime']:>6.0f}s  {r['address']}")
+        if r["dropped"]:
+            print(f"{'':<8} dropped: " + ", ".join(f"{k} {v}" for k, v in r["dropped"].items()))
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    if args.sample < 0:
+    if getattr(args, "sample", 0) < 0:
         print("error: --sample: expected an integer >= 0", file=sys.stderr)
         return 2
     try:
@@ -80,5 +163,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if args.command == "status":
+        import json
+
+        import trio
+
+        rows = trio.run(cluster_status, cfg, args.timeout)
+        if rows is None:
+            addrs = ", ".join(p.address for p in cfg.peers)
+            print(f"error: no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?",
+                  file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps({"ring": cfg.ring.name, "members": rows}, indent=2))
+        else:
+            _print_status(rows)
+        return 0
     print(ownership_table(cfg, args.sample, args.host))
     return 0

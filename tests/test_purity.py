@@ -18,6 +18,7 @@ PURE = [
     "ring.hashring",
     "ring.messages",
     "ring.membership",
+    "ring.forwarder",
 ]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
 

@@ -1,0 +1,261 @@
+"""The ring side of one peer: gossip, URL forwarding and status, over ZeroMQ.
+
+A thin edge around the pure ring cores (``ring.membership``,
+``ring.forwarder``, ``ring.messages``) and the zmq adapter (``ring.zmqio``):
+
+- one ROUTER socket bound at this peer's address receives everything: gossip
+  digests, joins, URL batches, acks, status requests (answered on the same
+  socket, to the asker's identity);
+- one DEALER per remote peer sends to it, owned by a single sender task fed by
+  a bounded channel. Every send is bounded in time and may be dropped: gossip
+  is repeated every round and URL batches are resent until acked
+  (``Outbox``), so a dead or slow peer never blocks the others;
+- every ``gossip_interval`` the membership ticks; a change of the live member
+  set gives the crawler a new ``HashRing`` (``Crawler.set_ring``), which moves
+  queued URLs of hosts this peer no longer owns to their new owners;
+- the crawler's idle flag and its URL counters ride on our heartbeat, and
+  ``TerminationDetector`` (the counter method: every live peer idle and the
+  cluster's sent == received for two rounds) says when the crawl is over.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING
+
+import trio
+
+from ring.forwarder import Inbox, Outbox
+from ring.membership import Membership
+from ring.messages import (
+    Ack,
+    DecodeError,
+    Digest,
+    Join,
+    Leave,
+    MemberState,
+    MemberStatus,
+    StatusReply,
+    StatusRequest,
+    UrlBatch,
+    decode,
+    encode,
+)
+from ring.zmqio import SocketType, open_socket
+
+if TYPE_CHECKING:
+    from peer.config import ClusterConfig
+    from peer.engine import Crawler
+
+__all__ = ["ClusterNode"]
+
+log = logging.getLogger("peer.cluster")
+
+#: A send that cannot be queued within this long is dropped (see module doc).
+SEND_TIMEOUT = 0.2
+#: Messages waiting for the sender task; beyond this, producers wait.
+SEND_QUEUE = 4096
+
+
+class ClusterNode:
+    """Gossip membership, forwarding and status for one running peer."""
+
+    def __init__(self, cfg: ClusterConfig, peer_id: str, address: str, weight: float,
+                 crawler: Crawler) -> None:
+        self.cfg = cfg
+        self.peer_id = peer_id
+        self.address = address
+        self.crawler = crawler
+        # The start time as incarnation and epoch: a restarted peer outranks
+        # its old life in gossip, and its batch numbers start a new channel.
+        self.incarnation = int(time.time() * 1000)
+        rc = cfg.ring
+        seeds = [(p.id, p.address, p.weight) for p in cfg.peers]
+        self.membership = Membership(
+            peer_id, address, weight, rc.name, seeds=seeds,
+            gossip_interval=rc.gossip_interval, suspect_after=rc.suspect_after,
+            dead_after=rc.dead_after, now=trio.current_time(), incarnation=self.incarnation,
+        )
+        self.outbox = Outbox(peer_id, rc.name, epoch=self.incarnation)
+        self.inbox = Inbox(rc.name)
+        self.dropped: dict[str, int] = {}
+        self.started = time.time()
+        self._ring_version = -1
+        self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes]](SEND_QUEUE)
+        self._wake_forward = trio.Event()
+
+    # -- the crawler's side ------------------------------------------------------
+
+    def ring(self):  # type: ignore[no-untyped-def]
+        return self.membership.ring(self.cfg.ring.vnodes)
+
+    def forward(self, url: str, depth: int, owner: str, *, relay: bool = False) -> None:
+        """Queue a URL for its owner (called by the crawler's discovery).
+
+        ``relay``: a URL this peer was handed and no longer owns; it bypasses
+        the recently-forwarded cache (``Outbox.relay``), which could
+        otherwise drop the only copy.
+        """
+        if relay:
+            self.outbox.relay(url, depth, owner, trio.current_time())
+        else:
+            self.outbox.add(url, depth, owner, trio.current_time())
+        self._wake_forward.set()
+
+    def idle(self) -> bool:
+        return self.outbox.idle
+
+    def done(self) -> bool:
+        """True once the whole cluster's crawl is over (counter method)."""
+        return self.membership.cluster_idle(trio.current_time())
+
+    def total_pages(self) -> int:
+        return self.membership.total_pages()
+
+    # -- running -----------------------------------------------------------------
+
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[no-untyped-def]
+        async with open_socket(SocketType.ROUTER, bind=self.address,
+                               identity=self.peer_id.encode()) as inbound:
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(self._sender)
+                nursery.start_soon(self._receiver, inbound)
+                nursery.start_soon(self._gossip)
+                nursery.start_soon(self._forwarder)
+                task_status.started()
+
+    async def _sender(self) -> None:
+        from contextlib import AsyncExitStack
+
+        async with AsyncExitStack() as stack:
+            dealers: dict[str, object] = {}
+            async for dest, data in self._to_send:
+                member = self.membership.members().get(dest)
+                if member is None:
+                    continue
+                sock = dealers.get((dest, member.address))  # type: ignore[call-overload]
+                if sock is None:
+                    sock = await stack.enter_async_context(open_socket(
+                        SocketType.DEALER, connect=member.address, identity=self.peer_id.encode(),
+                        hwm=10_000))
+                    dealers[(dest, member.address)] = sock  # type: ignore[index]
+                with trio.move_on_after(SEND_TIMEOUT):
+                    await sock.send_multipart([data])  # type: ignore[attr-defined]
+
+    def _queue(self, dest: str, msg: object) -> None:
+        try:
+            self._send.send_nowait((dest, encode(msg)))  # type: ignore[arg-type]
+        except trio.WouldBlock:
+            self._count("send_queue_full")
+
+    def _count(self, reason: str) -> None:
+        self.dropped[reason] = self.dropped.get(reason, 0) + 1
+
+    async def _receiver(self, sock) -> None:  # type: ignore[no-untyped-def]
+        while True:
+            for frames in await sock.recv_batch(1000):
+                if len(frames) != 2:
+                    self._count("bad_frames")
+                    continue
+                ident, data = frames
+                try:
+                    msg = decode(data)
+                except DecodeError:
+                    self._count("garbage")
+                    continue
+                await self._dispatch(sock, ident, msg)
+
+    async def _dispatch(self, sock, ident: bytes, msg) -> None:  # type: ignore[no-untyped-def]
+        now = trio.current_time()
+        if isinstance(msg, (Digest, Join, Leave)):
+            for dest, out in self.membership.receive(msg, now):
+                self._queue(dest, out)
+            self._check_ring()
+        elif isinstance(msg, UrlBatch):
+            verdict = self.inbox.accept(msg)
+            if verdict.name == "ACCEPT":
+                for url, depth in msg.urls:
+                    self.crawler.accept(url, depth)
+                for url in msg.seen:
+                    self.crawler.accept_seen(url)
+            if verdict.ack:
+                self._queue(msg.sender, Ack(self.cfg.ring.name, self.peer_id, msg.epoch, msg.seq))
+            else:
+                self._count(verdict.value)
+        elif isinstance(msg, Ack):
+            if msg.ring != self.cfg.ring.name:
+                self._count("other_ring")
+            else:
+                self.outbox.ack(msg.sender, msg.epoch, msg.seq)
+        elif isinstance(msg, StatusRequest):
+            if msg.ring != self.cfg.ring.name:
+                self._count("other_ring")
+                return
+            reply = StatusReply(self.cfg.ring.name, self.peer_id, self.status(), nonce=msg.nonce)
+            with trio.move_on_after(SEND_TIMEOUT):
+                await sock.send_multipart([ident, encode(reply)])
+        else:
+            self._count("unexpected_type")
+
+    def status(self) -> tuple[MemberStatus, ...]:
+        """This peer's view: full figures for itself, gossiped ones for the others."""
+        ring = self.ring()
+        shares = ring.shares()
+        mine = self.crawler.status_figures()
+        out = []
+        for mid, m in sorted(self.membership.members().items()):
+            figures = mine if mid == self.peer_id else {}
+            out.append(MemberStatus(
+                id=mid, address=m.address, state=MemberState(m.state),
+                share=shares.get(mid, 0.0), pages=m.pages if mid != self.peer_id else figures["pages"],
+                rate=figures.get("rate", 0.0), frontier=figures.get("frontier", 0),
+                hosts=figures.get("hosts", 0), forwarded_out=figures.get("forwarded_out", m.sent),
+                forwarded_in=figures.get("forwarded_in", m.received),
+                dns_hit_rate=figures.get("dns_hit_rate", 0.0), bloom_fill=figures.get("bloom_fill", 0.0),
+                uptime=time.time() - self.started if mid == self.peer_id else 0.0,
+                dropped=tuple(sorted({**self.dropped, **self.membership.dropped}.items()))
+                if mid == self.peer_id else (),
+            ))
+        return tuple(out)
+
+    async def _gossip(self) -> None:
+        interval = self.cfg.ring.gossip_interval
+        while True:
+            self.membership.set_local(
+                idle=self.crawler.locally_idle() and self.outbox.idle, sent=self.outbox.sent,
+                received=self.inbox.received, pages=self.crawler.pages_requested)
+            for dest, msg in self.membership.tick(trio.current_time()):
+                self._queue(dest, msg)
+            self._check_ring()
+            self.crawler.poke()
+            await trio.sleep(interval)
+
+    def _check_ring(self) -> None:
+        version = self.membership.ring_version
+        if version != self._ring_version:
+            self._ring_version = version
+            ring = self.ring()
+            log.info("ring: %s", ", ".join(sorted(ring)))
+            self.crawler.set_ring(ring)
+            urls, seen = self.outbox.reroute(
+                lambda u: ring.owner(_host(u)), trio.current_time(), members=ring)
+            for url in seen:
+                self.crawler.accept_seen(url)
+            for url, depth in urls:
+                self.crawler.accept(url, depth)
+
+    async def _forwarder(self) -> None:
+        while True:
+            for dest, batch in self.outbox.due(trio.current_time()):
+                self._queue(dest, batch)
+            when = self.outbox.next_due_at()
+            self._wake_forward = trio.Event()
+            with trio.move_on_at(when if when is not None else trio.current_time() + 1.0):
+                await self._wake_forward.wait()
+
+
+def _host(url: str) -> str:
+    from peer.urls import host_key
+
+    return host_key(url)

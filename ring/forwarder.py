@@ -1,0 +1,683 @@
+"""Forwarding URLs to their owner: per-peer batches, sequence numbers, acks, resends.
+
+A link that passes scope belongs to ``HashRing.owner(host)``. When that is
+another peer, the sender's :class:`Outbox` batches it; the owner's
+:class:`Inbox` decides whether a batch that arrives is new. This is the
+"URLs travel to their owner" rule of UbiCrawler (Boldi et al. 2004, §3) and
+BUbiNG (Boldi et al. 2016), made reliable over a lossy link with the classic
+sliding-window pieces: per-destination sequence numbers, acks, resends and a
+receiver-side duplicate filter (as in TCP, RFC 9293 §3.4, with batches in
+place of bytes). Pure: the zmq edge calls :meth:`Outbox.due` and sends what it
+returns, and feeds every :class:`~ring.messages.Ack` to :meth:`Outbox.ack`.
+
+Rules of the Outbox (every transition lives in this file):
+
+1. **Batching.** :meth:`Outbox.add` queues ``(url, depth)`` for its owner. A
+   destination's entries (URLs plus hand-off ``seen`` URLs, issue 6) become a
+   batch as soon as they number ``batch_size`` (cut in :meth:`~Outbox.add`,
+   numbered and returned by the next :meth:`~Outbox.due`), or when the oldest
+   of them is ``max_age`` old: ``due(now)`` with ``now >= first + max_age``.
+   ``batch_size`` bounds a frame: at the 4 KiB URL limit of ``peer.urls``,
+   up to ~2000 fits the codec's 8 MiB frame.
+2. **Numbering.** A batch is numbered when first returned by ``due``:
+   ``seq`` counts from 0 per destination, for the life of the process (the
+   ``epoch``), and is never reused, even for a peer that left and came back,
+   because that peer's Inbox would take a reused number for a replay.
+3. **Resends.** A batch not acked ``resend_after`` seconds after its last
+   transmission is returned by ``due`` again, unchanged: same ``seq``, same
+   content. A number always means one content, which is what makes the
+   receiver's duplicate filter and the termination counters exact.
+4. **Acks.** :meth:`Outbox.ack` retires a batch. An ack for another epoch, an
+   unknown destination or a batch already retired is ignored and counted
+   (``stale_acks``): resends make duplicate acks normal.
+5. **Ring changes.** :meth:`Outbox.reroute` takes the new ring's
+   ``owner_of(url)`` and its ``members``:
+
+   - queued entries not yet numbered move to their new owner, or come back to
+     the caller when that is this peer (they go to the local frontier);
+   - batches to a destination no longer in ``members`` (dead or left) are
+     abandoned and every entry in them moves the same way: nothing queued
+     for a dead peer is lost;
+   - batches already sent to a *live* peer stay as they are, and are resent
+     until acked, even if some of their URLs now belong to someone else.
+     Cutting those URLs out would give a sent ``seq`` a second content (the
+     peer may hold the first: only its ack was lost), and copying them would
+     deliver them twice. The receiver must route what it takes with its own
+     ring anyway, since a batch in flight during the change arrives after
+     it, so such a URL makes one extra hop instead.
+
+6. **Recently forwarded.** An approximate LRU of ``recent_size`` URLs, each
+   with the owner it was forwarded to, drops a repeat of a popular link
+   before it is batched (``recent_hits``). A repeat to a *different* owner
+   (the ring changed since) is forwarded again. Depth is ignored: the
+   owner's Bloom filter would drop the repeat whatever its depth. Dropping
+   is safe because the earlier copy is on its way to being taken; so a URL
+   that arrived in a batch and must travel on (:meth:`Outbox.relay`) is
+   never dropped: it may be that earlier copy itself, come back (sent to
+   *o*, the ring moved its host while it travelled, *o* relayed it here, the
+   ring moved it back to *o*). The stateful test found that loss.
+
+The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
+
+- ``OTHER_RING``: dropped and counted, no ack.
+- ``STALE_EPOCH``: a batch from an older epoch of a sender whose newer epoch
+  has been seen (it restarted), or from a sender :meth:`Inbox.forget` closed.
+  Dropped, no ack. A restarted sender resumes its queue from its own state
+  (issue 6 persists :meth:`Outbox.queued`), so the old frame adds nothing;
+  and this Inbox keeps only the newest epoch's sequence state, so it could
+  not tell an old frame from a replay.
+- ``DUPLICATE``: this (sender, epoch, seq) was taken before: ack again (the
+  first ack may have been lost), do not re-add. Per sender the Inbox keeps
+  the highest contiguous ``seq`` taken plus the set of those taken above it;
+  that set only grows while a batch is missing (lost, soon resent), and if
+  it exceeds ``window`` the oldest holes are treated as taken (``floor``
+  jumps to the smallest taken ``seq``). A batch arriving that late is then
+  acked but not re-added; at 500 URLs a batch, a hole must outlive 2 M later
+  URLs from one sender for that to happen, and replay safety wins over it.
+- ``ACCEPT``: new: take its entries, routing each with the current ring
+  (:meth:`Outbox.relay` for those this peer no longer owns), then ack.
+  Persist before acking where crashes matter (issue 6).
+
+Termination counters (issue 4, the counter method). ``Outbox.sent`` counts the
+entries (URLs and seen URLs) of every batch the first time :meth:`Outbox.due`
+returns it; resends are not counted again. ``Inbox.received`` counts the
+entries of every batch with verdict ``ACCEPT``. Per channel (sender → owner)
+a batch is counted once on each side, sent before received, so at every
+moment ``sent - received`` is exactly the number of entries in batches sent
+and not yet taken: the sums over the live peers are equal only when every
+forwarded entry has been received (a hole given up by the window would keep
+them apart for good: a hang, not a loss). Entries not yet batched are not
+counted; they keep their sender from being :attr:`~Outbox.idle`, and
+termination asks for both. The sums must cover the same channels on both
+sides, so the driver:
+
+- drops batches from senders that are not live members before ``accept``;
+- on a peer dead or left: ``reroute(..., members=new_ring)`` (which drops the
+  channel to it from ``sent``) and ``Inbox.forget(peer)``;
+- on a peer restarted (a new epoch): ``Inbox.forget(peer, before=epoch)``
+  (the new epoch's first batch also replaces the channel, but a sender
+  that never sends here again would leave its old count behind), and,
+  unless that peer restored its Inbox state from disk,
+  ``Outbox.forget(peer)`` before anything is sent to the new incarnation;
+- never persists ``sent``: it belongs to the process and its epoch.
+
+Memory is what is queued: per destination a partial batch, full chunks waiting
+for ``due`` and the unacked batches (plus, for ``resend_after`` after each
+send, a small record in the resend queue, dropped lazily); per sender at the
+Inbox a few ints and at most ``window`` sequence numbers; and the LRU.
+``now`` must not go backwards (the resend queue is kept in time order).
+"""
+
+from __future__ import annotations
+
+import enum
+import heapq
+from collections import deque
+from collections.abc import Callable, Container
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from ring.messages import MAX_ARRAY, UrlBatch
+
+__all__ = ["Entries", "Inbox", "InboxStats", "Outbox", "OutboxStats", "Verdict"]
+
+
+class Entries(NamedTuple):
+    """Forwarded entries: ``(url, depth)`` pairs for a frontier, ``seen`` URLs for a Bloom filter.
+
+    A named tuple rather than a dataclass so ``urls, seen = outbox.reroute(...)`` unpacks.
+    """
+
+    urls: list[tuple[str, int]]
+    seen: list[str]
+
+
+@dataclass(frozen=True, slots=True)
+class OutboxStats:
+    """Counters of an :class:`Outbox` (entries are URLs plus seen URLs)."""
+
+    forwarded: int  # URLs queued by add() (repeats dropped by the LRU excluded)
+    recent_hits: int  # URLs add() dropped as recently forwarded to the same owner
+    relayed: int  # URLs queued by relay()
+    seen_forwarded: int  # seen URLs queued by add_seen()
+    batches: int  # batches numbered and sent (resends excluded)
+    resent: int  # batch retransmissions
+    acked: int  # entries in acked batches
+    stale_acks: int  # acks ignored: duplicate, unknown, other epoch
+    rerouted: int  # entries moved to another peer by reroute()
+    returned: int  # entries reroute() handed back to this peer
+    pending: int  # entries not yet in a numbered batch
+    unacked: int  # batches sent and not acked
+    sent: int  # the termination counter (module docstring)
+
+
+class _Sent:
+    """A numbered batch waiting for its ack."""
+
+    __slots__ = ("batch", "dest", "due", "live")
+
+    def __init__(self, batch: UrlBatch, dest: str, due: float) -> None:
+        self.batch = batch
+        self.dest = dest
+        self.due = due  # next resend time
+        self.live = True  # False once acked or abandoned (lazy removal from the queue)
+
+
+class _Dest:
+    """Everything queued for one destination."""
+
+    __slots__ = ("id", "urls", "seen", "since", "run", "ready", "unacked", "seq", "sent")
+
+    def __init__(self, dest_id: str) -> None:
+        self.id = dest_id
+        self.urls: list[tuple[str, int]] = []  # the partial batch
+        self.seen: list[str] = []
+        self.since: float | None = None  # arrival of the partial batch's first entry
+        self.run = 0  # bumped at each cut: invalidates the partial's age deadline
+        self.ready: list[tuple[list[tuple[str, int]], list[str]]] = []  # full, unnumbered
+        self.unacked: dict[int, _Sent] = {}
+        self.seq = 0
+        self.sent = 0  # this channel's share of Outbox.sent
+
+
+def _size(b: UrlBatch) -> int:
+    return len(b.urls) + len(b.seen)
+
+
+class Outbox:
+    """The sender side: per-destination batches, numbering, resends, re-routing."""
+
+    __slots__ = (
+        "_self", "_ring", "_epoch", "_bs", "_max_age", "_resend_after", "_half",
+        "_young", "_old", "_dests", "_ready", "_aging", "_tick", "_resend",
+        "_forwarded", "_recent_hits", "_relayed", "_seen_forwarded", "_batches", "_resent",
+        "_acked", "_stale_acks", "_rerouted", "_returned",
+    )
+
+    def __init__(
+        self,
+        self_id: str,
+        ring_name: str,
+        *,
+        epoch: int,
+        batch_size: int = 500,
+        max_age: float = 0.05,
+        resend_after: float = 1.0,
+        recent_size: int = 100_000,
+    ) -> None:
+        if not 1 <= batch_size <= MAX_ARRAY:
+            raise ValueError(f"batch_size must be in 1..{MAX_ARRAY}, not {batch_size!r}")
+        if not max_age >= 0:
+            raise ValueError(f"max_age must be >= 0, not {max_age!r}")
+        # 0 would resend a batch in the same due() call, forever.
+        if not resend_after > 0:
+            raise ValueError(f"resend_after must be > 0, not {resend_after!r}")
+        if recent_size < 0:
+            raise ValueError(f"recent_size must be >= 0, not {recent_size!r}")
+        self._self = self_id
+        self._ring = ring_name
+        self._epoch = epoch
+        self._bs = batch_size
+        self._max_age = max_age
+        self._resend_after = resend_after
+        # Recently forwarded, url -> owner it went to: two generations of plain
+        # dicts (the young one becomes the old one when it holds half the
+        # size) approximate an LRU at half the cost of an OrderedDict's
+        # bookkeeping on every miss, the common case. A hit in the old
+        # generation is promoted; it holds the last recent_size/2 to
+        # recent_size distinct URLs.
+        self._half = (recent_size + 1) // 2
+        self._young: dict[str, str] = {}
+        self._old: dict[str, str] = {}
+        # Destinations are kept for the life of the process, even when gone:
+        # their seq must never restart (rule 2), and there are only as many
+        # as peers ever seen.
+        self._dests: dict[str, _Dest] = {}
+        self._ready: list[_Dest] = []  # destinations with full chunks
+        # (deadline, tick, dest, run): age deadlines of partial batches. A heap,
+        # not a deque: reroute() re-queues entries with their original arrival.
+        self._aging: list[tuple[float, int, _Dest, int]] = []
+        self._tick = 0
+        # Sent batches in order of next resend; sends happen at non-decreasing
+        # `now`, so appending keeps it sorted.
+        self._resend: deque[_Sent] = deque()
+        self._forwarded = 0
+        self._recent_hits = 0
+        self._relayed = 0
+        self._seen_forwarded = 0
+        self._batches = 0
+        self._resent = 0
+        self._acked = 0
+        self._stale_acks = 0
+        self._rerouted = 0
+        self._returned = 0
+
+    # -- queueing --------------------------------------------------------------
+
+    def add(self, url: str, depth: int, owner: str, now: float) -> bool:
+        """Queue ``url`` for peer ``owner``; False if dropped as recently forwarded there."""
+        young = self._young
+        last = young.get(url)
+        if last is None:
+            last = self._old.get(url)
+        if last == owner:
+            self._recent_hits += 1
+            if url not in young:  # promote: it is popular
+                young[url] = owner
+                if len(young) >= self._half:
+                    self._old = young
+                    self._young = {}
+            return False
+        if self._half:
+            young[url] = owner
+            if len(young) >= self._half:
+                self._old = young
+                self._young = {}
+        self._forwarded += 1
+        # Inlined _put: this is the hot path.
+        d = self._dests.get(owner)
+        if d is None:
+            d = self._dests[owner] = _Dest(owner)
+        if d.since is None:
+            self._start(d, now)
+        urls = d.urls
+        urls.append((url, depth))
+        if len(urls) + len(d.seen) >= self._bs:
+            self._cut(d)
+        return True
+
+    def relay(self, url: str, depth: int, owner: str, now: float) -> None:
+        """Queue ``url``, taken from a batch, for its owner: the ring moved it meanwhile.
+
+        Never dropped as recently forwarded: that copy may be this very one,
+        back from a peer that relayed it here (rule 6).
+        """
+        self._relayed += 1
+        if self._half:
+            young = self._young
+            young[url] = owner
+            if len(young) >= self._half:
+                self._old = young
+                self._young = {}
+        self._put(url, depth, owner, now)
+
+    def add_seen(self, url: str, owner: str, now: float) -> None:
+        """Queue an already-fetched ``url`` for its new owner's Bloom filter (hand-off)."""
+        self._seen_forwarded += 1
+        self._put_seen(url, owner, now)
+
+    def _start(self, d: _Dest, now: float) -> None:
+        d.since = now
+        self._tick += 1
+        heapq.heappush(self._aging, (now + self._max_age, self._tick, d, d.run))
+
+    def _cut(self, d: _Dest) -> None:
+        """Move the partial batch to the full chunks."""
+        if not d.ready:
+            self._ready.append(d)
+        d.ready.append((d.urls, d.seen))
+        d.urls = []
+        d.seen = []
+        d.since = None
+        d.run += 1
+
+    def _put(self, url: str, depth: int, owner: str, since: float) -> None:
+        d = self._dests.get(owner)
+        if d is None:
+            d = self._dests[owner] = _Dest(owner)
+        if d.since is None:
+            self._start(d, since)
+        d.urls.append((url, depth))
+        if len(d.urls) + len(d.seen) >= self._bs:
+            self._cut(d)
+
+    def _put_seen(self, url: str, owner: str, since: float) -> None:
+        d = self._dests.get(owner)
+        if d is None:
+            d = self._dests[owner] = _Dest(owner)
+        if d.since is None:
+            self._start(d, since)
+        d.seen.append(url)
+        if len(d.urls) + len(d.seen) >= self._bs:
+            self._cut(d)
+
+    # -- sending -----------------------------------------------------------------
+
+    def due(self, now: float) -> list[tuple[str, UrlBatch]]:
+        """``(destination, batch)`` pairs to send now: resends, full batches, aged ones."""
+        out: list[tuple[str, UrlBatch]] = []
+        q = self._resend
+        if q and q[0].due <= now:
+            later = now + self._resend_after
+            while q and q[0].due <= now:
+                s = q.popleft()
+                if s.live:
+                    s.due = later
+                    q.append(s)
+                    self._resent += 1
+                    out.append((s.dest, s.batch))
+        if self._ready:
+            for d in self._ready:
+                for urls, seen in d.ready:
+                    self._seal(d, urls, seen, now, out)
+                d.ready = []
+            self._ready = []
+        aging = self._aging
+        while aging and aging[0][0] <= now:
+            _, _, d, run = heapq.heappop(aging)
+            if d.run == run:  # still the same partial batch
+                urls, seen = d.urls, d.seen
+                d.urls = []
+                d.seen = []
+                d.since = None
+                d.run += 1
+                self._seal(d, urls, seen, now, out)
+        return out
+
+    def _seal(
+        self,
+        d: _Dest,
+        urls: list[tuple[str, int]],
+        seen: list[str],
+        now: float,
+        out: list[tuple[str, UrlBatch]],
+    ) -> None:
+        seq = d.seq
+        d.seq = seq + 1
+        batch = UrlBatch(self._ring, self._self, self._epoch, seq, tuple(urls), tuple(seen))
+        s = _Sent(batch, d.id, now + self._resend_after)
+        d.unacked[seq] = s
+        self._resend.append(s)
+        d.sent += len(urls) + len(seen)
+        self._batches += 1
+        out.append((d.id, batch))
+
+    def next_due_at(self) -> float | None:
+        """When :meth:`due` next has something to return (-inf: now), or None if never."""
+        if self._ready:
+            return float("-inf")
+        aging, resend = self._aging, self._resend
+        while aging and aging[0][2].run != aging[0][3]:
+            heapq.heappop(aging)
+        while resend and not resend[0].live:
+            resend.popleft()
+        times = []
+        if aging:
+            times.append(aging[0][0])
+        if resend:
+            times.append(resend[0].due)
+        return min(times) if times else None
+
+    def ack(self, sender: str, epoch: int, seq: int) -> bool:
+        """Retire batch ``seq`` sent to ``sender``; False (and counted) if stale or unknown."""
+        d = self._dests.get(sender)
+        s = d.unacked.pop(seq, None) if d is not None and epoch == self._epoch else None
+        if s is None:
+            self._stale_acks += 1
+            return False
+        self._acked += _size(s.batch)
+        s.live = False
+        s.batch = None  # type: ignore[assignment]  # its URLs need not wait in the queue
+        return True
+
+    # -- ring changes ------------------------------------------------------------
+
+    def reroute(
+        self, owner_of: Callable[[str], str], now: float, *, members: Container[str]
+    ) -> Entries:
+        """Re-route after a ring change (rule 5); returns the entries now owned by this peer.
+
+        ``owner_of(url)`` is the new ring's owner of the URL's host (e.g.
+        ``lambda u: ring.owner(host_key(u))``); ``members`` is the new ring's
+        peer ids (a ``HashRing`` will do). A destination not in ``members`` is
+        gone: its sent batches are abandoned and their entries re-routed.
+        """
+        moved: list[tuple[str, int, str]] = []
+        moved_seen: list[tuple[str, str]] = []
+        for d in self._dests.values():
+            gone = d.id not in members
+            if gone:
+                d.sent = 0  # the channel leaves the termination sums
+            if not (d.urls or d.seen or d.ready or (gone and d.unacked)):
+                continue
+            urls = [p for chunk, _ in d.ready for p in chunk]
+            urls += d.urls
+            seen = [u for _, chunk in d.ready for u in chunk]
+            seen += d.seen
+            since = d.since if d.since is not None else now
+            d.ready = []
+            d.urls = []
+            d.seen = []
+            d.since = None
+            d.run += 1
+            if gone:
+                for s in d.unacked.values():
+                    urls += s.batch.urls
+                    seen += s.batch.seen
+                    s.live = False
+                    s.batch = None  # type: ignore[assignment]
+                d.unacked.clear()
+                for url, depth in urls:
+                    moved.append((url, depth, owner_of(url)))
+                for url in seen:
+                    moved_seen.append((url, owner_of(url)))
+                continue
+            # Entries that stay keep their arrival time, so their age deadline holds.
+            for url, depth in urls:
+                o = owner_of(url)
+                if o == d.id:
+                    self._put(url, depth, o, since)
+                else:
+                    moved.append((url, depth, o))
+            for url in seen:
+                o = owner_of(url)
+                if o == d.id:
+                    self._put_seen(url, o, since)
+                else:
+                    moved_seen.append((url, o))
+        self._ready = [d for d in self._dests.values() if d.ready]
+
+        back = Entries([], [])
+        young = self._young
+        for url, depth, o in moved:
+            if o == self._self:
+                back.urls.append((url, depth))
+            else:
+                if url in young:
+                    young[url] = o
+                self._put(url, depth, o, now)
+        for url, o in moved_seen:
+            if o == self._self:
+                back.seen.append(url)
+            else:
+                self._put_seen(url, o, now)
+        n_back = len(back.urls) + len(back.seen)
+        self._returned += n_back
+        self._rerouted += len(moved) + len(moved_seen) - n_back
+        return back
+
+    def forget(self, peer: str) -> None:
+        """Restart the termination count of the channel to ``peer``.
+
+        For a peer that restarted *without* its Inbox state: its new Inbox
+        will take again exactly the batches still unacked here, so they are
+        what the channel now counts. Exact only if called before anything is
+        sent to the new incarnation; persisting the Inbox avoids the need.
+        (``reroute`` zeroes the channel of a gone peer itself.)
+        """
+        d = self._dests.get(peer)
+        if d is not None:
+            d.sent = sum(_size(s.batch) for s in d.unacked.values())
+
+    # -- state -------------------------------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        """Nothing queued and nothing unacked: this peer's part of the termination test."""
+        return not any(d.urls or d.seen or d.ready or d.unacked for d in self._dests.values())
+
+    @property
+    def sent(self) -> int:
+        """Entries in batches sent at least once, over the live channels (module docstring)."""
+        return sum(d.sent for d in self._dests.values())
+
+    @property
+    def epoch(self) -> int:
+        return self._epoch
+
+    def queued(self) -> Entries:
+        """Every entry this Outbox is still responsible for (queued or unacked), e.g. to persist."""
+        out = Entries([], [])
+        for d in self._dests.values():
+            for chunk, seen in d.ready:
+                out.urls.extend(chunk)
+                out.seen.extend(seen)
+            out.urls.extend(d.urls)
+            out.seen.extend(d.seen)
+            for s in d.unacked.values():
+                out.urls.extend(s.batch.urls)
+                out.seen.extend(s.batch.seen)
+        return out
+
+    def stats(self) -> OutboxStats:
+        pending = unacked = 0
+        for d in self._dests.values():
+            pending += len(d.urls) + len(d.seen) + sum(len(u) + len(s) for u, s in d.ready)
+            unacked += len(d.unacked)
+        return OutboxStats(
+            forwarded=self._forwarded,
+            recent_hits=self._recent_hits,
+            relayed=self._relayed,
+            seen_forwarded=self._seen_forwarded,
+            batches=self._batches,
+            resent=self._resent,
+            acked=self._acked,
+            stale_acks=self._stale_acks,
+            rerouted=self._rerouted,
+            returned=self._returned,
+            pending=pending,
+            unacked=unacked,
+            sent=self.sent,
+        )
+
+
+# ----------------------------------------------------------------------------
+# The receiver side
+
+
+class Verdict(enum.Enum):
+    """What the receiver does with a batch (module docstring)."""
+
+    ACCEPT = "accept"  # take the entries, then ack
+    DUPLICATE = "replay"  # taken before: ack again, take nothing
+    OTHER_RING = "other_ring"  # drop, no ack
+    STALE_EPOCH = "stale_epoch"  # drop, no ack
+
+    @property
+    def ack(self) -> bool:
+        """Whether the receiver acks the batch."""
+        return self is Verdict.ACCEPT or self is Verdict.DUPLICATE
+
+
+@dataclass(frozen=True, slots=True)
+class InboxStats:
+    batches: int  # batches accepted
+    received: int  # the termination counter (module docstring)
+    dropped: tuple[tuple[str, int], ...]  # (reason, count); reasons are Verdict values
+
+
+class _Channel:
+    """Sequence numbers taken from one sender in its newest epoch."""
+
+    __slots__ = ("epoch", "floor", "above", "count", "closed")
+
+    def __init__(self, epoch: int) -> None:
+        self.epoch = epoch
+        self.floor = 0  # every seq below is taken
+        self.above: set[int] = set()  # taken seqs above floor (there is a hole)
+        self.count = 0  # entries accepted: this channel's share of Inbox.received
+        self.closed = False  # forget(): the sender is gone in this epoch
+
+
+class Inbox:
+    """The receiver side: one verdict per batch, replays and resends recognised."""
+
+    __slots__ = ("_ring", "_window", "_channels", "_batches", "_dropped")
+
+    def __init__(self, ring_name: str, *, window: int = 4096) -> None:
+        if window < 1:
+            raise ValueError(f"window must be at least 1, not {window!r}")
+        self._ring = ring_name
+        self._window = window
+        self._channels: dict[str, _Channel] = {}
+        self._batches = 0
+        self._dropped = dict.fromkeys(
+            (Verdict.DUPLICATE, Verdict.OTHER_RING, Verdict.STALE_EPOCH), 0
+        )
+
+    def accept(self, batch: UrlBatch) -> Verdict:
+        """Classify ``batch``; on ACCEPT it is recorded as taken (so take it, then ack)."""
+        if batch.ring != self._ring:
+            return self._drop(Verdict.OTHER_RING)
+        ch = self._channels.get(batch.sender)
+        if ch is None or batch.epoch > ch.epoch:
+            ch = self._channels[batch.sender] = _Channel(batch.epoch)
+        elif batch.epoch < ch.epoch or ch.closed:
+            return self._drop(Verdict.STALE_EPOCH)
+        seq = batch.seq
+        above = ch.above
+        if seq < ch.floor or seq in above:
+            return self._drop(Verdict.DUPLICATE)
+        if seq == ch.floor:
+            seq += 1
+            while seq in above:
+                above.remove(seq)
+                seq += 1
+            ch.floor = seq
+        else:
+            above.add(seq)
+            if len(above) > self._window:
+                # Give up the holes below the oldest taken seq (module docstring).
+                seq = min(above)
+                while seq in above:
+                    above.remove(seq)
+                    seq += 1
+                ch.floor = seq
+        ch.count += len(batch.urls) + len(batch.seen)
+        self._batches += 1
+        return Verdict.ACCEPT
+
+    def _drop(self, verdict: Verdict) -> Verdict:
+        self._dropped[verdict] += 1
+        return verdict
+
+    def forget(self, sender: str, *, before: int | None = None) -> None:
+        """Close ``sender``'s channel: it is dead or left, or (``before``) it restarted.
+
+        Its count leaves :attr:`received`, and its batches of the closed epoch
+        are dropped from now on (``STALE_EPOCH``); only a newer epoch opens a
+        new channel. With ``before`` (a restarted sender's new epoch), only a
+        channel of an older epoch is closed, so calling it after the new
+        epoch's first batch arrived is harmless. The Inbox knows only senders
+        it has heard from, so the driver also drops batches from peers that
+        are not live members before :meth:`accept` (a dead peer's batch still
+        in flight would otherwise open a channel the sums exclude).
+        """
+        ch = self._channels.get(sender)
+        if ch is not None and (before is None or ch.epoch < before):
+            ch.closed = True
+            ch.count = 0
+            ch.above = set()
+
+    @property
+    def received(self) -> int:
+        """Entries in accepted batches, over the open channels (module docstring)."""
+        return sum(ch.count for ch in self._channels.values())
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        """Batches refused or already taken, by reason (for ``ring status``)."""
+        return {v.value: n for v, n in self._dropped.items()}
+
+    def stats(self) -> InboxStats:
+        return InboxStats(self._batches, self.received, tuple(self.dropped.items()))

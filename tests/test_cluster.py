@@ -1,0 +1,117 @@
+"""Several real peer processes on loopback crawl the local web as one cluster."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import duckdb
+import trio
+from webfarm import SiteGraph, serve_webfarm
+
+from peer.urls import host_key
+from ring.hashring import HashRing
+
+
+def free_ports(n: int) -> list[int]:
+    socks = [socket.socket() for _ in range(n)]
+    for s in socks:
+        s.bind(("127.0.0.1", 0))
+    ports = [s.getsockname()[1] for s in socks]
+    for s in socks:
+        s.close()
+    return ports
+
+
+def cluster_toml(tmp_path: Path, web_port: int, n: int) -> Path:
+    ports = free_ports(n)
+    peers = "".join(
+        f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\ndata_dir = "{tmp_path / f"p{i + 1}"}"\n\n'
+        for i, port in enumerate(ports))
+    path = tmp_path / "cluster.toml"
+    path.write_text(f"""
+[ring]
+name = "test"
+gossip_interval = 0.2
+suspect_after = 1.0
+dead_after = 3.0
+
+{peers}
+[crawl]
+seeds = ["http://s001.web.test:{web_port}/"]
+allow_hosts = ["*.web.test"]
+concurrency = 16
+allow_private = true
+timeout = 5.0
+
+[politeness]
+rate = 0.0
+host_concurrency = 2
+
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+
+[bloom]
+capacity = 100000
+""")
+    return path
+
+
+async def test_three_peers_crawl_as_one_cluster_and_exit_by_themselves(tmp_path):
+    graph = SiteGraph(hosts=6, pages_per_host=30, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        toml = cluster_toml(tmp_path, farm.port, 3)
+        logs = [(tmp_path / f"p{i}.out", tmp_path / f"p{i}.err") for i in (1, 2, 3)]
+        procs = []
+        for i, (out, err) in zip((1, 2, 3), logs):
+            with out.open("wb") as fout, err.open("wb") as ferr:
+                procs.append(await trio.lowlevel.open_process(
+                    [sys.executable, "-m", "peer", "--ring", str(toml), "--id", f"p{i}", "--progress", "1"],
+                    stdout=fout, stderr=ferr))
+        status = None
+        try:
+            with trio.fail_after(90):
+                while sum(e.target != "/robots.txt" for e in farm.log) < 30:
+                    await trio.sleep(0.05)
+                status = await trio.run_process(
+                    [sys.executable, "-m", "ring", "status", "--ring", str(toml), "--json"],
+                    capture_stdout=True, capture_stderr=True, check=False)
+                for p in procs:
+                    await p.wait()
+        except trio.TooSlowError:
+            tails = "\n".join(f"--- p{i} ---\n" + err.read_text()[-1500:] for i, (_, err) in zip((1, 2, 3), logs))
+            raise AssertionError(f"the peers did not all finish in time\n{tails}") from None
+        finally:
+            for p in procs:
+                if p.returncode is None:
+                    p.kill()
+        outs = [(p.returncode, out.read_bytes(), err.read_bytes()) for p, (out, err) in zip(procs, logs)]
+        nursery.cancel_scope.cancel()
+
+    for rc, out, err in outs:
+        assert rc == 0, err.decode()[-3000:]
+        assert b"crawl finished (cluster done)" in out, (out, err.decode()[-2000:])
+
+    expected = graph.expected_urls(farm.port)
+    fetched = Counter(f"http://{e.host}:{farm.port}{e.target}" for e in farm.log
+                      if e.method == "GET" and e.target != "/robots.txt")
+    assert set(fetched) == expected
+    assert max(fetched.values()) == 1, [u for u, n in fetched.items() if n > 1][:5]
+
+    ring = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0})
+    for i in (1, 2, 3):
+        with duckdb.connect(str(tmp_path / f"p{i}" / "pages.duckdb"), read_only=True) as con:
+            for url, peer in con.execute("select url, peer from pages").fetchall():
+                assert peer == f"p{i}"
+                assert ring.owner(host_key(url)) == peer, url
+
+    assert status is not None and status.returncode == 0, status.stderr
+    members = json.loads(status.stdout)["members"]
+    assert sorted(m["id"] for m in members) == ["p1", "p2", "p3"]
+    assert all(m["state"] == "alive" for m in members)
+    assert abs(sum(m["share"] for m in members) - 1.0) < 1e-9
