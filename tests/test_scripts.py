@@ -20,7 +20,7 @@ def test_ci_runs_the_readme_test_command():
     assert "bash scripts/test" in (ROOT / ".ci" / "run").read_text()
 
 
-def test_demo_prints_the_ownership_table():
+def test_demo_prints_the_ring_and_crawls_with_three_peers():
     res = subprocess.run(["bash", "scripts/demo"], cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr
     ring = ring_of(load_config(ROOT / "cluster.toml"))
@@ -29,6 +29,10 @@ def test_demo_prints_the_ownership_table():
     for peer in ("p1", "p2", "p3"):
         assert f"{shares[peer]:.1%}" in res.stdout
     assert f"s001.web.test:8080                       {ring.owner('s001.web.test:8080')}" in res.stdout
+    # The 3-peer crawl of cluster.toml: each peer ends by itself, status answered part-way.
+    assert res.stdout.count("crawl finished (cluster done)") == 3, res.stdout[-3000:]
+    assert "==> part-way: python -m ring status" in res.stdout
+    assert res.stdout.count("tcp://127.0.0.1:570") >= 3
 
 
 def test_readme_results_schema_matches_the_store():
