@@ -2,12 +2,16 @@
 
 Layout, bottom up (pure modules first; only the edges do I/O):
 
-- ``hashring``  consistent hashing of hosts onto peers (pure)
-- ``messages``  the versioned msgpack wire codec (pure)
-- ``errors``    the package's exception tree
+- ``errors``      the package's exception tree
+- ``hashring``    consistent hashing of hosts onto peers (pure)
+- ``messages``    the versioned msgpack wire codec (pure)
+- ``membership``  heartbeat gossip with SWIM incarnations; termination detector (pure)
+- ``forwarder``   URL batches to their owners: numbering, acks, resends, re-routing (pure)
+- ``zmqio``       ZeroMQ sockets under trio: the only module that imports zmq (edge)
+- ``cli``         ``python -m ring table`` and ``status`` (edge)
 
-The gossip membership state machine, the ZeroMQ adapter and the ``python -m
-ring`` commands build on these.
+Only the pure names are re-exported here, so importing ``ring`` loads no
+I/O library; ``peer.cluster`` is what puts these together in a running peer.
 """
 
 from ring.errors import DecodeError, EmptyRingError, EncodeError, RingError
