@@ -239,13 +239,13 @@ async def test_pid_holds_the_rate_through_latency_steps(tmp_path):
     times = sorted(e.t for e in farm.log if e.host == "s001.web.test")
     per_window = Counter(int(t - t0) for t in times)
     trace = [per_window.get(w, 0) for w in range(int(3 * step))]
-    settled = []
     for phase in range(3):
         # Skip the first 3 windows of each phase: the controller is settling.
+        # The mean of the rest: one-second windows of ~20 requests carry a
+        # few pages of jitter either way on a loaded 2-core machine.
         windows = trace[int(phase * step) + 3:int((phase + 1) * step)]
-        settled.append(sorted(windows)[len(windows) // 2])
-    for phase, median in enumerate(settled):
-        assert 17 <= median <= 23, f"phase {phase}: median {median}/window, setpoint 20; trace {trace}"
+        mean = sum(windows) / len(windows)
+        assert 17 <= mean <= 23, f"phase {phase}: mean {mean:.1f}/window, setpoint 20; trace {trace}"
 
 
 async def test_cli_crawls_and_stops_cleanly_on_sigterm(tmp_path):
