@@ -22,10 +22,12 @@ from __future__ import annotations
 
 import logging
 import time
+from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
 import trio
 
+from peer.urls import host_key
 from ring.forwarder import Inbox, Outbox
 from ring.membership import Membership
 from ring.messages import (
@@ -126,8 +128,6 @@ class ClusterNode:
                 task_status.started()
 
     async def _sender(self) -> None:
-        from contextlib import AsyncExitStack
-
         async with AsyncExitStack() as stack:
             dealers: dict[str, object] = {}
             async for dest, data in self._to_send:
@@ -173,6 +173,9 @@ class ClusterNode:
                 self._queue(dest, out)
             self._check_ring()
         elif isinstance(msg, UrlBatch):
+            if msg.sender not in self.membership.members():
+                self._count("unknown_sender")  # the forwarder's contract: members only
+                return
             verdict = self.inbox.accept(msg)
             if verdict.name == "ACCEPT":
                 for url, depth in msg.urls:
@@ -239,7 +242,7 @@ class ClusterNode:
             log.info("ring: %s", ", ".join(sorted(ring)))
             self.crawler.set_ring(ring)
             urls, seen = self.outbox.reroute(
-                lambda u: ring.owner(_host(u)), trio.current_time(), members=ring)
+                lambda u: ring.owner(host_key(u)), trio.current_time(), members=ring)
             for url in seen:
                 self.crawler.accept_seen(url)
             for url, depth in urls:
@@ -253,9 +256,3 @@ class ClusterNode:
             self._wake_forward = trio.Event()
             with trio.move_on_at(when if when is not None else trio.current_time() + 1.0):
                 await self._wake_forward.wait()
-
-
-def _host(url: str) -> str:
-    from peer.urls import host_key
-
-    return host_key(url)

@@ -110,7 +110,7 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5) -> list[dict]
                 nursery.start_soon(ask_member, m.id, m.address)
     out = []
     for mid, m in sorted(rows.items()):
-        best = own.get(mid) or (m if mid == first.sender else m)
+        best = own.get(mid, m)  # its own figures, else the answering peer's view
         row = {k: getattr(best, k) for k in STATUS_KEYS}
         row["state"] = m.state.value  # the answering peer's view of the state and share
         row["share"] = m.share
