@@ -115,3 +115,51 @@ async def test_three_peers_crawl_as_one_cluster_and_exit_by_themselves(tmp_path)
     assert sorted(m["id"] for m in members) == ["p1", "p2", "p3"]
     assert all(m["state"] == "alive" for m in members)
     assert abs(sum(m["share"] for m in members) - 1.0) < 1e-9
+
+
+async def test_a_peer_not_in_the_file_joins_a_running_ring(tmp_path):
+    """--id p3 --address ... --data-dir ...: the ring learns it by gossip and it takes hosts."""
+    graph = SiteGraph(hosts=8, pages_per_host=40, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        toml = cluster_toml(tmp_path, farm.port, 2)
+        # 20 pages/s per host: slow enough that p3 joins mid-crawl.
+        text = toml.read_text().replace("rate = 0.0", "rate = 1200.0\nwindow = 2.0\ninitial_delay = 0.05")
+        toml.write_text(text)
+        join_port = free_ports(1)[0]
+        argvs = [
+            ["--id", "p1"], ["--id", "p2"],
+            ["--id", "p3", "--address", f"tcp://127.0.0.1:{join_port}", "--data-dir", str(tmp_path / "p3")],
+        ]
+        procs, logs = [], []
+        try:
+            with trio.fail_after(90):
+                for n, extra in enumerate(argvs):
+                    if n == 2:
+                        while sum(e.target != "/robots.txt" for e in farm.log) < 40:
+                            await trio.sleep(0.05)
+                    out, err = tmp_path / f"{extra[1]}.out", tmp_path / f"{extra[1]}.err"
+                    logs.append((out, err))
+                    with out.open("wb") as fout, err.open("wb") as ferr:
+                        procs.append(await trio.lowlevel.open_process(
+                            [sys.executable, "-m", "peer", "--ring", str(toml), *extra, "--progress", "1"],
+                            stdout=fout, stderr=ferr))
+                for p in procs:
+                    await p.wait()
+        except trio.TooSlowError:
+            tails = "\n".join(err.read_text()[-1500:] for _, err in logs)
+            raise AssertionError(f"the peers did not all finish in time\n{tails}") from None
+        finally:
+            for p in procs:
+                if p.returncode is None:
+                    p.kill()
+        nursery.cancel_scope.cancel()
+
+    for p, (out, err) in zip(procs, logs):
+        assert p.returncode == 0, err.read_text()[-2000:]
+        assert "crawl finished (cluster done)" in out.read_text()
+    fetched = {f"http://{e.host}:{farm.port}{e.target}" for e in farm.log
+               if e.method == "GET" and e.target != "/robots.txt"}
+    assert fetched == graph.expected_urls(farm.port)
+    with duckdb.connect(str(tmp_path / "p3" / "pages.duckdb"), read_only=True) as con:
+        assert con.execute("select count(*) from pages where peer = 'p3'").fetchone()[0] > 0
