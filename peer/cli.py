@@ -158,7 +158,7 @@ def _confirm(question: str) -> bool:
 async def _crawl(crawler):  # type: ignore[no-untyped-def]
     import trio
 
-    async def on_signals(cancel_scope: trio.CancelScope) -> None:
+    async def on_signals() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
             stops = 0
             async for signum in signals:
@@ -172,7 +172,7 @@ async def _crawl(crawler):  # type: ignore[no-untyped-def]
                     crawler.cancel_in_flight()
 
     async with trio.open_nursery() as nursery:
-        nursery.start_soon(on_signals, nursery.cancel_scope)
+        nursery.start_soon(on_signals)
         summary = await crawler.run()
         nursery.cancel_scope.cancel()
     return summary

@@ -44,7 +44,7 @@ from ring.messages import (
     decode,
     encode,
 )
-from ring.zmqio import SocketType, open_socket
+from ring.zmqio import SocketType, ZmqSocket, open_socket
 
 if TYPE_CHECKING:
     from peer.config import ClusterConfig
@@ -129,19 +129,20 @@ class ClusterNode:
 
     async def _sender(self) -> None:
         async with AsyncExitStack() as stack:
-            dealers: dict[str, object] = {}
+            # Keyed by address too: a peer that rejoins elsewhere gets a new socket.
+            dealers: dict[tuple[str, str], ZmqSocket] = {}
             async for dest, data in self._to_send:
                 member = self.membership.members().get(dest)
                 if member is None:
                     continue
-                sock = dealers.get((dest, member.address))  # type: ignore[call-overload]
+                key = (dest, member.address)
+                sock = dealers.get(key)
                 if sock is None:
-                    sock = await stack.enter_async_context(open_socket(
+                    sock = dealers[key] = await stack.enter_async_context(open_socket(
                         SocketType.DEALER, connect=member.address, identity=self.peer_id.encode(),
                         hwm=10_000))
-                    dealers[(dest, member.address)] = sock  # type: ignore[index]
                 with trio.move_on_after(SEND_TIMEOUT):
-                    await sock.send_multipart([data])  # type: ignore[attr-defined]
+                    await sock.send_multipart([data])
 
     def _queue(self, dest: str, msg: object) -> None:
         try:

@@ -64,11 +64,13 @@ async def _ask(address: str, ring_name: str, timeout: float):  # type: ignore[no
     """One StatusRequest to the peer at ``address``; its reply or None."""
     import os
 
+    import trio
+
     from ring.messages import DecodeError, StatusReply, StatusRequest, decode, encode
     from ring.zmqio import SocketType, open_socket
 
     nonce = int.from_bytes(os.urandom(4), "big")
-    with __import__("trio").move_on_after(timeout):
+    with trio.move_on_after(timeout):
         async with open_socket(SocketType.DEALER, connect=address) as sock:
             await sock.send_multipart([encode(StatusRequest(ring_name, "ring-status", nonce))])
             while True:

@@ -904,9 +904,9 @@ class SiteGraph:
     def _not_found(self, host: str, port: int) -> _Page:
         # Links on a 404 page are not to be followed: /trap/from-404.html says so.
         body = (
-            f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>404 Not Found</title></head>"
-            f"<body><h1>Not Found</h1><p>Nothing here. Try <a href=\"/\">the home page</a> or "
-            f"<a href=\"/trap/from-404.html\">the archive</a>.</p></body></html>\n"
+            "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>404 Not Found</title></head>"
+            "<body><h1>Not Found</h1><p>Nothing here. Try <a href=\"/\">the home page</a> or "
+            "<a href=\"/trap/from-404.html\">the archive</a>.</p></body></html>\n"
         )
         return _Page(404, "text/html; charset=utf-8", body.encode())
 

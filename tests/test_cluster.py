@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
 import sys
 from collections import Counter
 from pathlib import Path
