@@ -124,6 +124,7 @@ class RingConfig:
     gossip_interval: float = _key(float, 0.5, "seconds between gossip rounds", _positive)
     suspect_after: float = _key(float, 2.0, "seconds of silence before a peer is suspected", _positive)
     dead_after: float = _key(float, 6.0, "seconds of silence before a peer is declared dead", _positive)
+    curve_keys: str = _key(str, "", "directory of CurveZMQ keys (scripts/keys.py); empty: unauthenticated, unencrypted ring")
 
 
 @dataclass(frozen=True, slots=True)
