@@ -86,6 +86,8 @@ class ClusterNode:
         self._ring_version = -1
         self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes]](SEND_QUEUE)
         self._wake_forward = trio.Event()
+        # This peer's share of max_pages until the next round (Membership.page_cap).
+        self.page_cap = 0
 
     # -- the crawler's side ------------------------------------------------------
 
@@ -112,8 +114,9 @@ class ClusterNode:
         """True once the whole cluster's crawl is over (counter method)."""
         return self.membership.cluster_idle(trio.current_time())
 
-    def total_pages(self) -> int:
-        return self.membership.total_pages()
+    def others_pages(self) -> int:
+        """Pages the other members had requested, as last gossiped."""
+        return sum(m.pages for mid, m in self.membership.members().items() if mid != self.peer_id)
 
     # -- running -----------------------------------------------------------------
 
@@ -232,6 +235,9 @@ class ClusterNode:
             for dest, msg in self.membership.tick(trio.current_time()):
                 self._queue(dest, msg)
             self._check_ring()
+            if self.cfg.crawl.max_pages:
+                self.page_cap = self.membership.page_cap(
+                    self.cfg.crawl.max_pages, self.crawler.pages_requested)
             self.crawler.poke()
             await trio.sleep(interval)
 

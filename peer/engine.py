@@ -229,8 +229,12 @@ class Crawler:
                 self.summary.stop_reason = "stopped"
                 return
             done_pages = self._requested
+            cap = max_pages
             if self.node is not None and max_pages:
-                done_pages = max(done_pages, self.node.total_pages())
+                # Cluster-wide: the others' gossiped counts plus ours, and this
+                # round's share of the rest (Membership.page_cap).
+                done_pages += self.node.others_pages()
+                cap = self.node.page_cap
             if max_pages and done_pages >= max_pages:
                 self.summary.stop_reason = "max_pages reached"
                 return
@@ -240,7 +244,8 @@ class Crawler:
             # overshoot is bounded by the requests that end up retried.
             room = concurrency - self._in_flight
             if max_pages:
-                room = min(room, max_pages - done_pages - self._in_flight)
+                mine = self._requested if self.node is not None else done_pages
+                room = min(room, cap - mine - self._in_flight)
             job = fr.pop_ready(now) if room > 0 else None
             if job is not None:
                 self._in_flight += 1

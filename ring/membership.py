@@ -290,6 +290,26 @@ class Membership:
         """Pages fetched cluster-wide as gossiped (every member, any state): ``max_pages``."""
         return sum(m.pages for m in self._members.values())
 
+    def page_cap(self, max_pages: int, mine: int) -> int:
+        """Pages this peer may have requested until the next round (cluster-wide ``max_pages``).
+
+        Each peer's count reaches the others a gossip round late, so a peer
+        that only compared the gossiped total with ``max_pages`` could go on
+        for a round after the others had used up the rest. Instead each round
+        the rest is split: ``mine + ceil(rest / n)``, ``n`` counting this
+        peer and the live peers that are not idle (an idle one would waste
+        its share). If every view is from the same round the shares add up
+        to the rest, so the overshoot is the rounding (< n) plus the
+        fetches a stale view lets through, which shrink with the rest.
+        """
+        others = sum(m.pages for mid, m in self._members.items() if mid != self.self_id)
+        rest = max_pages - others - mine
+        if rest <= 0:
+            return mine
+        live = self.live()
+        busy = sum(1 for mid in live if mid != self.self_id and not self._members[mid].idle)
+        return mine + -(-rest // (busy + 1))
+
     def cluster_idle(self, now: float) -> bool:
         """The counter method over our view (see :class:`TerminationDetector`)."""
         return self._term.observe(self._members, now)

@@ -162,3 +162,45 @@ async def test_a_peer_not_in_the_file_joins_a_running_ring(tmp_path):
     assert fetched == graph.expected_urls(farm.port)
     with duckdb.connect(str(tmp_path / "p3" / "pages.duckdb"), read_only=True) as con:
         assert con.execute("select count(*) from pages where peer = 'p3'").fetchone()[0] > 0
+
+
+async def test_max_pages_is_cluster_wide(tmp_path):
+    """Each peer stops when the gossiped total reaches max_pages; overshoot <= fetches in flight."""
+    graph = SiteGraph(hosts=9, pages_per_host=40, shop=False)
+    max_pages, concurrency = 60, 4
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        toml = cluster_toml(tmp_path, farm.port, 3)
+        # 10 pages/s per host and few fetches in flight, so the limit is
+        # reached mid-crawl, well before the 360 pages of the web.
+        text = toml.read_text().replace("rate = 0.0", "rate = 600.0\nwindow = 2.0\ninitial_delay = 0.1")
+        text = text.replace("concurrency = 16", f"concurrency = {concurrency}\nmax_pages = {max_pages}")
+        toml.write_text(text)
+        logs = [(tmp_path / f"p{i}.out", tmp_path / f"p{i}.err") for i in (1, 2, 3)]
+        procs = []
+        try:
+            with trio.fail_after(90):
+                for i, (out, err) in zip((1, 2, 3), logs):
+                    with out.open("wb") as fout, err.open("wb") as ferr:
+                        procs.append(await trio.lowlevel.open_process(
+                            [sys.executable, "-m", "peer", "--ring", str(toml), "--id", f"p{i}"],
+                            stdout=fout, stderr=ferr))
+                for p in procs:
+                    await p.wait()
+        finally:
+            for p in procs:
+                if p.returncode is None:
+                    p.kill()
+        nursery.cancel_scope.cancel()
+
+    for p, (out, err) in zip(procs, logs):
+        assert p.returncode == 0, err.read_text()[-2000:]
+        assert "crawl finished (max_pages reached)" in out.read_text(), out.read_text()
+    rows = 0
+    for i in (1, 2, 3):
+        with duckdb.connect(str(tmp_path / f"p{i}" / "pages.duckdb"), read_only=True) as con:
+            rows += con.execute("select count(*) from pages").fetchone()[0]
+    requests = sum(e.target != "/robots.txt" for e in farm.log)
+    assert max_pages <= rows <= max_pages + 3 * concurrency, rows
+    assert requests == rows
+    assert requests < len(graph.expected_urls(farm.port)) // 2

@@ -793,3 +793,19 @@ if __name__ == "__main__":
     import sys
 
     print_tables(range(int(sys.argv[1]) if len(sys.argv) > 1 else 20))
+
+
+def test_page_cap_splits_the_rest_of_max_pages_among_the_busy_peers():
+    m = make("p0", seed_list(3))
+    m.receive(Digest(RING, "p1", (Member("p1", "a", 5, ALIVE, 1.0, 9, False, 0, 0, 30),)), 0.0)
+    m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, 9, False, 0, 0, 20),)), 0.0)
+    # 100 - 30 - 20 - 10 = 40 left, three busy peers: ceil(40 / 3) = 14 more for us.
+    assert m.page_cap(100, 10) == 24
+    # An idle peer gets no share: 40 over two.
+    m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, 10, True, 0, 0, 20),)), 0.1)
+    assert m.page_cap(100, 10) == 30
+    # Nothing left: no more pages, whatever we have done.
+    assert m.page_cap(60, 10) == 10
+    assert m.page_cap(50, 10) == 10
+    # The last pages are never split into nothing (ceil, not floor).
+    assert m.page_cap(61, 10) == 11
