@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from peer.errors import ConfigError, URLError
+from peer.items import ExtractConfig, parse_extract
 from peer.urls import Scope, normalize
 
 __all__ = [
@@ -214,6 +215,8 @@ class ClusterConfig:
     politeness: PolitenessConfig
     dns: DnsConfig
     bloom: BloomConfig
+    # [extract] is rule tables, not plain keys: parsed by peer.items, not SECTIONS.
+    extract: ExtractConfig = ExtractConfig()
 
     def peer(self, peer_id: str) -> PeerSpec:
         """The ``[[peer]]`` entry with this id; ConfigError names the known ids."""
@@ -268,7 +271,7 @@ def parse_config(text: str, path: str | Path = "cluster.toml") -> ClusterConfig:
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(where, "", f"is not valid TOML: {exc}") from None
 
-    _reject_unknown(doc, [*SECTIONS, "peer"], where, "")
+    _reject_unknown(doc, [*SECTIONS, "peer", "extract"], where, "")
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         table = doc.get(name, {})
@@ -288,7 +291,8 @@ def parse_config(text: str, path: str | Path = "cluster.toml") -> ClusterConfig:
     )
     _check_unique(peers, where)
 
-    cfg = ClusterConfig(path=p, peers=peers, **sections)
+    extract = parse_extract(doc.get("extract", {}), where)
+    cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
     _check_cross(cfg, where)
     return cfg
 

@@ -48,7 +48,8 @@ import trio
 
 from peer.bloom import BloomFilter
 from peer.config import ClusterConfig
-from peer.extract import is_html, parse_page
+from peer.extract import decode_html, is_html, parse_page, parse_tree
+from peer.items import extract_items
 from peer.fetcher import Fetcher, FetchResult
 from peer.frontier import Frontier, Job, Outcome
 from peer.resolver import Resolver
@@ -87,6 +88,8 @@ class Summary:
     errors: Counter[str] = field(default_factory=Counter)
     retries: int = 0
     robots_fetches: int = 0
+    items: int = 0                       # rows of the extraction rules' tables
+    extract_errors: int = 0              # user extraction function failures
     elapsed: float = 0.0
     stop_reason: str = ""
 
@@ -101,7 +104,9 @@ class Summary:
             f"{self.pages} pages, {self.rate():.1f} pages/s, {self.bytes / 2**20:.1f} MiB",
             f"  by status: {statuses}",
             f"  top errors: {errs}",
-            f"  retries: {self.retries}; robots.txt fetched: {self.robots_fetches}",
+            f"  retries: {self.retries}; robots.txt fetched: {self.robots_fetches}"
+            + (f"; items: {self.items}" if self.items or self.extract_errors else "")
+            + (f" ({self.extract_errors} extraction errors)" if self.extract_errors else ""),
         ])
 
 
@@ -180,6 +185,7 @@ class Crawler:
         async with ResultStore(
             self.data_dir / "pages.duckdb", self.peer_id,
             store_links=crawl.store_links, store_body=crawl.store_body,
+            item_tables=self.cfg.extract.tables(),
         ) as store, fetcher:
             self._store = store
             self._fetcher = fetcher
@@ -352,7 +358,13 @@ class Crawler:
                 else:
                     self._discover(target, job.depth, now, hops)
         elif 200 <= status < 300 and is_html(res.content_type, res.body):
-            page = parse_page(job.url, res.body, res.charset)
+            ex = self.cfg.extract
+            tree = None
+            if ex and (ex.module or any(r.matches(job.url) for r in ex.rules)):
+                # One parse for the links and the extraction rules.
+                tree = parse_tree(res.body, res.charset)
+                self._extract(job.url, res, tree)
+            page = parse_page(job.url, res.body, res.charset, tree=tree)
             title, n_links = page.title, page.n_links
             max_depth = self.cfg.crawl.max_depth
             if not page.nofollow and (not max_depth or job.depth < max_depth):
@@ -362,6 +374,22 @@ class Crawler:
         self._hops.pop(job.url, None)
         self._row(job, res, final_url=final_url, title=title, n_links=n_links, error=error, links=links)
         return Outcome.FETCHED
+
+    def _extract(self, url: str, res: FetchResult, tree) -> None:  # type: ignore[no-untyped-def]
+        ex = self.cfg.extract
+        html = decode_html(res.body, res.charset) if ex.module else ""
+        items, errors = extract_items(ex, url, html, tree)
+        fetched_at = time.time()
+        if self._store is not None:
+            for table, row in items:
+                self._store.add_item(table, url, fetched_at, row)
+        self.summary.items += len(items)
+        for err in errors:
+            # A bug in the user's function must not stop the crawl; the first
+            # few are logged, all are counted in the summary.
+            self.summary.extract_errors += 1
+            if self.summary.extract_errors <= 5:
+                log.warning("extraction failed on %s: %s", url, err)
 
     def _retry(self, job: Job, now: float, retry_after: float | None) -> bool:
         n = self._attempts.get(job.url, 0)

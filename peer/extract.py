@@ -52,7 +52,7 @@ from selectolax.lexbor import LexborHTMLParser
 
 from peer.urls import normalize_link
 
-__all__ = ["MAX_TITLE", "Page", "decode_html", "is_html", "parse_page"]
+__all__ = ["MAX_TITLE", "Page", "decode_html", "is_html", "parse_page", "parse_tree"]
 
 #: Characters of a title kept; the rest is cut (a results column, not a document).
 MAX_TITLE = 1000
@@ -193,18 +193,26 @@ def _title(text: str | None) -> str | None:
     return title
 
 
-def parse_page(url: str, body: bytes, charset: str | None = None) -> Page:
-    """Links, title and meta robots of the HTML page ``body`` fetched from ``url``.
-
-    Never raises on bad input: garbage bytes give a Page (most likely empty).
-    """
+def parse_tree(body: bytes, charset: str | None = None) -> LexborHTMLParser:
+    """The parsed document, for :func:`parse_page` and the extraction rules to share."""
     name, skip = _sniff_codec(body, charset)
     if name == "utf-8":
         # lexbor decodes UTF-8 itself, replacing bad bytes as Python would;
         # handing it the bytes saves a ~20% str -> UTF-8 round trip.
-        tree = LexborHTMLParser(body[skip:] if skip else body)
-    else:
-        tree = LexborHTMLParser(_decode(body, name, skip))
+        return LexborHTMLParser(body[skip:] if skip else body)
+    return LexborHTMLParser(_decode(body, name, skip))
+
+
+def parse_page(url: str, body: bytes, charset: str | None = None,
+               tree: LexborHTMLParser | None = None) -> Page:
+    """Links, title and meta robots of the HTML page ``body`` fetched from ``url``.
+
+    ``tree``: the document already parsed by :func:`parse_tree` (then ``body``
+    is not parsed again). Never raises on bad input: garbage bytes give a
+    Page (most likely empty).
+    """
+    if tree is None:
+        tree = parse_tree(body, charset)
     hrefs: dict[str, None] = {}
     base_href: str | None = None
     title: str | None = None

@@ -8,6 +8,14 @@ engine decides whether to refuse one)::
     links(from_url, to_url)            only with store_links
     bodies(url, body BLOB)             only with store_body
     pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
+    items_<name>(url, fetched_at TIMESTAMP, peer, <fields>)
+                                       one per extraction rule or user table
+
+Items tables (:mod:`peer.items`) are made when their first row is written: a
+rule's columns are declared in cluster.toml; a user function's table takes
+the first row's keys, and a column a later row brings is added (``ALTER
+TABLE``). Field columns are ``VARCHAR`` or ``VARCHAR[]``, quoted, so a field
+may be called ``order``.
 
 Timestamps are UTC, naive ``TIMESTAMP`` (DuckDB's ``TIMESTAMPTZ`` would be
 shown in each reader's session time zone). ``links.from_url`` is the page's
@@ -39,7 +47,7 @@ naming the file.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -110,6 +118,7 @@ class StoreStats:
     flushes: int
     buffered: int  # page rows not yet written
     dropped: int  # rows DuckDB refused even after repair (see _append)
+    items: int = 0  # rows written to items_* tables
 
 
 def _ts(seconds: float) -> datetime | None:
@@ -135,24 +144,39 @@ def _repair(row: tuple[Any, ...], types: tuple[str, ...]) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _clean(v: Any) -> Any:
+    if isinstance(v, str):
+        return v.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
 class _Batch:
-    __slots__ = ("pages", "links", "bodies", "pid")
+    __slots__ = ("pages", "links", "bodies", "pid", "items")
 
     def __init__(self) -> None:
         self.pages: list[PageRow] = []
         self.links: list[tuple[str, str]] = []
         self.bodies: list[tuple[str, bytes]] = []
         self.pid: list[tuple[str, datetime | None, int, float, float, str]] = []
+        self.items: dict[str, list[tuple[str, float, Mapping[str, Any]]]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.pages or self.links or self.bodies or self.pid)
+        return bool(self.pages or self.links or self.bodies or self.pid or self.items)
+
+
+def _q(name: str) -> str:
+    """A quoted SQL identifier (field names may be keywords such as ``order``)."""
+    return '"' + name.replace('"', '""') + '"'
 
 
 class ResultStore:
     """``data_dir/pages.duckdb`` of one peer; see the module docstring."""
 
     def __init__(self, path: Path, peer_id: str, *, store_links: bool, store_body: bool,
-                 batch_rows: int = 2000) -> None:
+                 batch_rows: int = 2000,
+                 item_tables: Mapping[str, tuple[tuple[str, str], ...]] | None = None) -> None:
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be >= 1, not {batch_rows}")
         self.path = Path(path)
@@ -167,7 +191,12 @@ class ResultStore:
         self._body_bytes = 0
         self._full = trio.Event()
         self._closed = False
-        self._written = {"pages": 0, "links": 0, "bodies": 0, "pid_trace": 0}
+        self._written = {"pages": 0, "links": 0, "bodies": 0, "pid_trace": 0, "items": 0}
+        # items table -> its field columns: declared by the rules, or learnt
+        # from a user function's rows (then grown by ALTER TABLE).
+        self._item_cols: dict[str, list[tuple[str, str]]] = {
+            t: list(cols) for t, cols in (item_tables or {}).items()}
+        self._item_ready: set[str] = set()
         self._flushes = 0
         self._dropped = 0
 
@@ -259,6 +288,12 @@ class ResultStore:
         if len(self._batch.pid) >= self.batch_rows:
             self._full.set()
 
+    def add_item(self, table: str, url: str, fetched_at: float, row: Mapping[str, Any]) -> None:
+        """Queue one extracted item (:func:`peer.items.extract_items`) for ``items_*``."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        self._batch.items.setdefault(table, []).append((url, fetched_at, row))
+
     # -- writing -----------------------------------------------------------------
 
     async def flush(self) -> None:
@@ -288,7 +323,7 @@ class ResultStore:
     def stats(self) -> StoreStats:
         w = self._written
         return StoreStats(w["pages"], w["links"], w["bodies"], w["pid_trace"], self._flushes,
-                          len(self._batch.pages), self._dropped)
+                          len(self._batch.pages), self._dropped, w["items"])
 
     def _write(self, batch: _Batch) -> None:
         con = self._con
@@ -304,11 +339,14 @@ class ResultStore:
         work = [("pages", pages), ("links", batch.links), ("bodies", batch.bodies),
                 ("pid_trace", batch.pid)]
         taken = {}
+        items = 0
         try:
             con.begin()
             for table, rows in work:
                 if rows:
                     taken[table] = self._append(table, rows)
+            for table, entries in batch.items.items():
+                items += self._write_items(con, table, entries)
             con.commit()
         except duckdb.Error as exc:
             for app in self._appenders.values():
@@ -322,7 +360,62 @@ class ResultStore:
             if rows:
                 self._written[table] += taken[table]
                 self._dropped += len(rows) - taken[table]
+        self._written["items"] += items
         self._flushes += 1
+
+    def _write_items(self, con: duckdb.DuckDBPyConnection, table: str,
+                     entries: list[tuple[str, float, Mapping[str, Any]]]) -> int:
+        """Append items to ``table``, creating it or adding columns as rows need."""
+        cols = self._item_cols.setdefault(table, [])
+        known = {c for c, _ in cols}
+        for _, _, row in entries:
+            for k, v in row.items():
+                if k not in known:
+                    known.add(k)
+                    cols.append((k, "VARCHAR[]" if isinstance(v, list) else "VARCHAR"))
+                    if table in self._item_ready:
+                        con.execute(f"ALTER TABLE {_q(table)} ADD COLUMN {_q(k)} {cols[-1][1]}")
+                        self._appenders.pop(table, None)
+        if table not in self._item_ready:
+            con.execute(f"CREATE TABLE IF NOT EXISTS {_q(table)} (url VARCHAR, fetched_at TIMESTAMP, "
+                        "peer VARCHAR" + "".join(f", {_q(c)} {t}" for c, t in cols) + ")")
+            have = {r[0] for r in con.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = 'main' AND table_name = ?", [table]).fetchall()}
+            for c, t in cols:
+                if c not in have:  # a resumed crawl whose rules gained a field
+                    con.execute(f"ALTER TABLE {_q(table)} ADD COLUMN {_q(c)} {t}")
+            self._item_ready.add(table)
+        # Column order as the table has it (an older file may differ from ours).
+        order = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+            [table]).fetchall()]
+        peer = self.peer_id
+        rows = []
+        for url, fetched_at, row in entries:
+            base = {"url": url, "fetched_at": _ts(fetched_at), "peer": peer}
+            rows.append(tuple(base[c] if c in base else row.get(c) for c in order))
+        app = self._appenders.get(table)
+        if app is None:
+            app = self._appenders[table] = con.appender(table)
+        try:
+            app.append_rows(rows)
+        except _BAD_VALUE:
+            # Text from pages can hold lone surrogates DuckDB refuses: repair
+            # and go row by row, so one odd item costs at most itself.
+            app.clear()
+            n = 0
+            for r in rows:
+                try:
+                    app.append_row(*(_clean(v) for v in r))
+                    n += 1
+                except _BAD_VALUE:
+                    self._dropped += 1
+            app.flush()
+            return n
+        app.flush()
+        return len(rows)
 
     def _append(self, table: str, rows: list[Any]) -> int:
         """Append and flush ``rows``; the number DuckDB took."""

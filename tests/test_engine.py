@@ -30,8 +30,9 @@ def toml_value(v) -> str:
 
 
 def make_config(tmp_path: Path, port: int, *, seeds: list[str] | None = None,
-                crawl: dict | None = None, politeness: dict | None = None) -> ClusterConfig:
-    """A one-peer config for the local web on ``port``; dicts override keys."""
+                crawl: dict | None = None, politeness: dict | None = None,
+                extra: str = "") -> ClusterConfig:
+    """A one-peer config for the local web on ``port``; dicts override keys, ``extra`` is appended."""
     sections = {
         "crawl": {
             "seeds": seeds or [f"http://s001.web.test:{port}/"],
@@ -55,7 +56,7 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
 """
     for name, table in sections.items():
         text += f"\n[{name}]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in table.items())
-    return parse_config(text, tmp_path / "cluster.toml")
+    return parse_config(text + extra, tmp_path / "cluster.toml")
 
 
 async def crawl(cfg: ClusterConfig, **kw):
@@ -343,3 +344,37 @@ async def test_robots_crawl_delay_spaces_the_hosts_requests(tmp_path):
     others = sorted(e.t for e in farm.log if e.host == "s001.web.test")
     assert min(b - a for a, b in zip(others, others[1:])) < 0.4  # the floor is per host
     assert set(graph.expected_urls(farm.port)) <= {u for u, *_ in rows(cfg)}
+
+
+BOOK_RULE = """
+[extract.book]
+match = "*/product/*"
+[extract.book.fields]
+title = "h1.title::text"
+price = ".price::text"
+cover = "img.cover::attr(src)"
+authors = "a.author::text*"
+blurb = "p.blurb"
+"""
+
+
+async def test_extraction_rules_fill_an_items_table_from_the_shop(tmp_path):
+    graph = SiteGraph(hosts=2, pages_per_host=10, shop=True, shop_products=12)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        cfg = make_config(tmp_path, farm.port, extra=BOOK_RULE)
+        _, summary = await crawl(cfg)
+        nursery.cancel_scope.cancel()
+
+    expected = graph.shop_items(farm.port)
+    got = rows(cfg, "select url, title, price, cover, authors, blurb, peer, fetched_at "
+                    "from items_book order by url")
+    assert [
+        {"url": u, "title": t, "price": p, "cover": c, "authors": a, "blurb": b}
+        for u, t, p, c, a, b, *_ in got
+    ] == expected
+    assert {r[6] for r in got} == {"p1"} and all(r[7] is not None for r in got)
+    assert summary.items == len(expected) == 12
+    # Every product page is in pages too: items join their page on url.
+    pages = {u for (u,) in rows(cfg, "select url from pages where status = 200")}
+    assert {e["url"] for e in expected} <= pages

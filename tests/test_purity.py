@@ -13,6 +13,7 @@ PURE = [
     "peer.frontier",
     "peer.dnscache",
     "peer.extract",
+    "peer.items",
     "peer.robots",
     "peer.netguard",
     "ring.hashring",
