@@ -165,8 +165,8 @@ class ClusterNode:
                 ident, data = frames
                 try:
                     msg = decode(data)
-                except DecodeError:
-                    self._count("garbage")
+                except DecodeError as e:
+                    self._count(e.kind)
                     continue
                 await self._dispatch(sock, ident, msg)
 
@@ -177,6 +177,9 @@ class ClusterNode:
                 self._queue(dest, out)
             self._check_ring()
         elif isinstance(msg, UrlBatch):
+            if msg.ring != self.cfg.ring.name:
+                self._count("other_ring")
+                return
             if msg.sender not in self.membership.members():
                 self._count("unknown_sender")  # the forwarder's contract: members only
                 return
@@ -186,10 +189,10 @@ class ClusterNode:
                     self.crawler.accept(url, depth)
                 for url in msg.seen:
                     self.crawler.accept_seen(url)
+            if verdict.name != "ACCEPT":
+                self._count(verdict.value)  # a replay is acked again, but still counted
             if verdict.ack:
                 self._queue(msg.sender, Ack(self.cfg.ring.name, self.peer_id, msg.epoch, msg.seq))
-            else:
-                self._count(verdict.value)
         elif isinstance(msg, Ack):
             if msg.ring != self.cfg.ring.name:
                 self._count("other_ring")

@@ -22,7 +22,16 @@ class RingError(Exception):
 
 
 class DecodeError(RingError, ValueError):
-    """Bytes that are not a valid message of this wire version."""
+    """Bytes that are not a valid message of this wire version.
+
+    ``kind`` names the fault for the receiver's drop counters (shown by
+    ``python -m ring status``): ``oversized``, ``not_msgpack`` (garbage or a
+    truncated frame), ``version``, ``unknown_type`` or ``malformed``.
+    """
+
+    def __init__(self, message: str, kind: str = "malformed") -> None:
+        super().__init__(message)
+        self.kind = kind
 
 
 class EncodeError(RingError, ValueError):

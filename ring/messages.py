@@ -595,19 +595,19 @@ def decode(data: bytes) -> Message:
         raise DecodeError(f"not bytes: {_what(data)}")
     size = len(data) if type(data) is bytes else memoryview(data).nbytes
     if size > MAX_FRAME:
-        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}")
+        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}", "oversized")
     try:
         obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
     except (ValueError, TypeError, OverflowError, msgpack.UnpackException) as e:
-        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}") from None
+        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}", "not_msgpack") from None
     if type(obj) is not tuple or len(obj) < 2:
         raise DecodeError("not a message array")
     version, code = obj[0], obj[1]
     if type(version) is not int or version != VERSION:
-        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}")
+        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}", "version")
     spec = _BY_CODE.get(code) if type(code) is int else None
     if spec is None:
-        raise DecodeError(f"unknown message type {str(code)[:20]}")
+        raise DecodeError(f"unknown message type {str(code)[:20]}", "unknown_type")
     try:
         return spec.from_wire(obj[2:])  # type: ignore[no-any-return]
     except _Invalid as e:
