@@ -511,6 +511,28 @@ class Outbox:
 
     # -- state -------------------------------------------------------------------
 
+    def barrier(self, dest: str) -> int:
+        """The ``seq`` the last entry queued so far for ``dest`` will travel in.
+
+        The partial batch is cut now, so the answer is fixed: once
+        :meth:`acked_through` of it is True, ``dest`` has taken everything
+        queued for it before this call (a hand-off is complete, issue 6),
+        whatever other traffic followed. -1 if nothing was ever queued.
+        """
+        d = self._dests.get(dest)
+        if d is None:
+            return -1
+        if d.urls or d.seen:
+            self._cut(d)
+        return d.seq + len(d.ready) - 1
+
+    def acked_through(self, dest: str, seq: int) -> bool:
+        """Every batch to ``dest`` up to ``seq`` was numbered, sent and acked."""
+        d = self._dests.get(dest)
+        if d is None or seq < 0:
+            return True
+        return d.seq > seq and not any(s <= seq for s in d.unacked)
+
     @property
     def idle(self) -> bool:
         """Nothing queued and nothing unacked: this peer's part of the termination test."""

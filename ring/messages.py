@@ -33,6 +33,9 @@ What each message is for (issue 4, ring; issue 6, faults):
   ``seen`` carries a hand-off's already-fetched URLs (issue 6: leave/join),
   which the new owner adds to its Bloom filter without queueing; it rides in
   the same acked, resent batches rather than in a message of its own.
+- :class:`HandoffDone` — after a ring change, the old owner of some hosts
+  tells their new owner that every hand-off batch to it is acked;
+  :class:`LeaveRequest` — ``python -m ring leave`` asks a peer to leave.
 - :class:`StatusRequest` / :class:`StatusReply` — ``python -m ring status``;
   one :class:`MemberStatus` per member with the keys of ``--json``, plus the
   ``dropped`` counters (garbage, unknown type, other ring, replay...) that
@@ -96,6 +99,8 @@ __all__ = [
     "Ack",
     "StatusRequest",
     "StatusReply",
+    "HandoffDone",
+    "LeaveRequest",
     "Message",
     "encode",
     "decode",
@@ -223,7 +228,32 @@ class StatusReply:
     nonce: int = 0
 
 
-Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply]
+@dataclass(frozen=True, slots=True)
+class HandoffDone:
+    """``sender`` has handed us everything we now own of its hosts, for the ring of ``members``.
+
+    Sent once every hand-off batch (queued and ``seen`` URLs) to us is acked,
+    and repeated for a few rounds; until it comes, the new owner holds the
+    hosts it gained from ``sender`` so that it never fetches a URL the old
+    owner fetched (issue 6: join and leave with hand-off).
+    """
+
+    ring: str
+    sender: str
+    members: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveRequest:
+    """``python -m ring leave --id TARGET``: ask peer ``target`` to leave gracefully."""
+
+    ring: str
+    sender: str
+    target: str
+
+
+Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
+                LeaveRequest]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -546,6 +576,12 @@ _SPECS = (
             ("nonce", _UINT),
         ),
     ),
+)
+
+_SPECS += (
+    _Spec(HandoffDone, 8, (("ring", _NAME), ("sender", _NAME),
+                           ("members", _array_codec(_NAME, MAX_MEMBERS)))),
+    _Spec(LeaveRequest, 9, (("ring", _NAME), ("sender", _NAME), ("target", _NAME))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

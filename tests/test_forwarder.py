@@ -757,3 +757,23 @@ class ForwardingMachine(RuleBasedStateMachine):
 
 TestForwardingMachine = ForwardingMachine.TestCase
 TestForwardingMachine.settings = settings(max_examples=150, stateful_step_count=50, deadline=None)
+
+
+def test_barrier_is_reached_only_when_everything_queued_before_it_is_acked():
+    ob = Outbox("a", "r", epoch=1, batch_size=2, max_age=10.0)
+    assert ob.barrier("b") == -1 and ob.acked_through("b", -1)
+    for i in range(3):
+        ob.add(f"http://h/{i}", 1, "b", 0.0)
+    ob.add_seen("http://h/seen", "b", 0.0)
+    mark = ob.barrier("b")          # 4 entries, 2 a batch: seqs 0 and 1
+    assert mark == 1
+    ob.add("http://h/later", 1, "b", 0.0)   # after the barrier: not waited for
+    assert not ob.acked_through("b", mark)
+    sent = ob.due(0.0)
+    assert [b.seq for _, b in sent] == [0, 1]
+    assert not ob.acked_through("b", mark)  # sent, not acked
+    ob.ack("b", 1, 1)
+    assert not ob.acked_through("b", mark)  # seq 0 still out
+    ob.ack("b", 1, 0)
+    assert ob.acked_through("b", mark)
+    assert not ob.idle                      # the later entry is still queued
