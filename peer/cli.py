@@ -56,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
                    help="delete this peer's earlier results (data_dir/pages.duckdb) and start "
                         "over; asks first unless --yes")
     p.add_argument("--yes", action="store_true", help="do not ask before --fresh deletes anything")
+    p.add_argument("--leave", action="store_true",
+                   help="on SIGTERM, leave the ring gracefully: hand the queued and fetched "
+                        "URLs of this peer's hosts to their new owners, then exit 0 "
+                        "(same as `python -m ring leave --id ID`); without it SIGTERM stops "
+                        "this peer and the others take its hosts when it is declared dead")
     p.add_argument("--progress", metavar="SECONDS", type=float, default=5.0,
                    help="seconds between progress lines on stderr (default 5)")
     p.add_argument("--log-level", metavar="LEVEL", default="INFO",
@@ -126,7 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = len(cfg.peers) > 1 or args.address is not None
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
                       cluster=cluster, address=args.address, weight=args.weight)
-    summary = trio.run(_crawl, crawler)
+    summary = trio.run(_crawl, crawler, args.leave)
     print(summary.render())
     print(f"results: {results}")
     return 0
@@ -155,7 +160,7 @@ def _confirm(question: str) -> bool:
     return input(question).strip().lower() in ("y", "yes")
 
 
-async def _crawl(crawler):  # type: ignore[no-untyped-def]
+async def _crawl(crawler, leave_on_term: bool = False):  # type: ignore[no-untyped-def]
     import trio
 
     async def on_signals() -> None:
@@ -163,7 +168,12 @@ async def _crawl(crawler):  # type: ignore[no-untyped-def]
             stops = 0
             async for signum in signals:
                 stops += 1
-                if stops == 1:
+                if stops == 1 and leave_on_term and signum == signal.SIGTERM:
+                    logging.getLogger("peer").warning(
+                        "SIGTERM: leaving the ring; handing this peer's hosts over "
+                        "(signal again to stop without waiting)")
+                    crawler.leave()
+                elif stops == 1 or (leave_on_term and stops == 2):
                     logging.getLogger("peer").warning(
                         "%s: stopping; in-flight fetches get a few seconds, results are flushed "
                         "(signal again to cancel them now)", signal.Signals(signum).name)

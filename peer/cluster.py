@@ -34,8 +34,10 @@ from ring.messages import (
     Ack,
     DecodeError,
     Digest,
+    HandoffDone,
     Join,
     Leave,
+    LeaveRequest,
     MemberState,
     MemberStatus,
     StatusReply,
@@ -58,6 +60,11 @@ log = logging.getLogger("peer.cluster")
 SEND_TIMEOUT = 0.2
 #: Messages waiting for the sender task; beyond this, producers wait.
 SEND_QUEUE = 4096
+#: Rounds a HandoffDone is sent; one that never arrives only makes the new
+#: owner wait ``hold_timeout`` before fetching the hosts it gained.
+MARKER_ROUNDS = 5
+#: Longest a hand-off waits for the new owners' acks.
+HANDOFF_TIMEOUT = 60.0
 
 
 class ClusterNode:
@@ -88,6 +95,14 @@ class ClusterNode:
         self._wake_forward = trio.Event()
         # This peer's share of max_pages until the next round (Membership.page_cap).
         self.page_cap = 0
+        # Hand-off (issue 6): how long a gained host waits for its previous
+        # owner's HandoffDone, the hand-offs running, and what each cost.
+        self.hold_timeout = max(5.0, 2 * rc.dead_after)
+        self.handoffs: list[tuple[int, float]] = []  # (seen URLs sent, seconds to all acked)
+        self._handoffs_running = 0
+        self._leaving = False
+        self._nursery: trio.Nursery | None = None
+        self._current_ring = None
 
     # -- the crawler's side ------------------------------------------------------
 
@@ -114,6 +129,18 @@ class ClusterNode:
         """True once the whole cluster's crawl is over (counter method)."""
         return self.membership.cluster_idle(trio.current_time())
 
+    def leave(self) -> None:
+        """Announce that we leave; the ring without us hands everything over."""
+        self._leaving = True
+        for dest, msg in self.membership.leave(trio.current_time()):
+            self._queue(dest, msg)
+        self._check_ring()
+
+    def left(self) -> bool:
+        """Leaving, and everything handed over and acked: the process may end."""
+        return (self._leaving and self._handoffs_running == 0 and self.outbox.idle
+                and self.crawler.locally_idle())
+
     def others_pages(self) -> int:
         """Pages the other members had requested, as last gossiped."""
         return sum(m.pages for mid, m in self.membership.members().items() if mid != self.peer_id)
@@ -124,6 +151,7 @@ class ClusterNode:
         async with open_socket(SocketType.ROUTER, bind=self.address,
                                identity=self.peer_id.encode()) as inbound:
             async with trio.open_nursery() as nursery:
+                self._nursery = nursery
                 nursery.start_soon(self._sender)
                 nursery.start_soon(self._receiver, inbound)
                 nursery.start_soon(self._gossip)
@@ -180,7 +208,8 @@ class ClusterNode:
             if msg.ring != self.cfg.ring.name:
                 self._count("other_ring")
                 return
-            if msg.sender not in self.membership.members():
+            sender = self.membership.members().get(msg.sender)
+            if sender is None or sender.state.value == "dead":
                 self._count("unknown_sender")  # the forwarder's contract: members only
                 return
             verdict = self.inbox.accept(msg)
@@ -198,6 +227,21 @@ class ClusterNode:
                 self._count("other_ring")
             else:
                 self.outbox.ack(msg.sender, msg.epoch, msg.seq)
+        elif isinstance(msg, HandoffDone):
+            if msg.ring != self.cfg.ring.name:
+                self._count("other_ring")
+            elif msg.sender not in self.membership.members():
+                self._count("unknown_sender")
+            elif self._current_ring is not None and msg.members == tuple(sorted(self._current_ring)):
+                self.crawler.handoff_done(msg.sender)
+            else:
+                self._count("handoff_other_ring_view")  # it will say it again for our view
+        elif isinstance(msg, LeaveRequest):
+            if msg.ring != self.cfg.ring.name:
+                self._count("other_ring")
+            elif msg.target == self.peer_id:
+                log.warning("leave requested by %s: handing over and leaving the ring", msg.sender)
+                self.crawler.leave()
         elif isinstance(msg, StatusRequest):
             if msg.ring != self.cfg.ring.name:
                 self._count("other_ring")
@@ -248,15 +292,70 @@ class ClusterNode:
         version = self.membership.ring_version
         if version != self._ring_version:
             self._ring_version = version
-            ring = self.ring()
-            log.info("ring: %s", ", ".join(sorted(ring)))
+            old, ring = self._current_ring, self.ring()
+            self._current_ring = ring
+            log.info("ring: %s", ", ".join(sorted(ring)) or "(empty)")
+            if not len(ring):
+                return  # the last peer left: nobody to hand anything to
             self.crawler.set_ring(ring)
+            # Channels with a dead peer leave the termination sums on both
+            # sides (TerminationDetector): reroute drops ours to it, forget
+            # drops its to us (and its late batches are refused). A leaver's
+            # stay: it is still handing over, and its counters stay summed.
+            members = self.membership.members()
+            left = {m for m, rec in members.items() if rec.state.value == "left"}
+            for gone in set(old or ()) - set(ring) - left:
+                if gone != self.peer_id:
+                    self.inbox.forget(gone)
             urls, seen = self.outbox.reroute(
-                lambda u: ring.owner(host_key(u)), trio.current_time(), members=ring)
+                lambda u: ring.owner(host_key(u)), trio.current_time(), members=ring, left=left)
             for url in seen:
                 self.crawler.accept_seen(url)
             for url, depth in urls:
                 self.crawler.accept(url, depth)
+            if old is not None and self._nursery is not None:
+                self._handoffs_running += 1
+                self._nursery.start_soon(self._hand_off, old, ring, version)
+
+    async def _hand_off(self, old, ring, version: int) -> None:  # type: ignore[no-untyped-def]
+        """Send the moved hosts' seen URLs, wait for every new owner's acks, say HandoffDone.
+
+        The queued URLs of moved hosts went already (``Crawler.set_ring``);
+        :meth:`Outbox.barrier` marks the last batch of everything queued for
+        each peer so far, so "acked through the barrier" means that peer has
+        taken all of it into its Bloom filter and frontier.
+        """
+        members = tuple(sorted(ring))
+        dests = [m for m in members if m != self.peer_id]
+        try:
+            t0 = trio.current_time()
+            n = await self.crawler.handoff_seen(old, ring)
+            self._wake_forward.set()
+            marks = {d: self.outbox.barrier(d) for d in dests}
+            with trio.move_on_after(HANDOFF_TIMEOUT):
+                while marks:
+                    live = self.membership.live()
+                    for d in list(marks):
+                        if d not in live or self.outbox.acked_through(d, marks[d]):
+                            del marks[d]
+                            if d in live:
+                                self._queue(d, HandoffDone(self.cfg.ring.name, self.peer_id, members))
+                    if marks:
+                        await trio.sleep(0.02)
+            elapsed = trio.current_time() - t0
+            self.handoffs.append((n, elapsed))
+            if marks:
+                log.warning("hand-off: no ack from %s within %.0fs", ", ".join(marks), HANDOFF_TIMEOUT)
+            if n:
+                log.info("hand-off: %d fetched URLs to their new owners, all acked in %.2fs", n, elapsed)
+        finally:
+            self._handoffs_running -= 1
+        for _ in range(MARKER_ROUNDS - 1):
+            await trio.sleep(self.cfg.ring.gossip_interval)
+            if self.membership.ring_version != version:
+                return  # a newer ring has its own hand-off and markers
+            for d in dests:
+                self._queue(d, HandoffDone(self.cfg.ring.name, self.peer_id, members))
 
     async def _forwarder(self) -> None:
         while True:

@@ -75,6 +75,8 @@ ROBOTS_PENDING_WAIT = 0.25
 LINGER_ROUNDS = 6
 #: Grace for in-flight fetches after stop() before they are cancelled.
 STOP_GRACE = 5.0
+#: How often a job of a host held for a hand-off looks again.
+HOLD_POLL = 0.1
 
 
 @dataclass(slots=True)
@@ -158,6 +160,20 @@ class Crawler:
         self.node = None
         self.ring = None
         self._wall0 = time.monotonic()
+        # Hand-off (issue 6). Hosts this peer gained in a ring change are held
+        # until their previous owner says it handed over what it had fetched
+        # (HandoffDone), so they are never fetched twice: per change, the old
+        # ring and {previous owner: give-up time}.
+        self._holds: list[tuple[object, dict[str, float]]] = []
+        # Handed-over URLs that were already queued here when they came:
+        # dropped when their job comes up instead of fetched again.
+        self._handed_seen: set[str] = set()
+        self._inflight: dict[str, str] = {}   # url -> host of the fetches in flight
+        # URLs handed to us as fetched (url -> host): passed on with our own
+        # rows when their hosts move again, since only we hold them now.
+        self._seen_in: dict[str, str] = {}
+        self._leaving = False
+        self.handoffs_in = 0                  # seen URLs taken from hand-offs
 
     # -- public ------------------------------------------------------------
 
@@ -198,6 +214,10 @@ class Crawler:
                         self.cfg, self.peer_id, self._address or spec.address,  # type: ignore[union-attr]
                         self._weight or (spec.weight if spec else 1.0), self)
                     self.ring = self.node.ring()
+                    if spec is None:
+                        # A peer not in cluster.toml joins a running ring: every
+                        # host it owns had an owner before, who hands it over.
+                        self._hold_from(self.ring.without_peer(self.peer_id), self.ring)
                     await services.start(self.node.run)
                 self._seed()
                 services.start_soon(store.run)
@@ -208,11 +228,13 @@ class Crawler:
                     if self._stopping and self._in_flight:
                         workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
                 self._flush_pid()
-                if self.summary.stop_reason == "cluster done":
+                if self.summary.stop_reason in ("cluster done", "left the ring"):
                     # Keep gossiping "idle, done" for a few rounds so every
                     # peer sees the same stable counters before we vanish;
                     # otherwise a peer a round behind would see us die, its
                     # live set change, and its termination count restart.
+                    # A leaver's final counters (its hand-off batches) must
+                    # reach the others too, or their sums never balance.
                     await trio.sleep(LINGER_ROUNDS * self.cfg.ring.gossip_interval)
                 services.cancel_scope.cancel()
             await store.flush()
@@ -257,6 +279,18 @@ class Crawler:
                 self._in_flight += 1
                 workers.start_soon(self._work, job)
                 continue
+            if self._leaving:
+                # Fetch nothing more. What comes back to the frontier (a job
+                # that waited on robots.txt) goes to its owner like the rest.
+                if len(fr):
+                    self.set_ring(self.ring)
+                if self.node is not None and self.node.left():
+                    self.summary.stop_reason = "left the ring"
+                    return
+                self._wake = trio.Event()
+                with trio.move_on_after(HOLD_POLL):
+                    await self._wake.wait()
+                continue
             if self._in_flight == 0 and len(fr) == 0:
                 if self.node is None:
                     self.summary.stop_reason = "frontier empty"
@@ -271,9 +305,11 @@ class Crawler:
                 await self._wake.wait()
 
     async def _work(self, job: Job) -> None:
+        self._inflight[job.url] = job.host
         try:
             await self._handle(job)
         finally:
+            self._inflight.pop(job.url, None)
             self._in_flight -= 1
             self._wake.set()
 
@@ -281,6 +317,16 @@ class Crawler:
 
     async def _handle(self, job: Job) -> None:
         fr = self.frontier
+        if self._handed_seen and job.url in self._handed_seen:
+            # Fetched by the host's previous owner, which handed it over.
+            self._handed_seen.discard(job.url)
+            fr.done(job.host, self.clock(), Outcome.UNREACHED)
+            return
+        if self._holds and self._held(job.host):
+            now = self.clock()
+            fr.requeue(job, now, now + HOLD_POLL)
+            fr.done(job.host, now, Outcome.UNREACHED)
+            return
         if self.cfg.crawl.obey_robots:
             verdict = self.robots.check(job.host, job.url, self.clock())
             if verdict is Verdict.FETCH:
@@ -393,7 +439,9 @@ class Crawler:
 
     def _retry(self, job: Job, now: float, retry_after: float | None) -> bool:
         n = self._attempts.get(job.url, 0)
-        if n >= MAX_RETRIES or self._stopping:
+        # Leaving: the URL is in the hand-off's seen set, so a retry queued
+        # now would be dropped by its new owner; record the failure instead.
+        if n >= MAX_RETRIES or self._stopping or self._leaving:
             return False
         self._attempts[job.url] = n + 1
         wait = RETRY_BASE * 2**n * self._rng.uniform(0.5, 1.5)
@@ -473,20 +521,113 @@ class Crawler:
 
     def accept_seen(self, url: str) -> None:
         """A URL another peer already fetched for a host now ours (hand-off)."""
-        self.bloom.add(url)
+        self.handoffs_in += 1
+        self._seen_in[url] = host_key(url)
+        if not self.bloom.add(url):
+            # Already here: queued (it came by another path before the
+            # hand-off did), in flight, or done. A queued one must not run.
+            self._handed_seen.add(url)
 
     def set_ring(self, ring) -> None:  # type: ignore[no-untyped-def]
         """The live member set changed: hosts no longer ours go to their owners."""
-        self.ring = ring
+        old, self.ring = self.ring, ring
         for host in self.frontier.queued_hosts():
             owner = ring.owner(host)
             if owner != self.peer_id:
                 for job in self.frontier.remove_host(host):
                     self.node.forward(job.url, job.depth, owner, relay=True)  # type: ignore[union-attr]
+        if old is not None and self.peer_id in ring and set(old) != set(ring):
+            self._hold_from(old, ring)
+        self._wake.set()
+
+    # -- hand-off (issue 6) ----------------------------------------------------
+
+    def _hold_from(self, old, ring) -> None:  # type: ignore[no-untyped-def]
+        """Hold the hosts gained from live previous owners until their HandoffDone."""
+        node = self.node
+        assert node is not None
+        members = node.membership.members()
+        if not len(old):
+            return
+        until = self.clock() + node.hold_timeout
+        waiting = {p: until for p in old if p != self.peer_id
+                   and p in members and members[p].state.value != "dead"}
+        if waiting:
+            self._holds.append((old, waiting))
+
+    def _held(self, host: str) -> bool:
+        now = self.clock()
+        held = False
+        node = self.node
+        for old, waiting in self._holds:
+            prev = old.owner(host)  # type: ignore[attr-defined]
+            until = waiting.get(prev)
+            if until is None:
+                continue
+            m = node.membership.members().get(prev) if node is not None else None
+            if now >= until or (m is not None and m.state.value == "dead"):
+                if now >= until:
+                    log.warning("no hand-off from %s after %.0fs; fetching its former hosts",
+                                prev, node.hold_timeout if node is not None else 0.0)
+                del waiting[prev]
+                continue
+            held = True
+        self._holds = [(o, w) for o, w in self._holds if w]
+        return held
+
+    def handoff_done(self, sender: str) -> None:
+        """``sender`` handed us everything for the current ring: release its hosts."""
+        for _, waiting in self._holds:
+            waiting.pop(sender, None)
+        self._holds = [(o, w) for o, w in self._holds if w]
+        self._wake.set()
+
+    async def handoff_seen(self, old, ring) -> int:  # type: ignore[no-untyped-def]
+        """Queue, for their new owners, the URLs fetched here of hosts that moved.
+
+        The seen set cannot be read out of a Bloom filter, so it comes from
+        the results (``pages``, flushed first) plus the fetches in flight.
+        A host counts as moved when its owner differs between the two rings:
+        rows of hosts this peer handed over before go along too when they
+        move again, since their next owner had them only from us.
+        """
+        node = self.node
+        if node is None or self._store is None:
+            return 0
+        rows = await self._store.page_urls()
+        rows.extend(self._inflight.items())
+        rows.extend(self._seen_in.items())
+        me = self.peer_id
+        owners: dict[str, tuple[str, bool]] = {}
+        now = trio.current_time()
+        n = 0
+        for url, host in rows:
+            got = owners.get(host)
+            if got is None:
+                new = ring.owner(host) if len(ring) else me
+                moved = new != me and (old is None or old.owner(host) != new)
+                got = owners[host] = (new, moved)
+            if got[1]:
+                node.outbox.add_seen(url, got[0], now)
+                n += 1
+        return n
+
+    def leave(self) -> None:
+        """Leave the ring gracefully: hand everything over, then stop (issue 6)."""
+        if self.node is None or self._leaving:
+            if self.node is None:
+                self.stop()
+            return
+        self._leaving = True
+        self.node.leave()
         self._wake.set()
 
     def locally_idle(self) -> bool:
         return self._in_flight == 0 and len(self.frontier) == 0
+
+    @property
+    def leaving(self) -> bool:
+        return self._leaving
 
     @property
     def pages_requested(self) -> int:

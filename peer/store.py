@@ -320,6 +320,20 @@ class ResultStore:
             with trio.CancelScope(shield=True):
                 await self.flush()
 
+    async def page_urls(self) -> list[tuple[str, str]]:
+        """(url, host) of every page row, buffered ones included (a hand-off's seen set)."""
+        await self.flush()
+        return await trio.to_thread.run_sync(self._page_urls, limiter=self._limiter)
+
+    def _page_urls(self) -> list[tuple[str, str]]:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        try:
+            return con.execute("SELECT url, host FROM pages").fetchall()
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+
     def stats(self) -> StoreStats:
         w = self._written
         return StoreStats(w["pages"], w["links"], w["bodies"], w["pid_trace"], self._flushes,

@@ -121,6 +121,36 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5) -> list[dict]
     return out
 
 
+async def request_leave(cfg: ClusterConfig, peer_id: str, timeout: float) -> str:
+    """Ask ``peer_id`` to leave, then wait until it has handed over and gone.
+
+    Returns "left" (it is gone and the others list it as left), "leaving"
+    (still handing over when ``timeout`` ran out), or "unknown" (no peer
+    knows it, or none answers).
+    """
+    import trio
+
+    from ring.messages import LeaveRequest, encode
+    from ring.zmqio import SocketType, open_socket
+
+    rows = await cluster_status(cfg)
+    target = next((r for r in rows or () if r["id"] == peer_id), None)
+    if target is None or target["state"] not in ("alive", "suspect"):
+        return "unknown" if target is None else target["state"]
+    async with open_socket(SocketType.DEALER, connect=target["address"], linger=1000) as sock:
+        with trio.move_on_after(2.0):
+            await sock.send_multipart([encode(LeaveRequest(cfg.ring.name, "ring-leave", peer_id))])
+    with trio.move_on_after(timeout):
+        while True:
+            await trio.sleep(0.5)
+            own = await _ask(target["address"], cfg.ring.name, 1.0)
+            if own is None:  # the process is gone: check how the others saw it go
+                rows = await cluster_status(cfg)
+                state = next((r["state"] for r in rows or () if r["id"] == peer_id), "unknown")
+                return state
+    return "leaving"
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ring", description="Cluster-level commands of ringcrawl.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -140,6 +170,15 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
     st.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
                     help="seconds to wait for each peer (default 1.5)")
+    lv = sub.add_parser("leave", help="make a peer leave the ring gracefully",
+                        description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
+                                    "and the URLs it fetched of its hosts to their new owners, waits for "
+                                    "their acks and exits 0. Waits for it to go; exits 0 when it left, "
+                                    "1 otherwise. Same as SIGTERM to a peer started with --leave.")
+    lv.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    lv.add_argument("--id", metavar="ID", required=True, help="the peer that leaves (required)")
+    lv.add_argument("--timeout", metavar="SECONDS", type=float, default=120.0,
+                    help="how long to wait for it to finish handing over (default 120)")
     return p
 
 
@@ -181,5 +220,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         else:
             _print_status(rows)
         return 0
+    if args.command == "leave":
+        import trio
+
+        state = trio.run(request_leave, cfg, args.id, args.timeout)
+        if state == "left":
+            print(f"{args.id} handed over its hosts and left the ring")
+            return 0
+        if state == "leaving":
+            print(f"{args.id} is still handing over after {args.timeout:g}s; "
+                  "see `python -m ring status`", file=sys.stderr)
+        elif state == "unknown":
+            print(f"error: no running peer {args.id!r} in ring {cfg.ring.name!r} "
+                  "(or no peer answered)", file=sys.stderr)
+        else:
+            print(f"error: {args.id} is {state}, not a live member", file=sys.stderr)
+        return 1
     print(ownership_table(cfg, args.sample, args.host))
     return 0

@@ -423,7 +423,8 @@ class Outbox:
     # -- ring changes ------------------------------------------------------------
 
     def reroute(
-        self, owner_of: Callable[[str], str], now: float, *, members: Container[str]
+        self, owner_of: Callable[[str], str], now: float, *, members: Container[str],
+        left: Container[str] = (),
     ) -> Entries:
         """Re-route after a ring change (rule 5); returns the entries now owned by this peer.
 
@@ -431,13 +432,19 @@ class Outbox:
         ``lambda u: ring.owner(host_key(u))``); ``members`` is the new ring's
         peer ids (a ``HashRing`` will do). A destination not in ``members`` is
         gone: its sent batches are abandoned and their entries re-routed.
+        ``left``: gone destinations that left gracefully. Their final
+        counters stay in the termination sums, so the channel keeps what they
+        acked; a dead one's channel leaves the sums whole.
         """
         moved: list[tuple[str, int, str]] = []
         moved_seen: list[tuple[str, str]] = []
         for d in self._dests.values():
             gone = d.id not in members
             if gone:
-                d.sent = 0  # the channel leaves the termination sums
+                if d.id in left:
+                    d.sent -= sum(_size(s.batch) for s in d.unacked.values())
+                else:
+                    d.sent = 0  # the channel leaves the termination sums
             if not (d.urls or d.seen or d.ready or (gone and d.unacked)):
                 continue
             urls = [p for chunk, _ in d.ready for p in chunk]

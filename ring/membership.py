@@ -545,38 +545,59 @@ class TerminationDetector:
     balanced counters are needed. A suspect member's heartbeat does not move,
     so nothing terminates until it is refuted or dead.
 
-    Sums run over every member in any state: a member that left or died
-    keeps its last gossiped counters, whose URLs others received. Idleness
-    is asked of live members only. Why this is safe: a peer with an unacked
-    batch is not idle (issue 4), so a sender's idle report implies the
-    receiver has counted it.
+    Sums run over the live members and those that left: a leaver hands
+    everything over, waits for the acks and keeps gossiping its final
+    counters for a few rounds before it exits, so its channels stay exact
+    (``Outbox.reroute(left=...)`` keeps what it acked). A dead member's
+    channels leave the sums on both sides (``Outbox.reroute`` zeroes ours to
+    it, ``Inbox.forget`` its to us), so its own last counters are left out.
+
+    **Quiescence fallback.** A batch is acked only once its receiver took
+    it, and a peer with an unacked batch is not idle (issue 4), so work in
+    flight always has a non-idle peer behind it; idleness that holds still,
+    with no counter moving, for ``quiet_rounds`` rounds is therefore the end
+    too, balanced or not. It covers what the channel bookkeeping cannot make
+    exact: a peer that died between taking a batch and acking it, or came
+    back with new counters while a resend was on its way. Balanced sums end
+    the crawl after ``rounds``; unbalanced ones after ``quiet_rounds``.
     """
 
-    __slots__ = ("_interval", "_need", "_snapshot", "_marks", "_since", "_rounds")
+    __slots__ = ("_interval", "_need", "_quiet", "_snapshot", "_marks", "_since", "_rounds",
+                 "_balanced")
 
-    def __init__(self, interval: float, rounds: int = 2) -> None:
+    def __init__(self, interval: float, rounds: int = 2, quiet_rounds: int = 10) -> None:
         self._interval = interval
         self._need = rounds
+        self._quiet = max(quiet_rounds, rounds)
         self._snapshot: dict[str, tuple[int, int, int, bool]] | None = None
         self._marks: dict[str, tuple[int, int]] = {}
         self._since = 0.0
         self._rounds = 0
+        self._balanced = False
+
+    @property
+    def balanced(self) -> bool:
+        """Whether the live members' sums of sent and received agreed at the last observation."""
+        return self._balanced
 
     def observe(self, members: Mapping[str, Member], now: float) -> bool:
-        """True once the view has been idle and balanced for ``rounds`` rounds."""
+        """True once the view has been idle and balanced for ``rounds`` rounds
+        (or idle and unchanged for ``quiet_rounds``)."""
         sent = received = 0
         marks: dict[str, tuple[int, int]] = {}
         for m in members.values():
-            sent += m.sent
-            received += m.received
+            if m.state is not DEAD:
+                sent += m.sent
+                received += m.received
             if m.state in LIVE:
                 if not m.idle:
                     self._snapshot = None
                     return False
                 marks[m.id] = (m.incarnation, m.heartbeat)
-        if sent != received or not marks:
+        if not marks:
             self._snapshot = None
             return False
+        self._balanced = sent == received
         # pages too: a member that fetched in between was busy in between
         snapshot = {m.id: (m.sent, m.received, m.pages, m.state in LIVE) for m in members.values()}
         if snapshot != self._snapshot:
@@ -586,11 +607,11 @@ class TerminationDetector:
             self._rounds = 0
             return False
         if (
-            self._rounds < self._need
+            self._rounds < self._quiet
             and now - self._since >= self._interval
             and all(marks[k] > self._marks[k] for k in marks)
         ):
             self._rounds += 1
             self._marks = marks
             self._since = now
-        return self._rounds >= self._need
+        return self._rounds >= (self._need if self._balanced else self._quiet)

@@ -122,8 +122,8 @@ async def test_a_peer_not_in_the_file_joins_a_running_ring(tmp_path):
     async with trio.open_nursery() as nursery:
         farm = await nursery.start(serve_webfarm, graph)
         toml = cluster_toml(tmp_path, farm.port, 2)
-        # 20 pages/s per host: slow enough that p3 joins mid-crawl.
-        text = toml.read_text().replace("rate = 0.0", "rate = 1200.0\nwindow = 2.0\ninitial_delay = 0.05")
+        # 10 pages/s per host: slow enough that p3 joins mid-crawl, and its hand-off comes.
+        text = toml.read_text().replace("rate = 0.0", "rate = 600.0\nwindow = 2.0\ninitial_delay = 0.1")
         toml.write_text(text)
         join_port = free_ports(1)[0]
         argvs = [

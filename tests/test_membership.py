@@ -556,13 +556,15 @@ def test_set_local_gossips_every_change_with_a_new_heartbeat():
         a.set_local(pages=-1)
 
 
-def test_dead_and_left_members_counters_still_count():
-    m = make("p0", seed_list(3))
+def test_left_members_counters_count_dead_ones_do_not():
+    m = make("p0", seed_list(4))
+    # p0 took p1's hand-off (4 entries); p3 died and p0 dropped its channel.
     m.set_local(idle=True, sent=0, received=4)
     m.receive(Digest(RING, "p1", (Member("p1", "a", 5, LEFT, 1.0, 9, True, 4, 0, 17),)), 0.0)
     m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, 9, True, 0, 0, 3),)), 0.0)
-    assert m.total_pages() == 20
-    # p2 ticks in lockstep with us; the sums include the left p1's 4 sent
+    m.receive(Digest(RING, "p2", (Member("p3", "c", 5, DEAD, 1.0, 9, False, 7, 2, 5),)), 0.0)
+    assert m.total_pages() == 25  # max_pages counts every page ever fetched
+    # p2 ticks in lockstep with us; the left p1's 4 sent balance our 4 received
     hb = 9
     result = []
     for r in range(1, 6):
@@ -571,6 +573,23 @@ def test_dead_and_left_members_counters_still_count():
         m.tick(r * INTERVAL)
         result.append(m.cluster_idle(r * INTERVAL))
     assert result == [False, False, True, True, True]
+
+
+def test_unbalanced_but_quiet_counters_end_the_crawl_after_quiet_rounds():
+    # A peer died between taking a batch and acking it: the sums never agree,
+    # but every live peer is idle and nothing moves.
+    def view(hb):
+        return {"a": Member("a", "x", 1, ALIVE, 1.0, hb, True, 5, 0),
+                "b": Member("b", "y", 1, ALIVE, 1.0, hb, True, 0, 3)}
+
+    d = TerminationDetector(interval=1.0, rounds=2, quiet_rounds=4)
+    got = [d.observe(view(hb), float(hb)) for hb in range(1, 8)]
+    assert got == [False, False, False, False, True, True, True]  # 4 rounds after the first
+    assert d.balanced is False
+    # Not idle: never, however long.
+    d2 = TerminationDetector(interval=1.0, rounds=2, quiet_rounds=4)
+    busy = {"a": Member("a", "x", 1, ALIVE, 1.0, 1, False, 5, 5)}
+    assert not any(d2.observe(busy, float(t)) for t in range(20))
 
 
 # --------------------------------------------------------------------------
