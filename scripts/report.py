@@ -1,0 +1,752 @@
+#!/usr/bin/env python3
+"""A crawl report: PNG plots and one self-contained ``index.html`` from a results file.
+
+Reads a results file (a peer's ``pages.duckdb`` or the merged file of a
+cluster; both have the tables of :data:`peer.store.SCHEMA`), read-only, so a
+report can be drawn while nothing else holds the file for writing. Writes into
+the output directory:
+
+- ``rate.png``: pages per second over time, per peer (the bin widens with the
+  span so a long crawl stays readable);
+- ``pid.png``: the PID trace of the busiest hosts: pages per window against the
+  setpoint, and the delay the controller chose (seed document 000's T_k);
+- ``status.png``: status codes, a failed fetch (NULL status) counted as "error";
+- ``latency.png``: elapsed_ms of the pages that got an answer, log x when the
+  range spans more than two decades;
+- ``ring_share.png``: each peer's share of the hash ring against its share of
+  hosts and of pages. Ring shares come from ``--ring cluster.toml`` (weights,
+  vnodes), else from the peers found in the data with weight 1 and the default
+  vnodes. Hosts differ in size, so pages can stray from the ring share while
+  hosts should track it (UbiCrawler §3: balance is over hosts);
+- ``errors.png``: failed fetches by error kind;
+- ``index.html``: a summary, tables of peers, top hosts, errors and the
+  slowest pages, then the figures with captions.
+
+A plot whose data is absent (no pid_trace table, no failed fetch...) is not
+drawn; the page says why instead. Every string from the data (URLs, titles,
+hosts, peer ids, error kinds) is hostile input: it is HTML-escaped, shown as
+text and never as a link, and sanitised before it reaches matplotlib (whose
+mathtext would parse ``$...$``). Figures are drawn with ``matplotlib.figure.
+Figure`` on the Agg backend, not pyplot: no global figure registry to leak, no
+display needed.
+
+Aggregation happens in DuckDB; only the latencies come back row by row, so a
+100k-page file takes a few seconds, most of it matplotlib.
+
+Usage::
+
+    python scripts/report.py data/merged.duckdb -o report/ [--ring cluster.toml] [--top 4]
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import duckdb
+
+from peer.config import RingConfig, load_config
+from peer.errors import ConfigError, PeerError, StateError
+from ring.hashring import HashRing
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["ReportSummary", "build_report", "main"]
+
+EXIT_USAGE = 2
+#: Hosts in the PID figure at most: each takes a row of the figure.
+MAX_TOP = 16
+MAX_RING_PEERS = 40
+TOP_HOSTS_TABLE = 10
+SLOWEST_TABLE = 10
+#: Rate bins at most; the bin is the first of _BINS (seconds) that keeps under it.
+MAX_BINS = 200
+_BINS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
+_PAGES_COLUMNS = {"url", "host", "status", "title", "fetched_at", "elapsed_ms", "error", "peer"}
+_PID_COLUMNS = {"host", "window_end", "n", "delay", "setpoint"}
+_DPI = 100
+
+
+@dataclass(frozen=True, slots=True)
+class ReportSummary:
+    """What :func:`build_report` wrote: the page, its PNGs in page order, the plots skipped."""
+
+    index: Path
+    figures: tuple[Path, ...]
+    skipped: tuple[tuple[str, str], ...]  # (plot title, why)
+
+
+# ---------------------------------------------------------------------------
+# Reading the file
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """Everything the summary needs, read once."""
+
+    db: Path
+    tables: dict[str, set[str]]
+    pages: int
+    answered: int
+    failed: int
+    hosts: int
+    t0_us: int | None  # first and last fetched_at, epoch microseconds (UTC)
+    t1_us: int | None
+    peers: list[tuple[str, int, int]]  # (peer, pages, hosts)
+    status: list[tuple[int | None, int]]
+    errors: list[tuple[str, int, str]]  # (kind, count, an example URL)
+    top_hosts: list[tuple[str, int, int, str]]  # (host, pages, failed, peers)
+    host_median: float
+    host_max: int
+    slowest: list[tuple[str, int | None, str, float, str]]
+    counts: dict[str, int]  # rows of the optional tables present (pid_trace, links, items_*...)
+
+    @property
+    def span(self) -> float:
+        if self.t0_us is None or self.t1_us is None:
+            return 0.0
+        return (self.t1_us - self.t0_us) / 1e6
+
+
+def _open(db: Path) -> duckdb.DuckDBPyConnection:
+    if not db.exists():
+        raise ConfigError(str(db), "", "no such file (expected a results .duckdb file)")
+    if not db.is_file():
+        raise ConfigError(str(db), "", "is not a file (expected a results .duckdb file)")
+    try:
+        return duckdb.connect(str(db), read_only=True)
+    except duckdb.Error as exc:
+        msg = str(exc)
+        if "not a valid DuckDB database" in msg:
+            raise StateError(f"{db}: not a DuckDB file") from None
+        if "lock" in msg.lower():
+            raise StateError(f"{db}: held for writing by another process (a running peer?); "
+                             "wait for it to end, or report on a copy (scripts/merge.py takes "
+                             "a snapshot of a live file)") from None
+        raise StateError(f"{db}: cannot be opened: {_first_line(msg)}") from None
+
+
+def _first_line(text: str) -> str:
+    return text.strip().splitlines()[0] if text.strip() else text
+
+
+def _tables(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
+    rows = con.execute(
+        "select table_name, column_name from information_schema.columns "
+        "where table_catalog = current_database() and table_schema = 'main'"
+    ).fetchall()
+    out: dict[str, set[str]] = {}
+    for table, column in rows:
+        out.setdefault(table, set()).add(column)
+    return out
+
+
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[str]]) -> _Facts:
+    one = con.execute(
+        "select count(*), count(status), count(error), count(distinct host), "
+        "min(epoch_us(fetched_at)), max(epoch_us(fetched_at)) from pages"
+    ).fetchone()
+    assert one is not None
+    pages, answered, failed, hosts, t0, t1 = one
+    peers = con.execute(
+        "select coalesce(peer, ''), count(*), count(distinct host) from pages group by 1 order by 1"
+    ).fetchall()
+    status = con.execute(
+        "select status, count(*) from pages group by 1 order by 1 nulls last"
+    ).fetchall()
+    errors = con.execute(
+        "select error, count(*), coalesce(min(url), '') from pages where error is not null "
+        "group by 1 order by 2 desc, 1"
+    ).fetchall()
+    top_hosts = con.execute(
+        "select coalesce(host, ''), count(*), count(error), "
+        "coalesce(string_agg(distinct peer, ', ' order by peer), '') "
+        "from pages group by 1 order by 2 desc, 1 limit ?", [TOP_HOSTS_TABLE]
+    ).fetchall()
+    dist = con.execute(
+        "select coalesce(median(n), 0), coalesce(max(n), 0) "
+        "from (select count(*) as n from pages group by host)"
+    ).fetchone()
+    assert dist is not None
+    slowest = con.execute(
+        "select coalesce(url, ''), status, coalesce(title, ''), elapsed_ms, coalesce(peer, '') "
+        "from pages where elapsed_ms is not null and isfinite(elapsed_ms) "
+        "order by elapsed_ms desc, url limit ?", [SLOWEST_TABLE]
+    ).fetchall()
+    counts = {
+        t: con.execute(f"select count(*) from {_ident(t)}").fetchone()[0]  # type: ignore[index]
+        for t in sorted(tables)
+        if t in ("pid_trace", "links", "bodies") or t.startswith("items_")
+    }
+    return _Facts(
+        db=db, tables=tables, pages=pages, answered=answered, failed=failed, hosts=hosts,
+        t0_us=t0, t1_us=t1, peers=peers, status=status, errors=errors, top_hosts=top_hosts,
+        host_median=float(dist[0]), host_max=int(dist[1]), slowest=slowest, counts=counts,
+    )
+
+
+# ---------------------------------------------------------------------------
+# The plots. Each returns (figure, caption), or the reason it was skipped.
+# ---------------------------------------------------------------------------
+
+
+class _Skip(Exception):
+    """A plot with no data to show; the message is the reason."""
+
+
+def _label(text: object, limit: int = 40) -> str:
+    """A data string made safe for matplotlib: ASCII, no mathtext, no hidden legend entry."""
+    s = "".join(c if c.isascii() and c.isprintable() else f"\\x{ord(c):02x}" for c in str(text))
+    if len(s) > limit:
+        s = s[: limit - 1] + "…"
+    # An even number of '$' turns on mathtext, which raises on bad TeX; a
+    # leading '_' hides a legend entry.
+    s = s.replace("$", r"\$")
+    return "\u200b" + s if s.startswith("_") else s
+
+
+def _time_unit(span: float) -> tuple[float, str]:
+    if span <= 600:
+        return 1.0, "s"
+    if span <= 10 * 3600:
+        return 60.0, "min"
+    return 3600.0, "h"
+
+
+def _bin_seconds(span: float) -> int:
+    for b in _BINS:
+        if span / b <= MAX_BINS:
+            return b
+    return math.ceil(span / MAX_BINS / 86400) * 86400
+
+
+def _figure(width: float, height: float) -> Figure:
+    from matplotlib.figure import Figure
+
+    return Figure(figsize=(width, height), dpi=_DPI, layout="constrained")
+
+
+def _plot_rate(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[Figure, str]:
+    import numpy as np
+
+    if f.t0_us is None or f.t1_us is None:
+        raise _Skip("no page has a fetched_at time")
+    span = f.span
+    bin_s = _bin_seconds(span)
+    nbins = int(span // bin_s) + 1
+    rows = con.execute(
+        "select coalesce(peer, ''), (epoch_us(fetched_at) - ?) // ? as b, count(*) from pages "
+        "where fetched_at is not null group by all", [f.t0_us, bin_s * 1_000_000]
+    ).fetchall()
+    series: dict[str, Any] = {}
+    for peer, b, n in rows:
+        series.setdefault(peer, np.zeros(nbins))[min(int(b), nbins - 1)] += n
+    scale, unit = _time_unit(span)
+    x = np.arange(nbins + 1) * bin_s / scale
+    fig = _figure(10, 4)
+    ax = fig.add_subplot()
+    for peer in sorted(series):
+        ax.stairs(series[peer] / bin_s, x, label=_label(peer or "(no peer)"), linewidth=1.4)
+    if len(series) > 1:
+        total = sum(series.values())
+        ax.stairs(total / bin_s, x, label="all peers", color="black", linewidth=1.0, linestyle=":")
+    ax.set_xlabel(f"time since the first fetch ({unit})")
+    ax.set_ylabel("pages / s")
+    ax.set_title("Pages per second, per peer")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    if len(series) <= 12:
+        ax.legend(loc="upper right", fontsize="small")
+    peak = max(float(s.max()) for s in series.values()) / bin_s
+    caption = (f"Pages per second in bins of {bin_s} s over {_duration(span)}, one line per peer"
+               f"{' and their total' if len(series) > 1 else ''}; failed fetches included. "
+               f"Busiest bin of one peer: {peak:,.1f} pages/s.")
+    return fig, caption
+
+
+def _plot_pid(con: duckdb.DuckDBPyConnection, f: _Facts, *, top: int, **_: Any) -> tuple[Figure, str]:
+    import numpy as np
+
+    cols = f.tables.get("pid_trace")
+    if cols is None:
+        raise _Skip(f"{f.db.name} has no pid_trace table")
+    if missing := _PID_COLUMNS - cols:
+        raise _Skip(f"pid_trace lacks the column(s) {', '.join(sorted(missing))}")
+    if not f.counts.get("pid_trace"):
+        raise _Skip("pid_trace has no rows (no host had backlog for a whole PID window)")
+    ranked = con.execute(
+        "select t.host, coalesce(p.n, 0) from (select distinct host from pid_trace "
+        "where host is not null) t left join (select host, count(*) as n from pages group by host) p "
+        "using (host) order by 2 desc, 1 limit ?", [top]
+    ).fetchall()
+    if not ranked:
+        raise _Skip("pid_trace has no host")
+    traced = con.execute("select count(distinct host) from pid_trace").fetchone()[0]  # type: ignore[index]
+    hosts = [h for h, _ in ranked]
+    rows = con.execute(
+        "select host, epoch_us(window_end), n, delay, setpoint from pid_trace "
+        "where list_contains(?, host) and window_end is not null order by host, window_end", [hosts]
+    ).fetchall()
+    if not rows:
+        raise _Skip("pid_trace has no window_end time for the busiest hosts")
+    t0 = f.t0_us if f.t0_us is not None else min(r[1] for r in rows)
+    span = max(f.span, max((r[1] - t0) / 1e6 for r in rows))
+    scale, unit = _time_unit(span)
+    by_host: dict[str, list[tuple[Any, ...]]] = {h: [] for h in hosts}
+    for r in rows:
+        by_host[r[0]].append(r)
+    fig = _figure(11, 0.6 + 2.1 * len(hosts))
+    axes = fig.subplots(len(hosts), 2, squeeze=False, sharex=True)
+    for (host, pages), (left, right) in zip(ranked, axes):
+        pts = by_host[host]
+        x = np.array([(r[1] - t0) / 1e6 / scale for r in pts])
+        n = np.array([np.nan if r[2] is None else r[2] for r in pts], dtype=float)
+        delay = np.array([np.nan if r[3] is None else r[3] for r in pts], dtype=float)
+        setpoint = np.array([np.nan if r[4] is None else r[4] for r in pts], dtype=float)
+        left.plot(x, n, marker="o", markersize=3, label="pages in window")
+        left.step(x, setpoint, where="post", linestyle="--", color="tab:red", label="setpoint")
+        left.set_ylabel("pages / window")
+        left.set_ylim(bottom=0)
+        left.set_title(f"{_label(host, 50)} ({pages:,} pages)", fontsize="medium", loc="left")
+        right.step(x, delay, where="post", color="tab:green", label="delay after the update")
+        right.set_ylabel("delay (s)")
+        right.set_ylim(bottom=0)
+        for ax in (left, right):
+            ax.grid(alpha=0.3)
+        if host == hosts[0]:
+            left.legend(fontsize="small", loc="lower right")
+            right.legend(fontsize="small", loc="upper right")
+    for ax in axes[-1]:
+        ax.set_xlabel(f"window end, time since the first fetch ({unit})")
+    caption = (f"PID trace of the {len(hosts)} host(s) with the most pages among the {traced:,} in "
+               "pid_trace: pages fetched in each window against the setpoint (left) and the "
+               "delay between request starts set at the end of the window (right). "
+               "Hosts: " + ", ".join(hosts) + ".")
+    return fig, caption
+
+
+def _status_color(code: int | None) -> str:
+    if code is None:
+        return "tab:gray"
+    return {2: "tab:green", 3: "tab:blue", 4: "tab:orange", 5: "tab:red"}.get(code // 100, "tab:purple")
+
+
+def _plot_status(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[Figure, str]:
+    if not f.status:
+        raise _Skip("no pages")
+    shown = f.status
+    if len(shown) > 30:  # status is data: keep the chart legible
+        shown = sorted(sorted(f.status, key=lambda r: -r[1])[:30],
+                       key=lambda r: (r[0] is None, r[0] or 0))
+    labels = ["error" if s is None else str(s) for s, _ in shown]
+    counts = [n for _, n in shown]
+    fig = _figure(max(6.0, 0.55 * len(shown) + 2), 4)
+    ax = fig.add_subplot()
+    bars = ax.bar(labels, counts, color=[_status_color(s) for s, _ in shown])
+    ax.bar_label(bars, labels=[f"{n:,}" for n in counts], fontsize="small")
+    ax.set_xlabel("HTTP status (error: no answer)")
+    ax.set_ylabel("pages")
+    ax.set_title("Status codes")
+    ax.margins(y=0.12)
+    ax.tick_params(axis="x", labelrotation=45 if len(shown) > 12 else 0)
+    parts = ", ".join(f"{lab}: {n:,}" for lab, n in zip(labels, counts))
+    more = f" The {len(f.status) - len(shown)} rarest codes are left out." if shown is not f.status else ""
+    return fig, f"Pages by HTTP status; 'error' is a fetch that got no answer (NULL status). {parts}.{more}"
+
+
+def _plot_latency(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[Figure, str]:
+    import numpy as np
+
+    arr = con.execute(
+        "select elapsed_ms from pages where status is not null and elapsed_ms > 0 "
+        "and isfinite(elapsed_ms)"
+    ).fetchnumpy()["elapsed_ms"]
+    arr = np.asarray(arr, dtype=float)
+    if arr.size == 0:
+        raise _Skip("no fetched page (with a status) has an elapsed_ms > 0")
+    lo, hi = float(arr.min()), float(arr.max())
+    log = hi / lo > 100
+    bins = np.geomspace(lo, hi, 60) if log and hi > lo else np.linspace(lo, max(hi, lo + 1e-3), 60)
+    fig = _figure(10, 4)
+    ax = fig.add_subplot()
+    ax.hist(arr, bins=bins, histtype="stepfilled", color="tab:blue", alpha=0.8)
+    if log:
+        from matplotlib.ticker import FuncFormatter, NullFormatter
+
+        ax.set_xscale("log")
+        # Plain "10", "1000" labels: the default 10^k labels go through mathtext,
+        # which is slower to draw and no easier to read for milliseconds.
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+        ax.xaxis.set_minor_formatter(NullFormatter())
+    p50, p90, p99 = np.percentile(arr, [50, 90, 99])
+    for value, name, style in ((p50, "median", "-"), (p90, "p90", "--"), (p99, "p99", ":")):
+        ax.axvline(value, color="black", linestyle=style, linewidth=1,
+                   label=f"{name} {value:,.1f} ms")
+    ax.set_xlabel("elapsed (ms" + (", log scale)" if log else ")"))
+    ax.set_ylabel("pages")
+    ax.set_title("Fetch latency")
+    ax.legend(fontsize="small")
+    caption = (f"Time per fetch of the {arr.size:,} pages that got an answer: median {p50:,.1f} ms, "
+               f"p90 {p90:,.1f} ms, p99 {p99:,.1f} ms, max {hi:,.1f} ms"
+               f"{' (log x: the range spans more than two decades)' if log else ''}.")
+    return fig, caption
+
+
+def _ring(f: _Facts, ring_config: Path | None) -> tuple[dict[str, float], str]:
+    """Each peer's share of the hash circle, and where the ring came from."""
+    if ring_config is not None:
+        cfg = load_config(ring_config)
+        ring = HashRing({p.id: p.weight for p in cfg.peers}, vnodes=cfg.ring.vnodes)
+        return ring.shares(), (f"the [[peer]] entries of {ring_config}: {len(ring)} peers, "
+                               f"their weights, {ring.vnodes} vnodes per unit of weight")
+    ids = [p for p, _, _ in f.peers if p]
+    if not ids:
+        return {}, "no peer ids in pages.peer"
+    ring = HashRing(dict.fromkeys(ids, 1.0), vnodes=RingConfig().vnodes)
+    return ring.shares(), (f"the {len(ids)} peer(s) found in pages.peer, weight 1 each, "
+                           f"{ring.vnodes} vnodes; --ring cluster.toml gives the real weights")
+
+
+def _plot_ring(con: duckdb.DuckDBPyConnection, f: _Facts, *, shares: dict[str, float],
+               ring_source: str, **_: Any) -> tuple[Figure, str]:
+    import numpy as np
+
+    if not f.pages:
+        raise _Skip("no pages")
+    if not shares:
+        raise _Skip("pages.peer is empty, so no ring can be built (pass --ring cluster.toml)")
+    data = {p: (n, h) for p, n, h in f.peers}
+    peers = sorted(set(data) | set(shares))
+    left_out = max(0, len(peers) - MAX_RING_PEERS)
+    if left_out:  # keep the figure a readable size: the peers with the most pages
+        peers = sorted(sorted(peers, key=lambda p: -data.get(p, (0, 0))[0])[:MAX_RING_PEERS])
+    host_total = sum(h for _, h in data.values()) or 1
+    ring_pc = np.array([100 * shares.get(p, 0.0) for p in peers])
+    host_pc = np.array([100 * data.get(p, (0, 0))[1] / host_total for p in peers])
+    page_pc = np.array([100 * data.get(p, (0, 0))[0] / f.pages for p in peers])
+    x = np.arange(len(peers))
+    fig = _figure(max(6.0, 1.2 * len(peers) + 2), 4)
+    ax = fig.add_subplot()
+    w = 0.27
+    for off, values, name, color in ((-w, ring_pc, "share of the ring", "tab:gray"),
+                                     (0, host_pc, "share of hosts", "tab:orange"),
+                                     (w, page_pc, "share of pages", "tab:blue")):
+        bars = ax.bar(x + off, values, w, label=name, color=color)
+        ax.bar_label(bars, labels=[f"{v:.1f}" for v in values], fontsize="x-small")
+    ax.set_xticks(x, [_label(p or "(no peer)", 16) for p in peers],
+                  rotation=45 if len(peers) > 8 else 0)
+    ax.set_ylabel("%")
+    ax.set_title("Pages per peer against ring share")
+    ax.legend(fontsize="small")
+    ax.margins(y=0.12)
+    outside = [p or "(no peer)" for p in peers if p not in shares]
+    absent = [p for p in peers if p in shares and p not in data]
+    notes = ""
+    if outside:
+        notes += f" Not on that ring (joined later?): {', '.join(outside)}."
+    if absent:
+        notes += f" On the ring but no pages: {', '.join(absent)}."
+    if left_out:
+        notes += f" The {left_out} peers with the fewest pages are left out."
+    caption = (f"Each peer's share of the hash ring, of the hosts and of the pages; the ring is "
+               f"{ring_source}. Hosts should track the ring share; pages also depend on how big "
+               "each host is." + notes)
+    return fig, caption
+
+
+def _plot_errors(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[Figure, str]:
+    if not f.errors:
+        raise _Skip("no failed fetch (every error is NULL)")
+    shown = [(k, n) for k, n, _ in f.errors[:25]]
+    if len(f.errors) > 25:
+        shown.append((f"other ({len(f.errors) - 25} kinds)", sum(n for _, n, _ in f.errors[25:])))
+    shown.reverse()  # barh draws bottom-up: the commonest kind on top
+    fig = _figure(9, max(2.5, 0.35 * len(shown) + 1.2))
+    ax = fig.add_subplot()
+    bars = ax.barh([_label(k) for k, _ in shown], [n for _, n in shown], color="tab:red")
+    ax.bar_label(bars, labels=[f"{n:,}" for _, n in shown], fontsize="small", padding=2)
+    ax.set_xlabel("pages")
+    ax.set_title("Failed fetches by error kind")
+    ax.margins(x=0.12)
+    return fig, (f"{f.failed:,} pages have an error kind, {len(f.errors)} kind(s); "
+                 "the table above gives an example URL of each.")
+
+
+_PLOTS: tuple[tuple[str, str, Callable[..., tuple[Figure, str]]], ...] = (
+    ("rate.png", "Pages per second", _plot_rate),
+    ("pid.png", "PID trace of the busiest hosts", _plot_pid),
+    ("status.png", "Status codes", _plot_status),
+    ("latency.png", "Latency", _plot_latency),
+    ("ring_share.png", "Pages per peer against ring share", _plot_ring),
+    ("errors.png", "Errors by kind", _plot_errors),
+)
+
+
+# ---------------------------------------------------------------------------
+# The page
+# ---------------------------------------------------------------------------
+
+
+def _e(value: object) -> str:
+    return html.escape(str(value), quote=True)
+
+
+def _cut(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _duration(seconds: float) -> str:
+    if seconds < 120:
+        return f"{seconds:.1f} s"
+    if seconds < 7200:
+        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
+    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"
+
+
+def _when(us: int | None) -> str:
+    if us is None:
+        return "n/a"
+    return datetime.fromtimestamp(us / 1e6, tz=UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+def _table(headers: Sequence[str], rows: Sequence[Sequence[object]], num: frozenset[int] = frozenset()) -> str:
+    """An HTML table; every cell escaped, the columns in ``num`` right-aligned."""
+    head = "".join(f"<th>{_e(h)}</th>" for h in headers)
+    body = "".join(
+        "<tr>" + "".join(f'<td class="num">{_e(c)}</td>' if i in num else f"<td>{_e(c)}</td>"
+                         for i, c in enumerate(row)) + "</tr>"
+        for row in rows
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1rem; color: #222; }
+table { border-collapse: collapse; margin: 0.5rem 0 1.5rem; font-size: 0.92rem; }
+th, td { border: 1px solid #ccc; padding: 0.25rem 0.6rem; text-align: left; vertical-align: top; }
+thead th { background: #f0f0f0; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td { word-break: break-all; }
+figure { margin: 1.5rem 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: 0.92rem; color: #444; margin-top: 0.3rem; }
+p.skipped { color: #8a5a00; background: #fff6e0; padding: 0.4rem 0.6rem; }
+"""
+
+
+def _summary_rows(f: _Facts, ring_source: str) -> list[tuple[str, str, str]]:
+    span = f.span
+    rate = f"{f.pages / span:,.1f}" if span > 0 else "n/a"
+    status = " · ".join(f"{'error' if s is None else s}: {n:,}" for s, n in f.status) or "none"
+    errors = " · ".join(f"{k}: {n:,}" for k, n, _ in f.errors[:5]) or "none"
+    items = "; ".join(f"{t}: {n:,} rows" for t, n in f.counts.items() if t.startswith("items_"))
+    optional = []
+    for t in ("pid_trace", "links", "bodies"):
+        optional.append((f"s-{t}", t, f"{f.counts[t]:,} rows" if t in f.counts else "absent"))
+    return [
+        ("s-source", "results file", str(f.db)),
+        ("s-pages", "pages", f"{f.pages:,}"),
+        ("s-answered", "answered (with a status)", f"{f.answered:,}"),
+        ("s-failed", "failed (with an error kind)", f"{f.failed:,}"),
+        ("s-hosts", "hosts", f"{f.hosts:,}"),
+        ("s-peers", "peers", f"{len(f.peers):,}"),
+        ("s-first", "first fetch", _when(f.t0_us)),
+        ("s-last", "last fetch", _when(f.t1_us)),
+        ("s-span", "time span", _duration(span) if f.t0_us is not None else "n/a"),
+        ("s-rate", "pages/s (mean over the span)", rate),
+        ("s-status", "status codes", status),
+        ("s-errors", "top errors", errors),
+        ("s-per-host", "pages per host", f"median {f.host_median:,.1f}, max {f.host_max:,}"),
+        ("s-ring", "ring shares from", ring_source),
+        *optional,
+        ("s-items", "items tables", items or "none"),
+    ]
+
+
+def _html(f: _Facts, ring_source: str, shares: dict[str, float],
+          sections: list[tuple[str, str, str | None, str]]) -> str:
+    """``sections``: (title, png name, caption or None when skipped, why skipped)."""
+    out = [
+        "<!doctype html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>ringcrawl report: {_e(f.db.name)}</title>",
+        f"<style>{_CSS}</style></head><body>",
+        f"<h1>ringcrawl report: {_e(f.db.name)}</h1>",
+        f"<p>Generated {_e(datetime.now(UTC).strftime('%Y-%m-%d %H:%M:%S UTC'))}. "
+        "Times are UTC. Strings from the crawl are shown as text, never as links.</p>",
+        '<h2 id="summary">Summary</h2>',
+        '<table class="summary"><tbody>',
+        *(f'<tr id="{rid}"><th>{_e(k)}</th><td>{_e(v)}</td></tr>' for rid, k, v in _summary_rows(f, ring_source)),
+        "</tbody></table>",
+        '<h2 id="peers">Peers</h2>',
+        _table(["peer", "pages", "share of pages", "hosts", "share of the ring"],
+               [(p or "(no peer)", f"{n:,}", f"{100 * n / f.pages:.1f}%" if f.pages else "n/a", f"{h:,}",
+                 f"{100 * shares[p]:.1f}%" if p in shares else "not on the ring")
+                for p, n, h in f.peers], num=frozenset({1, 2, 3, 4})),
+        f'<h2 id="hosts">Top hosts</h2><p>The {len(f.top_hosts)} hosts with the most pages, of '
+        f"{f.hosts:,}.</p>",
+        _table(["host", "pages", "failed", "peer(s)"],
+               [(h, f"{n:,}", f"{e:,}", p) for h, n, e, p in f.top_hosts], num=frozenset({1, 2})),
+        '<h2 id="errors">Errors</h2>',
+        _table(["error kind", "pages", "example URL"],
+               [(k, f"{n:,}", _cut(u)) for k, n, u in f.errors], num=frozenset({1}))
+        if f.errors else "<p>No failed fetch.</p>",
+        f'<h2 id="slowest">Slowest pages</h2><p>The {len(f.slowest)} fetches that took longest.</p>',
+        _table(["URL", "status", "title", "elapsed ms", "peer"],
+               [(_cut(u), "error" if s is None else s, _cut(t, 80), f"{ms:,.1f}", p)
+                for u, s, t, ms, p in f.slowest], num=frozenset({3})),
+        '<h2 id="figures">Figures</h2>',
+    ]
+    for title, name, caption, why in sections:
+        if caption is None:
+            out.append(f'<p class="skipped">{_e(title)}: not drawn, {_e(why)}.</p>')
+        else:
+            out.append(f'<figure><img src="{_e(name)}" alt="{_e(title)}">'
+                       f"<figcaption><b>{_e(title)}.</b> {_e(caption)}</figcaption></figure>")
+    out.append("</body></html>\n")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------------
+# Entry points
+# ---------------------------------------------------------------------------
+
+
+def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: int = 4) -> ReportSummary:
+    """Write the PNGs and ``out/index.html`` for the results file ``db``.
+
+    ``out`` is created if absent; files of an earlier report there are
+    overwritten, and a plot this run skips has its old PNG removed. Raises
+    :class:`ConfigError` (bad argument, unreadable cluster.toml, ``out`` is a
+    file) or :class:`StateError` (not a DuckDB file, no pages table).
+    """
+    db, out = Path(db), Path(out)
+    if not 1 <= top <= MAX_TOP:
+        raise ConfigError("--top", "", f"expected an integer from 1 to {MAX_TOP}, got {top!r}")
+    if out.exists() and not out.is_dir():
+        raise ConfigError(str(out), "", "exists and is not a directory (-o takes a directory)")
+    con = _open(db)
+    try:
+        try:
+            tables = _tables(con)
+            if "pages" not in tables:
+                found = ", ".join(sorted(tables)) or "none"
+                raise StateError(f"{db}: has no pages table (tables: {found}); is it a ringcrawl results file?")
+            if missing := _PAGES_COLUMNS - tables["pages"]:
+                raise StateError(f"{db}: the pages table lacks the column(s) {', '.join(sorted(missing))}")
+            facts = _facts(con, db, tables)
+            shares, ring_source = _ring(facts, ring_config)
+            drawn = _draw(con, facts, top=top, shares=shares, ring_source=ring_source)
+        except duckdb.Error as exc:
+            raise StateError(f"{db}: cannot be read: {_first_line(str(exc))}") from None
+    finally:
+        con.close()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        written: list[Path] = []
+        sections: list[tuple[str, str, str | None, str]] = []
+        for name, title, result in drawn:
+            path = out / name
+            if isinstance(result, str):
+                if path.is_file():  # a stale plot of an earlier report would contradict the page
+                    path.unlink()
+                sections.append((title, name, None, result))
+                continue
+            fig, caption = result
+            fig.savefig(path, dpi=_DPI)
+            written.append(path)
+            sections.append((title, name, caption, ""))
+        index = out / "index.html"
+        index.write_text(_html(facts, ring_source, shares, sections), encoding="utf-8", errors="replace")
+    except OSError as exc:
+        raise ConfigError(str(out), "", f"cannot write the report: {exc.strerror or exc}") from None
+    return ReportSummary(
+        index=index, figures=tuple(written),
+        skipped=tuple((title, why) for title, _, caption, why in sections if caption is None),
+    )
+
+
+def _draw(con: duckdb.DuckDBPyConnection, facts: _Facts, **kw: Any) -> list[tuple[str, str, Any]]:
+    """Each plot as (file name, title, (figure, caption) or the reason it was skipped)."""
+    import matplotlib
+
+    # Nothing here needs a display, and the figures are drawn without pyplot.
+    # If a caller's pyplot is already up, leave its backend alone: switching
+    # would close that caller's figures.
+    if "matplotlib.pyplot" not in sys.modules:
+        matplotlib.use("Agg")
+    drawn: list[tuple[str, str, Any]] = []
+    for name, title, plot in _PLOTS:
+        if not facts.pages:
+            drawn.append((name, title, f"{facts.db.name} has no pages"))
+            continue
+        try:
+            drawn.append((name, title, plot(con, facts, **kw)))
+        except _Skip as why:
+            drawn.append((name, title, str(why)))
+    return drawn
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="report.py",
+        description=(
+            "Draw a crawl report from a results file (a peer's pages.duckdb or a merged file):\n"
+            "PNG plots of pages/s per peer, the PID trace of the busiest hosts, status codes,\n"
+            "latency, pages per peer against ring share and errors by kind, and an index.html\n"
+            "with summary tables. The file is opened read-only. A plot with no data is left\n"
+            "out and the page says why."
+        ),
+        epilog=(
+            "example:\n"
+            "  python scripts/report.py data/p1/pages.duckdb -o report/ --ring cluster.toml\n"
+            "  then open report/index.html\n\n"
+            "OUT is created if absent; files of an earlier report in it are overwritten, and the\n"
+            "PNG of a plot this run leaves out is deleted. Exit status 2 on a usage mistake\n"
+            "(missing or unreadable file, no pages table, OUT is a file, bad cluster.toml)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("db", type=Path, help="results file (.duckdb) with a pages table")
+    p.add_argument("-o", "--out", type=Path, required=True, metavar="OUT",
+                   help="output directory for index.html and the PNGs")
+    p.add_argument("--ring", type=Path, metavar="cluster.toml",
+                   help="take ring shares from this config's [[peer]] weights and ring.vnodes "
+                        "(default: the peers in the data, weight 1, 256 vnodes)")
+    p.add_argument("--top", type=int, default=4, metavar="N",
+                   help=f"hosts in the PID trace plot, 1 to {MAX_TOP} (default 4)")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        summary = build_report(args.db, args.out, ring_config=args.ring, top=args.top)
+    except PeerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except ImportError as exc:
+        print(f"error: {exc.name or exc} is not installed; pip install -e '.[report]'", file=sys.stderr)
+        return EXIT_USAGE
+    for title, why in summary.skipped:
+        print(f"skipped: {title}: {why}")
+    print(f"wrote {len(summary.figures)} plot(s) to {summary.index.parent}")
+    print(f"report: {summary.index.resolve()}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

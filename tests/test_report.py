@@ -1,0 +1,295 @@
+"""scripts/report.py: plots and index.html from a results file, as a user reads them."""
+
+from __future__ import annotations
+
+import random
+import re
+import struct
+import subprocess
+import sys
+from collections import Counter
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import duckdb
+import pytest
+import report  # scripts/ is on sys.path (conftest)
+
+from peer.errors import ConfigError, StateError
+from peer.store import SCHEMA
+from ring.hashring import HashRing
+
+ROOT = Path(__file__).resolve().parents[1]
+T0 = datetime(2026, 1, 2, 3, 4, 5)
+PEERS = ("p1", "p2", "p3")
+HOSTS = tuple(f"s{i:03d}.web.test:8080" for i in range(12))
+HOSTILE_URL = 'http://evil.test/"><script>alert("url")</script>'
+HOSTILE_TITLE = "<script>alert('title')</script>"
+HOSTILE_ERROR = "<img src=x onerror=alert(1)>$\\frac{$"
+CONFIG_WEIGHTS = {"p1": 2.0, "p2": 1.0, "p3": 1.0, "p9": 1.0}
+ALL_PNGS = {"rate.png", "pid.png", "status.png", "latency.png", "ring_share.png", "errors.png"}
+
+
+def make_db(path: Path, *, n_pages: int = 360, pid: bool = True, errors: bool = True,
+            extra: bool = True) -> list[tuple]:
+    """A crawl of 3 peers over ~60 s; returns its page rows."""
+    rnd = random.Random(7)
+    ring = HashRing(dict.fromkeys(PEERS, 1.0))
+    rows = []
+    for i in range(n_pages):
+        host = rnd.choices(HOSTS, weights=range(1, len(HOSTS) + 1))[0]
+        status, error = rnd.choices(
+            [(200, None), (404, None), (301, None), (500, None), (None, "timeout"), (None, "dns")],
+            weights=[80, 8, 5, 3, 3, 1] if errors else [80, 8, 5, 3, 0, 0])[0]
+        rows.append((f"http://{host}/p{i}", None, host, status, "text/html", 1000, f"page {i}", 5, 1,
+                     T0 + timedelta(seconds=60 * i / n_pages), rnd.lognormvariate(3, 1.5), error,
+                     ring.owner(host)))
+    if n_pages:
+        # The slowest page, so the report's "slowest pages" table shows it.
+        rows.append((HOSTILE_URL, None, HOSTS[0], 200, "text/html", 10, HOSTILE_TITLE, 0, 1,
+                     T0 + timedelta(seconds=30), 99_999.0,
+                     HOSTILE_ERROR if errors else None, ring.owner(HOSTS[0])))
+    con = duckdb.connect(str(path))
+    tables = ["pages"] + (["pid_trace"] if pid else []) + (["links"] if extra else [])
+    for table in tables:
+        con.execute(f"create table {table} ({', '.join(f'{c} {t}' for c, t in SCHEMA[table])})")
+    app = con.appender("pages")
+    app.append_rows(rows)
+    app.flush()
+    if pid:
+        con.executemany("insert into pid_trace values (?, ?, ?, ?, ?, ?)", [
+            (h, T0 + timedelta(seconds=w), 8 + (w // 10 + k) % 5, 0.1 * (w // 10), 10.0, ring.owner(h))
+            for k, h in enumerate(HOSTS) for w in range(10, 70, 10)])
+    if extra:
+        con.execute("insert into links values ('http://a/', 'http://b/'), ('http://a/', 'http://c/')")
+        con.execute("create table items_products (url varchar, name varchar)")
+        con.execute("insert into items_products select 'http://x/' || i, 'n' from range(7) t(i)")
+    con.close()
+    return rows
+
+
+def png_dimensions(path: Path) -> tuple[int, int]:
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", f"{path.name} is not a PNG"
+    length, kind = struct.unpack(">I4s", data[8:16])
+    assert (length, kind) == (13, b"IHDR")
+    return struct.unpack(">II", data[16:24])
+
+
+def summary_cell(page: str, key: str) -> str:
+    m = re.search(rf'<tr id="s-{key}"><th>[^<]*</th><td>([^<]*)</td></tr>', page)
+    assert m, f"no summary row {key}"
+    return m.group(1)
+
+
+def img_sources(page: str) -> list[str]:
+    return re.findall(r'<img src="([^"]+)"', page)
+
+
+@pytest.fixture(scope="module")
+def full(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("full")
+    rows = make_db(tmp / "crawl.duckdb")
+    # DuckDB refuses a read-write connection to a file this process holds
+    # read-only, so this also checks that the report opens it read-only.
+    reader = duckdb.connect(str(tmp / "crawl.duckdb"), read_only=True)
+    try:
+        summary = report.build_report(tmp / "crawl.duckdb", tmp / "out", top=2)
+    finally:
+        reader.close()
+    return rows, summary, summary.index.read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def sparse(tmp_path_factory):
+    """No pid_trace, no errors, a stale pid.png in the output, ring shares from a cluster.toml."""
+    tmp = tmp_path_factory.mktemp("sparse")
+    make_db(tmp / "c.duckdb", n_pages=150, pid=False, errors=False, extra=False)
+    toml = tmp / "cluster.toml"
+    toml.write_text("[ring]\nvnodes = 64\n" + "".join(
+        f'[[peer]]\nid = "{p}"\naddress = "tcp://127.0.0.1:{5701 + i}"\nweight = {w}\n'
+        for i, (p, w) in enumerate(CONFIG_WEIGHTS.items())))
+    out = tmp / "out"
+    out.mkdir()
+    (out / "pid.png").write_bytes(b"stale plot of an earlier report")
+    summary = report.build_report(tmp / "c.duckdb", out, ring_config=toml)
+    return toml, summary, summary.index.read_text(encoding="utf-8")
+
+
+def test_index_shows_exactly_the_pngs_written_and_each_is_a_real_image(full):
+    _, summary, page = full
+    out = summary.index.parent
+    assert summary.index == out / "index.html"
+    assert summary.skipped == ()
+    assert {p.name for p in summary.figures} == ALL_PNGS
+    assert sorted(img_sources(page)) == sorted(p.name for p in out.glob("*.png"))
+    assert sorted(img_sources(page)) == sorted(ALL_PNGS)
+    from matplotlib.image import imread
+
+    for png in summary.figures:
+        width, height = png_dimensions(png)
+        assert width > 100 and height > 100, png.name
+        assert png.stat().st_size > 5_000, png.name
+        assert imread(png).shape[:2] == (height, width)
+
+
+def test_summary_numbers_match_the_data(full):
+    rows, _, page = full
+    assert summary_cell(page, "pages") == f"{len(rows):,}"
+    assert summary_cell(page, "hosts") == str(len({r[2] for r in rows}))
+    assert summary_cell(page, "peers") == str(len({r[12] for r in rows}))
+    assert summary_cell(page, "failed") == str(sum(r[11] is not None for r in rows))
+    assert summary_cell(page, "answered") == f"{sum(r[3] is not None for r in rows):,}"
+    assert summary_cell(page, "span") == "59.8 s"
+    assert summary_cell(page, "first") == "2026-01-02 03:04:05 UTC"
+    statuses = Counter("error" if r[3] is None else str(r[3]) for r in rows)
+    for code, n in statuses.items():
+        assert f"{code}: {n:,}" in summary_cell(page, "status")
+    assert summary_cell(page, "items") == "items_products: 7 rows"
+    assert summary_cell(page, "links") == "2 rows"
+    assert summary_cell(page, "bodies") == "absent"
+    assert summary_cell(page, "pid_trace") == f"{6 * len(HOSTS)} rows"
+
+
+def test_pid_plot_shows_the_busiest_hosts(full):
+    rows, _, page = full
+    busiest = [h for h, _ in Counter(r[2] for r in rows).most_common()]
+    caption = page.split('src="pid.png"', 1)[1].split("</figcaption>", 1)[0]
+    assert "the 2 host(s) with the most pages" in caption
+    assert busiest[0] in caption and busiest[1] in caption
+    assert not any(h in caption for h in busiest[2:])
+
+
+def test_strings_from_the_data_are_escaped(full):
+    _, summary, page = full
+    assert "<script" not in page
+    assert "<img src=x" not in page
+    assert html_escaped(HOSTILE_TITLE) in page
+    assert html_escaped(HOSTILE_URL) in page
+    assert html_escaped(HOSTILE_ERROR) in page
+    # The error kind with mathtext in it was drawn, not a crash or a skip.
+    assert summary.index.parent / "errors.png" in summary.figures
+
+
+def html_escaped(s: str) -> str:
+    return s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;").replace(
+        '"', "&quot;").replace("'", "&#x27;")
+
+
+def test_ring_share_without_config_is_equal_weights(full):
+    _, _, page = full
+    shares = HashRing(dict.fromkeys(PEERS, 1.0), vnodes=256).shares()
+    for peer in PEERS:
+        assert re.search(rf"<td>{peer}</td>.*?<td class=\"num\">{100 * shares[peer]:.1f}%</td></tr>", page)
+
+
+def test_ring_share_from_cluster_toml_uses_its_weights_and_vnodes(sparse):
+    toml, _, page = sparse
+    shares = HashRing(CONFIG_WEIGHTS, vnodes=64).shares()
+    for peer in PEERS:
+        assert re.search(rf"<td>{peer}</td>.*?<td class=\"num\">{100 * shares[peer]:.1f}%</td></tr>", page)
+    assert "On the ring but no pages: p9." in page
+    assert str(toml) in summary_cell(page, "ring")
+
+
+def test_missing_pid_trace_and_errors_skip_those_plots_and_say_why(sparse):
+    _, summary, page = sparse
+    out = summary.index.parent
+    assert dict(summary.skipped) == {
+        "PID trace of the busiest hosts": "c.duckdb has no pid_trace table",
+        "Errors by kind": "no failed fetch (every error is NULL)",
+    }
+    assert "PID trace of the busiest hosts: not drawn, c.duckdb has no pid_trace table." in page
+    assert "Errors by kind: not drawn, no failed fetch (every error is NULL)." in page
+    assert sorted(img_sources(page)) == sorted(ALL_PNGS - {"pid.png", "errors.png"})
+    # The stale pid.png of an earlier report is gone: the directory matches the page.
+    assert sorted(p.name for p in out.glob("*.png")) == sorted(img_sources(page))
+    assert summary_cell(page, "pid_trace") == "absent"
+    assert summary_cell(page, "items") == "none"
+
+
+def test_an_empty_pages_table_draws_nothing_and_says_so(tmp_path):
+    make_db(tmp_path / "c.duckdb", n_pages=0, pid=False)
+    summary = report.build_report(tmp_path / "c.duckdb", tmp_path / "out")
+    page = summary.index.read_text()
+    assert summary.figures == () and not list((tmp_path / "out").glob("*.png"))
+    assert len(summary.skipped) == len(ALL_PNGS)
+    assert page.count("not drawn, c.duckdb has no pages.") == len(ALL_PNGS)
+    assert summary_cell(page, "pages") == "0"
+    assert summary_cell(page, "span") == "n/a"
+
+
+def test_a_file_a_running_peer_holds_is_one_clear_error(tmp_path):
+    db = tmp_path / "c.duckdb"
+    make_db(db, n_pages=5)
+    hold = "import duckdb, sys; c = duckdb.connect(sys.argv[1]); print('open', flush=True); sys.stdin.read()"
+    with subprocess.Popen([sys.executable, "-c", hold, str(db)], stdin=subprocess.PIPE,
+                          stdout=subprocess.PIPE, text=True) as writer:
+        try:
+            assert writer.stdout is not None and writer.stdout.readline() == "open\n"
+            with pytest.raises(StateError, match="held for writing by another process"):
+                report.build_report(db, tmp_path / "out")
+        finally:
+            writer.communicate(timeout=30)
+
+
+@pytest.mark.parametrize("case", ["missing", "not duckdb", "no pages table", "out is a file", "top"])
+def test_bad_inputs_raise_one_line_errors(tmp_path, case):
+    db, out, top = tmp_path / "c.duckdb", tmp_path / "out", 4
+    expected: tuple[type, str]
+    if case == "missing":
+        expected = (ConfigError, "no such file")
+    elif case == "not duckdb":
+        db.write_text("pages,hosts\n1,2\n")
+        expected = (StateError, "not a DuckDB file")
+    elif case == "no pages table":
+        duckdb.connect(str(db)).execute("create table other (x int)").close()
+        expected = (StateError, r"has no pages table \(tables: other\)")
+    elif case == "out is a file":
+        make_db(db, n_pages=5)
+        out.write_text("")
+        expected = (ConfigError, "exists and is not a directory")
+    else:
+        make_db(db, n_pages=5)
+        top = 0
+        expected = (ConfigError, "expected an integer from 1 to 16")
+    with pytest.raises(expected[0], match=expected[1]) as info:
+        report.build_report(db, out, top=top)
+    assert "\n" not in str(info.value)
+    assert not out.is_dir()  # nothing created on a mistake
+
+
+def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "scripts/report.py", *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_writes_the_report_and_prints_where(tmp_path):
+    make_db(tmp_path / "c.duckdb", n_pages=30, pid=False, errors=False)
+    res = run_cli(str(tmp_path / "c.duckdb"), "-o", str(tmp_path / "r" / "new"), "--top", "3")
+    assert res.returncode == 0, res.stderr
+    index = tmp_path / "r" / "new" / "index.html"
+    assert res.stdout.splitlines()[-1] == f"report: {index}"
+    assert "skipped: PID trace of the busiest hosts: c.duckdb has no pid_trace table" in res.stdout
+    assert index.is_file()
+
+
+@pytest.mark.parametrize("case", ["missing", "no pages table", "out is a file"])
+def test_cli_mistakes_exit_2_with_one_line(tmp_path, case):
+    db, out = tmp_path / "c.duckdb", tmp_path / "out"
+    if case == "no pages table":
+        duckdb.connect(str(db)).close()
+    elif case == "out is a file":
+        make_db(db, n_pages=5)
+        out.write_text("")
+    res = run_cli(str(db), "-o", str(out))
+    assert res.returncode == 2
+    assert res.stdout == ""
+    assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith("error: "), res.stderr
+    assert str(db if case != "out is a file" else out) in res.stderr
+
+
+def test_cli_help_says_the_output_directory_is_overwritten():
+    res = run_cli("--help")
+    assert res.returncode == 0
+    assert "overwritten" in res.stdout and "example:" in res.stdout
