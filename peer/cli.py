@@ -53,8 +53,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--check", action="store_true",
                    help="validate cluster.toml, print what this peer would run with, and exit")
     p.add_argument("--fresh", action="store_true",
-                   help="delete this peer's earlier results (data_dir/pages.duckdb) and start "
-                        "over; asks first unless --yes")
+                   help="delete this peer's earlier results and crawl state (data_dir) and "
+                        "start over; asks first unless --yes. Without it, a peer whose "
+                        "data_dir/state/ exists resumes where it stopped (also after kill -9)")
     p.add_argument("--yes", action="store_true", help="do not ask before --fresh deletes anything")
     p.add_argument("--leave", action="store_true",
                    help="on SIGTERM, leave the ring gracefully: hand the queued and fetched "
@@ -115,15 +116,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
     results = data_dir / "pages.duckdb"
-    if results.exists():
-        if not args.fresh:
-            print(f"error: {results} holds an earlier crawl; move it away, or pass --fresh "
-                  "to delete it and start over", file=sys.stderr)
-            return EXIT_USAGE
-        if not args.yes and not _confirm(f"delete {data_dir} and start over? [y/N] "):
+    from peer.state import PeerState
+
+    state_dir = data_dir / "state"
+    if args.fresh and (results.exists() or PeerState.exists(state_dir)):
+        if not args.yes and not _confirm(
+                f"delete {data_dir} (results and crawl state) and start over? [y/N] "):
             print("nothing deleted", file=sys.stderr)
             return EXIT_USAGE
         shutil.rmtree(data_dir)
+    elif PeerState.exists(state_dir):
+        # The same command after a crash or a stop resumes (issue 6).
+        print(f"resuming the crawl state in {state_dir} (--fresh to start over)", file=sys.stderr)
+    elif results.exists():
+        print(f"error: {results} holds an earlier crawl but no crawl state to resume; move it "
+              "away, or pass --fresh to delete it and start over", file=sys.stderr)
+        return EXIT_USAGE
     import trio  # the edges only: --check and errors above need no event loop
 
     from peer.engine import Crawler
@@ -131,7 +139,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = len(cfg.peers) > 1 or args.address is not None
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
                       cluster=cluster, address=args.address, weight=args.weight)
-    summary = trio.run(_crawl, crawler, args.leave)
+    try:
+        summary = trio.run(_crawl, crawler, args.leave)
+    except PeerError as exc:  # a corrupt state file, an unusable results file...
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
     print(summary.render())
     print(f"results: {results}")
     return 0

@@ -60,6 +60,8 @@ log = logging.getLogger("peer.cluster")
 SEND_TIMEOUT = 0.2
 #: Messages waiting for the sender task; beyond this, producers wait.
 SEND_QUEUE = 4096
+#: Sender ids of URL batches from ``scripts/adopt.py`` start with this.
+ADOPT_PREFIX = "adopt:"
 #: Rounds a HandoffDone is sent; one that never arrives only makes the new
 #: owner wait ``hold_timeout`` before fetching the hosts it gained.
 MARKER_ROUNDS = 5
@@ -208,6 +210,9 @@ class ClusterNode:
             if msg.ring != self.cfg.ring.name:
                 self._count("other_ring")
                 return
+            if msg.sender.startswith(ADOPT_PREFIX):
+                await self._adopt(sock, ident, msg)
+                return
             sender = self.membership.members().get(msg.sender)
             if sender is None or sender.state.value == "dead":
                 self._count("unknown_sender")  # the forwarder's contract: members only
@@ -220,6 +225,8 @@ class ClusterNode:
                     self.crawler.accept_seen(url)
             if verdict.name != "ACCEPT":
                 self._count(verdict.value)  # a replay is acked again, but still counted
+            else:
+                self.crawler.commit_state()  # taken is on disk before it is acked (issue 6)
             if verdict.ack:
                 self._queue(msg.sender, Ack(self.cfg.ring.name, self.peer_id, msg.epoch, msg.seq))
         elif isinstance(msg, Ack):
@@ -251,6 +258,23 @@ class ClusterNode:
                 await sock.send_multipart([ident, encode(reply)])
         else:
             self._count("unexpected_type")
+
+    async def _adopt(self, sock, ident: bytes, msg: UrlBatch) -> None:  # type: ignore[no-untyped-def]
+        """A batch from ``scripts/adopt.py``: a lost peer's frontier, URL by URL to its owner.
+
+        The tool is not a member, so its batches bypass the Inbox (they are
+        not in the termination sums: the URLs they bring make this peer busy,
+        which is what termination needs to see) and are acked on the socket
+        they came by. A repeat is harmless: the Bloom filter dedupes.
+        """
+        for url, depth in msg.urls:
+            self.crawler.accept(url, depth)
+        for url in msg.seen:
+            self.crawler.accept_seen(url)
+        self._count("adopted_batches")
+        self.crawler.commit_state()
+        with trio.move_on_after(SEND_TIMEOUT):
+            await sock.send_multipart([ident, encode(Ack(self.cfg.ring.name, self.peer_id, msg.epoch, msg.seq))])
 
     def status(self) -> tuple[MemberStatus, ...]:
         """This peer's view: full figures for itself, gossiped ones for the others."""
@@ -312,7 +336,7 @@ class ClusterNode:
             for url in seen:
                 self.crawler.accept_seen(url)
             for url, depth in urls:
-                self.crawler.accept(url, depth)
+                self.crawler.take_back(url, depth)
             if old is not None and self._nursery is not None:
                 self._handoffs_running += 1
                 self._nursery.start_soon(self._hand_off, old, ring, version)

@@ -54,6 +54,7 @@ from peer.fetcher import Fetcher, FetchResult
 from peer.frontier import Frontier, Job, Outcome
 from peer.resolver import Resolver
 from peer.robots import RobotsCache, Verdict
+from peer.state import PeerState
 from peer.store import PageRow, ResultStore
 from peer.errors import URLError
 from peer.urls import Scope, host_key, normalize, normalize_link
@@ -77,6 +78,13 @@ LINGER_ROUNDS = 6
 STOP_GRACE = 5.0
 #: How often a job of a host held for a hand-off looks again.
 HOLD_POLL = 0.1
+#: A new state snapshot (and a fresh journal) once the journal is this big, or
+#: this old: recovery replays at most that much (peer/state.py's figures:
+#: ~0.5 M records, a few seconds, per 64 MiB).
+SNAPSHOT_BYTES = 64 * 2**20
+SNAPSHOT_SECONDS = 600.0
+#: The fields of a page row as the journal keeps it (PageRow's order).
+ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
 
 
 @dataclass(slots=True)
@@ -168,7 +176,11 @@ class Crawler:
         # Handed-over URLs that were already queued here when they came:
         # dropped when their job comes up instead of fetched again.
         self._handed_seen: set[str] = set()
-        self._inflight: dict[str, str] = {}   # url -> host of the fetches in flight
+        self._inflight: dict[str, tuple[str, int]] = {}   # url -> (host, depth) in flight
+        # Crash safety (issue 6): the frontier, Bloom filter and counters are
+        # journaled under data_dir/state/ and resumed after a kill -9.
+        self._state: PeerState | None = None
+        self.resumed: dict[str, float] | None = None  # what a restart found
         # URLs handed to us as fetched (url -> host): passed on with our own
         # rows when their hosts move again, since only we hold them now.
         self._seen_in: dict[str, str] = {}
@@ -205,41 +217,134 @@ class Crawler:
         ) as store, fetcher:
             self._store = store
             self._fetcher = fetcher
-            async with trio.open_nursery() as services:
-                if self._cluster:
-                    from peer.cluster import ClusterNode
-
-                    spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
-                    self.node = ClusterNode(
-                        self.cfg, self.peer_id, self._address or spec.address,  # type: ignore[union-attr]
-                        self._weight or (spec.weight if spec else 1.0), self)
-                    self.ring = self.node.ring()
-                    if spec is None:
-                        # A peer not in cluster.toml joins a running ring: every
-                        # host it owns had an owner before, who hands it over.
-                        self._hold_from(self.ring.without_peer(self.peer_id), self.ring)
-                    await services.start(self.node.run)
-                self._seed()
-                services.start_soon(store.run)
-                services.start_soon(self._progress)
-                async with trio.open_nursery() as workers:
-                    self._workers = workers
-                    await self._schedule(workers)
-                    if self._stopping and self._in_flight:
-                        workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
-                self._flush_pid()
-                if self.summary.stop_reason in ("cluster done", "left the ring"):
-                    # Keep gossiping "idle, done" for a few rounds so every
-                    # peer sees the same stable counters before we vanish;
-                    # otherwise a peer a round behind would see us die, its
-                    # live set change, and its termination count restart.
-                    # A leaver's final counters (its hand-off batches) must
-                    # reach the others too, or their sums never balance.
-                    await trio.sleep(LINGER_ROUNDS * self.cfg.ring.gossip_interval)
-                services.cancel_scope.cancel()
+            recovered = await self._open_state(store)
+            try:
+                await self._crawl(store, recovered)
+            finally:
+                self._state.close()  # type: ignore[union-attr]
             await store.flush()
         self.summary.elapsed = time.monotonic() - wall0
         return self.summary
+
+    async def _crawl(self, store: ResultStore, recovered) -> None:  # type: ignore[no-untyped-def]
+        """The services (ring node, store writer, progress, snapshots) around the scheduler."""
+        async with trio.open_nursery() as services:
+            if self._cluster:
+                from peer.cluster import ClusterNode
+
+                spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
+                self.node = ClusterNode(
+                    self.cfg, self.peer_id, self._address or spec.address,  # type: ignore[union-attr]
+                    self._weight or (spec.weight if spec else 1.0), self)
+                self.ring = self.node.ring()
+                if spec is None:
+                    # A peer not in cluster.toml joins a running ring: every
+                    # host it owns had an owner before, who hands it over.
+                    self._hold_from(self.ring.without_peer(self.peer_id), self.ring)
+            if recovered is not None:
+                self._resume(recovered)
+            if self.node is not None:
+                await services.start(self.node.run)
+            self._seed()
+            self._state.commit()  # type: ignore[union-attr]
+            services.start_soon(store.run)
+            services.start_soon(self._progress)
+            services.start_soon(self._snapshots)
+            async with trio.open_nursery() as workers:
+                self._workers = workers
+                await self._schedule(workers)
+                if self._stopping and self._in_flight:
+                    workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
+            self._flush_pid()
+            if self.summary.stop_reason in ("cluster done", "left the ring"):
+                # Keep gossiping "idle, done" for a few rounds so every
+                # peer sees the same stable counters before we vanish;
+                # otherwise a peer a round behind would see us die, its
+                # live set change, and its termination count restart.
+                # A leaver's final counters (its hand-off batches) must
+                # reach the others too, or their sums never balance.
+                await trio.sleep(LINGER_ROUNDS * self.cfg.ring.gossip_interval)
+            services.cancel_scope.cancel()
+
+    # -- crash safety (issue 6) ------------------------------------------------
+
+    async def _open_state(self, store: ResultStore):  # type: ignore[no-untyped-def]
+        """Recover ``data_dir/state`` if a crawl was interrupted, and start its journal.
+
+        Why a journal plus snapshots and not DuckDB tables: every queued
+        URL, every finished page and every batch taken must be on disk before
+        the next step (an ack, a fetch that must not repeat), which is one
+        ``write`` of a few dozen bytes here against a transaction there;
+        peer/state.py has the crash-ordering argument and the figures.
+        """
+        self._state = state = PeerState(self.data_dir / "state", self.peer_id, self.cfg.ring.name)
+        rec = await trio.to_thread.run_sync(state.recover)
+        counters: dict[str, float] = {}
+        if rec is not None:
+            self.bloom = rec.bloom
+            self._requested = int(rec.counters.get("pages", 0))
+            counters = dict(rec.counters)
+            # Pages done since the last snapshot whose rows DuckDB had not
+            # written yet when the process died: their rows come back.
+            have = {u for u, _ in await store.page_urls()}
+            missing = [PageRow(*row) for row in rec.rows if row and row[0] not in have]
+            for row in missing:
+                store.add_page(row)
+            await store.flush()
+            self.resumed = {"queued": len(rec.queued), "forwards": len(rec.forwards),
+                            "rows_restored": len(missing), "generation": rec.generation,
+                            "torn_bytes": rec.torn_bytes}
+            log.warning("resuming the crawl from %s: %d queued URLs, %d to forward, %d result "
+                        "rows restored%s", state.directory, len(rec.queued), len(rec.forwards),
+                        len(missing), f", {rec.torn_bytes} bytes of a torn journal tail dropped"
+                        if rec.torn_bytes else "")
+        queued = list(rec.queued.items()) if rec is not None else []
+        forwards = rec.forwards if rec is not None else []
+        await trio.to_thread.run_sync(state.begin, self.bloom, queued, forwards, counters)
+        return rec
+
+    def _resume(self, rec) -> None:  # type: ignore[no-untyped-def]
+        """Put a recovered queue back: ours into the frontier, the rest to its owners."""
+        now = self.clock()
+        state = self._state
+        assert state is not None
+        for url, depth in rec.queued.items():
+            host = host_key(url)
+            owner = self.ring.owner(host) if self.ring is not None else self.peer_id
+            if owner == self.peer_id:
+                self.frontier.push(url, host, depth, now)  # already in the Bloom filter
+            else:
+                self.node.forward(url, depth, owner, relay=True)  # type: ignore[union-attr]
+                state.forwarded(((url, depth),))
+                state.done(url, None)
+        for url, depth in rec.forwards:
+            owner = self.ring.owner(host_key(url)) if self.ring is not None else self.peer_id
+            if owner == self.peer_id:
+                if self.bloom.add(url):
+                    self.frontier.push(url, host_key(url), depth, now)
+                    state.queued(url, depth)
+            else:
+                self.node.forward(url, depth, owner, relay=True)  # type: ignore[union-attr]
+        state.commit()
+
+    async def _snapshots(self) -> None:
+        """A new snapshot when the journal is big or old, so recovery stays short."""
+        state = self._state
+        assert state is not None and self._store is not None
+        last = trio.current_time()
+        while True:
+            await trio.sleep(5.0)
+            if state.journal_bytes() < SNAPSHOT_BYTES and trio.current_time() - last < SNAPSHOT_SECONDS:
+                continue
+            # The rows of the pages done so far must be in DuckDB first: the
+            # snapshot drops the journal that holds them (peer/state.py rule 5).
+            await self._store.flush()
+            queued = [(j.url, j.depth) for j in self.frontier.iter_queued()]
+            queued += [(url, hd[1]) for url, hd in self._inflight.items()]
+            forwards = self.node.outbox.queued().urls if self.node is not None else []
+            stats = state.snapshot(self.bloom, queued, forwards, {"pages": self._requested})
+            last = trio.current_time()
+            log.info("state snapshot %s", stats)
 
     # -- scheduling --------------------------------------------------------
 
@@ -305,7 +410,7 @@ class Crawler:
                 await self._wake.wait()
 
     async def _work(self, job: Job) -> None:
-        self._inflight[job.url] = job.host
+        self._inflight[job.url] = (job.host, job.depth)
         try:
             await self._handle(job)
         finally:
@@ -320,8 +425,20 @@ class Crawler:
         if self._handed_seen and job.url in self._handed_seen:
             # Fetched by the host's previous owner, which handed it over.
             self._handed_seen.discard(job.url)
+            self._journal_done(job.url, None)
             fr.done(job.host, self.clock(), Outcome.UNREACHED)
             return
+        if self.ring is not None and self.node is not None and len(self.ring):
+            owner = self.ring.owner(job.host)
+            if owner != self.peer_id:
+                # Came back after its host moved (a retry, a robots.txt
+                # wait): it is the new owner's now.
+                self.node.forward(job.url, job.depth, owner, relay=True)
+                if self._state is not None:
+                    self._state.forwarded(((job.url, job.depth),))
+                self._journal_done(job.url, None)
+                fr.done(job.host, self.clock(), Outcome.UNREACHED)
+                return
         if self._holds and self._held(job.host):
             now = self.clock()
             fr.requeue(job, now, now + HOLD_POLL)
@@ -462,9 +579,13 @@ class Crawler:
                 # A URL we were handed (relay) must not be dropped by the
                 # sender's "recently forwarded" cache: it may be the only copy.
                 self.node.forward(url, depth, owner, relay=relay)  # type: ignore[union-attr]
+                if self._state is not None:
+                    self._state.forwarded(((url, depth),))
                 return
         if not self.bloom.add(url):
             return
+        if self._state is not None:
+            self._state.queued(url, depth)
         if hops:
             self._hops[url] = hops
         self.frontier.push(url, host_key(url), depth, now)
@@ -501,8 +622,17 @@ class Crawler:
             peer=self.peer_id,
         )
         body = res.body if (res is not None and self.cfg.crawl.store_body) else None
+        self._journal_done(row.url, row)
         if self._store is not None:
             self._store.add_page(row, body=body, links=links if self.cfg.crawl.store_links else ())
+
+    def _journal_done(self, url: str, row: PageRow | None) -> None:
+        """The URL left this peer's queue: fetched (with its row) or handed on."""
+        if self._state is not None:
+            self._state.done(url, None if row is None else [getattr(row, f) for f in ROW_FIELDS])
+            # Right away: a page done but not on disk would be fetched again
+            # after a kill, and only those in flight may be (issue 6).
+            self._state.commit()
 
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()
@@ -519,10 +649,29 @@ class Crawler:
             return
         self._discover(url, depth, self.clock(), relay=True)
 
+    def take_back(self, url: str, depth: int) -> None:
+        """A URL of ours that was on its way to a peer now gone (``Outbox.reroute``).
+
+        It may already be in our Bloom filter (it was queued here before its
+        host moved away, or recovered so), and it was never taken by
+        anyone: it is queued without the filter's say.
+        """
+        host = host_key(url)
+        if self.ring is not None and len(self.ring) and self.ring.owner(host) != self.peer_id:
+            self.accept(url, depth)
+            return
+        self.bloom.add(url)
+        self.frontier.push(url, host, depth, self.clock())
+        if self._state is not None:
+            self._state.queued(url, depth)
+        self._wake.set()
+
     def accept_seen(self, url: str) -> None:
         """A URL another peer already fetched for a host now ours (hand-off)."""
         self.handoffs_in += 1
         self._seen_in[url] = host_key(url)
+        if self._state is not None:
+            self._state.seen(url)
         if not self.bloom.add(url):
             # Already here: queued (it came by another path before the
             # hand-off did), in flight, or done. A queued one must not run.
@@ -536,6 +685,9 @@ class Crawler:
             if owner != self.peer_id:
                 for job in self.frontier.remove_host(host):
                     self.node.forward(job.url, job.depth, owner, relay=True)  # type: ignore[union-attr]
+                    if self._state is not None:
+                        self._state.forwarded(((job.url, job.depth),))
+                        self._state.done(job.url, None)
         if old is not None and self.peer_id in ring and set(old) != set(ring):
             self._hold_from(old, ring)
         self._wake.set()
@@ -594,8 +746,11 @@ class Crawler:
         node = self.node
         if node is None or self._store is None:
             return 0
+        # In flight now: taken before the query, since a fetch that ends
+        # during it writes a row the query may not see.
+        inflight = [(url, hd[0]) for url, hd in self._inflight.items()]
         rows = await self._store.page_urls()
-        rows.extend(self._inflight.items())
+        rows.extend(inflight)
         rows.extend(self._seen_in.items())
         me = self.peer_id
         owners: dict[str, tuple[str, bool]] = {}
@@ -611,6 +766,11 @@ class Crawler:
                 node.outbox.add_seen(url, got[0], now)
                 n += 1
         return n
+
+    def commit_state(self) -> None:
+        """Make what was taken so far survive a kill -9 (before an ack goes out)."""
+        if self._state is not None:
+            self._state.commit()
 
     def leave(self) -> None:
         """Leave the ring gracefully: hand everything over, then stop (issue 6)."""

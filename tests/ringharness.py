@@ -29,7 +29,7 @@ def free_ports(n: int) -> list[int]:
 
 def cluster_text(tmp_path: Path, web_port: int, n: int, *, rate: float = 0.0,
                  window: float = 2.0, initial_delay: float = 0.0, concurrency: int = 16,
-                 ring: str = "test", extra: str = "") -> str:
+                 ring: str = "test", dead_after: float = 3.0, extra: str = "") -> str:
     ports = free_ports(n)
     peers = "".join(
         f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n'
@@ -40,7 +40,7 @@ def cluster_text(tmp_path: Path, web_port: int, n: int, *, rate: float = 0.0,
 name = "{ring}"
 gossip_interval = 0.2
 suspect_after = 1.0
-dead_after = 3.0
+dead_after = {dead_after}
 
 {peers}
 [crawl]

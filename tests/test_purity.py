@@ -14,12 +14,14 @@ PURE = [
     "peer.dnscache",
     "peer.extract",
     "peer.items",
+    "peer.state",
     "peer.robots",
     "peer.netguard",
     "ring.hashring",
     "ring.messages",
     "ring.membership",
     "ring.forwarder",
+    "ring.curve",
 ]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
 
