@@ -17,6 +17,7 @@ from pathlib import Path
 
 from peer.config import ClusterConfig, load_config
 from peer.errors import PeerError
+from ring.errors import RingError
 
 __all__ = ["main", "describe"]
 
@@ -141,7 +142,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                       cluster=cluster, address=args.address, weight=args.weight)
     try:
         summary = trio.run(_crawl, crawler, args.leave)
-    except PeerError as exc:  # a corrupt state file, an unusable results file...
+    except (PeerError, RingError) as exc:  # a corrupt state file, a port in use...
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     print(summary.render())

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections import Counter
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
@@ -46,7 +47,16 @@ from ring.messages import (
     decode,
     encode,
 )
-from ring.zmqio import SocketType, ZmqSocket, open_socket
+from ring.curve import UNAUTHENTICATED_WARNING, CurveKeys, resolve_keys_dir
+from ring.errors import RingError
+from ring.zmqio import (
+    CurveAuthenticator,
+    SocketType,
+    ZmqSocket,
+    curve_client,
+    curve_server,
+    open_socket,
+)
 
 if TYPE_CHECKING:
     from peer.config import ClusterConfig
@@ -88,6 +98,11 @@ class ClusterNode:
             gossip_interval=rc.gossip_interval, suspect_after=rc.suspect_after,
             dead_after=rc.dead_after, now=trio.current_time(), incarnation=self.incarnation,
         )
+        # CurveZMQ (issue 6): with [ring] curve_keys, only the ring's keys get
+        # in and traffic is encrypted; a missing or bad key file is a RingError
+        # the command line turns into one line.
+        keys_dir = resolve_keys_dir(rc.curve_keys, cfg.path)
+        self.keys = CurveKeys.load(keys_dir, peer_id) if keys_dir is not None else None
         self.outbox = Outbox(peer_id, rc.name, epoch=self.incarnation)
         self.inbox = Inbox(rc.name)
         self.dropped: dict[str, int] = {}
@@ -150,15 +165,23 @@ class ClusterNode:
     # -- running -----------------------------------------------------------------
 
     async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[no-untyped-def]
-        async with open_socket(SocketType.ROUTER, bind=self.address,
-                               identity=self.peer_id.encode()) as inbound:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                nursery.start_soon(self._sender)
-                nursery.start_soon(self._receiver, inbound)
-                nursery.start_soon(self._gossip)
-                nursery.start_soon(self._forwarder)
-                task_status.started()
+        async with AsyncExitStack() as stack:
+            if self.keys is not None:
+                # Before the ROUTER: libzmq admits any key while no ZAP handler runs.
+                await stack.enter_async_context(CurveAuthenticator(self.keys))
+                log.info("CurveZMQ on: %s keys from %s", len(self.keys.members()), self.keys.directory)
+            else:
+                log.warning("%s", UNAUTHENTICATED_WARNING)
+            inbound = await stack.enter_async_context(open_socket(
+                SocketType.ROUTER, bind=self.address, identity=self.peer_id.encode(),
+                configure=curve_server(self.keys) if self.keys is not None else None))
+            nursery = await stack.enter_async_context(trio.open_nursery())
+            self._nursery = nursery
+            nursery.start_soon(self._sender)
+            nursery.start_soon(self._receiver, inbound)
+            nursery.start_soon(self._gossip)
+            nursery.start_soon(self._forwarder)
+            task_status.started()
 
     async def _sender(self) -> None:
         async with AsyncExitStack() as stack:
@@ -171,9 +194,16 @@ class ClusterNode:
                 key = (dest, member.address)
                 sock = dealers.get(key)
                 if sock is None:
+                    configure = None
+                    if self.keys is not None:
+                        try:
+                            configure = curve_client(self.keys, self.keys.public_key(dest))
+                        except RingError:
+                            self._count("no_curve_key")  # its .key has not been deployed here
+                            continue
                     sock = dealers[key] = await stack.enter_async_context(open_socket(
                         SocketType.DEALER, connect=member.address, identity=self.peer_id.encode(),
-                        hwm=10_000))
+                        hwm=10_000, configure=configure))
                 with trio.move_on_after(SEND_TIMEOUT):
                     await sock.send_multipart([data])
 
@@ -271,7 +301,6 @@ class ClusterNode:
             self.crawler.accept(url, depth)
         for url in msg.seen:
             self.crawler.accept_seen(url)
-        self._count("adopted_batches")
         self.crawler.commit_state()
         with trio.move_on_after(SEND_TIMEOUT):
             await sock.send_multipart([ident, encode(Ack(self.cfg.ring.name, self.peer_id, msg.epoch, msg.seq))])
@@ -292,7 +321,7 @@ class ClusterNode:
                 forwarded_in=figures.get("forwarded_in", m.received),
                 dns_hit_rate=figures.get("dns_hit_rate", 0.0), bloom_fill=figures.get("bloom_fill", 0.0),
                 uptime=time.time() - self.started if mid == self.peer_id else 0.0,
-                dropped=tuple(sorted({**self.dropped, **self.membership.dropped}.items()))
+                dropped=tuple(sorted((Counter(self.dropped) + self.membership.dropped).items()))
                 if mid == self.peer_id else (),
             ))
         return tuple(out)

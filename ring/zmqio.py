@@ -265,6 +265,10 @@ class ZmqSocket:
             sock.setsockopt(zmq.LINGER, self._linger)
             sock.setsockopt(zmq.SNDHWM, self._hwm)
             sock.setsockopt(zmq.RCVHWM, self._hwm)
+            # Bounded memory against a hostile sender: zmq drops the
+            # connection of a peer sending more (the codec refuses > 8 MiB
+            # anyway, and counts what it refuses below this).
+            sock.setsockopt(zmq.MAXMSGSIZE, 64 * 2**20)
             if self._identity is not None:
                 sock.setsockopt(zmq.ROUTING_ID, self._identity)
             if self._type == zmq.ROUTER:
