@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from peer.config import ClusterConfig, load_config
 from peer.errors import PeerError
 from peer.urls import host_key
+from ring.errors import RingError
 from ring.hashring import HashRing
 
 __all__ = ["main", "ownership_table"]
@@ -60,7 +61,27 @@ STATUS_KEYS = ("id", "address", "state", "share", "pages", "rate", "frontier", "
                "forwarded_out", "forwarded_in", "dns_hit_rate", "bloom_fill", "uptime")
 
 
-async def _ask(address: str, ring_name: str, timeout: float):  # type: ignore[no-untyped-def]
+def client_keys(cfg: ClusterConfig, key_id: str = "ops"):  # type: ignore[no-untyped-def]
+    """The tool's own Curve key pair when ``[ring] curve_keys`` is set, else None.
+
+    Peers admit only keys in the keys directory, so an operator's tool has
+    a pair of its own there (``scripts/keys.py --ring cluster.toml --id ops``).
+    """
+    from ring.curve import CurveKeys, resolve_keys_dir
+
+    directory = resolve_keys_dir(cfg.ring.curve_keys, cfg.path)
+    return None if directory is None else CurveKeys.load(directory, key_id)
+
+
+def socket_options(keys, peer_id: str):  # type: ignore[no-untyped-def]
+    """The ``configure`` hook of a DEALER to ``peer_id`` (None without Curve)."""
+    from ring.zmqio import curve_client
+
+    return None if keys is None else curve_client(keys, keys.public_key(peer_id))
+
+
+async def _ask(address: str, ring_name: str, timeout: float, keys=None,  # type: ignore[no-untyped-def]
+               peer_id: str = ""):
     """One StatusRequest to the peer at ``address``; its reply or None."""
     import os
 
@@ -71,7 +92,8 @@ async def _ask(address: str, ring_name: str, timeout: float):  # type: ignore[no
 
     nonce = int.from_bytes(os.urandom(4), "big")
     with trio.move_on_after(timeout):
-        async with open_socket(SocketType.DEALER, connect=address) as sock:
+        async with open_socket(SocketType.DEALER, connect=address,
+                               configure=socket_options(keys, peer_id)) as sock:
             await sock.send_multipart([encode(StatusRequest(ring_name, "ring-status", nonce))])
             while True:
                 frames = await sock.recv_multipart()
@@ -84,14 +106,15 @@ async def _ask(address: str, ring_name: str, timeout: float):  # type: ignore[no
     return None
 
 
-async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5) -> list[dict] | None:
+async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) -> list[dict] | None:  # type: ignore[no-untyped-def]
     """Each member's row: the first seed that answers names the members, and
-    every live member is asked for its own figures."""
+    every live member is asked for its own figures. ``keys``: the tool's
+    Curve pair (:func:`client_keys`) when the ring uses CurveZMQ."""
     import trio
 
     first = None
     for spec in cfg.peers:
-        first = await _ask(spec.address, cfg.ring.name, timeout)
+        first = await _ask(spec.address, cfg.ring.name, timeout, keys, spec.id)
         if first is not None:
             break
     if first is None:
@@ -100,7 +123,10 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5) -> list[dict]
     own: dict[str, object] = {}
 
     async def ask_member(mid: str, address: str) -> None:
-        reply = await _ask(address, cfg.ring.name, timeout)
+        try:
+            reply = await _ask(address, cfg.ring.name, timeout, keys, mid)
+        except RingError:
+            return  # a joiner whose .key is not deployed here
         if reply is not None:
             for m in reply.members:
                 if m.id == mid:
@@ -133,19 +159,21 @@ async def request_leave(cfg: ClusterConfig, peer_id: str, timeout: float) -> str
     from ring.messages import LeaveRequest, encode
     from ring.zmqio import SocketType, open_socket
 
-    rows = await cluster_status(cfg)
+    keys = client_keys(cfg)
+    rows = await cluster_status(cfg, keys=keys)
     target = next((r for r in rows or () if r["id"] == peer_id), None)
     if target is None or target["state"] not in ("alive", "suspect"):
         return "unknown" if target is None else target["state"]
-    async with open_socket(SocketType.DEALER, connect=target["address"], linger=1000) as sock:
+    async with open_socket(SocketType.DEALER, connect=target["address"], linger=1000,
+                           configure=socket_options(keys, peer_id)) as sock:
         with trio.move_on_after(2.0):
             await sock.send_multipart([encode(LeaveRequest(cfg.ring.name, "ring-leave", peer_id))])
     with trio.move_on_after(timeout):
         while True:
             await trio.sleep(0.5)
-            own = await _ask(target["address"], cfg.ring.name, 1.0)
+            own = await _ask(target["address"], cfg.ring.name, 1.0, keys, peer_id)
             if own is None:  # the process is gone: check how the others saw it go
-                rows = await cluster_status(cfg)
+                rows = await cluster_status(cfg, keys=keys)
                 state = next((r["state"] for r in rows or () if r["id"] == peer_id), "unknown")
                 return state
     return "leaving"
@@ -209,7 +237,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         import trio
 
-        rows = trio.run(cluster_status, cfg, args.timeout)
+        try:
+            rows = trio.run(cluster_status, cfg, args.timeout, client_keys(cfg))
+        except RingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if rows is None:
             addrs = ", ".join(p.address for p in cfg.peers)
             print(f"error: no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?",
@@ -223,7 +255,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "leave":
         import trio
 
-        state = trio.run(request_leave, cfg, args.id, args.timeout)
+        try:
+            state = trio.run(request_leave, cfg, args.id, args.timeout)
+        except RingError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
         if state == "left":
             print(f"{args.id} handed over its hosts and left the ring")
             return 0

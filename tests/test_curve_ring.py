@@ -1,0 +1,79 @@
+"""A ring with CurveZMQ on: peers crawl as usual, a stranger's key gets nothing in (issue 6)."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import trio
+from ringharness import Ring, cluster_text, fetched, wait_pages
+from webfarm import SiteGraph, serve_webfarm
+
+from peer.config import load_config
+from ring.curve import read_public
+from ring.messages import UrlBatch, encode
+from ring.zmqio import SocketType, curve_client, curve_keypair, open_socket
+
+
+class StrangerKeys:
+    """A key pair nobody in the ring lists, shaped like ring.curve.CurveKeys."""
+
+    def __init__(self) -> None:
+        self.public, self.secret = curve_keypair()
+
+
+async def test_a_key_outside_the_ring_cannot_inject_urls(tmp_path):
+    graph = SiteGraph(hosts=6, pages_per_host=20, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        text = cluster_text(tmp_path, farm.port, 3, rate=600.0, window=2.0, initial_delay=0.1)
+        text = text.replace('name = "test"', 'name = "test"\ncurve_keys = "keys"')
+        async with Ring(tmp_path, text) as ring:
+            gen = await trio.run_process(
+                [sys.executable, "scripts/keys.py", "--ring", str(ring.toml), "--id", "p1",
+                 "--id", "p2", "--id", "p3", "--id", "ops"],
+                capture_stdout=True, capture_stderr=True, check=False)
+            assert gen.returncode == 0, gen.stderr
+            cfg = load_config(ring.toml)
+            p1 = cfg.peers[0]
+            evil = f"http://s002.web.test:{farm.port}/evil-injected.html"
+            try:
+                with trio.fail_after(90):
+                    for p in ("p1", "p2", "p3"):
+                        await ring.start(p)
+                    await wait_pages(farm, 10)
+                    # A stranger, who knows p1's public key and address but
+                    # whose own key is not in keys/, sends a batch as "p2".
+                    server_public = read_public(tmp_path / "keys" / "p1.key")
+                    stranger = StrangerKeys()
+                    batch = UrlBatch(cfg.ring.name, "p2", 12345, 0, ((evil, 1),))
+                    async with open_socket(SocketType.DEALER, connect=p1.address,
+                                           configure=curve_client(stranger, server_public)) as sock:
+                        for _ in range(5):
+                            with trio.move_on_after(0.2):
+                                await sock.send_multipart([encode(batch)])
+                            await trio.sleep(0.2)
+                    # A plain (no Curve) client gets nothing in either.
+                    async with open_socket(SocketType.DEALER, connect=p1.address) as sock:
+                        for _ in range(5):
+                            with trio.move_on_after(0.2):
+                                await sock.send_multipart([encode(batch)])
+                            await trio.sleep(0.2)
+                    status = await ring.ring_cmd("status", "--json")
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            errs = "".join(ring.logs[p][1].read_text() for p in ring.procs)
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    assert codes == {"p1": 0, "p2": 0, "p3": 0}, tails
+    got = fetched(farm, farm.port)
+    assert evil not in got
+    assert set(got) == graph.expected_urls(farm.port)
+    assert "CurveZMQ on" in errs and "unauthenticated" not in errs.lower()
+    # The operator's own key ("ops") is in keys/, so status works.
+    assert status.returncode == 0, status.stderr
+    members = json.loads(status.stdout)["members"]
+    assert sorted(m["id"] for m in members) == ["p1", "p2", "p3"]
