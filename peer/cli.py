@@ -84,6 +84,13 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
     lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
+    ex = cfg.extract
+    if ex:
+        rules = ", ".join(f"{r.table} ({len(r.fields)} fields, match {r.match!r})" for r in ex.rules)
+        lines.append(f"   extract: {rules or 'no rules'}"
+                     + (f"; user function {ex.module}" if ex.module else ""))
+    lines.append("   ring: " + (f"CurveZMQ keys in {cfg.ring.curve_keys}" if cfg.ring.curve_keys
+                                else "unauthenticated (no [ring] curve_keys)"))
     return "\n".join(lines)
 
 
