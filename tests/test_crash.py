@@ -70,3 +70,58 @@ async def test_a_peer_killed_with_sigkill_resumes_and_loses_nothing(tmp_path):
         ours |= {u for (u,) in con.execute("select url from pages").fetchall()}
     ours |= {u for u, _ in rows}
     assert ours >= expected
+
+
+async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path):
+    """kill -9, never restarted: the others take its hosts, adopt.py brings its frontier.
+
+    On this web the others would find p3's queued pages again by re-crawling
+    its hosts, so coverage alone does not prove the adoption; the adopted
+    counts do, and tests/test_adopt.py shows adopted URLs that nothing else
+    links to being fetched.
+    """
+    import json
+    import sys
+
+    graph = SiteGraph(hosts=9, pages_per_host=40, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        expected = graph.expected_urls(farm.port)
+        text = cluster_text(tmp_path, farm.port, 3, rate=300.0, window=2.0, initial_delay=0.2,
+                            concurrency=CONCURRENCY, dead_after=3.0)
+        async with Ring(tmp_path, text) as ring:
+            try:
+                with trio.fail_after(150):
+                    for p in ("p1", "p2", "p3"):
+                        await ring.start(p)
+                    await wait_pages(farm, len(expected) // 3)
+                    ring.kill("p3", signal.SIGKILL)
+                    await ring.wait("p3")
+                    # Wait until the others have declared it dead.
+                    while True:
+                        st = await ring.ring_cmd("status", "--json")
+                        states = {m["id"]: m["state"] for m in json.loads(st.stdout)["members"]} \
+                            if st.returncode == 0 else {}
+                        if states.get("p3") == "dead":
+                            break
+                        await trio.sleep(0.3)
+                    adopted = await trio.run_process(
+                        [sys.executable, "scripts/adopt.py", str(tmp_path / "p3"),
+                         "--ring", str(ring.toml)],
+                        capture_stdout=True, capture_stderr=True, check=False)
+                    await ring.wait("p1", "p2")
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: ring.procs[p].returncode for p in ("p1", "p2")}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    assert adopted.returncode == 0, (adopted.stdout, adopted.stderr)
+    # It found p3's frontier and its fetched URLs and every batch was acked.
+    import re
+
+    m = re.search(rb"p3: adopted: (\d+) queued URLs and (\d+) fetched URLs", adopted.stdout)
+    assert m and int(m[1]) > 0 and int(m[2]) > 0, adopted.stdout
+    assert codes == {"p1": 0, "p2": 0}, tails
+    got = fetched(farm, farm.port)
+    assert set(got) == expected, f"missing {sorted(expected - set(got))[:5]}"
