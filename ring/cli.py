@@ -70,7 +70,12 @@ def client_keys(cfg: ClusterConfig, key_id: str = "ops"):  # type: ignore[no-unt
     from ring.curve import CurveKeys, resolve_keys_dir
 
     directory = resolve_keys_dir(cfg.ring.curve_keys, cfg.path)
-    return None if directory is None else CurveKeys.load(directory, key_id)
+    if directory is None:
+        return None
+    if not (directory / f"{key_id}.key_secret").exists():
+        raise RingError(f"{directory}: no key pair {key_id!r} for this tool; the ring uses CurveZMQ, "
+                        f"make one with: python scripts/keys.py --ring {cfg.path} --id {key_id}")
+    return CurveKeys.load(directory, key_id)
 
 
 def socket_options(keys, peer_id: str):  # type: ignore[no-untyped-def]
