@@ -247,6 +247,14 @@ class ClusterNode:
             if sender is None or sender.state.value == "dead":
                 self._count("unknown_sender")  # the forwarder's contract: members only
                 return
+            if msg.epoch > sender.incarnation:
+                # A peer's epoch is its incarnation at start, and incarnations
+                # only grow: a later epoch is forged (or from a restart whose
+                # gossip has not reached us: unacked, so it comes again). Taken,
+                # it would close the sender's real channel in the Inbox and its
+                # unacked batches would be resent for ever.
+                self._count("future_epoch")
+                return
             verdict = self.inbox.accept(msg)
             if verdict.name == "ACCEPT":
                 for url, depth in msg.urls:

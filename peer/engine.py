@@ -48,8 +48,8 @@ import trio
 
 from peer.bloom import BloomFilter
 from peer.config import ClusterConfig
-from peer.extract import decode_html, is_html, parse_page, parse_tree
-from peer.items import extract_items
+from peer.extract import Page, decode_html, is_html, parse_page, parse_tree
+from peer.items import ExtractConfig, extract_items
 from peer.fetcher import Fetcher, FetchResult
 from peer.frontier import Frontier, Job, Outcome
 from peer.resolver import Resolver
@@ -85,6 +85,28 @@ SNAPSHOT_BYTES = 64 * 2**20
 SNAPSHOT_SECONDS = 600.0
 #: The fields of a page row as the journal keeps it (PageRow's order).
 ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What a worker thread got out of one HTML page."""
+
+    page: Page
+    items: list[tuple[str, dict]]
+    errors: list[str]
+
+
+def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig) -> Parsed:
+    """Links, title and extraction-rule items of an HTML page; pure, for a worker thread."""
+    tree = None
+    items: list[tuple[str, dict]] = []
+    errors: list[str] = []
+    if ex and (ex.module or any(r.matches(url) for r in ex.rules)):
+        # One parse for the links and the extraction rules.
+        tree = parse_tree(body, charset)
+        html = decode_html(body, charset) if ex.module else ""
+        items, errors = extract_items(ex, url, html, tree)
+    return Parsed(parse_page(url, body, charset, tree=tree), items, errors)
 
 
 @dataclass(slots=True)
@@ -157,6 +179,9 @@ class Crawler:
         self._in_flight = 0
         self._requested = 0                   # page rows whose request was made (max_pages)
         self._wake = trio.Event()
+        # Parsing threads: two keep both cores busy without letting a flood
+        # of crafted pages take every thread of trio's pool.
+        self._parsers = trio.CapacityLimiter(2)
         self._stopping = False
         self._store: ResultStore | None = None
         self._workers: trio.Nursery | None = None
@@ -469,8 +494,17 @@ class Crawler:
                 # their Crawl-delay floor with them.
                 fr.set_min_delay(job.host, delay, self.clock())
         res = await self._fetcher.fetch(job.url)  # type: ignore[union-attr]
+        parsed = None
+        if res.status is not None and 200 <= res.status < 300 and is_html(res.content_type, res.body):
+            # In a worker thread: lexbor releases the GIL while it parses, and
+            # a crafted page can take it seconds or more (deep nesting, huge
+            # <select>s: tests/test_hostile.py); gossip and the other fetches
+            # must go on meanwhile.
+            parsed = await trio.to_thread.run_sync(
+                parse_response, job.url, res.body, res.charset, self.cfg.extract,
+                limiter=self._parsers)
         now = self.clock()
-        outcome = self._outcome(job, res, now)
+        outcome = self._outcome(job, res, now, parsed)
         fr.done(job.host, now, outcome)
 
     async def _fetch_robots(self, job: Job) -> None:
@@ -495,7 +529,7 @@ class Crawler:
         fr.requeue(job, now, now)
         fr.done(job.host, now, Outcome.FETCHED if res.status is not None else Outcome.FAILED)
 
-    def _outcome(self, job: Job, res: FetchResult, now: float) -> Outcome:
+    def _outcome(self, job: Job, res: FetchResult, now: float, parsed: Parsed | None = None) -> Outcome:
         """Decide what a fetch result means; returns how the request counts."""
         status = res.status
         if res.error in RETRYABLE or (status is not None and status >= 500) or status == 429:
@@ -520,14 +554,9 @@ class Crawler:
                     error = "too_many_redirects"
                 else:
                     self._discover(target, job.depth, now, hops)
-        elif 200 <= status < 300 and is_html(res.content_type, res.body):
-            ex = self.cfg.extract
-            tree = None
-            if ex and (ex.module or any(r.matches(job.url) for r in ex.rules)):
-                # One parse for the links and the extraction rules.
-                tree = parse_tree(res.body, res.charset)
-                self._extract(job.url, res, tree)
-            page = parse_page(job.url, res.body, res.charset, tree=tree)
+        elif parsed is not None:
+            page = parsed.page
+            self._extracted(job.url, parsed)
             title, n_links = page.title, page.n_links
             max_depth = self.cfg.crawl.max_depth
             if not page.nofollow and (not max_depth or job.depth < max_depth):
@@ -538,16 +567,13 @@ class Crawler:
         self._row(job, res, final_url=final_url, title=title, n_links=n_links, error=error, links=links)
         return Outcome.FETCHED
 
-    def _extract(self, url: str, res: FetchResult, tree) -> None:  # type: ignore[no-untyped-def]
-        ex = self.cfg.extract
-        html = decode_html(res.body, res.charset) if ex.module else ""
-        items, errors = extract_items(ex, url, html, tree)
+    def _extracted(self, url: str, parsed: Parsed) -> None:
         fetched_at = time.time()
         if self._store is not None:
-            for table, row in items:
+            for table, row in parsed.items:
                 self._store.add_item(table, url, fetched_at, row)
-        self.summary.items += len(items)
-        for err in errors:
+        self.summary.items += len(parsed.items)
+        for err in parsed.errors:
             # A bug in the user's function must not stop the crawl; the first
             # few are logged, all are counted in the summary.
             self.summary.extract_errors += 1

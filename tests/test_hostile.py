@@ -1,0 +1,441 @@
+"""Hostile input (issue 6): what the web and the network may throw at a peer.
+
+**From the web.** Pages and URLs are fuzzed with hypothesis on arbitrary text
+(lone surrogates and controls included) and bytes: ``peer.urls`` raises only
+:class:`~peer.errors.URLError`, ``peer.extract`` and ``peer.items`` never
+raise, and what they return is normalised. Huge inputs (a 1 MB URL, 2 MiB
+bodies of garbage, tag soup, 350k-deep nesting, ~190k anchors) finish, give
+the documented answer and stay under a stated memory bound (tracemalloc sees
+lexbor's allocations too: selectolax builds its tree with Python's
+allocator). tests/test_urls.py and tests/test_extract.py fuzz each function
+alone; this file checks that they agree with each other on any input.
+
+**From the network.** Three real peers crawl the local web while the test,
+from a plain DEALER, sends one of them garbage, truncated and oversized
+frames, unknown types and versions, another ring's batch, a replayed batch
+and a message with extra frames. The crawl must still complete (every peer
+exits 0 by itself, every expected URL fetched, the other ring's URL never),
+and ``python -m ring status --json`` taken during the crawl shows each drop
+counted under its name.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import tomllib
+import tracemalloc
+
+import msgpack
+import pytest
+import trio
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from ringharness import Ring, cluster_text, fetched, wait_pages
+from webfarm import SiteGraph, serve_webfarm
+
+from peer.errors import URLError
+from peer.extract import MAX_TITLE, Page, decode_html, is_html, parse_page, parse_tree
+from peer.items import URL_ATTRS, ExtractConfig, Field, Rule, extract_items
+from peer.urls import MAX_URL_LENGTH, Scope, host_key, join, normalize, normalize_link
+from ring.messages import MAX_FRAME, TYPE_CODES, VERSION, StatusRequest, UrlBatch, encode
+from ring.zmqio import SocketType, open_socket
+
+MiB = 1 << 20
+PAGE = "http://example.test/dir/page.html"
+
+# -- strategies ---------------------------------------------------------------
+
+# Every code point, lone surrogates included (st.text() leaves them out).
+ANY_CHAR = st.characters(exclude_categories=())
+ANY_TEXT = st.text(ANY_CHAR, max_size=80)
+URLISH = st.one_of(
+    ANY_TEXT,
+    ANY_TEXT.map(lambda t: "http://" + t),
+    ANY_TEXT.map(lambda t: "https://a.example/" + t),
+    st.lists(st.sampled_from(
+        list(":/?#[]@%.\\ \t\x00\x7fhxtpsa1") + ["http://", "https://", "//", "%2", "%2e", "..",
+                                             "::", "[::1]", "xn--", "\ud800", "ß", "。", "\u00ad",
+                                             ":80", ":0", "@", "javascript:"]),
+        max_size=30).map("".join),
+)
+BODY = st.one_of(
+    st.binary(max_size=600),
+    ANY_TEXT.map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.lists(st.sampled_from([
+        b"<a href=", b"<area href='", b"<base href=", b"'>", b"<title>", b"</title>", b"<h1>",
+        b"<img src=", b"<meta name=robots content=nofollow>", b"<meta charset=", b"<!--", b"-->",
+        b"<script>", b"<template>", b"&#xD800;", b"\xed\xa0\x80", b"\xff\xfe", b"\xef\xbb\xbf",
+        b"http://[::1", b"//x.example/", b"../", b"mailto:", b"%zz", b" ", b"<", b">",
+    ]) | st.binary(max_size=6), max_size=50).map(b"".join),
+)
+CHARSET = st.none() | st.sampled_from(["utf-8", "latin1", "utf-16", "shift_jis", "utf-7"]) | ANY_TEXT
+
+
+def _authority(url: str) -> str:
+    return url.split("/", 3)[2]
+
+
+# -- URLs: the four entry points agree on any input ------------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(base=URLISH, href=URLISH)
+def test_join_normalize_link_and_host_key_agree_on_any_base_and_href(base, href):
+    try:
+        nbase = normalize(base)
+    except URLError:
+        nbase = None
+    else:
+        assert normalize(nbase) == nbase
+        assert host_key(base) == host_key(nbase) == _authority(nbase)
+    try:
+        url = join(base, href)
+    except URLError:
+        assert normalize_link(base, href) is None
+    else:
+        assert normalize_link(base, href) == url
+        assert nbase is not None  # nothing joins against a base that is not a URL
+        assert normalize(url) == url
+        assert url.isascii() and len(url) <= MAX_URL_LENGTH
+        assert host_key(url) == _authority(url)
+        assert Scope.from_seeds([url]).allows(url)
+
+
+@settings(max_examples=300, deadline=None)
+@given(url=URLISH)
+def test_host_key_raises_only_url_error_and_keys_what_normalize_accepts(url):
+    try:
+        key = host_key(url)
+    except URLError:
+        key = None
+    try:
+        n = normalize(url)
+    except URLError:
+        return  # host_key may still accept it: its fast path checks the authority only
+    assert key == _authority(n)
+
+
+def test_a_one_megabyte_url_is_refused_everywhere():
+    huge = "http://a.example/" + "x" * MiB
+    for call in (normalize, host_key, lambda u: join(PAGE, u), lambda u: join(u, "/x")):
+        with pytest.raises(URLError, match="too long"):
+            call(huge)
+    assert normalize_link(PAGE, huge) is None
+    assert normalize_link(huge, "/x") is None
+    assert not Scope(["*"]).allows(huge)
+    # Inside a page: the link and the base are dropped, the rest stands.
+    body = (f'<base href="{huge}"><title>{"t" * MiB}</title><a href="{huge}">x</a>'
+            '<a href="/ok">ok</a>').encode()
+    page = parse_page(PAGE, body)
+    assert page.links == ("http://example.test/ok",)
+    assert page.title == "t" * MAX_TITLE
+
+
+# -- pages: parse_page, parse_tree and is_html on any bytes ------------------------
+
+
+@settings(max_examples=300, deadline=None)
+@given(url=URLISH, body=BODY, charset=CHARSET)
+def test_any_body_gives_one_normalised_page_whether_parsed_once_or_twice(url, body, charset):
+    page = parse_page(url, body, charset)
+    assert isinstance(page, Page)
+    assert page == parse_page(url, body, charset, tree=parse_tree(body, charset))
+    assert page.n_links == len(page.links) == len(set(page.links))
+    for link in page.links:
+        assert normalize(link) == link
+    if page.nofollow:
+        assert page.links == ()
+    if page.title is not None:
+        page.title.encode("utf-8")  # no lone surrogate reaches the results file
+    assert isinstance(decode_html(body, charset), str)
+
+
+@settings(max_examples=200, deadline=None)
+@given(ctype=ANY_TEXT, body=BODY)
+def test_is_html_answers_a_bool_for_any_type_and_body(ctype, body):
+    assert is_html(ctype, body) in (True, False)
+    assert is_html("text/html; " + ctype, body) is True
+    assert is_html("image/png", body) is False
+
+
+# -- items: a fixed set of rules on any page -----------------------------------------
+
+ITEMS = ExtractConfig((
+    Rule("any", "*", (
+        Field("h1", "h1"),
+        Field("paras", "p", None, True),
+        Field("cover", "img", "src"),
+        Field("links", "a, area, link", "href", True),
+        Field("titles", "[title]", "title", True),
+        Field("action", "form", "action"),
+    )),
+    Rule("query", "re:\\?", (Field("base", "base", "href"),)),
+))
+
+
+URL_FIELDS = {f.name for r in ITEMS.rules for f in r.fields if f.attr in URL_ATTRS}
+
+
+def _check_items(items: list, errors: list, page_url_is_normal: bool) -> None:
+    assert errors == []
+    assert [table for table, _ in items][:1] == ["items_any"]
+    for _, row in items:
+        for name, value in row.items():
+            values = value if isinstance(value, list) else [value]
+            for v in values:
+                assert v is None or isinstance(v, str), (name, v)
+                if v is None or name not in URL_FIELDS:
+                    continue
+                # Made absolute and normal, or kept as written, stripped. On a
+                # normal page URL (and values far below MAX_URL_LENGTH, as
+                # here), a kept value is one no URL can be made of.
+                assert v == v.strip()
+                if page_url_is_normal:
+                    try:
+                        assert normalize(v) == v
+                    except URLError:
+                        pass
+
+
+@settings(max_examples=200, deadline=None)
+@given(url=URLISH, body=BODY, charset=CHARSET)
+def test_extract_items_never_raises_on_any_page(url, body, charset):
+    try:
+        normal = normalize(url) == url
+    except URLError:
+        normal = False
+    html = decode_html(body, charset)
+    items, errors = extract_items(ITEMS, url, html, parse_tree(body, charset))
+    _check_items(items, errors, normal)
+    again, errors = extract_items(ITEMS, url, html)  # parsing the text itself
+    assert again == items and errors == []
+
+
+@settings(max_examples=100, deadline=None)
+@given(path=ANY_TEXT, body=BODY)
+def test_extract_items_on_a_normal_page_url_gives_normal_urls(path, body):
+    try:
+        url = normalize("http://shop.example/" + path)
+    except URLError:
+        return
+    items, errors = extract_items(ITEMS, url, decode_html(body, None), parse_tree(body))
+    _check_items(items, errors, True)
+
+
+# -- huge pages: they finish, and memory stays proportional to the body ----------------
+
+#: Peak bytes traced while parsing, per byte of body. lexbor spends ~190 bytes
+#: an element and the densest markup is 3 bytes an element (``<b>``), so
+#: ~65x is the worst found; anything quadratic blows far past this.
+PEAK_PER_BYTE = 96
+
+
+def _fill(unit: bytes, size: int = 2 * MiB) -> bytes:
+    return unit * (size // len(unit))
+
+
+# Built when used: ~20 MiB of bodies need not live for the whole session.
+HUGE_PAGES = {
+    "random bytes": (lambda: random.Random(6).randbytes(2 * MiB), ()),
+    "tag soup": (lambda: _fill(b"<"), ()),
+    "formatting elements": (lambda: _fill(b"<b>"), ()),
+    "350k-deep spans": (lambda: _fill(b"<span>", 2 * MiB - 40) + b"<a href=/deep>d</a>",
+                        ("http://example.test/deep",)),
+    "700k-deep unknown tags": (lambda: _fill(b"<x>", 2 * MiB - 40) + b"<a href=/deep>d</a>",
+                               ("http://example.test/deep",)),
+    "190k anchors": (lambda: _fill(b"<a href=/x>"), ("http://example.test/x",)),
+    "one tag, 500k attributes": (lambda: b"<a " + _fill(b"x=1 ") + b"href=/y>",
+                                 ("http://example.test/y",)),
+    "a 2 MiB href": (lambda: b"<a href='" + _fill(b"&amp;") + b"'>", ()),
+    "a 2 MiB title": (lambda: b"<title>" + _fill(b"ab ") + b"</title>", ()),
+}
+
+
+@pytest.mark.parametrize("name", HUGE_PAGES)
+def test_a_2_mib_page_parses_in_memory_proportional_to_its_size(name):
+    make, links = HUGE_PAGES[name]
+    body = make()
+    tracemalloc.start()
+    try:
+        page = parse_page(PAGE, body, None)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert page.links == links
+    assert page.title is None or len(page.title) == MAX_TITLE
+    assert peak < PEAK_PER_BYTE * len(body), f"{peak / MiB:.0f} MiB for {len(body) / MiB:.1f} MiB"
+
+
+def test_twenty_thousand_distinct_links_are_all_kept_and_normal():
+    body = b"".join(b"<a href=/p%d>" % i for i in range(20_000))
+    tracemalloc.start()
+    try:
+        page = parse_page(PAGE, body)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert page.n_links == 20_000
+    assert page.links[:2] == ("http://example.test/p0", "http://example.test/p1")
+    assert peak < PEAK_PER_BYTE * len(body)
+
+
+def test_items_of_a_deep_page_stay_proportional_to_its_size():
+    body = _fill(b"<span>", MiB) + b"<h1>deep</h1><a href=/d title=t>d</a><img src=/i.png>"
+    tree = parse_tree(body)
+    tracemalloc.start()
+    try:
+        items, errors = extract_items(ITEMS, PAGE, "", tree)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert errors == []
+    row = items[0][1]
+    assert (row["h1"], row["cover"], row["links"], row["titles"]) == (
+        "deep", "http://example.test/i.png", ["http://example.test/d"], ["t"])
+    assert peak < PEAK_PER_BYTE * len(body)
+
+
+@pytest.mark.xfail(reason="peer.items: '::text*' on nested matches is quadratic in time and "
+                          "memory (each match's text holds all its descendants'); a 27 KiB page "
+                          "gives 8M characters, a 2 MiB one would exhaust memory")
+def test_text_of_every_nested_match_stays_proportional_to_the_page():
+    body = b"<span>x" * 4000
+    cfg = ExtractConfig((Rule("r", "*", (Field("texts", "span", None, True),)),))
+    tree = parse_tree(body)
+    tracemalloc.start()
+    try:
+        items, _ = extract_items(cfg, PAGE, "", tree)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert len(items[0][1]["texts"]) == 4000
+    assert peak < PEAK_PER_BYTE * len(body) + MiB
+
+
+# The child process gets a CPU-time limit (RLIMIT_CPU: the kernel ends it with
+# SIGXCPU, even inside C code, and load on the box does not count). Parsing
+# this 0.5 MB page costs ~0.1 s of CPU when linear: 2 s is a hang guard.
+_NESTED_DIVS = """
+import resource
+from peer.extract import parse_page
+
+body = b"<div>" * 100_000 + b"<a href=/deep>d</a>"
+used = resource.getrusage(resource.RUSAGE_SELF)
+limit = int(used.ru_utime + used.ru_stime) + {budget}
+resource.setrlimit(resource.RLIMIT_CPU, (limit, limit + 1))
+assert parse_page("http://x.test/", body).links == ("http://x.test/deep",)
+"""
+
+
+@pytest.mark.xfail(reason="lexbor's tree builder walks the stack of open elements on each "
+                          "block start tag: 100k nested <div> take minutes (O(n^2)); Chromium "
+                          "caps the depth at 512")
+def test_a_100k_deep_block_nesting_finishes():
+    done = subprocess.run([sys.executable, "-c", textwrap.dedent(_NESTED_DIVS.format(budget=2))],
+                          capture_output=True, timeout=120, check=False)
+    over = " (SIGXCPU: over its CPU limit)" if done.returncode == -signal.SIGXCPU else ""
+    assert done.returncode == 0, f"exit {done.returncode}{over}: {done.stderr[-2000:]!r}"
+
+
+# -- from the network: garbage at a running peer's ROUTER -----------------------------
+
+
+def _hostile_frames(port: int, replay: bytes, inscope: str) -> list[tuple[str, list[bytes]]]:
+    """(drop counter, frames) of each hostile message the test sends."""
+    evil = UrlBatch("otherring", "p1", 1, 0, ((f"http://s001.web.test:{port}/evil", 1),))
+    unknown = max(TYPE_CODES) + 90
+    assert unknown not in TYPE_CODES
+    return [
+        ("not_msgpack", [b"\xc1 this is not msgpack \x00\xff"]),
+        ("not_msgpack", [replay[: len(replay) // 2]]),  # a valid frame cut short
+        ("oversized", [b"\x00" * (MAX_FRAME + 1)]),
+        ("unknown_type", [msgpack.packb([VERSION, unknown, "test", "p2"])]),
+        ("version", [msgpack.packb([VERSION + 1, 4, "test", "p2"])]),
+        ("malformed", [msgpack.packb([VERSION, 4, "test"])]),  # a UrlBatch of three fields
+        ("other_ring", [encode(evil)]),
+        ("bad_frames", [encode(StatusRequest("test", "hostile", 7)), b"an extra frame"]),
+        ("replay", [replay]),  # the batch itself: the first copy is taken, the rest are replays
+        ("replay", [replay]),
+        # A live member's name with an epoch it never had: taken, it would
+        # close p2's real channel and hang the crawl; it is refused.
+        ("future_epoch", [encode(UrlBatch("test", "p2", 2**62, 0, ((inscope, 1),)))]),
+    ]
+
+
+async def _status(ring: Ring) -> list[dict] | None:
+    done = await ring.ring_cmd("status", "--json")
+    return json.loads(done.stdout)["members"] if done.returncode == 0 else None
+
+
+async def test_garbage_at_a_peer_is_dropped_and_counted_while_the_crawl_completes(tmp_path):
+    graph = SiteGraph(hosts=6, pages_per_host=30, shop=False)
+    rounds = 3
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        port = farm.port
+        expected = graph.expected_urls(port)
+        # 6 pages/s per host: the ~350 pages take about 10 s, time to send and ask.
+        text = cluster_text(tmp_path, port, 3, rate=360.0, window=2.0, initial_delay=0.2)
+        target = tomllib.loads(text)["peer"][0]
+        assert target["id"] == "p1"
+        # The replayed batch names p1 itself as sender, a channel no real
+        # member uses towards p1, with an epoch below p1's incarnation (a
+        # later one is refused as forged: future_epoch).
+        inscope = sorted(expected)[0]
+        replay = encode(UrlBatch("test", "p1", 1, 0, ((inscope, 1),)))
+        frames = _hostile_frames(port, replay, inscope)
+        want = {}
+        for name, _ in frames:
+            want[name] = want.get(name, 0) + rounds
+        want["replay"] -= 1  # the very first copy is accepted
+        seen: list[dict] | None = None
+        pages_at_status = 0
+        async with Ring(tmp_path, text) as ring:
+            try:
+                with trio.fail_after(90):
+                    for p in ("p1", "p2", "p3"):
+                        await ring.start(p)
+                    await wait_pages(farm, 10)
+                    async with open_socket(SocketType.DEALER, connect=target["address"]) as sock:
+                        for _ in range(rounds):
+                            for _, msg in frames:
+                                await sock.send_multipart(msg)
+                            await trio.sleep(0.3)
+                        # Asked during the crawl until p1 has counted it all
+                        # (or the peers are gone: then the asserts below say what lacked).
+                        while (members := await _status(ring)) is not None:
+                            seen = members
+                            pages_at_status = sum(fetched(farm, port).values())
+                            row = next(m for m in members if m["id"] == "p1")
+                            if all(row["dropped"].get(k, 0) >= n for k, n in want.items()):
+                                break
+                            await trio.sleep(0.2)
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            outputs = {p: ring.output(p) for p in ring.procs}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    assert codes == {"p1": 0, "p2": 0, "p3": 0}, tails
+    for p, out in outputs.items():
+        assert "crawl finished (cluster done)" in out, (p, out[-2000:])
+    got = fetched(farm, port)
+    assert f"http://s001.web.test:{port}/evil" not in got
+    assert set(got) == expected, f"missing {sorted(expected - set(got))[:5]}"
+    assert max(got.values()) == 1
+
+    # The status was taken mid-crawl, and gossip went on: all three alive.
+    assert seen is not None, "no peer answered ring status during the crawl"
+    assert pages_at_status < len(expected)
+    assert sorted((m["id"], m["state"]) for m in seen) == [
+        ("p1", "alive"), ("p2", "alive"), ("p3", "alive")]
+    dropped = next(m for m in seen if m["id"] == "p1")["dropped"]
+    for name, n in want.items():
+        assert dropped.get(name, 0) >= n, (name, dropped)
