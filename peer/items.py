@@ -36,8 +36,10 @@ the tree to :func:`extract_items`. A selector ends with an optional suffix:
   http(s) URL (``mailto:``, ``data:``, garbage) is kept as written, stripped,
   because the user asked for that attribute and a NULL would hide it.
   ``srcset`` is a list with descriptors, not a URL, so it is kept as written;
-- then ``*`` for every match as a list of strings (``[]`` when none);
-  without it, the first match's value or ``None``.
+- then ``*`` for every match as a list of strings (``[]`` when none),
+  at most :data:`MAX_FIELD_TEXT` characters of text in all (nested matches
+  repeat their descendants' text, so a hostile page could otherwise make it
+  quadratic); without it, the first match's value or ``None``.
 
 ``*`` is only a marker after a suffix: ``div > *`` is the CSS universal
 selector, and "all the text of ``p.x``" is spelled ``p.x::text*``.
@@ -72,8 +74,12 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 from peer.errors import ConfigError
 from peer.urls import normalize_link
 
+#: Characters of text a ``::text*`` field keeps per page (its list stops there).
+MAX_FIELD_TEXT = 1_000_000
+
 __all__ = [
     "DEFAULT_TABLE",
+    "MAX_FIELD_TEXT",
     "MAX_USER_ROWS",
     "RESERVED_COLUMNS",
     "URL_ATTRS",
@@ -325,7 +331,7 @@ def _apply(rule: Rule, url: str, tree: LexborHTMLParser, base: list[str]) -> Row
         attr = f.attr
         if attr is None:
             if f.many:
-                row[f.name] = [" ".join(n.text().split()) for n in tree.css(f.css)]
+                row[f.name] = _texts(tree.css(f.css))
             else:
                 node = tree.css_first(f.css)
                 row[f.name] = None if node is None else " ".join(node.text().split())
@@ -343,6 +349,25 @@ def _apply(rule: Rule, url: str, tree: LexborHTMLParser, base: list[str]) -> Row
             values = [_absolute(base[0], v) for v in values]
         row[f.name] = values if f.many else (values[0] if values else None)
     return row
+
+
+def _texts(nodes: Iterable[Any]) -> list[str]:
+    """The text of each match, up to :data:`MAX_FIELD_TEXT` characters in all.
+
+    Nested matches each hold their descendants' text, so the sum grows with
+    the square of the nesting (4,000 nested ``<span>`` of one character make
+    8 M characters): a hostile page must not turn that into memory or
+    hours of work. The list stops at the cap.
+    """
+    out: list[str] = []
+    total = 0
+    for n in nodes:
+        text = " ".join(n.text().split())
+        total += len(text)
+        if total > MAX_FIELD_TEXT:
+            break
+        out.append(text)
+    return out
 
 
 def _base_url(url: str, tree: LexborHTMLParser) -> str:
