@@ -33,7 +33,11 @@ Rules (every transition lives in this file):
    ``n = 0 < S`` window after window, which the law reads as "too slow" and so
    winds the delay down to ``min_delay``; its next burst of URLs would then be
    fetched back to back. An idle window says nothing about the delay, so it is
-   not a sample. Each host's windows start at its first push (so deadlines
+   not a sample. Nor is a host's first window if its queue ran dry in it:
+   the host was just found and its URLs were still trickling in, so its
+   ``n`` is short, and the law would answer with a faster delay and an
+   overshoot the next window (scripts/bench_ring.py, 20 pages a window:
+   windows of 13 then 26; 177 windows over +10% of 1400, 17 without them). Each host's windows start at its first push (so deadlines
    spread out); they are rolled lazily when a host is touched and by a heap
    of window deadlines; after a long silence at most one catch-up sample is
    taken and the rest are jumped over, not looped.
@@ -131,7 +135,7 @@ class _Host:
     __slots__ = (
         "name", "items", "head", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
-        "win_start", "win_n", "backlog", "rseq", "rkey", "tseq", "tkey",
+        "win_start", "win_n", "backlog", "fresh", "dry", "rseq", "rkey", "tseq", "tkey",
     )
 
     def __init__(self, name: str, now: float, pid: PID | None) -> None:
@@ -150,6 +154,8 @@ class _Host:
         self.win_start = now
         self.win_n = 0
         self.backlog = False
+        self.fresh = True  # still in its first window
+        self.dry = False  # its queue ran dry since it was created (rule 3)
         self.rseq = 0  # seq of its live ready-heap entry, 0 = none
         self.rkey = 0.0
         self.tseq = 0  # seq of its live timer-heap entry, 0 = none
@@ -254,6 +260,9 @@ class Frontier:
             if head == len(items):
                 items.clear()
                 head = 0
+                # Its queue ran dry in its first window: URLs were still
+                # trickling in, so that window's n is short (rule 3).
+                hs.dry = True
                 self._n_hosts -= 1
             else:
                 items[head - 2] = items[head - 1] = None
@@ -479,8 +488,9 @@ class Frontier:
         """Close the host's windows that ended by ``now`` (rule 3)."""
         w = self._window
         ws = hs.win_start + w
-        if hs.backlog:
+        if hs.backlog and not (hs.fresh and hs.dry):
             self._sample(hs, ws, hs.win_n)
+        hs.fresh = False
         if now >= ws + w:
             # A silent window: sampled only if it inherited a gated host. The
             # ones after it are jumped; zeros would only push the same way.

@@ -483,16 +483,42 @@ def test_idle_hosts_are_forgotten_once_their_delay_has_passed():
 def test_backlogged_idle_host_is_kept_until_its_window_is_sampled():
     pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
     f = Frontier(pol)
+    fill(f, A, 64)  # more than the first window takes: it is sampled
+    t = 0.0
+    while len(f):
+        if f.pop_ready(t) is not None:
+            f.done(A, t + 0.1)
+        t += 0.5
+    assert 60.0 < t < 90.0  # ran dry in the second window
+    f.roll_windows(90.0)
+    assert f.n_known == 1   # backlogged in a window not yet sampled: kept
+    f.roll_windows(120.0)
+    assert [s.window_end for s in f.drain_trace()] == [60.0, 120.0]
+    assert f.n_known == 0
+
+
+def test_a_first_window_whose_queue_ran_dry_is_not_a_sample():
+    # A host just found: two URLs, then nothing while more links are being
+    # found. Its first window's n (2) says nothing about its delay.
+    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    f = Frontier(pol)
     fill(f, A, 2)
     f.pop_ready(0.0)
     f.done(A, 0.1)
     f.pop_ready(1.0)
     f.done(A, 1.1)
-    f.roll_windows(30.0)
-    assert f.n_known == 1
+    for i in range(40):  # URLs arrive again, more than the delay lets start
+        f.push(url(A, 100 + i), A, 0, 30.0)
     f.roll_windows(60.0)
-    assert [(s.window_end, s.n) for s in f.drain_trace()] == [(60.0, 2)]
-    assert f.n_known == 0
+    assert f.drain_trace() == []
+    assert f.host_delay(A) == 1.0   # not sped up by the short window
+    t = 60.0
+    while t < 120.0:
+        if f.pop_ready(t) is not None:
+            f.done(A, t + 0.1)
+        t += 0.5
+    f.roll_windows(120.0)
+    assert [s.window_end for s in f.drain_trace()] == [120.0]
 
 
 # ----------------------------------------------------- stateful property
