@@ -281,13 +281,16 @@ class Crawler:
                 if self._stopping and self._in_flight:
                     workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
             self._flush_pid()
-            if self.summary.stop_reason in ("cluster done", "left the ring"):
+            if self.node is not None and self.summary.stop_reason in (
+                    "cluster done", "left the ring", "max_pages reached"):
                 # Keep gossiping "idle, done" for a few rounds so every
                 # peer sees the same stable counters before we vanish;
                 # otherwise a peer a round behind would see us die, its
                 # live set change, and its termination count restart.
                 # A leaver's final counters (its hand-off batches) must
-                # reach the others too, or their sums never balance.
+                # reach the others too, or their sums never balance; and a
+                # peer stopped by max_pages must spread its final page
+                # count, or a peer a round behind never sees the limit.
                 await trio.sleep(LINGER_ROUNDS * self.cfg.ring.gossip_interval)
             services.cancel_scope.cancel()
 
