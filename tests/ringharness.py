@@ -134,3 +134,18 @@ def pages_fetched(farm) -> int:
 async def wait_pages(farm, n: int) -> None:
     while pages_fetched(farm) < n:
         await trio.sleep(0.05)
+
+
+def busiest_peer(graph, port: int, peers: list[str]) -> str:
+    """The peer of ``peers`` that owns the most of the web's hosts on an equal-weight ring.
+
+    A test that kills or removes one peer picks this one, so the victim
+    surely had hosts to crawl (with a dozen hosts, a peer owning none is a
+    few-percent event).
+    """
+    from peer.urls import host_key
+    from ring.hashring import HashRing
+
+    ring = HashRing({p: 1.0 for p in peers})
+    owned = Counter(ring.owner(host_key(f"http://{h}:{port}/")) for h in graph.hosts(special=False))
+    return max(peers, key=lambda p: (owned[p], p))

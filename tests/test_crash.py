@@ -12,7 +12,7 @@ import signal
 
 import duckdb
 import trio
-from ringharness import Ring, cluster_text, fetched, wait_pages
+from ringharness import Ring, busiest_peer, cluster_text, fetched, wait_pages
 from webfarm import SiteGraph, serve_webfarm
 
 CONCURRENCY = 4
@@ -23,7 +23,8 @@ async def test_a_peer_killed_with_sigkill_resumes_and_loses_nothing(tmp_path):
     async with trio.open_nursery() as nursery:
         farm = await nursery.start(serve_webfarm, graph)
         expected = graph.expected_urls(farm.port)
-        # 5 pages/s per host, so p2 is mid-crawl when it is killed; dead_after
+        v = busiest_peer(graph, farm.port, ["p1", "p2", "p3"])  # the one killed
+        # 5 pages/s per host, so the victim is mid-crawl when it is killed; dead_after
         # long enough that it is back before the others take its hosts, even
         # on a loaded machine where starting Python takes seconds.
         text = cluster_text(tmp_path, farm.port, 3, rate=300.0, window=2.0, initial_delay=0.2,
@@ -34,17 +35,17 @@ async def test_a_peer_killed_with_sigkill_resumes_and_loses_nothing(tmp_path):
                     for p in ("p1", "p2", "p3"):
                         await ring.start(p)
                     await wait_pages(farm, len(expected) // 3)
-                    ring.kill("p2", signal.SIGKILL)
-                    await ring.wait("p2")
-                    killed_rc = ring.procs["p2"].returncode
+                    ring.kill(v, signal.SIGKILL)
+                    await ring.wait(v)
+                    killed_rc = ring.procs[v].returncode
                     before = fetched(farm, farm.port)
-                    await ring.start("p2")       # the same command, no --fresh
+                    await ring.start(v)          # the same command, no --fresh
                     await ring.wait()
             except trio.TooSlowError:
                 raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
             codes = {p: proc.returncode for p, proc in ring.procs.items()}
-            out2, tails = ring.output("p2"), ring.tails()
-            err2 = ring.logs["p2"][1].read_text()
+            out2, tails = ring.output(v), ring.tails()
+            err2 = ring.logs[v][1].read_text()
         nursery.cancel_scope.cancel()
 
     assert killed_rc == -signal.SIGKILL
@@ -54,28 +55,27 @@ async def test_a_peer_killed_with_sigkill_resumes_and_loses_nothing(tmp_path):
     got = fetched(farm, farm.port)
     assert set(got) == expected, f"missing {sorted(expected - set(got))[:5]}"
     twice = {u: n for u, n in got.items() if n > 1}
-    # Only what p2 had in flight when it died may have been fetched again.
+    # Only what the victim had in flight when it died may have been fetched again.
     assert len(twice) <= CONCURRENCY, twice
     assert all(before[u] >= 1 for u in twice)
     # Its results file holds a row per page fetched in either life: a page
     # done before the kill is there even if DuckDB had not flushed it (the
     # journal had its row), and only a refetched page can have two.
-    with duckdb.connect(str(tmp_path / "p2" / "pages.duckdb"), read_only=True) as con:
+    with duckdb.connect(str(tmp_path / v / "pages.duckdb"), read_only=True) as con:
         rows = con.execute("select url, count(*) from pages where status is not null "
                            "group by url").fetchall()
     assert rows and all(n == 1 or url in twice for url, n in rows)
-    with duckdb.connect(str(tmp_path / "p1" / "pages.duckdb"), read_only=True) as con:
-        ours = {u for (u,) in con.execute("select url from pages").fetchall()}
-    with duckdb.connect(str(tmp_path / "p3" / "pages.duckdb"), read_only=True) as con:
-        ours |= {u for (u,) in con.execute("select url from pages").fetchall()}
-    ours |= {u for u, _ in rows}
+    ours = {u for u, _ in rows}
+    for p in {"p1", "p2", "p3"} - {v}:
+        with duckdb.connect(str(tmp_path / p / "pages.duckdb"), read_only=True) as con:
+            ours |= {u for (u,) in con.execute("select url from pages").fetchall()}
     assert ours >= expected
 
 
 async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path):
     """kill -9, never restarted: the others take its hosts, adopt.py brings its frontier.
 
-    On this web the others would find p3's queued pages again by re-crawling
+    On this web the others would find its queued pages again by re-crawling
     its hosts, so coverage alone does not prove the adoption; the adopted
     counts do, and tests/test_adopt.py shows adopted URLs that nothing else
     links to being fetched.
@@ -87,6 +87,8 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
     async with trio.open_nursery() as nursery:
         farm = await nursery.start(serve_webfarm, graph)
         expected = graph.expected_urls(farm.port)
+        v = busiest_peer(graph, farm.port, ["p1", "p2", "p3"])  # the one lost
+        rest = sorted({"p1", "p2", "p3"} - {v})
         text = cluster_text(tmp_path, farm.port, 3, rate=300.0, window=2.0, initial_delay=0.2,
                             concurrency=CONCURRENCY, dead_after=3.0)
         async with Ring(tmp_path, text) as ring:
@@ -95,33 +97,33 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
                     for p in ("p1", "p2", "p3"):
                         await ring.start(p)
                     await wait_pages(farm, len(expected) // 3)
-                    ring.kill("p3", signal.SIGKILL)
-                    await ring.wait("p3")
+                    ring.kill(v, signal.SIGKILL)
+                    await ring.wait(v)
                     # Wait until the others have declared it dead.
                     while True:
                         st = await ring.ring_cmd("status", "--json")
                         states = {m["id"]: m["state"] for m in json.loads(st.stdout)["members"]} \
                             if st.returncode == 0 else {}
-                        if states.get("p3") == "dead":
+                        if states.get(v) == "dead":
                             break
                         await trio.sleep(0.3)
                     adopted = await trio.run_process(
-                        [sys.executable, "scripts/adopt.py", str(tmp_path / "p3"),
+                        [sys.executable, "scripts/adopt.py", str(tmp_path / v),
                          "--ring", str(ring.toml)],
                         capture_stdout=True, capture_stderr=True, check=False)
-                    await ring.wait("p1", "p2")
+                    await ring.wait(*rest)
             except trio.TooSlowError:
                 raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
-            codes = {p: ring.procs[p].returncode for p in ("p1", "p2")}
+            codes = {p: ring.procs[p].returncode for p in rest}
             tails = ring.tails()
         nursery.cancel_scope.cancel()
 
     assert adopted.returncode == 0, (adopted.stdout, adopted.stderr)
-    # It found p3's frontier and its fetched URLs and every batch was acked.
+    # It found the lost peer's frontier and its fetched URLs, and every batch was acked.
     import re
 
-    m = re.search(rb"p3: adopted: (\d+) queued URLs and (\d+) fetched URLs", adopted.stdout)
+    m = re.search(v.encode() + rb": adopted: (\d+) queued URLs and (\d+) fetched URLs", adopted.stdout)
     assert m and int(m[1]) > 0 and int(m[2]) > 0, adopted.stdout
-    assert codes == {"p1": 0, "p2": 0}, tails
+    assert codes == {p: 0 for p in rest}, tails
     got = fetched(farm, farm.port)
     assert set(got) == expected, f"missing {sorted(expected - set(got))[:5]}"
