@@ -28,7 +28,11 @@ Rules (every transition lives in this file):
    the rate, and a slow host capped below its setpoint would otherwise wind
    its delay down to ``min_delay`` and be hammered once it answers fast again.
    A Retry-After hold does not count either: that is the server's pacing, not
-   the controller's. Anti-windup: the seed clamps the integral
+   the controller's. A window *over* the setpoint in which URLs waited (held
+   by the concurrency cap, say) is a sample too: "too fast" is never
+   windup, and a host whose delay fell below its fetch time (its fetches,
+   not its delay, set the pace) would otherwise run over the setpoint for
+   good. Anti-windup: the seed clamps the integral
    ("限制误差积分项的最大值"); more is needed here, because an idle host measures
    ``n = 0 < S`` window after window, which the law reads as "too slow" and so
    winds the delay down to ``min_delay``; its next burst of URLs would then be
@@ -135,7 +139,7 @@ class _Host:
     __slots__ = (
         "name", "items", "head", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
-        "win_start", "win_n", "backlog", "fresh", "dry", "rseq", "rkey", "tseq", "tkey",
+        "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "rseq", "rkey", "tseq", "tkey",
     )
 
     def __init__(self, name: str, now: float, pid: PID | None) -> None:
@@ -156,6 +160,7 @@ class _Host:
         self.backlog = False
         self.fresh = True  # still in its first window
         self.dry = False  # its queue ran dry since it was created (rule 3)
+        self.waiting = False  # URLs waited in this window (rule 3)
         self.rseq = 0  # seq of its live ready-heap entry, 0 = none
         self.rkey = 0.0
         self.tseq = 0  # seq of its live timer-heap entry, 0 = none
@@ -265,6 +270,7 @@ class Frontier:
                 hs.dry = True
                 self._n_hosts -= 1
             else:
+                hs.waiting = True  # more URLs wait behind this one (rule 3)
                 items[head - 2] = items[head - 1] = None
                 if head >= _COMPACT_AT and head * 2 >= len(items):
                     del items[:head]
@@ -488,8 +494,10 @@ class Frontier:
         """Close the host's windows that ended by ``now`` (rule 3)."""
         w = self._window
         ws = hs.win_start + w
-        if hs.backlog and not (hs.fresh and hs.dry):
+        if (hs.backlog and not (hs.fresh and hs.dry)) or (
+                hs.waiting and hs.win_n > self._pol.setpoint):
             self._sample(hs, ws, hs.win_n)
+        hs.waiting = False
         hs.fresh = False
         if now >= ws + w:
             # A silent window: sampled only if it inherited a gated host. The
