@@ -92,6 +92,9 @@ async def run_stream(*, restarts: int, fresh_inbox: bool) -> tuple[set[str], int
                                             pass
                             if acked.is_set():
                                 return
+                        # Stop reading a moment before closing, so batches are
+                        # surely waiting in zmq's queues when they are thrown away.
+                        await trio.sleep(0.1)
                     # Closed: whatever zmq had queued for b_in is gone.
                     await trio.sleep(0.2)
 
