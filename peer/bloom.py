@@ -297,7 +297,7 @@ class BloomFilter:
                 os.fsync(f.fileno())
             os.replace(tmp, path)
             tmp = None
-            _fsync_dir(directory)
+            fsync_dir(directory)
         except OSError as e:
             raise StateError(f"{path}: cannot write Bloom filter ({e.strerror or e})") from e
         finally:
@@ -387,8 +387,8 @@ def _check_header(path: str, head: bytes, size: int) -> tuple[int, int, int, flo
     return m, k, capacity, error_rate, count
 
 
-def _fsync_dir(directory: str) -> None:
-    # Makes the rename itself durable on POSIX; not possible on Windows.
+def fsync_dir(directory: str | os.PathLike[str]) -> None:
+    """Make renames, creations and deletions in ``directory`` durable (POSIX; a no-op elsewhere)."""
     try:
         fd = os.open(directory, os.O_RDONLY)
     except OSError:

@@ -342,17 +342,10 @@ class Crawler:
             if owner == self.peer_id:
                 self.frontier.push(url, host, depth, now)  # already in the Bloom filter
             else:
-                self.node.forward(url, depth, owner, relay=True)  # type: ignore[union-attr]
-                state.forwarded(((url, depth),))
-                state.done(url, None)
+                self._pass_on(url, depth, owner)
         for url, depth in rec.forwards:
-            owner = self.ring.owner(host_key(url)) if self.ring is not None else self.peer_id
-            if owner == self.peer_id:
-                if self.bloom.add(url):
-                    self.frontier.push(url, host_key(url), depth, now)
-                    state.queued(url, depth)
-            else:
-                self.node.forward(url, depth, owner, relay=True)  # type: ignore[union-attr]
+            # Like any URL handed to us: to its owner, or through our Bloom filter.
+            self._discover(url, depth, now, relay=True)
         state.commit()
 
     async def _snapshots(self) -> None:
@@ -461,10 +454,8 @@ class Crawler:
             if owner != self.peer_id:
                 # Came back after its host moved (a retry, a robots.txt
                 # wait): it is the new owner's now.
-                self.node.forward(job.url, job.depth, owner, relay=True)
-                if self._state is not None:
-                    self._state.forwarded(((job.url, job.depth),))
-                self._journal_done(job.url, None)
+                self._pass_on(job.url, job.depth, owner)
+                self.commit_state()
                 fr.done(job.host, self.clock(), Outcome.UNREACHED)
                 return
         if self._holds and self._held(job.host):
@@ -678,6 +669,13 @@ class Crawler:
             return
         self._discover(url, depth, self.clock(), relay=True)
 
+    def _pass_on(self, url: str, depth: int, owner: str) -> None:
+        """A URL queued here whose host is now ``owner``'s: it travels on and leaves our queue."""
+        self.node.forward(url, depth, owner, relay=True)  # type: ignore[union-attr]
+        if self._state is not None:
+            self._state.forwarded(((url, depth),))
+            self._state.done(url, None)
+
     def take_back(self, url: str, depth: int) -> None:
         """A URL of ours that was on its way to a peer now gone (``Outbox.reroute``).
 
@@ -713,10 +711,7 @@ class Crawler:
             owner = ring.owner(host)
             if owner != self.peer_id:
                 for job in self.frontier.remove_host(host):
-                    self.node.forward(job.url, job.depth, owner, relay=True)  # type: ignore[union-attr]
-                    if self._state is not None:
-                        self._state.forwarded(((job.url, job.depth),))
-                        self._state.done(job.url, None)
+                    self._pass_on(job.url, job.depth, owner)
         if old is not None and self.peer_id in ring and set(old) != set(ring):
             self._hold_from(old, ring)
         self._wake.set()

@@ -104,7 +104,7 @@ from typing import Any
 
 import msgpack
 
-from peer.bloom import BloomFilter
+from peer.bloom import BloomFilter, fsync_dir
 from peer.errors import StateError
 
 __all__ = ["PeerState", "Recovered", "SnapshotStats"]
@@ -318,7 +318,7 @@ class PeerState:
             m = _NAME.match(name)
             if (m and int(m[2]) != gen) or _TMP.match(name):
                 self._unlink(name)
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
         return SnapshotStats(
             generation=gen, queued=len(urls), forwards=len(fwd),
             snapshot_bytes=len(payload) + len(trailer),
@@ -509,7 +509,7 @@ class PeerState:
         self._fd = fd
         self._journal_size = 0
         self._append((_JOURNAL_MAGIC,))
-        _fsync_dir(self.directory)
+        fsync_dir(self.directory)
 
     def _append(self, parts: tuple[bytes | bytearray, ...]) -> None:
         total = sum(len(p) for p in parts)
@@ -549,7 +549,7 @@ class PeerState:
                 self._unlink(name)
                 removed = True
         if removed:
-            _fsync_dir(self.directory)
+            fsync_dir(self.directory)
 
     def _listdir(self) -> list[str]:
         try:
@@ -620,7 +620,7 @@ def _atomic_write(path: Path, parts: tuple[bytes, ...]) -> None:
             os.fsync(f.fileno())
         os.replace(tmp, path)
         tmp = None
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
     except OSError as e:
         raise StateError(f"{path}: cannot write snapshot ({e.strerror or e})") from e
     finally:
@@ -629,17 +629,3 @@ def _atomic_write(path: Path, parts: tuple[bytes, ...]) -> None:
                 os.unlink(tmp)
             except OSError:
                 pass
-
-
-def _fsync_dir(directory: Path) -> None:
-    # Makes renames, creations and deletions durable on POSIX.
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
