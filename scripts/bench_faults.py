@@ -39,7 +39,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import statistics
 import sys
 import tempfile
@@ -67,6 +66,7 @@ from ring.messages import (  # noqa: E402
     encode,
 )
 from ring.zmqio import SocketType, open_socket  # noqa: E402
+from bench_ring_web import free_ports, positive  # noqa: E402
 from webfarm import SiteGraph, WebFarm, serve_webfarm  # noqa: E402
 
 BENCHES = ("detect", "resume", "handoff")
@@ -85,18 +85,6 @@ class BenchError(Exception):
 
 
 # -- processes -----------------------------------------------------------------
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free on 127.0.0.1 right now (bound to 0, then released)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def log_time(stamp: str) -> float:
@@ -600,32 +588,20 @@ def cmd(args: argparse.Namespace, bench: str) -> str:
 DEFAULTS = {"hosts": 12, "pages": 60, "rate": 120.0, "concurrency": 8}
 
 
-def _positive(kind):  # type: ignore[no-untyped-def]
-    def parse(value: str):  # type: ignore[no-untyped-def]
-        try:
-            v = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, not {value!r}") from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"expected a number > 0, not {value!r}")
-        return v
-    return parse
-
-
 def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bench_faults.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="example: .venv/bin/python scripts/bench_faults.py --only detect --repeats 5")
     p.add_argument("--only", action="append", choices=BENCHES,
                    help="run this benchmark (repeatable; default all three)")
-    p.add_argument("--repeats", type=_positive(int), default=3, help="kills of the detect benchmark (default 3)")
-    p.add_argument("--hosts", type=_positive(int), default=DEFAULTS["hosts"], help="hosts of the local web (default 12)")
-    p.add_argument("--pages", type=_positive(int), default=DEFAULTS["pages"], help="content pages a host (default 60)")
-    p.add_argument("--rate", type=_positive(float), default=DEFAULTS["rate"],
+    p.add_argument("--repeats", type=positive(int), default=3, help="kills of the detect benchmark (default 3)")
+    p.add_argument("--hosts", type=positive(int), default=DEFAULTS["hosts"], help="hosts of the local web (default 12)")
+    p.add_argument("--pages", type=positive(int), default=DEFAULTS["pages"], help="content pages a host (default 60)")
+    p.add_argument("--rate", type=positive(float), default=DEFAULTS["rate"],
                    help="politeness.rate, pages/min a host (default 120)")
-    p.add_argument("--concurrency", type=_positive(int), default=DEFAULTS["concurrency"],
+    p.add_argument("--concurrency", type=positive(int), default=DEFAULTS["concurrency"],
                    help="crawl.concurrency of each peer (default 8)")
-    p.add_argument("--timeout", type=_positive(float), default=300.0,
+    p.add_argument("--timeout", type=positive(float), default=300.0,
                    help="hard limit of each cluster run, s (default 300)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (configs, peer logs, results)")
     return p

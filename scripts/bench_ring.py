@@ -72,6 +72,7 @@ from bench_ring_web import (  # noqa: E402
     find_nginx,
     free_ports,
     machine_busy,
+    positive,
     graph_for,
     read_access_log,
     render_site,
@@ -683,18 +684,6 @@ def _peers(value: str) -> list[int]:
     return out
 
 
-def _positive(kind):  # type: ignore[no-untyped-def]
-    def check(value: str):  # type: ignore[no-untyped-def]
-        try:
-            v = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, not {value!r}") from None
-        if not v > 0:
-            raise argparse.ArgumentTypeError(f"expected a number > 0, not {value!r}")
-        return v
-    return check
-
-
 def parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog="bench_ring.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -709,42 +698,42 @@ def parser() -> argparse.ArgumentParser:
             The last lines printed are a markdown block of figures, each with its command.
             """))
     p.add_argument("--only", action="append", choices=BENCHES, help="run this benchmark (repeatable; default all)")
-    p.add_argument("--repeats", type=_positive(int), default=3, help="runs of each cpu and forward setting (default 3)")
+    p.add_argument("--repeats", type=positive(int), default=3, help="runs of each cpu and forward setting (default 3)")
     p.add_argument("--server", choices=("auto", "nginx", "webfarm"), default="auto",
                    help="web server: nginx over pre-rendered pages when installed (auto), or webfarm.py")
-    p.add_argument("--crawl-timeout", type=_positive(float), default=300.0, help="hard limit of one crawl, s (default 300)")
-    p.add_argument("--gossip-interval", type=_positive(float), default=None,
+    p.add_argument("--crawl-timeout", type=positive(float), default=300.0, help="hard limit of one crawl, s (default 300)")
+    p.add_argument("--gossip-interval", type=positive(float), default=None,
                    help="ring.gossip_interval of the crawls (default: the config default, 0.5 s)")
-    p.add_argument("--suspect-after", type=_positive(float), default=None,
+    p.add_argument("--suspect-after", type=positive(float), default=None,
                    help="ring.suspect_after of the crawls (default: the config default, 2 s)")
-    p.add_argument("--dead-after", type=_positive(float), default=None,
+    p.add_argument("--dead-after", type=positive(float), default=None,
                    help="ring.dead_after of the crawls (default: the config default, 6 s)")
     p.add_argument("--keep", action="store_true", help="keep the work directory (rendered site, results)")
     g = p.add_argument_group("cpu")
-    g.add_argument("--cpu-hosts", type=_positive(int), default=100, help="hosts (default 100)")
-    g.add_argument("--cpu-pages", type=_positive(int), default=100, help="pages a host (default 100)")
+    g.add_argument("--cpu-hosts", type=positive(int), default=100, help="hosts (default 100)")
+    g.add_argument("--cpu-pages", type=positive(int), default=100, help="pages a host (default 100)")
     g.add_argument("--cpu-peers", type=_peers, default=[1, 2, 3], help="peer counts, alternated (default 1,2,3)")
-    g.add_argument("--concurrency", type=_positive(int), default=64, help="fetches in flight a peer (default 64)")
-    g.add_argument("--host-concurrency", type=_positive(int), default=8, help="fetches in flight a host (default 8)")
+    g.add_argument("--concurrency", type=positive(int), default=64, help="fetches in flight a peer (default 64)")
+    g.add_argument("--host-concurrency", type=positive(int), default=8, help="fetches in flight a host (default 8)")
     g = p.add_argument_group("polite")
-    g.add_argument("--polite-hosts", type=_positive(int), default=200, help="hosts (default 200)")
-    g.add_argument("--polite-pages", type=_positive(int), default=150, help="pages a host (default 150)")
-    g.add_argument("--polite-rate", type=_positive(float), default=120.0, help="politeness.rate, pages/min a host (default 120)")
-    g.add_argument("--polite-window", type=_positive(float), default=5.0, help="politeness.window, s (default 5)")
+    g.add_argument("--polite-hosts", type=positive(int), default=200, help="hosts (default 200)")
+    g.add_argument("--polite-pages", type=positive(int), default=150, help="pages a host (default 150)")
+    g.add_argument("--polite-rate", type=positive(float), default=120.0, help="politeness.rate, pages/min a host (default 120)")
+    g.add_argument("--polite-window", type=positive(float), default=5.0, help="politeness.window, s (default 5)")
     g.add_argument("--polite-kp", type=float, default=-0.05,
                    help="politeness.kp (default -0.05, the seed's): at 120 pages/min a host's "
                         "delay is 0.5 s, and one page of error moves it by kp/0.5")
     g.add_argument("--polite-ki", type=float, default=-0.01, help="politeness.ki (default -0.01, the seed's)")
-    g.add_argument("--polite-seconds", type=_positive(float), default=75.0, help="stop the peers after this, s (default 75)")
+    g.add_argument("--polite-seconds", type=positive(float), default=75.0, help="stop the peers after this, s (default 75)")
     g.add_argument("--polite-peers", type=_peers, default=[3], help="peer counts (default 3)")
-    g.add_argument("--polite-links", type=_positive(int), default=20,
+    g.add_argument("--polite-links", type=positive(int), default=20,
                    help="links a page (default 20: less parsing, so the peers' CPU does not bound the rate)")
     g.add_argument("--skip-windows", type=int, default=2, help="windows left out at the start (default 2)")
     g = p.add_argument_group("forward")
-    g.add_argument("--fwd-urls", type=_positive(int), default=300_000, help="URLs forwarded a run (default 300000)")
-    g.add_argument("--fwd-window", type=_positive(int), default=64, help="batches unacked at most (default 64)")
-    g.add_argument("--fwd-hosts", type=_positive(int), default=40, help="hosts of the 2-peer crawl (default 40)")
-    g.add_argument("--fwd-pages", type=_positive(int), default=100, help="pages a host of that crawl (default 100)")
+    g.add_argument("--fwd-urls", type=positive(int), default=300_000, help="URLs forwarded a run (default 300000)")
+    g.add_argument("--fwd-window", type=positive(int), default=64, help="batches unacked at most (default 64)")
+    g.add_argument("--fwd-hosts", type=positive(int), default=40, help="hosts of the 2-peer crawl (default 40)")
+    g.add_argument("--fwd-pages", type=positive(int), default=100, help="pages a host of that crawl (default 100)")
     g.add_argument("--no-crawl-forward", action="store_true", help="skip the 2-peer crawl part")
     return p
 

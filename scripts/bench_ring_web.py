@@ -18,6 +18,8 @@
 
 from __future__ import annotations
 
+import argparse
+
 import contextlib
 import ctypes
 import os
@@ -39,6 +41,19 @@ from webfarm import SiteGraph  # noqa: E402
 _TICK = os.sysconf("SC_CLK_TCK")
 _PR_SET_PDEATHSIG = 1
 NGINX_HINT = "apt-get install -y nginx-light (Debian/Ubuntu)"
+
+
+def positive(kind):  # type: ignore[no-untyped-def]
+    """An argparse ``type`` accepting numbers of ``kind`` > 0, for the benchmarks' options."""
+    def check(value: str):  # type: ignore[no-untyped-def]
+        try:
+            v = kind(value)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a number, not {value!r}") from None
+        if not v > 0:
+            raise argparse.ArgumentTypeError(f"expected a number > 0, not {value!r}")
+        return v
+    return check
 
 
 def free_ports(n: int) -> list[int]:

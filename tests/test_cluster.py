@@ -3,27 +3,17 @@
 from __future__ import annotations
 
 import json
-import socket
 import sys
 from collections import Counter
 from pathlib import Path
 
 import duckdb
 import trio
+from ringharness import free_ports
 from webfarm import SiteGraph, serve_webfarm
 
 from peer.urls import host_key
 from ring.hashring import HashRing
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def cluster_toml(tmp_path: Path, web_port: int, n: int) -> Path:
