@@ -1047,7 +1047,7 @@ def test_fetch_is_total_against_any_response(response, prefix_ok):
 
     async def scenario():
         async with trio.open_nursery() as nursery:
-            server = await raw_server(nursery, {"/x": raw}, close=frozenset() if keep_open else {"/x"})
+            server = await raw_server(nursery, {"/x": raw}, close=frozenset() if keep_open else frozenset({"/x"}))
             async with fetcher(max_body=max_body, ssl_context=_FUZZ_SSL) as f:
                 r = await f.fetch(server.url("/x"), prefix_ok=prefix_ok)
                 good = await f.fetch(server.url("/good"))
