@@ -713,7 +713,8 @@ class Fetcher:
         ``prefix_ok`` a longer body (by Content-Length or as read) is read up
         to ``max_body`` decoded bytes and returned with ``truncated`` and
         ``error`` None; its connection is closed, the rest being unread.
-        Only cancellation from outside propagates.
+        Only cancellation from outside propagates (and ValueError for a
+        ``max_body`` under 1: the caller's mistake, not the server's).
         """
         limit = self._max_body if max_body is None else max_body
         if limit < 1:
