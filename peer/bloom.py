@@ -12,8 +12,9 @@ Survey", 2004): for n keys at false-positive rate p the optimum is
     m = ceil(-n ln p / (ln 2)^2) bits,   k = round((m / n) ln 2) hashes.
 
 Growth. A fixed filter past its capacity does not fail, it silently lies: at
-p = 0.01 the measured false-positive rate is 5.7 % at 2x capacity, 73 % at 5x
-and 99 % at 10x, and every new URL it wrongly calls "seen" is never crawled.
+p = 0.001 the measured false-positive rate is 5.7 % at 2x capacity, 73 % at 5x
+and 99 % at 10x (scripts/bench_bloom.py), and every new URL it wrongly calls
+"seen" is never crawled.
 So the filter is a *scalable* Bloom filter (Almeida, Baquero, Preguiça and
 Hutchison, "Scalable Bloom Filters", Information Processing Letters 101(6),
 2007): a list of slices, each a plain Bloom filter sized as above. When the
@@ -37,9 +38,10 @@ r = 0.5 is the cheapest up to about 10x the configured capacity, costs nothing
 at all for a filter that never grows (its one slice is exactly the fixed
 filter of the same capacity and error rate, so old files load unchanged), and
 costs 6-11 % more only past 30x, where ``capacity`` was badly undersized.
-s = 2 (the paper's choice for fast growth, the link-farm case) keeps the
-allocated-but-empty part of the newest slice at most 2/3 of the total; s = 4
-(a slowly growing set) makes fewer, bigger slices (fewer probes per lookup).
+s = 2 (the paper's choice for fast growth, the link-farm case) allocates
+less ahead: just after a growth the new, empty slice is 50-70 % of the bits
+with s = 2 and 75-82 % with s = 4; s = 4 (a slowly growing set) makes fewer
+slices, and a lookup of an absent URL probes every slice.
 
 Growth stops at ``max_capacity`` URLs in all (the last slice is cut to fit):
 memory is bounded whatever the web serves. Past it the newest slice fills
@@ -122,8 +124,9 @@ _HEADER = struct.Struct("<8sIQI")  # magic, growth, max_capacity, slices
 _SLICE = struct.Struct("<QIQdQ")   # m, k, capacity, error_rate, count
 _TRAILER = struct.Struct("<I")
 _MASK64 = (1 << 64) - 1
-# Capacities are u64 and each full slice is at least twice the one before, so
-# a real file has at most 65; a bigger count is a corrupt header.
+# Capacities are u64 and each slice but the last (cut to max_capacity) is at
+# least twice the one before, so a real file has at most 65 slices; a bigger
+# count is a corrupt header.
 _MAX_SLICES = 80
 _FRESH = "restore it from a backup or start over with --fresh"
 
@@ -171,10 +174,10 @@ class BloomEvent:
                 f"{self.estimated_fpr:.2g}, bound {self.fpr_bound:.2g}"
             )
         return (
-            f"Bloom filter is full: {self.count:,} URLs reached its max_capacity of "
-            f"{self.capacity:,} ({self.slices} slices, {mib:.1f} MiB) and it grows no more; "
-            f"its false-positive rate (now {self.estimated_fpr:.2g}) will climb past "
-            f"{self.fpr_bound:.2g} and new URLs will be skipped as seen"
+            f"Bloom filter is full at {self.capacity:,} URLs ({self.slices} slices, {mib:.1f} MiB) "
+            f"and max_capacity stops its growth: its false-positive rate, now "
+            f"{self.estimated_fpr:.2g}, will climb past {self.fpr_bound:.2g} and skip more and "
+            f"more new URLs as seen"
         )
 
 
@@ -218,24 +221,6 @@ class _Slice:
             if j >= m:
                 j -= m
         return True
-
-    def put(self, lo: int, hi: int) -> bool:
-        """Set the key's bits; True (and counted) if some bit was clear."""
-        m = self.m
-        j = lo % m
-        step = hi % m
-        bits = self.bits
-        new = False
-        for _ in self.probes:
-            if not bits[j]:
-                bits[j] = 1
-                new = True
-            j += step
-            if j >= m:
-                j -= m
-        if new:
-            self.count += 1
-        return new
 
     def fpr(self) -> float:
         return (1.0 - math.exp(-self.k * self.count / self.m)) ** self.k
@@ -441,7 +426,7 @@ class BloomFilter:
             if s.has(lo, hi):
                 return False
             s = self._make_room()
-        # _Slice.put inlined: one call less on the hot path (~15 % of an add).
+        # Set the key's bits in the newest slice (inlined: a call costs ~15 % of an add).
         m = s.m
         j = lo % m
         step = hi % m
@@ -462,7 +447,7 @@ class BloomFilter:
         h = _hash128(url)  # type: ignore[arg-type]
         lo = h & _MASK64
         hi = h >> 64
-        # _Slice.has inlined for the newest slice, which holds the most keys.
+        # The newest slice first, inlined: it holds the most keys.
         s = self._slices[-1]
         m = s.m
         j = lo % m

@@ -265,7 +265,8 @@ def test_max_capacity_cuts_the_last_slice_and_warns_once_when_full(
     assert 250 <= events[1].count < 300
     assert len(caplog.records) == 2
     assert caplog.records[1].getMessage().startswith("Bloom filter is full")
-    assert "max_capacity of 250" in caplog.records[1].getMessage()
+    assert "full at 250 URLs" in caplog.records[1].getMessage()
+    assert "max_capacity" in caplog.records[1].getMessage()
     # No false negatives even when saturated.
     assert all(bf.contains_many(make_keys(200) + make_keys(2_000, "past")))
 
