@@ -41,11 +41,14 @@ loses its rows. ``async with`` flushes and closes the file (which checkpoints
 the write-ahead log), so after a clean exit another process can read it.
 
 DuckDB errors are translated here into :class:`~peer.errors.StateError`,
-naming the file.
+naming the file; a file another process holds open (DuckDB takes an
+exclusive lock for a writer) is :class:`~peer.errors.LockedError`, naming
+that process.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -57,7 +60,7 @@ from typing import Any
 import duckdb
 import trio
 
-from peer.errors import StateError
+from peer.errors import LockedError, StateError
 from peer.frontier import PidSample
 
 __all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA"]
@@ -119,6 +122,25 @@ class StoreStats:
     buffered: int  # page rows not yet written
     dropped: int  # rows DuckDB refused even after repair (see _append)
     items: int = 0  # rows written to items_* tables
+
+
+# DuckDB 2.0's text: 'IO Error: Could not set lock on file "...": Conflicting
+# lock is held in /usr/bin/python3.11 (PID 9359). See also ...'. Only the
+# word "lock" is relied on; the PID is a bonus when the wording has one.
+_LOCK = re.compile(r"\block\b", re.IGNORECASE)
+_LOCK_PID = re.compile(r"\bPID\s+(\d+)")
+
+
+def _locked(path: Path, message: str) -> LockedError | None:
+    """The LockedError for DuckDB's ``message``, or None if it is not about a lock."""
+    if not _LOCK.search(message.replace(str(path), "")):  # a directory may be called lock
+        return None
+    m = _LOCK_PID.search(message)
+    pid = int(m[1]) if m else None
+    who = f"process {pid}" if pid is not None else "another process"
+    return LockedError(f"{path}: the results file is held open by {who}; another peer may be "
+                       f"running with this data_dir: stop it first, or give this peer another "
+                       f"data_dir", pid)
 
 
 def _ts(seconds: float) -> datetime | None:
@@ -223,6 +245,9 @@ class ResultStore:
             tables.append("bodies")
         try:
             con = duckdb.connect(str(self.path))
+        except duckdb.IOException as exc:
+            raise _locked(self.path, str(exc)) or StateError(
+                f"{self.path}: cannot open the results database: {exc}") from None
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot open the results database: {exc}") from None
         try:
