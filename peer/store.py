@@ -128,7 +128,7 @@ class StoreStats:
 # lock is held in /usr/bin/python3.11 (PID 9359). See also ...'. Only the
 # word "lock" is relied on; the PID is a bonus when the wording has one.
 _LOCK = re.compile(r"\block\b", re.IGNORECASE)
-_LOCK_PID = re.compile(r"\bPID\s+(\d+)")
+_LOCK_PID = re.compile(r"\bPID\s+(\d+)\b")
 
 
 def _locked(path: Path, message: str) -> LockedError | None:
