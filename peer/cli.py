@@ -132,6 +132,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     state_dir = data_dir / "state"
     if args.fresh and (results.exists() or PeerState.exists(state_dir)):
+        if results.exists():
+            from peer.store import check_not_held
+
+            try:
+                check_not_held(results)
+            except PeerError as exc:
+                print(f"error: {exc}; nothing deleted", file=sys.stderr)
+                return EXIT_USAGE
         if not args.yes and not _confirm(
                 f"delete {data_dir} (results and crawl state) and start over? [y/N] "):
             print("nothing deleted", file=sys.stderr)

@@ -63,7 +63,7 @@ import trio
 from peer.errors import LockedError, StateError
 from peer.frontier import PidSample
 
-__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA"]
+__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
 
 #: Column names and types of every table, in order.
 SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
@@ -141,6 +141,24 @@ def _locked(path: Path, message: str) -> LockedError | None:
     return LockedError(f"{path}: the results file is held open by {who}; another peer may be "
                        f"running with this data_dir: stop it first, or give this peer another "
                        f"data_dir", pid)
+
+
+def check_not_held(path: Path) -> None:
+    """Raise LockedError if another process holds the results file ``path`` open.
+
+    For ``--fresh``, before it deletes a data_dir: unlinking the files of a
+    running peer succeeds on POSIX and would leave it writing to a deleted
+    file. A read-only open takes DuckDB's shared lock, so it fails exactly
+    when a writer holds the file, and changes nothing.
+    """
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.IOException as exc:
+        err = _locked(path, str(exc))
+        if err is not None:
+            raise err from None
+    except duckdb.Error:
+        pass  # not a database (or a damaged one): nobody is writing it
 
 
 def _ts(seconds: float) -> datetime | None:

@@ -8,6 +8,7 @@ wrapped in exception groups; peer.errors.user_error unwraps them.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import shutil
@@ -15,6 +16,7 @@ import signal
 import socket
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -137,6 +139,21 @@ def resume(tmp_path: Path, crawled: Path, ring: str = "other") -> tuple[Path, Pa
     return toml, data
 
 
+@contextlib.contextmanager
+def held_open(results: Path) -> Iterator[subprocess.Popen]:
+    """A live process that holds ``results`` open for writing, as a running peer does."""
+    with subprocess.Popen(
+            [sys.executable, "-c", "import duckdb, sys, time\n"
+             "con = duckdb.connect(sys.argv[1])\nprint('open', flush=True)\ntime.sleep(120)\n",
+             str(results)], stdout=subprocess.PIPE, text=True, env=os.environ) as holder:
+        try:
+            assert holder.stdout.readline() == "open\n"  # type: ignore[union-attr]
+            yield holder
+        finally:
+            holder.kill()
+            holder.wait(timeout=30)
+
+
 def test_a_corrupt_state_file_is_one_line_naming_the_file(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled)
     (snap,) = (data / "state").glob("snapshot-*.msgpack")
@@ -160,20 +177,23 @@ def test_state_of_another_ring_is_one_line(tmp_path, crawled):
 def test_a_results_file_held_by_a_live_process_names_its_pid(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled)
     results = data / "pages.duckdb"
-    with subprocess.Popen(
-            [sys.executable, "-c", "import duckdb, sys, time\n"
-             "con = duckdb.connect(sys.argv[1])\nprint('open', flush=True)\ntime.sleep(120)\n",
-             str(results)], stdout=subprocess.PIPE, text=True, env=os.environ) as holder:
-        try:
-            assert holder.stdout.readline() == "open\n"  # type: ignore[union-attr]
-            res = run("-m", "peer", "--ring", str(toml))
-        finally:
-            holder.kill()
-            holder.wait(timeout=30)
+    with held_open(results) as holder:
+        res = run("-m", "peer", "--ring", str(toml))
     line = error_line(res)
     assert str(results) in line
     assert f"held open by process {holder.pid}" in line
     assert "another peer may be running with this data_dir" in line
+
+
+def test_fresh_deletes_nothing_a_live_process_holds(tmp_path, crawled):
+    toml, data = resume(tmp_path, crawled)
+    results = data / "pages.duckdb"
+    before = sorted(p.name for p in data.rglob("*"))
+    with held_open(results) as holder:
+        res = run("-m", "peer", "--ring", str(toml), "--fresh", "--yes")
+    line = error_line(res)
+    assert f"held open by process {holder.pid}" in line and "nothing deleted" in line
+    assert sorted(p.name for p in data.rglob("*")) == before
 
 
 # --- the local web ------------------------------------------------------------------------
