@@ -13,8 +13,8 @@ import argparse
 import errno
 import logging
 import shutil
-import socket
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -40,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m peer --ring cluster.toml --check     validate the config\n"
             "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
             "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM "
-            "after a clean stop); 2 for a usage or config error."
+            "after a clean stop); 2 for a usage or config error, or a peer that cannot "
+            "start (its port in use, damaged crawl state, a results file held open)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -166,7 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         if err is None:
             raise
         address = args.address or cfg.peer(args.id).address
-        why = _bind_problem(address) if cluster and isinstance(err, RingError) else None
+        # zmq's bind error names the address; only then is the probe's answer the cause.
+        bind_failed = cluster and isinstance(err, RingError) and address in str(err)
+        why = _bind_problem(address) if bind_failed else None
         if why is not None:
             fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
             print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",

@@ -83,6 +83,19 @@ def test_a_ring_port_in_use_is_one_line_naming_the_port(tmp_path):
     assert f"correct its address in {toml}" in line
 
 
+def test_a_joining_peer_on_a_busy_port_is_told_to_pass_another_address(tmp_path):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        res = run("-m", "peer", "--ring", str(toml), "--id", "p3", "--data-dir",
+                  str(tmp_path / "p3"), "--address", f"tcp://127.0.0.1:{port}")
+    line = error_line(res)
+    assert f"peer p3 cannot listen on tcp://127.0.0.1:{port}" in line
+    assert "in use by another process" in line and "pass another --address" in line
+
+
 def test_an_address_not_on_this_machine_is_one_line(tmp_path):
     # 192.0.2.0/24 is TEST-NET-1 (RFC 5737): on no machine. p1 *binds* it (a
     # peer binds its own address and connects only to the others), so bind()
