@@ -25,8 +25,8 @@ def fill(f, host, n, now=0.0, depth=0):
 
 def replica(pol, *ns):
     """The delay a fresh PID of ``pol`` reaches after windows of ``ns`` pages."""
-    pid = PID(pol.kp, pol.ki, pol.kd, pol.rate * pol.window / 60, pol.initial_delay,
-              pol.min_delay, pol.max_delay, pol.integral_limit)
+    pid = PID(pol.kp, pol.ki, pol.kd, pol.rate * pol.window / 60, pol.start_delay,
+              pol.floor_delay, pol.max_delay, pol.integral_limit, nominal_delay=60 / pol.rate)
     for n in ns:
         pid.update(n)
     return pid.delay
@@ -204,7 +204,8 @@ def test_backoff_resets_pid_to_the_doubled_delay():
     f.done(A, 0.2)
     f.roll_windows(60.0)
     [s] = f.drain_trace()
-    want = PID(pol.kp, pol.ki, pol.kd, 30.0, 2.0, pol.min_delay, pol.max_delay, pol.integral_limit)
+    want = PID(pol.kp, pol.ki, pol.kd, 30.0, 2.0, pol.floor_delay, pol.max_delay,
+               pol.integral_limit, nominal_delay=2.0)
     assert s == PidSample(A, 60.0, 1, want.update(1))
 
 
@@ -289,35 +290,38 @@ def test_requeue_after_compaction_and_on_empty_queue():
 
 # ------------------------------------------------------------ PID windows
 
-def test_pid_follows_the_seed_example():
-    # Seed 000: T0 = 1.0, Kp = -0.05, S = 40 pages: n = 100 gives 4.0, then
-    # n = 30 gives 3.5. S = 40 per window here is 20/min over 120 s windows.
-    pol = Politeness(rate=20, window=120.0, kp=-0.05, ki=0.0, kd=0.0, initial_delay=1.0)
+def test_pid_follows_the_seed_law_at_the_seeds_operating_point():
+    # Seed 000's operating point, 40 pages/min in 60 s windows (S = 40, nominal
+    # delay 1.5 s): there the scale-free law is the post's, term by term.
+    # T0 = 1.0 s, Kp = -0.05: n = 60 gives 1.0 + 0.05*20 = 2.0, then n = 30
+    # gives 2.0 - 0.05*10 = 1.5. (The post's n = 100 cannot happen any more:
+    # the ceiling allows 1 start a second at 40/min.) min_delay lets the
+    # host start at the post's 1.0 s, below the derived floor of 1.36 s.
+    pol = Politeness(rate=40, window=60.0, kp=-0.05, ki=0.0, kd=0.0, initial_delay=1.0,
+                     min_delay=0.5)
     f = Frontier(pol)
     fill(f, A, 500)
-    for t in range(100):
+    for t in range(60):
         assert f.pop_ready(float(t)) is not None
         f.done(A, t + 0.5)
-    assert f.pop_ready(100.0) is not None  # a slow fetch, done in the next window
-    f.roll_windows(119.9)
+    f.roll_windows(59.9)
     assert f.drain_trace() == []
-    f.roll_windows(120.0)
+    f.roll_windows(60.0)
     [s1] = f.drain_trace()
-    assert (s1.host, s1.window_end, s1.n) == (A, 120.0, 100)
-    assert s1.delay == pytest.approx(4.0)
-    assert s1.delay == replica(pol, 100) == f.host_delay(A)
-    f.done(A, 125.0)
+    assert (s1.host, s1.window_end, s1.n) == (A, 60.0, 60)
+    assert s1.delay == pytest.approx(2.0)
+    assert s1.delay == replica(pol, 60) == f.host_delay(A)
     t = f.next_ready_at()
-    assert t == 125.0
-    while t < 240.0:
+    assert t == 61.0
+    while t < 120.0:
         assert f.pop_ready(t) is not None
         f.done(A, t + 0.5)
         t = f.next_ready_at()
-    f.roll_windows(240.0)
+    f.roll_windows(120.0)
     [s2] = f.drain_trace()
-    assert (s2.host, s2.window_end, s2.n) == (A, 240.0, 30)
-    assert s2.delay == pytest.approx(3.5)
-    assert s2.delay == replica(pol, 100, 30)
+    assert (s2.host, s2.window_end, s2.n) == (A, 120.0, 30)
+    assert s2.delay == pytest.approx(1.5)
+    assert s2.delay == replica(pol, 60, 30)
 
 
 def run_backlogged(f, host, until, fetch_time=0.1):
@@ -330,7 +334,8 @@ def run_backlogged(f, host, until, fetch_time=0.1):
 
 
 def test_pid_with_integral_term_matches_the_controller():
-    pol = Politeness(rate=30, window=60.0, kp=-0.05, ki=-0.01, initial_delay=1.0)
+    # initial_delay 3 s against the nominal 2 s: too slow, so it speeds up.
+    pol = Politeness(rate=30, window=60.0, kp=-0.05, ki=-0.01, initial_delay=3.0)
     f = Frontier(pol)
     fill(f, A, 1000)
     run_backlogged(f, A, 180.0)
@@ -338,8 +343,8 @@ def test_pid_with_integral_term_matches_the_controller():
     trace = f.drain_trace()
     assert [(s.host, s.window_end) for s in trace] == [(A, 60.0), (A, 120.0), (A, 180.0)]
     ns = [s.n for s in trace]
-    assert ns[0] == 60  # one a second at the initial delay
-    assert ns[1] < 60  # slowed down
+    assert ns[0] == 20  # one every 3 s at the initial delay
+    assert ns[1] > 20  # sped up
     assert [s.delay for s in trace] == [replica(pol, *ns[:i + 1]) for i in range(3)]
     assert f.host_delay(A) == trace[-1].delay
 
@@ -362,21 +367,22 @@ def test_work_held_only_by_the_concurrency_cap_is_not_backlog():
 
 
 def test_no_pid_update_without_backlog():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=30, window=60.0)
     f = Frontier(pol)
-    # One URL a second, each fetched at once: 60 pages a window, twice the
-    # setpoint, yet never a URL waiting, so the delay is not what held it.
-    for t in range(200):
+    # One URL every 3 s, each fetched at once: 20 pages a window, two thirds
+    # of the setpoint, yet never a URL waiting, so the delay is not what held
+    # it; feeding n = 20 in would wind the delay down (anti-windup).
+    for t in range(0, 300, 3):
         f.push(url(A, t), A, 0, float(t))
         assert f.pop_ready(float(t)) is not None
         f.done(A, t + 0.5)
-    f.roll_windows(200.0)
+    f.roll_windows(300.0)
     assert f.drain_trace() == []
-    assert f.host_delay(A) == 1.0
+    assert f.host_delay(A) == 2.0  # the nominal 60/rate
 
 
 def test_pid_update_with_backlog_each_window():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=30, window=60.0, initial_delay=3.0)
     f = Frontier(pol)
     for t in range(130):  # two URLs a second: more than the host may take
         f.push(url(A, 2 * t), A, 0, float(t))
@@ -384,9 +390,9 @@ def test_pid_update_with_backlog_each_window():
         if f.pop_ready(float(t)) is not None:
             f.done(A, t + 0.5)
     trace = f.drain_trace()
-    assert [(s.window_end, s.n) for s in trace] == [(60.0, 60), (120.0, trace[1].n)]
-    assert trace[1].n < 60
-    assert trace[-1].delay == replica(pol, 60, trace[1].n) == f.host_delay(A)
+    assert [(s.window_end, s.n) for s in trace] == [(60.0, 20), (120.0, trace[1].n)]
+    assert trace[1].n > 20
+    assert trace[-1].delay == replica(pol, 20, trace[1].n) == f.host_delay(A)
     assert f.backlogged(A)
 
 
@@ -395,8 +401,8 @@ def test_unreached_fetches_do_not_count():
     f = Frontier(pol)
     fill(f, A, 10)
     for t, outcome in enumerate([Outcome.FETCHED, Outcome.UNREACHED, Outcome.FAILED]):
-        f.pop_ready(float(t))
-        f.done(A, t + 0.5, outcome)
+        assert f.pop_ready(2.0 * t) is not None  # the nominal delay is 2 s
+        f.done(A, 2.0 * t + 0.5, outcome)
     f.roll_windows(60.0)
     assert [s.n for s in f.drain_trace()] == [2]
 
@@ -418,7 +424,7 @@ def test_long_silence_is_jumped_not_looped():
 
 
 def test_pid_delay_is_per_host():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=30, window=60.0, initial_delay=3.0)
     f = Frontier(pol)
     fill(f, A, 200)
     f.push(url(B, 0), B, 0, 0.0)
@@ -429,8 +435,8 @@ def test_pid_delay_is_per_host():
         t = f.next_ready_at()
     f.roll_windows(60.0)
     assert [s.host for s in f.drain_trace()] == [A]
-    assert f.host_delay(A) == replica(pol, 60)
-    assert f.host_delay(B) == 1.0
+    assert f.host_delay(A) == replica(pol, 20)
+    assert f.host_delay(B) == 3.0
 
 
 # ------------------------------------------------- stats, hand-off, memory
@@ -473,15 +479,17 @@ def test_idle_hosts_are_forgotten_once_their_delay_has_passed():
     assert f.n_known == 2
     f.roll_windows(0.999)
     assert f.n_known == 2
-    f.roll_windows(1.0)
-    assert f.n_known == 1  # A's delay has passed, B's floor has not
+    f.roll_windows(4.999)
+    assert f.n_known == 2  # A's delay has passed, not its ceiling's 5 s window
+    f.roll_windows(5.0)
+    assert f.n_known == 1  # A's ceiling window has passed, B's floor has not
     assert f.host_delay(B) == 10.0
     f.roll_windows(10.0)
     assert f.n_known == 0
 
 
 def test_backlogged_idle_host_is_kept_until_its_window_is_sampled():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=60, window=60.0)
     f = Frontier(pol)
     fill(f, A, 64)  # more than the first window takes: it is sampled
     t = 0.0
@@ -500,7 +508,7 @@ def test_backlogged_idle_host_is_kept_until_its_window_is_sampled():
 def test_a_first_window_whose_queue_ran_dry_is_not_a_sample():
     # A host just found: two URLs, then nothing while more links are being
     # found. Its first window's n (2) says nothing about its delay.
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=60, window=60.0)
     f = Frontier(pol)
     fill(f, A, 2)
     f.pop_ready(0.0)
