@@ -34,8 +34,14 @@ Rules (every transition lives in this file):
    the rate, and a slow host capped below its setpoint would otherwise wind
    its delay down to ``min_delay`` and be hammered once it answers fast again.
    A Retry-After hold does not count either: that is the server's pacing, not
-   the controller's; nor does a window in which the IP's budget (rule 8) held
-   the host back. A window *over* the setpoint in which URLs waited (held
+   the controller's. Nor is a window *under* the setpoint a sample if in it
+   something other than the delay held a start back: the IP's budget (rule
+   8), or the concurrency cap after the delay had passed (a request ended
+   later than ``last_start + delay`` with all slots busy). Marking "gated" at
+   the moment of a start is not enough for ``host_concurrency`` > 1: right
+   after a start a slot is free and the delay runs, so a host capped at
+   4 slots x 1 s latency = 240/min under a setpoint of 1200 looked
+   backlogged every window and wound its delay down to the floor. A window *over* the setpoint in which URLs waited (held
    by the concurrency cap, say) is a sample too: "too fast" is never
    windup, and a host whose delay fell below its fetch time (its fetches,
    not its delay, set the pace) would otherwise run over the setpoint for
@@ -54,13 +60,17 @@ Rules (every transition lives in this file):
    of window deadlines; after a long silence at most one catch-up sample is
    taken and the rest are jumped over, not looped.
 4. Backoff (429/503): the host's delay is doubled at once (capped at
-   ``max_delay``) by re-seeding its PID at the new delay, which also discards
-   integral error gathered before the server complained; the PID then brings
-   it down again only through backlogged windows. Doubling, not "+1 s": at
-   1200 pages/min a 1 s step is 20 times the nominal delay and the PID would
-   need some ten windows to come back. Without a PID the delay is doubled by
-   at least ``BACKOFF_MIN_STEP``, so a host at delay 0 is slowed; that penalty
-   is halved every window. Retry-After holds the host until ``now + retry_after``.
+   ``max_delay``; without a PID by at least ``BACKOFF_MIN_STEP``, so a host at
+   delay 0 is slowed) as a *penalty*: delay = max(PID's, penalty, floor), and
+   the penalty is halved every window after it, so a host that got k 429s in
+   a row is back at its rate after about k windows whatever the rate. The
+   PID keeps its delay (its integral is discarded: error gathered before the
+   server complained), and a window in which the penalty set the pace is no
+   "too slow" sample: that is the server's pacing, not the controller's.
+   (Re-seeding the PID at the doubled delay, as before, left it to walk back
+   additively: after 30 s of 429s at 600 pages/min the delay had doubled 8
+   times, to 25.6 s, and the scale-free law needed hundreds of windows.)
+   Retry-After holds the host until ``now + retry_after``.
 5. Counting (:class:`Outcome`): a fetch that reached the server counts in
    ``n``, whatever its status, because the server did the work; a fetch that
    never reached it (DNS failure, connection refused) does not.
@@ -229,7 +239,7 @@ class _Host:
     __slots__ = (
         "name", "items", "head", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
-        "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "ipheld",
+        "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
         "starts", "spos", "ip", "rguard", "rseq", "rkey", "tseq", "tkey",
     )
 
@@ -243,7 +253,7 @@ class _Host:
         self.hold_until = _NEG_INF
         self.floor = 0.0
         self.pid = pid
-        self.penalty = 0.0  # backoff delay of a host without PID (rate 0)
+        self.penalty = 0.0  # backoff delay (rule 4), halved every window
         self.penalty_at = 0.0
         self.since = now  # when it last became free with work (rule 2)
         self.win_start = now
@@ -252,7 +262,7 @@ class _Host:
         self.fresh = True  # still in its first window
         self.dry = False  # its queue ran dry since it was created (rule 3)
         self.waiting = False  # URLs waited in this window (rule 3)
-        self.ipheld = False  # the IP's budget held it back in this window (rule 3)
+        self.held = False  # its cap or its IP, not its delay, held a start back (rule 3)
         self.starts: array | None = None  # ring of start times (rule 7), made at the first start
         self.spos = 0
         self.ip: _Ip | None = None
@@ -398,7 +408,7 @@ class Frontier:
                     continue
                 hkey, _, hs = heapq.heappop(ip.heap)
                 if key > hkey:
-                    hs.ipheld = True  # the IP, not the host's delay, held it (rule 3)
+                    hs.held = True  # the IP, not the host's delay, held it (rule 3)
                 if ip.rguard:
                     self._ip_ceiling_holds += 1
             else:
@@ -455,6 +465,9 @@ class Frontier:
         self._clock = now
         if self._pid_on and now >= hs.win_start + self._window:
             self._roll(hs, now)
+        if (hs.in_flight == self._cap and hs.head < len(hs.items)
+                and now > hs.last_start + self._delay(hs, now)):
+            hs.held = True  # a start waited for this slot, not for the delay (rule 3)
         hs.in_flight -= 1
         self._in_flight -= 1
         if hs.in_flight == 0:
@@ -494,13 +507,13 @@ class Frontier:
         eff = self._delay(hs, now)
         if hs.pid is not None:
             new = min(pol.max_delay, 2.0 * eff)
-            if new > eff:
-                hs.pid = new_pid(pol, new)
+            hs.pid = new_pid(pol, hs.pid.delay)
+            hs.held = True
         else:
             new = min(pol.max_delay, max(2.0 * eff, eff + BACKOFF_MIN_STEP))
-            if new > hs.penalty:
-                hs.penalty = new
-                hs.penalty_at = now
+        if new > hs.penalty:
+            hs.penalty = new
+            hs.penalty_at = now
         if retry_after is not None and now + retry_after > hs.hold_until:
             hs.hold_until = now + retry_after
         self._schedule_ready(hs, now)
@@ -750,20 +763,23 @@ class Frontier:
             self._schedule_timer(hs)
         return hs
 
+    def _penalty(self, hs: _Host, now: float) -> float:
+        d = hs.penalty
+        if d:
+            k = (now - hs.penalty_at) // self._window
+            if k >= 1:
+                # Halve once per window; below 1 ms it is gone.
+                d = d * 0.5 ** min(k, 64.0)
+                if d < 1e-3:
+                    d = 0.0
+                hs.penalty = d
+                hs.penalty_at += k * self._window
+        return d
+
     def _delay(self, hs: _Host, now: float) -> float:
-        if hs.pid is not None:
+        d = self._penalty(hs, now)
+        if hs.pid is not None and hs.pid.delay > d:
             d = hs.pid.delay
-        else:
-            d = hs.penalty
-            if d:
-                k = (now - hs.penalty_at) // self._window
-                if k >= 1:
-                    # Halve once per window; below 1 ms it is gone.
-                    d = d * 0.5 ** min(k, 64.0)
-                    if d < 1e-3:
-                        d = 0.0
-                    hs.penalty = d
-                    hs.penalty_at += k * self._window
         return d if d > hs.floor else hs.floor
 
     def _gated(self, hs: _Host, t: float) -> bool:
@@ -787,21 +803,24 @@ class Frontier:
         """Close the host's windows that ended by ``now`` (rule 3)."""
         w = self._window
         ws = hs.win_start + w
-        if (hs.backlog and not hs.ipheld and not (hs.fresh and hs.dry)) or (
+        if (hs.backlog and not (hs.held and hs.win_n < self._pol.setpoint)
+                and not (hs.fresh and hs.dry)) or (
                 hs.waiting and hs.win_n > self._pol.setpoint):
             self._sample(hs, ws, hs.win_n)
         hs.waiting = False
         hs.fresh = False
-        hs.ipheld = False
+        hs.held = False
         if now >= ws + w:
             # A silent window: sampled only if it inherited a gated host. The
             # ones after it are jumped; zeros would only push the same way.
-            if self._gated(hs, ws):
+            if self._gated(hs, ws) and not self._penalty(hs, ws) > hs.pid.delay:
                 self._sample(hs, ws + w, 0)
             ws += w * ((now - ws) // w)
         hs.win_start = ws
         hs.win_n = 0
         hs.backlog = self._gated(hs, ws)
+        # A backoff penalty still above the PID's delay sets this window's pace (rule 4).
+        hs.held = self._penalty(hs, ws) > hs.pid.delay
 
     def _schedule_ready(self, hs: _Host, now: float) -> None:
         """(Re)place the host in its ready heap if it has work and a free slot."""

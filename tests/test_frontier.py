@@ -195,18 +195,24 @@ def test_backoff_honours_retry_after():
     assert f.pop_ready(30.5).url == url(A, 1)
 
 
-def test_backoff_resets_pid_to_the_doubled_delay():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+def test_backoff_is_a_penalty_halved_each_window_and_no_pid_sample():
+    # Rule 4: the doubled delay is the server's pacing. It halves every
+    # window; the windows it slowed are not "too slow" samples, so the PID
+    # keeps its delay (2 s, the nominal at 30/min) instead of winding down.
+    pol = Politeness(rate=30, window=60.0)
     f = Frontier(pol)
-    fill(f, A, 3)
+    fill(f, A, 200)
     f.pop_ready(0.0)
-    f.backoff(A, 0.1, None)
+    for _ in range(3):  # three 429s: 2 -> 4 -> 8 -> 16 s
+        f.backoff(A, 0.1, None)
     f.done(A, 0.2)
-    f.roll_windows(60.0)
-    [s] = f.drain_trace()
-    want = PID(pol.kp, pol.ki, pol.kd, 30.0, 2.0, pol.floor_delay, pol.max_delay,
-               pol.integral_limit, nominal_delay=2.0)
-    assert s == PidSample(A, 60.0, 1, want.update(1))
+    assert f.host_delay(A) == 16.0
+    run_backlogged(f, A, 240.0)
+    f.roll_windows(240.0)
+    # Windows to 60, 120, 180 (paced at 16, 8, 4 s: under S = 30, but by the
+    # server) are no samples; the penalty is 2 s by 180, no more than the PID's.
+    assert [(s.window_end, s.n, s.delay) for s in f.drain_trace()] == [(240.0, 30, 2.0)]
+    assert f.host_delay(A) == 2.0
 
 
 def test_crawl_delay_floor_raises_the_delay_but_not_lowers_it():
