@@ -91,6 +91,7 @@ def simulate(sites: Sequence[Site], pol: Politeness, until: float, *, peers: int
     log: list[Hit] = []
     events: list[tuple[float, int, int, object, int]] = []  # (t, seq, peer, job, status)
     seq = 0
+    clock = 0.0
     # Bounded: every step starts or ends a request, or rolls a window.
     for _ in range(50_000_000):
         t_ready, p_ready = math.inf, -1
@@ -99,7 +100,8 @@ def simulate(sites: Sequence[Site], pol: Politeness, until: float, *, peers: int
             if t is not None and t < t_ready:
                 t_ready, p_ready = t, p
         t_done = events[0][0] if events else math.inf
-        t = min(t_ready, t_done)
+        # next_ready_at may lie in the past ("now"): the clock never goes back.
+        t = clock = max(clock, min(t_ready, t_done))
         if t >= until:
             break
         if t_done <= t_ready:
@@ -135,7 +137,7 @@ def max_in_window(times: Sequence[float], window: float) -> int:
     ts = sorted(times)
     best = j = 0
     for i, t in enumerate(ts):
-        while ts[j] <= t - window:
+        while ts[j] + window <= t:  # the frontier's own test: a start at s + W is outside [s, s + W)
             j += 1
         best = max(best, i - j + 1)
     return best

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from peer.errors import PeerError
-from peer.frontier import Frontier, Job, Outcome, PidSample, Politeness
+from peer.frontier import MIN_IP_SHARE, Frontier, Job, Outcome, PidSample, Politeness, ceiling
 from peer.pid import PID
 
 A, B, C = "a.test", "b.test", "c.test"
@@ -535,6 +535,148 @@ def test_a_first_window_whose_queue_ran_dry_is_not_a_sample():
     assert [s.window_end for s in f.drain_trace()] == [120.0]
 
 
+# ------------------------------------------------------ ceiling (rule 7)
+
+def test_new_host_starts_at_the_nominal_delay_and_never_below_the_floor():
+    pol = Politeness(rate=600.0, window=10.0)
+    f = Frontier(pol)
+    assert f.host_delay(A) == pytest.approx(0.1)
+    fill(f, A, 2000)
+    run_backlogged(f, A, 100.0, fetch_time=0.01)
+    assert f.host_delay(A) >= 0.1 / 1.1 - 1e-12
+    assert f.ceiling_holds == 0  # the floor alone kept it under the ceiling
+
+
+def test_recent_starts_round_trip_and_unknown_hosts():
+    f = Frontier(Politeness(rate=600.0))
+    assert f.recent_starts(A) == ()
+    fill(f, A, 10)
+    for t in (0.0, 0.1, 0.2):
+        f.pop_ready(t)
+        f.done(A, t + 0.05)
+    assert f.recent_starts(A) == (0.0, 0.1, 0.2)
+    f.roll_windows(5.15)
+    assert f.recent_starts(A) == (0.2,)  # within the last 5 s only
+    g = Frontier(Politeness(rate=600.0))
+    fill(g, A, 3, now=1.0)
+    g.seed_starts(A, [0.5, 0.9, 7.0, float("nan")], 1.0)  # 7.0: clock skew, counts as now
+    assert g.recent_starts(A) == (0.5, 0.9, 1.0)
+    assert g.next_ready_at() == pytest.approx(1.1)  # the delay runs from the newest
+
+
+def test_idle_host_with_a_full_ring_is_kept_until_its_windows_are_empty():
+    pol = Politeness(rate=600.0, min_delay=0.001, initial_delay=0.001)
+    f = Frontier(pol)
+    fill(f, A, 12)
+    t = 0.0
+    while len(f):
+        if f.pop_ready(t) is not None:
+            f.done(A, t)
+        t += 0.001
+    f.roll_windows(4.9)
+    assert f.n_known == 1
+    fill(f, A, 1, now=4.9)
+    assert f.pop_ready(4.9) is not None  # 12 starts in [0, 0.011], none since: allowed
+
+
+# --------------------------------------------------------- per IP (rule 8)
+
+IP = "10.0.0.1"
+
+
+def ip_frontier(**kw):
+    args = dict(rate=600.0, window=60.0, ip_rate=60.0)
+    args.update(kw)
+    return Frontier(Politeness(**args))
+
+
+def test_hosts_on_one_ip_share_its_pace():
+    f = ip_frontier()
+    for h in (A, B):
+        fill(f, h, 5)
+        f.set_host_ip(h, IP, 0.0)
+    fill(f, C, 5)  # IP unknown: per host only
+    got = []
+    t = 0.0
+    while t < 3.0:
+        job = f.pop_ready(t)
+        if job is None:
+            t = f.next_ready_at()
+            continue
+        got.append((t, job.host))
+        f.done(job.host, t)
+    on_ip = [t for t, h in got if h != C]
+    assert on_ip == [0.0, 1.0, 2.0]  # one a second between A and B: ip_rate 60/min
+    assert sum(h == C for _, h in got) == 5  # C at its own 10/s
+    assert f.host_ip(A) == IP and f.host_ip(C) is None and f.ip_delay(IP) == 1.0
+
+
+def test_ip_share_scales_the_pace_and_bad_shares_are_data():
+    f = ip_frontier(ip_concurrency=4)
+    fill(f, A, 5)
+    f.set_host_ip(A, IP, 0.0)
+    f.set_ip_share(IP, 0.25, 0.0)
+    assert f.ip_delay(IP) == 4.0  # 60/min x 1/4
+    f.set_ip_share(IP, float("nan"), 0.0)
+    f.set_ip_share("10.9.9.9", 0.5, 0.0)  # no host of ours there: ignored
+    assert (f.ip_delay(IP), f.n_ips) == (4.0, 1)
+    f.set_ip_share(IP, 0.0, 0.0)  # clamped, not a division by zero
+    assert f.ip_delay(IP) == 60.0 / (60.0 * MIN_IP_SHARE)
+    f.set_ip_share(IP, 7.0, 0.0)
+    assert f.ip_delay(IP) == 1.0
+    f.set_default_ip_share(0.5)
+    fill(f, B, 1)
+    f.set_host_ip(B, "10.0.0.2", 0.0)
+    assert f.ip_delay("10.0.0.2") == 2.0  # a new IP gets the default share
+
+
+def test_a_host_held_by_its_ip_is_not_wound_down():
+    f = ip_frontier(rate=60.0, ip_rate=30.0)
+    for h in (A, B):
+        fill(f, h, 100)
+        f.set_host_ip(h, IP, 0.0)
+    t = 0.0
+    while t < 300.0:
+        job = f.pop_ready(t)
+        if job is not None:
+            f.done(job.host, t + 0.1)
+        t = max(t, f.next_ready_at())
+    assert f.host_delay(A) == f.host_delay(B) == 1.0  # 15 pages/min each, S = 60: not samples
+    assert [s for s in f.drain_trace() if s.n < 60] == []
+
+
+def test_moving_a_host_between_ips_moves_its_requests_in_flight():
+    f = ip_frontier(ip_rate=0.0, ip_concurrency=1)
+    fill(f, A, 3)
+    fill(f, B, 3)
+    f.set_host_ip(B, "10.0.0.2", 0.0)
+    assert f.pop_ready(0.0).host == A  # A's IP is not known yet
+    f.set_host_ip(A, "10.0.0.2", 0.0)  # DNS answered: A shares B's IP, 1 in flight
+    assert f.pop_ready(10.0) is None
+    f.done(A, 10.0)
+    assert f.pop_ready(10.0) is not None
+    f.set_host_ip(A, IP, 10.0)
+
+
+def test_ip_entries_are_forgotten_with_their_hosts():
+    f = ip_frontier()
+    fill(f, A, 1)
+    f.set_host_ip(A, IP, 0.0)
+    f.pop_ready(0.0)
+    f.done(A, 0.1)
+    f.roll_windows(4.99)
+    assert (f.n_known, f.n_ips) == (1, 1)  # the host's 5 s ceiling window runs
+    f.roll_windows(5.0)
+    assert (f.n_known, f.n_ips) == (0, 0)  # and the IP's: its delay (1 s) and window (5 s)
+
+
+def test_without_ip_keys_set_host_ip_keeps_nothing():
+    f = Frontier(Politeness(rate=600.0))
+    fill(f, A, 1)
+    f.set_host_ip(A, IP, 0.0)
+    assert (f.host_ip(A), f.n_ips) == (None, 0)
+
+
 # ----------------------------------------------------- stateful property
 
 class FrontierMachine(RuleBasedStateMachine):
@@ -545,10 +687,16 @@ class FrontierMachine(RuleBasedStateMachine):
         window=st.sampled_from([5.0, 60.0]),
         cap=st.integers(1, 3),
         initial=st.sampled_from([0.0, 0.5, 1.0]),
+        min_delay=st.sampled_from([0.0, 0.001]),
+        ip_rate=st.sampled_from([0.0, 120.0]),
+        ip_cap=st.sampled_from([0, 2]),
     )
-    def setup(self, rate, window, cap, initial):
+    def setup(self, rate, window, cap, initial, min_delay, ip_rate, ip_cap):
         self.pol = Politeness(rate=rate, window=window, initial_delay=initial,
-                              max_delay=5.0, host_concurrency=cap)
+                              min_delay=min_delay if rate else 0.0,
+                              max_delay=5.0, host_concurrency=cap,
+                              ip_rate=ip_rate, ip_concurrency=ip_cap)
+        self.starts = {}  # host or IP -> start times, to check the ceilings (rule 7)
         self.f = Frontier(self.pol)
         self.now = 0.0
         self.n = 0
@@ -587,6 +735,16 @@ class FrontierMachine(RuleBasedStateMachine):
             assert self.now - self.last_start[h] >= self.f.host_delay(h) - 1e-9
         assert self.now >= self.hold.get(h, float("-inf"))
         self.last_start[h] = self.now
+        ip = self.f.host_ip(h)
+        for key, rate in ((h, self.pol.rate), (ip, self.pol.ip_rate)):
+            if key is None or not rate:
+                continue
+            times = self.starts.setdefault(key, [])
+            times.append(self.now)
+            for w in (1.0, 5.0):
+                assert sum(t + w > self.now for t in times) <= ceiling(rate, w), (key, w, times)
+        if ip is not None and self.pol.ip_concurrency:
+            assert sum(self.f.host_ip(j.host) == ip for j in self.flying) < self.pol.ip_concurrency
         self.flying.append(job)
         self.popped.append(job.url)
         assert sum(j.host == h for j in self.flying) <= self.pol.host_concurrency
@@ -613,6 +771,10 @@ class FrontierMachine(RuleBasedStateMachine):
         self.f.backoff(host, self.now, retry_after)
         if retry_after is not None:
             self.hold[host] = max(self.hold.get(host, float("-inf")), self.now + retry_after)
+
+    @rule(host=st.sampled_from([A, B, C]), ip=st.sampled_from(["10.0.0.1", "10.0.0.2"]))
+    def resolve(self, host, ip):
+        self.f.set_host_ip(host, ip, self.now)
 
     @rule(host=st.sampled_from([A, B, C]), seconds=st.sampled_from([0.0, 0.7, 2.0]))
     def crawl_delay(self, host, seconds):
