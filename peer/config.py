@@ -164,28 +164,55 @@ class CrawlConfig:
 
 @dataclass(frozen=True, slots=True)
 class PolitenessConfig:
-    """``[politeness]``: the per-host PID rate controller (seed 000)."""
+    """``[politeness]``: the per-host PID rate controller (seed 000), its ceiling, per-IP budgets.
+
+    docs/politeness.md derives the defaults: the gains are the seed's, read at
+    its operating point (40 pages/min) and scaled to any rate and window.
+    """
 
     rate: float = _key(float, 60.0, "setpoint, pages per minute per host; 0 = no rate limit", _non_negative)
     window: float = _key(float, 60.0, "seconds between PID updates", _positive)
-    kp: float = _key(float, -0.05, "PID proportional gain (seconds per page of error)", _non_positive)
-    ki: float = _key(float, -0.01, "PID integral gain", _non_positive)
-    kd: float = _key(float, 0.0, "PID derivative gain", _non_positive)
-    initial_delay: float = _key(float, 1.0, "a new host's delay between request starts, seconds", _non_negative)
-    min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds", _non_negative)
+    kp: float = _key(float, -0.05, "PID proportional gain, the seed's: seconds per page of error at 40 pages/min, scaled to the rate", _non_positive)
+    ki: float = _key(float, -0.01, "PID integral gain, scaled like kp", _non_positive)
+    kd: float = _key(float, 0.0, "PID derivative gain, scaled like kp", _non_positive)
+    initial_delay: float = _key(float, 0.0, "a new host's delay between request starts, seconds; 0 = the nominal 60/rate", _non_negative)
+    min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds; 0 = nominal/1.1 (60/rate/1.1)", _non_negative)
     max_delay: float = _key(float, 60.0, "upper clamp of the delay, seconds", _non_negative)
     # 15, not a round 100: the seed law adds Ki*Sum every window until the
     # errors sum back to zero, so a large clamp is a long overshoot. In
     # tests/test_pid.py's simulation (S=40) a clamp of 100 never settled after
-    # a fast->slow step; 10-20 settled within 7-22 windows.
-    integral_limit: float = _key(float, 15.0, "clamp of the PID's summed error (pages)", _non_negative)
+    # a fast->slow step; 10-20 settled within 7-22 windows. In seed pages: at
+    # S pages a window the clamp is integral_limit * S/40 pages.
+    integral_limit: float = _key(float, 15.0, "clamp of the PID's summed error, in pages at 40 pages a window (scaled to the setpoint)", _non_negative)
     host_concurrency: int = _key(int, 1, "fetches in flight per host", _at_least_one)
     max_crawl_delay: float = _key(float, 30.0, "cap on a robots.txt Crawl-delay, seconds", _non_negative)
+    # Off by default: the local test web serves every *.web.test host from
+    # 127.0.0.1, so a per-IP budget would throttle all of it as one site.
+    ip_rate: float = _key(float, 0.0, "pages per minute per IP address, cluster-wide, shared by the hosts on it; 0 = off", _non_negative)
+    ip_concurrency: int = _key(int, 0, "fetches in flight per IP address, cluster-wide; 0 = no cap", _non_negative)
 
     @property
     def setpoint(self) -> float:
         """The PID's target S in pages per window."""
         return self.rate * self.window / 60.0
+
+    @property
+    def nominal_delay(self) -> float:
+        """T0 = 60/rate, the delay between starts at which a host runs at the setpoint (0 if off)."""
+        return 60.0 / self.rate if self.rate > 0 else 0.0
+
+    @property
+    def floor_delay(self) -> float:
+        """The delay's lower clamp: ``min_delay``, or nominal/1.1 if unset (docs/politeness.md)."""
+        if self.min_delay > 0:
+            return self.min_delay
+        return min(self.nominal_delay / 1.1, self.max_delay)
+
+    @property
+    def start_delay(self) -> float:
+        """A new host's delay: ``initial_delay``, or the nominal delay if unset, clamped."""
+        d = self.initial_delay if self.initial_delay > 0 else self.nominal_delay
+        return min(max(d, self.floor_delay), self.max_delay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -399,8 +426,10 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
     pol = cfg.politeness
     if pol.max_delay < pol.min_delay:
         raise ConfigError(where, "politeness.max_delay", f"expected at least politeness.min_delay ({pol.min_delay}), got {pol.max_delay}")
-    if not pol.min_delay <= pol.initial_delay <= pol.max_delay:
-        raise ConfigError(where, "politeness.initial_delay", f"expected between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
+    if pol.initial_delay and not pol.min_delay <= pol.initial_delay <= pol.max_delay:
+        raise ConfigError(where, "politeness.initial_delay", f"expected 0 (the nominal 60/rate) or between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
+    if pol.rate > 0 and pol.max_delay < pol.nominal_delay:
+        raise ConfigError(where, "politeness.max_delay", f"expected at least 60/rate = {pol.nominal_delay:g} s (the delay that keeps a host at politeness.rate), got {pol.max_delay}")
     if cfg.dns.max_ttl < cfg.dns.min_ttl:
         raise ConfigError(where, "dns.max_ttl", f"expected at least dns.min_ttl ({cfg.dns.min_ttl}), got {cfg.dns.max_ttl}")
     if cfg.bloom.max_capacity < cfg.bloom.capacity:

@@ -4,14 +4,19 @@ Seed 002 gives every worker its own URL queue; seed 000 paces each host with a
 PID controller on the delay between requests. This module is the pure core of
 both: it takes ``now`` and returns the next :class:`Job` that may start, so the
 engine's loop is "sleep until :meth:`Frontier.next_ready_at`, :meth:`pop_ready`,
-fetch, :meth:`done`", and tests drive it synchronously.
+fetch, :meth:`done`", and tests drive it synchronously. docs/politeness.md
+derives the numbers used here.
 
 Rules (every transition lives in this file):
 
 1. A host may start a request when its *delay* has passed since its last
-   request **started**, no Retry-After/retry hold is pending, and fewer than
-   ``host_concurrency`` of its requests are in flight. The delay is
-   ``max(pid.delay, floor)``: the floor is robots.txt's Crawl-delay.
+   request **started**, no Retry-After/retry hold is pending, fewer than
+   ``host_concurrency`` of its requests are in flight, its ceiling (rule 7)
+   allows one more start and, once its IP address is known, so does the IP's
+   budget (rule 8). The delay is ``max(pid.delay, floor)``: the floor is
+   robots.txt's Crawl-delay. A new host starts at the nominal delay
+   ``60/rate`` (or ``initial_delay`` if set) and the PID never takes it below
+   ``floor_delay`` (``min_delay``, or nominal/1.1 if unset).
    With ``rate == 0`` there is no PID and the delay is the floor only (plus a
    backoff penalty, rule 4). News about a host whose last start is unknown
    (a Crawl-delay or a backoff for a new or forgotten host) counts from
@@ -19,7 +24,8 @@ Rules (every transition lives in this file):
 2. Among ready hosts the one ready earliest goes first; "ready" counts from
    the moment the host had work and was free, so a host that has waited longer
    is not overtaken by one that just received a URL.
-3. PID windows (seed 000, law 4.1): every host measures ``n``, the fetches
+3. PID windows (seed 000, law 4.1, scale-free: peer/pid.py): every host
+   measures ``n``, the fetches
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
    delay and a :class:`PidSample` is traced. Backlogged means: at some moment
@@ -28,7 +34,14 @@ Rules (every transition lives in this file):
    the rate, and a slow host capped below its setpoint would otherwise wind
    its delay down to ``min_delay`` and be hammered once it answers fast again.
    A Retry-After hold does not count either: that is the server's pacing, not
-   the controller's. A window *over* the setpoint in which URLs waited (held
+   the controller's. Nor is a window *under* the setpoint a sample if in it
+   something other than the delay held a start back: the IP's budget (rule
+   8), or the concurrency cap after the delay had passed (a request ended
+   later than ``last_start + delay`` with all slots busy). Marking "gated" at
+   the moment of a start is not enough for ``host_concurrency`` > 1: right
+   after a start a slot is free and the delay runs, so a host capped at
+   4 slots x 1 s latency = 240/min under a setpoint of 1200 looked
+   backlogged every window and wound its delay down to the floor. A window *over* the setpoint in which URLs waited (held
    by the concurrency cap, say) is a sample too: "too fast" is never
    windup, and a host whose delay fell below its fetch time (its fetches,
    not its delay, set the pace) would otherwise run over the setpoint for
@@ -41,32 +54,65 @@ Rules (every transition lives in this file):
    the host was just found and its URLs were still trickling in, so its
    ``n`` is short, and the law would answer with a faster delay and an
    overshoot the next window (scripts/bench_ring.py, 20 pages a window:
-   windows of 13 then 26; 177 windows over +10% of 1400, 17 without them). Each host's windows start at its first push (so deadlines
+   windows of 13 then 26; 177 windows over +10% of 1400, 17 without them).
+   Each host's windows start at its first push (so deadlines
    spread out); they are rolled lazily when a host is touched and by a heap
    of window deadlines; after a long silence at most one catch-up sample is
    taken and the rest are jumped over, not looped.
-4. Backoff (429/503): the host's delay is doubled at once (by at least
-   ``BACKOFF_MIN_STEP``, capped at ``max_delay``) by re-seeding its PID at the
-   new delay, which also discards integral error gathered before the server
-   complained; the PID then brings it down again only through backlogged
-   windows. Without a PID the same doubling is a penalty halved every window.
+4. Backoff (429/503): the host's delay is doubled at once (capped at
+   ``max_delay``; without a PID by at least ``BACKOFF_MIN_STEP``, so a host at
+   delay 0 is slowed) as a *penalty*: delay = max(PID's, penalty, floor), and
+   the penalty is halved every window after it, so a host that got k 429s in
+   a row is back at its rate after about k windows whatever the rate. The
+   PID keeps its delay (its integral is discarded: error gathered before the
+   server complained), and a window in which the penalty set the pace is no
+   "too slow" sample: that is the server's pacing, not the controller's.
+   (Re-seeding the PID at the doubled delay, as before, left it to walk back
+   additively: after 30 s of 429s at 600 pages/min the delay had doubled 8
+   times, to 25.6 s, and the scale-free law needed hundreds of windows.)
    Retry-After holds the host until ``now + retry_after``.
 5. Counting (:class:`Outcome`): a fetch that reached the server counts in
    ``n``, whatever its status, because the server did the work; a fetch that
    never reached it (DNS failure, connection refused) does not.
 6. Memory: a host with no queued work and nothing in flight is forgotten once
-   its delay, a fresh host's ``initial_delay`` and any hold have passed (and
-   its last backlogged window has been sampled), so a re-created host can
-   never start sooner than the forgotten one could have. The trade-off: its
-   learned PID delay and its Crawl-delay floor go too, so a host whose URLs
-   trickle in restarts at ``initial_delay`` (the polite default), and the
+   its delay, a fresh host's delay, any hold and its ceiling's longest window
+   have passed (and its last backlogged window has been sampled), so a
+   re-created host can never start sooner than the forgotten one could have.
+   The trade-off: its learned PID delay, its Crawl-delay floor and its IP go
+   too, so a host whose URLs trickle in restarts at the nominal delay, and the
    engine re-applies Crawl-delay with :meth:`Frontier.set_min_delay` from its
    robots cache each time it starts a request for a host (O(1); the host is
-   then in flight, so its last start is known). Without this, a crawl of
-   millions of hosts would keep millions of structs for nothing.
+   then in flight, so its last start is known), and its IP with
+   :meth:`Frontier.set_host_ip`. An IP entry is forgotten likewise once no
+   host refers to it and its own delay and ceiling window have passed.
+   Without this, a crawl of millions of hosts would keep millions of structs
+   for nothing.
+7. Ceiling: whatever the PID, retries, robots.txt fetches, redirects or
+   hand-offs do, a host never gets more than ``ceiling(rate, W)`` =
+   ceil(1.1 x rate/60 x W) + 1 request starts in any W-second window, for W
+   in ``CEILING_WINDOWS`` (1 s and 5 s). Starts are counted at
+   :meth:`Frontier.pop_ready`, kept in a ring of the last ``ceiling(rate, 5)``
+   start times (the k-th newest start + W is when a window of W seconds holds
+   fewer than k), and can be exported and imported (:meth:`recent_starts`,
+   :meth:`seed_starts`) so that a restart or a hand-off does not reset the
+   count. The floor nominal/1.1 alone keeps any W-window to ceil(1.1 x rate/60
+   x W) starts; the ring is the guarantee when something else (a seeded
+   history, a ``min_delay`` set below the floor) would not.
+8. Per IP (BUbiNG, Nutch, StormCrawler): hosts whose IP address is known
+   (:meth:`set_host_ip`) are grouped by it, and the group is paced like one
+   host at ``ip_rate`` x share pages per minute (share: this peer's part of
+   the cluster-wide budget, :meth:`set_ip_share`), with the same ceiling on
+   that rate, at most ``ip_concurrency`` x share (at least 1) fetches in
+   flight. A host whose IP is not known yet is paced per host only: its first
+   fetch, which resolves it, is not counted against the IP's budget before it
+   starts (it is counted after, when the engine reports the IP).
+   Scheduling is two-level (BUbiNG's workbench): the global ready heap holds
+   hosts without an IP and IP entries; each IP entry holds a heap of its ready
+   hosts and sits in the global heap at max(its own gate, its earliest host).
 
-Every operation is O(log hosts): two heaps with lazy deletion (an entry is
-live only if its sequence number is still the host's), never a scan of hosts.
+Every operation is O(log hosts): heaps with lazy deletion (an entry is live
+only if its sequence number is still its owner's), never a scan of hosts
+(set_host_ip and seed_starts also copy one ring of start times).
 ``now`` must not go backwards.
 """
 
@@ -74,20 +120,38 @@ from __future__ import annotations
 
 import enum
 import heapq
-from collections.abc import Iterator
+import math
+from array import array
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from peer.config import PolitenessConfig
 from peer.errors import PeerError
 from peer.pid import PID
 
-__all__ = ["BACKOFF_MIN_STEP", "Frontier", "Job", "Outcome", "PidSample", "Politeness"]
+__all__ = [
+    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "Job", "Outcome",
+    "PidSample", "Politeness", "ceiling",
+]
 
-#: A backoff raises the delay by at least this many seconds, so a host at
-#: delay 0 (rate 0 or PID at ``min_delay``) is actually slowed down.
+#: Without a PID (rate 0) a backoff raises the delay by at least this many
+#: seconds, so a host at delay 0 is actually slowed down.
 BACKOFF_MIN_STEP = 1.0
 
+#: Rule 7: at most ceil(CEILING_FACTOR x rate/60 x W) + 1 starts in any W
+#: seconds. 10 % over the setpoint plus one start: one start is the counting
+#: resolution of a window (a window can hold both ends of a period), 10 % the
+#: PID's room to make up for time lost to holds.
+CEILING_FACTOR = 1.1
+CEILING_WINDOWS = (1.0, 5.0)
+_HORIZON = max(CEILING_WINDOWS)
+
+#: set_ip_share clamps into [MIN_IP_SHARE, 1]: the share is computed from
+#: gossiped counts, remote data that must not park an IP for good.
+MIN_IP_SHARE = 0.001
+
 _NEG_INF = float("-inf")
+_NO_CAP = 1 << 62
 # A fully popped prefix of a host's queue is cut off once it is this long and
 # at least half the list; amortised O(1) popleft without a deque's 760 bytes.
 _COMPACT_AT = 64
@@ -98,12 +162,19 @@ _COMPACT_AT = 64
 Politeness = PolitenessConfig
 
 
+def ceiling(rate: float, window: float) -> int:
+    """Rule 7: the most request starts allowed in any ``window`` seconds at ``rate`` pages/min."""
+    # round(): 1.1 * 10 * 5 is 55.00000000000001 in binary floating point.
+    return math.ceil(round(CEILING_FACTOR * rate / 60.0 * window, 9)) + 1
+
+
 def new_pid(pol: Politeness, initial_delay: float | None = None) -> PID:
-    """A fresh controller for a host, starting at ``initial_delay`` (clamped)."""
-    d = pol.initial_delay if initial_delay is None else initial_delay
-    d = min(max(d, pol.min_delay), pol.max_delay)
-    return PID(pol.kp, pol.ki, pol.kd, pol.setpoint, d,
-               pol.min_delay, pol.max_delay, pol.integral_limit)
+    """A fresh, scale-free controller for a host at ``initial_delay`` (default: the start delay)."""
+    lo, hi = pol.floor_delay, pol.max_delay
+    d = pol.start_delay if initial_delay is None else initial_delay
+    d = min(max(d, lo), hi)
+    return PID(pol.kp, pol.ki, pol.kd, pol.setpoint, d, lo, hi, pol.integral_limit,
+               nominal_delay=pol.nominal_delay)
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,13 +204,43 @@ class Outcome(enum.Enum):
     UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
 
 
+# ------------------------------------------------------------ start rings
+# A ring of the newest start times: array('d') (8 bytes a start, not a list's
+# 32), ``pos`` the slot of the oldest, which the next start overwrites.
+
+
+def _ring(n: int, times: Iterable[float] = ()) -> array:
+    vals = sorted(times)[-n:]
+    return array("d", [_NEG_INF] * (n - len(vals)) + vals)
+
+
+def _ring_times(buf: array | None, pos: int, since: float) -> list[float]:
+    if buf is None:
+        return []
+    return [t for t in (*buf[pos:], *buf[:pos]) if t > since]
+
+
+def _ring_gate(buf: array | None, pos: int, limits: tuple[tuple[float, int], ...]) -> float:
+    """When one more start keeps every window of ``limits`` under its count."""
+    if buf is None:
+        return _NEG_INF
+    n = len(buf)
+    t = _NEG_INF
+    for w, k in limits:
+        s = buf[(pos - k) % n] + w
+        if s > t:
+            t = s
+    return t
+
+
 class _Host:
     """Mutable per-host state; small, since there may be a million of them."""
 
     __slots__ = (
         "name", "items", "head", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
-        "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "rseq", "rkey", "tseq", "tkey",
+        "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
+        "starts", "spos", "ip", "rguard", "rseq", "rkey", "tseq", "tkey",
     )
 
     def __init__(self, name: str, now: float, pid: PID | None) -> None:
@@ -152,7 +253,7 @@ class _Host:
         self.hold_until = _NEG_INF
         self.floor = 0.0
         self.pid = pid
-        self.penalty = 0.0  # backoff delay of a host without PID (rate 0)
+        self.penalty = 0.0  # backoff delay (rule 4), halved every window
         self.penalty_at = 0.0
         self.since = now  # when it last became free with work (rule 2)
         self.win_start = now
@@ -161,9 +262,42 @@ class _Host:
         self.fresh = True  # still in its first window
         self.dry = False  # its queue ran dry since it was created (rule 3)
         self.waiting = False  # URLs waited in this window (rule 3)
+        self.held = False  # its cap or its IP, not its delay, held a start back (rule 3)
+        self.starts: array | None = None  # ring of start times (rule 7), made at the first start
+        self.spos = 0
+        self.ip: _Ip | None = None
+        self.rguard = False  # its ready time was set by its ceiling (counted at the start)
         self.rseq = 0  # seq of its live ready-heap entry, 0 = none
         self.rkey = 0.0
         self.tseq = 0  # seq of its live timer-heap entry, 0 = none
+        self.tkey = 0.0
+
+
+class _Ip:
+    """An IP address shared by hosts (rule 8): a budget paced like one host."""
+
+    __slots__ = (
+        "addr", "share", "delay", "cap", "limits", "starts", "spos", "last_start",
+        "in_flight", "nref", "heap", "rguard", "rseq", "rkey", "tseq", "tkey",
+    )
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        self.share = 1.0
+        self.delay = 0.0
+        self.cap = _NO_CAP
+        self.limits: tuple[tuple[float, int], ...] = ()
+        self.starts: array | None = None
+        self.spos = 0
+        self.last_start = _NEG_INF
+        self.in_flight = 0
+        self.nref = 0  # hosts whose state is kept and that resolve here
+        # (ready_at, seq, host) of its hosts with queued work and a free slot.
+        self.heap: list[tuple[float, int, _Host]] = []
+        self.rguard = False
+        self.rseq = 0
+        self.rkey = 0.0
+        self.tseq = 0
         self.tkey = 0.0
 
 
@@ -173,6 +307,8 @@ class Frontier:
     __slots__ = (
         "_pol", "_cap", "_window", "_pid_on", "_fresh_delay", "_hosts", "_ready", "_timers",
         "_seq", "_queued", "_n_hosts", "_in_flight", "_active", "_trace", "_clock",
+        "_limits", "_ring_n", "_ips", "_ip_on", "_default_share",
+        "_ceiling_holds", "_ip_ceiling_holds",
     )
 
     def __init__(self, politeness: Politeness | None = None) -> None:
@@ -181,14 +317,21 @@ class Frontier:
         self._window = pol.window
         self._pid_on = pol.rate > 0
         # The delay of a host with no history.
-        self._fresh_delay = (
-            min(max(pol.initial_delay, pol.min_delay), pol.max_delay) if self._pid_on else 0.0
+        self._fresh_delay = pol.start_delay if self._pid_on else 0.0
+        self._limits = (
+            tuple((w, ceiling(pol.rate, w)) for w in CEILING_WINDOWS) if self._pid_on else ()
         )
+        self._ring_n = max((k for _, k in self._limits), default=0)
         self._hosts: dict[str, _Host] = {}
-        # (ready_at, seq, host) of hosts with queued work and a free slot.
-        self._ready: list[tuple[float, int, str]] = []
-        # (deadline, seq, host): a busy host's window end, an idle one's forget time.
-        self._timers: list[tuple[float, int, str]] = []
+        self._ips: dict[str, _Ip] = {}
+        self._ip_on = pol.ip_rate > 0 or pol.ip_concurrency > 0
+        self._default_share = 1.0
+        # (ready_at, seq, host or IP): hosts without an IP, with queued work and
+        # a free slot, and IPs with such a host (rule 8).
+        self._ready: list[tuple[float, int, _Host | _Ip]] = []
+        # (deadline, seq, host or IP): a busy host's window end, an idle one's
+        # or an unreferenced IP's forget time.
+        self._timers: list[tuple[float, int, _Host | _Ip]] = []
         self._seq = 0
         self._queued = 0
         self._n_hosts = 0
@@ -196,6 +339,8 @@ class Frontier:
         self._active = 0
         self._trace: list[PidSample] = []
         self._clock = _NEG_INF
+        self._ceiling_holds = 0
+        self._ip_ceiling_holds = 0
         if self._pid_on:
             new_pid(pol)  # bad gains fail here, at start-up, not at the first host
 
@@ -246,17 +391,31 @@ class Frontier:
         if self._timers and self._timers[0][0] <= now:
             self._roll_due(now)
         ready = self._ready
-        hosts = self._hosts
         while ready:
-            key, seq, name = ready[0]
-            hs = hosts.get(name)
-            if hs is None or hs.rseq != seq:
+            key, seq, obj = ready[0]
+            if obj.rseq != seq:
                 heapq.heappop(ready)
                 continue
             if key > now:
                 return None
             heapq.heappop(ready)
+            obj.rseq = 0
+            ip = None
+            if type(obj) is _Ip:
+                ip = obj
+                self._clean(ip.heap)
+                if not ip.heap:  # cannot happen: every change of its hosts reschedules it
+                    continue
+                hkey, _, hs = heapq.heappop(ip.heap)
+                if key > hkey:
+                    hs.held = True  # the IP, not the host's delay, held it (rule 3)
+                if ip.rguard:
+                    self._ip_ceiling_holds += 1
+            else:
+                hs = obj
             hs.rseq = 0
+            if hs.rguard:
+                self._ceiling_holds += 1
             items = hs.items
             head = hs.head
             url = items[head]
@@ -282,9 +441,20 @@ class Frontier:
             hs.in_flight += 1
             self._in_flight += 1
             hs.last_start = now
-            self._schedule_ready(hs, now)
+            if self._ring_n:
+                if hs.starts is None:
+                    hs.starts = _ring(self._ring_n)
+                hs.starts[hs.spos] = now
+                hs.spos = (hs.spos + 1) % self._ring_n
+            if ip is not None:
+                ip.in_flight += 1
+                ip.last_start = now
+                if ip.starts is not None:
+                    ip.starts[ip.spos] = now
+                    ip.spos = (ip.spos + 1) % len(ip.starts)
+            self._schedule_ready(hs, now)  # and its IP's place
             self._mark(hs, now)
-            return Job(url, name, depth)
+            return Job(url, hs.name, depth)
         return None
 
     def done(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED) -> None:
@@ -295,10 +465,15 @@ class Frontier:
         self._clock = now
         if self._pid_on and now >= hs.win_start + self._window:
             self._roll(hs, now)
+        if (hs.in_flight == self._cap and hs.head < len(hs.items)
+                and now > hs.last_start + self._delay(hs, now)):
+            hs.held = True  # a start waited for this slot, not for the delay (rule 3)
         hs.in_flight -= 1
         self._in_flight -= 1
         if hs.in_flight == 0:
             self._active -= 1
+        if hs.ip is not None:
+            hs.ip.in_flight -= 1
         if outcome is not Outcome.UNREACHED:
             hs.win_n += 1
         self._schedule_ready(hs, now)
@@ -314,12 +489,10 @@ class Frontier:
         :meth:`pop_ready`, so the answer errs on the polite side.
         """
         ready = self._ready
-        hosts = self._hosts
         while ready:
-            _, seq, name = ready[0]
-            hs = hosts.get(name)
-            if hs is not None and hs.rseq == seq:
-                return ready[0][0]
+            key, seq, obj = ready[0]
+            if obj.rseq == seq:
+                return key
             heapq.heappop(ready)
         return None
 
@@ -332,10 +505,13 @@ class Frontier:
             hs.last_start = now  # unknown (new or forgotten host): see set_min_delay
         pol = self._pol
         eff = self._delay(hs, now)
-        new = min(pol.max_delay, max(2.0 * eff, eff + BACKOFF_MIN_STEP))
         if hs.pid is not None:
-            hs.pid = new_pid(pol, new)
-        elif new > hs.penalty:
+            new = min(pol.max_delay, 2.0 * eff)
+            hs.pid = new_pid(pol, hs.pid.delay)
+            hs.held = True
+        else:
+            new = min(pol.max_delay, max(2.0 * eff, eff + BACKOFF_MIN_STEP))
+        if new > hs.penalty:
             hs.penalty = new
             hs.penalty_at = now
         if retry_after is not None and now + retry_after > hs.hold_until:
@@ -359,6 +535,106 @@ class Frontier:
         hs.floor = min(max(0.0, seconds), self._pol.max_crawl_delay)
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
+
+    def recent_starts(self, host: str) -> tuple[float, ...]:
+        """The host's request starts within the ceiling's longest window, oldest first (rule 7).
+
+        In this frontier's clock (the engine's monotonic time). The engine
+        carries them over a restart or a hand-off, translated to wall-clock
+        time and back; a host forgotten (rule 6) has none that matter.
+        """
+        hs = self._hosts.get(host)
+        if hs is None:
+            return ()
+        since = self._clock - _HORIZON
+        if hs.starts is not None:
+            return tuple(_ring_times(hs.starts, hs.spos, since))
+        return (hs.last_start,) if hs.last_start > since else ()
+
+    def seed_starts(self, host: str, times: Iterable[float], now: float) -> None:
+        """Count starts made elsewhere (before a restart, by the host's previous owner).
+
+        ``times`` are in this frontier's clock; the engine translates them.
+        Times after ``now`` (clock skew) count as ``now``; those older than
+        the longest ceiling window are dropped. The newest also counts as
+        the host's last start, so its delay runs from it.
+        """
+        hs = self._touch(host, now)
+        vals = [min(float(t), now) for t in times if t == t and t > now - _HORIZON]
+        if not vals:
+            return
+        if self._ring_n:
+            old = _ring_times(hs.starts, hs.spos, now - _HORIZON)
+            hs.starts = _ring(self._ring_n, old + vals)
+            hs.spos = 0
+        newest = max(vals)
+        if newest > hs.last_start:
+            hs.last_start = newest
+        if hs.ip is not None:
+            self._ip_add_starts(hs.ip, vals, now)
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+
+    def set_host_ip(self, host: str, ip: str, now: float) -> None:
+        """The host resolves to ``ip``: from now on it shares that IP's budget (rule 8).
+
+        The engine calls it after DNS (or at push time when its DNS cache
+        already knows the answer). The host's recent starts, including the
+        fetch that resolved it, are counted against the IP. A no-op when
+        neither ``ip_rate`` nor ``ip_concurrency`` is set.
+        """
+        if not self._ip_on:
+            return
+        hs = self._touch(host, now)
+        old = hs.ip
+        if old is not None and old.addr == ip:
+            return
+        new = self._ips.get(ip)
+        if new is None:
+            new = self._ips[ip] = _Ip(ip)
+            self._configure_ip(new, self._default_share, now)
+        if old is not None:
+            old.nref -= 1
+            old.in_flight -= hs.in_flight
+        new.nref += 1
+        new.in_flight += hs.in_flight
+        if hs.starts is not None:
+            recent = _ring_times(hs.starts, hs.spos, now - _HORIZON)
+        else:
+            recent = [hs.last_start] if hs.last_start > now - _HORIZON else []
+        self._ip_add_starts(new, recent, now)
+        hs.ip = new
+        hs.rseq = 0  # its entry sat in the old heap
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+        if old is not None:
+            self._schedule_ip(old)
+            if old.nref == 0:
+                self._schedule_timer(old)
+
+    def set_ip_share(self, ip: str, fraction: float, now: float) -> None:
+        """This peer's part of ``ip``'s cluster-wide budget, in [MIN_IP_SHARE, 1].
+
+        An IP no host of this frontier resolves to is ignored (call after
+        :meth:`set_host_ip`; the gossip re-sends shares). A share that is not
+        a finite number is ignored; others are clamped: it comes from
+        gossiped counts.
+        """
+        entry = self._ips.get(ip)
+        if entry is None or not isinstance(fraction, (int, float)) or not math.isfinite(fraction):
+            return
+        self._clock = now
+        self._configure_ip(entry, fraction, now)
+        self._schedule_ip(entry)
+
+    def set_default_ip_share(self, fraction: float) -> None:
+        """The share of IPs first seen from now on, until :meth:`set_ip_share` sets theirs.
+
+        BUbiNG's rule, 1/(number of peers), is the safe default for a ring
+        before per-IP counts are gossiped; 1.0 (the initial value) for one peer.
+        """
+        if isinstance(fraction, (int, float)) and math.isfinite(fraction):
+            self._default_share = min(max(float(fraction), MIN_IP_SHARE), 1.0)
 
     def roll_windows(self, now: float) -> None:
         """Close every PID window that ended by ``now`` and forget idle hosts due."""
@@ -387,6 +663,11 @@ class Frontier:
         return len(self._hosts)
 
     @property
+    def n_ips(self) -> int:
+        """IP entries kept (rule 8)."""
+        return len(self._ips)
+
+    @property
     def in_flight(self) -> int:
         """Requests started and not yet done."""
         return self._in_flight
@@ -395,6 +676,16 @@ class Frontier:
     def hosts_active(self) -> int:
         """Hosts with at least one request in flight."""
         return self._active
+
+    @property
+    def ceiling_holds(self) -> int:
+        """Starts that a host's ceiling (rule 7), not its delay, made wait."""
+        return self._ceiling_holds
+
+    @property
+    def ip_ceiling_holds(self) -> int:
+        """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
+        return self._ip_ceiling_holds
 
     def backlogged(self, host: str) -> bool:
         """Whether the host's current PID window is backlogged (will be sampled)."""
@@ -407,6 +698,16 @@ class Frontier:
         if hs is None:
             return self._fresh_delay
         return self._delay(hs, self._clock)
+
+    def host_ip(self, host: str) -> str | None:
+        """The IP the host is paced under (rule 8), or None."""
+        hs = self._hosts.get(host)
+        return None if hs is None or hs.ip is None else hs.ip.addr
+
+    def ip_delay(self, ip: str) -> float:
+        """The delay between request starts to ``ip`` on this peer (0 if unknown or unpaced)."""
+        entry = self._ips.get(ip)
+        return 0.0 if entry is None else entry.delay
 
     def host_queued(self, host: str) -> int:
         """URLs queued for ``host``."""
@@ -426,7 +727,11 @@ class Frontier:
                 yield Job(items[i], name, items[i + 1])
 
     def remove_host(self, host: str) -> list[Job]:
-        """Take away a host's queue (it changed owner); requests in flight still need done()."""
+        """Take away a host's queue (it changed owner); requests in flight still need done().
+
+        The host's start times stay until rule 6 forgets it, so that it
+        cannot get a burst should it come back soon (a ring that flaps).
+        """
         hs = self._hosts.get(host)
         if hs is None:
             return []
@@ -438,8 +743,9 @@ class Frontier:
         items.clear()
         hs.head = 0
         hs.rseq = 0
-        if hs.in_flight == 0:
-            del self._hosts[host]
+        if hs.ip is not None:
+            self._schedule_ip(hs.ip)
+        self._schedule_timer(hs)
         return jobs
 
     # ------------------------------------------------------------- internals
@@ -457,20 +763,23 @@ class Frontier:
             self._schedule_timer(hs)
         return hs
 
+    def _penalty(self, hs: _Host, now: float) -> float:
+        d = hs.penalty
+        if d:
+            k = (now - hs.penalty_at) // self._window
+            if k >= 1:
+                # Halve once per window; below 1 ms it is gone.
+                d = d * 0.5 ** min(k, 64.0)
+                if d < 1e-3:
+                    d = 0.0
+                hs.penalty = d
+                hs.penalty_at += k * self._window
+        return d
+
     def _delay(self, hs: _Host, now: float) -> float:
-        if hs.pid is not None:
+        d = self._penalty(hs, now)
+        if hs.pid is not None and hs.pid.delay > d:
             d = hs.pid.delay
-        else:
-            d = hs.penalty
-            if d:
-                k = (now - hs.penalty_at) // self._window
-                if k >= 1:
-                    # Halve once per window; below 1 ms it is gone.
-                    d = d * 0.5 ** min(k, 64.0)
-                    if d < 1e-3:
-                        d = 0.0
-                    hs.penalty = d
-                    hs.penalty_at += k * self._window
         return d if d > hs.floor else hs.floor
 
     def _gated(self, hs: _Host, t: float) -> bool:
@@ -494,23 +803,27 @@ class Frontier:
         """Close the host's windows that ended by ``now`` (rule 3)."""
         w = self._window
         ws = hs.win_start + w
-        if (hs.backlog and not (hs.fresh and hs.dry)) or (
+        if (hs.backlog and not (hs.held and hs.win_n < self._pol.setpoint)
+                and not (hs.fresh and hs.dry)) or (
                 hs.waiting and hs.win_n > self._pol.setpoint):
             self._sample(hs, ws, hs.win_n)
         hs.waiting = False
         hs.fresh = False
+        hs.held = False
         if now >= ws + w:
             # A silent window: sampled only if it inherited a gated host. The
             # ones after it are jumped; zeros would only push the same way.
-            if self._gated(hs, ws):
+            if self._gated(hs, ws) and not self._penalty(hs, ws) > hs.pid.delay:
                 self._sample(hs, ws + w, 0)
             ws += w * ((now - ws) // w)
         hs.win_start = ws
         hs.win_n = 0
         hs.backlog = self._gated(hs, ws)
+        # A backoff penalty still above the PID's delay sets this window's pace (rule 4).
+        hs.held = self._penalty(hs, ws) > hs.pid.delay
 
     def _schedule_ready(self, hs: _Host, now: float) -> None:
-        """(Re)place the host in the ready heap if it has work and a free slot."""
+        """(Re)place the host in its ready heap if it has work and a free slot."""
         if hs.head < len(hs.items) and hs.in_flight < self._cap:
             if hs.rseq == 0:
                 hs.since = now
@@ -519,14 +832,73 @@ class Frontier:
                 key = hs.hold_until
             if hs.since > key:
                 key = hs.since
-            if hs.rseq and hs.rkey == key:
-                return
-            self._seq += 1
-            hs.rseq = self._seq
-            hs.rkey = key
-            heapq.heappush(self._ready, (key, self._seq, hs.name))
+            gate = _ring_gate(hs.starts, hs.spos, self._limits)
+            hs.rguard = gate > key
+            if hs.rguard:
+                key = gate
+            if not (hs.rseq and hs.rkey == key):
+                self._seq += 1
+                hs.rseq = self._seq
+                hs.rkey = key
+                heap = self._ready if hs.ip is None else hs.ip.heap
+                heapq.heappush(heap, (key, self._seq, hs))
         else:
             hs.rseq = 0
+        if hs.ip is not None:
+            self._schedule_ip(hs.ip)
+
+    def _clean(self, heap: list) -> None:
+        while heap and heap[0][2].rseq != heap[0][1]:
+            heapq.heappop(heap)
+
+    def _schedule_ip(self, ip: _Ip) -> None:
+        """(Re)place the IP in the global heap at max(its gate, its earliest host) (rule 8)."""
+        heap = ip.heap
+        self._clean(heap)
+        if heap and ip.in_flight < ip.cap:
+            key = heap[0][0]
+            paced = ip.last_start + ip.delay
+            gate = _ring_gate(ip.starts, ip.spos, ip.limits)
+            ip.rguard = gate > key and gate > paced
+            if paced > key:
+                key = paced
+            if gate > key:
+                key = gate
+            if ip.rseq and ip.rkey == key:
+                return
+            self._seq += 1
+            ip.rseq = self._seq
+            ip.rkey = key
+            heapq.heappush(self._ready, (key, self._seq, ip))
+        else:
+            ip.rseq = 0
+
+    def _configure_ip(self, ip: _Ip, share: float, now: float) -> None:
+        """Derive the IP's delay, concurrency cap and ceiling from its share (rule 8)."""
+        pol = self._pol
+        share = min(max(float(share), MIN_IP_SHARE), 1.0)
+        ip.share = share
+        if pol.ip_concurrency > 0:
+            ip.cap = max(1, math.floor(pol.ip_concurrency * share + 1e-9))
+        if pol.ip_rate > 0:
+            rate = pol.ip_rate * share
+            ip.delay = 60.0 / rate
+            ip.limits = tuple((w, ceiling(rate, w)) for w in CEILING_WINDOWS)
+            n = max(k for _, k in ip.limits)
+            if ip.starts is None or len(ip.starts) != n:
+                ip.starts = _ring(n, _ring_times(ip.starts, ip.spos, now - _HORIZON))
+                ip.spos = 0
+
+    def _ip_add_starts(self, ip: _Ip, times: list[float], now: float) -> None:
+        if not times:
+            return
+        if ip.starts is not None:
+            old = _ring_times(ip.starts, ip.spos, now - _HORIZON)
+            ip.starts = _ring(len(ip.starts), old + times)
+            ip.spos = 0
+        newest = max(times)
+        if newest > ip.last_start:
+            ip.last_start = newest
 
     def _forget_at(self, hs: _Host) -> float:
         # Not before a fresh host's delay has passed either, so that forgetting
@@ -535,40 +907,62 @@ class Frontier:
         t = hs.last_start + (d if d > self._fresh_delay else self._fresh_delay)
         if hs.hold_until > t:
             t = hs.hold_until
+        if hs.starts is not None and hs.last_start + _HORIZON > t:
+            t = hs.last_start + _HORIZON  # its ceiling's windows must be empty (rule 7)
         if hs.backlog:
             end = hs.win_start + self._window
             if end > t:
                 t = end
         return t
 
-    def _schedule_timer(self, hs: _Host) -> None:
-        if hs.head < len(hs.items) or hs.in_flight:
-            if not self._pid_on:
-                hs.tseq = 0
+    def _ip_forget_at(self, ip: _Ip) -> float:
+        return ip.last_start + max(ip.delay, _HORIZON)
+
+    def _schedule_timer(self, obj: _Host | _Ip) -> None:
+        if type(obj) is _Ip:
+            if obj.nref:
+                obj.tseq = 0
                 return
-            t = hs.win_start + self._window
+            t = self._ip_forget_at(obj)
+        elif obj.head < len(obj.items) or obj.in_flight:
+            if not self._pid_on:
+                obj.tseq = 0
+                return
+            t = obj.win_start + self._window
         else:
-            t = self._forget_at(hs)
-        if hs.tseq and hs.tkey == t:
+            t = self._forget_at(obj)
+        if obj.tseq and obj.tkey == t:
             return
         self._seq += 1
-        hs.tseq = self._seq
-        hs.tkey = t
-        heapq.heappush(self._timers, (t, self._seq, hs.name))
+        obj.tseq = self._seq
+        obj.tkey = t
+        heapq.heappush(self._timers, (t, self._seq, obj))
 
     def _roll_due(self, now: float) -> None:
         timers = self._timers
         hosts = self._hosts
         while timers and timers[0][0] <= now:
-            _, seq, name = heapq.heappop(timers)
-            hs = hosts.get(name)
-            if hs is None or hs.tseq != seq:
+            _, seq, obj = heapq.heappop(timers)
+            if obj.tseq != seq:
                 continue
-            hs.tseq = 0
+            obj.tseq = 0
+            if type(obj) is _Ip:
+                if obj.nref == 0 and obj.in_flight == 0 and now >= self._ip_forget_at(obj):
+                    del self._ips[obj.addr]
+                else:
+                    self._schedule_timer(obj)
+                continue
+            hs = obj
             if self._pid_on and now >= hs.win_start + self._window:
                 self._roll(hs, now)
             if hs.head == len(hs.items) and not hs.in_flight and now >= self._forget_at(hs):
-                del hosts[name]
+                del hosts[hs.name]
+                hs.rseq = 0
+                ip = hs.ip
+                if ip is not None:
+                    ip.nref -= 1
+                    if ip.nref == 0:
+                        self._schedule_timer(ip)
                 continue
             self._schedule_ready(hs, now)
             self._schedule_timer(hs)

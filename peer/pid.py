@@ -1,4 +1,4 @@
-"""Per-host crawl-rate controller: the discrete PID law of the seed post.
+"""Per-host crawl-rate controller: the discrete PID law of the seed post, scale-free.
 
 Source: seed 000, "PID控制器——控制网络爬虫速度" (a PID controller to control a
 web crawler's speed). Once per measuring window the controller compares the
@@ -12,6 +12,27 @@ just ended and e = S - n. The gains are negative (the post's typical Kp is
 -0.05): too fast (n > S, e < 0) lengthens the delay, too slow shortens it.
 The post's worked example: T0 = 1.0 s, Kp = -0.05, S = 40; n = 100 gives
 T1 = 4.0, then n = 30 gives T2 = 3.5.
+
+Scale. The post tuned its gains at S = 40 pages in a 60 s window, a nominal
+delay of 1.5 s (``SEED_SETPOINT``, ``SEED_DELAY``). Read literally, Kp moves
+the delay 0.05 s per page of error whatever the rate: 3 % of the delay per
+page at 40 pages/min, but at 600 pages/min (T0 = 0.1 s, S = 600) one window's
+error of a few hundred pages is tens of seconds, the delay hits its floor and
+the backlog goes out as fast as the host answers (measured on the local web:
+up to 104 requests in one second against 10/s). Given ``nominal_delay`` (T0,
+the delay at which the host runs at S), the law is read in the seed's units:
+
+    e' = (S - n) * SEED_SETPOINT / S           (error in "seed pages")
+    T_k = T_{k-1} + (T0 / SEED_DELAY) * (Kp*e' + Ki*Sum' + Kd*Diff')
+
+so relative to T0 every term is the seed's own: with u = T/T0 and x = n/S,
+u_k = u_{k-1} + (Kp*SEED_SETPOINT/SEED_DELAY) * (1 - x) + ... At S = 40 and
+T0 = 1.5 s the factors are 1 and the law is the post's, term by term; at
+any other rate and window the same gains give the same trajectory of u and x
+(docs/politeness.md derives it and tabulates settling windows). Sum' is
+clamped to +-integral_limit seed pages, i.e. +-integral_limit/40 of S.
+Without ``nominal_delay`` the law is the literal one (gains in seconds per
+page), as in the post's example.
 
 Choices the post leaves open, made here:
 
@@ -43,7 +64,12 @@ from __future__ import annotations
 
 import math
 
-__all__ = ["PID"]
+__all__ = ["PID", "SEED_DELAY", "SEED_SETPOINT"]
+
+#: The post's operating point: S = 40 pages in a 60 s window (§3), so its
+#: gains were tuned around a delay of 60/40 = 1.5 s between requests.
+SEED_SETPOINT = 40.0
+SEED_DELAY = 1.5
 
 
 class PID:
@@ -54,6 +80,8 @@ class PID:
         "_ki",
         "_kd",
         "_setpoint",
+        "_escale",
+        "_tscale",
         "_initial",
         "_min",
         "_max",
@@ -73,6 +101,7 @@ class PID:
         min_delay: float,
         max_delay: float,
         integral_limit: float,
+        nominal_delay: float | None = None,
     ) -> None:
         for name, value in (("kp", kp), ("ki", ki), ("kd", kd)):
             _check_number(name, value)
@@ -97,10 +126,20 @@ class PID:
         _check_number("integral_limit", integral_limit, allow_inf=True)
         if integral_limit < 0:
             raise ValueError(f"integral_limit must be >= 0, got {integral_limit!r}")
+        if nominal_delay is None:
+            escale = tscale = 1.0
+        else:
+            _check_number("nominal_delay", nominal_delay)
+            if nominal_delay <= 0:
+                raise ValueError(f"nominal_delay must be > 0 seconds, got {nominal_delay!r}")
+            escale = SEED_SETPOINT / float(setpoint)
+            tscale = float(nominal_delay) / SEED_DELAY
         self._kp = float(kp)
         self._ki = float(ki)
         self._kd = float(kd)
         self._setpoint = float(setpoint)
+        self._escale = escale
+        self._tscale = tscale
         self._min = float(min_delay)
         self._max = float(max_delay)
         self._limit = float(integral_limit)
@@ -121,23 +160,24 @@ class PID:
 
     @property
     def integral(self) -> float:
-        """Sum, the clamped running sum of errors."""
+        """Sum, the clamped running sum of errors (in seed pages if scaled)."""
         return self._integral
 
     @property
     def last_error(self) -> float | None:
-        """e = S - n of the last update, or None before the first."""
+        """e of the last update (S - n; in seed pages if scaled), or None before the first."""
         return self._last_error
 
     def update(self, n: float) -> float:
         """Feed the pages fetched in the window just ended; return the new delay."""
         if isinstance(n, bool) or not isinstance(n, (int, float)) or not n >= 0 or n == math.inf:
             raise ValueError(f"pages fetched must be a finite number >= 0, got {n!r}")
-        error = self._setpoint - n
+        error = (self._setpoint - n) * self._escale
         limit = self._limit
         integral = min(max(self._integral + error, -limit), limit)
         diff = 0.0 if self._last_error is None else error - self._last_error
-        delay = self._delay + self._kp * error + self._ki * integral + self._kd * diff
+        step = self._kp * error + self._ki * integral + self._kd * diff
+        delay = self._delay + self._tscale * step
         self._delay = min(max(delay, self._min), self._max)
         self._integral = integral
         self._last_error = error

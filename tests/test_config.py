@@ -78,6 +78,16 @@ def test_setpoint_is_pages_per_window():
     assert cfg.politeness.setpoint == 20.0
 
 
+def test_politeness_delays_follow_the_rate_unless_set():
+    pol = parse(MINIMAL + "[politeness]\nrate = 600\n").politeness
+    assert pol.nominal_delay == pytest.approx(0.1)
+    assert pol.start_delay == pytest.approx(0.1)  # initial_delay 0: the nominal delay
+    assert pol.floor_delay == pytest.approx(0.1 / 1.1)  # min_delay 0: nominal/1.1
+    pol = parse(MINIMAL + "[politeness]\nrate = 600\ninitial_delay = 2.0\nmin_delay = 0.5\n").politeness
+    assert (pol.start_delay, pol.floor_delay) == (2.0, 0.5)
+    assert parse(MINIMAL + "[politeness]\nrate = 0\n").politeness.nominal_delay == 0.0
+
+
 def test_absolute_data_dir_is_kept():
     cfg = parse(MINIMAL.replace('"\n', '"\ndata_dir = "/srv/crawl/p1"\n', 1))
     assert cfg.peers[0].data_dir == "/srv/crawl/p1"
@@ -137,6 +147,10 @@ def test_wrong_type_names_key_and_expectation(snippet, key, expected):
         ("[ring]\nsuspect_after = 5.0\ndead_after = 4.0", "ring.dead_after"),
         ("[politeness]\nmin_delay = 5.0\nmax_delay = 1.0", "politeness.max_delay"),
         ("[politeness]\ninitial_delay = 90.0", "politeness.initial_delay"),
+        ("[politeness]\nip_rate = -1.0", "politeness.ip_rate"),
+        ("[politeness]\nip_concurrency = -1", "politeness.ip_concurrency"),
+        # 0.5 pages/min needs 120 s between starts, more than max_delay allows.
+        ("[politeness]\nrate = 0.5", "politeness.max_delay"),
         ("[dns]\nmin_ttl = 100\nmax_ttl = 10", "dns.max_ttl"),
         ("[crawl]\nseeds = [\"mailto:a@b.test\"]", "crawl.seeds[0]"),
         ("[crawl]\nallow_hosts = [\"http://x.test/\"]", "crawl.allow_hosts[0]"),

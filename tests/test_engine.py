@@ -214,15 +214,15 @@ async def test_pid_holds_the_rate_through_latency_steps(tmp_path):
 
     A compressed version of seed 000's scenario: 1 s windows and a setpoint of
     20 pages per window (rate 1200/min), the host answering in 20 ms, then
-    300 ms, then 20 ms again. The gains are the seed's scaled to this time
-    base (its delay is ~1.5 s at S=40; here ~0.05 s at S=20), so one page of
-    error moves the delay by the same fraction of itself.
+    300 ms, then 20 ms again. The gains are the seed's: the frontier's PID
+    reads them at the seed's operating point (40 pages/min) and scales them
+    to this rate and window itself (docs/politeness.md).
     """
     step = 7.0
     graph = SiteGraph(hosts=1, pages_per_host=900, shop=False, links_per_page=40)
     latency = HostBehaviour(latency=((0.0, 0.02), (step, 0.3), (2 * step, 0.02)))
     politeness = {
-        "rate": 1200.0, "window": 1.0, "kp": -0.0033, "ki": -0.0007, "kd": 0.0,
+        "rate": 1200.0, "window": 1.0, "kp": -0.05, "ki": -0.01, "kd": 0.0,
         "initial_delay": 0.1, "min_delay": 0.0, "max_delay": 1.0, "integral_limit": 15.0,
         "host_concurrency": 8,
     }

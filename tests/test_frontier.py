@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from peer.errors import PeerError
-from peer.frontier import Frontier, Job, Outcome, PidSample, Politeness
+from peer.frontier import MIN_IP_SHARE, Frontier, Job, Outcome, PidSample, Politeness, ceiling
 from peer.pid import PID
 
 A, B, C = "a.test", "b.test", "c.test"
@@ -25,8 +25,8 @@ def fill(f, host, n, now=0.0, depth=0):
 
 def replica(pol, *ns):
     """The delay a fresh PID of ``pol`` reaches after windows of ``ns`` pages."""
-    pid = PID(pol.kp, pol.ki, pol.kd, pol.rate * pol.window / 60, pol.initial_delay,
-              pol.min_delay, pol.max_delay, pol.integral_limit)
+    pid = PID(pol.kp, pol.ki, pol.kd, pol.rate * pol.window / 60, pol.start_delay,
+              pol.floor_delay, pol.max_delay, pol.integral_limit, nominal_delay=60 / pol.rate)
     for n in ns:
         pid.update(n)
     return pid.delay
@@ -195,17 +195,24 @@ def test_backoff_honours_retry_after():
     assert f.pop_ready(30.5).url == url(A, 1)
 
 
-def test_backoff_resets_pid_to_the_doubled_delay():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+def test_backoff_is_a_penalty_halved_each_window_and_no_pid_sample():
+    # Rule 4: the doubled delay is the server's pacing. It halves every
+    # window; the windows it slowed are not "too slow" samples, so the PID
+    # keeps its delay (2 s, the nominal at 30/min) instead of winding down.
+    pol = Politeness(rate=30, window=60.0)
     f = Frontier(pol)
-    fill(f, A, 3)
+    fill(f, A, 200)
     f.pop_ready(0.0)
-    f.backoff(A, 0.1, None)
+    for _ in range(3):  # three 429s: 2 -> 4 -> 8 -> 16 s
+        f.backoff(A, 0.1, None)
     f.done(A, 0.2)
-    f.roll_windows(60.0)
-    [s] = f.drain_trace()
-    want = PID(pol.kp, pol.ki, pol.kd, 30.0, 2.0, pol.min_delay, pol.max_delay, pol.integral_limit)
-    assert s == PidSample(A, 60.0, 1, want.update(1))
+    assert f.host_delay(A) == 16.0
+    run_backlogged(f, A, 240.0)
+    f.roll_windows(240.0)
+    # Windows to 60, 120, 180 (paced at 16, 8, 4 s: under S = 30, but by the
+    # server) are no samples; the penalty is 2 s by 180, no more than the PID's.
+    assert [(s.window_end, s.n, s.delay) for s in f.drain_trace()] == [(240.0, 30, 2.0)]
+    assert f.host_delay(A) == 2.0
 
 
 def test_crawl_delay_floor_raises_the_delay_but_not_lowers_it():
@@ -289,35 +296,38 @@ def test_requeue_after_compaction_and_on_empty_queue():
 
 # ------------------------------------------------------------ PID windows
 
-def test_pid_follows_the_seed_example():
-    # Seed 000: T0 = 1.0, Kp = -0.05, S = 40 pages: n = 100 gives 4.0, then
-    # n = 30 gives 3.5. S = 40 per window here is 20/min over 120 s windows.
-    pol = Politeness(rate=20, window=120.0, kp=-0.05, ki=0.0, kd=0.0, initial_delay=1.0)
+def test_pid_follows_the_seed_law_at_the_seeds_operating_point():
+    # Seed 000's operating point, 40 pages/min in 60 s windows (S = 40, nominal
+    # delay 1.5 s): there the scale-free law is the post's, term by term.
+    # T0 = 1.0 s, Kp = -0.05: n = 60 gives 1.0 + 0.05*20 = 2.0, then n = 30
+    # gives 2.0 - 0.05*10 = 1.5. (The post's n = 100 cannot happen any more:
+    # the ceiling allows 1 start a second at 40/min.) min_delay lets the
+    # host start at the post's 1.0 s, below the derived floor of 1.36 s.
+    pol = Politeness(rate=40, window=60.0, kp=-0.05, ki=0.0, kd=0.0, initial_delay=1.0,
+                     min_delay=0.5)
     f = Frontier(pol)
     fill(f, A, 500)
-    for t in range(100):
+    for t in range(60):
         assert f.pop_ready(float(t)) is not None
         f.done(A, t + 0.5)
-    assert f.pop_ready(100.0) is not None  # a slow fetch, done in the next window
-    f.roll_windows(119.9)
+    f.roll_windows(59.9)
     assert f.drain_trace() == []
-    f.roll_windows(120.0)
+    f.roll_windows(60.0)
     [s1] = f.drain_trace()
-    assert (s1.host, s1.window_end, s1.n) == (A, 120.0, 100)
-    assert s1.delay == pytest.approx(4.0)
-    assert s1.delay == replica(pol, 100) == f.host_delay(A)
-    f.done(A, 125.0)
+    assert (s1.host, s1.window_end, s1.n) == (A, 60.0, 60)
+    assert s1.delay == pytest.approx(2.0)
+    assert s1.delay == replica(pol, 60) == f.host_delay(A)
     t = f.next_ready_at()
-    assert t == 125.0
-    while t < 240.0:
+    assert t == 61.0
+    while t < 120.0:
         assert f.pop_ready(t) is not None
         f.done(A, t + 0.5)
         t = f.next_ready_at()
-    f.roll_windows(240.0)
+    f.roll_windows(120.0)
     [s2] = f.drain_trace()
-    assert (s2.host, s2.window_end, s2.n) == (A, 240.0, 30)
-    assert s2.delay == pytest.approx(3.5)
-    assert s2.delay == replica(pol, 100, 30)
+    assert (s2.host, s2.window_end, s2.n) == (A, 120.0, 30)
+    assert s2.delay == pytest.approx(1.5)
+    assert s2.delay == replica(pol, 60, 30)
 
 
 def run_backlogged(f, host, until, fetch_time=0.1):
@@ -330,7 +340,8 @@ def run_backlogged(f, host, until, fetch_time=0.1):
 
 
 def test_pid_with_integral_term_matches_the_controller():
-    pol = Politeness(rate=30, window=60.0, kp=-0.05, ki=-0.01, initial_delay=1.0)
+    # initial_delay 3 s against the nominal 2 s: too slow, so it speeds up.
+    pol = Politeness(rate=30, window=60.0, kp=-0.05, ki=-0.01, initial_delay=3.0)
     f = Frontier(pol)
     fill(f, A, 1000)
     run_backlogged(f, A, 180.0)
@@ -338,8 +349,8 @@ def test_pid_with_integral_term_matches_the_controller():
     trace = f.drain_trace()
     assert [(s.host, s.window_end) for s in trace] == [(A, 60.0), (A, 120.0), (A, 180.0)]
     ns = [s.n for s in trace]
-    assert ns[0] == 60  # one a second at the initial delay
-    assert ns[1] < 60  # slowed down
+    assert ns[0] == 20  # one every 3 s at the initial delay
+    assert ns[1] > 20  # sped up
     assert [s.delay for s in trace] == [replica(pol, *ns[:i + 1]) for i in range(3)]
     assert f.host_delay(A) == trace[-1].delay
 
@@ -362,21 +373,22 @@ def test_work_held_only_by_the_concurrency_cap_is_not_backlog():
 
 
 def test_no_pid_update_without_backlog():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=30, window=60.0)
     f = Frontier(pol)
-    # One URL a second, each fetched at once: 60 pages a window, twice the
-    # setpoint, yet never a URL waiting, so the delay is not what held it.
-    for t in range(200):
+    # One URL every 3 s, each fetched at once: 20 pages a window, two thirds
+    # of the setpoint, yet never a URL waiting, so the delay is not what held
+    # it; feeding n = 20 in would wind the delay down (anti-windup).
+    for t in range(0, 300, 3):
         f.push(url(A, t), A, 0, float(t))
         assert f.pop_ready(float(t)) is not None
         f.done(A, t + 0.5)
-    f.roll_windows(200.0)
+    f.roll_windows(300.0)
     assert f.drain_trace() == []
-    assert f.host_delay(A) == 1.0
+    assert f.host_delay(A) == 2.0  # the nominal 60/rate
 
 
 def test_pid_update_with_backlog_each_window():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=30, window=60.0, initial_delay=3.0)
     f = Frontier(pol)
     for t in range(130):  # two URLs a second: more than the host may take
         f.push(url(A, 2 * t), A, 0, float(t))
@@ -384,9 +396,9 @@ def test_pid_update_with_backlog_each_window():
         if f.pop_ready(float(t)) is not None:
             f.done(A, t + 0.5)
     trace = f.drain_trace()
-    assert [(s.window_end, s.n) for s in trace] == [(60.0, 60), (120.0, trace[1].n)]
-    assert trace[1].n < 60
-    assert trace[-1].delay == replica(pol, 60, trace[1].n) == f.host_delay(A)
+    assert [(s.window_end, s.n) for s in trace] == [(60.0, 20), (120.0, trace[1].n)]
+    assert trace[1].n > 20
+    assert trace[-1].delay == replica(pol, 20, trace[1].n) == f.host_delay(A)
     assert f.backlogged(A)
 
 
@@ -395,8 +407,8 @@ def test_unreached_fetches_do_not_count():
     f = Frontier(pol)
     fill(f, A, 10)
     for t, outcome in enumerate([Outcome.FETCHED, Outcome.UNREACHED, Outcome.FAILED]):
-        f.pop_ready(float(t))
-        f.done(A, t + 0.5, outcome)
+        assert f.pop_ready(2.0 * t) is not None  # the nominal delay is 2 s
+        f.done(A, 2.0 * t + 0.5, outcome)
     f.roll_windows(60.0)
     assert [s.n for s in f.drain_trace()] == [2]
 
@@ -418,7 +430,7 @@ def test_long_silence_is_jumped_not_looped():
 
 
 def test_pid_delay_is_per_host():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=30, window=60.0, initial_delay=3.0)
     f = Frontier(pol)
     fill(f, A, 200)
     f.push(url(B, 0), B, 0, 0.0)
@@ -429,8 +441,8 @@ def test_pid_delay_is_per_host():
         t = f.next_ready_at()
     f.roll_windows(60.0)
     assert [s.host for s in f.drain_trace()] == [A]
-    assert f.host_delay(A) == replica(pol, 60)
-    assert f.host_delay(B) == 1.0
+    assert f.host_delay(A) == replica(pol, 20)
+    assert f.host_delay(B) == 3.0
 
 
 # ------------------------------------------------- stats, hand-off, memory
@@ -473,15 +485,17 @@ def test_idle_hosts_are_forgotten_once_their_delay_has_passed():
     assert f.n_known == 2
     f.roll_windows(0.999)
     assert f.n_known == 2
-    f.roll_windows(1.0)
-    assert f.n_known == 1  # A's delay has passed, B's floor has not
+    f.roll_windows(4.999)
+    assert f.n_known == 2  # A's delay has passed, not its ceiling's 5 s window
+    f.roll_windows(5.0)
+    assert f.n_known == 1  # A's ceiling window has passed, B's floor has not
     assert f.host_delay(B) == 10.0
     f.roll_windows(10.0)
     assert f.n_known == 0
 
 
 def test_backlogged_idle_host_is_kept_until_its_window_is_sampled():
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=60, window=60.0)
     f = Frontier(pol)
     fill(f, A, 64)  # more than the first window takes: it is sampled
     t = 0.0
@@ -500,7 +514,7 @@ def test_backlogged_idle_host_is_kept_until_its_window_is_sampled():
 def test_a_first_window_whose_queue_ran_dry_is_not_a_sample():
     # A host just found: two URLs, then nothing while more links are being
     # found. Its first window's n (2) says nothing about its delay.
-    pol = Politeness(rate=30, window=60.0, initial_delay=1.0)
+    pol = Politeness(rate=60, window=60.0)
     f = Frontier(pol)
     fill(f, A, 2)
     f.pop_ready(0.0)
@@ -521,6 +535,148 @@ def test_a_first_window_whose_queue_ran_dry_is_not_a_sample():
     assert [s.window_end for s in f.drain_trace()] == [120.0]
 
 
+# ------------------------------------------------------ ceiling (rule 7)
+
+def test_new_host_starts_at_the_nominal_delay_and_never_below_the_floor():
+    pol = Politeness(rate=600.0, window=10.0)
+    f = Frontier(pol)
+    assert f.host_delay(A) == pytest.approx(0.1)
+    fill(f, A, 2000)
+    run_backlogged(f, A, 100.0, fetch_time=0.01)
+    assert f.host_delay(A) >= 0.1 / 1.1 - 1e-12
+    assert f.ceiling_holds == 0  # the floor alone kept it under the ceiling
+
+
+def test_recent_starts_round_trip_and_unknown_hosts():
+    f = Frontier(Politeness(rate=600.0))
+    assert f.recent_starts(A) == ()
+    fill(f, A, 10)
+    for t in (0.0, 0.1, 0.2):
+        f.pop_ready(t)
+        f.done(A, t + 0.05)
+    assert f.recent_starts(A) == (0.0, 0.1, 0.2)
+    f.roll_windows(5.15)
+    assert f.recent_starts(A) == (0.2,)  # within the last 5 s only
+    g = Frontier(Politeness(rate=600.0))
+    fill(g, A, 3, now=1.0)
+    g.seed_starts(A, [0.5, 0.9, 7.0, float("nan")], 1.0)  # 7.0: clock skew, counts as now
+    assert g.recent_starts(A) == (0.5, 0.9, 1.0)
+    assert g.next_ready_at() == pytest.approx(1.1)  # the delay runs from the newest
+
+
+def test_idle_host_with_a_full_ring_is_kept_until_its_windows_are_empty():
+    pol = Politeness(rate=600.0, min_delay=0.001, initial_delay=0.001)
+    f = Frontier(pol)
+    fill(f, A, 12)
+    t = 0.0
+    while len(f):
+        if f.pop_ready(t) is not None:
+            f.done(A, t)
+        t += 0.001
+    f.roll_windows(4.9)
+    assert f.n_known == 1
+    fill(f, A, 1, now=4.9)
+    assert f.pop_ready(4.9) is not None  # 12 starts in [0, 0.011], none since: allowed
+
+
+# --------------------------------------------------------- per IP (rule 8)
+
+IP = "10.0.0.1"
+
+
+def ip_frontier(**kw):
+    args = dict(rate=600.0, window=60.0, ip_rate=60.0)
+    args.update(kw)
+    return Frontier(Politeness(**args))
+
+
+def test_hosts_on_one_ip_share_its_pace():
+    f = ip_frontier()
+    for h in (A, B):
+        fill(f, h, 5)
+        f.set_host_ip(h, IP, 0.0)
+    fill(f, C, 5)  # IP unknown: per host only
+    got = []
+    t = 0.0
+    while t < 3.0:
+        job = f.pop_ready(t)
+        if job is None:
+            t = f.next_ready_at()
+            continue
+        got.append((t, job.host))
+        f.done(job.host, t)
+    on_ip = [t for t, h in got if h != C]
+    assert on_ip == [0.0, 1.0, 2.0]  # one a second between A and B: ip_rate 60/min
+    assert sum(h == C for _, h in got) == 5  # C at its own 10/s
+    assert f.host_ip(A) == IP and f.host_ip(C) is None and f.ip_delay(IP) == 1.0
+
+
+def test_ip_share_scales_the_pace_and_bad_shares_are_data():
+    f = ip_frontier(ip_concurrency=4)
+    fill(f, A, 5)
+    f.set_host_ip(A, IP, 0.0)
+    f.set_ip_share(IP, 0.25, 0.0)
+    assert f.ip_delay(IP) == 4.0  # 60/min x 1/4
+    f.set_ip_share(IP, float("nan"), 0.0)
+    f.set_ip_share("10.9.9.9", 0.5, 0.0)  # no host of ours there: ignored
+    assert (f.ip_delay(IP), f.n_ips) == (4.0, 1)
+    f.set_ip_share(IP, 0.0, 0.0)  # clamped, not a division by zero
+    assert f.ip_delay(IP) == 60.0 / (60.0 * MIN_IP_SHARE)
+    f.set_ip_share(IP, 7.0, 0.0)
+    assert f.ip_delay(IP) == 1.0
+    f.set_default_ip_share(0.5)
+    fill(f, B, 1)
+    f.set_host_ip(B, "10.0.0.2", 0.0)
+    assert f.ip_delay("10.0.0.2") == 2.0  # a new IP gets the default share
+
+
+def test_a_host_held_by_its_ip_is_not_wound_down():
+    f = ip_frontier(rate=60.0, ip_rate=30.0)
+    for h in (A, B):
+        fill(f, h, 100)
+        f.set_host_ip(h, IP, 0.0)
+    t = 0.0
+    while t < 300.0:
+        job = f.pop_ready(t)
+        if job is not None:
+            f.done(job.host, t + 0.1)
+        t = max(t, f.next_ready_at())
+    assert f.host_delay(A) == f.host_delay(B) == 1.0  # 15 pages/min each, S = 60: not samples
+    assert [s for s in f.drain_trace() if s.n < 60] == []
+
+
+def test_moving_a_host_between_ips_moves_its_requests_in_flight():
+    f = ip_frontier(ip_rate=0.0, ip_concurrency=1)
+    fill(f, A, 3)
+    fill(f, B, 3)
+    f.set_host_ip(B, "10.0.0.2", 0.0)
+    assert f.pop_ready(0.0).host == A  # A's IP is not known yet
+    f.set_host_ip(A, "10.0.0.2", 0.0)  # DNS answered: A shares B's IP, 1 in flight
+    assert f.pop_ready(10.0) is None
+    f.done(A, 10.0)
+    assert f.pop_ready(10.0) is not None
+    f.set_host_ip(A, IP, 10.0)
+
+
+def test_ip_entries_are_forgotten_with_their_hosts():
+    f = ip_frontier()
+    fill(f, A, 1)
+    f.set_host_ip(A, IP, 0.0)
+    f.pop_ready(0.0)
+    f.done(A, 0.1)
+    f.roll_windows(4.99)
+    assert (f.n_known, f.n_ips) == (1, 1)  # the host's 5 s ceiling window runs
+    f.roll_windows(5.0)
+    assert (f.n_known, f.n_ips) == (0, 0)  # and the IP's: its delay (1 s) and window (5 s)
+
+
+def test_without_ip_keys_set_host_ip_keeps_nothing():
+    f = Frontier(Politeness(rate=600.0))
+    fill(f, A, 1)
+    f.set_host_ip(A, IP, 0.0)
+    assert (f.host_ip(A), f.n_ips) == (None, 0)
+
+
 # ----------------------------------------------------- stateful property
 
 class FrontierMachine(RuleBasedStateMachine):
@@ -531,10 +687,16 @@ class FrontierMachine(RuleBasedStateMachine):
         window=st.sampled_from([5.0, 60.0]),
         cap=st.integers(1, 3),
         initial=st.sampled_from([0.0, 0.5, 1.0]),
+        min_delay=st.sampled_from([0.0, 0.001]),
+        ip_rate=st.sampled_from([0.0, 120.0]),
+        ip_cap=st.sampled_from([0, 2]),
     )
-    def setup(self, rate, window, cap, initial):
+    def setup(self, rate, window, cap, initial, min_delay, ip_rate, ip_cap):
         self.pol = Politeness(rate=rate, window=window, initial_delay=initial,
-                              max_delay=5.0, host_concurrency=cap)
+                              min_delay=min_delay if rate else 0.0,
+                              max_delay=5.0, host_concurrency=cap,
+                              ip_rate=ip_rate, ip_concurrency=ip_cap)
+        self.starts = {}  # host or IP -> start times, to check the ceilings (rule 7)
         self.f = Frontier(self.pol)
         self.now = 0.0
         self.n = 0
@@ -573,6 +735,16 @@ class FrontierMachine(RuleBasedStateMachine):
             assert self.now - self.last_start[h] >= self.f.host_delay(h) - 1e-9
         assert self.now >= self.hold.get(h, float("-inf"))
         self.last_start[h] = self.now
+        ip = self.f.host_ip(h)
+        for key, rate in ((h, self.pol.rate), (ip, self.pol.ip_rate)):
+            if key is None or not rate:
+                continue
+            times = self.starts.setdefault(key, [])
+            times.append(self.now)
+            for w in (1.0, 5.0):
+                assert sum(t + w > self.now for t in times) <= ceiling(rate, w), (key, w, times)
+        if ip is not None and self.pol.ip_concurrency:
+            assert sum(self.f.host_ip(j.host) == ip for j in self.flying) < self.pol.ip_concurrency
         self.flying.append(job)
         self.popped.append(job.url)
         assert sum(j.host == h for j in self.flying) <= self.pol.host_concurrency
@@ -599,6 +771,10 @@ class FrontierMachine(RuleBasedStateMachine):
         self.f.backoff(host, self.now, retry_after)
         if retry_after is not None:
             self.hold[host] = max(self.hold.get(host, float("-inf")), self.now + retry_after)
+
+    @rule(host=st.sampled_from([A, B, C]), ip=st.sampled_from(["10.0.0.1", "10.0.0.2"]))
+    def resolve(self, host, ip):
+        self.f.set_host_ip(host, ip, self.now)
 
     @rule(host=st.sampled_from([A, B, C]), seconds=st.sampled_from([0.0, 0.7, 2.0]))
     def crawl_delay(self, host, seconds):

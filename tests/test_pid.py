@@ -294,3 +294,83 @@ def test_fixed_delay_loses_about_half_its_rate_when_the_host_slows() -> None:
     assert all(abs(n - SETPOINT) <= BAND for n in fast + back), detail
     assert 0.4 * SETPOINT <= sum(slow) / len(slow) <= 0.6 * SETPOINT, detail
     assert max(slow) <= 0.6 * SETPOINT, detail
+
+
+# ---------------------------------------------------------------------------
+# Scale-free: the seed's gains read at its operating point, at any rate
+
+
+def scaled_pid(rate: float, window: float = WINDOW, **overrides: float) -> PID:
+    """The seed's gains for a host at ``rate`` pages/min: what peer.frontier builds."""
+    setpoint = rate * window / 60.0
+    nominal = 60.0 / rate
+    args = dict(kp=SEED_KP, ki=SEED_KI, kd=0.0, setpoint=setpoint, initial_delay=nominal,
+                min_delay=0.0, max_delay=math.inf, integral_limit=SIM_INTEGRAL_LIMIT,
+                nominal_delay=nominal)
+    args.update(overrides)
+    return PID(**args)
+
+
+def test_scaled_law_at_the_seeds_operating_point_is_the_seed_law():
+    # S = 40 pages a 60 s window, nominal 1.5 s: both factors are 1.
+    literal = make_pid(integral_limit=SIM_INTEGRAL_LIMIT)
+    scaled = scaled_pid(40.0, initial_delay=1.0)
+    for n in (100, 30, 41, 39, 0, 55):
+        assert scaled.update(n) == pytest.approx(literal.update(n), abs=1e-12)
+    assert scaled.update(100) == pytest.approx(literal.update(100), abs=1e-12)
+
+
+@pytest.mark.parametrize("rate", [6.0, 60.0, 600.0, 1200.0])
+@pytest.mark.parametrize("window", [10.0, 60.0])
+def test_one_window_moves_the_delay_by_the_same_fraction_at_any_rate(rate, window):
+    """10 % too fast: the delay grows by 1.333 x 10 % of the nominal, whatever the rate and window.
+
+    kp x SEED_SETPOINT / SEED_DELAY = -0.05 x 40 / 1.5 = -1.333; the
+    integral adds -0.01 x 40 / 1.5 x 10 % (= -0.0267, clamped at 15/40).
+    """
+    pid = scaled_pid(rate, window, ki=0.0)
+    s = pid.setpoint
+    t0 = 60.0 / rate
+    assert pid.update(1.1 * s) == pytest.approx(t0 * (1 + 1.333333333 * 0.1), rel=1e-9)
+    pid = scaled_pid(rate, window)
+    assert pid.update(0.9 * s) == pytest.approx(t0 * (1 - (1.333333333 + 0.266666667) * 0.1), rel=1e-8)
+
+
+@pytest.mark.parametrize("rate", [60.0, 120.0, 600.0, 1200.0])
+def test_the_seed_scenario_settles_in_the_same_windows_at_any_rate(rate):
+    """The fast-slow-fast host of the seed, its time scaled with the nominal delay.
+
+    Response times scale with T0 = 60/rate (0.5 s and 9.5 s at 40/min), so
+    the scaled law sees the same plant at every rate; only the counting
+    resolution (one page in S) differs. It settles within SETTLE_WINDOWS,
+    the seed's own figure, at every rate (docs/politeness.md has the table).
+    """
+    scale = (60.0 / rate) / 1.5
+    pid = scaled_pid(rate, initial_delay=1.0 * scale)
+
+    def response(t: float) -> float:
+        return host_response_time(t) * scale
+
+    trace = simulate(pid, response, 3 * PHASE)
+    s = pid.setpoint
+    for phase, (label, limit) in enumerate(SETTLE_WINDOWS.items()):
+        start, stop = phase * PHASE, (phase + 1) * PHASE
+        settled = next((i - start for i in range(start, stop)
+                        if all(abs(n - s) <= 0.05 * s for _, n, _ in trace[i:stop])), None)
+        assert settled is not None and settled <= limit, (
+            f"{rate:g}/min, {label}: settled after {settled} windows\n" + format_trace(trace))
+
+
+def test_literal_gains_at_600_per_minute_are_what_went_wrong():
+    """The seed's gains read literally at 600 pages/min (S = 600, T0 = 0.1 s):
+    one window at the old 1 s initial delay (60 pages) drives the delay to 0."""
+    pid = PID(SEED_KP, SEED_KI, 0.0, 600.0, 1.0, 0.0, 60.0, 15.0)
+    assert pid.update(60) == 0.0  # 1.0 - 0.05 x 540 - 0.15
+    scaled = scaled_pid(600.0, initial_delay=1.0, max_delay=60.0)
+    assert 0.1 < scaled.update(60) < 1.0  # a step of 1.3 x T0 toward the nominal 0.1 s
+
+
+@pytest.mark.parametrize("bad", [0.0, -1.0, math.nan, math.inf])
+def test_bad_nominal_delay_raises_value_error(bad):
+    with pytest.raises(ValueError, match="nominal_delay"):
+        make_pid(nominal_delay=bad)
