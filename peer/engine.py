@@ -22,7 +22,8 @@ Rules (each one is a line or two below):
    so a retry waits for the host's delay like any request. 5xx, connection
    errors, resets and timeouts are retried ``MAX_RETRIES`` times with
    exponential backoff and jitter; 429 and 503 also back the host off at once
-   (doubling its delay, honouring Retry-After).
+   (doubling its delay, honouring Retry-After up to ``max_retry_after``:
+   rule 6).
 3. Redirects are not followed inside a fetch: the target is discovered like a
    link at the same depth, so it passes scope, robots and dedupe and is
    fetched by its host's politeness gate (and, in a ring, by its owner).
