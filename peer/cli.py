@@ -2,21 +2,25 @@
 
 Argument parsing and error reporting only; the work is done by the modules it
 calls. A user's mistake (bad cluster.toml, unknown --id) is one line on stderr
-and exit status 2, never a traceback.
+and exit status 2, never a traceback; so is a peer that cannot start (its
+port in use, an address not of this machine, a corrupt or foreign crawl
+state, a results file another process holds open).
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import logging
 import shutil
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError
+from peer.errors import PeerError, user_error
 from ring.errors import RingError
 
 __all__ = ["main", "describe"]
@@ -36,7 +40,8 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m peer --ring cluster.toml --check     validate the config\n"
             "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
             "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM "
-            "after a clean stop); 2 for a usage or config error."
+            "after a clean stop); 2 for a usage or config error, or a peer that cannot "
+            "start (its port in use, damaged crawl state, a results file held open)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -128,6 +133,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     state_dir = data_dir / "state"
     if args.fresh and (results.exists() or PeerState.exists(state_dir)):
+        if results.exists():
+            from peer.store import check_not_held
+
+            try:
+                check_not_held(results)
+            except PeerError as exc:
+                print(f"error: {exc}; nothing deleted", file=sys.stderr)
+                return EXIT_USAGE
         if not args.yes and not _confirm(
                 f"delete {data_dir} (results and crawl state) and start over? [y/N] "):
             print("nothing deleted", file=sys.stderr)
@@ -149,8 +162,20 @@ def main(argv: Sequence[str] | None = None) -> int:
                       cluster=cluster, address=args.address, weight=args.weight)
     try:
         summary = trio.run(_crawl, crawler, args.leave)
-    except (PeerError, RingError) as exc:  # a corrupt state file, a port in use...
-        print(f"error: {exc}", file=sys.stderr)
+    except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
+        err = user_error(exc)
+        if err is None:
+            raise
+        address = args.address or cfg.peer(args.id).address
+        # zmq's bind error names the address; only then is the probe's answer the cause.
+        bind_failed = cluster and isinstance(err, RingError) and address in str(err)
+        why = _bind_problem(address) if bind_failed else None
+        if why is not None:
+            fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
+            print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",
+                  file=sys.stderr)
+        else:
+            print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     print(summary.render())
     print(f"results: {results}")
@@ -171,6 +196,40 @@ def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
         raise ConfigError("--address", "", str(exc)) from None
     if not args.weight > 0:
         raise ConfigError("--weight", "", "expected a number > 0")
+
+
+def _bind_problem(address: str) -> tuple[str, str] | None:
+    """Why this machine cannot listen on ``address`` now and what to do, or None if it can.
+
+    Asked after the ring failed to start: zmq's error carries only a strerror,
+    and the way out differs by errno. The probe sets SO_REUSEADDR as libzmq's
+    TCP listener does, so a port left in TIME_WAIT by this peer's previous
+    run is not reported as busy.
+    """
+    from peer.config import parse_address
+
+    try:
+        host, port = parse_address(address)
+        infos = socket.getaddrinfo(None if host == "*" else host, port,
+                                   type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (ValueError, OSError):
+        return None  # an interface name or a host that does not resolve: zmq's own text says it
+    family, kind, proto, _, sockaddr = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(sockaddr)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            return (f"port {port} is in use by another process",
+                    "stop that process (another peer with this address?)")
+        if e.errno == errno.EADDRNOTAVAIL:
+            return (f"{host} is not an address of this machine",
+                    "run this peer on the machine that has it")
+        if e.errno == errno.EACCES:
+            return f"port {port} needs privileges", "use a port above 1023"
+        return str(e.strerror or e), "check the address"
+    return None
 
 
 def _confirm(question: str) -> bool:

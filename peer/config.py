@@ -71,6 +71,10 @@ def _at_least_one(v: Any) -> str | None:
     return None if v >= 1 else "an integer >= 1"
 
 
+def _at_least_two(v: Any) -> str | None:
+    return None if v >= 2 else "an integer >= 2"
+
+
 def _non_empty(v: Any) -> str | None:
     return None if v.strip() else "a non-empty string"
 
@@ -221,7 +225,9 @@ class BloomConfig:
     """``[bloom]``: the seen-URL filter of this peer's partition (seed 001)."""
 
     capacity: int = _key(int, 10_000_000, "URLs the filter is sized for", _at_least_one)
-    error_rate: float = _key(float, 0.001, "false-positive rate at capacity", _probability)
+    error_rate: float = _key(float, 0.001, "false-positive rate at capacity; past it the filter grows and stays under 2 x error_rate", _probability)
+    growth: int = _key(int, 2, "each slice the filter grows by is this many times the last one (2: less memory allocated ahead; 4: fewer slices to probe)", _at_least_two)
+    max_capacity: int = _key(int, 320_000_000, "URLs at which the filter stops growing (about 726 MiB at the default capacity and error_rate); past it the false-positive rate climbs and the peer warns; = capacity: a fixed-size filter", _at_least_one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -417,6 +423,8 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         raise ConfigError(where, "politeness.initial_delay", f"expected between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
     if cfg.dns.max_ttl < cfg.dns.min_ttl:
         raise ConfigError(where, "dns.max_ttl", f"expected at least dns.min_ttl ({cfg.dns.min_ttl}), got {cfg.dns.max_ttl}")
+    if cfg.bloom.max_capacity < cfg.bloom.capacity:
+        raise ConfigError(where, "bloom.max_capacity", f"expected at least bloom.capacity ({cfg.bloom.capacity}; equal for a filter that never grows), got {cfg.bloom.max_capacity}")
     for i, seed in enumerate(cfg.crawl.seeds):
         try:
             normalize(seed)

@@ -6,17 +6,28 @@
     ├── ConfigError                the user's cluster.toml is wrong (file, key, expectation)
     ├── URLError                   a URL we cannot or will not crawl (garbage, bad scheme)
     ├── StateError                 a persisted file under data_dir is unreadable
+    │   └── LockedError            the results file is held open by another process (.pid)
     └── FetchError                 a fetch failed (.kind: dns, timeout, reset, ...): data, not a crash
 
 Each carries a one-line message meant for a person: the CLI prints ``str(err)``
 and exits 2, never a traceback (httpx ``_exceptions.py`` draws its tree the same
 way). Foreign exceptions (tomllib, yarl, idna, OSError) are translated where
 they arise, so callers only ever catch these.
+
+:func:`user_error` is the one place a command line turns what ``trio.run``
+raised into that line: trio's nurseries wrap even a lone error in an
+``ExceptionGroup`` (``strict_exception_groups``, the default since trio 0.25),
+so ``except PeerError`` alone never sees it.
 """
 
 from __future__ import annotations
 
-__all__ = ["PeerError", "ConfigError", "URLError", "StateError", "FetchError"]
+import sys
+
+from ring.errors import RingError
+
+__all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
+           "USER_ERRORS", "user_error"]
 
 
 class PeerError(Exception):
@@ -46,6 +57,18 @@ class StateError(PeerError):
     """A state file under data_dir is corrupt or partial; names the file and the way out."""
 
 
+class LockedError(StateError):
+    """The results file is held open by another process; ``pid`` is its id, or None if unknown.
+
+    DuckDB lets one process at a time open a database for writing, so this is
+    most often a second peer started with the same data_dir.
+    """
+
+    def __init__(self, message: str, pid: int | None = None) -> None:
+        self.pid = pid
+        super().__init__(message)
+
+
 class FetchError(PeerError):
     """A fetch that failed; ``kind`` is the short error kind stored in the results.
 
@@ -57,3 +80,40 @@ class FetchError(PeerError):
     def __init__(self, kind: str, message: str = "") -> None:
         self.kind = kind
         super().__init__(f"{kind}: {message}" if message else kind)
+
+
+#: What a command prints as one line and exit 2: the errors raised on purpose.
+USER_ERRORS: tuple[type[BaseException], ...] = (PeerError, RingError)
+
+
+def user_error(exc: BaseException,
+               kinds: tuple[type[BaseException], ...] = USER_ERRORS) -> BaseException | None:
+    """The one error of ``kinds`` that ``exc`` is or carries, or None.
+
+    A group counts when every leaf is one of ``kinds`` or a ``trio.Cancelled``
+    (the sibling tasks a failing one took down); its first such leaf is
+    returned. Anything else, a group with one of ours next to a real bug
+    included, gives None, and the caller re-raises ``exc`` with a bare
+    ``raise`` so the bug's whole traceback is shown, not hidden behind our
+    line.
+    """
+    if not isinstance(exc, BaseExceptionGroup):
+        return exc if isinstance(exc, kinds) else None
+    # No trio import here (peer.config and the other pure cores import this
+    # module): if trio is not loaded, no Cancelled exists.
+    trio = sys.modules.get("trio")
+    cancelled = (trio.Cancelled,) if trio is not None else ()
+    ours = []
+    for e in _leaves(exc):
+        if isinstance(e, kinds):
+            ours.append(e)
+        elif not isinstance(e, cancelled):
+            return None
+    return ours[0] if ours else None
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    out: list[BaseException] = []
+    for e in group.exceptions:
+        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
+    return out

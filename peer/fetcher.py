@@ -7,7 +7,7 @@ retries nothing (the engine requeues through the frontier, so politeness
 holds). Network trouble never raises: it is the result's ``error`` kind.
 Cancellation from outside (``trio.Cancelled``) does propagate.
 
-What httpx does not do for a crawler, measured in issue 3, and done here:
+What httpx does not do for a crawler, measured, and done here:
 
 - **Total deadline.** httpx's timeouts are per operation, so a server that
   drips a byte every 0.3 s never trips one. The whole fetch, DNS and body
@@ -40,6 +40,53 @@ What httpx does not do for a crawler, measured in issue 3, and done here:
   innermost read fails and the error runs out through every generator, which
   so finish (see :func:`_abandon`). The connection was to be dropped anyway,
   its body being unread.
+- **Every header parsed totally.** :func:`read_head` (pure) reads the status
+  and the fields the crawler uses; a malformed value is ignored or clamped,
+  never raised, and its reason counted (``Fetcher.stats()["malformed"]``,
+  ``FetchResult.malformed``). Measured before: ``Retry-After: ²`` (a Unicode
+  digit, ``str.isdigit()`` but not ``int()``) or 400 digits raised out of
+  ``fetch`` and ended the peer, again on every resume. The reasons:
+
+  ====================  ================================================
+  ``status``            a code outside 100-599 (RFC 9110 §15): error
+                        ``protocol``, no body read
+  ``retry_after``       not delta-seconds or an HTTP-date (Unicode digits,
+                        signs, fractions, several fields), or clamped to
+                        :data:`RETRY_AFTER_MAX` (a date in year 9999)
+  ``content_length``    not one run of ASCII digits, or sent with
+                        Transfer-Encoding, which wins (RFC 9112 §6.3). h11
+                        already refuses negative, non-digit, conflicting
+                        and over-20-digit values (error ``protocol``)
+  ``content_type``      not ``type/subtype`` of RFC 9110 tokens, each at
+                        most 127 characters (RFC 6838 §4.2), or several
+                        fields (the last wins, as in WHATWG Fetch): an
+                        invalid one is ``""``, so the body is sniffed
+  ``charset``           empty, or not a label of at most 40 characters of
+                        ``[a-z0-9_.:+-]``: None. A well-formed label Python
+                        does not know is kept: :mod:`peer.extract` maps the
+                        WHATWG labels Python lacks (``x-user-defined``,
+                        ``x-gbk``) and falls back for the rest
+  ``location``          empty, over :data:`MAX_LOCATION` characters, with a
+                        control character (h11 lets C0 bytes through), or
+                        several different fields: None
+  ``content_encoding``  a coding we did not ask for, stacked codings, or a
+                        garbage list: error ``decode``
+  ``excess``            bytes after the end of a response (beyond its
+                        Content-Length, or a body on a 204/304): the
+                        connection is closed, not reused (see
+                        :class:`_Connection`)
+  ====================  ================================================
+
+- **No response desync.** Bytes a server sends beyond a response's end in
+  the same read stay in h11's buffer; httpcore put the connection back in
+  the pool, and the next URL of the host got them as its response (another
+  page's content, whose links were followed). curl closes such a connection
+  ("excess found"); so do we. Bytes that arrive later on an idle connection
+  make its socket readable, and httpcore's pool drops it before reuse.
+- **A prefix read.** ``fetch(url, max_body=n, prefix_ok=True)`` reads at most
+  ``n`` decoded bytes of a longer body and returns them with ``truncated``
+  and no error, for robots.txt: RFC 9309 §2.5 says a crawler must parse at
+  least the first 500 KiB of it, however long it is.
 
 Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
 
@@ -50,21 +97,30 @@ Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
 ``timeout``        the total deadline ``crawl.timeout`` passed
 ``reset``          the connection was reset or closed mid-response
 ``too_large``      Content-Length over ``max_body`` (no body read), or the
-                   body cut at ``max_body`` (``truncated``, body kept)
+                   body cut at ``max_body`` (``truncated``, body kept);
+                   never with ``prefix_ok``, where the cut body is the answer
 ``decode``         unknown Content-Encoding or a corrupt gzip/deflate stream
-``protocol``       malformed HTTP, e.g. a header over h11's 16 KiB limit
+``protocol``       malformed HTTP: a status line or header h11 refuses, a
+                   header block over httpcore's 100 KiB, a status outside
+                   100-599
 ``tls``            certificate, hostname or handshake failure
 ``scope``          a URL httpx cannot fetch at all (scheme, syntax)
+``internal``       a bug of ours while reading a response (logged with its
+                   traceback): the fetch still returns
 =================  =====================================================
 """
 
 from __future__ import annotations
 
 import email.utils
+import logging
+import math
+import re
 import ssl
 import time
 import zlib
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timezone
 from typing import Any
@@ -84,19 +140,26 @@ from peer.resolver import Resolver
 
 __all__ = [
     "CONNECTIONS_PER_SHARD",
+    "MAX_LOCATION",
+    "RETRY_AFTER_MAX",
     "FetchResult",
     "Fetcher",
+    "Head",
     "error_kind",
     "parse_content_type",
     "parse_retry_after",
+    "read_head",
 ]
 
-#: Connections one httpx pool serves before its scan cost shows (issue 3).
+log = logging.getLogger(__name__)
+
+#: Connections one httpx pool serves before its scan cost shows (module docstring).
 CONNECTIONS_PER_SHARD = 8
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
 # Only what we can inflate with a bounded output; httpx's default would add
 # br/zstd when those packages happen to be installed.
 _ACCEPT_ENCODING = "gzip, deflate"
+_CODINGS = frozenset({"gzip", "x-gzip", "deflate"})
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # A skipped non-HTML body this small is read and dropped so the keep-alive
 # connection survives; a larger one costs the connection instead.
@@ -106,11 +169,21 @@ _CLOSE_TIMEOUT = 1.0
 # After the socket is closed only h11's buffer (one 64 KiB read) is left.
 _DRAIN_STEPS = 64
 _KEEPALIVE_EXPIRY = 10.0
+#: The longest Retry-After we return, in seconds (10 years): only so that a
+#: date in the year 9999 or a 400-digit delta stays a finite float. The
+#: engine applies its own, much lower, ``politeness.max_retry_after``.
+RETRY_AFTER_MAX = 10 * 365 * 86400.0
+#: The longest Location kept: RFC 9110 §4.1 asks every recipient to support
+#: URIs of at least 8000 octets, so a longer one is no link anyone relies on.
+MAX_LOCATION = 8000
+# Unexpected exceptions logged with their traceback; the rest are only counted.
+_LOGGED_BUGS = 5
 
 
 @dataclass(frozen=True, slots=True)
 class FetchResult:
-    """The outcome of one fetch; ``error`` is None when a response was fully read."""
+    """The outcome of one fetch; ``error`` is None when a response was fully read
+    (with ``prefix_ok``: or its first ``max_body`` bytes, ``truncated`` set)."""
 
     url: str
     status: int | None
@@ -124,45 +197,184 @@ class FetchResult:
     error: str | None
     elapsed: float
     address: str | None
+    #: Why a header of this response was ignored or clamped (module docstring).
+    malformed: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------
 # Pure helpers
 
 
-def parse_content_type(value: str | None) -> tuple[str, str | None]:
-    """``text/HTML; charset="UTF-8"`` -> ``("text/html", "utf-8")``; ``("", None)`` if absent."""
-    if not value:
-        return "", None
-    media, _, params = value.partition(";")
+# RFC 9110 §5.6.2 token characters (lower case: values are lowered first).
+_TOKEN = r"[!#$%&'*+.^_`|~0-9a-z-]"
+# RFC 6838 §4.2: type and subtype names are at most 127 characters.
+_MEDIA_TYPE = re.compile(rf"{_TOKEN}{{1,127}}/{_TOKEN}{{1,127}}")
+# The characters of IANA charset names, and peer.extract's 40-character bound.
+_CHARSET = re.compile(r"[a-z0-9_.:+\-]{1,40}")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# An HTTP-date is 29 characters (RFC 9110 §5.6.7); a longer value is not one.
+_DATE_MAX = 64
+_DATE_ERRORS = (TypeError, ValueError, IndexError, OverflowError)
+
+
+def _content_type(value: str) -> tuple[str, str | None, list[str]]:
+    """(media type, charset, reasons) of one Content-Type value; never raises."""
+    reasons = []
+    # split, not a partition loop: 100 KiB of ";" must cost linear time.
+    media, *params = value.split(";")
+    media = media.strip().lower()
+    if not _MEDIA_TYPE.fullmatch(media):
+        # WHATWG MIME Sniffing §7.1: an invalid supplied type means "sniff".
+        reasons.append("content_type")
+        media = ""
     charset = None
-    while params:
-        param, _, params = params.partition(";")
+    for param in params:
         key, eq, val = param.partition("=")
         if eq and key.strip().lower() == "charset":
-            charset = val.strip().strip('"\'').strip().lower() or None
+            label = val.strip().strip('"\'').strip().lower()
+            if _CHARSET.fullmatch(label):
+                charset = label
+            else:
+                reasons.append("charset")
             break
-    return media.strip().lower(), charset
+    return media, charset, reasons
+
+
+def parse_content_type(value: str | None) -> tuple[str, str | None]:
+    """``text/HTML; charset="UTF-8"`` -> ``("text/html", "utf-8")``; ``("", None)`` if absent.
+
+    An invalid media type is ``""`` and an invalid charset label None.
+    """
+    if not value:
+        return "", None
+    media, charset, _ = _content_type(value)
+    return media, charset
+
+
+def _retry_after(value: str, now: float) -> tuple[float | None, bool]:
+    """(seconds or None, whether the value was well-formed and in range)."""
+    value = value.strip()
+    # isascii(): "²".isdigit() is True, but int("²") raises.
+    if value.isascii() and value.isdigit():
+        if len(value) > 9:  # 10**9 s is over RETRY_AFTER_MAX: no int() of 400 digits
+            return RETRY_AFTER_MAX, False
+        seconds = float(value)
+        return min(seconds, RETRY_AFTER_MAX), seconds <= RETRY_AFTER_MAX
+    if not value or len(value) > _DATE_MAX:
+        return None, False
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=timezone.utc)
+        seconds = when.timestamp() - now
+    except _DATE_ERRORS:
+        return None, False
+    if not math.isfinite(seconds):  # pragma: no cover - a datetime is finite
+        return None, False
+    if seconds > RETRY_AFTER_MAX:
+        return RETRY_AFTER_MAX, False
+    return max(0.0, seconds), True
 
 
 def parse_retry_after(value: str | None, now: float) -> float | None:
     """Seconds to wait from a Retry-After value (RFC 9110 §10.2.3) at wall time ``now``.
 
     Either delta-seconds or an HTTP-date (a date in the past means 0); None
-    when absent or unreadable.
+    when absent or unreadable. Always finite: at most :data:`RETRY_AFTER_MAX`.
     """
     if not value:
         return None
-    value = value.strip()
-    if value.isdigit():
-        return float(int(value))
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError, IndexError):
-        return None
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=timezone.utc)
-    return max(0.0, when.timestamp() - now)
+    return _retry_after(value, now)[0]
+
+
+@dataclass(frozen=True, slots=True)
+class Head:
+    """What the fetcher uses of a response head, every value checked.
+
+    ``status`` is None for a code outside 100-599; ``length`` is the
+    Content-Length when it frames the body; ``codings`` the content codings
+    other than identity, lower-cased; ``reasons`` what was malformed.
+    """
+
+    status: int | None
+    content_type: str
+    charset: str | None
+    location: str | None
+    retry_after: float | None
+    length: int | None
+    codings: tuple[str, ...]
+    reasons: tuple[str, ...]
+
+
+def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Head:
+    """Read a status code and header fields (lower-case names, in order) at wall time ``now``.
+
+    Total: no value makes it raise; each malformed one is ignored or clamped
+    and named in ``reasons`` (the module docstring lists them).
+    """
+    reasons: list[str] = []
+    wanted: dict[str, list[str]] = {"content-type": [], "location": [], "retry-after": [],
+                                    "content-length": [], "content-encoding": [],
+                                    "transfer-encoding": []}
+    for name, value in fields:
+        if name in wanted:
+            wanted[name].append(value)
+    code: int | None = status
+    if not 100 <= status <= 599:
+        reasons.append("status")
+        code = None
+
+    content_type, charset = "", None
+    types = wanted["content-type"]
+    if types:
+        if len(set(types)) > 1:
+            reasons.append("content_type")
+        content_type, charset, why = _content_type(types[-1])
+        reasons += why
+
+    location = None
+    locations = wanted["location"]
+    if locations and 300 <= status < 400:
+        value = locations[0].strip()
+        if len(set(locations)) > 1 or not value or len(value) > MAX_LOCATION or _CONTROL.search(value):
+            reasons.append("location")
+        else:
+            location = value
+
+    retry_after = None
+    retry = wanted["retry-after"]
+    if retry:
+        if len(set(retry)) > 1:
+            reasons.append("retry_after")
+        else:
+            retry_after, ok = _retry_after(retry[0], now)
+            if not ok:
+                reasons.append("retry_after")
+
+    length = None
+    lengths = wanted["content-length"]
+    if lengths:
+        value = lengths[0].strip()
+        if wanted["transfer-encoding"]:
+            # RFC 9112 §6.3: Transfer-Encoding overrides Content-Length, and
+            # a message with both "ought to be handled as an error"; h11
+            # frames it as chunked, so the length is only ignored.
+            reasons.append("content_length")
+        elif len(set(lengths)) > 1 or not (value.isascii() and value.isdigit()) or len(value) > 20:
+            reasons.append("content_length")
+        else:
+            length = int(value)
+
+    codings: tuple[str, ...] = ()
+    encodings = wanted["content-encoding"]
+    if encodings:
+        listed = [c.strip().lower() for value in encodings for c in value.split(",")]
+        codings = tuple(c for c in listed if c and c != "identity")
+        if len(codings) > 1 or (codings and codings[0] not in _CODINGS):
+            reasons.append("content_encoding")
+
+    return Head(status=code, content_type=content_type, charset=charset, location=location,
+                retry_after=retry_after, length=length, codings=codings, reasons=tuple(reasons))
 
 
 _CLOSED_EARLY = ("server disconnected", "peer closed connection")
@@ -253,24 +465,22 @@ class _Inflater:
         return out
 
 
-def _decoder(content_encoding: str | None) -> _Inflater | None:
+def _decoder(codings: tuple[str, ...]) -> _Inflater | None:
     """None for identity; FetchError("decode") for a coding we did not ask for."""
-    if not content_encoding:
-        return None
-    codings = [c.strip().lower() for c in content_encoding.split(",")]
-    codings = [c for c in codings if c and c != "identity"]
     if not codings:
         return None
-    if len(codings) == 1 and codings[0] in ("gzip", "x-gzip", "deflate"):
+    if len(codings) == 1 and codings[0] in _CODINGS:
         return _Inflater(codings[0])
-    raise FetchError("decode", f"unsupported Content-Encoding {content_encoding!r}")
+    # A 100 KiB header need not be in the message (nobody reads it whole).
+    shown = ", ".join(codings)
+    raise FetchError("decode", f"unsupported Content-Encoding {shown[:200]!r}")
 
 
 class _Progress:
     """What one fetch has learnt so far (kept when a deadline cuts it short)."""
 
     __slots__ = ("status", "content_type", "charset", "location", "retry_after",
-                 "parts", "size", "raw", "truncated", "error", "address")
+                 "parts", "size", "raw", "truncated", "error", "address", "malformed")
 
     def __init__(self) -> None:
         self.status: int | None = None
@@ -284,6 +494,7 @@ class _Progress:
         self.truncated = False
         self.error: str | None = None
         self.address: str | None = None
+        self.malformed: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------------
@@ -322,6 +533,66 @@ class _ResolvingBackend(httpcore.AsyncNetworkBackend):
 
     async def sleep(self, seconds: float) -> None:
         await trio.sleep(seconds)
+
+
+class _Connection(httpcore.AsyncHTTPConnection):
+    """An httpcore connection that is not reused while h11 holds unread response bytes.
+
+    Why here: httpcore's pool asks ``has_expired()`` of every connection each
+    time a response is released or a request queued, and closes those that
+    say yes; that is where it already drops an idle connection whose socket
+    is readable (bytes the server sent after the response, in a later read).
+    Bytes that came in the same read as the response's end are past that
+    check: h11 buffered them, ``start_next_cycle()`` kept them, and they were
+    parsed as the next response. So "expired" here also means "h11 holds
+    trailing data" (``h11.Connection.trailing_data``, public h11 API).
+
+    Rejected: inspecting the connection behind ``response.stream`` in the
+    fetcher (four private attributes across httpx and httpcore, against two
+    here: ``AsyncHTTPConnection._connection`` and
+    ``AsyncHTTP11Connection._h11_state``), and a copy of httpcore's HTTP/1.1
+    connection (its request path is 200 lines). Pinned with httpx <0.29;
+    tests/test_fetcher.py's excess test fails if either name moves.
+    """
+
+    def __init__(self, *, reasons: Counter[str], **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self._reasons = reasons
+        self._excess = False
+
+    def has_expired(self) -> bool:
+        http11 = self._connection
+        state = getattr(http11, "_h11_state", None)
+        if isinstance(state, h11.Connection) and http11 is not None and http11.is_idle():
+            if state.trailing_data[0]:
+                if not self._excess:  # the pool may ask again before it closes us
+                    self._excess = True
+                    self._reasons["excess"] += 1
+                return True
+        try:
+            return super().has_expired()
+        except (OSError, ValueError):
+            # _abandon closed the socket, then the body turned out complete
+            # (a whole small gzip stream in one read, cut when inflated): the
+            # connection came back idle on a closed socket, and trio's
+            # is_readable() raises ValueError on fd -1. Closed means expired.
+            return True
+
+
+class _Pool(httpcore.AsyncConnectionPool):
+    """httpcore's pool, making :class:`_Connection` s (``create_connection`` is its factory)."""
+
+    def __init__(self, *, reasons: Counter[str], ssl_context: ssl.SSLContext,
+                 keepalive_expiry: float, network_backend: httpcore.AsyncNetworkBackend,
+                 **kwargs: Any) -> None:
+        super().__init__(ssl_context=ssl_context, keepalive_expiry=keepalive_expiry,
+                         network_backend=network_backend, http1=True, http2=False, **kwargs)
+        self._connection_kwargs = {"reasons": reasons, "ssl_context": ssl_context,
+                                   "keepalive_expiry": keepalive_expiry,
+                                   "network_backend": network_backend}
+
+    def create_connection(self, origin: httpcore.Origin) -> httpcore.AsyncConnectionInterface:
+        return _Connection(origin=origin, **self._connection_kwargs)
 
 
 async def _abandon(response: httpx.Response, chunks: Any) -> None:
@@ -385,26 +656,29 @@ class Fetcher:
         # Idle keep-alive connections a shard keeps: its share of the
         # concurrency, times 4 for the unevenness of hashing hosts to shards.
         keepalive = 4 * -(-crawl.concurrency // shards)
-        self._transports = [self._transport(backend, context, keepalive) for _ in range(shards)]
         self._requests = 0
         self._bytes = 0
         self._truncated = 0
         self._errors: Counter[str] = Counter()
+        self._malformed: Counter[str] = Counter()
+        self._bugs = 0
+        self._transports = [self._transport(backend, context, keepalive, self._malformed)
+                            for _ in range(shards)]
 
     @staticmethod
     def _transport(backend: _ResolvingBackend, context: ssl.SSLContext,
-                   keepalive: int) -> httpx.AsyncHTTPTransport:
+                   keepalive: int, reasons: Counter[str]) -> httpx.AsyncHTTPTransport:
         # A shard is an httpx transport, not an AsyncClient: the client layer
         # adds cookies, auth and redirect handling, which a crawler does itself
         # or not at all, and it cost 0.1-0.2 ms of CPU a fetch here (1.27-1.39 ms
         # through AsyncClient.send, 1.05-1.28 ms without, 8 keep-alive connections).
         transport = httpx.AsyncHTTPTransport(verify=context, trust_env=False)
-        transport._pool = httpcore.AsyncConnectionPool(
+        transport._pool = _Pool(
+            reasons=reasons,
             ssl_context=context,
             max_connections=None,  # the engine bounds concurrency; a limit here would only queue
             max_keepalive_connections=keepalive,
             keepalive_expiry=_KEEPALIVE_EXPIRY,
-            http1=True, http2=False,
             network_backend=backend,
         )
         return transport
@@ -424,28 +698,47 @@ class Fetcher:
                 await transport.aclose()
 
     def stats(self) -> dict[str, Any]:
-        """Counters for the summary: requests, raw body bytes, truncated bodies, errors by kind."""
+        """Counters for the summary: requests, raw body bytes, truncated bodies, errors by
+        kind, and malformed response parts by reason (the module docstring lists them)."""
         return {"requests": self._requests, "bytes": self._bytes, "truncated": self._truncated,
-                "errors": dict(self._errors)}
+                "errors": dict(self._errors), "malformed": dict(self._malformed)}
 
-    async def fetch(self, url: str, *, accept_html_only: bool = False) -> FetchResult:
-        """One GET of ``url``; never raises for network trouble (see the module docstring).
+    async def fetch(self, url: str, *, accept_html_only: bool = False, max_body: int | None = None,
+                    prefix_ok: bool = False) -> FetchResult:
+        """One GET of ``url``; never raises for anything a server sends (module docstring).
 
         With ``accept_html_only`` a response whose Content-Type is present and
         not HTML is not read: ``body`` is empty and ``error`` None.
+        ``max_body`` replaces ``crawl.max_body`` for this fetch. With
+        ``prefix_ok`` a longer body (by Content-Length or as read) is read up
+        to ``max_body`` decoded bytes and returned with ``truncated`` and
+        ``error`` None; its connection is closed, the rest being unread.
+        Only cancellation from outside propagates (and ValueError for a
+        ``max_body`` under 1: the caller's mistake, not the server's).
         """
+        limit = self._max_body if max_body is None else max_body
+        if limit < 1:
+            raise ValueError(f"max_body must be >= 1, not {limit}")
         start = trio.current_time()
         p = _Progress()
         with trio.move_on_after(self._timeout) as deadline:
             try:
-                await self._fetch(url, p, accept_html_only)
+                await self._fetch(url, p, accept_html_only, limit, prefix_ok)
             except _NETWORK_ERRORS as exc:
                 kind = error_kind(exc)
                 if kind is None:  # pragma: no cover - _NETWORK_ERRORS are all mapped
-                    raise
+                    kind = "internal"
                 p.error = kind
             except FetchError as exc:
                 p.error = exc.kind
+            except Exception:
+                # A bug of ours that some response reached: one bad page must
+                # not end the peer (and on resume meet the same page again).
+                # trio.Cancelled is a BaseException and passes.
+                p.error = "internal"
+                self._bugs += 1
+                if self._bugs <= _LOGGED_BUGS:
+                    log.exception("internal error while fetching %s", url)
         if deadline.cancelled_caught:
             p.error = "timeout"
         body = p.parts[0] if len(p.parts) == 1 else b"".join(p.parts)
@@ -454,53 +747,59 @@ class Fetcher:
         self._truncated += p.truncated
         if p.error is not None:
             self._errors[p.error] += 1
+        self._malformed.update(p.malformed)
         return FetchResult(
             url=url, status=p.status, content_type=p.content_type, charset=p.charset,
             location=p.location, retry_after=p.retry_after, body=body, raw_bytes=p.raw,
             truncated=p.truncated, error=p.error, elapsed=trio.current_time() - start,
-            address=p.address,
+            address=p.address, malformed=p.malformed,
         )
 
-    async def _fetch(self, url: str, p: _Progress, html_only: bool) -> None:
+    async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
+                     prefix_ok: bool) -> None:
         shards = self._transports
         transport = shards[zlib.crc32(_shard_key(url)) % len(shards)] if len(shards) > 1 else shards[0]
         request = httpx.Request("GET", url, headers=self._headers, extensions=self._extensions)
         response = await transport.handle_async_request(request)
         response.request = request
         try:
-            self._read_head(response, p)
-            length = response.headers.get("content-length")
-            length = int(length) if length is not None and length.isdigit() else None
-            if length is not None and length > self._max_body:
+            head = self._read_head(response, p)
+            if head.status is None:
+                p.error = "protocol"  # not read: _close drops the connection
+                return
+            # RFC 9110 §6.4.1: no body follows a 1xx, 204 or 304, whatever
+            # Content-Length says (a 304's is the size of the 200's body).
+            length = head.length if head.status >= 200 and head.status not in (204, 304) else None
+            if length is not None and length > limit and not prefix_ok:
                 p.error = "too_large"  # refused up front: not one body byte read
                 return
             if html_only and p.content_type and p.content_type not in _HTML_TYPES:
                 if length is not None and length <= _DRAIN_MAX:
-                    await self._read_body(response, p, None, keep=False)
+                    await self._read_body(response, p, None, limit, prefix_ok, keep=False)
                 return
-            decoder = _decoder(response.headers.get("content-encoding"))
-            await self._read_body(response, p, decoder, keep=True)
+            decoder = _decoder(head.codings)
+            await self._read_body(response, p, decoder, limit, prefix_ok, keep=True)
         finally:
             await _close(response)
 
     @staticmethod
-    def _read_head(response: httpx.Response, p: _Progress) -> None:
-        p.status = status = response.status_code
-        headers = response.headers
-        p.content_type, p.charset = parse_content_type(headers.get("content-type"))
-        if 300 <= status < 400:
-            p.location = headers.get("location")
-        if status in (429, 503) or "retry-after" in headers:
-            p.retry_after = parse_retry_after(headers.get("retry-after"), time.time())
+    def _read_head(response: httpx.Response, p: _Progress) -> Head:
+        # httpx decodes header values as ASCII, else UTF-8, else Latin-1: str, never an error.
+        head = read_head(response.status_code, response.headers.multi_items(), time.time())
+        p.status = head.status
+        p.content_type, p.charset = head.content_type, head.charset
+        p.location, p.retry_after = head.location, head.retry_after
+        p.malformed = head.reasons
         stream = response.extensions.get("network_stream")
         if stream is not None:
             peer = stream.get_extra_info("server_addr")
             if peer:
                 p.address = str(peer[0])
+        return head
 
     async def _read_body(self, response: httpx.Response, p: _Progress,
-                         decoder: _Inflater | None, *, keep: bool) -> None:
-        limit = self._max_body
+                         decoder: _Inflater | None, limit: int, prefix_ok: bool, *,
+                         keep: bool) -> None:
         parts = p.parts
         chunks = response.aiter_raw()
         async for chunk in chunks:
@@ -522,6 +821,6 @@ class Fetcher:
                 p.size += len(out)
             if p.truncated or p.raw > limit:
                 p.truncated = True
-                p.error = "too_large"
+                p.error = None if prefix_ok else "too_large"
                 await _abandon(response, chunks)
                 return

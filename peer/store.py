@@ -41,11 +41,14 @@ loses its rows. ``async with`` flushes and closes the file (which checkpoints
 the write-ahead log), so after a clean exit another process can read it.
 
 DuckDB errors are translated here into :class:`~peer.errors.StateError`,
-naming the file.
+naming the file; a file another process holds open (DuckDB takes an
+exclusive lock for a writer) is :class:`~peer.errors.LockedError`, naming
+that process.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -57,10 +60,10 @@ from typing import Any
 import duckdb
 import trio
 
-from peer.errors import StateError
+from peer.errors import LockedError, StateError
 from peer.frontier import PidSample
 
-__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA"]
+__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
 
 #: Column names and types of every table, in order.
 SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
@@ -119,6 +122,43 @@ class StoreStats:
     buffered: int  # page rows not yet written
     dropped: int  # rows DuckDB refused even after repair (see _append)
     items: int = 0  # rows written to items_* tables
+
+
+# DuckDB 2.0's text: 'IO Error: Could not set lock on file "...": Conflicting
+# lock is held in /usr/bin/python3.11 (PID 9359). See also ...'. Only the
+# word "lock" is relied on; the PID is a bonus when the wording has one.
+_LOCK = re.compile(r"\block\b", re.IGNORECASE)
+_LOCK_PID = re.compile(r"\bPID\s+(\d+)\b")
+
+
+def _locked(path: Path, message: str) -> LockedError | None:
+    """The LockedError for DuckDB's ``message``, or None if it is not about a lock."""
+    if not _LOCK.search(message.replace(str(path), "")):  # a directory may be called lock
+        return None
+    m = _LOCK_PID.search(message)
+    pid = int(m[1]) if m else None
+    who = f"process {pid}" if pid is not None else "another process"
+    return LockedError(f"{path}: the results file is held open by {who}; another peer may be "
+                       f"running with this data_dir: stop it first, or give this peer another "
+                       f"data_dir", pid)
+
+
+def check_not_held(path: Path) -> None:
+    """Raise LockedError if another process holds the results file ``path`` open.
+
+    For ``--fresh``, before it deletes a data_dir: unlinking the files of a
+    running peer succeeds on POSIX and would leave it writing to a deleted
+    file. A read-only open takes DuckDB's shared lock, so it fails exactly
+    when a writer holds the file, and changes nothing.
+    """
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.IOException as exc:
+        err = _locked(path, str(exc))
+        if err is not None:
+            raise err from None
+    except duckdb.Error:
+        pass  # not a database (or a damaged one): nobody is writing it
 
 
 def _ts(seconds: float) -> datetime | None:
@@ -223,6 +263,9 @@ class ResultStore:
             tables.append("bodies")
         try:
             con = duckdb.connect(str(self.path))
+        except duckdb.IOException as exc:
+            raise _locked(self.path, str(exc)) or StateError(
+                f"{self.path}: cannot open the results database: {exc}") from None
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot open the results database: {exc}") from None
         try:

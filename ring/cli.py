@@ -5,7 +5,9 @@ the hash space and the owner of the seeds' hosts, so an operator can check a
 ring (weights, a new peer) before starting it. It reads only the file.
 
 This is an edge: it reads cluster.toml through ``peer.config`` (the one parser
-of that file) and reports a user's mistake as one line and exit status 2.
+of that file) and reports a user's mistake as one line and exit status 2,
+also when trio hands it over wrapped in an exception group
+(:func:`peer.errors.user_error`).
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError
+from peer.errors import PeerError, user_error
 from peer.urls import host_key
 from ring.errors import RingError
 from ring.hashring import HashRing
@@ -244,8 +246,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             rows = trio.run(cluster_status, cfg, args.timeout, client_keys(cfg))
-        except RingError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
+            err = user_error(exc)
+            if err is None:
+                raise
+            print(f"error: {err}", file=sys.stderr)
             return 2
         if rows is None:
             addrs = ", ".join(p.address for p in cfg.peers)
@@ -262,8 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         try:
             state = trio.run(request_leave, cfg, args.id, args.timeout)
-        except RingError as exc:
-            print(f"error: {exc}", file=sys.stderr)
+        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
+            err = user_error(exc)
+            if err is None:
+                raise
+            print(f"error: {err}", file=sys.stderr)
             return 2
         if state == "left":
             print(f"{args.id} handed over its hosts and left the ring")

@@ -55,7 +55,8 @@ CLI::
 
 prints ``listening on 127.0.0.1:PORT`` (flushed) and serves until SIGINT or
 SIGTERM, then exits 0. ``--print-expected`` prints the expected URL set for
-``--port`` and exits.
+``--port`` and exits. A port it cannot bind or a log file it cannot open is
+one line on stderr and exit 2.
 """
 
 from __future__ import annotations
@@ -85,10 +86,12 @@ from urllib.parse import parse_qsl, unquote
 import h11
 import trio
 
+from peer.errors import user_error
 from peer.urls import Scope, URLError, hostname, normalize, normalize_link
 
 __all__ = [
     "BAD_HOST",
+    "FarmError",
     "HostBehaviour",
     "Link",
     "LogEntry",
@@ -1258,6 +1261,14 @@ class _Reply(NamedTuple):
     reset_after: int = -1  # >= 0: send headers and this many body bytes, then RST
 
 
+class FarmError(OSError):
+    """The server cannot start: its port cannot be bound, or its log file not opened.
+
+    An OSError, as before, for callers that catch that; the CLI prints it as
+    one line and exits 2.
+    """
+
+
 def _check_loopback(host: str) -> None:
     if host == "localhost":
         return
@@ -1324,12 +1335,22 @@ class WebFarm:
         _check_loopback(host)
         if host == "localhost":
             host = "127.0.0.1"  # one listener, so port 0 means one port
-        listeners = await trio.open_tcp_listeners(port, host=host)
+        try:
+            listeners = await trio.open_tcp_listeners(port, host=host)
+        except OSError as e:
+            raise FarmError(f"cannot listen on {host}:{port}: {e.strerror or e}; stop the process "
+                            "that holds it, or pick another --port (0 picks a free one)") from e
         self.port = listeners[0].socket.getsockname()[1]
         self.host = host
         self.started = trio.current_time()
         if self._log_path:
-            self._log_file = open(self._log_path, "a", encoding="utf-8")  # noqa: SIM115
+            try:
+                self._log_file = open(self._log_path, "a", encoding="utf-8")  # noqa: SIM115
+            except OSError as e:
+                for listener in listeners:
+                    await listener.aclose()
+                raise FarmError(f"cannot open the request log {self._log_path}: "
+                                f"{e.strerror or e}") from e
         try:
             task_status.started(self)
             await trio.serve_listeners(self._connection, listeners)
@@ -1754,9 +1775,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     try:
         trio.run(_run, graph, args, behaviours)
-    except OSError as exc:
-        print(f"webfarm: cannot listen on {args.host}:{args.port}: {exc}", file=sys.stderr)
-        return 1
+    except BaseException as exc:  # trio wraps a FarmError in a group; user_error() unwraps it
+        err = user_error(exc, (FarmError,))
+        if err is None:
+            raise
+        print(f"webfarm: {err}", file=sys.stderr)
+        return 2
     return 0
 
 

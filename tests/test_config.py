@@ -56,6 +56,7 @@ def test_defaults_fill_every_missing_key():
     assert cfg.politeness == PolitenessConfig()
     assert (cfg.politeness.kp, cfg.politeness.ki, cfg.politeness.kd) == (-0.05, -0.01, 0.0)
     assert cfg.bloom.capacity == 10_000_000 and cfg.bloom.error_rate == 0.001
+    assert cfg.bloom.growth == 2 and cfg.bloom.max_capacity == 320_000_000
     assert cfg.peers[0].weight == 1.0
     assert cfg.peers[0].data_dir == "/etc/rc/data/p1"
 
@@ -97,7 +98,7 @@ def test_unknown_section_suggests_the_right_one():
 
 def test_unknown_key_without_near_match_lists_known_keys():
     err = error_of(MINIMAL + "[bloom]\nzzz = 1\n")
-    assert "bloom.zzz: unknown key (known: capacity, error_rate)" in str(err)
+    assert "bloom.zzz: unknown key (known: capacity, error_rate, growth, max_capacity)" in str(err)
 
 
 @pytest.mark.parametrize(
@@ -129,6 +130,9 @@ def test_wrong_type_names_key_and_expectation(snippet, key, expected):
         ("[crawl]\nmax_pages = -3", "crawl.max_pages"),
         ("[crawl]\ntimeout = 0", "crawl.timeout"),
         ("[bloom]\nerror_rate = 1.5", "bloom.error_rate"),
+        ("[bloom]\ngrowth = 1", "bloom.growth"),
+        ("[bloom]\nmax_capacity = 0", "bloom.max_capacity"),
+        ("[bloom]\ncapacity = 1000\nmax_capacity = 999", "bloom.max_capacity"),
         ("[ring]\nvnodes = 0", "ring.vnodes"),
         ("[ring]\nsuspect_after = 5.0\ndead_after = 4.0", "ring.dead_after"),
         ("[politeness]\nmin_delay = 5.0\nmax_delay = 1.0", "politeness.max_delay"),
@@ -154,6 +158,16 @@ def test_out_of_range_values_are_refused(snippet, key):
 def test_negative_rate_message():
     err = error_of(MINIMAL + "[politeness]\nrate = -1.0\n")
     assert str(err) == "/etc/rc/cluster.toml: politeness.rate: expected a number >= 0, got -1.0"
+
+
+def test_bloom_limit_below_capacity_message():
+    err = error_of(MINIMAL + "[bloom]\ncapacity = 1000\nmax_capacity = 999\n")
+    assert str(err) == (
+        "/etc/rc/cluster.toml: bloom.max_capacity: expected at least bloom.capacity "
+        "(1000; equal for a filter that never grows), got 999"
+    )
+    fixed = parse(MINIMAL + "[bloom]\ncapacity = 1000\nmax_capacity = 1000\ngrowth = 4\n")
+    assert (fixed.bloom.capacity, fixed.bloom.max_capacity, fixed.bloom.growth) == (1000, 1000, 4)
 
 
 def test_duplicate_peer_ids():

@@ -16,19 +16,25 @@ import gzip
 import ssl
 import subprocess
 import time
+import re
 import tracemalloc
 import warnings
 import zlib
+from collections import Counter
 
 import h11
 import httpx
 import pytest
 import trio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import webfarm
 from bench_dns import LocalDns
 from peer.config import CrawlConfig, DnsConfig
-from peer.fetcher import Fetcher, error_kind, parse_content_type, parse_retry_after
+from peer.extract import decode_html
+from peer.fetcher import (MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, FetchResult, error_kind,
+                          parse_content_type, parse_retry_after, read_head)
 from peer.resolver import Resolver
 from webfarm import SiteGraph, serve_webfarm
 
@@ -202,7 +208,7 @@ async def test_reset_connection_is_error_reset(farm):
 
 
 async def test_huge_header_is_error_protocol(farm):
-    # 200 KiB in one header: h11 gives up at 16 KiB ("Receive buffer too long").
+    # 200 KiB in one header: h11 gives up at httpcore's 100 KiB ("Receive buffer too long").
     async with fetcher() as f:
         r = await f.fetch(bad(farm, "/huge-header"))
     assert (r.status, r.error) == (None, "protocol")
@@ -273,6 +279,7 @@ async def test_stats_count_requests_bytes_and_errors(farm):
     assert stats["truncated"] == 1
     assert stats["errors"] == {"reset": 1, "too_large": 1}
     assert stats["bytes"] > MiB
+    assert stats["malformed"] == {}  # the test web's pages are well-formed
 
 
 # -- the SSRF guard ------------------------------------------------------------
@@ -585,3 +592,525 @@ def test_error_kind_finds_tls_in_the_cause_chain():
             raise httpx.ConnectError("handshake") from inner
     except httpx.ConnectError as exc:
         assert error_kind(exc) == "tls"
+
+
+# -- a hostile server: any bytes, verbatim ------------------------------------
+
+GOOD = b"<!DOCTYPE html><title>good</title><p>the right page</p>"
+GOOD_REPLY = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: "
+              + str(len(GOOD)).encode() + b"\r\n\r\n" + GOOD)
+EVIL = b"<!DOCTYPE html><title>evil</title><a href='/planted'>planted</a>"
+# Looks like a whole second response: what a desynced client reads as the next one.
+EVIL_REPLY = (b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nContent-Length: "
+              + str(len(EVIL)).encode() + b"\r\n\r\n" + EVIL)
+
+
+def assemble(line: bytes, headers: list[tuple[bytes, bytes]], body: bytes, *, length: bool) -> bytes:
+    """Response bytes exactly as given; a right Content-Length is added if ``length``."""
+    if length:
+        headers = [*headers, (b"Content-Length", str(len(body)).encode())]
+    return line + b"\r\n" + b"".join(k + b": " + v + b"\r\n" for k, v in headers) + b"\r\n" + body
+
+
+def reply(status: bytes, headers: list[tuple[bytes, bytes]], body: bytes = b"", *,
+          length: bool = True) -> bytes:
+    return assemble(b"HTTP/1.1 " + status, headers, body, length=length)
+
+
+class RawServer:
+    """Sends ``routes[target]`` verbatim for each request; keeps the connection unless told.
+
+    ``late[target] = data``: sent on the idle connection after the reply, and
+    then ``late_sent`` is set. ``log`` holds (connection number, target) per request.
+    """
+
+    def __init__(self, routes: dict[str, bytes], *, close: frozenset[str] = frozenset(),
+                 late: dict[str, bytes] | None = None) -> None:
+        self.routes = {"/good": GOOD_REPLY, **routes}
+        self.close = close
+        self.late = late or {}
+        self.late_sent = trio.Event()
+        self.log: list[tuple[int, str]] = []
+        self.connections = 0
+        self.port = 0
+
+    async def serve(self, *, task_status=trio.TASK_STATUS_IGNORED):
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        self.port = listeners[0].socket.getsockname()[1]
+        task_status.started(self)
+        await trio.serve_listeners(self._handle, listeners)
+
+    def url(self, target: str, host: str = "s001.web.test") -> str:
+        return f"http://{host}:{self.port}{target}"
+
+    async def _handle(self, stream):
+        self.connections += 1
+        number = self.connections
+        buf = b""
+        try:
+            for _ in range(100):  # requests a connection may carry, bounded
+                while b"\r\n\r\n" not in buf:
+                    data = await stream.receive_some(65536)
+                    if not data:
+                        return
+                    buf += data
+                head, _, buf = buf.partition(b"\r\n\r\n")
+                target = head.split(b" ", 2)[1].decode()
+                self.log.append((number, target))
+                await stream.send_all(self.routes.get(target, b"HTTP/1.1 404 Not Found\r\n"
+                                                      b"Content-Length: 0\r\n\r\n"))
+                if target in self.late:
+                    await trio.sleep(0.05)
+                    await stream.send_all(self.late[target])
+                    self.late_sent.set()
+                if target in self.close:
+                    return
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    def targets(self) -> list[str]:
+        return [target for _, target in self.log]
+
+
+async def raw_server(nursery, routes, **kw) -> RawServer:
+    return await nursery.start(RawServer(routes, **kw).serve)
+
+
+async def fetch_then_good(server: RawServer, target: str, **crawl):
+    """Fetch ``target``, then /good of the same host on the same fetcher: (result, good, stats)."""
+    async with fetcher(**crawl) as f:
+        r = await f.fetch(server.url(target))
+        good = await f.fetch(server.url("/good"))
+        return r, good, f.stats()
+
+
+def assert_good(good) -> None:
+    assert (good.status, good.error, good.body) == (200, None, GOOD)
+
+
+# -- every malformed header is data -------------------------------------------
+
+NOW_9999 = b"Fri, 31 Dec 9999 23:59:59 GMT"
+
+
+@pytest.mark.parametrize(("status", "value", "retry_after"), [
+    (b"503 Busy", "²".encode(), None),
+    (b"503 Busy", b"9" * 400, RETRY_AFTER_MAX),
+    (b"429 Slow", b"1" * 5000, RETRY_AFTER_MAX),  # over int()'s 4300-digit limit
+    (b"503 Busy", NOW_9999, RETRY_AFTER_MAX),
+    (b"503 Busy", b"-5", None),
+    (b"503 Busy", b"1.5", None),
+    (b"503 Busy", b"Fri, 31 Dec 99999 23:59:59 GMT", None),
+    (b"200 OK", "²".encode(), None),  # on any status
+])
+async def test_malformed_retry_after_is_ignored_or_clamped(nursery, status, value, retry_after):
+    server = await raw_server(nursery, {"/r": reply(status, [(b"Retry-After", value)], b"busy")})
+    r, good, stats = await fetch_then_good(server, "/r")
+    assert (r.status, r.error, r.retry_after) == (int(status[:3]), None, retry_after)
+    assert r.malformed == ("retry_after",)
+    assert stats["malformed"] == {"retry_after": 1}
+    assert_good(good)
+
+
+async def test_a_unicode_digit_retry_after_on_robots_txt_does_not_kill_the_fetch(nursery):
+    body = b"User-agent: *\nDisallow: /private\n"
+    server = await raw_server(nursery, {"/robots.txt": reply(
+        b"200 OK", [(b"Content-Type", b"text/plain"), (b"Retry-After", "²".encode())], body)})
+    r, good, _ = await fetch_then_good(server, "/robots.txt")
+    assert (r.status, r.error, r.body, r.retry_after) == (200, None, body, None)
+    assert_good(good)
+
+
+@pytest.mark.parametrize("headers", [
+    [(b"Content-Length", b"5"), (b"Content-Length", b"6")],
+    [(b"Content-Length", b"-1")],
+    [(b"Content-Length", "²".encode())],
+    [(b"Content-Length", b"five")],
+    [(b"Content-Length", b"9" * 30)],
+])
+async def test_content_length_h11_refuses_is_error_protocol(nursery, headers):
+    server = await raw_server(nursery, {"/cl": reply(b"200 OK", headers, b"hello", length=False)})
+    r, good, stats = await fetch_then_good(server, "/cl")
+    assert (r.status, r.error, r.body) == (None, "protocol", b"")
+    assert stats["errors"] == {"protocol": 1}
+    assert_good(good)
+
+
+async def test_content_length_with_transfer_encoding_is_ignored_and_counted(nursery):
+    chunked = b"5\r\nhello\r\n0\r\n\r\n"
+    server = await raw_server(nursery, {"/te": reply(
+        b"200 OK", [(b"Content-Length", b"999999999"), (b"Transfer-Encoding", b"chunked")],
+        chunked, length=False)})
+    r, good, stats = await fetch_then_good(server, "/te", max_body=1000)
+    assert (r.status, r.error, r.body) == (200, None, b"hello")  # not too_large: the length is ignored
+    assert stats["malformed"] == {"content_length": 1}
+    assert_good(good)
+
+
+@pytest.mark.parametrize(("status", "length"), [(b"304 Not Modified", b"50000000"),
+                                                (b"204 No Content", b"50000000")])
+async def test_content_length_of_a_bodyless_status_is_no_reason_to_refuse(nursery, status, length):
+    server = await raw_server(nursery, {"/n": reply(status, [(b"Content-Length", length)], length=False)})
+    r, good, _ = await fetch_then_good(server, "/n", max_body=1000)
+    assert (r.status, r.error, r.body) == (int(status[:3]), None, b"")
+    assert_good(good)
+
+
+@pytest.mark.parametrize(("value", "content_type", "charset", "reasons"), [
+    (b"text/html garbage; charset=utf-8", "", "utf-8", ("content_type",)),
+    (b"x" * 50_000, "", None, ("content_type",)),
+    (b"text/html; " + b"; " * 20_000 + b"charset=utf-8", "text/html", "utf-8", ()),
+    (b"text/html; charset=utf-8<script>", "text/html", None, ("charset",)),
+    (b"text/html; charset=" + b"u" * 41, "text/html", None, ("charset",)),
+    (b"text/html; charset=", "text/html", None, ("charset",)),
+    (b"text/html; charset=\xff\xfe", "text/html", None, ("charset",)),
+    # Well-formed but unknown to Python: kept, peer.extract decides (and copes).
+    (b"text/html; charset=klingon", "text/html", "klingon", ()),
+    (b"text/html; charset=x-user-defined", "text/html", "x-user-defined", ()),
+    (b"text/html; charset=base64", "text/html", "base64", ()),
+])
+async def test_malformed_content_type_and_charset(nursery, value, content_type, charset, reasons):
+    server = await raw_server(nursery, {"/ct": reply(b"200 OK", [(b"Content-Type", value)], GOOD)})
+    r, good, stats = await fetch_then_good(server, "/ct")
+    assert (r.status, r.error, r.body) == (200, None, GOOD)
+    assert (r.content_type, r.charset, r.malformed) == (content_type, charset, reasons)
+    assert stats["malformed"] == dict(Counter(reasons))
+    assert "the right page" in decode_html(r.body, r.charset)
+    assert_good(good)
+
+
+async def test_several_content_types_the_last_wins(nursery):
+    server = await raw_server(nursery, {"/ct": reply(
+        b"200 OK", [(b"Content-Type", b"application/pdf"), (b"Content-Type", b"text/html")], GOOD)})
+    r, _, stats = await fetch_then_good(server, "/ct")
+    assert (r.content_type, r.malformed) == ("text/html", ("content_type",))
+
+
+@pytest.mark.parametrize(("headers", "location", "reasons"), [
+    ([(b"Location", b"/next")], "/next", ()),
+    ([(b"Location", "/café".encode())], "/café", ()),  # an IRI: kept, the URL parser encodes it
+    ([(b"Location", b"/a\x01b")], None, ("location",)),  # h11 lets C0 bytes through
+    ([(b"Location", b"/a\tb")], None, ("location",)),
+    ([(b"Location", b"/a\x7fb")], None, ("location",)),
+    ([(b"Location", b"/" + b"a" * MAX_LOCATION)], None, ("location",)),
+    ([(b"Location", b"")], None, ("location",)),
+    ([(b"Location", b"/one"), (b"Location", b"/two")], None, ("location",)),
+    ([(b"Location", b"/one"), (b"Location", b"/one")], "/one", ()),
+])
+async def test_malformed_location_is_dropped(nursery, headers, location, reasons):
+    server = await raw_server(nursery, {"/l": reply(b"302 Found", headers)})
+    r, good, stats = await fetch_then_good(server, "/l")
+    assert (r.status, r.error, r.location, r.malformed) == (302, None, location, reasons)
+    assert stats["malformed"] == dict(Counter(reasons))
+    assert_good(good)
+
+
+async def test_a_huge_latin1_location_is_dropped(nursery):
+    # Not UTF-8: httpx decodes the whole head as Latin-1.
+    server = await raw_server(nursery, {"/l": reply(b"301 Moved", [(b"Location", b"/\xe9" * 20_000)])})
+    r, good, _ = await fetch_then_good(server, "/l")
+    assert (r.status, r.error, r.location, r.malformed) == (301, None, None, ("location",))
+    assert_good(good)
+
+
+@pytest.mark.parametrize("value", [b"gzip, gzip", b"x-garbage", b"gzip," * 10_000, b"br",
+                                   "gzïp".encode()])
+async def test_malformed_content_encoding_is_error_decode(nursery, value):
+    server = await raw_server(nursery, {"/ce": reply(
+        b"200 OK", [(b"Content-Encoding", value)], gzip.compress(gzip.compress(GOOD)))})
+    r, good, stats = await fetch_then_good(server, "/ce")
+    assert (r.status, r.error) == (200, "decode")
+    assert stats["malformed"] == {"content_encoding": 1}
+    assert_good(good)
+
+
+async def test_identity_codings_are_no_coding(nursery):
+    server = await raw_server(nursery, {"/ce": reply(b"200 OK", [(b"Content-Encoding", b"identity, ,")], GOOD)})
+    r, _, stats = await fetch_then_good(server, "/ce")
+    assert (r.error, r.body, stats["malformed"]) == (None, GOOD, {})
+
+
+@pytest.mark.parametrize("line", [b"HTTP/1.1 099 Low", b"HTTP/1.1 1000 Long", b"HTTP/1.1 abc",
+                                  b"HTTP/1.1", b"HTTP/x 200 OK", b"\x00\xff garbage", b"ICY 200 OK"])
+async def test_status_lines_h11_refuses_are_error_protocol(nursery, line):
+    server = await raw_server(nursery, {"/s": line + b"\r\nContent-Length: 0\r\n\r\n"}, close=frozenset({"/s"}))
+    r, good, _ = await fetch_then_good(server, "/s")
+    assert (r.status, r.error, r.body) == (None, "protocol", b"")
+    assert_good(good)
+
+
+@pytest.mark.parametrize("code", [b"600", b"999", b"000"])
+async def test_status_outside_100_599_is_error_protocol(nursery, code):
+    server = await raw_server(nursery, {"/s": reply(code + b" Odd", [], b"body")})
+    r, good, stats = await fetch_then_good(server, "/s")
+    assert (r.status, r.error, r.body) == (None, "protocol", b"")
+    if code != b"000":  # h11 refuses 000 itself
+        assert r.malformed == ("status",)
+    assert_good(good)
+
+
+async def test_an_unexpected_exception_is_error_internal(nursery, monkeypatch, caplog):
+    import peer.fetcher
+
+    def broken(*args):
+        raise RuntimeError("a bug in header handling")
+
+    server = await raw_server(nursery, {})
+    async with fetcher() as f:
+        monkeypatch.setattr(peer.fetcher, "read_head", broken)
+        r = await f.fetch(server.url("/good"))
+        monkeypatch.undo()
+        good = await f.fetch(server.url("/good"))
+        stats = f.stats()
+    assert (r.error, r.body) == ("internal", b"")
+    assert stats["errors"] == {"internal": 1}
+    assert "a bug in header handling" in caplog.text
+    assert_good(good)
+
+
+# -- no response desync on keep-alive -----------------------------------------
+
+
+@pytest.mark.parametrize("first", [
+    reply(b"200 OK", [(b"Content-Type", b"text/html")], b"<p>A</p>") + EVIL_REPLY,
+    reply(b"204 No Content", [], length=False) + EVIL_REPLY,  # a 204 has no body: all excess
+    reply(b"200 OK", [(b"Content-Type", b"text/html")], b"<p>A</p>") + b"junk",
+])
+async def test_bytes_after_a_response_close_the_connection(nursery, first):
+    server = await raw_server(nursery, {"/a": first})
+    r, good, stats = await fetch_then_good(server, "/a")
+    assert r.error is None
+    assert_good(good)  # its own answer, not EVIL
+    assert server.log == [(1, "/a"), (2, "/good")]  # asked for, on a new connection
+    assert stats["malformed"] == {"excess": 1}
+
+
+async def test_the_desync_is_real_without_the_check(nursery):
+    # The control for the test above: httpx's own pool reuses the connection
+    # and hands the second URL the planted response.
+    server = await raw_server(nursery, {"/a": reply(b"200 OK", [], b"<p>A</p>") + EVIL_REPLY})
+    async with httpx.AsyncClient() as client:
+        await client.get(f"http://127.0.0.1:{server.port}/a")
+        second = await client.get(f"http://127.0.0.1:{server.port}/good")
+    assert second.content == EVIL
+    assert server.targets() == ["/a", "/good"]
+
+
+async def test_bytes_arriving_on_an_idle_connection_are_caught_on_reuse(nursery):
+    # Not in h11's buffer but in the socket's: httpcore's readable-socket
+    # check drops the connection before it is reused.
+    server = await raw_server(nursery, {"/a": reply(b"200 OK", [], b"<p>A</p>")}, late={"/a": EVIL_REPLY})
+    async with fetcher() as f:
+        r = await f.fetch(server.url("/a"))
+        await server.late_sent.wait()
+        await trio.sleep(0.05)  # loopback: the bytes are in our socket's buffer by now
+        good = await f.fetch(server.url("/good"))
+        stats = f.stats()
+    assert (r.error, r.body) == (None, b"<p>A</p>")
+    assert_good(good)
+    assert server.log == [(1, "/a"), (2, "/good")]
+    assert stats["malformed"] == {}  # not counted: a readable socket may just be a close
+
+
+async def test_clean_keep_alive_still_reuses_the_connection(nursery):
+    server = await raw_server(nursery, {"/a": reply(b"200 OK", [], b"<p>A</p>")})
+    async with fetcher() as f:
+        for _ in range(3):
+            assert (await f.fetch(server.url("/a"))).body == b"<p>A</p>"
+        assert_good(await f.fetch(server.url("/good")))
+        stats = f.stats()
+    assert server.connections == 1
+    assert stats["malformed"] == {}
+
+
+# -- a prefix read, for robots.txt (RFC 9309 §2.5) ----------------------------
+
+KiB = 1024
+ROBOTS = (b"User-agent: *\nDisallow: /private\n" + b"# padding " * 400_000)[:3 * MiB]
+
+
+@pytest.mark.parametrize("framing", ["content-length", "chunked", "gzip"])
+async def test_a_3_mib_robots_txt_is_read_to_its_first_500_kib(nursery, framing):
+    if framing == "content-length":
+        raw = reply(b"200 OK", [(b"Content-Type", b"text/plain")], ROBOTS)
+    elif framing == "chunked":
+        chunks = b"".join(b"%x\r\n" % len(c) + c + b"\r\n"
+                          for c in (ROBOTS[i:i + 64 * KiB] for i in range(0, len(ROBOTS), 64 * KiB)))
+        raw = reply(b"200 OK", [(b"Transfer-Encoding", b"chunked")], chunks + b"0\r\n\r\n", length=False)
+    else:
+        raw = reply(b"200 OK", [(b"Content-Encoding", b"gzip")], gzip.compress(ROBOTS))
+    server = await raw_server(nursery, {"/robots.txt": raw})
+    async with fetcher(max_body=2 * MiB) as f:
+        r = await f.fetch(server.url("/robots.txt"), max_body=500 * KiB, prefix_ok=True)
+        whole = await f.fetch(server.url("/robots.txt"))  # crawl.max_body, no prefix: as before
+        good = await f.fetch(server.url("/good"))
+        stats = f.stats()
+    assert (r.status, r.error, r.truncated) == (200, None, True)
+    assert r.body == ROBOTS[:500 * KiB]
+    assert whole.error == "too_large"
+    if framing == "content-length":
+        assert (whole.body, whole.raw_bytes) == (b"", 0)  # refused unread, as before
+    assert_good(good)
+    assert stats["errors"] == {"too_large": 1}
+
+
+async def test_a_body_within_the_prefix_is_whole(nursery):
+    server = await raw_server(nursery, {"/robots.txt": reply(b"200 OK", [], b"User-agent: *\n")})
+    async with fetcher() as f:
+        r = await f.fetch(server.url("/robots.txt"), max_body=500 * KiB, prefix_ok=True)
+    assert (r.error, r.truncated, r.body) == (None, False, b"User-agent: *\n")
+
+
+async def test_max_body_overrides_the_config_without_prefix_ok(nursery):
+    server = await raw_server(nursery, {"/big": reply(b"200 OK", [], b"x" * 2000)})
+    async with fetcher(max_body=MiB) as f:
+        r = await f.fetch(server.url("/big"), max_body=1000)
+        with pytest.raises(ValueError, match="max_body"):
+            await f.fetch(server.url("/big"), max_body=0)
+    assert (r.error, r.truncated, r.body, r.raw_bytes) == ("too_large", False, b"", 0)
+
+
+# -- fuzzing: whatever the server sends, fetch returns a consistent result ----
+
+KINDS = {None, "dns", "blocked", "connect", "timeout", "reset", "too_large", "decode",
+         "protocol", "tls", "scope"}  # never "internal": that would be a bug
+REASONS = {"status", "retry_after", "content_length", "content_type", "charset", "location",
+           "content_encoding", "excess"}
+MEDIA = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]{1,127}/[!#$%&'*+.^_`|~0-9a-z-]{1,127}")
+LABEL = re.compile(r"[a-z0-9_.:+\-]{1,40}")
+_FUZZ_SSL = ssl.create_default_context()
+
+VALUE_BYTES = st.one_of(
+    st.binary(max_size=60),
+    st.text(max_size=40).map(lambda t: t.encode("utf-8", "surrogatepass")),
+    st.integers(-10, 10**40).map(lambda n: str(n).encode()),
+    st.sampled_from(["²".encode(), NOW_9999, b"Wed, 21 Oct 2015 07:28:00 GMT", b"9" * 400, b"",
+                     b"5, 5", b"0", b"gzip", b"gzip, gzip", b"deflate", b"br", b"identity",
+                     b"/next", b"http://other.web.test/x", "/café".encode(), b"/a\x01b",
+                     b"text/html; charset=utf-8", b"text/html; charset=klingon", b"x" * 3000]),
+    st.builds(lambda media, cs: media + b"; charset=" + cs,
+              st.sampled_from([b"text/html", b"text/plain", b"garbage", b"", b"application/xhtml+xml"]),
+              st.one_of(st.binary(max_size=50), st.sampled_from(
+                  [b"utf-8", b"latin1", b"utf-16", b"utf-7", b"base64", b"x-user-defined", b'"UTF-8"']))),
+)
+HEADER_NAMES = st.sampled_from([b"Retry-After", b"Content-Type", b"Location", b"Content-Encoding",
+                                b"X-Junk"])
+FRAMING_NAMES = st.sampled_from([b"Content-Length", b"Transfer-Encoding", b"Connection"])
+
+
+@st.composite
+def responses(draw):
+    """(bytes to send, whether the server closes after them, the body, the headers)."""
+    keep_open = draw(st.booleans())
+    common = st.sampled_from([200, 204, 301, 302, 304, 404, 429, 503])
+    code = draw(common | (st.integers(200, 999) if keep_open else st.integers(0, 1000)))
+    reason = draw(st.sampled_from([b"OK", b"", b"\xff\xfe", b"x" * 100]))
+    line = b"HTTP/1.1 " + str(code).zfill(3).encode() + (b" " + reason if reason else b"")
+    if not keep_open and draw(st.integers(0, 3)) == 0:
+        line = draw(st.binary(max_size=40))
+    names = HEADER_NAMES if keep_open else st.one_of(HEADER_NAMES, FRAMING_NAMES)
+    values = VALUE_BYTES.map(lambda v: v.replace(b"\r", b"").replace(b"\n", b"")) if keep_open else VALUE_BYTES
+    headers = draw(st.lists(st.tuples(names, values), max_size=6))
+    body = draw(st.one_of(st.binary(max_size=1500), st.binary(max_size=3000).map(gzip.compress)))
+    excess = draw(st.sampled_from([b"", b"", EVIL_REPLY, b"x"])) if keep_open else b""
+    return assemble(line, headers, body, length=keep_open) + excess, keep_open, body, headers, bool(excess)
+
+
+def check(r, url, max_body, prefix_ok) -> None:
+    """What must hold of any FetchResult."""
+    assert isinstance(r, FetchResult)
+    assert r.url == url
+    assert r.error in KINDS, r.error
+    assert r.status is None or 100 <= r.status <= 599
+    assert r.error is not None or r.status is not None
+    assert len(r.body) <= max_body
+    assert not r.truncated or r.error == (None if prefix_ok else "too_large")
+    assert r.raw_bytes >= 0
+    assert r.retry_after is None or 0.0 <= r.retry_after <= RETRY_AFTER_MAX
+    if r.location is not None:
+        assert r.status is not None and 300 <= r.status < 400
+        assert r.location and len(r.location) <= MAX_LOCATION
+        assert not re.search(r"[\x00-\x1f\x7f]", r.location)
+    assert r.content_type == "" or MEDIA.fullmatch(r.content_type)
+    assert r.charset is None or LABEL.fullmatch(r.charset)
+    assert set(r.malformed) <= REASONS
+    assert isinstance(decode_html(r.body, r.charset), str)  # peer.extract copes with any charset
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(response=responses(), prefix_ok=st.booleans())
+def test_fetch_is_total_against_any_response(response, prefix_ok):
+    raw, keep_open, body, headers, excess = response
+    max_body = 1000
+
+    async def scenario():
+        async with trio.open_nursery() as nursery:
+            server = await raw_server(nursery, {"/x": raw}, close=frozenset() if keep_open else frozenset({"/x"}))
+            async with fetcher(max_body=max_body, ssl_context=_FUZZ_SSL) as f:
+                r = await f.fetch(server.url("/x"), prefix_ok=prefix_ok)
+                good = await f.fetch(server.url("/good"))
+                stats = f.stats()
+            nursery.cancel_scope.cancel()
+        return server, r, good, stats
+
+    server, r, good, stats = trio.run(scenario)
+    check(r, server.url("/x"), max_body, prefix_ok)
+    assert_good(good)  # whatever came before on this host, and however it ended
+    assert server.targets() == ["/x", "/good"]
+    malformed = Counter(r.malformed)
+    if stats["malformed"].get("excess"):
+        malformed["excess"] = stats["malformed"]["excess"]
+    assert stats["malformed"] == dict(malformed)
+    names = {name.lower() for name, _ in headers}
+    if keep_open and r.error is None and not r.truncated:
+        assert stats["malformed"].get("excess", 0) == (1 if excess or r.status in (204, 304) and body else 0)
+        if r.status not in (204, 304) and b"content-encoding" not in names:
+            assert r.body == body
+
+
+# -- pure helpers: the head ----------------------------------------------------
+
+
+@pytest.mark.parametrize(("value", "expected"), [
+    ("x" * 300, ("", None)),
+    ("text/html; charset=utf-8; " + ";" * 10_000, ("text/html", "utf-8")),
+    ("text/html; charset=ütf-8", ("text/html", None)),
+    ("text/html; charset=klingon", ("text/html", "klingon")),
+])
+def test_parse_content_type_is_total(value, expected):
+    assert parse_content_type(value) == expected
+
+
+def test_parse_retry_after_is_total():
+    now = 1_700_000_000.0
+    assert parse_retry_after("²", now) is None
+    assert parse_retry_after("٣", now) is None  # an Arabic-Indic digit
+    assert parse_retry_after("9" * 400, now) == RETRY_AFTER_MAX
+    assert parse_retry_after("9" * 5000, now) == RETRY_AFTER_MAX
+    assert parse_retry_after(NOW_9999.decode(), now) == RETRY_AFTER_MAX
+    assert parse_retry_after("1, 2", now) is None
+    assert parse_retry_after("Fri, 31 Dec 99999 23:59:59 GMT", now) is None
+    assert parse_retry_after("0123", now) == 123.0
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.one_of(st.text(max_size=80), st.from_regex(
+    r"\A[A-Za-z]{3}, [0-9]{1,3} [A-Za-z]{3} [0-9]{1,6} [0-9]{1,2}:[0-9]{2}:[0-9]{2} [A-Z+0-9-]{1,5}\Z")))
+def test_parse_retry_after_never_raises(value):
+    seconds = parse_retry_after(value, 1_700_000_000.0)
+    assert seconds is None or 0.0 <= seconds <= RETRY_AFTER_MAX
+
+
+@settings(max_examples=200, deadline=None)
+@given(status=st.integers(0, 999), fields=st.lists(st.tuples(
+    st.sampled_from(["content-type", "location", "retry-after", "content-length",
+                     "content-encoding", "transfer-encoding", "x-other"]),
+    st.text(max_size=60)), max_size=8))
+def test_read_head_never_raises(status, fields):
+    head = read_head(status, fields, 1_700_000_000.0)
+    assert head.status is None or 100 <= head.status <= 599
+    assert head.length is None or head.length >= 0
+    assert set(head.reasons) <= REASONS
+    assert head.content_type == "" or MEDIA.fullmatch(head.content_type)

@@ -336,6 +336,61 @@ def test_snapshot_rotates_and_recovery_after_rotation(tmp_path: Path) -> None:
     assert all(u in rec.bloom for u in ["http://a.test/0", url(1), url(2), url(3)])
 
 
+def test_grown_bloom_filter_survives_snapshots_and_recovery(tmp_path: Path) -> None:
+    # As the engine does it: every URL into the filter and the journal; the
+    # filter grows past its capacity between snapshots and during replay.
+    s = state(tmp_path)
+    bloom = BloomFilter(100, 0.01, growth=2, max_capacity=100_000)
+    s.begin(bloom, [], [], {})
+    links = [url(i) for i in range(1_000)]
+    for u in links[:400]:
+        if bloom.add(u):
+            s.queued(u, 1)
+    s.commit()
+    s.snapshot(bloom, [(u, 1) for u in links[:400]], [], {"pages": 0})
+    assert bloom.num_slices == 3  # 100 + 200 + 400
+    for u in links[400:]:  # only in the journal: recovery's add_many grows it again
+        if bloom.add(u):
+            s.queued(u, 1)
+    s.commit()
+    assert bloom.num_slices == 4
+    bloom.take_growth()
+
+    rec = state(tmp_path).recover()
+    assert rec is not None and rec.generation == 2
+    got = rec.bloom
+    # Replaying the journal in order rebuilds exactly the filter the peer had.
+    assert got == bloom and got.slices() == bloom.slices()
+    assert (got.num_slices, got.total_capacity, got.growth, got.max_capacity) == (4, 1_500, 2, 100_000)
+    assert all(got.contains_many(links)) and all(u in got for u in links)
+    assert [(e.slices, e.capacity) for e in got.take_growth()] == [(4, 1_500)]  # the replay's growth
+
+    # The recovered filter is begun as the next generation and recovered again.
+    s2 = state(tmp_path)
+    assert s2.recover() is not None
+    stats = s2.begin(got, [], [], {})
+    assert stats.bloom_bytes == (tmp_path / "state" / f"bloom-{stats.generation}.bin").stat().st_size
+    assert stats.bloom_bytes > got.nbytes
+    s2.close()
+    again = state(tmp_path).recover()
+    assert again is not None and again.bloom == bloom
+
+
+def test_corrupt_grown_bloom_file_names_the_file(tmp_path: Path) -> None:
+    s = state(tmp_path)
+    bloom = BloomFilter(50, 0.01)
+    bloom.add_many([url(i) for i in range(400)])
+    assert bloom.num_slices >= 3
+    s.begin(bloom, [], [], {})
+    s.close()
+    path = tmp_path / "state" / "bloom-1.bin"
+    data = bytearray(path.read_bytes())
+    data[-30] ^= 0x01  # in the bits of the newest slice
+    path.write_bytes(bytes(data))
+    with pytest.raises(StateError, match=r"bloom-1\.bin: Bloom filter is corrupt.*--fresh"):
+        state(tmp_path).recover()
+
+
 def test_snapshot_keeps_the_first_depth_of_a_url_given_twice(tmp_path: Path) -> None:
     s = begun(tmp_path)
     s.snapshot(new_bloom([url(1), url(2)]), [(url(1), 1), (url(2), 2), (url(1), 5)], [], {})

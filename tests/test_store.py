@@ -16,9 +16,9 @@ import pytest
 import trio
 import trio.testing
 
-from peer.errors import StateError
+from peer.errors import LockedError, StateError
 from peer.frontier import PidSample
-from peer.store import SCHEMA, PageRow, ResultStore
+from peer.store import SCHEMA, PageRow, ResultStore, _locked
 
 T0 = 1_700_000_000.123456  # 2023-11-14 22:13:20.123456 UTC
 
@@ -309,6 +309,37 @@ async def test_not_a_database_is_refused(tmp_path):
     with pytest.raises(StateError, match=r"pages\.duckdb: cannot open"):
         async with store(path):
             pass
+
+
+async def test_a_file_held_by_another_process_is_locked_error_naming_its_pid(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    with subprocess.Popen(
+            [sys.executable, "-c", "import duckdb, sys, time\n"
+             "con = duckdb.connect(sys.argv[1])\nprint('open', flush=True)\ntime.sleep(120)\n",
+             str(path)], stdout=subprocess.PIPE, text=True) as holder:
+        try:
+            assert holder.stdout.readline() == "open\n"
+            with pytest.raises(LockedError) as info:
+                async with store(path):
+                    pass
+        finally:
+            holder.kill()
+            holder.wait(timeout=30)
+    assert info.value.pid == holder.pid
+    assert str(info.value) == (
+        f"{path}: the results file is held open by process {holder.pid}; another peer may be "
+        "running with this data_dir: stop it first, or give this peer another data_dir")
+    async with store(path):  # the holder gone, the file opens
+        pass
+
+
+def test_lock_messages_are_parsed_defensively():
+    path = Path("/srv/lock/p1/pages.duckdb")  # "lock" in the path is not a lock error
+    assert _locked(path, f'IO Error: Cannot open file "{path}": No such file or directory') is None
+    no_pid = _locked(path, "IO Error: Could not set lock on file: Resource temporarily unavailable")
+    assert no_pid is not None and no_pid.pid is None and "held open by another process" in str(no_pid)
+    odd = _locked(path, "IO Error: Conflicting lock is held in /usr/bin/python3 (PID 12ab)")
+    assert odd is not None and odd.pid is None
 
 
 def test_batch_rows_must_be_positive(tmp_path):
