@@ -53,7 +53,6 @@ Rules (each one is a line or two below):
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import random
@@ -211,7 +210,6 @@ class Crawler:
         self._hops: dict[str, int] = {}       # url -> redirects that led to it
         self._marks: dict[str, int] = {}     # url in flight -> _DONE | _ROW | ... (rule 8)
         self._internal_logged: set[str] = set()
-        self._prefix_fetch: bool | None = None  # the fetcher takes max_body/prefix_ok
         self._in_flight = 0
         self._requested = 0                   # page rows whose request was made (max_pages)
         self._wake = trio.Event()
@@ -579,34 +577,16 @@ class Crawler:
         outcome = self._outcome(job, res, now, parsed)
         self._finish(job, now, outcome)
 
-    def _fetch_robots_txt(self, url: str):  # type: ignore[no-untyped-def]
-        """The first 500 KiB of a robots.txt (RFC 9309 §2.5), however long the file.
-
-        ``Fetcher.fetch(..., max_body=, prefix_ok=True)`` returns that prefix
-        with ``truncated`` set instead of refusing the file as too large. A
-        fetcher without those keywords (one that predates them) is called
-        plainly: then a file over ``max_body`` is read only if the fetcher
-        cut it rather than refused it by its Content-Length.
-        """
-        fetcher = self._fetcher
-        if self._prefix_fetch is None:
-            try:
-                params = inspect.signature(fetcher.fetch).parameters  # type: ignore[union-attr]
-            except (TypeError, ValueError):
-                params = {}
-            self._prefix_fetch = "prefix_ok" in params or any(
-                p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values())
-        if self._prefix_fetch:
-            return fetcher.fetch(url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)  # type: ignore[union-attr]
-        return fetcher.fetch(url)  # type: ignore[union-attr]
-
     async def _fetch_robots(self, job: Job) -> None:
         if job.url in self._marks:
             self._marks[job.url] |= _ROBOTS
         host = job.host
         scheme = job.url.split(":", 1)[0]
         try:
-            res = await self._fetch_robots_txt(self.robots.robots_url(host, scheme))
+            # The first 500 KiB however long the file (RFC 9309 §2.5): a
+            # prefix with ``truncated`` set, not a too_large refusal.
+            res = await self._fetcher.fetch(  # type: ignore[union-attr]
+                self.robots.robots_url(host, scheme), max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
         except trio.Cancelled:
             self.robots.cancelled(host)
             raise
