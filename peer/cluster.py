@@ -329,7 +329,9 @@ class ClusterNode:
                 forwarded_in=figures.get("forwarded_in", m.received),
                 dns_hit_rate=figures.get("dns_hit_rate", 0.0), bloom_fill=figures.get("bloom_fill", 0.0),
                 uptime=time.time() - self.started if mid == self.peer_id else 0.0,
-                dropped=tuple(sorted((Counter(self.dropped) + self.membership.dropped).items()))
+                # The crawler's cap hits and held hosts ride along (cap.*, held.*).
+                dropped=tuple(sorted((Counter(self.dropped) + self.membership.dropped
+                                      + Counter(figures.get("limits", {}))).items()))
                 if mid == self.peer_id else (),
             ))
         return tuple(out)

@@ -28,7 +28,7 @@ from typing import Any
 
 from peer.errors import ConfigError, URLError
 from peer.items import ExtractConfig, parse_extract
-from peer.urls import Scope, normalize
+from peer.urls import MAX_URL_LENGTH, Scope, normalize
 
 __all__ = [
     "BloomConfig",
@@ -86,6 +86,10 @@ def _non_positive(v: Any) -> str | None:
 
 def _probability(v: Any) -> str | None:
     return None if 0 < v < 1 else "a number between 0 and 1, exclusive"
+
+
+def _url_length(v: Any) -> str | None:
+    return None if 0 <= v <= MAX_URL_LENGTH else f"an integer from 0 to {MAX_URL_LENGTH} (peer.urls' own limit)"
 
 
 def _peer_id(v: Any) -> str | None:
@@ -160,6 +164,19 @@ class CrawlConfig:
     allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
     store_body: bool = _key(bool, False, "keep page bodies in the results")
     store_links: bool = _key(bool, False, "keep the link graph (from_url, to_url) in the results")
+    # Caps against a hostile web (peer/limits.py has the rules and figures).
+    # 1000, not Nutch's db.max.outlinks.per.page of 100: real pages commonly
+    # carry a few hundred links (index, archive and footer-heavy pages), which
+    # a crawl should follow whole; 1000 still bounds what one page costs.
+    max_links_per_page: int = _key(int, 1000, "links followed (and stored) per page, in document order; 0 = no limit", _non_negative)
+    # 100,000: a site bigger than that is crawled in part, and four link-farm
+    # hosts then hold at most 400,000 queued URLs instead of millions.
+    max_urls_per_host: int = _key(int, 100_000, "URLs of one host queued by this peer, queued plus fetched; the next are dropped; 0 = no limit", _non_negative)
+    # 2048: the sitemaps protocol's limit, close to old IE's 2083; RFC 9110
+    # §4.1 asks servers for 8000, but longer URLs are mostly session or trap
+    # junk. peer.urls refuses more than 4096 in any case.
+    max_url_length: int = _key(int, 2048, "longest URL queued, in characters (normalised); 0 = peer.urls' 4096", _url_length)
+    max_path_repeat: int = _key(int, 3, "drop a URL whose path has one segment more often than this (/a/a/a/a/, /x/y/x/y/x/y/x/y/); 0 = off", _non_negative)
 
 
 @dataclass(frozen=True, slots=True)
@@ -190,6 +207,9 @@ class PolitenessConfig:
     # 127.0.0.1, so a per-IP budget would throttle all of it as one site.
     ip_rate: float = _key(float, 0.0, "pages per minute per IP address, cluster-wide, shared by the hosts on it; 0 = off", _non_negative)
     ip_concurrency: int = _key(int, 0, "fetches in flight per IP address, cluster-wide; 0 = no cap", _non_negative)
+    # RFC 9110 §10.2.3 sets no upper bound: 3600, or a date in 9999, would
+    # hold the host, and so the end of the crawl, for hours or for ever.
+    max_retry_after: float = _key(float, 300.0, "cap on a Retry-After, seconds; after 3 longer ones in a row the host is given up", _positive)
 
     @property
     def setpoint(self) -> float:

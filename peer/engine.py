@@ -22,7 +22,8 @@ Rules (each one is a line or two below):
    so a retry waits for the host's delay like any request. 5xx, connection
    errors, resets and timeouts are retried ``MAX_RETRIES`` times with
    exponential backoff and jitter; 429 and 503 also back the host off at once
-   (doubling its delay, honouring Retry-After).
+   (doubling its delay, honouring Retry-After up to ``max_retry_after``:
+   rule 6).
 3. Redirects are not followed inside a fetch: the target is discovered like a
    link at the same depth, so it passes scope, robots and dedupe and is
    fetched by its host's politeness gate (and, in a ring, by its owner).
@@ -32,6 +33,22 @@ Rules (each one is a line or two below):
 5. The crawl ends when the frontier is empty and nothing is in flight, when
    ``max_pages`` fetches have started, or on ``stop()``; results are flushed
    in every case.
+6. Remote input is capped (peer/limits.py): URL length, repeating paths,
+   links per page and URLs per host before a URL is queued; Retry-After
+   cut to ``max_retry_after``, and a host that keeps asking for more is
+   given up (its URLs recorded as ``retry_after``). Every hit is counted in
+   the summary, the progress line and the ring status.
+7. A robots.txt that cannot be read says why: a warning names the host, the
+   cause and the next try, held hosts show in the progress line, and when
+   no retry can help (``dns``, ``blocked``: at once; ``connect`` and the
+   rest: after the cache's last retry) the host's URLs are recorded with
+   that cause, not as ``robots``. A longer robots.txt is read up to
+   RFC 9309 §2.5's 500 KiB, not refused.
+8. A bug is one URL's problem, not the peer's: an exception escaping a job
+   (fetch, parse, robots.txt, the outcome) becomes that URL's row with error
+   ``internal``, is counted by type (``Summary.internal``), logged with its
+   traceback the first time its type is seen, and the job still ends with
+   exactly one ``Frontier.done`` (rule 1).
 """
 
 from __future__ import annotations
@@ -52,8 +69,9 @@ from peer.extract import Page, decode_html, is_html, parse_page, parse_tree
 from peer.items import ExtractConfig, extract_items
 from peer.fetcher import Fetcher, FetchResult
 from peer.frontier import Frontier, Job, Outcome
+from peer.limits import Cap, Hold, Limits
 from peer.resolver import Resolver
-from peer.robots import RobotsCache, Verdict
+from peer.robots import MAX_ROBOTS_BYTES, RobotsCache, Verdict
 from peer.state import PeerState
 from peer.store import PageRow, ResultStore
 from peer.errors import URLError
@@ -70,6 +88,11 @@ RETRY_BASE = 1.0
 #: Transient error kinds worth a retry; the rest (dns, blocked, tls,
 #: too_large, protocol) would fail the same way again.
 RETRYABLE = frozenset({"connect", "reset", "timeout"})
+#: robots.txt failures no retry mends in this run: the name does not resolve
+#: (the resolver caches that, too) or the SSRF guard refuses every address.
+ROBOTS_FINAL = frozenset({"dns", "blocked"})
+#: Error kinds of requests that never reached the server (frontier rule 5).
+UNREACHED_KINDS = frozenset({"dns", "blocked", "connect"})
 #: How long a job waits when another task is fetching its host's robots.txt.
 ROBOTS_PENDING_WAIT = 0.25
 #: Gossip rounds a peer keeps answering after it saw the cluster finish.
@@ -85,6 +108,9 @@ SNAPSHOT_BYTES = 64 * 2**20
 SNAPSHOT_SECONDS = 600.0
 #: The fields of a page row as the journal keeps it (PageRow's order).
 ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
+# What happened to a job so far, for rule 8: after an exception, the row and
+# the done() it still needs, and nothing twice.
+_DONE, _ROW, _REQUEUED, _ROBOTS = 1, 2, 4, 8
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +148,8 @@ class Summary:
     robots_fetches: int = 0
     items: int = 0                       # rows of the extraction rules' tables
     extract_errors: int = 0              # user extraction function failures
+    internal: Counter[str] = field(default_factory=Counter)  # exceptions by type (rule 8)
+    limits: str = ""                     # Limits.render(): caps hit, hosts held
     elapsed: float = 0.0
     stop_reason: str = ""
 
@@ -131,6 +159,8 @@ class Summary:
     def render(self) -> str:
         statuses = ", ".join(f"{s}: {n}" for s, n in sorted(self.by_status.items())) or "none"
         errs = ", ".join(f"{k}: {n}" for k, n in self.errors.most_common(5)) or "none"
+        if self.internal:
+            errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in self.internal.most_common(5)) + ")"
         return "\n".join([
             f"crawl finished ({self.stop_reason}) in {self.elapsed:.1f}s: "
             f"{self.pages} pages, {self.rate():.1f} pages/s, {self.bytes / 2**20:.1f} MiB",
@@ -139,6 +169,7 @@ class Summary:
             f"  retries: {self.retries}; robots.txt fetched: {self.robots_fetches}"
             + (f"; items: {self.items}" if self.items or self.extract_errors else "")
             + (f" ({self.extract_errors} extraction errors)" if self.extract_errors else ""),
+            *([f"  {self.limits}"] if self.limits else []),
         ])
 
 
@@ -166,6 +197,7 @@ class Crawler:
         self.frontier = Frontier(cfg.politeness)
         self.bloom = BloomFilter(cfg.bloom.capacity, cfg.bloom.error_rate)
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay)
+        self.limits = Limits.from_config(crawl, cfg.politeness)
         self.resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
         self._fetcher = fetcher
         # trio's clock: the frontier's ready times are what trio sleeps on, and
@@ -176,6 +208,8 @@ class Crawler:
         self._rng = rng or random.Random()
         self._attempts: dict[str, int] = {}   # url -> retries so far (only retried URLs)
         self._hops: dict[str, int] = {}       # url -> redirects that led to it
+        self._marks: dict[str, int] = {}     # url in flight -> _DONE | _ROW | ... (rule 8)
+        self._internal_logged: set[str] = set()
         self._in_flight = 0
         self._requested = 0                   # page rows whose request was made (max_pages)
         self._wake = trio.Event()
@@ -249,6 +283,7 @@ class Crawler:
                 self._state.close()  # type: ignore[union-attr]
             await store.flush()
         self.summary.elapsed = time.monotonic() - wall0
+        self.summary.limits = self.limits.render(self.clock())
         return self.summary
 
     async def _crawl(self, store: ResultStore, recovered) -> None:  # type: ignore[no-untyped-def]
@@ -341,6 +376,7 @@ class Crawler:
             owner = self.ring.owner(host) if self.ring is not None else self.peer_id
             if owner == self.peer_id:
                 self.frontier.push(url, host, depth, now)  # already in the Bloom filter
+                self.limits.queued(host)
             else:
                 self._pass_on(url, depth, owner)
         for url, depth in rec.forwards:
@@ -432,22 +468,56 @@ class Crawler:
 
     async def _work(self, job: Job) -> None:
         self._inflight[job.url] = (job.host, job.depth)
+        self._marks[job.url] = 0
         try:
             await self._handle(job)
+        except Exception as exc:  # noqa: BLE001 - rule 8: one URL's bug, not the peer's
+            self._internal(job, exc)
         finally:
+            self._marks.pop(job.url, None)
             self._inflight.pop(job.url, None)
             self._in_flight -= 1
             self._wake.set()
 
+    def _internal(self, job: Job, exc: Exception) -> None:
+        """Rule 8: the job's row says ``internal``, its type is counted, the job is done."""
+        name = type(exc).__name__
+        self.summary.internal[name] += 1
+        if name not in self._internal_logged:
+            self._internal_logged.add(name)
+            log.error("internal error %s on %s: recorded as 'internal', the crawl goes on "
+                      "(further %s errors are counted in the summary, not logged)",
+                      name, job.url, name, exc_info=exc)
+        marks = self._marks.get(job.url, 0)
+        now = self.clock()
+        if marks & _ROBOTS:
+            self.robots.cancelled(job.host)  # the next job of the host asks again
+        if not marks & (_ROW | _REQUEUED):
+            self._attempts.pop(job.url, None)
+            self._hops.pop(job.url, None)
+            self._row(job, None, error="internal")
+        if not marks & _DONE:
+            self._finish(job, now, Outcome.FAILED)
+
+    def _finish(self, job: Job, now: float, outcome: Outcome) -> None:
+        """``Frontier.done`` for the job, once (rule 1)."""
+        if job.url in self._marks:
+            self._marks[job.url] |= _DONE
+        self.frontier.done(job.host, now, outcome)
+
+    def _requeue(self, job: Job, now: float, not_before: float) -> None:
+        if job.url in self._marks:
+            self._marks[job.url] |= _REQUEUED
+        self.frontier.requeue(job, now, not_before)
+
     # -- one job -----------------------------------------------------------
 
     async def _handle(self, job: Job) -> None:
-        fr = self.frontier
         if self._handed_seen and job.url in self._handed_seen:
             # Fetched by the host's previous owner, which handed it over.
             self._handed_seen.discard(job.url)
             self._journal_done(job.url, None)
-            fr.done(job.host, self.clock(), Outcome.UNREACHED)
+            self._finish(job, self.clock(), Outcome.UNREACHED)
             return
         if self.ring is not None and self.node is not None and len(self.ring):
             owner = self.ring.owner(job.host)
@@ -456,12 +526,17 @@ class Crawler:
                 # wait): it is the new owner's now.
                 self._pass_on(job.url, job.depth, owner)
                 self.commit_state()
-                fr.done(job.host, self.clock(), Outcome.UNREACHED)
+                self._finish(job, self.clock(), Outcome.UNREACHED)
                 return
+        if self.limits.given_up(job.host):
+            # Came back (a retry, a robots.txt wait) after its host was given up.
+            self._row(job, None, error="retry_after")
+            self._finish(job, self.clock(), Outcome.UNREACHED)
+            return
         if self._holds and self._held(job.host):
             now = self.clock()
-            fr.requeue(job, now, now + HOLD_POLL)
-            fr.done(job.host, now, Outcome.UNREACHED)
+            self._requeue(job, now, now + HOLD_POLL)
+            self._finish(job, now, Outcome.UNREACHED)
             return
         if self.cfg.crawl.obey_robots:
             verdict = self.robots.check(job.host, job.url, self.clock())
@@ -475,18 +550,19 @@ class Crawler:
                 later = now + ROBOTS_PENDING_WAIT
                 if verdict is Verdict.UNREACHABLE:
                     later = max(later, self.robots.retry_at(job.host))
-                fr.requeue(job, now, later)
-                fr.done(job.host, now, Outcome.UNREACHED)
+                self._requeue(job, now, later)
+                self._finish(job, now, Outcome.UNREACHED)
                 return
             if verdict is Verdict.DISALLOW:
-                self._row(job, None, error="robots")
-                fr.done(job.host, self.clock(), Outcome.UNREACHED)
+                # By the rules, or because robots.txt could not be read (rule 7).
+                self._row(job, None, error=self.robots.failure(job.host) or "robots")
+                self._finish(job, self.clock(), Outcome.UNREACHED)
                 return
             delay = self.robots.crawl_delay(job.host)
             if delay:
                 # Again at every start: the frontier forgets idle hosts, and
                 # their Crawl-delay floor with them.
-                fr.set_min_delay(job.host, delay, self.clock())
+                self.frontier.set_min_delay(job.host, delay, self.clock())
         res = await self._fetcher.fetch(job.url)  # type: ignore[union-attr]
         parsed = None
         if res.status is not None and 200 <= res.status < 300 and is_html(res.content_type, res.body):
@@ -499,46 +575,96 @@ class Crawler:
                 limiter=self._parsers)
         now = self.clock()
         outcome = self._outcome(job, res, now, parsed)
-        fr.done(job.host, now, outcome)
+        self._finish(job, now, outcome)
 
     async def _fetch_robots(self, job: Job) -> None:
-        fr = self.frontier
+        if job.url in self._marks:
+            self._marks[job.url] |= _ROBOTS
+        host = job.host
         scheme = job.url.split(":", 1)[0]
         try:
-            res = await self._fetcher.fetch(self.robots.robots_url(job.host, scheme))  # type: ignore[union-attr]
+            # The first 500 KiB however long the file (RFC 9309 §2.5): a
+            # prefix with ``truncated`` set, not a too_large refusal.
+            res = await self._fetcher.fetch(  # type: ignore[union-attr]
+                self.robots.robots_url(host, scheme), max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
         except trio.Cancelled:
-            self.robots.cancelled(job.host)
+            self.robots.cancelled(host)
             raise
         now = self.clock()
         self.summary.robots_fetches += 1
-        if res.error is not None or res.status is None:
-            self.robots.failed(job.host, now)
+        status, error = res.status, res.error
+        if status is not None and (not 200 <= status < 300 or error is None
+                                   or (error == "too_large" and res.truncated)):
+            # An answer: its status decides (rules 2-5 of peer/robots.py); a
+            # 2xx cut at the limit is the prefix §2.5 asks us to parse.
+            self.robots.loaded(host, status, res.body, now, truncated=res.truncated)
         else:
-            self.robots.loaded(job.host, res.status, res.body, now)
-        delay = self.robots.crawl_delay(job.host)
-        if delay:
-            fr.set_min_delay(job.host, delay, now)
+            cause = error or "unknown"
+            self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)
+        failures = self.robots.failures(host)
+        outcome = (Outcome.UNREACHED if error in UNREACHED_KINDS and status is None
+                   else Outcome.FETCHED if status is not None else Outcome.FAILED)
+        if not failures:
+            self.limits.release(host, Hold.ROBOTS)
+            delay = self.robots.crawl_delay(host)
+            if delay:
+                self.frontier.set_min_delay(host, delay, now)
+        else:
+            why = f"HTTP {status}" if status is not None and error is None else (error or "unknown")
+            final = self.robots.failure(host)
+            queued = self.frontier.host_queued(host) + 1
+            if final is not None:
+                # No retry left, or none can help: the host's URLs are
+                # recorded with the cause now rather than held (rule 7).
+                self.limits.release(host, Hold.ROBOTS)
+                log.warning("robots.txt of %s could not be read (%s, failure %d); its %d queued URLs "
+                            "are recorded as %r", host, why, failures, queued, final)
+                self._row(job, None, error=final)
+                for other in self.frontier.remove_host(host):
+                    self._attempts.pop(other.url, None)
+                    self._hops.pop(other.url, None)
+                    self._row(other, None, error=final)
+                self._finish(job, now, outcome)
+                return
+            retry_at = self.robots.retry_at(host)
+            self.limits.hold(host, Hold.ROBOTS, retry_at)
+            log.warning("robots.txt of %s could not be read (%s, failure %d of %d); its %d queued "
+                        "URLs wait for the next try in %.0fs", host, why, failures,
+                        self.robots.max_failures, queued, retry_at - now)
         # The robots.txt request took this job's slot; the job goes back to
         # the front of its queue and waits for the host's delay like any other.
-        fr.requeue(job, now, now)
-        fr.done(job.host, now, Outcome.FETCHED if res.status is not None else Outcome.FAILED)
+        self._requeue(job, now, now)
+        self._finish(job, now, outcome)
 
     def _outcome(self, job: Job, res: FetchResult, now: float, parsed: Parsed | None = None) -> Outcome:
         """Decide what a fetch result means; returns how the request counts."""
         status = res.status
-        if res.error in RETRYABLE or (status is not None and status >= 500) or status == 429:
+        host = job.host
+        limits = self.limits
+        retryable = res.error in RETRYABLE or (status is not None and status >= 500) or status == 429
+        retry_after = None
+        if retryable and status is not None:
+            # Cut to max_retry_after; a host that keeps asking for more is given up.
+            retry_after, gave_up = limits.retry_after(host, res.retry_after)
+            if gave_up:
+                self._give_up(host, res.retry_after)
+        elif status is not None:
+            limits.answered(host)
+        given_up = retryable and limits.given_up(host)
+        if retryable and not given_up:
             if status in (429, 503):
-                self.frontier.backoff(job.host, now, res.retry_after)
-            if self._retry(job, now, res.retry_after):
+                self.frontier.backoff(host, now, retry_after)
+                if retry_after:
+                    limits.hold(host, Hold.RETRY_AFTER, now + retry_after)
+            if self._retry(job, now, retry_after):
                 return Outcome.FETCHED if status is not None else Outcome.FAILED
         self._attempts.pop(job.url, None)
         if status is None:
             self._row(job, res, error=res.error or "unknown")
-            unreached = res.error in ("dns", "blocked", "connect")
-            return Outcome.UNREACHED if unreached else Outcome.FAILED
+            return Outcome.UNREACHED if res.error in UNREACHED_KINDS else Outcome.FAILED
         title, n_links, links = None, 0, ()
         final_url = job.url
-        error = res.error
+        error = res.error or ("retry_after" if given_up else None)
         if 300 <= status < 400 and res.location:
             target = normalize_link(job.url, res.location)
             if target is not None:
@@ -552,14 +678,26 @@ class Crawler:
             page = parsed.page
             self._extracted(job.url, parsed)
             title, n_links = page.title, page.n_links
+            links = tuple(limits.cut_links(page.links))
             max_depth = self.cfg.crawl.max_depth
             if not page.nofollow and (not max_depth or job.depth < max_depth):
-                for link in page.links:
+                for link in links:
                     self._discover(link, job.depth + 1, now)
-            links = page.links
         self._hops.pop(job.url, None)
         self._row(job, res, final_url=final_url, title=title, n_links=n_links, error=error, links=links)
         return Outcome.FETCHED
+
+    def _give_up(self, host: str, asked: float | None) -> None:
+        """Rule 6: the host asked for too long a wait too often; its queued URLs get rows."""
+        jobs = self.frontier.remove_host(host)
+        log.warning("giving up %s: Retry-After %.0fs, over politeness.max_retry_after (%gs), %d "
+                    "times in a row; its %d queued URLs are recorded as 'retry_after' and no more "
+                    "of its URLs are queued", host, asked or 0.0, self.limits.max_retry_after,
+                    self.limits.strikes, len(jobs))
+        for job in jobs:
+            self._attempts.pop(job.url, None)
+            self._hops.pop(job.url, None)
+            self._row(job, None, error="retry_after")
 
     def _extracted(self, url: str, parsed: Parsed) -> None:
         fetched_at = time.time()
@@ -584,7 +722,7 @@ class Crawler:
         wait = RETRY_BASE * 2**n * self._rng.uniform(0.5, 1.5)
         if retry_after is not None:
             wait = max(wait, retry_after)
-        self.frontier.requeue(job, now, now + wait)
+        self._requeue(job, now, now + wait)
         self.summary.retries += 1
         return True
 
@@ -593,6 +731,9 @@ class Crawler:
     def _discover(self, url: str, depth: int, now: float, hops: int = 0, relay: bool = False) -> None:
         if not self.scope.allows(url, depth):
             return
+        limits = self.limits
+        if limits.check_url(url) is not None:
+            return  # too long, or a repeating path: the same verdict at any peer
         if self.ring is not None:
             owner = self.ring.owner(host_key(url))
             if owner != self.peer_id:
@@ -602,13 +743,22 @@ class Crawler:
                 if self._state is not None:
                     self._state.forwarded(((url, depth),))
                 return
+        host = host_key(url)
+        cap = limits.admit(host)
+        if cap is not None:
+            # Not put in the Bloom filter (a link farm would fill it); a URL
+            # queued before is no drop.
+            if url not in self.bloom:
+                limits.dropped(cap)
+            return
         if not self.bloom.add(url):
             return
+        limits.queued(host)
         if self._state is not None:
             self._state.queued(url, depth)
         if hops:
             self._hops[url] = hops
-        self.frontier.push(url, host_key(url), depth, now)
+        self.frontier.push(url, host, depth, now)
         self._wake.set()
 
     def _row(
@@ -616,6 +766,8 @@ class Crawler:
         title: str | None = None, n_links: int = 0, error: str | None = None,
         links: tuple[str, ...] = (),
     ) -> None:
+        if job.url in self._marks:
+            self._marks[job.url] |= _ROW
         s = self.summary
         s.pages += 1
         if res is not None:
@@ -689,6 +841,7 @@ class Crawler:
             return
         self.bloom.add(url)
         self.frontier.push(url, host, depth, self.clock())
+        self.limits.queued(host)
         if self._state is not None:
             self._state.queued(url, depth)
         self._wake.set()
@@ -831,7 +984,18 @@ class Crawler:
             "forwarded_out": getattr(out, "forwarded", 0),
             "forwarded_in": self.node.inbox.received if self.node is not None else 0,
             "dns_hit_rate": self.resolver.stats().hit_rate, "bloom_fill": self.bloom.fill_ratio(),
+            # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
+            # errors: counters that cluster.py sends with the status reply.
+            "limits": self.limits_figures(),
         }
+
+    def limits_figures(self) -> dict[str, int]:
+        """Non-zero cap hits, held hosts and the internal error count, by name."""
+        out = self.limits.figures(self.clock())
+        internal = sum(self.summary.internal.values())
+        if internal:
+            out["error.internal"] = internal
+        return out
 
     # -- progress ------------------------------------------------------------
 
@@ -839,11 +1003,18 @@ class Crawler:
         s = self.summary
         elapsed = time.monotonic() - self._wall0
         dns = self.resolver.stats()
+        held = self.limits.held(self.clock())
+        hits = self.limits.hits
+        capped = sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
+                                       Cap.LINKS_PER_PAGE, Cap.GIVEN_UP))
         return (
             f"pages {s.pages} ({s.pages / elapsed if elapsed else 0.0:.1f}/s), "
             f"frontier {len(self.frontier)}, hosts active {self.frontier.hosts_active}, "
             f"in flight {self._in_flight}, errors {sum(s.errors.values())}, "
             f"dns hit rate {dns.hit_rate:.0%}, bloom fill {self.bloom.fill_ratio():.2%}"
+            + (f", held hosts: robots.txt {held[Hold.ROBOTS]}, Retry-After {held[Hold.RETRY_AFTER]}"
+               if any(held.values()) else "")
+            + (f", capped {capped}" if capped else "")
         )
 
     async def _progress(self) -> None:

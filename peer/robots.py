@@ -15,7 +15,9 @@ Rules (RFC 9309 sections in brackets):
    [§2.2.1]. ``/robots.txt`` itself is always allowed [§2.2.2].
 2. 2xx: the body is parsed, at most :data:`MAX_ROBOTS_BYTES` (500 KiB, the
    least a parser must handle [§2.5]); a cut file ends at its last whole
-   line, so a rule is never read half-written.
+   line, so a rule is never read half-written. The engine fetches only that
+   prefix of a longer file (``truncated``), so a 2 MiB robots.txt is read,
+   not refused as too large.
 3. 4xx ("unavailable"): allow everything [§2.3.1.3]. Except 429, which
    is the server asking for less load, not saying there is no file: it is
    treated like a 5xx (as Google's crawler does).
@@ -27,7 +29,13 @@ Rules (RFC 9309 sections in brackets):
    until :meth:`~RobotsCache.retry_at` rather than dropping it, since the
    server may be down for a minute. After ``max_failures`` failed fetches in
    a row the verdict becomes a final ``DISALLOW``, so a dead host cannot
-   keep a crawl alive for ever.
+   keep a crawl alive for ever. A failure that no retry can mend in this
+   run (the name does not resolve, the SSRF guard refuses every address) is
+   reported ``final``: the verdict is the final ``DISALLOW`` at once, for
+   ``ttl``. :meth:`~RobotsCache.failure` names the cause of a final
+   ``DISALLOW`` (``dns``, ``blocked``, ``connect``..., or ``robots`` for a
+   5xx/429), so the caller records the host's URLs with it rather than as
+   disallowed by rules.
 5. 3xx: the engine's fetcher follows no redirects (each hop is routed like a
    link), and a robots.txt redirect is not a page to crawl, so a 3xx is taken
    as "unavailable": allow all. §2.3.1.2 says a crawler SHOULD follow five
@@ -84,7 +92,7 @@ _RULES, _ALLOW_ALL, _DISALLOW_ALL = 1, 2, 3
 
 
 class _Entry:
-    __slots__ = ("mode", "parser", "delay", "expires", "pending_since", "failures")
+    __slots__ = ("mode", "parser", "delay", "expires", "pending_since", "failures", "cause")
 
     def __init__(self) -> None:
         self.mode = 0  # 0: nothing known yet
@@ -93,6 +101,7 @@ class _Entry:
         self.expires = -math.inf
         self.pending_since: float | None = None
         self.failures = 0  # failed fetches in a row
+        self.cause = ""  # why the last fetch failed
 
 
 def product_token(user_agent: str) -> str:
@@ -180,11 +189,11 @@ class RobotsCache:
         e = self._hosts.get(host)
         return e.expires if e is not None else -math.inf
 
-    def loaded(self, host: str, status: int, body: bytes, now: float) -> None:
-        """Report the HTTP answer to ``robots_url(host)``."""
+    def loaded(self, host: str, status: int, body: bytes, now: float, *, truncated: bool = False) -> None:
+        """Report the HTTP answer to ``robots_url(host)``; ``truncated``: ``body`` is a prefix."""
         if 200 <= status < 300:
             e = self._entry(host)
-            e.parser = self._parse(body)
+            e.parser = self._parse(body, truncated)
             e.mode = _RULES
             e.delay = self._cap(e.parser.crawl_delay(self._token))
         elif 300 <= status < 500 and status != 429:
@@ -196,16 +205,38 @@ class RobotsCache:
         e.expires = now + self._ttl
         e.pending_since = None
         e.failures = 0
+        e.cause = ""
 
-    def failed(self, host: str, now: float) -> None:
-        """robots.txt was unreachable (timeout, network error, 5xx, 429)."""
+    def failed(self, host: str, now: float, cause: str = "robots", *, final: bool = False) -> None:
+        """robots.txt was unreachable (timeout, network error, 5xx, 429).
+
+        ``cause``: the fetcher's error kind, or ``robots`` for an HTTP answer.
+        ``final``: no retry can help in this run (rule 4).
+        """
         e = self._entry(host)
-        e.failures += 1
+        e.failures = max(e.failures + 1, self._max_failures if final else 0)
+        e.cause = cause
         if e.mode == 0:
             e.mode = _DISALLOW_ALL
         # else: the cached answer stays in force (§2.4) until the retry.
-        e.expires = now + self._error_retry
+        e.expires = now + (self._ttl if final else self._error_retry)
         e.pending_since = None
+
+    def failures(self, host: str) -> int:
+        """Failed fetches of the host's robots.txt in a row."""
+        e = self._hosts.get(host)
+        return 0 if e is None else e.failures
+
+    @property
+    def max_failures(self) -> int:
+        return self._max_failures
+
+    def failure(self, host: str) -> str | None:
+        """The cause of a final ``DISALLOW`` for failures (rule 4); None for rules or none yet."""
+        e = self._hosts.get(host)
+        if e is None or e.mode != _DISALLOW_ALL or e.failures < self._max_failures:
+            return None
+        return e.cause or "robots"
 
     def cancelled(self, host: str) -> None:
         """The robots.txt fetch for ``host`` ended without an answer; the next check asks again."""
@@ -238,8 +269,8 @@ class RobotsCache:
         return delay if delay > 0 else None
 
     @staticmethod
-    def _parse(body: bytes) -> Protego:
-        if len(body) > MAX_ROBOTS_BYTES:
+    def _parse(body: bytes, truncated: bool = False) -> Protego:
+        if truncated or len(body) > MAX_ROBOTS_BYTES:
             body = body[:MAX_ROBOTS_BYTES]
             cut = body.rfind(b"\n")
             body = body[: cut + 1] if cut >= 0 else b""

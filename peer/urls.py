@@ -40,7 +40,14 @@ Choices the RFCs leave open, and why:
 - Hosts are LDH labels plus ``_`` (common in real names), each 1–63 long,
   at most 253 in all; a ``%`` in the host is refused rather than decoded.
 - A normalised URL is at most :data:`MAX_URL_LENGTH` characters (sitemaps cap
-  at 2048; we allow twice that). Longer input or output raises.
+  at 2048; we allow twice that). Longer input or output raises. The crawl's
+  own, lower cap is ``crawl.max_url_length`` (peer/limits.py).
+- **Path repetition** (:func:`path_repeats`): how often the most frequent
+  path segment occurs, so the engine can drop the URLs of crawler traps
+  that grow a path by relative links (``/a/a/a/...``, ``/x/y/x/y/...``).
+  Counted anywhere in the path, not only in consecutive runs (Heritrix's
+  PathologicalPathDecideRule counts runs of one repeated sequence): a
+  loop of any period, or a repeated pair, repeats each of its segments.
 
 The parser is RFC 3986 Appendix B's regex and §5.2 reference resolution,
 written out here instead of yarl. yarl was the plan, but measured on this box
@@ -78,6 +85,7 @@ __all__ = [
     "join",
     "normalize",
     "normalize_link",
+    "path_repeats",
 ]
 
 MAX_URL_LENGTH = 4096
@@ -373,6 +381,34 @@ def host_key(url: str) -> str:
     url = normalize(url)
     start = url.index("//") + 2
     return url[start : url.index("/", start)]
+
+
+def path_repeats(url: str) -> int:
+    """How many times the most frequent segment occurs in the path of a normalised URL.
+
+    ``/a/a/a/`` -> 3, ``/x/y/x/y/p.html`` -> 2, ``/`` -> 0. The query is not
+    part of the path; an empty segment (``//``) is a segment, the empty
+    one after a trailing ``/`` is not.
+    """
+    start = url.find("//")
+    start = url.find("/", start + 2) if start >= 0 else -1
+    if start < 0:
+        return 0
+    end = url.find("?", start)
+    path = url[start + 1:] if end < 0 else url[start + 1:end]
+    if "/" not in path:
+        return 1 if path else 0
+    segments = path.split("/")
+    if not segments[-1]:
+        segments.pop()
+    counts: dict[str, int] = {}
+    best = 0
+    for seg in segments:
+        n = counts.get(seg, 0) + 1
+        counts[seg] = n
+        if n > best:
+            best = n
+    return best
 
 
 def hostname(key: str) -> str:

@@ -156,6 +156,11 @@ def test_wrong_type_names_key_and_expectation(snippet, key, expected):
         ("[crawl]\nallow_hosts = [\"http://x.test/\"]", "crawl.allow_hosts[0]"),
         ("[dns]\nresolve = { \"*.test\" = \"not-an-ip\" }", "dns.resolve.*.test"),
         ("[dns]\nnameservers = [\"ns1.example\"]", "dns.nameservers[0]"),
+        ("[crawl]\nmax_links_per_page = -1", "crawl.max_links_per_page"),
+        ("[crawl]\nmax_urls_per_host = -1", "crawl.max_urls_per_host"),
+        ("[crawl]\nmax_url_length = 5000", "crawl.max_url_length"),
+        ("[crawl]\nmax_path_repeat = -2", "crawl.max_path_repeat"),
+        ("[politeness]\nmax_retry_after = 0", "politeness.max_retry_after"),
     ],
 )
 def test_out_of_range_values_are_refused(snippet, key):

@@ -378,3 +378,351 @@ async def test_extraction_rules_fill_an_items_table_from_the_shop(tmp_path):
     # Every product page is in pages too: items join their page on url.
     pages = {u for (u,) in rows(cfg, "select url from pages where status = 200")}
     assert {e["url"] for e in expected} <= pages
+
+
+# ---------------------------------------------------------------------------
+# A hostile web through the fetcher= seam: where sockets add nothing, a fake
+# fetcher answers, and trio's autojump clock runs the waits (Retry-After,
+# robots.txt retries) at once.
+
+import logging  # noqa: E402
+
+import pytest  # noqa: E402
+import trio.testing  # noqa: E402
+
+from peer import engine as engine_mod  # noqa: E402
+from peer.fetcher import FetchResult  # noqa: E402
+from peer.limits import Cap  # noqa: E402
+from peer.robots import MAX_ROBOTS_BYTES  # noqa: E402
+
+FAKE_REQUEST_LIMIT = 5000  # every fake crawl is bounded in requests, too
+
+
+@pytest.fixture
+def jump_clock():
+    """trio's autojump, once the loop has been idle for 5 real ms.
+
+    Not pytest-trio's ``autojump_clock`` (threshold 0): the engine waits on
+    worker threads (DuckDB, the state journal, parsing), and with threshold
+    0 the clock would race from timer to timer, past every deadline, while
+    a thread works.
+    """
+    return trio.testing.MockClock(autojump_threshold=0.005)
+
+
+def answer(url: str, status: int | None = 200, body: bytes = b"", *, error: str | None = None,
+           ctype: str = "text/html", retry_after: float | None = None,
+           truncated: bool = False) -> FetchResult:
+    return FetchResult(url=url, status=status, content_type=ctype if status else "",
+                       charset="utf-8" if status else None, location=None, retry_after=retry_after,
+                       body=body, raw_bytes=len(body), truncated=truncated, error=error,
+                       elapsed=0.0, address=None)
+
+
+def html(*hrefs: str) -> bytes:
+    return ("<html><body>" + "".join(f'<a href="{h}">l</a>' for h in hrefs) + "</body></html>").encode()
+
+
+class FakeWeb:
+    """A fetcher: ``site(url, max_body, prefix_ok)`` answers (or raises); every call is logged."""
+
+    def __init__(self, site, latency=0.0) -> None:
+        self.site = site
+        self.latency = latency
+        self.calls: list[tuple[str, int | None, bool, float]] = []
+
+    async def __aenter__(self):
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        pass
+
+    async def fetch(self, url: str, *, accept_html_only: bool = False,
+                    max_body: int | None = None, prefix_ok: bool = False) -> FetchResult:
+        self.calls.append((url, max_body, prefix_ok, trio.current_time()))
+        if len(self.calls) > FAKE_REQUEST_LIMIT:
+            pytest.fail("runaway crawl")  # a BaseException: the engine does not take it for a bug
+        await trio.sleep(self.latency(url) if callable(self.latency) else self.latency)
+        return self.site(url, max_body, prefix_ok)
+
+    def fetched(self, host: str | None = None, robots: bool = False) -> list[str]:
+        return [u for u, *_ in self.calls if (host is None or f"//{host}/" in u)
+                and u.endswith("/robots.txt") == robots]
+
+
+def no_robots(url: str) -> FetchResult:
+    return answer(url, 404, b"", ctype="text/plain")
+
+
+def fake_config(tmp_path: Path, seeds: list[str], **crawl) -> ClusterConfig:
+    politeness = crawl.pop("politeness", {})
+    return make_config(tmp_path, 0, seeds=seeds, crawl=crawl, politeness=politeness)
+
+
+async def run_bounded(crawler: Crawler):
+    """``crawler.run()``, bounded in real time: virtual deadlines mean nothing to a jump clock."""
+    start = time.monotonic()
+    async with trio.open_nursery() as nursery:
+        async def watchdog():
+            while True:
+                await trio.sleep(1.0)
+                if time.monotonic() - start > CRAWL_TIME_LIMIT:
+                    raise TimeoutError(f"crawl still running after {CRAWL_TIME_LIMIT}s")
+
+        nursery.start_soon(watchdog)
+        summary = await crawler.run()
+        nursery.cancel_scope.cancel()
+    return summary
+
+
+async def fake_crawl(cfg: ClusterConfig, web: FakeWeb):
+    crawler = Crawler(cfg, "p1", progress_interval=3600, fetcher=web)
+    return crawler, await run_bounded(crawler)
+
+
+def normal_site(url: str) -> FetchResult:
+    """site.web.test: an index and 20 pages, the crawl's innocent bystander."""
+    path = url.split("/", 3)[3]
+    if path == "":
+        return answer(url, 200, html(*(f"/p{i}.html" for i in range(20))))
+    return answer(url, 200, html("/"))
+
+
+async def test_an_exception_in_one_job_is_an_internal_row_and_the_crawl_goes_on(
+        tmp_path, monkeypatch, caplog):
+    pages = [f"http://site.web.test/p{i}.html" for i in range(20)]
+    broken = {pages[3]: ValueError, pages[4]: ValueError}
+
+    def site(url, max_body, prefix_ok):
+        if url in broken:
+            raise broken[url]("a bug in the fetcher")
+        if url == "http://other.web.test/robots.txt":
+            raise KeyError("a bug in the robots.txt path")
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        return normal_site(url)
+
+    real_parse = engine_mod.parse_response
+
+    def parse(url, *args):
+        if url == pages[7]:
+            raise RuntimeError("a bug in the parser thread")
+        return real_parse(url, *args)
+
+    monkeypatch.setattr(engine_mod, "parse_response", parse)
+    web = FakeWeb(site)
+    cfg = fake_config(tmp_path, ["http://site.web.test/", "http://other.web.test/x"])
+    with caplog.at_level(logging.ERROR, logger="peer.engine"):
+        crawler, summary = await fake_crawl(cfg, web)
+
+    by_url = {u: e for u, _, e, *_ in rows(cfg)}
+    for url in (pages[3], pages[4], pages[7], "http://other.web.test/x"):
+        assert by_url[url] == "internal", url
+    # The rest of the crawl completed: every other page has its ordinary row.
+    assert {u for u in pages if by_url[u] is None} == set(pages) - {pages[3], pages[4], pages[7]}
+    assert summary.stop_reason == "frontier empty"
+    assert summary.internal == {"ValueError": 2, "RuntimeError": 1, "KeyError": 1}
+    assert summary.errors["internal"] == 4
+    assert "internal: ValueError 2" in summary.render()
+    # One log line per type, with its traceback, the first time only.
+    logged = [r for r in caplog.records if "internal error" in r.getMessage()]
+    assert sorted(r.getMessage().split()[2] for r in logged) == ["KeyError", "RuntimeError", "ValueError"]
+    assert all(r.exc_info and r.exc_info[0].__name__ in r.getMessage() for r in logged)
+    # Frontier.done exactly once a job: a second call would have raised
+    # (PeerError, counted above), a missing one would leave a request in flight.
+    assert crawler.frontier.in_flight == 0 and crawler.in_flight == 0
+    assert crawler.limits_figures()["error.internal"] == 4
+
+
+async def test_a_link_farm_and_traps_are_capped_and_the_normal_site_is_crawled_whole(tmp_path):
+    def site(url, max_body, prefix_ok):
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        host, path = url.split("/")[2], "/" + url.split("/", 3)[3]
+        if host == "farm.web.test":  # every page links 1000 new pages
+            n = int(path[3:] or 0)
+            return answer(url, 200, html(*(f"/f/{n * 1000 + i}" for i in range(1, 1001))))
+        if host == "trap.web.test":
+            if path.startswith("/long"):  # the query doubles on every hop
+                return answer(url, 200, html(url.split("?")[0] + "?q=" + "z" * 2 * max(1, len(url))))
+            # Relative links that grow the path for ever: /a/a/a/..., /x/y/x/y/...
+            return answer(url, 200, html("a/" if path.startswith("/a/") else "x/y/"))
+        if host == "cal.web.test":  # an infinite calendar: next month, for ever
+            m = int(path.split("=")[1])
+            return answer(url, 200, html(f"/cal?m={m + 1}", f"/cal?m={m - 1}"))
+        return normal_site(url)
+
+    web = FakeWeb(site)
+    cfg = fake_config(tmp_path, [
+        "http://farm.web.test/f/0", "http://trap.web.test/a/", "http://trap.web.test/x/y/",
+        "http://trap.web.test/long", "http://cal.web.test/cal?m=0", "http://site.web.test/"],
+        max_links_per_page=100, max_urls_per_host=300, max_url_length=512, max_path_repeat=3)
+    crawler, summary = await fake_crawl(cfg, web)
+
+    fetched = Counter(web.fetched())
+    assert max(fetched.values()) == 1
+    assert len(web.fetched("farm.web.test")) == 300  # the host cap, queued plus fetched
+    assert len(web.fetched("cal.web.test")) == 300
+    assert set(web.fetched("trap.web.test")) == {
+        "http://trap.web.test/a/", "http://trap.web.test/a/a/", "http://trap.web.test/a/a/a/",
+        "http://trap.web.test/x/y/", "http://trap.web.test/x/y/x/y/",
+        "http://trap.web.test/x/y/x/y/x/y/", *(u for u in web.fetched("trap.web.test") if "long" in u)}
+    assert all(len(u) <= 512 for u in web.fetched())
+    assert 1 < len([u for u in web.fetched("trap.web.test") if "long" in u]) < 10
+    # The bystander was crawled whole.
+    assert {f"http://site.web.test/p{i}.html" for i in range(20)} <= set(web.fetched("site.web.test"))
+    hits = crawler.limits.hits
+    assert hits[Cap.PAGES_CUT] == 300 and hits[Cap.LINKS_PER_PAGE] == 300 * 900
+    assert hits[Cap.URLS_PER_HOST] >= 300 * 100 - 300
+    assert hits[Cap.PATH_REPEAT] == 2 and hits[Cap.URL_LENGTH] == 1
+    # Dropped URLs never went into the Bloom filter: only queued ones did.
+    assert crawler.bloom.count <= 300 + 300 + 10 + 21
+    figures = crawler.status_figures()["limits"]
+    assert figures["cap.max_urls_per_host"] == hits[Cap.URLS_PER_HOST]
+    assert figures["cap.max_path_repeat"] == 2
+    line = summary.render().splitlines()[-1]
+    assert line.startswith("  limits: ") and "over host cap" in line and "links cut 270000 on 300 pages" in line
+
+
+async def test_a_long_retry_after_is_cut_and_an_insistent_host_is_given_up(tmp_path, jump_clock, caplog):
+    # Retry-After: a date in the year 9999, on every answer of ra.web.test.
+    forever = 2.5e11
+
+    def site(url, max_body, prefix_ok):
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        if "//ra.web.test/" in url:
+            return answer(url, 429, b"slow down", retry_after=forever)
+        path = url.split("/", 3)[3]
+        if path == "":
+            return answer(url, 200, html(*(f"/p{i}.html" for i in range(20))))
+        # p10...p19 are fetched 2 s apart from 24 s on, after ra.web.test
+        # was given up (at about 13 s): their links to it are not queued.
+        late = int(path[1:].split(".")[0]) >= 10
+        return answer(url, 200, html("/", *([f"http://ra.web.test/late-{path}"] if late else [])))
+
+    web = FakeWeb(site, latency=lambda url: 2.0 if "//site." in url else 0.5)
+    cfg = fake_config(tmp_path, ["http://ra.web.test/a", "http://ra.web.test/b",
+                                 "http://ra.web.test/c", "http://site.web.test/"],
+                      politeness={"max_retry_after": 5.0})
+    t0 = trio.current_time()
+    with caplog.at_level(logging.WARNING, logger="peer.engine"):
+        crawler, summary = await fake_crawl(cfg, web)
+    elapsed = trio.current_time() - t0
+
+    # Held 5 s twice, not until the year 9999; the third answer gave the host up.
+    assert elapsed < 120, elapsed
+    asked = [t for u, _, _, t in web.calls if "//ra.web.test/" in u and not u.endswith("robots.txt")]
+    assert len(asked) == 3
+    assert asked[1] - asked[0] >= 5 and asked[2] - asked[1] >= 5
+    by_url = {u: (s, e) for u, s, e, *_ in rows(cfg)}
+    assert {u: v for u, v in by_url.items() if "//ra.web.test/" in u} == {
+        "http://ra.web.test/a": (429, "retry_after"),
+        "http://ra.web.test/b": (None, "retry_after"),
+        "http://ra.web.test/c": (None, "retry_after"),
+    }
+    hits = crawler.limits.hits
+    assert hits[Cap.RETRY_AFTER] == 3 and hits[Cap.HOSTS_GIVEN_UP] == 1
+    assert hits[Cap.GIVEN_UP] == 10  # the late links: dropped, counted
+    assert any("giving up ra.web.test" in r.getMessage() and "2 queued URLs" in r.getMessage()
+               for r in caplog.records)
+    assert "Retry-After cut 3" in summary.limits and "hosts given up 1 (10 URLs dropped)" in summary.limits
+    assert {f"http://site.web.test/p{i}.html" for i in range(20)} <= set(by_url)
+
+
+@pytest.mark.parametrize("cause", ["dns", "blocked"])
+async def test_a_robots_txt_no_retry_can_mend_records_the_hosts_urls_at_once(
+        tmp_path, jump_clock, caplog, cause):
+    def site(url, max_body, prefix_ok):
+        if "//dead.web.test/" in url:
+            return answer(url, None, error=cause)
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        return normal_site(url)
+
+    web = FakeWeb(site, latency=0.01)
+    dead = [f"http://dead.web.test/{c}" for c in "abcde"]
+    cfg = fake_config(tmp_path, [*dead, "http://site.web.test/"])
+    t0 = trio.current_time()
+    with caplog.at_level(logging.WARNING, logger="peer.engine"):
+        crawler, summary = await fake_crawl(cfg, web)
+    assert trio.current_time() - t0 < 60  # no 10-minute hold
+    assert web.fetched("dead.web.test", robots=True) == ["http://dead.web.test/robots.txt"]
+    assert web.fetched("dead.web.test") == []
+    by_url = {u: e for u, _, e, *_ in rows(cfg)}
+    assert {u: by_url[u] for u in dead} == {u: cause for u in dead}
+    warned = [r.getMessage() for r in caplog.records if "dead.web.test" in r.getMessage()]
+    assert len(warned) == 1 and cause in warned[0] and "5 queued URLs" in warned[0]
+    assert summary.errors[cause] == 5 and "robots" not in summary.errors
+
+
+async def test_a_refused_robots_txt_warns_shows_the_hold_and_ends_as_connect(
+        tmp_path, jump_clock, caplog):
+    def site(url, max_body, prefix_ok):
+        if "//dead.web.test/" in url:
+            return answer(url, None, error="connect")
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        return normal_site(url)
+
+    web = FakeWeb(site, latency=0.01)
+    dead = [f"http://dead.web.test/{c}" for c in "abc"]
+    cfg = fake_config(tmp_path, [*dead, "http://site.web.test/"])
+    crawler = Crawler(cfg, "p1", progress_interval=3600, fetcher=web)
+    lines, figures = [], []
+
+    async def watch():
+        await trio.sleep(300)  # halfway through the first 10-minute hold
+        lines.append(crawler.progress_line())
+        figures.append(crawler.status_figures())
+
+    with caplog.at_level(logging.WARNING, logger="peer.engine"):
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch)
+            summary = await run_bounded(crawler)
+
+    tries = [t for u, _, _, t in web.calls if u == "http://dead.web.test/robots.txt"]
+    assert len(tries) == 3 and tries[1] - tries[0] >= 600 and tries[2] - tries[1] >= 600
+    assert web.fetched("dead.web.test") == []
+    assert "held hosts: robots.txt 1, Retry-After 0" in lines[0]
+    assert figures[0]["limits"]["held.robots"] == 1 and figures[0]["frontier"] == 3
+    warned = [r.getMessage() for r in caplog.records if "dead.web.test" in r.getMessage()]
+    assert len(warned) == 3
+    assert "connect, failure 1 of 3" in warned[0] and "next try in 600s" in warned[0]
+    assert "recorded as 'connect'" in warned[2]
+    by_url = {u: e for u, _, e, *_ in rows(cfg)}
+    assert {u: by_url[u] for u in dead} == {u: "connect" for u in dead}
+    assert "hosts held: robots 1" in summary.limits
+
+
+async def test_a_robots_txt_over_max_body_is_read_up_to_500_kib(tmp_path):
+    rules = b"User-agent: *\nDisallow: /private/\n"
+    big = rules + b"# filler line\n" * (3 * 2**20 // 14)  # 3 MiB, over crawl.max_body
+
+    def site(url, max_body, prefix_ok):
+        if url.endswith("/robots.txt"):
+            assert (max_body, prefix_ok) == (MAX_ROBOTS_BYTES, True)
+            return answer(url, 200, big[:max_body], ctype="text/plain", truncated=True)
+        path = url.split("/", 3)[3]
+        return answer(url, 200, html("/private/x.html", "/public.html") if path == "" else html())
+
+    web = FakeWeb(site)
+    cfg = fake_config(tmp_path, ["http://site.web.test/"])
+    _, summary = await fake_crawl(cfg, web)
+    assert set(web.fetched()) == {"http://site.web.test/", "http://site.web.test/public.html"}
+    by_url = {u: e for u, _, e, *_ in rows(cfg)}
+    assert by_url["http://site.web.test/private/x.html"] == "robots"
+
+
+async def test_a_blocked_host_is_recorded_as_blocked_without_a_request(tmp_path):
+    """The real fetcher and SSRF guard: loopback refused, no socket opened, no hold."""
+    graph = SiteGraph(hosts=1, pages_per_host=5, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        seeds = [f"http://s001.web.test:{farm.port}/", f"http://s001.web.test:{farm.port}/c0/"]
+        cfg = make_config(tmp_path, farm.port, seeds=seeds, crawl={"allow_private": False})
+        _, summary = await crawl(cfg)
+        nursery.cancel_scope.cancel()
+    assert farm.log == []
+    assert {u: e for u, _, e, *_ in rows(cfg)} == {u: "blocked" for u in seeds}
+    assert summary.robots_fetches == 1

@@ -17,6 +17,7 @@ PURE = [
     "peer.state",
     "peer.robots",
     "peer.netguard",
+    "peer.limits",
     "ring.hashring",
     "ring.messages",
     "ring.membership",

@@ -200,6 +200,53 @@ def test_unreachable_becomes_final_disallow_after_max_failures():
     assert rc.check(H, url("/"), now - 5.0) is DISALLOW
 
 
+@pytest.mark.parametrize("cause", ["dns", "blocked"])
+def test_a_final_failure_disallows_at_once_and_names_its_cause(cause):
+    rc = RobotsCache(UA, max_crawl_delay=1, error_retry=600.0, max_failures=3, ttl=1000.0)
+    assert rc.check(H, url("/"), 0.0) is FETCH
+    rc.failed(H, 0.0, cause, final=True)
+    # No UNREACHABLE hold: the URLs are recorded with the cause now.
+    assert rc.check(H, url("/a"), 1.0) is DISALLOW
+    assert rc.failure(H) == cause
+    assert rc.check(H, url("/a"), 700.0) is DISALLOW  # not asked again after error_retry...
+    assert rc.check(H, url("/a"), 1000.0) is FETCH  # ...but after ttl, like an answer
+
+
+def test_retried_failures_end_with_their_cause():
+    rc = RobotsCache(UA, max_crawl_delay=1, error_retry=10.0, max_failures=3)
+    now = 0.0
+    for n in range(1, 4):
+        assert rc.check(H, url("/"), now) is FETCH
+        assert rc.failure(H) is None
+        rc.failed(H, now, "connect")
+        assert rc.failures(H) == n
+        now += 10.0
+    assert rc.check(H, url("/"), now - 5.0) is DISALLOW
+    assert rc.failure(H) == "connect"
+    assert rc.max_failures == 3
+
+
+def test_5xx_failures_end_as_robots_and_rules_are_no_failure():
+    rc = loaded("", status=503, max_failures=1)
+    assert rc.check(H, url("/"), 1.0) is DISALLOW
+    assert rc.failure(H) == "robots"
+    rc2 = loaded("User-agent: *\nDisallow: /\n")
+    assert rc2.check(H, url("/x"), 1.0) is DISALLOW
+    assert rc2.failure(H) is None and rc2.failures(H) == 0
+
+
+def test_a_truncated_prefix_is_parsed_up_to_its_last_whole_line():
+    # What Fetcher.fetch(prefix_ok=True) returns for a 2 MiB file: 500 KiB, cut anywhere.
+    text = ("User-agent: *\nDisallow: /private/\n" + "# filler\n" * 300_000).encode()
+    body = text[:MAX_ROBOTS_BYTES - 15] + b"\nDisallow: /pub"  # a rule cut mid-line
+    assert len(body) == MAX_ROBOTS_BYTES  # not over the limit: only ``truncated`` says it was cut
+    rc = RobotsCache(UA, max_crawl_delay=1)
+    assert rc.check(H, url("/"), 0.0) is FETCH
+    rc.loaded(H, 200, body, 0.0, truncated=True)
+    assert rc.check(H, url("/private/x"), 1.0) is DISALLOW
+    assert rc.check(H, url("/public"), 1.0) is ALLOW  # "/pub" was half a line: not read
+
+
 def test_a_success_resets_the_failure_count():
     rc = RobotsCache(UA, max_crawl_delay=1, error_retry=10.0, max_failures=2)
     assert rc.check(H, url("/"), 0.0) is FETCH

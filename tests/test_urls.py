@@ -16,6 +16,7 @@ from peer.urls import (
     join,
     normalize,
     normalize_link,
+    path_repeats,
 )
 
 # --------------------------------------------------------------------------
@@ -580,3 +581,27 @@ def test_garbage_raises_only_url_error_and_normal_forms_are_fixed_points(text):
 def test_url_like_host_patterns_are_refused(pattern):
     with pytest.raises(URLError, match="not a host name glob"):
         Scope((pattern,))
+
+
+# --------------------------------------------------------------------------
+# path_repeats: the trap rule's measure
+
+
+@pytest.mark.parametrize(
+    ("url", "n"),
+    [
+        ("http://a.test/", 0),
+        ("http://a.test/x", 1),
+        ("http://a.test/a/a", 2),
+        ("http://a.test/a/a/a/", 3),  # the empty segment after the last / is not one
+        ("http://a.test/a/a/a/a/page.html", 4),
+        ("http://a.test/x/y/x/y/x/y/", 3),  # a repeated pair repeats both segments
+        ("http://a.test/a/b/c/a/b/c/a/b/c/", 3),  # any period
+        ("http://a.test/c/2024/01/01/", 2),
+        ("http://a.test/x/?a/a/a/a/a", 1),  # the query is not the path
+        ("http://a.test:8080/p/p/p", 3),
+        ("http://a.test////", 3),  # empty segments count (a // loop)
+    ],
+)
+def test_path_repeats(url, n):
+    assert path_repeats(normalize(url)) == n
