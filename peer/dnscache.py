@@ -203,6 +203,24 @@ class DnsCache:
         self._misses += 1
         return _MISS
 
+    def peek(self, name: str, now: float) -> tuple[str, ...] | None:
+        """The addresses already known for ``name`` (static, literal or cached), else None.
+
+        No counters move and nothing is marked in flight: this is for
+        planning (per-IP politeness wants a new host's IP before its first
+        fetch), not a lookup.
+        """
+        name = _norm(name)
+        hit = self._exact.get(name)
+        if hit is not None:
+            return hit.addresses
+        entry = self._cache.get(name)
+        if entry is not None and now < entry[0]:
+            answer = entry[1]
+            return None if type(answer) is NegativeHit else answer.addresses  # type: ignore[union-attr]
+        hit = self._literal_or_glob(name)
+        return None if hit is None else hit.addresses
+
     def resolved(self, name: str, addresses: Sequence[str], ttl: float | None, now: float) -> None:
         """The query for ``name`` answered; cache it for the clamped ``ttl``.
 

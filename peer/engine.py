@@ -68,14 +68,14 @@ from peer.config import ClusterConfig
 from peer.extract import Page, decode_html, is_html, parse_page, parse_tree
 from peer.items import ExtractConfig, extract_items
 from peer.fetcher import Fetcher, FetchResult
-from peer.frontier import Frontier, Job, Outcome
+from peer.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.limits import Cap, Hold, Limits
 from peer.resolver import Resolver
 from peer.robots import MAX_ROBOTS_BYTES, RobotsCache, Verdict
 from peer.state import PeerState
 from peer.store import PageRow, ResultStore
 from peer.errors import URLError
-from peer.urls import Scope, host_key, normalize, normalize_link
+from peer.urls import Scope, host_key, hostname, normalize, normalize_link
 
 __all__ = ["Crawler", "Summary", "MAX_RETRIES"]
 
@@ -101,6 +101,9 @@ LINGER_ROUNDS = 6
 STOP_GRACE = 5.0
 #: How often a job of a host held for a hand-off looks again.
 HOLD_POLL = 0.1
+#: How far back a restarted peer counts its hosts' request starts: the
+#: frontier's longest ceiling window.
+CEILING_HORIZON = max(CEILING_WINDOWS)
 #: A new state snapshot (and a fresh journal) once the journal is this big, or
 #: this old: recovery replays at most that much (peer/state.py's figures:
 #: ~0.5 M records, a few seconds, per 64 MiB).
@@ -122,7 +125,8 @@ class Parsed:
     errors: list[str]
 
 
-def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig) -> Parsed:
+def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig,
+                   max_links: int = 0) -> Parsed:
     """Links, title and extraction-rule items of an HTML page; pure, for a worker thread."""
     tree = None
     items: list[tuple[str, dict]] = []
@@ -132,7 +136,7 @@ def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig
         tree = parse_tree(body, charset)
         html = decode_html(body, charset) if ex.module else ""
         items, errors = extract_items(ex, url, html, tree)
-    return Parsed(parse_page(url, body, charset, tree=tree), items, errors)
+    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links), items, errors)
 
 
 @dataclass(slots=True)
@@ -150,6 +154,7 @@ class Summary:
     extract_errors: int = 0              # user extraction function failures
     internal: Counter[str] = field(default_factory=Counter)  # exceptions by type (rule 8)
     limits: str = ""                     # Limits.render(): caps hit, hosts held
+    details: list[str] = field(default_factory=list)  # remote input, politeness, seen set
     elapsed: float = 0.0
     stop_reason: str = ""
 
@@ -170,6 +175,7 @@ class Summary:
             + (f"; items: {self.items}" if self.items or self.extract_errors else "")
             + (f" ({self.extract_errors} extraction errors)" if self.extract_errors else ""),
             *([f"  {self.limits}"] if self.limits else []),
+            *(f"  {line}" for line in self.details),
         ])
 
 
@@ -195,7 +201,8 @@ class Crawler:
         crawl = cfg.crawl
         self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
         self.frontier = Frontier(cfg.politeness)
-        self.bloom = BloomFilter(cfg.bloom.capacity, cfg.bloom.error_rate)
+        b = cfg.bloom
+        self.bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay)
         self.limits = Limits.from_config(crawl, cfg.politeness)
         self.resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
@@ -245,6 +252,9 @@ class Crawler:
         self._seen_in: dict[str, str] = {}
         self._leaving = False
         self.handoffs_in = 0                  # seen URLs taken from hand-offs
+        pol = cfg.politeness
+        self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
+        self._restart_starts: list[tuple[str, float]] = []
 
     # -- public ------------------------------------------------------------
 
@@ -284,6 +294,7 @@ class Crawler:
             await store.flush()
         self.summary.elapsed = time.monotonic() - wall0
         self.summary.limits = self.limits.render(self.clock())
+        self.summary.details = self._detail_lines()
         return self.summary
 
     async def _crawl(self, store: ResultStore, recovered) -> None:  # type: ignore[no-untyped-def]
@@ -345,6 +356,9 @@ class Crawler:
         counters: dict[str, float] = {}
         if rec is not None:
             self.bloom = rec.bloom
+            # The file holds the policy it was written with; the config now in
+            # force decides (an operator raises max_capacity and restarts).
+            self.bloom.set_policy(self.cfg.bloom.growth, self.cfg.bloom.max_capacity)
             self._requested = int(rec.counters.get("pages", 0))
             counters = dict(rec.counters)
             # Pages done since the last snapshot whose rows DuckDB had not
@@ -354,6 +368,9 @@ class Crawler:
             for row in missing:
                 store.add_page(row)
             await store.flush()
+            # Politeness counts across the restart: the requests of the last
+            # ceiling horizon, as the rows say they started (rule 9).
+            self._restart_starts = await store.recent_starts(time.time() - CEILING_HORIZON)
             self.resumed = {"queued": len(rec.queued), "forwards": len(rec.forwards),
                             "rows_restored": len(missing), "generation": rec.generation,
                             "torn_bytes": rec.torn_bytes}
@@ -375,14 +392,26 @@ class Crawler:
             host = host_key(url)
             owner = self.ring.owner(host) if self.ring is not None else self.peer_id
             if owner == self.peer_id:
-                self.frontier.push(url, host, depth, now)  # already in the Bloom filter
+                self._push(url, host, depth, now)  # already in the Bloom filter
                 self.limits.queued(host)
             else:
                 self._pass_on(url, depth, owner)
         for url, depth in rec.forwards:
             # Like any URL handed to us: to its owner, or through our Bloom filter.
             self._discover(url, depth, now, relay=True)
+        self._seed_starts(self._restart_starts, now)
+        self._restart_starts = []
         state.commit()
+
+    def _seed_starts(self, starts: list[tuple[str, float]], now: float) -> None:
+        """Count request starts made before (epoch seconds) against our hosts' ceilings."""
+        by_host: dict[str, list[float]] = {}
+        offset = now - time.time()  # epoch -> this clock
+        for host, t in starts:
+            if self.ring is None or not len(self.ring) or self.ring.owner(host) == self.peer_id:
+                by_host.setdefault(host, []).append(t + offset)
+        for host, times in by_host.items():
+            self.frontier.seed_starts(host, times, now)
 
     async def _snapshots(self) -> None:
         """A new snapshot when the journal is big or old, so recovery stays short."""
@@ -564,6 +593,8 @@ class Crawler:
                 # their Crawl-delay floor with them.
                 self.frontier.set_min_delay(job.host, delay, self.clock())
         res = await self._fetcher.fetch(job.url)  # type: ignore[union-attr]
+        if res.address is not None:
+            self.frontier.set_host_ip(job.host, res.address, self.clock())
         parsed = None
         if res.status is not None and 200 <= res.status < 300 and is_html(res.content_type, res.body):
             # In a worker thread: lexbor releases the GIL while it parses, and
@@ -572,7 +603,7 @@ class Crawler:
             # must go on meanwhile.
             parsed = await trio.to_thread.run_sync(
                 parse_response, job.url, res.body, res.charset, self.cfg.extract,
-                limiter=self._parsers)
+                self.cfg.crawl.max_links_per_page, limiter=self._parsers)
         now = self.clock()
         outcome = self._outcome(job, res, now, parsed)
         self._finish(job, now, outcome)
@@ -592,6 +623,8 @@ class Crawler:
             raise
         now = self.clock()
         self.summary.robots_fetches += 1
+        if res.address is not None:
+            self.frontier.set_host_ip(host, res.address, now)
         status, error = res.status, res.error
         if status is not None and (not 200 <= status < 300 or error is None
                                    or (error == "too_large" and res.truncated)):
@@ -678,7 +711,7 @@ class Crawler:
             page = parsed.page
             self._extracted(job.url, parsed)
             title, n_links = page.title, page.n_links
-            links = tuple(limits.cut_links(page.links))
+            links = tuple(limits.cut_links(page.links, page.n_links))
             max_depth = self.cfg.crawl.max_depth
             if not page.nofollow and (not max_depth or job.depth < max_depth):
                 for link in links:
@@ -758,8 +791,19 @@ class Crawler:
             self._state.queued(url, depth)
         if hops:
             self._hops[url] = hops
-        self.frontier.push(url, host, depth, now)
+        self._push(url, host, depth, now)
         self._wake.set()
+
+    def _push(self, url: str, host: str, depth: int, now: float) -> None:
+        """Queue ``url``; with per-IP politeness, a host whose address is known shares its IP's budget."""
+        fr = self.frontier
+        fr.push(url, host, depth, now)
+        if self._ip_politeness and fr.host_ip(host) is None:
+            # Static entries and cached answers are known before the first
+            # fetch; otherwise the first fetch resolves it (docs/politeness.md).
+            ip = self.resolver.peek(hostname(host))
+            if ip is not None:
+                fr.set_host_ip(host, ip, now)
 
     def _row(
         self, job: Job, res: FetchResult | None, *, final_url: str | None = None,
@@ -840,7 +884,7 @@ class Crawler:
             self.accept(url, depth)
             return
         self.bloom.add(url)
-        self.frontier.push(url, host, depth, self.clock())
+        self._push(url, host, depth, self.clock())
         self.limits.queued(host)
         if self._state is not None:
             self._state.queued(url, depth)
@@ -860,6 +904,12 @@ class Crawler:
     def set_ring(self, ring) -> None:  # type: ignore[no-untyped-def]
         """The live member set changed: hosts no longer ours go to their owners."""
         old, self.ring = self.ring, ring
+        if len(ring):
+            # Hosts are placed by a hash of their name, not of their IP, so
+            # this peer owns about its ring share of any IP's hosts: its share
+            # of the IP's budget (BUbiNG divides by the number of agents;
+            # this is the same for equal weights and follows unequal ones).
+            self.frontier.set_default_ip_share(ring.shares().get(self.peer_id, 1.0))
         for host in self.frontier.queued_hosts():
             owner = ring.owner(host)
             if owner != self.peer_id:
@@ -990,12 +1040,55 @@ class Crawler:
         }
 
     def limits_figures(self) -> dict[str, int]:
-        """Non-zero cap hits, held hosts and the internal error count, by name."""
+        """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
         out = self.limits.figures(self.clock())
         internal = sum(self.summary.internal.values())
         if internal:
             out["error.internal"] = internal
+        for reason, n in self._malformed().items():
+            if n:
+                out[f"malformed.{reason}"] = int(n)
+        fr = self.frontier
+        if fr.ceiling_holds:
+            out["polite.ceiling_holds"] = fr.ceiling_holds
+        if fr.ip_ceiling_holds:
+            out["polite.ip_ceiling_holds"] = fr.ip_ceiling_holds
+        if self.bloom.num_slices > 1:
+            out["bloom.slices"] = self.bloom.num_slices
+        if self.bloom.full:
+            out["bloom.full"] = 1
         return out
+
+    def _malformed(self) -> dict[str, int]:
+        """The fetcher's counts of header values it ignored or clamped, by reason."""
+        stats = getattr(self._fetcher, "stats", None)
+        figures = stats() if callable(stats) else {}
+        got = figures.get("malformed") if isinstance(figures, dict) else None
+        return dict(got) if isinstance(got, dict) else {}
+
+    def _detail_lines(self) -> list[str]:
+        """The summary's lines on remote input, politeness and the seen set (only what happened)."""
+        lines = []
+        bad = self._malformed()
+        excess = bad.pop("excess", 0)
+        if bad or excess:
+            parts = []
+            if bad:
+                parts.append("malformed headers ignored or clamped: "
+                             + ", ".join(f"{k} {n}" for k, n in sorted(bad.items())))
+            if excess:
+                parts.append(f"bytes past a response's end {excess} (connection closed)")
+            lines.append("remote input: " + "; ".join(parts))
+        fr = self.frontier
+        if fr.ceiling_holds or fr.ip_ceiling_holds or fr.n_ips:
+            lines.append(f"politeness: starts held by the 1 s/5 s ceiling {fr.ceiling_holds} "
+                         f"(per IP {fr.ip_ceiling_holds}); IP addresses paced {fr.n_ips}")
+        b = self.bloom
+        if b.num_slices > 1 or b.full:
+            lines.append(f"seen set: {b.count:,} URLs in {b.num_slices} Bloom slices "
+                         f"({b.total_capacity:,} capacity{', full' if b.full else ''}), "
+                         f"estimated false positives {b.estimated_fpr():.3%} (bound {b.fpr_bound:.3%})")
+        return lines
 
     # -- progress ------------------------------------------------------------
 
@@ -1012,6 +1105,7 @@ class Crawler:
             f"frontier {len(self.frontier)}, hosts active {self.frontier.hosts_active}, "
             f"in flight {self._in_flight}, errors {sum(s.errors.values())}, "
             f"dns hit rate {dns.hit_rate:.0%}, bloom fill {self.bloom.fill_ratio():.2%}"
+            + (f" (slice {self.bloom.num_slices})" if self.bloom.num_slices > 1 else "")
             + (f", held hosts: robots.txt {held[Hold.ROBOTS]}, Retry-After {held[Hold.RETRY_AFTER]}"
                if any(held.values()) else "")
             + (f", capped {capped}" if capped else "")

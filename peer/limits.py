@@ -163,12 +163,18 @@ class Limits:
 
     # -- rule 3: the page --------------------------------------------------------
 
-    def cut_links(self, links: Sequence[str]) -> Sequence[str]:
-        """The links of one page that are followed: the first ``max_links_per_page``."""
+    def cut_links(self, links: Sequence[str], total: int | None = None) -> Sequence[str]:
+        """The links of one page that are followed: the first ``max_links_per_page``.
+
+        ``total``: the page's link count when the parser already cut
+        ``links`` short (it stops normalising at the cap), so the hit counts
+        what the page offered, not what reached us.
+        """
         cap = self.max_links_per_page
-        if not cap or len(links) <= cap:
+        offered = len(links) if total is None else max(total, len(links))
+        if not cap or offered <= cap:
             return links
-        self.hits[Cap.LINKS_PER_PAGE] += len(links) - cap
+        self.hits[Cap.LINKS_PER_PAGE] += offered - cap
         self.hits[Cap.PAGES_CUT] += 1
         return links[:cap]
 

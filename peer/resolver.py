@@ -112,6 +112,11 @@ class Resolver:
         """The cache's counters (lookups, hits, misses, merged...)."""
         return self._cache.stats()
 
+    def peek(self, host: str) -> str | None:
+        """The first address already known for ``host`` (no query, no guard), else None."""
+        addresses = self._cache.peek(host, self._clock())
+        return addresses[0] if addresses else None
+
     async def resolve(self, host: str) -> tuple[str, ...]:
         """The addresses to connect to for ``host`` (no port), guard applied.
 

@@ -377,6 +377,28 @@ class ResultStore:
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot read results: {exc}") from None
 
+    async def recent_starts(self, since: float) -> list[tuple[str, float]]:
+        """(host, request start in epoch seconds) of the rows whose request started after ``since``.
+
+        A row's start is ``fetched_at - elapsed_ms``: politeness counts a
+        request when it starts, and a restarted peer seeds its per-host
+        ceilings from these so a host sees no burst across the restart.
+        """
+        await self.flush()
+        return await trio.to_thread.run_sync(self._recent_starts, since, limiter=self._limiter)
+
+    def _recent_starts(self, since: float) -> list[tuple[str, float]]:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        try:
+            return con.execute(
+                "SELECT host, epoch(fetched_at) - elapsed_ms / 1000.0 AS t FROM pages "
+                "WHERE status IS NOT NULL AND fetched_at >= ? AND t > ?",
+                [_ts(since), since]).fetchall()
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+
     def stats(self) -> StoreStats:
         w = self._written
         return StoreStats(w["pages"], w["links"], w["bodies"], w["pid_trace"], self._flushes,

@@ -236,3 +236,20 @@ def test_never_expired_answer_and_never_over_max_size(ops, max_size):
             c.cancelled(name)
         assert len(c) <= max_size
         assert c.stats().size <= max_size
+
+
+def test_peek_knows_static_and_cached_answers_without_counting_or_marking():
+    cache = DnsCache({"*.web.test": "127.0.0.9"}, min_ttl=10, max_ttl=100, negative_ttl=5)
+    assert cache.peek("a.web.test", 0.0) == ("127.0.0.9",)
+    assert cache.peek("10.1.2.3", 0.0) == ("10.1.2.3",)
+    assert cache.peek("other.test", 0.0) is None
+    resolve(cache, "other.test", ["192.0.2.7"], 50, 0.0)
+    assert cache.peek("other.test", 49.0) == ("192.0.2.7",)
+    assert cache.peek("other.test", 51.0) is None
+    cache.lookup("gone.test", 0.0)
+    cache.failed("gone.test", "NXDOMAIN", 0.0)
+    assert cache.peek("gone.test", 1.0) is None
+    before = cache.stats()
+    cache.peek("new.test", 60.0)
+    assert cache.stats() == before
+    assert cache.lookup("new.test", 60.0) == Miss()  # peek marked nothing in flight

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import json
+import math
 import time
 import tracemalloc
 from collections import Counter
@@ -726,3 +727,74 @@ async def test_a_blocked_host_is_recorded_as_blocked_without_a_request(tmp_path)
     assert farm.log == []
     assert {u: e for u, _, e, *_ in rows(cfg)} == {u: "blocked" for u in seeds}
     assert summary.robots_fetches == 1
+
+
+def _worst(times: list[float], w: float) -> int:
+    """Most of ``times`` (sorted) in any half-open window of ``w`` seconds."""
+    best, lo = 0, 0
+    for hi, t in enumerate(times):
+        while times[lo] <= t - w:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
+def _ceiling(per_second: float, w: float) -> int:
+    return math.ceil(1.1 * per_second * w) + 1
+
+
+async def test_hosts_on_one_ip_share_its_budget_in_every_second(tmp_path, jump_clock):
+    # Ten hosts that the static DNS entry puts on one address, 600 pages/min
+    # each (100/s together) under an ip_rate of 1200 pages/min (20/s): the
+    # address, as its server's log would show it, gets at most the ceiling
+    # of 20/s in any 1 s and 5 s window, and uses at least 90% of it.
+    hosts = [f"h{i:02d}.web.test" for i in range(10)]
+
+    def site(url, *_):
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        host = url.split("/")[2]
+        path = url.split("/", 3)[3]
+        if path == "":
+            return answer(url, 200, html(*(f"/p{i}.html" for i in range(40))))
+        return answer(url, 200, html("/", *(f"http://{h}/" for h in hosts)))
+
+    cfg = fake_config(tmp_path, [f"http://{h}/" for h in hosts],
+                      politeness={"rate": 600.0, "ip_rate": 1200.0})
+    web = FakeWeb(site, latency=0.02)
+    crawler, summary = await fake_crawl(cfg, web)
+    starts = sorted(t for _, _, _, t in web.calls)
+    assert len(web.fetched()) == 10 * 41
+    assert crawler.frontier.n_ips == 0 or crawler.frontier.host_ip(hosts[0]) == "127.0.0.1"
+    for w in (1.0, 5.0):
+        assert _worst(starts, w) <= _ceiling(20.0, w), w
+    busy = starts[-1] - starts[0]
+    assert len(starts) / busy >= 0.9 * 20.0
+    assert "IP addresses paced 1" in summary.render()
+
+
+async def test_a_fast_host_never_gets_more_than_the_ceiling_in_a_second(tmp_path, jump_clock):
+    # 600 pages/min with two requests in flight: retries, robots.txt and
+    # 503s included, no 1 s or 5 s window of the host's log is over the ceiling.
+    calls = {"n": 0}
+
+    def site(url, *_):
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        calls["n"] += 1
+        path = url.split("/", 3)[3]
+        if calls["n"] % 37 == 0:
+            return answer(url, 503, b"", retry_after=0.0)
+        if path == "":
+            return answer(url, 200, html(*(f"/p{i}.html" for i in range(200))))
+        return answer(url, 200, html("/"))
+
+    cfg = fake_config(tmp_path, ["http://fast.web.test/"],
+                      politeness={"rate": 600.0, "host_concurrency": 2})
+    web = FakeWeb(site, latency=0.01)
+    await fake_crawl(cfg, web)
+    starts = sorted(t for _, _, _, t in web.calls)
+    assert len(web.fetched()) >= 201
+    for w in (1.0, 5.0):
+        assert _worst(starts, w) <= _ceiling(10.0, w), w
+    # A 503 doubles the delay as a penalty halved each window: slower, never faster.

@@ -326,3 +326,12 @@ def test_html_shaped_garbage_gives_a_page(parts, charset):
 @given(url=st.text(max_size=40))
 def test_garbage_page_url_gives_a_page(url):
     _check(parse_page(url, _page("<base href='x/'>", "<a href='/a'>a</a><a href='b'>b</a>")))
+
+
+def test_max_links_keeps_the_first_links_in_document_order_and_counts_the_rest():
+    body = "".join(f'<a href="/p{i}">{i}</a>' for i in range(50)).encode()
+    page = parse_page(URL, body, max_links=10)
+    assert page.links == tuple(f"http://example.test/p{i}" for i in range(10))
+    assert page.n_links == 50
+    whole = parse_page(URL, body)
+    assert len(whole.links) == whole.n_links == 50

@@ -127,3 +127,10 @@ def test_figures_and_summary_line_name_what_was_hit():
 def test_bad_caps_are_refused(kw):
     with pytest.raises(ValueError):
         Limits(**kw)
+
+
+def test_a_page_already_cut_by_the_parser_counts_what_it_offered():
+    lim = Limits(max_links_per_page=100)
+    kept = lim.cut_links([f"u{i}" for i in range(100)], total=5000)
+    assert len(kept) == 100
+    assert lim.hits[Cap.LINKS_PER_PAGE] == 4900 and lim.hits[Cap.PAGES_CUT] == 1

@@ -345,3 +345,14 @@ def test_lock_messages_are_parsed_defensively():
 def test_batch_rows_must_be_positive(tmp_path):
     with pytest.raises(ValueError, match="batch_rows"):
         store(tmp_path / "x.duckdb", batch_rows=0)
+
+
+async def test_recent_starts_are_fetched_at_less_elapsed_for_answered_rows(tmp_path):
+    async with store(tmp_path / "pages.duckdb") as st:
+        st.add_page(row(0, elapsed_ms=500.0))                 # started T0 - 0.5: too old
+        st.add_page(row(3, elapsed_ms=1000.0))                # started T0 + 2
+        st.add_page(row(4, elapsed_ms=250.0))                 # started T0 + 3.75
+        st.add_page(row(5, status=None, error="connect"))     # never reached the server
+        got = sorted(await st.recent_starts(T0 + 1.0))
+    assert [h for h, _ in got] == ["s001.web.test", "s001.web.test"]
+    assert [round(t - T0, 3) for _, t in got] == [2.0, 3.75]
