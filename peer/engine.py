@@ -49,6 +49,13 @@ Rules (each one is a line or two below):
    ``internal``, is counted by type (``Summary.internal``), logged with its
    traceback the first time its type is seen, and the job still ends with
    exactly one ``Frontier.done`` (rule 1).
+9. Politeness holds across what the frontier cannot see (docs/politeness.md):
+   with ``ip_rate`` or ``ip_concurrency`` a host shares its IP's budget from
+   the moment its address is known (at push time from static or cached DNS,
+   else after its first fetch), and this peer's share of an IP's budget is
+   its ring share; after a restart the hosts' request starts of the last
+   ceiling horizon are read back from the rows (start = ``fetched_at`` less
+   ``elapsed_ms``) so a host sees no burst across the restart.
 """
 
 from __future__ import annotations
