@@ -9,6 +9,8 @@ Layers, bottom up (each imports only those above it)::
                 HTTP, fuzz) and the catalogue of cases (CASES)            - pure
     hostile.py  the trio server on one loopback port, its request log,
                 serve_in_thread, the config a crawler needs, the CLI
+    peerrun.py  real `python -m peer` processes against it: cluster.toml,
+                bounded runs, RSS polled from /proc, result rows
 
 ``python -m localweb.hostile --help`` lists the hosts and the cluster.toml
 lines a crawler needs to reach them.
@@ -19,7 +21,7 @@ from localweb.farm import Farm
 from localweb.site import Site
 from localweb.wire import End, Reply, reply
 
-_SERVER_NAMES = ("DNS", "HostileWeb", "LogEntry", "config_snippet", "serve_in_thread")
+_SERVER_NAMES = ("DNS", "HostileWeb", "LogEntry", "config_snippet", "in_thread", "serve_in_thread")
 
 
 def __getattr__(name: str):  # type: ignore[no-untyped-def]
@@ -33,5 +35,5 @@ def __getattr__(name: str):  # type: ignore[no-untyped-def]
 
 __all__ = [
     "CASES", "Case", "DNS", "End", "Farm", "HostileWeb", "LogEntry", "RETRY_AFTER", "Reply",
-    "Site", "config_snippet", "reply", "serve_in_thread",
+    "Site", "config_snippet", "in_thread", "reply", "serve_in_thread",
 ]

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import socket
 import struct
@@ -35,7 +36,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 
 import trio
@@ -45,7 +46,7 @@ from localweb.farm import TRAP_HOST, Farm, trap_page
 from localweb.site import Site
 from localweb.wire import End, Reply, html, parse_request, reply
 
-__all__ = ["DNS", "HostileWeb", "LogEntry", "config_snippet", "main", "serve_in_thread"]
+__all__ = ["DNS", "HostileWeb", "LogEntry", "config_snippet", "in_thread", "main", "serve_in_thread"]
 
 #: The crawler's ``[dns] resolve`` table for this web. refused.test points at
 #: a loopback address nobody listens on: every connection to it is refused.
@@ -207,8 +208,12 @@ class HostileWeb:
 
 
 @contextlib.contextmanager
-def serve_in_thread(web: HostileWeb, host: str = "127.0.0.1", port: int = 0) -> Iterator[HostileWeb]:
-    """Run ``web`` in a thread of its own for the ``with`` block; ``web.port`` is set on entry."""
+def in_thread(serve: Callable[..., Awaitable[object]]) -> Iterator[None]:
+    """Run ``await serve(task_status=...)`` in a thread with its own trio loop for the ``with`` block.
+
+    Entered once ``serve`` called ``task_status.started()``; cancelled on
+    exit. An error of the server is raised here, in the caller's thread.
+    """
     ready = threading.Event()
     box: dict[str, object] = {}
 
@@ -216,7 +221,7 @@ def serve_in_thread(web: HostileWeb, host: str = "127.0.0.1", port: int = 0) -> 
         async with trio.open_nursery() as nursery:
             box["token"] = trio.lowlevel.current_trio_token()
             box["cancel"] = nursery.cancel_scope.cancel
-            await nursery.start(web.serve, host, port)
+            await nursery.start(serve)
             ready.set()
 
     def run() -> None:
@@ -227,18 +232,25 @@ def serve_in_thread(web: HostileWeb, host: str = "127.0.0.1", port: int = 0) -> 
         finally:
             ready.set()
 
-    thread = threading.Thread(target=run, name="hostile-web", daemon=True)
+    thread = threading.Thread(target=run, name="localweb", daemon=True)
     thread.start()
     ready.wait()
     if "error" in box:
-        raise RuntimeError(f"the hostile web did not start: {box['error']!r}")
+        raise RuntimeError(f"the server did not start: {box['error']!r}")
     try:
-        yield web
+        yield
     finally:
         trio.from_thread.run_sync(box["cancel"], trio_token=box["token"])  # type: ignore[arg-type]
         thread.join(10)
     if "error" in box:
-        raise RuntimeError(f"the hostile web failed: {box['error']!r}")
+        raise RuntimeError(f"the server failed: {box['error']!r}")
+
+
+@contextlib.contextmanager
+def serve_in_thread(web: HostileWeb, host: str = "127.0.0.1", port: int = 0) -> Iterator[HostileWeb]:
+    """Serve ``web`` from a thread of its own for the ``with`` block; ``web.port`` is set on entry."""
+    with in_thread(functools.partial(web.serve, host, port)):
+        yield web
 
 
 def config_snippet(port: int | str = "PORT", seeds: Sequence[str] = ()) -> str:
