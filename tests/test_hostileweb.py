@@ -16,7 +16,11 @@ before the caps exist and pass once they do.
 
 from __future__ import annotations
 
+import contextlib
 import gzip
+import re
+import socket
+import time
 from pathlib import Path
 
 import pytest
@@ -64,6 +68,60 @@ def assert_rows_for(run: Run, urls: set[str]) -> None:
 
 def requested(web: HostileWeb) -> set[str]:
     return set(web.fetched())
+
+
+# -- the server itself is bounded ------------------------------------------------
+
+
+def _raw(port: int, data: bytes, limit: int = 1 << 20) -> bytes:
+    with socket.create_connection(("127.0.0.1", port), timeout=5) as s:
+        s.sendall(data)
+        out = bytearray()
+        with contextlib.suppress(TimeoutError, ConnectionResetError):
+            while len(out) < limit and (chunk := s.recv(1 << 20)):
+                out += chunk
+    return bytes(out)
+
+
+def test_server_refuses_an_oversized_request_head_and_logs_each_request():
+    web = HostileWeb(max_head=4096, idle_timeout=1.0)
+    with serve_in_thread(web):
+        assert _raw(web.port, b"GET / HTTP/1.1\r\nX: " + b"a" * 10_000).startswith(b"HTTP/1.1 431 ")
+        two = _raw(web.port, b"GET /p/1.html HTTP/1.1\r\nHost: site.test:1\r\n\r\n"
+                             b"GET /p/2.html HTTP/1.1\r\nHost: SITE.test\r\n\r\n")
+    assert two.count(b"HTTP/1.1 200 OK") == 2
+    assert [(e.host, e.target) for e in web.log] == [("site.test", "/p/1.html"), ("site.test", "/p/2.html")]
+    assert web.log[0].conn == web.log[1].conn
+
+
+def test_server_caps_its_connections():
+    web = HostileWeb(max_connections=2, idle_timeout=2.0)
+    with serve_in_thread(web):
+        held = [socket.create_connection(("127.0.0.1", web.port)) for _ in range(2)]
+        try:
+            time.sleep(0.2)
+            # The third waits in the accept queue until a slot frees.
+            third = socket.create_connection(("127.0.0.1", web.port), timeout=0.5)
+            third.sendall(b"GET / HTTP/1.1\r\nHost: site.test\r\n\r\n")
+            with pytest.raises(TimeoutError):
+                third.recv(100)
+            held[0].close()
+            third.settimeout(5)
+            assert third.recv(100).startswith(b"HTTP/1.1 200 ")
+            third.close()
+        finally:
+            for s in held:
+                s.close()
+
+
+def test_farm_page_streams_a_million_new_links():
+    web = HostileWeb(farm=Farm(hosts=2, links_per_page=1_000_000, cross=100))
+    with serve_in_thread(web):
+        body = _raw(web.port, b"GET /n/3 HTTP/1.1\r\nHost: farm1.test\r\n\r\n", limit=64 << 20)
+    links = re.findall(rb'href="(//farm2\.test)?/n/([0-9]+)"', body)
+    assert len(links) == 1_000_000
+    assert len({n for _, n in links}) == 1_000_000
+    assert sum(1 for host, _ in links if host) == 10_000
 
 
 # -- the normal site: the oracle itself ------------------------------------------
