@@ -23,6 +23,11 @@ PURE = [
     "ring.membership",
     "ring.forwarder",
     "ring.curve",
+    # The hostile web's answers are pure too; only localweb.hostile serves them.
+    "localweb.wire",
+    "localweb.site",
+    "localweb.farm",
+    "localweb.cases",
 ]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
 
