@@ -39,9 +39,38 @@ nothing.
 an unknown peer or a full queue unless ``ROUTER_MANDATORY`` is set, which
 :func:`open_socket` always does: an unknown identity raises
 :class:`PeerUnreachable`, a full queue is EAGAIN and the send waits
-(backpressure). ROUTER sockets also get ``ROUTER_HANDOVER``, so a peer that
-restarts and reconnects under the same identity takes its identity over
-instead of being refused while the old connection lingers.
+(backpressure).
+
+**Routes: no takeover.** ROUTER sockets do *not* get ``ROUTER_HANDOVER``.
+With it, any connection announcing a live peer's routing id took that route:
+libzmq parked the real peer's connection unread, so one spoofed DEALER
+connecting to p1 as ``p2`` made p1 hold p2 dead within about 6 s and never
+hear from it again (both then crawled p2's hosts: 320 pages fetched twice).
+Without it, libzmq ignores a newcomer whose routing id is already connected
+(its messages are never delivered) and the first keeps its route. That
+would lock out a member that restarts while its old TCP connection still
+lingers (a host that vanished without a FIN), so a member's DEALERs use
+:func:`member_route` ``b"<member id>/<nonce>"``, a fresh random nonce each
+process: a restart is a new route, never a duplicate, and the member id
+also travels in every message (``sender``), which the receiver checks
+against :func:`route_member` of the route. With CurveZMQ the connection's
+ZAP User-Id (the member id of its key, set by :class:`CurveAuthenticator`)
+must match as well; :meth:`ZmqSocket.recv_routed` hands it over with each
+message. ZMTP heartbeats (``heartbeat=``) close a lingering connection whose
+other end answers no PING.
+
+**Receive memory is bounded per connection.** A message larger than the
+codec's frame limit (``MAXMSGSIZE`` = :data:`ring.messages.MAX_FRAME`, 8 MiB)
+makes libzmq drop the connection as soon as the frame's header arrives,
+before any of its body is buffered; a connection holds at most ``rcvhwm``
+whole messages, queued, plus the one being read; and one
+:meth:`~ZmqSocket.recv_batch` takes at most :data:`BATCH_BYTES`. A peer's
+ROUTER uses ``[ring] recv_queue`` (16): at most 17 x 8 MiB per connection.
+With libzmq's old limit of 64 MiB and 1,000 messages, ten 50 MB frames took
+a peer from 123 MB to 883 MB RSS; a flood of 50 MB and 1 MiB garbage frames
+from 4 connections now adds 14 MiB (tests/test_hostile.py). libzmq counts
+nothing it refuses this way (no per-reason event after the handshake): the
+codec's own counters see only what gets through.
 
 A ROUTER's ``POLLOUT`` means "*some* peer has room", which cannot tell a
 waiting sender that *its* peer has. A ROUTER send that finds its peer full
