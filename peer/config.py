@@ -29,6 +29,7 @@ from typing import Any
 from peer.errors import ConfigError, URLError
 from peer.items import ExtractConfig, parse_extract
 from peer.urls import Scope, normalize
+from ring.membership import MAX_WEIGHT
 
 __all__ = [
     "BloomConfig",
@@ -61,6 +62,11 @@ _REQUIRED = dataclasses.MISSING
 
 def _positive(v: Any) -> str | None:
     return None if v > 0 else "a number > 0"
+
+
+def _weight(v: Any) -> str | None:
+    # A member's ring points grow with its weight: gossip refuses more too.
+    return None if 0 < v <= MAX_WEIGHT else f"a number > 0 and at most {MAX_WEIGHT:g}"
 
 
 def _non_negative(v: Any) -> str | None:
@@ -137,7 +143,7 @@ class PeerSpec:
     id: str = _key(str, _REQUIRED, "the peer's unique id (required)", _peer_id)
     address: str = _key(str, _REQUIRED, "where its ZeroMQ socket listens, tcp://host:port (required)", _address)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
-    weight: float = _key(float, 1.0, "its share of the ring relative to the others", _positive)
+    weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
 
 
 @dataclass(frozen=True, slots=True)

@@ -114,6 +114,7 @@ __all__ = [
     "TerminationDetector",
     "merge_members",
     "LIVE",
+    "MAX_WEIGHT",
 ]
 
 ALIVE, SUSPECT, DEAD, LEFT = (
@@ -129,6 +130,10 @@ lost packet or two never moves hosts (SWIM's reason for suspicion)."""
 _FINAL = {ALIVE: 0, SUSPECT: 0, DEAD: 1, LEFT: 2}
 _SOFT = {ALIVE: 0, SUSPECT: 1, DEAD: 0, LEFT: 0}
 _MAX_INCARNATION = 2**64 - 2  # a claim at 2**64-1 could not be refuted on the wire
+MAX_WEIGHT = 10.0
+"""Largest member weight: a member gets ``round(vnodes * weight)`` ring points,
+so a gossiped weight of 1e9 would build 256e9 of them. At 10, a full view
+(``MAX_MEMBERS``) at the default 256 vnodes is at most 2.6 M points."""
 
 
 class IllegalTransition(RingError):
@@ -168,7 +173,7 @@ def merge_members(a: Member, b: Member) -> Member:
 
 def _usable(m: Member) -> bool:
     # The codec lets weight 0.0 through; HashRing refuses it.
-    return bool(m.id) and m.weight > 0.0 and m.incarnation <= _MAX_INCARNATION
+    return bool(m.id) and 0.0 < m.weight <= MAX_WEIGHT and m.incarnation <= _MAX_INCARNATION
 
 
 class Membership:
@@ -226,8 +231,8 @@ class Membership:
     ) -> None:
         if not self_id or not ring_name:
             raise ValueError("self_id and ring_name must be non-empty")
-        if not weight > 0:
-            raise ValueError(f"weight must be > 0, not {weight!r}")
+        if not 0 < weight <= MAX_WEIGHT:
+            raise ValueError(f"weight must be in (0, {MAX_WEIGHT:g}], not {weight!r}")
         if not 0 < gossip_interval <= suspect_after < dead_after:
             raise ValueError(
                 "expected 0 < gossip_interval <= suspect_after < dead_after, got "
@@ -266,8 +271,8 @@ class Membership:
             sweight = float(seed[2]) if len(seed) > 2 else 1.0  # type: ignore[misc]
             if sid in seed_ids:
                 raise ValueError(f"seed {sid!r} listed twice")
-            if not sid or not sweight > 0:
-                raise ValueError(f"seed {sid!r}: needs an id and a weight > 0")
+            if not sid or not 0 < sweight <= MAX_WEIGHT:
+                raise ValueError(f"seed {sid!r}: needs an id and a weight in (0, {MAX_WEIGHT:g}]")
             seed_ids.add(sid)
             if sid != self_id:
                 self._members[sid] = Member(sid, saddr, 0, ALIVE, sweight)

@@ -133,6 +133,7 @@ def test_wrong_type_names_key_and_expectation(snippet, key, expected):
         ("[ring]\ndead_after = 6.0\ntombstone_ttl = 11.0", "ring.tombstone_ttl"),
         ("[ring]\ntombstone_ttl = 0", "ring.tombstone_ttl"),
         ("[ring]\nrecv_queue = 0", "ring.recv_queue"),
+        ('[[peer]]\nid = "p2"\naddress = "tcp://127.0.0.1:5702"\nweight = 11.0', "peer[1].weight"),
         ("[ring]\nsuspect_after = 5.0\ndead_after = 4.0", "ring.dead_after"),
         ("[politeness]\nmin_delay = 5.0\nmax_delay = 1.0", "politeness.max_delay"),
         ("[politeness]\ninitial_delay = 90.0", "politeness.initial_delay"),

@@ -23,6 +23,7 @@ from ring.errors import RingError
 from ring.hashring import HashRing
 from ring.membership import (
     LIVE,
+    MAX_WEIGHT,
     IllegalTransition,
     Membership,
     TerminationDetector,
@@ -936,3 +937,15 @@ def test_page_cap_splits_the_rest_of_max_pages_among_the_busy_peers():
     assert m.page_cap(50, 10) == 10
     # The last pages are never split into nothing (ceil, not floor).
     assert m.page_cap(61, 10) == 11
+
+
+def test_a_gossiped_weight_past_max_weight_is_refused():
+    # Its ring points grow with the weight: 1e9 would be 256e9 of them.
+    m = make("p0", seed_list(2))
+    m.receive(Digest(RING, "p1", (Member("j1", "tcp://j:1", 5, ALIVE, 1e9, 1),)), 1.0)
+    assert m.receive(Join(RING, "j2", "tcp://j:2", 10.5, 5), 1.0) == []
+    m.receive(Digest(RING, "p1", (Member("j3", "tcp://j:3", 5, ALIVE, MAX_WEIGHT, 1),)), 1.0)
+    assert m.dropped == {"bad_member": 2}
+    assert set(m.live()) == {"p0", "p1", "j3"}
+    with pytest.raises(ValueError, match="weight"):
+        make("p0", seed_list(2), weight=MAX_WEIGHT * 2)
