@@ -486,3 +486,42 @@ async def test_configure_hook_runs_before_bind_and_push_pull_carry_data():
                 await push.send_multipart([b"a", b"b"])
                 assert await pull.recv_multipart() == [b"a", b"b"]
     assert seen == [b""]
+
+
+_STOPPABLE = """
+import sys, time, zmq
+ctx = zmq.Context()
+socks = [ctx.socket(zmq.DEALER) for _ in sys.argv[1:]]
+for s, endpoint in zip(socks, sys.argv[1:]):
+    s.setsockopt(zmq.ROUTING_ID, b"stopped")
+    s.connect(endpoint)
+    s.send(b"hi")
+time.sleep(60)
+"""
+
+
+async def test_heartbeats_close_a_connection_whose_other_end_stopped_answering():
+    # A member whose host vanished leaves its connection open (no FIN):
+    # without heartbeats it lingers for ever. A stopped process stands in.
+    import signal
+
+    with trio.fail_after(30):
+        async with open_socket("ROUTER", heartbeat=(0.2, 1.0)) as beating, \
+                open_socket("ROUTER") as plain:
+            endpoints = [beating.bind(ANY_PORT), plain.bind(ANY_PORT)]
+            proc = await trio.lowlevel.open_process([sys.executable, "-c", _STOPPABLE, *endpoints])
+            try:
+                assert await beating.recv_multipart() == [b"stopped", b"hi"]
+                assert await plain.recv_multipart() == [b"stopped", b"hi"]
+                proc.send_signal(signal.SIGSTOP)
+                t0 = trio.current_time()
+                with pytest.raises(PeerUnreachable):
+                    while True:
+                        await beating.send_multipart([b"stopped", b"are you there?"])
+                        await trio.sleep(0.05)
+                closed_after = trio.current_time() - t0
+                await plain.send_multipart([b"stopped", b"still routed"])  # no heartbeat: it lingers
+            finally:
+                proc.kill()
+                await proc.wait()
+    assert 0.5 < closed_after < 5.0, closed_after
