@@ -11,12 +11,16 @@ allocator). tests/test_urls.py and tests/test_extract.py fuzz each function
 alone; this file checks that they agree with each other on any input.
 
 **From the network.** Three real peers crawl the local web while the test,
-from a plain DEALER, sends one of them garbage, truncated and oversized
-frames, unknown types and versions, another ring's batch, a replayed batch
-and a message with extra frames. The crawl must still complete (every peer
-exits 0 by itself, every expected URL fetched, the other ring's URL never),
-and ``python -m ring status --json`` taken during the crawl shows each drop
-counted under its name.
+from plain DEALERs (one with libzmq's anonymous route, two claiming member
+routes), sends one of them garbage and truncated frames, unknown types and
+versions, another ring's batch, a replayed batch, a member's batch on
+another's route and a message with extra frames. The crawl must still
+complete (every peer exits 0 by itself, every expected URL fetched, the
+other ring's URL never), and ``python -m ring status --json`` taken during
+the crawl shows each drop counted under its name. Then four connections
+flood a peer with 50 MB frames (over the 8 MiB frame limit) and garbage:
+its resident memory stays within 100 MB of where it was, and the crawl
+completes.
 """
 
 from __future__ import annotations
