@@ -71,8 +71,11 @@ Tombstones: dead and left records are kept, and gossiped, for
 ``tombstone_ttl`` seconds of local time after they entered our view as such
 (van Renesse et al. keep failed members a while for this reason: forgetting
 one lets a stale gossip bring it back to life), then forgotten, as
-memberlist forgets a dead node after ``GossipToTheDeadTime`` ("we will still
-try to gossip to it. This gives it a chance to refute"). The window is long
+hashicorp/memberlist reaps a dead node ``GossipToTheDeadTime`` after its
+local ``StateChange`` (30 s on a LAN, its push/pull interval: "the interval
+after which a node has died that we will still try to gossip to it. This
+gives it a chance to refute"); our reconnect probe to the dead stops with
+the tombstone too. The window is long
 enough: a stale *alive* record of a member that really died can only live
 at a running peer until that peer's own timer fires, ``dead_after`` after
 the last heartbeat it got, which left the member before it died and so
