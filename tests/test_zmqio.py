@@ -287,10 +287,15 @@ async def test_a_message_over_max_msg_drops_its_connection_before_it_is_read():
                 await big.send_multipart([b"x" * 1001])
                 await big.send_multipart([b"after the big one"])
                 await ok.send_multipart([b"y" * 1000])
-                assert await router.recv_multipart() == [b"ok", b"y" * 1000]
-                with trio.move_on_after(0.3):
-                    got = await router.recv_multipart()
-                    pytest.fail(f"got {got[0]!r} {len(got[1])} bytes")
+                got = []
+                with trio.move_on_after(0.5):
+                    while True:
+                        got.append(await router.recv_multipart())
+    # The big one never arrives; the DEALER reconnects and what it queued
+    # after it may (zmq keeps a DEALER's queue across reconnects).
+    assert [b"ok", b"y" * 1000] in got
+    assert all(len(m[1]) <= 1000 for m in got), [(m[0], len(m[1])) for m in got]
+    assert [m for m in got if m[0] == b"big"] in ([], [[b"big", b"after the big one"]])
     with pytest.raises(ValueError):
         open_socket("ROUTER", max_msg=MAX_FRAME + 1)
 
