@@ -10,6 +10,23 @@ A thin edge around the pure ring cores (``ring.membership``,
   a bounded channel. Every send is bounded in time and may be dropped: gossip
   is repeated every round and URL batches are resent until acked
   (``Outbox``), so a dead or slow peer never blocks the others;
+- no ring message can end this peer. Whatever arrives is decoded, checked
+  and dropped and counted (``dropped``, shown by ``python -m ring status``)
+  if it is not what a member or a tool may send; every send is dropped and
+  counted, never raised, when it cannot go: a reply to a client that has
+  gone (``unreachable``: a status asker that timed out while we were busy),
+  a reply that found no room in time (``reply_timeout``), a message that
+  cannot be encoded (``encode_error``), a gossiped address zmq refuses
+  (``bad_address``);
+- a member's messages must come on its own route: our DEALERs connect with
+  the routing id ``<our id>/<nonce>`` (``ring.zmqio.member_route``, a fresh
+  nonce each process), and a Digest, Join, Leave, UrlBatch, Ack or
+  HandoffDone whose ``sender`` is not the member that route names is
+  dropped (``route_spoof``). With CurveZMQ the ZAP User-Id of the
+  connection (the member id of its key) must be that member too
+  (``wrong_user``), so one member cannot speak as another. Tools (``ring
+  status``, ``ring leave``, ``scripts/adopt.py``) use libzmq's anonymous
+  routes and send only their own kinds of message;
 - every ``gossip_interval`` the membership ticks; a change of the live member
   set gives the crawler a new ``HashRing`` (``Crawler.set_ring``), which moves
   queued URLs of hosts this peer no longer owns to their new owners;
@@ -21,8 +38,10 @@ A thin edge around the pure ring cores (``ring.membership``,
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections import Counter
+from collections.abc import Mapping
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
@@ -32,7 +51,9 @@ from peer.urls import host_key
 from ring.forwarder import Inbox, Outbox
 from ring.membership import Membership
 from ring.messages import (
+    MAX_DROPPED,
     Ack,
+    EncodeError,
     DecodeError,
     Digest,
     HandoffDone,
@@ -51,11 +72,14 @@ from ring.curve import UNAUTHENTICATED_WARNING, CurveKeys, resolve_keys_dir
 from ring.errors import RingError
 from ring.zmqio import (
     CurveAuthenticator,
+    PeerUnreachable,
     SocketType,
     ZmqSocket,
     curve_client,
     curve_server,
+    member_route,
     open_socket,
+    route_member,
 )
 
 if TYPE_CHECKING:
@@ -77,6 +101,13 @@ ADOPT_PREFIX = "adopt:"
 MARKER_ROUNDS = 5
 #: Longest a hand-off waits for the new owners' acks.
 HANDOFF_TIMEOUT = 60.0
+#: What a DEALER to a peer accepts back: nothing is ever sent back on it (peers
+#: answer through their own DEALERs), so one small message, unread, is all a
+#: hostile "peer" at a gossiped address can park in our memory. Not less:
+#: ZMTP's handshake commands count against MAXMSGSIZE (1 byte fails it).
+DEALER_MAX_MSG = 64 * 1024
+
+_MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone)
 
 
 class ClusterNode:
@@ -97,7 +128,11 @@ class ClusterNode:
             peer_id, address, weight, rc.name, seeds=seeds,
             gossip_interval=rc.gossip_interval, suspect_after=rc.suspect_after,
             dead_after=rc.dead_after, now=trio.current_time(), incarnation=self.incarnation,
+            tombstone_ttl=rc.tombstone_ttl,
         )
+        # Our DEALERs' routing id: who we are, plus a nonce of this process,
+        # so a restart never collides with our old connection (ring.zmqio).
+        self.route = member_route(peer_id, os.urandom(8).hex())
         # CurveZMQ (issue 6): with [ring] curve_keys, only the ring's keys get
         # in and traffic is encrypted; a missing or bad key file is a RingError
         # the command line turns into one line.
@@ -172,8 +207,10 @@ class ClusterNode:
                 log.info("CurveZMQ on: %s keys from %s", len(self.keys.members()), self.keys.directory)
             else:
                 log.warning("%s", UNAUTHENTICATED_WARNING)
+            rc = self.cfg.ring
             inbound = await stack.enter_async_context(open_socket(
-                SocketType.ROUTER, bind=self.address, identity=self.peer_id.encode(),
+                SocketType.ROUTER, bind=self.address, rcvhwm=rc.recv_queue,
+                heartbeat=(rc.suspect_after, rc.dead_after),
                 configure=curve_server(self.keys) if self.keys is not None else None))
             nursery = await stack.enter_async_context(trio.open_nursery())
             self._nursery = nursery
@@ -201,34 +238,88 @@ class ClusterNode:
                         except RingError:
                             self._count("no_curve_key")  # its .key has not been deployed here
                             continue
-                    sock = dealers[key] = await stack.enter_async_context(open_socket(
-                        SocketType.DEALER, connect=member.address, identity=self.peer_id.encode(),
-                        hwm=10_000, configure=configure))
-                with trio.move_on_after(SEND_TIMEOUT):
-                    await sock.send_multipart([data])
+                    try:
+                        sock = await stack.enter_async_context(open_socket(
+                            SocketType.DEALER, connect=member.address, identity=self.route,
+                            hwm=10_000, rcvhwm=1, max_msg=DEALER_MAX_MSG, configure=configure))
+                    except RingError:
+                        # A gossiped address is remote input: zmq may refuse it.
+                        self._count("bad_address")
+                        continue
+                    for old in [k for k in dealers if k[0] == dest]:
+                        dealers.pop(old).close()  # it moved: the old address is dead to us
+                    dealers[key] = sock
+                try:
+                    with trio.move_on_after(SEND_TIMEOUT) as scope:
+                        await sock.send_multipart([data])
+                except RingError:
+                    self._count("send_failed")
+                    continue
+                if scope.cancelled_caught:
+                    self._count("send_timeout")
 
     def _queue(self, dest: str, msg: object) -> None:
         try:
             self._send.send_nowait((dest, encode(msg)))  # type: ignore[arg-type]
         except trio.WouldBlock:
             self._count("send_queue_full")
+        except EncodeError as e:
+            self._count("encode_error")  # our bug, but no reason to end the peer
+            log.error("not sent to %s: %s", dest, e)
+
+    async def _reply(self, sock, route: bytes, msg: object) -> None:  # type: ignore[no-untyped-def]
+        """Answer on the ROUTER; a client that has gone or has no room is counted, never raised."""
+        try:
+            data = encode(msg)  # type: ignore[arg-type]
+        except EncodeError as e:
+            self._count("encode_error")
+            log.error("reply not sent: %s", e)
+            return
+        try:
+            with trio.move_on_after(SEND_TIMEOUT) as scope:
+                await sock.send_multipart([route, data])
+        except PeerUnreachable:
+            # The asker went away while we worked (a `ring status` that timed
+            # out during a long stall): ROUTER_MANDATORY says so, here only.
+            self._count("unreachable")
+            return
+        except RingError:
+            self._count("send_failed")
+            return
+        if scope.cancelled_caught:
+            self._count("reply_timeout")
 
     def _count(self, reason: str) -> None:
         self.dropped[reason] = self.dropped.get(reason, 0) + 1
 
     async def _receiver(self, sock) -> None:  # type: ignore[no-untyped-def]
+        curve = self.keys is not None
         while True:
-            for frames in await sock.recv_batch(1000):
-                if len(frames) != 2:
+            for got in await sock.recv_routed(1000, user_id=curve):
+                if len(got.frames) != 1:
                     self._count("bad_frames")
                     continue
-                ident, data = frames
                 try:
-                    msg = decode(data)
+                    msg = decode(got.frames[0])
                 except DecodeError as e:
                     self._count(e.kind)
                     continue
-                await self._dispatch(sock, ident, msg)
+                if isinstance(msg, _MEMBER_MESSAGES) and not (
+                        isinstance(msg, UrlBatch) and msg.sender.startswith(ADOPT_PREFIX)):
+                    reason = self._impostor(got.route, got.user_id, msg.sender)
+                    if reason is not None:
+                        self._count(reason)
+                        continue
+                await self._dispatch(sock, got.route, msg)
+
+    def _impostor(self, route: bytes, user_id: str | None, sender: str) -> str | None:
+        """Why a member's message on ``route`` is not from ``sender``, or None if it may be."""
+        claimed = route_member(route)
+        if self.keys is not None and (user_id is None or user_id != sender or claimed != user_id):
+            return "wrong_user"  # its key is another member's (or it took another's route)
+        if claimed != sender:
+            return "route_spoof"
+        return None
 
     async def _dispatch(self, sock, ident: bytes, msg) -> None:  # type: ignore[no-untyped-def]
         now = trio.current_time()
@@ -292,8 +383,7 @@ class ClusterNode:
                 self._count("other_ring")
                 return
             reply = StatusReply(self.cfg.ring.name, self.peer_id, self.status(), nonce=msg.nonce)
-            with trio.move_on_after(SEND_TIMEOUT):
-                await sock.send_multipart([ident, encode(reply)])
+            await self._reply(sock, ident, reply)
         else:
             self._count("unexpected_type")
 
@@ -310,8 +400,7 @@ class ClusterNode:
         for url in msg.seen:
             self.crawler.accept_seen(url)
         self.crawler.commit_state()
-        with trio.move_on_after(SEND_TIMEOUT):
-            await sock.send_multipart([ident, encode(Ack(self.cfg.ring.name, self.peer_id, msg.epoch, msg.seq))])
+        await self._reply(sock, ident, Ack(self.cfg.ring.name, self.peer_id, msg.epoch, msg.seq))
 
     def status(self) -> tuple[MemberStatus, ...]:
         """This peer's view: full figures for itself, gossiped ones for the others."""
@@ -329,12 +418,19 @@ class ClusterNode:
                 forwarded_in=figures.get("forwarded_in", m.received),
                 dns_hit_rate=figures.get("dns_hit_rate", 0.0), bloom_fill=figures.get("bloom_fill", 0.0),
                 uptime=time.time() - self.started if mid == self.peer_id else 0.0,
-                # The crawler's cap hits and held hosts ride along (cap.*, held.*).
-                dropped=tuple(sorted((Counter(self.dropped) + self.membership.dropped
-                                      + Counter(figures.get("limits", {}))).items()))
-                if mid == self.peer_id else (),
+                # The crawler's cap hits, held hosts and the like ride along
+                # (cap.*, held.*, malformed.*, polite.*).
+                dropped=self._dropped_rows(figures.get("limits", {})) if mid == self.peer_id else (),
             ))
         return tuple(out)
+
+    def _dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
+        """Every drop counter, as the status reply carries them (at most MAX_DROPPED)."""
+        rows = sorted((Counter(self.dropped) + self.membership.dropped + Counter(extra or {})).items())
+        if len(rows) > MAX_DROPPED:
+            rest = sorted(rows, key=lambda kv: -kv[1])[MAX_DROPPED - 1:]
+            rows = sorted(set(rows) - set(rest)) + [("other", sum(n for _, n in rest))]
+        return tuple(rows)
 
     async def _gossip(self) -> None:
         interval = self.cfg.ring.gossip_interval

@@ -29,6 +29,7 @@ from typing import Any
 from peer.errors import ConfigError, URLError
 from peer.items import ExtractConfig, parse_extract
 from peer.urls import MAX_URL_LENGTH, Scope, normalize
+from ring.membership import MAX_WEIGHT
 
 __all__ = [
     "BloomConfig",
@@ -61,6 +62,11 @@ _REQUIRED = dataclasses.MISSING
 
 def _positive(v: Any) -> str | None:
     return None if v > 0 else "a number > 0"
+
+
+def _weight(v: Any) -> str | None:
+    # A member's ring points grow with its weight: gossip refuses more too.
+    return None if 0 < v <= MAX_WEIGHT else f"a number > 0 and at most {MAX_WEIGHT:g}"
 
 
 def _non_negative(v: Any) -> str | None:
@@ -134,6 +140,8 @@ class RingConfig:
     suspect_after: float = _key(float, 2.0, "seconds of silence before a peer is suspected", _positive)
     dead_after: float = _key(float, 6.0, "seconds of silence before a peer is declared dead", _positive)
     curve_keys: str = _key(str, "", "directory of CurveZMQ keys (scripts/keys.py); empty: unauthenticated, unencrypted ring")
+    tombstone_ttl: float = _key(float, 3600.0, "seconds a dead or left member is remembered (and gossiped) before it is forgotten; at least 2 x dead_after", _positive)
+    recv_queue: int = _key(int, 16, "messages queued per incoming ring connection before zmq stops reading it; memory bound per connection: (recv_queue + 1) x 8 MiB", _at_least_one)
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,7 +151,7 @@ class PeerSpec:
     id: str = _key(str, _REQUIRED, "the peer's unique id (required)", _peer_id)
     address: str = _key(str, _REQUIRED, "where its ZeroMQ socket listens, tcp://host:port (required)", _address)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
-    weight: float = _key(float, 1.0, "its share of the ring relative to the others", _positive)
+    weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
 
 
 @dataclass(frozen=True, slots=True)
@@ -441,6 +449,9 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
     """Checks that involve more than one key."""
     if cfg.ring.dead_after <= cfg.ring.suspect_after:
         raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
+    if cfg.ring.tombstone_ttl < 2 * cfg.ring.dead_after:
+        # Shorter, a stale peer's record could bring a dead member back (ring/membership.py).
+        raise ConfigError(where, "ring.tombstone_ttl", f"expected at least 2 x ring.dead_after ({2 * cfg.ring.dead_after:g}), got {cfg.ring.tombstone_ttl}")
     if cfg.ring.suspect_after < cfg.ring.gossip_interval:
         raise ConfigError(where, "ring.suspect_after", f"expected at least ring.gossip_interval ({cfg.ring.gossip_interval}), got {cfg.ring.suspect_after}")
     pol = cfg.politeness

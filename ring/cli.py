@@ -59,6 +59,9 @@ def ownership_table(cfg: ClusterConfig, sample: int = 10_000, hosts: Sequence[st
     return "\n".join(out)
 
 
+#: Members ``ring status`` asks for their own figures at once.
+ASK_AT_ONCE = 32
+
 STATUS_KEYS = ("id", "address", "state", "share", "pages", "rate", "frontier", "hosts",
                "forwarded_out", "forwarded_in", "dns_hit_rate", "bloom_fill", "uptime")
 
@@ -129,11 +132,16 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) ->
     rows = {m.id: m for m in first.members}
     own: dict[str, object] = {}
 
+    # A view holds up to MAX_MEMBERS (1,024) members: ask a few dozen at a
+    # time, not one socket and one timeout for each at once.
+    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
+
     async def ask_member(mid: str, address: str) -> None:
         try:
-            reply = await _ask(address, cfg.ring.name, timeout, keys, mid)
+            async with limiter:
+                reply = await _ask(address, cfg.ring.name, timeout, keys, mid)
         except RingError:
-            return  # a joiner whose .key is not deployed here
+            return  # a joiner whose .key is not deployed here, or an address zmq refuses
         if reply is not None:
             for m in reply.members:
                 if m.id == mid:

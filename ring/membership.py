@@ -65,9 +65,35 @@ a peer not in the seeds joins through any seed. A peer told it is dead (a
 partition that healed, a long pause) refutes and comes back; to make sure it
 is told, each ``reconnect_every`` ticks a peer also gossips to one dead member
 (memberlist's reconnect), and a digest from a member we hold suspect or dead
-is answered even unasked. Dead and left records are kept as tombstones
-(van Renesse et al. keep failed members a while for this reason:
-forgetting one lets a stale gossip bring it back to life).
+is answered even unasked.
+
+Tombstones: dead and left records are kept, and gossiped, for
+``tombstone_ttl`` seconds of local time after they entered our view as such
+(van Renesse et al. keep failed members a while for this reason: forgetting
+one lets a stale gossip bring it back to life), then forgotten, as
+hashicorp/memberlist reaps a dead node ``GossipToTheDeadTime`` after its
+local ``StateChange`` (30 s on a LAN, its push/pull interval: "the interval
+after which a node has died that we will still try to gossip to it. This
+gives it a chance to refute"); our reconnect probe to the dead stops with
+the tombstone too. The window is long
+enough: a stale *alive* record of a member that really died can only live
+at a running peer until that peer's own timer fires, ``dead_after`` after
+the last heartbeat it got, which left the member before it died and so
+before our verdict; or until it merges our verdict (dead beats alive at one
+incarnation, rule 2), which the push spreads in a round or two. So
+``tombstone_ttl >= 2 * dead_after`` (peer.config checks it) outlives every
+such record at running peers. Two sources outlive any window: a seed's
+placeholder (every fresh peer starts with each seed alive at incarnation 0),
+which is why the seeds' tombstones never expire (the seed list bounds
+them); and a peer paused longer than the window (SIGSTOP, a suspended VM)
+that answers a digest before its first tick: the member comes back as a
+zombie, is dead again ``dead_after`` later, and its hosts move there and
+back (URLs queued for it are rerouted, none lost). A member really alive
+behind a partition that outlasted the window is learnt anew when it heals.
+
+The view holds at most ``max_members`` records (the codec's ``MAX_MEMBERS``,
+what a digest can carry): a record or ``Join`` of a new member beyond it is
+refused and counted (``too_many_members``), and gets no answer.
 
 Remote input never raises: a message of another ring, a stale ``Join`` or
 ``Leave``, an unusable record... is dropped and counted in :attr:`dropped`.
@@ -83,7 +109,7 @@ from types import MappingProxyType
 
 from ring.errors import RingError
 from ring.hashring import HashRing
-from ring.messages import Digest, Join, Leave, Member, MemberState, Message
+from ring.messages import MAX_MEMBERS, Digest, Join, Leave, Member, MemberState, Message
 
 __all__ = [
     "IllegalTransition",
@@ -91,6 +117,7 @@ __all__ = [
     "TerminationDetector",
     "merge_members",
     "LIVE",
+    "MAX_WEIGHT",
 ]
 
 ALIVE, SUSPECT, DEAD, LEFT = (
@@ -106,6 +133,10 @@ lost packet or two never moves hosts (SWIM's reason for suspicion)."""
 _FINAL = {ALIVE: 0, SUSPECT: 0, DEAD: 1, LEFT: 2}
 _SOFT = {ALIVE: 0, SUSPECT: 1, DEAD: 0, LEFT: 0}
 _MAX_INCARNATION = 2**64 - 2  # a claim at 2**64-1 could not be refuted on the wire
+MAX_WEIGHT = 10.0
+"""Largest member weight: a member gets ``round(vnodes * weight)`` ring points,
+so a gossiped weight of 1e9 would build 256e9 of them. At 10, a full view
+(``MAX_MEMBERS``) at the default 256 vnodes is at most 2.6 M points."""
 
 
 class IllegalTransition(RingError):
@@ -145,7 +176,7 @@ def merge_members(a: Member, b: Member) -> Member:
 
 def _usable(m: Member) -> bool:
     # The codec lets weight 0.0 through; HashRing refuses it.
-    return bool(m.id) and m.weight > 0.0 and m.incarnation <= _MAX_INCARNATION
+    return bool(m.id) and 0.0 < m.weight <= MAX_WEIGHT and m.incarnation <= _MAX_INCARNATION
 
 
 class Membership:
@@ -176,6 +207,10 @@ class Membership:
         "_rings",
         "_digest",
         "_term",
+        "_seeds",
+        "_buried",
+        "_tombstone_ttl",
+        "_max_members",
     )
 
     def __init__(
@@ -193,12 +228,14 @@ class Membership:
         incarnation: int = 0,
         fanout: int = 3,
         reconnect_every: int = 3,
+        tombstone_ttl: float = 3600.0,
+        max_members: int = MAX_MEMBERS,
         rng: random.Random | None = None,
     ) -> None:
         if not self_id or not ring_name:
             raise ValueError("self_id and ring_name must be non-empty")
-        if not weight > 0:
-            raise ValueError(f"weight must be > 0, not {weight!r}")
+        if not 0 < weight <= MAX_WEIGHT:
+            raise ValueError(f"weight must be in (0, {MAX_WEIGHT:g}], not {weight!r}")
         if not 0 < gossip_interval <= suspect_after < dead_after:
             raise ValueError(
                 "expected 0 < gossip_interval <= suspect_after < dead_after, got "
@@ -206,13 +243,21 @@ class Membership:
             )
         if fanout < 1 or reconnect_every < 1:
             raise ValueError("fanout and reconnect_every must be at least 1")
+        if not tombstone_ttl >= 2 * dead_after:
+            raise ValueError(f"tombstone_ttl must be at least 2 * dead_after, got {tombstone_ttl!r}")
+        if not 1 <= max_members <= MAX_MEMBERS:
+            raise ValueError(f"max_members must be in 1..{MAX_MEMBERS}, got {max_members!r}")
         if not 0 <= incarnation <= _MAX_INCARNATION:
             raise ValueError(f"incarnation out of range: {incarnation!r}")
         self.self_id = self_id
         self.ring_name = ring_name
         self.dropped: Counter[str] = Counter()
         """Refused input by reason: other_ring, stale, self_sender, bad_member,
-        unknown_sender, unexpected_type."""
+        unknown_sender, unexpected_type, too_many_members."""
+        self._tombstone_ttl = tombstone_ttl
+        self._max_members = max_members
+        # id -> local time its record became dead or left (tombstone_ttl)
+        self._buried: dict[str, float] = {}
         self._suspect_after = suspect_after
         self._dead_after = dead_after
         self._fanout = fanout
@@ -229,13 +274,16 @@ class Membership:
             sweight = float(seed[2]) if len(seed) > 2 else 1.0  # type: ignore[misc]
             if sid in seed_ids:
                 raise ValueError(f"seed {sid!r} listed twice")
-            if not sid or not sweight > 0:
-                raise ValueError(f"seed {sid!r}: needs an id and a weight > 0")
+            if not sid or not 0 < sweight <= MAX_WEIGHT:
+                raise ValueError(f"seed {sid!r}: needs an id and a weight in (0, {MAX_WEIGHT:g}]")
             seed_ids.add(sid)
             if sid != self_id:
                 self._members[sid] = Member(sid, saddr, 0, ALIVE, sweight)
                 self._seen[sid] = now
                 self._unheard.add(sid)
+        if len(seed_ids | {self_id}) > max_members:
+            raise ValueError(f"{len(seed_ids)} seeds: more than max_members ({max_members})")
+        self._seeds = frozenset(seed_ids)
         self._joined = self_id in seed_ids or not seed_ids
         self._ticks = 0
         self._version = 0
@@ -359,6 +407,7 @@ class Membership:
         me = self.me
         self._put(replace(me, heartbeat=me.heartbeat + 1))
         verdict = self._run_timers(now)
+        self._expire(now)
 
         out: list[tuple[str, Message]] = []
         if self.me.state is not LEFT and self._unheard:
@@ -425,6 +474,9 @@ class Membership:
             self.dropped["bad_member"] += 1
             return []
         known = self._members.get(msg.sender)
+        if known is None and self._full():
+            self.dropped["too_many_members"] += 1
+            return []
         if known is not None and msg.incarnation < known.incarnation:
             self.dropped["stale"] += 1  # a replay; our answer tells a real one to move on
         else:
@@ -466,7 +518,11 @@ class Membership:
             self.dropped["bad_member"] += 1
             return
         if local is None:
+            if self._full():
+                self.dropped["too_many_members"] += 1
+                return
             self._put(r, now)
+            self._bury(r, None, now)
             self._heard(mid)
             return
         if r == local or _order(r) <= _order(local):
@@ -477,6 +533,28 @@ class Membership:
             self._heard(mid)
         else:
             self._put(r)
+        self._bury(r, local, now)
+
+    def _full(self) -> bool:
+        return len(self._members) >= self._max_members
+
+    def _bury(self, new: Member, old: Member | None, now: float) -> None:
+        """Start (or stop) the tombstone clock of a member whose record just changed."""
+        if new.state in LIVE:
+            self._buried.pop(new.id, None)
+        elif old is None or old.state in LIVE or new.incarnation > old.incarnation:
+            self._buried[new.id] = now
+
+    def _expire(self, now: float) -> None:
+        """Forget tombstones older than ``tombstone_ttl``, except the seeds' (module docstring)."""
+        if not self._buried:
+            return
+        ttl = self._tombstone_ttl
+        for mid, since in list(self._buried.items()):
+            if now - since >= ttl and mid not in self._seeds:
+                del self._buried[mid], self._members[mid], self._seen[mid]
+                self._unheard.discard(mid)
+                self._digest = None
 
     def _heard(self, mid: str) -> None:
         if mid in self._unheard:
@@ -506,6 +584,7 @@ class Membership:
                 self._put(m)
             if m.state is SUSPECT and silent >= self._dead_after:
                 self._put(replace(m, state=_next(m.state, "dead_timer")))
+                self._buried[mid] = now
                 verdict = True
         return verdict
 

@@ -89,6 +89,7 @@ __all__ = [
     "MAX_ARRAY",
     "MAX_NAME",
     "MAX_MEMBERS",
+    "MAX_DROPPED",
     "MemberState",
     "Member",
     "MemberStatus",

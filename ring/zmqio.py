@@ -39,9 +39,41 @@ nothing.
 an unknown peer or a full queue unless ``ROUTER_MANDATORY`` is set, which
 :func:`open_socket` always does: an unknown identity raises
 :class:`PeerUnreachable`, a full queue is EAGAIN and the send waits
-(backpressure). ROUTER sockets also get ``ROUTER_HANDOVER``, so a peer that
-restarts and reconnects under the same identity takes its identity over
-instead of being refused while the old connection lingers.
+(backpressure).
+
+**Routes: no takeover.** ROUTER sockets do *not* get ``ROUTER_HANDOVER``.
+With it, any connection announcing a live peer's routing id took that route:
+libzmq parked the real peer's connection unread, so one spoofed DEALER
+connecting to p1 as ``p2`` made p1 hold p2 dead within about 6 s and never
+hear from it again (both then crawled p2's hosts: 320 pages fetched twice).
+Without it, libzmq ignores a newcomer whose routing id is already connected
+(its messages are never delivered) and the first keeps its route. That
+would lock out a member that restarts while its old TCP connection still
+lingers (a host that vanished without a FIN), so a member's DEALERs use
+:func:`member_route` ``b"<member id>/<nonce>"``, a fresh random nonce each
+process: a restart is a new route, never a duplicate, and the member id
+also travels in every message (``sender``), which the receiver checks
+against :func:`route_member` of the route. With CurveZMQ the connection's
+ZAP User-Id (the member id of its key, set by :class:`CurveAuthenticator`)
+must match as well; :meth:`ZmqSocket.recv_routed` hands it over with each
+message. ZMTP heartbeats (``heartbeat=``) close a lingering connection whose
+other end answers no PING.
+
+**Receive memory is bounded per connection.** A message larger than the
+codec's frame limit (``MAXMSGSIZE`` = :data:`ring.messages.MAX_FRAME`, 8 MiB)
+makes libzmq drop the connection as soon as the frame's header arrives,
+before any of its body is buffered; a connection holds at most ``rcvhwm``
+whole messages, queued, plus the one being read; and one
+:meth:`~ZmqSocket.recv_batch` takes at most :data:`BATCH_BYTES`. A peer's
+ROUTER uses ``[ring] recv_queue`` (16): at most 17 x 8 MiB per connection.
+With libzmq's old limit of 64 MiB and 1,000 messages, ten 50 MB frames took
+a peer from 123 MB to 883 MB RSS; a flood of 50 MB and 1 MiB garbage frames
+from 4 connections now adds 14 MiB (tests/test_hostile.py). A queue of 16
+costs no measurable rate: ``scripts/bench_zmq.py --rcvhwm 16`` received
+168k 1 KB msgs/s against 158k at 1,000, and 16-17k 40 KB msgs/s (a URL
+batch's size: 8 M URLs/s) against 17-23k, within this box's noise. libzmq counts
+nothing it refuses this way (no per-reason event after the handshake): the
+codec's own counters see only what gets through.
 
 A ROUTER's ``POLLOUT`` means "*some* peer has room", which cannot tell a
 waiting sender that *its* peer has. A ROUTER send that finds its peer full
@@ -90,12 +122,13 @@ from __future__ import annotations
 
 import errno
 import logging
+import re
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import trio
 import zmq
@@ -110,6 +143,7 @@ from trio.lowlevel import (
 from zmq import NOBLOCK, POLLIN, POLLOUT, RCVMORE
 
 from ring.errors import RingError
+from ring.messages import MAX_FRAME
 
 if TYPE_CHECKING:
     from ring.curve import CurveKeys
@@ -122,6 +156,10 @@ __all__ = [
     "PeerUnreachable",
     "TransportError",
     "YIELD_EVERY",
+    "BATCH_BYTES",
+    "Routed",
+    "member_route",
+    "route_member",
     "CurveAuthenticator",
     "curve_client",
     "curve_keypair",
@@ -134,6 +172,47 @@ log = logging.getLogger("ring.zmqio")
 # worth; yielding every 32 operations keeps that near 0.2 µs a message while
 # the other tasks still get the CPU every 100 µs or so.
 YIELD_EVERY = 32
+
+#: Bytes one :meth:`ZmqSocket.recv_batch` / :meth:`~ZmqSocket.recv_routed`
+#: takes at most (the message that crosses it is the last): a batch is a
+#: Python list, and 1,000 frames of up to MAX_FRAME would be 8 GiB of it.
+BATCH_BYTES = 2 * MAX_FRAME
+
+# A member's routing id is "<member id>/<nonce>": the id says who it claims
+# to be, the nonce makes each process's route its own (module docstring).
+_ROUTE_SEP = b"/"
+_ROUTE_NONCE = re.compile(rb"[0-9a-f]{1,32}")
+_MEMBER_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
+
+
+def member_route(member_id: str, nonce: str) -> bytes:
+    """The routing id of a member's DEALER: ``b"<member id>/<nonce>"`` (nonce: hex, per process)."""
+    route = member_id.encode("ascii") + _ROUTE_SEP + nonce.encode("ascii")
+    if route_member(route) != member_id:
+        raise ValueError(f"not a member route: {member_id!r} / {nonce!r}")
+    return route
+
+
+def route_member(route: bytes) -> str | None:
+    """The member id a routing id claims, or None for any other routing id (a tool's, libzmq's own)."""
+    mid, sep, nonce = route.rpartition(_ROUTE_SEP)
+    if not sep or not _MEMBER_ID.fullmatch(mid) or not _ROUTE_NONCE.fullmatch(nonce):
+        return None
+    return mid.decode("ascii")
+
+
+class Routed(NamedTuple):
+    """One message a ROUTER received (:meth:`ZmqSocket.recv_routed`).
+
+    ``frames`` are zero-copy views of the body frames (valid for as long as
+    they are referenced); ``user_id`` is the ZAP User-Id libzmq attached to
+    the connection (RFC 27: the Curve authenticator sets it to the member id
+    of the client's key), None without one.
+    """
+
+    route: bytes
+    frames: list[memoryview]
+    user_id: str | None
 
 
 class SocketClosed(RingError, trio.ClosedResourceError):
@@ -191,8 +270,9 @@ class ZmqSocket:
     """
 
     __slots__ = (
-        "kind", "_type", "_binds", "_connects", "_identity", "_hwm", "_linger",
-        "_configure", "_ctx", "_sock", "_fd", "_closed", "_recv_lot", "_send_lot",
+        "kind", "_type", "_binds", "_connects", "_identity", "_hwm", "_rcvhwm", "_max_msg",
+        "_heartbeat", "_linger", "_configure", "_ctx", "_sock", "_fd", "_closed", "_recv_lot",
+        "_send_lot",
         "_router_wait", "_parked", "_ops", "_nursery_cm",
     )
 
@@ -204,14 +284,24 @@ class ZmqSocket:
         connect: str | Iterable[str] = (),
         identity: bytes | None = None,
         hwm: int = 1000,
+        rcvhwm: int | None = None,
+        max_msg: int = MAX_FRAME,
+        heartbeat: tuple[float, float] | None = None,
         linger: int = 0,
         configure: Callable[[zmq.Socket], None] | None = None,
         ctx: zmq.Context | None = None,
     ) -> None:
         self.kind = SocketType(kind)
         self._type = _ZMQ_TYPE[self.kind]
-        if hwm < 0:
-            raise ValueError(f"hwm must be >= 0 (0 = no limit), got {hwm}")
+        if hwm < 0 or (rcvhwm is not None and rcvhwm < 0):
+            raise ValueError(f"hwm and rcvhwm must be >= 0 (0 = no limit), got {hwm}, {rcvhwm}")
+        if not 0 < max_msg <= MAX_FRAME:
+            raise ValueError(f"max_msg must be in 1..{MAX_FRAME}, got {max_msg}")
+        if heartbeat is not None and not 0 < heartbeat[0] <= heartbeat[1]:
+            raise ValueError(f"heartbeat must be (interval, timeout) with 0 < interval <= timeout, got {heartbeat}")
+        self._rcvhwm = hwm if rcvhwm is None else rcvhwm
+        self._max_msg = max_msg
+        self._heartbeat = heartbeat
         self._binds = _as_list(bind)
         self._connects = _as_list(connect)
         self._identity = identity
@@ -264,16 +354,22 @@ class ZmqSocket:
         try:
             sock.setsockopt(zmq.LINGER, self._linger)
             sock.setsockopt(zmq.SNDHWM, self._hwm)
-            sock.setsockopt(zmq.RCVHWM, self._hwm)
-            # Bounded memory against a hostile sender: zmq drops the
-            # connection of a peer sending more (the codec refuses > 8 MiB
-            # anyway, and counts what it refuses below this).
-            sock.setsockopt(zmq.MAXMSGSIZE, 64 * 2**20)
+            # Receive memory is bounded per connection (module docstring):
+            # at most rcvhwm queued messages of at most max_msg bytes each;
+            # libzmq drops the connection of a peer sending a larger one,
+            # before reading its body.
+            sock.setsockopt(zmq.RCVHWM, self._rcvhwm)
+            sock.setsockopt(zmq.MAXMSGSIZE, self._max_msg)
+            if self._heartbeat is not None:
+                ivl, timeout = self._heartbeat
+                sock.setsockopt(zmq.HEARTBEAT_IVL, max(1, round(ivl * 1000)))
+                sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(1, round(timeout * 1000)))
             if self._identity is not None:
                 sock.setsockopt(zmq.ROUTING_ID, self._identity)
             if self._type == zmq.ROUTER:
+                # No ROUTER_HANDOVER: with it, any connection naming a live
+                # peer's routing id took that peer's route (module docstring).
                 sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
-                sock.setsockopt(zmq.ROUTER_HANDOVER, 1)
             if self._configure is not None:
                 self._configure(sock)
             self._sock = sock
@@ -421,11 +517,12 @@ class ZmqSocket:
             await cancel_shielded_checkpoint()
         return msg
 
-    async def recv_batch(self, max_n: int = 1000) -> list[list[bytes]]:
+    async def recv_batch(self, max_n: int = 1000, max_bytes: int = BATCH_BYTES) -> list[list[bytes]]:
         """Receive between 1 and ``max_n`` multipart messages, in arrival order.
 
-        Takes what is queued without waiting and waits only when nothing is.
-        If cancelled, nothing was received.
+        Takes what is queued without waiting and waits only when nothing is;
+        stops early once the batch holds ``max_bytes``. If cancelled, nothing
+        was received.
         """
         if max_n < 1:
             raise ValueError(f"max_n must be >= 1, got {max_n}")
@@ -434,6 +531,7 @@ class ZmqSocket:
             sock = self._live()
             recv, more = sock.recv, sock.getsockopt
             batch: list[list[bytes]] = []
+            size = 0
             try:
                 # recv_multipart inlined: a multipart message is delivered
                 # whole, so once its first frame is in, the rest are too.
@@ -442,12 +540,61 @@ class ZmqSocket:
                     while more(RCVMORE):
                         msg.append(recv(NOBLOCK))
                     batch.append(msg)
+                    size += sum(map(len, msg))
+                    if size >= max_bytes:
+                        break
             except zmq.Again:
                 pass
             except zmq.ZMQError as e:
                 if not batch:
                     raise self._translate(e, "recv failed") from None
                 # Hand over what was taken; the next call meets the error again.
+            if batch:
+                break
+            if not self._events(wake=POLLOUT) & POLLIN:
+                await self._park(self._recv_lot)
+        if self._done(len(batch)):
+            await cancel_shielded_checkpoint()
+        return batch
+
+    async def recv_routed(self, max_n: int = 1000, max_bytes: int = BATCH_BYTES,
+                          *, user_id: bool = False) -> list[Routed]:
+        """A ROUTER's :meth:`recv_batch`: each message as a :class:`Routed`, without copying its body.
+
+        ``user_id``: also read each message's ZAP User-Id (a Curve server's
+        check that a sender is who its key says; None when libzmq has none).
+        """
+        if self._type != zmq.ROUTER:
+            raise TypeError("recv_routed is for ROUTER sockets")
+        if max_n < 1:
+            raise ValueError(f"max_n must be >= 1, got {max_n}")
+        await checkpoint_if_cancelled()
+        while True:
+            sock = self._live()
+            recv, more = sock.recv, sock.getsockopt
+            batch: list[Routed] = []
+            size = 0
+            try:
+                for _ in range(max_n):
+                    route = recv(NOBLOCK)
+                    frames: list[zmq.Frame] = []
+                    while more(RCVMORE):
+                        frames.append(recv(NOBLOCK, copy=False))
+                    uid = None
+                    if user_id and frames:
+                        try:
+                            uid = frames[0].get("User-Id")
+                        except zmq.ZMQError:
+                            uid = None  # no ZAP handler spoke for this connection
+                    batch.append(Routed(route, [f.buffer for f in frames], uid))
+                    size += sum(len(f) for f in frames)
+                    if size >= max_bytes:
+                        break
+            except zmq.Again:
+                pass
+            except zmq.ZMQError as e:
+                if not batch:
+                    raise self._translate(e, "recv failed") from None
             if batch:
                 break
             if not self._events(wake=POLLOUT) & POLLIN:
@@ -527,6 +674,9 @@ def open_socket(
     connect: str | Iterable[str] = (),
     identity: bytes | None = None,
     hwm: int = 1000,
+    rcvhwm: int | None = None,
+    max_msg: int = MAX_FRAME,
+    heartbeat: tuple[float, float] | None = None,
     linger: int = 0,
     configure: Callable[[zmq.Socket], None] | None = None,
     ctx: zmq.Context | None = None,
@@ -537,15 +687,20 @@ def open_socket(
             batch = await sock.recv_batch()
 
     ``kind``: a :class:`SocketType` or its name (callers need not import zmq).
-    ``hwm`` sets both send and receive high-water marks (messages per peer).
+    ``hwm`` sets both send and receive high-water marks (messages per peer);
+    ``rcvhwm``, if given, the receive one alone. ``max_msg`` is the largest
+    message accepted (default and ceiling: the codec's ``MAX_FRAME``): a
+    connection sending more is dropped. ``heartbeat`` = (interval, timeout)
+    seconds turns on ZMTP heartbeats (RFC 37): a connection that answers no
+    PING for ``timeout`` is closed.
     ``linger`` (ms) is how long unsent messages outlive :meth:`ZmqSocket.close`
     in the background. ``configure`` runs on the raw socket after these options
     and before any bind or connect (Curve keys must be set there). ``ctx``
     defaults to pyzmq's process-wide ``Context.instance()``.
     """
     return ZmqSocket(
-        kind, bind=bind, connect=connect, identity=identity, hwm=hwm, linger=linger,
-        configure=configure, ctx=ctx,
+        kind, bind=bind, connect=connect, identity=identity, hwm=hwm, rcvhwm=rcvhwm,
+        max_msg=max_msg, heartbeat=heartbeat, linger=linger, configure=configure, ctx=ctx,
     )
 
 

@@ -73,7 +73,7 @@ async def send(endpoint: str, messages: int, size: int) -> None:
 # ------------------------------------------------------------------ receiver
 
 
-async def receive(mode: str, messages: int, size: int, decoding: bool,
+async def receive(mode: str, messages: int, size: int, decoding: bool, rcvhwm: int | None,
                   max_seconds: float) -> tuple[float, float]:
     """Messages/s received in ``mode`` and this process's CPU µs per message.
 
@@ -82,7 +82,7 @@ async def receive(mode: str, messages: int, size: int, decoding: bool,
     """
     got = 0
     with trio.fail_after(max_seconds):
-        async with open_socket("ROUTER") as sock:
+        async with open_socket("ROUTER", rcvhwm=rcvhwm) as sock:
             endpoint = sock.bind("tcp://127.0.0.1:*")
             cmd = [sys.executable, __file__, "--role", "send", "--endpoint", endpoint,
                    "--messages", str(messages), "--size", str(size)]
@@ -124,6 +124,8 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--decode", action="store_true", help="also decode every message")
     ap.add_argument("--max-seconds", type=float, default=60.0, help="per run")
+    ap.add_argument("--rcvhwm", type=int, default=None,
+                    help="the ROUTER's receive HWM (default 1000, as hwm; a peer's is [ring] recv_queue)")
     ap.add_argument("--role", choices=["bench", "send"], default="bench", help=argparse.SUPPRESS)
     ap.add_argument("--endpoint", help=argparse.SUPPRESS)
     args = ap.parse_args()
@@ -137,10 +139,12 @@ def main() -> int:
     best = dict.fromkeys(modes, (0.0, 0.0))
     for _ in range(args.repeat):
         for mode in modes:
-            run = trio.run(receive, mode, args.messages, args.size, args.decode, args.max_seconds)
+            run = trio.run(receive, mode, args.messages, args.size, args.decode, args.rcvhwm,
+                           args.max_seconds)
             best[mode] = max(best[mode], run)
     print(f"{args.messages} messages of {size} bytes (UrlBatch, msgpack), DEALER -> ROUTER on 127.0.0.1,"
-          f" best of {args.repeat}{', decoded' if args.decode else ''}")
+          f" best of {args.repeat}{', decoded' if args.decode else ''}"
+          f"{f', ROUTER rcvhwm {args.rcvhwm}' if args.rcvhwm is not None else ''}")
     print(f"{'receive':>15}  {'msgs/s':>9}  {'MB/s':>6}  {'receiver CPU us/msg':>19}")
     for mode in modes:
         rate, cpu = best[mode]

@@ -338,3 +338,29 @@ def test_a_secret_of_another_pair_is_refused_before_any_handshake(tmp_path):
     for hook in (lambda: curve_server(keys), lambda: curve_client(keys, keys.public)):
         with pytest.raises(RingError, match="does not belong to its public key"):
             hook()
+
+
+async def test_a_message_carries_the_member_id_of_its_key_as_user_id(tmp_path, ctx):
+    # The ZAP reply's User-Id is the member id the key file names (RFC 27),
+    # so the receiver can check that a sender speaks as itself.
+    make_keys(tmp_path, "p1", "p2", "p3")
+    server = CurveKeys.load(tmp_path, "p1")
+    with trio.fail_after(10):
+        async with CurveAuthenticator(server, ctx=ctx):
+            async with open_socket(SocketType.ROUTER, configure=curve_server(server), ctx=ctx) as router:
+                endpoint = router.bind(ANY_PORT)
+                for peer, route in (("p2", b"p2/01"), ("p3", b"p2/02")):
+                    keys = CurveKeys.load(tmp_path, peer)
+                    async with open_socket(SocketType.DEALER, connect=endpoint, identity=route, ctx=ctx,
+                                           configure=curve_client(keys, keys.public_key("p1"))) as d:
+                        await d.send_multipart([b"hello from " + peer.encode()])
+                        (got,) = await router.recv_routed(user_id=True)
+                        assert (got.route, bytes(got.frames[0]), got.user_id) == (
+                            route, b"hello from " + peer.encode(), peer)
+            # A plain ROUTER's messages have no User-Id.
+            async with open_socket(SocketType.ROUTER, ctx=ctx) as router:
+                endpoint = router.bind(ANY_PORT)
+                async with open_socket(SocketType.DEALER, connect=endpoint, ctx=ctx) as d:
+                    await d.send_multipart([b"plain"])
+                    (got,) = await router.recv_routed(user_id=True)
+                    assert got.user_id is None

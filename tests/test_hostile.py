@@ -11,12 +11,16 @@ allocator). tests/test_urls.py and tests/test_extract.py fuzz each function
 alone; this file checks that they agree with each other on any input.
 
 **From the network.** Three real peers crawl the local web while the test,
-from a plain DEALER, sends one of them garbage, truncated and oversized
-frames, unknown types and versions, another ring's batch, a replayed batch
-and a message with extra frames. The crawl must still complete (every peer
-exits 0 by itself, every expected URL fetched, the other ring's URL never),
-and ``python -m ring status --json`` taken during the crawl shows each drop
-counted under its name.
+from plain DEALERs (one with libzmq's anonymous route, two claiming member
+routes), sends one of them garbage and truncated frames, unknown types and
+versions, another ring's batch, a replayed batch, a member's batch on
+another's route and a message with extra frames. The crawl must still
+complete (every peer exits 0 by itself, every expected URL fetched, the
+other ring's URL never), and ``python -m ring status --json`` taken during
+the crawl shows each drop counted under its name. Then four connections
+flood a peer with 50 MB frames (over the 8 MiB frame limit) and garbage:
+its resident memory stays within 100 MB of where it was, and the crawl
+completes.
 """
 
 from __future__ import annotations
@@ -43,7 +47,7 @@ from peer.extract import MAX_TITLE, Page, decode_html, is_html, parse_page, pars
 from peer.items import MAX_FIELD_TEXT, URL_ATTRS, ExtractConfig, Field, Rule, extract_items
 from peer.urls import MAX_URL_LENGTH, Scope, host_key, join, normalize, normalize_link
 from ring.messages import MAX_FRAME, TYPE_CODES, VERSION, StatusRequest, UrlBatch, encode
-from ring.zmqio import SocketType, open_socket
+from ring.zmqio import SocketType, member_route, open_socket
 
 MiB = 1 << 20
 PAGE = "http://example.test/dir/page.html"
@@ -349,25 +353,33 @@ def test_a_100k_deep_block_nesting_finishes():
 # -- from the network: garbage at a running peer's ROUTER -----------------------------
 
 
-def _hostile_frames(port: int, replay: bytes, inscope: str) -> list[tuple[str, list[bytes]]]:
-    """(drop counter, frames) of each hostile message the test sends."""
+# Routing ids the hostile DEALERs use: libzmq's anonymous one (as a tool's),
+# and member routes naming p1 and p2 (ring.zmqio.member_route), which anyone
+# can claim on a ring without CurveZMQ.
+ANON, AS_P1, AS_P2 = None, member_route("p1", "bad0"), member_route("p2", "bad0")
+
+
+def _hostile_frames(port: int, replay: bytes, inscope: str) -> list[tuple[str, bytes | None, list[bytes]]]:
+    """(drop counter, route, frames) of each hostile message the test sends."""
     evil = UrlBatch("otherring", "p1", 1, 0, ((f"http://s001.web.test:{port}/evil", 1),))
     unknown = max(TYPE_CODES) + 90
     assert unknown not in TYPE_CODES
     return [
-        ("not_msgpack", [b"\xc1 this is not msgpack \x00\xff"]),
-        ("not_msgpack", [replay[: len(replay) // 2]]),  # a valid frame cut short
-        ("oversized", [b"\x00" * (MAX_FRAME + 1)]),
-        ("unknown_type", [msgpack.packb([VERSION, unknown, "test", "p2"])]),
-        ("version", [msgpack.packb([VERSION + 1, 4, "test", "p2"])]),
-        ("malformed", [msgpack.packb([VERSION, 4, "test"])]),  # a UrlBatch of three fields
-        ("other_ring", [encode(evil)]),
-        ("bad_frames", [encode(StatusRequest("test", "hostile", 7)), b"an extra frame"]),
-        ("replay", [replay]),  # the batch itself: the first copy is taken, the rest are replays
-        ("replay", [replay]),
+        ("not_msgpack", ANON, [b"\xc1 this is not msgpack \x00\xff"]),
+        ("not_msgpack", ANON, [replay[: len(replay) // 2]]),  # a valid frame cut short
+        ("unknown_type", ANON, [msgpack.packb([VERSION, unknown, "test", "p2"])]),
+        ("version", ANON, [msgpack.packb([VERSION + 1, 4, "test", "p2"])]),
+        ("malformed", ANON, [msgpack.packb([VERSION, 4, "test"])]),  # a UrlBatch of three fields
+        ("other_ring", AS_P1, [encode(evil)]),
+        ("bad_frames", ANON, [encode(StatusRequest("test", "hostile", 7)), b"an extra frame"]),
+        # A member's message on a route that is not that member's.
+        ("route_spoof", ANON, [encode(UrlBatch("test", "p2", 1, 0, ((inscope, 1),)))]),
+        ("route_spoof", AS_P1, [encode(UrlBatch("test", "p2", 1, 0, ((inscope, 1),)))]),
+        ("replay", AS_P1, [replay]),  # the batch itself: the first copy is taken, the rest are replays
+        ("replay", AS_P1, [replay]),
         # A live member's name with an epoch it never had: taken, it would
         # close p2's real channel and hang the crawl; it is refused.
-        ("future_epoch", [encode(UrlBatch("test", "p2", 2**62, 0, ((inscope, 1),)))]),
+        ("future_epoch", AS_P2, [encode(UrlBatch("test", "p2", 2**62, 0, ((inscope, 1),)))]),
     ]
 
 
@@ -394,7 +406,7 @@ async def test_garbage_at_a_peer_is_dropped_and_counted_while_the_crawl_complete
         replay = encode(UrlBatch("test", "p1", 1, 0, ((inscope, 1),)))
         frames = _hostile_frames(port, replay, inscope)
         want = {}
-        for name, _ in frames:
+        for name, _, _ in frames:
             want[name] = want.get(name, 0) + rounds
         want["replay"] -= 1  # the very first copy is accepted
         seen: list[dict] | None = None
@@ -405,10 +417,13 @@ async def test_garbage_at_a_peer_is_dropped_and_counted_while_the_crawl_complete
                     for p in ("p1", "p2", "p3"):
                         await ring.start(p)
                     await wait_pages(farm, 10)
-                    async with open_socket(SocketType.DEALER, connect=target["address"]) as sock:
+                    async with open_socket(SocketType.DEALER, connect=target["address"]) as anon, \
+                            open_socket(SocketType.DEALER, connect=target["address"], identity=AS_P1) as as_p1, \
+                            open_socket(SocketType.DEALER, connect=target["address"], identity=AS_P2) as as_p2:
+                        socks = {ANON: anon, AS_P1: as_p1, AS_P2: as_p2}
                         for _ in range(rounds):
-                            for _, msg in frames:
-                                await sock.send_multipart(msg)
+                            for _, route, msg in frames:
+                                await socks[route].send_multipart(msg)
                             await trio.sleep(0.3)
                         # Asked during the crawl until p1 has counted it all
                         # (or the peers are gone: then the asserts below say what lacked).
@@ -443,3 +458,89 @@ async def test_garbage_at_a_peer_is_dropped_and_counted_while_the_crawl_complete
     dropped = next(m for m in seen if m["id"] == "p1")["dropped"]
     for name, n in want.items():
         assert dropped.get(name, 0) >= n, (name, dropped)
+
+
+# -- from the network: a flood at a running peer's ROUTER, memory bounded -------------
+
+#: What the issue allows a flood to add to a peer's resident memory.
+FLOOD_RSS_BOUND = 100 * MiB
+
+
+def _rss(pid: int) -> int:
+    """Resident set size of process ``pid`` in bytes (VmRSS of /proc/PID/status)."""
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError(f"no VmRSS for {pid}")
+
+
+async def test_a_flood_of_oversized_and_garbage_frames_keeps_a_peers_memory_bounded(tmp_path):
+    # Measured before: ten 50 MB frames took a peer from 123 MB to 883 MB RSS
+    # (zmq took frames up to 64 MiB, 1,000 of them queued per connection).
+    # Now a frame over MAX_FRAME drops its connection unread, and each
+    # connection queues at most recv_queue (16) messages.
+    graph = SiteGraph(hosts=4, pages_per_host=30, shop=False)
+    conns, rounds = 4, 4
+    oversized = b"\x00" * (50 * 1000 * 1000)  # sent by reference: pyzmq does not copy it
+    rng = random.Random(6)
+    garbage = [rng.randbytes(MiB) for _ in range(4)] + [rng.randbytes(100) for _ in range(4)]
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        port = farm.port
+        # 3 pages/s per host: the crawl outlasts the flood.
+        text = cluster_text(tmp_path, port, 2, rate=180.0, window=2.0, initial_delay=0.3)
+        address = tomllib.loads(text)["peer"][0]["address"]
+        samples: list[int] = []
+        async with Ring(tmp_path, text) as ring:
+            try:
+                with trio.fail_after(120):
+                    for p in ("p1", "p2"):
+                        await ring.start(p)
+                    await wait_pages(farm, 10)
+                    pid = ring.procs["p1"].pid
+                    before = max(_rss(pid) for _ in range(3))
+
+                    async def sample() -> None:
+                        while True:
+                            samples.append(_rss(pid))
+                            await trio.sleep(0.02)
+
+                    async def flood(i: int) -> None:
+                        async with open_socket(SocketType.DEALER, connect=address, hwm=100) as sock:
+                            for r in range(rounds):
+                                for _ in range(10):
+                                    for g in garbage:
+                                        with trio.move_on_after(2):
+                                            await sock.send_multipart([g])
+                                with trio.move_on_after(2):
+                                    await sock.send_multipart([oversized])
+                                await trio.sleep(0.2)  # zmq reconnects the dropped connection
+
+                    async with trio.open_nursery() as floods:
+                        floods.start_soon(sample)
+                        async with trio.open_nursery() as senders:
+                            for i in range(conns):
+                                senders.start_soon(flood, i)
+                        await trio.sleep(1.0)  # what is queued is read
+                        floods.cancel_scope.cancel()
+                    status = await _status(ring)
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    growth = max(samples) - before
+    print(f"p1 RSS {before / MiB:.0f} MiB before, at most {max(samples) / MiB:.0f} MiB during "
+          f"the flood ({len(samples)} samples)")
+    assert growth < FLOOD_RSS_BOUND, f"RSS grew by {growth / MiB:.0f} MiB"
+    assert codes == {"p1": 0, "p2": 0}, tails
+    got = fetched(farm, port)
+    assert set(got) == graph.expected_urls(port) and max(got.values()) == 1
+    # It kept gossiping through the flood, and counted the garbage it read.
+    assert status is not None, "no peer answered ring status after the flood"
+    assert sorted((m["id"], m["state"]) for m in status) == [("p1", "alive"), ("p2", "alive")]
+    dropped = next(m for m in status if m["id"] == "p1")["dropped"]
+    assert dropped.get("not_msgpack", 0) + dropped.get("malformed", 0) > 0, dropped

@@ -23,12 +23,14 @@ from ring.errors import RingError
 from ring.hashring import HashRing
 from ring.membership import (
     LIVE,
+    MAX_WEIGHT,
     IllegalTransition,
     Membership,
     TerminationDetector,
     merge_members,
 )
 from ring.messages import (
+    MAX_MEMBERS,
     Ack,
     Digest,
     Join,
@@ -46,7 +48,7 @@ DEAD_AFTER = 6.0
 RING = "testring"
 
 
-def make(pid, seeds, *, now=0.0, incarnation=None, rng=None, ring=RING, weight=1.0):
+def make(pid, seeds, *, now=0.0, incarnation=None, rng=None, ring=RING, weight=1.0, **kw):
     return Membership(
         pid,
         f"tcp://127.0.0.1:{7000 + int(pid[1:])}",
@@ -59,6 +61,7 @@ def make(pid, seeds, *, now=0.0, incarnation=None, rng=None, ring=RING, weight=1
         now=now,
         incarnation=1000 + int(pid[1:]) if incarnation is None else incarnation,
         rng=rng or random.Random(pid),
+        **kw,
     )
 
 
@@ -394,6 +397,112 @@ def test_stale_replayed_and_misdirected_messages_are_counted():
     }
     assert m.members()["p1"].state is ALIVE and m.members()["p1"].incarnation == 50
     assert set(m.members()) == {"p0", "p1"}
+
+
+def test_the_1025th_member_is_refused_and_counted_and_the_view_still_encodes():
+    m = make("p0", seed_list(2))
+    many = [Member(f"n{i}", f"tcp://10.0.{i // 250}.{i % 250}:1", 5, ALIVE, 1.0, 1) for i in range(1100)]
+    for chunk in (many[:600], many[600:]):  # each digest within the codec's limit
+        m.receive(decode(encode(Digest(RING, "p1", tuple(chunk)))), 1.0)
+    assert len(m.members()) == MAX_MEMBERS
+    assert m.dropped == {"too_many_members": 2 + 1100 - MAX_MEMBERS}
+    assert m.receive(Join(RING, "n5000", "tcp://x:1", 1.0, 3), 1.0) == []  # no answer either
+    assert m.dropped["too_many_members"] == 2 + 1100 - MAX_MEMBERS + 1
+    # Known members are still merged, and what we gossip still encodes.
+    m.receive(Digest(RING, "p1", (Member("n3", "tcp://10.0.0.3:1", 6, ALIVE, 1.0, 1),)), 2.0)
+    assert m.members()["n3"].incarnation == 6
+    assert len(decode(encode(m.digest())).members) == MAX_MEMBERS
+    for _, out in m.tick(2.5):
+        encode(out)
+    with pytest.raises(ValueError, match="max_members"):
+        make("p0", seed_list(2), max_members=MAX_MEMBERS + 1)
+
+
+def test_a_dead_members_tombstone_expires_after_the_ttl_and_a_seeds_never():
+    ttl = 2 * DEAD_AFTER
+    m = make("p0", seed_list(2), tombstone_ttl=ttl)
+    m.receive(Digest(RING, "p1", (Member("p1", "tcp://a:1", 50, ALIVE, 1.0, 1),
+                                  Member("j1", "tcp://j:1", 70, ALIVE, 1.0, 1))), 0.0)
+    m.tick(DEAD_AFTER)  # both silent since 0: dead now
+    assert {m.members()[p].state for p in ("p1", "j1")} == {DEAD}
+    m.tick(DEAD_AFTER + ttl - 0.1)
+    assert "j1" in m.members()  # still a tombstone, still gossiped
+    assert "j1" in {r.id for r in m.digest().members}
+    m.tick(DEAD_AFTER + ttl)
+    assert "j1" not in m.members() and "j1" not in {r.id for r in m.digest().members}
+    assert m.members()["p1"].state is DEAD  # a seed: every fresh peer would revive it
+    m.tick(DEAD_AFTER + 100 * ttl)
+    assert m.members()["p1"].state is DEAD
+    # A fresh peer's placeholder of the seed (incarnation 0) cannot revive it.
+    m.receive(Digest(RING, "p1", (Member("p1", "tcp://a:1", 0, ALIVE, 1.0, 0),)), 1000.0)
+    assert m.members()["p1"].state is DEAD
+    with pytest.raises(ValueError, match="tombstone_ttl"):
+        make("p0", seed_list(2), tombstone_ttl=2 * DEAD_AFTER - 0.1)
+
+
+def test_a_refuted_death_stops_the_tombstone_clock():
+    ttl = 2 * DEAD_AFTER
+    m = make("p0", seed_list(1), tombstone_ttl=ttl)
+    m.receive(Digest(RING, "j1", (Member("j1", "tcp://j:1", 70, ALIVE, 1.0, 1),)), 0.0)
+    m.tick(DEAD_AFTER)
+    assert m.members()["j1"].state is DEAD
+    m.receive(Digest(RING, "j1", (Member("j1", "tcp://j:1", 71, ALIVE, 1.0, 2),)), DEAD_AFTER + 1)
+    for t in range(8, 200):  # it keeps gossiping, past any ttl
+        m.receive(Digest(RING, "j1", (Member("j1", "tcp://j:1", 71, ALIVE, 1.0, t),)), float(t))
+        m.tick(float(t))
+    assert m.members()["j1"].state is ALIVE
+
+
+def test_a_peer_paused_past_the_ttl_brings_a_zombie_that_dies_again():
+    # The documented limit: a record older than every tombstone window comes
+    # back as new, and the silence timers end it again.
+    ttl = 2 * DEAD_AFTER
+    m = make("p0", seed_list(2), tombstone_ttl=ttl)
+    stale = Member("j1", "tcp://j:1", 70, ALIVE, 1.0, 3)
+    m.receive(Digest(RING, "p1", (stale,)), 0.0)
+    m.tick(DEAD_AFTER)
+    m.tick(DEAD_AFTER + ttl)
+    assert "j1" not in m.members()
+    t = DEAD_AFTER + ttl + 1
+    m.receive(Digest(RING, "p1", (stale,)), t)
+    assert m.members()["j1"].state is ALIVE
+    m.tick(t + DEAD_AFTER)
+    assert m.members()["j1"].state is DEAD
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_tombstones_expire_everywhere_and_no_stale_gossip_revives_the_dead(seed):
+    # 8 seeds and a joiner at 10% loss; the joiner and a seed crash. Every
+    # peer forgets the joiner after the ttl, keeps the seed, and from its
+    # first verdict on no peer ever holds either alive again, even when a
+    # seed restarts afterwards with fresh placeholders.
+    ttl = 2 * DEAD_AFTER
+    net = FakeNet(seed, loss=0.1)
+    seeds = seed_list(8)
+    for i in range(8):
+        net.add(make(f"p{i}", seeds, rng=random.Random(seed * 100 + i), tombstone_ttl=ttl))
+    net.add(make("p42", seeds[:1], now=0.0, tombstone_ttl=ttl, rng=random.Random(seed)))
+    net.run_until_converged(limit=30)
+    net.run(4)
+    net.down |= {"p42", "p7"}
+    declared: set[str] = set()
+    rounds = int((DEAD_AFTER + ttl) / INTERVAL) + 20
+    for r in range(2 * rounds):
+        if r == rounds:  # a seed restarts with a new life: placeholders at incarnation 0
+            net.add(make("p1", seeds, now=net.now, incarnation=10**6,
+                         rng=random.Random(seed), tombstone_ttl=ttl))
+        net.step()
+        for p in net.running():
+            view = net.peers[p].members()
+            for victim in ("p42", "p7"):
+                rec = view.get(victim)
+                if rec is not None and rec.state is DEAD:
+                    declared.add(victim)
+                elif victim in declared and p != "p1":
+                    assert rec is None or rec.state not in LIVE, (r, p, victim, rec)
+    for p in net.running():
+        assert "p42" not in net.peers[p].members(), p
+        assert net.peers[p].members()["p7"].state is DEAD, p
 
 
 def test_joiner_not_in_seeds_becomes_known_to_all():
@@ -828,3 +937,15 @@ def test_page_cap_splits_the_rest_of_max_pages_among_the_busy_peers():
     assert m.page_cap(50, 10) == 10
     # The last pages are never split into nothing (ceil, not floor).
     assert m.page_cap(61, 10) == 11
+
+
+def test_a_gossiped_weight_past_max_weight_is_refused():
+    # Its ring points grow with the weight: 1e9 would be 256e9 of them.
+    m = make("p0", seed_list(2))
+    m.receive(Digest(RING, "p1", (Member("j1", "tcp://j:1", 5, ALIVE, 1e9, 1),)), 1.0)
+    assert m.receive(Join(RING, "j2", "tcp://j:2", 10.5, 5), 1.0) == []
+    m.receive(Digest(RING, "p1", (Member("j3", "tcp://j:3", 5, ALIVE, MAX_WEIGHT, 1),)), 1.0)
+    assert m.dropped == {"bad_member": 2}
+    assert set(m.live()) == {"p0", "p1", "j3"}
+    with pytest.raises(ValueError, match="weight"):
+        make("p0", seed_list(2), weight=MAX_WEIGHT * 2)

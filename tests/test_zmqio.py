@@ -20,12 +20,15 @@ import trio
 import trio.testing
 
 from ring.errors import RingError
+from ring.messages import MAX_FRAME
 from ring.zmqio import (
     PeerUnreachable,
     SocketClosed,
     SocketType,
     TransportError,
+    member_route,
     open_socket,
+    route_member,
 )
 
 PEER = Path(__file__).with_name("zmq_peer_proc.py")
@@ -223,21 +226,94 @@ async def test_router_send_to_a_peer_that_left_raises_peer_unreachable():
                     await trio.sleep(0.01)
 
 
-async def test_router_hands_an_identity_over_to_a_restarted_peer():
-    # A restarted peer reconnects under its old identity while the ROUTER
-    # still holds the old connection (not yet noticed dead). Without
-    # ROUTER_HANDOVER the new connection is refused and its messages vanish.
+async def test_a_second_connection_with_a_live_routing_id_does_not_take_its_route():
+    # With ROUTER_HANDOVER (the old setting) the newcomer took "p2"'s route and
+    # the real p2's connection was never read again: a ring split for good.
     with trio.fail_after(10):
         async with open_socket("ROUTER") as router:
             endpoint = router.bind(ANY_PORT)
-            async with open_socket("DEALER", connect=endpoint, identity=b"p") as old:
-                await old.send_multipart([b"before"])
-                assert await router.recv_multipart() == [b"p", b"before"]
-                async with open_socket("DEALER", connect=endpoint, identity=b"p") as new:
-                    await new.send_multipart([b"after"])
-                    assert await router.recv_multipart() == [b"p", b"after"]
-                    await router.send_multipart([b"p", b"to whoever is p now"])
-                    assert await new.recv_multipart() == [b"to whoever is p now"]
+            async with open_socket("DEALER", connect=endpoint, identity=b"p2") as real:
+                await real.send_multipart([b"real 1"])
+                assert await router.recv_multipart() == [b"p2", b"real 1"]
+                async with open_socket("DEALER", connect=endpoint, identity=b"p2") as spoof:
+                    for i in range(3):
+                        await spoof.send_multipart([b"spoof %d" % i])
+                    await trio.sleep(0.2)
+                    await real.send_multipart([b"real 2"])
+                    assert await router.recv_multipart() == [b"p2", b"real 2"]
+                    await router.send_multipart([b"p2", b"to the real p2"])
+                    assert await real.recv_multipart() == [b"to the real p2"]
+                    with trio.move_on_after(0.3):
+                        got = await router.recv_multipart()
+                        pytest.fail(f"the spoof's message got through: {got}")
+                    with trio.move_on_after(0.3):
+                        await spoof.recv_multipart()
+                        pytest.fail("the spoof got the real p2's message")
+
+
+async def test_a_restarted_member_gets_a_route_of_its_own_while_the_old_one_lingers():
+    # Member routes carry a per-process nonce, so a restart never meets the
+    # duplicate-id refusal above, however long the old connection lingers.
+    old_route, new_route = member_route("p2", "aa01"), member_route("p2", "bb02")
+    with trio.fail_after(10):
+        async with open_socket("ROUTER") as router:
+            endpoint = router.bind(ANY_PORT)
+            async with open_socket("DEALER", connect=endpoint, identity=old_route) as old:
+                await old.send_multipart([b"old life"])
+                assert await router.recv_multipart() == [old_route, b"old life"]
+                async with open_socket("DEALER", connect=endpoint, identity=new_route) as new:
+                    await new.send_multipart([b"new life"])
+                    assert await router.recv_multipart() == [new_route, b"new life"]
+    assert route_member(old_route) == route_member(new_route) == "p2"
+
+
+def test_route_member_names_members_only():
+    assert member_route("p1", "0123abcd") == b"p1/0123abcd"
+    assert route_member(b"p1/0123abcd") == "p1"
+    assert route_member(b"node-7.x/ff") == "node-7.x"
+    for route in (b"p2", b"\x00\x80\x00\x00\x01", b"p2/", b"/ff", b"p2/XYZ", b"../x/ff",
+                  b"p 2/ff", b"p2/" + b"f" * 33, "pé/ff".encode()):
+        assert route_member(route) is None, route
+    with pytest.raises(ValueError):
+        member_route("p2", "not hex")
+
+
+async def test_a_message_over_max_msg_drops_its_connection_before_it_is_read():
+    with trio.fail_after(10):
+        async with open_socket("ROUTER", max_msg=1000) as router:
+            endpoint = router.bind(ANY_PORT)
+            async with open_socket("DEALER", connect=endpoint, identity=b"big") as big, \
+                    open_socket("DEALER", connect=endpoint, identity=b"ok") as ok:
+                await big.send_multipart([b"x" * 1001])
+                await big.send_multipart([b"after the big one"])
+                await ok.send_multipart([b"y" * 1000])
+                got = []
+                with trio.move_on_after(0.5):
+                    while True:
+                        got.append(await router.recv_multipart())
+    # The big one never arrives; the DEALER reconnects and what it queued
+    # after it may (zmq keeps a DEALER's queue across reconnects).
+    assert [b"ok", b"y" * 1000] in got
+    assert all(len(m[1]) <= 1000 for m in got), [(m[0], len(m[1])) for m in got]
+    assert [m for m in got if m[0] == b"big"] in ([], [[b"big", b"after the big one"]])
+    with pytest.raises(ValueError):
+        open_socket("ROUTER", max_msg=MAX_FRAME + 1)
+
+
+async def test_recv_batch_and_recv_routed_stop_at_max_bytes():
+    with trio.fail_after(10):
+        async with open_socket("ROUTER") as router:
+            endpoint = router.bind(ANY_PORT)
+            async with open_socket("DEALER", connect=endpoint, identity=b"d") as dealer:
+                for i in range(10):
+                    await dealer.send_multipart([bytes([i]) * 100])
+                await trio.sleep(0.2)
+                first = await router.recv_batch(1000, max_bytes=250)
+                assert [m[1][:1] for m in first] == [b"\x00", b"\x01", b"\x02"]  # crossed at the 3rd
+                routed = await router.recv_routed(1000, max_bytes=10_000)
+                assert [(r.route, bytes(r.frames[0][:1]), r.user_id) for r in routed] == [
+                    (b"d", bytes([i]), None) for i in range(3, 10)]
+                assert all(isinstance(r.frames[0], memoryview) for r in routed)
 
 
 async def test_router_full_queue_is_backpressure_not_loss():
@@ -415,3 +491,42 @@ async def test_configure_hook_runs_before_bind_and_push_pull_carry_data():
                 await push.send_multipart([b"a", b"b"])
                 assert await pull.recv_multipart() == [b"a", b"b"]
     assert seen == [b""]
+
+
+_STOPPABLE = """
+import sys, time, zmq
+ctx = zmq.Context()
+socks = [ctx.socket(zmq.DEALER) for _ in sys.argv[1:]]
+for s, endpoint in zip(socks, sys.argv[1:]):
+    s.setsockopt(zmq.ROUTING_ID, b"stopped")
+    s.connect(endpoint)
+    s.send(b"hi")
+time.sleep(60)
+"""
+
+
+async def test_heartbeats_close_a_connection_whose_other_end_stopped_answering():
+    # A member whose host vanished leaves its connection open (no FIN):
+    # without heartbeats it lingers for ever. A stopped process stands in.
+    import signal
+
+    with trio.fail_after(30):
+        async with open_socket("ROUTER", heartbeat=(0.2, 1.0)) as beating, \
+                open_socket("ROUTER") as plain:
+            endpoints = [beating.bind(ANY_PORT), plain.bind(ANY_PORT)]
+            proc = await trio.lowlevel.open_process([sys.executable, "-c", _STOPPABLE, *endpoints])
+            try:
+                assert await beating.recv_multipart() == [b"stopped", b"hi"]
+                assert await plain.recv_multipart() == [b"stopped", b"hi"]
+                proc.send_signal(signal.SIGSTOP)
+                t0 = trio.current_time()
+                with pytest.raises(PeerUnreachable):
+                    while True:
+                        await beating.send_multipart([b"stopped", b"are you there?"])
+                        await trio.sleep(0.05)
+                closed_after = trio.current_time() - t0
+                await plain.send_multipart([b"stopped", b"still routed"])  # no heartbeat: it lingers
+            finally:
+                proc.kill()
+                await proc.wait()
+    assert 0.5 < closed_after < 5.0, closed_after
