@@ -194,8 +194,10 @@ def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
         parse_address(args.address)
     except ValueError as exc:
         raise ConfigError("--address", "", str(exc)) from None
-    if not args.weight > 0:
-        raise ConfigError("--weight", "", "expected a number > 0")
+    from ring.membership import MAX_WEIGHT
+
+    if not 0 < args.weight <= MAX_WEIGHT:
+        raise ConfigError("--weight", "", f"expected a number > 0 and <= {MAX_WEIGHT:g}")
 
 
 def _bind_problem(address: str) -> tuple[str, str] | None:

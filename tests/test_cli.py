@@ -228,3 +228,11 @@ def test_webfarm_with_an_unwritable_log_is_one_line(tmp_path):
     res = run(str(WEBFARM), "--port", "0", "--log", str(log), timeout=30)
     line = error_line(res, "webfarm: ")
     assert f"cannot open the request log {log}" in line
+
+
+def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    (port,) = free_ports(1)
+    res = run("-m", "peer", "--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+              "--address", f"tcp://127.0.0.1:{port}", "--weight", "50")
+    assert "--weight" in error_line(res) and "<= 10" in error_line(res)
