@@ -166,6 +166,10 @@ class CrawlConfig:
     concurrency: int = _key(int, 64, "fetches in flight per peer", _at_least_one)
     user_agent: str = _key(str, "ringcrawl/0.1 (+https://example.invalid/bot)", "User-Agent header, also the robots.txt agent", _non_empty)
     obey_robots: bool = _key(bool, True, "fetch and obey each host's robots.txt")
+    # RFC 9309 §2.3.1.4: an unreachable robots.txt means "disallow all" for
+    # now; asking again every 10 minutes, three times, lets a server that is
+    # down for a moment come back without holding a dead host for long.
+    robots_retry: float = _key(float, 600.0, "seconds before asking again for a robots.txt that could not be read (3 tries; a 429/503's Retry-After, capped, wins)", _positive)
     timeout: float = _key(float, 15.0, "seconds for a whole fetch, body included", _positive)
     max_body: int = _key(int, 2 * 1024 * 1024, "bytes of body kept, after decompression; larger bodies are cut and flagged", _at_least_one)
     max_redirects: int = _key(int, 5, "redirects followed per fetch", _non_negative)

@@ -210,7 +210,8 @@ class Crawler:
         self.frontier = Frontier(cfg.politeness)
         b = cfg.bloom
         self.bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
-        self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay)
+        self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay,
+                                  error_retry=crawl.robots_retry)
         self.limits = Limits.from_config(crawl, cfg.politeness)
         self.resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
         self._fetcher = fetcher
@@ -640,7 +641,11 @@ class Crawler:
             self.robots.loaded(host, status, res.body, now, truncated=res.truncated)
         else:
             cause = error or "unknown"
-            self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)
+            wait = None
+            if status in (429, 503) and res.retry_after is not None:
+                # The server said when: ask again then, not after robots_retry.
+                wait = min(res.retry_after, self.limits.max_retry_after)
+            self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL, retry_after=wait)
         failures = self.robots.failures(host)
         outcome = (Outcome.UNREACHED if error in UNREACHED_KINDS and status is None
                    else Outcome.FETCHED if status is not None else Outcome.FAILED)

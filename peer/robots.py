@@ -22,7 +22,9 @@ Rules (RFC 9309 sections in brackets):
    is the server asking for less load, not saying there is no file: it is
    treated like a 5xx (as Google's crawler does).
 4. 5xx, 429 or a network failure ("unreachable"): disallow everything
-   [§2.3.1.4] and ask for robots.txt again after ``error_retry`` seconds. If
+   [§2.3.1.4] and ask for robots.txt again after ``error_retry`` seconds
+   (or after the answer's Retry-After, when the caller passes one, already
+   capped: the server said when it expects to be back). If
    an earlier answer is cached, it stays in force instead: §2.4 lets a
    crawler use a cached copy past its lifetime while the file is unreachable.
    While unreachable, checks say ``UNREACHABLE``: the caller holds the URL
@@ -207,11 +209,14 @@ class RobotsCache:
         e.failures = 0
         e.cause = ""
 
-    def failed(self, host: str, now: float, cause: str = "robots", *, final: bool = False) -> None:
+    def failed(self, host: str, now: float, cause: str = "robots", *, final: bool = False,
+               retry_after: float | None = None) -> None:
         """robots.txt was unreachable (timeout, network error, 5xx, 429).
 
         ``cause``: the fetcher's error kind, or ``robots`` for an HTTP answer.
-        ``final``: no retry can help in this run (rule 4).
+        ``final``: no retry can help in this run (rule 4). ``retry_after``:
+        the answer's Retry-After in seconds, capped by the caller; the next
+        try comes then instead of after ``error_retry``.
         """
         e = self._entry(host)
         e.failures = max(e.failures + 1, self._max_failures if final else 0)
@@ -219,7 +224,8 @@ class RobotsCache:
         if e.mode == 0:
             e.mode = _DISALLOW_ALL
         # else: the cached answer stays in force (§2.4) until the retry.
-        e.expires = now + (self._ttl if final else self._error_retry)
+        wait = self._error_retry if retry_after is None else max(0.0, retry_after)
+        e.expires = now + (self._ttl if final else wait)
         e.pending_since = None
 
     def failures(self, host: str) -> int:

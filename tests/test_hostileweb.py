@@ -43,6 +43,9 @@ CAPS = {
     "politeness.max_retry_after": 2.0,
     "crawl.max_links_per_page": 1000,
     "crawl.max_urls_per_host": 2000,
+    # A robots.txt that cannot be read is asked for 3 times; 1 s apart here
+    # (600 s by default), so these crawls end in seconds.
+    "crawl.robots_retry": 1.0,
 }
 
 

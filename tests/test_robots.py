@@ -365,3 +365,12 @@ def test_garbage_robots_txt_never_raises(body, path):
     assert rc.check(H, url("/" + path), 1) in (ALLOW, DISALLOW)
     delay = rc.crawl_delay(H)
     assert delay is None or 0 < delay <= 5
+
+
+def test_a_retry_after_on_a_failed_robots_txt_sets_the_next_try():
+    rc = RobotsCache(UA, max_crawl_delay=1, error_retry=600.0)
+    rc.check(H, url("/a"), 0.0)
+    rc.failed(H, 0.0, "robots", retry_after=5.0)
+    assert rc.retry_at(H) == 5.0
+    assert rc.check(H, url("/a"), 4.9) is UNREACHABLE
+    assert rc.check(H, url("/a"), 5.0) is FETCH
