@@ -5,10 +5,15 @@ generator of ~35 KiB chunks, consumed as fast as the client reads, and
 dropped when it leaves.
 
 - **Link farm** (``farm1.test`` ... ``farmN.test``): page ``/n/<id>`` links
-  to ``/n/<id*L+1>`` ... ``/n/<id*L+L>`` for ``L = links_per_page``, so every
-  link of every page is a URL never seen before (the ids of a tree of
-  branching ``L``); one link in ``cross`` points to the same id on the next
-  farm host, so a farm also spreads across hosts. ``/`` is page 0.
+  to ``/n/<id><i>`` for i = 1 ... ``L = links_per_page``, i written with
+  the digits of L, so every link of every page is a URL never seen before
+  (the ids of a tree of branching ``L``); one link in ``cross`` points to
+  the same id on the next farm host, so a farm also spreads across hosts.
+  ``/`` is page 0. A page is made from cached chunk templates by
+  ``bytes.replace`` of the page id: the server must not cost more CPU than
+  the crawler it tests (formatting a million links in Python takes about
+  a second, and a crawler reading farm pages at its politeness rate would
+  otherwise measure the server's event loop, not itself).
 - **Traps** (``trap.test``), the classic three: an infinite calendar
   (``/cal/2026/12`` links the months before and after, for ever), a path
   that deepens (``/a/``, ``/a/a/``, ...) and one that alternates
@@ -18,6 +23,7 @@ dropped when it leaves.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -54,25 +60,34 @@ class Farm:
         m = _NODE.fullmatch(path)
         if path != "/" and m is None:
             return reply(404, html("not found"))
-        node = int(m[1]) if m else 0
+        node = m[1] if m else "0"
         names = self.names()
         after = names[(names.index(host) + 1) % len(names)]
         return reply(200, self._page(host, node, after))
 
-    def _page(self, host: str, node: int, after: str) -> Iterator[bytes]:
+    def _page(self, host: str, node: str, after: str) -> Iterator[bytes]:
         yield (f"<!doctype html><html><head><title>{host} node {node}</title></head>"
                f"<body><h1>farm node {node}</h1>\n").encode()
-        base, n, cross = node * self.links_per_page, self.links_per_page, self.cross
+        n, cross = self.links_per_page, self.cross
+        width = len(str(n))
+        node_b, after_b = node.encode(), after.encode()
         for lo in range(1, n + 1, _LINKS_PER_CHUNK):
-            parts = []
-            for i in range(lo, min(lo + _LINKS_PER_CHUNK, n + 1)):
-                child = base + i
-                if cross and i % cross == 0:
-                    parts.append(f'<a href="//{after}/n/{child}">{child}</a>\n')
-                else:
-                    parts.append(f'<a href="/n/{child}">{child}</a>\n')
-            yield "".join(parts).encode()
+            chunk = _chunk(lo, min(lo + _LINKS_PER_CHUNK, n + 1), width, cross)
+            yield chunk.replace(b"\x01", node_b).replace(b"\x02", after_b)
         yield b"</body></html>\n"
+
+
+@functools.lru_cache(maxsize=256)
+def _chunk(lo: int, hi: int, width: int, cross: int) -> bytes:
+    """Links ``lo`` .. ``hi - 1`` of any page, \\x01 for the page id and \\x02 for the next host."""
+    parts = []
+    for i in range(lo, hi):
+        child = f"\x01{i:0{width}d}"
+        if cross and i % cross == 0:
+            parts.append(f'<a href="//\x02/n/{child}">{child}</a>\n')
+        else:
+            parts.append(f'<a href="/n/{child}">{child}</a>\n')
+    return "".join(parts).encode()
 
 
 def trap_page(path: str) -> Reply:

@@ -108,6 +108,8 @@ LINGER_ROUNDS = 6
 STOP_GRACE = 5.0
 #: How often a job of a host held for a hand-off looks again.
 HOLD_POLL = 0.1
+#: Bytes of HTML over which a page is parsed in the one "heavy" thread.
+HEAVY_PAGE = 256 * 1024
 #: How far back a restarted peer counts its hosts' request starts: the
 #: frontier's longest ceiling window.
 CEILING_HORIZON = max(CEILING_WINDOWS)
@@ -229,8 +231,13 @@ class Crawler:
         self._requested = 0                   # page rows whose request was made (max_pages)
         self._wake = trio.Event()
         # Parsing threads: two keep both cores busy without letting a flood
-        # of crafted pages take every thread of trio's pool.
+        # of crafted pages take every thread of trio's pool. Pages over
+        # HEAVY_PAGE share one of them: lexbor takes ~40 µs a KiB, so a link
+        # farm's 2 MiB pages (85 ms each) would otherwise hold both threads
+        # and every other host's pages would queue behind them; this way a
+        # heavy host slows itself (its jobs wait to be parsed), not the rest.
         self._parsers = trio.CapacityLimiter(2)
+        self._heavy = trio.CapacityLimiter(1)
         self._stopping = False
         self._store: ResultStore | None = None
         self._workers: trio.Nursery | None = None
@@ -609,12 +616,19 @@ class Crawler:
             # a crafted page can take it seconds or more (deep nesting, huge
             # <select>s: tests/test_hostile.py); gossip and the other fetches
             # must go on meanwhile.
-            parsed = await trio.to_thread.run_sync(
-                parse_response, job.url, res.body, res.charset, self.cfg.extract,
-                self.cfg.crawl.max_links_per_page, limiter=self._parsers)
+            if len(res.body) > HEAVY_PAGE:
+                async with self._heavy:
+                    parsed = await self._parse(job, res)
+            else:
+                parsed = await self._parse(job, res)
         now = self.clock()
         outcome = self._outcome(job, res, now, parsed)
         self._finish(job, now, outcome)
+
+    async def _parse(self, job: Job, res: FetchResult) -> Parsed:
+        return await trio.to_thread.run_sync(
+            parse_response, job.url, res.body, res.charset, self.cfg.extract,
+            self.cfg.crawl.max_links_per_page, limiter=self._parsers)
 
     async def _fetch_robots(self, job: Job) -> None:
         if job.url in self._marks:

@@ -209,11 +209,18 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
 
     ``tree``: the document already parsed by :func:`parse_tree` (then ``body``
     is not parsed again). ``max_links``: keep the first that many distinct
-    links in document order (0: all). Normalising a link costs about 5 µs of
-    Python, so a link farm's 2 MiB page (about 50,000 hrefs) would cost a
-    quarter of a second for links the caps drop anyway; the cut is made
-    before that work. Never raises on bad input: garbage bytes give a Page
-    (most likely empty).
+    links in document order (0: all); the rest of the document is only
+    counted. Never raises on bad input: garbage bytes give a Page (most
+    likely empty).
+
+    Why a walk in document order and not a CSS selection: reading a node's
+    attributes is the cost (a link farm's 2 MiB page, 59,711 links: 28 ms to
+    select them, 36 ms to read their hrefs, 330 ms to normalise them), and a
+    walk can stop reading at the cap. Past ``max_links`` distinct hrefs only
+    tags are looked at (6 ms for all 59,716 nodes), so one page costs about
+    what its first ``max_links`` links cost. ``<base>`` and ``<meta
+    name=robots>`` belong in the head (HTML §4.2), so stopping there misses
+    nothing a conforming page says.
     """
     if tree is None:
         tree = parse_tree(body, charset)
@@ -222,23 +229,33 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     title: str | None = None
     seen_title = False
     noindex = nofollow = False
-    for node in tree.css("a[href], area[href], base[href], meta[name], title"):
+    more = 0  # links past the cap: counted, not read
+    root = tree.root
+    nodes = root.traverse() if root is not None else ()
+    for node in nodes:
         tag = node.tag
         if tag == "a" or tag == "area":
+            if max_links and len(hrefs) >= max_links:
+                more += 1
+                continue
             attrs = node.attributes
+            href = attrs.get("href")
+            if href is None:
+                continue
             rel = attrs.get("rel")
             if rel and "nofollow" in rel.lower().split():
                 continue
-            href = attrs.get("href")
-            if href is not None and href not in hrefs:
+            if href not in hrefs:
                 hrefs[href] = None
+        elif more:
+            continue
         elif tag == "title":
             if not seen_title:
                 seen_title = True
                 title = _title(node.text())
         elif tag == "base":
             if base_href is None:
-                base_href = node.attributes.get("href") or ""
+                base_href = node.attributes.get("href")
         elif tag == "meta":
             attrs = node.attributes
             meta_name = attrs.get("name")
@@ -257,16 +274,11 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     if base_href is not None:
         base = normalize_link(url, base_href) or url
     links: dict[str, None] = {}
-    cut = False
     for href in hrefs:
-        if max_links and len(links) >= max_links:
-            cut = True
-            break
         target = normalize_link(base, href)
         if target is not None:
             links[target] = None
     out = tuple(links)
-    # When cut, the distinct hrefs stand for the page's link count (two
-    # spellings of one target count twice): exact counting would cost the
-    # normalisation the cut saves.
-    return Page(title, out, noindex, nofollow, len(hrefs) if cut else len(out))
+    # Past the cap the a/area elements stand for the page's link count
+    # (nofollow and repeated ones included): reading them is what the cap saves.
+    return Page(title, out, noindex, nofollow, len(out) + more)
