@@ -51,12 +51,14 @@ from peer.urls import host_key
 from ring.forwarder import Inbox, Outbox
 from ring.membership import Membership
 from ring.messages import (
+    MAX_ARRAY,
     MAX_DROPPED,
     Ack,
     EncodeError,
     DecodeError,
     Digest,
     HandoffDone,
+    HostStarts,
     Join,
     Leave,
     LeaveRequest,
@@ -107,7 +109,7 @@ HANDOFF_TIMEOUT = 60.0
 #: ZMTP's handshake commands count against MAXMSGSIZE (1 byte fails it).
 DEALER_MAX_MSG = 64 * 1024
 
-_MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone)
+_MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts)
 
 
 class ClusterNode:
@@ -372,6 +374,13 @@ class ClusterNode:
                 self.crawler.handoff_done(msg.sender)
             else:
                 self._count("handoff_other_ring_view")  # it will say it again for our view
+        elif isinstance(msg, HostStarts):
+            if msg.ring != self.cfg.ring.name:
+                self._count("other_ring")
+            elif msg.sender not in self.membership.members():
+                self._count("unknown_sender")
+            else:
+                self.crawler.seed_host_starts(msg.starts)
         elif isinstance(msg, LeaveRequest):
             if msg.ring != self.cfg.ring.name:
                 self._count("other_ring")
@@ -489,6 +498,7 @@ class ClusterNode:
         try:
             t0 = trio.current_time()
             n = await self.crawler.handoff_seen(old, ring)
+            starts = self.crawler.handoff_starts(old, ring)
             self._wake_forward.set()
             marks = {d: self.outbox.barrier(d) for d in dests}
             with trio.move_on_after(HANDOFF_TIMEOUT):
@@ -498,6 +508,11 @@ class ClusterNode:
                         if d not in live or self.outbox.acked_through(d, marks[d]):
                             del marks[d]
                             if d in live:
+                                if starts.get(d):
+                                    # Before HandoffDone, on the same connection: the
+                                    # new owner counts them before it releases the hosts.
+                                    self._queue(d, HostStarts(self.cfg.ring.name, self.peer_id,
+                                                              tuple(starts[d][:MAX_ARRAY])))
                                 self._queue(d, HandoffDone(self.cfg.ring.name, self.peer_id, members))
                     if marks:
                         await trio.sleep(0.02)

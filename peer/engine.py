@@ -108,6 +108,8 @@ LINGER_ROUNDS = 6
 STOP_GRACE = 5.0
 #: How often a job of a host held for a hand-off looks again.
 HOLD_POLL = 0.1
+#: Longest host key a HostStarts message carries (ring.messages.MAX_NAME).
+MAX_HOST_KEY = 256
 #: Bytes of HTML over which a page is parsed in the one "heavy" thread.
 HEAVY_PAGE = 256 * 1024
 #: How far back a restarted peer counts its hosts' request starts: the
@@ -1019,6 +1021,32 @@ class Crawler:
                 node.outbox.add_seen(url, got[0], now)
                 n += 1
         return n
+
+    def handoff_starts(self, old, ring) -> dict[str, list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
+        """{new owner: [(host, request start in epoch seconds)]} of the hosts that moved away.
+
+        The frontier keeps a host's starts for the ceiling's horizon after it
+        leaves our queue (``remove_host``), so they are still here when the
+        hand-off runs; the new owner seeds its ceiling with them (rule 9).
+        """
+        out: dict[str, list[tuple[str, float]]] = {}
+        if not len(ring):
+            return out
+        me, fr = self.peer_id, self.frontier
+        offset = time.time() - self.clock()
+        for host in fr.known_hosts():
+            new = ring.owner(host)
+            if new == me or (old is not None and len(old) and old.owner(host) == new):
+                continue
+            for t in fr.recent_starts(host):
+                if len(host) <= MAX_HOST_KEY:
+                    out.setdefault(new, []).append((host, t + offset))
+        return out
+
+    def seed_host_starts(self, starts) -> None:  # type: ignore[no-untyped-def]
+        """The previous owner's last request starts of hosts now ours (epoch seconds)."""
+        self._seed_starts(list(starts), self.clock())
+        self._wake.set()
 
     def commit_state(self) -> None:
         """Make what was taken so far survive a kill -9 (before an ack goes out)."""

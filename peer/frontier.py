@@ -714,6 +714,10 @@ class Frontier:
         hs = self._hosts.get(host)
         return 0 if hs is None else (len(hs.items) - hs.head) // 2
 
+    def known_hosts(self) -> list[str]:
+        """Every host the frontier still keeps (rule 6 bounds them): work, in flight or recent starts."""
+        return list(self._hosts)
+
     def queued_hosts(self) -> list[str]:
         """Hosts with queued work (for hand-off when ownership changes)."""
         return [h.name for h in self._hosts.values() if h.head < len(h.items)]

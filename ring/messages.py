@@ -101,6 +101,7 @@ __all__ = [
     "StatusRequest",
     "StatusReply",
     "HandoffDone",
+    "HostStarts",
     "LeaveRequest",
     "Message",
     "encode",
@@ -245,6 +246,22 @@ class HandoffDone:
 
 
 @dataclass(frozen=True, slots=True)
+class HostStarts:
+    """The last request starts (epoch seconds) of hosts ``sender`` hands over to us.
+
+    Sent just before each :class:`HandoffDone`, on the same connection (so
+    it arrives first): a host's new owner counts these against its per-host
+    ceiling, so the host sees no burst when its owner changes. Wall-clock
+    times: peers' clocks are assumed NTP-close (milliseconds); skew shifts
+    the inherited window by that much.
+    """
+
+    ring: str
+    sender: str
+    starts: tuple[tuple[str, float], ...]  # (host, start), at most MAX_ARRAY
+
+
+@dataclass(frozen=True, slots=True)
 class LeaveRequest:
     """``python -m ring leave --id TARGET``: ask peer ``target`` to leave gracefully."""
 
@@ -254,7 +271,7 @@ class LeaveRequest:
 
 
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
-                LeaveRequest]
+                LeaveRequest, HostStarts]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -395,6 +412,18 @@ def _seen_in(v: Any) -> tuple[str, ...]:
         raise _Invalid(f"expected array of str, got {_what(v)}")
     _urls_check(v, True)
     return v
+
+
+def _start_out(v: Any) -> tuple[str, float]:
+    if (type(v) is not tuple and type(v) is not list) or len(v) != 2:
+        raise _Invalid("expected (host, start) pairs")
+    return _NAME[0](v[0]), _float_out(v[1])
+
+
+def _start_in(v: Any) -> tuple[str, float]:
+    if type(v) is not tuple or len(v) != 2:
+        raise _Invalid("expected [host, start] pairs")
+    return _NAME[1](v[0]), _float_in(v[1])
 
 
 def _array_codec(item: tuple[Check, Check], max_len: int) -> tuple[Check, Check]:
@@ -583,6 +612,8 @@ _SPECS += (
     _Spec(HandoffDone, 8, (("ring", _NAME), ("sender", _NAME),
                            ("members", _array_codec(_NAME, MAX_MEMBERS)))),
     _Spec(LeaveRequest, 9, (("ring", _NAME), ("sender", _NAME), ("target", _NAME))),
+    _Spec(HostStarts, 10, (("ring", _NAME), ("sender", _NAME),
+                           ("starts", _array_codec((_start_out, _start_in), MAX_ARRAY)))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

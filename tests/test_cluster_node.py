@@ -67,6 +67,12 @@ class StubCrawler:
     async def handoff_seen(self, old, ring) -> int:  # type: ignore[no-untyped-def]
         return 0
 
+    def handoff_starts(self, old, ring) -> dict:  # type: ignore[no-untyped-def]
+        return {}
+
+    def seed_host_starts(self, starts) -> None:  # type: ignore[no-untyped-def]
+        self.starts = list(starts)
+
     def handoff_done(self, sender: str) -> None:
         pass
 

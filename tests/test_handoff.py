@@ -9,13 +9,32 @@ web's request log is the judge.
 
 from __future__ import annotations
 
-import trio
+import math
 import re
+from collections import defaultdict
+
+import trio
 
 from ringharness import Ring, busiest_peer, cluster_text, fetched, free_ports, wait_pages
 from webfarm import SiteGraph, serve_webfarm
 
 import duckdb
+
+
+def requests_by_host(farm) -> dict[str, list[float]]:
+    out: dict[str, list[float]] = defaultdict(list)
+    for entry in farm.log:
+        out[entry.host].append(entry.t)
+    return {h: sorted(ts) for h, ts in out.items()}
+
+
+def worst_window(times: list[float], w: float) -> int:
+    best, lo = 0, 0
+    for hi, t in enumerate(times):
+        while times[lo] <= t - w:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
 
 
 async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_path):
@@ -63,3 +82,9 @@ async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_
     assert handed and max(handed) > 0, leaver_log[-2000:]
     with duckdb.connect(str(tmp_path / leaver / "pages.duckdb"), read_only=True) as con:
         assert con.execute("select count(*) from pages").fetchone()[0] > 0
+    # Politeness as each site saw it, across both hand-offs (the new owner
+    # inherits the host's last request starts): 300 pages/min is 5/s, so no
+    # host got more than ceil(1.1 x 5 x W) + 1 requests in any W s window.
+    for host, times in requests_by_host(farm).items():
+        for w in (1.0, 5.0):
+            assert worst_window(times, w) <= math.ceil(1.1 * 5 * w) + 1, (host, w)

@@ -247,7 +247,8 @@ def test_broken_robots_txt_ends_the_crawl_with_a_row_per_url(tmp_path, host):
 def test_malformed_http_every_url_gets_a_row(tmp_path):
     web = HostileWeb()
     with serve_in_thread(web):
-        run = crawl(tmp_path, web, ["bad.test/"], sections={"crawl": {"timeout": 2.0}})
+        run = crawl(tmp_path, web, ["bad.test/"], sections={"crawl": {"timeout": 2.0},
+                                                           "politeness": {"host_concurrency": 4}})
     assert_clean_exit(run)
     assert_rows_for(run, requested(web))
     assert len(run.rows) >= 30
@@ -323,7 +324,10 @@ def test_random_answers_never_end_the_peer_and_every_url_gets_a_row(tmp_path_fac
         web.program[("fuzzindex.test", "/")] = Reply(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n",
             b"".join(b'<a href="%s">x</a>\n' % u.encode() for u in urls), End.CLOSE, 200)
-        run = crawl(tmp, web, ["fuzzindex.test/"], sections={"crawl": {"timeout": 1.5}})
+        # Four at a time per host: a drawn answer that hangs costs its
+        # timeout three times (two retries), and hosts must not queue behind it.
+        run = crawl(tmp, web, ["fuzzindex.test/"], sections={"crawl": {"timeout": 1.5},
+                                                            "politeness": {"host_concurrency": 4}})
     assert_clean_exit(run)
     missing = [(u, a) for u, a in zip(urls, drawn) if u not in run.by_url()]
     assert not missing, (f"{len(missing)} fuzz URLs without a row; first ones and their answers:\n"

@@ -29,6 +29,7 @@ from ring.messages import (
     StatusRequest,
     UrlBatch,
     HandoffDone,
+    HostStarts,
     LeaveRequest,
     decode,
     encode,
@@ -65,6 +66,7 @@ MESSAGES = st.one_of(
     st.builds(StatusReply, NAME, NAME, st.lists(MEMBER_STATUS, max_size=4).map(tuple), UINT),
     st.builds(HandoffDone, NAME, NAME, st.lists(NAME, max_size=6).map(tuple)),
     st.builds(LeaveRequest, NAME, NAME, NAME),
+    st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
 )
 
 
@@ -94,7 +96,7 @@ def test_type_codes_are_fixed():
     assert VERSION == 1
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
-        8: HandoffDone, 9: LeaveRequest,
+        8: HandoffDone, 9: LeaveRequest, 10: HostStarts,
     }
 
 
