@@ -536,6 +536,12 @@ class Follow(scrapy.Spider):
 
 def run_scrapy_step(ctx: Ctx, rep: int) -> list[dict[str, Any]] | None:
     args = ctx.args
+    import importlib.util
+
+    if importlib.util.find_spec("scrapy") is None:
+        print("> ! Scrapy is not installed in this Python (pip install -e '.[bench]'); its runs are "
+              "left out", flush=True)
+        return None
     d = ctx.work / f"step-{rep}-scrapy"
     d.mkdir()
     (d / "bench_polite_spider.py").write_text(_SPIDER)
@@ -872,6 +878,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except UsageError as exc:
         print(f"bench_polite.py: error: {exc}", file=sys.stderr)
         return 2
+    except RuntimeError as exc:  # a server that did not start (Nginx.start, Webfarm.start)
+        print(f"bench_polite.py: {exc}", file=sys.stderr)
+        return 1
     finally:
         if args.keep:
             print(f"kept {work}")
