@@ -13,7 +13,11 @@
   from one server block that answers any ``Host`` (``root <site>/$host``),
   with the graph's 301s as ``location =`` rules and its 404s as missing
   files. :class:`Webfarm` runs scripts/webfarm.py itself, the fallback when
-  nginx is not installed. Both bind 127.0.0.1 only.
+  nginx is not installed (and the server of per-host latency schedules).
+  Both bind 127.0.0.1; nginx also the extra loopback addresses it is given.
+- :func:`read_requests` reads either server's request log with each
+  request's start and end: politeness is counted at the request's start, as
+  the frontier paces starts.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
@@ -266,7 +271,7 @@ class Nginx(Server):
 
     @classmethod
     def start(cls, children: Children, binary: str, site: Site, work: Path,
-              access_log: bool = False) -> Nginx:
+              access_log: bool = False, addresses: Sequence[str] = ("127.0.0.1",)) -> Nginx:
         for d in ("tmp", "logs"):
             (work / d).mkdir(parents=True, exist_ok=True)
         log = work / "logs" / "access.log" if access_log else None
@@ -274,6 +279,8 @@ class Nginx(Server):
                           for path, loc in site.redirects)
         temp = "\n".join(f"    {kind}_temp_path {work / 'tmp' / kind};"
                          for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
+        listens = "\n".join(f"        listen {a}:{site.port} default_server backlog=4096;"
+                            for a in addresses)
         conf = work / "nginx.conf"
         conf.write_text(f"""\
 # Written by scripts/bench_ring.py: the site graph as static files, any Host.
@@ -287,7 +294,9 @@ http {{
     default_type application/octet-stream;
     charset utf-8;
 {temp}
-    log_format bench '$msec $host $status $request_uri';
+    # $msec is logged when the answer ends; $request_time (ms resolution)
+    # takes it back to the request's first byte (read_requests).
+    log_format bench '$msec $request_time $server_addr $host $status $request_uri';
     access_log {f'{log} bench buffer=256k flush=1s' if log else 'off'};
     keepalive_requests 1000000;
     keepalive_timeout 120s;
@@ -296,7 +305,7 @@ http {{
     sendfile on;
     open_file_cache max=1000 inactive=20s;  # descriptors held open: keep far below ulimit -n
     server {{
-        listen 127.0.0.1:{site.port} default_server backlog=4096;
+{listens}
         server_name _;
         root {site.root}/$host;
         absolute_redirect off;
@@ -320,13 +329,16 @@ class Webfarm(Server):
 
     @classmethod
     def start(cls, children: Children, hosts: int, pages: int, port: int, work: Path,
-              access_log: bool = False, links: int = 100) -> Webfarm:
+              access_log: bool = False, links: int = 100, latency: Sequence[str] = ()) -> Webfarm:
+        """``latency``: webfarm.py ``--latency`` values (``HOST=T:S,T:S``, times from its start)."""
         work.mkdir(parents=True, exist_ok=True)
         log = work / "webfarm.jsonl" if access_log else None
         argv = [sys.executable, str(ROOT / "scripts" / "webfarm.py"), "--port", str(port),
                 "--hosts", str(hosts), "--pages", str(pages), "--links", str(links), "--no-shop"]
         if log:
             argv += ["--log", str(log)]
+        for spec in latency:
+            argv += ["--latency", spec]
         proc = children.start(argv)
         _wait_listening(children, proc, port, "webfarm")
         return cls(children, proc, port, log)
@@ -344,22 +356,46 @@ def _wait_listening(children: Children, proc: subprocess.Popen, port: int, name:
     raise RuntimeError(f"{name} did not listen on 127.0.0.1:{port} within 30 s")
 
 
-def read_access_log(server: Server) -> list[tuple[float, str, int, str]]:
-    """(time, host, status, target) of every request the server logged, in log order.
+class Request(NamedTuple):
+    """One request of a server's log: start and end (epoch s), address it came in on, host..."""
 
-    nginx logs ``$msec`` (the answer's end), webfarm ``t`` (the request's
-    arrival): on loopback with small pages the two differ by about a millisecond.
+    start: float
+    end: float
+    addr: str  # the server address it reached ("" when the log does not say)
+    host: str
+    status: int
+    target: str
+
+
+def read_requests(server: Server) -> list[Request]:
+    """Every request the server logged, in log order, with its start and end.
+
+    nginx logs ``$msec`` when the answer ends and ``$request_time`` since its
+    first byte was read; webfarm logs ``t`` at arrival and ``dur``.
     """
     if server.log is None or not server.log.exists():
         return []
     out = []
     if isinstance(server, Nginx):
         for line in server.log.read_text().splitlines():
-            parts = line.split(" ", 3)
-            if len(parts) == 4:
-                out.append((float(parts[0]), parts[1], int(parts[2]), parts[3]))
+            parts = line.split(" ", 5)
+            if len(parts) == 6:
+                end = float(parts[0])
+                out.append(Request(end - float(parts[1]), end, parts[2], parts[3], int(parts[4]), parts[5]))
     else:
         from webfarm import read_log
 
-        out = [(e.t, e.host, e.status, e.target) for e in read_log(str(server.log))]
+        out = [Request(e.t, e.t + e.dur, "", e.host, e.status, e.target) for e in read_log(str(server.log))]
     return out
+
+
+def read_access_log(server: Server) -> list[tuple[float, str, int, str]]:
+    """(time, host, status, target) of every request the server logged, in log order.
+
+    nginx's time is the answer's end, webfarm's the request's arrival: on
+    loopback with small pages the two differ by about a millisecond
+    (:func:`read_requests` has both).
+    """
+    if isinstance(server, Nginx):
+        return [(r.end, r.host, r.status, r.target) for r in read_requests(server)]
+    return [(r.start, r.host, r.status, r.target) for r in read_requests(server)]

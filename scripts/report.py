@@ -8,6 +8,12 @@ the output directory:
 
 - ``rate.png``: pages per second over time, per peer (the bin widens with the
   span so a long crawl stays readable);
+- ``polite.png``: politeness as the site owner sees it: each of the busiest
+  hosts' requests per 1 s bin (counted at request start, ``fetched_at -
+  elapsed_ms``) against the setpoint per second and the hard ceiling
+  ``ceil(1.1 x S) + 1`` of any 1 s, with the PID's delay on a second axis.
+  The setpoint comes from ``--ring cluster.toml``'s ``politeness.rate``, else
+  from pid_trace (its setpoint over the window its rows are spaced by);
 - ``pid.png``: the PID trace of the busiest hosts: pages per window against the
   setpoint, and the delay the controller chose (seed document 000's T_k);
 - ``status.png``: status codes, a failed fetch (NULL status) counted as "error";
@@ -59,7 +65,7 @@ from ring.hashring import HashRing
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["ReportSummary", "build_report", "main"]
+__all__ = ["PoliteSeries", "ReportSummary", "build_report", "main", "politeness_series"]
 
 EXIT_USAGE = 2
 #: Hosts in the PID figure at most: each takes a row of the figure.
@@ -72,6 +78,10 @@ MAX_BINS = 200
 _BINS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 _PAGES_COLUMNS = {"url", "host", "status", "title", "fetched_at", "elapsed_ms", "error", "peer"}
 _PID_COLUMNS = {"host", "window_end", "n", "delay", "setpoint"}
+#: Points a host's line in the politeness panel has at most; a longer crawl's
+#: 1 s bins are folded, each point the busiest 1 s of its group (an over-limit
+#: second must stay visible, which a mean would hide).
+MAX_POLITE_POINTS = 1200
 _DPI = 100
 
 
@@ -338,6 +348,136 @@ def _plot_pid(con: duckdb.DuckDBPyConnection, f: _Facts, *, top: int, **_: Any) 
     return fig, caption
 
 
+@dataclass(frozen=True, slots=True)
+class PoliteSeries:
+    """Requests of the busiest hosts in 1 s bins, counted at request start.
+
+    ``counts[host][k]`` is the answered requests of ``host`` that started in
+    ``[t0_us + k s, t0_us + (k + 1) s)``; a request started at ``fetched_at -
+    elapsed_ms`` (``fetched_at`` is stamped when the answer is in).
+    """
+
+    t0_us: int  # the first request start of the file (every host), epoch microseconds
+    bins: int
+    hosts: tuple[str, ...]  # busiest first
+    pages: dict[str, int]
+    counts: dict[str, list[int]]
+
+
+def politeness_series(con: duckdb.DuckDBPyConnection, top: int) -> PoliteSeries | None:
+    """The :class:`PoliteSeries` of the ``top`` hosts with most answered requests; None if none.
+
+    Only rows with a status count: a URL robots.txt forbids or a DNS failure
+    never reached the server, and the panel shows what the server saw.
+    """
+    starts = ("select host, epoch_us(fetched_at) - cast(round(coalesce(elapsed_ms, 0) * 1000) as bigint) "
+              "as t from pages where status is not null and fetched_at is not null and host is not null "
+              "and (elapsed_ms is null or isfinite(elapsed_ms))")
+    one = con.execute(f"select min(t) from ({starts})").fetchone()
+    if one is None or one[0] is None:
+        return None
+    t0 = int(one[0])
+    ranked = con.execute(f"select host, count(*) from ({starts}) group by 1 order by 2 desc, 1 limit ?",
+                         [top]).fetchall()
+    hosts = tuple(h for h, _ in ranked)
+    rows = con.execute(f"select host, (t - ?) // 1000000 as b, count(*) from ({starts}) "
+                       "where list_contains(?, host) group by all", [t0, list(hosts)]).fetchall()
+    bins = max(int(b) for _, b, _ in rows) + 1
+    counts = {h: [0] * bins for h in hosts}
+    for host, b, n in rows:
+        counts[host][int(b)] += n
+    return PoliteSeries(t0, bins, hosts, dict(ranked), counts)
+
+
+def _setpoint(con: duckdb.DuckDBPyConnection, f: _Facts,
+              ring_config: Path | None) -> tuple[float | None, str]:
+    """(setpoint in requests per second or None, where it came from)."""
+    if ring_config is not None:
+        rate = load_config(ring_config).politeness.rate
+        if rate <= 0:
+            return None, f"{ring_config} sets politeness.rate = 0 (no rate limit), so no setpoint is drawn"
+        return rate / 60, f"politeness.rate = {rate:g} pages/min of {ring_config}"
+    cols = f.tables.get("pid_trace")
+    if cols is None or _PID_COLUMNS - cols or not f.counts.get("pid_trace"):
+        return None, "no setpoint known: pass --ring cluster.toml (no usable pid_trace either)"
+    one = con.execute(
+        "select (select median(setpoint) from pid_trace), (select min(gap) / 1e6 from (select "
+        "epoch_us(window_end) - lag(epoch_us(window_end)) over (partition by host order by window_end) "
+        "as gap from pid_trace) where gap > 0)").fetchone()
+    if one is None or one[0] is None or one[1] is None or not one[1] > 0:
+        return None, ("no setpoint known: pass --ring cluster.toml (pid_trace has no host with two "
+                      "windows, so its window length is unknown)")
+    setpoint, window = float(one[0]), float(one[1])
+    return setpoint / window, (f"pid_trace: a setpoint of {setpoint:g} pages a window over windows of "
+                               f"{window:g} s (the spacing of a host's window_end); --ring cluster.toml "
+                               "gives politeness.rate itself")
+
+
+def _plot_polite(con: duckdb.DuckDBPyConnection, f: _Facts, *, top: int,
+                 setpoint: tuple[float | None, str], **_: Any) -> tuple[Figure, str]:
+    import numpy as np
+
+    series = politeness_series(con, top)
+    if series is None:
+        raise _Skip("no answered request has a fetched_at time")
+    per_s, source = setpoint
+    fold = math.ceil(series.bins / MAX_POLITE_POINTS)
+    delays: dict[str, list[tuple[int, float]]] = {}
+    cols = f.tables.get("pid_trace")
+    if cols is not None and not _PID_COLUMNS - cols and f.counts.get("pid_trace"):
+        for host, end, delay in con.execute(
+                "select host, epoch_us(window_end), delay from pid_trace where list_contains(?, host) "
+                "and window_end is not null and delay is not null order by host, window_end",
+                [list(series.hosts)]).fetchall():
+            delays.setdefault(host, []).append((end, delay))
+    span = series.bins
+    scale, unit = _time_unit(span)
+    limit = math.ceil(round(1.1 * per_s, 9)) + 1 if per_s is not None else None
+    fig = _figure(11, 0.6 + 2.2 * len(series.hosts))
+    axes = fig.subplots(len(series.hosts), 1, squeeze=False, sharex=True)[:, 0]
+    notes = []
+    for host, ax in zip(series.hosts, axes):
+        c = np.array(series.counts[host], dtype=float)
+        pad = (-len(c)) % fold
+        shown = np.pad(c, (0, pad)).reshape(-1, fold).max(axis=1)
+        x = np.arange(len(shown) + 1) * fold / scale
+        ax.stairs(shown, x, color="tab:blue", linewidth=1.2,
+                  label="requests in 1 s" if fold == 1 else f"busiest 1 s of each {fold} s")
+        if per_s is not None:
+            ax.axhline(per_s, color="tab:red", linestyle="--", linewidth=1.2, label=f"setpoint {per_s:g}/s")
+            ax.axhline(limit, color="tab:red", linestyle=":", linewidth=1.0,
+                       label=f"ceiling {limit} in any 1 s")
+        ax.set_ylabel("requests / s")
+        ax.set_ylim(bottom=0)
+        ax.grid(alpha=0.3)
+        peak = int(c.max())
+        over = int((c > limit).sum()) if limit is not None else 0
+        ax.set_title(f"{_label(host, 50)} ({series.pages[host]:,} requests, busiest 1 s: {peak})",
+                     fontsize="medium", loc="left")
+        notes.append(f"{host}: busiest 1 s {peak}" + (f", {over} s over the ceiling" if limit is not None else ""))
+        pts = delays.get(host)
+        if pts:
+            right = ax.twinx()
+            right.step([(e - series.t0_us) / 1e6 / scale for e, _ in pts], [d for _, d in pts],
+                       where="post", color="tab:green", linewidth=1.0, label="PID delay")
+            right.set_ylabel("delay (s)")
+            right.set_ylim(bottom=0)
+            if host == series.hosts[0]:
+                right.legend(fontsize="small", loc="upper left")
+        if host == series.hosts[0]:
+            ax.legend(fontsize="small", loc="upper right")
+    axes[-1].set_xlabel(f"request start, time since the first ({unit})")
+    caption = (f"Requests per second of the {len(series.hosts)} host(s) with the most answered requests, "
+               "as the server saw them: 1 s bins counted at request start (fetched_at - elapsed_ms), "
+               + (f"each point the busiest 1 s of {fold} s, " if fold > 1 else "")
+               + (f"against the setpoint of {per_s:g}/s (dashed) and the ceiling of {limit} requests "
+                  f"in any 1 s (dotted); setpoint from {source}. " if per_s is not None else f"{source}. ")
+               + ("The PID's delay after each window is on the right axis. " if delays else
+                  "No PID delay: pid_trace is absent or has none of these hosts. ")
+               + "; ".join(notes) + ".")
+    return fig, caption
+
+
 def _status_color(code: int | None) -> str:
     if code is None:
         return "tab:gray"
@@ -487,6 +627,7 @@ def _plot_errors(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[F
 
 _PLOTS: tuple[tuple[str, str, Callable[..., tuple[Figure, str]]], ...] = (
     ("rate.png", "Pages per second", _plot_rate),
+    ("polite.png", "Politeness: requests per second of the busiest hosts", _plot_polite),
     ("pid.png", "PID trace of the busiest hosts", _plot_pid),
     ("status.png", "Status codes", _plot_status),
     ("latency.png", "Latency", _plot_latency),
@@ -649,7 +790,8 @@ def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: i
                 raise StateError(f"{db}: the pages table lacks the column(s) {', '.join(sorted(missing))}")
             facts = _facts(con, db, tables)
             shares, ring_source = _ring(facts, ring_config)
-            drawn = _draw(con, facts, top=top, shares=shares, ring_source=ring_source)
+            drawn = _draw(con, facts, top=top, shares=shares, ring_source=ring_source,
+                          setpoint=_setpoint(con, facts, ring_config))
         except duckdb.Error as exc:
             raise StateError(f"{db}: cannot be read: {_first_line(str(exc))}") from None
     finally:
@@ -705,7 +847,8 @@ def _parser() -> argparse.ArgumentParser:
         prog="report.py",
         description=(
             "Draw a crawl report from a results file (a peer's pages.duckdb or a merged file):\n"
-            "PNG plots of pages/s per peer, the PID trace of the busiest hosts, status codes,\n"
+            "PNG plots of pages/s per peer, requests/s of the busiest hosts against their\n"
+            "setpoint, the PID trace of the busiest hosts, status codes,\n"
             "latency, pages per peer against ring share and errors by kind, and an index.html\n"
             "with summary tables. The file is opened read-only. A plot with no data is left\n"
             "out and the page says why."
@@ -724,10 +867,11 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("-o", "--out", type=Path, required=True, metavar="OUT",
                    help="output directory for index.html and the PNGs")
     p.add_argument("--ring", type=Path, metavar="cluster.toml",
-                   help="take ring shares from this config's [[peer]] weights and ring.vnodes "
-                        "(default: the peers in the data, weight 1, 256 vnodes)")
+                   help="take ring shares from this config's [[peer]] weights and ring.vnodes, "
+                        "and the politeness panel's setpoint from its politeness.rate "
+                        "(default: the peers in the data, weight 1, 256 vnodes; pid_trace's setpoint)")
     p.add_argument("--top", type=int, default=4, metavar="N",
-                   help=f"hosts in the PID trace plot, 1 to {MAX_TOP} (default 4)")
+                   help=f"hosts in the politeness and PID trace plots, 1 to {MAX_TOP} (default 4)")
     return p
 
 

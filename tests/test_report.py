@@ -27,7 +27,8 @@ HOSTILE_URL = 'http://evil.test/"><script>alert("url")</script>'
 HOSTILE_TITLE = "<script>alert('title')</script>"
 HOSTILE_ERROR = "<img src=x onerror=alert(1)>$\\frac{$"
 CONFIG_WEIGHTS = {"p1": 2.0, "p2": 1.0, "p3": 1.0, "p9": 1.0}
-ALL_PNGS = {"rate.png", "pid.png", "status.png", "latency.png", "ring_share.png", "errors.png"}
+ALL_PNGS = {"rate.png", "polite.png", "pid.png", "status.png", "latency.png", "ring_share.png", "errors.png"}
+POLITE = "Politeness: requests per second of the busiest hosts"
 
 
 def make_db(path: Path, *, n_pages: int = 360, pid: bool = True, errors: bool = True,
@@ -293,3 +294,93 @@ def test_cli_help_says_the_output_directory_is_overwritten():
     res = run_cli("--help")
     assert res.returncode == 0
     assert "overwritten" in res.stdout and "example:" in res.stdout
+
+
+def caption_of(page: str, png: str) -> str:
+    return page.split(f'src="{png}"', 1)[1].split("</figcaption>", 1)[0]
+
+
+def make_short_crawl(path: Path) -> None:
+    """Two hosts at 1 page/s for 20 s (a demo-sized crawl); fast.web.test has a burst of
+    5 requests started in second 10. Requests start at fetched_at - elapsed_ms."""
+    con = duckdb.connect(str(path))
+    for table in ("pages", "pid_trace"):
+        con.execute(f"create table {table} ({', '.join(f'{c} {t}' for c, t in SCHEMA[table])})")
+    rows = []
+
+    def add(host: str, start: float, elapsed_ms: float, status: int | None = 200,
+            error: str | None = None) -> None:
+        fetched = T0 + timedelta(seconds=start + elapsed_ms / 1000)
+        rows.append((f"http://{host}/{len(rows)}", None, host, status, "text/html", 100, "t", 0, 1,
+                     fetched, elapsed_ms, error, "p1"))
+
+    for k in range(20):
+        add("fast.web.test", k + 0.5, 50.0)
+        add("slow.web.test", k, 400.0)
+    for start in (10.1, 10.3, 10.6, 10.8):
+        add("fast.web.test", start, 50.0)
+    # Answered in second 11, started in second 10: counted at its start.
+    add("slow.web.test", 10.9, 300.0)
+    # Never reached the server: not a request.
+    add("fast.web.test", 3.1, 0.0, status=None, error="robots")
+    app = con.appender("pages")
+    app.append_rows(rows)
+    app.flush()
+    con.executemany("insert into pid_trace values (?, ?, ?, ?, ?, ?)", [
+        (h, T0 + timedelta(seconds=w), 5, 0.9 + w / 100, 5.0, "p1")
+        for h in ("fast.web.test", "slow.web.test") for w in (5, 10, 15, 20)])
+    con.close()
+
+
+def test_politeness_bins_count_requests_at_their_start_and_show_a_second_over_the_setpoint(tmp_path):
+    make_short_crawl(tmp_path / "c.duckdb")
+    with duckdb.connect(str(tmp_path / "c.duckdb"), read_only=True) as con:
+        series = report.politeness_series(con, top=2)
+    assert series is not None
+    assert series.hosts == ("fast.web.test", "slow.web.test")
+    assert series.pages == {"fast.web.test": 24, "slow.web.test": 21}
+    # The first request started at +0 s (slow's): bin k is [k, k + 1).
+    fast, slow = series.counts["fast.web.test"], series.counts["slow.web.test"]
+    assert series.bins == 20 and len(fast) == len(slow) == 20
+    assert sum(fast) == 24 and sum(slow) == 21
+    # The setpoint is 1/s: the burst's second is over it, and over the 1 s ceiling ceil(1.1) + 1 = 3.
+    assert [k for k, n in enumerate(fast) if n > 3] == [10] and fast[10] == 5
+    assert set(fast[:10] + fast[11:]) == {1}
+    # +10.9 ended at +11.2: it is counted in second 10, where it started.
+    assert slow[10] == 2 and slow[11] == 1
+
+
+def test_politeness_panel_is_drawn_for_a_short_crawl_with_the_setpoint_from_the_config(tmp_path):
+    make_short_crawl(tmp_path / "c.duckdb")
+    toml = tmp_path / "cluster.toml"
+    toml.write_text('[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:5701"\n'
+                    "[politeness]\nrate = 60.0\n")
+    summary = report.build_report(tmp_path / "c.duckdb", tmp_path / "out", ring_config=toml, top=2)
+    page = summary.index.read_text()
+    assert tmp_path / "out" / "polite.png" in summary.figures
+    caption = caption_of(page, "polite.png")
+    assert f"setpoint of 1/s (dashed) and the ceiling of 3 requests in any 1 s (dotted); " \
+           f"setpoint from politeness.rate = 60 pages/min of {toml}" in caption
+    assert "fast.web.test: busiest 1 s 5, 1 s over the ceiling; slow.web.test: busiest 1 s 2, 0 s over" in caption
+    assert "The PID&#x27;s delay after each window is on the right axis." in caption
+    # Without --ring the setpoint comes from pid_trace: 5 pages a window, windows 5 s apart.
+    summary = report.build_report(tmp_path / "c.duckdb", tmp_path / "out2", top=1)
+    caption = caption_of(summary.index.read_text(), "polite.png")
+    assert "setpoint of 1/s" in caption
+    assert "pid_trace: a setpoint of 5 pages a window over windows of 5 s" in caption
+
+
+def test_politeness_panel_without_answered_requests_is_skipped_with_a_reason(tmp_path):
+    db = tmp_path / "c.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(f"create table pages ({', '.join(f'{c} {t}' for c, t in SCHEMA['pages'])})")
+    con.execute("insert into pages (url, host, status, fetched_at, elapsed_ms, error, peer) values "
+                "('http://a.test/x', 'a.test', null, ?, 0.0, 'robots', 'p1')", [T0])
+    con.close()
+    summary = report.build_report(db, tmp_path / "out")
+    assert dict(summary.skipped)[POLITE] == "no answered request has a fetched_at time"
+    assert f"{POLITE}: not drawn, no answered request has a fetched_at time." in summary.index.read_text()
+    # No rows at all: skipped too, with the file's reason.
+    make_db(tmp_path / "e.duckdb", n_pages=0, pid=False)
+    summary = report.build_report(tmp_path / "e.duckdb", tmp_path / "out2")
+    assert dict(summary.skipped)[POLITE] == "e.duckdb has no pages"

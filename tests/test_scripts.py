@@ -109,6 +109,9 @@ def test_demo_draws_the_report_and_says_where_everything_is(demo):
     html = index.read_text()
     pngs = re.findall(r'<img src="([^"]+\.png)"', html)
     assert len(pngs) >= 4, html[:2000]
+    # The politeness panel is drawn for the demo's short crawl, its setpoint from --ring.
+    assert "polite.png" in pngs, html[:2000]
+    assert "setpoint from politeness.rate = 600 pages/min of" in html
     for name in pngs:
         assert (index.parent / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     assert f"merged results:  {demo.out / 'crawl.duckdb'}" in demo.stdout
