@@ -77,12 +77,13 @@ def cluster_toml(tmp: Path, seeds: Sequence[str], *, peers: int = 1,
         "dns": {"resolve": dict(DNS)},
         "bloom": {"capacity": 1_000_000},
     }
-    for name, table in (sections or {}).items():
-        tables.setdefault(name, {}).update(table)
     for key, value in (caps or {}).items():
         if supported(key):
             section, _, name = key.partition(".")
             tables.setdefault(section, {})[name] = value
+    # A test's own sections win over the caps it shares with the others.
+    for name, table in (sections or {}).items():
+        tables.setdefault(name, {}).update(table)
     text = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n'
                    f'data_dir = "{tmp / f"p{i + 1}"}"\n\n'
                    for i, port in enumerate(_free_ports(peers)))
