@@ -8,6 +8,8 @@ caller's ``trio.fail_after``.
 
 from __future__ import annotations
 
+import math
+
 import signal
 import socket
 import sys
@@ -149,3 +151,18 @@ def busiest_peer(graph, port: int, peers: list[str]) -> str:
     ring = HashRing({p: 1.0 for p in peers})
     owned = Counter(ring.owner(host_key(f"http://{h}:{port}/")) for h in graph.hosts(special=False))
     return max(peers, key=lambda p: (owned[p], p))
+
+
+def worst_window(times: list[float], w: float) -> int:
+    """Most of ``times`` (sorted) in any half-open window of ``w`` seconds: what a site's log shows."""
+    best, lo = 0, 0
+    for hi, t in enumerate(times):
+        while times[lo] <= t - w:
+            lo += 1
+        best = max(best, hi - lo + 1)
+    return best
+
+
+def ceiling(per_second: float, w: float) -> int:
+    """The politeness ceiling of a W-second window: ceil(1.1 x rate x W) + 1 requests."""
+    return math.ceil(1.1 * per_second * w) + 1

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import math
 import time
 import tracemalloc
 from collections import Counter
@@ -12,6 +11,7 @@ from pathlib import Path
 
 import duckdb
 import trio
+from ringharness import ceiling, worst_window
 from webfarm import HostBehaviour, SiteGraph, serve_webfarm
 
 from peer.config import ClusterConfig, parse_config
@@ -729,20 +729,6 @@ async def test_a_blocked_host_is_recorded_as_blocked_without_a_request(tmp_path)
     assert summary.robots_fetches == 1
 
 
-def _worst(times: list[float], w: float) -> int:
-    """Most of ``times`` (sorted) in any half-open window of ``w`` seconds."""
-    best, lo = 0, 0
-    for hi, t in enumerate(times):
-        while times[lo] <= t - w:
-            lo += 1
-        best = max(best, hi - lo + 1)
-    return best
-
-
-def _ceiling(per_second: float, w: float) -> int:
-    return math.ceil(1.1 * per_second * w) + 1
-
-
 async def test_hosts_on_one_ip_share_its_budget_in_every_second(tmp_path, jump_clock):
     # Ten hosts that the static DNS entry puts on one address, 600 pages/min
     # each (100/s together) under an ip_rate of 1200 pages/min (20/s): the
@@ -753,7 +739,6 @@ async def test_hosts_on_one_ip_share_its_budget_in_every_second(tmp_path, jump_c
     def site(url, *_):
         if url.endswith("/robots.txt"):
             return no_robots(url)
-        host = url.split("/")[2]
         path = url.split("/", 3)[3]
         if path == "":
             return answer(url, 200, html(*(f"/p{i}.html" for i in range(40))))
@@ -767,7 +752,7 @@ async def test_hosts_on_one_ip_share_its_budget_in_every_second(tmp_path, jump_c
     assert len(web.fetched()) == 10 * 41
     assert crawler.frontier.n_ips == 0 or crawler.frontier.host_ip(hosts[0]) == "127.0.0.1"
     for w in (1.0, 5.0):
-        assert _worst(starts, w) <= _ceiling(20.0, w), w
+        assert worst_window(starts, w) <= ceiling(20.0, w), w
     busy = starts[-1] - starts[0]
     assert len(starts) / busy >= 0.9 * 20.0
     assert "IP addresses paced 1" in summary.render()
@@ -796,5 +781,5 @@ async def test_a_fast_host_never_gets_more_than_the_ceiling_in_a_second(tmp_path
     starts = sorted(t for _, _, _, t in web.calls)
     assert len(web.fetched()) >= 201
     for w in (1.0, 5.0):
-        assert _worst(starts, w) <= _ceiling(10.0, w), w
+        assert worst_window(starts, w) <= ceiling(10.0, w), w
     # A 503 doubles the delay as a penalty halved each window: slower, never faster.

@@ -9,13 +9,12 @@ web's request log is the judge.
 
 from __future__ import annotations
 
-import math
 import re
 from collections import defaultdict
 
 import trio
 
-from ringharness import Ring, busiest_peer, cluster_text, fetched, free_ports, wait_pages
+from ringharness import Ring, busiest_peer, ceiling, cluster_text, fetched, free_ports, wait_pages, worst_window
 from webfarm import SiteGraph, serve_webfarm
 
 import duckdb
@@ -26,15 +25,6 @@ def requests_by_host(farm) -> dict[str, list[float]]:
     for entry in farm.log:
         out[entry.host].append(entry.t)
     return {h: sorted(ts) for h, ts in out.items()}
-
-
-def worst_window(times: list[float], w: float) -> int:
-    best, lo = 0, 0
-    for hi, t in enumerate(times):
-        while times[lo] <= t - w:
-            lo += 1
-        best = max(best, hi - lo + 1)
-    return best
 
 
 async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_path):
@@ -87,4 +77,4 @@ async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_
     # host got more than ceil(1.1 x 5 x W) + 1 requests in any W s window.
     for host, times in requests_by_host(farm).items():
         for w in (1.0, 5.0):
-            assert worst_window(times, w) <= math.ceil(1.1 * 5 * w) + 1, (host, w)
+            assert worst_window(times, w) <= ceiling(5.0, w), (host, w)
