@@ -128,7 +128,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING, NamedTuple, TypeVar
 
 import trio
 import zmq
@@ -147,6 +147,8 @@ from ring.messages import MAX_FRAME
 
 if TYPE_CHECKING:
     from ring.curve import CurveKeys
+
+_T = TypeVar("_T")
 
 __all__ = [
     "SocketType",
@@ -524,38 +526,17 @@ class ZmqSocket:
         stops early once the batch holds ``max_bytes``. If cancelled, nothing
         was received.
         """
-        if max_n < 1:
-            raise ValueError(f"max_n must be >= 1, got {max_n}")
-        await checkpoint_if_cancelled()
-        while True:
-            sock = self._live()
+
+        def read(sock: zmq.Socket) -> tuple[list[bytes], int]:
+            # recv_multipart inlined: a multipart message is delivered
+            # whole, so once its first frame is in, the rest are too.
             recv, more = sock.recv, sock.getsockopt
-            batch: list[list[bytes]] = []
-            size = 0
-            try:
-                # recv_multipart inlined: a multipart message is delivered
-                # whole, so once its first frame is in, the rest are too.
-                for _ in range(max_n):
-                    msg = [recv(NOBLOCK)]
-                    while more(RCVMORE):
-                        msg.append(recv(NOBLOCK))
-                    batch.append(msg)
-                    size += sum(map(len, msg))
-                    if size >= max_bytes:
-                        break
-            except zmq.Again:
-                pass
-            except zmq.ZMQError as e:
-                if not batch:
-                    raise self._translate(e, "recv failed") from None
-                # Hand over what was taken; the next call meets the error again.
-            if batch:
-                break
-            if not self._events(wake=POLLOUT) & POLLIN:
-                await self._park(self._recv_lot)
-        if self._done(len(batch)):
-            await cancel_shielded_checkpoint()
-        return batch
+            msg = [recv(NOBLOCK)]
+            while more(RCVMORE):
+                msg.append(recv(NOBLOCK))
+            return msg, sum(map(len, msg))
+
+        return await self._recv_many(read, max_n, max_bytes)
 
     async def recv_routed(self, max_n: int = 1000, max_bytes: int = BATCH_BYTES,
                           *, user_id: bool = False) -> list[Routed]:
@@ -566,28 +547,38 @@ class ZmqSocket:
         """
         if self._type != zmq.ROUTER:
             raise TypeError("recv_routed is for ROUTER sockets")
+
+        def read(sock: zmq.Socket) -> tuple[Routed, int]:
+            recv, more = sock.recv, sock.getsockopt
+            route = recv(NOBLOCK)
+            frames: list[zmq.Frame] = []
+            while more(RCVMORE):
+                frames.append(recv(NOBLOCK, copy=False))
+            uid = None
+            if user_id and frames:
+                try:
+                    uid = frames[0].get("User-Id")
+                except zmq.ZMQError:
+                    uid = None  # no ZAP handler spoke for this connection
+            return Routed(route, [f.buffer for f in frames], uid), sum(len(f) for f in frames)
+
+        return await self._recv_many(read, max_n, max_bytes)
+
+    async def _recv_many(self, read: Callable[[zmq.Socket], tuple[_T, int]], max_n: int,
+                         max_bytes: int) -> list[_T]:
+        """The loop of both receives: ``read`` takes one whole message (and its size) or raises Again."""
         if max_n < 1:
             raise ValueError(f"max_n must be >= 1, got {max_n}")
         await checkpoint_if_cancelled()
         while True:
             sock = self._live()
-            recv, more = sock.recv, sock.getsockopt
-            batch: list[Routed] = []
+            batch: list[_T] = []
             size = 0
             try:
                 for _ in range(max_n):
-                    route = recv(NOBLOCK)
-                    frames: list[zmq.Frame] = []
-                    while more(RCVMORE):
-                        frames.append(recv(NOBLOCK, copy=False))
-                    uid = None
-                    if user_id and frames:
-                        try:
-                            uid = frames[0].get("User-Id")
-                        except zmq.ZMQError:
-                            uid = None  # no ZAP handler spoke for this connection
-                    batch.append(Routed(route, [f.buffer for f in frames], uid))
-                    size += sum(len(f) for f in frames)
+                    item, n = read(sock)
+                    batch.append(item)
+                    size += n
                     if size >= max_bytes:
                         break
             except zmq.Again:
@@ -595,6 +586,7 @@ class ZmqSocket:
             except zmq.ZMQError as e:
                 if not batch:
                     raise self._translate(e, "recv failed") from None
+                # Hand over what was taken; the next call meets the error again.
             if batch:
                 break
             if not self._events(wake=POLLOUT) & POLLIN:
