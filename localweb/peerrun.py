@@ -30,7 +30,7 @@ from typing import Any
 
 from localweb.hostile import DNS
 
-__all__ = ["PeerProcess", "Run", "cluster_toml", "read_rows", "rss_mb", "run_peers", "supported"]
+__all__ = ["PeerProcess", "Run", "cluster_toml", "free_ports", "read_rows", "rss_mb", "run_peers", "supported"]
 
 
 def _toml(v: Any) -> str:
@@ -54,7 +54,12 @@ def supported(key: str) -> bool:
     return cls is not None and name in {f.name for f in dataclasses.fields(cls)}
 
 
-def _free_ports(n: int) -> list[int]:
+def free_ports(n: int) -> list[int]:
+    """``n`` distinct ports free on 127.0.0.1 right now (bound to 0, then released).
+
+    The one copy: the tests (tests/ringharness.py) and the benchmarks
+    (scripts/bench_ring_web.py) import it from here.
+    """
     socks = [socket.socket() for _ in range(n)]
     try:
         for s in socks:
@@ -86,7 +91,7 @@ def cluster_toml(tmp: Path, seeds: Sequence[str], *, peers: int = 1,
         tables.setdefault(name, {}).update(table)
     text = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n'
                    f'data_dir = "{tmp / f"p{i + 1}"}"\n\n'
-                   for i, port in enumerate(_free_ports(peers)))
+                   for i, port in enumerate(free_ports(peers)))
     for name, table in tables.items():
         text += f"[{name}]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in table.items()) + "\n"
     path = tmp / "cluster.toml"

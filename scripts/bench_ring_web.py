@@ -43,6 +43,8 @@ sys.path.insert(0, str(ROOT / "scripts"))
 
 from webfarm import SiteGraph  # noqa: E402
 
+from localweb.peerrun import free_ports  # noqa: E402  (re-exported for the benchmarks)
+
 _TICK = os.sysconf("SC_CLK_TCK")
 _PR_SET_PDEATHSIG = 1
 NGINX_HINT = "apt-get install -y nginx-light (Debian/Ubuntu)"
@@ -59,18 +61,6 @@ def positive(kind):  # type: ignore[no-untyped-def]
             raise argparse.ArgumentTypeError(f"expected a number > 0, not {value!r}")
         return v
     return check
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports free on 127.0.0.1 right now (bound to 0, then released)."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def proc_cpu(pid: int) -> float:

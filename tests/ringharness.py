@@ -11,22 +11,13 @@ from __future__ import annotations
 import math
 
 import signal
-import socket
 import sys
 from collections import Counter
 from pathlib import Path
 
 import trio
 
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
+from localweb.peerrun import free_ports
 
 
 def cluster_text(tmp_path: Path, web_port: int, n: int, *, rate: float = 0.0,
