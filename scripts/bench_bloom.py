@@ -15,23 +15,12 @@ from __future__ import annotations
 
 import argparse
 import logging
-import statistics
 import sys
-import time
-from collections.abc import Callable
 
 from peer.bloom import BloomFilter
 
-REPEATS = 5
+from bench_cores import REPEATS, median_time  # scripts/ is on sys.path when run as a script
 
-
-def median_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
 
 
 def urls(n: int, tag: str, start: int = 0) -> list[str]:
