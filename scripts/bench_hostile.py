@@ -41,6 +41,8 @@ from localweb import CASES, Farm, HostileWeb, Site, serve_in_thread  # noqa: E40
 from localweb.farm import TRAP_HOST  # noqa: E402
 from localweb.peerrun import Run, cluster_toml, run_peers, supported  # noqa: E402
 
+from bench_ring_web import positive  # noqa: E402  (scripts/ is sys.path[0] when run)
+
 DEFAULT_CAPS = "politeness.max_retry_after=2,crawl.max_links_per_page=1000,crawl.max_urls_per_host=5000"
 
 
@@ -55,18 +57,6 @@ def _caps(text: str) -> dict[str, float | int]:
         except ValueError:
             raise argparse.ArgumentTypeError(f"expected a number in {item!r}") from None
     return out
-
-
-def _positive(kind):  # type: ignore[no-untyped-def]
-    def check(value: str):  # type: ignore[no-untyped-def]
-        try:
-            v = kind(value)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"expected a number, not {value!r}") from None
-        if v <= 0:
-            raise argparse.ArgumentTypeError(f"expected a number > 0, not {value!r}")
-        return v
-    return check
 
 
 def _beside_once(args: argparse.Namespace, hostile: bool, caps: dict) -> dict:
@@ -153,14 +143,14 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--only", choices=["beside", "cases"], help="run one part only")
-    ap.add_argument("--runs", type=_positive(int), default=3, help="runs of each crawl in (a) (default 3)")
-    ap.add_argument("--site-hosts", type=_positive(int), default=4, help="hosts of the normal site (default 4)")
-    ap.add_argument("--pages", type=_positive(int), default=200, help="pages a site host (default 200)")
-    ap.add_argument("--rate", type=_positive(float), default=900.0,
+    ap.add_argument("--runs", type=positive(int), default=3, help="runs of each crawl in (a) (default 3)")
+    ap.add_argument("--site-hosts", type=positive(int), default=4, help="hosts of the normal site (default 4)")
+    ap.add_argument("--pages", type=positive(int), default=200, help="pages a site host (default 200)")
+    ap.add_argument("--rate", type=positive(float), default=900.0,
                     help="politeness.rate, pages/min a host (default 900: ~15 s for 200 pages)")
-    ap.add_argument("--timeout", type=_positive(float), default=120.0, help="seconds a run of (a) may take")
-    ap.add_argument("--case-timeout", type=_positive(float), default=30.0, help="seconds a run of (b) may take")
-    ap.add_argument("--rss-kill", type=_positive(float), default=900.0, help="MB of RSS at which a peer is killed")
+    ap.add_argument("--timeout", type=positive(float), default=120.0, help="seconds a run of (a) may take")
+    ap.add_argument("--case-timeout", type=positive(float), default=30.0, help="seconds a run of (b) may take")
+    ap.add_argument("--rss-kill", type=positive(float), default=900.0, help="MB of RSS at which a peer is killed")
     ap.add_argument("--caps", type=_caps, default=_caps(DEFAULT_CAPS),
                     help=f"caps to write where config declares them (default {DEFAULT_CAPS}); '' for none")
     args = ap.parse_args(argv)
