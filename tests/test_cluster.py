@@ -112,8 +112,10 @@ async def test_a_peer_not_in_the_file_joins_a_running_ring(tmp_path):
     async with trio.open_nursery() as nursery:
         farm = await nursery.start(serve_webfarm, graph)
         toml = cluster_toml(tmp_path, farm.port, 2)
-        # 10 pages/s per host: slow enough that p3 joins mid-crawl, and its hand-off comes.
-        text = toml.read_text().replace("rate = 0.0", "rate = 600.0\nwindow = 2.0\ninitial_delay = 0.1")
+        # 5 pages/s per host, about 8 s of crawling: slow enough that p3, which
+        # starts after 40 pages and takes a few seconds to join on a loaded
+        # machine, joins mid-crawl, takes hosts and gets their hand-off.
+        text = toml.read_text().replace("rate = 0.0", "rate = 300.0\nwindow = 2.0\ninitial_delay = 0.2")
         toml.write_text(text)
         join_port = free_ports(1)[0]
         argvs = [
