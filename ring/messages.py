@@ -36,6 +36,12 @@ What each message is for (issue 4, ring; issue 6, faults):
 - :class:`HandoffDone` — after a ring change, the old owner of some hosts
   tells their new owner that every hand-off batch to it is acked;
   :class:`LeaveRequest` — ``python -m ring leave`` asks a peer to leave.
+- :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
+  detector (issue 13): a probe, a request to probe for the sender, and the
+  answer (relayed by the helper for a ``PingReq``). Each carries at most
+  ``MAX_UPDATES`` piggybacked :class:`Member` records, the changes the
+  sender is still spreading, so a round costs O(1) bytes whatever N is;
+  the full :class:`Digest` is kept for joins and anti-entropy.
 - :class:`StatusRequest` / :class:`StatusReply` — ``python -m ring status``;
   one :class:`MemberStatus` per member with the keys of ``--json``, plus the
   ``dropped`` counters (garbage, unknown type, other ring, replay...) that
@@ -60,6 +66,7 @@ string             8 KiB        ``max_str_len``; a URL is ≤ 4 KiB (peer.urls)
 array              10 000       ``max_array_len``; URLs in a batch, ``seen``
 names              256 chars    ring name, peer id, address, counter name
 members            1 024        entries of a digest or status reply
+updates            64           piggybacked records of a ping, ping-req, ack
 dropped counters   64           entries of ``MemberStatus.dropped``
 bin, map, ext      none         ``max_*_len=0``: the codec uses none of them
 =================  ===========  ==============================================
@@ -103,6 +110,10 @@ __all__ = [
     "HandoffDone",
     "HostStarts",
     "LeaveRequest",
+    "Ping",
+    "PingReq",
+    "PingAck",
+    "MAX_UPDATES",
     "Message",
     "encode",
     "decode",
@@ -117,6 +128,7 @@ MAX_ARRAY = 10_000
 MAX_NAME = 256
 MAX_MEMBERS = 1024
 MAX_DROPPED = 64
+MAX_UPDATES = 64
 MAX_UINT = 2**64 - 1
 
 
@@ -270,8 +282,41 @@ class LeaveRequest:
     target: str
 
 
+@dataclass(frozen=True, slots=True)
+class Ping:
+    """A SWIM probe of ``target`` (the receiver); ``updates`` are piggybacked member records."""
+
+    ring: str
+    sender: str
+    seq: int
+    target: str
+    updates: tuple[Member, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PingReq:
+    """SWIM's ping-req: ``sender`` had no answer from ``target``; probe it for us."""
+
+    ring: str
+    sender: str
+    seq: int
+    target: str
+    updates: tuple[Member, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class PingAck:
+    """``target`` answered probe ``seq`` (directly, or relayed by ``sender``)."""
+
+    ring: str
+    sender: str
+    seq: int
+    target: str
+    updates: tuple[Member, ...] = ()
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
-                LeaveRequest, HostStarts]
+                LeaveRequest, HostStarts, Ping, PingReq, PingAck]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -614,6 +659,14 @@ _SPECS += (
     _Spec(LeaveRequest, 9, (("ring", _NAME), ("sender", _NAME), ("target", _NAME))),
     _Spec(HostStarts, 10, (("ring", _NAME), ("sender", _NAME),
                            ("starts", _array_codec((_start_out, _start_in), MAX_ARRAY)))),
+)
+
+# SWIM probes (issue 13): a few records each, so a round costs O(1) bytes in N.
+_UPDATES = _array_codec(_record_codec(_MEMBER), MAX_UPDATES)
+_SPECS += tuple(
+    _Spec(cls, code, (("ring", _NAME), ("sender", _NAME), ("seq", _UINT), ("target", _NAME),
+                      ("updates", _UPDATES)))
+    for cls, code in ((Ping, 11), (PingReq, 12), (PingAck, 13))
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

@@ -31,6 +31,10 @@ from ring.messages import (
     HandoffDone,
     HostStarts,
     LeaveRequest,
+    MAX_UPDATES,
+    Ping,
+    PingAck,
+    PingReq,
     decode,
     encode,
 )
@@ -67,6 +71,8 @@ MESSAGES = st.one_of(
     st.builds(HandoffDone, NAME, NAME, st.lists(NAME, max_size=6).map(tuple)),
     st.builds(LeaveRequest, NAME, NAME, NAME),
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
+    *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
+      for cls in (Ping, PingReq, PingAck)),
 )
 
 
@@ -96,8 +102,24 @@ def test_type_codes_are_fixed():
     assert VERSION == 1
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
-        8: HandoffDone, 9: LeaveRequest, 10: HostStarts,
+        8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
     }
+
+
+def test_a_probe_carries_at_most_max_updates_records():
+    m = Member("p1", "tcp://10.0.0.1:5701", 1_700_000_000_000, MemberState.ALIVE, 1.0, 5)
+    for cls in (Ping, PingReq, PingAck):
+        frame = encode(cls("demo", "p0", 3, "p1", (m,) * MAX_UPDATES))
+        assert decode(frame).updates == (m,) * MAX_UPDATES
+        with pytest.raises(EncodeError, match="updates"):
+            encode(cls("demo", "p0", 3, "p1", (m,) * (MAX_UPDATES + 1)))
+    wire = msgpack.unpackb(encode(Digest("demo", "p0", (m,))))[4][0]
+    for code in (11, 12, 13):
+        assert decode(raw(1, code, "demo", "p0", 3, "p1", [wire] * MAX_UPDATES))
+        with pytest.raises(DecodeError, match="updates"):
+            decode(raw(1, code, "demo", "p0", 3, "p1", [wire] * (MAX_UPDATES + 1)))
+    # a ping with its sender's record and a few updates stays small (bench_membership)
+    assert len(encode(Ping("demo", "p0", 3, "p1", (m,)))) < 80
 
 
 def test_golden_frames():
