@@ -63,6 +63,9 @@ from ring.messages import (
     Leave,
     LeaveRequest,
     MemberState,
+    Ping,
+    PingAck,
+    PingReq,
     MemberStatus,
     StatusReply,
     StatusRequest,
@@ -109,7 +112,9 @@ HANDOFF_TIMEOUT = 60.0
 #: ZMTP's handshake commands count against MAXMSGSIZE (1 byte fails it).
 DEALER_MAX_MSG = 64 * 1024
 
-_MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts)
+_MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
+                    PingAck)
+_MEMBERSHIP_MESSAGES = (Digest, Join, Leave, Ping, PingReq, PingAck)
 
 
 class ClusterNode:
@@ -130,7 +135,8 @@ class ClusterNode:
             peer_id, address, weight, rc.name, seeds=seeds,
             gossip_interval=rc.gossip_interval, suspect_after=rc.suspect_after,
             dead_after=rc.dead_after, now=trio.current_time(), incarnation=self.incarnation,
-            tombstone_ttl=rc.tombstone_ttl,
+            tombstone_ttl=rc.tombstone_ttl, seed_grace=rc.seed_grace,
+            join_seeds=rc.join_seeds, retransmit_mult=rc.retransmit_mult,
         )
         # Our DEALERs' routing id: who we are, plus a nonce of this process,
         # so a restart never collides with our old connection (ring.zmqio).
@@ -188,6 +194,7 @@ class ClusterNode:
         self._leaving = True
         for dest, msg in self.membership.leave(trio.current_time()):
             self._queue(dest, msg)
+        self._log_changes()
         self._check_ring()
 
     def left(self) -> bool:
@@ -325,9 +332,10 @@ class ClusterNode:
 
     async def _dispatch(self, sock, ident: bytes, msg) -> None:  # type: ignore[no-untyped-def]
         now = trio.current_time()
-        if isinstance(msg, (Digest, Join, Leave)):
+        if isinstance(msg, _MEMBERSHIP_MESSAGES):
             for dest, out in self.membership.receive(msg, now):
                 self._queue(dest, out)
+            self._log_changes()
             self._check_ring()
         elif isinstance(msg, UrlBatch):
             if msg.ring != self.cfg.ring.name:
@@ -449,12 +457,20 @@ class ClusterNode:
                 received=self.inbox.received, pages=self.crawler.pages_requested)
             for dest, msg in self.membership.tick(trio.current_time()):
                 self._queue(dest, msg)
+            self._log_changes()
             self._check_ring()
             if self.cfg.crawl.max_pages:
                 self.page_cap = self.membership.page_cap(
                     self.cfg.crawl.max_pages, self.crawler.pages_requested)
             self.crawler.poke()
             await trio.sleep(interval)
+
+    def _log_changes(self) -> None:
+        """One line per membership change this peer saw: who, the new state, and why."""
+        for e in self.membership.drain_events():
+            log.log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
+                    "member %s: %s (%s), incarnation %d", e.id, e.state.value, e.reason.value,
+                    e.incarnation)
 
     def _check_ring(self) -> None:
         version = self.membership.ring_version

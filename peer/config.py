@@ -137,11 +137,14 @@ class RingConfig:
     name: str = _key(str, "ringcrawl", "the ring's name; peers of another ring are refused", _non_empty)
     vnodes: int = _key(int, 256, "virtual nodes per unit of peer weight on the hash ring", _at_least_one)
     gossip_interval: float = _key(float, 0.5, "seconds between gossip rounds", _positive)
-    suspect_after: float = _key(float, 2.0, "seconds of silence before a peer is suspected", _positive)
-    dead_after: float = _key(float, 6.0, "seconds of silence before a peer is declared dead", _positive)
+    suspect_after: float = _key(float, 2.0, "seconds a probe of a peer waits for its answer (direct or through others) before the peer is suspected", _positive)
+    dead_after: float = _key(float, 6.0, "seconds after an unanswered probe before its peer, suspected and not refuted, is declared dead", _positive)
     curve_keys: str = _key(str, "", "directory of CurveZMQ keys (scripts/keys.py); empty: unauthenticated, unencrypted ring")
     tombstone_ttl: float = _key(float, 3600.0, "seconds a dead or left member is remembered (and gossiped) before it is forgotten; at least 2 x dead_after", _positive)
     recv_queue: int = _key(int, 16, "messages queued per incoming ring connection before zmq stops reading it; memory bound per connection: (recv_queue + 1) x 8 MiB", _at_least_one)
+    seed_grace: float = _key(float, 60.0, "seconds from a peer's start in which a seed it has not heard from is not probed, so a rolling start longer than dead_after declares no seed dead; 0 = no grace", _non_negative)
+    join_seeds: int = _key(int, 3, "seeds a starting peer sends a Join to at a time, until one answers (each answer is the whole membership)", _at_least_one)
+    retransmit_mult: int = _key(int, 4, "each peer piggybacks a membership change it learns retransmit_mult x ceil(log10(N + 1)) times (SWIM's lambda log N)", _at_least_one)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1059,3 +1059,172 @@ def test_a_gossiped_weight_past_max_weight_is_refused():
     assert set(m.live()) == {"p0", "p1", "j3"}
     with pytest.raises(ValueError, match="weight"):
         make("p0", seed_list(2), weight=MAX_WEIGHT * 2)
+
+
+# --------------------------------------------------------------------------
+# issue 13: what a round costs, and what keeps a rolling start alive
+
+
+def carried(out, pid, state):
+    """How many messages in ``out`` carry ``pid``'s record in ``state`` as a piggybacked update."""
+    return sum(1 for d, msg in out if type(msg) in (Ping, PingReq, PingAck) and d != pid
+               and any(r.id == pid and r.state is state for r in msg.updates))
+
+
+def heard_cluster(n):
+    """p0 with p1..p{n-1} heard of, through one full digest (which queues nothing)."""
+    m = make("p0", seed_list(n))
+    m.receive(Digest(RING, "p1", tuple(rec(f"p{i}") for i in range(1, n))), 0.0)
+    return m
+
+
+def test_a_change_is_piggybacked_retransmit_limit_times_then_never():
+    m = heard_cluster(8)
+    assert m.pending_updates() == 0  # a digest's records spread by digests
+    m.receive(Digest(RING, "p1", (rec("p5", state=DEAD),)), 0.0)  # a pushed verdict is news
+    assert m.pending_updates() == 1
+    limit = retransmit_limit(8, 4)
+    assert limit == m.retransmits() == 4  # 4 x ceil(log10(9))
+    sends, t = 0, 0.0
+    for _ in range(20):
+        t += INTERVAL
+        out = m.tick(t)
+        sends += carried(out, "p5", DEAD)
+        answer(m, out, t)
+    assert sends == limit and m.pending_updates() == 0
+    # lambda log N: more members, more sends (memberlist's formula)
+    assert [retransmit_limit(n, 4) for n in (8, 64, 256, 512)] == [4, 8, 12, 12]
+
+
+def test_the_fewest_sent_records_go_first_and_old_news_counts_as_a_send():
+    m = heard_cluster(40)
+    for i in range(20, 40):  # 20 verdicts, more than a message carries
+        m.receive(Digest(RING, "p1", (rec(f"p{i}", state=DEAD),)), 0.0)
+    out = m.tick(0.5)
+    first = next(msg for d, msg in out if type(msg) is Ping)
+    sent_first = {r.id for r in first.updates} - {"p0"}
+    assert len(sent_first) == PIGGYBACK
+    second = next(msg for d, msg in out if type(msg) is Ping and msg is not first)
+    assert {r.id for r in second.updates} - {"p0"} >= {f"p{i}" for i in range(20, 40)} - sent_first
+    # Demers et al.'s feedback: a peer telling us what we spread already knew it
+    before = m.pending_updates()
+    for _ in range(m.retransmits()):
+        m.receive(Digest(RING, "p2", (rec("p39", state=DEAD),)), 0.6)
+    assert m.pending_updates() == before - 1
+
+
+def test_heartbeats_and_counters_are_not_news_but_an_idle_flag_is():
+    m = heard_cluster(4)
+    m.receive(Digest(RING, "p1", (rec("p2", hb=9, sent=5),)), 0.0)
+    assert m.pending_updates() == 0
+    m.receive(Digest(RING, "p1", (rec("p2", hb=10, idle=True),)), 0.0)
+    assert m.pending_updates() == 1
+
+
+def test_anti_entropy_repairs_what_piggybacking_never_carried_and_answers_a_delta():
+    a, b = heard_cluster(20), make("p1", seed_list(20))
+    a.receive(Digest(RING, "p2", (rec("p2"), Member("j1", "tcp://j:1", 7, ALIVE, 1.0, 1),
+                                  rec("p3"), rec("p4"), rec("p5"))), 0.0)
+    assert "j1" in a.members() and a.pending_updates() == 0  # nobody will piggyback it
+    b.receive(Digest(RING, "p0", (a.me,)), 0.0)
+    syncs = []
+    for r in range(1, 5):  # 21 records: a sync every other round
+        syncs += [(d, msg) for d, msg in a.tick(r * INTERVAL) if type(msg) is Digest and msg.want_reply]
+    assert len(syncs) == 2 and all(len(msg.members) == len(a.digest().members) for _, msg in syncs)
+    out = b.receive(syncs[0][1], 1.0)
+    assert b.members()["j1"].incarnation == 7
+    [(dst, reply)] = out
+    # the answer holds what b knows better, not b's whole view
+    assert dst == "p0" and not reply.want_reply
+    assert {r.id for r in reply.members} == {"p1"}
+
+
+def test_a_seed_never_heard_from_gets_seed_grace_then_is_probed_like_anyone():
+    m = make("p0", seed_list(3), seed_grace=30.0)
+    m.receive(Digest(RING, "p1", (rec("p1"),)), 0.0)
+    t, probed = 0.0, []
+    while t < 30.0:
+        t += INTERVAL
+        out = m.tick(t)
+        answer(m, out, t, silent={"p2"})
+        probed += [t for d, msg in out if d == "p2" and type(msg) is Ping]
+    assert [p for p in probed if p < 30.0] == []  # grace is measured from our start
+    assert m.members()["p2"].state is ALIVE  # a rolling start: no verdict
+    assert "p2" in m.live()  # it keeps its hosts meanwhile: every peer starts with one ring
+    dead = tick_until(m, t, lambda t: m.members()["p2"].state is DEAD, silent={"p2"})
+    assert dead <= 30.0 + DEAD_AFTER + INTERVAL
+
+
+def test_every_membership_change_is_an_event_with_who_what_and_why():
+    m = make("p0", seed_list(2))
+    m.receive(Join(RING, "j1", "tcp://j:1", 1.0, 10), 1.0)
+    m.receive(Digest(RING, "j1", (Member("j2", "tcp://j:2", 5, ALIVE, 1.0, 1),)), 1.0)
+    m.receive(Digest(RING, "j1", (Member("j2", "tcp://j:2", 5, DEAD, 1.0, 1),)), 2.0)
+    m.receive(Digest(RING, "j2", (Member("j2", "tcp://j:2", 6, ALIVE, 1.0, 1),)), 3.0)
+    m.receive(Digest(RING, "j2", (Member("j2", "tcp://j:2", 9, ALIVE, 1.0, 1),)), 3.5)
+    m.receive(Leave(RING, "j1", 10), 4.0)
+    got = [(e.at, e.id, e.state, e.reason, e.previous) for e in m.drain_events()]
+    assert got == [
+        (1.0, "j1", ALIVE, ChangeReason.JOINED, None),
+        (1.0, "j2", ALIVE, ChangeReason.JOINED, None),
+        (2.0, "j2", DEAD, ChangeReason.REPORTED, ALIVE),
+        (3.0, "j2", ALIVE, ChangeReason.REFUTED, DEAD),
+        (3.5, "j2", ALIVE, ChangeReason.RESTARTED, ALIVE),
+        (4.0, "j1", LEFT, ChangeReason.LEFT, ALIVE),
+    ]
+    assert m.drain_events() == []  # drained
+    assert {r.value for r in ChangeReason} >= {"silence", "refuted", "left", "joined"}
+
+
+# --------------------------------------------------------------------------
+# the simulated network: 200 ms one way, random phases, the real codec
+
+
+def sim_cluster(n, seed, loss, spread=0.0, latency=0.2):
+    net = SimNet(seed=seed, loss=loss, latency=latency, interval=INTERVAL, wire=True)
+    seeds = seed_list(n)
+    rng = random.Random(seed)
+
+    def factory(pid):
+        return lambda now: make(pid, seeds, now=now, incarnation=1000 + int(now * 1000),
+                                rng=random.Random(f"{seed}/{pid}/{now}"))
+
+    for pid, _ in seeds:
+        net.add(pid, factory(pid), rng.random() * spread)
+    return net
+
+
+@pytest.mark.parametrize(("n", "seed"), [(8, 0), (16, 1), (32, 2)])
+def test_sim_converges_at_10pct_loss_and_no_running_peer_is_ever_declared_dead(n, seed):
+    net = sim_cluster(n, seed, loss=0.1)
+    net.run_until(INTERVAL)
+    assert 0 <= net.run_until_converged(limit=30.0)
+    net.run_for(30.0)
+    assert net.false(DEAD) == []
+    rings = {net.peers[p].ring(16) for p in net.running()}
+    assert rings == {HashRing({p: 1.0 for p in net.peers}, 16)}
+    # what a round costs does not depend on loss of the odd message: a few KB/s
+    assert max(net.sent.values()) / net.now < 8_000
+
+
+@pytest.mark.parametrize(("n", "seed"), [(16, 3), (32, 4)])
+def test_sim_rolling_start_longer_than_dead_after_declares_nobody_dead(n, seed):
+    net = sim_cluster(n, seed, loss=0.1, spread=3 * DEAD_AFTER)
+    net.run_until(3 * DEAD_AFTER + 20.0)
+    assert [e for e in net.events if e.event.state is DEAD] == []
+    assert net.converged()
+
+
+@pytest.mark.parametrize(("n", "seed"), [(8, 5), (24, 6)])
+def test_sim_crash_is_dead_everywhere_within_dead_after_plus_two_rounds(n, seed):
+    net = sim_cluster(n, seed, loss=0.1)
+    net.run_until(INTERVAL)
+    net.run_until_converged(limit=30.0)
+    net.run_for(10.0)
+    victim = f"p{n // 2}"
+    crashed = net.now
+    net.crash(victim)
+    while not all(net.peers[p].members()[victim].state is DEAD for p in net.running()):
+        net.run_for(0.05)
+        assert net.now - crashed <= DEAD_AFTER + 2 * INTERVAL
+    assert net.false(DEAD) == []
