@@ -5,7 +5,8 @@ Layout, bottom up (pure modules first; only the edges do I/O):
 - ``errors``      the package's exception tree
 - ``hashring``    consistent hashing of hosts onto peers (pure)
 - ``messages``    the versioned msgpack wire codec (pure)
-- ``membership``  heartbeat gossip with SWIM incarnations; termination detector (pure)
+- ``membership``  SWIM probes, piggybacked changes, anti-entropy; termination detector (pure)
+- ``sim``         a simulated network for membership at scale (pure)
 - ``forwarder``   URL batches to their owners: numbering, acks, resends, re-routing (pure)
 - ``zmqio``       ZeroMQ sockets under trio: the only module that imports zmq (edge)
 - ``cli``         ``python -m ring table`` and ``status`` (edge)

@@ -21,6 +21,7 @@ PURE = [
     "ring.hashring",
     "ring.messages",
     "ring.membership",
+    "ring.sim",
     "ring.forwarder",
     "ring.curve",
     # The hostile web's answers are pure too; only localweb.hostile serves them.
