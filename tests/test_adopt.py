@@ -392,7 +392,9 @@ async def test_a_dead_peers_frontier_is_adopted_fetched_once_and_its_fetched_url
         reachable = lost_web.expected_urls(lp, seeds=adopted)
         assert set(adopted) <= reachable and set(seen) <= reachable  # or the test proves nothing
 
-        text = cluster_text(tmp_path, farm.port, 3).replace("dead_after = 3.0", "dead_after = 2.0")
+        # p3 is gone for good: no start-up grace for it (ring.seed_grace).
+        text = cluster_text(tmp_path, farm.port, 3).replace(
+            "dead_after = 3.0", "dead_after = 2.0\nseed_grace = 0.0")
         async with Ring(tmp_path, text) as ring:
             write_lost_peer(tmp_path / "p3", "p3", snapshot_queued=queued[:1],
                             journal_queued=[*queued[1:], (L(1, "/c0/p2.html"), 1)],
