@@ -2,8 +2,9 @@
 
 Protocol: SWIM (Das, Gupta, Motivala, "SWIM: scalable weakly-consistent
 infection-style process group membership protocol", DSN 2002), with the
-full-state push-pull of van Renesse, Minsky, Hayden ("A gossip-style failure
-detection service", Middleware 1998) kept as a slow anti-entropy repair.
+full-state gossip of van Renesse, Minsky, Hayden ("A gossip-style failure
+detection service", Middleware 1998) kept as a slow anti-entropy repair
+(Demers et al.'s anti-entropy, by summary and delta).
 The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
 :meth:`Membership.receive` for each decoded message, and sends the
 ``(peer_id, message)`` pairs both return. Each round a peer:
@@ -29,10 +30,14 @@ The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
   talks to, and the record of a receiver we hold suspect or dead, so it
   learns it and refutes.
 - **repairs** every ``ceil(D / SYNC_MEMBERS)`` rounds (D: the records our
-  digest holds; 16 rounds at 256 peers) by a full :class:`Digest`
-  push-pull with ONE random live member (memberlist's push/pull sync). The
-  digest is O(N), its period O(N), so its cost per peer is flat; it carries the heartbeats and counters that termination
-  and ``max_pages`` read, which are not news.
+  digest holds; 8 rounds at 256 peers) by a :class:`Sync` to ONE random
+  live member: our ``(id, incarnation, state, heartbeat)`` of each member
+  (23 B each against a record's 51), answered by a :class:`Digest` of the
+  records that beat ours (a pull; memberlist's push/pull sends both whole
+  views). The summary is O(N), its period O(N), so its cost per peer is
+  flat; it brings the heartbeats and counters that termination and
+  ``max_pages`` read, which are not news. Once in, a peer also syncs with
+  one seed not heard from every ``JOIN_EVERY_AFTER`` rounds.
 
 A suspicion we only *heard* of (not ours) turns dead by our own timer only
 ``dead_after + gossip_interval * ceil(log2 N)`` after we heard it: the
@@ -92,9 +97,9 @@ Joining: the seeds (``[[peer]]``) start in the view as ``alive`` at
 incarnation 0, so every peer starts with the same ring. Until a member has
 answered us, every other round we send a :class:`Join` to ``join_seeds``
 random seeds not yet heard from (not to all of them: each answer is a full
-digest, 13 KB at 256 peers); once answered, to one such seed every
-``JOIN_EVERY_AFTER`` rounds, so two groups of a rolling start that joined
-each other cannot stay apart. A seed not yet heard from is not
+digest, 13 KB at 256 peers); once answered, a :class:`Sync` to one such
+seed every ``JOIN_EVERY_AFTER`` rounds, so two groups of a rolling start
+that joined each other cannot stay apart. A seed not yet heard from is not
 probed for ``seed_grace`` seconds after our start: a rolling start longer
 than ``dead_after`` does not declare the seeds that have not started dead.
 After it, a seed never heard from is probed like anyone and dies if it
@@ -154,6 +159,7 @@ from ring.messages import (
     Ping,
     PingAck,
     PingReq,
+    Sync,
 )
 
 __all__ = [
@@ -190,21 +196,22 @@ PIGGYBACK = 12
 """Queued records a probe message carries besides the sender's and the
 receiver's own: about 600 B, under a 1,500 B MTU like memberlist's packets,
 and the rate that spreads a 256-peer cold start (bench_membership)."""
-SYNC_MEMBERS = 16
-"""Members per round of anti-entropy: a full exchange every ceil(N / 16)
-rounds, so a peer sends about 2 x 16 records a round for it whatever N is
-(3.3 KB/s at 256 peers; at 32 it was 6.6, half the steady-state bytes)."""
+SYNC_MEMBERS = 32
+"""Members per round of anti-entropy: a Sync every ceil(D / 32) rounds, so a
+peer sends about 32 summary entries a round whatever N is. At 256 peers, 10%
+loss: 4.0 KB/s a peer and a cold start converged in 15 s; at 16, 2.6 KB/s
+and 21 s (bench_membership)."""
 PUSH_RECORDS = 4
 """A digest of at most this many records that asks no reply is a push (our
 verdicts of one round, a "you are suspect"): its news is piggybacked on."""
 JOIN_EVERY = 2
 """Rounds between Join attempts until one is answered: an answer takes a round trip."""
 JOIN_EVERY_AFTER = 8
-"""Rounds between Joins to a seed not heard from once we are in: each answer
-is a full digest (13 KB at 256 peers), and gossip brings most seeds anyway;
-these bridge two groups of a rolling start that joined each other (a ping
-instead, answered with a few records, left a 256-peer cold start at 10% loss
-unconverged 8 s longer and cost more in the digests that made up for it)."""
+"""Rounds between syncs with a seed not heard from once we are in (no more
+Joins: each answer is the whole view, 13 MB of a 256-peer cold start's 23).
+They bridge two groups of a rolling start that joined each other; a ping
+instead, answered with a few records, left the cold start unconverged 8 s
+longer."""
 MAX_RELAYS = 64
 """Ping-reqs relayed at once; each costs a dict entry until its ack or suspect_after."""
 MAX_EVENTS = 10_000
@@ -341,6 +348,7 @@ class Membership:
         "_events",
         "_refuted",
         "_next_sync",
+        "_sync_partner",
     )
 
     def __init__(
@@ -448,6 +456,7 @@ class Membership:
         self._events: list[MemberEvent] = []
         self._refuted = False
         self._next_sync = 0
+        self._sync_partner = ""
 
     # -- views ------------------------------------------------------------------
 
@@ -597,9 +606,10 @@ class Membership:
             # Its period follows the digest's size, not N: at a cold start the
             # digests are short (placeholders are left out) and go every round,
             # so the seeds learn each other in a few rounds for little.
-            digest = self.digest(want_reply=True)
-            self._next_sync = self._ticks + max(1, math.ceil(len(digest.members) / SYNC_MEMBERS))
-            out.append((self._rng.choice(candidates), digest))
+            sync = self._sync()
+            self._next_sync = self._ticks + max(1, math.ceil(len(sync.summary) / SYNC_MEMBERS))
+            self._sync_partner = self._rng.choice(candidates)
+            out.append((self._sync_partner, sync))
         if active and self._ticks % self._reconnect_every == 0:
             dead = [m for m in self._members.values() if m.state is DEAD]
             if dead:
@@ -641,8 +651,9 @@ class Membership:
         # is not queued, or a cold start of N peers queued N records at each,
         # each for lambda log N sends (at 256 peers, half the start-up bytes).
         # A short one (a verdict pushed, a "you are suspect") is news.
-        # (A push-pull answer is short too when it is a delta, hence the bound.)
-        spread = not msg.want_reply and len(msg.members) <= PUSH_RECORDS
+        # (A Sync's answer can be short too: it is the answer, not news.)
+        spread = (not msg.want_reply and len(msg.members) <= PUSH_RECORDS
+                  and msg.sender != self._sync_partner)
         for r in msg.members:
             self._merge(r, now, spread)
         s = self._members.get(msg.sender)
@@ -661,6 +672,15 @@ class Membership:
         if s.state is SUSPECT or s.state is DEAD:
             return [(msg.sender, Digest(self.ring_name, self.self_id, (self.me, s)))]
         return []
+
+    def _on_sync(self, msg: Sync, now: float) -> list[tuple[str, Message]]:
+        if msg.sender not in self._members:
+            self.dropped["unknown_sender"] += 1
+            return []
+        theirs = {e[0]: (e[1], _FINAL[e[2]], _SOFT[e[2]], e[3]) for e in msg.summary}
+        newer = tuple(m for m in self.digest().members
+                      if (k := theirs.get(m.id)) is None or _key(m) > k)
+        return [(msg.sender, Digest(self.ring_name, self.self_id, newer))] if newer else []
 
     def _on_join(self, msg: Join, now: float) -> list[tuple[str, Message]]:
         r = Member(msg.sender, msg.address, msg.incarnation, ALIVE, msg.weight)
@@ -812,11 +832,20 @@ class Membership:
         unheard = [sid for sid in sorted(self._unheard) if self._members[sid].state in LIVE]
         if not unheard:
             return
-        n = 1 if self._contacted else self._join_seeds
+        if self._contacted:
+            # In already: a Sync, whose answer is only what we lack (a Join's
+            # is the whole view: 13 MB of a 256-peer cold start's 23 went so).
+            sid = self._rng.choice(unheard)
+            out.append((sid, self._sync()))
+            return
         me = self.me
         join = Join(self.ring_name, self.self_id, me.address, me.weight, me.incarnation)
-        for sid in self._rng.sample(unheard, min(n, len(unheard))):
+        for sid in self._rng.sample(unheard, min(self._join_seeds, len(unheard))):
             out.append((sid, join))
+
+    def _sync(self) -> Sync:
+        summary = tuple((m.id, m.incarnation, m.state, m.heartbeat) for m in self.digest().members)
+        return Sync(self.ring_name, self.self_id, summary)
 
     def _contact(self) -> None:
         self._contacted = True
@@ -1035,6 +1064,7 @@ class Membership:
 
 _HANDLERS = {
     Digest: Membership._on_digest,
+    Sync: Membership._on_sync,
     Join: Membership._on_join,
     Leave: Membership._on_leave,
     Ping: Membership._on_ping,

@@ -41,7 +41,8 @@ What each message is for (issue 4, ring; issue 6, faults):
   answer (relayed by the helper for a ``PingReq``). Each carries at most
   ``MAX_UPDATES`` piggybacked :class:`Member` records, the changes the
   sender is still spreading, so a round costs O(1) bytes whatever N is;
-  the full :class:`Digest` is kept for joins and anti-entropy.
+  the full :class:`Digest` is kept for joins, pushed verdicts and the
+  answers of :class:`Sync`, the anti-entropy summary.
 - :class:`StatusRequest` / :class:`StatusReply` — ``python -m ring status``;
   one :class:`MemberStatus` per member with the keys of ``--json``, plus the
   ``dropped`` counters (garbage, unknown type, other ring, replay...) that
@@ -113,6 +114,7 @@ __all__ = [
     "Ping",
     "PingReq",
     "PingAck",
+    "Sync",
     "MAX_UPDATES",
     "Message",
     "encode",
@@ -315,8 +317,22 @@ class PingAck:
     updates: tuple[Member, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class Sync:
+    """Anti-entropy: what ``sender`` holds, one ``(id, incarnation, state, heartbeat)`` a member.
+
+    The receiver answers with a :class:`Digest` of the records that beat
+    these (or that the sender lacks): a third of a full digest's bytes out,
+    and only the news back.
+    """
+
+    ring: str
+    sender: str
+    summary: tuple[tuple[str, int, MemberState, int], ...]
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
-                LeaveRequest, HostStarts, Ping, PingReq, PingAck]
+                LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -469,6 +485,18 @@ def _start_in(v: Any) -> tuple[str, float]:
     if type(v) is not tuple or len(v) != 2:
         raise _Invalid("expected [host, start] pairs")
     return _NAME[1](v[0]), _float_in(v[1])
+
+
+def _entry_out(v: Any) -> tuple[str, int, int, int]:
+    if (type(v) is not tuple and type(v) is not list) or len(v) != 4:
+        raise _Invalid("expected (id, incarnation, state, heartbeat) entries")
+    return _NAME[0](v[0]), _uint(v[1]), _state_out(v[2]), _uint(v[3])
+
+
+def _entry_in(v: Any) -> tuple[str, int, MemberState, int]:
+    if type(v) is not tuple or len(v) != 4:
+        raise _Invalid("expected [id, incarnation, state, heartbeat] entries")
+    return _NAME[1](v[0]), _uint(v[1]), _state_in(v[2]), _uint(v[3])
 
 
 def _array_codec(item: tuple[Check, Check], max_len: int) -> tuple[Check, Check]:
@@ -668,6 +696,9 @@ _SPECS += tuple(
                       ("updates", _UPDATES)))
     for cls, code in ((Ping, 11), (PingReq, 12), (PingAck, 13))
 )
+
+_SPECS += (_Spec(Sync, 14, (("ring", _NAME), ("sender", _NAME),
+                             ("summary", _array_codec((_entry_out, _entry_in), MAX_MEMBERS)))),)
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}
 _BY_CODE = {s.code: s for s in _SPECS}

@@ -46,6 +46,7 @@ from ring.messages import (
     Ping,
     PingAck,
     PingReq,
+    Sync,
     decode,
     encode,
 )
@@ -217,9 +218,9 @@ def rounds_bound(n):
 
     Anti-entropy with one peer every ceil(D / 16) rounds is an epidemic of
     push-pull exchanges; over 10 network seeds the worst was 2 log2(N) + 4
-    at 64 peers (16 rounds), and less below.
+    at 64 peers (17 rounds: pull-only summaries), and less below.
     """
-    return 2 * math.ceil(math.log2(n)) + 4
+    return 2 * math.ceil(math.log2(n)) + 6
 
 
 def convergence_rounds(build, n, seed, loss=0.1):
@@ -927,9 +928,13 @@ def test_joins_go_to_a_few_unheard_seeds_until_one_answers():
     m.receive(Digest(RING, "p1", (rec("p1"), rec("p2"))), 1.6)
     out = m.receive(Join(RING, "p3", "tcp://127.0.0.1:7003", 1.0, 5), 1.6)
     assert [(d, type(msg)) for d, msg in out] == [("p3", Digest)]
-    # in: one Join every JOIN_EVERY_AFTER (8) rounds, to a seed not heard from
-    joins = [d for r in range(4, 20) for d, msg in m.tick(r * INTERVAL) if type(msg) is Join]
-    assert len(joins) == 2 and not set(joins) & {"p1", "p2", "p3"}
+    # in: no more Joins (each answer is the whole view); every JOIN_EVERY_AFTER
+    # (8) rounds a Sync to a seed not heard from, whose answer is what we lack
+    outs = [m.tick(r * INTERVAL) for r in range(4, 20)]
+    assert not [d for out in outs for d, msg in out if type(msg) is Join]
+    unheard = [d for out in outs for d, msg in out if type(msg) is Sync
+               and d not in {"p1", "p2", "p3"}]
+    assert len(unheard) == 2
 
 
 def test_tick_probes_the_successor_and_one_round_robin_member_syncs_with_one_and_pings_the_dead():
@@ -945,7 +950,7 @@ def test_tick_probes_the_successor_and_one_round_robin_member_syncs_with_one_and
         probed = [d for d, msg in out if type(msg) is Ping and d != "p9"]
         assert probed[0] == "p1" and len(probed) == 2  # p1 follows p0 in the sorted ids
         others.append(probed[1])
-        syncs = [d for d, msg in out if type(msg) is Digest and msg.want_reply]
+        syncs = [d for d, msg in out if type(msg) is Sync]
         assert len(syncs) == 1  # anti-entropy with ONE peer (10 records: every round)
         pings = [msg for d, msg in out if d == "p9"]
         to_dead.append(len(pings))
@@ -1121,22 +1126,40 @@ def test_heartbeats_and_counters_are_not_news_but_an_idle_flag_is():
     assert m.pending_updates() == 1
 
 
-def test_anti_entropy_repairs_what_piggybacking_never_carried_and_answers_a_delta():
-    a, b = heard_cluster(20), make("p1", seed_list(20))
-    a.receive(Digest(RING, "p2", (rec("p2"), Member("j1", "tcp://j:1", 7, ALIVE, 1.0, 1),
-                                  rec("p3"), rec("p4"), rec("p5"))), 0.0)
-    assert "j1" in a.members() and a.pending_updates() == 0  # nobody will piggyback it
-    b.receive(Digest(RING, "p0", (a.me,)), 0.0)
+def test_anti_entropy_repairs_what_piggybacking_never_carried_with_a_summary_and_a_delta():
+    b = heard_cluster(40)
+    b.receive(Digest(RING, "p2", (Member("j1", "tcp://j:1", 7, ALIVE, 1.0, 1),
+                                  *(rec(f"p{i}") for i in range(2, 8)))), 0.0)
+    assert "j1" in b.members() and b.pending_updates() == 0  # nobody will piggyback it
+    a = make("p1", seed_list(40))
+    a.receive(Digest(RING, "p0", tuple(rec(f"p{i}") for i in range(2, 40)) + (b.me,)), 0.0)
     syncs = []
-    for r in range(1, 5):  # 21 records: a sync every other round
-        syncs += [(d, msg) for d, msg in a.tick(r * INTERVAL) if type(msg) is Digest and msg.want_reply]
-    assert len(syncs) == 2 and all(len(msg.members) == len(a.digest().members) for _, msg in syncs)
-    out = b.receive(syncs[0][1], 1.0)
-    assert b.members()["j1"].incarnation == 7
-    [(dst, reply)] = out
-    # the answer holds what b knows better, not b's whole view
-    assert dst == "p0" and not reply.want_reply
-    assert {r.id for r in reply.members} == {"p1"}
+    for r in range(1, 5):  # 40 records: a sync every other round (ceil(40 / 32))
+        out = a.tick(r * INTERVAL)
+        answer(a, out, r * INTERVAL)
+        syncs += [(d, msg) for d, msg in out if type(msg) is Sync]
+    assert len(syncs) == 2 and len({d for d, _ in syncs}) <= 2
+    r = 5
+    while True:  # until one goes to b (p0): ONE random partner a time
+        r += 1
+        out = a.tick(r * INTERVAL)
+        answer(a, out, r * INTERVAL)
+        [(dst, sync)] = [(d, msg) for d, msg in out if type(msg) is Sync] or [("", None)]
+        if dst == "p0":
+            break
+        assert r < 400
+    assert {e[0] for e in sync.summary} == set(a.digest().members[i].id for i in range(40))
+    assert len(encode(sync)) < len(encode(a.digest())) / 2  # (id, incarnation, state, heartbeat)
+    [(dst, reply)] = b.receive(sync, 1.0)
+    # the answer holds only what the asker lacks or holds older
+    assert dst == "p1" and type(reply) is Digest and not reply.want_reply
+    assert "j1" in {r.id for r in reply.members} and len(reply.members) < 10
+    a.receive(reply, r * INTERVAL)
+    assert a.members()["j1"].incarnation == 7
+    assert a.pending_updates() == 0  # the answer's news is the answer's: not queued
+    again = b.receive(Sync(RING, "p1", tuple((m.id, m.incarnation, m.state, m.heartbeat)
+                                             for m in a.digest().members)), 1.2)
+    assert all("j1" not in {r.id for r in msg.members} for _, msg in again)  # known now
 
 
 def test_a_seed_never_heard_from_gets_seed_grace_then_is_probed_like_anyone():

@@ -35,6 +35,7 @@ from ring.messages import (
     Ping,
     PingAck,
     PingReq,
+    Sync,
     decode,
     encode,
 )
@@ -73,6 +74,7 @@ MESSAGES = st.one_of(
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
     *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
       for cls in (Ping, PingReq, PingAck)),
+    st.builds(Sync, NAME, NAME, st.lists(st.tuples(NAME, UINT, STATE, UINT), max_size=6).map(tuple)),
 )
 
 
@@ -103,6 +105,7 @@ def test_type_codes_are_fixed():
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
+        14: Sync,
     }
 
 
