@@ -139,11 +139,12 @@ import math
 import random
 from bisect import bisect_right
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from enum import StrEnum
 from operator import itemgetter
 from types import MappingProxyType
+from typing import Any
 
 from ring.errors import RingError
 from ring.hashring import HashRing
@@ -217,6 +218,17 @@ MAX_RELAYS = 64
 MAX_EVENTS = 10_000
 """Events kept until :meth:`Membership.drain_events`; the driver drains every call."""
 _EPS = 1e-9  # timers compare sums of floats
+
+
+class _Probe:
+    """One probe in flight: whom, since when, and how far it has gone (mutable)."""
+
+    __slots__ = ("target", "sent", "stage")
+
+    def __init__(self, target: str, sent: float) -> None:
+        self.target = target
+        self.sent = sent
+        self.stage = 0  # 0 pinged, 1 pinged again and asked others, 2 pinged a third time
 
 
 class IllegalTransition(RingError):
@@ -420,7 +432,7 @@ class Membership:
         seed_ids: set[str] = set()
         for seed in seeds:
             sid, saddr = seed[0], seed[1]
-            sweight = float(seed[2]) if len(seed) > 2 else 1.0  # type: ignore[misc]
+            sweight = float(seed[2]) if len(seed) > 2 else 1.0
             if sid in seed_ids:
                 raise ValueError(f"seed {sid!r} listed twice")
             if not sid or not 0 < sweight <= MAX_WEIGHT:
@@ -445,8 +457,7 @@ class Membership:
         self._queue: dict[str, int] = {}
         # id -> (local time the suspicion began here, whether it is ours)
         self._suspects: dict[str, tuple[float, bool]] = {}
-        # seq -> [target, sent at, repeats: 0 none, 1 ping-reqs sent, 2 pinged again]
-        self._probes: dict[int, list[object]] = {}
+        self._probes: dict[int, _Probe] = {}
         # our seq -> (asker, asker's seq, target, at)
         self._relays: dict[int, tuple[str, int, str, float]] = {}
         self._seq = 0
@@ -630,10 +641,10 @@ class Membership:
         if handler is None:
             self.dropped["unexpected_type"] += 1
             return []
-        if msg.ring != self.ring_name:  # type: ignore[union-attr]
+        if msg.ring != self.ring_name:
             self.dropped["other_ring"] += 1
             return []
-        sender: str = msg.sender  # type: ignore[union-attr]
+        sender: str = msg.sender
         if sender == self.self_id:
             self.dropped["self_sender"] += 1
             return []
@@ -749,7 +760,7 @@ class Membership:
         if msg.sender in self._members:
             self._contact()
         probe = self._probes.get(msg.seq)
-        if probe is not None and probe[0] == msg.target:
+        if probe is not None and probe.target == msg.target:
             del self._probes[msg.seq]
             return []
         relay = self._relays.get(msg.seq)
@@ -769,7 +780,7 @@ class Membership:
 
     def _ping(self, target: str, now: float) -> Ping:
         seq = self._next_seq()
-        self._probes[seq] = [target, now, 0]
+        self._probes[seq] = _Probe(target, now)
         return Ping(self.ring_name, self.self_id, seq, target, self._updates(target))
 
     def _candidates(self, now: float) -> list[str]:
@@ -786,7 +797,7 @@ class Membership:
     def _probe_targets(self, candidates: list[str]) -> list[str]:
         if not candidates:
             return []
-        probing = {p[0] for p in self._probes.values()}
+        probing = {p.target for p in self._probes.values()}
         # Successor: the first id after ours, wrapping (every member has one prober a round).
         i = bisect_right(candidates, self.self_id)
         succ = candidates[i % len(candidates)]
@@ -941,34 +952,34 @@ class Membership:
     def _run_timers(self, now: float, out: list[tuple[str, Message]]) -> list[Member]:
         members = self._members
         for seq, probe in list(self._probes.items()):
-            target, sent, asked = probe
-            m = members.get(target)  # type: ignore[arg-type]
+            target = probe.target
+            m = members.get(target)
             if m is None or m.state not in LIVE:
                 del self._probes[seq]
                 continue
-            age = now - sent  # type: ignore[operator]
+            age = now - probe.sent
             if age >= self._suspect_after - _EPS:
                 del self._probes[seq]
                 if m.state is ALIVE:
                     self._put(replace(m, state=_next(m.state, "probe_timeout")), now,
                               ChangeReason.SILENCE, ours=True)
-            elif asked == 0 and age >= self._interval / 2:
+            elif probe.stage == 0 and age >= self._interval / 2:
                 # Unanswered for a round: ping again (same seq) and ask
                 # ``indirect`` others (SWIM 3.1); at half of suspect_after, ping
                 # once more. At 10% loss one ping and one ask fail 0.8% of
                 # probes (19% x 0.34^3); with the two repeats, 0.03%.
-                probe[2] = 1
-                out.append((target, Ping(self.ring_name, self.self_id, seq, target,  # type: ignore[arg-type]
-                                         self._updates(target))))  # type: ignore[arg-type]
+                probe.stage = 1
+                out.append((target, Ping(self.ring_name, self.self_id, seq, target,
+                                         self._updates(target))))
                 helpers = [c for c in self._candidates(now) if c != target]
                 k = min(self._indirect, len(helpers))
                 for h in self._rng.sample(helpers, k):
-                    out.append((h, PingReq(self.ring_name, self.self_id, seq, target,  # type: ignore[arg-type]
+                    out.append((h, PingReq(self.ring_name, self.self_id, seq, target,
                                            self._updates(h))))
-            elif asked == 1 and age >= self._suspect_after / 2:
-                probe[2] = 2
-                out.append((target, Ping(self.ring_name, self.self_id, seq, target,  # type: ignore[arg-type]
-                                         self._updates(target))))  # type: ignore[arg-type]
+            elif probe.stage == 1 and age >= self._suspect_after / 2:
+                probe.stage = 2
+                out.append((target, Ping(self.ring_name, self.self_id, seq, target,
+                                         self._updates(target))))
         verdicts: list[Member] = []
         if not self._suspects:
             return verdicts
@@ -1062,7 +1073,7 @@ class Membership:
                 self._rings.clear()
 
 
-_HANDLERS = {
+_HANDLERS: dict[type, Callable[[Membership, Any, float], list[tuple[str, Message]]]] = {
     Digest: Membership._on_digest,
     Sync: Membership._on_sync,
     Join: Membership._on_join,

@@ -632,7 +632,7 @@ _MEMBER_STATUS = _Spec(
     ),
 )
 
-_SPECS = (
+_SPECS: tuple[_Spec, ...] = (
     _Spec(
         Digest,
         1,

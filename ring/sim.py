@@ -22,6 +22,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import cast
 
 from ring.membership import MemberEvent, Membership
 from ring.messages import MemberState, Message, decode, encode
@@ -145,7 +146,7 @@ class SimNet:
             # A random phase: real peers never tick in step.
             self._push(self.now + self.rng.random() * self.interval, _TICK, pid)
             return
-        pid = payload  # type: ignore[assignment]
+        pid = cast(str, payload)
         if pid not in self.up:
             return
         m = self.peers[pid]
@@ -154,7 +155,7 @@ class SimNet:
         self._push(self.now + self.interval, _TICK, pid)
 
     def _deliver(self, payload: object) -> None:
-        src, dst, msg, inc = payload  # type: ignore[misc]
+        src, dst, msg, inc = cast(tuple[str, str, Message, int], payload)
         if dst not in self.up:
             return
         m = self.peers[dst]
