@@ -34,7 +34,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from ring.membership import Membership  # noqa: E402
 from ring.messages import MemberState  # noqa: E402
 from ring.sim import SimNet  # noqa: E402
-from ring.messages import encode  # noqa: E402,F401
 
 INTERVAL, SUSPECT_AFTER, DEAD_AFTER = 0.5, 2.0, 6.0
 RING = "bench"
