@@ -61,9 +61,9 @@ def demo(tmp_path_factory) -> DemoRun:
 
 
 def _graph():
-    import webfarm
+    import localweb
 
-    return webfarm.SiteGraph(hosts=_demo_setting("WEB_HOSTS"), pages_per_host=_demo_setting("WEB_PAGES"))
+    return localweb.SiteGraph(hosts=_demo_setting("WEB_HOSTS"), pages_per_host=_demo_setting("WEB_PAGES"))
 
 
 def test_demo_prints_the_ring_and_crawls_with_three_peers(demo):
