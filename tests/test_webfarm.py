@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+import tomllib
 import zlib
 from collections import Counter, deque
 from pathlib import Path
@@ -20,6 +21,7 @@ import trio
 from protego import Protego
 from selectolax.lexbor import LexborHTMLParser
 
+from peer.config import parse_config
 from peer.urls import Scope, host_key, hostname, join, normalize, normalize_link
 
 from localweb import (
@@ -634,6 +636,14 @@ async def test_cli_serves_on_an_ephemeral_port_and_exits_0_on_sigterm(tmp_path):
                 line = await trio.to_thread.run_sync(proc.stdout.readline)
             assert line.startswith("listening on 127.0.0.1:"), line + proc.stderr.read()
             port = int(line.rsplit(":", 1)[1])
+            # Then the seed and the config a peer needs, with this port in it.
+            printed: list[str] = []
+            with trio.fail_after(20):
+                while len(printed) < 20 and printed[-1:] != [""] and "resolve" not in "".join(printed):
+                    printed.append(await trio.to_thread.run_sync(proc.stdout.readline))
+            block = "".join(printed).split("cluster.toml lines:\n", 1)[1]
+            assert _peer_keys(block) == {"seeds": [f"http://s001.web.test:{port}/"], "allow_private": True,
+                                         "allow_hosts": ["*.web.test"], "resolve": {"*.web.test": "127.0.0.1"}}
             async with httpx.AsyncClient() as client:
                 r = await client.get(f"http://127.0.0.1:{port}/c0/p3.html",
                                      headers={"Host": f"s002.web.test:{port}"})
@@ -650,6 +660,25 @@ async def test_cli_serves_on_an_ephemeral_port_and_exits_0_on_sigterm(tmp_path):
     assert code == 0
     entries = read_log(str(log))
     assert [(e.host, e.target, e.status) for e in entries] == [("s002.web.test", "/c0/p3.html", 200)]
+
+
+def _peer_keys(block: str) -> dict:
+    """The keys of the TOML block webfarm prints, checked to be a valid cluster.toml with one peer."""
+    # A solo peer's address is never bound: parse_config only checks its form.
+    cfg = parse_config('[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n' + block)
+    assert cfg.crawl.allow_private and cfg.dns.resolve
+    data = tomllib.loads(block)
+    return {**data["crawl"], **data["dns"]}
+
+
+def test_help_shows_the_peer_config_the_web_needs():
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "webfarm.py"), "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    block = res.stdout.split("cluster.toml lines", 1)[1].split("\n\n", 1)[1]
+    assert _peer_keys(block.replace("PORT", "8080")) == {
+        "seeds": ["http://s001.web.test:8080/"], "allow_private": True, "allow_hosts": ["*.web.test"],
+        "resolve": {"*.web.test": "127.0.0.1"}}
 
 
 def test_cli_behaviour_options():
