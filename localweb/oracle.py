@@ -99,12 +99,16 @@ def _walk(graph: Graph, port: int, seeds: Iterable[str] | None, allow: Sequence[
     seen: set[str] = set()
     disallowed: set[str] = set()
     queue: deque[tuple[str, int]] = deque()
+    scoped: dict[str, bool] = {}  # links repeat their hosts: one glob match a host
 
     def consider(url: str, depth: int) -> None:
         if url in seen or (max_depth and depth > max_depth):
             return
         host, uport, path = split_url(url)
-        if not in_scope(host, allow, deny):
+        ok = scoped.get(host)
+        if ok is None:
+            ok = scoped[host] = in_scope(host, allow, deny)
+        if not ok:
             return
         if obey_robots and uport == port and not graph.robots_allows(host, path):
             disallowed.add(url)
