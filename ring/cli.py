@@ -284,7 +284,7 @@ def status_table(rows: list[dict]) -> str:
     total = f"{'total':<10} {f'{len(live)} live':<8}"
     for _, w, k, f in _COLUMNS:
         total += f" {f.format(sum(r[k] for r in rows)) if k in _SUMMED else '':>{w}}"
-    out += [total, "", STATUS_LEGEND]
+    out += [total.rstrip(), "", STATUS_LEGEND]
     return "\n".join(out)
 
 

@@ -45,6 +45,7 @@ import time
 from collections import deque
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
+from http import HTTPStatus
 from importlib import resources
 
 __all__ = ["History", "Snapshot", "render_fragment", "render_page", "serve_dashboard",
@@ -321,7 +322,8 @@ async def _serve_connection(dash: Dashboard, stream, limiter) -> None:  # type: 
                             status, body, kind = dash.answer(event.target.decode("ascii", "replace"))
                         headers = [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode()),
                                    (b"connection", b"close"), *_SECURITY_HEADERS]
-                        await stream.send_all(conn.send(h11.Response(status_code=status, headers=headers)))
+                        await stream.send_all(conn.send(h11.Response(
+                            status_code=status, headers=headers, reason=HTTPStatus(status).phrase.encode())))
                         if event.method != b"HEAD":
                             await stream.send_all(conn.send(h11.Data(data=body)))
                         await stream.send_all(conn.send(h11.EndOfMessage()))

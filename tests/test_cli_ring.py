@@ -53,3 +53,69 @@ def test_a_missing_curve_key_inside_the_event_loop_is_one_line(tmp_path):
         res = ring_cmd(*args, "--ring", str(toml))
         line = one_line(res, 2)
         assert f"{keys / 'p1.key'}: no such key file" in line
+
+
+def test_bad_watch_count_and_timeout_values_are_one_line_and_exit_2(tmp_path):
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 1))
+    for args, expected in ((("--watch", "0"), "--watch: expected a number of seconds > 0"),
+                           (("--watch", "1", "--count", "-1"), "--count: expected an integer >= 0"),
+                           (("--timeout", "-1"), "--timeout: expected a number of seconds > 0")):
+        res = ring_cmd("status", "--ring", str(toml), *args)
+        assert one_line(res, 2) == f"error: {expected}"
+
+
+def test_watch_of_a_silent_ring_keeps_asking_and_stops_after_count(tmp_path):
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 1))
+    res = ring_cmd("status", "--ring", str(toml), "--timeout", "0.2", "--watch", "0.2", "--count", "2")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.count("no peer of ring 'test' answered") == 2
+    assert res.stdout.count("every 0.2s (Ctrl-C to stop)") == 2
+
+
+async def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
+    """A ring of one answers `ring status` on its address; the table has a totals row and units."""
+    import json
+    import re
+
+    import trio
+    from ringharness import Ring
+    from webfarm import SiteGraph, serve_webfarm
+
+    graph = SiteGraph(hosts=3, pages_per_host=40, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        async with Ring(tmp_path, cluster_text(tmp_path, farm.port, 1, rate=300.0)) as ring:
+            await ring.start("p1")
+            with trio.fail_after(60):
+                while sum(e.target != "/robots.txt" for e in farm.log) < 10:
+                    assert ring.procs["p1"].returncode is None, ring.tails()
+                    await trio.sleep(0.1)
+                table = await ring.ring_cmd("status")
+                js = await ring.ring_cmd("status", "--json")
+                watch = await ring.ring_cmd("status", "--watch", "0.3", "--count", "3")
+                watch_json = await ring.ring_cmd("status", "--watch", "0.3", "--count", "2", "--json")
+            ring.kill("p1", 15)
+            await ring.wait("p1")
+        nursery.cancel_scope.cancel()
+    assert table.returncode == 0, table.stderr.decode()
+    out = table.stdout.decode()
+    head, row, total = out.splitlines()[:3]
+    assert head.split()[:4] == ["id", "state", "share", "pages"] and "pages/s" in head and "queued" in head
+    assert row.split()[:3] == ["p1", "alive", "100.0%"]
+    assert total.startswith("total") and "1 live" in total
+    pages = int(row.split()[3].replace(",", ""))
+    assert pages >= 10 and int(total.split()[4].replace(",", "")) == pages
+    assert "pages/s: since the peer started; queued: URLs in its frontier" in out
+    members = json.loads(js.stdout)["members"]
+    assert [m["id"] for m in members] == ["p1"] and members[0]["share"] == 1.0
+    assert {"errors", "busiest", "dropped"} <= set(members[0])
+    assert members[0]["busiest"] and members[0]["busiest"][0][2] == 300.0  # host, pages/min, setpoint
+    # --watch into a pipe: one table after another, each with its time.
+    assert watch.returncode == 0, watch.stderr.decode()
+    stamps = re.findall(r"ring 'test' at (\d\d:\d\d:\d\d), every 0.3s", watch.stdout.decode())
+    assert len(stamps) == 3 and watch.stdout.decode().count("\ntotal ") == 3
+    lines = watch_json.stdout.decode().splitlines()
+    assert len(lines) == 2 and all(json.loads(x)["members"][0]["id"] == "p1" for x in lines)
+    assert ring.procs["p1"].returncode == 0, ring.tails()
