@@ -119,7 +119,8 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
         dns={k: getattr(dns, k) for k in ("lookups", "hits", "static_hits", "negative_hits", "misses",
                                           "merged", "evictions", "size", "in_flight")},
         dns_hit_ratio=dns.hit_rate,
-        bloom_urls=bloom.count, bloom_fill=bloom.fill_ratio(), bloom_slices=bloom.num_slices,
+        # status_figures' fill: one popcount of the newest slice a scrape, not two.
+        bloom_urls=bloom.count, bloom_fill=float(figures.get("bloom_fill", 0.0)), bloom_slices=bloom.num_slices,
         bloom_fpr=bloom.estimated_fpr(), bloom_bytes=bloom.nbytes,
         forwarded_out=int(figures.get("forwarded_out", 0)), forwarded_in=int(figures.get("forwarded_in", 0)),
         dropped=dropped | {k: v for k, v in crawler.limits.figures(now).items() if k.startswith("cap.")},

@@ -4,6 +4,11 @@
 the hash space and the owner of the seeds' hosts, so an operator can check a
 ring (weights, a new peer) before starting it. It reads only the file.
 
+``status`` asks the running ring for each member's figures and prints them
+with a totals row and the units (``--watch`` redraws them in place);
+``dashboard`` serves them as a live page (:mod:`ring.dashboard`). Both get
+the figures through :func:`status_source`, the one place that knows how.
+
 This is an edge: it reads cluster.toml through ``peer.config`` (the one parser
 of that file) and reports a user's mistake as one line and exit status 2,
 also when trio hands it over wrapped in an exception group

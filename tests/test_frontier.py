@@ -863,3 +863,12 @@ def test_delays_lists_each_kept_hosts_delay():
     fill(f, A, 1)
     fill(f, B, 1)
     assert sorted(f.delays()) == [1.0, 1.0]
+
+
+def test_delays_samples_at_most_limit_hosts_spread_over_the_table():
+    f = Frontier(Politeness(rate=60.0))
+    for i in range(5000):
+        f.push(url(f"h{i}", 0), f"h{i}", 0, 0.0)
+    got = f.delays(limit=1000)
+    assert 500 < len(got) <= 1000 and set(got) == {1.0}
+    assert len(f.delays(limit=10_000)) == 5000
