@@ -31,6 +31,9 @@ matplotlib SVGs (an import of about a second, a redraw each poll, and a
 dependency the ring tool otherwise does not need): it draws thousands of
 points on a canvas in a few milliseconds and has no dependencies.
 
+On loopback (the default) only requests naming a loopback Host are
+answered, against DNS rebinding (:func:`host_allowed`).
+
 Bounds: the history keeps ``HISTORY`` polls (30 min at the default 2 s); a
 request head over 16 KiB (h11's default) or a connection idle for
 ``REQUEST_TIMEOUT`` is closed; at most ``MAX_CONNECTIONS`` are served at once.
@@ -260,14 +263,43 @@ _SECURITY_HEADERS = [
 ]
 
 
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_allowed(listen_host: str, header: bytes | None) -> bool:
+    """Whether a request's Host header may be answered.
+
+    Listening on loopback, only a loopback Host is: a web page the operator
+    visits could otherwise point a name of its own at 127.0.0.1 (DNS
+    rebinding) and read the ring's figures through the browser.
+    """
+    if not _loopback(listen_host):
+        return True
+    if not header:
+        return False
+    name = header.decode("ascii", "replace")
+    name = name[1:name.index("]")] if name.startswith("[") and "]" in name else name.rsplit(":", 1)[0]
+    return _loopback(name)
+
+
 class Dashboard:
     """The dashboard's state: the history and how to answer each path."""
 
-    def __init__(self, poll: Poll, ring_name: str, interval: float, clock: Callable[[], float] = time.time):
+    def __init__(self, poll: Poll, ring_name: str, interval: float, clock: Callable[[], float] = time.time,
+                 listen_host: str = "127.0.0.1"):
         self.poll = poll
         self.ring_name = ring_name
         self.interval = interval
         self.clock = clock
+        self.listen_host = listen_host
         self.history = History()
         self.polls = 0
 
@@ -316,7 +348,10 @@ async def _serve_connection(dash: Dashboard, stream, limiter) -> None:  # type: 
                         conn.receive_data(data)
                         continue
                     if isinstance(event, h11.Request):
-                        if event.method not in (b"GET", b"HEAD"):
+                        host = dict(event.headers).get(b"host")
+                        if not host_allowed(dash.listen_host, host):
+                            status, body, kind = 403, b"not this Host\n", "text/plain; charset=utf-8"
+                        elif event.method not in (b"GET", b"HEAD"):
                             status, body, kind = 405, b"only GET\n", "text/plain; charset=utf-8"
                         else:
                             status, body, kind = dash.answer(event.target.decode("ascii", "replace"))
@@ -354,7 +389,7 @@ async def serve_dashboard(poll: Poll, *, ring_name: str, host: str = "127.0.0.1"
 
     from ring.errors import RingError
 
-    dash = Dashboard(poll, ring_name, interval)
+    dash = Dashboard(poll, ring_name, interval, listen_host=host)
     limiter = trio.CapacityLimiter(MAX_CONNECTIONS)
     try:
         listeners = await trio.open_tcp_listeners(port, host=host)

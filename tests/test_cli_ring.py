@@ -161,3 +161,26 @@ def test_watch_on_a_terminal_redraws_in_place(tmp_path):
     assert res.returncode == 0, res.stderr
     # Cursor home and clear to the end of the screen (ECMA-48 CUP, ED) before each round.
     assert out.count(b"\x1b[H\x1b[J") == 2, out
+
+
+def test_ctrl_c_ends_watch_quietly(tmp_path):
+    import signal
+    import time
+
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 1))
+    proc = subprocess.Popen([sys.executable, "-m", "ring", "status", "--ring", str(toml), "--timeout", "0.2",
+                             "--watch", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL, text=True)
+    try:
+        first = proc.stdout.readline() + proc.stdout.readline()  # the first round is out
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert "every 0.2s (Ctrl-C to stop)" in first
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err

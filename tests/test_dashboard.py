@@ -15,7 +15,7 @@ import httpx
 import pytest
 import trio
 
-from ring.dashboard import History, Snapshot, render_fragment, render_page, serve_dashboard
+from ring.dashboard import History, Snapshot, host_allowed, render_fragment, render_page, serve_dashboard
 
 ROOT = Path(__file__).resolve().parent.parent
 EVIL_HOST = '<img src=x onerror="document.body.dataset.pwned=1">.web.test:80'
@@ -83,6 +83,14 @@ def test_history_measures_rates_between_polls_and_is_bounded():
     assert s["queued"] == [40, 40]
 
 
+def test_only_loopback_host_headers_are_answered_on_loopback():
+    for header in (b"127.0.0.1:8765", b"localhost:8765", b"[::1]:8765", b"127.0.0.2"):
+        assert host_allowed("127.0.0.1", header), header
+    for header in (b"evil.example:8765", b"", None, b"127.0.0.1.evil.example"):
+        assert not host_allowed("127.0.0.1", header), header
+    assert host_allowed("0.0.0.0", b"crawler.lan:8765")  # widened with --host: the operator's choice
+
+
 def test_vendored_uplot_is_the_pinned_release():
     readme = (ROOT / "ring" / "static" / "README.md").read_text()
     for name in ("uPlot.iife.min.js", "uPlot.min.css"):
@@ -131,6 +139,9 @@ async def test_the_server_answers_the_page_its_parts_and_refuses_the_rest():
                 assert (await client.get(url + bad)).status_code == 404, bad
             assert (await client.post(url, content=b"x")).status_code == 405
             assert (await client.head(url)).status_code == 200
+            # DNS rebinding: a foreign name pointed at 127.0.0.1 gets nothing.
+            assert (await client.get(url, headers={"host": "evil.example:80"})).status_code == 403
+            assert (await client.get(url, headers={"host": "localhost"})).status_code == 200
         # Garbage on the socket is answered 400 and closed; the server goes on.
         host, port = url.removeprefix("http://").rstrip("/").rsplit(":", 1)
         stream = await trio.open_tcp_stream(host, int(port))
