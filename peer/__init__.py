@@ -12,5 +12,7 @@ decisions out; they import no trio, zmq, httpx or duckdb:
 - ``dnscache``   DNS cache policy
 
 The edges (``cli`` today; fetcher, resolver, store as the engine arrives) ask
-the cores what to do and do the I/O.
+the cores what to do and do the I/O. ``metrics`` (Prometheus figures at
+``metrics_address``) and ``observe`` (starts it, and a solo peer's answers
+to ``ring status``) let an operator watch a running peer.
 """

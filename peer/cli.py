@@ -161,7 +161,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
                       cluster=cluster, address=args.address, weight=args.weight)
     try:
-        summary = trio.run(_crawl, crawler, args.leave)
+        summary = trio.run(_crawl, crawler, args.leave, not cluster)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
         err = user_error(exc)
         if err is None:
@@ -241,8 +241,10 @@ def _confirm(question: str) -> bool:
     return input(question).strip().lower() in ("y", "yes")
 
 
-async def _crawl(crawler, leave_on_term: bool = False):  # type: ignore[no-untyped-def]
+async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False):  # type: ignore[no-untyped-def]
     import trio
+
+    from peer.observe import start_observers
 
     async def on_signals() -> None:
         with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
@@ -264,6 +266,7 @@ async def _crawl(crawler, leave_on_term: bool = False):  # type: ignore[no-untyp
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(on_signals)
+        await start_observers(crawler, nursery, solo=solo)  # metrics_address; a solo peer's `ring status`
         summary = await crawler.run()
         nursery.cancel_scope.cancel()
     return summary

@@ -430,6 +430,8 @@ class ClusterNode:
                 # The crawler's cap hits, held hosts and the like ride along
                 # (cap.*, held.*, malformed.*, polite.*).
                 dropped=self._dropped_rows(figures.get("limits", {})) if mid == self.peer_id else (),
+                errors=tuple(sorted(figures.get("errors", {}).items()))[:MAX_DROPPED],
+                busiest=tuple(figures.get("busiest", ())),
             ))
         return tuple(out)
 

@@ -42,6 +42,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "parse_address",
+    "parse_metrics_address",
 ]
 
 # A check returns None when the value is fine, else what was expected.
@@ -125,6 +126,24 @@ def _address(v: Any) -> str | None:
     return None
 
 
+def parse_metrics_address(address: str) -> tuple[str, int]:
+    """``host:port`` of ``[[peer]] metrics_address`` -> (host, port); ValueError says what was expected."""
+    m = re.fullmatch(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})", address)
+    if not m or not 0 <= int(m["port"]) <= 65535:
+        raise ValueError(f"expected host:port such as '127.0.0.1:9101' (port 0-65535; empty: off), got {address!r}")
+    return m["host"].strip("[]"), int(m["port"])
+
+
+def _metrics_address(v: Any) -> str | None:
+    if not v:
+        return None
+    try:
+        parse_metrics_address(v)
+    except ValueError as exc:
+        return str(exc).split(", got")[0].removeprefix("expected ")
+    return None
+
+
 # ---------------------------------------------------------------------------
 # The sections. Field order is the order of the README's reference.
 # ---------------------------------------------------------------------------
@@ -152,6 +171,7 @@ class PeerSpec:
     address: str = _key(str, _REQUIRED, "where its ZeroMQ socket listens, tcp://host:port (required)", _address)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
+    metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics (port 0: any free port, logged); empty: off", _metrics_address)
 
 
 @dataclass(frozen=True, slots=True)

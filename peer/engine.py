@@ -1107,6 +1107,8 @@ class Crawler:
             # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
             # errors: counters that cluster.py sends with the status reply.
             "limits": self.limits_figures(),
+            # For `ring dashboard`: failed fetches by kind, the busiest hosts (ops).
+            "errors": dict(s.errors), "busiest": self.frontier.busiest(self.clock(), 10),
         }
 
     def limits_figures(self) -> dict[str, int]:

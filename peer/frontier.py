@@ -130,7 +130,7 @@ from peer.errors import PeerError
 from peer.pid import PID
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "Job", "Outcome",
+    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "HostCensus", "Job", "Outcome",
     "PidSample", "Politeness", "ceiling",
 ]
 
@@ -194,6 +194,17 @@ class PidSample:
     window_end: float
     n: int
     delay: float
+
+
+@dataclass(frozen=True, slots=True)
+class HostCensus:
+    """Hosts with queued work by state: may start now, on their delay or ceiling,
+    held (Retry-After, a robots.txt retry), all their slots in flight."""
+
+    ready: int
+    waiting: int
+    held: int
+    busy: int
 
 
 class Outcome(enum.Enum):
@@ -686,6 +697,61 @@ class Frontier:
     def ip_ceiling_holds(self) -> int:
         """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
         return self._ip_ceiling_holds
+
+    def census(self, now: float) -> HostCensus:
+        """Hosts with queued work by what they wait for at ``now`` (for status and metrics).
+
+        A scan of the hosts kept (rule 6 bounds them), asked for by an
+        operator's scrape or status request, never on the crawl path.
+        """
+        ready = waiting = held = busy = 0
+        for hs in self._hosts.values():
+            if hs.head >= len(hs.items):
+                continue
+            if hs.hold_until > now:
+                held += 1
+            elif hs.in_flight >= self._cap:
+                busy += 1
+            elif hs.rseq and hs.rkey <= now:
+                ready += 1
+            else:
+                waiting += 1
+        return HostCensus(ready, waiting, held, busy)
+
+    def busiest(self, now: float, n: int) -> list[tuple[str, float, float]]:
+        """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min).
+
+        The rate is the starts in the ceiling's longest window (rule 7 keeps
+        every one of them in the host's ring), so it is what the host saw
+        lately, not a PID window's count. The setpoint is ``rate``, or less
+        under a robots.txt Crawl-delay. Empty without a rate (no ring of
+        starts is kept). A scan like :meth:`census`.
+        """
+        if not self._pid_on or n <= 0:
+            return []
+        since = now - _HORIZON
+        counts = []
+        for hs in self._hosts.values():
+            if hs.last_start > since and hs.starts is not None:
+                k = sum(1 for t in hs.starts if t > since)
+                counts.append((k, hs.name, hs.floor))
+        out = []
+        for k, name, floor in heapq.nlargest(n, counts):
+            setpoint = self._pol.rate if floor <= 0 else min(self._pol.rate, 60.0 / floor)
+            out.append((name, k * 60.0 / _HORIZON, setpoint))
+        return out
+
+    def delays(self, limit: int = 2048) -> list[float]:
+        """Kept hosts' current delays between request starts, seconds (for quantiles).
+
+        At most ``limit`` of them, every k-th host in the table: quantiles
+        from a couple of thousand are as good as from all, and a scrape of a
+        peer keeping 100,000 hosts then costs the event loop milliseconds.
+        """
+        now = self._clock
+        hosts = list(self._hosts.values())
+        step = max(1, -(-len(hosts) // limit)) if limit > 0 else 1
+        return [self._delay(hs, now) for hs in hosts[::step]]
 
     def backlogged(self, host: str) -> bool:
         """Whether the host's current PID window is backlogged (will be sampled)."""

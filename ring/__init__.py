@@ -8,7 +8,9 @@ Layout, bottom up (pure modules first; only the edges do I/O):
 - ``membership``  heartbeat gossip with SWIM incarnations; termination detector (pure)
 - ``forwarder``   URL batches to their owners: numbering, acks, resends, re-routing (pure)
 - ``zmqio``       ZeroMQ sockets under trio: the only module that imports zmq (edge)
-- ``cli``         ``python -m ring table`` and ``status`` (edge)
+- ``dashboard``   the live page of ``ring dashboard``: history and escaped
+                  tables (pure), its h11-on-trio server (edge); imports no ``peer``
+- ``cli``         ``python -m ring table``, ``status``, ``leave``, ``dashboard`` (edge)
 
 Only the pure names are re-exported here, so importing ``ring`` loads no
 I/O library; ``peer.cluster`` is what puts these together in a running peer.

@@ -4,6 +4,11 @@
 the hash space and the owner of the seeds' hosts, so an operator can check a
 ring (weights, a new peer) before starting it. It reads only the file.
 
+``status`` asks the running ring for each member's figures and prints them
+with a totals row and the units (``--watch`` redraws them in place);
+``dashboard`` serves them as a live page (:mod:`ring.dashboard`). Both get
+the figures through :func:`status_source`, the one place that knows how.
+
 This is an edge: it reads cluster.toml through ``peer.config`` (the one parser
 of that file) and reports a user's mistake as one line and exit status 2,
 also when trio hands it over wrapped in an exception group
@@ -158,6 +163,8 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) ->
         row["state"] = m.state.value  # the answering peer's view of the state and share
         row["share"] = m.share
         row["dropped"] = dict(best.dropped)  # type: ignore[attr-defined]
+        row["errors"] = dict(best.errors)  # type: ignore[attr-defined]
+        row["busiest"] = [list(b) for b in best.busiest]  # type: ignore[attr-defined]
         out.append(row)
     return out
 
@@ -213,6 +220,26 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
     st.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
                     help="seconds to wait for each peer (default 1.5)")
+    st.add_argument("--watch", metavar="SECONDS", type=float, nargs="?", const=2.0,
+                    help="ask again every SECONDS (default 2) and redraw the table in place, "
+                         "until Ctrl-C; with --json, one JSON line a round")
+    st.add_argument("--count", metavar="N", type=int, default=0,
+                    help="with --watch: stop after N rounds (default 0: until Ctrl-C)")
+    db = sub.add_parser("dashboard", help="serve a live HTML page of the running ring",
+                        description="Poll the ring's status (as `ring status` does) and serve a live "
+                                    "page: members, their state and share, totals, rates over time, "
+                                    "errors by kind and the busiest hosts against their setpoint. "
+                                    "Prints its address; runs until Ctrl-C.")
+    db.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    db.add_argument("--host", metavar="ADDR", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1: this machine only; the page "
+                         "has no login, so only widen it on a trusted network)")
+    db.add_argument("--port", metavar="P", type=int, default=8765,
+                    help="port to listen on (default 8765; 0: any free port)")
+    db.add_argument("--interval", metavar="SECONDS", type=float, default=2.0,
+                    help="seconds between polls of the ring (default 2)")
+    db.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
+                    help="seconds to wait for each peer (default 1.5)")
     lv = sub.add_parser("leave", help="make a peer leave the ring gracefully",
                         description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
                                     "and the URLs it fetched of its hosts to their new owners, waits for "
@@ -225,16 +252,128 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _print_status(rows: list[dict]) -> None:
-    head = f"{'id':<8} {'state':<8} {'share':>6} {'pages':>7} {'rate':>7} {'frontier':>8} {'hosts':>5} " \
-           f"{'fwd out':>8} {'fwd in':>8} {'dns hit':>7} {'bloom':>7} {'uptime':>7}  address"
-    print(head)
+#: The status table's columns: (header, width, row key, format). The
+#: legend under the table gives each column's unit.
+_COLUMNS = (
+    ("share", 6, "share", "{:.1%}"),
+    ("pages", 8, "pages", "{:,}"),
+    ("pages/s", 8, "rate", "{:.1f}"),
+    ("queued", 8, "frontier", "{:,}"),
+    ("hosts", 6, "hosts", "{:,}"),
+    ("fwd out", 8, "forwarded_out", "{:,}"),
+    ("fwd in", 8, "forwarded_in", "{:,}"),
+    ("dns hit", 7, "dns_hit_rate", "{:.0%}"),
+    ("bloom", 7, "bloom_fill", "{:.2%}"),
+    ("uptime", 7, "uptime", "{:.0f}s"),
+)
+#: Columns the totals row sums (the others have no meaningful total).
+_SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
+
+STATUS_LEGEND = ("pages: page requests made; pages/s: since the peer started; queued: URLs in its "
+                 "frontier; hosts: hosts with queued URLs; fwd out/in: URLs sent to / received from "
+                 "their owners; dns hit: DNS cache hit rate; bloom: fill of the seen-URL filter")
+
+
+def status_table(rows: list[dict]) -> str:
+    """The text of ``python -m ring status``: a row a member, a totals row, the units."""
+    head = f"{'id':<10} {'state':<8}" + "".join(f" {h:>{w}}" for h, w, _, _ in _COLUMNS) + "  address"
+    out = [head]
     for r in rows:
-        print(f"{r['id']:<8} {r['state']:<8} {r['share']:>6.1%} {r['pages']:>7} {r['rate']:>7.1f} "
-              f"{r['frontier']:>8} {r['hosts']:>5} {r['forwarded_out']:>8} {r['forwarded_in']:>8} "
-              f"{r['dns_hit_rate']:>7.0%} {r['bloom_fill']:>7.2%} {r['uptime']:>6.0f}s  {r['address']}")
+        out.append(f"{r['id']:<10} {r['state']:<8}"
+                   + "".join(f" {f.format(r[k]):>{w}}" for _, w, k, f in _COLUMNS) + f"  {r['address']}")
         if r["dropped"]:
-            print(f"{'':<8} dropped: " + ", ".join(f"{k} {v}" for k, v in r["dropped"].items()))
+            out.append(f"{'':<10} dropped: " + ", ".join(f"{k} {v}" for k, v in r["dropped"].items()))
+        if r.get("errors"):
+            out.append(f"{'':<10} errors: " + ", ".join(f"{k} {v}" for k, v in sorted(r["errors"].items())))
+    live = [r for r in rows if r["state"] in ("alive", "suspect")]
+    total = f"{'total':<10} {f'{len(live)} live':<8}"
+    for _, w, k, f in _COLUMNS:
+        total += f" {f.format(sum(r[k] for r in rows)) if k in _SUMMED else '':>{w}}"
+    out += [total.rstrip(), "", STATUS_LEGEND]
+    return "\n".join(out)
+
+
+def _print_status(rows: list[dict]) -> None:
+    print(status_table(rows))
+
+
+def _check_numbers(args: argparse.Namespace) -> str | None:
+    if not args.timeout > 0:
+        return "--timeout: expected a number of seconds > 0"
+    if getattr(args, "watch", None) is not None and not args.watch > 0:
+        return "--watch: expected a number of seconds > 0"
+    if getattr(args, "count", 0) < 0:
+        return "--count: expected an integer >= 0"
+    if getattr(args, "interval", 1.0) <= 0:
+        return "--interval: expected a number of seconds > 0"
+    if not 0 <= getattr(args, "port", 0) <= 65535:
+        return "--port: expected a port number from 0 to 65535"
+    return None
+
+
+def status_source(cfg: ClusterConfig, timeout: float):  # type: ignore[no-untyped-def]
+    """The one function ``status --watch`` and the dashboard poll: rows, or None if nobody answers.
+
+    The tools' only way to the ring's status; when the status client moves
+    (ring/client.py), this is what is re-pointed.
+    """
+    keys = client_keys(cfg)
+
+    async def poll() -> list[dict] | None:
+        return await cluster_status(cfg, timeout, keys)
+
+    return poll
+
+
+def _no_answer(cfg: ClusterConfig) -> str:
+    addrs = ", ".join(p.address for p in cfg.peers)
+    return f"no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?"
+
+
+async def _status(cfg: ClusterConfig, args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    import trio
+
+    poll = status_source(cfg, args.timeout)
+    if args.watch is None:
+        rows = await poll()
+        if rows is None:
+            print(f"error: {_no_answer(cfg)}", file=sys.stderr)
+            return 1
+        if args.json:
+            print(json.dumps({"ring": cfg.ring.name, "members": rows}, indent=2))
+        else:
+            _print_status(rows)
+        return 0
+    # In place on a terminal (cursor home, clear to the end: ECMA-48 CUP and
+    # ED); into a pipe or a file, one table after another with its time.
+    tty = sys.stdout.isatty()
+    rounds = 0
+    while True:
+        started = trio.current_time()
+        rows = await poll()
+        stamp = time.strftime("%H:%M:%S")
+        if args.json:
+            print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": rows or []}))
+        else:
+            text = status_table(rows) if rows is not None else f"({_no_answer(cfg)})"
+            head = f"ring {cfg.ring.name!r} at {stamp}, every {args.watch:g}s (Ctrl-C to stop)"
+            print(("\x1b[H\x1b[J" if tty else "\n") + head + "\n" + text)
+        sys.stdout.flush()
+        rounds += 1
+        if args.count and rounds >= args.count:
+            return 0
+        await trio.sleep_until(started + args.watch)
+
+
+async def _dashboard(cfg: ClusterConfig, args: argparse.Namespace) -> int:
+    from ring.dashboard import serve_dashboard
+
+    await serve_dashboard(status_source(cfg, args.timeout), ring_name=cfg.ring.name,
+                          host=args.host, port=args.port, interval=args.interval)
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -247,29 +386,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if args.command == "status":
-        import json
-
+    if args.command in ("status", "dashboard"):
+        problem = _check_numbers(args)
+        if problem:
+            print(f"error: {problem}", file=sys.stderr)
+            return 2
         import trio
 
         try:
-            rows = trio.run(cluster_status, cfg, args.timeout, client_keys(cfg))
+            if args.command == "dashboard":
+                return trio.run(_dashboard, cfg, args)
+            return trio.run(_status, cfg, args)
+        except KeyboardInterrupt:
+            print(file=sys.stderr)
+            return 0  # Ctrl-C is how --watch and the dashboard end
         except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
             err = user_error(exc)
             if err is None:
                 raise
             print(f"error: {err}", file=sys.stderr)
             return 2
-        if rows is None:
-            addrs = ", ".join(p.address for p in cfg.peers)
-            print(f"error: no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?",
-                  file=sys.stderr)
-            return 1
-        if args.json:
-            print(json.dumps({"ring": cfg.ring.name, "members": rows}, indent=2))
-        else:
-            _print_status(rows)
-        return 0
     if args.command == "leave":
         import trio
 

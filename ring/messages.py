@@ -39,7 +39,9 @@ What each message is for (issue 4, ring; issue 6, faults):
 - :class:`StatusRequest` / :class:`StatusReply` — ``python -m ring status``;
   one :class:`MemberStatus` per member with the keys of ``--json``, plus the
   ``dropped`` counters (garbage, unknown type, other ring, replay...) that
-  issue 6 wants visible. ``nonce`` matches a reply to its request.
+  issue 6 wants visible, the failed fetches by kind and the busiest hosts
+  against their setpoint (``ring dashboard``). ``nonce`` matches a reply to
+  its request.
 
 The codec checks types and ranges only. A decoded URL is still untrusted
 input: the receiver normalises it (``peer.urls``) and checks ``ring`` against
@@ -60,7 +62,8 @@ string             8 KiB        ``max_str_len``; a URL is ≤ 4 KiB (peer.urls)
 array              10 000       ``max_array_len``; URLs in a batch, ``seen``
 names              256 chars    ring name, peer id, address, counter name
 members            1 024        entries of a digest or status reply
-dropped counters   64           entries of ``MemberStatus.dropped``
+dropped counters   64           entries of ``MemberStatus.dropped``, ``.errors``
+busiest hosts      10           entries of ``MemberStatus.busiest``
 bin, map, ext      none         ``max_*_len=0``: the codec uses none of them
 =================  ===========  ==============================================
 
@@ -89,6 +92,7 @@ __all__ = [
     "MAX_ARRAY",
     "MAX_NAME",
     "MAX_MEMBERS",
+    "MAX_BUSIEST",
     "MAX_DROPPED",
     "MemberState",
     "Member",
@@ -117,6 +121,8 @@ MAX_ARRAY = 10_000
 MAX_NAME = 256
 MAX_MEMBERS = 1024
 MAX_DROPPED = 64
+#: Busiest hosts a status reply carries (MemberStatus.busiest).
+MAX_BUSIEST = 10
 MAX_UINT = 2**64 - 1
 
 
@@ -220,6 +226,14 @@ class MemberStatus:
     bloom_fill: float
     uptime: float
     dropped: tuple[tuple[str, int], ...] = ()
+    # What `ring dashboard` plots: failed fetches by kind, and the hosts with
+    # the most request starts in the last 5 s as (host, pages/min, setpoint
+    # pages/min), at most MAX_BUSIEST. Added without a VERSION change: only
+    # tools (ring status, ring dashboard) decode a StatusReply, never a peer,
+    # so peers of both layouts still gossip as one ring; a tool older than
+    # the peers it asks reads no answer.
+    errors: tuple[tuple[str, int], ...] = ()
+    busiest: tuple[tuple[str, float, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -458,6 +472,18 @@ def _counter_in(v: Any) -> tuple[str, int]:
     return _NAME[1](v[0]), _uint(v[1])
 
 
+def _busy_out(v: Any) -> tuple[str, float, float]:
+    if (type(v) is not tuple and type(v) is not list) or len(v) != 3:
+        raise _Invalid("expected (host, rate, setpoint) triples")
+    return _NAME[0](v[0]), _float_out(v[1]), _float_out(v[2])
+
+
+def _busy_in(v: Any) -> tuple[str, float, float]:
+    if type(v) is not tuple or len(v) != 3:
+        raise _Invalid("expected [host, rate, setpoint] triples")
+    return _NAME[1](v[0]), _float_in(v[1]), _float_in(v[2])
+
+
 _NAME = _name_codec()
 _UINT = (_uint, _uint)
 _BOOL = (_bool, _bool)
@@ -556,6 +582,8 @@ _MEMBER_STATUS = _Spec(
         ("bloom_fill", _FLOAT),
         ("uptime", _FLOAT),
         ("dropped", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
+        ("errors", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
+        ("busiest", _array_codec((_busy_out, _busy_in), MAX_BUSIEST)),
     ),
 )
 

@@ -341,3 +341,12 @@ def test_cluster_toml_mentions_every_key_with_a_comment():
 def test_positive_pid_gain_is_refused(gain):
     err = error_of(MINIMAL + f"[politeness]\n{gain} = 0.1\n")
     assert err.key == f"politeness.{gain}" and "a number <= 0" in err.message
+
+
+def test_metrics_address_is_host_and_port_or_empty():
+    assert parse(MINIMAL).peers[0].metrics_address == ""
+    assert parse(MINIMAL + 'metrics_address = "127.0.0.1:0"\n').peers[0].metrics_address == "127.0.0.1:0"
+    for bad in ("9101", "http://127.0.0.1:9101", "127.0.0.1:99999", "tcp://127.0.0.1:9101"):
+        err = error_of(MINIMAL + f'metrics_address = "{bad}"\n')
+        assert err.key == "peer[0].metrics_address", bad
+        assert "host:port such as '127.0.0.1:9101'" in err.message and repr(bad) in err.message

@@ -105,6 +105,8 @@ def test_demo_prints_the_ring_and_crawls_with_three_peers(demo):
     # The 3-peer crawl: each peer ends by itself, status answered part-way.
     assert demo.stdout.count("crawl finished (cluster done)") == 3, demo.stdout[-3000:]
     assert "==> part-way: python -m ring status" in demo.stdout
+    assert re.search(r"^==> dashboard: http://127\.0\.0\.1:\d+/ \(ring 'demo'", demo.stdout, re.M)
+    assert re.search(r"^total +3 live +100\.0%", demo.stdout, re.M)  # the status table's totals row
 
 
 def test_demo_picks_free_ports_and_prints_the_addresses_it_used(demo):
