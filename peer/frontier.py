@@ -687,6 +687,21 @@ class Frontier:
         """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
         return self._ip_ceiling_holds
 
+    def host_counts(self, now: float) -> tuple[int, int]:
+        """(ready, waiting): hosts with queued work whose next start is due at ``now``, and the
+        rest of them (waiting on their delay, ceiling, backoff or a free slot).
+
+        O(hosts kept); for a progress line every few seconds, not the hot path.
+        """
+        ready = waiting = 0
+        for hs in self._hosts.values():
+            if hs.head < len(hs.items):
+                if hs.rseq and hs.rkey <= now:
+                    ready += 1
+                else:
+                    waiting += 1
+        return ready, waiting
+
     def backlogged(self, host: str) -> bool:
         """Whether the host's current PID window is backlogged (will be sampled)."""
         hs = self._hosts.get(host)
