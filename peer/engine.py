@@ -303,6 +303,8 @@ class Crawler:
             try:
                 await self._crawl(store, recovered)
             finally:
+                # The page count for max_pages across a resume (snapshots hold it too).
+                self._state.counters({"pages": self._requested})  # type: ignore[union-attr]
                 self._state.close()  # type: ignore[union-attr]
             await store.flush()
         self.summary.elapsed = time.monotonic() - wall0
