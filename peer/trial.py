@@ -88,7 +88,7 @@ class _Rules:
             return f"dropped by crawl.{cap.value}"
         owner = self.ring.owner(host_key(url))
         if len(self.cfg.peers) == 1:
-            return "in scope: queued"
+            return "in scope, would be queued"
         if self.peer is None or self.peer == owner:
             return f"in scope: fetched by {owner}"
         return f"in scope: {self.peer} forwards it to its owner {owner}"
