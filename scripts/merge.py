@@ -111,6 +111,9 @@ class MergeSummary:
     tables: tuple[tuple[str, int], ...]  # other tables written, with their rows
     parquet: tuple[Path, ...]
     exports: tuple[Path, ...] = ()
+    # Rows recorded without a request (robots exclusions...), by error; "pages"
+    # above counts them, as one row per URL, and the line says how many.
+    not_requested: tuple[tuple[str | None, int], ...] = ()
     stats: Path | None = None  # the cluster's stats.json, when inputs had theirs
     stats_from: int = 0  # peers' stats.json summed into it
 
@@ -120,6 +123,10 @@ class MergeSummary:
                f"pages      {self.pages:,} ({self.rows_in:,} rows read, "
                f"{self.rows_in - self.pages:,} duplicates dropped)",
                f"hosts      {self.hosts:,}"]
+        if self.not_requested:
+            n = sum(k for _, k in self.not_requested)
+            out.insert(2, f"fetched    {self.pages - n:,}; not requested {n:,} ("
+                       + ", ".join(f"{e} {k:,}" for e, k in self.not_requested) + ")")
         if self.statuses:
             out.append("status     " + "  ".join(
                 f"{'no answer' if s is None else s}: {n:,}" for s, n in self.statuses))
@@ -438,6 +445,10 @@ def _summarise(con: duckdb.DuckDBPyConnection, output: Path, files: list[Path], 
                                 "ORDER BY peer NULLS LAST").fetchall()),
         tables=tuple((t, one(f"SELECT count(*) FROM {_q(t)}")[0]) for t in others),
         parquet=parquet,
+        # No request, no status and no measured time (peer/stats.py, scripts/report.py).
+        not_requested=tuple(con.execute(
+            "SELECT error, count(*) FROM pages WHERE status IS NULL AND coalesce(elapsed_ms, 0) = 0 "
+            "GROUP BY error ORDER BY 2 DESC, 1 NULLS LAST").fetchall()),
     )
 
 
