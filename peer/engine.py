@@ -77,7 +77,7 @@ from peer.items import ExtractConfig, extract_items
 from peer.fetcher import Fetcher, FetchResult
 from peer.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.limits import Cap, Hold, Limits
-from peer.progress import Progress, ProgressSnapshot
+from peer.progress import READY_MOST, Progress, ProgressSnapshot
 from peer.stats import render_summary, requested_errors
 from peer.resolver import Resolver
 from peer.robots import MAX_ROBOTS_BYTES, RobotsCache, Verdict
@@ -1155,7 +1155,7 @@ class Crawler:
         now = self.clock()
         held = self.limits.held(now)
         hits = self.limits.hits
-        ready, waiting = self.frontier.host_counts(now)
+        ready, waiting = self.frontier.host_counts(now, READY_MOST)
         cluster = self._requested
         if self.node is not None:
             cluster += self.node.others_pages()

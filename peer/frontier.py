@@ -687,20 +687,37 @@ class Frontier:
         """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
         return self._ip_ceiling_holds
 
-    def host_counts(self, now: float) -> tuple[int, int]:
-        """(ready, waiting): hosts with queued work whose next start is due at ``now``, and the
-        rest of them (waiting on their delay, ceiling, backoff or a free slot).
+    def host_counts(self, now: float, most: int = 10_000) -> tuple[int, int]:
+        """(ready, waiting): hosts with queued work whose next start is due at ``now`` by their
+        own gate (counted up to ``most``), and the rest of them (waiting on their delay,
+        ceiling, backoff or a free slot).
 
-        O(hosts kept); for a progress line every few seconds, not the hot path.
+        A walk of the ready heaps that skips every subtree whose root is not
+        due (a heap's children are never earlier than their parent), so it
+        costs the due and stale entries, not every host: the hosts waiting on
+        politeness, most of a crawl's, are not visited. Measured: 0.01 ms
+        with 100,000 hosts waiting, 200 ms with 100,000 due (a broad crawl
+        held by ``concurrency``), hence ``most``, ~20 ms at 10,000.
         """
-        ready = waiting = 0
-        for hs in self._hosts.values():
-            if hs.head < len(hs.items):
-                if hs.rseq and hs.rkey <= now:
-                    ready += 1
-                else:
-                    waiting += 1
-        return ready, waiting
+        ready = self._due(self._ready, now, most)
+        return ready, max(self._n_hosts - ready, 0)
+
+    def _due(self, heap: list, now: float, most: int) -> int:
+        n = 0
+        todo = [0]
+        size = len(heap)
+        while todo and n < most:
+            i = todo.pop()
+            if i >= size:
+                continue
+            key, seq, obj = heap[i]
+            if key > now:
+                continue
+            if obj.rseq == seq:
+                n += self._due(obj.heap, now, most - n) if type(obj) is _Ip else 1
+            todo.append(2 * i + 1)
+            todo.append(2 * i + 2)
+        return n
 
     def backlogged(self, host: str) -> bool:
         """Whether the host's current PID window is backlogged (will be sampled)."""

@@ -23,7 +23,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Progress", "ProgressSnapshot", "duration"]
+__all__ = ["Progress", "ProgressSnapshot", "READY_MOST", "duration"]
+
+#: Ready hosts are counted up to this many (``Frontier.host_counts``): the
+#: count walks the due part of a heap, and 10,000 keeps it near 20 ms.
+READY_MOST = 10_000
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,7 +43,7 @@ class ProgressSnapshot:
     out_of_scope: int = 0               # links dropped by scope
     frontier: int = 0
     in_flight: int = 0
-    hosts_ready: int = 0                # with work, a start due now
+    hosts_ready: int = 0                # with work, a start due now (counted up to READY_MOST)
     hosts_waiting: int = 0              # with work, waiting on politeness or a free slot
     held_robots: int = 0                # hosts held: robots.txt unreadable, a retry due
     held_retry_after: int = 0           # hosts held: Retry-After
@@ -97,7 +101,8 @@ class Progress:
             parts.append(f"not requested {n_not:,}" + (f" ({_kinds(snap.not_requested)})" if n_not else "")
                          + (f", links out of scope {snap.out_of_scope:,}" if snap.out_of_scope else ""))
         parts.append(f"frontier {snap.frontier:,}, in flight {snap.in_flight}")
-        parts.append(f"hosts {snap.hosts_ready} ready, {snap.hosts_waiting} waiting on politeness")
+        ready = f"{snap.hosts_ready:,}" + ("+" if snap.hosts_ready >= READY_MOST else "")
+        parts.append(f"hosts {ready} ready, {snap.hosts_waiting:,} waiting on politeness")
         if snap.held_robots or snap.held_retry_after:
             parts.append(f"held hosts: robots.txt {snap.held_robots}, Retry-After {snap.held_retry_after}")
         parts.append(f"dns hit rate {snap.dns_hit_rate:.0%}, bloom fill {snap.bloom_fill:.2%}"

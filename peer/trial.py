@@ -41,9 +41,9 @@ DEFAULT_LINKS = 30
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="python -m peer try",
-        description=("Fetch one URL through the crawl's own fetcher, scope, robots.txt, ownership "
-                     "and extraction rules, and print every verdict, the links found (with their "
-                     "verdicts) and the extracted fields. A dry run: nothing is written to the "
+        description=("Fetch one URL through the crawl's own fetcher, scope, robots.txt, ownership\n"
+                     "and extraction rules, and print every verdict, the links found (with their\n"
+                     "verdicts) and the extracted fields. A dry run: nothing is written to the\n"
                      "results or the crawl state."),
         epilog=("examples:\n"
                 "  python -m peer try http://s001.web.test:8080/ --ring solo.toml\n"

@@ -63,3 +63,27 @@ def test_the_same_line_is_not_repeated_while_the_ring_winds_down():
 def test_duration_forms():
     assert [duration(s) for s in (0, 59.4, 60, 3599, 3600, 7322)] == [
         "0s", "59s", "1m00s", "59m59s", "1h00m", "2h02m"]
+
+
+def test_ready_hosts_are_counted_up_to_a_bound():
+    from peer.progress import READY_MOST
+
+    line = Progress().line(snap(1.0, 1, hosts_ready=READY_MOST, hosts_waiting=123_456))
+    assert f"hosts {READY_MOST:,}+ ready, 123,456 waiting on politeness" in line
+
+
+def test_the_frontier_counts_ready_and_waiting_hosts():
+    from peer.config import PolitenessConfig
+    from peer.frontier import Frontier
+
+    f = Frontier(PolitenessConfig(rate=60.0))  # 1 s between a host's starts
+    for i in range(50):
+        f.push(f"http://h{i}.test/a", f"h{i}.test", 0, 0.0)
+        f.push(f"http://h{i}.test/b", f"h{i}.test", 0, 0.0)
+    assert f.host_counts(0.0) == (50, 0)
+    assert f.host_counts(0.0, most=7) == (7, 43)
+    for _ in range(20):
+        job = f.pop_ready(0.0)
+        f.done(job.host, 0.1)
+    assert f.host_counts(0.5) == (30, 20)   # 20 wait on their delay
+    assert f.host_counts(1.5) == (50, 0)
