@@ -10,9 +10,13 @@ decisions out; they import no trio, zmq, httpx or duckdb:
 - ``pid``        the per-host delay controller (seed 000)
 - ``frontier``   per-host queues and the politeness gate
 - ``dnscache``   DNS cache policy
+- ``runs``       resume, fresh, ask or refuse a run on earlier state
+- ``progress``   the progress line from a snapshot of figures
+- ``stats``      the end-of-run summary and stats.json
 
-The edges (``cli`` today; fetcher, resolver, store as the engine arrives) ask
-the cores what to do and do the I/O. ``metrics`` (Prometheus figures at
-``metrics_address``) and ``observe`` (starts it, and a solo peer's answers
-to ``ring status``) let an operator watch a running peer.
+The edges (``cli``, ``trial`` (``python -m peer try``); fetcher, resolver,
+store as the engine arrives) ask the cores what to do and do the I/O.
+``metrics`` (Prometheus figures at ``metrics_address``) and ``observe``
+(starts it, and a solo peer's answers to ``ring status``) let an operator
+watch a running peer.
 """

@@ -70,7 +70,7 @@ from ring.messages import (
     decode,
     encode,
 )
-from ring.curve import UNAUTHENTICATED_WARNING, CurveKeys, resolve_keys_dir
+from ring.curve import CurveKeys, resolve_keys_dir, unauthenticated_warning
 from ring.errors import RingError
 from ring.zmqio import (
     CurveAuthenticator,
@@ -207,8 +207,8 @@ class ClusterNode:
                 # Before the ROUTER: libzmq admits any key while no ZAP handler runs.
                 await stack.enter_async_context(CurveAuthenticator(self.keys))
                 log.info("CurveZMQ on: %s keys from %s", len(self.keys.members()), self.keys.directory)
-            else:
-                log.warning("%s", UNAUTHENTICATED_WARNING)
+            elif warning := unauthenticated_warning([self.address, *(p.address for p in self.cfg.peers)]):
+                log.warning("%s", warning)
             rc = self.cfg.ring
             inbound = await stack.enter_async_context(open_socket(
                 SocketType.ROUTER, bind=self.address, rcvhwm=rc.recv_queue,

@@ -119,6 +119,8 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 def _address(v: Any) -> str | None:
+    if v == "":
+        return None  # a solo peer binds nothing; _check_cross requires it in a ring
     try:
         parse_address(v)
     except ValueError as exc:
@@ -168,7 +170,7 @@ class PeerSpec:
     """One ``[[peer]]``: an initial member (a seed of the gossip ring)."""
 
     id: str = _key(str, _REQUIRED, "the peer's unique id (required)", _peer_id)
-    address: str = _key(str, _REQUIRED, "where its ZeroMQ socket listens, tcp://host:port (required)", _address)
+    address: str = _key(str, "", "where its ZeroMQ socket listens, tcp://host:port; required when cluster.toml lists several peers (a solo peer binds nothing)", _address)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
     metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics (port 0: any free port, logged); empty: off", _metrics_address)
@@ -368,7 +370,7 @@ def parse_config(text: str, path: str | Path = "cluster.toml") -> ClusterConfig:
     if not isinstance(raw_peers, list) or not all(isinstance(t, dict) for t in raw_peers):
         raise ConfigError(where, "peer", "expected [[peer]] tables (an array of tables)")
     if not raw_peers:
-        raise ConfigError(where, "peer", "expected at least one [[peer]] entry with id and address")
+        raise ConfigError(where, "peer", "expected at least one [[peer]] entry with an id (and, in a ring of several, an address)")
     base = p.parent.resolve() if p.parent else Path.cwd()
     peers = tuple(
         _resolve_data_dir(_build(PeerSpec, t, where, f"peer[{i}]"), base)
@@ -461,6 +463,8 @@ def _check_unique(peers: tuple[PeerSpec, ...], where: str) -> None:
         seen: dict[str, int] = {}
         for i, spec in enumerate(peers):
             value = getattr(spec, attr)
+            if value == "" and attr == "address":
+                continue  # missing, not duplicate: _check_cross says so
             if value in seen:
                 raise ConfigError(
                     where, f"peer[{i}].{attr}",
@@ -471,6 +475,10 @@ def _check_unique(peers: tuple[PeerSpec, ...], where: str) -> None:
 
 def _check_cross(cfg: ClusterConfig, where: str) -> None:
     """Checks that involve more than one key."""
+    if len(cfg.peers) > 1:
+        for i, spec in enumerate(cfg.peers):
+            if not spec.address:
+                raise ConfigError(where, f"peer[{i}].address", f"is required when cluster.toml lists several peers ({len(cfg.peers)}); expected tcp://host:port")
     if cfg.ring.dead_after <= cfg.ring.suspect_after:
         raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
     if cfg.ring.tombstone_ttl < 2 * cfg.ring.dead_after:

@@ -77,6 +77,8 @@ from peer.items import ExtractConfig, extract_items
 from peer.fetcher import Fetcher, FetchResult
 from peer.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.limits import Cap, Hold, Limits
+from peer.progress import READY_MOST, Progress, ProgressSnapshot
+from peer.stats import render_summary, requested_errors
 from peer.resolver import Resolver
 from peer.robots import MAX_ROBOTS_BYTES, RobotsCache, Verdict
 from peer.state import PeerState
@@ -179,26 +181,18 @@ class Summary:
     details: list[str] = field(default_factory=list)  # remote input, politeness, seen set
     elapsed: float = 0.0
     stop_reason: str = ""
+    # "pages" to a user are requests made (peer/progress.py); rows recorded
+    # without one are counted apart, by cause, and so are links out of scope.
+    requested: int = 0                   # rows whose request was made, this run
+    not_requested: Counter[str] = field(default_factory=Counter)
+    out_of_scope: int = 0
+    items_by_table: Counter[str] = field(default_factory=Counter)
 
     def rate(self) -> float:
-        return self.pages / self.elapsed if self.elapsed > 0 else 0.0
+        return self.requested / self.elapsed if self.elapsed > 0 else 0.0
 
     def render(self) -> str:
-        statuses = ", ".join(f"{s}: {n}" for s, n in sorted(self.by_status.items())) or "none"
-        errs = ", ".join(f"{k}: {n}" for k, n in self.errors.most_common(5)) or "none"
-        if self.internal:
-            errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in self.internal.most_common(5)) + ")"
-        return "\n".join([
-            f"crawl finished ({self.stop_reason}) in {self.elapsed:.1f}s: "
-            f"{self.pages} pages, {self.rate():.1f} pages/s, {self.bytes / 2**20:.1f} MiB",
-            f"  by status: {statuses}",
-            f"  top errors: {errs}",
-            f"  retries: {self.retries}; robots.txt fetched: {self.robots_fetches}"
-            + (f"; items: {self.items}" if self.items or self.extract_errors else "")
-            + (f" ({self.extract_errors} extraction errors)" if self.extract_errors else ""),
-            *([f"  {self.limits}"] if self.limits else []),
-            *(f"  {line}" for line in self.details),
-        ])
+        return render_summary(self)
 
 
 class Crawler:
@@ -262,6 +256,7 @@ class Crawler:
         self.node = None
         self.ring = None
         self._wall0 = time.monotonic()
+        self.started = time.time()  # epoch seconds, for stats.json
         # Hand-off (issue 6). Hosts this peer gained in a ring change are held
         # until their previous owner says it handed over what it had fetched
         # (HandoffDone), so they are never fetched twice: per change, the old
@@ -306,6 +301,7 @@ class Crawler:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         crawl = self.cfg.crawl
         self._wall0 = wall0 = time.monotonic()
+        self.started = time.time()
         fetcher = self._fetcher or Fetcher(crawl, self.resolver)
         async with ResultStore(
             self.data_dir / "pages.duckdb", self.peer_id,
@@ -318,6 +314,8 @@ class Crawler:
             try:
                 await self._crawl(store, recovered)
             finally:
+                # The page count for max_pages across a resume (snapshots hold it too).
+                self._state.counters({"pages": self._requested})  # type: ignore[union-attr]
                 self._state.close()  # type: ignore[union-attr]
             await store.flush()
         self.summary.elapsed = time.monotonic() - wall0
@@ -782,6 +780,7 @@ class Crawler:
             for table, row in parsed.items:
                 self._store.add_item(table, url, fetched_at, row)
         self.summary.items += len(parsed.items)
+        self.summary.items_by_table.update(table for table, _ in parsed.items)
         for err in parsed.errors:
             # A bug in the user's function must not stop the crawl; the first
             # few are logged, all are counted in the summary.
@@ -807,6 +806,7 @@ class Crawler:
 
     def _discover(self, url: str, depth: int, now: float, hops: int = 0, relay: bool = False) -> None:
         if not self.scope.allows(url, depth):
+            self.summary.out_of_scope += 1
             return
         limits = self.limits
         if limits.check_url(url) is not None:
@@ -860,6 +860,9 @@ class Crawler:
         s.pages += 1
         if res is not None:
             self._requested += 1
+            s.requested += 1
+        elif error and error != "internal":
+            s.not_requested[error] += 1
         if res is not None and res.status is not None:
             s.fetched += 1
             s.by_status[res.status] += 1
@@ -1099,7 +1102,7 @@ class Crawler:
         elapsed = max(time.monotonic() - self._wall0, 1e-9)
         out = self.node.outbox.stats() if self.node is not None else None
         return {
-            "pages": self._requested, "rate": s.pages / elapsed, "frontier": len(self.frontier),
+            "pages": self._requested, "rate": s.requested / elapsed, "frontier": len(self.frontier),
             "hosts": self.frontier.n_hosts,
             "forwarded_out": getattr(out, "forwarded", 0),
             "forwarded_in": self.node.inbox.received if self.node is not None else 0,
@@ -1164,27 +1167,35 @@ class Crawler:
 
     # -- progress ------------------------------------------------------------
 
-    def progress_line(self) -> str:
+    def progress_snapshot(self) -> ProgressSnapshot:
+        """This peer's figures now, for peer/progress.py."""
         s = self.summary
-        elapsed = time.monotonic() - self._wall0
-        dns = self.resolver.stats()
-        held = self.limits.held(self.clock())
+        now = self.clock()
+        held = self.limits.held(now)
         hits = self.limits.hits
-        capped = sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
-                                       Cap.LINKS_PER_PAGE, Cap.GIVEN_UP))
-        return (
-            f"pages {s.pages} ({s.pages / elapsed if elapsed else 0.0:.1f}/s), "
-            f"frontier {len(self.frontier)}, hosts active {self.frontier.hosts_active}, "
-            f"in flight {self._in_flight}, errors {sum(s.errors.values())}, "
-            f"dns hit rate {dns.hit_rate:.0%}, bloom fill {self.bloom.fill_ratio():.2%}"
-            + (f" (slice {self.bloom.num_slices})" if self.bloom.num_slices > 1 else "")
-            + (f", held hosts: robots.txt {held[Hold.ROBOTS]}, Retry-After {held[Hold.RETRY_AFTER]}"
-               if any(held.values()) else "")
-            + (f", capped {capped}" if capped else "")
-        )
+        ready, waiting = self.frontier.host_counts(now, READY_MOST)
+        cluster = self._requested
+        if self.node is not None:
+            cluster += self.node.others_pages()
+        return ProgressSnapshot(
+            now=now, elapsed=time.monotonic() - self._wall0, pages=s.requested, items=s.items,
+            errors=requested_errors(s.errors, s.not_requested), not_requested=dict(s.not_requested),
+            out_of_scope=s.out_of_scope, frontier=len(self.frontier), in_flight=self._in_flight,
+            hosts_ready=ready, hosts_waiting=waiting, held_robots=held[Hold.ROBOTS],
+            held_retry_after=held[Hold.RETRY_AFTER], max_pages=self.cfg.crawl.max_pages,
+            cluster_pages=cluster, dns_hit_rate=self.resolver.stats().hit_rate,
+            bloom_fill=self.bloom.fill_ratio(), bloom_slices=self.bloom.num_slices,
+            capped=sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
+                                         Cap.LINKS_PER_PAGE, Cap.GIVEN_UP)))
+
+    def progress_line(self) -> str:
+        """The progress line now (a fresh formatter: never suppressed as a repeat)."""
+        return Progress().line(self.progress_snapshot()) or ""
 
     async def _progress(self) -> None:
+        progress = Progress()
         while True:
             await trio.sleep(self.progress_interval)
             self._flush_pid()
-            log.info("%s", self.progress_line())
+            if (line := progress.line(self.progress_snapshot())) is not None:
+                log.info("%s", line)

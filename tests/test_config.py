@@ -225,8 +225,18 @@ def test_ipv6_address_is_accepted():
 
 
 def test_missing_required_peer_keys():
-    err = error_of('[[peer]]\nid = "p1"\n')
-    assert err.key == "peer[0].address" and "is required" in err.message
+    err = error_of('[[peer]]\naddress = "tcp://127.0.0.1:1"\n')
+    assert err.key == "peer[0].id" and "is required" in err.message
+
+
+def test_a_solo_peer_needs_no_address():
+    cfg = parse('[[peer]]\nid = "p1"\n')
+    assert cfg.peers[0].address == ""
+
+
+def test_a_peer_of_a_ring_of_several_needs_an_address():
+    err = error_of('[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n\n[[peer]]\nid = "p2"\n')
+    assert err.key == "peer[1].address" and "is required when cluster.toml lists several peers" in err.message
 
 
 def test_no_peers():

@@ -596,3 +596,31 @@ def test_real_kill_9_loses_no_committed_record(tmp_path: Path, target: int) -> N
     assert done == [child_url(j) for j in range(first, k - 2)]
     # They start at the beginning or right after a snapshot (taken after i = 699, 1399, ...).
     assert first == 0 or (first + 3) % 700 == 0
+
+
+# ---------------------------------------------------------------- the run record
+
+
+def test_the_run_record_round_trips_and_a_malformed_one_is_one_line(tmp_path):
+    from peer.errors import StateError
+    from peer.runs import Fingerprint, first_run
+    from peer.state import RUN_FILE, read_run, write_run
+
+    d = tmp_path / "state"
+    assert read_run(d) is None
+    rec = first_run(Fingerprint(("http://a.test/",), (), (), 0), 1.0).ending(2.0, "frontier empty", 3)
+    write_run(d, rec)
+    assert read_run(d) == rec
+    (d / RUN_FILE).write_text("{not json")
+    with pytest.raises(StateError, match=r"run\.json: run record is malformed .*--fresh"):
+        read_run(d)
+
+
+def test_discard_removes_the_run_record_too(tmp_path):
+    from peer.runs import Fingerprint, first_run
+    from peer.state import write_run
+
+    d = tmp_path / "state"
+    write_run(d, first_run(Fingerprint((), (), (), 0), 1.0))
+    PeerState(d, "p1", "r").discard()
+    assert not d.exists()
