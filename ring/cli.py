@@ -129,6 +129,8 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) ->
 
     first = None
     for spec in cfg.peers:
+        if not spec.address:
+            continue  # a solo peer without an address listens nowhere (_no_answer says so)
         first = await _ask(spec.address, cfg.ring.name, timeout, keys, spec.id)
         if first is not None:
             break
@@ -326,7 +328,11 @@ def status_source(cfg: ClusterConfig, timeout: float):  # type: ignore[no-untype
 
 
 def _no_answer(cfg: ClusterConfig) -> str:
-    addrs = ", ".join(p.address for p in cfg.peers)
+    if not any(p.address for p in cfg.peers):
+        return (f"no peer of ring {cfg.ring.name!r} has an address to ask: a solo peer answers "
+                "ring status on its [[peer]] address, so set one (e.g. address = "
+                "\"tcp://127.0.0.1:5701\") and restart it")
+    addrs = ", ".join(p.address for p in cfg.peers if p.address)
     return f"no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?"
 
 

@@ -184,3 +184,11 @@ def test_ctrl_c_ends_watch_quietly(tmp_path):
     assert "every 0.2s (Ctrl-C to stop)" in first
     assert proc.returncode == 0, err
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
+
+
+def test_status_of_the_shipped_solo_config_says_it_has_no_address():
+    # solo.toml's peer needs no address to crawl, so it listens nowhere:
+    # status says what to set, not "no peer answered at ''".
+    res = ring_cmd("status", "--ring", str(ROOT / "solo.toml"), "--timeout", "0.2")
+    line = one_line(res, 1)
+    assert "has an address to ask" in line and "[[peer]] address" in line, line
