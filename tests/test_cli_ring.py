@@ -81,7 +81,7 @@ async def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
 
     import trio
     from ringharness import Ring
-    from webfarm import SiteGraph, serve_webfarm
+    from localweb import SiteGraph, serve_webfarm
 
     graph = SiteGraph(hosts=3, pages_per_host=40, shop=False)
     async with trio.open_nursery() as nursery:

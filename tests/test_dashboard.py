@@ -206,7 +206,7 @@ def _figure(dom: str, element_id: str) -> int:
 
 async def test_a_real_browser_shows_the_three_peers_and_the_page_updates(tmp_path):
     from ringharness import Ring, cluster_text
-    from webfarm import SiteGraph, serve_webfarm
+    from localweb import SiteGraph, serve_webfarm
 
     browser = chromium()
     graph = SiteGraph(hosts=6, pages_per_host=30, shop=False)

@@ -10,7 +10,7 @@ import trio
 from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 from ringharness import Ring, cluster_text
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 from peer.metrics import PeerCollector, PeerFigures, families, quantiles
 
