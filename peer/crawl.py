@@ -753,18 +753,19 @@ class CrawlCore:
         if res.address is not None:
             self.frontier.set_host_ip(host, res.address, now)
         status, error = res.status, res.error
-        if status is not None and (not 200 <= status < 300 or error is None
-                                   or (error == "too_large" and res.truncated)):
+        if status in (429, 503) and res.retry_after is not None:
+            # The server said when: ask again then, not after robots_retry
+            # (RFC 9110 §10.2.3), cut like any Retry-After.
+            self.robots.failed(host, now, "robots",
+                               retry_after=min(res.retry_after, self.limits.max_retry_after))
+        elif status is not None and (not 200 <= status < 300 or error is None
+                                     or (error == "too_large" and res.truncated)):
             # An answer: its status decides (rules 2-5 of peer/robots.py); a
             # 2xx cut at the limit is the prefix RFC 9309 §2.5 asks us to parse.
             self.robots.loaded(host, status, res.body, now, truncated=res.truncated)
         else:
             cause = error or "unknown"
-            wait = None
-            if status in (429, 503) and res.retry_after is not None:
-                # The server said when: ask again then, not after robots_retry.
-                wait = min(res.retry_after, self.limits.max_retry_after)
-            self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL, retry_after=wait)
+            self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)
         failures = self.robots.failures(host)
         outcome = (Outcome.UNREACHED if error in UNREACHED_KINDS and status is None
                    else Outcome.FETCHED if status is not None else Outcome.FAILED)

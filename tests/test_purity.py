@@ -18,6 +18,8 @@ PURE = [
     "peer.robots",
     "peer.netguard",
     "peer.limits",
+    "peer.holds",
+    "peer.crawl",
     "ring.hashring",
     "ring.messages",
     "ring.membership",
