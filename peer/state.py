@@ -72,6 +72,12 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
    it, g+1 is whole and a missing journal is an empty one. Snapshots are
    always fsynced, whatever ``fsync`` says: the old journal is deleted on the
    strength of them.
+   A snapshot written in a worker thread (the engine does so, so the event
+   loop keeps its rhythm) opens ``journal-<g+1>.log`` first and writes every
+   commit to both journals until it is done (:meth:`prepare_snapshot`); a
+   crash before the rename leaves generation g whole with every record,
+   and ``journal-<g+1>`` beside it is a stray; after it, ``journal-<g+1>``
+   holds every record since the view the snapshot was written from.
 5. A snapshot drops the done rows of the journal it replaces, so the engine
    must have flushed those rows to DuckDB before calling :meth:`snapshot` or
    :meth:`begin`.
@@ -441,8 +447,12 @@ class PeerState:
         gen = max(snaps, default=0)
         for jgen, name in files["journal"].items():
             # snapshot-<g> is renamed into place before journal-<g> exists, so
-            # a journal with records and no snapshot was not left by a crash.
-            if jgen > gen and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
+            # a journal with records and no snapshot was not left by a crash;
+            # except journal-<g+1> beside journal-<g>: a snapshot written in a
+            # thread was interrupted (prepare_snapshot), and journal-<g> has
+            # every record too.
+            stray = jgen == gen + 1 and gen in files["journal"]
+            if jgen > gen and not stray and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
                 raise self._error(name, f"journal of generation {jgen} has no "
                                         f"snapshot-{jgen}.msgpack")
         if not snaps:
