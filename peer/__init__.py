@@ -15,6 +15,7 @@ decisions out; they import no trio, zmq, httpx or duckdb:
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
 - ``state``      the crash-safe journal and snapshots (plain file I/O)
 - ``holds``      hand-off holds of hosts gained in a ring change
+- ``decisions``  the frozen effects and answers ``crawl`` returns
 - ``crawl``      ``CrawlCore``: every crawl decision, composing the cores above
 
 The edges ask the cores what to do and do the I/O:

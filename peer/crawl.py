@@ -4,7 +4,7 @@
 cache, the limits, the retry attempts and redirect hops, and the hand-off
 holds (``peer.holds``). It imports no trio, zmq, httpx or duckdb: the caller
 passes ``now`` and what the network said, and gets decisions back as frozen
-dataclasses. ``peer/engine.py`` is the thin trio driver that does what they
+dataclasses (``peer.decisions``). ``peer/engine.py`` is the thin trio driver that does what they
 say; ``tests/test_crawl.py`` drives this module synchronously.
 
 The path of one URL, as the code reads:
@@ -61,11 +61,33 @@ import random
 from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from enum import StrEnum
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from peer.bloom import BloomFilter
 from peer.config import ClusterConfig
+from peer.decisions import (
+    Admission,
+    Done,
+    Drop,
+    Effect,
+    Fetch,
+    FetchRobots,
+    Finished,
+    Forward,
+    Items,
+    Origin,
+    PassOn,
+    Queued,
+    Requeue,
+    Requeued,
+    RingView,
+    Row,
+    Seen,
+    Sleep,
+    Start,
+    StopReason,
+    Warn,
+)
 from peer.errors import URLError
 from peer.extract import Page, decode_html, is_html, parse_page, parse_tree
 from peer.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
@@ -112,182 +134,6 @@ EXTRACT_WARNINGS = 5
 # What happened to a job so far, for rule 8: after an exception, the row and
 # the done() it still needs, and nothing twice.
 _DONE, _ROW, _REQUEUED, _ROBOTS = 1, 2, 4, 8
-
-
-class Origin(StrEnum):
-    """Where a URL came from; decides its path through ``discover`` (module table)."""
-
-    SEED = "seed"
-    LINK = "link"
-    REDIRECT = "redirect"
-    RELAY = "relay"
-    ADOPTED = "adopted"
-    HANDED_BACK = "handed-back"
-    HANDED_SEEN = "handed-seen"
-    RECOVERED = "recovered"
-
-
-class StopReason(StrEnum):
-    """Why a crawl ended (``Summary.stop_reason``, the summary's first line)."""
-
-    FRONTIER_EMPTY = "frontier empty"
-    CLUSTER_DONE = "cluster done"
-    MAX_PAGES = "max_pages reached"
-    LEFT = "left the ring"
-    STOPPED = "stopped"
-
-
-# -- effects: what the driver does for the core --------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Forward:
-    """Send ``url`` to its owner (and journal it as forwarded)."""
-
-    url: str
-    depth: int
-    owner: str
-    relay: bool
-
-
-@dataclass(frozen=True, slots=True)
-class Queued:
-    """Journal: ``url`` entered this peer's frontier."""
-
-    url: str
-    depth: int
-
-
-@dataclass(frozen=True, slots=True)
-class Seen:
-    """Journal: ``url`` entered the Bloom filter without being queued (a hand-off)."""
-
-    url: str
-
-
-@dataclass(frozen=True, slots=True)
-class Done:
-    """Journal: ``url`` left the queue with no row of ours (passed on, fetched by another)."""
-
-    url: str
-
-
-@dataclass(frozen=True, slots=True)
-class Row:
-    """A result row for ``url`` (the driver adds the wall-clock time and the peer)."""
-
-    url: str
-    final_url: str
-    host: str
-    status: int | None
-    content_type: str | None
-    bytes: int
-    title: str | None
-    n_links: int
-    depth: int
-    elapsed_ms: float
-    error: str | None
-    body: bytes | None = field(default=None, repr=False)
-    links: tuple[str, ...] = field(default=(), repr=False)
-
-
-@dataclass(frozen=True, slots=True)
-class Items:
-    """The extraction rules' rows of one page: ``(table, row)`` pairs."""
-
-    url: str
-    items: tuple[tuple[str, dict[str, Any]], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class Requeued:
-    """``url`` goes back to its host's queue, not before ``at`` (a retry, a robots.txt wait)."""
-
-    url: str
-    at: float
-
-
-@dataclass(frozen=True, slots=True)
-class Warn:
-    """A line for the operator's log."""
-
-    text: str
-
-
-Effect = Forward | Queued | Seen | Done | Row | Items | Requeued | Warn
-
-
-# -- admissions: what to do with a job the frontier handed out -----------------
-
-
-@dataclass(frozen=True, slots=True)
-class Fetch:
-    job: Job
-    effects: tuple[Effect, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class FetchRobots:
-    """Fetch the host's robots.txt at ``url`` first; the job waits in its queue."""
-
-    job: Job
-    url: str
-    effects: tuple[Effect, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Requeue:
-    job: Job
-    at: float
-    effects: tuple[Effect, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Drop:
-    job: Job
-    effects: tuple[Effect, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class PassOn:
-    job: Job
-    owner: str
-    effects: tuple[Effect, ...] = ()
-
-
-Admission = Fetch | FetchRobots | Requeue | Drop | PassOn
-
-
-# -- the scheduler's answers ----------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Start:
-    job: Job
-
-
-@dataclass(frozen=True, slots=True)
-class Sleep:
-    """Nothing to start before ``until`` (inf: until something happens)."""
-
-    until: float
-    effects: tuple[Effect, ...] = ()
-
-
-@dataclass(frozen=True, slots=True)
-class Finished:
-    reason: StopReason
-
-
-class RingView(Protocol):
-    """What the scheduler asks of the ring node (``peer.cluster.ClusterNode``)."""
-
-    page_cap: int
-
-    def others_pages(self) -> int: ...
-    def idle(self) -> bool: ...
-    def done(self) -> bool: ...
-    def left(self) -> bool: ...
 
 
 # -- parsing (pure, for a worker thread) ------------------------------------------
@@ -676,7 +522,9 @@ class CrawlCore:
         if status is None:
             self._row(job, res, out, error=res.error or "unknown")
             return Outcome.UNREACHED if res.error in UNREACHED_KINDS else Outcome.FAILED
-        title, n_links, links = None, 0, ()
+        title: str | None = None
+        n_links = 0
+        links: tuple[str, ...] = ()
         final_url = job.url
         error = res.error or ("retry_after" if given_up else None)
         if 300 <= status < 400 and res.location:

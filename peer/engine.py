@@ -539,7 +539,9 @@ class Crawler:
         else:
             assert isinstance(adm, (Requeue, Drop, PassOn))
             self._apply(adm.effects)
-            if isinstance(adm, PassOn):
+            if not isinstance(adm, Requeue):
+                # It left our queue (passed on, or fetched by the previous
+                # owner): on disk before anything else happens.
                 self.commit_state()
 
     async def _parse(self, job: Job, res: FetchResult) -> Parsed:

@@ -19,6 +19,7 @@ PURE = [
     "peer.netguard",
     "peer.limits",
     "peer.holds",
+    "peer.decisions",
     "peer.crawl",
     "ring.hashring",
     "ring.messages",
