@@ -911,6 +911,7 @@ async def test_robots_crawl_delay_spaces_the_hosts_requests(tmp_path, virtual_cl
     assert len(slow) == 8 and min(gaps) >= 0.4 - 1e-9, gaps  # start to start, on the virtual clock
     fast = [t for u, _, _, t in web.calls if "//fast." in u]
     assert min(b - a for a, b in zip(fast, fast[1:])) < 0.4  # the floor is per host
+    assert {u for u, *_ in rows(cfg)} == set(seeds)
 
 
 async def test_a_rate_limited_host_is_backed_off_and_completed(tmp_path, virtual_clock):
