@@ -77,7 +77,7 @@ import random
 import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import trio
 
@@ -110,11 +110,16 @@ from peer.crawl import (
     parse_response,
 )
 from peer.fetcher import Fetcher, FetchResult
-from peer.frontier import Job
+from peer.bloom import BloomFilter
+from peer.frontier import Frontier, Job
+from peer.limits import Limits
 from peer.resolver import Resolver
-from peer.robots import MAX_ROBOTS_BYTES
-from peer.state import PeerState
+from peer.robots import MAX_ROBOTS_BYTES, RobotsCache
+from peer.state import PeerState, SnapshotStats
 from peer.store import PageRow, ResultStore
+
+if TYPE_CHECKING:
+    from ring.hashring import HashRing
 
 __all__ = ["Crawler", "Summary", "MAX_RETRIES", "Parsed", "parse_response"]
 
@@ -199,19 +204,19 @@ class Crawler:
     # -- the core's state, for the status, the tests and the CLI -------------------------
 
     @property
-    def frontier(self):  # type: ignore[no-untyped-def]
+    def frontier(self) -> Frontier:
         return self.core.frontier
 
     @property
-    def bloom(self):  # type: ignore[no-untyped-def]
+    def bloom(self) -> BloomFilter:
         return self.core.bloom
 
     @property
-    def limits(self):  # type: ignore[no-untyped-def]
+    def limits(self) -> Limits:
         return self.core.limits
 
     @property
-    def robots(self):  # type: ignore[no-untyped-def]
+    def robots(self) -> RobotsCache:
         return self.core.robots
 
     @property
@@ -219,7 +224,7 @@ class Crawler:
         return self.core.summary
 
     @property
-    def ring(self):  # type: ignore[no-untyped-def]
+    def ring(self) -> HashRing | None:
         return self.core.ring
 
     @property
@@ -442,7 +447,7 @@ class Crawler:
             last = trio.current_time()
             log.info("state snapshot %s", stats)
 
-    async def snapshot(self) -> Any:
+    async def snapshot(self) -> SnapshotStats:
         """Write a full snapshot in a worker thread; the loop goes on meanwhile (rule 10).
 
         The view is taken on the loop, between two awaits, so it is one
@@ -569,7 +574,7 @@ class Crawler:
         """A URL another peer already fetched for a host now ours (hand-off)."""
         self._apply(self.core.discover(url, 0, self.clock(), Origin.HANDED_SEEN))
 
-    def set_ring(self, ring: Any) -> None:
+    def set_ring(self, ring: HashRing) -> None:
         """The live member set changed: hosts no longer ours go to their owners."""
         self._apply(self.core.set_ring(ring, self.clock()))
 
@@ -578,7 +583,7 @@ class Crawler:
         self.core.handoff_done(sender)
         self._wake.set()
 
-    async def handoff_seen(self, old: Any, ring: Any) -> int:
+    async def handoff_seen(self, old: HashRing | None, ring: HashRing) -> int:
         """Queue, for their new owners, the URLs fetched here of hosts that moved.
 
         The seen set cannot be read out of a Bloom filter, so it comes from
@@ -598,7 +603,7 @@ class Crawler:
             node.outbox.add_seen(url, owner, now)
         return len(moved)
 
-    def handoff_starts(self, old: Any, ring: Any) -> dict[str, list[tuple[str, float]]]:
+    def handoff_starts(self, old: HashRing | None, ring: HashRing) -> dict[str, list[tuple[str, float]]]:
         """{new owner: [(host, request start in epoch seconds)]} of the hosts that moved away."""
         return self.core.handoff_starts(old, ring, time.time() - self.clock())
 
