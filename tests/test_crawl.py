@@ -341,11 +341,12 @@ def test_resets_are_retried_and_dns_failures_are_not():
     assert row.status is None and row.error == "dns"
 
 
-def test_a_429_backs_the_host_off_and_waits_its_retry_after():
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_429_or_503_backs_the_host_off_and_waits_its_retry_after(status):
     c = core(obey_robots=False, politeness={"rate": 60.0})
     job = fetch_job(c, f"{SITE}/busy")
     delay = c.frontier.host_delay(job.host)
-    effects = result(c, job, answer(job.url, 429, retry_after=30.0), 0.0)
+    effects = result(c, job, answer(job.url, status, retry_after=30.0), 0.0)
     assert effects == [Requeued(job.url, 30.0)]
     assert c.frontier.host_delay(job.host) > delay
     assert c.limits.held(1.0)[Hold.RETRY_AFTER] == 1
