@@ -72,6 +72,12 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
    it, g+1 is whole and a missing journal is an empty one. Snapshots are
    always fsynced, whatever ``fsync`` says: the old journal is deleted on the
    strength of them.
+   A snapshot written in a worker thread (the engine does so, so the event
+   loop keeps its rhythm) opens ``journal-<g+1>.log`` first and writes every
+   commit to both journals until it is done (:meth:`prepare_snapshot`); a
+   crash before the rename leaves generation g whole with every record,
+   and ``journal-<g+1>`` beside it is a stray; after it, ``journal-<g+1>``
+   holds every record since the view the snapshot was written from.
 5. A snapshot drops the done rows of the journal it replaces, so the engine
    must have flushed those rows to DuckDB before calling :meth:`snapshot` or
    :meth:`begin`.
@@ -85,7 +91,9 @@ scheduler pass and before every ack, :meth:`snapshot` when
 
 Plain synchronous file I/O, no trio: ``commit`` is one ``os.writev`` into the
 page cache (microseconds), cheap enough to call on the event loop. Not
-thread-safe; use a :class:`PeerState` from one thread.
+thread-safe; use a :class:`PeerState` from one thread, except
+:meth:`write_snapshot` and :meth:`drop_older`, which touch only files the
+journal's thread does not (see :meth:`prepare_snapshot`).
 """
 
 from __future__ import annotations
@@ -109,7 +117,8 @@ from peer.bloom import BloomFilter, fsync_dir
 from peer.errors import StateError
 from peer.runs import RunRecord
 
-__all__ = ["PeerState", "Recovered", "SnapshotStats", "RUN_FILE", "read_run", "write_run"]
+__all__ = ["PeerState", "PendingSnapshot", "Recovered", "SnapshotStats", "RUN_FILE", "read_run",
+           "write_run"]
 
 # Record tags; ints, not strings: one byte each on the wire.
 _QUEUED, _DONE, _FORWARDED, _COUNTERS, _SEEN = range(5)
@@ -157,6 +166,14 @@ class SnapshotStats:
     seconds: float
 
 
+@dataclass(frozen=True, slots=True)
+class PendingSnapshot:
+    """A snapshot begun by :meth:`PeerState.prepare_snapshot`."""
+
+    generation: int
+    old_journal: int                   # bytes of the journal it replaces
+
+
 class PeerState:
     """The journal and snapshots of one peer, in ``directory``; see the module docstring."""
 
@@ -170,6 +187,10 @@ class PeerState:
         self._fd = -1
         self._journal_size = 0         # bytes of the open journal on disk
         self._buf = bytearray()
+        # A snapshot being written in another thread (prepare_snapshot): the
+        # next generation's journal, written alongside the open one.
+        self._next_fd = -1
+        self._next_size = 0
         # autoreset=True on purpose: a Packer without it empties its whole
         # buffer when one pack() fails, which would drop uncommitted records.
         self._pack = msgpack.Packer(use_bin_type=True).pack
@@ -244,6 +265,11 @@ class PeerState:
         if self._fd >= 0:
             self.commit()
         self._close_fd()
+        if self._next_fd >= 0:
+            # A snapshot still pending: its g+1 files are strays recovery deletes
+            # unless its snapshot was renamed into place (then they are whole).
+            fd, self._next_fd = self._next_fd, -1
+            os.close(fd)
 
     # -- snapshots -------------------------------------------------------------
 
@@ -284,12 +310,97 @@ class PeerState:
         self.commit()
         return self._snapshot(self._gen + 1, bloom, queued, forwards, counters)
 
+    # A snapshot off the event loop, in three steps (the engine's rule 10):
+    # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
+    # prepare and finish every commit goes to journal g and journal g+1, so
+    # a crash leaves a whole generation whatever the thread had done: before
+    # snapshot-<g+1> is renamed into place recovery takes g (its journal has
+    # everything; the g+1 files are strays it deletes), after it g+1, whose
+    # journal holds every record since the view was taken.
+
+    def prepare_snapshot(self) -> PendingSnapshot:
+        """Commit, and start journal g+1 beside journal g; call on the journal's thread."""
+        if self._fd < 0:
+            raise RuntimeError("PeerState.prepare_snapshot() before begin() or after close()")
+        if self._next_fd >= 0:
+            raise RuntimeError("PeerState.prepare_snapshot(): a snapshot is already pending")
+        self.commit()
+        gen = self._gen + 1
+        path = self.directory / f"journal-{gen}.log"
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        except OSError as e:
+            raise StateError(f"{path}: cannot create journal ({e.strerror or e})") from e
+        self._next_fd, self._next_size = fd, 0
+        self._append_next((_JOURNAL_MAGIC,))
+        return PendingSnapshot(gen, self._journal_size)
+
+    def write_snapshot(
+        self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
+        forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
+    ) -> SnapshotStats:
+        """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
+
+        It touches only the files of generation g+1 (never the journals):
+        ``bloom`` must be a copy nobody changes meanwhile, ``queued`` and
+        ``forwards`` lists of that same moment.
+        """
+        return self._write_files(pending.generation, bloom, queued, forwards, counters,
+                                 pending.old_journal)
+
+    def finish_snapshot(self, pending: PendingSnapshot) -> None:
+        """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
+        if self._next_fd < 0:
+            raise RuntimeError("PeerState.finish_snapshot() without prepare_snapshot()")
+        self._close_fd()
+        self._fd, self._next_fd = self._next_fd, -1
+        self._journal_size, self._next_size = self._next_size, 0
+        self._gen = pending.generation
+
+    def abort_snapshot(self, pending: PendingSnapshot) -> None:
+        """The write failed or was cancelled: go on in journal g, unless g+1 is whole already."""
+        if self._next_fd < 0:
+            return
+        if (self.directory / f"snapshot-{pending.generation}.msgpack").exists():
+            # The rename happened (it is atomic): g+1 is the state on disk now.
+            self.finish_snapshot(pending)
+            return
+        fd, self._next_fd = self._next_fd, -1
+        os.close(fd)
+        for kind, ext in (("journal", "log"), ("bloom", "bin")):
+            self._unlink(f"{kind}-{pending.generation}.{ext}")
+
+    def drop_older(self, generation: int) -> None:
+        """Delete the files of generations before ``generation``; safe in a worker thread."""
+        removed = False
+        for name in self._listdir():
+            m = _NAME.match(name)
+            if m and int(m[2]) < generation:
+                self._unlink(name)
+                removed = True
+        if removed:
+            fsync_dir(self.directory)
+
     def _snapshot(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
     ) -> SnapshotStats:
+        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size)
+        self._close_fd()
+        self._gen = gen
+        self._open_journal()
+        for name in self._listdir():
+            m = _NAME.match(name)
+            if (m and int(m[2]) != gen) or _TMP.match(name):
+                self._unlink(name)
+        fsync_dir(self.directory)
+        return stats
+
+    def _write_files(
+        self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
+        forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
+    ) -> SnapshotStats:
         t0 = time.perf_counter()
-        old_journal = self._journal_size
         bloom_name = f"bloom-{gen}.bin"
         bloom.to_file(self.directory / bloom_name)
         # Written as given: recovery keeps a duplicate URL's first depth, and
@@ -313,14 +424,6 @@ class PeerState:
         trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
         snap_path = self.directory / f"snapshot-{gen}.msgpack"
         _atomic_write(snap_path, (payload, trailer))
-        self._close_fd()
-        self._gen = gen
-        self._open_journal()
-        for name in self._listdir():
-            m = _NAME.match(name)
-            if (m and int(m[2]) != gen) or _TMP.match(name):
-                self._unlink(name)
-        fsync_dir(self.directory)
         return SnapshotStats(
             generation=gen, queued=len(urls), forwards=len(fwd),
             snapshot_bytes=len(payload) + len(trailer),
@@ -347,8 +450,12 @@ class PeerState:
         gen = max(snaps, default=0)
         for jgen, name in files["journal"].items():
             # snapshot-<g> is renamed into place before journal-<g> exists, so
-            # a journal with records and no snapshot was not left by a crash.
-            if jgen > gen and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
+            # a journal with records and no snapshot was not left by a crash;
+            # except journal-<g+1> beside journal-<g>: a snapshot written in a
+            # thread was interrupted (prepare_snapshot), and journal-<g> has
+            # every record too.
+            stray = jgen == gen + 1 and gen in files["journal"]
+            if jgen > gen and not stray and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
                 raise self._error(name, f"journal of generation {jgen} has no "
                                         f"snapshot-{jgen}.msgpack")
         if not snaps:
@@ -533,6 +640,25 @@ class PeerState:
             raise StateError(f"{self._journal_path()}: cannot write crawl state "
                              f"({e.strerror or e})") from e
         self._journal_size += total
+        if self._next_fd >= 0:
+            self._append_next(parts)
+
+    def _append_next(self, parts: tuple[bytes | bytearray, ...]) -> None:
+        """The same bytes into the next generation's journal while a snapshot is pending."""
+        try:
+            data = b"".join(parts)
+            while data:
+                data = data[os.write(self._next_fd, data):]
+            if self.fsync:
+                os.fsync(self._next_fd)
+        except OSError as e:
+            try:
+                os.ftruncate(self._next_fd, self._next_size)
+            except OSError:
+                pass
+            raise StateError(f"{self.directory / f'journal-{self._gen + 1}.log'}: cannot write "
+                             f"crawl state ({e.strerror or e})") from e
+        self._next_size += sum(len(p) for p in parts)
 
     def _truncate(self, name: str, size: int) -> None:
         try:
