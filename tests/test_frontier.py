@@ -789,9 +789,17 @@ class FrontierMachine(RuleBasedStateMachine):
 
     @invariant()
     def next_ready_is_none_only_when_nothing_can_start(self):
+        def ip_free(h):
+            # An IP at ip_concurrency blocks its hosts until a fetch ends,
+            # whichever host (resolved before or after it started) holds it.
+            ip = self.f.host_ip(h)
+            if ip is None or not self.pol.ip_concurrency:
+                return True
+            return sum(self.f.host_ip(j.host) == ip for j in self.flying) < self.pol.ip_concurrency
+
         free_with_work = [
             h for h, q in self.queues.items()
-            if q and sum(j.host == h for j in self.flying) < self.pol.host_concurrency
+            if q and sum(j.host == h for j in self.flying) < self.pol.host_concurrency and ip_free(h)
         ]
         assert (self.f.next_ready_at() is None) == (not free_with_work)
 
