@@ -79,9 +79,9 @@ File format, version 2 (all integers little-endian)::
 
 Version 1 (one slice) is still read: b"RCBLOOM1", then one slice header, its
 bits and the crc32; it loads as a one-slice filter with growth 2 and no limit.
-Files are written to a temporary file in the same directory, fsynced and
-renamed over the old one, so a crash leaves either the old or the new filter,
-never half of one. Anything unreadable raises ``StateError`` naming the file.
+Files are written with ``peer.fsio.write_atomic`` (a temporary file,
+fsynced and renamed over the old one), so a crash leaves either the old or
+the new filter, never half of one. Anything unreadable raises ``StateError`` naming the file.
 """
 
 from __future__ import annotations
@@ -92,7 +92,6 @@ import math
 import operator
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -101,6 +100,7 @@ import mmh3
 from bitarray import bitarray
 
 from peer.errors import StateError
+from peer.fsio import write_atomic
 
 try:
     import numpy as _np
@@ -606,37 +606,18 @@ class BloomFilter:
     # -- persistence ----------------------------------------------------------
 
     def to_file(self, path: str | os.PathLike[str]) -> None:
-        """Write the filter to ``path`` atomically (tmp file, fsync, rename)."""
+        """Write the filter to ``path`` atomically (``peer.fsio.write_atomic``)."""
         path = os.fspath(path)
         head = _HEADER.pack(_MAGIC, self._growth, self._max_capacity or 0, len(self._slices))
         head += b"".join(s.header() for s in self._slices)
         crc = zlib.crc32(head)
         for s in self._slices:
             crc = zlib.crc32(s.bits, crc)
-        directory = os.path.dirname(os.path.abspath(path))
-        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(
-                prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
-            )
-            with os.fdopen(fd, "wb") as f:
-                f.write(head)
-                for s in self._slices:
-                    f.write(s.bits)  # the buffer itself: no copy of a big filter
-                f.write(_TRAILER.pack(crc))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            tmp = None
-            fsync_dir(directory)
+            # The buffers themselves: no copy of a big filter.
+            write_atomic(path, (head, *(s.bits for s in self._slices), _TRAILER.pack(crc)))
         except OSError as e:
             raise StateError(f"{path}: cannot write Bloom filter ({e.strerror or e})") from e
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> BloomFilter:
@@ -745,17 +726,3 @@ def _read_header(path: str, f, size: int):  # type: ignore[no-untyped-def]
             f"{path}: Bloom filter is corrupt ({size - expected} unexpected trailing bytes); {_FRESH}"
         )
     return head, growth, max_capacity, dims
-
-
-def fsync_dir(directory: str | os.PathLike[str]) -> None:
-    """Make renames, creations and deletions in ``directory`` durable (POSIX; a no-op elsewhere)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

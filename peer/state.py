@@ -94,7 +94,6 @@ import gc
 import os
 import re
 import struct
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Mapping
@@ -104,8 +103,9 @@ from typing import Any
 
 import msgpack
 
-from peer.bloom import BloomFilter, fsync_dir
+from peer.bloom import BloomFilter
 from peer.errors import StateError
+from peer.fsio import fsync_dir, write_atomic
 
 __all__ = ["PeerState", "Recovered", "SnapshotStats"]
 
@@ -310,7 +310,10 @@ class PeerState:
         payload = msgpack.packb(doc, use_bin_type=True)
         trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
         snap_path = self.directory / f"snapshot-{gen}.msgpack"
-        _atomic_write(snap_path, (payload, trailer))
+        try:
+            write_atomic(snap_path, (payload, trailer))
+        except OSError as e:
+            raise StateError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
         self._close_fd()
         self._gen = gen
         self._open_journal()
@@ -606,26 +609,3 @@ def _records_prefix(body: bytes) -> bool:
     except Exception:  # any decoding failure means: not what our writer wrote
         return False
     return True
-
-
-
-def _atomic_write(path: Path, parts: tuple[bytes, ...]) -> None:
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            for p in parts:
-                f.write(p)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
-        fsync_dir(path.parent)
-    except OSError as e:
-        raise StateError(f"{path}: cannot write snapshot ({e.strerror or e})") from e
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
