@@ -128,10 +128,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
-    results = data_dir / "pages.duckdb"
+    from peer.layout import DataDir
     from peer.state import PeerState
 
-    state_dir = data_dir / "state"
+    results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
     if args.fresh and (results.exists() or PeerState.exists(state_dir)):
         if results.exists():
             from peer.store import check_not_held

@@ -76,6 +76,7 @@ from peer.extract import Page, decode_html, is_html, parse_page, parse_tree
 from peer.items import ExtractConfig, extract_items
 from peer.fetcher import Fetcher, FetchResult
 from peer.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
+from peer.layout import DataDir
 from peer.limits import Cap, Hold, Limits
 from peer.resolver import Resolver
 from peer.robots import MAX_ROBOTS_BYTES, RobotsCache, Verdict
@@ -297,7 +298,7 @@ class Crawler:
         self._wall0 = wall0 = time.monotonic()
         fetcher = self._fetcher or Fetcher(crawl, self.resolver)
         async with ResultStore(
-            self.data_dir / "pages.duckdb", self.peer_id,
+            DataDir(self.data_dir).results, self.peer_id,
             store_links=crawl.store_links, store_body=crawl.store_body,
             item_tables=self.cfg.extract.tables(),
         ) as store, fetcher:
@@ -368,7 +369,7 @@ class Crawler:
         ``write`` of a few dozen bytes here against a transaction there;
         peer/state.py has the crash-ordering argument and the figures.
         """
-        self._state = state = PeerState(self.data_dir / "state", self.peer_id, self.cfg.ring.name)
+        self._state = state = PeerState(DataDir(self.data_dir).state, self.peer_id, self.cfg.ring.name)
         rec = await trio.to_thread.run_sync(state.recover)
         counters: dict[str, float] = {}
         if rec is not None:

@@ -12,7 +12,8 @@ frontier and Bloom filter after every page would cost megabytes per page; a
 journal costs tens of bytes per event, and a snapshot now and then bounds
 both the journal's size and the time recovery takes to replay it.
 
-Files, all in one directory (the engine uses ``<data_dir>/state``)::
+Files, all in one directory (the engine uses ``<data_dir>/state``; the names
+are ``peer.layout.StateFile``'s)::
 
     snapshot-<g>.msgpack  the state at generation g: one msgpack map (peer,
                           ring, generation, created, written, bloom, urls,
@@ -92,7 +93,6 @@ from __future__ import annotations
 
 import gc
 import os
-import re
 import struct
 import time
 import zlib
@@ -106,6 +106,7 @@ import msgpack
 from peer.bloom import BloomFilter
 from peer.errors import StateError
 from peer.fsio import fsync_dir, write_atomic
+from peer.layout import StateFile
 
 __all__ = ["PeerState", "Recovered", "SnapshotStats"]
 
@@ -121,10 +122,6 @@ _SNAP_MAGIC = b"RCSNAPSH"
 _SNAP_VERSION = 1
 _SNAP_TRAILER = struct.Struct("<8sIQI")  # magic, version, payload length, crc32
 
-_KINDS = {"snapshot": "msgpack", "bloom": "bin", "journal": "log"}
-_NAME = re.compile(r"^(snapshot|bloom|journal)-(\d+)\.(msgpack|bin|log)$")
-# Temporary files of an interrupted atomic write (ours and BloomFilter.to_file's).
-_TMP = re.compile(r"^(snapshot|bloom|journal)-\d+\.(msgpack|bin|log)\..+\.tmp$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,7 +175,7 @@ class PeerState:
     def exists(directory: Path) -> bool:
         """Whether ``directory`` holds any snapshot, Bloom or journal file."""
         try:
-            return any(_NAME.match(n) for n in os.listdir(directory))
+            return any(StateFile.parse(n) for n in os.listdir(directory))
         except FileNotFoundError:
             return False
         except OSError as e:
@@ -191,7 +188,7 @@ class PeerState:
         self._gen = 0
         self._created = None
         for name in self._listdir():
-            if _NAME.match(name) or _TMP.match(name):
+            if StateFile.parse(name) or StateFile.is_temporary(name):
                 self._unlink(name)
         try:
             self.directory.rmdir()
@@ -262,7 +259,7 @@ class PeerState:
             raise StateError(f"{self.directory}: cannot create the state directory "
                              f"({e.strerror or e})") from e
         self._buf.clear()
-        gens = [int(m[2]) for m in map(_NAME.match, self._listdir()) if m]
+        gens = [p[1] for p in map(StateFile.parse, self._listdir()) if p]
         if self._created is None:
             self._created = time.time()
         return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters)
@@ -288,7 +285,7 @@ class PeerState:
     ) -> SnapshotStats:
         t0 = time.perf_counter()
         old_journal = self._journal_size
-        bloom_name = f"bloom-{gen}.bin"
+        bloom_name = StateFile.BLOOM.file_name(gen)
         bloom.to_file(self.directory / bloom_name)
         # Written as given: recovery keeps a duplicate URL's first depth, and
         # deduplicating here would cost a million-entry dict on every snapshot.
@@ -309,7 +306,7 @@ class PeerState:
         }
         payload = msgpack.packb(doc, use_bin_type=True)
         trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
-        snap_path = self.directory / f"snapshot-{gen}.msgpack"
+        snap_path = self.directory / StateFile.SNAPSHOT.file_name(gen)
         try:
             write_atomic(snap_path, (payload, trailer))
         except OSError as e:
@@ -318,8 +315,8 @@ class PeerState:
         self._gen = gen
         self._open_journal()
         for name in self._listdir():
-            m = _NAME.match(name)
-            if (m and int(m[2]) != gen) or _TMP.match(name):
+            p = StateFile.parse(name)
+            if (p and p[1] != gen) or StateFile.is_temporary(name):
                 self._unlink(name)
         fsync_dir(self.directory)
         return SnapshotStats(
@@ -339,19 +336,19 @@ class PeerState:
         generations and interrupted writes.
         """
         self._close_fd()
-        files: dict[str, dict[int, str]] = {k: {} for k in _KINDS}
+        files: dict[StateFile, dict[int, str]] = {k: {} for k in StateFile}
         for name in self._listdir():
-            m = _NAME.match(name)
-            if m and _KINDS[m[1]] == m[3]:
-                files[m[1]][int(m[2])] = name
-        snaps = files["snapshot"]
+            p = StateFile.parse(name)
+            if p:
+                files[p[0]][p[1]] = name
+        snaps = files[StateFile.SNAPSHOT]
         gen = max(snaps, default=0)
-        for jgen, name in files["journal"].items():
+        for jgen, name in files[StateFile.JOURNAL].items():
             # snapshot-<g> is renamed into place before journal-<g> exists, so
             # a journal with records and no snapshot was not left by a crash.
             if jgen > gen and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
                 raise self._error(name, f"journal of generation {jgen} has no "
-                                        f"snapshot-{jgen}.msgpack")
+                                        f"{StateFile.SNAPSHOT.file_name(jgen)}")
         if not snaps:
             self._clean(keep=None)
             return None
@@ -365,8 +362,8 @@ class PeerState:
             if gc_was_on:
                 gc.enable()
 
-    def _load(self, gen: int, files: dict[str, dict[int, str]]) -> Recovered:
-        snaps = files["snapshot"]
+    def _load(self, gen: int, files: dict[StateFile, dict[int, str]]) -> Recovered:
+        snaps = files[StateFile.SNAPSHOT]
         doc = self._read_snapshot(snaps[gen], gen)
         bloom = BloomFilter.from_file(self.directory / doc["bloom"])
         urls, depths = doc["urls"], doc["depths"]
@@ -379,9 +376,9 @@ class PeerState:
         counters = dict(doc["counters"])
         rows: list[list[Any]] = []
         records = torn = 0
-        if gen in files["journal"]:
+        if gen in files[StateFile.JOURNAL]:
             added: list[str] = []
-            records, torn = self._replay(files["journal"][gen], queue, forwards, rows, counters, added)
+            records, torn = self._replay(files[StateFile.JOURNAL][gen], queue, forwards, rows, counters, added)
             bloom.add_many(added)
         self._clean(keep=gen)
         self._gen = gen
@@ -415,7 +412,7 @@ class PeerState:
             doc = msgpack.unpackb(payload, raw=False, strict_map_key=True)
             ok = (
                 isinstance(doc, dict) and doc.get("generation") == gen
-                and doc.get("bloom") == f"bloom-{gen}.bin"
+                and doc.get("bloom") == StateFile.BLOOM.file_name(gen)
                 and isinstance(doc.get("urls"), list) and isinstance(doc.get("depths"), list)
                 and len(doc["urls"]) == len(doc["depths"])
                 and isinstance(doc.get("forwards"), list) and isinstance(doc.get("counters"), dict)
@@ -501,7 +498,7 @@ class PeerState:
     # -- files -------------------------------------------------------------------
 
     def _journal_path(self) -> Path:
-        return self.directory / f"journal-{self._gen}.log"
+        return self.directory / StateFile.JOURNAL.file_name(self._gen)
 
     def _open_journal(self) -> None:
         path = self._journal_path()
@@ -547,8 +544,8 @@ class PeerState:
     def _clean(self, keep: int | None) -> None:
         removed = False
         for name in self._listdir():
-            m = _NAME.match(name)
-            if (m and int(m[2]) != keep) or _TMP.match(name):
+            p = StateFile.parse(name)
+            if (p and p[1] != keep) or StateFile.is_temporary(name):
                 self._unlink(name)
                 removed = True
         if removed:

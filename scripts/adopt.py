@@ -77,6 +77,7 @@ import trio
 from peer.cluster import ADOPT_PREFIX
 from peer.config import ClusterConfig, load_config
 from peer.errors import ConfigError, PeerError, StateError, URLError
+from peer.layout import RESULTS_NAME, STATE_NAME, DataDir, StateFile
 from peer.state import PeerState, Recovered
 from peer.store import PageRow, ResultStore
 from peer.urls import host_key
@@ -119,8 +120,6 @@ STATUS_EVERY = 2.0
 STATUS_TIMEOUT = 1.0
 #: Member states that own hosts (``Membership.live``).
 LIVE_STATES = ("alive", "suspect")
-RESULTS_FILE = "pages.duckdb"
-STATE_DIR = "state"
 
 StatusRows = list[dict[str, Any]]
 
@@ -182,7 +181,8 @@ def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:
                 if not entry.is_file(follow_symlinks=False):
                     continue
                 dst = os.path.join(tmp, entry.name)
-                if entry.name.startswith("journal-"):
+                kind = StateFile.parse(entry.name)
+                if kind is not None and kind[0] is StateFile.JOURNAL:
                     shutil.copyfile(entry.path, dst)
                     continue
                 try:
@@ -228,10 +228,11 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
     """Read ``data_dir`` (blocking file I/O; nothing in it is changed)."""
     if not data_dir.is_dir():
         raise ConfigError(str(data_dir), "", "no such directory (expected the lost peer's data_dir)")
-    rec = _recover(data_dir / STATE_DIR, peer_id, cfg.ring.name)
-    pages = _page_urls(data_dir / RESULTS_FILE, peer_id)
-    if rec is None and not pages and not (data_dir / RESULTS_FILE).exists():
-        raise ConfigError(str(data_dir), "", f"holds neither {STATE_DIR}/ nor {RESULTS_FILE}: "
+    files = DataDir(data_dir)
+    rec = _recover(files.state, peer_id, cfg.ring.name)
+    pages = _page_urls(files.results, peer_id)
+    if rec is None and not pages and not files.results.exists():
+        raise ConfigError(str(data_dir), "", f"holds neither {STATE_NAME}/ nor {RESULTS_NAME}: "
                                              "is it a peer's data_dir?")
     fetched = dict.fromkeys(pages)
     restore: list[list[Any]] = []
@@ -270,7 +271,7 @@ async def _restore_rows(lost: LostPeer) -> tuple[int, int]:
         except TypeError:  # a row of another build's columns
             bad += 1
     if rows:
-        store = ResultStore(lost.data_dir / RESULTS_FILE, lost.peer_id,
+        store = ResultStore(DataDir(lost.data_dir).results, lost.peer_id,
                             store_links=False, store_body=False)
         async with store:
             for r in rows:
@@ -364,7 +365,7 @@ class AdoptSummary:
         out = [f"{self.peer}: {verb}: {sum(self.urls.values())} queued URLs and "
                f"{sum(self.seen.values())} fetched URLs (as seen) from {self.data_dir}"]
         if not self.has_state:
-            out.append(f"note: no crawl state in {self.data_dir}/{STATE_DIR}: only its fetched URLs go")
+            out.append(f"note: no crawl state in {self.data_dir}/{STATE_NAME}: only its fetched URLs go")
         elif self.torn_bytes:
             out.append(f"note: {self.torn_bytes} bytes of a torn journal tail ignored (normal after kill -9)")
         owners = sorted(set(self.urls) | set(self.seen) | set(self.unacked))
@@ -383,7 +384,7 @@ class AdoptSummary:
         if self.rows_restored or self.rows_unusable:
             verb = "would restore" if self.dry_run else "restored"
             out.append(f"{verb} {self.rows_restored} result rows from the journal into "
-                       f"{self.data_dir}/{RESULTS_FILE}"
+                       f"{self.data_dir}/{RESULTS_NAME}"
                        + (f"; {self.rows_unusable} rows of another format left out"
                           if self.rows_unusable else ""))
         return out

@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from peer.config import load_config  # noqa: E402
+from peer.layout import DataDir  # noqa: E402
 from peer.urls import host_key  # noqa: E402
 from ring.hashring import HashRing  # noqa: E402
 from ring.messages import (  # noqa: E402
@@ -388,7 +389,7 @@ async def bench_resume(args: argparse.Namespace, work: Path, graph: SiteGraph) -
                 t_kill = time.time()
                 await cluster.wait(victim)
                 killed_rc = cluster.procs[victim].returncode
-                disk, size, files = du(Path(cluster.cfg.peer(victim).data_dir) / "state")
+                disk, size, files = du(DataDir(cluster.cfg.peer(victim).data_dir).state)
                 before = farm.fetched()
                 t_start = await cluster.start(victim)  # the same command, no --fresh
                 await cluster.wait()

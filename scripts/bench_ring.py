@@ -77,6 +77,7 @@ from bench_ring_web import (  # noqa: E402
     read_access_log,
     render_site,
 )
+from peer.layout import DataDir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = ("cpu", "polite", "forward")
@@ -122,7 +123,7 @@ class Crawl:
     errors: list[str] = field(default_factory=list)
 
     def data(self, pid: str) -> Path:
-        return self.toml.parent / pid / "pages.duckdb"
+        return DataDir(self.toml.parent / pid).results
 
     @property
     def ok(self) -> bool:

@@ -59,12 +59,12 @@ import duckdb
 
 from peer.config import load_config
 from peer.errors import ConfigError, PeerError, StateError
+from peer.layout import RESULTS_NAME, DataDir
 from peer.store import SCHEMA
 
 __all__ = ["MergeSummary", "merge", "ring_inputs", "main"]
 
 EXIT_USAGE = 2
-RESULTS_FILE = "pages.duckdb"
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
 DISTINCT_TABLES = ("links", "pid_trace")
@@ -133,14 +133,14 @@ def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
     cfg = load_config(ring)
     found = []
     for spec in cfg.peers:
-        path = cfg.data_dir(spec.id) / RESULTS_FILE
+        path = DataDir(cfg.data_dir(spec.id)).results
         if path.is_file():
             found.append(path)
         else:
             warn(f"warning: peer {spec.id}: no results file at {path}; skipped")
     if not found:
         raise ConfigError(str(cfg.path), "", f"none of its {len(cfg.peers)} peer(s) has a results file "
-                          f"(<data_dir>/{RESULTS_FILE}); has the crawl run?")
+                          f"(<data_dir>/{RESULTS_NAME}); has the crawl run?")
     return found
 
 

@@ -18,6 +18,8 @@ PURE = [
     "peer.robots",
     "peer.netguard",
     "peer.limits",
+    "peer.layout",
+    "peer.fsio",
     "ring.hashring",
     "ring.messages",
     "ring.membership",
