@@ -19,7 +19,6 @@ PURE = [
     "peer.netguard",
     "peer.limits",
     "peer.layout",
-    "peer.fsio",
     "ring.hashring",
     "ring.messages",
     "ring.membership",
