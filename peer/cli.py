@@ -20,12 +20,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError, user_error
+from peer.errors import EXIT_USAGE, ConfigError, PeerError, StateError, cli_main, user_error
 from ring.errors import RingError
 
 __all__ = ["main", "describe"]
-
-EXIT_USAGE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -99,29 +97,23 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     return "\n".join(lines)
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
-    try:
-        cfg = load_config(args.ring)
-        if args.address is not None:
-            _check_join(cfg, args)
-        elif args.id is not None:
-            cfg.peer(args.id)
-        elif len(cfg.peers) == 1:
-            args.id = cfg.peers[0].id
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    cfg = load_config(args.ring)
+    if args.address is not None:
+        _check_join(cfg, args)
+    elif args.id is not None:
+        cfg.peer(args.id)
+    elif len(cfg.peers) == 1:
+        args.id = cfg.peers[0].id
     if args.check:
         print(describe(cfg, args.id))
         return 0
     if args.id is None:
-        print(f"error: {cfg.path}: lists {len(cfg.peers)} peers; say which one this is with --id",
-              file=sys.stderr)
-        return EXIT_USAGE
+        raise ConfigError(str(cfg.path), "", f"lists {len(cfg.peers)} peers; say which one this is with --id")
     if args.progress <= 0:
-        print("error: --progress: expected a number of seconds > 0", file=sys.stderr)
-        return EXIT_USAGE
+        raise ConfigError("--progress", "", "expected a number of seconds > 0")
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # httpx logs every request at INFO; our results table already has them.
@@ -139,8 +131,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             try:
                 check_not_held(results)
             except PeerError as exc:
-                print(f"error: {exc}; nothing deleted", file=sys.stderr)
-                return EXIT_USAGE
+                raise StateError(f"{exc}; nothing deleted") from None
         if not args.yes and not _confirm(
                 f"delete {data_dir} (results and crawl state) and start over? [y/N] "):
             print("nothing deleted", file=sys.stderr)
@@ -150,9 +141,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # The same command after a crash or a stop resumes (issue 6).
         print(f"resuming the crawl state in {state_dir} (--fresh to start over)", file=sys.stderr)
     elif results.exists():
-        print(f"error: {results} holds an earlier crawl but no crawl state to resume; move it "
-              "away, or pass --fresh to delete it and start over", file=sys.stderr)
-        return EXIT_USAGE
+        raise StateError(f"{results} holds an earlier crawl but no crawl state to resume; move it "
+                         "away, or pass --fresh to delete it and start over")
     import trio  # the edges only: --check and errors above need no event loop
 
     from peer.engine import Crawler
@@ -162,21 +152,16 @@ def main(argv: Sequence[str] | None = None) -> int:
                       cluster=cluster, address=args.address, weight=args.weight)
     try:
         summary = trio.run(_crawl, crawler, args.leave)
-    except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
+    except BaseException as exc:  # a port in use: say why and what to do; cli_main prints the rest
         err = user_error(exc)
-        if err is None:
-            raise
         address = args.address or cfg.peer(args.id).address
         # zmq's bind error names the address; only then is the probe's answer the cause.
         bind_failed = cluster and isinstance(err, RingError) and address in str(err)
         why = _bind_problem(address) if bind_failed else None
-        if why is not None:
-            fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
-            print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",
-                  file=sys.stderr)
-        else:
-            print(f"error: {err}", file=sys.stderr)
-        return EXIT_USAGE
+        if why is None:
+            raise
+        fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
+        raise RingError(f"peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}") from None
     print(summary.render())
     print(f"results: {results}")
     return 0
@@ -184,7 +169,6 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
     from peer.config import parse_address
-    from peer.errors import ConfigError
 
     if args.id is None or args.data_dir is None:
         raise ConfigError("--address", "", "a joining peer needs --id, --address and --data-dir")

@@ -14,20 +14,18 @@ and exits 2, never a traceback (httpx ``_exceptions.py`` draws its tree the same
 way). Foreign exceptions (tomllib, yarl, idna, OSError) are translated where
 they arise, so callers only ever catch these.
 
-:func:`user_error` is the one place a command line turns what ``trio.run``
-raised into that line: trio's nurseries wrap even a lone error in an
-``ExceptionGroup`` (``strict_exception_groups``, the default since trio 0.25),
-so ``except PeerError`` alone never sees it.
+:data:`USER_ERRORS` are what a command prints as its one line;
+:func:`cli_main` is the command-line shell that prints it (``ring.errors``
+holds the shell itself, so that ``ring`` needs nothing of ``peer``).
 """
 
 from __future__ import annotations
 
-import sys
-
-from ring.errors import RingError
+from ring import errors as _ring_errors
+from ring.errors import EXIT_USAGE, RingError
 
 __all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
-           "USER_ERRORS", "user_error"]
+           "USER_ERRORS", "EXIT_USAGE", "user_error", "cli_main"]
 
 
 class PeerError(Exception):
@@ -88,32 +86,10 @@ USER_ERRORS: tuple[type[BaseException], ...] = (PeerError, RingError)
 
 def user_error(exc: BaseException,
                kinds: tuple[type[BaseException], ...] = USER_ERRORS) -> BaseException | None:
-    """The one error of ``kinds`` that ``exc`` is or carries, or None.
-
-    A group counts when every leaf is one of ``kinds`` or a ``trio.Cancelled``
-    (the sibling tasks a failing one took down); its first such leaf is
-    returned. Anything else, a group with one of ours next to a real bug
-    included, gives None, and the caller re-raises ``exc`` with a bare
-    ``raise`` so the bug's whole traceback is shown, not hidden behind our
-    line.
-    """
-    if not isinstance(exc, BaseExceptionGroup):
-        return exc if isinstance(exc, kinds) else None
-    # No trio import here (peer.config and the other pure cores import this
-    # module): if trio is not loaded, no Cancelled exists.
-    trio = sys.modules.get("trio")
-    cancelled = (trio.Cancelled,) if trio is not None else ()
-    ours = []
-    for e in _leaves(exc):
-        if isinstance(e, kinds):
-            ours.append(e)
-        elif not isinstance(e, cancelled):
-            return None
-    return ours[0] if ours else None
+    """The one error of ``kinds`` that ``exc`` is or carries (``ring.errors.user_error``)."""
+    return _ring_errors.user_error(exc, kinds)
 
 
-def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
-    out: list[BaseException] = []
-    for e in group.exceptions:
-        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
-    return out
+#: The shell of every command: ``@cli_main`` over ``def main(argv) -> int`` prints
+#: a PeerError or RingError it raises as one ``error: ...`` line and returns 2.
+cli_main = _ring_errors.cli_shell(*USER_ERRORS)

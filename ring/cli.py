@@ -6,8 +6,8 @@ ring (weights, a new peer) before starting it. It reads only the file.
 
 This is an edge: it reads cluster.toml through ``peer.config`` (the one parser
 of that file) and reports a user's mistake as one line and exit status 2,
-also when trio hands it over wrapped in an exception group
-(:func:`peer.errors.user_error`).
+also when trio hands it over wrapped in an exception group (the shell
+:func:`ring.errors.cli_shell`).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError, user_error
+from peer.errors import cli_main
 from peer.urls import host_key
 from ring.errors import RingError
 from ring.hashring import HashRing
@@ -237,29 +237,18 @@ def _print_status(rows: list[dict]) -> None:
             print(f"{'':<8} dropped: " + ", ".join(f"{k} {v}" for k, v in r["dropped"].items()))
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "sample", 0) < 0:
-        print("error: --sample: expected an integer >= 0", file=sys.stderr)
-        return 2
-    try:
-        cfg = load_config(args.ring)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise RingError("--sample: expected an integer >= 0")
+    cfg = load_config(args.ring)
     if args.command == "status":
         import json
 
         import trio
 
-        try:
-            rows = trio.run(cluster_status, cfg, args.timeout, client_keys(cfg))
-        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
-            err = user_error(exc)
-            if err is None:
-                raise
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+        rows = trio.run(cluster_status, cfg, args.timeout, client_keys(cfg))
         if rows is None:
             addrs = ", ".join(p.address for p in cfg.peers)
             print(f"error: no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?",
@@ -273,14 +262,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "leave":
         import trio
 
-        try:
-            state = trio.run(request_leave, cfg, args.id, args.timeout)
-        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
-            err = user_error(exc)
-            if err is None:
-                raise
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+        state = trio.run(request_leave, cfg, args.id, args.timeout)
         if state == "left":
             print(f"{args.id} handed over its hosts and left the ring")
             return 0

@@ -76,13 +76,12 @@ import trio
 
 from peer.cluster import ADOPT_PREFIX
 from peer.config import ClusterConfig, load_config
-from peer.errors import ConfigError, PeerError, StateError, URLError
+from peer.errors import ConfigError, StateError, URLError, cli_main
 from peer.layout import RESULTS_NAME, STATE_NAME, DataDir, StateFile
 from peer.state import PeerState, Recovered
 from peer.store import PageRow, ResultStore
 from peer.urls import host_key
 from ring.cli import client_keys, cluster_status
-from ring.errors import RingError
 from ring.forwarder import Outbox
 from ring.hashring import HashRing
 from ring.messages import Ack, DecodeError, UrlBatch, decode, encode
@@ -101,7 +100,6 @@ __all__ = [
 ]
 
 EXIT_INCOMPLETE = 1
-EXIT_USAGE = 2
 #: Entries (URLs + seen) per batch. The codec takes 10,000 and 8 MiB a frame;
 #: at the 4 KiB URL limit of peer.urls 1,000 entries stay under 4.1 MiB, and
 #: MAX_BATCH under 8 MiB.
@@ -732,18 +730,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if not args.timeout > 0:
+        raise ConfigError("adopt.py", "--timeout", "expected a number of seconds > 0")
+    cfg = load_config(args.ring)
     try:
-        if not args.timeout > 0:
-            raise ConfigError("adopt.py", "--timeout", "expected a number of seconds > 0")
-        cfg = load_config(args.ring)
         summary = trio.run(lambda: adopt(
             cfg, args.data_dir, peer_id=args.id, force=args.force, dry_run=args.dry_run,
             timeout=args.timeout, key_id=args.key_id))
-    except (PeerError, RingError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INCOMPLETE

@@ -58,13 +58,12 @@ from pathlib import Path
 import duckdb
 
 from peer.config import load_config
-from peer.errors import ConfigError, PeerError, StateError
+from peer.errors import ConfigError, StateError, cli_main
 from peer.layout import RESULTS_NAME, DataDir
 from peer.store import SCHEMA
 
 __all__ = ["MergeSummary", "merge", "ring_inputs", "main"]
 
-EXIT_USAGE = 2
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
 DISTINCT_TABLES = ("links", "pid_trace")
@@ -457,22 +456,19 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def warn(line: str) -> None:
         print(line, file=sys.stderr)
 
-    try:
-        files = list(args.files)
-        if args.ring is not None:
-            files = ring_inputs(args.ring, warn) + files
-        if not files:
-            raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
-        summary = merge(files, args.output, force=args.force, parquet=args.parquet)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    files = list(args.files)
+    if args.ring is not None:
+        files = ring_inputs(args.ring, warn) + files
+    if not files:
+        raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
+    summary = merge(files, args.output, force=args.force, parquet=args.parquet)
     for path in summary.snapshots:
         warn(f"note: {path} is held open by a running peer; merged a copy of it (a snapshot)")
     if not args.quiet:
