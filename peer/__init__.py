@@ -7,7 +7,7 @@ decisions out; they import no trio, zmq, httpx or duckdb:
 - ``config``     cluster.toml -> frozen, typed objects (every default in one place)
 - ``urls``       normalisation, link joining, host key, scope
 - ``bloom``      the seen-URL Bloom filter of this peer's partition
-- ``pid``        the per-host delay controller (seed 000)
+- ``pid``        the per-host delay controller (a PID law on the delay)
 - ``frontier``   per-host queues and the politeness gate
 - ``dnscache``   DNS cache policy
 

@@ -1,9 +1,9 @@
 """The URL-seen set: a scalable Bloom filter on bitarray and MurmurHash3.
 
-The seed paper on the Scrapy-Redis crawler (seed 001) deduplicates URLs with a
-Bloom filter built on bitarray and MurmurHash3; so does this module. A Bloom
-filter never forgets a URL it has seen (no false negatives) and wrongly claims
-to have seen a new one with probability about ``error_rate`` once ``capacity``
+A Bloom filter (B. H. Bloom, "Space/Time Trade-offs in Hash Coding with
+Allowable Errors", CACM 13(7), 1970) on bitarray and MurmurHash3, hashed the
+Kirsch-Mitzenmacher way (below). It never forgets a URL it has seen (no false
+negatives) and wrongly claims to have seen a new one with probability about ``error_rate`` once ``capacity``
 URLs are in; that is the price of a few bits per URL instead of the URL itself.
 
 Sizing (Broder & Mitzenmacher, "Network Applications of Bloom Filters: A
@@ -148,7 +148,7 @@ def optimal_size(capacity: int, error_rate: float) -> tuple[int, int]:
     return m, k
 
 
-class BloomEventKind(enum.Enum):
+class BloomEventKind(enum.StrEnum):
     GREW = "grew"   # a slice was added
     FULL = "full"   # max_capacity is reached: no more growth, the error rate climbs
 

@@ -138,7 +138,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             return EXIT_USAGE
         shutil.rmtree(data_dir)
     elif PeerState.exists(state_dir):
-        # The same command after a crash or a stop resumes (issue 6).
+        # The same command after a crash or a stop resumes (peer/state.py).
         print(f"resuming the crawl state in {state_dir} (--fresh to start over)", file=sys.stderr)
     elif results.exists():
         raise StateError(f"{results} holds an earlier crawl but no crawl state to resume; move it "

@@ -66,6 +66,7 @@ import random
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 
 import trio
@@ -84,8 +85,9 @@ from peer.state import PeerState
 from peer.store import PageRow, ResultStore
 from peer.errors import URLError
 from peer.urls import Scope, host_key, hostname, normalize, normalize_link
+from ring.messages import MemberState
 
-__all__ = ["Crawler", "Summary", "MAX_RETRIES"]
+__all__ = ["Crawler", "Summary", "StopReason", "MAX_RETRIES"]
 
 log = logging.getLogger("peer.engine")
 
@@ -151,6 +153,16 @@ def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig
     return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links), items, errors)
 
 
+class StopReason(StrEnum):
+    """Why a crawl ended; the value is what the summary's first line says."""
+
+    STOPPED = "stopped"  # SIGINT/SIGTERM or Crawler.stop()
+    MAX_PAGES = "max_pages reached"  # crawl.max_pages, summed over the cluster
+    LEFT = "left the ring"  # a graceful leave handed the hosts over
+    FRONTIER_EMPTY = "frontier empty"  # a lone peer has nothing left to fetch
+    CLUSTER_DONE = "cluster done"  # termination detection: every peer idle, nothing in flight
+
+
 @dataclass(slots=True)
 class Summary:
     """What a crawl did; printed at the end and returned by ``Crawler.run``."""
@@ -168,7 +180,7 @@ class Summary:
     limits: str = ""                     # Limits.render(): caps hit, hosts held
     details: list[str] = field(default_factory=list)  # remote input, politeness, seen set
     elapsed: float = 0.0
-    stop_reason: str = ""
+    stop_reason: StopReason | None = None
 
     def rate(self) -> float:
         return self.pages / self.elapsed if self.elapsed > 0 else 0.0
@@ -179,7 +191,7 @@ class Summary:
         if self.internal:
             errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in self.internal.most_common(5)) + ")"
         return "\n".join([
-            f"crawl finished ({self.stop_reason}) in {self.elapsed:.1f}s: "
+            f"crawl finished ({self.stop_reason or ''}) in {self.elapsed:.1f}s: "
             f"{self.pages} pages, {self.rate():.1f} pages/s, {self.bytes / 2**20:.1f} MiB",
             f"  by status: {statuses}",
             f"  top errors: {errs}",
@@ -346,7 +358,7 @@ class Crawler:
                     workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
             self._flush_pid()
             if self.node is not None and self.summary.stop_reason in (
-                    "cluster done", "left the ring", "max_pages reached"):
+                    StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES):
                 # Keep gossiping "idle, done" for a few rounds so every
                 # peer sees the same stable counters before we vanish;
                 # otherwise a peer a round behind would see us die, its
@@ -463,7 +475,7 @@ class Crawler:
         max_pages = self.cfg.crawl.max_pages
         while True:
             if self._stopping:
-                self.summary.stop_reason = "stopped"
+                self.summary.stop_reason = StopReason.STOPPED
                 return
             done_pages = self._requested
             cap = max_pages
@@ -473,7 +485,7 @@ class Crawler:
                 done_pages += self.node.others_pages()
                 cap = self.node.page_cap
             if max_pages and done_pages >= max_pages:
-                self.summary.stop_reason = "max_pages reached"
+                self.summary.stop_reason = StopReason.MAX_PAGES
                 return
             now = self.clock()
             fr.roll_windows(now)
@@ -494,7 +506,7 @@ class Crawler:
                 if len(fr):
                     self.set_ring(self.ring)
                 if self.node is not None and self.node.left():
-                    self.summary.stop_reason = "left the ring"
+                    self.summary.stop_reason = StopReason.LEFT
                     return
                 self._wake = trio.Event()
                 with trio.move_on_after(HOLD_POLL):
@@ -502,10 +514,10 @@ class Crawler:
                 continue
             if self._in_flight == 0 and len(fr) == 0:
                 if self.node is None:
-                    self.summary.stop_reason = "frontier empty"
+                    self.summary.stop_reason = StopReason.FRONTIER_EMPTY
                     return
                 if self.node.idle() and self.node.done():
-                    self.summary.stop_reason = "cluster done"
+                    self.summary.stop_reason = StopReason.CLUSTER_DONE
                     return
             # Sleep until a host can start, or a fetch ends, or a URL arrives.
             self._wake = trio.Event()
@@ -959,7 +971,7 @@ class Crawler:
             return
         until = self.clock() + node.hold_timeout
         waiting = {p: until for p in old if p != self.peer_id
-                   and p in members and members[p].state.value != "dead"}
+                   and p in members and members[p].state is not MemberState.DEAD}
         if waiting:
             self._holds.append((old, waiting))
 
@@ -973,7 +985,7 @@ class Crawler:
             if until is None:
                 continue
             m = node.membership.members().get(prev) if node is not None else None
-            if now >= until or (m is not None and m.state.value == "dead"):
+            if now >= until or (m is not None and m.state is MemberState.DEAD):
                 if now >= until:
                     log.warning("no hand-off from %s after %.0fs; fetching its former hosts",
                                 prev, node.hold_timeout if node is not None else 0.0)

@@ -7,7 +7,7 @@
     ├── URLError                   a URL we cannot or will not crawl (garbage, bad scheme)
     ├── StateError                 a persisted file under data_dir is unreadable
     │   └── LockedError            the results file is held open by another process (.pid)
-    └── FetchError                 a fetch failed (.kind: dns, timeout, reset, ...): data, not a crash
+    └── FetchError                 a fetch failed (.kind, an ErrorKind): data, not a crash
 
 Each carries a one-line message meant for a person: the CLI prints ``str(err)``
 and exits 2, never a traceback (httpx ``_exceptions.py`` draws its tree the same
@@ -21,11 +21,13 @@ holds the shell itself, so that ``ring`` needs nothing of ``peer``).
 
 from __future__ import annotations
 
+from enum import StrEnum
+
 from ring import errors as _ring_errors
 from ring.errors import EXIT_USAGE, RingError
 
 __all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
-           "USER_ERRORS", "EXIT_USAGE", "user_error", "cli_main"]
+           "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "user_error", "cli_main"]
 
 
 class PeerError(Exception):
@@ -67,15 +69,39 @@ class LockedError(StateError):
         super().__init__(message)
 
 
-class FetchError(PeerError):
-    """A fetch that failed; ``kind`` is the short error kind stored in the results.
+class ErrorKind(StrEnum):
+    """The ``error`` column of a results row: why a URL has no page (the value is what is stored).
 
-    Kinds: dns, blocked, connect, timeout, reset, too_large, decode, protocol,
-    tls, robots, too_many_redirects, scope. Fetch errors are data: the engine
-    records them as rows and the crawl goes on.
+    The network kinds are mapped from foreign exceptions in one place,
+    ``peer.fetcher.error_kind`` (its module docstring says what each means);
+    the others are the crawl's own verdicts.
     """
 
-    def __init__(self, kind: str, message: str = "") -> None:
+    DNS = "dns"  # the name did not resolve
+    BLOCKED = "blocked"  # the SSRF guard refused every address (peer/netguard.py)
+    CONNECT = "connect"  # refused, unreachable, connect timed out
+    TIMEOUT = "timeout"  # crawl.timeout passed
+    RESET = "reset"  # the connection was reset or closed mid-response
+    TOO_LARGE = "too_large"  # over crawl.max_body
+    DECODE = "decode"  # unknown Content-Encoding or a corrupt compressed body
+    PROTOCOL = "protocol"  # malformed HTTP
+    TLS = "tls"  # certificate, hostname or handshake failure
+    SCOPE = "scope"  # a URL httpx cannot fetch at all
+    INTERNAL = "internal"  # a bug of ours while handling the URL (logged with its traceback)
+    ROBOTS = "robots"  # robots.txt disallows it, or could not be read
+    TOO_MANY_REDIRECTS = "too_many_redirects"  # crawl.max_redirects hops
+    RETRY_AFTER = "retry_after"  # 429/503 answers until the retries ran out
+    UNKNOWN = "unknown"  # a failed result without a kind (should not happen)
+
+
+class FetchError(PeerError):
+    """A fetch that failed; ``kind`` is the error kind stored in the results.
+
+    Fetch errors are data: the engine records them as rows and the crawl
+    goes on.
+    """
+
+    def __init__(self, kind: ErrorKind, message: str = "") -> None:
         self.kind = kind
         super().__init__(f"{kind}: {message}" if message else kind)
 

@@ -1,8 +1,9 @@
 """The per-host frontier: FIFO queues of URLs and a polite scheduler over hosts.
 
-Seed 002 gives every worker its own URL queue; seed 000 paces each host with a
-PID controller on the delay between requests. This module is the pure core of
-both: it takes ``now`` and returns the next :class:`Job` that may start, so the
+Per-host FIFO queues as in Mercator's frontier (Heydon and Najork, "Mercator:
+A scalable, extensible Web crawler", World Wide Web 2(4), 1999), and each host
+paced by a PID controller on the delay between its requests (peer/pid.py).
+This module is the pure core of both: it takes ``now`` and returns the next :class:`Job` that may start, so the
 engine's loop is "sleep until :meth:`Frontier.next_ready_at`, :meth:`pop_ready`,
 fetch, :meth:`done`", and tests drive it synchronously. docs/politeness.md
 derives the numbers used here.
@@ -24,7 +25,7 @@ Rules (every transition lives in this file):
 2. Among ready hosts the one ready earliest goes first; "ready" counts from
    the moment the host had work and was free, so a host that has waited longer
    is not overtaken by one that just received a URL.
-3. PID windows (seed 000, law 4.1, scale-free: peer/pid.py): every host
+3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/pid.py): every host
    measures ``n``, the fetches
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
@@ -196,7 +197,7 @@ class PidSample:
     delay: float
 
 
-class Outcome(enum.Enum):
+class Outcome(enum.StrEnum):
     """How a request ended, for counting it in the host's window (rule 5)."""
 
     FETCHED = "fetched"  # an HTTP response, any status: counts

@@ -1,4 +1,4 @@
-"""Extraction rules: items scraped from pages by CSS selectors in cluster.toml (issue 5).
+"""Extraction rules: items scraped from pages by CSS selectors in cluster.toml.
 
 A user declares, with no code, which pages hold items and where their fields are::
 

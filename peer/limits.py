@@ -61,7 +61,7 @@ __all__ = ["Cap", "Hold", "Limits", "RETRY_AFTER_STRIKES"]
 RETRY_AFTER_STRIKES = 3
 
 
-class Cap(enum.Enum):
+class Cap(enum.StrEnum):
     """Which cap a hit was (the value is its config key, or what it counts)."""
 
     URL_LENGTH = "max_url_length"  # URLs dropped
@@ -74,7 +74,7 @@ class Cap(enum.Enum):
     GIVEN_UP = "given_up"  # URLs of given-up hosts dropped
 
 
-class Hold(enum.Enum):
+class Hold(enum.StrEnum):
     """Why a host is held (rule 5)."""
 
     ROBOTS = "robots"  # robots.txt unreachable, a retry is due

@@ -1,6 +1,6 @@
 """A peer's crawl state on disk: an append-only journal plus periodic snapshots.
 
-Issue 6 ("Crash and restart"): after ``kill -9`` and a restart with the same
+Crash and restart: after ``kill -9`` and a restart with the same
 command a peer resumes where it was. No queued URL is lost, no finished page
 is fetched again (except those in flight at the kill), a forwarded batch is
 persisted before it is acked, and a damaged state file stops the peer with

@@ -122,6 +122,8 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) ->
     Curve pair (:func:`client_keys`) when the ring uses CurveZMQ."""
     import trio
 
+    from ring.messages import MemberState
+
     first = None
     for spec in cfg.peers:
         first = await _ask(spec.address, cfg.ring.name, timeout, keys, spec.id)
@@ -149,7 +151,7 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) ->
 
     async with trio.open_nursery() as nursery:
         for m in first.members:
-            if m.id != first.sender and m.state.value in ("alive", "suspect"):
+            if m.id != first.sender and m.state in (MemberState.ALIVE, MemberState.SUSPECT):
                 nursery.start_soon(ask_member, m.id, m.address)
     out = []
     for mid, m in sorted(rows.items()):

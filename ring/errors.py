@@ -27,8 +27,9 @@ from __future__ import annotations
 import functools
 import sys
 from collections.abc import Callable, Sequence
+from enum import StrEnum
 
-__all__ = ["RingError", "DecodeError", "EncodeError", "EmptyRingError",
+__all__ = ["RingError", "DecodeError", "DropKind", "EncodeError", "EmptyRingError",
            "EXIT_USAGE", "user_error", "cli_shell"]
 
 #: The exit status of a user's mistake (a bad option, config or file), as argparse's own.
@@ -39,15 +40,21 @@ class RingError(Exception):
     """Base class of every error the ring package raises on purpose."""
 
 
+class DropKind(StrEnum):
+    """Why a received frame was dropped: the key of the receiver's drop counters
+    (shown by ``python -m ring status``)."""
+
+    OVERSIZED = "oversized"  # over the codec's frame limit
+    NOT_MSGPACK = "not_msgpack"  # garbage or a truncated frame
+    VERSION = "version"  # another wire version
+    UNKNOWN_TYPE = "unknown_type"  # a message type this version does not know
+    MALFORMED = "malformed"  # a known type with missing or mistyped fields
+
+
 class DecodeError(RingError, ValueError):
-    """Bytes that are not a valid message of this wire version.
+    """Bytes that are not a valid message of this wire version; ``kind`` says which fault."""
 
-    ``kind`` names the fault for the receiver's drop counters (shown by
-    ``python -m ring status``): ``oversized``, ``not_msgpack`` (garbage or a
-    truncated frame), ``version``, ``unknown_type`` or ``malformed``.
-    """
-
-    def __init__(self, message: str, kind: str = "malformed") -> None:
+    def __init__(self, message: str, kind: DropKind = DropKind.MALFORMED) -> None:
         super().__init__(message)
         self.kind = kind
 

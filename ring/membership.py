@@ -632,7 +632,7 @@ class TerminationDetector:
     it, ``Inbox.forget`` its to us), so its own last counters are left out.
 
     **Quiescence fallback.** A batch is acked only once its receiver took
-    it, and a peer with an unacked batch is not idle (issue 4), so work in
+    it, and a peer with an unacked batch is not idle (``ring.forwarder``), so work in
     flight always has a non-idle peer behind it; idleness that holds still,
     with no counter moving, for ``quiet_rounds`` rounds is therefore the end
     too, balanced or not. It covers what the channel bookkeeping cannot make

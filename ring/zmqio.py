@@ -3,7 +3,7 @@
 pyzmq has no trio integration and no maintained bridge exists (zmq-anyio
 managed about 8k msg/s here), so this is a small adapter over pyzmq's
 *blocking* ``zmq.Socket`` used only with ``NOBLOCK``. What it is built
-against (measured in issue 4, "ZeroMQ under trio"):
+against (measured on this box; ``tests/test_zmqio.py`` keeps each fact tested):
 
 **zmq's FD is edge-triggered.** ``ZMQ_FD`` signals "the socket's state may
 have changed", and any send, recv or read of ``ZMQ_EVENTS`` can consume that
@@ -86,7 +86,7 @@ one DEALER per destination where a slow peer must not hold others up.
 
 **Throughput.** :meth:`ZmqSocket.recv_batch` drains up to ``max_n`` messages
 with NOBLOCK and waits only when there are none: 100–150k msgs/s between two
-processes for 1 KB msgpack messages in issue 4, against about 77k for one
+processes for 1 KB msgpack messages, against about 77k for one
 await per message (``scripts/bench_zmq.py`` prints both).
 
 Errors (``ring.errors`` tree; zmq errors are translated here and nowhere
@@ -101,7 +101,7 @@ Socket options beyond the few here go in the ``configure`` hook, which gets
 the raw ``zmq.Socket`` before any bind or connect; a hook that needs zmq
 constants belongs in this module.
 
-**Curve (issue 6).** :func:`curve_server` and :func:`curve_client` are such
+**Curve.** :func:`curve_server` and :func:`curve_client` are such
 hooks: CurveZMQ (RFC 26) authenticates both ends and encrypts the traffic,
 with the keys of :mod:`ring.curve`. Which client keys a server admits is
 decided by a ZAP handler (RFC 27), :class:`CurveAuthenticator`: a trio task
@@ -697,7 +697,7 @@ def open_socket(
 
 
 # ---------------------------------------------------------------------------
-# CurveZMQ (issue 6): socket hooks and the ZAP handler
+# CurveZMQ (RFC 26): socket hooks and the ZAP handler (RFC 27)
 # ---------------------------------------------------------------------------
 
 #: Where libzmq sends ZAP requests (RFC 27), one handler per context.

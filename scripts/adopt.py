@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Adopt a lost peer's frontier: its unfetched URLs go to their current owners (issue 6).
+"""Adopt a lost peer's frontier: its unfetched URLs go to their current owners.
 
 When a peer is lost for good (disk moved to another machine, host gone), the
 others mark it dead and take over its hosts (consistent hashing moves only

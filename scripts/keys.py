@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the CurveZMQ key pairs of a ring's peers (issue 6; docs/curve.md).
+"""Generate the CurveZMQ key pairs of a ring's peers (docs/curve.md).
 
 For every ``[[peer]]`` of cluster.toml (or only the ``--id`` given, such as
 a joiner not listed there) this writes, into the directory named by
