@@ -95,6 +95,7 @@ import struct
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO, SupportsIndex
 
 import mmh3
 from bitarray import bitarray
@@ -102,10 +103,14 @@ from bitarray import bitarray
 from peer.errors import StateError
 from peer.fsio import write_atomic
 
-try:
+if TYPE_CHECKING:
     import numpy as _np
-except ImportError:  # numpy is optional (the "fast" extra)
-    _np = None
+    import numpy.typing as npt
+else:
+    try:
+        import numpy as _np
+    except ImportError:  # numpy is optional (the "fast" extra)
+        _np = None
 
 __all__ = ["BloomEvent", "BloomEventKind", "BloomFilter", "TIGHTENING", "optimal_size"]
 
@@ -443,8 +448,8 @@ class BloomFilter:
             s.count += 1
         return new
 
-    def __contains__(self, url: object) -> bool:
-        h = _hash128(url)  # type: ignore[arg-type]
+    def __contains__(self, url: str | bytes) -> bool:
+        h = _hash128(url)
         lo = h & _MASK64
         hi = h >> 64
         # The newest slice first, inlined: it holds the most keys.
@@ -527,12 +532,12 @@ class BloomFilter:
         )
 
     @staticmethod
-    def _np_hash(urls: list[str]):  # -> numpy uint64 array (len(urls), 2): h1, h2
+    def _np_hash(urls: list[str]) -> npt.NDArray[_np.uint64]:  # (len(urls), 2): h1, h2
         raw = b"".join(map(_hash_bytes, urls))
         return _np.frombuffer(raw, dtype="<u8").reshape(-1, 2)
 
     @staticmethod
-    def _np_indices(s: _Slice, h):  # -> numpy int64 array (len(h), k)
+    def _np_indices(s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.int64]:  # (len(h), k)
         m = s.m
         h1 = (h[:, 0] % _np.uint64(m)).astype(_np.int64)
         h2 = (h[:, 1] % _np.uint64(m)).astype(_np.int64)
@@ -541,12 +546,14 @@ class BloomFilter:
         idx %= m
         return idx
 
-    def _np_has(self, s: _Slice, h):  # -> numpy bool array (len(h),)
+    def _np_has(self, s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.bool_]:  # (len(h),)
         idx = self._np_indices(s, h)
-        buf = _np.frombuffer(s.bits, dtype=_np.uint8)
-        return ((buf[idx >> 3] >> (idx & 7).astype(_np.uint8)) & 1).all(axis=1)
+        buf = _np.frombuffer(memoryview(s.bits), dtype=_np.uint8)
+        hit: npt.NDArray[_np.bool_] = ((buf[idx >> 3] >> (idx & 7).astype(_np.uint8)) & 1).all(axis=1)
+        return hit
 
-    def _np_contains(self, urls: list[str], h, slices: Iterable[_Slice] | None = None):
+    def _np_contains(self, urls: list[str], h: npt.NDArray[_np.uint64],
+                     slices: Iterable[_Slice] | None = None) -> npt.NDArray[_np.bool_]:
         """Which keys some slice holds (default all slices, newest first)."""
         hit = None
         for s in (reversed(self._slices) if slices is None else slices):
@@ -571,11 +578,11 @@ class BloomFilter:
             new = self._np_put(self._slices[-1], h)
         return new.tolist()
 
-    def _np_put(self, s: _Slice, h):  # -> numpy bool array (len(h),): new keys
+    def _np_put(self, s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.bool_]:  # new keys
         np = _np
         n, k = len(h), s.k
         flat = self._np_indices(s, h).ravel()  # entry e = key e // k, probe e % k
-        buf = np.frombuffer(s.bits, dtype=np.uint8)
+        buf = np.frombuffer(memoryview(s.bits), dtype=np.uint8)
         clear = np.flatnonzero(((buf[flat >> 3] >> (flat & 7).astype(np.uint8)) & 1) == 0)
         new = np.zeros(n, dtype=bool)
         if clear.size:
@@ -664,7 +671,7 @@ class BloomFilter:
             and all(a.same(b) for a, b in zip(self._slices, other._slices))
         )
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    # No __hash__: a class that defines __eq__ alone is unhashable, as a mutable filter must be.
 
     def __repr__(self) -> str:
         return (
@@ -675,13 +682,12 @@ class BloomFilter:
 
 
 def _index(value: object) -> int:
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"expected an integer, got {value!r}") from None
+    if isinstance(value, SupportsIndex):
+        return operator.index(value)
+    raise ValueError(f"expected an integer, got {value!r}")
 
 
-def _read_header(path: str, f, size: int):  # type: ignore[no-untyped-def]
+def _read_header(path: str, f: BinaryIO, size: int) -> tuple[bytes, int, int, list[tuple[Any, ...]]]:
     """Check the magic and headers against the file size; return what follows."""
     head = f.read(len(_MAGIC))
     if len(head) < len(_MAGIC):

@@ -18,10 +18,14 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from peer.config import ClusterConfig, load_config
 from peer.errors import EXIT_USAGE, ConfigError, PeerError, StateError, cli_main, user_error
 from ring.errors import RingError
+
+if TYPE_CHECKING:  # the engine (trio, zmq) is imported only when a crawl starts
+    from peer.engine import Crawler, Summary
 
 __all__ = ["main", "describe"]
 
@@ -225,7 +229,7 @@ def _confirm(question: str) -> bool:
     return input(question).strip().lower() in ("y", "yes")
 
 
-async def _crawl(crawler, leave_on_term: bool = False):  # type: ignore[no-untyped-def]
+async def _crawl(crawler: Crawler, leave_on_term: bool = False) -> Summary:
     import trio
 
     async def on_signals() -> None:

@@ -121,7 +121,9 @@ def _address(v: Any) -> str | None:
     try:
         parse_address(v)
     except ValueError as exc:
-        return str(exc).removeprefix("expected ")
+        # The caller adds "got <value>" itself: keep only what was expected.
+        head, sep, _ = str(exc).removeprefix("expected ").rpartition(", got ")
+        return head if sep else str(exc)
     return None
 
 
@@ -503,7 +505,7 @@ def _is_ip_port(text: str) -> bool:
     if _is_ip(text):
         return True
     m = re.fullmatch(r"\[?(?P<ip>[^\]]+?)\]?:(?P<port>[0-9]{1,5})", text)
-    return bool(m) and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
+    return m is not None and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
 
 
 def reference() -> list[tuple[str, str, str, str]]:

@@ -187,7 +187,7 @@ class DnsCache:
             if now < entry[0]:
                 cache.move_to_end(name)
                 answer = entry[1]
-                if type(answer) is NegativeHit:
+                if isinstance(answer, NegativeHit):
                     self._negative_hits += 1
                 elif answer.static:
                     self._static_hits += 1
@@ -222,7 +222,7 @@ class DnsCache:
         entry = self._cache.get(name)
         if entry is not None and now < entry[0]:
             answer = entry[1]
-            return None if type(answer) is NegativeHit else answer.addresses  # type: ignore[union-attr]
+            return None if isinstance(answer, NegativeHit) else answer.addresses
         hit = self._literal_or_glob(name)
         return None if hit is None else hit.addresses
 

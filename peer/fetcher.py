@@ -587,7 +587,7 @@ class _Pool(httpcore.AsyncConnectionPool):
                  **kwargs: Any) -> None:
         super().__init__(ssl_context=ssl_context, keepalive_expiry=keepalive_expiry,
                          network_backend=network_backend, http1=True, http2=False, **kwargs)
-        self._connection_kwargs = {"reasons": reasons, "ssl_context": ssl_context,
+        self._connection_kwargs: dict[str, Any] = {"reasons": reasons, "ssl_context": ssl_context,
                                    "keepalive_expiry": keepalive_expiry,
                                    "network_backend": network_backend}
 

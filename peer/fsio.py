@@ -23,15 +23,19 @@ from __future__ import annotations
 import os
 import tempfile
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing_extensions import Buffer  # collections.abc.Buffer from Python 3.12
 
 __all__ = ["write_atomic", "fsync_dir"]
 
 
-def write_atomic(path: str | os.PathLike[str], parts: Iterable[bytes | bytearray | memoryview]) -> None:
+def write_atomic(path: str | os.PathLike[str], parts: Iterable[Buffer]) -> None:
     """Replace ``path`` with the concatenation of ``parts``, crash-safely (module docstring).
 
-    ``parts`` is written piece by piece, so a big buffer (a Bloom filter's
-    bits) is never copied. The temporary file is removed if anything fails;
+    ``parts`` (bytes, bytearray, memoryview, bitarray: any buffer) is written
+    piece by piece, so a big buffer (a Bloom filter's bits) is never copied. The temporary file is removed if anything fails;
     the old ``path`` is then untouched.
     """
     path = os.fspath(path)

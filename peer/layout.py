@@ -17,6 +17,7 @@ apart. Pure: paths are computed, never touched.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from enum import StrEnum
@@ -67,14 +68,14 @@ _STATE_FILE = re.compile(rf"^({_KINDS})-(\d+)\.({_SUFFIXES})$")
 _STATE_TMP = re.compile(rf"^({_KINDS})-\d+\.({_SUFFIXES})\..+\.tmp$")
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class DataDir:
     """One peer's data_dir, ``root``; its properties are the paths of its files."""
 
     root: Path
 
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "root", Path(self.root))
+    def __init__(self, root: str | os.PathLike[str]) -> None:
+        object.__setattr__(self, "root", Path(root))  # a str from cluster.toml too
 
     @property
     def results(self) -> Path:

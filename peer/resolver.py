@@ -126,19 +126,18 @@ class Resolver:
         cache = self._cache
         while True:
             decision = cache.lookup(name, self._clock())
-            kind = type(decision)
-            if kind is Hit:
-                return self._guard(name, decision.addresses)  # type: ignore[union-attr]
-            if kind is NegativeHit:
-                raise FetchError(ErrorKind.DNS, f"{name}: {decision.error}")  # type: ignore[union-attr]
-            if kind is Wait:
+            if isinstance(decision, Hit):
+                return self._guard(name, decision.addresses)
+            if isinstance(decision, NegativeHit):
+                raise FetchError(ErrorKind.DNS, f"{name}: {decision.error}")
+            if isinstance(decision, Wait):
                 event = self._events.get(name)
                 if event is not None:
                     await event.wait()
                 else:  # pragma: no cover - Wait always has an event; never spin
                     await trio.lowlevel.checkpoint()
                 continue
-            assert kind is Miss
+            assert isinstance(decision, Miss)
             if not self._caching:
                 cache.cancelled(name)  # no merging either: every lookup queries
                 return self._guard(name, await self._query_uncached(name))

@@ -99,7 +99,7 @@ import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 
@@ -425,7 +425,7 @@ class PeerState:
         if doc.get("peer") != self.peer_id or doc.get("ring") != self.ring:
             raise self._error(name, f"state of peer {doc.get('peer')!r} in ring {doc.get('ring')!r}, "
                                     f"but this is peer {self.peer_id!r} in ring {self.ring!r}")
-        return doc
+        return cast(dict[str, Any], doc)  # checked field by field above
 
     def _replay(
         self, name: str, queue: dict[str, int], forwards: list[tuple[str, int]],

@@ -415,8 +415,8 @@ class ResultStore:
              r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer)
             for r in batch.pages
         ]
-        work = [("pages", pages), ("links", batch.links), ("bodies", batch.bodies),
-                ("pid_trace", batch.pid)]
+        work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),
+                                             ("bodies", batch.bodies), ("pid_trace", batch.pid)]
         taken = {}
         items = 0
         try:

@@ -28,6 +28,7 @@ import functools
 import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
+from typing import Protocol
 
 __all__ = ["RingError", "DecodeError", "DropKind", "EncodeError", "EmptyRingError",
            "EXIT_USAGE", "user_error", "cli_shell"]
@@ -67,7 +68,10 @@ class EmptyRingError(RingError, LookupError):
     """An owner was asked of a ring with no members."""
 
 
-Main = Callable[[Sequence[str] | None], int]
+class Main(Protocol):
+    """A command's entry point: ``main(argv=None) -> exit status``."""
+
+    def __call__(self, argv: Sequence[str] | None = None, /) -> int: ...
 
 
 def user_error(exc: BaseException,

@@ -151,6 +151,11 @@ class OutboxStats:
     sent: int  # the termination counter (module docstring)
 
 
+#: What a retired _Sent keeps instead of its batch, so the resend queue (emptied
+#: lazily) does not hold its URLs: nothing.
+_RETIRED = UrlBatch(ring="", sender="", epoch=0, seq=0, urls=())
+
+
 class _Sent:
     """A numbered batch waiting for its ack."""
 
@@ -417,7 +422,7 @@ class Outbox:
             return False
         self._acked += _size(s.batch)
         s.live = False
-        s.batch = None  # type: ignore[assignment]  # its URLs need not wait in the queue
+        s.batch = _RETIRED  # its URLs need not wait in the queue
         return True
 
     # -- ring changes ------------------------------------------------------------
@@ -462,7 +467,7 @@ class Outbox:
                     urls += s.batch.urls
                     seen += s.batch.seen
                     s.live = False
-                    s.batch = None  # type: ignore[assignment]
+                    s.batch = _RETIRED
                 d.unacked.clear()
                 for url, depth in urls:
                     moved.append((url, depth, owner_of(url)))

@@ -332,7 +332,7 @@ def _float_in(v: Any) -> float:
 
 
 _STATES = tuple(MemberState)
-_STATE_CODE = {s: i for i, s in enumerate(_STATES)}
+_STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(_STATES)}  # a StrEnum is its str
 
 
 def _state_out(v: Any) -> int:
@@ -559,7 +559,7 @@ _MEMBER_STATUS = _Spec(
     ),
 )
 
-_SPECS = (
+_SPECS: tuple[_Spec, ...] = (
     _Spec(
         Digest,
         1,
@@ -645,7 +645,7 @@ def encode(msg: Message) -> bytes:
     except _Invalid as e:
         raise EncodeError(str(e)) from None
     try:
-        frame = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
+        frame: bytes = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
     except (ValueError, TypeError, OverflowError) as e:  # a lone surrogate in a str
         raise EncodeError(f"{spec.cls.__name__}: {e}") from None
     if len(frame) > MAX_FRAME:
@@ -677,6 +677,7 @@ def decode(data: bytes) -> Message:
     if spec is None:
         raise DecodeError(f"unknown message type {str(code)[:20]}", DropKind.UNKNOWN_TYPE)
     try:
-        return spec.from_wire(obj[2:])  # type: ignore[no-any-return]
+        msg: Message = spec.from_wire(obj[2:])
+        return msg
     except _Invalid as e:
         raise DecodeError(str(e)) from None

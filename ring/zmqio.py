@@ -128,7 +128,7 @@ from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 import trio
 import zmq
@@ -256,7 +256,7 @@ _ZMQ_TYPE = {
 # The socket is gone (closed here, or its context terminated elsewhere).
 _CLOSED_ERRNOS = frozenset({zmq.ENOTSOCK, zmq.ETERM})
 
-_MECHANISMS = {zmq.NULL: "NULL", zmq.PLAIN: "PLAIN", zmq.CURVE: "CURVE", zmq.GSSAPI: "GSSAPI"}
+_MECHANISMS: dict[int, str] = {zmq.NULL: "NULL", zmq.PLAIN: "PLAIN", zmq.CURVE: "CURVE", zmq.GSSAPI: "GSSAPI"}
 
 
 def _as_list(addrs: str | Iterable[str]) -> list[str]:
@@ -347,7 +347,8 @@ class ZmqSocket:
         # The body's own exception is not handed to the nursery, which would
         # wrap it in an ExceptionGroup; the nursery only waits for the watcher,
         # which close() has just woken, and the body's exception propagates as is.
-        await self._nursery_cm.__aexit__(None, None, None)  # type: ignore[union-attr]
+        assert self._nursery_cm is not None  # set by __aenter__
+        await self._nursery_cm.__aexit__(None, None, None)
         return False
 
     def _open(self) -> None:
@@ -400,7 +401,8 @@ class ZmqSocket:
             notify_closing(self._fd)
         self._recv_lot.unpark_all()
         self._send_lot.unpark_all()
-        self._sock.close(linger=self._linger)  # type: ignore[union-attr]
+        if self._sock is not None:  # closed before it was opened: nothing to close
+            self._sock.close(linger=self._linger)
 
     @property
     def closed(self) -> bool:
@@ -409,7 +411,7 @@ class ZmqSocket:
     @property
     def mechanism(self) -> str:
         """The security mechanism: ``"NULL"`` (none) or ``"CURVE"`` (also ``"PLAIN"``, ``"GSSAPI"``)."""
-        return _MECHANISMS.get(self._live().getsockopt(zmq.MECHANISM), "UNKNOWN")
+        return _MECHANISMS.get(cast(int, self._live().getsockopt(zmq.MECHANISM)), "UNKNOWN")
 
     # ----------------------------------------------------------- endpoints
 
@@ -557,7 +559,7 @@ class ZmqSocket:
             uid = None
             if user_id and frames:
                 try:
-                    uid = frames[0].get("User-Id")
+                    uid = cast("str | None", frames[0].get("User-Id"))
                 except zmq.ZMQError:
                     uid = None  # no ZAP handler spoke for this connection
             return Routed(route, [f.buffer for f in frames], uid), sum(len(f) for f in frames)
@@ -598,15 +600,16 @@ class ZmqSocket:
     # --------------------------------------------------------------- internals
 
     def _live(self) -> zmq.Socket:
-        if self._closed:
-            if self._sock is None:
+        sock = self._sock
+        if self._closed or sock is None:
+            if sock is None:
                 raise SocketClosed(f"{self.kind} socket not open: use 'async with open_socket(...)'")
             raise SocketClosed(f"{self.kind} socket is closed")
-        return self._sock  # type: ignore[return-value]
+        return sock
 
     def _events(self, wake: int) -> int:
         """Read EVENTS (re-arming the FD) and wake the parked tasks ``wake`` selects."""
-        events = self._live().getsockopt(zmq.EVENTS)
+        events = cast(int, self._live().getsockopt(zmq.EVENTS))
         if events & wake & POLLIN and self._recv_lot:
             self._recv_lot.unpark_all()
         if events & wake & POLLOUT and self._send_lot:
@@ -829,7 +832,8 @@ class CurveAuthenticator:
     ) -> bool:
         # As ZmqSocket.__aexit__: the body's exception propagates as is, not
         # wrapped by the nursery, which only waits for the cancelled handler.
-        await self._stack.__aexit__(None, None, None)  # type: ignore[union-attr]
+        assert self._stack is not None  # set by __aenter__
+        await self._stack.__aexit__(None, None, None)
         return False
 
     async def _serve(self, sock: ZmqSocket) -> None:
