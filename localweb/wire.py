@@ -136,7 +136,7 @@ def gzip_stream(mib: int) -> Iterator[bytes]:
     One deflate segment repeated: after ``Z_FULL_FLUSH`` the compressor's
     history is empty and its output byte-aligned, so every MiB of zeros
     compresses to the same bytes and copies can be concatenated (the same
-    trick as scripts/webfarm.py's ``gzip_bomb``); the CRC is computed only if
+    trick as localweb/endpoints.py's ``gzip_bomb``); the CRC is computed only if
     a client reads to the end.
     """
     zeros = bytes(1 << 20)

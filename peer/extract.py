@@ -21,7 +21,7 @@ and takes from the tree (:func:`parse_page`):
 Only the parsed tree is read: lexbor (selectolax) is a conforming HTML5
 parser, so URLs inside ``<script>`` text, comments, ``<template>`` and
 ``<textarea>`` are never elements and never links. The local test web plants
-trap URLs in all of those (``scripts/webfarm.py``, ``trap_urls``).
+trap URLs in all of those (``localweb/pages.py``; ``localweb.oracle.trap_urls``).
 
 **Charset** (WHATWG Encoding Standard, simplified): a byte order mark wins;
 then the HTTP ``charset`` parameter; then a ``<meta charset>`` or

@@ -148,7 +148,7 @@ async def _run(urls: list[list[str]], nameserver: str, concurrency: int, cache: 
 
 
 async def _bench(args: argparse.Namespace) -> int:
-    from webfarm import HostBehaviour, SiteGraph, serve_webfarm
+    from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
     graph = SiteGraph(hosts=args.hosts, pages_per_host=-(-args.pages // args.hosts), shop=False)
     async with trio.open_nursery() as nursery:

@@ -2,7 +2,7 @@
 """Fault-handling figures of a real ring: detection, resume, hand-off.
 
 Peer processes (``python -m peer``) crawl the local test web, served in this
-process by ``webfarm.serve_webfarm`` so its request log is the judge, at a
+process by ``localweb.serve_webfarm`` so its request log is the judge, at a
 polite rate (default 12 hosts x 60 pages at 120 pages/min a host: about a
 minute of crawling), with the ring's default gossip timing. Everything is on
 127.0.0.1, each phase is bounded by ``--timeout``, and every process this
@@ -68,7 +68,7 @@ from ring.messages import (  # noqa: E402
 )
 from ring.zmqio import SocketType, open_socket  # noqa: E402
 from bench_ring_web import free_ports, positive  # noqa: E402
-from webfarm import SiteGraph, WebFarm, serve_webfarm  # noqa: E402
+from localweb import SiteGraph, WebFarm, serve_webfarm  # noqa: E402
 
 BENCHES = ("detect", "resume", "handoff")
 #: How often the detector asks each survivor for its view, s.

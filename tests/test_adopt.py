@@ -26,7 +26,7 @@ import duckdb
 import pytest
 import trio
 from ringharness import Ring, cluster_text, fetched, free_ports
-from webfarm import HostBehaviour, SiteGraph, serve_webfarm
+from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
 import adopt as adopt_script
 from adopt import adopt, load_lost, make_plan

@@ -10,7 +10,7 @@ from pathlib import Path
 import duckdb
 import trio
 from ringharness import free_ports
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 from peer.urls import host_key
 from ring.hashring import HashRing

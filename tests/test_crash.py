@@ -13,7 +13,7 @@ import signal
 import duckdb
 import trio
 from ringharness import Ring, busiest_peer, cluster_text, fetched, wait_pages
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 CONCURRENCY = 4
 

@@ -7,7 +7,7 @@ import sys
 
 import trio
 from ringharness import Ring, cluster_text, fetched, wait_pages
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 from peer.config import load_config
 from ring.curve import read_public

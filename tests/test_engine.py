@@ -12,7 +12,7 @@ from pathlib import Path
 import duckdb
 import trio
 from ringharness import ceiling, worst_window
-from webfarm import HostBehaviour, SiteGraph, serve_webfarm
+from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
 from peer.config import ClusterConfig, parse_config
 from peer.engine import Crawler

@@ -15,7 +15,7 @@ from collections import defaultdict
 import trio
 
 from ringharness import Ring, busiest_peer, ceiling, cluster_text, fetched, free_ports, wait_pages, worst_window
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 import duckdb
 

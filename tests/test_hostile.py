@@ -40,7 +40,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ringharness import Ring, cluster_text, fetched, wait_pages
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 from peer.errors import URLError
 from peer.extract import MAX_TITLE, Page, decode_html, is_html, parse_page, parse_tree

@@ -29,6 +29,16 @@ PURE = [
     "localweb.site",
     "localweb.farm",
     "localweb.cases",
+    # So is the site graph, with its pages, oracle and bad endpoints; only
+    # localweb.server serves them.
+    "localweb.text",
+    "localweb.shop",
+    "localweb.hrefs",
+    "localweb.endpoints",
+    "localweb.graph",
+    "localweb.pages",
+    "localweb.oracle",
+    "localweb.sitegraph",
 ]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
 
