@@ -52,7 +52,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
+def __getattr__(name: str) -> object:
     if name in _LAZY:
         import importlib
 

@@ -178,8 +178,8 @@ def answer(target: str) -> Answer:
                       stream=lambda: _chunks(bomb))
     if path in ("/big-cl", "/big-chunked"):
         size = int(qnum("mb", BIG_BODY >> 20, 1, 4096)) << 20
-        extra = ((b"content-length", str(size).encode()),) if path == "/big-cl" else ()
-        return Answer(200, _HTML + extra, stream=lambda: _filler(size))
+        length = ((b"content-length", str(size).encode()),) if path == "/big-cl" else ()
+        return Answer(200, _HTML + length, stream=lambda: _filler(size))
     if path == "/drip":
         interval = qnum("interval", 0.3, 0.001, 10.0)
         count = int(qnum("count", 400, 1, 100000))

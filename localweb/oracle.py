@@ -170,7 +170,7 @@ def trap_urls(graph: Graph, port: int) -> set[str]:
     ``rel=nofollow`` targets and the links of a meta-nofollow page.
     """
     ps = port_suffix(port)
-    out = set()
+    out: set[str] = set()
     for host in graph.site_hosts():
         out.update(f"http://{host}{ps}{p}" for p in TRAP_PATHS)
         out.update(f"http://{host}{ps}/trap/nf{k}.html" for k in range(N_NOFOLLOW))

@@ -131,7 +131,7 @@ class Pages:
         key = st.key
         npf = len(phrases)
         # One pass over the links; the layout below only joins slices of it.
-        tags = []
+        tags: list[str] = []
         tag = tags.append
         for i, link in enumerate(links):
             h = href(link, here, ps)

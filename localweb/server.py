@@ -380,7 +380,7 @@ class WebFarm:
         answer = self._cache.get(key)
         if answer is None:
             page = self.graph.render(host, path, self.port)
-            headers = ((b"content-type", page.content_type.encode()),)
+            headers: tuple[tuple[bytes, bytes], ...] = ((b"content-type", page.content_type.encode()),)
             headers += tuple((k.encode(), v.encode()) for k, v in page.headers)
             answer = self._cache[key] = Answer(page.status, headers, page.body)
             if len(self._cache) > self._cache_size:

@@ -72,8 +72,8 @@ def _behaviours(args: argparse.Namespace) -> dict[str, HostBehaviour]:
         latency[host] = _parse_latency(rest)
     for spec in args.rate_limit or ():
         host, rest = _parse_hostspec(spec)
-        rate, _, burst = rest.partition("/")
-        rates[host] = (float(rate), float(burst or 1))
+        rate_text, _, burst_text = rest.partition("/")
+        rates[host] = (float(rate_text), float(burst_text or 1))
     out = {}
     for host in set(latency) | set(rates):
         rate, burst = rates.get(host, (0.0, 1.0))

@@ -103,9 +103,8 @@ def reply(status: int, body: bytes | Iterable[bytes] = b"", *,
              f"Date: {email.utils.formatdate(usegmt=True)}"]
     if content_type:
         lines.append(f"Content-Type: {content_type}")
-    sized = length and isinstance(body, (bytes, bytearray))
-    if sized:
-        lines.append(f"Content-Length: {len(body)}")  # type: ignore[arg-type]
+    if length and isinstance(body, (bytes, bytearray)):
+        lines.append(f"Content-Length: {len(body)}")
     else:
         end = End.CLOSE
     if end is End.CLOSE:

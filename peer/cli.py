@@ -21,14 +21,13 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError, user_error
+from peer.errors import EXIT_USAGE, PeerError, user_error
 from peer.runs import Choice, Fingerprint, RunRecord, decide, first_run
 from peer.stats import STATS_FILE
 from ring.errors import RingError
 
 __all__ = ["main", "describe"]
 
-EXIT_USAGE = 2
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -191,8 +190,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
     data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
-    results = data_dir / "pages.duckdb"
-    state_dir = data_dir / "state"
+    from peer.layout import DataDir
+
+    results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
     try:
         record = _start_run(cfg, args, data_dir, results, state_dir)
     except _Refused as exc:
@@ -315,7 +315,8 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
     import json
 
     from peer.limits import Cap
-    from peer.state import _atomic_write, write_run
+    from peer.fsio import write_atomic
+    from peer.state import write_run
     from peer.stats import crawl_stats, run_config
 
     node = crawler.node
@@ -328,9 +329,11 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
                       config=run_config(cfg))
     try:
         write_run(state_dir, record.ending(finished, summary.stop_reason, summary.requested))
-        _atomic_write(data_dir / STATS_FILE, (json.dumps(doc, indent=1).encode() + b"\n",))
+        write_atomic(data_dir / STATS_FILE, (json.dumps(doc, indent=1).encode() + b"\n",))
     except PeerError as exc:
         print(f"warning: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"warning: {data_dir / STATS_FILE}: cannot write ({exc.strerror or exc})", file=sys.stderr)
 
 
 def _results_pages(results: Path) -> int | None:

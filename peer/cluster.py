@@ -48,7 +48,7 @@ from typing import TYPE_CHECKING
 import trio
 
 from peer.urls import host_key
-from ring.forwarder import Inbox, Outbox
+from ring.forwarder import Inbox, Outbox, Verdict
 from ring.membership import Membership
 from ring.messages import (
     MAX_ARRAY,
@@ -337,7 +337,7 @@ class ClusterNode:
                 await self._adopt(sock, ident, msg)
                 return
             sender = self.membership.members().get(msg.sender)
-            if sender is None or sender.state.value == "dead":
+            if sender is None or sender.state is MemberState.DEAD:
                 self._count("unknown_sender")  # the forwarder's contract: members only
                 return
             if msg.epoch > sender.incarnation:
@@ -349,12 +349,12 @@ class ClusterNode:
                 self._count("future_epoch")
                 return
             verdict = self.inbox.accept(msg)
-            if verdict.name == "ACCEPT":
+            if verdict is Verdict.ACCEPT:
                 for url, depth in msg.urls:
                     self.crawler.accept(url, depth)
                 for url in msg.seen:
                     self.crawler.accept_seen(url)
-            if verdict.name != "ACCEPT":
+            if verdict is not Verdict.ACCEPT:
                 self._count(verdict.value)  # a replay is acked again, but still counted
             else:
                 self.crawler.commit_state()  # taken is on disk before it is acked (issue 6)
@@ -473,7 +473,7 @@ class ClusterNode:
             # drops its to us (and its late batches are refused). A leaver's
             # stay: it is still handing over, and its counters stay summed.
             members = self.membership.members()
-            left = {m for m, rec in members.items() if rec.state.value == "left"}
+            left = {m for m, rec in members.items() if rec.state is MemberState.LEFT}
             for gone in set(old or ()) - set(ring) - left:
                 if gone != self.peer_id:
                     self.inbox.forget(gone)

@@ -124,7 +124,9 @@ def _address(v: Any) -> str | None:
     try:
         parse_address(v)
     except ValueError as exc:
-        return str(exc).removeprefix("expected ")
+        # The caller adds "got <value>" itself: keep only what was expected.
+        head, sep, _ = str(exc).removeprefix("expected ").rpartition(", got ")
+        return head if sep else str(exc)
     return None
 
 
@@ -215,21 +217,21 @@ class CrawlConfig:
 
 @dataclass(frozen=True, slots=True)
 class PolitenessConfig:
-    """``[politeness]``: the per-host PID rate controller (seed 000), its ceiling, per-IP budgets.
+    """``[politeness]``: the per-host PID rate controller (peer/pid.py), its ceiling, per-IP budgets.
 
-    docs/politeness.md derives the defaults: the gains are the seed's, read at
+    docs/politeness.md derives the defaults: the gains are the PID post's, read at
     its operating point (40 pages/min) and scaled to any rate and window.
     """
 
     rate: float = _key(float, 60.0, "setpoint, pages per minute per host; 0 = no rate limit", _non_negative)
     window: float = _key(float, 60.0, "seconds between PID updates", _positive)
-    kp: float = _key(float, -0.05, "PID proportional gain, the seed's: seconds per page of error at 40 pages/min, scaled to the rate", _non_positive)
+    kp: float = _key(float, -0.05, "PID proportional gain, the PID post's: seconds per page of error at 40 pages/min, scaled to the rate", _non_positive)
     ki: float = _key(float, -0.01, "PID integral gain, scaled like kp", _non_positive)
     kd: float = _key(float, 0.0, "PID derivative gain, scaled like kp", _non_positive)
     initial_delay: float = _key(float, 0.0, "a new host's delay between request starts, seconds; 0 = the nominal 60/rate", _non_negative)
     min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds; 0 = nominal/1.1 (60/rate/1.1)", _non_negative)
     max_delay: float = _key(float, 60.0, "upper clamp of the delay, seconds", _non_negative)
-    # 15, not a round 100: the seed law adds Ki*Sum every window until the
+    # 15, not a round 100: the PID law adds Ki*Sum every window until the
     # errors sum back to zero, so a large clamp is a long overshoot. In
     # tests/test_pid.py's simulation (S=40) a clamp of 100 never settled after
     # a fast->slow step; 10-20 settled within 7-22 windows. In seed pages: at
@@ -271,7 +273,7 @@ class PolitenessConfig:
 
 @dataclass(frozen=True, slots=True)
 class DnsConfig:
-    """``[dns]``: the per-peer DNS cache (seed 002: a cache nearly doubled throughput)."""
+    """``[dns]``: the per-peer DNS cache (RFC 1035 TTLs, RFC 2308 negative caching; peer/dnscache.py)."""
 
     resolve: Mapping[str, str | tuple[str, ...]] = _key(dict, {}, "static answers, host glob -> IP or list of IPs, like curl --resolve")
     nameservers: tuple[str, ...] = _key(list, [], "DNS servers (IP or IP:port) to query; empty: the system's resolver")
@@ -283,7 +285,7 @@ class DnsConfig:
 
 @dataclass(frozen=True, slots=True)
 class BloomConfig:
-    """``[bloom]``: the seen-URL filter of this peer's partition (seed 001)."""
+    """``[bloom]``: the seen-URL filter of this peer's partition (a scalable Bloom filter, peer/bloom.py)."""
 
     capacity: int = _key(int, 10_000_000, "URLs the filter is sized for", _at_least_one)
     error_rate: float = _key(float, 0.001, "false-positive rate at capacity; past it the filter grows and stays under 2 x error_rate", _probability)
@@ -531,7 +533,7 @@ def _is_ip_port(text: str) -> bool:
     if _is_ip(text):
         return True
     m = re.fullmatch(r"\[?(?P<ip>[^\]]+?)\]?:(?P<port>[0-9]{1,5})", text)
-    return bool(m) and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
+    return m is not None and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
 
 
 def reference() -> list[tuple[str, str, str, str]]:

@@ -112,12 +112,14 @@ from peer.crawl import (
 from peer.fetcher import Fetcher, FetchResult
 from peer.bloom import BloomFilter
 from peer.frontier import Frontier, Job
+from peer.layout import DataDir
 from peer.limits import Limits
 from peer.progress import Progress, ProgressSnapshot
 from peer.resolver import Resolver
 from peer.robots import MAX_ROBOTS_BYTES, RobotsCache
 from peer.state import PeerState, SnapshotStats
 from peer.store import PageRow, ResultStore
+from ring.messages import MemberState
 
 if TYPE_CHECKING:
     from ring.hashring import HashRing
@@ -277,7 +279,7 @@ class Crawler:
         self.started = time.time()
         fetcher = self._fetcher or Fetcher(crawl, self.resolver)
         async with ResultStore(
-            self.data_dir / "pages.duckdb", self.peer_id,
+            DataDir(self.data_dir).results, self.peer_id,
             store_links=crawl.store_links, store_body=crawl.store_body,
             item_tables=self.cfg.extract.tables(),
         ) as store, fetcher:
@@ -403,7 +405,7 @@ class Crawler:
         ``write`` of a few dozen bytes here against a transaction there;
         peer/state.py has the crash-ordering argument and the figures.
         """
-        self._state = state = PeerState(self.data_dir / "state", self.peer_id, self.cfg.ring.name)
+        self._state = state = PeerState(DataDir(self.data_dir).state, self.peer_id, self.cfg.ring.name)
         rec = await trio.to_thread.run_sync(state.recover)
         counters: dict[str, float] = {}
         core = self.core
@@ -664,7 +666,7 @@ class Crawler:
         m = self.node.membership.members().get(peer) if self.node is not None else None
         if m is None:
             return None
-        return m.state.value != "dead"
+        return m.state is not MemberState.DEAD
 
     # -- status and progress ---------------------------------------------------------
 

@@ -154,16 +154,16 @@ def _sniff_codec(body: bytes, charset: str | None) -> tuple[str, int]:
         if body.startswith(bom):
             return name, len(bom)
     if charset:
-        name = _codec(charset)
-        if name is not None:
-            return name, 0
+        codec = _codec(charset)
+        if codec is not None:
+            return codec, 0
     head = body[:_PRESCAN]
     if b"<!--" in head:
         head = _COMMENT.sub(b"", head)
     for m in _META_CHARSET.finditer(head):
-        name = _codec(m.group(1).decode("ascii"), True)
-        if name is not None:
-            return name, 0
+        codec = _codec(m.group(1).decode("ascii"), True)
+        if codec is not None:
+            return codec, 0
     return "utf-8", 0
 
 

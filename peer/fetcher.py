@@ -142,7 +142,7 @@ import trio
 from httpcore._backends.trio import TrioBackend
 
 from peer.config import CrawlConfig
-from peer.errors import FetchError
+from peer.errors import ErrorKind, FetchError
 from peer.resolver import Resolver
 
 __all__ = [
@@ -201,7 +201,7 @@ class FetchResult:
     body: bytes
     raw_bytes: int
     truncated: bool
-    error: str | None
+    error: ErrorKind | None
     elapsed: float
     address: str | None
     #: Why a header of this response was ignored or clamped (module docstring).
@@ -387,7 +387,7 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
 _CLOSED_EARLY = ("server disconnected", "peer closed connection")
 
 
-def error_kind(exc: BaseException) -> str | None:
+def error_kind(exc: BaseException) -> ErrorKind | None:
     """The error kind of a foreign exception from a fetch; None if it is not a network error.
 
     The one place where httpx, httpcore, h11, trio, ssl, zlib and OSError
@@ -401,32 +401,32 @@ def error_kind(exc: BaseException) -> str | None:
         if cause is None:
             break
         if isinstance(cause, ssl.SSLError):
-            return "tls"
+            return ErrorKind.TLS
         cause = cause.__cause__ or cause.__context__
     # httpcore's classes are what the fetcher meets (it calls httpcore's pool
     # directly); httpx's are kept for callers that use httpx itself.
     if isinstance(exc, (httpx.ConnectTimeout, httpcore.ConnectTimeout)):
-        return "connect"
+        return ErrorKind.CONNECT
     if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException)):
-        return "timeout"
+        return ErrorKind.TIMEOUT
     if isinstance(exc, (httpx.ConnectError, httpcore.ConnectError)):
-        return "connect"
+        return ErrorKind.CONNECT
     if isinstance(exc, (httpx.ReadError, httpx.WriteError, httpcore.ReadError, httpcore.WriteError,
                         trio.BrokenResourceError, trio.ClosedResourceError)):
-        return "reset"
+        return ErrorKind.RESET
     if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError,
                         h11.RemoteProtocolError)):
         # httpcore's and h11's words for a connection closed before the end.
-        return "reset" if str(exc).lower().startswith(_CLOSED_EARLY) else "protocol"
+        return ErrorKind.RESET if str(exc).lower().startswith(_CLOSED_EARLY) else ErrorKind.PROTOCOL
     if isinstance(exc, (httpx.ProtocolError, httpcore.ProtocolError, h11.ProtocolError)):
-        return "protocol"
+        return ErrorKind.PROTOCOL
     if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL, httpcore.UnsupportedProtocol)):
-        return "scope"
+        return ErrorKind.SCOPE
     if isinstance(exc, (httpx.DecodingError, zlib.error)):
-        return "decode"
+        return ErrorKind.DECODE
     if isinstance(exc, (httpx.TransportError, httpcore.NetworkError, httpcore.ConnectionNotAvailable,
                         OSError)):
-        return "connect"
+        return ErrorKind.CONNECT
     return None
 
 
@@ -547,7 +547,7 @@ def _decoder(codings: tuple[str, ...]) -> _Inflater | None:
         return _Inflater(codings[0])
     # A 100 KiB header need not be in the message (nobody reads it whole).
     shown = ", ".join(codings)
-    raise FetchError("decode", f"unsupported Content-Encoding {shown[:200]!r}")
+    raise FetchError(ErrorKind.DECODE, f"unsupported Content-Encoding {shown[:200]!r}")
 
 
 class _Progress:
@@ -566,7 +566,7 @@ class _Progress:
         self.size = 0
         self.raw = 0
         self.truncated = False
-        self.error: str | None = None
+        self.error: ErrorKind | None = None
         self.address: str | None = None
         self.malformed: tuple[str, ...] = ()
 
@@ -661,7 +661,7 @@ class _Pool(httpcore.AsyncConnectionPool):
                  **kwargs: Any) -> None:
         super().__init__(ssl_context=ssl_context, keepalive_expiry=keepalive_expiry,
                          network_backend=network_backend, http1=True, http2=False, **kwargs)
-        self._connection_kwargs = {"reasons": reasons, "ssl_context": ssl_context,
+        self._connection_kwargs: dict[str, Any] = {"reasons": reasons, "ssl_context": ssl_context,
                                    "keepalive_expiry": keepalive_expiry,
                                    "network_backend": network_backend}
 
@@ -802,7 +802,7 @@ class Fetcher:
             except _NETWORK_ERRORS as exc:
                 kind = error_kind(exc)
                 if kind is None:  # pragma: no cover - _NETWORK_ERRORS are all mapped
-                    kind = "internal"
+                    kind = ErrorKind.INTERNAL
                 p.error = kind
             except FetchError as exc:
                 p.error = exc.kind
@@ -810,12 +810,12 @@ class Fetcher:
                 # A bug of ours that some response reached: one bad page must
                 # not end the peer (and on resume meet the same page again).
                 # trio.Cancelled is a BaseException and passes.
-                p.error = "internal"
+                p.error = ErrorKind.INTERNAL
                 self._bugs += 1
                 if self._bugs <= _LOGGED_BUGS:
                     log.exception("internal error while fetching %s", url)
         if deadline.cancelled_caught:
-            p.error = "timeout"
+            p.error = ErrorKind.TIMEOUT
         body = p.parts[0] if len(p.parts) == 1 else b"".join(p.parts)
         self._requests += 1
         self._bytes += p.raw
@@ -841,13 +841,13 @@ class Fetcher:
         try:
             head = self._read_head(response, p)
             if head.status is None:
-                p.error = "protocol"  # not read: _close drops the connection
+                p.error = ErrorKind.PROTOCOL  # not read: _close drops the connection
                 return
             # RFC 9110 §6.4.1: no body follows a 1xx, 204 or 304, whatever
             # Content-Length says (a 304's is the size of the 200's body).
             length = head.length if head.status >= 200 and head.status not in (204, 304) else None
             if length is not None and length > limit and not prefix_ok:
-                p.error = "too_large"  # refused up front: not one body byte read
+                p.error = ErrorKind.TOO_LARGE  # refused up front: not one body byte read
                 return
             if html_only and p.content_type and p.content_type not in _HTML_TYPES:
                 if length is not None and length <= _DRAIN_MAX:
@@ -887,7 +887,7 @@ class Fetcher:
                 out = chunk if decoder is None else decoder.feed(chunk, room + 1)
             except zlib.error as exc:
                 await _abandon(response, chunks)
-                raise FetchError("decode", f"corrupt compressed body: {exc}") from None
+                raise FetchError(ErrorKind.DECODE, f"corrupt compressed body: {exc}") from None
             if len(out) > room:
                 out = out[:room]
                 p.truncated = True
@@ -896,6 +896,6 @@ class Fetcher:
                 p.size += len(out)
             if p.truncated or p.raw > limit:
                 p.truncated = True
-                p.error = None if prefix_ok else "too_large"
+                p.error = None if prefix_ok else ErrorKind.TOO_LARGE
                 await _abandon(response, chunks)
                 return

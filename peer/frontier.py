@@ -1,8 +1,9 @@
 """The per-host frontier: FIFO queues of URLs and a polite scheduler over hosts.
 
-Seed 002 gives every worker its own URL queue; seed 000 paces each host with a
-PID controller on the delay between requests. This module is the pure core of
-both: it takes ``now`` and returns the next :class:`Job` that may start, so the
+Per-host FIFO queues as in Mercator's frontier (Heydon and Najork, "Mercator:
+A scalable, extensible Web crawler", World Wide Web 2(4), 1999), and each host
+paced by a PID controller on the delay between its requests (peer/pid.py).
+This module is the pure core of both: it takes ``now`` and returns the next :class:`Job` that may start, so the
 engine's loop is "sleep until :meth:`Frontier.next_ready_at`, :meth:`pop_ready`,
 fetch, :meth:`done`", and tests drive it synchronously. docs/politeness.md
 derives the numbers used here.
@@ -24,7 +25,7 @@ Rules (every transition lives in this file):
 2. Among ready hosts the one ready earliest goes first; "ready" counts from
    the moment the host had work and was free, so a host that has waited longer
    is not overtaken by one that just received a URL.
-3. PID windows (seed 000, law 4.1, scale-free: peer/pid.py): every host
+3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/pid.py): every host
    measures ``n``, the fetches
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
@@ -124,6 +125,7 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from peer.config import PolitenessConfig
 from peer.errors import PeerError
@@ -207,7 +209,7 @@ class HostCensus:
     busy: int
 
 
-class Outcome(enum.Enum):
+class Outcome(enum.StrEnum):
     """How a request ended, for counting it in the host's window (rule 5)."""
 
     FETCHED = "fetched"  # an HTTP response, any status: counts
@@ -220,18 +222,18 @@ class Outcome(enum.Enum):
 # 32), ``pos`` the slot of the oldest, which the next start overwrites.
 
 
-def _ring(n: int, times: Iterable[float] = ()) -> array:
+def _ring(n: int, times: Iterable[float] = ()) -> array[float]:
     vals = sorted(times)[-n:]
     return array("d", [_NEG_INF] * (n - len(vals)) + vals)
 
 
-def _ring_times(buf: array | None, pos: int, since: float) -> list[float]:
+def _ring_times(buf: array[float] | None, pos: int, since: float) -> list[float]:
     if buf is None:
         return []
     return [t for t in (*buf[pos:], *buf[:pos]) if t > since]
 
 
-def _ring_gate(buf: array | None, pos: int, limits: tuple[tuple[float, int], ...]) -> float:
+def _ring_gate(buf: array[float] | None, pos: int, limits: tuple[tuple[float, int], ...]) -> float:
     """When one more start keeps every window of ``limits`` under its count."""
     if buf is None:
         return _NEG_INF
@@ -256,8 +258,9 @@ class _Host:
 
     def __init__(self, name: str, now: float, pid: PID | None) -> None:
         self.name = name
-        # The queue: url, depth, url, depth, ... from index ``head`` on.
-        self.items: list = []
+        # The queue: url, depth, url, depth, ... from index ``head`` on (one
+        # flat list, no tuple per URL; typed Any, as its items alternate).
+        self.items: list[Any] = []
         self.head = 0
         self.in_flight = 0
         self.last_start = _NEG_INF
@@ -274,7 +277,7 @@ class _Host:
         self.dry = False  # its queue ran dry since it was created (rule 3)
         self.waiting = False  # URLs waited in this window (rule 3)
         self.held = False  # its cap or its IP, not its delay, held a start back (rule 3)
-        self.starts: array | None = None  # ring of start times (rule 7), made at the first start
+        self.starts: array[float] | None = None  # ring of start times (rule 7), made at the first start
         self.spos = 0
         self.ip: _Ip | None = None
         self.rguard = False  # its ready time was set by its ceiling (counted at the start)
@@ -298,7 +301,7 @@ class _Ip:
         self.delay = 0.0
         self.cap = _NO_CAP
         self.limits: tuple[tuple[float, int], ...] = ()
-        self.starts: array | None = None
+        self.starts: array[float] | None = None
         self.spos = 0
         self.last_start = _NEG_INF
         self.in_flight = 0
@@ -310,6 +313,10 @@ class _Ip:
         self.rkey = 0.0
         self.tseq = 0
         self.tkey = 0.0
+
+
+#: A heap entry's object: a host, or an IP in the global heap (rule 8).
+_E = TypeVar("_E", "_Host", "_Ip", "_Host | _Ip")
 
 
 class Frontier:
@@ -412,7 +419,7 @@ class Frontier:
             heapq.heappop(ready)
             obj.rseq = 0
             ip = None
-            if type(obj) is _Ip:
+            if isinstance(obj, _Ip):
                 ip = obj
                 self._clean(ip.heap)
                 if not ip.heap:  # cannot happen: every change of its hosts reschedules it
@@ -898,11 +905,13 @@ class Frontier:
             hs.backlog = True
 
     def _sample(self, hs: _Host, window_end: float, n: int) -> None:
+        assert hs.pid is not None  # windows are rolled only with the PID on
         delay = hs.pid.update(n)
         self._trace.append(PidSample(hs.name, window_end, n, delay))
 
     def _roll(self, hs: _Host, now: float) -> None:
         """Close the host's windows that ended by ``now`` (rule 3)."""
+        assert hs.pid is not None  # windows are rolled only with the PID on
         w = self._window
         ws = hs.win_start + w
         if (hs.backlog and not (hs.held and hs.win_n < self._pol.setpoint)
@@ -942,14 +951,16 @@ class Frontier:
                 self._seq += 1
                 hs.rseq = self._seq
                 hs.rkey = key
-                heap = self._ready if hs.ip is None else hs.ip.heap
-                heapq.heappush(heap, (key, self._seq, hs))
+                if hs.ip is None:
+                    heapq.heappush(self._ready, (key, self._seq, hs))
+                else:
+                    heapq.heappush(hs.ip.heap, (key, self._seq, hs))
         else:
             hs.rseq = 0
         if hs.ip is not None:
             self._schedule_ip(hs.ip)
 
-    def _clean(self, heap: list) -> None:
+    def _clean(self, heap: list[tuple[float, int, _E]]) -> None:
         while heap and heap[0][2].rseq != heap[0][1]:
             heapq.heappop(heap)
 
@@ -1021,7 +1032,7 @@ class Frontier:
         return ip.last_start + max(ip.delay, _HORIZON)
 
     def _schedule_timer(self, obj: _Host | _Ip) -> None:
-        if type(obj) is _Ip:
+        if isinstance(obj, _Ip):
             if obj.nref:
                 obj.tseq = 0
                 return
@@ -1048,7 +1059,7 @@ class Frontier:
             if obj.tseq != seq:
                 continue
             obj.tseq = 0
-            if type(obj) is _Ip:
+            if isinstance(obj, _Ip):
                 if obj.nref == 0 and obj.in_flight == 0 and now >= self._ip_forget_at(obj):
                     del self._ips[obj.addr]
                 else:

@@ -11,8 +11,8 @@ the figures through :func:`status_source`, the one place that knows how.
 
 This is an edge: it reads cluster.toml through ``peer.config`` (the one parser
 of that file) and reports a user's mistake as one line and exit status 2,
-also when trio hands it over wrapped in an exception group
-(:func:`peer.errors.user_error`).
+also when trio hands it over wrapped in an exception group (the shell
+:func:`ring.errors.cli_shell`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError, user_error
+from peer.errors import cli_main
 from peer.urls import host_key
 from ring.errors import RingError
 from ring.hashring import HashRing
@@ -127,6 +127,8 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) ->
     Curve pair (:func:`client_keys`) when the ring uses CurveZMQ."""
     import trio
 
+    from ring.messages import MemberState
+
     first = None
     for spec in cfg.peers:
         if not spec.address:
@@ -156,7 +158,7 @@ async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) ->
 
     async with trio.open_nursery() as nursery:
         for m in first.members:
-            if m.id != first.sender and m.state.value in ("alive", "suspect"):
+            if m.id != first.sender and m.state in (MemberState.ALIVE, MemberState.SUSPECT):
                 nursery.start_soon(ask_member, m.id, m.address)
     out = []
     for mid, m in sorted(rows.items()):
@@ -382,21 +384,16 @@ async def _dashboard(cfg: ClusterConfig, args: argparse.Namespace) -> int:
     return 0
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "sample", 0) < 0:
-        print("error: --sample: expected an integer >= 0", file=sys.stderr)
-        return 2
-    try:
-        cfg = load_config(args.ring)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
+        raise RingError("--sample: expected an integer >= 0")
+    cfg = load_config(args.ring)
     if args.command in ("status", "dashboard"):
         problem = _check_numbers(args)
         if problem:
-            print(f"error: {problem}", file=sys.stderr)
-            return 2
+            raise RingError(problem)
         import trio
 
         try:
@@ -406,23 +403,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         except KeyboardInterrupt:
             print(file=sys.stderr)
             return 0  # Ctrl-C is how --watch and the dashboard end
-        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
-            err = user_error(exc)
-            if err is None:
-                raise
-            print(f"error: {err}", file=sys.stderr)
-            return 2
     if args.command == "leave":
         import trio
 
-        try:
-            state = trio.run(request_leave, cfg, args.id, args.timeout)
-        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
-            err = user_error(exc)
-            if err is None:
-                raise
-            print(f"error: {err}", file=sys.stderr)
-            return 2
+        state = trio.run(request_leave, cfg, args.id, args.timeout)
         if state == "left":
             print(f"{args.id} handed over its hosts and left the ring")
             return 0

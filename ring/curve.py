@@ -1,4 +1,4 @@
-"""CurveZMQ key files: who the ring's peers are, by public key (issue 6).
+"""CurveZMQ key files: who the ring's peers are, by public key (docs/curve.md).
 
 With ``[ring] curve_keys`` set, every peer's ROUTER is a Curve server
 (RFC 26, CurveZMQ) that admits only the public keys found in that directory,

@@ -271,7 +271,7 @@ class Membership:
         seed_ids: set[str] = set()
         for seed in seeds:
             sid, saddr = seed[0], seed[1]
-            sweight = float(seed[2]) if len(seed) > 2 else 1.0  # type: ignore[misc]
+            sweight = float(seed[2]) if len(seed) > 2 else 1.0
             if sid in seed_ids:
                 raise ValueError(f"seed {sid!r} listed twice")
             if not sid or not 0 < sweight <= MAX_WEIGHT:
@@ -438,22 +438,20 @@ class Membership:
 
     def receive(self, msg: Message, now: float) -> list[tuple[str, Message]]:
         """Merge a :class:`Digest`, :class:`Join` or :class:`Leave`; the replies to send."""
-        kind = type(msg)
-        if kind is not Digest and kind is not Join and kind is not Leave:
+        if not isinstance(msg, (Digest, Join, Leave)):
             self.dropped["unexpected_type"] += 1
             return []
-        if msg.ring != self.ring_name:  # type: ignore[union-attr]
+        if msg.ring != self.ring_name:
             self.dropped["other_ring"] += 1
             return []
-        sender: str = msg.sender  # type: ignore[union-attr]
-        if sender == self.self_id:
+        if msg.sender == self.self_id:
             self.dropped["self_sender"] += 1
             return []
-        if kind is Digest:
-            return self._on_digest(msg, now)  # type: ignore[arg-type]
-        if kind is Join:
-            return self._on_join(msg, now)  # type: ignore[arg-type]
-        return self._on_leave(msg, now)  # type: ignore[arg-type]
+        if isinstance(msg, Digest):
+            return self._on_digest(msg, now)
+        if isinstance(msg, Join):
+            return self._on_join(msg, now)
+        return self._on_leave(msg, now)
 
     def _on_digest(self, msg: Digest, now: float) -> list[tuple[str, Message]]:
         for r in msg.members:
@@ -511,7 +509,7 @@ class Membership:
         ):
             return  # the usual case: old news (about us too: nothing to refute)
         if mid == self.self_id:
-            if _usable(r) and _key(r) > _key(local):  # type: ignore[arg-type]
+            if local is not None and _usable(r) and _key(r) > _key(local):  # local: always ours
                 self._refute(r)
             return
         if not _usable(r):
@@ -596,7 +594,7 @@ class Membership:
         self._digest = None
         was_live = old is not None and old.state in LIVE
         is_live = new.state in LIVE
-        if was_live != is_live or (is_live and old.weight != new.weight):  # type: ignore[union-attr]
+        if was_live != is_live or (is_live and old is not None and old.weight != new.weight):
             self._dirty = True
 
     def _refresh(self) -> None:
@@ -632,7 +630,7 @@ class TerminationDetector:
     it, ``Inbox.forget`` its to us), so its own last counters are left out.
 
     **Quiescence fallback.** A batch is acked only once its receiver took
-    it, and a peer with an unacked batch is not idle (issue 4), so work in
+    it, and a peer with an unacked batch is not idle (``ring.forwarder``), so work in
     flight always has a non-idle peer behind it; idleness that holds still,
     with no counter moving, for ``quiet_rounds`` rounds is therefore the end
     too, balanced or not. It covers what the channel bookkeeping cannot make

@@ -14,7 +14,7 @@ A :class:`UrlBatch`'s ``urls`` travel as two parallel arrays, ``[[url...],
 step per pair (bytes per URL: the URL, its 1–3 byte string header and a
 1-byte depth).
 
-What each message is for (issue 4, ring; issue 6, faults):
+What each message is for:
 
 - :class:`Digest` — heartbeat gossip. Each :class:`Member` entry carries that
   member's own ``heartbeat`` and termination counters (``idle``, ``sent``,
@@ -30,7 +30,7 @@ What each message is for (issue 4, ring; issue 6, faults):
   ``(sender, epoch, seq)`` names a batch: ``seq`` counts per destination and
   ``epoch`` is fixed per process start (e.g. start time in ms), so a restarted
   sender's ``seq`` 0 is not mistaken for a replay, and a replayed frame is.
-  ``seen`` carries a hand-off's already-fetched URLs (issue 6: leave/join),
+  ``seen`` carries a hand-off's already-fetched URLs (on a leave or join),
   which the new owner adds to its Bloom filter without queueing; it rides in
   the same acked, resent batches rather than in a message of its own.
 - :class:`HandoffDone` — after a ring change, the old owner of some hosts
@@ -38,10 +38,10 @@ What each message is for (issue 4, ring; issue 6, faults):
   :class:`LeaveRequest` — ``python -m ring leave`` asks a peer to leave.
 - :class:`StatusRequest` / :class:`StatusReply` — ``python -m ring status``;
   one :class:`MemberStatus` per member with the keys of ``--json``, plus the
-  ``dropped`` counters (garbage, unknown type, other ring, replay...) that
-  issue 6 wants visible, the failed fetches by kind and the busiest hosts
-  against their setpoint (``ring dashboard``). ``nonce`` matches a reply to
-  its request.
+  ``dropped`` counters (garbage, unknown type, other ring, replay...), so an
+  operator sees what the peer refused, the failed fetches by kind and the
+  busiest hosts against their setpoint (``ring dashboard``). ``nonce``
+  matches a reply to its request.
 
 The codec checks types and ranges only. A decoded URL is still untrusted
 input: the receiver normalises it (``peer.urls``) and checks ``ring`` against
@@ -82,7 +82,7 @@ from typing import Any, Union
 
 import msgpack
 
-from ring.errors import DecodeError, EncodeError
+from ring.errors import DecodeError, DropKind, EncodeError
 
 __all__ = [
     "VERSION",
@@ -251,7 +251,7 @@ class HandoffDone:
     Sent once every hand-off batch (queued and ``seen`` URLs) to us is acked,
     and repeated for a few rounds; until it comes, the new owner holds the
     hosts it gained from ``sender`` so that it never fetches a URL the old
-    owner fetched (issue 6: join and leave with hand-off).
+    owner fetched (join and leave with hand-off).
     """
 
     ring: str
@@ -346,7 +346,7 @@ def _float_in(v: Any) -> float:
 
 
 _STATES = tuple(MemberState)
-_STATE_CODE = {s: i for i, s in enumerate(_STATES)}
+_STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(_STATES)}  # a StrEnum is its str
 
 
 def _state_out(v: Any) -> int:
@@ -587,7 +587,7 @@ _MEMBER_STATUS = _Spec(
     ),
 )
 
-_SPECS = (
+_SPECS: tuple[_Spec, ...] = (
     _Spec(
         Digest,
         1,
@@ -673,7 +673,7 @@ def encode(msg: Message) -> bytes:
     except _Invalid as e:
         raise EncodeError(str(e)) from None
     try:
-        frame = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
+        frame: bytes = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
     except (ValueError, TypeError, OverflowError) as e:  # a lone surrogate in a str
         raise EncodeError(f"{spec.cls.__name__}: {e}") from None
     if len(frame) > MAX_FRAME:
@@ -691,20 +691,21 @@ def decode(data: bytes) -> Message:
         raise DecodeError(f"not bytes: {_what(data)}")
     size = len(data) if type(data) is bytes else memoryview(data).nbytes
     if size > MAX_FRAME:
-        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}", "oversized")
+        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}", DropKind.OVERSIZED)
     try:
         obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
     except (ValueError, TypeError, OverflowError, msgpack.UnpackException) as e:
-        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}", "not_msgpack") from None
+        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}", DropKind.NOT_MSGPACK) from None
     if type(obj) is not tuple or len(obj) < 2:
         raise DecodeError("not a message array")
     version, code = obj[0], obj[1]
     if type(version) is not int or version != VERSION:
-        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}", "version")
+        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}", DropKind.VERSION)
     spec = _BY_CODE.get(code) if type(code) is int else None
     if spec is None:
-        raise DecodeError(f"unknown message type {str(code)[:20]}", "unknown_type")
+        raise DecodeError(f"unknown message type {str(code)[:20]}", DropKind.UNKNOWN_TYPE)
     try:
-        return spec.from_wire(obj[2:])  # type: ignore[no-any-return]
+        msg: Message = spec.from_wire(obj[2:])
+        return msg
     except _Invalid as e:
         raise DecodeError(str(e)) from None

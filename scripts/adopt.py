@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Adopt a lost peer's frontier: its unfetched URLs go to their current owners (issue 6).
+"""Adopt a lost peer's frontier: its unfetched URLs go to their current owners.
 
 When a peer is lost for good (disk moved to another machine, host gone), the
 others mark it dead and take over its hosts (consistent hashing moves only
@@ -76,12 +76,12 @@ import trio
 
 from peer.cluster import ADOPT_PREFIX
 from peer.config import ClusterConfig, load_config
-from peer.errors import ConfigError, PeerError, StateError, URLError
+from peer.errors import ConfigError, StateError, URLError, cli_main
+from peer.layout import RESULTS_NAME, STATE_NAME, DataDir, StateFile
 from peer.state import PeerState, Recovered
 from peer.store import PageRow, ResultStore
 from peer.urls import host_key
 from ring.cli import client_keys, cluster_status
-from ring.errors import RingError
 from ring.forwarder import Outbox
 from ring.hashring import HashRing
 from ring.messages import Ack, DecodeError, UrlBatch, decode, encode
@@ -100,7 +100,6 @@ __all__ = [
 ]
 
 EXIT_INCOMPLETE = 1
-EXIT_USAGE = 2
 #: Entries (URLs + seen) per batch. The codec takes 10,000 and 8 MiB a frame;
 #: at the 4 KiB URL limit of peer.urls 1,000 entries stay under 4.1 MiB, and
 #: MAX_BATCH under 8 MiB.
@@ -119,8 +118,6 @@ STATUS_EVERY = 2.0
 STATUS_TIMEOUT = 1.0
 #: Member states that own hosts (``Membership.live``).
 LIVE_STATES = ("alive", "suspect")
-RESULTS_FILE = "pages.duckdb"
-STATE_DIR = "state"
 
 StatusRows = list[dict[str, Any]]
 
@@ -182,7 +179,8 @@ def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:
                 if not entry.is_file(follow_symlinks=False):
                     continue
                 dst = os.path.join(tmp, entry.name)
-                if entry.name.startswith("journal-"):
+                kind = StateFile.parse(entry.name)
+                if kind is not None and kind[0] is StateFile.JOURNAL:
                     shutil.copyfile(entry.path, dst)
                     continue
                 try:
@@ -228,10 +226,11 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
     """Read ``data_dir`` (blocking file I/O; nothing in it is changed)."""
     if not data_dir.is_dir():
         raise ConfigError(str(data_dir), "", "no such directory (expected the lost peer's data_dir)")
-    rec = _recover(data_dir / STATE_DIR, peer_id, cfg.ring.name)
-    pages = _page_urls(data_dir / RESULTS_FILE, peer_id)
-    if rec is None and not pages and not (data_dir / RESULTS_FILE).exists():
-        raise ConfigError(str(data_dir), "", f"holds neither {STATE_DIR}/ nor {RESULTS_FILE}: "
+    files = DataDir(data_dir)
+    rec = _recover(files.state, peer_id, cfg.ring.name)
+    pages = _page_urls(files.results, peer_id)
+    if rec is None and not pages and not files.results.exists():
+        raise ConfigError(str(data_dir), "", f"holds neither {STATE_NAME}/ nor {RESULTS_NAME}: "
                                              "is it a peer's data_dir?")
     fetched = dict.fromkeys(pages)
     restore: list[list[Any]] = []
@@ -270,7 +269,7 @@ async def _restore_rows(lost: LostPeer) -> tuple[int, int]:
         except TypeError:  # a row of another build's columns
             bad += 1
     if rows:
-        store = ResultStore(lost.data_dir / RESULTS_FILE, lost.peer_id,
+        store = ResultStore(DataDir(lost.data_dir).results, lost.peer_id,
                             store_links=False, store_body=False)
         async with store:
             for r in rows:
@@ -364,7 +363,7 @@ class AdoptSummary:
         out = [f"{self.peer}: {verb}: {sum(self.urls.values())} queued URLs and "
                f"{sum(self.seen.values())} fetched URLs (as seen) from {self.data_dir}"]
         if not self.has_state:
-            out.append(f"note: no crawl state in {self.data_dir}/{STATE_DIR}: only its fetched URLs go")
+            out.append(f"note: no crawl state in {self.data_dir}/{STATE_NAME}: only its fetched URLs go")
         elif self.torn_bytes:
             out.append(f"note: {self.torn_bytes} bytes of a torn journal tail ignored (normal after kill -9)")
         owners = sorted(set(self.urls) | set(self.seen) | set(self.unacked))
@@ -383,7 +382,7 @@ class AdoptSummary:
         if self.rows_restored or self.rows_unusable:
             verb = "would restore" if self.dry_run else "restored"
             out.append(f"{verb} {self.rows_restored} result rows from the journal into "
-                       f"{self.data_dir}/{RESULTS_FILE}"
+                       f"{self.data_dir}/{RESULTS_NAME}"
                        + (f"; {self.rows_unusable} rows of another format left out"
                           if self.rows_unusable else ""))
         return out
@@ -731,18 +730,16 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
+    if not args.timeout > 0:
+        raise ConfigError("adopt.py", "--timeout", "expected a number of seconds > 0")
+    cfg = load_config(args.ring)
     try:
-        if not args.timeout > 0:
-            raise ConfigError("adopt.py", "--timeout", "expected a number of seconds > 0")
-        cfg = load_config(args.ring)
         summary = trio.run(lambda: adopt(
             cfg, args.data_dir, peer_id=args.id, force=args.force, dry_run=args.dry_run,
             timeout=args.timeout, key_id=args.key_id))
-    except (PeerError, RingError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_INCOMPLETE

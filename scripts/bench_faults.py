@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Fault-handling figures of a real ring (issue 6): detection, resume, hand-off.
+"""Fault-handling figures of a real ring: detection, resume, hand-off.
 
 Peer processes (``python -m peer``) crawl the local test web, served in this
 process by ``localweb.serve_webfarm`` so its request log is the judge, at a
@@ -13,7 +13,7 @@ detect   3 peers; once all see each other and pages flow, ``kill -9`` one
          each survivor for its view every 0.1 s over one DEALER socket each
          (the StatusRequest of ``python -m ring status``). Seconds from the
          kill to the first "suspect" at any survivor and to "dead" at all,
-         against issue 4's bound ``dead_after + 2 x gossip_interval``.
+         against the bound ``dead_after + 2 x gossip_interval`` (docs/membership.md).
 resume   3 peers; ``kill -9`` p2 a third of the way through, then start it
          again with the same command (no --fresh). Seconds from the process
          start to its "resuming the crawl from" log line (its timestamp) and
@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from peer.config import load_config  # noqa: E402
+from peer.layout import DataDir  # noqa: E402
 from peer.urls import host_key  # noqa: E402
 from ring.hashring import HashRing  # noqa: E402
 from ring.messages import (  # noqa: E402
@@ -388,7 +389,7 @@ async def bench_resume(args: argparse.Namespace, work: Path, graph: SiteGraph) -
                 t_kill = time.time()
                 await cluster.wait(victim)
                 killed_rc = cluster.procs[victim].returncode
-                disk, size, files = du(Path(cluster.cfg.peer(victim).data_dir) / "state")
+                disk, size, files = du(DataDir(cluster.cfg.peer(victim).data_dir).state)
                 before = farm.fetched()
                 t_start = await cluster.start(victim)  # the same command, no --fresh
                 await cluster.wait()
@@ -666,7 +667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load1 = loadavg()
     print(f"\nload average before {load0}, after {load1}\n")
     print("```markdown")
-    print(f"Fault handling (issue 6), measured with `scripts/bench_faults.py` on {os.cpu_count()} cores "
+    print(f"Fault handling, measured with `scripts/bench_faults.py` on {os.cpu_count()} cores "
           f"(load average {load0} before, {load1} after): peer processes crawl the local web "
           f"({args.hosts} hosts x {args.pages} pages, {args.rate:g} pages/min a host), judged by its request log.")
     print()

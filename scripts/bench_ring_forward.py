@@ -32,7 +32,7 @@ from dataclasses import dataclass
 
 import trio
 
-from ring.forwarder import Inbox, Outbox
+from ring.forwarder import Inbox, Outbox, Verdict
 from ring.messages import Ack, UrlBatch, decode, encode
 from ring.zmqio import SocketType, open_socket
 
@@ -103,7 +103,7 @@ async def _receive(ack_to: str) -> dict:
                 batch = decode(data)
                 assert isinstance(batch, UrlBatch)
                 verdict = inbox.accept(batch)
-                if verdict.name == "ACCEPT":
+                if verdict is Verdict.ACCEPT:
                     urls += len(batch.urls)
                     batches += 1
                 if verdict.ack:

@@ -1,4 +1,4 @@
-"""Merge the peers' results files into one DuckDB file (issue 5, "Merge").
+"""Merge the peers' results files into one DuckDB file.
 
     python scripts/merge.py --ring cluster.toml -o crawl.duckdb
     python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb
@@ -22,7 +22,7 @@ A table absent from every input is not created (except ``pages``). The winner
 rules make the merge idempotent: merging again, or merging the merged file
 with its inputs, gives the same rows.
 
-**Why a window, not ``ON CONFLICT``.** The issue measured ``GROUP BY url`` with
+**Why a window, not ``ON CONFLICT``.** Measured: ``GROUP BY url`` with
 ``arg_max`` at 8 s for three 1M-row files, and ``INSERT ... ON CONFLICT`` at twice
 the time and three times the size. ``QUALIFY row_number() OVER (PARTITION BY url
 ORDER BY ...)`` was as fast as ``arg_max`` here (5-9 s against 8.6-10.4 s on the
@@ -73,14 +73,13 @@ from pathlib import Path
 import duckdb
 
 from peer.config import load_config
-from peer.errors import ConfigError, PeerError, StateError
+from peer.errors import ConfigError, StateError, cli_main
+from peer.layout import RESULTS_NAME, DataDir
 from peer.stats import STATS_FILE, sum_stats
 from peer.store import SCHEMA
 
 __all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "main", "EXPORT_FORMATS"]
 
-EXIT_USAGE = 2
-RESULTS_FILE = "pages.duckdb"
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
 DISTINCT_TABLES = ("links", "pid_trace")
@@ -166,14 +165,14 @@ def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
     cfg = load_config(ring)
     found = []
     for spec in cfg.peers:
-        path = cfg.data_dir(spec.id) / RESULTS_FILE
+        path = DataDir(cfg.data_dir(spec.id)).results
         if path.is_file():
             found.append(path)
         else:
             warn(f"warning: peer {spec.id}: no results file at {path}; skipped")
     if not found:
         raise ConfigError(str(cfg.path), "", f"none of its {len(cfg.peers)} peer(s) has a results file "
-                          f"(<data_dir>/{RESULTS_FILE}); has the crawl run?")
+                          f"(<data_dir>/{RESULTS_NAME}); has the crawl run?")
     return found
 
 
@@ -546,23 +545,20 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def warn(line: str) -> None:
         print(line, file=sys.stderr)
 
-    try:
-        files = list(args.files)
-        if args.ring is not None:
-            files = ring_inputs(args.ring, warn) + files
-        if not files:
-            raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
-        summary = merge(files, args.output, force=args.force, parquet=args.parquet,
-                        export=args.export)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    files = list(args.files)
+    if args.ring is not None:
+        files = ring_inputs(args.ring, warn) + files
+    if not files:
+        raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
+    summary = merge(files, args.output, force=args.force, parquet=args.parquet,
+                    export=args.export)
     for path in summary.snapshots:
         warn(f"note: {path} is held open by a running peer; merged a copy of it (a snapshot)")
     if not args.quiet:

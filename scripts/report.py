@@ -15,7 +15,7 @@ the output directory:
   The setpoint comes from ``--ring cluster.toml``'s ``politeness.rate``, else
   from pid_trace (its setpoint over the window its rows are spaced by);
 - ``pid.png``: the PID trace of the busiest hosts: pages per window against the
-  setpoint, and the delay the controller chose (seed document 000's T_k);
+  setpoint, and the delay the controller chose (T_k of peer/pid.py's law);
 - ``status.png``: status codes, a failed fetch (NULL status) counted as "error";
 - ``latency.png``: elapsed_ms of the pages that got an answer, log x when the
   range spans more than two decades;
@@ -72,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from peer.config import RingConfig, load_config
-from peer.errors import ConfigError, PeerError, StateError
+from peer.errors import ConfigError, StateError, cli_main
 from ring.hashring import HashRing
 
 if TYPE_CHECKING:
@@ -80,7 +80,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PoliteSeries", "ReportSummary", "build_report", "main", "politeness_series"]
 
-EXIT_USAGE = 2
 #: Hosts in the PID figure at most: each takes a row of the figure.
 MAX_TOP = 16
 MAX_RING_PEERS = 40
@@ -1054,17 +1053,15 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
         summary = build_report(args.db, args.out, ring_config=args.ring, top=args.top,
                                stats=args.stats)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
     except ImportError as exc:
-        print(f"error: {exc.name or exc} is not installed; pip install -e '.[report]'", file=sys.stderr)
-        return EXIT_USAGE
+        raise ConfigError("report.py", "", f"{exc.name or exc} is not installed; "
+                          "pip install -e '.[report]'") from None
     for title, why in summary.skipped:
         print(f"skipped: {title}: {why}")
     print(f"wrote {len(summary.figures)} plot(s) to {summary.index.parent}")

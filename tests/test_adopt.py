@@ -1,4 +1,4 @@
-"""scripts/adopt.py: a lost peer's frontier adopted by the live ring (issue 6, permanent loss).
+"""scripts/adopt.py: a lost peer's frontier adopted by the live ring (permanent loss).
 
 The helpers build a lost peer's data_dir the way ``peer.state`` and
 ``peer.store`` leave it (:func:`write_lost_peer`), so an end-to-end test

@@ -217,6 +217,7 @@ def test_malformed_address(address):
     err = error_of(f'[[peer]]\nid = "p1"\naddress = "{address}"\n')
     assert err.key == "peer[0].address"
     assert "tcp://host:port" in err.message and repr(address) in err.message
+    assert err.message.count("got ") == 1, err.message
 
 
 def test_ipv6_address_is_accepted():

@@ -1,4 +1,4 @@
-"""kill -9 and restart: the peer resumes from data_dir/state and nothing is lost (issue 6).
+"""kill -9 and restart: the peer resumes from data_dir/state and nothing is lost.
 
 Three peers crawl the local web politely; one is killed with SIGKILL part-way
 and started again with the same command. Judged by the local web's log: every

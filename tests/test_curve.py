@@ -1,4 +1,4 @@
-"""CurveZMQ between peers: key files, scripts/keys.py, and who gets through (issue 6).
+"""CurveZMQ between peers: key files, scripts/keys.py, and who gets through.
 
 Every socket test runs on 127.0.0.1 in its own zmq context, so each has its
 own ZAP endpoint. "Delivers nothing" is checked over a bounded wait (1 s)

@@ -1,4 +1,4 @@
-"""A ring with CurveZMQ on: peers crawl as usual, a stranger's key gets nothing in (issue 6)."""
+"""A ring with CurveZMQ on: peers crawl as usual, a stranger's key gets nothing in."""
 
 from __future__ import annotations
 

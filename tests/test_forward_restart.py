@@ -1,4 +1,4 @@
-"""No URL is lost on the way while the owner's socket restarts (issue 4, forwarding).
+"""No URL is lost on the way while the owner's socket restarts (ring/forwarder.py).
 
 The ring's real path, on loopback: the sender's ``Outbox`` cuts batches that a
 DEALER carries to the owner's ROUTER; the owner's ``Inbox`` takes them and acks
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import trio
 
-from ring.forwarder import Inbox, Outbox
+from ring.forwarder import Inbox, Outbox, Verdict
 from ring.messages import Ack, UrlBatch, decode, encode
 from ring.zmqio import PeerUnreachable, SocketType, open_socket
 
@@ -80,7 +80,7 @@ async def run_stream(*, restarts: int, fresh_inbox: bool) -> tuple[set[str], int
                                 batch = decode(data)
                                 assert isinstance(batch, UrlBatch)
                                 verdict = inbox.accept(batch)
-                                if verdict.name == "ACCEPT":
+                                if verdict is Verdict.ACCEPT:
                                     entries += len(batch.urls)
                                     received.update(u for u, _ in batch.urls)
                                 if verdict.ack:

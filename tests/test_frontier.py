@@ -297,7 +297,7 @@ def test_requeue_after_compaction_and_on_empty_queue():
 # ------------------------------------------------------------ PID windows
 
 def test_pid_follows_the_seed_law_at_the_seeds_operating_point():
-    # Seed 000's operating point, 40 pages/min in 60 s windows (S = 40, nominal
+    # The PID post's operating point, 40 pages/min in 60 s windows (S = 40, nominal
     # delay 1.5 s): there the scale-free law is the post's, term by term.
     # T0 = 1.0 s, Kp = -0.05: n = 60 gives 1.0 + 0.05*20 = 2.0, then n = 30
     # gives 2.0 - 0.05*10 = 1.5. (The post's n = 100 cannot happen any more:

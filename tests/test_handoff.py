@@ -1,4 +1,4 @@
-"""Join and graceful leave with hand-off: full coverage, no page fetched twice (issue 6).
+"""Join and graceful leave with hand-off: full coverage, no page fetched twice.
 
 Three peers crawl the local web at a polite rate, so the crawl is still going
 when a fourth peer joins (the owners of the hosts that move to it hand over

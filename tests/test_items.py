@@ -1,4 +1,4 @@
-"""peer.items: extraction rules from cluster.toml, applied to the local shop (issue 5)."""
+"""peer.items: extraction rules from cluster.toml, applied to the local shop."""
 
 from __future__ import annotations
 

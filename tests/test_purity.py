@@ -24,6 +24,7 @@ PURE = [
     "peer.holds",
     "peer.decisions",
     "peer.crawl",
+    "peer.layout",
     "ring.hashring",
     "ring.messages",
     "ring.membership",
