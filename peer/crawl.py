@@ -88,7 +88,7 @@ from peer.decisions import (
     StopReason,
     Warn,
 )
-from peer.errors import URLError
+from peer.errors import ErrorKind, URLError
 from peer.extract import Page, decode_html, is_html, parse_page, parse_tree
 from peer.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.holds import Holds, Liveness
@@ -601,7 +601,7 @@ class CrawlCore:
         if status in (429, 503) and res.retry_after is not None:
             # The server said when: ask again then, not after robots_retry
             # (RFC 9110 §10.2.3), cut like any Retry-After.
-            self.robots.failed(host, now, "robots",
+            self.robots.failed(host, now, ErrorKind.ROBOTS,
                                retry_after=min(res.retry_after, self.limits.max_retry_after))
         elif status is not None and (not 200 <= status < 300 or error is None
                                      or (error == "too_large" and res.truncated)):
@@ -609,7 +609,7 @@ class CrawlCore:
             # 2xx cut at the limit is the prefix RFC 9309 §2.5 asks us to parse.
             self.robots.loaded(host, status, res.body, now, truncated=res.truncated)
         else:
-            cause = error or "unknown"
+            cause = ErrorKind(error) if error else ErrorKind.UNKNOWN
             self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)
         failures = self.robots.failures(host)
         outcome = (Outcome.UNREACHED if error in UNREACHED_KINDS and status is None

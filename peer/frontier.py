@@ -123,7 +123,7 @@ import enum
 import heapq
 import math
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -775,7 +775,7 @@ class Frontier:
         ready = self._due(self._ready, now, most)
         return ready, max(self._n_hosts - ready, 0)
 
-    def _due(self, heap: list, now: float, most: int) -> int:
+    def _due(self, heap: Sequence[tuple[float, int, _Host | _Ip]], now: float, most: int) -> int:
         n = 0
         todo = [0]
         size = len(heap)

@@ -454,7 +454,7 @@ class PeerState:
             # except journal-<g+1> beside journal-<g>: a snapshot written in a
             # thread was interrupted (prepare_snapshot), and journal-<g> has
             # every record too.
-            stray = jgen == gen + 1 and gen in files["journal"]
+            stray = jgen == gen + 1 and gen in files[StateFile.JOURNAL]
             if jgen > gen and not stray and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
                 raise self._error(name, f"journal of generation {jgen} has no "
                                         f"{StateFile.SNAPSHOT.file_name(jgen)}")

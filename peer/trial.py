@@ -29,7 +29,7 @@ import sys
 from collections.abc import Sequence
 
 from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError, URLError, user_error
+from peer.errors import ErrorKind, PeerError, URLError, user_error
 
 __all__ = ["main"]
 
@@ -154,7 +154,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
                 robots.loaded(host, res.status, res.body, now, truncated=res.truncated)
                 got = f"HTTP {res.status}"
             else:
-                robots.failed(host, now, res.error or "unknown")
+                robots.failed(host, now, ErrorKind(res.error) if res.error else ErrorKind.UNKNOWN)
                 got = f"not read ({res.error or 'unknown'})"
             verdict = robots.check(host, url, now)
             delay = robots.crawl_delay(host)
@@ -195,11 +195,11 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     follow = "nofollow: none followed" if page.nofollow else f"{page.n_links} found{cut}"
     _say("links", follow)
     if not page.nofollow:
-        shown = page.links if not args.links else page.links[: args.links]
-        for link in shown:
+        listed = page.links if not args.links else page.links[: args.links]
+        for link in listed:
             print(f"  {link}  {rules.verdict(link, 1)}")
-        if len(shown) < len(page.links):
-            print(f"  ... {len(page.links) - len(shown)} more (--links 0 shows all)")
+        if len(listed) < len(page.links):
+            print(f"  ... {len(page.links) - len(listed)} more (--links 0 shows all)")
     if not cfg.extract:
         _say("items", "no [extract] rules")
     elif not parsed.items and not parsed.errors:
