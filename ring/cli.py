@@ -25,7 +25,6 @@ from typing import Any, Protocol
 
 from ring.client import Contact, LeaveOutcome, StatusRow, client_keys, cluster_status, request_leave
 from ring.curve import resolve_keys_dir
-from ring.errors import RingError
 from ring.hashring import HashRing
 
 __all__ = ["ConfigSource", "RingFile", "format_status", "main", "ownership_table", "ring_of",

@@ -8,8 +8,9 @@ virtual time, so a loaded machine cannot make them flake.
 from __future__ import annotations
 
 import pytest
-from fakering import RING, FakeRing, FakeWeb
+from fakering import RING, FakeRing, FakeWeb, host_of
 
+from ring.hashring import HashRing
 from ring.messages import (
     Ack,
     Digest,
@@ -195,8 +196,17 @@ def test_three_peers_crawl_every_page_once_and_stop_by_themselves():
     ring.run_until(ring.all_finished, max_seconds=60)
     assert_every_page_fetched_once(ring)
     assert {p.finished for p in ring.peers.values()} == {"cluster done"}
-    # Every peer fetched some: the web was shared by the hash ring.
+    # Every page was fetched by the owner of its host, and each peer had some.
+    owners = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, vnodes=64)
+    assert all(owners.owner(host_of(url)) == who for who, url in ring.fetches)
     assert all(p.crawl.fetched for p in ring.peers.values())
+    # Status, as `ring status` would get it from p1: three alive members sharing the ring.
+    p1 = ring.peers["p1"]
+    p1.run(p1.node.receive(b"tool", StatusRequest(RING, "ring-status", 1), ring.now))
+    (_, reply), = p1.replies
+    assert [(m.id, m.state.value) for m in reply.members] == [(p, "alive") for p in ("p1", "p2", "p3")]
+    assert sum(m.share for m in reply.members) == pytest.approx(1.0)
+    assert next(m for m in reply.members if m.id == "p1").pages == len(p1.crawl.fetched)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
