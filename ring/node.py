@@ -459,6 +459,7 @@ class RingNode:
 
     def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
         if msg.sender.startswith(ADOPT_PREFIX):
+            self.dropped["adopted_batches"] += 1  # not a drop: shown with the counters
             return [Deliver(msg.urls, msg.seen, Origin.ADOPTED, commit=True),
                     Reply(route, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
         sender = self.membership.members().get(msg.sender)

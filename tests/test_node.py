@@ -114,6 +114,7 @@ def test_an_adopt_batch_bypasses_the_inbox_and_is_acked_on_its_route():
     assert out == [Deliver(b.urls, b.seen, Origin.ADOPTED, commit=True),
                    Reply(b"tool-route", Ack(RING, "p1", 7, 0))]
     assert n.inbox.received == 0  # not in any termination sum
+    assert n.dropped["adopted_batches"] == 1
 
 
 def test_a_member_on_a_new_route_is_a_restart_and_its_old_channel_closes():
