@@ -7,6 +7,7 @@ Layout, bottom up (pure modules first; only the edges do I/O):
 - ``messages``    the versioned msgpack wire codec (pure)
 - ``membership``  heartbeat gossip with SWIM incarnations; termination detector (pure)
 - ``forwarder``   URL batches to their owners: numbering, acks, resends, re-routing (pure)
+- ``routes``      a member's routing id ``<id>/<nonce>`` and the member it claims (pure)
 - ``crawlport``   the ``typing.Protocol`` of what the ring asks of a crawl (pure)
 - ``node``        ``RingNode``: one member's decisions; ``receive``/``tick`` return actions (pure)
 - ``zmqio``       ZeroMQ sockets under trio: the only module that imports zmq (edge)

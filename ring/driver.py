@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import Any
@@ -102,8 +103,6 @@ class RingDriver:
         # Our DEALERs' routing id: who we are, plus a nonce of this process,
         # so a restart never collides with our old connection (ring.zmqio).
         self.route = member_route(node.peer_id, os.urandom(8).hex())
-        import time
-
         self._wall = wall or time.time
         self.started = self._wall()
         self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes]](SEND_QUEUE)

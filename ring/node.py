@@ -22,8 +22,8 @@ events::
 
 Rules of :meth:`RingNode.receive` (every check lives here, once):
 
-1. **Ring.** A message of another ring is dropped (``other_ring``); gossip
-   is checked by ``Membership``, which counts it the same way.
+1. **Ring.** A message of another ring is dropped (``other_ring``), after
+   the route check for a member's kinds of message.
 2. **Route.** A member's message (gossip, batches, acks, hand-off) must come
    on that member's route (``ring.zmqio.member_route``), and with CurveZMQ
    on a connection whose ZAP User-Id is that member (``route_spoof``,
@@ -76,6 +76,7 @@ from typing import Any, Union
 from ring.forwarder import Inbox, Outbox, Verdict
 from ring.hashring import HashRing
 from ring.membership import Membership
+from ring.routes import route_member
 from ring.messages import (
     MAX_ARRAY,
     MAX_DROPPED,
@@ -113,7 +114,6 @@ __all__ = [
     "Send",
     "StatusAsked",
     "StatusFigures",
-    "route_member_of",
 ]
 
 #: Sender ids of URL batches from ``scripts/adopt.py`` start with this.
@@ -125,20 +125,6 @@ MARKER_ROUNDS = 5
 HANDOFF_TIMEOUT = 60.0
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts)
-
-
-def route_member_of(route: bytes) -> str | None:
-    """The member id a route names (``b"<id>/<nonce>"``), or None for an anonymous one.
-
-    The same rule as ``ring.zmqio.route_member``, here so the pure core needs no zmq.
-    """
-    head, sep, nonce = route.partition(b"/")
-    if not sep or not head or not nonce:
-        return None
-    try:
-        return head.decode()
-    except UnicodeDecodeError:
-        return None
 
 
 # ---------------------------------------------------------------------------
@@ -409,13 +395,13 @@ class RingNode:
             if msg.ring != self.ring_name:
                 return self._drop("other_ring")
             out = self._restarted(route, msg)
-        elif msg.ring != self.ring_name:  # type: ignore[union-attr]
+        elif msg.ring != self.ring_name:
             return self._drop("other_ring")
         return out + handler(self, route, msg, now)
 
     def _impostor(self, route: bytes, user_id: str | None, sender: str) -> str | None:
         """Why a member's message on ``route`` is not from ``sender``, or None if it may be."""
-        claimed = route_member_of(route)
+        claimed = route_member(route)
         if self.curve and (user_id is None or user_id != sender or claimed != user_id):
             return "wrong_user"  # its key is another member's (or it took another's route)
         if claimed != sender:
@@ -424,7 +410,7 @@ class RingNode:
 
     def _restarted(self, route: bytes, msg: Message) -> list[Action]:
         """Rule 4: a member heard on a new route is a new process of it."""
-        sender: str = msg.sender  # type: ignore[union-attr]
+        sender = msg.sender
         if sender == self.peer_id:
             return []
         known = self._routes.get(sender)
@@ -597,20 +583,6 @@ class RingNode:
                         for d in h.members if d != self.peer_id]
         self._handoffs = [h for h in self._handoffs if h.phase is not _Phase.MARKING or h.repeats > 0]
         return out
-
-    @property
-    def handoff_waiting(self) -> bool:
-        """A hand-off waits for acks: the driver should re-check it after each ack or send."""
-        return any(h.phase is _Phase.WAITING for h in self._handoffs)
-
-    def next_handoff_deadline(self) -> float | None:
-        """When the oldest waiting hand-off gives up, or None."""
-        times = [h.began + HANDOFF_TIMEOUT for h in self._handoffs if h.phase is _Phase.WAITING]
-        return min(times) if times else None
-
-    def check_handoffs(self, now: float) -> list[Action]:
-        """Re-check waiting hand-offs (a deadline passed, or a member died)."""
-        return self._progress(now)
 
     # -- status --------------------------------------------------------------------
 

@@ -125,19 +125,19 @@ def test_a_member_on_a_new_route_is_a_restart_and_its_old_channel_closes():
     n.flush(0.2)
     assert n.inbox.received == 2 and n.outbox.sent == 1
     # Its new life: a new route nonce and a later incarnation.
-    heard(n, route=b"p2/new", inc=INC + 10)
+    heard(n, route=b"p2/0e0e", inc=INC + 10)
     assert n.dropped["peer_restarts"] == 1
     assert n.inbox.received == 0  # the old life's count left the sums (Inbox.forget(before=))
     assert n.outbox.sent == 1  # still unacked: the new life will take it again (Outbox.forget)
-    assert n.receive(b"p2/new", batch(seq=1), 0.3) == [Count("stale_epoch")]
-    assert n.receive(b"p2/new", batch(seq=0, epoch=INC + 10), 0.3)[0].origin is Origin.FORWARDED
+    assert n.receive(b"p2/0e0e", batch(seq=1), 0.3) == [Count("stale_epoch")]
+    assert n.receive(b"p2/0e0e", batch(seq=0, epoch=INC + 10), 0.3)[0].origin is Origin.FORWARDED
 
 
 def test_a_forged_route_with_an_old_epoch_closes_nothing():
     n = node()
     heard(n)
     n.receive(R2, batch(), 0.1)
-    n.receive(b"p2/forged", Ack(RING, "p2", INC, 0), 0.2)  # epoch hint: p2's known incarnation
+    n.receive(b"p2/f0f0", Ack(RING, "p2", INC, 0), 0.2)  # epoch hint: p2's known incarnation
     assert n.inbox.received == 2
 
 

@@ -25,6 +25,7 @@ PURE = [
     "ring.membership",
     "ring.forwarder",
     "ring.node",
+    "ring.routes",
     "ring.crawlport",
     "ring.curve",
     # The hostile web's answers are pure too; only localweb.hostile serves them.
