@@ -35,8 +35,9 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    only. A batch whose epoch is later than the sender's incarnation is
    forged or early (``future_epoch``): incarnations only grow, so taking it
    would close the sender's real channel.
-4. **Restarts.** A member heard on a new route is a new process of it (each
-   process draws a fresh route nonce). The forwarder's restart duties are
+4. **Restarts.** A member heard on a new route with a later incarnation
+   (or batch epoch) than before is a new process of it (each process draws
+   a fresh route nonce); a late message of its old life changes nothing. The forwarder's restart duties are
    done there (``ring.forwarder`` module docstring): ``Inbox.forget(peer,
    before=epoch)`` closes the channel of its old life, and, since no peer
    restores its Inbox from disk, ``Outbox.forget(peer)`` restarts our count
@@ -312,7 +313,8 @@ class RingNode:
         self._handoffs: list[_HandOff] = []
         self._ring_version = -1
         self._ring: HashRing | None = None
-        self._routes: dict[str, bytes] = {}  # member -> the route its current process uses
+        # member -> (the route its newest process uses, the highest epoch heard from it there)
+        self._routes: dict[str, tuple[bytes, int]] = {}
 
     # -- views -----------------------------------------------------------------
 
@@ -375,6 +377,10 @@ class RingNode:
         self.membership.set_local(idle=idle and self.outbox.idle, sent=self.outbox.sent,
                                   received=self.inbox.received, pages=pages)
         out: list[Action] = [Send(dest, msg) for dest, msg in self.membership.tick(now)]
+        members = self.membership.members()
+        if len(self._routes) > len(members) or any(m not in members for m in self._routes):
+            # Forgotten members' routes go with them: at most one per member of the view.
+            self._routes = {m: r for m, r in self._routes.items() if m in members}
         out += self._check_ring(now)
         out += self._progress(now, marker_round=True)
         if self.max_pages:
@@ -409,27 +415,38 @@ class RingNode:
         return None
 
     def _restarted(self, route: bytes, msg: Message) -> list[Action]:
-        """Rule 4: a member heard on a new route is a new process of it."""
+        """Rule 4: a member heard on a new route, with a later incarnation, is a new process of it."""
         sender = msg.sender
-        if sender == self.peer_id:
-            return []
-        known = self._routes.get(sender)
-        self._routes[sender] = route
-        if known is None or known == route:
-            return []
+        rec = self.membership.members().get(sender)
+        if sender == self.peer_id or rec is None:
+            return []  # routes of members only: anyone can make up ids
+        # The sender's own start epoch or incarnation, where the message says it.
         if isinstance(msg, UrlBatch):
+            if msg.epoch > rec.incarnation:
+                return []  # refused as future_epoch by its handler
             epoch = msg.epoch
         elif isinstance(msg, Join | Leave):
             epoch = msg.incarnation
         elif isinstance(msg, Digest):
-            epoch = next((m.incarnation for m in msg.members if m.id == sender), 0)
+            epoch = next((m.incarnation for m in msg.members if m.id == sender), -1)
         else:
-            rec = self.membership.members().get(sender)
-            epoch = rec.incarnation if rec is not None else 0
-        # Only a channel of an older epoch closes (Inbox.forget), so a stale
-        # claim from a forged route cannot close the member's live channel.
-        self.inbox.forget(sender, before=epoch)
+            return []
+        known = self._routes.get(sender)
+        if known is None or known[0] == route:
+            self._routes[sender] = (route, max(epoch, known[1] if known else epoch))
+            return []
+        if epoch <= known[1]:
+            return []  # a late message of an earlier life (or a forged route): no restart
+        self._routes[sender] = (route, epoch)
+        # Our count to it restarts: no peer restores its Inbox from disk.
         self.outbox.forget(sender)
+        if self.curve or isinstance(msg, UrlBatch):
+            # Its old life's channel leaves our sums. Only on what the member
+            # itself says: without Curve anyone can claim a member's new route
+            # and incarnation, and a closed channel refuses that member's real
+            # batches until it restarts. (Its first batch of a new epoch
+            # replaces the channel anyway: Inbox.accept.)
+            self.inbox.forget(sender, before=epoch)
         self.dropped["peer_restarts"] += 1
         return [Count("peer_restarts")]
 

@@ -127,18 +127,39 @@ def test_a_member_on_a_new_route_is_a_restart_and_its_old_channel_closes():
     # Its new life: a new route nonce and a later incarnation.
     heard(n, route=b"p2/0e0e", inc=INC + 10)
     assert n.dropped["peer_restarts"] == 1
-    assert n.inbox.received == 0  # the old life's count left the sums (Inbox.forget(before=))
     assert n.outbox.sent == 1  # still unacked: the new life will take it again (Outbox.forget)
-    assert n.receive(b"p2/0e0e", batch(seq=1), 0.3) == [Count("stale_epoch")]
+    # Without Curve, gossip alone could be forged: the channel closes on the
+    # new life's own batch, and the old life's late ones are refused.
+    assert n.inbox.received == 2
     assert n.receive(b"p2/0e0e", batch(seq=0, epoch=INC + 10), 0.3)[0].origin is Origin.FORWARDED
+    assert n.inbox.received == 2  # the new channel's entries only
+    assert n.receive(R2, batch(seq=1), 0.3) == [Count("stale_epoch")]
 
 
-def test_a_forged_route_with_an_old_epoch_closes_nothing():
+def test_with_curve_a_restarted_members_gossip_closes_its_old_channel():
+    n = node(curve=True)
+    other = RingNode("p2", "tcp://a:2", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,
+                     suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=INC)
+    n.receive(R2, other.membership.digest(), 0.0, user_id="p2")
+    n.receive(R2, batch(), 0.1, user_id="p2")
+    assert n.inbox.received == 2
+    again = RingNode("p2", "tcp://a:2", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,
+                     suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=INC + 10)
+    n.receive(b"p2/0e0e", again.membership.digest(), 0.2, user_id="p2")
+    assert n.dropped["peer_restarts"] == 1
+    assert n.inbox.received == 0  # Inbox.forget(before=INC + 10): the old life left the sums
+
+
+def test_a_late_message_of_an_old_life_or_a_forged_route_closes_nothing():
     n = node()
     heard(n)
     n.receive(R2, batch(), 0.1)
-    n.receive(b"p2/f0f0", Ack(RING, "p2", INC, 0), 0.2)  # epoch hint: p2's known incarnation
-    assert n.inbox.received == 2
+    n.receive(b"p2/f0f0", batch(seq=1), 0.2)  # another route, the same epoch: not a new life
+    n.receive(b"p2/f0f0", Ack(RING, "p2", INC, 0), 0.2)
+    n.receive(b"p2/f0f0", batch(seq=2, epoch=INC + 99), 0.2)  # a future epoch: refused
+    heard(n, route=b"p2/abab", inc=INC + 50)  # a forged new life, without Curve
+    assert n.inbox.received == 4  # p2's real channel is still open
+    assert n.receive(R2, batch(seq=3), 0.3)[0].origin is Origin.FORWARDED
 
 
 def test_status_and_leave_requests_become_actions_for_the_driver():
