@@ -60,7 +60,8 @@ class ClusterNode:
             incarnation=self.incarnation, vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
             curve=self.keys is not None, owner_key=host_key)
         self.driver = RingDriver(self.node, crawler, address, keys=self.keys,
-                                 recv_queue=rc.recv_queue, heartbeat=(rc.suspect_after, rc.dead_after))
+                                 recv_queue=rc.recv_queue, heartbeat=(rc.suspect_after, rc.dead_after),
+                                 logger=log)
 
     # -- what the crawler reads ----------------------------------------------------
 

@@ -93,7 +93,8 @@ class RingDriver:
     def __init__(self, node: RingNode, crawl: CrawlPort, address: str, *,
                  keys: CurveKeys | None = None, recv_queue: int = 16,
                  heartbeat: tuple[float, float] | None = None,
-                 wall: Callable[[], float] | None = None) -> None:
+                 wall: Callable[[], float] | None = None,
+                 logger: logging.Logger | None = None) -> None:
         self.node = node
         self.crawl = crawl
         self.address = address
@@ -104,6 +105,9 @@ class RingDriver:
         # so a restart never collides with our old connection (ring.zmqio).
         self.route = member_route(node.peer_id, os.urandom(8).hex())
         self._wall = wall or time.time
+        # The peer's own logger: operators and scripts/bench_*.py read its
+        # "ring: ..." and "hand-off: ..." lines under that name.
+        self.log = logger or log
         self.started = self._wall()
         self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes]](SEND_QUEUE)
         self._wake_forward = trio.Event()
@@ -235,7 +239,7 @@ class RingDriver:
             self.node.count("send_queue_full")
         except EncodeError as e:
             self.node.count("encode_error")  # our bug, but no reason to end the peer
-            log.error("not sent to %s: %s", a.dest, e)
+            self.log.error("not sent to %s: %s", a.dest, e)
 
     def _do_reply(self, a: Reply) -> Awaitable[None]:
         return self._reply(a.route, a.msg)
@@ -246,7 +250,7 @@ class RingDriver:
             data = encode(msg)
         except EncodeError as e:
             self.node.count("encode_error")
-            log.error("reply not sent: %s", e)
+            self.log.error("reply not sent: %s", e)
             return
         sock = self._router
         assert sock is not None
@@ -310,7 +314,7 @@ class RingDriver:
         pass  # counted by the node already; a metrics hook would go here
 
     def _do_log(self, a: Log) -> None:
-        log.log(a.level, "%s", a.text)
+        self.log.log(a.level, "%s", a.text)
 
     _ACTIONS: dict[type, Callable[[RingDriver, Any], Awaitable[None] | None]] = {
         Send: _do_send,
