@@ -97,7 +97,7 @@ async def serve_status(crawler, address: str) -> None:  # type: ignore[no-untype
                     dropped["bad_frames"] = dropped.get("bad_frames", 0) + 1
                     continue
                 try:
-                    msg = decode(bytes(got.frames[0]))
+                    msg = decode(got.frames[0])
                 except DecodeError as e:
                     dropped[e.kind] = dropped.get(e.kind, 0) + 1
                     continue

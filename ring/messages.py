@@ -682,7 +682,7 @@ def encode(msg: Message) -> bytes:
     return frame
 
 
-def decode(data: bytes) -> Message:
+def decode(data: bytes | bytearray | memoryview) -> Message:
     """The message in frame ``data``; :class:`DecodeError` for anything else.
 
     Accepts ``bytes``, ``bytearray`` or ``memoryview`` (a zero-copy zmq frame).

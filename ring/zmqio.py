@@ -122,7 +122,6 @@ from __future__ import annotations
 
 import errno
 import logging
-import re
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -144,6 +143,7 @@ from zmq import NOBLOCK, POLLIN, POLLOUT, RCVMORE
 
 from ring.errors import RingError
 from ring.messages import MAX_FRAME
+from ring.routes import member_route, route_member
 
 if TYPE_CHECKING:
     from ring.curve import CurveKeys
@@ -179,29 +179,6 @@ YIELD_EVERY = 32
 #: takes at most (the message that crosses it is the last): a batch is a
 #: Python list, and 1,000 frames of up to MAX_FRAME would be 8 GiB of it.
 BATCH_BYTES = 2 * MAX_FRAME
-
-# A member's routing id is "<member id>/<nonce>": the id says who it claims
-# to be, the nonce makes each process's route its own (module docstring).
-_ROUTE_SEP = b"/"
-_ROUTE_NONCE = re.compile(rb"[0-9a-f]{1,32}")
-_MEMBER_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-
-def member_route(member_id: str, nonce: str) -> bytes:
-    """The routing id of a member's DEALER: ``b"<member id>/<nonce>"`` (nonce: hex, per process)."""
-    route = member_id.encode("ascii") + _ROUTE_SEP + nonce.encode("ascii")
-    if route_member(route) != member_id:
-        raise ValueError(f"not a member route: {member_id!r} / {nonce!r}")
-    return route
-
-
-def route_member(route: bytes) -> str | None:
-    """The member id a routing id claims, or None for any other routing id (a tool's, libzmq's own)."""
-    mid, sep, nonce = route.rpartition(_ROUTE_SEP)
-    if not sep or not _MEMBER_ID.fullmatch(mid) or not _ROUTE_NONCE.fullmatch(nonce):
-        return None
-    return mid.decode("ascii")
-
 
 class Routed(NamedTuple):
     """One message a ROUTER received (:meth:`ZmqSocket.recv_routed`).

@@ -225,7 +225,7 @@ async def wait_pages(farm: WebFarm, n: int, cluster: Cluster) -> None:
 class Viewer:
     """One DEALER to one peer: its view of every member's state, on request.
 
-    The StatusRequest that ``python -m ring status`` sends (ring/cli.py),
+    The StatusRequest that ``python -m ring status`` sends (ring/client.py),
     over a socket kept open so that polling every 0.1 s costs no reconnects.
     """
 

@@ -72,6 +72,9 @@ async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_
     assert handed and max(handed) > 0, leaver_log[-2000:]
     with duckdb.connect(str(tmp_path / leaver / "pages.duckdb"), read_only=True) as con:
         assert con.execute("select count(*) from pages").fetchone()[0] > 0
+    # The joiner, not in the file, took hosts and fetched their pages.
+    with duckdb.connect(str(tmp_path / "p4" / "pages.duckdb"), read_only=True) as con:
+        assert con.execute("select count(*) from pages where peer = 'p4'").fetchone()[0] > 0
     # Politeness as each site saw it, across both hand-offs (the new owner
     # inherits the host's last request starts): 300 pages/min is 5/s, so no
     # host got more than ceil(1.1 x 5 x W) + 1 requests in any W s window.
