@@ -1,7 +1,23 @@
-"""localweb: the hostile local web the crawler's hardening is judged against.
+"""localweb: the local test webs ringcrawl's tests, demo and benchmarks crawl instead of the Internet.
 
-Layers, bottom up (each imports only those above it)::
+Two webs, each on one loopback port, whose hosts the crawler maps to
+127.0.0.1 with ``[dns] resolve``. Layers, bottom up (each imports only
+those above it)::
 
+    The site graph (*.web.test): a realistic seeded web, judged by its oracle
+    text.py       seeded text blocks and phrases                          - pure
+    shop.py       the book shop's products and authors                    - pure
+    hrefs.py      how a link is spelt (forms) and what each spelling names - pure
+    endpoints.py  bad.web.test: gzip bomb, huge, dripping, reset answers  - pure
+    graph.py      hosts, routes, the links of every page, robots rules    - pure
+    pages.py      the bytes of every page                                 - pure
+    oracle.py     what a correct crawl requests and extracts, with its own
+                  URL normaliser (never peer.urls, which it checks)       - pure
+    sitegraph.py  SiteGraph = graph + pages + oracle, one object          - pure
+    server.py     the trio + h11 server (WebFarm), behaviours, request log
+    webfarm.py    the CLI behind scripts/webfarm.py, the peer config it needs
+
+    The hostile web (*.test): every answer a crawler must survive
     wire.py     bytes: parse a request head, build any reply (Reply, End)  - pure
     site.py     the normal site: a known page graph, its exact URL set     - pure
     farm.py     link farms and traps, generated while they stream         - pure
@@ -10,30 +26,42 @@ Layers, bottom up (each imports only those above it)::
     hostile.py  the trio server on one loopback port, its request log,
                 serve_in_thread, the config a crawler needs, the CLI
     peerrun.py  real `python -m peer` processes against it: cluster.toml,
-                bounded runs, RSS polled from /proc, result rows
+                bounded runs, RSS polled from /proc, result rows, free_ports
 
-``python -m localweb.hostile --help`` lists the hosts and the cluster.toml
-lines a crawler needs to reach them.
+``python scripts/webfarm.py --help`` and ``python -m localweb.hostile --help``
+print the cluster.toml lines a crawler needs to reach each web.
 """
 
 from localweb.cases import CASES, RETRY_AFTER, Case
+from localweb.endpoints import BAD_HOST
 from localweb.farm import Farm
+from localweb.graph import SHOP_HOST, SiteSpec
 from localweb.site import Site
+from localweb.sitegraph import SiteGraph
 from localweb.wire import End, Reply, reply
 
-_SERVER_NAMES = ("DNS", "HostileWeb", "LogEntry", "config_snippet", "in_thread", "serve_in_thread")
+# The servers' names load on first use, so ``python -m localweb.hostile``
+# (or ``-m localweb.webfarm``) runs its module once, as __main__, not also as
+# an import of the package; and the pure layers load without trio.
+_LAZY = {
+    "DNS": "hostile", "HostileWeb": "hostile", "LogEntry": "hostile", "config_snippet": "hostile",
+    "in_thread": "hostile", "serve_in_thread": "hostile",
+    "FarmError": "server", "HostBehaviour": "server", "WebFarm": "server", "read_log": "server",
+    "serve_webfarm": "server",
+    "peer_config": "webfarm",
+}
 
 
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
-    # The server's names load on first use, so ``python -m localweb.hostile``
-    # runs the module once, as __main__, not also as an import of the package.
-    if name in _SERVER_NAMES:
-        from localweb import hostile
+def __getattr__(name: str) -> object:
+    if name in _LAZY:
+        import importlib
 
-        return getattr(hostile, name)
+        return getattr(importlib.import_module(f"localweb.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'localweb' has no attribute {name!r}")
 
+
 __all__ = [
-    "CASES", "Case", "DNS", "End", "Farm", "HostileWeb", "LogEntry", "RETRY_AFTER", "Reply",
-    "Site", "config_snippet", "in_thread", "reply", "serve_in_thread",
+    "BAD_HOST", "CASES", "Case", "DNS", "End", "Farm", "FarmError", "HostBehaviour", "HostileWeb",
+    "LogEntry", "RETRY_AFTER", "Reply", "SHOP_HOST", "Site", "SiteGraph", "SiteSpec", "WebFarm",
+    "config_snippet", "in_thread", "peer_config", "read_log", "reply", "serve_in_thread", "serve_webfarm",
 ]

@@ -38,6 +38,7 @@ import time
 from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
+from typing import TextIO, cast
 
 import trio
 
@@ -86,7 +87,7 @@ class HostileWeb:
     log_dropped: int = 0
     port: int = 0
     connections: int = 0
-    _log_file: object = None
+    _log_file: TextIO | None = None
 
     # -- for tests -------------------------------------------------------------
 
@@ -146,8 +147,8 @@ class HostileWeb:
         else:
             self.log_dropped += 1
         if self._log_file is not None:
-            self._log_file.write(json.dumps(asdict(entry)) + "\n")  # type: ignore[attr-defined]
-            self._log_file.flush()  # type: ignore[attr-defined]
+            self._log_file.write(json.dumps(asdict(entry)) + "\n")
+            self._log_file.flush()
 
     async def _connection(self, stream: trio.SocketStream, conn: int, slots: trio.Semaphore) -> None:
         self.connections += 1
@@ -240,7 +241,8 @@ def in_thread(serve: Callable[..., Awaitable[object]]) -> Iterator[None]:
     try:
         yield
     finally:
-        trio.from_thread.run_sync(box["cancel"], trio_token=box["token"])  # type: ignore[arg-type]
+        trio.from_thread.run_sync(cast(Callable[[], None], box["cancel"]),
+                                  trio_token=cast(trio.lowlevel.TrioToken, box["token"]))
         thread.join(10)
     if "error" in box:
         raise RuntimeError(f"the server failed: {box['error']!r}")

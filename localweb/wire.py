@@ -103,9 +103,8 @@ def reply(status: int, body: bytes | Iterable[bytes] = b"", *,
              f"Date: {email.utils.formatdate(usegmt=True)}"]
     if content_type:
         lines.append(f"Content-Type: {content_type}")
-    sized = length and isinstance(body, (bytes, bytearray))
-    if sized:
-        lines.append(f"Content-Length: {len(body)}")  # type: ignore[arg-type]
+    if length and isinstance(body, (bytes, bytearray)):
+        lines.append(f"Content-Length: {len(body)}")
     else:
         end = End.CLOSE
     if end is End.CLOSE:
@@ -136,7 +135,7 @@ def gzip_stream(mib: int) -> Iterator[bytes]:
     One deflate segment repeated: after ``Z_FULL_FLUSH`` the compressor's
     history is empty and its output byte-aligned, so every MiB of zeros
     compresses to the same bytes and copies can be concatenated (the same
-    trick as scripts/webfarm.py's ``gzip_bomb``); the CRC is computed only if
+    trick as localweb/endpoints.py's ``gzip_bomb``); the CRC is computed only if
     a client reads to the end.
     """
     zeros = bytes(1 << 20)

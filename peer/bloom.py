@@ -1,9 +1,9 @@
 """The URL-seen set: a scalable Bloom filter on bitarray and MurmurHash3.
 
-The seed paper on the Scrapy-Redis crawler (seed 001) deduplicates URLs with a
-Bloom filter built on bitarray and MurmurHash3; so does this module. A Bloom
-filter never forgets a URL it has seen (no false negatives) and wrongly claims
-to have seen a new one with probability about ``error_rate`` once ``capacity``
+A Bloom filter (B. H. Bloom, "Space/Time Trade-offs in Hash Coding with
+Allowable Errors", CACM 13(7), 1970) on bitarray and MurmurHash3, hashed the
+Kirsch-Mitzenmacher way (below). It never forgets a URL it has seen (no false
+negatives) and wrongly claims to have seen a new one with probability about ``error_rate`` once ``capacity``
 URLs are in; that is the price of a few bits per URL instead of the URL itself.
 
 Sizing (Broder & Mitzenmacher, "Network Applications of Bloom Filters: A
@@ -79,9 +79,9 @@ File format, version 2 (all integers little-endian)::
 
 Version 1 (one slice) is still read: b"RCBLOOM1", then one slice header, its
 bits and the crc32; it loads as a one-slice filter with growth 2 and no limit.
-Files are written to a temporary file in the same directory, fsynced and
-renamed over the old one, so a crash leaves either the old or the new filter,
-never half of one. Anything unreadable raises ``StateError`` naming the file.
+Files are written with ``peer.fsio.write_atomic`` (a temporary file,
+fsynced and renamed over the old one), so a crash leaves either the old or
+the new filter, never half of one. Anything unreadable raises ``StateError`` naming the file.
 """
 
 from __future__ import annotations
@@ -92,20 +92,25 @@ import math
 import operator
 import os
 import struct
-import tempfile
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, BinaryIO, SupportsIndex
 
 import mmh3
 from bitarray import bitarray
 
 from peer.errors import StateError
+from peer.fsio import write_atomic
 
-try:
+if TYPE_CHECKING:
     import numpy as _np
-except ImportError:  # numpy is optional (the "fast" extra)
-    _np = None
+    import numpy.typing as npt
+else:
+    try:
+        import numpy as _np
+    except ImportError:  # numpy is optional (the "fast" extra)
+        _np = None
 
 __all__ = ["BloomEvent", "BloomEventKind", "BloomFilter", "TIGHTENING", "optimal_size"]
 
@@ -148,7 +153,7 @@ def optimal_size(capacity: int, error_rate: float) -> tuple[int, int]:
     return m, k
 
 
-class BloomEventKind(enum.Enum):
+class BloomEventKind(enum.StrEnum):
     GREW = "grew"   # a slice was added
     FULL = "full"   # max_capacity is reached: no more growth, the error rate climbs
 
@@ -443,8 +448,8 @@ class BloomFilter:
             s.count += 1
         return new
 
-    def __contains__(self, url: object) -> bool:
-        h = _hash128(url)  # type: ignore[arg-type]
+    def __contains__(self, url: str | bytes) -> bool:
+        h = _hash128(url)
         lo = h & _MASK64
         hi = h >> 64
         # The newest slice first, inlined: it holds the most keys.
@@ -527,12 +532,12 @@ class BloomFilter:
         )
 
     @staticmethod
-    def _np_hash(urls: list[str]):  # -> numpy uint64 array (len(urls), 2): h1, h2
+    def _np_hash(urls: list[str]) -> npt.NDArray[_np.uint64]:  # (len(urls), 2): h1, h2
         raw = b"".join(map(_hash_bytes, urls))
         return _np.frombuffer(raw, dtype="<u8").reshape(-1, 2)
 
     @staticmethod
-    def _np_indices(s: _Slice, h):  # -> numpy int64 array (len(h), k)
+    def _np_indices(s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.int64]:  # (len(h), k)
         m = s.m
         h1 = (h[:, 0] % _np.uint64(m)).astype(_np.int64)
         h2 = (h[:, 1] % _np.uint64(m)).astype(_np.int64)
@@ -541,12 +546,14 @@ class BloomFilter:
         idx %= m
         return idx
 
-    def _np_has(self, s: _Slice, h):  # -> numpy bool array (len(h),)
+    def _np_has(self, s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.bool_]:  # (len(h),)
         idx = self._np_indices(s, h)
-        buf = _np.frombuffer(s.bits, dtype=_np.uint8)
-        return ((buf[idx >> 3] >> (idx & 7).astype(_np.uint8)) & 1).all(axis=1)
+        buf = _np.frombuffer(memoryview(s.bits), dtype=_np.uint8)
+        hit: npt.NDArray[_np.bool_] = ((buf[idx >> 3] >> (idx & 7).astype(_np.uint8)) & 1).all(axis=1)
+        return hit
 
-    def _np_contains(self, urls: list[str], h, slices: Iterable[_Slice] | None = None):
+    def _np_contains(self, urls: list[str], h: npt.NDArray[_np.uint64],
+                     slices: Iterable[_Slice] | None = None) -> npt.NDArray[_np.bool_]:
         """Which keys some slice holds (default all slices, newest first)."""
         hit = None
         for s in (reversed(self._slices) if slices is None else slices):
@@ -571,11 +578,11 @@ class BloomFilter:
             new = self._np_put(self._slices[-1], h)
         return new.tolist()
 
-    def _np_put(self, s: _Slice, h):  # -> numpy bool array (len(h),): new keys
+    def _np_put(self, s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.bool_]:  # new keys
         np = _np
         n, k = len(h), s.k
         flat = self._np_indices(s, h).ravel()  # entry e = key e // k, probe e % k
-        buf = np.frombuffer(s.bits, dtype=np.uint8)
+        buf = np.frombuffer(memoryview(s.bits), dtype=np.uint8)
         clear = np.flatnonzero(((buf[flat >> 3] >> (flat & 7).astype(np.uint8)) & 1) == 0)
         new = np.zeros(n, dtype=bool)
         if clear.size:
@@ -606,37 +613,18 @@ class BloomFilter:
     # -- persistence ----------------------------------------------------------
 
     def to_file(self, path: str | os.PathLike[str]) -> None:
-        """Write the filter to ``path`` atomically (tmp file, fsync, rename)."""
+        """Write the filter to ``path`` atomically (``peer.fsio.write_atomic``)."""
         path = os.fspath(path)
         head = _HEADER.pack(_MAGIC, self._growth, self._max_capacity or 0, len(self._slices))
         head += b"".join(s.header() for s in self._slices)
         crc = zlib.crc32(head)
         for s in self._slices:
             crc = zlib.crc32(s.bits, crc)
-        directory = os.path.dirname(os.path.abspath(path))
-        tmp = None
         try:
-            fd, tmp = tempfile.mkstemp(
-                prefix=os.path.basename(path) + ".", suffix=".tmp", dir=directory
-            )
-            with os.fdopen(fd, "wb") as f:
-                f.write(head)
-                for s in self._slices:
-                    f.write(s.bits)  # the buffer itself: no copy of a big filter
-                f.write(_TRAILER.pack(crc))
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, path)
-            tmp = None
-            fsync_dir(directory)
+            # The buffers themselves: no copy of a big filter.
+            write_atomic(path, (head, *(s.bits for s in self._slices), _TRAILER.pack(crc)))
         except OSError as e:
             raise StateError(f"{path}: cannot write Bloom filter ({e.strerror or e})") from e
-        finally:
-            if tmp is not None:
-                try:
-                    os.unlink(tmp)
-                except OSError:
-                    pass
 
     @classmethod
     def from_file(cls, path: str | os.PathLike[str]) -> BloomFilter:
@@ -683,7 +671,7 @@ class BloomFilter:
             and all(a.same(b) for a, b in zip(self._slices, other._slices))
         )
 
-    __hash__ = None  # type: ignore[assignment]  # mutable
+    # No __hash__: a class that defines __eq__ alone is unhashable, as a mutable filter must be.
 
     def __repr__(self) -> str:
         return (
@@ -694,13 +682,12 @@ class BloomFilter:
 
 
 def _index(value: object) -> int:
-    try:
-        return operator.index(value)  # type: ignore[arg-type]
-    except TypeError:
-        raise ValueError(f"expected an integer, got {value!r}") from None
+    if isinstance(value, SupportsIndex):
+        return operator.index(value)
+    raise ValueError(f"expected an integer, got {value!r}")
 
 
-def _read_header(path: str, f, size: int):  # type: ignore[no-untyped-def]
+def _read_header(path: str, f: BinaryIO, size: int) -> tuple[bytes, int, int, list[tuple[Any, ...]]]:
     """Check the magic and headers against the file size; return what follows."""
     head = f.read(len(_MAGIC))
     if len(head) < len(_MAGIC):
@@ -745,17 +732,3 @@ def _read_header(path: str, f, size: int):  # type: ignore[no-untyped-def]
             f"{path}: Bloom filter is corrupt ({size - expected} unexpected trailing bytes); {_FRESH}"
         )
     return head, growth, max_capacity, dims
-
-
-def fsync_dir(directory: str | os.PathLike[str]) -> None:
-    """Make renames, creations and deletions in ``directory`` durable (POSIX; a no-op elsewhere)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

@@ -42,6 +42,7 @@ __all__ = [
     "load_config",
     "parse_config",
     "parse_address",
+    "parse_metrics_address",
 ]
 
 # A check returns None when the value is fine, else what was expected.
@@ -118,10 +119,32 @@ def parse_address(address: str) -> tuple[str, int]:
 
 
 def _address(v: Any) -> str | None:
+    if v == "":
+        return None  # a solo peer binds nothing; _check_cross requires it in a ring
     try:
         parse_address(v)
     except ValueError as exc:
-        return str(exc).removeprefix("expected ")
+        # The caller adds "got <value>" itself: keep only what was expected.
+        head, sep, _ = str(exc).removeprefix("expected ").rpartition(", got ")
+        return head if sep else str(exc)
+    return None
+
+
+def parse_metrics_address(address: str) -> tuple[str, int]:
+    """``host:port`` of ``[[peer]] metrics_address`` -> (host, port); ValueError says what was expected."""
+    m = re.fullmatch(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})", address)
+    if not m or not 0 <= int(m["port"]) <= 65535:
+        raise ValueError(f"expected host:port such as '127.0.0.1:9101' (port 0-65535; empty: off), got {address!r}")
+    return m["host"].strip("[]"), int(m["port"])
+
+
+def _metrics_address(v: Any) -> str | None:
+    if not v:
+        return None
+    try:
+        parse_metrics_address(v)
+    except ValueError as exc:
+        return str(exc).split(", got")[0].removeprefix("expected ")
     return None
 
 
@@ -152,9 +175,10 @@ class PeerSpec:
     """One ``[[peer]]``: an initial member (a seed of the gossip ring)."""
 
     id: str = _key(str, _REQUIRED, "the peer's unique id (required)", _peer_id)
-    address: str = _key(str, _REQUIRED, "where its ZeroMQ socket listens, tcp://host:port (required)", _address)
+    address: str = _key(str, "", "where its ZeroMQ socket listens, tcp://host:port; required when cluster.toml lists several peers (a solo peer binds nothing)", _address)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
+    metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics (port 0: any free port, logged); empty: off", _metrics_address)
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,21 +220,21 @@ class CrawlConfig:
 
 @dataclass(frozen=True, slots=True)
 class PolitenessConfig:
-    """``[politeness]``: the per-host PID rate controller (seed 000), its ceiling, per-IP budgets.
+    """``[politeness]``: the per-host PID rate controller (peer/pid.py), its ceiling, per-IP budgets.
 
-    docs/politeness.md derives the defaults: the gains are the seed's, read at
+    docs/politeness.md derives the defaults: the gains are the PID post's, read at
     its operating point (40 pages/min) and scaled to any rate and window.
     """
 
     rate: float = _key(float, 60.0, "setpoint, pages per minute per host; 0 = no rate limit", _non_negative)
     window: float = _key(float, 60.0, "seconds between PID updates", _positive)
-    kp: float = _key(float, -0.05, "PID proportional gain, the seed's: seconds per page of error at 40 pages/min, scaled to the rate", _non_positive)
+    kp: float = _key(float, -0.05, "PID proportional gain, the PID post's: seconds per page of error at 40 pages/min, scaled to the rate", _non_positive)
     ki: float = _key(float, -0.01, "PID integral gain, scaled like kp", _non_positive)
     kd: float = _key(float, 0.0, "PID derivative gain, scaled like kp", _non_positive)
     initial_delay: float = _key(float, 0.0, "a new host's delay between request starts, seconds; 0 = the nominal 60/rate", _non_negative)
     min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds; 0 = nominal/1.1 (60/rate/1.1)", _non_negative)
     max_delay: float = _key(float, 60.0, "upper clamp of the delay, seconds", _non_negative)
-    # 15, not a round 100: the seed law adds Ki*Sum every window until the
+    # 15, not a round 100: the PID law adds Ki*Sum every window until the
     # errors sum back to zero, so a large clamp is a long overshoot. In
     # tests/test_pid.py's simulation (S=40) a clamp of 100 never settled after
     # a fast->slow step; 10-20 settled within 7-22 windows. In seed pages: at
@@ -252,7 +276,7 @@ class PolitenessConfig:
 
 @dataclass(frozen=True, slots=True)
 class DnsConfig:
-    """``[dns]``: the per-peer DNS cache (seed 002: a cache nearly doubled throughput)."""
+    """``[dns]``: the per-peer DNS cache (RFC 1035 TTLs, RFC 2308 negative caching; peer/dnscache.py)."""
 
     resolve: Mapping[str, str | tuple[str, ...]] = _key(dict, {}, "static answers, host glob -> IP or list of IPs, like curl --resolve")
     nameservers: tuple[str, ...] = _key(list, [], "DNS servers (IP or IP:port) to query; empty: the system's resolver")
@@ -264,7 +288,7 @@ class DnsConfig:
 
 @dataclass(frozen=True, slots=True)
 class BloomConfig:
-    """``[bloom]``: the seen-URL filter of this peer's partition (seed 001)."""
+    """``[bloom]``: the seen-URL filter of this peer's partition (a scalable Bloom filter, peer/bloom.py)."""
 
     capacity: int = _key(int, 10_000_000, "URLs the filter is sized for", _at_least_one)
     error_rate: float = _key(float, 0.001, "false-positive rate at capacity; past it the filter grows and stays under 2 x error_rate", _probability)
@@ -351,7 +375,7 @@ def parse_config(text: str, path: str | Path = "cluster.toml") -> ClusterConfig:
     if not isinstance(raw_peers, list) or not all(isinstance(t, dict) for t in raw_peers):
         raise ConfigError(where, "peer", "expected [[peer]] tables (an array of tables)")
     if not raw_peers:
-        raise ConfigError(where, "peer", "expected at least one [[peer]] entry with id and address")
+        raise ConfigError(where, "peer", "expected at least one [[peer]] entry with an id (and, in a ring of several, an address)")
     base = p.parent.resolve() if p.parent else Path.cwd()
     peers = tuple(
         _resolve_data_dir(_build(PeerSpec, t, where, f"peer[{i}]"), base)
@@ -444,6 +468,8 @@ def _check_unique(peers: tuple[PeerSpec, ...], where: str) -> None:
         seen: dict[str, int] = {}
         for i, spec in enumerate(peers):
             value = getattr(spec, attr)
+            if value == "" and attr == "address":
+                continue  # missing, not duplicate: _check_cross says so
             if value in seen:
                 raise ConfigError(
                     where, f"peer[{i}].{attr}",
@@ -454,6 +480,10 @@ def _check_unique(peers: tuple[PeerSpec, ...], where: str) -> None:
 
 def _check_cross(cfg: ClusterConfig, where: str) -> None:
     """Checks that involve more than one key."""
+    if len(cfg.peers) > 1:
+        for i, spec in enumerate(cfg.peers):
+            if not spec.address:
+                raise ConfigError(where, f"peer[{i}].address", f"is required when cluster.toml lists several peers ({len(cfg.peers)}); expected tcp://host:port")
     if cfg.ring.dead_after <= cfg.ring.suspect_after:
         raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
     if cfg.ring.tombstone_ttl < 2 * cfg.ring.dead_after:
@@ -506,7 +536,7 @@ def _is_ip_port(text: str) -> bool:
     if _is_ip(text):
         return True
     m = re.fullmatch(r"\[?(?P<ip>[^\]]+?)\]?:(?P<port>[0-9]{1,5})", text)
-    return bool(m) and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
+    return m is not None and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
 
 
 def reference() -> list[tuple[str, str, str, str]]:

@@ -1,8 +1,13 @@
 """The DNS cache policy: which names need a query, and what to answer meanwhile.
 
-Seed 002 measured 327 ms for an average DNS lookup and nearly twice the
-throughput once lookups were cached: a crawler asks for the same few hosts
-over and over. This module is only the policy (no sockets): the resolver at
+A crawler asks for the same few hosts over and over, and an uncached lookup
+costs a round trip to a name server for every one of them: Heydon and Najork
+found DNS resolution a main bottleneck of a crawler ("Mercator: A scalable,
+extensible Web crawler", World Wide Web 2(4), 1999) and cached it
+(``scripts/bench_dns.py`` prints the throughput with and without this cache
+against a name server that answers after 300 ms). Answers live their TTL
+(RFC 1035 §3.2.1, clamped to ``[dns] min_ttl``/``max_ttl``), failures their
+negative TTL (RFC 2308). This module is only the policy (no sockets): the resolver at
 the edge asks :meth:`DnsCache.lookup` and acts on the :data:`Decision`:
 
 - :class:`Hit` -- use these addresses (from the cache, a static override or
@@ -182,7 +187,7 @@ class DnsCache:
             if now < entry[0]:
                 cache.move_to_end(name)
                 answer = entry[1]
-                if type(answer) is NegativeHit:
+                if isinstance(answer, NegativeHit):
                     self._negative_hits += 1
                 elif answer.static:
                     self._static_hits += 1
@@ -217,7 +222,7 @@ class DnsCache:
         entry = self._cache.get(name)
         if entry is not None and now < entry[0]:
             answer = entry[1]
-            return None if type(answer) is NegativeHit else answer.addresses  # type: ignore[union-attr]
+            return None if isinstance(answer, NegativeHit) else answer.addresses
         hit = self._literal_or_glob(name)
         return None if hit is None else hit.addresses
 

@@ -1,19 +1,26 @@
-"""The crawl engine of one peer: a thin trio loop around the pure cores.
+"""The crawl engine of one peer: the trio driver around ``peer.crawl.CrawlCore``.
 
-The loop asks the cores what to do and does it (httpcore's shape):
+Layers, top down (httpcore's shape: the driver does I/O, the core decides):
 
-- the **frontier** says which job may start now (politeness, host
-  concurrency) and when the next one could, so the scheduler sleeps exactly
-  until then or until a fetch ends or a URL arrives; it never busy-waits;
-- the **robots cache** says whether a URL may be fetched, or whether the
-  host's robots.txt must be fetched first, through the same politeness gate;
-- the **fetcher** makes one attempt and returns a result (errors are data);
-- this module decides what a result means: a row in the results, links to
-  discover, a retry later, a backoff, a redirect target to route;
-- **discovery** runs every link through scope, the Bloom filter and into the
-  frontier.
+- this module: the nursery, the scheduler loop, one task per job, the
+  parser threads, the result store (DuckDB), the journal (``peer.state``),
+  snapshots in a worker thread, the progress line, and the ring node
+  (``peer.cluster``) in a ring;
+- ``peer.crawl.CrawlCore``: every decision, pure (scope, Bloom filter,
+  frontier, robots cache, limits, retries, redirects, hand-off holds,
+  ``max_pages``); its effects (``Forward``, ``Queued``, ``Row``...) are done
+  here by one ``{effect type: handler}`` table;
+- ``peer.fetcher`` / ``peer.resolver``: one attempt, errors as data.
 
-Rules (each one is a line or two below):
+The path of one URL, as this module reads: a URL arrives (a seed, a link,
+a batch from the ring) -> ``CrawlCore.discover`` -> the scheduler asks
+``CrawlCore.next`` and starts ``_work(job)`` -> ``CrawlCore.admit`` says
+fetch, robots.txt first, requeue, drop or pass on -> the fetcher -> the
+parser thread when ``CrawlCore.fetched`` says HTML -> ``CrawlCore.on_result``
+-> its effects here: rows to the store and journal, links back to discover,
+URLs of other owners to the outbox.
+
+Rules (the core keeps most of them; peer/crawl.py):
 
 1. A job is *started* when the frontier hands it out, and *done* when its
    request has ended, whatever the outcome; ``Frontier.done`` is called
@@ -56,138 +63,99 @@ Rules (each one is a line or two below):
    its ring share; after a restart the hosts' request starts of the last
    ceiling horizon are read back from the rows (start = ``fetched_at`` less
    ``elapsed_ms``) so a host sees no burst across the restart.
+10. The loop keeps its rhythm: parsing and the full state snapshot run in
+   worker threads, the snapshot over a copy taken on the loop (the Bloom
+   filter copied, the queue listed) while the journal goes on in both
+   generations (peer/state.py, rule 4).
 """
 
 from __future__ import annotations
 
+import copy
 import logging
-import math
 import random
 import time
-from collections import Counter
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import trio
 
-from peer.bloom import BloomFilter
 from peer.config import ClusterConfig
-from peer.extract import Page, decode_html, is_html, parse_page, parse_tree
-from peer.items import ExtractConfig, extract_items
+from peer.crawl import (
+    CEILING_HORIZON,
+    MAX_RETRIES,
+    CrawlCore,
+    Done,
+    Drop,
+    Effect,
+    Fetch,
+    FetchRobots,
+    Finished,
+    Forward,
+    Items,
+    Origin,
+    Parsed,
+    PassOn,
+    Queued,
+    Requeue,
+    Requeued,
+    Row,
+    Seen,
+    Sleep,
+    Start,
+    StopReason,
+    Summary,
+    Warn,
+    parse_response,
+)
 from peer.fetcher import Fetcher, FetchResult
-from peer.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
-from peer.limits import Cap, Hold, Limits
+from peer.bloom import BloomFilter
+from peer.frontier import Frontier, Job
+from peer.layout import DataDir
+from peer.limits import Limits
+from peer.progress import Progress, ProgressSnapshot
 from peer.resolver import Resolver
-from peer.robots import MAX_ROBOTS_BYTES, RobotsCache, Verdict
-from peer.state import PeerState
+from peer.robots import MAX_ROBOTS_BYTES, RobotsCache
+from peer.state import PeerState, SnapshotStats
 from peer.store import PageRow, ResultStore
-from peer.errors import URLError
-from peer.urls import Scope, host_key, hostname, normalize, normalize_link
+from ring.messages import MemberState
 
-__all__ = ["Crawler", "Summary", "MAX_RETRIES"]
+if TYPE_CHECKING:
+    from ring.hashring import HashRing
+
+__all__ = ["Crawler", "Summary", "MAX_RETRIES", "Parsed", "parse_response"]
 
 log = logging.getLogger("peer.engine")
 
-#: Attempts after the first for a transient failure (5xx, reset, timeout...).
-MAX_RETRIES = 2
-#: First retry waits this long (then x2 per attempt, with +-50% jitter).
-RETRY_BASE = 1.0
-#: Transient error kinds worth a retry; the rest (dns, blocked, tls,
-#: too_large, protocol) would fail the same way again.
-RETRYABLE = frozenset({"connect", "reset", "timeout"})
-#: robots.txt failures no retry mends in this run: the name does not resolve
-#: (the resolver caches that, too) or the SSRF guard refuses every address.
-ROBOTS_FINAL = frozenset({"dns", "blocked"})
-#: Error kinds of requests that never reached the server (frontier rule 5).
-UNREACHED_KINDS = frozenset({"dns", "blocked", "connect"})
-#: How long a job waits when another task is fetching its host's robots.txt.
-ROBOTS_PENDING_WAIT = 0.25
 #: Gossip rounds a peer keeps answering after it saw the cluster finish.
 LINGER_ROUNDS = 6
 #: Grace for in-flight fetches after stop() before they are cancelled.
 STOP_GRACE = 5.0
-#: How often a job of a host held for a hand-off looks again.
-HOLD_POLL = 0.1
-#: Longest host key a HostStarts message carries (ring.messages.MAX_NAME).
-MAX_HOST_KEY = 256
 #: Bytes of HTML over which a page is parsed in the one "heavy" thread.
 HEAVY_PAGE = 256 * 1024
-#: How far back a restarted peer counts its hosts' request starts: the
-#: frontier's longest ceiling window.
-CEILING_HORIZON = max(CEILING_WINDOWS)
+#: A page this small, with at most INLINE_TAGS "<", is parsed on the event
+#: loop instead of in a thread. Handing a page to a thread and back cost
+#: more CPU than parsing it (a 4 KiB page: 108-225 us inline, 395-527 us
+#: through trio.to_thread, alternating runs), and at hundreds of pages a
+#: second the GIL hand-offs were a fifth of the loop's time. The bound is
+#: on the loop's stall: lexbor's worst cases grow with the square of the
+#: tag count (3,276 nested <div>s: 48 ms), and at these bounds the worst
+#: crafted page measured (64 KiB, 1,000 tags, nesting, misnested
+#: formatting, tables, 20,000 attributes) took 7.6 ms.
+INLINE_PAGE = 64 * 1024
+INLINE_TAGS = 1000
 #: A new state snapshot (and a fresh journal) once the journal is this big, or
 #: this old: recovery replays at most that much (peer/state.py's figures:
 #: ~0.5 M records, a few seconds, per 64 MiB).
 SNAPSHOT_BYTES = 64 * 2**20
 SNAPSHOT_SECONDS = 600.0
+#: How often the snapshot task looks at the journal's size and age.
+SNAPSHOT_CHECK = 5.0
 #: The fields of a page row as the journal keeps it (PageRow's order).
 ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
-# What happened to a job so far, for rule 8: after an exception, the row and
-# the done() it still needs, and nothing twice.
-_DONE, _ROW, _REQUEUED, _ROBOTS = 1, 2, 4, 8
-
-
-@dataclass(frozen=True, slots=True)
-class Parsed:
-    """What a worker thread got out of one HTML page."""
-
-    page: Page
-    items: list[tuple[str, dict]]
-    errors: list[str]
-
-
-def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig,
-                   max_links: int = 0) -> Parsed:
-    """Links, title and extraction-rule items of an HTML page; pure, for a worker thread."""
-    tree = None
-    items: list[tuple[str, dict]] = []
-    errors: list[str] = []
-    if ex and (ex.module or any(r.matches(url) for r in ex.rules)):
-        # One parse for the links and the extraction rules.
-        tree = parse_tree(body, charset)
-        html = decode_html(body, charset) if ex.module else ""
-        items, errors = extract_items(ex, url, html, tree)
-    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links), items, errors)
-
-
-@dataclass(slots=True)
-class Summary:
-    """What a crawl did; printed at the end and returned by ``Crawler.run``."""
-
-    pages: int = 0                       # rows written (fetched or failed)
-    fetched: int = 0                     # requests that got an HTTP answer
-    bytes: int = 0                       # body bytes kept
-    by_status: Counter[int] = field(default_factory=Counter)
-    errors: Counter[str] = field(default_factory=Counter)
-    retries: int = 0
-    robots_fetches: int = 0
-    items: int = 0                       # rows of the extraction rules' tables
-    extract_errors: int = 0              # user extraction function failures
-    internal: Counter[str] = field(default_factory=Counter)  # exceptions by type (rule 8)
-    limits: str = ""                     # Limits.render(): caps hit, hosts held
-    details: list[str] = field(default_factory=list)  # remote input, politeness, seen set
-    elapsed: float = 0.0
-    stop_reason: str = ""
-
-    def rate(self) -> float:
-        return self.pages / self.elapsed if self.elapsed > 0 else 0.0
-
-    def render(self) -> str:
-        statuses = ", ".join(f"{s}: {n}" for s, n in sorted(self.by_status.items())) or "none"
-        errs = ", ".join(f"{k}: {n}" for k, n in self.errors.most_common(5)) or "none"
-        if self.internal:
-            errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in self.internal.most_common(5)) + ")"
-        return "\n".join([
-            f"crawl finished ({self.stop_reason}) in {self.elapsed:.1f}s: "
-            f"{self.pages} pages, {self.rate():.1f} pages/s, {self.bytes / 2**20:.1f} MiB",
-            f"  by status: {statuses}",
-            f"  top errors: {errs}",
-            f"  retries: {self.retries}; robots.txt fetched: {self.robots_fetches}"
-            + (f"; items: {self.items}" if self.items or self.extract_errors else "")
-            + (f" ({self.extract_errors} extraction errors)" if self.extract_errors else ""),
-            *([f"  {self.limits}"] if self.limits else []),
-            *(f"  {line}" for line in self.details),
-        ])
+#: The stop reasons after which a ring peer lingers (see ``_crawl``).
+_LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
 
 class Crawler:
@@ -209,28 +177,13 @@ class Crawler:
         self.cfg = cfg
         self.peer_id = peer_id
         self.data_dir = Path(data_dir or cfg.data_dir(peer_id))
-        crawl = cfg.crawl
-        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
-        self.frontier = Frontier(cfg.politeness)
-        b = cfg.bloom
-        self.bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
-        self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay,
-                                  error_retry=crawl.robots_retry)
-        self.limits = Limits.from_config(crawl, cfg.politeness)
-        self.resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
-        self._fetcher = fetcher
+        self.resolver = Resolver(cfg.dns, allow_private=cfg.crawl.allow_private)
+        self.core = CrawlCore(cfg, peer_id, rng=rng, peek_ip=self.resolver.peek)
+        self._fetcher: Any = fetcher
         # trio's clock: the frontier's ready times are what trio sleeps on, and
         # tests swap in trio.testing.MockClock to run politeness delays at once.
-        self.clock = trio.current_time
+        self.clock: Callable[[], float] = trio.current_time
         self.progress_interval = progress_interval
-        self.summary = Summary()
-        self._rng = rng or random.Random()
-        self._attempts: dict[str, int] = {}   # url -> retries so far (only retried URLs)
-        self._hops: dict[str, int] = {}       # url -> redirects that led to it
-        self._marks: dict[str, int] = {}     # url in flight -> _DONE | _ROW | ... (rule 8)
-        self._internal_logged: set[str] = set()
-        self._in_flight = 0
-        self._requested = 0                   # page rows whose request was made (max_pages)
         self._wake = trio.Event()
         # Parsing threads: two keep both cores busy without letting a flood
         # of crafted pages take every thread of trio's pool. Pages over
@@ -240,44 +193,76 @@ class Crawler:
         # heavy host slows itself (its jobs wait to be parsed), not the rest.
         self._parsers = trio.CapacityLimiter(2)
         self._heavy = trio.CapacityLimiter(1)
-        self._stopping = False
         self._store: ResultStore | None = None
         self._workers: trio.Nursery | None = None
-        # In a ring of several peers: who owns which host, and the node that
-        # gossips and forwards. Alone, every host is ours and there is no node.
+        # In a ring of several peers, the node that gossips and forwards.
+        # Alone, every host is ours and there is no node.
         self._cluster = cluster
         self._address = address
         self._weight = weight
-        self.node = None
-        self.ring = None
+        self.node: Any = None
         self._wall0 = time.monotonic()
-        # Hand-off (issue 6). Hosts this peer gained in a ring change are held
-        # until their previous owner says it handed over what it had fetched
-        # (HandoffDone), so they are never fetched twice: per change, the old
-        # ring and {previous owner: give-up time}.
-        self._holds: list[tuple[object, dict[str, float]]] = []
-        # Handed-over URLs that were already queued here when they came:
-        # dropped when their job comes up instead of fetched again.
-        self._handed_seen: set[str] = set()
-        self._inflight: dict[str, tuple[str, int]] = {}   # url -> (host, depth) in flight
-        # Crash safety (issue 6): the frontier, Bloom filter and counters are
-        # journaled under data_dir/state/ and resumed after a kill -9.
+        self.started = time.time()  # epoch seconds, for stats.json
+        # Crash safety: the frontier, Bloom filter and counters are journaled
+        # under data_dir/state/ and resumed after a kill -9.
         self._state: PeerState | None = None
         self.resumed: dict[str, float] | None = None  # what a restart found
-        # URLs handed to us as fetched (url -> host): passed on with our own
-        # rows when their hosts move again, since only we hold them now.
-        self._seen_in: dict[str, str] = {}
-        self._leaving = False
-        self.handoffs_in = 0                  # seen URLs taken from hand-offs
-        pol = cfg.politeness
-        self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
         self._restart_starts: list[tuple[str, float]] = []
+        #: Snapshots written (the last one's stats are logged).
+        self.snapshots = 0
+        self._effects: dict[type, Callable[[Any], None]] = {
+            Forward: self._do_forward, Queued: self._do_queued, Seen: self._do_seen,
+            Done: self._do_done, Row: self._do_row, Items: self._do_items,
+            Requeued: _nothing, Warn: _warn,
+        }
+
+    # -- the core's state, for the status, the tests and the CLI -------------------------
+
+    @property
+    def frontier(self) -> Frontier:
+        return self.core.frontier
+
+    @property
+    def bloom(self) -> BloomFilter:
+        return self.core.bloom
+
+    @property
+    def limits(self) -> Limits:
+        return self.core.limits
+
+    @property
+    def robots(self) -> RobotsCache:
+        return self.core.robots
+
+    @property
+    def summary(self) -> Summary:
+        return self.core.summary
+
+    @property
+    def ring(self) -> HashRing | None:
+        return self.core.ring
+
+    @property
+    def in_flight(self) -> int:
+        return self.core.in_flight
+
+    @property
+    def leaving(self) -> bool:
+        return self.core.leaving
+
+    @property
+    def pages_requested(self) -> int:
+        return self.core.requested
+
+    @property
+    def handoffs_in(self) -> int:
+        return self.core.handoffs_in
 
     # -- public ------------------------------------------------------------
 
     def stop(self) -> None:
         """Stop starting fetches; in-flight ones get ``STOP_GRACE`` seconds."""
-        self._stopping = True
+        self.core.stopping = True
         self._wake.set()
 
     def cancel_in_flight(self) -> None:
@@ -286,18 +271,15 @@ class Crawler:
         if self._workers is not None:
             self._workers.cancel_scope.cancel()
 
-    @property
-    def in_flight(self) -> int:
-        return self._in_flight
-
     async def run(self) -> Summary:
         """Crawl until done, ``max_pages`` or ``stop()``; results flushed."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
         crawl = self.cfg.crawl
         self._wall0 = wall0 = time.monotonic()
+        self.started = time.time()
         fetcher = self._fetcher or Fetcher(crawl, self.resolver)
         async with ResultStore(
-            self.data_dir / "pages.duckdb", self.peer_id,
+            DataDir(self.data_dir).results, self.peer_id,
             store_links=crawl.store_links, store_body=crawl.store_body,
             item_tables=self.cfg.extract.tables(),
         ) as store, fetcher:
@@ -307,45 +289,53 @@ class Crawler:
             try:
                 await self._crawl(store, recovered)
             finally:
-                self._state.close()  # type: ignore[union-attr]
+                assert self._state is not None
+                # The page count for max_pages across a resume (snapshots hold it too).
+                self._state.counters({"pages": self.core.requested})
+                self._state.close()
             await store.flush()
-        self.summary.elapsed = time.monotonic() - wall0
-        self.summary.limits = self.limits.render(self.clock())
-        self.summary.details = self._detail_lines()
-        return self.summary
+        s = self.summary
+        s.elapsed = time.monotonic() - wall0
+        s.limits = self.limits.render(self.clock())
+        s.details = self.core.detail_lines(self._malformed())
+        return s
 
-    async def _crawl(self, store: ResultStore, recovered) -> None:  # type: ignore[no-untyped-def]
+    async def _crawl(self, store: ResultStore, recovered: Any) -> None:
         """The services (ring node, store writer, progress, snapshots) around the scheduler."""
+        state = self._state
+        assert state is not None
         async with trio.open_nursery() as services:
             if self._cluster:
                 from peer.cluster import ClusterNode
 
                 spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
-                self.node = ClusterNode(
-                    self.cfg, self.peer_id, self._address or spec.address,  # type: ignore[union-attr]
+                address = self._address or (spec.address if spec is not None else "")
+                self.node = node = ClusterNode(
+                    self.cfg, self.peer_id, address,
                     self._weight or (spec.weight if spec else 1.0), self)
-                self.ring = self.node.ring()
+                self.core.alive = self._alive
+                self.core.hold_timeout = node.hold_timeout
+                self.core.ring = ring = node.ring()
                 if spec is None:
                     # A peer not in cluster.toml joins a running ring: every
                     # host it owns had an owner before, who hands it over.
-                    self._hold_from(self.ring.without_peer(self.peer_id), self.ring)
+                    self.core.hold_from(ring.without_peer(self.peer_id), self.clock())
             if recovered is not None:
                 self._resume(recovered)
             if self.node is not None:
                 await services.start(self.node.run)
-            self._seed()
-            self._state.commit()  # type: ignore[union-attr]
+            self._apply(self.core.seeds(self.clock()))
+            state.commit()
             services.start_soon(store.run)
             services.start_soon(self._progress)
             services.start_soon(self._snapshots)
             async with trio.open_nursery() as workers:
                 self._workers = workers
                 await self._schedule(workers)
-                if self._stopping and self._in_flight:
+                if self.core.stopping and self.in_flight:
                     workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
             self._flush_pid()
-            if self.node is not None and self.summary.stop_reason in (
-                    "cluster done", "left the ring", "max_pages reached"):
+            if self.node is not None and self.summary.stop_reason in _LINGER_AFTER:
                 # Keep gossiping "idle, done" for a few rounds so every
                 # peer sees the same stable counters before we vanish;
                 # otherwise a peer a round behind would see us die, its
@@ -357,9 +347,56 @@ class Crawler:
                 await trio.sleep(LINGER_ROUNDS * self.cfg.ring.gossip_interval)
             services.cancel_scope.cancel()
 
-    # -- crash safety (issue 6) ------------------------------------------------
+    # -- effects ----------------------------------------------------------------------
 
-    async def _open_state(self, store: ResultStore):  # type: ignore[no-untyped-def]
+    def _apply(self, effects: Iterable[Effect]) -> None:
+        """Do what the core decided, in its order (links' Queued before their page's Row)."""
+        handlers = self._effects
+        for effect in effects:
+            handlers[type(effect)](effect)
+        self._wake.set()
+
+    def _do_forward(self, e: Forward) -> None:
+        self.node.forward(e.url, e.depth, e.owner, relay=e.relay)
+        if self._state is not None:
+            self._state.forwarded(((e.url, e.depth),))
+
+    def _do_queued(self, e: Queued) -> None:
+        if self._state is not None:
+            self._state.queued(e.url, e.depth)
+
+    def _do_seen(self, e: Seen) -> None:
+        if self._state is not None:
+            self._state.seen(e.url)
+
+    def _do_done(self, e: Done) -> None:
+        if self._state is not None:
+            self._state.done(e.url, None)
+
+    def _do_row(self, e: Row) -> None:
+        row = PageRow(
+            url=e.url, final_url=e.final_url, host=e.host, status=e.status,
+            content_type=e.content_type, bytes=e.bytes, title=e.title, n_links=e.n_links,
+            depth=e.depth, fetched_at=time.time(), elapsed_ms=e.elapsed_ms, error=e.error,
+            peer=self.peer_id,
+        )
+        if self._state is not None:
+            self._state.done(row.url, [getattr(row, f) for f in ROW_FIELDS])
+            # Right away: a page done but not on disk would be fetched again
+            # after a kill, and only those in flight may be.
+            self._state.commit()
+        if self._store is not None:
+            self._store.add_page(row, body=e.body, links=e.links)
+
+    def _do_items(self, e: Items) -> None:
+        if self._store is not None:
+            fetched_at = time.time()
+            for table, row in e.items:
+                self._store.add_item(table, e.url, fetched_at, row)
+
+    # -- crash safety ---------------------------------------------------------------
+
+    async def _open_state(self, store: ResultStore) -> Any:
         """Recover ``data_dir/state`` if a crawl was interrupted, and start its journal.
 
         Why a journal plus snapshots and not DuckDB tables: every queued
@@ -368,15 +405,16 @@ class Crawler:
         ``write`` of a few dozen bytes here against a transaction there;
         peer/state.py has the crash-ordering argument and the figures.
         """
-        self._state = state = PeerState(self.data_dir / "state", self.peer_id, self.cfg.ring.name)
+        self._state = state = PeerState(DataDir(self.data_dir).state, self.peer_id, self.cfg.ring.name)
         rec = await trio.to_thread.run_sync(state.recover)
         counters: dict[str, float] = {}
+        core = self.core
         if rec is not None:
-            self.bloom = rec.bloom
+            core.bloom = rec.bloom
             # The file holds the policy it was written with; the config now in
             # force decides (an operator raises max_capacity and restarts).
-            self.bloom.set_policy(self.cfg.bloom.growth, self.cfg.bloom.max_capacity)
-            self._requested = int(rec.counters.get("pages", 0))
+            core.bloom.set_policy(self.cfg.bloom.growth, self.cfg.bloom.max_capacity)
+            core.requested = int(rec.counters.get("pages", 0))
             counters = dict(rec.counters)
             # Pages done since the last snapshot whose rows DuckDB had not
             # written yet when the process died: their rows come back.
@@ -397,655 +435,208 @@ class Crawler:
                         if rec.torn_bytes else "")
         queued = list(rec.queued.items()) if rec is not None else []
         forwards = rec.forwards if rec is not None else []
-        await trio.to_thread.run_sync(state.begin, self.bloom, queued, forwards, counters)
+        await trio.to_thread.run_sync(state.begin, core.bloom, queued, forwards, counters)
         return rec
 
-    def _resume(self, rec) -> None:  # type: ignore[no-untyped-def]
+    def _resume(self, rec: Any) -> None:
         """Put a recovered queue back: ours into the frontier, the rest to its owners."""
         now = self.clock()
         state = self._state
         assert state is not None
         for url, depth in rec.queued.items():
-            host = host_key(url)
-            owner = self.ring.owner(host) if self.ring is not None else self.peer_id
-            if owner == self.peer_id:
-                self._push(url, host, depth, now)  # already in the Bloom filter
-                self.limits.queued(host)
-            else:
-                self._pass_on(url, depth, owner)
+            self._apply(self.core.discover(url, depth, now, Origin.RECOVERED))
         for url, depth in rec.forwards:
             # Like any URL handed to us: to its owner, or through our Bloom filter.
-            self._discover(url, depth, now, relay=True)
-        self._seed_starts(self._restart_starts, now)
+            self._apply(self.core.discover(url, depth, now, Origin.RELAY))
+        self.core.seed_starts(self._restart_starts, now, now - time.time())
         self._restart_starts = []
         state.commit()
 
-    def _seed_starts(self, starts: list[tuple[str, float]], now: float) -> None:
-        """Count request starts made before (epoch seconds) against our hosts' ceilings."""
-        by_host: dict[str, list[float]] = {}
-        offset = now - time.time()  # epoch -> this clock
-        for host, t in starts:
-            if self.ring is None or not len(self.ring) or self.ring.owner(host) == self.peer_id:
-                by_host.setdefault(host, []).append(t + offset)
-        for host, times in by_host.items():
-            self.frontier.seed_starts(host, times, now)
-
     async def _snapshots(self) -> None:
         """A new snapshot when the journal is big or old, so recovery stays short."""
-        state = self._state
-        assert state is not None and self._store is not None
         last = trio.current_time()
+        state = self._state
+        assert state is not None
         while True:
-            await trio.sleep(5.0)
+            await trio.sleep(SNAPSHOT_CHECK)
             if state.journal_bytes() < SNAPSHOT_BYTES and trio.current_time() - last < SNAPSHOT_SECONDS:
                 continue
-            # The rows of the pages done so far must be in DuckDB first: the
-            # snapshot drops the journal that holds them (peer/state.py rule 5).
-            await self._store.flush()
-            queued = [(j.url, j.depth) for j in self.frontier.iter_queued()]
-            queued += [(url, hd[1]) for url, hd in self._inflight.items()]
-            forwards = self.node.outbox.queued().urls if self.node is not None else []
-            stats = state.snapshot(self.bloom, queued, forwards, {"pages": self._requested})
+            stats = await self.snapshot()
             last = trio.current_time()
             log.info("state snapshot %s", stats)
 
+    async def snapshot(self) -> SnapshotStats:
+        """Write a full snapshot in a worker thread; the loop goes on meanwhile (rule 10).
+
+        The view is taken on the loop, between two awaits, so it is one
+        moment's state: the Bloom filter copied, the queue and the outbox's
+        unacked URLs listed. From then on the journal is written to the old
+        and the new generation both, so whichever generation a crash leaves
+        whole holds every record since its snapshot.
+        """
+        state = self._state
+        assert state is not None and self._store is not None
+        # The rows of the pages done so far must be in DuckDB first: the
+        # snapshot drops the journal that holds them (peer/state.py rule 5).
+        await self._store.flush()
+        core = self.core
+        bloom = copy.deepcopy(core.bloom)
+        queued = core.snapshot_queue()
+        forwards = self.node.outbox.queued().urls if self.node is not None else []
+        pending = state.prepare_snapshot()
+        try:
+            stats = await trio.to_thread.run_sync(
+                state.write_snapshot, pending, bloom, queued, forwards, {"pages": core.requested})
+        except BaseException:
+            state.abort_snapshot(pending)
+            raise
+        state.finish_snapshot(pending)
+        await trio.to_thread.run_sync(state.drop_older, pending.generation)
+        self.snapshots += 1
+        return stats
+
     # -- scheduling --------------------------------------------------------
 
-    def _seed(self) -> None:
-        now = self.clock()
-        for seed in self.cfg.crawl.seeds:
-            self._discover(normalize(seed), 0, now)
-
     async def _schedule(self, workers: trio.Nursery) -> None:
-        fr = self.frontier
-        concurrency = self.cfg.crawl.concurrency
-        max_pages = self.cfg.crawl.max_pages
+        core = self.core
         while True:
-            if self._stopping:
-                self.summary.stop_reason = "stopped"
-                return
-            done_pages = self._requested
-            cap = max_pages
-            if self.node is not None and max_pages:
-                # Cluster-wide: the others' gossiped counts plus ours, and this
-                # round's share of the rest (Membership.page_cap).
-                done_pages += self.node.others_pages()
-                cap = self.node.page_cap
-            if max_pages and done_pages >= max_pages:
-                self.summary.stop_reason = "max_pages reached"
-                return
-            now = self.clock()
-            fr.roll_windows(now)
-            # With max_pages, start no more than can still be written, so the
-            # overshoot is bounded by the requests that end up retried.
-            room = concurrency - self._in_flight
-            if max_pages:
-                mine = self._requested if self.node is not None else done_pages
-                room = min(room, cap - mine - self._in_flight)
-            job = fr.pop_ready(now) if room > 0 else None
-            if job is not None:
-                self._in_flight += 1
-                workers.start_soon(self._work, job)
+            decision = core.next(self.clock(), self.node)
+            if isinstance(decision, Start):
+                workers.start_soon(self._work, decision.job)
                 continue
-            if self._leaving:
-                # Fetch nothing more. What comes back to the frontier (a job
-                # that waited on robots.txt) goes to its owner like the rest.
-                if len(fr):
-                    self.set_ring(self.ring)
-                if self.node is not None and self.node.left():
-                    self.summary.stop_reason = "left the ring"
-                    return
-                self._wake = trio.Event()
-                with trio.move_on_after(HOLD_POLL):
-                    await self._wake.wait()
-                continue
-            if self._in_flight == 0 and len(fr) == 0:
-                if self.node is None:
-                    self.summary.stop_reason = "frontier empty"
-                    return
-                if self.node.idle() and self.node.done():
-                    self.summary.stop_reason = "cluster done"
-                    return
-            # Sleep until a host can start, or a fetch ends, or a URL arrives.
+            if isinstance(decision, Finished):
+                self.summary.stop_reason = decision.reason
+                return
+            assert isinstance(decision, Sleep)
+            if decision.effects:
+                self._apply(decision.effects)
             self._wake = trio.Event()
-            when = fr.next_ready_at() if room > 0 else None
-            with trio.move_on_at(math.inf if when is None else when):
+            # Until a host can start, or a fetch ends, or a URL arrives.
+            with trio.move_on_at(decision.until):
                 await self._wake.wait()
 
     async def _work(self, job: Job) -> None:
-        self._inflight[job.url] = (job.host, job.depth)
-        self._marks[job.url] = 0
+        core = self.core
         try:
             await self._handle(job)
         except Exception as exc:  # noqa: BLE001 - rule 8: one URL's bug, not the peer's
-            self._internal(job, exc)
+            name = type(exc).__name__
+            effects, first = core.internal(job, name, self.clock())
+            if first:
+                log.error("internal error %s on %s: recorded as 'internal', the crawl goes on "
+                          "(further %s errors are counted in the summary, not logged)",
+                          name, job.url, name, exc_info=exc)
+            self._apply(effects)
         finally:
-            self._marks.pop(job.url, None)
-            self._inflight.pop(job.url, None)
-            self._in_flight -= 1
+            core.job_ended(job)
             self._wake.set()
 
-    def _internal(self, job: Job, exc: Exception) -> None:
-        """Rule 8: the job's row says ``internal``, its type is counted, the job is done."""
-        name = type(exc).__name__
-        self.summary.internal[name] += 1
-        if name not in self._internal_logged:
-            self._internal_logged.add(name)
-            log.error("internal error %s on %s: recorded as 'internal', the crawl goes on "
-                      "(further %s errors are counted in the summary, not logged)",
-                      name, job.url, name, exc_info=exc)
-        marks = self._marks.get(job.url, 0)
-        now = self.clock()
-        if marks & _ROBOTS:
-            self.robots.cancelled(job.host)  # the next job of the host asks again
-        if not marks & (_ROW | _REQUEUED):
-            self._attempts.pop(job.url, None)
-            self._hops.pop(job.url, None)
-            self._row(job, None, error="internal")
-        if not marks & _DONE:
-            self._finish(job, now, Outcome.FAILED)
-
-    def _finish(self, job: Job, now: float, outcome: Outcome) -> None:
-        """``Frontier.done`` for the job, once (rule 1)."""
-        if job.url in self._marks:
-            self._marks[job.url] |= _DONE
-        self.frontier.done(job.host, now, outcome)
-
-    def _requeue(self, job: Job, now: float, not_before: float) -> None:
-        if job.url in self._marks:
-            self._marks[job.url] |= _REQUEUED
-        self.frontier.requeue(job, now, not_before)
-
-    # -- one job -----------------------------------------------------------
-
     async def _handle(self, job: Job) -> None:
-        if self._handed_seen and job.url in self._handed_seen:
-            # Fetched by the host's previous owner, which handed it over.
-            self._handed_seen.discard(job.url)
-            self._journal_done(job.url, None)
-            self._finish(job, self.clock(), Outcome.UNREACHED)
-            return
-        if self.ring is not None and self.node is not None and len(self.ring):
-            owner = self.ring.owner(job.host)
-            if owner != self.peer_id:
-                # Came back after its host moved (a retry, a robots.txt
-                # wait): it is the new owner's now.
-                self._pass_on(job.url, job.depth, owner)
-                self.commit_state()
-                self._finish(job, self.clock(), Outcome.UNREACHED)
-                return
-        if self.limits.given_up(job.host):
-            # Came back (a retry, a robots.txt wait) after its host was given up.
-            self._row(job, None, error="retry_after")
-            self._finish(job, self.clock(), Outcome.UNREACHED)
-            return
-        if self._holds and self._held(job.host):
-            now = self.clock()
-            self._requeue(job, now, now + HOLD_POLL)
-            self._finish(job, now, Outcome.UNREACHED)
-            return
-        if self.cfg.crawl.obey_robots:
-            verdict = self.robots.check(job.host, job.url, self.clock())
-            if verdict is Verdict.FETCH:
-                await self._fetch_robots(job)
-                return
-            if verdict is Verdict.PENDING or verdict is Verdict.UNREACHABLE:
-                # Held, not dropped: the robots.txt answer is on its way, or
-                # the server may be back by the retry (RFC 9309 §2.3.1.4).
-                now = self.clock()
-                later = now + ROBOTS_PENDING_WAIT
-                if verdict is Verdict.UNREACHABLE:
-                    later = max(later, self.robots.retry_at(job.host))
-                self._requeue(job, now, later)
-                self._finish(job, now, Outcome.UNREACHED)
-                return
-            if verdict is Verdict.DISALLOW:
-                # By the rules, or because robots.txt could not be read (rule 7).
-                self._row(job, None, error=self.robots.failure(job.host) or "robots")
-                self._finish(job, self.clock(), Outcome.UNREACHED)
-                return
-            delay = self.robots.crawl_delay(job.host)
-            if delay:
-                # Again at every start: the frontier forgets idle hosts, and
-                # their Crawl-delay floor with them.
-                self.frontier.set_min_delay(job.host, delay, self.clock())
-        res = await self._fetcher.fetch(job.url)  # type: ignore[union-attr]
-        if res.address is not None:
-            self.frontier.set_host_ip(job.host, res.address, self.clock())
-        parsed = None
-        if res.status is not None and 200 <= res.status < 300 and is_html(res.content_type, res.body):
-            # In a worker thread: lexbor releases the GIL while it parses, and
-            # a crafted page can take it seconds or more (deep nesting, huge
-            # <select>s: tests/test_hostile.py); gossip and the other fetches
-            # must go on meanwhile.
-            if len(res.body) > HEAVY_PAGE:
-                async with self._heavy:
+        core = self.core
+        adm = core.admit(job, self.clock())
+        if isinstance(adm, Fetch):
+            self._apply(adm.effects)
+            res = await self._fetcher.fetch(job.url)
+            parsed = None
+            if core.fetched(job, res, self.clock()):
+                # A small page on the loop (INLINE_PAGE); the rest in a worker
+                # thread: lexbor releases the GIL while it parses, and a crafted
+                # page can take it seconds or more (deep nesting, huge <select>s:
+                # tests/test_hostile.py); gossip and the other fetches must go
+                # on meanwhile.
+                body = res.body
+                if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:
+                    parsed = self._parse_inline(job, res)
+                elif len(body) > HEAVY_PAGE:
+                    async with self._heavy:
+                        parsed = await self._parse(job, res)
+                else:
                     parsed = await self._parse(job, res)
-            else:
-                parsed = await self._parse(job, res)
-        now = self.clock()
-        outcome = self._outcome(job, res, now, parsed)
-        self._finish(job, now, outcome)
+            self._apply(core.on_result(job, res, parsed, self.clock()))
+        elif isinstance(adm, FetchRobots):
+            self._apply(adm.effects)
+            try:
+                # The first 500 KiB however long the file (RFC 9309 §2.5): a
+                # prefix with ``truncated`` set, not a too_large refusal.
+                res = await self._fetcher.fetch(adm.url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
+            except trio.Cancelled:
+                core.robots_cancelled(job)
+                raise
+            self._apply(core.on_robots(job, res, self.clock()))
+        else:
+            assert isinstance(adm, (Requeue, Drop, PassOn))
+            self._apply(adm.effects)
+            if not isinstance(adm, Requeue):
+                # It left our queue (passed on, or fetched by the previous
+                # owner): on disk before anything else happens.
+                self.commit_state()
+
+    def _parse_inline(self, job: Job, res: FetchResult) -> Parsed:
+        return parse_response(job.url, res.body, res.charset, self.cfg.extract,
+                              self.cfg.crawl.max_links_per_page)
 
     async def _parse(self, job: Job, res: FetchResult) -> Parsed:
+        # Through this module's name, so a test can swap the parser for one that fails.
         return await trio.to_thread.run_sync(
             parse_response, job.url, res.body, res.charset, self.cfg.extract,
             self.cfg.crawl.max_links_per_page, limiter=self._parsers)
-
-    async def _fetch_robots(self, job: Job) -> None:
-        if job.url in self._marks:
-            self._marks[job.url] |= _ROBOTS
-        host = job.host
-        scheme = job.url.split(":", 1)[0]
-        try:
-            # The first 500 KiB however long the file (RFC 9309 §2.5): a
-            # prefix with ``truncated`` set, not a too_large refusal.
-            res = await self._fetcher.fetch(  # type: ignore[union-attr]
-                self.robots.robots_url(host, scheme), max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
-        except trio.Cancelled:
-            self.robots.cancelled(host)
-            raise
-        now = self.clock()
-        self.summary.robots_fetches += 1
-        if res.address is not None:
-            self.frontier.set_host_ip(host, res.address, now)
-        status, error = res.status, res.error
-        if status is not None and (not 200 <= status < 300 or error is None
-                                   or (error == "too_large" and res.truncated)):
-            # An answer: its status decides (rules 2-5 of peer/robots.py); a
-            # 2xx cut at the limit is the prefix §2.5 asks us to parse.
-            self.robots.loaded(host, status, res.body, now, truncated=res.truncated)
-        else:
-            cause = error or "unknown"
-            wait = None
-            if status in (429, 503) and res.retry_after is not None:
-                # The server said when: ask again then, not after robots_retry.
-                wait = min(res.retry_after, self.limits.max_retry_after)
-            self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL, retry_after=wait)
-        failures = self.robots.failures(host)
-        outcome = (Outcome.UNREACHED if error in UNREACHED_KINDS and status is None
-                   else Outcome.FETCHED if status is not None else Outcome.FAILED)
-        if not failures:
-            self.limits.release(host, Hold.ROBOTS)
-            delay = self.robots.crawl_delay(host)
-            if delay:
-                self.frontier.set_min_delay(host, delay, now)
-        else:
-            why = f"HTTP {status}" if status is not None and error is None else (error or "unknown")
-            final = self.robots.failure(host)
-            queued = self.frontier.host_queued(host) + 1
-            if final is not None:
-                # No retry left, or none can help: the host's URLs are
-                # recorded with the cause now rather than held (rule 7).
-                self.limits.release(host, Hold.ROBOTS)
-                log.warning("robots.txt of %s could not be read (%s, failure %d); its %d queued URLs "
-                            "are recorded as %r", host, why, failures, queued, final)
-                self._row(job, None, error=final)
-                for other in self.frontier.remove_host(host):
-                    self._attempts.pop(other.url, None)
-                    self._hops.pop(other.url, None)
-                    self._row(other, None, error=final)
-                self._finish(job, now, outcome)
-                return
-            retry_at = self.robots.retry_at(host)
-            self.limits.hold(host, Hold.ROBOTS, retry_at)
-            log.warning("robots.txt of %s could not be read (%s, failure %d of %d); its %d queued "
-                        "URLs wait for the next try in %.0fs", host, why, failures,
-                        self.robots.max_failures, queued, retry_at - now)
-        # The robots.txt request took this job's slot; the job goes back to
-        # the front of its queue and waits for the host's delay like any other.
-        self._requeue(job, now, now)
-        self._finish(job, now, outcome)
-
-    def _outcome(self, job: Job, res: FetchResult, now: float, parsed: Parsed | None = None) -> Outcome:
-        """Decide what a fetch result means; returns how the request counts."""
-        status = res.status
-        host = job.host
-        limits = self.limits
-        retryable = res.error in RETRYABLE or (status is not None and status >= 500) or status == 429
-        retry_after = None
-        if retryable and status is not None:
-            # Cut to max_retry_after; a host that keeps asking for more is given up.
-            retry_after, gave_up = limits.retry_after(host, res.retry_after)
-            if gave_up:
-                self._give_up(host, res.retry_after)
-        elif status is not None:
-            limits.answered(host)
-        given_up = retryable and limits.given_up(host)
-        if retryable and not given_up:
-            if status in (429, 503):
-                self.frontier.backoff(host, now, retry_after)
-                if retry_after:
-                    limits.hold(host, Hold.RETRY_AFTER, now + retry_after)
-            if self._retry(job, now, retry_after):
-                return Outcome.FETCHED if status is not None else Outcome.FAILED
-        self._attempts.pop(job.url, None)
-        if status is None:
-            self._row(job, res, error=res.error or "unknown")
-            return Outcome.UNREACHED if res.error in UNREACHED_KINDS else Outcome.FAILED
-        title, n_links, links = None, 0, ()
-        final_url = job.url
-        error = res.error or ("retry_after" if given_up else None)
-        if 300 <= status < 400 and res.location:
-            target = normalize_link(job.url, res.location)
-            if target is not None:
-                final_url = target
-                hops = self._hops.pop(job.url, 0) + 1
-                if hops > self.cfg.crawl.max_redirects:
-                    error = "too_many_redirects"
-                else:
-                    self._discover(target, job.depth, now, hops)
-        elif parsed is not None:
-            page = parsed.page
-            self._extracted(job.url, parsed)
-            title, n_links = page.title, page.n_links
-            links = tuple(limits.cut_links(page.links, page.n_links))
-            max_depth = self.cfg.crawl.max_depth
-            if not page.nofollow and (not max_depth or job.depth < max_depth):
-                for link in links:
-                    self._discover(link, job.depth + 1, now)
-        self._hops.pop(job.url, None)
-        self._row(job, res, final_url=final_url, title=title, n_links=n_links, error=error, links=links)
-        return Outcome.FETCHED
-
-    def _give_up(self, host: str, asked: float | None) -> None:
-        """Rule 6: the host asked for too long a wait too often; its queued URLs get rows."""
-        jobs = self.frontier.remove_host(host)
-        log.warning("giving up %s: Retry-After %.0fs, over politeness.max_retry_after (%gs), %d "
-                    "times in a row; its %d queued URLs are recorded as 'retry_after' and no more "
-                    "of its URLs are queued", host, asked or 0.0, self.limits.max_retry_after,
-                    self.limits.strikes, len(jobs))
-        for job in jobs:
-            self._attempts.pop(job.url, None)
-            self._hops.pop(job.url, None)
-            self._row(job, None, error="retry_after")
-
-    def _extracted(self, url: str, parsed: Parsed) -> None:
-        fetched_at = time.time()
-        if self._store is not None:
-            for table, row in parsed.items:
-                self._store.add_item(table, url, fetched_at, row)
-        self.summary.items += len(parsed.items)
-        for err in parsed.errors:
-            # A bug in the user's function must not stop the crawl; the first
-            # few are logged, all are counted in the summary.
-            self.summary.extract_errors += 1
-            if self.summary.extract_errors <= 5:
-                log.warning("extraction failed on %s: %s", url, err)
-
-    def _retry(self, job: Job, now: float, retry_after: float | None) -> bool:
-        n = self._attempts.get(job.url, 0)
-        # Leaving: the URL is in the hand-off's seen set, so a retry queued
-        # now would be dropped by its new owner; record the failure instead.
-        if n >= MAX_RETRIES or self._stopping or self._leaving:
-            return False
-        self._attempts[job.url] = n + 1
-        wait = RETRY_BASE * 2**n * self._rng.uniform(0.5, 1.5)
-        if retry_after is not None:
-            wait = max(wait, retry_after)
-        self._requeue(job, now, now + wait)
-        self.summary.retries += 1
-        return True
-
-    # -- discovery and results ----------------------------------------------
-
-    def _discover(self, url: str, depth: int, now: float, hops: int = 0, relay: bool = False) -> None:
-        if not self.scope.allows(url, depth):
-            return
-        limits = self.limits
-        if limits.check_url(url) is not None:
-            return  # too long, or a repeating path: the same verdict at any peer
-        if self.ring is not None:
-            owner = self.ring.owner(host_key(url))
-            if owner != self.peer_id:
-                # A URL we were handed (relay) must not be dropped by the
-                # sender's "recently forwarded" cache: it may be the only copy.
-                self.node.forward(url, depth, owner, relay=relay)  # type: ignore[union-attr]
-                if self._state is not None:
-                    self._state.forwarded(((url, depth),))
-                return
-        host = host_key(url)
-        cap = limits.admit(host)
-        if cap is not None:
-            # Not put in the Bloom filter (a link farm would fill it); a URL
-            # queued before is no drop.
-            if url not in self.bloom:
-                limits.dropped(cap)
-            return
-        if not self.bloom.add(url):
-            return
-        limits.queued(host)
-        if self._state is not None:
-            self._state.queued(url, depth)
-        if hops:
-            self._hops[url] = hops
-        self._push(url, host, depth, now)
-        self._wake.set()
-
-    def _push(self, url: str, host: str, depth: int, now: float) -> None:
-        """Queue ``url``; with per-IP politeness, a host whose address is known shares its IP's budget."""
-        fr = self.frontier
-        fr.push(url, host, depth, now)
-        if self._ip_politeness and fr.host_ip(host) is None:
-            # Static entries and cached answers are known before the first
-            # fetch; otherwise the first fetch resolves it (docs/politeness.md).
-            ip = self.resolver.peek(hostname(host))
-            if ip is not None:
-                fr.set_host_ip(host, ip, now)
-
-    def _row(
-        self, job: Job, res: FetchResult | None, *, final_url: str | None = None,
-        title: str | None = None, n_links: int = 0, error: str | None = None,
-        links: tuple[str, ...] = (),
-    ) -> None:
-        if job.url in self._marks:
-            self._marks[job.url] |= _ROW
-        s = self.summary
-        s.pages += 1
-        if res is not None:
-            self._requested += 1
-        if res is not None and res.status is not None:
-            s.fetched += 1
-            s.by_status[res.status] += 1
-            s.bytes += len(res.body)
-        if error:
-            s.errors[error] += 1
-        row = PageRow(
-            url=job.url,
-            final_url=final_url or job.url,
-            host=job.host,
-            status=None if res is None else res.status,
-            content_type=None if res is None else res.content_type,
-            bytes=0 if res is None else len(res.body),
-            title=title,
-            n_links=n_links,
-            depth=job.depth,
-            fetched_at=time.time(),
-            elapsed_ms=0.0 if res is None else res.elapsed * 1000.0,
-            error=error,
-            peer=self.peer_id,
-        )
-        body = res.body if (res is not None and self.cfg.crawl.store_body) else None
-        self._journal_done(row.url, row)
-        if self._store is not None:
-            self._store.add_page(row, body=body, links=links if self.cfg.crawl.store_links else ())
-
-    def _journal_done(self, url: str, row: PageRow | None) -> None:
-        """The URL left this peer's queue: fetched (with its row) or handed on."""
-        if self._state is not None:
-            self._state.done(url, None if row is None else [getattr(row, f) for f in ROW_FIELDS])
-            # Right away: a page done but not on disk would be fetched again
-            # after a kill, and only those in flight may be (issue 6).
-            self._state.commit()
 
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()
         if samples and self._store is not None:
             self._store.add_pid(samples, self.cfg.politeness.setpoint)
 
-    # -- the ring's side -----------------------------------------------------
+    # -- the ring's side: what peer.cluster calls --------------------------------------
 
     def accept(self, url: str, depth: int) -> None:
         """A URL forwarded to us (or returned by a re-route): route, dedupe, queue."""
-        try:
-            url = normalize(url)
-        except URLError:
-            return
-        self._discover(url, depth, self.clock(), relay=True)
-
-    def _pass_on(self, url: str, depth: int, owner: str) -> None:
-        """A URL queued here whose host is now ``owner``'s: it travels on and leaves our queue."""
-        self.node.forward(url, depth, owner, relay=True)  # type: ignore[union-attr]
-        if self._state is not None:
-            self._state.forwarded(((url, depth),))
-            self._state.done(url, None)
+        self._apply(self.core.discover(url, depth, self.clock(), Origin.RELAY))
 
     def take_back(self, url: str, depth: int) -> None:
-        """A URL of ours that was on its way to a peer now gone (``Outbox.reroute``).
-
-        It may already be in our Bloom filter (it was queued here before its
-        host moved away, or recovered so), and it was never taken by
-        anyone: it is queued without the filter's say.
-        """
-        host = host_key(url)
-        if self.ring is not None and len(self.ring) and self.ring.owner(host) != self.peer_id:
-            self.accept(url, depth)
-            return
-        self.bloom.add(url)
-        self._push(url, host, depth, self.clock())
-        self.limits.queued(host)
-        if self._state is not None:
-            self._state.queued(url, depth)
-        self._wake.set()
+        """A URL of ours that was on its way to a peer now gone (``Outbox.reroute``)."""
+        self._apply(self.core.discover(url, depth, self.clock(), Origin.HANDED_BACK))
 
     def accept_seen(self, url: str) -> None:
         """A URL another peer already fetched for a host now ours (hand-off)."""
-        self.handoffs_in += 1
-        self._seen_in[url] = host_key(url)
-        if self._state is not None:
-            self._state.seen(url)
-        if not self.bloom.add(url):
-            # Already here: queued (it came by another path before the
-            # hand-off did), in flight, or done. A queued one must not run.
-            self._handed_seen.add(url)
+        self._apply(self.core.discover(url, 0, self.clock(), Origin.HANDED_SEEN))
 
-    def set_ring(self, ring) -> None:  # type: ignore[no-untyped-def]
+    def set_ring(self, ring: HashRing) -> None:
         """The live member set changed: hosts no longer ours go to their owners."""
-        old, self.ring = self.ring, ring
-        if len(ring):
-            # Hosts are placed by a hash of their name, not of their IP, so
-            # this peer owns about its ring share of any IP's hosts: its share
-            # of the IP's budget (BUbiNG divides by the number of agents;
-            # this is the same for equal weights and follows unequal ones).
-            self.frontier.set_default_ip_share(ring.shares().get(self.peer_id, 1.0))
-        for host in self.frontier.queued_hosts():
-            owner = ring.owner(host)
-            if owner != self.peer_id:
-                for job in self.frontier.remove_host(host):
-                    self._pass_on(job.url, job.depth, owner)
-        if old is not None and self.peer_id in ring and set(old) != set(ring):
-            self._hold_from(old, ring)
-        self._wake.set()
-
-    # -- hand-off (issue 6) ----------------------------------------------------
-
-    def _hold_from(self, old, ring) -> None:  # type: ignore[no-untyped-def]
-        """Hold the hosts gained from live previous owners until their HandoffDone."""
-        node = self.node
-        assert node is not None
-        members = node.membership.members()
-        if not len(old):
-            return
-        until = self.clock() + node.hold_timeout
-        waiting = {p: until for p in old if p != self.peer_id
-                   and p in members and members[p].state.value != "dead"}
-        if waiting:
-            self._holds.append((old, waiting))
-
-    def _held(self, host: str) -> bool:
-        now = self.clock()
-        held = False
-        node = self.node
-        for old, waiting in self._holds:
-            prev = old.owner(host)  # type: ignore[attr-defined]
-            until = waiting.get(prev)
-            if until is None:
-                continue
-            m = node.membership.members().get(prev) if node is not None else None
-            if now >= until or (m is not None and m.state.value == "dead"):
-                if now >= until:
-                    log.warning("no hand-off from %s after %.0fs; fetching its former hosts",
-                                prev, node.hold_timeout if node is not None else 0.0)
-                del waiting[prev]
-                continue
-            held = True
-        self._holds = [(o, w) for o, w in self._holds if w]
-        return held
+        self._apply(self.core.set_ring(ring, self.clock()))
 
     def handoff_done(self, sender: str) -> None:
         """``sender`` handed us everything for the current ring: release its hosts."""
-        for _, waiting in self._holds:
-            waiting.pop(sender, None)
-        self._holds = [(o, w) for o, w in self._holds if w]
+        self.core.handoff_done(sender)
         self._wake.set()
 
-    async def handoff_seen(self, old, ring) -> int:  # type: ignore[no-untyped-def]
+    async def handoff_seen(self, old: HashRing | None, ring: HashRing) -> int:
         """Queue, for their new owners, the URLs fetched here of hosts that moved.
 
         The seen set cannot be read out of a Bloom filter, so it comes from
         the results (``pages``, flushed first) plus the fetches in flight.
-        A host counts as moved when its owner differs between the two rings:
-        rows of hosts this peer handed over before go along too when they
-        move again, since their next owner had them only from us.
         """
         node = self.node
         if node is None or self._store is None:
             return 0
         # In flight now: taken before the query, since a fetch that ends
         # during it writes a row the query may not see.
-        inflight = [(url, hd[0]) for url, hd in self._inflight.items()]
+        inflight = self.core.inflight_urls()
         rows = await self._store.page_urls()
         rows.extend(inflight)
-        rows.extend(self._seen_in.items())
-        me = self.peer_id
-        owners: dict[str, tuple[str, bool]] = {}
         now = trio.current_time()
-        n = 0
-        for url, host in rows:
-            got = owners.get(host)
-            if got is None:
-                new = ring.owner(host) if len(ring) else me
-                moved = new != me and (old is None or old.owner(host) != new)
-                got = owners[host] = (new, moved)
-            if got[1]:
-                node.outbox.add_seen(url, got[0], now)
-                n += 1
-        return n
+        moved = self.core.handoff_seen(rows, old, ring)
+        for url, owner in moved:
+            node.outbox.add_seen(url, owner, now)
+        return len(moved)
 
-    def handoff_starts(self, old, ring) -> dict[str, list[tuple[str, float]]]:  # type: ignore[no-untyped-def]
-        """{new owner: [(host, request start in epoch seconds)]} of the hosts that moved away.
+    def handoff_starts(self, old: HashRing | None, ring: HashRing) -> dict[str, list[tuple[str, float]]]:
+        """{new owner: [(host, request start in epoch seconds)]} of the hosts that moved away."""
+        return self.core.handoff_starts(old, ring, time.time() - self.clock())
 
-        The frontier keeps a host's starts for the ceiling's horizon after it
-        leaves our queue (``remove_host``), so they are still here when the
-        hand-off runs; the new owner seeds its ceiling with them (rule 9).
-        """
-        out: dict[str, list[tuple[str, float]]] = {}
-        if not len(ring):
-            return out
-        me, fr = self.peer_id, self.frontier
-        offset = time.time() - self.clock()
-        for host in fr.known_hosts():
-            new = ring.owner(host)
-            if new == me or (old is not None and len(old) and old.owner(host) == new):
-                continue
-            for t in fr.recent_starts(host):
-                if len(host) <= MAX_HOST_KEY:
-                    out.setdefault(new, []).append((host, t + offset))
-        return out
-
-    def seed_host_starts(self, starts) -> None:  # type: ignore[no-untyped-def]
+    def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
         """The previous owner's last request starts of hosts now ours (epoch seconds)."""
-        self._seed_starts(list(starts), self.clock())
+        now = self.clock()
+        self.core.seed_starts(list(starts), now, now - time.time())
         self._wake.set()
 
     def commit_state(self) -> None:
@@ -1054,36 +645,37 @@ class Crawler:
             self._state.commit()
 
     def leave(self) -> None:
-        """Leave the ring gracefully: hand everything over, then stop (issue 6)."""
-        if self.node is None or self._leaving:
+        """Leave the ring gracefully: hand everything over, then stop."""
+        if self.node is None or self.core.leaving:
             if self.node is None:
                 self.stop()
             return
-        self._leaving = True
+        self.core.leaving = True
         self.node.leave()
         self._wake.set()
 
     def locally_idle(self) -> bool:
-        return self._in_flight == 0 and len(self.frontier) == 0
-
-    @property
-    def leaving(self) -> bool:
-        return self._leaving
-
-    @property
-    def pages_requested(self) -> int:
-        return self._requested
+        return self.core.locally_idle()
 
     def poke(self) -> None:
         """Re-check termination and limits (the gossip brought news)."""
         self._wake.set()
 
-    def status_figures(self) -> dict:
+    def _alive(self, peer: str) -> bool | None:
+        """The ring node's view of ``peer`` for the hand-off holds."""
+        m = self.node.membership.members().get(peer) if self.node is not None else None
+        if m is None:
+            return None
+        return m.state is not MemberState.DEAD
+
+    # -- status and progress ---------------------------------------------------------
+
+    def status_figures(self) -> dict[str, Any]:
         s = self.summary
         elapsed = max(time.monotonic() - self._wall0, 1e-9)
         out = self.node.outbox.stats() if self.node is not None else None
         return {
-            "pages": self._requested, "rate": s.pages / elapsed, "frontier": len(self.frontier),
+            "pages": self.core.requested, "rate": s.requested / elapsed, "frontier": len(self.frontier),
             "hosts": self.frontier.n_hosts,
             "forwarded_out": getattr(out, "forwarded", 0),
             "forwarded_in": self.node.inbox.received if self.node is not None else 0,
@@ -1091,27 +683,13 @@ class Crawler:
             # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
             # errors: counters that cluster.py sends with the status reply.
             "limits": self.limits_figures(),
+            # For `ring dashboard`: failed fetches by kind, the busiest hosts.
+            "errors": dict(s.errors), "busiest": self.frontier.busiest(self.clock(), 10),
         }
 
     def limits_figures(self) -> dict[str, int]:
         """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
-        out = self.limits.figures(self.clock())
-        internal = sum(self.summary.internal.values())
-        if internal:
-            out["error.internal"] = internal
-        for reason, n in self._malformed().items():
-            if n:
-                out[f"malformed.{reason}"] = int(n)
-        fr = self.frontier
-        if fr.ceiling_holds:
-            out["polite.ceiling_holds"] = fr.ceiling_holds
-        if fr.ip_ceiling_holds:
-            out["polite.ip_ceiling_holds"] = fr.ip_ceiling_holds
-        if self.bloom.num_slices > 1:
-            out["bloom.slices"] = self.bloom.num_slices
-        if self.bloom.full:
-            out["bloom.full"] = 1
-        return out
+        return self.core.limits_figures(self.clock(), self._malformed())
 
     def _malformed(self) -> dict[str, int]:
         """The fetcher's counts of header values it ignored or clamped, by reason."""
@@ -1120,53 +698,29 @@ class Crawler:
         got = figures.get("malformed") if isinstance(figures, dict) else None
         return dict(got) if isinstance(got, dict) else {}
 
-    def _detail_lines(self) -> list[str]:
-        """The summary's lines on remote input, politeness and the seen set (only what happened)."""
-        lines = []
-        bad = self._malformed()
-        excess = bad.pop("excess", 0)
-        if bad or excess:
-            parts = []
-            if bad:
-                parts.append("malformed headers ignored or clamped: "
-                             + ", ".join(f"{k} {n}" for k, n in sorted(bad.items())))
-            if excess:
-                parts.append(f"bytes past a response's end {excess} (connection closed)")
-            lines.append("remote input: " + "; ".join(parts))
-        fr = self.frontier
-        if fr.ceiling_holds or fr.ip_ceiling_holds or fr.n_ips:
-            lines.append(f"politeness: starts held by the 1 s/5 s ceiling {fr.ceiling_holds} "
-                         f"(per IP {fr.ip_ceiling_holds}); IP addresses paced {fr.n_ips}")
-        b = self.bloom
-        if b.num_slices > 1 or b.full:
-            lines.append(f"seen set: {b.count:,} URLs in {b.num_slices} Bloom slices "
-                         f"({b.total_capacity:,} capacity{', full' if b.full else ''}), "
-                         f"estimated false positives {b.estimated_fpr():.3%} (bound {b.fpr_bound:.3%})")
-        return lines
-
-    # -- progress ------------------------------------------------------------
+    def progress_snapshot(self) -> ProgressSnapshot:
+        """This peer's figures now, for peer/progress.py."""
+        cluster = self.core.requested
+        if self.node is not None:
+            cluster += self.node.others_pages()
+        return self.core.progress_snapshot(self.clock(), time.monotonic() - self._wall0,
+                                           self.resolver.stats().hit_rate, cluster)
 
     def progress_line(self) -> str:
-        s = self.summary
-        elapsed = time.monotonic() - self._wall0
-        dns = self.resolver.stats()
-        held = self.limits.held(self.clock())
-        hits = self.limits.hits
-        capped = sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
-                                       Cap.LINKS_PER_PAGE, Cap.GIVEN_UP))
-        return (
-            f"pages {s.pages} ({s.pages / elapsed if elapsed else 0.0:.1f}/s), "
-            f"frontier {len(self.frontier)}, hosts active {self.frontier.hosts_active}, "
-            f"in flight {self._in_flight}, errors {sum(s.errors.values())}, "
-            f"dns hit rate {dns.hit_rate:.0%}, bloom fill {self.bloom.fill_ratio():.2%}"
-            + (f" (slice {self.bloom.num_slices})" if self.bloom.num_slices > 1 else "")
-            + (f", held hosts: robots.txt {held[Hold.ROBOTS]}, Retry-After {held[Hold.RETRY_AFTER]}"
-               if any(held.values()) else "")
-            + (f", capped {capped}" if capped else "")
-        )
+        """The progress line now (a fresh formatter: never suppressed as a repeat)."""
+        return Progress().line(self.progress_snapshot()) or ""
 
     async def _progress(self) -> None:
+        progress = Progress()
         while True:
             await trio.sleep(self.progress_interval)
             self._flush_pid()
-            log.info("%s", self.progress_line())
+            if (line := progress.line(self.progress_snapshot())) is not None:
+                log.info("%s", line)
+
+def _nothing(effect: Effect) -> None:
+    """Requeues are the frontier's (the core did them); nothing to do here."""
+
+
+def _warn(effect: Warn) -> None:
+    log.warning("%s", effect.text)

@@ -7,27 +7,27 @@
     ├── URLError                   a URL we cannot or will not crawl (garbage, bad scheme)
     ├── StateError                 a persisted file under data_dir is unreadable
     │   └── LockedError            the results file is held open by another process (.pid)
-    └── FetchError                 a fetch failed (.kind: dns, timeout, reset, ...): data, not a crash
+    └── FetchError                 a fetch failed (.kind, an ErrorKind): data, not a crash
 
 Each carries a one-line message meant for a person: the CLI prints ``str(err)``
 and exits 2, never a traceback (httpx ``_exceptions.py`` draws its tree the same
 way). Foreign exceptions (tomllib, yarl, idna, OSError) are translated where
 they arise, so callers only ever catch these.
 
-:func:`user_error` is the one place a command line turns what ``trio.run``
-raised into that line: trio's nurseries wrap even a lone error in an
-``ExceptionGroup`` (``strict_exception_groups``, the default since trio 0.25),
-so ``except PeerError`` alone never sees it.
+:data:`USER_ERRORS` are what a command prints as its one line;
+:func:`cli_main` is the command-line shell that prints it (``ring.errors``
+holds the shell itself, so that ``ring`` needs nothing of ``peer``).
 """
 
 from __future__ import annotations
 
-import sys
+from enum import StrEnum
 
-from ring.errors import RingError
+from ring import errors as _ring_errors
+from ring.errors import EXIT_USAGE, RingError
 
 __all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
-           "USER_ERRORS", "user_error"]
+           "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "user_error", "cli_main"]
 
 
 class PeerError(Exception):
@@ -69,15 +69,39 @@ class LockedError(StateError):
         super().__init__(message)
 
 
-class FetchError(PeerError):
-    """A fetch that failed; ``kind`` is the short error kind stored in the results.
+class ErrorKind(StrEnum):
+    """The ``error`` column of a results row: why a URL has no page (the value is what is stored).
 
-    Kinds: dns, blocked, connect, timeout, reset, too_large, decode, protocol,
-    tls, robots, too_many_redirects, scope. Fetch errors are data: the engine
-    records them as rows and the crawl goes on.
+    The network kinds are mapped from foreign exceptions in one place,
+    ``peer.fetcher.error_kind`` (its module docstring says what each means);
+    the others are the crawl's own verdicts.
     """
 
-    def __init__(self, kind: str, message: str = "") -> None:
+    DNS = "dns"  # the name did not resolve
+    BLOCKED = "blocked"  # the SSRF guard refused every address (peer/netguard.py)
+    CONNECT = "connect"  # refused, unreachable, connect timed out
+    TIMEOUT = "timeout"  # crawl.timeout passed
+    RESET = "reset"  # the connection was reset or closed mid-response
+    TOO_LARGE = "too_large"  # over crawl.max_body
+    DECODE = "decode"  # unknown Content-Encoding or a corrupt compressed body
+    PROTOCOL = "protocol"  # malformed HTTP
+    TLS = "tls"  # certificate, hostname or handshake failure
+    SCOPE = "scope"  # a URL httpx cannot fetch at all
+    INTERNAL = "internal"  # a bug of ours while handling the URL (logged with its traceback)
+    ROBOTS = "robots"  # robots.txt disallows it, or could not be read
+    TOO_MANY_REDIRECTS = "too_many_redirects"  # crawl.max_redirects hops
+    RETRY_AFTER = "retry_after"  # 429/503 answers until the retries ran out
+    UNKNOWN = "unknown"  # a failed result without a kind (should not happen)
+
+
+class FetchError(PeerError):
+    """A fetch that failed; ``kind`` is the error kind stored in the results.
+
+    Fetch errors are data: the engine records them as rows and the crawl
+    goes on.
+    """
+
+    def __init__(self, kind: ErrorKind, message: str = "") -> None:
         self.kind = kind
         super().__init__(f"{kind}: {message}" if message else kind)
 
@@ -88,32 +112,10 @@ USER_ERRORS: tuple[type[BaseException], ...] = (PeerError, RingError)
 
 def user_error(exc: BaseException,
                kinds: tuple[type[BaseException], ...] = USER_ERRORS) -> BaseException | None:
-    """The one error of ``kinds`` that ``exc`` is or carries, or None.
-
-    A group counts when every leaf is one of ``kinds`` or a ``trio.Cancelled``
-    (the sibling tasks a failing one took down); its first such leaf is
-    returned. Anything else, a group with one of ours next to a real bug
-    included, gives None, and the caller re-raises ``exc`` with a bare
-    ``raise`` so the bug's whole traceback is shown, not hidden behind our
-    line.
-    """
-    if not isinstance(exc, BaseExceptionGroup):
-        return exc if isinstance(exc, kinds) else None
-    # No trio import here (peer.config and the other pure cores import this
-    # module): if trio is not loaded, no Cancelled exists.
-    trio = sys.modules.get("trio")
-    cancelled = (trio.Cancelled,) if trio is not None else ()
-    ours = []
-    for e in _leaves(exc):
-        if isinstance(e, kinds):
-            ours.append(e)
-        elif not isinstance(e, cancelled):
-            return None
-    return ours[0] if ours else None
+    """The one error of ``kinds`` that ``exc`` is or carries (``ring.errors.user_error``)."""
+    return _ring_errors.user_error(exc, kinds)
 
 
-def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
-    out: list[BaseException] = []
-    for e in group.exceptions:
-        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
-    return out
+#: The shell of every command: ``@cli_main`` over ``def main(argv) -> int`` prints
+#: a PeerError or RingError it raises as one ``error: ...`` line and returns 2.
+cli_main = _ring_errors.cli_shell(*USER_ERRORS)

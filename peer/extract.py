@@ -21,7 +21,7 @@ and takes from the tree (:func:`parse_page`):
 Only the parsed tree is read: lexbor (selectolax) is a conforming HTML5
 parser, so URLs inside ``<script>`` text, comments, ``<template>`` and
 ``<textarea>`` are never elements and never links. The local test web plants
-trap URLs in all of those (``scripts/webfarm.py``, ``trap_urls``).
+trap URLs in all of those (``localweb/pages.py``; ``localweb.oracle.trap_urls``).
 
 **Charset** (WHATWG Encoding Standard, simplified): a byte order mark wins;
 then the HTTP ``charset`` parameter; then a ``<meta charset>`` or
@@ -154,16 +154,16 @@ def _sniff_codec(body: bytes, charset: str | None) -> tuple[str, int]:
         if body.startswith(bom):
             return name, len(bom)
     if charset:
-        name = _codec(charset)
-        if name is not None:
-            return name, 0
+        codec = _codec(charset)
+        if codec is not None:
+            return codec, 0
     head = body[:_PRESCAN]
     if b"<!--" in head:
         head = _COMMENT.sub(b"", head)
     for m in _META_CHARSET.finditer(head):
-        name = _codec(m.group(1).decode("ascii"), True)
-        if name is not None:
-            return name, 0
+        codec = _codec(m.group(1).decode("ascii"), True)
+        if codec is not None:
+            return codec, 0
     return "utf-8", 0
 
 

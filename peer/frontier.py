@@ -1,8 +1,9 @@
 """The per-host frontier: FIFO queues of URLs and a polite scheduler over hosts.
 
-Seed 002 gives every worker its own URL queue; seed 000 paces each host with a
-PID controller on the delay between requests. This module is the pure core of
-both: it takes ``now`` and returns the next :class:`Job` that may start, so the
+Per-host FIFO queues as in Mercator's frontier (Heydon and Najork, "Mercator:
+A scalable, extensible Web crawler", World Wide Web 2(4), 1999), and each host
+paced by a PID controller on the delay between its requests (peer/pid.py).
+This module is the pure core of both: it takes ``now`` and returns the next :class:`Job` that may start, so the
 engine's loop is "sleep until :meth:`Frontier.next_ready_at`, :meth:`pop_ready`,
 fetch, :meth:`done`", and tests drive it synchronously. docs/politeness.md
 derives the numbers used here.
@@ -24,7 +25,7 @@ Rules (every transition lives in this file):
 2. Among ready hosts the one ready earliest goes first; "ready" counts from
    the moment the host had work and was free, so a host that has waited longer
    is not overtaken by one that just received a URL.
-3. PID windows (seed 000, law 4.1, scale-free: peer/pid.py): every host
+3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/pid.py): every host
    measures ``n``, the fetches
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
@@ -122,15 +123,16 @@ import enum
 import heapq
 import math
 from array import array
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from peer.config import PolitenessConfig
 from peer.errors import PeerError
 from peer.pid import PID
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "Job", "Outcome",
+    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "HostCensus", "Job", "Outcome",
     "PidSample", "Politeness", "ceiling",
 ]
 
@@ -196,7 +198,18 @@ class PidSample:
     delay: float
 
 
-class Outcome(enum.Enum):
+@dataclass(frozen=True, slots=True)
+class HostCensus:
+    """Hosts with queued work by state: may start now, on their delay or ceiling,
+    held (Retry-After, a robots.txt retry), all their slots in flight."""
+
+    ready: int
+    waiting: int
+    held: int
+    busy: int
+
+
+class Outcome(enum.StrEnum):
     """How a request ended, for counting it in the host's window (rule 5)."""
 
     FETCHED = "fetched"  # an HTTP response, any status: counts
@@ -209,18 +222,18 @@ class Outcome(enum.Enum):
 # 32), ``pos`` the slot of the oldest, which the next start overwrites.
 
 
-def _ring(n: int, times: Iterable[float] = ()) -> array:
+def _ring(n: int, times: Iterable[float] = ()) -> array[float]:
     vals = sorted(times)[-n:]
     return array("d", [_NEG_INF] * (n - len(vals)) + vals)
 
 
-def _ring_times(buf: array | None, pos: int, since: float) -> list[float]:
+def _ring_times(buf: array[float] | None, pos: int, since: float) -> list[float]:
     if buf is None:
         return []
     return [t for t in (*buf[pos:], *buf[:pos]) if t > since]
 
 
-def _ring_gate(buf: array | None, pos: int, limits: tuple[tuple[float, int], ...]) -> float:
+def _ring_gate(buf: array[float] | None, pos: int, limits: tuple[tuple[float, int], ...]) -> float:
     """When one more start keeps every window of ``limits`` under its count."""
     if buf is None:
         return _NEG_INF
@@ -245,8 +258,9 @@ class _Host:
 
     def __init__(self, name: str, now: float, pid: PID | None) -> None:
         self.name = name
-        # The queue: url, depth, url, depth, ... from index ``head`` on.
-        self.items: list = []
+        # The queue: url, depth, url, depth, ... from index ``head`` on (one
+        # flat list, no tuple per URL; typed Any, as its items alternate).
+        self.items: list[Any] = []
         self.head = 0
         self.in_flight = 0
         self.last_start = _NEG_INF
@@ -263,7 +277,7 @@ class _Host:
         self.dry = False  # its queue ran dry since it was created (rule 3)
         self.waiting = False  # URLs waited in this window (rule 3)
         self.held = False  # its cap or its IP, not its delay, held a start back (rule 3)
-        self.starts: array | None = None  # ring of start times (rule 7), made at the first start
+        self.starts: array[float] | None = None  # ring of start times (rule 7), made at the first start
         self.spos = 0
         self.ip: _Ip | None = None
         self.rguard = False  # its ready time was set by its ceiling (counted at the start)
@@ -287,7 +301,7 @@ class _Ip:
         self.delay = 0.0
         self.cap = _NO_CAP
         self.limits: tuple[tuple[float, int], ...] = ()
-        self.starts: array | None = None
+        self.starts: array[float] | None = None
         self.spos = 0
         self.last_start = _NEG_INF
         self.in_flight = 0
@@ -299,6 +313,10 @@ class _Ip:
         self.rkey = 0.0
         self.tseq = 0
         self.tkey = 0.0
+
+
+#: A heap entry's object: a host, or an IP in the global heap (rule 8).
+_E = TypeVar("_E", "_Host", "_Ip", "_Host | _Ip")
 
 
 class Frontier:
@@ -401,7 +419,7 @@ class Frontier:
             heapq.heappop(ready)
             obj.rseq = 0
             ip = None
-            if type(obj) is _Ip:
+            if isinstance(obj, _Ip):
                 ip = obj
                 self._clean(ip.heap)
                 if not ip.heap:  # cannot happen: every change of its hosts reschedules it
@@ -687,6 +705,93 @@ class Frontier:
         """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
         return self._ip_ceiling_holds
 
+    def census(self, now: float) -> HostCensus:
+        """Hosts with queued work by what they wait for at ``now`` (for status and metrics).
+
+        A scan of the hosts kept (rule 6 bounds them), asked for by an
+        operator's scrape or status request, never on the crawl path.
+        """
+        ready = waiting = held = busy = 0
+        for hs in self._hosts.values():
+            if hs.head >= len(hs.items):
+                continue
+            if hs.hold_until > now:
+                held += 1
+            elif hs.in_flight >= self._cap:
+                busy += 1
+            elif hs.rseq and hs.rkey <= now:
+                ready += 1
+            else:
+                waiting += 1
+        return HostCensus(ready, waiting, held, busy)
+
+    def busiest(self, now: float, n: int) -> list[tuple[str, float, float]]:
+        """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min).
+
+        The rate is the starts in the ceiling's longest window (rule 7 keeps
+        every one of them in the host's ring), so it is what the host saw
+        lately, not a PID window's count. The setpoint is ``rate``, or less
+        under a robots.txt Crawl-delay. Empty without a rate (no ring of
+        starts is kept). A scan like :meth:`census`.
+        """
+        if not self._pid_on or n <= 0:
+            return []
+        since = now - _HORIZON
+        counts = []
+        for hs in self._hosts.values():
+            if hs.last_start > since and hs.starts is not None:
+                k = sum(1 for t in hs.starts if t > since)
+                counts.append((k, hs.name, hs.floor))
+        out = []
+        for k, name, floor in heapq.nlargest(n, counts):
+            setpoint = self._pol.rate if floor <= 0 else min(self._pol.rate, 60.0 / floor)
+            out.append((name, k * 60.0 / _HORIZON, setpoint))
+        return out
+
+    def delays(self, limit: int = 2048) -> list[float]:
+        """Kept hosts' current delays between request starts, seconds (for quantiles).
+
+        At most ``limit`` of them, every k-th host in the table: quantiles
+        from a couple of thousand are as good as from all, and a scrape of a
+        peer keeping 100,000 hosts then costs the event loop milliseconds.
+        """
+        now = self._clock
+        hosts = list(self._hosts.values())
+        step = max(1, -(-len(hosts) // limit)) if limit > 0 else 1
+        return [self._delay(hs, now) for hs in hosts[::step]]
+
+    def host_counts(self, now: float, most: int = 10_000) -> tuple[int, int]:
+        """(ready, waiting): hosts with queued work whose next start is due at ``now`` by their
+        own gate (counted up to ``most``), and the rest of them (waiting on their delay,
+        ceiling, backoff or a free slot).
+
+        A walk of the ready heaps that skips every subtree whose root is not
+        due (a heap's children are never earlier than their parent), so it
+        costs the due and stale entries, not every host: the hosts waiting on
+        politeness, most of a crawl's, are not visited. Measured: 0.01 ms
+        with 100,000 hosts waiting, 200 ms with 100,000 due (a broad crawl
+        held by ``concurrency``), hence ``most``, ~20 ms at 10,000.
+        """
+        ready = self._due(self._ready, now, most)
+        return ready, max(self._n_hosts - ready, 0)
+
+    def _due(self, heap: Sequence[tuple[float, int, _Host | _Ip]], now: float, most: int) -> int:
+        n = 0
+        todo = [0]
+        size = len(heap)
+        while todo and n < most:
+            i = todo.pop()
+            if i >= size:
+                continue
+            key, seq, obj = heap[i]
+            if key > now:
+                continue
+            if obj.rseq == seq:
+                n += self._due(obj.heap, now, most - n) if type(obj) is _Ip else 1
+            todo.append(2 * i + 1)
+            todo.append(2 * i + 2)
+        return n
+
     def backlogged(self, host: str) -> bool:
         """Whether the host's current PID window is backlogged (will be sampled)."""
         hs = self._hosts.get(host)
@@ -800,11 +905,13 @@ class Frontier:
             hs.backlog = True
 
     def _sample(self, hs: _Host, window_end: float, n: int) -> None:
+        assert hs.pid is not None  # windows are rolled only with the PID on
         delay = hs.pid.update(n)
         self._trace.append(PidSample(hs.name, window_end, n, delay))
 
     def _roll(self, hs: _Host, now: float) -> None:
         """Close the host's windows that ended by ``now`` (rule 3)."""
+        assert hs.pid is not None  # windows are rolled only with the PID on
         w = self._window
         ws = hs.win_start + w
         if (hs.backlog and not (hs.held and hs.win_n < self._pol.setpoint)
@@ -844,14 +951,16 @@ class Frontier:
                 self._seq += 1
                 hs.rseq = self._seq
                 hs.rkey = key
-                heap = self._ready if hs.ip is None else hs.ip.heap
-                heapq.heappush(heap, (key, self._seq, hs))
+                if hs.ip is None:
+                    heapq.heappush(self._ready, (key, self._seq, hs))
+                else:
+                    heapq.heappush(hs.ip.heap, (key, self._seq, hs))
         else:
             hs.rseq = 0
         if hs.ip is not None:
             self._schedule_ip(hs.ip)
 
-    def _clean(self, heap: list) -> None:
+    def _clean(self, heap: list[tuple[float, int, _E]]) -> None:
         while heap and heap[0][2].rseq != heap[0][1]:
             heapq.heappop(heap)
 
@@ -923,7 +1032,7 @@ class Frontier:
         return ip.last_start + max(ip.delay, _HORIZON)
 
     def _schedule_timer(self, obj: _Host | _Ip) -> None:
-        if type(obj) is _Ip:
+        if isinstance(obj, _Ip):
             if obj.nref:
                 obj.tseq = 0
                 return
@@ -950,7 +1059,7 @@ class Frontier:
             if obj.tseq != seq:
                 continue
             obj.tseq = 0
-            if type(obj) is _Ip:
+            if isinstance(obj, _Ip):
                 if obj.nref == 0 and obj.in_flight == 0 and now >= self._ip_forget_at(obj):
                     del self._ips[obj.addr]
                 else:

@@ -1,4 +1,4 @@
-"""Extraction rules: items scraped from pages by CSS selectors in cluster.toml (issue 5).
+"""Extraction rules: items scraped from pages by CSS selectors in cluster.toml.
 
 A user declares, with no code, which pages hold items and where their fields are::
 
@@ -67,7 +67,7 @@ import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
@@ -291,7 +291,7 @@ def _load_function(spec: str) -> Callable[..., Any]:
     func = getattr(mod, funcname, None)
     if not callable(func):
         raise ValueError(f"module {modname!r} has no function {funcname!r}")
-    return func
+    return cast(Callable[..., Any], func)
 
 
 # ---------------------------------------------------------------------------

@@ -49,8 +49,12 @@ from __future__ import annotations
 import enum
 from collections import Counter
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from peer.urls import path_repeats
+
+if TYPE_CHECKING:
+    from peer.config import CrawlConfig, PolitenessConfig
 
 __all__ = ["Cap", "Hold", "Limits", "RETRY_AFTER_STRIKES"]
 
@@ -61,7 +65,7 @@ __all__ = ["Cap", "Hold", "Limits", "RETRY_AFTER_STRIKES"]
 RETRY_AFTER_STRIKES = 3
 
 
-class Cap(enum.Enum):
+class Cap(enum.StrEnum):
     """Which cap a hit was (the value is its config key, or what it counts)."""
 
     URL_LENGTH = "max_url_length"  # URLs dropped
@@ -74,7 +78,7 @@ class Cap(enum.Enum):
     GIVEN_UP = "given_up"  # URLs of given-up hosts dropped
 
 
-class Hold(enum.Enum):
+class Hold(enum.StrEnum):
     """Why a host is held (rule 5)."""
 
     ROBOTS = "robots"  # robots.txt unreachable, a retry is due
@@ -116,7 +120,7 @@ class Limits:
         self._holds: dict[Hold, dict[str, float]] = {h: {} for h in Hold}
 
     @classmethod
-    def from_config(cls, crawl, politeness) -> Limits:  # type: ignore[no-untyped-def]
+    def from_config(cls, crawl: CrawlConfig, politeness: PolitenessConfig) -> Limits:
         """The caps of cluster.toml's ``[crawl]`` and ``[politeness]``."""
         return cls(max_url_length=crawl.max_url_length, max_path_repeat=crawl.max_path_repeat,
                    max_urls_per_host=crawl.max_urls_per_host,

@@ -108,8 +108,8 @@ def is_public_address(ip: str) -> bool:
     except ValueError:
         return False
     if addr.version == 4:
-        return _v4_public(addr)  # type: ignore[arg-type]
-    return _v6_public(addr)  # type: ignore[arg-type]
+        return _v4_public(addr)
+    return _v6_public(addr)
 
 
 def filter_public(addresses: Iterable[str]) -> tuple[str, ...]:

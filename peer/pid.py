@@ -1,7 +1,7 @@
-"""Per-host crawl-rate controller: the discrete PID law of the seed post, scale-free.
+"""Per-host crawl-rate controller: a discrete PID law on the delay, scale-free.
 
-Source: seed 000, "PID控制器——控制网络爬虫速度" (a PID controller to control a
-web crawler's speed). Once per measuring window the controller compares the
+Source: the blog post "PID控制器——控制网络爬虫速度" (a PID controller to
+control a web crawler's speed), whose controller is quoted here. Once per measuring window the controller compares the
 pages fetched from a host with the target and moves the delay between that
 host's request starts, law (4.1):
 
@@ -20,17 +20,17 @@ page at 40 pages/min, but at 600 pages/min (T0 = 0.1 s, S = 600) one window's
 error of a few hundred pages is tens of seconds, the delay hits its floor and
 the backlog goes out as fast as the host answers (measured on the local web:
 up to 104 requests in one second against 10/s). Given ``nominal_delay`` (T0,
-the delay at which the host runs at S), the law is read in the seed's units:
+the delay at which the host runs at S), the law is read in the post's units:
 
-    e' = (S - n) * SEED_SETPOINT / S           (error in "seed pages")
+    e' = (S - n) * SEED_SETPOINT / S           (error in "reference pages")
     T_k = T_{k-1} + (T0 / SEED_DELAY) * (Kp*e' + Ki*Sum' + Kd*Diff')
 
-so relative to T0 every term is the seed's own: with u = T/T0 and x = n/S,
+so relative to T0 every term is the post's own: with u = T/T0 and x = n/S,
 u_k = u_{k-1} + (Kp*SEED_SETPOINT/SEED_DELAY) * (1 - x) + ... At S = 40 and
 T0 = 1.5 s the factors are 1 and the law is the post's, term by term; at
 any other rate and window the same gains give the same trajectory of u and x
 (docs/politeness.md derives it and tabulates settling windows). Sum' is
-clamped to +-integral_limit seed pages, i.e. +-integral_limit/40 of S.
+clamped to +-integral_limit reference pages, i.e. +-integral_limit/40 of S.
 Without ``nominal_delay`` the law is the literal one (gains in seconds per
 page), as in the post's example.
 
@@ -73,7 +73,7 @@ SEED_DELAY = 1.5
 
 
 class PID:
-    """The seed's delay controller for one host; see the module docstring."""
+    """The PID delay controller for one host; see the module docstring."""
 
     __slots__ = (
         "_kp",
@@ -160,12 +160,12 @@ class PID:
 
     @property
     def integral(self) -> float:
-        """Sum, the clamped running sum of errors (in seed pages if scaled)."""
+        """Sum, the clamped running sum of errors (in reference pages if scaled)."""
         return self._integral
 
     @property
     def last_error(self) -> float | None:
-        """e of the last update (S - n; in seed pages if scaled), or None before the first."""
+        """e of the last update (S - n; in reference pages if scaled), or None before the first."""
         return self._last_error
 
     def update(self, n: float) -> float:

@@ -1,8 +1,7 @@
 """The resolver: host name -> addresses, through the DNS cache and the SSRF guard.
 
 The edge around two pure cores. :class:`peer.dnscache.DnsCache` decides what
-a lookup needs (seed 002 measured 327 ms for an average lookup and nearly
-twice the throughput with a cache); :func:`peer.netguard.is_public_address`
+a lookup needs (cached for its TTL, RFC 1035; failures per RFC 2308); :func:`peer.netguard.is_public_address`
 decides which answers we may connect to. This module does the querying:
 
 - ``[dns] nameservers`` set: dnspython's async resolver on its trio backend,
@@ -43,7 +42,7 @@ from dns import resolver as dns_resolver
 
 from peer.config import DnsConfig
 from peer.dnscache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
-from peer.errors import FetchError
+from peer.errors import ErrorKind, FetchError
 from peer.netguard import is_public_address
 
 __all__ = ["Resolver", "is_public_address"]
@@ -127,19 +126,18 @@ class Resolver:
         cache = self._cache
         while True:
             decision = cache.lookup(name, self._clock())
-            kind = type(decision)
-            if kind is Hit:
-                return self._guard(name, decision.addresses)  # type: ignore[union-attr]
-            if kind is NegativeHit:
-                raise FetchError("dns", f"{name}: {decision.error}")  # type: ignore[union-attr]
-            if kind is Wait:
+            if isinstance(decision, Hit):
+                return self._guard(name, decision.addresses)
+            if isinstance(decision, NegativeHit):
+                raise FetchError(ErrorKind.DNS, f"{name}: {decision.error}")
+            if isinstance(decision, Wait):
                 event = self._events.get(name)
                 if event is not None:
                     await event.wait()
                 else:  # pragma: no cover - Wait always has an event; never spin
                     await trio.lowlevel.checkpoint()
                 continue
-            assert kind is Miss
+            assert isinstance(decision, Miss)
             if not self._caching:
                 cache.cancelled(name)  # no merging either: every lookup queries
                 return self._guard(name, await self._query_uncached(name))
@@ -154,7 +152,7 @@ class Resolver:
                 addresses, ttl = await self._query(name)
             except _LookupFailed as exc:
                 self._cache.failed(name, str(exc), self._clock())
-                raise FetchError("dns", f"{name}: {exc}") from None
+                raise FetchError(ErrorKind.DNS, f"{name}: {exc}") from None
             except BaseException:
                 self._cache.cancelled(name)
                 raise
@@ -168,7 +166,7 @@ class Resolver:
         try:
             addresses, _ = await self._query(name)
         except _LookupFailed as exc:
-            raise FetchError("dns", f"{name}: {exc}") from None
+            raise FetchError(ErrorKind.DNS, f"{name}: {exc}") from None
         return addresses
 
     async def _query(self, name: str) -> tuple[tuple[str, ...], float | None]:
@@ -219,6 +217,6 @@ class Resolver:
             return addresses
         allowed = tuple(a for a in addresses if is_public_address(a))
         if not allowed:
-            raise FetchError("blocked", f"{name} resolves to {', '.join(addresses)}: "
+            raise FetchError(ErrorKind.BLOCKED, f"{name} resolves to {', '.join(addresses)}: "
                                         "not a public address (set crawl.allow_private to allow)")
         return allowed

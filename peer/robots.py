@@ -69,6 +69,8 @@ from collections import OrderedDict
 
 from protego import Protego
 
+from peer.errors import ErrorKind
+
 __all__ = ["MAX_ROBOTS_BYTES", "ROBOTS_TTL", "RobotsCache", "Verdict", "product_token"]
 
 #: Bytes of a robots.txt parsed (RFC 9309 §2.5: at least 500 KiB).
@@ -79,7 +81,7 @@ ROBOTS_TTL = 24 * 3600.0
 _TOKEN = re.compile(r"[A-Za-z_\-]+")
 
 
-class Verdict(enum.Enum):
+class Verdict(enum.StrEnum):
     """What :meth:`RobotsCache.check` tells the caller to do with a URL."""
 
     ALLOW = "allow"  # fetch it
@@ -103,7 +105,7 @@ class _Entry:
         self.expires = -math.inf
         self.pending_since: float | None = None
         self.failures = 0  # failed fetches in a row
-        self.cause = ""  # why the last fetch failed
+        self.cause: ErrorKind | None = None  # why the last fetch failed
 
 
 def product_token(user_agent: str) -> str:
@@ -207,9 +209,9 @@ class RobotsCache:
         e.expires = now + self._ttl
         e.pending_since = None
         e.failures = 0
-        e.cause = ""
+        e.cause = None
 
-    def failed(self, host: str, now: float, cause: str = "robots", *, final: bool = False,
+    def failed(self, host: str, now: float, cause: ErrorKind = ErrorKind.ROBOTS, *, final: bool = False,
                retry_after: float | None = None) -> None:
         """robots.txt was unreachable (timeout, network error, 5xx, 429).
 
@@ -237,12 +239,12 @@ class RobotsCache:
     def max_failures(self) -> int:
         return self._max_failures
 
-    def failure(self, host: str) -> str | None:
+    def failure(self, host: str) -> ErrorKind | None:
         """The cause of a final ``DISALLOW`` for failures (rule 4); None for rules or none yet."""
         e = self._hosts.get(host)
         if e is None or e.mode != _DISALLOW_ALL or e.failures < self._max_failures:
             return None
-        return e.cause or "robots"
+        return e.cause or ErrorKind.ROBOTS
 
     def cancelled(self, host: str) -> None:
         """The robots.txt fetch for ``host`` ended without an answer; the next check asks again."""

@@ -1,6 +1,6 @@
 """A peer's crawl state on disk: an append-only journal plus periodic snapshots.
 
-Issue 6 ("Crash and restart"): after ``kill -9`` and a restart with the same
+Crash and restart: after ``kill -9`` and a restart with the same
 command a peer resumes where it was. No queued URL is lost, no finished page
 is fetched again (except those in flight at the kill), a forwarded batch is
 persisted before it is acked, and a damaged state file stops the peer with
@@ -12,7 +12,8 @@ frontier and Bloom filter after every page would cost megabytes per page; a
 journal costs tens of bytes per event, and a snapshot now and then bounds
 both the journal's size and the time recovery takes to replay it.
 
-Files, all in one directory (the engine uses ``<data_dir>/state``)::
+Files, all in one directory (the engine uses ``<data_dir>/state``; the names
+are ``peer.layout.StateFile``'s)::
 
     snapshot-<g>.msgpack  the state at generation g: one msgpack map (peer,
                           ring, generation, created, written, bloom, urls,
@@ -72,6 +73,12 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
    it, g+1 is whole and a missing journal is an empty one. Snapshots are
    always fsynced, whatever ``fsync`` says: the old journal is deleted on the
    strength of them.
+   A snapshot written in a worker thread (the engine does so, so the event
+   loop keeps its rhythm) opens ``journal-<g+1>.log`` first and writes every
+   commit to both journals until it is done (:meth:`prepare_snapshot`); a
+   crash before the rename leaves generation g whole with every record,
+   and ``journal-<g+1>`` beside it is a stray; after it, ``journal-<g+1>``
+   holds every record since the view the snapshot was written from.
 5. A snapshot drops the done rows of the journal it replaces, so the engine
    must have flushed those rows to DuckDB before calling :meth:`snapshot` or
    :meth:`begin`.
@@ -85,29 +92,34 @@ scheduler pass and before every ack, :meth:`snapshot` when
 
 Plain synchronous file I/O, no trio: ``commit`` is one ``os.writev`` into the
 page cache (microseconds), cheap enough to call on the event loop. Not
-thread-safe; use a :class:`PeerState` from one thread.
+thread-safe; use a :class:`PeerState` from one thread, except
+:meth:`write_snapshot` and :meth:`drop_older`, which touch only files the
+journal's thread does not (see :meth:`prepare_snapshot`).
 """
 
 from __future__ import annotations
 
 import gc
+import json
 import os
-import re
 import struct
-import tempfile
 import time
 import zlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import msgpack
 
-from peer.bloom import BloomFilter, fsync_dir
+from peer.bloom import BloomFilter
 from peer.errors import StateError
+from peer.fsio import fsync_dir, write_atomic
+from peer.layout import StateFile
+from peer.runs import RunRecord
 
-__all__ = ["PeerState", "Recovered", "SnapshotStats"]
+__all__ = ["PeerState", "PendingSnapshot", "Recovered", "SnapshotStats", "RUN_FILE", "read_run",
+           "write_run"]
 
 # Record tags; ints, not strings: one byte each on the wire.
 _QUEUED, _DONE, _FORWARDED, _COUNTERS, _SEEN = range(5)
@@ -121,10 +133,6 @@ _SNAP_MAGIC = b"RCSNAPSH"
 _SNAP_VERSION = 1
 _SNAP_TRAILER = struct.Struct("<8sIQI")  # magic, version, payload length, crc32
 
-_KINDS = {"snapshot": "msgpack", "bloom": "bin", "journal": "log"}
-_NAME = re.compile(r"^(snapshot|bloom|journal)-(\d+)\.(msgpack|bin|log)$")
-# Temporary files of an interrupted atomic write (ours and BloomFilter.to_file's).
-_TMP = re.compile(r"^(snapshot|bloom|journal)-\d+\.(msgpack|bin|log)\..+\.tmp$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -155,6 +163,14 @@ class SnapshotStats:
     seconds: float
 
 
+@dataclass(frozen=True, slots=True)
+class PendingSnapshot:
+    """A snapshot begun by :meth:`PeerState.prepare_snapshot`."""
+
+    generation: int
+    old_journal: int                   # bytes of the journal it replaces
+
+
 class PeerState:
     """The journal and snapshots of one peer, in ``directory``; see the module docstring."""
 
@@ -168,6 +184,10 @@ class PeerState:
         self._fd = -1
         self._journal_size = 0         # bytes of the open journal on disk
         self._buf = bytearray()
+        # A snapshot being written in another thread (prepare_snapshot): the
+        # next generation's journal, written alongside the open one.
+        self._next_fd = -1
+        self._next_size = 0
         # autoreset=True on purpose: a Packer without it empties its whole
         # buffer when one pack() fails, which would drop uncommitted records.
         self._pack = msgpack.Packer(use_bin_type=True).pack
@@ -178,7 +198,7 @@ class PeerState:
     def exists(directory: Path) -> bool:
         """Whether ``directory`` holds any snapshot, Bloom or journal file."""
         try:
-            return any(_NAME.match(n) for n in os.listdir(directory))
+            return any(StateFile.parse(n) for n in os.listdir(directory))
         except FileNotFoundError:
             return False
         except OSError as e:
@@ -191,7 +211,7 @@ class PeerState:
         self._gen = 0
         self._created = None
         for name in self._listdir():
-            if _NAME.match(name) or _TMP.match(name):
+            if StateFile.parse(name) or StateFile.is_temporary(name) or name == RUN_FILE:
                 self._unlink(name)
         try:
             self.directory.rmdir()
@@ -242,6 +262,11 @@ class PeerState:
         if self._fd >= 0:
             self.commit()
         self._close_fd()
+        if self._next_fd >= 0:
+            # A snapshot still pending: its g+1 files are strays recovery deletes
+            # unless its snapshot was renamed into place (then they are whole).
+            fd, self._next_fd = self._next_fd, -1
+            os.close(fd)
 
     # -- snapshots -------------------------------------------------------------
 
@@ -262,7 +287,7 @@ class PeerState:
             raise StateError(f"{self.directory}: cannot create the state directory "
                              f"({e.strerror or e})") from e
         self._buf.clear()
-        gens = [int(m[2]) for m in map(_NAME.match, self._listdir()) if m]
+        gens = [p[1] for p in map(StateFile.parse, self._listdir()) if p]
         if self._created is None:
             self._created = time.time()
         return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters)
@@ -282,13 +307,98 @@ class PeerState:
         self.commit()
         return self._snapshot(self._gen + 1, bloom, queued, forwards, counters)
 
+    # A snapshot off the event loop, in three steps (the engine's rule 10):
+    # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
+    # prepare and finish every commit goes to journal g and journal g+1, so
+    # a crash leaves a whole generation whatever the thread had done: before
+    # snapshot-<g+1> is renamed into place recovery takes g (its journal has
+    # everything; the g+1 files are strays it deletes), after it g+1, whose
+    # journal holds every record since the view was taken.
+
+    def prepare_snapshot(self) -> PendingSnapshot:
+        """Commit, and start journal g+1 beside journal g; call on the journal's thread."""
+        if self._fd < 0:
+            raise RuntimeError("PeerState.prepare_snapshot() before begin() or after close()")
+        if self._next_fd >= 0:
+            raise RuntimeError("PeerState.prepare_snapshot(): a snapshot is already pending")
+        self.commit()
+        gen = self._gen + 1
+        path = self.directory / StateFile.JOURNAL.file_name(gen)
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
+        except OSError as e:
+            raise StateError(f"{path}: cannot create journal ({e.strerror or e})") from e
+        self._next_fd, self._next_size = fd, 0
+        self._append_next((_JOURNAL_MAGIC,))
+        return PendingSnapshot(gen, self._journal_size)
+
+    def write_snapshot(
+        self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
+        forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
+    ) -> SnapshotStats:
+        """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
+
+        It touches only the files of generation g+1 (never the journals):
+        ``bloom`` must be a copy nobody changes meanwhile, ``queued`` and
+        ``forwards`` lists of that same moment.
+        """
+        return self._write_files(pending.generation, bloom, queued, forwards, counters,
+                                 pending.old_journal)
+
+    def finish_snapshot(self, pending: PendingSnapshot) -> None:
+        """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
+        if self._next_fd < 0:
+            raise RuntimeError("PeerState.finish_snapshot() without prepare_snapshot()")
+        self._close_fd()
+        self._fd, self._next_fd = self._next_fd, -1
+        self._journal_size, self._next_size = self._next_size, 0
+        self._gen = pending.generation
+
+    def abort_snapshot(self, pending: PendingSnapshot) -> None:
+        """The write failed or was cancelled: go on in journal g, unless g+1 is whole already."""
+        if self._next_fd < 0:
+            return
+        if (self.directory / StateFile.SNAPSHOT.file_name(pending.generation)).exists():
+            # The rename happened (it is atomic): g+1 is the state on disk now.
+            self.finish_snapshot(pending)
+            return
+        fd, self._next_fd = self._next_fd, -1
+        os.close(fd)
+        for kind in (StateFile.JOURNAL, StateFile.BLOOM):
+            self._unlink(kind.file_name(pending.generation))
+
+    def drop_older(self, generation: int) -> None:
+        """Delete the files of generations before ``generation``; safe in a worker thread."""
+        removed = False
+        for name in self._listdir():
+            p = StateFile.parse(name)
+            if p and p[1] < generation:
+                self._unlink(name)
+                removed = True
+        if removed:
+            fsync_dir(self.directory)
+
     def _snapshot(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
     ) -> SnapshotStats:
+        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size)
+        self._close_fd()
+        self._gen = gen
+        self._open_journal()
+        for name in self._listdir():
+            p = StateFile.parse(name)
+            if (p and p[1] != gen) or StateFile.is_temporary(name):
+                self._unlink(name)
+        fsync_dir(self.directory)
+        return stats
+
+    def _write_files(
+        self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
+        forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
+    ) -> SnapshotStats:
         t0 = time.perf_counter()
-        old_journal = self._journal_size
-        bloom_name = f"bloom-{gen}.bin"
+        bloom_name = StateFile.BLOOM.file_name(gen)
         bloom.to_file(self.directory / bloom_name)
         # Written as given: recovery keeps a duplicate URL's first depth, and
         # deduplicating here would cost a million-entry dict on every snapshot.
@@ -309,16 +419,11 @@ class PeerState:
         }
         payload = msgpack.packb(doc, use_bin_type=True)
         trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
-        snap_path = self.directory / f"snapshot-{gen}.msgpack"
-        _atomic_write(snap_path, (payload, trailer))
-        self._close_fd()
-        self._gen = gen
-        self._open_journal()
-        for name in self._listdir():
-            m = _NAME.match(name)
-            if (m and int(m[2]) != gen) or _TMP.match(name):
-                self._unlink(name)
-        fsync_dir(self.directory)
+        snap_path = self.directory / StateFile.SNAPSHOT.file_name(gen)
+        try:
+            write_atomic(snap_path, (payload, trailer))
+        except OSError as e:
+            raise StateError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
         return SnapshotStats(
             generation=gen, queued=len(urls), forwards=len(fwd),
             snapshot_bytes=len(payload) + len(trailer),
@@ -336,19 +441,23 @@ class PeerState:
         generations and interrupted writes.
         """
         self._close_fd()
-        files: dict[str, dict[int, str]] = {k: {} for k in _KINDS}
+        files: dict[StateFile, dict[int, str]] = {k: {} for k in StateFile}
         for name in self._listdir():
-            m = _NAME.match(name)
-            if m and _KINDS[m[1]] == m[3]:
-                files[m[1]][int(m[2])] = name
-        snaps = files["snapshot"]
+            p = StateFile.parse(name)
+            if p:
+                files[p[0]][p[1]] = name
+        snaps = files[StateFile.SNAPSHOT]
         gen = max(snaps, default=0)
-        for jgen, name in files["journal"].items():
+        for jgen, name in files[StateFile.JOURNAL].items():
             # snapshot-<g> is renamed into place before journal-<g> exists, so
-            # a journal with records and no snapshot was not left by a crash.
-            if jgen > gen and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
+            # a journal with records and no snapshot was not left by a crash;
+            # except journal-<g+1> beside journal-<g>: a snapshot written in a
+            # thread was interrupted (prepare_snapshot), and journal-<g> has
+            # every record too.
+            stray = jgen == gen + 1 and gen in files[StateFile.JOURNAL]
+            if jgen > gen and not stray and os.path.getsize(self.directory / name) > len(_JOURNAL_MAGIC):
                 raise self._error(name, f"journal of generation {jgen} has no "
-                                        f"snapshot-{jgen}.msgpack")
+                                        f"{StateFile.SNAPSHOT.file_name(jgen)}")
         if not snaps:
             self._clean(keep=None)
             return None
@@ -362,8 +471,8 @@ class PeerState:
             if gc_was_on:
                 gc.enable()
 
-    def _load(self, gen: int, files: dict[str, dict[int, str]]) -> Recovered:
-        snaps = files["snapshot"]
+    def _load(self, gen: int, files: dict[StateFile, dict[int, str]]) -> Recovered:
+        snaps = files[StateFile.SNAPSHOT]
         doc = self._read_snapshot(snaps[gen], gen)
         bloom = BloomFilter.from_file(self.directory / doc["bloom"])
         urls, depths = doc["urls"], doc["depths"]
@@ -376,9 +485,9 @@ class PeerState:
         counters = dict(doc["counters"])
         rows: list[list[Any]] = []
         records = torn = 0
-        if gen in files["journal"]:
+        if gen in files[StateFile.JOURNAL]:
             added: list[str] = []
-            records, torn = self._replay(files["journal"][gen], queue, forwards, rows, counters, added)
+            records, torn = self._replay(files[StateFile.JOURNAL][gen], queue, forwards, rows, counters, added)
             bloom.add_many(added)
         self._clean(keep=gen)
         self._gen = gen
@@ -412,7 +521,7 @@ class PeerState:
             doc = msgpack.unpackb(payload, raw=False, strict_map_key=True)
             ok = (
                 isinstance(doc, dict) and doc.get("generation") == gen
-                and doc.get("bloom") == f"bloom-{gen}.bin"
+                and doc.get("bloom") == StateFile.BLOOM.file_name(gen)
                 and isinstance(doc.get("urls"), list) and isinstance(doc.get("depths"), list)
                 and len(doc["urls"]) == len(doc["depths"])
                 and isinstance(doc.get("forwards"), list) and isinstance(doc.get("counters"), dict)
@@ -425,7 +534,7 @@ class PeerState:
         if doc.get("peer") != self.peer_id or doc.get("ring") != self.ring:
             raise self._error(name, f"state of peer {doc.get('peer')!r} in ring {doc.get('ring')!r}, "
                                     f"but this is peer {self.peer_id!r} in ring {self.ring!r}")
-        return doc
+        return cast(dict[str, Any], doc)  # checked field by field above
 
     def _replay(
         self, name: str, queue: dict[str, int], forwards: list[tuple[str, int]],
@@ -498,7 +607,7 @@ class PeerState:
     # -- files -------------------------------------------------------------------
 
     def _journal_path(self) -> Path:
-        return self.directory / f"journal-{self._gen}.log"
+        return self.directory / StateFile.JOURNAL.file_name(self._gen)
 
     def _open_journal(self) -> None:
         path = self._journal_path()
@@ -531,6 +640,25 @@ class PeerState:
             raise StateError(f"{self._journal_path()}: cannot write crawl state "
                              f"({e.strerror or e})") from e
         self._journal_size += total
+        if self._next_fd >= 0:
+            self._append_next(parts)
+
+    def _append_next(self, parts: tuple[bytes | bytearray, ...]) -> None:
+        """The same bytes into the next generation's journal while a snapshot is pending."""
+        try:
+            data = b"".join(parts)
+            while data:
+                data = data[os.write(self._next_fd, data):]
+            if self.fsync:
+                os.fsync(self._next_fd)
+        except OSError as e:
+            try:
+                os.ftruncate(self._next_fd, self._next_size)
+            except OSError:
+                pass
+            raise StateError(f"{self.directory / f'journal-{self._gen + 1}.log'}: cannot write "
+                             f"crawl state ({e.strerror or e})") from e
+        self._next_size += sum(len(p) for p in parts)
 
     def _truncate(self, name: str, size: int) -> None:
         try:
@@ -544,8 +672,8 @@ class PeerState:
     def _clean(self, keep: int | None) -> None:
         removed = False
         for name in self._listdir():
-            m = _NAME.match(name)
-            if (m and int(m[2]) != keep) or _TMP.match(name):
+            p = StateFile.parse(name)
+            if (p and p[1] != keep) or StateFile.is_temporary(name):
                 self._unlink(name)
                 removed = True
         if removed:
@@ -579,6 +707,47 @@ class PeerState:
         )
 
 
+# ---------------------------------------------------------------------------
+# The run record (peer/runs.py decides with it)
+# ---------------------------------------------------------------------------
+
+#: How the last run on this state began and ended, and the scope it had: a
+#: small JSON file beside the snapshots, rewritten atomically at the start and
+#: at the end of each run. It is advice for the next start (resume, refuse,
+#: ask), not state: recovery never reads it, so a kill between the snapshot
+#: and this file costs nothing but a less precise question.
+RUN_FILE = "run.json"
+
+
+def read_run(directory: Path) -> RunRecord | None:
+    """The run record in a state directory, or None if there is none."""
+    path = Path(directory) / RUN_FILE
+    try:
+        doc = json.loads(path.read_bytes())
+        return RunRecord.from_dict(doc)
+    except FileNotFoundError:
+        return None
+    except OSError as e:
+        raise StateError(f"{path}: cannot read the run record ({e.strerror or e})") from e
+    except (ValueError, KeyError, TypeError) as e:
+        raise StateError(f"{path}: run record is malformed ({type(e).__name__}: {e}); "
+                         "delete it (the crawl state stays) or start with --fresh") from e
+
+
+def write_run(directory: Path, record: RunRecord) -> None:
+    """Write the run record atomically (fsynced: it is small and written twice a run)."""
+    d = Path(directory)
+    try:
+        d.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StateError(f"{d}: cannot create the state directory ({e.strerror or e})") from e
+    data = json.dumps(record.to_dict(), indent=1).encode() + b"\n"
+    try:
+        write_atomic(d / RUN_FILE, (data,))
+    except OSError as e:
+        raise StateError(f"{d / RUN_FILE}: cannot write the run record ({e.strerror or e})") from e
+
+
 def _torn_tail(tail: bytes) -> bool:
     """Whether ``tail`` (a bad frame to the end of the file) is an interrupted append."""
     for t in (tail, tail.rstrip(b"\0")):
@@ -606,26 +775,3 @@ def _records_prefix(body: bytes) -> bool:
     except Exception:  # any decoding failure means: not what our writer wrote
         return False
     return True
-
-
-
-def _atomic_write(path: Path, parts: tuple[bytes, ...]) -> None:
-    tmp = None
-    try:
-        fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-        with os.fdopen(fd, "wb") as f:
-            for p in parts:
-                f.write(p)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-        tmp = None
-        fsync_dir(path.parent)
-    except OSError as e:
-        raise StateError(f"{path}: cannot write snapshot ({e.strerror or e})") from e
-    finally:
-        if tmp is not None:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass

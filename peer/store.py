@@ -26,8 +26,8 @@ thread (``trio.to_thread.run_sync``) under this store's own
 ``CapacityLimiter(1)``: a DuckDB connection is not meant for concurrent use
 from several threads, and the limiter makes the calls one at a time, in
 order (trio's limiters are FIFO). Rows are appended with DuckDB's appender
-(``con.appender(table).append_rows``), never ``executemany``: the issue
-measured ``executemany`` at 543 rows/s; through this class the appender
+(``con.appender(table).append_rows``), never ``executemany``: measured
+at 543 rows/s with ``executemany``; through this class the appender
 wrote 56-78k page rows/s on the 2-core test box (100k rows, batches of 2000
 to 100k, open and close included; converting ``fetched_at`` to a datetime is
 ~15% of it). Each flush is one transaction, so a batch is in the file
@@ -415,8 +415,8 @@ class ResultStore:
              r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer)
             for r in batch.pages
         ]
-        work = [("pages", pages), ("links", batch.links), ("bodies", batch.bodies),
-                ("pid_trace", batch.pid)]
+        work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),
+                                             ("bodies", batch.bodies), ("pid_trace", batch.pid)]
         taken = {}
         items = 0
         try:

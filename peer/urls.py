@@ -115,7 +115,8 @@ def _pct_table() -> dict[str, str]:
     table = {}
     for b in range(256):
         norm = chr(b) if chr(b) in unreserved else f"%{b:02X}"
-        hi, lo = f"{b:02x}"
+        hex2 = f"{b:02x}"
+        hi, lo = hex2[0], hex2[1]
         for h in {hi, hi.upper()}:
             for lo_ in {lo, lo.upper()}:
                 table[h + lo_] = norm

@@ -1,13 +1,20 @@
-"""``python -m ring``: cluster-level commands.
+"""``python -m ring``: cluster-level commands (formatting and the command line only).
 
 ``table`` prints the ring that cluster.toml describes: each peer's share of
 the hash space and the owner of the seeds' hosts, so an operator can check a
 ring (weights, a new peer) before starting it. It reads only the file.
+``status`` and ``leave`` ask the running ring through ``ring.client``, which
+returns typed rows; this module only formats them.
 
-This is an edge: it reads cluster.toml through ``peer.config`` (the one parser
-of that file) and reports a user's mistake as one line and exit status 2,
-also when trio hands it over wrapped in an exception group
-(:func:`peer.errors.user_error`).
+``status`` prints each member's figures with a totals row and the units
+(``--watch`` redraws them in place); ``dashboard`` serves them as a live page
+(:mod:`ring.dashboard`). Both poll through :func:`status_source`.
+
+``ring`` never imports ``peer``. cluster.toml has one parser, ``peer.config``,
+so the file comes in through a :class:`ConfigSource` that ``ring/__main__.py``
+(the process entry point, the one place the two packages meet) builds from
+peer's parser. A user's mistake is one line and exit status 2, also when
+trio hands it over wrapped in an exception group.
 """
 
 from __future__ import annotations
@@ -15,24 +22,89 @@ from __future__ import annotations
 import argparse
 import sys
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol
 
-from peer.config import ClusterConfig, load_config
-from peer.errors import PeerError, user_error
-from peer.urls import host_key
-from ring.errors import RingError
+from ring.client import Contact, LeaveOutcome, StatusRow, client_keys, cluster_status, request_leave
+from ring.curve import resolve_keys_dir
 from ring.hashring import HashRing
 
-__all__ = ["main", "ownership_table"]
+__all__ = ["ConfigSource", "RingFile", "format_status", "main", "ownership_table", "ring_of",
+           "seeds_of", "tool_keys"]
 
 
-def ring_of(cfg: ClusterConfig) -> HashRing:
+class _RingSection(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def vnodes(self) -> int: ...
+    @property
+    def curve_keys(self) -> str: ...
+
+
+class _PeerEntry(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def weight(self) -> float: ...
+
+
+class _CrawlSection(Protocol):
+    @property
+    def seeds(self) -> tuple[str, ...]: ...
+
+
+class RingFile(Protocol):
+    """What the ring's commands read of a parsed cluster.toml (``peer.config.ClusterConfig``)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def ring(self) -> _RingSection: ...
+
+    @property
+    def peers(self) -> Sequence[_PeerEntry]: ...
+
+    @property
+    def crawl(self) -> _CrawlSection: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
+    """How the commands get a cluster.toml: its parser, the host key of a URL, the user's errors.
+
+    ``user_error(exc)`` is the user's mistake ``exc`` is or carries (a
+    ``peer.errors.user_error``), or None for a bug, which is re-raised.
+    """
+
+    load: Callable[[str], RingFile]
+    host_key: Callable[[str], str]
+    user_error: Callable[[BaseException], BaseException | None]
+
+
+def ring_of(cfg: RingFile) -> HashRing:
     """The ring of the initial members listed in cluster.toml."""
     return HashRing({p.id: p.weight for p in cfg.peers}, vnodes=cfg.ring.vnodes)
 
 
-def ownership_table(cfg: ClusterConfig, sample: int = 10_000, hosts: Sequence[str] = ()) -> str:
-    """The text that ``python -m ring table`` prints."""
+def seeds_of(cfg: RingFile) -> tuple[Contact, ...]:
+    """The ``[[peer]]`` entries, as ``ring.client`` asks them."""
+    return tuple(Contact(p.id, p.address) for p in cfg.peers)
+
+
+def tool_keys(cfg: RingFile, key_id: str = "ops") -> Any:
+    """The tool's Curve pair when ``[ring] curve_keys`` is set, else None (``ring.client.client_keys``)."""
+    return client_keys(resolve_keys_dir(cfg.ring.curve_keys, cfg.path), key_id, cfg.path)
+
+
+def ownership_table(cfg: RingFile, sample: int = 10_000, hosts: Sequence[str] = (),
+                    host_key: Callable[[str], str] = str.lower) -> str:
+    """The text that ``python -m ring table`` prints; ``host_key`` places a seed URL."""
     ring = ring_of(cfg)
     shares = ring.shares()
     counts: Counter[str] = Counter(
@@ -59,141 +131,6 @@ def ownership_table(cfg: ClusterConfig, sample: int = 10_000, hosts: Sequence[st
     return "\n".join(out)
 
 
-#: Members ``ring status`` asks for their own figures at once.
-ASK_AT_ONCE = 32
-
-STATUS_KEYS = ("id", "address", "state", "share", "pages", "rate", "frontier", "hosts",
-               "forwarded_out", "forwarded_in", "dns_hit_rate", "bloom_fill", "uptime")
-
-
-def client_keys(cfg: ClusterConfig, key_id: str = "ops"):  # type: ignore[no-untyped-def]
-    """The tool's own Curve key pair when ``[ring] curve_keys`` is set, else None.
-
-    Peers admit only keys in the keys directory, so an operator's tool has
-    a pair of its own there (``scripts/keys.py --ring cluster.toml --id ops``).
-    """
-    from ring.curve import CurveKeys, resolve_keys_dir
-
-    directory = resolve_keys_dir(cfg.ring.curve_keys, cfg.path)
-    if directory is None:
-        return None
-    if not (directory / f"{key_id}.key_secret").exists():
-        raise RingError(f"{directory}: no key pair {key_id!r} for this tool; the ring uses CurveZMQ, "
-                        f"make one with: python scripts/keys.py --ring {cfg.path} --id {key_id}")
-    return CurveKeys.load(directory, key_id)
-
-
-def socket_options(keys, peer_id: str):  # type: ignore[no-untyped-def]
-    """The ``configure`` hook of a DEALER to ``peer_id`` (None without Curve)."""
-    from ring.zmqio import curve_client
-
-    return None if keys is None else curve_client(keys, keys.public_key(peer_id))
-
-
-async def _ask(address: str, ring_name: str, timeout: float, keys=None,  # type: ignore[no-untyped-def]
-               peer_id: str = ""):
-    """One StatusRequest to the peer at ``address``; its reply or None."""
-    import os
-
-    import trio
-
-    from ring.messages import DecodeError, StatusReply, StatusRequest, decode, encode
-    from ring.zmqio import SocketType, open_socket
-
-    nonce = int.from_bytes(os.urandom(4), "big")
-    with trio.move_on_after(timeout):
-        async with open_socket(SocketType.DEALER, connect=address,
-                               configure=socket_options(keys, peer_id)) as sock:
-            await sock.send_multipart([encode(StatusRequest(ring_name, "ring-status", nonce))])
-            while True:
-                frames = await sock.recv_multipart()
-                try:
-                    reply = decode(frames[-1])
-                except DecodeError:
-                    continue
-                if isinstance(reply, StatusReply) and reply.nonce == nonce:
-                    return reply
-    return None
-
-
-async def cluster_status(cfg: ClusterConfig, timeout: float = 1.5, keys=None) -> list[dict] | None:  # type: ignore[no-untyped-def]
-    """Each member's row: the first seed that answers names the members, and
-    every live member is asked for its own figures. ``keys``: the tool's
-    Curve pair (:func:`client_keys`) when the ring uses CurveZMQ."""
-    import trio
-
-    first = None
-    for spec in cfg.peers:
-        first = await _ask(spec.address, cfg.ring.name, timeout, keys, spec.id)
-        if first is not None:
-            break
-    if first is None:
-        return None
-    rows = {m.id: m for m in first.members}
-    own: dict[str, object] = {}
-
-    # A view holds up to MAX_MEMBERS (1,024) members: ask a few dozen at a
-    # time, not one socket and one timeout for each at once.
-    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
-
-    async def ask_member(mid: str, address: str) -> None:
-        try:
-            async with limiter:
-                reply = await _ask(address, cfg.ring.name, timeout, keys, mid)
-        except RingError:
-            return  # a joiner whose .key is not deployed here, or an address zmq refuses
-        if reply is not None:
-            for m in reply.members:
-                if m.id == mid:
-                    own[mid] = m
-
-    async with trio.open_nursery() as nursery:
-        for m in first.members:
-            if m.id != first.sender and m.state.value in ("alive", "suspect"):
-                nursery.start_soon(ask_member, m.id, m.address)
-    out = []
-    for mid, m in sorted(rows.items()):
-        best = own.get(mid, m)  # its own figures, else the answering peer's view
-        row = {k: getattr(best, k) for k in STATUS_KEYS}
-        row["state"] = m.state.value  # the answering peer's view of the state and share
-        row["share"] = m.share
-        row["dropped"] = dict(best.dropped)  # type: ignore[attr-defined]
-        out.append(row)
-    return out
-
-
-async def request_leave(cfg: ClusterConfig, peer_id: str, timeout: float) -> str:
-    """Ask ``peer_id`` to leave, then wait until it has handed over and gone.
-
-    Returns "left" (it is gone and the others list it as left), "leaving"
-    (still handing over when ``timeout`` ran out), or "unknown" (no peer
-    knows it, or none answers).
-    """
-    import trio
-
-    from ring.messages import LeaveRequest, encode
-    from ring.zmqio import SocketType, open_socket
-
-    keys = client_keys(cfg)
-    rows = await cluster_status(cfg, keys=keys)
-    target = next((r for r in rows or () if r["id"] == peer_id), None)
-    if target is None or target["state"] not in ("alive", "suspect"):
-        return "unknown" if target is None else target["state"]
-    async with open_socket(SocketType.DEALER, connect=target["address"], linger=1000,
-                           configure=socket_options(keys, peer_id)) as sock:
-        with trio.move_on_after(2.0):
-            await sock.send_multipart([encode(LeaveRequest(cfg.ring.name, "ring-leave", peer_id))])
-    with trio.move_on_after(timeout):
-        while True:
-            await trio.sleep(0.5)
-            own = await _ask(target["address"], cfg.ring.name, 1.0, keys, peer_id)
-            if own is None:  # the process is gone: check how the others saw it go
-                rows = await cluster_status(cfg, keys=keys)
-                state = next((r["state"] for r in rows or () if r["id"] == peer_id), "unknown")
-                return state
-    return "leaving"
-
-
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m ring", description="Cluster-level commands of ringcrawl.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
@@ -213,6 +150,26 @@ def _parser() -> argparse.ArgumentParser:
     st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
     st.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
                     help="seconds to wait for each peer (default 1.5)")
+    st.add_argument("--watch", metavar="SECONDS", type=float, nargs="?", const=2.0,
+                    help="ask again every SECONDS (default 2) and redraw the table in place, "
+                         "until Ctrl-C; with --json, one JSON line a round")
+    st.add_argument("--count", metavar="N", type=int, default=0,
+                    help="with --watch: stop after N rounds (default 0: until Ctrl-C)")
+    db = sub.add_parser("dashboard", help="serve a live HTML page of the running ring",
+                        description="Poll the ring's status (as `ring status` does) and serve a live "
+                                    "page: members, their state and share, totals, rates over time, "
+                                    "errors by kind and the busiest hosts against their setpoint. "
+                                    "Prints its address; runs until Ctrl-C.")
+    db.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    db.add_argument("--host", metavar="ADDR", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1: this machine only; the page "
+                         "has no login, so only widen it on a trusted network)")
+    db.add_argument("--port", metavar="P", type=int, default=8765,
+                    help="port to listen on (default 8765; 0: any free port)")
+    db.add_argument("--interval", metavar="SECONDS", type=float, default=2.0,
+                    help="seconds between polls of the ring (default 2)")
+    db.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
+                    help="seconds to wait for each peer (default 1.5)")
     lv = sub.add_parser("leave", help="make a peer leave the ring gracefully",
                         description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
                                     "and the URLs it fetched of its hosts to their new owners, waits for "
@@ -225,73 +182,195 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _print_status(rows: list[dict]) -> None:
-    head = f"{'id':<8} {'state':<8} {'share':>6} {'pages':>7} {'rate':>7} {'frontier':>8} {'hosts':>5} " \
-           f"{'fwd out':>8} {'fwd in':>8} {'dns hit':>7} {'bloom':>7} {'uptime':>7}  address"
-    print(head)
+#: The status table's columns: (header, width, StatusRow field, format). The
+#: legend under the table gives each column's unit.
+_COLUMNS = (
+    ("share", 6, "share", "{:.1%}"),
+    ("pages", 8, "pages", "{:,}"),
+    ("pages/s", 8, "rate", "{:.1f}"),
+    ("queued", 8, "frontier", "{:,}"),
+    ("hosts", 6, "hosts", "{:,}"),
+    ("fwd out", 8, "forwarded_out", "{:,}"),
+    ("fwd in", 8, "forwarded_in", "{:,}"),
+    ("dns hit", 7, "dns_hit_rate", "{:.0%}"),
+    ("bloom", 7, "bloom_fill", "{:.2%}"),
+    ("uptime", 7, "uptime", "{:.0f}s"),
+)
+#: Columns the totals row sums (the others have no meaningful total).
+_SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
+
+STATUS_LEGEND = ("pages: page requests made; pages/s: since the peer started; queued: URLs in its "
+                 "frontier; hosts: hosts with queued URLs; fwd out/in: URLs sent to / received from "
+                 "their owners; dns hit: DNS cache hit rate; bloom: fill of the seen-URL filter")
+
+
+def format_status(rows: Sequence[StatusRow]) -> str:
+    """The text of ``python -m ring status``: a row a member, a totals row, the units."""
+    head = f"{'id':<10} {'state':<8}" + "".join(f" {h:>{w}}" for h, w, _, _ in _COLUMNS) + "  address"
+    out = [head]
     for r in rows:
-        print(f"{r['id']:<8} {r['state']:<8} {r['share']:>6.1%} {r['pages']:>7} {r['rate']:>7.1f} "
-              f"{r['frontier']:>8} {r['hosts']:>5} {r['forwarded_out']:>8} {r['forwarded_in']:>8} "
-              f"{r['dns_hit_rate']:>7.0%} {r['bloom_fill']:>7.2%} {r['uptime']:>6.0f}s  {r['address']}")
-        if r["dropped"]:
-            print(f"{'':<8} dropped: " + ", ".join(f"{k} {v}" for k, v in r["dropped"].items()))
+        out.append(f"{r.id:<10} {r.state.value:<8}"
+                   + "".join(f" {f.format(getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
+                   + f"  {r.address}")
+        if r.dropped:
+            out.append(f"{'':<10} dropped: " + ", ".join(f"{k} {v}" for k, v in r.dropped))
+        if r.errors:
+            out.append(f"{'':<10} errors: " + ", ".join(f"{k} {v}" for k, v in sorted(r.errors)))
+    live = [r for r in rows if r.live]
+    total = f"{'total':<10} {f'{len(live)} live':<8}"
+    for _, w, k, f in _COLUMNS:
+        total += f" {f.format(sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
+    out += [total.rstrip(), "", STATUS_LEGEND]
+    return "\n".join(out)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _check_numbers(args: argparse.Namespace) -> str | None:
+    if not args.timeout > 0:
+        return "--timeout: expected a number of seconds > 0"
+    if getattr(args, "watch", None) is not None and not args.watch > 0:
+        return "--watch: expected a number of seconds > 0"
+    if getattr(args, "count", 0) < 0:
+        return "--count: expected an integer >= 0"
+    if getattr(args, "interval", 1.0) <= 0:
+        return "--interval: expected a number of seconds > 0"
+    if not 0 <= getattr(args, "port", 0) <= 65535:
+        return "--port: expected a port number from 0 to 65535"
+    return None
+
+
+def status_source(cfg: RingFile, timeout: float) -> Callable[[], Awaitable[list[StatusRow] | None]]:
+    """The one function ``status`` (also ``--watch``) and the dashboard poll: rows, or None
+    if nobody answers."""
+    keys = tool_keys(cfg)
+    seeds = seeds_of(cfg)
+
+    async def poll() -> list[StatusRow] | None:
+        rows = await cluster_status(cfg.ring.name, seeds, timeout, keys)
+        return None if rows is None else list(rows)
+
+    return poll
+
+
+def _no_answer(cfg: RingFile) -> str:
+    if not any(p.address for p in cfg.peers):
+        return (f"no peer of ring {cfg.ring.name!r} has an address to ask: a solo peer answers "
+                "ring status on its [[peer]] address, so set one (e.g. address = "
+                "\"tcp://127.0.0.1:5701\") and restart it")
+    addrs = ", ".join(p.address for p in cfg.peers if p.address)
+    return f"no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?"
+
+
+class _NoAnswer(Exception):
+    """No peer answered ``ring status``: exit 1 (a fact about the ring, not a mistake)."""
+
+
+async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    import trio
+
+    poll = status_source(cfg, args.timeout)
+    if args.watch is None:
+        rows = await poll()
+        if rows is None:
+            raise _NoAnswer(_no_answer(cfg))
+        if args.json:
+            print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows]}, indent=2))
+        else:
+            print(format_status(rows))
+        return 0
+    # In place on a terminal (cursor home, clear to the end: ECMA-48 CUP and
+    # ED); into a pipe or a file, one table after another with its time.
+    tty = sys.stdout.isatty()
+    rounds = 0
+    while True:
+        started = trio.current_time()
+        rows = await poll()
+        stamp = time.strftime("%H:%M:%S")
+        if args.json:
+            members = [r.as_json() for r in rows or ()]
+            print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members}))
+        else:
+            text = format_status(rows) if rows is not None else f"({_no_answer(cfg)})"
+            head = f"ring {cfg.ring.name!r} at {stamp}, every {args.watch:g}s (Ctrl-C to stop)"
+            print(("\x1b[H\x1b[J" if tty else "\n") + head + "\n" + text)
+        sys.stdout.flush()
+        rounds += 1
+        if args.count and rounds >= args.count:
+            return 0
+        await trio.sleep_until(started + args.watch)
+
+
+async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
+    from ring.dashboard import serve_dashboard
+
+    poll = status_source(cfg, args.timeout)
+
+    async def rows() -> list[dict[str, Any]] | None:
+        got = await poll()
+        return None if got is None else [r.as_json() for r in got]
+
+    await serve_dashboard(rows, ring_name=cfg.ring.name, host=args.host, port=args.port,
+                          interval=args.interval)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "sample", 0) < 0:
         print("error: --sample: expected an integer >= 0", file=sys.stderr)
         return 2
     try:
-        cfg = load_config(args.ring)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 2
-    if args.command == "status":
-        import json
-
-        import trio
-
-        try:
-            rows = trio.run(cluster_status, cfg, args.timeout, client_keys(cfg))
-        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
-            err = user_error(exc)
-            if err is None:
-                raise
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        if rows is None:
-            addrs = ", ".join(p.address for p in cfg.peers)
-            print(f"error: no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?",
-                  file=sys.stderr)
-            return 1
-        if args.json:
-            print(json.dumps({"ring": cfg.ring.name, "members": rows}, indent=2))
-        else:
-            _print_status(rows)
-        return 0
-    if args.command == "leave":
-        import trio
-
-        try:
-            state = trio.run(request_leave, cfg, args.id, args.timeout)
-        except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
-            err = user_error(exc)
-            if err is None:
-                raise
-            print(f"error: {err}", file=sys.stderr)
-            return 2
-        if state == "left":
-            print(f"{args.id} handed over its hosts and left the ring")
+        cfg = source.load(args.ring)
+        if args.command == "table":
+            print(ownership_table(cfg, args.sample, args.host, source.host_key))
             return 0
-        if state == "leaving":
-            print(f"{args.id} is still handing over after {args.timeout:g}s; "
-                  "see `python -m ring status`", file=sys.stderr)
-        elif state == "unknown":
-            print(f"error: no running peer {args.id!r} in ring {cfg.ring.name!r} "
-                  "(or no peer answered)", file=sys.stderr)
-        else:
-            print(f"error: {args.id} is {state}, not a live member", file=sys.stderr)
+        import trio
+
+        if args.command in ("status", "dashboard"):
+            problem = _check_numbers(args)
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
+            try:
+                if args.command == "dashboard":
+                    return trio.run(_dashboard, cfg, args)
+                return trio.run(_status, cfg, args)
+            except KeyboardInterrupt:
+                print(file=sys.stderr)
+                return 0  # Ctrl-C is how --watch and the dashboard end
+        result = trio.run(request_leave, cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
+                          tool_keys(cfg))
+    except _NoAnswer as exc:
+        print(f"error: {exc}", file=sys.stderr)
         return 1
-    print(ownership_table(cfg, args.sample, args.host))
-    return 0
+    except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
+        inner = _unwrap(exc, _NoAnswer)
+        if inner is not None:
+            print(f"error: {inner}", file=sys.stderr)
+            return 1
+        err = source.user_error(exc)
+        if err is None:
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if result.outcome is LeaveOutcome.LEFT:
+        print(f"{args.id} handed over its hosts and left the ring")
+        return 0
+    if result.outcome is LeaveOutcome.LEAVING:
+        print(f"{args.id} is still handing over after {args.timeout:g}s; "
+              "see `python -m ring status`", file=sys.stderr)
+    elif result.outcome is LeaveOutcome.UNKNOWN:
+        print(f"error: no running peer {args.id!r} in ring {cfg.ring.name!r} "
+              "(or no peer answered)", file=sys.stderr)
+    else:
+        print(f"error: {args.id} is {result.state}, not a live member", file=sys.stderr)
+    return 1
+
+
+def _unwrap(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
+    """``exc`` if it is a ``kind``, or the one ``kind`` inside trio's exception groups."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc if isinstance(exc, kind) else None

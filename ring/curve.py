@@ -1,4 +1,4 @@
-"""CurveZMQ key files: who the ring's peers are, by public key (issue 6).
+"""CurveZMQ key files: who the ring's peers are, by public key (docs/curve.md).
 
 With ``[ring] curve_keys`` set, every peer's ROUTER is a Curve server
 (RFC 26, CurveZMQ) that admits only the public keys found in that directory,
@@ -24,10 +24,11 @@ naming the file and the way out.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -40,6 +41,7 @@ __all__ = [
     "PUBLIC_SUFFIX",
     "SECRET_SUFFIX",
     "UNAUTHENTICATED_WARNING",
+    "unauthenticated_warning",
     "read_public",
     "read_secret",
     "resolve_keys_dir",
@@ -54,6 +56,30 @@ UNAUTHENTICATED_WARNING = (
     "ring.curve_keys is not set: this peer accepts messages from anyone who can reach "
     "its address, and ring traffic is unencrypted (see docs/curve.md)"
 )
+
+
+
+def unauthenticated_warning(addresses: Iterable[str]) -> str | None:
+    """The warning for a ring without ``curve_keys``, or None when every address is loopback.
+
+    On loopback only this machine's processes can reach the ring, so Curve
+    adds nothing a user must be warned about (the demo, a solo peer, tests);
+    any other address, or one that is not a literal (a name may resolve to
+    another machine), keeps the warning.
+    """
+    for address in addresses:
+        m = re.fullmatch(r"tcp://\[?(?P<host>[^\]]*?)\]?:\d+", address)
+        host = m["host"] if m else ""
+        if host == "localhost":
+            continue
+        try:
+            if ipaddress.ip_address(host).is_loopback:
+                continue
+        except ValueError:
+            pass
+        return UNAUTHENTICATED_WARNING
+    return None
+
 
 # The peer-id rule of peer/config.py; it also keeps an id from naming a path
 # outside the keys directory ("../x").

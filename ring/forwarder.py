@@ -13,7 +13,7 @@ returns, and feeds every :class:`~ring.messages.Ack` to :meth:`Outbox.ack`.
 Rules of the Outbox (every transition lives in this file):
 
 1. **Batching.** :meth:`Outbox.add` queues ``(url, depth)`` for its owner. A
-   destination's entries (URLs plus hand-off ``seen`` URLs, issue 6) become a
+   destination's entries (URLs plus hand-off ``seen`` URLs) become a
    batch as soon as they number ``batch_size`` (cut in :meth:`~Outbox.add`,
    numbered and returned by the next :meth:`~Outbox.due`), or when the oldest
    of them is ``max_age`` old: ``due(now)`` with ``now >= first + max_age``.
@@ -63,7 +63,7 @@ The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
 - ``STALE_EPOCH``: a batch from an older epoch of a sender whose newer epoch
   has been seen (it restarted), or from a sender :meth:`Inbox.forget` closed.
   Dropped, no ack. A restarted sender resumes its queue from its own state
-  (issue 6 persists :meth:`Outbox.queued`), so the old frame adds nothing;
+  (peer/state.py persists :meth:`Outbox.queued`), so the old frame adds nothing;
   and this Inbox keeps only the newest epoch's sequence state, so it could
   not tell an old frame from a replay.
 - ``DUPLICATE``: this (sender, epoch, seq) was taken before: ack again (the
@@ -76,9 +76,9 @@ The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
   URLs from one sender for that to happen, and replay safety wins over it.
 - ``ACCEPT``: new: take its entries, routing each with the current ring
   (:meth:`Outbox.relay` for those this peer no longer owns), then ack.
-  Persist before acking where crashes matter (issue 6).
+  Persist before acking where crashes matter (peer/state.py).
 
-Termination counters (issue 4, the counter method). ``Outbox.sent`` counts the
+Termination counters (Mattern's counter method, ``ring.membership``). ``Outbox.sent`` counts the
 entries (URLs and seen URLs) of every batch the first time :meth:`Outbox.due`
 returns it; resends are not counted again. ``Inbox.received`` counts the
 entries of every batch with verdict ``ACCEPT``. Per channel (sender → owner)
@@ -149,6 +149,11 @@ class OutboxStats:
     pending: int  # entries not yet in a numbered batch
     unacked: int  # batches sent and not acked
     sent: int  # the termination counter (module docstring)
+
+
+#: What a retired _Sent keeps instead of its batch, so the resend queue (emptied
+#: lazily) does not hold its URLs: nothing.
+_RETIRED = UrlBatch(ring="", sender="", epoch=0, seq=0, urls=())
 
 
 class _Sent:
@@ -417,7 +422,7 @@ class Outbox:
             return False
         self._acked += _size(s.batch)
         s.live = False
-        s.batch = None  # type: ignore[assignment]  # its URLs need not wait in the queue
+        s.batch = _RETIRED  # its URLs need not wait in the queue
         return True
 
     # -- ring changes ------------------------------------------------------------
@@ -462,7 +467,7 @@ class Outbox:
                     urls += s.batch.urls
                     seen += s.batch.seen
                     s.live = False
-                    s.batch = None  # type: ignore[assignment]
+                    s.batch = _RETIRED
                 d.unacked.clear()
                 for url, depth in urls:
                     moved.append((url, depth, owner_of(url)))
@@ -523,7 +528,7 @@ class Outbox:
 
         The partial batch is cut now, so the answer is fixed: once
         :meth:`acked_through` of it is True, ``dest`` has taken everything
-        queued for it before this call (a hand-off is complete, issue 6),
+        queued for it before this call (a hand-off is complete),
         whatever other traffic followed. -1 if nothing was ever queued.
         """
         d = self._dests.get(dest)
@@ -594,7 +599,7 @@ class Outbox:
 # The receiver side
 
 
-class Verdict(enum.Enum):
+class Verdict(enum.StrEnum):
     """What the receiver does with a batch (module docstring)."""
 
     ACCEPT = "accept"  # take the entries, then ack

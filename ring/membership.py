@@ -888,7 +888,7 @@ class Membership:
                     self._queue[mid] = sent + 1
             return
         if mid == self.self_id:
-            if _usable(r) and _key(r) > _key(local):  # type: ignore[arg-type]
+            if local is not None and _usable(r) and _key(r) > _key(local):  # local: always ours
                 self._refute(r, now)
             return
         if not _usable(r):
@@ -1027,7 +1027,7 @@ class Membership:
         self._epoch += 1
         was_live = old is not None and old.state in LIVE
         is_live = new.state in LIVE
-        if was_live != is_live or (is_live and old.weight != new.weight):  # type: ignore[union-attr]
+        if was_live != is_live or (is_live and old is not None and old.weight != new.weight):
             self._dirty = True
         if new.state is SUSPECT:
             if mid not in self._suspects or ours:
@@ -1038,12 +1038,13 @@ class Membership:
             self._buried.pop(mid, None)
         elif old is None or old.state in LIVE or new.incarnation > old.incarnation:
             self._buried[mid] = now
+        previous = None if first or old is None else old.state
         if reason is None:
-            if first:
+            if previous is None:
                 reason = ChangeReason.JOINED if is_live else (
                     ChangeReason.LEFT if new.state is LEFT else ChangeReason.REPORTED)
-            elif old.state is new.state:  # type: ignore[union-attr]
-                if new.state is ALIVE and new.incarnation > old.incarnation:  # type: ignore[union-attr]
+            elif previous is new.state:
+                if new.state is ALIVE and old is not None and new.incarnation > old.incarnation:
                     reason = ChangeReason.RESTARTED
             elif new.state is LEFT:
                 reason = ChangeReason.LEFT
@@ -1052,7 +1053,7 @@ class Membership:
             else:
                 reason = ChangeReason.REPORTED
         if reason is not None:
-            self._event(now, new, reason, None if first else old.state)  # type: ignore[union-attr]
+            self._event(now, new, reason, previous)
 
     def _event(self, now: float, m: Member, reason: ChangeReason,
                previous: MemberState | None) -> None:
@@ -1104,7 +1105,7 @@ class TerminationDetector:
     it, ``Inbox.forget`` its to us), so its own last counters are left out.
 
     **Quiescence fallback.** A batch is acked only once its receiver took
-    it, and a peer with an unacked batch is not idle (issue 4), so work in
+    it, and a peer with an unacked batch is not idle (``ring.forwarder``), so work in
     flight always has a non-idle peer behind it; idleness that holds still,
     with no counter moving, for ``quiet_rounds`` rounds is therefore the end
     too, balanced or not. It covers what the channel bookkeeping cannot make

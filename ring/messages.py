@@ -14,7 +14,7 @@ A :class:`UrlBatch`'s ``urls`` travel as two parallel arrays, ``[[url...],
 step per pair (bytes per URL: the URL, its 1–3 byte string header and a
 1-byte depth).
 
-What each message is for (issue 4, ring; issue 6, faults):
+What each message is for:
 
 - :class:`Digest` — heartbeat gossip. Each :class:`Member` entry carries that
   member's own ``heartbeat`` and termination counters (``idle``, ``sent``,
@@ -30,14 +30,14 @@ What each message is for (issue 4, ring; issue 6, faults):
   ``(sender, epoch, seq)`` names a batch: ``seq`` counts per destination and
   ``epoch`` is fixed per process start (e.g. start time in ms), so a restarted
   sender's ``seq`` 0 is not mistaken for a replay, and a replayed frame is.
-  ``seen`` carries a hand-off's already-fetched URLs (issue 6: leave/join),
+  ``seen`` carries a hand-off's already-fetched URLs (on a leave or join),
   which the new owner adds to its Bloom filter without queueing; it rides in
   the same acked, resent batches rather than in a message of its own.
 - :class:`HandoffDone` — after a ring change, the old owner of some hosts
   tells their new owner that every hand-off batch to it is acked;
   :class:`LeaveRequest` — ``python -m ring leave`` asks a peer to leave.
 - :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
-  detector (issue 13): a probe, a request to probe for the sender, and the
+  detector: a probe, a request to probe for the sender, and the
   answer (relayed by the helper for a ``PingReq``). Each carries at most
   ``MAX_UPDATES`` piggybacked :class:`Member` records, the changes the
   sender is still spreading, so a round costs O(1) bytes whatever N is;
@@ -45,8 +45,10 @@ What each message is for (issue 4, ring; issue 6, faults):
   answers of :class:`Sync`, the anti-entropy summary.
 - :class:`StatusRequest` / :class:`StatusReply` — ``python -m ring status``;
   one :class:`MemberStatus` per member with the keys of ``--json``, plus the
-  ``dropped`` counters (garbage, unknown type, other ring, replay...) that
-  issue 6 wants visible. ``nonce`` matches a reply to its request.
+  ``dropped`` counters (garbage, unknown type, other ring, replay...), so an
+  operator sees what the peer refused, the failed fetches by kind and the
+  busiest hosts against their setpoint (``ring dashboard``). ``nonce``
+  matches a reply to its request.
 
 The codec checks types and ranges only. A decoded URL is still untrusted
 input: the receiver normalises it (``peer.urls``) and checks ``ring`` against
@@ -68,7 +70,8 @@ array              10 000       ``max_array_len``; URLs in a batch, ``seen``
 names              256 chars    ring name, peer id, address, counter name
 members            1 024        entries of a digest or status reply
 updates            64           piggybacked records of a ping, ping-req, ack
-dropped counters   64           entries of ``MemberStatus.dropped``
+dropped counters   64           entries of ``MemberStatus.dropped``, ``.errors``
+busiest hosts      10           entries of ``MemberStatus.busiest``
 bin, map, ext      none         ``max_*_len=0``: the codec uses none of them
 =================  ===========  ==============================================
 
@@ -87,7 +90,7 @@ from typing import Any, Union
 
 import msgpack
 
-from ring.errors import DecodeError, EncodeError
+from ring.errors import DecodeError, DropKind, EncodeError
 
 __all__ = [
     "VERSION",
@@ -97,6 +100,7 @@ __all__ = [
     "MAX_ARRAY",
     "MAX_NAME",
     "MAX_MEMBERS",
+    "MAX_BUSIEST",
     "MAX_DROPPED",
     "MemberState",
     "Member",
@@ -131,6 +135,8 @@ MAX_NAME = 256
 MAX_MEMBERS = 1024
 MAX_DROPPED = 64
 MAX_UPDATES = 64
+#: Busiest hosts a status reply carries (MemberStatus.busiest).
+MAX_BUSIEST = 10
 MAX_UINT = 2**64 - 1
 
 
@@ -234,6 +240,14 @@ class MemberStatus:
     bloom_fill: float
     uptime: float
     dropped: tuple[tuple[str, int], ...] = ()
+    # What `ring dashboard` plots: failed fetches by kind, and the hosts with
+    # the most request starts in the last 5 s as (host, pages/min, setpoint
+    # pages/min), at most MAX_BUSIEST. Added without a VERSION change: only
+    # tools (ring status, ring dashboard) decode a StatusReply, never a peer,
+    # so peers of both layouts still gossip as one ring; a tool older than
+    # the peers it asks reads no answer.
+    errors: tuple[tuple[str, int], ...] = ()
+    busiest: tuple[tuple[str, float, float], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,7 +265,7 @@ class HandoffDone:
     Sent once every hand-off batch (queued and ``seen`` URLs) to us is acked,
     and repeated for a few rounds; until it comes, the new owner holds the
     hosts it gained from ``sender`` so that it never fetches a URL the old
-    owner fetched (issue 6: join and leave with hand-off).
+    owner fetched (join and leave with hand-off).
     """
 
     ring: str
@@ -393,7 +407,7 @@ def _float_in(v: Any) -> float:
 
 
 _STATES = tuple(MemberState)
-_STATE_CODE = {s: i for i, s in enumerate(_STATES)}
+_STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(_STATES)}  # a StrEnum is its str
 
 
 def _state_out(v: Any) -> int:
@@ -531,6 +545,18 @@ def _counter_in(v: Any) -> tuple[str, int]:
     return _NAME[1](v[0]), _uint(v[1])
 
 
+def _busy_out(v: Any) -> tuple[str, float, float]:
+    if (type(v) is not tuple and type(v) is not list) or len(v) != 3:
+        raise _Invalid("expected (host, rate, setpoint) triples")
+    return _NAME[0](v[0]), _float_out(v[1]), _float_out(v[2])
+
+
+def _busy_in(v: Any) -> tuple[str, float, float]:
+    if type(v) is not tuple or len(v) != 3:
+        raise _Invalid("expected [host, rate, setpoint] triples")
+    return _NAME[1](v[0]), _float_in(v[1]), _float_in(v[2])
+
+
 _NAME = _name_codec()
 _UINT = (_uint, _uint)
 _BOOL = (_bool, _bool)
@@ -629,6 +655,8 @@ _MEMBER_STATUS = _Spec(
         ("bloom_fill", _FLOAT),
         ("uptime", _FLOAT),
         ("dropped", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
+        ("errors", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
+        ("busiest", _array_codec((_busy_out, _busy_in), MAX_BUSIEST)),
     ),
 )
 
@@ -689,7 +717,7 @@ _SPECS += (
                            ("starts", _array_codec((_start_out, _start_in), MAX_ARRAY)))),
 )
 
-# SWIM probes (issue 13): a few records each, so a round costs O(1) bytes in N.
+# SWIM probes: a few records each, so a round costs O(1) bytes in N.
 _UPDATES = _array_codec(_record_codec(_MEMBER), MAX_UPDATES)
 _SPECS += tuple(
     _Spec(cls, code, (("ring", _NAME), ("sender", _NAME), ("seq", _UINT), ("target", _NAME),
@@ -729,7 +757,7 @@ def encode(msg: Message) -> bytes:
     except _Invalid as e:
         raise EncodeError(str(e)) from None
     try:
-        frame = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
+        frame: bytes = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
     except (ValueError, TypeError, OverflowError) as e:  # a lone surrogate in a str
         raise EncodeError(f"{spec.cls.__name__}: {e}") from None
     if len(frame) > MAX_FRAME:
@@ -738,7 +766,7 @@ def encode(msg: Message) -> bytes:
     return frame
 
 
-def decode(data: bytes) -> Message:
+def decode(data: bytes | bytearray | memoryview) -> Message:
     """The message in frame ``data``; :class:`DecodeError` for anything else.
 
     Accepts ``bytes``, ``bytearray`` or ``memoryview`` (a zero-copy zmq frame).
@@ -747,20 +775,21 @@ def decode(data: bytes) -> Message:
         raise DecodeError(f"not bytes: {_what(data)}")
     size = len(data) if type(data) is bytes else memoryview(data).nbytes
     if size > MAX_FRAME:
-        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}", "oversized")
+        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}", DropKind.OVERSIZED)
     try:
         obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
     except (ValueError, TypeError, OverflowError, msgpack.UnpackException) as e:
-        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}", "not_msgpack") from None
+        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}", DropKind.NOT_MSGPACK) from None
     if type(obj) is not tuple or len(obj) < 2:
         raise DecodeError("not a message array")
     version, code = obj[0], obj[1]
     if type(version) is not int or version != VERSION:
-        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}", "version")
+        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}", DropKind.VERSION)
     spec = _BY_CODE.get(code) if type(code) is int else None
     if spec is None:
-        raise DecodeError(f"unknown message type {str(code)[:20]}", "unknown_type")
+        raise DecodeError(f"unknown message type {str(code)[:20]}", DropKind.UNKNOWN_TYPE)
     try:
-        return spec.from_wire(obj[2:])  # type: ignore[no-any-return]
+        msg: Message = spec.from_wire(obj[2:])
+        return msg
     except _Invalid as e:
         raise DecodeError(str(e)) from None

@@ -3,7 +3,7 @@
 pyzmq has no trio integration and no maintained bridge exists (zmq-anyio
 managed about 8k msg/s here), so this is a small adapter over pyzmq's
 *blocking* ``zmq.Socket`` used only with ``NOBLOCK``. What it is built
-against (measured in issue 4, "ZeroMQ under trio"):
+against (measured on this box; ``tests/test_zmqio.py`` keeps each fact tested):
 
 **zmq's FD is edge-triggered.** ``ZMQ_FD`` signals "the socket's state may
 have changed", and any send, recv or read of ``ZMQ_EVENTS`` can consume that
@@ -86,7 +86,7 @@ one DEALER per destination where a slow peer must not hold others up.
 
 **Throughput.** :meth:`ZmqSocket.recv_batch` drains up to ``max_n`` messages
 with NOBLOCK and waits only when there are none: 100–150k msgs/s between two
-processes for 1 KB msgpack messages in issue 4, against about 77k for one
+processes for 1 KB msgpack messages, against about 77k for one
 await per message (``scripts/bench_zmq.py`` prints both).
 
 Errors (``ring.errors`` tree; zmq errors are translated here and nowhere
@@ -101,7 +101,7 @@ Socket options beyond the few here go in the ``configure`` hook, which gets
 the raw ``zmq.Socket`` before any bind or connect; a hook that needs zmq
 constants belongs in this module.
 
-**Curve (issue 6).** :func:`curve_server` and :func:`curve_client` are such
+**Curve.** :func:`curve_server` and :func:`curve_client` are such
 hooks: CurveZMQ (RFC 26) authenticates both ends and encrypts the traffic,
 with the keys of :mod:`ring.curve`. Which client keys a server admits is
 decided by a ZAP handler (RFC 27), :class:`CurveAuthenticator`: a trio task
@@ -122,13 +122,12 @@ from __future__ import annotations
 
 import errno
 import logging
-import re
 import weakref
 from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from enum import StrEnum
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, TypeVar
+from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
 
 import trio
 import zmq
@@ -144,6 +143,7 @@ from zmq import NOBLOCK, POLLIN, POLLOUT, RCVMORE
 
 from ring.errors import RingError
 from ring.messages import MAX_FRAME
+from ring.routes import member_route, route_member
 
 if TYPE_CHECKING:
     from ring.curve import CurveKeys
@@ -179,29 +179,6 @@ YIELD_EVERY = 32
 #: takes at most (the message that crosses it is the last): a batch is a
 #: Python list, and 1,000 frames of up to MAX_FRAME would be 8 GiB of it.
 BATCH_BYTES = 2 * MAX_FRAME
-
-# A member's routing id is "<member id>/<nonce>": the id says who it claims
-# to be, the nonce makes each process's route its own (module docstring).
-_ROUTE_SEP = b"/"
-_ROUTE_NONCE = re.compile(rb"[0-9a-f]{1,32}")
-_MEMBER_ID = re.compile(rb"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
-
-
-def member_route(member_id: str, nonce: str) -> bytes:
-    """The routing id of a member's DEALER: ``b"<member id>/<nonce>"`` (nonce: hex, per process)."""
-    route = member_id.encode("ascii") + _ROUTE_SEP + nonce.encode("ascii")
-    if route_member(route) != member_id:
-        raise ValueError(f"not a member route: {member_id!r} / {nonce!r}")
-    return route
-
-
-def route_member(route: bytes) -> str | None:
-    """The member id a routing id claims, or None for any other routing id (a tool's, libzmq's own)."""
-    mid, sep, nonce = route.rpartition(_ROUTE_SEP)
-    if not sep or not _MEMBER_ID.fullmatch(mid) or not _ROUTE_NONCE.fullmatch(nonce):
-        return None
-    return mid.decode("ascii")
-
 
 class Routed(NamedTuple):
     """One message a ROUTER received (:meth:`ZmqSocket.recv_routed`).
@@ -256,7 +233,7 @@ _ZMQ_TYPE = {
 # The socket is gone (closed here, or its context terminated elsewhere).
 _CLOSED_ERRNOS = frozenset({zmq.ENOTSOCK, zmq.ETERM})
 
-_MECHANISMS = {zmq.NULL: "NULL", zmq.PLAIN: "PLAIN", zmq.CURVE: "CURVE", zmq.GSSAPI: "GSSAPI"}
+_MECHANISMS: dict[int, str] = {zmq.NULL: "NULL", zmq.PLAIN: "PLAIN", zmq.CURVE: "CURVE", zmq.GSSAPI: "GSSAPI"}
 
 
 def _as_list(addrs: str | Iterable[str]) -> list[str]:
@@ -347,7 +324,8 @@ class ZmqSocket:
         # The body's own exception is not handed to the nursery, which would
         # wrap it in an ExceptionGroup; the nursery only waits for the watcher,
         # which close() has just woken, and the body's exception propagates as is.
-        await self._nursery_cm.__aexit__(None, None, None)  # type: ignore[union-attr]
+        assert self._nursery_cm is not None  # set by __aenter__
+        await self._nursery_cm.__aexit__(None, None, None)
         return False
 
     def _open(self) -> None:
@@ -400,7 +378,8 @@ class ZmqSocket:
             notify_closing(self._fd)
         self._recv_lot.unpark_all()
         self._send_lot.unpark_all()
-        self._sock.close(linger=self._linger)  # type: ignore[union-attr]
+        if self._sock is not None:  # closed before it was opened: nothing to close
+            self._sock.close(linger=self._linger)
 
     @property
     def closed(self) -> bool:
@@ -409,7 +388,7 @@ class ZmqSocket:
     @property
     def mechanism(self) -> str:
         """The security mechanism: ``"NULL"`` (none) or ``"CURVE"`` (also ``"PLAIN"``, ``"GSSAPI"``)."""
-        return _MECHANISMS.get(self._live().getsockopt(zmq.MECHANISM), "UNKNOWN")
+        return _MECHANISMS.get(cast(int, self._live().getsockopt(zmq.MECHANISM)), "UNKNOWN")
 
     # ----------------------------------------------------------- endpoints
 
@@ -557,7 +536,7 @@ class ZmqSocket:
             uid = None
             if user_id and frames:
                 try:
-                    uid = frames[0].get("User-Id")
+                    uid = cast("str | None", frames[0].get("User-Id"))
                 except zmq.ZMQError:
                     uid = None  # no ZAP handler spoke for this connection
             return Routed(route, [f.buffer for f in frames], uid), sum(len(f) for f in frames)
@@ -598,15 +577,16 @@ class ZmqSocket:
     # --------------------------------------------------------------- internals
 
     def _live(self) -> zmq.Socket:
-        if self._closed:
-            if self._sock is None:
+        sock = self._sock
+        if self._closed or sock is None:
+            if sock is None:
                 raise SocketClosed(f"{self.kind} socket not open: use 'async with open_socket(...)'")
             raise SocketClosed(f"{self.kind} socket is closed")
-        return self._sock  # type: ignore[return-value]
+        return sock
 
     def _events(self, wake: int) -> int:
         """Read EVENTS (re-arming the FD) and wake the parked tasks ``wake`` selects."""
-        events = self._live().getsockopt(zmq.EVENTS)
+        events = cast(int, self._live().getsockopt(zmq.EVENTS))
         if events & wake & POLLIN and self._recv_lot:
             self._recv_lot.unpark_all()
         if events & wake & POLLOUT and self._send_lot:
@@ -697,7 +677,7 @@ def open_socket(
 
 
 # ---------------------------------------------------------------------------
-# CurveZMQ (issue 6): socket hooks and the ZAP handler
+# CurveZMQ (RFC 26): socket hooks and the ZAP handler (RFC 27)
 # ---------------------------------------------------------------------------
 
 #: Where libzmq sends ZAP requests (RFC 27), one handler per context.
@@ -829,7 +809,8 @@ class CurveAuthenticator:
     ) -> bool:
         # As ZmqSocket.__aexit__: the body's exception propagates as is, not
         # wrapped by the nursery, which only waits for the cancelled handler.
-        await self._stack.__aexit__(None, None, None)  # type: ignore[union-attr]
+        assert self._stack is not None  # set by __aenter__
+        await self._stack.__aexit__(None, None, None)
         return False
 
     async def _serve(self, sock: ZmqSocket) -> None:

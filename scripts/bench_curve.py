@@ -8,7 +8,7 @@ with ``[ring] curve_keys`` on: the ROUTER a Curve server behind the ZAP
 handler of ``ring.zmqio.CurveAuthenticator``, the DEALER a Curve client,
 with key pairs written to a temporary directory by ``ring.curve``. Curve
 encrypts and authenticates every message (XSalsa20-Poly1305 per frame,
-RFC 26), which issue 6 measured at about half the plain rate here.
+RFC 26), measured at about half the plain rate here (docs/curve.md).
 
 Runs alternate (plain, curve, plain, ...) so a noisy machine slows both
 alike; the figures are medians of ``--repeat`` runs, plus the ratio. The

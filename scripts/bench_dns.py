@@ -1,8 +1,9 @@
 #!/usr/bin/env python3
 """What the DNS cache buys: pages/s with and without it, against a slow DNS server.
 
-Seed 002 measured 327 ms for an average lookup and nearly twice the
-throughput once lookups were cached. This script replays that on loopback:
+A lookup that goes to a name server costs its round trip (hundreds of
+milliseconds to a distant one) for every fetch, unless it is cached. This
+script measures what the cache buys, on loopback:
 it starts the local web (scripts/webfarm.py) and :class:`LocalDns`, a tiny
 authoritative DNS server answering ``*.web.test -> 127.0.0.1`` after a delay
 (300 ms by default), then fetches the same pages through
@@ -147,7 +148,7 @@ async def _run(urls: list[list[str]], nameserver: str, concurrency: int, cache: 
 
 
 async def _bench(args: argparse.Namespace) -> int:
-    from webfarm import HostBehaviour, SiteGraph, serve_webfarm
+    from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
     graph = SiteGraph(hosts=args.hosts, pages_per_host=-(-args.pages // args.hosts), shop=False)
     async with trio.open_nursery() as nursery:

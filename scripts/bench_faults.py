@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
-"""Fault-handling figures of a real ring (issue 6): detection, resume, hand-off.
+"""Fault-handling figures of a real ring: detection, resume, hand-off.
 
 Peer processes (``python -m peer``) crawl the local test web, served in this
-process by ``webfarm.serve_webfarm`` so its request log is the judge, at a
+process by ``localweb.serve_webfarm`` so its request log is the judge, at a
 polite rate (default 12 hosts x 60 pages at 120 pages/min a host: about a
 minute of crawling), with the ring's default gossip timing. Everything is on
 127.0.0.1, each phase is bounded by ``--timeout``, and every process this
@@ -13,7 +13,7 @@ detect   3 peers; once all see each other and pages flow, ``kill -9`` one
          each survivor for its view every 0.1 s over one DEALER socket each
          (the StatusRequest of ``python -m ring status``). Seconds from the
          kill to the first "suspect" at any survivor and to "dead" at all,
-         against issue 4's bound ``dead_after + 2 x gossip_interval``.
+         against the bound ``dead_after + 2 x gossip_interval`` (docs/membership.md).
 resume   3 peers; ``kill -9`` p2 a third of the way through, then start it
          again with the same command (no --fresh). Seconds from the process
          start to its "resuming the crawl from" log line (its timestamp) and
@@ -55,6 +55,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
 from peer.config import load_config  # noqa: E402
+from peer.layout import DataDir  # noqa: E402
 from peer.urls import host_key  # noqa: E402
 from ring.hashring import HashRing  # noqa: E402
 from ring.messages import (  # noqa: E402
@@ -67,7 +68,7 @@ from ring.messages import (  # noqa: E402
 )
 from ring.zmqio import SocketType, open_socket  # noqa: E402
 from bench_ring_web import free_ports, positive  # noqa: E402
-from webfarm import SiteGraph, WebFarm, serve_webfarm  # noqa: E402
+from localweb import SiteGraph, WebFarm, serve_webfarm  # noqa: E402
 
 BENCHES = ("detect", "resume", "handoff")
 #: How often the detector asks each survivor for its view, s.
@@ -224,7 +225,7 @@ async def wait_pages(farm: WebFarm, n: int, cluster: Cluster) -> None:
 class Viewer:
     """One DEALER to one peer: its view of every member's state, on request.
 
-    The StatusRequest that ``python -m ring status`` sends (ring/cli.py),
+    The StatusRequest that ``python -m ring status`` sends (ring/client.py),
     over a socket kept open so that polling every 0.1 s costs no reconnects.
     """
 
@@ -388,7 +389,7 @@ async def bench_resume(args: argparse.Namespace, work: Path, graph: SiteGraph) -
                 t_kill = time.time()
                 await cluster.wait(victim)
                 killed_rc = cluster.procs[victim].returncode
-                disk, size, files = du(Path(cluster.cfg.peer(victim).data_dir) / "state")
+                disk, size, files = du(DataDir(cluster.cfg.peer(victim).data_dir).state)
                 before = farm.fetched()
                 t_start = await cluster.start(victim)  # the same command, no --fresh
                 await cluster.wait()
@@ -666,7 +667,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     load1 = loadavg()
     print(f"\nload average before {load0}, after {load1}\n")
     print("```markdown")
-    print(f"Fault handling (issue 6), measured with `scripts/bench_faults.py` on {os.cpu_count()} cores "
+    print(f"Fault handling, measured with `scripts/bench_faults.py` on {os.cpu_count()} cores "
           f"(load average {load0} before, {load1} after): peer processes crawl the local web "
           f"({args.hosts} hosts x {args.pages} pages, {args.rate:g} pages/min a host), judged by its request log.")
     print()

@@ -16,7 +16,7 @@ rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
 - a rolling start: the N peers start one by one over ``--rolling`` seconds;
   deaths of any peer (all are running or about to start) are false.
 
-Targets at 256 peers (issue 13): <= 15 KB/s a peer, <= 20 MB start-up, 0
+Targets at 256 peers (docs/membership.md): <= 15 KB/s a peer, <= 20 MB start-up, 0
 false deaths in a 30 s rolling start, a death everywhere within dead_after +
 two rounds. Bytes are frame lengths of the real codec (ring.messages).
 """

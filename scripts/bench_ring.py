@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Ring benchmarks (issue 4): scaling over peers, politeness held, forwarding cost.
+"""Ring benchmarks: scaling over peers, politeness held, forwarding cost.
 
 Three benchmarks, each bounded in time, all on 127.0.0.1, every process
 ended at the end whatever happens:
@@ -77,6 +77,7 @@ from bench_ring_web import (  # noqa: E402
     read_access_log,
     render_site,
 )
+from peer.layout import DataDir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = ("cpu", "polite", "forward")
@@ -122,7 +123,7 @@ class Crawl:
     errors: list[str] = field(default_factory=list)
 
     def data(self, pid: str) -> Path:
-        return self.toml.parent / pid / "pages.duckdb"
+        return DataDir(self.toml.parent / pid).results
 
     @property
     def ok(self) -> bool:
@@ -721,9 +722,9 @@ def parser() -> argparse.ArgumentParser:
     g.add_argument("--polite-rate", type=positive(float), default=120.0, help="politeness.rate, pages/min a host (default 120)")
     g.add_argument("--polite-window", type=positive(float), default=5.0, help="politeness.window, s (default 5)")
     g.add_argument("--polite-kp", type=float, default=-0.05,
-                   help="politeness.kp (default -0.05, the seed's): at 120 pages/min a host's "
+                   help="politeness.kp (default -0.05, the PID post's): at 120 pages/min a host's "
                         "delay is 0.5 s, and one page of error moves it by kp/0.5")
-    g.add_argument("--polite-ki", type=float, default=-0.01, help="politeness.ki (default -0.01, the seed's)")
+    g.add_argument("--polite-ki", type=float, default=-0.01, help="politeness.ki (default -0.01, the PID post's)")
     g.add_argument("--polite-seconds", type=positive(float), default=75.0, help="stop the peers after this, s (default 75)")
     g.add_argument("--polite-peers", type=_peers, default=[3], help="peer counts (default 3)")
     g.add_argument("--polite-links", type=positive(int), default=20,

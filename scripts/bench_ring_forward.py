@@ -1,12 +1,14 @@
-"""Forwarding cost for scripts/bench_ring.py: the real Outbox/Inbox over zmq between two processes.
+"""Forwarding cost for scripts/bench_ring.py: two real ring members over zmq, in two processes.
 
-The same pieces a peer uses, wired the same way (``peer/cluster.py``): the
-sender's :class:`ring.forwarder.Outbox` (batches of 500, ``max_age`` 50 ms)
-hands batches to a DEALER connected to the receiver's ROUTER; the receiver
-decodes each frame, asks its :class:`ring.forwarder.Inbox`, and acks through
-its own DEALER to the sender's ROUTER, where ``Outbox.ack`` retires the batch.
-Not included: what the owner does with a URL it takes (normalise, Bloom
-filter, frontier push; scripts/bench_cores.py measures those).
+Each side is what ``peer/cluster.py`` runs: a ``ring.node.RingNode`` under a
+``ring.driver.RingDriver``, with a crawl that only counts what it is handed.
+The sender's :class:`ring.forwarder.Outbox` (batches of 500, ``max_age`` 50
+ms) hands batches to its DEALER connected to the receiver's ROUTER; the
+receiver's node asks its :class:`ring.forwarder.Inbox` and acks through its
+own DEALER to the sender's ROUTER, where ``Outbox.ack`` retires the batch.
+Gossip runs too, every 5 s (a digest of two members, ~100 bytes). Not
+included: what the owner does with a URL it takes (normalise, Bloom filter,
+frontier push; scripts/bench_cores.py measures those).
 
 The sender keeps at most ``window`` batches unacked, so it cannot run ahead
 of the receiver into resends (``Outbox`` resends after 1 s): the rate is
@@ -16,8 +18,8 @@ counted it (``ss -ti``: ``bytes_sent`` + ``bytes_received`` of each
 connection's connecting end), which adds ZMTP framing and handshakes.
 
 The receiver runs as ``python scripts/bench_ring_forward.py --receiver
---ack-to ENDPOINT``: it prints its endpoint, and at the end one JSON line of
-its counters.
+--p1 ENDPOINT --p2 ENDPOINT``: it prints ``ready``, and once it has taken the
+sender's last URL (:data:`END`), one JSON line of its counters.
 """
 
 from __future__ import annotations
@@ -32,12 +34,61 @@ from dataclasses import dataclass
 
 import trio
 
-from ring.forwarder import Inbox, Outbox
-from ring.messages import Ack, UrlBatch, decode, encode
-from ring.zmqio import SocketType, open_socket
+from localweb.peerrun import free_ports
+from ring.driver import RingDriver
+from ring.hashring import HashRing
+from ring.messages import Ack, UrlBatch, encode
+from ring.node import RingNode
 
 RING = "bench"
-END = b"end"
+#: The sender's last URL, sent once everything before it is acked.
+END = "http://end.invalid/"
+#: Gossip rarely: its bytes would count as forwarding's.
+GOSSIP = dict(gossip_interval=5.0, suspect_after=60.0, dead_after=120.0, tombstone_ttl=240.0)
+
+
+class Counting:
+    """The crawl of a benchmark member (``ring.crawlport.CrawlPort``): counts what it takes."""
+
+    pages_requested = 0
+
+    def __init__(self) -> None:
+        self.urls = 0
+        self.end = trio.Event()
+
+    def accept(self, url: str, depth: int) -> None:
+        if url == END:
+            self.end.set()
+        else:
+            self.urls += 1
+
+    def locally_idle(self) -> bool:
+        return True
+
+    def accept_seen(self, url: str) -> None: ...
+    def take_back(self, url: str, depth: int) -> None: ...
+    def commit_state(self) -> None: ...
+    def set_ring(self, ring: HashRing) -> None: ...
+    def handoff_done(self, sender: str) -> None: ...
+    def seed_host_starts(self, starts: object) -> None: ...
+    def leave(self) -> None: ...
+    def poke(self) -> None: ...
+
+    async def handoff_seen(self, old: HashRing, ring: HashRing) -> int:
+        return 0
+
+    def handoff_starts(self, old: HashRing, ring: HashRing) -> dict:
+        return {}
+
+    def status_figures(self) -> dict:
+        return {}
+
+
+def member(peer_id: str, p1: str, p2: str) -> RingNode:
+    seeds = [("p1", p1, 1.0), ("p2", p2, 1.0)]
+    address = p1 if peer_id == "p1" else p2
+    return RingNode(peer_id, address, 1.0, RING, seeds=seeds, now=trio.current_time(),
+                    incarnation=int(time.time() * 1000), **GOSSIP)
 
 
 def sample_urls(n: int, port: int = 8080) -> list[str]:
@@ -83,36 +134,20 @@ def tcp_bytes(ports: set[int], pids: set[int] | None = None) -> int | None:
 # -------------------------------------------------------------------- receiver
 
 
-async def _receive(ack_to: str) -> dict:
-    inbox = Inbox(RING)
-    urls = batches = ack_bytes = frame_bytes = 0
-    cpu0 = start = None
-    async with open_socket(SocketType.ROUTER, identity=b"p2") as inbound, \
-            open_socket(SocketType.DEALER, connect=ack_to, identity=b"p2", hwm=10_000) as acks:
-        print(inbound.bind("tcp://127.0.0.1:*"), flush=True)  # the sender reads this line
-        done = False
-        while not done:
-            for frames in await inbound.recv_batch(1000):
-                data = frames[-1]
-                if data == END:
-                    done = True
-                    break
-                if start is None:
-                    start, cpu0 = time.perf_counter(), time.process_time()
-                frame_bytes += len(data)
-                batch = decode(data)
-                assert isinstance(batch, UrlBatch)
-                verdict = inbox.accept(batch)
-                if verdict.name == "ACCEPT":
-                    urls += len(batch.urls)
-                    batches += 1
-                if verdict.ack:
-                    ack = encode(Ack(RING, "p2", batch.epoch, batch.seq))
-                    ack_bytes += len(ack)
-                    await acks.send_multipart([ack])
-    return {"urls": urls, "batches": batches, "frame_bytes": frame_bytes, "ack_bytes": ack_bytes,
-            "cpu": time.process_time() - (cpu0 or 0.0), "seconds": time.perf_counter() - (start or 0.0),
-            "dropped": inbox.dropped}
+async def _receive(p1: str, p2: str) -> dict:
+    node = member("p2", p1, p2)
+    crawl = Counting()
+    cpu0, start = time.process_time(), time.perf_counter()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(RingDriver(node, crawl, p2).run)
+        print("ready", flush=True)  # the sender reads this line
+        await crawl.end.wait()
+        nursery.cancel_scope.cancel()
+    st = node.inbox.stats()
+    replays = node.inbox.dropped.get("replay", 0)
+    return {"urls": crawl.urls, "batches": st.batches, "replays": replays,
+            "cpu": time.process_time() - cpu0, "seconds": time.perf_counter() - start,
+            "dropped": dict(node.dropped_rows())}
 
 
 # ---------------------------------------------------------------------- sender
@@ -139,94 +174,70 @@ async def run_forward(children, n_urls: int, *, window: int = 64, max_seconds: f
     """Forward ``n_urls`` URLs p1 -> p2 through the real pieces; see the module docstring."""
     urls = sample_urls(n_urls)
     mean_url = sum(map(len, urls)) / len(urls)
-    outbox = Outbox("p1", RING, epoch=1)
+    p1, p2 = (f"tcp://127.0.0.1:{port}" for port in free_ports(2))
+    node = member("p1", p1, p2)
+    outbox = node.outbox
+    driver = RingDriver(node, Counting(), p1)
     with trio.fail_after(max_seconds):
-        async with open_socket(SocketType.ROUTER, identity=b"p1") as inbound:
-            ack_ep = inbound.bind("tcp://127.0.0.1:*")
-            proc = children.start([sys.executable, __file__, "--receiver", "--ack-to", ack_ep],
-                                  stdout=subprocess.PIPE)
-            recv_ep = (await trio.to_thread.run_sync(proc.stdout.readline)).decode().strip()
-            if not recv_ep.startswith("tcp://"):
-                raise RuntimeError(f"the forwarding receiver did not start: {recv_ep!r}")
-            ports = {int(ack_ep.rsplit(":", 1)[1]), int(recv_ep.rsplit(":", 1)[1])}
-            async with open_socket(SocketType.DEALER, connect=recv_ep, identity=b"p1",
-                                   hwm=10_000) as out:
-                frame_bytes = 0
-                wake = trio.Event()
+        proc = children.start([sys.executable, __file__, "--receiver", "--p1", p1, "--p2", p2],
+                              stdout=subprocess.PIPE)
+        ready = (await trio.to_thread.run_sync(proc.stdout.readline)).decode().strip()
+        if ready != "ready":
+            raise RuntimeError(f"the forwarding receiver did not start: {ready!r}")
+        ports = {int(p1.rsplit(":", 1)[1]), int(p2.rsplit(":", 1)[1])}
+        frames = []  # every batch the sender numbered, for the msgpack byte count
 
-                async def take_acks() -> None:
-                    nonlocal wake
-                    while True:
-                        for frames in await inbound.recv_batch(1000):
-                            msg = decode(frames[-1])
-                            if isinstance(msg, Ack):
-                                outbox.ack(msg.sender, msg.epoch, msg.seq)
-                        wake.set()
-                        wake = trio.Event()
+        async def drain() -> None:
+            # The last partial batch leaves after max_age (50 ms), as in a peer.
+            while not outbox.idle:
+                await trio.sleep(0.001)
 
-                async def send_due() -> None:
-                    # Resends (a batch unacked for 1 s) go out too, as in a peer.
-                    nonlocal frame_bytes
-                    for _, batch in outbox.due(trio.current_time()):
-                        frame = encode(batch)
-                        frame_bytes += len(frame)
-                        await out.send_multipart([frame])
-
-                async def drain() -> None:
-                    # The last partial batch leaves after max_age (50 ms), as in a peer.
-                    while True:
-                        st = outbox.stats()
-                        if not st.pending and not st.unacked:
-                            return
-                        await send_due()
-                        with trio.move_on_after(0.01):
-                            await wake.wait()
-
-                async with trio.open_nursery() as nursery:
-                    nursery.start_soon(take_acks)
-                    # Warm-up: one URL, so connections and handshakes are done before the clock.
-                    outbox.add("http://s000.web.test:8080/warm-up", 0, "p2", trio.current_time())
-                    await drain()
-                    tcp0 = tcp_bytes(ports)
-                    frame0 = frame_bytes
-                    t0, cpu0 = time.perf_counter(), time.process_time()
-                    bs = 500
-                    for i in range(0, n_urls, bs):
-                        now = trio.current_time()
-                        for url in urls[i:i + bs]:
-                            outbox.add(url, 1, "p2", now)
-                        await send_due()
-                        while outbox.stats().unacked >= window:
-                            with trio.move_on_after(0.05):
-                                await wake.wait()
-                            await send_due()
-                    await drain()
-                    seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
-                    tcp1 = tcp_bytes(ports)
-                    await out.send_multipart([END])
-                    line = await trio.to_thread.run_sync(proc.stdout.readline)
-                    nursery.cancel_scope.cancel()
+        async with trio.open_nursery() as nursery:
+            await nursery.start(driver.run)
+            # Warm-up: one URL, so connections and handshakes are done before the clock.
+            driver.forward("http://s000.web.test:8080/warm-up", 0, "p2")
+            await drain()
+            tcp0 = tcp_bytes(ports)
+            batches0 = outbox.stats().batches
+            t0, cpu0 = time.perf_counter(), time.process_time()
+            bs = 500
+            for i in range(0, n_urls, bs):
+                for url in urls[i:i + bs]:
+                    driver.forward(url, 1, "p2")
+                # Batches queued but not yet numbered by the driver count too.
+                while (st := outbox.stats()).unacked + st.pending // bs >= window:
+                    await trio.sleep(0.001)
+            await drain()
+            seconds, cpu = time.perf_counter() - t0, time.process_time() - cpu0
+            tcp1 = tcp_bytes(ports)
+            frames = [len(encode(UrlBatch(RING, "p1", outbox.epoch, 0, tuple((u, 1) for u in urls[i:i + bs]))))
+                      for i in range(0, n_urls, bs)]
+            driver.forward(END, 0, "p2")
+            line = await trio.to_thread.run_sync(proc.stdout.readline)
+            nursery.cancel_scope.cancel()
+    frame_bytes = sum(frames)
     stats = json.loads(line)
     children.stop(proc)
     if stats["urls"] != n_urls + 1:
         raise RuntimeError(f"the receiver took {stats['urls']} URLs, not {n_urls + 1}")
-    warm_ack = len(encode(Ack(RING, "p2", 1, 0)))
-    acks = stats["ack_bytes"] - warm_ack
     st = outbox.stats()
+    batches = st.batches - batches0 - 1  # less the warm-up's and END's
+    acks = sum(len(encode(Ack(RING, "p2", outbox.epoch, seq))) for seq in range(1, batches + 1))
     return ForwardResult(
         urls=n_urls, seconds=seconds, sender_cpu=cpu, receiver_cpu=stats["cpu"],
-        frame_bytes=frame_bytes - frame0 + acks,
+        frame_bytes=frame_bytes + acks,
         tcp_bytes=None if tcp0 is None or tcp1 is None else tcp1 - tcp0,
-        batches=st.batches - 1, resent=st.resent, mean_url=mean_url)
+        batches=batches, resent=st.resent, mean_url=mean_url)
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description="The receiving side of bench_ring.py's forwarding benchmark.")
     ap.add_argument("--receiver", action="store_true", required=True)
-    ap.add_argument("--ack-to", required=True, help="the sender's ROUTER endpoint")
+    ap.add_argument("--p1", required=True, help="the sender's endpoint")
+    ap.add_argument("--p2", required=True, help="this receiver's endpoint")
     args = ap.parse_args()
 
-    stats = trio.run(_receive, args.ack_to)
+    stats = trio.run(_receive, args.p1, args.p2)
     print(json.dumps(stats), flush=True)
     return 0
 

@@ -41,7 +41,7 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from webfarm import SiteGraph  # noqa: E402
+from localweb import SiteGraph  # noqa: E402
 
 from localweb.peerrun import free_ports  # noqa: E402  (re-exported for the benchmarks)
 
@@ -373,7 +373,7 @@ def read_requests(server: Server) -> list[Request]:
                 end = float(parts[0])
                 out.append(Request(end - float(parts[1]), end, parts[2], parts[3], int(parts[4]), parts[5]))
     else:
-        from webfarm import read_log
+        from localweb import read_log
 
         out = [Request(e.t, e.t + e.dur, "", e.host, e.status, e.target) for e in read_log(str(server.log))]
     return out

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Generate the CurveZMQ key pairs of a ring's peers (issue 6; docs/curve.md).
+"""Generate the CurveZMQ key pairs of a ring's peers (docs/curve.md).
 
 For every ``[[peer]]`` of cluster.toml (or only the ``--id`` given, such as
 a joiner not listed there) this writes, into the directory named by
@@ -18,16 +18,13 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 from peer.config import load_config
-from peer.errors import PeerError
+from peer.errors import ConfigError, cli_main
 from ring.curve import PUBLIC_SUFFIX, SECRET_SUFFIX, resolve_keys_dir, write_keypair
-from ring.errors import RingError
 from ring.zmqio import curve_keypair
-
-EXIT_USAGE = 2
-
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
@@ -52,33 +49,26 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _fail(message: str) -> int:
-    print(f"keys.py: {message}", file=sys.stderr)
-    return EXIT_USAGE
-
-
-def main(argv: list[str] | None = None) -> int:
+@cli_main
+def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     if not args.ring and not args.dir:
-        return _fail("pass --ring cluster.toml (or --dir DIR with --id ID)")
+        raise ConfigError("keys.py", "", "pass --ring cluster.toml (or --dir DIR with --id ID)")
     ids: list[str] = list(args.id)
     directory = Path(args.dir) if args.dir else None
     curve_keys = None
     if args.ring:
-        try:
-            cfg = load_config(args.ring)
-        except PeerError as exc:
-            return _fail(str(exc))
+        cfg = load_config(args.ring)
         curve_keys = cfg.ring.curve_keys
         if not ids:
             ids = [p.id for p in cfg.peers]
         if directory is None:
             directory = resolve_keys_dir(curve_keys, cfg.path)
             if directory is None:
-                return _fail(f"{cfg.path}: ring.curve_keys is empty: set it (e.g. curve_keys = \"keys\") "
-                             "or pass --dir DIR")
+                raise ConfigError(str(cfg.path), "ring.curve_keys", "is empty: set it (e.g. curve_keys = "
+                                  "\"keys\") or pass --dir DIR")
     elif not ids:
-        return _fail("without --ring, say which peers with --id ID")
+        raise ConfigError("keys.py", "", "without --ring, say which peers with --id ID")
     assert directory is not None
 
     for peer_id in dict.fromkeys(ids):
@@ -86,10 +76,7 @@ def main(argv: list[str] | None = None) -> int:
         if not args.force and pub.exists() and sec.exists():
             print(f"{peer_id}: kept the existing {pub} and {sec.name} (--force replaces them)")
             continue
-        try:
-            pub, sec = write_keypair(directory, peer_id, *curve_keypair(), force=args.force)
-        except RingError as exc:
-            return _fail(str(exc))
+        pub, sec = write_keypair(directory, peer_id, *curve_keypair(), force=args.force)
         print(f"{peer_id}: wrote {pub} (public) and {sec.name} (secret, mode 0600)")
 
     print(f"Deploy: copy every *{PUBLIC_SUFFIX} of {directory} to the keys directory of every machine; "

@@ -1,4 +1,4 @@
-"""Merge the peers' results files into one DuckDB file (issue 5, "Merge").
+"""Merge the peers' results files into one DuckDB file.
 
     python scripts/merge.py --ring cluster.toml -o crawl.duckdb
     python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb
@@ -22,7 +22,7 @@ A table absent from every input is not created (except ``pages``). The winner
 rules make the merge idempotent: merging again, or merging the merged file
 with its inputs, gives the same rows.
 
-**Why a window, not ``ON CONFLICT``.** The issue measured ``GROUP BY url`` with
+**Why a window, not ``ON CONFLICT``.** Measured: ``GROUP BY url`` with
 ``arg_max`` at 8 s for three 1M-row files, and ``INSERT ... ON CONFLICT`` at twice
 the time and three times the size. ``QUALIFY row_number() OVER (PARTITION BY url
 ORDER BY ...)`` was as fast as ``arg_max`` here (5-9 s against 8.6-10.4 s on the
@@ -35,6 +35,19 @@ writer, even read-only. Such an input is copied (with its ``.wal``) and the
 copy is read: a snapshot, which the summary reports. If the copy cannot be
 read either, the peer must stop first.
 
+**Exports.** ``--export PATH`` writes ``pages`` and every ``items_*`` table
+of the merge, one file each, in the format of PATH's extension: ``.jsonl``
+(JSON lines, DuckDB's ``FORMAT json``), ``.csv`` (with a header) or
+``.parquet``. ``{table}`` in PATH is replaced by each table's name
+(``out/{table}.jsonl`` gives ``out/pages.jsonl``, ``out/items_book.jsonl``);
+a PATH without it gets ``.<table>`` before its extension (``crawl.csv`` gives
+``crawl.pages.csv``, ``crawl.items_book.csv``). Each file is written whole
+and renamed into place; an existing one is refused without ``--force``.
+
+**Stats.** A ``stats.json`` beside an input (each peer writes one in its
+data_dir at the end of a run, ``peer/stats.py``) is summed into the
+cluster's: ``<output without .duckdb>.stats.json`` (``crawl.stats.json``).
+
 **Never a half file.** The merge is built in a temporary directory next to the
 output and renamed over it at the end; a failed merge leaves nothing behind.
 
@@ -45,6 +58,8 @@ without ``--force``) is one line on stderr and exit status 2.
 from __future__ import annotations
 
 import argparse
+import dataclasses
+import json
 import os
 import re
 import shutil
@@ -58,13 +73,13 @@ from pathlib import Path
 import duckdb
 
 from peer.config import load_config
-from peer.errors import ConfigError, PeerError, StateError
+from peer.errors import ConfigError, StateError, cli_main
+from peer.layout import RESULTS_NAME, DataDir
+from peer.stats import STATS_FILE, sum_stats
 from peer.store import SCHEMA
 
-__all__ = ["MergeSummary", "merge", "ring_inputs", "main"]
+__all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "main", "EXPORT_FORMATS"]
 
-EXIT_USAGE = 2
-RESULTS_FILE = "pages.duckdb"
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
 DISTINCT_TABLES = ("links", "pid_trace")
@@ -73,6 +88,9 @@ ITEMS_KEY = ("url", "fetched_at", "peer")
 # A live file is copied again if it changed while being copied (a checkpoint
 # mid-copy tears the copy); after this many tries the last copy is used.
 COPY_TRIES = 3
+#: --export's extensions and DuckDB's COPY options for them.
+EXPORT_FORMATS = {".jsonl": "FORMAT json", ".ndjson": "FORMAT json", ".csv": "FORMAT csv, HEADER",
+                  ".parquet": "FORMAT parquet"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,6 +109,12 @@ class MergeSummary:
     last: datetime | None
     tables: tuple[tuple[str, int], ...]  # other tables written, with their rows
     parquet: tuple[Path, ...]
+    exports: tuple[Path, ...] = ()
+    # Rows recorded without a request (robots exclusions...), by error; "pages"
+    # above counts them, as one row per URL, and the line says how many.
+    not_requested: tuple[tuple[str | None, int], ...] = ()
+    stats: Path | None = None  # the cluster's stats.json, when inputs had theirs
+    stats_from: int = 0  # peers' stats.json summed into it
 
     def lines(self) -> list[str]:
         """The human summary, one figure a line."""
@@ -98,6 +122,10 @@ class MergeSummary:
                f"pages      {self.pages:,} ({self.rows_in:,} rows read, "
                f"{self.rows_in - self.pages:,} duplicates dropped)",
                f"hosts      {self.hosts:,}"]
+        if self.not_requested:
+            n = sum(k for _, k in self.not_requested)
+            out.insert(2, f"fetched    {self.pages - n:,}; not requested {n:,} ("
+                       + ", ".join(f"{e} {k:,}" for e, k in self.not_requested) + ")")
         if self.statuses:
             out.append("status     " + "  ".join(
                 f"{'no answer' if s is None else s}: {n:,}" for s, n in self.statuses))
@@ -110,6 +138,10 @@ class MergeSummary:
             out.append("tables     " + "  ".join(f"{t}: {n:,}" for t, n in self.tables))
         if self.parquet:
             out.append(f"parquet    {len(self.parquet)} file(s) in {self.parquet[0].parent}")
+        if self.exports:
+            out.append("exported   " + "  ".join(str(p) for p in self.exports))
+        if self.stats is not None:
+            out.append(f"stats      {self.stats} (the sum of {self.stats_from} peer(s)' stats.json)")
         return out
 
 
@@ -133,14 +165,14 @@ def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
     cfg = load_config(ring)
     found = []
     for spec in cfg.peers:
-        path = cfg.data_dir(spec.id) / RESULTS_FILE
+        path = DataDir(cfg.data_dir(spec.id)).results
         if path.is_file():
             found.append(path)
         else:
             warn(f"warning: peer {spec.id}: no results file at {path}; skipped")
     if not found:
         raise ConfigError(str(cfg.path), "", f"none of its {len(cfg.peers)} peer(s) has a results file "
-                          f"(<data_dir>/{RESULTS_FILE}); has the crawl run?")
+                          f"(<data_dir>/{RESULTS_NAME}); has the crawl run?")
     return found
 
 
@@ -149,8 +181,21 @@ def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
 # ---------------------------------------------------------------------------
 
 
+def export_paths(pattern: Path, tables: Sequence[str]) -> list[Path]:
+    """The file of each table for ``--export PATTERN`` (module docstring); ConfigError if the
+    extension is not one of :data:`EXPORT_FORMATS`."""
+    suffix = pattern.suffix.lower()
+    if suffix not in EXPORT_FORMATS:
+        raise ConfigError(str(pattern), "--export", "expected a file name ending in "
+                          + ", ".join(EXPORT_FORMATS) + " (e.g. out/{table}.jsonl)")
+    name = pattern.name
+    if "{table}" in name:
+        return [pattern.with_name(name.replace("{table}", t)) for t in tables]
+    return [pattern.with_name(f"{name[: -len(suffix)]}.{t}{pattern.suffix}") for t in tables]
+
+
 def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
-          parquet: Path | None = None) -> MergeSummary:
+          parquet: Path | None = None, export: Path | None = None) -> MergeSummary:
     """Merge the results files ``inputs`` into the DuckDB file ``output``.
 
     Raises StateError for an input that cannot be read (naming it) and
@@ -172,13 +217,25 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         layout = [_tables(con, f"in{i}") for i in range(len(files))]
         plan = _plan(files, layout)
         targets = tuple(parquet / f"{t}.parquet" for t in plan) if parquet is not None else ()
-        if not force and (clash := next((t for t in targets if t.exists()), None)):
+        exported = [t for t in plan if t == "pages" or t.startswith(ITEMS_PREFIX)]
+        exports = tuple(export_paths(export, exported)) if export is not None else ()
+        if exports and not exports[0].parent.is_dir():
+            raise ConfigError(str(export), "--export", f"directory {exports[0].parent} does not exist")
+        stats_in = [p.parent / STATS_FILE for p in files if (p.parent / STATS_FILE).is_file()]
+        stats_out = output.with_name(output.stem + ".stats.json") if stats_in else None
+        if not force and (clash := next((t for t in (*targets, *exports) if t.exists()), None)):
             raise ConfigError(str(clash), "", "exists; pass --force to overwrite it")
         rows_in = _build(con, files, layout, plan)
         summary = _summarise(con, output, files, snapshots, rows_in, [t for t in plan if t != "pages"],
                              targets)
         if parquet is not None:
             _export(con, list(plan), parquet)
+        for table, path in zip(exported, exports):
+            _copy_out(con, table, path)
+        if stats_out is not None:
+            _write_stats(stats_in, stats_out)
+        summary = dataclasses.replace(summary, exports=exports, stats=stats_out,
+                                      stats_from=len(stats_in))
         con.close()
         con = None
         os.replace(work / "merged.duckdb", output)
@@ -387,6 +444,10 @@ def _summarise(con: duckdb.DuckDBPyConnection, output: Path, files: list[Path], 
                                 "ORDER BY peer NULLS LAST").fetchall()),
         tables=tuple((t, one(f"SELECT count(*) FROM {_q(t)}")[0]) for t in others),
         parquet=parquet,
+        # No request, no status and no measured time (peer/stats.py, scripts/report.py).
+        not_requested=tuple(con.execute(
+            "SELECT error, count(*) FROM pages WHERE status IS NULL AND coalesce(elapsed_ms, 0) = 0 "
+            "GROUP BY error ORDER BY 2 DESC, 1 NULLS LAST").fetchall()),
     )
 
 
@@ -400,6 +461,25 @@ def _export(con: duckdb.DuckDBPyConnection, tables: list[str], directory: Path) 
         tmp = directory / f".{table}.parquet.tmp"
         con.execute(f"COPY {_q(table)} TO {_lit(tmp)} (FORMAT parquet)")
         os.replace(tmp, directory / f"{table}.parquet")
+
+
+def _copy_out(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
+    """One table to ``path`` in the format of its extension, written whole then renamed."""
+    tmp = path.with_name(f".{path.name}.tmp")
+    con.execute(f"COPY {_q(table)} TO {_lit(tmp)} ({EXPORT_FORMATS[path.suffix.lower()]})")
+    os.replace(tmp, path)
+
+
+def _write_stats(inputs: list[Path], output: Path) -> None:
+    docs = []
+    for path in inputs:
+        try:
+            docs.append(json.loads(path.read_text()))
+        except (OSError, ValueError) as exc:
+            raise StateError(f"{path}: cannot read stats ({exc})") from None
+    tmp = output.with_name(f".{output.name}.tmp")
+    tmp.write_text(json.dumps(sum_stats(docs), indent=1) + "\n")
+    os.replace(tmp, output)
 
 
 def _q(name: str) -> str:
@@ -437,7 +517,11 @@ def _parser() -> argparse.ArgumentParser:
             "examples:\n"
             "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb\n"
             "  python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb\n"
-            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --force --parquet out/\n\n"
+            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --force --parquet out/\n"
+            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --export 'out/{table}.jsonl'\n"
+            "      (out/pages.jsonl, out/items_book.jsonl, ...; .csv and .parquet too)\n\n"
+            "Each input's stats.json (beside it, in the peer's data_dir) is summed into\n"
+            "OUT's stats file: crawl.duckdb -> crawl.stats.json.\n\n"
             "Exit status 2 on a usage mistake (no such file, not a DuckDB file, no pages table,\n"
             "existing output without --force, output among the inputs, bad cluster.toml)."
         ),
@@ -452,27 +536,29 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true", help="overwrite OUT (and parquet files) if present")
     p.add_argument("--parquet", type=Path, metavar="DIR",
                    help="also write each merged table to DIR/<table>.parquet")
+    p.add_argument("--export", type=Path, metavar="PATH",
+                   help="also write pages and each items_* table to a file in PATH's format "
+                        "(.jsonl, .csv, .parquet); {table} in PATH is each table's name, "
+                        "else .<table> goes before the extension")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print no summary (warnings and errors still go to stderr)")
     return p
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
 
     def warn(line: str) -> None:
         print(line, file=sys.stderr)
 
-    try:
-        files = list(args.files)
-        if args.ring is not None:
-            files = ring_inputs(args.ring, warn) + files
-        if not files:
-            raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
-        summary = merge(files, args.output, force=args.force, parquet=args.parquet)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+    files = list(args.files)
+    if args.ring is not None:
+        files = ring_inputs(args.ring, warn) + files
+    if not files:
+        raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
+    summary = merge(files, args.output, force=args.force, parquet=args.parquet,
+                    export=args.export)
     for path in summary.snapshots:
         warn(f"note: {path} is held open by a running peer; merged a copy of it (a snapshot)")
     if not args.quiet:

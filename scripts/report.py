@@ -15,7 +15,7 @@ the output directory:
   The setpoint comes from ``--ring cluster.toml``'s ``politeness.rate``, else
   from pid_trace (its setpoint over the window its rows are spaced by);
 - ``pid.png``: the PID trace of the busiest hosts: pages per window against the
-  setpoint, and the delay the controller chose (seed document 000's T_k);
+  setpoint, and the delay the controller chose (T_k of peer/pid.py's law);
 - ``status.png``: status codes, a failed fetch (NULL status) counted as "error";
 - ``latency.png``: elapsed_ms of the pages that got an answer, log x when the
   range spans more than two decades;
@@ -25,8 +25,21 @@ the output directory:
   vnodes. Hosts differ in size, so pages can stray from the ring share while
   hosts should track it (UbiCrawler §3: balance is over hosts);
 - ``errors.png``: failed fetches by error kind;
-- ``index.html``: a summary, tables of peers, top hosts, errors and the
-  slowest pages, then the figures with captions.
+- ``progress.png``: progress over time: fetched pages and the links they
+  held (discovered links, counted per page: the frontier is not recorded in
+  the rows), cumulative;
+- ``depth.png``: fetched pages by depth (links from a seed);
+- ``index.html``: a summary, tables of peers, top hosts, failed requests and,
+  apart, the URLs recorded without a request (robots exclusions, a
+  robots.txt that could not be read, a host given up), item quality (% empty
+  per field and sample rows of each ``items_*`` table), the config the run
+  used (from the ``stats.json`` beside the file: a peer's data_dir, or
+  ``crawl.stats.json`` beside a merged ``crawl.duckdb``; or ``--stats``) and
+  the slowest pages, then the figures with captions.
+
+"pages" are fetched pages, requests made (peer/progress.py): a row without a
+request has no status and no measured time (``status IS NULL AND elapsed_ms
+= 0``) and is counted apart.
 
 A plot whose data is absent (no pid_trace table, no failed fetch...) is not
 drawn; the page says why instead. Every string from the data (URLs, titles,
@@ -59,7 +72,7 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from peer.config import RingConfig, load_config
-from peer.errors import ConfigError, PeerError, StateError
+from peer.errors import ConfigError, StateError, cli_main
 from ring.hashring import HashRing
 
 if TYPE_CHECKING:
@@ -67,7 +80,6 @@ if TYPE_CHECKING:
 
 __all__ = ["PoliteSeries", "ReportSummary", "build_report", "main", "politeness_series"]
 
-EXIT_USAGE = 2
 #: Hosts in the PID figure at most: each takes a row of the figure.
 MAX_TOP = 16
 MAX_RING_PEERS = 40
@@ -78,6 +90,10 @@ MAX_BINS = 200
 _BINS = (1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 21600, 43200, 86400)
 _PAGES_COLUMNS = {"url", "host", "status", "title", "fetched_at", "elapsed_ms", "error", "peer"}
 _PID_COLUMNS = {"host", "window_end", "n", "delay", "setpoint"}
+#: A row whose request was made (module docstring).
+_REQUESTED = "not (status is null and coalesce(elapsed_ms, 0) = 0)"
+#: Sample rows shown of each items table.
+ITEM_SAMPLES = 5
 #: Points a host's line in the politeness panel has at most; a longer crawl's
 #: 1 s bins are folded, each point the busiest 1 s of its group (an over-limit
 #: second must stay visible, which a mean would hide).
@@ -119,6 +135,8 @@ class _Facts:
     host_max: int
     slowest: list[tuple[str, int | None, str, float, str]]
     counts: dict[str, int]  # rows of the optional tables present (pid_trace, links, items_*...)
+    not_requested: list[tuple[str, int, str]] = ()  # type: ignore[assignment]  # (cause, count, example URL)
+    items: list[tuple[str, int, list[tuple[str, float]], list[str], list[tuple]]] = ()  # type: ignore[assignment]
 
     @property
     def span(self) -> float:
@@ -166,8 +184,8 @@ def _ident(name: str) -> str:
 
 def _facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[str]]) -> _Facts:
     one = con.execute(
-        "select count(*), count(status), count(error), count(distinct host), "
-        "min(epoch_us(fetched_at)), max(epoch_us(fetched_at)) from pages"
+        f"select count(*) filter ({_REQUESTED}), count(status), count(error) filter ({_REQUESTED}), "
+        "count(distinct host), min(epoch_us(fetched_at)), max(epoch_us(fetched_at)) from pages"
     ).fetchone()
     assert one is not None
     pages, answered, failed, hosts, t0, t1 = one
@@ -179,7 +197,11 @@ def _facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[str]]
     ).fetchall()
     errors = con.execute(
         "select error, count(*), coalesce(min(url), '') from pages where error is not null "
-        "group by 1 order by 2 desc, 1"
+        f"and {_REQUESTED} group by 1 order by 2 desc, 1"
+    ).fetchall()
+    not_requested = con.execute(
+        "select coalesce(error, '(none)'), count(*), coalesce(min(url), '') from pages "
+        f"where not {_REQUESTED} group by 1 order by 2 desc, 1"
     ).fetchall()
     top_hosts = con.execute(
         "select coalesce(host, ''), count(*), count(error), "
@@ -205,7 +227,40 @@ def _facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[str]]
         db=db, tables=tables, pages=pages, answered=answered, failed=failed, hosts=hosts,
         t0_us=t0, t1_us=t1, peers=peers, status=status, errors=errors, top_hosts=top_hosts,
         host_median=float(dist[0]), host_max=int(dist[1]), slowest=slowest, counts=counts,
+        not_requested=not_requested, items=_item_quality(con, tables, counts),
     )
+
+
+def _item_quality(con: duckdb.DuckDBPyConnection, tables: dict[str, set[str]],
+                  counts: dict[str, int]) -> list[tuple[str, int, list[tuple[str, float]], list[str], list[tuple]]]:
+    """Per items table: (table, rows, [(field, % empty)], fields, sample rows).
+
+    Empty: NULL, an empty or blank string, or an empty list (a ``*`` field
+    that matched nothing): what a selector that no longer fits gives.
+    """
+    out = []
+    for table in sorted(t for t in tables if t.startswith("items_")):
+        cols = [c for c, in con.execute(
+            "select column_name from information_schema.columns where table_catalog = "
+            "current_database() and table_schema = 'main' and table_name = ? order by ordinal_position",
+            [table]).fetchall()]
+        fields = [c for c in cols if c not in ("url", "fetched_at", "peer")]
+        n = counts.get(table, 0)
+        empty: list[tuple[str, float]] = []
+        for c in fields:
+            q = _ident(c)
+            kind = con.execute(
+                "select data_type from information_schema.columns where table_catalog = current_database() "
+                "and table_schema = 'main' and table_name = ? and column_name = ?", [table, c]).fetchone()
+            is_list = kind is not None and str(kind[0]).endswith("[]")
+            test = f"{q} is null or len({q}) = 0" if is_list else f"{q} is null or trim(cast({q} as varchar)) = ''"
+            k = con.execute(f"select count(*) filter ({test}) from {_ident(table)}").fetchone()[0]  # type: ignore[index]
+            empty.append((c, 100.0 * k / n if n else 0.0))
+        shown = ["url", *fields]
+        sample = con.execute(f"select {', '.join(map(_ident, shown))} from {_ident(table)} "
+                             f"order by url limit {ITEM_SAMPLES}").fetchall()
+        out.append((table, n, empty, shown, sample))
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -609,7 +664,8 @@ def _plot_ring(con: duckdb.DuckDBPyConnection, f: _Facts, *, shares: dict[str, f
 
 def _plot_errors(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[Figure, str]:
     if not f.errors:
-        raise _Skip("no failed fetch (every error is NULL)")
+        raise _Skip("no failed fetch (every error is NULL)" if not f.not_requested
+                    else "no failed request (only URLs never requested have an error)")
     shown = [(k, n) for k, n, _ in f.errors[:25]]
     if len(f.errors) > 25:
         shown.append((f"other ({len(f.errors) - 25} kinds)", sum(n for _, n, _ in f.errors[25:])))
@@ -621,8 +677,62 @@ def _plot_errors(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[F
     ax.set_xlabel("pages")
     ax.set_title("Failed fetches by error kind")
     ax.margins(x=0.12)
-    return fig, (f"{f.failed:,} pages have an error kind, {len(f.errors)} kind(s); "
-                 "the table above gives an example URL of each.")
+    return fig, (f"{f.failed:,} requests failed, {len(f.errors)} kind(s); the table above gives "
+                 "an example URL of each. URLs never requested (robots exclusions...) are not here.")
+
+
+def _plot_progress(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[Figure, str]:
+    import numpy as np
+
+    if f.t0_us is None or f.t1_us is None:
+        raise _Skip("no page has a fetched_at time")
+    span = f.span
+    bin_s = _bin_seconds(span)
+    nbins = int(span // bin_s) + 1
+    rows = con.execute(
+        "select (epoch_us(fetched_at) - ?) // ? as b, count(*), coalesce(sum(n_links), 0) from pages "
+        f"where fetched_at is not null and {_REQUESTED} group by all", [f.t0_us, bin_s * 1_000_000]
+    ).fetchall()
+    pages, links = np.zeros(nbins), np.zeros(nbins)
+    for b, n, k in rows:
+        pages[min(int(b), nbins - 1)] += n
+        links[min(int(b), nbins - 1)] += k
+    scale, unit = _time_unit(span)
+    x = (np.arange(nbins) + 1) * bin_s / scale
+    fig = _figure(10, 4)
+    ax = fig.add_subplot()
+    ax.plot(x, np.cumsum(pages), label="fetched pages", color="tab:blue", linewidth=1.6)
+    ax.plot(x, np.cumsum(links), label="links found on them", color="tab:orange", linewidth=1.2,
+            linestyle="--")
+    ax.set_xlabel(f"time since the first fetch ({unit})")
+    ax.set_ylabel("cumulative count")
+    ax.set_title("Progress: fetched pages and discovered links")
+    ax.set_ylim(bottom=0)
+    ax.grid(alpha=0.3)
+    ax.legend(loc="upper left", fontsize="small")
+    caption = (f"Fetched pages and the links they held, cumulative, in bins of {bin_s} s: "
+               f"{int(pages.sum()):,} pages, {int(links.sum()):,} links. The frontier is not recorded "
+               "in the results; links grow faster than pages while the crawl is still finding its "
+               "web, and flatten with it.")
+    return fig, caption
+
+
+def _plot_depth(con: duckdb.DuckDBPyConnection, f: _Facts, **_: Any) -> tuple[Figure, str]:
+    rows = con.execute(f"select depth, count(*) from pages where {_REQUESTED} and depth is not null "
+                       "group by 1 order by 1").fetchall()
+    if not rows:
+        raise _Skip("no fetched page has a depth")
+    fig = _figure(8, 3.5)
+    ax = fig.add_subplot()
+    bars = ax.bar([str(d) for d, _ in rows], [n for _, n in rows], color="tab:green")
+    ax.bar_label(bars, labels=[f"{n:,}" for _, n in rows], fontsize="small", padding=2)
+    ax.set_xlabel("depth (links from a seed)")
+    ax.set_ylabel("fetched pages")
+    ax.set_title("Pages by depth")
+    ax.margins(y=0.15)
+    deepest = rows[-1][0]
+    return fig, (f"Fetched pages by depth, 0 being the seeds; the deepest is {deepest}. "
+                 "crawl.max_depth cuts this off.")
 
 
 _PLOTS: tuple[tuple[str, str, Callable[..., tuple[Figure, str]]], ...] = (
@@ -633,6 +743,8 @@ _PLOTS: tuple[tuple[str, str, Callable[..., tuple[Figure, str]]], ...] = (
     ("latency.png", "Latency", _plot_latency),
     ("ring_share.png", "Pages per peer against ring share", _plot_ring),
     ("errors.png", "Errors by kind", _plot_errors),
+    ("progress.png", "Progress over time", _plot_progress),
+    ("depth.png", "Depth histogram", _plot_depth),
 )
 
 
@@ -699,7 +811,9 @@ def _summary_rows(f: _Facts, ring_source: str) -> list[tuple[str, str, str]]:
         optional.append((f"s-{t}", t, f"{f.counts[t]:,} rows" if t in f.counts else "absent"))
     return [
         ("s-source", "results file", str(f.db)),
-        ("s-pages", "pages", f"{f.pages:,}"),
+        ("s-pages", "pages (fetched: requests made)", f"{f.pages:,}"),
+        ("s-not-requested", "not requested (robots exclusions, robots.txt unreadable, hosts given up)",
+         " · ".join(f"{k}: {n:,}" for k, n, _ in f.not_requested) or "none"),
         ("s-answered", "answered (with a status)", f"{f.answered:,}"),
         ("s-failed", "failed (with an error kind)", f"{f.failed:,}"),
         ("s-hosts", "hosts", f"{f.hosts:,}"),
@@ -717,8 +831,35 @@ def _summary_rows(f: _Facts, ring_source: str) -> list[tuple[str, str, str]]:
     ]
 
 
+def _items_html(f: _Facts) -> list[str]:
+    out = []
+    for table, n, empty, shown, sample in f.items:
+        out.append(f"<h3>{_e(table)}</h3><p>{n:,} rows. Empty: NULL, blank, or an empty list.</p>")
+        out.append(_table(["field", "% empty"], [(c, f"{pct:.1f}%") for c, pct in empty],
+                          num=frozenset({1})))
+        out.append(_table(shown, [[_cut(str(v), 80) for v in row] for row in sample]))
+    return out
+
+
+def _config_html(cfg: tuple[str, dict[str, Any]] | None) -> str:
+    if cfg is None:
+        return ("<p>No stats.json beside the results file (a peer writes one in its data_dir at the "
+                "end of a run; merge.py sums them into OUT.stats.json); --stats names one.</p>")
+    import json
+
+    source, doc = cfg
+    rows = []
+    for section, values in doc.items():
+        if isinstance(values, dict):
+            rows.extend((f"{section}.{k}", json.dumps(v)) for k, v in values.items())
+        else:
+            rows.append((section, json.dumps(values)))
+    return f"<p>From {_e(source)}.</p>" + _table(["key", "value"], [(k, _cut(v, 200)) for k, v in rows])
+
+
 def _html(f: _Facts, ring_source: str, shares: dict[str, float],
-          sections: list[tuple[str, str, str | None, str]]) -> str:
+          sections: list[tuple[str, str, str | None, str]],
+          run_cfg: tuple[str, dict[str, Any]] | None = None) -> str:
     """``sections``: (title, png name, caption or None when skipped, why skipped)."""
     out = [
         "<!doctype html>",
@@ -741,10 +882,20 @@ def _html(f: _Facts, ring_source: str, shares: dict[str, float],
         f"{f.hosts:,}.</p>",
         _table(["host", "pages", "failed", "peer(s)"],
                [(h, f"{n:,}", f"{e:,}", p) for h, n, e, p in f.top_hosts], num=frozenset({1, 2})),
-        '<h2 id="errors">Errors</h2>',
+        '<h2 id="errors">Errors</h2><p>Failed requests, by kind.</p>',
         _table(["error kind", "pages", "example URL"],
                [(k, f"{n:,}", _cut(u)) for k, n, u in f.errors], num=frozenset({1}))
         if f.errors else "<p>No failed fetch.</p>",
+        '<h2 id="not-requested">Not requested</h2><p>URLs recorded without a request: '
+        "<code>robots</code> is robots.txt's exclusion; another cause is why a host's robots.txt "
+        "could not be read, or <code>retry_after</code> a host given up. Not failures, not pages.</p>",
+        _table(["cause", "URLs", "example URL"],
+               [(k, f"{n:,}", _cut(u)) for k, n, u in f.not_requested], num=frozenset({1}))
+        if f.not_requested else "<p>None: every URL recorded was requested.</p>",
+        '<h2 id="items">Item quality</h2>',
+        *(_items_html(f) or ["<p>No items tables.</p>"]),
+        '<h2 id="config">Run config</h2>',
+        _config_html(run_cfg),
         f'<h2 id="slowest">Slowest pages</h2><p>The {len(f.slowest)} fetches that took longest.</p>',
         _table(["URL", "status", "title", "elapsed ms", "peer"],
                [(_cut(u), "error" if s is None else s, _cut(t, 80), f"{ms:,.1f}", p)
@@ -766,7 +917,28 @@ def _html(f: _Facts, ring_source: str, shares: dict[str, float],
 # ---------------------------------------------------------------------------
 
 
-def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: int = 4) -> ReportSummary:
+def _run_config(db: Path, stats: Path | None) -> tuple[str, dict[str, Any]] | None:
+    """(source, run_config) from ``stats`` or the stats.json beside ``db``; None if there is none."""
+    import json
+
+    candidates = [stats] if stats is not None else [db.with_name(db.stem + ".stats.json"),
+                                                    db.parent / "stats.json"]
+    for path in candidates:
+        if path is None or not path.is_file():
+            if stats is not None:
+                raise ConfigError(str(stats), "--stats", "no such file")
+            continue
+        try:
+            doc = json.loads(path.read_text())
+        except (OSError, ValueError) as exc:
+            raise StateError(f"{path}: cannot read stats ({exc})") from None
+        cfg = doc.get("run_config") if isinstance(doc, dict) else None
+        return (str(path), cfg) if isinstance(cfg, dict) and cfg else None
+    return None
+
+
+def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: int = 4,
+                 stats: Path | None = None) -> ReportSummary:
     """Write the PNGs and ``out/index.html`` for the results file ``db``.
 
     ``out`` is created if absent; files of an earlier report there are
@@ -779,6 +951,7 @@ def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: i
         raise ConfigError("--top", "", f"expected an integer from 1 to {MAX_TOP}, got {top!r}")
     if out.exists() and not out.is_dir():
         raise ConfigError(str(out), "", "exists and is not a directory (-o takes a directory)")
+    run_cfg = _run_config(db, stats)
     con = _open(db)
     try:
         try:
@@ -812,7 +985,8 @@ def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: i
             written.append(path)
             sections.append((title, name, caption, ""))
         index = out / "index.html"
-        index.write_text(_html(facts, ring_source, shares, sections), encoding="utf-8", errors="replace")
+        index.write_text(_html(facts, ring_source, shares, sections, run_cfg), encoding="utf-8",
+                         errors="replace")
     except OSError as exc:
         raise ConfigError(str(out), "", f"cannot write the report: {exc.strerror or exc}") from None
     return ReportSummary(
@@ -832,7 +1006,7 @@ def _draw(con: duckdb.DuckDBPyConnection, facts: _Facts, **kw: Any) -> list[tupl
         matplotlib.use("Agg")
     drawn: list[tuple[str, str, Any]] = []
     for name, title, plot in _PLOTS:
-        if not facts.pages:
+        if not facts.pages and not facts.not_requested:
             drawn.append((name, title, f"{facts.db.name} has no pages"))
             continue
         try:
@@ -849,8 +1023,9 @@ def _parser() -> argparse.ArgumentParser:
             "Draw a crawl report from a results file (a peer's pages.duckdb or a merged file):\n"
             "PNG plots of pages/s per peer, requests/s of the busiest hosts against their\n"
             "setpoint, the PID trace of the busiest hosts, status codes,\n"
-            "latency, pages per peer against ring share and errors by kind, and an index.html\n"
-            "with summary tables. The file is opened read-only. A plot with no data is left\n"
+            "latency, pages per peer against ring share, errors by kind, progress over time and\n"
+            "pages by depth, and an index.html with summary tables (failed requests and, apart,\n"
+            "URLs never requested; item quality; the run's config from stats.json). The file is opened read-only. A plot with no data is left\n"
             "out and the page says why."
         ),
         epilog=(
@@ -870,21 +1045,23 @@ def _parser() -> argparse.ArgumentParser:
                    help="take ring shares from this config's [[peer]] weights and ring.vnodes, "
                         "and the politeness panel's setpoint from its politeness.rate "
                         "(default: the peers in the data, weight 1, 256 vnodes; pid_trace's setpoint)")
+    p.add_argument("--stats", type=Path, metavar="stats.json",
+                   help="the stats.json whose run_config the page shows (default: DB's stem + "
+                        ".stats.json, else stats.json, beside DB)")
     p.add_argument("--top", type=int, default=4, metavar="N",
                    help=f"hosts in the politeness and PID trace plots, 1 to {MAX_TOP} (default 4)")
     return p
 
 
+@cli_main
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     try:
-        summary = build_report(args.db, args.out, ring_config=args.ring, top=args.top)
-    except PeerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return EXIT_USAGE
+        summary = build_report(args.db, args.out, ring_config=args.ring, top=args.top,
+                               stats=args.stats)
     except ImportError as exc:
-        print(f"error: {exc.name or exc} is not installed; pip install -e '.[report]'", file=sys.stderr)
-        return EXIT_USAGE
+        raise ConfigError("report.py", "", f"{exc.name or exc} is not installed; "
+                          "pip install -e '.[report]'") from None
     for title, why in summary.skipped:
         print(f"skipped: {title}: {why}")
     print(f"wrote {len(summary.figures)} plot(s) to {summary.index.parent}")

@@ -12,7 +12,7 @@ prints per rate and host concurrency:
   within +-10 % of the setpoint again;
 - after 30 s of 429s, the same.
 
-Then the scale-free PID law on the seed's own fast-slow-fast host, scaled to
+Then the scale-free PID law on the PID post's own fast-slow-fast host, scaled to
 each rate: windows to settle within +-5 % after each step.
 """
 
@@ -92,7 +92,7 @@ def pid_table() -> None:
     # its response; 0.5 s then 9.5 s then 0.5 s a page at 40/min, scaled.
     from test_pid import PHASE, host_response_time, simulate as pid_sim
 
-    print("PID law alone, the seed's fast-slow-fast host scaled to the rate, 60 s windows:"
+    print("PID law alone, the PID post's fast-slow-fast host scaled to the rate, 60 s windows:"
           " windows to settle within +-5 % of S")
     print("| pages/min | S | start | fast -> slow | slow -> fast |")
     print("|---|---|---|---|---|")

@@ -1,9 +1,10 @@
 """A simulated web for the frontier: servers with latency, 429s and shared IPs, on simulated time.
 
 One or more :class:`~peer.frontier.Frontier` instances (peers) are driven the
-way peer/engine.py drives one: sleep until ``next_ready_at`` or the next
-response, ``pop_ready``, the request reaches the server at its start (which
-logs it), the response comes ``latency`` later, ``done``. A 429 is answered as
+way peer/crawl.py's core and its driver peer/engine.py drive one: sleep until
+``next_ready_at`` or the next response, ``pop_ready``, the request reaches the
+server at its start (which logs it), the response comes ``latency`` later,
+``done``. A 429 is answered as
 the engine does: ``backoff``, ``requeue`` with the retry wait, ``done``. DNS is
 modelled by ``set_host_ip``: at push time (``resolve_at_push``, the engine
 asking its DNS cache) or right after the host's first start.

@@ -1,4 +1,4 @@
-"""Real peer processes on loopback for the multi-process tests (issues 4 and 6).
+"""Real peer processes on loopback for the multi-process tests.
 
 A :class:`Ring` writes a cluster.toml for the local web on ``web_port``,
 starts ``python -m peer`` processes with their output in files, and kills

@@ -1,4 +1,4 @@
-"""scripts/adopt.py: a lost peer's frontier adopted by the live ring (issue 6, permanent loss).
+"""peer/adopt.py and scripts/adopt.py: a lost peer's frontier adopted by the live ring (permanent loss).
 
 The helpers build a lost peer's data_dir the way ``peer.state`` and
 ``peer.store`` leave it (:func:`write_lost_peer`), so an end-to-end test
@@ -26,19 +26,20 @@ import duckdb
 import pytest
 import trio
 from ringharness import Ring, cluster_text, fetched, free_ports
-from webfarm import HostBehaviour, SiteGraph, serve_webfarm
+from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
 import adopt as adopt_script
-from adopt import adopt, load_lost, make_plan
+import peer.adopt as adopt_core
+from peer.adopt import adopt, load_lost, make_plan
 from peer.bloom import BloomFilter
 from peer.config import load_config
 from peer.errors import URLError
 from peer.state import PeerState
 from peer.store import SCHEMA
 from peer.urls import host_key
-from ring.cli import cluster_status
+from ring.client import StatusRow
 from ring.hashring import HashRing
-from ring.messages import Ack, UrlBatch, decode, encode
+from ring.messages import Ack, MemberState, UrlBatch, decode, encode
 from ring.zmqio import SocketType, open_socket
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -108,10 +109,14 @@ def toml_for(tmp_path: Path, addresses: dict[str, str]) -> Path:
     return path
 
 
+def row(peer_id: str, address: str, state: str) -> StatusRow:
+    return StatusRow(peer_id, address, MemberState(state), 0.0, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 0.0)
+
+
 def status_of(addresses: dict[str, str], states: dict[str, str]):  # type: ignore[no-untyped-def]
-    """A stand-in for ``ring.cli.cluster_status``: these members, in these states."""
-    async def status(cfg, timeout=1.5):  # type: ignore[no-untyped-def]
-        return [{"id": p, "address": addresses[p], "state": states[p]} for p in sorted(states)]
+    """A stand-in for ``peer.adopt.ring_status``: these members, in these states."""
+    async def status(cfg, timeout=1.5, keys=None):  # type: ignore[no-untyped-def]
+        return [row(p, addresses[p], states[p]) for p in sorted(states)]
     return status
 
 
@@ -136,7 +141,7 @@ ADDRS = {"p1": "tcp://127.0.0.1:9", "p2": "tcp://127.0.0.1:10", "p3": "tcp://127
 
 
 def run_main(monkeypatch, capsys, argv: list[str], states: dict[str, str]):  # type: ignore[no-untyped-def]
-    monkeypatch.setattr(adopt_script, "cluster_status", status_of(ADDRS, states))
+    monkeypatch.setattr(adopt_core, "ring_status", status_of(ADDRS, states))
     code = adopt_script.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
@@ -281,7 +286,7 @@ def test_unacked_batches_at_the_timeout_are_listed_and_exit_1(tmp_path, lost, mo
     port = free_ports(1)[0]  # nothing listens there: no ack ever comes
     addrs = {"p1": f"tcp://127.0.0.1:{port}", "p3": ADDRS["p3"]}
     toml = toml_for(tmp_path, addrs)
-    monkeypatch.setattr(adopt_script, "cluster_status", status_of(addrs, {"p1": "alive", "p3": "dead"}))
+    monkeypatch.setattr(adopt_core, "ring_status", status_of(addrs, {"p1": "alive", "p3": "dead"}))
     code = adopt_script.main([str(lost), "--ring", str(toml), "--timeout", "0.8"])
     out, err = capsys.readouterr()
     assert code == 1
@@ -325,8 +330,8 @@ class FakeOwner:
 
 
 async def test_an_owner_that_vanishes_has_its_batches_rerouted_to_the_new_owner(tmp_path, monkeypatch):
-    monkeypatch.setattr(adopt_script, "RESEND_AFTER", 0.3)
-    monkeypatch.setattr(adopt_script, "STATUS_EVERY", 0.3)
+    monkeypatch.setattr(adopt_core, "RESEND_AFTER", 0.3)
+    monkeypatch.setattr(adopt_core, "STATUS_EVERY", 0.3)
     many = [(f"http://h{i}.test/x/{j}", 1) for i in range(40) for j in range(30)]
     lost = write_lost_peer(tmp_path / "p3", "p3", snapshot_queued=many,
                            pages=[f"http://h{i}.test/done" for i in range(40)])
@@ -341,7 +346,7 @@ async def test_an_owner_that_vanishes_has_its_batches_rerouted_to_the_new_owner(
         async def status(cfg, timeout=1.5):  # type: ignore[no-untyped-def]
             calls.append(timeout)
             states = {"p1": "alive", "p2": "alive" if len(calls) == 1 else "dead", "p3": "dead"}
-            return [{"id": p, "address": addrs[p], "state": s} for p, s in states.items()]
+            return [row(p, addrs[p], s) for p, s in states.items()]
 
         with trio.fail_after(20):
             summary = await adopt(cfg, lost, timeout=15, batch_size=100, status=status)
@@ -407,8 +412,8 @@ async def test_a_dead_peers_frontier_is_adopted_fetched_once_and_its_fetched_url
                         await ring.start(p)
                     # What `python -m ring status --json` prints, without a process per poll.
                     while True:
-                        rows = await cluster_status(cfg, 1.0)
-                        if rows and {r["id"]: r["state"] for r in rows}.get("p3") == "dead":
+                        rows = await adopt_core.ring_status(cfg, 1.0)
+                        if rows and {r.id: r.state for r in rows}.get("p3") == "dead":
                             break
                         await trio.sleep(0.2)
                     assert all(ring.procs[p].returncode is None for p in ("p1", "p2")), \

@@ -143,7 +143,8 @@ def crawled(tmp_path_factory) -> Path:
 
 
 def resume(tmp_path: Path, crawled: Path, ring: str = "other") -> tuple[Path, Path]:
-    """A copy of ``crawled`` and a cluster.toml of ring ``ring`` whose p1 resumes it."""
+    """A copy of ``crawled`` and a cluster.toml of ring ``ring`` whose p1 resumes it (--resume:
+    the crawl finished, and its seed's port differs)."""
     data = tmp_path / "p1"
     shutil.copytree(crawled, data)
     toml = tmp_path / "cluster.toml"
@@ -171,7 +172,7 @@ def test_a_corrupt_state_file_is_one_line_naming_the_file(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled)
     (snap,) = (data / "state").glob("snapshot-*.msgpack")
     snap.write_bytes(b"not a snapshot at all")
-    res = run("-m", "peer", "--ring", str(toml))
+    res = run("-m", "peer", "--ring", str(toml), "--resume")
     line = error_line(res)
     assert str(snap) in line and "not a complete snapshot" in line
     assert "--fresh" in line and f"move {data / 'state'} away" in line
@@ -180,7 +181,7 @@ def test_a_corrupt_state_file_is_one_line_naming_the_file(tmp_path, crawled):
 
 def test_state_of_another_ring_is_one_line(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled, ring="test")
-    res = run("-m", "peer", "--ring", str(toml))
+    res = run("-m", "peer", "--ring", str(toml), "--resume")
     line = error_line(res)
     assert "state of peer 'p1' in ring 'other'" in line
     assert "this is peer 'p1' in ring 'test'" in line
@@ -191,7 +192,7 @@ def test_a_results_file_held_by_a_live_process_names_its_pid(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled)
     results = data / "pages.duckdb"
     with held_open(results) as holder:
-        res = run("-m", "peer", "--ring", str(toml))
+        res = run("-m", "peer", "--ring", str(toml), "--resume")
     line = error_line(res)
     assert str(results) in line
     assert f"held open by process {holder.pid}" in line
@@ -236,3 +237,227 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
     res = run("-m", "peer", "--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
               "--address", f"tcp://127.0.0.1:{port}", "--weight", "50")
     assert "--weight" in error_line(res) and "<= 10" in error_line(res)
+
+
+# --- runs: resume, fresh, ask or refuse (peer/runs.py) ------------------------------------
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory) -> Iterator[tuple[int, Path]]:
+    """The local web (one host and its shop) on a free port, and its request log."""
+    log = tmp_path_factory.mktemp("web") / "requests.jsonl"
+    with subprocess.Popen(
+            [sys.executable, str(WEBFARM), "--port", "0", "--hosts", "1", "--pages", "6",
+             "--links", "3", "--shop-products", "3", "--log", str(log)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ) as proc:
+        try:
+            first = proc.stdout.readline()  # type: ignore[union-attr]
+            assert first.startswith("listening on 127.0.0.1:"), first
+            yield int(first.rsplit(":", 1)[1]), log
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
+def solo_toml(tmp_path: Path, port: int, *, allow: str = '["*.web.test"]', seeds: str | None = None,
+              extra: str = "") -> Path:
+    """A one-peer config without an address (a solo peer needs none)."""
+    toml = tmp_path / "solo.toml"
+    seeds = seeds if seeds is not None else f'["http://s001.web.test:{port}/"]'
+    toml.write_text(f"""
+[ring]
+name = "solo"
+
+[[peer]]
+id = "solo"
+data_dir = "{tmp_path / 'solo'}"
+
+[crawl]
+seeds = {seeds}
+allow_hosts = {allow}
+allow_private = true
+timeout = 5.0
+{extra}
+
+[politeness]
+rate = 0.0
+
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+
+[bloom]
+capacity = 10000
+""")
+    return toml
+
+
+def requested(log: Path, port: int, since: int = 0) -> list[str]:
+    """Page URLs the server saw (robots.txt left out), from line ``since`` of its log."""
+    import json
+
+    urls = []
+    for line in log.read_text().splitlines()[since:]:
+        r = json.loads(line)
+        if not r["target"].startswith("/robots.txt"):
+            urls.append(f"http://{r['host']}:{port}{r['target']}")
+    return urls
+
+
+def log_lines(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def crawl(toml: Path, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    return run("-m", "peer", "--ring", str(toml), "--progress", "0.5", *flags, timeout=timeout)
+
+
+def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, web):
+    import json
+
+    port, log = web
+    since = log_lines(log)
+    res = crawl(solo_toml(tmp_path, port), "--progress", "0.05")
+    assert res.returncode == 0, res.stderr
+    assert "curve_keys" not in res.stderr  # a solo peer has no ring to warn about
+    seen = requested(log, port, since)
+    stats = json.loads((tmp_path / "solo" / "stats.json").read_text())
+    # The server's log is the judge: "pages" are the requests it saw.
+    assert stats["pages"] == len(seen) > 0
+    assert f"{len(seen)} pages fetched this run" in res.stdout
+    assert f"{len(seen):,} pages in all, {len(seen):,} fetched this run" in res.stdout
+    # Robots exclusions are counted apart, and were never requested.
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "solo" / "pages.duckdb"), read_only=True) as con:
+        robots = [u for (u,) in con.execute("select url from pages where error = 'robots'").fetchall()]
+    assert robots and stats["not_requested"] == {"robots": len(robots)} == {"robots": stats["robots_excluded"]}
+    assert not set(robots) & set(seen)
+    assert f"not requested: robots {len(robots)}" in res.stdout
+    assert stats["finish_reason"] == "frontier empty" and stats["run"] == 1
+    assert sum(stats["status_counts"].values()) == stats["responses"] == len(seen)
+    assert stats["items"] == {} and stats["items_total"] == 0  # no [extract] rules here
+    assert stats["run_config"]["crawl"]["allow_hosts"] == ["*.web.test"]
+    assert stats["dropped"]["out_of_scope"] >= 0 and stats["start_time"] <= stats["finish_time"]
+    # The progress line: pages, elapsed time, hosts; never the same line twice in a row.
+    progress = [line.split("peer.engine: ", 1)[1] for line in res.stderr.splitlines()
+                if "peer.engine: " in line and ": pages " in line]
+    assert progress and all("/s now)" in p and "waiting on politeness" in p for p in progress)
+    bodies = [p.split(": ", 1)[1] for p in progress]
+    assert all(a != b for a, b in zip(bodies, bodies[1:]))
+
+
+def test_a_finished_crawl_is_not_resumed_without_a_terminal(tmp_path, web):
+    port, log = web
+    toml = solo_toml(tmp_path, port)
+    assert crawl(toml).returncode == 0
+    results = tmp_path / "solo" / "pages.duckdb"
+    before = results.stat().st_mtime_ns
+    since = log_lines(log)
+    line = error_line(crawl(toml))
+    assert "the last run finished (frontier empty" in line
+    assert "pass --resume to continue it, or --fresh" in line
+    assert results.stat().st_mtime_ns == before and log_lines(log) == since  # nothing touched
+
+
+def test_resume_separates_this_runs_pages_from_the_files_total(tmp_path, web):
+    port, log = web
+    toml = solo_toml(tmp_path, port, extra="max_pages = 4")
+    first = crawl(toml)
+    assert first.returncode == 0 and "(max_pages reached)" in first.stdout
+    toml.write_text(toml.read_text().replace("max_pages = 4", "max_pages = 7"))
+    since = log_lines(log)
+    res = crawl(toml, "--resume")
+    assert res.returncode == 0, res.stderr
+    n = len(requested(log, port, since))
+    assert n == 3  # max_pages counts the state's pages: 4 before, 3 now
+    assert "resuming the crawl state in" in res.stderr and "the last run finished (max_pages reached, 4 pages)" in res.stderr
+    assert "7 pages in all, 3 fetched this run, 4 by 1 earlier run(s)" in res.stdout
+
+
+def test_a_changed_scope_is_noticed_and_reported(tmp_path, web):
+    port, _ = web
+    toml = solo_toml(tmp_path, port, allow='["s001.web.test"]')
+    assert crawl(toml).returncode == 0
+    toml.write_text(toml.read_text().replace('["s001.web.test"]', '["*.web.test"]'))
+    line = error_line(crawl(toml))
+    assert "since then: crawl.allow_hosts +[*.web.test] -[s001.web.test]" in line
+    res = crawl(toml, "--resume")
+    assert res.returncode == 0
+    assert "warning: the scope changed since this crawl state was written: crawl.allow_hosts" in res.stderr
+    assert "--fresh recrawls with the new scope" in res.stderr
+
+
+def test_an_interrupted_run_resumes_without_a_terminal(tmp_path, web):
+    import json
+
+    port, _ = web
+    toml = solo_toml(tmp_path, port)
+    assert crawl(toml).returncode == 0
+    record = tmp_path / "solo" / "state" / "run.json"
+    doc = json.loads(record.read_text())
+    doc.update(ended=None, stop_reason="")  # as a kill -9 leaves it
+    record.write_text(json.dumps(doc))
+    res = crawl(toml)
+    assert res.returncode == 0, res.stderr
+    assert "resuming the crawl state" in res.stderr and "was interrupted" in res.stderr
+    assert json.loads(record.read_text())["runs"] == 2
+
+
+def test_a_terminal_is_asked_and_fresh_starts_over(tmp_path, web):
+    import pty
+
+    port, log = web
+    toml = solo_toml(tmp_path, port)
+    assert crawl(toml).returncode == 0
+    since = log_lines(log)
+    leader, follower = pty.openpty()
+    try:
+        os.write(leader, b"f\n")
+        res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml)], stdin=follower,
+                             capture_output=True, text=True, cwd=ROOT, env=os.environ, timeout=120)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert res.returncode == 0, res.stderr
+    assert "[r]esume it, start [f]resh" in res.stdout
+    assert len(requested(log, port, since)) > 0  # crawled again from the start
+    assert "pages in all" in res.stdout and "earlier run" not in res.stdout
+
+
+def test_fresh_and_resume_together_is_one_line(tmp_path, web):
+    port, _ = web
+    line = error_line(crawl(solo_toml(tmp_path, port), "--fresh", "--resume"))
+    assert "--fresh and --resume" in line
+
+
+# --- --check warnings -------------------------------------------------------------------
+
+
+def check_warnings(toml: Path) -> list[str]:
+    res = run("-m", "peer", "--ring", str(toml), "--check")
+    assert res.returncode == 0, res.stderr
+    return [line for line in res.stdout.splitlines() if line.startswith("warning: ")]
+
+
+def test_check_warns_about_no_seeds(tmp_path):
+    (w,) = check_warnings(solo_toml(tmp_path, 9, seeds="[]"))
+    assert "crawl.seeds is empty" in w and "0 pages" in w
+
+
+def test_check_warns_about_a_seed_out_of_scope(tmp_path):
+    toml = solo_toml(tmp_path, 9, seeds='["http://s001.web.test/", "http://other.example/"]')
+    (w,) = check_warnings(toml)
+    assert "crawl.seeds[1] 'http://other.example/' is out of scope" in w
+    assert "matches no crawl.allow_hosts pattern" in w
+
+
+def test_check_warns_about_a_seed_the_ssrf_guard_blocks(tmp_path):
+    toml = solo_toml(tmp_path, 9)
+    toml.write_text(toml.read_text().replace("allow_private = true", "allow_private = false"))
+    (w,) = check_warnings(toml)
+    assert "crawl.seeds[0]" in w and "127.0.0.1" in w and "SSRF guard" in w
+    assert "crawl.allow_private = true" in w
+
+
+def test_check_of_the_shipped_solo_toml_is_clean():
+    assert check_warnings(ROOT / "solo.toml") == []

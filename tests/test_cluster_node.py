@@ -106,7 +106,7 @@ async def ring_status(toml: Path, timeout: float) -> trio.CompletedProcess:
 
 async def test_a_status_reply_to_a_client_that_timed_out_is_dropped_and_counted(tmp_path):
     # Measured before: the ROUTER_MANDATORY send to the departed client raised
-    # PeerUnreachable out of _dispatch and the peer exited 1.
+    # PeerUnreachable out of the dispatch and the peer exited 1.
     toml = write_config(tmp_path, 1)
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:

@@ -220,6 +220,7 @@ def test_malformed_address(address):
     err = error_of(f'[[peer]]\nid = "p1"\naddress = "{address}"\n')
     assert err.key == "peer[0].address"
     assert "tcp://host:port" in err.message and repr(address) in err.message
+    assert err.message.count("got ") == 1, err.message
 
 
 def test_ipv6_address_is_accepted():
@@ -228,8 +229,18 @@ def test_ipv6_address_is_accepted():
 
 
 def test_missing_required_peer_keys():
-    err = error_of('[[peer]]\nid = "p1"\n')
-    assert err.key == "peer[0].address" and "is required" in err.message
+    err = error_of('[[peer]]\naddress = "tcp://127.0.0.1:1"\n')
+    assert err.key == "peer[0].id" and "is required" in err.message
+
+
+def test_a_solo_peer_needs_no_address():
+    cfg = parse('[[peer]]\nid = "p1"\n')
+    assert cfg.peers[0].address == ""
+
+
+def test_a_peer_of_a_ring_of_several_needs_an_address():
+    err = error_of('[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n\n[[peer]]\nid = "p2"\n')
+    assert err.key == "peer[1].address" and "is required when cluster.toml lists several peers" in err.message
 
 
 def test_no_peers():
@@ -344,3 +355,12 @@ def test_cluster_toml_mentions_every_key_with_a_comment():
 def test_positive_pid_gain_is_refused(gain):
     err = error_of(MINIMAL + f"[politeness]\n{gain} = 0.1\n")
     assert err.key == f"politeness.{gain}" and "a number <= 0" in err.message
+
+
+def test_metrics_address_is_host_and_port_or_empty():
+    assert parse(MINIMAL).peers[0].metrics_address == ""
+    assert parse(MINIMAL + 'metrics_address = "127.0.0.1:0"\n').peers[0].metrics_address == "127.0.0.1:0"
+    for bad in ("9101", "http://127.0.0.1:9101", "127.0.0.1:99999", "tcp://127.0.0.1:9101"):
+        err = error_of(MINIMAL + f'metrics_address = "{bad}"\n')
+        assert err.key == "peer[0].metrics_address", bad
+        assert "host:port such as '127.0.0.1:9101'" in err.message and repr(bad) in err.message

@@ -1,4 +1,4 @@
-"""kill -9 and restart: the peer resumes from data_dir/state and nothing is lost (issue 6).
+"""kill -9 and restart: the peer resumes from data_dir/state and nothing is lost.
 
 Three peers crawl the local web politely; one is killed with SIGKILL part-way
 and started again with the same command. Judged by the local web's log: every
@@ -13,7 +13,7 @@ import signal
 import duckdb
 import trio
 from ringharness import Ring, busiest_peer, cluster_text, fetched, wait_pages
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 CONCURRENCY = 4
 

@@ -1,4 +1,4 @@
-"""CurveZMQ between peers: key files, scripts/keys.py, and who gets through (issue 6).
+"""CurveZMQ between peers: key files, scripts/keys.py, and who gets through.
 
 Every socket test runs on 127.0.0.1 in its own zmq context, so each has its
 own ZAP endpoint. "Delivers nothing" is checked over a bounded wait (1 s)
@@ -364,3 +364,13 @@ async def test_a_message_carries_the_member_id_of_its_key_as_user_id(tmp_path, c
                     await d.send_multipart([b"plain"])
                     (got,) = await router.recv_routed(user_id=True)
                     assert got.user_id is None
+
+
+def test_the_unauthenticated_warning_is_quiet_for_a_loopback_ring():
+    from ring.curve import unauthenticated_warning
+
+    assert unauthenticated_warning(["tcp://127.0.0.1:5701", "tcp://127.0.0.3:5702", "tcp://[::1]:5703",
+                                    "tcp://localhost:5704"]) is None
+    assert unauthenticated_warning(["tcp://127.0.0.1:5701", "tcp://10.0.0.2:5701"]) == UNAUTHENTICATED_WARNING
+    assert unauthenticated_warning(["tcp://crawler-2.lan:5701"]) == UNAUTHENTICATED_WARNING  # a name may be remote
+    assert "\n" not in UNAUTHENTICATED_WARNING

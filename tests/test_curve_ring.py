@@ -1,4 +1,4 @@
-"""A ring with CurveZMQ on: peers crawl as usual, a stranger's key gets nothing in (issue 6)."""
+"""A ring with CurveZMQ on: peers crawl as usual, a stranger's key gets nothing in."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import sys
 
 import trio
 from ringharness import Ring, cluster_text, fetched, wait_pages
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 from peer.config import load_config
 from ring.curve import read_public

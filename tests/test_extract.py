@@ -9,18 +9,18 @@ from hypothesis import strategies as st
 from peer.extract import MAX_TITLE, Page, decode_html, is_html, parse_page
 from peer.urls import normalize
 
-import webfarm
+import localweb.endpoints
 
 PORT = 8080
 URL = "http://example.test/dir/page.html"
 
 
 @pytest.fixture(scope="module")
-def graph() -> webfarm.SiteGraph:
-    return webfarm.SiteGraph(hosts=3, pages_per_host=30)
+def graph() -> localweb.SiteGraph:
+    return localweb.SiteGraph(hosts=3, pages_per_host=30)
 
 
-def _html_pages(graph: webfarm.SiteGraph) -> list[tuple[str, bytes]]:
+def _html_pages(graph: localweb.SiteGraph) -> list[tuple[str, bytes]]:
     """(url, body) of every 200 HTML page a crawl meets, traps included."""
     out = []
     for url in sorted(graph.expected_urls(PORT) | graph.trap_urls(PORT)):
@@ -32,7 +32,7 @@ def _html_pages(graph: webfarm.SiteGraph) -> list[tuple[str, bytes]]:
     return out
 
 
-def _followable(graph: webfarm.SiteGraph, url: str) -> tuple[str, ...]:
+def _followable(graph: localweb.SiteGraph, url: str) -> tuple[str, ...]:
     targets = (link.target for link in graph.links(url) if link.follow and link.target is not None)
     return tuple(dict.fromkeys(targets))
 
@@ -205,8 +205,8 @@ LATIN1 = "<html><head><title>Café crème brûlée</title></head><body>Ça</body
 
 
 def test_header_charset_decodes():
-    assert parse_page(URL, LATIN1, "iso-8859-1").title == webfarm.LATIN1_TITLE
-    assert parse_page(URL, LATIN1, '"ISO-8859-1"').title == webfarm.LATIN1_TITLE
+    assert parse_page(URL, LATIN1, "iso-8859-1").title == localweb.endpoints.LATIN1_TITLE
+    assert parse_page(URL, LATIN1, '"ISO-8859-1"').title == localweb.endpoints.LATIN1_TITLE
     # Undeclared Latin-1 is read as UTF-8 with replacement: no exception.
     assert parse_page(URL, LATIN1, None).title == "Caf\ufffd cr\ufffdme br\ufffdl\ufffde"
 

@@ -29,14 +29,14 @@ import trio
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import webfarm
+import localweb.endpoints
 from bench_dns import LocalDns
 from peer.config import CrawlConfig, DnsConfig
 from peer.extract import decode_html
 from peer.fetcher import (MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, FetchResult, error_kind,
                           parse_content_type, parse_retry_after, read_head)
 from peer.resolver import Resolver
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 MiB = 1024 * 1024
 STATIC = {"*.web.test": "127.0.0.1"}
@@ -194,9 +194,9 @@ async def test_malformed_and_latin1_bodies_are_returned_as_is(farm):
         broken = await f.fetch(bad(farm, "/malformed"))
         latin = await f.fetch(bad(farm, "/latin1"))
     assert (broken.status, broken.error, broken.charset) == (200, None, None)
-    assert broken.body == webfarm._MALFORMED
+    assert broken.body == localweb.endpoints.MALFORMED
     assert (latin.status, latin.error, latin.charset) == (200, None, "iso-8859-1")
-    assert latin.body.decode(latin.charset) == webfarm._LATIN1.decode("latin-1")
+    assert latin.body.decode(latin.charset) == localweb.endpoints.LATIN1.decode("latin-1")
 
 
 async def test_reset_connection_is_error_reset(farm):

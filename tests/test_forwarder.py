@@ -559,7 +559,7 @@ class ForwardingMachine(RuleBasedStateMachine):
     ``a`` originates URLs (and hand-off seen URLs); every receiver routes what
     it takes with its own ring and relays what it does not own, as the engine
     must. A removed peer is dead: its state is gone for good, and what only it
-    held is lost with it (issue 6's adopt recovers that, not this module).
+    held is lost with it (scripts/adopt.py recovers that, not this module).
     """
 
     @initialize()

@@ -1,4 +1,4 @@
-"""Join and graceful leave with hand-off: full coverage, no page fetched twice (issue 6).
+"""Join and graceful leave with hand-off: full coverage, no page fetched twice.
 
 Three peers crawl the local web at a polite rate, so the crawl is still going
 when a fourth peer joins (the owners of the hosts that move to it hand over
@@ -15,7 +15,7 @@ from collections import defaultdict
 import trio
 
 from ringharness import Ring, busiest_peer, ceiling, cluster_text, fetched, free_ports, wait_pages, worst_window
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 import duckdb
 
@@ -72,6 +72,9 @@ async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_
     assert handed and max(handed) > 0, leaver_log[-2000:]
     with duckdb.connect(str(tmp_path / leaver / "pages.duckdb"), read_only=True) as con:
         assert con.execute("select count(*) from pages").fetchone()[0] > 0
+    # The joiner, not in the file, took hosts and fetched their pages.
+    with duckdb.connect(str(tmp_path / "p4" / "pages.duckdb"), read_only=True) as con:
+        assert con.execute("select count(*) from pages where peer = 'p4'").fetchone()[0] > 0
     # Politeness as each site saw it, across both hand-offs (the new owner
     # inherits the host's last request starts): 300 pages/min is 5/s, so no
     # host got more than ceil(1.1 x 5 x W) + 1 requests in any W s window.

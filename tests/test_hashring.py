@@ -19,7 +19,7 @@ def loads(ring: HashRing, hosts=HOSTS) -> Counter:
     return Counter(ring.owner(h) for h in hosts)
 
 
-# The issue measured ~1.05 / 1.08 / 1.12 max/mean at 256 vnodes; the exact
+# Measured: ~1.05 / 1.08 / 1.12 max/mean at 256 vnodes; the exact
 # figure depends on the peer ids, so the bounds leave a few percent.
 @pytest.mark.parametrize(("n", "bound"), [(3, 1.08), (8, 1.10), (32, 1.16)])
 def test_balance_over_100k_hosts(n, bound):

@@ -1,4 +1,4 @@
-"""Hostile input (issue 6): what the web and the network may throw at a peer.
+"""Hostile input: what the web and the network may throw at a peer.
 
 **From the web.** Pages and URLs are fuzzed with hypothesis on arbitrary text
 (lone surrogates and controls included) and bytes: ``peer.urls`` raises only
@@ -40,7 +40,7 @@ import trio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from ringharness import Ring, cluster_text, fetched, wait_pages
-from webfarm import SiteGraph, serve_webfarm
+from localweb import SiteGraph, serve_webfarm
 
 from peer.errors import URLError
 from peer.extract import MAX_TITLE, Page, decode_html, is_html, parse_page, parse_tree
@@ -462,7 +462,7 @@ async def test_garbage_at_a_peer_is_dropped_and_counted_while_the_crawl_complete
 
 # -- from the network: a flood at a running peer's ROUTER, memory bounded -------------
 
-#: What the issue allows a flood to add to a peer's resident memory.
+#: What a flood may add to a peer's resident memory (its receive queues are bounded).
 FLOOD_RSS_BOUND = 100 * MiB
 
 

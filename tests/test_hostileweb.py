@@ -29,7 +29,7 @@ from localweb.peerrun import Run, cluster_toml, run_peers
 
 from bench_dns import LocalDns
 
-#: The issue's bound on a peer's memory, and where the harness kills one.
+#: A peer's memory stays under this whatever the web sends; the harness kills one at RSS_KILL_MB.
 RSS_BOUND_MB = 500
 RSS_KILL_MB = 800
 #: Seconds a crawl of these tests may take before it counts as never ending.

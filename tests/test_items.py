@@ -1,4 +1,4 @@
-"""peer.items: extraction rules from cluster.toml, applied to the local shop (issue 5)."""
+"""peer.items: extraction rules from cluster.toml, applied to the local shop."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
-from webfarm import SHOP_HOST, SiteGraph
+from localweb import SHOP_HOST, SiteGraph
 
 from peer.config import parse_config
 from peer.errors import ConfigError

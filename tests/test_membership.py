@@ -1067,7 +1067,7 @@ def test_a_gossiped_weight_past_max_weight_is_refused():
 
 
 # --------------------------------------------------------------------------
-# issue 13: what a round costs, and what keeps a rolling start alive
+# what a round costs, and what keeps a rolling start alive
 
 
 def carried(out, pid, state):

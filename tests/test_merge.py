@@ -415,3 +415,78 @@ def test_a_live_file_whose_copy_is_unreadable_says_to_stop_the_peer(three, tmp_p
     assert msg.startswith(f"{live}: is held open by a running peer (PID ")
     assert msg.endswith("stop that peer, then merge again") and "\n" not in msg
     assert not (tmp_path / "crawl.duckdb").exists() and leftovers(tmp_path) == []
+
+
+# -- --export and the cluster's stats ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("ext", [".jsonl", ".csv", ".parquet"])
+def test_export_writes_pages_and_each_items_table_through_the_command_line(three, tmp_path, ext):
+    import csv
+    import json
+
+    out = tmp_path / "out"
+    out.mkdir()
+    res = run_cli(*map(str, three), "-o", str(tmp_path / "crawl.duckdb"), "--export",
+                  str(out / f"{{table}}{ext}"))
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == [f"items_product{ext}", f"pages{ext}"]
+    assert f"exported   {out / f'pages{ext}'}" in res.stdout
+    merged = tmp_path / "crawl.duckdb"
+    for table in ("pages", "items_product"):
+        path = out / f"{table}{ext}"
+        want = sorted(r[0] for r in read(merged, f"SELECT url FROM {table}"))
+        if ext == ".jsonl":
+            rows = [json.loads(line) for line in path.read_text().splitlines()]
+        elif ext == ".csv":
+            rows = list(csv.DictReader(path.read_text().splitlines()))
+        else:
+            con = duckdb.connect()
+            rows = [{"url": u} for (u,) in con.execute(f"SELECT url FROM read_parquet('{path}')").fetchall()]
+            con.close()
+        assert sorted(r["url"] for r in rows) == want, table
+    if ext == ".jsonl":  # a list field stays a list
+        items = [json.loads(line) for line in (out / "items_product.jsonl").read_text().splitlines()]
+        assert {tuple(i["tags"]) for i in items} == {("y", "z")}
+
+
+def test_export_without_table_in_the_name_and_existing_files(three, tmp_path):
+    summary = merge(three, tmp_path / "crawl.duckdb", export=tmp_path / "crawl.csv")
+    assert summary.exports == (tmp_path / "crawl.pages.csv", tmp_path / "crawl.items_product.csv")
+    assert all(p.exists() for p in summary.exports)
+    with pytest.raises(ConfigError, match=r"crawl\.pages\.csv: exists; pass --force"):
+        merge(three, tmp_path / "again.duckdb", export=tmp_path / "crawl.csv")
+    assert not (tmp_path / "again.duckdb").exists()
+
+
+def test_export_of_an_unknown_format_is_one_line(three, tmp_path):
+    res = run_cli(*map(str, three), "-o", str(tmp_path / "crawl.duckdb"), "--export",
+                  str(tmp_path / "items.xml"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert "--export: expected a file name ending in .jsonl, .ndjson, .csv, .parquet" in res.stderr
+    assert not (tmp_path / "crawl.duckdb").exists()
+
+
+def test_the_peers_stats_are_summed_into_the_clusters(tmp_path):
+    import json
+
+    from peer.stats import STATS_FILE
+
+    inputs = []
+    for i, (pages, start, end) in enumerate([(10, "2025-03-01T12:00:00+00:00", "2025-03-01T12:00:30+00:00"),
+                                             (5, "2025-03-01T12:00:10+00:00", "2025-03-01T12:01:00+00:00")]):
+        d = tmp_path / f"p{i + 1}"
+        d.mkdir()
+        inputs.append(make_db(d / "pages.duckdb", [page(f"http://h{i}.test/", at(i), f"p{i + 1}")]))
+        (d / STATS_FILE).write_text(json.dumps({
+            "format": 1, "peer": f"p{i + 1}", "ring": "r", "start_time": start, "finish_time": end,
+            "finish_reason": "cluster done", "pages": pages, "status_counts": {"200": pages},
+            "errors": {"timeout": i}, "run_config": {"crawl": {"seeds": ["http://h0.test/"]}}}))
+    res = run_cli(*map(str, inputs), "-o", str(tmp_path / "crawl.duckdb"))
+    assert res.returncode == 0, res.stderr
+    total = json.loads((tmp_path / "crawl.stats.json").read_text())
+    assert total["pages"] == 15 and total["status_counts"] == {"200": 15}
+    assert total["errors"] == {"timeout": 1} and total["peers"] == ["p1", "p2"]
+    assert total["elapsed_seconds"] == 60.0 and total["pages_per_second"] == 0.25
+    assert total["run_config"] == {"crawl": {"seeds": ["http://h0.test/"]}}
+    assert "(the sum of 2 peer(s)' stats.json)" in res.stdout

@@ -234,7 +234,7 @@ def digest_with(**changes):
         (raw(1, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(1, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]]]], 0),
+                                     [["x", -1]], [], []]], 0),
             "MemberStatus.dropped",
         ),
         (raw(1, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused
@@ -333,6 +333,10 @@ PAIRS = r"UrlBatch.urls: expected \(url, depth\) pairs"
         (UrlBatch("demo", "p1", 0, 0, (("h", 0),) * (MAX_ARRAY + 1)), "more than 10000"),
         (UrlBatch("demo", "p1", 0, 0, (), ("http://a/", 1)), "UrlBatch.seen"),
         (StatusReply("demo", "p1", (status(dropped=(("garbage", -1),)),)), "MemberStatus.dropped"),
+        (StatusReply("demo", "p1", (status(busiest=(("h", 1.0),)),)), "MemberStatus.busiest"),
+        (StatusReply("demo", "p1", (status(busiest=(("h", -1.0, 6.0),)),)), "MemberStatus.busiest"),
+        (StatusReply("demo", "p1", (status(busiest=(("h", 1.0, 6.0),) * 11),)), "MemberStatus.busiest"),
+        (StatusReply("demo", "p1", (status(errors=(("timeout", 1.5),)),)), "MemberStatus.errors"),
     ],
 )
 def test_encode_rejects(msg, reason):
@@ -425,3 +429,12 @@ def test_encode_of_arbitrary_field_values_raises_only_encode_error(cls, data):
     except EncodeError:
         return
     assert encode(decode(frame)) == frame
+
+
+def test_status_reply_carries_errors_by_kind_and_the_busiest_hosts():
+    reply = StatusReply("demo", "p1", (status(
+        errors=(("timeout", 3), ("connect", 1)),
+        busiest=(("<script>.web.test:80", 61.5, 60.0), ("b.test", 12.0, 60.0))),))
+    back = decode(encode(reply))
+    assert back == reply
+    assert back.members[0].busiest[0] == ("<script>.web.test:80", 61.5, 60.0)

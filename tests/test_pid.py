@@ -1,4 +1,4 @@
-"""Tests for peer.pid: the seed post's law, its clamps, and a simulated host."""
+"""Tests for peer.pid: the PID post's law, its clamps, and a simulated host."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from peer.pid import PID
 
-# The seed's constants (seed 000, §3 and §5).
+# The PID post's constants (peer/pid.py's source, §3 and §5).
 SEED_KP = -0.05
 SEED_KI = -0.01
 SETPOINT = 40  # pages per window
@@ -155,11 +155,11 @@ def test_delay_and_integral_stay_clamped(counts: list[int], limit: float) -> Non
 
 
 # ---------------------------------------------------------------------------
-# A simulated host: the seed's fast-slow-fast scenario
+# A simulated host: the PID post's fast-slow-fast scenario
 #
 # Model. The client has CONNECTIONS connections to the host; each waits
 # `delay` after its response before it sends the next request, so one
-# connection's period is delay + response time. That is the seed's own crawler
+# connection's period is delay + response time. That is the PID post's own crawler
 # (§2: wait 9.5 s, read a page in 9.5 s, 19 s a page), with parallel requests.
 # The connections are kept evenly interleaved: the next request starts
 # (delay + r) / CONNECTIONS after the previous one, r the latest response time
@@ -176,7 +176,7 @@ def test_delay_and_integral_stay_clamped(counts: list[int], limit: float) -> Non
 # Why 7 connections. The setpoint must be reachable on the slow host even at
 # min_delay = 0: 7 * 60 / 9.5 = 44.2 > 40 (6 would give 37.9). A fixed delay
 # tuned to S on the fast host is 7 * 1.5 - 0.5 = 10.0 s; on the slow host it
-# yields 7 * 60 / 19.5 = 21.5 pages, 0.54 of S: the seed's "about half".
+# yields 7 * 60 / 19.5 = 21.5 pages, 0.54 of S: the PID post's "about half".
 #
 # Why interleaved. Independent per-connection timers fall into lock-step after
 # every large delay change (all of them restart within one old period), and
@@ -201,7 +201,7 @@ Trace = list[tuple[int, int, float]]
 
 
 def host_response_time(t: float) -> float:
-    """The seed's host: 0.5 s a page, then 9.5 s, then 0.5 s again."""
+    """The PID post's host: 0.5 s a page, then 9.5 s, then 0.5 s again."""
     return SLOW if PHASE <= t // WINDOW < 2 * PHASE else FAST
 
 
@@ -255,11 +255,11 @@ def settled_after(trace: Trace, start: int, stop: int) -> int | None:
 
 
 def test_pid_holds_the_setpoint_through_the_seed_scenario() -> None:
-    """The seed's gains hold 40 pages/window on a host that slows 0.5 s -> 9.5 s -> 0.5 s.
+    """The PID post's gains hold 40 pages/window on a host that slows 0.5 s -> 9.5 s -> 0.5 s.
 
     After each step (the start at T0 = 1.0 s, fast->slow, slow->fast) the rate
     is within +-5 % of S (38..42 pages) within SETTLE_WINDOWS windows (9, 14, 9;
-    the seed's own trace settled in about 8 minutes) and stays there until the
+    the PID post's own trace settled in about 8 minutes) and stays there until the
     next step. The delay settles near 10 s on the fast host and 1 s on the slow
     one, i.e. where C * 60 / (T + r) = 40.
     """
@@ -297,11 +297,11 @@ def test_fixed_delay_loses_about_half_its_rate_when_the_host_slows() -> None:
 
 
 # ---------------------------------------------------------------------------
-# Scale-free: the seed's gains read at its operating point, at any rate
+# Scale-free: the PID post's gains read at its operating point, at any rate
 
 
 def scaled_pid(rate: float, window: float = WINDOW, **overrides: float) -> PID:
-    """The seed's gains for a host at ``rate`` pages/min: what peer.frontier builds."""
+    """The PID post's gains for a host at ``rate`` pages/min: what peer.frontier builds."""
     setpoint = rate * window / 60.0
     nominal = 60.0 / rate
     args = dict(kp=SEED_KP, ki=SEED_KI, kd=0.0, setpoint=setpoint, initial_delay=nominal,
@@ -343,7 +343,7 @@ def test_the_seed_scenario_settles_in_the_same_windows_at_any_rate(rate):
     Response times scale with T0 = 60/rate (0.5 s and 9.5 s at 40/min), so
     the scaled law sees the same plant at every rate; only the counting
     resolution (one page in S) differs. It settles within SETTLE_WINDOWS,
-    the seed's own figure, at every rate (docs/politeness.md has the table).
+    the PID post's own figure, at every rate (docs/politeness.md has the table).
     """
     scale = (60.0 / rate) / 1.5
     pid = scaled_pid(rate, initial_delay=1.0 * scale)
@@ -362,7 +362,7 @@ def test_the_seed_scenario_settles_in_the_same_windows_at_any_rate(rate):
 
 
 def test_literal_gains_at_600_per_minute_are_what_went_wrong():
-    """The seed's gains read literally at 600 pages/min (S = 600, T0 = 0.1 s):
+    """The PID post's gains read literally at 600 pages/min (S = 600, T0 = 0.1 s):
     one window at the old 1 s initial delay (60 pages) drives the delay to 0."""
     pid = PID(SEED_KP, SEED_KI, 0.0, 600.0, 1.0, 0.0, 60.0, 15.0)
     assert pid.update(60) == 0.0  # 1.0 - 0.05 x 540 - 0.15

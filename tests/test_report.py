@@ -27,7 +27,8 @@ HOSTILE_URL = 'http://evil.test/"><script>alert("url")</script>'
 HOSTILE_TITLE = "<script>alert('title')</script>"
 HOSTILE_ERROR = "<img src=x onerror=alert(1)>$\\frac{$"
 CONFIG_WEIGHTS = {"p1": 2.0, "p2": 1.0, "p3": 1.0, "p9": 1.0}
-ALL_PNGS = {"rate.png", "polite.png", "pid.png", "status.png", "latency.png", "ring_share.png", "errors.png"}
+ALL_PNGS = {"rate.png", "polite.png", "pid.png", "status.png", "latency.png", "ring_share.png", "errors.png",
+            "progress.png", "depth.png"}
 POLITE = "Politeness: requests per second of the busiest hosts"
 
 
@@ -384,3 +385,76 @@ def test_politeness_panel_without_answered_requests_is_skipped_with_a_reason(tmp
     make_db(tmp_path / "e.duckdb", n_pages=0, pid=False)
     summary = report.build_report(tmp_path / "e.duckdb", tmp_path / "out2")
     assert dict(summary.skipped)[POLITE] == "e.duckdb has no pages"
+
+
+# -- what a run did: pages apart from URLs never requested, depth, progress, items, config ------
+
+
+@pytest.fixture(scope="module")
+def a_run(tmp_path_factory):
+    """A peer's data_dir: fetched pages at depths 0-2, robots exclusions, an items table
+    with empty fields, and the stats.json the peer wrote."""
+    import json
+
+    tmp = tmp_path_factory.mktemp("run")
+    db = tmp / "pages.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(f"create table pages ({', '.join(f'{c} {t}' for c, t in SCHEMA['pages'])})")
+    rows = []
+    for i in range(30):
+        depth = 0 if i == 0 else 1 if i < 10 else 2
+        rows.append((f"http://a.test/{i}", None, "a.test", 200 if i % 10 else 500, "text/html", 100,
+                     f"t{i}", 4, depth, T0 + timedelta(seconds=i), 12.0, None if i % 10 else "http_5xx", "p1"))
+    for i in range(7):  # disallowed by robots.txt: no request, no status, no time
+        rows.append((f"http://a.test/private/{i}", None, "a.test", None, None, 0, None, 0, 2,
+                     T0 + timedelta(seconds=30), 0.0, "robots", "p1"))
+    app = con.appender("pages")
+    app.append_rows(rows)
+    app.flush()
+    con.execute("create table items_book (url varchar, fetched_at timestamp, peer varchar, "
+                "title varchar, authors varchar[])")
+    con.execute("insert into items_book values ('http://a.test/1', null, 'p1', 'One', ['x']), "
+                "('http://a.test/2', null, 'p1', '', []), ('http://a.test/3', null, 'p1', ' ', ['y']),"
+                "('http://a.test/4', null, 'p1', 'Four <b>', null)")
+    con.close()
+    (tmp / "stats.json").write_text(json.dumps({"pages": 30, "run_config": {
+        "crawl": {"seeds": ["http://a.test/0"], "allow_hosts": ["<a.test>"]}, "politeness": {"rate": 60.0}}}))
+    res = run_cli(str(db), "-o", str(tmp / "report"))
+    assert res.returncode == 0, res.stderr
+    return (tmp / "report" / "index.html").read_text(encoding="utf-8")
+
+
+def test_pages_are_requests_and_urls_never_requested_are_apart(a_run):
+    page = a_run
+    assert summary_cell(page, "pages") == "30"
+    assert summary_cell(page, "not-requested") == "robots: 7"
+    assert summary_cell(page, "failed") == "3"  # the 5xx, not the robots exclusions
+    errors = page.split('id="errors"', 1)[1].split('id="not-requested"', 1)[0]
+    assert "http_5xx" in errors and "robots" not in errors
+    apart = page.split('id="not-requested"', 1)[1].split('id="items"', 1)[0]
+    assert "<td>robots</td><td class=\"num\">7</td>" in apart
+
+
+def test_progress_over_time_and_the_depth_histogram(a_run):
+    page = a_run
+    assert "30 pages, 120 links" in caption_of(page, "progress.png")
+    assert "the deepest is 2" in caption_of(page, "depth.png")
+
+
+def test_item_quality_is_percent_empty_per_field_and_sample_rows(a_run):
+    items = a_run.split('id="items"', 1)[1].split('id="config"', 1)[0]
+    assert "4 rows" in items
+    assert re.search(r"<td>title</td><td class=\"num\">50\.0%</td>", items)   # '' and ' '
+    assert re.search(r"<td>authors</td><td class=\"num\">50\.0%</td>", items)  # [] and NULL
+    assert "Four &lt;b&gt;" in items and "<b>" not in items  # a sample row, escaped
+
+
+def test_the_config_the_run_used_comes_from_stats_json(a_run):
+    cfg = a_run.split('id="config"', 1)[1]
+    assert "<td>crawl.allow_hosts</td><td>[&quot;&lt;a.test&gt;&quot;]</td>" in cfg
+    assert "<td>politeness.rate</td><td>60.0</td>" in cfg
+
+
+def test_without_stats_json_the_page_says_where_it_would_be(full):
+    _, _, page = full
+    assert "No stats.json beside the results file" in page

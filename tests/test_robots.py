@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from peer.robots import MAX_ROBOTS_BYTES, ROBOTS_TTL, RobotsCache, Verdict, product_token
 
-import webfarm
+import localweb
 
 UA = "ringcrawl/0.1 (+https://example.invalid/bot)"
 H = "example.test"
@@ -91,13 +91,13 @@ def test_group_is_chosen_by_product_token():
 
 
 def test_webfarm_robots_match_the_graph():
-    graph = webfarm.SiteGraph(hosts=6, pages_per_host=20, section_size=10)
+    graph = localweb.SiteGraph(hosts=6, pages_per_host=20, section_size=10)
     port = 8080
     urls = graph.expected_urls(port) | graph.disallowed_urls(port) | graph.trap_urls(port)
     rc = RobotsCache(UA, max_crawl_delay=30.0)
     bad = RobotsCache("BadBot/1.0", max_crawl_delay=30.0)
     statuses = set()
-    for host in graph.site_hosts() + [webfarm.SHOP_HOST]:
+    for host in graph.site_hosts() + [localweb.SHOP_HOST]:
         key = f"{host}:{port}"
         page = graph.render(host, "/robots.txt", port)
         statuses.add(page.status)
@@ -108,8 +108,8 @@ def test_webfarm_robots_match_the_graph():
     disallowed = 0
     checked = 0
     for u in sorted(urls):
-        host = webfarm.SiteGraph.host_of(u)
-        if host == webfarm.BAD_HOST:
+        host = localweb.SiteGraph.host_of(u)
+        if host == localweb.BAD_HOST:
             continue
         key = f"{host}:{port}"
         path = "/" + u.split("/", 3)[3]
@@ -124,7 +124,7 @@ def test_webfarm_robots_match_the_graph():
 
 
 def test_webfarm_crawl_delay():
-    graph = webfarm.SiteGraph(hosts=3, pages_per_host=10, crawl_delay={"s002.web.test": 2.5})
+    graph = localweb.SiteGraph(hosts=3, pages_per_host=10, crawl_delay={"s002.web.test": 2.5})
     rc = RobotsCache(UA, max_crawl_delay=30.0)
     for host in graph.site_hosts():
         page = graph.render(host, "/robots.txt", 80)

@@ -29,9 +29,12 @@ def test_ci_runs_the_readme_test_command():
 
 @dataclass(frozen=True)
 class DemoRun:
-    config: Path
+    config: Path     # the copy of cluster.toml the demo was given
+    run: Path        # the cluster.toml it ran with: OUT/cluster.toml, with the ports it picked
     out: Path
     stdout: str
+    web_port: int
+    held: tuple[int, ...]  # CONFIG's own ports, which the test held busy during the run
 
 
 def _demo_setting(name: str) -> int:
@@ -40,49 +43,141 @@ def _demo_setting(name: str) -> int:
     return int(m.group(1))
 
 
+def _listen(port: int) -> socket.socket:
+    """A socket listening on 127.0.0.1:``port``: anyone else binding it fails."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", port))
+    s.listen()
+    return s
+
+
+def _config_on_ports(tmp: Path, web: int, peers: list[int]) -> Path:
+    """A copy of cluster.toml whose web and peers use these ports (instead of 8080 and 5701-5703)."""
+    text = (ROOT / "cluster.toml").read_text().replace("s001.web.test:8080", f"s001.web.test:{web}")
+    for i, port in enumerate(peers):
+        text = text.replace(f"tcp://127.0.0.1:{5701 + i}", f"tcp://127.0.0.1:{port}")
+    config = tmp / "cluster.toml"
+    config.write_text(text)
+    return config
+
+
 @pytest.fixture(scope="module")
 def demo(tmp_path_factory) -> DemoRun:
-    """One run of scripts/demo on a copy of cluster.toml: peers' data and OUT land in a tmp dir."""
-    port = _demo_setting("WEB_PORT")
-    with socket.socket() as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind(("127.0.0.1", port))
-        except OSError as exc:
-            pytest.fail(f"scripts/demo needs 127.0.0.1:{port} free for its local web: {exc}")
+    """One run of ``scripts/demo --port 0`` while every port its CONFIG names is held busy.
+
+    The suite needs no fixed port: the demo picks free ones for its web and
+    peers and prints them. CONFIG is cluster.toml on ports this test holds
+    (not 8080 and 5701-5703 themselves, which another checkout's demo on this
+    machine may be using right now; test_demo_with_a_busy_fixed_port... holds
+    those for the few seconds it needs).
+    """
     tmp = tmp_path_factory.mktemp("demo")
-    config = tmp / "cluster.toml"
-    shutil.copy(ROOT / "cluster.toml", config)
-    out = tmp / "out"
-    res = subprocess.run(["bash", "scripts/demo", str(config), str(out)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=240)
+    socks = [_listen(0) for _ in range(4)]
+    try:
+        held = tuple(s.getsockname()[1] for s in socks)
+        config = _config_on_ports(tmp, held[0], list(held[1:]))
+        out = tmp / "out"
+        res = subprocess.run(["bash", "scripts/demo", "--port", "0", str(config), str(out)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=240)
+    finally:
+        for s in socks:
+            s.close()
     assert res.returncode == 0, f"stdout tail:\n{res.stdout[-3000:]}\nstderr tail:\n{res.stderr[-3000:]}"
-    return DemoRun(config, out, res.stdout)
+    m = re.search(r"^local web:  http://127\.0\.0\.1:(\d+)/", res.stdout, re.M)
+    assert m, res.stdout[:3000]
+    return DemoRun(config, out / "cluster.toml", out, res.stdout, int(m[1]), held)
 
 
 def _graph():
-    import webfarm
+    import localweb
 
-    return webfarm.SiteGraph(hosts=_demo_setting("WEB_HOSTS"), pages_per_host=_demo_setting("WEB_PAGES"))
+    return localweb.SiteGraph(hosts=_demo_setting("WEB_HOSTS"), pages_per_host=_demo_setting("WEB_PAGES"))
 
 
 def test_demo_prints_the_ring_and_crawls_with_three_peers(demo):
-    ring = ring_of(load_config(demo.config))
+    ring = ring_of(load_config(demo.run))
     shares = ring.shares()
     assert f"{demo.config}: ok: ring 'demo', 3 peer(s)" in demo.stdout
     for peer in ("p1", "p2", "p3"):
         assert f"{shares[peer]:.1%}" in demo.stdout
-    assert f"s001.web.test:8080                       {ring.owner('s001.web.test:8080')}" in demo.stdout
+    host = f"s001.web.test:{demo.web_port}"
+    assert f"{host:<40} {ring.owner(host)}" in demo.stdout
     # The 3-peer crawl: each peer ends by itself, status answered part-way.
     assert demo.stdout.count("crawl finished (cluster done)") == 3, demo.stdout[-3000:]
     assert "==> part-way: python -m ring status" in demo.stdout
-    assert demo.stdout.count("tcp://127.0.0.1:570") >= 3
+    assert re.search(r"^==> dashboard: http://127\.0\.0\.1:\d+/ \(ring 'demo'", demo.stdout, re.M)
+    assert re.search(r"^total +3 live +100\.0%", demo.stdout, re.M)  # the status table's totals row
+
+
+def test_demo_picks_free_ports_and_prints_the_addresses_it_used(demo):
+    run = load_config(demo.run)
+    assert run.crawl.seeds == (f"http://s001.web.test:{demo.web_port}/",)
+    ports = [demo.web_port] + [int(p.address.rsplit(":", 1)[1]) for p in run.peers]
+    assert len(set(ports)) == 4 and not set(ports) & set(demo.held)
+    for p in run.peers:
+        assert re.search(rf"^peer {p.id}: +{re.escape(p.address)}$", demo.stdout, re.M), p
+        # The run's peers kept their data in OUT, not where CONFIG says.
+        assert Path(p.data_dir) == demo.out / p.id
+    assert not (demo.config.parent / "data").exists()
+
+
+def _hold(port: int) -> socket.socket | None:
+    """Listen on 127.0.0.1:``port``; None if something else already does (it is busy either way)."""
+    try:
+        return _listen(port)
+    except OSError:
+        return None
+
+
+@pytest.mark.parametrize("busy, argv", [
+    ((8080, 5701), []),              # cluster.toml's own web and peer ports
+    ((5701,), ["--port", "FREE"]),   # the web moved to a free port; p1's port still busy
+])
+def test_demo_with_a_busy_fixed_port_fails_in_one_line_and_keeps_old_results(tmp_path, busy, argv):
+    config = tmp_path / "cluster.toml"
+    shutil.copy(ROOT / "cluster.toml", config)
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / ".ringcrawl-demo").touch()
+    (out / "crawl.duckdb").write_bytes(b"the last demo's results")
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        free = probe.getsockname()[1]
+    argv = [str(free) if a == "FREE" else a for a in argv]
+    held = [_hold(port) for port in busy]
+    try:
+        res = subprocess.run(["bash", "scripts/demo", *argv, str(config), str(out)], cwd=ROOT,
+                             capture_output=True, text=True, timeout=120)
+    finally:
+        for s in held:
+            if s is not None:
+                s.close()
+    assert res.returncode == 2, res.stdout[-2000:] + res.stderr[-2000:]
+    lines = [line for line in res.stderr.splitlines() if line.startswith("demo:")]
+    assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
+    assert f"127.0.0.1:{busy[0]}," in lines[0] and "busy" in lines[0] and "--port 0" in lines[0]
+    assert sorted(p.name for p in out.iterdir()) == [".ringcrawl-demo", "crawl.duckdb"]
+    assert (out / "crawl.duckdb").read_bytes() == b"the last demo's results"
+    assert "==> starting the local test web" not in res.stdout
+
+
+@pytest.mark.parametrize("argv, code", [(["--help"], 0), (["-h"], 0), (["--port"], 2),
+                                        (["--port", "http"], 2), (["--bogus"], 2), (["a", "b", "c"], 2)])
+def test_demo_help_and_bad_arguments(argv, code):
+    res = subprocess.run(["bash", "scripts/demo", *argv], cwd=ROOT, capture_output=True, text=True,
+                         timeout=60)
+    assert res.returncode == code, res.stderr
+    if code == 0:
+        assert res.stdout.startswith("usage: scripts/demo [--port N] [CONFIG [OUT]]") and res.stderr == ""
+    else:
+        assert res.stderr.startswith(("demo: ", "usage: ")) and "Traceback" not in res.stderr
+    assert "no such config file" not in res.stderr  # --help is not read as a CONFIG path
 
 
 def test_demo_merges_the_whole_web_fetched_by_its_owners(demo):
-    port = _demo_setting("WEB_PORT")
+    port = demo.web_port
     graph = _graph()
-    ring = ring_of(load_config(demo.config))
+    ring = ring_of(load_config(demo.run))
     with duckdb.connect(str(demo.out / "crawl.duckdb"), read_only=True) as con:
         rows = con.execute("select url, host, peer, status, error from pages").fetchall()
     assert {peer for _, _, peer, _, _ in rows} == {"p1", "p2", "p3"}
@@ -93,7 +188,7 @@ def test_demo_merges_the_whole_web_fetched_by_its_owners(demo):
 
 
 def test_demo_fills_items_book_with_the_shop_products(demo):
-    want = _graph().shop_items(_demo_setting("WEB_PORT"))
+    want = _graph().shop_items(demo.web_port)
     with duckdb.connect(str(demo.out / "crawl.duckdb"), read_only=True) as con:
         got = con.execute("select url, title, price, cover, authors, blurb from items_book order by url").fetchall()
     assert len(got) == len(want) > 0
@@ -115,7 +210,7 @@ def test_demo_draws_the_report_and_says_where_everything_is(demo):
     for name in pngs:
         assert (index.parent / name).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n", name
     assert f"merged results:  {demo.out / 'crawl.duckdb'}" in demo.stdout
-    assert f"items table:     items_book in {demo.out / 'crawl.duckdb'}: {len(_graph().shop_items(_demo_setting('WEB_PORT')))} books" in demo.stdout
+    assert f"items table:     items_book in {demo.out / 'crawl.duckdb'}: {len(_graph().shop_items(demo.web_port))} books" in demo.stdout
     assert f"report:          {index}" in demo.stdout
 
 

@@ -596,3 +596,104 @@ def test_real_kill_9_loses_no_committed_record(tmp_path: Path, target: int) -> N
     assert done == [child_url(j) for j in range(first, k - 2)]
     # They start at the beginning or right after a snapshot (taken after i = 699, 1399, ...).
     assert first == 0 or (first + 3) % 700 == 0
+
+
+# ---------------------------------------------------------------- the run record
+
+
+def test_the_run_record_round_trips_and_a_malformed_one_is_one_line(tmp_path):
+    from peer.errors import StateError
+    from peer.runs import Fingerprint, first_run
+    from peer.state import RUN_FILE, read_run, write_run
+
+    d = tmp_path / "state"
+    assert read_run(d) is None
+    rec = first_run(Fingerprint(("http://a.test/",), (), (), 0), 1.0).ending(2.0, "frontier empty", 3)
+    write_run(d, rec)
+    assert read_run(d) == rec
+    (d / RUN_FILE).write_text("{not json")
+    with pytest.raises(StateError, match=r"run\.json: run record is malformed .*--fresh"):
+        read_run(d)
+
+
+def test_discard_removes_the_run_record_too(tmp_path):
+    from peer.runs import Fingerprint, first_run
+    from peer.state import write_run
+
+    d = tmp_path / "state"
+    write_run(d, first_run(Fingerprint((), (), (), 0), 1.0))
+    PeerState(d, "p1", "r").discard()
+    assert not d.exists()
+
+
+# ---------------------------------------------------------------------------
+# A snapshot written in another thread: prepare, write (thread), finish
+
+
+def test_a_snapshot_in_a_thread_keeps_every_record_made_while_it_is_written(tmp_path: Path) -> None:
+    s = begun(tmp_path)
+    s.queued(url(1), 1)
+    pending = s.prepare_snapshot()
+    bloom = new_bloom(["http://a.test/0", "http://a.test/1", url(1)])
+    queue = [("http://a.test/0", 0), ("http://a.test/1", 0), (url(1), 1)]
+    done = threading.Event()
+    stats = []
+    writer = threading.Thread(target=lambda: (stats.append(s.write_snapshot(
+        pending, bloom, queue, [], {"pages": 3})), done.set()))
+    writer.start()
+    # Meanwhile, on the journal's thread: more records.
+    for i in range(2, 50):
+        s.queued(url(i), 2)
+        s.commit()
+    writer.join(timeout=60)
+    assert done.is_set() and stats[0].generation == 2 and stats[0].queued == 3
+    s.queued(url(50), 2)
+    s.finish_snapshot(pending)
+    s.drop_older(pending.generation)
+    s.close()
+    assert files(tmp_path) == ["bloom-2.bin", "journal-2.log", "snapshot-2.msgpack"]
+    rec = state(tmp_path).recover()
+    assert rec is not None and rec.generation == 2
+    assert list(rec.queued) == ["http://a.test/0", "http://a.test/1", *(url(i) for i in range(1, 51))]
+    assert rec.counters == {"pages": 3}
+
+
+@pytest.mark.parametrize("stage", ["before the write", "after the rename", "before the clean-up"])
+def test_a_crash_during_a_threaded_snapshot_loses_no_committed_record(tmp_path: Path, stage: str) -> None:
+    s = begun(tmp_path)
+    pending = s.prepare_snapshot()
+    for i in range(5):
+        s.queued(url(i), 1)
+        s.commit()
+    if stage != "before the write":
+        s.write_snapshot(pending, new_bloom(["http://a.test/0", "http://a.test/1"]),
+                         [("http://a.test/0", 0), ("http://a.test/1", 0)], [], {"pages": 0})
+        s.queued(url(5), 1)
+        s.commit()
+    if stage == "before the clean-up":
+        s.finish_snapshot(pending)
+        s.queued(url(6), 1)
+        s.commit()
+    # kill -9 here: nothing more is written, no file is closed cleanly.
+    rec = state(tmp_path).recover()
+    assert rec is not None
+    want = {"before the write": 5, "after the rename": 6, "before the clean-up": 7}[stage]
+    assert list(rec.queued)[2:] == [url(i) for i in range(want)]
+    assert rec.generation == (1 if stage == "before the write" else 2)
+    assert files(tmp_path) == [f"{k}-{rec.generation}.{x}" for k, x in
+                               (("bloom", "bin"), ("journal", "log"), ("snapshot", "msgpack"))]
+
+
+def test_an_aborted_snapshot_goes_on_in_the_old_journal(tmp_path: Path) -> None:
+    s = begun(tmp_path)
+    pending = s.prepare_snapshot()
+    s.queued(url(1), 1)
+    s.commit()
+    s.abort_snapshot(pending)
+    s.queued(url(2), 1)
+    s.close()
+    assert files(tmp_path) == ["bloom-1.bin", "journal-1.log", "snapshot-1.msgpack"]
+    rec = state(tmp_path).recover()
+    assert rec is not None and list(rec.queued)[2:] == [url(1), url(2)]
+    with pytest.raises(RuntimeError):
+        s.finish_snapshot(pending)

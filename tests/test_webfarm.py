@@ -1,4 +1,4 @@
-"""The local test web (scripts/webfarm.py): graph, expected sets, server, CLI."""
+"""The local test web (localweb: graph, pages, oracle, endpoints, server) and scripts/webfarm.py."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import struct
 import subprocess
 import sys
 import time
+import tomllib
 import zlib
 from collections import Counter, deque
 from pathlib import Path
@@ -20,19 +21,24 @@ import trio
 from protego import Protego
 from selectolax.lexbor import LexborHTMLParser
 
+from peer.config import parse_config
 from peer.urls import Scope, host_key, hostname, join, normalize, normalize_link
 
-import webfarm
-from webfarm import (
+from localweb import (
     BAD_HOST,
-    FORMS,
     SHOP_HOST,
     HostBehaviour,
     SiteGraph,
     SiteSpec,
+    endpoints,
     read_log,
     serve_webfarm,
+    server,
+    webfarm,
 )
+from localweb.hrefs import FORMS
+
+ROOT = Path(__file__).resolve().parents[1]
 
 UA = "ringcrawl/0.1 (+https://example.invalid/bot)"
 SMALL = SiteSpec(seed=7, hosts=4, pages_per_host=30, section_size=10, links_per_page=40,
@@ -142,6 +148,36 @@ def test_every_emitted_href_joins_to_its_canonical_target(graph):
         assert needle in text, needle
 
 
+def test_the_oracle_and_the_site_graph_import_no_peer_module():
+    """The oracle judges peer.urls; built on it, it would agree with its bugs."""
+    code = ("import sys, localweb.oracle, localweb.sitegraph\n"
+            "print(','.join(m for m in sys.modules if m == 'peer' or m.startswith('peer.')))\n")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == ""
+
+
+@pytest.mark.parametrize("url", [
+    "http://s001.web.test:8080/", "HTTP://S001.WEB.TEST:8080/c0/p1.html", "http://s001.web.test:80/x",
+    "https://a.web.test:443/", "http://a.web.test", "http://a.web.test:08080/x?b=1&a=2",
+    "http://u:pw@a.web.test/p#frag", "http://a.web.test./c0/./p1.html", "http://a.web.test/x/../c0/",
+    "http://a.web.test/%63%30/p%2Fq.html", "http://a.web.test/%7euser/%7E", "  http://a.web.test/ ",
+    "http://a.web.test/a/b/..", "http://a.web.test/a/.", "http://a.web.test/c0/p1.html?",
+])
+def test_the_oracles_own_normaliser_agrees_with_peer_urls(url):
+    from localweb.oracle import normalize as oracle_normalize
+
+    assert oracle_normalize(url) == normalize(url)
+
+
+@pytest.mark.parametrize("url", ["mailto:a@b.test", "ftp://a.test/", "/relative", "http:///nohost"])
+def test_the_oracles_normaliser_refuses_what_is_not_a_crawlable_url(url):
+    from localweb.oracle import normalize as oracle_normalize
+
+    with pytest.raises(ValueError):
+        oracle_normalize(url)
+
+
 def test_expected_set_options(graph):
     port = 8080
     full = graph.expected_urls(port)
@@ -213,13 +249,13 @@ def test_host_behaviour_latency_schedule():
 
 
 def test_gzip_bomb_is_small_and_inflates_to_zeros():
-    bomb = webfarm.gzip_bomb()
+    bomb = endpoints.gzip_bomb()
     assert 900_000 < len(bomb) < 1_200_000
     assert struct.unpack("<I", bomb[-4:])[0] == (1 << 30) & 0xFFFFFFFF  # ISIZE: 1 GiB
     out = zlib.decompressobj(31).decompress(bomb, 1 << 20)
     assert len(out) == 1 << 20 and not out.strip(b"\0")
-    assert webfarm.gzip_bomb() is bomb  # built once
-    assert gzip.decompress(webfarm.gzip_bomb(4 << 20)) == bytes(4 << 20)  # CRC and size check out
+    assert endpoints.gzip_bomb() is bomb  # built once
+    assert gzip.decompress(endpoints.gzip_bomb(4 << 20)) == bytes(4 << 20)  # CRC and size check out
 
 
 # ---------------------------------------------------------------------------
@@ -361,7 +397,7 @@ async def test_request_log_and_keep_alive(graph, nursery, tmp_path):
     assert log[0].bytes == len(graph.render("s001.web.test", "/", farm.port).body)
     assert all(t0 - 1 <= e.t <= time.time() + 1 and e.dur >= 0 for e in log)
     assert read_log(str(log_path)) == [
-        webfarm.LogEntry(**json.loads(e.to_json())) for e in log]
+        server.LogEntry(**json.loads(e.to_json())) for e in log]
     assert json.loads(log_path.read_text().splitlines()[0])["target"] == "/"
 
 
@@ -576,7 +612,7 @@ async def test_redirects_statuses_and_odd_bodies(farm):
 
         latin = await _get(client, farm, BAD_HOST, "/latin1")
         assert latin.headers["content-type"] == "text/html; charset=iso-8859-1"
-        assert f"<title>{webfarm.LATIN1_TITLE}</title>" in latin.content.decode("latin-1")
+        assert f"<title>{endpoints.LATIN1_TITLE}</title>" in latin.content.decode("latin-1")
         with pytest.raises(UnicodeDecodeError):
             latin.content.decode("utf-8")
         plain = await _get(client, farm, BAD_HOST, "/latin1-nocharset")
@@ -588,7 +624,7 @@ async def test_redirects_statuses_and_odd_bodies(farm):
 
 
 def _cli(*args: str, **kw) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, str(Path(webfarm.__file__)), *args],
+    return subprocess.Popen([sys.executable, str(ROOT / "scripts" / "webfarm.py"), *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
 
 
@@ -600,6 +636,14 @@ async def test_cli_serves_on_an_ephemeral_port_and_exits_0_on_sigterm(tmp_path):
                 line = await trio.to_thread.run_sync(proc.stdout.readline)
             assert line.startswith("listening on 127.0.0.1:"), line + proc.stderr.read()
             port = int(line.rsplit(":", 1)[1])
+            # Then the seed and the config a peer needs, with this port in it.
+            printed: list[str] = []
+            with trio.fail_after(20):
+                while len(printed) < 20 and printed[-1:] != [""] and "resolve" not in "".join(printed):
+                    printed.append(await trio.to_thread.run_sync(proc.stdout.readline))
+            block = "".join(printed).split("cluster.toml lines:\n", 1)[1]
+            assert _peer_keys(block) == {"seeds": [f"http://s001.web.test:{port}/"], "allow_private": True,
+                                         "allow_hosts": ["*.web.test"], "resolve": {"*.web.test": "127.0.0.1"}}
             async with httpx.AsyncClient() as client:
                 r = await client.get(f"http://127.0.0.1:{port}/c0/p3.html",
                                      headers={"Host": f"s002.web.test:{port}"})
@@ -616,6 +660,25 @@ async def test_cli_serves_on_an_ephemeral_port_and_exits_0_on_sigterm(tmp_path):
     assert code == 0
     entries = read_log(str(log))
     assert [(e.host, e.target, e.status) for e in entries] == [("s002.web.test", "/c0/p3.html", 200)]
+
+
+def _peer_keys(block: str) -> dict:
+    """The keys of the TOML block webfarm prints, checked to be a valid cluster.toml with one peer."""
+    # A solo peer's address is never bound: parse_config only checks its form.
+    cfg = parse_config('[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n' + block)
+    assert cfg.crawl.allow_private and cfg.dns.resolve
+    data = tomllib.loads(block)
+    return {**data["crawl"], **data["dns"]}
+
+
+def test_help_shows_the_peer_config_the_web_needs():
+    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "webfarm.py"), "--help"],
+                         capture_output=True, text=True, timeout=60)
+    assert res.returncode == 0, res.stderr
+    block = res.stdout.split("cluster.toml lines", 1)[1].split("\n\n", 1)[1]
+    assert _peer_keys(block.replace("PORT", "8080")) == {
+        "seeds": ["http://s001.web.test:8080/"], "allow_private": True, "allow_hosts": ["*.web.test"],
+        "resolve": {"*.web.test": "127.0.0.1"}}
 
 
 def test_cli_behaviour_options():

@@ -1,7 +1,7 @@
-"""ring.zmqio: no loss, no reordering, no hang, clear errors (issue 4, "ZeroMQ under trio").
+"""ring.zmqio: no loss, no reordering, no hang, clear errors (ring/zmqio.py's facts).
 
 The long tests run a second process (tests/zmq_peer_proc.py) on 127.0.0.1, as
-the issue's measurements did. Streams go DEALER -> ROUTER, the ring's own path
+the module's measurements did. Streams go DEALER -> ROUTER, the ring's own path
 (URL batches to the owner's ROUTER, acks back by identity): DEALER blocks at
 HWM and the ROUTER learns who sent, so zero loss there is the property the
 forwarding code relies on.
@@ -124,7 +124,7 @@ async def test_200k_messages_under_random_cancellation_lose_nothing():
 
 
 async def test_send_and_recv_on_one_socket_from_two_tasks_does_not_hang():
-    # The issue's naive adapter hung after 168 of 100,000 round trips: the
+    # A naive adapter hung after 168 of 100,000 round trips: the
     # sending task's send consumed the FD edge the receiving task slept on.
     # A window of one message makes every round trip depend on that wake-up.
     n, window = 60_000, 32

@@ -1,0 +1,53 @@
+"""SiteGraph: the graph, its pages and its oracle as one object, for tests and benchmarks.
+
+``SiteGraph(hosts=6, pages_per_host=20)`` is a :class:`~localweb.graph.Graph`
+that also renders (:mod:`localweb.pages`) and answers the oracle's questions
+(:mod:`localweb.oracle`), so a test holds one object:
+``graph.expected_urls(port)``, ``graph.render(host, path, port)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from localweb import oracle
+from localweb.graph import DEFAULT_ALLOW, Graph, SiteSpec
+from localweb.pages import Page, Pages
+
+__all__ = ["SiteGraph"]
+
+
+class SiteGraph(Graph):
+    """The seeded site graph: routes, links, robots rules, pages and expected sets."""
+
+    def __init__(self, spec: SiteSpec | None = None, **overrides: Any) -> None:
+        super().__init__(spec, **overrides)
+        self._pages = Pages(self)
+
+    def render(self, host: str, path: str, port: int) -> Page:
+        """The response for ``path`` (query ignored) on ``host`` of the graph hosts."""
+        return self._pages.render(host, path, port)
+
+    def expected_urls(self, port: int, *, seeds: Iterable[str] | None = None,
+                      allow: Sequence[str] = DEFAULT_ALLOW, deny: Sequence[str] = (),
+                      max_depth: int = 0, obey_robots: bool = True, nofollow: bool = True,
+                      bad: bool = False) -> set[str]:
+        """:func:`localweb.oracle.expected_urls` of this graph."""
+        return oracle.expected_urls(self, port, seeds=seeds, allow=allow, deny=deny, max_depth=max_depth,
+                                    obey_robots=obey_robots, nofollow=nofollow, bad=bad)
+
+    def disallowed_urls(self, port: int, *, seeds: Iterable[str] | None = None,
+                        allow: Sequence[str] = DEFAULT_ALLOW, deny: Sequence[str] = (),
+                        max_depth: int = 0, nofollow: bool = True, bad: bool = False) -> set[str]:
+        """:func:`localweb.oracle.disallowed_urls` of this graph."""
+        return oracle.disallowed_urls(self, port, seeds=seeds, allow=allow, deny=deny,
+                                      max_depth=max_depth, nofollow=nofollow, bad=bad)
+
+    def trap_urls(self, port: int) -> set[str]:
+        """:func:`localweb.oracle.trap_urls` of this graph."""
+        return oracle.trap_urls(self, port)
+
+    def shop_items(self, port: int) -> list[dict[str, Any]]:
+        """:func:`localweb.oracle.shop_items` of this graph."""
+        return oracle.shop_items(self, port)

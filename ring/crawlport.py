@@ -1,0 +1,77 @@
+"""What the ring asks of the crawl it serves: a ``typing.Protocol`` (pure).
+
+``ring.driver`` talks to the crawl only through these methods, so ``ring``
+never imports ``peer``: ``peer.engine.Crawler`` satisfies the protocol
+structurally, and ``tests/fakering.py``'s ``FakeCrawl`` is a dozen lines of
+it. The names are the ones ``peer/cluster.py`` called before this split.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any, Protocol
+
+from ring.hashring import HashRing
+
+__all__ = ["CrawlPort"]
+
+
+class CrawlPort(Protocol):
+    """The crawl of one peer, as the ring driver sees it."""
+
+    @property
+    def pages_requested(self) -> int:
+        """Pages this peer has requested (gossiped: cluster-wide ``max_pages``)."""
+        ...
+
+    def locally_idle(self) -> bool:
+        """Nothing queued and nothing in flight here (termination)."""
+        ...
+
+    def accept(self, url: str, depth: int) -> None:
+        """A URL forwarded to us: route, dedupe, queue."""
+        ...
+
+    def accept_seen(self, url: str) -> None:
+        """A URL another peer fetched, for a host now ours (hand-off)."""
+        ...
+
+    def take_back(self, url: str, depth: int) -> None:
+        """A URL of ours that was on its way to a peer now gone."""
+        ...
+
+    def commit_state(self) -> None:
+        """Make what was taken durable: it is acked next."""
+        ...
+
+    def set_ring(self, ring: HashRing) -> None:
+        """The live member set changed: hosts no longer ours go to their owners."""
+        ...
+
+    async def handoff_seen(self, old: HashRing, ring: HashRing) -> int:
+        """Queue the moved hosts' fetched URLs for their new owners; how many."""
+        ...
+
+    def handoff_starts(self, old: HashRing, ring: HashRing) -> Mapping[str, Iterable[tuple[str, float]]]:
+        """{new owner: [(host, last request start)]} of the hosts that moved away."""
+        ...
+
+    def handoff_done(self, sender: str) -> None:
+        """``sender`` handed us everything for the current ring: release its hosts."""
+        ...
+
+    def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
+        """A previous owner's last request starts of hosts now ours."""
+        ...
+
+    def leave(self) -> None:
+        """``ring leave`` asked this peer to leave gracefully."""
+        ...
+
+    def poke(self) -> None:
+        """Gossip brought news: re-check termination and limits."""
+        ...
+
+    def status_figures(self) -> Any:
+        """This peer's figures for ``ring status`` (a mapping or an object, ``ring.node.StatusFigures``)."""
+        ...

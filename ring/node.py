@@ -1,0 +1,681 @@
+"""One member of the ring, without I/O: membership, forwarding, termination, hand-off (pure core).
+
+``RingNode`` composes the ring's cores (``Membership`` and its
+``TerminationDetector``, the forwarder's ``Outbox`` and ``Inbox``) and owns
+every decision a running peer makes about ring traffic. It does no I/O and
+reads no clock: :meth:`RingNode.receive` and :meth:`RingNode.tick` take a
+message or the time and return *actions*, frozen dataclasses the driver
+(``ring.driver``) carries out in order, as h11's ``Connection`` returns
+events::
+
+    Send(dest, msg)          a message to member ``dest`` (over its DEALER)
+    Reply(route, msg)        an answer on the ROUTER to a tool's route
+    Deliver(urls, seen, ...) entries for the crawl: frontier URLs, seen URLs
+    RingChanged(ring, old)   the live member set moved: the crawl re-routes
+    HandOff(old, ring, ...)  collect the moved hosts' seen URLs and starts
+    Released(sender)         its HandoffDone came: its hosts may be fetched
+    SeedStarts(starts)       a previous owner's last request starts
+    LeaveAsked(sender)       ``ring leave`` asked this peer to leave
+    StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
+    Count(reason)            a message refused (already counted in dropped)
+    Log(level, text)         what an operator should read in the log
+
+Rules of :meth:`RingNode.receive` (every check lives here, once):
+
+1. **Ring.** A message of another ring is dropped (``other_ring``), after
+   the route check for a member's kinds of message.
+2. **Route.** A member's message (gossip, batches, acks, hand-off) must come
+   on that member's route (``ring.zmqio.member_route``), and with CurveZMQ
+   on a connection whose ZAP User-Id is that member (``route_spoof``,
+   ``wrong_user``). Tools use anonymous routes and send only their kinds:
+   status and leave requests, and ``adopt:`` URL batches.
+3. **Senders.** A URL batch from a sender that is not a live member, or a
+   hand-off message from one we never heard of, is dropped
+   (``unknown_sender``): the forwarder's termination sums cover members
+   only. A batch whose epoch is later than the sender's incarnation is
+   forged or early (``future_epoch``): incarnations only grow, so taking it
+   would close the sender's real channel.
+4. **Restarts.** A member heard on a new route with a later incarnation
+   (or batch epoch) than before is a new process of it (each process draws
+   a fresh route nonce); a late message of its old life changes nothing. The forwarder's restart duties are
+   done there (``ring.forwarder`` module docstring): ``Inbox.forget(peer,
+   before=epoch)`` closes the channel of its old life, and, since no peer
+   restores its Inbox from disk, ``Outbox.forget(peer)`` restarts our count
+   to it. Counted as ``peer_restarts``.
+5. **Batches.** The Inbox's verdict decides: accepted entries are delivered
+   and committed before the ack (a crash must not lose what was acked), a
+   replay is acked again and counted, a stale epoch is dropped and counted.
+   An ``adopt:`` batch is not a member's: it bypasses the Inbox (it is in no
+   termination sum: the URLs it brings make this peer busy, which is what
+   termination must see) and is acked on the route it came by.
+6. **Hand-off.** A ``HandoffDone`` counts only for the ring it names: one for
+   another view of the ring is dropped (``handoff_other_ring_view``) and
+   comes again for ours.
+
+Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
+hosts whose owner changed). A change of the live set gives ``RingChanged``
+(the crawl moves its queued URLs of lost hosts) and re-routes the Outbox;
+after the first ring, also ``HandOff``: the driver collects the moved hosts'
+fetched URLs (queued as ``seen`` in the Outbox) and their last request
+starts, then calls :meth:`RingNode.begin_handoff`. Each new owner then gets
+``HostStarts`` and ``HandoffDone`` once the Outbox says it acked every batch
+up to the barrier (:meth:`Outbox.barrier`), or at once when it is gone;
+``HANDOFF_TIMEOUT`` after the start the wait is given up and logged. The
+``HandoffDone`` is repeated on the next ``MARKER_ROUNDS - 1`` ticks unless
+the ring moved again (a newer hand-off has its own markers).
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+from collections import Counter
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from ring.forwarder import Inbox, Outbox, Verdict
+from ring.hashring import HashRing
+from ring.membership import Membership
+from ring.routes import route_member
+from ring.messages import (
+    MAX_ARRAY,
+    MAX_BUSIEST,
+    MAX_DROPPED,
+    Ack,
+    Digest,
+    HandoffDone,
+    HostStarts,
+    Join,
+    Leave,
+    LeaveRequest,
+    MemberState,
+    MemberStatus,
+    Message,
+    Ping,
+    PingAck,
+    PingReq,
+    StatusReply,
+    StatusRequest,
+    Sync,
+    UrlBatch,
+)
+
+__all__ = [
+    "ADOPT_PREFIX",
+    "HANDOFF_TIMEOUT",
+    "MARKER_ROUNDS",
+    "Action",
+    "Count",
+    "Deliver",
+    "HandOff",
+    "LeaveAsked",
+    "Log",
+    "Origin",
+    "Released",
+    "Reply",
+    "RingChanged",
+    "RingNode",
+    "SeedStarts",
+    "Send",
+    "StatusAsked",
+    "StatusFigures",
+]
+
+#: Sender ids of URL batches from ``scripts/adopt.py`` start with this.
+ADOPT_PREFIX = "adopt:"
+#: Rounds a HandoffDone is sent; one that never arrives only makes the new
+#: owner wait ``hold_timeout`` before fetching the hosts it gained.
+MARKER_ROUNDS = 5
+#: Longest a hand-off waits for the new owners' acks.
+HANDOFF_TIMEOUT = 60.0
+
+_MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
+                    PingAck, Sync)
+
+
+# ---------------------------------------------------------------------------
+# Actions
+
+
+class Origin(enum.StrEnum):
+    """Where delivered entries come from: the crawl treats each its own way."""
+
+    FORWARDED = "forwarded"  # a member's batch: route, dedupe, queue (Crawler.accept)
+    ADOPTED = "adopted"  # scripts/adopt.py's batch: the same
+    TAKEN_BACK = "taken_back"  # our own, rerouted back from a peer now gone (Crawler.take_back)
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    dest: str
+    msg: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    route: bytes
+    msg: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """Entries for the crawl; ``commit``: make them durable before what follows (an ack)."""
+
+    urls: tuple[tuple[str, int], ...]
+    seen: tuple[str, ...]
+    origin: Origin
+    commit: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class RingChanged:
+    ring: HashRing
+    old: HashRing | None
+
+
+@dataclass(frozen=True, slots=True)
+class HandOff:
+    """Collect what moved from ``old`` to ``ring``, then call ``RingNode.begin_handoff(version, ...)``."""
+
+    old: HashRing
+    ring: HashRing
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeedStarts:
+    starts: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveAsked:
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusAsked:
+    route: bytes
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    level: int
+    text: str
+
+
+Action = Union[Send, Reply, Deliver, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
+               StatusAsked, Count, Log]
+
+
+@dataclass(frozen=True, slots=True)
+class StatusFigures:
+    """This peer's own row of ``ring status``, as the crawl reports it."""
+
+    pages: int = 0
+    rate: float = 0.0
+    frontier: int = 0
+    hosts: int = 0
+    forwarded_out: int = 0
+    forwarded_in: int = 0
+    dns_hit_rate: float = 0.0
+    bloom_fill: float = 0.0
+    uptime: float = 0.0
+    limits: Mapping[str, int] = field(default_factory=dict)
+    errors: Mapping[str, int] = field(default_factory=dict)  # failed fetches by kind
+    busiest: Sequence[tuple[str, float, float]] = ()  # (host, pages/min, setpoint pages/min)
+
+    @classmethod
+    def of(cls, figures: Any, uptime: float) -> StatusFigures:
+        """From the crawl's figures, a mapping or an object with these attributes."""
+        def get(name: str, default: Any) -> Any:
+            if isinstance(figures, Mapping):
+                return figures.get(name, default)
+            return getattr(figures, name, default)
+
+        return cls(pages=int(get("pages", 0)), rate=float(get("rate", 0.0)),
+                   frontier=int(get("frontier", 0)), hosts=int(get("hosts", 0)),
+                   forwarded_out=int(get("forwarded_out", 0)), forwarded_in=int(get("forwarded_in", 0)),
+                   dns_hit_rate=float(get("dns_hit_rate", 0.0)), bloom_fill=float(get("bloom_fill", 0.0)),
+                   uptime=uptime, limits=dict(get("limits", {}) or {}),
+                   errors=dict(get("errors", {}) or {}),
+                   busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()))
+
+
+# ---------------------------------------------------------------------------
+# Hand-off records
+
+
+class _Phase(enum.Enum):
+    COLLECTING = "collecting"  # the driver gathers seen URLs and starts
+    WAITING = "waiting"  # barriers set: waiting for each new owner's acks
+    MARKING = "marking"  # every owner told; repeating HandoffDone for a few rounds
+
+
+@dataclass(slots=True)
+class _HandOff:
+    version: int
+    members: tuple[str, ...]
+    phase: _Phase = _Phase.COLLECTING
+    marks: dict[str, int] = field(default_factory=dict)
+    starts: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
+    began: float = 0.0
+    seen: int = 0
+    repeats: int = MARKER_ROUNDS - 1
+
+
+class RingNode:
+    """One member's ring logic; the driver feeds it messages and ticks (module docstring)."""
+
+    def __init__(
+        self,
+        peer_id: str,
+        address: str,
+        weight: float,
+        ring_name: str,
+        *,
+        seeds: Sequence[tuple[str, str, float]],
+        gossip_interval: float,
+        suspect_after: float,
+        dead_after: float,
+        now: float,
+        incarnation: int,
+        vnodes: int = 256,
+        tombstone_ttl: float = 3600.0,
+        seed_grace: float = 60.0,
+        join_seeds: int = 3,
+        retransmit_mult: int = 4,
+        max_pages: int = 0,
+        curve: bool = False,
+        owner_key: Callable[[str], str] | None = None,
+        membership: Membership | None = None,
+        outbox: Outbox | None = None,
+    ) -> None:
+        self.peer_id = peer_id
+        self.ring_name = ring_name
+        self.vnodes = vnodes
+        self.max_pages = max_pages
+        self.curve = curve
+        self.gossip_interval = gossip_interval
+        # The key a URL is placed by (peer.urls.host_key); injected so ring never imports peer.
+        self._owner_key = owner_key if owner_key is not None else _netloc
+        self.membership = membership if membership is not None else Membership(
+            peer_id, address, weight, ring_name, seeds=seeds, gossip_interval=gossip_interval,
+            suspect_after=suspect_after, dead_after=dead_after, now=now, incarnation=incarnation,
+            tombstone_ttl=tombstone_ttl, seed_grace=seed_grace, join_seeds=join_seeds,
+            retransmit_mult=retransmit_mult)
+        # The start time as epoch: our batch numbers start a new channel each life.
+        self.outbox = outbox if outbox is not None else Outbox(peer_id, ring_name, epoch=incarnation)
+        self.inbox = Inbox(ring_name)
+        self.dropped: Counter[str] = Counter()
+        # How long a gained host waits for its previous owner's HandoffDone.
+        self.hold_timeout = max(5.0, 2 * dead_after)
+        self.page_cap = 0  # our share of max_pages until the next round (Membership.page_cap)
+        self.handoffs: list[tuple[int, float]] = []  # (seen URLs sent, seconds to all acked)
+        self.leaving = False
+        self._handoffs: list[_HandOff] = []
+        self._ring_version = -1
+        self._ring: HashRing | None = None
+        # member -> (the route its newest process uses, the highest epoch heard from it there)
+        self._routes: dict[str, tuple[bytes, int]] = {}
+
+    # -- views -----------------------------------------------------------------
+
+    def ring(self) -> HashRing:
+        return self.membership.ring(self.vnodes)
+
+    @property
+    def current_ring(self) -> HashRing | None:
+        """The ring of the last ``RingChanged`` (None before the first)."""
+        return self._ring
+
+    def others_pages(self) -> int:
+        """Pages the other members had requested, as last gossiped."""
+        return sum(m.pages for mid, m in self.membership.members().items() if mid != self.peer_id)
+
+    def idle(self) -> bool:
+        return self.outbox.idle
+
+    def done(self, now: float) -> bool:
+        """True once the whole cluster's crawl is over (the counter method)."""
+        return self.membership.cluster_idle(now)
+
+    @property
+    def handing_off(self) -> int:
+        """Hand-offs still collecting or waiting for acks."""
+        return sum(1 for h in self._handoffs if h.phase is not _Phase.MARKING)
+
+    def left(self, locally_idle: bool) -> bool:
+        """Leaving, and everything handed over and acked: the process may end."""
+        return self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle
+
+    def count(self, reason: str) -> None:
+        """Count a refusal found by the driver (a send that timed out, a bad address...)."""
+        self.dropped[reason] += 1
+
+    # -- the crawl's side --------------------------------------------------------
+
+    def forward(self, url: str, depth: int, owner: str, now: float, *, relay: bool = False) -> None:
+        """Queue a URL for its owner; ``relay``: one taken from a batch (``Outbox.relay``)."""
+        if relay:
+            self.outbox.relay(url, depth, owner, now)
+        else:
+            self.outbox.add(url, depth, owner, now)
+
+    def leave(self, now: float) -> list[Action]:
+        """Announce that we leave; the ring without us hands everything over."""
+        self.leaving = True
+        out: list[Action] = [Send(dest, msg) for dest, msg in self.membership.leave(now)]
+        out += self._member_changes()
+        out += self._check_ring(now)
+        return out
+
+    def flush(self, now: float) -> list[Action]:
+        """URL batches due now (new, aged or resent)."""
+        return [Send(dest, batch) for dest, batch in self.outbox.due(now)]
+
+    # -- driving -----------------------------------------------------------------
+
+    def tick(self, now: float, *, idle: bool, pages: int) -> list[Action]:
+        """One gossip round: our counters, membership, ring changes, hand-off markers, page cap."""
+        self.membership.set_local(idle=idle and self.outbox.idle, sent=self.outbox.sent,
+                                  received=self.inbox.received, pages=pages)
+        out: list[Action] = [Send(dest, msg) for dest, msg in self.membership.tick(now)]
+        out += self._member_changes()
+        members = self.membership.members()
+        if len(self._routes) > len(members) or any(m not in members for m in self._routes):
+            # Forgotten members' routes go with them: at most one per member of the view.
+            self._routes = {m: r for m, r in self._routes.items() if m in members}
+        out += self._check_ring(now)
+        out += self._progress(now, marker_round=True)
+        if self.max_pages:
+            self.page_cap = self.membership.page_cap(self.max_pages, pages)
+        return out
+
+    def receive(self, route: bytes, msg: Message, now: float, *, user_id: str | None = None) -> list[Action]:
+        """One decoded message that came on ``route`` (rules 1-6 of the module docstring)."""
+        handler = self._HANDLERS.get(type(msg))
+        if handler is None:
+            return self._drop("unexpected_type")
+        out: list[Action] = []
+        if isinstance(msg, _MEMBER_MESSAGES) and not (
+                isinstance(msg, UrlBatch) and msg.sender.startswith(ADOPT_PREFIX)):
+            reason = self._impostor(route, user_id, msg.sender)
+            if reason is not None:
+                return self._drop(reason)
+            if msg.ring != self.ring_name:
+                return self._drop("other_ring")
+            out = self._restarted(route, msg)
+        elif msg.ring != self.ring_name:
+            return self._drop("other_ring")
+        return out + handler(self, route, msg, now)
+
+    def _impostor(self, route: bytes, user_id: str | None, sender: str) -> str | None:
+        """Why a member's message on ``route`` is not from ``sender``, or None if it may be."""
+        claimed = route_member(route)
+        if self.curve and (user_id is None or user_id != sender or claimed != user_id):
+            return "wrong_user"  # its key is another member's (or it took another's route)
+        if claimed != sender:
+            return "route_spoof"
+        return None
+
+    def _restarted(self, route: bytes, msg: Message) -> list[Action]:
+        """Rule 4: a member heard on a new route, with a later incarnation, is a new process of it."""
+        sender = msg.sender
+        rec = self.membership.members().get(sender)
+        if sender == self.peer_id or rec is None:
+            return []  # routes of members only: anyone can make up ids
+        # The sender's own start epoch or incarnation, where the message says it.
+        if isinstance(msg, UrlBatch):
+            if msg.epoch > rec.incarnation:
+                return []  # refused as future_epoch by its handler
+            epoch = msg.epoch
+        elif isinstance(msg, Join | Leave):
+            epoch = msg.incarnation
+        elif isinstance(msg, Ping | PingReq | PingAck):
+            # Every probe message carries its sender's own record first.
+            epoch = next((m.incarnation for m in msg.updates if m.id == sender), -1)
+        elif isinstance(msg, Sync):
+            epoch = next((e[1] for e in msg.summary if e[0] == sender), -1)
+        elif isinstance(msg, Digest):
+            epoch = next((m.incarnation for m in msg.members if m.id == sender), -1)
+        else:
+            return []
+        known = self._routes.get(sender)
+        if known is None or known[0] == route:
+            self._routes[sender] = (route, max(epoch, known[1] if known else epoch))
+            return []
+        if epoch <= known[1]:
+            return []  # a late message of an earlier life (or a forged route): no restart
+        self._routes[sender] = (route, epoch)
+        # Our count to it restarts: no peer restores its Inbox from disk.
+        self.outbox.forget(sender)
+        if self.curve or isinstance(msg, UrlBatch):
+            # Its old life's channel leaves our sums. Only on what the member
+            # itself says: without Curve anyone can claim a member's new route
+            # and incarnation, and a closed channel refuses that member's real
+            # batches until it restarts. (Its first batch of a new epoch
+            # replaces the channel anyway: Inbox.accept.)
+            self.inbox.forget(sender, before=epoch)
+        self.dropped["peer_restarts"] += 1
+        return [Count("peer_restarts")]
+
+    def _drop(self, reason: str) -> list[Action]:
+        self.dropped[reason] += 1
+        return [Count(reason)]
+
+    # -- one handler per message type ----------------------------------------------
+
+    def _member_changes(self) -> list[Action]:
+        """One log line per membership change seen: who, the new state, and why."""
+        return [Log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
+                    f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}")
+                for e in self.membership.drain_events()]
+
+    def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,
+                   now: float) -> list[Action]:
+        out: list[Action] = [Send(dest, reply) for dest, reply in self.membership.receive(msg, now)]
+        out += self._member_changes()
+        return out + self._check_ring(now)
+
+    def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
+        if msg.sender.startswith(ADOPT_PREFIX):
+            self.dropped["adopted_batches"] += 1  # not a drop: shown with the counters
+            return [Deliver(msg.urls, msg.seen, Origin.ADOPTED, commit=True),
+                    Reply(route, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
+        sender = self.membership.members().get(msg.sender)
+        if sender is None or sender.state is MemberState.DEAD:
+            return self._drop("unknown_sender")
+        if msg.epoch > sender.incarnation:
+            return self._drop("future_epoch")
+        verdict = self.inbox.accept(msg)
+        out: list[Action] = []
+        if verdict is Verdict.ACCEPT:
+            out.append(Deliver(msg.urls, msg.seen, Origin.FORWARDED, commit=True))
+        else:
+            out += self._drop(verdict.value)  # a replay is acked again, but still counted
+        if verdict.ack:
+            out.append(Send(msg.sender, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq)))
+        return out
+
+    def _on_ack(self, route: bytes, msg: Ack, now: float) -> list[Action]:
+        self.outbox.ack(msg.sender, msg.epoch, msg.seq)
+        return self._progress(now) if self._handoffs else []
+
+    def _on_handoff_done(self, route: bytes, msg: HandoffDone, now: float) -> list[Action]:
+        if msg.sender not in self.membership.members():
+            return self._drop("unknown_sender")
+        if self._ring is not None and msg.members == tuple(sorted(self._ring)):
+            return [Released(msg.sender)]
+        return self._drop("handoff_other_ring_view")  # it will say it again for our view
+
+    def _on_host_starts(self, route: bytes, msg: HostStarts, now: float) -> list[Action]:
+        if msg.sender not in self.membership.members():
+            return self._drop("unknown_sender")
+        return [SeedStarts(msg.starts)]
+
+    def _on_leave_request(self, route: bytes, msg: LeaveRequest, now: float) -> list[Action]:
+        if msg.target != self.peer_id:
+            return []
+        return [Log(logging.WARNING, f"leave requested by {msg.sender}: handing over and leaving the ring"),
+                LeaveAsked(msg.sender)]
+
+    def _on_status_request(self, route: bytes, msg: StatusRequest, now: float) -> list[Action]:
+        return [StatusAsked(route, msg.nonce)]
+
+    _HANDLERS: dict[type, Callable[[RingNode, bytes, Any, float], list[Action]]] = {
+        Digest: _on_gossip,
+        Join: _on_gossip,
+        Leave: _on_gossip,
+        Ping: _on_gossip,
+        PingReq: _on_gossip,
+        PingAck: _on_gossip,
+        Sync: _on_gossip,
+        UrlBatch: _on_batch,
+        Ack: _on_ack,
+        HandoffDone: _on_handoff_done,
+        HostStarts: _on_host_starts,
+        LeaveRequest: _on_leave_request,
+        StatusRequest: _on_status_request,
+    }
+
+    # -- ring changes and hand-off -------------------------------------------------
+
+    def _check_ring(self, now: float) -> list[Action]:
+        version = self.membership.ring_version
+        if version == self._ring_version:
+            return []
+        self._ring_version = version
+        old, ring = self._ring, self.ring()
+        self._ring = ring
+        out: list[Action] = [Log(logging.INFO, "ring: " + (", ".join(sorted(ring)) or "(empty)"))]
+        if not len(ring):
+            return out  # the last peer left: nobody to hand anything to
+        out.append(RingChanged(ring, old))
+        # Channels with a dead peer leave the termination sums on both sides
+        # (TerminationDetector): reroute drops ours to it, forget drops its to
+        # us (and its late batches are refused). A leaver's stay: it is still
+        # handing over, and its counters stay summed.
+        members = self.membership.members()
+        left = {m for m, rec in members.items() if rec.state is MemberState.LEFT}
+        for gone in set(old or ()) - set(ring) - left:
+            if gone != self.peer_id:
+                self.inbox.forget(gone)
+        key = self._owner_key
+        urls, seen = self.outbox.reroute(lambda u: ring.owner(key(u)), now, members=ring, left=left)
+        if urls or seen:
+            out.append(Deliver(tuple(urls), tuple(seen), Origin.TAKEN_BACK))
+        if old is not None:
+            self._handoffs.append(_HandOff(version, tuple(sorted(ring))))
+            out.append(HandOff(old, ring, version))
+        return out
+
+    def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
+                      now: float) -> list[Action]:
+        """The driver queued the moved hosts' seen URLs: set the barriers and start waiting."""
+        h = next((h for h in self._handoffs if h.version == version and h.phase is _Phase.COLLECTING),
+                 None)
+        if h is None:
+            return []
+        h.phase = _Phase.WAITING
+        h.began = now
+        h.seen = seen
+        h.starts = {d: list(s) for d, s in starts.items()}
+        h.marks = {d: self.outbox.barrier(d) for d in h.members if d != self.peer_id}
+        return self._progress(now)
+
+    def _progress(self, now: float, marker_round: bool = False) -> list[Action]:
+        """Tell each new owner whose acks are all in; give up late waits; repeat markers."""
+        out: list[Action] = []
+        live = self.membership.live()
+        current = self.membership.ring_version
+        for h in self._handoffs:
+            if h.phase is _Phase.WAITING:
+                for d in list(h.marks):
+                    if d not in live or self.outbox.acked_through(d, h.marks[d]):
+                        del h.marks[d]
+                        if d in live:
+                            if h.starts.get(d):
+                                # Before HandoffDone, on the same connection: the new
+                                # owner counts them before it releases the hosts.
+                                out.append(Send(d, HostStarts(self.ring_name, self.peer_id,
+                                                              tuple(h.starts[d][:MAX_ARRAY]))))
+                            out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members)))
+                timed_out = now - h.began >= HANDOFF_TIMEOUT
+                if h.marks and timed_out:
+                    out.append(Log(logging.WARNING, f"hand-off: no ack from {', '.join(sorted(h.marks))} "
+                                                    f"within {HANDOFF_TIMEOUT:.0f}s"))
+                if not h.marks or timed_out:
+                    elapsed = now - h.began
+                    self.handoffs.append((h.seen, elapsed))
+                    if h.seen:
+                        out.append(Log(logging.INFO, f"hand-off: {h.seen} fetched URLs to their new "
+                                                     f"owners, all acked in {elapsed:.2f}s"))
+                    h.marks = {}
+                    h.phase = _Phase.MARKING
+            elif h.phase is _Phase.MARKING and marker_round:
+                if current != h.version:
+                    h.repeats = 0  # a newer ring has its own hand-off and markers
+                    continue
+                h.repeats -= 1
+                out += [Send(d, HandoffDone(self.ring_name, self.peer_id, h.members))
+                        for d in h.members if d != self.peer_id]
+        self._handoffs = [h for h in self._handoffs if h.phase is not _Phase.MARKING or h.repeats > 0]
+        return out
+
+    # -- status --------------------------------------------------------------------
+
+    def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
+        """The answer to ``ring status``: full figures for us, gossiped ones for the others."""
+        ring = self.ring()
+        shares = ring.shares()
+        out = []
+        for mid, m in sorted(self.membership.members().items()):
+            if mid == self.peer_id:
+                out.append(MemberStatus(
+                    id=mid, address=m.address, state=MemberState(m.state), share=shares.get(mid, 0.0),
+                    pages=figures.pages, rate=figures.rate, frontier=figures.frontier, hosts=figures.hosts,
+                    forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
+                    dns_hit_rate=figures.dns_hit_rate, bloom_fill=figures.bloom_fill,
+                    uptime=figures.uptime,
+                    # The crawler's cap hits, held hosts and the like ride along
+                    # (cap.*, held.*, malformed.*, polite.*).
+                    dropped=self.dropped_rows(figures.limits),
+                    errors=_capped_counts(figures.errors),
+                    busiest=tuple(figures.busiest)[:MAX_BUSIEST]))
+            else:
+                out.append(MemberStatus(
+                    id=mid, address=m.address, state=MemberState(m.state), share=shares.get(mid, 0.0),
+                    pages=m.pages, rate=0.0, frontier=0, hosts=0, forwarded_out=m.sent,
+                    forwarded_in=m.received, dns_hit_rate=0.0, bloom_fill=0.0, uptime=0.0))
+        return StatusReply(self.ring_name, self.peer_id, tuple(out), nonce=nonce)
+
+    def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
+        """Every drop counter, as the status reply carries them (at most MAX_DROPPED)."""
+        return _capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
+
+
+def _netloc(url: str) -> str:
+    """A stand-in placement key (the URL's authority) for rings built without ``owner_key``."""
+    rest = url.partition("://")[2]
+    return rest.split("/", 1)[0].lower()
+
+
+def _capped_counts(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+    """Counters as a status reply carries them: at most MAX_DROPPED, the rest as "other"."""
+    rows = sorted((str(k), int(v)) for k, v in counts.items())
+    if len(rows) > MAX_DROPPED:
+        rest = sorted(rows, key=lambda kv: -kv[1])[MAX_DROPPED - 1:]
+        rows = sorted(set(rows) - set(rest)) + [("other", sum(n for _, n in rest))]
+    return tuple(rows)

@@ -1,0 +1,117 @@
+"""ring.client against real ring drivers in-process: typed status rows, and a leave seen through."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import trio
+from ringharness import free_ports
+
+from ring.client import Contact, LeaveOutcome, StatusRow, cluster_status, request_leave
+from ring.driver import RingDriver
+from ring.hashring import HashRing
+from ring.messages import MemberState
+from ring.node import RingNode
+
+RING = "t"
+
+
+class Figures:
+    """A crawl with fixed figures that can be asked to leave (``ring.crawlport.CrawlPort``)."""
+
+    def __init__(self, pages: int) -> None:
+        self.pages_requested = pages
+        self.asked_to_leave = trio.Event()
+        self.driver: RingDriver | None = None
+
+    def locally_idle(self) -> bool:
+        return True
+
+    def leave(self) -> None:
+        assert self.driver is not None
+        self.driver.leave()
+        self.asked_to_leave.set()
+
+    def status_figures(self) -> dict[str, Any]:
+        return {"pages": self.pages_requested, "frontier": 3, "limits": {"cap.urls_per_host": 2}}
+
+    def accept(self, url: str, depth: int) -> None: ...
+    def accept_seen(self, url: str) -> None: ...
+    def take_back(self, url: str, depth: int) -> None: ...
+    def commit_state(self) -> None: ...
+    def set_ring(self, ring: HashRing) -> None: ...
+    def handoff_done(self, sender: str) -> None: ...
+    def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None: ...
+    def poke(self) -> None: ...
+
+    async def handoff_seen(self, old: HashRing, ring: HashRing) -> int:
+        return 0
+
+    def handoff_starts(self, old: HashRing, ring: HashRing) -> Mapping[str, Iterable[tuple[str, float]]]:
+        return {}
+
+
+async def start(nursery: trio.Nursery, peer_id: str, seeds: list[tuple[str, str, float]],
+                pages: int) -> tuple[RingNode, Figures, trio.CancelScope]:
+    address = dict((s[0], s[1]) for s in seeds)[peer_id]
+    node = RingNode(peer_id, address, 1.0, RING, seeds=seeds, gossip_interval=0.1,
+                    suspect_after=1.0, dead_after=3.0, now=trio.current_time(), incarnation=1000)
+    crawl = Figures(pages)
+    crawl.driver = driver = RingDriver(node, crawl, address)
+    scope = trio.CancelScope()
+
+    async def run(task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
+        with scope:
+            await driver.run(task_status=task_status)
+            await trio.sleep_forever()
+
+    await nursery.start(run)
+    return node, crawl, scope
+
+
+async def test_status_rows_are_typed_and_carry_each_members_own_figures():
+    seeds = [(f"p{i + 1}", f"tcp://127.0.0.1:{port}", 1.0) for i, port in enumerate(free_ports(2))]
+    contacts = [Contact(p, a) for p, a, _ in seeds]
+    with trio.fail_after(30):
+        async with trio.open_nursery() as nursery:
+            await start(nursery, "p1", seeds, pages=7)
+            await start(nursery, "p2", seeds, pages=11)
+            await trio.sleep(0.5)  # a few gossip rounds
+            rows = await cluster_status(RING, contacts, timeout=2.0)
+            nursery.cancel_scope.cancel()
+    assert rows is not None and all(isinstance(r, StatusRow) for r in rows)
+    assert [(r.id, r.state, r.pages) for r in rows] == [("p1", MemberState.ALIVE, 7),
+                                                        ("p2", MemberState.ALIVE, 11)]
+    assert all(r.frontier == 3 and dict(r.dropped) == {"cap.urls_per_host": 2} for r in rows)
+    assert rows[1].as_json()["state"] == "alive" and rows[1].as_json()["dropped"] == {"cap.urls_per_host": 2}
+
+
+async def test_nobody_answering_is_none_and_an_unknown_peer_cannot_leave():
+    contacts = [Contact("p1", f"tcp://127.0.0.1:{free_ports(1)[0]}")]
+    with trio.fail_after(30):
+        assert await cluster_status(RING, contacts, timeout=0.3) is None
+        assert (await request_leave(RING, contacts, "p1", timeout=1.0)).outcome is LeaveOutcome.UNKNOWN
+
+
+async def test_a_leave_is_followed_until_the_others_list_the_peer_as_left():
+    seeds = [(f"p{i + 1}", f"tcp://127.0.0.1:{port}", 1.0) for i, port in enumerate(free_ports(2))]
+    contacts = [Contact(p, a) for p, a, _ in seeds]
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            await start(nursery, "p1", seeds, pages=0)
+            node2, crawl2, scope2 = await start(nursery, "p2", seeds, pages=0)
+            await trio.sleep(0.5)
+
+            async def exit_when_left() -> None:
+                # What peer.engine does: once handed over, linger a few rounds, then exit.
+                await crawl2.asked_to_leave.wait()
+                while not node2.left(True):
+                    await trio.sleep(0.05)
+                await trio.sleep(0.5)
+                scope2.cancel()
+
+            nursery.start_soon(exit_when_left)
+            result = await request_leave(RING, contacts, "p2", timeout=30.0)
+            nursery.cancel_scope.cancel()
+    assert result.outcome is LeaveOutcome.LEFT and result.state == "left"

@@ -1,0 +1,595 @@
+"""peer.crawl: the crawl core, driven synchronously (no trio, no sockets, ``now`` passed in)."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+
+import pytest
+
+from peer.config import ClusterConfig, parse_config
+from peer.crawl import (
+    HOLD_POLL,
+    MAX_RETRIES,
+    RETRY_BASE,
+    ROBOTS_PENDING_WAIT,
+    CrawlCore,
+    Done,
+    Drop,
+    Fetch,
+    FetchRobots,
+    Finished,
+    Forward,
+    Origin,
+    PassOn,
+    Queued,
+    Requeue,
+    Requeued,
+    Row,
+    Seen,
+    Sleep,
+    Start,
+    StopReason,
+    Warn,
+    parse_response,
+)
+from peer.fetcher import FetchResult
+from peer.frontier import Job
+from peer.limits import Cap, Hold
+from ring.hashring import HashRing
+
+SITE = "http://site.web.test"
+
+
+def toml_value(v) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, str):
+        return json.dumps(v)
+    if isinstance(v, list):
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
+    return repr(v)
+
+
+def config(*, seeds: list[str] | None = None, politeness: dict | None = None, **crawl) -> ClusterConfig:
+    sections = {
+        "crawl": {"seeds": seeds or [f"{SITE}/"], "allow_hosts": ["*.web.test"],
+                  "concurrency": 8, **crawl},
+        "politeness": {"rate": 0.0, "host_concurrency": 1, **(politeness or {})},
+        "bloom": {"capacity": 10_000, "error_rate": 0.001},
+    }
+    text = '[ring]\nname = "test"\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:5799"\n'
+    text += '[[peer]]\nid = "p2"\naddress = "tcp://127.0.0.1:5798"\n'
+    for name, table in sections.items():
+        text += f"\n[{name}]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in table.items())
+    return parse_config(text, Path("/nonexistent/cluster.toml"))
+
+
+def core(**kw) -> CrawlCore:
+    seed = kw.pop("rng_seed", 1)
+    return CrawlCore(config(**kw), "p1", rng=random.Random(seed))
+
+
+def answer(url: str, status: int | None = 200, body: bytes = b"", *, error: str | None = None,
+           ctype: str = "text/html", retry_after: float | None = None, location: str | None = None,
+           truncated: bool = False) -> FetchResult:
+    return FetchResult(url=url, status=status, content_type=ctype if status else "",
+                       charset="utf-8" if status else None, location=location,
+                       retry_after=retry_after, body=body, raw_bytes=len(body), truncated=truncated,
+                       error=error, elapsed=0.01, address=None)
+
+
+def html(*hrefs: str) -> bytes:
+    return ("<html><body>" + "".join(f'<a href="{h}">l</a>' for h in hrefs) + "</body></html>").encode()
+
+
+def start(c: CrawlCore, now: float) -> Job:
+    got = c.next(now)
+    assert isinstance(got, Start), got
+    return got.job
+
+
+def fetch_job(c: CrawlCore, url: str, now: float = 0.0) -> Job:
+    """Queue ``url`` (no robots), start it and admit it for a fetch."""
+    c.discover(url, 0, now, Origin.LINK)
+    job = start(c, now)
+    assert job.url == url
+    assert isinstance(c.admit(job, now), Fetch)
+    return job
+
+
+def result(c: CrawlCore, job: Job, res: FetchResult, now: float):
+    parsed = None
+    if c.fetched(job, res, now):
+        parsed = parse_response(job.url, res.body, res.charset, c.cfg.extract,
+                                c.cfg.crawl.max_links_per_page)
+    effects = c.on_result(job, res, parsed, now)
+    c.job_ended(job)
+    return effects
+
+
+def rows(effects) -> dict[str, Row]:
+    return {e.url: e for e in effects if isinstance(e, Row)}
+
+
+def owned_by(ring: HashRing, peer: str, n: int = 1) -> list[str]:
+    """``n`` host names of the local web that ``ring`` gives to ``peer``."""
+    out = [f"h{i}.web.test" for i in range(1000) if ring.owner(f"h{i}.web.test") == peer]
+    return out[:n]
+
+
+# -- discovery and each origin's Bloom treatment -------------------------------------
+
+
+def test_a_link_is_queued_and_journaled_once():
+    c = core(obey_robots=False)
+    assert c.discover(f"{SITE}/a", 1, 0.0, Origin.LINK) == [Queued(f"{SITE}/a", 1)]
+    assert c.discover(f"{SITE}/a", 1, 0.0, Origin.LINK) == []
+    assert len(c.frontier) == 1 and f"{SITE}/a" in c.bloom
+
+
+def test_seeds_and_relays_are_normalised_and_scoped():
+    c = core(obey_robots=False)
+    assert c.seeds(0.0) == [Queued(f"{SITE}/", 0)]
+    assert c.discover("HTTP://Site.Web.Test:80/x#frag", 0, 0.0, Origin.RELAY) == [Queued(f"{SITE}/x", 0)]
+    assert c.discover("not a url", 0, 0.0, Origin.RELAY) == []
+    assert c.discover("http://elsewhere.example/", 0, 0.0, Origin.ADOPTED) == []  # out of scope
+    assert c.discover(f"{SITE}/x", 0, 0.0, Origin.ADOPTED) == []  # seen
+
+
+def test_handed_back_is_queued_even_when_the_bloom_filter_has_it():
+    c = core(obey_robots=False)
+    c.bloom.add(f"{SITE}/back")
+    assert c.discover(f"{SITE}/back", 2, 0.0, Origin.HANDED_BACK) == [Queued(f"{SITE}/back", 2)]
+    assert len(c.frontier) == 1
+
+
+def test_handed_seen_enters_the_bloom_filter_only_and_drops_a_queued_copy():
+    c = core(obey_robots=False)
+    assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.HANDED_SEEN) == [
+        Seen(f"{SITE}/fetched-elsewhere")]
+    assert len(c.frontier) == 0 and f"{SITE}/fetched-elsewhere" in c.bloom
+    assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.LINK) == []
+    # Queued here first, then handed over as fetched: its job is dropped, not fetched.
+    c.discover(f"{SITE}/both", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/both", 0, 0.0, Origin.HANDED_SEEN)
+    job = start(c, 0.0)
+    assert c.admit(job, 0.0) == Drop(job, (Done(f"{SITE}/both"),))
+    c.job_ended(job)
+    assert c.handoffs_in == 2 and c.locally_idle()
+
+
+def test_recovered_urls_skip_the_bloom_filter_and_the_journal():
+    c = core(obey_robots=False)
+    count = c.bloom.count
+    assert c.discover(f"{SITE}/r", 3, 0.0, Origin.RECOVERED) == []
+    assert len(c.frontier) == 1 and c.bloom.count == count
+
+
+def test_urls_of_other_owners_are_forwarded_relay_only_when_handed_to_us():
+    c = core(obey_robots=False)
+    ring = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(ring, 0.0)
+    theirs = f"http://{owned_by(ring, 'p2')[0]}/"
+    assert c.discover(theirs, 1, 0.0, Origin.LINK) == [Forward(theirs, 1, "p2", False)]
+    assert c.discover(theirs, 1, 0.0, Origin.RELAY) == [Forward(theirs, 1, "p2", True)]
+    assert theirs not in c.bloom  # the owner's filter decides
+    # Handed back, but no longer ours: on to its owner like a relay.
+    assert c.discover(theirs, 1, 0.0, Origin.HANDED_BACK) == [Forward(theirs, 1, "p2", True)]
+
+
+def test_capped_urls_stay_out_of_the_bloom_filter_and_are_counted():
+    c = core(obey_robots=False, max_urls_per_host=2, max_url_length=64, max_path_repeat=2)
+    for i in range(4):
+        c.discover(f"{SITE}/p{i}", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/" + "x" * 100, 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/a/a/a/", 0, 0.0, Origin.LINK)
+    assert len(c.frontier) == 2
+    assert f"{SITE}/p3" not in c.bloom
+    hits = c.limits.hits
+    assert hits[Cap.URLS_PER_HOST] == 2 and hits[Cap.URL_LENGTH] == 1 and hits[Cap.PATH_REPEAT] == 1
+
+
+def test_links_per_page_are_cut_and_nofollow_depth_respected():
+    c = core(obey_robots=False, max_links_per_page=3, max_depth=1)
+    job = fetch_job(c, f"{SITE}/")
+    effects = result(c, job, answer(job.url, 200, html(*(f"/l{i}" for i in range(10)))), 0.0)
+    assert [e for e in effects if isinstance(e, Queued)] == [Queued(f"{SITE}/l{i}", 1) for i in range(3)]
+    row = rows(effects)[job.url]
+    assert row.n_links == 10 and row.status == 200
+    # The page's Row comes after its links' Queued (peer/state.py crash rule 1).
+    assert isinstance(effects[-1], Row)
+    assert c.limits.hits[Cap.LINKS_PER_PAGE] == 7
+    # At max_depth the links are not followed.
+    deep = start(c, 10.0)
+    assert isinstance(c.admit(deep, 10.0), Fetch)
+    effects = result(c, deep, answer(deep.url, 200, html("/deeper")), 10.0)
+    assert not [e for e in effects if isinstance(e, Queued)]
+
+
+# -- scheduling -----------------------------------------------------------------------
+
+
+def test_next_starts_sleeps_until_the_host_may_start_and_finishes_when_empty():
+    c = core(obey_robots=False, politeness={"rate": 60.0, "initial_delay": 1.0})
+    c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/b", 0, 0.0, Origin.LINK)
+    a = start(c, 0.0)
+    assert c.next(0.0) == Sleep(float("inf"))  # host_concurrency 1: nothing until a ends
+    assert isinstance(c.admit(a, 0.0), Fetch)
+    result(c, a, answer(a.url, 200, html()), 0.1)
+    got = c.next(0.1)
+    assert isinstance(got, Sleep) and 0.1 < got.until < float("inf")
+    b = start(c, got.until)
+    assert isinstance(c.admit(b, got.until), Fetch)
+    result(c, b, answer(b.url, 200, html()), got.until)
+    assert c.next(got.until + 10) == Finished(StopReason.FRONTIER_EMPTY)
+    assert c.summary.pages == 2 and c.requested == 2
+
+
+def test_stop_finishes_and_a_leaver_passes_its_queue_on():
+    c = core(obey_robots=False)
+    c.stopping = True
+    assert c.next(0.0) == Finished(StopReason.STOPPED)
+    c = core(obey_robots=False, concurrency=1)
+    ring = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(ring, 0.0)
+    mine = [f"http://{h}/" for h in owned_by(ring, "p1", 2)]
+    for url in mine:
+        c.discover(url, 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    c.leaving = True
+    c.set_ring(ring.without_peer("p1"), 0.0)  # the ring without the leaver
+    view = FakeRing()
+    got = c.next(0.0, view)
+    assert isinstance(got, Sleep) and got.until == HOLD_POLL
+    # A job that comes back later (a retry) goes on too, at the next pass.
+    c.frontier.requeue(job, 0.0, 100.0)
+    c.frontier.done(job.host, 0.0)
+    c.job_ended(job)
+    got = c.next(0.1, view)
+    assert isinstance(got, Sleep) and got.effects == (Forward(job.url, 0, "p2", True), Done(job.url))
+    assert len(c.frontier) == 0
+    view.has_left = True
+    assert c.next(0.2, view) == Finished(StopReason.LEFT)
+
+
+class FakeRing:
+    """What ``CrawlCore.next`` asks the ring node."""
+
+    def __init__(self, others: int = 0, page_cap: int = 0) -> None:
+        self.others, self.page_cap = others, page_cap
+        self.is_idle = self.is_done = self.has_left = False
+
+    def others_pages(self) -> int:
+        return self.others
+
+    def idle(self) -> bool:
+        return self.is_idle
+
+    def done(self) -> bool:
+        return self.is_done
+
+    def left(self) -> bool:
+        return self.has_left
+
+
+def test_max_pages_alone_bounds_the_starts_and_ends_the_crawl():
+    c = core(obey_robots=False, max_pages=2, politeness={"host_concurrency": 8})
+    for i in range(5):
+        c.discover(f"{SITE}/p{i}", 0, 0.0, Origin.LINK)
+    jobs = [start(c, 0.0), start(c, 0.0)]
+    assert c.next(0.0) == Sleep(float("inf"))  # no room: two requests in flight already
+    for job in jobs:
+        assert isinstance(c.admit(job, 0.0), Fetch)
+        result(c, job, answer(job.url, 200, html()), 0.0)
+    assert c.next(0.0) == Finished(StopReason.MAX_PAGES)
+
+
+def test_max_pages_across_the_ring_counts_the_others_and_this_rounds_share():
+    c = core(obey_robots=False, max_pages=10, politeness={"host_concurrency": 8})
+    for i in range(8):
+        c.discover(f"{SITE}/p{i}", 0, 0.0, Origin.LINK)
+    view = FakeRing(others=6, page_cap=2)   # 6 done elsewhere; our share this round: 2
+    jobs = [start(c, 0.0), start(c, 0.0)]
+    assert c.next(0.0, view) == Sleep(float("inf"))
+    for job in jobs:
+        c.admit(job, 0.0)
+        result(c, job, answer(job.url, 200, html()), 0.0)
+    view.others = 8
+    assert c.next(0.0, view) == Finished(StopReason.MAX_PAGES)  # 8 + our 2
+
+
+def test_the_cluster_is_done_only_when_the_node_says_so():
+    c = core(obey_robots=False)
+    view = FakeRing()
+    assert c.next(0.0, view) == Sleep(float("inf"))
+    view.is_idle = view.is_done = True
+    assert c.next(0.0, view) == Finished(StopReason.CLUSTER_DONE)
+
+
+# -- results: retries, backoff, redirects ---------------------------------------------
+
+
+def test_a_5xx_is_retried_with_jittered_backoff_then_recorded():
+    c = core(obey_robots=False, rng_seed=7)
+    jitter = random.Random(7)
+    job = fetch_job(c, f"{SITE}/flaky")
+    now = 0.0
+    for attempt in range(MAX_RETRIES):
+        effects = result(c, job, answer(job.url, 500), now)
+        wait = RETRY_BASE * 2**attempt * jitter.uniform(0.5, 1.5)
+        assert effects == [Requeued(job.url, now + wait)]
+        got = c.next(now)
+        assert isinstance(got, Sleep) and got.until >= now + wait
+        now = got.until
+        job = start(c, now)
+        assert isinstance(c.admit(job, now), Fetch)
+    effects = result(c, job, answer(job.url, 500), now)
+    assert rows(effects)[job.url].status == 500
+    assert c.summary.retries == MAX_RETRIES and c.summary.pages == 1
+
+
+def test_resets_are_retried_and_dns_failures_are_not():
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/reset")
+    assert isinstance(result(c, job, answer(job.url, None, error="reset"), 0.0)[0], Requeued)
+    c2 = core(obey_robots=False)
+    job = fetch_job(c2, f"{SITE}/dns")
+    row = rows(result(c2, job, answer(job.url, None, error="dns"), 0.0))[job.url]
+    assert row.status is None and row.error == "dns"
+
+
+@pytest.mark.parametrize("status", [429, 503])
+def test_a_429_or_503_backs_the_host_off_and_waits_its_retry_after(status):
+    c = core(obey_robots=False, politeness={"rate": 60.0})
+    job = fetch_job(c, f"{SITE}/busy")
+    delay = c.frontier.host_delay(job.host)
+    effects = result(c, job, answer(job.url, status, retry_after=30.0), 0.0)
+    assert effects == [Requeued(job.url, 30.0)]
+    assert c.frontier.host_delay(job.host) > delay
+    assert c.limits.held(1.0)[Hold.RETRY_AFTER] == 1
+    got = c.next(1.0)
+    assert isinstance(got, Sleep) and got.until >= 30.0
+
+
+def test_a_retry_after_over_the_cap_is_cut_and_an_insistent_host_given_up():
+    c = core(obey_robots=False, politeness={"max_retry_after": 5.0, "host_concurrency": 1})
+    for p in "abc":
+        c.discover(f"{SITE}/{p}", 0, 0.0, Origin.LINK)
+    now = 0.0
+    for strike in range(2):
+        job = start(c, now)
+        assert isinstance(c.admit(job, now), Fetch)
+        effects = result(c, job, answer(job.url, 429, retry_after=2.5e11), now)
+        assert effects == [Requeued(job.url, now + 5.0)]  # cut to the cap, not the year 9999
+        got = c.next(now)
+        assert isinstance(got, Sleep) and now + 5.0 <= got.until < now + 60
+        now = got.until
+    job = start(c, now)
+    c.admit(job, now)
+    effects = result(c, job, answer(job.url, 429, retry_after=2.5e11), now)
+    warn = [e.text for e in effects if isinstance(e, Warn)]
+    assert len(warn) == 1 and "giving up site.web.test" in warn[0] and "2 queued URLs" in warn[0]
+    assert {u: (r.status, r.error) for u, r in rows(effects).items()} == {
+        f"{SITE}/a": (429, "retry_after"), f"{SITE}/b": (None, "retry_after"),
+        f"{SITE}/c": (None, "retry_after")}
+    assert c.limits.given_up("site.web.test")
+    assert c.discover(f"{SITE}/late", 0, now, Origin.LINK) == []
+    assert c.limits.hits[Cap.GIVEN_UP] == 1 and c.limits.hits[Cap.RETRY_AFTER] == 3
+
+
+def test_a_redirect_is_discovered_and_a_long_chain_ends():
+    c = core(obey_robots=False, max_redirects=2, politeness={"host_concurrency": 8})
+    job = fetch_job(c, f"{SITE}/r0")
+    now = 0.0
+    for hop in range(1, 3):
+        effects = result(c, job, answer(job.url, 302, location=f"/r{hop}"), now)
+        assert Queued(f"{SITE}/r{hop}", 0) in effects
+        assert rows(effects)[job.url].final_url == f"{SITE}/r{hop}"
+        job = start(c, now)
+        c.admit(job, now)
+    effects = result(c, job, answer(job.url, 302, location="/r3"), now)
+    assert rows(effects)[job.url].error == "too_many_redirects"
+    assert not [e for e in effects if isinstance(e, Queued)]
+
+
+def test_a_redirect_loop_ends_at_the_bloom_filter():
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/loop")
+    effects = result(c, job, answer(job.url, 301, location="/loop"), 0.0)
+    assert [type(e) for e in effects] == [Row] and c.locally_idle()
+
+
+# -- robots.txt ------------------------------------------------------------------------
+
+
+def test_robots_txt_first_then_the_page_and_a_disallowed_url_is_a_row():
+    c = core(politeness={"host_concurrency": 2})
+    c.discover(f"{SITE}/ok", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/private/x", 0, 0.0, Origin.LINK)
+    first, second = start(c, 0.0), start(c, 0.0)
+    adm = c.admit(first, 0.0)
+    assert adm == FetchRobots(first, f"{SITE}/robots.txt")
+    # The other job waits while the answer is on its way.
+    assert c.admit(second, 0.0) == Requeue(second, ROBOTS_PENDING_WAIT, (Requeued(second.url, ROBOTS_PENDING_WAIT),))
+    c.job_ended(second)
+    rules = b"User-agent: *\nDisallow: /private/\n"
+    effects = c.on_robots(first, answer(adm.url, 200, rules, ctype="text/plain"), 0.1)
+    assert effects == [Requeued(first.url, 0.1)]  # back to the front of its queue
+    c.job_ended(first)
+    assert c.summary.robots_fetches == 1
+    jobs = {j.url: j for j in (start(c, 1.0), start(c, 1.0))}
+    assert isinstance(c.admit(jobs[f"{SITE}/ok"], 1.0), Fetch)
+    drop = c.admit(jobs[f"{SITE}/private/x"], 1.0)
+    assert isinstance(drop, Drop) and drop.effects[0].error == "robots"
+
+
+def test_an_unreachable_robots_txt_holds_the_host_then_records_its_cause():
+    c = core(robots_retry=600.0)
+    c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/b", 0, 0.0, Origin.LINK)
+    now = 0.0
+    for failure in (1, 2):
+        job = start(c, now)
+        adm = c.admit(job, now)
+        assert isinstance(adm, FetchRobots)
+        effects = c.on_robots(job, answer(adm.url, None, error="connect"), now)
+        c.job_ended(job)
+        warn = [e.text for e in effects if isinstance(e, Warn)]
+        assert f"connect, failure {failure} of 3" in warn[0] and "next try in 600s" in warn[0]
+        assert c.limits.held(now)[Hold.ROBOTS] == 1
+        job = start(c, now)
+        held = c.admit(job, now)
+        assert isinstance(held, Requeue) and held.at >= now + 600  # RFC 9309 §2.3.1.4: held, not dropped
+        c.job_ended(job)
+        now = held.at
+    job = start(c, now)
+    adm = c.admit(job, now)
+    effects = c.on_robots(job, answer(adm.url, None, error="connect"), now)
+    assert {u: r.error for u, r in rows(effects).items()} == {f"{SITE}/a": "connect", f"{SITE}/b": "connect"}
+    assert "recorded as 'connect'" in [e.text for e in effects if isinstance(e, Warn)][0]
+
+
+@pytest.mark.parametrize("cause", ["dns", "blocked"])
+def test_a_robots_txt_no_retry_can_mend_records_the_hosts_urls_at_once(cause):
+    c = core()
+    for p in "abc":
+        c.discover(f"{SITE}/{p}", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    adm = c.admit(job, 0.0)
+    effects = c.on_robots(job, answer(adm.url, None, error=cause), 0.0)
+    assert {r.error for r in rows(effects).values()} == {cause} and len(rows(effects)) == 3
+    assert c.summary.errors[cause] == 3 and len(c.frontier) == 0
+
+
+def test_a_robots_txt_429_is_asked_again_after_its_retry_after():
+    c = core(politeness={"max_retry_after": 100.0})
+    c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    adm = c.admit(job, 0.0)
+    c.on_robots(job, answer(adm.url, 429, retry_after=40.0), 0.0)
+    c.job_ended(job)
+    job = start(c, 0.0)
+    held = c.admit(job, 0.0)
+    assert isinstance(held, Requeue) and 40.0 <= held.at < 600.0
+
+
+def test_crawl_delay_from_robots_txt_floors_the_hosts_delay():
+    c = core(politeness={"rate": 6000.0})
+    c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    adm = c.admit(job, 0.0)
+    c.on_robots(job, answer(adm.url, 200, b"User-agent: *\nCrawl-delay: 3\n", ctype="text/plain"), 0.0)
+    assert c.frontier.host_delay(job.host) >= 3.0
+
+
+# -- the ring: ownership re-checks and hand-off holds --------------------------------
+
+
+def test_a_ring_change_passes_queued_urls_on_and_a_returning_job_too():
+    c = core(obey_robots=False, politeness={"host_concurrency": 2})
+    ring = HashRing({"p1": 1.0})
+    c.set_ring(ring, 0.0)
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    host = owned_by(both, "p2")[0]
+    c.discover(f"http://{host}/a", 0, 0.0, Origin.LINK)
+    c.discover(f"http://{host}/b", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)  # /a is in flight when the ring changes
+    effects = c.set_ring(both, 0.0)
+    assert effects == [Forward(f"http://{host}/b", 0, "p2", True), Done(f"http://{host}/b")]
+    # /a comes back (a retry): it is p2's now.
+    got = c.admit(job, 0.0)
+    assert got == PassOn(job, "p2", (Forward(job.url, 0, "p2", True), Done(job.url)))
+
+
+def test_hosts_gained_wait_for_the_previous_owners_handoff():
+    c = core(obey_robots=False)
+    alive = {"p2": True}
+    c.alive = alive.get
+    c.hold_timeout = 10.0
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    host = owned_by(both, "p2")[0]
+    c.set_ring(both.without_peer("p2"), 0.0)  # p2 leaves: its hosts are ours
+    c.discover(f"http://{host}/x", 0, 0.0, Origin.RELAY)
+    job = start(c, 0.0)
+    assert c.admit(job, 0.0) == Requeue(job, HOLD_POLL, (Requeued(job.url, HOLD_POLL),))
+    c.job_ended(job)
+    c.handoff_done("p2")
+    job = start(c, HOLD_POLL)
+    assert isinstance(c.admit(job, HOLD_POLL), Fetch)
+
+
+def test_a_hold_ends_at_its_timeout_with_a_warning_or_when_the_owner_dies():
+    for state, now, warned in ((True, 10.0, True), (False, 1.0, False)):
+        c = core(obey_robots=False)
+        alive = {"p2": True}
+        c.alive = alive.get
+        c.hold_timeout = 10.0
+        both = HashRing({"p1": 1.0, "p2": 1.0})
+        c.set_ring(both, 0.0)
+        host = owned_by(both, "p2")[0]
+        c.set_ring(both.without_peer("p2"), 0.0)
+        alive["p2"] = state
+        c.discover(f"http://{host}/x", 0, 0.0, Origin.RELAY)
+        job = start(c, now)
+        got = c.admit(job, now)
+        assert isinstance(got, Fetch)
+        assert bool([e for e in got.effects if isinstance(e, Warn)]) == warned
+
+
+def test_no_hold_for_a_previous_owner_already_dead():
+    c = core(obey_robots=False)
+    c.alive = {"p2": False}.get
+    c.hold_timeout = 10.0
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    c.set_ring(both.without_peer("p2"), 0.0)
+    assert not c.holds
+
+
+def test_handoff_seen_lists_the_moved_hosts_urls_for_their_new_owners():
+    c = core(obey_robots=False)
+    one = HashRing({"p1": 1.0})
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    mine, theirs = owned_by(both, "p1")[0], owned_by(both, "p2")[0]
+    c.discover(f"http://{theirs}/seen", 0, 0.0, Origin.HANDED_SEEN)
+    moved = c.handoff_seen([(f"http://{mine}/a", mine), (f"http://{theirs}/b", theirs)], one, both)
+    assert sorted(moved) == [(f"http://{theirs}/b", "p2"), (f"http://{theirs}/seen", "p2")]
+
+
+def test_handoff_starts_carry_the_moved_hosts_request_starts():
+    c = core(obey_robots=False, politeness={"rate": 600.0})
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    theirs = owned_by(both, "p2")[0]
+    c.discover(f"http://{theirs}/a", 0, 0.0, Origin.LINK)
+    job = start(c, 1.0)
+    c.admit(job, 1.0)
+    result(c, job, answer(job.url, 200, html()), 1.5)
+    starts = c.handoff_starts(HashRing({"p1": 1.0}), both, offset=1000.0)
+    assert starts == {"p2": [(theirs, 1001.0)]}
+
+
+# -- rule 8: an exception is one URL's row ----------------------------------------------
+
+
+def test_an_exception_in_a_job_is_an_internal_row_once_and_the_job_is_done():
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/bug")
+    effects, first = c.internal(job, "ValueError", 0.0)
+    assert first and rows(effects)[job.url].error == "internal"
+    c.job_ended(job)
+    assert c.frontier.in_flight == 0 and c.in_flight == 0
+    job = fetch_job(c, f"{SITE}/bug2")
+    assert c.internal(job, "ValueError", 0.0)[1] is False
+    assert c.summary.internal == {"ValueError": 2}
+
+
+def test_an_exception_after_the_row_adds_no_second_row():
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/x")
+    c.on_result(job, answer(job.url, 200, html()), None, 0.0)  # row and done() taken
+    effects, _ = c.internal(job, "KeyError", 0.0)
+    assert effects == [] and c.summary.pages == 1

@@ -1,0 +1,57 @@
+"""peer.stats: the end-of-run summary and stats.json, and the cluster's sum of them."""
+
+from __future__ import annotations
+
+from collections import Counter
+from types import SimpleNamespace
+
+from peer.stats import crawl_stats, render_summary, requested_errors, sum_stats
+
+
+def summary(**kw) -> SimpleNamespace:
+    base = dict(pages=150, requested=100, fetched=95, bytes=2**20, by_status=Counter({200: 90, 404: 5}),
+                errors=Counter({"timeout": 5, "robots": 45, "internal": 1}),
+                not_requested=Counter({"robots": 45}), out_of_scope=7, retries=3, robots_fetches=2,
+                items=4, items_by_table=Counter({"items_book": 4}), extract_errors=0,
+                internal=Counter({"ValueError": 1}), limits="limits: none hit", details=[],
+                elapsed=10.0, stop_reason="frontier empty")
+    base.update(kw)
+    return SimpleNamespace(**base)
+
+
+def test_pages_are_requests_and_exclusions_are_apart():
+    text = render_summary(summary())
+    assert text.startswith("crawl finished (frontier empty) in 10.0s: 100 pages fetched this run, 10.0 pages/s")
+    assert "top errors: timeout: 5, internal: 1" in text and "robots: 45" not in text
+    assert "not requested: robots 45; links out of scope: 7" in text
+    assert "items: 4 (items_book 4)" in text
+
+
+def test_requested_errors_leave_out_rows_without_a_request():
+    assert requested_errors({"dns": 3, "robots": 2}, {"dns": 1, "robots": 2}) == {"dns": 2}
+
+
+def doc(peer: str, start: float, end: float, pages: int) -> dict:
+    return crawl_stats(summary(requested=pages), peer=peer, ring="r", run=1, started=start, finished=end,
+                       cap_hits={"max_url_length": 2, "max_links_per_page": 9}, forwarded_out=5,
+                       forwarded_in=4, config={"crawl": {"seeds": []}})
+
+
+def test_one_peers_stats():
+    d = doc("p1", 1_000_000.0, 1_000_010.0, 100)
+    assert d["start_time"] == "1970-01-12T13:46:40+00:00" and d["elapsed_seconds"] == 10.0
+    assert d["pages"] == 100 and d["pages_per_second"] == 10.0
+    assert d["status_counts"] == {"200": 90, "404": 5}
+    assert d["errors"] == {"internal": 1, "timeout": 5} and d["robots_excluded"] == 45
+    assert d["dropped"] == {"out_of_scope": 7, "max_url_length": 2} and d["links_cut"] == 9
+    assert d["items"] == {"items_book": 4} and d["run_config"] == {"crawl": {"seeds": []}}
+
+
+def test_the_clusters_stats_are_summed_over_the_span():
+    total = sum_stats([doc("p1", 1_000_000.0, 1_000_010.0, 100), doc("p2", 1_000_005.0, 1_000_020.0, 60)])
+    assert total["peers"] == ["p1", "p2"] and total["elapsed_seconds"] == 20.0
+    assert total["pages"] == 160 and total["pages_per_second"] == 8.0
+    assert total["status_counts"] == {"200": 180, "404": 10}
+    assert total["dropped"]["out_of_scope"] == 14 and total["forwarded_out"] == 10
+    assert total["finish_reasons"] == {"frontier empty": 2}
+    assert total["run_config"] == {"crawl": {"seeds": []}}

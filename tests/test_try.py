@@ -1,0 +1,150 @@
+"""python -m peer try: one URL through the crawl's rules, every verdict printed, nothing written.
+
+Each case runs the real command line against the local web (scripts/webfarm.py
+on a free port, with its request log), as a user would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ringharness import free_ports
+
+ROOT = Path(__file__).resolve().parent.parent
+WEBFARM = ROOT / "scripts" / "webfarm.py"
+
+
+@pytest.fixture(scope="module")
+def web(tmp_path_factory) -> Iterator[tuple[int, Path]]:
+    log = tmp_path_factory.mktemp("web") / "requests.jsonl"
+    with subprocess.Popen(
+            [sys.executable, str(WEBFARM), "--port", "0", "--hosts", "3", "--pages", "6",
+             "--links", "3", "--shop-products", "3", "--log", str(log)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ) as proc:
+        try:
+            first = proc.stdout.readline()  # type: ignore[union-attr]
+            assert first.startswith("listening on 127.0.0.1:"), first
+            yield int(first.rsplit(":", 1)[1]), log
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
+
+
+def config(tmp_path: Path, port: int, peers: int = 1, allow: str = '["*.web.test"]') -> Path:
+    addrs = free_ports(peers)
+    entries = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{a}"\n'
+                      f'data_dir = "{tmp_path / f"p{i + 1}"}"\n\n' for i, a in enumerate(addrs))
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(f"""
+[ring]
+name = "try"
+
+{entries}
+[crawl]
+seeds = ["http://s001.web.test:{port}/"]
+allow_hosts = {allow}
+allow_private = true
+
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+
+[extract.book]
+match = "*/product/*"
+[extract.book.fields]
+title = "h1.title::text"
+authors = "a.author::text*"
+""")
+    return toml
+
+
+def try_url(toml: Path, url: str, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "peer", "try", url, "--ring", str(toml), *args],
+                          capture_output=True, text=True, cwd=ROOT, env=os.environ,
+                          stdin=subprocess.DEVNULL, timeout=60)
+
+
+def requests_since(log: Path, since: int) -> list[str]:
+    return [f"{r['host']}{r['target']}" for r in map(json.loads, log.read_text().splitlines()[since:])]
+
+
+def lines(log: Path) -> int:
+    return len(log.read_text().splitlines()) if log.exists() else 0
+
+
+def a_product(port: int, log: Path, toml: Path) -> str:
+    res = try_url(toml, f"http://shop.web.test:{port}/", "--links", "0")
+    return next(w for line in res.stdout.splitlines() for w in line.split() if "/product/" in w)
+
+
+def test_a_page_shows_its_verdicts_links_and_fields_and_writes_nothing(tmp_path, web):
+    port, log = web
+    toml = config(tmp_path, port)
+    product = a_product(port, log, toml)
+    since = lines(log)
+    res = try_url(toml, product)
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert f"url:        {product}" in out
+    assert "scope:      in scope, would be queued" in out
+    assert "robots.txt HTTP 200: allowed" in out
+    assert "fetch:      HTTP 200 from 127.0.0.1, text/html" in out
+    assert "item:       items_book" in out and "  title: '" in out and "  authors: ['" in out
+    assert "in scope, would be queued" in out.split("links:", 1)[1]
+    # A dry run: the two requests only, and no results file or crawl state anywhere.
+    host = product.split("/")[2]
+    assert requests_since(log, since) == [f"{host.split(':')[0]}/robots.txt",
+                                          f"{host.split(':')[0]}/{product.split('/', 3)[3]}"]
+    assert not (tmp_path / "p1").exists()
+
+
+def test_links_out_of_scope_and_the_owner_in_a_ring(tmp_path, web):
+    from ring.hashring import HashRing
+
+    port, _ = web
+    toml = config(tmp_path, port, peers=3, allow='["s001.web.test", "s002.web.test"]')
+    ring = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, vnodes=256)
+    for me in ("p1", "p2", "p3"):
+        res = try_url(toml, f"http://s001.web.test:{port}/", "--links", "0", "--peer", me)
+        assert res.returncode == 0, res.stderr
+        links = dict(line.split() [:1] + [line.split(None, 1)[1]]
+                     for line in res.stdout.split("links:", 1)[1].splitlines()[1:] if line.startswith("  http"))
+        assert links[f"http://shop.web.test:{port}/"] == "out of scope (host): not crawled"
+        for host in ("s001", "s002"):
+            owner = ring.owner(f"{host}.web.test:{port}")
+            want = f"in scope: fetched by {me}" if owner == me else f"in scope: {me} forwards it to its owner {owner}"
+            assert links[f"http://{host}.web.test:{port}/"] == want
+    assert not any((tmp_path / p).exists() for p in ("p1", "p2", "p3"))
+
+
+def test_a_url_robots_txt_disallows_is_not_fetched(tmp_path, web):
+    port, log = web
+    toml = config(tmp_path, port)
+    since = lines(log)
+    res = try_url(toml, f"http://s001.web.test:{port}/private/x.html")
+    assert res.returncode == 1
+    assert "disallowed: the crawl records it as 'robots'" in res.stdout
+    assert "not fetched (--ignore-robots to fetch it anyway)" in res.stdout
+    assert requests_since(log, since) == ["s001.web.test/robots.txt"]
+
+
+def test_a_url_out_of_scope_is_fetched_to_show_it_but_said_so(tmp_path, web):
+    port, _ = web
+    toml = config(tmp_path, port, allow='["s001.web.test"]')
+    res = try_url(toml, f"http://s002.web.test:{port}/")
+    assert res.returncode == 0
+    assert "scope:      out of scope (host): not crawled" in res.stdout
+    assert "fetch:      HTTP 200" in res.stdout
+
+
+def test_a_bad_url_is_one_line(tmp_path):
+    res = try_url(config(tmp_path, 9), "ftp://example.com/")
+    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.stderr.strip().startswith("error: 'ftp://example.com/': not a URL the crawl would take")
