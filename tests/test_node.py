@@ -7,6 +7,7 @@ virtual time, so a loaded machine cannot make them flake.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import replace
 
 import pytest
@@ -18,6 +19,7 @@ from ring.messages import (
     Digest,
     HandoffDone,
     HostStarts,
+    Join,
     LeaveRequest,
     MemberState,
     StatusReply,
@@ -29,6 +31,7 @@ from ring.node import (
     Count,
     Deliver,
     LeaveAsked,
+    Log,
     Origin,
     Released,
     Reply,
@@ -315,3 +318,13 @@ def test_max_pages_is_cluster_wide():
     assert 40 <= fetched <= 40 + ring.n * per_round, fetched
     assert len({who for who, _ in ring.fetches}) == 3
     assert fetched < len(ring.web.all_urls()) // 2
+
+
+def test_every_membership_change_is_a_log_line_with_who_the_state_and_why():
+    n = node()
+    out = n.receive(R2, Join(RING, "p2", "tcp://a:2", 1.0, INC), 0.0)
+    assert "member p2: alive (joined), incarnation 5000" in [a.text for a in out if type(a) is Log]
+    p3 = n.membership.members()["p3"]
+    out = n.receive(R2, Digest(RING, "p2", (replace(p3, incarnation=7, state=MemberState.DEAD),)), 0.5)
+    [line] = [a for a in out if type(a) is Log and a.text.startswith("member p3")]
+    assert line.text == "member p3: dead (reported), incarnation 7" and line.level == logging.WARNING
