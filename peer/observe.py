@@ -99,7 +99,7 @@ async def serve_status(crawler, address: str) -> None:  # type: ignore[no-untype
                 try:
                     msg = decode(got.frames[0])
                 except DecodeError as e:
-                    dropped[e.kind] = dropped.get(e.kind, 0) + 1
+                    dropped[str(e.kind)] = dropped.get(str(e.kind), 0) + 1
                     continue
                 if not isinstance(msg, StatusRequest):
                     dropped["unexpected_type"] = dropped.get("unexpected_type", 0) + 1

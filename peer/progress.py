@@ -78,7 +78,7 @@ class Progress:
 
     def __init__(self) -> None:
         self._last: ProgressSnapshot | None = None
-        self._last_key: tuple | None = None
+        self._last_key: tuple[object, ...] | None = None
 
     def line(self, snap: ProgressSnapshot) -> str | None:
         """The line for ``snap``, or None when it would repeat the last one logged."""

@@ -153,6 +153,8 @@ async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: floa
     every live member is asked for its own figures. None when no seed answers."""
     first = None
     for seed in seeds:
+        if not seed.address:
+            continue  # a solo peer without an address listens nowhere
         first = await ask(ring_name, seed, timeout, keys)
         if first is not None:
             break
