@@ -628,7 +628,7 @@ class CrawlCore:
                 # recorded with the cause now rather than held (rule 7).
                 self.limits.release(host, Hold.ROBOTS)
                 out.append(Warn(f"robots.txt of {host} could not be read ({why}, failure {failures}); "
-                                f"its {queued} queued URLs are recorded as {final!r}"))
+                                f"its {queued} queued URLs are recorded as '{final}'"))
                 self._row(job, None, out, error=final)
                 for other in self.frontier.remove_host(host):
                     self._attempts.pop(other.url, None)
