@@ -51,6 +51,7 @@ async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_
                 raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
             outputs = {p: ring.output(p) for p in ring.procs}
             leaver_log = ring.logs[leaver][1].read_text()
+            stayer_logs = {p: ring.logs[p][1].read_text() for p in ring.procs if p != leaver}
             codes = {p: proc.returncode for p, proc in ring.procs.items()}
             tails = ring.tails()
         nursery.cancel_scope.cancel()
@@ -60,6 +61,9 @@ async def test_join_and_graceful_leave_lose_nothing_and_fetch_nothing_twice(tmp_
     assert "crawl finished (left the ring)" in outputs[leaver]
     for p in sorted({"p1", "p2", "p3", "p4"} - {leaver}):
         assert "crawl finished (cluster done)" in outputs[p], (p, outputs[p])
+        # Every peer logs each membership change it sees: who, the new state, why.
+        assert f"member {leaver}: left (left)" in stayer_logs[p], (p, stayer_logs[p][-2000:])
+    assert any("member p4: alive (joined)" in stayer_logs[p] for p in stayer_logs), tails
 
     got = fetched(farm, farm.port)
     expected = graph.expected_urls(farm.port)
