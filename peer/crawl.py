@@ -64,10 +64,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from peer.bloom import BloomFilter
-from peer.seen import SeenSieve, SieveBatch, Verdict
+from peer.seen import SeenSieve, SieveBatch
+from peer.seen import Verdict as SeenVerdict
 from peer.config import ClusterConfig
 from peer.decisions import (
     Admission,
+    Checking,
     Done,
     Drop,
     Effect,
@@ -106,7 +108,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CrawlCore", "Origin", "StopReason", "Summary", "Parsed", "parse_response", "RingView",
-    "Forward", "Queued", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
     "Fetch", "FetchRobots", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished", "MAX_RETRIES",
 ]
@@ -321,11 +323,12 @@ class CrawlCore:
             return out
         if not self.bloom.add(url):
             # "Maybe seen": final below bloom.disk_after, else the URL waits
-            # for the exact sieve (peer/seen.py). A waiting URL is journaled
-            # as queued now, before its page's row (peer/state.py rule 1);
-            # a duplicate verdict journals it done.
-            if self.sieve.check(url, host, depth, hops, now) is Verdict.PENDING:
-                out.append(Queued(url, depth))
+            # for the exact sieve (peer/seen.py). It is journaled now, before
+            # its page's row (peer/state.py rule 1), as a URL recovery judges
+            # again (Checking): not as queued, since it may be a duplicate of
+            # one queued here, whose record a "done" would then cancel.
+            if self.sieve.check(url, host, depth, hops, now) is SeenVerdict.PENDING:
+                out.append(Checking(url, depth))
             return out
         self.sieve.add(url, now, direct=True)
         self.sieve.note_size(self.bloom.count)
@@ -337,17 +340,17 @@ class CrawlCore:
         return out
 
     def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[Effect]:
-        """The sieve's answer for ``batch``: new URLs are queued after all, the rest are done."""
-        fresh = {p.url for p in self.sieve.verdicts(batch, new, now)}
+        """The sieve's answer for ``batch``: new URLs are queued after all; duplicates are dropped."""
         out: list[Effect] = []
-        for p in batch.pending:
-            if p.url not in fresh:
-                out.append(Done(p.url))  # a true duplicate: off the journal's queue
-                continue
+        for p in self.sieve.verdicts(batch, new, now):
             owner = self._owner(p.host)
             if owner != self.peer_id:
-                self._pass_on(p.url, p.depth, owner, out)  # its host moved while it waited
+                out.append(Forward(p.url, p.depth, owner, True))  # its host moved while it waited
                 continue
+            # Into the sieve with the next batch, after this Queued is
+            # committed: the sieve never holds a URL the journal does not.
+            self.sieve.add(p.url, now)
+            out.append(Queued(p.url, p.depth))
             self.limits.queued(p.host)
             if p.hops:
                 self._hops[p.url] = p.hops

@@ -84,6 +84,7 @@ import trio
 
 from peer.config import ClusterConfig
 from peer.crawl import (
+    Checking,
     CEILING_HORIZON,
     MAX_RETRIES,
     CrawlCore,
@@ -216,7 +217,8 @@ class Crawler:
         self._sieve_stats: Any = None
         self._sieve_kick = trio.Event()
         self._effects: dict[type, Callable[[Any], None]] = {
-            Forward: self._do_forward, Queued: self._do_queued, Seen: self._do_seen,
+            Forward: self._do_forward, Queued: self._do_queued, Checking: self._do_checking,
+            Seen: self._do_seen,
             Done: self._do_done, Row: self._do_row, Items: self._do_items,
             Requeued: _nothing, Warn: _warn,
         }
@@ -380,6 +382,10 @@ class Crawler:
     def _do_queued(self, e: Queued) -> None:
         if self._state is not None:
             self._state.queued(e.url, e.depth)
+
+    def _do_checking(self, e: Checking) -> None:
+        if self._state is not None:
+            self._state.forwarded(((e.url, e.depth),))
 
     def _do_seen(self, e: Seen) -> None:
         if self._state is not None:

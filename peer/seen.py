@@ -38,6 +38,18 @@ the Bloom filter's rate on this crawl's URLs (:attr:`SeenSieve.measured_fpr`).
 
 Hashes are recorded from the first URL on, so the switch at ``disk_after``
 needs no back-fill: the sieve already holds every URL the Bloom filter does.
+
+Crash safety rests on one order: a hash reaches the driver only in a batch
+taken after the journal records of its URLs are committed (the engine
+commits, then :meth:`take`). A URL found new by the sieve is therefore not
+inserted by the driver; it is journaled queued and :meth:`add`-ed to the
+next batch. So the sieve never holds a URL the journal lacks, and recovery
+can never call a lost URL seen. A URL waiting for a verdict is journaled
+as ``Checking`` (a forward to ourselves): after a crash it goes through
+``discover`` again and is judged again. A crash can lose the sieve the
+hashes of the batch not yet taken; the engine re-adds the recovered queue
+and rows, and the rest (URLs done or handed over since the last snapshot)
+can at worst be fetched a second time, never lost.
 """
 
 from __future__ import annotations
@@ -87,7 +99,7 @@ class Pending:
 
 @dataclass(frozen=True, slots=True)
 class SieveBatch:
-    """One pass for the driver: hashes to insert, then hashes to check (inserting the new ones)."""
+    """One pass for the driver: hashes to insert, then hashes to check (not inserted)."""
 
     adds: bytes                        # little-endian u64 hashes, inserted first
     checks: bytes                      # little-endian u64 hashes, one per pending URL, in order

@@ -29,10 +29,11 @@ and adds.log is truncated only after the run holding its hashes is; a crash
 between leaves a hash in both (harmless: lookups are unchanged and merges
 drop duplicates). adds.log's torn tail (a partial u64) is dropped at open.
 What the sieve can lose is the batch the core had not yet handed over; the
-engine takes a batch only after committing the journal (so every hash here
-has its journal record: no URL is ever called seen that was not queued),
-and after a restart re-adds the recovered queue's and rows' hashes. A URL
-missing from the sieve can at worst be fetched twice, never lost.
+engine takes a batch only after committing the journal, and a check found
+new is inserted only by a later batch (peer/seen.py), so every hash here has
+its journal record and no URL is ever called seen that was not queued.
+After a restart the engine re-adds the recovered queue's and rows' hashes;
+a URL still missing can at worst be fetched twice, never lost.
 
 Without a directory (a peer with no data_dir, tests) every run stays in RAM.
 """
@@ -175,7 +176,11 @@ class SieveFiles:
     # -- one batch -------------------------------------------------------------------
 
     def apply(self, batch: SieveBatch) -> list[bool]:
-        """Insert ``batch.adds``, then say which ``batch.checks`` are new (inserting them)."""
+        """Insert ``batch.adds``, then say which ``batch.checks`` are new.
+
+        New checks are not inserted: the core adds them to a later batch once
+        their Queued record is journaled (peer/seen.py, crash safety).
+        """
         adds = np.frombuffer(batch.adds, dtype=_U64)
         checks = np.frombuffer(batch.checks, dtype=_U64)
         fresh = np.empty(0, dtype=_U64)
@@ -189,8 +194,6 @@ class SieveFiles:
             if fresh.size:
                 found |= _member(fresh, uniq)
             new[first[~found]] = True
-            if (~found).any():
-                fresh = np.union1d(fresh, uniq[~found])
         if fresh.size:
             self._log(fresh)
             self._ram.append(_Run(fresh))
