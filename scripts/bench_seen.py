@@ -145,7 +145,15 @@ def run_handoff(rows: int, directory: Path) -> None:
     old = HashRing({f"p{i}": 1.0 for i in range(8)})
     new = HashRing({f"p{i}": 1.0 for i in range(9)})
     t = time.perf_counter()
-    before = [(u, h) for u, h in store._page_urls() if new.owner(h) != "p0" and old.owner(h) != new.owner(h)]
+    moves: dict[str, bool] = {}  # per host, as CrawlCore.handoff_seen caches it
+
+    def moving(h: str) -> bool:
+        got = moves.get(h)
+        if got is None:
+            got = moves[h] = new.owner(h) != "p0" and old.owner(h) != new.owner(h)
+        return got
+
+    before = [(u, h) for u, h in store._page_urls() if moving(h)]
     t_before = time.perf_counter() - t
     t = time.perf_counter()
     moved = [h for h in store.hosts() if new.owner(h) != "p0" and old.owner(h) != new.owner(h)]

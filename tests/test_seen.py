@@ -290,3 +290,51 @@ async def test_a_crawl_with_a_full_bloom_filter_fetches_every_url_once_with_the_
     assert "measured false-positive rate" in text and "seen set on disk:" in text
     seen_dir = Path(cfg.peers[0].data_dir) / "seen"
     assert list(seen_dir.glob("run-*.u64"))         # sieve_ram 64: runs went to disk
+
+
+def journal(state, effects) -> None:
+    """What the engine does with the core's effects, for the journal alone."""
+    for e in effects:
+        if isinstance(e, Queued):
+            state.queued(e.url, e.depth)
+        elif isinstance(e, Checking):
+            state.forwarded(((e.url, e.depth),))
+
+
+def test_a_kill_with_urls_waiting_for_the_sieve_loses_none_of_them(tmp_path):
+    from peer.state import PeerState
+
+    c = saturated_core(disk_after=0)
+    files = SieveFiles(tmp_path / "seen", ram_hashes=10**6)
+    files.open()
+    state = PeerState(tmp_path / "state", "p1", "test")
+    state.begin(c.bloom, [], [], {})
+    urls = [f"{SITE}/p{i}" for i in range(300)]
+    for u in urls[:150]:
+        journal(state, c.discover(u, 1, 0.0, Origin.LINK))
+    state.commit()
+    # One sieve pass, as the engine makes it: commit, take, apply, journal the verdicts.
+    journal(state, drain(c, files))
+    state.commit()
+    for u in urls[150:]:
+        journal(state, c.discover(u, 1, 0.0, Origin.LINK))
+    for u in urls[:20]:  # repeats: duplicates, whatever their state
+        journal(state, c.discover(u, 1, 0.0, Origin.LINK))
+    state.commit()
+    assert c.sieve.pending > 100
+    state.close()
+    files.close()                                 # kill -9: the open batch never reached the sieve
+
+    rec = PeerState(tmp_path / "state", "p1", "test").recover()
+    c2 = saturated_core(disk_after=0)
+    c2.bloom = rec.bloom
+    files = SieveFiles(tmp_path / "seen", ram_hashes=10**6)
+    files.open()
+    for u, d in rec.queued.items():               # what Crawler._resume does
+        c2.discover(u, d, 0.0, Origin.RECOVERED)
+    for u, d in rec.forwards:
+        c2.discover(u, d, 0.0, Origin.RELAY)      # the waiting ones are judged again
+    drain(c2, files)
+    drain(c2, files)
+    queued = Counter(j.url for j in c2.frontier.iter_queued())
+    assert set(queued) == set(urls) and max(queued.values()) == 1
