@@ -56,7 +56,7 @@ from __future__ import annotations
 
 import enum
 from array import array
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 import mmh3
@@ -262,6 +262,6 @@ def _swapped(a: array[int]) -> bytes:
     return b.tobytes()
 
 
-def _pack(hashes: object) -> bytes:
-    a = array("Q", hashes)  # type: ignore[arg-type]
+def _pack(hashes: Iterable[int]) -> bytes:
+    a = array("Q", hashes)
     return a.tobytes() if _LITTLE else _swapped(a)
