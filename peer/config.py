@@ -294,6 +294,10 @@ class BloomConfig:
     error_rate: float = _key(float, 0.001, "false-positive rate at capacity; past it the filter grows and stays under 2 x error_rate", _probability)
     growth: int = _key(int, 2, "each slice the filter grows by is this many times the last one (2: less memory allocated ahead; 4: fewer slices to probe)", _at_least_two)
     max_capacity: int = _key(int, 320_000_000, "URLs at which the filter stops growing (about 726 MiB at the default capacity and error_rate); past it the false-positive rate climbs and the peer warns; = capacity: a fixed-size filter", _at_least_one)
+    disk_after: int = _key(int, 1_000_000, "URLs in the seen set past which a Bloom filter \"maybe seen\" waits for the exact disk sieve of 64-bit URL hashes (peer/seen.py) instead of dropping the URL; below it the filter alone decides (about error_rate of new URLs dropped, counted); 0 = exact from the start", _non_negative)
+    sieve_batch: int = _key(int, 4096, "URLs waiting for the sieve that start a pass at once (a batch of checks sorted and merged with the hashes on disk)", _at_least_one)
+    sieve_wait: float = _key(float, 0.5, "seconds a URL waits at most for the sieve's verdict", _positive)
+    sieve_ram: int = _key(int, 4_000_000, "URL hashes (8 bytes each) held in RAM before they are merged into a sorted run file under data_dir/seen/", _at_least_one)
 
 
 @dataclass(frozen=True, slots=True)

@@ -64,9 +64,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from peer.bloom import BloomFilter
+from peer.seen import SeenSieve, SieveBatch
+from peer.seen import Verdict as SeenVerdict
 from peer.config import ClusterConfig
 from peer.decisions import (
     Admission,
+    Checking,
     Done,
     Drop,
     Effect,
@@ -105,7 +108,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CrawlCore", "Origin", "StopReason", "Summary", "Parsed", "parse_response", "RingView",
-    "Forward", "Queued", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
     "Fetch", "FetchRobots", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished", "MAX_RETRIES",
 ]
@@ -217,6 +220,8 @@ class CrawlCore:
         self.frontier = Frontier(pol)
         b = cfg.bloom
         self.bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
+        #: The exact seen set's policy behind the Bloom filter (peer/seen.py).
+        self.sieve = SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait)
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
                                   error_retry=crawl.robots_retry)
         self.limits = Limits.from_config(crawl, pol)
@@ -261,6 +266,7 @@ class CrawlCore:
             self.handoffs_in += 1
             self._seen_in[url] = host
             out.append(Seen(url))
+            self.sieve.add(url, now)
             if not self.bloom.add(url):
                 # Already here: queued (it came by another path before the
                 # hand-off did), in flight, or done. A queued one must not run.
@@ -271,6 +277,7 @@ class CrawlCore:
             if self.ring is not None and len(self.ring) and self.ring.owner(host) != self.peer_id:
                 return self.discover(url, depth, now, Origin.RELAY)
             self.bloom.add(url)
+            self.sieve.add(url, now)
             self._push(url, host, depth, now)
             self.limits.queued(host)
             out.append(Queued(url, depth))
@@ -278,8 +285,11 @@ class CrawlCore:
         if origin is Origin.RECOVERED:
             host = host_key(url)
             owner = self._owner(host)
+            # Already in the Bloom filter; the sieve may have lost its hash
+            # with the batch open at the crash (peer/sievefile.py).
+            self.sieve.add(url, now)
             if owner == self.peer_id:
-                self._push(url, host, depth, now)  # already in the Bloom filter
+                self._push(url, host, depth, now)
                 self.limits.queued(host)
             else:
                 self._pass_on(url, depth, owner, out)
@@ -312,13 +322,45 @@ class CrawlCore:
                 limits.dropped(cap)
             return out
         if not self.bloom.add(url):
+            # "Maybe seen": final below bloom.disk_after, else the URL waits
+            # for the exact sieve (peer/seen.py). It is journaled now, before
+            # its page's row (peer/state.py rule 1), as a URL recovery judges
+            # again (Checking): not as queued, since it may be a duplicate of
+            # one queued here, whose record a "done" would then cancel.
+            if self.sieve.check(url, host, depth, hops, now) is SeenVerdict.PENDING:
+                out.append(Checking(url, depth))
             return out
+        self.sieve.add(url, now, direct=True)
+        self.sieve.note_size(self.bloom.count)
         limits.queued(host)
         out.append(Queued(url, depth))
         if hops:
             self._hops[url] = hops
         self._push(url, host, depth, now)
         return out
+
+    def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[Effect]:
+        """The sieve's answer for ``batch``: new URLs are queued after all; duplicates are dropped."""
+        out: list[Effect] = []
+        for p in self.sieve.verdicts(batch, new, now):
+            owner = self._owner(p.host)
+            if owner != self.peer_id:
+                out.append(Forward(p.url, p.depth, owner, True))  # its host moved while it waited
+                continue
+            # Into the sieve with the next batch, after this Queued is
+            # committed: the sieve never holds a URL the journal does not.
+            self.sieve.add(p.url, now)
+            out.append(Queued(p.url, p.depth))
+            self.limits.queued(p.host)
+            if p.hops:
+                self._hops[p.url] = p.hops
+            self._push(p.url, p.host, p.depth, now)
+        return out
+
+    def sieve_readd(self, urls: Iterable[str], now: float) -> None:
+        """Hashes the sieve may have lost in a crash (the recovered journal's rows)."""
+        for url in urls:
+            self.sieve.add(url, now)
 
     def seeds(self, now: float) -> list[Effect]:
         out: list[Effect] = []
@@ -385,7 +427,7 @@ class CrawlCore:
             if ring is not None and ring.left():
                 return Finished(StopReason.LEFT)
             return Sleep(now + HOLD_POLL, tuple(effects))
-        if self.in_flight == 0 and len(fr) == 0:
+        if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending:
             if ring is None:
                 return Finished(StopReason.FRONTIER_EMPTY)
             if ring.idle() and ring.done():
@@ -395,7 +437,7 @@ class CrawlCore:
         return Sleep(math.inf if when is None else when)
 
     def locally_idle(self) -> bool:
-        return self.in_flight == 0 and len(self.frontier) == 0
+        return self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
 
     def job_ended(self, job: Job) -> None:
         """The job's task is over, whatever happened (the driver's ``finally``)."""
@@ -751,6 +793,18 @@ class CrawlCore:
                 out.append((url, got[0]))
         return out
 
+    def moved_hosts(self, hosts: Iterable[str], old: HashRing | None, ring: HashRing) -> list[str]:
+        """Those of ``hosts`` (the results' host index) that move to another peer between ``old`` and ``ring``."""
+        me = self.peer_id
+        if not len(ring):
+            return []
+        out = []
+        for host in hosts:
+            new = ring.owner(host)
+            if new != me and (old is None or old.owner(host) != new):
+                out.append(host)
+        return out
+
     def handoff_starts(self, old: HashRing | None, ring: HashRing,
                        offset: float) -> dict[str, list[tuple[str, float]]]:
         """{new owner: [(host, request start + ``offset``)]} of the hosts that moved away.
@@ -785,6 +839,7 @@ class CrawlCore:
         """(url, depth) of everything queued or in flight: a snapshot's queue."""
         queued = [(j.url, j.depth) for j in self.frontier.iter_queued()]
         queued += [(url, hd[1]) for url, hd in self._inflight.items()]
+        queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
         return queued
 
     # -- figures ---------------------------------------------------------------------
@@ -807,6 +862,11 @@ class CrawlCore:
             out["bloom.slices"] = self.bloom.num_slices
         if self.bloom.full:
             out["bloom.full"] = 1
+        sv = self.sieve.stats()
+        for name, n in (("seen.checked", sv.checked), ("seen.false_positives", sv.false_positives),
+                        ("seen.pending", sv.pending)):
+            if n:
+                out[name] = n
         return out
 
     def detail_lines(self, malformed: dict[str, int]) -> list[str]:
@@ -831,6 +891,14 @@ class CrawlCore:
             lines.append(f"seen set: {b.count:,} URLs in {b.num_slices} Bloom slices "
                          f"({b.total_capacity:,} capacity{', full' if b.full else ''}), "
                          f"estimated false positives {b.estimated_fpr():.3%} (bound {b.fpr_bound:.3%})")
+        sv = self.sieve.stats()
+        if sv.exact:
+            measured = sv.measured_fpr
+            lines.append(
+                f"seen set: exact past {self.sieve.disk_after:,} URLs (disk sieve of URL hashes); "
+                f"Bloom 'maybe seen' checked {sv.checked:,}, new after all {sv.false_positives:,} "
+                f"(measured false-positive rate {'n/a' if measured is None else f'{measured:.3%}'}); "
+                f"before that, {sv.bloom_drops:,} 'maybe seen' taken as seen unchecked")
         return lines
 
     def progress_snapshot(self, now: float, elapsed: float, dns_hit_rate: float,

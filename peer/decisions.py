@@ -27,7 +27,7 @@ from peer.frontier import Job
 
 __all__ = [
     "Origin", "StopReason", "RingView",
-    "Forward", "Queued", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
     "Fetch", "FetchRobots", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished",
 ]
@@ -72,6 +72,18 @@ class Forward:
 @dataclass(frozen=True, slots=True)
 class Queued:
     """Journal: ``url`` entered this peer's frontier."""
+
+    url: str
+    depth: int
+
+
+@dataclass(frozen=True, slots=True)
+class Checking:
+    """Journal: ``url`` waits for the exact seen set's verdict (peer/seen.py).
+
+    Journaled as forwarded to ourselves: recovery sends it through
+    ``discover`` again, so it is judged again rather than queued blindly.
+    """
 
     url: str
     depth: int
@@ -134,7 +146,7 @@ class Warn:
     text: str
 
 
-Effect = Forward | Queued | Seen | Done | Row | Items | Requeued | Warn
+Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn
 
 
 # -- admissions: what to do with a job the frontier handed out -----------------

@@ -73,6 +73,7 @@ from __future__ import annotations
 
 import copy
 import logging
+import math
 import random
 import time
 from collections.abc import Callable, Iterable
@@ -83,6 +84,7 @@ import trio
 
 from peer.config import ClusterConfig
 from peer.crawl import (
+    Checking,
     CEILING_HORIZON,
     MAX_RETRIES,
     CrawlCore,
@@ -210,8 +212,13 @@ class Crawler:
         self._restart_starts: list[tuple[str, float]] = []
         #: Snapshots written (the last one's stats are logged).
         self.snapshots = 0
+        # The exact seen set's hash runs (peer/sievefile.py), opened by run().
+        self._sieve: Any = None
+        self._sieve_stats: Any = None
+        self._sieve_kick = trio.Event()
         self._effects: dict[type, Callable[[Any], None]] = {
-            Forward: self._do_forward, Queued: self._do_queued, Seen: self._do_seen,
+            Forward: self._do_forward, Queued: self._do_queued, Checking: self._do_checking,
+            Seen: self._do_seen,
             Done: self._do_done, Row: self._do_row, Items: self._do_items,
             Requeued: _nothing, Warn: _warn,
         }
@@ -286,6 +293,7 @@ class Crawler:
             self._store = store
             self._fetcher = fetcher
             recovered = await self._open_state(store)
+            await self._open_sieve(recovered)
             try:
                 await self._crawl(store, recovered)
             finally:
@@ -293,11 +301,18 @@ class Crawler:
                 # The page count for max_pages across a resume (snapshots hold it too).
                 self._state.counters({"pages": self.core.requested})
                 self._state.close()
+                if self._sieve is not None:
+                    self._sieve.close()
             await store.flush()
         s = self.summary
         s.elapsed = time.monotonic() - wall0
         s.limits = self.limits.render(self.clock())
         s.details = self.core.detail_lines(self._malformed())
+        if self._sieve is not None and self.core.sieve.exact:
+            st = self._sieve_stats
+            s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
+                             f"({st.disk_bytes / 2**20:.1f} MiB) and {st.ram_runs} in RAM "
+                             f"({st.ram_bytes / 2**20:.1f} MiB)")
         return s
 
     async def _crawl(self, store: ResultStore, recovered: Any) -> None:
@@ -329,6 +344,7 @@ class Crawler:
             services.start_soon(store.run)
             services.start_soon(self._progress)
             services.start_soon(self._snapshots)
+            services.start_soon(self._sieve_loop)
             async with trio.open_nursery() as workers:
                 self._workers = workers
                 await self._schedule(workers)
@@ -355,6 +371,8 @@ class Crawler:
         for effect in effects:
             handlers[type(effect)](effect)
         self._wake.set()
+        if self.core.sieve.take_kick():
+            self._sieve_kick.set()
 
     def _do_forward(self, e: Forward) -> None:
         self.node.forward(e.url, e.depth, e.owner, relay=e.relay)
@@ -364,6 +382,10 @@ class Crawler:
     def _do_queued(self, e: Queued) -> None:
         if self._state is not None:
             self._state.queued(e.url, e.depth)
+
+    def _do_checking(self, e: Checking) -> None:
+        if self._state is not None:
+            self._state.forwarded(((e.url, e.depth),))
 
     def _do_seen(self, e: Seen) -> None:
         if self._state is not None:
@@ -451,6 +473,63 @@ class Crawler:
         self.core.seed_starts(self._restart_starts, now, now - time.time())
         self._restart_starts = []
         state.commit()
+
+    # -- the exact seen set -----------------------------------------------------
+
+    async def _open_sieve(self, rec: Any) -> None:
+        """Open ``data_dir/seen`` (peer/sievefile.py); a new crawl starts it empty."""
+        core = self.core
+        try:
+            from peer.sievefile import SieveFiles
+        except ImportError:  # numpy (the "fast" extra) is missing
+            log.warning("numpy is not installed: the seen set stays a Bloom filter alone and "
+                        "bloom.disk_after is ignored (pip install 'ringcrawl[fast]')")
+            core.sieve.disk_after = 2**63
+            core.sieve.exact = False
+            return
+        files = SieveFiles(DataDir(self.data_dir).seen, self.cfg.bloom.sieve_ram)
+        if rec is None:
+            # Hashes of an earlier crawl would call this crawl's new URLs seen.
+            await trio.to_thread.run_sync(files.discard)
+        await trio.to_thread.run_sync(files.open)
+        self._sieve = files
+        self._sieve_stats = files.stats()
+        if rec is not None:
+            now = self.clock()
+            core.sieve_readd((row[0] for row in rec.rows if row), now)
+            core.sieve.note_size(core.bloom.count)
+
+    async def _sieve_loop(self) -> None:
+        """Hand the sieve its batches (peer/seen.py) when they are due, in a worker thread."""
+        sieve = self.core.sieve
+        if self._sieve is None:
+            return
+        try:
+            while True:
+                due = sieve.due_at()
+                if due is None or due > self.clock():
+                    self._sieve_kick = trio.Event()
+                    with trio.move_on_at(math.inf if due is None else due):
+                        await self._sieve_kick.wait()
+                    continue
+                await self._sieve_pass()
+        finally:
+            # The last adds and checks, so a clean exit leaves the sieve whole.
+            await self._sieve_pass()
+
+    async def _sieve_pass(self) -> None:
+        # Shielded: a batch taken is answered, or its URLs would wait forever.
+        with trio.CancelScope(shield=True):
+            if self._state is not None:
+                # Every hash the sieve holds has its journal record first, so a
+                # crash never leaves a URL called seen that was not queued.
+                self._state.commit()
+            batch = self.core.sieve.take(self.clock())
+            if batch is None:
+                return
+            new = await trio.to_thread.run_sync(self._sieve.apply, batch)
+            self._sieve_stats = self._sieve.stats()
+            self._apply(self.core.sieve_verdicts(batch, new, self.clock()))
 
     async def _snapshots(self) -> None:
         """A new snapshot when the journal is big or old, so recovery stays short."""
@@ -613,7 +692,8 @@ class Crawler:
         """Queue, for their new owners, the URLs fetched here of hosts that moved.
 
         The seen set cannot be read out of a Bloom filter, so it comes from
-        the results (``pages``, flushed first) plus the fetches in flight.
+        the results (``pages``, flushed first) plus the fetches in flight:
+        only the moved hosts' rows, found by the store's host index.
         """
         node = self.node
         if node is None or self._store is None:
@@ -621,7 +701,8 @@ class Crawler:
         # In flight now: taken before the query, since a fetch that ends
         # during it writes a row the query may not see.
         inflight = self.core.inflight_urls()
-        rows = await self._store.page_urls()
+        moving = self.core.moved_hosts(self._store.hosts(), old, ring)
+        rows = await self._store.page_urls(moving)
         rows.extend(inflight)
         now = trio.current_time()
         moved = self.core.handoff_seen(rows, old, ring)

@@ -9,6 +9,8 @@
             snapshot-<g>.msgpack
             bloom-<g>.bin
             journal-<g>.log
+        seen/                 the exact seen set's sorted runs of URL hashes
+            run-<n>.u64       and adds.log (peer/sievefile.py)
 
 Every reader and writer of these files (the peer, ``--fresh``, adopt, merge,
 report, the benchmarks) takes the names from here, so they cannot drift
@@ -23,12 +25,14 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["DataDir", "StateFile", "RESULTS_NAME", "STATE_NAME"]
+__all__ = ["DataDir", "StateFile", "RESULTS_NAME", "SEEN_NAME", "STATE_NAME"]
 
 #: The results file's name in a data_dir (the user-visible name the docs use).
 RESULTS_NAME = "pages.duckdb"
 #: The crawl state's directory in a data_dir.
 STATE_NAME = "state"
+#: The exact seen set's directory in a data_dir (peer/sievefile.py).
+SEEN_NAME = "seen"
 
 
 class StateFile(StrEnum):
@@ -91,3 +95,8 @@ class DataDir:
     def state(self) -> Path:
         """The crawl state's directory (``state/``), given to ``peer.state.PeerState``."""
         return self.root / STATE_NAME
+
+    @property
+    def seen(self) -> Path:
+        """The exact seen set's hash runs (``seen/``), given to ``peer.sievefile.SieveFiles``."""
+        return self.root / SEEN_NAME

@@ -108,7 +108,7 @@ def test_unknown_section_suggests_the_right_one():
 
 def test_unknown_key_without_near_match_lists_known_keys():
     err = error_of(MINIMAL + "[bloom]\nzzz = 1\n")
-    assert "bloom.zzz: unknown key (known: capacity, error_rate, growth, max_capacity)" in str(err)
+    assert "bloom.zzz: unknown key (known: capacity, error_rate, growth, max_capacity, disk_after, sieve_batch, sieve_wait, sieve_ram)" in str(err)
 
 
 @pytest.mark.parametrize(
@@ -142,6 +142,10 @@ def test_wrong_type_names_key_and_expectation(snippet, key, expected):
         ("[bloom]\nerror_rate = 1.5", "bloom.error_rate"),
         ("[bloom]\ngrowth = 1", "bloom.growth"),
         ("[bloom]\nmax_capacity = 0", "bloom.max_capacity"),
+        ("[bloom]\ndisk_after = -1", "bloom.disk_after"),
+        ("[bloom]\nsieve_batch = 0", "bloom.sieve_batch"),
+        ("[bloom]\nsieve_wait = 0", "bloom.sieve_wait"),
+        ("[bloom]\nsieve_ram = 0", "bloom.sieve_ram"),
         ("[bloom]\ncapacity = 1000\nmax_capacity = 999", "bloom.max_capacity"),
         ("[ring]\nvnodes = 0", "ring.vnodes"),
         ("[ring]\ndead_after = 6.0\ntombstone_ttl = 11.0", "ring.tombstone_ttl"),

@@ -11,6 +11,7 @@ PURE = [
     "peer.config",
     "peer.urls",
     "peer.bloom",
+    "peer.seen",
     "peer.pid",
     "peer.frontier",
     "peer.dnscache",
