@@ -180,7 +180,7 @@ def test_demo_merges_the_whole_web_fetched_by_its_owners(demo):
     ring = ring_of(load_config(demo.run))
     with duckdb.connect(str(demo.out / "crawl.duckdb"), read_only=True) as con:
         rows = con.execute("select url, host, peer, status, error from pages").fetchall()
-    assert {peer for _, _, peer, _, _ in rows} == {"p1", "p2", "p3"}
+    assert {peer for _, _, peer, _, _ in rows} == {"p1", "p2", "p3"}, demo.stdout[-4000:]
     assert [(url, peer) for url, host, peer, _, _ in rows if ring.owner(host) != peer] == []
     fetched = {url for url, _, _, status, _ in rows if status is not None}
     assert fetched == set(graph.expected_urls(port))
