@@ -220,7 +220,12 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         exported = [t for t in plan if t == "pages" or t.startswith(ITEMS_PREFIX)]
         exports = tuple(export_paths(export, exported)) if export is not None else ()
         if exports and not exports[0].parent.is_dir():
-            raise ConfigError(str(export), "--export", f"directory {exports[0].parent} does not exist")
+            # As Scrapy's feed exports do: the directory of the export is made.
+            try:
+                exports[0].parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise ConfigError(str(export), "--export", f"cannot create directory {exports[0].parent}: "
+                                  f"{exc.strerror or exc}") from None
         stats_in = [p.parent / STATS_FILE for p in files if (p.parent / STATS_FILE).is_file()]
         stats_out = output.with_name(output.stem + ".stats.json") if stats_in else None
         if not force and (clash := next((t for t in (*targets, *exports) if t.exists()), None)):

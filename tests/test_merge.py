@@ -425,8 +425,7 @@ def test_export_writes_pages_and_each_items_table_through_the_command_line(three
     import csv
     import json
 
-    out = tmp_path / "out"
-    out.mkdir()
+    out = tmp_path / "out"  # not made first: the export makes its directory
     res = run_cli(*map(str, three), "-o", str(tmp_path / "crawl.duckdb"), "--export",
                   str(out / f"{{table}}{ext}"))
     assert res.returncode == 0, res.stderr
@@ -457,6 +456,15 @@ def test_export_without_table_in_the_name_and_existing_files(three, tmp_path):
     with pytest.raises(ConfigError, match=r"crawl\.pages\.csv: exists; pass --force"):
         merge(three, tmp_path / "again.duckdb", export=tmp_path / "crawl.csv")
     assert not (tmp_path / "again.duckdb").exists()
+
+
+def test_an_export_directory_that_cannot_be_made_is_one_line(three, tmp_path):
+    (tmp_path / "file").write_text("a file, not a directory")
+    res = run_cli(*map(str, three), "-o", str(tmp_path / "crawl.duckdb"), "--export",
+                  str(tmp_path / "file" / "out" / "{table}.jsonl"))
+    assert res.returncode == 2 and "Traceback" not in res.stderr, res.stderr
+    assert "--export: cannot create directory" in res.stderr and res.stderr.count("\n") == 1
+    assert not (tmp_path / "crawl.duckdb").exists()
 
 
 def test_export_of_an_unknown_format_is_one_line(three, tmp_path):
