@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from ring.client import Contact, LeaveOutcome, StatusRow, client_keys, cluster_status, request_leave
 from ring.curve import resolve_keys_dir
+from ring.errors import user_error
 from ring.hashring import HashRing
 
 __all__ = ["ConfigSource", "RingFile", "format_status", "main", "ownership_table", "ring_of",
@@ -342,11 +343,8 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                 return 0  # Ctrl-C is how --watch and the dashboard end
         result = trio.run(request_leave, cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
                           tool_keys(cfg))
-    except _NoAnswer as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
     except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
-        inner = _unwrap(exc, _NoAnswer)
+        inner = user_error(exc, (_NoAnswer,))
         if inner is not None:
             print(f"error: {inner}", file=sys.stderr)
             return 1
@@ -368,9 +366,3 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
         print(f"error: {args.id} is {result.state}, not a live member", file=sys.stderr)
     return 1
 
-
-def _unwrap(exc: BaseException, kind: type[BaseException]) -> BaseException | None:
-    """``exc`` if it is a ``kind``, or the one ``kind`` inside trio's exception groups."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc if isinstance(exc, kind) else None
