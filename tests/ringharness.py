@@ -8,16 +8,40 @@ caller's ``trio.fail_after``.
 
 from __future__ import annotations
 
+import contextlib
 import math
+import os
 
 import signal
+import subprocess
 import sys
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 
 import trio
 
 from localweb.peerrun import free_ports
+
+
+WEBFARM = Path(__file__).resolve().parent.parent / "scripts" / "webfarm.py"
+
+
+@contextlib.contextmanager
+def webfarm_process(log: Path, *, hosts: int) -> Iterator[int]:
+    """``scripts/webfarm.py`` as a user runs it, on a free port (yielded), its requests in ``log``."""
+    with subprocess.Popen(
+            [sys.executable, str(WEBFARM), "--port", "0", "--hosts", str(hosts), "--pages", "6",
+             "--links", "3", "--shop-products", "3", "--log", str(log)],
+            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ) as proc:
+        try:
+            assert proc.stdout is not None
+            first = proc.stdout.readline()
+            assert first.startswith("listening on 127.0.0.1:"), first
+            yield int(first.rsplit(":", 1)[1])
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(timeout=30)
 
 
 def cluster_text(tmp_path: Path, web_port: int, n: int, *, rate: float = 0.0,

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from ringharness import cluster_text, free_ports
+from ringharness import cluster_text, free_ports, webfarm_process
 
 ROOT = Path(__file__).resolve().parent.parent
 WEBFARM = ROOT / "scripts" / "webfarm.py"
@@ -246,17 +246,8 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
 def web(tmp_path_factory) -> Iterator[tuple[int, Path]]:
     """The local web (one host and its shop) on a free port, and its request log."""
     log = tmp_path_factory.mktemp("web") / "requests.jsonl"
-    with subprocess.Popen(
-            [sys.executable, str(WEBFARM), "--port", "0", "--hosts", "1", "--pages", "6",
-             "--links", "3", "--shop-products", "3", "--log", str(log)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ) as proc:
-        try:
-            first = proc.stdout.readline()  # type: ignore[union-attr]
-            assert first.startswith("listening on 127.0.0.1:"), first
-            yield int(first.rsplit(":", 1)[1]), log
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
+    with webfarm_process(log, hosts=1) as port:
+        yield port, log
 
 
 def solo_toml(tmp_path: Path, port: int, *, allow: str = '["*.web.test"]', seeds: str | None = None,

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -16,26 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from ringharness import free_ports
+from ringharness import free_ports, webfarm_process
 
 ROOT = Path(__file__).resolve().parent.parent
-WEBFARM = ROOT / "scripts" / "webfarm.py"
 
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory) -> Iterator[tuple[int, Path]]:
     log = tmp_path_factory.mktemp("web") / "requests.jsonl"
-    with subprocess.Popen(
-            [sys.executable, str(WEBFARM), "--port", "0", "--hosts", "3", "--pages", "6",
-             "--links", "3", "--shop-products", "3", "--log", str(log)],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ) as proc:
-        try:
-            first = proc.stdout.readline()  # type: ignore[union-attr]
-            assert first.startswith("listening on 127.0.0.1:"), first
-            yield int(first.rsplit(":", 1)[1]), log
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(timeout=30)
+    with webfarm_process(log, hosts=3) as port:
+        yield port, log
 
 
 def config(tmp_path: Path, port: int, peers: int = 1, allow: str = '["*.web.test"]') -> Path:
