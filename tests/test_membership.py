@@ -1162,6 +1162,54 @@ def test_anti_entropy_repairs_what_piggybacking_never_carried_with_a_summary_and
     assert all("j1" not in {r.id for r in msg.members} for _, msg in again)  # known now
 
 
+def summary_of(m):
+    return tuple((r.id, r.incarnation, r.state, r.heartbeat) for r in m.digest().members)
+
+
+def test_a_sync_answer_holds_the_members_the_asker_lacks_alone_then_the_heartbeats():
+    b = heard_cluster(10)
+    b.receive(Digest(RING, "p2", (Member("j1", "tcp://j:1", 7, ALIVE, 1.0, 1),)), 0.0)
+    b.receive(Digest(RING, "p3", tuple(rec(f"p{i}", hb=9) for i in range(4, 10))), 0.0)
+    # a holds every member b does but j1, and all at older heartbeats
+    a = make("p1", seed_list(10))
+    a.receive(Digest(RING, "p0", tuple(rec(f"p{i}") for i in range(2, 10)) + (b.me,)), 0.0)
+    [(dst, reply)] = b.receive(Sync(RING, "p1", summary_of(a)), 1.0)
+    assert dst == "p1" and [r.id for r in reply.members] == ["j1"]  # no heartbeat-only record
+    a.receive(reply, 1.0)
+    # nothing is missing now: the next answer is the newer heartbeats
+    [(_, reply)] = b.receive(Sync(RING, "p1", summary_of(a)), 1.5)
+    assert {r.id for r in reply.members} == {f"p{i}" for i in range(4, 10)}
+    a.receive(reply, 1.5)
+    assert all(a.members()[f"p{i}"].heartbeat == 9 for i in range(4, 10))
+    # a restart (a higher incarnation) is news, not a heartbeat
+    b.receive(Digest(RING, "p5", (rec("p5", inc=4, hb=1),)), 2.0)
+    b.receive(Digest(RING, "p6", (rec("p6", hb=12),)), 2.0)
+    [(_, reply)] = b.receive(Sync(RING, "p1", summary_of(a)), 2.0)
+    assert [(r.id, r.incarnation) for r in reply.members] == [("p5", 4)]
+    assert b.receive(Sync(RING, "p1", summary_of(b)), 2.0) == []  # nothing newer: no answer
+
+
+def test_a_seed_never_heard_from_is_greeted_by_an_untimed_ping_whose_ack_brings_it_in():
+    m = make("p0", seed_list(6), seed_grace=30.0)
+    assert not [msg for d, msg in m.tick(0.5) if type(msg) is Ping]  # not in yet: Joins only
+    m.receive(Digest(RING, "p1", (rec("p1"),)), 0.6)
+    out = m.tick(1.0)
+    hellos = [(d, msg) for d, msg in out if type(msg) is Ping and d in {"p2", "p3", "p4", "p5"}]
+    assert len(hellos) == 2  # HELLO_SEEDS a round, not every unheard seed
+    assert all(msg.updates[0] == m.me for _, msg in hellos)  # our record: the seed hears us
+    dst, ping = hellos[0]
+    m.receive(PingAck(RING, dst, ping.seq, dst, (rec(dst, inc=9),)), 1.1)
+    assert m.members()[dst].incarnation == 9  # heard of: probed like anyone from now on
+    assert m.members()[dst] in {r for r in m.digest().members}
+    # the silent ones are greeted again, never suspected, until the grace ends
+    t = 1.0
+    while t < 30.0:
+        t += INTERVAL
+        answer(m, m.tick(t), t, silent={"p2", "p3", "p4", "p5"} - {dst})
+    assert all(m.members()[p].state is ALIVE for p in ("p2", "p3", "p4", "p5"))
+    assert not [e for e in m.drain_events() if e.state is SUSPECT]
+
+
 def test_a_seed_never_heard_from_gets_seed_grace_then_is_probed_like_anyone():
     m = make("p0", seed_list(3), seed_grace=30.0)
     m.receive(Digest(RING, "p1", (rec("p1"),)), 0.0)
@@ -1171,7 +1219,9 @@ def test_a_seed_never_heard_from_gets_seed_grace_then_is_probed_like_anyone():
         out = m.tick(t)
         answer(m, out, t, silent={"p2"})
         probed += [t for d, msg in out if d == "p2" and type(msg) is Ping]
-    assert [p for p in probed if p < 30.0] == []  # grace is measured from our start
+    # Greeted (HELLO_SEEDS) but never suspected: grace is measured from our start.
+    assert len([p for p in probed if p < 30.0]) == 59  # one a round
+    assert [e for e in m.drain_events() if e.id == "p2"] == []
     assert m.members()["p2"].state is ALIVE  # a rolling start: no verdict
     assert "p2" in m.live()  # it keeps its hosts meanwhile: every peer starts with one ring
     dead = tick_until(m, t, lambda t: m.members()["p2"].state is DEAD, silent={"p2"})
