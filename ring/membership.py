@@ -16,7 +16,8 @@ The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
   round-robin list (SWIM 4.3: every member within N-1 rounds, and the
   random contacts that spread the piggybacked news). No :class:`PingAck`
   within a round: ``indirect`` others are asked to probe it
-  (:class:`PingReq`, SWIM 3.1); no answer either way ``suspect_after``
+  (:class:`PingReq`, SWIM 3.1), and again at half of ``suspect_after``;
+  no answer either way ``suspect_after``
   after the ping: suspect. Our own suspicion not refuted ``dead_after``
   after the ping: dead, and the verdict is pushed to every live member at
   once (as a leave is), so a death is everywhere about one latency later.
@@ -36,8 +37,10 @@ The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
   records that beat ours (a pull; memberlist's push/pull sends both whole
   views). The summary is O(N), its period O(N), so its cost per peer is
   flat; it brings the heartbeats and counters that termination and
-  ``max_pages`` read, which are not news. Once in, a peer also syncs with
-  one seed not heard from every ``JOIN_EVERY_AFTER`` rounds.
+  ``max_pages`` read, which are not news (to an asker that lacks members,
+  those members alone: the heartbeats wait for its next sync). Once in, a
+  peer also syncs with one seed not heard from every ``JOIN_EVERY_AFTER``
+  rounds and greets ``HELLO_SEEDS`` of them a round with an untimed ping.
 
 A suspicion we only *heard* of (not ours) turns dead by our own timer only
 ``dead_after + gossip_interval * ceil(log2 N)`` after we heard it: the
@@ -99,7 +102,8 @@ answered us, every other round we send a :class:`Join` to ``join_seeds``
 random seeds not yet heard from (not to all of them: each answer is a full
 digest, 13 KB at 256 peers); once answered, a :class:`Sync` to one such
 seed every ``JOIN_EVERY_AFTER`` rounds, so two groups of a rolling start
-that joined each other cannot stay apart. A seed not yet heard from is not
+that joined each other cannot stay apart, and a greeting (an untimed ping,
+backing off: ``HELLO_SEEDS``) to a few. A seed not yet heard from is not
 probed for ``seed_grace`` seconds after our start: a rolling start longer
 than ``dead_after`` does not declare the seeds that have not started dead.
 After it, a seed never heard from is probed like anyone and dies if it
@@ -220,8 +224,9 @@ never heard from costs a ping, not a suspicion (``seed_grace`` still holds).
 Without them the last records of a cold start came by anti-entropy, every
 ``ceil(D / SYNC_MEMBERS)`` rounds (8 at 256 peers), and one lost answer in
 five (10% loss each way) cost a straggler 4 s: at 256 peers, 10% loss, the
-last 1% of the pairs took 6 of the 15 s and 7 of the 22 MB. 3 a round
-converged no sooner over three seeds (bench_membership)."""
+last 1% of the pairs took 6 of the 15 s and 5.6 of the 16.7 MB; greeting 2
+a round, 10 s and 12.0 MB. 1 a round was slower, 3 no faster and less
+steady (bench_membership, docs/membership.md)."""
 HELLO_DENSE, HELLO_BACKOFF = 4, 16
 """A seed not heard from is greeted in each of ``HELLO_DENSE`` rounds, then
 after 2, 4, 8, then every ``HELLO_BACKOFF`` rounds: 13 times in the default
@@ -229,7 +234,8 @@ after 2, 4, 8, then every ``HELLO_BACKOFF`` rounds: 13 times in the default
 listens on (zmq delivers it on connect), so without a backoff a seed that
 started last would find 240 pings from every peer waiting. No seed of a
 256-peer cold start was greeted more than 4 times by one peer; doubling the
-waits from the first greeting on converged 1.5 s later (bench_membership)."""
+waits from the first greeting on, every peer had heard of every seed 1.1 s
+later (bench_membership)."""
 MAX_RELAYS = 64
 """Ping-reqs relayed at once; each costs a dict entry until its ack or suspect_after."""
 MAX_EVENTS = 10_000

@@ -1310,6 +1310,17 @@ def test_sim_converges_at_10pct_loss_and_no_running_peer_is_ever_declared_dead(n
     assert max(net.sent.values()) / net.now < 8_000
 
 
+def test_sim_splits_the_bytes_by_what_was_answered():
+    net = sim_cluster(32, 7, loss=0.1)
+    net.run_until(INTERVAL)
+    assert 0 <= net.run_until_converged(limit=30.0)
+    why = net.why
+    assert sum(why.values()) == sum(net.sent.values()) == sum(net.bytes.values())
+    # anti-entropy's pull, the probes and their answers, the greetings' answers
+    assert {("Sync", "tick"), ("Digest", "Sync"), ("Ping", "tick"), ("PingAck", "Ping")} <= set(why)
+    assert sum(b for (kind, _), b in why.items() if kind == "Digest") == net.bytes["Digest"]
+
+
 @pytest.mark.parametrize(("n", "seed"), [(16, 3), (32, 4)])
 def test_sim_rolling_start_longer_than_dead_after_declares_nobody_dead(n, seed):
     net = sim_cluster(n, seed, loss=0.1, spread=3 * DEAD_AFTER)
