@@ -730,7 +730,7 @@ class Membership:
         # counters (termination, max_pages) come with its next sync, by then
         # one with nothing else to say. At a 256-peer cold start with 10%
         # loss, 131 k of the answers' 200 k records were heartbeats only:
-        # 6.7 of 22 MB (bench_membership).
+        # 6.7 of 21.6 MB (bench_membership).
         newer = tuple(news) if news else tuple(beats)
         return [(msg.sender, Digest(self.ring_name, self.self_id, newer))] if newer else []
 
@@ -1029,7 +1029,7 @@ class Membership:
                 # Unanswered for a round: ping again (same seq) and ask
                 # ``indirect`` others (SWIM 3.1); at half of suspect_after, ping
                 # and ask once more. At 10% loss one ping and one ask fail 0.8%
-                # of probes (19% x 0.34^3); the two pings and asks, 0.001%
+                # of probes (19% x 0.34^3); three pings and two asks, 0.001%
                 # (0.19^3 x 0.34^6). With one ask, a 256-peer cold start
                 # suspected 0-7 running peers, and their refutations held up
                 # convergence by up to 3 s; with two, none in eight starts.

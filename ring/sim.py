@@ -9,8 +9,8 @@ yet, or across a partition. Every message is encoded with the real codec
 counts; with ``wire=True`` the receiver gets ``decode(frame)``, not the
 object. :attr:`SimNet.why` splits the bytes by what made a peer send them:
 ``("Digest", "Sync")`` is the answers to syncs, ``("Ping", "tick")`` the
-probes of a round. Membership events of every peer are kept in :attr:`SimNet.events`,
-so a test or ``scripts/bench_membership.py`` can count false suspicions and
+probes of a round. Membership events of every peer are kept in
+:attr:`SimNet.events`, so a test or ``scripts/bench_membership.py`` can count false suspicions and
 false deaths against the truth the network knows (who is really up).
 
 Nothing here reads a clock or does I/O: ``run_until(t)`` runs the events up
