@@ -16,7 +16,8 @@ The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
   round-robin list (SWIM 4.3: every member within N-1 rounds, and the
   random contacts that spread the piggybacked news). No :class:`PingAck`
   within a round: ``indirect`` others are asked to probe it
-  (:class:`PingReq`, SWIM 3.1); no answer either way ``suspect_after``
+  (:class:`PingReq`, SWIM 3.1), and again at half of ``suspect_after``;
+  no answer either way ``suspect_after``
   after the ping: suspect. Our own suspicion not refuted ``dead_after``
   after the ping: dead, and the verdict is pushed to every live member at
   once (as a leave is), so a death is everywhere about one latency later.
@@ -36,8 +37,10 @@ The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
   records that beat ours (a pull; memberlist's push/pull sends both whole
   views). The summary is O(N), its period O(N), so its cost per peer is
   flat; it brings the heartbeats and counters that termination and
-  ``max_pages`` read, which are not news. Once in, a peer also syncs with
-  one seed not heard from every ``JOIN_EVERY_AFTER`` rounds.
+  ``max_pages`` read, which are not news (to an asker that lacks members,
+  those members alone: the heartbeats wait for its next sync). Once in, a
+  peer also syncs with one seed not heard from every ``JOIN_EVERY_AFTER``
+  rounds and greets ``HELLO_SEEDS`` of them a round with an untimed ping.
 
 A suspicion we only *heard* of (not ours) turns dead by our own timer only
 ``dead_after + gossip_interval * ceil(log2 N)`` after we heard it: the
@@ -99,7 +102,8 @@ answered us, every other round we send a :class:`Join` to ``join_seeds``
 random seeds not yet heard from (not to all of them: each answer is a full
 digest, 13 KB at 256 peers); once answered, a :class:`Sync` to one such
 seed every ``JOIN_EVERY_AFTER`` rounds, so two groups of a rolling start
-that joined each other cannot stay apart. A seed not yet heard from is not
+that joined each other cannot stay apart, and a greeting (an untimed ping,
+backing off: ``HELLO_SEEDS``) to a few. A seed not yet heard from is not
 probed for ``seed_grace`` seconds after our start: a rolling start longer
 than ``dead_after`` does not declare the seeds that have not started dead.
 After it, a seed never heard from is probed like anyone and dies if it
@@ -213,6 +217,25 @@ Joins: each answer is the whole view, 13 MB of a 256-peer cold start's 23).
 They bridge two groups of a rolling start that joined each other; a ping
 instead, answered with a few records, left the cold start unconverged 8 s
 longer."""
+HELLO_SEEDS = 2
+"""Seeds not heard from that a peer pings each round once it is in, with no
+probe timer: the ack brings the seed's real record, the ping ours, so a seed
+never heard from costs a ping, not a suspicion (``seed_grace`` still holds).
+Without them the last records of a cold start came by anti-entropy, every
+``ceil(D / SYNC_MEMBERS)`` rounds (8 at 256 peers), and one lost answer in
+five (10% loss each way) cost a straggler 4 s: at 256 peers, 10% loss, the
+last 1% of the pairs took 6 of the 15 s and 5.6 of the 16.7 MB; greeting 2
+a round, 10 s and 12.0 MB. 1 a round was slower, 3 no faster and less
+steady (bench_membership, docs/membership.md)."""
+HELLO_DENSE, HELLO_BACKOFF = 4, 16
+"""A seed not heard from is greeted in each of ``HELLO_DENSE`` rounds, then
+after 2, 4, 8, then every ``HELLO_BACKOFF`` rounds: 13 times in the default
+60 s of grace. A real DEALER queues what it sends to an address nobody
+listens on (zmq delivers it on connect), so without a backoff a seed that
+started last would find 240 pings from every peer waiting. No seed of a
+256-peer cold start was greeted more than 4 times by one peer; doubling the
+waits from the first greeting on, every peer had heard of every seed 1.1 s
+later (bench_membership)."""
 MAX_RELAYS = 64
 """Ping-reqs relayed at once; each costs a dict entry until its ack or suspect_after."""
 MAX_EVENTS = 10_000
@@ -361,6 +384,7 @@ class Membership:
         "_refuted",
         "_next_sync",
         "_sync_partner",
+        "_hello",
     )
 
     def __init__(
@@ -468,6 +492,8 @@ class Membership:
         self._refuted = False
         self._next_sync = 0
         self._sync_partner = ""
+        # seed not heard from -> (tick of its next greeting, greetings so far)
+        self._hello: dict[str, tuple[int, int]] = {}
 
     # -- views ------------------------------------------------------------------
 
@@ -608,6 +634,8 @@ class Membership:
         every = JOIN_EVERY if not self._contacted else JOIN_EVERY_AFTER
         if active and self._ticks % every == 1 % every:
             self._joins(out)
+        if active and self._contacted and self._unheard:
+            self._hellos(now, out)
         candidates = self._candidates(now)
         for target in self._probe_targets(candidates):
             out.append((target, self._ping(target, now)))
@@ -689,8 +717,21 @@ class Membership:
             self.dropped["unknown_sender"] += 1
             return []
         theirs = {e[0]: (e[1], _FINAL[e[2]], _SOFT[e[2]], e[3]) for e in msg.summary}
-        newer = tuple(m for m in self.digest().members
-                      if (k := theirs.get(m.id)) is None or _key(m) > k)
+        news: list[Member] = []
+        beats: list[Member] = []
+        for m in self.digest().members:
+            k = theirs.get(m.id)
+            key = _key(m)
+            if k is None or key[:3] > k[:3]:
+                news.append(m)  # a member, incarnation or state the asker lacks
+            elif key > k:
+                beats.append(m)  # the same member, state and incarnation, a newer heartbeat
+        # An asker that lacks members gets those alone: the heartbeats and
+        # counters (termination, max_pages) come with its next sync, by then
+        # one with nothing else to say. At a 256-peer cold start with 10%
+        # loss, 131 k of the answers' 200 k records were heartbeats only:
+        # 6.7 of 21.6 MB (bench_membership).
+        newer = tuple(news) if news else tuple(beats)
         return [(msg.sender, Digest(self.ring_name, self.self_id, newer))] if newer else []
 
     def _on_join(self, msg: Join, now: float) -> list[tuple[str, Message]]:
@@ -778,6 +819,12 @@ class Membership:
         self._seq += 1
         return self._seq
 
+    def _ask(self, target: str, seq: int, now: float, out: list[tuple[str, Message]]) -> None:
+        """SWIM's ping-req: ``indirect`` random others probe ``target`` for probe ``seq``."""
+        helpers = [c for c in self._candidates(now) if c != target]
+        for h in self._rng.sample(helpers, min(self._indirect, len(helpers))):
+            out.append((h, PingReq(self.ring_name, self.self_id, seq, target, self._updates(h))))
+
     def _ping(self, target: str, now: float) -> Ping:
         seq = self._next_seq()
         self._probes[seq] = _Probe(target, now)
@@ -853,6 +900,20 @@ class Membership:
         join = Join(self.ring_name, self.self_id, me.address, me.weight, me.incarnation)
         for sid in self._rng.sample(unheard, min(self._join_seeds, len(unheard))):
             out.append((sid, join))
+
+    def _hellos(self, now: float, out: list[tuple[str, Message]]) -> None:
+        """Ping ``HELLO_SEEDS`` random seeds not heard from, untimed (see HELLO_SEEDS)."""
+        if now - self._start >= self._seed_grace:
+            return  # past the grace they are probed like anyone
+        members, hello, ticks = self._members, self._hello, self._ticks
+        due = [sid for sid in sorted(self._unheard)
+               if members[sid].state is ALIVE and hello.get(sid, (0, 0))[0] <= ticks]
+        for sid in self._rng.sample(due, min(HELLO_SEEDS, len(due))):
+            k = hello.get(sid, (0, 0))[1] + 1  # this greeting's number
+            wait = 1 if k < HELLO_DENSE else min(2 ** (k - HELLO_DENSE + 1), HELLO_BACKOFF)
+            hello[sid] = (ticks + wait, k)
+            out.append((sid, Ping(self.ring_name, self.self_id, self._next_seq(), sid,
+                                  self._updates(sid))))
 
     def _sync(self) -> Sync:
         summary = tuple((m.id, m.incarnation, m.state, m.heartbeat) for m in self.digest().members)
@@ -931,6 +992,7 @@ class Membership:
     def _heard(self, mid: str) -> None:
         if mid in self._unheard:
             self._unheard.discard(mid)
+            self._hello.pop(mid, None)
             self._joined = True
             self._digest = None
             self._epoch += 1
@@ -966,20 +1028,20 @@ class Membership:
             elif probe.stage == 0 and age >= self._interval / 2:
                 # Unanswered for a round: ping again (same seq) and ask
                 # ``indirect`` others (SWIM 3.1); at half of suspect_after, ping
-                # once more. At 10% loss one ping and one ask fail 0.8% of
-                # probes (19% x 0.34^3); with the two repeats, 0.03%.
+                # and ask once more. At 10% loss one ping and one ask fail 0.8%
+                # of probes (19% x 0.34^3); three pings and two asks, 0.001%
+                # (0.19^3 x 0.34^6). With one ask, a 256-peer cold start
+                # suspected 0-7 running peers, and their refutations held up
+                # convergence by up to 3 s; with two, none in eight starts.
                 probe.stage = 1
                 out.append((target, Ping(self.ring_name, self.self_id, seq, target,
                                          self._updates(target))))
-                helpers = [c for c in self._candidates(now) if c != target]
-                k = min(self._indirect, len(helpers))
-                for h in self._rng.sample(helpers, k):
-                    out.append((h, PingReq(self.ring_name, self.self_id, seq, target,
-                                           self._updates(h))))
+                self._ask(target, seq, now, out)
             elif probe.stage == 1 and age >= self._suspect_after / 2:
                 probe.stage = 2
                 out.append((target, Ping(self.ring_name, self.self_id, seq, target,
                                          self._updates(target))))
+                self._ask(target, seq, now, out)
         verdicts: list[Member] = []
         if not self._suspects:
             return verdicts

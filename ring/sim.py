@@ -7,8 +7,10 @@ or never, with probability ``loss``, or if its receiver is down, not started
 yet, or across a partition. Every message is encoded with the real codec
 (``ring.messages.encode``), and its frame length is what :attr:`SimNet.sent`
 counts; with ``wire=True`` the receiver gets ``decode(frame)``, not the
-object. Membership events of every peer are kept in :attr:`SimNet.events`,
-so a test or ``scripts/bench_membership.py`` can count false suspicions and
+object. :attr:`SimNet.why` splits the bytes by what made a peer send them:
+``("Digest", "Sync")`` is the answers to syncs, ``("Ping", "tick")`` the
+probes of a round. Membership events of every peer are kept in
+:attr:`SimNet.events`, so a test or ``scripts/bench_membership.py`` can count false suspicions and
 false deaths against the truth the network knows (who is really up).
 
 Nothing here reads a clock or does I/O: ``run_until(t)`` runs the events up
@@ -59,6 +61,8 @@ class SimNet:
         self.sent: Counter[str] = Counter()  # bytes sent, by peer
         self.messages: Counter[str] = Counter()  # messages sent, by type name
         self.bytes: Counter[str] = Counter()  # bytes sent, by type name
+        # bytes sent, by (type name, what it answers: a type name, or "tick")
+        self.why: Counter[tuple[str, str]] = Counter()
         self.events: list[SeenEvent] = []
         self._heap: list[tuple[float, int, int, object]] = []
         self._n = 0
@@ -150,7 +154,7 @@ class SimNet:
         if pid not in self.up:
             return
         m = self.peers[pid]
-        self._send(pid, m.tick(self.now))
+        self._send(pid, m.tick(self.now), "tick")
         self._log(pid, m)
         self._push(self.now + self.interval, _TICK, pid)
 
@@ -162,10 +166,10 @@ class SimNet:
         if m.me.incarnation < inc:
             return  # meant for an older process of dst (never happens: incarnations grow)
         out = m.receive(msg, self.now)
-        self._send(dst, out)
+        self._send(dst, out, type(msg).__name__)
         self._log(dst, m)
 
-    def _send(self, src: str, out: list[tuple[str, Message]]) -> None:
+    def _send(self, src: str, out: list[tuple[str, Message]], cause: str) -> None:
         last: object = None
         frame = b""
         for dst, msg in out:
@@ -175,6 +179,7 @@ class SimNet:
             self.sent[src] += len(frame)
             self.messages[type(msg).__name__] += 1
             self.bytes[type(msg).__name__] += len(frame)
+            self.why[type(msg).__name__, cause] += len(frame)
             if self.rng.random() < self.loss or dst not in self.peers and dst not in self._factory:
                 continue
             if self.groups is not None and not any(src in g and dst in g for g in self.groups):

@@ -2,6 +2,7 @@
 
     python scripts/bench_membership.py                 # 8, 64, 256, 512 peers; 0, 1, 10 % loss
     python scripts/bench_membership.py --sizes 256 --loss 0.1
+    python scripts/bench_membership.py --sizes 256 --loss 0.1 --breakdown   # start-up bytes by kind
 
 Every peer is a seed (listed in cluster.toml), the config defaults (0.5 s
 rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
@@ -19,6 +20,11 @@ rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
 Targets at 256 peers (docs/membership.md): <= 15 KB/s a peer, <= 20 MB start-up, 0
 false deaths in a 30 s rolling start, a death everywhere within dead_after +
 two rounds. Bytes are frame lengths of the real codec (ring.messages).
+``--breakdown`` prints, after each row, the cold start's bytes by message
+type and by what it answered (a Digest answering a Sync is anti-entropy's
+pull, one answering a Join a joiner's view, one sent by a tick a pushed
+verdict; a Ping answering a tick is a probe or a greeting, one answering a
+PingReq a relayed probe).
 """
 
 from __future__ import annotations
@@ -70,6 +76,7 @@ def run(n: int, loss: float, seed: int, steady: float, rolling: float) -> dict[s
     net.run_until(INTERVAL)
     conv = net.run_until_converged(limit=120.0, step=check)
     startup = sum(net.sent.values())
+    why = dict(net.why)
     # -- steady state
     net.events.clear()
     before = sum(net.sent.values())
@@ -102,7 +109,7 @@ def run(n: int, loss: float, seed: int, steady: float, rolling: float) -> dict[s
         n=n, loss=loss, conv=conv, startup=startup, mean=sum(per_peer) / n, max=max(per_peer),
         steady_total=sum(net.sent.values()) - before,
         susp=1000 * susp / peer_rounds, deaths=1000 * deaths / peer_rounds, detect=detect,
-        roll_deaths=roll_deaths, roll_susp=roll_susp,
+        roll_deaths=roll_deaths, roll_susp=roll_susp, why=why,
     )
 
 
@@ -113,6 +120,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steady", type=float, default=30.0, help="seconds of steady state")
     ap.add_argument("--rolling", type=float, default=30.0, help="seconds of the rolling start")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--breakdown", action="store_true",
+                    help="the cold start's bytes by message type and what it answered")
     args = ap.parse_args(argv)
     bound = DEAD_AFTER + 2 * INTERVAL
     print(f"200 ms one way; rounds {INTERVAL} s, suspect_after {SUSPECT_AFTER} s, "
@@ -132,6 +141,14 @@ def main(argv: list[str] | None = None) -> int:
                   f"| {r['startup'] / 1e6:.2f} | {conv} | {r['susp']:.2f} / {r['deaths']:.2f} "
                   f"| {detect} | {r['roll_susp']} / {r['roll_deaths']} | {cpu:.0f} |",
                   flush=True)
+            if args.breakdown:
+                why = r["why"]
+                assert isinstance(why, dict)
+                total = sum(why.values())
+                parts = sorted(why.items(), key=lambda kv: -kv[1])
+                print("    start-up bytes: " + ", ".join(
+                    f"{kind} answering {cause} {b / 1e6:.2f} MB ({b / total:.0%})"
+                    for (kind, cause), b in parts if b >= total / 200), flush=True)
     return 0
 
 
