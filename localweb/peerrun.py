@@ -10,6 +10,10 @@
   for the peers, stops them (SIGTERM) when ``stop_when()`` says so or when
   the time is up, and kills one whose RSS passes ``rss_kill_mb``: the judged
   crawl must not take the shared machine down with it.
+- :func:`run_in_process` runs one peer's crawl in this process instead (the
+  same ``Crawler`` and fetcher over real sockets, without an interpreter to
+  start): for the tests that judge what one peer does with the bytes it is
+  sent, not its process (exit status, signals, RSS).
 - :func:`read_rows` reads a peer's ``pages`` table read-only after it exited.
 """
 
@@ -30,7 +34,8 @@ from typing import Any
 
 from localweb.hostile import DNS
 
-__all__ = ["PeerProcess", "Run", "cluster_toml", "free_ports", "read_rows", "rss_mb", "run_peers", "supported"]
+__all__ = ["InProcessPeer", "PeerProcess", "Run", "cluster_toml", "free_ports", "read_rows", "rss_mb",
+           "run_in_process", "run_peers", "supported"]
 
 
 def _toml(v: Any) -> str:
@@ -141,10 +146,40 @@ class PeerProcess:
 
 
 @dataclass
+class InProcessPeer:
+    """One peer's crawl run by :func:`run_in_process`: its log, summary and outcome.
+
+    ``code`` is what ``python -m peer`` would have exited with: 0 when the crawl
+    returned, 1 when it raised (the traceback is in ``err``, as on a real
+    peer's stderr).
+    """
+
+    id: str
+    out: Path
+    err: Path
+    data_dir: Path
+    started: float
+    code: int | None = None
+    peak_rss_mb: float = 0.0   # not measured in process: tests of memory run real processes
+    ended: float | None = None
+    killed: str = ""           # "" or "time" (cancelled after the grace)
+
+    @property
+    def seconds(self) -> float:
+        return (self.ended or time.monotonic()) - self.started
+
+    def stderr(self) -> str:
+        return self.err.read_text(errors="replace")
+
+    def stdout(self) -> str:
+        return self.out.read_text(errors="replace")
+
+
+@dataclass
 class Run:
     """What a crawl did: the peers, and whether it was stopped from outside."""
 
-    peers: list[PeerProcess]
+    peers: list[PeerProcess] | list[InProcessPeer]
     stopped: bool = False      # SIGTERM because stop_when() said so
     timed_out: bool = False    # SIGTERM because the time was up
     rows: list[dict[str, Any]] = field(default_factory=list)
@@ -214,6 +249,74 @@ def run_peers(toml: Path, *, peers: int = 1, timeout: float = 60.0, rss_kill_mb:
             p.ended = p.ended or time.monotonic()
     for p in procs:
         run.rows += read_rows(p.data_dir)
+    return run
+
+
+def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[], bool] | None = None,
+                   grace: float = 20.0, poll: float = 0.1) -> Run:
+    """Crawl as the one peer of ``toml`` in this process, bounded as :func:`run_peers` is.
+
+    When the time is up or ``stop_when()`` says so the crawl is stopped as
+    SIGTERM would stop it; ``grace`` seconds later its fetches are cancelled.
+    The peer's log (INFO and up, the format of ``python -m peer``) goes to
+    ``p1.err`` and its summary to ``p1.out``, beside ``toml``.
+    """
+    import logging
+    import traceback
+
+    import trio
+
+    from peer.config import load_config
+    from peer.engine import Crawler
+
+    cfg = load_config(toml)
+    (spec,) = cfg.peers
+    peer = InProcessPeer(spec.id, toml.parent / f"{spec.id}.out", toml.parent / f"{spec.id}.err",
+                         Path(spec.data_dir), time.monotonic())
+    run = Run([peer])
+    root = logging.getLogger()
+    handler = logging.FileHandler(peer.err, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setLevel(logging.INFO)
+    level = root.level
+    root.addHandler(handler)
+    root.setLevel(min(level, logging.INFO) if level else logging.INFO)
+    crawler = Crawler(cfg, spec.id, data_dir=peer.data_dir, progress_interval=1.0)
+
+    async def watch(cancel: trio.CancelScope) -> None:
+        deadline = trio.current_time() + timeout
+        while trio.current_time() < deadline and not (stop_when is not None and stop_when()):
+            await trio.sleep(poll)
+        run.timed_out = trio.current_time() >= deadline
+        run.stopped = not run.timed_out
+        crawler.stop()
+        await trio.sleep(grace / 2)
+        crawler.cancel_in_flight()
+        await trio.sleep(grace / 2)
+        peer.killed = "time"
+        cancel.cancel()
+
+    async def main() -> str:
+        summary = None
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(watch, nursery.cancel_scope)
+            summary = await crawler.run()
+            nursery.cancel_scope.cancel()
+        return "" if summary is None else summary.render()
+
+    try:
+        peer.out.write_text(trio.run(main) + "\n")
+        peer.code = 0
+    except Exception:
+        with peer.err.open("a") as f:
+            f.write(traceback.format_exc())
+        peer.code = 1
+    finally:
+        peer.ended = time.monotonic()
+        root.removeHandler(handler)
+        root.setLevel(level)
+        handler.close()
+    run.rows = read_rows(peer.data_dir)
     return run
 
 

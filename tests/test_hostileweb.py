@@ -1,11 +1,14 @@
-"""End to end: one real peer (``python -m peer``) against the hostile local web (localweb/).
+"""End to end: one peer against the hostile local web (localweb/), over real sockets.
 
-Every test starts the server in a thread of its own, runs a peer process on a
+Every test starts the server in a thread of its own, runs a peer's crawl on a
 cluster.toml written for it, and judges the crawl the way an operator would:
 by the server's request log, the peer's rows in data_dir/pages.duckdb (read
-after it exited), its exit status, its stderr and its RSS (polled from
-/proc while it runs). Every run is bounded in time (and in RSS: a peer over
-``RSS_KILL_MB`` is killed so it cannot take the shared machine down).
+after it ended), whether it ended cleanly, and its log. The crawl runs in this
+process (:func:`localweb.peerrun.run_in_process`: the same ``Crawler``,
+fetcher and store as ``python -m peer``, without an interpreter to start a
+test); a test of memory runs a real peer process and polls its RSS from
+/proc (``process=True``). Every run is bounded in time (and in RSS: a peer
+over ``RSS_KILL_MB`` is killed so it cannot take the shared machine down).
 
 Caps the tests rely on (``politeness.max_retry_after``,
 ``crawl.max_links_per_page``, ``crawl.max_urls_per_host``) are written into
@@ -25,7 +28,7 @@ from pathlib import Path
 import pytest
 from localweb import RETRY_AFTER, Farm, HostileWeb, Site, in_thread, serve_in_thread
 from localweb.cases import RA_WHERE, PAGES_PER_HOST
-from localweb.peerrun import Run, cluster_toml, run_peers
+from localweb.peerrun import Run, cluster_toml, run_in_process, run_peers
 
 from bench_dns import LocalDns
 
@@ -46,11 +49,13 @@ CAPS = {
 
 
 def crawl(tmp: Path, web: HostileWeb, seeds: list[str], *, timeout: float = BOUNDED,
-          sections: dict | None = None, **kw) -> Run:
-    """Crawl ``seeds`` ("host/path") with one peer process; bounded by ``timeout``."""
+          sections: dict | None = None, process: bool = False, **kw) -> Run:
+    """Crawl ``seeds`` ("host/path") with one peer, in this process or (``process``) a peer process."""
     urls = [web.url(host, "/" + path) for host, _, path in (s.partition("/") for s in seeds)]
     toml = cluster_toml(tmp, urls, sections=sections, caps=CAPS)
-    return run_peers(toml, timeout=timeout, rss_kill_mb=RSS_KILL_MB, **kw)
+    if process:
+        return run_peers(toml, timeout=timeout, rss_kill_mb=RSS_KILL_MB, **kw)
+    return run_in_process(toml, timeout=timeout, **kw)
 
 
 def assert_clean_exit(run: Run) -> None:

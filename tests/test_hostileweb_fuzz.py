@@ -170,7 +170,7 @@ def test_link_farm_beside_the_site_memory_bounded_and_site_complete(tmp_path):
         expected = web.site.expected_urls(web.port)
         run = crawl(tmp_path, web, ["site.test/", "trap.test/", *(f"{h}/" for h in web.farm.names())],
                     sections={"politeness": {"rate": 1200.0, "initial_delay": 0.05}},
-                    stop_when=site_done, timeout=60.0)
+                    stop_when=site_done, timeout=60.0, process=True)
     p = run.peers[0]
     assert p.killed != "rss", f"peer killed at {p.peak_rss_mb:.0f} MB RSS"
     assert p.peak_rss_mb < RSS_BOUND_MB, f"peak RSS {p.peak_rss_mb:.0f} MB"
