@@ -46,8 +46,12 @@ def _demo_setting(name: str) -> int:
 def _listen(port: int) -> socket.socket:
     """A socket listening on 127.0.0.1:``port``: anyone else binding it fails."""
     s = socket.socket()
-    s.bind(("127.0.0.1", port))
-    s.listen()
+    try:
+        s.bind(("127.0.0.1", port))
+        s.listen()
+    except OSError:
+        s.close()  # else the unbound socket is collected later, in another test, as a ResourceWarning
+        raise
     return s
 
 
