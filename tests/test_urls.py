@@ -605,3 +605,41 @@ def test_url_like_host_patterns_are_refused(pattern):
 )
 def test_path_repeats(url, n):
     assert path_repeats(normalize(url)) == n
+
+
+# -- normalize_link's memo -----------------------------------------------------
+
+MEMO_BASES = ["http://h.test/a/b/p.html", "http://h.test/a/b/q.html?x=/y/z", "http://h.test/a/b/",
+              "http://h.test/a/b/c/..", "http://h.test/a/b/./r", "http://H.test:80/a/%62/s",
+              "http://h.test/a/b/c/x", "http://h.test/a/b/p.html#f/g", "https://h.test/a/b/p.html",
+              "http://other.test/a/b/p"]
+MEMO_HREFS = ["../c1/", "./", "x.html", "/about.html", "?q=1", "#top", "", "http:x", "//g.test/y",
+              "mailto:a@b.test", "http://[bad/", "%7e/%zz", "d/../../../e", "https:z"]
+
+
+def _unmemoised(base: str, href: str) -> str | None:
+    try:
+        return join(base, href)
+    except URLError:
+        return None
+
+
+def test_normalize_link_memo_never_answers_for_another_base():
+    # Every base against every href, twice over in both orders: a memo keyed
+    # too coarsely (the raw base up to its last "/", say) hands one base's
+    # answer to another: "/a/b/c/.." is the directory /a/, "/a/b/p" is /a/b/.
+    for bases in (MEMO_BASES, MEMO_BASES[::-1]):
+        for base in bases:
+            for href in MEMO_HREFS:
+                assert normalize_link(base, href) == _unmemoised(base, href), (base, href)
+
+
+def test_normalize_link_memo_is_bounded(monkeypatch):
+    import peer.urls
+
+    monkeypatch.setattr(peer.urls, "_LINK_MEMO", {})
+    for i in range(peer.urls._LINK_MEMO_SIZE + 10):
+        assert normalize_link("http://h.test/d/p", f"x{i}") == f"http://h.test/d/x{i}"
+    assert len(peer.urls._LINK_MEMO) <= peer.urls._LINK_MEMO_SIZE
+    assert normalize_link("http://h.test/d/p", "a" * 5000) is None  # too long: no key either
+    assert all(len(key[3]) <= 4096 for key in peer.urls._LINK_MEMO)
