@@ -348,42 +348,12 @@ def join(base: str, href: str) -> str:
     return url
 
 
-# normalize_link's memo: (scheme, authority, directory of the normalised
-# base, href) -> URL or None. Pages of one directory share their navigation
-# links ("/", "../c1/", "/about.html"), and resolving one costs 2.5-3 us; a
-# hit is one dict lookup. Bounded like Scope's memo (cleared when full), and
-# an href over MAX_URL_LENGTH is never a key.
-_LINK_MEMO: dict[tuple[str, str, str, str], str | None] = {}
-_LINK_MEMO_SIZE = 16384
-
-
 def normalize_link(base: str, href: str) -> str | None:
     """:func:`join`, but ``None`` for anything not crawlable (the hot path)."""
     try:
-        if type(href) is not str or len(href) > MAX_URL_LENGTH:
-            return _resolve(base, href)
-        # A reference with a path resolves against the base's scheme,
-        # authority and directory only (RFC 3986 §5.2.2-5.2.3); one without
-        # (query or fragment only) takes the whole base, and is not memoised.
-        bscheme, bauthority, bpath, _ = _base(_check_input(base))
-        key = (bscheme, bauthority, bpath[:bpath.rfind("/") + 1], href)
-        url = _LINK_MEMO.get(key, _MISS)
-        if url is not _MISS:
-            return url  # type: ignore[return-value]
-        try:
-            url = _resolve(base, href)
-        except URLError:
-            url = None
-        if _split(href)[2]:
-            if len(_LINK_MEMO) >= _LINK_MEMO_SIZE:
-                _LINK_MEMO.clear()
-            _LINK_MEMO[key] = url
-        return url
+        return _resolve(base, href)
     except URLError:
         return None
-
-
-_MISS = object()
 
 
 def host_key(url: str) -> str:
