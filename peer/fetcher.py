@@ -18,35 +18,39 @@ What httpx does not do for a crawler, measured, and done here:
   ``zlib.decompressobj().decompress(data, max_length)``, so at most
   ``max_body + 1`` decoded bytes exist at any time. ``max_body`` caps the raw
   bytes too, and a Content-Length over it is refused before any body is read.
-- **DNS through our cache.** A custom ``httpcore.AsyncNetworkBackend`` resolves
-  the origin host through :class:`peer.resolver.Resolver` (cache, one query
-  per name, SSRF guard) and connects to that IP. httpcore still hands the
-  origin host name to ``start_tls``, so SNI and the certificate check see the
-  name, not the IP.
-- **httpcore, not httpx, on the hot path.** A fetch calls an httpcore pool
-  directly: httpx's client adds cookies, auth and redirects, which a crawler
-  does itself or not at all, and its transport re-wraps every request,
-  response and stream. Side by side, CPU a sequential fetch of a 4 KiB page
-  from nginx: 698 us through httpcore, 1048 us through httpx's transport;
-  a whole fetch and parse through :class:`Fetcher` went from 1.6-2.3 ms to
-  1.2-1.7 ms (three alternating runs on the loaded 2-core box). The URL is
-  split once here (:func:`_request_url`), the Host field written from it,
-  and header values decoded as httpx did (ASCII, else UTF-8, else Latin-1).
-  httpx is still used for its SSL context (certifi) and pinned with httpcore.
-- **Sharded pools.** httpcore's pool scans every connection on every request:
-  one pool at 200 connections cost 4.8 ms of CPU a request, one pool per
-  ~8 connections 1.2-1.8 ms. So there is one pool per
+- **DNS through our cache.** A new connection resolves the origin host
+  through :class:`peer.resolver.Resolver` (cache, one query per name, SSRF
+  guard) and connects to those addresses in order; TLS is a
+  ``trio.SSLStream`` given the host name, so SNI and the certificate check
+  see the name, not the IP. A connect and a handshake each get
+  ``max(1, timeout / 3)`` s, so the next address can still be tried.
+- **Our own HTTP/1.1 client, not httpx or httpcore + h11.** The wire format
+  is :mod:`peer.http1`, a sans-IO reader that accepts and refuses what h11
+  did (its module docstring lists the rules and caps); the I/O is a trio
+  stream per connection and :class:`_Idle`, the keep-alive connections per
+  origin. Measured before, py-spy on the 49-host crawl of
+  ``scripts/bench_polite.py``: httpcore + h11 were 27% of the peer's loop,
+  and a fetch through them 56% of its samples (per-event objects, a lock,
+  shielded cancel scopes and a scan of the pool's connections per request,
+  nested async generators per body). Alternated runs of
+  ``scripts/bench_ring.py --only cpu --cpu-peers 1 --cpu-hosts 49
+  --cpu-links 20`` (7,043 pages, politeness off): 3.11, 3.28, 3.13 ms of
+  peer CPU a page before, 2.17, 2.22, 2.13 after. httpx's own client had
+  cost more again (a sequential 4 KiB fetch from nginx: 1048 us through its
+  transport, 698 us through httpcore). httpx is still used for its SSL
+  context (certifi), and h11 and httpcore only to name their exceptions in
+  :func:`error_kind`. The URL is split once (:func:`_request_url`) and the
+  head decoded as httpx did (ASCII, else UTF-8, else Latin-1).
+- **Shards of the idle pool.** ``shards`` (one per
   ``CONNECTIONS_PER_SHARD`` of ``crawl.concurrency``, chosen by a hash of the
-  host, which also keeps a host's keep-alive connection in one pool.
-- **Early stops without the async-generator trap.** httpcore's
-  ``aiter_stream()`` is nested async generators. Breaking out of it leaves the
-  inner five suspended; when they are garbage collected, trio warns
-  ("Async generator ... was garbage collected before it had been exhausted",
-  encode/httpx#3777) and ``aclosing()`` on the outer one does not reach them.
-  We stop by closing the connection's socket and resuming the iterator: the
-  innermost read fails and the error runs out through every generator, which
-  so finish (see :func:`_abandon`). The connection was to be dropped anyway,
-  its body being unread.
+  host) split the keep-alive budget: a shard keeps at most 4x its share of
+  the concurrency idle, and closes the connection idle longest beyond that
+  or past :data:`_KEEPALIVE_EXPIRY`. (With httpcore they were there because
+  its pool scanned every connection on every request: one pool at 200
+  connections cost 4.8 ms of CPU a request.)
+- **Early stops are a close.** A body cut at ``max_body``, refused, or left
+  unread is never drained: the connection's socket is closed (synchronously,
+  so a deadline cannot leave it half open) and the connection is not reused.
 - **Every header parsed totally.** :func:`read_head` (pure) reads the status
   and the fields the crawler uses; a malformed value is ignored or clamped,
   never raised, and its reason counted (``Fetcher.stats()["malformed"]``,
@@ -61,9 +65,10 @@ What httpx does not do for a crawler, measured, and done here:
                         signs, fractions, several fields), or clamped to
                         :data:`RETRY_AFTER_MAX` (a date in year 9999)
   ``content_length``    not one run of ASCII digits, or sent with
-                        Transfer-Encoding, which wins (RFC 9112 §6.3). h11
-                        already refuses negative, non-digit, conflicting
-                        and over-20-digit values (error ``protocol``)
+                        Transfer-Encoding, which wins (RFC 9112 §6.3).
+                        :mod:`peer.http1` already refuses negative,
+                        non-digit, conflicting and over-20-digit values
+                        (error ``protocol``), as h11 did
   ``content_type``      not ``type/subtype`` of RFC 9110 tokens, each at
                         most 127 characters (RFC 6838 §4.2), or several
                         fields (the last wins, as in WHATWG Fetch): an
@@ -85,11 +90,12 @@ What httpx does not do for a crawler, measured, and done here:
   ====================  ================================================
 
 - **No response desync.** Bytes a server sends beyond a response's end in
-  the same read stay in h11's buffer; httpcore put the connection back in
+  the same read stayed in h11's buffer; httpcore put the connection back in
   the pool, and the next URL of the host got them as its response (another
   page's content, whose links were followed). curl closes such a connection
-  ("excess found"); so do we. Bytes that arrive later on an idle connection
-  make its socket readable, and httpcore's pool drops it before reuse.
+  ("excess found"); so do we (:attr:`peer.http1.ResponseReader.trailing`).
+  Bytes that arrive later on an idle connection make its socket readable,
+  and :class:`_Idle` drops it before reuse.
 - **A prefix read.** ``fetch(url, max_body=n, prefix_ok=True)`` reads at most
   ``n`` decoded bytes of a longer body and returns them with ``truncated``
   and no error, for robots.txt: RFC 9309 §2.5 says a crawler must parse at
@@ -107,9 +113,9 @@ Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
                    body cut at ``max_body`` (``truncated``, body kept);
                    never with ``prefix_ok``, where the cut body is the answer
 ``decode``         unknown Content-Encoding or a corrupt gzip/deflate stream
-``protocol``       malformed HTTP: a status line or header h11 refuses, a
-                   header block over httpcore's 100 KiB, a status outside
-                   100-599
+``protocol``       malformed HTTP: a status line, header or chunk framing
+                   :mod:`peer.http1` refuses (as h11 did), a head over its
+                   100 KiB, a status outside 100-599
 ``tls``            certificate, hostname or handshake failure
 ``scope``          a URL httpx cannot fetch at all (scheme, syntax)
 ``internal``       a bug of ours while reading a response (logged with its
@@ -157,7 +163,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Connections one httpx pool serves before its scan cost shows (module docstring).
+#: Connections a shard of the idle pool is sized for (module docstring).
 CONNECTIONS_PER_SHARD = 8
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
 # Only what we can inflate with a bounded output; httpx's default would add
@@ -359,8 +365,8 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
         value = lengths[0].strip()
         if wanted["transfer-encoding"]:
             # RFC 9112 §6.3: Transfer-Encoding overrides Content-Length, and
-            # a message with both "ought to be handled as an error"; h11
-            # frames it as chunked, so the length is only ignored.
+            # a message with both "ought to be handled as an error";
+            # peer.http1 (as h11) frames it as chunked, so the length is only ignored.
             reasons.append("content_length")
         elif len(set(lengths)) > 1 or not (value.isascii() and value.isdigit()) or len(value) > 20:
             reasons.append("content_length")
@@ -398,8 +404,9 @@ def error_kind(exc: BaseException) -> ErrorKind | None:
         if isinstance(cause, ssl.SSLError):
             return ErrorKind.TLS
         cause = cause.__cause__ or cause.__context__
-    # httpcore's classes are what the fetcher meets (it calls httpcore's pool
-    # directly); httpx's are kept for callers that use httpx itself.
+    # The fetcher meets trio's, ssl's and OSError (peer.http1 raises
+    # FetchError); httpx's, httpcore's and h11's are kept for callers that
+    # use those libraries (the dashboard's h11, scripts with httpx).
     if isinstance(exc, (httpx.ConnectTimeout, httpcore.ConnectTimeout)):
         return ErrorKind.CONNECT
     if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException)):
