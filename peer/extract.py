@@ -58,6 +58,10 @@ __all__ = ["MAX_TITLE", "Page", "decode_html", "is_html", "parse_page", "parse_t
 MAX_TITLE = 1000
 
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
+# parse_page: the elements it reads, and the page size up to which selecting
+# them beats walking every element (its docstring has the figures).
+_SELECT = "a, area, title, base, meta"
+_SELECT_MAX = 64 * 1024
 # WHATWG MIME Sniffing §7.1: these mean "no usable type", so the body decides.
 _UNKNOWN_TYPES = frozenset({"", "unknown/unknown", "application/unknown", "*/*"})
 
@@ -220,7 +224,11 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     tags are looked at (6 ms for all 59,716 nodes), so one page costs about
     what its first ``max_links`` links cost. ``<base>`` and ``<meta
     name=robots>`` belong in the head (HTML §4.2), so stopping there misses
-    nothing a conforming page says.
+    nothing a conforming page says. A page of at most :data:`_SELECT_MAX`
+    bytes is read through one CSS selection instead, in the same tree order:
+    on the 30 KB pages of the 49-host bench web (357 elements, 18 links) the
+    walk cost 65 us and the selection 26 us, and so small a page cannot
+    hold enough links for the cap to matter.
     """
     if tree is None:
         tree = parse_tree(body, charset)
@@ -231,7 +239,12 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     noindex = nofollow = False
     more = 0  # links past the cap: counted, not read
     root = tree.root
-    nodes = root.traverse() if root is not None else ()
+    if root is None:
+        nodes = ()
+    elif len(body) <= _SELECT_MAX:
+        nodes = tree.css(_SELECT)
+    else:
+        nodes = root.traverse()
     for node in nodes:
         tag = node.tag
         if tag == "a" or tag == "area":

@@ -18,35 +18,39 @@ What httpx does not do for a crawler, measured, and done here:
   ``zlib.decompressobj().decompress(data, max_length)``, so at most
   ``max_body + 1`` decoded bytes exist at any time. ``max_body`` caps the raw
   bytes too, and a Content-Length over it is refused before any body is read.
-- **DNS through our cache.** A custom ``httpcore.AsyncNetworkBackend`` resolves
-  the origin host through :class:`peer.resolver.Resolver` (cache, one query
-  per name, SSRF guard) and connects to that IP. httpcore still hands the
-  origin host name to ``start_tls``, so SNI and the certificate check see the
-  name, not the IP.
-- **httpcore, not httpx, on the hot path.** A fetch calls an httpcore pool
-  directly: httpx's client adds cookies, auth and redirects, which a crawler
-  does itself or not at all, and its transport re-wraps every request,
-  response and stream. Side by side, CPU a sequential fetch of a 4 KiB page
-  from nginx: 698 us through httpcore, 1048 us through httpx's transport;
-  a whole fetch and parse through :class:`Fetcher` went from 1.6-2.3 ms to
-  1.2-1.7 ms (three alternating runs on the loaded 2-core box). The URL is
-  split once here (:func:`_request_url`), the Host field written from it,
-  and header values decoded as httpx did (ASCII, else UTF-8, else Latin-1).
-  httpx is still used for its SSL context (certifi) and pinned with httpcore.
-- **Sharded pools.** httpcore's pool scans every connection on every request:
-  one pool at 200 connections cost 4.8 ms of CPU a request, one pool per
-  ~8 connections 1.2-1.8 ms. So there is one pool per
+- **DNS through our cache.** A new connection resolves the origin host
+  through :class:`peer.resolver.Resolver` (cache, one query per name, SSRF
+  guard) and connects to those addresses in order; TLS is a
+  ``trio.SSLStream`` given the host name, so SNI and the certificate check
+  see the name, not the IP. A connect and a handshake each get
+  ``max(1, timeout / 3)`` s, so the next address can still be tried.
+- **Our own HTTP/1.1 client, not httpx or httpcore + h11.** The wire format
+  is :mod:`peer.http1`, a sans-IO reader that accepts and refuses what h11
+  did (its module docstring lists the rules and caps); the I/O is a trio
+  stream per connection and :class:`_Idle`, the keep-alive connections per
+  origin. Measured before, py-spy on the 49-host crawl of
+  ``scripts/bench_polite.py``: httpcore + h11 were 27% of the peer's loop,
+  and a fetch through them 56% of its samples (per-event objects, a lock,
+  shielded cancel scopes and a scan of the pool's connections per request,
+  nested async generators per body). Alternated runs of
+  ``scripts/bench_ring.py --only cpu --cpu-peers 1 --cpu-hosts 49
+  --cpu-links 20`` (7,043 pages, politeness off): 3.11, 3.28, 3.13 ms of
+  peer CPU a page before, 2.17, 2.22, 2.13 after. httpx's own client had
+  cost more again (a sequential 4 KiB fetch from nginx: 1048 us through its
+  transport, 698 us through httpcore). httpx is still used for its SSL
+  context (certifi), and h11 and httpcore only to name their exceptions in
+  :func:`error_kind`. The URL is split once (:func:`_request_url`) and the
+  head decoded as httpx did (ASCII, else UTF-8, else Latin-1).
+- **Shards of the idle pool.** ``shards`` (one per
   ``CONNECTIONS_PER_SHARD`` of ``crawl.concurrency``, chosen by a hash of the
-  host, which also keeps a host's keep-alive connection in one pool.
-- **Early stops without the async-generator trap.** httpcore's
-  ``aiter_stream()`` is nested async generators. Breaking out of it leaves the
-  inner five suspended; when they are garbage collected, trio warns
-  ("Async generator ... was garbage collected before it had been exhausted",
-  encode/httpx#3777) and ``aclosing()`` on the outer one does not reach them.
-  We stop by closing the connection's socket and resuming the iterator: the
-  innermost read fails and the error runs out through every generator, which
-  so finish (see :func:`_abandon`). The connection was to be dropped anyway,
-  its body being unread.
+  host) split the keep-alive budget: a shard keeps at most 4x its share of
+  the concurrency idle, and closes the connection idle longest beyond that
+  or past :data:`_KEEPALIVE_EXPIRY`. (With httpcore they were there because
+  its pool scanned every connection on every request: one pool at 200
+  connections cost 4.8 ms of CPU a request.)
+- **Early stops are a close.** A body cut at ``max_body``, refused, or left
+  unread is never drained: the connection's socket is closed (synchronously,
+  so a deadline cannot leave it half open) and the connection is not reused.
 - **Every header parsed totally.** :func:`read_head` (pure) reads the status
   and the fields the crawler uses; a malformed value is ignored or clamped,
   never raised, and its reason counted (``Fetcher.stats()["malformed"]``,
@@ -61,9 +65,10 @@ What httpx does not do for a crawler, measured, and done here:
                         signs, fractions, several fields), or clamped to
                         :data:`RETRY_AFTER_MAX` (a date in year 9999)
   ``content_length``    not one run of ASCII digits, or sent with
-                        Transfer-Encoding, which wins (RFC 9112 §6.3). h11
-                        already refuses negative, non-digit, conflicting
-                        and over-20-digit values (error ``protocol``)
+                        Transfer-Encoding, which wins (RFC 9112 §6.3).
+                        :mod:`peer.http1` already refuses negative,
+                        non-digit, conflicting and over-20-digit values
+                        (error ``protocol``), as h11 did
   ``content_type``      not ``type/subtype`` of RFC 9110 tokens, each at
                         most 127 characters (RFC 6838 §4.2), or several
                         fields (the last wins, as in WHATWG Fetch): an
@@ -85,11 +90,12 @@ What httpx does not do for a crawler, measured, and done here:
   ====================  ================================================
 
 - **No response desync.** Bytes a server sends beyond a response's end in
-  the same read stay in h11's buffer; httpcore put the connection back in
+  the same read stayed in h11's buffer; httpcore put the connection back in
   the pool, and the next URL of the host got them as its response (another
   page's content, whose links were followed). curl closes such a connection
-  ("excess found"); so do we. Bytes that arrive later on an idle connection
-  make its socket readable, and httpcore's pool drops it before reuse.
+  ("excess found"); so do we (:attr:`peer.http1.ResponseReader.trailing`).
+  Bytes that arrive later on an idle connection make its socket readable,
+  and :class:`_Idle` drops it before reuse.
 - **A prefix read.** ``fetch(url, max_body=n, prefix_ok=True)`` reads at most
   ``n`` decoded bytes of a longer body and returns them with ``truncated``
   and no error, for robots.txt: RFC 9309 §2.5 says a crawler must parse at
@@ -107,9 +113,9 @@ Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
                    body cut at ``max_body`` (``truncated``, body kept);
                    never with ``prefix_ok``, where the cut body is the answer
 ``decode``         unknown Content-Encoding or a corrupt gzip/deflate stream
-``protocol``       malformed HTTP: a status line or header h11 refuses, a
-                   header block over httpcore's 100 KiB, a status outside
-                   100-599
+``protocol``       malformed HTTP: a status line, header or chunk framing
+                   :mod:`peer.http1` refuses (as h11 did), a head over its
+                   100 KiB, a status outside 100-599
 ``tls``            certificate, hostname or handshake failure
 ``scope``          a URL httpx cannot fetch at all (scheme, syntax)
 ``internal``       a bug of ours while reading a response (logged with its
@@ -137,12 +143,9 @@ import httpcore
 import httpx
 import trio
 
-# httpcore's own trio backend does the connecting and maps trio's errors to
-# httpcore's; we only choose the address. Private module, pinned with httpx.
-from httpcore._backends.trio import TrioBackend
-
 from peer.config import CrawlConfig
 from peer.errors import ErrorKind, FetchError
+from peer.http1 import Head1, ResponseReader, request_bytes
 from peer.resolver import Resolver
 
 __all__ = [
@@ -160,7 +163,7 @@ __all__ = [
 
 log = logging.getLogger(__name__)
 
-#: Connections one httpx pool serves before its scan cost shows (module docstring).
+#: Connections a shard of the idle pool is sized for (module docstring).
 CONNECTIONS_PER_SHARD = 8
 _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
 # Only what we can inflate with a bounded output; httpx's default would add
@@ -171,10 +174,8 @@ _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # A skipped non-HTML body this small is read and dropped so the keep-alive
 # connection survives; a larger one costs the connection instead.
 _DRAIN_MAX = 16 * 1024
-# Closing a connection is quick but may send a TLS close_notify: bound it.
-_CLOSE_TIMEOUT = 1.0
-# After the socket is closed only h11's buffer (one 64 KiB read) is left.
-_DRAIN_STEPS = 64
+# httpcore's read size: a 4-64 KiB page comes in one or two reads.
+_READ_SIZE = 64 * 1024
 _KEEPALIVE_EXPIRY = 10.0
 #: The longest Retry-After we return, in seconds (10 years): only so that a
 #: date in the year 9999 or a 400-digit delta stays a finite float. The
@@ -364,8 +365,8 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
         value = lengths[0].strip()
         if wanted["transfer-encoding"]:
             # RFC 9112 §6.3: Transfer-Encoding overrides Content-Length, and
-            # a message with both "ought to be handled as an error"; h11
-            # frames it as chunked, so the length is only ignored.
+            # a message with both "ought to be handled as an error";
+            # peer.http1 (as h11) frames it as chunked, so the length is only ignored.
             reasons.append("content_length")
         elif len(set(lengths)) > 1 or not (value.isascii() and value.isdigit()) or len(value) > 20:
             reasons.append("content_length")
@@ -403,8 +404,9 @@ def error_kind(exc: BaseException) -> ErrorKind | None:
         if isinstance(cause, ssl.SSLError):
             return ErrorKind.TLS
         cause = cause.__cause__ or cause.__context__
-    # httpcore's classes are what the fetcher meets (it calls httpcore's pool
-    # directly); httpx's are kept for callers that use httpx itself.
+    # The fetcher meets trio's, ssl's and OSError (peer.http1 raises
+    # FetchError); httpx's, httpcore's and h11's are kept for callers that
+    # use those libraries (the dashboard's h11, scripts with httpx).
     if isinstance(exc, (httpx.ConnectTimeout, httpcore.ConnectTimeout)):
         return ErrorKind.CONNECT
     if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException)):
@@ -437,19 +439,19 @@ _NETWORK_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpcore.TimeoutException,
                    trio.ClosedResourceError, h11.ProtocolError, zlib.error)
 
 
-def _request_url(url: str) -> tuple[httpcore.URL, bytes]:
-    """httpcore's URL and the Host field (RFC 9110 §7.2) of an absolute http(s) URL.
+def _request_url(url: str) -> tuple[str, str, int, str, str]:
+    """(scheme, host, port, target, Host field of RFC 9110 §7.2) of an absolute http(s) URL.
 
     peer.urls hands us normalised ASCII URLs (punycode hosts, percent-encoded
-    paths); anything else is no URL this fetcher can send: ``UnsupportedProtocol``
-    (error ``scope``), as httpx's own parser would have said.
+    paths); anything else is no URL this fetcher can send: error ``scope``,
+    as httpx's own parser would have said.
     """
     if not url.isascii():
-        raise httpcore.UnsupportedProtocol(f"not an ASCII URL: {url[:100]!r}")
+        raise FetchError(ErrorKind.SCOPE, f"not an ASCII URL: {url[:100]!r}")
     scheme, sep, rest = url.partition("://")
     scheme = scheme.lower()
     if not sep or scheme not in ("http", "https"):
-        raise httpcore.UnsupportedProtocol(f"not an http(s) URL: {url[:100]!r}")
+        raise FetchError(ErrorKind.SCOPE, f"not an http(s) URL: {url[:100]!r}")
     cut = len(rest)
     for mark in "/?#":
         i = rest.find(mark)
@@ -457,52 +459,33 @@ def _request_url(url: str) -> tuple[httpcore.URL, bytes]:
             cut = i
     authority, target = rest[:cut], rest[cut:].partition("#")[0]
     if "@" in authority:
-        raise httpcore.UnsupportedProtocol("a URL with user info is not fetched")
+        raise FetchError(ErrorKind.SCOPE, "a URL with user info is not fetched")
     host, port = authority, None
     if authority.startswith("["):
         end = authority.find("]")
         if end < 0:
-            raise httpcore.UnsupportedProtocol(f"bad IPv6 literal in {url[:100]!r}")
+            raise FetchError(ErrorKind.SCOPE, f"bad IPv6 literal in {url[:100]!r}")
         host, tail = authority[1:end], authority[end + 1:]
         if tail:
             if not tail.startswith(":"):
-                raise httpcore.UnsupportedProtocol(f"bad authority in {url[:100]!r}")
+                raise FetchError(ErrorKind.SCOPE, f"bad authority in {url[:100]!r}")
             port = tail[1:]
     elif ":" in authority:
         host, _, port = authority.rpartition(":")
     if not host:
-        raise httpcore.UnsupportedProtocol(f"no host in {url[:100]!r}")
-    number: int | None = None
+        raise FetchError(ErrorKind.SCOPE, f"no host in {url[:100]!r}")
+    default = 443 if scheme == "https" else 80
+    number = default
     if port:
         if not (port.isdigit() and len(port) <= 5 and int(port) <= 65535):
-            raise httpcore.UnsupportedProtocol(f"bad port in {url[:100]!r}")
+            raise FetchError(ErrorKind.SCOPE, f"bad port in {url[:100]!r}")
         number = int(port)
     if not target.startswith("/"):
         target = "/" + target
     host = host.lower()
-    default = 443 if scheme == "https" else 80
     shown = f"[{host}]" if ":" in host else host
-    field = shown if number is None or number == default else f"{shown}:{number}"
-    return (httpcore.URL(scheme=scheme.encode(), host=host.encode(), port=number,
-                         target=target.encode()), field.encode())
-
-
-def _decode_headers(raw: list[tuple[bytes, bytes]]) -> list[tuple[str, str]]:
-    """Header fields as text, never an error: ASCII, else UTF-8, else Latin-1 for
-    the whole head (httpx's rule, so a value reads the same as it did through httpx)."""
-    for encoding in ("ascii", "utf-8"):
-        try:
-            return [(k.decode("latin-1").lower(), v.decode(encoding)) for k, v in raw]
-        except UnicodeDecodeError:
-            continue
-    return [(k.decode("latin-1").lower(), v.decode("latin-1")) for k, v in raw]
-
-
-def _shard_key(url: str) -> bytes:
-    """The authority of an absolute URL (host[:port]), lower-cased."""
-    start = url.find("//") + 2
-    end = url.find("/", start)
-    return url[start:end if end >= 0 else None].lower().encode()
+    field = shown if number == default else f"{shown}:{number}"
+    return scheme, host, number, target, field
 
 
 class _Inflater:
@@ -572,133 +555,84 @@ class _Progress:
 
 
 # ---------------------------------------------------------------------------
-# The network backend: DNS through the resolver
+# Connections: DNS through the resolver, keep-alive per origin
 
 
-class _ResolvingBackend(httpcore.AsyncNetworkBackend):
-    """connect_tcp(host) = Resolver.resolve(host), then connect to an address.
+class _Conn:
+    """One open connection to an origin (TCP, or TLS over TCP) and the address it went to."""
 
-    The addresses are tried in order; the first that accepts wins. The guard
-    already ran in the resolver, so we connect to exactly the address it saw.
+    __slots__ = ("stream", "sock", "key", "address", "idle_since")
+
+    def __init__(self, stream: trio.abc.Stream, sock: Any, key: tuple[str, str, int],
+                 address: str) -> None:
+        self.stream = stream
+        self.sock = sock
+        self.key = key
+        self.address = address
+        self.idle_since = 0.0
+
+    def close(self) -> None:
+        # The socket, not the stream: synchronous, so it also runs when a
+        # deadline cancelled the fetch, and a crawler owes a server whose
+        # response it abandons no TLS close_notify (curl also just closes).
+        self.sock.close()
+
+
+class _Idle:
+    """A shard's idle keep-alive connections, by origin, at most ``cap`` of them.
+
+    A connection is taken only if it has been idle under the keep-alive
+    expiry and its socket is not readable: bytes on an idle connection are
+    the server's close or the start of a response nobody asked for, and the
+    next request would read them as its own (httpcore's rule, kept). Over the
+    cap, the connection idle longest is closed.
     """
 
-    def __init__(self, resolver: Resolver) -> None:
-        self._resolver = resolver
-        self._inner = TrioBackend()
+    __slots__ = ("cap", "_by_key", "_order")
 
-    async def connect_tcp(self, host: str, port: int, timeout: float | None = None,
-                          local_address: str | None = None,
-                          socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        addresses = await self._resolver.resolve(host)
-        last: Exception | None = None
-        for address in addresses:
-            try:
-                return await self._inner.connect_tcp(address, port, timeout=timeout,
-                                                     local_address=local_address,
-                                                     socket_options=socket_options)
-            except (httpcore.ConnectError, httpcore.ConnectTimeout) as exc:
-                last = exc
-        assert last is not None
-        raise last
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._by_key: dict[tuple[str, str, int], list[_Conn]] = {}
+        self._order: dict[_Conn, None] = {}  # insertion order = idle since
 
-    async def connect_unix_socket(self, path: str, timeout: float | None = None,
-                                  socket_options: Any = None) -> httpcore.AsyncNetworkStream:
-        raise httpcore.UnsupportedProtocol("a crawler does not connect to unix sockets")
+    def take(self, key: tuple[str, str, int], now: float) -> _Conn | None:
+        conns = self._by_key.get(key)
+        while conns:
+            conn = conns.pop()
+            del self._order[conn]
+            if not conns:
+                del self._by_key[key]
+            if now - conn.idle_since > _KEEPALIVE_EXPIRY or conn.sock.is_readable():
+                conn.close()
+                continue
+            return conn
+        return None
 
-    async def sleep(self, seconds: float) -> None:
-        await trio.sleep(seconds)
+    def put(self, conn: _Conn, now: float) -> None:
+        conn.idle_since = now
+        order = self._order
+        while order:
+            oldest = next(iter(order))
+            if len(order) < self.cap and now - oldest.idle_since <= _KEEPALIVE_EXPIRY:
+                break
+            self._drop(oldest)
+        order[conn] = None
+        self._by_key.setdefault(conn.key, []).append(conn)
 
+    def _drop(self, conn: _Conn) -> None:
+        del self._order[conn]
+        conns = self._by_key[conn.key]
+        conns.remove(conn)
+        if not conns:
+            del self._by_key[conn.key]
+        conn.close()
 
-class _Connection(httpcore.AsyncHTTPConnection):
-    """An httpcore connection that is not reused while h11 holds unread response bytes.
+    def close(self) -> None:
+        for conn in list(self._order):
+            self._drop(conn)
 
-    Why here: httpcore's pool asks ``has_expired()`` of every connection each
-    time a response is released or a request queued, and closes those that
-    say yes; that is where it already drops an idle connection whose socket
-    is readable (bytes the server sent after the response, in a later read).
-    Bytes that came in the same read as the response's end are past that
-    check: h11 buffered them, ``start_next_cycle()`` kept them, and they were
-    parsed as the next response. So "expired" here also means "h11 holds
-    trailing data" (``h11.Connection.trailing_data``, public h11 API).
-
-    Rejected: inspecting the connection behind ``response.stream`` in the
-    fetcher (four private attributes across httpx and httpcore, against two
-    here: ``AsyncHTTPConnection._connection`` and
-    ``AsyncHTTP11Connection._h11_state``), and a copy of httpcore's HTTP/1.1
-    connection (its request path is 200 lines). Pinned with httpx <0.29;
-    tests/test_fetcher.py's excess test fails if either name moves.
-    """
-
-    def __init__(self, *, reasons: Counter[str], **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self._reasons = reasons
-        self._excess = False
-
-    def has_expired(self) -> bool:
-        http11 = self._connection
-        state = getattr(http11, "_h11_state", None)
-        if isinstance(state, h11.Connection) and http11 is not None and http11.is_idle():
-            if state.trailing_data[0]:
-                if not self._excess:  # the pool may ask again before it closes us
-                    self._excess = True
-                    self._reasons["excess"] += 1
-                return True
-        try:
-            return super().has_expired()
-        except (OSError, ValueError):
-            # _abandon closed the socket, then the body turned out complete
-            # (a whole small gzip stream in one read, cut when inflated): the
-            # connection came back idle on a closed socket, and trio's
-            # is_readable() raises ValueError on fd -1. Closed means expired.
-            return True
-
-
-class _Pool(httpcore.AsyncConnectionPool):
-    """httpcore's pool, making :class:`_Connection` s (``create_connection`` is its factory)."""
-
-    def __init__(self, *, reasons: Counter[str], ssl_context: ssl.SSLContext,
-                 keepalive_expiry: float, network_backend: httpcore.AsyncNetworkBackend,
-                 **kwargs: Any) -> None:
-        super().__init__(ssl_context=ssl_context, keepalive_expiry=keepalive_expiry,
-                         network_backend=network_backend, http1=True, http2=False, **kwargs)
-        self._connection_kwargs: dict[str, Any] = {"reasons": reasons, "ssl_context": ssl_context,
-                                   "keepalive_expiry": keepalive_expiry,
-                                   "network_backend": network_backend}
-
-    def create_connection(self, origin: httpcore.Origin) -> httpcore.AsyncConnectionInterface:
-        return _Connection(origin=origin, **self._connection_kwargs)
-
-
-async def _abandon(response: httpcore.Response, chunks: Any) -> None:
-    """Stop reading a body midway without leaving suspended async generators.
-
-    Closing the socket makes the innermost read fail; resuming the iterator
-    lets that error run out through every nested generator (see the module
-    docstring). Shielded, so a deadline cannot leave the chain half-closed.
-    """
-    stream = response.extensions.get("network_stream")
-    with trio.move_on_after(_CLOSE_TIMEOUT) as scope:
-        scope.shield = True
-        if stream is not None:
-            await stream.aclose()
-        for _ in range(_DRAIN_STEPS):
-            try:
-                await chunks.__anext__()
-            except StopAsyncIteration:
-                return
-            except _NETWORK_ERRORS:
-                return  # the read on the closed socket: every generator has finished
-        await chunks.aclose()  # pragma: no cover - only if a read kept succeeding
-
-
-async def _close(response: httpcore.Response) -> None:
-    """Release the response's connection; trouble while closing changes no outcome."""
-    with trio.move_on_after(_CLOSE_TIMEOUT) as scope:
-        scope.shield = True
-        try:
-            await response.aclose()
-        except _NETWORK_ERRORS:
-            pass
+    def __len__(self) -> int:
+        return len(self._order)
 
 
 # ---------------------------------------------------------------------------
@@ -717,60 +651,44 @@ class Fetcher:
         self._timeout = crawl.timeout
         self._max_body = crawl.max_body
         self.resolver = resolver
-        # Built once: httpcore sends these bytes as they are (Host comes from the URL).
-        self._headers = [(b"User-Agent", crawl.user_agent.encode("latin-1", "replace")),
-                         (b"Accept", _ACCEPT.encode()), (b"Accept-Encoding", _ACCEPT_ENCODING.encode())]
-        # httpcore reads per-operation timeouts from the request. The total
-        # deadline is ours; only a hanging connect gets one of its own, so the
-        # next address of a host can still be tried.
-        self._extensions = {"timeout": {"connect": max(1.0, crawl.timeout / 3), "read": None,
-                                        "write": None, "pool": None}}
-        # One context for all shards: loading the CA bundle costs ~20 ms.
-        context = ssl_context if ssl_context is not None else httpx.create_ssl_context()
-        backend = _ResolvingBackend(resolver)
+        # Built once; the request line and Host come from the URL.
+        agent = "".join(" " if c in "\r\n\x00" else c for c in crawl.user_agent)  # no header injection
+        self._headers = (b"User-Agent: " + agent.encode("latin-1", "replace") + b"\r\n"
+                         + b"Accept: " + _ACCEPT.encode() + b"\r\n"
+                         + b"Accept-Encoding: " + _ACCEPT_ENCODING.encode() + b"\r\n")
+        # The total deadline is ours; only a hanging connect or TLS handshake
+        # gets one of its own, so the next address of a host can still be tried.
+        self._connect_timeout = max(1.0, crawl.timeout / 3)
+        # One context for all fetches: loading the CA bundle costs ~20 ms.
+        if ssl_context is None:
+            ssl_context = httpx.create_ssl_context()
+        ssl_context.set_alpn_protocols(["http/1.1"])  # as httpcore did: no h2 offered
+        self._ssl = ssl_context
         # Idle keep-alive connections a shard keeps: its share of the
         # concurrency, times 4 for the unevenness of hashing hosts to shards.
         keepalive = 4 * -(-crawl.concurrency // shards)
+        self._idle = [_Idle(keepalive) for _ in range(shards)]
         self._requests = 0
         self._bytes = 0
         self._truncated = 0
         self._errors: Counter[str] = Counter()
         self._malformed: Counter[str] = Counter()
         self._bugs = 0
-        self._pools = [self._pool(backend, context, keepalive, self._malformed)
-                       for _ in range(shards)]
-
-    @staticmethod
-    def _pool(backend: _ResolvingBackend, context: ssl.SSLContext,
-              keepalive: int, reasons: Counter[str]) -> _Pool:
-        # A shard is an httpcore pool, with neither httpx's AsyncClient nor its
-        # transport on top: the client adds cookies, auth and redirects, which
-        # a crawler does itself or not at all, and the transport re-wraps
-        # every request, response and stream. Measured side by side, CPU a
-        # sequential fetch of a 4 KiB page from nginx: httpcore 698 us, httpx's
-        # transport 1048 us (AsyncClient.send cost 0.1-0.2 ms more again).
-        return _Pool(
-            reasons=reasons,
-            ssl_context=context,
-            max_connections=None,  # the engine bounds concurrency; a limit here would only queue
-            max_keepalive_connections=keepalive,
-            keepalive_expiry=_KEEPALIVE_EXPIRY,
-            network_backend=backend,
-        )
 
     @property
     def shards(self) -> int:
-        return len(self._pools)
+        return len(self._idle)
 
     async def __aenter__(self) -> Fetcher:
-        for pool in self._pools:
-            await pool.__aenter__()
+        await trio.lowlevel.checkpoint()
         return self
 
     async def __aexit__(self, *exc_info: object) -> None:
-        with trio.CancelScope(shield=True):
-            for pool in self._pools:
-                await pool.aclose()
+        for idle in self._idle:
+            idle.close()
+        # trio's rule: an async call is a checkpoint (the server's side of a
+        # test gets to run before the test looks at its log).
+        await trio.lowlevel.cancel_shielded_checkpoint()
 
     def stats(self) -> dict[str, Any]:
         """Counters for the summary: requests, raw body bytes, truncated bodies, errors by
@@ -799,13 +717,13 @@ class Fetcher:
         with trio.move_on_after(self._timeout) as deadline:
             try:
                 await self._fetch(url, p, accept_html_only, limit, prefix_ok)
+            except FetchError as exc:
+                p.error = exc.kind
             except _NETWORK_ERRORS as exc:
                 kind = error_kind(exc)
                 if kind is None:  # pragma: no cover - _NETWORK_ERRORS are all mapped
                     kind = ErrorKind.INTERNAL
                 p.error = kind
-            except FetchError as exc:
-                p.error = exc.kind
             except Exception:
                 # A bug of ours that some response reached: one bad page must
                 # not end the peer (and on resume meet the same page again).
@@ -830,18 +748,65 @@ class Fetcher:
             address=p.address, malformed=p.malformed,
         )
 
+    async def _connect(self, scheme: str, host: str, port: int) -> _Conn:
+        """A new connection: the resolver's addresses in order, the first that accepts wins.
+
+        The SSRF guard already ran in the resolver, so we connect to exactly
+        the address it saw; SNI and the certificate check see the host name.
+        """
+        addresses = await self.resolver.resolve(host)
+        last: BaseException | None = None
+        for address in addresses:
+            tcp = None
+            try:
+                with trio.move_on_after(self._connect_timeout):
+                    tcp = await trio.open_tcp_stream(address, port)
+            except OSError as exc:
+                last = exc
+                continue
+            if tcp is None:
+                last = FetchError(ErrorKind.CONNECT, f"connect to {address} timed out")
+                continue
+            sock = tcp.socket
+            stream: trio.abc.Stream = tcp
+            if scheme == "https":
+                stream = trio.SSLStream(tcp, self._ssl, server_hostname=host, https_compatible=True)
+                done = False
+                try:
+                    with trio.move_on_after(self._connect_timeout):
+                        await stream.do_handshake()
+                        done = True
+                finally:
+                    if not done:
+                        sock.close()
+                if not done:
+                    raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
+            return _Conn(stream, sock, (scheme, host, port), address)
+        if last is None:  # pragma: no cover - the resolver returns an address or raises
+            last = FetchError(ErrorKind.DNS, f"no address for {host}")
+        raise last
+
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
                      prefix_ok: bool) -> None:
-        shards = self._pools
-        pool = shards[zlib.crc32(_shard_key(url)) % len(shards)] if len(shards) > 1 else shards[0]
-        target, host = _request_url(url)
-        request = httpcore.Request(b"GET", target, headers=[(b"Host", host), *self._headers],
-                                   extensions=self._extensions)
-        response = await pool.handle_async_request(request)
+        scheme, host, port, target, field = _request_url(url)
+        request = request_bytes(target, field, self._headers)
+        key = (scheme, host, port)
+        shards = self._idle
+        idle = shards[zlib.crc32(host.encode()) % len(shards)] if len(shards) > 1 else shards[0]
+        conn = idle.take(key, trio.current_time())
+        if conn is None:
+            conn = await self._connect(scheme, host, port)
+        p.address = conn.address
+        reader = ResponseReader()
+        keep = False
         try:
+            stream = conn.stream
+            await stream.send_all(request)
+            while (response := reader.head()) is None:
+                reader.feed(await stream.receive_some(_READ_SIZE))
             head = self._read_head(response, p)
             if head.status is None:
-                p.error = ErrorKind.PROTOCOL  # not read: _close drops the connection
+                p.error = ErrorKind.PROTOCOL  # not read: the connection is dropped
                 return
             # RFC 9110 §6.4.1: no body follows a 1xx, 204 or 304, whatever
             # Content-Length says (a 304's is the size of the 200's body).
@@ -851,33 +816,42 @@ class Fetcher:
                 return
             if html_only and p.content_type and p.content_type not in _HTML_TYPES:
                 if length is not None and length <= _DRAIN_MAX:
-                    await self._read_body(response, p, None, limit, prefix_ok, keep=False)
-                return
-            decoder = _decoder(head.codings)
-            await self._read_body(response, p, decoder, limit, prefix_ok, keep=True)
+                    await self._read_body(stream, reader, p, None, limit, prefix_ok, keep=False)
+            else:
+                await self._read_body(stream, reader, p, _decoder(head.codings), limit, prefix_ok,
+                                      keep=True)
+            if reader.trailing and response.keep_alive:
+                # curl's "excess found": close, or the next URL of the host
+                # gets these bytes as its response (module docstring).
+                self._malformed["excess"] += 1
+            keep = reader.reusable
         finally:
-            await _close(response)
+            if keep:
+                idle.put(conn, trio.current_time())
+            else:
+                conn.close()
 
     @staticmethod
-    def _read_head(response: httpcore.Response, p: _Progress) -> Head:
-        head = read_head(response.status, _decode_headers(response.headers), time.time())
+    def _read_head(response: Head1, p: _Progress) -> Head:
+        head = read_head(response.status, response.fields, time.time())
         p.status = head.status
         p.content_type, p.charset = head.content_type, head.charset
         p.location, p.retry_after = head.location, head.retry_after
         p.malformed = head.reasons
-        stream = response.extensions.get("network_stream")
-        if stream is not None:
-            peer = stream.get_extra_info("server_addr")
-            if peer:
-                p.address = str(peer[0])
         return head
 
-    async def _read_body(self, response: httpcore.Response, p: _Progress,
+    @staticmethod
+    async def _read_body(stream: trio.abc.Stream, reader: ResponseReader, p: _Progress,
                          decoder: _Inflater | None, limit: int, prefix_ok: bool, *,
                          keep: bool) -> None:
         parts = p.parts
-        chunks = response.aiter_stream()
-        async for chunk in chunks:
+        while True:
+            chunk = reader.read()
+            if chunk is None:
+                return
+            if not chunk:
+                reader.feed(await stream.receive_some(_READ_SIZE))
+                continue
             p.raw += len(chunk)
             if not keep:
                 continue
@@ -886,7 +860,6 @@ class Fetcher:
                 # room + 1: getting that many says there is more than max_body.
                 out = chunk if decoder is None else decoder.feed(chunk, room + 1)
             except zlib.error as exc:
-                await _abandon(response, chunks)
                 raise FetchError(ErrorKind.DECODE, f"corrupt compressed body: {exc}") from None
             if len(out) > room:
                 out = out[:room]
@@ -895,7 +868,8 @@ class Fetcher:
                 parts.append(out)
                 p.size += len(out)
             if p.truncated or p.raw > limit:
+                # The rest is not read; unless the message happened to end
+                # here, the connection is closed (reader.reusable is False).
                 p.truncated = True
                 p.error = None if prefix_ok else ErrorKind.TOO_LARGE
-                await _abandon(response, chunks)
                 return

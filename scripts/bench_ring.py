@@ -300,7 +300,8 @@ def bench_cpu(args: argparse.Namespace, children: Children, work: Path) -> list[
     print(f"\n## cpu: {args.cpu_hosts} hosts x {args.cpu_pages} pages, politeness off, "
           f"concurrency {args.concurrency} a peer, peers {args.cpu_peers}, {args.repeats} repeats",
           flush=True)
-    server = start_server(children, args.server, args.cpu_hosts, args.cpu_pages, work)
+    server = start_server(children, args.server, args.cpu_hosts, args.cpu_pages, work,
+                          links=args.cpu_links)
     print(f"  server: {server.name} on 127.0.0.1:{server.port}", flush=True)
     pol = {"rate": 0.0, "initial_delay": 0.0, "min_delay": 0.0,
            "host_concurrency": args.host_concurrency}
@@ -713,6 +714,8 @@ def parser() -> argparse.ArgumentParser:
     g = p.add_argument_group("cpu")
     g.add_argument("--cpu-hosts", type=positive(int), default=100, help="hosts (default 100)")
     g.add_argument("--cpu-pages", type=positive(int), default=100, help="pages a host (default 100)")
+    g.add_argument("--cpu-links", type=positive(int), default=100,
+                   help="links a page (default 100; bench_polite.py's web has 20)")
     g.add_argument("--cpu-peers", type=_peers, default=[1, 2, 3], help="peer counts, alternated (default 1,2,3)")
     g.add_argument("--concurrency", type=positive(int), default=64, help="fetches in flight a peer (default 64)")
     g.add_argument("--host-concurrency", type=positive(int), default=8, help="fetches in flight a host (default 8)")

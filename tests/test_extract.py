@@ -335,3 +335,23 @@ def test_max_links_keeps_the_first_links_in_document_order_and_counts_the_rest()
     assert page.n_links == 50
     whole = parse_page(URL, body)
     assert len(whole.links) == whole.n_links == 50
+
+
+@pytest.mark.parametrize("max_links", [0, 3])
+def test_selection_and_walk_read_the_same_page(graph, monkeypatch, max_links):
+    # parse_page selects the elements of a page up to _SELECT_MAX bytes and
+    # walks the tree of a bigger one: both must see the same elements in the
+    # same order (links, first base and title, every meta robots, the cap).
+    import peer.extract
+
+    pages = _html_pages(graph)
+    pages.append(("http://s001.web.test/t.html", b"<title>a</title><a href=/1>x</a><title>b</title>"
+                  b"<base href=/d/><area href=2><meta name=robots content=noindex><a href=3>"
+                  b"<template><a href=/t></a></template><a href=4><a href=5 rel=nofollow><a href=6>"))
+    read = {}
+    for limit in (-1, 10**9):
+        monkeypatch.setattr(peer.extract, "_SELECT_MAX", limit)
+        read[limit] = [parse_page(url, body, max_links=max_links) for url, body in pages]
+    assert read[-1] == read[10**9]
+    assert read[-1][-1].noindex and read[-1][-1].title == "a"
+    assert read[-1][-1].links[:2] == ("http://s001.web.test/1", "http://s001.web.test/d/2")

@@ -1114,3 +1114,34 @@ def test_read_head_never_raises(status, fields):
     assert head.length is None or head.length >= 0
     assert set(head.reasons) <= REASONS
     assert head.content_type == "" or MEDIA.fullmatch(head.content_type)
+
+
+# -- the HTTP/1.1 reader's errors on real sockets (peer/http1.py) -----------------
+
+
+@pytest.mark.parametrize(("raw", "kind"), [
+    (reply(b"200 OK", [(b"Content-Length", b"5000")], b"only part of it", length=False), "reset"),
+    (reply(b"200 OK", [(b"Transfer-Encoding", b"chunked")], b"10\r\nshort", length=False), "reset"),
+    (reply(b"200 OK", [(b"Transfer-Encoding", b"chunked")], b"zz\r\nhello\r\n0\r\n\r\n", length=False),
+     "protocol"),
+    (reply(b"200 OK", [(b"Transfer-Encoding", b"chunked")], b"5\r\nhelloXX0\r\n\r\n", length=False),
+     "protocol"),
+    (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 200_000, "protocol"),  # no end of head within 100 KiB
+])
+async def test_a_broken_body_or_head_is_an_error_and_the_host_still_works(nursery, raw, kind):
+    server = await raw_server(nursery, {"/x": raw}, close=frozenset({"/x"}))
+    r, good, stats = await fetch_then_good(server, "/x")
+    assert (r.error, r.truncated) == (kind, False)
+    assert stats["errors"] == {kind: 1}
+    assert_good(good)
+    assert server.log == [(1, "/x"), (2, "/good")]  # the broken connection was not reused
+
+
+async def test_a_chunked_body_is_read_across_reads(nursery):
+    chunks = b"".join(b"%x\r\n" % len(c) + c + b"\r\n" for c in (GOOD[:7], GOOD[7:30], GOOD[30:]))
+    server = await raw_server(nursery, {"/c": reply(b"200 OK", [(b"Transfer-Encoding", b"chunked")],
+                                                    chunks + b"0\r\nX-Trailer: 1\r\n\r\n", length=False)})
+    r, good, stats = await fetch_then_good(server, "/c")
+    assert (r.status, r.error, r.body) == (200, None, GOOD)
+    assert_good(good)
+    assert server.log == [(1, "/c"), (1, "/good")]  # a clean chunked end keeps the connection

@@ -28,6 +28,7 @@ PURE = [
     "peer.holds",
     "peer.decisions",
     "peer.crawl",
+    "peer.http1",
     "peer.layout",
     "ring.hashring",
     "ring.messages",
