@@ -45,10 +45,11 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from selectolax.lexbor import LexborHTMLParser
+from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from peer.urls import normalize_link
 
@@ -239,6 +240,7 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     noindex = nofollow = False
     more = 0  # links past the cap: counted, not read
     root = tree.root
+    nodes: Iterable[LexborNode]
     if root is None:
         nodes = ()
     elif len(body) <= _SELECT_MAX:

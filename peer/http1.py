@@ -211,8 +211,10 @@ class ResponseReader:
         self._chunk_state = 0
         self.done = False
 
-    def feed(self, data: bytes) -> None:
+    def feed(self, data: bytes | bytearray) -> None:
         """Bytes read from the connection; ``b""`` is the server's close."""
+        if isinstance(data, bytearray):  # trio's SSLStream reads into one
+            data = bytes(data)
         if not data:
             self._eof = True
         elif self._pos >= len(self._buf):
