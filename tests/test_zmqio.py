@@ -127,7 +127,7 @@ async def test_send_and_recv_on_one_socket_from_two_tasks_does_not_hang():
     # A naive adapter hung after 168 of 100,000 round trips: the
     # sending task's send consumed the FD edge the receiving task slept on.
     # A window of one message makes every round trip depend on that wake-up.
-    n, window = 60_000, 32
+    n, window = 20_000, 32  # 100x the round trips after which the naive adapter hung
     results: dict[str, subprocess.CompletedProcess[bytes]] = {}
     echoed: list[int] = []
     with trio.move_on_after(40) as timer:
