@@ -17,6 +17,7 @@ from ring.messages import (
     TYPE_CODES,
     VERSION,
     Ack,
+    BatchPart,
     DecodeError,
     Digest,
     EncodeError,
@@ -25,6 +26,7 @@ from ring.messages import (
     Member,
     MemberState,
     MemberStatus,
+    Packet,
     StatusReply,
     StatusRequest,
     UrlBatch,
@@ -67,6 +69,12 @@ MESSAGES = st.one_of(
     st.builds(HandoffDone, NAME, NAME, st.lists(NAME, max_size=6).map(tuple)),
     st.builds(LeaveRequest, NAME, NAME, NAME),
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
+    st.builds(
+        Packet, NAME, NAME, UINT,
+        st.lists(st.builds(BatchPart, UINT, st.lists(st.tuples(URL, UINT), max_size=10).map(tuple),
+                           st.lists(URL, max_size=4).map(tuple)), max_size=4).map(tuple),
+        UINT, st.lists(UINT, max_size=10).map(tuple),
+    ),
 )
 
 
@@ -96,8 +104,14 @@ def test_type_codes_are_fixed():
     assert VERSION == 1
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
-        8: HandoffDone, 9: LeaveRequest, 10: HostStarts,
+        8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Packet,
     }
+
+
+def test_a_packet_is_acks_then_batches_without_repeating_ring_and_sender():
+    p = Packet("demo", "p1", 7, (BatchPart(2, (("http://a/", 0),)),), 5, (3, 4))
+    assert msgpack.unpackb(encode(p)) == [1, 11, "demo", "p1", 7, [[2, [["http://a/"], [0]], []]], 5, [3, 4]]
+    assert p.url_batches() == (UrlBatch("demo", "p1", 7, 2, (("http://a/", 0),)),)
 
 
 def test_golden_frames():
