@@ -551,16 +551,24 @@ class Outbox:
         bs = self._bs
         for dest, batches in by_dest.items():
             d = self._dests[dest]
-            group: list[UrlBatch] = []
-            size = 0
+            if len(batches) == 1:
+                out.append((dest, self._frame(d, batches, now)))
+                continue
+            # First fit: a resend and an aged partial share a frame, a full batch goes alone.
+            groups: list[list[UrlBatch]] = []
+            sizes: list[int] = []
             for b in batches:
                 n = _size(b)
-                if group and size + n > bs:
-                    out.append((dest, self._frame(d, group, now)))
-                    group, size = [], 0
-                group.append(b)
-                size += n
-            out.append((dest, self._frame(d, group, now)))
+                for i, size in enumerate(sizes):
+                    if size + n <= bs:
+                        groups[i].append(b)
+                        sizes[i] += n
+                        break
+                else:
+                    groups.append([b])
+                    sizes.append(n)
+            for group in groups:
+                out.append((dest, self._frame(d, group, now)))
         for d in owing:
             if d.acks and d.id not in by_dest:
                 out.append((d.id, self._frame(d, [], now)))
