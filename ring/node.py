@@ -646,7 +646,7 @@ class RingNode:
                     uptime=figures.uptime,
                     # The crawler's cap hits, held hosts and the like ride along
                     # (cap.*, held.*, malformed.*, polite.*).
-                    dropped=self.dropped_rows(figures.limits),
+                    dropped=self.dropped_rows({**figures.limits, **self.forwarding_rows()}),
                     errors=_capped_counts(figures.errors),
                     busiest=tuple(figures.busiest)[:MAX_BUSIEST]))
             else:
@@ -655,6 +655,14 @@ class RingNode:
                     pages=m.pages, rate=0.0, frontier=0, hosts=0, forwarded_out=m.sent,
                     forwarded_in=m.received, dns_hit_rate=0.0, bloom_fill=0.0, uptime=0.0))
         return StatusReply(self.ring_name, self.peer_id, tuple(out), nonce=nonce)
+
+    def forwarding_rows(self) -> dict[str, int]:
+        """The Outbox's frame counters, shown with the drops (``fwd.*``; the age in ms)."""
+        st = self.outbox.stats()
+        rows = {"fwd.frames": st.messages, "fwd.batches": st.batches, "fwd.resent": st.resent,
+                "fwd.acks_piggybacked": st.acks_piggybacked, "fwd.acks_alone": st.acks_alone,
+                "fwd.age_ms": round(st.age * 1000) if st.messages else 0}
+        return {k: v for k, v in rows.items() if v}
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, as the status reply carries them (at most MAX_DROPPED)."""

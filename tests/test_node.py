@@ -232,6 +232,9 @@ def test_two_nodes_piggyback_acks_on_the_batches_they_trade():
     assert n.inbox.received == 1
     [ack] = n.flush(2.0)
     assert ack.msg == Ack(RING, "p1", INC, back.msg.batches[0].seq)  # nothing went back: alone
+    me = next(m for m in n.status_reply(1, StatusFigures()).members if m.id == "p1")
+    rows = dict(me.dropped)  # what `ring status` shows with the counters
+    assert (rows["fwd.frames"], rows["fwd.acks_alone"], rows["fwd.age_ms"]) == (2, 1, 50)
 
 
 def test_a_packet_from_an_impostor_changes_nothing():
