@@ -29,8 +29,11 @@ simulated ones (the age settles within a few ``RATE_WINDOW`` s):
   in 32 of the observed peers', mean and 99th percentile; it includes the network's 1-3 ms and the
   simulation step (``--step``, 5 ms).
 
-Run: ``python scripts/bench_forward_sim.py`` (all sizes, both mixes; a few
-minutes on the 2-core box) or e.g. ``--peers 8 64 --mix 6.5 --seconds 10``.
+Run: ``python scripts/bench_forward_sim.py`` (all sizes, both mixes, both
+modes) or a part, e.g. ``--peers 8 64 --mix 6.5 --seconds 10 --measure 5``.
+It is CPU-bound Python: 8 and 64 peers take 2-70 s of CPU a row, 256 peers
+1.5-9 min, 512 peers at 6.5 URLs a page longer still ("before" is the slow
+mode: every frame is simulated).
 """
 
 from __future__ import annotations
@@ -205,6 +208,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--measure", type=float, default=6.0, help="the last seconds measured")
     ap.add_argument("--step", type=float, default=0.005, help="simulation step, seconds")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--modes", nargs="+", choices=("before", "after"), default=["before", "after"])
     args = ap.parse_args(argv)
     if any(p < 2 for p in args.peers) or not 0 < args.measure < args.seconds or args.step <= 0:
         print("bench_forward_sim: --peers >= 2, 0 < --measure < --seconds, --step > 0", file=sys.stderr)
@@ -218,7 +222,7 @@ def main(argv: list[str] | None = None) -> int:
     print(head)
     for n in args.peers:
         for mix in args.mix:
-            for mode in (BEFORE, AFTER):
+            for mode in (m for m in (BEFORE, AFTER) if m.name in args.modes):
                 r = simulate(n, mix, mode, seconds=args.seconds, measure=args.measure,
                              step=args.step, seed=args.seed)
                 print(f"{r.peers:>5} {r.mix:>9.1f} {r.mode:>6} {r.frames_per_s:>9.0f} "
