@@ -59,7 +59,8 @@ class ClusterNode:
             dead_after=rc.dead_after, tombstone_ttl=rc.tombstone_ttl, seed_grace=rc.seed_grace,
             join_seeds=rc.join_seeds, retransmit_mult=rc.retransmit_mult, now=trio.current_time(),
             incarnation=self.incarnation, vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
-            curve=self.keys is not None, owner_key=host_key)
+            curve=self.keys is not None, owner_key=host_key, batch_age=rc.batch_age,
+            max_batch_age=rc.max_batch_age, message_budget=rc.message_budget)
         self.driver = RingDriver(self.node, crawler, address, keys=self.keys,
                                  recv_queue=rc.recv_queue, heartbeat=(rc.suspect_after, rc.dead_after),
                                  logger=log)

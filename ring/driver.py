@@ -43,7 +43,7 @@ import trio
 from ring.crawlport import CrawlPort
 from ring.curve import CurveKeys
 from ring.errors import RingError
-from ring.messages import Ack, DecodeError, EncodeError, Message, UrlBatch, decode, encode
+from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode
 from ring.node import (
     Action,
     Count,
@@ -174,6 +174,9 @@ class RingDriver:
                     node.count(e.kind)
                     continue
                 await self._run(node.receive(got.route, msg, trio.current_time(), user_id=got.user_id))
+                if isinstance(msg, UrlBatch | Packet):
+                    # It may owe an ack now, due before the forwarder's wake-up.
+                    self._wake_forward.set()
 
     async def _gossip(self) -> None:
         interval = self.node.gossip_interval
