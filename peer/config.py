@@ -36,6 +36,7 @@ __all__ = [
     "ClusterConfig",
     "CrawlConfig",
     "DnsConfig",
+    "FrontierConfig",
     "PeerSpec",
     "PolitenessConfig",
     "RingConfig",
@@ -293,6 +294,19 @@ class BloomConfig:
     max_capacity: int = _key(int, 320_000_000, "URLs at which the filter stops growing (about 726 MiB at the default capacity and error_rate); past it the false-positive rate climbs and the peer warns; = capacity: a fixed-size filter", _at_least_one)
 
 
+def _head_per_host(v: Any) -> str | None:
+    # A block's URL count has 20 bits in its ref (peer/spill.py).
+    return None if 0 <= v <= 1 << 20 else f"a number from 0 to {1 << 20}"
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierConfig:
+    """``[frontier]``: how much of each host's queue stays in RAM (peer/frontier.py rule 9, peer/spill.py)."""
+
+    head_per_host: int = _key(int, 64, "URLs of a host's queue kept in RAM; the rest go to append-only segment files in data_dir/state/frontier, in blocks of this many; 0 = every URL in RAM, no segment files", _head_per_host)
+    segment_mb: int = _key(int, 64, "MiB at which a frontier segment file is closed and the next begun; a segment is deleted at the first snapshot after all its URLs were taken", _at_least_one)
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterConfig:
     """The whole of cluster.toml, validated."""
@@ -304,6 +318,7 @@ class ClusterConfig:
     politeness: PolitenessConfig
     dns: DnsConfig
     bloom: BloomConfig
+    frontier: FrontierConfig = FrontierConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
 
@@ -327,6 +342,7 @@ SECTIONS: dict[str, type] = {
     "politeness": PolitenessConfig,
     "dns": DnsConfig,
     "bloom": BloomConfig,
+    "frontier": FrontierConfig,
 }
 
 

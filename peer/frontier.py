@@ -111,6 +111,19 @@ Rules (every transition lives in this file):
    hosts without an IP and IP entries; each IP entry holds a heap of its ready
    hosts and sits in the global heap at max(its own gate, its earliest host).
 
+9. Spill (Mercator's frontier, whose per-host queues are "stored on disk"
+   apart from a buffer at each end; BUbiNG's workbench virtualizer): with
+   a :class:`SpillStore` attached, a host keeps at most ``head_per_host``
+   URLs of its queue in RAM, the *head*; a push onto a full head, or onto
+   a host that has URLs in the store already, goes to the store, which keeps
+   them in FIFO order per host. When a pop empties the head it is refilled
+   at once from the store (one chunk), so a host with work always has a
+   non-empty head and rules 1-8 read only the head. Order is unchanged:
+   head, then the store's URLs in push order; a requeue goes in front of
+   the head as before. The store is the only I/O seam: the frontier calls
+   it and stays pure (:class:`MemorySpill` for tests, peer/spill.py on
+   disk).
+
 Every operation is O(log hosts): heaps with lazy deletion (an entry is live
 only if its sequence number is still its owner's), never a scan of hosts
 (set_host_ip and seed_starts also copy one ring of start times).
@@ -125,15 +138,15 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from peer.config import PolitenessConfig
 from peer.errors import PeerError
 from peer.pid import PID
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "HostCensus", "Job", "Outcome",
-    "PidSample", "Politeness", "ceiling",
+    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "HostCensus", "Job", "MemorySpill",
+    "Outcome", "PidSample", "Politeness", "SpillStore", "ceiling",
 ]
 
 #: Without a PID (rate 0) a backoff raises the delay by at least this many
@@ -217,6 +230,71 @@ class Outcome(enum.StrEnum):
     UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
 
 
+# ------------------------------------------------------------ the spill seam (rule 9)
+
+
+class SpillStore(Protocol):
+    """Per-host FIFO queues of (url, depth) behind the in-RAM heads (rule 9)."""
+
+    def append(self, host: str, url: str, depth: int) -> None:
+        """Queue ``url`` at the end of ``host``'s spilled queue."""
+
+    def take(self, host: str) -> list[Any]:
+        """The next chunk of ``host``'s queue, flat ``[url, depth, url, depth, ...]``;
+        at least one URL if :meth:`count` is not 0."""
+
+    def drop(self, host: str) -> list[tuple[str, int]]:
+        """Remove and return every URL spilled for ``host``, in order."""
+
+    def iter_host(self, host: str) -> Iterator[tuple[str, int]]:
+        """``host``'s spilled URLs in order, left in place."""
+
+    def count(self, host: str) -> int:
+        """URLs spilled for ``host``."""
+
+    def hosts(self) -> list[str]:
+        """Hosts with spilled URLs."""
+
+
+class MemorySpill:
+    """A :class:`SpillStore` in RAM, in chunks of ``chunk`` URLs (for the pure tests)."""
+
+    def __init__(self, chunk: int = 64) -> None:
+        self.chunk = max(1, chunk)
+        self._q: dict[str, list[Any]] = {}
+        self.takes = 0
+
+    def append(self, host: str, url: str, depth: int) -> None:
+        q = self._q.setdefault(host, [])
+        q.append(url)
+        q.append(depth)
+
+    def take(self, host: str) -> list[Any]:
+        q = self._q.get(host)
+        if not q:
+            return []
+        self.takes += 1
+        out = q[: 2 * self.chunk]
+        del q[: 2 * self.chunk]
+        if not q:
+            del self._q[host]
+        return out
+
+    def drop(self, host: str) -> list[tuple[str, int]]:
+        q = self._q.pop(host, [])
+        return list(zip(q[::2], q[1::2]))
+
+    def iter_host(self, host: str) -> Iterator[tuple[str, int]]:
+        q = self._q.get(host, [])
+        return zip(q[::2], q[1::2])
+
+    def count(self, host: str) -> int:
+        return len(self._q.get(host, ())) // 2
+
+    def hosts(self) -> list[str]:
+        return list(self._q)
+
+
 # ------------------------------------------------------------ start rings
 # A ring of the newest start times: array('d') (8 bytes a start, not a list's
 # 32), ``pos`` the slot of the oldest, which the next start overwrites.
@@ -250,7 +328,7 @@ class _Host:
     """Mutable per-host state; small, since there may be a million of them."""
 
     __slots__ = (
-        "name", "items", "head", "in_flight", "last_start", "hold_until",
+        "name", "items", "head", "spilled", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
         "starts", "spos", "ip", "rguard", "rseq", "rkey", "tseq", "tkey",
@@ -262,6 +340,7 @@ class _Host:
         # flat list, no tuple per URL; typed Any, as its items alternate).
         self.items: list[Any] = []
         self.head = 0
+        self.spilled = 0  # URLs of its queue in the spill store, after ``items`` (rule 9)
         self.in_flight = 0
         self.last_start = _NEG_INF
         self.hold_until = _NEG_INF
@@ -326,10 +405,11 @@ class Frontier:
         "_pol", "_cap", "_window", "_pid_on", "_fresh_delay", "_hosts", "_ready", "_timers",
         "_seq", "_queued", "_n_hosts", "_in_flight", "_active", "_trace", "_clock",
         "_limits", "_ring_n", "_ips", "_ip_on", "_default_share",
-        "_ceiling_holds", "_ip_ceiling_holds",
+        "_ceiling_holds", "_ip_ceiling_holds", "_spill", "_head_max", "_spilled", "_refills",
     )
 
-    def __init__(self, politeness: Politeness | None = None) -> None:
+    def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
+                 head_per_host: int = 64) -> None:
         self._pol = pol = politeness if politeness is not None else Politeness()
         self._cap = pol.host_concurrency
         self._window = pol.window
@@ -359,15 +439,70 @@ class Frontier:
         self._clock = _NEG_INF
         self._ceiling_holds = 0
         self._ip_ceiling_holds = 0
+        self._spill: SpillStore | None = None
+        self._head_max = _NO_CAP
+        self._spilled = 0
+        self._refills = 0
+        if spill is not None:
+            self.set_spill(spill, head_per_host)
         if self._pid_on:
             new_pid(pol)  # bad gains fail here, at start-up, not at the first host
 
     # ------------------------------------------------------------------ queue
 
+    def set_spill(self, spill: SpillStore, head_per_host: int) -> None:
+        """Keep at most ``head_per_host`` URLs a host in RAM, the rest in ``spill`` (rule 9).
+
+        Only before the first push: URLs already queued would be out of order.
+        The store may hold URLs already (recovered): :meth:`adopt` them.
+        """
+        if self._queued:
+            raise PeerError("frontier: set_spill() after URLs were queued")
+        if head_per_host < 1:
+            raise PeerError(f"frontier: head_per_host must be at least 1, not {head_per_host}")
+        self._spill = spill
+        self._head_max = head_per_host
+
+    def adopt(self, host: str, now: float) -> int:
+        """Queue the URLs the spill store already holds for ``host`` (a recovered store).
+
+        Before any other URL of that host is pushed; returns how many.
+        """
+        spill = self._spill
+        if spill is None:
+            return 0
+        n = spill.count(host)
+        if n == 0:
+            return 0
+        hs = self._touch(host, now)
+        if hs.head < len(hs.items) or hs.spilled:
+            raise PeerError(f"frontier: adopt({host!r}) of a host with queued URLs")
+        chunk = spill.take(host)
+        self._refills += 1
+        hs.items[:] = chunk
+        hs.head = 0
+        hs.spilled = n - len(chunk) // 2
+        self._spilled += hs.spilled
+        self._queued += n
+        self._n_hosts += 1
+        self._schedule_ready(hs, now)
+        if hs.in_flight == 0:
+            self._schedule_timer(hs)
+        self._mark(hs, now)
+        return n
+
     def push(self, url: str, host: str, depth: int, now: float) -> None:
         """Append a URL (already deduplicated) to its host's queue."""
         hs = self._touch(host, now)
         items = hs.items
+        if hs.spilled or len(items) - hs.head >= self._head_max:
+            # Behind a full head (rule 9); the head is not empty, so nothing
+            # about the host's schedule changes, as for any push onto work.
+            self._spill.append(hs.name, url, depth)  # type: ignore[union-attr]  # _head_max is finite only with a store
+            hs.spilled += 1
+            self._spilled += 1
+            self._queued += 1
+            return
         was_empty = hs.head == len(items)
         items.append(url)
         items.append(depth)
@@ -439,7 +574,19 @@ class Frontier:
             url = items[head]
             depth = items[head + 1]
             head += 2
-            if head == len(items):
+            if head == len(items) and hs.spilled:
+                # Refill the head now (rule 9), so "has work" stays "has a head".
+                chunk = self._spill.take(hs.name)  # type: ignore[union-attr]  # spilled only with a store
+                self._refills += 1
+                got = len(chunk) // 2
+                if got == 0:
+                    raise PeerError(f"frontier: the spill store lost {hs.spilled} URLs of {hs.name!r}")
+                items[:] = chunk
+                head = 0
+                hs.spilled -= got
+                self._spilled -= got
+                hs.waiting = True
+            elif head == len(items):
                 items.clear()
                 head = 0
                 # Its queue ran dry in its first window: URLs were still
@@ -671,6 +818,21 @@ class Frontier:
         return self._queued
 
     @property
+    def spilled(self) -> int:
+        """Queued URLs in the spill store, not in RAM (rule 9)."""
+        return self._spilled
+
+    @property
+    def refills(self) -> int:
+        """Heads refilled from the spill store (rule 9)."""
+        return self._refills
+
+    @property
+    def head_per_host(self) -> int:
+        """URLs a host keeps in RAM before the rest spill; 0 without a store (rule 9)."""
+        return self._head_max if self._spill is not None else 0
+
+    @property
     def n_hosts(self) -> int:
         """Hosts with queued work."""
         return self._n_hosts
@@ -815,9 +977,9 @@ class Frontier:
         return 0.0 if entry is None else entry.delay
 
     def host_queued(self, host: str) -> int:
-        """URLs queued for ``host``."""
+        """URLs queued for ``host`` (in RAM and spilled)."""
         hs = self._hosts.get(host)
-        return 0 if hs is None else (len(hs.items) - hs.head) // 2
+        return 0 if hs is None else (len(hs.items) - hs.head) // 2 + hs.spilled
 
     def known_hosts(self) -> list[str]:
         """Every host the frontier still keeps (rule 6 bounds them): work, in flight or recent starts."""
@@ -828,7 +990,19 @@ class Frontier:
         return [h.name for h in self._hosts.values() if h.head < len(h.items)]
 
     def iter_queued(self) -> Iterator[Job]:
-        """Every queued job, host by host in FIFO order (for persistence)."""
+        """Every queued job, host by host in FIFO order (spilled ones read from the store)."""
+        spill = self._spill
+        for hs in list(self._hosts.values()):
+            items = hs.items
+            name = hs.name
+            for i in range(hs.head, len(items), 2):
+                yield Job(items[i], name, items[i + 1])
+            if hs.spilled and spill is not None:
+                for url, depth in spill.iter_host(name):
+                    yield Job(url, name, depth)
+
+    def iter_heads(self) -> Iterator[Job]:
+        """The queued jobs held in RAM, host by host in FIFO order (rule 9: a checkpoint's part)."""
         for hs in list(self._hosts.values()):
             items = hs.items
             name = hs.name
@@ -846,6 +1020,10 @@ class Frontier:
             return []
         items = hs.items
         jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
+        if hs.spilled and self._spill is not None:
+            jobs += [Job(u, hs.name, d) for u, d in self._spill.drop(hs.name)]
+            self._spilled -= hs.spilled
+            hs.spilled = 0
         if jobs:
             self._queued -= len(jobs)
             self._n_hosts -= 1
