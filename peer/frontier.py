@@ -828,6 +828,11 @@ class Frontier:
         return self._refills
 
     @property
+    def spill_store(self) -> SpillStore | None:
+        """The spill store attached (rule 9), or None."""
+        return self._spill
+
+    @property
     def head_per_host(self) -> int:
         """URLs a host keeps in RAM before the rest spill; 0 without a store (rule 9)."""
         return self._head_max if self._spill is not None else 0

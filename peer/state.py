@@ -126,7 +126,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -180,6 +180,13 @@ class Recovered:
     spill: FileSpill | None = field(default=None, repr=False)
     spilled: int = 0                   # URLs in ``spill``
     blocks_read: int = 0               # spill blocks read to find the URLs done since the snapshot
+
+    def all_queued(self) -> Iterator[tuple[str, int]]:
+        """Every queued (url, depth): the spilled ones (read from disk), then ``queued``."""
+        if self.spill is not None:
+            for host in self.spill.hosts():
+                yield from self.spill.iter_host(host)
+        yield from self.queued.items()
 
 
 @dataclass(frozen=True, slots=True)
