@@ -461,7 +461,7 @@ class Frontier:
         if head_per_host < 1:
             raise PeerError(f"frontier: head_per_host must be at least 1, not {head_per_host}")
         self._spill = spill
-        self._head_max = head_per_host
+        self._head_max = 2 * head_per_host  # in slots of ``_Host.items``: url, depth
 
     def adopt(self, host: str, now: float) -> int:
         """Queue the URLs the spill store already holds for ``host`` (a recovered store).
@@ -835,7 +835,7 @@ class Frontier:
     @property
     def head_per_host(self) -> int:
         """URLs a host keeps in RAM before the rest spill; 0 without a store (rule 9)."""
-        return self._head_max if self._spill is not None else 0
+        return self._head_max // 2 if self._spill is not None else 0
 
     @property
     def n_hosts(self) -> int:
