@@ -464,7 +464,10 @@ class Crawler:
                         if rec.torn_bytes else "")
         queued = list(rec.queued.items()) if rec is not None else []
         forwards = rec.forwards if rec is not None else []
-        manifest = self._spill.checkpoint() if self._spill is not None else None
+        manifest = None
+        if self._spill is not None:
+            core.frontier.flush_tails()  # (empty now: nothing is queued before begin)
+            manifest = self._spill.checkpoint()
         await trio.to_thread.run_sync(state.begin, core.bloom, queued, forwards, counters, manifest)
         if manifest is not None and self._spill is not None:
             self._spill.release(manifest)
@@ -518,7 +521,10 @@ class Crawler:
         queued = core.snapshot_queue()  # with a spill store: the heads and the jobs in flight
         forwards = self.node.outbox.queued().urls if self.node is not None else []
         spill = self._spill
-        manifest = spill.checkpoint() if spill is not None else None
+        manifest = None
+        if spill is not None:
+            core.frontier.flush_tails()  # so the store and the heads hold the whole queue
+            manifest = spill.checkpoint()
         pending = state.prepare_snapshot()
         try:
             stats = await trio.to_thread.run_sync(

@@ -115,12 +115,15 @@ Rules (every transition lives in this file):
    apart from a buffer at each end; BUbiNG's workbench virtualizer): with
    a :class:`SpillStore` attached, a host keeps at most ``head_per_host``
    URLs of its queue in RAM, the *head*; a push onto a full head, or onto
-   a host that has URLs in the store already, goes to the store, which keeps
-   them in FIFO order per host. When a pop empties the head it is refilled
-   at once from the store (one chunk), so a host with work always has a
-   non-empty head and rules 1-8 read only the head. Order is unchanged:
-   head, then the store's URLs in push order; a requeue goes in front of
-   the head as before. The store is the only I/O seam: the frontier calls
+   a host that has spilled URLs already, goes to its *tail*, and a tail of
+   ``head_per_host`` URLs goes to the store as one block (one call a
+   block, not a URL: the push path stays as fast as without a store). When
+   a pop empties the head it is refilled at once, from the store's first
+   block or, with none left, from the tail, so a host with work always has
+   a non-empty head and rules 1-8 read only the head. Order is unchanged:
+   head, the store's blocks, tail; a requeue goes in front of the head as
+   before. :meth:`Frontier.flush_tails` hands every tail to the store (a
+   checkpoint: then the store and the heads hold the whole queue). The store is the only I/O seam: the frontier calls
    it and stays pure (:class:`MemorySpill` for tests, peer/spill.py on
    disk).
 
@@ -234,14 +237,14 @@ class Outcome(enum.StrEnum):
 
 
 class SpillStore(Protocol):
-    """Per-host FIFO queues of (url, depth) behind the in-RAM heads (rule 9)."""
+    """Per-host FIFO queues of blocks of (url, depth) behind the in-RAM heads (rule 9)."""
 
-    def append(self, host: str, url: str, depth: int) -> None:
-        """Queue ``url`` at the end of ``host``'s spilled queue."""
+    def put(self, host: str, flat: list[Any]) -> None:
+        """Queue a block, flat ``[url, depth, url, depth, ...]``, at the end of ``host``'s queue
+        (the store keeps the list)."""
 
     def take(self, host: str) -> list[Any]:
-        """The next chunk of ``host``'s queue, flat ``[url, depth, url, depth, ...]``;
-        at least one URL if :meth:`count` is not 0."""
+        """``host``'s first block, flat; only when :meth:`count` is not 0."""
 
     def drop(self, host: str) -> list[tuple[str, int]]:
         """Remove and return every URL spilled for ``host``, in order."""
@@ -257,39 +260,34 @@ class SpillStore(Protocol):
 
 
 class MemorySpill:
-    """A :class:`SpillStore` in RAM, in chunks of ``chunk`` URLs (for the pure tests)."""
+    """A :class:`SpillStore` in RAM (for the pure tests)."""
 
-    def __init__(self, chunk: int = 64) -> None:
-        self.chunk = max(1, chunk)
-        self._q: dict[str, list[Any]] = {}
+    def __init__(self) -> None:
+        self._q: dict[str, list[list[Any]]] = {}
         self.takes = 0
 
-    def append(self, host: str, url: str, depth: int) -> None:
-        q = self._q.setdefault(host, [])
-        q.append(url)
-        q.append(depth)
+    def put(self, host: str, flat: list[Any]) -> None:
+        if flat:
+            self._q.setdefault(host, []).append(flat)
 
     def take(self, host: str) -> list[Any]:
-        q = self._q.get(host)
-        if not q:
-            return []
+        q = self._q[host]
         self.takes += 1
-        out = q[: 2 * self.chunk]
-        del q[: 2 * self.chunk]
+        out = q.pop(0)
         if not q:
             del self._q[host]
         return out
 
     def drop(self, host: str) -> list[tuple[str, int]]:
-        q = self._q.pop(host, [])
-        return list(zip(q[::2], q[1::2]))
+        blocks = self._q.pop(host, [])
+        return [p for b in blocks for p in zip(b[::2], b[1::2])]
 
     def iter_host(self, host: str) -> Iterator[tuple[str, int]]:
-        q = self._q.get(host, [])
-        return zip(q[::2], q[1::2])
+        for b in self._q.get(host, ()):
+            yield from zip(b[::2], b[1::2])
 
     def count(self, host: str) -> int:
-        return len(self._q.get(host, ())) // 2
+        return sum(len(b) for b in self._q.get(host, ())) // 2
 
     def hosts(self) -> list[str]:
         return list(self._q)
@@ -328,7 +326,7 @@ class _Host:
     """Mutable per-host state; small, since there may be a million of them."""
 
     __slots__ = (
-        "name", "items", "head", "spilled", "in_flight", "last_start", "hold_until",
+        "name", "items", "head", "spilled", "tail", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
         "starts", "spos", "ip", "rguard", "rseq", "rkey", "tseq", "tkey",
@@ -340,7 +338,8 @@ class _Host:
         # flat list, no tuple per URL; typed Any, as its items alternate).
         self.items: list[Any] = []
         self.head = 0
-        self.spilled = 0  # URLs of its queue in the spill store, after ``items`` (rule 9)
+        self.spilled = 0  # URLs of its queue after ``items``: in the spill store, then ``tail`` (rule 9)
+        self.tail: list[Any] | None = None  # url, depth, ... not yet a block (rule 9)
         self.in_flight = 0
         self.last_start = _NEG_INF
         self.hold_until = _NEG_INF
@@ -405,7 +404,7 @@ class Frontier:
         "_pol", "_cap", "_window", "_pid_on", "_fresh_delay", "_hosts", "_ready", "_timers",
         "_seq", "_queued", "_n_hosts", "_in_flight", "_active", "_trace", "_clock",
         "_limits", "_ring_n", "_ips", "_ip_on", "_default_share",
-        "_ceiling_holds", "_ip_ceiling_holds", "_spill", "_head_max", "_spilled", "_refills",
+        "_ceiling_holds", "_ip_ceiling_holds", "_spill", "_head_max", "_spilled", "_refills", "_tailed",
     )
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
@@ -443,6 +442,7 @@ class Frontier:
         self._head_max = _NO_CAP
         self._spilled = 0
         self._refills = 0
+        self._tailed: dict[str, _Host] = {}  # hosts that may have a tail (rule 9)
         if spill is not None:
             self.set_spill(spill, head_per_host)
         if self._pid_on:
@@ -462,6 +462,19 @@ class Frontier:
             raise PeerError(f"frontier: head_per_host must be at least 1, not {head_per_host}")
         self._spill = spill
         self._head_max = 2 * head_per_host  # in slots of ``_Host.items``: url, depth
+
+    def flush_tails(self) -> int:
+        """Hand every host's tail to the store as a block (rule 9; before a checkpoint); returns how many."""
+        spill = self._spill
+        n = 0
+        if spill is not None:
+            for hs in self._tailed.values():
+                if hs.tail:
+                    spill.put(hs.name, hs.tail)
+                    n += 1
+                hs.tail = None
+        self._tailed.clear()
+        return n
 
     def adopt(self, host: str, now: float) -> int:
         """Queue the URLs the spill store already holds for ``host`` (a recovered store).
@@ -498,10 +511,18 @@ class Frontier:
         if hs.spilled or len(items) - hs.head >= self._head_max:
             # Behind a full head (rule 9); the head is not empty, so nothing
             # about the host's schedule changes, as for any push onto work.
-            self._spill.append(hs.name, url, depth)  # type: ignore[union-attr]  # _head_max is finite only with a store
+            tail = hs.tail
+            if tail is None:
+                hs.tail = tail = []
+                self._tailed[hs.name] = hs
+            tail.append(url)
+            tail.append(depth)
             hs.spilled += 1
             self._spilled += 1
             self._queued += 1
+            if len(tail) >= self._head_max:
+                self._spill.put(hs.name, tail)  # type: ignore[union-attr]  # _head_max is finite only with a store
+                hs.tail = []
             return
         was_empty = hs.head == len(items)
         items.append(url)
@@ -576,8 +597,12 @@ class Frontier:
             head += 2
             if head == len(items) and hs.spilled:
                 # Refill the head now (rule 9), so "has work" stays "has a head".
-                chunk = self._spill.take(hs.name)  # type: ignore[union-attr]  # spilled only with a store
-                self._refills += 1
+                tail = hs.tail
+                if tail and len(tail) == 2 * hs.spilled:
+                    chunk, hs.tail = tail, []  # no block left: the tail is next
+                else:
+                    chunk = self._spill.take(hs.name)  # type: ignore[union-attr]  # spilled only with a store
+                    self._refills += 1
                 got = len(chunk) // 2
                 if got == 0:
                     raise PeerError(f"frontier: the spill store lost {hs.spilled} URLs of {hs.name!r}")
@@ -1005,6 +1030,9 @@ class Frontier:
             if hs.spilled and spill is not None:
                 for url, depth in spill.iter_host(name):
                     yield Job(url, name, depth)
+                tail = hs.tail or ()
+                for i in range(0, len(tail), 2):
+                    yield Job(tail[i], name, tail[i + 1])
 
     def iter_heads(self) -> Iterator[Job]:
         """The queued jobs held in RAM, host by host in FIFO order (rule 9: a checkpoint's part)."""
@@ -1027,6 +1055,9 @@ class Frontier:
         jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
         if hs.spilled and self._spill is not None:
             jobs += [Job(u, hs.name, d) for u, d in self._spill.drop(hs.name)]
+            tail = hs.tail or []
+            jobs += [Job(tail[i], hs.name, tail[i + 1]) for i in range(0, len(tail), 2)]
+            hs.tail = None
             self._spilled -= hs.spilled
             hs.spilled = 0
         if jobs:
@@ -1253,6 +1284,8 @@ class Frontier:
                 self._roll(hs, now)
             if hs.head == len(hs.items) and not hs.in_flight and now >= self._forget_at(hs):
                 del hosts[hs.name]
+                if self._tailed:
+                    self._tailed.pop(hs.name, None)
                 hs.rseq = 0
                 ip = hs.ip
                 if ip is not None:

@@ -735,6 +735,7 @@ class SpillingPeer:
         return job.url
 
     def checkpoint(self, begin: bool = False) -> None:
+        self.f.flush_tails()
         heads = [(j.url, j.depth) for j in self.f.iter_heads()]
         m = self.spill.checkpoint()
         if begin:
