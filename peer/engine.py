@@ -146,10 +146,10 @@ HEAVY_PAGE = 256 * 1024
 #: formatting, tables, 20,000 attributes) took 7.6 ms.
 INLINE_PAGE = 64 * 1024
 INLINE_TAGS = 1000
-#: A new state snapshot (and a fresh journal) once the journal is this big, or
-#: this old: recovery replays at most that much (peer/state.py's figures:
-#: ~0.5 M records, a few seconds, per 64 MiB).
-SNAPSHOT_BYTES = 64 * 2**20
+#: A new state snapshot (and a fresh journal) once the journal is
+#: [frontier] checkpoint_mb big, or SNAPSHOT_SECONDS old: recovery replays at
+#: most that much (peer/state.py's figures: ~0.5 M records, a few seconds,
+#: per 64 MiB).
 #: The spill store's block size when [frontier] head_per_host is 0 and a
 #: recovered store still holds URLs.
 DEFAULT_HEAD = 64
@@ -496,7 +496,8 @@ class Crawler:
         assert state is not None
         while True:
             await trio.sleep(SNAPSHOT_CHECK)
-            if state.journal_bytes() < SNAPSHOT_BYTES and trio.current_time() - last < SNAPSHOT_SECONDS:
+            if (state.journal_bytes() < self.cfg.frontier.checkpoint_mb << 20
+                    and trio.current_time() - last < SNAPSHOT_SECONDS):
                 continue
             stats = await self.snapshot()
             last = trio.current_time()

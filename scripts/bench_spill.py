@@ -50,11 +50,15 @@ def child(mode: str, n: int, hosts: int, head: int) -> dict:
     gc.disable()  # as in a long crawl's steady state: no cyclic GC pass inside a timed loop
     pol = Politeness(rate=0)
     out: dict = {"mode": mode, "n": n}
+    import sqlite3
+
+    from peer.bloom import BloomFilter
+    from peer.state import PeerState
+
     tmp = tempfile.mkdtemp(prefix="bench-spill-")
-    base = rss()
-    t0 = time.perf_counter()
     if mode == "sqlite":
-        import sqlite3
+        base = rss()
+        t0 = time.perf_counter()
 
         con = sqlite3.connect(os.path.join(tmp, "q.db"), isolation_level=None)
         con.execute("pragma journal_mode=wal")
@@ -102,14 +106,14 @@ def child(mode: str, n: int, hosts: int, head: int) -> dict:
         return out
     spill = None
     if mode == "spill":
-        from peer.state import PeerState
-
         state = PeerState(Path(tmp) / "state", "p1", "bench", spill_block=head)
         state.recover()
         spill = state.open_spill()
         f = Frontier(pol, spill=spill, head_per_host=head)
     else:
         f = Frontier(pol)
+    base = rss()
+    t0 = time.perf_counter()
     push = f.push
     for i in range(n):
         u, h = url_of(i, hosts)
@@ -121,8 +125,7 @@ def child(mode: str, n: int, hosts: int, head: int) -> dict:
         url_of(i, hosts)
     out["gen_s"] = time.perf_counter() - t0
     if spill is not None:
-        from peer.bloom import BloomFilter
-
+        out["disk_per_url"] = spill.stats().disk_bytes / n
         bloom = BloomFilter(max(n, 1000), 0.001)
         t0 = time.perf_counter()
         f.flush_tails()
@@ -201,7 +204,7 @@ def main() -> None:
                          f"{o['checkpoint_thread_s'] * 1e3:.0f} ms, snapshot {o['snapshot_bytes'] / 1e6:.2f} MB; "
                          f"recovery {o['recover_s']:.2f} s "
                          f"({o['recovered']:,} queued, {o['recovered_expected']:,} expected, "
-                         f"{o['blocks_read']} blocks read); disk {o['disk_bytes'] / n:.0f} B/URL")
+                         f"{o['blocks_read']} blocks read); disk {o['disk_per_url']:.0f} B/URL")
             elif "gen_s" in o:
                 extra = f"(URL generation alone: {n / o['gen_s']:,.0f}/s)"
             print(f"{mode:7} {n:>9,} {n / o['push_s']:>10,.0f} {o.get('popped', n) / o['pop_s']:>10,.0f} "

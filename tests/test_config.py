@@ -146,6 +146,7 @@ def test_wrong_type_names_key_and_expectation(snippet, key, expected):
         ("[frontier]\nhead_per_host = -1", "frontier.head_per_host"),
         ("[frontier]\nhead_per_host = 2000000", "frontier.head_per_host"),
         ("[frontier]\nsegment_mb = 0", "frontier.segment_mb"),
+        ("[frontier]\ncheckpoint_mb = 0", "frontier.checkpoint_mb"),
         ("[ring]\nvnodes = 0", "ring.vnodes"),
         ("[ring]\ndead_after = 6.0\ntombstone_ttl = 11.0", "ring.tombstone_ttl"),
         ("[ring]\ntombstone_ttl = 0", "ring.tombstone_ttl"),
