@@ -173,10 +173,10 @@ def progress_gaps(err: str) -> tuple[float, str]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", type=int, default=5_000_000, help="queued URLs, both frontiers together")
-    ap.add_argument("--max-pages", type=int, default=36_000, help="cluster-wide pages, then the peers stop")
+    ap.add_argument("--max-pages", type=int, default=28_000, help="cluster-wide pages, then the peers stop")
     ap.add_argument("--hosts", type=int, default=100)
     ap.add_argument("--head", type=int, default=64, help="[frontier] head_per_host")
-    ap.add_argument("--timeout", type=float, default=1500.0, help="seconds, then SIGINT")
+    ap.add_argument("--timeout", type=float, default=1200.0, help="seconds, then SIGINT")
     ap.add_argument("--status-every", type=float, default=10.0, help="seconds between `ring status` commands")
     ap.add_argument("--keep", action="store_true", help="keep the data directories")
     ap.add_argument("--serve", metavar="PORT_FILE", help=argparse.SUPPRESS)
