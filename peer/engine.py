@@ -150,10 +150,10 @@ INLINE_TAGS = 1000
 #: [frontier] checkpoint_mb big, or SNAPSHOT_SECONDS old: recovery replays at
 #: most that much (peer/state.py's figures: ~0.5 M records, a few seconds,
 #: per 64 MiB).
+SNAPSHOT_SECONDS = 600.0
 #: The spill store's block size when [frontier] head_per_host is 0 and a
 #: recovered store still holds URLs.
 DEFAULT_HEAD = 64
-SNAPSHOT_SECONDS = 600.0
 #: How often the snapshot task looks at the journal's size and age.
 SNAPSHOT_CHECK = 5.0
 #: The fields of a page row as the journal keeps it (PageRow's order).

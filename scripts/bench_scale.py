@@ -170,6 +170,32 @@ def progress_gaps(err: str) -> tuple[float, str]:
     return best, at
 
 
+def frontier_series(err: str) -> list[tuple[float, int]]:
+    """(time, queued URLs) from a peer's progress lines: its own frontier, whatever the ring's view."""
+    out = []
+    for line in err.splitlines():
+        m = re.search(r" peer\.engine: .*\bfrontier ([\d,]+),", line)
+        if m:
+            try:
+                t = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            except ValueError:
+                continue
+            out.append((t, int(m[1].replace(",", ""))))
+    return out
+
+
+def peak_together(series: list[list[tuple[float, int]]]) -> tuple[int, list[int]]:
+    """The most URLs queued on all peers at once (each at its last progress line), and each's share then."""
+    events = sorted((t, i, n) for i, s in enumerate(series) for t, n in s)
+    now = [0] * len(series)
+    best, at = 0, list(now)
+    for _, i, n in events:
+        now[i] = n
+        if sum(now) > best:
+            best, at = sum(now), list(now)
+    return best, at
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--target", type=int, default=5_000_000, help="queued URLs, both frontiers together")
@@ -271,15 +297,22 @@ def main() -> int:
         web.kill()
         web.wait()
 
+    series = [frontier_series((tmp / f"{p}.err").read_text(errors="replace")) for p in procs]
+    together, shares = peak_together(series)
+    if together > peak_queued:
+        peak_queued = together
+        at_peak = {p: (q, at_peak.get(p, (0, 0))[1]) for p, q in zip(procs, shares)}
     print()
     print(f"bench_scale: 2 peers, {a.hosts} hosts, {LINKS} new links a page, head_per_host {a.head}, "
           f"max_pages {a.max_pages:,}; {elapsed:.0f} s")
-    print(f"  most queued URLs (both frontiers, from ring status): {peak_queued:,} "
+    print(f"  most queued URLs (both frontiers at once, from their progress lines): {peak_queued:,} "
           f"(target {a.target:,}: {'passed' if peak_queued >= a.target else 'NOT reached'})")
-    for p in procs:
-        q, r = at_peak.get(p, (0, 0))
-        per = f", {r / q:.0f} B of RSS per queued URL then" if q else ""
-        print(f"  {p}: peak RSS {peak[p] / 2**20:,.0f} MiB; {q:,} queued at the peak{per}")
+    for p, s_ in zip(procs, series):
+        q = at_peak.get(p, (0, 0))[0]
+        most = max((n for _, n in s_), default=0)
+        per = f", {peak[p] / most:.0f} B of peak RSS per URL of its most queued" if most else ""
+        print(f"  {p}: peak RSS {peak[p] / 2**20:,.0f} MiB; {q:,} queued at the joint peak, "
+              f"{most:,} at its own{per}")
     suspected = False
     for p in procs:
         err = (tmp / f"{p}.err").read_text(errors="replace")
