@@ -42,7 +42,7 @@ def url_of(i: int, hosts: int) -> tuple[str, str]:
     return f"http://{host}/section/{i % 997}/article-{i}-words-of-a-title.html", host
 
 
-def child(mode: str, n: int, hosts: int, head: int) -> dict:
+def child(mode: str, n: int, hosts: int, head: int, tmp: str) -> dict:
     import gc
 
     from peer.frontier import Frontier, Politeness
@@ -55,7 +55,6 @@ def child(mode: str, n: int, hosts: int, head: int) -> dict:
     from peer.bloom import BloomFilter
     from peer.state import PeerState
 
-    tmp = tempfile.mkdtemp(prefix="bench-spill-")
     if mode == "sqlite":
         base = rss()
         t0 = time.perf_counter()
@@ -184,7 +183,13 @@ def main() -> None:
     a = ap.parse_args()
     ns = a.n or [1_000_000, 5_000_000]
     if a.child:
-        print(json.dumps(child(a.child, ns[0], a.hosts, a.head)))
+        import shutil
+
+        tmp = tempfile.mkdtemp(prefix="bench-spill-")
+        try:
+            print(json.dumps(child(a.child, ns[0], a.hosts, a.head, tmp)))
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
         return
     print(f"{'mode':7} {'queued':>9} {'push/s':>10} {'pop/s':>10} {'RSS B/URL':>10}  extra")
     for n in ns:
