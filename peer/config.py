@@ -36,6 +36,7 @@ __all__ = [
     "ClusterConfig",
     "CrawlConfig",
     "DnsConfig",
+    "FrontierConfig",
     "PeerSpec",
     "PolitenessConfig",
     "RingConfig",
@@ -303,6 +304,20 @@ class BloomConfig:
     sieve_ram: int = _key(int, 4_000_000, "URL hashes (8 bytes each) held in RAM before they are merged into a sorted run file under data_dir/seen/", _at_least_one)
 
 
+def _head_per_host(v: Any) -> str | None:
+    # A block's URL count has 20 bits in its ref (peer/spill.py).
+    return None if 0 <= v <= 1 << 20 else f"a number from 0 to {1 << 20}"
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierConfig:
+    """``[frontier]``: how much of each host's queue stays in RAM (peer/frontier.py rule 9, peer/spill.py)."""
+
+    head_per_host: int = _key(int, 64, "URLs of a host's queue kept in RAM; the rest go to append-only segment files in data_dir/state/frontier, in blocks of this many; 0 = every URL in RAM, no segment files", _head_per_host)
+    segment_mb: int = _key(int, 64, "MiB at which a frontier segment file is closed and the next begun; a segment is deleted at the first snapshot after all its URLs were taken", _at_least_one)
+    checkpoint_mb: int = _key(int, 64, "MiB of journal after which the crawl state is checkpointed (also every 10 minutes); recovery replays at most this much, about 0.5 M records and a few seconds per 64 MiB", _at_least_one)
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterConfig:
     """The whole of cluster.toml, validated."""
@@ -314,6 +329,7 @@ class ClusterConfig:
     politeness: PolitenessConfig
     dns: DnsConfig
     bloom: BloomConfig
+    frontier: FrontierConfig = FrontierConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
 
@@ -337,6 +353,7 @@ SECTIONS: dict[str, type] = {
     "politeness": PolitenessConfig,
     "dns": DnsConfig,
     "bloom": BloomConfig,
+    "frontier": FrontierConfig,
 }
 
 

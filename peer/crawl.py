@@ -835,9 +835,32 @@ class CrawlCore:
         for host, times in by_host.items():
             self.frontier.seed_starts(host, times, now)
 
+    def resume_spilled(self, now: float) -> list[Effect]:
+        """Put a recovered spill store back: our hosts' queues into the frontier, the rest on.
+
+        Before the recovered heads and journal are pushed: the store's URLs
+        of a host come first (peer/state.py, recovery). Its URLs are in the
+        Bloom filter already, like any recovered ones.
+        """
+        out: list[Effect] = []
+        fr = self.frontier
+        spill = fr.spill_store
+        if spill is None:
+            return out
+        for host in spill.hosts():
+            owner = self._owner(host)
+            if owner == self.peer_id:
+                self.limits.queued(host, fr.adopt(host, now))
+            else:
+                for url, depth in spill.drop(host):
+                    self._pass_on(url, depth, owner, out)
+        return out
+
     def snapshot_queue(self) -> list[tuple[str, int]]:
-        """(url, depth) of everything queued or in flight: a snapshot's queue."""
-        queued = [(j.url, j.depth) for j in self.frontier.iter_queued()]
+        """(url, depth) of what a snapshot lists: queued (in RAM, with a spill store) or in flight."""
+        fr = self.frontier
+        jobs = fr.iter_heads() if fr.spill_store is not None else fr.iter_queued()
+        queued = [(j.url, j.depth) for j in jobs]
         queued += [(url, hd[1]) for url, hd in self._inflight.items()]
         queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
         return queued
