@@ -156,8 +156,10 @@ SNAPSHOT_SECONDS = 600.0
 #: The spill store's block size when [frontier] head_per_host is 0 and a
 #: recovered store still holds URLs.
 DEFAULT_HEAD = 64
-#: How often the snapshot task looks at the journal's size and age.
-SNAPSHOT_CHECK = 5.0
+#: How often the snapshot task looks at the journal's size and age: two
+#: integer reads, so often enough that the journal overshoots checkpoint_mb
+#: by at most a second of records.
+SNAPSHOT_CHECK = 1.0
 #: The fields of a page row as the journal keeps it (PageRow's order).
 ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).

@@ -132,7 +132,7 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
 
 
 async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tmp_path):
-    """A frontier of ~100,000 URLs, nearly all in segment files, survives kill -9.
+    """A frontier of ~40,000 URLs at the kill, most in segment files, survives kill -9.
 
     Judged by the web's log and the state left at the end: every URL the
     peer discovered (the seed and the links of every page it fetched, known
@@ -143,7 +143,7 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
 
     from peer.state import PeerState
 
-    hosts, max_pages, concurrency = 20, 3000, 8
+    hosts, max_pages, concurrency = 20, 300, 8
     async with trio.open_nursery() as nursery:
         web = await nursery.start(lambda task_status: serve_endless(hosts, log=True, task_status=task_status))
         text = cluster_text(tmp_path, web.port, 1, concurrency=concurrency, extra=(
@@ -164,7 +164,7 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
                     while "state snapshot" not in ring.logs["p1"][1].read_text():
                         await trio.sleep(0.1)
                     at = len(web.log)
-                    while len(web.log) < at + 100:
+                    while len(web.log) < at + 50:
                         await trio.sleep(0.05)
                     ring.kill("p1", signal.SIGKILL)
                     await ring.wait("p1")
@@ -180,7 +180,7 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
     assert killed_rc == -signal.SIGKILL
     assert rc == 0, tails
     m = re.search(r"resuming the crawl from \S+: (\d+) queued URLs \((\d+) of them on disk", err2)
-    assert m and int(m[1]) > 40_000 and int(m[2]) > int(m[1]) / 2, err2[-3000:]
+    assert m and int(m[1]) > 20_000 and int(m[2]) > int(m[1]) / 2, err2[-3000:]
     got = Counter(web.log)
     twice = {k for k, n in got.items() if n > 1}
     assert len(twice) <= concurrency and twice <= set(before), twice
@@ -193,4 +193,4 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
     assert not fetched & queued  # nothing fetched is queued again
     lost = discovered - fetched - queued
     assert not lost, (len(lost), sorted(lost)[:5])
-    assert len(queued) > 300_000
+    assert len(queued) > 50_000
