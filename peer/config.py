@@ -172,6 +172,7 @@ class RingConfig:
     batch_age: float = _key(float, 0.05, "seconds a partial URL batch (or an owed ack) waits for more before it is sent; the floor of the adaptive age", _non_negative)
     max_batch_age: float = _key(float, 2.0, "the longest the adaptive batch age grows to keep message_budget: the latency forwarding may add per hop; at least batch_age", _positive)
     message_budget: float = _key(float, 200.0, "forwarding frames per second a peer aims at (batches with acks piggybacked, lone acks); the batch age grows with peers and rate to keep it, up to max_batch_age; 0: a fixed batch_age", _non_negative)
+    send_window: int = _key(int, 8, "URL batches a peer may have sent to another and not had acked; more wait for its acks, so a slow receiver's queue never grows past them and probes are not stuck behind URLs; 0: no bound", _non_negative)
 
 
 @dataclass(frozen=True, slots=True)

@@ -427,7 +427,7 @@ class CrawlCore:
             if ring is not None and ring.left():
                 return Finished(StopReason.LEFT)
             return Sleep(now + HOLD_POLL, tuple(effects))
-        if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending:
+        if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending and not fr.moving:
             if ring is None:
                 return Finished(StopReason.FRONTIER_EMPTY)
             if ring.idle() and ring.done():
@@ -437,7 +437,8 @@ class CrawlCore:
         return Sleep(math.inf if when is None else when)
 
     def locally_idle(self) -> bool:
-        return self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
+        return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
+                and not self.frontier.moving)
 
     def job_ended(self, job: Job) -> None:
         """The job's task is over, whatever happened (the driver's ``finally``)."""
@@ -754,7 +755,8 @@ class CrawlCore:
         for host in self.frontier.queued_hosts():
             owner = ring.owner(host)
             if owner != self.peer_id:
-                for job in self.frontier.remove_host(host):
+                # The heads now; spilled blocks by pass_on_moving (frontier rule 10).
+                for job in self.frontier.release_host(host):
                     self._pass_on(job.url, job.depth, owner, out)
         if old is not None and self.peer_id in ring and set(old) != set(ring):
             self.hold_from(old, now)
@@ -852,8 +854,25 @@ class CrawlCore:
             if owner == self.peer_id:
                 self.limits.queued(host, fr.adopt(host, now))
             else:
-                for url, depth in spill.drop(host):
-                    self._pass_on(url, depth, owner, out)
+                fr.release_stored(host)  # passed on by pass_on_moving (frontier rule 10)
+        return out
+
+    def pass_on_moving(self, now: float, limit: int) -> list[Effect]:
+        """About ``limit`` spilled URLs of hosts that changed owner, passed on (frontier rule 10).
+
+        A host that is ours again (the ring changed back) keeps its blocks.
+        """
+        out: list[Effect] = []
+        fr = self.frontier
+        for host, flat in fr.take_moving(limit):
+            owner = self._owner(host)
+            if owner == self.peer_id:
+                fr.reattach(host, now)
+                for i in range(0, len(flat), 2):
+                    self._push(flat[i], host, flat[i + 1], now)
+                continue
+            for i in range(0, len(flat), 2):
+                self._pass_on(flat[i], flat[i + 1], owner, out)
         return out
 
     def snapshot_queue(self) -> list[tuple[str, int]]:
@@ -881,6 +900,8 @@ class CrawlCore:
             out["polite.ceiling_holds"] = fr.ceiling_holds
         if fr.ip_ceiling_holds:
             out["polite.ip_ceiling_holds"] = fr.ip_ceiling_holds
+        if fr.moving:
+            out["frontier.moving"] = fr.moving  # spilled URLs of hosts given away, not passed on yet
         if self.bloom.num_slices > 1:
             out["bloom.slices"] = self.bloom.num_slices
         if self.bloom.full:
@@ -938,6 +959,6 @@ class CrawlCore:
             hosts_ready=ready, hosts_waiting=waiting, held_robots=held[Hold.ROBOTS],
             held_retry_after=held[Hold.RETRY_AFTER], max_pages=self.cfg.crawl.max_pages,
             cluster_pages=cluster_pages, dns_hit_rate=dns_hit_rate,
-            bloom_fill=self.bloom.fill_ratio(), bloom_slices=self.bloom.num_slices,
+            bloom_fill=self.bloom.fill_estimate(), bloom_slices=self.bloom.num_slices,
             capped=sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
                                          Cap.LINKS_PER_PAGE, Cap.GIVEN_UP)))

@@ -126,6 +126,15 @@ Rules (every transition lives in this file):
    checkpoint: then the store and the heads hold the whole queue). The store is the only I/O seam: the frontier calls
    it and stays pure (:class:`MemorySpill` for tests, peer/spill.py on
    disk).
+10. Moving (a host changed owner): :meth:`Frontier.release_host` gives back
+   only what is in RAM, the head and the tail, and leaves the host's blocks
+   in the store, *moving*; :meth:`Frontier.take_moving` hands them out a few
+   blocks at a time for the driver to pass on, so a ring change costs the
+   loop the heads, not the queue (passing on 3 M spilled URLs at once stalled
+   a peer 72 s, past dead_after: scripts/bench_scale.py). Moving URLs count
+   in :attr:`Frontier.moving`, not in ``len()``; a moving host that becomes
+   ours again (a push, or :meth:`Frontier.reattach`) takes its blocks back
+   as spilled ones, behind its head.
 
 Every operation is O(log hosts): heaps with lazy deletion (an entry is live
 only if its sequence number is still its owner's), never a scan of hosts
@@ -405,6 +414,7 @@ class Frontier:
         "_seq", "_queued", "_n_hosts", "_in_flight", "_active", "_trace", "_clock",
         "_limits", "_ring_n", "_ips", "_ip_on", "_default_share",
         "_ceiling_holds", "_ip_ceiling_holds", "_spill", "_head_max", "_spilled", "_refills", "_tailed",
+        "_moving", "_moving_urls",
     )
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
@@ -443,6 +453,9 @@ class Frontier:
         self._spilled = 0
         self._refills = 0
         self._tailed: dict[str, _Host] = {}  # hosts that may have a tail (rule 9)
+        # Hosts given away whose blocks are still in the store (rule 10): URLs left.
+        self._moving: dict[str, int] = {}
+        self._moving_urls = 0
         if spill is not None:
             self.set_spill(spill, head_per_host)
         if self._pid_on:
@@ -506,6 +519,8 @@ class Frontier:
 
     def push(self, url: str, host: str, depth: int, now: float) -> None:
         """Append a URL (already deduplicated) to its host's queue."""
+        if self._moving and host in self._moving:
+            self.reattach(host, now)  # ours again: its stored blocks come first
         hs = self._touch(host, now)
         items = hs.items
         if hs.spilled or len(items) - hs.head >= self._head_max:
@@ -1074,6 +1089,94 @@ class Frontier:
             self._schedule_ip(hs.ip)
         self._schedule_timer(hs)
         return jobs
+
+    def release_host(self, host: str) -> list[Job]:
+        """Like :meth:`remove_host`, but the host's blocks stay in the store, moving (rule 10)."""
+        hs = self._hosts.get(host)
+        spill = self._spill
+        if hs is None or not hs.spilled or spill is None:
+            return self.remove_host(host)
+        items = hs.items
+        jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
+        tail = hs.tail or []
+        jobs += [Job(tail[i], hs.name, tail[i + 1]) for i in range(0, len(tail), 2)]
+        hs.tail = None
+        stored = hs.spilled - len(tail) // 2
+        self._spilled -= hs.spilled
+        self._queued -= hs.spilled + (len(items) - hs.head) // 2
+        self._n_hosts -= 1
+        hs.spilled = 0
+        if stored:
+            self._moving[host] = self._moving.get(host, 0) + stored
+            self._moving_urls += stored
+        items.clear()
+        hs.head = 0
+        hs.rseq = 0
+        if hs.ip is not None:
+            self._schedule_ip(hs.ip)
+        self._schedule_timer(hs)
+        return jobs
+
+    def release_stored(self, host: str) -> int:
+        """Mark a recovered store's queue of ``host`` (not in the frontier) moving; returns its URLs."""
+        spill = self._spill
+        if spill is None or host in self._moving:
+            return 0
+        n = spill.count(host)
+        if n:
+            self._moving[host] = n
+            self._moving_urls += n
+        return n
+
+    def take_moving(self, limit: int) -> list[tuple[str, list[Any]]]:
+        """Blocks of moving hosts, ``(host, [url, depth, ...])``, about ``limit`` URLs in all (rule 10)."""
+        spill = self._spill
+        out: list[tuple[str, list[Any]]] = []
+        if spill is None:
+            return out
+        got = 0
+        while got < limit and self._moving:
+            host = next(iter(self._moving))
+            chunk = spill.take(host)
+            n = len(chunk) // 2
+            left = self._moving[host] - n
+            if n == 0 or left <= 0:
+                del self._moving[host]
+                self._moving_urls -= n + max(left, 0)
+            else:
+                self._moving[host] = left
+                self._moving_urls -= n
+            if n:
+                out.append((host, chunk))
+                got += n
+        return out
+
+    def reattach(self, host: str, now: float) -> int:
+        """A moving host is ours again: its blocks queue behind its head (rule 10); returns how many."""
+        n = self._moving.pop(host, 0)
+        if not n:
+            return 0
+        self._moving_urls -= n
+        hs = self._hosts.get(host)
+        if hs is None or (hs.head == len(hs.items) and not hs.spilled):
+            if hs is not None and hs.tail:
+                # Its tail came after the blocks: into the store behind them.
+                spill = self._spill
+                assert spill is not None
+                spill.put(host, hs.tail)
+                hs.tail = None
+            return self.adopt(host, now)
+        hs.spilled += n
+        self._spilled += n
+        self._queued += n
+        if hs.tail:
+            self._tailed[host] = hs
+        return n
+
+    @property
+    def moving(self) -> int:
+        """URLs in the store of hosts no longer ours, still to be passed on (rule 10)."""
+        return self._moving_urls
 
     # ------------------------------------------------------------- internals
 

@@ -80,6 +80,16 @@ log = logging.getLogger("ring.driver")
 SEND_TIMEOUT = 0.2
 #: Messages waiting for the sender task; beyond this, they are dropped and counted.
 SEND_QUEUE = 4096
+#: URL batches read and waiting for the deliverer task. Probes and gossip are
+#: handled by the receiver as they come; batches wait here and are taken one
+#: a turn of the loop (~500 URLs, tens of ms), so a probe never waits behind
+#: a batch. Taking the batches of one read in one step had a late-started
+#: peer's receiver run 4.2 s without a turn for anyone; taking them one a
+#: turn in the receiver left probes unread for seconds behind them (both
+#: peers of scripts/bench_scale.py suspected the other with neither event
+#: loop stalled). Each sender has at most ``[ring] send_window`` batches in
+#: flight, so this fills only with many senders; then the receiver waits.
+DELIVER_QUEUE = 64
 #: What a DEALER to a peer accepts back: nothing is ever sent back on it (peers
 #: answer through their own DEALERs), so one small message, unread, is all a
 #: hostile "peer" at a gossiped address can park in our memory. Not less:
@@ -110,14 +120,18 @@ class RingDriver:
         self.log = logger or log
         self.started = self._wall()
         self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes]](SEND_QUEUE)
+        self._deliver_in, self._deliver_out = trio.open_memory_channel[tuple[Any, UrlBatch | Packet]](
+            DELIVER_QUEUE)
         self._wake_forward = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._router: ZmqSocket | None = None
+        #: Seconds this process stood still, beyond a gossip interval a round (``now``).
+        self.stalled = 0.0
 
     # -- what the crawl calls ----------------------------------------------------
 
     def forward(self, url: str, depth: int, owner: str, *, relay: bool = False) -> None:
-        self.node.forward(url, depth, owner, trio.current_time(), relay=relay)
+        self.node.forward(url, depth, owner, self.now(), relay=relay)
         self._wake_forward.set()
 
     def wake(self) -> None:
@@ -125,7 +139,7 @@ class RingDriver:
         self._wake_forward.set()
 
     def leave(self) -> None:
-        self._start(self.node.leave(trio.current_time()))
+        self._start(self.node.leave(self.now()))
 
     # -- running -----------------------------------------------------------------
 
@@ -143,6 +157,7 @@ class RingDriver:
             self._nursery = nursery
             nursery.start_soon(self._sender)
             nursery.start_soon(self._receiver, inbound)
+            nursery.start_soon(self._deliverer)
             nursery.start_soon(self._gossip)
             nursery.start_soon(self._forwarder)
             task_status.started()
@@ -163,6 +178,7 @@ class RingDriver:
     async def _receiver(self, sock: ZmqSocket) -> None:
         curve = self.keys is not None
         node = self.node
+        deliver = self._deliver_in
         while True:
             for got in await sock.recv_routed(1000, user_id=curve):
                 if len(got.frames) != 1:
@@ -173,26 +189,54 @@ class RingDriver:
                 except DecodeError as e:
                     node.count(e.kind)
                     continue
-                await self._run(node.receive(got.route, msg, trio.current_time(), user_id=got.user_id))
                 if isinstance(msg, UrlBatch | Packet):
-                    # It may owe an ack now, due before the forwarder's wake-up.
-                    self._wake_forward.set()
+                    await deliver.send((got, msg))
+                    continue
+                await self._run(node.receive(got.route, msg, self.now(), user_id=got.user_id))
+
+    async def _deliverer(self) -> None:
+        """URL batches, one a turn of the loop, apart from the receiver (DELIVER_QUEUE)."""
+        node = self.node
+        async for got, msg in self._deliver_out:
+            await self._run(node.receive(got.route, msg, self.now(), user_id=got.user_id))
+            # It may owe an ack now, due before the forwarder's wake-up.
+            self._wake_forward.set()
+            await trio.lowlevel.cancel_shielded_checkpoint()
+
+    def now(self) -> float:
+        """The node's clock: trio's, less the time this process stood still (``stalled``)."""
+        return trio.current_time() - self.stalled
 
     async def _gossip(self) -> None:
         interval = self.node.gossip_interval
+        due = trio.current_time()
         while True:
-            self._start(self.node.tick(trio.current_time(), idle=self.crawl.locally_idle(),
+            # Local health (Lifeguard, Dadgar et al. 2018, "local health
+            # awareness"): a round that wakes late found this process not
+            # running (a long step, the OS scheduler on a saturated box, a
+            # GC pause), so the acks it waited for were not read, and the
+            # silence is ours. Lateness past one interval leaves the node's
+            # clock: its probe and suspicion timers run on the time this
+            # process could listen. (bench_scale, 2 peers on a box at load 6
+            # on 2 cores: a round woke up to 3.9 s late, and each peer held
+            # the other suspect within seconds.)
+            late = trio.current_time() - due - interval
+            if late > 0:
+                self.stalled += late
+                self.node.count("stalled_rounds")
+            self._start(self.node.tick(self.now(), idle=self.crawl.locally_idle(),
                                        pages=self.crawl.pages_requested))
             self.crawl.poke()
+            due = trio.current_time() + interval
             await trio.sleep(interval)
 
     async def _forwarder(self) -> None:
         node = self.node
         while True:
-            self._start(node.flush(trio.current_time()))
+            self._start(node.flush(self.now()))
             when = node.outbox.next_due_at()
             self._wake_forward = trio.Event()
-            with trio.move_on_at(when if when is not None else trio.current_time() + 1.0):
+            with trio.move_on_at(when + self.stalled if when is not None else trio.current_time() + 1.0):
                 await self._wake_forward.wait()
 
     async def _sender(self) -> None:
@@ -298,7 +342,7 @@ class RingDriver:
         n = await self.crawl.handoff_seen(a.old, a.ring)
         starts = self.crawl.handoff_starts(a.old, a.ring)
         self._wake_forward.set()
-        self._start(self.node.begin_handoff(a.version, n, starts, trio.current_time()))
+        self._start(self.node.begin_handoff(a.version, n, starts, self.now()))
 
     def _do_released(self, a: Released) -> None:
         self.crawl.handoff_done(a.sender)

@@ -87,6 +87,16 @@ Rules of the Outbox (every transition lives in this file):
    max_age`` more, since a peer with the same config may hold its ack that
    long.
 
+9. **Window.** With ``window`` set, a destination has at most ``window``
+   unacked batches: full batches beyond it wait, unnumbered, until an ack
+   makes room (TCP's send window, RFC 9293 §3.8.6, in batches). Without
+   it a receiver slower than its senders (a peer on a saturated box) had its
+   zmq pipe fill with URL frames, up to the DEALER's HWM, and every probe
+   and ack queued behind them: both peers of scripts/bench_scale.py held
+   the other suspect with neither event loop stalled, and the resends of the
+   unacked batches added to the queue. Resends and aged partial batches
+   (at most one a batch age) are not held back.
+
 The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
 
 - ``OTHER_RING``: dropped and counted, no ack.
@@ -153,6 +163,7 @@ __all__ = [
     "BATCH_AGE",
     "MAX_BATCH_AGE",
     "MESSAGE_BUDGET",
+    "SEND_WINDOW",
     "RATE_WINDOW",
     "Entries",
     "Inbox",
@@ -171,6 +182,11 @@ __all__ = [
 BATCH_AGE = 0.05
 MAX_BATCH_AGE = 2.0
 MESSAGE_BUDGET = 200.0
+#: The default of ``[ring] send_window`` (rule 9): 8 batches of 500 URLs in
+#: flight to a peer are ~0.2 s of its receiver's work on the loaded box, so
+#: a probe waits behind at most that; and 8 x 500 URLs a round trip carries
+#: 20,000 URLs/s to a peer at a 200 ms round trip, far above a crawl's rate.
+SEND_WINDOW = 8
 #: Seconds over which the entry rate and the destinations are measured (rule 8):
 #: long enough that a destination fed one URL a second shows up in most windows.
 RATE_WINDOW = 2.0
@@ -208,6 +224,7 @@ class OutboxStats:
     acks_alone: int = 0  # owed acks that went in frames without batches
     acks_owed: int = 0  # acks waiting to go
     age: float = 0.0  # the batch age in use (rule 8)
+    window_waits: int = 0  # times full batches waited for acks: the window was full (rule 9)
 
 
 #: What a retired _Sent keeps instead of its batch, so the resend queue (emptied
@@ -262,7 +279,7 @@ class Outbox:
         "_max_delay", "_budget", "_age", "_grace", "_acking", "_win", "_win_end", "_items",
         "_active", "_messages", "_acks_piggybacked", "_acks_alone",
         "_forwarded", "_recent_hits", "_relayed", "_seen_forwarded", "_batches", "_resent",
-        "_acked", "_stale_acks", "_rerouted", "_returned",
+        "_acked", "_stale_acks", "_rerouted", "_returned", "_window", "_window_waits",
     )
 
     def __init__(
@@ -277,6 +294,7 @@ class Outbox:
         recent_size: int = 100_000,
         max_delay: float | None = None,
         budget: float = 0.0,
+        window: int = 0,
     ) -> None:
         if not 1 <= batch_size <= MAX_ARRAY:
             raise ValueError(f"batch_size must be in 1..{MAX_ARRAY}, not {batch_size!r}")
@@ -293,6 +311,8 @@ class Outbox:
             raise ValueError(f"max_delay must be >= max_age ({max_age!r}), not {max_delay!r}")
         if not budget >= 0:
             raise ValueError(f"budget must be >= 0, not {budget!r}")
+        if window < 0:
+            raise ValueError(f"window must be >= 0, not {window!r}")
         self._self = self_id
         self._ring = ring_name
         self._epoch = epoch
@@ -343,6 +363,8 @@ class Outbox:
         self._stale_acks = 0
         self._rerouted = 0
         self._returned = 0
+        self._window = window  # unacked batches a destination may have (rule 9); 0: no bound
+        self._window_waits = 0
 
     # -- queueing --------------------------------------------------------------
 
@@ -495,10 +517,17 @@ class Outbox:
                     self._resent += 1
                     out.append((s.dest, s.batch))
         if self._ready:
+            window = self._window
             for d in self._ready:
+                n = 0
                 for urls, seen in d.ready:
+                    if window and len(d.unacked) >= window:
+                        break  # rule 9: the rest wait for acks; ack() puts d back
                     self._seal(d, urls, seen, now, out)
-                d.ready = []
+                    n += 1
+                if n < len(d.ready):
+                    self._window_waits += 1
+                d.ready = d.ready[n:]
             self._ready = []
         aging = self._aging
         while aging and aging[0][0] <= now:
@@ -627,6 +656,8 @@ class Outbox:
         self._acked += _size(s.batch)
         s.live = False
         s.batch = _RETIRED  # its URLs need not wait in the queue
+        if d is not None and d.ready and d not in self._ready:
+            self._ready.append(d)  # room in its window (rule 9)
         return True
 
     # -- ring changes ------------------------------------------------------------
@@ -802,6 +833,7 @@ class Outbox:
             acks_alone=self._acks_alone,
             acks_owed=owed,
             age=self._age,
+            window_waits=self._window_waits,
         )
 
 

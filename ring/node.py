@@ -79,7 +79,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, Inbox, Outbox, Verdict
+from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Inbox, Outbox, Verdict
 from ring.hashring import HashRing
 from ring.membership import Membership
 from ring.routes import route_member
@@ -310,6 +310,7 @@ class RingNode:
         batch_age: float = BATCH_AGE,
         max_batch_age: float = MAX_BATCH_AGE,
         message_budget: float = MESSAGE_BUDGET,
+        send_window: int = SEND_WINDOW,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -327,7 +328,7 @@ class RingNode:
         # The start time as epoch: our batch numbers start a new channel each life.
         self.outbox = outbox if outbox is not None else Outbox(
             peer_id, ring_name, epoch=incarnation, max_age=batch_age, max_delay=max_batch_age,
-            budget=message_budget)
+            budget=message_budget, window=send_window)
         self.inbox = Inbox(ring_name)
         self.dropped: Counter[str] = Counter()
         # How long a gained host waits for its previous owner's HandoffDone.
@@ -689,7 +690,8 @@ class RingNode:
         st = self.outbox.stats()
         rows = {"fwd.frames": st.messages, "fwd.batches": st.batches, "fwd.resent": st.resent,
                 "fwd.acks_piggybacked": st.acks_piggybacked, "fwd.acks_alone": st.acks_alone,
-                "fwd.age_ms": round(st.age * 1000) if st.messages else 0}
+                "fwd.age_ms": round(st.age * 1000) if st.messages else 0,
+                "fwd.window_waits": st.window_waits}
         return {k: v for k, v in rows.items() if v}
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:

@@ -162,6 +162,7 @@ def test_wrong_type_names_key_and_expectation(snippet, key, expected):
         ("[ring]\nmax_batch_age = 0", "ring.max_batch_age"),
         ("[ring]\nbatch_age = 0.5\nmax_batch_age = 0.2", "ring.max_batch_age"),
         ("[ring]\nmessage_budget = -5", "ring.message_budget"),
+        ("[ring]\nsend_window = -1", "ring.send_window"),
         ('[[peer]]\nid = "p2"\naddress = "tcp://127.0.0.1:5702"\nweight = 11.0', "peer[1].weight"),
         ("[ring]\nsuspect_after = 5.0\ndead_after = 4.0", "ring.dead_after"),
         ("[politeness]\nmin_delay = 5.0\nmax_delay = 1.0", "politeness.max_delay"),
