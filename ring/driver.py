@@ -74,6 +74,10 @@ from ring.zmqio import (
 
 __all__ = ["ForwardLink", "RingDriver", "SEND_TIMEOUT"]
 
+#: Frames of URLs and their acks; everything else (probes, gossip, hand-off
+#: markers) goes first in a send turn.
+_URL_FRAMES = (UrlBatch, Packet, Ack)
+
 log = logging.getLogger("ring.driver")
 
 #: A send that cannot be queued within this long is dropped (see module doc).
@@ -119,7 +123,8 @@ class RingDriver:
         # "ring: ..." and "hand-off: ..." lines under that name.
         self.log = logger or log
         self.started = self._wall()
-        self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes]](SEND_QUEUE)
+        # (destination, frame, membership first): see _sender.
+        self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes, bool]](SEND_QUEUE)
         self._deliver_in, self._deliver_out = trio.open_memory_channel[tuple[Any, UrlBatch | Packet]](
             DELIVER_QUEUE)
         self._wake_forward = trio.Event()
@@ -190,7 +195,10 @@ class RingDriver:
                     node.count(e.kind)
                     continue
                 if isinstance(msg, UrlBatch | Packet):
-                    await deliver.send((got, msg))
+                    try:
+                        deliver.send_nowait((got, msg))  # no turn given up: the probes behind it
+                    except trio.WouldBlock:
+                        await deliver.send((got, msg))
                     continue
                 await self._run(node.receive(got.route, msg, self.now(), user_id=got.user_id))
 
@@ -243,45 +251,62 @@ class RingDriver:
         async with AsyncExitStack() as stack:
             # Keyed by address too: a peer that rejoins elsewhere gets a new socket.
             dealers: dict[tuple[str, str], ZmqSocket] = {}
-            async for dest, data in self._to_send:
-                member = self.node.membership.members().get(dest)
-                if member is None:
-                    continue
-                key = (dest, member.address)
-                sock = dealers.get(key)
-                if sock is None:
-                    configure = None
-                    if self.keys is not None:
-                        try:
-                            configure = curve_client(self.keys, self.keys.public_key(dest))
-                        except RingError:
-                            self.node.count("no_curve_key")  # its .key has not been deployed here
-                            continue
+            while True:
+                # Everything queued, in one turn of the loop, membership first.
+                # A receive from a channel yields to the scheduler each time, so
+                # one message a turn had a probe wait behind the URL frames
+                # queued before it: 1.3-1.6 s from the probe to its send on the
+                # loaded box (scripts/bench_scale.py), most of suspect_after.
+                todo = [await self._to_send.receive()]
+                while True:
                     try:
-                        sock = await stack.enter_async_context(open_socket(
-                            SocketType.DEALER, connect=member.address, identity=self.route,
-                            hwm=10_000, rcvhwm=1, max_msg=DEALER_MAX_MSG, configure=configure))
-                    except RingError:
-                        # A gossiped address is remote input: zmq may refuse it.
-                        self.node.count("bad_address")
-                        continue
-                    for old in [k for k in dealers if k[0] == dest]:
-                        dealers.pop(old).close()  # it moved: the old address is dead to us
-                    dealers[key] = sock
+                        todo.append(self._to_send.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                todo.sort(key=lambda item: not item[2])  # stable: the rest keep their order
+                for dest, data, _ in todo:
+                    await self._send_one(stack, dealers, dest, data)
+
+    async def _send_one(self, stack: AsyncExitStack, dealers: dict[tuple[str, str], ZmqSocket],
+                        dest: str, data: bytes) -> None:
+        member = self.node.membership.members().get(dest)
+        if member is None:
+            return
+        key = (dest, member.address)
+        sock = dealers.get(key)
+        if sock is None:
+            configure = None
+            if self.keys is not None:
                 try:
-                    with trio.move_on_after(SEND_TIMEOUT) as scope:
-                        await sock.send_multipart([data])
+                    configure = curve_client(self.keys, self.keys.public_key(dest))
                 except RingError:
-                    self.node.count("send_failed")
-                    continue
-                if scope.cancelled_caught:
-                    self.node.count("send_timeout")
+                    self.node.count("no_curve_key")  # its .key has not been deployed here
+                    return
+            try:
+                sock = await stack.enter_async_context(open_socket(
+                    SocketType.DEALER, connect=member.address, identity=self.route,
+                    hwm=10_000, rcvhwm=1, max_msg=DEALER_MAX_MSG, configure=configure))
+            except RingError:
+                # A gossiped address is remote input: zmq may refuse it.
+                self.node.count("bad_address")
+                return
+            for old in [k for k in dealers if k[0] == dest]:
+                dealers.pop(old).close()  # it moved: the old address is dead to us
+            dealers[key] = sock
+        try:
+            with trio.move_on_after(SEND_TIMEOUT) as scope:
+                await sock.send_multipart([data])
+        except RingError:
+            self.node.count("send_failed")
+            return
+        if scope.cancelled_caught:
+            self.node.count("send_timeout")
 
     # -- one handler per action type ---------------------------------------------
 
     def _do_send(self, a: Send) -> None:
         try:
-            self._send.send_nowait((a.dest, encode(a.msg)))
+            self._send.send_nowait((a.dest, encode(a.msg), not isinstance(a.msg, _URL_FRAMES)))
         except trio.WouldBlock:
             self.node.count("send_queue_full")
         except EncodeError as e:

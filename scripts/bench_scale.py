@@ -205,6 +205,9 @@ def main() -> int:
     ap.add_argument("--timeout", type=float, default=1200.0, help="seconds, then SIGINT")
     ap.add_argument("--status-every", type=float, default=10.0, help="seconds between `ring status` commands")
     ap.add_argument("--keep", action="store_true", help="keep the data directories")
+    ap.add_argument("--kill-at", type=int, default=0, metavar="URLS",
+                    help="kill -9 p1 once its own frontier passes URLS, restart it with the same "
+                         "command and report the recovery (0: no kill)")
     ap.add_argument("--serve", metavar="PORT_FILE", help=argparse.SUPPRESS)
     a = ap.parse_args()
     if a.serve:
@@ -225,11 +228,15 @@ def main() -> int:
         toml = tmp / "cluster.toml"
         toml.write_text(cluster_toml(tmp, web_port, a.max_pages, a.head))
         logs = {}
-        for p in ("p1", "p2"):
-            out, err = open(tmp / f"{p}.out", "wb"), open(tmp / f"{p}.err", "wb")
+        def start(p: str) -> subprocess.Popen:
+            out, err = open(tmp / f"{p}.out", "ab"), open(tmp / f"{p}.err", "ab")
             logs[p] = (out, err)
-            procs[p] = subprocess.Popen([sys.executable, "-m", "peer", "--ring", str(toml), "--id", p,
-                                         "--progress", "1"], stdout=out, stderr=err, env=env)
+            return subprocess.Popen([sys.executable, "-m", "peer", "--ring", str(toml), "--id", p,
+                                     "--progress", "1"], stdout=out, stderr=err, env=env)
+
+        for p in ("p1", "p2"):
+            procs[p] = start(p)
+        kill: dict[str, float] = {}
         t0 = time.monotonic()
         time.sleep(2.0)  # the peers' sockets bound
         probe = Probe(toml, 1.0)
@@ -243,6 +250,18 @@ def main() -> int:
         interrupted = False
         while any(pr.poll() is None for pr in procs.values()):
             now = time.monotonic()
+            if a.kill_at and "killed" not in kill:
+                s1 = frontier_series((tmp / "p1.err").read_text(errors="replace"))
+                if s1 and s1[-1][1] >= a.kill_at:
+                    procs["p1"].kill()
+                    procs["p1"].wait()
+                    kill["killed"] = time.time()
+                    kill["frontier_before"] = s1[-1][1]
+                    kill["t"] = now - t0
+                    for f in logs["p1"]:
+                        f.close()
+                    procs["p1"] = start("p1")
+                    kill["restarted"] = time.time()
             if now - t0 > a.timeout and not interrupted:
                 for pr in procs.values():
                     if pr.poll() is None:
@@ -341,6 +360,21 @@ def main() -> int:
             suspected |= bool(s_ - {"alive"})
     print(f"  states seen in status: {ever}; suspected or dead ever: {'yes' if suspected else 'no'}")
     print(f"  exit codes: {codes}")
+    if kill:
+        err = (tmp / "p1.err").read_text(errors="replace")
+        resumed = re.search(r"^(\S+ \S+) WARNING peer\.engine: resuming the crawl from \S+: (\d+) queued "
+                            r"URLs \((\d+) of them on disk, (\d+) blocks read\)", err, re.M)
+        after = [t for t, _ in frontier_series(err) if t > kill["restarted"]]
+        if resumed:
+            at = datetime.strptime(resumed[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            print(f"  kill -9 of p1 at {kill['t']:.0f} s with {kill['frontier_before']:,} queued (its last "
+                  f"progress line): resumed {int(resumed[2]):,} queued ({int(resumed[3]):,} on disk, "
+                  f"{int(resumed[4]):,} blocks read) {at - kill['restarted']:.1f} s after the restart "
+                  f"(interpreter start-up included), first progress line after "
+                  f"{(after[0] - kill['restarted']) if after else float('nan'):.1f} s; "
+                  f"{'none lost' if int(resumed[2]) >= kill['frontier_before'] else 'FEWER than before'}")
+        else:
+            print("  kill -9 of p1: no 'resuming the crawl' line after the restart")
     disk = sum(f.stat().st_size for f in tmp.rglob("seg-*.dat"))
     print(f"  frontier segments left on disk: {disk / 2**20:,.0f} MiB")
     if not a.keep:

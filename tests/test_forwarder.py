@@ -815,6 +815,49 @@ TestCoalescingMachine = CoalescingMachine.TestCase
 TestCoalescingMachine.settings = settings(max_examples=150, stateful_step_count=50, deadline=None)
 
 
+class WindowedMachine(CoalescingMachine):
+    """The same, with a send window of one or two batches a destination (rule 9):
+    batches held back for acks are neither lost nor sent twice."""
+
+    @initialize(window=st.integers(1, 2))
+    def windowed(self, window):
+        self.window = window
+
+    def _peer(self, pid):
+        return (Outbox(pid, RING, epoch=1, batch_size=3, max_age=0.5, max_delay=1.5, budget=2.0,
+                       resend_after=1.0, recent_size=16, window=getattr(self, "window", 1)),
+                Inbox(RING))
+
+    @invariant()
+    def no_destination_has_more_unacked_than_its_window(self):
+        for ob, _ in getattr(self, "peers", {}).values():
+            assert ob.stats().unacked <= len(self.peers) * getattr(self, "window", 1)
+
+
+TestWindowedMachine = WindowedMachine.TestCase
+TestWindowedMachine.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+
+
+def test_a_full_window_holds_full_batches_until_an_ack_makes_room():
+    ob = outbox(batch_size=2, max_age=10.0, window=2)
+    for i in range(10):
+        ob.add(f"http://a.test/{i}", 0, "p1", 0.0)
+    first = ob.due(0.0)
+    assert [b.seq for _, b in first] == [0, 1]          # two in flight, three full batches wait
+    assert ob.due(0.0) == [] and ob.next_due_at() != float("-inf")  # no busy loop while full
+    assert ob.stats().window_waits == 1 and ob.stats().pending == 6 and not ob.idle
+    ob.ack("p1", 7, 0)
+    assert [b.seq for _, b in ob.due(0.0)] == [2]
+    ob.ack("p1", 7, 1)
+    ob.ack("p1", 7, 2)
+    rest = ob.due(0.0)
+    assert [b.seq for _, b in rest] == [3, 4]
+    sent = [u for _, b in first + rest for u, _ in b.urls]
+    assert len(sent) == len(set(sent)) == 8
+    with pytest.raises(ValueError, match="window"):
+        outbox(window=-1)
+
+
 def test_barrier_is_reached_only_when_everything_queued_before_it_is_acked():
     ob = Outbox("a", "r", epoch=1, batch_size=2, max_age=10.0)
     assert ob.barrier("b") == -1 and ob.acked_through("b", -1)

@@ -60,6 +60,24 @@ class SpillingFrontierMachine(test_frontier.FrontierMachine):
             else:
                 self.pushed -= 1
 
+    @rule(host=st.sampled_from([test_frontier.A, test_frontier.B]), chunk=st.integers(1, 5))
+    def release(self, host, chunk):
+        # Rule 10: the heads now, the blocks by take_moving; together the queue, once each.
+        jobs = [j.url for j in self.f.release_host(host)]
+        assert len(self.f) == sum(len(q) for h, q in self.queues.items() if h != host)
+        while self.f.moving:
+            for h, flat in self.f.take_moving(chunk):
+                assert h == host
+                jobs += flat[::2]
+        assert sorted(jobs) == sorted(self.queues.get(host, ()))
+        self.queues[host] = deque()
+        popped = set(self.popped)
+        for url in jobs:
+            if url in popped:
+                self.requeued -= 1
+            else:
+                self.pushed -= 1
+
     @rule()
     def checkpoint(self):
         self.f.flush_tails()  # tails become blocks: the order must not change
@@ -113,6 +131,45 @@ def test_adopt_queues_a_recovered_store_in_its_order_before_new_pushes():
         order.append(job.url)
         f.done(job.host, 0.0)
     assert order == [f"http://a.test/{i}" for i in range(10)] + ["http://a.test/new"]
+
+
+def test_a_released_host_gives_its_heads_now_and_its_blocks_a_chunk_at_a_time():
+    spill = MemorySpill()
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4)
+    urls = [f"http://a.test/{i}" for i in range(1_000)]
+    for i, u in enumerate(urls):
+        f.push(u, "a.test", i % 3, 0.0)
+    f.push("http://b.test/", "b.test", 0, 0.0)
+    now = [j.url for j in f.release_host("a.test")]
+    assert len(now) <= 8  # a head and a tail: what was in RAM, not the queue
+    assert f.moving == 1_000 - len(now) and len(f) == 1 and f.spilled == 0
+    taken = spill.takes
+    got = f.take_moving(100)
+    assert spill.takes - taken <= 100 // 4 + 1 and 100 <= sum(len(b) // 2 for _, b in got) < 104
+    while f.moving:
+        got += f.take_moving(100)
+    assert sorted(now + [u for _, b in got for u in b[::2]]) == sorted(urls)
+    assert spill.hosts() == [] and f.take_moving(100) == []
+
+
+def test_a_moving_host_that_is_ours_again_takes_its_blocks_back_once_each():
+    spill = MemorySpill()
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4)
+    urls = [f"http://a.test/{i}" for i in range(100)]
+    for u in urls:
+        f.push(u, "a.test", 1, 0.0)
+    head = [j.url for j in f.release_host("a.test")]
+    first = [u for _, b in f.take_moving(10) for u in b[::2]]
+    moving = f.moving
+    f.push("http://a.test/new", "a.test", 1, 0.0)  # the ring changed back: a push reattaches
+    assert f.moving == 0 and len(f) == moving + 1
+    order = []
+    while (job := f.pop_ready(0.0)) is not None:
+        order.append(job.url)
+        f.done(job.host, 0.0)
+    assert order[-1] == "http://a.test/new"
+    assert sorted(head + first + order[:-1]) == sorted(urls)
+    assert len(f) == 0 and f.spilled == 0 and spill.hosts() == []
 
 
 # ----------------------------------------------------------------- the store on disk
