@@ -16,6 +16,7 @@ Bounded by ``--timeout``: past it the peers are sent SIGINT, then killed.
 
     scripts/bench_scale.py                       # 5 M queued URLs, ~10 min on 2 cores
     scripts/bench_scale.py --target 1000000 --max-pages 8000
+    scripts/bench_scale.py --max-pages 30000 --kill-at 2000000   # kill -9 p1 at 2 M queued, restart it
 """
 
 from __future__ import annotations
