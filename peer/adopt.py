@@ -56,6 +56,7 @@ exit 1.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import re
@@ -74,7 +75,7 @@ import trio
 from peer.config import ClusterConfig
 from peer.errors import EXIT_USAGE, ConfigError, StateError, URLError
 from peer.layout import RESULTS_NAME, STATE_NAME, StateFile
-from peer.state import PeerState, Recovered
+from peer.state import SPILL_DIR, PeerState, Recovered
 from peer.store import PageRow, ResultStore
 from peer.urls import host_key
 from ring.client import Contact, StatusRow, client_keys, cluster_status
@@ -185,10 +186,28 @@ def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:
                     os.link(entry.path, dst)
                 except OSError:
                     shutil.copyfile(entry.path, dst)
+            # The frontier's spilled queues (peer/spill.py): recovery only adds
+            # segments and deletes unnamed ones, never writes into one, so links do.
+            spill_dir = os.path.join(state_dir, SPILL_DIR)
+            if os.path.isdir(spill_dir):
+                os.mkdir(os.path.join(tmp, SPILL_DIR))
+                for entry in os.scandir(spill_dir):
+                    if entry.is_file(follow_symlinks=False):
+                        dst = os.path.join(tmp, SPILL_DIR, entry.name)
+                        try:
+                            os.link(entry.path, dst)
+                        except OSError:
+                            shutil.copyfile(entry.path, dst)
         except OSError as exc:
             raise StateError(f"{state_dir}: cannot read crawl state ({exc.strerror or exc})") from None
         try:
-            return PeerState(Path(tmp), peer_id, ring_name).recover()
+            rec = PeerState(Path(tmp), peer_id, ring_name).recover()
+            if rec is not None and rec.spill is not None:
+                # Read the spilled queues now: the copy goes with ``tmp``.
+                spill = rec.spill
+                rec = dataclasses.replace(rec, queued=dict(rec.all_queued()), spill=None)
+                spill.close()
+            return rec
         except StateError as exc:
             # Name the real file, and not the peer's own way out (--fresh).
             msg = str(exc).replace(tmp, str(state_dir))
@@ -243,7 +262,7 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
                 fetched[row[0]] = None
         # Queue and unacked forwards together; a URL in both keeps its
         # smaller depth, the one a max_depth limit would let go further.
-        for url, depth in [*rec.queued.items(), *rec.forwards]:
+        for url, depth in [*rec.all_queued(), *rec.forwards]:
             if url in fetched:
                 already.add(url)
             elif url not in urls or depth < urls[url]:

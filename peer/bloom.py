@@ -364,6 +364,16 @@ class BloomFilter:
         newest = self._slices[-1]
         return newest.bits.count() / newest.m
 
+    def fill_estimate(self) -> float:
+        """:meth:`fill_ratio` from the newest slice's count, 1 - e^(-k*count/m): O(1).
+
+        For the progress line and ``ring status``, asked every second: the
+        popcount of a 10 M-URL slice (18 MB) took 69 ms of the event loop on
+        the loaded 2-core box.
+        """
+        newest = self._slices[-1]
+        return 1.0 - math.exp(-newest.k * newest.count / newest.m)
+
     def estimated_fpr(self) -> float:
         """Expected compound false-positive rate now: 1 - prod(1 - fpr_i).
 

@@ -59,7 +59,9 @@ class ClusterNode:
             dead_after=rc.dead_after, tombstone_ttl=rc.tombstone_ttl, seed_grace=rc.seed_grace,
             join_seeds=rc.join_seeds, retransmit_mult=rc.retransmit_mult, now=trio.current_time(),
             incarnation=self.incarnation, vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
-            curve=self.keys is not None, owner_key=host_key)
+            curve=self.keys is not None, owner_key=host_key, batch_age=rc.batch_age,
+            max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
+            send_window=rc.send_window)
         self.driver = RingDriver(self.node, crawler, address, keys=self.keys,
                                  recv_queue=rc.recv_queue, heartbeat=(rc.suspect_after, rc.dead_after),
                                  logger=log)
@@ -110,7 +112,7 @@ class ClusterNode:
 
     def done(self) -> bool:
         """True once the whole cluster's crawl is over (counter method)."""
-        return self.node.done(trio.current_time())
+        return self.node.done(self.driver.now())
 
     def leave(self) -> None:
         """Announce that we leave; the ring without us hands everything over."""

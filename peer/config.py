@@ -36,6 +36,7 @@ __all__ = [
     "ClusterConfig",
     "CrawlConfig",
     "DnsConfig",
+    "FrontierConfig",
     "PeerSpec",
     "PolitenessConfig",
     "RingConfig",
@@ -168,6 +169,10 @@ class RingConfig:
     seed_grace: float = _key(float, 60.0, "seconds from a peer's start in which a seed it has not heard from is not probed, so a rolling start longer than dead_after declares no seed dead; 0 = no grace", _non_negative)
     join_seeds: int = _key(int, 3, "seeds a starting peer sends a Join to at a time, until one answers (each answer is the whole membership)", _at_least_one)
     retransmit_mult: int = _key(int, 4, "each peer piggybacks a membership change it learns retransmit_mult x ceil(log10(N + 1)) times (SWIM's lambda log N)", _at_least_one)
+    batch_age: float = _key(float, 0.05, "seconds a partial URL batch (or an owed ack) waits for more before it is sent; the floor of the adaptive age", _non_negative)
+    max_batch_age: float = _key(float, 2.0, "the longest the adaptive batch age grows to keep message_budget: the latency forwarding may add per hop; at least batch_age", _positive)
+    message_budget: float = _key(float, 200.0, "forwarding frames per second a peer aims at (batches with acks piggybacked, lone acks); the batch age grows with peers and rate to keep it, up to max_batch_age; 0: a fixed batch_age", _non_negative)
+    send_window: int = _key(int, 8, "URL batches a peer may have sent to another and not had acked; more wait for its acks, so a slow receiver's queue never grows past them and probes are not stuck behind URLs; 0: no bound", _non_negative)
 
 
 @dataclass(frozen=True, slots=True)
@@ -300,6 +305,20 @@ class BloomConfig:
     sieve_ram: int = _key(int, 4_000_000, "URL hashes (8 bytes each) held in RAM before they are merged into a sorted run file under data_dir/seen/", _at_least_one)
 
 
+def _head_per_host(v: Any) -> str | None:
+    # A block's URL count has 20 bits in its ref (peer/spill.py).
+    return None if 0 <= v <= 1 << 20 else f"a number from 0 to {1 << 20}"
+
+
+@dataclass(frozen=True, slots=True)
+class FrontierConfig:
+    """``[frontier]``: how much of each host's queue stays in RAM (peer/frontier.py rule 9, peer/spill.py)."""
+
+    head_per_host: int = _key(int, 64, "URLs of a host's queue kept in RAM; the rest go to append-only segment files in data_dir/state/frontier, in blocks of this many; 0 = every URL in RAM, no segment files", _head_per_host)
+    segment_mb: int = _key(int, 64, "MiB at which a frontier segment file is closed and the next begun; a segment is deleted at the first snapshot after all its URLs were taken", _at_least_one)
+    checkpoint_mb: int = _key(int, 64, "MiB of journal after which the crawl state is checkpointed (also every 10 minutes); recovery replays at most this much, about 0.5 M records and a few seconds per 64 MiB", _at_least_one)
+
+
 @dataclass(frozen=True, slots=True)
 class ClusterConfig:
     """The whole of cluster.toml, validated."""
@@ -311,6 +330,7 @@ class ClusterConfig:
     politeness: PolitenessConfig
     dns: DnsConfig
     bloom: BloomConfig
+    frontier: FrontierConfig = FrontierConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
 
@@ -334,6 +354,7 @@ SECTIONS: dict[str, type] = {
     "politeness": PolitenessConfig,
     "dns": DnsConfig,
     "bloom": BloomConfig,
+    "frontier": FrontierConfig,
 }
 
 
@@ -495,6 +516,8 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         raise ConfigError(where, "ring.tombstone_ttl", f"expected at least 2 x ring.dead_after ({2 * cfg.ring.dead_after:g}), got {cfg.ring.tombstone_ttl}")
     if cfg.ring.suspect_after < cfg.ring.gossip_interval:
         raise ConfigError(where, "ring.suspect_after", f"expected at least ring.gossip_interval ({cfg.ring.gossip_interval}), got {cfg.ring.suspect_after}")
+    if cfg.ring.max_batch_age < cfg.ring.batch_age:
+        raise ConfigError(where, "ring.max_batch_age", f"expected at least ring.batch_age ({cfg.ring.batch_age}), got {cfg.ring.max_batch_age}")
     pol = cfg.politeness
     if pol.max_delay < pol.min_delay:
         raise ConfigError(where, "politeness.max_delay", f"expected at least politeness.min_delay ({pol.min_delay}), got {pol.max_delay}")

@@ -427,7 +427,7 @@ class CrawlCore:
             if ring is not None and ring.left():
                 return Finished(StopReason.LEFT)
             return Sleep(now + HOLD_POLL, tuple(effects))
-        if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending:
+        if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending and not fr.moving:
             if ring is None:
                 return Finished(StopReason.FRONTIER_EMPTY)
             if ring.idle() and ring.done():
@@ -437,7 +437,8 @@ class CrawlCore:
         return Sleep(math.inf if when is None else when)
 
     def locally_idle(self) -> bool:
-        return self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
+        return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
+                and not self.frontier.moving)
 
     def job_ended(self, job: Job) -> None:
         """The job's task is over, whatever happened (the driver's ``finally``)."""
@@ -754,7 +755,8 @@ class CrawlCore:
         for host in self.frontier.queued_hosts():
             owner = ring.owner(host)
             if owner != self.peer_id:
-                for job in self.frontier.remove_host(host):
+                # The heads now; spilled blocks by pass_on_moving (frontier rule 10).
+                for job in self.frontier.release_host(host):
                     self._pass_on(job.url, job.depth, owner, out)
         if old is not None and self.peer_id in ring and set(old) != set(ring):
             self.hold_from(old, now)
@@ -835,9 +837,49 @@ class CrawlCore:
         for host, times in by_host.items():
             self.frontier.seed_starts(host, times, now)
 
+    def resume_spilled(self, now: float) -> list[Effect]:
+        """Put a recovered spill store back: our hosts' queues into the frontier, the rest on.
+
+        Before the recovered heads and journal are pushed: the store's URLs
+        of a host come first (peer/state.py, recovery). Its URLs are in the
+        Bloom filter already, like any recovered ones.
+        """
+        out: list[Effect] = []
+        fr = self.frontier
+        spill = fr.spill_store
+        if spill is None:
+            return out
+        for host in spill.hosts():
+            owner = self._owner(host)
+            if owner == self.peer_id:
+                self.limits.queued(host, fr.adopt(host, now))
+            else:
+                fr.release_stored(host)  # passed on by pass_on_moving (frontier rule 10)
+        return out
+
+    def pass_on_moving(self, now: float, limit: int) -> list[Effect]:
+        """About ``limit`` spilled URLs of hosts that changed owner, passed on (frontier rule 10).
+
+        A host that is ours again (the ring changed back) keeps its blocks.
+        """
+        out: list[Effect] = []
+        fr = self.frontier
+        for host, flat in fr.take_moving(limit):
+            owner = self._owner(host)
+            if owner == self.peer_id:
+                fr.reattach(host, now)
+                for i in range(0, len(flat), 2):
+                    self._push(flat[i], host, flat[i + 1], now)
+                continue
+            for i in range(0, len(flat), 2):
+                self._pass_on(flat[i], flat[i + 1], owner, out)
+        return out
+
     def snapshot_queue(self) -> list[tuple[str, int]]:
-        """(url, depth) of everything queued or in flight: a snapshot's queue."""
-        queued = [(j.url, j.depth) for j in self.frontier.iter_queued()]
+        """(url, depth) of what a snapshot lists: queued (in RAM, with a spill store) or in flight."""
+        fr = self.frontier
+        jobs = fr.iter_heads() if fr.spill_store is not None else fr.iter_queued()
+        queued = [(j.url, j.depth) for j in jobs]
         queued += [(url, hd[1]) for url, hd in self._inflight.items()]
         queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
         return queued
@@ -858,6 +900,8 @@ class CrawlCore:
             out["polite.ceiling_holds"] = fr.ceiling_holds
         if fr.ip_ceiling_holds:
             out["polite.ip_ceiling_holds"] = fr.ip_ceiling_holds
+        if fr.moving:
+            out["frontier.moving"] = fr.moving  # spilled URLs of hosts given away, not passed on yet
         if self.bloom.num_slices > 1:
             out["bloom.slices"] = self.bloom.num_slices
         if self.bloom.full:
@@ -915,6 +959,6 @@ class CrawlCore:
             hosts_ready=ready, hosts_waiting=waiting, held_robots=held[Hold.ROBOTS],
             held_retry_after=held[Hold.RETRY_AFTER], max_pages=self.cfg.crawl.max_pages,
             cluster_pages=cluster_pages, dns_hit_rate=dns_hit_rate,
-            bloom_fill=self.bloom.fill_ratio(), bloom_slices=self.bloom.num_slices,
+            bloom_fill=self.bloom.fill_estimate(), bloom_slices=self.bloom.num_slices,
             capped=sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
                                          Cap.LINKS_PER_PAGE, Cap.GIVEN_UP)))

@@ -119,6 +119,7 @@ from peer.limits import Limits
 from peer.progress import Progress, ProgressSnapshot
 from peer.resolver import Resolver
 from peer.robots import MAX_ROBOTS_BYTES, RobotsCache
+from peer.spill import FileSpill
 from peer.state import PeerState, SnapshotStats
 from peer.store import PageRow, ResultStore
 from ring.messages import MemberState
@@ -147,13 +148,23 @@ HEAVY_PAGE = 256 * 1024
 #: formatting, tables, 20,000 attributes) took 7.6 ms.
 INLINE_PAGE = 64 * 1024
 INLINE_TAGS = 1000
-#: A new state snapshot (and a fresh journal) once the journal is this big, or
-#: this old: recovery replays at most that much (peer/state.py's figures:
-#: ~0.5 M records, a few seconds, per 64 MiB).
-SNAPSHOT_BYTES = 64 * 2**20
+#: A new state snapshot (and a fresh journal) once the journal is
+#: [frontier] checkpoint_mb big, or SNAPSHOT_SECONDS old: recovery replays at
+#: most that much (peer/state.py's figures: ~0.5 M records, a few seconds,
+#: per 64 MiB).
 SNAPSHOT_SECONDS = 600.0
-#: How often the snapshot task looks at the journal's size and age.
-SNAPSHOT_CHECK = 5.0
+#: The spill store's block size when [frontier] head_per_host is 0 and a
+#: recovered store still holds URLs.
+DEFAULT_HEAD = 64
+#: Spilled URLs of hosts that changed owner passed on in one turn of the
+#: loop (frontier rule 10; ~30 us a URL: a 15 ms step), and how many may wait
+#: in the Outbox for their acks before more are read.
+MOVE_CHUNK = 500
+MOVE_BACKLOG = 20_000
+#: How often the snapshot task looks at the journal's size and age: two
+#: integer reads, so often enough that the journal overshoots checkpoint_mb
+#: by at most a second of records.
+SNAPSHOT_CHECK = 1.0
 #: The fields of a page row as the journal keeps it (PageRow's order).
 ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
@@ -195,6 +206,16 @@ class Crawler:
         # heavy host slows itself (its jobs wait to be parsed), not the rest.
         self._parsers = trio.CapacityLimiter(2)
         self._heavy = trio.CapacityLimiter(1)
+        # One page's CPU work at a time on the loop (parse, links, journal).
+        # trio runs every task that is ready in one batch before it looks at
+        # its sockets again, so with 64 fetches done at once each batch held
+        # 64 pages' work: ~1.3 s on the loaded 2-core box, and a ping waited
+        # that long twice (its receipt, its answer's), past suspect_after
+        # (scripts/bench_scale.py: both peers suspected 3 s in). Behind this
+        # lock a batch holds one page's work, and a waiting fetch costs no
+        # CPU: the pages per second stay what the core can do.
+        self._turn = trio.Lock()
+        self._move_kick = trio.Event()
         self._store: ResultStore | None = None
         self._workers: trio.Nursery | None = None
         # In a ring of several peers, the node that gossips and forwards.
@@ -208,6 +229,7 @@ class Crawler:
         # Crash safety: the frontier, Bloom filter and counters are journaled
         # under data_dir/state/ and resumed after a kill -9.
         self._state: PeerState | None = None
+        self._spill: FileSpill | None = None
         self.resumed: dict[str, float] | None = None  # what a restart found
         self._restart_starts: list[tuple[str, float]] = []
         #: Snapshots written (the last one's stats are logged).
@@ -216,6 +238,7 @@ class Crawler:
         self._sieve: Any = None
         self._sieve_stats: Any = None
         self._sieve_kick = trio.Event()
+        self.spill_peak = 0  # most queued URLs on disk seen by a progress line (rule 9)
         self._effects: dict[type, Callable[[Any], None]] = {
             Forward: self._do_forward, Queued: self._do_queued, Checking: self._do_checking,
             Seen: self._do_seen,
@@ -303,6 +326,8 @@ class Crawler:
                 self._state.close()
                 if self._sieve is not None:
                     self._sieve.close()
+                if self._spill is not None:
+                    self._spill.close()
             await store.flush()
         s = self.summary
         s.elapsed = time.monotonic() - wall0
@@ -313,6 +338,14 @@ class Crawler:
             s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
                              f"({st.disk_bytes / 2**20:.1f} MiB) and {st.ram_runs} in RAM "
                              f"({st.ram_bytes / 2**20:.1f} MiB)")
+        self.spill_peak = max(self.spill_peak, self.core.frontier.spilled)
+        if self._spill is not None and self.spill_peak:
+            st = self._spill.stats()
+            s.details.append(
+                f"frontier: at most {self.spill_peak:,} queued URLs on disk (heads of "
+                f"{self.core.frontier.head_per_host} a host in RAM); {st.blocks_written:,} blocks "
+                f"written, {st.blocks_read:,} read; {st.urls:,} URLs in {st.segments} segments "
+                f"({st.disk_bytes / 2**20:.1f} MiB) left")
         return s
 
     async def _crawl(self, store: ResultStore, recovered: Any) -> None:
@@ -345,6 +378,7 @@ class Crawler:
             services.start_soon(self._progress)
             services.start_soon(self._snapshots)
             services.start_soon(self._sieve_loop)
+            services.start_soon(self._move_spilled)
             async with trio.open_nursery() as workers:
                 self._workers = workers
                 await self._schedule(workers)
@@ -427,8 +461,19 @@ class Crawler:
         ``write`` of a few dozen bytes here against a transaction there;
         peer/state.py has the crash-ordering argument and the figures.
         """
-        self._state = state = PeerState(DataDir(self.data_dir).state, self.peer_id, self.cfg.ring.name)
+        fcfg = self.cfg.frontier
+        head = fcfg.head_per_host or DEFAULT_HEAD
+        self._state = state = PeerState(DataDir(self.data_dir).state, self.peer_id, self.cfg.ring.name,
+                                        spill_block=head, segment_bytes=fcfg.segment_mb << 20)
         rec = await trio.to_thread.run_sync(state.recover)
+        spill = rec.spill if rec is not None and rec.spill is not None else state.open_spill()
+        if fcfg.head_per_host or spill.hosts():
+            # head_per_host = 0 keeps every URL in RAM; a store recovered
+            # from a run with spilling still gives its URLs back through it.
+            self.core.frontier.set_spill(spill, head)
+            self._spill = spill
+        else:
+            spill.close()
         counters: dict[str, float] = {}
         core = self.core
         if rec is not None:
@@ -448,16 +493,24 @@ class Crawler:
             # Politeness counts across the restart: the requests of the last
             # ceiling horizon, as the rows say they started (rule 9).
             self._restart_starts = await store.recent_starts(time.time() - CEILING_HORIZON)
-            self.resumed = {"queued": len(rec.queued), "forwards": len(rec.forwards),
+            self.resumed = {"queued": len(rec.queued) + rec.spilled, "forwards": len(rec.forwards),
                             "rows_restored": len(missing), "generation": rec.generation,
-                            "torn_bytes": rec.torn_bytes}
-            log.warning("resuming the crawl from %s: %d queued URLs, %d to forward, %d result "
-                        "rows restored%s", state.directory, len(rec.queued), len(rec.forwards),
+                            "torn_bytes": rec.torn_bytes, "spilled": rec.spilled,
+                            "blocks_read": rec.blocks_read}
+            log.warning("resuming the crawl from %s: %d queued URLs (%d of them on disk, %d blocks "
+                        "read), %d to forward, %d result rows restored%s", state.directory,
+                        len(rec.queued) + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
                         len(missing), f", {rec.torn_bytes} bytes of a torn journal tail dropped"
                         if rec.torn_bytes else "")
         queued = list(rec.queued.items()) if rec is not None else []
         forwards = rec.forwards if rec is not None else []
-        await trio.to_thread.run_sync(state.begin, core.bloom, queued, forwards, counters)
+        manifest = None
+        if self._spill is not None:
+            core.frontier.flush_tails()  # (empty now: nothing is queued before begin)
+            manifest = self._spill.checkpoint()
+        await trio.to_thread.run_sync(state.begin, core.bloom, queued, forwards, counters, manifest)
+        if manifest is not None and self._spill is not None:
+            self._spill.release(manifest)
         return rec
 
     def _resume(self, rec: Any) -> None:
@@ -465,6 +518,8 @@ class Crawler:
         now = self.clock()
         state = self._state
         assert state is not None
+        # The spilled queues first: they came before what the journal queued.
+        self._apply(self.core.resume_spilled(now))
         for url, depth in rec.queued.items():
             self._apply(self.core.discover(url, depth, now, Origin.RECOVERED))
         for url, depth in rec.forwards:
@@ -538,7 +593,8 @@ class Crawler:
         assert state is not None
         while True:
             await trio.sleep(SNAPSHOT_CHECK)
-            if state.journal_bytes() < SNAPSHOT_BYTES and trio.current_time() - last < SNAPSHOT_SECONDS:
+            if (state.journal_bytes() < self.cfg.frontier.checkpoint_mb << 20
+                    and trio.current_time() - last < SNAPSHOT_SECONDS):
                 continue
             stats = await self.snapshot()
             last = trio.current_time()
@@ -560,17 +616,25 @@ class Crawler:
         await self._store.flush()
         core = self.core
         bloom = copy.deepcopy(core.bloom)
-        queued = core.snapshot_queue()
+        queued = core.snapshot_queue()  # with a spill store: the heads and the jobs in flight
         forwards = self.node.outbox.queued().urls if self.node is not None else []
+        spill = self._spill
+        manifest = None
+        if spill is not None:
+            core.frontier.flush_tails()  # so the store and the heads hold the whole queue
+            manifest = spill.checkpoint()
         pending = state.prepare_snapshot()
         try:
             stats = await trio.to_thread.run_sync(
-                state.write_snapshot, pending, bloom, queued, forwards, {"pages": core.requested})
+                state.write_snapshot, pending, bloom, queued, forwards, {"pages": core.requested},
+                manifest)
         except BaseException:
             state.abort_snapshot(pending)
             raise
         state.finish_snapshot(pending)
         await trio.to_thread.run_sync(state.drop_older, pending.generation)
+        if spill is not None and manifest is not None:
+            spill.release(manifest)  # segments emptied before it: the last snapshot naming them is gone
         self.snapshots += 1
         return stats
 
@@ -617,7 +681,10 @@ class Crawler:
             self._apply(adm.effects)
             res = await self._fetcher.fetch(job.url)
             parsed = None
-            if core.fetched(job, res, self.clock()):
+            async with self._turn:
+                if not core.fetched(job, res, self.clock()):
+                    self._apply(core.on_result(job, res, None, self.clock()))
+                    return
                 # A small page on the loop (INLINE_PAGE); the rest in a worker
                 # thread: lexbor releases the GIL while it parses, and a crafted
                 # page can take it seconds or more (deep nesting, huge <select>s:
@@ -626,12 +693,15 @@ class Crawler:
                 body = res.body
                 if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:
                     parsed = self._parse_inline(job, res)
-                elif len(body) > HEAVY_PAGE:
-                    async with self._heavy:
-                        parsed = await self._parse(job, res)
-                else:
+                    self._apply(core.on_result(job, res, parsed, self.clock()))
+                    return
+            if len(body) > HEAVY_PAGE:
+                async with self._heavy:
                     parsed = await self._parse(job, res)
-            self._apply(core.on_result(job, res, parsed, self.clock()))
+            else:
+                parsed = await self._parse(job, res)
+            async with self._turn:
+                self._apply(core.on_result(job, res, parsed, self.clock()))
         elif isinstance(adm, FetchRobots):
             self._apply(adm.effects)
             try:
@@ -682,6 +752,31 @@ class Crawler:
     def set_ring(self, ring: HashRing) -> None:
         """The live member set changed: hosts no longer ours go to their owners."""
         self._apply(self.core.set_ring(ring, self.clock()))
+        if self.core.frontier.moving:
+            self._move_kick.set()
+
+    async def _move_spilled(self) -> None:
+        """Pass on the spilled queues of hosts that changed owner, MOVE_CHUNK URLs a turn (frontier rule 10).
+
+        Paced by the Outbox: while MOVE_BACKLOG URLs wait for their owners'
+        acks, no more are taken off the disk, so the move costs RAM of a
+        backlog, not of the queues.
+        """
+        fr = self.core.frontier
+        while True:
+            if not fr.moving or self.node is None:
+                self._move_kick = trio.Event()
+                await self._move_kick.wait()
+                continue
+            outbox = self.node.outbox
+            st = outbox.stats()
+            if st.pending + st.unacked * MOVE_CHUNK > MOVE_BACKLOG:
+                await trio.sleep(0.05)
+                continue
+            async with self._turn:
+                self._apply(self.core.pass_on_moving(self.clock(), MOVE_CHUNK))
+                if self._state is not None:
+                    self._state.commit()
 
     def handoff_done(self, sender: str) -> None:
         """``sender`` handed us everything for the current ring: release its hosts."""
@@ -760,7 +855,7 @@ class Crawler:
             "hosts": self.frontier.n_hosts,
             "forwarded_out": getattr(out, "forwarded", 0),
             "forwarded_in": self.node.inbox.received if self.node is not None else 0,
-            "dns_hit_rate": self.resolver.stats().hit_rate, "bloom_fill": self.bloom.fill_ratio(),
+            "dns_hit_rate": self.resolver.stats().hit_rate, "bloom_fill": self.bloom.fill_estimate(),
             # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
             # errors: counters that cluster.py sends with the status reply.
             "limits": self.limits_figures(),
@@ -784,6 +879,7 @@ class Crawler:
         cluster = self.core.requested
         if self.node is not None:
             cluster += self.node.others_pages()
+        self.spill_peak = max(self.spill_peak, self.core.frontier.spilled)
         return self.core.progress_snapshot(self.clock(), time.monotonic() - self._wall0,
                                            self.resolver.stats().hit_rate, cluster)
 

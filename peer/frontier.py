@@ -111,6 +111,31 @@ Rules (every transition lives in this file):
    hosts without an IP and IP entries; each IP entry holds a heap of its ready
    hosts and sits in the global heap at max(its own gate, its earliest host).
 
+9. Spill (Mercator's frontier, whose per-host queues are "stored on disk"
+   apart from a buffer at each end; BUbiNG's workbench virtualizer): with
+   a :class:`SpillStore` attached, a host keeps at most ``head_per_host``
+   URLs of its queue in RAM, the *head*; a push onto a full head, or onto
+   a host that has spilled URLs already, goes to its *tail*, and a tail of
+   ``head_per_host`` URLs goes to the store as one block (one call a
+   block, not a URL: the push path stays as fast as without a store). When
+   a pop empties the head it is refilled at once, from the store's first
+   block or, with none left, from the tail, so a host with work always has
+   a non-empty head and rules 1-8 read only the head. Order is unchanged:
+   head, the store's blocks, tail; a requeue goes in front of the head as
+   before. :meth:`Frontier.flush_tails` hands every tail to the store (a
+   checkpoint: then the store and the heads hold the whole queue). The store is the only I/O seam: the frontier calls
+   it and stays pure (:class:`MemorySpill` for tests, peer/spill.py on
+   disk).
+10. Moving (a host changed owner): :meth:`Frontier.release_host` gives back
+   only what is in RAM, the head and the tail, and leaves the host's blocks
+   in the store, *moving*; :meth:`Frontier.take_moving` hands them out a few
+   blocks at a time for the driver to pass on, so a ring change costs the
+   loop the heads, not the queue (passing on 3 M spilled URLs at once stalled
+   a peer 72 s, past dead_after: scripts/bench_scale.py). Moving URLs count
+   in :attr:`Frontier.moving`, not in ``len()``; a moving host that becomes
+   ours again (a push, or :meth:`Frontier.reattach`) takes its blocks back
+   as spilled ones, behind its head.
+
 Every operation is O(log hosts): heaps with lazy deletion (an entry is live
 only if its sequence number is still its owner's), never a scan of hosts
 (set_host_ip and seed_starts also copy one ring of start times).
@@ -125,15 +150,15 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from peer.config import PolitenessConfig
 from peer.errors import PeerError
 from peer.pid import PID
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "HostCensus", "Job", "Outcome",
-    "PidSample", "Politeness", "ceiling",
+    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "Frontier", "HostCensus", "Job", "MemorySpill",
+    "Outcome", "PidSample", "Politeness", "SpillStore", "ceiling",
 ]
 
 #: Without a PID (rate 0) a backoff raises the delay by at least this many
@@ -217,6 +242,66 @@ class Outcome(enum.StrEnum):
     UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
 
 
+# ------------------------------------------------------------ the spill seam (rule 9)
+
+
+class SpillStore(Protocol):
+    """Per-host FIFO queues of blocks of (url, depth) behind the in-RAM heads (rule 9)."""
+
+    def put(self, host: str, flat: list[Any]) -> None:
+        """Queue a block, flat ``[url, depth, url, depth, ...]``, at the end of ``host``'s queue
+        (the store keeps the list)."""
+
+    def take(self, host: str) -> list[Any]:
+        """``host``'s first block, flat; only when :meth:`count` is not 0."""
+
+    def drop(self, host: str) -> list[tuple[str, int]]:
+        """Remove and return every URL spilled for ``host``, in order."""
+
+    def iter_host(self, host: str) -> Iterator[tuple[str, int]]:
+        """``host``'s spilled URLs in order, left in place."""
+
+    def count(self, host: str) -> int:
+        """URLs spilled for ``host``."""
+
+    def hosts(self) -> list[str]:
+        """Hosts with spilled URLs."""
+
+
+class MemorySpill:
+    """A :class:`SpillStore` in RAM (for the pure tests)."""
+
+    def __init__(self) -> None:
+        self._q: dict[str, list[list[Any]]] = {}
+        self.takes = 0
+
+    def put(self, host: str, flat: list[Any]) -> None:
+        if flat:
+            self._q.setdefault(host, []).append(flat)
+
+    def take(self, host: str) -> list[Any]:
+        q = self._q[host]
+        self.takes += 1
+        out = q.pop(0)
+        if not q:
+            del self._q[host]
+        return out
+
+    def drop(self, host: str) -> list[tuple[str, int]]:
+        blocks = self._q.pop(host, [])
+        return [p for b in blocks for p in zip(b[::2], b[1::2])]
+
+    def iter_host(self, host: str) -> Iterator[tuple[str, int]]:
+        for b in self._q.get(host, ()):
+            yield from zip(b[::2], b[1::2])
+
+    def count(self, host: str) -> int:
+        return sum(len(b) for b in self._q.get(host, ())) // 2
+
+    def hosts(self) -> list[str]:
+        return list(self._q)
+
+
 # ------------------------------------------------------------ start rings
 # A ring of the newest start times: array('d') (8 bytes a start, not a list's
 # 32), ``pos`` the slot of the oldest, which the next start overwrites.
@@ -250,7 +335,7 @@ class _Host:
     """Mutable per-host state; small, since there may be a million of them."""
 
     __slots__ = (
-        "name", "items", "head", "in_flight", "last_start", "hold_until",
+        "name", "items", "head", "spilled", "tail", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
         "starts", "spos", "ip", "rguard", "rseq", "rkey", "tseq", "tkey",
@@ -262,6 +347,8 @@ class _Host:
         # flat list, no tuple per URL; typed Any, as its items alternate).
         self.items: list[Any] = []
         self.head = 0
+        self.spilled = 0  # URLs of its queue after ``items``: in the spill store, then ``tail`` (rule 9)
+        self.tail: list[Any] | None = None  # url, depth, ... not yet a block (rule 9)
         self.in_flight = 0
         self.last_start = _NEG_INF
         self.hold_until = _NEG_INF
@@ -326,10 +413,12 @@ class Frontier:
         "_pol", "_cap", "_window", "_pid_on", "_fresh_delay", "_hosts", "_ready", "_timers",
         "_seq", "_queued", "_n_hosts", "_in_flight", "_active", "_trace", "_clock",
         "_limits", "_ring_n", "_ips", "_ip_on", "_default_share",
-        "_ceiling_holds", "_ip_ceiling_holds",
+        "_ceiling_holds", "_ip_ceiling_holds", "_spill", "_head_max", "_spilled", "_refills", "_tailed",
+        "_moving", "_moving_urls",
     )
 
-    def __init__(self, politeness: Politeness | None = None) -> None:
+    def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
+                 head_per_host: int = 64) -> None:
         self._pol = pol = politeness if politeness is not None else Politeness()
         self._cap = pol.host_concurrency
         self._window = pol.window
@@ -359,15 +448,99 @@ class Frontier:
         self._clock = _NEG_INF
         self._ceiling_holds = 0
         self._ip_ceiling_holds = 0
+        self._spill: SpillStore | None = None
+        self._head_max = _NO_CAP
+        self._spilled = 0
+        self._refills = 0
+        self._tailed: dict[str, _Host] = {}  # hosts that may have a tail (rule 9)
+        # Hosts given away whose blocks are still in the store (rule 10): URLs left.
+        self._moving: dict[str, int] = {}
+        self._moving_urls = 0
+        if spill is not None:
+            self.set_spill(spill, head_per_host)
         if self._pid_on:
             new_pid(pol)  # bad gains fail here, at start-up, not at the first host
 
     # ------------------------------------------------------------------ queue
 
+    def set_spill(self, spill: SpillStore, head_per_host: int) -> None:
+        """Keep at most ``head_per_host`` URLs a host in RAM, the rest in ``spill`` (rule 9).
+
+        Only before the first push: URLs already queued would be out of order.
+        The store may hold URLs already (recovered): :meth:`adopt` them.
+        """
+        if self._queued:
+            raise PeerError("frontier: set_spill() after URLs were queued")
+        if head_per_host < 1:
+            raise PeerError(f"frontier: head_per_host must be at least 1, not {head_per_host}")
+        self._spill = spill
+        self._head_max = 2 * head_per_host  # in slots of ``_Host.items``: url, depth
+
+    def flush_tails(self) -> int:
+        """Hand every host's tail to the store as a block (rule 9; before a checkpoint); returns how many."""
+        spill = self._spill
+        n = 0
+        if spill is not None:
+            for hs in self._tailed.values():
+                if hs.tail:
+                    spill.put(hs.name, hs.tail)
+                    n += 1
+                hs.tail = None
+        self._tailed.clear()
+        return n
+
+    def adopt(self, host: str, now: float) -> int:
+        """Queue the URLs the spill store already holds for ``host`` (a recovered store).
+
+        Before any other URL of that host is pushed; returns how many.
+        """
+        spill = self._spill
+        if spill is None:
+            return 0
+        n = spill.count(host)
+        if n == 0:
+            return 0
+        hs = self._touch(host, now)
+        if hs.head < len(hs.items) or hs.spilled:
+            raise PeerError(f"frontier: adopt({host!r}) of a host with queued URLs")
+        chunk = spill.take(host)
+        self._refills += 1
+        hs.items[:] = chunk
+        hs.head = 0
+        hs.spilled = n - len(chunk) // 2
+        self._spilled += hs.spilled
+        self._queued += n
+        self._n_hosts += 1
+        self._schedule_ready(hs, now)
+        if hs.in_flight == 0:
+            self._schedule_timer(hs)
+        self._mark(hs, now)
+        return n
+
     def push(self, url: str, host: str, depth: int, now: float) -> None:
         """Append a URL (already deduplicated) to its host's queue."""
+        if self._moving and host in self._moving:
+            self.reattach(host, now)  # ours again: its stored blocks come first
         hs = self._touch(host, now)
         items = hs.items
+        if hs.spilled or len(items) - hs.head >= self._head_max:
+            # Behind a full head (rule 9); the head is not empty, so nothing
+            # about the host's schedule changes, as for any push onto work.
+            tail = hs.tail
+            if tail is None:
+                hs.tail = tail = []
+                self._tailed[hs.name] = hs
+            tail.append(url)
+            tail.append(depth)
+            hs.spilled += 1
+            self._spilled += 1
+            self._queued += 1
+            if len(tail) >= self._head_max:
+                spill = self._spill
+                assert spill is not None  # _head_max is finite only with a store
+                spill.put(hs.name, tail)
+                hs.tail = []
+            return
         was_empty = hs.head == len(items)
         items.append(url)
         items.append(depth)
@@ -439,7 +612,25 @@ class Frontier:
             url = items[head]
             depth = items[head + 1]
             head += 2
-            if head == len(items):
+            if head == len(items) and hs.spilled:
+                # Refill the head now (rule 9), so "has work" stays "has a head".
+                tail = hs.tail
+                if tail and len(tail) == 2 * hs.spilled:
+                    chunk, hs.tail = tail, []  # no block left: the tail is next
+                else:
+                    spill = self._spill
+                    assert spill is not None  # spilled only with a store
+                    chunk = spill.take(hs.name)
+                    self._refills += 1
+                got = len(chunk) // 2
+                if got == 0:
+                    raise PeerError(f"frontier: the spill store lost {hs.spilled} URLs of {hs.name!r}")
+                items[:] = chunk
+                head = 0
+                hs.spilled -= got
+                self._spilled -= got
+                hs.waiting = True
+            elif head == len(items):
                 items.clear()
                 head = 0
                 # Its queue ran dry in its first window: URLs were still
@@ -671,6 +862,26 @@ class Frontier:
         return self._queued
 
     @property
+    def spilled(self) -> int:
+        """Queued URLs in the spill store, not in RAM (rule 9)."""
+        return self._spilled
+
+    @property
+    def refills(self) -> int:
+        """Heads refilled from the spill store (rule 9)."""
+        return self._refills
+
+    @property
+    def spill_store(self) -> SpillStore | None:
+        """The spill store attached (rule 9), or None."""
+        return self._spill
+
+    @property
+    def head_per_host(self) -> int:
+        """URLs a host keeps in RAM before the rest spill; 0 without a store (rule 9)."""
+        return self._head_max // 2 if self._spill is not None else 0
+
+    @property
     def n_hosts(self) -> int:
         """Hosts with queued work."""
         return self._n_hosts
@@ -815,9 +1026,9 @@ class Frontier:
         return 0.0 if entry is None else entry.delay
 
     def host_queued(self, host: str) -> int:
-        """URLs queued for ``host``."""
+        """URLs queued for ``host`` (in RAM and spilled)."""
         hs = self._hosts.get(host)
-        return 0 if hs is None else (len(hs.items) - hs.head) // 2
+        return 0 if hs is None else (len(hs.items) - hs.head) // 2 + hs.spilled
 
     def known_hosts(self) -> list[str]:
         """Every host the frontier still keeps (rule 6 bounds them): work, in flight or recent starts."""
@@ -828,7 +1039,22 @@ class Frontier:
         return [h.name for h in self._hosts.values() if h.head < len(h.items)]
 
     def iter_queued(self) -> Iterator[Job]:
-        """Every queued job, host by host in FIFO order (for persistence)."""
+        """Every queued job, host by host in FIFO order (spilled ones read from the store)."""
+        spill = self._spill
+        for hs in list(self._hosts.values()):
+            items = hs.items
+            name = hs.name
+            for i in range(hs.head, len(items), 2):
+                yield Job(items[i], name, items[i + 1])
+            if hs.spilled and spill is not None:
+                for url, depth in spill.iter_host(name):
+                    yield Job(url, name, depth)
+                tail = hs.tail or ()
+                for i in range(0, len(tail), 2):
+                    yield Job(tail[i], name, tail[i + 1])
+
+    def iter_heads(self) -> Iterator[Job]:
+        """The queued jobs held in RAM, host by host in FIFO order (rule 9: a checkpoint's part)."""
         for hs in list(self._hosts.values()):
             items = hs.items
             name = hs.name
@@ -846,6 +1072,13 @@ class Frontier:
             return []
         items = hs.items
         jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
+        if hs.spilled and self._spill is not None:
+            jobs += [Job(u, hs.name, d) for u, d in self._spill.drop(hs.name)]
+            tail = hs.tail or []
+            jobs += [Job(tail[i], hs.name, tail[i + 1]) for i in range(0, len(tail), 2)]
+            hs.tail = None
+            self._spilled -= hs.spilled
+            hs.spilled = 0
         if jobs:
             self._queued -= len(jobs)
             self._n_hosts -= 1
@@ -856,6 +1089,94 @@ class Frontier:
             self._schedule_ip(hs.ip)
         self._schedule_timer(hs)
         return jobs
+
+    def release_host(self, host: str) -> list[Job]:
+        """Like :meth:`remove_host`, but the host's blocks stay in the store, moving (rule 10)."""
+        hs = self._hosts.get(host)
+        spill = self._spill
+        if hs is None or not hs.spilled or spill is None:
+            return self.remove_host(host)
+        items = hs.items
+        jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
+        tail = hs.tail or []
+        jobs += [Job(tail[i], hs.name, tail[i + 1]) for i in range(0, len(tail), 2)]
+        hs.tail = None
+        stored = hs.spilled - len(tail) // 2
+        self._spilled -= hs.spilled
+        self._queued -= hs.spilled + (len(items) - hs.head) // 2
+        self._n_hosts -= 1
+        hs.spilled = 0
+        if stored:
+            self._moving[host] = self._moving.get(host, 0) + stored
+            self._moving_urls += stored
+        items.clear()
+        hs.head = 0
+        hs.rseq = 0
+        if hs.ip is not None:
+            self._schedule_ip(hs.ip)
+        self._schedule_timer(hs)
+        return jobs
+
+    def release_stored(self, host: str) -> int:
+        """Mark a recovered store's queue of ``host`` (not in the frontier) moving; returns its URLs."""
+        spill = self._spill
+        if spill is None or host in self._moving:
+            return 0
+        n = spill.count(host)
+        if n:
+            self._moving[host] = n
+            self._moving_urls += n
+        return n
+
+    def take_moving(self, limit: int) -> list[tuple[str, list[Any]]]:
+        """Blocks of moving hosts, ``(host, [url, depth, ...])``, about ``limit`` URLs in all (rule 10)."""
+        spill = self._spill
+        out: list[tuple[str, list[Any]]] = []
+        if spill is None:
+            return out
+        got = 0
+        while got < limit and self._moving:
+            host = next(iter(self._moving))
+            chunk = spill.take(host)
+            n = len(chunk) // 2
+            left = self._moving[host] - n
+            if n == 0 or left <= 0:
+                del self._moving[host]
+                self._moving_urls -= n + max(left, 0)
+            else:
+                self._moving[host] = left
+                self._moving_urls -= n
+            if n:
+                out.append((host, chunk))
+                got += n
+        return out
+
+    def reattach(self, host: str, now: float) -> int:
+        """A moving host is ours again: its blocks queue behind its head (rule 10); returns how many."""
+        n = self._moving.pop(host, 0)
+        if not n:
+            return 0
+        self._moving_urls -= n
+        hs = self._hosts.get(host)
+        if hs is None or (hs.head == len(hs.items) and not hs.spilled):
+            if hs is not None and hs.tail:
+                # Its tail came after the blocks: into the store behind them.
+                spill = self._spill
+                assert spill is not None
+                spill.put(host, hs.tail)
+                hs.tail = None
+            return self.adopt(host, now)
+        hs.spilled += n
+        self._spilled += n
+        self._queued += n
+        if hs.tail:
+            self._tailed[host] = hs
+        return n
+
+    @property
+    def moving(self) -> int:
+        """URLs in the store of hosts no longer ours, still to be passed on (rule 10)."""
+        return self._moving_urls
 
     # ------------------------------------------------------------- internals
 
@@ -1070,6 +1391,8 @@ class Frontier:
                 self._roll(hs, now)
             if hs.head == len(hs.items) and not hs.in_flight and now >= self._forget_at(hs):
                 del hosts[hs.name]
+                if self._tailed:
+                    self._tailed.pop(hs.name, None)
                 hs.rseq = 0
                 ip = hs.ip
                 if ip is not None:

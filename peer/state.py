@@ -17,13 +17,24 @@ are ``peer.layout.StateFile``'s)::
 
     snapshot-<g>.msgpack  the state at generation g: one msgpack map (peer,
                           ring, generation, created, written, bloom, urls,
-                          depths, forwards, counters) + a 24-byte trailer
+                          depths, forwards, counters, spill) + a 24-byte trailer
                           (magic "RCSNAPSH", u32 format version, u64 payload
                           length, u32 crc32 of the payload); little-endian
     bloom-<g>.bin         the Bloom filter at g (``BloomFilter.to_file``: its
                           own header and crc); the snapshot names it
     journal-<g>.log       what happened after snapshot g: the magic
                           "RCJOURN1" (last byte = format version), then frames
+    frontier/seg-<n>.dat  the frontier's spilled queues (peer/spill.py); the
+                          snapshot's ``spill`` manifest names the blocks in
+                          them that were queued at g
+
+Incremental (format 2): with a spill store the snapshot's ``urls`` are only
+what the frontier held in RAM (its per-host heads and the jobs in flight),
+and ``spill`` lists the blocks of the rest, 16 bytes a block of 64 URLs; the
+URLs themselves are written once, to the segments, as they spill. So a
+snapshot costs the heads and the manifest, not the frontier: measured in
+scripts/bench_spill.py (README, "Scale"). Format 1 (every queued URL in
+``urls``, no ``spill``) is still read.
 
 A *frame* is what one :meth:`PeerState.commit` writes: u32 length, u32 crc32
 of the payload, and the payload, a stream of msgpack records ``[tag, ...]``:
@@ -39,6 +50,13 @@ to the Bloom filter; done takes it off the queue and keeps its row (the page
 row may not have reached DuckDB before the kill; re-insert it idempotently);
 forwarded adds to the URLs to re-send; counters update; seen only adds to the
 Bloom filter (a URL another peer fetched, handed over on a ring change).
+A done URL that is neither in the snapshot's heads nor queued since was in
+the spill store: a host's queue is taken FIFO, so it is in the host's first
+blocks, and recovery reads that host's blocks from the front until every
+such URL is found (:meth:`peer.spill.FileSpill.take_done`); the rest of
+those blocks and the host's snapshot head go back in front, in order. So
+recovery reads the snapshot (heads and manifest), the journal and the few
+blocks taken since, never the whole frontier.
 
 Torn tails. ``kill -9`` can cut a ``write`` short, and a power cut can leave a
 file tail of zeros. So a bad last frame is a *torn tail*, dropped and
@@ -72,7 +90,10 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
    rename leaves generation g whole (plus strays cleaned at recovery); after
    it, g+1 is whole and a missing journal is an empty one. Snapshots are
    always fsynced, whatever ``fsync`` says: the old journal is deleted on the
-   strength of them.
+   strength of them. The segments holding the blocks a snapshot names are
+   fsynced before it is renamed into place, and a segment whose blocks
+   were all taken is deleted only after the next snapshot is (the one
+   before still names it).
    A snapshot written in a worker thread (the engine does so, so the event
    loop keeps its rhythm) opens ``journal-<g+1>.log`` first and writes every
    commit to both journals until it is done (:meth:`prepare_snapshot`); a
@@ -105,7 +126,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
@@ -117,6 +138,8 @@ from peer.errors import StateError
 from peer.fsio import fsync_dir, write_atomic
 from peer.layout import StateFile
 from peer.runs import RunRecord
+from peer.spill import FileSpill, SpillManifest, sync_segments
+from peer.urls import host_key
 
 __all__ = ["PeerState", "PendingSnapshot", "Recovered", "SnapshotStats", "RUN_FILE", "read_run",
            "write_run"]
@@ -130,7 +153,11 @@ _JOURNAL_FAMILY = _JOURNAL_MAGIC[:-1]
 _FRAME = struct.Struct("<II")  # payload length, crc32 of the payload
 _MAX_FRAME = 0xFFFFFFFF
 _SNAP_MAGIC = b"RCSNAPSH"
-_SNAP_VERSION = 1
+_SNAP_VERSION = 2
+_SNAP_READS = (1, 2)  # 1: every queued URL in the snapshot, no spill manifest
+#: The spill store's directory inside the state directory.
+SPILL_DIR = "frontier"
+_MISSING = object()
 _SNAP_TRAILER = struct.Struct("<8sIQI")  # magic, version, payload length, crc32
 
 
@@ -148,6 +175,18 @@ class Recovered:
     created: float                     # wall time this peer's crawl state was first begun
     records: int = 0                   # journal records replayed
     torn_bytes: int = 0                # bytes of a torn tail dropped (normal after kill -9)
+    # The frontier's spilled queues as the crash left them (``queued`` holds
+    # none of their hosts' URLs from before the snapshot); None: none kept.
+    spill: FileSpill | None = field(default=None, repr=False)
+    spilled: int = 0                   # URLs in ``spill``
+    blocks_read: int = 0               # spill blocks read to find the URLs done since the snapshot
+
+    def all_queued(self) -> Iterator[tuple[str, int]]:
+        """Every queued (url, depth): the spilled ones (read from disk), then ``queued``."""
+        if self.spill is not None:
+            for host in self.spill.hosts():
+                yield from self.spill.iter_host(host)
+        yield from self.queued.items()
 
 
 @dataclass(frozen=True, slots=True)
@@ -161,6 +200,7 @@ class SnapshotStats:
     bloom_bytes: int
     journal_bytes: int                 # size of the journal this snapshot replaced
     seconds: float
+    spilled: int = 0                   # URLs in spill blocks the snapshot names (not written again)
 
 
 @dataclass(frozen=True, slots=True)
@@ -174,8 +214,11 @@ class PendingSnapshot:
 class PeerState:
     """The journal and snapshots of one peer, in ``directory``; see the module docstring."""
 
-    def __init__(self, directory: Path, peer_id: str, ring: str, *, fsync: bool = False) -> None:
+    def __init__(self, directory: Path, peer_id: str, ring: str, *, fsync: bool = False,
+                 spill_block: int = 64, segment_bytes: int = 64 << 20) -> None:
         self.directory = Path(directory)
+        self.spill_block = spill_block
+        self.segment_bytes = segment_bytes
         self.peer_id = peer_id
         self.ring = ring
         self.fsync = fsync
@@ -213,6 +256,11 @@ class PeerState:
         for name in self._listdir():
             if StateFile.parse(name) or StateFile.is_temporary(name) or name == RUN_FILE:
                 self._unlink(name)
+        FileSpill.open(self.directory / SPILL_DIR, None).close()  # deletes every segment
+        try:
+            (self.directory / SPILL_DIR).rmdir()
+        except OSError:
+            pass
         try:
             self.directory.rmdir()
         except OSError:
@@ -273,6 +321,7 @@ class PeerState:
     def begin(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
+        spill: SpillManifest | None = None,
     ) -> SnapshotStats:
         """Write the first snapshot of this run (after any recovered one) and open its journal.
 
@@ -290,11 +339,12 @@ class PeerState:
         gens = [p[1] for p in map(StateFile.parse, self._listdir()) if p]
         if self._created is None:
             self._created = time.time()
-        return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters)
+        return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters, spill)
 
     def snapshot(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
+        spill: SpillManifest | None = None,
     ) -> SnapshotStats:
         """Commit, write snapshot g+1 of the state given, continue in ``journal-<g+1>.log``.
 
@@ -305,7 +355,7 @@ class PeerState:
         if self._fd < 0:
             raise RuntimeError("PeerState.snapshot() before begin() or after close()")
         self.commit()
-        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters)
+        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill)
 
     # A snapshot off the event loop, in three steps (the engine's rule 10):
     # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
@@ -335,15 +385,18 @@ class PeerState:
     def write_snapshot(
         self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
+        spill: SpillManifest | None = None,
     ) -> SnapshotStats:
         """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
 
         It touches only the files of generation g+1 (never the journals):
         ``bloom`` must be a copy nobody changes meanwhile, ``queued`` and
-        ``forwards`` lists of that same moment.
+        ``forwards`` lists of that same moment, ``spill`` the spill store's
+        :meth:`~peer.spill.FileSpill.checkpoint` of it (``queued`` then
+        holds only the frontier's heads and the jobs in flight).
         """
         return self._write_files(pending.generation, bloom, queued, forwards, counters,
-                                 pending.old_journal)
+                                 pending.old_journal, spill)
 
     def finish_snapshot(self, pending: PendingSnapshot) -> None:
         """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
@@ -381,8 +434,9 @@ class PeerState:
     def _snapshot(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
+        spill: SpillManifest | None,
     ) -> SnapshotStats:
-        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size)
+        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill)
         self._close_fd()
         self._gen = gen
         self._open_journal()
@@ -396,8 +450,11 @@ class PeerState:
     def _write_files(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
+        spill: SpillManifest | None = None,
     ) -> SnapshotStats:
         t0 = time.perf_counter()
+        if spill is not None:
+            sync_segments(spill)  # the blocks it names are on disk before it is
         bloom_name = StateFile.BLOOM.file_name(gen)
         bloom.to_file(self.directory / bloom_name)
         # Written as given: recovery keeps a duplicate URL's first depth, and
@@ -416,6 +473,7 @@ class PeerState:
             # the queue in C.
             "urls": urls, "depths": depths,
             "forwards": fwd, "counters": dict(counters),
+            "spill": spill.to_doc() if spill is not None else None,
         }
         payload = msgpack.packb(doc, use_bin_type=True)
         trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
@@ -429,6 +487,7 @@ class PeerState:
             snapshot_bytes=len(payload) + len(trailer),
             bloom_bytes=os.path.getsize(self.directory / bloom_name),
             journal_bytes=old_journal, seconds=time.perf_counter() - t0,
+            spilled=spill.urls if spill is not None else 0,
         )
 
     # -- recovery --------------------------------------------------------------
@@ -460,6 +519,7 @@ class PeerState:
                                         f"{StateFile.SNAPSHOT.file_name(jgen)}")
         if not snaps:
             self._clean(keep=None)
+            FileSpill.open(self.directory / SPILL_DIR, None).close()  # strays of a first run
             return None
         # Millions of small containers and no cycles: the cyclic GC would
         # rescan the growing heap again and again (measured: half the time).
@@ -485,17 +545,48 @@ class PeerState:
         counters = dict(doc["counters"])
         rows: list[list[Any]] = []
         records = torn = 0
+        try:
+            manifest = SpillManifest.from_doc(doc["spill"]) if doc.get("spill") is not None else None
+        except ValueError as e:
+            raise self._error(snaps[gen], f"snapshot is malformed ({e})") from e
+        spill = FileSpill.open(self.directory / SPILL_DIR, manifest, block_urls=self.spill_block,
+                               segment_bytes=self.segment_bytes)
+        missed: list[str] = []
         if gen in files[StateFile.JOURNAL]:
             added: list[str] = []
-            records, torn = self._replay(files[StateFile.JOURNAL][gen], queue, forwards, rows, counters, added)
+            records, torn = self._replay(files[StateFile.JOURNAL][gen], queue, forwards, rows, counters,
+                                         added, missed)
             bloom.add_many(added)
+        blocks_read = 0
+        spilled_hosts = set(spill.hosts())
+        if spilled_hosts:
+            # A spilled host's snapshot head came before its blocks, and what
+            # was queued since after them (the engine pushes ``queue`` after
+            # adopting the store): so the head goes into the store, in front.
+            heads: dict[str, list[tuple[str, int]]] = {}
+            for u in urls:
+                if u in queue and (h := host_key(u)) in spilled_hosts:
+                    heads.setdefault(h, []).append((u, queue.pop(u)))
+            done: dict[str, set[str]] = {}
+            for u in missed:
+                if (h := host_key(u)) in spilled_hosts:
+                    done.setdefault(h, set()).add(u)
+            for h in spilled_hosts:
+                if h in done or h in heads:
+                    blocks_read += spill.take_done(h, done.get(h, set()), heads.get(h, []))
         self._clean(keep=gen)
         self._gen = gen
         self._created = float(doc["created"])
         return Recovered(
             generation=gen, queued=queue, forwards=forwards, rows=rows, counters=counters,
             bloom=bloom, created=self._created, records=records, torn_bytes=torn,
+            spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read,
         )
+
+    def open_spill(self) -> FileSpill:
+        """An empty spill store for a new crawl (its old segments deleted)."""
+        return FileSpill.open(self.directory / SPILL_DIR, None, block_urls=self.spill_block,
+                              segment_bytes=self.segment_bytes)
 
     def _read_snapshot(self, name: str, gen: int) -> dict[str, Any]:
         try:
@@ -508,9 +599,9 @@ class PeerState:
         magic, version, length, crc = _SNAP_TRAILER.unpack_from(data, len(data) - t)
         if magic != _SNAP_MAGIC:
             raise self._error(name, "not a complete ringcrawl snapshot (bad trailer)")
-        if version != _SNAP_VERSION:
+        if version not in _SNAP_READS:
             raise self._error(name, f"snapshot format {version} is not supported "
-                                    f"(this build reads {_SNAP_VERSION})")
+                                    f"(this build reads {', '.join(map(str, _SNAP_READS))})")
         if length != len(data) - t:
             raise self._error(name, f"snapshot length {len(data) - t} does not match its trailer "
                                     f"({length})")
@@ -539,6 +630,7 @@ class PeerState:
     def _replay(
         self, name: str, queue: dict[str, int], forwards: list[tuple[str, int]],
         rows: list[list[Any]], counters: dict[str, float], added: list[str],
+        missed: list[str] | None = None,
     ) -> tuple[int, int]:
         """Apply journal ``name`` to the given state; returns (records, torn bytes)."""
         path = self.directory / name
@@ -582,7 +674,8 @@ class PeerState:
                             queue[url] = depth
                     elif tag == _DONE:
                         _, url, row = rec
-                        pop(url, None)
+                        if pop(url, _MISSING) is _MISSING and missed is not None:
+                            missed.append(url)  # queued before the snapshot, in the spill store
                         if row is not None:
                             row_add(row)
                     elif tag == _FORWARDED:

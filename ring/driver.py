@@ -43,7 +43,7 @@ import trio
 from ring.crawlport import CrawlPort
 from ring.curve import CurveKeys
 from ring.errors import RingError
-from ring.messages import Ack, DecodeError, EncodeError, Message, UrlBatch, decode, encode
+from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode
 from ring.node import (
     Action,
     Count,
@@ -74,12 +74,26 @@ from ring.zmqio import (
 
 __all__ = ["ForwardLink", "RingDriver", "SEND_TIMEOUT"]
 
+#: Frames of URLs and their acks; everything else (probes, gossip, hand-off
+#: markers) goes first in a send turn.
+_URL_FRAMES = (UrlBatch, Packet, Ack)
+
 log = logging.getLogger("ring.driver")
 
 #: A send that cannot be queued within this long is dropped (see module doc).
 SEND_TIMEOUT = 0.2
 #: Messages waiting for the sender task; beyond this, they are dropped and counted.
 SEND_QUEUE = 4096
+#: URL batches read and waiting for the deliverer task. Probes and gossip are
+#: handled by the receiver as they come; batches wait here and are taken one
+#: a turn of the loop (~500 URLs, tens of ms), so a probe never waits behind
+#: a batch. Taking the batches of one read in one step had a late-started
+#: peer's receiver run 4.2 s without a turn for anyone; taking them one a
+#: turn in the receiver left probes unread for seconds behind them (both
+#: peers of scripts/bench_scale.py suspected the other with neither event
+#: loop stalled). Each sender has at most ``[ring] send_window`` batches in
+#: flight, so this fills only with many senders; then the receiver waits.
+DELIVER_QUEUE = 64
 #: What a DEALER to a peer accepts back: nothing is ever sent back on it (peers
 #: answer through their own DEALERs), so one small message, unread, is all a
 #: hostile "peer" at a gossiped address can park in our memory. Not less:
@@ -109,15 +123,20 @@ class RingDriver:
         # "ring: ..." and "hand-off: ..." lines under that name.
         self.log = logger or log
         self.started = self._wall()
-        self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes]](SEND_QUEUE)
+        # (destination, frame, membership first): see _sender.
+        self._send, self._to_send = trio.open_memory_channel[tuple[str, bytes, bool]](SEND_QUEUE)
+        self._deliver_in, self._deliver_out = trio.open_memory_channel[tuple[Any, UrlBatch | Packet]](
+            DELIVER_QUEUE)
         self._wake_forward = trio.Event()
         self._nursery: trio.Nursery | None = None
         self._router: ZmqSocket | None = None
+        #: Seconds this process stood still, beyond a gossip interval a round (``now``).
+        self.stalled = 0.0
 
     # -- what the crawl calls ----------------------------------------------------
 
     def forward(self, url: str, depth: int, owner: str, *, relay: bool = False) -> None:
-        self.node.forward(url, depth, owner, trio.current_time(), relay=relay)
+        self.node.forward(url, depth, owner, self.now(), relay=relay)
         self._wake_forward.set()
 
     def wake(self) -> None:
@@ -125,7 +144,7 @@ class RingDriver:
         self._wake_forward.set()
 
     def leave(self) -> None:
-        self._start(self.node.leave(trio.current_time()))
+        self._start(self.node.leave(self.now()))
 
     # -- running -----------------------------------------------------------------
 
@@ -143,6 +162,7 @@ class RingDriver:
             self._nursery = nursery
             nursery.start_soon(self._sender)
             nursery.start_soon(self._receiver, inbound)
+            nursery.start_soon(self._deliverer)
             nursery.start_soon(self._gossip)
             nursery.start_soon(self._forwarder)
             task_status.started()
@@ -163,6 +183,7 @@ class RingDriver:
     async def _receiver(self, sock: ZmqSocket) -> None:
         curve = self.keys is not None
         node = self.node
+        deliver = self._deliver_in
         while True:
             for got in await sock.recv_routed(1000, user_id=curve):
                 if len(got.frames) != 1:
@@ -173,68 +194,119 @@ class RingDriver:
                 except DecodeError as e:
                     node.count(e.kind)
                     continue
-                await self._run(node.receive(got.route, msg, trio.current_time(), user_id=got.user_id))
+                if isinstance(msg, UrlBatch | Packet):
+                    try:
+                        deliver.send_nowait((got, msg))  # no turn given up: the probes behind it
+                    except trio.WouldBlock:
+                        await deliver.send((got, msg))
+                    continue
+                await self._run(node.receive(got.route, msg, self.now(), user_id=got.user_id))
+
+    async def _deliverer(self) -> None:
+        """URL batches, one a turn of the loop, apart from the receiver (DELIVER_QUEUE)."""
+        node = self.node
+        async for got, msg in self._deliver_out:
+            await self._run(node.receive(got.route, msg, self.now(), user_id=got.user_id))
+            # It may owe an ack now, due before the forwarder's wake-up.
+            self._wake_forward.set()
+            await trio.lowlevel.cancel_shielded_checkpoint()
+
+    def now(self) -> float:
+        """The node's clock: trio's, less the time this process stood still (``stalled``)."""
+        return trio.current_time() - self.stalled
 
     async def _gossip(self) -> None:
         interval = self.node.gossip_interval
+        due = trio.current_time()
         while True:
-            self._start(self.node.tick(trio.current_time(), idle=self.crawl.locally_idle(),
+            # Local health (Lifeguard, Dadgar et al. 2018, "local health
+            # awareness"): a round that wakes late found this process not
+            # running (a long step, the OS scheduler on a saturated box, a
+            # GC pause), so the acks it waited for were not read, and the
+            # silence is ours. Lateness past one interval leaves the node's
+            # clock: its probe and suspicion timers run on the time this
+            # process could listen. (bench_scale, 2 peers on a box at load 6
+            # on 2 cores: a round woke up to 3.9 s late, and each peer held
+            # the other suspect within seconds.)
+            late = trio.current_time() - due - interval
+            if late > 0:
+                self.stalled += late
+                self.node.count("stalled_rounds")
+            self._start(self.node.tick(self.now(), idle=self.crawl.locally_idle(),
                                        pages=self.crawl.pages_requested))
             self.crawl.poke()
+            due = trio.current_time() + interval
             await trio.sleep(interval)
 
     async def _forwarder(self) -> None:
         node = self.node
         while True:
-            self._start(node.flush(trio.current_time()))
+            self._start(node.flush(self.now()))
             when = node.outbox.next_due_at()
             self._wake_forward = trio.Event()
-            with trio.move_on_at(when if when is not None else trio.current_time() + 1.0):
+            with trio.move_on_at(when + self.stalled if when is not None else trio.current_time() + 1.0):
                 await self._wake_forward.wait()
 
     async def _sender(self) -> None:
         async with AsyncExitStack() as stack:
             # Keyed by address too: a peer that rejoins elsewhere gets a new socket.
             dealers: dict[tuple[str, str], ZmqSocket] = {}
-            async for dest, data in self._to_send:
-                member = self.node.membership.members().get(dest)
-                if member is None:
-                    continue
-                key = (dest, member.address)
-                sock = dealers.get(key)
-                if sock is None:
-                    configure = None
-                    if self.keys is not None:
-                        try:
-                            configure = curve_client(self.keys, self.keys.public_key(dest))
-                        except RingError:
-                            self.node.count("no_curve_key")  # its .key has not been deployed here
-                            continue
+            while True:
+                # Everything queued, in one turn of the loop, membership first.
+                # A receive from a channel yields to the scheduler each time, so
+                # one message a turn had a probe wait behind the URL frames
+                # queued before it: 1.3-1.6 s from the probe to its send on the
+                # loaded box (scripts/bench_scale.py), most of suspect_after.
+                todo = [await self._to_send.receive()]
+                while True:
                     try:
-                        sock = await stack.enter_async_context(open_socket(
-                            SocketType.DEALER, connect=member.address, identity=self.route,
-                            hwm=10_000, rcvhwm=1, max_msg=DEALER_MAX_MSG, configure=configure))
-                    except RingError:
-                        # A gossiped address is remote input: zmq may refuse it.
-                        self.node.count("bad_address")
-                        continue
-                    for old in [k for k in dealers if k[0] == dest]:
-                        dealers.pop(old).close()  # it moved: the old address is dead to us
-                    dealers[key] = sock
+                        todo.append(self._to_send.receive_nowait())
+                    except trio.WouldBlock:
+                        break
+                todo.sort(key=lambda item: not item[2])  # stable: the rest keep their order
+                for dest, data, _ in todo:
+                    await self._send_one(stack, dealers, dest, data)
+
+    async def _send_one(self, stack: AsyncExitStack, dealers: dict[tuple[str, str], ZmqSocket],
+                        dest: str, data: bytes) -> None:
+        member = self.node.membership.members().get(dest)
+        if member is None:
+            return
+        key = (dest, member.address)
+        sock = dealers.get(key)
+        if sock is None:
+            configure = None
+            if self.keys is not None:
                 try:
-                    with trio.move_on_after(SEND_TIMEOUT) as scope:
-                        await sock.send_multipart([data])
+                    configure = curve_client(self.keys, self.keys.public_key(dest))
                 except RingError:
-                    self.node.count("send_failed")
-                    continue
-                if scope.cancelled_caught:
-                    self.node.count("send_timeout")
+                    self.node.count("no_curve_key")  # its .key has not been deployed here
+                    return
+            try:
+                sock = await stack.enter_async_context(open_socket(
+                    SocketType.DEALER, connect=member.address, identity=self.route,
+                    hwm=10_000, rcvhwm=1, max_msg=DEALER_MAX_MSG, configure=configure))
+            except RingError:
+                # A gossiped address is remote input: zmq may refuse it.
+                self.node.count("bad_address")
+                return
+            for old in [k for k in dealers if k[0] == dest]:
+                dealers.pop(old).close()  # it moved: the old address is dead to us
+            dealers[key] = sock
+        try:
+            with trio.move_on_after(SEND_TIMEOUT) as scope:
+                await sock.send_multipart([data])
+        except RingError:
+            self.node.count("send_failed")
+            return
+        if scope.cancelled_caught:
+            self.node.count("send_timeout")
 
     # -- one handler per action type ---------------------------------------------
 
     def _do_send(self, a: Send) -> None:
         try:
-            self._send.send_nowait((a.dest, encode(a.msg)))
+            self._send.send_nowait((a.dest, encode(a.msg), not isinstance(a.msg, _URL_FRAMES)))
         except trio.WouldBlock:
             self.node.count("send_queue_full")
         except EncodeError as e:
@@ -295,7 +367,7 @@ class RingDriver:
         n = await self.crawl.handoff_seen(a.old, a.ring)
         starts = self.crawl.handoff_starts(a.old, a.ring)
         self._wake_forward.set()
-        self._start(self.node.begin_handoff(a.version, n, starts, trio.current_time()))
+        self._start(self.node.begin_handoff(a.version, n, starts, self.now()))
 
     def _do_released(self, a: Released) -> None:
         self.crawl.handoff_done(a.sender)

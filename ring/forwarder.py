@@ -57,6 +57,46 @@ Rules of the Outbox (every transition lives in this file):
    *o*, the ring moved its host while it travelled, *o* relayed it here, the
    ring moved it back to *o*). The stateful test found that loss.
 
+7. **Coalescing.** The receiver owes an ack for every batch it took or
+   recognised as a replay (:meth:`Outbox.owe_ack`); it does not send it at
+   once but queues it for the batch's sender like an entry. :meth:`Outbox.messages`
+   then sends, per destination, *one* frame for everything due to it: the
+   owed acks ride on the batches going back (piggybacking, as TCP's delayed
+   ACK rides on data, RFC 9293 §3.8.6.3), resends and aged partials go
+   together (a :class:`~ring.messages.Packet`, at most ``batch_size``
+   entries a frame, so the frame bound of rule 1 holds), and an ack goes
+   alone only when nothing went back within the current batch age. Owed
+   acks start a destination's age clock as an entry does, and when their
+   deadline comes the destination's partial batch goes with them, so a
+   destination gets at most one frame per age plus its full batches. A lone
+   batch still goes as a plain :class:`UrlBatch` and a lone ack as a plain
+   :class:`Ack`. Acks owed for an older epoch of a destination than one
+   seen since are dropped: that process is gone, and a new one ignores them.
+8. **Adaptive age.** With ``budget`` (messages per second) set, the batch
+   age is recomputed every ``RATE_WINDOW`` seconds from what entered the
+   Outbox in the last window (URLs, seen URLs and owed acks: ``R`` per
+   second) and the destinations they went to (``D``). A destination fed at
+   ``R/D`` and flushed ``age`` after its first entry sends a frame every
+   ``age + D/R`` seconds on average, so ``D / (age + D/R)`` frames per
+   second in all; setting that to ``budget`` gives ``age = D (1/budget -
+   1/R)``, clamped to ``[max_age, max_delay]``. Below the budget (few peers
+   or little traffic) the age stays ``max_age``: it adds no latency where it
+   saves no messages. ``max_delay`` bounds the latency added, so past
+   ``D = budget * max_delay`` the frames per second grow with ``D`` again,
+   at ``D / max_delay``. The resend timer of rule 3 gets ``max_delay -
+   max_age`` more, since a peer with the same config may hold its ack that
+   long.
+
+9. **Window.** With ``window`` set, a destination has at most ``window``
+   unacked batches: full batches beyond it wait, unnumbered, until an ack
+   makes room (TCP's send window, RFC 9293 §3.8.6, in batches). Without
+   it a receiver slower than its senders (a peer on a saturated box) had its
+   zmq pipe fill with URL frames, up to the DEALER's HWM, and every probe
+   and ack queued behind them: both peers of scripts/bench_scale.py held
+   the other suspect with neither event loop stalled, and the resends of the
+   unacked batches added to the queue. Resends and aged partial batches
+   (at most one a batch age) are not held back.
+
 The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
 
 - ``OTHER_RING``: dropped and counted, no ack.
@@ -117,9 +157,39 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from ring.messages import MAX_ARRAY, UrlBatch
+from ring.messages import MAX_ARRAY, Ack, BatchPart, Message, Packet, UrlBatch
 
-__all__ = ["Entries", "Inbox", "InboxStats", "Outbox", "OutboxStats", "Verdict"]
+__all__ = [
+    "BATCH_AGE",
+    "MAX_BATCH_AGE",
+    "MESSAGE_BUDGET",
+    "SEND_WINDOW",
+    "RATE_WINDOW",
+    "Entries",
+    "Inbox",
+    "InboxStats",
+    "Outbox",
+    "OutboxStats",
+    "Verdict",
+]
+
+#: The defaults of ``[ring] batch_age``, ``max_batch_age``, ``message_budget``
+#: (peer/config.py holds the documented keys). Measured with
+#: scripts/bench_forward_sim.py at 1,000 pages/s a peer: 200 frames/s keeps
+#: a peer's forwarding under a tenth of what one zmq DEALER/ROUTER pair
+#: carries here (ring/zmqio.py), and 2 s of added latency is small next to
+#: a host's politeness delay.
+BATCH_AGE = 0.05
+MAX_BATCH_AGE = 2.0
+MESSAGE_BUDGET = 200.0
+#: The default of ``[ring] send_window`` (rule 9): 8 batches of 500 URLs in
+#: flight to a peer are ~0.2 s of its receiver's work on the loaded box, so
+#: a probe waits behind at most that; and 8 x 500 URLs a round trip carries
+#: 20,000 URLs/s to a peer at a 200 ms round trip, far above a crawl's rate.
+SEND_WINDOW = 8
+#: Seconds over which the entry rate and the destinations are measured (rule 8):
+#: long enough that a destination fed one URL a second shows up in most windows.
+RATE_WINDOW = 2.0
 
 
 class Entries(NamedTuple):
@@ -149,6 +219,12 @@ class OutboxStats:
     pending: int  # entries not yet in a numbered batch
     unacked: int  # batches sent and not acked
     sent: int  # the termination counter (module docstring)
+    messages: int = 0  # frames messages() returned (batches, packets, lone acks)
+    acks_piggybacked: int = 0  # owed acks that went with batches
+    acks_alone: int = 0  # owed acks that went in frames without batches
+    acks_owed: int = 0  # acks waiting to go
+    age: float = 0.0  # the batch age in use (rule 8)
+    window_waits: int = 0  # times full batches waited for acks: the window was full (rule 9)
 
 
 #: What a retired _Sent keeps instead of its batch, so the resend queue (emptied
@@ -171,7 +247,8 @@ class _Sent:
 class _Dest:
     """Everything queued for one destination."""
 
-    __slots__ = ("id", "urls", "seen", "since", "run", "ready", "unacked", "seq", "sent")
+    __slots__ = ("id", "urls", "seen", "since", "run", "ready", "unacked", "seq", "sent",
+                 "acks", "ack_epoch", "ack_run", "mark")
 
     def __init__(self, dest_id: str) -> None:
         self.id = dest_id
@@ -183,6 +260,10 @@ class _Dest:
         self.unacked: dict[int, _Sent] = {}
         self.seq = 0
         self.sent = 0  # this channel's share of Outbox.sent
+        self.acks: list[int] = []  # seqs of its batches we owe an ack for (rule 7)
+        self.ack_epoch = -1  # the epoch those seqs are of
+        self.ack_run = 0  # bumped when the owed acks go: invalidates their deadline
+        self.mark = -1  # the last rate window it got entries in (rule 8)
 
 
 def _size(b: UrlBatch) -> int:
@@ -195,8 +276,10 @@ class Outbox:
     __slots__ = (
         "_self", "_ring", "_epoch", "_bs", "_max_age", "_resend_after", "_half",
         "_young", "_old", "_dests", "_ready", "_aging", "_tick", "_resend",
+        "_max_delay", "_budget", "_age", "_grace", "_acking", "_win", "_win_end", "_items",
+        "_active", "_messages", "_acks_piggybacked", "_acks_alone",
         "_forwarded", "_recent_hits", "_relayed", "_seen_forwarded", "_batches", "_resent",
-        "_acked", "_stale_acks", "_rerouted", "_returned",
+        "_acked", "_stale_acks", "_rerouted", "_returned", "_window", "_window_waits",
     )
 
     def __init__(
@@ -209,6 +292,9 @@ class Outbox:
         max_age: float = 0.05,
         resend_after: float = 1.0,
         recent_size: int = 100_000,
+        max_delay: float | None = None,
+        budget: float = 0.0,
+        window: int = 0,
     ) -> None:
         if not 1 <= batch_size <= MAX_ARRAY:
             raise ValueError(f"batch_size must be in 1..{MAX_ARRAY}, not {batch_size!r}")
@@ -219,12 +305,33 @@ class Outbox:
             raise ValueError(f"resend_after must be > 0, not {resend_after!r}")
         if recent_size < 0:
             raise ValueError(f"recent_size must be >= 0, not {recent_size!r}")
+        if max_delay is None:
+            max_delay = max_age
+        if not max_delay >= max_age:
+            raise ValueError(f"max_delay must be >= max_age ({max_age!r}), not {max_delay!r}")
+        if not budget >= 0:
+            raise ValueError(f"budget must be >= 0, not {budget!r}")
+        if window < 0:
+            raise ValueError(f"window must be >= 0, not {window!r}")
         self._self = self_id
         self._ring = ring_name
         self._epoch = epoch
         self._bs = batch_size
         self._max_age = max_age
         self._resend_after = resend_after
+        self._max_delay = max_delay
+        self._budget = budget
+        self._age = max_age  # the batch age in use (rule 8)
+        self._grace = max_delay - max_age  # a peer may hold its ack that much longer
+        # (deadline, tick, dest, ack_run): deadlines of owed acks (rule 7).
+        self._acking: list[tuple[float, int, _Dest, int]] = []
+        self._win = 0  # the rate window (rule 8)
+        self._win_end: float | None = None
+        self._items = 0  # entries and owed acks queued in this window
+        self._active = 0  # destinations they went to
+        self._messages = 0
+        self._acks_piggybacked = 0
+        self._acks_alone = 0
         # Recently forwarded, url -> owner it went to: two generations of plain
         # dicts (the young one becomes the old one when it holds half the
         # size) approximate an LRU at half the cost of an OrderedDict's
@@ -256,6 +363,8 @@ class Outbox:
         self._stale_acks = 0
         self._rerouted = 0
         self._returned = 0
+        self._window = window  # unacked batches a destination may have (rule 9); 0: no bound
+        self._window_waits = 0
 
     # -- queueing --------------------------------------------------------------
 
@@ -283,6 +392,10 @@ class Outbox:
         d = self._dests.get(owner)
         if d is None:
             d = self._dests[owner] = _Dest(owner)
+        self._items += 1
+        if d.mark != self._win:
+            d.mark = self._win
+            self._active += 1
         if d.since is None:
             self._start(d, now)
         urls = d.urls
@@ -314,7 +427,47 @@ class Outbox:
     def _start(self, d: _Dest, now: float) -> None:
         d.since = now
         self._tick += 1
-        heapq.heappush(self._aging, (now + self._max_age, self._tick, d, d.run))
+        if self._budget and (self._win_end is None or now >= self._win_end):
+            self._measure(now)
+        heapq.heappush(self._aging, (now + self._age, self._tick, d, d.run))
+
+    def _measure(self, now: float) -> None:
+        """Close the rate window and set the batch age from it (rule 8)."""
+        if self._win_end is not None:
+            span = now - (self._win_end - RATE_WINDOW)
+            rate = self._items / span if span > 0 else 0.0
+            age = self._max_age
+            if rate > self._budget:
+                age = self._active * (1.0 / self._budget - 1.0 / rate)
+            self._age = min(self._max_delay, max(self._max_age, age))
+        self._win += 1
+        self._win_end = now + RATE_WINDOW
+        self._items = 0
+        self._active = 0
+
+    def _count(self, d: _Dest) -> None:
+        self._items += 1
+        if d.mark != self._win:
+            d.mark = self._win
+            self._active += 1
+
+    def owe_ack(self, dest: str, epoch: int, seq: int, now: float) -> None:
+        """Queue the ack of batch ``(epoch, seq)`` that ``dest`` sent us (rule 7)."""
+        d = self._dests.get(dest)
+        if d is None:
+            d = self._dests[dest] = _Dest(dest)
+        if epoch != d.ack_epoch:
+            if epoch < d.ack_epoch:
+                return  # its older life's batch: that process is gone
+            d.acks = []
+            d.ack_epoch = epoch
+        self._count(d)
+        if not d.acks:
+            self._tick += 1
+            if self._budget and (self._win_end is None or now >= self._win_end):
+                self._measure(now)
+            heapq.heappush(self._acking, (now + self._age, self._tick, d, d.ack_run))
+        d.acks.append(seq)
 
     def _cut(self, d: _Dest) -> None:
         """Move the partial batch to the full chunks."""
@@ -330,6 +483,7 @@ class Outbox:
         d = self._dests.get(owner)
         if d is None:
             d = self._dests[owner] = _Dest(owner)
+        self._count(d)
         if d.since is None:
             self._start(d, since)
         d.urls.append((url, depth))
@@ -340,6 +494,7 @@ class Outbox:
         d = self._dests.get(owner)
         if d is None:
             d = self._dests[owner] = _Dest(owner)
+        self._count(d)
         if d.since is None:
             self._start(d, since)
         d.seen.append(url)
@@ -353,7 +508,7 @@ class Outbox:
         out: list[tuple[str, UrlBatch]] = []
         q = self._resend
         if q and q[0].due <= now:
-            later = now + self._resend_after
+            later = now + self._resend_after + self._grace
             while q and q[0].due <= now:
                 s = q.popleft()
                 if s.live:
@@ -362,10 +517,17 @@ class Outbox:
                     self._resent += 1
                     out.append((s.dest, s.batch))
         if self._ready:
+            window = self._window
             for d in self._ready:
+                n = 0
                 for urls, seen in d.ready:
+                    if window and len(d.unacked) >= window:
+                        break  # rule 9: the rest wait for acks; ack() puts d back
                     self._seal(d, urls, seen, now, out)
-                d.ready = []
+                    n += 1
+                if n < len(d.ready):
+                    self._window_waits += 1
+                d.ready = d.ready[n:]
             self._ready = []
         aging = self._aging
         while aging and aging[0][0] <= now:
@@ -390,27 +552,98 @@ class Outbox:
         seq = d.seq
         d.seq = seq + 1
         batch = UrlBatch(self._ring, self._self, self._epoch, seq, tuple(urls), tuple(seen))
-        s = _Sent(batch, d.id, now + self._resend_after)
+        s = _Sent(batch, d.id, now + self._resend_after + self._grace)
         d.unacked[seq] = s
         self._resend.append(s)
         d.sent += len(urls) + len(seen)
         self._batches += 1
         out.append((d.id, batch))
 
+    def messages(self, now: float) -> list[tuple[str, Message]]:
+        """``(destination, frame)`` pairs to send now: :meth:`due`'s batches with the owed acks (rule 7).
+
+        One frame a destination where the frame bound allows: batches of at
+        most ``batch_size`` entries in all, the acks owed to it on the first.
+        """
+        acking = self._acking
+        owing: list[_Dest] = []
+        while acking and acking[0][0] <= now:
+            _, _, d, run = heapq.heappop(acking)
+            if d.ack_run == run:
+                owing.append(d)
+                if d.urls or d.seen:
+                    self._cut(d)  # the partial batch goes with the acks
+        out: list[tuple[str, Message]] = []
+        by_dest: dict[str, list[UrlBatch]] = {}
+        for dest, b in self.due(now):
+            by_dest.setdefault(dest, []).append(b)
+        bs = self._bs
+        for dest, batches in by_dest.items():
+            d = self._dests[dest]
+            if len(batches) == 1:
+                out.append((dest, self._frame(d, batches, now)))
+                continue
+            # First fit: a resend and an aged partial share a frame, a full batch goes alone.
+            groups: list[list[UrlBatch]] = []
+            sizes: list[int] = []
+            for b in batches:
+                n = _size(b)
+                for i, size in enumerate(sizes):
+                    if size + n <= bs:
+                        groups[i].append(b)
+                        sizes[i] += n
+                        break
+                else:
+                    groups.append([b])
+                    sizes.append(n)
+            for group in groups:
+                out.append((dest, self._frame(d, group, now)))
+        for d in owing:
+            if d.acks and d.id not in by_dest:
+                out.append((d.id, self._frame(d, [], now)))
+        self._messages += len(out)
+        return out
+
+    def _frame(self, d: _Dest, batches: list[UrlBatch], now: float) -> Message:
+        """One frame to ``d``: ``batches`` and, if any are owed, its acks."""
+        acks = d.acks
+        if acks:
+            d.acks = acks[MAX_ARRAY:]
+            acks = acks[:MAX_ARRAY]
+            d.ack_run += 1
+            if d.acks:  # past a Packet's bound: the rest go at the next call
+                self._tick += 1
+                heapq.heappush(self._acking, (now, self._tick, d, d.ack_run))
+            if batches:
+                self._acks_piggybacked += len(acks)
+            else:
+                self._acks_alone += len(acks)
+                if len(acks) == 1:
+                    return Ack(self._ring, self._self, d.ack_epoch, acks[0])
+        elif len(batches) == 1:
+            return batches[0]
+        return Packet(self._ring, self._self, self._epoch,
+                      tuple(BatchPart(b.seq, b.urls, b.seen) for b in batches),
+                      d.ack_epoch if acks else 0, tuple(acks))
+
     def next_due_at(self) -> float | None:
-        """When :meth:`due` next has something to return (-inf: now), or None if never."""
+        """When :meth:`messages` next has something to return (-inf: now), or None if never."""
         if self._ready:
             return float("-inf")
-        aging, resend = self._aging, self._resend
+        aging, resend, acking = self._aging, self._resend, self._acking
         while aging and aging[0][2].run != aging[0][3]:
             heapq.heappop(aging)
         while resend and not resend[0].live:
             resend.popleft()
+        while acking and acking[0][2].ack_run != acking[0][3]:
+            heapq.heappop(acking)
         times = []
         if aging:
             times.append(aging[0][0])
         if resend:
             times.append(resend[0].due)
+        if acking:
+            times.append(acking[0][0])
         return min(times) if times else None
 
     def ack(self, sender: str, epoch: int, seq: int) -> bool:
@@ -423,6 +656,8 @@ class Outbox:
         self._acked += _size(s.batch)
         s.live = False
         s.batch = _RETIRED  # its URLs need not wait in the queue
+        if d is not None and d.ready and d not in self._ready:
+            self._ready.append(d)  # room in its window (rule 9)
         return True
 
     # -- ring changes ------------------------------------------------------------
@@ -574,10 +809,11 @@ class Outbox:
         return out
 
     def stats(self) -> OutboxStats:
-        pending = unacked = 0
+        pending = unacked = owed = 0
         for d in self._dests.values():
             pending += len(d.urls) + len(d.seen) + sum(len(u) + len(s) for u, s in d.ready)
             unacked += len(d.unacked)
+            owed += len(d.acks)
         return OutboxStats(
             forwarded=self._forwarded,
             recent_hits=self._recent_hits,
@@ -592,6 +828,12 @@ class Outbox:
             pending=pending,
             unacked=unacked,
             sent=self.sent,
+            messages=self._messages,
+            acks_piggybacked=self._acks_piggybacked,
+            acks_alone=self._acks_alone,
+            acks_owed=owed,
+            age=self._age,
+            window_waits=self._window_waits,
         )
 
 

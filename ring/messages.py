@@ -33,6 +33,13 @@ What each message is for:
   ``seen`` carries a hand-off's already-fetched URLs (on a leave or join),
   which the new owner adds to its Bloom filter without queueing; it rides in
   the same acked, resent batches rather than in a message of its own.
+- :class:`Packet` — everything one member has for another at one flush
+  (``ring.forwarder`` rule 7): acks of the receiver's batches (``acks``,
+  ``acked_epoch``) and any of the sender's own batches, as
+  :class:`BatchPart` s of ``epoch``, at most ``batch_size`` entries in all.
+  Added later under code 15 without a ``VERSION`` change: a lone batch still
+  goes as a :class:`UrlBatch` and a lone ack as an :class:`Ack`, and both
+  old forms decode as before.
 - :class:`HandoffDone` — after a ring change, the old owner of some hosts
   tells their new owner that every hand-off batch to it is acked;
   :class:`LeaveRequest` — ``python -m ring leave`` asks a peer to leave.
@@ -110,6 +117,8 @@ __all__ = [
     "Leave",
     "UrlBatch",
     "Ack",
+    "BatchPart",
+    "Packet",
     "StatusRequest",
     "StatusReply",
     "HandoffDone",
@@ -345,8 +354,41 @@ class Sync:
     summary: tuple[tuple[str, int, MemberState, int], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class BatchPart:
+    """One :class:`UrlBatch` inside a :class:`Packet`, which gives its ring, sender and epoch."""
+
+    seq: int
+    urls: tuple[tuple[str, int], ...]
+    seen: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Packet:
+    """``sender``'s acks and batches for one member, in one frame (acks piggybacked).
+
+    ``acks``: seqs of the receiver's batches of epoch ``acked_epoch`` that
+    ``sender`` took (each as an :class:`Ack` would say). ``batches``: the
+    sender's batches of its ``epoch``, each as a :class:`UrlBatch` would
+    carry it. ``epoch`` is the sender's start epoch even when ``batches`` is
+    empty, so a restart is seen on any packet.
+    """
+
+    ring: str
+    sender: str
+    epoch: int
+    batches: tuple[BatchPart, ...] = ()
+    acked_epoch: int = 0
+    acks: tuple[int, ...] = ()
+
+    def url_batches(self) -> tuple[UrlBatch, ...]:
+        """The batches as the :class:`UrlBatch` es they stand for."""
+        return tuple(UrlBatch(self.ring, self.sender, self.epoch, p.seq, p.urls, p.seen)
+                     for p in self.batches)
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
-                LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync]
+                LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -727,6 +769,19 @@ _SPECS += tuple(
 
 _SPECS += (_Spec(Sync, 14, (("ring", _NAME), ("sender", _NAME),
                              ("summary", _array_codec((_entry_out, _entry_in), MAX_MEMBERS)))),)
+
+# A Packet came after the SWIM messages took 11-14, so it is 15: codes are never reused.
+_BATCH_PART = _Spec(
+    BatchPart,
+    0,
+    (("seq", _UINT), ("urls", (_pairs_out, _pairs_in)), ("seen", (_seen_out, _seen_in))),
+)
+
+_SPECS += (
+    _Spec(Packet, 15, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT),
+                       ("batches", _array_codec(_record_codec(_BATCH_PART), MAX_ARRAY)),
+                       ("acked_epoch", _UINT), ("acks", _array_codec(_UINT, MAX_ARRAY)))),
+)
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}
 _BY_CODE = {s.code: s for s in _SPECS}

@@ -45,6 +45,11 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
 5. **Batches.** The Inbox's verdict decides: accepted entries are delivered
    and committed before the ack (a crash must not lose what was acked), a
    replay is acked again and counted, a stale epoch is dropped and counted.
+   The ack is owed, not sent (``Outbox.owe_ack``): it leaves with the next
+   frame to that member from :meth:`RingNode.flush`, at most the batch age
+   later, which the driver runs only after the ``Deliver`` before it. A
+   :class:`~ring.messages.Packet` is its acks (taken first) and its batches,
+   each judged as a ``UrlBatch`` alone would be.
    An ``adopt:`` batch is not a member's: it bypasses the Inbox (it is in no
    termination sum: the URLs it brings make this peer busy, which is what
    termination must see) and is acked on the route it came by.
@@ -74,7 +79,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Union
 
-from ring.forwarder import Inbox, Outbox, Verdict
+from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Inbox, Outbox, Verdict
 from ring.hashring import HashRing
 from ring.membership import Membership
 from ring.routes import route_member
@@ -92,6 +97,7 @@ from ring.messages import (
     MemberState,
     MemberStatus,
     Message,
+    Packet,
     Ping,
     PingAck,
     PingReq,
@@ -131,7 +137,7 @@ MARKER_ROUNDS = 5
 HANDOFF_TIMEOUT = 60.0
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync)
+                    PingAck, Sync, Packet)
 
 
 # ---------------------------------------------------------------------------
@@ -301,6 +307,10 @@ class RingNode:
         owner_key: Callable[[str], str] | None = None,
         membership: Membership | None = None,
         outbox: Outbox | None = None,
+        batch_age: float = BATCH_AGE,
+        max_batch_age: float = MAX_BATCH_AGE,
+        message_budget: float = MESSAGE_BUDGET,
+        send_window: int = SEND_WINDOW,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -316,7 +326,9 @@ class RingNode:
             tombstone_ttl=tombstone_ttl, seed_grace=seed_grace, join_seeds=join_seeds,
             retransmit_mult=retransmit_mult)
         # The start time as epoch: our batch numbers start a new channel each life.
-        self.outbox = outbox if outbox is not None else Outbox(peer_id, ring_name, epoch=incarnation)
+        self.outbox = outbox if outbox is not None else Outbox(
+            peer_id, ring_name, epoch=incarnation, max_age=batch_age, max_delay=max_batch_age,
+            budget=message_budget, window=send_window)
         self.inbox = Inbox(ring_name)
         self.dropped: Counter[str] = Counter()
         # How long a gained host waits for its previous owner's HandoffDone.
@@ -382,8 +394,8 @@ class RingNode:
         return out
 
     def flush(self, now: float) -> list[Action]:
-        """URL batches due now (new, aged or resent)."""
-        return [Send(dest, batch) for dest, batch in self.outbox.due(now)]
+        """Frames due now: URL batches (new, aged or resent) with the acks owed (``Outbox.messages``)."""
+        return [Send(dest, msg) for dest, msg in self.outbox.messages(now)]
 
     # -- driving -----------------------------------------------------------------
 
@@ -437,7 +449,7 @@ class RingNode:
         if sender == self.peer_id or rec is None:
             return []  # routes of members only: anyone can make up ids
         # The sender's own start epoch or incarnation, where the message says it.
-        if isinstance(msg, UrlBatch):
+        if isinstance(msg, UrlBatch | Packet):
             if msg.epoch > rec.incarnation:
                 return []  # refused as future_epoch by its handler
             epoch = msg.epoch
@@ -506,12 +518,23 @@ class RingNode:
         else:
             out += self._drop(verdict.value)  # a replay is acked again, but still counted
         if verdict.ack:
-            out.append(Send(msg.sender, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq)))
+            self.outbox.owe_ack(msg.sender, msg.epoch, msg.seq, now)
         return out
 
     def _on_ack(self, route: bytes, msg: Ack, now: float) -> list[Action]:
         self.outbox.ack(msg.sender, msg.epoch, msg.seq)
         return self._progress(now) if self._handoffs else []
+
+    def _on_packet(self, route: bytes, msg: Packet, now: float) -> list[Action]:
+        outbox = self.outbox
+        for seq in msg.acks:
+            outbox.ack(msg.sender, msg.acked_epoch, seq)
+        out: list[Action] = []
+        for batch in msg.url_batches():
+            out += self._on_batch(route, batch, now)
+        if msg.acks and self._handoffs:
+            out += self._progress(now)
+        return out
 
     def _on_handoff_done(self, route: bytes, msg: HandoffDone, now: float) -> list[Action]:
         if msg.sender not in self.membership.members():
@@ -544,6 +567,7 @@ class RingNode:
         Sync: _on_gossip,
         UrlBatch: _on_batch,
         Ack: _on_ack,
+        Packet: _on_packet,
         HandoffDone: _on_handoff_done,
         HostStarts: _on_host_starts,
         LeaveRequest: _on_leave_request,
@@ -651,7 +675,7 @@ class RingNode:
                     uptime=figures.uptime,
                     # The crawler's cap hits, held hosts and the like ride along
                     # (cap.*, held.*, malformed.*, polite.*).
-                    dropped=self.dropped_rows(figures.limits),
+                    dropped=self.dropped_rows({**figures.limits, **self.forwarding_rows()}),
                     errors=_capped_counts(figures.errors),
                     busiest=tuple(figures.busiest)[:MAX_BUSIEST]))
             else:
@@ -660,6 +684,15 @@ class RingNode:
                     pages=m.pages, rate=0.0, frontier=0, hosts=0, forwarded_out=m.sent,
                     forwarded_in=m.received, dns_hit_rate=0.0, bloom_fill=0.0, uptime=0.0))
         return StatusReply(self.ring_name, self.peer_id, tuple(out), nonce=nonce)
+
+    def forwarding_rows(self) -> dict[str, int]:
+        """The Outbox's frame counters, shown with the drops (``fwd.*``; the age in ms)."""
+        st = self.outbox.stats()
+        rows = {"fwd.frames": st.messages, "fwd.batches": st.batches, "fwd.resent": st.resent,
+                "fwd.acks_piggybacked": st.acks_piggybacked, "fwd.acks_alone": st.acks_alone,
+                "fwd.age_ms": round(st.age * 1000) if st.messages else 0,
+                "fwd.window_waits": st.window_waits}
+        return {k: v for k, v in rows.items() if v}
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, as the status reply carries them (at most MAX_DROPPED)."""

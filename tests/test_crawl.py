@@ -504,6 +504,29 @@ def test_a_ring_change_passes_queued_urls_on_and_a_returning_job_too():
     assert got == PassOn(job, "p2", (Forward(job.url, 0, "p2", True), Done(job.url)))
 
 
+def test_a_ring_change_passes_a_spilled_queue_on_a_chunk_at_a_time():
+    from peer.frontier import MemorySpill
+
+    c = core(obey_robots=False, politeness={"host_concurrency": 2})
+    c.frontier.set_spill(MemorySpill(), 4)
+    c.set_ring(HashRing({"p1": 1.0}), 0.0)
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    host = owned_by(both, "p2")[0]
+    urls = [f"http://{host}/{i}" for i in range(300)]
+    for u in urls:
+        c.discover(u, 0, 0.0, Origin.LINK)
+    now = [e.url for e in c.set_ring(both, 0.0) if isinstance(e, Forward)]
+    assert len(now) <= 8 and c.frontier.moving == 300 - len(now)  # the heads, not the queue
+    assert not c.locally_idle()  # the rest still to pass on
+    later: list[str] = []
+    while c.frontier.moving:
+        effects = c.pass_on_moving(0.0, 50)
+        assert len(effects) <= 2 * (50 + 4)
+        later += [e.url for e in effects if isinstance(e, Forward) and e.owner == "p2"]
+        assert {e.url for e in effects if isinstance(e, Done)} == {e.url for e in effects if isinstance(e, Forward)}
+    assert sorted(now + later) == sorted(urls) and c.locally_idle()
+
+
 def test_hosts_gained_wait_for_the_previous_owners_handoff():
     c = core(obey_robots=False)
     alive = {"p2": True}

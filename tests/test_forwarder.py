@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from ring import HashRing
-from ring.forwarder import Entries, Inbox, Outbox, Verdict
-from ring.messages import UrlBatch, decode, encode
+from ring.forwarder import RATE_WINDOW, Entries, Inbox, Outbox, Verdict
+from ring.messages import Ack, BatchPart, Packet, UrlBatch, decode, encode
 
 RING = "r"
 
@@ -614,13 +614,16 @@ class ForwardingMachine(RuleBasedStateMachine):
                 self._transmit(pid, dst, b)
 
     def _transmit(self, src, dst, b):
+        self._record(src, dst, b)
+        self.net.append(("batch", src, dst, b))
+
+    def _record(self, src, dst, b):
         key = (src, dst, b.seq)
         if key not in self.sent_batches:
             self.sent_batches[key] = b
             self.outstanding[key] = len(b.urls) + len(b.seen)
         else:
             assert self.sent_batches[key] == b  # a resend is the same batch
-        self.net.append(("batch", src, dst, b))
 
     # -- the network
     @precondition(lambda self: self.net)
@@ -670,7 +673,10 @@ class ForwardingMachine(RuleBasedStateMachine):
                 else:
                     ob.add_seen(url, o, self.now)
         if v.ack:
-            self.net.append(("ack", dst, src, b.epoch, b.seq))
+            self._ack(dst, src, b)
+
+    def _ack(self, by, to, b):
+        self.net.append(("ack", by, to, b.epoch, b.seq))
 
     # -- membership
     @precondition(lambda self: self.joiners)
@@ -759,6 +765,95 @@ TestForwardingMachine = ForwardingMachine.TestCase
 TestForwardingMachine.settings = settings(max_examples=150, stateful_step_count=50, deadline=None)
 
 
+class CoalescingMachine(ForwardingMachine):
+    """The same peers and properties, with acks owed and frames from ``Outbox.messages``.
+
+    Every frame goes through the codec; a frame's acks and batches are lost,
+    replayed and reordered together, as one zmq message is.
+    """
+
+    def _peer(self, pid):
+        # A budget of 2 frames/s: the age moves between 0.5 and 1.5 s as traffic comes and goes.
+        return (Outbox(pid, RING, epoch=1, batch_size=3, max_age=0.5, max_delay=1.5, budget=2.0,
+                       resend_after=1.0, recent_size=16), Inbox(RING))
+
+    @rule()
+    def pump(self):
+        for pid, (ob, _) in self.peers.items():
+            for dst, m in ob.messages(self.now):
+                m = decode(encode(m))
+                if isinstance(m, UrlBatch):
+                    batches = (m,)
+                elif isinstance(m, Packet):
+                    batches = m.url_batches()
+                    assert sum(len(b.urls) + len(b.seen) for b in batches) <= 3  # batch_size
+                else:
+                    batches = ()
+                for b in batches:
+                    self._record(pid, dst, b)
+                self.net.append(("frame", pid, dst, m))
+
+    def _ack(self, by, to, b):
+        self.peers[by][0].owe_ack(to, b.epoch, b.seq, self.now)
+
+    def _process(self, msg):
+        if msg[0] != "frame":
+            return super()._process(msg)
+        _, src, dst, m = msg
+        if isinstance(m, Ack):
+            super()._process(("ack", src, dst, m.epoch, m.seq))
+        elif isinstance(m, UrlBatch):
+            super()._process(("batch", src, dst, m))
+        else:
+            for seq in m.acks:
+                super()._process(("ack", src, dst, m.acked_epoch, seq))
+            for b in m.url_batches():
+                super()._process(("batch", src, dst, b))
+
+
+TestCoalescingMachine = CoalescingMachine.TestCase
+TestCoalescingMachine.settings = settings(max_examples=150, stateful_step_count=50, deadline=None)
+
+
+class WindowedMachine(CoalescingMachine):
+    """The same, with a send window of one or two batches a destination (rule 9):
+    batches held back for acks are neither lost nor taken twice, and the
+    termination counters still balance."""
+
+    @initialize(window=st.integers(1, 2))
+    def windowed(self, window):
+        self.window = window
+
+    def _peer(self, pid):
+        return (Outbox(pid, RING, epoch=1, batch_size=3, max_age=0.5, max_delay=1.5, budget=2.0,
+                       resend_after=1.0, recent_size=16, window=getattr(self, "window", 1)),
+                Inbox(RING))
+
+
+TestWindowedMachine = WindowedMachine.TestCase
+TestWindowedMachine.settings = settings(max_examples=60, stateful_step_count=50, deadline=None)
+
+
+def test_a_full_window_holds_full_batches_until_an_ack_makes_room():
+    ob = outbox(batch_size=2, max_age=10.0, window=2)
+    for i in range(10):
+        ob.add(f"http://a.test/{i}", 0, "p1", 0.0)
+    first = ob.due(0.0)
+    assert [b.seq for _, b in first] == [0, 1]          # two in flight, three full batches wait
+    assert ob.due(0.0) == [] and ob.next_due_at() != float("-inf")  # no busy loop while full
+    assert ob.stats().window_waits == 1 and ob.stats().pending == 6 and not ob.idle
+    ob.ack("p1", 7, 0)
+    assert [b.seq for _, b in ob.due(0.0)] == [2]
+    ob.ack("p1", 7, 1)
+    ob.ack("p1", 7, 2)
+    rest = ob.due(0.0)
+    assert [b.seq for _, b in rest] == [3, 4]
+    sent = [u for _, b in first + rest for u, _ in b.urls]
+    assert len(sent) == len(set(sent)) == 8
+    with pytest.raises(ValueError, match="window"):
+        outbox(window=-1)
+
+
 def test_barrier_is_reached_only_when_everything_queued_before_it_is_acked():
     ob = Outbox("a", "r", epoch=1, batch_size=2, max_age=10.0)
     assert ob.barrier("b") == -1 and ob.acked_through("b", -1)
@@ -777,3 +872,130 @@ def test_barrier_is_reached_only_when_everything_queued_before_it_is_acked():
     ob.ack("b", 1, 0)
     assert ob.acked_through("b", mark)
     assert not ob.idle                      # the later entry is still queued
+
+
+# ------------------------------------------------------------ coalescing (rules 7, 8)
+
+
+def frames(ob: Outbox, now: float) -> list[tuple[str, object]]:
+    return [(d, decode(encode(m))) for d, m in ob.messages(now)]
+
+
+def test_an_owed_ack_rides_on_the_batch_going_back():
+    ob = outbox(max_age=0.25)
+    ob.add("http://a.test/1", 0, "p1", 0.0)
+    ob.owe_ack("p1", 3, 0, 0.1)
+    ob.owe_ack("p1", 3, 1, 0.2)
+    assert ob.messages(0.24) == []
+    [(dest, p)] = frames(ob, 0.25)  # the batch's age, the first thing queued for p1
+    assert dest == "p1"
+    assert p == Packet(RING, "p0", 7, (BatchPart(0, (("http://a.test/1", 0),)),), 3, (0, 1))
+    assert ob.messages(5.0) == [("p1", UrlBatch(RING, "p0", 7, 0, (("http://a.test/1", 0),)))]
+    st = ob.stats()
+    assert (st.acks_piggybacked, st.acks_alone, st.acks_owed, st.messages) == (2, 0, 0, 2)
+
+
+def test_an_ack_goes_alone_only_when_nothing_goes_back_within_the_age():
+    ob = outbox(max_age=0.25)
+    ob.owe_ack("p1", 3, 5, 1.0)
+    assert ob.next_due_at() == 1.25
+    assert ob.messages(1.2) == []
+    assert frames(ob, 1.25) == [("p1", Ack(RING, "p0", 3, 5))]  # one: the old form
+    ob.owe_ack("p1", 3, 6, 2.0)
+    ob.owe_ack("p1", 3, 7, 2.1)
+    assert frames(ob, 2.25) == [("p1", Packet(RING, "p0", 7, (), 3, (6, 7)))]
+    assert ob.messages(9.0) == []
+    assert ob.stats().acks_alone == 3 and ob.idle  # owed acks are no part of idle
+
+
+def test_the_ack_deadline_takes_the_partial_batch_along():
+    ob = outbox(max_age=0.25)
+    ob.owe_ack("p1", 3, 0, 0.0)
+    ob.add("http://a.test/1", 0, "p1", 0.2)  # its own age would end at 0.45
+    [(_, p)] = frames(ob, 0.25)
+    assert isinstance(p, Packet) and p.acks == (0,) and [b.seq for b in p.batches] == [0]
+    assert ob.messages(0.45) == []
+
+
+def test_acks_of_an_older_life_of_the_destination_are_dropped():
+    ob = outbox(max_age=0.25)
+    ob.owe_ack("p1", 3, 0, 0.0)
+    ob.owe_ack("p1", 4, 0, 0.1)  # p1 restarted: its old process is gone
+    ob.owe_ack("p1", 3, 1, 0.1)  # a late batch of the old life
+    assert frames(ob, 0.25) == [("p1", Ack(RING, "p0", 4, 0))]
+
+
+def test_a_resend_and_new_batches_to_one_peer_share_frames_within_batch_size():
+    ob = outbox(batch_size=4, max_age=0.25)
+    ob.add("http://a.test/0", 0, "p1", 0.0)
+    ob.add("http://a.test/1", 0, "p1", 0.0)
+    [(_, first)] = ob.messages(0.25)
+    for i in range(2, 8):
+        ob.add(f"http://a.test/{i}", 0, "p1", 1.0)  # one full batch of 4, 2 left
+    ob.owe_ack("p1", 3, 9, 1.0)
+    out = frames(ob, 1.25)  # the resend (2), the full batch (4), the aged partial (2)
+    assert [(d, type(m)) for d, m in out] == [("p1", Packet), ("p1", UrlBatch)]
+    packet, full = out[0][1], out[1][1]
+    assert [len(b.urls) for b in packet.batches] == [2, 2] and packet.acks == (9,)
+    assert packet.url_batches()[0] == first  # a resend is the same batch
+    assert len(full.urls) == 4
+
+
+def test_a_frame_never_carries_more_than_batch_size_entries():
+    ob = outbox(batch_size=5, max_age=0.25)
+    for i in range(23):
+        ob.add(f"http://a.test/{i}", 0, "p1", 0.0)
+    for _, m in frames(ob, 0.25):
+        bs = [m] if isinstance(m, UrlBatch) else m.url_batches()
+        assert sum(len(b.urls) for b in bs) <= 5
+
+
+def test_the_age_stays_at_its_floor_below_the_budget():
+    ob = outbox(max_age=0.05, max_delay=2.0, budget=200.0)
+    now = 0.0
+    for k in range(600):  # 100 URLs/s to 50 peers: never more than 100 frames/s
+        now = k * 0.01
+        ob.add(f"http://h{k % 50}.test/{k}", 0, f"p{k % 50}", now)
+        ob.messages(now)
+    assert ob.stats().age == 0.05
+
+
+def test_the_age_grows_with_destinations_and_rate_up_to_max_delay():
+    def run(peers: int, rate: float, max_delay: float = 5.0) -> tuple[float, float]:
+        ob = outbox(max_age=0.05, max_delay=max_delay, budget=100.0)
+        n, t, dt = 0, 0.0, 1.0 / rate
+        late = 0  # frames in the last 25 s, once the age has settled
+        while t < 40.0:
+            ob.add(f"http://a.test/{n}", 0, f"p{n % peers}", t)
+            n += 1
+            out = ob.messages(t)
+            for dest, m in out:
+                ob.ack(dest, 7, m.seq)
+            if t >= 15.0:
+                late += len(out)
+            t += dt
+        return ob.stats().age, late / 25.0
+
+    age, per_s = run(64, 2000.0)
+    # age = D (1/budget - 1/R) = 64 (1/100 - 1/2000) = 0.608
+    assert 0.55 < age < 0.65
+    assert per_s < 110.0  # the budget, with the rate's noise
+    age_big, per_s_big = run(256, 2000.0)
+    assert 2.3 < age_big < 2.5 and per_s_big < 110.0
+    capped, per_s_capped = run(256, 2000.0, max_delay=1.0)
+    assert capped == 1.0 and per_s_capped > 110.0  # past budget x max_delay: D / max_delay
+
+
+def test_the_resend_timer_leaves_room_for_a_held_ack():
+    ob = outbox(max_age=0.05, max_delay=1.0, resend_after=1.0)
+    ob.add("http://a.test/1", 0, "p1", 0.0)
+    ob.messages(0.05)
+    assert ob.messages(1.05) == []  # a peer may hold its ack for up to max_delay
+    assert len(ob.messages(2.0)) == 1
+
+
+@pytest.mark.parametrize("kw", [dict(max_delay=0.01, max_age=0.05), dict(budget=-1.0),
+                                dict(max_delay=float("nan"))])
+def test_bad_coalescing_settings_are_refused(kw):
+    with pytest.raises(ValueError):
+        outbox(**kw)

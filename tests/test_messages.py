@@ -17,6 +17,7 @@ from ring.messages import (
     TYPE_CODES,
     VERSION,
     Ack,
+    BatchPart,
     DecodeError,
     Digest,
     EncodeError,
@@ -25,6 +26,7 @@ from ring.messages import (
     Member,
     MemberState,
     MemberStatus,
+    Packet,
     StatusReply,
     StatusRequest,
     UrlBatch,
@@ -75,6 +77,12 @@ MESSAGES = st.one_of(
     *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
       for cls in (Ping, PingReq, PingAck)),
     st.builds(Sync, NAME, NAME, st.lists(st.tuples(NAME, UINT, STATE, UINT), max_size=6).map(tuple)),
+    st.builds(
+        Packet, NAME, NAME, UINT,
+        st.lists(st.builds(BatchPart, UINT, st.lists(st.tuples(URL, UINT), max_size=10).map(tuple),
+                           st.lists(URL, max_size=4).map(tuple)), max_size=4).map(tuple),
+        UINT, st.lists(UINT, max_size=10).map(tuple),
+    ),
 )
 
 
@@ -105,7 +113,7 @@ def test_type_codes_are_fixed():
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
-        14: Sync,
+        14: Sync, 15: Packet,
     }
 
 
@@ -123,6 +131,12 @@ def test_a_probe_carries_at_most_max_updates_records():
             decode(raw(1, code, "demo", "p0", 3, "p1", [wire] * (MAX_UPDATES + 1)))
     # a ping with its sender's record and a few updates stays small (bench_membership)
     assert len(encode(Ping("demo", "p0", 3, "p1", (m,)))) < 80
+
+
+def test_a_packet_is_acks_then_batches_without_repeating_ring_and_sender():
+    p = Packet("demo", "p1", 7, (BatchPart(2, (("http://a/", 0),)),), 5, (3, 4))
+    assert msgpack.unpackb(encode(p)) == [1, 15, "demo", "p1", 7, [[2, [["http://a/"], [0]], []]], 5, [3, 4]]
+    assert p.url_batches() == (UrlBatch("demo", "p1", 7, 2, (("http://a/", 0),)),)
 
 
 def test_golden_frames():
