@@ -251,7 +251,7 @@ def web(tmp_path_factory) -> Iterator[tuple[int, Path]]:
 
 
 def solo_toml(tmp_path: Path, port: int, *, allow: str = '["*.web.test"]', seeds: str | None = None,
-              extra: str = "") -> Path:
+              extra: str = "", rate: float = 0.0) -> Path:
     """A one-peer config without an address (a solo peer needs none)."""
     toml = tmp_path / "solo.toml"
     seeds = seeds if seeds is not None else f'["http://s001.web.test:{port}/"]'
@@ -271,7 +271,7 @@ timeout = 5.0
 {extra}
 
 [politeness]
-rate = 0.0
+rate = {rate}
 
 [dns]
 resolve = {{ "*.web.test" = "127.0.0.1" }}
@@ -307,7 +307,9 @@ def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, w
 
     port, log = web
     since = log_lines(log)
-    res = crawl(solo_toml(tmp_path, port), "--progress", "0.05")
+    # 20 pages a second: the crawl lasts about a second, so the progress
+    # line (every 0.05 s) is written; unpaced it could end before the first.
+    res = crawl(solo_toml(tmp_path, port, rate=1200.0), "--progress", "0.05")
     assert res.returncode == 0, res.stderr
     assert "curve_keys" not in res.stderr  # a solo peer has no ring to warn about
     seen = requested(log, port, since)

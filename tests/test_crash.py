@@ -143,7 +143,9 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
 
     from peer.state import PeerState
 
-    hosts, max_pages, concurrency = 20, 300, 8
+    # The first checkpoint comes at about 280 pages (1 MiB of journal); the
+    # kill 50 pages later must come before max_pages ends the crawl.
+    hosts, max_pages, concurrency = 20, 600, 8
     async with trio.open_nursery() as nursery:
         web = await nursery.start(lambda task_status: serve_endless(hosts, log=True, task_status=task_status))
         text = cluster_text(tmp_path, web.port, 1, concurrency=concurrency, extra=(
@@ -164,8 +166,9 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
                     while "state snapshot" not in ring.logs["p1"][1].read_text():
                         await trio.sleep(0.1)
                     at = len(web.log)
-                    while len(web.log) < at + 50:
+                    while len(web.log) < at + 50 and ring.procs["p1"].returncode is None:
                         await trio.sleep(0.05)
+                    assert ring.procs["p1"].returncode is None, f"p1 ended before the kill\n{ring.tails()}"
                     ring.kill("p1", signal.SIGKILL)
                     await ring.wait("p1")
                     killed_rc = ring.procs["p1"].returncode
