@@ -18,9 +18,6 @@ import peer.bloom as bloom
 from peer.bloom import BloomEventKind, BloomFilter
 from peer.errors import StateError
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("bloom")
-
 # Format 2 (see the module docstring): magic, growth, max_capacity, slices,
 # then per slice m, k, capacity, error_rate, count.
 FIXED_HEADER = 24

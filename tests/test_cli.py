@@ -23,9 +23,6 @@ import pytest
 
 from ringharness import cluster_text, free_ports, webfarm_process
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("cli")
-
 ROOT = Path(__file__).resolve().parent.parent
 WEBFARM = ROOT / "scripts" / "webfarm.py"
 

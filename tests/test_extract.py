@@ -11,9 +11,6 @@ from peer.urls import normalize
 
 import localweb.endpoints
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("extract")
-
 PORT = 8080
 URL = "http://example.test/dir/page.html"
 

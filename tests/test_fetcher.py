@@ -38,9 +38,6 @@ from peer.fetcher import (MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, FetchResult, e
 from peer.resolver import Resolver
 from localweb import SiteGraph, serve_webfarm
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("fetcher")
-
 MiB = 1024 * 1024
 STATIC = {"*.web.test": "127.0.0.1"}
 UA = "ringcrawl-test/1.0"

@@ -23,9 +23,6 @@ from peer.items import (
     parse_extract,
 )
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("items")
-
 MINIMAL = """
 [[peer]]
 id = "p1"

@@ -16,9 +16,6 @@ from merge import merge
 from peer.errors import ConfigError, StateError
 from peer.store import SCHEMA
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("merge")
-
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2025, 3, 1, 12, 0, 0)
 

@@ -8,9 +8,6 @@ from pathlib import Path
 
 import pytest
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("purity")
-
 PURE = [
     "peer.config",
     "peer.urls",

@@ -19,9 +19,6 @@ from peer.errors import ConfigError, StateError
 from peer.store import SCHEMA
 from ring.hashring import HashRing
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("report")
-
 ROOT = Path(__file__).resolve().parents[1]
 T0 = datetime(2026, 1, 2, 3, 4, 5)
 PEERS = ("p1", "p2", "p3")

@@ -13,9 +13,6 @@ import pytest
 from peer.config import load_config
 from ring.cli import ring_of
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("scripts")
-
 ROOT = Path(__file__).resolve().parent.parent
 
 

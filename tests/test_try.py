@@ -17,9 +17,6 @@ import pytest
 
 from ringharness import free_ports, webfarm_process
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("try")
-
 ROOT = Path(__file__).resolve().parent.parent
 
 

@@ -38,9 +38,6 @@ from localweb import (
 )
 from localweb.hrefs import FORMS
 
-# Its module fixtures are set up once: the whole file runs in one worker (scripts/test).
-pytestmark = pytest.mark.xdist_group("webfarm")
-
 ROOT = Path(__file__).resolve().parents[1]
 
 UA = "ringcrawl/0.1 (+https://example.invalid/bot)"
