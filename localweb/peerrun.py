@@ -117,11 +117,10 @@ def rss_mb(pid: int) -> float:
 
 
 @dataclass
-class PeerProcess:
-    """One running peer: its process, output files and the peak RSS seen."""
+class _PeerOutput:
+    """What every run peer leaves: its output files, times, peak RSS and why it was stopped."""
 
     id: str
-    proc: subprocess.Popen
     out: Path
     err: Path
     data_dir: Path
@@ -129,10 +128,6 @@ class PeerProcess:
     peak_rss_mb: float = 0.0
     ended: float | None = None
     killed: str = ""           # "", "rss" or "time"
-
-    @property
-    def code(self) -> int | None:
-        return self.proc.returncode
 
     @property
     def seconds(self) -> float:
@@ -146,33 +141,27 @@ class PeerProcess:
 
 
 @dataclass
-class InProcessPeer:
+class PeerProcess(_PeerOutput):
+    """One running peer: its process, output files and the peak RSS seen."""
+
+    proc: subprocess.Popen = field(kw_only=True)
+
+    @property
+    def code(self) -> int | None:
+        return self.proc.returncode
+
+
+@dataclass
+class InProcessPeer(_PeerOutput):
     """One peer's crawl run by :func:`run_in_process`: its log, summary and outcome.
 
     ``code`` is what ``python -m peer`` would have exited with: 0 when the crawl
     returned, 1 when it raised (the traceback is in ``err``, as on a real
-    peer's stderr).
+    peer's stderr). ``peak_rss_mb`` is not measured in process: tests of
+    memory run real processes.
     """
 
-    id: str
-    out: Path
-    err: Path
-    data_dir: Path
-    started: float
     code: int | None = None
-    peak_rss_mb: float = 0.0   # not measured in process: tests of memory run real processes
-    ended: float | None = None
-    killed: str = ""           # "" or "time" (cancelled after the grace)
-
-    @property
-    def seconds(self) -> float:
-        return (self.ended or time.monotonic()) - self.started
-
-    def stderr(self) -> str:
-        return self.err.read_text(errors="replace")
-
-    def stdout(self) -> str:
-        return self.out.read_text(errors="replace")
 
 
 @dataclass
@@ -206,7 +195,7 @@ def start_peer(toml: Path, peer_id: str, data_dir: Path, *, progress: float = 1.
             [sys.executable, "-m", "peer", "--ring", str(toml), "--id", peer_id,
              "--progress", str(progress)],
             stdout=fout, stderr=ferr, stdin=subprocess.DEVNULL, env=dict(os.environ))
-    return PeerProcess(peer_id, proc, out, err, data_dir, time.monotonic())
+    return PeerProcess(peer_id, out, err, data_dir, time.monotonic(), proc=proc)
 
 
 def run_peers(toml: Path, *, peers: int = 1, timeout: float = 60.0, rss_kill_mb: float = 1200.0,
