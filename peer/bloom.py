@@ -107,10 +107,23 @@ if TYPE_CHECKING:
     import numpy as _np
     import numpy.typing as npt
 else:
-    try:
-        import numpy as _np
-    except ImportError:  # numpy is optional (the "fast" extra)
-        _np = None
+    # numpy is imported at the first batch big enough to use it (0.1-0.2 s of
+    # a peer's start-up otherwise, for a crawl that may never batch).
+    _np = None
+_np_tried = False
+
+
+def _numpy() -> Any:
+    """numpy, imported on first use; None where it is not installed."""
+    global _np, _np_tried
+    if not _np_tried:
+        _np_tried = True
+        try:
+            import numpy as module
+        except ImportError:  # numpy is optional (the "fast" extra)
+            return None
+        _np = module
+    return _np
 
 __all__ = ["BloomEvent", "BloomEventKind", "BloomFilter", "TIGHTENING", "optimal_size"]
 
@@ -533,8 +546,8 @@ class BloomFilter:
     def _vectorise(self, n: int) -> bool:
         # The numpy path packs (bit position, entry number) into one int64.
         return (
-            _np is not None
-            and n >= _NUMPY_MIN_BATCH
+            n >= _NUMPY_MIN_BATCH
+            and _numpy() is not None
             and all(
                 (s.m - 1).bit_length() + (_CHUNK_KEYS * s.k - 1).bit_length() <= 63
                 for s in self._slices

@@ -72,6 +72,7 @@ Rules (the core keeps most of them; peer/crawl.py):
 from __future__ import annotations
 
 import copy
+import importlib.util
 import logging
 import math
 import random
@@ -534,9 +535,9 @@ class Crawler:
     async def _open_sieve(self, rec: Any) -> None:
         """Open ``data_dir/seen`` (peer/sievefile.py); a new crawl starts it empty."""
         core = self.core
-        try:
-            from peer.sievefile import SieveFiles
-        except ImportError:  # numpy (the "fast" extra) is missing
+        from peer.sievefile import SieveFiles
+
+        if importlib.util.find_spec("numpy") is None:  # numpy (the "fast" extra) is missing
             log.warning("numpy is not installed: the seen set stays a Bloom filter alone and "
                         "bloom.disk_after is ignored (pip install 'ringcrawl[fast]')")
             core.sieve.disk_after = 2**63

@@ -130,6 +130,7 @@ import logging
 import math
 import re
 import ssl
+import sys
 import time
 import zlib
 from collections import Counter
@@ -138,9 +139,6 @@ from dataclasses import dataclass
 from datetime import timezone
 from typing import Any
 
-import h11
-import httpcore
-import httpx
 import trio
 
 from peer.config import CrawlConfig
@@ -404,39 +402,59 @@ def error_kind(exc: BaseException) -> ErrorKind | None:
         if isinstance(cause, ssl.SSLError):
             return ErrorKind.TLS
         cause = cause.__cause__ or cause.__context__
-    # The fetcher meets trio's, ssl's and OSError (peer.http1 raises
-    # FetchError); httpx's, httpcore's and h11's are kept for callers that
-    # use those libraries (the dashboard's h11, scripts with httpx).
-    if isinstance(exc, (httpx.ConnectTimeout, httpcore.ConnectTimeout)):
-        return ErrorKind.CONNECT
-    if isinstance(exc, (httpx.TimeoutException, httpcore.TimeoutException)):
-        return ErrorKind.TIMEOUT
-    if isinstance(exc, (httpx.ConnectError, httpcore.ConnectError)):
-        return ErrorKind.CONNECT
-    if isinstance(exc, (httpx.ReadError, httpx.WriteError, httpcore.ReadError, httpcore.WriteError,
-                        trio.BrokenResourceError, trio.ClosedResourceError)):
+    if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
         return ErrorKind.RESET
-    if isinstance(exc, (httpx.RemoteProtocolError, httpcore.RemoteProtocolError,
-                        h11.RemoteProtocolError)):
+    if isinstance(exc, zlib.error):
+        return ErrorKind.DECODE
+    kind = _library_kind(exc)
+    if kind is not None:
+        return kind
+    if isinstance(exc, OSError):
+        return ErrorKind.CONNECT
+    return None
+
+
+def _library_kind(exc: BaseException) -> ErrorKind | None:
+    """The kind of an httpx, httpcore or h11 error, for callers that use those libraries.
+
+    The fetcher itself meets only trio's, ssl's, zlib's and OSError
+    (peer.http1 raises FetchError); the dashboard speaks h11 and scripts use
+    httpx. An exception of a library can only exist once the library is
+    imported, so the libraries are looked up in ``sys.modules`` instead of
+    imported here: a peer starts without loading them (about 60 ms of
+    start-up, measured with ``python -X importtime``).
+    """
+    httpx, httpcore, h11 = (sys.modules.get(m) for m in ("httpx", "httpcore", "h11"))
+
+    def of(module: Any, *names: str) -> tuple[type[BaseException], ...]:
+        return tuple(getattr(module, n) for n in names) if module is not None else ()
+
+    if isinstance(exc, of(httpx, "ConnectTimeout") + of(httpcore, "ConnectTimeout")):
+        return ErrorKind.CONNECT
+    if isinstance(exc, of(httpx, "TimeoutException") + of(httpcore, "TimeoutException")):
+        return ErrorKind.TIMEOUT
+    if isinstance(exc, of(httpx, "ConnectError") + of(httpcore, "ConnectError")):
+        return ErrorKind.CONNECT
+    if isinstance(exc, of(httpx, "ReadError", "WriteError") + of(httpcore, "ReadError", "WriteError")):
+        return ErrorKind.RESET
+    if isinstance(exc, of(httpx, "RemoteProtocolError") + of(httpcore, "RemoteProtocolError")
+                  + of(h11, "RemoteProtocolError")):
         # httpcore's and h11's words for a connection closed before the end.
         return ErrorKind.RESET if str(exc).lower().startswith(_CLOSED_EARLY) else ErrorKind.PROTOCOL
-    if isinstance(exc, (httpx.ProtocolError, httpcore.ProtocolError, h11.ProtocolError)):
+    if isinstance(exc, of(httpx, "ProtocolError") + of(httpcore, "ProtocolError") + of(h11, "ProtocolError")):
         return ErrorKind.PROTOCOL
-    if isinstance(exc, (httpx.UnsupportedProtocol, httpx.InvalidURL, httpcore.UnsupportedProtocol)):
+    if isinstance(exc, of(httpx, "UnsupportedProtocol", "InvalidURL") + of(httpcore, "UnsupportedProtocol")):
         return ErrorKind.SCOPE
-    if isinstance(exc, (httpx.DecodingError, zlib.error)):
+    if isinstance(exc, of(httpx, "DecodingError")):
         return ErrorKind.DECODE
-    if isinstance(exc, (httpx.TransportError, httpcore.NetworkError, httpcore.ConnectionNotAvailable,
-                        OSError)):
+    if isinstance(exc, of(httpx, "TransportError")
+                  + of(httpcore, "NetworkError", "ConnectionNotAvailable")):
         return ErrorKind.CONNECT
     return None
 
 
 # What fetch() turns into an error kind; anything else is a bug and propagates.
-_NETWORK_ERRORS = (httpx.HTTPError, httpx.InvalidURL, httpcore.TimeoutException,
-                   httpcore.NetworkError, httpcore.ProtocolError, httpcore.UnsupportedProtocol,
-                   httpcore.ConnectionNotAvailable, OSError, trio.BrokenResourceError,
-                   trio.ClosedResourceError, h11.ProtocolError, zlib.error)
+_NETWORK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, zlib.error)
 
 
 def _request_url(url: str) -> tuple[str, str, int, str, str]:
@@ -659,11 +677,10 @@ class Fetcher:
         # The total deadline is ours; only a hanging connect or TLS handshake
         # gets one of its own, so the next address of a host can still be tried.
         self._connect_timeout = max(1.0, crawl.timeout / 3)
-        # One context for all fetches: loading the CA bundle costs ~20 ms.
-        if ssl_context is None:
-            ssl_context = httpx.create_ssl_context()
-        ssl_context.set_alpn_protocols(["http/1.1"])  # as httpcore did: no h2 offered
-        self._ssl = ssl_context
+        # One context for all fetches, made at the first https URL: loading
+        # the CA bundle costs ~20 ms, and httpx's import 60 ms more.
+        self._ssl_given = ssl_context
+        self._ssl_made: ssl.SSLContext | None = None
         # Idle keep-alive connections a shard keeps: its share of the
         # concurrency, times 4 for the unevenness of hashing hosts to shards.
         keepalive = 4 * -(-crawl.concurrency // shards)
@@ -678,6 +695,20 @@ class Fetcher:
     @property
     def shards(self) -> int:
         return len(self._idle)
+
+    def _ssl(self) -> ssl.SSLContext:
+        """The TLS context: the caller's, or httpx's defaults (certifi's CA bundle, or
+        SSL_CERT_FILE / SSL_CERT_DIR); ALPN offers HTTP/1.1 only, as httpcore did."""
+        if self._ssl_made is None:
+            if self._ssl_given is not None:
+                context = self._ssl_given
+            else:
+                import httpx
+
+                context = httpx.create_ssl_context()
+            context.set_alpn_protocols(["http/1.1"])
+            self._ssl_made = context
+        return self._ssl_made
 
     async def __aenter__(self) -> Fetcher:
         await trio.lowlevel.checkpoint()
@@ -770,7 +801,7 @@ class Fetcher:
             sock = tcp.socket
             stream: trio.abc.Stream = tcp
             if scheme == "https":
-                stream = trio.SSLStream(tcp, self._ssl, server_hostname=host, https_compatible=True)
+                stream = trio.SSLStream(tcp, self._ssl(), server_hostname=host, https_compatible=True)
                 done = False
                 try:
                     with trio.move_on_after(self._connect_timeout):

@@ -34,11 +34,13 @@ connection.
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import trio
-from dns import asyncbackend, asyncresolver, nameserver, rdatatype
-from dns import exception as dns_exception
-from dns import resolver as dns_resolver
+
+if TYPE_CHECKING:
+    from dns import asyncbackend, asyncresolver, rdatatype
+    from dns import resolver as dns_resolver
 
 from peer.config import DnsConfig
 from peer.dnscache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
@@ -98,6 +100,10 @@ class Resolver:
         self._dns: asyncresolver.Resolver | None = None
         self._backend: asyncbackend.Backend | None = None
         if dns.nameservers:
+            # dnspython only where [dns] nameservers is set: its import is
+            # 0.1 s of every peer start that asks the system resolver instead.
+            from dns import asyncbackend, asyncresolver, nameserver
+
             res = asyncresolver.Resolver(configure=False)
             res.nameservers = [nameserver.Do53Nameserver(*_split_nameserver(ns))
                                for ns in dns.nameservers]
@@ -173,6 +179,10 @@ class Resolver:
         """One lookup of ``name``: (addresses, ttl or None); _LookupFailed if none."""
         if self._dns is None:
             return await self._system(name), None
+        from dns import exception as dns_exception
+        from dns import rdatatype
+        from dns import resolver as dns_resolver
+
         try:
             answer = await self._ask(name, rdatatype.A)
             if answer is None:
@@ -193,6 +203,8 @@ class Resolver:
 
     async def _ask(self, name: str, rdtype: rdatatype.RdataType) -> dns_resolver.Answer | None:
         assert self._dns is not None
+        from dns import resolver as dns_resolver
+
         self.queries += 1
         try:
             return await self._dns.resolve(name, rdtype, search=False, backend=self._backend)
