@@ -124,6 +124,7 @@ from peer.spill import FileSpill
 from peer.state import PeerState, SnapshotStats
 from peer.store import PageRow, ResultStore
 from ring.messages import MemberState
+from ring.node import StatusFigures
 
 if TYPE_CHECKING:
     from ring.hashring import HashRing
@@ -847,22 +848,24 @@ class Crawler:
 
     # -- status and progress ---------------------------------------------------------
 
-    def status_figures(self) -> dict[str, Any]:
+    def status_figures(self) -> StatusFigures:
+        """This peer's row of ``ring status`` (the ring driver fills in its own uptime)."""
         s = self.summary
         elapsed = max(time.monotonic() - self._wall0, 1e-9)
-        out = self.node.outbox.stats() if self.node is not None else None
-        return {
-            "pages": self.core.requested, "rate": s.requested / elapsed, "frontier": len(self.frontier),
-            "hosts": self.frontier.n_hosts,
-            "forwarded_out": getattr(out, "forwarded", 0),
-            "forwarded_in": self.node.inbox.received if self.node is not None else 0,
-            "dns_hit_rate": self.resolver.stats().hit_rate, "bloom_fill": self.bloom.fill_estimate(),
+        node = self.node
+        return StatusFigures(
+            pages=self.core.requested, rate=s.requested / elapsed, frontier=len(self.frontier),
+            hosts=self.frontier.n_hosts,
+            forwarded_out=node.outbox.stats().forwarded if node is not None else 0,
+            forwarded_in=node.inbox.received if node is not None else 0,
+            dns_hit_rate=self.resolver.stats().hit_rate, bloom_fill=self.bloom.fill_estimate(),
+            uptime=elapsed,
             # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
-            # errors: counters that cluster.py sends with the status reply.
-            "limits": self.limits_figures(),
+            # errors: counters the ring sends with the status reply.
+            limits=self.limits_figures(),
             # For `ring dashboard`: failed fetches by kind, the busiest hosts.
-            "errors": dict(s.errors), "busiest": self.frontier.busiest(self.clock(), 10),
-        }
+            errors=dict(s.errors), busiest=tuple(self.frontier.busiest(self.clock(), 10)),
+        )
 
     def limits_figures(self) -> dict[str, int]:
         """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""

@@ -120,9 +120,9 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
                                           "merged", "evictions", "size", "in_flight")},
         dns_hit_ratio=dns.hit_rate,
         # status_figures' fill: one popcount of the newest slice a scrape, not two.
-        bloom_urls=bloom.count, bloom_fill=float(figures.get("bloom_fill", 0.0)), bloom_slices=bloom.num_slices,
+        bloom_urls=bloom.count, bloom_fill=figures.bloom_fill, bloom_slices=bloom.num_slices,
         bloom_fpr=bloom.estimated_fpr(), bloom_bytes=bloom.nbytes,
-        forwarded_out=int(figures.get("forwarded_out", 0)), forwarded_in=int(figures.get("forwarded_in", 0)),
+        forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
         dropped=dropped | {k: v for k, v in crawler.limits.figures(now).items() if k.startswith("cap.")},
         delay_quantiles=quantiles(fr.delays()),
         ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,

@@ -57,15 +57,15 @@ def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped
                 dropped: dict[str, int]) -> MemberStatus:
     """The one row of a ring of one: all of the ring is its share."""
     f = crawler.status_figures()
-    counters = dict(f.get("limits", {}))
+    counters = dict(f.limits)
     for k, v in dropped.items():
         counters[k] = counters.get(k, 0) + v
     return MemberStatus(
         id=crawler.peer_id, address=address, state=MemberState.ALIVE, share=1.0,
-        pages=f["pages"], rate=f["rate"], frontier=f["frontier"], hosts=f["hosts"],
-        forwarded_out=0, forwarded_in=0, dns_hit_rate=f["dns_hit_rate"], bloom_fill=f["bloom_fill"],
+        pages=f.pages, rate=f.rate, frontier=f.frontier, hosts=f.hosts,
+        forwarded_out=0, forwarded_in=0, dns_hit_rate=f.dns_hit_rate, bloom_fill=f.bloom_fill,
         uptime=uptime, dropped=tuple(sorted(counters.items()))[:64],
-        errors=tuple(sorted(f.get("errors", {}).items()))[:64], busiest=tuple(f.get("busiest", ())),
+        errors=tuple(sorted(f.errors.items()))[:64], busiest=tuple(f.busiest),
     )
 
 

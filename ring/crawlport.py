@@ -9,9 +9,12 @@ it. The names are the ones ``peer/cluster.py`` called before this split.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ring.hashring import HashRing
+
+if TYPE_CHECKING:
+    from ring.node import StatusFigures
 
 __all__ = ["CrawlPort"]
 
@@ -72,6 +75,6 @@ class CrawlPort(Protocol):
         """Gossip brought news: re-check termination and limits."""
         ...
 
-    def status_figures(self) -> Any:
-        """This peer's figures for ``ring status`` (a mapping or an object, ``ring.node.StatusFigures``)."""
+    def status_figures(self) -> StatusFigures:
+        """This peer's figures for ``ring status``."""
         ...

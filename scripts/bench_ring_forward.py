@@ -38,7 +38,7 @@ from localweb.peerrun import free_ports
 from ring.driver import RingDriver
 from ring.hashring import HashRing
 from ring.messages import Ack, UrlBatch, encode
-from ring.node import RingNode
+from ring.node import RingNode, StatusFigures
 
 RING = "bench"
 #: The sender's last URL, sent once everything before it is acked.
@@ -80,8 +80,8 @@ class Counting:
     def handoff_starts(self, old: HashRing, ring: HashRing) -> dict:
         return {}
 
-    def status_figures(self) -> dict:
-        return {}
+    def status_figures(self) -> StatusFigures:
+        return StatusFigures()
 
 
 def member(peer_id: str, p1: str, p2: str) -> RingNode:

@@ -499,7 +499,7 @@ async def test_a_link_farm_and_traps_are_capped_and_the_normal_site_is_crawled_w
     assert hits[Cap.PATH_REPEAT] == 2 and hits[Cap.URL_LENGTH] == 1
     # Dropped URLs never went into the Bloom filter: only queued ones did.
     assert crawler.bloom.count <= 300 + 300 + 10 + 21
-    figures = crawler.status_figures()["limits"]
+    figures = crawler.status_figures().limits
     assert figures["cap.max_urls_per_host"] == hits[Cap.URLS_PER_HOST]
     assert figures["cap.max_path_repeat"] == 2
     line = summary.render().splitlines()[-1]
@@ -608,7 +608,7 @@ async def test_a_refused_robots_txt_warns_shows_the_hold_and_ends_as_connect(
     assert len(tries) == 3 and tries[1] - tries[0] >= 600 and tries[2] - tries[1] >= 600
     assert web.fetched("dead.web.test") == []
     assert "held hosts: robots.txt 1, Retry-After 0" in lines[0]
-    assert figures[0]["limits"]["held.robots"] == 1 and figures[0]["frontier"] == 3
+    assert figures[0].limits["held.robots"] == 1 and figures[0].frontier == 3
     warned = [r.getMessage() for r in caplog.records if "dead.web.test" in r.getMessage()]
     assert len(warned) == 3
     assert "connect, failure 1 of 3" in warned[0] and "next try in 600s" in warned[0]
