@@ -125,11 +125,12 @@ def run_size(n: int, bloom_capacity: int, batch: int, ram: int, directory: Path)
 def run_handoff(rows: int, directory: Path) -> None:
     import duckdb
 
+    from peer.layout import DataDir
     from peer.store import ResultStore
     from ring.hashring import HashRing
 
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / "pages.duckdb"
+    path = DataDir(directory).results
     path.unlink(missing_ok=True)
     store = ResultStore(path, "p0", store_links=False, store_body=False)
     store._open()  # the sync halves: the benchmark needs no event loop
