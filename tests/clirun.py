@@ -34,7 +34,7 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Result", "WebThread", "error_line", "run_main", "web_thread"]
+__all__ = ["Result", "WebThread", "error_line", "ring_main", "ring_source", "run_main", "web_thread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +85,23 @@ def run_main(main: Callable[..., int], argv: Sequence[str], *, tty: bool = False
         for name, level in saved[2].items():
             logging.getLogger(name).setLevel(level)
     return Result(int(code), out.getvalue(), err.getvalue())
+
+
+def ring_source() -> Any:
+    """The ``ring.cli.ConfigSource`` that ``ring/__main__.py`` builds (peer's parser and errors)."""
+    from peer.config import load_config
+    from peer.errors import user_error
+    from peer.urls import host_key
+    from ring.cli import ConfigSource
+
+    return ConfigSource(load=load_config, host_key=host_key, user_error=user_error)
+
+
+def ring_main(argv: Sequence[str], **kwargs: Any) -> Result:
+    """``python -m ring ARGV``, in this process."""
+    from ring.cli import main
+
+    return run_main(main, argv, source=ring_source(), **kwargs)
 
 
 def error_line(res: Result, prefix: str = "error: ") -> str:

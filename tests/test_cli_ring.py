@@ -17,20 +17,14 @@ from pathlib import Path
 
 import pytest
 
-from clirun import Result, run_main
+from clirun import Result, ring_main, run_main
 from ringharness import cluster_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def ring_cmd(*args: str, stdout_tty: bool = False) -> Result:
-    from peer.config import load_config
-    from peer.errors import user_error
-    from peer.urls import host_key
-    from ring.cli import ConfigSource, main
-
-    source = ConfigSource(load=load_config, host_key=host_key, user_error=user_error)
-    return run_main(main, args, stdout_tty=stdout_tty, source=source)
+    return ring_main(args, stdout_tty=stdout_tty)
 
 
 def one_line(res: Result, status: int) -> str:

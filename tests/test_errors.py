@@ -185,23 +185,17 @@ def assert_one_line(returncode: int, stdout: str, stderr: str, names: str) -> No
 def test_every_command_says_a_users_mistake_in_one_line_and_exits_2(tmp_path, monkeypatch, name):
     import importlib
 
-    from clirun import run_main
+    from clirun import ring_main, run_main
 
     target, argv, names = COMMANDS[name]
     toml = a_toml(tmp_path)
     argv = [a.format(toml=toml, tmp=tmp_path) for a in argv]
     monkeypatch.chdir(ROOT)  # relative paths resolve as for a user in the checkout
-    kwargs = {}
     if target == "ring":
-        from peer.config import load_config
-        from peer.urls import host_key
-        from ring.cli import ConfigSource, main
-
-        kwargs["source"] = ConfigSource(load=load_config, host_key=host_key, user_error=user_error)
+        res = ring_main(argv)
     else:
         module, _, function = target.partition(":")
-        main = getattr(importlib.import_module(module), function)
-    res = run_main(main, argv, **kwargs)
+        res = run_main(getattr(importlib.import_module(module), function), argv)
     assert_one_line(res.returncode, res.stdout, res.stderr, names)
 
 
