@@ -134,8 +134,8 @@ def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
                     break
                 time.sleep(0.1)
             table = ring_cmd("status", *args)
-            watch = ring_cmd("status", "--watch", "0.3", "--count", "3", *args)
-            watch_json = ring_cmd("status", "--watch", "0.3", "--count", "2", "--json", *args)
+            watch = ring_cmd("status", "--watch", "0.1", "--count", "3", *args)
+            watch_json = ring_cmd("status", "--watch", "0.1", "--count", "2", "--json", *args)
             peer.send_signal(signal.SIGTERM)
             assert peer.wait(timeout=60) == 0, err.read_text()[-2000:]
         finally:
@@ -162,7 +162,7 @@ def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
     assert members[0]["busiest"] and members[0]["busiest"][0][2] == 300.0  # host, pages/min, setpoint
     # --watch into a pipe: one table after another, each with its time.
     assert watch.returncode == 0, watch.stderr
-    stamps = re.findall(r"ring 'test' at (\d\d:\d\d:\d\d), every 0.3s", watch.stdout)
+    stamps = re.findall(r"ring 'test' at (\d\d:\d\d:\d\d), every 0.1s", watch.stdout)
     assert len(stamps) == 3 and watch.stdout.count("\ntotal ") == 3
     rounds = watch_json.stdout.splitlines()
     assert len(rounds) == 2 and all(json.loads(x)["members"][0]["id"] == "p1" for x in rounds)
