@@ -317,6 +317,48 @@ async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
     return 0
 
 
+class _Interrupted(Exception):
+    """Ctrl-C ended ``status`` or ``dashboard`` (their documented way to end)."""
+
+
+async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaitable[int]],
+                        cfg: RingFile, args: argparse.Namespace) -> int:
+    """``command``, cancelled by the first SIGINT, which then raises :class:`_Interrupted`.
+
+    Not trio's default KeyboardInterrupt, which is raised wherever the signal
+    lands, and a round of ``--watch`` is mostly inside a zmq socket's
+    ``async with`` (ring.zmqio). Raising SIGINT at each line of a round in
+    turn (tests/test_cli_ring.py) showed two ways that went wrong: landing
+    while the socket's watcher task ran or a nursery waited, it came out of
+    ``trio.run`` wrapped in an exception group, past ``except
+    KeyboardInterrupt``, as a traceback; landing inside the socket's close()
+    it left the socket's nursery open ("Nursery stack corrupted"). The
+    receiver turns SIGINT into a message that cancels the command at its
+    next checkpoint, through the sockets' own cleanup.
+    """
+    import signal
+
+    import trio
+
+    interrupted = False
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_ctrl_c() -> None:
+                nonlocal interrupted
+                async for _ in signals:
+                    interrupted = True
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(on_ctrl_c)
+            code = await command(cfg, args)
+            nursery.cancel_scope.cancel()
+    if interrupted:
+        raise _Interrupted
+    return code
+
+
 def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
     args = _parser().parse_args(argv)
     if getattr(args, "sample", 0) < 0:
@@ -335,12 +377,16 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
             try:
-                if args.command == "dashboard":
-                    return trio.run(_dashboard, cfg, args)
-                return trio.run(_status, cfg, args)
-            except KeyboardInterrupt:
+                return trio.run(_until_ctrl_c, _dashboard if args.command == "dashboard" else _status,
+                                cfg, args)
+            except BaseException as exc:
+                # Ctrl-C is how --watch and the dashboard end: caught by the
+                # receiver, or as KeyboardInterrupt (alone or in a group of
+                # cancelled tasks) if it came before the receiver was open.
+                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                    raise
                 print(file=sys.stderr)
-                return 0  # Ctrl-C is how --watch and the dashboard end
+                return 0
         result = trio.run(request_leave, cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
                           tool_keys(cfg))
     except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours

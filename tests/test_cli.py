@@ -1,9 +1,11 @@
 """python -m peer (and webfarm.py): a peer that cannot start says why in one line, exit 2.
 
-Every case runs the real command line in a subprocess, as a user would, and
-checks what the user sees: exit status 2, no traceback, and a last line that
-names the thing at fault and the way out. trio hands these errors over
-wrapped in exception groups; peer.errors.user_error unwraps them.
+Every case runs the command's ``main(argv)`` in this process (tests/clirun.py),
+as a user would run the command, and checks what the user sees: exit status
+2, no traceback, and a last line that names the thing at fault and the way
+out. trio hands these errors over wrapped in exception groups;
+peer.errors.user_error unwraps them. One crawl runs as a real ``python -m
+peer`` process, asked on a real terminal (a pty).
 """
 
 from __future__ import annotations
@@ -12,7 +14,6 @@ import contextlib
 import errno
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -21,26 +22,24 @@ from pathlib import Path
 
 import pytest
 
-from ringharness import cluster_text, free_ports, webfarm_process
+from clirun import Result, WebThread, error_line, run_main, web_thread
+from ringharness import cluster_text, free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
-WEBFARM = ROOT / "scripts" / "webfarm.py"
 
 
-def run(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    # os.environ carries PYTHONPATH, so the child imports this tree.
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT,
-                          env=os.environ, stdin=subprocess.DEVNULL, timeout=timeout)
+def peer(*args: str, tty: bool = False, answers: str = "") -> Result:
+    """``python -m peer ARGS``, in this process."""
+    from peer.cli import main
+
+    return run_main(main, args, tty=tty, answers=answers)
 
 
-def error_line(res: subprocess.CompletedProcess, prefix: str = "error: ") -> str:
-    """The one error line of a command that could not start (log lines may precede it)."""
-    assert res.returncode == 2, res.stderr
-    assert "Traceback" not in res.stderr and "Exception Group" not in res.stderr, res.stderr
-    lines = res.stderr.strip().splitlines()
-    assert lines and lines[-1].startswith(prefix), res.stderr
-    assert sum(line.startswith(prefix) for line in lines) == 1, res.stderr
-    return lines[-1]
+def webfarm(*args: str) -> Result:
+    """``scripts/webfarm.py ARGS``, in this process (its main is localweb.webfarm's)."""
+    from localweb.webfarm import main
+
+    return run_main(main, args)
 
 
 def two_peers(tmp_path: Path, p1: str) -> Path:
@@ -76,7 +75,7 @@ def test_a_ring_port_in_use_is_one_line_naming_the_port(tmp_path):
         holder.listen()
         port = holder.getsockname()[1]
         toml = two_peers(tmp_path, f"tcp://127.0.0.1:{port}")
-        res = run("-m", "peer", "--ring", str(toml), "--id", "p1")
+        res = peer("--ring", str(toml), "--id", "p1")
     line = error_line(res)
     assert f"peer p1 cannot listen on tcp://127.0.0.1:{port}" in line
     assert f"port {port} is in use by another process" in line
@@ -89,8 +88,8 @@ def test_a_joining_peer_on_a_busy_port_is_told_to_pass_another_address(tmp_path)
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        res = run("-m", "peer", "--ring", str(toml), "--id", "p3", "--data-dir",
-                  str(tmp_path / "p3"), "--address", f"tcp://127.0.0.1:{port}")
+        res = peer("--ring", str(toml), "--id", "p3", "--data-dir",
+                   str(tmp_path / "p3"), "--address", f"tcp://127.0.0.1:{port}")
     line = error_line(res)
     assert f"peer p3 cannot listen on tcp://127.0.0.1:{port}" in line
     assert "in use by another process" in line and "pass another --address" in line
@@ -109,7 +108,7 @@ def test_an_address_not_on_this_machine_is_one_line(tmp_path):
         else:
             pytest.skip("this machine has 192.0.2.1")
     toml = two_peers(tmp_path, f"tcp://192.0.2.1:{port}")
-    res = run("-m", "peer", "--ring", str(toml), "--id", "p1")
+    res = peer("--ring", str(toml), "--id", "p1")
     line = error_line(res)
     assert f"cannot listen on tcp://192.0.2.1:{port}" in line
     assert "192.0.2.1 is not an address of this machine" in line
@@ -123,21 +122,11 @@ def test_an_address_not_on_this_machine_is_one_line(tmp_path):
 def crawled(tmp_path_factory) -> Path:
     """The data_dir of a finished solo crawl of ring "other" (results and crawl state)."""
     tmp = tmp_path_factory.mktemp("crawled")
-    with subprocess.Popen(
-            [sys.executable, str(WEBFARM), "--port", "0", "--hosts", "1", "--pages", "4",
-             "--links", "3", "--no-shop"],
-            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=os.environ) as web:
-        try:
-            first = web.stdout.readline()  # type: ignore[union-attr]
-            assert first.startswith("listening on 127.0.0.1:"), first
-            port = int(first.rsplit(":", 1)[1])
-            toml = tmp / "cluster.toml"
-            toml.write_text(cluster_text(tmp, port, 1, ring="other"))
-            res = run("-m", "peer", "--ring", str(toml), "--progress", "1", timeout=120)
-            assert res.returncode == 0 and "crawl finished" in res.stdout, res.stderr
-        finally:
-            web.send_signal(signal.SIGTERM)
-            web.wait(timeout=30)
+    with web_thread(hosts=1, pages=4, links=3, shop=False) as web:
+        toml = tmp / "cluster.toml"
+        toml.write_text(cluster_text(tmp, web.port, 1, ring="other"))
+        res = peer("--ring", str(toml), "--progress", "1")
+    assert res.returncode == 0 and "crawl finished" in res.stdout, res.stderr
     assert any((tmp / "p1" / "state").glob("snapshot-*.msgpack"))
     return tmp / "p1"
 
@@ -172,7 +161,7 @@ def test_a_corrupt_state_file_is_one_line_naming_the_file(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled)
     (snap,) = (data / "state").glob("snapshot-*.msgpack")
     snap.write_bytes(b"not a snapshot at all")
-    res = run("-m", "peer", "--ring", str(toml), "--resume")
+    res = peer("--ring", str(toml), "--resume")
     line = error_line(res)
     assert str(snap) in line and "not a complete snapshot" in line
     assert "--fresh" in line and f"move {data / 'state'} away" in line
@@ -181,7 +170,7 @@ def test_a_corrupt_state_file_is_one_line_naming_the_file(tmp_path, crawled):
 
 def test_state_of_another_ring_is_one_line(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled, ring="test")
-    res = run("-m", "peer", "--ring", str(toml), "--resume")
+    res = peer("--ring", str(toml), "--resume")
     line = error_line(res)
     assert "state of peer 'p1' in ring 'other'" in line
     assert "this is peer 'p1' in ring 'test'" in line
@@ -192,7 +181,7 @@ def test_a_results_file_held_by_a_live_process_names_its_pid(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled)
     results = data / "pages.duckdb"
     with held_open(results) as holder:
-        res = run("-m", "peer", "--ring", str(toml), "--resume")
+        res = peer("--ring", str(toml), "--resume")
     line = error_line(res)
     assert str(results) in line
     assert f"held open by process {holder.pid}" in line
@@ -204,7 +193,7 @@ def test_fresh_deletes_nothing_a_live_process_holds(tmp_path, crawled):
     results = data / "pages.duckdb"
     before = sorted(p.name for p in data.rglob("*"))
     with held_open(results) as holder:
-        res = run("-m", "peer", "--ring", str(toml), "--fresh", "--yes")
+        res = peer("--ring", str(toml), "--fresh", "--yes")
     line = error_line(res)
     assert f"held open by process {holder.pid}" in line and "nothing deleted" in line
     assert sorted(p.name for p in data.rglob("*")) == before
@@ -218,7 +207,7 @@ def test_webfarm_on_a_busy_port_is_one_line(tmp_path):
         holder.bind(("127.0.0.1", 0))
         holder.listen()
         port = holder.getsockname()[1]
-        res = run(str(WEBFARM), "--port", str(port), timeout=30)
+        res = webfarm("--port", str(port))
     line = error_line(res, "webfarm: ")
     assert f"cannot listen on 127.0.0.1:{port}" in line and "in use" in line
     assert "another --port" in line
@@ -226,7 +215,7 @@ def test_webfarm_on_a_busy_port_is_one_line(tmp_path):
 
 def test_webfarm_with_an_unwritable_log_is_one_line(tmp_path):
     log = tmp_path / "missing-dir" / "requests.jsonl"
-    res = run(str(WEBFARM), "--port", "0", "--log", str(log), timeout=30)
+    res = webfarm("--port", "0", "--log", str(log))
     line = error_line(res, "webfarm: ")
     assert f"cannot open the request log {log}" in line
 
@@ -234,8 +223,8 @@ def test_webfarm_with_an_unwritable_log_is_one_line(tmp_path):
 def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
     toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
     (port,) = free_ports(1)
-    res = run("-m", "peer", "--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
-              "--address", f"tcp://127.0.0.1:{port}", "--weight", "50")
+    res = peer("--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+               "--address", f"tcp://127.0.0.1:{port}", "--weight", "50")
     assert "--weight" in error_line(res) and "<= 10" in error_line(res)
 
 
@@ -243,11 +232,10 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
 
 
 @pytest.fixture(scope="module")
-def web(tmp_path_factory) -> Iterator[tuple[int, Path]]:
-    """The local web (one host and its shop) on a free port, and its request log."""
-    log = tmp_path_factory.mktemp("web") / "requests.jsonl"
-    with webfarm_process(log, hosts=1) as port:
-        yield port, log
+def web() -> Iterator[WebThread]:
+    """The local web (one host and its shop) on a free port, with its request log."""
+    with web_thread(hosts=1) as w:
+        yield w
 
 
 def solo_toml(tmp_path: Path, port: int, *, allow: str = '["*.web.test"]', seeds: str | None = None,
@@ -282,37 +270,31 @@ capacity = 10000
     return toml
 
 
-def requested(log: Path, port: int, since: int = 0) -> list[str]:
-    """Page URLs the server saw (robots.txt left out), from line ``since`` of its log."""
-    import json
-
-    urls = []
-    for line in log.read_text().splitlines()[since:]:
-        r = json.loads(line)
-        if not r["target"].startswith("/robots.txt"):
-            urls.append(f"http://{r['host']}:{port}{r['target']}")
-    return urls
+def requested(web: WebThread, since: int = 0) -> list[str]:
+    """Page URLs the server saw (robots.txt left out), from request ``since`` of its log."""
+    return [f"http://{r.host}:{web.port}{r.target}" for r in web.requests()[since:]
+            if not r.target.startswith("/robots.txt")]
 
 
-def log_lines(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
+def log_lines(web: WebThread) -> int:
+    return len(web.requests())
 
 
-def crawl(toml: Path, *flags: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    return run("-m", "peer", "--ring", str(toml), "--progress", "0.5", *flags, timeout=timeout)
+def crawl(toml: Path, *flags: str) -> Result:
+    return peer("--ring", str(toml), "--progress", "0.5", *flags)
 
 
 def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, web):
     import json
 
-    port, log = web
-    since = log_lines(log)
+    port = web.port
+    since = log_lines(web)
     # 20 pages a second: the crawl lasts about a second, so the progress
     # line (every 0.05 s) is written; unpaced it could end before the first.
     res = crawl(solo_toml(tmp_path, port, rate=1200.0), "--progress", "0.05")
     assert res.returncode == 0, res.stderr
     assert "curve_keys" not in res.stderr  # a solo peer has no ring to warn about
-    seen = requested(log, port, since)
+    seen = requested(web, since)
     stats = json.loads((tmp_path / "solo" / "stats.json").read_text())
     # The server's log is the judge: "pages" are the requests it saw.
     assert stats["pages"] == len(seen) > 0
@@ -340,35 +322,35 @@ def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, w
 
 
 def test_a_finished_crawl_is_not_resumed_without_a_terminal(tmp_path, web):
-    port, log = web
+    port = web.port
     toml = solo_toml(tmp_path, port)
     assert crawl(toml).returncode == 0
     results = tmp_path / "solo" / "pages.duckdb"
     before = results.stat().st_mtime_ns
-    since = log_lines(log)
+    since = log_lines(web)
     line = error_line(crawl(toml))
     assert "the last run finished (frontier empty" in line
     assert "pass --resume to continue it, or --fresh" in line
-    assert results.stat().st_mtime_ns == before and log_lines(log) == since  # nothing touched
+    assert results.stat().st_mtime_ns == before and log_lines(web) == since  # nothing touched
 
 
 def test_resume_separates_this_runs_pages_from_the_files_total(tmp_path, web):
-    port, log = web
+    port = web.port
     toml = solo_toml(tmp_path, port, extra="max_pages = 4")
     first = crawl(toml)
     assert first.returncode == 0 and "(max_pages reached)" in first.stdout
     toml.write_text(toml.read_text().replace("max_pages = 4", "max_pages = 7"))
-    since = log_lines(log)
+    since = log_lines(web)
     res = crawl(toml, "--resume")
     assert res.returncode == 0, res.stderr
-    n = len(requested(log, port, since))
+    n = len(requested(web, since))
     assert n == 3  # max_pages counts the state's pages: 4 before, 3 now
     assert "resuming the crawl state in" in res.stderr and "the last run finished (max_pages reached, 4 pages)" in res.stderr
     assert "7 pages in all, 3 fetched this run, 4 by 1 earlier run(s)" in res.stdout
 
 
 def test_a_changed_scope_is_noticed_and_reported(tmp_path, web):
-    port, _ = web
+    port = web.port
     toml = solo_toml(tmp_path, port, allow='["s001.web.test"]')
     assert crawl(toml).returncode == 0
     toml.write_text(toml.read_text().replace('["s001.web.test"]', '["*.web.test"]'))
@@ -383,7 +365,7 @@ def test_a_changed_scope_is_noticed_and_reported(tmp_path, web):
 def test_an_interrupted_run_resumes_without_a_terminal(tmp_path, web):
     import json
 
-    port, _ = web
+    port = web.port
     toml = solo_toml(tmp_path, port)
     assert crawl(toml).returncode == 0
     record = tmp_path / "solo" / "state" / "run.json"
@@ -399,10 +381,10 @@ def test_an_interrupted_run_resumes_without_a_terminal(tmp_path, web):
 def test_a_terminal_is_asked_and_fresh_starts_over(tmp_path, web):
     import pty
 
-    port, log = web
+    port = web.port
     toml = solo_toml(tmp_path, port)
     assert crawl(toml).returncode == 0
-    since = log_lines(log)
+    since = log_lines(web)
     leader, follower = pty.openpty()
     try:
         os.write(leader, b"f\n")
@@ -413,12 +395,12 @@ def test_a_terminal_is_asked_and_fresh_starts_over(tmp_path, web):
         os.close(follower)
     assert res.returncode == 0, res.stderr
     assert "[r]esume it, start [f]resh" in res.stdout
-    assert len(requested(log, port, since)) > 0  # crawled again from the start
+    assert len(requested(web, since)) > 0  # crawled again from the start
     assert "pages in all" in res.stdout and "earlier run" not in res.stdout
 
 
 def test_fresh_and_resume_together_is_one_line(tmp_path, web):
-    port, _ = web
+    port = web.port
     line = error_line(crawl(solo_toml(tmp_path, port), "--fresh", "--resume"))
     assert "--fresh and --resume" in line
 
@@ -427,7 +409,7 @@ def test_fresh_and_resume_together_is_one_line(tmp_path, web):
 
 
 def check_warnings(toml: Path) -> list[str]:
-    res = run("-m", "peer", "--ring", str(toml), "--check")
+    res = peer("--ring", str(toml), "--check")
     assert res.returncode == 0, res.stderr
     return [line for line in res.stdout.splitlines() if line.startswith("warning: ")]
 

@@ -1,23 +1,33 @@
-"""python -m ring status / leave: a ring it cannot ask is one line, never a traceback."""
+"""python -m ring status / leave: a ring it cannot ask is one line, never a traceback.
+
+The commands run in this process (tests/clirun.py: ``ring.cli.main`` with the
+``ConfigSource`` that ``ring/__main__.py`` builds), stdout, stderr and exit
+status judged as a user sees them; ``python -m ring`` itself runs as a
+process once, for a real Ctrl-C, and the status of a live crawl asks a real
+peer process.
+"""
 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from clirun import Result, ring_main, run_main
 from ringharness import cluster_text
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
-def ring_cmd(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "ring", *args], capture_output=True, text=True,
-                          cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL, timeout=60)
+def ring_cmd(*args: str, stdout_tty: bool = False) -> Result:
+    return ring_main(args, stdout_tty=stdout_tty)
 
 
-def one_line(res: subprocess.CompletedProcess, status: int) -> str:
+def one_line(res: Result, status: int) -> str:
     assert res.returncode == status, res.stderr
     assert "Traceback" not in res.stderr and res.stderr.count("\n") == 1, res.stderr
     assert res.stderr.startswith("error: ")
@@ -44,9 +54,10 @@ def test_a_missing_curve_key_inside_the_event_loop_is_one_line(tmp_path):
     # The tool's own pair is there but not p1's public key: the error is raised
     # inside trio.run, while asking p1.
     keys = tmp_path / "keys"
-    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "keys.py"), "--dir", str(keys),
-                          "--id", "ops"], capture_output=True, text=True, timeout=60, env=os.environ)
-    assert res.returncode == 0, res.stderr
+    import keys as keys_script  # scripts/keys.py (tests/conftest.py finds it)
+
+    made = run_main(keys_script.main, ["--dir", str(keys), "--id", "ops"])
+    assert made.returncode == 0, made.stderr
     toml = tmp_path / "cluster.toml"
     toml.write_text(cluster_text(tmp_path, 9, 2).replace('[ring]\n', f'[ring]\ncurve_keys = "{keys}"\n'))
     for args in (("status", "--timeout", "0.3"), ("leave", "--id", "p2", "--timeout", "1")):
@@ -74,43 +85,65 @@ def test_watch_of_a_silent_ring_keeps_asking_and_stops_after_count(tmp_path):
     assert res.stdout.count("every 0.2s (Ctrl-C to stop)") == 2
 
 
-async def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
-    """A ring of one answers `ring status` on its address; the table has a totals row and units."""
+def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
+    """A ring of one answers `ring status` on its address; the table has a totals row and units.
+
+    The peer is a real process (its zmq ROUTER answers between processes);
+    the local web and the ring commands run in this process.
+    """
     import json
     import re
+    import time
 
     import trio
-    from ringharness import Ring
-    from localweb import SiteGraph, serve_webfarm
 
-    graph = SiteGraph(hosts=3, pages_per_host=40, shop=False)
-    async with trio.open_nursery() as nursery:
-        farm = await nursery.start(serve_webfarm, graph)
-        async with Ring(tmp_path, cluster_text(tmp_path, farm.port, 1, rate=300.0)) as ring:
-            await ring.start("p1")
-            with trio.fail_after(60):
-                while sum(e.target != "/robots.txt" for e in farm.log) < 10:
-                    assert ring.procs["p1"].returncode is None, ring.tails()
-                    await trio.sleep(0.1)
-                # Garbage and a message a solo peer does not take are data: dropped, counted.
-                from peer.config import load_config
-                from ring.messages import Ack, encode
-                from ring.zmqio import SocketType, open_socket
+    from clirun import web_thread
+    from peer.config import load_config
+    from ring.messages import Ack, encode
+    from ring.zmqio import SocketType, open_socket
 
-                address = load_config(ring.toml).peers[0].address
+    with web_thread(hosts=3, pages=40, links=8, shop=False) as web:
+        toml = tmp_path / "cluster.toml"
+        toml.write_text(cluster_text(tmp_path, web.port, 1, rate=300.0))
+        err = tmp_path / "p1.err"
+        with err.open("wb") as ferr:
+            peer = subprocess.Popen([sys.executable, "-m", "peer", "--ring", str(toml), "--id", "p1",
+                                     "--progress", "1"], stdout=subprocess.DEVNULL, stderr=ferr,
+                                    stdin=subprocess.DEVNULL, env=os.environ)
+        try:
+            deadline = time.monotonic() + 60
+            while sum(e.target != "/robots.txt" for e in web.requests()) < 10:
+                assert peer.poll() is None, err.read_text()[-2000:]
+                assert time.monotonic() < deadline, err.read_text()[-2000:]
+                time.sleep(0.1)
+            # Garbage and a message a solo peer does not take are data: dropped, counted.
+            address = load_config(toml).peers[0].address
+
+            async def send_garbage() -> None:
                 async with open_socket(SocketType.DEALER, connect=address, linger=1000) as sock:
                     await sock.send_multipart([b"\xc1 not msgpack"])
                     await sock.send_multipart([encode(Ack("test", "x", 0, 0))])
-                await trio.sleep(0.5)
-                table = await ring.ring_cmd("status")
-                js = await ring.ring_cmd("status", "--json")
-                watch = await ring.ring_cmd("status", "--watch", "0.3", "--count", "3")
-                watch_json = await ring.ring_cmd("status", "--watch", "0.3", "--count", "2", "--json")
-            ring.kill("p1", 15)
-            await ring.wait("p1")
-        nursery.cancel_scope.cancel()
-    assert table.returncode == 0, table.stderr.decode()
-    out = table.stdout.decode()
+
+            trio.run(send_garbage)
+            args = ("--ring", str(toml))
+            # The peer counts them as its ROUTER reads them: ask until they are in.
+            for _ in range(50):
+                js = ring_cmd("status", "--json", *args)
+                assert js.returncode == 0, js.stderr
+                if sum(json.loads(js.stdout)["members"][0]["dropped"].values()) >= 2:
+                    break
+                time.sleep(0.1)
+            table = ring_cmd("status", *args)
+            watch = ring_cmd("status", "--watch", "0.1", "--count", "3", *args)
+            watch_json = ring_cmd("status", "--watch", "0.1", "--count", "2", "--json", *args)
+            peer.send_signal(signal.SIGTERM)
+            assert peer.wait(timeout=60) == 0, err.read_text()[-2000:]
+        finally:
+            if peer.poll() is None:
+                peer.kill()
+                peer.wait()
+    assert table.returncode == 0, table.stderr
+    out = table.stdout
     lines = out.splitlines()
     head, row = lines[:2]
     total = next(x for x in lines if x.startswith("total "))
@@ -128,39 +161,78 @@ async def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
     assert "dropped: " in out
     assert members[0]["busiest"] and members[0]["busiest"][0][2] == 300.0  # host, pages/min, setpoint
     # --watch into a pipe: one table after another, each with its time.
-    assert watch.returncode == 0, watch.stderr.decode()
-    stamps = re.findall(r"ring 'test' at (\d\d:\d\d:\d\d), every 0.3s", watch.stdout.decode())
-    assert len(stamps) == 3 and watch.stdout.decode().count("\ntotal ") == 3
-    rounds = watch_json.stdout.decode().splitlines()
+    assert watch.returncode == 0, watch.stderr
+    stamps = re.findall(r"ring 'test' at (\d\d:\d\d:\d\d), every 0.1s", watch.stdout)
+    assert len(stamps) == 3 and watch.stdout.count("\ntotal ") == 3
+    rounds = watch_json.stdout.splitlines()
     assert len(rounds) == 2 and all(json.loads(x)["members"][0]["id"] == "p1" for x in rounds)
-    assert ring.procs["p1"].returncode == 0, ring.tails()
 
 
 def test_watch_on_a_terminal_redraws_in_place(tmp_path):
-    import pty
-
     toml = tmp_path / "cluster.toml"
     toml.write_text(cluster_text(tmp_path, 9, 1))
-    master, slave = pty.openpty()
-    try:
-        res = subprocess.run([sys.executable, "-m", "ring", "status", "--ring", str(toml), "--timeout", "0.2",
-                              "--watch", "0.2", "--count", "2"], stdout=slave, stderr=subprocess.PIPE,
-                             cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL, timeout=60)
-        os.close(slave)
-        out = b""
-        while True:
-            try:
-                chunk = os.read(master, 65536)
-            except OSError:  # EIO: the writer is gone and everything was read
-                break
-            if not chunk:
-                break
-            out += chunk
-    finally:
-        os.close(master)
+    res = ring_cmd("status", "--ring", str(toml), "--timeout", "0.2", "--watch", "0.2", "--count", "2",
+                   stdout_tty=True)
     assert res.returncode == 0, res.stderr
     # Cursor home and clear to the end of the screen (ECMA-48 CUP, ED) before each round.
-    assert out.count(b"\x1b[H\x1b[J") == 2, out
+    assert res.stdout.count("\x1b[H\x1b[J") == 2, res.stdout
+    assert not res.stdout.startswith("\n")  # not the pipe's form
+
+
+def _signal_at(monkeypatch, owner: object, name: str, call: int) -> list[int]:
+    """Raise SIGINT inside the ``call``-th call of ``owner.name`` (its Python handler runs there)."""
+    calls = [0]
+    original = getattr(owner, name)
+
+    def wrapped(*args, **kwargs):
+        calls[0] += 1
+        if calls[0] == call:
+            signal.raise_signal(signal.SIGINT)
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, wrapped)
+    return calls
+
+
+@pytest.mark.parametrize("where", ["recv", "watcher task", "socket close", "sleep between rounds",
+                                   "print"])
+def test_ctrl_c_at_any_point_of_a_round_ends_watch_quietly(tmp_path, monkeypatch, where):
+    """SIGINT in the second round, at each kind of place a round spends its time.
+
+    Before ring.cli caught SIGINT with a signal receiver, trio raised
+    KeyboardInterrupt where it landed: in the socket's watcher task it came
+    out as an exception group (a traceback), in the socket's close() as
+    "Nursery stack corrupted". --count bounds the run if Ctrl-C is lost.
+    """
+    import builtins
+
+    import trio
+    import zmq
+
+    import ring.zmqio
+
+    owner, name = {"recv": (zmq.Socket, "recv_multipart"),
+                   "watcher task": (ring.zmqio, "wait_readable"),
+                   "socket close": (zmq.Socket, "close"),
+                   "sleep between rounds": (trio, "sleep_until"),
+                   "print": (builtins, "print")}[where]
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 1))
+    # Count the calls of one round and of two, then signal at the first call after round 1.
+    counted = []
+    for rounds in (1, 2):
+        calls = _signal_at(monkeypatch, owner, name, 10**9)
+        assert ring_cmd("status", "--ring", str(toml), "--timeout", "0.05", "--watch", "0.05",
+                        "--count", str(rounds)).returncode == 0
+        counted.append(calls[0])
+        monkeypatch.undo()
+    assert counted[1] > counted[0], f"{where}: not called after the first round"
+    _signal_at(monkeypatch, owner, name, counted[0] + 1)
+    res = ring_cmd("status", "--ring", str(toml), "--timeout", "0.05", "--watch", "0.05", "--count", "6")
+    assert res.returncode == 0, res.stderr
+    assert "Traceback" not in res.stderr and "KeyboardInterrupt" not in res.stderr, res.stderr
+    assert res.stderr == "\n"  # ends the terminal's ^C line, nothing else
+    assert 1 <= res.stdout.count("(Ctrl-C to stop)") <= 2, res.stdout
 
 
 def test_ctrl_c_ends_watch_quietly(tmp_path):

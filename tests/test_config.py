@@ -2,11 +2,11 @@
 
 import dataclasses
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from clirun import Result, run_main
 
 from peer.config import (
     SECTIONS,
@@ -295,10 +295,12 @@ def test_unknown_peer_id_lists_known_ones():
 # --- the command line: exit 2, one line, no traceback ---------------------------
 
 
-def run_peer(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "peer", *args], capture_output=True, text=True, cwd=ROOT, timeout=60
-    )
+def run_peer(*args: str) -> Result:
+    """``python -m peer ARGS`` in this process (tests/clirun.py); the real entry point is
+    tests/test_errors.py's."""
+    from peer.cli import main
+
+    return run_main(main, args)
 
 
 def test_cli_bad_config_is_one_line_and_exit_2(tmp_path):
@@ -316,12 +318,12 @@ def test_cli_missing_file_exit_2(tmp_path):
 
 
 def test_cli_unknown_id_exit_2():
-    res = run_peer("--ring", "cluster.toml", "--id", "p7", "--check")
+    res = run_peer("--ring", str(ROOT / "cluster.toml"), "--id", "p7", "--check")
     assert res.returncode == 2 and "no peer with id 'p7'" in res.stderr
 
 
 def test_cli_check_describes_the_ring():
-    res = run_peer("--ring", "cluster.toml", "--id", "p2", "--check")
+    res = run_peer("--ring", str(ROOT / "cluster.toml"), "--id", "p2", "--check")
     assert res.returncode == 0, res.stderr
     assert "ring 'demo', 3 peer(s)" in res.stdout
     assert re.search(r"^ \* p2 ", res.stdout, re.M)

@@ -1,6 +1,14 @@
 """The command-line shell (ring.errors.cli_shell, peer.errors.cli_main): what a command prints
 as its one line, and what it must not hide; and every command, run as a user runs it, says a
-mistake in one line with exit status 2."""
+mistake in one line with exit status 2.
+
+Each command's ``main(argv)`` runs in this process (tests/clirun.py); ``python
+-m peer`` also runs as a process, through its real entry point. The other
+entry points run as processes in their own tests: ``python -m ring`` in
+test_cli_ring.py, scripts/merge.py in test_merge.py, scripts/report.py in
+test_report.py, scripts/adopt.py in test_adopt.py, scripts/keys.py in
+test_curve_ring.py.
+"""
 
 from __future__ import annotations
 
@@ -139,36 +147,62 @@ def test_a_ring_only_shell_does_not_swallow_other_errors(capsys):
 
 MISSING = "no-such-cluster.toml"
 
-#: One user mistake per command: (the command line, a word the line must name).
+#: One user mistake per command: (the command's main, its argv, a word the line must name).
+#: A main is "module:function" or "ring" (ring.cli.main with ring/__main__.py's ConfigSource).
 COMMANDS = {
-    "peer": (["-m", "peer", "--ring", MISSING], MISSING),
-    "peer --progress": (["-m", "peer", "--ring", "{toml}", "--progress", "0"], "--progress"),
-    "ring table": (["-m", "ring", "table", "--ring", MISSING], MISSING),
-    "ring table --sample": (["-m", "ring", "table", "--ring", "{toml}", "--sample", "-1"], "--sample"),
-    "ring status": (["-m", "ring", "status", "--ring", MISSING], MISSING),
-    "ring leave": (["-m", "ring", "leave", "--ring", MISSING, "--id", "p1"], MISSING),
-    "merge": (["scripts/merge.py", "-o", "{tmp}/out.duckdb"], "no input"),
-    "merge --ring": (["scripts/merge.py", "--ring", MISSING, "-o", "{tmp}/out.duckdb"], MISSING),
-    "adopt": (["scripts/adopt.py", "{tmp}", "--ring", MISSING], MISSING),
-    "adopt --timeout": (["scripts/adopt.py", "{tmp}", "--ring", "{toml}", "--timeout", "0"], "--timeout"),
-    "keys": (["scripts/keys.py"], "--ring"),
-    "keys --ring": (["scripts/keys.py", "--ring", MISSING], MISSING),
-    "report": (["scripts/report.py", "{tmp}/missing.duckdb", "-o", "{tmp}/report"], "missing.duckdb"),
+    "peer": ("peer.cli:main", ["--ring", MISSING], MISSING),
+    "peer --progress": ("peer.cli:main", ["--ring", "{toml}", "--progress", "0"], "--progress"),
+    "ring table": ("ring", ["table", "--ring", MISSING], MISSING),
+    "ring table --sample": ("ring", ["table", "--ring", "{toml}", "--sample", "-1"], "--sample"),
+    "ring status": ("ring", ["status", "--ring", MISSING], MISSING),
+    "ring leave": ("ring", ["leave", "--ring", MISSING, "--id", "p1"], MISSING),
+    "merge": ("merge:main", ["-o", "{tmp}/out.duckdb"], "no input"),
+    "merge --ring": ("merge:main", ["--ring", MISSING, "-o", "{tmp}/out.duckdb"], MISSING),
+    "adopt": ("adopt:main", ["{tmp}", "--ring", MISSING], MISSING),
+    "adopt --timeout": ("adopt:main", ["{tmp}", "--ring", "{toml}", "--timeout", "0"], "--timeout"),
+    "keys": ("keys:main", [], "--ring"),
+    "keys --ring": ("keys:main", ["--ring", MISSING], MISSING),
+    "report": ("report:main", ["{tmp}/missing.duckdb", "-o", "{tmp}/report"], "missing.duckdb"),
 }
 
 
-@pytest.mark.parametrize("name", COMMANDS)
-def test_every_command_says_a_users_mistake_in_one_line_and_exits_2(tmp_path, name):
+def a_toml(tmp_path: Path) -> Path:
     toml = tmp_path / "cluster.toml"
     toml.write_text('[ring]\nname = "t"\n\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n\n'
                     '[crawl]\nseeds = ["http://127.0.0.1:1/"]\n')
-    argv, names = COMMANDS[name]
-    argv = [a.format(toml=toml, tmp=tmp_path) for a in argv]
-    # os.environ carries PYTHONPATH, so the child imports this tree.
-    res = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=ROOT,
-                         env=os.environ, stdin=subprocess.DEVNULL, timeout=120)
-    assert res.returncode == 2, res.stderr
-    assert res.stdout == "", res.stdout
-    lines = res.stderr.splitlines()
-    assert len(lines) == 1 and lines[0].startswith("error: "), res.stderr
+    return toml
+
+
+def assert_one_line(returncode: int, stdout: str, stderr: str, names: str) -> None:
+    assert returncode == 2, stderr
+    assert stdout == "", stdout
+    lines = stderr.splitlines()
+    assert len(lines) == 1 and lines[0].startswith("error: "), stderr
     assert names in lines[0], lines[0]
+
+
+@pytest.mark.parametrize("name", COMMANDS)
+def test_every_command_says_a_users_mistake_in_one_line_and_exits_2(tmp_path, monkeypatch, name):
+    import importlib
+
+    from clirun import ring_main, run_main
+
+    target, argv, names = COMMANDS[name]
+    toml = a_toml(tmp_path)
+    argv = [a.format(toml=toml, tmp=tmp_path) for a in argv]
+    monkeypatch.chdir(ROOT)  # relative paths resolve as for a user in the checkout
+    if target == "ring":
+        res = ring_main(argv)
+    else:
+        module, _, function = target.partition(":")
+        res = run_main(getattr(importlib.import_module(module), function), argv)
+    assert_one_line(res.returncode, res.stdout, res.stderr, names)
+
+
+def test_python_m_peer_says_a_users_mistake_in_one_line_and_exits_2(tmp_path):
+    # The real entry point (peer/__main__.py): its exit status reaches the shell.
+    _, argv, names = COMMANDS["peer"]
+    # os.environ carries PYTHONPATH, so the child imports this tree.
+    res = subprocess.run([sys.executable, "-m", "peer", *argv], capture_output=True, text=True, cwd=ROOT,
+                         env=os.environ, stdin=subprocess.DEVNULL, timeout=120)
+    assert_one_line(res.returncode, res.stdout, res.stderr, names)

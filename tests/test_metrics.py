@@ -1,9 +1,12 @@
-"""peer.metrics: the figures a Prometheus scrape gets, and a real peer serving them."""
+"""peer.metrics: the figures a Prometheus scrape gets, and a real peer serving them.
+
+The scrape of a crawl asks a real ``python -m peer`` process over HTTP; a busy
+metrics port is judged with ``peer.cli.main`` in this process (tests/clirun.py).
+"""
 
 from __future__ import annotations
 
 import re
-import sys
 
 import httpx
 import trio
@@ -130,7 +133,9 @@ async def test_a_peer_serves_metrics_that_grow_while_it_crawls(tmp_path):
 
 def test_a_metrics_port_in_use_is_one_line_and_exit_2(tmp_path):
     import socket
-    import subprocess
+
+    from clirun import run_main
+    from peer.cli import main
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))
@@ -139,8 +144,7 @@ def test_a_metrics_port_in_use_is_one_line_and_exit_2(tmp_path):
         toml = tmp_path / "solo.toml"
         toml.write_text(cluster_text(tmp_path, 9, 1).replace(
             '[crawl]', f'metrics_address = "127.0.0.1:{port}"\n\n[crawl]', 1))
-        res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml)],
-                             capture_output=True, text=True, timeout=60)
+        res = run_main(main, ["--ring", str(toml)])  # python -m peer, in process
     assert res.returncode == 2, res.stderr
     lines = res.stderr.strip().splitlines()
     assert "Traceback" not in res.stderr

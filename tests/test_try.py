@@ -1,12 +1,12 @@
 """python -m peer try: one URL through the crawl's rules, every verdict printed, nothing written.
 
-Each case runs the real command line against the local web (scripts/webfarm.py
-on a free port, with its request log), as a user would.
+Each case runs the command line's ``main`` in this process (tests/clirun.py)
+against the local web served from a thread, with its request log, as a user
+would run it; a bad URL goes through the real ``python -m peer try`` process.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from ringharness import free_ports, webfarm_process
+from clirun import Result, WebThread, run_main, web_thread
+from ringharness import free_ports
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
-def web(tmp_path_factory) -> Iterator[tuple[int, Path]]:
-    log = tmp_path_factory.mktemp("web") / "requests.jsonl"
-    with webfarm_process(log, hosts=3) as port:
-        yield port, log
+def web() -> Iterator[WebThread]:
+    with web_thread(hosts=3) as w:
+        yield w
 
 
 def config(tmp_path: Path, port: int, peers: int = 1, allow: str = '["*.web.test"]') -> Path:
@@ -54,30 +54,30 @@ authors = "a.author::text*"
     return toml
 
 
-def try_url(toml: Path, url: str, *args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "peer", "try", url, "--ring", str(toml), *args],
-                          capture_output=True, text=True, cwd=ROOT, env=os.environ,
-                          stdin=subprocess.DEVNULL, timeout=60)
+def try_url(toml: Path, url: str, *args: str) -> Result:
+    from peer.cli import main  # `python -m peer try` is peer.cli's dispatch to peer.trial
+
+    return run_main(main, ["try", url, "--ring", str(toml), *args])
 
 
-def requests_since(log: Path, since: int) -> list[str]:
-    return [f"{r['host']}{r['target']}" for r in map(json.loads, log.read_text().splitlines()[since:])]
+def requests_since(web: WebThread, since: int) -> list[str]:
+    return [f"{r.host}{r.target}" for r in web.requests()[since:]]
 
 
-def lines(log: Path) -> int:
-    return len(log.read_text().splitlines()) if log.exists() else 0
+def lines(web: WebThread) -> int:
+    return len(web.requests())
 
 
-def a_product(port: int, log: Path, toml: Path) -> str:
+def a_product(port: int, toml: Path) -> str:
     res = try_url(toml, f"http://shop.web.test:{port}/", "--links", "0")
     return next(w for line in res.stdout.splitlines() for w in line.split() if "/product/" in w)
 
 
 def test_a_page_shows_its_verdicts_links_and_fields_and_writes_nothing(tmp_path, web):
-    port, log = web
+    port = web.port
     toml = config(tmp_path, port)
-    product = a_product(port, log, toml)
-    since = lines(log)
+    product = a_product(port, toml)
+    since = lines(web)
     res = try_url(toml, product)
     assert res.returncode == 0, res.stderr
     out = res.stdout
@@ -89,7 +89,7 @@ def test_a_page_shows_its_verdicts_links_and_fields_and_writes_nothing(tmp_path,
     assert "in scope, would be queued" in out.split("links:", 1)[1]
     # A dry run: the two requests only, and no results file or crawl state anywhere.
     host = product.split("/")[2]
-    assert requests_since(log, since) == [f"{host.split(':')[0]}/robots.txt",
+    assert requests_since(web, since) == [f"{host.split(':')[0]}/robots.txt",
                                           f"{host.split(':')[0]}/{product.split('/', 3)[3]}"]
     assert not (tmp_path / "p1").exists()
 
@@ -97,7 +97,7 @@ def test_a_page_shows_its_verdicts_links_and_fields_and_writes_nothing(tmp_path,
 def test_links_out_of_scope_and_the_owner_in_a_ring(tmp_path, web):
     from ring.hashring import HashRing
 
-    port, _ = web
+    port = web.port
     toml = config(tmp_path, port, peers=3, allow='["s001.web.test", "s002.web.test"]')
     ring = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, vnodes=256)
     for me in ("p1", "p2", "p3"):
@@ -114,18 +114,18 @@ def test_links_out_of_scope_and_the_owner_in_a_ring(tmp_path, web):
 
 
 def test_a_url_robots_txt_disallows_is_not_fetched(tmp_path, web):
-    port, log = web
+    port = web.port
     toml = config(tmp_path, port)
-    since = lines(log)
+    since = lines(web)
     res = try_url(toml, f"http://s001.web.test:{port}/private/x.html")
     assert res.returncode == 1
     assert "disallowed: the crawl records it as 'robots'" in res.stdout
     assert "not fetched (--ignore-robots to fetch it anyway)" in res.stdout
-    assert requests_since(log, since) == ["s001.web.test/robots.txt"]
+    assert requests_since(web, since) == ["s001.web.test/robots.txt"]
 
 
 def test_a_url_out_of_scope_is_fetched_to_show_it_but_said_so(tmp_path, web):
-    port, _ = web
+    port = web.port
     toml = config(tmp_path, port, allow='["s001.web.test"]')
     res = try_url(toml, f"http://s002.web.test:{port}/")
     assert res.returncode == 0
@@ -134,6 +134,9 @@ def test_a_url_out_of_scope_is_fetched_to_show_it_but_said_so(tmp_path, web):
 
 
 def test_a_bad_url_is_one_line(tmp_path):
-    res = try_url(config(tmp_path, 9), "ftp://example.com/")
+    # The real entry point: python -m peer try, as a process.
+    res = subprocess.run([sys.executable, "-m", "peer", "try", "ftp://example.com/", "--ring",
+                          str(config(tmp_path, 9))], capture_output=True, text=True, cwd=ROOT,
+                         env=os.environ, stdin=subprocess.DEVNULL, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip().startswith("error: 'ftp://example.com/': not a URL the crawl would take")
