@@ -25,9 +25,10 @@ from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
-from ring.client import Contact, LeaveOutcome, StatusRow, client_keys, cluster_status, request_leave
+from ring.client import (Contact, LeaveOutcome, LeaveResult, StatusRow, client_keys, cluster_status,
+                         request_leave)
 from ring.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
@@ -175,7 +176,8 @@ def _parser() -> argparse.ArgumentParser:
                         description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
                                     "and the URLs it fetched of its hosts to their new owners, waits for "
                                     "their acks and exits 0. Waits for it to go; exits 0 when it left, "
-                                    "1 otherwise. Same as SIGTERM to a peer started with --leave.")
+                                    "1 otherwise (Ctrl-C ends the wait, not the leave). Same as SIGTERM to a "
+                                    "peer started with --leave.")
     lv.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     lv.add_argument("--id", metavar="ID", required=True, help="the peer that leaves (required)")
     lv.add_argument("--timeout", metavar="SECONDS", type=float, default=120.0,
@@ -317,12 +319,15 @@ async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
     return 0
 
 
+_T = TypeVar("_T")
+
+
 class _Interrupted(Exception):
     """Ctrl-C ended ``status`` or ``dashboard`` (their documented way to end)."""
 
 
-async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaitable[int]],
-                        cfg: RingFile, args: argparse.Namespace) -> int:
+async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaitable[_T]],
+                        cfg: RingFile, args: argparse.Namespace) -> _T:
     """``command``, cancelled by the first SIGINT, which then raises :class:`_Interrupted`.
 
     Not trio's default KeyboardInterrupt, which is raised wherever the signal
@@ -341,6 +346,7 @@ async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaita
     import trio
 
     interrupted = False
+    result: _T
     with trio.open_signal_receiver(signal.SIGINT) as signals:
         async with trio.open_nursery() as nursery:
 
@@ -352,11 +358,15 @@ async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaita
                     return
 
             nursery.start_soon(on_ctrl_c)
-            code = await command(cfg, args)
+            result = await command(cfg, args)
             nursery.cancel_scope.cancel()
     if interrupted:
         raise _Interrupted
-    return code
+    return result
+
+
+async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
+    return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
 
 
 def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
@@ -387,8 +397,15 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                     raise
                 print(file=sys.stderr)
                 return 0
-        result = trio.run(request_leave, cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
-                          tool_keys(cfg))
+        try:
+            result = trio.run(_until_ctrl_c, _leave, cfg, args)
+        except BaseException as exc:
+            if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                raise
+            # The peer goes on leaving if the request reached it; only the wait ends.
+            print(f"\ninterrupted: stopped waiting for {args.id}, which goes on leaving if it got "
+                  "the request; see `python -m ring status`", file=sys.stderr)
+            return 1
     except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
         inner = user_error(exc, (_NoAnswer,))
         if inner is not None:

@@ -300,7 +300,13 @@ class ZmqSocket:
         self._nursery_cm: AbstractAsyncContextManager[trio.Nursery] | None = None
 
     # ---------------------------------------------------------------- lifecycle
+    #
+    # Opening and closing are protected from KeyboardInterrupt (trio's KI
+    # protection): a Ctrl-C landing half-way through would leave the
+    # watcher's nursery open ("Nursery stack corrupted") or the socket
+    # unclosed. It is raised at the next checkpoint outside them instead.
 
+    @trio.lowlevel.enable_ki_protection
     async def __aenter__(self) -> ZmqSocket:
         if self._sock is not None:
             raise RuntimeError("a ZmqSocket can be entered only once")
@@ -314,6 +320,7 @@ class ZmqSocket:
             raise
         return self
 
+    @trio.lowlevel.enable_ki_protection
     async def __aexit__(
         self,
         exc_type: type[BaseException] | None,
@@ -364,6 +371,7 @@ class ZmqSocket:
             sock.close(linger=0)
             raise
 
+    @trio.lowlevel.enable_ki_protection
     def close(self) -> None:
         """Close the socket now; parked and later calls raise :class:`SocketClosed`.
 

@@ -235,6 +235,31 @@ def test_ctrl_c_at_any_point_of_a_round_ends_watch_quietly(tmp_path, monkeypatch
     assert 1 <= res.stdout.count("(Ctrl-C to stop)") <= 2, res.stdout
 
 
+@pytest.mark.parametrize("where", ["watcher task", "socket close"])
+def test_ctrl_c_during_leave_ends_the_wait_in_one_line(tmp_path, monkeypatch, where):
+    """Ctrl-C while ``ring leave`` waits: one line saying the wait ended, exit 1, no traceback.
+
+    KeyboardInterrupt landing in the socket's watcher task came out of
+    trio.run as an exception group; landing in its close() it left the
+    socket's nursery open. Both now end the wait the same way.
+    """
+    import ring.zmqio
+    import zmq
+
+    owner, name = {"watcher task": (ring.zmqio, "wait_readable"),
+                   "socket close": (zmq.Socket, "close")}[where]
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 1))
+    calls = _signal_at(monkeypatch, owner, name, 1)
+    res = ring_cmd("leave", "--ring", str(toml), "--id", "p1", "--timeout", "5")
+    assert calls[0] >= 1, f"{where}: never reached"
+    assert "Traceback" not in res.stderr and "KeyboardInterrupt" not in res.stderr, res.stderr
+    assert res.returncode == 1, res.stderr
+    assert res.stderr.strip().splitlines() == [
+        "interrupted: stopped waiting for p1, which goes on leaving if it got the request; "
+        "see `python -m ring status`"], res.stderr
+
+
 def test_ctrl_c_ends_watch_quietly(tmp_path):
     import signal
     import time
