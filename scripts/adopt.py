@@ -24,7 +24,7 @@ import trio
 from peer.adopt import EXIT_INCOMPLETE, EXIT_USAGE, Unreachable, adopt
 from peer.config import load_config
 from peer.errors import ConfigError, PeerError
-from ring.errors import RingError
+from ring.errors import RingError, user_error
 
 __all__ = ["main"]
 
@@ -87,6 +87,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     except Unreachable as exc:
         print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except BaseException as exc:  # Ctrl-C: alone, or in a group of the tasks it cancelled
+        if user_error(exc, (KeyboardInterrupt,)) is None:
+            raise
+        print("\ninterrupted: run adopt.py again to finish (the owners dedupe what they already took)",
+              file=sys.stderr)
         return EXIT_INCOMPLETE
     if args.json:
         doc = dataclasses.asdict(summary)
