@@ -47,7 +47,7 @@ CAPS = {
     "crawl.robots_retry": 0.2,
     # A 429/503 doubles its host's delay, up to max_delay (60 s by default):
     # a host answering nothing else would pace these crawls by the tens of seconds.
-    "politeness.max_delay": 0.5,
+    "politeness.max_delay": 0.2,
 }
 #: The first retry's wait in these crawls (peer.crawl.RETRY_BASE, 1 s, doubling
 #: each attempt): every retried URL's row waited 1.5-4.5 s for it. These tests

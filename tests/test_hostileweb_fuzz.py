@@ -147,11 +147,13 @@ def test_random_answers_never_end_the_peer_and_every_url_gets_a_row(tmp_path_fac
         web.program[("fuzzindex.test", "/")] = Reply(
             b"HTTP/1.1 200 OK\r\nContent-Type: text/html\r\nConnection: close\r\n\r\n",
             b"".join(b'<a href="%s">x</a>\n' % u.encode() for u in urls), End.CLOSE, 200)
-        # Four at a time per host: a drawn answer that hangs costs its
-        # timeout three times (two retries), and hosts must not queue behind it.
+        # Four at a time per host: a drawn answer that hangs (a Content-Length
+        # its body never reaches) costs its timeout three times (two retries),
+        # and hosts must not queue behind it. Every drawn answer is at most a
+        # few KiB sent at once, far inside the 1 s timeout.
         # A drawn 429/503 holds its host for its Retry-After, cut to 0.5 s here.
         run = crawl(tmp, web, ["fuzzindex.test/"], sections={
-            "crawl": {"timeout": 1.5, "concurrency": 64},
+            "crawl": {"timeout": 1.0, "concurrency": 64},
             "politeness": {"host_concurrency": 4, "max_retry_after": 0.5}})
     assert_clean_exit(run)
     missing = [(u, a) for u, a in zip(urls, drawn) if u not in run.by_url()]
