@@ -42,10 +42,26 @@ CAPS = {
     "politeness.max_retry_after": 2.0,
     "crawl.max_links_per_page": 1000,
     "crawl.max_urls_per_host": 2000,
-    # A robots.txt that cannot be read is asked for 3 times; 1 s apart here
+    # A robots.txt that cannot be read is asked for 3 times; 0.2 s apart here
     # (600 s by default), so these crawls end in seconds.
-    "crawl.robots_retry": 1.0,
+    "crawl.robots_retry": 0.2,
+    # A 429/503 doubles its host's delay, up to max_delay (60 s by default):
+    # a host answering nothing else would pace these crawls by the tens of seconds.
+    "politeness.max_delay": 0.2,
 }
+#: The first retry's wait in these crawls (peer.crawl.RETRY_BASE, 1 s, doubling
+#: each attempt): every retried URL's row waited 1.5-4.5 s for it. These tests
+#: judge that every answer ends in a row; the waits themselves are judged in
+#: tests/test_crawl.py.
+QUICK_RETRY_BASE = 0.05
+
+
+@pytest.fixture(autouse=True)
+def quick_retries(monkeypatch):
+    """Retries sooner in the crawls this process runs (a peer process keeps its own)."""
+    import peer.crawl
+
+    monkeypatch.setattr(peer.crawl, "RETRY_BASE", QUICK_RETRY_BASE)
 
 
 def crawl(tmp: Path, web: HostileWeb, seeds: list[str], *, timeout: float = BOUNDED,
@@ -88,7 +104,9 @@ def _raw(port: int, data: bytes, limit: int = 1 << 20) -> bytes:
 
 
 def test_server_refuses_an_oversized_request_head_and_logs_each_request():
-    web = HostileWeb(max_head=4096, idle_timeout=1.0)
+    # The idle timeout only ends the reads below (the server closes an idle
+    # connection): both requests are in one write, so none waits for it.
+    web = HostileWeb(max_head=4096, idle_timeout=0.3)
     with serve_in_thread(web):
         assert _raw(web.port, b"GET / HTTP/1.1\r\nX: " + b"a" * 10_000).startswith(b"HTTP/1.1 431 ")
         two = _raw(web.port, b"GET /p/1.html HTTP/1.1\r\nHost: site.test:1\r\n\r\n"
@@ -155,9 +173,9 @@ def test_bad_retry_after_never_ends_the_peer(tmp_path, wheres):
     web = HostileWeb()
     hosts = {where: [f"ra-{variant}-{where}.test" for variant in RETRY_AFTER] for where in wheres}
     with serve_in_thread(web):
-        # Each answer's Retry-After (bad or huge) is cut to 0.5 s here.
+        # Each answer's Retry-After (bad or huge) is cut to 0.2 s here.
         run = crawl(tmp_path, web, [f"{h}/" for hs in hosts.values() for h in hs],
-                    sections={"politeness": {"max_retry_after": 0.5, "host_concurrency": 4}})
+                    sections={"politeness": {"max_retry_after": 0.2, "host_concurrency": 4}})
     assert_clean_exit(run)
     expected = requested(web)
     for where, hs in hosts.items():
@@ -170,7 +188,9 @@ def test_bad_retry_after_never_ends_the_peer(tmp_path, wheres):
 def test_retry_after_3600_is_capped_and_the_host_given_up(tmp_path):
     web = HostileWeb(site=Site(pages=20))
     with serve_in_thread(web):
-        run = crawl(tmp_path, web, ["hold.test/0", "hold.test/1", "hold.test/2", "site.test/"])
+        # Cut to 0.3 s: each of hold.test's answers asks for 12,000 times that.
+        run = crawl(tmp_path, web, ["hold.test/0", "hold.test/1", "hold.test/2", "site.test/"],
+                    sections={"politeness": {"max_retry_after": 0.3}})
     assert_clean_exit(run)
     held = {web.url("hold.test", f"/{i}") for i in range(3)}
     assert_rows_for(run, held | web.site.expected_urls(web.port))
@@ -243,6 +263,8 @@ def test_unreachable_robots_txt_ends_the_crawl_with_rows_and_a_warning(tmp_path,
 def test_broken_robots_txt_ends_the_crawl_with_a_row_per_url(tmp_path, host):
     web = HostileWeb()
     with serve_in_thread(web):
-        run = crawl(tmp_path, web, [f"{host}/", f"{host}/public/0"])
+        # robots-slow.test drips its 34 bytes over 17 s: a fetch timeout of
+        # 0.5 s is still far shorter, and each of its 3 tries costs 0.5 s, not 3.
+        run = crawl(tmp_path, web, [f"{host}/", f"{host}/public/0"], sections={"crawl": {"timeout": 0.5}})
     assert_clean_exit(run)
     assert_rows_for(run, {web.url(host), web.url(host, "/public/0")} | requested(web))
