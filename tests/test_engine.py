@@ -237,9 +237,12 @@ capacity = 100000
 """
 
 
-def test_cli_refuses_an_existing_results_file_without_fresh(tmp_path):
-    import subprocess
-    import sys
+def test_cli_refuses_an_existing_results_file_without_fresh(tmp_path, capsys, monkeypatch):
+    """peer.cli.main in process: the same checks as ``python -m peer``, before any event loop."""
+    import io
+    import logging
+
+    from peer.cli import main
 
     toml = tmp_path / "cluster.toml"
     data = tmp_path / "p1"
@@ -247,14 +250,15 @@ def test_cli_refuses_an_existing_results_file_without_fresh(tmp_path):
                     '[crawl]\nseeds = ["http://a.web.test/"]\n')
     data.mkdir()
     (data / "pages.duckdb").write_bytes(b"earlier")
-    res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml)],
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 2
-    assert "holds an earlier crawl" in res.stderr and "--fresh" in res.stderr
+    monkeypatch.setattr("sys.stdin", io.StringIO(""))  # no terminal, as stdin=DEVNULL was
+    # main() sets up logging for the process; leave the root logger as it was.
+    monkeypatch.setattr(logging.getLogger(), "handlers", list(logging.getLogger().handlers))
+    assert main(["--ring", str(toml)]) == 2
+    err = capsys.readouterr().err
+    assert "holds an earlier crawl" in err and "--fresh" in err
     assert (data / "pages.duckdb").read_bytes() == b"earlier"
-    res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml), "--fresh"],
-                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
-    assert res.returncode == 2 and "pass --yes" in res.stderr
+    assert main(["--ring", str(toml), "--fresh"]) == 2
+    assert "pass --yes" in capsys.readouterr().err
     assert (data / "pages.duckdb").exists()
 
 
@@ -382,18 +386,28 @@ def fake_config(tmp_path: Path, seeds: list[str], **crawl) -> ClusterConfig:
 
 
 async def run_bounded(crawler: Crawler):
-    """``crawler.run()``, bounded in real time: virtual deadlines mean nothing to a jump clock."""
-    start = time.monotonic()
-    async with trio.open_nursery() as nursery:
-        async def watchdog():
-            while True:
-                await trio.sleep(1.0)
-                if time.monotonic() - start > CRAWL_TIME_LIMIT:
-                    raise TimeoutError(f"crawl still running after {CRAWL_TIME_LIMIT}s")
+    """``crawler.run()``, bounded in real time: virtual deadlines mean nothing to a jump clock.
 
+    The watchdog waits in a thread, not on a trio timer: a mock clock jumps
+    to any pending deadline whenever every task waits, also while one waits
+    for a worker thread (the store's flushes), so a watchdog ticking every
+    second was woken thousands of times a run (15,620 times in a 900 s run)
+    and took the GIL from the very thread the loop was waiting for.
+    """
+    import threading
+
+    done = threading.Event()
+
+    async def watchdog():
+        if not await trio.to_thread.run_sync(done.wait, CRAWL_TIME_LIMIT, abandon_on_cancel=True):
+            raise TimeoutError(f"crawl still running after {CRAWL_TIME_LIMIT}s")
+
+    async with trio.open_nursery() as nursery:
         nursery.start_soon(watchdog)
-        summary = await crawler.run()
-        nursery.cancel_scope.cancel()
+        try:
+            summary = await crawler.run()
+        finally:
+            done.set()
     return summary
 
 
@@ -794,7 +808,9 @@ async def test_the_engine_keeps_the_ceilings_and_the_setpoint_at_any_rate(
 async def test_a_latency_step_slows_the_host_to_what_its_slots_carry_and_it_recovers(
         tmp_path, virtual_clock, concurrency):
     """50 -> 1000 -> 50 ms at 600/min and 10 s windows: the ceilings always, the setpoint when it can."""
-    rate, window, phase = 600.0, 10.0, 60.0
+    # 40 s phases: each is judged over its last 30 s (three windows, 300
+    # requests at the setpoint), after one window of settling.
+    rate, window, phase = 600.0, 10.0, 40.0
 
     def latency(url: str) -> float:
         t = trio.current_time() - t0[0]
@@ -863,7 +879,8 @@ async def test_the_pid_holds_the_rate_through_latency_steps_at_one_second_window
 async def test_429s_back_the_host_off_at_once_and_the_rate_comes_back(
         tmp_path, virtual_clock, retry_after):
     """30 s of 429s at 600/min: the ceilings hold, the host slows at once, then recovers."""
-    rate, window, busy_from, busy_for = 600.0, 10.0, 60.0, 30.0
+    # The 429s start after three 10 s windows at the setpoint, the PID settled.
+    rate, window, busy_from, busy_for = 600.0, 10.0, 30.0, 30.0
     first = []
 
     def site(url, *rest):

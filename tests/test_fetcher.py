@@ -53,11 +53,24 @@ async def farm(graph, nursery):
     return await nursery.start(functools.partial(serve_webfarm, graph))
 
 
+@functools.cache
+def default_ssl_context() -> ssl.SSLContext:
+    """The context a Fetcher makes when given none (httpx's, certifi's CAs), made once.
+
+    Loading the CA bundle is about 50 of the 58 ms of CPU a Fetcher takes to
+    start; the tests here use plain HTTP or pass their own context. The
+    engine's crawls (tests/test_engine.py) start Fetchers without one.
+    """
+    return httpx.create_ssl_context()
+
+
 @contextlib.asynccontextmanager
 async def fetcher(*, allow_private=True, dns=None, resolver=None, shards=None, ssl_context=None,
                   **crawl):
     crawl.setdefault("user_agent", UA)
     crawl.setdefault("timeout", 5.0)
+    if ssl_context is None:
+        ssl_context = default_ssl_context()
     if resolver is None:
         resolver = Resolver(dns or DnsConfig(resolve=STATIC), allow_private=allow_private)
     async with Fetcher(CrawlConfig(**crawl), resolver, shards=shards, ssl_context=ssl_context) as f:

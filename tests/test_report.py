@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import io
 import random
 import re
 import struct
@@ -266,14 +268,19 @@ def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
                           capture_output=True, text=True, timeout=120)
 
 
-def test_cli_writes_the_report_and_prints_where(tmp_path):
-    make_db(tmp_path / "c.duckdb", n_pages=30, pid=False, errors=False)
-    res = run_cli(str(tmp_path / "c.duckdb"), "-o", str(tmp_path / "r" / "new"), "--top", "3")
-    assert res.returncode == 0, res.stderr
-    index = tmp_path / "r" / "new" / "index.html"
-    assert res.stdout.splitlines()[-1] == f"report: {index}"
-    assert "skipped: PID trace of the busiest hosts: c.duckdb has no pid_trace table" in res.stdout
-    assert index.is_file()
+def call_cli(*args: str) -> subprocess.CompletedProcess[str]:
+    """``report.main(args)`` in this process, as run_cli would see it: exit status, stdout, stderr.
+
+    The same main() the script runs; a process start and the imports cost
+    more than the report itself. run_cli keeps the script's own entry point tested.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        try:
+            code = report.main(list(args))
+        except SystemExit as stop:  # argparse's --help and usage errors, cli_main's exit 2
+            code = stop.code if isinstance(stop.code, int) else 1
+    return subprocess.CompletedProcess(["report.py", *args], code, out.getvalue(), err.getvalue())
 
 
 @pytest.mark.parametrize("case", ["missing", "no pages table", "out is a file"])
@@ -284,7 +291,8 @@ def test_cli_mistakes_exit_2_with_one_line(tmp_path, case):
     elif case == "out is a file":
         make_db(db, n_pages=5)
         out.write_text("")
-    res = run_cli(str(db), "-o", str(out))
+    # "missing" as the real script, the others in process: the same main().
+    res = (run_cli if case == "missing" else call_cli)(str(db), "-o", str(out))
     assert res.returncode == 2
     assert res.stdout == ""
     assert len(res.stderr.splitlines()) == 1 and res.stderr.startswith("error: "), res.stderr
@@ -292,7 +300,7 @@ def test_cli_mistakes_exit_2_with_one_line(tmp_path, case):
 
 
 def test_cli_help_says_the_output_directory_is_overwritten():
-    res = run_cli("--help")
+    res = call_cli("--help")
     assert res.returncode == 0
     assert "overwritten" in res.stdout and "example:" in res.stdout
 
@@ -365,8 +373,8 @@ def test_politeness_panel_is_drawn_for_a_short_crawl_with_the_setpoint_from_the_
     assert "fast.web.test: busiest 1 s 5, 1 s over the ceiling; slow.web.test: busiest 1 s 2, 0 s over" in caption
     assert "The PID&#x27;s delay after each window is on the right axis." in caption
     # Without --ring the setpoint comes from pid_trace: 5 pages a window, windows 5 s apart.
-    summary = report.build_report(tmp_path / "c.duckdb", tmp_path / "out2", top=1)
-    caption = caption_of(summary.index.read_text(), "polite.png")
+    # Only the caption is judged: report.captions is build_report's text without the PNGs.
+    caption = report.captions(tmp_path / "c.duckdb", top=1)["polite.png"]
     assert "setpoint of 1/s" in caption
     assert "pid_trace: a setpoint of 5 pages a window over windows of 5 s" in caption
 
@@ -419,13 +427,25 @@ def a_run(tmp_path_factory):
     con.close()
     (tmp / "stats.json").write_text(json.dumps({"pages": 30, "run_config": {
         "crawl": {"seeds": ["http://a.test/0"], "allow_hosts": ["<a.test>"]}, "politeness": {"rate": 60.0}}}))
-    res = run_cli(str(db), "-o", str(tmp / "report"))
+    # Through the command line (in process), into a directory that does not exist yet.
+    res = call_cli(str(db), "-o", str(tmp / "report" / "new"), "--top", "3")
     assert res.returncode == 0, res.stderr
-    return (tmp / "report" / "index.html").read_text(encoding="utf-8")
+    return res, tmp / "report" / "new" / "index.html"
+
+
+def test_cli_writes_the_report_and_prints_where(a_run):
+    res, index = a_run
+    assert res.stdout.splitlines()[-1] == f"report: {index}"
+    assert "skipped: PID trace of the busiest hosts: pages.duckdb has no pid_trace table" in res.stdout
+    assert index.is_file()
+
+
+def run_page(a_run) -> str:
+    return a_run[1].read_text(encoding="utf-8")
 
 
 def test_pages_are_requests_and_urls_never_requested_are_apart(a_run):
-    page = a_run
+    page = run_page(a_run)
     assert summary_cell(page, "pages") == "30"
     assert summary_cell(page, "not-requested") == "robots: 7"
     assert summary_cell(page, "failed") == "3"  # the 5xx, not the robots exclusions
@@ -436,13 +456,13 @@ def test_pages_are_requests_and_urls_never_requested_are_apart(a_run):
 
 
 def test_progress_over_time_and_the_depth_histogram(a_run):
-    page = a_run
+    page = run_page(a_run)
     assert "30 pages, 120 links" in caption_of(page, "progress.png")
     assert "the deepest is 2" in caption_of(page, "depth.png")
 
 
 def test_item_quality_is_percent_empty_per_field_and_sample_rows(a_run):
-    items = a_run.split('id="items"', 1)[1].split('id="config"', 1)[0]
+    items = run_page(a_run).split('id="items"', 1)[1].split('id="config"', 1)[0]
     assert "4 rows" in items
     assert re.search(r"<td>title</td><td class=\"num\">50\.0%</td>", items)   # '' and ' '
     assert re.search(r"<td>authors</td><td class=\"num\">50\.0%</td>", items)  # [] and NULL
@@ -450,7 +470,7 @@ def test_item_quality_is_percent_empty_per_field_and_sample_rows(a_run):
 
 
 def test_the_config_the_run_used_comes_from_stats_json(a_run):
-    cfg = a_run.split('id="config"', 1)[1]
+    cfg = run_page(a_run).split('id="config"', 1)[1]
     assert "<td>crawl.allow_hosts</td><td>[&quot;&lt;a.test&gt;&quot;]</td>" in cfg
     assert "<td>politeness.rate</td><td>60.0</td>" in cfg
 

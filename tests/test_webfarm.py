@@ -671,11 +671,12 @@ def _peer_keys(block: str) -> dict:
     return {**data["crawl"], **data["dns"]}
 
 
-def test_help_shows_the_peer_config_the_web_needs():
-    res = subprocess.run([sys.executable, str(ROOT / "scripts" / "webfarm.py"), "--help"],
-                         capture_output=True, text=True, timeout=60)
-    assert res.returncode == 0, res.stderr
-    block = res.stdout.split("cluster.toml lines", 1)[1].split("\n\n", 1)[1]
+def test_help_shows_the_peer_config_the_web_needs(capsys):
+    # In process: the main() scripts/webfarm.py runs (the SIGTERM test above runs the script).
+    with pytest.raises(SystemExit) as stop:
+        webfarm.main(["--help"])
+    assert stop.value.code == 0
+    block = capsys.readouterr().out.split("cluster.toml lines", 1)[1].split("\n\n", 1)[1]
     assert _peer_keys(block.replace("PORT", "8080")) == {
         "seeds": ["http://s001.web.test:8080/"], "allow_private": True, "allow_hosts": ["*.web.test"],
         "resolve": {"*.web.test": "127.0.0.1"}}
@@ -692,11 +693,10 @@ def test_cli_behaviour_options():
     assert (b["s003.web.test"].rate, b["s003.web.test"].burst, b["s003.web.test"].retry_after) == (2, 4, 3)
 
 
-def test_cli_print_expected_and_refuses_public_bind():
-    with _cli("--port", "8080", "--hosts", "2", "--pages", "10", "--print-expected") as proc:
-        out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 0, err
-    assert out.splitlines() == sorted(SiteGraph(hosts=2, pages_per_host=10).expected_urls(8080))
-    with _cli("--host", "0.0.0.0", "--port", "0") as proc:
-        out, err = proc.communicate(timeout=60)
-    assert proc.returncode == 2 and "loopback" in err and out == ""
+def test_cli_print_expected_and_refuses_public_bind(capsys):
+    assert webfarm.main(["--port", "8080", "--hosts", "2", "--pages", "10", "--print-expected"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines() == sorted(SiteGraph(hosts=2, pages_per_host=10).expected_urls(8080)), err
+    assert webfarm.main(["--host", "0.0.0.0", "--port", "0"]) == 2
+    out, err = capsys.readouterr()
+    assert "loopback" in err and out == ""

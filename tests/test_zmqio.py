@@ -33,7 +33,10 @@ from ring.zmqio import (
 
 PEER = Path(__file__).with_name("zmq_peer_proc.py")
 ANY_PORT = "tcp://127.0.0.1:*"
-N_STREAM = 200_000
+#: 20x the receiving ROUTER's HWM, so the sender blocks at HWM over and over.
+#: The adapter that lost 50,253 of 200,000 messages under random
+#: cancellation lost about one in four: 20,000 show such a loss thousands of times.
+N_STREAM = 20_000
 
 
 def seq_of(frame: bytes) -> int:
@@ -82,7 +85,7 @@ async def stream_from_other_process(take) -> list[int]:
 # ------------------------------------------------------------------ streams
 
 
-async def test_200k_messages_between_processes_arrive_all_in_order():
+async def test_20k_messages_between_processes_arrive_all_in_order():
     async def take(sock, frames):
         for identity, frame in await sock.recv_batch(1000):
             assert identity == b"sender"
@@ -91,7 +94,7 @@ async def test_200k_messages_between_processes_arrive_all_in_order():
     assert_exact_sequence(await stream_from_other_process(take), N_STREAM)
 
 
-async def test_200k_messages_under_random_cancellation_lose_nothing():
+async def test_20k_messages_under_random_cancellation_lose_nothing():
     rng = random.Random(4)
     state = {"scope": None, "cancelled": 0}
 
@@ -120,14 +123,14 @@ async def test_200k_messages_under_random_cancellation_lose_nothing():
         nursery.cancel_scope.cancel()
     assert_exact_sequence(seqs, N_STREAM)
     # The cancellations did happen.
-    assert state["cancelled"] > 1000
+    assert state["cancelled"] > 1000, state["cancelled"]
 
 
 async def test_send_and_recv_on_one_socket_from_two_tasks_does_not_hang():
     # A naive adapter hung after 168 of 100,000 round trips: the
     # sending task's send consumed the FD edge the receiving task slept on.
     # A window of one message makes every round trip depend on that wake-up.
-    n, window = 20_000, 32  # 100x the round trips after which the naive adapter hung
+    n, window = 10_000, 32  # 60x the round trips after which the naive adapter hung
     results: dict[str, subprocess.CompletedProcess[bytes]] = {}
     echoed: list[int] = []
     with trio.move_on_after(40) as timer:
@@ -160,7 +163,7 @@ async def test_send_and_recv_on_one_socket_from_two_tasks_does_not_hang():
 async def test_many_tasks_sending_and_receiving_on_one_pair_of_sockets():
     # In-process: 4 senders and 3 receivers share two sockets with a tiny HWM,
     # so every task parks and is woken many times; every message arrives once.
-    per_sender, senders = 5_000, 4
+    per_sender, senders = 2_000, 4  # 8,000 messages through an HWM of 8
     total = per_sender * senders
     got: dict[int, list[int]] = {s: [] for s in range(senders)}
     received = 0
