@@ -80,12 +80,13 @@ class StubCrawler:
         pass
 
 
-def write_config(tmp_path: Path, n: int, extra_ring: str = "") -> Path:
+def write_config(tmp_path: Path, n: int, extra_ring: str = "", *, gossip_interval: float = 0.2,
+                 dead_after: float = 3.0) -> Path:
     peers = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n\n'
                     for i, port in enumerate(free_ports(n)))
     path = tmp_path / "cluster.toml"
-    path.write_text(f'[ring]\nname = "{RING}"\ngossip_interval = 0.2\nsuspect_after = 1.0\n'
-                    f'dead_after = 3.0\n{extra_ring}\n{peers}')
+    path.write_text(f'[ring]\nname = "{RING}"\ngossip_interval = {gossip_interval}\nsuspect_after = 1.0\n'
+                    f'dead_after = {dead_after}\n{extra_ring}\n{peers}')
     return path
 
 
@@ -132,8 +133,9 @@ async def test_a_spoofed_member_id_cannot_split_the_ring(tmp_path):
     # Measured before: a DEALER connecting to p1 with routing id "p2" took
     # p2's route (ROUTER_HANDOVER); p1 held p2 dead within ~6 s and never
     # heard from it again. Here two spoofers talk to p1 for longer than
-    # dead_after: one with p2's bare id, one with p2's exact route.
-    toml = write_config(tmp_path, 2)
+    # dead_after (1.5 s): one with p2's bare id, one with p2's
+    # exact route. Gossip every 0.1 s, so p2 is heard ~30 times meanwhile.
+    toml = write_config(tmp_path, 2, gossip_interval=0.1, dead_after=1.5)
     p1_address = parse_config(toml.read_text(), toml).peer("p1").address
     states: list[MemberState] = []
     with trio.fail_after(60):
@@ -148,7 +150,7 @@ async def test_a_spoofed_member_id_cannot_split_the_ring(tmp_path):
             sent = 0
             async with open_socket(SocketType.DEALER, connect=p1_address, identity=b"p2") as bare, \
                     open_socket(SocketType.DEALER, connect=p1_address, identity=p2.route) as twin:
-                for _ in range(50):  # 5 s, dead_after is 3 s
+                for _ in range(30):  # 3 s, dead_after is 1.5 s
                     await bare.send_multipart([encode(Digest(RING, "p2", (stale,)))])
                     await twin.send_multipart([encode(UrlBatch(RING, "p2", 1, sent, ((evil, 0),)))])
                     sent += 1
@@ -210,7 +212,8 @@ async def test_a_member_table_past_max_members_is_refused_and_status_still_answe
                 while p1.membership.dropped["too_many_members"] < 12:
                     await trio.sleep(0.05)
             assert len(p1.membership.members()) == MAX_MEMBERS
-            done = await ring_status(toml, timeout=5.0)
+            # p2 never runs, so the client waits its whole timeout for p2's own row.
+            done = await ring_status(toml, timeout=2.0)
             nursery.cancel_scope.cancel()
     assert done.returncode == 0, done.stderr
     rows = json.loads(done.stdout)["members"]
