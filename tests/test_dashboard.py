@@ -270,7 +270,7 @@ async def test_a_real_browser_shows_the_three_peers_and_the_page_updates(tmp_pat
                     await trio.sleep(0.1)
                 url = m[1]
                 first = await dump_dom(browser, url, tmp_path / "chrome")
-                await trio.sleep(2.0)
+                await trio.sleep(1.0)  # two polls of the dashboard (--interval 0.5), 10 pages more
                 second = await dump_dom(browser, url, tmp_path / "chrome")
         finally:
             dash.kill()
