@@ -16,11 +16,12 @@ from __future__ import annotations
 import re
 import signal
 from collections import Counter
+from functools import partial
 
 import duckdb
 import trio
 from ringharness import Ring, busiest_peer, cluster_text, fetched, wait_pages
-from localweb import SiteGraph, serve_webfarm
+from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
 CONCURRENCY = 4
 
@@ -95,15 +96,18 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
     from ring.messages import MemberState
 
     graph = SiteGraph(hosts=9, pages_per_host=20, shop=False)
+    # From the kill until adopt.py is done the web answers in 1 s, so the
+    # others are surely still crawling while they declare the victim dead
+    # (suspect_after + dead_after, 3 s) and adopt.py sends.
+    gate = {"held": False}
+    slow = HostBehaviour(latency=lambda _t: 1.0 if gate["held"] else 0.0)
     async with trio.open_nursery() as nursery:
-        farm = await nursery.start(serve_webfarm, graph)
+        farm = await nursery.start(partial(serve_webfarm, graph, behaviours={"*": slow}))
         expected = graph.expected_urls(farm.port)
         v = busiest_peer(graph, farm.port, ["p1", "p2", "p3"])  # the one lost
         rest = sorted({"p1", "p2", "p3"} - {v})
-        # 5 pages/s per host: the others are still crawling their own hosts
-        # while they declare the victim dead (suspect_after + dead_after, 3 s)
-        # and adopt.py runs; the victim (the busiest) had work queued.
-        text = cluster_text(tmp_path, farm.port, 3, rate=300.0, window=2.0, initial_delay=0.1,
+        # 10 pages/s per host: the victim (the busiest) has work queued at the kill.
+        text = cluster_text(tmp_path, farm.port, 3, rate=600.0, window=2.0, initial_delay=0.1,
                             concurrency=CONCURRENCY, dead_after=2.0)
         async with Ring(tmp_path, text) as ring:
             try:
@@ -112,6 +116,7 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
                     for p in rest:
                         await ring.start_in_process(nursery, p)
                     await wait_pages(farm, len(expected) // 3)
+                    gate["held"] = True
                     ring.kill(v, signal.SIGKILL)
                     await ring.wait(v)
                     # Until both others have declared it dead (the view `ring status` prints).
@@ -122,6 +127,9 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
                         [sys.executable, "scripts/adopt.py", str(tmp_path / v),
                          "--ring", str(ring.toml)],
                         capture_stdout=True, capture_stderr=True, check=False)
+                    assert all(ring.procs[p].returncode is None for p in rest), \
+                        f"the crawl ended before the adoption\n{ring.tails()}"
+                    gate["held"] = False
                     await ring.wait(*rest)
             except trio.TooSlowError:
                 raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
