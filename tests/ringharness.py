@@ -1,16 +1,27 @@
-"""Real peer processes on loopback for the multi-process tests.
+"""Peers on loopback for the multi-peer tests: real processes, or the real engine in process.
 
 A :class:`Ring` writes a cluster.toml for the local web on ``web_port``,
 starts ``python -m peer`` processes with their output in files, and kills
 whatever is left when the test ends. Everything is bounded in time by the
 caller's ``trio.fail_after``.
+
+:meth:`Ring.start_in_process` runs a peer as ``peer.engine.Crawler`` in the
+test's own trio loop instead: the same engine, ring node, zmq sockets on
+loopback and results files, without the ~1.1 s of imports a process costs
+and the seconds a loaded machine takes to start one. Its log lines and
+summary go to the same pN-K.err/.out files a process writes, so a test reads
+them the same way. Only what needs a process stays one: kill -9, exit
+status, the ring between separate processes.
 """
 
 from __future__ import annotations
 
 import contextlib
+import contextvars
+import logging
 import math
 import os
+import traceback
 
 import signal
 import subprocess
@@ -82,16 +93,91 @@ capacity = 100000
 """
 
 
+#: The in-process peer whose task (and the tasks it starts) is running: which log file a line goes to.
+_PEER: contextvars.ContextVar[str] = contextvars.ContextVar("ringharness_peer", default="")
+
+
+class _PeerLog(logging.Handler):
+    """One in-process peer's log lines (INFO and up), in ``python -m peer``'s format."""
+
+    def __init__(self, peer: str, path: Path) -> None:
+        super().__init__(logging.INFO)
+        self.peer = peer
+        self.stream = path.open("a", encoding="utf-8")
+        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _PEER.get() == self.peer
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.stream.write(self.format(record) + "\n")
+        self.stream.flush()
+
+    def close(self) -> None:
+        self.stream.close()
+        super().close()
+
+
+class InProcessPeer:
+    """A peer run by :meth:`Ring.start_in_process`, shaped like the ``trio.Process`` of a real one.
+
+    ``returncode`` is what ``python -m peer`` would exit with: 0 when the
+    crawl returned, 1 when it raised (the traceback is in its .err file).
+    SIGTERM stops it as the real peer's signal handler does; a kill -9 needs
+    a real process.
+    """
+
+    def __init__(self, crawler, log: _PeerLog, out: Path, err: Path) -> None:  # type: ignore[no-untyped-def]
+        self.crawler = crawler
+        self.returncode: int | None = None
+        self.scope = trio.CancelScope()
+        self._log, self._out, self._err = log, out, err
+        self._ended = trio.Event()
+
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[no-untyped-def]
+        _PEER.set(self._log.peer)
+        task_status.started()
+        try:
+            with self.scope:
+                summary = await self.crawler.run()
+                self._out.write_text(summary.render() + "\n")
+                self.returncode = 0
+        except Exception:
+            with self._err.open("a") as f:
+                f.write(traceback.format_exc())
+            self.returncode = 1
+        finally:
+            if self.returncode is None:
+                self.returncode = -signal.SIGKILL  # cancelled: what the test's clean-up did
+            logging.getLogger().removeHandler(self._log)
+            self._log.close()
+            self._ended.set()
+
+    def send_signal(self, sig: int) -> None:
+        if sig != signal.SIGTERM:
+            raise ValueError("an in-process peer takes SIGTERM only: kill -9 needs a real process")
+        self.crawler.stop()
+
+    def kill(self) -> None:
+        self.scope.cancel()
+
+    async def wait(self) -> int:
+        await self._ended.wait()
+        assert self.returncode is not None
+        return self.returncode
+
+
 class Ring:
-    """Peers of one cluster.toml as processes; ``async with`` kills leftovers."""
+    """Peers of one cluster.toml as processes or in process; ``async with`` kills leftovers."""
 
     def __init__(self, tmp_path: Path, text: str) -> None:
         self.tmp = tmp_path
         self.toml = tmp_path / "cluster.toml"
         self.toml.write_text(text)
-        self.procs: dict[str, trio.Process] = {}
+        self.procs: dict[str, trio.Process | InProcessPeer] = {}
         self.runs: dict[str, int] = Counter()
         self.logs: dict[str, tuple[Path, Path]] = {}
+        self._levels: dict[str, int] | None = None
 
     async def __aenter__(self) -> Ring:
         return self
@@ -103,6 +189,39 @@ class Ring:
         with trio.CancelScope(shield=True):
             for p in self.procs.values():
                 await p.wait()
+        if self._levels is not None:
+            for name, level in self._levels.items():
+                logging.getLogger(name or None).setLevel(level)
+
+    async def start_in_process(self, nursery: trio.Nursery, peer: str, *, address: str | None = None,
+                               data_dir: Path | None = None) -> InProcessPeer:
+        """Start ``peer`` as a ``Crawler`` in ``nursery`` (``address``/``data_dir``: a joiner's --address, --data-dir)."""
+        from peer.config import load_config
+        from peer.engine import Crawler
+
+        if self._levels is None:
+            # What peer.cli sets up: INFO and up, without httpx's line per request.
+            names = ("", "httpx", "httpcore")
+            self._levels = {n: logging.getLogger(n or None).level for n in names}
+            logging.getLogger().setLevel(logging.INFO)
+            for n in names[1:]:
+                logging.getLogger(n).setLevel(logging.WARNING)
+        self.runs[peer] += 1
+        out = self.tmp / f"{peer}-{self.runs[peer]}.out"
+        err = self.tmp / f"{peer}-{self.runs[peer]}.err"
+        out.touch()
+        err.touch()
+        self.logs[peer] = (out, err)
+        cfg = load_config(self.toml)
+        cluster = len(cfg.peers) > 1 or address is not None
+        crawler = Crawler(cfg, peer, data_dir=data_dir or Path(cfg.peer(peer).data_dir), progress_interval=1.0,
+                          cluster=cluster, address=address)
+        log = _PeerLog(peer, err)
+        logging.getLogger().addHandler(log)
+        proc = InProcessPeer(crawler, log, out, err)
+        self.procs[peer] = proc
+        await nursery.start(proc.run)
+        return proc
 
     async def start(self, peer: str, *extra: str) -> trio.Process:
         """Start (or restart) ``peer``; its output goes to pN-K.out/.err."""

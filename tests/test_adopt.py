@@ -4,7 +4,8 @@ The helpers build a lost peer's data_dir the way ``peer.state`` and
 ``peer.store`` leave it (:func:`write_lost_peer`), so an end-to-end test
 that kills a real peer can reuse them and :func:`adopt.adopt`.
 
-The end-to-end test runs two peers of a three-peer ring (p3 never starts, so
+The end-to-end test runs two peers of a three-peer ring in its own process
+(the real engine and zmq sockets, tests/ringharness.py; p3 never starts, so
 it is declared dead) crawling one local web, which answers slowly until the
 adoption is over so the crawl outlasts it, while the lost p3's frontier
 points into a second local web on another port that nothing links to: only
@@ -409,7 +410,7 @@ async def test_a_dead_peers_frontier_is_adopted_fetched_once_and_its_fetched_url
             try:
                 with trio.fail_after(90):
                     for p in ("p1", "p2"):
-                        await ring.start(p)
+                        await ring.start_in_process(nursery, p)
                     # What `python -m ring status --json` prints, without a process per poll.
                     while True:
                         rows = await adopt_core.ring_status(cfg, 1.0)

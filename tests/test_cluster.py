@@ -1,21 +1,24 @@
-"""Several real peer processes on loopback crawl the local web as one cluster.
+"""Several peers on loopback crawl the local web as one cluster.
 
 Most of the ring's behaviour is tested in-process on a fake network
 (tests/test_node.py: three peers, joins, leaves, crashes, partitions,
-max_pages); the end-to-end smoke tests judged by the local web's request log
-are this file's max_pages, tests/test_handoff.py (a joiner and a graceful
-leave), tests/test_curve_ring.py (a Curve ring and `ring status`) and
-tests/test_crash.py (kill -9 and adoption).
+max_pages); the end-to-end tests judged by the local web's request log run
+the real engine, ring node and zmq sockets, most of them in the test's
+process (tests/ringharness.py's ``Ring.start_in_process``): this file's
+max_pages, tests/test_handoff.py (a joiner and a graceful leave),
+tests/test_curve_ring.py (a Curve ring and `ring status`) and
+tests/test_adopt.py (a dead peer's frontier adopted). Real processes judged
+by their exit status: tests/test_crash.py (kill -9 and adoption, a ring of
+separate processes) and the demo (tests/test_scripts.py).
 """
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import duckdb
 import trio
-from ringharness import free_ports
+from ringharness import Ring, free_ports
 from localweb import SiteGraph, serve_webfarm
 
 
@@ -64,27 +67,19 @@ async def test_max_pages_is_cluster_wide(tmp_path):
         # reached mid-crawl, well before the 360 pages of the web.
         text = toml.read_text().replace("rate = 0.0", "rate = 600.0\nwindow = 2.0\ninitial_delay = 0.1")
         text = text.replace("concurrency = 16", f"concurrency = {concurrency}\nmax_pages = {max_pages}")
-        toml.write_text(text)
-        logs = [(tmp_path / f"p{i}.out", tmp_path / f"p{i}.err") for i in (1, 2, 3)]
-        procs = []
-        try:
+        async with Ring(tmp_path, text) as ring:
             with trio.fail_after(90):
-                for i, (out, err) in zip((1, 2, 3), logs):
-                    with out.open("wb") as fout, err.open("wb") as ferr:
-                        procs.append(await trio.lowlevel.open_process(
-                            [sys.executable, "-m", "peer", "--ring", str(toml), "--id", f"p{i}"],
-                            stdout=fout, stderr=ferr))
-                for p in procs:
-                    await p.wait()
-        finally:
-            for p in procs:
-                if p.returncode is None:
-                    p.kill()
+                for p in ("p1", "p2", "p3"):
+                    await ring.start_in_process(nursery, p)
+                await ring.wait()
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            outs = {p: ring.output(p) for p in ring.procs}
+            tails = ring.tails()
         nursery.cancel_scope.cancel()
 
-    for p, (out, err) in zip(procs, logs):
-        assert p.returncode == 0, err.read_text()[-2000:]
-        assert "crawl finished (max_pages reached)" in out.read_text(), out.read_text()
+    assert codes == {"p1": 0, "p2": 0, "p3": 0}, tails
+    for p, out in outs.items():
+        assert "crawl finished (max_pages reached)" in out, (p, out)
     rows = 0
     for i in (1, 2, 3):
         with duckdb.connect(str(tmp_path / f"p{i}" / "pages.duckdb"), read_only=True) as con:

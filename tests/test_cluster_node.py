@@ -3,16 +3,13 @@
 The nodes run in the test's trio loop with a stub crawler, so a test can stall
 one (a synchronous sleep in its status figures, as a long state snapshot
 stalls a real peer), impersonate a member from a socket of its own, and read
-the node's drop counters and membership view directly. ``ring status`` runs
-as a real client process, so it can time out and go away while the node is
-stalled.
+the node's drop counters and membership view directly. ``ring status``'s
+client (``ring.client.cluster_status``) runs in a thread with its own trio
+loop, so it can time out and go away while the node is stalled.
 """
 
 from __future__ import annotations
 
-import json
-import os
-import sys
 import time
 from pathlib import Path
 
@@ -22,6 +19,7 @@ from ringharness import free_ports
 
 from peer.cluster import ClusterNode
 from peer.config import parse_config
+from ring.client import Contact, StatusRow, cluster_status
 from ring.curve import CurveKeys, write_keypair
 from ring.messages import MAX_MEMBERS, Digest, Member, MemberState, UrlBatch, encode
 from ring.zmqio import SocketType, curve_client, curve_keypair, member_route, open_socket
@@ -80,12 +78,13 @@ class StubCrawler:
         pass
 
 
-def write_config(tmp_path: Path, n: int, extra_ring: str = "") -> Path:
+def write_config(tmp_path: Path, n: int, extra_ring: str = "", *, gossip_interval: float = 0.2,
+                 dead_after: float = 3.0) -> Path:
     peers = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n\n'
                     for i, port in enumerate(free_ports(n)))
     path = tmp_path / "cluster.toml"
-    path.write_text(f'[ring]\nname = "{RING}"\ngossip_interval = 0.2\nsuspect_after = 1.0\n'
-                    f'dead_after = 3.0\n{extra_ring}\n{peers}')
+    path.write_text(f'[ring]\nname = "{RING}"\ngossip_interval = {gossip_interval}\nsuspect_after = 1.0\n'
+                    f'dead_after = {dead_after}\n{extra_ring}\n{peers}')
     return path
 
 
@@ -98,10 +97,16 @@ async def start_node(nursery, toml: Path, peer_id: str) -> tuple[ClusterNode, St
     return node, crawler
 
 
-async def ring_status(toml: Path, timeout: float) -> trio.CompletedProcess:
-    return await trio.run_process(
-        [sys.executable, "-m", "ring", "status", "--ring", str(toml), "--json", "--timeout", str(timeout)],
-        capture_stdout=True, capture_stderr=True, check=False, env=os.environ)
+async def ring_status(toml: Path, timeout: float) -> tuple[StatusRow, ...] | None:
+    """What `ring status` gets (None: nobody answered), asked from a thread with its own trio loop.
+
+    A node stalled by a synchronous sleep holds the test's loop, but not this
+    client's: it times out and closes its socket meanwhile, as a `ring status`
+    process that gave up does.
+    """
+    cfg = parse_config(toml.read_text(), toml)
+    contacts = [Contact(p.id, p.address) for p in cfg.peers]
+    return await trio.to_thread.run_sync(trio.run, cluster_status, RING, contacts, timeout)
 
 
 async def test_a_status_reply_to_a_client_that_timed_out_is_dropped_and_counted(tmp_path):
@@ -114,7 +119,7 @@ async def test_a_status_reply_to_a_client_that_timed_out_is_dropped_and_counted(
             crawler.stall = 2.5
             for _ in range(2):
                 gone = await ring_status(toml, timeout=0.4)
-                assert gone.returncode == 1, gone.stderr  # it gave up while p1 was stalled
+                assert gone is None, gone  # it gave up while p1 was stalled
             # The stall ends with the second reply; the node is still running.
             await trio.sleep(0.5)
             crawler.stall = 0.0
@@ -123,17 +128,18 @@ async def test_a_status_reply_to_a_client_that_timed_out_is_dropped_and_counted(
             assert node.membership.me.heartbeat > heartbeat, "the gossip loop stopped"
             done = await ring_status(toml, timeout=5.0)
             nursery.cancel_scope.cancel()
-    assert done.returncode == 0, done.stderr
-    (row,) = json.loads(done.stdout)["members"]
-    assert row["dropped"].get("unreachable") == 2, row["dropped"]
+    assert done is not None
+    (row,) = done
+    assert dict(row.dropped).get("unreachable") == 2, row.dropped
 
 
 async def test_a_spoofed_member_id_cannot_split_the_ring(tmp_path):
     # Measured before: a DEALER connecting to p1 with routing id "p2" took
     # p2's route (ROUTER_HANDOVER); p1 held p2 dead within ~6 s and never
     # heard from it again. Here two spoofers talk to p1 for longer than
-    # dead_after: one with p2's bare id, one with p2's exact route.
-    toml = write_config(tmp_path, 2)
+    # dead_after (1.5 s): one with p2's bare id, one with p2's
+    # exact route. Gossip every 0.1 s, so p2 is heard ~30 times meanwhile.
+    toml = write_config(tmp_path, 2, gossip_interval=0.1, dead_after=1.5)
     p1_address = parse_config(toml.read_text(), toml).peer("p1").address
     states: list[MemberState] = []
     with trio.fail_after(60):
@@ -148,7 +154,7 @@ async def test_a_spoofed_member_id_cannot_split_the_ring(tmp_path):
             sent = 0
             async with open_socket(SocketType.DEALER, connect=p1_address, identity=b"p2") as bare, \
                     open_socket(SocketType.DEALER, connect=p1_address, identity=p2.route) as twin:
-                for _ in range(50):  # 5 s, dead_after is 3 s
+                for _ in range(30):  # 3 s, dead_after is 1.5 s
                     await bare.send_multipart([encode(Digest(RING, "p2", (stale,)))])
                     await twin.send_multipart([encode(UrlBatch(RING, "p2", 1, sent, ((evil, 0),)))])
                     sent += 1
@@ -210,13 +216,13 @@ async def test_a_member_table_past_max_members_is_refused_and_status_still_answe
                 while p1.membership.dropped["too_many_members"] < 12:
                     await trio.sleep(0.05)
             assert len(p1.membership.members()) == MAX_MEMBERS
-            done = await ring_status(toml, timeout=5.0)
+            # p2 never runs, so the client waits its whole timeout for p2's own row.
+            done = await ring_status(toml, timeout=1.0)
             nursery.cancel_scope.cancel()
-    assert done.returncode == 0, done.stderr
-    rows = json.loads(done.stdout)["members"]
-    assert len(rows) == MAX_MEMBERS
-    own = next(r for r in rows if r["id"] == "p1")
-    assert own["dropped"]["too_many_members"] == 12  # p1, p2 and 1,022 of the 1,034 sent
+    assert done is not None
+    assert len(done) == MAX_MEMBERS
+    own = next(r for r in done if r.id == "p1")
+    assert dict(own.dropped)["too_many_members"] == 12  # p1, p2 and 1,022 of the 1,034 sent
 
 
 @pytest.mark.parametrize("address", ["tcp://no such host:x", "garbage",
