@@ -116,7 +116,7 @@ async def test_a_status_reply_to_a_client_that_timed_out_is_dropped_and_counted(
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             node, crawler = await start_node(nursery, toml, "p1")
-            crawler.stall = 2.5
+            crawler.stall = 1.2  # three times the client's 0.4 s: it has surely given up
             for _ in range(2):
                 gone = await ring_status(toml, timeout=0.4)
                 assert gone is None, gone  # it gave up while p1 was stalled
