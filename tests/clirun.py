@@ -30,6 +30,7 @@ import logging
 import queue
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -125,7 +126,16 @@ class WebThread:
         return int(self.farm.port)
 
     def requests(self) -> list[Any]:
-        """A copy of the log so far (the server thread appends to it)."""
+        """A copy of the log so far, every request the server has begun included.
+
+        The server thread logs a request after its answer is sent, so the
+        client may have the answer before the log has the line: wait (at
+        most 5 s) until as many lines are logged as requests were begun.
+        """
+        deadline = time.monotonic() + 5.0
+        while (len(self.farm.log) < sum(self.farm.stats.per_host.values())
+               and time.monotonic() < deadline):
+            time.sleep(0.005)
         return list(self.farm.log)
 
 
