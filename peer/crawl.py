@@ -29,23 +29,25 @@ The path of one URL, as the code reads:
 
 How each origin of a URL treats the Bloom filter (``discover``), once:
 
-============  =========  ===============  =========  ==========================
+============  =========  ===============  =========  =====================================
 origin        normalise  scope, URL caps  host cap   Bloom filter
-============  =========  ===============  =========  ==========================
+============  =========  ===============  =========  =====================================
 SEED          yes        yes              yes        add; already there: drop
 LINK          no [1]     yes              yes        add; already there: drop
 REDIRECT      no [1]     yes              yes        add; already there: drop
 RELAY         yes [2]    yes              yes        add; already there: drop
 ADOPTED       yes [2]    yes              yes        add; already there: drop
-HANDED_BACK   no         no [3]           no         add, queued either way [3]
+HANDED_BACK   no         no [3]           no         add, queued unless handed as seen [3]
 HANDED_SEEN   no         no               no         add, never queued [4]
 RECOVERED     no         no               no         untouched [5]
-============  =========  ===============  =========  ==========================
+============  =========  ===============  =========  =====================================
 
 [1] ``normalize_link`` made it. [2] Remote input from a peer or the adopt
 tool. [3] Ours, on its way to a peer now gone (``Outbox.reroute``): it may
 be in our filter already (queued here before its host moved), and nobody
-else took it. [4] Fetched by another peer for a host now ours; if it was
+else took it; unless a previous owner handed it to us as fetched (a link
+forwarded to a leaver that had fetched it, refused by the leaver and
+rerouted here): then it is dropped. [4] Fetched by another peer for a host now ours; if it was
 already in the filter it may be queued here, and its job is dropped when
 it comes up. [5] Recovered from the journal, whose filter holds it.
 
@@ -278,6 +280,8 @@ class CrawlCore:
             host = host_key(url)
             if self.ring is not None and len(self.ring) and self.ring.owner(host) != self.peer_id:
                 return self.discover(url, depth, now, Origin.RELAY)
+            if url in self._seen_in:
+                return out  # fetched by the host's previous owner, which handed it over [3]
             self.bloom.add(url)
             self.sieve.add(url, now)
             self._push(url, host, depth, now)

@@ -145,6 +145,16 @@ def test_handed_back_is_queued_even_when_the_bloom_filter_has_it():
     assert len(c.frontier) == 1
 
 
+def test_handed_back_is_not_queued_when_a_previous_owner_handed_it_over_as_fetched():
+    # A link of a leaver's host, forwarded to the leaver, comes back unacked
+    # when the ring drops it (Outbox.reroute); the leaver had fetched that
+    # page and handed it over as seen first: fetching it again would be twice.
+    c = core(obey_robots=False)
+    c.discover(f"{SITE}/p", 0, 0.0, Origin.HANDED_SEEN)
+    assert c.discover(f"{SITE}/p", 1, 0.0, Origin.HANDED_BACK) == []
+    assert len(c.frontier) == 0 and c.locally_idle()
+
+
 def test_handed_seen_enters_the_bloom_filter_only_and_drops_a_queued_copy():
     c = core(obey_robots=False)
     assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.HANDED_SEEN) == [
