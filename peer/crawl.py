@@ -29,23 +29,25 @@ The path of one URL, as the code reads:
 
 How each origin of a URL treats the Bloom filter (``discover``), once:
 
-============  =========  ===============  =========  ==========================
+============  =========  ===============  =========  =====================================
 origin        normalise  scope, URL caps  host cap   Bloom filter
-============  =========  ===============  =========  ==========================
+============  =========  ===============  =========  =====================================
 SEED          yes        yes              yes        add; already there: drop
 LINK          no [1]     yes              yes        add; already there: drop
 REDIRECT      no [1]     yes              yes        add; already there: drop
 RELAY         yes [2]    yes              yes        add; already there: drop
 ADOPTED       yes [2]    yes              yes        add; already there: drop
-HANDED_BACK   no         no [3]           no         add, queued either way [3]
+HANDED_BACK   no         no [3]           no         add, queued unless handed as seen [3]
 HANDED_SEEN   no         no               no         add, never queued [4]
 RECOVERED     no         no               no         untouched [5]
-============  =========  ===============  =========  ==========================
+============  =========  ===============  =========  =====================================
 
 [1] ``normalize_link`` made it. [2] Remote input from a peer or the adopt
 tool. [3] Ours, on its way to a peer now gone (``Outbox.reroute``): it may
 be in our filter already (queued here before its host moved), and nobody
-else took it. [4] Fetched by another peer for a host now ours; if it was
+else took it; unless a previous owner handed it to us as fetched (a link
+forwarded to a leaver that had fetched it, refused by the leaver and
+rerouted here): then it is dropped. [4] Fetched by another peer for a host now ours; if it was
 already in the filter it may be queued here, and its job is dropped when
 it comes up. [5] Recovered from the journal, whose filter holds it.
 
@@ -137,8 +139,10 @@ CEILING_HORIZON = max(CEILING_WINDOWS)
 #: Extraction failures logged before they are only counted.
 EXTRACT_WARNINGS = 5
 # What happened to a job so far, for rule 8: after an exception, the row and
-# the done() it still needs, and nothing twice.
-_DONE, _ROW, _REQUEUED, _ROBOTS = 1, 2, 4, 8
+# the done() it still needs, and nothing twice. _FETCHING: admit said Fetch,
+# so the page's own request is (or was) on the wire; a hand-off calls only
+# those jobs fetched (``inflight_urls``).
+_DONE, _ROW, _REQUEUED, _ROBOTS, _FETCHING = 1, 2, 4, 8, 16
 
 
 # -- parsing (pure, for a worker thread) ------------------------------------------
@@ -276,6 +280,8 @@ class CrawlCore:
             host = host_key(url)
             if self.ring is not None and len(self.ring) and self.ring.owner(host) != self.peer_id:
                 return self.discover(url, depth, now, Origin.RELAY)
+            if url in self._seen_in:
+                return out  # fetched by the host's previous owner, which handed it over [3]
             self.bloom.add(url)
             self.sieve.add(url, now)
             self._push(url, host, depth, now)
@@ -517,6 +523,8 @@ class CrawlCore:
                 # Again at every start: the frontier forgets idle hosts, and
                 # their Crawl-delay floor with them.
                 self.frontier.set_min_delay(job.host, delay, now)
+        if job.url in self._marks:
+            self._marks[job.url] |= _FETCHING
         return Fetch(job, tuple(out))
 
     # -- results ---------------------------------------------------------------------
@@ -595,9 +603,12 @@ class CrawlCore:
 
     def _retry(self, job: Job, now: float, retry_after: float | None, out: list[Effect]) -> bool:
         n = self._attempts.get(job.url, 0)
-        # Leaving: the URL is in the hand-off's seen set, so a retry queued
-        # now would be dropped by its new owner; record the failure instead.
-        if n >= MAX_RETRIES or self.stopping or self.leaving:
+        # Leaving, or the host moved while its request was on the wire: the
+        # hand-off lists the URL as fetched here (``inflight_urls``), so a
+        # retry passed on now would be dropped by the new owner as seen and
+        # leave no row anywhere; the failure is recorded here instead.
+        if (n >= MAX_RETRIES or self.stopping or self.leaving
+                or self._owner(job.host) != self.peer_id):
             return False
         self._attempts[job.url] = n + 1
         # Exponential backoff with jitter, so the retries of many URLs that
@@ -771,8 +782,16 @@ class CrawlCore:
         self.holds.release(sender)
 
     def inflight_urls(self) -> list[tuple[str, str]]:
-        """(url, host) of the fetches in flight now."""
-        return [(url, hd[0]) for url, hd in self._inflight.items()]
+        """(url, host) of the jobs whose page request is on the wire now (admit said ``Fetch``).
+
+        A hand-off calls these fetched. Not the other jobs in flight: one
+        started whose task has not run ``admit`` yet, or one waiting for its
+        host's robots.txt, comes back to ``admit`` after the ring changed and
+        is passed on to its new owner (``PassOn``), which would drop it as
+        seen if it were in the hand-off too: a URL fetched by nobody.
+        """
+        marks = self._marks
+        return [(url, hd[0]) for url, hd in self._inflight.items() if marks.get(url, 0) & _FETCHING]
 
     def handoff_seen(self, rows: Iterable[tuple[str, str]], old: HashRing | None,
                      ring: HashRing) -> list[tuple[str, str]]:

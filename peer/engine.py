@@ -789,8 +789,10 @@ class Crawler:
         """Queue, for their new owners, the URLs fetched here of hosts that moved.
 
         The seen set cannot be read out of a Bloom filter, so it comes from
-        the results (``pages``, flushed first) plus the fetches in flight:
-        only the moved hosts' rows, found by the store's host index.
+        the results (``pages``, flushed first) plus the page requests on
+        the wire (``CrawlCore.inflight_urls``: not a job started but not yet
+        admitted, which is passed on instead): only the moved hosts' rows,
+        found by the store's host index.
         """
         node = self.node
         if node is None or self._store is None:

@@ -56,6 +56,14 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
 6. **Hand-off.** A ``HandoffDone`` counts only for the ring it names: one for
    another view of the ring is dropped (``handoff_other_ring_view``) and
    comes again for ours.
+7. **Leaving.** From :meth:`RingNode.leave` on, a member's URL batch is not
+   taken and not acked (``leaving``): the leaver exits once its own
+   hand-off is acked and ``peer.engine`` has lingered a few gossip rounds,
+   so URLs taken later could be acked to their sender and still be in the
+   leaver's Outbox when it ends. Unacked, they stay the sender's, which
+   re-routes them to their next owner when its ring drops the leaver
+   (``Outbox.reroute``: a left destination's unacked batches leave its
+   termination sums too). Acks are still taken, in a ``Packet`` as alone.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -416,7 +424,7 @@ class RingNode:
         return out
 
     def receive(self, route: bytes, msg: Message, now: float, *, user_id: str | None = None) -> list[Action]:
-        """One decoded message that came on ``route`` (rules 1-6 of the module docstring)."""
+        """One decoded message that came on ``route`` (rules 1-7 of the module docstring)."""
         handler = self._HANDLERS.get(type(msg))
         if handler is None:
             return self._drop("unexpected_type")
@@ -511,6 +519,9 @@ class RingNode:
             return self._drop("unknown_sender")
         if msg.epoch > sender.incarnation:
             return self._drop("future_epoch")
+        if self.leaving:
+            # Rule 7: not taken, not acked; the sender re-routes it.
+            return self._drop("leaving")
         verdict = self.inbox.accept(msg)
         out: list[Action] = []
         if verdict is Verdict.ACCEPT:

@@ -145,6 +145,16 @@ def test_handed_back_is_queued_even_when_the_bloom_filter_has_it():
     assert len(c.frontier) == 1
 
 
+def test_handed_back_is_not_queued_when_a_previous_owner_handed_it_over_as_fetched():
+    # A link of a leaver's host, forwarded to the leaver, comes back unacked
+    # when the ring drops it (Outbox.reroute); the leaver had fetched that
+    # page and handed it over as seen first: fetching it again would be twice.
+    c = core(obey_robots=False)
+    c.discover(f"{SITE}/p", 0, 0.0, Origin.HANDED_SEEN)
+    assert c.discover(f"{SITE}/p", 1, 0.0, Origin.HANDED_BACK) == []
+    assert len(c.frontier) == 0 and c.locally_idle()
+
+
 def test_handed_seen_enters_the_bloom_filter_only_and_drops_a_queued_copy():
     c = core(obey_robots=False)
     assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.HANDED_SEEN) == [
@@ -616,3 +626,99 @@ def test_an_exception_after_the_row_adds_no_second_row():
     c.on_result(job, answer(job.url, 200, html()), None, 0.0)  # row and done() taken
     effects, _ = c.internal(job, "KeyError", 0.0)
     assert effects == [] and c.summary.pages == 1
+
+
+# -- the hand-off of a leaver's or a shrinking owner's jobs in flight -------------------
+
+
+def new_owner_takes(moved: list[tuple[str, str]], forwards: list[Forward], now: float) -> set[str]:
+    """What p2 fetches of a hand-off: the seen URLs (``moved``), then the URLs passed on to it."""
+    p2 = CrawlCore(config(obey_robots=False), "p2", rng=random.Random(1))
+    p2.set_ring(HashRing({"p2": 1.0}), now)
+    for url, owner in moved:
+        assert owner == "p2"
+        p2.discover(url, 0, now, Origin.HANDED_SEEN)
+    for f in forwards:
+        assert f.owner == "p2" and f.relay
+        p2.discover(f.url, f.depth, now, Origin.RELAY)
+    got = set()
+    while isinstance(d := p2.next(now), Start):
+        if isinstance(p2.admit(d.job, now), Fetch):
+            got.add(d.job.url)
+        p2.job_ended(d.job)
+    return got
+
+
+def test_a_job_started_but_not_admitted_when_its_owner_leaves_is_passed_on_not_handed_as_seen():
+    # The scheduler started a job (it is in flight for the core) and its task
+    # had not run admit yet when `ring leave` came: the hand-off must not call
+    # it fetched, since admit then passes it on to its new owner.
+    c = core(obey_robots=False)
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    fetching_host, waiting_host = owned_by(both, "p1", 2)
+    fetching = fetch_job(c, f"http://{fetching_host}/a")  # its request is on the wire
+    c.discover(f"http://{waiting_host}/b", 0, 0.0, Origin.LINK)
+    waiting = start(c, 0.0)
+    c.leaving = True
+    alone = both.without_peer("p1")
+    assert c.set_ring(alone, 0.0) == []  # nothing queued: both jobs are in flight
+    moved = c.handoff_seen(c.inflight_urls(), both, alone)
+    got = c.admit(waiting, 0.0)
+    assert got == PassOn(waiting, "p2", (Forward(waiting.url, 0, "p2", True), Done(waiting.url)))
+    c.job_ended(waiting)
+    # The fetch on the wire is p1's to finish and is handed over as fetched;
+    # the job passed on is p2's to fetch.
+    assert moved == [(fetching.url, "p2")]
+    assert new_owner_takes(moved, [got.effects[0]], 0.0) == {waiting.url}
+    assert rows(result(c, fetching, answer(fetching.url, 200, html()), 0.5))
+
+
+def test_a_job_whose_robots_txt_is_in_flight_at_the_hand_off_is_passed_on_not_handed_as_seen():
+    c = core()
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    host = owned_by(both, "p1")[0]
+    c.discover(f"http://{host}/", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    adm = c.admit(job, 0.0)
+    assert isinstance(adm, FetchRobots)  # the request on the wire is robots.txt, not the page
+    c.leaving = True
+    alone = both.without_peer("p1")
+    c.set_ring(alone, 0.0)
+    moved = c.handoff_seen(c.inflight_urls(), both, alone)
+    assert moved == []
+    c.on_robots(job, answer(adm.url, 404, ctype="text/plain"), 0.5)
+    c.job_ended(job)
+    # Back in the frontier: the leaver's next turn passes it on (a Start whose
+    # admit says PassOn, or a Sleep's effects, as the frontier's timing has it).
+    got = c.next(0.5, FakeRing())
+    if isinstance(got, Start):
+        adm = c.admit(got.job, 0.5)
+        assert isinstance(adm, PassOn)
+        c.job_ended(got.job)
+        effects = adm.effects
+    else:
+        effects = got.effects
+    forwards = [e for e in effects if isinstance(e, Forward)]
+    assert forwards == [Forward(job.url, 0, "p2", True)]
+    assert new_owner_takes(moved, forwards, 0.5) == {job.url}
+
+
+def test_a_fetch_in_flight_when_its_host_moves_is_not_retried_here_but_recorded():
+    # A join moves the host while its request is on the wire: the hand-off
+    # lists the URL as fetched, so a retry here would be passed on and dropped
+    # by the new owner as seen. The failure is this peer's row instead.
+    c = core(obey_robots=False)
+    one = HashRing({"p1": 1.0})
+    c.set_ring(one, 0.0)
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    host = owned_by(both, "p2")[0]
+    job = fetch_job(c, f"http://{host}/a")
+    c.set_ring(both, 0.0)
+    moved = c.handoff_seen(c.inflight_urls(), one, both)
+    assert moved == [(job.url, "p2")]
+    effects = result(c, job, answer(job.url, 503), 0.5)
+    assert not [e for e in effects if isinstance(e, Requeued)]
+    assert rows(effects)[job.url].status == 503
+    assert len(c.frontier) == 0

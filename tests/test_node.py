@@ -196,6 +196,42 @@ def test_a_handoff_done_counts_only_for_our_view_of_the_ring():
     assert n.receive(R2, HostStarts(RING, "p2", (("x.test", 1.0),)), 0.1)[0].starts == (("x.test", 1.0),)
 
 
+def test_a_leaver_takes_no_url_batch_and_its_sender_reroutes_it_when_it_sees_the_leave():
+    # A batch that reaches a leaver is not taken: taken and acked, its URLs
+    # would have to reach their new owner before the leaver exits, and a
+    # leaver exits once its own hand-off is acked, whatever came after
+    # (peer.engine lingers a few gossip rounds, then ends). Unacked, the
+    # batch stays its sender's, which re-routes it when its ring drops the
+    # leaver (ring.forwarder rule 5).
+    leaver = node("p1")
+    heard(leaver)
+    leaver.tick(0.0, idle=True, pages=0)
+    sender = RingNode("p2", "tcp://a:2", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,
+                      suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=INC, owner_key=host_of)
+    heard(sender, "p1", b"p1/aaaa")
+    sender.tick(0.0, idle=True, pages=0)
+    url = next(f"http://h{i}.web.test/" for i in range(100)
+               if sender.ring().owner(f"h{i}.web.test") == "p1")
+    sender.forward(url, 1, "p1", 0.1)
+    sent = [a.msg for a in sender.flush(1.0) if isinstance(a.msg, UrlBatch)]
+    assert [u for b in sent for u, _ in b.urls] == [url]
+    leave_msgs = [a.msg for a in leaver.leave(1.0) if isinstance(a, Send) and a.dest == "p2"]
+    out = leaver.receive(R2, sent[0], 1.1)
+    assert not any(isinstance(a, Deliver) for a in out)
+    assert leaver.dropped["leaving"] == 1
+    assert not any(isinstance(a.msg, Ack | Packet) for a in leaver.flush(5.0))  # not acked
+    # The sender hears the leave: the URL goes to the host's next owner.
+    out = []
+    for msg in leave_msgs:
+        out += sender.receive(b"p1/aaaa", msg, 1.2)
+    taken_back = [u for a in out if isinstance(a, Deliver) for u, _ in a.urls]
+    again = [u for a in sender.flush(5.0) if isinstance(a.msg, UrlBatch) and a.dest != "p1"
+             for u, _ in a.msg.urls]
+    new_owner = sender.ring().owner(host_of(url))
+    assert new_owner != "p1"
+    assert (taken_back if new_owner == "p2" else again) == [url]
+
+
 def test_a_handoff_tells_each_new_owner_once_its_batches_are_acked():
     n = node()
     heard(n)
