@@ -34,8 +34,8 @@ from typing import Any
 
 from localweb.hostile import DNS
 
-__all__ = ["InProcessPeer", "PeerProcess", "Run", "cluster_toml", "free_ports", "read_rows", "rss_mb",
-           "run_in_process", "run_peers", "supported"]
+__all__ = ["InProcessPeer", "PeerProcess", "Run", "cluster_toml", "crawl_to_files", "free_ports", "read_rows",
+           "rss_mb", "run_in_process", "run_peers", "supported"]
 
 
 def _toml(v: Any) -> str:
@@ -241,6 +241,25 @@ def run_peers(toml: Path, *, peers: int = 1, timeout: float = 60.0, rss_kill_mb:
     return run
 
 
+async def crawl_to_files(crawler: Any, out: Path, err: Path) -> int:
+    """``await crawler.run()`` as ``python -m peer`` would end it: the exit status.
+
+    The summary goes to ``out``; an exception's traceback to ``err`` and 1
+    (cancellation propagates). The one copy for the peers the tests run in
+    their own process (:func:`run_in_process`, tests/ringharness.py).
+    """
+    import traceback
+
+    try:
+        summary = await crawler.run()
+    except Exception:
+        with err.open("a") as f:
+            f.write(traceback.format_exc())
+        return 1
+    out.write_text(summary.render() + "\n")
+    return 0
+
+
 def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[], bool] | None = None,
                    grace: float = 20.0, poll: float = 0.1) -> Run:
     """Crawl as the one peer of ``toml`` in this process, bounded as :func:`run_peers` is.
@@ -251,7 +270,6 @@ def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[],
     ``p1.err`` and its summary to ``p1.out``, beside ``toml``.
     """
     import logging
-    import traceback
 
     import trio
 
@@ -285,21 +303,17 @@ def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[],
         peer.killed = "time"
         cancel.cancel()
 
-    async def main() -> str:
-        summary = None
+    async def main() -> int:
+        code = 0  # stopped by watch() at the time limit: as a peer stopped by a signal
         async with trio.open_nursery() as nursery:
             nursery.start_soon(watch, nursery.cancel_scope)
-            summary = await crawler.run()
+            code = await crawl_to_files(crawler, peer.out, peer.err)
             nursery.cancel_scope.cancel()
-        return "" if summary is None else summary.render()
+        return code
 
+    peer.out.write_text("\n")  # no summary unless the crawl ends by itself
     try:
-        peer.out.write_text(trio.run(main) + "\n")
-        peer.code = 0
-    except Exception:
-        with peer.err.open("a") as f:
-            f.write(traceback.format_exc())
-        peer.code = 1
+        peer.code = trio.run(main)
     finally:
         peer.ended = time.monotonic()
         root.removeHandler(handler)
@@ -313,7 +327,9 @@ def read_rows(data_dir: Path) -> list[dict[str, Any]]:
     """The ``pages`` rows of a peer that has exited ([] if it left no results file)."""
     import duckdb
 
-    path = data_dir / "pages.duckdb"
+    from peer.layout import DataDir
+
+    path = DataDir(data_dir).results
     if not path.exists():
         return []
     try:

@@ -21,8 +21,6 @@ import contextvars
 import logging
 import math
 import os
-import traceback
-
 import signal
 import subprocess
 import sys
@@ -32,7 +30,7 @@ from pathlib import Path
 
 import trio
 
-from localweb.peerrun import free_ports
+from localweb.peerrun import crawl_to_files, free_ports
 
 
 WEBFARM = Path(__file__).resolve().parent.parent / "scripts" / "webfarm.py"
@@ -139,13 +137,7 @@ class InProcessPeer:
         task_status.started()
         try:
             with self.scope:
-                summary = await self.crawler.run()
-                self._out.write_text(summary.render() + "\n")
-                self.returncode = 0
-        except Exception:
-            with self._err.open("a") as f:
-                f.write(traceback.format_exc())
-            self.returncode = 1
+                self.returncode = await crawl_to_files(self.crawler, self._out, self._err)
         finally:
             if self.returncode is None:
                 self.returncode = -signal.SIGKILL  # cancelled: what the test's clean-up did
