@@ -456,7 +456,7 @@ class CrawlCore:
         """``Frontier.done`` for the job, once (rule 1 of peer/engine.py)."""
         if job.url in self._marks:
             self._marks[job.url] |= _DONE
-        self.frontier.done(job.host, now, outcome)
+        self.frontier.done(job.host, now, outcome, job.url)
 
     def _requeue(self, job: Job, now: float, not_before: float, out: list[Effect]) -> None:
         if job.url in self._marks:
@@ -473,7 +473,7 @@ class CrawlCore:
             # Fetched by the host's previous owner, which handed it over.
             self._handed_seen.discard(job.url)
             out.append(Done(job.url))
-            self._finish(job, now, Outcome.UNREACHED)
+            self._finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
         if self.ring is not None and len(self.ring):
             owner = self.ring.owner(job.host)
@@ -481,12 +481,12 @@ class CrawlCore:
                 # Came back after its host moved (a retry, a robots.txt
                 # wait): it is the new owner's now.
                 self._pass_on(job.url, job.depth, owner, out)
-                self._finish(job, now, Outcome.UNREACHED)
+                self._finish(job, now, Outcome.NOT_STARTED)
                 return PassOn(job, owner, tuple(out))
         if self.limits.given_up(job.host):
             # Came back (a retry, a robots.txt wait) after its host was given up.
             self._row(job, None, out, error="retry_after")
-            self._finish(job, now, Outcome.UNREACHED)
+            self._finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
         if self.holds:
             held, timed_out = self.holds.held(job.host, now, self.alive)
@@ -516,7 +516,8 @@ class CrawlCore:
             if verdict is Verdict.DISALLOW:
                 # By the rules, or because robots.txt could not be read (rule 7).
                 self._row(job, None, out, error=self.robots.failure(job.host) or "robots")
-                self._finish(job, now, Outcome.UNREACHED)
+                # No request: the host's next URL need not wait a delay for it.
+                self._finish(job, now, Outcome.NOT_STARTED)
                 return Drop(job, tuple(out))
             delay = self.robots.crawl_delay(job.host)
             if delay:

@@ -21,7 +21,11 @@ Rules (every transition lives in this file):
    With ``rate == 0`` there is no PID and the delay is the floor only (plus a
    backoff penalty, rule 4). News about a host whose last start is unknown
    (a Crawl-delay or a backoff for a new or forgotten host) counts from
-   ``now``: the answer that brought it was itself a request.
+   ``now``: the answer that brought it was itself a request. A job that
+   ends in no request at all (``Outcome.NOT_STARTED``: robots.txt disallows
+   its URL, its host moved or was given up) gives its start back, if no later
+   start of the host (or of its IP) came since: its host's next URL waits
+   only for the starts that were requests.
 2. Among ready hosts the one ready earliest goes first; "ready" counts from
    the moment the host had work and was free, so a host that has waited longer
    is not overtaken by one that just received a URL.
@@ -150,7 +154,7 @@ import math
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, NamedTuple, Protocol, TypeVar
 
 from peer.config import PolitenessConfig
 from peer.errors import PeerError
@@ -240,6 +244,9 @@ class Outcome(enum.StrEnum):
     FETCHED = "fetched"  # an HTTP response, any status: counts
     FAILED = "failed"  # reached the server, then failed (timeout, reset): counts
     UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
+    # No request was made at all (robots.txt disallows the URL, its host moved
+    # or was given up): does not count, and its start is taken back (rule 1).
+    NOT_STARTED = "not_started"
 
 
 # ------------------------------------------------------------ the spill seam (rule 9)
@@ -338,7 +345,7 @@ class _Host:
         "name", "items", "head", "spilled", "tail", "in_flight", "last_start", "hold_until",
         "floor", "pid", "penalty", "penalty_at", "since",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
-        "starts", "spos", "ip", "rguard", "rseq", "rkey", "tseq", "tkey",
+        "starts", "spos", "ip", "rguard", "rseq", "rkey", "tseq", "tkey", "undo",
     )
 
     def __init__(self, name: str, now: float, pid: PID | None) -> None:
@@ -372,6 +379,25 @@ class _Host:
         self.rkey = 0.0
         self.tseq = 0  # seq of its live timer-heap entry, 0 = none
         self.tkey = 0.0
+        # What its latest start changed, to take it back (Outcome.NOT_STARTED);
+        # None once that job is done.
+        self.undo: _Undo | None = None
+
+
+class _Undo(NamedTuple):
+    """What one start changed (Frontier.pop_ready), for Frontier.done(NOT_STARTED)."""
+
+    url: str
+    start: float
+    last: float  # the host's last_start before
+    slot: float  # the value its ring slot held before
+    spos: int  # the host's ring position after the start
+    ring: array[float] | None  # the host's ring it wrote to (a rebuilt ring is a new array)
+    ip: _Ip | None
+    ip_last: float
+    ip_slot: float
+    ip_spos: int
+    ip_ring: array[float] | None
 
 
 class _Ip:
@@ -649,25 +675,41 @@ class Frontier:
                 self._active += 1
             hs.in_flight += 1
             self._in_flight += 1
+            slot = ip_last = ip_slot = _NEG_INF
+            last = hs.last_start
+            ip_spos = -1
             hs.last_start = now
             if self._ring_n:
                 if hs.starts is None:
                     hs.starts = _ring(self._ring_n)
+                slot = hs.starts[hs.spos]
                 hs.starts[hs.spos] = now
                 hs.spos = (hs.spos + 1) % self._ring_n
             if ip is not None:
                 ip.in_flight += 1
+                ip_last = ip.last_start
                 ip.last_start = now
                 if ip.starts is not None:
+                    ip_slot = ip.starts[ip.spos]
                     ip.starts[ip.spos] = now
                     ip.spos = (ip.spos + 1) % len(ip.starts)
+                ip_spos = ip.spos
+            hs.undo = _Undo(url, now, last, slot, hs.spos, hs.starts, ip, ip_last, ip_slot, ip_spos,
+                            ip.starts if ip is not None else None)
             self._schedule_ready(hs, now)  # and its IP's place
             self._mark(hs, now)
             return Job(url, hs.name, depth)
         return None
 
-    def done(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED) -> None:
-        """A request of ``host`` ended; it counts in the host's window unless UNREACHED."""
+    def done(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED, url: str | None = None) -> None:
+        """A request of ``host`` ended; it counts in the host's window unless UNREACHED.
+
+        NOT_STARTED (with the job's ``url``): no request was made, and the
+        start :meth:`pop_ready` recorded is taken back if it was the host's
+        latest (and the IP's, for the IP), so the host's next URL waits only
+        for the starts that were requests. A later start stays: taking an
+        earlier one back would leave the ceilings' record out of order.
+        """
         hs = self._hosts.get(host)
         if hs is None or hs.in_flight <= 0:
             raise PeerError(f"frontier: done({host!r}) without a request in flight")
@@ -677,17 +719,43 @@ class Frontier:
         if (hs.in_flight == self._cap and hs.head < len(hs.items)
                 and now > hs.last_start + self._delay(hs, now)):
             hs.held = True  # a start waited for this slot, not for the delay (rule 3)
+        undo = hs.undo
+        if undo is not None and undo.url == url:
+            hs.undo = None
+            if outcome is Outcome.NOT_STARTED:
+                self._take_back(hs, undo)
         hs.in_flight -= 1
         self._in_flight -= 1
         if hs.in_flight == 0:
             self._active -= 1
         if hs.ip is not None:
             hs.ip.in_flight -= 1
-        if outcome is not Outcome.UNREACHED:
+        if outcome is not Outcome.UNREACHED and outcome is not Outcome.NOT_STARTED:
             hs.win_n += 1
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
         self._mark(hs, now)
+
+    def _take_back(self, hs: _Host, undo: _Undo) -> None:
+        """Undo what the start ``undo`` recorded, where no later start came since.
+
+        "Since" is checked on each record: the last start, the ring's position
+        and the ring itself (seeding starts from a restart or a hand-off builds
+        a new one). Where anything else moved, the start stays counted: more
+        polite, never less.
+        """
+        if hs.last_start == undo.start and hs.spos == undo.spos and hs.starts is undo.ring:
+            hs.last_start = undo.last
+            if hs.starts is not None:
+                hs.spos = (hs.spos - 1) % len(hs.starts)
+                hs.starts[hs.spos] = undo.slot
+        ip = undo.ip
+        if (ip is not None and ip is hs.ip and ip.last_start == undo.start and ip.spos == undo.ip_spos
+                and ip.starts is undo.ip_ring):
+            ip.last_start = undo.ip_last
+            if ip.starts is not None:
+                ip.spos = (ip.spos - 1) % len(ip.starts)
+                ip.starts[ip.spos] = undo.ip_slot
 
     def next_ready_at(self) -> float | None:
         """The earliest time :meth:`pop_ready` could return a job, or ``None``.

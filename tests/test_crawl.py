@@ -436,6 +436,34 @@ def test_robots_txt_first_then_the_page_and_a_disallowed_url_is_a_row():
     assert isinstance(drop, Drop) and drop.effects[0].error == "robots"
 
 
+def test_urls_robots_txt_disallows_do_not_use_up_the_hosts_politeness_delay():
+    # 60 pages/min: a request a second. Ten disallowed URLs queued before the
+    # allowed one are dropped as rows without a request each, so the allowed
+    # one starts a second after robots.txt, not ten seconds later.
+    c = core(politeness={"rate": 60.0, "initial_delay": 1.0})
+    for i in range(10):
+        c.discover(f"{SITE}/private/{i}", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/ok", 0, 0.0, Origin.LINK)
+    first = start(c, 0.0)
+    adm = c.admit(first, 0.0)
+    assert isinstance(adm, FetchRobots)
+    rules = b"User-agent: *\nDisallow: /private/\n"
+    c.on_robots(first, answer(adm.url, 200, rules, ctype="text/plain"), 0.1)
+    c.job_ended(first)
+    dropped = 0
+    now = 1.0  # the host's delay after the robots.txt request
+    while True:
+        job = start(c, now)
+        got = c.admit(job, now)
+        if isinstance(got, Fetch):
+            break
+        assert isinstance(got, Drop) and got.effects[0].error == "robots"
+        c.job_ended(job)
+        dropped += 1
+    assert dropped == 10 and job.url == f"{SITE}/ok"  # all at t = 1.0, none waited a delay
+    assert c.frontier.recent_starts(first.host) == (0.0, 1.0)  # robots.txt, then /ok
+
+
 def test_an_unreachable_robots_txt_holds_the_host_then_records_its_cause():
     c = core(robots_retry=600.0)
     c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)

@@ -880,3 +880,58 @@ def test_delays_samples_at_most_limit_hosts_spread_over_the_table():
     got = f.delays(limit=1000)
     assert 500 < len(got) <= 1000 and set(got) == {1.0}
     assert len(f.delays(limit=10_000)) == 5000
+
+
+# ------------------------------------------- a start that was no request (rule 1)
+
+
+def test_a_job_dropped_before_any_request_gives_its_start_back():
+    # robots.txt disallows the URL, its host moved or was given up: no
+    # request was made, so the host's next URL need not wait a delay for it.
+    f = Frontier(Politeness(rate=600.0, initial_delay=1.0))
+    fill(f, A, 3)
+    first = f.pop_ready(0.0)
+    f.done(A, 0.0, Outcome.FETCHED, first.url)
+    dropped = f.pop_ready(1.0)
+    f.done(A, 1.0, Outcome.NOT_STARTED, dropped.url)
+    assert f.recent_starts(A) == (0.0,)
+    assert f.next_ready_at() == pytest.approx(1.0)  # from the request at 0, not from 1
+    assert f.pop_ready(1.0) == Job(url(A, 2), A, 0)
+
+
+def test_an_unreached_request_keeps_its_start():
+    # DNS failed, the connection was refused: something was attempted, and
+    # the start stays counted (only the PID's window leaves it out).
+    f = Frontier(Politeness(rate=600.0, initial_delay=1.0))
+    fill(f, A, 2)
+    job = f.pop_ready(0.0)
+    f.done(A, 0.0, Outcome.UNREACHED, job.url)
+    assert f.recent_starts(A) == (0.0,)
+    assert f.pop_ready(0.5) is None
+
+
+def test_a_start_taken_back_after_a_later_start_stays_counted():
+    # Two slots: the later start (a real request) is kept, and the earlier
+    # one is not taken back from under it: more polite, never less.
+    f = Frontier(Politeness(rate=600.0, initial_delay=0.1, host_concurrency=2))
+    fill(f, A, 3)
+    a = f.pop_ready(0.0)
+    b = f.pop_ready(0.1)
+    assert a is not None and b is not None
+    f.done(A, 0.15, Outcome.NOT_STARTED, a.url)
+    assert f.recent_starts(A) == (0.0, 0.1)
+    f.done(A, 0.2, Outcome.NOT_STARTED, b.url)  # the latest: taken back
+    assert f.recent_starts(A) == (0.0,)
+
+
+def test_a_start_taken_back_gives_the_ip_its_slot_back_too():
+    f = ip_frontier(ip_rate=60.0)  # one request a second on the IP
+    for h in (A, B):
+        fill(f, h, 2)
+        f.set_host_ip(h, IP, 0.0)
+    job = f.pop_ready(0.0)
+    f.done(job.host, 0.0, Outcome.NOT_STARTED, job.url)
+    other = f.pop_ready(0.0)
+    assert other is not None  # the IP's second was not used: the next host starts at once
+    f.done(other.host, 0.0, Outcome.FETCHED, other.url)
+    assert f.pop_ready(0.5) is None  # and that one was a request: the IP waits its second
