@@ -679,18 +679,22 @@ def test_without_ip_keys_set_host_ip_keeps_nothing():
 
 # ----------------------------------------------------- stateful property
 
+#: The politeness a machine run draws (tests/test_spill.py's machine draws the same, and a head size).
+MACHINE_SETUP = dict(
+    rate=st.sampled_from([0.0, 30.0, 600.0]),
+    window=st.sampled_from([5.0, 60.0]),
+    cap=st.integers(1, 3),
+    initial=st.sampled_from([0.0, 0.5, 1.0]),
+    min_delay=st.sampled_from([0.0, 0.001]),
+    ip_rate=st.sampled_from([0.0, 120.0]),
+    ip_cap=st.sampled_from([0, 2]),
+)
+
+
 class FrontierMachine(RuleBasedStateMachine):
     """Random push/pop/done/backoff/requeue with advancing time, checked against a model."""
 
-    @initialize(
-        rate=st.sampled_from([0.0, 30.0, 600.0]),
-        window=st.sampled_from([5.0, 60.0]),
-        cap=st.integers(1, 3),
-        initial=st.sampled_from([0.0, 0.5, 1.0]),
-        min_delay=st.sampled_from([0.0, 0.001]),
-        ip_rate=st.sampled_from([0.0, 120.0]),
-        ip_cap=st.sampled_from([0, 2]),
-    )
+    @initialize(**MACHINE_SETUP)
     def setup(self, rate, window, cap, initial, min_delay, ip_rate, ip_cap):
         self.pol = Politeness(rate=rate, window=window, initial_delay=initial,
                               min_delay=min_delay if rate else 0.0,

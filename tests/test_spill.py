@@ -31,16 +31,7 @@ class SpillingFrontierMachine(test_frontier.FrontierMachine):
     the model must hold whatever sits in the store.
     """
 
-    @initialize(
-        rate=st.sampled_from([0.0, 30.0, 600.0]),
-        window=st.sampled_from([5.0, 60.0]),
-        cap=st.integers(1, 3),
-        initial=st.sampled_from([0.0, 0.5, 1.0]),
-        min_delay=st.sampled_from([0.0, 0.001]),
-        ip_rate=st.sampled_from([0.0, 120.0]),
-        ip_cap=st.sampled_from([0, 2]),
-        head=st.integers(1, 3),
-    )
+    @initialize(**test_frontier.MACHINE_SETUP, head=st.integers(1, 3))
     def setup(self, rate, window, cap, initial, min_delay, ip_rate, ip_cap, head):
         super().setup(rate, window, cap, initial, min_delay, ip_rate, ip_cap)
         self.spill = MemorySpill()
