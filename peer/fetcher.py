@@ -677,10 +677,11 @@ class Fetcher:
         # The total deadline is ours; only a hanging connect or TLS handshake
         # gets one of its own, so the next address of a host can still be tried.
         self._connect_timeout = max(1.0, crawl.timeout / 3)
-        # One context for all fetches, made at the first https URL: loading
-        # the CA bundle costs ~20 ms, and httpx's import 60 ms more.
-        self._ssl_given = ssl_context
-        self._ssl_made: ssl.SSLContext | None = None
+        # One context for all fetches; httpx's default is made at the first
+        # https URL (loading the CA bundle costs ~20 ms, httpx's import 60 ms more).
+        if ssl_context is not None:
+            ssl_context.set_alpn_protocols(["http/1.1"])  # as httpcore did: no h2 offered
+        self._ssl_context = ssl_context
         # Idle keep-alive connections a shard keeps: its share of the
         # concurrency, times 4 for the unevenness of hashing hosts to shards.
         keepalive = 4 * -(-crawl.concurrency // shards)
@@ -699,16 +700,12 @@ class Fetcher:
     def _ssl(self) -> ssl.SSLContext:
         """The TLS context: the caller's, or httpx's defaults (certifi's CA bundle, or
         SSL_CERT_FILE / SSL_CERT_DIR); ALPN offers HTTP/1.1 only, as httpcore did."""
-        if self._ssl_made is None:
-            if self._ssl_given is not None:
-                context = self._ssl_given
-            else:
-                import httpx
+        if self._ssl_context is None:
+            import httpx
 
-                context = httpx.create_ssl_context()
-            context.set_alpn_protocols(["http/1.1"])
-            self._ssl_made = context
-        return self._ssl_made
+            self._ssl_context = httpx.create_ssl_context()
+            self._ssl_context.set_alpn_protocols(["http/1.1"])
+        return self._ssl_context
 
     async def __aenter__(self) -> Fetcher:
         await trio.lowlevel.checkpoint()
