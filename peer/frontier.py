@@ -702,7 +702,7 @@ class Frontier:
         return None
 
     def done(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED, url: str | None = None) -> None:
-        """A request of ``host`` ended; it counts in the host's window unless UNREACHED.
+        """A request of ``host`` ended; it counts in the host's window unless UNREACHED or NOT_STARTED.
 
         NOT_STARTED (with the job's ``url``): no request was made, and the
         start :meth:`pop_ready` recorded is taken back if it was the host's
