@@ -12,7 +12,7 @@ those above it)::
     graph.py      hosts, routes, the links of every page, robots rules    - pure
     pages.py      the bytes of every page                                 - pure
     oracle.py     what a correct crawl requests and extracts, with its own
-                  URL normaliser (never peer.urls, which it checks)       - pure
+                  URL normaliser (never peer.core.urls, which it checks)       - pure
     sitegraph.py  SiteGraph = graph + pages + oracle, one object          - pure
     server.py     the trio + h11 server (WebFarm), behaviours, request log
     webfarm.py    the CLI behind scripts/webfarm.py, the peer config it needs

@@ -26,7 +26,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 from localweb.peerrun import free_ports
-from peer.config import ClusterConfig, load_config, parse_address, parse_config
+from peer.core.config import ClusterConfig, parse_address, parse_config
+from peer.state.configfile import load_config
 from peer.errors import ConfigError
 
 __all__ = ["DemoError", "Plan", "busy", "main", "plan", "run_config"]

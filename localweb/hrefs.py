@@ -6,7 +6,7 @@ protocol-relative, upper-case host, dot segments, percent-encoded, padded
 with spaces, with a fragment, query-only, fragment-only (``self``), or
 ``raw``: an href from :data:`RAW` that is not a page of the graph
 (``mailto:``, off-site URLs...). Every spelling resolves (RFC 3986 §5.2) to
-its canonical target; tests/test_webfarm.py checks that ``peer.urls.join``
+its canonical target; tests/test_webfarm.py checks that ``peer.core.urls.join``
 agrees for every href of every page, so the graph and the crawler's URL
 module are checked against each other rather than one against itself.
 """

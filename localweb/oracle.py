@@ -12,7 +12,7 @@ With ``max_depth`` the set assumes a breadth-first crawler (a URL's depth is
 its shortest link distance; a redirect target keeps the depth of its source).
 :func:`shop_items` lists the fields an extractor gets from the book shop.
 
-**Its own URL rules.** The oracle judges ``peer.urls`` and must not be
+**Its own URL rules.** The oracle judges ``peer.core.urls`` and must not be
 built on it, or a bug there would be agreed with. :func:`normalize` is a
 small normaliser of its own: RFC 3986 §6.2.2 syntax-based normalisation
 (case, percent-encoding of unreserved characters, dot segments) and §6.2.3

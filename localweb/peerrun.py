@@ -2,7 +2,7 @@
 
 - :func:`cluster_toml` writes a cluster.toml of ``n`` peers for the web on
   ``port``. Keys given in ``caps`` (``"crawl.max_links_per_page"``...) are
-  written only if this tree's ``peer.config`` declares them, so one test or
+  written only if this tree's ``peer.core.config`` declares them, so one test or
   benchmark runs before and after the caps are added; :func:`supported`
   says which were.
 - :class:`PeerProcess` starts a peer with its output in files and, while it
@@ -52,7 +52,7 @@ def _toml(v: Any) -> str:
 
 def supported(key: str) -> bool:
     """True if ``section.name`` is a key of this tree's cluster.toml."""
-    from peer.config import SECTIONS
+    from peer.core.config import SECTIONS
 
     section, _, name = key.partition(".")
     cls = SECTIONS.get(section)
@@ -273,8 +273,8 @@ def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[],
 
     import trio
 
-    from peer.config import load_config
-    from peer.engine import Crawler
+    from peer.state.configfile import load_config
+    from peer.engine.crawler import Crawler
 
     cfg = load_config(toml)
     (spec,) = cfg.peers
@@ -327,7 +327,7 @@ def read_rows(data_dir: Path) -> list[dict[str, Any]]:
     """The ``pages`` rows of a peer that has exited ([] if it left no results file)."""
     import duckdb
 
-    from peer.layout import DataDir
+    from peer.core.layout import DataDir
 
     path = DataDir(data_dir).results
     if not path.exists():

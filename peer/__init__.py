@@ -1,32 +1,17 @@
 """One ringcrawl peer: the crawler process that owns a slice of the hosts.
 
-Layout, bottom up. The pure cores take values and ``now`` in and return
-decisions out; they import no trio, zmq, httpx or duckdb:
+Layers, one folder each, bottom up. Each imports only from the layers above
+it in this list, and ``ring`` (which imports nothing of ``peer``):
 
-- ``errors``     the package's exception tree
-- ``config``     cluster.toml -> frozen, typed objects (every default in one place)
-- ``urls``       normalisation, link joining, host key, scope
-- ``bloom``      the seen-URL Bloom filter of this peer's partition
-- ``pid``        the per-host delay controller (docs/politeness.md)
-- ``frontier``   per-host queues and the politeness gate
-- ``runs``       resume, fresh, ask or refuse a run on earlier state
-- ``progress``   the progress line from a snapshot of figures
-- ``stats``      the end-of-run summary and stats.json
-- ``limits``     caps on remote input, counted
-- ``robots``     robots.txt policy per host (RFC 9309)
-- ``extract``, ``items``  links, title and extraction rules from HTML
-- ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
-- ``state``      the crash-safe journal and snapshots (plain file I/O)
-- ``holds``      hand-off holds of hosts gained in a ring change
-- ``decisions``  the frozen effects and answers ``crawl`` returns
-- ``crawl``      ``CrawlCore``: every crawl decision, composing the cores above
+- ``errors``     the package's exception tree, and ``cli_main``, the commands' one-line shell
+- ``core/``      the pure cores: every decision, no I/O of any kind (``now`` comes in,
+                 frozen decisions go out); checked by glob in tests/test_purity.py
+- ``state/``     blocking file I/O run in worker threads: journal, snapshots,
+                 recovery, spill, the seen set's files, the config file
+- ``net/``       the fetcher and the resolver
+- ``results/``   the DuckDB results of a peer
+- ``engine/``    the one trio driver: it asks the cores and does what they say
+- ``commands/``  ``python -m peer``, ``try`` and ``adopt``: parsing, errors, exit statuses
 
-The edges ask the cores what to do and do the I/O:
-
-- ``fetcher``, ``resolver``, ``store``  one HTTP attempt; DNS; DuckDB rows
-- ``engine``     the trio driver of ``CrawlCore`` (tasks, threads, journal)
-- ``cluster``    the ring side: gossip, forwarding, status over ZeroMQ
-- ``cli``        ``python -m peer``; ``trial``: ``python -m peer try``
-- ``metrics``, ``observe``  Prometheus figures at ``metrics_address``; a
-  solo peer's answers to ``ring status``
+docs/architecture.md follows one URL through them.
 """

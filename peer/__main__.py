@@ -1,5 +1,5 @@
 import sys
 
-from peer.cli import main
+from peer.commands.cli import main
 
 sys.exit(main())

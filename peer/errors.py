@@ -24,6 +24,7 @@ from __future__ import annotations
 from enum import StrEnum
 
 from ring import errors as _ring_errors
+from ring.tools.shell import cli_shell
 from ring.errors import EXIT_USAGE, RingError
 
 __all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
@@ -73,12 +74,12 @@ class ErrorKind(StrEnum):
     """The ``error`` column of a results row: why a URL has no page (the value is what is stored).
 
     The network kinds are mapped from foreign exceptions in one place,
-    ``peer.fetcher.error_kind`` (its module docstring says what each means);
+    ``peer.net.fetcher.error_kind`` (its module docstring says what each means);
     the others are the crawl's own verdicts.
     """
 
     DNS = "dns"  # the name did not resolve
-    BLOCKED = "blocked"  # the SSRF guard refused every address (peer/netguard.py)
+    BLOCKED = "blocked"  # the SSRF guard refused every address (peer/core/netguard.py)
     CONNECT = "connect"  # refused, unreachable, connect timed out
     TIMEOUT = "timeout"  # crawl.timeout passed
     RESET = "reset"  # the connection was reset or closed mid-response
@@ -118,4 +119,4 @@ def user_error(exc: BaseException,
 
 #: The shell of every command: ``@cli_main`` over ``def main(argv) -> int`` prints
 #: a PeerError or RingError it raises as one ``error: ...`` line and returns 2.
-cli_main = _ring_errors.cli_shell(*USER_ERRORS)
+cli_main = cli_shell(*USER_ERRORS)

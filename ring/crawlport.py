@@ -1,9 +1,9 @@
 """What the ring asks of the crawl it serves: a ``typing.Protocol`` (pure).
 
-``ring.driver`` talks to the crawl only through these methods, so ``ring``
-never imports ``peer``: ``peer.engine.Crawler`` satisfies the protocol
+``ring.io.driver`` talks to the crawl only through these methods, so ``ring``
+never imports ``peer``: ``peer.engine.crawler.Crawler`` satisfies the protocol
 structurally, and ``tests/fakering.py``'s ``FakeCrawl`` is a dozen lines of
-it. The names are the ones ``peer/cluster.py`` called before this split.
+it. The names are the ones ``peer/engine/cluster.py`` called before this split.
 """
 
 from __future__ import annotations

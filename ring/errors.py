@@ -11,27 +11,23 @@
 receiver drops and counts the message. ``EncodeError`` is ours
 (``LocalProtocolError``) and should never happen in a correct peer.
 
-The command-line shell lives here too, so that every command of both
-packages (``python -m peer``, ``python -m ring``, the scripts) shares it and
-``ring`` needs nothing of ``peer``: :func:`cli_shell` turns a user error that
-a ``main(argv)`` raises into one ``error: ...`` line on stderr and exit
-status 2, and :func:`user_error` finds that error inside what ``trio.run``
-raised: trio's nurseries wrap even a lone error in an ``ExceptionGroup``
+:func:`user_error` finds a user's error inside what ``trio.run`` raised:
+trio's nurseries wrap even a lone error in an ``ExceptionGroup``
 (``strict_exception_groups``, the default since trio 0.25), so ``except
-RingError`` alone never sees it. ``peer.errors.cli_main`` is the shell for
-both packages' errors.
+RingError`` alone never sees it. The command-line shell that prints it as
+one line, ``ring.tools.shell.cli_shell``, is built on it; ``peer.errors.cli_main``
+is that shell for both packages' errors.
 """
 
 from __future__ import annotations
 
-import functools
 import sys
 from collections.abc import Callable, Sequence
 from enum import StrEnum
 from typing import Protocol
 
 __all__ = ["RingError", "DecodeError", "DropKind", "EncodeError", "EmptyRingError",
-           "EXIT_USAGE", "user_error", "cli_shell"]
+           "EXIT_USAGE", "user_error"]
 
 #: The exit status of a user's mistake (a bad option, config or file), as argparse's own.
 EXIT_USAGE = 2
@@ -98,33 +94,6 @@ def user_error(exc: BaseException,
         elif not isinstance(e, cancelled):
             return None
     return ours[0] if ours else None
-
-
-def cli_shell(*kinds: type[BaseException]) -> Callable[[Main], Main]:
-    """A decorator for a command's ``main(argv) -> int``: errors of ``kinds`` become one line.
-
-    What ``main`` raises that :func:`user_error` finds is printed as
-    ``error: <message>`` (on one line: a message's line breaks become
-    spaces) and the command exits with :data:`EXIT_USAGE`; anything else
-    (a bug) propagates with its traceback. ``main`` keeps its own other exit
-    statuses (1 for "no peer answered", ...).
-    """
-
-    def wrap(main: Main) -> Main:
-        @functools.wraps(main)
-        def shell(argv: Sequence[str] | None = None) -> int:
-            try:
-                return main(argv)
-            except BaseException as exc:
-                err = user_error(exc, kinds)
-                if err is None:
-                    raise
-                print("error: " + " ".join(str(err).splitlines()), file=sys.stderr)
-                return EXIT_USAGE
-
-        return shell
-
-    return wrap
 
 
 def _leaves(group: BaseExceptionGroup[BaseException]) -> list[BaseException]:

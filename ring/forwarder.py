@@ -17,7 +17,7 @@ Rules of the Outbox (every transition lives in this file):
    batch as soon as they number ``batch_size`` (cut in :meth:`~Outbox.add`,
    numbered and returned by the next :meth:`~Outbox.due`), or when the oldest
    of them is ``max_age`` old: ``due(now)`` with ``now >= first + max_age``.
-   ``batch_size`` bounds a frame: at the 4 KiB URL limit of ``peer.urls``,
+   ``batch_size`` bounds a frame: at the 4 KiB URL limit of ``peer.core.urls``,
    up to ~2000 fits the codec's 8 MiB frame.
 2. **Numbering.** A batch is numbered when first returned by ``due``:
    ``seq`` counts from 0 per destination, for the life of the process (the
@@ -103,7 +103,7 @@ The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
 - ``STALE_EPOCH``: a batch from an older epoch of a sender whose newer epoch
   has been seen (it restarted), or from a sender :meth:`Inbox.forget` closed.
   Dropped, no ack. A restarted sender resumes its queue from its own state
-  (peer/state.py persists :meth:`Outbox.queued`), so the old frame adds nothing;
+  (peer/state/journal.py persists :meth:`Outbox.queued`), so the old frame adds nothing;
   and this Inbox keeps only the newest epoch's sequence state, so it could
   not tell an old frame from a replay.
 - ``DUPLICATE``: this (sender, epoch, seq) was taken before: ack again (the
@@ -116,7 +116,7 @@ The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
   URLs from one sender for that to happen, and replay safety wins over it.
 - ``ACCEPT``: new: take its entries, routing each with the current ring
   (:meth:`Outbox.relay` for those this peer no longer owns), then ack.
-  Persist before acking where crashes matter (peer/state.py).
+  Persist before acking where crashes matter (peer/state/journal.py).
 
 Termination counters (Mattern's counter method, ``ring.membership``). ``Outbox.sent`` counts the
 entries (URLs and seen URLs) of every batch the first time :meth:`Outbox.due`
@@ -174,10 +174,10 @@ __all__ = [
 ]
 
 #: The defaults of ``[ring] batch_age``, ``max_batch_age``, ``message_budget``
-#: (peer/config.py holds the documented keys). Measured with
+#: (peer/core/config.py holds the documented keys). Measured with
 #: scripts/bench_forward_sim.py at 1,000 pages/s a peer: 200 frames/s keeps
 #: a peer's forwarding under a tenth of what one zmq DEALER/ROUTER pair
-#: carries here (ring/zmqio.py), and 2 s of added latency is small next to
+#: carries here (ring/io/zmqio.py), and 2 s of added latency is small next to
 #: a host's politeness delay.
 BATCH_AGE = 0.05
 MAX_BATCH_AGE = 2.0

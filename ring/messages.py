@@ -58,7 +58,7 @@ What each message is for:
   matches a reply to its request.
 
 The codec checks types and ranges only. A decoded URL is still untrusted
-input: the receiver normalises it (``peer.urls``) and checks ``ring`` against
+input: the receiver normalises it (``peer.core.urls``) and checks ``ring`` against
 its own ring name before acting on anything.
 
 Errors (``ring.errors``): :func:`decode` of anything that is not a valid frame
@@ -72,7 +72,7 @@ Limits (a hostile frame costs bounded memory and time):
 frame              8 MiB        length check before unpacking (``unpackb``
                                 takes no ``max_buffer_size``; that is the
                                 streaming ``Unpacker``'s option)
-string             8 KiB        ``max_str_len``; a URL is ≤ 4 KiB (peer.urls)
+string             8 KiB        ``max_str_len``; a URL is ≤ 4 KiB (peer.core.urls)
 array              10 000       ``max_array_len``; URLs in a batch, ``seen``
 names              256 chars    ring name, peer id, address, counter name
 members            1 024        entries of a digest or status reply

@@ -5,7 +5,7 @@
 every decision a running peer makes about ring traffic. It does no I/O and
 reads no clock: :meth:`RingNode.receive` and :meth:`RingNode.tick` take a
 message or the time and return *actions*, frozen dataclasses the driver
-(``ring.driver``) carries out in order, as h11's ``Connection`` returns
+(``ring.io.driver``) carries out in order, as h11's ``Connection`` returns
 events::
 
     Send(dest, msg)          a message to member ``dest`` (over its DEALER)
@@ -25,7 +25,7 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
 1. **Ring.** A message of another ring is dropped (``other_ring``), after
    the route check for a member's kinds of message.
 2. **Route.** A member's message (gossip, batches, acks, hand-off) must come
-   on that member's route (``ring.zmqio.member_route``), and with CurveZMQ
+   on that member's route (``ring.io.zmqio.member_route``), and with CurveZMQ
    on a connection whose ZAP User-Id is that member (``route_spoof``,
    ``wrong_user``). Tools use anonymous routes and send only their kinds:
    status and leave requests, and ``adopt:`` URL batches.
@@ -58,7 +58,7 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    comes again for ours.
 7. **Leaving.** From :meth:`RingNode.leave` on, a member's URL batch is not
    taken and not acked (``leaving``): the leaver exits once its own
-   hand-off is acked and ``peer.engine`` has lingered a few gossip rounds,
+   hand-off is acked and ``peer.engine.crawler`` has lingered a few gossip rounds,
    so URLs taken later could be acked to their sender and still be in the
    leaver's Outbox when it ends. Unacked, they stay the sender's, which
    re-routes them to their next owner when its ring drops the leaver
@@ -326,7 +326,7 @@ class RingNode:
         self.max_pages = max_pages
         self.curve = curve
         self.gossip_interval = gossip_interval
-        # The key a URL is placed by (peer.urls.host_key); injected so ring never imports peer.
+        # The key a URL is placed by (peer.core.urls.host_key); injected so ring never imports peer.
         self._owner_key = owner_key if owner_key is not None else _netloc
         self.membership = membership if membership is not None else Membership(
             peer_id, address, weight, ring_name, seeds=seeds, gossip_interval=gossip_interval,

@@ -2,7 +2,7 @@
 
 Each member process connects its DEALERs with one routing id, its id plus a
 random hex nonce drawn per process, so a restart is a new route, never a
-duplicate (``ring.zmqio``'s "Routes: no takeover" explains why a duplicate
+duplicate (``ring.io.zmqio``'s "Routes: no takeover" explains why a duplicate
 would lock the member out), and a receiver can tell which member a route
 claims to be (``ring.node`` checks it against every member message). A
 tool's route (libzmq's own, 5 bytes from a zero byte) claims no member.

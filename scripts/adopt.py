@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Adopt a lost peer's frontier: the command line of :mod:`peer.adopt` (which says how).
+"""Adopt a lost peer's frontier: the command line of :mod:`peer.commands.adopt` (which says how).
 
 ::
 
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import trio
 
-from peer.adopt import EXIT_INCOMPLETE, EXIT_USAGE, Unreachable, adopt
-from peer.config import load_config
+from peer.commands.adopt import EXIT_INCOMPLETE, EXIT_USAGE, Unreachable, adopt
+from peer.state.configfile import load_config
 from peer.errors import ConfigError, PeerError
 from ring.errors import RingError, user_error
 

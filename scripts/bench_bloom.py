@@ -17,7 +17,7 @@ import argparse
 import logging
 import sys
 
-from peer.bloom import BloomFilter
+from peer.core.bloom import BloomFilter
 
 from bench_cores import REPEATS, median_time  # scripts/ is on sys.path when run as a script
 

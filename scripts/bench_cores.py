@@ -18,10 +18,10 @@ import tracemalloc
 from collections import Counter
 from collections.abc import Callable
 
-from peer.bloom import BloomFilter
-from peer.dnscache import DnsCache, Miss
-from peer.frontier import Frontier, Politeness
-from peer.urls import join, normalize
+from peer.core.bloom import BloomFilter
+from peer.core.dnscache import DnsCache, Miss
+from peer.core.frontier import Frontier, Politeness
+from peer.core.urls import join, normalize
 from ring.hashring import HashRing
 from ring.messages import UrlBatch, decode, encode
 
@@ -130,9 +130,9 @@ def bench_urls(n: int) -> None:
     hrefs = [rng.choice(forms).format(i=i, h=i % 50) for i in range(n)]
     absolute = [join(base, h) for h in hrefs]
     s = median_time(lambda: [normalize(u) for u in absolute])
-    print(f"peer.urls.normalize: {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    print(f"peer.core.urls.normalize: {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
     s = median_time(lambda: [join(base, h) for h in hrefs])
-    print(f"peer.urls.join:      {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    print(f"peer.core.urls.join:      {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
     try:
         from yarl import URL
     except ImportError:  # pragma: no cover - yarl is a test dependency

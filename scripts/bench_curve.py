@@ -5,8 +5,8 @@ The same stream as ``scripts/bench_zmq.py`` (1 KB msgpack ``UrlBatch``
 frames, DEALER in a sender process -> ROUTER here, received with
 ``recv_batch(1000)``, the ring's own path), once over plain TCP and once
 with ``[ring] curve_keys`` on: the ROUTER a Curve server behind the ZAP
-handler of ``ring.zmqio.CurveAuthenticator``, the DEALER a Curve client,
-with key pairs written to a temporary directory by ``ring.curve``. Curve
+handler of ``ring.io.zmqio.CurveAuthenticator``, the DEALER a Curve client,
+with key pairs written to a temporary directory by ``ring.io.curve``. Curve
 encrypts and authenticates every message (XSalsa20-Poly1305 per frame,
 RFC 26), measured at about half the plain rate here (docs/curve.md).
 
@@ -29,8 +29,8 @@ from pathlib import Path
 import trio
 
 from bench_zmq import END, sample_frames  # the same frames as bench_zmq.py
-from ring.curve import CurveKeys, write_keypair
-from ring.zmqio import CurveAuthenticator, curve_client, curve_keypair, curve_server, open_socket
+from ring.io.curve import CurveKeys, write_keypair
+from ring.io.zmqio import CurveAuthenticator, curve_client, curve_keypair, curve_server, open_socket
 
 MODES = ("plain", "curve")
 MECHANISM = {"plain": "NULL", "curve": "CURVE"}

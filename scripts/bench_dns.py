@@ -7,7 +7,7 @@ script measures what the cache buys, on loopback:
 it starts the local web (scripts/webfarm.py) and :class:`LocalDns`, a tiny
 authoritative DNS server answering ``*.web.test -> 127.0.0.1`` after a delay
 (300 ms by default), then fetches the same pages through
-:class:`peer.fetcher.Fetcher` twice, side by side:
+:class:`peer.net.fetcher.Fetcher` twice, side by side:
 
 - ``cache on``: the peer's resolver (one query per host per TTL, concurrent
   lookups merged);
@@ -119,9 +119,9 @@ class LocalDns:
 
 async def _run(urls: list[list[str]], nameserver: str, concurrency: int, cache: bool,
                deadline: float) -> tuple[float, int, Counter[str], int]:
-    from peer.config import CrawlConfig, DnsConfig
-    from peer.fetcher import Fetcher
-    from peer.resolver import Resolver
+    from peer.core.config import CrawlConfig, DnsConfig
+    from peer.net.fetcher import Fetcher
+    from peer.net.resolver import Resolver
 
     resolver = Resolver(DnsConfig(nameservers=(nameserver,)), allow_private=True, cache=cache)
     crawl = CrawlConfig(concurrency=concurrency, timeout=10.0)

@@ -54,9 +54,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
 
-from peer.config import load_config  # noqa: E402
-from peer.layout import DataDir  # noqa: E402
-from peer.urls import host_key  # noqa: E402
+from peer.state.configfile import load_config  # noqa: E402
+from peer.state.configfile import load_config
+from peer.core.layout import DataDir  # noqa: E402
+from peer.core.urls import host_key  # noqa: E402
 from ring.hashring import HashRing  # noqa: E402
 from ring.messages import (  # noqa: E402
     DecodeError,
@@ -66,7 +67,7 @@ from ring.messages import (  # noqa: E402
     decode,
     encode,
 )
-from ring.zmqio import SocketType, open_socket  # noqa: E402
+from ring.io.zmqio import SocketType, open_socket  # noqa: E402
 from bench_ring_web import free_ports, positive  # noqa: E402
 from localweb import SiteGraph, WebFarm, serve_webfarm  # noqa: E402
 
@@ -75,7 +76,7 @@ BENCHES = ("detect", "resume", "handoff")
 POLL = 0.1
 #: The Outbox's default batch_size (ring/forwarder.py): hand-off batches are cut at this.
 BATCH = 500
-#: Peers' log lines: "2024-11-30 02:57:01,123 INFO peer.cluster: message".
+#: Peers' log lines: "2024-11-30 02:57:01,123 INFO peer.engine.cluster: message".
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) ([\w.]+): (.*)$")
 RESUMED = re.compile(r"resuming the crawl from \S+: (\d+) queued URLs, (\d+) to forward, (\d+) result rows restored")
 HANDOFF = re.compile(r"hand-off: (\d+) fetched URLs to their new owners, all acked in ([\d.]+)s")
@@ -225,7 +226,7 @@ async def wait_pages(farm: WebFarm, n: int, cluster: Cluster) -> None:
 class Viewer:
     """One DEALER to one peer: its view of every member's state, on request.
 
-    The StatusRequest that ``python -m ring status`` sends (ring/client.py),
+    The StatusRequest that ``python -m ring status`` sends (ring/tools/client.py),
     over a socket kept open so that polling every 0.1 s costs no reconnects.
     """
 

@@ -15,7 +15,7 @@
     exit status, how it ended, seconds, peak RSS, rows by error kind.
 
 Caps (``--caps key=value,...``) are written into cluster.toml only where
-this tree's peer.config declares the key (``localweb.peerrun.supported``),
+this tree's peer.core.config declares the key (``localweb.peerrun.supported``),
 so the script runs before and after they exist; the table says which were
 in force. Every run is bounded by ``--timeout`` and a peer over
 ``--rss-kill`` MB is killed, so a runaway crawl cannot take the shared

@@ -1,6 +1,6 @@
 """What one Prometheus scrape or status request costs the event loop, by hosts kept.
 
-A scrape runs :func:`peer.metrics.read_figures` on the trio thread (the
+A scrape runs :func:`peer.engine.metrics.read_figures` on the trio thread (the
 frontier's census, busiest hosts and delay quantiles are scans of the hosts it
 keeps), then formats the text in the server's thread. This builds a real
 Crawler with HOSTS hosts queued, half of them started in the last 5 s, and
@@ -23,9 +23,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import trio  # noqa: E402
 from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
 
-from peer.config import parse_config  # noqa: E402
-from peer.engine import Crawler  # noqa: E402
-from peer.metrics import PeerCollector, read_figures  # noqa: E402
+from peer.core.config import parse_config  # noqa: E402
+from peer.engine.crawler import Crawler  # noqa: E402
+from peer.engine.metrics import PeerCollector, read_figures  # noqa: E402
 
 REPEATS = 15
 

@@ -232,7 +232,7 @@ def write_cluster(path: Path, n: int, *, seeds: Sequence[str], allow: Sequence[s
     for table, keys in tables.items():
         lines += ["", f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in keys.items())]
     path.write_text("\n".join(lines) + "\n")
-    from peer.config import load_config
+    from peer.state.configfile import load_config
     from peer.errors import ConfigError
 
     try:

@@ -26,7 +26,7 @@ polite   200 hosts x 150 pages (20 links a page, so that parsing does not
          windows, and as the server logged them (same windows, and sliding).
          Fetch times and CPU shares say whether the rate was CPU-bound.
 forward  URLs/s and bytes per URL between two processes through the real
-         ring.forwarder Outbox/Inbox, codec and ring.zmqio sockets; then a
+         ring.forwarder Outbox/Inbox, codec and ring.io.zmqio sockets; then a
          real 2-peer crawl: URLs forwarded (``ring status``) and the TCP bytes
          between the peers (``ss``) per forwarded URL.
 
@@ -77,7 +77,7 @@ from bench_ring_web import (  # noqa: E402
     read_access_log,
     render_site,
 )
-from peer.layout import DataDir  # noqa: E402
+from peer.core.layout import DataDir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = ("cpu", "polite", "forward")
@@ -187,7 +187,7 @@ def ring_changes(crawl: Crawl) -> list[str]:
     for pid in crawl.ids:
         path = crawl.toml.parent / "logs" / f"{pid}.err"
         for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
-            if " peer.cluster: ring: " in line:
+            if " peer.engine.cluster: ring: " in line:
                 stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1e3
                 out.append(f"{stamp - crawl.started:+.1f} s {pid} sees [{line.split('ring: ', 1)[1]}]")
     return sorted(out, key=lambda s: float(s.split()[0]))
@@ -547,7 +547,7 @@ def bench_polite(args: argparse.Namespace, children: Children, work: Path) -> li
 
 def bench_forward(args: argparse.Namespace, children: Children, work: Path) -> list[str]:
     print(f"\n## forward: {args.fwd_urls} URLs p1 -> p2 through ring.forwarder Outbox/Inbox, the "
-          f"codec and ring.zmqio on 127.0.0.1 (2 processes, <= {args.fwd_window} batches unacked), "
+          f"codec and ring.io.zmqio on 127.0.0.1 (2 processes, <= {args.fwd_window} batches unacked), "
           f"{args.repeats} repeats", flush=True)
     results = []
     for _ in range(args.repeats):

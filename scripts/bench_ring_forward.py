@@ -1,7 +1,7 @@
 """Forwarding cost for scripts/bench_ring.py: two real ring members over zmq, in two processes.
 
-Each side is what ``peer/cluster.py`` runs: a ``ring.node.RingNode`` under a
-``ring.driver.RingDriver``, with a crawl that only counts what it is handed.
+Each side is what ``peer/engine/cluster.py`` runs: a ``ring.node.RingNode`` under a
+``ring.io.driver.RingDriver``, with a crawl that only counts what it is handed.
 The sender's :class:`ring.forwarder.Outbox` (batches of 500, ``max_age`` 50
 ms) hands batches to its DEALER connected to the receiver's ROUTER; the
 receiver's node asks its :class:`ring.forwarder.Inbox` and acks through its
@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import trio
 
 from localweb.peerrun import free_ports
-from ring.driver import RingDriver
+from ring.io.driver import RingDriver
 from ring.hashring import HashRing
 from ring.messages import Ack, UrlBatch, encode
 from ring.node import RingNode, StatusFigures

@@ -106,13 +106,13 @@ head_per_host = {head}
 
 class Probe:
     """Asks the ring for its status every ``every`` seconds from a thread, as ``ring status`` does
-    (ring.client.cluster_status), without an interpreter's start-up in the figure."""
+    (ring.tools.client.cluster_status), without an interpreter's start-up in the figure."""
 
     def __init__(self, toml: Path, every: float) -> None:
         import threading
 
-        from peer.config import load_config
-        from ring.client import Contact
+        from peer.state.configfile import load_config
+        from ring.tools.client import Contact
 
         cfg = load_config(toml)
         self.ring = cfg.ring.name
@@ -128,7 +128,7 @@ class Probe:
     def _run(self) -> None:
         import trio
 
-        from ring.client import cluster_status
+        from ring.tools.client import cluster_status
 
         async def main() -> None:
             while not self.stop.is_set():

@@ -5,7 +5,7 @@ its own):
 
 * ``ram``    : today's frontier, every URL in RAM;
 * ``spill``  : heads of ``--head`` URLs a host in RAM, the rest in segment
-               files (peer/spill.py);
+               files (peer/state/spill.py);
 * ``sqlite`` : the embedded-store alternative, the same per-host FIFO as a
                SQLite table (host, seq) -> (url, depth) WITHOUT ROWID, a
                transaction per 64-URL block, popped by select + delete.
@@ -45,15 +45,15 @@ def url_of(i: int, hosts: int) -> tuple[str, str]:
 def child(mode: str, n: int, hosts: int, head: int, tmp: str) -> dict:
     import gc
 
-    from peer.frontier import Frontier, Politeness
+    from peer.core.frontier import Frontier, Politeness
 
     gc.disable()  # as in a long crawl's steady state: no cyclic GC pass inside a timed loop
     pol = Politeness(rate=0)
     out: dict = {"mode": mode, "n": n}
     import sqlite3
 
-    from peer.bloom import BloomFilter
-    from peer.state import PeerState
+    from peer.core.bloom import BloomFilter
+    from peer.state.journal import PeerState
 
     if mode == "sqlite":
         base = rss()

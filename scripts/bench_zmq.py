@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Messages per second through ring.zmqio between two processes, batched vs not.
+"""Messages per second through ring.io.zmqio between two processes, batched vs not.
 
 Measured here: about 100–150k msgs/s for 1 KB msgpack messages when the
 receiver drains up to ~1000 messages per wait, against about 77k with one
-await per message (ring/zmqio.py). This script measures both on loopback: a sender process
+await per message (ring/io/zmqio.py). This script measures both on loopback: a sender process
 (this script, ``--role send``) pushes ``--messages`` frames through a DEALER
 to the benchmark's ROUTER, which receives them either
 
@@ -35,7 +35,7 @@ import time
 import trio
 
 from ring.messages import UrlBatch, decode, encode
-from ring.zmqio import open_socket
+from ring.io.zmqio import open_socket
 
 END = b"end"
 

@@ -1,4 +1,4 @@
-"""Print the README's config reference table from peer.config's own fields.
+"""Print the README's config reference table from peer.core.config's own fields.
 
     python scripts/config_reference.py > /tmp/ref.md
 
@@ -6,7 +6,7 @@ tests/test_config.py checks that README.md carries every row this prints, so
 after adding or changing a key, paste the output into the README.
 """
 
-from peer.config import reference
+from peer.core.config import reference
 
 
 def main() -> None:

@@ -21,10 +21,10 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from peer.config import load_config
+from peer.state.configfile import load_config
 from peer.errors import ConfigError, cli_main
-from ring.curve import PUBLIC_SUFFIX, SECRET_SUFFIX, resolve_keys_dir, write_keypair
-from ring.zmqio import curve_keypair
+from ring.io.curve import PUBLIC_SUFFIX, SECRET_SUFFIX, resolve_keys_dir, write_keypair
+from ring.io.zmqio import curve_keypair
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(

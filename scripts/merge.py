@@ -3,8 +3,8 @@
     python scripts/merge.py --ring cluster.toml -o crawl.duckdb
     python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb
 
-Each peer writes ``<data_dir>/pages.duckdb`` (``peer/store.py``). The output
-has the same tables with the same columns (``peer.store.SCHEMA``), so anything
+Each peer writes ``<data_dir>/pages.duckdb`` (``peer/results/store.py``). The output
+has the same tables with the same columns (``peer.results.store.SCHEMA``), so anything
 that reads one peer's file reads the merge too:
 
 - ``pages``: one row per ``url``; the newest ``fetched_at`` wins (NULL loses),
@@ -45,7 +45,7 @@ a PATH without it gets ``.<table>`` before its extension (``crawl.csv`` gives
 and renamed into place; an existing one is refused without ``--force``.
 
 **Stats.** A ``stats.json`` beside an input (each peer writes one in its
-data_dir at the end of a run, ``peer/stats.py``) is summed into the
+data_dir at the end of a run, ``peer/core/stats.py``) is summed into the
 cluster's: ``<output without .duckdb>.stats.json`` (``crawl.stats.json``).
 
 **Never a half file.** The merge is built in a temporary directory next to the
@@ -72,11 +72,11 @@ from pathlib import Path
 
 import duckdb
 
-from peer.config import load_config
+from peer.state.configfile import load_config
 from peer.errors import ConfigError, StateError, cli_main
-from peer.layout import RESULTS_NAME, DataDir
-from peer.stats import STATS_FILE, sum_stats
-from peer.store import SCHEMA
+from peer.core.layout import RESULTS_NAME, DataDir
+from peer.core.stats import STATS_FILE, sum_stats
+from peer.results.store import SCHEMA
 
 __all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "main", "EXPORT_FORMATS"]
 
@@ -449,7 +449,7 @@ def _summarise(con: duckdb.DuckDBPyConnection, output: Path, files: list[Path], 
                                 "ORDER BY peer NULLS LAST").fetchall()),
         tables=tuple((t, one(f"SELECT count(*) FROM {_q(t)}")[0]) for t in others),
         parquet=parquet,
-        # No request, no status and no measured time (peer/stats.py, scripts/report.py).
+        # No request, no status and no measured time (peer/core/stats.py, scripts/report.py).
         not_requested=tuple(con.execute(
             "SELECT error, count(*) FROM pages WHERE status IS NULL AND coalesce(elapsed_ms, 0) = 0 "
             "GROUP BY error ORDER BY 2 DESC, 1 NULLS LAST").fetchall()),

@@ -2,7 +2,7 @@
 """A crawl report: PNG plots and one self-contained ``index.html`` from a results file.
 
 Reads a results file (a peer's ``pages.duckdb`` or the merged file of a
-cluster; both have the tables of :data:`peer.store.SCHEMA`), read-only, so a
+cluster; both have the tables of :data:`peer.results.store.SCHEMA`), read-only, so a
 report can be drawn while nothing else holds the file for writing. Writes into
 the output directory:
 
@@ -15,7 +15,7 @@ the output directory:
   The setpoint comes from ``--ring cluster.toml``'s ``politeness.rate``, else
   from pid_trace (its setpoint over the window its rows are spaced by);
 - ``pid.png``: the PID trace of the busiest hosts: pages per window against the
-  setpoint, and the delay the controller chose (T_k of peer/pid.py's law);
+  setpoint, and the delay the controller chose (T_k of peer/core/pid.py's law);
 - ``status.png``: status codes, a failed fetch (NULL status) counted as "error";
 - ``latency.png``: elapsed_ms of the pages that got an answer, log x when the
   range spans more than two decades;
@@ -37,7 +37,7 @@ the output directory:
   ``crawl.stats.json`` beside a merged ``crawl.duckdb``; or ``--stats``) and
   the slowest pages, then the figures with captions.
 
-"pages" are fetched pages, requests made (peer/progress.py): a row without a
+"pages" are fetched pages, requests made (peer/core/progress.py): a row without a
 request has no status and no measured time (``status IS NULL AND elapsed_ms
 = 0``) and is counted apart.
 
@@ -71,7 +71,8 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from peer.config import RingConfig, load_config
+from peer.core.config import RingConfig
+from peer.state.configfile import load_config
 from peer.errors import ConfigError, StateError, cli_main
 from ring.hashring import HashRing
 

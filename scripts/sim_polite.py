@@ -6,7 +6,7 @@ Runs tests/politesim.py, the simulation tests/test_politeness.py checks, and
 prints per rate and host concurrency:
 
 - the worst requests any host got in any 1 s and any 5 s window (sliding),
-  against the ceiling ceil(1.1 x rate/s x W) + 1 of peer/frontier.py rule 7;
+  against the ceiling ceil(1.1 x rate/s x W) + 1 of peer/core/frontier.py rule 7;
 - the median host's rate while it had work, against the setpoint;
 - after a latency step 50 -> 1000 -> 50 ms, windows until every window is
   within +-10 % of the setpoint again;
@@ -27,8 +27,8 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
-from peer.frontier import Politeness  # noqa: E402
-from peer.pid import PID  # noqa: E402
+from peer.core.frontier import Politeness  # noqa: E402
+from peer.core.pid import PID  # noqa: E402
 from politesim import (  # noqa: E402
     Site, ceilings, max_in_window, rate_between, recovery_windows, simulate, steps,
 )

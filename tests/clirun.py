@@ -89,18 +89,18 @@ def run_main(main: Callable[..., int], argv: Sequence[str], *, tty: bool = False
 
 
 def ring_source() -> Any:
-    """The ``ring.cli.ConfigSource`` that ``ring/__main__.py`` builds (peer's parser and errors)."""
-    from peer.config import load_config
+    """The ``ring.tools.cli.ConfigSource`` that ``ring/__main__.py`` builds (peer's parser and errors)."""
+    from peer.state.configfile import load_config
     from peer.errors import user_error
-    from peer.urls import host_key
-    from ring.cli import ConfigSource
+    from peer.core.urls import host_key
+    from ring.tools.cli import ConfigSource
 
     return ConfigSource(load=load_config, host_key=host_key, user_error=user_error)
 
 
 def ring_main(argv: Sequence[str], **kwargs: Any) -> Result:
     """``python -m ring ARGV``, in this process."""
-    from ring.cli import main
+    from ring.tools.cli import main
 
     return run_main(main, argv, source=ring_source(), **kwargs)
 

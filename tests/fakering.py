@@ -3,7 +3,7 @@
 Like h11's ``ConnectionPair``: no sockets and no trio, virtual time, every
 message through the real codec (``encode``/``decode``). Each peer pairs a
 ``ring.node.RingNode`` with a :class:`FakeCrawl`, a small crawl that
-implements ``ring.crawlport.CrawlPort`` the way ``peer.engine.Crawler``
+implements ``ring.crawlport.CrawlPort`` the way ``peer.engine.crawler.Crawler``
 does what matters to the ring: a seen set, a queue of owned hosts, holds on
 gained hosts until the previous owner's ``HandoffDone``, the hand-off of
 fetched URLs as ``seen``. Its "server log" (:attr:`FakeRing.fetches`) is the
@@ -45,7 +45,7 @@ from ring.node import (
 )
 
 RING = "fake"
-#: Rounds a finished peer keeps gossiping before it exits (peer.engine's LINGER_ROUNDS).
+#: Rounds a finished peer keeps gossiping before it exits (peer.engine.crawler's LINGER_ROUNDS).
 LINGER_ROUNDS = 3
 
 
@@ -241,7 +241,7 @@ class FakeCrawl:
 
 
 class FakePeer:
-    """A RingNode, its FakeCrawl and its route; actions run as ``ring.driver`` runs them."""
+    """A RingNode, its FakeCrawl and its route; actions run as ``ring.io.driver`` runs them."""
 
     def __init__(self, ring: FakeRing, peer_id: str, *, seeds: list[tuple[str, str, float]],
                  incarnation: int, max_pages: int = 0) -> None:
@@ -259,7 +259,7 @@ class FakePeer:
         self.alive = True
         self.finished: str | None = None  # "cluster done" / "left the ring"
         self.finished_at = 0.0
-        self.exited = False  # gone: LINGER_ROUNDS after it finished, as peer.engine lingers
+        self.exited = False  # gone: LINGER_ROUNDS after it finished, as peer.engine.crawler lingers
         self.next_tick = ring.now
         self.log: list[Action] = []
         self.replies: list[tuple[bytes, Any]] = []
@@ -333,7 +333,7 @@ class FakePeer:
             self.next_tick = now + self.ring.gossip_interval
             self.run(self.node.tick(now, idle=self.crawl.locally_idle(),
                                     pages=self.crawl.pages_requested))
-            # A peer's last acts, as peer.engine's: stop when left or when done,
+            # A peer's last acts, as peer.engine.crawler's: stop when left or when done,
             # and keep gossiping a few rounds so the others see stable counters.
             if self.finished:
                 if now - self.finished_at >= LINGER_ROUNDS * self.ring.gossip_interval:

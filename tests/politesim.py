@@ -1,7 +1,7 @@
 """A simulated web for the frontier: servers with latency, 429s and shared IPs, on simulated time.
 
-One or more :class:`~peer.frontier.Frontier` instances (peers) are driven the
-way peer/crawl.py's core and its driver peer/engine.py drive one: sleep until
+One or more :class:`~peer.core.frontier.Frontier` instances (peers) are driven the
+way peer/core/crawl.py's core and its driver peer/engine/crawler.py drive one: sleep until
 ``next_ready_at`` or the next response, ``pop_ready``, the request reaches the
 server at its start (which logs it), the response comes ``latency`` later,
 ``done``. A 429 is answered as
@@ -23,7 +23,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from peer.frontier import Frontier, Outcome, Politeness, ceiling
+from peer.core.frontier import Frontier, Outcome, Politeness, ceiling
 
 Latency = Callable[[float], float]
 

@@ -5,7 +5,7 @@ starts ``python -m peer`` processes with their output in files, and kills
 whatever is left when the test ends. Everything is bounded in time by the
 caller's ``trio.fail_after``.
 
-:meth:`Ring.start_in_process` runs a peer as ``peer.engine.Crawler`` in the
+:meth:`Ring.start_in_process` runs a peer as ``peer.engine.crawler.Crawler`` in the
 test's own trio loop instead: the same engine, ring node, zmq sockets on
 loopback and results files, without the ~1.1 s of imports a process costs
 and the seconds a loaded machine takes to start one. Its log lines and
@@ -188,11 +188,11 @@ class Ring:
     async def start_in_process(self, nursery: trio.Nursery, peer: str, *, address: str | None = None,
                                data_dir: Path | None = None) -> InProcessPeer:
         """Start ``peer`` as a ``Crawler`` in ``nursery`` (``address``/``data_dir``: a joiner's --address, --data-dir)."""
-        from peer.config import load_config
-        from peer.engine import Crawler
+        from peer.state.configfile import load_config
+        from peer.engine.crawler import Crawler
 
         if self._levels is None:
-            # What peer.cli sets up: INFO and up, without httpx's line per request.
+            # What peer.commands.cli sets up: INFO and up, without httpx's line per request.
             names = ("", "httpx", "httpcore")
             self._levels = {n: logging.getLogger(n or None).level for n in names}
             logging.getLogger().setLevel(logging.INFO)
@@ -271,7 +271,7 @@ def busiest_peer(graph, port: int, peers: list[str]) -> str:
     surely had hosts to crawl (with a dozen hosts, a peer owning none is a
     few-percent event).
     """
-    from peer.urls import host_key
+    from peer.core.urls import host_key
     from ring.hashring import HashRing
 
     ring = HashRing({p: 1.0 for p in peers})

@@ -1,7 +1,7 @@
-"""peer/adopt.py and scripts/adopt.py: a lost peer's frontier adopted by the live ring (permanent loss).
+"""peer/commands/adopt.py and scripts/adopt.py: a lost peer's frontier adopted by the live ring (permanent loss).
 
-The helpers build a lost peer's data_dir the way ``peer.state`` and
-``peer.store`` leave it (:func:`write_lost_peer`), so an end-to-end test
+The helpers build a lost peer's data_dir the way ``peer.state.journal`` and
+``peer.results.store`` leave it (:func:`write_lost_peer`), so an end-to-end test
 that kills a real peer can reuse them and :func:`adopt.adopt`.
 
 The end-to-end test runs two peers of a three-peer ring in its own process
@@ -30,18 +30,18 @@ from ringharness import Ring, cluster_text, fetched, free_ports
 from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
 import adopt as adopt_script
-import peer.adopt as adopt_core
-from peer.adopt import adopt, load_lost, make_plan
-from peer.bloom import BloomFilter
-from peer.config import load_config
+import peer.commands.adopt as adopt_core
+from peer.commands.adopt import adopt, load_lost, make_plan
+from peer.core.bloom import BloomFilter
+from peer.state.configfile import load_config
 from peer.errors import URLError
-from peer.state import PeerState
-from peer.store import SCHEMA
-from peer.urls import host_key
-from ring.client import StatusRow
+from peer.state.journal import PeerState
+from peer.results.store import SCHEMA
+from peer.core.urls import host_key
+from ring.tools.client import StatusRow
 from ring.hashring import HashRing
 from ring.messages import Ack, MemberState, UrlBatch, decode, encode
-from ring.zmqio import SocketType, open_socket
+from ring.io.zmqio import SocketType, open_socket
 
 ROOT = Path(__file__).resolve().parent.parent
 RING = "test"
@@ -115,7 +115,7 @@ def row(peer_id: str, address: str, state: str) -> StatusRow:
 
 
 def status_of(addresses: dict[str, str], states: dict[str, str]):  # type: ignore[no-untyped-def]
-    """A stand-in for ``peer.adopt.ring_status``: these members, in these states."""
+    """A stand-in for ``peer.commands.adopt.ring_status``: these members, in these states."""
     async def status(cfg, timeout=1.5, keys=None):  # type: ignore[no-untyped-def]
         return [row(p, addresses[p], states[p]) for p in sorted(states)]
     return status

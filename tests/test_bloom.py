@@ -1,4 +1,4 @@
-"""Tests for peer.bloom: sizing, membership, growth, batches and the state file."""
+"""Tests for peer.core.bloom: sizing, membership, growth, batches and the state file."""
 
 from __future__ import annotations
 
@@ -14,8 +14,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-import peer.bloom as bloom
-from peer.bloom import BloomEventKind, BloomFilter
+import peer.core.bloom as bloom
+from peer.core.bloom import BloomEventKind, BloomFilter
+from peer.state.bloomfile import read_bloom, write_bloom
 from peer.errors import StateError
 
 # Format 2 (see the module docstring): magic, growth, max_capacity, slices,
@@ -285,8 +286,8 @@ def test_set_policy_applies_to_a_loaded_filter(tmp_path: Path) -> None:
     bf = BloomFilter(100, 0.01, max_capacity=100)
     bf.add_many(make_keys(300))
     assert bf.full
-    bf.to_file(tmp_path / "f.bloom")
-    loaded = BloomFilter.from_file(tmp_path / "f.bloom")
+    write_bloom(bf, tmp_path / "f.bloom")
+    loaded = read_bloom(tmp_path / "f.bloom")
     assert loaded == bf and loaded.max_capacity == 100
     loaded.set_policy(4, 1_000)  # the operator raised the limit and restarted
     assert not loaded.full
@@ -331,8 +332,8 @@ def test_no_false_negatives_across_growth_and_round_trips(
     seen: list[str] = []
     for i, batch in enumerate(batches):
         if i == save_after:
-            bf.to_file(path)
-            loaded = BloomFilter.from_file(path)
+            write_bloom(bf, path)
+            loaded = read_bloom(path)
             assert loaded == bf
             bf = loaded
         if batched:
@@ -433,13 +434,13 @@ def saved(tmp_path: Path) -> tuple[BloomFilter, Path]:
     bf = BloomFilter(2_000, 0.01)
     bf.add_many([f"https://example.com/{i}" for i in range(1_500)])
     path = tmp_path / "seen.bloom"
-    bf.to_file(path)
+    write_bloom(bf, path)
     return bf, path
 
 
 def test_round_trip(saved: tuple[BloomFilter, Path], tmp_path: Path) -> None:
     bf, path = saved
-    loaded = BloomFilter.from_file(str(path))
+    loaded = read_bloom(str(path))
     assert loaded == bf
     assert (loaded.num_bits, loaded.num_hashes, loaded.capacity, loaded.error_rate, loaded.count) == (
         bf.num_bits,
@@ -451,7 +452,7 @@ def test_round_trip(saved: tuple[BloomFilter, Path], tmp_path: Path) -> None:
     probes = [f"https://example.com/{i}" for i in range(3_000)]
     assert loaded.contains_many(probes) == bf.contains_many(probes)
     again = tmp_path / "again.bloom"
-    loaded.to_file(again)
+    write_bloom(loaded, again)
     assert again.read_bytes() == path.read_bytes()
     # The loaded filter is live: adding works and is independent of the original.
     assert loaded.add("https://example.com/new") is True
@@ -481,15 +482,15 @@ def test_reads_version_1_files(saved: tuple[BloomFilter, Path], tmp_path: Path) 
     bf, _ = saved
     old = tmp_path / "old.bloom"
     old.write_bytes(v1_bytes(bf))
-    loaded = BloomFilter.from_file(old)
+    loaded = read_bloom(old)
     assert loaded == bf
     assert (loaded.growth, loaded.max_capacity, loaded.num_slices) == (2, None, 1)
     # A format-1 filter at capacity grows like any other, and is saved as format 2.
     loaded.add_many([f"https://example.com/more/{i}" for i in range(1_000)])
     assert loaded.num_slices == 2
-    loaded.to_file(old)
+    write_bloom(loaded, old)
     assert old.read_bytes()[:8] == b"RCBLOOM2"
-    assert BloomFilter.from_file(old) == loaded
+    assert read_bloom(old) == loaded
 
 
 def test_corrupt_version_1_file_is_a_state_error(saved: tuple[BloomFilter, Path], tmp_path: Path) -> None:
@@ -498,25 +499,25 @@ def test_corrupt_version_1_file_is_a_state_error(saved: tuple[BloomFilter, Path]
     old.write_bytes(v1_bytes(bf))
     corrupt(old, 44 + 100)
     with pytest.raises(StateError, match="checksum mismatch") as info:
-        BloomFilter.from_file(old)
+        read_bloom(old)
     assert str(old) in str(info.value)
     old.write_bytes(v1_bytes(bf)[:-10])
     with pytest.raises(StateError, match="truncated"):
-        BloomFilter.from_file(old)
+        read_bloom(old)
 
 
 def test_overwrite_is_atomic_and_leaves_no_temp_files(saved: tuple[BloomFilter, Path]) -> None:
     bf, path = saved
     bf.add("https://example.com/later")
-    bf.to_file(path)
+    write_bloom(bf, path)
     assert os.listdir(path.parent) == [path.name]
-    assert BloomFilter.from_file(path) == bf
+    assert read_bloom(path) == bf
 
 
 def test_write_failure_is_a_state_error(tmp_path: Path) -> None:
     path = tmp_path / "missing-dir" / "seen.bloom"
     with pytest.raises(StateError, match="cannot write") as info:
-        BloomFilter(10, 0.01).to_file(path)
+        write_bloom(BloomFilter(10, 0.01), path)
     assert str(path) in str(info.value)
 
 
@@ -532,7 +533,7 @@ def test_corrupt_file_is_a_state_error(saved: tuple[BloomFilter, Path], where: s
     size = path.stat().st_size
     corrupt(path, {"bits": HEADER_SIZE + 100, "count": COUNT_OFFSET, "trailer": size - 1}[where])
     with pytest.raises(StateError, match="checksum mismatch") as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     message = str(info.value)
     assert str(path) in message and "--fresh" in message and "\n" not in message
 
@@ -543,7 +544,7 @@ def test_truncated_file_is_a_state_error(saved: tuple[BloomFilter, Path], keep: 
     data = path.read_bytes()
     path.write_bytes(data[:keep])
     with pytest.raises(StateError, match="truncated") as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     assert str(path) in str(info.value)
 
 
@@ -551,7 +552,7 @@ def test_trailing_garbage_is_a_state_error(saved: tuple[BloomFilter, Path]) -> N
     _, path = saved
     path.write_bytes(path.read_bytes() + b"\0")
     with pytest.raises(StateError, match="corrupt") as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     assert str(path) in str(info.value)
 
 
@@ -563,7 +564,7 @@ def test_wrong_magic_is_a_state_error(saved: tuple[BloomFilter, Path], magic: by
     _, path = saved
     path.write_bytes(magic + path.read_bytes()[8:])
     with pytest.raises(StateError, match=fragment) as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     assert str(path) in str(info.value)
 
 
@@ -571,19 +572,19 @@ def test_short_foreign_file_is_bad_magic_not_truncated(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_bytes(b"hi\n")
     with pytest.raises(StateError, match="bad magic"):
-        BloomFilter.from_file(path)
+        read_bloom(path)
 
 
 def test_missing_file_is_a_state_error(tmp_path: Path) -> None:
     path = tmp_path / "nope.bloom"
     with pytest.raises(StateError, match="not found") as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     assert str(path) in str(info.value)
 
 
 def test_directory_instead_of_file_is_a_state_error(tmp_path: Path) -> None:
     with pytest.raises(StateError) as info:
-        BloomFilter.from_file(tmp_path)
+        read_bloom(tmp_path)
     assert str(tmp_path) in str(info.value)
 
 
@@ -593,7 +594,7 @@ def grown(tmp_path: Path) -> tuple[BloomFilter, Path]:
     bf.add_many(make_keys(3_000))
     assert bf.num_slices == 3
     path = tmp_path / "grown.bloom"
-    bf.to_file(path)
+    write_bloom(bf, path)
     return bf, path
 
 
@@ -603,14 +604,14 @@ def test_grown_filter_round_trip(grown: tuple[BloomFilter, Path], tmp_path: Path
     assert struct.unpack("<IQI", data[8:FIXED_HEADER]) == (2, 10_000, 3)
     sizes = [(m + 7) // 8 for _, _, m, _, _ in bf.slices()]
     assert len(data) == FIXED_HEADER + 3 * SLICE_HEADER + sum(sizes) + 4
-    loaded = BloomFilter.from_file(path)
+    loaded = read_bloom(path)
     assert loaded == bf and loaded.slices() == bf.slices()
     assert (loaded.growth, loaded.max_capacity, loaded.total_capacity) == (2, 10_000, 3_500)
     assert loaded.take_growth() == []  # events are not persisted: they were logged already
     probes = make_keys(3_000) + make_keys(3_000, "fresh")
     assert loaded.contains_many(probes) == bf.contains_many(probes)
     again = tmp_path / "again.bloom"
-    loaded.to_file(again)
+    write_bloom(loaded, again)
     assert again.read_bytes() == data
     # It goes on growing where it stopped.
     loaded.add_many(make_keys(2_000, "more"))
@@ -625,7 +626,7 @@ def test_corrupt_bits_of_any_slice_is_a_state_error(grown: tuple[BloomFilter, Pa
     offset += sum((m + 7) // 8 for _, _, m, _, _ in bf.slices()[:slice_no]) + 17
     corrupt(path, offset)
     with pytest.raises(StateError, match="checksum mismatch") as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     assert str(path) in str(info.value)
 
 
@@ -648,7 +649,7 @@ def test_bad_grown_header_is_a_state_error(
     data[offset : offset + len(value)] = value
     path.write_bytes(bytes(data))
     with pytest.raises(StateError, match=fragment) as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     assert str(path) in str(info.value) and "--fresh" in str(info.value)
 
 
@@ -657,5 +658,5 @@ def test_truncated_grown_file_is_a_state_error(grown: tuple[BloomFilter, Path], 
     _, path = grown
     path.write_bytes(path.read_bytes()[:cut])
     with pytest.raises(StateError, match="truncated") as info:
-        BloomFilter.from_file(path)
+        read_bloom(path)
     assert str(path) in str(info.value)

@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def peer(*args: str, tty: bool = False, answers: str = "") -> Result:
     """``python -m peer ARGS``, in this process."""
-    from peer.cli import main
+    from peer.commands.cli import main
 
     return run_main(main, args, tty=tty, answers=answers)
 
@@ -228,7 +228,7 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
     assert "--weight" in error_line(res) and "<= 10" in error_line(res)
 
 
-# --- runs: resume, fresh, ask or refuse (peer/runs.py) ------------------------------------
+# --- runs: resume, fresh, ask or refuse (peer/core/runs.py) ------------------------------------
 
 
 @pytest.fixture(scope="module")

@@ -1,6 +1,6 @@
 """python -m ring status / leave: a ring it cannot ask is one line, never a traceback.
 
-The commands run in this process (tests/clirun.py: ``ring.cli.main`` with the
+The commands run in this process (tests/clirun.py: ``ring.tools.cli.main`` with the
 ``ConfigSource`` that ``ring/__main__.py`` builds), stdout, stderr and exit
 status judged as a user sees them; ``python -m ring`` itself runs as a
 process once, for a real Ctrl-C, and the status of a live crawl asks a real
@@ -98,9 +98,9 @@ def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
     import trio
 
     from clirun import web_thread
-    from peer.config import load_config
+    from peer.state.configfile import load_config
     from ring.messages import Ack, encode
-    from ring.zmqio import SocketType, open_socket
+    from ring.io.zmqio import SocketType, open_socket
 
     with web_thread(hosts=3, pages=40, links=8, shop=False) as web:
         toml = tmp_path / "cluster.toml"
@@ -199,7 +199,7 @@ def _signal_at(monkeypatch, owner: object, name: str, call: int) -> list[int]:
 def test_ctrl_c_at_any_point_of_a_round_ends_watch_quietly(tmp_path, monkeypatch, where):
     """SIGINT in the second round, at each kind of place a round spends its time.
 
-    Before ring.cli caught SIGINT with a signal receiver, trio raised
+    Before ring.tools.cli caught SIGINT with a signal receiver, trio raised
     KeyboardInterrupt where it landed: in the socket's watcher task it came
     out as an exception group (a traceback), in the socket's close() as
     "Nursery stack corrupted". --count bounds the run if Ctrl-C is lost.
@@ -209,10 +209,10 @@ def test_ctrl_c_at_any_point_of_a_round_ends_watch_quietly(tmp_path, monkeypatch
     import trio
     import zmq
 
-    import ring.zmqio
+    import ring.io.zmqio
 
     owner, name = {"recv": (zmq.Socket, "recv_multipart"),
-                   "watcher task": (ring.zmqio, "wait_readable"),
+                   "watcher task": (ring.io.zmqio, "wait_readable"),
                    "socket close": (zmq.Socket, "close"),
                    "sleep between rounds": (trio, "sleep_until"),
                    "print": (builtins, "print")}[where]
@@ -243,10 +243,10 @@ def test_ctrl_c_during_leave_ends_the_wait_in_one_line(tmp_path, monkeypatch, wh
     trio.run as an exception group; landing in its close() it left the
     socket's nursery open. Both now end the wait the same way.
     """
-    import ring.zmqio
+    import ring.io.zmqio
     import zmq
 
-    owner, name = {"watcher task": (ring.zmqio, "wait_readable"),
+    owner, name = {"watcher task": (ring.io.zmqio, "wait_readable"),
                    "socket close": (zmq.Socket, "close")}[where]
     toml = tmp_path / "cluster.toml"
     toml.write_text(cluster_text(tmp_path, 9, 1))

@@ -1,4 +1,4 @@
-"""ring.client against real ring drivers in-process: typed status rows, and a leave seen through."""
+"""ring.tools.client against real ring drivers in-process: typed status rows, and a leave seen through."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 import trio
 from ringharness import free_ports
 
-from ring.client import Contact, LeaveOutcome, StatusRow, cluster_status, request_leave
-from ring.driver import RingDriver
+from ring.tools.client import Contact, LeaveOutcome, StatusRow, cluster_status, request_leave
+from ring.io.driver import RingDriver
 from ring.hashring import HashRing
 from ring.messages import MemberState
 from ring.node import RingNode
@@ -104,7 +104,7 @@ async def test_a_leave_is_followed_until_the_others_list_the_peer_as_left():
             await trio.sleep(0.5)
 
             async def exit_when_left() -> None:
-                # What peer.engine does: once handed over, linger a few rounds, then exit.
+                # What peer.engine.crawler does: once handed over, linger a few rounds, then exit.
                 await crawl2.asked_to_leave.wait()
                 while not node2.left(True):
                     await trio.sleep(0.05)

@@ -1,10 +1,10 @@
-"""peer.cluster's ClusterNode in-process, over real loopback sockets: no ring message ends a peer.
+"""peer.engine.cluster's ClusterNode in-process, over real loopback sockets: no ring message ends a peer.
 
 The nodes run in the test's trio loop with a stub crawler, so a test can stall
 one (a synchronous sleep in its status figures, as a long state snapshot
 stalls a real peer), impersonate a member from a socket of its own, and read
 the node's drop counters and membership view directly. ``ring status``'s
-client (``ring.client.cluster_status``) runs in a thread with its own trio
+client (``ring.tools.client.cluster_status``) runs in a thread with its own trio
 loop, so it can time out and go away while the node is stalled.
 """
 
@@ -17,12 +17,12 @@ import pytest
 import trio
 from ringharness import free_ports
 
-from peer.cluster import ClusterNode
-from peer.config import parse_config
-from ring.client import Contact, StatusRow, cluster_status
-from ring.curve import CurveKeys, write_keypair
+from peer.engine.cluster import ClusterNode
+from peer.core.config import parse_config
+from ring.tools.client import Contact, StatusRow, cluster_status
+from ring.io.curve import CurveKeys, write_keypair
 from ring.messages import MAX_MEMBERS, Digest, Member, MemberState, UrlBatch, encode
-from ring.zmqio import SocketType, curve_client, curve_keypair, member_route, open_socket
+from ring.io.zmqio import SocketType, curve_client, curve_keypair, member_route, open_socket
 
 RING = "test"
 

@@ -1,4 +1,4 @@
-"""peer.config: cluster.toml parsing, defaults, and one clear line per mistake."""
+"""peer.core.config: cluster.toml parsing, defaults, and one clear line per mistake."""
 
 import dataclasses
 import re
@@ -8,15 +8,15 @@ import pytest
 
 from clirun import Result, run_main
 
-from peer.config import (
+from peer.core.config import (
     SECTIONS,
     ClusterConfig,
     PeerSpec,
     PolitenessConfig,
-    load_config,
     parse_config,
     reference,
 )
+from peer.state.configfile import load_config
 from peer.errors import ConfigError
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -298,7 +298,7 @@ def test_unknown_peer_id_lists_known_ones():
 def run_peer(*args: str) -> Result:
     """``python -m peer ARGS`` in this process (tests/clirun.py); the real entry point is
     tests/test_errors.py's."""
-    from peer.cli import main
+    from peer.commands.cli import main
 
     return run_main(main, args)
 

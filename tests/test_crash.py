@@ -156,7 +156,7 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
     """
     from localweb.endless import links, serve_endless, url
 
-    from peer.state import PeerState
+    from peer.state.journal import PeerState
 
     # The first checkpoint comes at about 200 pages (1 MiB of journal: a run
     # showed it at 186 pages, 37,000 URLs queued); the kill 50 pages later

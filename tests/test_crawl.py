@@ -1,4 +1,4 @@
-"""peer.crawl: the crawl core, driven synchronously (no trio, no sockets, ``now`` passed in)."""
+"""peer.core.crawl: the crawl core, driven synchronously (no trio, no sockets, ``now`` passed in)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from peer.config import ClusterConfig, parse_config
-from peer.crawl import (
+from peer.core.config import ClusterConfig, parse_config
+from peer.core.crawl import (
     HOLD_POLL,
     MAX_RETRIES,
     RETRY_BASE,
@@ -34,9 +34,9 @@ from peer.crawl import (
     Warn,
     parse_response,
 )
-from peer.fetcher import FetchResult
-from peer.frontier import Job
-from peer.limits import Cap, Hold
+from peer.net.fetcher import FetchResult
+from peer.core.frontier import Job
+from peer.core.limits import Cap, Hold
 from ring.hashring import HashRing
 
 SITE = "http://site.web.test"
@@ -208,7 +208,7 @@ def test_links_per_page_are_cut_and_nofollow_depth_respected():
     assert [e for e in effects if isinstance(e, Queued)] == [Queued(f"{SITE}/l{i}", 1) for i in range(3)]
     row = rows(effects)[job.url]
     assert row.n_links == 10 and row.status == 200
-    # The page's Row comes after its links' Queued (peer/state.py crash rule 1).
+    # The page's Row comes after its links' Queued (peer/state/journal.py crash rule 1).
     assert isinstance(effects[-1], Row)
     assert c.limits.hits[Cap.LINKS_PER_PAGE] == 7
     # At max_depth the links are not followed.
@@ -543,7 +543,7 @@ def test_a_ring_change_passes_queued_urls_on_and_a_returning_job_too():
 
 
 def test_a_ring_change_passes_a_spilled_queue_on_a_chunk_at_a_time():
-    from peer.frontier import MemorySpill
+    from peer.core.frontier import MemorySpill
 
     c = core(obey_robots=False, politeness={"host_concurrency": 2})
     c.frontier.set_spill(MemorySpill(), 4)

@@ -18,9 +18,9 @@ import zmq
 import zmq.auth
 
 import keys as keys_script  # scripts/keys.py (conftest puts scripts/ on sys.path)
-from ring.curve import UNAUTHENTICATED_WARNING, CurveKeys, resolve_keys_dir, write_keypair
+from ring.io.curve import UNAUTHENTICATED_WARNING, CurveKeys, resolve_keys_dir, write_keypair
 from ring.errors import RingError
-from ring.zmqio import (
+from ring.io.zmqio import (
     CurveAuthenticator,
     SocketType,
     curve_client,
@@ -367,7 +367,7 @@ async def test_a_message_carries_the_member_id_of_its_key_as_user_id(tmp_path, c
 
 
 def test_the_unauthenticated_warning_is_quiet_for_a_loopback_ring():
-    from ring.curve import unauthenticated_warning
+    from ring.io.curve import unauthenticated_warning
 
     assert unauthenticated_warning(["tcp://127.0.0.1:5701", "tcp://127.0.0.3:5702", "tcp://[::1]:5703",
                                     "tcp://localhost:5704"]) is None

@@ -16,14 +16,14 @@ import trio
 from ringharness import Ring, cluster_text, fetched, wait_pages
 from localweb import SiteGraph, serve_webfarm
 
-from peer.config import load_config
-from ring.curve import read_public
+from peer.state.configfile import load_config
+from ring.io.curve import read_public
 from ring.messages import UrlBatch, encode
-from ring.zmqio import SocketType, curve_client, curve_keypair, open_socket
+from ring.io.zmqio import SocketType, curve_client, curve_keypair, open_socket
 
 
 class StrangerKeys:
-    """A key pair nobody in the ring lists, shaped like ring.curve.CurveKeys."""
+    """A key pair nobody in the ring lists, shaped like ring.io.curve.CurveKeys."""
 
     def __init__(self) -> None:
         self.public, self.secret = curve_keypair()

@@ -1,4 +1,4 @@
-"""ring.dashboard: the page's tables and plots' data, its HTTP edge, and the page in a real browser."""
+"""ring.tools.dashboard: the page's tables and plots' data, its HTTP edge, and the page in a real browser."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import httpx
 import pytest
 import trio
 
-from ring.dashboard import History, Snapshot, host_allowed, render_fragment, render_page, serve_dashboard
+from ring.tools.dashboard import History, Snapshot, host_allowed, render_fragment, render_page, serve_dashboard
 
 ROOT = Path(__file__).resolve().parent.parent
 EVIL_HOST = '<img src=x onerror="document.body.dataset.pwned=1">.web.test:80'
@@ -92,17 +92,17 @@ def test_only_loopback_host_headers_are_answered_on_loopback():
 
 
 def test_vendored_uplot_is_the_pinned_release():
-    readme = (ROOT / "ring" / "static" / "README.md").read_text()
+    readme = (ROOT / "ring" / "tools" / "static" / "README.md").read_text()
     for name in ("uPlot.iife.min.js", "uPlot.min.css"):
-        digest = hashlib.sha256((ROOT / "ring" / "static" / name).read_bytes()).hexdigest()
+        digest = hashlib.sha256((ROOT / "ring" / "tools" / "static" / name).read_bytes()).hexdigest()
         assert f"| `{name}` | `{digest}` |" in readme, name
-    assert (ROOT / "ring" / "static" / "uPlot.iife.min.js").read_text().startswith(
+    assert (ROOT / "ring" / "tools" / "static" / "uPlot.iife.min.js").read_text().startswith(
         "/*! https://github.com/leeoniya/uPlot (v1.6.32) */")
-    assert "MIT License" in (ROOT / "ring" / "static" / "LICENSE.uPlot").read_text()
+    assert "MIT License" in (ROOT / "ring" / "tools" / "static" / "LICENSE.uPlot").read_text()
 
 
 def test_the_ring_package_does_not_import_peer():
-    code = "import sys, ring.dashboard; print(sorted(m for m in sys.modules if m.split('.')[0] == 'peer'))"
+    code = "import sys, ring.tools.dashboard; print(sorted(m for m in sys.modules if m.split('.')[0] == 'peer'))"
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=os.environ)
     assert res.returncode == 0 and res.stdout.strip() == "[]", res.stdout + res.stderr
 
@@ -245,8 +245,8 @@ class Crawling:
 async def test_a_real_browser_shows_the_three_peers_and_the_page_updates(tmp_path):
     from ringharness import free_ports
 
-    from peer.cluster import ClusterNode
-    from peer.config import load_config
+    from peer.engine.cluster import ClusterNode
+    from peer.state.configfile import load_config
 
     browser = chromium()
     peers = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n\n'

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from localweb.demo import DemoError, busy, check, plan, run_config
-from peer.config import load_config, parse_config
+from peer.core.config import parse_config
+from peer.state.configfile import load_config
 
 ROOT = Path(__file__).resolve().parents[1]
 

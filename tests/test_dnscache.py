@@ -3,7 +3,7 @@
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.dnscache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
+from peer.core.dnscache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
 
 
 def resolve(cache, name, addrs, ttl, now):

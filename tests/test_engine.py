@@ -14,8 +14,8 @@ import trio
 from ringharness import ceiling, worst_window
 from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
-from peer.config import ClusterConfig, parse_config
-from peer.engine import Crawler
+from peer.core.config import ClusterConfig, parse_config
+from peer.engine.crawler import Crawler
 
 CRAWL_TIME_LIMIT = 120  # seconds; every crawl here is bounded in time
 
@@ -238,11 +238,11 @@ capacity = 100000
 
 
 def test_cli_refuses_an_existing_results_file_without_fresh(tmp_path, capsys, monkeypatch):
-    """peer.cli.main in process: the same checks as ``python -m peer``, before any event loop."""
+    """peer.commands.cli.main in process: the same checks as ``python -m peer``, before any event loop."""
     import io
     import logging
 
-    from peer.cli import main
+    from peer.commands.cli import main
 
     toml = tmp_path / "cluster.toml"
     data = tmp_path / "p1"
@@ -306,10 +306,10 @@ import logging  # noqa: E402
 import pytest  # noqa: E402
 import trio.testing  # noqa: E402
 
-from peer import engine as engine_mod  # noqa: E402
-from peer.fetcher import FetchResult  # noqa: E402
-from peer.limits import Cap  # noqa: E402
-from peer.robots import MAX_ROBOTS_BYTES  # noqa: E402
+from peer.engine import crawler as engine_mod  # noqa: E402
+from peer.net.fetcher import FetchResult  # noqa: E402
+from peer.core.limits import Cap  # noqa: E402
+from peer.core.robots import MAX_ROBOTS_BYTES  # noqa: E402
 
 FAKE_REQUEST_LIMIT = 20_000  # every fake crawl is bounded in requests, too
 
@@ -979,7 +979,7 @@ async def test_a_snapshot_is_written_in_a_thread_while_the_loop_keeps_ticking(tm
     """
     import threading
 
-    from peer.state import PeerState
+    from peer.state.journal import PeerState
 
     loop_thread = threading.get_ident()
     written: dict[str, float] = {}

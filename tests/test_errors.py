@@ -1,4 +1,4 @@
-"""The command-line shell (ring.errors.cli_shell, peer.errors.cli_main): what a command prints
+"""The command-line shell (ring.tools.shell.cli_shell, peer.errors.cli_main): what a command prints
 as its one line, and what it must not hide; and every command, run as a user runs it, says a
 mistake in one line with exit status 2.
 
@@ -22,7 +22,8 @@ import pytest
 import trio
 
 from peer.errors import ConfigError, LockedError, PeerError, StateError, cli_main, user_error
-from ring.errors import RingError, cli_shell
+from ring.errors import RingError
+from ring.tools.shell import cli_shell
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -148,10 +149,10 @@ def test_a_ring_only_shell_does_not_swallow_other_errors(capsys):
 MISSING = "no-such-cluster.toml"
 
 #: One user mistake per command: (the command's main, its argv, a word the line must name).
-#: A main is "module:function" or "ring" (ring.cli.main with ring/__main__.py's ConfigSource).
+#: A main is "module:function" or "ring" (ring.tools.cli.main with ring/__main__.py's ConfigSource).
 COMMANDS = {
-    "peer": ("peer.cli:main", ["--ring", MISSING], MISSING),
-    "peer --progress": ("peer.cli:main", ["--ring", "{toml}", "--progress", "0"], "--progress"),
+    "peer": ("peer.commands.cli:main", ["--ring", MISSING], MISSING),
+    "peer --progress": ("peer.commands.cli:main", ["--ring", "{toml}", "--progress", "0"], "--progress"),
     "ring table": ("ring", ["table", "--ring", MISSING], MISSING),
     "ring table --sample": ("ring", ["table", "--ring", "{toml}", "--sample", "-1"], "--sample"),
     "ring status": ("ring", ["status", "--ring", MISSING], MISSING),

@@ -1,4 +1,4 @@
-"""peer.extract: links, title, meta robots, charset and the HTML sniff."""
+"""peer.core.extract: links, title, meta robots, charset and the HTML sniff."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.extract import MAX_TITLE, Page, decode_html, is_html, parse_page
-from peer.urls import normalize
+from peer.core.extract import MAX_TITLE, Page, decode_html, is_html, parse_page
+from peer.core.urls import normalize
 
 import localweb.endpoints
 
@@ -342,7 +342,7 @@ def test_selection_and_walk_read_the_same_page(graph, monkeypatch, max_links):
     # parse_page selects the elements of a page up to _SELECT_MAX bytes and
     # walks the tree of a bigger one: both must see the same elements in the
     # same order (links, first base and title, every meta robots, the cap).
-    import peer.extract
+    import peer.core.extract
 
     pages = _html_pages(graph)
     pages.append(("http://s001.web.test/t.html", b"<title>a</title><a href=/1>x</a><title>b</title>"
@@ -350,7 +350,7 @@ def test_selection_and_walk_read_the_same_page(graph, monkeypatch, max_links):
                   b"<template><a href=/t></a></template><a href=4><a href=5 rel=nofollow><a href=6>"))
     read = {}
     for limit in (-1, 10**9):
-        monkeypatch.setattr(peer.extract, "_SELECT_MAX", limit)
+        monkeypatch.setattr(peer.core.extract, "_SELECT_MAX", limit)
         read[limit] = [parse_page(url, body, max_links=max_links) for url, body in pages]
     assert read[-1] == read[10**9]
     assert read[-1][-1].noindex and read[-1][-1].title == "a"

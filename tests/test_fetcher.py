@@ -1,4 +1,4 @@
-"""The fetcher (peer/fetcher.py) against the local test web and small local servers.
+"""The fetcher (peer/net/fetcher.py) against the local test web and small local servers.
 
 Every misbehaving endpoint of bad.web.test has a test showing that the fetch
 returns (no exception), with which error kind, and that memory stays
@@ -31,11 +31,11 @@ from hypothesis import strategies as st
 
 import localweb.endpoints
 from bench_dns import LocalDns
-from peer.config import CrawlConfig, DnsConfig
-from peer.extract import decode_html
-from peer.fetcher import (MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, FetchResult, error_kind,
+from peer.core.config import CrawlConfig, DnsConfig
+from peer.core.extract import decode_html
+from peer.net.fetcher import (MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, FetchResult, error_kind,
                           parse_content_type, parse_retry_after, read_head)
-from peer.resolver import Resolver
+from peer.net.resolver import Resolver
 from localweb import SiteGraph, serve_webfarm
 
 MiB = 1024 * 1024
@@ -779,7 +779,7 @@ async def test_content_length_of_a_bodyless_status_is_no_reason_to_refuse(nurser
     (b"text/html; charset=" + b"u" * 41, "text/html", None, ("charset",)),
     (b"text/html; charset=", "text/html", None, ("charset",)),
     (b"text/html; charset=\xff\xfe", "text/html", None, ("charset",)),
-    # Well-formed but unknown to Python: kept, peer.extract decides (and copes).
+    # Well-formed but unknown to Python: kept, peer.core.extract decides (and copes).
     (b"text/html; charset=klingon", "text/html", "klingon", ()),
     (b"text/html; charset=x-user-defined", "text/html", "x-user-defined", ()),
     (b"text/html; charset=base64", "text/html", "base64", ()),
@@ -865,14 +865,14 @@ async def test_status_outside_100_599_is_error_protocol(nursery, code):
 
 
 async def test_an_unexpected_exception_is_error_internal(nursery, monkeypatch, caplog):
-    import peer.fetcher
+    import peer.net.fetcher
 
     def broken(*args):
         raise RuntimeError("a bug in header handling")
 
     server = await raw_server(nursery, {})
     async with fetcher() as f:
-        monkeypatch.setattr(peer.fetcher, "read_head", broken)
+        monkeypatch.setattr(peer.net.fetcher, "read_head", broken)
         r = await f.fetch(server.url("/good"))
         monkeypatch.undo()
         good = await f.fetch(server.url("/good"))
@@ -1049,7 +1049,7 @@ def check(r, url, max_body, prefix_ok) -> None:
     assert r.content_type == "" or MEDIA.fullmatch(r.content_type)
     assert r.charset is None or LABEL.fullmatch(r.charset)
     assert set(r.malformed) <= REASONS
-    assert isinstance(decode_html(r.body, r.charset), str)  # peer.extract copes with any charset
+    assert isinstance(decode_html(r.body, r.charset), str)  # peer.core.extract copes with any charset
 
 
 @settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -1129,7 +1129,7 @@ def test_read_head_never_raises(status, fields):
     assert head.content_type == "" or MEDIA.fullmatch(head.content_type)
 
 
-# -- the HTTP/1.1 reader's errors on real sockets (peer/http1.py) -----------------
+# -- the HTTP/1.1 reader's errors on real sockets (peer/core/http1.py) -----------------
 
 
 @pytest.mark.parametrize(("raw", "kind"), [

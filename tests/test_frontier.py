@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from peer.errors import PeerError
-from peer.frontier import MIN_IP_SHARE, Frontier, Job, Outcome, PidSample, Politeness, ceiling
-from peer.pid import PID
+from peer.core.frontier import MIN_IP_SHARE, Frontier, Job, Outcome, PidSample, Politeness, ceiling
+from peer.core.pid import PID
 
 A, B, C = "a.test", "b.test", "c.test"
 
@@ -864,7 +864,7 @@ TestFrontierMachine.settings = settings(max_examples=150, stateful_step_count=40
 # --------------------------------------------------------------- census and busiest (status, metrics)
 
 def test_census_tells_ready_waiting_held_and_busy_hosts_apart():
-    from peer.frontier import HostCensus
+    from peer.core.frontier import HostCensus
 
     f = Frontier(Politeness(rate=60.0, initial_delay=1.0))
     fill(f, A, 3)

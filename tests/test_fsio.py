@@ -1,11 +1,11 @@
-"""peer.fsio: the atomic replace leaves the old file or the new one, and syncs in order."""
+"""peer.state.fsio: the atomic replace leaves the old file or the new one, and syncs in order."""
 
 import os
 from pathlib import Path
 
 import pytest
 
-from peer import fsio
+from peer.state import fsio
 
 
 def test_write_atomic_replaces_the_file_and_leaves_no_temporary(tmp_path: Path) -> None:

@@ -1,8 +1,8 @@
 """Hostile input: what the web and the network may throw at a peer.
 
 **From the web.** Pages and URLs are fuzzed with hypothesis on arbitrary text
-(lone surrogates and controls included) and bytes: ``peer.urls`` raises only
-:class:`~peer.errors.URLError`, ``peer.extract`` and ``peer.items`` never
+(lone surrogates and controls included) and bytes: ``peer.core.urls`` raises only
+:class:`~peer.errors.URLError`, ``peer.core.extract`` and ``peer.core.items`` never
 raise, and what they return is normalised. Huge inputs (a 1 MB URL, 2 MiB
 bodies of garbage, tag soup, 350k-deep nesting, ~190k anchors) finish, give
 the documented answer and stay under a stated memory bound (tracemalloc sees
@@ -43,14 +43,14 @@ from hypothesis import strategies as st
 from ringharness import Ring, cluster_text, fetched, wait_pages
 from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
-from peer.config import load_config
+from peer.state.configfile import load_config
 from peer.errors import URLError
-from peer.extract import MAX_TITLE, Page, decode_html, is_html, parse_page, parse_tree
-from peer.items import MAX_FIELD_TEXT, URL_ATTRS, ExtractConfig, Field, Rule, extract_items
-from peer.urls import MAX_URL_LENGTH, Scope, host_key, join, normalize, normalize_link
-from ring.client import Contact, cluster_status
+from peer.core.extract import MAX_TITLE, Page, decode_html, is_html, parse_page, parse_tree
+from peer.core.items import MAX_FIELD_TEXT, URL_ATTRS, ExtractConfig, Field, Rule, extract_items
+from peer.core.urls import MAX_URL_LENGTH, Scope, host_key, join, normalize, normalize_link
+from ring.tools.client import Contact, cluster_status
 from ring.messages import MAX_FRAME, TYPE_CODES, VERSION, StatusRequest, UrlBatch, encode
-from ring.zmqio import SocketType, member_route, open_socket
+from ring.io.zmqio import SocketType, member_route, open_socket
 
 MiB = 1 << 20
 PAGE = "http://example.test/dir/page.html"
@@ -332,7 +332,7 @@ def test_text_of_nested_matches_is_capped_in_memory_and_length():
 # CPU seconds, which load does not stretch) is a hang guard.
 _NESTED_DIVS = """
 import resource
-from peer.extract import parse_page
+from peer.core.extract import parse_page
 
 body = b"<div>" * 100_000 + b"<a href=/deep>d</a>"
 used = resource.getrusage(resource.RUSAGE_SELF)
@@ -358,7 +358,7 @@ def test_a_100k_deep_block_nesting_finishes():
 
 
 # Routing ids the hostile DEALERs use: libzmq's anonymous one (as a tool's),
-# and member routes naming p1 and p2 (ring.zmqio.member_route), which anyone
+# and member routes naming p1 and p2 (ring.io.zmqio.member_route), which anyone
 # can claim on a ring without CurveZMQ.
 ANON, AS_P1, AS_P2 = None, member_route("p1", "bad0"), member_route("p2", "bad0")
 

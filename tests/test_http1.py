@@ -1,4 +1,4 @@
-"""The sans-IO HTTP/1.1 response reader (peer/http1.py), driven synchronously.
+"""The sans-IO HTTP/1.1 response reader (peer/core/http1.py), driven synchronously.
 
 The fetcher's tests (tests/test_fetcher.py) check the same refusals against
 real sockets; here every framing rule is fed byte by byte and in one piece,
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from peer.errors import FetchError
-from peer.http1 import MAX_HEAD, Framing, ResponseReader, request_bytes
+from peer.core.http1 import MAX_HEAD, Framing, ResponseReader, request_bytes
 
 
 def read_all(data: bytes, *, step: int | None = None, eof: bool = True):

@@ -1,4 +1,4 @@
-"""peer.items: extraction rules from cluster.toml, applied to the local shop."""
+"""peer.core.items: extraction rules from cluster.toml, applied to the local shop."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from hypothesis import strategies as st
 from selectolax.lexbor import LexborHTMLParser
 from localweb import SHOP_HOST, SiteGraph
 
-from peer.config import parse_config
+from peer.core.config import parse_config
 from peer.errors import ConfigError
-from peer.items import (
+from peer.core.items import (
     DEFAULT_TABLE,
     MAX_USER_ROWS,
     ExtractConfig,

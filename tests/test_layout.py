@@ -1,8 +1,8 @@
-"""peer.layout: the data_dir's file names, as the docs and the other tools know them."""
+"""peer.core.layout: the data_dir's file names, as the docs and the other tools know them."""
 
 from pathlib import Path
 
-from peer.layout import DataDir, StateFile
+from peer.core.layout import DataDir, StateFile
 
 
 def test_the_data_dir_names_its_files_as_the_readme_does(tmp_path: Path) -> None:

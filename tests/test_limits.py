@@ -1,8 +1,8 @@
-"""peer.limits: the caps' decisions and counts, driven synchronously."""
+"""peer.core.limits: the caps' decisions and counts, driven synchronously."""
 
 import pytest
 
-from peer.limits import RETRY_AFTER_STRIKES, Cap, Hold, Limits
+from peer.core.limits import RETRY_AFTER_STRIKES, Cap, Hold, Limits
 
 H = "farm.test"
 

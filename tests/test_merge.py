@@ -16,7 +16,7 @@ import pytest
 import merge as merge_script
 from merge import merge
 from peer.errors import ConfigError, StateError
-from peer.store import SCHEMA
+from peer.results.store import SCHEMA
 
 ROOT = Path(__file__).resolve().parent.parent
 T0 = datetime(2025, 3, 1, 12, 0, 0)
@@ -496,7 +496,7 @@ def test_export_of_an_unknown_format_is_one_line(three, tmp_path):
 def test_the_peers_stats_are_summed_into_the_clusters(tmp_path):
     import json
 
-    from peer.stats import STATS_FILE
+    from peer.core.stats import STATS_FILE
 
     inputs = []
     for i, (pages, start, end) in enumerate([(10, "2025-03-01T12:00:00+00:00", "2025-03-01T12:00:30+00:00"),

@@ -1,7 +1,7 @@
-"""peer.metrics: the figures a Prometheus scrape gets, and a real peer serving them.
+"""peer.engine.metrics: the figures a Prometheus scrape gets, and a real peer serving them.
 
 The scrape of a crawl asks a real ``python -m peer`` process over HTTP; a busy
-metrics port is judged with ``peer.cli.main`` in this process (tests/clirun.py).
+metrics port is judged with ``peer.commands.cli.main`` in this process (tests/clirun.py).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from ringharness import Ring, cluster_text
 from localweb import SiteGraph, serve_webfarm
 
-from peer.metrics import PeerCollector, PeerFigures, families, quantiles
+from peer.engine.metrics import PeerCollector, PeerFigures, families, quantiles
 
 
 def figures(**kw) -> PeerFigures:
@@ -135,7 +135,7 @@ def test_a_metrics_port_in_use_is_one_line_and_exit_2(tmp_path):
     import socket
 
     from clirun import run_main
-    from peer.cli import main
+    from peer.commands.cli import main
 
     with socket.socket() as busy:
         busy.bind(("127.0.0.1", 0))

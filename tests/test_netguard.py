@@ -1,4 +1,4 @@
-"""The SSRF guard's address policy (peer/netguard.py): a table, v4 and v6."""
+"""The SSRF guard's address policy (peer/core/netguard.py): a table, v4 and v6."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.netguard import BLOCKED_V4, filter_public, is_public_address
+from peer.core.netguard import BLOCKED_V4, filter_public, is_public_address
 
 BLOCKED = [
     # IPv4
@@ -119,7 +119,7 @@ def test_ipv4_blocked_iff_in_the_table(value):
 
 
 def test_netguard_is_pure():
-    code = ("import sys, peer.netguard\n"
+    code = ("import sys, peer.core.netguard\n"
             "print(','.join(m for m in ('trio', 'zmq', 'httpx', 'httpcore', 'duckdb') if m in sys.modules))")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert res.returncode == 0, res.stderr

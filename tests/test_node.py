@@ -200,7 +200,7 @@ def test_a_leaver_takes_no_url_batch_and_its_sender_reroutes_it_when_it_sees_the
     # A batch that reaches a leaver is not taken: taken and acked, its URLs
     # would have to reach their new owner before the leaver exits, and a
     # leaver exits once its own hand-off is acked, whatever came after
-    # (peer.engine lingers a few gossip rounds, then ends). Unacked, the
+    # (peer.engine.crawler lingers a few gossip rounds, then ends). Unacked, the
     # batch stays its sender's, which re-routes it when its ring drops the
     # leaver (ring.forwarder rule 5).
     leaver = node("p1")

@@ -1,4 +1,4 @@
-"""Tests for peer.pid: the PID post's law, its clamps, and a simulated host."""
+"""Tests for peer.core.pid: the PID post's law, its clamps, and a simulated host."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.pid import PID
+from peer.core.pid import PID
 
-# The PID post's constants (peer/pid.py's source, §3 and §5).
+# The PID post's constants (peer/core/pid.py's source, §3 and §5).
 SEED_KP = -0.05
 SEED_KI = -0.01
 SETPOINT = 40  # pages per window
@@ -189,7 +189,7 @@ PHASE = 30  # windows per phase: fast, slow, fast
 FIXED_DELAY = CONNECTIONS * WINDOW / SETPOINT - FAST  # 10.0 s
 BAND = 0.05 * SETPOINT  # +-5 %: 38..42 pages
 # Gains and clamps from the seed, except the integral clamp (the seed gives
-# none): 100 winds up (see peer/pid.py) and never settles in the slow phase.
+# none): 100 winds up (see peer/core/pid.py) and never settles in the slow phase.
 SIM_INTEGRAL_LIMIT = 15.0
 # Windows after each step by which the rate is inside the band for good.
 # Measured: 8 from T0, 13 after fast->slow, 7 after slow->fast. The fast->slow
@@ -301,7 +301,7 @@ def test_fixed_delay_loses_about_half_its_rate_when_the_host_slows() -> None:
 
 
 def scaled_pid(rate: float, window: float = WINDOW, **overrides: float) -> PID:
-    """The PID post's gains for a host at ``rate`` pages/min: what peer.frontier builds."""
+    """The PID post's gains for a host at ``rate`` pages/min: what peer.core.frontier builds."""
     setpoint = rate * window / 60.0
     nominal = 60.0 / rate
     args = dict(kp=SEED_KP, ki=SEED_KI, kd=0.0, setpoint=setpoint, initial_delay=nominal,

@@ -1,8 +1,8 @@
-"""peer.progress: the progress line, driven synchronously with ``now`` passed in."""
+"""peer.core.progress: the progress line, driven synchronously with ``now`` passed in."""
 
 from __future__ import annotations
 
-from peer.progress import Progress, ProgressSnapshot, duration
+from peer.core.progress import Progress, ProgressSnapshot, duration
 
 
 def snap(now: float, pages: int, **kw) -> ProgressSnapshot:
@@ -66,15 +66,15 @@ def test_duration_forms():
 
 
 def test_ready_hosts_are_counted_up_to_a_bound():
-    from peer.progress import READY_MOST
+    from peer.core.progress import READY_MOST
 
     line = Progress().line(snap(1.0, 1, hosts_ready=READY_MOST, hosts_waiting=123_456))
     assert f"hosts {READY_MOST:,}+ ready, 123,456 waiting on politeness" in line
 
 
 def test_the_frontier_counts_ready_and_waiting_hosts():
-    from peer.config import PolitenessConfig
-    from peer.frontier import Frontier
+    from peer.core.config import PolitenessConfig
+    from peer.core.frontier import Frontier
 
     f = Frontier(PolitenessConfig(rate=60.0))  # 1 s between a host's starts
     for i in range(50):

@@ -1,5 +1,15 @@
-"""The pure cores import no I/O library (docs/architecture.md)."""
+"""The layers hold: the pure cores do no I/O, ``ring`` needs nothing of ``peer`` (docs/architecture.md).
 
+Which modules are pure is read from the tree, not from a list: everything
+under ``peer/core/`` and every module at the top of ``ring/`` (its edges live
+in ``ring/io/`` and its tools in ``ring/tools/``). Each is checked twice:
+what importing it loads (no trio, zmq, httpx, httpcore or duckdb, even
+indirectly), and what its own source does (no socket, thread, process or
+clock module; no ``open``, no ``os`` call but ``os.fspath``, no file-system
+method of ``pathlib``).
+"""
+
+import ast
 import json
 import re
 import subprocess
@@ -8,53 +18,25 @@ from pathlib import Path
 
 import pytest
 
-PURE = [
-    "peer.config",
-    "peer.urls",
-    "peer.bloom",
-    "peer.seen",
-    "peer.pid",
-    "peer.frontier",
-    "peer.dnscache",
-    "peer.extract",
-    "peer.items",
-    "peer.state",
-    "peer.robots",
-    "peer.netguard",
-    "peer.limits",
-    "peer.runs",
-    "peer.progress",
-    "peer.stats",
-    "peer.holds",
-    "peer.decisions",
-    "peer.crawl",
-    "peer.http1",
-    "peer.layout",
-    "ring.hashring",
-    "ring.messages",
-    "ring.membership",
-    "ring.sim",
-    "ring.forwarder",
-    "ring.node",
-    "ring.routes",
-    "ring.crawlport",
-    "ring.curve",
-    # The hostile web's answers are pure too; only localweb.hostile serves them.
-    "localweb.wire",
-    "localweb.site",
-    "localweb.farm",
-    "localweb.cases",
-    # So is the site graph, with its pages, oracle and bad endpoints; only
-    # localweb.server serves them.
-    "localweb.text",
-    "localweb.shop",
-    "localweb.hrefs",
-    "localweb.endpoints",
-    "localweb.graph",
-    "localweb.pages",
-    "localweb.oracle",
-    "localweb.sitegraph",
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _dotted(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+#: The pure layers, by glob: every module under them.
+PURE_FILES = sorted([*(ROOT / "peer" / "core").rglob("*.py"),
+                     *(p for p in (ROOT / "ring").glob("*.py") if p.name != "__main__.py")])
+# The test webs' pure layers (localweb/__init__.py); only localweb.server and
+# localweb.hostile serve them.
+LOCALWEB_PURE = [
+    "localweb.wire", "localweb.site", "localweb.farm", "localweb.cases", "localweb.text",
+    "localweb.shop", "localweb.hrefs", "localweb.endpoints", "localweb.graph", "localweb.pages",
+    "localweb.oracle", "localweb.sitegraph",
 ]
+PURE = [*(_dotted(p) for p in PURE_FILES), *LOCALWEB_PURE]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
 
 
@@ -97,7 +79,7 @@ def _top(name: str) -> str:
 @pytest.fixture(scope="module")
 def loaded() -> dict[str, list[str]]:
     """What importing each module (alone) loads: {module: [module names]}."""
-    names = sorted({*PURE, *(_ring_name(m) for m in RING_MODULES)})
+    names = sorted({*PURE, *RING_MODULES})
     res = subprocess.run([sys.executable, "-c", _CHECKER, ",".join(FORBIDDEN), *names],
                          capture_output=True, text=True, timeout=120)
     assert res.returncode == 0, res.stderr
@@ -106,7 +88,7 @@ def loaded() -> dict[str, list[str]]:
 
 def test_the_checker_sees_what_a_module_imports(loaded):
     # It must be able to fail: the zmq driver loads zmq and trio, the client does not load peer.
-    assert {"zmq", "trio"} <= {_top(m) for m in loaded["ring.driver"]}
+    assert {"zmq", "trio"} <= {_top(m) for m in loaded["ring.io.driver"]}
     assert "ring.messages" in loaded["ring.node"]
 
 
@@ -117,21 +99,75 @@ def test_pure_core_imports_no_io_library(module, loaded):
     assert not bad, f"{module} pulls in {','.join(bad)}"
 
 
-def _ring_name(module: str) -> str:
-    return "ring" if module == "__init__" else f"ring.{module}"
-
-
-RING_MODULES = sorted(p.stem for p in (Path(__file__).resolve().parent.parent / "ring").glob("*.py")
-                      if p.stem != "__main__")
+RING_MODULES = sorted(_dotted(p) for p in (ROOT / "ring").rglob("*.py") if p.name != "__main__.py")
 
 
 @pytest.mark.parametrize("module", RING_MODULES)
 def test_ring_imports_nothing_of_peer(module, loaded):
     # The layers (ring/__init__.py): peer is built on ring, never the other
     # way; ring/__main__.py, the process entry point, is where they meet.
-    name = _ring_name(module)
-    assert isinstance(loaded[name], list), loaded[name]
-    bad = sorted(m for m in loaded[name] if _top(m) == "peer")
-    assert not bad, f"{name} pulls in {','.join(bad)}"
-    source = (Path(__file__).resolve().parent.parent / "ring" / f"{module}.py").read_text()
-    assert not re.search(r"^\s*(from|import) peer\b", source, re.M), f"{name} imports peer"
+    assert isinstance(loaded[module], list), loaded[module]
+    bad = sorted(m for m in loaded[module] if _top(m) == "peer")
+    assert not bad, f"{module} pulls in {','.join(bad)}"
+    source = _source(module).read_text()
+    assert not re.search(r"^\s*(from|import) peer\b", source, re.M), f"{module} imports peer"
+
+
+def _source(module: str) -> Path:
+    base = ROOT.joinpath(*module.split("."))
+    return base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+
+
+#: Standard modules whose import means I/O, threads or a clock in a core.
+IO_MODULES = frozenset({
+    "socket", "ssl", "select", "selectors", "signal", "threading", "subprocess", "asyncio",
+    "multiprocessing", "concurrent", "time", "shutil", "tempfile", "mmap", "http", "urllib.request",
+    *FORBIDDEN,
+})
+#: ``pathlib`` and file-object methods that touch the file system.
+FS_METHODS = frozenset({
+    "read_text", "read_bytes", "write_text", "write_bytes", "mkdir", "unlink", "rmdir", "exists",
+    "is_file", "is_dir", "iterdir", "glob", "rglob", "touch", "resolve", "readlink", "chmod", "stat",
+    "lstat", "open", "fdopen", "makedirs", "rename", "symlink_to", "samefile", "cwd", "home",
+    "readinto", "fsync",
+})
+#: ``os`` names that only compute (the rest are system calls).
+OS_PURE = frozenset({"fspath", "fsencode", "fsdecode", "path", "sep", "PathLike"})
+
+
+def io_calls(source: str) -> list[str]:
+    """What a module's own source does that is I/O: imports of I/O modules and calls that touch the system."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            names = [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            names = [node.module]
+        else:
+            names = []
+        found += [f"line {node.lineno}: import {n}" for n in names
+                  if n in IO_MODULES or n.partition(".")[0] in IO_MODULES]
+        if isinstance(node, ast.Call):
+            fn = node.func
+            if isinstance(fn, ast.Name) and fn.id in {"open", "input", "print"}:
+                found.append(f"line {node.lineno}: {fn.id}()")
+            elif isinstance(fn, ast.Attribute):
+                if isinstance(fn.value, ast.Name) and fn.value.id == "os" and fn.attr not in OS_PURE:
+                    found.append(f"line {node.lineno}: os.{fn.attr}()")
+                elif fn.attr in FS_METHODS:
+                    found.append(f"line {node.lineno}: .{fn.attr}()")
+    return found
+
+
+def test_the_source_check_can_fail():
+    source = "import time\nimport os\nfrom pathlib import Path\nopen('x')\nos.fsync(3)\nPath('x').read_text()\nos.fspath('x')\n"
+    assert io_calls(source) == ["line 1: import time", "line 4: open()", "line 5: os.fsync()",
+                                "line 6: .read_text()"]
+    # And the globs find the layers' modules.
+    assert {"peer.core.crawl", "peer.core.frontier", "ring.node", "ring.hashring"} <= set(PURE)
+    assert "ring.io.zmqio" not in PURE and "peer.net.fetcher" not in PURE
+
+
+@pytest.mark.parametrize("path", PURE_FILES, ids=_dotted)
+def test_pure_core_source_does_no_io(path):
+    assert io_calls(path.read_text()) == []

@@ -18,7 +18,7 @@ import pytest
 import report  # scripts/ is on sys.path (conftest)
 
 from peer.errors import ConfigError, StateError
-from peer.store import SCHEMA
+from peer.results.store import SCHEMA
 from ring.hashring import HashRing
 
 ROOT = Path(__file__).resolve().parents[1]

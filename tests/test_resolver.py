@@ -1,4 +1,4 @@
-"""The resolver (peer/resolver.py) against a real DNS server on loopback.
+"""The resolver (peer/net/resolver.py) against a real DNS server on loopback.
 
 The server is scripts/bench_dns.py's LocalDns: dnspython messages over a trio
 UDP socket on 127.0.0.1, answering *.web.test -> 127.0.0.1 with a TTL we
@@ -11,9 +11,9 @@ from __future__ import annotations
 import pytest
 import trio
 
-from peer.config import DnsConfig
+from peer.core.config import DnsConfig
 from peer.errors import FetchError
-from peer.resolver import Resolver
+from peer.net.resolver import Resolver
 
 from bench_dns import LocalDns
 

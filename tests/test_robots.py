@@ -1,4 +1,4 @@
-"""peer.robots: the RFC 9309 policy around protego, driven with explicit ``now``."""
+"""peer.core.robots: the RFC 9309 policy around protego, driven with explicit ``now``."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.robots import MAX_ROBOTS_BYTES, ROBOTS_TTL, RobotsCache, Verdict, product_token
+from peer.core.robots import MAX_ROBOTS_BYTES, ROBOTS_TTL, RobotsCache, Verdict, product_token
 
 import localweb
 

@@ -1,10 +1,10 @@
-"""peer.runs: resume, fresh, ask or refuse; the rules of the module docstring."""
+"""peer.core.runs: resume, fresh, ask or refuse; the rules of the module docstring."""
 
 from __future__ import annotations
 
 import pytest
 
-from peer.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.core.runs import Choice, Fingerprint, RunRecord, decide, first_run
 
 FP = Fingerprint(("http://a.test/",), ("*.a.test",), (), 0)
 

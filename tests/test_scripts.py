@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from peer.config import load_config
-from ring.cli import ring_of
+from peer.state.configfile import load_config
+from ring.tools.cli import ring_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -251,7 +251,7 @@ def test_demo_draws_the_report_and_says_where_everything_is(demo):
 
 
 def test_readme_results_schema_matches_the_store():
-    from peer.store import SCHEMA
+    from peer.results.store import SCHEMA
 
     readme = (ROOT / "README.md").read_text()
     section = readme.split("## Results schema", 1)[1].split("\n## ", 1)[0]

@@ -1,4 +1,4 @@
-"""peer.seen (the sieve's policy, sync), peer.sievefile (its runs) and the crawl that uses them."""
+"""peer.core.seen (the sieve's policy, sync), peer.state.sievefile (its runs) and the crawl that uses them."""
 
 from __future__ import annotations
 
@@ -11,11 +11,11 @@ import pytest
 import trio
 from localweb import SiteGraph, serve_webfarm
 
-import peer.sievefile as sievefile
-from peer.crawl import Checking, CrawlCore, Finished, Forward, Origin, Queued, Sleep
+import peer.state.sievefile as sievefile
+from peer.core.crawl import Checking, CrawlCore, Finished, Forward, Origin, Queued, Sleep
 from peer.errors import StateError
-from peer.seen import MERGE_RATIO, SeenSieve, Verdict, plan_merge, url_hash
-from peer.sievefile import SieveFiles
+from peer.core.seen import MERGE_RATIO, SeenSieve, Verdict, plan_merge, url_hash
+from peer.state.sievefile import SieveFiles
 from ring.hashring import HashRing
 from test_crawl import config
 from test_engine import crawl, make_config
@@ -302,7 +302,7 @@ def journal(state, effects) -> None:
 
 
 def test_a_kill_with_urls_waiting_for_the_sieve_loses_none_of_them(tmp_path):
-    from peer.state import PeerState
+    from peer.state.journal import PeerState
 
     c = saturated_core(disk_after=0)
     files = SieveFiles(tmp_path / "seen", ram_hashes=10**6)

@@ -1,4 +1,4 @@
-"""The frontier's spill store: heads in RAM, the rest in segment files (peer/spill.py, frontier rule 9)."""
+"""The frontier's spill store: heads in RAM, the rest in segment files (peer/state/spill.py, frontier rule 9)."""
 
 from __future__ import annotations
 
@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import initialize, invariant, rule
 
 from peer.errors import PeerError, StateError
-from peer.frontier import Frontier, MemorySpill, Politeness
-from peer.spill import FileSpill, SpillManifest, sync_segments
+from peer.core.frontier import Frontier, MemorySpill, Politeness
+from peer.state.spill import FileSpill, SpillManifest, sync_segments
 
 
 def segments(d: Path) -> list[str]:

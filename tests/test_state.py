@@ -1,4 +1,4 @@
-"""Tests for peer.state: journal + snapshots, torn tails, corruption, a real kill -9."""
+"""Tests for peer.state.journal: journal + snapshots, torn tails, corruption, a real kill -9."""
 
 from __future__ import annotations
 
@@ -20,9 +20,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.bloom import BloomFilter
+from peer.core.bloom import BloomFilter
+from peer.state.bloomfile import write_bloom
 from peer.errors import StateError
-from peer.state import PeerState, Recovered
+from peer.state.journal import PeerState, Recovered
 
 REPO = Path(__file__).resolve().parents[1]
 FRAME = struct.Struct("<II")
@@ -405,7 +406,7 @@ def test_crash_between_bloom_and_snapshot_recovers_the_previous_generation(tmp_p
     want = state(tmp_path).recover()
     d = tmp_path / "state"
     # What a kill between the two writes of snapshot 2 leaves behind.
-    new_bloom([url(9)]).to_file(d / "bloom-2.bin")
+    write_bloom(new_bloom([url(9)]), d / "bloom-2.bin")
     (d / "snapshot-2.msgpack.abc123.tmp").write_bytes(b"half a snapshot")
     (d / "bloom-3.bin.xyz.tmp").write_bytes(b"half a filter")
     rec = state(tmp_path).recover()
@@ -521,8 +522,8 @@ def test_any_history_recovers_its_last_commit(ops: list[tuple]) -> None:
 CHILD = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from peer.bloom import BloomFilter
-    from peer.state import PeerState
+    from peer.core.bloom import BloomFilter
+    from peer.state.journal import PeerState
 
     st = PeerState(Path(sys.argv[1]), "p1", "r")
     bloom = BloomFilter(200_000, 0.001)
@@ -603,8 +604,8 @@ def test_real_kill_9_loses_no_committed_record(tmp_path: Path, target: int) -> N
 
 def test_the_run_record_round_trips_and_a_malformed_one_is_one_line(tmp_path):
     from peer.errors import StateError
-    from peer.runs import Fingerprint, first_run
-    from peer.state import RUN_FILE, read_run, write_run
+    from peer.core.runs import Fingerprint, first_run
+    from peer.state.journal import RUN_FILE, read_run, write_run
 
     d = tmp_path / "state"
     assert read_run(d) is None
@@ -617,8 +618,8 @@ def test_the_run_record_round_trips_and_a_malformed_one_is_one_line(tmp_path):
 
 
 def test_discard_removes_the_run_record_too(tmp_path):
-    from peer.runs import Fingerprint, first_run
-    from peer.state import write_run
+    from peer.core.runs import Fingerprint, first_run
+    from peer.state.journal import write_run
 
     d = tmp_path / "state"
     write_run(d, first_run(Fingerprint((), (), (), 0), 1.0))
@@ -707,7 +708,7 @@ class SpillingPeer:
     """A frontier with a spill store, journaled the way the engine does it."""
 
     def __init__(self, tmp_path: Path, head: int = 4) -> None:
-        from peer.frontier import Frontier, Politeness
+        from peer.core.frontier import Frontier, Politeness
 
         self.state = PeerState(tmp_path / "state", "p1", "r", spill_block=head)
         self.rec = self.state.recover()

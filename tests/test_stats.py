@@ -1,11 +1,11 @@
-"""peer.stats: the end-of-run summary and stats.json, and the cluster's sum of them."""
+"""peer.core.stats: the end-of-run summary and stats.json, and the cluster's sum of them."""
 
 from __future__ import annotations
 
 from collections import Counter
 from types import SimpleNamespace
 
-from peer.stats import crawl_stats, render_summary, requested_errors, sum_stats
+from peer.core.stats import crawl_stats, render_summary, requested_errors, sum_stats
 
 
 def summary(**kw) -> SimpleNamespace:

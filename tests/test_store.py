@@ -1,4 +1,4 @@
-"""peer.store: the DuckDB results file, written off the trio loop in batches."""
+"""peer.results.store: the DuckDB results file, written off the trio loop in batches."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import trio
 import trio.testing
 
 from peer.errors import LockedError, StateError
-from peer.frontier import PidSample
-from peer.store import SCHEMA, PageRow, ResultStore, _locked
+from peer.core.frontier import PidSample
+from peer.results.store import SCHEMA, PageRow, ResultStore, _locked
 
 T0 = 1_700_000_000.123456  # 2023-11-14 22:13:20.123456 UTC
 

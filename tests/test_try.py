@@ -55,7 +55,7 @@ authors = "a.author::text*"
 
 
 def try_url(toml: Path, url: str, *args: str) -> Result:
-    from peer.cli import main  # `python -m peer try` is peer.cli's dispatch to peer.trial
+    from peer.commands.cli import main  # `python -m peer try` is peer.commands.cli's dispatch to peer.commands.trial
 
     return run_main(main, ["try", url, "--ring", str(toml), *args])
 

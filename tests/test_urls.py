@@ -1,4 +1,4 @@
-"""peer.urls: normalisation rules, link joining, host key and scope."""
+"""peer.core.urls: normalisation rules, link joining, host key and scope."""
 
 import dataclasses
 
@@ -8,7 +8,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from peer.errors import URLError
-from peer.urls import (
+from peer.core.urls import (
     MAX_URL_LENGTH,
     Scope,
     host_key,

@@ -21,8 +21,8 @@ import trio
 from protego import Protego
 from selectolax.lexbor import LexborHTMLParser
 
-from peer.config import parse_config
-from peer.urls import Scope, host_key, hostname, join, normalize, normalize_link
+from peer.core.config import parse_config
+from peer.core.urls import Scope, host_key, hostname, join, normalize, normalize_link
 
 from localweb import (
     BAD_HOST,
@@ -117,7 +117,7 @@ def test_site_pages_are_20_to_40_kib(graph):
 
 
 def test_every_emitted_href_joins_to_its_canonical_target(graph):
-    """graph.links() is what a parser finds in the served HTML, and peer.urls agrees."""
+    """graph.links() is what a parser finds in the served HTML, and peer.core.urls agrees."""
     port = 8123
     forms: Counter[str] = Counter()
     html_seen = b""
@@ -149,7 +149,7 @@ def test_every_emitted_href_joins_to_its_canonical_target(graph):
 
 
 def test_the_oracle_and_the_site_graph_import_no_peer_module():
-    """The oracle judges peer.urls; built on it, it would agree with its bugs."""
+    """The oracle judges peer.core.urls; built on it, it would agree with its bugs."""
     code = ("import sys, localweb.oracle, localweb.sitegraph\n"
             "print(','.join(m for m in sys.modules if m == 'peer' or m.startswith('peer.')))\n")
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
@@ -263,7 +263,7 @@ def test_gzip_bomb_is_small_and_inflates_to_zeros():
 
 
 async def _crawl(client: httpx.AsyncClient, farm, seeds: list[str]):
-    """An independent reference crawler: BFS, protego, selectolax, peer.urls."""
+    """An independent reference crawler: BFS, protego, selectolax, peer.core.urls."""
     scope = Scope(("*.web.test",), (BAD_HOST,))
     robots: dict[str, Protego | None] = {}
     fetched: Counter[str] = Counter()

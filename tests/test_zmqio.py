@@ -1,4 +1,4 @@
-"""ring.zmqio: no loss, no reordering, no hang, clear errors (ring/zmqio.py's facts).
+"""ring.io.zmqio: no loss, no reordering, no hang, clear errors (ring/io/zmqio.py's facts).
 
 The long tests run a second process (tests/zmq_peer_proc.py) on 127.0.0.1, as
 the module's measurements did. Streams go DEALER -> ROUTER, the ring's own path
@@ -21,7 +21,7 @@ import trio.testing
 
 from ring.errors import RingError
 from ring.messages import MAX_FRAME
-from ring.zmqio import (
+from ring.io.zmqio import (
     PeerUnreachable,
     SocketClosed,
     SocketType,

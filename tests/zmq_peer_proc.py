@@ -21,7 +21,7 @@ import sys
 
 import trio
 
-from ring.zmqio import open_socket
+from ring.io.zmqio import open_socket
 
 
 async def send(endpoint: str, n: int, size: int) -> None:

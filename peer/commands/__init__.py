@@ -1,0 +1,6 @@
+"""The user's commands: parsing, one-line errors, exit statuses.
+
+- ``cli``    ``python -m peer``: crawl a peer of cluster.toml, ``--check``, ``try``
+- ``trial``  ``python -m peer try URL``: one URL through the crawl's rules
+- ``adopt``  hand a lost peer's frontier to the live ring
+"""

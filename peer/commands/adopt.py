@@ -1,0 +1,676 @@
+"""Adopt a lost peer's frontier: its unfetched URLs go to their current owners.
+
+When a peer is lost for good (disk moved to another machine, host gone), the
+others mark it dead and take over its hosts (consistent hashing moves only
+its hosts, UbiCrawler §3), but the URLs only it had queued would be lost::
+
+    python scripts/adopt.py data/p3 --ring cluster.toml [--id p3] [--dry-run]
+
+reads the lost peer's crash state (``DATA_DIR/state``, :mod:`peer.state.journal`:
+the queue at the kill, in-flight fetches included, plus the forwards it had
+not had acked) and its results (``DATA_DIR/pages.duckdb``), asks the running
+ring who is alive (``ring.tools.client.cluster_status``), and sends every URL to the
+owner of its host as :class:`~ring.messages.UrlBatch` es with the sender
+``adopt:<id>``, which ``ring.node`` takes into the crawl's frontier and acks
+on the same socket (``ring.io.driver.ForwardLink`` carries them). Rows the lost peer had written stay in its pages.duckdb and
+are merged as usual by ``scripts/merge.py``; rows only its journal held (done
+after its last snapshot, not yet flushed to DuckDB) are written back there
+first, as the peer itself would on a restart.
+
+Order matters, so delivery has two phases. First every already-fetched URL
+(a pages row or a journal row) goes as ``seen`` to its owner's Bloom filter,
+and only once all of those are acked do the queued URLs go: a queued page
+fetched by its new owner links to pages the lost peer fetched, possibly on
+another owner's hosts, and that owner must know them already or it would
+fetch them again. A queued URL that also has a row is sent only as seen.
+
+Delivery reuses the peers' own :class:`ring.forwarder.Outbox` (per-owner
+sequence numbers, resend of a batch not acked after a second, re-routing),
+with at most :data:`WINDOW` unacked batches per owner so a big frontier does
+not pile resends on a busy peer. While batches wait unacked the ring is asked
+again (at most every :data:`STATUS_EVERY` s); if an owner is gone, its
+batches are re-routed over the new ring, so nothing is dropped silently:
+what is still unacked at ``--timeout`` is listed and the exit status is 1.
+Adopting twice is harmless: owners dedupe with their Bloom filters.
+
+Limitations. The ring is rebuilt from ``python -m ring status``: ids and
+states, not weights, so a member's weight is taken from its ``[[peer]]``
+entry and a joiner not listed there counts as 1.0. A URL routed with a wrong
+weight still arrives: the receiver routes what it takes with its own ring and
+relays it. A ``seen`` URL that lands on a non-owner (same cause, or a ring
+change while in flight) is not relayed, so at worst that page is fetched once
+more. Run adopt soon after the peer is declared dead: until then the new
+owners may fetch again pages of its hosts that it had fetched.
+
+With ``[ring] curve_keys`` set, the tool is a Curve client with the key pair
+``--key-id`` (default ``ops``) of the keys directory: generate it with
+``python scripts/keys.py --ring cluster.toml --id ops`` and copy ``ops.key``
+into every peer's keys directory (docs/curve.md), or peers refuse it.
+
+Mistakes (bad cluster.toml, unknown data dir, corrupt state, the lost peer
+still running or still alive in the ring) raise the package's errors, which
+``scripts/adopt.py`` (the command line) prints as one line with exit 2; no
+peer answering (:class:`Unreachable`), or batches unacked at the timeout,
+exit 1.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import os
+import re
+import shutil
+import tempfile
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import trio
+
+from peer.core.config import ClusterConfig
+from peer.errors import EXIT_USAGE, ConfigError, StateError, URLError
+from peer.core.layout import RESULTS_NAME, STATE_NAME, StateFile
+from peer.state.journal import SPILL_DIR, PeerState, Recovered
+from peer.results.store import PageRow, ResultStore
+from peer.core.urls import host_key
+from ring.tools.client import Contact, StatusRow, client_keys, cluster_status
+from ring.io.curve import resolve_keys_dir
+from ring.io.driver import ForwardLink
+from ring.forwarder import Outbox
+from ring.hashring import HashRing
+from ring.messages import Ack, UrlBatch
+from ring.node import ADOPT_PREFIX
+
+__all__ = [
+    "AdoptSummary",
+    "LostPeer",
+    "Plan",
+    "Unreachable",
+    "adopt",
+    "live_ring",
+    "load_lost",
+    "lost_peer_id",
+    "make_plan",
+    "ring_status",
+]
+
+EXIT_INCOMPLETE = 1
+#: Entries (URLs + seen) per batch. The codec takes 10,000 and 8 MiB a frame;
+#: at the 4 KiB URL limit of peer.core.urls 1,000 entries stay under 4.1 MiB, and
+#: MAX_BATCH under 8 MiB.
+BATCH_SIZE = 1000
+MAX_BATCH = 2000
+#: Unacked batches per owner: enough to keep an owner busy, few enough that a
+#: slow one is not sent the same batches again every second.
+WINDOW = 4
+#: A batch not acked this long after it was sent is sent again (Outbox rule 3).
+RESEND_AFTER = 1.0
+#: A send that cannot be queued within this long is left to the resend.
+SEND_TIMEOUT = 0.5
+#: While batches wait unacked, ask the ring for its members at most this often.
+STATUS_EVERY = 2.0
+#: Seconds to wait for each peer's status answer.
+STATUS_TIMEOUT = 1.0
+RESULTS_FILE = RESULTS_NAME
+STATE_DIR = STATE_NAME
+
+StatusRows = Sequence[StatusRow]
+
+
+class Unreachable(Exception):
+    """No peer of the ring answered: exit status 1, not a user's mistake."""
+
+
+# ---------------------------------------------------------------------------
+# The lost peer's data
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class LostPeer:
+    """What a lost peer left: URLs to adopt, URLs it fetched, journal-only rows."""
+
+    peer_id: str
+    data_dir: Path
+    urls: dict[str, int] = field(repr=False)    # url -> depth: queued or forwarded, not fetched
+    fetched: list[str] = field(repr=False)      # pages rows and journal rows: sent as seen
+    rows_to_restore: list[list[Any]] = field(repr=False)  # journal rows missing from pages.duckdb
+    already_fetched: int                        # queued URLs left out because they have a row
+    has_state: bool
+    generation: int | None = None
+    torn_bytes: int = 0
+
+
+def lost_peer_id(cfg: ClusterConfig, data_dir: Path, given: str | None) -> str:
+    """``--id``, else the ``[[peer]]`` whose data_dir is ``data_dir``; ConfigError otherwise."""
+    target = data_dir.resolve()
+    listed = next((p.id for p in cfg.peers if Path(p.data_dir).resolve() == target), None)
+    if given:
+        if listed is not None and listed != given:
+            raise ConfigError(str(data_dir), "--id", f"this is the data_dir of {listed} in "
+                                                     f"{cfg.path}, not of {given}")
+        return given
+    if listed is None:
+        # peer.state.journal keeps the id inside the snapshot but offers no way to read
+        # it without knowing it, so a joiner's id must be given.
+        raise ConfigError(str(data_dir), "", f"is not the data_dir of any [[peer]] in {cfg.path}; "
+                                             "give the lost peer's id with --id")
+    return listed
+
+
+def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:
+    """The lost peer's state, recovered from a copy: DATA_DIR is left as it was.
+
+    ``recover`` truncates a torn journal tail and deletes stray files, which
+    is right for a peer resuming and wrong for a tool that only reads (and
+    for ``--dry-run``). Snapshots and Bloom files are only read, so they are
+    hard-linked when the file system allows; journals are copied.
+    """
+    if not PeerState.exists(state_dir):
+        return None
+    with tempfile.TemporaryDirectory(prefix="ringcrawl-adopt-") as tmp:
+        try:
+            for entry in os.scandir(state_dir):
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                dst = os.path.join(tmp, entry.name)
+                if (kind := StateFile.parse(entry.name)) is not None and kind[0] is StateFile.JOURNAL:
+                    shutil.copyfile(entry.path, dst)
+                    continue
+                try:
+                    os.link(entry.path, dst)
+                except OSError:
+                    shutil.copyfile(entry.path, dst)
+            # The frontier's spilled queues (peer/state/spill.py): recovery only adds
+            # segments and deletes unnamed ones, never writes into one, so links do.
+            spill_dir = os.path.join(state_dir, SPILL_DIR)
+            if os.path.isdir(spill_dir):
+                os.mkdir(os.path.join(tmp, SPILL_DIR))
+                for entry in os.scandir(spill_dir):
+                    if entry.is_file(follow_symlinks=False):
+                        dst = os.path.join(tmp, SPILL_DIR, entry.name)
+                        try:
+                            os.link(entry.path, dst)
+                        except OSError:
+                            shutil.copyfile(entry.path, dst)
+        except OSError as exc:
+            raise StateError(f"{state_dir}: cannot read crawl state ({exc.strerror or exc})") from None
+        try:
+            rec = PeerState(Path(tmp), peer_id, ring_name).recover()
+            if rec is not None and rec.spill is not None:
+                # Read the spilled queues now: the copy goes with ``tmp``.
+                spill = rec.spill
+                rec = dataclasses.replace(rec, queued=dict(rec.all_queued()), spill=None)
+                spill.close()
+            return rec
+        except StateError as exc:
+            # Name the real file, and not the peer's own way out (--fresh).
+            msg = str(exc).replace(tmp, str(state_dir))
+            msg = re.sub(r";[^;]*--fresh.*$", "", msg)
+            raise StateError(f"{msg}; this peer's queued URLs cannot be adopted "
+                             "(its pages.duckdb rows still merge)") from None
+
+
+def _page_urls(path: Path, peer_id: str) -> list[str]:
+    """URLs with a row in ``pages``; StateError if the file is held by a live process."""
+    if not path.exists():
+        return []
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "lock" in why.lower():
+            holder = m.group(0) if (m := re.search(r"PID \d+", why)) else "another process"
+            raise StateError(f"{path}: is held open by a running process ({holder}): is {peer_id} "
+                             "still running? adopt only a dead peer's data; stop it first") from None
+        raise StateError(f"{path}: cannot be opened: {why}") from None
+    try:
+        return [u for (u,) in con.execute("SELECT DISTINCT url FROM pages WHERE url IS NOT NULL")
+                .fetchall()]
+    except duckdb.Error as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StateError(f"{path}: cannot read its pages table: {why}") from None
+    finally:
+        con.close()
+
+
+def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
+    """Read ``data_dir`` (blocking file I/O; nothing in it is changed)."""
+    if not data_dir.is_dir():
+        raise ConfigError(str(data_dir), "", "no such directory (expected the lost peer's data_dir)")
+    rec = _recover(data_dir / STATE_DIR, peer_id, cfg.ring.name)
+    pages = _page_urls(data_dir / RESULTS_FILE, peer_id)
+    if rec is None and not pages and not (data_dir / RESULTS_FILE).exists():
+        raise ConfigError(str(data_dir), "", f"holds neither {STATE_DIR}/ nor {RESULTS_FILE}: "
+                                             "is it a peer's data_dir?")
+    fetched = dict.fromkeys(pages)
+    restore: list[list[Any]] = []
+    urls: dict[str, int] = {}
+    already: set[str] = set()
+    if rec is not None:
+        have = set(fetched)
+        for row in rec.rows:
+            # The engine journals PageRow fields in order: the URL first.
+            if row and isinstance(row[0], str):
+                if row[0] not in have:
+                    restore.append(row)
+                fetched[row[0]] = None
+        # Queue and unacked forwards together; a URL in both keeps its
+        # smaller depth, the one a max_depth limit would let go further.
+        for url, depth in [*rec.all_queued(), *rec.forwards]:
+            if url in fetched:
+                already.add(url)
+            elif url not in urls or depth < urls[url]:
+                urls[url] = depth
+    return LostPeer(
+        peer_id=peer_id, data_dir=data_dir, urls=urls, fetched=list(fetched),
+        rows_to_restore=restore, already_fetched=len(already), has_state=rec is not None,
+        generation=None if rec is None else rec.generation,
+        torn_bytes=0 if rec is None else rec.torn_bytes,
+    )
+
+
+async def _restore_rows(lost: LostPeer) -> tuple[int, int]:
+    """Write the journal-only rows into the lost peer's pages.duckdb: (written, unusable)."""
+    rows: list[PageRow] = []
+    bad = 0
+    for row in lost.rows_to_restore:
+        try:
+            rows.append(PageRow(*row))
+        except TypeError:  # a row of another build's columns
+            bad += 1
+    if rows:
+        store = ResultStore(lost.data_dir / RESULTS_FILE, lost.peer_id,
+                            store_links=False, store_body=False)
+        async with store:
+            for r in rows:
+                store.add_page(r)
+    return len(rows), bad
+
+
+# ---------------------------------------------------------------------------
+# Routing
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Plan:
+    """Who gets what: per owner, the URLs for its frontier and the seen URLs."""
+
+    urls: dict[str, list[tuple[str, int]]]
+    seen: dict[str, list[str]]
+    unroutable: list[str]  # URLs with no host a ring can own (garbage in the state)
+
+
+def make_plan(urls: Mapping[str, int], seen: Iterable[str], owner_of: Callable[[str], str]) -> Plan:
+    """Group ``urls`` and ``seen`` by ``owner_of(url)`` (pure)."""
+    by_owner: dict[str, list[tuple[str, int]]] = {}
+    seen_by: dict[str, list[str]] = {}
+    bad: list[str] = []
+    for url, depth in urls.items():
+        try:
+            by_owner.setdefault(owner_of(url), []).append((url, depth))
+        except URLError:
+            bad.append(url)
+    for url in seen:
+        try:
+            seen_by.setdefault(owner_of(url), []).append(url)
+        except URLError:
+            bad.append(url)
+    return Plan(by_owner, seen_by, bad)
+
+
+def owner_fn(ring: HashRing) -> Callable[[str], str]:
+    return lambda url: ring.owner(host_key(url))
+
+
+def live_members(rows: StatusRows) -> dict[str, str]:
+    """id -> address of the members that own hosts."""
+    return {r.id: r.address for r in rows if r.live}
+
+
+async def ring_status(cfg: ClusterConfig, timeout: float, keys: Any = None) -> tuple[StatusRow, ...] | None:
+    """``ring status`` of the ring in ``cfg`` (``ring.tools.client.cluster_status``)."""
+    seeds = [Contact(p.id, p.address) for p in cfg.peers]
+    return await cluster_status(cfg.ring.name, seeds, timeout, keys)
+
+
+def live_ring(cfg: ClusterConfig, members: Iterable[str]) -> HashRing:
+    """The ring the peers route with, as far as status shows it (weights: module doc)."""
+    weights = {p.id: p.weight for p in cfg.peers}
+    return HashRing({m: weights.get(m, 1.0) for m in members}, vnodes=cfg.ring.vnodes)
+
+
+# ---------------------------------------------------------------------------
+# Delivery
+# ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class AdoptSummary:
+    """What an adoption did (or, with ``dry_run``, would do)."""
+
+    peer: str
+    data_dir: str
+    dry_run: bool
+    urls: dict[str, int]        # owner -> URLs it acked (planned, for a dry run)
+    seen: dict[str, int]        # owner -> seen URLs it acked (planned)
+    addresses: dict[str, str]   # owner -> its address
+    batches: int                # batches sent, resends excluded (planned)
+    resends: int
+    ring_changes: int           # member sets seen change while sending
+    seconds: float
+    already_fetched: int        # queued URLs sent only as seen: they have a row
+    unroutable: int
+    rows_restored: int          # journal-only rows written back to pages.duckdb (to be)
+    rows_unusable: int
+    has_state: bool
+    generation: int | None
+    torn_bytes: int
+    # owner -> entries not acked ("urls", "seen": sent or not) and "batches" sent unacked
+    unacked: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    @property
+    def complete(self) -> bool:
+        return not self.unacked
+
+    def lines(self) -> list[str]:
+        """The text the CLI prints."""
+        verb = "plan (dry run, nothing sent)" if self.dry_run else "adopted"
+        out = [f"{self.peer}: {verb}: {sum(self.urls.values())} queued URLs and "
+               f"{sum(self.seen.values())} fetched URLs (as seen) from {self.data_dir}"]
+        if not self.has_state:
+            out.append(f"note: no crawl state in {self.data_dir}/{STATE_DIR}: only its fetched URLs go")
+        elif self.torn_bytes:
+            out.append(f"note: {self.torn_bytes} bytes of a torn journal tail ignored (normal after kill -9)")
+        owners = sorted(set(self.urls) | set(self.seen) | set(self.unacked))
+        out.append(f"{'owner':<10} {'URLs':>9} {'seen':>9}  address")
+        for o in owners:
+            out.append(f"{o:<10} {self.urls.get(o, 0):>9} {self.seen.get(o, 0):>9}  "
+                       f"{self.addresses.get(o, '?')}")
+        out.append(f"{'total':<10} {sum(self.urls.values()):>9} {sum(self.seen.values()):>9}")
+        if self.dry_run:
+            out.append(f"{self.batches} batches of up to {BATCH_SIZE} entries would be sent")
+        else:
+            out.append(f"{self.batches} batches, {self.resends} resends, "
+                       f"{self.ring_changes} ring changes, {self.seconds:.2f} s")
+        out.append(f"left out: {self.already_fetched} queued URLs already fetched (sent as seen), "
+                   f"{self.unroutable} unroutable URLs")
+        if self.rows_restored or self.rows_unusable:
+            verb = "would restore" if self.dry_run else "restored"
+            out.append(f"{verb} {self.rows_restored} result rows from the journal into "
+                       f"{self.data_dir}/{RESULTS_FILE}"
+                       + (f"; {self.rows_unusable} rows of another format left out"
+                          if self.rows_unusable else ""))
+        return out
+
+    def unacked_line(self) -> str:
+        return "; ".join(f"{o}: {v['urls']} URLs and {v['seen']} seen URLs not acked "
+                         f"(unacked batches: {v['batches']})" for o, v in sorted(self.unacked.items()))
+
+
+class _Delivery:
+    """Sends a plan's entries in two phases, seen first, until every batch is acked."""
+
+    def __init__(self, cfg: ClusterConfig, sender: str, members: dict[str, str],
+                 configure: Callable[[str], Any] | None, deadline: float,
+                 batch_size: int, status: Callable[..., Any]) -> None:
+        self.cfg = cfg
+        self.members = members
+        self.ring = live_ring(cfg, members)
+        self.configure = configure
+        self.deadline = deadline
+        self.batch_size = batch_size
+        self.status = status
+        # The epoch names this run's batches; seq counts from 0 per owner.
+        self.outbox = Outbox(sender, cfg.ring.name, epoch=int(time.time() * 1000),
+                             batch_size=batch_size, max_age=0.0, resend_after=RESEND_AFTER,
+                             recent_size=0)
+        self.inflight: dict[str, dict[int, tuple[int, int]]] = {}  # owner -> seq -> (urls, seen)
+        self.acked_urls: dict[str, int] = {}
+        self.acked_seen: dict[str, int] = {}
+        self.addresses: dict[str, str] = {}
+        self.ring_changes = 0
+        self._pending: dict[str, deque[Any]] = {}
+        self._seen_phase = True
+        self.link: ForwardLink | None = None  # while run() delivers
+        self._wake = trio.Event()
+        self._last_status = trio.current_time()
+        self._resent_seen = 0
+        self._later: dict[str, list[Any]] = {}  # the URL phase's entries, while seen go first
+
+    async def run(self, plan: Plan) -> bool:
+        """Deliver ``plan``; True when everything is acked before the deadline."""
+        self._later = {o: list(v) for o, v in plan.urls.items()}
+        try:
+            # The non-member sender of ring.io.driver: one DEALER per owner, at most
+            # WINDOW * 4 frames queued in it, acks read back on it.
+            async with ForwardLink(self.cfg.ring.name, self._on_ack, configure=self.configure,
+                                   hwm=WINDOW * 4, send_timeout=SEND_TIMEOUT) as link:
+                self.link = link
+                ok = await self._phase({o: list(v) for o, v in plan.seen.items()}, seen=True)
+                if ok:
+                    later, self._later = self._later, {}
+                    ok = await self._phase(later, seen=False)
+        except BaseExceptionGroup as group:
+            # trio wraps even a lone error (a Curve key refused, say) in a group.
+            leaves = _leaves(group)
+            if len(leaves) == 1 and isinstance(leaves[0], Exception):
+                raise leaves[0] from None
+            raise
+        return ok
+
+    async def _phase(self, entries: dict[str, list[Any]], *, seen: bool) -> bool:
+        self._seen_phase = seen
+        self._pending = {o: deque(v) for o, v in entries.items() if v}
+        outbox = self.outbox
+        while self._pending or not outbox.idle:
+            now = trio.current_time()
+            if now >= self.deadline:
+                return False
+            self._feed(now)
+            for dest, batch in outbox.due(now):
+                await self._send(dest, batch)
+            resent = outbox.stats().resent
+            if resent > self._resent_seen and now - self._last_status >= STATUS_EVERY:
+                self._resent_seen = resent
+                await self._refresh()
+                continue
+            when = outbox.next_due_at()
+            with trio.move_on_at(min(self.deadline, when if when is not None else now + RESEND_AFTER)):
+                await self._wake.wait()
+            self._wake = trio.Event()
+        return True
+
+    def _feed(self, now: float) -> None:
+        """Hand the Outbox at most WINDOW unacked batches per owner."""
+        add = self.outbox.add_seen if self._seen_phase else None
+        for owner in list(self._pending):
+            q = self._pending[owner]
+            room = WINDOW - len(self.inflight.get(owner, ()))
+            for _ in range(max(0, room)):
+                for _ in range(min(self.batch_size, len(q))):
+                    e = q.popleft()
+                    if add is not None:
+                        add(e, owner, now)
+                    else:
+                        self.outbox.add(e[0], e[1], owner, now)
+                if not q:
+                    break
+            if not q:
+                del self._pending[owner]
+
+    async def _send(self, dest: str, batch: UrlBatch) -> None:
+        sent = self.inflight.setdefault(dest, {})
+        if batch.seq not in sent:
+            sent[batch.seq] = (len(batch.urls), len(batch.seen))
+        address = self.members.get(dest)
+        if address is None:
+            return  # gone: the next refresh re-routes it
+        self.addresses[dest] = address
+        assert self.link is not None
+        await self.link.send(dest, address, batch)
+
+    def _on_ack(self, msg: Ack) -> None:
+        if self.outbox.ack(msg.sender, msg.epoch, msg.seq):
+            n_urls, n_seen = self.inflight.get(msg.sender, {}).pop(msg.seq, (0, 0))
+            for tally, n in ((self.acked_urls, n_urls), (self.acked_seen, n_seen)):
+                if n:
+                    tally[msg.sender] = tally.get(msg.sender, 0) + n
+            self._wake.set()
+
+    async def _refresh(self) -> None:
+        """Batches wait: if the live member set changed, re-route over the new ring."""
+        self._last_status = trio.current_time()
+        rows = await self.status(self.cfg, STATUS_TIMEOUT)
+        self._last_status = trio.current_time()
+        if rows is None:
+            return
+        live = live_members(rows)
+        if not live or live == self.members:
+            return
+        self.ring_changes += 1
+        self.members = live
+        self.ring = ring = live_ring(self.cfg, live)
+        owner_of = owner_fn(ring)
+        self.outbox.reroute(owner_of, trio.current_time(), members=ring)
+        for dest in [d for d in self.inflight if d not in ring]:
+            del self.inflight[dest]  # abandoned: the Outbox moved their entries
+        regrouped: dict[str, deque[Any]] = {}
+        for q in self._pending.values():
+            for e in q:
+                url = e if self._seen_phase else e[0]
+                regrouped.setdefault(owner_of(url), deque()).append(e)
+        self._pending = regrouped
+        later: dict[str, list[Any]] = {}
+        for items in self._later.values():
+            for e in items:
+                later.setdefault(owner_of(e[0]), []).append(e)
+        self._later = later
+
+    def unacked(self) -> dict[str, dict[str, int]]:
+        """What is not acked, by owner: unacked batches, and entries not yet sent."""
+        out: dict[str, dict[str, int]] = {}
+
+        def add(owner: str, batches: int = 0, urls: int = 0, seen: int = 0) -> None:
+            s = out.setdefault(owner, {"batches": 0, "urls": 0, "seen": 0})
+            s["batches"] += batches
+            s["urls"] += urls
+            s["seen"] += seen
+
+        numbered = 0
+        for dest, seqs in self.inflight.items():
+            if seqs:
+                urls, seen = sum(u for u, _ in seqs.values()), sum(n for _, n in seqs.values())
+                add(dest, len(seqs), urls, seen)
+                numbered += urls + seen
+        queued = self.outbox.queued()
+        # Re-routed entries the Outbox holds, not yet in a numbered batch.
+        unsealed = len(queued.urls) + len(queued.seen) - numbered
+        if unsealed > 0:
+            add("(re-routed)", **{"seen" if self._seen_phase else "urls": unsealed})
+        for owner, q in self._pending.items():
+            add(owner, **{"seen" if self._seen_phase else "urls": len(q)})
+        for owner, v in self._later.items():
+            add(owner, urls=len(v))
+        return out
+
+
+def _leaves(group: BaseExceptionGroup) -> list[BaseException]:
+    out: list[BaseException] = []
+    for e in group.exceptions:
+        out.extend(_leaves(e) if isinstance(e, BaseExceptionGroup) else [e])
+    return out
+
+
+# ---------------------------------------------------------------------------
+# The whole adoption
+# ---------------------------------------------------------------------------
+
+
+def _curve_configure(cfg: ClusterConfig, key_id: str) -> Callable[[str], Any] | None:
+    from ring.io.curve import CurveKeys
+
+    keys_dir = resolve_keys_dir(cfg.ring.curve_keys, cfg.path)
+    if keys_dir is None:
+        return None
+    from ring.io.zmqio import curve_client
+
+    keys = CurveKeys.load(keys_dir, key_id)
+    return lambda owner: curve_client(keys, keys.public_key(owner))
+
+
+async def adopt(
+    cfg: ClusterConfig, data_dir: str | Path, *, peer_id: str | None = None, force: bool = False,
+    dry_run: bool = False, timeout: float = 60.0, key_id: str = "ops",
+    batch_size: int = BATCH_SIZE, status: Callable[..., Any] | None = None,
+) -> AdoptSummary:
+    """Adopt the lost peer's frontier in ``data_dir`` into the running ring.
+
+    Raises ConfigError/StateError/RingError for a user's mistake (exit 2) and
+    :class:`Unreachable` when no peer answers (exit 1); a summary with
+    ``unacked`` entries means the timeout ran out (exit 1).
+    """
+    if not 1 <= batch_size <= MAX_BATCH:
+        raise ValueError(f"batch_size must be in 1..{MAX_BATCH}, not {batch_size!r}")
+    t0 = trio.current_time()
+    if status is None:
+        # The operator's key pair when the ring uses CurveZMQ (ring.tools.client.client_keys).
+        tool_keys = None if dry_run else client_keys(
+            resolve_keys_dir(cfg.ring.curve_keys, cfg.path), key_id, cfg.path)
+
+        async def status(cfg: ClusterConfig, timeout: float):  # type: ignore[no-redef]
+            return await ring_status(cfg, timeout, tool_keys)
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise ConfigError(str(data_dir), "", "no such directory (expected the lost peer's data_dir)")
+    pid = lost_peer_id(cfg, data_dir, peer_id)
+    configure = None if dry_run else _curve_configure(cfg, key_id)
+    lost = await trio.to_thread.run_sync(load_lost, cfg, data_dir, pid)
+
+    rows = await status(cfg, STATUS_TIMEOUT)
+    if rows is None:
+        addrs = ", ".join(p.address for p in cfg.peers)
+        raise Unreachable(f"no peer of ring {cfg.ring.name!r} answered at {addrs}; "
+                          "is the cluster running?")
+    mine = next((r for r in rows if r.id == pid), None)
+    if mine is not None and mine.live and not force:
+        raise ConfigError(str(data_dir), "", f"{pid} is still {mine.state.value} in the ring; adopt only "
+                                             "a dead peer's data (or --force)")
+    members = live_members(rows)
+    if not members:
+        raise Unreachable(f"ring {cfg.ring.name!r} has no live member to adopt {pid}'s URLs")
+    ring = live_ring(cfg, members)
+    plan = make_plan(lost.urls, lost.fetched, owner_fn(ring))
+    common: dict[str, Any] = dict(
+        peer=pid, data_dir=str(data_dir), already_fetched=lost.already_fetched,
+        unroutable=len(plan.unroutable), has_state=lost.has_state, generation=lost.generation,
+        torn_bytes=lost.torn_bytes,
+    )
+    if dry_run:
+        batches = sum(math.ceil(len(v) / batch_size) for part in (plan.urls, plan.seen)
+                      for v in part.values())
+        return AdoptSummary(
+            dry_run=True, urls={o: len(v) for o, v in plan.urls.items()},
+            seen={o: len(v) for o, v in plan.seen.items()},
+            addresses={o: members[o] for o in set(plan.urls) | set(plan.seen)},
+            batches=batches, resends=0, ring_changes=0, seconds=trio.current_time() - t0,
+            rows_restored=len(lost.rows_to_restore), rows_unusable=0, **common)
+
+    restored, unusable = await _restore_rows(lost)
+    # The timeout counts from the first send: reading a big state is not the ring's fault.
+    delivery = _Delivery(cfg, ADOPT_PREFIX + pid, members, configure,
+                         trio.current_time() + timeout, batch_size, status)
+    ok = await delivery.run(plan)
+    stats = delivery.outbox.stats()
+    return AdoptSummary(
+        dry_run=False, urls=delivery.acked_urls, seen=delivery.acked_seen,
+        addresses=dict(delivery.addresses), batches=stats.batches, resends=stats.resent,
+        ring_changes=delivery.ring_changes, seconds=trio.current_time() - t0,
+        rows_restored=restored, rows_unusable=unusable,
+        unacked={} if ok else delivery.unacked(), **common)

@@ -1,0 +1,454 @@
+"""``python -m peer``: the command line of one crawler peer.
+
+Argument parsing and error reporting only; the work is done by the modules it
+calls. A user's mistake (bad cluster.toml, unknown --id) is one line on stderr
+and exit status 2, never a traceback; so is a peer that cannot start (its
+port in use, an address not of this machine, a corrupt or foreign crawl
+state, a results file another process holds open).
+"""
+
+from __future__ import annotations
+
+import argparse
+import errno
+import logging
+import shutil
+import signal
+import socket
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+from peer.core.config import ClusterConfig
+from peer.state.configfile import load_config
+from peer.errors import EXIT_USAGE, PeerError, user_error
+from peer.core.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.core.stats import STATS_FILE
+from ring.errors import RingError
+
+__all__ = ["main", "describe"]
+
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python -m peer",
+        description=(
+            "Run one peer of a ringcrawl cluster. Every machine runs the same "
+            "command with the same cluster.toml; --id says which [[peer]] this is."
+        ),
+        epilog=(
+            "Examples:\n"
+            "  python -m peer --ring cluster.toml --check     validate the config\n"
+            "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
+            "  python -m peer try URL --ring solo.toml        show what the crawl would do with one URL\n"
+            "Earlier crawl state (data_dir/state/): on a terminal the peer asks whether to resume\n"
+            "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
+            "crash) whose scope and seeds are unchanged, and refuses anything else (a finished\n"
+            "crawl, a changed scope) in one line: pass --resume or --fresh.\n"
+            "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM "
+            "after a clean stop); 2 for a usage or config error, or a peer that cannot "
+            "start (its port in use, damaged crawl state, a results file held open)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("--ring", metavar="PATH", required=True,
+                   help="the cluster.toml shared by every peer (required)")
+    p.add_argument("--id", metavar="ID",
+                   help="which [[peer]] of cluster.toml this process is; "
+                        "may be left out when the file lists one peer")
+    p.add_argument("--address", metavar="tcp://HOST:PORT",
+                   help="join a running ring as a peer not listed in cluster.toml, listening here "
+                        "(with --id and --data-dir)")
+    p.add_argument("--data-dir", metavar="DIR", help="data directory of a joining peer")
+    p.add_argument("--weight", metavar="W", type=float, default=1.0,
+                   help="ring weight of a joining peer (default 1.0)")
+    p.add_argument("--check", action="store_true",
+                   help="validate cluster.toml, print what this peer would run with, and exit")
+    p.add_argument("--fresh", action="store_true",
+                   help="delete this peer's earlier results and crawl state (data_dir) and "
+                        "start over; asks first unless --yes")
+    p.add_argument("--resume", action="store_true",
+                   help="continue the crawl state in data_dir/state/ whatever it is: after a "
+                        "finished run (e.g. with a higher max_pages) or a changed scope, "
+                        "which is reported")
+    p.add_argument("--yes", action="store_true", help="do not ask before --fresh deletes anything")
+    p.add_argument("--leave", action="store_true",
+                   help="on SIGTERM, leave the ring gracefully: hand the queued and fetched "
+                        "URLs of this peer's hosts to their new owners, then exit 0 "
+                        "(same as `python -m ring leave --id ID`); without it SIGTERM stops "
+                        "this peer and the others take its hosts when it is declared dead")
+    p.add_argument("--progress", metavar="SECONDS", type=float, default=5.0,
+                   help="seconds between progress lines on stderr (default 5)")
+    p.add_argument("--log-level", metavar="LEVEL", default="INFO",
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"],
+                   help="logging level: DEBUG, INFO (default), WARNING or ERROR")
+    return p
+
+
+def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
+    """A short human summary of a validated config."""
+    lines = [f"{cfg.path}: ok: ring {cfg.ring.name!r}, {len(cfg.peers)} peer(s)"]
+    for spec in cfg.peers:
+        mark = "*" if spec.id == peer_id else " "
+        address = spec.address or "(no address: solo)"
+        lines.append(f" {mark} {spec.id:<8} {address:<24} weight {spec.weight:g}  data_dir {spec.data_dir}")
+    c, pol = cfg.crawl, cfg.politeness
+    scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
+    lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
+                 f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
+    rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
+    lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
+    ex = cfg.extract
+    if ex:
+        rules = ", ".join(f"{r.table} ({len(r.fields)} fields, match {r.match!r})" for r in ex.rules)
+        lines.append(f"   extract: {rules or 'no rules'}"
+                     + (f"; user function {ex.module}" if ex.module else ""))
+    lines.append("   ring: " + (f"CurveZMQ keys in {cfg.ring.curve_keys}" if cfg.ring.curve_keys
+                                else "unauthenticated (no [ring] curve_keys)"))
+    lines.extend(f"warning: {w}" for w in config_warnings(cfg))
+    return "\n".join(lines)
+
+
+def config_warnings(cfg: ClusterConfig) -> list[str]:
+    """What a valid config will do that its author probably does not want (``--check``).
+
+    Each would end a crawl at once with 0 pages and no other sign: no seeds, a
+    seed out of scope, a seed the SSRF guard will refuse (peer/core/netguard.py:
+    an IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
+    public, while ``allow_private`` is false). A seed resolved by real DNS is
+    judged when it is fetched, not here: --check does no I/O.
+    """
+    from peer.core.dnscache import DnsCache
+    from peer.core.netguard import is_public_address
+    from peer.core.urls import Scope, host_key, hostname, normalize
+
+    c = cfg.crawl
+    where = str(cfg.path)
+    if not c.seeds:
+        return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages"]
+    out = []
+    scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
+    static = DnsCache(static=cfg.dns.resolve)
+    for i, seed in enumerate(c.seeds):
+        url = normalize(seed)
+        host = hostname(host_key(url))
+        if not scope.allows(url, 0):
+            why = (f"its host {host} is denied by crawl.deny_hosts" if not c.allow_hosts
+                   or any(Scope((p,)).allows_host(host) for p in c.allow_hosts)
+                   else f"its host {host} matches no crawl.allow_hosts pattern")
+            out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({why}): it will not be crawled")
+            continue
+        if c.allow_private:
+            continue
+        addresses = static.peek(host, 0.0)
+        if host == "localhost" or host.endswith(".localhost"):
+            addresses = ("127.0.0.1",)
+        blocked = [a for a in addresses or () if not is_public_address(a)]
+        if blocked:
+            out.append(f"{where}: crawl.seeds[{i}] {seed!r} resolves to {', '.join(blocked)}, which the "
+                       "SSRF guard refuses: set crawl.allow_private = true to crawl a private or "
+                       "loopback address (such as the local test web)")
+    return out
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["try"]:
+        from peer.commands.trial import main as try_main
+
+        return try_main(argv[1:])
+    args = _parser().parse_args(argv)
+    try:
+        cfg = load_config(args.ring)
+        if args.address is not None:
+            _check_join(cfg, args)
+        elif args.id is not None:
+            cfg.peer(args.id)
+        elif len(cfg.peers) == 1:
+            args.id = cfg.peers[0].id
+    except PeerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    if args.check:
+        print(describe(cfg, args.id))
+        return 0
+    if args.id is None:
+        print(f"error: {cfg.path}: lists {len(cfg.peers)} peers; say which one this is with --id",
+              file=sys.stderr)
+        return EXIT_USAGE
+    if args.progress <= 0:
+        print("error: --progress: expected a number of seconds > 0", file=sys.stderr)
+        return EXIT_USAGE
+    if args.fresh and args.resume:
+        print("error: --fresh and --resume: pass one of them, not both", file=sys.stderr)
+        return EXIT_USAGE
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    # httpx logs every request at INFO; our results table already has them.
+    for noisy in ("httpx", "httpcore"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
+    from peer.core.layout import DataDir
+
+    results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
+    try:
+        record = _start_run(cfg, args, data_dir, results, state_dir)
+    except _Refused as exc:
+        if exc.line:
+            print(exc.line, file=sys.stderr)
+        return EXIT_USAGE
+    except PeerError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    import trio  # the edges only: --check and errors above need no event loop
+
+    from peer.engine.crawler import Crawler
+
+    before = _results_pages(results)
+    cluster = len(cfg.peers) > 1 or args.address is not None
+    crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
+                      cluster=cluster, address=args.address, weight=args.weight)
+    try:
+        summary = trio.run(_crawl, crawler, args.leave, not cluster)
+    except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
+        err = user_error(exc)
+        if err is None:
+            raise
+        address = args.address or cfg.peer(args.id).address
+        # zmq's bind error names the address; only then is the probe's answer the cause.
+        bind_failed = cluster and isinstance(err, RingError) and address in str(err)
+        why = _bind_problem(address) if bind_failed else None
+        if why is not None:
+            fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
+            print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",
+                  file=sys.stderr)
+        else:
+            print(f"error: {err}", file=sys.stderr)
+        return EXIT_USAGE
+    finished = time.time()
+    _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
+    print(summary.render())
+    total = _results_pages(results)
+    if total is None:
+        print(f"results: {results}")
+    else:
+        earlier = before or 0
+        print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
+              + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
+    print(f"stats: {data_dir / STATS_FILE}")
+    return 0
+
+
+class _Refused(Exception):
+    """The run must not start; ``line`` is what to print (empty: already said)."""
+
+    def __init__(self, line: str = "") -> None:
+        self.line = line
+        super().__init__(line)
+
+
+def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, results: Path,
+               state_dir: Path) -> RunRecord:
+    """Resume, start fresh, ask or refuse (peer/core/runs.py's rules); the record of this run."""
+    from peer.state.journal import PeerState, read_run, write_run
+
+    has_state = PeerState.exists(state_dir)
+    record = read_run(state_dir) if has_state else None
+    fp = Fingerprint.of(cfg.crawl)
+    tty = sys.stdin.isatty()
+    d = decide(has_state=has_state, record=record, now=fp, resume=args.resume,
+               fresh=args.fresh, tty=tty)
+    changed = "; since then: " + ", ".join(d.changes) if d.changes else ""
+    choice = d.choice
+    confirmed = args.yes
+    if choice is Choice.ASK:
+        answer = _ask(f"{state_dir} holds a crawl: {d.why}{changed}.\n"
+                      "[r]esume it, start [f]resh (deletes this peer's results and state), "
+                      "or [q]uit? ")
+        if answer not in ("r", "f"):
+            raise _Refused("nothing changed (pass --resume or --fresh to choose without a question)")
+        choice, confirmed = (Choice.RESUME, False) if answer == "r" else (Choice.FRESH, True)
+    if choice is Choice.REFUSE:
+        raise _Refused(f"error: {state_dir} holds an earlier crawl: {d.why}{changed}; pass --resume "
+                       "to continue it, or --fresh to delete it and start over")
+    now = time.time()
+    if choice is Choice.FRESH:
+        if results.exists() or has_state:
+            if results.exists():
+                from peer.results.store import check_not_held
+
+                try:
+                    check_not_held(results)
+                except PeerError as exc:
+                    raise _Refused(f"error: {exc}; nothing deleted") from None
+            if not confirmed and not _confirm(
+                    f"delete {data_dir} (results and crawl state) and start over? [y/N] "):
+                raise _Refused("nothing deleted")
+            shutil.rmtree(data_dir)
+        new = first_run(fp, now)
+    elif choice is Choice.RESUME:
+        print(f"resuming the crawl state in {state_dir} (--fresh to start over): {d.why}",
+              file=sys.stderr)
+        if d.changes:
+            # Pages fetched before are in the Bloom filter and are not fetched
+            # again, so the links they had that were out of scope then are
+            # not found now: only new pages and seeds follow the new scope.
+            print(f"warning: the scope changed since this crawl state was written: "
+                  f"{', '.join(d.changes)}; pages fetched before are not fetched again, so "
+                  "links they held that the old scope dropped are not followed (--fresh "
+                  "recrawls with the new scope)", file=sys.stderr)
+        new = record.starting(fp, now) if record is not None else first_run(fp, now)
+    else:
+        if results.exists():
+            raise _Refused(f"error: {results} holds an earlier crawl but no crawl state to "
+                           "resume; move it away, or pass --fresh to delete it and start over")
+        new = first_run(fp, now)
+    write_run(state_dir, new)
+    return new
+
+
+def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunRecord,  # type: ignore[no-untyped-def]
+             state_dir: Path, data_dir: Path, finished: float) -> None:
+    """The run record's end and data_dir/stats.json; a failure to write them is a warning."""
+    import json
+
+    from peer.core.limits import Cap
+    from peer.state.fsio import write_atomic
+    from peer.state.journal import write_run
+    from peer.core.stats import crawl_stats, run_config
+
+    node = crawler.node
+    out = node.outbox.stats().forwarded if node is not None else 0
+    received = node.inbox.received if node is not None else 0
+    hits = {cap.value: n for cap, n in crawler.limits.hits.items() if isinstance(cap, Cap) and n}
+    doc = crawl_stats(summary, peer=peer_id, ring=cfg.ring.name, run=record.runs,
+                      started=crawler.started, finished=finished, cap_hits=hits,
+                      forwarded_out=out, forwarded_in=received, handoffs_in=crawler.handoffs_in,
+                      config=run_config(cfg))
+    try:
+        write_run(state_dir, record.ending(finished, summary.stop_reason, summary.requested))
+        write_atomic(data_dir / STATS_FILE, (json.dumps(doc, indent=1).encode() + b"\n",))
+    except PeerError as exc:
+        print(f"warning: {exc}", file=sys.stderr)
+    except OSError as exc:
+        print(f"warning: {data_dir / STATS_FILE}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+
+
+def _results_pages(results: Path) -> int | None:
+    """Fetched pages in a results file (rows whose request was made), or None if unreadable.
+
+    A row without a request (robots exclusion, a host given up) has neither a
+    status nor a measured time: ``status IS NULL AND elapsed_ms = 0``.
+    """
+    if not results.exists():
+        return 0
+    import duckdb
+
+    try:
+        with duckdb.connect(str(results), read_only=True) as con:
+            row = con.execute("SELECT count(*) FROM pages WHERE NOT "
+                              "(status IS NULL AND coalesce(elapsed_ms, 0) = 0)").fetchone()
+    except duckdb.Error:
+        return None
+    return int(row[0]) if row else None
+
+
+def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
+    from peer.core.config import parse_address
+    from peer.errors import ConfigError
+
+    if args.id is None or args.data_dir is None:
+        raise ConfigError("--address", "", "a joining peer needs --id, --address and --data-dir")
+    if any(p.id == args.id for p in cfg.peers):
+        raise ConfigError("--id", "", f"{args.id!r} is listed in {cfg.path}; --address is for peers that are not")
+    try:
+        parse_address(args.address)
+    except ValueError as exc:
+        raise ConfigError("--address", "", str(exc)) from None
+    from ring.membership import MAX_WEIGHT
+
+    if not 0 < args.weight <= MAX_WEIGHT:
+        raise ConfigError("--weight", "", f"expected a number > 0 and <= {MAX_WEIGHT:g}")
+
+
+def _bind_problem(address: str) -> tuple[str, str] | None:
+    """Why this machine cannot listen on ``address`` now and what to do, or None if it can.
+
+    Asked after the ring failed to start: zmq's error carries only a strerror,
+    and the way out differs by errno. The probe sets SO_REUSEADDR as libzmq's
+    TCP listener does, so a port left in TIME_WAIT by this peer's previous
+    run is not reported as busy.
+    """
+    from peer.core.config import parse_address
+
+    try:
+        host, port = parse_address(address)
+        infos = socket.getaddrinfo(None if host == "*" else host, port,
+                                   type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+    except (ValueError, OSError):
+        return None  # an interface name or a host that does not resolve: zmq's own text says it
+    family, kind, proto, _, sockaddr = infos[0]
+    try:
+        with socket.socket(family, kind, proto) as probe:
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            probe.bind(sockaddr)
+    except OSError as e:
+        if e.errno == errno.EADDRINUSE:
+            return (f"port {port} is in use by another process",
+                    "stop that process (another peer with this address?)")
+        if e.errno == errno.EADDRNOTAVAIL:
+            return (f"{host} is not an address of this machine",
+                    "run this peer on the machine that has it")
+        if e.errno == errno.EACCES:
+            return f"port {port} needs privileges", "use a port above 1023"
+        return str(e.strerror or e), "check the address"
+    return None
+
+
+def _ask(question: str) -> str:
+    """The first letter of the answer on the terminal, lower-cased ("" at end of input)."""
+    try:
+        return input(question).strip().lower()[:1]
+    except EOFError:
+        return ""
+
+
+def _confirm(question: str) -> bool:
+    if not sys.stdin.isatty():
+        print(f"{question.strip()} -- no terminal to ask; pass --yes", file=sys.stderr)
+        return False
+    return input(question).strip().lower() in ("y", "yes")
+
+
+async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False):  # type: ignore[no-untyped-def]
+    import trio
+
+    from peer.engine.observe import start_observers
+
+    async def on_signals() -> None:
+        with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+            stops = 0
+            async for signum in signals:
+                stops += 1
+                if stops == 1 and leave_on_term and signum == signal.SIGTERM:
+                    logging.getLogger("peer").warning(
+                        "SIGTERM: leaving the ring; handing this peer's hosts over "
+                        "(signal again to stop without waiting)")
+                    crawler.leave()
+                elif stops == 1 or (leave_on_term and stops == 2):
+                    logging.getLogger("peer").warning(
+                        "%s: stopping; in-flight fetches get a few seconds, results are flushed "
+                        "(signal again to cancel them now)", signal.Signals(signum).name)
+                    crawler.stop()
+                else:
+                    crawler.cancel_in_flight()
+
+    async with trio.open_nursery() as nursery:
+        nursery.start_soon(on_signals)
+        await start_observers(crawler, nursery, solo=solo)  # metrics_address; a solo peer's `ring status`
+        summary = await crawler.run()
+        nursery.cancel_scope.cancel()
+    return summary

@@ -1,0 +1,26 @@
+"""The pure cores of a peer: every crawl decision, with no I/O of any kind.
+
+Nothing here opens a socket or a file, starts a thread or reads a clock:
+``now`` and what the network said come in, decisions go out as frozen
+dataclasses (h11's shape). ``tests/test_purity.py`` checks every module of
+this folder by glob, and mypy checks them strictly (pyproject.toml).
+
+Bottom up:
+
+- ``config``     cluster.toml text -> frozen, typed objects (every default in one place)
+- ``urls``       normalisation, link joining, host key, scope
+- ``bloom``      the seen-URL Bloom filter of this peer's partition
+- ``seen``       the exact seen set's policy behind the filter
+- ``pid``        the per-host delay controller (docs/politeness.md)
+- ``frontier``   per-host queues and the politeness gate
+- ``limits``     caps on remote input, counted
+- ``robots``     robots.txt policy per host (RFC 9309)
+- ``extract``, ``items``  links, title and extraction rules from HTML
+- ``http1``      HTTP/1.1 response framing (RFC 9112)
+- ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
+- ``layout``, ``runs``  a data_dir's file names; resume, fresh or refuse a run
+- ``progress``, ``stats``  the progress line; the end-of-run summary
+- ``holds``      hand-off holds of hosts gained in a ring change
+- ``decisions``  the frozen effects and answers ``crawl`` returns
+- ``crawl``      ``CrawlCore``: every crawl decision, composing the cores above
+"""

@@ -1,0 +1,186 @@
+"""End-of-run statistics: the summary printed at the end and ``data_dir/stats.json``.
+
+Pure: values in, a string or a JSON-able dict out; the command line writes the
+file (atomically) and ``scripts/merge.py`` sums the peers' files into the
+cluster's. The shape follows Scrapy's stats dump (``start_time``,
+``finish_time``, ``finish_reason``, ``downloader/response_status_count/200``
+...), nested rather than slash-keyed, so ``jq .status_counts`` works:
+
+================  ===========================================================
+key               what
+================  ===========================================================
+format            1 (this layout)
+peer, ring        who wrote it; a merged file has ``peers`` instead
+run               runs on this crawl state, this one included
+start_time ...    ``start_time``, ``finish_time`` (ISO 8601 UTC),
+                  ``elapsed_seconds``, ``finish_reason``
+pages             requests made (fetched pages: any answer, or a failure in
+                  transport); ``responses`` those with an HTTP answer
+bytes             body bytes kept; ``pages_per_second`` over elapsed
+status_counts     {status: pages}
+errors            failed requests by kind (timeout, connect, 5xx kinds ...)
+not_requested     URLs recorded without a request, by cause: ``robots``
+                  (disallowed), a robots.txt that could not be read
+                  (``dns``, ``connect``...), ``retry_after`` (host given up)
+robots_excluded   ``not_requested["robots"]``
+items             {table: rows} of the extraction rules; ``extract_errors``
+retries           requests retried; ``robots_fetches`` robots.txt requests
+dropped           URLs dropped before the queue, by reason: ``out_of_scope``
+                  (links), and each cap's config key (``max_url_length``...)
+forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
+internal_errors   exceptions by type, each one a URL's row (engine rule 8)
+run_config        the cluster.toml sections this run used
+================  ===========================================================
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+__all__ = ["FORMAT", "STATS_FILE", "crawl_stats", "render_summary", "run_config", "sum_stats",
+           "requested_errors"]
+
+FORMAT = 1
+#: The file each peer writes in its data_dir at the end of a run.
+STATS_FILE = "stats.json"
+# Cap hits that are URLs dropped before the queue (peer/core/limits.py's Cap values).
+_DROP_CAPS = ("max_url_length", "max_path_repeat", "max_urls_per_host", "given_up")
+
+
+def requested_errors(errors: Mapping[str, int], not_requested: Mapping[str, int]) -> dict[str, int]:
+    """Failed requests by kind: all error rows less those that never were a request."""
+    out = {k: n - not_requested.get(k, 0) for k, n in errors.items()}
+    return {k: n for k, n in out.items() if n > 0}
+
+
+def render_summary(s: Any) -> str:
+    """The summary a peer prints at the end; ``s`` is the engine's ``Summary``."""
+    statuses = ", ".join(f"{st}: {n}" for st, n in sorted(s.by_status.items())) or "none"
+    failed = requested_errors(s.errors, s.not_requested)
+    errs = ", ".join(f"{k}: {n}" for k, n in sorted(failed.items(), key=lambda x: (-x[1], x[0]))[:5]) or "none"
+    if s.internal:
+        errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in s.internal.most_common(5)) + ")"
+    excluded = ", ".join(f"{k} {n}" for k, n in s.not_requested.most_common()) or "none"
+    rate = s.requested / s.elapsed if s.elapsed > 0 else 0.0
+    items = ""
+    if s.items or s.extract_errors:
+        tables = ", ".join(f"{t} {n}" for t, n in sorted(s.items_by_table.items()))
+        items = f"; items: {s.items}" + (f" ({tables})" if tables else "")
+        items += f" ({s.extract_errors} extraction errors)" if s.extract_errors else ""
+    return "\n".join([
+        f"crawl finished ({s.stop_reason}) in {s.elapsed:.1f}s: "
+        f"{s.requested} pages fetched this run, {rate:.1f} pages/s, {s.bytes / 2**20:.1f} MiB",
+        f"  by status: {statuses}",
+        f"  top errors: {errs}",
+        f"  not requested: {excluded}; links out of scope: {s.out_of_scope}",
+        f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
+        *([f"  {s.limits}"] if s.limits else []),
+        *(f"  {line}" for line in s.details),
+    ])
+
+
+def _iso(t: float | None) -> str | None:
+    return None if t is None else datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
+
+
+def _jsonable(v: Any) -> Any:
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return {f.name: _jsonable(getattr(v, f.name)) for f in dataclasses.fields(v)
+                if not f.name.startswith("_") and f.repr}
+    if isinstance(v, Mapping):
+        return {str(k): _jsonable(x) for k, x in v.items()}
+    if isinstance(v, (list, tuple)):
+        return [_jsonable(x) for x in v]
+    if v is None or isinstance(v, (bool, int, float, str)):
+        return v
+    return str(v)
+
+
+def run_config(cfg: Any) -> dict[str, Any]:
+    """The config a run used, JSON-able: every section, the peers and the extraction rules."""
+    out = {name: _jsonable(getattr(cfg, name))
+           for name in ("ring", "crawl", "politeness", "dns", "bloom")}
+    out["peers"] = [_jsonable(p) for p in cfg.peers]
+    ex = cfg.extract
+    out["extract"] = {"rules": [{"table": r.table, "match": r.match,
+                                 "fields": [_jsonable(f) for f in r.fields]} for r in ex.rules],
+                      "module": ex.module}
+    return out
+
+
+def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finished: float,
+                cap_hits: Mapping[str, int], forwarded_out: int = 0, forwarded_in: int = 0,
+                handoffs_in: int = 0, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """The stats.json of one run; ``s`` is the engine's ``Summary``, times are epoch seconds."""
+    dropped = {"out_of_scope": int(s.out_of_scope)}
+    dropped.update({k: int(cap_hits.get(k, 0)) for k in _DROP_CAPS if cap_hits.get(k)})
+    elapsed = max(finished - started, 0.0)
+    not_requested = {k: int(n) for k, n in sorted(s.not_requested.items())}
+    return {
+        "format": FORMAT, "peer": peer, "ring": ring, "run": run,
+        "start_time": _iso(started), "finish_time": _iso(finished),
+        "elapsed_seconds": round(elapsed, 3), "finish_reason": s.stop_reason,
+        "pages": int(s.requested), "responses": int(s.fetched), "bytes": int(s.bytes),
+        "pages_per_second": round(s.requested / elapsed, 3) if elapsed > 0 else 0.0,
+        "status_counts": {str(k): int(n) for k, n in sorted(s.by_status.items())},
+        "errors": dict(sorted(requested_errors(s.errors, s.not_requested).items())),
+        "not_requested": not_requested,
+        "robots_excluded": not_requested.get("robots", 0),
+        "items": {t: int(n) for t, n in sorted(s.items_by_table.items())},
+        "items_total": int(s.items), "extract_errors": int(s.extract_errors),
+        "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
+        "dropped": dropped,
+        "links_cut": int(cap_hits.get("max_links_per_page", 0)),
+        "forwarded_out": int(forwarded_out), "forwarded_in": int(forwarded_in),
+        "handoffs_in": int(handoffs_in),
+        "internal_errors": {k: int(n) for k, n in sorted(s.internal.items())},
+        "run_config": dict(config or {}),
+    }
+
+
+def _add(into: dict[str, Any], key: str, value: Any) -> None:
+    if isinstance(value, Mapping):
+        sub = into.setdefault(key, {})
+        if isinstance(sub, dict):
+            for k, v in value.items():
+                _add(sub, k, v)
+    elif isinstance(value, (int, float)) and not isinstance(value, bool):
+        into[key] = into.get(key, 0) + value
+
+
+_NOT_SUMMED = {"format", "peer", "ring", "run", "start_time", "finish_time", "elapsed_seconds",
+               "finish_reason", "pages_per_second", "run_config"}
+
+
+def sum_stats(peers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
+    """The cluster's stats: counters summed, the span from the first start to the last finish.
+
+    ``run_config`` is the first peer's (every peer of a ring reads the same
+    cluster.toml); ``finish_reasons`` counts the peers' reasons.
+    """
+    docs = list(peers)
+    out: dict[str, Any] = {"format": FORMAT, "peers": [d.get("peer") for d in docs],
+                           "ring": next((d.get("ring") for d in docs if d.get("ring")), None)}
+    starts = [d["start_time"] for d in docs if d.get("start_time")]
+    ends = [d["finish_time"] for d in docs if d.get("finish_time")]
+    out["start_time"] = min(starts) if starts else None  # ISO 8601 UTC strings sort as times
+    out["finish_time"] = max(ends) if ends else None
+    elapsed = 0.0
+    if starts and ends:
+        elapsed = (datetime.fromisoformat(out["finish_time"])
+                   - datetime.fromisoformat(out["start_time"])).total_seconds()
+    out["elapsed_seconds"] = elapsed
+    reasons: dict[str, int] = {}
+    for d in docs:
+        r = str(d.get("finish_reason", ""))
+        reasons[r] = reasons.get(r, 0) + 1
+        for k, v in d.items():
+            if k not in _NOT_SUMMED:
+                _add(out, k, v)
+    out["finish_reasons"] = reasons
+    out["pages_per_second"] = round(out.get("pages", 0) / elapsed, 3) if elapsed > 0 else 0.0
+    out["run_config"] = next((d["run_config"] for d in docs if d.get("run_config")), {})
+    return out

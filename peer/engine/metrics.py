@@ -1,0 +1,245 @@
+"""Prometheus metrics of one peer, at ``http://[[peer]] metrics_address/metrics``.
+
+``prometheus_client`` (the Prometheus project's own Python client) writes the
+text exposition format and serves it; this module only says which figures
+become which metrics. No counter is kept here or added to the crawler: a
+custom collector reads the figures the crawler already keeps (its summary,
+frontier, limits, resolver, Bloom filter and ring node) at scrape time, the
+pattern prometheus_client documents for "proxying metrics from other
+systems".
+
+- :func:`read_figures` copies those figures into a frozen
+  :class:`PeerFigures`; it runs on the trio thread, between two steps of the
+  event loop, so it never sees a dict half-updated and the crawler needs no
+  lock.
+- :func:`families` turns one :class:`PeerFigures` into metric families: pure,
+  tested without a server.
+- :func:`serve_metrics` is the edge: prometheus_client's threaded HTTP server
+  (``start_http_server``) answers each scrape in a thread of its own, and the
+  collector hops onto the trio thread with ``trio.from_thread.run_sync`` for
+  the read. A scrape therefore costs the event loop one read (the frontier
+  scans are O(hosts kept), measured in scripts/bench_metrics.py), and a slow
+  or stuck scraper holds a server thread, never the crawl.
+
+Names follow the Prometheus conventions: a ``ringcrawl_`` prefix, ``_total``
+on counters, base units (seconds, bytes), ratios in 0..1.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass, field
+
+import trio
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+__all__ = ["PeerFigures", "PeerCollector", "families", "read_figures", "serve_metrics", "DELAY_QUANTILES"]
+
+log = logging.getLogger("peer.metrics")
+
+#: Quantiles of the hosts' delays between request starts that are exported.
+DELAY_QUANTILES = (0.5, 0.9, 0.99, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerFigures:
+    """What one scrape exports: a copy of the crawler's figures at one moment."""
+
+    peer: str
+    ring: str
+    uptime: float
+    pages: int                      # page rows written (fetched or failed)
+    requests: int                   # page requests made (what max_pages counts)
+    fetched: int                    # requests that got an HTTP answer
+    bytes: int
+    by_status: Mapping[int, int]
+    errors: Mapping[str, int]       # failed fetches by kind
+    retries: int
+    robots_fetches: int
+    items: int
+    extract_errors: int
+    frontier: int                   # URLs queued
+    in_flight: int
+    hosts: Mapping[str, int]        # hosts with queued work, by state (HostCensus)
+    held: Mapping[str, int]         # hosts held, by reason (robots, retry_after)
+    dns: Mapping[str, int]          # DnsStats counters
+    dns_hit_ratio: float
+    bloom_urls: int
+    bloom_fill: float
+    bloom_slices: int
+    bloom_fpr: float
+    bloom_bytes: int
+    forwarded_out: int
+    forwarded_in: int
+    dropped: Mapping[str, int]      # the ring node's drops plus the crawl's cap hits
+    delay_quantiles: Mapping[float, float] = field(default_factory=dict)
+    ceiling_holds: int = 0
+    ip_ceiling_holds: int = 0
+
+
+def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
+    """Nearest-rank quantiles of ``values`` (empty: none)."""
+    if not values:
+        return {}
+    xs = sorted(values)
+    n = len(xs)
+    return {q: xs[min(n, max(1, math.ceil(q * n))) - 1] for q in qs}
+
+
+def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-untyped-def]
+    """Copy the crawler's figures (call on the trio thread); ``started``: time.monotonic() at start."""
+    now = crawler.clock()
+    s = crawler.summary
+    fr = crawler.frontier
+    census = fr.census(now)
+    dns = crawler.resolver.stats()
+    bloom = crawler.bloom
+    node = crawler.node
+    dropped: dict[str, int] = {}
+    if node is not None:
+        for k, v in node.dropped.items():
+            dropped[k] = dropped.get(k, 0) + v
+        for k, v in node.membership.dropped.items():
+            dropped[k] = dropped.get(k, 0) + v
+    figures = crawler.status_figures()
+    return PeerFigures(
+        peer=crawler.peer_id, ring=crawler.cfg.ring.name,
+        uptime=max(0.0, time.monotonic() - started),
+        pages=s.pages, requests=crawler.pages_requested, fetched=s.fetched, bytes=s.bytes,
+        by_status=dict(s.by_status), errors=dict(s.errors), retries=s.retries,
+        robots_fetches=s.robots_fetches, items=s.items, extract_errors=s.extract_errors,
+        frontier=len(fr), in_flight=crawler.in_flight,
+        hosts={"ready": census.ready, "waiting": census.waiting, "held": census.held,
+               "busy": census.busy},
+        held={k.value: v for k, v in crawler.limits.held(now).items()},
+        dns={k: getattr(dns, k) for k in ("lookups", "hits", "static_hits", "negative_hits", "misses",
+                                          "merged", "evictions", "size", "in_flight")},
+        dns_hit_ratio=dns.hit_rate,
+        # status_figures' fill: one popcount of the newest slice a scrape, not two.
+        bloom_urls=bloom.count, bloom_fill=figures.bloom_fill, bloom_slices=bloom.num_slices,
+        bloom_fpr=bloom.estimated_fpr(), bloom_bytes=bloom.nbytes,
+        forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
+        dropped=dropped | {k: v for k, v in crawler.limits.figures(now).items() if k.startswith("cap.")},
+        delay_quantiles=quantiles(fr.delays()),
+        ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
+    )
+
+
+def families(f: PeerFigures) -> Iterator[Metric]:
+    """The metric families of one set of figures (pure)."""
+    def counter(name: str, doc: str, value: float) -> CounterMetricFamily:
+        return CounterMetricFamily(f"ringcrawl_{name}", doc, value=value)
+
+    def gauge(name: str, doc: str, value: float) -> GaugeMetricFamily:
+        return GaugeMetricFamily(f"ringcrawl_{name}", doc, value=value)
+
+    def labelled(kind: type, name: str, doc: str, label: str, values: Mapping) -> Metric:
+        m = kind(f"ringcrawl_{name}", doc, labels=[label])
+        for key, v in sorted(values.items(), key=lambda kv: str(kv[0])):
+            m.add_metric([str(key)], v)
+        return m
+
+    info = GaugeMetricFamily("ringcrawl_peer_info", "which peer of which ring this is (always 1)",
+                             labels=["peer", "ring"])
+    info.add_metric([f.peer, f.ring], 1)
+    yield info
+    yield gauge("uptime_seconds", "seconds since this peer's crawl started", f.uptime)
+    yield counter("pages", "page rows written, fetched or failed", f.pages)
+    yield counter("requests", "page requests made (what max_pages counts)", f.requests)
+    yield counter("fetched", "requests that got an HTTP answer", f.fetched)
+    yield counter("body_bytes", "body bytes kept, after decompression", f.bytes)
+    yield labelled(CounterMetricFamily, "responses", "HTTP answers by status code", "status", f.by_status)
+    yield labelled(CounterMetricFamily, "errors", "failed page fetches by kind", "kind", f.errors)
+    yield counter("retries", "fetches retried", f.retries)
+    yield counter("robots_fetches", "robots.txt fetched", f.robots_fetches)
+    yield counter("items", "rows of the extraction rules' tables", f.items)
+    yield counter("extract_errors", "failures of the user extraction function", f.extract_errors)
+    yield gauge("frontier_urls", "URLs queued in this peer's frontier", f.frontier)
+    yield gauge("in_flight", "fetches in flight", f.in_flight)
+    yield labelled(GaugeMetricFamily, "hosts", "hosts with queued work: ready to start, waiting on "
+                   "politeness (delay or ceiling), held (Retry-After, robots.txt retry), busy "
+                   "(every slot in flight)", "state", f.hosts)
+    yield labelled(GaugeMetricFamily, "hosts_held", "hosts held, by reason", "reason", f.held)
+    yield labelled(CounterMetricFamily, "dns_cache", "DNS cache counters (size and in_flight are "
+                   "current values)", "figure",
+                   {k: v for k, v in f.dns.items() if k not in ("size", "in_flight")})
+    yield gauge("dns_cache_names", "names in the DNS cache", f.dns.get("size", 0))
+    yield gauge("dns_cache_hit_ratio", "share of lookups answered from the cache", f.dns_hit_ratio)
+    yield gauge("bloom_urls", "URLs added to the seen set (Bloom filter)", f.bloom_urls)
+    yield gauge("bloom_fill_ratio", "fill of the Bloom filter's newest slice", f.bloom_fill)
+    yield gauge("bloom_slices", "slices of the scalable Bloom filter", f.bloom_slices)
+    yield gauge("bloom_false_positive_ratio", "estimated false-positive rate of the seen set", f.bloom_fpr)
+    yield gauge("bloom_bytes", "memory of the Bloom filter's bits", f.bloom_bytes)
+    yield counter("forwarded_out", "URLs forwarded to their owners on the ring", f.forwarded_out)
+    yield counter("forwarded_in", "URLs received from other peers", f.forwarded_in)
+    yield labelled(CounterMetricFamily, "dropped", "ring messages dropped and URLs cut by a cap, "
+                   "by reason (as `python -m ring status` shows them)", "reason", f.dropped)
+    yield labelled(GaugeMetricFamily, "politeness_delay_seconds", "quantiles of the hosts' delays "
+                   "between request starts (PID output, Crawl-delay floor, backoff)", "quantile",
+                   {format(q, "g"): v for q, v in f.delay_quantiles.items()})
+    ceiling = CounterMetricFamily("ringcrawl_politeness_ceiling_holds", "request starts the 1 s/5 s "
+                                  "ceiling held back, per host or per IP", labels=["scope"])
+    ceiling.add_metric(["host"], f.ceiling_holds)
+    ceiling.add_metric(["ip"], f.ip_ceiling_holds)
+    yield ceiling
+
+
+class PeerCollector(Collector):
+    """Exports what ``read()`` returns at each scrape (nothing while it returns None)."""
+
+    def __init__(self, read: Callable[[], PeerFigures | None]) -> None:
+        self._read = read
+
+    def collect(self) -> Iterator[Metric]:
+        figures = self._read()
+        if figures is not None:
+            yield from families(figures)
+
+
+async def serve_metrics(crawler, address: str, *,  # type: ignore[no-untyped-def]
+                        task_status=trio.TASK_STATUS_IGNORED) -> None:
+    """Serve ``crawler``'s metrics on ``host:port`` until cancelled.
+
+    A port that cannot be bound is a :class:`~peer.errors.ConfigError`
+    naming the key (the command line prints one line and exits 2).
+    """
+    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client.process_collector import ProcessCollector
+
+    from peer.core.config import parse_metrics_address
+    from peer.errors import ConfigError
+
+    host, port = parse_metrics_address(address)
+    token = trio.lowlevel.current_trio_token()
+    started = time.monotonic()
+
+    def read() -> PeerFigures | None:
+        try:
+            return trio.from_thread.run_sync(read_figures, crawler, started, trio_token=token)
+        except trio.RunFinishedError:
+            return None  # a scrape that came as the peer ended
+
+    registry = CollectorRegistry(auto_describe=False)
+    registry.register(PeerCollector(read))
+    ProcessCollector(registry=registry)  # process_resident_memory_bytes, CPU seconds, open fds
+    try:
+        server, thread = start_http_server(port, addr=host, registry=registry)
+    except OSError as exc:
+        index = next((i for i, p in enumerate(crawler.cfg.peers) if p.id == crawler.peer_id), 0)
+        raise ConfigError(str(crawler.cfg.path), f"peer[{index}].metrics_address",
+                          f"cannot listen on {address}: {exc.strerror or exc}") from None
+    bound = f"{host}:{server.server_port}"
+    log.info("metrics on http://%s/metrics", bound)
+    task_status.started(bound)
+    try:
+        await trio.sleep_forever()
+    finally:
+        with trio.CancelScope(shield=True):
+            # shutdown() waits for serve_forever's next poll (0.5 s): off the loop.
+            await trio.to_thread.run_sync(server.shutdown)
+            server.server_close()
+            thread.join(timeout=5)

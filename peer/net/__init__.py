@@ -1,0 +1,7 @@
+"""A peer's network edge: one HTTP attempt and DNS, each a thin driver of a pure core.
+
+- ``resolver``  DNS lookups under ``peer.core.dnscache``'s policy and
+  ``peer.core.netguard``'s address checks
+- ``fetcher``   one HTTP attempt on trio streams, with ``peer.core.http1``
+  framing the response and every cap applied while it streams
+"""

@@ -1,0 +1,543 @@
+"""The results file: one DuckDB database per peer, written in batches off the loop.
+
+Tables (created when absent; an existing file is opened and appended to, the
+engine decides whether to refuse one)::
+
+    pages(url, final_url, host, status, content_type, bytes, title, n_links,
+          depth, fetched_at TIMESTAMP, elapsed_ms, error, peer)
+    links(from_url, to_url)            only with store_links
+    bodies(url, body BLOB)             only with store_body
+    pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
+    items_<name>(url, fetched_at TIMESTAMP, peer, <fields>)
+                                       one per extraction rule or user table
+
+Items tables (:mod:`peer.core.items`) are made when their first row is written: a
+rule's columns are declared in cluster.toml; a user function's table takes
+the first row's keys, and a column a later row brings is added (``ALTER
+TABLE``). Field columns are ``VARCHAR`` or ``VARCHAR[]``, quoted, so a field
+may be called ``order``.
+
+Timestamps are UTC, naive ``TIMESTAMP`` (DuckDB's ``TIMESTAMPTZ`` would be
+shown in each reader's session time zone). ``links.from_url`` is the page's
+``url`` (the key of ``pages``); a page's links are the ones it was parsed with.
+
+**Why this shape.** DuckDB calls block, so every one of them runs in a worker
+thread (``trio.to_thread.run_sync``) under this store's own
+``CapacityLimiter(1)``: a DuckDB connection is not meant for concurrent use
+from several threads, and the limiter makes the calls one at a time, in
+order (trio's limiters are FIFO). Rows are appended with DuckDB's appender
+(``con.appender(table).append_rows``), never ``executemany``: measured
+at 543 rows/s with ``executemany``; through this class the appender
+wrote 56-78k page rows/s on the 2-core test box (100k rows, batches of 2000
+to 100k, open and close included; converting ``fetched_at`` to a datetime is
+~15% of it). Each flush is one transaction, so a batch is in the file
+entirely or not at all.
+
+``add_page``/``add_pid`` only append to in-memory lists (the crawl loop never
+waits on the disk); :meth:`ResultStore.run` flushes every ``interval`` or as
+soon as a batch is full, and once more, shielded from cancellation, when it is
+cancelled. A write, once started, is shielded too: cancelling a flush never
+loses its rows. ``async with`` flushes and closes the file (which checkpoints
+the write-ahead log), so after a clean exit another process can read it.
+
+DuckDB errors are translated here into :class:`~peer.errors.StateError`,
+naming the file; a file another process holds open (DuckDB takes an
+exclusive lock for a writer) is :class:`~peer.errors.LockedError`, naming
+that process.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import duckdb
+import trio
+
+from peer.errors import LockedError, StateError
+from peer.core.frontier import PidSample
+
+__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
+
+#: Column names and types of every table, in order.
+SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
+    "pages": (
+        ("url", "VARCHAR"), ("final_url", "VARCHAR"), ("host", "VARCHAR"), ("status", "INTEGER"),
+        ("content_type", "VARCHAR"), ("bytes", "BIGINT"), ("title", "VARCHAR"),
+        ("n_links", "INTEGER"), ("depth", "INTEGER"), ("fetched_at", "TIMESTAMP"),
+        ("elapsed_ms", "DOUBLE"), ("error", "VARCHAR"), ("peer", "VARCHAR"),
+    ),
+    "links": (("from_url", "VARCHAR"), ("to_url", "VARCHAR")),
+    "bodies": (("url", "VARCHAR"), ("body", "BLOB")),
+    "pid_trace": (
+        ("host", "VARCHAR"), ("window_end", "TIMESTAMP"), ("n", "INTEGER"), ("delay", "DOUBLE"),
+        ("setpoint", "DOUBLE"), ("peer", "VARCHAR"),
+    ),
+}
+
+# A batch is also full at this many link rows or body bytes, so store_links
+# (~100 links a page) and store_body (up to max_body a page) stay bounded.
+LINKS_PER_BATCH_ROW = 64
+MAX_BATCH_BODY_BYTES = 32 * 1024 * 1024
+
+_EPOCH = datetime(1970, 1, 1)
+# What the appender raises for a value it cannot convert; the row is not taken.
+_BAD_VALUE = (duckdb.InvalidInputException, duckdb.ConversionException, TypeError, ValueError)
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """One row of ``pages``; ``fetched_at`` in seconds since the epoch (``time.time()``)."""
+
+    url: str
+    final_url: str | None
+    host: str
+    status: int | None
+    content_type: str | None
+    bytes: int
+    title: str | None
+    n_links: int
+    depth: int
+    fetched_at: float
+    elapsed_ms: float
+    error: str | None
+    peer: str = ""  # "" -> the store's peer_id
+
+
+@dataclass(frozen=True, slots=True)
+class StoreStats:
+    """Rows written so far, and what waits in memory."""
+
+    pages: int
+    links: int
+    bodies: int
+    pid: int
+    flushes: int
+    buffered: int  # page rows not yet written
+    dropped: int  # rows DuckDB refused even after repair (see _append)
+    items: int = 0  # rows written to items_* tables
+
+
+# DuckDB 2.0's text: 'IO Error: Could not set lock on file "...": Conflicting
+# lock is held in /usr/bin/python3.11 (PID 9359). See also ...'. Only the
+# word "lock" is relied on; the PID is a bonus when the wording has one.
+_LOCK = re.compile(r"\block\b", re.IGNORECASE)
+_LOCK_PID = re.compile(r"\bPID\s+(\d+)\b")
+
+
+def _locked(path: Path, message: str) -> LockedError | None:
+    """The LockedError for DuckDB's ``message``, or None if it is not about a lock."""
+    if not _LOCK.search(message.replace(str(path), "")):  # a directory may be called lock
+        return None
+    m = _LOCK_PID.search(message)
+    pid = int(m[1]) if m else None
+    who = f"process {pid}" if pid is not None else "another process"
+    return LockedError(f"{path}: the results file is held open by {who}; another peer may be "
+                       f"running with this data_dir: stop it first, or give this peer another "
+                       f"data_dir", pid)
+
+
+def check_not_held(path: Path) -> None:
+    """Raise LockedError if another process holds the results file ``path`` open.
+
+    For ``--fresh``, before it deletes a data_dir: unlinking the files of a
+    running peer succeeds on POSIX and would leave it writing to a deleted
+    file. A read-only open takes DuckDB's shared lock, so it fails exactly
+    when a writer holds the file, and changes nothing.
+    """
+    try:
+        duckdb.connect(str(path), read_only=True).close()
+    except duckdb.IOException as exc:
+        err = _locked(path, str(exc))
+        if err is not None:
+            raise err from None
+    except duckdb.Error:
+        pass  # not a database (or a damaged one): nobody is writing it
+
+
+def _ts(seconds: float) -> datetime | None:
+    """Epoch seconds -> naive UTC datetime (microseconds), None if not a time."""
+    try:
+        return _EPOCH + timedelta(seconds=seconds)
+    except (OverflowError, ValueError, TypeError):
+        return None
+
+
+_INT_RANGE = {"INTEGER": 2**31, "BIGINT": 2**63}
+
+
+def _repair(row: tuple[Any, ...], types: tuple[str, ...]) -> tuple[Any, ...]:
+    """A row DuckDB refused: lone surrogates replaced, out-of-range integers nulled."""
+    out = []
+    for v, t in zip(row, types):
+        if isinstance(v, str):
+            v = v.encode("utf-8", "replace").decode("utf-8")
+        elif isinstance(v, int) and t in _INT_RANGE and not -_INT_RANGE[t] <= v < _INT_RANGE[t]:
+            v = None
+        out.append(v)
+    return tuple(out)
+
+
+def _clean(v: Any) -> Any:
+    if isinstance(v, str):
+        return v.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(v, list):
+        return [_clean(x) for x in v]
+    return v
+
+
+class _Batch:
+    __slots__ = ("pages", "links", "bodies", "pid", "items")
+
+    def __init__(self) -> None:
+        self.pages: list[PageRow] = []
+        self.links: list[tuple[str, str]] = []
+        self.bodies: list[tuple[str, bytes]] = []
+        self.pid: list[tuple[str, datetime | None, int, float, float, str]] = []
+        self.items: dict[str, list[tuple[str, float, Mapping[str, Any]]]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.pages or self.links or self.bodies or self.pid or self.items)
+
+
+def _q(name: str) -> str:
+    """A quoted SQL identifier (field names may be keywords such as ``order``)."""
+    return '"' + name.replace('"', '""') + '"'
+
+
+class ResultStore:
+    """``data_dir/pages.duckdb`` of one peer; see the module docstring."""
+
+    def __init__(self, path: Path, peer_id: str, *, store_links: bool, store_body: bool,
+                 batch_rows: int = 2000,
+                 item_tables: Mapping[str, tuple[tuple[str, str], ...]] | None = None) -> None:
+        if batch_rows < 1:
+            raise ValueError(f"batch_rows must be >= 1, not {batch_rows}")
+        self.path = Path(path)
+        self.peer_id = peer_id
+        self.store_links = store_links
+        self.store_body = store_body
+        self.batch_rows = batch_rows
+        self._limiter = trio.CapacityLimiter(1)
+        self._con: duckdb.DuckDBPyConnection | None = None
+        self._appenders: dict[str, Any] = {}
+        self._batch = _Batch()
+        self._body_bytes = 0
+        self._full = trio.Event()
+        self._closed = False
+        self._written = {"pages": 0, "links": 0, "bodies": 0, "pid_trace": 0, "items": 0}
+        # items table -> its field columns: declared by the rules, or learnt
+        # from a user function's rows (then grown by ALTER TABLE).
+        self._item_cols: dict[str, list[tuple[str, str]]] = {
+            t: list(cols) for t, cols in (item_tables or {}).items()}
+        self._item_ready: set[str] = set()
+        self._flushes = 0
+        self._dropped = 0
+        # The hand-off index: rows per host of ``pages``, buffered ones
+        # included. A ring change asks it which hosts moved and reads only
+        # their rows (page_urls(hosts)), never every row (module docstring).
+        self._hosts: dict[str, int] = {}
+
+    # -- lifecycle ---------------------------------------------------------------
+
+    async def __aenter__(self) -> ResultStore:
+        await trio.to_thread.run_sync(self._open, limiter=self._limiter)
+        return self
+
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> None:
+        with trio.CancelScope(shield=True):
+            try:
+                await self.flush()
+            finally:
+                self._closed = True
+                await trio.to_thread.run_sync(self._close, limiter=self._limiter)
+
+    def _open(self) -> None:
+        tables = ["pages", "pid_trace"]
+        if self.store_links:
+            tables.append("links")
+        if self.store_body:
+            tables.append("bodies")
+        try:
+            con = duckdb.connect(str(self.path))
+        except duckdb.IOException as exc:
+            raise _locked(self.path, str(exc)) or StateError(
+                f"{self.path}: cannot open the results database: {exc}") from None
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot open the results database: {exc}") from None
+        try:
+            for table in tables:
+                cols = SCHEMA[table]
+                con.execute(f"CREATE TABLE IF NOT EXISTS {table} ("
+                            + ", ".join(f"{n} {t}" for n, t in cols) + ")")
+                found = con.execute(
+                    "SELECT column_name, data_type FROM information_schema.columns "
+                    "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+                    [table]).fetchall()
+                if [tuple(c) for c in found] != list(cols):
+                    have = ", ".join(f"{n} {t}" for n, t in found)
+                    raise StateError(
+                        f"{self.path}: table {table} has columns ({have}), not ringcrawl's; "
+                        "move the file away or use another data_dir")
+                self._appenders[table] = con.appender(table)
+            # One pass over the host column when the file is opened, then kept
+            # up to date by add_page: ~0.1 s at 1 M rows, once.
+            self._hosts = dict(con.execute("SELECT host, count(*) FROM pages GROUP BY host").fetchall())
+        except duckdb.Error as exc:
+            con.close()
+            raise StateError(f"{self.path}: cannot prepare the results tables: {exc}") from None
+        except BaseException:
+            con.close()
+            raise
+        self._con = con
+
+    def _close(self) -> None:
+        self._appenders.clear()
+        if self._con is not None:
+            con, self._con = self._con, None
+            try:
+                con.close()
+            except duckdb.Error as exc:
+                raise StateError(f"{self.path}: cannot close the results database: {exc}") from None
+
+    # -- adding rows (non-blocking) ------------------------------------------------
+
+    def add_page(self, row: PageRow, body: bytes | None = None, links: Sequence[str] = ()) -> None:
+        """Queue a page row, with its body and links when those tables are kept."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        b = self._batch
+        b.pages.append(row)
+        self._hosts[row.host] = self._hosts.get(row.host, 0) + 1
+        if self.store_links and links:
+            src = row.url
+            b.links.extend([(src, to) for to in links])
+        if self.store_body and body is not None:
+            b.bodies.append((row.url, body))
+            self._body_bytes += len(body)
+        if (len(b.pages) >= self.batch_rows
+                or len(b.links) >= self.batch_rows * LINKS_PER_BATCH_ROW
+                or self._body_bytes >= MAX_BATCH_BODY_BYTES):
+            self._full.set()
+
+    def add_pid(self, samples: Sequence[PidSample], setpoint: float) -> None:
+        """Queue PID samples. Their ``window_end`` is on trio's clock (the
+        frontier's time); it is stored as the wall-clock time it stands for."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        offset = time.time() - trio.current_time()
+        peer = self.peer_id
+        self._batch.pid.extend(
+            [(s.host, _ts(s.window_end + offset), s.n, s.delay, setpoint, peer) for s in samples])
+        if len(self._batch.pid) >= self.batch_rows:
+            self._full.set()
+
+    def add_item(self, table: str, url: str, fetched_at: float, row: Mapping[str, Any]) -> None:
+        """Queue one extracted item (:func:`peer.core.items.extract_items`) for ``items_*``."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        self._batch.items.setdefault(table, []).append((url, fetched_at, row))
+
+    # -- writing -----------------------------------------------------------------
+
+    async def flush(self) -> None:
+        """Write everything queued so far, in a worker thread, as one transaction."""
+        batch = self._batch
+        if not batch:
+            return
+        self._batch = _Batch()
+        self._body_bytes = 0
+        self._full = trio.Event()
+        # Shielded: the rows are taken, so the write must happen. A batch
+        # costs milliseconds, which is all a cancellation waits.
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self._write, batch, limiter=self._limiter)
+
+    async def run(self, interval: float = 1.0) -> None:
+        """Flush every ``interval`` seconds or when a batch fills, until cancelled."""
+        try:
+            while True:
+                with trio.move_on_after(interval):
+                    await self._full.wait()
+                await self.flush()
+        finally:
+            with trio.CancelScope(shield=True):
+                await self.flush()
+
+    def hosts(self) -> dict[str, int]:
+        """{host: page rows} of every row, buffered ones included: the hand-off index."""
+        return dict(self._hosts)
+
+    async def page_urls(self, hosts: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        """(url, host) of the page rows of ``hosts`` (None: all), buffered ones included.
+
+        With ``hosts`` (a hand-off's moved hosts, from :meth:`hosts`) DuckDB
+        filters the host column and builds only those rows: 0.19 s for 1/8 of
+        1 M rows against 1.28 s for all of them (scripts/bench_seen.py
+        --handoff). DuckDB 2.0's ART index is not used for this (its plan
+        stays a sequential scan, measured), so there is none.
+        """
+        if hosts is not None and not hosts:
+            return []
+        await self.flush()
+        return await trio.to_thread.run_sync(self._page_urls, hosts, limiter=self._limiter)
+
+    def _page_urls(self, hosts: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        try:
+            if hosts is None:
+                return con.execute("SELECT url, host FROM pages").fetchall()
+            return con.execute("SELECT url, host FROM pages WHERE host IN (SELECT unnest(?))",
+                               [list(hosts)]).fetchall()
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+
+    async def recent_starts(self, since: float) -> list[tuple[str, float]]:
+        """(host, request start in epoch seconds) of the rows whose request started after ``since``.
+
+        A row's start is ``fetched_at - elapsed_ms``: politeness counts a
+        request when it starts, and a restarted peer seeds its per-host
+        ceilings from these so a host sees no burst across the restart.
+        """
+        await self.flush()
+        return await trio.to_thread.run_sync(self._recent_starts, since, limiter=self._limiter)
+
+    def _recent_starts(self, since: float) -> list[tuple[str, float]]:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        try:
+            return con.execute(
+                "SELECT host, epoch(fetched_at) - elapsed_ms / 1000.0 AS t FROM pages "
+                "WHERE status IS NOT NULL AND fetched_at >= ? AND t > ?",
+                [_ts(since), since]).fetchall()
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+
+    def stats(self) -> StoreStats:
+        w = self._written
+        return StoreStats(w["pages"], w["links"], w["bodies"], w["pid_trace"], self._flushes,
+                          len(self._batch.pages), self._dropped, w["items"])
+
+    def _write(self, batch: _Batch) -> None:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        peer = self.peer_id
+        ts = _ts
+        pages = [
+            (r.url, r.final_url, r.host, r.status, r.content_type, r.bytes, r.title, r.n_links,
+             r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer)
+            for r in batch.pages
+        ]
+        work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),
+                                             ("bodies", batch.bodies), ("pid_trace", batch.pid)]
+        taken = {}
+        items = 0
+        try:
+            con.begin()
+            for table, rows in work:
+                if rows:
+                    taken[table] = self._append(table, rows)
+            for table, entries in batch.items.items():
+                items += self._write_items(con, table, entries)
+            con.commit()
+        except duckdb.Error as exc:
+            for app in self._appenders.values():
+                app.clear()
+            try:
+                con.rollback()
+            except duckdb.Error:
+                pass
+            raise StateError(f"{self.path}: cannot write results: {exc}") from None
+        for table, rows in work:
+            if rows:
+                self._written[table] += taken[table]
+                self._dropped += len(rows) - taken[table]
+        self._written["items"] += items
+        self._flushes += 1
+
+    def _write_items(self, con: duckdb.DuckDBPyConnection, table: str,
+                     entries: list[tuple[str, float, Mapping[str, Any]]]) -> int:
+        """Append items to ``table``, creating it or adding columns as rows need."""
+        cols = self._item_cols.setdefault(table, [])
+        known = {c for c, _ in cols}
+        for _, _, row in entries:
+            for k, v in row.items():
+                if k not in known:
+                    known.add(k)
+                    cols.append((k, "VARCHAR[]" if isinstance(v, list) else "VARCHAR"))
+                    if table in self._item_ready:
+                        con.execute(f"ALTER TABLE {_q(table)} ADD COLUMN {_q(k)} {cols[-1][1]}")
+                        self._appenders.pop(table, None)
+        if table not in self._item_ready:
+            con.execute(f"CREATE TABLE IF NOT EXISTS {_q(table)} (url VARCHAR, fetched_at TIMESTAMP, "
+                        "peer VARCHAR" + "".join(f", {_q(c)} {t}" for c, t in cols) + ")")
+            have = {r[0] for r in con.execute(
+                "SELECT column_name FROM information_schema.columns "
+                "WHERE table_schema = 'main' AND table_name = ?", [table]).fetchall()}
+            for c, t in cols:
+                if c not in have:  # a resumed crawl whose rules gained a field
+                    con.execute(f"ALTER TABLE {_q(table)} ADD COLUMN {_q(c)} {t}")
+            self._item_ready.add(table)
+        # Column order as the table has it (an older file may differ from ours).
+        order = [r[0] for r in con.execute(
+            "SELECT column_name FROM information_schema.columns "
+            "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
+            [table]).fetchall()]
+        peer = self.peer_id
+        rows = []
+        for url, fetched_at, row in entries:
+            base = {"url": url, "fetched_at": _ts(fetched_at), "peer": peer}
+            rows.append(tuple(base[c] if c in base else row.get(c) for c in order))
+        app = self._appenders.get(table)
+        if app is None:
+            app = self._appenders[table] = con.appender(table)
+        try:
+            app.append_rows(rows)
+        except _BAD_VALUE:
+            # Text from pages can hold lone surrogates DuckDB refuses: repair
+            # and go row by row, so one odd item costs at most itself.
+            app.clear()
+            n = 0
+            for r in rows:
+                try:
+                    app.append_row(*(_clean(v) for v in r))
+                    n += 1
+                except _BAD_VALUE:
+                    self._dropped += 1
+            app.flush()
+            return n
+        app.flush()
+        return len(rows)
+
+    def _append(self, table: str, rows: list[Any]) -> int:
+        """Append and flush ``rows``; the number DuckDB took."""
+        app = self._appenders[table]
+        taken = len(rows)
+        try:
+            app.append_rows(rows)
+        except _BAD_VALUE:
+            # One bad value (a lone surrogate, an out-of-range number) must not
+            # cost the batch: redo it row by row, repairing what DuckDB refuses.
+            app.clear()
+            types = tuple(t for _, t in SCHEMA[table])
+            for row in rows:
+                try:
+                    app.append_row(*row)
+                except _BAD_VALUE:
+                    try:
+                        app.append_row(*_repair(row, types))
+                    except _BAD_VALUE:
+                        taken -= 1
+        app.flush()
+        return taken

@@ -1,0 +1,431 @@
+"""``python -m ring``: cluster-level commands (formatting and the command line only).
+
+``table`` prints the ring that cluster.toml describes: each peer's share of
+the hash space and the owner of the seeds' hosts, so an operator can check a
+ring (weights, a new peer) before starting it. It reads only the file.
+``status`` and ``leave`` ask the running ring through ``ring.tools.client``, which
+returns typed rows; this module only formats them.
+
+``status`` prints each member's figures with a totals row and the units
+(``--watch`` redraws them in place); ``dashboard`` serves them as a live page
+(:mod:`ring.tools.dashboard`). Both poll through :func:`status_source`.
+
+``ring`` never imports ``peer``. cluster.toml has one parser, ``peer.core.config``,
+so the file comes in through a :class:`ConfigSource` that ``ring/__main__.py``
+(the process entry point, the one place the two packages meet) builds from
+peer's parser. A user's mistake is one line and exit status 2, also when
+trio hands it over wrapped in an exception group.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, TypeVar
+
+from ring.tools.client import (Contact, LeaveOutcome, LeaveResult, StatusRow, client_keys, cluster_status,
+                         request_leave)
+from ring.io.curve import resolve_keys_dir
+from ring.errors import user_error
+from ring.hashring import HashRing
+
+__all__ = ["ConfigSource", "RingFile", "format_status", "main", "ownership_table", "ring_of",
+           "seeds_of", "tool_keys"]
+
+
+class _RingSection(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def vnodes(self) -> int: ...
+    @property
+    def curve_keys(self) -> str: ...
+
+
+class _PeerEntry(Protocol):
+    @property
+    def id(self) -> str: ...
+    @property
+    def address(self) -> str: ...
+    @property
+    def weight(self) -> float: ...
+
+
+class _CrawlSection(Protocol):
+    @property
+    def seeds(self) -> tuple[str, ...]: ...
+
+
+class RingFile(Protocol):
+    """What the ring's commands read of a parsed cluster.toml (``peer.core.config.ClusterConfig``)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def ring(self) -> _RingSection: ...
+
+    @property
+    def peers(self) -> Sequence[_PeerEntry]: ...
+
+    @property
+    def crawl(self) -> _CrawlSection: ...
+
+
+@dataclass(frozen=True, slots=True)
+class ConfigSource:
+    """How the commands get a cluster.toml: its parser, the host key of a URL, the user's errors.
+
+    ``user_error(exc)`` is the user's mistake ``exc`` is or carries (a
+    ``peer.errors.user_error``), or None for a bug, which is re-raised.
+    """
+
+    load: Callable[[str], RingFile]
+    host_key: Callable[[str], str]
+    user_error: Callable[[BaseException], BaseException | None]
+
+
+def ring_of(cfg: RingFile) -> HashRing:
+    """The ring of the initial members listed in cluster.toml."""
+    return HashRing({p.id: p.weight for p in cfg.peers}, vnodes=cfg.ring.vnodes)
+
+
+def seeds_of(cfg: RingFile) -> tuple[Contact, ...]:
+    """The ``[[peer]]`` entries, as ``ring.tools.client`` asks them."""
+    return tuple(Contact(p.id, p.address) for p in cfg.peers)
+
+
+def tool_keys(cfg: RingFile, key_id: str = "ops") -> Any:
+    """The tool's Curve pair when ``[ring] curve_keys`` is set, else None (``ring.tools.client.client_keys``)."""
+    return client_keys(resolve_keys_dir(cfg.ring.curve_keys, cfg.path), key_id, cfg.path)
+
+
+def ownership_table(cfg: RingFile, sample: int = 10_000, hosts: Sequence[str] = (),
+                    host_key: Callable[[str], str] = str.lower) -> str:
+    """The text that ``python -m ring table`` prints; ``host_key`` places a seed URL."""
+    ring = ring_of(cfg)
+    shares = ring.shares()
+    counts: Counter[str] = Counter(
+        ring.owner(f"h{i}.sample.invalid") for i in range(sample)
+    )
+    out = [f"ring {cfg.ring.name!r}: {len(ring)} peers, {cfg.ring.vnodes} vnodes per unit of weight"]
+    head = f"{'id':<10} {'address':<26} {'weight':>6} {'share':>7}"
+    if sample:
+        head += f" {'of ' + format(sample, ',') + ' hosts':>16}"
+    out += ["", head]
+    for spec in cfg.peers:
+        row = f"{spec.id:<10} {spec.address:<26} {spec.weight:>6g} {shares[spec.id]:>7.1%}"
+        if sample:
+            row += f" {counts[spec.id]:>16,}"
+        out.append(row)
+    if sample:
+        total = sum(ring.peers.values())
+        worst = max(counts[p] / (sample * w / total) for p, w in ring.peers.items())
+        out.append(f"most loaded peer: {worst:.3f} x its fair share (by weight) of the sample")
+    wanted = list(dict.fromkeys([*(host_key(s) for s in cfg.crawl.seeds), *(h.lower() for h in hosts)]))
+    if wanted:
+        out += ["", f"{'host':<40} owner"]
+        out += [f"{h:<40} {ring.owner(h)}" for h in wanted]
+    return "\n".join(out)
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m ring", description="Cluster-level commands of ringcrawl.")
+    sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    t = sub.add_parser("table", help="print the ring's shares and who owns which host",
+                       description="Print each peer's share of the ring described by cluster.toml, "
+                                   "and the owner of the seeds' hosts and of any --host given.")
+    t.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    t.add_argument("--sample", metavar="N", type=int, default=10_000,
+                   help="also count how many of N synthetic hosts each peer owns (default 10000; 0: skip)")
+    t.add_argument("--host", metavar="HOST", action="append", default=[],
+                   help="also show the owner of HOST (host[:port]); repeatable")
+    st = sub.add_parser("status", help="ask the running ring for each member's state and figures",
+                        description="Ask any reachable peer (each [[peer]] of cluster.toml in turn) for "
+                                    "the member list, then each live member for its figures. Exits 1 "
+                                    "when no peer answers.")
+    st.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
+    st.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
+                    help="seconds to wait for each peer (default 1.5)")
+    st.add_argument("--watch", metavar="SECONDS", type=float, nargs="?", const=2.0,
+                    help="ask again every SECONDS (default 2) and redraw the table in place, "
+                         "until Ctrl-C; with --json, one JSON line a round")
+    st.add_argument("--count", metavar="N", type=int, default=0,
+                    help="with --watch: stop after N rounds (default 0: until Ctrl-C)")
+    db = sub.add_parser("dashboard", help="serve a live HTML page of the running ring",
+                        description="Poll the ring's status (as `ring status` does) and serve a live "
+                                    "page: members, their state and share, totals, rates over time, "
+                                    "errors by kind and the busiest hosts against their setpoint. "
+                                    "Prints its address; runs until Ctrl-C.")
+    db.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    db.add_argument("--host", metavar="ADDR", default="127.0.0.1",
+                    help="address to listen on (default 127.0.0.1: this machine only; the page "
+                         "has no login, so only widen it on a trusted network)")
+    db.add_argument("--port", metavar="P", type=int, default=8765,
+                    help="port to listen on (default 8765; 0: any free port)")
+    db.add_argument("--interval", metavar="SECONDS", type=float, default=2.0,
+                    help="seconds between polls of the ring (default 2)")
+    db.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
+                    help="seconds to wait for each peer (default 1.5)")
+    lv = sub.add_parser("leave", help="make a peer leave the ring gracefully",
+                        description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
+                                    "and the URLs it fetched of its hosts to their new owners, waits for "
+                                    "their acks and exits 0. Waits for it to go; exits 0 when it left, "
+                                    "1 otherwise (Ctrl-C ends the wait, not the leave). Same as SIGTERM to a "
+                                    "peer started with --leave.")
+    lv.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    lv.add_argument("--id", metavar="ID", required=True, help="the peer that leaves (required)")
+    lv.add_argument("--timeout", metavar="SECONDS", type=float, default=120.0,
+                    help="how long to wait for it to finish handing over (default 120)")
+    return p
+
+
+#: The status table's columns: (header, width, StatusRow field, format). The
+#: legend under the table gives each column's unit.
+_COLUMNS = (
+    ("share", 6, "share", "{:.1%}"),
+    ("pages", 8, "pages", "{:,}"),
+    ("pages/s", 8, "rate", "{:.1f}"),
+    ("queued", 8, "frontier", "{:,}"),
+    ("hosts", 6, "hosts", "{:,}"),
+    ("fwd out", 8, "forwarded_out", "{:,}"),
+    ("fwd in", 8, "forwarded_in", "{:,}"),
+    ("dns hit", 7, "dns_hit_rate", "{:.0%}"),
+    ("bloom", 7, "bloom_fill", "{:.2%}"),
+    ("uptime", 7, "uptime", "{:.0f}s"),
+)
+#: Columns the totals row sums (the others have no meaningful total).
+_SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
+
+STATUS_LEGEND = ("pages: page requests made; pages/s: since the peer started; queued: URLs in its "
+                 "frontier; hosts: hosts with queued URLs; fwd out/in: URLs sent to / received from "
+                 "their owners; dns hit: DNS cache hit rate; bloom: fill of the seen-URL filter")
+
+
+def format_status(rows: Sequence[StatusRow]) -> str:
+    """The text of ``python -m ring status``: a row a member, a totals row, the units."""
+    head = f"{'id':<10} {'state':<8}" + "".join(f" {h:>{w}}" for h, w, _, _ in _COLUMNS) + "  address"
+    out = [head]
+    for r in rows:
+        out.append(f"{r.id:<10} {r.state.value:<8}"
+                   + "".join(f" {f.format(getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
+                   + f"  {r.address}")
+        if r.dropped:
+            out.append(f"{'':<10} dropped: " + ", ".join(f"{k} {v}" for k, v in r.dropped))
+        if r.errors:
+            out.append(f"{'':<10} errors: " + ", ".join(f"{k} {v}" for k, v in sorted(r.errors)))
+    live = [r for r in rows if r.live]
+    total = f"{'total':<10} {f'{len(live)} live':<8}"
+    for _, w, k, f in _COLUMNS:
+        total += f" {f.format(sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
+    out += [total.rstrip(), "", STATUS_LEGEND]
+    return "\n".join(out)
+
+
+def _check_numbers(args: argparse.Namespace) -> str | None:
+    if not args.timeout > 0:
+        return "--timeout: expected a number of seconds > 0"
+    if getattr(args, "watch", None) is not None and not args.watch > 0:
+        return "--watch: expected a number of seconds > 0"
+    if getattr(args, "count", 0) < 0:
+        return "--count: expected an integer >= 0"
+    if getattr(args, "interval", 1.0) <= 0:
+        return "--interval: expected a number of seconds > 0"
+    if not 0 <= getattr(args, "port", 0) <= 65535:
+        return "--port: expected a port number from 0 to 65535"
+    return None
+
+
+def status_source(cfg: RingFile, timeout: float) -> Callable[[], Awaitable[list[StatusRow] | None]]:
+    """The one function ``status`` (also ``--watch``) and the dashboard poll: rows, or None
+    if nobody answers."""
+    keys = tool_keys(cfg)
+    seeds = seeds_of(cfg)
+
+    async def poll() -> list[StatusRow] | None:
+        rows = await cluster_status(cfg.ring.name, seeds, timeout, keys)
+        return None if rows is None else list(rows)
+
+    return poll
+
+
+def _no_answer(cfg: RingFile) -> str:
+    if not any(p.address for p in cfg.peers):
+        return (f"no peer of ring {cfg.ring.name!r} has an address to ask: a solo peer answers "
+                "ring status on its [[peer]] address, so set one (e.g. address = "
+                "\"tcp://127.0.0.1:5701\") and restart it")
+    addrs = ", ".join(p.address for p in cfg.peers if p.address)
+    return f"no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?"
+
+
+class _NoAnswer(Exception):
+    """No peer answered ``ring status``: exit 1 (a fact about the ring, not a mistake)."""
+
+
+async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
+    import json
+    import time
+
+    import trio
+
+    poll = status_source(cfg, args.timeout)
+    if args.watch is None:
+        rows = await poll()
+        if rows is None:
+            raise _NoAnswer(_no_answer(cfg))
+        if args.json:
+            print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows]}, indent=2))
+        else:
+            print(format_status(rows))
+        return 0
+    # In place on a terminal (cursor home, clear to the end: ECMA-48 CUP and
+    # ED); into a pipe or a file, one table after another with its time.
+    tty = sys.stdout.isatty()
+    rounds = 0
+    while True:
+        started = trio.current_time()
+        rows = await poll()
+        stamp = time.strftime("%H:%M:%S")
+        if args.json:
+            members = [r.as_json() for r in rows or ()]
+            print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members}))
+        else:
+            text = format_status(rows) if rows is not None else f"({_no_answer(cfg)})"
+            head = f"ring {cfg.ring.name!r} at {stamp}, every {args.watch:g}s (Ctrl-C to stop)"
+            print(("\x1b[H\x1b[J" if tty else "\n") + head + "\n" + text)
+        sys.stdout.flush()
+        rounds += 1
+        if args.count and rounds >= args.count:
+            return 0
+        await trio.sleep_until(started + args.watch)
+
+
+async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
+    from ring.tools.dashboard import serve_dashboard
+
+    poll = status_source(cfg, args.timeout)
+
+    async def rows() -> list[dict[str, Any]] | None:
+        got = await poll()
+        return None if got is None else [r.as_json() for r in got]
+
+    await serve_dashboard(rows, ring_name=cfg.ring.name, host=args.host, port=args.port,
+                          interval=args.interval)
+    return 0
+
+
+_T = TypeVar("_T")
+
+
+class _Interrupted(Exception):
+    """Ctrl-C ended ``status`` or ``dashboard`` (their documented way to end)."""
+
+
+async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaitable[_T]],
+                        cfg: RingFile, args: argparse.Namespace) -> _T:
+    """``command``, cancelled by the first SIGINT, which then raises :class:`_Interrupted`.
+
+    Not trio's default KeyboardInterrupt, which is raised wherever the signal
+    lands, and a round of ``--watch`` is mostly inside a zmq socket's
+    ``async with`` (ring.io.zmqio). Raising SIGINT at each line of a round in
+    turn (tests/test_cli_ring.py) showed two ways that went wrong: landing
+    while the socket's watcher task ran or a nursery waited, it came out of
+    ``trio.run`` wrapped in an exception group, past ``except
+    KeyboardInterrupt``, as a traceback; landing inside the socket's close()
+    it left the socket's nursery open ("Nursery stack corrupted"). The
+    receiver turns SIGINT into a message that cancels the command at its
+    next checkpoint, through the sockets' own cleanup.
+    """
+    import signal
+
+    import trio
+
+    interrupted = False
+    result: _T
+    with trio.open_signal_receiver(signal.SIGINT) as signals:
+        async with trio.open_nursery() as nursery:
+
+            async def on_ctrl_c() -> None:
+                nonlocal interrupted
+                async for _ in signals:
+                    interrupted = True
+                    nursery.cancel_scope.cancel()
+                    return
+
+            nursery.start_soon(on_ctrl_c)
+            result = await command(cfg, args)
+            nursery.cancel_scope.cancel()
+    if interrupted:
+        raise _Interrupted
+    return result
+
+
+async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
+    return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
+
+
+def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
+    args = _parser().parse_args(argv)
+    if getattr(args, "sample", 0) < 0:
+        print("error: --sample: expected an integer >= 0", file=sys.stderr)
+        return 2
+    try:
+        cfg = source.load(args.ring)
+        if args.command == "table":
+            print(ownership_table(cfg, args.sample, args.host, source.host_key))
+            return 0
+        import trio
+
+        if args.command in ("status", "dashboard"):
+            problem = _check_numbers(args)
+            if problem:
+                print(f"error: {problem}", file=sys.stderr)
+                return 2
+            try:
+                return trio.run(_until_ctrl_c, _dashboard if args.command == "dashboard" else _status,
+                                cfg, args)
+            except BaseException as exc:
+                # Ctrl-C is how --watch and the dashboard end: caught by the
+                # receiver, or as KeyboardInterrupt (alone or in a group of
+                # cancelled tasks) if it came before the receiver was open.
+                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                    raise
+                print(file=sys.stderr)
+                return 0
+        try:
+            result = trio.run(_until_ctrl_c, _leave, cfg, args)
+        except BaseException as exc:
+            if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                raise
+            # The peer goes on leaving if the request reached it; only the wait ends.
+            print(f"\ninterrupted: stopped waiting for {args.id}, which goes on leaving if it got "
+                  "the request; see `python -m ring status`", file=sys.stderr)
+            return 1
+    except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
+        inner = user_error(exc, (_NoAnswer,))
+        if inner is not None:
+            print(f"error: {inner}", file=sys.stderr)
+            return 1
+        err = source.user_error(exc)
+        if err is None:
+            raise
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    if result.outcome is LeaveOutcome.LEFT:
+        print(f"{args.id} handed over its hosts and left the ring")
+        return 0
+    if result.outcome is LeaveOutcome.LEAVING:
+        print(f"{args.id} is still handing over after {args.timeout:g}s; "
+              "see `python -m ring status`", file=sys.stderr)
+    elif result.outcome is LeaveOutcome.UNKNOWN:
+        print(f"error: no running peer {args.id!r} in ring {cfg.ring.name!r} "
+              "(or no peer answered)", file=sys.stderr)
+    else:
+        print(f"error: {args.id} is {result.state}, not a live member", file=sys.stderr)
+    return 1
+

@@ -1,0 +1,213 @@
+"""The ring's client for tools: ``ring status`` and ``ring leave`` (edge; typed results).
+
+A tool is not a member: it asks over a DEALER on an anonymous route, and a
+peer answers on that connection (``ring.node``: tools send only status and
+leave requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
+caller passes the ring's name and its seeds (:class:`Contact`), and, when
+the ring uses CurveZMQ, the tool's own key pair (:func:`client_keys`).
+Formatting is ``ring.tools.cli``'s.
+"""
+
+from __future__ import annotations
+
+import enum
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from ring.io.curve import CurveKeys
+from ring.errors import RingError
+from ring.membership import LIVE
+from ring.messages import (
+    DecodeError,
+    LeaveRequest,
+    MemberState,
+    MemberStatus,
+    StatusReply,
+    StatusRequest,
+    decode,
+    encode,
+)
+from ring.io.zmqio import SocketType, curve_client, open_socket
+
+__all__ = ["ASK_AT_ONCE", "Contact", "LeaveOutcome", "LeaveResult", "StatusRow", "client_keys",
+           "cluster_status", "request_leave"]
+
+#: Members ``ring status`` asks for their own figures at once.
+ASK_AT_ONCE = 32
+
+
+@dataclass(frozen=True, slots=True)
+class Contact:
+    """A peer to ask: its id (for its Curve key) and its address."""
+
+    id: str
+    address: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusRow:
+    """One member as ``ring status`` shows it: its own figures, else the answering peer's view.
+
+    ``state`` and ``share`` are always the answering peer's view.
+    """
+
+    id: str
+    address: str
+    state: MemberState
+    share: float
+    pages: int
+    rate: float
+    frontier: int
+    hosts: int
+    forwarded_out: int
+    forwarded_in: int
+    dns_hit_rate: float
+    bloom_fill: float
+    uptime: float
+    dropped: tuple[tuple[str, int], ...] = ()
+    errors: tuple[tuple[str, int], ...] = ()  # failed fetches by kind
+    busiest: tuple[tuple[str, float, float], ...] = ()  # (host, pages/min, setpoint pages/min)
+
+    @property
+    def live(self) -> bool:
+        """Owns hosts (alive or suspect)."""
+        return self.state in LIVE
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--json`` form: the keys of ``MemberStatus``, ``dropped`` as an object."""
+        return {"id": self.id, "address": self.address, "state": self.state.value, "share": self.share,
+                "pages": self.pages, "rate": self.rate, "frontier": self.frontier, "hosts": self.hosts,
+                "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
+                "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
+                "dropped": dict(self.dropped), "errors": dict(self.errors),
+                "busiest": [list(b) for b in self.busiest]}
+
+
+class LeaveOutcome(enum.StrEnum):
+    LEFT = "left"  # it is gone and the others list it as left
+    LEAVING = "leaving"  # still handing over when the timeout ran out
+    UNKNOWN = "unknown"  # no peer knows it, or none answers
+    NOT_LIVE = "not_live"  # the ring holds it dead (or left already)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveResult:
+    outcome: LeaveOutcome
+    state: str = ""  # the member's last known state, when the ring knows it
+
+
+def client_keys(keys_dir: Path | None, key_id: str = "ops", ring_path: str | Path = "cluster.toml",
+                ) -> CurveKeys | None:
+    """The tool's own Curve key pair from the ring's keys directory, or None without Curve.
+
+    Peers admit only keys in the keys directory, so an operator's tool has
+    a pair of its own there (``scripts/keys.py --ring cluster.toml --id ops``).
+    """
+    if keys_dir is None:
+        return None
+    if not (keys_dir / f"{key_id}.key_secret").exists():
+        raise RingError(f"{keys_dir}: no key pair {key_id!r} for this tool; the ring uses CurveZMQ, "
+                        f"make one with: python scripts/keys.py --ring {ring_path} --id {key_id}")
+    return CurveKeys.load(keys_dir, key_id)
+
+
+def _configure(keys: CurveKeys | None, peer_id: str) -> Any:
+    return None if keys is None else curve_client(keys, keys.public_key(peer_id))
+
+
+async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys | None = None,
+              ) -> StatusReply | None:
+    """One StatusRequest to ``contact``; its reply, or None if none came within ``timeout``."""
+    nonce = int.from_bytes(os.urandom(4), "big")
+    with trio.move_on_after(timeout):
+        async with open_socket(SocketType.DEALER, connect=contact.address,
+                               configure=_configure(keys, contact.id)) as sock:
+            await sock.send_multipart([encode(StatusRequest(ring_name, "ring-status", nonce))])
+            while True:
+                frames = await sock.recv_multipart()
+                try:
+                    reply = decode(frames[-1])
+                except DecodeError:
+                    continue
+                if isinstance(reply, StatusReply) and reply.nonce == nonce:
+                    return reply
+    return None
+
+
+def _row(view: MemberStatus, own: MemberStatus) -> StatusRow:
+    return StatusRow(
+        id=view.id, address=own.address, state=view.state, share=view.share, pages=own.pages,
+        rate=own.rate, frontier=own.frontier, hosts=own.hosts, forwarded_out=own.forwarded_out,
+        forwarded_in=own.forwarded_in, dns_hit_rate=own.dns_hit_rate, bloom_fill=own.bloom_fill,
+        uptime=own.uptime, dropped=own.dropped, errors=own.errors, busiest=own.busiest)
+
+
+async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: float = 1.5,
+                         keys: CurveKeys | None = None) -> tuple[StatusRow, ...] | None:
+    """Each member's row, by id: the first seed that answers names the members, and
+    every live member is asked for its own figures. None when no seed answers."""
+    first = None
+    for seed in seeds:
+        if not seed.address:
+            continue  # a solo peer without an address listens nowhere
+        first = await ask(ring_name, seed, timeout, keys)
+        if first is not None:
+            break
+    if first is None:
+        return None
+    own: dict[str, MemberStatus] = {}
+    # A view holds up to MAX_MEMBERS (1,024) members: ask a few dozen at a
+    # time, not one socket and one timeout for each at once.
+    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
+
+    async def ask_member(contact: Contact) -> None:
+        try:
+            async with limiter:
+                reply = await ask(ring_name, contact, timeout, keys)
+        except RingError:
+            return  # a joiner whose .key is not deployed here, or an address zmq refuses
+        if reply is not None:
+            for m in reply.members:
+                if m.id == contact.id:
+                    own[contact.id] = m
+
+    async with trio.open_nursery() as nursery:
+        for m in first.members:
+            if m.id != first.sender and m.state in LIVE:
+                nursery.start_soon(ask_member, Contact(m.id, m.address))
+    return tuple(_row(m, own.get(m.id, m)) for m in sorted(first.members, key=lambda m: m.id))
+
+
+def find(rows: Iterable[StatusRow] | None, peer_id: str) -> StatusRow | None:
+    return next((r for r in rows or () if r.id == peer_id), None)
+
+
+async def request_leave(ring_name: str, seeds: Sequence[Contact], peer_id: str, timeout: float,
+                        keys: CurveKeys | None = None) -> LeaveResult:
+    """Ask ``peer_id`` to leave, then wait until it has handed over and gone."""
+    target = find(await cluster_status(ring_name, seeds, keys=keys), peer_id)
+    if target is None:
+        return LeaveResult(LeaveOutcome.UNKNOWN)
+    if not target.live:
+        return LeaveResult(LeaveOutcome.NOT_LIVE, target.state.value)
+    async with open_socket(SocketType.DEALER, connect=target.address, linger=1000,
+                           configure=_configure(keys, peer_id)) as sock:
+        with trio.move_on_after(2.0):
+            await sock.send_multipart([encode(LeaveRequest(ring_name, "ring-leave", peer_id))])
+    with trio.move_on_after(timeout):
+        while True:
+            await trio.sleep(0.5)
+            if await ask(ring_name, Contact(peer_id, target.address), 1.0, keys) is None:
+                # The process is gone: check how the others saw it go.
+                row = find(await cluster_status(ring_name, seeds, keys=keys), peer_id)
+                if row is None:
+                    return LeaveResult(LeaveOutcome.UNKNOWN)
+                if row.state is MemberState.LEFT:
+                    return LeaveResult(LeaveOutcome.LEFT, row.state.value)
+                return LeaveResult(LeaveOutcome.NOT_LIVE, row.state.value)
+    return LeaveResult(LeaveOutcome.LEAVING, target.state.value)
