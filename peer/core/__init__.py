@@ -9,7 +9,7 @@ Bottom up:
 
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place)
 - ``urls``       normalisation, link joining, host key, scope
-- ``bloom``      the seen-URL Bloom filter of this peer's partition
+- ``bloom``, ``bloomnp``  the seen-URL Bloom filter of this peer's partition; its numpy batch kernels
 - ``seen``       the exact seen set's policy behind the filter
 - ``pid``        the per-host delay controller (docs/politeness.md)
 - ``frontier``   per-host queues and the politeness gate

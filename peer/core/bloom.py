@@ -106,23 +106,28 @@ from peer.errors import StateError
 if TYPE_CHECKING:
     import numpy as _np
     import numpy.typing as npt
+
+    from peer.core import bloomnp
 else:
-    # numpy is imported at the first batch big enough to use it (0.1-0.2 s of
-    # a peer's start-up otherwise, for a crawl that may never batch).
-    _np = None
+    # numpy and the kernels of peer.core.bloomnp are imported at the first
+    # batch big enough to use them (0.1-0.2 s of a peer's start-up otherwise,
+    # for a crawl that may never batch).
+    _np = bloomnp = None
 _np_tried = False
 
 
 def _numpy() -> Any:
-    """numpy, imported on first use; None where it is not installed."""
-    global _np, _np_tried
+    """numpy, imported on first use (with the kernels); None where it is not installed."""
+    global _np, _np_tried, bloomnp
     if not _np_tried:
         _np_tried = True
         try:
             import numpy as module
+
+            from peer.core import bloomnp as kernels
         except ImportError:  # numpy is optional (the "fast" extra)
             return None
-        _np = module
+        _np, bloomnp = module, kernels
     return _np
 
 __all__ = ["BloomEvent", "BloomEventKind", "BloomFilter", "TIGHTENING", "optimal_size"]
@@ -156,7 +161,6 @@ _NUMPY_MIN_BATCH = 64
 _CHUNK_KEYS = 1 << 16
 
 _hash128 = mmh3.hash128
-_hash_bytes = mmh3.hash_bytes  # the same 128 bits as hash128, as 16 LE bytes
 
 
 def optimal_size(capacity: int, error_rate: float) -> tuple[int, int]:
@@ -512,7 +516,7 @@ class BloomFilter:
                 # the keys before it (all present, so add changes nothing for
                 # them), then add it key by key, as add would.
                 chunk = urls[pos : pos + _CHUNK_KEYS]
-                present = self._np_contains(chunk, self._np_hash(chunk))
+                present = self._np_contains(chunk, bloomnp.hash_batch(chunk))
                 absent = _np.flatnonzero(~present)
                 skip = int(absent[0]) if absent.size else len(chunk)
                 out += [False] * skip
@@ -540,7 +544,7 @@ class BloomFilter:
         out: list[bool] = []
         for lo in range(0, len(urls), _CHUNK_KEYS):
             chunk = urls[lo : lo + _CHUNK_KEYS]
-            out += self._np_contains(chunk, self._np_hash(chunk)).tolist()
+            out += self._np_contains(chunk, bloomnp.hash_batch(chunk)).tolist()
         return out
 
     def _vectorise(self, n: int) -> bool:
@@ -554,84 +558,26 @@ class BloomFilter:
             )
         )
 
-    @staticmethod
-    def _np_hash(urls: list[str]) -> npt.NDArray[_np.uint64]:  # (len(urls), 2): h1, h2
-        raw = b"".join(map(_hash_bytes, urls))
-        return _np.frombuffer(raw, dtype="<u8").reshape(-1, 2)
-
-    @staticmethod
-    def _np_indices(s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.int64]:  # (len(h), k)
-        m = s.m
-        h1 = (h[:, 0] % _np.uint64(m)).astype(_np.int64)
-        h2 = (h[:, 1] % _np.uint64(m)).astype(_np.int64)
-        idx = _np.multiply.outer(h2, _np.arange(s.k, dtype=_np.int64))
-        idx += h1[:, None]
-        idx %= m
-        return idx
-
-    def _np_has(self, s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.bool_]:  # (len(h),)
-        idx = self._np_indices(s, h)
-        buf = _np.frombuffer(memoryview(s.bits), dtype=_np.uint8)
-        hit: npt.NDArray[_np.bool_] = ((buf[idx >> 3] >> (idx & 7).astype(_np.uint8)) & 1).all(axis=1)
-        return hit
-
     def _np_contains(self, urls: list[str], h: npt.NDArray[_np.uint64],
                      slices: Iterable[_Slice] | None = None) -> npt.NDArray[_np.bool_]:
         """Which keys some slice holds (default all slices, newest first)."""
-        hit = None
-        for s in (reversed(self._slices) if slices is None else slices):
-            if hit is None:
-                hit = self._np_has(s, h)
-                continue
-            todo = _np.flatnonzero(~hit)
-            if not todo.size:
-                break
-            hit[todo] = self._np_has(s, h[todo])
-        return _np.zeros(len(urls), dtype=bool) if hit is None else hit
+        order = reversed(self._slices) if slices is None else slices
+        return bloomnp.contains([(s.m, s.k, s.bits) for s in order], h, len(urls))
 
     def _np_add(self, urls: list[str]) -> list[bool]:
-        h = self._np_hash(urls)
+        h = bloomnp.hash_batch(urls)
+        newest = self._slices[-1]
         if self._old:
             # Keys an older slice holds are not new and touch no bit.
             fresh = _np.flatnonzero(~self._np_contains(urls, h, self._old))
             new = _np.zeros(len(urls), dtype=bool)
             if fresh.size:
-                new[fresh] = self._np_put(self._slices[-1], h[fresh])
+                new[fresh] = bloomnp.put(newest.m, newest.k, newest.bits, h[fresh])
         else:
-            new = self._np_put(self._slices[-1], h)
-        return new.tolist()
-
-    def _np_put(self, s: _Slice, h: npt.NDArray[_np.uint64]) -> npt.NDArray[_np.bool_]:  # new keys
-        np = _np
-        n, k = len(h), s.k
-        flat = self._np_indices(s, h).ravel()  # entry e = key e // k, probe e % k
-        buf = np.frombuffer(memoryview(s.bits), dtype=np.uint8)
-        clear = np.flatnonzero(((buf[flat >> 3] >> (flat & 7).astype(np.uint8)) & 1) == 0)
-        new = np.zeros(n, dtype=bool)
-        if clear.size:
-            # Sequential semantics: a key is new iff it is the first key of the
-            # batch to touch some bit that was clear before the batch. Packing
-            # (position, entry) into one int64 and sorting finds, for each
-            # position, its smallest entry; one plain sort is several times
-            # faster than a stable argsort here.
-            shift = (n * k - 1).bit_length()
-            keyed = flat[clear] << shift
-            keyed |= clear
-            keyed.sort()
-            pos = keyed >> shift
-            first = np.empty(pos.size, dtype=bool)
-            first[0] = True
-            np.not_equal(pos[1:], pos[:-1], out=first[1:])
-            new[(keyed[first] & ((1 << shift) - 1)) // k] = True
-            # Set the newly touched bits: OR the masks of each byte together
-            # (positions are sorted, so equal bytes are adjacent).
-            u = pos[first]
-            byte = u >> 3
-            mask = np.left_shift(np.uint8(1), (u & 7).astype(np.uint8))
-            starts = np.flatnonzero(np.concatenate(([True], byte[1:] != byte[:-1])))
-            buf[byte[starts]] |= np.bitwise_or.reduceat(mask, starts)
-        s.count += int(new.sum())
-        return new
+            new = bloomnp.put(newest.m, newest.k, newest.bits, h)
+        newest.count += int(new.sum())
+        verdicts: list[bool] = new.tolist()
+        return verdicts
 
     # -- the file format's parts (peer/state/bloomfile.py reads and writes them) --
 
