@@ -1,6 +1,7 @@
 """peer.core.config: cluster.toml parsing, defaults, and one clear line per mistake."""
 
 import dataclasses
+import importlib.util
 import re
 from pathlib import Path
 
@@ -350,11 +351,40 @@ def test_reference_covers_every_field():
     assert set(all_keys()) == expected
 
 
-def test_readme_config_reference_lists_every_key_with_its_default():
-    readme = (ROOT / "README.md").read_text()
+def _config_reference_script():
+    """scripts/config_reference.py as a module: the table it prints and its markers."""
+    spec = importlib.util.spec_from_file_location("config_reference", ROOT / "scripts" / "config_reference.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_docs_config_reference_lists_every_key_with_its_default():
+    page = (ROOT / "docs" / "configuration.md").read_text()
     for key, kind, default, doc in reference():
         row = f"| `{key}` | {kind} | `{default}` | {doc} |"
-        assert row in readme, f"README config reference is missing or stale for {key}: {row}"
+        assert row in page, f"docs/configuration.md config reference is missing or stale for {key}: {row}"
+
+
+def test_docs_config_reference_is_the_generated_table_verbatim():
+    script = _config_reference_script()
+    page = (ROOT / "docs" / "configuration.md").read_text()
+    assert script.table() in page
+    assert script.generated_block(page) == script.table(), (
+        "docs/configuration.md's config reference is not current: run python scripts/config_reference.py --write"
+    )
+
+
+def test_config_reference_write_replaces_a_stale_table(tmp_path):
+    script = _config_reference_script()
+    page = tmp_path / "configuration.md"
+    page.write_text(f"# Configuration\n\n{script.START}\n| `ring.gone` | x | `0` | stale |\n{script.END}\n\n## After\n")
+    assert script.generated_block(page.read_text()) != script.table()
+    assert script.write(page) is True
+    text = page.read_text()
+    assert script.generated_block(text) == script.table()
+    assert "ring.gone" not in text and text.endswith(f"{script.END}\n\n## After\n")
+    assert script.write(page) is False
 
 
 def test_cluster_toml_mentions_every_key_with_a_comment():

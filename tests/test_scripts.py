@@ -250,13 +250,13 @@ def test_demo_draws_the_report_and_says_where_everything_is(demo):
     assert f"report:          {index}" in demo.stdout
 
 
-def test_readme_results_schema_matches_the_store():
+def test_docs_results_schema_matches_the_store():
     from peer.results.store import SCHEMA
 
-    readme = (ROOT / "README.md").read_text()
-    section = readme.split("## Results schema", 1)[1].split("\n## ", 1)[0]
+    page = (ROOT / "docs" / "results.md").read_text()
+    section = page.split("# Results schema", 1)[1].split("\n## ", 1)[0]
     for table, cols in SCHEMA.items():
         row = next((line for line in section.splitlines() if line.startswith(f"| `{table}`")), None)
-        assert row is not None, f"README results schema lacks table {table}"
+        assert row is not None, f"docs/results.md results schema lacks table {table}"
         for name, _ in cols:
-            assert f"`{name}`" in row, f"README results schema lacks {table}.{name}"
+            assert f"`{name}`" in row, f"docs/results.md results schema lacks {table}.{name}"
