@@ -103,7 +103,7 @@ from peer.state.frames import (COUNTERS as _COUNTERS, DONE as _DONE, FORWARDED a
 from peer.state.generations import SPILL_DIR, list_dir, unlink
 from peer.state.recovery import Recovered, recover
 from peer.state.runrecord import RUN_FILE, read_run, write_run
-from peer.state.snapshot import PendingSnapshot, SnapshotStats, write_snapshot
+from peer.state.snapshot import PendingSnapshot, SnapshotStats, write_snapshot_files
 from peer.state.spill import FileSpill, SpillManifest
 
 # Recovered, SnapshotStats, PendingSnapshot, the run record and SPILL_DIR live
@@ -354,8 +354,8 @@ class PeerState:
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
         spill: SpillManifest | None = None,
     ) -> SnapshotStats:
-        return write_snapshot(self.directory, gen, self.peer_id, self.ring, self._created, bloom,
-                              queued, forwards, counters, old_journal, spill)
+        return write_snapshot_files(self.directory, gen, self.peer_id, self.ring, self._created,
+                                    bloom, queued, forwards, counters, old_journal, spill)
 
     # -- recovery --------------------------------------------------------------
 

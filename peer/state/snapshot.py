@@ -17,7 +17,7 @@ scripts/bench_spill.py (README, "Scale"). Format 1 (every queued URL in
 
 In what order these files reach the disk, relative to the journals and the
 spill segments, and why, is rule 4 of ``peer.state.journal``'s docstring
-("Crash ordering"): :func:`write_snapshot` syncs the segments first, then
+("Crash ordering"): :func:`write_snapshot_files` syncs the segments first, then
 writes the Bloom file, then the snapshot, each atomically.
 """
 
@@ -42,7 +42,7 @@ from peer.state.fsio import write_atomic
 from peer.state.generations import damaged
 from peer.state.spill import SpillManifest, sync_segments
 
-__all__ = ["SnapshotStats", "PendingSnapshot", "write_snapshot", "read_snapshot"]
+__all__ = ["SnapshotStats", "PendingSnapshot", "write_snapshot_files", "read_snapshot"]
 
 _SNAP_MAGIC = b"RCSNAPSH"
 _SNAP_VERSION = 2
@@ -72,7 +72,7 @@ class PendingSnapshot:
     old_journal: int                   # bytes of the journal it replaces
 
 
-def write_snapshot(
+def write_snapshot_files(
     directory: Path, gen: int, peer_id: str, ring: str, created: float | None,
     bloom: BloomFilter, queued: Iterable[tuple[str, int]],
     forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
