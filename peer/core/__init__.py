@@ -16,7 +16,9 @@ Bottom up:
 - ``limits``     caps on remote input, counted
 - ``robots``     robots.txt policy per host (RFC 9309)
 - ``extract``, ``items``  links, title and extraction rules from HTML
-- ``http1``      HTTP/1.1 response framing (RFC 9112)
+- ``http1``      HTTP/1.1 response framing (RFC 9112) and the request head
+- ``head``       what the crawler reads of a response head, every value checked
+- ``inflate``    gzip/deflate body decoding with a bounded output
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
 - ``layout``, ``runs``  a data_dir's file names; resume, fresh or refuse a run
 - ``progress``, ``stats``  the progress line; the end-of-run summary

@@ -3,5 +3,6 @@
 - ``resolver``  DNS lookups under ``peer.core.dnscache``'s policy and
   ``peer.core.netguard``'s address checks
 - ``fetcher``   one HTTP attempt on trio streams, with ``peer.core.http1``
-  framing the response and every cap applied while it streams
+  framing the response, ``peer.core.head`` reading its head,
+  ``peer.core.inflate`` decoding its body, and every cap applied while it streams
 """

@@ -15,8 +15,9 @@ What httpx does not do for a crawler, measured, and done here:
 - **Bounded decompression.** httpx inflates without an output limit (a 1 MB
   gzip bomb reached 2 GB through ``.read()``). We send our own
   ``Accept-Encoding: gzip, deflate``, read the raw stream and inflate with
-  ``zlib.decompressobj().decompress(data, max_length)``, so at most
-  ``max_body + 1`` decoded bytes exist at any time. ``max_body`` caps the raw
+  ``zlib.decompressobj().decompress(data, max_length)``
+  (:mod:`peer.core.inflate`), so at most ``max_body + 1`` decoded bytes
+  exist at any time. ``max_body`` caps the raw
   bytes too, and a Content-Length over it is refused before any body is read.
 - **DNS through our cache.** A new connection resolves the origin host
   through :class:`peer.net.resolver.Resolver` (cache, one query per name, SSRF
@@ -39,8 +40,9 @@ What httpx does not do for a crawler, measured, and done here:
   cost more again (a sequential 4 KiB fetch from nginx: 1048 us through its
   transport, 698 us through httpcore). httpx is still used for its SSL
   context (certifi), and h11 and httpcore only to name their exceptions in
-  :func:`error_kind`. The URL is split once (:func:`_request_url`) and the
-  head decoded as httpx did (ASCII, else UTF-8, else Latin-1).
+  :func:`error_kind`. The URL is split once
+  (:func:`peer.core.http1.request_target`) and the head decoded as httpx
+  did (ASCII, else UTF-8, else Latin-1).
 - **Shards of the idle pool.** ``shards`` (one per
   ``CONNECTIONS_PER_SHARD`` of ``crawl.concurrency``, chosen by a hash of the
   host) split the keep-alive budget: a shard keeps at most 4x its share of
@@ -51,44 +53,11 @@ What httpx does not do for a crawler, measured, and done here:
 - **Early stops are a close.** A body cut at ``max_body``, refused, or left
   unread is never drained: the connection's socket is closed (synchronously,
   so a deadline cannot leave it half open) and the connection is not reused.
-- **Every header parsed totally.** :func:`read_head` (pure) reads the status
-  and the fields the crawler uses; a malformed value is ignored or clamped,
-  never raised, and its reason counted (``Fetcher.stats()["malformed"]``,
-  ``FetchResult.malformed``). Measured before: ``Retry-After: ²`` (a Unicode
-  digit, ``str.isdigit()`` but not ``int()``) or 400 digits raised out of
-  ``fetch`` and ended the peer, again on every resume. The reasons:
-
-  ====================  ================================================
-  ``status``            a code outside 100-599 (RFC 9110 §15): error
-                        ``protocol``, no body read
-  ``retry_after``       not delta-seconds or an HTTP-date (Unicode digits,
-                        signs, fractions, several fields), or clamped to
-                        :data:`RETRY_AFTER_MAX` (a date in year 9999)
-  ``content_length``    not one run of ASCII digits, or sent with
-                        Transfer-Encoding, which wins (RFC 9112 §6.3).
-                        :mod:`peer.core.http1` already refuses negative,
-                        non-digit, conflicting and over-20-digit values
-                        (error ``protocol``), as h11 did
-  ``content_type``      not ``type/subtype`` of RFC 9110 tokens, each at
-                        most 127 characters (RFC 6838 §4.2), or several
-                        fields (the last wins, as in WHATWG Fetch): an
-                        invalid one is ``""``, so the body is sniffed
-  ``charset``           empty, or not a label of at most 40 characters of
-                        ``[a-z0-9_.:+-]``: None. A well-formed label Python
-                        does not know is kept: :mod:`peer.core.extract` maps the
-                        WHATWG labels Python lacks (``x-user-defined``,
-                        ``x-gbk``) and falls back for the rest
-  ``location``          empty, over :data:`MAX_LOCATION` characters, with a
-                        control character (h11 lets C0 bytes through), or
-                        several different fields: None
-  ``content_encoding``  a coding we did not ask for, stacked codings, or a
-                        garbage list: error ``decode``
-  ``excess``            bytes after the end of a response (beyond its
-                        Content-Length, or a body on a 204/304): the
-                        connection is closed, not reused (see
-                        :class:`_Connection`)
-  ====================  ================================================
-
+- **Every header parsed totally.** :func:`peer.core.head.read_head` (pure)
+  reads the status and the fields the crawler uses; a malformed value is
+  ignored or clamped, never raised, and its reason counted
+  (``Fetcher.stats()["malformed"]``, ``FetchResult.malformed``). That
+  module's docstring lists the reasons.
 - **No response desync.** Bytes a server sends beyond a response's end in
   the same read stayed in h11's buffer; httpcore put the connection back in
   the pool, and the next URL of the host got them as its response (another
@@ -125,25 +94,26 @@ Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
 
 from __future__ import annotations
 
-import email.utils
 import logging
-import math
-import re
 import ssl
 import sys
 import time
 import zlib
 from collections import Counter
-from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import timezone
 from typing import Any
 
 import trio
 
 from peer.core.config import CrawlConfig
 from peer.errors import ErrorKind, FetchError
-from peer.core.http1 import Head1, ResponseReader, request_bytes
+# The head's reading is pure and lives in the core; its names are re-exported
+# here, and Fetcher calls read_head through this module's global (so a test
+# can replace it here).
+from peer.core.head import (MAX_LOCATION, RETRY_AFTER_MAX, Head, parse_content_type,
+                            parse_retry_after, read_head)
+from peer.core.http1 import Head1, ResponseReader, request_bytes, request_target
+from peer.core.inflate import Inflater, decoder
 from peer.net.resolver import Resolver
 
 __all__ = [
@@ -167,7 +137,6 @@ _ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
 # Only what we can inflate with a bounded output; httpx's default would add
 # br/zstd when those packages happen to be installed.
 _ACCEPT_ENCODING = "gzip, deflate"
-_CODINGS = frozenset({"gzip", "x-gzip", "deflate"})
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # A skipped non-HTML body this small is read and dropped so the keep-alive
 # connection survives; a larger one costs the connection instead.
@@ -175,13 +144,6 @@ _DRAIN_MAX = 16 * 1024
 # httpcore's read size: a 4-64 KiB page comes in one or two reads.
 _READ_SIZE = 64 * 1024
 _KEEPALIVE_EXPIRY = 10.0
-#: The longest Retry-After we return, in seconds (10 years): only so that a
-#: date in the year 9999 or a 400-digit delta stays a finite float. The
-#: engine applies its own, much lower, ``politeness.max_retry_after``.
-RETRY_AFTER_MAX = 10 * 365 * 86400.0
-#: The longest Location kept: RFC 9110 §4.1 asks every recipient to support
-#: URIs of at least 8000 octets, so a longer one is no link anyone relies on.
-MAX_LOCATION = 8000
 # Unexpected exceptions logged with their traceback; the rest are only counted.
 _LOGGED_BUGS = 5
 
@@ -208,179 +170,7 @@ class FetchResult:
 
 
 # ---------------------------------------------------------------------------
-# Pure helpers
-
-
-# RFC 9110 §5.6.2 token characters (lower case: values are lowered first).
-_TOKEN = r"[!#$%&'*+.^_`|~0-9a-z-]"
-# RFC 6838 §4.2: type and subtype names are at most 127 characters.
-_MEDIA_TYPE = re.compile(rf"{_TOKEN}{{1,127}}/{_TOKEN}{{1,127}}")
-# The characters of IANA charset names, and peer.core.extract's 40-character bound.
-_CHARSET = re.compile(r"[a-z0-9_.:+\-]{1,40}")
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# An HTTP-date is 29 characters (RFC 9110 §5.6.7); a longer value is not one.
-_DATE_MAX = 64
-_DATE_ERRORS = (TypeError, ValueError, IndexError, OverflowError)
-
-
-def _content_type(value: str) -> tuple[str, str | None, list[str]]:
-    """(media type, charset, reasons) of one Content-Type value; never raises."""
-    reasons = []
-    # split, not a partition loop: 100 KiB of ";" must cost linear time.
-    media, *params = value.split(";")
-    media = media.strip().lower()
-    if not _MEDIA_TYPE.fullmatch(media):
-        # WHATWG MIME Sniffing §7.1: an invalid supplied type means "sniff".
-        reasons.append("content_type")
-        media = ""
-    charset = None
-    for param in params:
-        key, eq, val = param.partition("=")
-        if eq and key.strip().lower() == "charset":
-            label = val.strip().strip('"\'').strip().lower()
-            if _CHARSET.fullmatch(label):
-                charset = label
-            else:
-                reasons.append("charset")
-            break
-    return media, charset, reasons
-
-
-def parse_content_type(value: str | None) -> tuple[str, str | None]:
-    """``text/HTML; charset="UTF-8"`` -> ``("text/html", "utf-8")``; ``("", None)`` if absent.
-
-    An invalid media type is ``""`` and an invalid charset label None.
-    """
-    if not value:
-        return "", None
-    media, charset, _ = _content_type(value)
-    return media, charset
-
-
-def _retry_after(value: str, now: float) -> tuple[float | None, bool]:
-    """(seconds or None, whether the value was well-formed and in range)."""
-    value = value.strip()
-    # isascii(): "²".isdigit() is True, but int("²") raises.
-    if value.isascii() and value.isdigit():
-        if len(value) > 9:  # 10**9 s is over RETRY_AFTER_MAX: no int() of 400 digits
-            return RETRY_AFTER_MAX, False
-        seconds = float(value)
-        return min(seconds, RETRY_AFTER_MAX), seconds <= RETRY_AFTER_MAX
-    if not value or len(value) > _DATE_MAX:
-        return None, False
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-        if when.tzinfo is None:
-            when = when.replace(tzinfo=timezone.utc)
-        seconds = when.timestamp() - now
-    except _DATE_ERRORS:
-        return None, False
-    if not math.isfinite(seconds):  # pragma: no cover - a datetime is finite
-        return None, False
-    if seconds > RETRY_AFTER_MAX:
-        return RETRY_AFTER_MAX, False
-    return max(0.0, seconds), True
-
-
-def parse_retry_after(value: str | None, now: float) -> float | None:
-    """Seconds to wait from a Retry-After value (RFC 9110 §10.2.3) at wall time ``now``.
-
-    Either delta-seconds or an HTTP-date (a date in the past means 0); None
-    when absent or unreadable. Always finite: at most :data:`RETRY_AFTER_MAX`.
-    """
-    if not value:
-        return None
-    return _retry_after(value, now)[0]
-
-
-@dataclass(frozen=True, slots=True)
-class Head:
-    """What the fetcher uses of a response head, every value checked.
-
-    ``status`` is None for a code outside 100-599; ``length`` is the
-    Content-Length when it frames the body; ``codings`` the content codings
-    other than identity, lower-cased; ``reasons`` what was malformed.
-    """
-
-    status: int | None
-    content_type: str
-    charset: str | None
-    location: str | None
-    retry_after: float | None
-    length: int | None
-    codings: tuple[str, ...]
-    reasons: tuple[str, ...]
-
-
-def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Head:
-    """Read a status code and header fields (lower-case names, in order) at wall time ``now``.
-
-    Total: no value makes it raise; each malformed one is ignored or clamped
-    and named in ``reasons`` (the module docstring lists them).
-    """
-    reasons: list[str] = []
-    wanted: dict[str, list[str]] = {"content-type": [], "location": [], "retry-after": [],
-                                    "content-length": [], "content-encoding": [],
-                                    "transfer-encoding": []}
-    for name, value in fields:
-        if name in wanted:
-            wanted[name].append(value)
-    code: int | None = status
-    if not 100 <= status <= 599:
-        reasons.append("status")
-        code = None
-
-    content_type, charset = "", None
-    types = wanted["content-type"]
-    if types:
-        if len(set(types)) > 1:
-            reasons.append("content_type")
-        content_type, charset, why = _content_type(types[-1])
-        reasons += why
-
-    location = None
-    locations = wanted["location"]
-    if locations and 300 <= status < 400:
-        value = locations[0].strip()
-        if len(set(locations)) > 1 or not value or len(value) > MAX_LOCATION or _CONTROL.search(value):
-            reasons.append("location")
-        else:
-            location = value
-
-    retry_after = None
-    retry = wanted["retry-after"]
-    if retry:
-        if len(set(retry)) > 1:
-            reasons.append("retry_after")
-        else:
-            retry_after, ok = _retry_after(retry[0], now)
-            if not ok:
-                reasons.append("retry_after")
-
-    length = None
-    lengths = wanted["content-length"]
-    if lengths:
-        value = lengths[0].strip()
-        if wanted["transfer-encoding"]:
-            # RFC 9112 §6.3: Transfer-Encoding overrides Content-Length, and
-            # a message with both "ought to be handled as an error";
-            # peer.core.http1 (as h11) frames it as chunked, so the length is only ignored.
-            reasons.append("content_length")
-        elif len(set(lengths)) > 1 or not (value.isascii() and value.isdigit()) or len(value) > 20:
-            reasons.append("content_length")
-        else:
-            length = int(value)
-
-    codings: tuple[str, ...] = ()
-    encodings = wanted["content-encoding"]
-    if encodings:
-        listed = [c.strip().lower() for value in encodings for c in value.split(",")]
-        codings = tuple(c for c in listed if c and c != "identity")
-        if len(codings) > 1 or (codings and codings[0] not in _CODINGS):
-            reasons.append("content_encoding")
-
-    return Head(status=code, content_type=content_type, charset=charset, location=location,
-                retry_after=retry_after, length=length, codings=codings, reasons=tuple(reasons))
+# Foreign exceptions to error kinds (at the edge: they name trio's and ssl's)
 
 
 _CLOSED_EARLY = ("server disconnected", "peer closed connection")
@@ -455,100 +245,6 @@ def _library_kind(exc: BaseException) -> ErrorKind | None:
 
 # What fetch() turns into an error kind; anything else is a bug and propagates.
 _NETWORK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, zlib.error)
-
-
-def _request_url(url: str) -> tuple[str, str, int, str, str]:
-    """(scheme, host, port, target, Host field of RFC 9110 §7.2) of an absolute http(s) URL.
-
-    peer.core.urls hands us normalised ASCII URLs (punycode hosts, percent-encoded
-    paths); anything else is no URL this fetcher can send: error ``scope``,
-    as httpx's own parser would have said.
-    """
-    if not url.isascii():
-        raise FetchError(ErrorKind.SCOPE, f"not an ASCII URL: {url[:100]!r}")
-    scheme, sep, rest = url.partition("://")
-    scheme = scheme.lower()
-    if not sep or scheme not in ("http", "https"):
-        raise FetchError(ErrorKind.SCOPE, f"not an http(s) URL: {url[:100]!r}")
-    cut = len(rest)
-    for mark in "/?#":
-        i = rest.find(mark)
-        if 0 <= i < cut:
-            cut = i
-    authority, target = rest[:cut], rest[cut:].partition("#")[0]
-    if "@" in authority:
-        raise FetchError(ErrorKind.SCOPE, "a URL with user info is not fetched")
-    host, port = authority, None
-    if authority.startswith("["):
-        end = authority.find("]")
-        if end < 0:
-            raise FetchError(ErrorKind.SCOPE, f"bad IPv6 literal in {url[:100]!r}")
-        host, tail = authority[1:end], authority[end + 1:]
-        if tail:
-            if not tail.startswith(":"):
-                raise FetchError(ErrorKind.SCOPE, f"bad authority in {url[:100]!r}")
-            port = tail[1:]
-    elif ":" in authority:
-        host, _, port = authority.rpartition(":")
-    if not host:
-        raise FetchError(ErrorKind.SCOPE, f"no host in {url[:100]!r}")
-    default = 443 if scheme == "https" else 80
-    number = default
-    if port:
-        if not (port.isdigit() and len(port) <= 5 and int(port) <= 65535):
-            raise FetchError(ErrorKind.SCOPE, f"bad port in {url[:100]!r}")
-        number = int(port)
-    if not target.startswith("/"):
-        target = "/" + target
-    host = host.lower()
-    shown = f"[{host}]" if ":" in host else host
-    field = shown if number == default else f"{shown}:{number}"
-    return scheme, host, number, target, field
-
-
-class _Inflater:
-    """gzip/deflate decoding with a bounded output per call."""
-
-    __slots__ = ("_z", "_raw_fallback", "_head")
-
-    def __init__(self, coding: str) -> None:
-        # wbits 47 = 32 + 15: zlib detects a gzip or zlib header itself.
-        self._z = zlib.decompressobj(47)
-        # RFC 9110 §8.4.1.2: "deflate" is zlib-wrapped, but some servers send
-        # raw deflate; browsers accept both, so retry raw on a header error.
-        self._raw_fallback = coding == "deflate"
-        self._head = b""
-
-    def feed(self, data: bytes, max_out: int) -> bytes:
-        z = self._z
-        if z.eof:
-            return b""  # trailing bytes after the stream end are ignored, like browsers do
-        try:
-            out = z.decompress(data, max_out)
-        except zlib.error:
-            if not self._raw_fallback:
-                raise
-            self._raw_fallback = False
-            self._z = z = zlib.decompressobj(-15)
-            out = z.decompress(self._head + data, max_out)
-        if self._raw_fallback:
-            if out or len(self._head) > 64:
-                self._raw_fallback = False  # the header was fine
-                self._head = b""
-            else:
-                self._head += data
-        return out
-
-
-def _decoder(codings: tuple[str, ...]) -> _Inflater | None:
-    """None for identity; FetchError("decode") for a coding we did not ask for."""
-    if not codings:
-        return None
-    if len(codings) == 1 and codings[0] in _CODINGS:
-        return _Inflater(codings[0])
-    # A 100 KiB header need not be in the message (nobody reads it whole).
-    shown = ", ".join(codings)
-    raise FetchError(ErrorKind.DECODE, f"unsupported Content-Encoding {shown[:200]!r}")
 
 
 class _Progress:
@@ -816,7 +512,7 @@ class Fetcher:
 
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
                      prefix_ok: bool) -> None:
-        scheme, host, port, target, field = _request_url(url)
+        scheme, host, port, target, field = request_target(url)
         request = request_bytes(target, field, self._headers)
         key = (scheme, host, port)
         shards = self._idle
@@ -846,7 +542,7 @@ class Fetcher:
                 if length is not None and length <= _DRAIN_MAX:
                     await self._read_body(stream, reader, p, None, limit, prefix_ok, keep=False)
             else:
-                await self._read_body(stream, reader, p, _decoder(head.codings), limit, prefix_ok,
+                await self._read_body(stream, reader, p, decoder(head.codings), limit, prefix_ok,
                                       keep=True)
             if reader.trailing and response.keep_alive:
                 # curl's "excess found": close, or the next URL of the host
@@ -870,7 +566,7 @@ class Fetcher:
 
     @staticmethod
     async def _read_body(stream: trio.abc.Stream, reader: ResponseReader, p: _Progress,
-                         decoder: _Inflater | None, limit: int, prefix_ok: bool, *,
+                         decoder: Inflater | None, limit: int, prefix_ok: bool, *,
                          keep: bool) -> None:
         parts = p.parts
         while True:

@@ -1,4 +1,5 @@
 """What a crawl leaves behind: each peer's DuckDB file of pages and items.
 
-- ``store``  the results schema and the batched, crash-safe writes of one peer
+- ``schema``  the results tables: their columns, what each holds, the row of ``pages``
+- ``store``   the batched, crash-safe writes of one peer into those tables
 """

@@ -1,25 +1,8 @@
 """The results file: one DuckDB database per peer, written in batches off the loop.
 
-Tables (created when absent; an existing file is opened and appended to, the
-engine decides whether to refuse one)::
-
-    pages(url, final_url, host, status, content_type, bytes, title, n_links,
-          depth, fetched_at TIMESTAMP, elapsed_ms, error, peer)
-    links(from_url, to_url)            only with store_links
-    bodies(url, body BLOB)             only with store_body
-    pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
-    items_<name>(url, fetched_at TIMESTAMP, peer, <fields>)
-                                       one per extraction rule or user table
-
-Items tables (:mod:`peer.core.items`) are made when their first row is written: a
-rule's columns are declared in cluster.toml; a user function's table takes
-the first row's keys, and a column a later row brings is added (``ALTER
-TABLE``). Field columns are ``VARCHAR`` or ``VARCHAR[]``, quoted, so a field
-may be called ``order``.
-
-Timestamps are UTC, naive ``TIMESTAMP`` (DuckDB's ``TIMESTAMPTZ`` would be
-shown in each reader's session time zone). ``links.from_url`` is the page's
-``url`` (the key of ``pages``); a page's links are the ones it was parsed with.
+The tables and their columns are ``peer.results.schema``'s: they are
+created when absent; an existing file is opened and appended to (the engine
+decides whether to refuse one), and a file whose columns differ is refused.
 
 **Why this shape.** DuckDB calls block, so every one of them runs in a worker
 thread (``trio.to_thread.run_sync``) under this store's own
@@ -62,24 +45,11 @@ import trio
 
 from peer.errors import LockedError, StateError
 from peer.core.frontier import PidSample
+# The schema is its own module; SCHEMA and PageRow are re-exported here, where
+# the engine, the scripts and the tests have always found them.
+from peer.results.schema import ITEM_COLUMNS, SCHEMA, PageRow, quote
 
 __all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
-
-#: Column names and types of every table, in order.
-SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
-    "pages": (
-        ("url", "VARCHAR"), ("final_url", "VARCHAR"), ("host", "VARCHAR"), ("status", "INTEGER"),
-        ("content_type", "VARCHAR"), ("bytes", "BIGINT"), ("title", "VARCHAR"),
-        ("n_links", "INTEGER"), ("depth", "INTEGER"), ("fetched_at", "TIMESTAMP"),
-        ("elapsed_ms", "DOUBLE"), ("error", "VARCHAR"), ("peer", "VARCHAR"),
-    ),
-    "links": (("from_url", "VARCHAR"), ("to_url", "VARCHAR")),
-    "bodies": (("url", "VARCHAR"), ("body", "BLOB")),
-    "pid_trace": (
-        ("host", "VARCHAR"), ("window_end", "TIMESTAMP"), ("n", "INTEGER"), ("delay", "DOUBLE"),
-        ("setpoint", "DOUBLE"), ("peer", "VARCHAR"),
-    ),
-}
 
 # A batch is also full at this many link rows or body bytes, so store_links
 # (~100 links a page) and store_body (up to max_body a page) stay bounded.
@@ -89,25 +59,6 @@ MAX_BATCH_BODY_BYTES = 32 * 1024 * 1024
 _EPOCH = datetime(1970, 1, 1)
 # What the appender raises for a value it cannot convert; the row is not taken.
 _BAD_VALUE = (duckdb.InvalidInputException, duckdb.ConversionException, TypeError, ValueError)
-
-
-@dataclass(frozen=True, slots=True)
-class PageRow:
-    """One row of ``pages``; ``fetched_at`` in seconds since the epoch (``time.time()``)."""
-
-    url: str
-    final_url: str | None
-    host: str
-    status: int | None
-    content_type: str | None
-    bytes: int
-    title: str | None
-    n_links: int
-    depth: int
-    fetched_at: float
-    elapsed_ms: float
-    error: str | None
-    peer: str = ""  # "" -> the store's peer_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -204,11 +155,6 @@ class _Batch:
 
     def __bool__(self) -> bool:
         return bool(self.pages or self.links or self.bodies or self.pid or self.items)
-
-
-def _q(name: str) -> str:
-    """A quoted SQL identifier (field names may be keywords such as ``order``)."""
-    return '"' + name.replace('"', '""') + '"'
 
 
 class ResultStore:
@@ -477,17 +423,18 @@ class ResultStore:
                     known.add(k)
                     cols.append((k, "VARCHAR[]" if isinstance(v, list) else "VARCHAR"))
                     if table in self._item_ready:
-                        con.execute(f"ALTER TABLE {_q(table)} ADD COLUMN {_q(k)} {cols[-1][1]}")
+                        con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(k)} {cols[-1][1]}")
                         self._appenders.pop(table, None)
         if table not in self._item_ready:
-            con.execute(f"CREATE TABLE IF NOT EXISTS {_q(table)} (url VARCHAR, fetched_at TIMESTAMP, "
-                        "peer VARCHAR" + "".join(f", {_q(c)} {t}" for c, t in cols) + ")")
+            con.execute(f"CREATE TABLE IF NOT EXISTS {quote(table)} ("
+                        + ", ".join(f"{n} {t}" for n, t in ITEM_COLUMNS)
+                        + "".join(f", {quote(c)} {t}" for c, t in cols) + ")")
             have = {r[0] for r in con.execute(
                 "SELECT column_name FROM information_schema.columns "
                 "WHERE table_schema = 'main' AND table_name = ?", [table]).fetchall()}
             for c, t in cols:
                 if c not in have:  # a resumed crawl whose rules gained a field
-                    con.execute(f"ALTER TABLE {_q(table)} ADD COLUMN {_q(c)} {t}")
+                    con.execute(f"ALTER TABLE {quote(table)} ADD COLUMN {quote(c)} {t}")
             self._item_ready.add(table)
         # Column order as the table has it (an older file may differ from ours).
         order = [r[0] for r in con.execute(

@@ -1,0 +1,92 @@
+"""The results tables: their columns, what each holds, and the row of ``pages``.
+
+Every peer's ``data_dir/pages.duckdb`` has these tables (``peer.results.store``
+creates them when absent and refuses a file whose columns differ), and a
+merged file has the same ones, so a query written for one works on the
+other::
+
+    pages(url, final_url, host, status, content_type, bytes, title, n_links,
+          depth, fetched_at TIMESTAMP, elapsed_ms, error, peer)
+    links(from_url, to_url)            only with store_links
+    bodies(url, body BLOB)             only with store_body
+    pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
+    items_<name>(url, fetched_at TIMESTAMP, peer, <fields>)
+                                       one per extraction rule or user table
+
+Items tables (:mod:`peer.core.items`) are made when their first row is written: a
+rule's columns are declared in cluster.toml; a user function's table takes
+the first row's keys, and a column a later row brings is added (``ALTER
+TABLE``). Field columns are ``VARCHAR`` or ``VARCHAR[]``, quoted
+(:func:`quote`), so a field may be called ``order``.
+
+Timestamps are UTC, naive ``TIMESTAMP`` (DuckDB's ``TIMESTAMPTZ`` would be
+shown in each reader's session time zone). ``links.from_url`` is the page's
+``url`` (the key of ``pages``); a page's links are the ones it was parsed with.
+
+Declarations only: no DuckDB here. The README's results table says the same
+for users.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["SCHEMA", "ITEM_COLUMNS", "PageRow", "quote"]
+
+#: Column names and types of every fixed table, in order.
+SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
+    "pages": (
+        ("url", "VARCHAR"),            # the URL fetched: the table's key
+        ("final_url", "VARCHAR"),      # the redirect target for a 3xx
+        ("host", "VARCHAR"),           # host[:port], the politeness key
+        ("status", "INTEGER"),         # NULL when no answer came
+        ("content_type", "VARCHAR"),
+        ("bytes", "BIGINT"),           # body bytes kept
+        ("title", "VARCHAR"),
+        ("n_links", "INTEGER"),        # links the page was parsed with
+        ("depth", "INTEGER"),          # links from a seed
+        ("fetched_at", "TIMESTAMP"),   # UTC, when the row was made, after the fetch
+        ("elapsed_ms", "DOUBLE"),      # the fetch's duration (its start: fetched_at - elapsed_ms)
+        ("error", "VARCHAR"),          # the error kind (peer.errors.ErrorKind), NULL on success
+        ("peer", "VARCHAR"),           # the peer that fetched it
+    ),
+    "links": (("from_url", "VARCHAR"), ("to_url", "VARCHAR")),
+    "bodies": (("url", "VARCHAR"), ("body", "BLOB")),
+    "pid_trace": (
+        ("host", "VARCHAR"),
+        ("window_end", "TIMESTAMP"),   # UTC, the end of the controller's window
+        ("n", "INTEGER"),              # pages in the window
+        ("delay", "DOUBLE"),           # the PID's new delay, seconds
+        ("setpoint", "DOUBLE"),
+        ("peer", "VARCHAR"),
+    ),
+}
+
+#: The columns every ``items_<name>`` table starts with, before its fields.
+ITEM_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("url", "VARCHAR"), ("fetched_at", "TIMESTAMP"), ("peer", "VARCHAR"),
+)
+
+
+@dataclass(frozen=True, slots=True)
+class PageRow:
+    """One row of ``pages``; ``fetched_at`` in seconds since the epoch (``time.time()``)."""
+
+    url: str
+    final_url: str | None
+    host: str
+    status: int | None
+    content_type: str | None
+    bytes: int
+    title: str | None
+    n_links: int
+    depth: int
+    fetched_at: float
+    elapsed_ms: float
+    error: str | None
+    peer: str = ""  # "" -> the store's peer_id
+
+
+def quote(name: str) -> str:
+    """A quoted SQL identifier (field names may be keywords such as ``order``)."""
+    return '"' + name.replace('"', '""') + '"'

@@ -1,0 +1,165 @@
+"""Recovery: the newest snapshot, its journal replayed, and the spill blocks taken since.
+
+The newest snapshot, then its journal replayed in order. queued adds
+the URL to the queue (a URL queued twice keeps its first depth and place) and
+to the Bloom filter; done takes it off the queue and keeps its row (the page
+row may not have reached DuckDB before the kill; re-insert it idempotently);
+forwarded adds to the URLs to re-send; counters update; seen only adds to the
+Bloom filter (a URL another peer fetched, handed over on a ring change).
+A done URL that is neither in the snapshot's heads nor queued since was in
+the spill store: a host's queue is taken FIFO, so it is in the host's first
+blocks, and recovery reads that host's blocks from the front until every
+such URL is found (:meth:`peer.state.spill.FileSpill.take_done`); the rest of
+those blocks and the host's snapshot head go back in front, in order. So
+recovery reads the snapshot (heads and manifest), the journal and the few
+blocks taken since, never the whole frontier.
+
+Which generation is whole after a crash, and so which files recovery keeps
+and which it deletes as strays, follows from rule 4 of
+``peer.state.journal``'s docstring ("Crash ordering"). The journal's torn
+tails are told from corruption in ``peer.state.frames``.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from peer.core.bloom import BloomFilter
+from peer.core.layout import StateFile
+from peer.core.urls import host_key
+from peer.state.bloomfile import read_bloom
+from peer.state.frames import JOURNAL_MAGIC, replay
+from peer.state.generations import SPILL_DIR, clean, damaged, list_dir
+from peer.state.snapshot import read_snapshot
+from peer.state.spill import FileSpill, SpillManifest
+
+__all__ = ["Recovered", "recover"]
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """What :meth:`PeerState.recover` found: the state at the moment of the crash."""
+
+    generation: int                    # the snapshot recovery started from
+    queued: dict[str, int] = field(repr=False)           # url -> depth, in queue order
+    forwards: list[tuple[str, int]] = field(repr=False)  # (url, depth) for the outbox again
+    rows: list[list[Any]] = field(repr=False)            # rows of pages done since the snapshot
+    counters: dict[str, float]
+    bloom: BloomFilter                 # contains every URL ever queued or seen
+    created: float                     # wall time this peer's crawl state was first begun
+    records: int = 0                   # journal records replayed
+    torn_bytes: int = 0                # bytes of a torn tail dropped (normal after kill -9)
+    # The frontier's spilled queues as the crash left them (``queued`` holds
+    # none of their hosts' URLs from before the snapshot); None: none kept.
+    spill: FileSpill | None = field(default=None, repr=False)
+    spilled: int = 0                   # URLs in ``spill``
+    blocks_read: int = 0               # spill blocks read to find the URLs done since the snapshot
+
+    def all_queued(self) -> Iterator[tuple[str, int]]:
+        """Every queued (url, depth): the spilled ones (read from disk), then ``queued``."""
+        if self.spill is not None:
+            for host in self.spill.hosts():
+                yield from self.spill.iter_host(host)
+        yield from self.queued.items()
+
+
+def recover(
+    directory: Path, peer_id: str, ring: str, *, fsync: bool = False,
+    spill_block: int = 64, segment_bytes: int = 64 << 20,
+) -> Recovered | None:
+    """Load the newest snapshot in ``directory`` and replay its journal; None if there is no state.
+
+    Raises StateError if a file is corrupt or belongs to another peer or
+    ring. Truncates a torn journal tail and deletes stray files of other
+    generations and interrupted writes.
+    """
+    files: dict[StateFile, dict[int, str]] = {k: {} for k in StateFile}
+    for name in list_dir(directory):
+        p = StateFile.parse(name)
+        if p:
+            files[p[0]][p[1]] = name
+    snaps = files[StateFile.SNAPSHOT]
+    gen = max(snaps, default=0)
+    for jgen, name in files[StateFile.JOURNAL].items():
+        # snapshot-<g> is renamed into place before journal-<g> exists, so
+        # a journal with records and no snapshot was not left by a crash;
+        # except journal-<g+1> beside journal-<g>: a snapshot written in a
+        # thread was interrupted (prepare_snapshot), and journal-<g> has
+        # every record too.
+        stray = jgen == gen + 1 and gen in files[StateFile.JOURNAL]
+        if jgen > gen and not stray and os.path.getsize(directory / name) > len(JOURNAL_MAGIC):
+            raise damaged(directory, name, f"journal of generation {jgen} has no "
+                                           f"{StateFile.SNAPSHOT.file_name(jgen)}")
+    if not snaps:
+        clean(directory, keep=None)
+        FileSpill.open(directory / SPILL_DIR, None).close()  # strays of a first run
+        return None
+    # Millions of small containers and no cycles: the cyclic GC would
+    # rescan the growing heap again and again (measured: half the time).
+    gc_was_on = gc.isenabled()
+    gc.disable()
+    try:
+        return _load(directory, peer_id, ring, gen, files, fsync=fsync, spill_block=spill_block,
+                     segment_bytes=segment_bytes)
+    finally:
+        if gc_was_on:
+            gc.enable()
+
+
+def _load(
+    directory: Path, peer_id: str, ring: str, gen: int, files: dict[StateFile, dict[int, str]],
+    *, fsync: bool, spill_block: int, segment_bytes: int,
+) -> Recovered:
+    snaps = files[StateFile.SNAPSHOT]
+    doc = read_snapshot(directory, snaps[gen], gen, peer_id, ring)
+    bloom = read_bloom(directory / doc["bloom"])
+    urls, depths = doc["urls"], doc["depths"]
+    queue = dict(zip(urls, depths))
+    if len(queue) != len(urls):  # duplicates: keep each URL's first depth
+        queue = {}
+        for u, d in zip(urls, depths):
+            queue.setdefault(u, d)
+    forwards = [(u, d) for u, d in doc["forwards"]]
+    counters = dict(doc["counters"])
+    rows: list[list[Any]] = []
+    records = torn = 0
+    try:
+        manifest = SpillManifest.from_doc(doc["spill"]) if doc.get("spill") is not None else None
+    except ValueError as e:
+        raise damaged(directory, snaps[gen], f"snapshot is malformed ({e})") from e
+    spill = FileSpill.open(directory / SPILL_DIR, manifest, block_urls=spill_block,
+                           segment_bytes=segment_bytes)
+    missed: list[str] = []
+    if gen in files[StateFile.JOURNAL]:
+        added: list[str] = []
+        records, torn = replay(directory, files[StateFile.JOURNAL][gen], queue, forwards, rows,
+                               counters, added, missed, fsync=fsync)
+        bloom.add_many(added)
+    blocks_read = 0
+    spilled_hosts = set(spill.hosts())
+    if spilled_hosts:
+        # A spilled host's snapshot head came before its blocks, and what
+        # was queued since after them (the engine pushes ``queue`` after
+        # adopting the store): so the head goes into the store, in front.
+        heads: dict[str, list[tuple[str, int]]] = {}
+        for u in urls:
+            if u in queue and (h := host_key(u)) in spilled_hosts:
+                heads.setdefault(h, []).append((u, queue.pop(u)))
+        done: dict[str, set[str]] = {}
+        for u in missed:
+            if (h := host_key(u)) in spilled_hosts:
+                done.setdefault(h, set()).add(u)
+        for h in spilled_hosts:
+            if h in done or h in heads:
+                blocks_read += spill.take_done(h, done.get(h, set()), heads.get(h, []))
+    clean(directory, keep=gen)
+    return Recovered(
+        generation=gen, queued=queue, forwards=forwards, rows=rows, counters=counters,
+        bloom=bloom, created=float(doc["created"]), records=records, torn_bytes=torn,
+        spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read,
+    )

@@ -1,0 +1,160 @@
+"""A snapshot's files: ``bloom-<g>.bin`` and ``snapshot-<g>.msgpack``, written and read back checked.
+
+``snapshot-<g>.msgpack`` is the state at generation g: one msgpack map (peer,
+ring, generation, created, written, bloom, urls, depths, forwards, counters,
+spill) + a 24-byte trailer (magic "RCSNAPSH", u32 format version, u64 payload
+length, u32 crc32 of the payload); little-endian. ``bloom-<g>.bin`` is the
+Bloom filter at g (``peer.state.bloomfile.write_bloom``: its own header and
+crc); the snapshot names it.
+
+Incremental (format 2): with a spill store the snapshot's ``urls`` are only
+what the frontier held in RAM (its per-host heads and the jobs in flight),
+and ``spill`` lists the blocks of the rest, 16 bytes a block of 64 URLs; the
+URLs themselves are written once, to the segments, as they spill. So a
+snapshot costs the heads and the manifest, not the frontier: measured in
+scripts/bench_spill.py (README, "Scale"). Format 1 (every queued URL in
+``urls``, no ``spill``) is still read.
+
+In what order these files reach the disk, relative to the journals and the
+spill segments, and why, is rule 4 of ``peer.state.journal``'s docstring
+("Crash ordering"): :func:`write_snapshot_files` syncs the segments first, then
+writes the Bloom file, then the snapshot, each atomically.
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, cast
+
+import msgpack
+
+from peer.core.bloom import BloomFilter
+from peer.core.layout import StateFile
+from peer.errors import StateError
+from peer.state.bloomfile import write_bloom
+from peer.state.fsio import write_atomic
+from peer.state.generations import damaged
+from peer.state.spill import SpillManifest, sync_segments
+
+__all__ = ["SnapshotStats", "PendingSnapshot", "write_snapshot_files", "read_snapshot"]
+
+_SNAP_MAGIC = b"RCSNAPSH"
+_SNAP_VERSION = 2
+_SNAP_READS = (1, 2)  # 1: every queued URL in the snapshot, no spill manifest
+_SNAP_TRAILER = struct.Struct("<8sIQI")  # magic, version, payload length, crc32
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotStats:
+    """What one snapshot wrote, for the log line."""
+
+    generation: int
+    queued: int
+    forwards: int
+    snapshot_bytes: int
+    bloom_bytes: int
+    journal_bytes: int                 # size of the journal this snapshot replaced
+    seconds: float
+    spilled: int = 0                   # URLs in spill blocks the snapshot names (not written again)
+
+
+@dataclass(frozen=True, slots=True)
+class PendingSnapshot:
+    """A snapshot begun by :meth:`peer.state.journal.PeerState.prepare_snapshot`."""
+
+    generation: int
+    old_journal: int                   # bytes of the journal it replaces
+
+
+def write_snapshot_files(
+    directory: Path, gen: int, peer_id: str, ring: str, created: float | None,
+    bloom: BloomFilter, queued: Iterable[tuple[str, int]],
+    forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
+    spill: SpillManifest | None = None,
+) -> SnapshotStats:
+    """Write ``bloom-<gen>.bin`` and ``snapshot-<gen>.msgpack`` of the state given."""
+    t0 = time.perf_counter()
+    if spill is not None:
+        sync_segments(spill)  # the blocks it names are on disk before it is
+    bloom_name = StateFile.BLOOM.file_name(gen)
+    write_bloom(bloom, directory / bloom_name)
+    # Written as given: recovery keeps a duplicate URL's first depth, and
+    # deduplicating here would cost a million-entry dict on every snapshot.
+    urls: list[str] = []
+    depths: list[int] = []
+    add_url, add_depth = urls.append, depths.append
+    for url, depth in queued:
+        add_url(url)
+        add_depth(depth)
+    fwd = [(u, d) for u, d in forwards]
+    doc = {
+        "peer": peer_id, "ring": ring, "generation": gen,
+        "created": created, "written": time.time(), "bloom": bloom_name,
+        # Two flat lists: a byte a URL smaller than pairs, and dict(zip()) rebuilds
+        # the queue in C.
+        "urls": urls, "depths": depths,
+        "forwards": fwd, "counters": dict(counters),
+        "spill": spill.to_doc() if spill is not None else None,
+    }
+    payload = msgpack.packb(doc, use_bin_type=True)
+    trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
+    snap_path = directory / StateFile.SNAPSHOT.file_name(gen)
+    try:
+        write_atomic(snap_path, (payload, trailer))
+    except OSError as e:
+        raise StateError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
+    return SnapshotStats(
+        generation=gen, queued=len(urls), forwards=len(fwd),
+        snapshot_bytes=len(payload) + len(trailer),
+        bloom_bytes=os.path.getsize(directory / bloom_name),
+        journal_bytes=old_journal, seconds=time.perf_counter() - t0,
+        spilled=spill.urls if spill is not None else 0,
+    )
+
+
+def read_snapshot(directory: Path, name: str, gen: int, peer_id: str, ring: str) -> dict[str, Any]:
+    """The checked map of snapshot ``name`` (generation ``gen``) of this peer and ring."""
+    try:
+        data = (directory / name).read_bytes()
+    except OSError as e:
+        raise damaged(directory, name, f"cannot read snapshot ({e.strerror or e})") from e
+    t = _SNAP_TRAILER.size
+    if len(data) < t:
+        raise damaged(directory, name, f"not a complete snapshot ({len(data)} bytes)")
+    magic, version, length, crc = _SNAP_TRAILER.unpack_from(data, len(data) - t)
+    if magic != _SNAP_MAGIC:
+        raise damaged(directory, name, "not a complete ringcrawl snapshot (bad trailer)")
+    if version not in _SNAP_READS:
+        raise damaged(directory, name, f"snapshot format {version} is not supported "
+                                       f"(this build reads {', '.join(map(str, _SNAP_READS))})")
+    if length != len(data) - t:
+        raise damaged(directory, name, f"snapshot length {len(data) - t} does not match its "
+                                       f"trailer ({length})")
+    payload = memoryview(data)[: len(data) - t]
+    if zlib.crc32(payload) != crc:
+        raise damaged(directory, name, "snapshot is corrupt (checksum mismatch)")
+    try:
+        doc = msgpack.unpackb(payload, raw=False, strict_map_key=True)
+        ok = (
+            isinstance(doc, dict) and doc.get("generation") == gen
+            and doc.get("bloom") == StateFile.BLOOM.file_name(gen)
+            and isinstance(doc.get("urls"), list) and isinstance(doc.get("depths"), list)
+            and len(doc["urls"]) == len(doc["depths"])
+            and isinstance(doc.get("forwards"), list) and isinstance(doc.get("counters"), dict)
+            and isinstance(doc.get("created"), (int, float))
+        )
+    except Exception as e:  # any decoding failure of checksummed bytes is a bad writer
+        raise damaged(directory, name, f"snapshot is malformed ({e})") from e
+    if not ok:
+        raise damaged(directory, name, "snapshot is malformed (missing or mistyped fields)")
+    if doc.get("peer") != peer_id or doc.get("ring") != ring:
+        raise damaged(directory, name, f"state of peer {doc.get('peer')!r} in ring "
+                                       f"{doc.get('ring')!r}, but this is peer {peer_id!r} "
+                                       f"in ring {ring!r}")
+    return cast(dict[str, Any], doc)  # checked field by field above
