@@ -3,9 +3,9 @@
 Every key, its type, its default, its check and its one-line documentation live
 in the dataclasses below and nowhere else (httpx's ``Timeout``/``Limits`` habit;
 the counter-example is a string-keyed settings bag read all over the code).
-``scripts/config_reference.py`` prints the README's config reference from the
-same fields, and a test checks that the README and ``cluster.toml`` mention
-every key, so the documentation cannot drift from the code.
+``scripts/config_reference.py`` writes docs/configuration.md's reference from
+the same fields, and a test checks that the page is current and that
+``cluster.toml`` mentions every key, so the documentation cannot drift from the code.
 
 A user's mistake raises ``ConfigError`` with one line naming the file, the key
 path and what was expected; the command-line front ends print it and exit 2.
@@ -149,7 +149,7 @@ def _metrics_address(v: Any) -> str | None:
 
 
 # ---------------------------------------------------------------------------
-# The sections. Field order is the order of the README's reference.
+# The sections. Field order is the order of docs/configuration.md's reference.
 # ---------------------------------------------------------------------------
 
 
@@ -557,7 +557,7 @@ def _is_ip_port(text: str) -> bool:
 
 
 def reference() -> list[tuple[str, str, str, str]]:
-    """(key, type, default, doc) for every key, in file order: the README's table."""
+    """(key, type, default, doc) for every key, in file order: docs/configuration.md's table."""
     names = {float: "number", int: "integer", str: "string", bool: "boolean",
              list: "list of strings", dict: "table"}
     rows = []

@@ -23,8 +23,8 @@ Timestamps are UTC, naive ``TIMESTAMP`` (DuckDB's ``TIMESTAMPTZ`` would be
 shown in each reader's session time zone). ``links.from_url`` is the page's
 ``url`` (the key of ``pages``); a page's links are the ones it was parsed with.
 
-Declarations only: no DuckDB here. The README's results table says the same
-for users.
+Declarations only: no DuckDB here. docs/results.md says the same
+for users (a test checks that they agree).
 """
 
 from __future__ import annotations

@@ -12,7 +12,7 @@ what the frontier held in RAM (its per-host heads and the jobs in flight),
 and ``spill`` lists the blocks of the rest, 16 bytes a block of 64 URLs; the
 URLs themselves are written once, to the segments, as they spill. So a
 snapshot costs the heads and the manifest, not the frontier: measured in
-scripts/bench_spill.py (README, "Scale"). Format 1 (every queued URL in
+scripts/bench_spill.py (docs/benchmarks/scale.md). Format 1 (every queued URL in
 ``urls``, no ``spill``) is still read.
 
 In what order these files reach the disk, relative to the journals and the
