@@ -22,7 +22,7 @@ __all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "duration", "first_line", "ide
 TOP_HOSTS_TABLE = 10
 SLOWEST_TABLE = 10
 PAGES_COLUMNS = {"url", "host", "status", "title", "fetched_at", "elapsed_ms", "error", "peer"}
-#: A row whose request was made (module docstring).
+#: A row whose request was made (the package docstring says which rows are not).
 REQUESTED = "not (status is null and coalesce(elapsed_ms, 0) = 0)"
 #: Sample rows shown of each items table.
 ITEM_SAMPLES = 5
