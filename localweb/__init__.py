@@ -1,4 +1,12 @@
-"""localweb: the local test webs ringcrawl's tests, demo and benchmarks crawl instead of the Internet.
+"""localweb: local test webs to crawl instead of the Internet, with oracles that judge a crawl.
+
+This package is to ringcrawl what ``trio.testing`` is to trio: public,
+installed with the crawler, and what its own tests, demo and benchmarks
+use, so a user's tests of a config, an extraction rule or another crawler
+can use it the same way. docs/testing.md shows how: start a web, point a
+crawler at it with the cluster.toml lines it prints, then judge the crawl
+by the server's own request log (every expected URL requested exactly
+once, nothing robots.txt forbids, no trap followed).
 
 Two webs, each on one loopback port, whose hosts the crawler maps to
 127.0.0.1 with ``[dns] resolve``. Layers, bottom up (each imports only
@@ -15,7 +23,7 @@ those above it)::
                   URL normaliser (never peer.core.urls, which it checks)       - pure
     sitegraph.py  SiteGraph = graph + pages + oracle, one object          - pure
     server.py     the trio + h11 server (WebFarm), behaviours, request log
-    webfarm.py    the CLI behind scripts/webfarm.py, the peer config it needs
+    webfarm.py    the webfarm command (ringcrawl-webfarm), the peer config it needs
 
     The hostile web (*.test): every answer a crawler must survive
     wire.py     bytes: parse a request head, build any reply (Reply, End)  - pure
@@ -28,8 +36,19 @@ those above it)::
     peerrun.py  real `python -m peer` processes against it: cluster.toml,
                 bounded runs, RSS polled from /proc, result rows, free_ports
 
-``python scripts/webfarm.py --help`` and ``python -m localweb.hostile --help``
-print the cluster.toml lines a crawler needs to reach each web.
+    Beside them
+    endless.py     a web without end: millions of URLs, for scale and crash runs
+    nameserver.py  LocalDns: an authoritative DNS server for *.web.test on loopback
+    politesim.py   simulated servers on simulated time: the frontier's and the
+                   PID's request logs, no network, no clock              - pure
+    demo.py        scripts/demo's ports and cluster.toml
+    bench.py       what the benchmarks (scripts/bench_*.py) share: timing,
+                   child processes, nginx or webfarm serving the site graph, crawls
+
+The public API is :data:`__all__` below; the servers' names load on first
+use. ``ringcrawl-webfarm --help`` (``python -m localweb.webfarm``) and
+``python -m localweb.hostile --help`` print the cluster.toml lines a crawler
+needs to reach each web.
 """
 
 from localweb.cases import CASES, RETRY_AFTER, Case
@@ -49,6 +68,7 @@ _LAZY = {
     "FarmError": "server", "HostBehaviour": "server", "WebFarm": "server", "read_log": "server",
     "serve_webfarm": "server",
     "peer_config": "webfarm",
+    "LocalDns": "nameserver",
 }
 
 
@@ -62,6 +82,6 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "BAD_HOST", "CASES", "Case", "DNS", "End", "Farm", "FarmError", "HostBehaviour", "HostileWeb",
-    "LogEntry", "RETRY_AFTER", "Reply", "SHOP_HOST", "Site", "SiteGraph", "SiteSpec", "WebFarm",
+    "LocalDns", "LogEntry", "RETRY_AFTER", "Reply", "SHOP_HOST", "Site", "SiteGraph", "SiteSpec", "WebFarm",
     "config_snippet", "in_thread", "peer_config", "read_log", "reply", "serve_in_thread", "serve_webfarm",
 ]

@@ -1,15 +1,33 @@
 """``python -m ring``: the process entry point, and the one place ``ring`` meets ``peer``.
 
 cluster.toml has one parser (``peer.core.config``) and a URL one placement key
-(``peer.core.urls.host_key``); the commands (``ring.tools.cli``) get both through a
-``ConfigSource`` built here, so no module of the ring package imports peer.
+(``peer.core.urls.host_key``); the commands (``ring.tools.cli``, ``ring.tools.keys``)
+get both through a ``ConfigSource`` built here, so no module of the ring package
+imports peer. The installed commands ``ringcrawl-ring`` and ``ringcrawl-keys``
+are :func:`main` and :func:`keys_main` (pyproject.toml's ``[project.scripts]``).
 """
 
 import sys
+from collections.abc import Sequence
 
-from peer.state.configfile import load_config
 from peer.errors import user_error
 from peer.core.urls import host_key
-from ring.tools.cli import ConfigSource, main
+from peer.state.configfile import load_config
+from ring.tools import cli, keys
+from ring.tools.cli import ConfigSource
 
-sys.exit(main(source=ConfigSource(load=load_config, host_key=host_key, user_error=user_error)))
+SOURCE = ConfigSource(load=load_config, host_key=host_key, user_error=user_error)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m ring``, ``ringcrawl-ring``: table, status, leave, dashboard."""
+    return cli.main(argv, source=SOURCE)
+
+
+def keys_main(argv: Sequence[str] | None = None) -> int:
+    """``python scripts/keys.py``, ``ringcrawl-keys``: the ring's CurveZMQ key pairs."""
+    return keys.main(argv, source=SOURCE)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -17,9 +17,8 @@ import argparse
 import logging
 import sys
 
+from localweb.bench import REPEATS, median_time
 from peer.core.bloom import BloomFilter
-
-from bench_cores import REPEATS, median_time  # scripts/ is on sys.path when run as a script
 
 
 

@@ -11,32 +11,18 @@ from __future__ import annotations
 
 import argparse
 import random
-import statistics
 import sys
 import time
 import tracemalloc
 from collections import Counter
-from collections.abc import Callable
 
+from localweb.bench import REPEATS, median_time
 from peer.core.bloom import BloomFilter
 from peer.core.dnscache import DnsCache, Miss
 from peer.core.frontier import Frontier, Politeness
 from peer.core.urls import join, normalize
 from ring.hashring import HashRing
 from ring.messages import UrlBatch, decode, encode
-
-REPEATS = 5
-
-
-def median_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
-    """Median wall time of ``fn()`` in seconds."""
-    times = []
-    for _ in range(repeats):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return statistics.median(times)
-
 
 def section(title: str) -> None:
     print(f"\n## {title}")

@@ -28,7 +28,8 @@ from pathlib import Path
 
 import trio
 
-from bench_zmq import END, sample_frames  # the same frames as bench_zmq.py
+from localweb.bench import END_FRAME as END
+from localweb.bench import sample_frames  # the same frames as bench_zmq.py
 from ring.io.curve import CurveKeys, write_keypair
 from ring.io.zmqio import CurveAuthenticator, curve_client, curve_keypair, curve_server, open_socket
 

@@ -50,16 +50,14 @@ from pathlib import Path
 
 import trio
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "scripts"))
-
-from peer.state.configfile import load_config  # noqa: E402
+from localweb import SiteGraph, WebFarm, serve_webfarm
+from localweb.bench import free_ports, positive
+from peer.core.layout import DataDir
+from peer.core.urls import host_key
 from peer.state.configfile import load_config
-from peer.core.layout import DataDir  # noqa: E402
-from peer.core.urls import host_key  # noqa: E402
-from ring.hashring import HashRing  # noqa: E402
-from ring.messages import (  # noqa: E402
+from ring.hashring import HashRing
+from ring.io.zmqio import SocketType, open_socket
+from ring.messages import (
     DecodeError,
     StatusReply,
     StatusRequest,
@@ -67,9 +65,9 @@ from ring.messages import (  # noqa: E402
     decode,
     encode,
 )
-from ring.io.zmqio import SocketType, open_socket  # noqa: E402
-from bench_ring_web import free_ports, positive  # noqa: E402
-from localweb import SiteGraph, WebFarm, serve_webfarm  # noqa: E402
+
+#: The checkout: the peers run from it (their relative paths, as a user's would).
+ROOT = Path(__file__).resolve().parent.parent
 
 BENCHES = ("detect", "resume", "handoff")
 #: How often the detector asks each survivor for its view, s.

@@ -34,14 +34,11 @@ import time
 from collections import Counter
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from localweb import CASES, Farm, HostileWeb, Site, serve_in_thread
+from localweb.bench import positive
+from localweb.farm import TRAP_HOST
+from localweb.peerrun import Run, cluster_toml, run_peers, supported
 
-from localweb import CASES, Farm, HostileWeb, Site, serve_in_thread  # noqa: E402
-from localweb.farm import TRAP_HOST  # noqa: E402
-from localweb.peerrun import Run, cluster_toml, run_peers, supported  # noqa: E402
-
-from bench_ring_web import positive  # noqa: E402  (scripts/ is sys.path[0] when run)
 
 DEFAULT_CAPS = "politeness.max_retry_after=2,crawl.max_links_per_page=1000,crawl.max_urls_per_host=5000"
 

@@ -33,13 +33,10 @@ import argparse
 import random
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from ring.membership import Membership  # noqa: E402
-from ring.messages import MemberState  # noqa: E402
-from ring.sim import SimNet  # noqa: E402
+from ring.membership import Membership
+from ring.messages import MemberState
+from ring.sim import SimNet
 
 INTERVAL, SUSPECT_AFTER, DEAD_AFTER = 0.5, 2.0, 6.0
 RING = "bench"

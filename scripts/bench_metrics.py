@@ -18,14 +18,12 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+import trio
+from prometheus_client import CollectorRegistry, generate_latest
 
-import trio  # noqa: E402
-from prometheus_client import CollectorRegistry, generate_latest  # noqa: E402
-
-from peer.core.config import parse_config  # noqa: E402
-from peer.engine.crawler import Crawler  # noqa: E402
-from peer.engine.metrics import PeerCollector, read_figures  # noqa: E402
+from peer.core.config import parse_config
+from peer.engine.crawler import Crawler
+from peer.engine.metrics import PeerCollector, read_figures
 
 REPEATS = 15
 

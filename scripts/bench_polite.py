@@ -78,12 +78,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_ring import Crawl, _sliding_max, pid_rows, report_ring, run_crawl  # noqa: E402
-from bench_ring_web import (  # noqa: E402
+from localweb.bench import (
     NGINX_HINT,
     Children,
+    Crawl,
     Nginx,
     Request,
     Server,
@@ -92,10 +90,14 @@ from bench_ring_web import (  # noqa: E402
     free_ports,
     graph_for,
     machine_busy,
+    pid_rows,
     positive,
     proc_cpu,
     read_requests,
     render_site,
+    report_ring,
+    run_crawl,
+    sliding_max,
 )
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,7 +138,7 @@ def ceiling(per_s: float, w: float) -> int:
 
 def worst(times: Sequence[float], w: float) -> int:
     """Most of ``times`` (sorted) in any half-open ``w``-second interval."""
-    return _sliding_max(list(times), w, -math.inf, math.inf)
+    return sliding_max(list(times), w, -math.inf, math.inf)
 
 
 def mid_rate(times: Sequence[float], trim: float = TRIM) -> float | None:

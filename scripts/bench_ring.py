@@ -40,7 +40,6 @@ every other process used; compare ratios within one run.
 from __future__ import annotations
 
 import argparse
-import bisect
 import json
 import os
 import shutil
@@ -53,31 +52,33 @@ import textwrap
 import time
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
-import duckdb
 import trio
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-from bench_ring_forward import run_forward, tcp_bytes  # noqa: E402
-from bench_ring_web import (  # noqa: E402
+from bench_ring_forward import run_forward  # this benchmark's forwarding half (its receiver process)
+from localweb.bench import (
     NGINX_HINT,
     Children,
-    Exited,
     Nginx,
     Server,
     Webfarm,
+    count_in,
     find_nginx,
     free_ports,
-    machine_busy,
-    positive,
     graph_for,
+    machine_busy,
+    page_rows,
+    positive,
     read_access_log,
     render_site,
+    report_ring,
+    run_crawl,
+    sliding_max,
+    tcp_bytes,
+    write_toml,
 )
-from peer.core.layout import DataDir  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 BENCHES = ("cpu", "polite", "forward")
@@ -88,161 +89,7 @@ class UsageError(Exception):
 
 
 # ---------------------------------------------------------------------------
-# Crawls
-
-
-def write_toml(path: Path, n: int, web_port: int, hosts: int, *, concurrency: int,
-               politeness: dict[str, float], ring: dict[str, float] | None = None) -> list[str]:
-    """A cluster.toml of ``n`` peers crawling from every host's index; returns the peer ids."""
-    ids = [f"p{i + 1}" for i in range(n)]
-    seeds = ", ".join(f'"http://s{h:03d}.web.test:{web_port}/"' for h in range(1, hosts + 1))
-    lines = ["[ring]", 'name = "bench-ring"', *(f"{k} = {v!r}" for k, v in (ring or {}).items())]
-    for pid, port in zip(ids, free_ports(n)):
-        lines += ["", "[[peer]]", f'id = "{pid}"', f'address = "tcp://127.0.0.1:{port}"',
-                  f'data_dir = "{path.parent / pid}"']
-    lines += ["", "[crawl]", f"seeds = [{seeds}]", 'allow_hosts = ["*.web.test"]',
-              f"concurrency = {concurrency}", "allow_private = true", "timeout = 10.0",
-              "", "[politeness]", *(f"{k} = {v!r}" for k, v in politeness.items()),
-              "", "[dns]", 'resolve = { "*.web.test" = "127.0.0.1" }',
-              "", "[bloom]", "capacity = 1000000", ""]
-    path.write_text("\n".join(lines))
-    return ids
-
-
-@dataclass
-class Crawl:
-    """One crawl by ``len(ids)`` peer processes."""
-
-    ids: list[str]
-    toml: Path
-    started: float = 0.0  # time.time() when the first peer was started
-    stopped: float = 0.0  # time.time() of the SIGINT (stop_after or time limit), 0 if none
-    wall: float = 0.0  # first start -> last exit, seconds
-    exits: dict[str, Exited] = field(default_factory=dict)
-    timed_out: bool = False
-    errors: list[str] = field(default_factory=list)
-
-    def data(self, pid: str) -> Path:
-        return DataDir(self.toml.parent / pid).results
-
-    @property
-    def ok(self) -> bool:
-        return not self.timed_out and all(e.code == 0 for e in self.exits.values())
-
-    @property
-    def cpu(self) -> float:
-        return sum(e.cpu for e in self.exits.values())
-
-
-def run_crawl(children: Children, toml: Path, ids: list[str], *, time_limit: float,
-              stop_after: float | None = None, while_running=None) -> Crawl:  # type: ignore[no-untyped-def]
-    """Start the peers, wait for all to exit (SIGINT at ``stop_after`` or the limit)."""
-    crawl = Crawl(ids, toml)
-    logs = toml.parent / "logs"
-    logs.mkdir(exist_ok=True)
-    procs = {}
-    crawl.started = time.time()
-    t0 = time.monotonic()
-    for pid in ids:
-        with (logs / f"{pid}.out").open("wb") as out, (logs / f"{pid}.err").open("wb") as err:
-            procs[pid] = children.start(
-                [sys.executable, "-m", "peer", "--ring", str(toml), "--id", pid, "--fresh", "--yes",
-                 "--log-level", "INFO"], stdout=out, stderr=err, cwd=ROOT)
-    interrupted = killed = False
-    next_poll = 0.0
-    while len(crawl.exits) < len(ids):
-        for pid, proc in procs.items():
-            if pid not in crawl.exits:
-                done = children.poll(proc)
-                if done is not None:
-                    crawl.exits[pid] = done
-        elapsed = time.monotonic() - t0
-        limit_hit = elapsed > time_limit
-        if not interrupted and (limit_hit or (stop_after is not None and elapsed > stop_after)):
-            interrupted = True
-            crawl.timed_out = limit_hit
-            crawl.stopped = time.time()
-            for proc in procs.values():
-                children.signal(proc, signal.SIGINT)
-        if interrupted and not killed and elapsed > max(time_limit, stop_after or 0) + 20:
-            killed = True
-            for proc in procs.values():
-                children.signal(proc, signal.SIGKILL)
-        if while_running is not None and elapsed >= next_poll:
-            next_poll = elapsed + while_running(elapsed)
-        time.sleep(0.02)
-    crawl.wall = time.monotonic() - t0
-    for pid, e in crawl.exits.items():
-        if e.code != 0:
-            tail = (logs / f"{pid}.err").read_text(errors="replace")[-800:]
-            crawl.errors.append(f"{pid} exited {e.code}: {tail}")
-    if crawl.timed_out:
-        crawl.errors.append(f"stopped at the time limit ({time_limit:.0f} s)")
-    return crawl
-
-
-def ring_changes(crawl: Crawl) -> list[str]:
-    """Each peer's "ring: ..." log lines (the live member set it routes by), timed from the start."""
-    out = []
-    for pid in crawl.ids:
-        path = crawl.toml.parent / "logs" / f"{pid}.err"
-        for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
-            if " peer.engine.cluster: ring: " in line:
-                stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1e3
-                out.append(f"{stamp - crawl.started:+.1f} s {pid} sees [{line.split('ring: ', 1)[1]}]")
-    return sorted(out, key=lambda s: float(s.split()[0]))
-
-
-def report_ring(crawl: Crawl) -> int:
-    """Print, and count, ring changes after a peer first saw the full ring.
-
-    Each peer starts alone and sees every peer within a second or two; a
-    later change is a peer suspected or declared dead (missed heartbeats,
-    e.g. a starved event loop), after which two peers may fetch one host.
-    """
-    if len(crawl.ids) < 2:
-        return 0
-    full = ", ".join(sorted(crawl.ids))
-    settled: set[str] = set()
-    extra = []
-    for line in ring_changes(crawl):
-        _, _, pid, _, members = line.split(" ", 4)
-        if pid in settled:
-            extra.append(line)
-        elif members == f"[{full}]":
-            settled.add(pid)
-    missing = sorted(set(crawl.ids) - settled)
-    if extra or missing:
-        print(f"      ! ring changes after the ring formed: {len(extra)}"
-              + (f"; never saw the full ring: {', '.join(missing)}" if missing else "")
-              + "".join(f"\n        {line}" for line in extra[:10])
-              + ("\n        ..." if len(extra) > 10 else ""), flush=True)
-    return len(extra)
-
-
-def page_rows(crawl: Crawl) -> list[tuple[str, str, int, float, str, float]]:
-    """(url, host, status, fetched_at epoch s, peer, elapsed ms) of every answered request, all peers."""
-    rows = []
-    for pid in crawl.ids:
-        path = crawl.data(pid)
-        if path.exists():
-            with duckdb.connect(str(path), read_only=True) as con:
-                rows += con.execute(
-                    "select url, host, status, epoch_us(fetched_at) / 1e6, peer, elapsed_ms from pages "
-                    "where status is not null").fetchall()
-    return rows
-
-
-def pid_rows(crawl: Crawl) -> list[tuple[str, float, int, float, float]]:
-    """(host, window_end epoch s, n, delay, setpoint) of every PID update, all peers."""
-    rows = []
-    for pid in crawl.ids:
-        path = crawl.data(pid)
-        if path.exists():
-            with duckdb.connect(str(path), read_only=True) as con:
-                rows += con.execute("select host, epoch_us(window_end) / 1e6, n, delay, setpoint "
-                                    "from pid_trace").fetchall()
-    return rows
+# The web
 
 
 def start_server(children: Children, choice: str, hosts: int, pages: int, work: Path,
@@ -407,21 +254,6 @@ def bench_cpu(args: argparse.Namespace, children: Children, work: Path) -> list[
 # polite
 
 
-def _count_in(times: list[float], lo: float, hi: float) -> int:
-    return bisect.bisect_left(times, hi) - bisect.bisect_left(times, lo)
-
-
-def _sliding_max(times: list[float], w: float, lo: float, hi: float) -> int:
-    """Most of ``times`` (sorted) in any half-open ``[t, t + w)`` inside ``[lo, hi)``."""
-    ts = times[bisect.bisect_left(times, lo):bisect.bisect_left(times, hi)]
-    best = j = 0
-    for i, t in enumerate(ts):
-        while ts[j] <= t - w:
-            j += 1
-        best = max(best, i - j + 1)
-    return best
-
-
 def bench_polite(args: argparse.Namespace, children: Children, work: Path) -> list[str]:
     rate, w, hosts = args.polite_rate, args.polite_window, args.polite_hosts
     limit = hosts * rate / 60
@@ -475,10 +307,10 @@ def bench_polite(args: argparse.Namespace, children: Children, work: Path) -> li
         lo = first + args.skip_windows * w
         hi = crawl.stopped or max(r[3] for r in rows)
         span = hi - lo
-        n_rows = sum(_count_in(ts, lo, hi) for ts in by_host.values())
-        n_srv = sum(_count_in(ts, lo, hi) for ts in srv_host.values())
-        busy = sum(1 for ts in by_host.values() if _count_in(ts, hi - w, hi) > 0)
-        per_host = sorted(_count_in(ts, lo, hi) / span for ts in by_host.values())
+        n_rows = sum(count_in(ts, lo, hi) for ts in by_host.values())
+        n_srv = sum(count_in(ts, lo, hi) for ts in srv_host.values())
+        busy = sum(1 for ts in by_host.values() if count_in(ts, hi - w, hi) > 0)
+        per_host = sorted(count_in(ts, lo, hi) / span for ts in by_host.values())
         # Windows as the PID saw them: each pid_trace row is [window_end - w, window_end).
         worst_n = (0.0, "", 0.0)
         worst_rows = (0.0, "", 0.0)
@@ -487,8 +319,8 @@ def bench_polite(args: argparse.Namespace, children: Children, work: Path) -> li
         for host, end, cnt, _, sp in trace:
             key = host.partition(":")[0]
             for kind, value in (("pid", cnt),
-                                ("rows", _count_in(by_host.get(key, []), end - w, end)),
-                                ("srv", _count_in(srv_host.get(key, []), end - w, end))):
+                                ("rows", count_in(by_host.get(key, []), end - w, end)),
+                                ("srv", count_in(srv_host.get(key, []), end - w, end))):
                 ratio = value / sp
                 if ratio > 1.10:
                     over[kind] += 1
@@ -503,8 +335,8 @@ def bench_polite(args: argparse.Namespace, children: Children, work: Path) -> li
             hist[cnt] += 1
         hist_text = "  ".join(f"{k}: {v}" for k, v in sorted(hist.items()))
         delays = sorted(r[3] for r in trace) or [0.0]
-        sliding = max(((_sliding_max(ts, w, lo, hi), h) for h, ts in srv_host.items()), default=(0, ""))
-        sliding_all = max(((_sliding_max(ts, w, 0, float("inf")), h) for h, ts in srv_host.items()),
+        sliding = max(((sliding_max(ts, w, lo, hi), h) for h, ts in srv_host.items()), default=(0, ""))
+        sliding_all = max(((sliding_max(ts, w, 0, float("inf")), h) for h, ts in srv_host.items()),
                           default=(0, ""))
         achieved = n_rows / span
         print(textwrap.indent(textwrap.dedent(f"""\

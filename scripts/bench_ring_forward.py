@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -34,7 +33,7 @@ from dataclasses import dataclass
 
 import trio
 
-from localweb.peerrun import free_ports
+from localweb.bench import free_ports, tcp_bytes
 from ring.io.driver import RingDriver
 from ring.hashring import HashRing
 from ring.messages import Ack, UrlBatch, encode
@@ -96,39 +95,6 @@ def sample_urls(n: int, port: int = 8080) -> list[str]:
     hosts = 999
     return [f"http://s{i % hosts + 1:03d}.web.test:{port}/c{(i // hosts) // 30}/p{i // hosts + 1}.html"
             for i in range(n)]
-
-
-def tcp_bytes(ports: set[int], pids: set[int] | None = None) -> int | None:
-    """TCP payload bytes, both ways, of established connections to ``ports``.
-
-    Each connection is counted at its connecting end (destination port in
-    ``ports``), and, with ``pids``, only if a process in ``pids`` owns that
-    end. None when ``ss`` is missing.
-    """
-    if shutil.which("ss") is None:
-        return None
-    argv = ["ss", "-tinH" + ("p" if pids else ""), "state", "established"]
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
-    total = 0
-    header = ""
-    for line in out.splitlines():
-        if line and not line[0].isspace():
-            header = line
-            continue
-        fields = header.split()
-        if len(fields) < 4:
-            continue
-        try:
-            dport = int(fields[3].rsplit(":", 1)[1])
-        except (IndexError, ValueError):
-            continue
-        if dport not in ports:
-            continue
-        if pids and not any(f"pid={p}," in header for p in pids):
-            continue
-        stats = dict(kv.split(":", 1) for kv in line.split() if kv.startswith(("bytes_sent:", "bytes_received:")))
-        total += int(stats.get("bytes_sent", 0)) + int(stats.get("bytes_received", 0))
-    return total
 
 
 # -------------------------------------------------------------------- receiver

@@ -29,11 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from peer.core.bloom import BloomFilter  # noqa: E402
-from peer.core.seen import SeenSieve  # noqa: E402
-from peer.state.sievefile import SieveFiles  # noqa: E402
+from peer.core.bloom import BloomFilter
+from peer.core.seen import SeenSieve
+from peer.state.sievefile import SieveFiles
 
 
 def rss_mib() -> float:

@@ -34,25 +34,10 @@ import time
 
 import trio
 
-from ring.messages import UrlBatch, decode, encode
+from localweb.bench import END_FRAME as END
+from localweb.bench import sample_frames
+from ring.messages import decode
 from ring.io.zmqio import open_socket
-
-END = b"end"
-
-
-def sample_frames(size: int, count: int = 8) -> list[bytes]:
-    """``count`` encoded URL batches of about ``size`` bytes each."""
-    frames = []
-    for seq in range(count):
-        urls: list[tuple[str, int]] = []
-        while True:
-            frame = encode(UrlBatch(ring="bench", sender="p1", epoch=1, seq=seq, urls=tuple(urls)))
-            if len(frame) >= size:
-                break
-            urls.append((f"https://s{len(urls):03d}.web.test:8080/page/{seq}/{len(urls) * 7919}.html", 2))
-        frames.append(frame)
-    return frames
-
 
 # -------------------------------------------------------------------- sender
 

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/sim_polite.py [--window 60] [--hosts 9]
 
-Runs tests/politesim.py, the simulation tests/test_politeness.py checks, and
+Runs localweb/politesim.py, the simulation tests/test_politeness.py checks, and
 prints per rate and host concurrency:
 
 - the worst requests any host got in any 1 s and any 5 s window (sliding),
@@ -21,17 +21,13 @@ from __future__ import annotations
 import argparse
 import statistics
 import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
-sys.path.insert(0, str(ROOT))
-
-from peer.core.frontier import Politeness  # noqa: E402
-from peer.core.pid import PID  # noqa: E402
-from politesim import (  # noqa: E402
-    Site, ceilings, max_in_window, rate_between, recovery_windows, simulate, steps,
+from localweb.politesim import (
+    PHASE, Site, ceilings, host_response_time, max_in_window, rate_between, recovery_windows, simulate, steps,
 )
+from localweb.politesim import simulate_pid_host as pid_sim
+from peer.core.frontier import Politeness
+from peer.core.pid import PID
 
 RATES = (6.0, 60.0, 120.0, 600.0, 1200.0)
 
@@ -90,8 +86,6 @@ def shared_ip_table(window: float) -> None:
 def pid_table() -> None:
     # tests/test_pid.py's model: 7 connections, each waiting the delay after
     # its response; 0.5 s then 9.5 s then 0.5 s a page at 40/min, scaled.
-    from test_pid import PHASE, host_response_time, simulate as pid_sim
-
     print("PID law alone, the PID post's fast-slow-fast host scaled to the rate, 60 s windows:"
           " windows to settle within +-5 % of S")
     print("| pages/min | S | start | fast -> slow | slow -> fast |")

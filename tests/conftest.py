@@ -1,7 +1,4 @@
-import importlib.machinery
 import os
-import sys
-from pathlib import Path
 
 from hypothesis import HealthCheck, settings
 
@@ -13,25 +10,6 @@ settings.register_profile(
 )
 settings.register_profile("dev", deadline=None)
 settings.load_profile("ci" if os.environ.get("CI") else "dev")
-
-# A few tests still import these command-line scripts as modules; only they
-# are found in scripts/ (not the whole directory on sys.path). The local test
-# web is the localweb package, imported like any other.
-SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
-SCRIPT_MODULES = frozenset({"adopt", "bench_dns", "keys", "merge", "report"})
-
-
-class _ScriptFinder:
-    @staticmethod
-    def find_spec(name, path=None, target=None):
-        if name not in SCRIPT_MODULES:
-            return None
-        return importlib.machinery.PathFinder.find_spec(name, [str(SCRIPTS)])
-
-
-if not any(isinstance(f, _ScriptFinder) for f in sys.meta_path):
-    sys.meta_path.append(_ScriptFinder())
-
 
 # The files that take longest, first. scripts/test runs --dist loadfile
 # without xdist's reordering (which sorts files by how many tests they hold),

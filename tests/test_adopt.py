@@ -29,7 +29,6 @@ import trio
 from ringharness import Ring, cluster_text, fetched, free_ports
 from localweb import HostBehaviour, SiteGraph, serve_webfarm
 
-import adopt as adopt_script
 import peer.commands.adopt as adopt_core
 from peer.commands.adopt import adopt, load_lost, make_plan
 from peer.core.bloom import BloomFilter
@@ -143,7 +142,7 @@ ADDRS = {"p1": "tcp://127.0.0.1:9", "p2": "tcp://127.0.0.1:10", "p3": "tcp://127
 
 def run_main(monkeypatch, capsys, argv: list[str], states: dict[str, str]):  # type: ignore[no-untyped-def]
     monkeypatch.setattr(adopt_core, "ring_status", status_of(ADDRS, states))
-    code = adopt_script.main(argv)
+    code = adopt_core.main(argv)
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -288,7 +287,7 @@ def test_unacked_batches_at_the_timeout_are_listed_and_exit_1(tmp_path, lost, mo
     addrs = {"p1": f"tcp://127.0.0.1:{port}", "p3": ADDRS["p3"]}
     toml = toml_for(tmp_path, addrs)
     monkeypatch.setattr(adopt_core, "ring_status", status_of(addrs, {"p1": "alive", "p3": "dead"}))
-    code = adopt_script.main([str(lost), "--ring", str(toml), "--timeout", "0.8"])
+    code = adopt_core.main([str(lost), "--ring", str(toml), "--timeout", "0.8"])
     out, err = capsys.readouterr()
     assert code == 1
     # Seen URLs go first and wait in one unacked batch; the queued URLs never left.

@@ -54,9 +54,9 @@ def test_a_missing_curve_key_inside_the_event_loop_is_one_line(tmp_path):
     # The tool's own pair is there but not p1's public key: the error is raised
     # inside trio.run, while asking p1.
     keys = tmp_path / "keys"
-    import keys as keys_script  # scripts/keys.py (tests/conftest.py finds it)
+    from ring.__main__ import keys_main  # scripts/keys.py, ringcrawl-keys
 
-    made = run_main(keys_script.main, ["--dir", str(keys), "--id", "ops"])
+    made = run_main(keys_main, ["--dir", str(keys), "--id", "ops"])
     assert made.returncode == 0, made.stderr
     toml = tmp_path / "cluster.toml"
     toml.write_text(cluster_text(tmp_path, 9, 2).replace('[ring]\n', f'[ring]\ncurve_keys = "{keys}"\n'))

@@ -17,7 +17,7 @@ import trio
 import zmq
 import zmq.auth
 
-import keys as keys_script  # scripts/keys.py (conftest puts scripts/ on sys.path)
+from ring.__main__ import keys_main  # scripts/keys.py, ringcrawl-keys
 from ring.io.curve import UNAUTHENTICATED_WARNING, CurveKeys, resolve_keys_dir, write_keypair
 from ring.errors import RingError
 from ring.io.zmqio import (
@@ -73,7 +73,7 @@ def ctx():
 
 
 def test_keys_script_writes_a_pair_per_peer_with_private_secrets(tmp_path, capsys):
-    assert keys_script.main(["--ring", str(cluster_toml(tmp_path))]) == 0
+    assert keys_main(["--ring", str(cluster_toml(tmp_path))]) == 0
     d = tmp_path / "keys"
     assert sorted(p.name for p in d.iterdir()) == [
         "p1.key", "p1.key_secret", "p2.key", "p2.key_secret", "p3.key", "p3.key_secret"]
@@ -91,23 +91,23 @@ def test_keys_script_writes_a_pair_per_peer_with_private_secrets(tmp_path, capsy
 
 def test_keys_script_keeps_existing_keys_unless_forced(tmp_path, capsys):
     toml = str(cluster_toml(tmp_path))
-    assert keys_script.main(["--ring", toml]) == 0
+    assert keys_main(["--ring", toml]) == 0
     secret = tmp_path / "keys" / "p1.key_secret"
     before = secret.read_bytes()
     capsys.readouterr()
 
-    assert keys_script.main(["--ring", toml]) == 0
+    assert keys_main(["--ring", toml]) == 0
     assert secret.read_bytes() == before
     assert "p1: kept the existing" in capsys.readouterr().out
 
-    assert keys_script.main(["--ring", toml, "--id", "p1", "--force"]) == 0
+    assert keys_main(["--ring", toml, "--id", "p1", "--force"]) == 0
     assert secret.read_bytes() != before
     assert stat.S_IMODE(secret.stat().st_mode) == 0o600
 
 
 def test_keys_script_id_adds_a_joiner_only(tmp_path):
     toml = str(cluster_toml(tmp_path))
-    assert keys_script.main(["--ring", toml, "--id", "p4"]) == 0
+    assert keys_main(["--ring", toml, "--id", "p4"]) == 0
     assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == ["p4.key", "p4.key_secret"]
 
 
@@ -115,7 +115,7 @@ def test_keys_script_refuses_half_a_pair(tmp_path, capsys):
     d = tmp_path / "keys"
     d.mkdir()
     (d / "p1.key").write_text("not mine")
-    assert keys_script.main(["--dir", str(d), "--id", "p1"]) == 2
+    assert keys_main(["--dir", str(d), "--id", "p1"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "p1.key: exists" in err and "--force" in err
     assert (d / "p1.key").read_text() == "not mine"
@@ -123,19 +123,19 @@ def test_keys_script_refuses_half_a_pair(tmp_path, capsys):
 
 def test_keys_script_without_curve_keys_says_to_set_it(tmp_path, capsys):
     toml = str(cluster_toml(tmp_path, curve_keys=""))
-    assert keys_script.main(["--ring", toml]) == 2
+    assert keys_main(["--ring", toml]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "curve_keys" in err and "--dir" in err
     assert not (tmp_path / "keys").exists()
 
-    assert keys_script.main(["--ring", toml, "--dir", str(tmp_path / "elsewhere")]) == 0
+    assert keys_main(["--ring", toml, "--dir", str(tmp_path / "elsewhere")]) == 0
     assert (tmp_path / "elsewhere" / "p2.key_secret").exists()
     assert "curve_keys" in capsys.readouterr().out  # reminds that Curve is still off
 
 
 def test_keys_script_help_has_an_example(capsys):
     with pytest.raises(SystemExit) as exit_:
-        keys_script.main(["--help"])
+        keys_main(["--help"])
     assert exit_.value.code == 0
     assert "python scripts/keys.py --ring cluster.toml" in capsys.readouterr().out
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-import keys as keys_script  # scripts/keys.py (conftest puts scripts/ on sys.path)
+from ring.__main__ import keys_main  # scripts/keys.py, ringcrawl-keys
 import trio
 from ringharness import Ring, cluster_text, fetched, wait_pages
 from localweb import SiteGraph, serve_webfarm
@@ -38,7 +38,7 @@ async def test_a_key_outside_the_ring_cannot_inject_urls(tmp_path):
         async with Ring(tmp_path, text) as ring:
             # scripts/keys.py's main, as `python scripts/keys.py ...` runs it (tests/test_curve.py
             # tests the script itself).
-            assert keys_script.main(["--ring", str(ring.toml), "--id", "p1", "--id", "p2", "--id", "p3",
+            assert keys_main(["--ring", str(ring.toml), "--id", "p1", "--id", "p2", "--id", "p3",
                                      "--id", "ops"]) == 0
             cfg = load_config(ring.toml)
             p1 = cfg.peers[0]

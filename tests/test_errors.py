@@ -157,13 +157,13 @@ COMMANDS = {
     "ring table --sample": ("ring", ["table", "--ring", "{toml}", "--sample", "-1"], "--sample"),
     "ring status": ("ring", ["status", "--ring", MISSING], MISSING),
     "ring leave": ("ring", ["leave", "--ring", MISSING, "--id", "p1"], MISSING),
-    "merge": ("merge:main", ["-o", "{tmp}/out.duckdb"], "no input"),
-    "merge --ring": ("merge:main", ["--ring", MISSING, "-o", "{tmp}/out.duckdb"], MISSING),
-    "adopt": ("adopt:main", ["{tmp}", "--ring", MISSING], MISSING),
-    "adopt --timeout": ("adopt:main", ["{tmp}", "--ring", "{toml}", "--timeout", "0"], "--timeout"),
-    "keys": ("keys:main", [], "--ring"),
-    "keys --ring": ("keys:main", ["--ring", MISSING], MISSING),
-    "report": ("report:main", ["{tmp}/missing.duckdb", "-o", "{tmp}/report"], "missing.duckdb"),
+    "merge": ("peer.results.merge:main", ["-o", "{tmp}/out.duckdb"], "no input"),
+    "merge --ring": ("peer.results.merge:main", ["--ring", MISSING, "-o", "{tmp}/out.duckdb"], MISSING),
+    "adopt": ("peer.commands.adopt:main", ["{tmp}", "--ring", MISSING], MISSING),
+    "adopt --timeout": ("peer.commands.adopt:main", ["{tmp}", "--ring", "{toml}", "--timeout", "0"], "--timeout"),
+    "keys": ("ring.__main__:keys_main", [], "--ring"),
+    "keys --ring": ("ring.__main__:keys_main", ["--ring", MISSING], MISSING),
+    "report": ("peer.results.report:main", ["{tmp}/missing.duckdb", "-o", "{tmp}/report"], "missing.duckdb"),
 }
 
 

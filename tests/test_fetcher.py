@@ -30,7 +30,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import localweb.endpoints
-from bench_dns import LocalDns
+from localweb.nameserver import LocalDns
 from peer.core.config import CrawlConfig, DnsConfig
 from peer.core.extract import decode_html
 from peer.net.fetcher import (MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, FetchResult, error_kind,

@@ -30,7 +30,7 @@ from localweb import RETRY_AFTER, Farm, HostileWeb, Site, in_thread, serve_in_th
 from localweb.cases import RA_WHERE, PAGES_PER_HOST
 from localweb.peerrun import Run, cluster_toml, run_in_process, run_peers
 
-from bench_dns import LocalDns
+from localweb.nameserver import LocalDns
 
 #: A peer's memory stays under this whatever the web sends; the harness kills one at RSS_KILL_MB.
 RSS_BOUND_MB = 500

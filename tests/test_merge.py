@@ -13,8 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import merge as merge_script
-from merge import merge
+import peer.results.merge as merge_script
+from peer.results.merge import merge
 from peer.errors import ConfigError, StateError
 from peer.results.store import SCHEMA
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-import heapq
 import math
-from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from localweb.politesim import (
+    CONNECTIONS, FAST, PHASE, SLOW, Trace, host_response_time,
+)
+from localweb.politesim import simulate_pid_host as simulate
 from peer.core.pid import PID
 
 # The PID post's constants (peer/core/pid.py's source, §3 and §5).
@@ -157,7 +159,8 @@ def test_delay_and_integral_stay_clamped(counts: list[int], limit: float) -> Non
 # ---------------------------------------------------------------------------
 # A simulated host: the PID post's fast-slow-fast scenario
 #
-# Model. The client has CONNECTIONS connections to the host; each waits
+# Model (localweb/politesim.py: simulate_pid_host, which scripts/sim_polite.py
+# runs too). The client has CONNECTIONS connections to the host; each waits
 # `delay` after its response before it sends the next request, so one
 # connection's period is delay + response time. That is the PID post's own crawler
 # (§2: wait 9.5 s, read a page in 9.5 s, 19 s a page), with parallel requests.
@@ -183,9 +186,6 @@ def test_delay_and_integral_stay_clamped(counts: list[int], limit: float) -> Non
 # then n moves in steps of 7 pages: a quantisation artefact of the simulation
 # that would swamp the +-2-page band, not a property of the controller.
 
-CONNECTIONS = 7
-FAST, SLOW = 0.5, 9.5  # seconds per page (seed §2)
-PHASE = 30  # windows per phase: fast, slow, fast
 FIXED_DELAY = CONNECTIONS * WINDOW / SETPOINT - FAST  # 10.0 s
 BAND = 0.05 * SETPOINT  # +-5 %: 38..42 pages
 # Gains and clamps from the seed, except the integral clamp (the seed gives
@@ -196,51 +196,6 @@ SIM_INTEGRAL_LIMIT = 15.0
 # step is the slow one: the delay has to fall from 10 s to 1 s and the P term
 # moves it by 0.05 s per page of error.
 SETTLE_WINDOWS = {"start (T0 = 1.0 s, fast host)": 9, "fast -> slow": 14, "slow -> fast": 9}
-
-Trace = list[tuple[int, int, float]]
-
-
-def host_response_time(t: float) -> float:
-    """The PID post's host: 0.5 s a page, then 9.5 s, then 0.5 s again."""
-    return SLOW if PHASE <= t // WINDOW < 2 * PHASE else FAST
-
-
-def simulate(
-    control: PID | float,
-    response_time: Callable[[float], float],
-    windows: int,
-    connections: int = CONNECTIONS,
-    window: float = WINDOW,
-) -> Trace:
-    """Run the closed-loop host model; return (window, n, delay after it) per window.
-
-    ``control`` is a PID (updated at every window boundary) or a fixed delay.
-    Deterministic: no clock, no randomness.
-    """
-    delay = control.delay if isinstance(control, PID) else float(control)
-    last_response = 0.0  # nothing seen yet: the first requests go out delay/C apart
-    next_start = 0.0
-    in_flight: list[tuple[float, float]] = []  # (completion time, response time)
-    trace: Trace = []
-    for w in range(windows):
-        end = (w + 1) * window
-        n = 0
-        while True:
-            done = in_flight[0][0] if in_flight else math.inf
-            if min(done, next_start) >= end:
-                break
-            if done <= next_start:
-                _, last_response = heapq.heappop(in_flight)
-                n += 1
-            else:
-                r = response_time(next_start)
-                heapq.heappush(in_flight, (next_start + r, r))
-                next_start += (delay + last_response) / connections
-        if isinstance(control, PID):
-            delay = control.update(n)
-        trace.append((w, n, delay))
-    return trace
-
 
 def format_trace(trace: Trace) -> str:
     return "\n".join(f"  window {w:3d}: n = {n:4d}, delay = {d:7.3f}" for w, n, d in trace)

@@ -1,6 +1,6 @@
 """Politeness at any rate, judged by the simulated servers' own request logs.
 
-tests/politesim.py drives the frontier on simulated time (request start ->
+localweb/politesim.py drives the frontier on simulated time (request start ->
 latency -> done). Every test checks, over the log, the ceilings of rule 7 in
 peer/core/frontier.py (any 1 s and any 5 s window, sliding) and the rate a site saw
 while it had work. The figures of docs/politeness.md come from the same code
@@ -14,7 +14,7 @@ import math
 import pytest
 
 from peer.core.frontier import Frontier, Politeness
-from politesim import (
+from localweb.politesim import (
     Site, ceilings, max_in_window, per_window, rate_between, recovery_windows, simulate, steps,
 )
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import duckdb
 import pytest
-import report  # scripts/ is on sys.path (conftest)
+from peer.results import report
 
 from peer.errors import ConfigError, StateError
 from peer.results.store import SCHEMA

@@ -1,6 +1,6 @@
 """The resolver (peer/net/resolver.py) against a real DNS server on loopback.
 
-The server is scripts/bench_dns.py's LocalDns: dnspython messages over a trio
+The server is localweb.nameserver's LocalDns: dnspython messages over a trio
 UDP socket on 127.0.0.1, answering *.web.test -> 127.0.0.1 with a TTL we
 choose, optionally after a delay, counting the queries by name. Cache expiry
 runs on a fake clock handed to the Resolver; only the queries are real.
@@ -15,7 +15,7 @@ from peer.core.config import DnsConfig
 from peer.errors import FetchError
 from peer.net.resolver import Resolver
 
-from bench_dns import LocalDns
+from localweb.nameserver import LocalDns
 
 
 class FakeClock:

@@ -1,6 +1,7 @@
 """The user's commands: parsing, one-line errors, exit statuses.
 
-- ``cli``    ``python -m peer``: crawl a peer of cluster.toml, ``--check``, ``try``
-- ``trial``  ``python -m peer try URL``: one URL through the crawl's rules
-- ``adopt``  hand a lost peer's frontier to the live ring
+- ``cli``       ``python -m peer`` (``ringcrawl``): crawl a peer of cluster.toml, ``--check``, ``try``
+- ``trial``     ``python -m peer try URL``: one URL through the crawl's rules
+- ``adopt``     hand a lost peer's frontier to the live ring (``ringcrawl-adopt``, ``scripts/adopt.py``)
+- ``lostpeer``  what a lost peer left in its data_dir, read without changing it (adopt's input)
 """

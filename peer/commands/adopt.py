@@ -6,9 +6,11 @@ its hosts, UbiCrawler §3), but the URLs only it had queued would be lost::
 
     python scripts/adopt.py data/p3 --ring cluster.toml [--id p3] [--dry-run]
 
-reads the lost peer's crash state (``DATA_DIR/state``, :mod:`peer.state.journal`:
+(``ringcrawl-adopt`` once installed; :func:`main` is the command line) reads
+the lost peer's crash state (``DATA_DIR/state``, :mod:`peer.state.journal`:
 the queue at the kill, in-flight fetches included, plus the forwards it had
-not had acked) and its results (``DATA_DIR/pages.duckdb``), asks the running
+not had acked) and its results (``DATA_DIR/pages.duckdb``), both read by
+:mod:`peer.commands.lostpeer`, asks the running
 ring who is alive (``ring.tools.client.cluster_status``), and sends every URL to the
 owner of its host as :class:`~ring.messages.UrlBatch` es with the sender
 ``adopt:<id>``, which ``ring.node`` takes into the crawl's frontier and acks
@@ -49,19 +51,18 @@ into every peer's keys directory (docs/curve.md), or peers refuse it.
 
 Mistakes (bad cluster.toml, unknown data dir, corrupt state, the lost peer
 still running or still alive in the ring) raise the package's errors, which
-``scripts/adopt.py`` (the command line) prints as one line with exit 2; no
+:func:`main` (the command line) prints as one line with exit 2; no
 peer answering (:class:`Unreachable`), or batches unacked at the timeout,
 exit 1.
 """
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
+import json
 import math
-import os
-import re
-import shutil
-import tempfile
+import sys
 import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -69,22 +70,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import trio
 
+from peer.commands.lostpeer import RESULTS_FILE, STATE_DIR, LostPeer, load_lost, lost_peer_id, restore_rows
 from peer.core.config import ClusterConfig
-from peer.errors import EXIT_USAGE, ConfigError, StateError, URLError
-from peer.core.layout import RESULTS_NAME, STATE_NAME, StateFile
-from peer.state.journal import SPILL_DIR, PeerState, Recovered
-from peer.results.store import PageRow, ResultStore
 from peer.core.urls import host_key
-from ring.tools.client import Contact, StatusRow, client_keys, cluster_status
-from ring.io.curve import resolve_keys_dir
-from ring.io.driver import ForwardLink
+from peer.errors import EXIT_USAGE, ConfigError, PeerError, URLError
+from peer.state.configfile import load_config
+from ring.errors import RingError, user_error
 from ring.forwarder import Outbox
 from ring.hashring import HashRing
+from ring.io.curve import resolve_keys_dir
+from ring.io.driver import ForwardLink
 from ring.messages import Ack, UrlBatch
 from ring.node import ADOPT_PREFIX
+from ring.tools.client import Contact, StatusRow, client_keys, cluster_status
 
 __all__ = [
     "AdoptSummary",
@@ -95,6 +95,7 @@ __all__ = [
     "live_ring",
     "load_lost",
     "lost_peer_id",
+    "main",
     "make_plan",
     "ring_status",
 ]
@@ -116,181 +117,11 @@ SEND_TIMEOUT = 0.5
 STATUS_EVERY = 2.0
 #: Seconds to wait for each peer's status answer.
 STATUS_TIMEOUT = 1.0
-RESULTS_FILE = RESULTS_NAME
-STATE_DIR = STATE_NAME
-
 StatusRows = Sequence[StatusRow]
 
 
 class Unreachable(Exception):
     """No peer of the ring answered: exit status 1, not a user's mistake."""
-
-
-# ---------------------------------------------------------------------------
-# The lost peer's data
-# ---------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class LostPeer:
-    """What a lost peer left: URLs to adopt, URLs it fetched, journal-only rows."""
-
-    peer_id: str
-    data_dir: Path
-    urls: dict[str, int] = field(repr=False)    # url -> depth: queued or forwarded, not fetched
-    fetched: list[str] = field(repr=False)      # pages rows and journal rows: sent as seen
-    rows_to_restore: list[list[Any]] = field(repr=False)  # journal rows missing from pages.duckdb
-    already_fetched: int                        # queued URLs left out because they have a row
-    has_state: bool
-    generation: int | None = None
-    torn_bytes: int = 0
-
-
-def lost_peer_id(cfg: ClusterConfig, data_dir: Path, given: str | None) -> str:
-    """``--id``, else the ``[[peer]]`` whose data_dir is ``data_dir``; ConfigError otherwise."""
-    target = data_dir.resolve()
-    listed = next((p.id for p in cfg.peers if Path(p.data_dir).resolve() == target), None)
-    if given:
-        if listed is not None and listed != given:
-            raise ConfigError(str(data_dir), "--id", f"this is the data_dir of {listed} in "
-                                                     f"{cfg.path}, not of {given}")
-        return given
-    if listed is None:
-        # peer.state.journal keeps the id inside the snapshot but offers no way to read
-        # it without knowing it, so a joiner's id must be given.
-        raise ConfigError(str(data_dir), "", f"is not the data_dir of any [[peer]] in {cfg.path}; "
-                                             "give the lost peer's id with --id")
-    return listed
-
-
-def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:
-    """The lost peer's state, recovered from a copy: DATA_DIR is left as it was.
-
-    ``recover`` truncates a torn journal tail and deletes stray files, which
-    is right for a peer resuming and wrong for a tool that only reads (and
-    for ``--dry-run``). Snapshots and Bloom files are only read, so they are
-    hard-linked when the file system allows; journals are copied.
-    """
-    if not PeerState.exists(state_dir):
-        return None
-    with tempfile.TemporaryDirectory(prefix="ringcrawl-adopt-") as tmp:
-        try:
-            for entry in os.scandir(state_dir):
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                dst = os.path.join(tmp, entry.name)
-                if (kind := StateFile.parse(entry.name)) is not None and kind[0] is StateFile.JOURNAL:
-                    shutil.copyfile(entry.path, dst)
-                    continue
-                try:
-                    os.link(entry.path, dst)
-                except OSError:
-                    shutil.copyfile(entry.path, dst)
-            # The frontier's spilled queues (peer/state/spill.py): recovery only adds
-            # segments and deletes unnamed ones, never writes into one, so links do.
-            spill_dir = os.path.join(state_dir, SPILL_DIR)
-            if os.path.isdir(spill_dir):
-                os.mkdir(os.path.join(tmp, SPILL_DIR))
-                for entry in os.scandir(spill_dir):
-                    if entry.is_file(follow_symlinks=False):
-                        dst = os.path.join(tmp, SPILL_DIR, entry.name)
-                        try:
-                            os.link(entry.path, dst)
-                        except OSError:
-                            shutil.copyfile(entry.path, dst)
-        except OSError as exc:
-            raise StateError(f"{state_dir}: cannot read crawl state ({exc.strerror or exc})") from None
-        try:
-            rec = PeerState(Path(tmp), peer_id, ring_name).recover()
-            if rec is not None and rec.spill is not None:
-                # Read the spilled queues now: the copy goes with ``tmp``.
-                spill = rec.spill
-                rec = dataclasses.replace(rec, queued=dict(rec.all_queued()), spill=None)
-                spill.close()
-            return rec
-        except StateError as exc:
-            # Name the real file, and not the peer's own way out (--fresh).
-            msg = str(exc).replace(tmp, str(state_dir))
-            msg = re.sub(r";[^;]*--fresh.*$", "", msg)
-            raise StateError(f"{msg}; this peer's queued URLs cannot be adopted "
-                             "(its pages.duckdb rows still merge)") from None
-
-
-def _page_urls(path: Path, peer_id: str) -> list[str]:
-    """URLs with a row in ``pages``; StateError if the file is held by a live process."""
-    if not path.exists():
-        return []
-    try:
-        con = duckdb.connect(str(path), read_only=True)
-    except duckdb.Error as exc:
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        if "lock" in why.lower():
-            holder = m.group(0) if (m := re.search(r"PID \d+", why)) else "another process"
-            raise StateError(f"{path}: is held open by a running process ({holder}): is {peer_id} "
-                             "still running? adopt only a dead peer's data; stop it first") from None
-        raise StateError(f"{path}: cannot be opened: {why}") from None
-    try:
-        return [u for (u,) in con.execute("SELECT DISTINCT url FROM pages WHERE url IS NOT NULL")
-                .fetchall()]
-    except duckdb.Error as exc:
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-        raise StateError(f"{path}: cannot read its pages table: {why}") from None
-    finally:
-        con.close()
-
-
-def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
-    """Read ``data_dir`` (blocking file I/O; nothing in it is changed)."""
-    if not data_dir.is_dir():
-        raise ConfigError(str(data_dir), "", "no such directory (expected the lost peer's data_dir)")
-    rec = _recover(data_dir / STATE_DIR, peer_id, cfg.ring.name)
-    pages = _page_urls(data_dir / RESULTS_FILE, peer_id)
-    if rec is None and not pages and not (data_dir / RESULTS_FILE).exists():
-        raise ConfigError(str(data_dir), "", f"holds neither {STATE_DIR}/ nor {RESULTS_FILE}: "
-                                             "is it a peer's data_dir?")
-    fetched = dict.fromkeys(pages)
-    restore: list[list[Any]] = []
-    urls: dict[str, int] = {}
-    already: set[str] = set()
-    if rec is not None:
-        have = set(fetched)
-        for row in rec.rows:
-            # The engine journals PageRow fields in order: the URL first.
-            if row and isinstance(row[0], str):
-                if row[0] not in have:
-                    restore.append(row)
-                fetched[row[0]] = None
-        # Queue and unacked forwards together; a URL in both keeps its
-        # smaller depth, the one a max_depth limit would let go further.
-        for url, depth in [*rec.all_queued(), *rec.forwards]:
-            if url in fetched:
-                already.add(url)
-            elif url not in urls or depth < urls[url]:
-                urls[url] = depth
-    return LostPeer(
-        peer_id=peer_id, data_dir=data_dir, urls=urls, fetched=list(fetched),
-        rows_to_restore=restore, already_fetched=len(already), has_state=rec is not None,
-        generation=None if rec is None else rec.generation,
-        torn_bytes=0 if rec is None else rec.torn_bytes,
-    )
-
-
-async def _restore_rows(lost: LostPeer) -> tuple[int, int]:
-    """Write the journal-only rows into the lost peer's pages.duckdb: (written, unusable)."""
-    rows: list[PageRow] = []
-    bad = 0
-    for row in lost.rows_to_restore:
-        try:
-            rows.append(PageRow(*row))
-        except TypeError:  # a row of another build's columns
-            bad += 1
-    if rows:
-        store = ResultStore(lost.data_dir / RESULTS_FILE, lost.peer_id,
-                            store_links=False, store_body=False)
-        async with store:
-            for r in rows:
-                store.add_page(r)
-    return len(rows), bad
 
 
 # ---------------------------------------------------------------------------
@@ -662,7 +493,7 @@ async def adopt(
             batches=batches, resends=0, ring_changes=0, seconds=trio.current_time() - t0,
             rows_restored=len(lost.rows_to_restore), rows_unusable=0, **common)
 
-    restored, unusable = await _restore_rows(lost)
+    restored, unusable = await restore_rows(lost)
     # The timeout counts from the first send: reading a big state is not the ring's fault.
     delivery = _Delivery(cfg, ADOPT_PREFIX + pid, members, configure,
                          trio.current_time() + timeout, batch_size, status)
@@ -674,3 +505,82 @@ async def adopt(
         ring_changes=delivery.ring_changes, seconds=trio.current_time() - t0,
         rows_restored=restored, rows_unusable=unusable,
         unacked={} if ok else delivery.unacked(), **common)
+
+
+# ---------------------------------------------------------------------------
+# Command line
+# ---------------------------------------------------------------------------
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="python scripts/adopt.py",
+        description=(
+            "Adopt a lost peer's frontier: send the URLs it had queued (and the forwards it had\n"
+            "not had acked) to their current owners in the running ring, and the URLs it had\n"
+            "already fetched as 'seen', so nothing it queued is lost and nothing it fetched is\n"
+            "fetched again. Its pages.duckdb stays where it is; merge it with scripts/merge.py.\n"
+            "The lost peer must be dead in the ring (see python -m ring status)."
+        ),
+        epilog=(
+            "examples:\n"
+            "  python -m ring status --ring cluster.toml          # p3 is 'dead'\n"
+            "  python scripts/adopt.py data/p3 --ring cluster.toml --dry-run\n"
+            "  python scripts/adopt.py data/p3 --ring cluster.toml\n"
+            "  python scripts/adopt.py /mnt/old/p4 --ring cluster.toml --id p4   # a joiner\n\n"
+            "Exit status: 0 all acked; 1 no peer answered, or batches still unacked at --timeout\n"
+            "(run it again: owners dedupe); 2 a usage mistake (bad cluster.toml, unknown data dir,\n"
+            "corrupt state, the peer still running or still alive in the ring)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("data_dir", type=Path, metavar="DATA_DIR", help="the lost peer's data_dir")
+    p.add_argument("--ring", type=Path, required=True, metavar="cluster.toml",
+                   help="the running ring's cluster.toml (required)")
+    p.add_argument("--id", metavar="ID",
+                   help="the lost peer's id (default: the [[peer]] whose data_dir is DATA_DIR)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print how many URLs would go to each owner, send nothing")
+    p.add_argument("--force", action="store_true",
+                   help="adopt even if the ring still lists the peer as alive or suspect")
+    p.add_argument("--timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="give up on unacked batches after this long (default 60)")
+    p.add_argument("--key-id", default="ops", metavar="ID",
+                   help="with [ring] curve_keys: the key pair this tool uses (default ops)")
+    p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        if not args.timeout > 0:
+            raise ConfigError("adopt.py", "--timeout", "expected a number of seconds > 0")
+        cfg = load_config(args.ring)
+        summary = trio.run(lambda: adopt(
+            cfg, args.data_dir, peer_id=args.id, force=args.force, dry_run=args.dry_run,
+            timeout=args.timeout, key_id=args.key_id))
+    except (PeerError, RingError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except Unreachable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_INCOMPLETE
+    except BaseException as exc:  # Ctrl-C: alone, or in a group of the tasks it cancelled
+        if user_error(exc, (KeyboardInterrupt,)) is None:
+            raise
+        print("\ninterrupted: run adopt.py again to finish (the owners dedupe what they already took)",
+              file=sys.stderr)
+        return EXIT_INCOMPLETE
+    if args.json:
+        doc = dataclasses.asdict(summary)
+        doc["complete"] = summary.complete
+        print(json.dumps(doc, indent=2, sort_keys=True))
+    else:
+        print("\n".join(summary.lines()))
+    if not summary.complete:
+        print(f"error: not acked within {args.timeout:g}s: {summary.unacked_line()}; run adopt.py "
+              "again when the ring is reachable (owners dedupe what they already took)",
+              file=sys.stderr)
+        return EXIT_INCOMPLETE
+    return 0

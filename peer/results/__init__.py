@@ -1,5 +1,8 @@
-"""What a crawl leaves behind: each peer's DuckDB file of pages and items.
+"""What a crawl leaves behind: each peer's DuckDB file of pages and items, and what reads it.
 
 - ``schema``  the results tables: their columns, what each holds, the row of ``pages``
 - ``store``   the batched, crash-safe writes of one peer into those tables
+- ``merge``   the peers' files merged into one (``ringcrawl-merge``, ``scripts/merge.py``)
+- ``report``  plots and an index.html of a results file (``ringcrawl-report``,
+  ``scripts/report.py``): a package of ``facts``, ``plots``, ``page``, ``build``
 """

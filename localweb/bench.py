@@ -1,53 +1,89 @@
-"""The edges of scripts/bench_ring.py: child processes, CPU clocks, and the web it crawls.
+"""What the benchmarks share: options, timing, child processes, the web they crawl, crawls.
 
-- :class:`Children` starts every process of a benchmark (peers, servers, the
-  forwarding receiver) in its own session, with ``PR_SET_PDEATHSIG`` so none
-  outlives the benchmark even if it is killed, and ends them all on exit.
-- :func:`proc_cpu` reads a live process's CPU seconds from ``/proc/<pid>/stat``
-  (a peer's own CPU comes from ``os.wait4`` when it exits).
-- The web: webfarm.py is one Python process that renders every page on
+``scripts/bench_*.py`` and ``scripts/sim_polite.py`` import this module and
+no other benchmark (each one a script, none a library of another), as the
+tests import :mod:`localweb.peerrun`. It is one module rather than five
+small ones so that a benchmark has one place to look; its banners are its
+seams:
+
+- Options and timing: :func:`positive` (an argparse ``type``),
+  :func:`median_time`, :func:`count_in` and :func:`sliding_max` over sorted
+  request times (politeness is counted at the request's start, as the
+  frontier paces starts).
+- Processes: :class:`Children` starts every process of a benchmark (peers,
+  servers, a forwarding receiver) in its own session, with
+  ``PR_SET_PDEATHSIG`` so none outlives the benchmark even if it is killed,
+  and ends them all on exit; :func:`proc_cpu` reads a live process's CPU
+  seconds from ``/proc/<pid>/stat`` (a child's own CPU comes from
+  ``os.wait4`` when it exits); :func:`tcp_bytes` counts TCP payload with
+  ``ss``.
+- The web: the webfarm is one Python process that renders every page on
   request, so on a 2-core machine it can use as much CPU as the crawler and
   hide how peers scale. :func:`render_site` writes the very same pages
   (``SiteGraph.render`` of every URL ``SiteGraph.expected_urls`` lists, and
   each host's robots.txt) to static files, and :class:`Nginx` serves them
   from one server block that answers any ``Host`` (``root <site>/$host``),
   with the graph's 301s as ``location =`` rules and its 404s as missing
-  files. :class:`Webfarm` runs scripts/webfarm.py itself, the fallback when
-  nginx is not installed (and the server of per-host latency schedules).
-  Both bind 127.0.0.1; nginx also the extra loopback addresses it is given.
-- :func:`read_requests` reads either server's request log with each
-  request's start and end: politeness is counted at the request's start, as
-  the frontier paces starts.
+  files. :class:`Webfarm` runs ``python -m localweb.webfarm`` itself, the
+  fallback when nginx is not installed (and the server of per-host latency
+  schedules). Both bind 127.0.0.1; nginx also the extra loopback addresses
+  it is given. :func:`read_requests` reads either server's request log
+  with each request's start and end.
+- Crawls: :func:`write_toml` and :func:`run_crawl` run ``python -m peer``
+  processes to their end (SIGINT at a time limit), then :func:`page_rows`,
+  :func:`pid_rows` and :func:`report_ring` read what they left.
+- Frames: :func:`sample_frames`, encoded URL batches of a given size for the
+  zmq and Curve benchmarks.
+
+Linux only (``/proc``, ``prctl``), as the benchmarks are; nothing here runs
+at import.
 """
 
 from __future__ import annotations
 
 import argparse
-
+import bisect
 import contextlib
 import ctypes
 import os
 import shutil
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
+import duckdb
 
-from localweb import SiteGraph  # noqa: E402
+from localweb.peerrun import free_ports
+from localweb.sitegraph import SiteGraph
+from peer.core.layout import DataDir
+from ring.messages import UrlBatch, encode
 
-from localweb.peerrun import free_ports  # noqa: E402  (re-exported for the benchmarks)
+__all__ = [
+    "END_FRAME", "NGINX_HINT", "REPEATS", "Children", "Crawl", "Exited", "Nginx", "Request", "Server",
+    "Site", "Webfarm", "count_in", "find_nginx", "free_ports", "graph_for", "machine_busy",
+    "median_time", "page_rows", "pid_rows", "positive", "proc_cpu", "read_access_log", "read_requests",
+    "render_site", "report_ring", "ring_changes", "run_crawl", "sample_frames", "sliding_max",
+    "tcp_bytes", "write_toml",
+]
 
 _TICK = os.sysconf("SC_CLK_TCK")
 _PR_SET_PDEATHSIG = 1
 NGINX_HINT = "apt-get install -y nginx-light (Debian/Ubuntu)"
+#: Repeats of a timed call; the median is reported.
+REPEATS = 5
+#: The frame that ends a run of :func:`sample_frames` in the zmq benchmarks.
+END_FRAME = b"end"
+
+
+# ---------------------------------------------------------------------------
+# Options and timing
 
 
 def positive(kind):  # type: ignore[no-untyped-def]
@@ -61,6 +97,36 @@ def positive(kind):  # type: ignore[no-untyped-def]
             raise argparse.ArgumentTypeError(f"expected a number > 0, not {value!r}")
         return v
     return check
+
+
+def median_time(fn: Callable[[], object], repeats: int = REPEATS) -> float:
+    """Median wall time of ``fn()`` in seconds."""
+    times = []
+    for _ in range(repeats):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def count_in(times: list[float], lo: float, hi: float) -> int:
+    """How many of ``times`` (sorted) fall in ``[lo, hi)``."""
+    return bisect.bisect_left(times, hi) - bisect.bisect_left(times, lo)
+
+
+def sliding_max(times: list[float], w: float, lo: float, hi: float) -> int:
+    """Most of ``times`` (sorted) in any half-open ``[t, t + w)`` inside ``[lo, hi)``."""
+    ts = times[bisect.bisect_left(times, lo):bisect.bisect_left(times, hi)]
+    best = j = 0
+    for i, t in enumerate(ts):
+        while ts[j] <= t - w:
+            j += 1
+        best = max(best, i - j + 1)
+    return best
+
+
+# ---------------------------------------------------------------------------
+# Processes
 
 
 def proc_cpu(pid: int) -> float:
@@ -160,6 +226,39 @@ class Children:
             self.signal(proc, signal.SIGKILL)
             os.waitpid(proc.pid, 0)
             del self._live[proc.pid]
+
+
+def tcp_bytes(ports: set[int], pids: set[int] | None = None) -> int | None:
+    """TCP payload bytes, both ways, of established connections to ``ports``.
+
+    Each connection is counted at its connecting end (destination port in
+    ``ports``), and, with ``pids``, only if a process in ``pids`` owns that
+    end. None when ``ss`` is missing.
+    """
+    if shutil.which("ss") is None:
+        return None
+    argv = ["ss", "-tinH" + ("p" if pids else ""), "state", "established"]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=10).stdout
+    total = 0
+    header = ""
+    for line in out.splitlines():
+        if line and not line[0].isspace():
+            header = line
+            continue
+        fields = header.split()
+        if len(fields) < 4:
+            continue
+        try:
+            dport = int(fields[3].rsplit(":", 1)[1])
+        except (IndexError, ValueError):
+            continue
+        if dport not in ports:
+            continue
+        if pids and not any(f"pid={p}," in header for p in pids):
+            continue
+        stats = dict(kv.split(":", 1) for kv in line.split() if kv.startswith(("bytes_sent:", "bytes_received:")))
+        total += int(stats.get("bytes_sent", 0)) + int(stats.get("bytes_received", 0))
+    return total
 
 
 # ---------------------------------------------------------------------------
@@ -273,7 +372,7 @@ class Nginx(Server):
                             for a in addresses)
         conf = work / "nginx.conf"
         conf.write_text(f"""\
-# Written by scripts/bench_ring.py: the site graph as static files, any Host.
+# Written by localweb.bench: the site graph as static files, any Host.
 daemon off;
 master_process off;
 pid {work / 'nginx.pid'};
@@ -313,17 +412,17 @@ http {{
 
 
 class Webfarm(Server):
-    """scripts/webfarm.py itself (pages rendered on request)."""
+    """The webfarm command itself (``python -m localweb.webfarm``: pages rendered on request)."""
 
     name = "webfarm"
 
     @classmethod
     def start(cls, children: Children, hosts: int, pages: int, port: int, work: Path,
               access_log: bool = False, links: int = 100, latency: Sequence[str] = ()) -> Webfarm:
-        """``latency``: webfarm.py ``--latency`` values (``HOST=T:S,T:S``, times from its start)."""
+        """``latency``: webfarm ``--latency`` values (``HOST=T:S,T:S``, times from its start)."""
         work.mkdir(parents=True, exist_ok=True)
         log = work / "webfarm.jsonl" if access_log else None
-        argv = [sys.executable, str(ROOT / "scripts" / "webfarm.py"), "--port", str(port),
+        argv = [sys.executable, "-m", "localweb.webfarm", "--port", str(port),
                 "--hosts", str(hosts), "--pages", str(pages), "--links", str(links), "--no-shop"]
         if log:
             argv += ["--log", str(log)]
@@ -373,7 +472,7 @@ def read_requests(server: Server) -> list[Request]:
                 end = float(parts[0])
                 out.append(Request(end - float(parts[1]), end, parts[2], parts[3], int(parts[4]), parts[5]))
     else:
-        from localweb import read_log
+        from localweb.server import read_log
 
         out = [Request(e.t, e.t + e.dur, "", e.host, e.status, e.target) for e in read_log(str(server.log))]
     return out
@@ -389,3 +488,179 @@ def read_access_log(server: Server) -> list[tuple[float, str, int, str]]:
     if isinstance(server, Nginx):
         return [(r.end, r.host, r.status, r.target) for r in read_requests(server)]
     return [(r.start, r.host, r.status, r.target) for r in read_requests(server)]
+
+
+# ---------------------------------------------------------------------------
+# Crawls
+
+
+def write_toml(path: Path, n: int, web_port: int, hosts: int, *, concurrency: int,
+               politeness: dict[str, float], ring: dict[str, float] | None = None) -> list[str]:
+    """A cluster.toml of ``n`` peers crawling from every host's index; returns the peer ids."""
+    ids = [f"p{i + 1}" for i in range(n)]
+    seeds = ", ".join(f'"http://s{h:03d}.web.test:{web_port}/"' for h in range(1, hosts + 1))
+    lines = ["[ring]", 'name = "bench-ring"', *(f"{k} = {v!r}" for k, v in (ring or {}).items())]
+    for pid, port in zip(ids, free_ports(n)):
+        lines += ["", "[[peer]]", f'id = "{pid}"', f'address = "tcp://127.0.0.1:{port}"',
+                  f'data_dir = "{path.parent / pid}"']
+    lines += ["", "[crawl]", f"seeds = [{seeds}]", 'allow_hosts = ["*.web.test"]',
+              f"concurrency = {concurrency}", "allow_private = true", "timeout = 10.0",
+              "", "[politeness]", *(f"{k} = {v!r}" for k, v in politeness.items()),
+              "", "[dns]", 'resolve = { "*.web.test" = "127.0.0.1" }',
+              "", "[bloom]", "capacity = 1000000", ""]
+    path.write_text("\n".join(lines))
+    return ids
+
+
+@dataclass
+class Crawl:
+    """One crawl by ``len(ids)`` peer processes."""
+
+    ids: list[str]
+    toml: Path
+    started: float = 0.0  # time.time() when the first peer was started
+    stopped: float = 0.0  # time.time() of the SIGINT (stop_after or time limit), 0 if none
+    wall: float = 0.0  # first start -> last exit, seconds
+    exits: dict[str, Exited] = field(default_factory=dict)
+    timed_out: bool = False
+    errors: list[str] = field(default_factory=list)
+
+    def data(self, pid: str) -> Path:
+        return DataDir(self.toml.parent / pid).results
+
+    @property
+    def ok(self) -> bool:
+        return not self.timed_out and all(e.code == 0 for e in self.exits.values())
+
+    @property
+    def cpu(self) -> float:
+        return sum(e.cpu for e in self.exits.values())
+
+
+def run_crawl(children: Children, toml: Path, ids: list[str], *, time_limit: float,
+              stop_after: float | None = None, while_running=None) -> Crawl:  # type: ignore[no-untyped-def]
+    """Start the peers, wait for all to exit (SIGINT at ``stop_after`` or the limit)."""
+    crawl = Crawl(ids, toml)
+    logs = toml.parent / "logs"
+    logs.mkdir(exist_ok=True)
+    procs = {}
+    crawl.started = time.time()
+    t0 = time.monotonic()
+    for pid in ids:
+        with (logs / f"{pid}.out").open("wb") as out, (logs / f"{pid}.err").open("wb") as err:
+            procs[pid] = children.start(
+                [sys.executable, "-m", "peer", "--ring", str(toml), "--id", pid, "--fresh", "--yes",
+                 "--log-level", "INFO"], stdout=out, stderr=err)
+    interrupted = killed = False
+    next_poll = 0.0
+    while len(crawl.exits) < len(ids):
+        for pid, proc in procs.items():
+            if pid not in crawl.exits:
+                done = children.poll(proc)
+                if done is not None:
+                    crawl.exits[pid] = done
+        elapsed = time.monotonic() - t0
+        limit_hit = elapsed > time_limit
+        if not interrupted and (limit_hit or (stop_after is not None and elapsed > stop_after)):
+            interrupted = True
+            crawl.timed_out = limit_hit
+            crawl.stopped = time.time()
+            for proc in procs.values():
+                children.signal(proc, signal.SIGINT)
+        if interrupted and not killed and elapsed > max(time_limit, stop_after or 0) + 20:
+            killed = True
+            for proc in procs.values():
+                children.signal(proc, signal.SIGKILL)
+        if while_running is not None and elapsed >= next_poll:
+            next_poll = elapsed + while_running(elapsed)
+        time.sleep(0.02)
+    crawl.wall = time.monotonic() - t0
+    for pid, e in crawl.exits.items():
+        if e.code != 0:
+            tail = (logs / f"{pid}.err").read_text(errors="replace")[-800:]
+            crawl.errors.append(f"{pid} exited {e.code}: {tail}")
+    if crawl.timed_out:
+        crawl.errors.append(f"stopped at the time limit ({time_limit:.0f} s)")
+    return crawl
+
+
+def ring_changes(crawl: Crawl) -> list[str]:
+    """Each peer's "ring: ..." log lines (the live member set it routes by), timed from the start."""
+    out = []
+    for pid in crawl.ids:
+        path = crawl.toml.parent / "logs" / f"{pid}.err"
+        for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
+            if " peer.engine.cluster: ring: " in line:
+                stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1e3
+                out.append(f"{stamp - crawl.started:+.1f} s {pid} sees [{line.split('ring: ', 1)[1]}]")
+    return sorted(out, key=lambda s: float(s.split()[0]))
+
+
+def report_ring(crawl: Crawl) -> int:
+    """Print, and count, ring changes after a peer first saw the full ring.
+
+    Each peer starts alone and sees every peer within a second or two; a
+    later change is a peer suspected or declared dead (missed heartbeats,
+    e.g. a starved event loop), after which two peers may fetch one host.
+    """
+    if len(crawl.ids) < 2:
+        return 0
+    full = ", ".join(sorted(crawl.ids))
+    settled: set[str] = set()
+    extra = []
+    for line in ring_changes(crawl):
+        _, _, pid, _, members = line.split(" ", 4)
+        if pid in settled:
+            extra.append(line)
+        elif members == f"[{full}]":
+            settled.add(pid)
+    missing = sorted(set(crawl.ids) - settled)
+    if extra or missing:
+        print(f"      ! ring changes after the ring formed: {len(extra)}"
+              + (f"; never saw the full ring: {', '.join(missing)}" if missing else "")
+              + "".join(f"\n        {line}" for line in extra[:10])
+              + ("\n        ..." if len(extra) > 10 else ""), flush=True)
+    return len(extra)
+
+
+def page_rows(crawl: Crawl) -> list[tuple[str, str, int, float, str, float]]:
+    """(url, host, status, fetched_at epoch s, peer, elapsed ms) of every answered request, all peers."""
+    rows = []
+    for pid in crawl.ids:
+        path = crawl.data(pid)
+        if path.exists():
+            with duckdb.connect(str(path), read_only=True) as con:
+                rows += con.execute(
+                    "select url, host, status, epoch_us(fetched_at) / 1e6, peer, elapsed_ms from pages "
+                    "where status is not null").fetchall()
+    return rows
+
+
+def pid_rows(crawl: Crawl) -> list[tuple[str, float, int, float, float]]:
+    """(host, window_end epoch s, n, delay, setpoint) of every PID update, all peers."""
+    rows = []
+    for pid in crawl.ids:
+        path = crawl.data(pid)
+        if path.exists():
+            with duckdb.connect(str(path), read_only=True) as con:
+                rows += con.execute("select host, epoch_us(window_end) / 1e6, n, delay, setpoint "
+                                    "from pid_trace").fetchall()
+    return rows
+
+
+# ---------------------------------------------------------------------------
+# Frames
+
+
+def sample_frames(size: int, count: int = 8) -> list[bytes]:
+    """``count`` encoded URL batches of about ``size`` bytes each."""
+    frames = []
+    for seq in range(count):
+        urls: list[tuple[str, int]] = []
+        while True:
+            frame = encode(UrlBatch(ring="bench", sender="p1", epoch=1, seq=seq, urls=tuple(urls)))
+            if len(frame) >= size:
+                break
+            urls.append((f"https://s{len(urls):03d}.web.test:8080/page/{seq}/{len(urls) * 7919}.html", 2))
+        frames.append(frame)
+    return frames

@@ -13,6 +13,10 @@ The oracle is the server's own request log, as in the end-to-end tests:
 :func:`max_in_window` over it checks the ceilings, :func:`rate_between` the
 rate a site saw. Pure Python, no clock: tests/test_politeness.py and
 scripts/sim_polite.py run the same code.
+
+The PID's own test host is here too (its last section): one host answered
+by a closed loop of connections, slowing and speeding up in phases
+(:func:`simulate_pid_host`, tests/test_pid.py).
 """
 
 from __future__ import annotations
@@ -23,7 +27,8 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from peer.core.frontier import Frontier, Outcome, Politeness, ceiling
+from peer.core.frontier import Frontier, Job, Outcome, Politeness, ceiling
+from peer.core.pid import PID
 
 Latency = Callable[[float], float]
 
@@ -90,7 +95,7 @@ def simulate(sites: Sequence[Site], pol: Politeness, until: float, *, peers: int
         fronts[p].set_ip_share(ip, share, 0.0)
     resolved = {(s.peer, s.host) for s in sites if resolve_at_push}
     log: list[Hit] = []
-    events: list[tuple[float, int, int, object, int]] = []  # (t, seq, peer, job, status)
+    events: list[tuple[float, int, int, Job, int]] = []  # (t, seq, peer, job, status)
     seq = 0
     clock = 0.0
     # Bounded: every step starts or ends a request, or rolls a window.
@@ -116,10 +121,11 @@ def simulate(sites: Sequence[Site], pol: Politeness, until: float, *, peers: int
             f.done(job.host, t, Outcome.FETCHED)
             continue
         f = fronts[p_ready]
-        job = f.pop_ready(t)
-        if job is None:  # a window rolled at t and moved the host later
+        ready = f.pop_ready(t)
+        if ready is None:  # a window rolled at t and moved the host later
             f.roll_windows(t)
             continue
+        job = ready
         s = by_host[job.host]
         status = 429 if any(a <= t < b for a, b in s.busy) else 200
         log.append(Hit(t, s.host, s.ip, p_ready, status))
@@ -173,3 +179,64 @@ def recovery_windows(times: Sequence[float], window: float, step_at: float, unti
 def ceilings(rate: float) -> dict[float, int]:
     """The limit of rule 7 for each window, from the formula itself."""
     return {w: ceiling(rate, w) for w in (1.0, 5.0)}
+
+
+# ---------------------------------------------------------------------------
+# The PID post's host: one host, a closed loop of connections (tests/test_pid.py)
+#
+# CONNECTIONS connections each wait the delay after their response before the
+# next request, so a connection's period is delay + response time; the
+# connections stay evenly interleaved (tests/test_pid.py says why this model
+# and why 7). The host answers in FAST seconds a page, then SLOW, then FAST
+# again, PHASE windows each (the PID post's §2). tests/test_pid.py and
+# scripts/sim_polite.py run it.
+
+PID_WINDOW = 60.0  # seconds
+CONNECTIONS = 7
+FAST, SLOW = 0.5, 9.5  # seconds per page (seed §2)
+PHASE = 30  # windows per phase: fast, slow, fast
+
+#: (window, pages completed in it, the delay after it), per window.
+Trace = list[tuple[int, int, float]]
+
+
+def host_response_time(t: float) -> float:
+    """The PID post's host: 0.5 s a page, then 9.5 s, then 0.5 s again."""
+    return SLOW if PHASE <= t // PID_WINDOW < 2 * PHASE else FAST
+
+
+def simulate_pid_host(
+    control: PID | float,
+    response_time: Callable[[float], float],
+    windows: int,
+    connections: int = CONNECTIONS,
+    window: float = PID_WINDOW,
+) -> Trace:
+    """Run the closed-loop host model; return (window, n, delay after it) per window.
+
+    ``control`` is a PID (updated at every window boundary) or a fixed delay.
+    Deterministic: no clock, no randomness.
+    """
+    delay = control.delay if isinstance(control, PID) else float(control)
+    last_response = 0.0  # nothing seen yet: the first requests go out delay/C apart
+    next_start = 0.0
+    in_flight: list[tuple[float, float]] = []  # (completion time, response time)
+    trace: Trace = []
+    for w in range(windows):
+        end = (w + 1) * window
+        n = 0
+        while True:
+            done = in_flight[0][0] if in_flight else math.inf
+            if min(done, next_start) >= end:
+                break
+            if done <= next_start:
+                _, last_response = heapq.heappop(in_flight)
+                n += 1
+            else:
+                r = response_time(next_start)
+                heapq.heappush(in_flight, (next_start + r, r))
+                next_start += (delay + last_response) / connections
+        if isinstance(control, PID):
+            delay = control.update(n)
+        trace.append((w, n, delay))
+    return trace

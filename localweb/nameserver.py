@@ -1,0 +1,89 @@
+"""A local authoritative DNS server for one zone: the resolver's and fetcher's test peer.
+
+:class:`LocalDns` answers ``A`` for every name under its zone (``web.test``
+by default, the site graph's hosts) with a loopback address, after an
+optional delay, on a random UDP port of 127.0.0.1, and counts the questions
+it was asked. A crawler reaches it with ``[dns] nameservers =
+[server.nameserver]``. It serves tests/test_resolver.py, tests/test_fetcher.py,
+tests/test_hostileweb.py and scripts/bench_dns.py (what the DNS cache buys).
+
+Rules: dnspython builds and parses the messages (no hand-written wire
+format); every answer is sent from its own task, so a delay does not
+serialise queries; a packet that is not DNS is dropped, as a real server does.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import dns.exception
+import dns.message
+import dns.name
+import dns.rcode
+import dns.rdatatype
+import dns.rrset
+import trio
+
+__all__ = ["LocalDns"]
+
+
+class LocalDns:
+    """An authoritative DNS server on 127.0.0.1 (UDP, random port) for one zone.
+
+    Answers ``A`` for every name under ``zone`` with ``address`` and ``ttl``,
+    an empty NOERROR for other types there, and NXDOMAIN outside the zone.
+    ``delay`` seconds pass before each answer (queries are answered
+    concurrently). ``queries`` counts the questions by name (lower case, no
+    trailing dot). ``delay`` and ``ttl`` may be changed while serving.
+    """
+
+    def __init__(self, zone: str = "web.test", address: str = "127.0.0.1", *,
+                 ttl: int = 300, delay: float = 0.0) -> None:
+        self.zone = dns.name.from_text(zone)
+        self.address = address
+        self.ttl = ttl
+        self.delay = delay
+        self.queries: Counter[str] = Counter()
+        self.port = 0
+
+    @property
+    def nameserver(self) -> str:
+        """The ``[dns] nameservers`` entry for this server."""
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def total(self) -> int:
+        return sum(self.queries.values())
+
+    async def serve(self, *, task_status: trio.TaskStatus[LocalDns] = trio.TASK_STATUS_IGNORED) -> None:
+        """Serve until cancelled; ``started(self)`` once bound."""
+        sock = trio.socket.socket(trio.socket.AF_INET, trio.socket.SOCK_DGRAM)
+        with sock:
+            await sock.bind(("127.0.0.1", 0))
+            self.port = sock.getsockname()[1]
+            async with trio.open_nursery() as nursery:
+                task_status.started(self)
+                while True:
+                    data, peer = await sock.recvfrom(65535)
+                    nursery.start_soon(self._answer, sock, data, peer)
+
+    async def _answer(self, sock: trio.socket.SocketType, data: bytes, peer: tuple[str, int]) -> None:
+        try:
+            query = dns.message.from_wire(data)
+        except dns.exception.DNSException:
+            return  # not DNS: drop it, as a real server would
+        if len(query.question) != 1:
+            return
+        question = query.question[0]
+        self.queries[question.name.to_text(omit_final_dot=True).lower()] += 1
+        if self.delay > 0:
+            await trio.sleep(self.delay)
+        response = dns.message.make_response(query)
+        if not question.name.is_subdomain(self.zone):
+            response.set_rcode(dns.rcode.NXDOMAIN)
+        elif question.rdtype == dns.rdatatype.A:
+            response.answer.append(dns.rrset.from_text(question.name, self.ttl, "IN", "A", self.address))
+        try:
+            await sock.sendto(response.to_wire(), peer)
+        except OSError:
+            pass  # the client left

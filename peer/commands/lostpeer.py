@@ -1,0 +1,200 @@
+"""What a lost peer left behind, read without changing it: the input of an adoption.
+
+:func:`load_lost` reads a data_dir (blocking file I/O) into a :class:`LostPeer`:
+the URLs it had queued or forwarded unacked (``DATA_DIR/state``,
+:mod:`peer.state.journal`, recovered from a copy so that DATA_DIR stays as it
+was, also for ``--dry-run``), the URLs it fetched (its ``pages.duckdb`` rows and
+the rows only its journal held) and those journal-only rows, which
+:func:`restore_rows` writes back into its pages.duckdb as the peer itself would
+on a restart. What happens to them is :mod:`peer.commands.adopt`'s.
+
+Rules: nothing under DATA_DIR is written except by :func:`restore_rows`; a file
+held by a live process, a corrupt state or a directory that is no peer's data
+raise ``StateError``/``ConfigError`` (the user's mistakes, exit 2).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from peer.core.config import ClusterConfig
+from peer.core.layout import RESULTS_NAME, STATE_NAME, StateFile
+from peer.errors import ConfigError, StateError
+from peer.results.store import PageRow, ResultStore
+from peer.state.journal import SPILL_DIR, PeerState, Recovered
+
+__all__ = ["LostPeer", "load_lost", "lost_peer_id", "restore_rows"]
+
+RESULTS_FILE = RESULTS_NAME
+STATE_DIR = STATE_NAME
+
+
+@dataclass(frozen=True, slots=True)
+class LostPeer:
+    """What a lost peer left: URLs to adopt, URLs it fetched, journal-only rows."""
+
+    peer_id: str
+    data_dir: Path
+    urls: dict[str, int] = field(repr=False)    # url -> depth: queued or forwarded, not fetched
+    fetched: list[str] = field(repr=False)      # pages rows and journal rows: sent as seen
+    rows_to_restore: list[list[Any]] = field(repr=False)  # journal rows missing from pages.duckdb
+    already_fetched: int                        # queued URLs left out because they have a row
+    has_state: bool
+    generation: int | None = None
+    torn_bytes: int = 0
+
+
+def lost_peer_id(cfg: ClusterConfig, data_dir: Path, given: str | None) -> str:
+    """``--id``, else the ``[[peer]]`` whose data_dir is ``data_dir``; ConfigError otherwise."""
+    target = data_dir.resolve()
+    listed = next((p.id for p in cfg.peers if Path(p.data_dir).resolve() == target), None)
+    if given:
+        if listed is not None and listed != given:
+            raise ConfigError(str(data_dir), "--id", f"this is the data_dir of {listed} in "
+                                                     f"{cfg.path}, not of {given}")
+        return given
+    if listed is None:
+        # peer.state.journal keeps the id inside the snapshot but offers no way to read
+        # it without knowing it, so a joiner's id must be given.
+        raise ConfigError(str(data_dir), "", f"is not the data_dir of any [[peer]] in {cfg.path}; "
+                                             "give the lost peer's id with --id")
+    return listed
+
+
+def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:
+    """The lost peer's state, recovered from a copy: DATA_DIR is left as it was.
+
+    ``recover`` truncates a torn journal tail and deletes stray files, which
+    is right for a peer resuming and wrong for a tool that only reads (and
+    for ``--dry-run``). Snapshots and Bloom files are only read, so they are
+    hard-linked when the file system allows; journals are copied.
+    """
+    if not PeerState.exists(state_dir):
+        return None
+    with tempfile.TemporaryDirectory(prefix="ringcrawl-adopt-") as tmp:
+        try:
+            for entry in os.scandir(state_dir):
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+                dst = os.path.join(tmp, entry.name)
+                if (kind := StateFile.parse(entry.name)) is not None and kind[0] is StateFile.JOURNAL:
+                    shutil.copyfile(entry.path, dst)
+                    continue
+                try:
+                    os.link(entry.path, dst)
+                except OSError:
+                    shutil.copyfile(entry.path, dst)
+            # The frontier's spilled queues (peer/state/spill.py): recovery only adds
+            # segments and deletes unnamed ones, never writes into one, so links do.
+            spill_dir = os.path.join(state_dir, SPILL_DIR)
+            if os.path.isdir(spill_dir):
+                os.mkdir(os.path.join(tmp, SPILL_DIR))
+                for entry in os.scandir(spill_dir):
+                    if entry.is_file(follow_symlinks=False):
+                        dst = os.path.join(tmp, SPILL_DIR, entry.name)
+                        try:
+                            os.link(entry.path, dst)
+                        except OSError:
+                            shutil.copyfile(entry.path, dst)
+        except OSError as exc:
+            raise StateError(f"{state_dir}: cannot read crawl state ({exc.strerror or exc})") from None
+        try:
+            rec = PeerState(Path(tmp), peer_id, ring_name).recover()
+            if rec is not None and rec.spill is not None:
+                # Read the spilled queues now: the copy goes with ``tmp``.
+                spill = rec.spill
+                rec = dataclasses.replace(rec, queued=dict(rec.all_queued()), spill=None)
+                spill.close()
+            return rec
+        except StateError as exc:
+            # Name the real file, and not the peer's own way out (--fresh).
+            msg = str(exc).replace(tmp, str(state_dir))
+            msg = re.sub(r";[^;]*--fresh.*$", "", msg)
+            raise StateError(f"{msg}; this peer's queued URLs cannot be adopted "
+                             "(its pages.duckdb rows still merge)") from None
+
+
+def _page_urls(path: Path, peer_id: str) -> list[str]:
+    """URLs with a row in ``pages``; StateError if the file is held by a live process."""
+    if not path.exists():
+        return []
+    try:
+        con = duckdb.connect(str(path), read_only=True)
+    except duckdb.Error as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        if "lock" in why.lower():
+            holder = m.group(0) if (m := re.search(r"PID \d+", why)) else "another process"
+            raise StateError(f"{path}: is held open by a running process ({holder}): is {peer_id} "
+                             "still running? adopt only a dead peer's data; stop it first") from None
+        raise StateError(f"{path}: cannot be opened: {why}") from None
+    try:
+        return [u for (u,) in con.execute("SELECT DISTINCT url FROM pages WHERE url IS NOT NULL")
+                .fetchall()]
+    except duckdb.Error as exc:
+        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        raise StateError(f"{path}: cannot read its pages table: {why}") from None
+    finally:
+        con.close()
+
+
+def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
+    """Read ``data_dir`` (blocking file I/O; nothing in it is changed)."""
+    if not data_dir.is_dir():
+        raise ConfigError(str(data_dir), "", "no such directory (expected the lost peer's data_dir)")
+    rec = _recover(data_dir / STATE_DIR, peer_id, cfg.ring.name)
+    pages = _page_urls(data_dir / RESULTS_FILE, peer_id)
+    if rec is None and not pages and not (data_dir / RESULTS_FILE).exists():
+        raise ConfigError(str(data_dir), "", f"holds neither {STATE_DIR}/ nor {RESULTS_FILE}: "
+                                             "is it a peer's data_dir?")
+    fetched = dict.fromkeys(pages)
+    restore: list[list[Any]] = []
+    urls: dict[str, int] = {}
+    already: set[str] = set()
+    if rec is not None:
+        have = set(fetched)
+        for row in rec.rows:
+            # The engine journals PageRow fields in order: the URL first.
+            if row and isinstance(row[0], str):
+                if row[0] not in have:
+                    restore.append(row)
+                fetched[row[0]] = None
+        # Queue and unacked forwards together; a URL in both keeps its
+        # smaller depth, the one a max_depth limit would let go further.
+        for url, depth in [*rec.all_queued(), *rec.forwards]:
+            if url in fetched:
+                already.add(url)
+            elif url not in urls or depth < urls[url]:
+                urls[url] = depth
+    return LostPeer(
+        peer_id=peer_id, data_dir=data_dir, urls=urls, fetched=list(fetched),
+        rows_to_restore=restore, already_fetched=len(already), has_state=rec is not None,
+        generation=None if rec is None else rec.generation,
+        torn_bytes=0 if rec is None else rec.torn_bytes,
+    )
+
+
+async def restore_rows(lost: LostPeer) -> tuple[int, int]:
+    """Write the journal-only rows into the lost peer's pages.duckdb: (written, unusable)."""
+    rows: list[PageRow] = []
+    bad = 0
+    for row in lost.rows_to_restore:
+        try:
+            rows.append(PageRow(*row))
+        except TypeError:  # a row of another build's columns
+            bad += 1
+    if rows:
+        store = ResultStore(lost.data_dir / RESULTS_FILE, lost.peer_id,
+                            store_links=False, store_body=False)
+        async with store:
+            for r in rows:
+                store.add_page(r)
+    return len(rows), bad
