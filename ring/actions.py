@@ -6,23 +6,14 @@ lists what each means to the driver.
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Union
 
 from ring.hashring import HashRing
 from ring.messages import Message
 
-__all__ = ["Action", "Count", "Deliver", "HandOff", "LeaveAsked", "Log", "Origin", "Released",
-           "Reply", "RingChanged", "SeedStarts", "Send", "StatusAsked"]
-
-
-class Origin(enum.StrEnum):
-    """Where delivered entries come from: the crawl treats each its own way."""
-
-    FORWARDED = "forwarded"  # a member's batch: route, dedupe, queue (Crawler.accept)
-    ADOPTED = "adopted"  # scripts/adopt.py's batch: the same
-    TAKEN_BACK = "taken_back"  # our own, rerouted back from a peer now gone (Crawler.take_back)
+__all__ = ["Action", "Count", "Deliver", "HandOff", "LeaveAsked", "Log", "Released",
+           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,12 +30,24 @@ class Reply:
 
 @dataclass(frozen=True, slots=True)
 class Deliver:
-    """Entries for the crawl; ``commit``: make them durable before what follows (an ack)."""
+    """A batch taken from ``sender`` (a member, or ``adopt:...``): entries for the crawl.
+
+    They must be durable before whatever follows (the ack): the crawl says
+    where each came from by its own origins (``peer.core.decisions.Origin``);
+    the ring only says who sent it.
+    """
 
     urls: tuple[tuple[str, int], ...]
     seen: tuple[str, ...]
-    origin: Origin
-    commit: bool = False
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rerouted:
+    """Our own entries, on their way to a member now gone, back for the crawl to place again."""
+
+    urls: tuple[tuple[str, int], ...]
+    seen: tuple[str, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,5 +97,5 @@ class Log:
     text: str
 
 
-Action = Union[Send, Reply, Deliver, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
+Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
                StatusAsked, Count, Log]

@@ -19,7 +19,7 @@ from ring.forwarder import Inbox, Outbox
 from ring.hashring import HashRing
 from ring.membership import Membership
 from ring.messages import MAX_ARRAY, HandoffDone, HostStarts, MemberState
-from ring.actions import Action, Deliver, HandOff, Log, Origin, RingChanged, Send
+from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send
 
 __all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "HandOffs"]
 
@@ -92,7 +92,7 @@ class HandOffs:
         key = self._owner_key
         urls, seen = self.outbox.reroute(lambda u: ring.owner(key(u)), now, members=ring, left=left)
         if urls or seen:
-            out.append(Deliver(tuple(urls), tuple(seen), Origin.TAKEN_BACK))
+            out.append(Rerouted(tuple(urls), tuple(seen)))
         if old is not None:
             self._handoffs.append(_HandOff(version, tuple(sorted(ring))))
             out.append(HandOff(old, ring, version))

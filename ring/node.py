@@ -10,7 +10,8 @@ events::
 
     Send(dest, msg)          a message to member ``dest`` (over its DEALER)
     Reply(route, msg)        an answer on the ROUTER to a tool's route
-    Deliver(urls, seen, ...) entries for the crawl: frontier URLs, seen URLs
+    Deliver(urls, seen, sender)  a batch taken: frontier URLs, seen URLs; durable before the ack
+    Rerouted(urls, seen)     ours, back from a member now gone: the crawl places them again
     RingChanged(ring, old)   the live member set moved: the crawl re-routes
     HandOff(old, ring, ...)  collect the moved hosts' seen URLs and starts
     Released(sender)         its HandoffDone came: its hosts may be fetched
@@ -114,8 +115,8 @@ from ring.actions import (
     HandOff,
     LeaveAsked,
     Log,
-    Origin,
     Released,
+    Rerouted,
     Reply,
     RingChanged,
     SeedStarts,
@@ -135,8 +136,8 @@ __all__ = [
     "HandOff",
     "LeaveAsked",
     "Log",
-    "Origin",
     "Released",
+    "Rerouted",
     "Reply",
     "RingChanged",
     "RingNode",
@@ -371,7 +372,7 @@ class RingNode(HandOffs, StatusReplies):
     def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
         if msg.sender.startswith(ADOPT_PREFIX):
             self.dropped["adopted_batches"] += 1  # not a drop: shown with the counters
-            return [Deliver(msg.urls, msg.seen, Origin.ADOPTED, commit=True),
+            return [Deliver(msg.urls, msg.seen, msg.sender),
                     Reply(route, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
         sender = self.membership.members().get(msg.sender)
         if sender is None or sender.state is MemberState.DEAD:
@@ -384,7 +385,7 @@ class RingNode(HandOffs, StatusReplies):
         verdict = self.inbox.accept(msg)
         out: list[Action] = []
         if verdict is Verdict.ACCEPT:
-            out.append(Deliver(msg.urls, msg.seen, Origin.FORWARDED, commit=True))
+            out.append(Deliver(msg.urls, msg.seen, msg.sender))
         else:
             out += self._drop(verdict.value)  # a replay is acked again, but still counted
         if verdict.ack:

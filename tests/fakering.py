@@ -33,8 +33,8 @@ from ring.node import (
     HandOff,
     LeaveAsked,
     Log,
-    Origin,
     Released,
+    Rerouted,
     Reply,
     RingChanged,
     RingNode,
@@ -280,18 +280,17 @@ class FakePeer:
         self.replies.append((a.route, a.msg))
 
     def _deliver(self, a: Deliver) -> None:
-        if a.origin is Origin.TAKEN_BACK:
-            for url in a.seen:
-                self.crawl.accept_seen(url)
-            for url, depth in a.urls:
-                self.crawl.take_back(url, depth)
-        else:
-            for url, depth in a.urls:
-                self.crawl.accept(url, depth)
-            for url in a.seen:
-                self.crawl.accept_seen(url)
-        if a.commit:
-            self.crawl.commit_state()
+        for url, depth in a.urls:
+            self.crawl.accept(url, depth)
+        for url in a.seen:
+            self.crawl.accept_seen(url)
+        self.crawl.commit_state()
+
+    def _rerouted(self, a: Rerouted) -> None:
+        for url in a.seen:
+            self.crawl.accept_seen(url)
+        for url, depth in a.urls:
+            self.crawl.take_back(url, depth)
 
     def _ring_changed(self, a: RingChanged) -> None:
         self.crawl.set_ring(a.ring)
@@ -322,7 +321,7 @@ class FakePeer:
         pass
 
     _ACTIONS: dict[type, Callable[[FakePeer, Any], None]] = {
-        Send: _send, Reply: _reply, Deliver: _deliver, RingChanged: _ring_changed,
+        Send: _send, Reply: _reply, Deliver: _deliver, Rerouted: _rerouted, RingChanged: _ring_changed,
         HandOff: _hand_off, Released: _released, SeedStarts: _seed_starts,
         LeaveAsked: _leave_asked, StatusAsked: _status, Count: _nothing, Log: _nothing,
     }

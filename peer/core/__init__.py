@@ -26,4 +26,5 @@ Bottom up:
 - ``crawlstate`` the crawl core's state, under its parts:
   ``outcomes`` (results, retries), ``ringside`` (ring changes, hand-offs), ``figures``
 - ``crawl``      ``CrawlCore``: every crawl decision, composing the cores above
+- ``peer``       ``PeerCore``: the crawl core and the ring node in one; one list of effects
 """

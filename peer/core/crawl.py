@@ -120,11 +120,17 @@ class CrawlCore(Outcomes, RingSide, Figures):
 
     # -- discovery -------------------------------------------------------------------
 
-    def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0) -> list[Effect]:
-        """A URL arrives from ``origin``; see the module table for each origin's path."""
+    def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
+                 host: str | None = None) -> list[Effect]:
+        """A URL arrives from ``origin``; see the module table for each origin's path.
+
+        ``host``: the URL's ``host_key`` when the caller knows it (never for
+        the origins that normalise the URL first); else it is computed here,
+        once, and travels on with the URL (``Forward.host``).
+        """
         out: list[Effect] = []
         if origin is Origin.HANDED_SEEN:
-            host = host_key(url)
+            host = host or host_key(url)
             self.handoffs_in += 1
             self._seen_in[url] = host
             out.append(Seen(url))
@@ -135,7 +141,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
                 self._handed_seen.add(url)
             return out
         if origin is Origin.HANDED_BACK:
-            host = host_key(url)
+            host = host or host_key(url)
             if self.ring is not None and len(self.ring) and self.ring.owner(host) != self.peer_id:
                 return self.discover(url, depth, now, Origin.RELAY)
             if url in self._seen_in:
@@ -147,7 +153,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
             out.append(Queued(url, depth))
             return out
         if origin is Origin.RECOVERED:
-            host = host_key(url)
+            host = host or host_key(url)
             owner = self._owner(host)
             # Already in the Bloom filter; the sieve may have lost its hash
             # with the batch open at the crash (peer/state/sievefile.py).
@@ -156,7 +162,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
                 self._push(url, host, depth, now)
                 self.limits.queued(host)
             else:
-                self._pass_on(url, depth, owner, out)
+                self._pass_on(url, depth, owner, host, out)
             return out
         relay = origin is Origin.RELAY or origin is Origin.ADOPTED
         if relay or origin is Origin.SEED:
@@ -164,19 +170,24 @@ class CrawlCore(Outcomes, RingSide, Figures):
                 url = normalize(url)
             except URLError:
                 return out
-        if not self.scope.allows(url, depth):
+            host = None  # the normalised URL's, below
+        if host is None:
+            try:
+                host = host_key(url)
+            except URLError:
+                host = None
+        if host is None or not self.scope.allows(url, depth, host=host):
             self.summary.out_of_scope += 1
             return out
         limits = self.limits
         if limits.check_url(url) is not None:
             return out  # too long, or a repeating path: the same verdict at any peer
-        host = host_key(url)
         if self.ring is not None:
             owner = self.ring.owner(host)
             if owner != self.peer_id:
                 # A URL we were handed (relay) must not be dropped by the
                 # sender's "recently forwarded" cache: it may be the only copy.
-                out.append(Forward(url, depth, owner, relay))
+                out.append(Forward(url, depth, owner, relay, host))
                 return out
         cap = limits.admit(host)
         if cap is not None:
@@ -209,7 +220,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
         for p in self.sieve.verdicts(batch, new, now):
             owner = self._owner(p.host)
             if owner != self.peer_id:
-                out.append(Forward(p.url, p.depth, owner, True))  # its host moved while it waited
+                out.append(Forward(p.url, p.depth, owner, True, p.host))  # its host moved while it waited
                 continue
             # Into the sieve with the next batch, after this Queued is
             # committed: the sieve never holds a URL the journal does not.
@@ -306,7 +317,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
             if owner != self.peer_id:
                 # Came back after its host moved (a retry, a robots.txt
                 # wait): it is the new owner's now.
-                self._pass_on(job.url, job.depth, owner, out)
+                self._pass_on(job.url, job.depth, owner, job.host, out)
                 self._finish(job, now, Outcome.NOT_STARTED)
                 return PassOn(job, owner, tuple(out))
         if self.limits.given_up(job.host):

@@ -123,7 +123,8 @@ class CrawlState:
         self._seen_in: dict[str, str] = {}
         self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
 
-    def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0) -> list[Effect]:
+    def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
+                 host: str | None = None) -> list[Effect]:
         """A URL arrives from ``origin`` (``peer.core.crawl.CrawlCore.discover``)."""
         raise NotImplementedError
 
@@ -142,9 +143,9 @@ class CrawlState:
             if ip is not None:
                 fr.set_host_ip(host, ip, now)
 
-    def _pass_on(self, url: str, depth: int, owner: str, out: list[Effect]) -> None:
+    def _pass_on(self, url: str, depth: int, owner: str, host: str, out: list[Effect]) -> None:
         """A URL queued here whose host is now ``owner``'s: it travels on and leaves our queue."""
-        out.append(Forward(url, depth, owner, True))
+        out.append(Forward(url, depth, owner, True, host))
         out.append(Done(url))
 
     def _finish(self, job: Job, now: float, outcome: Outcome) -> None:

@@ -41,7 +41,7 @@ class RingSide(CrawlState):
             if owner != self.peer_id:
                 # The heads now; spilled blocks by pass_on_moving (frontier rule 10).
                 for job in self.frontier.release_host(host):
-                    self._pass_on(job.url, job.depth, owner, out)
+                    self._pass_on(job.url, job.depth, owner, job.host, out)
         if old is not None and self.peer_id in ring and set(old) != set(ring):
             self.hold_from(old, now)
         return out
@@ -164,7 +164,7 @@ class RingSide(CrawlState):
                     self._push(flat[i], host, flat[i + 1], now)
                 continue
             for i in range(0, len(flat), 2):
-                self._pass_on(flat[i], flat[i + 1], owner, out)
+                self._pass_on(flat[i], flat[i + 1], owner, host, out)
         return out
 
     def snapshot_queue(self) -> list[tuple[str, int]]:

@@ -51,8 +51,8 @@ from ring.node import (
     HandOff,
     LeaveAsked,
     Log,
-    Origin,
     Released,
+    Rerouted,
     Reply,
     RingChanged,
     RingNode,
@@ -342,18 +342,18 @@ class RingDriver:
 
     def _do_deliver(self, a: Deliver) -> None:
         crawl = self.crawl
-        if a.origin is Origin.TAKEN_BACK:
-            for url in a.seen:
-                crawl.accept_seen(url)
-            for url, depth in a.urls:
-                crawl.take_back(url, depth)
-        else:
-            for url, depth in a.urls:
-                crawl.accept(url, depth)
-            for url in a.seen:
-                crawl.accept_seen(url)
-        if a.commit:
-            crawl.commit_state()  # taken is on disk before it is acked
+        for url, depth in a.urls:
+            crawl.accept(url, depth)
+        for url in a.seen:
+            crawl.accept_seen(url)
+        crawl.commit_state()  # taken is on disk before it is acked
+
+    def _do_rerouted(self, a: Rerouted) -> None:
+        crawl = self.crawl
+        for url in a.seen:
+            crawl.accept_seen(url)
+        for url, depth in a.urls:
+            crawl.take_back(url, depth)
 
     def _do_ring_changed(self, a: RingChanged) -> None:
         self.crawl.set_ring(a.ring)
@@ -392,6 +392,7 @@ class RingDriver:
         Send: _do_send,
         Reply: _do_reply,
         Deliver: _do_deliver,
+        Rerouted: _do_rerouted,
         RingChanged: _do_ring_changed,
         HandOff: _do_handoff,
         Released: _do_released,
