@@ -15,6 +15,7 @@ Layout, bottom up (pure modules first; only the edges do I/O):
 - ``status``      ``StatusFigures`` and the ``ring status`` reply, a part of ``RingNode`` (pure)
 - ``node``        ``RingNode``: one member's decisions; ``receive``/``tick`` return actions (pure)
 - ``zmqio``       ZeroMQ sockets under trio: the only module that imports zmq (edge)
+- ``sockets``     a member's ROUTER, DEALERs and clocks, serving whoever decides (edge)
 - ``driver``      ``RingDriver`` runs a node over zmq; ``ForwardLink``, a non-member's sender (edge)
 - ``client``      the tools' status and leave client, typed results (edge)
 - ``dashboard``   the live page of ``ring dashboard``: history and escaped
