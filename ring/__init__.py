@@ -23,8 +23,8 @@ Layout, bottom up (pure modules first; only the edges do I/O):
 - ``cli``         ``python -m ring table``, ``status``, ``leave``, ``dashboard``: parsing and formatting (edge)
 
 Only the pure names are re-exported here, so importing ``ring`` loads no
-I/O library. Nothing in ``ring`` imports ``peer``: ``peer.engine.cluster`` puts a
-node and a driver together for a running peer, and ``ring/__main__.py`` hands
+I/O library. Nothing in ``ring`` imports ``peer``: ``peer.core.peer`` composes a
+node with the crawl core for a running peer, and ``ring/__main__.py`` hands
 the commands peer's cluster.toml parser.
 """
 

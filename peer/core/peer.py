@@ -9,7 +9,11 @@ here, in the same call; a batch the ring takes goes straight into
 (``peer.engine.crawler``) carries out what is returned, in order, through
 one ``{effect type: handler}`` table.
 
-Events (each takes ``now``; the ones that need the wall clock take ``wall``):
+Events (each takes ``now``, the crawl's clock; the ones that need the wall
+clock take ``wall``). The ring's timers run on ``now - stalled``: the
+seconds this process stood still beyond a gossip interval a round, which
+the sockets measure and the driver sets (Lifeguard, Dadgar et al. 2018:
+the silence of a process that was not running is its own, not its peers').
 
 - ``discover`` / ``seeds`` and ``routed(effects)``: the crawl's own decisions
   (a fetch result's, a sieve batch's...), their Forwards put in the Outbox;
@@ -19,7 +23,8 @@ Events (each takes ``now``; the ones that need the wall clock take ``wall``):
 
 Effects: the crawl's (``peer.core.decisions``: ``Forward`` is journaled by
 the driver, its send is done here), the ring's ``Send``, ``Reply``,
-``Log`` and ``StatusAsked`` (``ring.actions``), and three of this module:
+``Log``, ``StatusAsked`` and ``Released`` (done here; for the record)
+(``ring.actions``), and three of this module:
 
 ==============  ==============================================================
 ``Commit``      make every journal record so far durable, before what follows
@@ -100,7 +105,7 @@ class ReadFetched:
     hosts: tuple[str, ...]
 
 
-PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Commit, ReadHosts, ReadFetched]
+PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched]
 
 
 @dataclass(slots=True)
@@ -125,6 +130,8 @@ class PeerCore:
         self._reads: dict[int, _Read] = {}
         self._next_request = 0
         self._now = now
+        #: Seconds this process stood still (module docstring): the ring's clock is ``now - stalled``.
+        self.stalled = 0.0
         if node is not None:
             crawl.alive = self._alive
             crawl.hold_timeout = node.hold_timeout
@@ -145,9 +152,9 @@ class PeerCore:
                 # A URL we were handed (relay) must not be dropped by the
                 # Outbox's "recently forwarded" cache: it may be the only copy.
                 if e.relay:
-                    outbox.relay(e.url, e.depth, e.owner, now)
+                    outbox.relay(e.url, e.depth, e.owner, now - self.stalled)
                 else:
-                    outbox.add(e.url, e.depth, e.owner, now)
+                    outbox.add(e.url, e.depth, e.owner, now - self.stalled)
             out.append(e)
         return out
 
@@ -178,7 +185,7 @@ class PeerCore:
         return self.node is None or self.node.idle()
 
     def done(self) -> bool:
-        return self.node is None or self.node.done(self._now)
+        return self.node is None or self.node.done(self._now - self.stalled)
 
     def left(self) -> bool:
         return self.node is not None and self.node.left(self.crawl.locally_idle())
@@ -189,26 +196,26 @@ class PeerCore:
                 user_id: str | None = None) -> list[PeerEffect]:
         """A decoded frame that came on ``route`` (``RingNode.receive``'s rules, then ours)."""
         assert self.node is not None
-        return self._ring(self.node.receive(route, msg, now, user_id=user_id), now, wall)
+        return self._ring(self.node.receive(route, msg, now - self.stalled, user_id=user_id), now, wall)
 
     def tick(self, now: float) -> list[PeerEffect]:
         """A gossip round: our counts, membership, ring changes, hand-off markers."""
         assert self.node is not None
         crawl = self.crawl
-        return self._ring(self.node.tick(now, idle=crawl.locally_idle(), pages=crawl.requested),
-                          now, 0.0)
+        return self._ring(self.node.tick(now - self.stalled, idle=crawl.locally_idle(),
+                                         pages=crawl.requested), now, 0.0)
 
     def flush(self, now: float) -> list[PeerEffect]:
         """The Outbox's frames due now (batches with the acks owed)."""
         assert self.node is not None
-        return self._ring(self.node.flush(now), now, 0.0)
+        return self._ring(self.node.flush(now - self.stalled), now, 0.0)
 
     def leave(self, now: float) -> list[PeerEffect]:
         """Leave the ring: fetch nothing more, hand everything over (a second call does nothing)."""
         if self.node is None or self.crawl.leaving:
             return []
         self.crawl.leaving = True
-        return self._ring(self.node.leave(now), now, 0.0)
+        return self._ring(self.node.leave(now - self.stalled), now, 0.0)
 
     def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
         assert self.node is not None
@@ -248,6 +255,7 @@ class PeerCore:
                 out.append(ReadHosts(request))
             elif isinstance(a, Released):
                 crawl.handoff_done(a.sender)
+                out.append(a)  # done; for the record (a log line, a test)
             elif isinstance(a, SeedStarts):
                 # Epoch seconds in the message; our clock is ``now``.
                 crawl.seed_starts(list(a.starts), now, now - wall)
@@ -286,4 +294,5 @@ class PeerCore:
             outbox.add_seen(url, owner, now)
         # Request starts travel in epoch seconds (HostStarts).
         starts = crawl.handoff_starts(h.old, h.ring, wall - now)
-        return self._ring(self.node.begin_handoff(h.version, len(moved), starts, now), now, wall)
+        return self._ring(self.node.begin_handoff(h.version, len(moved), starts, now - self.stalled),
+                          now, wall)

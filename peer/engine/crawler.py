@@ -9,12 +9,15 @@ Layers, top down (httpcore's shape: the driver does I/O, the core decides):
 
 - this module: the nursery, the scheduler loop, one task per job, the
   parser threads, the result store (DuckDB), the journal (``peer.state.journal``),
-  snapshots in a worker thread, the progress line, and the ring node
-  (``peer.engine.cluster``) in a ring;
-- ``peer.core.crawl.CrawlCore``: every decision, pure (scope, Bloom filter,
-  frontier, robots cache, limits, retries, redirects, hand-off holds,
-  ``max_pages``); its effects (``Forward``, ``Queued``, ``Row``...) are done
-  here by one ``{effect type: handler}`` table;
+  snapshots in a worker thread, the progress line, and in a ring the
+  sockets (``ring.io.sockets``, served by ``peer.engine.ringface``);
+- ``peer.core.peer.PeerCore``: the crawl core and the ring node in one, pure;
+  its effects, the crawl's (``Forward``, ``Queued``, ``Row``...) and the
+  ring's (``Send``, ``Reply``, ``Commit``...), are done here by one
+  ``{effect type: handler}`` table;
+- ``peer.core.crawl.CrawlCore``: every crawl decision, pure (scope, Bloom
+  filter, frontier, robots cache, limits, retries, redirects, hand-off holds,
+  ``max_pages``);
 - ``peer.net.fetcher`` / ``peer.net.resolver``: one attempt, errors as data.
 
 The path of one URL, as this module reads: a URL arrives (a seed, a link,
@@ -22,8 +25,8 @@ a batch from the ring) -> ``CrawlCore.discover`` -> the scheduler asks
 ``CrawlCore.next`` and starts ``_work(job)`` -> ``CrawlCore.admit`` says
 fetch, robots.txt first, requeue, drop or pass on -> the fetcher -> the
 parser thread when ``CrawlCore.fetched`` says HTML -> ``CrawlCore.on_result``
--> its effects here: rows to the store and journal, links back to discover,
-URLs of other owners to the outbox.
+-> its effects, through ``PeerCore.routed`` (URLs of other owners into the
+Outbox there), here: rows to the store and journal.
 
 Rules (the core keeps most of them; peer/core/crawl.py):
 
@@ -79,7 +82,7 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -129,7 +132,11 @@ if TYPE_CHECKING:
 
 from peer.engine.durability import DEFAULT_HEAD, SNAPSHOT_CHECK, SNAPSHOT_SECONDS, Durability
 from peer.engine.reporting import Reporting
-from peer.engine.ringface import MOVE_BACKLOG, MOVE_CHUNK, RingFace
+from peer.engine.ringface import MOVE_BACKLOG, MOVE_CHUNK, RingFace, ring_node, ring_sockets
+from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
+from ring.actions import Log, Released, Reply, Send, StatusAsked
+from ring.io.sockets import MemberSockets
+from ring.node import RingNode
 
 __all__ = ["Crawler", "Summary", "MAX_RETRIES", "Parsed", "parse_response"]
 
@@ -211,7 +218,7 @@ class Crawler(Durability, RingFace, Reporting):
         self._cluster = cluster
         self._address = address
         self._weight = weight
-        self.node: Any = None
+        self.node: RingNode | None = None
         self._wall0 = time.monotonic()
         self.started = time.time()  # epoch seconds, for stats.json
         # Crash safety: the frontier, Bloom filter and counters are journaled
@@ -227,11 +234,19 @@ class Crawler(Durability, RingFace, Reporting):
         self._sieve_stats: Any = None
         self._sieve_kick = trio.Event()
         self.spill_peak = 0  # most queued URLs on disk seen by a progress line (rule 9)
-        self._effects: dict[type, Callable[[Any], None]] = {
+        # One core for the crawl and the ring (peer/core/peer.py); alone, without a node.
+        self.peer = PeerCore(self.core)
+        self.sockets: MemberSockets | None = None
+        self._services: trio.Nursery | None = None
+        # One table for every effect the peer core returns, crawl's and ring's.
+        self._effects: dict[type, Callable[[Any], Awaitable[None] | None]] = {
             Forward: self._do_forward, Queued: self._do_queued, Checking: self._do_checking,
             Seen: self._do_seen,
             Done: self._do_done, Row: self._do_row, Items: self._do_items,
             Requeued: _nothing, Warn: _warn,
+            Commit: self._do_commit, ReadHosts: self._do_read_hosts,
+            ReadFetched: self._do_read_fetched, Send: self._do_send, Reply: self._do_reply,
+            StatusAsked: self._do_status, Log: self._do_log, Released: _nothing,
         }
 
     # -- the core's state, for the status, the tests and the CLI -------------------------
@@ -342,25 +357,20 @@ class Crawler(Durability, RingFace, Reporting):
         assert state is not None
         async with trio.open_nursery() as services:
             if self._cluster:
-                from peer.engine.cluster import ClusterNode
-
                 spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
                 address = self._address or (spec.address if spec is not None else "")
-                self.node = node = ClusterNode(
-                    self.cfg, self.peer_id, address,
-                    self._weight or (spec.weight if spec else 1.0), self)
-                self.core.alive = self._alive
-                self.core.hold_timeout = node.hold_timeout
-                self.core.ring = ring = node.ring()
-                if spec is None:
-                    # A peer not in cluster.toml joins a running ring: every
-                    # host it owns had an owner before, who hands it over.
-                    self.core.hold_from(ring.without_peer(self.peer_id), self.clock())
+                node, keys = ring_node(self.cfg, self.peer_id, address,
+                                       self._weight or (spec.weight if spec else 1.0), self.clock())
+                self.node = node
+                # A peer not in cluster.toml joins a running ring (PeerCore: joining).
+                self.peer = PeerCore(self.core, node, now=self.clock(), joining=spec is None)
+                self.sockets = ring_sockets(self, self.cfg, node, address, keys)
+            self._services = services
             if recovered is not None:
                 self._resume(recovered)
-            if self.node is not None:
-                await services.start(self.node.run)
-            self._apply(self.core.seeds(self.clock()))
+            if self.sockets is not None:
+                await services.start(self.sockets.run)
+            self._did(self.core.seeds(self.clock()))
             state.commit()
             services.start_soon(store.run)
             services.start_soon(self._progress)
@@ -387,19 +397,33 @@ class Crawler(Durability, RingFace, Reporting):
 
     # -- effects ----------------------------------------------------------------------
 
-    def _apply(self, effects: Iterable[Effect]) -> None:
-        """Do what the core decided, in its order (links' Queued before their page's Row)."""
+    def _apply(self, effects: Iterable[PeerEffect]) -> None:
+        """Do what the core decided, in its order (links' Queued before their page's Row).
+
+        Synchronous: a ``Reply`` comes only with a received frame
+        (``RingFace._apply_async``).
+        """
         handlers = self._effects
         for effect in effects:
-            handlers[type(effect)](effect)
+            got = handlers[type(effect)](effect)
+            if got is not None:  # pragma: no cover - only a received frame gives replies
+                raise RuntimeError(f"{effect!r} needs the receiver")
         self._wake.set()
         if self.core.sieve.take_kick():
             self._sieve_kick.set()
+        if self.core.frontier.moving:
+            self._move_kick.set()
+
+    def _did(self, effects: Iterable[Effect]) -> None:
+        """The crawl core's effects, its Forwards put in the Outbox by the peer core, then done."""
+        self._apply(self.peer.routed(effects, self.clock()))
 
     def _do_forward(self, e: Forward) -> None:
-        self.node.forward(e.url, e.depth, e.owner, relay=e.relay)
+        # Already in the Outbox (PeerCore.routed): journaled, and the sender woken.
         if self._state is not None:
             self._state.forwarded(((e.url, e.depth),))
+        if self.sockets is not None:
+            self.sockets.wake()
 
     def _do_queued(self, e: Queued) -> None:
         if self._state is not None:
@@ -443,7 +467,7 @@ class Crawler(Durability, RingFace, Reporting):
     async def _schedule(self, workers: trio.Nursery) -> None:
         core = self.core
         while True:
-            decision = core.next(self.clock(), self.node)
+            decision = self.peer.next(self.clock())
             if isinstance(decision, Start):
                 workers.start_soon(self._work, decision.job)
                 continue
@@ -452,7 +476,7 @@ class Crawler(Durability, RingFace, Reporting):
                 return
             assert isinstance(decision, Sleep)
             if decision.effects:
-                self._apply(decision.effects)
+                self._did(decision.effects)
             self._wake = trio.Event()
             # Until a host can start, or a fetch ends, or a URL arrives.
             with trio.move_on_at(decision.until):
@@ -469,7 +493,7 @@ class Crawler(Durability, RingFace, Reporting):
                 log.error("internal error %s on %s: recorded as 'internal', the crawl goes on "
                           "(further %s errors are counted in the summary, not logged)",
                           name, job.url, name, exc_info=exc)
-            self._apply(effects)
+            self._did(effects)
         finally:
             core.job_ended(job)
             self._wake.set()
@@ -478,12 +502,12 @@ class Crawler(Durability, RingFace, Reporting):
         core = self.core
         adm = core.admit(job, self.clock())
         if isinstance(adm, Fetch):
-            self._apply(adm.effects)
+            self._did(adm.effects)
             res = await self._fetcher.fetch(job.url)
             parsed = None
             async with self._turn:
                 if not core.fetched(job, res, self.clock()):
-                    self._apply(core.on_result(job, res, None, self.clock()))
+                    self._did(core.on_result(job, res, None, self.clock()))
                     return
                 # A small page on the loop (INLINE_PAGE); the rest in a worker
                 # thread: lexbor releases the GIL while it parses, and a crafted
@@ -493,7 +517,7 @@ class Crawler(Durability, RingFace, Reporting):
                 body = res.body
                 if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:
                     parsed = self._parse_inline(job, res)
-                    self._apply(core.on_result(job, res, parsed, self.clock()))
+                    self._did(core.on_result(job, res, parsed, self.clock()))
                     return
             if len(body) > HEAVY_PAGE:
                 async with self._heavy:
@@ -501,9 +525,9 @@ class Crawler(Durability, RingFace, Reporting):
             else:
                 parsed = await self._parse(job, res)
             async with self._turn:
-                self._apply(core.on_result(job, res, parsed, self.clock()))
+                self._did(core.on_result(job, res, parsed, self.clock()))
         elif isinstance(adm, FetchRobots):
-            self._apply(adm.effects)
+            self._did(adm.effects)
             try:
                 # The first 500 KiB however long the file (RFC 9309 §2.5): a
                 # prefix with ``truncated`` set, not a too_large refusal.
@@ -511,10 +535,10 @@ class Crawler(Durability, RingFace, Reporting):
             except trio.Cancelled:
                 core.robots_cancelled(job)
                 raise
-            self._apply(core.on_robots(job, res, self.clock()))
+            self._did(core.on_robots(job, res, self.clock()))
         else:
             assert isinstance(adm, (Requeue, Drop, PassOn))
-            self._apply(adm.effects)
+            self._did(adm.effects)
             if not isinstance(adm, Requeue):
                 # It left our queue (passed on, or fetched by the previous
                 # owner): on disk before anything else happens.
@@ -535,8 +559,8 @@ class Crawler(Durability, RingFace, Reporting):
         if samples and self._store is not None:
             self._store.add_pid(samples, self.cfg.politeness.setpoint)
 
-def _nothing(effect: Effect) -> None:
-    """Requeues are the frontier's (the core did them); nothing to do here."""
+def _nothing(effect: Any) -> None:
+    """Done by the core already (a requeue, a hand-off released); nothing to do here."""
 
 
 def _warn(effect: Warn) -> None:

@@ -65,6 +65,9 @@ class Durability:
     def _apply(self, effects: Iterable[Effect]) -> None:
         raise NotImplementedError
 
+    def _did(self, effects: Iterable[Effect]) -> None:
+        raise NotImplementedError
+
     _spill: FileSpill | None
     _sieve: Any
     _sieve_stats: Any
@@ -140,12 +143,12 @@ class Durability:
         state = self._state
         assert state is not None
         # The spilled queues first: they came before what the journal queued.
-        self._apply(self.core.resume_spilled(now))
+        self._did(self.core.resume_spilled(now))
         for url, depth in rec.queued.items():
-            self._apply(self.core.discover(url, depth, now, Origin.RECOVERED))
+            self._did(self.core.discover(url, depth, now, Origin.RECOVERED))
         for url, depth in rec.forwards:
             # Like any URL handed to us: to its owner, or through our Bloom filter.
-            self._apply(self.core.discover(url, depth, now, Origin.RELAY))
+            self._did(self.core.discover(url, depth, now, Origin.RELAY))
         self.core.seed_starts(self._restart_starts, now, now - time.time())
         self._restart_starts = []
         state.commit()
@@ -205,7 +208,7 @@ class Durability:
                 return
             new = await trio.to_thread.run_sync(self._sieve.apply, batch)
             self._sieve_stats = self._sieve.stats()
-            self._apply(self.core.sieve_verdicts(batch, new, self.clock()))
+            self._did(self.core.sieve_verdicts(batch, new, self.clock()))
 
     async def _snapshots(self) -> None:
         """A new snapshot when the journal is big or old, so recovery stays short."""
