@@ -320,14 +320,14 @@ def test_three_peers_crawl_every_page_once_and_stop_by_themselves():
     # Every page was fetched by the owner of its host, and each peer had some.
     owners = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, vnodes=64)
     assert all(owners.owner(host_of(url)) == who for who, url in ring.fetches)
-    assert all(p.crawl.fetched for p in ring.peers.values())
+    assert all(p.fetched for p in ring.peers.values())
     # Status, as `ring status` would get it from p1: three alive members sharing the ring.
     p1 = ring.peers["p1"]
-    p1.run(p1.node.receive(b"tool", StatusRequest(RING, "ring-status", 1), ring.now))
+    p1.run(p1.core.receive(b"tool", StatusRequest(RING, "ring-status", 1), ring.now, wall=ring.now))
     (_, reply), = p1.replies
     assert [(m.id, m.state.value) for m in reply.members] == [(p, "alive") for p in ("p1", "p2", "p3")]
     assert sum(m.share for m in reply.members) == pytest.approx(1.0)
-    assert next(m for m in reply.members if m.id == "p1").pages == len(p1.crawl.fetched)
+    assert next(m for m in reply.members if m.id == "p1").pages == len(p1.fetched)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -345,8 +345,8 @@ def test_a_peer_not_in_the_seeds_joins_mid_crawl_and_takes_hosts():
     joiner = ring.add("p9")
     ring.run_until(ring.all_finished, max_seconds=120)
     assert_every_page_fetched_once(ring)
-    assert joiner.crawl.fetched, "the joiner fetched nothing"
-    assert set(joiner.crawl.released) == {"p1", "p2"}  # both previous owners handed over
+    assert joiner.fetched, "the joiner fetched nothing"
+    assert set(joiner.released) == {"p1", "p2"}  # both previous owners handed over
     assert all(p.finished == "cluster done" for p in ring.peers.values())
 
 
@@ -354,11 +354,11 @@ def test_a_graceful_leave_mid_crawl_hands_everything_over():
     ring = FakeRing(n=3, web=FakeWeb(hosts=16, pages_per_host=10))
     ring.run_for(0.6)
     leaver = ring.peers["p2"]
-    before = len(leaver.crawl.fetched)
-    leaver.run(leaver.node.receive(b"tool", LeaveRequest(RING, "ring-leave", "p2"), ring.now))
+    before = len(leaver.fetched)
+    leaver.run(leaver.core.receive(b"tool", LeaveRequest(RING, "ring-leave", "p2"), ring.now, wall=ring.now))
     ring.run_until(ring.all_finished, max_seconds=120)
     assert leaver.finished == "left the ring"
-    assert len(leaver.crawl.fetched) == before  # it fetched nothing once asked to leave
+    assert len(leaver.fetched) == before  # it fetched nothing once asked to leave
     assert_every_page_fetched_once(ring)
     assert leaver.node.handoffs and leaver.node.handoffs[0][0] == before
 
@@ -382,7 +382,7 @@ def test_a_crashed_peer_is_declared_dead_and_its_unacked_batches_are_rerouted():
 def test_a_partition_splits_the_ring_and_healing_joins_it_again():
     ring = FakeRing(n=4)
     for p in ring.peers.values():
-        p.crawl.busy = True  # nobody finishes meanwhile (a finished peer exits)
+        p.busy = True  # nobody finishes meanwhile (a finished peer exits)
     # First they hear of each other: a seed never heard from is not probed
     # for ring.seed_grace (a rolling start), so a split at the start moves nothing.
     ring.run_for(1.0)
