@@ -4,9 +4,10 @@
 ``TerminationDetector``, the forwarder's ``Outbox`` and ``Inbox``) and owns
 every decision a running peer makes about ring traffic. It does no I/O and
 reads no clock: :meth:`RingNode.receive` and :meth:`RingNode.tick` take a
-message or the time and return *actions*, frozen dataclasses the driver
-(``ring.io.driver``) carries out in order, as h11's ``Connection`` returns
-events::
+message or the time and return *actions* (``ring.actions``), frozen
+dataclasses carried out in order, as h11's ``Connection`` returns events: in
+a peer, ``peer.core.peer.PeerCore`` does the crawl's part itself and its
+engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
 
     Send(dest, msg)          a message to member ``dest`` (over its DEALER)
     Reply(route, msg)        an answer on the ROUTER to a tool's route
