@@ -1,9 +1,9 @@
 """What the ring asks of the crawl it serves: a ``typing.Protocol`` (pure).
 
-``ring.io.driver`` talks to the crawl only through these methods, so ``ring``
-never imports ``peer``: ``peer.engine.crawler.Crawler`` satisfies the protocol
-structurally, and ``tests/fakering.py``'s ``FakeCrawl`` is a dozen lines of
-it. The names are the ones ``peer/engine/cluster.py`` called before this split.
+``ring.io.driver.RingDriver`` talks to the crawl only through these methods,
+so ``ring`` never imports ``peer``. A peer's engine does not use it: there
+the crawl and the ring are one core (``peer.core.peer.PeerCore``); it serves
+the ring's tests and benchmarks, whose members have a stand-in crawl.
 """
 
 from __future__ import annotations

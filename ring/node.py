@@ -4,13 +4,15 @@
 ``TerminationDetector``, the forwarder's ``Outbox`` and ``Inbox``) and owns
 every decision a running peer makes about ring traffic. It does no I/O and
 reads no clock: :meth:`RingNode.receive` and :meth:`RingNode.tick` take a
-message or the time and return *actions*, frozen dataclasses the driver
-(``ring.io.driver``) carries out in order, as h11's ``Connection`` returns
-events::
+message or the time and return *actions* (``ring.actions``), frozen
+dataclasses carried out in order, as h11's ``Connection`` returns events: in
+a peer, ``peer.core.peer.PeerCore`` does the crawl's part itself and its
+engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
 
     Send(dest, msg)          a message to member ``dest`` (over its DEALER)
     Reply(route, msg)        an answer on the ROUTER to a tool's route
-    Deliver(urls, seen, ...) entries for the crawl: frontier URLs, seen URLs
+    Deliver(urls, seen, sender)  a batch taken: frontier URLs, seen URLs; durable before the ack
+    Rerouted(urls, seen)     ours, back from a member now gone: the crawl places them again
     RingChanged(ring, old)   the live member set moved: the crawl re-routes
     HandOff(old, ring, ...)  collect the moved hosts' seen URLs and starts
     Released(sender)         its HandoffDone came: its hosts may be fetched
@@ -80,21 +82,16 @@ the ring moved again (a newer hand-off has its own markers).
 
 from __future__ import annotations
 
-import enum
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Inbox, Outbox, Verdict
 from ring.hashring import HashRing
 from ring.membership import Membership
 from ring.routes import route_member
 from ring.messages import (
-    MAX_ARRAY,
-    MAX_BUSIEST,
-    MAX_DROPPED,
     Ack,
     Digest,
     HandoffDone,
@@ -103,17 +100,32 @@ from ring.messages import (
     Leave,
     LeaveRequest,
     MemberState,
-    MemberStatus,
     Message,
     Packet,
     Ping,
     PingAck,
     PingReq,
-    StatusReply,
     StatusRequest,
     Sync,
     UrlBatch,
 )
+from ring.actions import (
+    Action,
+    Count,
+    Deliver,
+    HandOff,
+    LeaveAsked,
+    Log,
+    Released,
+    Rerouted,
+    Reply,
+    RingChanged,
+    SeedStarts,
+    Send,
+    StatusAsked,
+)
+from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs, _HandOff
+from ring.status import StatusFigures, StatusReplies
 
 __all__ = [
     "ADOPT_PREFIX",
@@ -125,8 +137,8 @@ __all__ = [
     "HandOff",
     "LeaveAsked",
     "Log",
-    "Origin",
     "Released",
+    "Rerouted",
     "Reply",
     "RingChanged",
     "RingNode",
@@ -138,158 +150,12 @@ __all__ = [
 
 #: Sender ids of URL batches from ``scripts/adopt.py`` start with this.
 ADOPT_PREFIX = "adopt:"
-#: Rounds a HandoffDone is sent; one that never arrives only makes the new
-#: owner wait ``hold_timeout`` before fetching the hosts it gained.
-MARKER_ROUNDS = 5
-#: Longest a hand-off waits for the new owners' acks.
-HANDOFF_TIMEOUT = 60.0
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
                     PingAck, Sync, Packet)
 
 
-# ---------------------------------------------------------------------------
-# Actions
-
-
-class Origin(enum.StrEnum):
-    """Where delivered entries come from: the crawl treats each its own way."""
-
-    FORWARDED = "forwarded"  # a member's batch: route, dedupe, queue (Crawler.accept)
-    ADOPTED = "adopted"  # scripts/adopt.py's batch: the same
-    TAKEN_BACK = "taken_back"  # our own, rerouted back from a peer now gone (Crawler.take_back)
-
-
-@dataclass(frozen=True, slots=True)
-class Send:
-    dest: str
-    msg: Message
-
-
-@dataclass(frozen=True, slots=True)
-class Reply:
-    route: bytes
-    msg: Message
-
-
-@dataclass(frozen=True, slots=True)
-class Deliver:
-    """Entries for the crawl; ``commit``: make them durable before what follows (an ack)."""
-
-    urls: tuple[tuple[str, int], ...]
-    seen: tuple[str, ...]
-    origin: Origin
-    commit: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class RingChanged:
-    ring: HashRing
-    old: HashRing | None
-
-
-@dataclass(frozen=True, slots=True)
-class HandOff:
-    """Collect what moved from ``old`` to ``ring``, then call ``RingNode.begin_handoff(version, ...)``."""
-
-    old: HashRing
-    ring: HashRing
-    version: int
-
-
-@dataclass(frozen=True, slots=True)
-class Released:
-    sender: str
-
-
-@dataclass(frozen=True, slots=True)
-class SeedStarts:
-    starts: tuple[tuple[str, float], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class LeaveAsked:
-    sender: str
-
-
-@dataclass(frozen=True, slots=True)
-class StatusAsked:
-    route: bytes
-    nonce: int
-
-
-@dataclass(frozen=True, slots=True)
-class Count:
-    reason: str
-
-
-@dataclass(frozen=True, slots=True)
-class Log:
-    level: int
-    text: str
-
-
-Action = Union[Send, Reply, Deliver, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log]
-
-
-@dataclass(frozen=True, slots=True)
-class StatusFigures:
-    """This peer's own row of ``ring status``, as the crawl reports it."""
-
-    pages: int = 0
-    rate: float = 0.0
-    frontier: int = 0
-    hosts: int = 0
-    forwarded_out: int = 0
-    forwarded_in: int = 0
-    dns_hit_rate: float = 0.0
-    bloom_fill: float = 0.0
-    uptime: float = 0.0
-    limits: Mapping[str, int] = field(default_factory=dict)
-    errors: Mapping[str, int] = field(default_factory=dict)  # failed fetches by kind
-    busiest: Sequence[tuple[str, float, float]] = ()  # (host, pages/min, setpoint pages/min)
-
-    @classmethod
-    def of(cls, figures: Any, uptime: float) -> StatusFigures:
-        """From the crawl's figures, a mapping or an object with these attributes."""
-        def get(name: str, default: Any) -> Any:
-            if isinstance(figures, Mapping):
-                return figures.get(name, default)
-            return getattr(figures, name, default)
-
-        return cls(pages=int(get("pages", 0)), rate=float(get("rate", 0.0)),
-                   frontier=int(get("frontier", 0)), hosts=int(get("hosts", 0)),
-                   forwarded_out=int(get("forwarded_out", 0)), forwarded_in=int(get("forwarded_in", 0)),
-                   dns_hit_rate=float(get("dns_hit_rate", 0.0)), bloom_fill=float(get("bloom_fill", 0.0)),
-                   uptime=uptime, limits=dict(get("limits", {}) or {}),
-                   errors=dict(get("errors", {}) or {}),
-                   busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()))
-
-
-# ---------------------------------------------------------------------------
-# Hand-off records
-
-
-class _Phase(enum.Enum):
-    COLLECTING = "collecting"  # the driver gathers seen URLs and starts
-    WAITING = "waiting"  # barriers set: waiting for each new owner's acks
-    MARKING = "marking"  # every owner told; repeating HandoffDone for a few rounds
-
-
-@dataclass(slots=True)
-class _HandOff:
-    version: int
-    members: tuple[str, ...]
-    phase: _Phase = _Phase.COLLECTING
-    marks: dict[str, int] = field(default_factory=dict)
-    starts: dict[str, list[tuple[str, float]]] = field(default_factory=dict)
-    began: float = 0.0
-    seen: int = 0
-    repeats: int = MARKER_ROUNDS - 1
-
-
-class RingNode:
+class RingNode(HandOffs, StatusReplies):
     """One member's ring logic; the driver feeds it messages and ticks (module docstring)."""
 
     def __init__(
@@ -370,11 +236,6 @@ class RingNode:
     def done(self, now: float) -> bool:
         """True once the whole cluster's crawl is over (the counter method)."""
         return self.membership.cluster_idle(now)
-
-    @property
-    def handing_off(self) -> int:
-        """Hand-offs still collecting or waiting for acks."""
-        return sum(1 for h in self._handoffs if h.phase is not _Phase.MARKING)
 
     def left(self, locally_idle: bool) -> bool:
         """Leaving, and everything handed over and acked: the process may end."""
@@ -512,7 +373,7 @@ class RingNode:
     def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
         if msg.sender.startswith(ADOPT_PREFIX):
             self.dropped["adopted_batches"] += 1  # not a drop: shown with the counters
-            return [Deliver(msg.urls, msg.seen, Origin.ADOPTED, commit=True),
+            return [Deliver(msg.urls, msg.seen, msg.sender),
                     Reply(route, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
         sender = self.membership.members().get(msg.sender)
         if sender is None or sender.state is MemberState.DEAD:
@@ -525,7 +386,7 @@ class RingNode:
         verdict = self.inbox.accept(msg)
         out: list[Action] = []
         if verdict is Verdict.ACCEPT:
-            out.append(Deliver(msg.urls, msg.seen, Origin.FORWARDED, commit=True))
+            out.append(Deliver(msg.urls, msg.seen, msg.sender))
         else:
             out += self._drop(verdict.value)  # a replay is acked again, but still counted
         if verdict.ack:
@@ -585,141 +446,9 @@ class RingNode:
         StatusRequest: _on_status_request,
     }
 
-    # -- ring changes and hand-off -------------------------------------------------
-
-    def _check_ring(self, now: float) -> list[Action]:
-        version = self.membership.ring_version
-        if version == self._ring_version:
-            return []
-        self._ring_version = version
-        old, ring = self._ring, self.ring()
-        self._ring = ring
-        out: list[Action] = [Log(logging.INFO, "ring: " + (", ".join(sorted(ring)) or "(empty)"))]
-        if not len(ring):
-            return out  # the last peer left: nobody to hand anything to
-        out.append(RingChanged(ring, old))
-        # Channels with a dead peer leave the termination sums on both sides
-        # (TerminationDetector): reroute drops ours to it, forget drops its to
-        # us (and its late batches are refused). A leaver's stay: it is still
-        # handing over, and its counters stay summed.
-        members = self.membership.members()
-        left = {m for m, rec in members.items() if rec.state is MemberState.LEFT}
-        for gone in set(old or ()) - set(ring) - left:
-            if gone != self.peer_id:
-                self.inbox.forget(gone)
-        key = self._owner_key
-        urls, seen = self.outbox.reroute(lambda u: ring.owner(key(u)), now, members=ring, left=left)
-        if urls or seen:
-            out.append(Deliver(tuple(urls), tuple(seen), Origin.TAKEN_BACK))
-        if old is not None:
-            self._handoffs.append(_HandOff(version, tuple(sorted(ring))))
-            out.append(HandOff(old, ring, version))
-        return out
-
-    def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
-                      now: float) -> list[Action]:
-        """The driver queued the moved hosts' seen URLs: set the barriers and start waiting."""
-        h = next((h for h in self._handoffs if h.version == version and h.phase is _Phase.COLLECTING),
-                 None)
-        if h is None:
-            return []
-        h.phase = _Phase.WAITING
-        h.began = now
-        h.seen = seen
-        h.starts = {d: list(s) for d, s in starts.items()}
-        h.marks = {d: self.outbox.barrier(d) for d in h.members if d != self.peer_id}
-        return self._progress(now)
-
-    def _progress(self, now: float, marker_round: bool = False) -> list[Action]:
-        """Tell each new owner whose acks are all in; give up late waits; repeat markers."""
-        out: list[Action] = []
-        live = self.membership.live()
-        current = self.membership.ring_version
-        for h in self._handoffs:
-            if h.phase is _Phase.WAITING:
-                for d in list(h.marks):
-                    if d not in live or self.outbox.acked_through(d, h.marks[d]):
-                        del h.marks[d]
-                        if d in live:
-                            if h.starts.get(d):
-                                # Before HandoffDone, on the same connection: the new
-                                # owner counts them before it releases the hosts.
-                                out.append(Send(d, HostStarts(self.ring_name, self.peer_id,
-                                                              tuple(h.starts[d][:MAX_ARRAY]))))
-                            out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members)))
-                timed_out = now - h.began >= HANDOFF_TIMEOUT
-                if h.marks and timed_out:
-                    out.append(Log(logging.WARNING, f"hand-off: no ack from {', '.join(sorted(h.marks))} "
-                                                    f"within {HANDOFF_TIMEOUT:.0f}s"))
-                if not h.marks or timed_out:
-                    elapsed = now - h.began
-                    self.handoffs.append((h.seen, elapsed))
-                    if h.seen:
-                        out.append(Log(logging.INFO, f"hand-off: {h.seen} fetched URLs to their new "
-                                                     f"owners, all acked in {elapsed:.2f}s"))
-                    h.marks = {}
-                    h.phase = _Phase.MARKING
-            elif h.phase is _Phase.MARKING and marker_round:
-                if current != h.version:
-                    h.repeats = 0  # a newer ring has its own hand-off and markers
-                    continue
-                h.repeats -= 1
-                out += [Send(d, HandoffDone(self.ring_name, self.peer_id, h.members))
-                        for d in h.members if d != self.peer_id]
-        self._handoffs = [h for h in self._handoffs if h.phase is not _Phase.MARKING or h.repeats > 0]
-        return out
-
-    # -- status --------------------------------------------------------------------
-
-    def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
-        """The answer to ``ring status``: full figures for us, gossiped ones for the others."""
-        ring = self.ring()
-        shares = ring.shares()
-        out = []
-        for mid, m in sorted(self.membership.members().items()):
-            if mid == self.peer_id:
-                out.append(MemberStatus(
-                    id=mid, address=m.address, state=MemberState(m.state), share=shares.get(mid, 0.0),
-                    pages=figures.pages, rate=figures.rate, frontier=figures.frontier, hosts=figures.hosts,
-                    forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
-                    dns_hit_rate=figures.dns_hit_rate, bloom_fill=figures.bloom_fill,
-                    uptime=figures.uptime,
-                    # The crawler's cap hits, held hosts and the like ride along
-                    # (cap.*, held.*, malformed.*, polite.*).
-                    dropped=self.dropped_rows({**figures.limits, **self.forwarding_rows()}),
-                    errors=_capped_counts(figures.errors),
-                    busiest=tuple(figures.busiest)[:MAX_BUSIEST]))
-            else:
-                out.append(MemberStatus(
-                    id=mid, address=m.address, state=MemberState(m.state), share=shares.get(mid, 0.0),
-                    pages=m.pages, rate=0.0, frontier=0, hosts=0, forwarded_out=m.sent,
-                    forwarded_in=m.received, dns_hit_rate=0.0, bloom_fill=0.0, uptime=0.0))
-        return StatusReply(self.ring_name, self.peer_id, tuple(out), nonce=nonce)
-
-    def forwarding_rows(self) -> dict[str, int]:
-        """The Outbox's frame counters, shown with the drops (``fwd.*``; the age in ms)."""
-        st = self.outbox.stats()
-        rows = {"fwd.frames": st.messages, "fwd.batches": st.batches, "fwd.resent": st.resent,
-                "fwd.acks_piggybacked": st.acks_piggybacked, "fwd.acks_alone": st.acks_alone,
-                "fwd.age_ms": round(st.age * 1000) if st.messages else 0,
-                "fwd.window_waits": st.window_waits}
-        return {k: v for k, v in rows.items() if v}
-
-    def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
-        """Every drop counter, as the status reply carries them (at most MAX_DROPPED)."""
-        return _capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
-
 
 def _netloc(url: str) -> str:
     """A stand-in placement key (the URL's authority) for rings built without ``owner_key``."""
     rest = url.partition("://")[2]
     return rest.split("/", 1)[0].lower()
 
-
-def _capped_counts(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
-    """Counters as a status reply carries them: at most MAX_DROPPED, the rest as "other"."""
-    rows = sorted((str(k), int(v)) for k, v in counts.items())
-    if len(rows) > MAX_DROPPED:
-        rest = sorted(rows, key=lambda kv: -kv[1])[MAX_DROPPED - 1:]
-        rows = sorted(set(rows) - set(rest)) + [("other", sum(n for _, n in rest))]
-    return tuple(rows)

@@ -1,13 +1,15 @@
-"""N ``RingNode`` s in one process over a fake network that drops, delays and partitions.
+"""N peers in one process over a fake network that drops, delays and partitions.
 
 Like h11's ``ConnectionPair``: no sockets and no trio, virtual time, every
-message through the real codec (``encode``/``decode``). Each peer pairs a
-``ring.node.RingNode`` with a :class:`FakeCrawl`, a small crawl that
-implements ``ring.crawlport.CrawlPort`` the way ``peer.engine.crawler.Crawler``
-does what matters to the ring: a seen set, a queue of owned hosts, holds on
-gained hosts until the previous owner's ``HandoffDone``, the hand-off of
-fetched URLs as ``seen``. Its "server log" (:attr:`FakeRing.fetches`) is the
-oracle: every page of the fake web fetched exactly once.
+message through the real codec (``encode``/``decode``). Each peer is the real
+``peer.core.peer.PeerCore``: a ``peer.core.crawl.CrawlCore`` and a
+``ring.node.RingNode`` in one, in memory, fed the fake web's pages as fetch
+results and parsed by the crawl's own ``parse_response``; :class:`FakePeer`
+carries out its effects as ``peer.engine.crawler`` does, with a list of rows
+for the results store. No crawl rule is restated here: hand-off holds, seen
+URLs, re-routing and ``max_pages`` are the core's. The "server log"
+(:attr:`FakeRing.fetches`) is the oracle: every page of the fake web fetched
+exactly once.
 
 The fake web: host ``h<i>.web.test`` has pages 0..``pages_per_host``-1;
 page ``p`` links to the next page of its host, to page ``p`` of the next
@@ -19,30 +21,34 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections import Counter, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections import Counter
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from ring.hashring import HashRing
-from ring.messages import decode, encode
-from ring.node import (
-    Action,
-    Count,
-    Deliver,
-    HandOff,
-    LeaveAsked,
-    Log,
-    Origin,
-    Released,
-    Reply,
-    RingChanged,
-    RingNode,
-    SeedStarts,
-    Send,
-    StatusAsked,
-    StatusFigures,
+from peer.core.config import ClusterConfig, parse_config
+from peer.core.crawl import (
+    Checking,
+    CrawlCore,
+    Done,
+    Fetch,
+    Finished,
+    Forward,
+    Items,
+    Queued,
+    Requeued,
+    Row,
+    Seen,
+    Sleep,
+    Warn,
+    parse_response,
 )
+from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
+from peer.core.urls import host_key
+from peer.net.fetcher import FetchResult
+from ring.messages import decode, encode
+from ring.node import Log, Released, Reply, RingNode, Send, StatusAsked, StatusFigures
 
 RING = "fake"
 #: Rounds a finished peer keeps gossiping before it exits (peer.engine.crawler's LINGER_ROUNDS).
@@ -79,172 +85,30 @@ class FakeWeb:
             out.append(self.url(h, p + 1))
         return out
 
+    def page(self, url: str) -> FetchResult:
+        """The server's answer: an HTML page of :meth:`links`."""
+        body = ("<html><body>" + "".join(f'<a href="{u}">l</a>' for u in self.links(url))
+                + "</body></html>").encode()
+        return FetchResult(url=url, status=200, content_type="text/html", charset="utf-8",
+                           location=None, retry_after=None, body=body, raw_bytes=len(body),
+                           truncated=False, error=None, elapsed=0.001, address=None)
 
-class FakeCrawl:
-    """The crawl of one fake peer (``CrawlPort``); ``peer`` gives it its node and clock."""
 
-    def __init__(self, peer: FakePeer) -> None:
-        self.peer = peer
-        self.seen: set[str] = set()
-        self.queue: deque[tuple[str, int]] = deque()
-        self.fetched: list[str] = []
-        self.seen_in: dict[str, str] = {}
-        self.handed_seen: set[str] = set()
-        self.ring: HashRing | None = None
-        self.holds: list[tuple[HashRing, dict[str, float]]] = []
-        self.leaving = False
-        self.released: list[str] = []
-        self.busy = False  # a test's way to keep the peer from finishing
-
-    # -- CrawlPort ----------------------------------------------------------------
-
-    @property
-    def pages_requested(self) -> int:
-        return len(self.fetched)
-
-    def locally_idle(self) -> bool:
-        return not self.queue and not self.busy
-
-    def accept(self, url: str, depth: int) -> None:
-        self.discover(url, depth, relay=True)
-
-    def accept_seen(self, url: str) -> None:
-        self.seen_in[url] = host_of(url)
-        if url in self.seen:
-            self.handed_seen.add(url)
-        self.seen.add(url)
-
-    def take_back(self, url: str, depth: int) -> None:
-        if self.ring is not None and self.ring.owner(host_of(url)) != self.peer.id:
-            self.accept(url, depth)
-            return
-        self.seen.add(url)
-        self.queue.append((url, depth))
-
-    def commit_state(self) -> None:
-        self.peer.commits += 1
-
-    def set_ring(self, ring: HashRing) -> None:
-        old, self.ring = self.ring, ring
-        keep: deque[tuple[str, int]] = deque()
-        for url, depth in self.queue:
-            owner = ring.owner(host_of(url))
-            if owner != self.peer.id:
-                self.peer.forward(url, depth, owner, relay=True)
-            else:
-                keep.append((url, depth))
-        self.queue = keep
-        if old is not None and self.peer.id in ring and set(old) != set(ring):
-            self.hold_from(old)
-
-    async def handoff_seen(self, old: HashRing, ring: HashRing) -> int:
-        n = 0
-        me = self.peer.id
-        for url in [*self.fetched, *self.seen_in]:
-            host = host_of(url)
-            new = ring.owner(host)
-            if new != me and old.owner(host) != new:
-                self.peer.node.outbox.add_seen(url, new, self.peer.ring.now)
-                n += 1
-        return n
-
-    def handoff_starts(self, old: HashRing, ring: HashRing) -> Mapping[str, Iterable[tuple[str, float]]]:
-        return {}
-
-    def handoff_done(self, sender: str) -> None:
-        self.released.append(sender)
-        for _, waiting in self.holds:
-            waiting.pop(sender, None)
-        self.holds = [(o, w) for o, w in self.holds if w]
-
-    def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
-        pass
-
-    def leave(self) -> None:
-        if not self.leaving:
-            self.leaving = True
-            self.peer.run(self.peer.node.leave(self.peer.ring.now))
-
-    def poke(self) -> None:
-        pass
-
-    def status_figures(self) -> dict[str, Any]:
-        return {"pages": len(self.fetched), "frontier": len(self.queue)}
-
-    # -- the crawl itself -----------------------------------------------------------
-
-    def discover(self, url: str, depth: int, relay: bool = False) -> None:
-        if self.ring is not None:
-            owner = self.ring.owner(host_of(url))
-            if owner != self.peer.id:
-                self.peer.forward(url, depth, owner, relay=relay)
-                return
-        if url not in self.seen:
-            self.seen.add(url)
-            self.queue.append((url, depth))
-
-    def hold_from(self, old: HashRing) -> None:
-        members = self.peer.node.membership.members()
-        until = self.peer.ring.now + self.peer.node.hold_timeout
-        waiting = {p: until for p in old if p != self.peer.id and p in members
-                   and members[p].state.value != "dead"}
-        if waiting:
-            self.holds.append((old, waiting))
-
-    def held(self, host: str) -> bool:
-        now = self.peer.ring.now
-        members = self.peer.node.membership.members()
-        held = False
-        for old, waiting in self.holds:
-            prev = old.owner(host)
-            until = waiting.get(prev)
-            if until is None:
-                continue
-            m = members.get(prev)
-            if now >= until or (m is not None and m.state.value == "dead"):
-                del waiting[prev]
-                continue
-            held = True
-        self.holds = [(o, w) for o, w in self.holds if w]
-        return held
-
-    def step(self, web: FakeWeb, budget: int) -> None:
-        """Fetch up to ``budget`` owned, unheld pages."""
-        if self.leaving:
-            if self.queue and self.ring is not None:
-                self.set_ring(self.ring)  # everything goes to its owner
-            return
-        cap = self.peer.node.page_cap if self.peer.node.max_pages else None
-        for _ in range(len(self.queue)):
-            if budget <= 0 or not self.queue:
-                return
-            if cap is not None and (len(self.fetched) >= cap or
-                                    len(self.fetched) + self.peer.node.others_pages()
-                                    >= self.peer.node.max_pages):
-                return
-            url, depth = self.queue.popleft()
-            host = host_of(url)
-            if url in self.handed_seen:
-                self.handed_seen.discard(url)
-                continue
-            if self.ring is not None and self.ring.owner(host) != self.peer.id:
-                self.peer.forward(url, depth, self.ring.owner(host), relay=True)
-                continue
-            if self.holds and self.held(host):
-                self.queue.append((url, depth))
-                continue
-            budget -= 1
-            self.fetched.append(url)
-            self.peer.ring.fetches.append((self.peer.id, url))
-            for link in web.links(url):
-                self.discover(link, depth + 1)
+def crawl_config(web: FakeWeb, max_pages: int) -> ClusterConfig:
+    """The crawl's rules for the fake web: no robots.txt, no delays, every host in scope."""
+    text = (f'[ring]\nname = "{RING}"\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n'
+            f'[crawl]\nseeds = ["{web.seed()}"]\nallow_hosts = ["*.web.test"]\nobey_robots = false\n'
+            f"concurrency = 8\nmax_pages = {max_pages}\n"
+            "[politeness]\nrate = 0.0\nhost_concurrency = 1\n"
+            "[bloom]\ncapacity = 10000\nerror_rate = 0.001\n")
+    return parse_config(text, Path("/nonexistent/cluster.toml"))
 
 
 class FakePeer:
-    """A RingNode, its FakeCrawl and its route; actions run as ``ring.io.driver`` runs them."""
+    """A ``PeerCore`` and its route; its effects carried out as ``peer.engine.crawler`` does."""
 
     def __init__(self, ring: FakeRing, peer_id: str, *, seeds: list[tuple[str, str, float]],
-                 incarnation: int, max_pages: int = 0) -> None:
+                 incarnation: int, max_pages: int = 0, joining: bool = False) -> None:
         self.ring = ring
         self.id = peer_id
         self.route = f"{peer_id}/{incarnation:x}".encode()
@@ -252,100 +116,106 @@ class FakePeer:
             peer_id, f"fake://{peer_id}", 1.0, RING, seeds=seeds,
             gossip_interval=ring.gossip_interval, suspect_after=ring.suspect_after,
             dead_after=ring.dead_after, tombstone_ttl=ring.dead_after * 4, now=ring.now,
-            incarnation=incarnation, vnodes=64, max_pages=max_pages, owner_key=host_of)
-        self.crawl = FakeCrawl(self)
-        self.crawl.ring = self.node.ring()
+            incarnation=incarnation, vnodes=64, max_pages=max_pages, owner_key=host_key)
+        self.crawl = CrawlCore(crawl_config(ring.web, max_pages), peer_id, rng=random.Random(incarnation))
+        self.core = PeerCore(self.crawl, self.node, now=ring.now, joining=joining)
+        self.fetched: list[str] = []  # this peer's requests, in order
+        self.rows: list[tuple[str, str]] = []  # (url, host) of its results "store"
+        self.released: list[str] = []  # previous owners whose HandoffDone came
+        self.busy = False  # a test's way to keep the peer from finishing
         self.commits = 0
         self.alive = True
-        self.finished: str | None = None  # "cluster done" / "left the ring"
+        self.finished: str | None = None  # "cluster done" / "left the ring" / "max_pages reached"
         self.finished_at = 0.0
         self.exited = False  # gone: LINGER_ROUNDS after it finished, as peer.engine.crawler lingers
         self.next_tick = ring.now
-        self.log: list[Action] = []
+        self.log: list[PeerEffect] = []
         self.replies: list[tuple[bytes, Any]] = []
 
-    def forward(self, url: str, depth: int, owner: str, *, relay: bool = False) -> None:
-        self.node.forward(url, depth, owner, self.ring.now, relay=relay)
+    def run(self, effects: list[PeerEffect]) -> None:
+        for e in effects:
+            self.log.append(e)
+            self._EFFECTS[type(e)](self, e)
 
-    def run(self, actions: list[Action]) -> None:
-        for a in actions:
-            self.log.append(a)
-            self._ACTIONS[type(a)](self, a)
+    # The engine's table, over the fake network and an in-memory store.
+    def _send(self, e: Send) -> None:
+        self.ring.net.send(self, e.dest, encode(e.msg))
 
-    # The driver's table, over the fake network.
-    def _send(self, a: Send) -> None:
-        self.ring.net.send(self, a.dest, encode(a.msg))
+    def _reply(self, e: Reply) -> None:
+        self.replies.append((e.route, e.msg))
 
-    def _reply(self, a: Reply) -> None:
-        self.replies.append((a.route, a.msg))
+    def _status(self, e: StatusAsked) -> None:
+        figures = StatusFigures.of({"pages": len(self.fetched), "frontier": len(self.crawl.frontier)}, 0.0)
+        self.replies.append((e.route, self.core.status_reply(e.nonce, figures)))
 
-    def _deliver(self, a: Deliver) -> None:
-        if a.origin is Origin.TAKEN_BACK:
-            for url in a.seen:
-                self.crawl.accept_seen(url)
-            for url, depth in a.urls:
-                self.crawl.take_back(url, depth)
-        else:
-            for url, depth in a.urls:
-                self.crawl.accept(url, depth)
-            for url in a.seen:
-                self.crawl.accept_seen(url)
-        if a.commit:
-            self.crawl.commit_state()
+    def _row(self, e: Row) -> None:
+        self.rows.append((e.url, e.host))
 
-    def _ring_changed(self, a: RingChanged) -> None:
-        self.crawl.set_ring(a.ring)
+    def _commit(self, e: Commit) -> None:
+        self.commits += 1
 
-    def _hand_off(self, a: HandOff) -> None:
-        coro = self.crawl.handoff_seen(a.old, a.ring)
-        try:
-            coro.send(None)
-        except StopIteration as stop:
-            n = stop.value
-        starts = self.crawl.handoff_starts(a.old, a.ring)
-        self.run(self.node.begin_handoff(a.version, n, starts, self.ring.now))
+    def _released(self, e: Released) -> None:
+        self.released.append(e.sender)
 
-    def _released(self, a: Released) -> None:
-        self.crawl.handoff_done(a.sender)
+    def _read_hosts(self, e: ReadHosts) -> None:
+        self.run(self.core.hosts_read(e.request, {h for _, h in self.rows}, self.ring.now))
 
-    def _seed_starts(self, a: SeedStarts) -> None:
-        self.crawl.seed_host_starts(a.starts)
+    def _read_fetched(self, e: ReadFetched) -> None:
+        hosts = set(e.hosts)
+        rows = [(u, h) for u, h in self.rows if h in hosts]
+        self.run(self.core.fetched_read(e.request, rows, self.ring.now, wall=self.ring.now))
 
-    def _leave_asked(self, a: LeaveAsked) -> None:
-        self.crawl.leave()
+    def _nothing(self, e: Any) -> None:
+        pass  # the journal's records, a log line: nothing to keep in memory
 
-    def _status(self, a: StatusAsked) -> None:
-        figures = StatusFigures.of(self.crawl.status_figures(), 0.0)
-        self.replies.append((a.route, self.node.status_reply(a.nonce, figures)))
-
-    def _nothing(self, a: Action) -> None:
-        pass
-
-    _ACTIONS: dict[type, Callable[[FakePeer, Any], None]] = {
-        Send: _send, Reply: _reply, Deliver: _deliver, RingChanged: _ring_changed,
-        HandOff: _hand_off, Released: _released, SeedStarts: _seed_starts,
-        LeaveAsked: _leave_asked, StatusAsked: _status, Count: _nothing, Log: _nothing,
+    _EFFECTS: dict[type, Callable[[FakePeer, Any], None]] = {
+        Send: _send, Reply: _reply, StatusAsked: _status, Row: _row, Commit: _commit,
+        Released: _released, ReadHosts: _read_hosts, ReadFetched: _read_fetched,
+        Forward: _nothing, Queued: _nothing, Checking: _nothing, Seen: _nothing, Done: _nothing,
+        Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing,
     }
+
+    def crawl_step(self, web: FakeWeb, budget: int, now: float) -> None:
+        """Fetch up to ``budget`` pages the core starts (the engine's scheduler, in one step)."""
+        core, crawl = self.core, self.crawl
+        while budget > 0:
+            step = core.next(now)
+            if isinstance(step, Finished):
+                self.finished, self.finished_at = step.reason.value, now
+                return
+            if isinstance(step, Sleep):
+                self.run(core.routed(step.effects, now))
+                return
+            job = step.job
+            adm = crawl.admit(job, now)
+            effects = list(adm.effects)
+            if isinstance(adm, Fetch):
+                budget -= 1
+                self.fetched.append(job.url)
+                self.ring.fetches.append((self.id, job.url))
+                res = web.page(job.url)
+                parsed = None
+                if crawl.fetched(job, res, now):
+                    cfg = crawl.cfg
+                    parsed = parse_response(job.url, res.body, res.charset, cfg.extract,
+                                            cfg.crawl.max_links_per_page)
+                effects += crawl.on_result(job, res, parsed, now)
+            crawl.job_ended(job)
+            self.run(core.routed(effects, now))
 
     def step(self, web: FakeWeb, budget: int) -> None:
         now = self.ring.now
         if now >= self.next_tick:
             self.next_tick = now + self.ring.gossip_interval
-            self.run(self.node.tick(now, idle=self.crawl.locally_idle(),
-                                    pages=self.crawl.pages_requested))
-            # A peer's last acts, as peer.engine.crawler's: stop when left or when done,
-            # and keep gossiping a few rounds so the others see stable counters.
-            if self.finished:
-                if now - self.finished_at >= LINGER_ROUNDS * self.ring.gossip_interval:
-                    self.exited = True
-                    return
-            elif self.crawl.leaving and self.node.left(self.crawl.locally_idle()):
-                self.finished, self.finished_at = "left the ring", now
-            elif (self.crawl.locally_idle() and self.node.idle() and self.node.done(now)):
-                self.finished, self.finished_at = "cluster done", now
-        if not self.finished:
-            self.crawl.step(web, budget)
-        self.run(self.node.flush(now))
+            self.run(self.core.tick(now))
+            # A peer's last acts, as peer.engine.crawler's: keep gossiping a few
+            # rounds once finished, so the others see stable counters.
+            if self.finished and now - self.finished_at >= LINGER_ROUNDS * self.ring.gossip_interval:
+                self.exited = True
+                return
+        if not self.finished and not self.busy:
+            self.crawl_step(web, budget, now)
+        self.run(self.core.flush(now))
 
 
 class FakeNet:
@@ -389,7 +259,7 @@ class FakeNet:
             if peer is None or not peer.alive or peer.exited or self.cut(src, dest):
                 self.stats["lost"] += 1
                 continue
-            peer.run(peer.node.receive(route, decode(data), now))
+            peer.run(peer.core.receive(route, decode(data), now, wall=now))
 
 
 @dataclass
@@ -418,15 +288,15 @@ class FakeRing:
         for sid, _, _ in self.seeds:
             self.add(sid)
         first = self.peers["p1"]
-        first.crawl.discover(self.web.seed(), 0)
+        first.run(first.core.seeds(self.now))
 
     def add(self, peer_id: str) -> FakePeer:
         """Start a peer: a seed if listed, else a joiner through the seeds."""
         inc = 1000 + int(self.now * 1000) + len(self.peers)
-        peer = FakePeer(self, peer_id, seeds=self.seeds, incarnation=inc, max_pages=self.max_pages)
-        if peer_id not in {s[0] for s in self.seeds}:
-            ring = peer.node.ring()
-            peer.crawl.hold_from(ring.without_peer(peer_id))
+        # A peer not among the seeds joins a running ring: it holds its hosts
+        # until their previous owners hand them over (PeerCore: joining).
+        peer = FakePeer(self, peer_id, seeds=self.seeds, incarnation=inc, max_pages=self.max_pages,
+                        joining=peer_id not in {s[0] for s in self.seeds})
         self.peers[peer_id] = peer
         return peer
 

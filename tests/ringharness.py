@@ -292,3 +292,32 @@ def worst_window(times: list[float], w: float) -> int:
 def ceiling(per_second: float, w: float) -> int:
     """The politeness ceiling of a W-second window: ceil(1.1 x rate x W) + 1 requests."""
     return math.ceil(1.1 * per_second * w) + 1
+
+
+class RingMember:
+    """A peer's ring node built from cluster.toml as a peer builds it, over zmq, with a stand-in crawl.
+
+    ``peer.engine.ringface.ring_node`` makes the node (``[ring]``, the Curve
+    keys); ``ring.io.driver.RingDriver`` runs it over the same
+    ``ring.io.sockets.MemberSockets`` a peer's engine uses, and hands what
+    the ring delivers to ``crawl`` (a ``ring.crawlport.CrawlPort``). For the
+    tests of the ring's sockets and tools without a crawl behind them.
+    """
+
+    def __init__(self, cfg, peer_id: str, crawl) -> None:  # type: ignore[no-untyped-def]
+        from peer.engine.ringface import ring_node
+        from ring.io.driver import RingDriver
+
+        spec = cfg.peer(peer_id)
+        rc = cfg.ring
+        self.address = spec.address
+        self.node, keys = ring_node(cfg, peer_id, spec.address, spec.weight, trio.current_time())
+        self.driver = RingDriver(self.node, crawl, spec.address, keys=keys, recv_queue=rc.recv_queue,
+                                 heartbeat=(rc.suspect_after, rc.dead_after))
+        self.membership = self.node.membership
+        self.dropped = self.node.dropped
+        self.incarnation = self.node.membership.me.incarnation
+        self.route = self.driver.route
+
+    async def run(self, task_status=trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[no-untyped-def]
+        await self.driver.run(task_status=task_status)

@@ -1,6 +1,9 @@
-"""peer.engine.cluster's ClusterNode in-process, over real loopback sockets: no ring message ends a peer.
+"""A peer's ring node and its sockets in-process, over real loopback: no ring message ends a peer.
 
-The nodes run in the test's trio loop with a stub crawler, so a test can stall
+Each node is built from cluster.toml as a peer builds it
+(``ringharness.RingMember``: ``peer.engine.ringface.ring_node`` over the
+``ring.io.sockets.MemberSockets`` a peer uses). The nodes run in the test's
+trio loop with a stub crawler, so a test can stall
 one (a synchronous sleep in its status figures, as a long state snapshot
 stalls a real peer), impersonate a member from a socket of its own, and read
 the node's drop counters and membership view directly. ``ring status``'s
@@ -15,9 +18,8 @@ from pathlib import Path
 
 import pytest
 import trio
-from ringharness import free_ports
+from ringharness import RingMember, free_ports
 
-from peer.engine.cluster import ClusterNode
 from peer.core.config import parse_config
 from ring.tools.client import Contact, StatusRow, cluster_status
 from ring.io.curve import CurveKeys, write_keypair
@@ -28,7 +30,7 @@ RING = "test"
 
 
 class StubCrawler:
-    """What ClusterNode asks of the engine, and nothing more."""
+    """What the ring driver asks of a crawl, and nothing more."""
 
     def __init__(self) -> None:
         self.stall = 0.0  # seconds status_figures blocks the whole loop
@@ -88,11 +90,10 @@ def write_config(tmp_path: Path, n: int, extra_ring: str = "", *, gossip_interva
     return path
 
 
-async def start_node(nursery, toml: Path, peer_id: str) -> tuple[ClusterNode, StubCrawler]:  # type: ignore[no-untyped-def]
+async def start_node(nursery, toml: Path, peer_id: str) -> tuple[RingMember, StubCrawler]:  # type: ignore[no-untyped-def]
     cfg = parse_config(toml.read_text(), toml)
-    spec = cfg.peer(peer_id)
     crawler = StubCrawler()
-    node = ClusterNode(cfg, peer_id, spec.address, spec.weight, crawler)  # type: ignore[arg-type]
+    node = RingMember(cfg, peer_id, crawler)
     await nursery.start(node.run)
     return node, crawler
 

@@ -205,7 +205,7 @@ def _figure(dom: str, element_id: str) -> int:
 
 
 class Crawling:
-    """What a peer's ClusterNode asks of its crawl, with a page count that grows 10 a second.
+    """What a peer's ring node asks of its crawl, with a page count that grows 10 a second.
 
     The dashboard sees only the ring's status replies, so three real ring
     nodes over loopback zmq, each with its own figures, are all a ring it
@@ -243,9 +243,8 @@ class Crawling:
 
 
 async def test_a_real_browser_shows_the_three_peers_and_the_page_updates(tmp_path):
-    from ringharness import free_ports
+    from ringharness import RingMember, free_ports
 
-    from peer.engine.cluster import ClusterNode
     from peer.state.configfile import load_config
 
     browser = chromium()
@@ -257,7 +256,7 @@ async def test_a_real_browser_shows_the_three_peers_and_the_page_updates(tmp_pat
     cfg = load_config(toml)
     async with trio.open_nursery() as nursery:
         for spec in cfg.peers:
-            await nursery.start(ClusterNode(cfg, spec.id, spec.address, spec.weight, Crawling()).run)
+            await nursery.start(RingMember(cfg, spec.id, Crawling()).run)
         out = tmp_path / "dashboard.out"
         with out.open("wb") as fout:
             dash = await trio.lowlevel.open_process(

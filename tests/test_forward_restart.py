@@ -1,7 +1,7 @@
 """No URL is lost on the way while the owner restarts (forwarding over the real path).
 
-Two members, each a ``ring.node.RingNode`` under the ``ring.io.driver.RingDriver``
-a peer runs (``peer/engine/cluster.py`` composes the same two), on loopback: a's
+Two members, each a ``ring.node.RingNode`` under a ``ring.io.driver.RingDriver``
+(over the ``ring.io.sockets.MemberSockets`` a peer's engine uses too), on loopback: a's
 Outbox cuts batches that its DEALER carries to b's ROUTER; b's Inbox takes
 them and acks over b's own DEALER to a's ROUTER. Part-way through the stream
 b's driver stops, which closes its sockets and throws away whatever zmq held

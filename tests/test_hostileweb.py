@@ -49,7 +49,7 @@ CAPS = {
     # a host answering nothing else would pace these crawls by the tens of seconds.
     "politeness.max_delay": 0.2,
 }
-#: The first retry's wait in these crawls (peer.core.crawl.RETRY_BASE, 1 s, doubling
+#: The first retry's wait in these crawls (peer.core.outcomes.RETRY_BASE, 1 s, doubling
 #: each attempt): every retried URL's row waited 1.5-4.5 s for it. These tests
 #: judge that every answer ends in a row; the waits themselves are judged in
 #: tests/test_crawl.py.
@@ -59,9 +59,9 @@ QUICK_RETRY_BASE = 0.05
 @pytest.fixture(autouse=True)
 def quick_retries(monkeypatch):
     """Retries sooner in the crawls this process runs (a peer process keeps its own)."""
-    import peer.core.crawl
+    import peer.core.outcomes
 
-    monkeypatch.setattr(peer.core.crawl, "RETRY_BASE", QUICK_RETRY_BASE)
+    monkeypatch.setattr(peer.core.outcomes, "RETRY_BASE", QUICK_RETRY_BASE)
 
 
 def crawl(tmp: Path, web: HostileWeb, seeds: list[str], *, timeout: float = BOUNDED,

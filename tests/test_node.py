@@ -34,9 +34,9 @@ from ring.node import (
     ADOPT_PREFIX,
     Count,
     Deliver,
+    Rerouted,
     LeaveAsked,
     Log,
-    Origin,
     Released,
     Reply,
     RingNode,
@@ -74,7 +74,7 @@ def test_an_accepted_batch_is_delivered_and_committed_before_its_ack():
     heard(n)
     out = n.receive(R2, batch(), 0.1)
     # The ack is owed, not sent: it leaves with the next frame, after the Deliver ran.
-    assert out == [Deliver((("http://x.test/a", 1),), ("http://x.test/b",), Origin.FORWARDED, commit=True)]
+    assert out == [Deliver((("http://x.test/a", 1),), ("http://x.test/b",), "p2")]
     assert n.inbox.received == 2
     assert n.flush(0.1) == []
     assert n.flush(0.1 + n.outbox.stats().age) == [Send("p2", Ack(RING, "p1", INC, 0))]
@@ -126,7 +126,7 @@ def test_an_adopt_batch_bypasses_the_inbox_and_is_acked_on_its_route():
     n = node()
     b = batch(sender=ADOPT_PREFIX + "p3", epoch=7)
     out = n.receive(b"tool-route", b, 0.1)
-    assert out == [Deliver(b.urls, b.seen, Origin.ADOPTED, commit=True),
+    assert out == [Deliver(b.urls, b.seen, b.sender),
                    Reply(b"tool-route", Ack(RING, "p1", 7, 0))]
     assert n.inbox.received == 0  # not in any termination sum
     assert n.dropped["adopted_batches"] == 1
@@ -146,7 +146,7 @@ def test_a_member_on_a_new_route_is_a_restart_and_its_old_channel_closes():
     # Without Curve, gossip alone could be forged: the channel closes on the
     # new life's own batch, and the old life's late ones are refused.
     assert n.inbox.received == 2
-    assert n.receive(b"p2/0e0e", batch(seq=0, epoch=INC + 10), 0.3)[0].origin is Origin.FORWARDED
+    assert n.receive(b"p2/0e0e", batch(seq=0, epoch=INC + 10), 0.3)[0] == Deliver(batch().urls, batch().seen, "p2")
     assert n.inbox.received == 2  # the new channel's entries only
     assert n.receive(R2, batch(seq=1), 0.3) == [Count("stale_epoch")]
 
@@ -174,7 +174,7 @@ def test_a_late_message_of_an_old_life_or_a_forged_route_closes_nothing():
     n.receive(b"p2/f0f0", batch(seq=2, epoch=INC + 99), 0.2)  # a future epoch: refused
     heard(n, route=b"p2/abab", inc=INC + 50)  # a forged new life, without Curve
     assert n.inbox.received == 4  # p2's real channel is still open
-    assert n.receive(R2, batch(seq=3), 0.3)[0].origin is Origin.FORWARDED
+    assert n.receive(R2, batch(seq=3), 0.3)[0] == Deliver(batch().urls, batch().seen, "p2")
 
 
 def test_status_and_leave_requests_become_actions_for_the_driver():
@@ -224,7 +224,7 @@ def test_a_leaver_takes_no_url_batch_and_its_sender_reroutes_it_when_it_sees_the
     out = []
     for msg in leave_msgs:
         out += sender.receive(b"p1/aaaa", msg, 1.2)
-    taken_back = [u for a in out if isinstance(a, Deliver) for u, _ in a.urls]
+    taken_back = [u for a in out if isinstance(a, Rerouted) for u, _ in a.urls]
     again = [u for a in sender.flush(5.0) if isinstance(a.msg, UrlBatch) and a.dest != "p1"
              for u, _ in a.msg.urls]
     new_owner = sender.ring().owner(host_of(url))
@@ -271,7 +271,7 @@ def test_two_nodes_piggyback_acks_on_the_batches_they_trade():
     assert isinstance(back.msg, Packet) and back.msg.acks == (to_p2.msg.seq,)
     assert not n.outbox.idle
     out = n.receive(R2, decode(encode(back.msg)), 1.2)
-    assert out == [Deliver((("http://to-p1.test/", 2),), (), Origin.FORWARDED, commit=True)]
+    assert out == [Deliver((("http://to-p1.test/", 2),), (), "p2")]
     assert n.outbox.idle  # the piggybacked ack retired its batch
     assert n.inbox.received == 1
     [ack] = n.flush(2.0)
@@ -320,14 +320,14 @@ def test_three_peers_crawl_every_page_once_and_stop_by_themselves():
     # Every page was fetched by the owner of its host, and each peer had some.
     owners = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, vnodes=64)
     assert all(owners.owner(host_of(url)) == who for who, url in ring.fetches)
-    assert all(p.crawl.fetched for p in ring.peers.values())
+    assert all(p.fetched for p in ring.peers.values())
     # Status, as `ring status` would get it from p1: three alive members sharing the ring.
     p1 = ring.peers["p1"]
-    p1.run(p1.node.receive(b"tool", StatusRequest(RING, "ring-status", 1), ring.now))
+    p1.run(p1.core.receive(b"tool", StatusRequest(RING, "ring-status", 1), ring.now, wall=ring.now))
     (_, reply), = p1.replies
     assert [(m.id, m.state.value) for m in reply.members] == [(p, "alive") for p in ("p1", "p2", "p3")]
     assert sum(m.share for m in reply.members) == pytest.approx(1.0)
-    assert next(m for m in reply.members if m.id == "p1").pages == len(p1.crawl.fetched)
+    assert next(m for m in reply.members if m.id == "p1").pages == len(p1.fetched)
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -345,8 +345,8 @@ def test_a_peer_not_in_the_seeds_joins_mid_crawl_and_takes_hosts():
     joiner = ring.add("p9")
     ring.run_until(ring.all_finished, max_seconds=120)
     assert_every_page_fetched_once(ring)
-    assert joiner.crawl.fetched, "the joiner fetched nothing"
-    assert set(joiner.crawl.released) == {"p1", "p2"}  # both previous owners handed over
+    assert joiner.fetched, "the joiner fetched nothing"
+    assert set(joiner.released) == {"p1", "p2"}  # both previous owners handed over
     assert all(p.finished == "cluster done" for p in ring.peers.values())
 
 
@@ -354,11 +354,11 @@ def test_a_graceful_leave_mid_crawl_hands_everything_over():
     ring = FakeRing(n=3, web=FakeWeb(hosts=16, pages_per_host=10))
     ring.run_for(0.6)
     leaver = ring.peers["p2"]
-    before = len(leaver.crawl.fetched)
-    leaver.run(leaver.node.receive(b"tool", LeaveRequest(RING, "ring-leave", "p2"), ring.now))
+    before = len(leaver.fetched)
+    leaver.run(leaver.core.receive(b"tool", LeaveRequest(RING, "ring-leave", "p2"), ring.now, wall=ring.now))
     ring.run_until(ring.all_finished, max_seconds=120)
     assert leaver.finished == "left the ring"
-    assert len(leaver.crawl.fetched) == before  # it fetched nothing once asked to leave
+    assert len(leaver.fetched) == before  # it fetched nothing once asked to leave
     assert_every_page_fetched_once(ring)
     assert leaver.node.handoffs and leaver.node.handoffs[0][0] == before
 
@@ -382,7 +382,7 @@ def test_a_crashed_peer_is_declared_dead_and_its_unacked_batches_are_rerouted():
 def test_a_partition_splits_the_ring_and_healing_joins_it_again():
     ring = FakeRing(n=4)
     for p in ring.peers.values():
-        p.crawl.busy = True  # nobody finishes meanwhile (a finished peer exits)
+        p.busy = True  # nobody finishes meanwhile (a finished peer exits)
     # First they hear of each other: a seed never heard from is not probed
     # for ring.seed_grace (a rolling start), so a split at the start moves nothing.
     ring.run_for(1.0)

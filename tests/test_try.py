@@ -140,3 +140,23 @@ def test_a_bad_url_is_one_line(tmp_path):
                          env=os.environ, stdin=subprocess.DEVNULL, timeout=60)
     assert res.returncode == 2 and "Traceback" not in res.stderr
     assert res.stderr.strip().startswith("error: 'ftp://example.com/': not a URL the crawl would take")
+
+
+def test_a_robots_txt_answering_429_with_retry_after_holds_the_url_as_the_crawl_does(tmp_path):
+    # The crawl core's own robots.txt rule (CrawlCore.on_robots): a 429 with
+    # Retry-After is a failure to ask again after that wait, not a 4xx that
+    # allows everything; `try` runs the core, so it says the same.
+    from localweb import HostileWeb, serve_in_thread
+    from localweb.hostile import config_snippet
+
+    web = HostileWeb()
+    with serve_in_thread(web):
+        url = f"http://ra-big-robots.test:{web.port}/0"
+        toml = tmp_path / "cluster.toml"
+        toml.write_text(f'[ring]\nname = "try"\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:{free_ports(1)[0]}"\n'
+                        f'data_dir = "{tmp_path / "p1"}"\n\n' + config_snippet(web.port, [url]))
+        res = try_url(toml, url)
+    assert res.returncode == 1, res.stdout + res.stderr
+    robots = next(line for line in res.stdout.splitlines() if line.startswith("robots:"))
+    assert "HTTP 429 (Retry-After" in robots and "held: robots.txt unreachable" in robots, robots
+    assert "not fetched (--ignore-robots to fetch it anyway)" in res.stdout

@@ -1,20 +1,22 @@
 """``python -m peer try URL --ring cluster.toml``: what the crawl would do with one URL.
 
 Scrapy users reach for ``scrapy shell``; this is the same idea for ringcrawl's
-rules. The URL goes through the crawl's own pieces, in the crawl's order, and
-every verdict is printed:
+rules. No rule is restated here: the URL goes through the crawl core itself
+(``peer.core.crawl.CrawlCore``), in virtual time, and every verdict is printed:
 
-1. normalisation (``peer.core.urls``), scope (``allow_hosts``, ``deny_hosts``) and
-   the URL caps (``peer.core.limits``);
-2. ownership: which peer of cluster.toml's ring owns the host (every listed
-   peer taken as alive) and, with ``--peer``, whether that one would fetch it
-   or forward it;
-3. robots.txt (``peer.core.robots``), fetched through the crawl's fetcher;
-4. the fetch itself (``peer.net.fetcher``: the SSRF guard, ``[dns] resolve``,
+1. ``CrawlCore.discover`` of the URL, met for the first time: normalisation,
+   scope (``allow_hosts``, ``deny_hosts``), the URL caps, and ownership in
+   cluster.toml's ring (every listed peer taken as alive): with ``--peer``,
+   whether that one would fetch it or forward it;
+2. ``CrawlCore.admit`` and ``on_robots``: robots.txt, fetched through the
+   crawl's fetcher, and the core's answer to it (a 429 or 503 with
+   Retry-After holds the host until then, as in a crawl);
+3. the fetch itself (``peer.net.fetcher``: the SSRF guard, ``[dns] resolve``,
    ``max_body``, the timeout), a redirect's target with its own verdicts;
-5. the links found, each with its scope, cap and owner verdict, cut at
-   ``max_links_per_page`` as the crawl cuts them, ``nofollow`` honoured;
-6. the fields the ``[extract]`` rules (or the user function) take.
+4. the links found (``CrawlCore.fetched`` says whether to parse), each with
+   its ``discover`` verdict, cut at ``max_links_per_page`` as the crawl cuts
+   them, ``nofollow`` honoured;
+5. the fields the ``[extract]`` rules (or the user function) take.
 
 A dry run: no results file, no crawl state, no ring socket; only the two
 requests (robots.txt, the page) leave the machine. A URL out of scope is still
@@ -28,9 +30,14 @@ import argparse
 import sys
 from collections.abc import Sequence
 
+from typing import TYPE_CHECKING
+
 from peer.core.config import ClusterConfig
 from peer.state.configfile import load_config
-from peer.errors import ErrorKind, PeerError, URLError, user_error
+from peer.errors import PeerError, URLError, user_error
+
+if TYPE_CHECKING:
+    from peer.core.crawl import CrawlCore
 
 __all__ = ["main"]
 
@@ -63,36 +70,55 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
+#: The Bloom filter of a core that judges one URL (a real crawl's would be
+#: sized for millions: a fresh core a verdict must cost a fraction of a ms).
+_JUDGE_CAPACITY = 64
+#: The id a core judges as when no --peer is given: no member's, so every
+#: URL of a ring goes to its owner, who is named.
+_NOBODY = ""
+
+
 class _Rules:
-    """The crawl's pure deciders for one config."""
+    """Verdicts of the crawl core itself, one fresh core a URL (each met for the first time)."""
 
     def __init__(self, cfg: ClusterConfig, peer: str | None) -> None:
-        from peer.core.limits import Limits
-        from peer.core.urls import Scope
+        import dataclasses
+
         from ring.hashring import HashRing
 
         self.cfg, self.peer = cfg, peer
-        c = cfg.crawl
-        self.scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
-        self.limits = Limits.from_config(c, cfg.politeness)
-        self.ring = HashRing({p.id: p.weight for p in cfg.peers}, vnodes=cfg.ring.vnodes)
+        self.small = dataclasses.replace(
+            cfg, bloom=dataclasses.replace(cfg.bloom, capacity=_JUDGE_CAPACITY))
+        self.ring = (HashRing({p.id: p.weight for p in cfg.peers}, vnodes=cfg.ring.vnodes)
+                     if len(cfg.peers) > 1 else None)
+
+    def core(self, peer_id: str) -> CrawlCore:
+        from peer.core.crawl import CrawlCore
+
+        return CrawlCore(self.small, peer_id)
 
     def verdict(self, url: str, depth: int) -> str:
-        """Scope, caps and ownership of one URL, as one phrase."""
-        from peer.core.urls import host_key
+        """What ``CrawlCore.discover`` does with one URL, as one phrase."""
+        from peer.core.crawl import Forward, Origin, Queued
 
-        if not self.scope.allows(url, depth):
-            why = "deeper than max_depth" if self.cfg.crawl.max_depth and depth > self.cfg.crawl.max_depth else "host"
+        core = self.core(self.peer if self.peer is not None else _NOBODY)
+        core.ring = self.ring
+        effects = core.discover(url, depth, 0.0, Origin.LINK)
+        if core.summary.out_of_scope:
+            max_depth = self.cfg.crawl.max_depth
+            why = "deeper than max_depth" if max_depth and depth > max_depth else "host"
             return f"out of scope ({why}): not crawled"
-        cap = self.limits.check_url(url)
-        if cap is not None:
-            return f"dropped by crawl.{cap.value}"
-        owner = self.ring.owner(host_key(url))
-        if len(self.cfg.peers) == 1:
-            return "in scope, would be queued"
-        if self.peer is None or self.peer == owner:
-            return f"in scope: fetched by {owner}"
-        return f"in scope: {self.peer} forwards it to its owner {owner}"
+        hit = next((cap for cap, n in core.limits.hits.items() if n), None)
+        if hit is not None:
+            return f"dropped by crawl.{hit.value}"
+        for e in effects:
+            if isinstance(e, Forward):
+                if self.peer is None:
+                    return f"in scope: fetched by {e.owner}"
+                return f"in scope: {self.peer} forwards it to its owner {e.owner}"
+            if isinstance(e, Queued):
+                return "in scope, would be queued" if self.ring is None else f"in scope: fetched by {self.peer}"
+        return "not queued"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -129,46 +155,65 @@ def _say(label: str, text: str) -> None:
 
 
 async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
-    from peer.engine.crawler import parse_response
-    from peer.core.extract import is_html
+    from peer.core.crawl import Drop, Fetch, FetchRobots, Origin, Requeue, Row, Sleep, Start, parse_response
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
-    from peer.core.robots import MAX_ROBOTS_BYTES, RobotsCache, Verdict
-    from peer.core.urls import host_key, normalize_link
+    from peer.core.robots import MAX_ROBOTS_BYTES
+    from peer.core.urls import normalize_link
 
     rules = _Rules(cfg, args.peer)
     crawl = cfg.crawl
-    host = host_key(url)
     _say("url", url)
     _say("scope", rules.verdict(url, 0))
+    # The page's own core: alone (every host its own), the URL queued whatever
+    # its scope (it is fetched to be shown), in virtual time from 0.
+    core = rules.core(_NOBODY)
+    now = 0.0
+    core.discover(url, 0, now, Origin.HANDED_BACK)
+    step = core.next(now)
+    assert isinstance(step, Start)
+    job = step.job
+    adm = core.admit(job, now)
     resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
     async with Fetcher(crawl, resolver) as fetcher:
-        if crawl.obey_robots:
-            robots = RobotsCache(crawl.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay,
-                                 error_retry=crawl.robots_retry)
-            robots_url = robots.robots_url(host, url.split(":", 1)[0])
-            robots.check(host, url, trio_now())  # FETCH: the cache now waits for the answer
+        if isinstance(adm, FetchRobots):
+            robots_url = adm.url
             res = await fetcher.fetch(robots_url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
-            now = trio_now()
+            effects = core.on_robots(job, res, now)
+            core.job_ended(job)
             if res.status is not None and (not 200 <= res.status < 300 or res.error is None
                                            or (res.error == "too_large" and res.truncated)):
-                robots.loaded(host, res.status, res.body, now, truncated=res.truncated)
                 got = f"HTTP {res.status}"
+                if res.retry_after is not None and res.status in (429, 503):
+                    got += f" (Retry-After {res.retry_after:g}s)"
             else:
-                robots.failed(host, now, ErrorKind(res.error) if res.error else ErrorKind.UNKNOWN)
                 got = f"not read ({res.error or 'unknown'})"
-            verdict = robots.check(host, url, now)
-            delay = robots.crawl_delay(host)
-            allowed = verdict is Verdict.ALLOW
-            shown = {Verdict.ALLOW: "allowed", Verdict.DISALLOW: "disallowed: the crawl records it as 'robots'",
-                     Verdict.UNREACHABLE: "held: robots.txt unreachable, the crawl asks again later"}.get(
-                         verdict, verdict.name.lower())
+            # The job again, when the host's delay allows: what the core says now.
+            while isinstance(step := core.next(now), Sleep) and step.until > now:
+                now = step.until
+            again = core.admit(step.job, now) if isinstance(step, Start) else None
+            failed = next((e for e in (*effects, *(again.effects if again is not None else ()))
+                           if isinstance(e, Row)), None)
+            # No job again: the host's queue was recorded and removed (a robots.txt
+            # no retry mends), and ``failed`` says with what.
+            if isinstance(again, Fetch):
+                shown = "allowed"
+            elif isinstance(again, Requeue | FetchRobots):
+                wait = core.robots.retry_at(job.host) - now
+                shown = ("held: robots.txt unreachable, the crawl asks again later"
+                         + (f" (in {wait:.0f}s)" if wait > 0 else ""))
+            elif failed is not None and failed.error == "robots":
+                shown = "disallowed: the crawl records it as 'robots'"
+            else:
+                shown = f"not readable: the crawl records it as '{failed.error if failed else 'unknown'}'"
+            delay = core.robots.crawl_delay(job.host)
             _say("robots", f"{robots_url} {got}: {shown}"
                  + (f"; Crawl-delay {delay:g}s" if delay else ""))
-            if not allowed and not args.ignore_robots:
+            if not isinstance(again, Fetch) and not args.ignore_robots:
                 _say("fetch", "not fetched (--ignore-robots to fetch it anyway)")
                 return 1
         else:
+            assert isinstance(adm, Fetch | Drop | Requeue)
             _say("robots", "not asked (crawl.obey_robots = false)")
         res = await fetcher.fetch(url)
     where = f" from {res.address}" if res.address else ""
@@ -186,7 +231,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("redirect", f"{res.location} -> " + (f"{target}: {rules.verdict(target, 0)}" if target
                                                    else "not a URL the crawl would take"))
         return 0
-    if not (200 <= res.status < 300 and is_html(res.content_type, res.body)):
+    if not core.fetched(job, res, now):
         _say("parse", "not parsed (only 2xx HTML is parsed for links and items)")
         return 0
     parsed = parse_response(url, res.body, res.charset, cfg.extract, crawl.max_links_per_page)
@@ -214,7 +259,3 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     return 0
 
 
-def trio_now() -> float:
-    import trio
-
-    return trio.current_time()

@@ -24,5 +24,9 @@ Bottom up:
 - ``progress``, ``stats``  the progress line; the end-of-run summary
 - ``holds``      hand-off holds of hosts gained in a ring change
 - ``decisions``  the frozen effects and answers ``crawl`` returns
+- ``parsing``    one HTML page's parse for a worker thread
+- ``crawlstate`` the crawl core's state, under its parts:
+  ``outcomes`` (results, retries), ``ringside`` (ring changes, hand-offs), ``figures``
 - ``crawl``      ``CrawlCore``: every crawl decision, composing the cores above
+- ``peer``       ``PeerCore``: the crawl core and the ring node in one; one list of effects
 """

@@ -61,12 +61,13 @@ class StopReason(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Forward:
-    """Send ``url`` to its owner (and journal it as forwarded)."""
+    """Send ``url`` to its owner (and journal it as forwarded); ``host``: its host key, known here."""
 
     url: str
     depth: int
     owner: str
     relay: bool
+    host: str = field(default="", compare=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,10 +213,10 @@ class Finished:
 
 
 class RingView(Protocol):
-    """What the scheduler asks of the ring node (``peer.engine.cluster.ClusterNode``)."""
+    """What the scheduler asks of the ring (``peer.core.peer.PeerCore``)."""
 
-    page_cap: int
-
+    @property
+    def page_cap(self) -> int: ...
     def others_pages(self) -> int: ...
     def idle(self) -> bool: ...
     def done(self) -> bool: ...

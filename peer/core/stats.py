@@ -36,11 +36,13 @@ run_config        the cluster.toml sections this run used
 from __future__ import annotations
 
 import dataclasses
+from collections import Counter
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-__all__ = ["FORMAT", "STATS_FILE", "crawl_stats", "render_summary", "run_config", "sum_stats",
+__all__ = ["FORMAT", "STATS_FILE", "Summary", "crawl_stats", "render_summary", "run_config", "sum_stats",
            "requested_errors"]
 
 FORMAT = 1
@@ -49,6 +51,38 @@ STATS_FILE = "stats.json"
 # Cap hits that are URLs dropped before the queue (peer/core/limits.py's Cap values).
 _DROP_CAPS = ("max_url_length", "max_path_repeat", "max_urls_per_host", "given_up")
 
+
+@dataclass(slots=True)
+class Summary:
+    """What a crawl did; printed at the end and returned by ``Crawler.run``."""
+
+    pages: int = 0                       # rows written (fetched or failed)
+    fetched: int = 0                     # requests that got an HTTP answer
+    bytes: int = 0                       # body bytes kept
+    by_status: Counter[int] = field(default_factory=Counter)
+    errors: Counter[str] = field(default_factory=Counter)
+    retries: int = 0
+    robots_fetches: int = 0
+    items: int = 0                       # rows of the extraction rules' tables
+    extract_errors: int = 0              # user extraction function failures
+    internal: Counter[str] = field(default_factory=Counter)  # exceptions by type (rule 8)
+    limits: str = ""                     # Limits.render(): caps hit, hosts held
+    details: list[str] = field(default_factory=list)  # remote input, politeness, seen set
+    elapsed: float = 0.0
+    stop_reason: str = ""
+
+    # "pages" to a user are requests made (peer/core/progress.py); rows recorded
+    # without one are counted apart, by cause, and so are links out of scope.
+    requested: int = 0                   # rows whose request was made, this run
+    not_requested: Counter[str] = field(default_factory=Counter)
+    out_of_scope: int = 0
+    items_by_table: Counter[str] = field(default_factory=Counter)
+
+    def rate(self) -> float:
+        return self.requested / self.elapsed if self.elapsed > 0 else 0.0
+
+    def render(self) -> str:
+        return render_summary(self)
 
 def requested_errors(errors: Mapping[str, int], not_requested: Mapping[str, int]) -> dict[str, int]:
     """Failed requests by kind: all error rows less those that never were a request."""

@@ -526,12 +526,17 @@ class Scope:
             self._memo[host] = verdict
         return verdict
 
-    def allows(self, url: str, depth: int = 0) -> bool:
-        """Is this URL, found at ``depth``, to be crawled? False for non-crawlable URLs."""
+    def allows(self, url: str, depth: int = 0, *, host: str | None = None) -> bool:
+        """Is this URL, found at ``depth``, to be crawled? False for non-crawlable URLs.
+
+        ``host``: its ``host_key``, when the caller has it already (one
+        computation per URL per peer).
+        """
         if self.max_depth and depth > self.max_depth:
             return False
-        try:
-            key = host_key(url)
-        except URLError:
-            return False
-        return self.allows_host(key)
+        if host is None:
+            try:
+                host = host_key(url)
+            except URLError:
+                return False
+        return self.allows_host(host)

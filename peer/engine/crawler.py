@@ -1,15 +1,23 @@
 """The crawl engine of one peer: the trio driver around ``peer.core.crawl.CrawlCore``.
 
+This module is the scheduler and the effects' table; the rest of ``Crawler``
+comes from its parts, one module each: ``peer.engine.durability`` (journal,
+snapshots, the exact seen set: rules 9-10), ``peer.engine.ringface`` (what
+the ring driver calls) and ``peer.engine.reporting`` (status, progress).
+
 Layers, top down (httpcore's shape: the driver does I/O, the core decides):
 
 - this module: the nursery, the scheduler loop, one task per job, the
   parser threads, the result store (DuckDB), the journal (``peer.state.journal``),
-  snapshots in a worker thread, the progress line, and the ring node
-  (``peer.engine.cluster``) in a ring;
-- ``peer.core.crawl.CrawlCore``: every decision, pure (scope, Bloom filter,
-  frontier, robots cache, limits, retries, redirects, hand-off holds,
-  ``max_pages``); its effects (``Forward``, ``Queued``, ``Row``...) are done
-  here by one ``{effect type: handler}`` table;
+  snapshots in a worker thread, the progress line, and in a ring the
+  sockets (``ring.io.sockets``, served by ``peer.engine.ringface``);
+- ``peer.core.peer.PeerCore``: the crawl core and the ring node in one, pure;
+  its effects, the crawl's (``Forward``, ``Queued``, ``Row``...) and the
+  ring's (``Send``, ``Reply``, ``Commit``...), are done here by one
+  ``{effect type: handler}`` table;
+- ``peer.core.crawl.CrawlCore``: every crawl decision, pure (scope, Bloom
+  filter, frontier, robots cache, limits, retries, redirects, hand-off holds,
+  ``max_pages``);
 - ``peer.net.fetcher`` / ``peer.net.resolver``: one attempt, errors as data.
 
 The path of one URL, as this module reads: a URL arrives (a seed, a link,
@@ -17,8 +25,8 @@ a batch from the ring) -> ``CrawlCore.discover`` -> the scheduler asks
 ``CrawlCore.next`` and starts ``_work(job)`` -> ``CrawlCore.admit`` says
 fetch, robots.txt first, requeue, drop or pass on -> the fetcher -> the
 parser thread when ``CrawlCore.fetched`` says HTML -> ``CrawlCore.on_result``
--> its effects here: rows to the store and journal, links back to discover,
-URLs of other owners to the outbox.
+-> its effects, through ``PeerCore.routed`` (URLs of other owners into the
+Outbox there), here: rows to the store and journal.
 
 Rules (the core keeps most of them; peer/core/crawl.py):
 
@@ -71,13 +79,10 @@ Rules (the core keeps most of them; peer/core/crawl.py):
 
 from __future__ import annotations
 
-import copy
-import importlib.util
 import logging
-import math
 import random
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +102,6 @@ from peer.core.crawl import (
     Finished,
     Forward,
     Items,
-    Origin,
     Parsed,
     PassOn,
     Queued,
@@ -117,17 +121,22 @@ from peer.core.bloom import BloomFilter
 from peer.core.frontier import Frontier, Job
 from peer.core.layout import DataDir
 from peer.core.limits import Limits
-from peer.core.progress import Progress, ProgressSnapshot
 from peer.net.resolver import Resolver
 from peer.core.robots import MAX_ROBOTS_BYTES, RobotsCache
 from peer.state.spill import FileSpill
-from peer.state.journal import PeerState, SnapshotStats
+from peer.state.journal import PeerState
 from peer.results.store import PageRow, ResultStore
-from ring.messages import MemberState
-from ring.node import StatusFigures
 
 if TYPE_CHECKING:
     from ring.hashring import HashRing
+
+from peer.engine.durability import DEFAULT_HEAD, SNAPSHOT_CHECK, SNAPSHOT_SECONDS, Durability
+from peer.engine.reporting import Reporting
+from peer.engine.ringface import MOVE_BACKLOG, MOVE_CHUNK, RingFace, ring_node, ring_sockets
+from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
+from ring.actions import Log, Released, Reply, Send, StatusAsked
+from ring.io.sockets import MemberSockets
+from ring.node import RingNode
 
 __all__ = ["Crawler", "Summary", "MAX_RETRIES", "Parsed", "parse_response"]
 
@@ -150,30 +159,14 @@ HEAVY_PAGE = 256 * 1024
 #: formatting, tables, 20,000 attributes) took 7.6 ms.
 INLINE_PAGE = 64 * 1024
 INLINE_TAGS = 1000
-#: A new state snapshot (and a fresh journal) once the journal is
-#: [frontier] checkpoint_mb big, or SNAPSHOT_SECONDS old: recovery replays at
-#: most that much (peer/state/journal.py's figures: ~0.5 M records, a few seconds,
-#: per 64 MiB).
-SNAPSHOT_SECONDS = 600.0
-#: The spill store's block size when [frontier] head_per_host is 0 and a
-#: recovered store still holds URLs.
-DEFAULT_HEAD = 64
-#: Spilled URLs of hosts that changed owner passed on in one turn of the
-#: loop (frontier rule 10; ~30 us a URL: a 15 ms step), and how many may wait
-#: in the Outbox for their acks before more are read.
-MOVE_CHUNK = 500
-MOVE_BACKLOG = 20_000
-#: How often the snapshot task looks at the journal's size and age: two
-#: integer reads, so often enough that the journal overshoots checkpoint_mb
-#: by at most a second of records.
-SNAPSHOT_CHECK = 1.0
 #: The fields of a page row as the journal keeps it (PageRow's order).
 ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
 _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
 
-class Crawler:
+
+class Crawler(Durability, RingFace, Reporting):
     """One peer's crawl of the hosts it owns (in a ring of one: all of them)."""
 
     def __init__(
@@ -225,7 +218,7 @@ class Crawler:
         self._cluster = cluster
         self._address = address
         self._weight = weight
-        self.node: Any = None
+        self.node: RingNode | None = None
         self._wall0 = time.monotonic()
         self.started = time.time()  # epoch seconds, for stats.json
         # Crash safety: the frontier, Bloom filter and counters are journaled
@@ -241,11 +234,19 @@ class Crawler:
         self._sieve_stats: Any = None
         self._sieve_kick = trio.Event()
         self.spill_peak = 0  # most queued URLs on disk seen by a progress line (rule 9)
-        self._effects: dict[type, Callable[[Any], None]] = {
+        # One core for the crawl and the ring (peer/core/peer.py); alone, without a node.
+        self.peer = PeerCore(self.core)
+        self.sockets: MemberSockets | None = None
+        self._services: trio.Nursery | None = None
+        # One table for every effect the peer core returns, crawl's and ring's.
+        self._effects: dict[type, Callable[[Any], Awaitable[None] | None]] = {
             Forward: self._do_forward, Queued: self._do_queued, Checking: self._do_checking,
             Seen: self._do_seen,
             Done: self._do_done, Row: self._do_row, Items: self._do_items,
             Requeued: _nothing, Warn: _warn,
+            Commit: self._do_commit, ReadHosts: self._do_read_hosts,
+            ReadFetched: self._do_read_fetched, Send: self._do_send, Reply: self._do_reply,
+            StatusAsked: self._do_status, Log: self._do_log, Released: _nothing,
         }
 
     # -- the core's state, for the status, the tests and the CLI -------------------------
@@ -356,25 +357,20 @@ class Crawler:
         assert state is not None
         async with trio.open_nursery() as services:
             if self._cluster:
-                from peer.engine.cluster import ClusterNode
-
                 spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
                 address = self._address or (spec.address if spec is not None else "")
-                self.node = node = ClusterNode(
-                    self.cfg, self.peer_id, address,
-                    self._weight or (spec.weight if spec else 1.0), self)
-                self.core.alive = self._alive
-                self.core.hold_timeout = node.hold_timeout
-                self.core.ring = ring = node.ring()
-                if spec is None:
-                    # A peer not in cluster.toml joins a running ring: every
-                    # host it owns had an owner before, who hands it over.
-                    self.core.hold_from(ring.without_peer(self.peer_id), self.clock())
+                node, keys = ring_node(self.cfg, self.peer_id, address,
+                                       self._weight or (spec.weight if spec else 1.0), self.clock())
+                self.node = node
+                # A peer not in cluster.toml joins a running ring (PeerCore: joining).
+                self.peer = PeerCore(self.core, node, now=self.clock(), joining=spec is None)
+                self.sockets = ring_sockets(self, self.cfg, node, address, keys)
+            self._services = services
             if recovered is not None:
                 self._resume(recovered)
-            if self.node is not None:
-                await services.start(self.node.run)
-            self._apply(self.core.seeds(self.clock()))
+            if self.sockets is not None:
+                await services.start(self.sockets.run)
+            self._did(self.core.seeds(self.clock()))
             state.commit()
             services.start_soon(store.run)
             services.start_soon(self._progress)
@@ -401,19 +397,33 @@ class Crawler:
 
     # -- effects ----------------------------------------------------------------------
 
-    def _apply(self, effects: Iterable[Effect]) -> None:
-        """Do what the core decided, in its order (links' Queued before their page's Row)."""
+    def _apply(self, effects: Iterable[PeerEffect]) -> None:
+        """Do what the core decided, in its order (links' Queued before their page's Row).
+
+        Synchronous: a ``Reply`` comes only with a received frame
+        (``RingFace._apply_async``).
+        """
         handlers = self._effects
         for effect in effects:
-            handlers[type(effect)](effect)
+            got = handlers[type(effect)](effect)
+            if got is not None:  # pragma: no cover - only a received frame gives replies
+                raise RuntimeError(f"{effect!r} needs the receiver")
         self._wake.set()
         if self.core.sieve.take_kick():
             self._sieve_kick.set()
+        if self.core.frontier.moving:
+            self._move_kick.set()
+
+    def _did(self, effects: Iterable[Effect]) -> None:
+        """The crawl core's effects, its Forwards put in the Outbox by the peer core, then done."""
+        self._apply(self.peer.routed(effects, self.clock()))
 
     def _do_forward(self, e: Forward) -> None:
-        self.node.forward(e.url, e.depth, e.owner, relay=e.relay)
+        # Already in the Outbox (PeerCore.routed): journaled, and the sender woken.
         if self._state is not None:
             self._state.forwarded(((e.url, e.depth),))
+        if self.sockets is not None:
+            self.sockets.wake()
 
     def _do_queued(self, e: Queued) -> None:
         if self._state is not None:
@@ -452,200 +462,12 @@ class Crawler:
             for table, row in e.items:
                 self._store.add_item(table, e.url, fetched_at, row)
 
-    # -- crash safety ---------------------------------------------------------------
-
-    async def _open_state(self, store: ResultStore) -> Any:
-        """Recover ``data_dir/state`` if a crawl was interrupted, and start its journal.
-
-        Why a journal plus snapshots and not DuckDB tables: every queued
-        URL, every finished page and every batch taken must be on disk before
-        the next step (an ack, a fetch that must not repeat), which is one
-        ``write`` of a few dozen bytes here against a transaction there;
-        peer/state/journal.py has the crash-ordering argument and the figures.
-        """
-        fcfg = self.cfg.frontier
-        head = fcfg.head_per_host or DEFAULT_HEAD
-        self._state = state = PeerState(DataDir(self.data_dir).state, self.peer_id, self.cfg.ring.name,
-                                        spill_block=head, segment_bytes=fcfg.segment_mb << 20)
-        rec = await trio.to_thread.run_sync(state.recover)
-        spill = rec.spill if rec is not None and rec.spill is not None else state.open_spill()
-        if fcfg.head_per_host or spill.hosts():
-            # head_per_host = 0 keeps every URL in RAM; a store recovered
-            # from a run with spilling still gives its URLs back through it.
-            self.core.frontier.set_spill(spill, head)
-            self._spill = spill
-        else:
-            spill.close()
-        counters: dict[str, float] = {}
-        core = self.core
-        if rec is not None:
-            core.bloom = rec.bloom
-            # The file holds the policy it was written with; the config now in
-            # force decides (an operator raises max_capacity and restarts).
-            core.bloom.set_policy(self.cfg.bloom.growth, self.cfg.bloom.max_capacity)
-            core.requested = int(rec.counters.get("pages", 0))
-            counters = dict(rec.counters)
-            # Pages done since the last snapshot whose rows DuckDB had not
-            # written yet when the process died: their rows come back.
-            have = {u for u, _ in await store.page_urls()}
-            missing = [PageRow(*row) for row in rec.rows if row and row[0] not in have]
-            for row in missing:
-                store.add_page(row)
-            await store.flush()
-            # Politeness counts across the restart: the requests of the last
-            # ceiling horizon, as the rows say they started (rule 9).
-            self._restart_starts = await store.recent_starts(time.time() - CEILING_HORIZON)
-            self.resumed = {"queued": len(rec.queued) + rec.spilled, "forwards": len(rec.forwards),
-                            "rows_restored": len(missing), "generation": rec.generation,
-                            "torn_bytes": rec.torn_bytes, "spilled": rec.spilled,
-                            "blocks_read": rec.blocks_read}
-            log.warning("resuming the crawl from %s: %d queued URLs (%d of them on disk, %d blocks "
-                        "read), %d to forward, %d result rows restored%s", state.directory,
-                        len(rec.queued) + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
-                        len(missing), f", {rec.torn_bytes} bytes of a torn journal tail dropped"
-                        if rec.torn_bytes else "")
-        queued = list(rec.queued.items()) if rec is not None else []
-        forwards = rec.forwards if rec is not None else []
-        manifest = None
-        if self._spill is not None:
-            core.frontier.flush_tails()  # (empty now: nothing is queued before begin)
-            manifest = self._spill.checkpoint()
-        await trio.to_thread.run_sync(state.begin, core.bloom, queued, forwards, counters, manifest)
-        if manifest is not None and self._spill is not None:
-            self._spill.release(manifest)
-        return rec
-
-    def _resume(self, rec: Any) -> None:
-        """Put a recovered queue back: ours into the frontier, the rest to its owners."""
-        now = self.clock()
-        state = self._state
-        assert state is not None
-        # The spilled queues first: they came before what the journal queued.
-        self._apply(self.core.resume_spilled(now))
-        for url, depth in rec.queued.items():
-            self._apply(self.core.discover(url, depth, now, Origin.RECOVERED))
-        for url, depth in rec.forwards:
-            # Like any URL handed to us: to its owner, or through our Bloom filter.
-            self._apply(self.core.discover(url, depth, now, Origin.RELAY))
-        self.core.seed_starts(self._restart_starts, now, now - time.time())
-        self._restart_starts = []
-        state.commit()
-
-    # -- the exact seen set -----------------------------------------------------
-
-    async def _open_sieve(self, rec: Any) -> None:
-        """Open ``data_dir/seen`` (peer/state/sievefile.py); a new crawl starts it empty."""
-        core = self.core
-        from peer.state.sievefile import SieveFiles
-
-        if importlib.util.find_spec("numpy") is None:  # numpy (the "fast" extra) is missing
-            log.warning("numpy is not installed: the seen set stays a Bloom filter alone and "
-                        "bloom.disk_after is ignored (pip install 'ringcrawl[fast]')")
-            core.sieve.disk_after = 2**63
-            core.sieve.exact = False
-            return
-        files = SieveFiles(DataDir(self.data_dir).seen, self.cfg.bloom.sieve_ram)
-        if rec is None:
-            # Hashes of an earlier crawl would call this crawl's new URLs seen.
-            await trio.to_thread.run_sync(files.discard)
-        await trio.to_thread.run_sync(files.open)
-        self._sieve = files
-        self._sieve_stats = files.stats()
-        if rec is not None:
-            now = self.clock()
-            core.sieve_readd((row[0] for row in rec.rows if row), now)
-            core.sieve.note_size(core.bloom.count)
-
-    async def _sieve_loop(self) -> None:
-        """Hand the sieve its batches (peer/core/seen.py) when they are due, in a worker thread."""
-        sieve = self.core.sieve
-        if self._sieve is None:
-            return
-        try:
-            while True:
-                due = sieve.due_at()
-                if due is None or due > self.clock():
-                    self._sieve_kick = trio.Event()
-                    with trio.move_on_at(math.inf if due is None else due):
-                        await self._sieve_kick.wait()
-                    continue
-                await self._sieve_pass()
-        finally:
-            # The last adds and checks, so a clean exit leaves the sieve whole.
-            await self._sieve_pass()
-
-    async def _sieve_pass(self) -> None:
-        # Shielded: a batch taken is answered, or its URLs would wait forever.
-        with trio.CancelScope(shield=True):
-            if self._state is not None:
-                # Every hash the sieve holds has its journal record first, so a
-                # crash never leaves a URL called seen that was not queued.
-                self._state.commit()
-            batch = self.core.sieve.take(self.clock())
-            if batch is None:
-                return
-            new = await trio.to_thread.run_sync(self._sieve.apply, batch)
-            self._sieve_stats = self._sieve.stats()
-            self._apply(self.core.sieve_verdicts(batch, new, self.clock()))
-
-    async def _snapshots(self) -> None:
-        """A new snapshot when the journal is big or old, so recovery stays short."""
-        last = trio.current_time()
-        state = self._state
-        assert state is not None
-        while True:
-            await trio.sleep(SNAPSHOT_CHECK)
-            if (state.journal_bytes() < self.cfg.frontier.checkpoint_mb << 20
-                    and trio.current_time() - last < SNAPSHOT_SECONDS):
-                continue
-            stats = await self.snapshot()
-            last = trio.current_time()
-            log.info("state snapshot %s", stats)
-
-    async def snapshot(self) -> SnapshotStats:
-        """Write a full snapshot in a worker thread; the loop goes on meanwhile (rule 10).
-
-        The view is taken on the loop, between two awaits, so it is one
-        moment's state: the Bloom filter copied, the queue and the outbox's
-        unacked URLs listed. From then on the journal is written to the old
-        and the new generation both, so whichever generation a crash leaves
-        whole holds every record since its snapshot.
-        """
-        state = self._state
-        assert state is not None and self._store is not None
-        # The rows of the pages done so far must be in DuckDB first: the
-        # snapshot drops the journal that holds them (peer/state/journal.py rule 5).
-        await self._store.flush()
-        core = self.core
-        bloom = copy.deepcopy(core.bloom)
-        queued = core.snapshot_queue()  # with a spill store: the heads and the jobs in flight
-        forwards = self.node.outbox.queued().urls if self.node is not None else []
-        spill = self._spill
-        manifest = None
-        if spill is not None:
-            core.frontier.flush_tails()  # so the store and the heads hold the whole queue
-            manifest = spill.checkpoint()
-        pending = state.prepare_snapshot()
-        try:
-            stats = await trio.to_thread.run_sync(
-                state.write_snapshot, pending, bloom, queued, forwards, {"pages": core.requested},
-                manifest)
-        except BaseException:
-            state.abort_snapshot(pending)
-            raise
-        state.finish_snapshot(pending)
-        await trio.to_thread.run_sync(state.drop_older, pending.generation)
-        if spill is not None and manifest is not None:
-            spill.release(manifest)  # segments emptied before it: the last snapshot naming them is gone
-        self.snapshots += 1
-        return stats
-
     # -- scheduling --------------------------------------------------------
 
     async def _schedule(self, workers: trio.Nursery) -> None:
         core = self.core
         while True:
-            decision = core.next(self.clock(), self.node)
+            decision = self.peer.next(self.clock())
             if isinstance(decision, Start):
                 workers.start_soon(self._work, decision.job)
                 continue
@@ -654,7 +476,7 @@ class Crawler:
                 return
             assert isinstance(decision, Sleep)
             if decision.effects:
-                self._apply(decision.effects)
+                self._did(decision.effects)
             self._wake = trio.Event()
             # Until a host can start, or a fetch ends, or a URL arrives.
             with trio.move_on_at(decision.until):
@@ -671,7 +493,7 @@ class Crawler:
                 log.error("internal error %s on %s: recorded as 'internal', the crawl goes on "
                           "(further %s errors are counted in the summary, not logged)",
                           name, job.url, name, exc_info=exc)
-            self._apply(effects)
+            self._did(effects)
         finally:
             core.job_ended(job)
             self._wake.set()
@@ -680,12 +502,12 @@ class Crawler:
         core = self.core
         adm = core.admit(job, self.clock())
         if isinstance(adm, Fetch):
-            self._apply(adm.effects)
+            self._did(adm.effects)
             res = await self._fetcher.fetch(job.url)
             parsed = None
             async with self._turn:
                 if not core.fetched(job, res, self.clock()):
-                    self._apply(core.on_result(job, res, None, self.clock()))
+                    self._did(core.on_result(job, res, None, self.clock()))
                     return
                 # A small page on the loop (INLINE_PAGE); the rest in a worker
                 # thread: lexbor releases the GIL while it parses, and a crafted
@@ -695,7 +517,7 @@ class Crawler:
                 body = res.body
                 if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:
                     parsed = self._parse_inline(job, res)
-                    self._apply(core.on_result(job, res, parsed, self.clock()))
+                    self._did(core.on_result(job, res, parsed, self.clock()))
                     return
             if len(body) > HEAVY_PAGE:
                 async with self._heavy:
@@ -703,9 +525,9 @@ class Crawler:
             else:
                 parsed = await self._parse(job, res)
             async with self._turn:
-                self._apply(core.on_result(job, res, parsed, self.clock()))
+                self._did(core.on_result(job, res, parsed, self.clock()))
         elif isinstance(adm, FetchRobots):
-            self._apply(adm.effects)
+            self._did(adm.effects)
             try:
                 # The first 500 KiB however long the file (RFC 9309 §2.5): a
                 # prefix with ``truncated`` set, not a too_large refusal.
@@ -713,10 +535,10 @@ class Crawler:
             except trio.Cancelled:
                 core.robots_cancelled(job)
                 raise
-            self._apply(core.on_robots(job, res, self.clock()))
+            self._did(core.on_robots(job, res, self.clock()))
         else:
             assert isinstance(adm, (Requeue, Drop, PassOn))
-            self._apply(adm.effects)
+            self._did(adm.effects)
             if not isinstance(adm, Requeue):
                 # It left our queue (passed on, or fetched by the previous
                 # owner): on disk before anything else happens.
@@ -737,172 +559,8 @@ class Crawler:
         if samples and self._store is not None:
             self._store.add_pid(samples, self.cfg.politeness.setpoint)
 
-    # -- the ring's side: what peer.engine.cluster calls --------------------------------------
-
-    def accept(self, url: str, depth: int) -> None:
-        """A URL forwarded to us (or returned by a re-route): route, dedupe, queue."""
-        self._apply(self.core.discover(url, depth, self.clock(), Origin.RELAY))
-
-    def take_back(self, url: str, depth: int) -> None:
-        """A URL of ours that was on its way to a peer now gone (``Outbox.reroute``)."""
-        self._apply(self.core.discover(url, depth, self.clock(), Origin.HANDED_BACK))
-
-    def accept_seen(self, url: str) -> None:
-        """A URL another peer already fetched for a host now ours (hand-off)."""
-        self._apply(self.core.discover(url, 0, self.clock(), Origin.HANDED_SEEN))
-
-    def set_ring(self, ring: HashRing) -> None:
-        """The live member set changed: hosts no longer ours go to their owners."""
-        self._apply(self.core.set_ring(ring, self.clock()))
-        if self.core.frontier.moving:
-            self._move_kick.set()
-
-    async def _move_spilled(self) -> None:
-        """Pass on the spilled queues of hosts that changed owner, MOVE_CHUNK URLs a turn (frontier rule 10).
-
-        Paced by the Outbox: while MOVE_BACKLOG URLs wait for their owners'
-        acks, no more are taken off the disk, so the move costs RAM of a
-        backlog, not of the queues.
-        """
-        fr = self.core.frontier
-        while True:
-            if not fr.moving or self.node is None:
-                self._move_kick = trio.Event()
-                await self._move_kick.wait()
-                continue
-            outbox = self.node.outbox
-            st = outbox.stats()
-            if st.pending + st.unacked * MOVE_CHUNK > MOVE_BACKLOG:
-                await trio.sleep(0.05)
-                continue
-            async with self._turn:
-                self._apply(self.core.pass_on_moving(self.clock(), MOVE_CHUNK))
-                if self._state is not None:
-                    self._state.commit()
-
-    def handoff_done(self, sender: str) -> None:
-        """``sender`` handed us everything for the current ring: release its hosts."""
-        self.core.handoff_done(sender)
-        self._wake.set()
-
-    async def handoff_seen(self, old: HashRing | None, ring: HashRing) -> int:
-        """Queue, for their new owners, the URLs fetched here of hosts that moved.
-
-        The seen set cannot be read out of a Bloom filter, so it comes from
-        the results (``pages``, flushed first) plus the page requests on
-        the wire (``CrawlCore.inflight_urls``: not a job started but not yet
-        admitted, which is passed on instead): only the moved hosts' rows,
-        found by the store's host index.
-        """
-        node = self.node
-        if node is None or self._store is None:
-            return 0
-        # In flight now: taken before the query, since a fetch that ends
-        # during it writes a row the query may not see.
-        inflight = self.core.inflight_urls()
-        moving = self.core.moved_hosts(self._store.hosts(), old, ring)
-        rows = await self._store.page_urls(moving)
-        rows.extend(inflight)
-        now = trio.current_time()
-        moved = self.core.handoff_seen(rows, old, ring)
-        for url, owner in moved:
-            node.outbox.add_seen(url, owner, now)
-        return len(moved)
-
-    def handoff_starts(self, old: HashRing | None, ring: HashRing) -> dict[str, list[tuple[str, float]]]:
-        """{new owner: [(host, request start in epoch seconds)]} of the hosts that moved away."""
-        return self.core.handoff_starts(old, ring, time.time() - self.clock())
-
-    def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
-        """The previous owner's last request starts of hosts now ours (epoch seconds)."""
-        now = self.clock()
-        self.core.seed_starts(list(starts), now, now - time.time())
-        self._wake.set()
-
-    def commit_state(self) -> None:
-        """Make what was taken so far survive a kill -9 (before an ack goes out)."""
-        if self._state is not None:
-            self._state.commit()
-
-    def leave(self) -> None:
-        """Leave the ring gracefully: hand everything over, then stop."""
-        if self.node is None or self.core.leaving:
-            if self.node is None:
-                self.stop()
-            return
-        self.core.leaving = True
-        self.node.leave()
-        self._wake.set()
-
-    def locally_idle(self) -> bool:
-        return self.core.locally_idle()
-
-    def poke(self) -> None:
-        """Re-check termination and limits (the gossip brought news)."""
-        self._wake.set()
-
-    def _alive(self, peer: str) -> bool | None:
-        """The ring node's view of ``peer`` for the hand-off holds."""
-        m = self.node.membership.members().get(peer) if self.node is not None else None
-        if m is None:
-            return None
-        return m.state is not MemberState.DEAD
-
-    # -- status and progress ---------------------------------------------------------
-
-    def status_figures(self) -> StatusFigures:
-        """This peer's row of ``ring status`` (the ring driver fills in its own uptime)."""
-        s = self.summary
-        elapsed = max(time.monotonic() - self._wall0, 1e-9)
-        node = self.node
-        return StatusFigures(
-            pages=self.core.requested, rate=s.requested / elapsed, frontier=len(self.frontier),
-            hosts=self.frontier.n_hosts,
-            forwarded_out=node.outbox.stats().forwarded if node is not None else 0,
-            forwarded_in=node.inbox.received if node is not None else 0,
-            dns_hit_rate=self.resolver.stats().hit_rate, bloom_fill=self.bloom.fill_estimate(),
-            uptime=elapsed,
-            # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
-            # errors: counters the ring sends with the status reply.
-            limits=self.limits_figures(),
-            # For `ring dashboard`: failed fetches by kind, the busiest hosts.
-            errors=dict(s.errors), busiest=tuple(self.frontier.busiest(self.clock(), 10)),
-        )
-
-    def limits_figures(self) -> dict[str, int]:
-        """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
-        return self.core.limits_figures(self.clock(), self._malformed())
-
-    def _malformed(self) -> dict[str, int]:
-        """The fetcher's counts of header values it ignored or clamped, by reason."""
-        stats = getattr(self._fetcher, "stats", None)
-        figures = stats() if callable(stats) else {}
-        got = figures.get("malformed") if isinstance(figures, dict) else None
-        return dict(got) if isinstance(got, dict) else {}
-
-    def progress_snapshot(self) -> ProgressSnapshot:
-        """This peer's figures now, for peer/core/progress.py."""
-        cluster = self.core.requested
-        if self.node is not None:
-            cluster += self.node.others_pages()
-        self.spill_peak = max(self.spill_peak, self.core.frontier.spilled)
-        return self.core.progress_snapshot(self.clock(), time.monotonic() - self._wall0,
-                                           self.resolver.stats().hit_rate, cluster)
-
-    def progress_line(self) -> str:
-        """The progress line now (a fresh formatter: never suppressed as a repeat)."""
-        return Progress().line(self.progress_snapshot()) or ""
-
-    async def _progress(self) -> None:
-        progress = Progress()
-        while True:
-            await trio.sleep(self.progress_interval)
-            self._flush_pid()
-            if (line := progress.line(self.progress_snapshot())) is not None:
-                log.info("%s", line)
-
-def _nothing(effect: Effect) -> None:
-    """Requeues are the frontier's (the core did them); nothing to do here."""
+def _nothing(effect: Any) -> None:
+    """Done by the core already (a requeue, a hand-off released); nothing to do here."""
 
 
 def _warn(effect: Warn) -> None:

@@ -1,7 +1,7 @@
 """What an operator watches on a running peer: its metrics and a one-peer crawl's status.
 
 - ``[[peer]] metrics_address`` set: Prometheus metrics (:mod:`peer.engine.metrics`).
-- A ring of one runs no :class:`peer.engine.cluster.ClusterNode` (no gossip, no
+- A ring of one runs no ring node and no sockets (no gossip, no
   forwarding), so before this nothing listened on its address and
   ``python -m ring status`` reported no peer. :func:`serve_status` binds that
   address with a ROUTER that answers :class:`~ring.messages.StatusRequest`

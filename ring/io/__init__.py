@@ -2,6 +2,8 @@
 
 - ``zmqio``   the sockets: the only module that imports zmq
 - ``curve``   the keys directory: read and write CurveZMQ key pairs
-- ``driver``  ``RingDriver`` runs a ``ring.node.RingNode`` over zmq;
-  ``ForwardLink``, a non-member's sender
+- ``sockets`` a member's ROUTER, its DEALERs' sender task and its two clocks,
+  serving whoever decides (a peer's ``PeerCore`` engine, or ``RingDriver``)
+- ``driver``  ``RingDriver`` runs a bare ``ring.node.RingNode`` over the sockets
+  (tests, benchmarks); ``ForwardLink``, a non-member's sender
 """

@@ -1,0 +1,191 @@
+"""The crawl core's state and the few moves every part of it makes (pure).
+
+``CrawlState`` holds what ``peer.core.crawl.CrawlCore`` decides with: the
+scope, the Bloom filter and its exact sieve, the frontier, the robots cache,
+the limits, the retry attempts and redirect hops, the hand-off holds, and the
+marks of the jobs in flight (rule 8 of peer/engine/crawler.py). The parts of
+the core are mixins over it, one module each, split along the seams the core's
+header numbers:
+
+- ``peer.core.crawl``     discovery, scheduling, admission (steps 1-3)
+- ``peer.core.outcomes``  results, retries, robots.txt answers (steps 4-6)
+- ``peer.core.ringside``  ring changes and hand-offs
+- ``peer.core.figures``   the figures of the progress line, status and summary
+
+The moves here are the ones more than one part makes: who owns a host, push
+a URL, pass one on, a job's ``Frontier.done`` and requeue, and its row.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from peer.core.bloom import BloomFilter
+from peer.core.seen import SeenSieve
+from peer.core.config import ClusterConfig
+from peer.core.decisions import Done, Effect, Forward, Origin, Requeued, Row
+from peer.core.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
+from peer.core.holds import Holds, Liveness
+from peer.core.limits import Limits
+from peer.core.robots import RobotsCache
+from peer.core.stats import Summary
+from peer.core.urls import Scope, hostname
+
+if TYPE_CHECKING:
+    from peer.net.fetcher import FetchResult
+    from ring.hashring import HashRing
+
+__all__ = ["CrawlState", "MAX_RETRIES"]
+
+#: Attempts after the first for a transient failure (5xx, reset, timeout...).
+MAX_RETRIES = 2
+#: Transient error kinds worth a retry; the rest (dns, blocked, tls,
+#: too_large, protocol) would fail the same way again.
+RETRYABLE = frozenset({"connect", "reset", "timeout"})
+#: robots.txt failures no retry mends in this run: the name does not resolve
+#: (the resolver caches that, too) or the SSRF guard refuses every address.
+ROBOTS_FINAL = frozenset({"dns", "blocked"})
+#: Error kinds of requests that never reached the server (frontier rule 5).
+UNREACHED_KINDS = frozenset({"dns", "blocked", "connect"})
+#: How long a job waits when another task is fetching its host's robots.txt.
+ROBOTS_PENDING_WAIT = 0.25
+#: How often a job of a host held for a hand-off looks again.
+HOLD_POLL = 0.1
+#: Longest host key a HostStarts message carries (ring.messages.MAX_NAME).
+MAX_HOST_KEY = 256
+#: How far back a restarted peer counts its hosts' request starts: the
+#: frontier's longest ceiling window.
+CEILING_HORIZON = max(CEILING_WINDOWS)
+#: Extraction failures logged before they are only counted.
+EXTRACT_WARNINGS = 5
+# What happened to a job so far, for rule 8: after an exception, the row and
+# the done() it still needs, and nothing twice. _FETCHING: admit said Fetch,
+# so the page's own request is (or was) on the wire; a hand-off calls only
+# those jobs fetched (``inflight_urls``).
+_DONE, _ROW, _REQUEUED, _ROBOTS, _FETCHING = 1, 2, 4, 8, 16
+
+
+def _no_ip(host: str) -> str | None:
+    return None
+
+
+def _unknown(peer: str) -> bool | None:
+    return None
+
+
+class CrawlState:
+    """The crawl core's mutable state (module docstring); ``CrawlCore`` is the whole core."""
+
+    def __init__(self, cfg: ClusterConfig, peer_id: str, *, rng: random.Random | None = None,
+                 peek_ip: Callable[[str], str | None] = _no_ip) -> None:
+        self.cfg = cfg
+        self.peer_id = peer_id
+        crawl, pol = cfg.crawl, cfg.politeness
+        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
+        self.frontier = Frontier(pol)
+        b = cfg.bloom
+        self.bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
+        #: The exact seen set's policy behind the Bloom filter (peer/core/seen.py).
+        self.sieve = SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait)
+        self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
+                                  error_retry=crawl.robots_retry)
+        self.limits = Limits.from_config(crawl, pol)
+        self.summary = Summary()
+        #: Jitter of the retry waits: injected, so a test sees the same waits.
+        self.rng = rng or random.Random()
+        #: The DNS cache's answer for a host name, without a lookup (resolver.peek).
+        self.peek_ip = peek_ip
+        #: Whether a peer is alive (True), dead (False) or unknown (None): the
+        #: ring node's membership; hand-off holds ask it.
+        self.alive: Liveness = _unknown
+        #: How long a gained host waits for its previous owner's HandoffDone.
+        self.hold_timeout = 0.0
+        #: The ring of live members, or None alone (every host is ours).
+        self.ring: HashRing | None = None
+        self.holds = Holds()
+        self.stopping = False
+        self.leaving = False
+        self.requested = 0                   # page rows whose request was made (max_pages)
+        self.in_flight = 0
+        self.handoffs_in = 0                 # seen URLs taken from hand-offs
+        self._attempts: dict[str, int] = {}  # url -> retries so far (only retried URLs)
+        self._hops: dict[str, int] = {}      # url -> redirects that led to it
+        self._marks: dict[str, int] = {}     # url in flight -> _DONE | _ROW | ... (rule 8)
+        self._inflight: dict[str, tuple[str, int]] = {}  # url -> (host, depth) in flight
+        self._internal_seen: set[str] = set()
+        # Handed-over URLs that were already queued here when they came:
+        # dropped when their job comes up instead of fetched again.
+        self._handed_seen: set[str] = set()
+        # URLs handed to us as fetched (url -> host): passed on with our own
+        # rows when their hosts move again, since only we hold them now.
+        self._seen_in: dict[str, str] = {}
+        self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
+
+    def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
+                 host: str | None = None) -> list[Effect]:
+        """A URL arrives from ``origin`` (``peer.core.crawl.CrawlCore.discover``)."""
+        raise NotImplementedError
+
+    def _owner(self, host: str) -> str:
+        ring = self.ring
+        return ring.owner(host) if ring is not None and len(ring) else self.peer_id
+
+    def _push(self, url: str, host: str, depth: int, now: float) -> None:
+        """Queue ``url``; with per-IP politeness, a host whose address is known shares its IP's budget."""
+        fr = self.frontier
+        fr.push(url, host, depth, now)
+        if self._ip_politeness and fr.host_ip(host) is None:
+            # Static entries and cached answers are known before the first
+            # fetch; otherwise the first fetch resolves it (docs/politeness.md).
+            ip = self.peek_ip(hostname(host))
+            if ip is not None:
+                fr.set_host_ip(host, ip, now)
+
+    def _pass_on(self, url: str, depth: int, owner: str, host: str, out: list[Effect]) -> None:
+        """A URL queued here whose host is now ``owner``'s: it travels on and leaves our queue."""
+        out.append(Forward(url, depth, owner, True, host))
+        out.append(Done(url))
+
+    def _finish(self, job: Job, now: float, outcome: Outcome) -> None:
+        """``Frontier.done`` for the job, once (rule 1 of peer/engine/crawler.py)."""
+        if job.url in self._marks:
+            self._marks[job.url] |= _DONE
+        self.frontier.done(job.host, now, outcome, job.url)
+
+    def _requeue(self, job: Job, now: float, not_before: float, out: list[Effect]) -> None:
+        if job.url in self._marks:
+            self._marks[job.url] |= _REQUEUED
+        self.frontier.requeue(job, now, not_before)
+        out.append(Requeued(job.url, not_before))
+
+    def _row(self, job: Job, res: FetchResult | None, out: list[Effect], *,
+             final_url: str | None = None, title: str | None = None, n_links: int = 0,
+             error: str | None = None, links: tuple[str, ...] = ()) -> None:
+        if job.url in self._marks:
+            self._marks[job.url] |= _ROW
+        s = self.summary
+        s.pages += 1
+        if res is not None:
+            self.requested += 1
+            s.requested += 1
+        elif error and error != "internal":
+            s.not_requested[error] += 1
+        if res is not None and res.status is not None:
+            s.fetched += 1
+            s.by_status[res.status] += 1
+            s.bytes += len(res.body)
+        if error:
+            s.errors[error] += 1
+        crawl = self.cfg.crawl
+        out.append(Row(
+            url=job.url, final_url=final_url or job.url, host=job.host,
+            status=None if res is None else res.status,
+            content_type=None if res is None else res.content_type,
+            bytes=0 if res is None else len(res.body), title=title, n_links=n_links,
+            depth=job.depth, elapsed_ms=0.0 if res is None else res.elapsed * 1000.0, error=error,
+            body=res.body if (res is not None and crawl.store_body) else None,
+            links=links if crawl.store_links else (),
+        ))
+

@@ -1,0 +1,91 @@
+"""The crawl core's figures: the progress line's, ``ring status``'s and the summary's (pure)."""
+
+from __future__ import annotations
+
+from peer.core.progress import READY_MOST, ProgressSnapshot
+from peer.core.stats import requested_errors
+from peer.core.limits import Cap, Hold
+from peer.core.crawlstate import CrawlState
+
+__all__ = ["Figures"]
+
+
+class Figures(CrawlState):
+    """The figures' part of ``CrawlCore``."""
+
+    def limits_figures(self, now: float, malformed: dict[str, int]) -> dict[str, int]:
+        """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
+        out = self.limits.figures(now)
+        internal = sum(self.summary.internal.values())
+        if internal:
+            out["error.internal"] = internal
+        for reason, n in malformed.items():
+            if n:
+                out[f"malformed.{reason}"] = int(n)
+        fr = self.frontier
+        if fr.ceiling_holds:
+            out["polite.ceiling_holds"] = fr.ceiling_holds
+        if fr.ip_ceiling_holds:
+            out["polite.ip_ceiling_holds"] = fr.ip_ceiling_holds
+        if fr.moving:
+            out["frontier.moving"] = fr.moving  # spilled URLs of hosts given away, not passed on yet
+        if self.bloom.num_slices > 1:
+            out["bloom.slices"] = self.bloom.num_slices
+        if self.bloom.full:
+            out["bloom.full"] = 1
+        sv = self.sieve.stats()
+        for name, n in (("seen.checked", sv.checked), ("seen.false_positives", sv.false_positives),
+                        ("seen.pending", sv.pending)):
+            if n:
+                out[name] = n
+        return out
+
+    def detail_lines(self, malformed: dict[str, int]) -> list[str]:
+        """The summary's lines on remote input, politeness and the seen set (only what happened)."""
+        lines = []
+        bad = dict(malformed)
+        excess = bad.pop("excess", 0)
+        if bad or excess:
+            parts = []
+            if bad:
+                parts.append("malformed headers ignored or clamped: "
+                             + ", ".join(f"{k} {n}" for k, n in sorted(bad.items())))
+            if excess:
+                parts.append(f"bytes past a response's end {excess} (connection closed)")
+            lines.append("remote input: " + "; ".join(parts))
+        fr = self.frontier
+        if fr.ceiling_holds or fr.ip_ceiling_holds or fr.n_ips:
+            lines.append(f"politeness: starts held by the 1 s/5 s ceiling {fr.ceiling_holds} "
+                         f"(per IP {fr.ip_ceiling_holds}); IP addresses paced {fr.n_ips}")
+        b = self.bloom
+        if b.num_slices > 1 or b.full:
+            lines.append(f"seen set: {b.count:,} URLs in {b.num_slices} Bloom slices "
+                         f"({b.total_capacity:,} capacity{', full' if b.full else ''}), "
+                         f"estimated false positives {b.estimated_fpr():.3%} (bound {b.fpr_bound:.3%})")
+        sv = self.sieve.stats()
+        if sv.exact:
+            measured = sv.measured_fpr
+            lines.append(
+                f"seen set: exact past {self.sieve.disk_after:,} URLs (disk sieve of URL hashes); "
+                f"Bloom 'maybe seen' checked {sv.checked:,}, new after all {sv.false_positives:,} "
+                f"(measured false-positive rate {'n/a' if measured is None else f'{measured:.3%}'}); "
+                f"before that, {sv.bloom_drops:,} 'maybe seen' taken as seen unchecked")
+        return lines
+
+    def progress_snapshot(self, now: float, elapsed: float, dns_hit_rate: float,
+                          cluster_pages: int) -> ProgressSnapshot:
+        """This peer's figures at ``now``, for :mod:`peer.core.progress` to format."""
+        s = self.summary
+        held = self.limits.held(now)
+        hits = self.limits.hits
+        ready, waiting = self.frontier.host_counts(now, READY_MOST)
+        return ProgressSnapshot(
+            now=now, elapsed=elapsed, pages=s.requested, items=s.items,
+            errors=requested_errors(s.errors, s.not_requested), not_requested=dict(s.not_requested),
+            out_of_scope=s.out_of_scope, frontier=len(self.frontier), in_flight=self.in_flight,
+            hosts_ready=ready, hosts_waiting=waiting, held_robots=held[Hold.ROBOTS],
+            held_retry_after=held[Hold.RETRY_AFTER], max_pages=self.cfg.crawl.max_pages,
+            cluster_pages=cluster_pages, dns_hit_rate=dns_hit_rate,
+            bloom_fill=self.bloom.fill_estimate(), bloom_slices=self.bloom.num_slices,
+            capped=sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
+                                         Cap.LINKS_PER_PAGE, Cap.GIVEN_UP)))

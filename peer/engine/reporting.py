@@ -1,0 +1,111 @@
+"""The crawl engine's figures: ``ring status``'s row, the cap counters, the progress line (edge).
+
+A part of ``peer.engine.crawler.Crawler``; the figures are the core's
+(``peer.core.figures``), the fetcher's and the resolver's, read here.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from peer.core.config import ClusterConfig
+from peer.core.crawl import CrawlCore, Effect, Summary
+from peer.core.progress import Progress, ProgressSnapshot
+from peer.net.resolver import Resolver
+from peer.state.journal import PeerState
+from peer.results.store import ResultStore
+from ring.node import StatusFigures
+
+
+log = logging.getLogger("peer.engine")
+
+__all__ = ["Reporting"]
+
+
+class Reporting:
+    """The figures' part of ``Crawler`` (module docstring)."""
+
+    cfg: ClusterConfig
+    peer_id: str
+    core: CrawlCore
+    clock: Callable[[], float]
+    node: Any
+    data_dir: Path
+    resolver: Resolver
+    _state: PeerState | None
+    _store: ResultStore | None
+    _wake: trio.Event
+    _turn: trio.Lock
+
+    def _apply(self, effects: Iterable[Effect]) -> None:
+        raise NotImplementedError
+
+    _fetcher: Any
+    _wall0: float
+    spill_peak: int
+    progress_interval: float
+
+    @property
+    def summary(self) -> Summary:
+        raise NotImplementedError
+
+    def _flush_pid(self) -> None:
+        raise NotImplementedError
+
+    def status_figures(self) -> StatusFigures:
+        """This peer's row of ``ring status`` (the ring driver fills in its own uptime)."""
+        s = self.summary
+        elapsed = max(time.monotonic() - self._wall0, 1e-9)
+        node = self.node
+        return StatusFigures(
+            pages=self.core.requested, rate=s.requested / elapsed, frontier=len(self.core.frontier),
+            hosts=self.core.frontier.n_hosts,
+            forwarded_out=node.outbox.stats().forwarded if node is not None else 0,
+            forwarded_in=node.inbox.received if node is not None else 0,
+            dns_hit_rate=self.resolver.stats().hit_rate, bloom_fill=self.core.bloom.fill_estimate(),
+            uptime=elapsed,
+            # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
+            # errors: counters the ring sends with the status reply.
+            limits=self.limits_figures(),
+            # For `ring dashboard`: failed fetches by kind, the busiest hosts.
+            errors=dict(s.errors), busiest=tuple(self.core.frontier.busiest(self.clock(), 10)),
+        )
+
+    def limits_figures(self) -> dict[str, int]:
+        """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
+        return self.core.limits_figures(self.clock(), self._malformed())
+
+    def _malformed(self) -> dict[str, int]:
+        """The fetcher's counts of header values it ignored or clamped, by reason."""
+        stats = getattr(self._fetcher, "stats", None)
+        figures = stats() if callable(stats) else {}
+        got = figures.get("malformed") if isinstance(figures, dict) else None
+        return dict(got) if isinstance(got, dict) else {}
+
+    def progress_snapshot(self) -> ProgressSnapshot:
+        """This peer's figures now, for peer/core/progress.py."""
+        cluster = self.core.requested
+        if self.node is not None:
+            cluster += self.node.others_pages()
+        self.spill_peak = max(self.spill_peak, self.core.frontier.spilled)
+        return self.core.progress_snapshot(self.clock(), time.monotonic() - self._wall0,
+                                           self.resolver.stats().hit_rate, cluster)
+
+    def progress_line(self) -> str:
+        """The progress line now (a fresh formatter: never suppressed as a repeat)."""
+        return Progress().line(self.progress_snapshot()) or ""
+
+    async def _progress(self) -> None:
+        progress = Progress()
+        while True:
+            await trio.sleep(self.progress_interval)
+            self._flush_pid()
+            if (line := progress.line(self.progress_snapshot())) is not None:
+                log.info("%s", line)
+

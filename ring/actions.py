@@ -1,0 +1,101 @@
+"""What ``ring.node.RingNode`` returns: actions, frozen dataclasses carried out in order (pure).
+
+h11's ``_events.py``: values only, no behaviour. ``ring.node``'s docstring
+lists what each means to the driver.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+from ring.hashring import HashRing
+from ring.messages import Message
+
+__all__ = ["Action", "Count", "Deliver", "HandOff", "LeaveAsked", "Log", "Released",
+           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked"]
+
+
+@dataclass(frozen=True, slots=True)
+class Send:
+    dest: str
+    msg: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    route: bytes
+    msg: Message
+
+
+@dataclass(frozen=True, slots=True)
+class Deliver:
+    """A batch taken from ``sender`` (a member, or ``adopt:...``): entries for the crawl.
+
+    They must be durable before whatever follows (the ack): the crawl says
+    where each came from by its own origins (``peer.core.decisions.Origin``);
+    the ring only says who sent it.
+    """
+
+    urls: tuple[tuple[str, int], ...]
+    seen: tuple[str, ...]
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class Rerouted:
+    """Our own entries, on their way to a member now gone, back for the crawl to place again."""
+
+    urls: tuple[tuple[str, int], ...]
+    seen: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class RingChanged:
+    ring: HashRing
+    old: HashRing | None
+
+
+@dataclass(frozen=True, slots=True)
+class HandOff:
+    """Collect what moved from ``old`` to ``ring``, then call ``RingNode.begin_handoff(version, ...)``."""
+
+    old: HashRing
+    ring: HashRing
+    version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class SeedStarts:
+    starts: tuple[tuple[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class LeaveAsked:
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class StatusAsked:
+    route: bytes
+    nonce: int
+
+
+@dataclass(frozen=True, slots=True)
+class Count:
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Log:
+    level: int
+    text: str
+
+
+Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
+               StatusAsked, Count, Log]
