@@ -590,7 +590,7 @@ def ring_changes(crawl: Crawl) -> list[str]:
     for pid in crawl.ids:
         path = crawl.toml.parent / "logs" / f"{pid}.err"
         for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
-            if " peer.engine.cluster: ring: " in line:
+            if " peer.cluster: ring: " in line:
                 stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1e3
                 out.append(f"{stamp - crawl.started:+.1f} s {pid} sees [{line.split('ring: ', 1)[1]}]")
     return sorted(out, key=lambda s: float(s.split()[0]))

@@ -74,7 +74,7 @@ BENCHES = ("detect", "resume", "handoff")
 POLL = 0.1
 #: The Outbox's default batch_size (ring/forwarder.py): hand-off batches are cut at this.
 BATCH = 500
-#: Peers' log lines: "2024-11-30 02:57:01,123 INFO peer.engine.cluster: message".
+#: Peers' log lines: "2024-11-30 02:57:01,123 INFO peer.cluster: message".
 LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) ([\w.]+): (.*)$")
 RESUMED = re.compile(r"resuming the crawl from \S+: (\d+) queued URLs, (\d+) to forward, (\d+) result rows restored")
 HANDOFF = re.compile(r"hand-off: (\d+) fetched URLs to their new owners, all acked in ([\d.]+)s")

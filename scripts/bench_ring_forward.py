@@ -1,6 +1,6 @@
 """Forwarding cost for scripts/bench_ring.py: two real ring members over zmq, in two processes.
 
-Each side is what ``peer/engine/cluster.py`` runs: a ``ring.node.RingNode`` under a
+Each side is a ``ring.node.RingNode`` under a
 ``ring.io.driver.RingDriver``, with a crawl that only counts what it is handed.
 The sender's :class:`ring.forwarder.Outbox` (batches of 500, ``max_age`` 50
 ms) hands batches to its DEALER connected to the receiver's ROUTER; the
