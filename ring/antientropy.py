@@ -176,7 +176,11 @@ def join_targets(unheard: Sequence[str], contacted: bool, join_seeds: int,
 
 
 class Greetings:
-    """Seed not heard from -> (round of its next greeting, greetings so far) (mutable)."""
+    """Seed not heard from -> (round of its next greeting, greetings so far) (mutable).
+
+    Only the seeds the caller names as unheard are read, so a seed heard from
+    keeps its entry, unread: at most one per seed.
+    """
 
     __slots__ = ("_next",)
 
@@ -195,7 +199,3 @@ class Greetings:
             wait = 1 if k < HELLO_DENSE else min(2 ** (k - HELLO_DENSE + 1), HELLO_BACKOFF)
             hello[sid] = (ticks + wait, k)
         return picked
-
-    def forget(self, sid: str) -> None:
-        """``sid`` was heard from: no more greetings."""
-        self._next.pop(sid, None)

@@ -4,12 +4,14 @@ Protocol: SWIM (Das, Gupta, Motivala, "SWIM: scalable weakly-consistent
 infection-style process group membership protocol", DSN 2002), with the
 full-state gossip of van Renesse, Minsky, Hayden ("A gossip-style failure
 detection service", Middleware 1998) kept as a slow anti-entropy repair.
-:class:`Membership` holds one peer's view and composes the parts, each a
-module of its own with its rules in its header (as hashicorp/memberlist
+:class:`Membership` is the protocol: it composes the parts, each a module
+of its own with its rules in its header (as hashicorp/memberlist
 splits ``state.go``, ``suspicion.go``, ``queue.go``):
 
 - ``ring.records``        how two records of a member merge; the local state
                           machine (:class:`IllegalTransition`); membership events
+- ``ring.view``           the records one peer holds and what follows from each
+                          change: queue, suspicions, events, tombstones, the ring
 - ``ring.swim``           probes, ping-reqs and suspicion timers: whom to probe,
                           when to suspect, when to declare dead
 - ``ring.dissemination``  the piggyback queue: which changed records ride on
@@ -37,23 +39,10 @@ is told, each ``reconnect_every`` ticks a peer pings one dead member with
 its verdict (memberlist's reconnect), and a message from a member we hold
 suspect or dead is answered with its record.
 
-Tombstones: dead and left records are kept, and gossiped in digests, for
-``tombstone_ttl`` seconds of local time after they entered our view as such
-(van Renesse et al. keep failed members a while: forgetting one lets a
-stale gossip bring it back to life), then forgotten, as
-hashicorp/memberlist reaps a dead node ``GossipToTheDeadTime`` after its
-local ``StateChange``. ``tombstone_ttl >= 2 * dead_after`` (peer.core.config
-checks it) outlives every stale *alive* record at a running peer: such a
-record lives only until that peer's own probes time out or it merges the
-verdict. The seeds' tombstones never expire (every fresh peer starts with
-each seed alive at incarnation 0; the seed list bounds them). A peer paused
-past the window comes back as a zombie that dies again.
-
-The view holds at most ``max_members`` records (the codec's ``MAX_MEMBERS``,
-what a digest can carry): a record or ``Join`` of a new member beyond it is
-refused and counted (``too_many_members``), and gets no answer. At most
-``MAX_RELAYS`` ping-reqs are relayed at a time (``relay_full``), and at
-most ``MAX_EVENTS`` events wait to be drained (``events_overflow``).
+Limits: a ``Join`` of a new member beyond ``max_members`` is refused and
+counted (``too_many_members``), and gets no answer (``ring.view`` bounds the
+records and the events); at most ``MAX_RELAYS`` ping-reqs are relayed at a
+time (``relay_full``).
 
 Remote input never raises: a message of another ring, a stale ``Join`` or
 ``Leave``, an unusable record... is dropped and counted in :attr:`dropped`.
@@ -94,7 +83,6 @@ from ring.messages import (
     Join,
     Leave,
     Member,
-    MemberState,
     Message,
     Ping,
     PingAck,
@@ -113,15 +101,13 @@ from ring.records import (
     IllegalTransition,
     LocalEvent,
     MemberEvent,
-    is_news,
-    merge_key,
     merge_members,
-    merge_order,
     next_state,
     usable,
 )
 from ring.swim import MAX_RELAYS, ProbeStep, Prober, Suspicions, SuspicionStep
 from ring.termination import TerminationDetector
+from ring.view import MAX_EVENTS, View
 
 # The names this module has always offered, wherever they live now.
 __all__ = [
@@ -146,10 +132,6 @@ __all__ = [
     "HELLO_BACKOFF",
 ]
 
-MAX_EVENTS = 10_000
-"""Events kept until :meth:`Membership.drain_events`; the driver drains every call."""
-
-
 class Membership:
     """One peer's view of the ring, driven by :meth:`tick` and :meth:`receive`.
 
@@ -160,43 +142,10 @@ class Membership:
     """
 
     __slots__ = (
-        "self_id",
-        "ring_name",
-        "dropped",
-        "_interval",
-        "_suspect_after",
-        "_dead_after",
-        "_reconnect_every",
-        "_seed_grace",
-        "_join_seeds",
-        "_indirect",
-        "_rng",
-        "_start",
-        "_members",
-        "_unheard",
-        "_joined",
-        "_contacted",
-        "_ticks",
-        "_version",
-        "_live",
-        "_dirty",
-        "_rings",
-        "_digest",
-        "_term",
-        "_seeds",
-        "_buried",
-        "_tombstone_ttl",
-        "_max_members",
-        "_epoch",
-        "_sorted",
-        "_events",
-        "_refuted",
-        "_next_sync",
-        "_sync_partner",
-        "_queue",
-        "_prober",
-        "_suspicions",
-        "_greetings",
+        "self_id", "ring_name", "dropped", "_interval", "_suspect_after", "_dead_after",
+        "_reconnect_every", "_seed_grace", "_join_seeds", "_indirect", "_rng", "_start",
+        "_view", "_members", "_unheard", "_queue", "_contacted", "_ticks", "_term", "_sorted",
+        "_next_sync", "_sync_partner", "_prober", "_greetings",
     )
 
     def __init__(
@@ -254,48 +203,21 @@ class Membership:
         self._seed_grace = seed_grace
         self._join_seeds = join_seeds
         self._indirect = indirect
-        self._tombstone_ttl = tombstone_ttl
-        self._max_members = max_members
         self._rng = rng if rng is not None else random.Random()
         self._start = now
-        # id -> local time its record became dead or left (tombstone_ttl)
-        self._buried: dict[str, float] = {}
-        self._members: dict[str, Member] = {
-            self_id: Member(self_id, address, incarnation, ALIVE, float(weight))
-        }
-        self._unheard: set[str] = set()
-        seed_ids: set[str] = set()
-        for seed in seeds:
-            sid, saddr = seed[0], seed[1]
-            sweight = float(seed[2]) if len(seed) > 2 else 1.0
-            if sid in seed_ids:
-                raise ValueError(f"seed {sid!r} listed twice")
-            if not sid or not 0 < sweight <= MAX_WEIGHT:
-                raise ValueError(f"seed {sid!r}: needs an id and a weight in (0, {MAX_WEIGHT:g}]")
-            seed_ids.add(sid)
-            if sid != self_id:
-                self._members[sid] = Member(sid, saddr, 0, ALIVE, sweight)
-                self._unheard.add(sid)
-        if len(seed_ids | {self_id}) > max_members:
-            raise ValueError(f"{len(seed_ids)} seeds: more than max_members ({max_members})")
-        self._seeds = frozenset(seed_ids)
-        self._joined = self_id in seed_ids or not seed_ids
+        self._view = view = View(
+            Member(self_id, address, incarnation, ALIVE, float(weight)), seeds,
+            queue=PiggybackQueue(retransmit_mult),
+            suspicions=Suspicions(gossip_interval, suspect_after, dead_after),
+            dropped=self.dropped, tombstone_ttl=tombstone_ttl, max_members=max_members)
+        # The view's own dict, set and queue (never replaced): read on every message.
+        self._members, self._unheard, self._queue = view.members, view.unheard, view.queue
         self._contacted = not self._unheard
         self._ticks = 0
-        self._version = 0
-        self._live = {m.id: m.weight for m in self._members.values()}
-        self._dirty = False
-        self._rings: dict[int, HashRing] = {}
-        self._digest: tuple[Member, ...] | None = None
         self._term = TerminationDetector(gossip_interval)
-        self._queue = PiggybackQueue(retransmit_mult)
         self._prober = Prober(gossip_interval, suspect_after)
-        self._suspicions = Suspicions(gossip_interval, suspect_after, dead_after)
         self._greetings = Greetings()
-        self._epoch = 0  # moves with every change of the probe candidates
         self._sorted: tuple[int, bool, list[str]] | None = None
-        self._events: list[MemberEvent] = []
-        self._refuted = False
         self._next_sync = 0
         self._sync_partner = ""
 
@@ -309,13 +231,12 @@ class Membership:
     @property
     def ring_version(self) -> int:
         """Incremented each time :meth:`live` (ids and weights) differs from before."""
-        self._refresh()
-        return self._version
+        return self._view.ring_version
 
     @property
     def joined(self) -> bool:
         """True once a seed has answered (always, for a seed): the ring is real."""
-        return self._joined
+        return self._view.joined
 
     def members(self) -> Mapping[str, Member]:
         """Every member ever heard of, self included, by id (read-only)."""
@@ -323,33 +244,19 @@ class Membership:
 
     def live(self) -> dict[str, float]:
         """id -> weight of the members that own hosts (alive and suspect)."""
-        self._refresh()
-        return dict(self._live)
+        return dict(self._view.live())
 
     def ring(self, vnodes: int) -> HashRing:
         """The hash ring of :meth:`live`; the same object until ``ring_version`` moves."""
-        self._refresh()
-        ring = self._rings.get(vnodes)
-        if ring is None:
-            ring = self._rings[vnodes] = HashRing(self._live, vnodes)
-        return ring
+        return self._view.ring(vnodes)
 
     def digest(self, want_reply: bool = False) -> Digest:
         """Our whole view as a gossip message, less the seeds' placeholders (every peer has them)."""
-        if self._digest is None:
-            unheard = self._unheard
-            self._digest = tuple(
-                m
-                for m in self._members.values()
-                if not (m.id in unheard and m.incarnation == 0 and m.heartbeat == 0
-                        and m.state is ALIVE)
-            )
-        return Digest(self.ring_name, self.self_id, self._digest, want_reply)
+        return Digest(self.ring_name, self.self_id, self._view.digest(), want_reply)
 
     def drain_events(self) -> list[MemberEvent]:
         """The membership changes seen since the last call, oldest first (for the log)."""
-        out, self._events = self._events, []
-        return out
+        return self._view.drain_events()
 
     def retransmits(self) -> int:
         """Sends of each queued record at today's view size (:func:`retransmit_limit`)."""
@@ -408,7 +315,7 @@ class Membership:
         if new != me:
             # A new heartbeat with every change: two different records with
             # one key would make the merge depend on arrival order.
-            self._put(replace(new, heartbeat=me.heartbeat + 1), self._start)
+            self._view.put(replace(new, heartbeat=me.heartbeat + 1), self._start)
 
     def leave(self, now: float) -> list[tuple[str, Message]]:
         """Mark ourselves left; the :class:`Leave` to send to every live member.
@@ -417,8 +324,8 @@ class Membership:
         those the direct message missed and carries our final counters.
         """
         me = self.me
-        self._put(replace(me, state=next_state(me.state, LocalEvent.LEAVE), heartbeat=me.heartbeat + 1), now,
-                  ChangeReason.LEFT)
+        left = replace(me, state=next_state(me.state, LocalEvent.LEAVE), heartbeat=me.heartbeat + 1)
+        self._view.put(left, now, ChangeReason.LEFT)
         msg = Leave(self.ring_name, self.self_id, me.incarnation)
         return [(mid, msg) for mid, m in self._members.items()
                 if m.state in LIVE and mid != self.self_id]
@@ -429,10 +336,11 @@ class Membership:
         """One round: heartbeat, timers, then the messages to send."""
         self._ticks += 1
         me = self.me
-        self._put(replace(me, heartbeat=me.heartbeat + 1), now)
+        self._view.put(replace(me, heartbeat=me.heartbeat + 1), now)
         out: list[tuple[str, Message]] = []
-        verdicts = self._run_timers(now, out)
-        self._expire(now)
+        verdicts = self._timers(now, out)
+        self._prober.expire_relays(now)
+        self._view.expire(now)
         active = self.me.state is not LEFT
 
         if active and join_due(self._ticks, self._contacted):
@@ -476,9 +384,9 @@ class Membership:
         if sender == self.self_id:
             self.dropped["self_sender"] += 1
             return []
-        self._refuted = False
+        self._view.refuted = False
         out: list[tuple[str, Message]] = handler(self, msg, now)
-        if self._refuted and sender in self._members and not any(d == sender for d, _ in out):
+        if self._view.refuted and sender in self._members and not any(d == sender for d, _ in out):
             # Tell whoever said we were suspect or dead at once; the queue tells the rest.
             out.append((sender, Digest(self.ring_name, self.self_id, (self.me,))))
         return out
@@ -488,7 +396,7 @@ class Membership:
     def _on_digest(self, msg: Digest, now: float) -> list[tuple[str, Message]]:
         spread = is_push(msg, self._sync_partner)
         for r in msg.members:
-            self._merge(r, now, spread)
+            self._view.merge(r, now, spread)
         s = self._members.get(msg.sender)
         if s is None:
             self.dropped["unknown_sender"] += 1
@@ -516,14 +424,14 @@ class Membership:
             self.dropped["bad_member"] += 1
             return []
         known = self._members.get(msg.sender)
-        if known is None and self._full():
+        if known is None and self._view.full():
             self.dropped["too_many_members"] += 1
             return []
         if known is not None and msg.incarnation < known.incarnation:
             self.dropped["stale"] += 1  # a replay; our answer tells a real one to move on
         else:
-            self._merge(r, now)
-        self._heard(msg.sender)
+            self._view.merge(r, now)
+        self._view.heard(msg.sender)
         return [(msg.sender, self.digest())]
 
     def _on_leave(self, msg: Leave, now: float) -> list[tuple[str, Message]]:
@@ -535,12 +443,12 @@ class Membership:
             self.dropped["stale"] += 1
             return []
         hb = known.heartbeat if msg.incarnation == known.incarnation else 0
-        self._merge(replace(known, incarnation=msg.incarnation, state=LEFT, heartbeat=hb), now)
+        self._view.merge(replace(known, incarnation=msg.incarnation, state=LEFT, heartbeat=hb), now)
         return []
 
     def _on_ping(self, msg: Ping, now: float) -> list[tuple[str, Message]]:
         for r in msg.updates:
-            self._merge(r, now)
+            self._view.merge(r, now)
         if msg.target != self.self_id:
             self.dropped["misdirected"] += 1  # meant for whoever had our address before
             return []
@@ -553,7 +461,7 @@ class Membership:
 
     def _on_ping_req(self, msg: PingReq, now: float) -> list[tuple[str, Message]]:
         for r in msg.updates:
-            self._merge(r, now)
+            self._view.merge(r, now)
         if msg.sender not in self._members:
             self.dropped["unknown_sender"] += 1
             return []
@@ -572,7 +480,7 @@ class Membership:
 
     def _on_ack(self, msg: PingAck, now: float) -> list[tuple[str, Message]]:
         for r in msg.updates:
-            self._merge(r, now)
+            self._view.merge(r, now)
         if msg.sender in self._members:
             self._contact()
         relay = self._prober.acked(msg.seq, msg.target, msg.sender)
@@ -598,11 +506,11 @@ class Membership:
         """Sorted ids of the members we probe: live, not us, and heard of (or past seed_grace)."""
         grace_over = now - self._start >= self._seed_grace
         cached = self._sorted
-        if cached is None or cached[0] != self._epoch or cached[1] != grace_over:
+        if cached is None or cached[0] != self._view.epoch or cached[1] != grace_over:
             unheard = set() if grace_over else self._unheard
             ids = sorted(mid for mid, m in self._members.items()
                          if m.state in LIVE and mid != self.self_id and mid not in unheard)
-            self._sorted = cached = (self._epoch, grace_over, ids)
+            self._sorted = cached = (self._view.epoch, grace_over, ids)
         return cached[2]
 
     def _updates(self, to: str) -> tuple[Member, ...]:
@@ -644,175 +552,30 @@ class Membership:
 
     def _contact(self) -> None:
         self._contacted = True
-        self._joined = True
+        self._view.joined = True
 
     # -- the rules --------------------------------------------------------------
 
-    def _merge(self, r: Member, now: float, spread: bool = True) -> None:
-        mid = r.id
-        local = self._members.get(mid)
-        if local is r:
-            return
-        if (
-            local is not None
-            and r.state is local.state
-            and r.incarnation == local.incarnation
-            and (r.heartbeat < local.heartbeat or (r.heartbeat == local.heartbeat and r == local))
-        ):
-            # The usual case: old news (about us too: nothing to refute). If we
-            # are spreading it, the sender knew it already (rumor feedback,
-            # ring.dissemination).
-            if r.heartbeat == local.heartbeat:
-                self._queue.heard(mid, len(self._members))
-            return
-        if mid == self.self_id:
-            if local is not None and usable(r) and merge_key(r) > merge_key(local):  # local: always ours
-                self._refute(r, now)
-            return
-        if not usable(r):
-            self.dropped["bad_member"] += 1
-            return
-        if local is None:
-            if self._full():
-                self.dropped["too_many_members"] += 1
-                return
-            self._put(r, now, spread=spread)
-            self._heard(mid)
-            return
-        if r == local or merge_order(r) <= merge_order(local):
-            return
-        self._put(r, now, spread=spread)
-        if r.incarnation > local.incarnation or r.heartbeat > local.heartbeat:
-            self._heard(mid)
-
-    def _full(self) -> bool:
-        return len(self._members) >= self._max_members
-
-    def _expire(self, now: float) -> None:
-        """Forget tombstones older than ``tombstone_ttl``, except the seeds' (module docstring)."""
-        self._prober.expire_relays(now)
-        if not self._buried:
-            return
-        ttl = self._tombstone_ttl
-        for mid, since in list(self._buried.items()):
-            if now - since >= ttl and mid not in self._seeds:
-                gone = self._members.pop(mid)
-                del self._buried[mid]
-                self._unheard.discard(mid)
-                self._queue.discard(mid)
-                self._digest = None
-                self._epoch += 1
-                self._event(now, gone, ChangeReason.EXPIRED, gone.state)
-
-    def _heard(self, mid: str) -> None:
-        if mid in self._unheard:
-            self._unheard.discard(mid)
-            self._greetings.forget(mid)
-            self._joined = True
-            self._digest = None
-            self._epoch += 1
-
-    def _refute(self, claim: Member, now: float) -> None:
-        me = self.me
-        self._refuted = True
-        self._put(
-            replace(
-                me,
-                state=next_state(me.state, LocalEvent.REFUTE),
-                incarnation=max(claim.incarnation, me.incarnation) + 1,
-                heartbeat=me.heartbeat + 1,
-            ),
-            now,
-            ChangeReason.REFUTED,
-        )
-
-    def _run_timers(self, now: float, out: list[tuple[str, Message]]) -> list[Member]:
+    def _timers(self, now: float, out: list[tuple[str, Message]]) -> list[Member]:
         members = self._members
         for seq, m, step in self._prober.due(now, members):
             if step is ProbeStep.SUSPECT:
-                self._put(replace(m, state=next_state(m.state, LocalEvent.PROBE_TIMEOUT)), now,
-                          ChangeReason.SILENCE, ours=True)
+                suspect = replace(m, state=next_state(m.state, LocalEvent.PROBE_TIMEOUT))
+                self._view.put(suspect, now, ChangeReason.SILENCE, ours=True)
             else:
                 out.append((m.id, Ping(self.ring_name, self.self_id, seq, m.id,
                                        self._updates(m.id))))
                 self._ask(m.id, seq, now, out)
         verdicts: list[Member] = []
-        for m, sstep in self._suspicions.due(now, members):
+        for m, sstep in self._view.suspicions.due(now, members):
             if sstep is SuspicionStep.DEAD:
                 dead = replace(m, state=next_state(m.state, LocalEvent.DEAD_TIMER))
-                self._put(dead, now, ChangeReason.SILENCE)
+                self._view.put(dead, now, ChangeReason.SILENCE)
                 verdicts.append(dead)
             else:
                 out.append((m.id, Ping(self.ring_name, self.self_id, self._prober.next_seq(), m.id,
                                        self._updates(m.id))))
         return verdicts
-
-    def _put(self, new: Member, now: float, reason: ChangeReason | None = None,
-             ours: bool = False, spread: bool = True) -> None:
-        mid = new.id
-        old = self._members.get(mid)
-        self._members[mid] = new
-        self._digest = None
-        if old is not None and not is_news(old, new):
-            return  # a heartbeat or counters: not worth a piggyback (the fast path)
-        first = old is None or (mid in self._unheard and old.incarnation == 0
-                                and old.heartbeat == 0)
-        if first and old is not None and new.state is ALIVE and new.address == old.address \
-                and new.weight == old.weight:
-            # A seed's first real record changes nothing anyone routes by: every
-            # peer holds its placeholder, alive. Piggybacked, a cold start of N
-            # seeds queued N records at every peer (at 256, 228 still queued
-            # 10 s in; 20 of 32 start-up MB; sent twice only, rumor mongering
-            # with a small counter, 2 MB more than not at all). Digests bring it.
-            spread = False
-        if spread:
-            self._queue.push(mid)
-        else:
-            self._queue.discard(mid)  # the digest carried a newer one than we were spreading
-        self._epoch += 1
-        was_live = old is not None and old.state in LIVE
-        is_live = new.state in LIVE
-        if was_live != is_live or (is_live and old is not None and old.weight != new.weight):
-            self._dirty = True
-        self._suspicions.note(new, now, ours)
-        if is_live:
-            self._buried.pop(mid, None)
-        elif old is None or old.state in LIVE or new.incarnation > old.incarnation:
-            self._buried[mid] = now
-        previous = None if first or old is None else old.state
-        if reason is None:
-            if previous is None:
-                reason = ChangeReason.JOINED if is_live else (
-                    ChangeReason.LEFT if new.state is LEFT else ChangeReason.REPORTED)
-            elif previous is new.state:
-                if new.state is ALIVE and old is not None and new.incarnation > old.incarnation:
-                    reason = ChangeReason.RESTARTED
-            elif new.state is LEFT:
-                reason = ChangeReason.LEFT
-            elif new.state is ALIVE:
-                reason = ChangeReason.REFUTED
-            else:
-                reason = ChangeReason.REPORTED
-        if reason is not None:
-            self._event(now, new, reason, previous)
-
-    def _event(self, now: float, m: Member, reason: ChangeReason,
-               previous: MemberState | None) -> None:
-        if len(self._events) >= MAX_EVENTS:
-            del self._events[0]
-            self.dropped["events_overflow"] += 1
-        self._events.append(MemberEvent(now, m.id, m.state, reason, m.incarnation, previous))
-
-    def _refresh(self) -> None:
-        # Compared, not just flagged: a member declared dead and refuted within
-        # one round leaves the live set as it was, and the ring need not move.
-        if self._dirty:
-            self._dirty = False
-            live = {m.id: m.weight for m in self._members.values() if m.state in LIVE}
-            if live != self._live:
-                self._live = live
-                self._version += 1
-                self._rings.clear()
 
 
 _HANDLERS: dict[type, Callable[[Membership, Any, float], list[tuple[str, Message]]]] = {
