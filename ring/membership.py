@@ -132,6 +132,7 @@ __all__ = [
     "HELLO_BACKOFF",
 ]
 
+
 class Membership:
     """One peer's view of the ring, driven by :meth:`tick` and :meth:`receive`.
 
@@ -142,10 +143,9 @@ class Membership:
     """
 
     __slots__ = (
-        "self_id", "ring_name", "dropped", "_interval", "_suspect_after", "_dead_after",
-        "_reconnect_every", "_seed_grace", "_join_seeds", "_indirect", "_rng", "_start",
-        "_view", "_members", "_unheard", "_queue", "_contacted", "_ticks", "_term", "_sorted",
-        "_next_sync", "_sync_partner", "_prober", "_greetings",
+        "self_id", "ring_name", "dropped", "_reconnect_every", "_seed_grace", "_join_seeds",
+        "_indirect", "_rng", "_start", "_view", "_members", "_unheard", "_queue", "_contacted",
+        "_ticks", "_term", "_sorted", "_next_sync", "_sync_partner", "_prober", "_greetings",
     )
 
     def __init__(
@@ -196,9 +196,6 @@ class Membership:
         """Refused input by reason: other_ring, stale, self_sender, bad_member,
         unknown_sender, unexpected_type, too_many_members, misdirected,
         relay_full, events_overflow."""
-        self._interval = gossip_interval
-        self._suspect_after = suspect_after
-        self._dead_after = dead_after
         self._reconnect_every = reconnect_every
         self._seed_grace = seed_grace
         self._join_seeds = join_seeds
@@ -554,9 +551,10 @@ class Membership:
         self._contacted = True
         self._view.joined = True
 
-    # -- the rules --------------------------------------------------------------
+    # -- timers -----------------------------------------------------------------
 
     def _timers(self, now: float, out: list[tuple[str, Message]]) -> list[Member]:
+        """Carry out what the probe and suspicion timers say (``ring.swim``); our verdicts."""
         members = self._members
         for seq, m, step in self._prober.due(now, members):
             if step is ProbeStep.SUSPECT:
