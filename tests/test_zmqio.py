@@ -94,9 +94,21 @@ async def test_20k_messages_between_processes_arrive_all_in_order():
     assert_exact_sequence(await stream_from_other_process(take), N_STREAM)
 
 
+#: Most messages one take of the cancellation test may receive. A take that
+#: receives nothing was cancelled, so the count of cancelled takes follows
+#: the count of takes, and with ``recv_batch(1..400)`` that one followed the
+#: machine's speed: a fast sender left full queues, big batches ended the
+#: stream in fewer takes, and a quiet machine cancelled 750-900 of them
+#: (under load, over 1000). At most 8 a take, the 20k stream needs at least
+#: 2,500 takes that receive, and a third of all takes start past their
+#: deadline (two of the six choices), so at least half as many again are
+#: cancelled whatever the timing.
+MAX_TAKE = 8
+
+
 async def test_20k_messages_under_random_cancellation_lose_nothing():
     rng = random.Random(4)
-    state = {"scope": None, "cancelled": 0}
+    state = {"scope": None, "cancelled": 0, "received": 0}
 
     async def take(sock, frames):
         # Deadlines from "already expired" to a few hundred microseconds, and
@@ -104,11 +116,14 @@ async def test_20k_messages_under_random_cancellation_lose_nothing():
         with trio.CancelScope(deadline=trio.current_time() + rng.choice([0, 0, 1e-6, 1e-5, 1e-4, 3e-4])) as scope:
             state["scope"] = scope
             if rng.random() < 0.5:
-                for _, frame in await sock.recv_batch(rng.randint(1, 400)):
+                batch = await sock.recv_batch(rng.randint(1, MAX_TAKE))
+                assert 1 <= len(batch) <= MAX_TAKE
+                for _, frame in batch:
                     frames.append(frame)
             else:
                 _, frame = await sock.recv_multipart()
                 frames.append(frame)
+            state["received"] += 1
         state["cancelled"] += scope.cancelled_caught
 
     async def canceller():
@@ -123,7 +138,7 @@ async def test_20k_messages_under_random_cancellation_lose_nothing():
         nursery.cancel_scope.cancel()
     assert_exact_sequence(seqs, N_STREAM)
     # The cancellations did happen.
-    assert state["cancelled"] > 1000, state["cancelled"]
+    assert state["cancelled"] > 1000, state
 
 
 async def test_send_and_recv_on_one_socket_from_two_tasks_does_not_hang():

@@ -3,8 +3,8 @@
 With ``[ring] curve_keys`` set, every peer's ROUTER is a Curve server
 (RFC 26, CurveZMQ) that admits only the public keys found in that directory,
 and every DEALER proves its own key and checks the server's. This module is
-the key files only; the sockets and the ZAP handler (RFC 27) that applies the
-allow-list are in :mod:`ring.io.zmqio`, the one module that imports zmq.
+the key files only; the Curve socket hooks and the ZAP handler (RFC 27) that
+applies the allow-list are in :mod:`ring.io.zap`.
 
 Layout of the keys directory, the one ``zmq.auth.create_certificates`` writes
 (czmq's ``zcert``), so ``zmq.auth.load_certificate`` reads these files too::

@@ -1,4 +1,7 @@
-"""ZeroMQ sockets under trio: the only module of ringcrawl that imports ``zmq``.
+"""ZeroMQ sockets under trio: the adapter every socket of the ring is.
+
+Only ``ring.io`` imports ``zmq``: this module, the options it opens sockets
+with (``sockopts``), its errors (``errors``) and the Curve hooks (``zap``).
 
 pyzmq has no trio integration and no maintained bridge exists (zmq-anyio
 managed about 8k msg/s here), so this is a small adapter over pyzmq's
@@ -34,46 +37,10 @@ a hot loop that always finds data does not starve the other tasks. So a
 cancelled ``recv*`` received nothing and a cancelled ``send_multipart`` sent
 nothing.
 
-**Losses by socket type.** PUB drops at HWM, so it is not offered
-(:class:`SocketType`). PUSH and DEALER block at HWM. ROUTER silently drops to
-an unknown peer or a full queue unless ``ROUTER_MANDATORY`` is set, which
-:func:`open_socket` always does: an unknown identity raises
-:class:`PeerUnreachable`, a full queue is EAGAIN and the send waits
-(backpressure).
-
-**Routes: no takeover.** ROUTER sockets do *not* get ``ROUTER_HANDOVER``.
-With it, any connection announcing a live peer's routing id took that route:
-libzmq parked the real peer's connection unread, so one spoofed DEALER
-connecting to p1 as ``p2`` made p1 hold p2 dead within about 6 s and never
-hear from it again (both then crawled p2's hosts: 320 pages fetched twice).
-Without it, libzmq ignores a newcomer whose routing id is already connected
-(its messages are never delivered) and the first keeps its route. That
-would lock out a member that restarts while its old TCP connection still
-lingers (a host that vanished without a FIN), so a member's DEALERs use
-:func:`member_route` ``b"<member id>/<nonce>"``, a fresh random nonce each
-process: a restart is a new route, never a duplicate, and the member id
-also travels in every message (``sender``), which the receiver checks
-against :func:`route_member` of the route. With CurveZMQ the connection's
-ZAP User-Id (the member id of its key, set by :class:`CurveAuthenticator`)
-must match as well; :meth:`ZmqSocket.recv_routed` hands it over with each
-message. ZMTP heartbeats (``heartbeat=``) close a lingering connection whose
-other end answers no PING.
-
-**Receive memory is bounded per connection.** A message larger than the
-codec's frame limit (``MAXMSGSIZE`` = :data:`ring.messages.MAX_FRAME`, 8 MiB)
-makes libzmq drop the connection as soon as the frame's header arrives,
-before any of its body is buffered; a connection holds at most ``rcvhwm``
-whole messages, queued, plus the one being read; and one
-:meth:`~ZmqSocket.recv_batch` takes at most :data:`BATCH_BYTES`. A peer's
-ROUTER uses ``[ring] recv_queue`` (16): at most 17 x 8 MiB per connection.
-With libzmq's old limit of 64 MiB and 1,000 messages, ten 50 MB frames took
-a peer from 123 MB to 883 MB RSS; a flood of 50 MB and 1 MiB garbage frames
-from 4 connections now adds 14 MiB (tests/test_hostile.py). A queue of 16
-costs no measurable rate: ``scripts/bench_zmq.py --rcvhwm 16`` received
-168k 1 KB msgs/s against 158k at 1,000, and 16-17k 40 KB msgs/s (a URL
-batch's size: 8 M URLs/s) against 17-23k, within this box's noise. libzmq counts
-nothing it refuses this way (no per-reason event after the handshake): the
-codec's own counters see only what gets through.
+**What a socket drops, and how much it may hold** (no ``PUB``; ``ROUTER_MANDATORY``
+and no ``ROUTER_HANDOVER``; ``MAXMSGSIZE`` and ``RCVHWM``): ``ring.io.sockopts``,
+with the figures each option was chosen by. On top of those bounds, one
+:meth:`~ZmqSocket.recv_batch` takes at most :data:`BATCH_BYTES`.
 
 A ROUTER's ``POLLOUT`` means "*some* peer has room", which cannot tell a
 waiting sender that *its* peer has. A ROUTER send that finds its peer full
@@ -89,49 +56,26 @@ with NOBLOCK and waits only when there are none: 100–150k msgs/s between two
 processes for 1 KB msgpack messages, against about 77k for one
 await per message (``scripts/bench_zmq.py`` prints both).
 
-Errors (``ring.errors`` tree; zmq errors are translated here and nowhere
-else)::
-
-    RingError
-    ├── SocketClosed        the socket was closed (also a trio.ClosedResourceError)
-    ├── PeerUnreachable     a ROUTER has no connected peer of that identity
-    └── TransportError      any other zmq failure: bad endpoint, address in use...
+Errors: ``ring.io.errors`` (``SocketClosed``, ``PeerUnreachable``,
+``TransportError``; zmq errors are translated there and nowhere else).
 
 Socket options beyond the few here go in the ``configure`` hook, which gets
 the raw ``zmq.Socket`` before any bind or connect; a hook that needs zmq
-constants belongs in this module.
-
-**Curve.** :func:`curve_server` and :func:`curve_client` are such
-hooks: CurveZMQ (RFC 26) authenticates both ends and encrypts the traffic,
-with the keys of :mod:`ring.io.curve`. Which client keys a server admits is
-decided by a ZAP handler (RFC 27), :class:`CurveAuthenticator`: a trio task
-on a ROUTER bound to ``inproc://zeromq.zap.01`` of the socket's context (a
-ROUTER, which libzmq accepts there as well as a REP, so it is one more
-:class:`ZmqSocket`; pyzmq's ``ThreadAuthenticator`` would add a thread and an
-asyncio loop for the same few lines). libzmq *admits every client key* when
-no handler is bound (the "Stonehouse" pattern: encryption without
-authentication), so :func:`curve_server` refuses to configure a socket whose
-context has no authenticator running, and the authenticator must outlive the
-server sockets (nest it outside them). A client with an unknown key fails
-its handshake and a client without Curve fails the greeting: either way not
-one of its messages reaches the server's recv. The cost on loopback is about
-half the message rate (``scripts/bench_curve.py``).
+constants belongs in ``ring.io`` (``ring.io.zap``'s Curve hooks are such).
+``CurveAuthenticator``, the ZAP handler (RFC 27) those hooks need on a
+server's context, is one more :class:`ZmqSocket` (``ring.io.zap``).
 """
 
 from __future__ import annotations
 
 import errno
-import logging
-import weakref
 from collections.abc import Callable, Iterable, Sequence
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
-from enum import StrEnum
+from contextlib import AbstractAsyncContextManager
 from types import TracebackType
-from typing import TYPE_CHECKING, NamedTuple, TypeVar, cast
+from typing import NamedTuple, TypeVar, cast
 
 import trio
 import zmq
-import zmq.utils.z85
 from trio.lowlevel import (
     ParkingLot,
     cancel_shielded_checkpoint,
@@ -142,11 +86,11 @@ from trio.lowlevel import (
 from zmq import NOBLOCK, POLLIN, POLLOUT, RCVMORE
 
 from ring.errors import RingError
+from ring.io.errors import CLOSED_ERRNOS, PeerUnreachable, SocketClosed, TransportError, translate
+from ring.io.sockopts import ZMQ_TYPE, SocketType, apply_options
+from ring.io.zap import CurveAuthenticator, curve_client, curve_keypair, curve_server
 from ring.messages import MAX_FRAME
 from ring.routes import member_route, route_member
-
-if TYPE_CHECKING:
-    from ring.io.curve import CurveKeys
 
 _T = TypeVar("_T")
 
@@ -167,8 +111,6 @@ __all__ = [
     "curve_keypair",
     "curve_server",
 ]
-
-log = logging.getLogger("ring.zmqio")
 
 # A trip through trio's scheduler costs 5-7 µs here, several NOBLOCK recvs'
 # worth; yielding every 32 operations keeps that near 0.2 µs a message while
@@ -193,45 +135,6 @@ class Routed(NamedTuple):
     frames: list[memoryview]
     user_id: str | None
 
-
-class SocketClosed(RingError, trio.ClosedResourceError):
-    """The socket was closed (by :meth:`ZmqSocket.close` or leaving its ``async with``)."""
-
-
-class PeerUnreachable(RingError, LookupError):
-    """A ROUTER was asked to send to an identity with no connected peer.
-
-    Also raised for a peer whose connection is still handshaking: a ROUTER
-    learns a peer's identity only once the peer's connection is up.
-    """
-
-    def __init__(self, identity: bytes) -> None:
-        super().__init__(f"no connected peer with identity {identity!r}")
-        self.identity = identity
-
-
-class TransportError(RingError):
-    """A zmq call failed for a reason other than the two above."""
-
-
-class SocketType(StrEnum):
-    """The socket types offered. PUB/SUB are not: PUB drops at HWM."""
-
-    ROUTER = "ROUTER"
-    DEALER = "DEALER"
-    PUSH = "PUSH"
-    PULL = "PULL"
-
-
-_ZMQ_TYPE = {
-    SocketType.ROUTER: zmq.ROUTER,
-    SocketType.DEALER: zmq.DEALER,
-    SocketType.PUSH: zmq.PUSH,
-    SocketType.PULL: zmq.PULL,
-}
-
-# The socket is gone (closed here, or its context terminated elsewhere).
-_CLOSED_ERRNOS = frozenset({zmq.ENOTSOCK, zmq.ETERM})
 
 _MECHANISMS: dict[int, str] = {zmq.NULL: "NULL", zmq.PLAIN: "PLAIN", zmq.CURVE: "CURVE", zmq.GSSAPI: "GSSAPI"}
 
@@ -271,7 +174,7 @@ class ZmqSocket:
         ctx: zmq.Context | None = None,
     ) -> None:
         self.kind = SocketType(kind)
-        self._type = _ZMQ_TYPE[self.kind]
+        self._type = ZMQ_TYPE[self.kind]
         if hwm < 0 or (rcvhwm is not None and rcvhwm < 0):
             raise ValueError(f"hwm and rcvhwm must be >= 0 (0 = no limit), got {hwm}, {rcvhwm}")
         if not 0 < max_msg <= MAX_FRAME:
@@ -339,24 +242,9 @@ class ZmqSocket:
         ctx = self._ctx if self._ctx is not None else zmq.Context.instance()
         sock = ctx.socket(self._type)
         try:
-            sock.setsockopt(zmq.LINGER, self._linger)
-            sock.setsockopt(zmq.SNDHWM, self._hwm)
-            # Receive memory is bounded per connection (module docstring):
-            # at most rcvhwm queued messages of at most max_msg bytes each;
-            # libzmq drops the connection of a peer sending a larger one,
-            # before reading its body.
-            sock.setsockopt(zmq.RCVHWM, self._rcvhwm)
-            sock.setsockopt(zmq.MAXMSGSIZE, self._max_msg)
-            if self._heartbeat is not None:
-                ivl, timeout = self._heartbeat
-                sock.setsockopt(zmq.HEARTBEAT_IVL, max(1, round(ivl * 1000)))
-                sock.setsockopt(zmq.HEARTBEAT_TIMEOUT, max(1, round(timeout * 1000)))
-            if self._identity is not None:
-                sock.setsockopt(zmq.ROUTING_ID, self._identity)
-            if self._type == zmq.ROUTER:
-                # No ROUTER_HANDOVER: with it, any connection naming a live
-                # peer's routing id took that peer's route (module docstring).
-                sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+            apply_options(sock, router=self._type == zmq.ROUTER, linger=self._linger,
+                          hwm=self._hwm, rcvhwm=self._rcvhwm, max_msg=self._max_msg,
+                          heartbeat=self._heartbeat, identity=self._identity)
             if self._configure is not None:
                 self._configure(sock)
             self._sock = sock
@@ -633,14 +521,12 @@ class ZmqSocket:
         except trio.ClosedResourceError:
             return  # close() ran while we waited
         except zmq.ZMQError as e:
-            if e.errno not in _CLOSED_ERRNOS:
+            if e.errno not in CLOSED_ERRNOS:
                 raise self._translate(e, "watching the socket failed") from None
             self.close()  # context terminated under us: fail the parked tasks
 
     def _translate(self, e: zmq.ZMQError, what: str) -> RingError:
-        if e.errno in _CLOSED_ERRNOS:
-            return SocketClosed(f"{self.kind} socket is closed ({e.strerror})")
-        return TransportError(f"{self.kind} socket: {what}: {e.strerror}")
+        return translate(e, self.kind, what)
 
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
@@ -682,187 +568,3 @@ def open_socket(
         kind, bind=bind, connect=connect, identity=identity, hwm=hwm, rcvhwm=rcvhwm,
         max_msg=max_msg, heartbeat=heartbeat, linger=linger, configure=configure, ctx=ctx,
     )
-
-
-# ---------------------------------------------------------------------------
-# CurveZMQ (RFC 26): socket hooks and the ZAP handler (RFC 27)
-# ---------------------------------------------------------------------------
-
-#: Where libzmq sends ZAP requests (RFC 27), one handler per context.
-ZAP_ENDPOINT = "inproc://zeromq.zap.01"
-
-# Contexts with a CurveAuthenticator running: curve_server() checks it.
-_ZAP_CONTEXTS: weakref.WeakSet[zmq.Context] = weakref.WeakSet()
-
-# Distinct refused keys logged at WARNING; beyond that, refusals are only
-# counted, so a client cycling through random keys cannot flood the log.
-_DENIALS_LOGGED = 64
-
-
-def curve_keypair() -> tuple[bytes, bytes]:
-    """A new Curve25519 key pair, (public, secret), each 40 bytes of Z85."""
-    return zmq.curve_keypair()
-
-
-def _check_pair(keys: CurveKeys) -> None:
-    # A secret from another pair passes every format check, then fails every
-    # handshake without a word: say so when the socket is made instead.
-    if zmq.curve_public(keys.secret) != keys.public:
-        raise RingError(f"{keys.directory}/{keys.peer_id}.key_secret: the secret key does not "
-                        "belong to its public key (regenerate the pair with scripts/keys.py --force)")
-
-
-def curve_server(keys: CurveKeys) -> Callable[[zmq.Socket], None]:
-    """A ``configure`` hook making a socket a Curve server with ``keys``' secret.
-
-    Use it on the ROUTER that binds, inside a running :class:`CurveAuthenticator`
-    on the same context; without one, opening the socket raises RingError.
-    """
-
-    _check_pair(keys)
-
-    def configure(sock: zmq.Socket) -> None:
-        if sock.context not in _ZAP_CONTEXTS:
-            raise RingError(
-                "a Curve server socket needs a CurveAuthenticator running on its zmq context "
-                "(enter it first): without a ZAP handler libzmq admits any client key"
-            )
-        try:
-            sock.setsockopt(zmq.CURVE_SECRETKEY, keys.secret)
-            sock.setsockopt(zmq.CURVE_PUBLICKEY, keys.public)
-            sock.setsockopt(zmq.CURVE_SERVER, 1)
-        except zmq.ZMQError as e:
-            raise TransportError(f"Curve keys of {keys.peer_id!r} refused by zmq: {e.strerror}") from None
-
-    return configure
-
-
-def curve_client(keys: CurveKeys, server_public: bytes) -> Callable[[zmq.Socket], None]:
-    """A ``configure`` hook making a socket a Curve client with ``keys``' pair.
-
-    ``server_public`` is the Z85 public key of the peer it connects to
-    (``keys.public_key(peer_id)``); a server holding another key fails the
-    handshake, so nothing is sent to an impostor.
-    """
-    _check_pair(keys)
-
-    def configure(sock: zmq.Socket) -> None:
-        try:
-            sock.setsockopt(zmq.CURVE_SECRETKEY, keys.secret)
-            sock.setsockopt(zmq.CURVE_PUBLICKEY, keys.public)
-            sock.setsockopt(zmq.CURVE_SERVERKEY, server_public)
-        except zmq.ZMQError as e:
-            raise TransportError(f"Curve keys of {keys.peer_id!r} refused by zmq: {e.strerror}") from None
-
-    return configure
-
-
-class CurveAuthenticator:
-    """The ZAP handler of one zmq context: admits Curve clients whose key is a member's.
-
-    Members are the ``*.key`` files of ``keys.directory``; the directory is
-    re-read whenever its ``*.key`` files change (checked at each handshake),
-    so a joiner's key copied in is admitted, and a removed key refused, at
-    the next handshake without a restart (connections already up stay up).
-    Use it around the Curve server sockets::
-
-        async with CurveAuthenticator(keys):
-            async with open_socket("ROUTER", bind=addr, configure=curve_server(keys)) as sock:
-                ...
-
-    ``accepted`` and ``denied`` count handshakes. A bad key file appearing
-    later is logged and the previous allow-list kept.
-    """
-
-    def __init__(self, keys: CurveKeys, *, ctx: zmq.Context | None = None) -> None:
-        self.keys = keys
-        self.accepted = 0
-        self.denied = 0
-        self._ctx = ctx
-        self._allowed: dict[bytes, str] = {}
-        self._fingerprint: object = None
-        self._logged: set[bytes] = set()
-        self._stack: AsyncExitStack | None = None
-
-    async def __aenter__(self) -> CurveAuthenticator:
-        if self._stack is not None:
-            raise RuntimeError("a CurveAuthenticator can be entered only once")
-        ctx = self._ctx if self._ctx is not None else zmq.Context.instance()
-        if ctx in _ZAP_CONTEXTS:
-            raise RingError("a CurveAuthenticator is already running on this zmq context")
-        self._reload()
-        async with AsyncExitStack() as stack:
-            sock = await stack.enter_async_context(ZmqSocket(SocketType.ROUTER, ctx=ctx))
-            try:
-                sock.bind(ZAP_ENDPOINT)
-            except TransportError as e:
-                raise RingError(f"cannot start the ZAP handler ({e}): another one is bound "
-                                "on this zmq context") from None
-            # Closing frees an inproc name only later, in zmq's reaper thread:
-            # unbinding frees it now, for the next authenticator on this context.
-            stack.callback(sock.unbind, ZAP_ENDPOINT)
-            nursery = await stack.enter_async_context(trio.open_nursery())
-            stack.callback(nursery.cancel_scope.cancel)  # runs before the nursery waits
-            nursery.start_soon(self._serve, sock, name="zmq ZAP handler")
-            _ZAP_CONTEXTS.add(ctx)
-            stack.callback(_ZAP_CONTEXTS.discard, ctx)
-            self._stack = stack.pop_all()
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> bool:
-        # As ZmqSocket.__aexit__: the body's exception propagates as is, not
-        # wrapped by the nursery, which only waits for the cancelled handler.
-        assert self._stack is not None  # set by __aenter__
-        await self._stack.__aexit__(None, None, None)
-        return False
-
-    async def _serve(self, sock: ZmqSocket) -> None:
-        while True:
-            for frames in await sock.recv_batch(100):
-                reply = self._answer(frames)
-                if reply is None:
-                    continue
-                try:
-                    await sock.send_multipart(reply)
-                except PeerUnreachable:
-                    pass  # the connection that asked is already gone
-
-    def _answer(self, frames: list[bytes]) -> list[bytes] | None:
-        """The ZAP reply to one request: [routing id, b"", request frames...] (RFC 27)."""
-        if len(frames) < 4 or frames[1] != b"":
-            return None  # not a ZAP request envelope: nothing to answer to
-        head = [frames[0], b"", b"1.0", frames[3]]
-        if len(frames) < 9 or frames[2] != b"1.0":
-            return [*head, b"400", b"malformed ZAP request", b"", b""]
-        address, mechanism, creds = frames[5], frames[7], frames[8:]
-        if mechanism != b"CURVE" or len(creds) != 1 or len(creds[0]) != 32:
-            self.denied += 1
-            return [*head, b"400", b"CURVE required", b"", b""]
-        key = zmq.utils.z85.encode(creds[0])
-        if self.keys.fingerprint() != self._fingerprint:
-            self._reload()
-        peer = self._allowed.get(key)
-        if peer is None:
-            self.denied += 1
-            if key not in self._logged and len(self._logged) < _DENIALS_LOGGED:
-                self._logged.add(key)
-                log.warning("refused a Curve handshake from %s: key %s is not in %s",
-                            address.decode("ascii", "replace"), key.decode("ascii"), self.keys.directory)
-            return [*head, b"400", b"unknown key", b"", b""]
-        self.accepted += 1
-        return [*head, b"200", b"OK", peer.encode(), b""]
-
-    def _reload(self) -> None:
-        fingerprint = self.keys.fingerprint()
-        try:
-            self._allowed = dict(self.keys.members())
-        except RingError as e:
-            if self._fingerprint is None:
-                raise  # at start: a bad key file is the user's to fix now
-            log.warning("keeping the previous Curve allow-list: %s", e)
-        self._fingerprint = fingerprint
