@@ -22,6 +22,7 @@ Bottom up:
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
 - ``layout``, ``runs``  a data_dir's file names; resume, fresh or refuse a run
 - ``progress``, ``stats``  the progress line; the end-of-run summary
+- ``scrape``     what one metrics scrape exports (``peer.engine.metrics`` serves it)
 - ``holds``      hand-off holds of hosts gained in a ring change
 - ``decisions``  the frozen effects and answers ``crawl`` returns
 - ``parsing``    one HTML page's parse for a worker thread

@@ -9,7 +9,7 @@ pattern prometheus_client documents for "proxying metrics from other
 systems".
 
 - :func:`read_figures` copies those figures into a frozen
-  :class:`PeerFigures`; it runs on the trio thread, between two steps of the
+  :class:`~peer.core.scrape.PeerFigures`; it runs on the trio thread, between two steps of the
   event loop, so it never sees a dict half-updated and the crawler needs no
   lock.
 - :func:`families` turns one :class:`PeerFigures` into metric families: pure,
@@ -28,67 +28,18 @@ on counters, base units (seconds, bytes), ratios in 0..1.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
 
 import trio
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from peer.core.scrape import DELAY_QUANTILES, PeerFigures, quantiles
+
 __all__ = ["PeerFigures", "PeerCollector", "families", "read_figures", "serve_metrics", "DELAY_QUANTILES"]
 
 log = logging.getLogger("peer.metrics")
-
-#: Quantiles of the hosts' delays between request starts that are exported.
-DELAY_QUANTILES = (0.5, 0.9, 0.99, 1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class PeerFigures:
-    """What one scrape exports: a copy of the crawler's figures at one moment."""
-
-    peer: str
-    ring: str
-    uptime: float
-    pages: int                      # page rows written (fetched or failed)
-    requests: int                   # page requests made (what max_pages counts)
-    fetched: int                    # requests that got an HTTP answer
-    bytes: int
-    by_status: Mapping[int, int]
-    errors: Mapping[str, int]       # failed fetches by kind
-    retries: int
-    robots_fetches: int
-    items: int
-    extract_errors: int
-    frontier: int                   # URLs queued
-    in_flight: int
-    hosts: Mapping[str, int]        # hosts with queued work, by state (HostCensus)
-    held: Mapping[str, int]         # hosts held, by reason (robots, retry_after)
-    dns: Mapping[str, int]          # DnsStats counters
-    dns_hit_ratio: float
-    bloom_urls: int
-    bloom_fill: float
-    bloom_slices: int
-    bloom_fpr: float
-    bloom_bytes: int
-    forwarded_out: int
-    forwarded_in: int
-    dropped: Mapping[str, int]      # the ring node's drops plus the crawl's cap hits
-    delay_quantiles: Mapping[float, float] = field(default_factory=dict)
-    ceiling_holds: int = 0
-    ip_ceiling_holds: int = 0
-
-
-def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
-    """Nearest-rank quantiles of ``values`` (empty: none)."""
-    if not values:
-        return {}
-    xs = sorted(values)
-    n = len(xs)
-    return {q: xs[min(n, max(1, math.ceil(q * n))) - 1] for q in qs}
-
 
 def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-untyped-def]
     """Copy the crawler's figures (call on the trio thread); ``started``: time.monotonic() at start."""

@@ -2,7 +2,8 @@
 
 - ``client``     the status and leave client, typed results
 - ``cli``        ``python -m ring`` (``ringcrawl-ring``): ``table``, ``status``, ``leave``, ``dashboard``
-- ``dashboard``  the live page of ``ring dashboard`` (its page script in ``static/``)
+- ``dashpage``   the dashboard's page without I/O: the polls kept, rates, escaped HTML
+- ``dashboard``  the live page of ``ring dashboard``: its poller and h11 server (its page script in ``static/``)
 - ``keys``       the peers' CurveZMQ key pairs (``ringcrawl-keys``, ``scripts/keys.py``)
 - ``shell``      the one-line error shell of every command of both packages
 

@@ -1,0 +1,62 @@
+"""What one metrics scrape exports, as a frozen copy of a peer's figures (pure).
+
+``peer.engine.metrics`` reads the crawler's figures into a :class:`PeerFigures`
+on the trio thread and turns it into Prometheus metric families; the figures
+themselves, and the delay quantiles among them, are plain values computed here.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+__all__ = ["DELAY_QUANTILES", "PeerFigures", "quantiles"]
+
+#: Quantiles of the hosts' delays between request starts that are exported.
+DELAY_QUANTILES = (0.5, 0.9, 0.99, 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class PeerFigures:
+    """What one scrape exports: a copy of the crawler's figures at one moment."""
+
+    peer: str
+    ring: str
+    uptime: float
+    pages: int                      # page rows written (fetched or failed)
+    requests: int                   # page requests made (what max_pages counts)
+    fetched: int                    # requests that got an HTTP answer
+    bytes: int
+    by_status: Mapping[int, int]
+    errors: Mapping[str, int]       # failed fetches by kind
+    retries: int
+    robots_fetches: int
+    items: int
+    extract_errors: int
+    frontier: int                   # URLs queued
+    in_flight: int
+    hosts: Mapping[str, int]        # hosts with queued work, by state (HostCensus)
+    held: Mapping[str, int]         # hosts held, by reason (robots, retry_after)
+    dns: Mapping[str, int]          # DnsStats counters
+    dns_hit_ratio: float
+    bloom_urls: int
+    bloom_fill: float
+    bloom_slices: int
+    bloom_fpr: float
+    bloom_bytes: int
+    forwarded_out: int
+    forwarded_in: int
+    dropped: Mapping[str, int]      # the ring node's drops plus the crawl's cap hits
+    delay_quantiles: Mapping[float, float] = field(default_factory=dict)
+    ceiling_holds: int = 0
+    ip_ceiling_holds: int = 0
+
+
+def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
+    """Nearest-rank quantiles of ``values`` (empty: none)."""
+    if not values:
+        return {}
+    xs = sorted(values)
+    n = len(xs)
+    return {q: xs[min(n, max(1, math.ceil(q * n))) - 1] for q in qs}

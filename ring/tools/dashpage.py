@@ -1,0 +1,215 @@
+"""The dashboard's page without I/O: the polls kept, the rates between them, the HTML (pure).
+
+``ring.tools.dashboard`` polls the ring and serves what these functions
+return: values in, text out, tested without a socket. Every string that came
+from the network (host names, error kinds, member ids and addresses) goes
+through :func:`html.escape` here; the page's Content-Security-Policy is the
+second line of defence (``ring.tools.dashboard``).
+"""
+
+from __future__ import annotations
+
+import html
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = ["BUSIEST", "HISTORY", "History", "Snapshot", "host_allowed", "render_fragment", "render_page"]
+
+#: Polls kept for the plots.
+HISTORY = 900
+#: Busiest hosts listed, cluster-wide.
+BUSIEST = 10
+
+
+@dataclass(frozen=True, slots=True)
+class Snapshot:
+    """One poll: when, and each member's row (None: no peer answered)."""
+
+    at: float
+    rows: tuple[Mapping, ...] | None
+
+
+class History:
+    """The last ``maxlen`` polls, and the rates between them."""
+
+    def __init__(self, maxlen: int = HISTORY) -> None:
+        self._polls: deque[Snapshot] = deque(maxlen=maxlen)
+
+    def add(self, at: float, rows: Sequence[Mapping] | None) -> None:
+        self._polls.append(Snapshot(at, None if rows is None else tuple(rows)))
+
+    @property
+    def latest(self) -> Snapshot | None:
+        return self._polls[-1] if self._polls else None
+
+    def current_rates(self) -> dict[str, float]:
+        """Each member's pages/s between the last two polls that had it."""
+        answered = [p for p in self._polls if p.rows is not None]
+        if len(answered) < 2:
+            return {}
+        a, b = answered[-2], answered[-1]
+        before = {r["id"]: r["pages"] for r in a.rows}  # type: ignore[union-attr]
+        dt = b.at - a.at
+        out = {}
+        for r in b.rows:  # type: ignore[union-attr]
+            if r["id"] in before and dt > 0:
+                out[r["id"]] = max(0, r["pages"] - before[r["id"]]) / dt
+        return out
+
+    def series(self) -> dict:
+        """The plots' data: times, pages/s and queued URLs, in total and per member."""
+        answered = [p for p in self._polls if p.rows is not None]
+        members = sorted({r["id"] for p in answered for r in p.rows})  # type: ignore[union-attr]
+        t: list[float] = []
+        rate: dict[str, list[float | None]] = {m: [] for m in members}
+        queued: list[int] = []
+        total_rate: list[float | None] = []
+        prev: dict[str, tuple[float, int]] = {}
+        for p in answered:
+            rows = {r["id"]: r for r in p.rows}  # type: ignore[union-attr]
+            t.append(p.at)
+            queued.append(sum(r["frontier"] for r in rows.values()))
+            tot: float | None = None
+            for m in members:
+                r = rows.get(m)
+                v: float | None = None
+                if r is not None and m in prev and p.at > prev[m][0]:
+                    v = max(0, r["pages"] - prev[m][1]) / (p.at - prev[m][0])
+                    tot = (tot or 0.0) + v
+                rate[m].append(v)
+                if r is not None:
+                    prev[m] = (p.at, r["pages"])
+            total_rate.append(tot)
+        return {"t": t, "members": members, "rate": [rate[m] for m in members],
+                "total_rate": total_rate, "queued": queued}
+
+
+def _e(v: object) -> str:
+    return html.escape(str(v), quote=True)
+
+
+def _td(v: object, cls: str = "") -> str:
+    return f'<td class="{cls}">{_e(v)}</td>' if cls else f"<td>{_e(v)}</td>"
+
+
+_MEMBER_COLUMNS = ("id", "state", "share", "pages", "pages/s now", "queued URLs", "hosts",
+                   "fwd out", "fwd in", "dns hit", "bloom fill", "uptime", "address")
+
+
+def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name: str,
+                    busiest: int = BUSIEST) -> str:
+    """The tables (members and totals, errors by kind, busiest hosts), every value escaped."""
+    if snap is None:
+        return '<p id="note">waiting for the first answer from the ring...</p>'
+    stamp = datetime.fromtimestamp(snap.at).strftime("%H:%M:%S")  # local time, as time.localtime
+    if snap.rows is None:
+        return (f'<p id="note" class="bad">no peer of ring {_e(ring_name)} answered at {_e(stamp)}; '
+                "are the peers running?</p>")
+    rows = sorted(snap.rows, key=lambda r: str(r["id"]))
+    out = [f'<p id="note">ring <b>{_e(ring_name)}</b>: {len(rows)} members, as of '
+           f'<span id="asof">{_e(stamp)}</span></p>',
+           '<table id="members"><thead><tr>'
+           + "".join(f"<th>{_e(h)}</th>" for h in _MEMBER_COLUMNS) + "</tr></thead><tbody>"]
+    for r in rows:
+        rate = rates.get(r["id"])
+        out.append(
+            f'<tr class="member state-{_e(r["state"])}" data-id="{_e(r["id"])}">'
+            + _td(r["id"]) + _td(r["state"], f"state-{_e(r['state'])}")
+            + _td(f"{r['share']:.1%}", "n") + _td(f"{r['pages']:,}", "n")
+            + _td("-" if rate is None else f"{rate:.1f}", "n")
+            + _td(f"{r['frontier']:,}", "n") + _td(f"{r['hosts']:,}", "n")
+            + _td(f"{r['forwarded_out']:,}", "n") + _td(f"{r['forwarded_in']:,}", "n")
+            + _td(f"{r['dns_hit_rate']:.0%}", "n") + _td(f"{r['bloom_fill']:.2%}", "n")
+            + _td(f"{r['uptime']:.0f} s", "n") + _td(r["address"]) + "</tr>")
+    live = sum(r["state"] in ("alive", "suspect") for r in rows)
+    total_rate = sum(rates.values()) if rates else None
+    out.append(
+        '<tr class="total" id="total">' + _td("total") + _td(f"{live} live")
+        + _td(f"{sum(r['share'] for r in rows):.1%}", "n")
+        + f'<td class="n" id="total-pages">{sum(r["pages"] for r in rows):,}</td>'
+        + _td("-" if total_rate is None else f"{total_rate:.1f}", "n")
+        + _td(f"{sum(r['frontier'] for r in rows):,}", "n") + _td(f"{sum(r['hosts'] for r in rows):,}", "n")
+        + _td(f"{sum(r['forwarded_out'] for r in rows):,}", "n")
+        + _td(f"{sum(r['forwarded_in'] for r in rows):,}", "n") + "<td></td>" * 4 + "</tr>")
+    out.append("</tbody></table>")
+
+    errors: dict[str, int] = {}
+    for r in rows:
+        for kind, n in dict(r.get("errors") or {}).items():
+            errors[kind] = errors.get(kind, 0) + n
+    out.append('<div class="pair"><section><h2>Errors by kind</h2>')
+    if errors:
+        out.append('<table id="errors"><thead><tr><th>kind</th><th>pages</th></tr></thead><tbody>'
+                   + "".join(f"<tr>{_td(k)}{_td(f'{n:,}', 'n')}</tr>"
+                             for k, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
+                   + "</tbody></table>")
+    else:
+        out.append('<p id="errors">none</p>')
+    out.append("</section><section><h2>Busiest hosts (last 5 s)</h2>")
+    hosts = sorted(((b[1], str(b[0]), b[2], r["id"]) for r in rows for b in (r.get("busiest") or ())),
+                   reverse=True)[:busiest]
+    if hosts:
+        out.append('<table id="busiest"><thead><tr><th>host</th><th>peer</th><th>pages/min</th>'
+                   "<th>setpoint</th><th>of setpoint</th></tr></thead><tbody>")
+        for rate, host, setpoint, peer in hosts:
+            share = rate / setpoint if setpoint > 0 else 0.0
+            cls = "n bad" if share > 1.1 else "n"
+            out.append(f"<tr>{_td(host)}{_td(peer)}{_td(f'{rate:.0f}', 'n')}{_td(f'{setpoint:g}', 'n')}"
+                       f"{_td(f'{share:.0%}', cls)}</tr>")
+        out.append("</tbody></table>")
+    else:
+        out.append('<p id="busiest">no requests in the last 5 s</p>')
+    out.append("</section></div>")
+    return "\n".join(out)
+
+
+def render_page(ring_name: str, fragment: str, interval: float) -> str:
+    """The whole page around a fragment; the script polls /fragment and /series.json."""
+    return f"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>ringcrawl: ring {_e(ring_name)}</title>
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<link rel="stylesheet" href="/static/uPlot.min.css">
+<link rel="stylesheet" href="/static/dashboard.css">
+</head><body data-interval="{interval:g}">
+<h1>ringcrawl dashboard: ring <span id="ring">{_e(ring_name)}</span></h1>
+<div id="tables">{fragment}</div>
+<div class="pair"><section><h2>Pages per second</h2><div id="plot-rate"></div></section>
+<section><h2>Queued URLs</h2><div id="plot-queued"></div></section></div>
+<p class="foot">Polls <code>python -m ring status</code> every {interval:g} s; pages/s is measured
+between polls. Updated <span id="updates">0</span> times since this page loaded.</p>
+<script src="/static/uPlot.iife.min.js"></script>
+<script src="/static/dashboard.js"></script>
+</body></html>
+"""
+
+
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+def host_allowed(listen_host: str, header: bytes | None) -> bool:
+    """Whether a request's Host header may be answered.
+
+    Listening on loopback, only a loopback Host is: a web page the operator
+    visits could otherwise point a name of its own at 127.0.0.1 (DNS
+    rebinding) and read the ring's figures through the browser.
+    """
+    if not _loopback(listen_host):
+        return True
+    if not header:
+        return False
+    name = header.decode("ascii", "replace")
+    name = name[1:name.index("]")] if name.startswith("[") and "]" in name else name.rsplit(":", 1)[0]
+    return _loopback(name)
