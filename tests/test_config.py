@@ -3,6 +3,7 @@
 import dataclasses
 import importlib.util
 import re
+import sys
 from pathlib import Path
 
 import pytest
@@ -351,10 +352,11 @@ def test_reference_covers_every_field():
     assert set(all_keys()) == expected
 
 
-def _config_reference_script():
-    """scripts/config_reference.py as a module: the table it prints and its markers."""
-    spec = importlib.util.spec_from_file_location("config_reference", ROOT / "scripts" / "config_reference.py")
+def _generated_docs():
+    """scripts/generated_docs.py as a module: the tables it prints and their markers."""
+    spec = importlib.util.spec_from_file_location("generated_docs", ROOT / "scripts" / "generated_docs.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up by name
     spec.loader.exec_module(module)
     return module
 
@@ -367,24 +369,25 @@ def test_docs_config_reference_lists_every_key_with_its_default():
 
 
 def test_docs_config_reference_is_the_generated_table_verbatim():
-    script = _config_reference_script()
+    script = _generated_docs()
     page = (ROOT / "docs" / "configuration.md").read_text()
-    assert script.table() in page
-    assert script.generated_block(page) == script.table(), (
+    assert script.config_table() in page
+    assert script.CONFIG.current(page) == script.config_table(), (
         "docs/configuration.md's config reference is not current: run python scripts/config_reference.py --write"
     )
 
 
 def test_config_reference_write_replaces_a_stale_table(tmp_path):
-    script = _config_reference_script()
+    script = _generated_docs()
+    block, table = script.CONFIG, script.config_table()
     page = tmp_path / "configuration.md"
-    page.write_text(f"# Configuration\n\n{script.START}\n| `ring.gone` | x | `0` | stale |\n{script.END}\n\n## After\n")
-    assert script.generated_block(page.read_text()) != script.table()
-    assert script.write(page) is True
+    page.write_text(f"# Configuration\n\n{block.start}\n| `ring.gone` | x | `0` | stale |\n{block.end}\n\n## After\n")
+    assert block.current(page.read_text()) != table
+    assert block.write(table, page) is True
     text = page.read_text()
-    assert script.generated_block(text) == script.table()
-    assert "ring.gone" not in text and text.endswith(f"{script.END}\n\n## After\n")
-    assert script.write(page) is False
+    assert block.current(text) == table
+    assert "ring.gone" not in text and text.endswith(f"{block.end}\n\n## After\n")
+    assert block.write(table, page) is False
 
 
 def test_cluster_toml_mentions_every_key_with_a_comment():

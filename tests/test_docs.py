@@ -130,3 +130,24 @@ def test_the_docs_site_builds_strictly(tmp_path):
     home = (tmp_path / "site" / "index.html").read_text()
     assert "Where to go next" in home  # README.md is the home page
     assert "Unreleased" in (tmp_path / "site" / "changelog" / "index.html").read_text()
+
+
+def _generated_docs():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("generated_docs", ROOT / "scripts" / "generated_docs.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclass looks its module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_the_module_map_is_current():
+    script = _generated_docs()
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    table = script.module_table()
+    # It must be able to fail: a new module makes a new row.
+    assert "| `peer/core/crawl.py` | pure |" in table and "| `ring/io/zmqio.py` | zmq edge |" in table
+    assert script.MODULES.current(page) == table, (
+        "docs/architecture.md's module map is not current: run python scripts/generated_docs.py --write"
+    )
