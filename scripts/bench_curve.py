@@ -5,7 +5,7 @@ The same stream as ``scripts/bench_zmq.py`` (1 KB msgpack ``UrlBatch``
 frames, DEALER in a sender process -> ROUTER here, received with
 ``recv_batch(1000)``, the ring's own path), once over plain TCP and once
 with ``[ring] curve_keys`` on: the ROUTER a Curve server behind the ZAP
-handler of ``ring.io.zmqio.CurveAuthenticator``, the DEALER a Curve client,
+handler of ``ring.io.zap.CurveAuthenticator``, the DEALER a Curve client,
 with key pairs written to a temporary directory by ``ring.io.curve``. Curve
 encrypts and authenticates every message (XSalsa20-Poly1305 per frame,
 RFC 26), measured at about half the plain rate here (docs/curve.md).
@@ -31,7 +31,8 @@ import trio
 from localweb.bench import END_FRAME as END
 from localweb.bench import sample_frames  # the same frames as bench_zmq.py
 from ring.io.curve import CurveKeys, write_keypair
-from ring.io.zmqio import CurveAuthenticator, curve_client, curve_keypair, curve_server, open_socket
+from ring.io.zap import CurveAuthenticator, curve_client, curve_keypair, curve_server
+from ring.io.zmqio import open_socket
 
 MODES = ("plain", "curve")
 MECHANISM = {"plain": "NULL", "curve": "CURVE"}

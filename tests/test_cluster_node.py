@@ -24,7 +24,8 @@ from peer.core.config import parse_config
 from ring.tools.client import Contact, StatusRow, cluster_status
 from ring.io.curve import CurveKeys, write_keypair
 from ring.messages import MAX_MEMBERS, Digest, Member, MemberState, UrlBatch, encode
-from ring.io.zmqio import SocketType, curve_client, curve_keypair, member_route, open_socket
+from ring.io.zap import curve_client, curve_keypair
+from ring.io.zmqio import SocketType, member_route, open_socket
 
 RING = "test"
 

@@ -20,14 +20,8 @@ import zmq.auth
 from ring.__main__ import keys_main  # scripts/keys.py, ringcrawl-keys
 from ring.io.curve import UNAUTHENTICATED_WARNING, CurveKeys, resolve_keys_dir, write_keypair
 from ring.errors import RingError
-from ring.io.zmqio import (
-    CurveAuthenticator,
-    SocketType,
-    curve_client,
-    curve_keypair,
-    curve_server,
-    open_socket,
-)
+from ring.io.zap import CurveAuthenticator, curve_client, curve_keypair, curve_server
+from ring.io.zmqio import SocketType, open_socket
 
 ANY_PORT = "tcp://127.0.0.1:*"
 WAIT = 1.0  # seconds a refused client is given to (not) get a message through

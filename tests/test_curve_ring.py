@@ -19,7 +19,8 @@ from localweb import SiteGraph, serve_webfarm
 from peer.state.configfile import load_config
 from ring.io.curve import read_public
 from ring.messages import UrlBatch, encode
-from ring.io.zmqio import SocketType, curve_client, curve_keypair, open_socket
+from ring.io.zap import curve_client, curve_keypair
+from ring.io.zmqio import SocketType, open_socket
 
 
 class StrangerKeys:

@@ -430,7 +430,7 @@ def _curve_configure(cfg: ClusterConfig, key_id: str) -> Callable[[str], Any] | 
     keys_dir = resolve_keys_dir(cfg.ring.curve_keys, cfg.path)
     if keys_dir is None:
         return None
-    from ring.io.zmqio import curve_client
+    from ring.io.zap import curve_client
 
     keys = CurveKeys.load(keys_dir, key_id)
     return lambda owner: curve_client(keys, keys.public_key(owner))

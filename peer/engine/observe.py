@@ -74,7 +74,8 @@ async def serve_status(crawler, address: str) -> None:  # type: ignore[no-untype
     from contextlib import AsyncExitStack
 
     from ring.io.curve import CurveKeys, resolve_keys_dir
-    from ring.io.zmqio import CurveAuthenticator, SocketType, curve_server, open_socket
+    from ring.io.zap import CurveAuthenticator, curve_server
+    from ring.io.zmqio import SocketType, open_socket
 
     cfg = crawler.cfg
     started = time.time()

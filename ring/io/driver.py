@@ -217,7 +217,7 @@ class ForwardLink:
     come from the caller's task, which ``ring.io.zmqio`` allows. ``on_ack`` gets
     every :class:`Ack` of ``ring_name`` that comes back; anything else on the
     connection is ignored. ``configure(dest)`` gives a DEALER's socket hook
-    (a Curve client, ``ring.io.zmqio.curve_client``).
+    (a Curve client, ``ring.io.zap.curve_client``).
     """
 
     def __init__(self, ring_name: str, on_ack: Callable[[Ack], None], *,

@@ -42,13 +42,11 @@ import trio
 from ring.io.curve import CurveKeys
 from ring.errors import RingError
 from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode
+from ring.io.zap import CurveAuthenticator, curve_client, curve_server
 from ring.io.zmqio import (
-    CurveAuthenticator,
     PeerUnreachable,
     SocketType,
     ZmqSocket,
-    curve_client,
-    curve_server,
     member_route,
     open_socket,
 )

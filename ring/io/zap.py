@@ -38,9 +38,10 @@ from ring.errors import RingError
 from ring.io.errors import PeerUnreachable, TransportError
 from ring.io.sockopts import SocketType
 
+from ring.io.zmqio import ZmqSocket
+
 if TYPE_CHECKING:
     from ring.io.curve import CurveKeys
-    from ring.io.zmqio import ZmqSocket
 
 __all__ = ["ZAP_ENDPOINT", "HANDLED", "CurveAuthenticator", "ZapPolicy", "curve_client",
            "curve_keypair", "curve_server"]
@@ -202,9 +203,6 @@ class CurveAuthenticator:
         return self._policy.denied
 
     async def __aenter__(self) -> CurveAuthenticator:
-        # Imported here: ring.io.zmqio imports this module, to offer its names.
-        from ring.io.zmqio import ZmqSocket
-
         if self._stack is not None:
             raise RuntimeError("a CurveAuthenticator can be entered only once")
         ctx = self._ctx if self._ctx is not None else zmq.Context.instance()

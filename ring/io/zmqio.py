@@ -88,7 +88,6 @@ from zmq import NOBLOCK, POLLIN, POLLOUT, RCVMORE
 from ring.errors import RingError
 from ring.io.errors import CLOSED_ERRNOS, PeerUnreachable, SocketClosed, TransportError, translate
 from ring.io.sockopts import ZMQ_TYPE, SocketType, apply_options
-from ring.io.zap import CurveAuthenticator, curve_client, curve_keypair, curve_server
 from ring.messages import MAX_FRAME
 from ring.routes import member_route, route_member
 
@@ -106,10 +105,6 @@ __all__ = [
     "Routed",
     "member_route",
     "route_member",
-    "CurveAuthenticator",
-    "curve_client",
-    "curve_keypair",
-    "curve_server",
 ]
 
 # A trip through trio's scheduler costs 5-7 µs here, several NOBLOCK recvs'

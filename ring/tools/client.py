@@ -32,7 +32,8 @@ from ring.messages import (
     decode,
     encode,
 )
-from ring.io.zmqio import SocketType, curve_client, open_socket
+from ring.io.zap import curve_client
+from ring.io.zmqio import SocketType, open_socket
 
 __all__ = ["ASK_AT_ONCE", "Contact", "LeaveOutcome", "LeaveResult", "StatusRow", "client_keys",
            "cluster_status", "request_leave"]

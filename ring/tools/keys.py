@@ -27,7 +27,7 @@ from pathlib import Path
 
 from ring.errors import EXIT_USAGE, RingError, user_error
 from ring.io.curve import PUBLIC_SUFFIX, SECRET_SUFFIX, resolve_keys_dir, write_keypair
-from ring.io.zmqio import curve_keypair
+from ring.io.zap import curve_keypair
 from ring.tools.cli import ConfigSource
 
 __all__ = ["main"]
