@@ -12,7 +12,12 @@ Bottom up:
 - ``bloom``      the seen-URL Bloom filter of this peer's partition
 - ``seen``       the exact seen set's policy behind the filter
 - ``pid``        the per-host delay controller (docs/politeness.md)
-- ``frontier``   per-host queues and the politeness gate
+- ``hoststate``  the record the frontier keeps per host (one slotted object)
+- ``pacing``     a host's pace: delay, PID windows, backoff, the 1 s/5 s ceiling
+- ``ipbudget``   hosts sharing an IP address paced like one host
+- ``spillstore`` the seam to where a host's queue beyond its head is kept
+- ``frontier``   per-host queues and the scheduler over hosts, composing the four above
+- ``census``     the frontier's read-outs for status and metrics
 - ``limits``     caps on remote input, counted
 - ``robots``     robots.txt policy per host (RFC 9309)
 - ``extract``, ``items``  links, title and extraction rules from HTML
