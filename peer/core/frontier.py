@@ -14,13 +14,15 @@ The frontier's rules are numbered 1-10 across the modules that hold them
 - rules 1, 3, 4, 5, 7: a host's pace (its delay and Crawl-delay floor, PID
   windows, backoff, what counts, the 1 s/5 s ceiling): peer/core/pacing.py;
 - rule 8: hosts sharing an IP address paced like one: peer/core/ipbudget.py;
-- rules 2, 6, 9, 10, below: which host goes next, forgetting idle hosts,
-  spilling queues and moving them; here, with the heaps that turn each
-  host's pace into a place in line.
+- rules 9, 10: the part of a queue beyond its head in RAM, in a spill
+  store, and the blocks of hosts given away: peer/core/spillqueue.py;
+- rules 2 and 6, below: which host goes next, and forgetting idle hosts.
+  This module holds the queues and the heaps that turn each host's pace
+  into a place in line, and calls the modules above.
 
 The record of a host is one slotted object (peer/core/hoststate.py) that
-all of them read and write; the spill store's seam is peer/core/spillstore.py;
-the read-outs for status and metrics are peer/core/census.py.
+all of them read and write; the read-outs for status and metrics are
+peer/core/census.py.
 
 2. Among ready hosts the one ready earliest goes first; "ready" counts from
    the moment the host had work and was free, so a host that has waited longer
@@ -38,30 +40,6 @@ the read-outs for status and metrics are peer/core/census.py.
    host refers to it and its own delay and ceiling window have passed
    (peer/core/ipbudget.py). Without this, a crawl of millions of hosts would keep millions of structs
    for nothing.
-9. Spill (Mercator's frontier, whose per-host queues are "stored on disk"
-   apart from a buffer at each end; BUbiNG's workbench virtualizer): with
-   a :class:`SpillStore` (peer/core/spillstore.py) attached, a host keeps at most ``head_per_host``
-   URLs of its queue in RAM, the *head*; a push onto a full head, or onto
-   a host that has spilled URLs already, goes to its *tail*, and a tail of
-   ``head_per_host`` URLs goes to the store as one block (one call a
-   block, not a URL: the push path stays as fast as without a store). When
-   a pop empties the head it is refilled at once, from the store's first
-   block or, with none left, from the tail, so a host with work always has
-   a non-empty head and rules 1-8 read only the head. Order is unchanged:
-   head, the store's blocks, tail; a requeue goes in front of the head as
-   before. :meth:`Frontier.flush_tails` hands every tail to the store (a
-   checkpoint: then the store and the heads hold the whole queue). The store is the only I/O seam: the frontier calls
-   it and stays pure (:class:`MemorySpill` for tests, peer/state/spill.py on
-   disk).
-10. Moving (a host changed owner): :meth:`Frontier.release_host` gives back
-   only what is in RAM, the head and the tail, and leaves the host's blocks
-   in the store, *moving*; :meth:`Frontier.take_moving` hands them out a few
-   blocks at a time for the driver to pass on, so a ring change costs the
-   loop the heads, not the queue (passing on 3 M spilled URLs at once stalled
-   a peer 72 s, past dead_after: scripts/bench_scale.py). Moving URLs count
-   in :attr:`Frontier.moving`, not in ``len()``; a moving host that becomes
-   ours again (a push, or :meth:`Frontier.reattach`) takes its blocks back
-   as spilled ones, behind its head.
 
 Every operation is O(log hosts): heaps with lazy deletion (an entry is live
 only if its sequence number is still its owner's), never a scan of hosts
@@ -86,7 +64,7 @@ from peer.core.pacing import (
     ceiling, count_starts, delay, gated, new_pid, new_ring, ring_gate, roll, set_floor,
     starts_since, take_back,
 )
-from peer.core.spillstore import MemorySpill, SpillStore
+from peer.core.spillqueue import MemorySpill, SpillQueue, SpillStore
 from peer.errors import PeerError
 
 __all__ = [
@@ -136,8 +114,7 @@ class Frontier:
         "_pol", "_cap", "_window", "_pid_on", "_fresh_delay", "_hosts", "_ready", "_timers",
         "_seq", "_queued", "_n_hosts", "_in_flight", "_active", "_trace", "_clock",
         "_limits", "_ring_n", "_ips", "_ip_on", "_default_share",
-        "_ceiling_holds", "_ip_ceiling_holds", "_spill", "_head_max", "_spilled", "_refills", "_tailed",
-        "_moving", "_moving_urls",
+        "_ceiling_holds", "_ip_ceiling_holds", "_sq", "_head_max", "_moving",
     )
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
@@ -171,14 +148,11 @@ class Frontier:
         self._clock = NEG_INF
         self._ceiling_holds = 0
         self._ip_ceiling_holds = 0
-        self._spill: SpillStore | None = None
+        self._sq: SpillQueue | None = None  # with a spill store (rule 9)
+        # Its head_max and its moving table, here too: push reads both for
+        # every URL, so a store attached costs no lookup more.
         self._head_max = _NO_CAP
-        self._spilled = 0
-        self._refills = 0
-        self._tailed: dict[str, HostState] = {}  # hosts that may have a tail (rule 9)
-        # Hosts given away whose blocks are still in the store (rule 10): URLs left.
         self._moving: dict[str, int] = {}
-        self._moving_urls = 0
         if spill is not None:
             self.set_spill(spill, head_per_host)
         if self._pid_on:
@@ -194,44 +168,27 @@ class Frontier:
         """
         if self._queued:
             raise PeerError("frontier: set_spill() after URLs were queued")
-        if head_per_host < 1:
-            raise PeerError(f"frontier: head_per_host must be at least 1, not {head_per_host}")
-        self._spill = spill
-        self._head_max = 2 * head_per_host  # in slots of ``HostState.items``: url, depth
+        self._sq = sq = SpillQueue(spill, head_per_host)
+        self._head_max = sq.head_max
+        self._moving = sq.moving
 
     def flush_tails(self) -> int:
         """Hand every host's tail to the store as a block (rule 9; before a checkpoint); returns how many."""
-        spill = self._spill
-        n = 0
-        if spill is not None:
-            for hs in self._tailed.values():
-                if hs.tail:
-                    spill.put(hs.name, hs.tail)
-                    n += 1
-                hs.tail = None
-        self._tailed.clear()
-        return n
+        return self._sq.flush_tails() if self._sq is not None else 0
 
     def adopt(self, host: str, now: float) -> int:
         """Queue the URLs the spill store already holds for ``host`` (a recovered store).
 
         Before any other URL of that host is pushed; returns how many.
         """
-        spill = self._spill
-        if spill is None:
+        sq = self._sq
+        if sq is None:
             return 0
-        n = spill.count(host)
+        n = sq.store.count(host)
         if n == 0:
             return 0
         hs = self._touch(host, now)
-        if hs.head < len(hs.items) or hs.spilled:
-            raise PeerError(f"frontier: adopt({host!r}) of a host with queued URLs")
-        chunk = spill.take(host)
-        self._refills += 1
-        hs.items[:] = chunk
-        hs.head = 0
-        hs.spilled = n - len(chunk) // 2
-        self._spilled += hs.spilled
+        sq.adopt(hs, n)
         self._queued += n
         self._n_hosts += 1
         self._schedule_ready(hs, now)
@@ -249,20 +206,10 @@ class Frontier:
         if hs.spilled or len(items) - hs.head >= self._head_max:
             # Behind a full head (rule 9); the head is not empty, so nothing
             # about the host's schedule changes, as for any push onto work.
-            tail = hs.tail
-            if tail is None:
-                hs.tail = tail = []
-                self._tailed[hs.name] = hs
-            tail.append(url)
-            tail.append(depth)
-            hs.spilled += 1
-            self._spilled += 1
+            sq = self._sq
+            assert sq is not None  # _head_max is finite only with a store
+            sq.push(hs, url, depth)
             self._queued += 1
-            if len(tail) >= self._head_max:
-                spill = self._spill
-                assert spill is not None  # _head_max is finite only with a store
-                spill.put(hs.name, tail)
-                hs.tail = []
             return
         was_empty = hs.head == len(items)
         items.append(url)
@@ -337,21 +284,10 @@ class Frontier:
             head += 2
             if head == len(items) and hs.spilled:
                 # Refill the head now (rule 9), so "has work" stays "has a head".
-                tail = hs.tail
-                if tail and len(tail) == 2 * hs.spilled:
-                    chunk, hs.tail = tail, []  # no block left: the tail is next
-                else:
-                    spill = self._spill
-                    assert spill is not None  # spilled only with a store
-                    chunk = spill.take(hs.name)
-                    self._refills += 1
-                got = len(chunk) // 2
-                if got == 0:
-                    raise PeerError(f"frontier: the spill store lost {hs.spilled} URLs of {hs.name!r}")
-                items[:] = chunk
+                sq = self._sq
+                assert sq is not None  # spilled only with a store
+                sq.refill(hs)
                 head = 0
-                hs.spilled -= got
-                self._spilled -= got
                 hs.waiting = True
             elif head == len(items):
                 items.clear()
@@ -577,22 +513,22 @@ class Frontier:
     @property
     def spilled(self) -> int:
         """Queued URLs in the spill store, not in RAM (rule 9)."""
-        return self._spilled
+        return self._sq.spilled if self._sq is not None else 0
 
     @property
     def refills(self) -> int:
         """Heads refilled from the spill store (rule 9)."""
-        return self._refills
+        return self._sq.refills if self._sq is not None else 0
 
     @property
     def spill_store(self) -> SpillStore | None:
         """The spill store attached (rule 9), or None."""
-        return self._spill
+        return self._sq.store if self._sq is not None else None
 
     @property
     def head_per_host(self) -> int:
         """URLs a host keeps in RAM before the rest spill; 0 without a store (rule 9)."""
-        return self._head_max // 2 if self._spill is not None else 0
+        return self._head_max // 2 if self._sq is not None else 0
 
     @property
     def n_hosts(self) -> int:
@@ -711,18 +647,15 @@ class Frontier:
 
     def iter_queued(self) -> Iterator[Job]:
         """Every queued job, host by host in FIFO order (spilled ones read from the store)."""
-        spill = self._spill
+        sq = self._sq
         for hs in list(self._hosts.values()):
             items = hs.items
             name = hs.name
             for i in range(hs.head, len(items), 2):
                 yield Job(items[i], name, items[i + 1])
-            if hs.spilled and spill is not None:
-                for url, depth in spill.iter_host(name):
+            if hs.spilled and sq is not None:
+                for url, depth in sq.iter_spilled(hs):
                     yield Job(url, name, depth)
-                tail = hs.tail or ()
-                for i in range(0, len(tail), 2):
-                    yield Job(tail[i], name, tail[i + 1])
 
     def iter_heads(self) -> Iterator[Job]:
         """The queued jobs held in RAM, host by host in FIFO order (rule 9: a checkpoint's part)."""
@@ -743,13 +676,8 @@ class Frontier:
             return []
         items = hs.items
         jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
-        if hs.spilled and self._spill is not None:
-            jobs += [Job(u, hs.name, d) for u, d in self._spill.drop(hs.name)]
-            tail = hs.tail or []
-            jobs += [Job(tail[i], hs.name, tail[i + 1]) for i in range(0, len(tail), 2)]
-            hs.tail = None
-            self._spilled -= hs.spilled
-            hs.spilled = 0
+        if hs.spilled and self._sq is not None:
+            jobs += [Job(u, hs.name, d) for u, d in self._sq.drop(hs)]
         if jobs:
             self._queued -= len(jobs)
             self._n_hosts -= 1
@@ -764,22 +692,14 @@ class Frontier:
     def release_host(self, host: str) -> list[Job]:
         """Like :meth:`remove_host`, but the host's blocks stay in the store, moving (rule 10)."""
         hs = self._hosts.get(host)
-        spill = self._spill
-        if hs is None or not hs.spilled or spill is None:
+        sq = self._sq
+        if hs is None or not hs.spilled or sq is None:
             return self.remove_host(host)
         items = hs.items
         jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
-        tail = hs.tail or []
-        jobs += [Job(tail[i], hs.name, tail[i + 1]) for i in range(0, len(tail), 2)]
-        hs.tail = None
-        stored = hs.spilled - len(tail) // 2
-        self._spilled -= hs.spilled
         self._queued -= hs.spilled + (len(items) - hs.head) // 2
         self._n_hosts -= 1
-        hs.spilled = 0
-        if stored:
-            self._moving[host] = self._moving.get(host, 0) + stored
-            self._moving_urls += stored
+        jobs += [Job(u, hs.name, d) for u, d in sq.release(hs)]
         items.clear()
         hs.head = 0
         hs.rseq = 0
@@ -790,64 +710,32 @@ class Frontier:
 
     def release_stored(self, host: str) -> int:
         """Mark a recovered store's queue of ``host`` (not in the frontier) moving; returns its URLs."""
-        spill = self._spill
-        if spill is None or host in self._moving:
-            return 0
-        n = spill.count(host)
-        if n:
-            self._moving[host] = n
-            self._moving_urls += n
-        return n
+        return self._sq.release_stored(host) if self._sq is not None else 0
 
     def take_moving(self, limit: int) -> list[tuple[str, list[Any]]]:
         """Blocks of moving hosts, ``(host, [url, depth, ...])``, about ``limit`` URLs in all (rule 10)."""
-        spill = self._spill
-        out: list[tuple[str, list[Any]]] = []
-        if spill is None:
-            return out
-        got = 0
-        while got < limit and self._moving:
-            host = next(iter(self._moving))
-            chunk = spill.take(host)
-            n = len(chunk) // 2
-            left = self._moving[host] - n
-            if n == 0 or left <= 0:
-                del self._moving[host]
-                self._moving_urls -= n + max(left, 0)
-            else:
-                self._moving[host] = left
-                self._moving_urls -= n
-            if n:
-                out.append((host, chunk))
-                got += n
-        return out
+        return self._sq.take_moving(limit) if self._sq is not None else []
 
     def reattach(self, host: str, now: float) -> int:
         """A moving host is ours again: its blocks queue behind its head (rule 10); returns how many."""
-        n = self._moving.pop(host, 0)
+        sq = self._sq
+        n = sq.unmove(host) if sq is not None else 0
         if not n:
             return 0
-        self._moving_urls -= n
+        assert sq is not None
         hs = self._hosts.get(host)
         if hs is None or (hs.head == len(hs.items) and not hs.spilled):
-            if hs is not None and hs.tail:
-                # Its tail came after the blocks: into the store behind them.
-                spill = self._spill
-                assert spill is not None
-                spill.put(host, hs.tail)
-                hs.tail = None
+            if hs is not None:
+                sq.park_tail(hs)  # its tail came after the blocks: into the store behind them
             return self.adopt(host, now)
-        hs.spilled += n
-        self._spilled += n
+        sq.reattach(hs, n)
         self._queued += n
-        if hs.tail:
-            self._tailed[host] = hs
         return n
 
     @property
     def moving(self) -> int:
         """URLs in the store of hosts no longer ours, still to be passed on (rule 10)."""
-        return self._moving_urls
+        return self._sq.moving_urls if self._sq is not None else 0
 
     # ------------------------------------------------------------- internals
 
@@ -975,8 +863,8 @@ class Frontier:
                 roll(hs, now, self._pol, self._trace)
             if hs.head == len(hs.items) and not hs.in_flight and now >= self._forget_at(hs):
                 del hosts[hs.name]
-                if self._tailed:
-                    self._tailed.pop(hs.name, None)
+                if self._sq is not None:
+                    self._sq.forget(hs.name)
                 hs.rseq = 0
                 ip = hs.ip
                 if ip is not None:
