@@ -15,9 +15,10 @@ Bottom up:
 - ``hoststate``  the record the frontier keeps per host (one slotted object)
 - ``pacing``     a host's pace: delay, PID windows, backoff, the 1 s/5 s ceiling
 - ``ipbudget``   hosts sharing an IP address paced like one host
-- ``spillstore`` the seam to where a host's queue beyond its head is kept
-- ``frontier``   per-host queues and the scheduler over hosts, composing the four above
 - ``census``     the frontier's read-outs for status and metrics
+- ``scheduler``  the polite scheduler over hosts: when each may start, which goes next
+- ``spillqueue`` the part of each host's queue beyond its head in RAM (spill store seam)
+- ``frontier``   the scheduler with the per-host queues of URLs: push, pop_ready, done
 - ``limits``     caps on remote input, counted
 - ``robots``     robots.txt policy per host (RFC 9309)
 - ``extract``, ``items``  links, title and extraction rules from HTML
