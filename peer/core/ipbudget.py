@@ -3,15 +3,14 @@
 Many hosts on one server (virtual hosts, a shared hosting provider) would
 each get a host's budget; BUbiNG, Nutch and StormCrawler pace them per IP
 as well. An :class:`IpBudget` is the record of one IP address; the
-frontier (peer/core/frontier.py) keeps them, links each host's record to
-its IP's (peer/core/hoststate.py) and schedules both levels. The rule keeps
+scheduler (peer/core/scheduler.py) keeps them, links each host's record to
+its IP's (peer/core/hoststate.py) and orders both levels. The rule keeps
 the frontier's number:
 
 8. Per IP (BUbiNG, Nutch, StormCrawler): hosts whose IP address is known
-   (:meth:`Frontier.set_host_ip
-   <peer.core.frontier.Frontier.set_host_ip>`) are grouped by it, and the group is paced like one
+   (:meth:`Frontier.set_host_ip`) are grouped by it, and the group is paced like one
    host at ``ip_rate`` x share pages per minute (share: this peer's part of
-   the cluster-wide budget, :meth:`~peer.core.frontier.Frontier.set_ip_share`), with the same ceiling on
+   the cluster-wide budget, :meth:`Frontier.set_ip_share`), with the same ceiling on
    that rate, at most ``ip_concurrency`` x share (at least 1) fetches in
    flight. A host whose IP is not known yet is paced per host only: its first
    fetch, which resolves it, is not counted against the IP's budget before it
@@ -19,7 +18,6 @@ the frontier's number:
    Scheduling is two-level (BUbiNG's workbench): the global ready heap holds
    hosts without an IP and IP entries; each IP entry holds a heap of its ready
    hosts and sits in the global heap at max(its own gate, its earliest host).
-
    An IP entry is forgotten once no host refers to it and its own delay and
    ceiling window have passed (frontier rule 6).
 """

@@ -79,11 +79,10 @@ keep the frontier's numbers, which the docs and the other modules cite:
    hand-offs do, a host never gets more than ``ceiling(rate, W)`` =
    ceil(1.1 x rate/60 x W) + 1 request starts in any W-second window, for W
    in ``CEILING_WINDOWS`` (1 s and 5 s). Starts are counted at
-   :meth:`Frontier.pop_ready
-   <peer.core.frontier.Frontier.pop_ready>`, kept in a ring of the last ``ceiling(rate, 5)``
+   :meth:`Frontier.pop_ready`, kept in a ring of the last ``ceiling(rate, 5)``
    start times (the k-th newest start + W is when a window of W seconds holds
-   fewer than k), and can be exported and imported (:meth:`~peer.core.frontier.Frontier.recent_starts`,
-   :meth:`~peer.core.frontier.Frontier.seed_starts`) so that a restart or a hand-off does not reset the
+   fewer than k), and can be exported and imported (:meth:`Frontier.recent_starts`,
+   :meth:`Frontier.seed_starts`) so that a restart or a hand-off does not reset the
    count. The floor nominal/1.1 alone keeps any W-window to ceil(1.1 x rate/60
    x W) starts; the ring is the guarantee when something else (a seeded
    history, a ``min_delay`` set below the floor) would not.

@@ -2,15 +2,11 @@
 
 The frontier (peer/core/frontier.py) keeps a head of each host's queue in
 RAM; with a :class:`SpillStore` attached, the rest goes through a
-:class:`SpillQueue` to the store (peer/state/spill.py on disk,
-:class:`MemorySpill` in RAM for the pure tests). The store is the only I/O
-seam: the frontier and this module call it and stay pure. The rules keep
-the frontier's numbers:
+:class:`SpillQueue` to the store. The rules keep the frontier's numbers:
 
 9. Spill (Mercator's frontier, whose per-host queues are "stored on disk"
    apart from a buffer at each end; BUbiNG's workbench virtualizer): with
-   a :class:`SpillStore` attached (:meth:`Frontier.set_spill
-   <peer.core.frontier.Frontier.set_spill>`), a host keeps at most ``head_per_host``
+   a :class:`SpillStore` attached (:meth:`Frontier.set_spill`), a host keeps at most ``head_per_host``
    URLs of its queue in RAM, the *head*; a push onto a full head, or onto
    a host that has spilled URLs already, goes to its *tail*, and a tail of
    ``head_per_host`` URLs goes to the store as one block (one call a
@@ -33,10 +29,8 @@ the frontier's numbers:
    ours again (a push, or :meth:`Frontier.reattach`) takes its blocks back
    as spilled ones, behind its head.
 
-A block is one call, not a URL's: ``[url, depth, url, depth, ...]``, flat,
-so a push onto a spilled host costs two list appends, and the store is
-called once every ``head_per_host`` pushes. A store keeps each host's
-blocks in order and never looks inside one.
+A block is flat, ``[url, depth, url, depth, ...]``: no tuple a URL. A store
+keeps each host's blocks in order and never looks inside one.
 """
 
 from __future__ import annotations
