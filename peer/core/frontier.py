@@ -160,12 +160,22 @@ class Frontier(HostScheduler):
         hs = self._touch(host, now)
         items = hs.items
         if hs.spilled or len(items) - hs.head >= self._head_max:
-            # Behind a full head (rule 9); the head is not empty, so nothing
-            # about the host's schedule changes, as for any push onto work.
+            # Behind a full head, onto its tail (rule 9); the head is not
+            # empty, so nothing about the host's schedule changes, as for any
+            # push onto work. The appends are here, not a call away: in a
+            # large crawl most pushes take this branch.
             sq = self._sq
             assert sq is not None  # _head_max is finite only with a store
-            sq.push(hs, url, depth)
+            tail = hs.tail
+            if tail is None:
+                tail = sq.new_tail(hs)
+            tail.append(url)
+            tail.append(depth)
+            hs.spilled += 1
+            sq.spilled += 1
             self._queued += 1
+            if len(tail) >= self._head_max:
+                sq.put_tail(hs)
             return
         was_empty = hs.head == len(items)
         items.append(url)

@@ -126,19 +126,18 @@ class SpillQueue:
 
     # ------------------------------------------------------------ rule 9
 
-    def push(self, hs: HostState, url: str, depth: int) -> None:
-        """Queue a URL behind the host's full head: onto its tail, a full tail to the store."""
-        tail = hs.tail
-        if tail is None:
-            hs.tail = tail = []
-            self.tailed[hs.name] = hs
-        tail.append(url)
-        tail.append(depth)
-        hs.spilled += 1
-        self.spilled += 1
-        if len(tail) >= self.head_max:
-            self.store.put(hs.name, tail)
-            hs.tail = []
+    def new_tail(self, hs: HostState) -> list[Any]:
+        """A tail for the host, noted for :meth:`flush_tails` (the frontier appends to it)."""
+        tail: list[Any] = []
+        hs.tail = tail
+        self.tailed[hs.name] = hs
+        return tail
+
+    def put_tail(self, hs: HostState) -> None:
+        """The host's tail is a block's worth: to the store, and a new tail begins."""
+        assert hs.tail is not None
+        self.store.put(hs.name, hs.tail)
+        hs.tail = []
 
     def refill(self, hs: HostState) -> None:
         """The host's head ran empty: its next URLs into it, the store's first block or its tail."""
