@@ -3,10 +3,11 @@
 Rules:
 
 - One object a host, whatever the concept: the queue's fields
-  (peer/core/frontier.py), the pacing's (peer/core/pacing.py) and the IP
-  budget's link (peer/core/ipbudget.py) sit side by side, grouped below by
-  the module whose rules write them. Splitting it into an object a concept
-  would cost a header and a reference each, a million times over.
+  (peer/core/frontier.py, peer/core/spillqueue.py), the scheduler's
+  (peer/core/scheduler.py), the pace's (peer/core/pacing.py) and the link
+  to its IP budget (peer/core/ipbudget.py) sit side by side, grouped below
+  by the module whose rules write them. An object a concept would cost an
+  object header and a reference each, a million times over.
 - No behaviour here: the modules named above hold the rules that read and
   write these fields.
 """
@@ -32,20 +33,22 @@ class HostState:
 
     __slots__ = (
         "name",
-        # the queue and the scheduler's entries (frontier rules 2, 6, 9)
-        "items", "head", "spilled", "tail", "in_flight", "since", "rseq", "rkey", "tseq", "tkey",
-        # the pace (pacing rules 1, 3, 4, 7)
+        # its queue (frontier.py; spillqueue.py, rules 9, 10)
+        "items", "head", "spilled", "tail", "in_flight",
+        # its places in the scheduler's heaps (scheduler.py, rules 2, 6)
+        "since", "rseq", "rkey", "tseq", "tkey",
+        # its pace (pacing.py, rules 1, 3, 4, 7)
         "last_start", "hold_until", "floor", "pid", "penalty", "penalty_at",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
         "starts", "spos", "rguard", "undo",
-        # the IP budget it shares (ipbudget rule 8)
+        # the IP budget it shares (ipbudget.py, rule 8)
         "ip",
     )
 
     def __init__(self, name: str, now: float, pid: PID | None) -> None:
         self.name = name
 
-        # --- the queue (frontier.py)
+        # --- its queue (frontier.py, spillqueue.py)
         # url, depth, url, depth, ... from index ``head`` on (one flat list,
         # no tuple per URL; typed Any, as its items alternate).
         self.items: list[Any] = []
@@ -53,13 +56,15 @@ class HostState:
         self.spilled = 0  # URLs of its queue after ``items``: in the spill store, then ``tail`` (rule 9)
         self.tail: list[Any] | None = None  # url, depth, ... not yet a block (rule 9)
         self.in_flight = 0
+
+        # --- its places in the scheduler's heaps (scheduler.py)
         self.since = now  # when it last became free with work (rule 2)
         self.rseq = 0  # seq of its live ready-heap entry, 0 = none
         self.rkey = 0.0
         self.tseq = 0  # seq of its live timer-heap entry, 0 = none
         self.tkey = 0.0
 
-        # --- the pace (pacing.py)
+        # --- its pace (pacing.py)
         self.last_start = NEG_INF
         self.hold_until = NEG_INF
         self.floor = 0.0  # robots.txt Crawl-delay (rule 1)
@@ -80,5 +85,5 @@ class HostState:
         # None once that job is done.
         self.undo: StartUndo | None = None
 
-        # --- the IP budget (ipbudget.py)
+        # --- the IP budget it shares (ipbudget.py)
         self.ip: IpBudget | None = None
