@@ -13,16 +13,16 @@ rules are numbered 1-10 across them (the docs and the other modules cite
 them as "frontier rule N"):
 
 - peer/core/hoststate.py: the record kept per host, one slotted object
-  that all the modules below read and write;
+  that the modules below share;
 - peer/core/pacing.py, rules 1, 3, 4, 5, 7: a host's pace (its delay and
   Crawl-delay floor, PID windows, backoff, what counts, the 1 s/5 s
   ceiling), as functions on its record;
 - peer/core/ipbudget.py, rule 8: hosts sharing an IP address paced like one;
+- peer/core/census.py: the read-outs for status and metrics;
 - peer/core/scheduler.py, rules 2, 6: the heaps that turn each host's pace
   into a place in line, and forgetting idle hosts;
 - peer/core/spillqueue.py, rules 9, 10: the part of a queue beyond its
   head in RAM, in a spill store, and the blocks of hosts given away;
-- peer/core/census.py: the read-outs for status and metrics;
 - this module: :class:`Frontier`, the scheduler with the queues of URLs
   (:meth:`push`, :meth:`requeue`), the starts (:meth:`pop_ready`, which
   records each in the host's and its IP's rings, rule 7) and the ends
