@@ -94,7 +94,7 @@ class Frontier(HostScheduler):
 
     __slots__ = (
         "_queued", "_n_hosts", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds",
-        "_sq", "_head_max", "_moving",
+        "_sq", "_head_max", "_moving", "_spilled",
     )
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
@@ -111,6 +111,7 @@ class Frontier(HostScheduler):
         # every URL, so a store attached costs no lookup more.
         self._head_max = _NO_CAP
         self._moving: dict[str, int] = {}
+        self._spilled = 0  # queued URLs out of RAM, in the store or in a tail (rule 9)
         if spill is not None:
             self.set_spill(spill, head_per_host)
 
@@ -145,6 +146,7 @@ class Frontier(HostScheduler):
             return 0
         hs = self._touch(host, now)
         sq.adopt(hs, n)
+        self._spilled += hs.spilled
         self._queued += n
         self._n_hosts += 1
         self._schedule_ready(hs, now)
@@ -164,18 +166,18 @@ class Frontier(HostScheduler):
             # empty, so nothing about the host's schedule changes, as for any
             # push onto work. The appends are here, not a call away: in a
             # large crawl most pushes take this branch.
-            sq = self._sq
-            assert sq is not None  # _head_max is finite only with a store
             tail = hs.tail
             if tail is None:
-                tail = sq.new_tail(hs)
+                assert self._sq is not None  # _head_max is finite only with a store
+                tail = self._sq.new_tail(hs)
             tail.append(url)
             tail.append(depth)
             hs.spilled += 1
-            sq.spilled += 1
+            self._spilled += 1
             self._queued += 1
             if len(tail) >= self._head_max:
-                sq.put_tail(hs)
+                assert self._sq is not None
+                self._sq.put_tail(hs)
             return
         was_empty = hs.head == len(items)
         items.append(url)
@@ -252,7 +254,7 @@ class Frontier(HostScheduler):
                 # Refill the head now (rule 9), so "has work" stays "has a head".
                 sq = self._sq
                 assert sq is not None  # spilled only with a store
-                sq.refill(hs)
+                self._spilled -= sq.refill(hs)
                 head = 0
                 hs.waiting = True
             elif head == len(items):
@@ -425,6 +427,7 @@ class Frontier(HostScheduler):
         items = hs.items
         jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
         if hs.spilled and self._sq is not None:
+            self._spilled -= hs.spilled
             jobs += [Job(u, hs.name, d) for u, d in self._sq.drop(hs)]
         if jobs:
             self._queued -= len(jobs)
@@ -446,6 +449,7 @@ class Frontier(HostScheduler):
         items = hs.items
         jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
         self._queued -= hs.spilled + (len(items) - hs.head) // 2
+        self._spilled -= hs.spilled
         self._n_hosts -= 1
         jobs += [Job(u, hs.name, d) for u, d in sq.release(hs)]
         items.clear()
@@ -477,6 +481,7 @@ class Frontier(HostScheduler):
                 sq.park_tail(hs)  # its tail came after the blocks: into the store behind them
             return self.adopt(host, now)
         sq.reattach(hs, n)
+        self._spilled += n
         self._queued += n
         return n
 
@@ -488,7 +493,7 @@ class Frontier(HostScheduler):
     @property
     def spilled(self) -> int:
         """Queued URLs in the spill store, not in RAM (rule 9)."""
-        return self._sq.spilled if self._sq is not None else 0
+        return self._spilled
 
     @property
     def refills(self) -> int:

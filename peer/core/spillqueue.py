@@ -104,20 +104,20 @@ class MemorySpill:
 class SpillQueue:
     """The spilled part of every host's queue (rule 9) and the blocks of hosts given away (rule 10).
 
-    The frontier keeps its own counts (queued URLs, hosts with work) and
-    schedules; this object keeps the tails, talks to the store and counts
-    what is out of RAM. A host's ``spilled`` counts its URLs here: in the
-    store's blocks, then in its ``tail``.
+    It keeps the tails, the moving hosts and the store, and a host's
+    ``spilled``: its URLs here, in the store's blocks and then in its
+    ``tail``. The frontier keeps the counts over all hosts (queued URLs,
+    spilled URLs, hosts with work): a push onto a spilled host, most pushes
+    of a large crawl, appends to the tail and counts without a call here.
     """
 
-    __slots__ = ("store", "head_max", "spilled", "refills", "tailed", "moving", "moving_urls")
+    __slots__ = ("store", "head_max", "refills", "tailed", "moving", "moving_urls")
 
     def __init__(self, store: SpillStore, head_per_host: int) -> None:
         if head_per_host < 1:
             raise PeerError(f"frontier: head_per_host must be at least 1, not {head_per_host}")
         self.store = store
         self.head_max = 2 * head_per_host  # in slots of ``HostState.items``: url, depth
-        self.spilled = 0  # queued URLs out of RAM: in the store or in a tail
         self.refills = 0  # heads refilled from the store
         self.tailed: dict[str, HostState] = {}  # hosts that may have a tail
         # Hosts given away whose blocks are still in the store (rule 10): URLs left.
@@ -139,8 +139,11 @@ class SpillQueue:
         self.store.put(hs.name, hs.tail)
         hs.tail = []
 
-    def refill(self, hs: HostState) -> None:
-        """The host's head ran empty: its next URLs into it, the store's first block or its tail."""
+    def refill(self, hs: HostState) -> int:
+        """The host's head ran empty: its next URLs into it, the store's first block or its tail.
+
+        Returns how many URLs came back into RAM.
+        """
         tail = hs.tail
         if tail and len(tail) == 2 * hs.spilled:
             chunk, hs.tail = tail, []  # no block left: the tail is next
@@ -153,7 +156,7 @@ class SpillQueue:
         hs.items[:] = chunk
         hs.head = 0
         hs.spilled -= got
-        self.spilled -= got
+        return got
 
     def adopt(self, hs: HostState, n: int) -> None:
         """The host's ``n`` URLs in a recovered store become its queue: a head, the rest spilled."""
@@ -164,7 +167,6 @@ class SpillQueue:
         hs.items[:] = chunk
         hs.head = 0
         hs.spilled = n - len(chunk) // 2
-        self.spilled += hs.spilled
 
     def flush_tails(self) -> int:
         """Hand every host's tail to the store as a block; returns how many."""
@@ -190,7 +192,6 @@ class SpillQueue:
         tail = hs.tail or []
         out += [(tail[i], tail[i + 1]) for i in range(0, len(tail), 2)]
         hs.tail = None
-        self.spilled -= hs.spilled
         hs.spilled = 0
         return out
 
@@ -207,7 +208,6 @@ class SpillQueue:
         out = [(tail[i], tail[i + 1]) for i in range(0, len(tail), 2)]
         hs.tail = None
         stored = hs.spilled - len(tail) // 2
-        self.spilled -= hs.spilled
         hs.spilled = 0
         if stored:
             self.moving[hs.name] = self.moving.get(hs.name, 0) + stored
@@ -253,7 +253,6 @@ class SpillQueue:
     def reattach(self, hs: HostState, n: int) -> None:
         """``n`` URLs of the host's blocks, moving until now, queue behind its head again."""
         hs.spilled += n
-        self.spilled += n
         if hs.tail:
             self.tailed[hs.name] = hs
 
