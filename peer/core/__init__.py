@@ -12,7 +12,13 @@ Bottom up:
 - ``bloom``, ``bloomnp``  the seen-URL Bloom filter of this peer's partition; its numpy batch kernels
 - ``seen``       the exact seen set's policy behind the filter
 - ``pid``        the per-host delay controller (docs/politeness.md)
-- ``frontier``   per-host queues and the politeness gate
+- ``hoststate``  the record the frontier keeps per host (one slotted object)
+- ``pacing``     a host's pace: delay, PID windows, backoff, the 1 s/5 s ceiling
+- ``ipbudget``   hosts sharing an IP address paced like one host
+- ``census``     the frontier's read-outs for status and metrics
+- ``scheduler``  the polite scheduler over hosts: when each may start, which goes next
+- ``spillqueue`` the part of each host's queue beyond its head in RAM (spill store seam)
+- ``frontier``   the scheduler with the per-host queues of URLs: push, pop_ready, done
 - ``limits``     caps on remote input, counted
 - ``robots``     robots.txt policy per host (RFC 9309)
 - ``extract``, ``items``  links, title and extraction rules from HTML
