@@ -1,7 +1,7 @@
 """The frontier's spill store on disk: per-host FIFO queues in append-only segment files.
 
 The frontier (peer/core/frontier.py, rule 9) keeps a small head of each host's
-queue in RAM and hands the rest to a :class:`~peer.core.frontier.SpillStore`;
+queue in RAM and hands the rest to a :class:`~peer.core.spillqueue.SpillStore`;
 this is the one that writes it to disk. Mercator's frontier keeps its
 per-host FIFO queues on disk with a RAM buffer at each end (Heydon and
 Najork, 1999); BUbiNG's workbench virtualizer does the same with per-host
@@ -134,7 +134,7 @@ class _Queue:
 
 
 class FileSpill:
-    """A :class:`~peer.core.frontier.SpillStore` in segment files under ``directory`` (module docstring).
+    """A :class:`~peer.core.spillqueue.SpillStore` in segment files under ``directory`` (module docstring).
 
     Disk errors raise :class:`~peer.errors.StateError` naming the file: the
     crawl state cannot be kept, and the peer stops with that line.
