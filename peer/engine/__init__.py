@@ -1,10 +1,11 @@
-"""The trio driver of one peer: it asks the cores what to do and does it.
+"""The trio driver of one peer: it asks ``peer.core.peer.PeerCore`` what to do and does it.
 
 - ``crawler``   ``Crawler``: the nursery, the scheduler loop, one task per
-  job, the parser threads, the effects' table; its parts:
+  job, the parser threads, the one ``{effect type: handler}`` table; its
+  parts, one concern each over the state ``parts`` declares once:
   ``durability`` (journal, snapshots, the exact seen set), ``ringface``
-  (what the ring calls), ``reporting`` (status, progress)
-- ``cluster``   the ring side: gossip, forwarding and status over ZeroMQ
+  (the ``Member`` its ``ring.io.sockets`` serve, the ring's effects),
+  ``reporting`` (status, progress)
 - ``metrics``   Prometheus figures at ``metrics_address``
 - ``observe``   a solo peer's answers to ``ring status``
 """

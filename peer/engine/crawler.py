@@ -91,7 +91,6 @@ import trio
 from peer.core.config import ClusterConfig
 from peer.core.crawl import (
     Checking,
-    CEILING_HORIZON,
     MAX_RETRIES,
     CrawlCore,
     Done,
@@ -130,9 +129,9 @@ from peer.results.store import PageRow, ResultStore
 if TYPE_CHECKING:
     from ring.hashring import HashRing
 
-from peer.engine.durability import DEFAULT_HEAD, SNAPSHOT_CHECK, SNAPSHOT_SECONDS, Durability
+from peer.engine.durability import Durability
 from peer.engine.reporting import Reporting
-from peer.engine.ringface import MOVE_BACKLOG, MOVE_CHUNK, RingFace, ring_node, ring_sockets
+from peer.engine.ringface import RingFace, ring_node, ring_sockets
 from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from ring.actions import Log, Released, Reply, Send, StatusAsked
 from ring.io.sockets import MemberSockets
@@ -465,7 +464,6 @@ class Crawler(Durability, RingFace, Reporting):
     # -- scheduling --------------------------------------------------------
 
     async def _schedule(self, workers: trio.Nursery) -> None:
-        core = self.core
         while True:
             decision = self.peer.next(self.clock())
             if isinstance(decision, Start):

@@ -14,16 +14,13 @@ import importlib.util
 import logging
 import math
 import time
-from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import trio
 
-from peer.core.config import ClusterConfig
-from peer.core.crawl import CEILING_HORIZON, CrawlCore, Effect, Origin
+from peer.engine.parts import CrawlerParts
+from peer.core.crawl import CEILING_HORIZON, Origin
 from peer.core.layout import DataDir
-from peer.net.resolver import Resolver
 from peer.state.spill import FileSpill
 from peer.state.journal import PeerState, SnapshotStats
 from peer.results.store import PageRow, ResultStore
@@ -47,26 +44,8 @@ DEFAULT_HEAD = 64
 SNAPSHOT_CHECK = 1.0
 
 
-class Durability:
+class Durability(CrawlerParts):
     """Crash safety and the exact seen set, a part of ``Crawler`` (module docstring)."""
-
-    cfg: ClusterConfig
-    peer_id: str
-    core: CrawlCore
-    clock: Callable[[], float]
-    node: Any
-    data_dir: Path
-    resolver: Resolver
-    _state: PeerState | None
-    _store: ResultStore | None
-    _wake: trio.Event
-    _turn: trio.Lock
-
-    def _apply(self, effects: Iterable[Effect]) -> None:
-        raise NotImplementedError
-
-    def _did(self, effects: Iterable[Effect]) -> None:
-        raise NotImplementedError
 
     _spill: FileSpill | None
     _sieve: Any

@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import trio
 
-from peer.core.config import ClusterConfig
-from peer.core.crawl import CrawlCore, Effect, Summary
+from peer.engine.parts import CrawlerParts
+from peer.core.crawl import Summary
 from peer.core.progress import Progress, ProgressSnapshot
-from peer.net.resolver import Resolver
-from peer.state.journal import PeerState
-from peer.results.store import ResultStore
 from ring.node import StatusFigures
 
 
@@ -28,23 +23,8 @@ log = logging.getLogger("peer.engine")
 __all__ = ["Reporting"]
 
 
-class Reporting:
+class Reporting(CrawlerParts):
     """The figures' part of ``Crawler`` (module docstring)."""
-
-    cfg: ClusterConfig
-    peer_id: str
-    core: CrawlCore
-    clock: Callable[[], float]
-    node: Any
-    data_dir: Path
-    resolver: Resolver
-    _state: PeerState | None
-    _store: ResultStore | None
-    _wake: trio.Event
-    _turn: trio.Lock
-
-    def _apply(self, effects: Iterable[Effect]) -> None:
-        raise NotImplementedError
 
     _fetcher: Any
     _wall0: float

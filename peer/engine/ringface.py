@@ -18,18 +18,15 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from pathlib import Path
 from typing import Any
 
 import trio
 
 from peer.core.config import ClusterConfig
-from peer.core.crawl import CrawlCore, Effect, Origin
+from peer.engine.parts import CrawlerParts
+from peer.core.crawl import Origin
 from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from peer.core.urls import host_key
-from peer.net.resolver import Resolver
-from peer.results.store import ResultStore
-from peer.state.journal import PeerState
 from ring.actions import Log, Reply, Send, StatusAsked
 from ring.io.curve import CurveKeys, resolve_keys_dir, unauthenticated_warning
 from ring.io.sockets import MemberSockets
@@ -88,31 +85,15 @@ def ring_sockets(member: Any, cfg: ClusterConfig, node: RingNode, address: str,
                          heartbeat=(rc.suspect_after, rc.dead_after), logger=log)
 
 
-class RingFace:
+class RingFace(CrawlerParts):
     """The ring's side of ``Crawler`` (module docstring)."""
 
-    cfg: ClusterConfig
-    peer_id: str
-    core: CrawlCore
     peer: PeerCore
-    clock: Callable[[], float]
     node: RingNode | None
     sockets: MemberSockets | None
-    data_dir: Path
-    resolver: Resolver
-    _state: PeerState | None
-    _store: ResultStore | None
-    _wake: trio.Event
-    _turn: trio.Lock
     _move_kick: trio.Event
     _services: trio.Nursery | None
     _effects: dict[type, Callable[[Any], Awaitable[None] | None]]
-
-    def _apply(self, effects: Iterable[PeerEffect]) -> None:
-        raise NotImplementedError
-
-    def _did(self, effects: Iterable[Effect]) -> None:
-        raise NotImplementedError
 
     def stop(self) -> None:
         raise NotImplementedError
