@@ -65,6 +65,7 @@ from localweb.bench import (
     count_in,
     machine_busy,
     page_rows,
+    pid_rows,
     read_access_log,
     report_ring,
     run_crawl,
