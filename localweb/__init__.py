@@ -6,7 +6,11 @@ use, so a user's tests of a config, an extraction rule or another crawler
 can use it the same way. docs/testing.md shows how: start a web, point a
 crawler at it with the cluster.toml lines it prints, then judge the crawl
 by the server's own request log (every expected URL requested exactly
-once, nothing robots.txt forbids, no trap followed).
+once, nothing robots.txt forbids, no trap followed; no host asked more
+often than its ceiling in any 1 s or 5 s window, as judge.py counts it).
+The benchmarks' shared parts live here too, split one concept a module as
+the rest of the package is, so a test can reuse the same processes, web
+and judge a benchmark does.
 
 Two webs, each on one loopback port, whose hosts the crawler maps to
 127.0.0.1 with ``[dns] resolve``. Layers, bottom up (each imports only
@@ -42,8 +46,17 @@ those above it)::
     politesim.py   simulated servers on simulated time: the frontier's and the
                    PID's request logs, no network, no clock              - pure
     demo.py        scripts/demo's ports and cluster.toml
-    bench.py       what the benchmarks (scripts/bench_*.py) share: timing,
-                   child processes, nginx or webfarm serving the site graph, crawls
+    judge.py       a server's request log judged as a site owner would: the
+                   most requests in any 1 s and 5 s window, ceilings, rates - pure
+
+    What the benchmarks (scripts/bench_*.py) share, one concept a module
+    children.py    their processes: own session, never outliving the
+                   benchmark, CPU read from /proc and os.wait4
+    benchweb.py    the site graph rendered to files for nginx, or webfarm;
+                   their request logs read into judge.Request rows
+    benchcrawl.py  crawls by `python -m peer` processes and what they leave
+    bench.py       options, timing, zmq frames, and every name above: the
+                   one module a benchmark imports
 
 The public API is :data:`__all__` below; the servers' names load on first
 use. ``ringcrawl-webfarm --help`` (``python -m localweb.webfarm``) and

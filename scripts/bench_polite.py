@@ -61,7 +61,6 @@ the top, a table a section.
 from __future__ import annotations
 
 import argparse
-import math
 import os
 import shlex
 import shutil
@@ -70,326 +69,37 @@ import statistics
 import sys
 import tempfile
 import textwrap
-import time
 import tomllib
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from localweb.bench import (
-    NGINX_HINT,
-    Children,
-    Crawl,
-    Nginx,
-    Request,
-    Server,
-    Webfarm,
-    find_nginx,
-    free_ports,
-    graph_for,
-    machine_busy,
-    pid_rows,
-    positive,
-    proc_cpu,
-    read_requests,
-    render_site,
-    report_ring,
-    run_crawl,
-    sliding_max,
+from bench_polite_crawl import (  # this benchmark's crawls and output
+    IP_GROUP,
+    IP_GROUP_ADDR,
+    LONG,
+    SHORT,
+    WEB_HOSTS,
+    Ctx,
+    UsageError,
+    crawl_once,
+    fmt,
+    over,
+    seeds_for,
+    set_value,
+    table,
 )
+from bench_polite_step import section_step  # this benchmark's step and scrapy sections
+from localweb.bench import Children, positive
+from localweb.judge import ceiling, judge_hosts, total_vs_setpoints, worst
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("rate", "step", "scrapy", "ip", "peers3")
-WEB_HOSTS = 49
-IP_GROUP = tuple(f"s{i:03d}.web.test" for i in range(1, 11))
-IP_GROUP_ADDR = "127.0.0.2"
-STEP_HOST = "s001.web.test"
-#: A peer at or above this share of one core (it is one trio thread) is CPU-bound.
-CPU_BOUND = 0.85
-#: The ends of a host's active span left out of its mid-crawl rate.
-TRIM = 0.1
-TOLERANCE = 0.10
-#: Crawl length of the sections run at the default window (60 s). A host's
-#: first window is no PID sample when its queue ran dry in it (frontier rule
-#: 3: the index page is fetched before its links arrive), so on the code this
-#: was written against the PID first acts about 120 s in: measured, 0
-#: pid_trace rows in a 100 s crawl of the 49 hosts.
-LONG = 150.0
-SHORT = 90.0
-
-
-class UsageError(Exception):
-    """A mistake in the command line: one line on stderr, exit 2."""
-
-
-# ---------------------------------------------------------------------------
-# Judging a log (pure: lists of request start times in, figures out)
-
-
-def ceiling(per_s: float, w: float) -> int:
-    """Most requests allowed in any ``w`` s: ceil(1.1 x per_s x w) + 1.
-
-    Rounded to 1e-9 first: 1.1 x 10 x 5 is 55.000000000000007 in binary.
-    """
-    return math.ceil(round((1 + TOLERANCE) * per_s * w, 9)) + 1
-
-
-def worst(times: Sequence[float], w: float) -> int:
-    """Most of ``times`` (sorted) in any half-open ``w``-second interval."""
-    return sliding_max(list(times), w, -math.inf, math.inf)
-
-
-def mid_rate(times: Sequence[float], trim: float = TRIM) -> float | None:
-    """Requests per second between a host's first and last request, the ends trimmed.
-
-    None when the span is under 5 s: too short to call a rate.
-    """
-    if len(times) < 2:
-        return None
-    span = times[-1] - times[0]
-    if span < 5.0:
-        return None
-    lo, hi = times[0] + trim * span, times[-1] - trim * span
-    return sum(1 for t in times if lo <= t < hi) / (hi - lo)
-
-
-def starts_by_host(reqs: Iterable[Request], lo: float = -math.inf, hi: float = math.inf,
-                   hosts: Iterable[str] | None = None) -> dict[str, list[float]]:
-    keep = set(hosts) if hosts is not None else None
-    out: dict[str, list[float]] = defaultdict(list)
-    for r in reqs:
-        if lo <= r.start < hi and (keep is None or r.host in keep):
-            out[r.host].append(r.start)
-    for ts in out.values():
-        ts.sort()
-    return dict(out)
-
-
-def windows(times: Sequence[float], lo: float, hi: float, w: float) -> list[int]:
-    """Requests in each whole window ``[lo + k w, lo + (k + 1) w)`` inside ``[lo, hi)``."""
-    n = int((hi - lo) // w)
-    counts = [0] * n
-    for t in times:
-        k = int((t - lo) // w)
-        if lo <= t and 0 <= k < n:
-            counts[k] += 1
-    return counts
-
-
-def recovery(counts: Sequence[int], target: float) -> tuple[int | None, int | None]:
-    """(first window within +-10% of ``target``, first window from which all are), 1-based."""
-    inside = [abs(c - target) <= TOLERANCE * target for c in counts]
-    first = next((k + 1 for k, ok in enumerate(inside) if ok), None)
-    settled = None
-    for k in range(len(inside), 0, -1):
-        if not inside[k - 1]:
-            break
-        settled = k
-    return first, settled
-
-
-# ---------------------------------------------------------------------------
-# Crawls
-
-
-def _toml(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, (int, float)):
-        return repr(v)
-    if isinstance(v, str):
-        return '"' + v.replace("\\", "\\\\").replace('"', '\\"') + '"'
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    if isinstance(v, dict):
-        return "{ " + ", ".join(f"{_toml(k)} = {_toml(x)}" for k, x in v.items()) + " }"
-    raise TypeError(f"no TOML form for {v!r}")
-
-
-Sets = list[tuple[str | None, str, str, Any]]  # (section of this bench or None, table, key, value)
-
-
-def write_cluster(path: Path, n: int, *, seeds: Sequence[str], allow: Sequence[str],
-                  politeness: dict[str, Any], resolve: dict[str, str], concurrency: int,
-                  sets: Sets, section: str) -> list[str]:
-    """A cluster.toml of ``n`` peers with ``--set`` applied; validated; returns the peer ids."""
-    tables: dict[str, dict[str, Any]] = {
-        "ring": {"name": "bench-polite"},
-        "crawl": {"seeds": list(seeds), "allow_hosts": list(allow), "concurrency": concurrency,
-                  "allow_private": True, "timeout": 10.0},
-        "politeness": dict(politeness),
-        "dns": {"resolve": dict(resolve)},
-        "bloom": {"capacity": 1_000_000},
-    }
-    for only, table, key, value in sets:
-        if only in (None, section):
-            tables.setdefault(table, {})[key] = value
-    ids = [f"p{i + 1}" for i in range(n)]
-    lines = ["[ring]", *(f"{k} = {_toml(v)}" for k, v in tables.pop("ring").items())]
-    for pid, port in zip(ids, free_ports(n)):
-        lines += ["", "[[peer]]", f'id = "{pid}"', f'address = "tcp://127.0.0.1:{port}"',
-                  f"data_dir = {_toml(str(path.parent / pid))}"]
-    for table, keys in tables.items():
-        lines += ["", f"[{table}]", *(f"{k} = {_toml(v)}" for k, v in keys.items())]
-    path.write_text("\n".join(lines) + "\n")
-    from peer.state.configfile import load_config
-    from peer.errors import ConfigError
-
-    try:
-        load_config(path)
-    except ConfigError as exc:
-        raise UsageError(f"the crawl's config is refused (check --set): {exc}") from None
-    return ids
-
-
-def set_value(sets: Sets, section: str, table: str, key: str) -> Any:
-    """The last ``--set`` of ``table.key`` that applies to ``section``, else None."""
-    found = None
-    for only, t, k, v in sets:
-        if only in (None, section) and (t, k) == (table, key):
-            found = v
-    return found
-
-
-@dataclass
-class Run:
-    """One crawl and what the server saw of it."""
-
-    crawl: Crawl
-    reqs: list[Request]
-    server_cpu: float
-    machine_cores: float  # every process of the machine, cores, over the crawl's wall time
-    peak_peer: float = 0.0  # the busiest peer's cores in its busiest 5 s (sampled each second)
-    peak_machine: float = 0.0  # the machine's cores in its busiest 5 s
-
-    @property
-    def peer_cores(self) -> float:
-        """The busiest peer's share of one core."""
-        return max((e.cpu for e in self.crawl.exits.values()), default=0.0) / self.crawl.wall
-
-    @property
-    def others(self) -> float:
-        return max(0.0, self.machine_cores - self.crawl.cpu / self.crawl.wall
-                   - self.server_cpu / self.crawl.wall)
-
-    def bound(self) -> str:
-        """CPU when the peer used a whole core, or the machine all of its cores, for 5 s."""
-        cores = os.cpu_count() or 1
-        if self.peak_peer >= CPU_BOUND:
-            return f"CPU at times (a peer {self.peak_peer:.2f} cores in its busiest 5 s)"
-        if self.peak_machine >= 0.9 * cores:
-            return f"CPU at times (machine {self.peak_machine:.2f}/{cores} cores in its busiest 5 s)"
-        return f"politeness (peer <= {self.peak_peer:.2f} cores in any 5 s)"
-
-
-def crawl_once(children: Children, server: Server, d: Path, n: int, *, seconds: float, sets: Sets,
-               section: str, seeds: Sequence[str], allow: Sequence[str], politeness: dict[str, Any],
-               resolve: dict[str, str], concurrency: int = 128, stop_at: float | None = None) -> Run:
-    d.mkdir(parents=True)
-    toml = d / "cluster.toml"
-    ids = write_cluster(toml, n, seeds=seeds, allow=allow, politeness=politeness, resolve=resolve,
-                        concurrency=concurrency, sets=sets, section=section)
-    s0, m0 = server.cpu(), machine_busy()
-    stop_after = seconds if stop_at is None else max(1.0, stop_at - time.time())
-    pids: list[int] = []
-    samples: list[tuple[float, list[float], float]] = []
-
-    def sample(_elapsed: float) -> float:
-        if not pids:
-            pids.extend(p.pid for p in children.live() if str(toml) in p.args)
-        samples.append((time.monotonic(), [proc_cpu(pid) for pid in pids], machine_busy()))
-        return 1.0
-
-    crawl = run_crawl(children, toml, ids, time_limit=stop_after + 60, stop_after=stop_after,
-                      while_running=sample)
-    server_cpu, machine = server.cpu() - s0, machine_busy() - m0
-    peak_peer = peak_machine = 0.0
-    for (t0, c0, b0), (t1, c1, b1) in zip(samples, samples[5:]):
-        if t1 > t0 and len(c0) == len(c1):
-            # A peer gone by t1 reads 0.0: skip its negative difference.
-            peak_peer = max([peak_peer, *((b - a) / (t1 - t0) for a, b in zip(c0, c1) if b >= a)])
-            peak_machine = max(peak_machine, (b1 - b0) / (t1 - t0))
-    time.sleep(1.5)  # nginx flushes its request log every second
-    reqs = [r for r in read_requests(server)
-            if crawl.started - 1 <= r.start <= crawl.started + crawl.wall + 1]
-    for err in crawl.errors:
-        if "time limit" not in err:
-            print(f"> ! {err.strip()}", flush=True)
-    report_ring(crawl)
-    return Run(crawl, reqs, server_cpu, machine / crawl.wall, peak_peer, peak_machine)
-
-
-# ---------------------------------------------------------------------------
-# Output
-
-
-def table(headers: Sequence[str], rows: Iterable[Sequence[object]]) -> str:
-    out = ["| " + " | ".join(headers) + " |", "|" + "|".join("---" for _ in headers) + "|"]
-    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
-    return "\n".join(out)
-
-
-def over(got: int, limit: int) -> str:
-    return f"**{got}** > {limit}" if got > limit else f"{got} <= {limit}"
-
-
-def fmt(v: float | None, spec: str = ".2f") -> str:
-    return "n/a" if v is None else format(v, spec)
-
-
-@dataclass
-class Ctx:
-    args: argparse.Namespace
-    children: Children
-    work: Path
-    sets: Sets
-    command: str
-    figures: list[str] = field(default_factory=list)
-    _web: Server | None = None
-    _step: list[dict[str, Any]] = field(default_factory=list)
-
-    def web(self) -> Server:
-        """nginx over the 49-host web, on 127.0.0.1 and 127.0.0.2 (started once)."""
-        if self._web is None:
-            binary = find_nginx()
-            if binary is None:
-                raise UsageError(f"nginx is not installed ({NGINX_HINT}); the rate, ip and "
-                                 "peers3 sections need its request log")
-            port = free_ports(1)[0]
-            graph = graph_for(WEB_HOSTS, self.args.pages, self.args.links)
-            site = render_site(graph, port, self.work / "site")
-            print(f"> rendered {site.files} files of {WEB_HOSTS} hosts x {self.args.pages} pages "
-                  f"({self.args.links} links a page) in {site.seconds:.1f} s; nginx on 127.0.0.1 "
-                  f"and {IP_GROUP_ADDR}, port {port}\n", flush=True)
-            self._web = Nginx.start(self.children, binary, site, self.work / "nginx", access_log=True,
-                                    addresses=("127.0.0.1", IP_GROUP_ADDR))
-        return self._web
-
-    def section_cmd(self, section: str) -> str:
-        return f"{self.command} --only {section}"
-
-
-def seeds_for(hosts: Iterable[str], port: int) -> list[str]:
-    return [f"http://{h}:{port}/" for h in hosts]
 
 
 # ---------------------------------------------------------------------------
 # rate
-
-
-def judge_hosts(reqs: list[Request], per_s: float) -> dict[str, Any]:
-    by = starts_by_host(reqs)
-    c1, c5 = ceiling(per_s, 1), ceiling(per_s, 5)
-    w1 = {h: worst(ts, 1) for h, ts in by.items()}
-    w5 = {h: worst(ts, 5) for h, ts in by.items()}
-    rates = [r for r in (mid_rate(ts) for ts in by.values()) if r is not None]
-    top1 = max(w1, key=w1.__getitem__, default="")
-    return {"hosts": len(by), "c1": c1, "c5": c5, "w1": max(w1.values(), default=0),
-            "w5": max(w5.values(), default=0), "top": top1,
-            "over": sum(1 for h in by if w1[h] > c1 or w5[h] > c5),
-            "median_rate": statistics.median(rates) if rates else None}
 
 
 def section_rate(ctx: Ctx) -> None:
@@ -416,11 +126,11 @@ def section_rate(ctx: Ctx) -> None:
             rows.append((rep + 1, f"{rate:g}/min ({per_s:g}/s), hc {hc}", len(run.reqs),
                          f"{len(run.reqs) / span:.0f}" if span else "n/a",
                          f"{run.peer_cores:.2f}", f"{run.others:.2f}",
-                         over(j["w1"], j["c1"]), over(j["w5"], j["c5"]), j["top"],
-                         f"{j['over']} of {j['hosts']}",
-                         f"{fmt(j['median_rate'])} / {per_s:g}", run.bound()))
+                         over(j.w1, j.c1), over(j.w5, j.c5), j.top,
+                         f"{j.over} of {j.hosts}",
+                         f"{fmt(j.median_rate)} / {per_s:g}", run.bound()))
             print(f"> run {rep + 1}, {rate:g}/min hc {hc}: {len(run.reqs)} requests, worst 1 s "
-                  f"{j['w1']}, 5 s {j['w5']}, {j['over']} hosts over; {run.bound()}", flush=True)
+                  f"{j.w1}, 5 s {j.w5}, {j.over} hosts over; {run.bound()}", flush=True)
             if not args.keep:
                 shutil.rmtree(ctx.work / f"rate-{rep}-{rate:g}-{hc}", ignore_errors=True)
     print()
@@ -428,227 +138,16 @@ def section_rate(ctx: Ctx) -> None:
                  "worst host, any 1 s", "worst host, any 5 s", "worst host", "hosts over",
                  "median host mid-crawl req/s / setpoint", "bound by"], rows))
     for (rate, hc), js in results.items():
-        m = {k: statistics.median(j[k] for j in js) for k in ("w1", "w5", "over")}
-        mr = [j["median_rate"] for j in js if j["median_rate"] is not None]
+        m = {k: statistics.median(getattr(j, k) for j in js) for k in ("w1", "w5", "over")}
+        mr = [j.median_rate for j in js if j.median_rate is not None]
         med = statistics.median(mr) if mr else None
         line = (f"- `{ctx.section_cmd('rate')}`: {WEB_HOSTS} hosts at {rate:g} pages/min, "
                 f"host_concurrency {hc}, 1 peer (median of {len(js)}): worst host {m['w1']:g} requests "
-                f"in 1 s (ceiling {js[0]['c1']}), {m['w5']:g} in 5 s (ceiling {js[0]['c5']}); "
-                f"{m['over']:g} of {js[0]['hosts']} hosts over; median host {fmt(med)} req/s "
+                f"in 1 s (ceiling {js[0].c1}), {m['w5']:g} in 5 s (ceiling {js[0].c5}); "
+                f"{m['over']:g} of {js[0].hosts} hosts over; median host {fmt(med)} req/s "
                 f"mid-crawl against a setpoint of {rate / 60:g}")
         ctx.figures.append(line)
     print()
-
-
-# ---------------------------------------------------------------------------
-# step and scrapy
-
-
-def _phases(args: argparse.Namespace) -> list[tuple[float, float, float]]:
-    """(start, end, latency s) of each phase, in seconds from the server's start."""
-    lat = [ms / 1000 for ms in args.step_ms]
-    third = args.step_seconds / len(lat)
-    return [(k * third, (k + 1) * third, s) for k, s in enumerate(lat)]
-
-
-def start_step_web(ctx: Ctx, d: Path) -> tuple[Webfarm, float]:
-    args = ctx.args
-    sched = ",".join(f"{a:g}:{s:g}" for a, _, s in _phases(args))
-    web = Webfarm.start(ctx.children, 1, args.step_pages, free_ports(1)[0], d / "webfarm",
-                        access_log=True, links=args.links, latency=[f"{STEP_HOST}={sched}"])
-    # webfarm's schedule runs from its own start, which is when it listens
-    # (within the 50 ms the listening check polls).
-    return web, time.time() - 0.025
-
-
-def judge_step(reqs: list[Request], t0: float, first: float, args: argparse.Namespace,
-               trace: list[tuple[str, float, int, float, float]] | None) -> list[dict[str, Any]]:
-    per_s = args.step_rate / 60
-    w = args.step_window
-    ts = sorted(r.start for r in reqs if r.host == STEP_HOST)
-    out = []
-    for k, (a, b, lat) in enumerate(_phases(args)):
-        lo = max(t0 + a, first) if k == 0 else t0 + a
-        hi = t0 + b
-        inside = [t for t in ts if lo <= t < hi]
-        counts = windows(inside, lo, hi, w)
-        first_in, settled = recovery(counts, per_s * w)
-        delays = [d for _, end, _, d, _ in (trace or ()) if lo <= end < hi]
-        out.append({"latency": lat, "span": hi - lo, "n": len(inside),
-                    "rate": len(inside) / (hi - lo) if hi > lo else 0.0,
-                    "cap": args.step_hc / lat if lat > 0 else math.inf,
-                    "w1": worst(inside, 1), "w5": worst(inside, 5),
-                    "windows": counts, "first_in": first_in, "settled": settled,
-                    "delay": delays[-1] if delays else None})
-    return out
-
-
-def run_ringcrawl_step(ctx: Ctx, rep: int) -> list[dict[str, Any]]:
-    args = ctx.args
-    d = ctx.work / f"step-{rep}-ringcrawl"
-    d.mkdir()
-    web, t0 = start_step_web(ctx, d)
-    run = crawl_once(ctx.children, web, d / "crawl", 1, seconds=args.step_seconds, sets=ctx.sets,
-                     section="step", seeds=seeds_for([STEP_HOST], web.port), allow=[STEP_HOST],
-                     politeness={"rate": args.step_rate, "host_concurrency": args.step_hc,
-                                 "window": args.step_window},
-                     resolve={"*.web.test": "127.0.0.1"}, stop_at=t0 + args.step_seconds)
-    web.stop()
-    first = min((r.start for r in run.reqs), default=t0)
-    out = judge_step(run.reqs, t0, first, args, pid_rows(run.crawl))
-    print(f"> ringcrawl step run {rep + 1}: {len(run.reqs)} requests, peer {run.peer_cores:.2f} "
-          f"cores; {run.bound()}", flush=True)
-    if not args.keep:
-        shutil.rmtree(d, ignore_errors=True)
-    return out
-
-
-_SPIDER = '''\
-"""A minimal Scrapy spider for scripts/bench_polite.py: follow every link in scope."""
-import scrapy
-from scrapy.http import TextResponse
-from scrapy.resolver import CachingThreadedResolver
-from twisted.internet import defer
-
-
-class WebTestResolver(CachingThreadedResolver):
-    """*.web.test is the local web on 127.0.0.1, as ringcrawl's dns.resolve maps it."""
-
-    def getHostByName(self, name, timeout=()):
-        if name == "web.test" or name.endswith(".web.test"):
-            return defer.succeed("127.0.0.1")
-        return super().getHostByName(name, timeout)
-
-
-class Follow(scrapy.Spider):
-    name = "bench_polite"
-
-    def __init__(self, start, host, **kw):
-        super().__init__(**kw)
-        self.start_urls = [start]
-        self.allowed_domains = [host]
-
-    def parse(self, response):
-        if not isinstance(response, TextResponse):
-            return
-        for href in response.css("a::attr(href)").getall():
-            yield response.follow(href, self.parse)
-'''
-
-
-def run_scrapy_step(ctx: Ctx, rep: int) -> list[dict[str, Any]] | None:
-    args = ctx.args
-    import importlib.util
-
-    if importlib.util.find_spec("scrapy") is None:
-        print("> ! Scrapy is not installed in this Python (pip install -e '.[bench]'); its runs are "
-              "left out", flush=True)
-        return None
-    d = ctx.work / f"step-{rep}-scrapy"
-    d.mkdir()
-    (d / "bench_polite_spider.py").write_text(_SPIDER)
-    web, t0 = start_step_web(ctx, d)
-    delay = 60 / args.step_rate
-    settings = {"AUTOTHROTTLE_ENABLED": "True", "AUTOTHROTTLE_TARGET_CONCURRENCY": "1",
-                "AUTOTHROTTLE_START_DELAY": f"{delay:g}", "AUTOTHROTTLE_MAX_DELAY": "60",
-                "CONCURRENT_REQUESTS_PER_DOMAIN": str(args.step_hc), "CONCURRENT_REQUESTS": "16",
-                "ROBOTSTXT_OBEY": "True", "TELNETCONSOLE_ENABLED": "False", "LOG_LEVEL": "INFO",
-                "DNS_RESOLVER": "bench_polite_spider.WebTestResolver",
-                "CLOSESPIDER_TIMEOUT": f"{max(1.0, t0 + args.step_seconds - time.time()):.0f}",
-                "USER_AGENT": "bench-polite-scrapy"}
-    argv = [sys.executable, "-m", "scrapy", "runspider", str(d / "bench_polite_spider.py"),
-            "-a", f"start=http://{STEP_HOST}:{web.port}/", "-a", f"host={STEP_HOST}"]
-    for k, v in settings.items():
-        argv += ["-s", f"{k}={v}"]
-    env_path = os.pathsep.join([str(d), os.environ.get("PYTHONPATH", "")])
-    os.environ["PYTHONPATH"], old = env_path, os.environ.get("PYTHONPATH")
-    try:
-        with (d / "scrapy.log").open("wb") as log:
-            proc = ctx.children.start(argv, stdout=log, stderr=log, cwd=d)
-    finally:
-        if old is None:
-            del os.environ["PYTHONPATH"]
-        else:
-            os.environ["PYTHONPATH"] = old
-    deadline, signalled = t0 + args.step_seconds + 30, False
-    while (done := ctx.children.poll(proc)) is None:
-        if time.time() > t0 + args.step_seconds + 2 and not signalled:
-            ctx.children.signal(proc, signal.SIGINT)
-            signalled = True
-        if time.time() > deadline:
-            done = ctx.children.stop(proc, grace=2)
-            break
-        time.sleep(0.05)
-    wall = time.time() - t0
-    web.stop()
-    reqs = read_requests(web)
-    if not reqs:
-        tail = (d / "scrapy.log").read_text(errors="replace")[-600:]
-        print(f"> ! Scrapy made no request (exit {done.code}): {tail}", flush=True)
-        return None
-    first = min(r.start for r in reqs)
-    out = judge_step(reqs, t0, first, args, None)
-    print(f"> Scrapy step run {rep + 1}: {len(reqs)} requests, {done.cpu / wall:.2f} cores, "
-          f"exit {done.code}", flush=True)
-    if not args.keep:
-        shutil.rmtree(d, ignore_errors=True)
-    return out
-
-
-def section_step(ctx: Ctx, which: Sequence[str]) -> None:
-    args = ctx.args
-    per_s = args.step_rate / 60
-    w = args.step_window
-    c1, c5 = ceiling(per_s, 1), ceiling(per_s, 5)
-    names = {"step": "ringcrawl", "scrapy": "Scrapy AutoThrottle"}
-    shown = " and ".join(names[s] for s in which)
-    print(f"## {'/'.join(which)}: one host, latency "
-          f"{' -> '.join(f'{ms:g}' for ms in args.step_ms)} ms ({args.step_seconds / len(args.step_ms):g} s "
-          f"each), {args.step_rate:g} pages/min ({per_s:g}/s), host_concurrency {args.step_hc}; "
-          f"{shown}, {args.repeats} repeat(s)\n\n`{ctx.command} "
-          + " ".join(f"--only {s}" for s in which) + "`\n", flush=True)
-    print(f"ringcrawl: politeness.window {w:g} s (PID windows of {per_s * w:g} pages). Scrapy: "
-          f"AUTOTHROTTLE_TARGET_CONCURRENCY 1, AUTOTHROTTLE_START_DELAY {60 / args.step_rate:g} s, "
-          f"DOWNLOAD_DELAY 0 (its default: the floor AutoThrottle never goes under), "
-          f"CONCURRENT_REQUESTS_PER_DOMAIN {args.step_hc}. Windows: consecutive {w:g} s windows "
-          f"from each phase's start, 'back within' = first window within +-10% of {per_s * w:g}, "
-          "'settled' = first window from which every later one in the phase is.\n", flush=True)
-    results: dict[str, list[list[dict[str, Any]]]] = defaultdict(list)
-    runners: dict[str, Callable[[Ctx, int], list[dict[str, Any]] | None]] = {
-        "step": run_ringcrawl_step, "scrapy": run_scrapy_step}
-    for rep in range(args.repeats):
-        for s in which:
-            got = runners[s](ctx, rep)
-            if got is not None:
-                results[s].append(got)
-    print()
-    rows = []
-    for s in which:
-        for i, phases in enumerate(results[s]):
-            for k, p in enumerate(phases):
-                cap = f" (cap {p['cap']:g}/s)" if p["cap"] < per_s else ""
-                rows.append((names[s], i + 1, k + 1, f"{p['latency'] * 1000:g} ms{cap}",
-                             f"{p['span']:.0f}", f"{p['rate']:.2f} / {per_s:g}",
-                             f"{p['rate'] / per_s:.0%}", over(p["w1"], c1), over(p["w5"], c5),
-                             p["first_in"] or "never", p["settled"] or "never",
-                             " ".join(map(str, p["windows"])), fmt(p["delay"], ".3f")))
-    print(table(["crawler", "run", "phase", "latency", "s", "req/s / setpoint", "of setpoint",
-                 "worst any 1 s", "worst any 5 s", "back within +-10% (window)", "settled (window)",
-                 f"requests per {w:g} s window", "PID delay at phase end, s"], rows))
-    print()
-    for s in which:
-        if not results[s]:
-            continue
-        parts = []
-        for k in range(len(args.step_ms)):
-            ph = [r[k] for r in results[s]]
-            parts.append(f"{ph[0]['latency'] * 1000:g} ms: {statistics.median(p['rate'] for p in ph):.2f} "
-                         f"req/s, worst {statistics.median(p['w1'] for p in ph):g}/1 s, "
-                         f"{statistics.median(p['w5'] for p in ph):g}/5 s")
-        ctx.figures.append(
-            f"- `{ctx.command} --only {s}`: {names[s]}, one host at {args.step_rate:g} pages/min "
-            f"(ceilings {c1}/1 s, {c5}/5 s), host_concurrency {args.step_hc}, median of "
-            f"{len(results[s])}: " + "; ".join(parts))
 
 
 # ---------------------------------------------------------------------------
@@ -688,7 +187,7 @@ def section_ip(ctx: Ctx) -> None:
         rows.append((rep + 1, len(group), f"{on_addr / max(len(group), 1):.0%}",
                      over(worst(group, 1), g1), over(worst(group, 5), g5),
                      f"{fmt(rate)} / {budget:g}", f"{rate / budget:.0%}" if rate else "n/a",
-                     over(j["w1"], j["c1"]), over(j["w5"], j["c5"]), f"{j['over']} of {j['hosts']}",
+                     over(j.w1, j.c1), over(j.w5, j.c5), f"{j.over} of {j.hosts}",
                      f"{run.peer_cores:.2f}", run.bound()))
         print(f"> ip run {rep + 1}: {len(group)} requests to the group, worst {worst(group, 1)}/1 s, "
               f"{worst(group, 5)}/5 s; {run.bound()}", flush=True)
@@ -710,28 +209,6 @@ def section_ip(ctx: Ctx) -> None:
 
 # ---------------------------------------------------------------------------
 # peers3
-
-
-def total_vs_setpoints(reqs: list[Request], per_s: float, lo: float, hi: float) -> dict[str, float]:
-    """Requests in ``[lo, hi)`` against the sum of setpoints of the hosts with work, 5 s windows.
-
-    A host has work from its first to its last request (as the server saw it).
-    """
-    by = starts_by_host(reqs)
-    spans = [(ts[0], ts[-1]) for ts in by.values()]
-    ratios, got, owed = [], 0, 0.0
-    t = lo
-    while t + 5 <= hi:
-        n = sum(1 for ts in by.values() for x in ts if t <= x < t + 5)
-        active = sum(max(0.0, min(b, t + 5) - max(a, t)) for a, b in spans)  # host-seconds
-        if active > 0:
-            ratios.append(n / (active * per_s))
-        got += n
-        owed += active * per_s
-        t += 5
-    return {"ratio": got / owed if owed else 0.0, "median": statistics.median(ratios) if ratios else 0.0,
-            "max": max(ratios, default=0.0), "rate": got / (hi - lo) if hi > lo else 0.0,
-            "owed": owed / (hi - lo) if hi > lo else 0.0}
 
 
 def section_peers3(ctx: Ctx) -> None:
@@ -757,15 +234,15 @@ def section_peers3(ctx: Ctx) -> None:
         lo, hi = t[0] + 5, (run.crawl.stopped or t[-1]) - 2
         tot = total_vs_setpoints(run.reqs, per_s, lo, hi)
         j = judge_hosts(run.reqs, per_s)
-        rows.append((rep + 1, len(run.reqs), f"{tot['rate']:.1f}", f"{tot['owed']:.1f}",
-                     f"{tot['ratio']:.0%}", f"{tot['median']:.0%}", f"{tot['max']:.0%}",
-                     over(j["w1"], j["c1"]), over(j["w5"], j["c5"]), f"{j['over']} of {j['hosts']}",
+        rows.append((rep + 1, len(run.reqs), f"{tot.rate:.1f}", f"{tot.owed:.1f}",
+                     f"{tot.ratio:.0%}", f"{tot.median:.0%}", f"{tot.max:.0%}",
+                     over(j.w1, j.c1), over(j.w5, j.c5), f"{j.over} of {j.hosts}",
                      f"{run.crawl.cpu / run.crawl.wall:.2f}", f"{run.others:.2f}", run.bound()))
         ctx.figures.append(
             f"- `{ctx.section_cmd('peers3')}`: 3 peers, {WEB_HOSTS} hosts at {args.peers_rate:g} "
-            f"pages/min: {tot['rate']:.1f} req/s against {tot['owed']:.1f} owed by the hosts with work "
-            f"({tot['ratio']:.0%}; worst 5 s window {tot['max']:.0%}); worst host {j['w1']} in 1 s "
-            f"(ceiling {j['c1']}), {j['w5']} in 5 s (ceiling {j['c5']}), {j['over']} hosts over")
+            f"pages/min: {tot.rate:.1f} req/s against {tot.owed:.1f} owed by the hosts with work "
+            f"({tot.ratio:.0%}; worst 5 s window {tot.max:.0%}); worst host {j.w1} in 1 s "
+            f"(ceiling {j.c1}), {j.w5} in 5 s (ceiling {j.c5}), {j.over} hosts over")
         if not args.keep:
             shutil.rmtree(d, ignore_errors=True)
     print()
