@@ -65,22 +65,10 @@ afterwards are identical to calling ``add``/``in`` key by key, in order (a key
 that an earlier key of the same batch made look present reports False, as it
 would sequentially; a batch grows the filter at the same key ``add`` would).
 
-File format, version 2 (all integers little-endian)::
-
-    0   8  magic b"RCBLOOM2" (the last byte is the format version)
-    8   4  growth s (u32)
-    12  8  max_capacity (u64; 0 = no limit)
-    20  4  L, the number of slices (u32)
-    24     L slice headers of 36 bytes, oldest first: m bits (u64),
-           k hashes (u32), capacity (u64), error_rate (f64), count (u64)
-    ..     the bits of each slice in the same order, ceil(m / 8) bytes each;
-           bit i is bit (i % 8) of byte i // 8
-    -4  4  zlib.crc32 of everything before it (u32)
-
-Version 1 (one slice) is still read: b"RCBLOOM1", then one slice header, its
-bits and the crc32; it loads as a one-slice filter with growth 2 and no limit.
-This module lays the format out (``BloomFilter.file_parts``) and checks it
-(``read_header``); ``peer.state.bloomfile`` does the file I/O: it writes with
+The file format is laid out in ``peer.state.bloomfile``'s docstring; this
+module gives a filter's buffers (``BloomFilter.file_parts``) and rebuilds one
+from checked slices (``BloomFilter.from_parts``). ``peer.state.bloomfile``
+does the file I/O: it writes with
 ``peer.state.fsio.write_atomic`` (a temporary file, fsynced and renamed over
 the old one), so a crash leaves either the old or the new filter, never half
 of one. Anything unreadable raises ``StateError`` naming the file.

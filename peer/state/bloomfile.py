@@ -1,8 +1,23 @@
 """A Bloom filter's file: write it atomically, read it back checked (blocking file I/O).
 
-The format is laid out in :mod:`peer.core.bloom`'s docstring; the filter
-gives its buffers (``BloomFilter.file_parts``) and is rebuilt from checked
-slices (``BloomFilter.from_parts``). Reading streams each slice's bits
+File format, version 2 (all integers little-endian)::
+
+    0   8  magic b"RCBLOOM2" (the last byte is the format version)
+    8   4  growth s (u32)
+    12  8  max_capacity (u64; 0 = no limit)
+    20  4  L, the number of slices (u32)
+    24     L slice headers of 36 bytes, oldest first: m bits (u64),
+           k hashes (u32), capacity (u64), error_rate (f64), count (u64)
+    ..     the bits of each slice in the same order, ceil(m / 8) bytes each;
+           bit i is bit (i % 8) of byte i // 8
+    -4  4  zlib.crc32 of everything before it (u32)
+
+Version 1 (one slice) is still read: b"RCBLOOM1", then one slice header, its
+bits and the crc32; it loads as a one-slice filter with growth 2 and no limit.
+
+The filter (:mod:`peer.core.bloom`) gives its buffers
+(``BloomFilter.file_parts``) and is rebuilt from checked slices
+(``BloomFilter.from_parts``). Reading streams each slice's bits
 straight into its bitarray (``readinto``), so a filter of hundreds of MB is
 never copied. Anything unreadable raises ``StateError`` naming the file and
 the way out.
