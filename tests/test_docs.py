@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from test_config import _generated_docs  # scripts/generated_docs.py as a module
+
 ROOT = Path(__file__).resolve().parent.parent
 README_MAX_LINES = 250
 
@@ -130,16 +132,6 @@ def test_the_docs_site_builds_strictly(tmp_path):
     home = (tmp_path / "site" / "index.html").read_text()
     assert "Where to go next" in home  # README.md is the home page
     assert "Unreleased" in (tmp_path / "site" / "changelog" / "index.html").read_text()
-
-
-def _generated_docs():
-    import importlib.util
-
-    spec = importlib.util.spec_from_file_location("generated_docs", ROOT / "scripts" / "generated_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_the_module_map_is_current():

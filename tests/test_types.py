@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from test_purity import PURE
+from test_purity import PURE, _source
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,8 +67,7 @@ def test_the_strict_and_lenient_lists_are_globs_not_modules():
 
 @pytest.mark.parametrize("module", [m for m in PURE if m.split(".")[0] in ("peer", "ring")])
 def test_no_type_ignore_in_a_pure_core(module):
-    base = ROOT.joinpath(*module.split("."))
-    path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+    path = _source(module)
     lines = [f"{path.name}:{i}" for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if "type: ignore" in line]
     assert not lines, lines
