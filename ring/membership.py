@@ -18,6 +18,8 @@ splits ``state.go``, ``suspicion.go``, ``queue.go``):
                           probe messages, and how often
 - ``ring.antientropy``    the Sync summary and its answers, joining, greeting seeds
 - ``ring.termination``    the counter method over the gossiped counters
+- ``ring.lease``          the lease: a majority vouching for our ring, or no
+                          request starts
 
 The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
 :meth:`Membership.receive` for each decoded message, and sends the
@@ -43,6 +45,19 @@ Limits: a ``Join`` of a new member beyond ``max_members`` is refused and
 counted (``too_many_members``), and gets no answer (``ring.view`` bounds the
 records and the events); at most ``MAX_RELAYS`` ping-reqs are relayed at a
 time (``relay_full``).
+
+**Senders and claims.** A message from a sender that is not a member of
+our view (a Join apart) is refused before any record in it is applied
+(``unknown_sender``); the records a member sends about others are claims,
+taken by ``ring.view``'s hearsay rules.
+
+**Lease** (``ring.lease``): every ping we send is remembered with its send
+time, every direct answer's vouch is evidence, our answers vouch for our
+ring, and each round :meth:`Membership.tick` pings the members of the
+quorum whose vouch needs renewing. The driver's ring clock runs slow by the
+time the process stood still (``stalled``); the lease is measured on the
+real clock, ``now + stalled``, so a process that stood still finds its
+lease run out, not extended.
 
 Remote input never raises: a message of another ring, a stale ``Join`` or
 ``Leave``, an unusable record... is dropped and counted in :attr:`dropped`.
@@ -76,6 +91,7 @@ from ring.antientropy import (
 )
 from ring.dissemination import PIGGYBACK, PiggybackQueue, retransmit_limit
 from ring.hashring import HashRing
+from ring.lease import Lease, LeaseState
 from ring.messages import (
     MAX_MEMBERS,
     MAX_UPDATES,
@@ -146,6 +162,7 @@ class Membership:
         "self_id", "ring_name", "dropped", "_reconnect_every", "_seed_grace", "_join_seeds",
         "_indirect", "_rng", "_start", "_view", "_members", "_unheard", "_queue", "_contacted",
         "_ticks", "_term", "_sorted", "_next_sync", "_sync_partner", "_prober", "_greetings",
+        "lease", "stalled", "_lease_version", "_quorum",
     )
 
     def __init__(
@@ -169,6 +186,8 @@ class Membership:
         indirect: int = 3,
         retransmit_mult: int = 4,
         rng: random.Random | None = None,
+        lease: float | None = None,
+        resumed: bool = False,
     ) -> None:
         if not self_id or not ring_name:
             raise ValueError("self_id and ring_name must be non-empty")
@@ -190,6 +209,8 @@ class Membership:
             raise ValueError(f"max_members must be in 1..{MAX_MEMBERS}, got {max_members!r}")
         if not 0 <= incarnation <= MAX_INCARNATION:
             raise ValueError(f"incarnation out of range: {incarnation!r}")
+        if lease is not None and not 0 < lease < dead_after:
+            raise ValueError(f"expected 0 < lease < dead_after, got {lease!r}, {dead_after!r}")
         self.self_id = self_id
         self.ring_name = ring_name
         self.dropped: Counter[str] = Counter()
@@ -217,6 +238,15 @@ class Membership:
         self._sorted: tuple[int, bool, list[str]] | None = None
         self._next_sync = 0
         self._sync_partner = ""
+        #: Seconds the caller's clock (the ring's) lags the real one (module docstring).
+        self.stalled = 0.0
+        #: None: SWIM alone (no renewals, no vouches); a peer that crawls always has one.
+        self.lease = Lease(self_id, lease, gossip_interval) if lease is not None else None
+        if self.lease is not None and resumed:
+            self.lease.resumed(now)
+        self._lease_version = -1
+        self._quorum: tuple[int, list[str]] | None = None
+        self._lease_ring(now)
 
     # -- views ------------------------------------------------------------------
 
@@ -254,6 +284,28 @@ class Membership:
     def drain_events(self) -> list[MemberEvent]:
         """The membership changes seen since the last call, oldest first (for the log)."""
         return self._view.drain_events()
+
+    def quorum(self) -> list[str]:
+        """The members a lease counts (``ring.lease`` rule 4): every one that has not left."""
+        cached = self._quorum
+        if cached is None or cached[0] != self._view.epoch:
+            ids = sorted(mid for mid, m in self._members.items() if m.state is not LEFT)
+            self._quorum = cached = (self._view.epoch, ids)
+        return cached[1]
+
+    def lease_state(self, real_now: float) -> LeaseState | None:
+        """Whether this peer may start requests at ``real_now`` (the real clock, not the
+        ring's); None without a lease."""
+        return self.lease.state(self.quorum(), real_now) if self.lease is not None else None
+
+    def forget(self, member: str, now: float) -> bool:
+        """Drop ``member`` from the view and the quorum (``python -m ring forget``); False if unknown."""
+        if not self._view.forget(member, now):
+            return False
+        if self.lease is not None:
+            self.lease.forget(member)
+        self._lease_ring(now)
+        return True
 
     def retransmits(self) -> int:
         """Sends of each queued record at today's view size (:func:`retransmit_limit`)."""
@@ -340,6 +392,12 @@ class Membership:
         self._view.expire(now)
         active = self.me.state is not LEFT
 
+        if not active:
+            # A "left" is believed only from the leaver itself (ring.view,
+            # "Hearsay"): while it hands off, it tells every live member each round.
+            leave = Leave(self.ring_name, self.self_id, self.me.incarnation)
+            out.extend((mid, leave) for mid, m in self._members.items()
+                       if m.state in LIVE and mid != self.self_id)
         if active and join_due(self._ticks, self._contacted):
             self._joins(out)
         if active and self._contacted and self._unheard:
@@ -358,14 +416,26 @@ class Membership:
             dead = [m for m in self._members.values() if m.state is DEAD]
             if dead:
                 d = self._rng.choice(dead)
-                out.append((d.id, Ping(self.ring_name, self.self_id, self._prober.next_seq(), d.id,
-                                       (self.me, d))))
+                seq = self._prober.next_seq()
+                if self.lease is not None:
+                    self.lease.sent(seq, d.id, now + self.stalled)
+                out.append((d.id, Ping(self.ring_name, self.self_id, seq, d.id, (self.me, d))))
         if verdicts:
             # A death of our own finding goes to every live member at once, as
             # a leave does: until all agree, peers route hosts by different rings.
-            push = Digest(self.ring_name, self.self_id, tuple(verdicts))
+            push = Digest(self.ring_name, self.self_id, tuple(verdicts), verdicts=True)
             out.extend((mid, push) for mid, m in self._members.items()
                        if m.state in LIVE and mid != self.self_id)
+        self._lease_ring(now)
+        lease = self.lease
+        if lease is not None and active and self._contacted:
+            real = now + self.stalled
+            lease.expire(real)
+            pinged = {dest for dest, msg in out if isinstance(msg, Ping)}
+            # The members we probe anyway (heard from, or past seed_grace).
+            renew = [mid for mid in candidates if mid not in pinged]
+            for mid in lease.renewals(renew, real, len(self.quorum()) // 2 + 1):
+                out.append((mid, self._untimed_ping(mid, now)))
         return out
 
     def receive(self, msg: Message, now: float) -> list[tuple[str, Message]]:
@@ -383,6 +453,7 @@ class Membership:
             return []
         self._view.refuted = False
         out: list[tuple[str, Message]] = handler(self, msg, now)
+        self._lease_ring(now)
         if self._view.refuted and sender in self._members and not any(d == sender for d, _ in out):
             # Tell whoever said we were suspect or dead at once; the queue tells the rest.
             out.append((sender, Digest(self.ring_name, self.self_id, (self.me,))))
@@ -391,13 +462,15 @@ class Membership:
     # -- handlers ---------------------------------------------------------------
 
     def _on_digest(self, msg: Digest, now: float) -> list[tuple[str, Message]]:
+        if msg.sender not in self._members:
+            self.dropped["unknown_sender"] += 1
+            return []  # refused before any record is applied
         spread = is_push(msg, self._sync_partner)
         for r in msg.members:
-            self._view.merge(r, now, spread)
+            self._view.merge(r, now, spread, msg.sender, msg.verdicts)
         s = self._members.get(msg.sender)
         if s is None:
-            self.dropped["unknown_sender"] += 1
-            return []
+            return []  # its own record was refused (forgotten)
         self._contact()
         if msg.want_reply:
             # Push-pull: answer only what beats the sender's.
@@ -444,42 +517,50 @@ class Membership:
         return []
 
     def _on_ping(self, msg: Ping, now: float) -> list[tuple[str, Message]]:
+        if msg.sender not in self._members:
+            self.dropped["unknown_sender"] += 1
+            return []
         for r in msg.updates:
-            self._view.merge(r, now)
+            self._view.merge(r, now, True, msg.sender)
         if msg.target != self.self_id:
             self.dropped["misdirected"] += 1  # meant for whoever had our address before
             return []
         if msg.sender not in self._members:
-            self.dropped["unknown_sender"] += 1
-            return []
+            return []  # its own record was refused (forgotten)
         ack = PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
-                      self._updates(msg.sender))
+                      self._updates(msg.sender), self._vouch(now))
         return [(msg.sender, ack)]
 
     def _on_ping_req(self, msg: PingReq, now: float) -> list[tuple[str, Message]]:
-        for r in msg.updates:
-            self._view.merge(r, now)
         if msg.sender not in self._members:
             self.dropped["unknown_sender"] += 1
+            return []
+        for r in msg.updates:
+            self._view.merge(r, now, True, msg.sender)
+        if msg.sender not in self._members:
             return []
         target = self._members.get(msg.target)
         if msg.target == self.self_id:
             return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
-                                         self._updates(msg.sender)))]
+                                         self._updates(msg.sender), self._vouch(now)))]
         if target is None or target.state not in LIVE:
             return []  # nothing to ask: our view holds it gone already
         seq = self._prober.relay(msg.sender, msg.seq, msg.target, now)
         if seq is None:
             self.dropped["relay_full"] += 1
             return []
-        return [(msg.target, Ping(self.ring_name, self.self_id, seq, msg.target,
-                                  self._updates(msg.target)))]
+        return [(msg.target, self._ping_msg(seq, msg.target, now))]
 
     def _on_ack(self, msg: PingAck, now: float) -> list[tuple[str, Message]]:
+        if msg.sender not in self._members:
+            self.dropped["unknown_sender"] += 1
+            return []
         for r in msg.updates:
-            self._view.merge(r, now)
+            self._view.merge(r, now, True, msg.sender)
         if msg.sender in self._members:
             self._contact()
+            if msg.target == msg.sender and self.lease is not None:
+                self.lease.acked(msg.seq, msg.sender, msg.vouch)
         relay = self._prober.acked(msg.seq, msg.target, msg.sender)
         if relay is not None and relay[0] in self._members:
             asker, seq = relay
@@ -496,8 +577,34 @@ class Membership:
             out.append((h, PingReq(self.ring_name, self.self_id, seq, target, self._updates(h))))
 
     def _ping(self, target: str, now: float) -> Ping:
-        seq = self._prober.start(target, now)
+        """A timed probe of ``target`` (``ring.swim``)."""
+        return self._ping_msg(self._prober.start(target, now), target, now)
+
+    def _untimed_ping(self, target: str, now: float) -> Ping:
+        """A ping no probe timer waits for: a hello, a suspect told, a lease renewal."""
+        return self._ping_msg(self._prober.next_seq(), target, now)
+
+    def _ping_msg(self, seq: int, target: str, now: float) -> Ping:
+        """Every ping we send: its send time is remembered for the lease (rule 3)."""
+        if self.lease is not None:
+            self.lease.sent(seq, target, now + self.stalled)
         return Ping(self.ring_name, self.self_id, seq, target, self._updates(target))
+
+    def _vouch(self, now: float) -> int:
+        """What our answers vouch for (``ring.lease`` rule 1)."""
+        if self.lease is None:
+            return 0
+        self._lease_ring(now)
+        return self.lease.vouch(now + self.stalled)
+
+    def _lease_ring(self, now: float) -> None:
+        """Tell the lease when our live set changed (``ring.lease`` rule 2)."""
+        if self.lease is None:
+            return
+        version = self._view.ring_version
+        if version != self._lease_version:
+            self._lease_version = version
+            self.lease.ring_changed(self._view.live(), now + self.stalled)
 
     def _candidates(self, now: float) -> list[str]:
         """Sorted ids of the members we probe: live, not us, and heard of (or past seed_grace)."""
@@ -541,8 +648,7 @@ class Membership:
             return  # past the grace they are probed like anyone
         for sid in self._greetings.pick(sorted(self._unheard), self._members, self._ticks,
                                         self._rng):
-            out.append((sid, Ping(self.ring_name, self.self_id, self._prober.next_seq(), sid,
-                                  self._updates(sid))))
+            out.append((sid, self._untimed_ping(sid, now)))
 
     def _sync(self) -> Sync:
         return Sync(self.ring_name, self.self_id, summary(self.digest().members))
@@ -561,8 +667,7 @@ class Membership:
                 suspect = replace(m, state=next_state(m.state, LocalEvent.PROBE_TIMEOUT))
                 self._view.put(suspect, now, ChangeReason.SILENCE, ours=True)
             else:
-                out.append((m.id, Ping(self.ring_name, self.self_id, seq, m.id,
-                                       self._updates(m.id))))
+                out.append((m.id, self._ping_msg(seq, m.id, now)))
                 self._ask(m.id, seq, now, out)
         verdicts: list[Member] = []
         for m, sstep in self._view.suspicions.due(now, members):
@@ -571,8 +676,7 @@ class Membership:
                 self._view.put(dead, now, ChangeReason.SILENCE)
                 verdicts.append(dead)
             else:
-                out.append((m.id, Ping(self.ring_name, self.self_id, self._prober.next_seq(), m.id,
-                                       self._updates(m.id))))
+                out.append((m.id, self._untimed_ping(m.id, now)))
         return verdicts
 
 

@@ -136,7 +136,7 @@ __all__ = [
     "EncodeError",
 ]
 
-VERSION = 1
+VERSION = 2
 MAX_FRAME = 8 * 1024 * 1024
 MAX_STR = 8 * 1024
 MAX_ARRAY = 10_000
@@ -180,10 +180,14 @@ class Member:
 
 @dataclass(frozen=True, slots=True)
 class Digest:
+    """Member records. ``verdicts``: the dead records in it are the sender's own
+    verdicts, from its own failed probes (``ring.view``, "Hearsay")."""
+
     ring: str
     sender: str
     members: tuple[Member, ...]
     want_reply: bool = False
+    verdicts: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -331,13 +335,18 @@ class PingReq:
 
 @dataclass(frozen=True, slots=True)
 class PingAck:
-    """``target`` answered probe ``seq`` (directly, or relayed by ``sender``)."""
+    """``target`` answered probe ``seq`` (directly, or relayed by ``sender``).
+
+    ``vouch``: the fingerprint of the answering peer's ring, or 0 while it
+    vouches for none (``ring.lease``, rules 1-2); 0 in a relayed answer.
+    """
 
     ring: str
     sender: str
     seq: int
     target: str
     updates: tuple[Member, ...] = ()
+    vouch: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -711,6 +720,7 @@ _SPECS: tuple[_Spec, ...] = (
             ("sender", _NAME),
             ("members", _array_codec(_record_codec(_MEMBER), MAX_MEMBERS)),
             ("want_reply", _BOOL),
+            ("verdicts", _BOOL),
         ),
     ),
     _Spec(
@@ -764,8 +774,11 @@ _UPDATES = _array_codec(_record_codec(_MEMBER), MAX_UPDATES)
 _SPECS += tuple(
     _Spec(cls, code, (("ring", _NAME), ("sender", _NAME), ("seq", _UINT), ("target", _NAME),
                       ("updates", _UPDATES)))
-    for cls, code in ((Ping, 11), (PingReq, 12), (PingAck, 13))
+    for cls, code in ((Ping, 11), (PingReq, 12))
 )
+# A PingAck carries the answerer's vouch for a ring (ring.lease): VERSION 2.
+_SPECS += (_Spec(PingAck, 13, (("ring", _NAME), ("sender", _NAME), ("seq", _UINT),
+                               ("target", _NAME), ("updates", _UPDATES), ("vouch", _UINT))),)
 
 _SPECS += (_Spec(Sync, 14, (("ring", _NAME), ("sender", _NAME),
                              ("summary", _array_codec((_entry_out, _entry_in), MAX_MEMBERS)))),)

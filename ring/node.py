@@ -89,6 +89,7 @@ from typing import Any
 
 from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Inbox, Outbox, Verdict
 from ring.hashring import HashRing
+from ring.lease import LeaseState, PauseReason
 from ring.membership import Membership
 from ring.routes import route_member
 from ring.messages import (
@@ -185,6 +186,8 @@ class RingNode(HandOffs, StatusReplies):
         max_batch_age: float = MAX_BATCH_AGE,
         message_budget: float = MESSAGE_BUDGET,
         send_window: int = SEND_WINDOW,
+        lease: float | None = None,
+        resumed: bool = False,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -198,7 +201,8 @@ class RingNode(HandOffs, StatusReplies):
             peer_id, address, weight, ring_name, seeds=seeds, gossip_interval=gossip_interval,
             suspect_after=suspect_after, dead_after=dead_after, now=now, incarnation=incarnation,
             tombstone_ttl=tombstone_ttl, seed_grace=seed_grace, join_seeds=join_seeds,
-            retransmit_mult=retransmit_mult)
+            retransmit_mult=retransmit_mult,
+            lease=lease if lease is not None else dead_after / 2, resumed=resumed)
         # The start time as epoch: our batch numbers start a new channel each life.
         self.outbox = outbox if outbox is not None else Outbox(
             peer_id, ring_name, epoch=incarnation, max_age=batch_age, max_delay=max_batch_age,
@@ -215,6 +219,8 @@ class RingNode(HandOffs, StatusReplies):
         self._ring: HashRing | None = None
         # member -> (the route its newest process uses, the highest epoch heard from it there)
         self._routes: dict[str, tuple[bytes, int]] = {}
+        # The lease as last logged: (held, reason, since) (ring.lease; a pause is logged once).
+        self._paused: tuple[float, LeaseState] | None = None
 
     # -- views -----------------------------------------------------------------
 
@@ -240,6 +246,30 @@ class RingNode(HandOffs, StatusReplies):
     def left(self, locally_idle: bool) -> bool:
         """Leaving, and everything handed over and acked: the process may end."""
         return self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle
+
+    def lease_state(self, real_now: float) -> LeaseState:
+        """Whether this peer may start requests at ``real_now`` (``ring.lease``; the real clock)."""
+        state = self.membership.lease_state(real_now)
+        assert state is not None  # a node always has a lease
+        return state
+
+    def _lease_log(self, now: float) -> list[Action]:
+        """A lost majority is logged once when it begins and once when it ends."""
+        real = now + self.membership.stalled
+        state = self.lease_state(real)
+        out: list[Action] = []
+        if self._paused is None and state.reason is PauseReason.NO_MAJORITY:
+            self._paused = (real, state)
+            out.append(Log(logging.WARNING, (
+                f"partition: no majority of the ring ({state.vouched} of {state.quorum} members "
+                f"vouch for our view, {state.needed} needed); no request starts until it is back")))
+        elif self._paused is not None and state.held:
+            began = self._paused[0]
+            self._paused = None
+            out.append(Log(logging.WARNING, (
+                f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
+                f"{real - began:.1f}s; requests resume")))
+        return out
 
     def count(self, reason: str) -> None:
         """Count a refusal found by the driver (a send that timed out, a bad address...)."""
@@ -280,6 +310,7 @@ class RingNode(HandOffs, StatusReplies):
             self._routes = {m: r for m, r in self._routes.items() if m in members}
         out += self._check_ring(now)
         out += self._progress(now, marker_round=True)
+        out += self._lease_log(now)
         if self.max_pages:
             self.page_cap = self.membership.page_cap(self.max_pages, pages)
         return out

@@ -65,6 +65,7 @@ __all__ = [
     "FINAL",
     "SOFT",
     "MAX_INCARNATION",
+    "REFUTABLE",
     "MAX_WEIGHT",
     "ChangeReason",
     "IllegalTransition",
@@ -91,6 +92,10 @@ lost packet or two never moves hosts (SWIM's reason for suspicion)."""
 FINAL = {ALIVE: 0, SUSPECT: 0, DEAD: 1, LEFT: 2}
 SOFT = {ALIVE: 0, SUSPECT: 1, DEAD: 0, LEFT: 0}
 MAX_INCARNATION = 2**64 - 2  # a claim at 2**64-1 could not be refuted on the wire
+REFUTABLE = MAX_INCARNATION - 2**32
+"""Highest incarnation a record about a member may carry when another peer
+sends it: a claim above it is refused, so its subject always has 2**32
+numbers left to refute with (its own records may go up to MAX_INCARNATION)."""
 MAX_WEIGHT = 10.0
 """Largest member weight: a member gets ``round(vnodes * weight)`` ring points,
 so a gossiped weight of 1e9 would build 256e9 of them. At 10, a full view

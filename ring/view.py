@@ -25,6 +25,31 @@ verdict. The seeds' tombstones never expire (every fresh peer starts with
 each seed alive at incarnation 0; the seed list bounds them). A peer paused
 past the window comes back as a zombie that dies again.
 
+**Hearsay** (one message must not poison a view): a record that a peer
+sends about another member is a *claim*, and :meth:`View.merge` takes it
+with ``sender`` as follows (its subject's own records are taken as they are):
+
+- a claim above ``ring.records.REFUTABLE`` is refused (``bad_member``), so
+  the subject can always outbid it;
+- an adverse claim (suspect, dead, left) above the incarnation we know of
+  its subject is clamped to it (``clamped``): only the subject raises its
+  own incarnation, and it refutes at that number plus one (a seed not
+  heard from yet, and a member we never knew of, have no number to clamp
+  to);
+- a "left" is believed only from the leaver itself: from anyone else it is
+  a suspicion (``hearsay_left``) that our own probes settle;
+- a "dead" is believed from the peer whose own probes found it (its
+  verdicts, pushed at once to every live member: ``Digest.verdicts``), or
+  when we suspect its subject already; otherwise it too is a suspicion
+  (``hearsay_dead``). A verdict therefore sticks only where the subject
+  said it (left) or a failed probe was seen.
+
+**Forgotten members** (``python -m ring forget``): :meth:`View.forget`
+drops a member at once, and its records at or below the incarnation it had
+then are refused (``forgotten``), so gossip from a peer that has not
+forgotten it yet cannot bring it back; a new process of it (a higher
+incarnation) is a member again.
+
 **Bounds**: the view holds at most ``max_members`` records (the codec's
 ``MAX_MEMBERS``, what a digest can carry): a record of a new member beyond
 it is refused and counted (``too_many_members``); at most
@@ -44,9 +69,12 @@ from ring.hashring import HashRing
 from ring.messages import Member, MemberState
 from ring.records import (
     ALIVE,
+    DEAD,
     LEFT,
     LIVE,
     MAX_WEIGHT,
+    REFUTABLE,
+    SUSPECT,
     ChangeReason,
     LocalEvent,
     MemberEvent,
@@ -74,7 +102,7 @@ class View:
     __slots__ = (
         "self_id", "members", "unheard", "seeds", "queue", "suspicions", "dropped", "epoch",
         "joined", "refuted", "_buried", "_tombstone_ttl", "_max_members", "_events", "_digest",
-        "_dirty", "_live", "_version", "_rings",
+        "_dirty", "_live", "_version", "_rings", "forgotten",
     )
 
     def __init__(self, me: Member, seeds: Sequence[tuple[str, str] | tuple[str, str, float]], *,
@@ -116,6 +144,8 @@ class View:
         self._live = {m.id: m.weight for m in self.members.values()}
         self._version = 0
         self._rings: dict[int, HashRing] = {}
+        #: id -> the incarnation it had when ``forget`` dropped it
+        self.forgotten: dict[str, int] = {}
 
     @property
     def me(self) -> Member:
@@ -164,12 +194,29 @@ class View:
 
     # -- the rules --------------------------------------------------------------
 
-    def merge(self, r: Member, now: float, spread: bool = True) -> None:
-        """Take in a received record by the merge rules; ``spread``: piggyback it if it is news."""
+    def merge(self, r: Member, now: float, spread: bool = True, sender: str | None = None,
+              verdicts: bool = False) -> None:
+        """Take in a received record by the merge rules; ``spread``: piggyback it if it is news.
+
+        ``sender``: the peer whose message carried it; a record about
+        another member is a claim (module docstring, "Hearsay"); ``verdicts``:
+        its dead records are the sender's own verdicts.
+        """
         mid = r.id
         local = self.members.get(mid)
         if local is r:
             return
+        if sender is not None and mid != sender:
+            claim = self._claim(r, local, verdicts)
+            if claim is None:
+                return
+            r = claim
+        forgotten = self.forgotten.get(mid)
+        if forgotten is not None:
+            if r.incarnation <= forgotten:
+                self.dropped["forgotten"] += 1
+                return
+            del self.forgotten[mid]
         if (
             local is not None
             and r.state is local.state
@@ -202,20 +249,59 @@ class View:
         if r.incarnation > local.incarnation or r.heartbeat > local.heartbeat:
             self.heard(mid)
 
+    def _claim(self, r: Member, local: Member | None, verdicts: bool) -> Member | None:
+        """A record another peer sent about ``r.id``, as we may take it (module docstring)."""
+        if r.incarnation > REFUTABLE:
+            self.dropped["bad_member"] += 1
+            return None
+        if r.state is ALIVE:
+            return r
+        if local is None:
+            return r  # a tombstone of one we never knew: it owns no host here either way
+        if r.incarnation > local.incarnation and r.id not in self.unheard:
+            # (A seed's placeholder says nothing of its incarnation: not clamped.)
+            self.dropped["clamped"] += 1
+            r = replace(r, incarnation=local.incarnation, heartbeat=local.heartbeat)
+        if r.incarnation < local.incarnation or r.id == self.self_id:
+            return r  # old news, or about us: refuted or ignored by the rules
+        if r.state is LEFT and local.state is not LEFT:
+            self.dropped["hearsay_left"] += 1
+            return replace(r, state=SUSPECT)
+        if r.state is DEAD and local.state is ALIVE and not verdicts:
+            self.dropped["hearsay_dead"] += 1
+            return replace(r, state=SUSPECT)
+        return r
+
+    def forget(self, mid: str, now: float) -> bool:
+        """Drop member ``mid`` at once (``python -m ring forget``); False if unknown or us."""
+        gone = self.members.get(mid)
+        if gone is None or mid == self.self_id:
+            return False
+        self.forgotten[mid] = gone.incarnation
+        self._drop(mid, now, gone)
+        return True
+
+    def _drop(self, mid: str, now: float, gone: Member) -> None:
+        del self.members[mid]
+        self._buried.pop(mid, None)
+        self.unheard.discard(mid)
+        self.queue.discard(mid)
+        self.seeds = self.seeds - {mid}
+        self._digest = None
+        self.epoch += 1
+        if gone.state in LIVE:
+            self._dirty = True
+        self.event(now, gone, ChangeReason.EXPIRED, gone.state)
+
     def expire(self, now: float) -> None:
         """Forget tombstones older than ``tombstone_ttl``, except the seeds' (module docstring)."""
         if not self._buried:
             return
         ttl = self._tombstone_ttl
         for mid, since in list(self._buried.items()):
-            if now - since >= ttl and mid not in self.seeds:
-                gone = self.members.pop(mid)
-                del self._buried[mid]
-                self.unheard.discard(mid)
-                self.queue.discard(mid)
-                self._digest = None
-                self.epoch += 1
-                self.event(now, gone, ChangeReason.EXPIRED, gone.state)
+            # Never our own record: a peer that left keeps gossiping its own until it exits.
+            if now - since >= ttl and mid not in self.seeds and mid != self.self_id:
+                self._drop(mid, now, self.members[mid])
 
     def heard(self, mid: str) -> None:
         """``mid`` spoke for itself (a Join, a newer record): no longer a seed's placeholder."""

@@ -271,6 +271,7 @@ class FakeRing:
     def __init__(self, others: int = 0, page_cap: int = 0) -> None:
         self.others, self.page_cap = others, page_cap
         self.is_idle = self.is_done = self.has_left = False
+        self.lease = True
 
     def others_pages(self) -> int:
         return self.others
@@ -283,6 +284,9 @@ class FakeRing:
 
     def left(self) -> bool:
         return self.has_left
+
+    def may_start(self, now: float) -> bool:
+        return self.lease
 
 
 def test_max_pages_alone_bounds_the_starts_and_ends_the_crawl():

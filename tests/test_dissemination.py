@@ -35,7 +35,7 @@ def test_a_change_is_piggybacked_retransmit_limit_times_then_never():
 def test_the_fewest_sent_records_go_first_and_old_news_counts_as_a_send():
     m = heard_cluster(40)
     for i in range(20, 40):  # 20 verdicts, more than a message carries
-        m.receive(Digest(RING, "p1", (rec(f"p{i}", state=DEAD),)), 0.0)
+        m.receive(Digest(RING, "p1", (rec(f"p{i}", state=DEAD),), verdicts=True), 0.0)
     out = m.tick(0.5)
     first = next(msg for d, msg in out if type(msg) is Ping)
     sent_first = {r.id for r in first.updates} - {"p0"}
@@ -45,7 +45,7 @@ def test_the_fewest_sent_records_go_first_and_old_news_counts_as_a_send():
     # Demers et al.'s feedback: a peer telling us what we spread already knew it
     before = m.pending_updates()
     for _ in range(m.retransmits()):
-        m.receive(Digest(RING, "p2", (rec("p39", state=DEAD),)), 0.6)
+        m.receive(Digest(RING, "p2", (rec("p39", state=DEAD),), verdicts=True), 0.6)
     assert m.pending_updates() == before - 1
 
 

@@ -333,7 +333,7 @@ def test_after_any_faults_the_healed_cluster_converges(faults, seed):
 
 def test_a_digest_from_a_peer_we_hold_dead_is_answered_unasked():
     m = make("p0", seed_list(3))
-    m.receive(Digest(RING, "p2", (rec("p1", state=DEAD),)), 1.0)
+    m.receive(Digest(RING, "p2", (rec("p1", state=DEAD),), verdicts=True), 1.0)
     assert m.members()["p1"].state is DEAD
     out = m.receive(Digest(RING, "p1", (rec("p1", hb=5),)), 8.0)
     assert [(d, type(msg), msg.want_reply) for d, msg in out] == [("p1", Digest, False)]

@@ -111,7 +111,7 @@ def test_every_message_round_trips(msg):
 def test_type_codes_are_fixed():
     # Changing one is a wire change: bump VERSION. New codes may be added: a
     # peer that does not know one drops and counts it (unknown_type).
-    assert VERSION == 1
+    assert VERSION == 2
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
@@ -127,26 +127,26 @@ def test_a_probe_carries_at_most_max_updates_records():
         with pytest.raises(EncodeError, match="updates"):
             encode(cls("demo", "p0", 3, "p1", (m,) * (MAX_UPDATES + 1)))
     wire = msgpack.unpackb(encode(Digest("demo", "p0", (m,))))[4][0]
-    for code in (11, 12, 13):
-        assert decode(raw(1, code, "demo", "p0", 3, "p1", [wire] * MAX_UPDATES))
+    for code, tail in ((11, ()), (12, ()), (13, (0,))):  # a PingAck ends with its vouch
+        assert decode(raw(VERSION, code, "demo", "p0", 3, "p1", [wire] * MAX_UPDATES, *tail))
         with pytest.raises(DecodeError, match="updates"):
-            decode(raw(1, code, "demo", "p0", 3, "p1", [wire] * (MAX_UPDATES + 1)))
+            decode(raw(VERSION, code, "demo", "p0", 3, "p1", [wire] * (MAX_UPDATES + 1), *tail))
     # a ping with its sender's record and a few updates stays small (bench_membership)
     assert len(encode(Ping("demo", "p0", 3, "p1", (m,)))) < 80
 
 
 def test_a_packet_is_acks_then_batches_without_repeating_ring_and_sender():
     p = Packet("demo", "p1", 7, (BatchPart(2, (("http://a/", 0),)),), 5, (3, 4))
-    assert msgpack.unpackb(encode(p)) == [1, 15, "demo", "p1", 7, [[2, [["http://a/"], [0]], []]], 5, [3, 4]]
+    assert msgpack.unpackb(encode(p)) == [VERSION, 15, "demo", "p1", 7, [[2, [["http://a/"], [0]], []]], 5, [3, 4]]
     assert p.url_batches() == (UrlBatch("demo", "p1", 7, 2, (("http://a/", 0),)),)
 
 
 def test_golden_frames():
-    assert encode(Ack("demo", "p1", 7, 9)).hex() == "960105a464656d6fa270310709"
-    assert raw(1, 5, "demo", "p1", 7, 9) == encode(Ack("demo", "p1", 7, 9))
+    assert encode(Ack("demo", "p1", 7, 9)).hex() == "960205a464656d6fa270310709"
+    assert raw(2, 5, "demo", "p1", 7, 9) == encode(Ack("demo", "p1", 7, 9))
     batch = UrlBatch("demo", "p1", 1, 2, (("http://a/", 0), ("http://b/", 3)))
     assert msgpack.unpackb(encode(batch)) == [
-        1, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
+        2, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
     ]
 
 
@@ -203,64 +203,65 @@ def digest_with(**changes):
     """A Digest frame with one member whose wire fields are changed."""
     fields = dict(id="p", address="a", incarnation=0, state=0, weight=1.0, heartbeat=0,
                   idle=False, sent=0, received=0, pages=0)
-    return raw(1, 1, "demo", "p1", [list((fields | changes).values())], False)
+    return raw(VERSION, 1, "demo", "p1", [list((fields | changes).values())], False, False)
 
 
 @pytest.mark.parametrize(
     ("frame", "reason"),
     [
-        (raw(2, 5, *GOOD_ACK), "version"),
+        (raw(VERSION + 1, 5, *GOOD_ACK), "version"),
+        (raw(1, 5, *GOOD_ACK), "version"),  # the layout before PingAck.vouch
         (raw(0, 5, *GOOD_ACK), "version"),
         (raw(True, 5, *GOOD_ACK), "version"),
         (raw("1", 5, *GOOD_ACK), "version"),
-        (raw(1, 99, *GOOD_ACK), "unknown message type"),
-        (raw(1, True, *GOOD_ACK), "unknown message type"),
-        (raw(1, "Ack", *GOOD_ACK), "unknown message type"),
+        (raw(VERSION, 99, *GOOD_ACK), "unknown message type"),
+        (raw(VERSION, True, *GOOD_ACK), "unknown message type"),
+        (raw(VERSION, "Ack", *GOOD_ACK), "unknown message type"),
         (raw(1), "not a message array"),
         (raw(), "not a message array"),
         (msgpack.packb(1), "not a message array"),
         (msgpack.packb("hello"), "not a message array"),
-        (raw(1, 5, "demo", "p1", 7), "3 fields, expected 4"),
-        (raw(1, 5, "demo", "p1", 7, 9, 0), "5 fields, expected 4"),
-        (raw(1, 5, "demo", "p1", 7, True), "Ack.seq: expected int, got bool"),
-        (raw(1, 5, "demo", "p1", 7, 9.0), "Ack.seq: expected int, got float"),
-        (raw(1, 5, "demo", "p1", 7, -1), "Ack.seq"),
-        (raw(1, 5, "demo", "p1", -7, 9), "Ack.epoch"),
-        (raw(1, 5, "demo", 1, 7, 9), "Ack.sender: expected str"),
-        (raw(1, 5, "d" * (MAX_NAME + 1), "p1", 7, 9), "Ack.ring: longer than 256"),
-        (raw(1, 5, None, "p1", 7, 9), "Ack.ring"),
-        (raw(1, 3, "demo", "p1", -1), "Leave.incarnation"),
-        (raw(1, 6, "demo", "p1", False), "StatusRequest.nonce"),
-        (raw(1, 1, "demo", "p1", [], 1), "Digest.want_reply: expected bool, got int"),
-        (raw(1, 1, "demo", "p1", [[1]], False), "Digest.members: Member: 1 fields"),
-        (raw(1, 1, "demo", "p1", [7], False), "Digest.members: expected Member array"),
+        (raw(VERSION, 5, "demo", "p1", 7), "3 fields, expected 4"),
+        (raw(VERSION, 5, "demo", "p1", 7, 9, 0), "5 fields, expected 4"),
+        (raw(VERSION, 5, "demo", "p1", 7, True), "Ack.seq: expected int, got bool"),
+        (raw(VERSION, 5, "demo", "p1", 7, 9.0), "Ack.seq: expected int, got float"),
+        (raw(VERSION, 5, "demo", "p1", 7, -1), "Ack.seq"),
+        (raw(VERSION, 5, "demo", "p1", -7, 9), "Ack.epoch"),
+        (raw(VERSION, 5, "demo", 1, 7, 9), "Ack.sender: expected str"),
+        (raw(VERSION, 5, "d" * (MAX_NAME + 1), "p1", 7, 9), "Ack.ring: longer than 256"),
+        (raw(VERSION, 5, None, "p1", 7, 9), "Ack.ring"),
+        (raw(VERSION, 3, "demo", "p1", -1), "Leave.incarnation"),
+        (raw(VERSION, 6, "demo", "p1", False), "StatusRequest.nonce"),
+        (raw(VERSION, 1, "demo", "p1", [], 1, False), "Digest.want_reply: expected bool, got int"),
+        (raw(VERSION, 1, "demo", "p1", [[1]], False, False), "Digest.members: Member: 1 fields"),
+        (raw(VERSION, 1, "demo", "p1", [7], False, False), "Digest.members: expected Member array"),
         (digest_with(state=4), "Member.state"),
         (digest_with(weight=-1.0), "Member.weight"),
         (digest_with(weight=math.nan), "Member.weight"),
         (digest_with(weight=1), "Member.weight: expected float"),
         (digest_with(idle=0), "Member.idle"),
-        (raw(1, 2, "demo", "p1", "tcp://x:1", math.inf, 0), "Join.weight"),
-        (raw(1, 4, "demo", "p1", 0, 0, [["http://a/"], [-1]], []), "UrlBatch.urls: depths"),
-        (raw(1, 4, "demo", "p1", 0, 0, [["http://a/"], [True]], []), "UrlBatch.urls: depths"),
-        (raw(1, 4, "demo", "p1", 0, 0, [["http://a/"], [0, 1]], []), "same length"),
-        (raw(1, 4, "demo", "p1", 0, 0, [["http://ä/"], [0]], []), "ASCII"),
-        (raw(1, 4, "demo", "p1", 0, 0, [[7], [0]], []), "UrlBatch.urls"),
-        (raw(1, 4, "demo", "p1", 0, 0, [["http://a/", 0]], []), "UrlBatch.urls"),
-        (raw(1, 4, "demo", "p1", 0, 0, [[], []], [1]), "UrlBatch.seen"),
-        (raw(1, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
+        (raw(VERSION, 2, "demo", "p1", "tcp://x:1", math.inf, 0), "Join.weight"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [["http://a/"], [-1]], []), "UrlBatch.urls: depths"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [["http://a/"], [True]], []), "UrlBatch.urls: depths"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [["http://a/"], [0, 1]], []), "same length"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [["http://ä/"], [0]], []), "ASCII"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [[7], [0]], []), "UrlBatch.urls"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [["http://a/", 0]], []), "UrlBatch.urls"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], [1]), "UrlBatch.seen"),
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
-            raw(1, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
+            raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
                                      [["x", -1]], [], []]], 0),
             "MemberStatus.dropped",
         ),
-        (raw(1, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused
-        (raw(1, 5, b"demo", "p1", 7, 9), "not a msgpack frame"),  # bin is refused
-        (raw(1, 5, b"", "p1", 7, 9), "Ack.ring: expected str, got bytes"),
-        (raw(1, 5, msgpack.ExtType(1, b"x"), "p1", 7, 9), "not a msgpack frame"),
-        (b"\x96\x01\x05\xa4de\xff\xfe\xa2p1\x07\x09", "not a msgpack frame"),  # invalid UTF-8
-        (raw(1, 4, "demo", "p1", 0, 0, [["a" * (MAX_STR + 1)], [0]], []), "not a msgpack frame"),
+        (raw(VERSION, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused
+        (raw(VERSION, 5, b"demo", "p1", 7, 9), "not a msgpack frame"),  # bin is refused
+        (raw(VERSION, 5, b"", "p1", 7, 9), "Ack.ring: expected str, got bytes"),
+        (raw(VERSION, 5, msgpack.ExtType(1, b"x"), "p1", 7, 9), "not a msgpack frame"),
+        (b"\x96\x02\x05\xa4de\xff\xfe\xa2p1\x07\x09", "not a msgpack frame"),  # invalid UTF-8
+        (raw(VERSION, 4, "demo", "p1", 0, 0, [["a" * (MAX_STR + 1)], [0]], []), "not a msgpack frame"),
         (b"\xdd\x80\x00\x00\x00", "not a msgpack frame"),  # array32 claiming 2**31 items
-        (b"\x98\x01\x04\xa4demo\xa2p1\x00\x00\x92\xdd\x7f\xff\xff\xff", "not a msgpack frame"),
+        (b"\x98\x02\x04\xa4demo\xa2p1\x00\x00\x92\xdd\x7f\xff\xff\xff", "not a msgpack frame"),
         (b"\x91" * 100_000, "not a msgpack frame"),  # nesting
         (b"", "not a msgpack frame"),
         (b"\xc1", "not a msgpack frame"),  # the one reserved byte
@@ -391,7 +392,7 @@ def test_decode_arbitrary_bytes(data):
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=40).map(lambda b: b"\x96\x01\x05" + b))
+@given(st.binary(max_size=40).map(lambda b: b"\x96\x02\x05" + b))
 def test_decode_arbitrary_bytes_after_a_valid_header(data):
     check_decode(data)
 

@@ -242,7 +242,7 @@ def test_a_handoff_tells_each_new_owner_once_its_batches_are_acked():
     # p2 is alive and declared p3 dead (its probes of p3 went unanswered):
     # p3's hosts move, and p1 hands over what it fetched of them.
     p3 = p2.membership.members()["p3"]
-    verdict = Digest(RING, "p2", (p2.membership.me, replace(p3, state=MemberState.DEAD)))
+    verdict = Digest(RING, "p2", (p2.membership.me, replace(p3, state=MemberState.DEAD)), verdicts=True)
     out = n.receive(R2, verdict, 1.9) + n.tick(2.0, idle=True, pages=0)
     handoff = next(a for a in out if type(a).__name__ == "HandOff")
     n.outbox.add_seen("http://moved.test/", "p2", 2.0)
@@ -416,6 +416,7 @@ def test_every_membership_change_is_a_log_line_with_who_the_state_and_why():
     out = n.receive(R2, Join(RING, "p2", "tcp://a:2", 1.0, INC), 0.0)
     assert "member p2: alive (joined), incarnation 5000" in [a.text for a in out if type(a) is Log]
     p3 = n.membership.members()["p3"]
-    out = n.receive(R2, Digest(RING, "p2", (replace(p3, incarnation=7, state=MemberState.DEAD),)), 0.5)
+    out = n.receive(R2, Digest(RING, "p2", (replace(p3, incarnation=7, state=MemberState.DEAD),),
+                               verdicts=True), 0.5)
     [line] = [a for a in out if type(a) is Log and a.text.startswith("member p3")]
     assert line.text == "member p3: dead (reported), incarnation 7" and line.level == logging.WARNING

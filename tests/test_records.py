@@ -106,7 +106,7 @@ def test_every_membership_change_is_an_event_with_who_what_and_why():
     m = make("p0", seed_list(2))
     m.receive(Join(RING, "j1", "tcp://j:1", 1.0, 10), 1.0)
     m.receive(Digest(RING, "j1", (Member("j2", "tcp://j:2", 5, ALIVE, 1.0, 1),)), 1.0)
-    m.receive(Digest(RING, "j1", (Member("j2", "tcp://j:2", 5, DEAD, 1.0, 1),)), 2.0)
+    m.receive(Digest(RING, "j1", (Member("j2", "tcp://j:2", 5, DEAD, 1.0, 1),), verdicts=True), 2.0)
     m.receive(Digest(RING, "j2", (Member("j2", "tcp://j:2", 6, ALIVE, 1.0, 1),)), 3.0)
     m.receive(Digest(RING, "j2", (Member("j2", "tcp://j:2", 9, ALIVE, 1.0, 1),)), 3.5)
     m.receive(Leave(RING, "j1", 10), 4.0)

@@ -135,7 +135,7 @@ def test_tick_probes_the_successor_and_one_round_robin_member_syncs_with_one_and
     m = make("p0", seed_list(10))
     for i in range(1, 9):
         m.receive(Digest(RING, f"p{i}", (rec(f"p{i}"),)), 0.5)
-    m.receive(Digest(RING, "p1", (rec("p9", state=DEAD),)), 0.5)
+    m.receive(Digest(RING, "p1", (rec("p9", state=DEAD),), verdicts=True), 0.5)
     others, to_dead = [], []
     for r in range(1, 8):
         t = 0.5 + r * INTERVAL

@@ -89,7 +89,7 @@ def test_left_members_counters_count_dead_ones_do_not():
     m.set_local(idle=True, sent=0, received=4)
     m.receive(Digest(RING, "p1", (Member("p1", "a", 5, LEFT, 1.0, 9, True, 4, 0, 17),)), 0.0)
     m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, 9, True, 0, 0, 3),)), 0.0)
-    m.receive(Digest(RING, "p2", (Member("p3", "c", 5, DEAD, 1.0, 9, False, 7, 2, 5),)), 0.0)
+    m.receive(Digest(RING, "p2", (Member("p3", "c", 5, DEAD, 1.0, 9, False, 7, 2, 5),), verdicts=True), 0.0)
     assert m.total_pages() == 25  # max_pages counts every page ever fetched
     # p2 ticks in lockstep with us; the left p1's 4 sent balance our 4 received
     hb = 9

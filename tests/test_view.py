@@ -51,7 +51,8 @@ def test_a_dead_members_tombstone_expires_after_the_ttl_and_a_seeds_never():
     ttl = 2 * DEAD_AFTER
     m = make("p0", seed_list(3), tombstone_ttl=ttl)
     m.receive(Digest(RING, "p2", (Member("p1", "tcp://a:1", 50, DEAD, 1.0, 1),
-                                  Member("j1", "tcp://j:1", 70, DEAD, 1.0, 1))), DEAD_AFTER)
+                                  Member("j1", "tcp://j:1", 70, DEAD, 1.0, 1)), verdicts=True),
+              DEAD_AFTER)
     assert {m.members()[p].state for p in ("p1", "j1")} == {DEAD}
     m.tick(DEAD_AFTER + ttl - 0.1)
     assert "j1" in m.members()  # still a tombstone, still gossiped

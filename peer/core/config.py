@@ -162,6 +162,7 @@ class RingConfig:
     gossip_interval: float = _key(float, 0.5, "seconds between gossip rounds", _positive)
     suspect_after: float = _key(float, 2.0, "seconds a probe of a peer waits for its answer (direct or through others) before the peer is suspected", _positive)
     dead_after: float = _key(float, 6.0, "seconds after an unanswered probe before its peer, suspected and not refuted, is declared dead", _positive)
+    lease: float = _key(float, 0.0, "seconds a peer may go on starting requests after it last heard from a majority of the ring vouching for its view; less than dead_after, at least 2 x gossip_interval (docs/membership.md); 0 = half of dead_after", _non_negative)
     curve_keys: str = _key(str, "", "directory of CurveZMQ keys (scripts/keys.py); empty: unauthenticated, unencrypted ring")
     tombstone_ttl: float = _key(float, 3600.0, "seconds a dead or left member is remembered (and gossiped) before it is forgotten; at least 2 x dead_after", _positive)
     recv_queue: int = _key(int, 16, "messages queued per incoming ring connection before zmq stops reading it; memory bound per connection: (recv_queue + 1) x 8 MiB", _at_least_one)
@@ -501,6 +502,8 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
                 raise ConfigError(where, f"peer[{i}].address", f"is required when cluster.toml lists several peers ({len(cfg.peers)}); expected tcp://host:port")
     if cfg.ring.dead_after <= cfg.ring.suspect_after:
         raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
+    if cfg.ring.lease and not 2 * cfg.ring.gossip_interval <= cfg.ring.lease < cfg.ring.dead_after:
+        raise ConfigError(where, "ring.lease", f"expected 0, or at least 2 x ring.gossip_interval ({2 * cfg.ring.gossip_interval:g}) and less than ring.dead_after ({cfg.ring.dead_after:g}), got {cfg.ring.lease}")
     if cfg.ring.tombstone_ttl < 2 * cfg.ring.dead_after:
         # Shorter, a stale peer's record could bring a dead member back (ring/membership.py).
         raise ConfigError(where, "ring.tombstone_ttl", f"expected at least 2 x ring.dead_after ({2 * cfg.ring.dead_after:g}), got {cfg.ring.tombstone_ttl}")

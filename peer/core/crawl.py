@@ -267,7 +267,10 @@ class CrawlCore(Outcomes, RingSide, Figures):
         if max_pages:
             mine = self.requested if ring is not None else done_pages
             room = min(room, cap - mine - self.in_flight)
-        job = fr.pop_ready(now) if room > 0 else None
+        # Without the ring's lease no request starts (ring.lease): a split or a
+        # starved process must cost time, never a second owner of a host.
+        paused = ring is not None and not ring.may_start(now)
+        job = fr.pop_ready(now) if room > 0 and not paused else None
         if job is not None:
             self.in_flight += 1
             self._inflight[job.url] = (job.host, job.depth)
@@ -287,6 +290,8 @@ class CrawlCore(Outcomes, RingSide, Figures):
                 return Finished(StopReason.FRONTIER_EMPTY)
             if ring.idle() and ring.done():
                 return Finished(StopReason.CLUSTER_DONE)
+        if paused:
+            return Sleep(now + HOLD_POLL)
         # Sleep until a host can start, or a fetch ends, or a URL arrives.
         when = fr.next_ready_at() if room > 0 else None
         return Sleep(math.inf if when is None else when)

@@ -57,6 +57,7 @@ Rules:
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Union
@@ -78,6 +79,7 @@ from ring.actions import (
     Send,
     StatusAsked,
 )
+from ring.lease import LeaseState
 from ring.messages import MemberState, Message, StatusReply
 from ring.node import ADOPT_PREFIX, RingNode
 from ring.status import StatusFigures
@@ -130,8 +132,11 @@ class PeerCore:
         self._reads: dict[int, _Read] = {}
         self._next_request = 0
         self._now = now
-        #: Seconds this process stood still (module docstring): the ring's clock is ``now - stalled``.
-        self.stalled = 0.0
+        self._stalled = 0.0
+        # The lease as last computed, and until when it holds for sure (may_start).
+        self._lease: LeaseState | None = None
+        self._lease_sure = -math.inf
+        self._lease_ring = 0
         if node is not None:
             crawl.alive = self._alive
             crawl.hold_timeout = node.hold_timeout
@@ -140,6 +145,18 @@ class PeerCore:
                 # A peer not in cluster.toml joins a running ring: every
                 # host it owns had an owner before, who hands it over.
                 crawl.hold_from(ring.without_peer(crawl.peer_id), now)
+
+    @property
+    def stalled(self) -> float:
+        """Seconds this process stood still (module docstring): the ring's clock is ``now - stalled``."""
+        return self._stalled
+
+    @stalled.setter
+    def stalled(self, value: float) -> None:
+        self._stalled = value
+        if self.node is not None:
+            # The lease is measured on the real clock (ring.membership).
+            self.node.membership.stalled = value
 
     # -- the crawl's own decisions ---------------------------------------------------
 
@@ -189,6 +206,27 @@ class PeerCore:
 
     def left(self) -> bool:
         return self.node is not None and self.node.left(self.crawl.locally_idle())
+
+    def may_start(self, now: float) -> bool:
+        """Whether a request may start at ``now`` (the crawl's clock): the ring's lease holds.
+
+        A held lease is taken as it is until it would run out or the ring
+        moves (``LeaseState.until``, at most a tenth of a second: the
+        scheduler asks before every start); a lost one is asked again.
+        """
+        if self.node is None:
+            return True
+        ring = self.node.membership.lease
+        fp = ring.ring if ring is not None else 0
+        if self._lease is None or now >= self._lease_sure or fp != self._lease_ring:
+            self._lease = state = self.node.lease_state(now)
+            self._lease_ring = fp
+            self._lease_sure = min(state.until, now + 0.1) if state.held else -math.inf
+        return self._lease.held
+
+    def lease_state(self, now: float) -> LeaseState | None:
+        """The ring's lease at ``now`` (the crawl's clock), for status and progress; None alone."""
+        return self.node.lease_state(now) if self.node is not None else None
 
     # -- the ring's events -------------------------------------------------------------
 

@@ -359,7 +359,8 @@ class Crawler(Durability, RingFace, Reporting):
                 spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
                 address = self._address or (spec.address if spec is not None else "")
                 node, keys = ring_node(self.cfg, self.peer_id, address,
-                                       self._weight or (spec.weight if spec else 1.0), self.clock())
+                                       self._weight or (spec.weight if spec else 1.0), self.clock(),
+                                       resumed=recovered is not None)
                 self.node = node
                 # A peer not in cluster.toml joins a running ring (PeerCore: joining).
                 self.peer = PeerCore(self.core, node, now=self.clock(), joining=spec is None)

@@ -48,12 +48,14 @@ MOVE_BACKLOG = 20_000
 
 
 def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float,
-              now: float) -> tuple[RingNode, CurveKeys | None]:
+              now: float, resumed: bool = False) -> tuple[RingNode, CurveKeys | None]:
     """This peer's ring node, from ``[ring]`` and ``[[peer]]``, and its Curve keys (None: off).
 
     The start time is the incarnation and the epoch: a restarted peer
     outranks its old life in gossip, and its batch numbers start a new
-    channel. With ``[ring] curve_keys`` only the ring's keys get in; a
+    channel. ``resumed``: the peer goes on with a crawl on disk, so its
+    former life may have vouched for another ring a moment ago (``ring.lease``
+    rule 2). With ``[ring] curve_keys`` only the ring's keys get in; a
     missing or bad key file is a RingError the command line turns into one line.
     """
     rc = cfg.ring
@@ -68,7 +70,7 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float,
         incarnation=int(time.time() * 1000), vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
         curve=keys is not None, owner_key=host_key, batch_age=rc.batch_age,
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
-        send_window=rc.send_window)
+        send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed)
     return node, keys
 
 

@@ -1,0 +1,191 @@
+"""Leases on the ring: a peer starts requests only while a majority vouches for its ring (pure).
+
+SWIM tells each peer who is alive, but two views of the ring can differ
+for as long as a split or a starved process lasts, and a host whose owner
+differs between two views would be fetched by two peers at once. A lease
+closes that gap. The whole argument, and its assumptions about clocks, is
+in ``docs/membership.md``; the rules it rests on are these:
+
+1. **Vouches.** Every :class:`~ring.messages.PingAck` carries ``vouch``: a
+   fingerprint of the answering peer's ring (its live member set, ids and
+   weights, :func:`fingerprint`), or 0 while it vouches for nothing.
+2. **Grace.** A peer whose ring changes vouches for nothing, its own
+   lease included, for ``grace`` seconds of its clock after the change; so
+   does a peer that resumes a crawl, from its start (its former life may
+   have vouched for another ring a moment before it died).
+3. **Evidence.** A vouch counts for the prober at the time the prober
+   *sent* the ping it answers (its own clock), never at the time the answer
+   came: a process that was not running while its answers waited in a
+   socket buffer gains nothing from them.
+4. **The lease.** A peer holds its lease at ``now`` when, counting itself
+   (out of grace), a majority of its quorum vouched for its current ring in
+   answers to pings it sent at or after ``now - lease``. The quorum is every
+   member of its view that has not left: alive, suspect and dead alike, so
+   the side of a split cannot make itself a majority by declaring the other
+   side dead. A member leaves the quorum only by leaving (its own word), by
+   ``python -m ring forget``, or when its tombstone expires.
+5. **Renewal.** Each round the peer pings the members of its quorum whose
+   vouch is missing, for another ring, or older than half the lease, at most
+   once a gossip interval each (:meth:`Lease.renewals`).
+
+Why no two peers fetch one host at once: two majorities of one quorum
+share a member Y. If P's lease on ring R rests on Y's vouch and X's lease on
+ring R' != R does too, Y vouched for R at ``a1`` and for R' at ``a2 > a1``;
+by rule 2 ``a2 >= c + grace`` for the change at ``c >= a1``, and by rule 3
+P's lease ended by ``a1 + lease`` (its ping went before ``a1``). With
+``grace >= lease * (1 + rho)**2`` for clocks whose rates differ by at most a
+factor ``1 + rho``, P's lease is over before X's begins.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+import mmh3
+
+__all__ = ["GRACE_FACTOR", "Lease", "LeaseState", "PauseReason", "fingerprint"]
+
+#: ``grace = lease * GRACE_FACTOR``: rule 2's bound holds for clock rates
+#: that differ by up to 11 % (1.11**2 = 1.23); crystal clocks differ by 1e-4.
+GRACE_FACTOR = 1.25
+#: Pings remembered for their send time, at most (the oldest go first).
+MAX_PENDING = 4096
+
+
+class PauseReason(enum.Enum):
+    """Why a peer holds no lease (None in :class:`LeaseState` when it holds one)."""
+
+    GRACE = "grace"  # our ring changed, or we resumed: rule 2
+    NO_MAJORITY = "no_majority"  # too few members vouch for our ring: rule 4
+
+
+@dataclass(frozen=True, slots=True)
+class LeaseState:
+    """Whether a peer may start requests, and the figures behind it (for status and logs)."""
+
+    held: bool
+    vouched: int  # members vouching for our ring within the lease, ourselves included
+    needed: int  # a majority of the quorum
+    quorum: int  # members of the view that have not left
+    reason: PauseReason | None
+    grace_left: float  # seconds of grace still to run (0: none)
+    until: float  # when the lease runs out unless renewed (our clock); 0: not held
+
+
+def fingerprint(live: Mapping[str, float]) -> int:
+    """A nonzero 64-bit fingerprint of a ring's live members and weights (rule 1)."""
+    text = "\n".join(f"{mid}\t{weight!r}" for mid, weight in sorted(live.items()))
+    fp = mmh3.hash64(text.encode("utf-8"), signed=False)[0]
+    return fp or 1
+
+
+class Lease:
+    """One peer's lease: the pings it sent, the vouches it got, and its grace (mutable)."""
+
+    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_grace_until", "_pending",
+                 "_evidence", "_pinged")
+
+    def __init__(self, self_id: str, lease: float, gossip_interval: float, *,
+                 grace: float | None = None) -> None:
+        if not lease > 0:
+            raise ValueError(f"lease must be > 0, got {lease!r}")
+        self.self_id = self_id
+        self.lease = lease
+        self.grace = lease * GRACE_FACTOR if grace is None else grace
+        self._interval = gossip_interval
+        self._fp = 0
+        self._grace_until = 0.0
+        # seq -> (target, time sent): rule 3 reads the send time back
+        self._pending: dict[int, tuple[str, float]] = {}
+        # member -> (time our ping was sent, its vouch): the newest answer only
+        self._evidence: dict[str, tuple[float, int]] = {}
+        self._pinged: dict[str, float] = {}  # member -> our last ping to it
+
+    @property
+    def ring(self) -> int:
+        """The fingerprint of our current ring (0 before the first)."""
+        return self._fp
+
+    def resumed(self, now: float) -> None:
+        """Rule 2 for a process that resumes a crawl: vouch for nothing for ``grace``."""
+        self._grace_until = max(self._grace_until, now + self.grace)
+
+    def ring_changed(self, live: Mapping[str, float], now: float) -> None:
+        """Our live set is now ``live``: a new fingerprint, and a grace unless it is our first."""
+        fp = fingerprint(live)
+        if fp == self._fp:
+            return
+        if self._fp:
+            self._grace_until = max(self._grace_until, now + self.grace)
+        self._fp = fp
+
+    def vouch(self, now: float) -> int:
+        """What our answers carry now (rule 1): our ring's fingerprint, or 0 in grace."""
+        return self._fp if now >= self._grace_until else 0
+
+    def sent(self, seq: int, target: str, now: float) -> None:
+        """We pinged ``target`` with ``seq`` now (any ping: probes, retries, renewals)."""
+        if len(self._pending) >= MAX_PENDING:
+            del self._pending[next(iter(self._pending))]
+        self._pending[seq] = (target, now)
+        self._pinged[target] = now
+
+    def acked(self, seq: int, sender: str, vouch: int) -> None:
+        """``sender`` answered our ping ``seq`` itself, vouching ``vouch`` (rule 3)."""
+        got = self._pending.get(seq)
+        if got is None or got[0] != sender:
+            return  # not ours, relayed, or forgotten: no evidence
+        sent_at = got[1]
+        old = self._evidence.get(sender)
+        if old is None or sent_at >= old[0]:
+            self._evidence[sender] = (sent_at, vouch)
+
+    def forget(self, member: str) -> None:
+        """``member`` left the quorum."""
+        self._evidence.pop(member, None)
+        self._pinged.pop(member, None)
+
+    def expire(self, now: float) -> None:
+        """Drop the send times of pings too old to count any more."""
+        horizon = now - self.lease
+        for seq in [s for s, (_, at) in self._pending.items() if at < horizon]:
+            del self._pending[seq]
+
+    def renewals(self, quorum: Iterable[str], now: float, limit: int) -> list[str]:
+        """Rule 5: members to ping this round, oldest vouch first, at most ``limit``."""
+        due: list[tuple[float, str]] = []
+        for mid in quorum:
+            if mid == self.self_id:
+                continue
+            if now - self._pinged.get(mid, -1e18) < self._interval:
+                continue
+            ev = self._evidence.get(mid)
+            if ev is None or ev[1] != self._fp or now - ev[0] > self.lease / 2:
+                due.append((ev[0] if ev is not None else -1e18, mid))
+        due.sort()
+        return [mid for _, mid in due[:limit]]
+
+    def state(self, quorum: Iterable[str], now: float) -> LeaseState:
+        """Rule 4 at ``now``: whether the lease is held, and why not."""
+        members = [m for m in quorum if m != self.self_id]
+        size = len(members) + 1
+        needed = size // 2 + 1
+        grace_left = max(0.0, self._grace_until - now)
+        fp = self._fp
+        horizon = now - self.lease
+        times: list[float] = []
+        for mid in members:
+            ev = self._evidence.get(mid)
+            if ev is not None and ev[1] == fp and fp and ev[0] >= horizon:
+                times.append(ev[0])
+        vouched = len(times) + (1 if grace_left == 0.0 and fp else 0)
+        if grace_left > 0.0:
+            return LeaseState(False, vouched, needed, size, PauseReason.GRACE, grace_left, 0.0)
+        if vouched < needed:
+            return LeaseState(False, vouched, needed, size, PauseReason.NO_MAJORITY, 0.0, 0.0)
+        # The lease runs until the (needed - 1)-th newest vouch of others is too old.
+        times.sort(reverse=True)
+        until = (times[needed - 2] + self.lease) if needed >= 2 else float("inf")
+        return LeaseState(True, vouched, needed, size, None, 0.0, until)
