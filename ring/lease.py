@@ -16,14 +16,18 @@ in ``docs/membership.md``; the rules it rests on are these:
 3. **Evidence.** A vouch counts for the prober at the time the prober
    *sent* the ping it answers (its own clock), never at the time the answer
    came: a process that was not running while its answers waited in a
-   socket buffer gains nothing from them.
+   socket buffer gains nothing from them. A probe's retry goes with the
+   same seq, and an answer cannot say which send it answers: the first
+   send dates it.
 4. **The lease.** A peer holds its lease at ``now`` when, counting itself
    (out of grace), a majority of its quorum vouched for its current ring in
-   answers to pings it sent at or after ``now - lease``. The quorum is every
-   member of its view that has not left: alive, suspect and dead alike, so
-   the side of a split cannot make itself a majority by declaring the other
-   side dead. A member leaves the quorum only by leaving (its own word), by
-   ``python -m ring forget``, or when its tombstone expires.
+   answers to pings it sent at or after ``now - lease``. The quorum is the
+   ring's seeds (its ``[[peer]]`` list) that have not left: alive, suspect
+   and dead alike, so the side of a split cannot make itself a majority by
+   declaring the other side dead, nor by letting new members join it (a
+   member not in the list is a learner: it fetches under a lease like
+   anyone, but does not vote). A seed leaves the quorum only by leaving (its
+   own word) or by ``python -m ring forget``.
 5. **Renewal.** Each round the peer pings the members of its quorum whose
    vouch is missing, for another ring, or older than half the lease, at most
    once a gossip interval each (:meth:`Lease.renewals`).
@@ -127,9 +131,10 @@ class Lease:
 
     def sent(self, seq: int, target: str, now: float) -> None:
         """We pinged ``target`` with ``seq`` now (any ping: probes, retries, renewals)."""
-        if len(self._pending) >= MAX_PENDING:
-            del self._pending[next(iter(self._pending))]
-        self._pending[seq] = (target, now)
+        if seq not in self._pending:  # a retry keeps the first send (rule 3)
+            if len(self._pending) >= MAX_PENDING:
+                del self._pending[next(iter(self._pending))]
+            self._pending[seq] = (target, now)
         self._pinged[target] = now
 
     def acked(self, seq: int, sender: str, vouch: int) -> None:
@@ -168,9 +173,11 @@ class Lease:
         return [mid for _, mid in due[:limit]]
 
     def state(self, quorum: Iterable[str], now: float) -> LeaseState:
-        """Rule 4 at ``now``: whether the lease is held, and why not."""
-        members = [m for m in quorum if m != self.self_id]
-        size = len(members) + 1
+        """Rule 4 at ``now``: whether the lease is held, and why not (``quorum``: the voters)."""
+        voters = list(quorum)
+        votes = self.self_id in voters
+        members = [m for m in voters if m != self.self_id]
+        size = len(members) + votes
         needed = size // 2 + 1
         grace_left = max(0.0, self._grace_until - now)
         fp = self._fp
@@ -180,12 +187,13 @@ class Lease:
             ev = self._evidence.get(mid)
             if ev is not None and ev[1] == fp and fp and ev[0] >= horizon:
                 times.append(ev[0])
-        vouched = len(times) + (1 if grace_left == 0.0 and fp else 0)
+        vouched = len(times) + (1 if votes and grace_left == 0.0 and fp else 0)
         if grace_left > 0.0:
             return LeaseState(False, vouched, needed, size, PauseReason.GRACE, grace_left, 0.0)
         if vouched < needed:
             return LeaseState(False, vouched, needed, size, PauseReason.NO_MAJORITY, 0.0, 0.0)
-        # The lease runs until the (needed - 1)-th newest vouch of others is too old.
+        # The lease runs until the vouch it cannot do without is too old.
         times.sort(reverse=True)
-        until = (times[needed - 2] + self.lease) if needed >= 2 else float("inf")
+        others = needed - votes
+        until = (times[others - 1] + self.lease) if others >= 1 else float("inf")
         return LeaseState(True, vouched, needed, size, None, 0.0, until)

@@ -286,10 +286,12 @@ class Membership:
         return self._view.drain_events()
 
     def quorum(self) -> list[str]:
-        """The members a lease counts (``ring.lease`` rule 4): every one that has not left."""
+        """The members a lease counts (``ring.lease`` rule 4): the seeds that have not left."""
         cached = self._quorum
         if cached is None or cached[0] != self._view.epoch:
-            ids = sorted(mid for mid, m in self._members.items() if m.state is not LEFT)
+            seeds = self._view.seeds
+            ids = sorted(mid for mid, m in self._members.items()
+                         if m.state is not LEFT and (mid in seeds or not seeds))
             self._quorum = cached = (self._view.epoch, ids)
         return cached[1]
 
@@ -433,8 +435,10 @@ class Membership:
             lease.expire(real)
             pinged = {dest for dest, msg in out if isinstance(msg, Ping)}
             # The members we probe anyway (heard from, or past seed_grace).
-            renew = [mid for mid in candidates if mid not in pinged]
-            for mid in lease.renewals(renew, real, len(self.quorum()) // 2 + 1):
+            quorum = self.quorum()
+            voters = set(quorum)
+            renew = [mid for mid in candidates if mid not in pinged and mid in voters]
+            for mid in lease.renewals(renew, real, len(quorum) // 2 + 1):
                 out.append((mid, self._untimed_ping(mid, now)))
         return out
 
