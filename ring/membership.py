@@ -309,6 +309,11 @@ class Membership:
         self._lease_ring(now)
         return True
 
+    @property
+    def health(self) -> int:
+        """Lifeguard's local health multiplier (``ring.swim``): 0 is healthy."""
+        return self._prober.health
+
     def retransmits(self) -> int:
         """Sends of each queued record at today's view size (:func:`retransmit_limit`)."""
         return self._queue.limit(len(self._members))
@@ -458,6 +463,8 @@ class Membership:
         self._view.refuted = False
         out: list[tuple[str, Message]] = handler(self, msg, now)
         self._lease_ring(now)
+        if self._view.refuted:
+            self._prober.worse()  # others found us slow (Lifeguard)
         if self._view.refuted and sender in self._members and not any(d == sender for d, _ in out):
             # Tell whoever said we were suspect or dead at once; the queue tells the rest.
             out.append((sender, Digest(self.ring_name, self.self_id, (self.me,))))

@@ -18,7 +18,18 @@ a probe or a suspicion has run out, and keep nothing else.
   (:class:`~ring.messages.PingReq`, SWIM 3.1), and again at half of
   ``suspect_after``; no answer either way ``suspect_after`` after the ping:
   :data:`ProbeStep.SUSPECT`;
-- relays at most :data:`MAX_RELAYS` ping-reqs of others at a time.
+- relays at most :data:`MAX_RELAYS` ping-reqs of others at a time;
+- waits longer when this peer is itself in trouble: Lifeguard's local
+  health multiplier (Dadgar et al. 2018, "local health awareness"). Each
+  suspicion of us that we had to refute adds one (up to
+  :data:`MAX_HEALTH`): others found us slow, so our own view of who is
+  slow is suspect too; each probe of ours answered in time takes one away;
+  every probe wait is ``(1 + health)`` times longer. A peer on a starved
+  machine thus stops suspecting others once the others have suspected it,
+  instead of declaring the ring dead around it. A probe that fails does
+  not add (Lifeguard's signal for that is a missing nack, which SWIM's
+  ping-req here does not send): a real crash is still found within
+  ``dead_after`` by a healthy peer.
 
 :class:`Suspicions`: our own suspicion not refuted ``dead_after`` after the
 ping: dead, and the verdict is pushed to every live member at once (as a
@@ -45,8 +56,10 @@ from enum import Enum
 from ring.messages import Member
 from ring.records import ALIVE, LIVE, SUSPECT
 
-__all__ = ["MAX_RELAYS", "Probe", "ProbeStep", "Prober", "SuspicionStep", "Suspicions"]
+__all__ = ["MAX_HEALTH", "MAX_RELAYS", "Probe", "ProbeStep", "Prober", "SuspicionStep", "Suspicions"]
 
+MAX_HEALTH = 8
+"""Lifeguard's S: at most 9 x suspect_after before a suspicion."""
 MAX_RELAYS = 64
 """Ping-reqs relayed at once; each costs a dict entry until its ack or suspect_after."""
 _EPS = 1e-9  # timers compare sums of floats
@@ -80,7 +93,7 @@ class SuspicionStep(Enum):
 class Prober:
     """The probes in flight, the ping-reqs we relay, and the probe order (mutable)."""
 
-    __slots__ = ("_interval", "_suspect_after", "_probes", "_relays", "_seq", "_rr")
+    __slots__ = ("_interval", "_suspect_after", "_probes", "_relays", "_seq", "_rr", "health")
 
     def __init__(self, gossip_interval: float, suspect_after: float) -> None:
         self._interval = gossip_interval
@@ -90,6 +103,16 @@ class Prober:
         self._relays: dict[int, tuple[str, int, str, float]] = {}
         self._seq = 0
         self._rr: list[str] = []
+        #: Lifeguard's local health multiplier (module docstring), 0..MAX_HEALTH.
+        self.health = 0
+
+    def worse(self) -> None:
+        """A sign of our own trouble: we had to refute a suspicion of us."""
+        self.health = min(MAX_HEALTH, self.health + 1)
+
+    def better(self) -> None:
+        """A probe of ours was answered in time."""
+        self.health = max(0, self.health - 1)
 
     def next_seq(self) -> int:
         """A new sequence number for a ping or ping-req of ours."""
@@ -131,17 +154,19 @@ class Prober:
         A generator, read as ``Membership`` acts: each step sees the view as
         the steps before it left it.
         """
+        scale = 1 + self.health
+        suspect_after = self._suspect_after * scale
         for seq, probe in list(self._probes.items()):
             m = members.get(probe.target)
             if m is None or m.state not in LIVE:
                 del self._probes[seq]
                 continue
             age = now - probe.sent
-            if age >= self._suspect_after - _EPS:
+            if age >= suspect_after - _EPS:
                 del self._probes[seq]
                 if m.state is ALIVE:
                     yield seq, m, ProbeStep.SUSPECT
-            elif probe.stage == 0 and age >= self._interval / 2:
+            elif probe.stage == 0 and age >= self._interval * scale / 2:
                 # Unanswered for a round: ping again (same seq) and ask
                 # ``indirect`` others (SWIM 3.1); at half of suspect_after, ping
                 # and ask once more. At 10% loss one ping and one ask fail 0.8%
@@ -151,7 +176,7 @@ class Prober:
                 # convergence by up to 3 s; with two, none in eight starts.
                 probe.stage = 1
                 yield seq, m, ProbeStep.RETRY
-            elif probe.stage == 1 and age >= self._suspect_after / 2:
+            elif probe.stage == 1 and age >= suspect_after / 2:
                 probe.stage = 2
                 yield seq, m, ProbeStep.RETRY
 
@@ -168,6 +193,7 @@ class Prober:
         probe = self._probes.get(seq)
         if probe is not None and probe.target == target:
             del self._probes[seq]
+            self.better()
             return None
         relay = self._relays.get(seq)
         if relay is not None and relay[2] == target == sender:
@@ -178,7 +204,7 @@ class Prober:
     def expire_relays(self, now: float) -> None:
         """Forget relays unanswered for ``suspect_after``: the asker has given up by then."""
         for seq, (_, _, _, at) in list(self._relays.items()):
-            if now - at >= self._suspect_after:
+            if now - at >= self._suspect_after * (1 + self.health):
                 del self._relays[seq]
 
 

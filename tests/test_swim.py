@@ -7,7 +7,7 @@ import math
 import pytest
 
 from ring.membership import ChangeReason
-from ring.messages import Digest, Ping, PingAck, PingReq, Sync
+from ring.messages import Digest, Member, Ping, PingAck, PingReq, Sync
 
 from membershipnet import (
     ALIVE,
@@ -171,3 +171,28 @@ def test_a_death_of_our_own_finding_is_pushed_to_every_live_member():
     t += INTERVAL
     out = m.tick(t)
     assert not [d for d, msg in out if type(msg) is Digest and not msg.want_reply]  # once
+
+
+def test_local_health_a_refuted_suspicion_of_us_makes_our_probes_wait_longer_and_answers_heal_it():
+    # Lifeguard: a peer others found slow trusts its own timeouts less.
+    m = make("p0", seed_list(3))
+    for i in (1, 2):
+        m.receive(Digest(RING, f"p{i}", (rec(f"p{i}"),)), 0.0)
+    me = m.me
+    m.receive(Digest(RING, "p1", (Member("p0", me.address, me.incarnation, SUSPECT, 1.0, 0),)), 0.1)
+    assert m.health == 1 and m.me.incarnation == me.incarnation + 1
+    # A probe that goes unanswered now becomes a suspicion only after 2 x suspect_after.
+    out = m.tick(1.0)
+    target = next(d for d, msg in out if type(msg) is Ping)
+    t, suspected = 1.0, None
+    while suspected is None and t < 1.0 + 3 * SUSPECT_AFTER:
+        t += INTERVAL / 5
+        m.tick(t)
+        if m.members()[target].state is SUSPECT:
+            suspected = t
+    assert suspected is not None and suspected - 1.0 >= 2 * SUSPECT_AFTER - INTERVAL
+    # Answered probes take it back down.
+    for r in range(1, 6):
+        now = suspected + r * INTERVAL
+        answer(m, m.tick(now), now)
+    assert m.health == 0
