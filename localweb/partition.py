@@ -15,6 +15,8 @@ Events are tuples, ``t`` in seconds from the peers' start:
 - ``(t, "deaf", "p1", "p2")``: p2 no longer hears p1's ring messages while
   p1 still hears p2's (:meth:`NetRing.cut_one_way` with p2's ring port: the
   closest honest form of an asymmetric cut for TCP; its docstring says why);
+- ``(t, "unheard", "p1")``: no other peer hears p1's ring messages, while p1
+  hears every one of theirs (p1 "deaf" to each);
 - ``(t, "heal_all")``: every cut removed;
 - ``(t, "kill", "p2")``: SIGKILL (a crash); ``(t, "restart", "p2")``: the same
   command again, on the same data_dir.
@@ -50,7 +52,7 @@ Event = tuple[Any, ...]
 #: The port every peer's ROUTER listens on, in its own namespace.
 RING_PORT = 7000
 WEB_PORT = 8080
-_ACTIONS = {"isolate": 1, "cut": 2, "heal": 2, "deaf": 2, "heal_all": 0, "kill": 1, "restart": 1}
+_ACTIONS = {"isolate": 1, "cut": 2, "heal": 2, "deaf": 2, "unheard": 1, "heal_all": 0, "kill": 1, "restart": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,6 +208,10 @@ def _do(net: NetRing, peers: _Peers, ev: Event) -> None:
         net.heal(*names)
     elif action == "deaf":
         net.cut_one_way(names[0], names[1], port=RING_PORT)
+    elif action == "unheard":
+        for other in net.names[1:]:
+            if other != names[0]:
+                net.cut_one_way(names[0], other, port=RING_PORT)
     elif action == "heal_all":
         net.heal_all()
     elif action == "kill":

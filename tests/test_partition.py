@@ -43,6 +43,11 @@ def _crawl(tmp_path, n: int, schedule: list[Event]) -> Outcome:
                time_limit=60.0, idle_limit=IDLE_LIMIT, grace=3.0, progress=2.0)
 
 
+def _saw_suspect(out: Outcome, peer: str, of: str) -> bool:
+    """Whether ``peer`` logged suspecting ``of``: the cut bit, even where nothing moved."""
+    return f"member {of}: suspect" in (out.workdir / f"{peer}.err").read_text(errors="replace")
+
+
 def _split(t: float, a: list[str], b: list[str], heal: float) -> list[Event]:
     return [*((t, "cut", x, y) for x in a for y in b), (heal, "heal_all")]
 
@@ -75,6 +80,7 @@ def test_a_long_split_one_of_three_isolated_then_healed(tmp_path):
 def test_b_a_split_shorter_than_dead_after_moves_nothing(tmp_path):
     out = _crawl(tmp_path, 3, [(START, "isolate", "p1"), (START + DEAD_AFTER / 2, "heal_all")])
     assert out.verdict.hosts_by_two == (), out.report()
+    assert _saw_suspect(out, "p2", "p1"), out.report()
     _assert_one_owner(out)
 
 
@@ -91,13 +97,14 @@ def test_d_a_flapping_link(tmp_path):
     schedule = flapping(START, 5 * DEAD_AFTER, DEAD_AFTER / 2, ("isolate", "p1"))
     out = _crawl(tmp_path, 3, schedule)
     assert len(out.done) == len(schedule) == 11
+    assert _saw_suspect(out, "p2", "p1"), out.report()
     _assert_one_owner(out)
 
 
 @needs_netns
 def test_e_an_asymmetric_split(tmp_path):
-    # p2 no longer hears p1's ring messages; p1 still hears p2's.
-    out = _crawl(tmp_path, 3, [(START, "deaf", "p1", "p2"), (START + 3 * DEAD_AFTER, "heal_all")])
+    # p2 and p3 no longer hear p1's ring messages; p1 still hears theirs.
+    out = _crawl(tmp_path, 3, [(START, "unheard", "p1"), (START + 3 * DEAD_AFTER, "heal_all")])
     _assert_one_owner(out)
 
 
