@@ -111,9 +111,9 @@ def available() -> str | None:
     return None
 
 
-def _used_networks() -> list[ipaddress.IPv4Network]:
+def _used_networks() -> list[ipaddress.IPv4Network | ipaddress.IPv6Network]:
     """The IPv4 networks of the machine's addresses and routes (default route apart)."""
-    nets = []
+    nets: list[ipaddress.IPv4Network | ipaddress.IPv6Network] = []
     for line in _ip("-o", "-4", "addr").stdout.splitlines():
         fields = line.split()
         if "inet" in fields:
