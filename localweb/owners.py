@@ -102,7 +102,7 @@ class Verdict:
         out = [
             f"requests                   {self.requests} ({self.pages} pages, robots.txt apart)",
             f"host-seconds, 2+ peers     {self.two_peer_seconds} (longest run {self.longest_two_peer_run} s;"
-            f" hosts: {', '.join(self.two_peer_hosts) or '-'})",
+            f" {len(self.two_peer_hosts)} hosts{_names(self.two_peer_hosts)})",
             f"pages fetched twice        {self.fetched_twice} ({self.fetched_twice_by_two} by two peers)",
             f"coverage                   {self.covered}/{self.expected} = {100 * self.coverage:.1f}%",
             f"hosts fetched by 2+ peers  {len(self.hosts_by_two)}"
@@ -116,6 +116,12 @@ class Verdict:
         if self.unknown_clients:
             out.append(f"unknown clients            {', '.join(self.unknown_clients)}")
         return out
+
+
+def _names(hosts: Sequence[str], most: int = 8) -> str:
+    if not hosts:
+        return ""
+    return ": " + ", ".join(hosts[:most]) + (" ..." if len(hosts) > most else "")
 
 
 def _hosts_text(hosts: Sequence[tuple[str, Sequence[str]]], most: int = 8) -> str:
