@@ -46,7 +46,7 @@ from localweb.peerrun import supported
 from localweb.server import read_log
 from localweb.sitegraph import SiteGraph
 
-__all__ = ["Event", "Outcome", "Web", "cluster_toml", "flapping", "run"]
+__all__ = ["Event", "Outcome", "Web", "check_schedule", "cluster_toml", "flapping", "run"]
 
 Event = tuple[Any, ...]
 #: The port every peer's ROUTER listens on, in its own namespace.
@@ -153,13 +153,14 @@ def cluster_toml(path: Path, net: NetRing, *, ring: Mapping[str, Any] | None = N
     return skipped
 
 
-def _check_schedule(schedule: Sequence[Event], net: NetRing) -> list[Event]:
+def check_schedule(schedule: Sequence[Event], names: Sequence[str]) -> list[Event]:
+    """``schedule`` sorted by time; ValueError naming the first bad event."""
     for ev in schedule:
         if len(ev) < 2 or ev[1] not in _ACTIONS or len(ev) != 2 + _ACTIONS[ev[1]]:
             raise ValueError(f"bad event {ev!r}: expected (t, action, peers...) with action one of "
                              f"{', '.join(_ACTIONS)}")
         for name in ev[2:]:
-            if name == WEB or name not in net.names:
+            if name == WEB or name not in names:
                 raise ValueError(f"bad event {ev!r}: no peer {name!r}")
     return sorted(schedule, key=lambda ev: float(ev[0]))
 
@@ -240,7 +241,7 @@ def run(workdir: Path, n: int, *, web: Web = Web(), schedule: Sequence[Event] = 
     expected = graph.expected_urls(WEB_PORT)
     began = time.monotonic()
     with NetRing(n) as net:
-        events = _check_schedule(schedule, net)
+        events = check_schedule(schedule, net.names)
         toml = workdir / "cluster.toml"
         cluster_toml(toml, net, ring=ring, rate=rate, concurrency=concurrency, sections=sections)
         with (workdir / "web.err").open("ab") as web_err:

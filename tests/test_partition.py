@@ -21,7 +21,7 @@ from __future__ import annotations
 import pytest
 
 from localweb.netns import available
-from localweb.partition import Event, Outcome, Web, flapping, run
+from localweb.partition import Event, Outcome, Web, check_schedule, flapping, run
 
 needs_netns = pytest.mark.skipif(available() is not None, reason=available() or "")
 
@@ -112,3 +112,12 @@ def test_flapping_expands_to_alternating_cuts_and_a_final_heal():
     assert flapping(1.0, 2.0, 0.5, ("isolate", "p1")) == [
         (1.0, "isolate", "p1"), (1.5, "heal_all"), (2.0, "isolate", "p1"), (2.5, "heal_all"),
         (3.0, "heal_all")]
+
+
+def test_a_schedule_is_sorted_and_a_bad_event_named():
+    names = ["w", "p1", "p2"]
+    assert check_schedule([(5, "heal_all"), (1.5, "cut", "p1", "p2")], names) == [
+        (1.5, "cut", "p1", "p2"), (5, "heal_all")]
+    for bad in [(1, "cut", "p1"), (1, "isolate", "p3"), (1, "isolate", "w"), (1, "explode", "p1"), (1,)]:
+        with pytest.raises(ValueError, match="bad event"):
+            check_schedule([bad], names)
