@@ -48,6 +48,12 @@ those above it)::
     demo.py        scripts/demo's ports and cluster.toml
     judge.py       a server's request log judged as a site owner would: the
                    most requests in any 1 s and 5 s window, ceilings, rates - pure
+    owners.py      a ring's crawl judged from the request log alone: seconds
+                   two peers asked one host, pages asked twice, coverage - pure
+    netns.py       NetRing: peers and a web in network namespaces on a bridge,
+                   links cut silently at the receiver (root only)
+    partition.py   the webfarm and real peers in those namespaces through a
+                   schedule of cuts, kills and restarts, judged by owners.py
 
     What the benchmarks (scripts/bench_*.py) share, one concept a module
     children.py    their processes: own session, never outliving the

@@ -9,7 +9,11 @@ change over time and a token-bucket rate limit answering 429 with
 :mod:`localweb.endpoints`, whose answers say how they are paced; the
 sleeping happens here. Every request is logged (:class:`LogEntry`) in
 memory and, with ``log_path``, as JSON lines flushed per line: the request
-log is what tests judge a crawl by. It binds loopback addresses only.
+log is what tests judge a crawl by; each entry names the client's address
+(``client``), so a test of several peers in their own network namespaces
+(:mod:`localweb.netns`) can tell which peer asked. It binds loopback
+addresses only, unless told ``private=True`` (a private address such as a
+namespace's, never a public one).
 
 Unlike the hostile web (:mod:`localweb.hostile`, raw bytes on purpose),
 this server sends only well-formed HTTP: h11 writes every response.
@@ -92,7 +96,8 @@ class HostBehaviour:
 class LogEntry:
     """One request: wall time it arrived, host (no port), method, target
     (path+query as sent), status (0: connection reset), body bytes sent,
-    connection id and seconds taken. Appended when the answer ends (so a
+    connection id, seconds taken and the client's IP address ("" in logs
+    written before it was recorded). Appended when the answer ends (so a
     drip is logged when its client leaves)."""
 
     t: float
@@ -103,15 +108,20 @@ class LogEntry:
     bytes: int
     conn: int
     dur: float
+    client: str = ""
 
     def to_json(self) -> str:
         return json.dumps({"t": round(self.t, 6), "host": self.host, "method": self.method,
                            "target": self.target, "status": self.status, "bytes": self.bytes,
-                           "conn": self.conn, "dur": round(self.dur, 6)})
+                           "conn": self.conn, "dur": round(self.dur, 6), "client": self.client})
 
 
 def read_log(path: str) -> list[LogEntry]:
-    """The entries of a JSON-lines request log (a torn last line is skipped)."""
+    """The entries of a JSON-lines request log (a torn last line is skipped).
+
+    Keys this version does not know are ignored and missing optional ones
+    (``client``, in older logs) take their default, so old and new logs read.
+    """
     out = []
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -119,8 +129,16 @@ def read_log(path: str) -> list[LogEntry]:
                 d = json.loads(line)
             except json.JSONDecodeError:
                 continue
-            out.append(LogEntry(**d))
+            if not isinstance(d, dict):
+                continue
+            try:
+                out.append(LogEntry(**{k: v for k, v in d.items() if k in _LOG_KEYS}))
+            except TypeError:
+                continue
     return out
+
+
+_LOG_KEYS = frozenset(LogEntry.__dataclass_fields__)
 
 
 class FarmStats:
@@ -148,16 +166,23 @@ class FarmError(OSError):
     """
 
 
-def check_loopback(host: str) -> None:
-    """ValueError unless ``host`` is a loopback address (or localhost)."""
+def check_loopback(host: str, *, private: bool = False) -> None:
+    """ValueError unless ``host`` is a loopback address (or localhost).
+
+    With ``private``, a private address (RFC 1918, RFC 4193: a network
+    namespace's, a LAN's) is allowed too; a public one never is: this web
+    answers for any ``Host`` and must not be served to the Internet.
+    """
     if host == "localhost":
         return
     try:
-        ok = ipaddress.ip_address(host).is_loopback
+        addr = ipaddress.ip_address(host)
+        ok = addr.is_loopback or (private and addr.is_private and not addr.is_unspecified)
     except ValueError:
         ok = False
     if not ok:
-        raise ValueError(f"webfarm binds loopback addresses only, not {host!r}")
+        what = "loopback or private" if private else "loopback"
+        raise ValueError(f"webfarm binds {what} addresses only, not {host!r}")
 
 
 class WebFarm:
@@ -209,10 +234,13 @@ class WebFarm:
 
     # -- serving ------------------------------------------------------------------
 
-    async def serve(self, host: str = "127.0.0.1", port: int = 0, *,
+    async def serve(self, host: str = "127.0.0.1", port: int = 0, *, private: bool = False,
                     task_status: trio.TaskStatus[WebFarm] = trio.TASK_STATUS_IGNORED) -> None:
-        """Listen on ``host:port`` and serve until cancelled; ``started(self)``."""
-        check_loopback(host)
+        """Listen on ``host:port`` and serve until cancelled; ``started(self)``.
+
+        ``private`` allows a private address besides loopback (:func:`check_loopback`).
+        """
+        check_loopback(host, private=private)
         if host == "localhost":
             host = "127.0.0.1"  # one listener, so port 0 means one port
         try:
@@ -252,6 +280,10 @@ class WebFarm:
 
     async def _connection(self, stream: trio.SocketStream) -> None:
         cid = next(self._conn_ids)
+        try:
+            client = str(stream.socket.getpeername()[0])
+        except OSError:
+            client = ""  # reset before we asked
         st = self.stats
         st.connections += 1
         st.open_connections += 1
@@ -266,7 +298,7 @@ class WebFarm:
                     event = await self._next_event(stream, conn)
                     if event is None or isinstance(event, h11.ConnectionClosed):
                         return
-                if not await self._respond(stream, conn, request, cid):
+                if not await self._respond(stream, conn, request, cid, client):
                     return
                 if conn.our_state is not h11.DONE or conn.their_state is not h11.DONE:
                     return
@@ -318,7 +350,7 @@ class WebFarm:
         return b.retry_after if b.retry_after is not None else max(1, math.ceil((1.0 - tokens) / b.rate))
 
     async def _respond(self, stream: trio.SocketStream, conn: h11.Connection,
-                       request: h11.Request, cid: int) -> bool:
+                       request: h11.Request, cid: int, client: str) -> bool:
         t_wall = time.time()
         t0 = trio.current_time()
         method = request.method.decode("ascii", "replace")
@@ -370,7 +402,7 @@ class WebFarm:
         finally:
             st.inflight[host] -= 1
             self._record(LogEntry(t_wall, host, method, target, sent[0], sent[1], cid,
-                                  trio.current_time() - t0))
+                                  trio.current_time() - t0, client))
 
     def _page(self, host: str, target: str) -> Answer:
         path, _, _ = target.partition("?")
@@ -465,12 +497,14 @@ class WebFarm:
 
 
 async def serve_webfarm(graph: SiteGraph, *, host: str = "127.0.0.1", port: int = 0,
+                        private: bool = False,
                         task_status: trio.TaskStatus[WebFarm] = trio.TASK_STATUS_IGNORED,
                         **farm_options: Any) -> None:
     """Serve ``graph`` until cancelled: ``farm = await nursery.start(serve_webfarm, graph)``.
 
-    ``farm.port`` is the bound port; ``farm_options`` go to :class:`WebFarm`.
+    ``farm.port`` is the bound port; ``farm_options`` go to :class:`WebFarm`;
+    ``private`` allows a private address (:func:`check_loopback`).
     """
     farm = WebFarm(graph, **farm_options)
-    await farm.serve(host, port, task_status=task_status)
+    await farm.serve(host, port, private=private, task_status=task_status)
 

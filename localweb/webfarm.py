@@ -8,7 +8,8 @@
 prints ``listening on 127.0.0.1:PORT`` (flushed, the first line: scripts
 wait for it), the seed, and the cluster.toml lines a peer needs to crawl
 this web (:func:`peer_config`), then serves until SIGINT or SIGTERM and
-exits 0. ``--help`` shows the same lines. ``--print-expected`` prints the
+exits 0. ``--help`` shows the same lines. ``--private`` lets ``--host`` be a
+private address (a network namespace's), never a public one. ``--print-expected`` prints the
 expected URL set for ``--port`` and exits. A port it cannot bind or a log
 file it cannot open is one line on stderr and exit 2.
 """
@@ -90,7 +91,11 @@ def _arg_parser() -> argparse.ArgumentParser:
                 "server prints them again, with its port, when it starts):\n\n"
                 + peer_config()),
         formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--host", default="127.0.0.1", help="loopback address to bind (default 127.0.0.1)")
+    p.add_argument("--host", default="127.0.0.1",
+                   help="loopback address to bind (default 127.0.0.1); a private one needs --private")
+    p.add_argument("--private", action="store_true",
+                   help="allow --host to be a private address (a network namespace's, "
+                        "localweb/netns.py), never a public one")
     p.add_argument("--port", type=int, default=8080, help="port; 0 picks a free one (default 8080)")
     p.add_argument("--seed", type=int, default=1, help="graph seed (default 1)")
     p.add_argument("--hosts", type=int, default=20, help="number of sNNN.web.test hosts (default 20)")
@@ -120,7 +125,8 @@ async def _run(graph: SiteGraph, args: argparse.Namespace,
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             farm: WebFarm = await nursery.start(functools.partial(
-                serve_webfarm, graph, host=args.host, port=args.port, log_path=args.log,
+                serve_webfarm, graph, host=args.host, port=args.port, private=args.private,
+                log_path=args.log,
                 keep_log=False, behaviours=behaviours))
             print(f"listening on {farm.host}:{farm.port}", flush=True)
             print(f"seed {graph.seeds(farm.port)[0]} ; {len(graph.hosts())} hosts", flush=True)
@@ -137,7 +143,7 @@ async def _run(graph: SiteGraph, args: argparse.Namespace,
 def main(argv: Sequence[str] | None = None) -> int:
     args = _arg_parser().parse_args(argv)
     try:
-        check_loopback(args.host)
+        check_loopback(args.host, private=args.private)
         delays = {}
         for spec in args.crawl_delay or ():
             host, _, secs = spec.partition("=")

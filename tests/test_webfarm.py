@@ -399,6 +399,20 @@ async def test_request_log_and_keep_alive(graph, nursery, tmp_path):
     assert read_log(str(log_path)) == [
         server.LogEntry(**json.loads(e.to_json())) for e in log]
     assert json.loads(log_path.read_text().splitlines()[0])["target"] == "/"
+    assert {e.client for e in log} == {"127.0.0.1"}
+    assert json.loads(log_path.read_text().splitlines()[0])["client"] == "127.0.0.1"
+
+
+def test_read_log_reads_logs_without_a_client_and_skips_what_is_not_an_entry(tmp_path):
+    old = {"t": 1.5, "host": "s001.web.test", "method": "GET", "target": "/", "status": 200,
+           "bytes": 10, "conn": 1, "dur": 0.01}
+    path = tmp_path / "old.jsonl"
+    path.write_text("\n".join([json.dumps(old), json.dumps({**old, "client": "10.0.0.2", "new": 1}),
+                               "[1, 2]", json.dumps({"t": 1}), '{"torn'])
+                    + "\n")
+    a, b = read_log(str(path))
+    assert a == server.LogEntry(**old) and a.client == ""
+    assert b.client == "10.0.0.2"
 
 
 async def test_latency_steps_rate_limit_and_inflight(graph, nursery):
@@ -456,6 +470,12 @@ async def test_refuses_non_loopback_addresses(graph):
     for host in ("0.0.0.0", "10.1.2.3", "example.com"):
         with pytest.raises(ValueError, match="loopback"):
             await serve_webfarm(graph, host=host)
+    # Opting in allows a private address (a network namespace's), never a public one.
+    for host in ("0.0.0.0", "8.8.8.8", "example.com"):
+        with pytest.raises(ValueError, match="loopback or private"):
+            await serve_webfarm(graph, host=host, private=True)
+    server.check_loopback("10.231.7.1", private=True)
+    server.check_loopback("fd00::5", private=True)
 
 
 # ---------------------------------------------------------------------------
