@@ -26,10 +26,11 @@ from localweb.partition import Event, Outcome, Web, check_schedule, flapping, ru
 needs_netns = pytest.mark.skipif(available() is not None, reason=available() or "")
 
 DEAD_AFTER = 2.0
-#: Short ring timings; lease and takeover_after are written only where this
-#: tree's config declares them.
+#: Short ring timings, in the defaults' proportions (lease = dead_after / 2,
+#: takeover_after = 5 x dead_after): every split here heals before a dead
+#: peer's hosts are taken over, as a 25 s split does at the defaults.
 RING = {"gossip_interval": 0.2, "suspect_after": 0.6, "dead_after": DEAD_AFTER, "seed_grace": 5.0,
-        "lease": 1.0, "takeover_after": 2 * DEAD_AFTER}
+        "lease": DEAD_AFTER / 2, "takeover_after": 5 * DEAD_AFTER}
 #: 12 hosts of ~26 pages at 150 pages/min a host: about 11 s of crawl.
 WEB = Web(hosts=12, pages=20, links=10)
 RATE = 150.0
