@@ -147,15 +147,20 @@ def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
     lines = out.splitlines()
     head, row = lines[:2]
     total = next(x for x in lines if x.startswith("total "))
-    assert head.split()[:4] == ["id", "state", "share", "pages"] and "pages/s" in head and "queued" in head
-    assert row.split()[:3] == ["p1", "alive", "100.0%"]
-    assert total.startswith("total") and "1 live" in total
-    pages = int(row.split()[3].replace(",", ""))
-    assert pages >= 10 and int(total.split()[4].replace(",", "")) == pages
+    assert head.split()[:7] == ["id", "state", "lease", "vouch", "ring", "share", "pages"]
+    assert "pages/s" in head and "queued" in head
+    # Alone, a peer holds its own lease (1 of 1) on a ring of itself.
+    assert row.split()[:4] == ["p1", "alive", "held", "1/1/1"] and row.split()[4].startswith("v0:")
+    assert row.split()[5] == "100.0%"
+    assert total.startswith("total") and "1 live" in total and "1 held" in total and "1 ring " in total
+    pages = int(row.split()[6].replace(",", ""))
+    assert pages >= 10 and int(total.split()[8].replace(",", "")) == pages
     assert "pages/s: since the peer started; queued: URLs in its frontier" in out
     members = json.loads(js.stdout)["members"]
     assert [m["id"] for m in members] == ["p1"] and members[0]["share"] == 1.0
     assert {"errors", "busiest", "dropped"} <= set(members[0])
+    assert (members[0]["lease"], members[0]["vouched"], members[0]["needed"]) == ("held", 1, 1)
+    assert len(members[0]["ring_fingerprint"]) == 16
     assert members[0]["dropped"].get("unexpected_type") == 1, members[0]["dropped"]
     assert sum(members[0]["dropped"].get(k, 0) for k in ("not_msgpack", "malformed")) == 1
     assert "dropped: " in out

@@ -24,6 +24,7 @@ from ring.messages import (
     HandoffDone,
     HostStarts,
     Join,
+    LeaseStatus,
     LeaveRequest,
     MemberState,
     Packet,
@@ -256,6 +257,10 @@ def test_a_ring_of_two_pauses_when_one_dies_and_goes_on_once_it_is_forgotten():
     state = survivor.core.lease_state(ring.now)
     assert state is not None and not state.held
     assert (state.vouched, state.needed, state.quorum) == (1, 2, 2)
+    row = next(m for m in survivor.core.status_reply(1, StatusFigures(lease=state)).members if m.id == "p1")
+    assert (row.lease, row.vouched, row.needed, row.quorum) == (LeaseStatus.NO_MAJORITY, 1, 2, 2)
+    assert row.ring_fingerprint == survivor.node.membership.lease.ring != 0
+    assert row.ring_version == survivor.node.membership.ring_version >= 1
     paused_at = len(ring.fetches)
     ring.run_for(5.0)
     assert len(ring.fetches) == paused_at and not survivor.finished  # paused, for good
@@ -265,6 +270,8 @@ def test_a_ring_of_two_pauses_when_one_dies_and_goes_on_once_it_is_forgotten():
     ring.run_until(lambda: survivor.finished is not None, max_seconds=60)
     assert survivor.finished == "cluster done"
     assert set(ring.fetch_counts()) == ring.web.all_urls()
+    held = survivor.core.lease_state(ring.now)
+    assert held is not None and held.held and (held.vouched, held.needed, held.quorum) == (1, 1, 1)
 
 
 def test_a_handoff_done_counts_only_for_our_view_of_the_ring():
