@@ -154,7 +154,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also show the owner of HOST (host[:port]); repeatable")
     st = sub.add_parser("status", help="ask the running ring for each member's state and figures",
                         description="Ask any reachable peer (each [[peer]] of cluster.toml in turn) for "
-                                    "the member list, then each live member for its figures. Exits 1 "
+                                    "the member list, then each live member for its figures and its own "
+                                    "view of its lease (held, or paused: grace, no majority) and of the "
+                                    "ring (version and fingerprint: members that agree show one). Exits 1 "
                                     "when no peer answers.")
     st.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
