@@ -20,7 +20,7 @@ SOURCE = ConfigSource(load=load_config, host_key=host_key, user_error=user_error
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ring``, ``ringcrawl-ring``: table, status, leave, dashboard."""
+    """``python -m ring``, ``ringcrawl-ring``: table, status, leave, forget, dashboard."""
     return cli.main(argv, source=SOURCE)
 
 

@@ -42,7 +42,12 @@ What each message is for:
   old forms decode as before.
 - :class:`HandoffDone` — after a ring change, the old owner of some hosts
   tells their new owner that every hand-off batch to it is acked;
-  :class:`LeaveRequest` — ``python -m ring leave`` asks a peer to leave.
+  :class:`LeaveRequest` — ``python -m ring leave`` asks a peer to leave;
+  :class:`ForgetRequest` / :class:`ForgetReply` — ``python -m ring forget``
+  asks a peer to drop a dead member from its view and its quorum
+  (``Membership.forget``), and the peer says what it did
+  (:class:`ForgetOutcome`); codes 16 and 17, added without a ``VERSION``
+  change (a peer that does not know them drops them as an unknown type).
 - :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
   detector: a probe, a request to probe for the sender, and the
   answer (relayed by the helper for a ``PingReq``). Each carries at most
@@ -54,8 +59,10 @@ What each message is for:
   one :class:`MemberStatus` per member with the keys of ``--json``, plus the
   ``dropped`` counters (garbage, unknown type, other ring, replay...), so an
   operator sees what the peer refused, the failed fetches by kind and the
-  busiest hosts against their setpoint (``ring dashboard``). ``nonce``
-  matches a reply to its request.
+  busiest hosts against their setpoint (``ring dashboard``), and the
+  member's own view of its lease (:class:`LeaseStatus`, vouches, the ring's
+  version and fingerprint: peers that agree on the ring show one
+  fingerprint). ``nonce`` matches a reply to its request.
 
 The codec checks types and ranges only. A decoded URL is still untrusted
 input: the receiver normalises it (``peer.core.urls``) and checks ``ring`` against
@@ -124,6 +131,10 @@ __all__ = [
     "HandoffDone",
     "HostStarts",
     "LeaveRequest",
+    "ForgetRequest",
+    "ForgetReply",
+    "ForgetOutcome",
+    "LeaseStatus",
     "Ping",
     "PingReq",
     "PingAck",
@@ -156,6 +167,25 @@ class MemberState(StrEnum):
     SUSPECT = "suspect"
     DEAD = "dead"
     LEFT = "left"
+
+
+class LeaseStatus(StrEnum):
+    """A member's lease as its own status row says (``ring.lease``); the wire carries its index."""
+
+    UNKNOWN = "unknown"  # not the member's own row (it did not answer), or no lease figures
+    HELD = "held"  # a majority vouches for its ring: requests start
+    GRACE = "grace"  # paused: its ring changed a moment ago (ring.lease rule 2)
+    NO_MAJORITY = "no_majority"  # paused: too few members vouch for its ring (rule 4)
+
+
+class ForgetOutcome(StrEnum):
+    """What a peer did with a :class:`ForgetRequest`; the wire carries its index."""
+
+    FORGOTTEN = "forgotten"  # dropped from its view and its quorum
+    NOT_KNOWN = "not_known"  # not in its view (never heard of, or forgotten already)
+    SELF = "self"  # the target is the answering peer: it is running
+    ALIVE = "alive"  # refused: alive in its view
+    SUSPECT = "suspect"  # refused: suspected, not yet dead, in its view
 
 
 # --------------------------------------------------------------------------
@@ -261,6 +291,18 @@ class MemberStatus:
     # the peers it asks reads no answer.
     errors: tuple[tuple[str, int], ...] = ()
     busiest: tuple[tuple[str, float, float], ...] = ()
+    # The member's own view of its lease (ring.lease): whether requests
+    # start, the members vouching for its ring (itself included), the
+    # majority needed and the quorum it is of, the grace still to run; and
+    # its ring: the version (changes of its live set) and the fingerprint
+    # its vouches carry. A row of another member (gossip) says UNKNOWN.
+    lease: LeaseStatus = LeaseStatus.UNKNOWN
+    vouched: int = 0
+    needed: int = 0
+    quorum: int = 0
+    grace_left: float = 0.0
+    ring_version: int = 0
+    ring_fingerprint: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -309,6 +351,27 @@ class LeaveRequest:
     ring: str
     sender: str
     target: str
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetRequest:
+    """``python -m ring forget --id TARGET``: drop dead member ``target`` from the view and the quorum."""
+
+    ring: str
+    sender: str
+    target: str
+    nonce: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetReply:
+    """What ``sender`` did with the :class:`ForgetRequest` of ``nonce``."""
+
+    ring: str
+    sender: str
+    target: str
+    outcome: ForgetOutcome
+    nonce: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -397,7 +460,8 @@ class Packet:
 
 
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
-                LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet]
+                LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
+                ForgetReply]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -474,6 +538,27 @@ def _state_in(v: Any) -> MemberState:
     if type(v) is not int or not 0 <= v < len(_STATES):
         raise _Invalid("unknown state code")
     return _STATES[v]
+
+
+def _enum_codec(cls: type[StrEnum]) -> tuple[Check, Check]:
+    """A StrEnum as its index in the enum's order (new members go at the end)."""
+    members = tuple(cls)
+    codes: dict[str, int] = {m: i for i, m in enumerate(members)}
+
+    def out(v: Any) -> int:
+        if type(v) is not cls and type(v) is not str:
+            raise _Invalid(f"expected {cls.__name__}, got {_what(v)}")
+        code = codes.get(v)
+        if code is None:
+            raise _Invalid(f"unknown {cls.__name__} {v[:20]!r}")
+        return code
+
+    def in_(v: Any) -> Any:
+        if type(v) is not int or not 0 <= v < len(members):
+            raise _Invalid(f"unknown {cls.__name__} code")
+        return members[v]
+
+    return out, in_
 
 
 def _urls_check(urls: Any, decoding: bool) -> None:
@@ -708,6 +793,13 @@ _MEMBER_STATUS = _Spec(
         ("dropped", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
         ("errors", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
         ("busiest", _array_codec((_busy_out, _busy_in), MAX_BUSIEST)),
+        ("lease", _enum_codec(LeaseStatus)),
+        ("vouched", _UINT),
+        ("needed", _UINT),
+        ("quorum", _UINT),
+        ("grace_left", _FLOAT),
+        ("ring_version", _UINT),
+        ("ring_fingerprint", _UINT),
     ),
 )
 
@@ -794,6 +886,13 @@ _SPECS += (
     _Spec(Packet, 15, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT),
                        ("batches", _array_codec(_record_codec(_BATCH_PART), MAX_ARRAY)),
                        ("acked_epoch", _UINT), ("acks", _array_codec(_UINT, MAX_ARRAY)))),
+)
+
+# ``python -m ring forget`` (tools' messages, like 6, 7 and 9).
+_SPECS += (
+    _Spec(ForgetRequest, 16, (("ring", _NAME), ("sender", _NAME), ("target", _NAME), ("nonce", _UINT))),
+    _Spec(ForgetReply, 17, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
+                            ("outcome", _enum_codec(ForgetOutcome)), ("nonce", _UINT))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

@@ -18,6 +18,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     Released(sender)         its HandoffDone came: its hosts may be fetched
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
+    Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     Count(reason)            a message refused (already counted in dropped)
     Log(level, text)         what an operator should read in the log
@@ -66,6 +67,13 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    re-routes them to their next owner when its ring drops the leaver
    (``Outbox.reroute``: a left destination's unacked batches leave its
    termination sums too). Acks are still taken, in a ``Packet`` as alone.
+8. **Forgetting.** A ``ForgetRequest`` (``python -m ring forget``) drops a
+   member from our view and our quorum (``Membership.forget``) only when
+   our view holds it dead or left: never ourselves (``self``: the target
+   is running), never a member alive or suspect here (``alive``,
+   ``suspect``: forgetting a live member would silently shrink the quorum
+   a lease needs, and change the ring under its hosts). The reply says
+   which (``ForgetOutcome``), and the log says it too.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -95,6 +103,9 @@ from ring.routes import route_member
 from ring.messages import (
     Ack,
     Digest,
+    ForgetOutcome,
+    ForgetReply,
+    ForgetRequest,
     HandoffDone,
     HostStarts,
     Join,
@@ -457,6 +468,35 @@ class RingNode(HandOffs, StatusReplies):
         return [Log(logging.WARNING, f"leave requested by {msg.sender}: handing over and leaving the ring"),
                 LeaveAsked(msg.sender)]
 
+    def _on_forget_request(self, route: bytes, msg: ForgetRequest, now: float) -> list[Action]:
+        """Rule 8: forget a dead (or left) member at an operator's word, and say what was done."""
+        target = msg.target
+        rec = self.membership.members().get(target)
+        if target == self.peer_id:
+            outcome = ForgetOutcome.SELF
+        elif rec is None:
+            outcome = ForgetOutcome.NOT_KNOWN
+        elif rec.state is MemberState.ALIVE:
+            outcome = ForgetOutcome.ALIVE
+        elif rec.state is MemberState.SUSPECT:
+            outcome = ForgetOutcome.SUSPECT
+        else:
+            outcome = ForgetOutcome.FORGOTTEN if self.membership.forget(target, now) else ForgetOutcome.NOT_KNOWN
+        out: list[Action] = [Reply(route, ForgetReply(self.ring_name, self.peer_id, target, outcome, msg.nonce))]
+        if outcome is ForgetOutcome.FORGOTTEN:
+            assert rec is not None
+            out.append(Log(logging.WARNING, (
+                f"forget requested by {msg.sender}: {target} ({rec.state.value}, incarnation "
+                f"{rec.incarnation}) dropped from our view and quorum; a new process of it joins again")))
+            out += self._member_changes()
+            out += self._check_ring(now)
+        elif outcome is ForgetOutcome.NOT_KNOWN:
+            out.append(Log(logging.INFO, f"forget requested by {msg.sender}: {target} is not in our view"))
+        else:
+            why = "that is this peer" if outcome is ForgetOutcome.SELF else f"{target} is {outcome.value} in our view"
+            out.append(Log(logging.WARNING, f"forget of {target} requested by {msg.sender} refused: {why}"))
+        return out
+
     def _on_status_request(self, route: bytes, msg: StatusRequest, now: float) -> list[Action]:
         return [StatusAsked(route, msg.nonce)]
 
@@ -474,6 +514,7 @@ class RingNode(HandOffs, StatusReplies):
         HandoffDone: _on_handoff_done,
         HostStarts: _on_host_starts,
         LeaveRequest: _on_leave_request,
+        ForgetRequest: _on_forget_request,
         StatusRequest: _on_status_request,
     }
 

@@ -3,6 +3,14 @@
 ``StatusFigures`` is what the crawl says of itself; ``StatusReplies`` (a
 part of ``ring.node.RingNode``) puts it with the membership's gossiped
 figures of the others and every drop counter into a ``StatusReply``.
+
+The lease (``ring.lease``) is measured on the real clock, which a reply
+does not read: the engine puts its ``LeaseState`` in ``StatusFigures.lease``
+and the reply carries it in our own row, with our ring's version and
+fingerprint. The other members' rows say ``LeaseStatus.UNKNOWN``: only a
+member knows its lease, so ``ring status`` asks each one.
+:func:`lease_words` is how a lease reads for an operator, in the progress
+line, ``ring status`` and the dashboard alike.
 """
 
 from __future__ import annotations
@@ -13,10 +21,11 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ring.forwarder import Outbox
+from ring.lease import LeaseState, PauseReason
 from ring.membership import Membership
-from ring.messages import MAX_BUSIEST, MAX_DROPPED, MemberState, MemberStatus, StatusReply
+from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, MemberState, MemberStatus, StatusReply
 
-__all__ = ["StatusFigures", "StatusReplies"]
+__all__ = ["StatusFigures", "StatusReplies", "lease_status", "lease_words"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,6 +44,7 @@ class StatusFigures:
     limits: Mapping[str, int] = field(default_factory=dict)
     errors: Mapping[str, int] = field(default_factory=dict)  # failed fetches by kind
     busiest: Sequence[tuple[str, float, float]] = ()  # (host, pages/min, setpoint pages/min)
+    lease: LeaseState | None = None  # the ring's lease now (None: not known here)
 
     @classmethod
     def of(cls, figures: Any, uptime: float) -> StatusFigures:
@@ -50,7 +60,30 @@ class StatusFigures:
                    dns_hit_rate=float(get("dns_hit_rate", 0.0)), bloom_fill=float(get("bloom_fill", 0.0)),
                    uptime=uptime, limits=dict(get("limits", {}) or {}),
                    errors=dict(get("errors", {}) or {}),
-                   busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()))
+                   busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()),
+                   lease=get("lease", None))
+
+
+def lease_status(state: LeaseState | None) -> LeaseStatus:
+    """How a status row names ``state`` (UNKNOWN for None)."""
+    if state is None:
+        return LeaseStatus.UNKNOWN
+    if state.held:
+        return LeaseStatus.HELD
+    return LeaseStatus.GRACE if state.reason is PauseReason.GRACE else LeaseStatus.NO_MAJORITY
+
+
+def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grace_left: float) -> str:
+    """A lease as an operator reads it: ``held (3 of 3 vouch, 2 needed)``,
+    ``paused: no majority (1 of 3 vouch, 2 needed)``, ``paused: grace (2s left)``."""
+    if lease is LeaseStatus.UNKNOWN:
+        return "unknown"
+    if lease is LeaseStatus.GRACE:
+        return f"paused: grace ({grace_left:.0f}s left)" if grace_left >= 1 else "paused: grace"
+    count = f"{vouched} of {quorum} vouch, {needed} needed"
+    if lease is LeaseStatus.HELD:
+        return f"held ({count})"
+    return f"paused: no majority ({count})"
 
 
 
@@ -68,6 +101,8 @@ class StatusReplies:
         """The answer to ``ring status``: full figures for us, gossiped ones for the others."""
         ring = self.membership.ring(self.vnodes)
         shares = ring.shares()
+        lease = figures.lease
+        fingerprint = self.membership.lease.ring if self.membership.lease is not None else 0
         out = []
         for mid, m in sorted(self.membership.members().items()):
             if mid == self.peer_id:
@@ -81,7 +116,11 @@ class StatusReplies:
                     # (cap.*, held.*, malformed.*, polite.*).
                     dropped=self.dropped_rows({**figures.limits, **self.forwarding_rows()}),
                     errors=_capped_counts(figures.errors),
-                    busiest=tuple(figures.busiest)[:MAX_BUSIEST]))
+                    busiest=tuple(figures.busiest)[:MAX_BUSIEST],
+                    lease=lease_status(lease),
+                    vouched=lease.vouched if lease else 0, needed=lease.needed if lease else 0,
+                    quorum=lease.quorum if lease else 0, grace_left=lease.grace_left if lease else 0.0,
+                    ring_version=max(0, self.membership.ring_version), ring_fingerprint=fingerprint))
             else:
                 out.append(MemberStatus(
                     id=mid, address=m.address, state=MemberState(m.state), share=shares.get(mid, 0.0),

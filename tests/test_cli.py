@@ -434,5 +434,20 @@ def test_check_warns_about_a_seed_the_ssrf_guard_blocks(tmp_path):
     assert "crawl.allow_private = true" in w
 
 
+def test_check_warns_that_a_ring_of_two_stops_with_either_peer_and_how_to_go_on(tmp_path):
+    from ringharness import cluster_text
+
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 2))
+    (w,) = check_warnings(toml)
+    assert "a ring of two peers stops when either peer stops" in w
+    assert f"python -m ring forget --ring {toml} --id p2" in w
+    toml.write_text(cluster_text(tmp_path, 9, 4))
+    (w,) = check_warnings(toml)
+    assert "a ring of 4 peers split in two halves of 2 pauses on both sides" in w
+    toml.write_text(cluster_text(tmp_path, 9, 3))
+    assert check_warnings(toml) == []
+
+
 def test_check_of_the_shipped_solo_toml_is_clean():
     assert check_warnings(ROOT / "solo.toml") == []

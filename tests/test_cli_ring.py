@@ -1,4 +1,4 @@
-"""python -m ring status / leave: a ring it cannot ask is one line, never a traceback.
+"""python -m ring status / leave / forget: a ring it cannot ask is one line, never a traceback.
 
 The commands run in this process (tests/clirun.py: ``ring.tools.cli.main`` with the
 ``ConfigSource`` that ``ring/__main__.py`` builds), stdout, stderr and exit
@@ -45,7 +45,7 @@ def test_status_of_a_ring_nobody_answers_is_one_line_and_exit_1(tmp_path):
 
 
 def test_status_and_leave_of_a_missing_file_are_one_line_and_exit_2(tmp_path):
-    for args in (("status",), ("leave", "--id", "p1")):
+    for args in (("status",), ("leave", "--id", "p1"), ("forget", "--id", "p1")):
         res = ring_cmd(*args, "--ring", str(tmp_path / "none.toml"))
         assert one_line(res, 2) == f"error: {tmp_path / 'none.toml'}: no such file (pass --ring PATH to a cluster.toml)"
 
@@ -60,10 +60,13 @@ def test_a_missing_curve_key_inside_the_event_loop_is_one_line(tmp_path):
     assert made.returncode == 0, made.stderr
     toml = tmp_path / "cluster.toml"
     toml.write_text(cluster_text(tmp_path, 9, 2).replace('[ring]\n', f'[ring]\ncurve_keys = "{keys}"\n'))
-    for args in (("status", "--timeout", "0.3"), ("leave", "--id", "p2", "--timeout", "1")):
+    for args in (("status", "--timeout", "0.3"), ("leave", "--id", "p2", "--timeout", "1"),
+                 ("forget", "--id", "p2", "--timeout", "0.3")):
         res = ring_cmd(*args, "--ring", str(toml))
         line = one_line(res, 2)
-        assert f"{keys / 'p1.key'}: no such key file" in line
+        # forget asks every peer at once: p1's or p2's key is missed first.
+        first = ("p1.key", "p2.key") if args[0] == "forget" else ("p1.key",)
+        assert any(f"{keys / k}: no such key file" in line for k in first), line
 
 
 def test_bad_watch_count_and_timeout_values_are_one_line_and_exit_2(tmp_path):
@@ -74,6 +77,98 @@ def test_bad_watch_count_and_timeout_values_are_one_line_and_exit_2(tmp_path):
                            (("--timeout", "-1"), "--timeout: expected a number of seconds > 0")):
         res = ring_cmd("status", "--ring", str(toml), *args)
         assert one_line(res, 2) == f"error: {expected}"
+
+
+def test_forget_with_a_bad_timeout_or_id_is_one_line_and_exit_2(tmp_path):
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 2))
+    res = ring_cmd("forget", "--ring", str(toml), "--id", "p2", "--timeout", "0")
+    assert one_line(res, 2) == "error: --timeout: expected a number of seconds > 0"
+    res = ring_cmd("forget", "--ring", str(toml), "--id", " ")
+    assert one_line(res, 2) == "error: --id: expected a member id"
+
+
+def test_forget_in_a_ring_nobody_answers_says_so_per_peer_and_exits_1(tmp_path):
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 2))
+    res = ring_cmd("forget", "--ring", str(toml), "--id", "p2", "--timeout", "0.3")
+    assert res.returncode == 1 and res.stderr == "", res.stderr
+    assert res.stdout.splitlines() == [
+        "p1         no answer",
+        "p2         no answer: as expected of a dead peer",
+        "no peer answered: p2 is not forgotten; are the peers running?",
+    ]
+
+
+async def test_a_ring_of_two_pauses_when_one_dies_and_ring_forget_lets_the_other_finish(tmp_path):
+    """The survivor of a ring of two has no majority (1 of 2) and starts no
+    request until `python -m ring forget` drops the dead peer from its quorum;
+    asked while both run, every peer refuses (the survivor: alive in its view;
+    the victim: itself)."""
+    import json
+
+    import trio
+
+    from localweb import SiteGraph, serve_webfarm
+    from ringharness import Ring, busiest_peer, pages_fetched
+
+    # 8 hosts of 30 pages at 4 a second a host: the crawl is far from over when
+    # the victim dies, and the survivor is the peer that owns the most hosts,
+    # so it surely has work left to pause (the placement moves with the port).
+    graph = SiteGraph(hosts=8, pages_per_host=30, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        alive = busiest_peer(graph, farm.port, ["p1", "p2"])
+        dead = "p2" if alive == "p1" else "p1"
+        async with Ring(tmp_path, cluster_text(tmp_path, farm.port, 2, rate=240.0)) as ring:
+            with trio.fail_after(120):
+                for p in ("p1", "p2"):
+                    await ring.start_in_process(nursery, p)
+                while pages_fetched(farm) < 15:
+                    await trio.sleep(0.05)
+                refused = await ring.ring_cmd("forget", "--id", dead, "--timeout", "1")
+                ring.procs[dead].kill()
+                # The survivor finds the victim dead, then pauses: no majority of two.
+                while True:
+                    assert ring.procs[alive].returncode is None, ring.tails()
+                    st = await ring.ring_cmd("status", "--json")
+                    rows = {m["id"]: m for m in json.loads(st.stdout or '{"members": []}')["members"]}
+                    me = rows.get(alive)
+                    if me is not None and me["lease"] == "no_majority" and rows[dead]["state"] == "dead":
+                        break
+                    await trio.sleep(0.3)
+                paused = await ring.ring_cmd("status")
+                before = pages_fetched(farm)
+                await trio.sleep(1.0)
+                still = pages_fetched(farm)
+                forgot = await ring.ring_cmd("forget", "--id", dead, "--timeout", "1")
+                await ring.wait(alive)
+            code = ring.procs[alive].returncode
+            tail = ring.tails()
+            log = ring.logs[alive][1].read_text()
+        nursery.cancel_scope.cancel()
+    assert refused.returncode == 1, refused.stderr
+    lines = dict(line.split(None, 1) for line in refused.stdout.decode().splitlines()[:2])
+    assert lines[alive].startswith(f"refused: {dead} is alive in its view"), lines
+    assert lines[dead] == f"refused: this is {dead}, and it is running"
+    assert refused.stdout.decode().splitlines()[2] == (
+        f"{dead} is not forgotten everywhere: 2 of 2 peers that answered refused")
+    assert me["vouched"] == 1 and me["needed"] == 2 and me["quorum"] == 2
+    row = next(x for x in paused.stdout.decode().splitlines() if x.startswith(f"{alive} "))
+    assert row.split()[1:4] == ["alive", "no-majority", "1/2/2"], row
+    assert still == before  # paused: no request starts
+    assert "paused: no majority (1 of 2 vouch, 2 needed)" in log  # the progress line
+    assert "partition: no majority of the ring" in log
+    assert forgot.returncode == 0, (forgot.stdout, forgot.stderr)
+    assert sorted(forgot.stdout.decode().splitlines()[:2]) == sorted([
+        f"{alive:<10} forgotten: dropped from its view and its quorum",
+        f"{dead:<10} no answer: as expected of a dead peer"])
+    assert forgot.stdout.decode().splitlines()[2] == (
+        f"{dead} is out of every view that answered (1 forgot it, 0 did not know it)")
+    assert f"forget requested by ring-forget: {dead} (dead, incarnation" in log
+    assert "partition over: a majority again (1 of 1)" in log
+    assert code == 0, tail
+    assert pages_fetched(farm) > still  # it went on, and finished
 
 
 def test_watch_of_a_silent_ring_keeps_asking_and_stops_after_count(tmp_path):
@@ -147,15 +242,20 @@ def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
     lines = out.splitlines()
     head, row = lines[:2]
     total = next(x for x in lines if x.startswith("total "))
-    assert head.split()[:4] == ["id", "state", "share", "pages"] and "pages/s" in head and "queued" in head
-    assert row.split()[:3] == ["p1", "alive", "100.0%"]
-    assert total.startswith("total") and "1 live" in total
-    pages = int(row.split()[3].replace(",", ""))
-    assert pages >= 10 and int(total.split()[4].replace(",", "")) == pages
+    assert head.split()[:7] == ["id", "state", "lease", "vouch", "ring", "share", "pages"]
+    assert "pages/s" in head and "queued" in head
+    # Alone, a peer holds its own lease (1 of 1) on a ring of itself.
+    assert row.split()[:4] == ["p1", "alive", "held", "1/1/1"] and row.split()[4].startswith("v0:")
+    assert row.split()[5] == "100.0%"
+    assert total.startswith("total") and "1 live" in total and "1 held" in total and "1 ring " in total
+    pages = int(row.split()[6].replace(",", ""))
+    assert pages >= 10 and int(total.split()[8].replace(",", "")) == pages
     assert "pages/s: since the peer started; queued: URLs in its frontier" in out
     members = json.loads(js.stdout)["members"]
     assert [m["id"] for m in members] == ["p1"] and members[0]["share"] == 1.0
     assert {"errors", "busiest", "dropped"} <= set(members[0])
+    assert (members[0]["lease"], members[0]["vouched"], members[0]["needed"]) == ("held", 1, 1)
+    assert len(members[0]["ring_fingerprint"]) == 16
     assert members[0]["dropped"].get("unexpected_type") == 1, members[0]["dropped"]
     assert sum(members[0]["dropped"].get(k, 0) for k in ("not_msgpack", "malformed")) == 1
     assert "dropped: " in out

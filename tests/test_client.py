@@ -1,4 +1,4 @@
-"""ring.tools.client against real ring drivers in-process: typed status rows, and a leave seen through."""
+"""ring.tools.client against real ring drivers in-process: typed status rows, a leave seen through, a forget."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ from typing import Any
 import trio
 from ringharness import free_ports
 
-from ring.tools.client import Contact, LeaveOutcome, StatusRow, cluster_status, request_leave
+from ring.tools.client import Contact, LeaveOutcome, StatusRow, cluster_status, request_forget, request_leave
 from ring.io.driver import RingDriver
 from ring.hashring import HashRing
-from ring.messages import MemberState
+from ring.messages import ForgetOutcome, MemberState
 from ring.node import RingNode
 
 RING = "t"
@@ -53,10 +53,10 @@ class Figures:
 
 
 async def start(nursery: trio.Nursery, peer_id: str, seeds: list[tuple[str, str, float]],
-                pages: int) -> tuple[RingNode, Figures, trio.CancelScope]:
+                pages: int, **kw: Any) -> tuple[RingNode, Figures, trio.CancelScope]:
     address = dict((s[0], s[1]) for s in seeds)[peer_id]
     node = RingNode(peer_id, address, 1.0, RING, seeds=seeds, gossip_interval=0.1,
-                    suspect_after=1.0, dead_after=3.0, now=trio.current_time(), incarnation=1000)
+                    suspect_after=1.0, dead_after=3.0, now=trio.current_time(), incarnation=1000, **kw)
     crawl = Figures(pages)
     crawl.driver = driver = RingDriver(node, crawl, address)
     scope = trio.CancelScope()
@@ -115,3 +115,27 @@ async def test_a_leave_is_followed_until_the_others_list_the_peer_as_left():
             result = await request_leave(RING, contacts, "p2", timeout=30.0)
             nursery.cancel_scope.cancel()
     assert result.outcome is LeaveOutcome.LEFT and result.state == "left"
+
+
+async def test_forget_asks_the_seeds_and_the_members_they_list_and_each_says_what_it_did():
+    # p1, p2 and p3 run; p4 never starts, so the ring finds it dead. Only p1,
+    # p2 and p4 are "in cluster.toml" (the contacts): p3 is found in their views.
+    seeds = [(f"p{i + 1}", f"tcp://127.0.0.1:{port}", 1.0) for i, port in enumerate(free_ports(4))]
+    contacts = [Contact(p, a) for p, a, _ in seeds if p != "p3"]
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            nodes = [(await start(nursery, p, seeds, pages=0, seed_grace=0.2))[0] for p in ("p1", "p2", "p3")]
+            while not all(n.membership.members()["p4"].state is MemberState.DEAD for n in nodes):
+                await trio.sleep(0.1)
+            alive = await request_forget(RING, contacts, "p3", timeout=1.0)
+            dead = await request_forget(RING, contacts, "p4", timeout=1.0)
+            again = await request_forget(RING, contacts, "p4", timeout=1.0)
+            quorums = [n.lease_state(trio.current_time()).quorum for n in nodes]
+            nursery.cancel_scope.cancel()
+    assert [(r.peer, r.outcome) for r in alive] == [
+        ("p1", ForgetOutcome.ALIVE), ("p2", ForgetOutcome.ALIVE), ("p4", None)]  # p3 is the target
+    assert [(r.peer, r.outcome) for r in dead] == [
+        ("p1", ForgetOutcome.FORGOTTEN), ("p2", ForgetOutcome.FORGOTTEN), ("p3", ForgetOutcome.FORGOTTEN),
+        ("p4", None)]
+    assert [r.outcome for r in again] == [ForgetOutcome.NOT_KNOWN] * 3 + [None]
+    assert quorums == [3, 3, 3]

@@ -52,13 +52,32 @@ def test_tables_show_members_totals_errors_and_busiest_against_setpoint():
     assert re.search(r'<tr class="member state-alive" data-id="p1"><td>p1</td>', text)
     assert 'data-id="p2"><td>p2</td><td class="state-suspect">suspect</td>' in text
     assert '<td class="n" id="total-pages">80</td>' in text
-    assert "<td>2 live</td><td class=\"n\">100.0%</td>" in text and '<td class="n">5.5</td>' in text
+    assert '<td>2 live</td><td>0 held</td><td></td><td id="rings" class="">0 rings</td><td class="n">100.0%</td>' in text
+    assert '<td class="n">5.5</td>' in text
     # errors summed over members, most first
     assert text.index("<td>dns</td>") < text.index("<td>timeout</td>")
     assert '<td>timeout</td><td class="n">3</td>' in text
     # the busiest host first, flagged when over 110 % of its setpoint
     assert text.index("a.test:80") < text.index("b.test:80")
     assert '<td class="n bad">117%</td>' in text and '<td class="n">50%</td>' in text
+
+
+def test_each_members_lease_and_ring_are_shown_and_a_split_is_flagged():
+    lease = dict(vouched=1, needed=2, quorum=3, grace_left=0.0, ring_version=4)
+    rows = [row("p1", lease="no_majority", ring_fingerprint="9f3a12c0deadbeef", **lease),
+            row("p2", lease="held", ring_fingerprint="0123456789abcdef", **(lease | {"vouched": 2})),
+            row("p3", state="dead", lease="unknown", ring_fingerprint=None)]
+    text = render_fragment(Snapshot(0.0, tuple(rows)), {}, "demo")
+    assert ('<td class="bad">paused: no majority</td><td class="n">1 of 3, 2 needed</td>'
+            '<td class="ring">v4 9f3a12c0</td>') in text
+    assert '<td>held</td><td class="n">2 of 3, 2 needed</td><td class="ring">v4 01234567</td>' in text
+    assert 'data-id="p3"><td>p3</td><td class="state-dead">dead</td><td>?</td><td class="n">-</td><td>-</td>' in text
+    assert '<td>1 held</td><td></td><td id="rings" class="bad">2 rings (split)</td>' in text
+    same = [row("p1", lease="grace", ring_fingerprint="9f3a12c0deadbeef", **(lease | {"grace_left": 2.4})),
+            row("p2", lease="held", ring_fingerprint="9f3a12c0deadbeef", **lease)]
+    text = render_fragment(Snapshot(0.0, tuple(same)), {}, "demo")
+    assert '<td class="bad">paused: grace (2s)</td>' in text
+    assert '<td id="rings" class="">1 ring</td>' in text
 
 
 def test_no_answer_and_not_yet_polled_are_said_in_words():

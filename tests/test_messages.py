@@ -33,6 +33,10 @@ from ring.messages import (
     HandoffDone,
     HostStarts,
     LeaveRequest,
+    ForgetOutcome,
+    ForgetReply,
+    ForgetRequest,
+    LeaseStatus,
     MAX_UPDATES,
     Ping,
     PingAck,
@@ -58,6 +62,9 @@ MEMBER_STATUS = st.builds(
     MemberStatus,
     NAME, NAME, STATE, FLOAT, UINT, FLOAT, UINT, UINT, UINT, UINT, FLOAT, FLOAT, FLOAT,
     st.lists(st.tuples(NAME, UINT), max_size=6).map(tuple),
+    st.lists(st.tuples(NAME, UINT), max_size=3).map(tuple),
+    st.lists(st.tuples(NAME, FLOAT, FLOAT), max_size=3).map(tuple),
+    st.sampled_from(LeaseStatus), UINT, UINT, UINT, FLOAT, UINT, UINT,
 )
 MESSAGES = st.one_of(
     st.builds(Digest, NAME, NAME, st.lists(MEMBER, max_size=6).map(tuple), st.booleans()),
@@ -73,6 +80,8 @@ MESSAGES = st.one_of(
     st.builds(StatusReply, NAME, NAME, st.lists(MEMBER_STATUS, max_size=4).map(tuple), UINT),
     st.builds(HandoffDone, NAME, NAME, st.lists(NAME, max_size=6).map(tuple)),
     st.builds(LeaveRequest, NAME, NAME, NAME),
+    st.builds(ForgetRequest, NAME, NAME, NAME, UINT),
+    st.builds(ForgetReply, NAME, NAME, NAME, st.sampled_from(ForgetOutcome), UINT),
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
     *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
       for cls in (Ping, PingReq, PingAck)),
@@ -95,7 +104,7 @@ def raw(*fields):
 # round trips and the wire layout
 
 
-# 200 examples: about 13 of each of the 15 message types, each with lists
+# 200 examples: about 12 of each of the 17 message types, each with lists
 # from empty to full; MAX_* bounds have exact tests of their own.
 @settings(max_examples=200, deadline=None)
 @given(MESSAGES)
@@ -115,7 +124,7 @@ def test_type_codes_are_fixed():
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
-        14: Sync, 15: Packet,
+        14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply,
     }
 
 
@@ -148,6 +157,29 @@ def test_golden_frames():
     assert msgpack.unpackb(encode(batch)) == [
         2, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
     ]
+
+
+def test_forget_frames_and_their_outcome_travel_as_its_index():
+    assert msgpack.unpackb(encode(ForgetRequest("demo", "ring-forget", "p2", 7))) == [
+        2, 16, "demo", "ring-forget", "p2", 7]
+    reply = ForgetReply("demo", "p1", "p2", ForgetOutcome.ALIVE, 7)
+    assert msgpack.unpackb(encode(reply)) == [2, 17, "demo", "p1", "p2", 3, 7]
+    assert decode(encode(reply)).outcome is ForgetOutcome.ALIVE
+    with pytest.raises(DecodeError, match="unknown ForgetOutcome code"):
+        decode(raw(VERSION, 17, "demo", "p1", "p2", len(ForgetOutcome), 7))
+    with pytest.raises(EncodeError, match="ForgetReply.outcome"):
+        encode(ForgetReply("demo", "p1", "p2", "gone", 7))  # type: ignore[arg-type]
+
+
+def test_a_status_row_ends_with_its_lease_and_ring():
+    row = status(lease=LeaseStatus.NO_MAJORITY, vouched=1, needed=2, quorum=3, grace_left=0.0,
+                 ring_version=4, ring_fingerprint=2**64 - 1)
+    wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,))))[4][0]
+    # ... dropped, errors, busiest, then the lease's seven fields (new fields go at the end)
+    assert wire[13:] == [[], [], [], 3, 1, 2, 3, 0.0, 4, 2**64 - 1]
+    back = decode(encode(StatusReply("demo", "p1", (row,)))).members[0]
+    assert back == row and back.lease is LeaseStatus.NO_MAJORITY
+    assert status().lease is LeaseStatus.UNKNOWN  # a row that says nothing of its lease
 
 
 def test_member_state_travels_as_its_index_and_comes_back_as_the_enum():
@@ -251,7 +283,7 @@ def digest_with(**changes):
         (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]], [], []]], 0),
+                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0]], 0),
             "MemberStatus.dropped",
         ),
         (raw(VERSION, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused
@@ -350,6 +382,8 @@ PAIRS = r"UrlBatch.urls: expected \(url, depth\) pairs"
         (UrlBatch("demo", "p1", 0, 0, (("h", 0),) * (MAX_ARRAY + 1)), "more than 10000"),
         (UrlBatch("demo", "p1", 0, 0, (), ("http://a/", 1)), "UrlBatch.seen"),
         (StatusReply("demo", "p1", (status(dropped=(("garbage", -1),)),)), "MemberStatus.dropped"),
+        (StatusReply("demo", "p1", (status(lease="paused"),)), "MemberStatus.lease: unknown LeaseStatus"),
+        (StatusReply("demo", "p1", (status(ring_fingerprint=2**64),)), "MemberStatus.ring_fingerprint"),
         (StatusReply("demo", "p1", (status(busiest=(("h", 1.0),)),)), "MemberStatus.busiest"),
         (StatusReply("demo", "p1", (status(busiest=(("h", -1.0, 6.0),)),)), "MemberStatus.busiest"),
         (StatusReply("demo", "p1", (status(busiest=(("h", 1.0, 6.0),) * 11),)), "MemberStatus.busiest"),

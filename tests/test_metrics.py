@@ -69,6 +69,18 @@ def test_a_scrape_has_every_figure_the_issue_names():
     assert got[("ringcrawl_peer_info", (("peer", "p1"), ("ring", "demo")))] == 1
 
 
+def test_the_lease_is_a_set_of_gauges():
+    got = samples(scrape_text(figures(lease_held=False, lease_vouched=1, lease_needed=2, lease_quorum=3,
+                                      ring_version=4)))
+    assert got[("ringcrawl_lease_held", ())] == 0
+    assert (got[("ringcrawl_lease_vouched", ())], got[("ringcrawl_lease_needed", ())],
+            got[("ringcrawl_lease_quorum", ())]) == (1, 2, 3)
+    assert got[("ringcrawl_ring_version", ())] == 4
+    assert got[("ringcrawl_lease_grace_seconds", ())] == 0
+    alone = samples(scrape_text(figures()))  # a ring of one holds its own lease
+    assert alone[("ringcrawl_lease_held", ())] == 1 and alone[("ringcrawl_lease_needed", ())] == 1
+
+
 def test_remote_strings_in_labels_are_escaped_not_breaking_the_format():
     text = scrape_text(figures())
     # An error kind with a quote and a newline stays one sample line.
@@ -128,6 +140,7 @@ async def test_a_peer_serves_metrics_that_grow_while_it_crawls(tmp_path):
     assert re.search(r'^ringcrawl_hosts\{state="waiting"\} ', second, re.M)
     assert re.search(r'^ringcrawl_politeness_delay_seconds\{quantile="0.5"\} ', second, re.M)
     assert _value(second, "process_resident_memory_bytes") > 0
+    assert _value(second, "ringcrawl_lease_held") == 1  # alone: nobody else to vouch
     assert ring.procs["p1"].returncode == 0, ring.tails()
 
 

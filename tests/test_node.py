@@ -18,9 +18,13 @@ from ring.messages import (
     Ack,
     BatchPart,
     Digest,
+    ForgetOutcome,
+    ForgetReply,
+    ForgetRequest,
     HandoffDone,
     HostStarts,
     Join,
+    LeaseStatus,
     LeaveRequest,
     MemberState,
     Packet,
@@ -185,6 +189,89 @@ def test_status_and_leave_requests_become_actions_for_the_driver():
     assert (reply.nonce, me.pages, dict(me.dropped)) == (42, 7, {"cap.x": 2})
     assert n.receive(b"tool", LeaveRequest(RING, "ring-leave", "p2"), 0.1) == []
     assert n.receive(b"tool", LeaveRequest(RING, "ring-leave", "p1"), 0.1)[-1] == LeaveAsked("ring-leave")
+
+
+def _p3_dead_by_p2s_verdict(n: RingNode) -> None:
+    """p2, alive, tells ``n`` that its own probes found p3 dead."""
+    p2 = RingNode("p2", "tcp://a:2", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,
+                  suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=INC)
+    p3 = p2.membership.members()["p3"]
+    n.receive(R2, Digest(RING, "p2", (p2.membership.me, replace(p3, incarnation=7, state=MemberState.DEAD)),
+                         verdicts=True), 0.5)
+
+
+def test_a_forget_request_drops_a_dead_member_and_refuses_a_live_one_or_ourselves():
+    n = node()
+    heard(n)
+    _p3_dead_by_p2s_verdict(n)
+    n.tick(0.6, idle=True, pages=0)
+    assert n.lease_state(0.6).quorum == 3  # the dead p3 still counts (ring.lease rule 4)
+
+    def ask(target: str, nonce: int) -> tuple[ForgetOutcome, list[str]]:
+        out = n.receive(b"tool", ForgetRequest(RING, "ring-forget", target, nonce), 1.0)
+        [reply] = [a for a in out if isinstance(a, Reply)]
+        assert reply.route == b"tool" and isinstance(reply.msg, ForgetReply)
+        assert (reply.msg.sender, reply.msg.target, reply.msg.nonce) == ("p1", target, nonce)
+        return reply.msg.outcome, [a.text for a in out if isinstance(a, Log)]
+
+    outcome, logs = ask("p2", 1)
+    assert outcome is ForgetOutcome.ALIVE and "p2" in n.membership.members()
+    assert "forget of p2 requested by ring-forget refused: p2 is alive in our view" in logs
+    outcome, logs = ask("p1", 2)
+    assert outcome is ForgetOutcome.SELF and "refused: that is this peer" in logs[0]
+    outcome, logs = ask("p3", 3)
+    assert outcome is ForgetOutcome.FORGOTTEN
+    assert "p3" not in n.membership.members() and n.lease_state(1.0).quorum == 2
+    assert any(line.startswith("forget requested by ring-forget: p3 (dead, incarnation 7) dropped")
+               for line in logs)
+    assert ask("p3", 4)[0] is ForgetOutcome.NOT_KNOWN  # again: nothing left to forget
+    # Stale gossip of p3 cannot bring it back; a new process of it (higher incarnation) can.
+    p3 = RingNode("p3", "tcp://a:3", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,
+                  suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=7)
+    n.receive(b"p3/cccc", p3.membership.digest(), 1.1)
+    assert "p3" not in n.membership.members()
+    # Another ring's request is dropped before anything is done.
+    assert n.receive(b"tool", ForgetRequest("other", "ring-forget", "p2"), 1.2) == [Count("other_ring")]
+
+
+def test_a_forget_request_refuses_a_suspect_member():
+    n = node()
+    heard(n)
+    p2 = n.membership.members()["p2"]
+    n.receive(R2, Digest(RING, "p2", (replace(p2, state=MemberState.SUSPECT),)), 0.1)
+    assert n.membership.members()["p2"].state is MemberState.SUSPECT
+    out = n.receive(b"tool", ForgetRequest(RING, "ring-forget", "p2", 5), 0.2)
+    assert out[0].msg.outcome is ForgetOutcome.SUSPECT and "p2" in n.membership.members()
+
+
+def test_a_ring_of_two_pauses_when_one_dies_and_goes_on_once_it_is_forgotten():
+    """A majority of two is two: the survivor stops starting requests (ring.lease
+    rule 4) until ``ring forget`` takes the dead peer out of its quorum."""
+    ring = FakeRing(n=2, web=FakeWeb(hosts=8, pages_per_host=30))
+    ring.run_until(lambda: len(ring.fetches) >= 20, max_seconds=30)
+    survivor, victim = ring.peers["p1"], ring.peers["p2"]
+    victim.alive = False
+    ring.run_until(lambda: survivor.node.membership.members()["p2"].state is MemberState.DEAD,
+                   max_seconds=10)
+    ring.run_for(2.0)  # past the grace of the ring change
+    state = survivor.core.lease_state(ring.now)
+    assert state is not None and not state.held
+    assert (state.vouched, state.needed, state.quorum) == (1, 2, 2)
+    row = next(m for m in survivor.core.status_reply(1, StatusFigures(lease=state)).members if m.id == "p1")
+    assert (row.lease, row.vouched, row.needed, row.quorum) == (LeaseStatus.NO_MAJORITY, 1, 2, 2)
+    assert row.ring_fingerprint == survivor.node.membership.lease.ring != 0
+    assert row.ring_version == survivor.node.membership.ring_version >= 1
+    paused_at = len(ring.fetches)
+    ring.run_for(5.0)
+    assert len(ring.fetches) == paused_at and not survivor.finished  # paused, for good
+    survivor.run(survivor.core.receive(b"tool", ForgetRequest(RING, "ring-forget", "p2", 9), ring.now,
+                                       wall=ring.now))
+    assert survivor.replies[-1][1].outcome is ForgetOutcome.FORGOTTEN
+    ring.run_until(lambda: survivor.finished is not None, max_seconds=60)
+    assert survivor.finished == "cluster done"
+    assert set(ring.fetch_counts()) == ring.web.all_urls()
+    held = survivor.core.lease_state(ring.now)
+    assert held is not None and held.held and (held.vouched, held.needed, held.quorum) == (1, 1, 1)
 
 
 def test_a_handoff_done_counts_only_for_our_view_of_the_ring():

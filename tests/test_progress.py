@@ -87,3 +87,20 @@ def test_the_frontier_counts_ready_and_waiting_hosts():
         f.done(job.host, 0.1)
     assert f.host_counts(0.5) == (30, 20)   # 20 wait on their delay
     assert f.host_counts(1.5) == (50, 0)
+
+
+def test_a_pause_of_the_ring_is_on_the_line_and_its_start_is_never_suppressed():
+    from ring.messages import LeaseStatus
+    from ring.status import lease_words
+
+    paused = lease_words(LeaseStatus.NO_MAJORITY, 1, 2, 3, 0.0)
+    assert paused == "paused: no majority (1 of 3 vouch, 2 needed)"
+    p = Progress()
+    assert p.line(snap(5.0, 60)) is not None
+    assert p.line(snap(10.0, 60)) is not None  # the rate fell to 0
+    assert p.line(snap(15.0, 60)) is None
+    line = p.line(snap(20.0, 60, paused=paused))  # nothing else moved: printed all the same
+    assert line is not None and line.endswith(", paused: no majority (1 of 3 vouch, 2 needed)")
+    assert p.line(snap(25.0, 60, paused=paused)) is None
+    assert lease_words(LeaseStatus.GRACE, 0, 2, 3, 2.4) == "paused: grace (2s left)"
+    assert lease_words(LeaseStatus.HELD, 3, 2, 3, 0.0) == "held (3 of 3 vouch, 2 needed)"

@@ -121,7 +121,10 @@ def test_demo_prints_the_ring_and_crawls_with_three_peers(demo):
     assert demo.stdout.count("crawl finished (cluster done)") == 3, demo.stdout[-3000:]
     assert "==> part-way: python -m ring status" in demo.stdout
     assert re.search(r"^==> dashboard: http://127\.0\.0\.1:\d+/ \(ring 'demo'", demo.stdout, re.M)
-    assert re.search(r"^total +3 live +100\.0%", demo.stdout, re.M)  # the status table's totals row
+    # The status table's totals row: three live, how many hold their lease and on
+    # how many rings (a peer that joined late may still be in its grace: not 3 and 1 always).
+    assert re.search(r"^total +3 live +[0-3] held +[0-3] rings?!? +100\.0%", demo.stdout, re.M), \
+        demo.stdout[-3000:]
 
 
 def test_demo_picks_free_ports_and_prints_the_addresses_it_used(demo):

@@ -127,9 +127,10 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
 
     c = cfg.crawl
     where = str(cfg.path)
+    ring = ring_warnings(cfg)
     if not c.seeds:
-        return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages"]
-    out = []
+        return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
+    out = ring
     scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
     static = DnsCache(static=cfg.dns.resolve)
     for i, seed in enumerate(c.seeds):
@@ -152,6 +153,28 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                        "SSRF guard refuses: set crawl.allow_private = true to crawl a private or "
                        "loopback address (such as the local test web)")
     return out
+
+
+def ring_warnings(cfg: ClusterConfig) -> list[str]:
+    """What the ring's leases (ring/lease.py) make of the number of peers (``--check``).
+
+    A peer starts requests only while a majority of the ring vouches for its
+    view of it, dead members counted (so that the two sides of a split
+    cannot both go on). A majority of two is two: either peer stopping stops
+    the other, until an operator forgets the dead one. An even ring split
+    in halves leaves neither half a majority.
+    """
+    n = len(cfg.peers)
+    where = str(cfg.path)
+    if n == 2:
+        a, b = (p.id for p in cfg.peers)
+        return [f"{where}: a ring of two peers stops when either peer stops (a majority of two is "
+                f"two, so the other pauses); `python -m ring forget --ring {where} --id {b}` (or "
+                f"--id {a}) lets the other go on; three peers survive one stopping"]
+    if n > 2 and n % 2 == 0:
+        return [f"{where}: a ring of {n} peers split in two halves of {n // 2} pauses on both sides "
+                "(neither has a majority); an odd number of peers always leaves one side going on"]
+    return []
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -53,6 +53,7 @@ class ProgressSnapshot:
     bloom_fill: float = 0.0
     bloom_slices: int = 1
     capped: int = 0                     # URLs and links cut by the caps (peer/core/limits.py)
+    paused: str = ""                    # why no request starts: the ring's lease (ring.status.lease_words)
 
 
 def duration(seconds: float) -> str:
@@ -109,6 +110,8 @@ class Progress:
                      + (f" (slice {snap.bloom_slices})" if snap.bloom_slices > 1 else ""))
         if snap.capped:
             parts.append(f"capped {snap.capped:,}")
+        if snap.paused:
+            parts.append(snap.paused)
         body = ", ".join(parts)
         key = (body,)
         if key == self._last_key:

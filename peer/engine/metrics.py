@@ -27,6 +27,7 @@ on counters, base units (seconds, bytes), ratios in 0..1.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -57,7 +58,7 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
         for k, v in node.membership.dropped.items():
             dropped[k] = dropped.get(k, 0) + v
     figures = crawler.status_figures()
-    return PeerFigures(
+    out = PeerFigures(
         peer=crawler.peer_id, ring=crawler.cfg.ring.name,
         uptime=max(0.0, time.monotonic() - started),
         pages=s.pages, requests=crawler.pages_requested, fetched=s.fetched, bytes=s.bytes,
@@ -78,6 +79,13 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
         delay_quantiles=quantiles(fr.delays()),
         ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
     )
+    lease = figures.lease
+    if lease is None or node is None:
+        return out  # a ring of one: PeerFigures' defaults
+    return dataclasses.replace(
+        out, lease_held=lease.held, lease_vouched=lease.vouched, lease_needed=lease.needed,
+        lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left,
+        ring_version=max(0, node.membership.ring_version))
 
 
 def families(f: PeerFigures) -> Iterator[Metric]:
@@ -137,6 +145,19 @@ def families(f: PeerFigures) -> Iterator[Metric]:
     ceiling.add_metric(["host"], f.ceiling_holds)
     ceiling.add_metric(["ip"], f.ip_ceiling_holds)
     yield ceiling
+    # The lease (ring.lease): alert on lease_held == 0 for longer than a grace.
+    yield gauge("lease_held", "1 while a majority of the quorum vouches for this peer's ring and "
+                "requests start; 0 while paused (grace after a ring change, or no majority)",
+                1 if f.lease_held else 0)
+    yield gauge("lease_vouched", "members vouching for this peer's ring within the lease, itself "
+                "included", f.lease_vouched)
+    yield gauge("lease_needed", "vouches the lease needs: a majority of the quorum", f.lease_needed)
+    yield gauge("lease_quorum", "members of the view that have not left (alive, suspect and dead)",
+                f.lease_quorum)
+    yield gauge("lease_grace_seconds", "seconds of grace still to run after a ring change",
+                f.lease_grace_seconds)
+    yield gauge("ring_version", "changes of this peer's live member set since it started",
+                f.ring_version)
 
 
 class PeerCollector(Collector):

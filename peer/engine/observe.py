@@ -23,7 +23,9 @@ import time
 import trio
 
 from ring.errors import RingError
-from ring.messages import DecodeError, EncodeError, MemberState, MemberStatus, StatusReply, StatusRequest, decode, encode
+from ring.lease import fingerprint
+from ring.messages import (DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, StatusReply,
+                           StatusRequest, decode, encode)
 
 __all__ = ["start_observers", "serve_status", "solo_status"]
 
@@ -55,8 +57,9 @@ async def start_observers(crawler, nursery: trio.Nursery, *, solo: bool) -> None
 
 def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped-def]
                 dropped: dict[str, int]) -> MemberStatus:
-    """The one row of a ring of one: all of the ring is its share."""
+    """The one row of a ring of one: all of the ring is its share, and its lease its own (1 of 1)."""
     f = crawler.status_figures()
+    spec = next((p for p in crawler.cfg.peers if p.id == crawler.peer_id), None)
     counters = dict(f.limits)
     for k, v in dropped.items():
         counters[k] = counters.get(k, 0) + v
@@ -66,6 +69,8 @@ def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped
         forwarded_out=0, forwarded_in=0, dns_hit_rate=f.dns_hit_rate, bloom_fill=f.bloom_fill,
         uptime=uptime, dropped=tuple(sorted(counters.items()))[:64],
         errors=tuple(sorted(f.errors.items()))[:64], busiest=tuple(f.busiest),
+        lease=LeaseStatus.HELD, vouched=1, needed=1, quorum=1,
+        ring_fingerprint=fingerprint({crawler.peer_id: spec.weight if spec is not None else 1.0}),
     )
 
 

@@ -6,6 +6,7 @@ A part of ``peer.engine.crawler.Crawler``; the figures are the core's
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from typing import Any
@@ -14,8 +15,10 @@ import trio
 
 from peer.engine.parts import CrawlerParts
 from peer.core.crawl import Summary
+from peer.core.peer import PeerCore
 from peer.core.progress import Progress, ProgressSnapshot
 from ring.node import StatusFigures
+from ring.status import lease_status, lease_words
 
 
 log = logging.getLogger("peer.engine")
@@ -26,6 +29,7 @@ __all__ = ["Reporting"]
 class Reporting(CrawlerParts):
     """The figures' part of ``Crawler`` (module docstring)."""
 
+    peer: PeerCore
     _fetcher: Any
     _wall0: float
     spill_peak: int
@@ -55,6 +59,8 @@ class Reporting(CrawlerParts):
             limits=self.limits_figures(),
             # For `ring dashboard`: failed fetches by kind, the busiest hosts.
             errors=dict(s.errors), busiest=tuple(self.core.frontier.busiest(self.clock(), 10)),
+            # The ring's lease now (None alone): whether requests start, and why not.
+            lease=self.peer.lease_state(self.clock()),
         )
 
     def limits_figures(self) -> dict[str, int]:
@@ -74,8 +80,16 @@ class Reporting(CrawlerParts):
         if self.node is not None:
             cluster += self.node.others_pages()
         self.spill_peak = max(self.spill_peak, self.core.frontier.spilled)
-        return self.core.progress_snapshot(self.clock(), time.monotonic() - self._wall0,
+        snap = self.core.progress_snapshot(self.clock(), time.monotonic() - self._wall0,
                                            self.resolver.stats().hit_rate, cluster)
+        return dataclasses.replace(snap, paused=self.pause_words())
+
+    def pause_words(self) -> str:
+        """Why no request starts, as the progress line says it ("" while the lease holds)."""
+        state = self.peer.lease_state(self.clock())
+        if state is None or state.held:
+            return ""
+        return lease_words(lease_status(state), state.vouched, state.needed, state.quorum, state.grace_left)
 
     def progress_line(self) -> str:
         """The progress line now (a fresh formatter: never suppressed as a repeat)."""

@@ -3,11 +3,18 @@
 ``table`` prints the ring that cluster.toml describes: each peer's share of
 the hash space and the owner of the seeds' hosts, so an operator can check a
 ring (weights, a new peer) before starting it. It reads only the file.
-``status`` and ``leave`` ask the running ring through ``ring.tools.client``, which
-returns typed rows; this module only formats them.
+``status``, ``leave`` and ``forget`` ask the running ring through
+``ring.tools.client``, which returns typed rows; this module only formats them.
+
+``forget`` is for a ring that lost its majority for good (``ring.lease``:
+a peer starts requests only while a majority of its quorum vouches for its
+ring, and a dead member stays in the quorum): it asks every peer to drop a
+dead member, prints each peer's answer, and exits 0 only when every peer
+that answered forgot it or did not know it.
 
 ``status`` prints each member's figures with a totals row and the units
-(``--watch`` redraws them in place); ``dashboard`` serves them as a live page
+(``--watch`` redraws them in place), and each member's own view of its lease
+and ring: members that agree on the ring show one fingerprint; ``dashboard`` serves them as a live page
 (:mod:`ring.tools.dashboard`). Both poll through :func:`status_source`.
 
 ``ring`` never imports ``peer``. cluster.toml has one parser, ``peer.core.config``,
@@ -27,14 +34,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ring.tools.client import (Contact, LeaveOutcome, LeaveResult, StatusRow, client_keys, cluster_status,
-                         request_leave)
+from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, StatusRow, client_keys,
+                               cluster_status, request_forget, request_leave)
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
+from ring.messages import ForgetOutcome, LeaseStatus
 
-__all__ = ["ConfigSource", "RingFile", "format_status", "main", "ownership_table", "ring_of",
-           "seeds_of", "tool_keys"]
+__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status", "main", "ownership_table",
+           "ring_of", "seeds_of", "tool_keys"]
 
 
 class _RingSection(Protocol):
@@ -146,7 +154,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="also show the owner of HOST (host[:port]); repeatable")
     st = sub.add_parser("status", help="ask the running ring for each member's state and figures",
                         description="Ask any reachable peer (each [[peer]] of cluster.toml in turn) for "
-                                    "the member list, then each live member for its figures. Exits 1 "
+                                    "the member list, then each live member for its figures and its own "
+                                    "view of its lease (held, or paused: grace, no majority) and of the "
+                                    "ring (version and fingerprint: members that agree show one). Exits 1 "
                                     "when no peer answers.")
     st.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
@@ -182,6 +192,20 @@ def _parser() -> argparse.ArgumentParser:
     lv.add_argument("--id", metavar="ID", required=True, help="the peer that leaves (required)")
     lv.add_argument("--timeout", metavar="SECONDS", type=float, default=120.0,
                     help="how long to wait for it to finish handing over (default 120)")
+    fg = sub.add_parser("forget", help="make every peer drop a dead member from its view and quorum",
+                        description="A peer starts requests only while a majority of its quorum (every "
+                                    "member that has not left, dead ones included) vouches for its ring, "
+                                    "so a ring that lost its majority for good (two of three peers dead, "
+                                    "one of two) pauses until the dead are forgotten. Asks every peer of "
+                                    "cluster.toml, and the live members they list, to drop --id; a peer "
+                                    "refuses if its view holds it alive or suspect, or if it is that peer. "
+                                    "Prints each peer's answer; exits 0 when every peer that answered "
+                                    "forgot it or did not know it, 1 otherwise. A new process of the "
+                                    "forgotten peer joins again.")
+    fg.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    fg.add_argument("--id", metavar="ID", required=True, help="the dead member to forget (required)")
+    fg.add_argument("--timeout", metavar="SECONDS", type=float, default=2.0,
+                    help="seconds to wait for each peer's answer (default 2)")
     return p
 
 
@@ -202,17 +226,43 @@ _COLUMNS = (
 #: Columns the totals row sums (the others have no meaningful total).
 _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
 
-STATUS_LEGEND = ("pages: page requests made; pages/s: since the peer started; queued: URLs in its "
+STATUS_LEGEND = ("lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
+                 "(paused), ? if it did not answer; vouch: members vouching for its ring / the "
+                 "majority needed / its quorum (members not left, dead ones included); ring: its "
+                 "ring's version and fingerprint (members that agree show one fingerprint); "
+                 "pages: page requests made; pages/s: since the peer started; queued: URLs in its "
                  "frontier; hosts: hosts with queued URLs; fwd out/in: URLs sent to / received from "
                  "their owners; dns hit: DNS cache hit rate; bloom: fill of the seen-URL filter")
+
+#: The lease and ring columns' widths (after id and state). Their cells hold
+#: no spaces, so a row still splits on whitespace into its columns.
+_LEASE_W, _VOUCH_W, _RING_W = 11, 7, 12
+_LEASE_CELL = {LeaseStatus.UNKNOWN: "?", LeaseStatus.HELD: "held", LeaseStatus.GRACE: "grace",
+               LeaseStatus.NO_MAJORITY: "no-majority"}
+
+
+def lease_cells(r: StatusRow) -> tuple[str, str, str]:
+    """A member's lease, vouches and ring as ``status`` shows them (``-`` where it did not say)."""
+    known = r.lease is not LeaseStatus.UNKNOWN
+    vouch = f"{r.vouched}/{r.needed}/{r.quorum}" if known else "-"
+    # The fingerprint's first 8 hex digits, as the dashboard shows them: enough to tell rings apart by eye.
+    ring = f"v{r.ring_version}:{r.ring_fingerprint >> 32:08x}" if r.ring_fingerprint else "-"
+    return _LEASE_CELL[r.lease], vouch, ring
+
+
+def rings_seen(rows: Sequence[StatusRow]) -> int:
+    """How many rings the members that answered vouch for (more than one: they disagree)."""
+    return len({r.ring_fingerprint for r in rows if r.ring_fingerprint})
 
 
 def format_status(rows: Sequence[StatusRow]) -> str:
     """The text of ``python -m ring status``: a row a member, a totals row, the units."""
-    head = f"{'id':<10} {'state':<8}" + "".join(f" {h:>{w}}" for h, w, _, _ in _COLUMNS) + "  address"
+    head = (f"{'id':<10} {'state':<8} {'lease':<{_LEASE_W}} {'vouch':>{_VOUCH_W}} {'ring':<{_RING_W}}"
+            + "".join(f" {h:>{w}}" for h, w, _, _ in _COLUMNS) + "  address")
     out = [head]
     for r in rows:
-        out.append(f"{r.id:<10} {r.state.value:<8}"
+        lease, vouch, ring = lease_cells(r)
+        out.append(f"{r.id:<10} {r.state.value:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
                    + "".join(f" {f.format(getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
         if r.dropped:
@@ -220,11 +270,56 @@ def format_status(rows: Sequence[StatusRow]) -> str:
         if r.errors:
             out.append(f"{'':<10} errors: " + ", ".join(f"{k} {v}" for k, v in sorted(r.errors)))
     live = [r for r in rows if r.live]
-    total = f"{'total':<10} {f'{len(live)} live':<8}"
+    held = sum(r.lease is LeaseStatus.HELD for r in rows)
+    n_rings = rings_seen(rows)
+    rings = f"{n_rings} ring{'s' if n_rings != 1 else ''}" + ("!" if n_rings > 1 else "")
+    total = (f"{'total':<10} {f'{len(live)} live':<8} {f'{held} held':<{_LEASE_W}} {'':>{_VOUCH_W}} "
+             f"{rings:<{_RING_W}}")
     for _, w, k, f in _COLUMNS:
         total += f" {f.format(sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
     out += [total.rstrip(), "", STATUS_LEGEND]
     return "\n".join(out)
+
+
+_FORGET_WORDS = {
+    ForgetOutcome.FORGOTTEN: "forgotten: dropped from its view and its quorum",
+    ForgetOutcome.NOT_KNOWN: "not known: not in its view (never heard of, or forgotten already)",
+}
+
+
+def format_forget(target: str, results: Sequence[ForgetResult]) -> tuple[str, bool]:
+    """``ring forget``'s lines, one a peer and a last one; and whether it succeeded (exit 0).
+
+    It succeeded when some peer answered and every peer that answered forgot
+    ``target`` or did not know it.
+    """
+    out = []
+    for r in results:
+        if r.outcome is None:
+            why = f"no answer ({r.error})" if r.error else "no answer"
+            if r.peer == target:
+                why += ": as expected of a dead peer"
+            text = why
+        elif r.outcome is ForgetOutcome.SELF:
+            text = f"refused: this is {target}, and it is running"
+        elif r.outcome in (ForgetOutcome.ALIVE, ForgetOutcome.SUSPECT):
+            text = (f"refused: {target} is {r.outcome.value} in its view; forget only a peer that is "
+                    "gone (its process ended), once the ring holds it dead")
+        else:
+            text = _FORGET_WORDS[r.outcome]
+        out.append(f"{r.peer:<10} {text}")
+    answered = [r for r in results if r.outcome is not None]
+    refused = [r for r in answered if r.outcome not in _FORGET_WORDS]
+    forgot = [r for r in answered if r.outcome is ForgetOutcome.FORGOTTEN]
+    if not answered:
+        out.append(f"no peer answered: {target} is not forgotten; are the peers running?")
+    elif refused:
+        out.append(f"{target} is not forgotten everywhere: {len(refused)} of {len(answered)} peers that "
+                   "answered refused")
+    else:
+        out.append(f"{target} is out of every view that answered ({len(forgot)} forgot it, "
+                   f"{len(answered) - len(forgot)} did not know it)")
+    return "\n".join(out), bool(answered) and not refused
 
 
 def _check_numbers(args: argparse.Namespace) -> str | None:
@@ -365,6 +460,10 @@ async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaita
     return result
 
 
+async def _forget(cfg: RingFile, args: argparse.Namespace) -> tuple[ForgetResult, ...]:
+    return await request_forget(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
+
+
 async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
     return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
 
@@ -397,6 +496,22 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                     raise
                 print(file=sys.stderr)
                 return 0
+        if args.command == "forget":
+            problem = _check_numbers(args)
+            if problem or not args.id.strip():
+                print(f"error: {problem or '--id: expected a member id'}", file=sys.stderr)
+                return 2
+            try:
+                results = trio.run(_until_ctrl_c, _forget, cfg, args)
+            except BaseException as exc:
+                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                    raise
+                print(f"\ninterrupted: the peers the request reached may have forgotten {args.id}; "
+                      "see `python -m ring status`", file=sys.stderr)
+                return 1
+            text, ok = format_forget(args.id, results)
+            print(text)
+            return 0 if ok else 1
         try:
             result = trio.run(_until_ctrl_c, _leave, cfg, args)
         except BaseException as exc:

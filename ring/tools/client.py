@@ -1,8 +1,8 @@
-"""The ring's client for tools: ``ring status`` and ``ring leave`` (edge; typed results).
+"""The ring's client for tools: ``ring status``, ``ring leave`` and ``ring forget`` (edge; typed results).
 
 A tool is not a member: it asks over a DEALER on an anonymous route, and a
-peer answers on that connection (``ring.node``: tools send only status and
-leave requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
+peer answers on that connection (``ring.node``: tools send only status,
+leave and forget requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
 caller passes the ring's name and its seeds (:class:`Contact`), and, when
 the ring uses CurveZMQ, the tool's own key pair (:func:`client_keys`).
 Formatting is ``ring.tools.cli``'s.
@@ -15,7 +15,7 @@ import os
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import trio
 
@@ -24,6 +24,10 @@ from ring.errors import RingError
 from ring.membership import LIVE
 from ring.messages import (
     DecodeError,
+    ForgetOutcome,
+    ForgetReply,
+    ForgetRequest,
+    LeaseStatus,
     LeaveRequest,
     MemberState,
     MemberStatus,
@@ -35,11 +39,13 @@ from ring.messages import (
 from ring.io.zap import curve_client
 from ring.io.zmqio import SocketType, open_socket
 
-__all__ = ["ASK_AT_ONCE", "Contact", "LeaveOutcome", "LeaveResult", "StatusRow", "client_keys",
-           "cluster_status", "request_leave"]
+__all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "LeaveOutcome", "LeaveResult", "StatusRow",
+           "client_keys", "cluster_status", "request_forget", "request_leave"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
+
+_A = TypeVar("_A", StatusReply, ForgetReply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +79,14 @@ class StatusRow:
     dropped: tuple[tuple[str, int], ...] = ()
     errors: tuple[tuple[str, int], ...] = ()  # failed fetches by kind
     busiest: tuple[tuple[str, float, float], ...] = ()  # (host, pages/min, setpoint pages/min)
+    # The member's own view of its lease and ring (UNKNOWN: it did not answer).
+    lease: LeaseStatus = LeaseStatus.UNKNOWN
+    vouched: int = 0
+    needed: int = 0
+    quorum: int = 0
+    grace_left: float = 0.0
+    ring_version: int = 0
+    ring_fingerprint: int = 0
 
     @property
     def live(self) -> bool:
@@ -86,7 +100,12 @@ class StatusRow:
                 "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
                 "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
                 "dropped": dict(self.dropped), "errors": dict(self.errors),
-                "busiest": [list(b) for b in self.busiest]}
+                "busiest": [list(b) for b in self.busiest],
+                "lease": self.lease.value, "vouched": self.vouched, "needed": self.needed,
+                "quorum": self.quorum, "grace_left": self.grace_left, "ring_version": self.ring_version,
+                # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
+                # JSON readers. None: the member did not say.
+                "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None}
 
 
 class LeaveOutcome(enum.StrEnum):
@@ -94,6 +113,16 @@ class LeaveOutcome(enum.StrEnum):
     LEAVING = "leaving"  # still handing over when the timeout ran out
     UNKNOWN = "unknown"  # no peer knows it, or none answers
     NOT_LIVE = "not_live"  # the ring holds it dead (or left already)
+
+
+@dataclass(frozen=True, slots=True)
+class ForgetResult:
+    """One peer's answer to ``ring forget``: its outcome, or None if none came (``error``: why)."""
+
+    peer: str
+    address: str
+    outcome: ForgetOutcome | None
+    error: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,23 +150,34 @@ def _configure(keys: CurveKeys | None, peer_id: str) -> Any:
     return None if keys is None else curve_client(keys, keys.public_key(peer_id))
 
 
-async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys | None = None,
-              ) -> StatusReply | None:
-    """One StatusRequest to ``contact``; its reply, or None if none came within ``timeout``."""
-    nonce = int.from_bytes(os.urandom(4), "big")
+def _nonce() -> int:
+    return int.from_bytes(os.urandom(4), "big")
+
+
+async def _exchange(contact: Contact, request: Any, answer: type[_A], nonce: int, timeout: float,
+                    keys: CurveKeys | None) -> _A | None:
+    """``request`` to ``contact``; the ``answer`` with ``nonce`` it sends back, or None within ``timeout``."""
     with trio.move_on_after(timeout):
         async with open_socket(SocketType.DEALER, connect=contact.address,
                                configure=_configure(keys, contact.id)) as sock:
-            await sock.send_multipart([encode(StatusRequest(ring_name, "ring-status", nonce))])
+            await sock.send_multipart([encode(request)])
             while True:
                 frames = await sock.recv_multipart()
                 try:
                     reply = decode(frames[-1])
                 except DecodeError:
                     continue
-                if isinstance(reply, StatusReply) and reply.nonce == nonce:
+                if isinstance(reply, answer) and getattr(reply, "nonce", None) == nonce:
                     return reply
     return None
+
+
+async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys | None = None,
+              ) -> StatusReply | None:
+    """One StatusRequest to ``contact``; its reply, or None if none came within ``timeout``."""
+    nonce = _nonce()
+    return await _exchange(contact, StatusRequest(ring_name, "ring-status", nonce), StatusReply, nonce,
+                           timeout, keys)
 
 
 def _row(view: MemberStatus, own: MemberStatus) -> StatusRow:
@@ -145,7 +185,9 @@ def _row(view: MemberStatus, own: MemberStatus) -> StatusRow:
         id=view.id, address=own.address, state=view.state, share=view.share, pages=own.pages,
         rate=own.rate, frontier=own.frontier, hosts=own.hosts, forwarded_out=own.forwarded_out,
         forwarded_in=own.forwarded_in, dns_hit_rate=own.dns_hit_rate, bloom_fill=own.bloom_fill,
-        uptime=own.uptime, dropped=own.dropped, errors=own.errors, busiest=own.busiest)
+        uptime=own.uptime, dropped=own.dropped, errors=own.errors, busiest=own.busiest,
+        lease=own.lease, vouched=own.vouched, needed=own.needed, quorum=own.quorum,
+        grace_left=own.grace_left, ring_version=own.ring_version, ring_fingerprint=own.ring_fingerprint)
 
 
 async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: float = 1.5,
@@ -212,3 +254,52 @@ async def request_leave(ring_name: str, seeds: Sequence[Contact], peer_id: str, 
                     return LeaveResult(LeaveOutcome.LEFT, row.state.value)
                 return LeaveResult(LeaveOutcome.NOT_LIVE, row.state.value)
     return LeaveResult(LeaveOutcome.LEAVING, target.state.value)
+
+
+async def request_forget(ring_name: str, seeds: Sequence[Contact], target: str, timeout: float,
+                         keys: CurveKeys | None = None) -> tuple[ForgetResult, ...]:
+    """Ask every peer to forget dead member ``target``; each peer's answer, by id.
+
+    The peers asked are the seeds (cluster.toml) and the live members any
+    seed lists (a peer that joined later holds the dead member in its
+    quorum too). ``target`` itself is asked when it is a seed: if it
+    answers, it is running, and it says so (``ForgetOutcome.SELF``).
+    """
+    seeds = [s for s in seeds if s.address]
+    views: list[StatusReply] = []
+    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
+
+    async def view_of(contact: Contact) -> None:
+        # A seed's missing Curve key or bad address is a RingError: the
+        # user's mistake in cluster.toml, one line (as ``ring status``).
+        async with limiter:
+            reply = await ask(ring_name, contact, timeout, keys)
+        if reply is not None:
+            views.append(reply)
+
+    async with trio.open_nursery() as nursery:
+        for seed in seeds:
+            nursery.start_soon(view_of, seed)
+    contacts = {s.id: s for s in seeds}
+    for view in views:
+        for m in view.members:
+            if m.id not in contacts and m.id != target and m.state in LIVE and m.address:
+                contacts[m.id] = Contact(m.id, m.address)
+    results: dict[str, ForgetResult] = {}
+
+    async def forget_at(contact: Contact) -> None:
+        nonce = _nonce()
+        try:
+            async with limiter:
+                reply = await _exchange(contact, ForgetRequest(ring_name, "ring-forget", target, nonce),
+                                        ForgetReply, nonce, timeout, keys)
+        except RingError as exc:  # a joiner whose .key is not deployed here, an address zmq refuses
+            results[contact.id] = ForgetResult(contact.id, contact.address, None, str(exc))
+            return
+        outcome = reply.outcome if reply is not None and reply.target == target else None
+        results[contact.id] = ForgetResult(contact.id, contact.address, outcome)
+
+    async with trio.open_nursery() as nursery:
+        for contact in contacts.values():
+            nursery.start_soon(forget_at, contact)
+    return tuple(results[k] for k in sorted(results))

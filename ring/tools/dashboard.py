@@ -4,7 +4,9 @@ It polls the ring's status the way ``python -m ring status`` does (through a
 ``poll`` function it is given: ring.tools.cli's :func:`~ring.tools.cli.status_source`, so
 this module reads no cluster.toml and imports nothing of ``peer``) and serves:
 
-- ``/``            the page: members with state and share, a totals row, errors
+- ``/``            the page: members with state, lease (each member's own view:
+                   held or paused, its vouches, its ring's version and
+                   fingerprint) and share, a totals row, errors
                    by kind, the busiest hosts against their setpoint, and two
                    plots over time (pages/s, queued URLs);
 - ``/fragment``    the tables alone, which the page's script swaps in each poll;

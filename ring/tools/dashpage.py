@@ -94,8 +94,31 @@ def _td(v: object, cls: str = "") -> str:
     return f'<td class="{cls}">{_e(v)}</td>' if cls else f"<td>{_e(v)}</td>"
 
 
-_MEMBER_COLUMNS = ("id", "state", "share", "pages", "pages/s now", "queued URLs", "hosts",
-                   "fwd out", "fwd in", "dns hit", "bloom fill", "uptime", "address")
+_MEMBER_COLUMNS = ("id", "state", "lease", "vouch", "ring", "share", "pages", "pages/s now", "queued URLs",
+                   "hosts", "fwd out", "fwd in", "dns hit", "bloom fill", "uptime", "address")
+
+_LEASE_WORDS = {"held": "held", "grace": "paused: grace", "no_majority": "paused: no majority"}
+
+
+def _lease_cells(r: Mapping) -> str:
+    """A member's own view of its lease and ring (``ring.status``), as three cells.
+
+    ``?`` and ``-`` where the member did not answer for itself. The ring is
+    its version and the head of its fingerprint: members that agree on the
+    ring show the same one.
+    """
+    lease = str(r.get("lease") or "unknown")
+    if lease not in _LEASE_WORDS:
+        return _td("?") + _td("-", "n") + _td("-")
+    words = _LEASE_WORDS[lease]
+    grace = r.get("grace_left") or 0
+    if lease == "grace" and grace >= 1:
+        words += f" ({grace:.0f}s)"
+    vouch = f"{r.get('vouched', 0)} of {r.get('quorum', 0)}, {r.get('needed', 0)} needed"
+    fp = r.get("ring_fingerprint")
+    ring = f"v{r.get('ring_version', 0)} {str(fp)[:8]}" if fp else "-"
+    return (_td(words, "" if lease == "held" else "bad") + _td(vouch, "n")
+            + f'<td class="ring">{_e(ring)}</td>')
 
 
 def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name: str,
@@ -116,7 +139,7 @@ def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name
         rate = rates.get(r["id"])
         out.append(
             f'<tr class="member state-{_e(r["state"])}" data-id="{_e(r["id"])}">'
-            + _td(r["id"]) + _td(r["state"], f"state-{_e(r['state'])}")
+            + _td(r["id"]) + _td(r["state"], f"state-{_e(r['state'])}") + _lease_cells(r)
             + _td(f"{r['share']:.1%}", "n") + _td(f"{r['pages']:,}", "n")
             + _td("-" if rate is None else f"{rate:.1f}", "n")
             + _td(f"{r['frontier']:,}", "n") + _td(f"{r['hosts']:,}", "n")
@@ -125,8 +148,13 @@ def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name
             + _td(f"{r['uptime']:.0f} s", "n") + _td(r["address"]) + "</tr>")
     live = sum(r["state"] in ("alive", "suspect") for r in rows)
     total_rate = sum(rates.values()) if rates else None
+    held = sum(r.get("lease") == "held" for r in rows)
+    rings = len({r["ring_fingerprint"] for r in rows if r.get("ring_fingerprint")})
+    split = rings > 1  # members that answered vouch for different rings
     out.append(
-        '<tr class="total" id="total">' + _td("total") + _td(f"{live} live")
+        '<tr class="total" id="total">' + _td("total") + _td(f"{live} live") + _td(f"{held} held")
+        + _td("") + f'<td id="rings" class="{"bad" if split else ""}">'
+        + _e(f"{rings} ring{'s' if rings != 1 else ''}" + (" (split)" if split else "")) + "</td>"
         + _td(f"{sum(r['share'] for r in rows):.1%}", "n")
         + f'<td class="n" id="total-pages">{sum(r["pages"] for r in rows):,}</td>'
         + _td("-" if total_rate is None else f"{total_rate:.1f}", "n")
