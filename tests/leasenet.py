@@ -9,7 +9,9 @@ event queue in global time ``T``:
 - peer ``p`` reads its clock as ``offset + rate * T``; it ticks every
   ``INTERVAL`` of its own clock, as the driver's gossip loop does;
 - a message takes ``latency`` seconds (uniform in a range), is lost with
-  probability ``loss``, and never crosses a partition;
+  probability ``loss``, and never crosses a partition or a cut link (a
+  split need not be transitive: p0 and p2 may both reach p1 and not each
+  other);
 - a *frozen* peer (a process not scheduled, a GC pause) neither ticks nor
   reads; what reaches it waits, and it reads it when it thaws. Its ring
   clock then lags its real one by the time it stood still, as
@@ -65,6 +67,7 @@ class LeaseNet:
         self.t = 0.0
         self.peers: dict[str, Peer] = {}
         self.groups: list[set[str]] | None = None
+        self.cuts: set[frozenset[str]] = set()  # single links down: a split that is not transitive
         self._heap: list[tuple[float, int, str, tuple[object, ...]]] = []
         self._n = 0
         self.delivered = 0
@@ -110,10 +113,17 @@ class LeaseNet:
     def partition(self, *groups: set[str] | list[str]) -> None:
         self.groups = [set(g) for g in groups]
 
+    def cut(self, a: str, b: str) -> None:
+        """The link between ``a`` and ``b`` goes down (both ways); the others stay up."""
+        self.cuts.add(frozenset((a, b)))
+
     def heal(self) -> None:
         self.groups = None
+        self.cuts.clear()
 
     def can_talk(self, a: str, b: str) -> bool:
+        if frozenset((a, b)) in self.cuts:
+            return False
         return self.groups is None or any(a in g and b in g for g in self.groups)
 
     # -- time -----------------------------------------------------------------

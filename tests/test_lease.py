@@ -11,14 +11,16 @@ still: at no instant do two peers hold leases on different rings.
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 from leasenet import LEASE, LeaseNet
 from membershipnet import INTERVAL, FakeNet, make, seed_list
 
 from ring.lease import GRACE_FACTOR, MAX_PENDING, Lease, PauseReason, fingerprint
-from ring.messages import Ping, PingAck
+from ring.messages import Digest, MemberState, Ping, PingAck
 
+DEAD = MemberState.DEAD
 RING3 = {"p0": 1.0, "p1": 1.0, "p2": 1.0}
 QUORUM3 = ["p0", "p1", "p2"]
 
@@ -368,6 +370,50 @@ def test_memberships_without_a_lease_vouch_for_nothing():
     assert net.peers["p0"].lease_state(net.now) is None
 
 
+def ack_to(m, sender: str, now: float) -> PingAck:
+    """``m``'s answer to a ping from ``sender``."""
+    out = m.receive(Ping(m.ring_name, sender, 424242, m.self_id, ()), now)
+    return next(msg for dst, msg in out if isinstance(msg, PingAck))
+
+
+def test_after_its_ring_changes_a_membership_answers_vouching_for_nothing_for_the_grace():
+    net = lease_cluster(3, seed=5)
+    net.run(20)
+    p0 = net.peers["p0"]
+    t = net.now
+    fp = p0.lease.ring
+    assert ack_to(p0, "p1", t).vouch == fp
+    # p1's own verdict: p2 is dead. p0's ring moves at once.
+    p2 = p0.members()["p2"]
+    verdict = Digest(p0.ring_name, "p1", (replace(p2, state=DEAD),), verdicts=True)
+    p0.receive(verdict, t)
+    assert "p2" not in p0.live() and p0.lease.ring != fp
+    grace = LEASE * GRACE_FACTOR
+    for dt in (0.0, 1.0, grace - 0.01):
+        assert ack_to(p0, "p1", t + dt).vouch == 0
+        st = p0.lease_state(t + dt)
+        assert st is not None and not st.held and st.reason is PauseReason.GRACE
+    assert ack_to(p0, "p1", t + grace).vouch == p0.lease.ring
+
+
+def test_a_resumed_membership_vouches_for_nothing_and_holds_nothing_for_a_grace_from_its_start():
+    net = FakeNet(11)
+    seeds = seed_list(3)
+    start = 0.0
+    for i in range(3):
+        net.add(make(f"p{i}", seeds, rng=random.Random(i), lease=LEASE, resumed=(i == 0)))
+    grace = LEASE * GRACE_FACTOR
+    vouches = []
+    while net.now < start + grace - INTERVAL:
+        net.step()
+        vouches.append(ack_to(net.peers["p0"], "p1", net.now).vouch)
+        assert not held(net, "p0"), net.now
+    assert held(net, "p1") and held(net, "p2")  # the others were not resumed
+    assert set(vouches) == {0}
+    net.run(int(grace / INTERVAL) + 4)
+    assert held(net, "p0") and ack_to(net.peers["p0"], "p1", net.now).vouch != 0
+
+
 def test_a_split_one_of_three_loses_its_lease_within_lease_and_the_two_keep_theirs():
     net = lease_cluster(3, seed=7)
     net.run(20)
@@ -454,8 +500,13 @@ def one_ring_among_holders(net: LeaseNet) -> None:
                              + "\n".join(net.trace[-40:]))
 
 
-def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0) -> dict[str, int]:
-    """Random splits, heals, flaps and stalls until ``until``, checking after every event."""
+def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0,
+          stalls: float = 0.3) -> dict[str, int]:
+    """Random splits, heals, flaps, restarts and stalls until ``until``, checking after every event.
+
+    ``joins``: new members that may join on the way; ``stalls``: how often,
+    at each change, a peer also stands still for up to five leases (past dead_after).
+    """
     pids = sorted(net.peers)
     seen = {"splits": 0, "held": 0, "changes": 0}
     rings_before = {p: net.peers[p].m.lease.ring for p in pids}
@@ -468,14 +519,18 @@ def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0) ->
             cut = rng.randint(1, len(ids) - 1)
             net.partition(ids[:cut], ids[cut:])
             seen["splits"] += 1
-        elif r < 0.5:
+        elif r < 0.45:
+            a, b = rng.sample(ids, 2)
+            net.cut(a, b)
+            seen["splits"] += 1
+        elif r < 0.55:
             net.heal()
-        elif r < 0.6:
-            net.freeze(rng.choice(ids), rng.uniform(0.5, 3 * LEASE))
-        elif r < 0.65 and joiners:
+        elif r < 0.6 and joiners:
             net.join(joiners.pop())
-        elif r < 0.7:
+        elif r < 0.65:
             net.restart(rng.choice(ids))
+        if rng.random() < stalls:
+            net.freeze(rng.choice(ids), rng.uniform(0.2, 5 * LEASE))
         step = rng.choice((0.3, 1.0, 3.0, 8.0, 15.0))  # a flap, or a long split
         end = min(until, net.t + step)
         while net.t < end:
@@ -494,7 +549,10 @@ JOIN_BUG = ("ring/membership.py Membership.quorum (line 288) / ring/lease.py rul
 
 
 @pytest.mark.parametrize("seed", [
-    0, 1, 2, pytest.param(3, marks=pytest.mark.xfail(strict=True, reason=RETRY_BUG)), 4, 5])
+    *range(8),
+    # Seeds that found the retry's re-dating (RETRY_BUG); with it fixed, 200 seeds pass.
+    *(pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=RETRY_BUG)) for s in (34, 62)),
+])
 def test_no_two_peers_ever_hold_leases_on_different_rings(seed):
     rng = random.Random(seed)
     n = 3 + seed % 3
