@@ -17,7 +17,8 @@ event queue in global time ``T``:
   clock then lags its real one by the time it stood still, as
   ``ring.io.sockets`` counts ``stalled``;
 - a peer may crash and start again as a new process (a higher
-  incarnation, ``resumed``), and a new member may join through the seeds.
+  incarnation, ``resumed``), leave gracefully, and a new member may join
+  through the seeds.
 
 :meth:`LeaseNet.holders` says which running peers hold a lease right now,
 and on which ring: the safety property is that they all hold it on one.
@@ -102,6 +103,12 @@ class LeaseNet:
         inc = old.m.me.incarnation + 1000
         return self._start(pid, 0.0, incarnation=inc, resumed=True)
 
+    def leave(self, pid: str, after: float) -> None:
+        """``pid`` leaves gracefully: its Leave now, its rounds for ``after`` seconds, then it exits."""
+        p = self.peers[pid]
+        self._send(pid, p.m.leave(self._now(p)))
+        self._at(self.t + after, "exit", pid, p.m)
+
     def freeze(self, pid: str, seconds: float) -> None:
         """``pid`` stands still for ``seconds`` of global time."""
         p = self.peers[pid]
@@ -178,6 +185,9 @@ class LeaseNet:
             return  # an event of an earlier process of pid
         if self.t < p.frozen_until:
             return  # its ticks resume when it thaws
+        if kind == "exit":
+            p.crashed = True
+            return
         if kind == "thaw":
             waiting, p.waiting = p.waiting, []
             if self.rng.random() < 0.5:
