@@ -19,7 +19,10 @@ Events are tuples, ``t`` in seconds from the peers' start:
   hears every one of theirs (p1 "deaf" to each);
 - ``(t, "heal_all")``: every cut removed;
 - ``(t, "kill", "p2")``: SIGKILL (a crash); ``(t, "restart", "p2")``: the same
-  command again, on the same data_dir.
+  command again, on the same data_dir;
+- ``(t, "stop", "p2")`` / ``(t, "cont", "p2")``: SIGSTOP / SIGCONT: the
+  process stands still, as in a long GC pause, a paused VM or a starved
+  machine, and then goes on with whatever waited in its sockets.
 
 :func:`flapping` expands "up/down every ``every`` s for ``length`` s" into
 such events. :func:`cluster_toml` writes the cluster.toml, each
@@ -32,6 +35,8 @@ from __future__ import annotations
 
 import json
 import os
+import random
+import signal
 import subprocess
 import sys
 import time
@@ -52,7 +57,8 @@ Event = tuple[Any, ...]
 #: The port every peer's ROUTER listens on, in its own namespace.
 RING_PORT = 7000
 WEB_PORT = 8080
-_ACTIONS = {"isolate": 1, "cut": 2, "heal": 2, "deaf": 2, "unheard": 1, "heal_all": 0, "kill": 1, "restart": 1}
+_ACTIONS = {"isolate": 1, "cut": 2, "heal": 2, "deaf": 2, "unheard": 1, "heal_all": 0, "kill": 1, "restart": 1,
+            "stop": 1, "cont": 1}
 
 
 @dataclass(frozen=True, slots=True)
@@ -219,6 +225,29 @@ def _do(net: NetRing, peers: _Peers, ev: Event) -> None:
         peers.kill(names[0])
     elif action == "restart":
         peers.start(names[0])
+    elif action in ("stop", "cont"):
+        proc = peers.procs[names[0]]
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGSTOP if action == "stop" else signal.SIGCONT)
+
+
+def pauses(start: float, length: float, every: float, peers: Sequence[str], longest: float,
+           seed: int = 0) -> list[Event]:
+    """Every ``every`` s for ``length`` s from ``start``, one random peer stopped for a
+    random 1..``longest`` s (SIGSTOP, then SIGCONT); each peer stands still once at a time."""
+    rng = random.Random(seed)
+    out: list[Event] = []
+    busy: dict[str, float] = {}
+    t = start
+    while t < start + length:
+        free = [p for p in peers if busy.get(p, -1.0) < t]
+        if free:
+            p = rng.choice(free)
+            d = rng.uniform(1.0, longest)
+            out += [(t, "stop", p), (t + d, "cont", p)]
+            busy[p] = t + d
+        t += every
+    return sorted(out, key=lambda ev: float(ev[0]))
 
 
 def run(workdir: Path, n: int, *, web: Web = Web(), schedule: Sequence[Event] = (),
@@ -278,6 +307,7 @@ def run(workdir: Path, n: int, *, web: Web = Web(), schedule: Sequence[Event] = 
             time.sleep(poll)
         peers.stopping = True
         for name in peers.live():
+            peers.procs[name].send_signal(signal.SIGCONT)  # a stopped one must hear the SIGTERM
             net.kill(peers.procs[name], grace)
         peers.poll()
         net.kill(farm, grace)

@@ -289,7 +289,7 @@ class Membership:
         """The members a lease counts (``ring.lease`` rule 4): the seeds that have not left."""
         cached = self._quorum
         if cached is None or cached[0] != self._view.epoch:
-            seeds = self._view.seeds
+            seeds = self._view.configured
             ids = sorted(mid for mid, m in self._members.items()
                          if m.state is not LEFT and (mid in seeds or not seeds))
             self._quorum = cached = (self._view.epoch, ids)
@@ -511,7 +511,7 @@ class Membership:
         if known is not None and msg.incarnation < known.incarnation:
             self.dropped["stale"] += 1  # a replay; our answer tells a real one to move on
         else:
-            self._view.merge(r, now)
+            self._view.merge(r, now, True, msg.sender)
         self._view.heard(msg.sender)
         return [(msg.sender, self.digest())]
 

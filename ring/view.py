@@ -37,7 +37,8 @@ with ``sender`` as follows (its subject's own records are taken as they are):
   heard from yet, and a member we never knew of, have no number to clamp
   to);
 - a "left" is believed only from the leaver itself: from anyone else it is
-  a suspicion (``hearsay_left``) that our own probes settle;
+  a suspicion (``hearsay_left``) that our own probes settle, unless we hold
+  the member dead already (a leave we missed: it owns no host either way);
 - a "dead" is believed from the peer whose own probes found it (its
   verdicts, pushed at once to every live member: ``Digest.verdicts``), or
   when we suspect its subject already; otherwise it too is a suspicion
@@ -45,10 +46,10 @@ with ``sender`` as follows (its subject's own records are taken as they are):
   said it (left) or a failed probe was seen.
 
 **Forgotten members** (``python -m ring forget``): :meth:`View.forget`
-drops a member at once, and its records at or below the incarnation it had
-then are refused (``forgotten``), so gossip from a peer that has not
-forgotten it yet cannot bring it back; a new process of it (a higher
-incarnation) is a member again.
+drops a member at once, and others' records of it at or below the
+incarnation it had then are refused (``forgotten``), so gossip from a peer
+that has not forgotten it yet cannot bring it back; its own word (a Join or
+its own record, at any incarnation) makes it a member again.
 
 **Bounds**: the view holds at most ``max_members`` records (the codec's
 ``MAX_MEMBERS``, what a digest can carry): a record of a new member beyond
@@ -102,7 +103,7 @@ class View:
     __slots__ = (
         "self_id", "members", "unheard", "seeds", "queue", "suspicions", "dropped", "epoch",
         "joined", "refuted", "_buried", "_tombstone_ttl", "_max_members", "_events", "_digest",
-        "_dirty", "_live", "_version", "_rings", "forgotten",
+        "_dirty", "_live", "_version", "_rings", "forgotten", "configured",
     )
 
     def __init__(self, me: Member, seeds: Sequence[tuple[str, str] | tuple[str, str, float]], *,
@@ -128,6 +129,8 @@ class View:
         if len(seed_ids | {self_id}) > max_members:
             raise ValueError(f"{len(seed_ids)} seeds: more than max_members ({max_members})")
         self.seeds = frozenset(seed_ids)
+        #: The seeds as configured, forgotten ones included: the lease's voters.
+        self.configured = self.seeds
         self.queue = queue
         self.suspicions = suspicions
         self.dropped = dropped
@@ -213,7 +216,9 @@ class View:
             r = claim
         forgotten = self.forgotten.get(mid)
         if forgotten is not None:
-            if r.incarnation <= forgotten:
+            # Its own word (a Join, its own record) brings it back whatever its
+            # number: a new process of a forgotten member is a member again.
+            if r.incarnation <= forgotten and sender != mid:
                 self.dropped["forgotten"] += 1
                 return
             del self.forgotten[mid]
@@ -258,12 +263,16 @@ class View:
             return r
         if local is None:
             return r  # a tombstone of one we never knew: it owns no host here either way
+        if r.id == self.self_id:
+            return r  # about us: refuted above its number, which the others hold too
         if r.incarnation > local.incarnation and r.id not in self.unheard:
             # (A seed's placeholder says nothing of its incarnation: not clamped.)
             self.dropped["clamped"] += 1
             r = replace(r, incarnation=local.incarnation, heartbeat=local.heartbeat)
-        if r.incarnation < local.incarnation or r.id == self.self_id:
-            return r  # old news, or about us: refuted or ignored by the rules
+        if r.incarnation < local.incarnation:
+            return r  # old news: the merge ignores it
+        if r.state is LEFT and local.state is DEAD:
+            return r  # it owns no host either way; a leave we missed leaves the quorum
         if r.state is LEFT and local.state is not LEFT:
             self.dropped["hearsay_left"] += 1
             return replace(r, state=SUSPECT)

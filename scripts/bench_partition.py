@@ -16,7 +16,9 @@ asym    3 peers; 12 s in, for 25 s, p2 and p3 no longer hear p1's ring
         messages while p1 hears theirs (p1's packets to their ring port
         are dropped)
 crowd   16 peers, 64 fetches in flight each, politeness off, no cut; the
-        same web, time limit 400 s
+        same web, time limit 400 s (--burn N adds N CPU-bound processes)
+starve  crowd, and from 5 s to 65 s every 2 s one peer stands still
+        (SIGSTOP) for 1-12 s: a starved process, a GC pause, a paused VM
 
 Figures: host-seconds in which 2+ peers requested one host (and the
 longest run), pages requested twice (robots.txt apart; by two peers),
@@ -30,15 +32,17 @@ status and seconds from the last page to its exit.
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import shutil
+import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from localweb.netns import available
-from localweb.partition import Event, Web, flapping, run
+from localweb.partition import Event, Web, flapping, pauses, run
 
 BIG_WEB = Web(hosts=49, pages=135, links=100)  # 10,122 expected pages
 AT, FOR = 12.0, 25.0
@@ -55,6 +59,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "flap": {"n": 3, "schedule": flapping(AT, 30.0, 3.0, ("isolate", "p1"))},
     "asym": {"n": 3, "schedule": [(AT, "unheard", "p1"), (AT + FOR, "heal_all")]},
     "crowd": {"n": 16, "schedule": [], "rate": 0.0, "concurrency": 64, "time_limit": 400.0},
+    "starve": {"n": 16, "rate": 0.0, "concurrency": 64, "time_limit": 400.0,
+               "schedule": pauses(5.0, 60.0, 2.0, [f"p{i}" for i in range(1, 17)], 12.0, seed=1)},
 }
 
 
@@ -72,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ring", action="append", default=[], metavar="KEY=VALUE",
                    help="a [ring] key to override, e.g. --ring dead_after=4 (repeatable; "
                         "a key this tree does not declare is left out)")
+    p.add_argument("--burn", type=int, default=0, metavar="N",
+                   help="keep N processes spinning on the CPU for each run, so the peers share a "
+                        "busy machine (stopped by PID when the run ends; default 0)")
     p.add_argument("--clean", action="store_true",
                    help="delete each run's directory (request log, peers' logs, cluster.toml) after it")
     return p
@@ -87,6 +96,21 @@ def _ring(specs: list[str]) -> dict[str, float]:
             sep = ""
         if not sep:
             raise ValueError(f"--ring {spec!r}: expected KEY=NUMBER")
+    return out
+
+
+def _burners(n: int) -> list[subprocess.Popen[bytes]]:
+    """``n`` processes that spin on the CPU until killed (a busy box)."""
+    code = "import time\nend = time.monotonic() + 1800\nwhile time.monotonic() < end: pass"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(n)]
+
+
+def _suspicions(workdir: Path) -> dict[str, int]:
+    """Per peer: the suspect and dead events it logged ("member pX: suspect|dead")."""
+    out = {}
+    for err in sorted(workdir.glob("p*.err")):
+        text = err.read_text(errors="replace")
+        out[err.stem] = len(re.findall(r"member \S+: (?:suspect|dead) ", text))
     return out
 
 
@@ -109,16 +133,25 @@ def main(argv: list[str] | None = None) -> int:
     for name in args.scenarios:
         sc = dict(SCENARIOS[name])
         workdir = Path(tempfile.mkdtemp(prefix=f"partition-{name}-"))
+        burners = _burners(args.burn)
         try:
             out = run(workdir, sc["n"], web=BIG_WEB, schedule=sc["schedule"], ring=ring,
                       rate=sc.get("rate", 240.0), concurrency=sc.get("concurrency", 64),
                       time_limit=sc.get("time_limit", args.time_limit), idle_limit=args.idle)
+            events = _suspicions(workdir)
         finally:
+            for b in burners:
+                b.kill()
+                b.wait()
             if args.clean:
                 shutil.rmtree(workdir, ignore_errors=True)
         print(f"\n== {name}: {sc['n']} peers, {BIG_WEB.hosts} hosts, "
-              f"{sc.get('rate', 240.0):g} pages/min a host, {len(sc['schedule'])} events")
+              f"{sc.get('rate', 240.0):g} pages/min a host, {len(sc['schedule'])} events"
+              + (f", {args.burn} CPU burners" if args.burn else ""))
         print(out.report(), flush=True)
+        worst = max(events, key=lambda p: events[p]) if events else None
+        print(f"suspect/dead events logged: {sum(events.values())} in all"
+              + (f", most by {worst}: {events[worst]}" if worst else ""), flush=True)
     return 0
 
 

@@ -212,12 +212,6 @@ def test_an_answer_that_waited_in_the_socket_does_not_extend_the_lease():
     assert ls.state(QUORUM3, 3.0).held  # it counted, for the lease after its send time
 
 
-RETRY_BUG = ("ring/lease.py Lease.sent overwrites a seq's send time on a retry (ring.swim's "
-             "RETRY pings again with the same seq), so an answer to the first ping, held up in "
-             "our socket, is dated by the retry, after the vouch it carries was made (rule 3)")
-
-
-@pytest.mark.xfail(strict=True, reason=RETRY_BUG)
 def test_an_answer_to_a_ping_sent_twice_is_dated_by_the_first_send():
     # The answer cannot say which of the two sends it answers: only the
     # first send time is sure to be before the vouch was made.
@@ -228,7 +222,6 @@ def test_an_answer_to_a_ping_sent_twice_is_dated_by_the_first_send():
     assert not ls.state(QUORUM3, 6.0).held
 
 
-@pytest.mark.xfail(strict=True, reason=RETRY_BUG)
 def test_a_starved_prober_s_retry_does_not_renew_its_lease_with_an_old_answer():
     net = lease_cluster(3, seed=3)
     net.run(20)
@@ -550,15 +543,10 @@ def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0, le
     return seen
 
 
-JOIN_BUG = ("ring/membership.py Membership.quorum (line 288) / ring/lease.py rule 4: the quorum is "
-            "each peer's own view, so members that joined on one side of a split grow that side's "
-            "quorum only; majorities of two different quorums need not share a member")
-
-
 @pytest.mark.parametrize("seed", [
     *range(8),
-    # Seeds that found the retry's re-dating (RETRY_BUG); with it fixed, 200 seeds pass.
-    *(pytest.param(s, marks=pytest.mark.xfail(strict=True, reason=RETRY_BUG)) for s in (34, 62)),
+    # Seeds that once found a probe's retry re-dating an old answer (rule 3).
+    34, 62,
 ])
 def test_no_two_peers_ever_hold_leases_on_different_rings(seed):
     rng = random.Random(seed)
@@ -573,7 +561,6 @@ def test_no_two_peers_ever_hold_leases_on_different_rings(seed):
     assert len(net.holders()) == n, {p.pid: p.m.lease_state(p.local(net.t)) for p in net.running()}
 
 
-@pytest.mark.xfail(strict=True, reason=JOIN_BUG)
 def test_members_joining_one_side_of_a_split_do_not_make_it_a_majority():
     # p0 cut off from p1 and p2 holds no lease (1 of 3). Two new members
     # start and can reach only p0: they join through it, and p0, p3, p4 are
