@@ -101,8 +101,8 @@ The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
 
 - ``OTHER_RING``: dropped and counted, no ack.
 - ``STALE_EPOCH``: a batch from an older epoch of a sender whose newer epoch
-  has been seen (it restarted), or from a sender :meth:`Inbox.forget` closed.
-  Dropped, no ack. A restarted sender resumes its queue from its own state
+  has been seen (it restarted), or from a sender :meth:`Inbox.forget` hid
+  as dead and :meth:`Inbox.reopen` did not show again. Dropped, no ack. A restarted sender resumes its queue from its own state
   (peer/state/journal.py persists :meth:`Outbox.queued`), so the old frame adds nothing;
   and this Inbox keeps only the newest epoch's sequence state, so it could
   not tell an old frame from a replay.
@@ -132,8 +132,20 @@ termination asks for both. The sums must cover the same channels on both
 sides, so the driver:
 
 - drops batches from senders that are not live members before ``accept``;
-- on a peer dead or left: ``reroute(..., members=new_ring)`` (which drops the
-  channel to it from ``sent``) and ``Inbox.forget(peer)``;
+- on a peer dead: ``reroute(..., members=new_ring)`` and ``Inbox.forget(peer)``.
+  Both *hide* the channel, they do not zero it: ``sent`` leaves out the
+  channel to a destination gone and not ``left``, ``received`` the channel
+  from a forgotten sender. A peer declared dead is often alive (a partition,
+  a long pause) and comes back as the same process, refuting: then the next
+  ``reroute`` with it among ``members`` and ``Inbox.reopen(peer)`` show both
+  channels again with what they held, and its batches are taken again (a
+  channel closed for good refused them, unacked, for ever: the sender's
+  Outbox never went idle and the crawl never ended). The batches abandoned
+  at its death leave ``sent`` (their entries went to other owners); one the
+  dead peer had taken before its ack was lost is the only inexactness left,
+  and the termination detector's quiescence covers it;
+- on a peer left: ``reroute(..., members=new_ring, left=...)``: the channel
+  stays summed, less its abandoned batches, as the leaver's counters do;
 - on a peer restarted (a new epoch): ``Inbox.forget(peer, before=epoch)``
   (the new epoch's first batch also replaces the channel, but a sender
   that never sends here again would leave its old count behind), and,
@@ -248,7 +260,7 @@ class _Dest:
     """Everything queued for one destination."""
 
     __slots__ = ("id", "urls", "seen", "since", "run", "ready", "unacked", "seq", "sent",
-                 "acks", "ack_epoch", "ack_run", "mark")
+                 "acks", "ack_epoch", "ack_run", "mark", "hidden")
 
     def __init__(self, dest_id: str) -> None:
         self.id = dest_id
@@ -264,6 +276,7 @@ class _Dest:
         self.ack_epoch = -1  # the epoch those seqs are of
         self.ack_run = 0  # bumped when the owed acks go: invalidates their deadline
         self.mark = -1  # the last rate window it got entries in (rule 8)
+        self.hidden = False  # dead: its channel is left out of Outbox.sent until it is back
 
 
 def _size(b: UrlBatch) -> int:
@@ -674,17 +687,19 @@ class Outbox:
         gone: its sent batches are abandoned and their entries re-routed.
         ``left``: gone destinations that left gracefully. Their final
         counters stay in the termination sums, so the channel keeps what they
-        acked; a dead one's channel leaves the sums whole.
+        acked; a dead one's channel is hidden from :attr:`sent` until a
+        reroute finds it among ``members`` again (it refuted its death).
         """
         moved: list[tuple[str, int, str]] = []
         moved_seen: list[tuple[str, str]] = []
         for d in self._dests.values():
             gone = d.id not in members
+            # A dead destination's channel is hidden, not zeroed: it may come
+            # back as the same process, with the count we had (module docstring).
+            d.hidden = gone and d.id not in left
             if gone:
-                if d.id in left:
-                    d.sent -= sum(_size(s.batch) for s in d.unacked.values())
-                else:
-                    d.sent = 0  # the channel leaves the termination sums
+                # Abandoned: their entries go to other owners and are counted there.
+                d.sent -= sum(_size(s.batch) for s in d.unacked.values())
             if not (d.urls or d.seen or d.ready or (gone and d.unacked)):
                 continue
             urls = [p for chunk, _ in d.ready for p in chunk]
@@ -750,7 +765,7 @@ class Outbox:
         will take again exactly the batches still unacked here, so they are
         what the channel now counts. Exact only if called before anything is
         sent to the new incarnation; persisting the Inbox avoids the need.
-        (``reroute`` zeroes the channel of a gone peer itself.)
+        (``reroute`` hides the channel of a dead peer itself.)
         """
         d = self._dests.get(peer)
         if d is not None:
@@ -788,7 +803,7 @@ class Outbox:
     @property
     def sent(self) -> int:
         """Entries in batches sent at least once, over the live channels (module docstring)."""
-        return sum(d.sent for d in self._dests.values())
+        return sum(d.sent for d in self._dests.values() if not d.hidden)
 
     @property
     def epoch(self) -> int:
@@ -865,14 +880,15 @@ class InboxStats:
 class _Channel:
     """Sequence numbers taken from one sender in its newest epoch."""
 
-    __slots__ = ("epoch", "floor", "above", "count", "closed")
+    __slots__ = ("epoch", "floor", "above", "count", "closed", "dead")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.floor = 0  # every seq below is taken
         self.above: set[int] = set()  # taken seqs above floor (there is a hole)
         self.count = 0  # entries accepted: this channel's share of Inbox.received
-        self.closed = False  # forget(): the sender is gone in this epoch
+        self.closed = False  # forget(before=...): this epoch's process is gone for good
+        self.dead = False  # forget(): the sender is dead, until reopen()
 
 
 class Inbox:
@@ -898,7 +914,7 @@ class Inbox:
         ch = self._channels.get(batch.sender)
         if ch is None or batch.epoch > ch.epoch:
             ch = self._channels[batch.sender] = _Channel(batch.epoch)
-        elif batch.epoch < ch.epoch or ch.closed:
+        elif batch.epoch < ch.epoch or ch.closed or ch.dead:
             return self._drop(Verdict.STALE_EPOCH)
         seq = batch.seq
         above = ch.above
@@ -928,27 +944,41 @@ class Inbox:
         return verdict
 
     def forget(self, sender: str, *, before: int | None = None) -> None:
-        """Close ``sender``'s channel: it is dead or left, or (``before``) it restarted.
+        """Hide ``sender``'s channel: it is dead; or (``before``) close it: it restarted.
 
-        Its count leaves :attr:`received`, and its batches of the closed epoch
-        are dropped from now on (``STALE_EPOCH``); only a newer epoch opens a
-        new channel. With ``before`` (a restarted sender's new epoch), only a
-        channel of an older epoch is closed, so calling it after the new
-        epoch's first batch arrived is harmless. The Inbox knows only senders
-        it has heard from, so the driver also drops batches from peers that
-        are not live members before :meth:`accept` (a dead peer's batch still
+        Dead, its count leaves :attr:`received` and its batches are refused
+        (``STALE_EPOCH``) until :meth:`reopen`: a member declared dead may
+        be alive and come back as the same process (a partition that
+        healed), and then its channel goes on where it stopped, count and
+        sequence numbers kept, so a resend of a batch taken before is a
+        replay. With ``before`` (a restarted sender's new epoch), only a
+        channel of an older epoch is closed, for good: only a newer epoch
+        opens a new channel, so calling it after the new epoch's first
+        batch arrived is harmless. The Inbox knows only senders it has
+        heard from, so the driver also drops batches from peers that are
+        not live members before :meth:`accept` (a dead peer's batch still
         in flight would otherwise open a channel the sums exclude).
         """
         ch = self._channels.get(sender)
-        if ch is not None and (before is None or ch.epoch < before):
+        if ch is None:
+            return
+        if before is None:
+            ch.dead = True
+        elif ch.epoch < before:
             ch.closed = True
             ch.count = 0
             ch.above = set()
 
+    def reopen(self, sender: str) -> None:
+        """``sender``, forgotten as dead, is a live member again: its channel counts again."""
+        ch = self._channels.get(sender)
+        if ch is not None:
+            ch.dead = False
+
     @property
     def received(self) -> int:
         """Entries in accepted batches, over the open channels (module docstring)."""
-        return sum(ch.count for ch in self._channels.values())
+        return sum(ch.count for ch in self._channels.values() if not ch.dead)
 
     @property
     def dropped(self) -> dict[str, int]:
