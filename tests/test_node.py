@@ -319,7 +319,7 @@ def test_three_peers_crawl_every_page_once_and_stop_by_themselves():
     assert sum(p.node.outbox.stats().acks_piggybacked for p in ring.peers.values()) > 0
     # Every page was fetched by the owner of its host, and each peer had some.
     owners = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, vnodes=64)
-    assert all(owners.owner(host_of(url)) == who for who, url in ring.fetches)
+    assert all(owners.owner(host_of(url)) == who for who, url, _ in ring.fetches)
     assert all(p.fetched for p in ring.peers.values())
     # Status, as `ring status` would get it from p1: three alive members sharing the ring.
     p1 = ring.peers["p1"]
@@ -374,7 +374,7 @@ def test_a_crashed_peer_is_declared_dead_and_its_unacked_batches_are_rerouted():
     # What p3 had queued is lost with it (scripts/adopt.py brings it back);
     # nothing the survivors took is fetched twice.
     counts = ring.fetch_counts()
-    survivors = [u for who, u in ring.fetches if who != "p3"]
+    survivors = [u for who, u, _ in ring.fetches if who != "p3"]
     assert len(survivors) == len(set(survivors))
     assert counts
 
@@ -407,7 +407,7 @@ def test_max_pages_is_cluster_wide():
     # 10 ms step, gossip every 100 ms). Measured: 54.
     per_round = round(ring.gossip_interval / ring.step_seconds) * ring.pages_per_step
     assert 40 <= fetched <= 40 + ring.n * per_round, fetched
-    assert len({who for who, _ in ring.fetches}) == 3
+    assert len({f.who for f in ring.fetches}) == 3
     assert fetched < len(ring.web.all_urls()) // 2
 
 
