@@ -141,10 +141,14 @@ class HandOffs:
             out.append(Rerouted(tuple(urls), tuple(seen)))
         # Rule 2: a member gone now had its batches re-routed just above, so a
         # barrier on it could only be passed by batches of a later life.
+        gave_up = False
         for h in self._handoffs:
             if h.phase is _Phase.WAITING:
                 for d in [d for d in h.marks if d not in ring]:
                     self._give_up(h, d, "handoff_member_gone")
+                    gave_up = True
+        if gave_up:
+            out += self._progress(now)
         if old is not None:
             self._handoffs.append(_HandOff(version, tuple(sorted(ring)), began=now))
             out.append(HandOff(old, ring, version))

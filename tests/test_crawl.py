@@ -320,6 +320,19 @@ def test_the_cluster_is_done_only_when_the_node_says_so():
     assert c.next(0.0, view) == Finished(StopReason.CLUSTER_DONE)
 
 
+def test_the_cluster_is_not_done_while_a_member_seen_dead_may_come_back():
+    # holds rule 7: beyond a partition it may be crawling, with work for us.
+    c = core(obey_robots=False)
+    c.alive = {"p2": False}.get
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    c.set_ring(both.without_peer("p2"), 1.0)  # p2 declared dead at 1.0
+    view = FakeRing()
+    view.is_idle = view.is_done = True
+    assert c.next(30.9, view) == Sleep(float("inf"))
+    assert c.next(31.0, view) == Finished(StopReason.CLUSTER_DONE)  # takeover_after (30 s) later
+
+
 # -- results: retries, backoff, redirects ---------------------------------------------
 
 

@@ -382,6 +382,27 @@ def test_a_gone_peer_leaves_the_sent_counter_and_keeps_its_sequence():
     assert [(d, b.seq) for d, b in ob.due(2.0) if d == "p1"] == [("p1", 1)]
 
 
+def test_a_dead_peers_channel_is_hidden_and_counts_again_when_it_is_back():
+    # Declared dead, it was alive beyond a partition and refuted as the same
+    # process: its Inbox still counts what it took from us, so must we.
+    ring = HashRing({"p0": 1.0, "p1": 1.0, "p2": 1.0})
+    ob = outbox(batch_size=1)
+    for i in range(3):
+        ob.add(f"http://a.test/{i}", 0, "p1", 0.0)
+    ob.due(0.0)
+    ob.ack("p1", 7, 0)
+    ob.ack("p1", 7, 1)
+    assert ob.sent == 3
+    ob.reroute(lambda u: "p2", 1.0, members=ring.without_peer("p1"))
+    assert ob.sent == 0  # p1's channel hidden
+    assert [d for d, _ in ob.due(1.0)] == ["p2"]  # its batch 2, abandoned, goes to p2
+    assert ob.sent == 1
+    ob.reroute(lambda u: "p1", 2.0, members=ring)
+    assert ob.sent == 3  # the 2 p1 took, and the 1 to p2
+    ob.add("http://a.test/3", 0, "p1", 2.0)
+    assert ("p1", 3) in [(d, b.seq) for d, b in ob.due(2.0)]  # its numbering goes on
+
+
 def test_seen_urls_ride_in_batches_and_are_rerouted_like_urls():
     old = HashRing({"p0": 1.0, "p1": 1.0}, vnodes=64)
     new = old.without_peer("p1")
@@ -494,6 +515,23 @@ def test_forget_closes_the_senders_epoch():
     assert ib.accept(batch(1)) is Verdict.STALE_EPOCH
     assert ib.accept(batch(0, epoch=8)) is Verdict.ACCEPT  # it restarted
     assert ib.received == 4
+
+
+def test_a_dead_senders_channel_is_hidden_until_reopened_with_its_count_and_sequence():
+    ib = Inbox(RING)
+    ib.accept(batch(0))
+    ib.accept(batch(1))
+    ib.forget("p1")  # declared dead
+    assert ib.received == 0
+    assert ib.accept(batch(2)) is Verdict.STALE_EPOCH  # (the driver drops these first)
+    ib.reopen("p1")  # it refuted: the same process, the same channel
+    assert ib.received == 4
+    assert ib.accept(batch(1)) is Verdict.DUPLICATE  # a resend of one taken before it died
+    assert ib.accept(batch(2)) is Verdict.ACCEPT
+    assert ib.received == 6
+    ib.forget("p1", before=9)
+    ib.reopen("p1")  # a restart's channel stays closed
+    assert ib.received == 0 and ib.accept(batch(3)) is Verdict.STALE_EPOCH
 
 
 def test_forget_before_closes_only_an_older_epoch():

@@ -32,8 +32,11 @@ from ring.messages import (
 )
 from ring.node import (
     ADOPT_PREFIX,
+    HANDOFF_TIMEOUT,
+    MARKER_ROUNDS,
     Count,
     Deliver,
+    HandOff,
     Rerouted,
     LeaveAsked,
     Log,
@@ -255,6 +258,75 @@ def test_a_handoff_tells_each_new_owner_once_its_batches_are_acked():
     kinds = [type(a.msg).__name__ for a in out if isinstance(a, Send)]
     assert kinds == ["HostStarts", "HandoffDone"]
     assert n.handoffs == [(1, pytest.approx(0.2))] and n.handing_off == 0
+
+
+def declared(n: RingNode, who: str, state: MemberState, inc: int, at: float) -> list:
+    """p2 (or p3, for p2) tells ``n`` that ``who`` is ``state`` at incarnation ``inc``."""
+    teller = "p3" if who == "p2" else "p2"
+    rec = replace(n.membership.members()[who], state=state, incarnation=inc)
+    return n.receive(f"{teller}/aaaa".encode(), Digest(RING, teller, (rec,)), at)
+
+
+def test_a_member_declared_dead_and_back_as_the_same_process_has_its_batches_taken_again():
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    assert isinstance(n.receive(R2, batch(0), 0.1)[0], Deliver)
+    declared(n, "p2", MemberState.DEAD, INC, 1.0)
+    assert "p2" not in n.ring() and n.inbox.received == 0  # its channel left the sums
+    assert n.receive(R2, batch(1), 1.1) == [Count("unknown_sender")]  # dead: not taken, not acked
+    declared(n, "p2", MemberState.ALIVE, INC + 1, 2.0)  # it refuted: a partition healed
+    assert "p2" in n.ring() and n.inbox.received == 2
+    assert n.receive(R2, batch(1), 2.1)[0] == Deliver(batch().urls, batch().seen, "p2")
+    assert n.receive(R2, batch(0), 2.2) == [Count("replay")]  # taken before it died
+    assert n.inbox.received == 4 and n.dropped["stale_epoch"] == 0
+
+
+def test_a_handoff_to_a_member_that_dies_before_acking_is_given_up_and_counted():
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    [handoff] = [a for a in declared(n, "p3", MemberState.DEAD, INC, 1.0) if isinstance(a, HandOff)]
+    n.outbox.add_seen("http://moved.test/", "p2", 1.1)
+    n.begin_handoff(handoff.version, 1, {}, 1.1)
+    assert n.flush(1.2) and n.handing_off == 1
+    out = declared(n, "p2", MemberState.DEAD, INC, 1.3)  # before its ack
+    assert n.handoffs == [(1, pytest.approx(0.2))]  # ended, given up
+    assert (n.dropped["handoff_member_gone"], n.dropped["handoffs_gave_up"]) == (1, 1)
+    assert [type(a) for a in out if isinstance(a, HandOff)] == [HandOff]  # the next one, for p1 alone
+
+
+def test_a_handoff_without_acks_or_reads_is_given_up_after_the_timeout_and_counted():
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    declared(n, "p3", MemberState.DEAD, INC, 1.0)
+    [first] = n._handoffs
+    n.outbox.add_seen("http://moved.test/", "p2", 1.0)
+    n.begin_handoff(first.version, 1, {}, 1.0)
+    n.flush(1.1)  # sent, never acked
+    declared(n, "p3", MemberState.ALIVE, INC + 1, 2.0)  # a second hand-off, never read
+    out = n.tick(2.0 + HANDOFF_TIMEOUT, idle=True, pages=0)
+    assert n.handing_off == 0 and len(n.handoffs) == 2
+    assert (n.dropped["handoff_timeout"], n.dropped["handoff_unread"], n.dropped["handoffs_gave_up"]) == (1, 1, 2)
+    assert any(type(a) is Log and "gave up waiting for acks from p2" in a.text for a in out)
+    # p2, given up on, is never told HandoffDone, not even in the repeats.
+    later = [a for t in range(5) for a in n.tick(63.0 + t, idle=True, pages=0)]
+    assert not any(isinstance(a, Send) and isinstance(a.msg, HandoffDone) and a.dest == "p2" for a in later)
+
+
+def test_a_refutation_with_no_ring_change_tells_handoff_done_again():
+    # Others declared us dead, and hold their hosts until our HandoffDone
+    # (peer/core/holds.py rule 5); our view never changed: nothing to hand over.
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    me = n.membership.me
+    n.receive(R2, Digest(RING, "p2", (replace(me, state=MemberState.DEAD),)), 1.0)
+    assert n.membership.me.incarnation == INC + 1  # refuted
+    told = [a.dest for t in range(MARKER_ROUNDS + 2) for a in n.tick(1.1 + t / 10, idle=True, pages=0)
+            if isinstance(a, Send) and isinstance(a.msg, HandoffDone)]
+    assert sorted(told) == sorted(["p2", "p3"] * MARKER_ROUNDS)
 
 
 def test_two_nodes_piggyback_acks_on_the_batches_they_trade():

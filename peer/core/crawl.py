@@ -285,7 +285,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
         if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending and not fr.moving:
             if ring is None:
                 return Finished(StopReason.FRONTIER_EMPTY)
-            if ring.idle() and ring.done():
+            if ring.idle() and ring.done() and not self.holds.awaiting(now):  # holds rule 7
                 return Finished(StopReason.CLUSTER_DONE)
         # Sleep until a host can start, or a fetch ends, or a URL arrives.
         when = fr.next_ready_at() if room > 0 else None

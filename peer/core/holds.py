@@ -31,6 +31,11 @@ Rules, each a line or two below:
    ``hold_timeout`` (``ring.handoff`` rule 4 makes it send one even when
    its view never changed).
 6. A hold with nobody left to wait for is dropped.
+7. The crawl is not over while a member seen dead may still come back
+   (:meth:`Holds.awaiting`: within ``takeover_after`` of its death): beyond
+   a partition it may be fetching, with links to our hosts queued for us.
+   Ended before, this side would be gone when the split heals, and the
+   other side would take its hosts over and fetch again what it fetched.
 
 Why ``takeover_after`` and not at once: the new owner of a dead member's
 hosts does not have its seen set, so fetching them at once fetched again
@@ -113,7 +118,7 @@ class Holds:
 
     def __init__(self) -> None:
         self._holds: list[tuple[OwnerMap, dict[str, _Until]]] = []
-        self._dead: set[str] = set()  # seen dead and not back
+        self._dead: dict[str, float] = {}  # seen dead and not back -> when takeover_after ends (rule 7)
         self._taken: set[str] = set()  # of those, taken over and reported (rule 4: once a death)
         #: Rule 4's counts, for ``ring status`` (``peer.core.figures``).
         self.counts: Counter[str] = Counter()
@@ -141,7 +146,7 @@ class Holds:
 
     def dead(self, peer: str, now: float, takeover_after: float) -> None:
         """Rule 3: ``peer`` was seen dead at ``now``; a wait for its hand-off becomes one for its return."""
-        self._dead.add(peer)
+        self._dead[peer] = now + takeover_after
         for _, waiting in self._holds:
             w = waiting.get(peer)
             if w is not None and w.wait is Wait.HANDOFF:
@@ -155,7 +160,7 @@ class Holds:
         """Rule 5: ``peer``, seen dead before, is a live member again."""
         if peer not in self._dead:
             return
-        self._dead.discard(peer)
+        del self._dead[peer]
         self._taken.discard(peer)
         for _, waiting in self._holds:
             w = waiting.get(peer)
@@ -194,6 +199,10 @@ class Holds:
         for _, waiting in self._holds:
             waiting.pop(sender, None)
         self._drop_empty()
+
+    def awaiting(self, now: float) -> bool:
+        """Rule 7: a member seen dead may still come back with work."""
+        return any(now < until for until in self._dead.values())
 
     def waiting_for(self) -> set[str]:
         """The previous owners still waited for (for tests and status)."""
