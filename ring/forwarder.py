@@ -37,7 +37,9 @@ Rules of the Outbox (every transition lives in this file):
      the caller when that is this peer (they go to the local frontier);
    - batches to a destination no longer in ``members`` (dead or left) are
      abandoned and every entry in them moves the same way: nothing queued
-     for a dead peer is lost;
+     for a dead peer is lost. A dead one's are kept, and sent again,
+     unchanged, if it comes back into ``members`` (it refuted: see the
+     termination counters below);
    - batches already sent to a *live* peer stay as they are, and are resent
      until acked, even if some of their URLs now belong to someone else.
      Cutting those URLs out would give a sent ``seq`` a second content (the
@@ -141,9 +143,11 @@ sides, so the driver:
   channels again with what they held, and its batches are taken again (a
   channel closed for good refused them, unacked, for ever: the sender's
   Outbox never went idle and the crawl never ended). The batches abandoned
-  at its death leave ``sent`` (their entries went to other owners); one the
-  dead peer had taken before its ack was lost is the only inexactness left,
-  and the termination detector's quiescence covers it;
+  at its death leave ``sent`` (their entries went to other owners) and are
+  sent again, unchanged, when it is back: it took some before their acks
+  were lost and counts them, and now acks them as replays; the others it
+  takes now. Either way each is counted once on both sides, and a heal
+  leaves the sums exact;
 - on a peer left: ``reroute(..., members=new_ring, left=...)``: the channel
   stays summed, less its abandoned batches, as the leaver's counters do;
 - on a peer restarted (a new epoch): ``Inbox.forget(peer, before=epoch)``
@@ -260,7 +264,7 @@ class _Dest:
     """Everything queued for one destination."""
 
     __slots__ = ("id", "urls", "seen", "since", "run", "ready", "unacked", "seq", "sent",
-                 "acks", "ack_epoch", "ack_run", "mark", "hidden")
+                 "acks", "ack_epoch", "ack_run", "mark", "hidden", "abandoned")
 
     def __init__(self, dest_id: str) -> None:
         self.id = dest_id
@@ -277,6 +281,7 @@ class _Dest:
         self.ack_run = 0  # bumped when the owed acks go: invalidates their deadline
         self.mark = -1  # the last rate window it got entries in (rule 8)
         self.hidden = False  # dead: its channel is left out of Outbox.sent until it is back
+        self.abandoned: list[UrlBatch] = []  # unacked at its death: sent again if it comes back
 
 
 def _size(b: UrlBatch) -> int:
@@ -694,6 +699,8 @@ class Outbox:
         moved_seen: list[tuple[str, str]] = []
         for d in self._dests.values():
             gone = d.id not in members
+            if d.hidden and not gone:
+                self._revive(d, now)
             # A dead destination's channel is hidden, not zeroed: it may come
             # back as the same process, with the count we had (module docstring).
             d.hidden = gone and d.id not in left
@@ -716,6 +723,8 @@ class Outbox:
                 for s in d.unacked.values():
                     urls += s.batch.urls
                     seen += s.batch.seen
+                    if d.hidden:
+                        d.abandoned.append(s.batch)
                     s.live = False
                     s.batch = _RETIRED
                 d.unacked.clear()
@@ -757,6 +766,24 @@ class Outbox:
         self._returned += n_back
         self._rerouted += len(moved) + len(moved_seen) - n_back
         return back
+
+    def _revive(self, d: _Dest, now: float) -> None:
+        """``d``, dead, is back: send again, unchanged, the batches abandoned at its death.
+
+        It may have taken some before their acks were lost, and counts them;
+        the others it never saw. Sent again, each is taken or acked as a
+        replay, and counted once on both sides, so the channel is exact
+        again. Their entries went to other owners at the death; those the
+        receiver owns again reach it twice, and its seen set drops the second.
+        """
+        q = self._resend
+        for b in sorted(d.abandoned, key=lambda b: b.seq, reverse=True):
+            # At the front, due now: the queue stays in time order (due() pops the front).
+            s = _Sent(b, d.id, min(now, q[0].due) if q else now)
+            q.appendleft(s)
+            d.unacked[b.seq] = s
+            d.sent += _size(b)
+        d.abandoned = []
 
     def forget(self, peer: str) -> None:
         """Restart the termination count of the channel to ``peer``.

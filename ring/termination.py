@@ -25,10 +25,12 @@ sums apart, ends by itself.
 4. **Hand-offs** do not keep a peer busy (only a leaver waits for its own)
    and end by ``HANDOFF_TIMEOUT`` at the latest (``ring.handoff`` rule 2).
 5. **Sums after deaths, refutations and restarts**: a dead member's
-   channels are hidden on both sides and shown again when it refutes, so a
-   heal balances them again; what cannot be made exact (a batch taken just
-   before its ack was lost to a death, a restarted member's old channel that
-   it never replaces) is what the quiescence fallback below ends.
+   channels are hidden on both sides and shown again when it refutes, and
+   the batches abandoned at its death are sent to it again
+   (``ring.forwarder``, "Termination counters"), so a heal balances them
+   again; what cannot be made exact (a restarted member's old channel that
+   its new life never replaces, a batch a crashed one took and never acked)
+   is what the quiescence fallback below ends.
 """
 
 from __future__ import annotations
