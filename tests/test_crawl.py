@@ -650,6 +650,30 @@ def test_a_dead_previous_owners_hosts_wait_takeover_after_and_go_back_if_it_retu
     assert not c.holds
 
 
+def test_a_member_back_from_dead_holds_our_own_hosts_until_its_handoff():
+    # holds rule 5: beyond a split it may have taken our hosts over and
+    # fetched them; its hand-off brings those pages before we go on.
+    c = core(obey_robots=False)
+    alive = {"p2": False}
+    c.alive = alive.get
+    c.hold_timeout = 10.0
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    c.set_ring(both.without_peer("p2"), 1.0)  # declared dead
+    alive["p2"] = True
+    c.set_ring(both, 40.0)  # back, after its takeover_after: it may have fetched ours
+    mine = owned_by(both, "p1")[0]
+    c.discover(f"http://{mine}/x", 0, 40.0, Origin.LINK)
+    job = start(c, 40.0)
+    assert isinstance(c.admit(job, 40.0), Requeue)
+    c.job_ended(job)
+    assert c.holds.waiting_for() == {"p2"}
+    c.handoff_done("p2")
+    job = start(c, 40.0 + HOLD_POLL)
+    assert isinstance(c.admit(job, 40.0 + HOLD_POLL), Fetch)
+    assert not c.holds
+
+
 def test_handoff_seen_lists_the_moved_hosts_urls_for_their_new_owners():
     c = core(obey_robots=False)
     one = HashRing({"p1": 1.0})
