@@ -11,7 +11,8 @@ Rules, each a line or two below:
 1. A change of ring adds one hold ``(old ring, {previous owner: wait})``,
    for the previous owners other than us: a live one (alive or left) is
    waited for until its ``HandoffDone``, at most ``hold_timeout``; a dead
-   one until ``takeover_after`` after its death was seen (the change).
+   one until ``takeover_after`` after its death was seen (the change; 0:
+   not at all).
 2. A host is held while its owner in *some* hold's old ring is still
    waited for.
 3. A wait ends when that previous owner's ``HandoffDone`` comes
@@ -28,8 +29,9 @@ Rules, each a line or two below:
    or a new one) gets its hosts back, so waits to take them over end
    unreported; and, since it may have taken over *ours* while we were dead
    to it, every host we own waits for its ``HandoffDone``, at most
-   ``hold_timeout`` (``ring.handoff`` rule 4 makes it send one even when
-   its view never changed).
+   ``hold_timeout`` (``ring.handoff`` rule 4 makes a refuting member send
+   one even when its view never changed; a restarted one whose view never
+   changed sends none, and the wait runs out).
 6. A hold with nobody left to wait for is dropped.
 7. The crawl is not over while a member seen dead may still come back
    (:meth:`Holds.awaiting`: within ``takeover_after`` of its death): beyond
@@ -72,8 +74,9 @@ Liveness = Callable[[str], "bool | None"]
 class Wait(enum.Enum):
     """What a held host waits for."""
 
-    HANDOFF = "handoff"  # a live previous owner's HandoffDone (rules 1, 5)
+    HANDOFF = "handoff"  # a live previous owner's HandoffDone (rule 1)
     TAKEOVER = "takeover"  # a dead previous owner to come back (rules 1, 3)
+    RETURNED = "returned"  # the HandoffDone of a member back from dead (rule 5)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +92,9 @@ class Expired:
         if self.wait is Wait.TAKEOVER:
             return (f"{self.peer} dead for {self.waited:.0f}s (takeover_after): taken to have "
                     "crashed; fetching its former hosts")
+        if self.wait is Wait.RETURNED:
+            return (f"no hand-off from {self.peer} {self.waited:.0f}s after it came back from dead; "
+                    "fetching our hosts again")
         return f"no hand-off from {self.peer} after {self.waited:.0f}s; fetching its former hosts"
 
 
@@ -168,7 +174,7 @@ class Holds:
                 del waiting[peer]
         self._drop_empty()
         if hold_timeout > 0:
-            self._holds.append((_Everything(peer), {peer: _Until(now + hold_timeout, now, Wait.HANDOFF)}))
+            self._holds.append((_Everything(peer), {peer: _Until(now + hold_timeout, now, Wait.RETURNED)}))
 
     def held(self, host: str, now: float) -> tuple[bool, list[Expired]]:
         """Rules 2-4: whether ``host`` waits, and the waits that reached their deadline."""
