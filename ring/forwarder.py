@@ -251,13 +251,16 @@ _RETIRED = UrlBatch(ring="", sender="", epoch=0, seq=0, urls=())
 class _Sent:
     """A numbered batch waiting for its ack."""
 
-    __slots__ = ("batch", "dest", "due", "live")
+    __slots__ = ("batch", "dest", "due", "live", "revived")
 
-    def __init__(self, batch: UrlBatch, dest: str, due: float) -> None:
+    def __init__(self, batch: UrlBatch, dest: str, due: float, revived: bool = False) -> None:
         self.batch = batch
         self.dest = dest
         self.due = due  # next resend time
         self.live = True  # False once acked or abandoned (lazy removal from the queue)
+        # Sent again to a destination back from dead (Outbox._revive): its
+        # entries went to other owners at the death, so they are no longer ours.
+        self.revived = revived
 
 
 class _Dest:
@@ -721,8 +724,9 @@ class Outbox:
             d.run += 1
             if gone:
                 for s in d.unacked.values():
-                    urls += s.batch.urls
-                    seen += s.batch.seen
+                    if not s.revived:  # a revived batch's entries were placed at the first death
+                        urls += s.batch.urls
+                        seen += s.batch.seen
                     if d.hidden:
                         d.abandoned.append(s.batch)
                     s.live = False
@@ -775,11 +779,14 @@ class Outbox:
         replay, and counted once on both sides, so the channel is exact
         again. Their entries went to other owners at the death; those the
         receiver owns again reach it twice, and its seen set drops the second.
+        They are no longer this Outbox's entries: if the destination dies
+        again they are not re-routed a second time (a URL back twice was
+        queued twice here), nor listed by :meth:`queued`.
         """
         q = self._resend
         for b in sorted(d.abandoned, key=lambda b: b.seq, reverse=True):
             # At the front, due now: the queue stays in time order (due() pops the front).
-            s = _Sent(b, d.id, min(now, q[0].due) if q else now)
+            s = _Sent(b, d.id, min(now, q[0].due) if q else now, revived=True)
             q.appendleft(s)
             d.unacked[b.seq] = s
             d.sent += _size(b)
@@ -846,8 +853,9 @@ class Outbox:
             out.urls.extend(d.urls)
             out.seen.extend(d.seen)
             for s in d.unacked.values():
-                out.urls.extend(s.batch.urls)
-                out.seen.extend(s.batch.seen)
+                if not s.revived:  # its entries are elsewhere already
+                    out.urls.extend(s.batch.urls)
+                    out.seen.extend(s.batch.seen)
         return out
 
     def stats(self) -> OutboxStats:

@@ -21,7 +21,9 @@ from __future__ import annotations
 from collections import defaultdict
 
 import pytest
-from fakering import FakeRing, FakeWeb
+from fakering import RING, FakeRing, FakeWeb
+
+from ring.messages import LeaveRequest
 #: Seconds after the last fault within which every peer must have ended by itself.
 FINISH_WITHIN = 30.0
 
@@ -48,10 +50,11 @@ def twice(ring: FakeRing) -> dict[str, list[float]]:
     return {u: ts for u, ts in at.items() if len(ts) > 1}
 
 
-def judge(ring: FakeRing, since: float) -> dict[str, list[float]]:
+def judge(ring: FakeRing, since: float, leavers: frozenset[str] | set[str] = frozenset()) -> dict[str, list[float]]:
     """Every check of the module docstring but the split's overlaps; returns those."""
     ring.run_until(ring.all_finished, max_seconds=FINISH_WITHIN)
-    assert {p.finished for p in ring.peers.values() if p.alive} == {"cluster done"}
+    assert {p.id: p.finished for p in ring.peers.values() if p.alive} == {
+        p: "left the ring" if p in leavers else "cluster done" for p, q in ring.peers.items() if q.alive}
     assert set(ring.fetch_counts()) == ring.web.all_urls(), "pages lost"
     for p in ring.peers.values():
         node = p.node
@@ -152,6 +155,19 @@ def test_a_member_that_dies_again_while_a_handoff_to_it_waits_is_given_up_and_co
     ring.net.heal()
     since = reformed(ring)
     assert judge(ring, since) == {}
+
+
+def test_a_member_that_leaves_while_a_handoff_to_it_waits_is_given_up_and_counted():
+    ring = ring_of(takeover_after=20.0)
+    ring.net.partition({"p1", "p2"}, {"p3"})
+    ring.run_for(4 * ring.dead_after)
+    ring.net.heal()
+    p1, p3 = ring.peers["p1"], ring.peers["p3"]
+    ring.run_until(lambda: any("p3" in h.marks for h in p1.node._handoffs), max_seconds=10)
+    p3.run(p3.core.receive(b"tool", LeaveRequest(RING, "ring-leave", "p3"), ring.now, wall=ring.now))
+    ring.run_until(lambda: "p3" not in p1.node.ring(), max_seconds=10)
+    assert p1.node.dropped["handoff_member_gone"] >= 1 and p1.node.handing_off <= 1
+    judge(ring, ring.now, leavers={"p3"})  # p3's hand-off of its own moved hosts included
 
 
 @pytest.mark.parametrize("seed", [2, 3])
