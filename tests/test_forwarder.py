@@ -621,6 +621,8 @@ class ForwardingMachine(RuleBasedStateMachine):
         self.acked = set()  # (src, dst, seq) acked at the sender
         self.accepted = set()  # (src, dst, seq) taken by the receiver
         self.outstanding = {}  # (src, dst, seq) -> entries: sent, not yet taken
+        self.away = None  # (pid, outbox, inbox) of a peer cut off and held dead, the same process
+        self.away_outstanding = {}  # its channels' outstanding, hidden with them
 
     def _peer(self, pid):
         return (Outbox(pid, RING, epoch=1, batch_size=3, max_age=0.5, resend_after=1.0,
@@ -689,7 +691,7 @@ class ForwardingMachine(RuleBasedStateMachine):
     def _process(self, msg):
         if msg[0] == "ack":
             _, src, dst, epoch, seq = msg
-            if dst in self.peers:
+            if dst in self.peers and (self.away is None or src != self.away[0]):
                 if self.peers[dst][0].ack(src, epoch, seq):
                     self.acked.add((dst, src, seq))
             return
@@ -763,6 +765,47 @@ class ForwardingMachine(RuleBasedStateMachine):
         for _, ib in self.peers.values():
             ib.forget(d)
 
+    @precondition(lambda self: self.away is None and len(self.peers) > 3)
+    @rule(i=st.integers(0, 10))
+    def split(self, i):
+        """A peer is cut off: the others hold it dead, it holds them dead; the same processes."""
+        victims = sorted(p for p in self.peers if p != "a")
+        s = victims[i % len(victims)]
+        ob_s, ib_s = self.peers.pop(s)
+        self.away = (s, ob_s, ib_s)
+        # Batches unacked between it and the rest are re-routed now and sent
+        # again at the heal: their entries may be taken on both paths.
+        for (src, dst, seq), b in self.sent_batches.items():
+            if s in (src, dst) and (src, dst, seq) not in self.acked:
+                self.dups_ok.update(urls_of(b.urls) + list(b.seen))
+        self.away_outstanding = {k: v for k, v in self.outstanding.items() if s in k[:2]}
+        for k in self.away_outstanding:
+            del self.outstanding[k]
+        self.ring = self.ring.without_peer(s)
+        self._reroute()
+        for p, (_, ib) in self.peers.items():
+            ib.forget(s)
+            ib_s.forget(p)
+        back = ob_s.reroute(lambda u: s, self.now, members={s})  # it owns every host now
+        for url in urls_of(back.urls) + back.seen:
+            self.takes[url].append(s)
+
+    @precondition(lambda self: self.away is not None)
+    @rule()
+    def heal(self):
+        """The cut peer refutes: channels both ways show again, abandoned batches go again."""
+        s, ob_s, ib_s = self.away
+        self.away = None
+        self.peers[s] = (ob_s, ib_s)
+        self.ring = self.ring.with_peer(s)
+        self.outstanding.update({k: v for k, v in self.away_outstanding.items()
+                                 if k[0] in self.peers and k[1] in self.peers})
+        self._reroute()
+        for p, (_, ib) in self.peers.items():
+            if p != s:
+                ib.reopen(s)
+                ib_s.reopen(p)
+
     def _reroute(self):
         for p, (ob, _) in self.peers.items():
             back = ob.reroute(self.owner_of, self.now, members=self.ring)
@@ -782,6 +825,8 @@ class ForwardingMachine(RuleBasedStateMachine):
     def teardown(self):
         if not hasattr(self, "peers"):
             return
+        if self.away is not None:
+            self.heal()
         # The network heals: everything is delivered, in order, until quiet.
         for _ in range(100):
             self.now += 1.0
