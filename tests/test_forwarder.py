@@ -751,7 +751,13 @@ class ForwardingMachine(RuleBasedStateMachine):
         for p, (ob, _) in self.peers.items():
             if p != d:
                 q = ob.queued()
-                held_others |= set(urls_of(q.urls)) | set(q.seen)
+                held = Counter(urls_of(q.urls)) + Counter(q.seen)
+                # A batch its receiver took, whose ack is lost, holds nothing:
+                # resent, it is acked as a replay and taken by nobody.
+                for (src, dst, seq), b in self.sent_batches.items():
+                    if src == p and (src, dst, seq) in self.accepted and (src, dst, seq) not in self.acked:
+                        held -= Counter(urls_of(b.urls)) + Counter(b.seen)
+                held_others |= set(held)
         self.exempt |= held_d - held_others
         # A batch d took whose ack its sender never got is re-routed: taken twice.
         for (src, dst, seq), b in self.sent_batches.items():
