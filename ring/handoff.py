@@ -34,13 +34,15 @@ Rules (every one lives in this file):
    late queued its seen URLs after this one's barrier, and a newer
    ``HandoffDone`` releases the older change's holds too (the receiver
    takes any ``HandoffDone`` for its view as "everything of yours is here").
-4. **A refutation re-tells.** Others declared us dead and, seeing us back,
-   hold the hosts they own until our ``HandoffDone`` (``peer.core.holds``
-   rule 5): we may have fetched them meanwhile. If our own view did not
-   change (we never saw them dead), no hand-off follows, so when our
-   incarnation moves (we refuted) with no hand-off open, ``HandoffDone`` for
-   the current ring is repeated for ``MARKER_ROUNDS`` rounds: we have
-   nothing of theirs that is not acked.
+4. **A refutation of our death re-tells.** Others declared us dead and,
+   seeing us back, hold the hosts they own until our ``HandoffDone``
+   (``peer.core.holds`` rule 5): we may have fetched them meanwhile. If our
+   own view did not change (we never saw them dead), no hand-off follows,
+   so when we refute a record saying we are dead with no hand-off open,
+   ``HandoffDone`` for the current ring is repeated for ``MARKER_ROUNDS``
+   rounds: we have nothing of theirs that is not acked. Not for a refuted
+   suspicion (frequent on a loaded ring): a suspect keeps its hosts, and
+   nobody holds anything for it.
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from dataclasses import dataclass, field
 from ring.forwarder import Inbox, Outbox
 from ring.hashring import HashRing
 from ring.membership import Membership
-from ring.messages import MAX_ARRAY, HandoffDone, HostStarts, MemberState
+from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, MemberState, Message, Sync
 from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send
 
 __all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "HandOffs"]
@@ -105,6 +107,8 @@ class HandOffs:
     _owner_key: Callable[[str], str]
     #: Our incarnation at the last ring check: a move is a refutation (rule 4).
     _incarnation_seen: int = -1
+    #: A record saying we are dead came since the last ring check (rule 4).
+    _told_dead: bool = False
 
     @property
     def handing_off(self) -> int:
@@ -113,8 +117,9 @@ class HandOffs:
 
     def _check_ring(self, now: float) -> list[Action]:
         inc = self.membership.me.incarnation
-        refuted = self._incarnation_seen >= 0 and inc != self._incarnation_seen
+        refuted = self._told_dead and self._incarnation_seen >= 0 and inc != self._incarnation_seen
         self._incarnation_seen = inc
+        self._told_dead = False
         version = self.membership.ring_version
         if version == self._ring_version:
             return self._retell(now) if refuted else []
@@ -153,6 +158,16 @@ class HandOffs:
             self._handoffs.append(_HandOff(version, tuple(sorted(ring)), began=now))
             out.append(HandOff(old, ring, version))
         return out
+
+    def _note_claims(self, msg: Message) -> None:
+        """Rule 4: whether ``msg`` (gossip, before it is merged) says we are dead."""
+        me = self.peer_id
+        if isinstance(msg, Sync):
+            told = any(e[0] == me and e[2] is MemberState.DEAD for e in msg.summary)
+        else:
+            recs = msg.members if isinstance(msg, Digest) else getattr(msg, "updates", ())
+            told = any(m.id == me and m.state is MemberState.DEAD for m in recs)
+        self._told_dead = self._told_dead or told
 
     def _retell(self, now: float) -> list[Action]:
         """Rule 4: we refuted with no hand-off open: repeat HandoffDone for the current ring."""

@@ -368,6 +368,7 @@ class RingNode(HandOffs, StatusReplies):
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,
                    now: float) -> list[Action]:
+        self._note_claims(msg)  # ring.handoff rule 4
         out: list[Action] = [Send(dest, reply) for dest, reply in self.membership.receive(msg, now)]
         out += self._member_changes()
         return out + self._check_ring(now)

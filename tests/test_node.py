@@ -327,6 +327,12 @@ def test_a_refutation_with_no_ring_change_tells_handoff_done_again():
     told = [a.dest for t in range(MARKER_ROUNDS + 2) for a in n.tick(1.1 + t / 10, idle=True, pages=0)
             if isinstance(a, Send) and isinstance(a.msg, HandoffDone)]
     assert sorted(told) == sorted(["p2", "p3"] * MARKER_ROUNDS)
+    # A refuted suspicion moves no host: nobody waits for anything of ours.
+    me = n.membership.me
+    n.receive(R2, Digest(RING, "p2", (replace(me, state=MemberState.SUSPECT),)), 2.0)
+    assert n.membership.me.incarnation == INC + 2
+    assert not any(isinstance(a, Send) and isinstance(a.msg, HandoffDone)
+                   for t in range(3) for a in n.tick(2.1 + t / 10, idle=True, pages=0))
 
 
 def test_two_nodes_piggyback_acks_on_the_batches_they_trade():
