@@ -37,7 +37,9 @@ Rules of the Outbox (every transition lives in this file):
      the caller when that is this peer (they go to the local frontier);
    - batches to a destination no longer in ``members`` (dead or left) are
      abandoned and every entry in them moves the same way: nothing queued
-     for a dead peer is lost;
+     for a dead peer is lost. A dead one's are kept, and sent again,
+     unchanged, if it comes back into ``members`` (it refuted: see the
+     termination counters below);
    - batches already sent to a *live* peer stay as they are, and are resent
      until acked, even if some of their URLs now belong to someone else.
      Cutting those URLs out would give a sent ``seq`` a second content (the
@@ -101,8 +103,8 @@ The Inbox (:meth:`Inbox.accept`, one :class:`Verdict` per batch):
 
 - ``OTHER_RING``: dropped and counted, no ack.
 - ``STALE_EPOCH``: a batch from an older epoch of a sender whose newer epoch
-  has been seen (it restarted), or from a sender :meth:`Inbox.forget` closed.
-  Dropped, no ack. A restarted sender resumes its queue from its own state
+  has been seen (it restarted), or from a sender :meth:`Inbox.forget` hid
+  as dead and :meth:`Inbox.reopen` did not show again. Dropped, no ack. A restarted sender resumes its queue from its own state
   (peer/state/journal.py persists :meth:`Outbox.queued`), so the old frame adds nothing;
   and this Inbox keeps only the newest epoch's sequence state, so it could
   not tell an old frame from a replay.
@@ -132,8 +134,22 @@ termination asks for both. The sums must cover the same channels on both
 sides, so the driver:
 
 - drops batches from senders that are not live members before ``accept``;
-- on a peer dead or left: ``reroute(..., members=new_ring)`` (which drops the
-  channel to it from ``sent``) and ``Inbox.forget(peer)``;
+- on a peer dead: ``reroute(..., members=new_ring)`` and ``Inbox.forget(peer)``.
+  Both *hide* the channel, they do not zero it: ``sent`` leaves out the
+  channel to a destination gone and not ``left``, ``received`` the channel
+  from a forgotten sender. A peer declared dead is often alive (a partition,
+  a long pause) and comes back as the same process, refuting: then the next
+  ``reroute`` with it among ``members`` and ``Inbox.reopen(peer)`` show both
+  channels again with what they held, and its batches are taken again (a
+  channel closed for good refused them, unacked, for ever: the sender's
+  Outbox never went idle and the crawl never ended). The batches abandoned
+  at its death leave ``sent`` (their entries went to other owners) and are
+  sent again, unchanged, when it is back: it took some before their acks
+  were lost and counts them, and now acks them as replays; the others it
+  takes now. Either way each is counted once on both sides, and a heal
+  leaves the sums exact;
+- on a peer left: ``reroute(..., members=new_ring, left=...)``: the channel
+  stays summed, less its abandoned batches, as the leaver's counters do;
 - on a peer restarted (a new epoch): ``Inbox.forget(peer, before=epoch)``
   (the new epoch's first batch also replaces the channel, but a sender
   that never sends here again would leave its old count behind), and,
@@ -235,20 +251,23 @@ _RETIRED = UrlBatch(ring="", sender="", epoch=0, seq=0, urls=())
 class _Sent:
     """A numbered batch waiting for its ack."""
 
-    __slots__ = ("batch", "dest", "due", "live")
+    __slots__ = ("batch", "dest", "due", "live", "revived")
 
-    def __init__(self, batch: UrlBatch, dest: str, due: float) -> None:
+    def __init__(self, batch: UrlBatch, dest: str, due: float, revived: bool = False) -> None:
         self.batch = batch
         self.dest = dest
         self.due = due  # next resend time
         self.live = True  # False once acked or abandoned (lazy removal from the queue)
+        # Sent again to a destination back from dead (Outbox._revive): its
+        # entries went to other owners at the death, so they are no longer ours.
+        self.revived = revived
 
 
 class _Dest:
     """Everything queued for one destination."""
 
     __slots__ = ("id", "urls", "seen", "since", "run", "ready", "unacked", "seq", "sent",
-                 "acks", "ack_epoch", "ack_run", "mark")
+                 "acks", "ack_epoch", "ack_run", "mark", "hidden", "abandoned")
 
     def __init__(self, dest_id: str) -> None:
         self.id = dest_id
@@ -264,6 +283,8 @@ class _Dest:
         self.ack_epoch = -1  # the epoch those seqs are of
         self.ack_run = 0  # bumped when the owed acks go: invalidates their deadline
         self.mark = -1  # the last rate window it got entries in (rule 8)
+        self.hidden = False  # dead: its channel is left out of Outbox.sent until it is back
+        self.abandoned: list[UrlBatch] = []  # unacked at its death: sent again if it comes back
 
 
 def _size(b: UrlBatch) -> int:
@@ -674,17 +695,21 @@ class Outbox:
         gone: its sent batches are abandoned and their entries re-routed.
         ``left``: gone destinations that left gracefully. Their final
         counters stay in the termination sums, so the channel keeps what they
-        acked; a dead one's channel leaves the sums whole.
+        acked; a dead one's channel is hidden from :attr:`sent` until a
+        reroute finds it among ``members`` again (it refuted its death).
         """
         moved: list[tuple[str, int, str]] = []
         moved_seen: list[tuple[str, str]] = []
         for d in self._dests.values():
             gone = d.id not in members
+            if d.hidden and not gone:
+                self._revive(d, now)
+            # A dead destination's channel is hidden, not zeroed: it may come
+            # back as the same process, with the count we had (module docstring).
+            d.hidden = gone and d.id not in left
             if gone:
-                if d.id in left:
-                    d.sent -= sum(_size(s.batch) for s in d.unacked.values())
-                else:
-                    d.sent = 0  # the channel leaves the termination sums
+                # Abandoned: their entries go to other owners and are counted there.
+                d.sent -= sum(_size(s.batch) for s in d.unacked.values())
             if not (d.urls or d.seen or d.ready or (gone and d.unacked)):
                 continue
             urls = [p for chunk, _ in d.ready for p in chunk]
@@ -699,8 +724,11 @@ class Outbox:
             d.run += 1
             if gone:
                 for s in d.unacked.values():
-                    urls += s.batch.urls
-                    seen += s.batch.seen
+                    if not s.revived:  # a revived batch's entries were placed at the first death
+                        urls += s.batch.urls
+                        seen += s.batch.seen
+                    if d.hidden:
+                        d.abandoned.append(s.batch)
                     s.live = False
                     s.batch = _RETIRED
                 d.unacked.clear()
@@ -743,6 +771,27 @@ class Outbox:
         self._rerouted += len(moved) + len(moved_seen) - n_back
         return back
 
+    def _revive(self, d: _Dest, now: float) -> None:
+        """``d``, dead, is back: send again, unchanged, the batches abandoned at its death.
+
+        It may have taken some before their acks were lost, and counts them;
+        the others it never saw. Sent again, each is taken or acked as a
+        replay, and counted once on both sides, so the channel is exact
+        again. Their entries went to other owners at the death; those the
+        receiver owns again reach it twice, and its seen set drops the second.
+        They are no longer this Outbox's entries: if the destination dies
+        again they are not re-routed a second time (a URL back twice was
+        queued twice here), nor listed by :meth:`queued`.
+        """
+        q = self._resend
+        for b in sorted(d.abandoned, key=lambda b: b.seq, reverse=True):
+            # At the front, due now: the queue stays in time order (due() pops the front).
+            s = _Sent(b, d.id, min(now, q[0].due) if q else now, revived=True)
+            q.appendleft(s)
+            d.unacked[b.seq] = s
+            d.sent += _size(b)
+        d.abandoned = []
+
     def forget(self, peer: str) -> None:
         """Restart the termination count of the channel to ``peer``.
 
@@ -750,7 +799,7 @@ class Outbox:
         will take again exactly the batches still unacked here, so they are
         what the channel now counts. Exact only if called before anything is
         sent to the new incarnation; persisting the Inbox avoids the need.
-        (``reroute`` zeroes the channel of a gone peer itself.)
+        (``reroute`` hides the channel of a dead peer itself.)
         """
         d = self._dests.get(peer)
         if d is not None:
@@ -788,7 +837,7 @@ class Outbox:
     @property
     def sent(self) -> int:
         """Entries in batches sent at least once, over the live channels (module docstring)."""
-        return sum(d.sent for d in self._dests.values())
+        return sum(d.sent for d in self._dests.values() if not d.hidden)
 
     @property
     def epoch(self) -> int:
@@ -804,8 +853,9 @@ class Outbox:
             out.urls.extend(d.urls)
             out.seen.extend(d.seen)
             for s in d.unacked.values():
-                out.urls.extend(s.batch.urls)
-                out.seen.extend(s.batch.seen)
+                if not s.revived:  # its entries are elsewhere already
+                    out.urls.extend(s.batch.urls)
+                    out.seen.extend(s.batch.seen)
         return out
 
     def stats(self) -> OutboxStats:
@@ -865,14 +915,15 @@ class InboxStats:
 class _Channel:
     """Sequence numbers taken from one sender in its newest epoch."""
 
-    __slots__ = ("epoch", "floor", "above", "count", "closed")
+    __slots__ = ("epoch", "floor", "above", "count", "closed", "dead")
 
     def __init__(self, epoch: int) -> None:
         self.epoch = epoch
         self.floor = 0  # every seq below is taken
         self.above: set[int] = set()  # taken seqs above floor (there is a hole)
         self.count = 0  # entries accepted: this channel's share of Inbox.received
-        self.closed = False  # forget(): the sender is gone in this epoch
+        self.closed = False  # forget(before=...): this epoch's process is gone for good
+        self.dead = False  # forget(): the sender is dead, until reopen()
 
 
 class Inbox:
@@ -898,7 +949,7 @@ class Inbox:
         ch = self._channels.get(batch.sender)
         if ch is None or batch.epoch > ch.epoch:
             ch = self._channels[batch.sender] = _Channel(batch.epoch)
-        elif batch.epoch < ch.epoch or ch.closed:
+        elif batch.epoch < ch.epoch or ch.closed or ch.dead:
             return self._drop(Verdict.STALE_EPOCH)
         seq = batch.seq
         above = ch.above
@@ -928,27 +979,41 @@ class Inbox:
         return verdict
 
     def forget(self, sender: str, *, before: int | None = None) -> None:
-        """Close ``sender``'s channel: it is dead or left, or (``before``) it restarted.
+        """Hide ``sender``'s channel: it is dead; or (``before``) close it: it restarted.
 
-        Its count leaves :attr:`received`, and its batches of the closed epoch
-        are dropped from now on (``STALE_EPOCH``); only a newer epoch opens a
-        new channel. With ``before`` (a restarted sender's new epoch), only a
-        channel of an older epoch is closed, so calling it after the new
-        epoch's first batch arrived is harmless. The Inbox knows only senders
-        it has heard from, so the driver also drops batches from peers that
-        are not live members before :meth:`accept` (a dead peer's batch still
+        Dead, its count leaves :attr:`received` and its batches are refused
+        (``STALE_EPOCH``) until :meth:`reopen`: a member declared dead may
+        be alive and come back as the same process (a partition that
+        healed), and then its channel goes on where it stopped, count and
+        sequence numbers kept, so a resend of a batch taken before is a
+        replay. With ``before`` (a restarted sender's new epoch), only a
+        channel of an older epoch is closed, for good: only a newer epoch
+        opens a new channel, so calling it after the new epoch's first
+        batch arrived is harmless. The Inbox knows only senders it has
+        heard from, so the driver also drops batches from peers that are
+        not live members before :meth:`accept` (a dead peer's batch still
         in flight would otherwise open a channel the sums exclude).
         """
         ch = self._channels.get(sender)
-        if ch is not None and (before is None or ch.epoch < before):
+        if ch is None:
+            return
+        if before is None:
+            ch.dead = True
+        elif ch.epoch < before:
             ch.closed = True
             ch.count = 0
             ch.above = set()
 
+    def reopen(self, sender: str) -> None:
+        """``sender``, forgotten as dead, is a live member again: its channel counts again."""
+        ch = self._channels.get(sender)
+        if ch is not None:
+            ch.dead = False
+
     @property
     def received(self) -> int:
         """Entries in accepted batches, over the open channels (module docstring)."""
-        return sum(ch.count for ch in self._channels.values())
+        return sum(ch.count for ch in self._channels.values() if not ch.dead)
 
     @property
     def dropped(self) -> dict[str, int]:

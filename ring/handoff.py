@@ -1,24 +1,62 @@
 """Ring changes and the hand-off of one member (pure): ``RingChanged``, ``HandOff``, the markers.
 
 Boldi et al., UbiCrawler §3: consistent hashing moves only the hosts whose
-owner changed. ``HandOffs`` is a part of ``ring.node.RingNode``; the rules
-are in that module's docstring ("Hand-off"). Each hand-off is a record that
-goes COLLECTING (the driver gathers the moved hosts' fetched URLs and
+owner changed. ``HandOffs`` is a part of ``ring.node.RingNode``; the node's
+docstring ("Hand-off") says what the driver does. Each hand-off is a record
+that goes COLLECTING (the driver gathers the moved hosts' fetched URLs and
 starts) -> WAITING (a barrier per new owner in the Outbox) -> MARKING
 (``HandoffDone`` repeated for ``MARKER_ROUNDS - 1`` rounds), then ends.
+
+Rules (every one lives in this file):
+
+1. **Channels follow the ring.** At a ring change the Inbox forgets the
+   members that died (not those that left: a leaver's counters stay
+   summed) and reopens those that came back, and the Outbox re-routes
+   (``ring.forwarder``, "Termination counters"). A member declared dead is
+   often alive: a partition healed, a pause ended, and it refuted as the
+   same process. Its channels must go on then: closed for good, its
+   batches were refused unacked for ever, so no hand-off to it was ever
+   acked and its senders' Outboxes never went idle, and the crawl never
+   ended.
+2. **Every hand-off ends, completed or given up, counted in ``dropped``.**
+   ``handoffs_done``: every new owner acked its barrier and was told.
+   ``handoffs_gave_up``: some were not, each counted by why:
+   ``handoff_member_gone`` (it died or left before acking: its batches were
+   re-routed with the ring, and the next hand-off covers their new owners),
+   ``handoff_timeout`` (no ack within ``HANDOFF_TIMEOUT``; logged), or
+   ``handoff_unread`` (the driver never answered the reads within it). A
+   member is told ``HandoffDone`` only once its own barrier is acked:
+   never one whose wait was given up, not even in the repeats, so its holds
+   wait for their own timeout rather than release a host whose fetched URLs
+   have not arrived.
+3. **In order.** A hand-off tells a member only when no older hand-off still
+   collects, or still waits for that member: an older one that collected
+   late queued its seen URLs after this one's barrier, and a newer
+   ``HandoffDone`` releases the older change's holds too (the receiver
+   takes any ``HandoffDone`` for its view as "everything of yours is here").
+4. **A refutation of our death re-tells.** Others declared us dead and,
+   seeing us back, hold the hosts they own until our ``HandoffDone``
+   (``peer.core.holds`` rule 5): we may have fetched them meanwhile. If our
+   own view did not change (we never saw them dead), no hand-off follows,
+   so when we refute a record saying we are dead with no hand-off open,
+   ``HandoffDone`` for the current ring is repeated for ``MARKER_ROUNDS``
+   rounds: we have nothing of theirs that is not acked. Not for a refuted
+   suspicion (frequent on a loaded ring): a suspect keeps its hosts, and
+   nobody holds anything for it.
 """
 
 from __future__ import annotations
 
 import enum
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ring.forwarder import Inbox, Outbox
 from ring.hashring import HashRing
 from ring.membership import Membership
-from ring.messages import MAX_ARRAY, HandoffDone, HostStarts, MemberState
+from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, MemberState, Message, Sync
 from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send
 
 __all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "HandOffs"]
@@ -26,14 +64,16 @@ __all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "HandOffs"]
 #: Rounds a HandoffDone is sent; one that never arrives only makes the new
 #: owner wait ``hold_timeout`` before fetching the hosts it gained.
 MARKER_ROUNDS = 5
-#: Longest a hand-off waits for the new owners' acks.
+#: Longest a hand-off waits for the driver's reads and the new owners' acks
+#: (rule 2). Measured on a 3-peer ring after a split healed: every hand-off
+#: acked within ~1 s once channels reopened; this only bounds a stuck peer.
 HANDOFF_TIMEOUT = 60.0
 
 
 class _Phase(enum.Enum):
     COLLECTING = "collecting"  # the driver gathers seen URLs and starts
     WAITING = "waiting"  # barriers set: waiting for each new owner's acks
-    MARKING = "marking"  # every owner told; repeating HandoffDone for a few rounds
+    MARKING = "marking"  # every owner told or given up; repeating HandoffDone for a few rounds
 
 
 @dataclass(slots=True)
@@ -46,7 +86,8 @@ class _HandOff:
     began: float = 0.0
     seen: int = 0
     repeats: int = MARKER_ROUNDS - 1
-
+    told: set[str] = field(default_factory=set)  # members sent HandoffDone (the repeats go to them)
+    gave_up: bool = False
 
 
 class HandOffs:
@@ -58,11 +99,16 @@ class HandOffs:
     membership: Membership
     outbox: Outbox
     inbox: Inbox
+    dropped: Counter[str]
     handoffs: list[tuple[int, float]]
     _handoffs: list[_HandOff]
     _ring_version: int
     _ring: HashRing | None
     _owner_key: Callable[[str], str]
+    #: Our incarnation at the last ring check: a move is a refutation (rule 4).
+    _incarnation_seen: int = -1
+    #: A record saying we are dead came since the last ring check (rule 4).
+    _told_dead: bool = False
 
     @property
     def handing_off(self) -> int:
@@ -70,9 +116,13 @@ class HandOffs:
         return sum(1 for h in self._handoffs if h.phase is not _Phase.MARKING)
 
     def _check_ring(self, now: float) -> list[Action]:
+        inc = self.membership.me.incarnation
+        refuted = self._told_dead and self._incarnation_seen >= 0 and inc != self._incarnation_seen
+        self._incarnation_seen = inc
+        self._told_dead = False
         version = self.membership.ring_version
         if version == self._ring_version:
-            return []
+            return self._retell(now) if refuted else []
         self._ring_version = version
         old, ring = self._ring, self.membership.ring(self.vnodes)
         self._ring = ring
@@ -80,23 +130,57 @@ class HandOffs:
         if not len(ring):
             return out  # the last peer left: nobody to hand anything to
         out.append(RingChanged(ring, old))
-        # Channels with a dead peer leave the termination sums on both sides
-        # (TerminationDetector): reroute drops ours to it, forget drops its to
-        # us (and its late batches are refused). A leaver's stay: it is still
-        # handing over, and its counters stay summed.
+        # Rule 1. A leaver's channels stay: it is still handing over, and its
+        # counters stay summed.
         members = self.membership.members()
         left = {m for m, rec in members.items() if rec.state is MemberState.LEFT}
-        for gone in set(old or ()) - set(ring) - left:
+        before = set(old or ())
+        for gone in before - set(ring) - left:
             if gone != self.peer_id:
                 self.inbox.forget(gone)
+        for back in set(ring) - before:
+            self.inbox.reopen(back)
         key = self._owner_key
         urls, seen = self.outbox.reroute(lambda u: ring.owner(key(u)), now, members=ring, left=left)
         if urls or seen:
             out.append(Rerouted(tuple(urls), tuple(seen)))
+        # Rule 2: a member gone now had its batches re-routed just above, so a
+        # barrier on it could only be passed by batches of a later life.
+        gave_up = False
+        for h in self._handoffs:
+            if h.phase is _Phase.WAITING:
+                for d in [d for d in h.marks if d not in ring]:
+                    self._give_up(h, d, "handoff_member_gone")
+                    gave_up = True
+        if gave_up:
+            out += self._progress(now)
         if old is not None:
-            self._handoffs.append(_HandOff(version, tuple(sorted(ring))))
+            self._handoffs.append(_HandOff(version, tuple(sorted(ring)), began=now))
             out.append(HandOff(old, ring, version))
         return out
+
+    def _note_claims(self, msg: Message) -> None:
+        """Rule 4: whether ``msg`` (gossip, before it is merged) says we are dead."""
+        me = self.peer_id
+        if isinstance(msg, Sync):
+            told = any(e[0] == me and e[2] is MemberState.DEAD for e in msg.summary)
+        else:
+            recs = msg.members if isinstance(msg, Digest) else getattr(msg, "updates", ())
+            told = any(m.id == me and m.state is MemberState.DEAD for m in recs)
+        self._told_dead = self._told_dead or told
+
+    def _retell(self, now: float) -> list[Action]:
+        """Rule 4: we refuted with no hand-off open: repeat HandoffDone for the current ring."""
+        if self._ring is None or not len(self._ring) or self.handing_off:
+            return []
+        members = tuple(sorted(self._ring))
+        h = next((h for h in self._handoffs if h.version == self._ring_version), None)
+        if h is None:
+            h = _HandOff(self._ring_version, members, phase=_Phase.MARKING, began=now,
+                         told={d for d in members if d != self.peer_id})
+            self._handoffs.append(h)
+        h.repeats = MARKER_ROUNDS  # to those it told: never one it gave up on (rule 2)
+        return []
 
     def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
                       now: float) -> list[Action]:
@@ -112,42 +196,75 @@ class HandOffs:
         h.marks = {d: self.outbox.barrier(d) for d in h.members if d != self.peer_id}
         return self._progress(now)
 
+    def _give_up(self, h: _HandOff, dest: str, reason: str) -> None:
+        del h.marks[dest]
+        h.gave_up = True
+        self.dropped[reason] += 1
+
     def _progress(self, now: float, marker_round: bool = False) -> list[Action]:
-        """Tell each new owner whose acks are all in; give up late waits; repeat markers."""
+        """Tell each new owner whose acks are all in (rules 2, 3); give up late waits; repeat markers."""
         out: list[Action] = []
         live = self.membership.live()
         current = self.membership.ring_version
+        # Rule 3: what older hand-offs still wait for, in order of version.
+        collecting = False
+        waiting: set[str] = set()
         for h in self._handoffs:
+            late = now - h.began >= HANDOFF_TIMEOUT
+            if h.phase is _Phase.COLLECTING:
+                if late:
+                    h.phase = _Phase.MARKING
+                    h.repeats = 0
+                    h.gave_up = True
+                    self.dropped["handoff_unread"] += 1
+                    out += self._ended(h, now)
+                else:
+                    collecting = True
+                continue
             if h.phase is _Phase.WAITING:
                 for d in list(h.marks):
-                    if d not in live or self.outbox.acked_through(d, h.marks[d]):
+                    if d not in live:
+                        self._give_up(h, d, "handoff_member_gone")
+                    elif not collecting and d not in waiting and self.outbox.acked_through(d, h.marks[d]):
                         del h.marks[d]
-                        if d in live:
-                            if h.starts.get(d):
-                                # Before HandoffDone, on the same connection: the new
-                                # owner counts them before it releases the hosts.
-                                out.append(Send(d, HostStarts(self.ring_name, self.peer_id,
-                                                              tuple(h.starts[d][:MAX_ARRAY]))))
-                            out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members)))
-                timed_out = now - h.began >= HANDOFF_TIMEOUT
-                if h.marks and timed_out:
-                    out.append(Log(logging.WARNING, f"hand-off: no ack from {', '.join(sorted(h.marks))} "
-                                                    f"within {HANDOFF_TIMEOUT:.0f}s"))
-                if not h.marks or timed_out:
-                    elapsed = now - h.began
-                    self.handoffs.append((h.seen, elapsed))
-                    if h.seen:
-                        out.append(Log(logging.INFO, f"hand-off: {h.seen} fetched URLs to their new "
-                                                     f"owners, all acked in {elapsed:.2f}s"))
-                    h.marks = {}
+                        h.told.add(d)
+                        if h.starts.get(d):
+                            # Before HandoffDone, on the same connection: the new
+                            # owner counts them before it releases the hosts.
+                            out.append(Send(d, HostStarts(self.ring_name, self.peer_id,
+                                                          tuple(h.starts[d][:MAX_ARRAY]))))
+                        out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members)))
+                if h.marks and late:
+                    out.append(Log(logging.WARNING, f"hand-off: gave up waiting for acks from "
+                                                    f"{', '.join(sorted(h.marks))} after "
+                                                    f"{HANDOFF_TIMEOUT:.0f}s"))
+                    for d in list(h.marks):
+                        self._give_up(h, d, "handoff_timeout")
+                if h.marks:
+                    waiting |= set(h.marks)
+                else:
                     h.phase = _Phase.MARKING
+                    out += self._ended(h, now)
             elif h.phase is _Phase.MARKING and marker_round:
                 if current != h.version:
                     h.repeats = 0  # a newer ring has its own hand-off and markers
                     continue
                 h.repeats -= 1
                 out += [Send(d, HandoffDone(self.ring_name, self.peer_id, h.members))
-                        for d in h.members if d != self.peer_id]
+                        for d in sorted(h.told) if d in live]
         self._handoffs = [h for h in self._handoffs if h.phase is not _Phase.MARKING or h.repeats > 0]
         return out
 
+    def _ended(self, h: _HandOff, now: float) -> list[Action]:
+        """Rule 2: one hand-off over, counted by how it ended."""
+        elapsed = now - h.began
+        self.handoffs.append((h.seen, elapsed))
+        if h.gave_up:
+            self.dropped["handoffs_gave_up"] += 1
+            return [Log(logging.WARNING, f"hand-off: {h.seen} fetched URLs to their new owners; "
+                                         f"gave up on some after {elapsed:.2f}s")]
+        self.dropped["handoffs_done"] += 1
+        if h.seen:
+            return [Log(logging.INFO, f"hand-off: {h.seen} fetched URLs to their new owners, "
+                                      f"all acked in {elapsed:.2f}s")]
+        return []

@@ -82,10 +82,12 @@ after the first ring, also ``HandOff``: the driver collects the moved hosts'
 fetched URLs (queued as ``seen`` in the Outbox) and their last request
 starts, then calls :meth:`RingNode.begin_handoff`. Each new owner then gets
 ``HostStarts`` and ``HandoffDone`` once the Outbox says it acked every batch
-up to the barrier (:meth:`Outbox.barrier`), or at once when it is gone;
-``HANDOFF_TIMEOUT`` after the start the wait is given up and logged. The
-``HandoffDone`` is repeated on the next ``MARKER_ROUNDS - 1`` ticks unless
-the ring moved again (a newer hand-off has its own markers).
+up to the barrier (:meth:`Outbox.barrier`); one gone meanwhile, or silent
+for ``HANDOFF_TIMEOUT``, is given up and counted. The ``HandoffDone`` is
+repeated on the next ``MARKER_ROUNDS - 1`` ticks unless the ring moved
+again (a newer hand-off has its own markers). ``ring.handoff``'s docstring
+has the rules: channels across deaths and refutations, how each hand-off
+ends and is counted, their order, and the markers after a refutation.
 """
 
 from __future__ import annotations
@@ -408,6 +410,7 @@ class RingNode(HandOffs, StatusReplies):
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,
                    now: float) -> list[Action]:
+        self._note_claims(msg)  # ring.handoff rule 4
         out: list[Action] = [Send(dest, reply) for dest, reply in self.membership.receive(msg, now)]
         out += self._member_changes()
         return out + self._check_ring(now)

@@ -7,6 +7,30 @@ those received, in two successive waves with nothing changed in between
 (:class:`TerminationDetector` says how a gossip round is a wave, and when
 idleness alone ends it). It reads the view and keeps only its own marks, so
 ``Membership.cluster_idle`` simply hands it the members.
+
+Why it ends in every case: each thing that keeps a peer from idle, or the
+sums apart, ends by itself.
+
+1. **Unacked batches** (a peer with one is not idle): a receiver takes a
+   live member's batches, also after it declared that member dead and saw
+   it refute (``ring.handoff`` rule 1: its channel reopens, where it once
+   refused them unacked for ever), and a dead one's are re-routed by the
+   sender. A one-way cut delays the acks until it heals or SWIM declares
+   one side dead.
+2. **Held hosts** (queued, so not idle): until a ``HandoffDone``, at most
+   ``hold_timeout``, or a dead owner's return, at most ``takeover_after``
+   (``peer.core.holds``).
+3. **A member seen dead**: the crawl is not over until ``takeover_after``
+   after its death (holds rule 7): beyond a partition it may have work.
+4. **Hand-offs** do not keep a peer busy (only a leaver waits for its own)
+   and end by ``HANDOFF_TIMEOUT`` at the latest (``ring.handoff`` rule 2).
+5. **Sums after deaths, refutations and restarts**: a dead member's
+   channels are hidden on both sides and shown again when it refutes, and
+   the batches abandoned at its death are sent to it again
+   (``ring.forwarder``, "Termination counters"), so a heal balances them
+   again; what cannot be made exact (a restarted member's old channel that
+   its new life never replaces, a batch a crashed one took and never acked)
+   is what the quiescence fallback below ends.
 """
 
 from __future__ import annotations
@@ -36,8 +60,10 @@ class TerminationDetector:
     everything over, waits for the acks and keeps gossiping its final
     counters for a few rounds before it exits, so its channels stay exact
     (``Outbox.reroute(left=...)`` keeps what it acked). A dead member's
-    channels leave the sums on both sides (``Outbox.reroute`` zeroes ours to
-    it, ``Inbox.forget`` its to us), so its own last counters are left out.
+    channels leave the sums on both sides (``Outbox.reroute`` hides ours to
+    it, ``Inbox.forget`` its to us), so its own last counters are left out;
+    both come back with their counts when it refutes as the same process
+    (``Inbox.reopen``), as its own counters do.
 
     **Quiescence fallback.** A batch is acked only once its receiver took
     it, and a peer with an unacked batch is not idle (``ring.forwarder``), so work in

@@ -8,8 +8,14 @@ results and parsed by the crawl's own ``parse_response``; :class:`FakePeer`
 carries out its effects as ``peer.engine.crawler`` does, with a list of rows
 for the results store. No crawl rule is restated here: hand-off holds, seen
 URLs, re-routing and ``max_pages`` are the core's. The "server log"
-(:attr:`FakeRing.fetches`) is the oracle: every page of the fake web fetched
-exactly once.
+(:attr:`FakeRing.fetches`: who fetched what, and when in virtual time) is
+the oracle: every page of the fake web fetched exactly once.
+
+Faults: :meth:`FakeNet.partition` splits the peers into groups,
+:meth:`FakeNet.block` drops one direction of one link (an asymmetric
+partition), :meth:`FakeNet.heal` undoes both; :meth:`FakeRing.crash` stops
+a peer (kill -9) and :meth:`FakeRing.restart` starts a new process of it
+with what it had on disk: its seen set, results and queues.
 
 The fake web: host ``h<i>.web.test`` has pages 0..``pages_per_host``-1;
 page ``p`` links to the next page of its host, to page ``p`` of the next
@@ -25,12 +31,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from peer.core.config import ClusterConfig, parse_config
 from peer.core.crawl import (
     Checking,
     CrawlCore,
+    Origin,
     Done,
     Fetch,
     Finished,
@@ -53,6 +60,14 @@ from ring.node import Log, Released, Reply, RingNode, Send, StatusAsked, StatusF
 RING = "fake"
 #: Rounds a finished peer keeps gossiping before it exits (peer.engine.crawler's LINGER_ROUNDS).
 LINGER_ROUNDS = 3
+
+
+class Fetched(NamedTuple):
+    """One line of the fake web's server log."""
+
+    who: str
+    url: str
+    at: float  # virtual seconds
 
 
 def host_of(url: str) -> str:
@@ -94,9 +109,9 @@ class FakeWeb:
                            truncated=False, error=None, elapsed=0.001, address=None)
 
 
-def crawl_config(web: FakeWeb, max_pages: int) -> ClusterConfig:
+def crawl_config(web: FakeWeb, max_pages: int, takeover_after: float = 0.0) -> ClusterConfig:
     """The crawl's rules for the fake web: no robots.txt, no delays, every host in scope."""
-    text = (f'[ring]\nname = "{RING}"\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n'
+    text = (f'[ring]\nname = "{RING}"\ntakeover_after = {takeover_after}\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n'
             f'[crawl]\nseeds = ["{web.seed()}"]\nallow_hosts = ["*.web.test"]\nobey_robots = false\n'
             f"concurrency = 8\nmax_pages = {max_pages}\n"
             "[politeness]\nrate = 0.0\nhost_concurrency = 1\n"
@@ -117,7 +132,8 @@ class FakePeer:
             gossip_interval=ring.gossip_interval, suspect_after=ring.suspect_after,
             dead_after=ring.dead_after, tombstone_ttl=ring.dead_after * 4, now=ring.now,
             incarnation=incarnation, vnodes=64, max_pages=max_pages, owner_key=host_key)
-        self.crawl = CrawlCore(crawl_config(ring.web, max_pages), peer_id, rng=random.Random(incarnation))
+        self.crawl = CrawlCore(crawl_config(ring.web, max_pages, ring.takeover_after), peer_id,
+                               rng=random.Random(incarnation))
         self.core = PeerCore(self.crawl, self.node, now=ring.now, joining=joining)
         self.fetched: list[str] = []  # this peer's requests, in order
         self.rows: list[tuple[str, str]] = []  # (url, host) of its results "store"
@@ -192,7 +208,7 @@ class FakePeer:
             if isinstance(adm, Fetch):
                 budget -= 1
                 self.fetched.append(job.url)
-                self.ring.fetches.append((self.id, job.url))
+                self.ring.fetches.append(Fetched(self.id, job.url, now))
                 res = web.page(job.url)
                 parsed = None
                 if crawl.fetched(job, res, now):
@@ -228,11 +244,15 @@ class FakeNet:
         self.drop = drop
         self.delay = delay
         self.groups: list[set[str]] | None = None
+        self.blocked: set[tuple[str, str]] = set()  # (from, to): that direction drops everything
         self.queue: list[tuple[float, int, str, str, bytes, bytes]] = []
         self.n = 0
         self.stats: Counter[str] = Counter()
 
     def cut(self, a: str, b: str) -> bool:
+        """Whether ``a``'s messages to ``b`` are dropped."""
+        if (a, b) in self.blocked:
+            return True
         if self.groups is None:
             return False
         return not any(a in g and b in g for g in self.groups)
@@ -240,8 +260,13 @@ class FakeNet:
     def partition(self, *groups: Iterable[str]) -> None:
         self.groups = [set(g) for g in groups]
 
+    def block(self, src: str, dest: str) -> None:
+        """Drop ``src``'s messages to ``dest``, not the other way (an asymmetric partition)."""
+        self.blocked.add((src, dest))
+
     def heal(self) -> None:
         self.groups = None
+        self.blocked.clear()
 
     def send(self, src: FakePeer, dest: str, data: bytes) -> None:
         self.stats["sent"] += 1
@@ -277,12 +302,15 @@ class FakeRing:
     step_seconds: float = 0.01
     pages_per_step: int = 1
     max_pages: int = 0
+    #: ``[ring] takeover_after``: two dead_after, so a crashed peer's hosts are
+    #: taken over within a test's minute, and a split of under ~3 s heals in time.
+    takeover_after: float = 3.0
 
     def __post_init__(self) -> None:
         self.now = 0.0
         self.rng = random.Random(self.seed)
         self.net = FakeNet(self, self.rng, drop=self.drop, delay=self.delay)
-        self.fetches: list[tuple[str, str]] = []
+        self.fetches: list[Fetched] = []
         self.seeds = [(f"p{i + 1}", f"fake://p{i + 1}", 1.0) for i in range(self.n)]
         self.peers: dict[str, FakePeer] = {}
         for sid, _, _ in self.seeds:
@@ -298,6 +326,33 @@ class FakeRing:
         peer = FakePeer(self, peer_id, seeds=self.seeds, incarnation=inc, max_pages=self.max_pages,
                         joining=peer_id not in {s[0] for s in self.seeds})
         self.peers[peer_id] = peer
+        return peer
+
+    def crash(self, peer_id: str) -> None:
+        """kill -9: nothing more from it, nothing delivered to it."""
+        self.peers[peer_id].alive = False
+
+    def restart(self, peer_id: str) -> FakePeer:
+        """A new process of a crashed peer, with what it had on disk.
+
+        Its seen set (Bloom filter and exact sieve), its results, its queue
+        (``Origin.RECOVERED``) and the URLs its Outbox held (as the journal
+        keeps ``Outbox.queued``'s URLs, given to ``discover`` as relayed),
+        as ``peer.engine.durability`` recovers them. A new incarnation and
+        route: the others see a restart.
+        """
+        old = self.peers[peer_id]
+        assert not old.alive, "crash it first"
+        now = self.now
+        peer = self.add(peer_id)
+        crawl = peer.crawl
+        crawl.bloom, crawl.sieve = old.crawl.bloom, old.crawl.sieve
+        peer.rows = list(old.rows)
+        peer.fetched = list(old.fetched)
+        for job in list(old.crawl.frontier.iter_queued()):
+            peer.run(peer.core.routed(crawl.discover(job.url, job.depth, now, Origin.RECOVERED), now))
+        for url, depth in old.node.outbox.queued().urls:
+            peer.run(peer.core.discover(url, depth, now, Origin.RELAY))
         return peer
 
     def running(self) -> list[FakePeer]:
@@ -326,4 +381,4 @@ class FakeRing:
         return all(p.finished or not p.alive for p in self.peers.values())
 
     def fetch_counts(self) -> Counter[str]:
-        return Counter(url for _, url in self.fetches)
+        return Counter(f.url for f in self.fetches)

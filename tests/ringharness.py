@@ -55,7 +55,10 @@ def webfarm_process(log: Path, *, hosts: int) -> Iterator[int]:
 
 def cluster_text(tmp_path: Path, web_port: int, n: int, *, rate: float = 0.0,
                  window: float = 2.0, initial_delay: float = 0.0, concurrency: int = 16,
-                 ring: str = "test", dead_after: float = 3.0, extra: str = "") -> str:
+                 ring: str = "test", dead_after: float = 3.0, takeover_after: float = 1.0,
+                 extra: str = "") -> str:
+    # takeover_after: the tests that kill a peer for good wait a second for
+    # its hosts to be taken over, not the default's half minute.
     ports = free_ports(n)
     peers = "".join(
         f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n'
@@ -67,6 +70,7 @@ name = "{ring}"
 gossip_interval = 0.2
 suspect_after = 1.0
 dead_after = {dead_after}
+takeover_after = {takeover_after}
 
 {peers}
 [crawl]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -323,6 +324,19 @@ def test_the_cluster_is_done_only_when_the_node_says_so():
     assert c.next(0.0, view) == Finished(StopReason.CLUSTER_DONE)
 
 
+def test_the_cluster_is_not_done_while_a_member_seen_dead_may_come_back():
+    # holds rule 7: beyond a partition it may be crawling, with work for us.
+    c = core(obey_robots=False)
+    c.alive = {"p2": False}.get
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    c.set_ring(both.without_peer("p2"), 1.0)  # p2 declared dead at 1.0
+    view = FakeRing()
+    view.is_idle = view.is_done = True
+    assert c.next(30.9, view) == Sleep(float("inf"))
+    assert c.next(31.0, view) == Finished(StopReason.CLUSTER_DONE)  # takeover_after (30 s) later
+
+
 # -- results: retries, backoff, redirects ---------------------------------------------
 
 
@@ -587,31 +601,80 @@ def test_hosts_gained_wait_for_the_previous_owners_handoff():
     assert isinstance(c.admit(job, HOLD_POLL), Fetch)
 
 
-def test_a_hold_ends_at_its_timeout_with_a_warning_or_when_the_owner_dies():
-    for state, now, warned in ((True, 10.0, True), (False, 1.0, False)):
+def test_a_hold_ends_at_its_timeout_with_a_warning_not_when_the_owner_dies():
+    # holds rule 3: a previous owner seen dead is waited for takeover_after
+    # from then (it may be alive beyond a partition), not released at once.
+    for dies, now, fetched in ((False, 10.0, True), (True, 10.0, False), (True, 31.0, True)):
         c = core(obey_robots=False)
-        alive = {"p2": True}
+        alive = {"p2": True, "p3": True}
         c.alive = alive.get
         c.hold_timeout = 10.0
-        both = HashRing({"p1": 1.0, "p2": 1.0})
-        c.set_ring(both, 0.0)
-        host = owned_by(both, "p2")[0]
-        c.set_ring(both.without_peer("p2"), 0.0)
-        alive["p2"] = state
+        everyone = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0})
+        before = everyone.without_peer("p1")
+        c.set_ring(before, 0.0)
+        c.set_ring(everyone, 0.0)  # we joined: p2 is to hand over the hosts we gained of it
+        host = next(h for h in owned_by(everyone, "p1", 50) if before.owner(h) == "p2")
+        if dies:
+            alive["p2"] = False  # ... and it dies before it did, at 1.0
+            c.set_ring(everyone.without_peer("p2"), 1.0)
         c.discover(f"http://{host}/x", 0, 0.0, Origin.RELAY)
         job = start(c, now)
         got = c.admit(job, now)
-        assert isinstance(got, Fetch)
-        assert bool([e for e in got.effects if isinstance(e, Warn)]) == warned
+        assert isinstance(got, Fetch) is fetched, (dies, now)
+        warned = [e.text for e in got.effects if isinstance(e, Warn)]
+        assert len(warned) == fetched, warned
+        assert c.holds.counts == ({"takeovers": 1} if dies and fetched else
+                                  {"handoffs_late": 1} if fetched else {})
 
 
-def test_no_hold_for_a_previous_owner_already_dead():
+def test_a_dead_previous_owners_hosts_wait_takeover_after_and_go_back_if_it_returns():
     c = core(obey_robots=False)
-    c.alive = {"p2": False}.get
+    alive = {"p2": False}
+    c.alive = alive.get
     c.hold_timeout = 10.0
     both = HashRing({"p1": 1.0, "p2": 1.0})
     c.set_ring(both, 0.0)
+    host = owned_by(both, "p2")[0]
+    c.set_ring(both.without_peer("p2"), 0.0)  # p2 declared dead: its hosts are ours, held
+    c.discover(f"http://{host}/x", 0, 0.0, Origin.RELAY)
+    job = start(c, 29.0)
+    assert isinstance(c.admit(job, 29.0), Requeue)  # not fetched: p2 has its seen set
+    c.job_ended(job)
+    alive["p2"] = True
+    out = c.set_ring(both, 29.5)  # p2 refuted in time: its host and queued URL go back
+    assert [(e.url, e.owner) for e in out if isinstance(e, Forward)] == [(f"http://{host}/x", "p2")]
+    assert not c.holds.counts
+    # With takeover_after = 0, a dead owner's hosts are fetched at once (no hold).
+    c = core(obey_robots=False)
+    c.cfg = replace(c.cfg, ring=replace(c.cfg.ring, takeover_after=0.0))
+    c.alive = {"p2": False}.get
+    c.hold_timeout = 10.0
+    c.set_ring(both, 0.0)
     c.set_ring(both.without_peer("p2"), 0.0)
+    assert not c.holds
+
+
+def test_a_member_back_from_dead_holds_our_own_hosts_until_its_handoff():
+    # holds rule 5: beyond a split it may have taken our hosts over and
+    # fetched them; its hand-off brings those pages before we go on.
+    c = core(obey_robots=False)
+    alive = {"p2": False}
+    c.alive = alive.get
+    c.hold_timeout = 10.0
+    both = HashRing({"p1": 1.0, "p2": 1.0})
+    c.set_ring(both, 0.0)
+    c.set_ring(both.without_peer("p2"), 1.0)  # declared dead
+    alive["p2"] = True
+    c.set_ring(both, 40.0)  # back, after its takeover_after: it may have fetched ours
+    mine = owned_by(both, "p1")[0]
+    c.discover(f"http://{mine}/x", 0, 40.0, Origin.LINK)
+    job = start(c, 40.0)
+    assert isinstance(c.admit(job, 40.0), Requeue)
+    c.job_ended(job)
+    assert c.holds.waiting_for() == {"p2"}
+    c.handoff_done("p2")
+    job = start(c, 40.0 + HOLD_POLL)
+    assert isinstance(c.admit(job, 40.0 + HOLD_POLL), Fetch)
     assert not c.holds
 
 

@@ -382,6 +382,32 @@ def test_a_gone_peer_leaves_the_sent_counter_and_keeps_its_sequence():
     assert [(d, b.seq) for d, b in ob.due(2.0) if d == "p1"] == [("p1", 1)]
 
 
+def test_a_dead_peers_channel_is_hidden_and_counts_again_when_it_is_back():
+    # Declared dead, it was alive beyond a partition and refuted as the same
+    # process: its Inbox still counts what it took from us, so must we.
+    ring = HashRing({"p0": 1.0, "p1": 1.0, "p2": 1.0})
+    ob = outbox(batch_size=1)
+    for i in range(3):
+        ob.add(f"http://a.test/{i}", 0, "p1", 0.0)
+    ob.due(0.0)
+    ob.ack("p1", 7, 0)
+    ob.ack("p1", 7, 1)
+    assert ob.sent == 3
+    ob.reroute(lambda u: "p2", 1.0, members=ring.without_peer("p1"))
+    assert ob.sent == 0  # p1's channel hidden
+    assert [d for d, _ in ob.due(1.0)] == ["p2"]  # its batch 2, abandoned, goes to p2
+    assert ob.sent == 1
+    ob.reroute(lambda u: "p1", 2.0, members=ring)
+    # The 2 p1 took, the 1 to p2, and batch 2 again, unchanged: p1 may have
+    # taken it before its ack was lost, so it is sent until acked.
+    assert ob.sent == 4
+    ob.add("http://a.test/3", 0, "p1", 2.0)
+    assert sorted((d, b.seq) for d, b in ob.due(2.0) if d == "p1") == [("p1", 2), ("p1", 3)]
+    ob.ack("p1", 7, 2)
+    ob.ack("p1", 7, 3)
+    assert ob.sent == 5 and ob.stats().unacked == 1  # p2's batch is still out
+
+
 def test_seen_urls_ride_in_batches_and_are_rerouted_like_urls():
     old = HashRing({"p0": 1.0, "p1": 1.0}, vnodes=64)
     new = old.without_peer("p1")
@@ -496,6 +522,23 @@ def test_forget_closes_the_senders_epoch():
     assert ib.received == 4
 
 
+def test_a_dead_senders_channel_is_hidden_until_reopened_with_its_count_and_sequence():
+    ib = Inbox(RING)
+    ib.accept(batch(0))
+    ib.accept(batch(1))
+    ib.forget("p1")  # declared dead
+    assert ib.received == 0
+    assert ib.accept(batch(2)) is Verdict.STALE_EPOCH  # (the driver drops these first)
+    ib.reopen("p1")  # it refuted: the same process, the same channel
+    assert ib.received == 4
+    assert ib.accept(batch(1)) is Verdict.DUPLICATE  # a resend of one taken before it died
+    assert ib.accept(batch(2)) is Verdict.ACCEPT
+    assert ib.received == 6
+    ib.forget("p1", before=9)
+    ib.reopen("p1")  # a restart's channel stays closed
+    assert ib.received == 0 and ib.accept(batch(3)) is Verdict.STALE_EPOCH
+
+
 def test_forget_before_closes_only_an_older_epoch():
     ib = Inbox(RING)
     ib.accept(batch(0, epoch=7))
@@ -578,6 +621,8 @@ class ForwardingMachine(RuleBasedStateMachine):
         self.acked = set()  # (src, dst, seq) acked at the sender
         self.accepted = set()  # (src, dst, seq) taken by the receiver
         self.outstanding = {}  # (src, dst, seq) -> entries: sent, not yet taken
+        self.away = None  # (pid, outbox, inbox) of a peer cut off and held dead, the same process
+        self.away_outstanding = {}  # its channels' outstanding, hidden with them
 
     def _peer(self, pid):
         return (Outbox(pid, RING, epoch=1, batch_size=3, max_age=0.5, resend_after=1.0,
@@ -646,7 +691,7 @@ class ForwardingMachine(RuleBasedStateMachine):
     def _process(self, msg):
         if msg[0] == "ack":
             _, src, dst, epoch, seq = msg
-            if dst in self.peers:
+            if dst in self.peers and (self.away is None or src != self.away[0]):
                 if self.peers[dst][0].ack(src, epoch, seq):
                     self.acked.add((dst, src, seq))
             return
@@ -706,7 +751,13 @@ class ForwardingMachine(RuleBasedStateMachine):
         for p, (ob, _) in self.peers.items():
             if p != d:
                 q = ob.queued()
-                held_others |= set(urls_of(q.urls)) | set(q.seen)
+                held = Counter(urls_of(q.urls)) + Counter(q.seen)
+                # A batch its receiver took, whose ack is lost, holds nothing:
+                # resent, it is acked as a replay and taken by nobody.
+                for (src, dst, seq), b in self.sent_batches.items():
+                    if src == p and (src, dst, seq) in self.accepted and (src, dst, seq) not in self.acked:
+                        held -= Counter(urls_of(b.urls)) + Counter(b.seen)
+                held_others |= set(held)
         self.exempt |= held_d - held_others
         # A batch d took whose ack its sender never got is re-routed: taken twice.
         for (src, dst, seq), b in self.sent_batches.items():
@@ -719,6 +770,47 @@ class ForwardingMachine(RuleBasedStateMachine):
         self._reroute()
         for _, ib in self.peers.values():
             ib.forget(d)
+
+    @precondition(lambda self: self.away is None and len(self.peers) > 3)
+    @rule(i=st.integers(0, 10))
+    def split(self, i):
+        """A peer is cut off: the others hold it dead, it holds them dead; the same processes."""
+        victims = sorted(p for p in self.peers if p != "a")
+        s = victims[i % len(victims)]
+        ob_s, ib_s = self.peers.pop(s)
+        self.away = (s, ob_s, ib_s)
+        # Batches unacked between it and the rest are re-routed now and sent
+        # again at the heal: their entries may be taken on both paths.
+        for (src, dst, seq), b in self.sent_batches.items():
+            if s in (src, dst) and (src, dst, seq) not in self.acked:
+                self.dups_ok.update(urls_of(b.urls) + list(b.seen))
+        self.away_outstanding = {k: v for k, v in self.outstanding.items() if s in k[:2]}
+        for k in self.away_outstanding:
+            del self.outstanding[k]
+        self.ring = self.ring.without_peer(s)
+        self._reroute()
+        for p, (_, ib) in self.peers.items():
+            ib.forget(s)
+            ib_s.forget(p)
+        back = ob_s.reroute(lambda u: s, self.now, members={s})  # it owns every host now
+        for url in urls_of(back.urls) + back.seen:
+            self.takes[url].append(s)
+
+    @precondition(lambda self: self.away is not None)
+    @rule()
+    def heal(self):
+        """The cut peer refutes: channels both ways show again, abandoned batches go again."""
+        s, ob_s, ib_s = self.away
+        self.away = None
+        self.peers[s] = (ob_s, ib_s)
+        self.ring = self.ring.with_peer(s)
+        self.outstanding.update({k: v for k, v in self.away_outstanding.items()
+                                 if k[0] in self.peers and k[1] in self.peers})
+        self._reroute()
+        for p, (_, ib) in self.peers.items():
+            if p != s:
+                ib.reopen(s)
+                ib_s.reopen(p)
 
     def _reroute(self):
         for p, (ob, _) in self.peers.items():
@@ -739,6 +831,8 @@ class ForwardingMachine(RuleBasedStateMachine):
     def teardown(self):
         if not hasattr(self, "peers"):
             return
+        if self.away is not None:
+            self.heal()
         # The network heals: everything is delivered, in order, until quiet.
         for _ in range(100):
             self.now += 1.0

@@ -36,8 +36,11 @@ from ring.messages import (
 )
 from ring.node import (
     ADOPT_PREFIX,
+    HANDOFF_TIMEOUT,
+    MARKER_ROUNDS,
     Count,
     Deliver,
+    HandOff,
     Rerouted,
     LeaveAsked,
     Log,
@@ -344,6 +347,81 @@ def test_a_handoff_tells_each_new_owner_once_its_batches_are_acked():
     assert n.handoffs == [(1, pytest.approx(0.2))] and n.handing_off == 0
 
 
+def declared(n: RingNode, who: str, state: MemberState, inc: int, at: float) -> list:
+    """p2 (or p3, for p2) tells ``n`` that ``who`` is ``state`` at incarnation ``inc``."""
+    teller = "p3" if who == "p2" else "p2"
+    rec = replace(n.membership.members()[who], state=state, incarnation=inc)
+    return n.receive(f"{teller}/aaaa".encode(), Digest(RING, teller, (rec,)), at)
+
+
+def test_a_member_declared_dead_and_back_as_the_same_process_has_its_batches_taken_again():
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    assert isinstance(n.receive(R2, batch(0), 0.1)[0], Deliver)
+    declared(n, "p2", MemberState.DEAD, INC, 1.0)
+    assert "p2" not in n.ring() and n.inbox.received == 0  # its channel left the sums
+    assert n.receive(R2, batch(1), 1.1) == [Count("unknown_sender")]  # dead: not taken, not acked
+    declared(n, "p2", MemberState.ALIVE, INC + 1, 2.0)  # it refuted: a partition healed
+    assert "p2" in n.ring() and n.inbox.received == 2
+    assert n.receive(R2, batch(1), 2.1)[0] == Deliver(batch().urls, batch().seen, "p2")
+    assert n.receive(R2, batch(0), 2.2) == [Count("replay")]  # taken before it died
+    assert n.inbox.received == 4 and n.dropped["stale_epoch"] == 0
+
+
+def test_a_handoff_to_a_member_that_dies_before_acking_is_given_up_and_counted():
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    [handoff] = [a for a in declared(n, "p3", MemberState.DEAD, INC, 1.0) if isinstance(a, HandOff)]
+    n.outbox.add_seen("http://moved.test/", "p2", 1.1)
+    n.begin_handoff(handoff.version, 1, {}, 1.1)
+    assert n.flush(1.2) and n.handing_off == 1
+    out = declared(n, "p2", MemberState.DEAD, INC, 1.3)  # before its ack
+    assert n.handoffs == [(1, pytest.approx(0.2))]  # ended, given up
+    assert (n.dropped["handoff_member_gone"], n.dropped["handoffs_gave_up"]) == (1, 1)
+    assert [type(a) for a in out if isinstance(a, HandOff)] == [HandOff]  # the next one, for p1 alone
+
+
+def test_a_handoff_without_acks_or_reads_is_given_up_after_the_timeout_and_counted():
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    declared(n, "p3", MemberState.DEAD, INC, 1.0)
+    [first] = n._handoffs
+    n.outbox.add_seen("http://moved.test/", "p2", 1.0)
+    n.begin_handoff(first.version, 1, {}, 1.0)
+    n.flush(1.1)  # sent, never acked
+    declared(n, "p3", MemberState.ALIVE, INC + 1, 2.0)  # a second hand-off, never read
+    out = n.tick(2.0 + HANDOFF_TIMEOUT, idle=True, pages=0)
+    assert n.handing_off == 0 and len(n.handoffs) == 2
+    assert (n.dropped["handoff_timeout"], n.dropped["handoff_unread"], n.dropped["handoffs_gave_up"]) == (1, 1, 2)
+    assert any(type(a) is Log and "gave up waiting for acks from p2" in a.text for a in out)
+    # p2, given up on, is never told HandoffDone, not even in the repeats.
+    later = [a for t in range(5) for a in n.tick(63.0 + t, idle=True, pages=0)]
+    assert not any(isinstance(a, Send) and isinstance(a.msg, HandoffDone) and a.dest == "p2" for a in later)
+
+
+def test_a_refutation_with_no_ring_change_tells_handoff_done_again():
+    # Others declared us dead, and hold their hosts until our HandoffDone
+    # (peer/core/holds.py rule 5); our view never changed: nothing to hand over.
+    n = node()
+    heard(n)
+    n.tick(0.0, idle=True, pages=0)
+    me = n.membership.me
+    n.receive(R2, Digest(RING, "p2", (replace(me, state=MemberState.DEAD),)), 1.0)
+    assert n.membership.me.incarnation == INC + 1  # refuted
+    told = [a.dest for t in range(MARKER_ROUNDS + 2) for a in n.tick(1.1 + t / 10, idle=True, pages=0)
+            if isinstance(a, Send) and isinstance(a.msg, HandoffDone)]
+    assert sorted(told) == sorted(["p2", "p3"] * MARKER_ROUNDS)
+    # A refuted suspicion moves no host: nobody waits for anything of ours.
+    me = n.membership.me
+    n.receive(R2, Digest(RING, "p2", (replace(me, state=MemberState.SUSPECT),)), 2.0)
+    assert n.membership.me.incarnation == INC + 2
+    assert not any(isinstance(a, Send) and isinstance(a.msg, HandoffDone)
+                   for t in range(3) for a in n.tick(2.1 + t / 10, idle=True, pages=0))
+
+
 def test_two_nodes_piggyback_acks_on_the_batches_they_trade():
     n, p2 = node(), node("p2")
     heard(n)
@@ -406,7 +484,7 @@ def test_three_peers_crawl_every_page_once_and_stop_by_themselves():
     assert sum(p.node.outbox.stats().acks_piggybacked for p in ring.peers.values()) > 0
     # Every page was fetched by the owner of its host, and each peer had some.
     owners = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, vnodes=64)
-    assert all(owners.owner(host_of(url)) == who for who, url in ring.fetches)
+    assert all(owners.owner(host_of(url)) == who for who, url, _ in ring.fetches)
     assert all(p.fetched for p in ring.peers.values())
     # Status, as `ring status` would get it from p1: three alive members sharing the ring.
     p1 = ring.peers["p1"]
@@ -461,7 +539,7 @@ def test_a_crashed_peer_is_declared_dead_and_its_unacked_batches_are_rerouted():
     # What p3 had queued is lost with it (scripts/adopt.py brings it back);
     # nothing the survivors took is fetched twice.
     counts = ring.fetch_counts()
-    survivors = [u for who, u in ring.fetches if who != "p3"]
+    survivors = [u for who, u, _ in ring.fetches if who != "p3"]
     assert len(survivors) == len(set(survivors))
     assert counts
 
@@ -494,7 +572,7 @@ def test_max_pages_is_cluster_wide():
     # 10 ms step, gossip every 100 ms). Measured: 54.
     per_round = round(ring.gossip_interval / ring.step_seconds) * ring.pages_per_step
     assert 40 <= fetched <= 40 + ring.n * per_round, fetched
-    assert len({who for who, _ in ring.fetches}) == 3
+    assert len({f.who for f in ring.fetches}) == 3
     assert fetched < len(ring.web.all_urls()) // 2
 
 

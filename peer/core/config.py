@@ -163,6 +163,11 @@ class RingConfig:
     suspect_after: float = _key(float, 2.0, "seconds a probe of a peer waits for its answer (direct or through others) before the peer is suspected", _positive)
     dead_after: float = _key(float, 6.0, "seconds after an unanswered probe before its peer, suspected and not refuted, is declared dead", _positive)
     lease: float = _key(float, 0.0, "seconds a peer may go on starting requests after it last heard from a majority of the ring vouching for its view; less than dead_after, at least 2 x gossip_interval (docs/membership.md); 0 = half of dead_after", _non_negative)
+    # 30 s: five dead_after of the default. A partition that heals within it
+    # costs no page fetched twice (a peer cut off for 25 s is declared dead
+    # 6-8 s in and is back ~18 s later), and a crashed peer's hosts wait
+    # about half a minute, little next to a crawl's hours (peer/core/holds.py).
+    takeover_after: float = _key(float, 30.0, "seconds the hosts of a peer declared dead wait, not fetched, for it to come back before another peer takes them over and fetches them: a peer beyond a partition that heals in time gets them back with nothing fetched twice; 0: at once", _non_negative)
     curve_keys: str = _key(str, "", "directory of CurveZMQ keys (scripts/keys.py); empty: unauthenticated, unencrypted ring")
     tombstone_ttl: float = _key(float, 3600.0, "seconds a dead or left member is remembered (and gossiped) before it is forgotten; at least 2 x dead_after", _positive)
     recv_queue: int = _key(int, 16, "messages queued per incoming ring connection before zmq stops reading it; memory bound per connection: (recv_queue + 1) x 8 MiB", _at_least_one)

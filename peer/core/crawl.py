@@ -288,7 +288,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
         if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending and not fr.moving:
             if ring is None:
                 return Finished(StopReason.FRONTIER_EMPTY)
-            if ring.idle() and ring.done():
+            if ring.idle() and ring.done() and not self.holds.awaiting(now):  # holds rule 7
                 return Finished(StopReason.CLUSTER_DONE)
         if paused:
             return Sleep(now + HOLD_POLL)
@@ -331,10 +331,8 @@ class CrawlCore(Outcomes, RingSide, Figures):
             self._finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
         if self.holds:
-            held, timed_out = self.holds.held(job.host, now, self.alive)
-            for prev in timed_out:
-                out.append(Warn(f"no hand-off from {prev} after {self.hold_timeout:.0f}s; "
-                                "fetching its former hosts"))
+            held, expired = self.holds.held(job.host, now)
+            out += [Warn(e.text) for e in expired]
             if held:
                 self._requeue(job, now, now + HOLD_POLL, out)
                 self._finish(job, now, Outcome.UNREACHED)

@@ -22,6 +22,8 @@ class Figures(CrawlState):
         for reason, n in malformed.items():
             if n:
                 out[f"malformed.{reason}"] = int(n)
+        for name, n in self.holds.counts.items():
+            out[f"hold.{name}"] = n  # peer/core/holds.py rule 4
         fr = self.frontier
         if fr.ceiling_holds:
             out["polite.ceiling_holds"] = fr.ceiling_holds

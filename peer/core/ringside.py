@@ -1,9 +1,11 @@
 """The crawl core's side of the ring: ring changes, hand-offs, spilled queues that move (pure).
 
 Boldi et al., UbiCrawler §3: consistent hashing moves only the hosts whose
-owner changed. ``set_ring`` passes on the queued URLs of hosts lost;
-``hold_from`` holds the hosts gained until their previous owners'
-``HandoffDone`` (``peer.core.holds``); a hand-off reads what was fetched
+owner changed. ``set_ring`` passes on the queued URLs of hosts lost
+(to a member back from dead too: they merge with its queue there, and its
+seen set drops what it fetched); ``hold_from`` holds the hosts gained until
+their previous owners' ``HandoffDone``, or a dead one's return or
+``takeover_after`` (``peer.core.holds``); a hand-off reads what was fetched
 here of the hosts that moved (``moved_hosts``, ``inflight_urls``,
 ``handoff_seen``) and their last request starts (``handoff_starts``).
 """
@@ -43,13 +45,20 @@ class RingSide(CrawlState):
                 for job in self.frontier.release_host(host):
                     self._pass_on(job.url, job.depth, owner, job.host, out)
         if old is not None and self.peer_id in ring and set(old) != set(ring):
+            # Deaths and returns first: they change the older holds (holds rules 3, 5).
+            for gone in sorted(set(old) - set(ring)):
+                if self.alive(gone) is False:
+                    self.holds.dead(gone, now, self.cfg.ring.takeover_after)
+            for back in sorted(set(ring) - set(old)):
+                self.holds.back(back, now, self.hold_timeout)
             self.hold_from(old, now)
         return out
 
     def hold_from(self, old: HashRing, now: float) -> None:
-        """Hold the hosts gained from live previous owners until their HandoffDone (peer/core/holds.py)."""
+        """Hold the hosts gained from their previous owners until their HandoffDone or return (peer/core/holds.py)."""
         if len(old):
-            self.holds.add(old, old, self.peer_id, now + self.hold_timeout, self.alive)
+            self.holds.add(old, old, self.peer_id, now, self.alive, hold_timeout=self.hold_timeout,
+                           takeover_after=self.cfg.ring.takeover_after)
 
     def handoff_done(self, sender: str) -> None:
         self.holds.release(sender)
