@@ -156,6 +156,20 @@ def test_handed_back_is_not_queued_when_a_previous_owner_handed_it_over_as_fetch
     assert len(c.frontier) == 0 and c.locally_idle()
 
 
+def test_a_url_requested_here_and_queued_again_by_another_path_is_not_requested_twice():
+    # One of ours re-routed back (HANDED_BACK queues it whatever the filter
+    # says) after the same URL came and was fetched by another path.
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/twice")
+    result(c, job, answer(job.url, body=html()), 0.1)
+    assert c.discover(f"{SITE}/twice", 1, 0.2, Origin.HANDED_BACK) == [Queued(f"{SITE}/twice", 1)]
+    again = start(c, 0.3)
+    assert isinstance(c.admit(again, 0.3), Drop)
+    c.job_ended(again)
+    assert c.summary.requeued_twice == 1 and c.locally_idle()
+    assert c.limits_figures(0.3, {})["frontier.requeued_twice"] == 1
+
+
 def test_handed_seen_enters_the_bloom_filter_only_and_drops_a_queued_copy():
     c = core(obey_robots=False)
     assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.HANDED_SEEN) == [

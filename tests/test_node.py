@@ -351,7 +351,9 @@ def declared(n: RingNode, who: str, state: MemberState, inc: int, at: float) -> 
     """p2 (or p3, for p2) tells ``n`` that ``who`` is ``state`` at incarnation ``inc``."""
     teller = "p3" if who == "p2" else "p2"
     rec = replace(n.membership.members()[who], state=state, incarnation=inc)
-    return n.receive(f"{teller}/aaaa".encode(), Digest(RING, teller, (rec,)), at)
+    # A death as its finder's verdict (a relayed one would be hearsay: ring.view).
+    msg = Digest(RING, teller, (rec,), verdicts=state is MemberState.DEAD)
+    return n.receive(f"{teller}/aaaa".encode(), msg, at)
 
 
 def test_a_member_declared_dead_and_back_as_the_same_process_has_its_batches_taken_again():

@@ -317,6 +317,12 @@ class CrawlCore(Outcomes, RingSide, Figures):
             out.append(Done(job.url))
             self._finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
+        if job.url in self._recent_rows:
+            # Requested here a moment ago and queued a second time (RECENT_ROWS).
+            self.summary.requeued_twice += 1
+            out.append(Done(job.url))
+            self._finish(job, now, Outcome.NOT_STARTED)
+            return Drop(job, tuple(out))
         if self.ring is not None and len(self.ring):
             owner = self.ring.owner(job.host)
             if owner != self.peer_id:

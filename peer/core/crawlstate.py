@@ -53,6 +53,12 @@ UNREACHED_KINDS = frozenset({"dns", "blocked", "connect"})
 ROBOTS_PENDING_WAIT = 0.25
 #: How often a job of a host held for a hand-off looks again.
 HOLD_POLL = 0.1
+#: Requests remembered so that one URL queued twice here is not fetched twice
+#: (``CrawlCore.admit``): a URL may come back by two paths when hosts move
+#: twice in a moment (one of ours re-routed back, and the same URL relayed by
+#: a leaver), and the Bloom filter cannot say whether a URL it holds is
+#: queued here. About 100 B a URL: 6.5 MB.
+RECENT_ROWS = 65_536
 #: Longest host key a HostStarts message carries (ring.messages.MAX_NAME).
 MAX_HOST_KEY = 256
 #: How far back a restarted peer counts its hosts' request starts: the
@@ -121,6 +127,8 @@ class CrawlState:
         # URLs handed to us as fetched (url -> host): passed on with our own
         # rows when their hosts move again, since only we hold them now.
         self._seen_in: dict[str, str] = {}
+        # The URLs of the last RECENT_ROWS requests that wrote a row, oldest first.
+        self._recent_rows: dict[str, None] = {}
         self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
 
     def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
@@ -165,6 +173,11 @@ class CrawlState:
              error: str | None = None, links: tuple[str, ...] = ()) -> None:
         if job.url in self._marks:
             self._marks[job.url] |= _ROW
+        if res is not None:
+            recent = self._recent_rows
+            recent[job.url] = None
+            if len(recent) > RECENT_ROWS:
+                del recent[next(iter(recent))]
         s = self.summary
         s.pages += 1
         if res is not None:

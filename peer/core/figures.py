@@ -24,6 +24,8 @@ class Figures(CrawlState):
                 out[f"malformed.{reason}"] = int(n)
         for name, n in self.holds.counts.items():
             out[f"hold.{name}"] = n  # peer/core/holds.py rule 4
+        if self.summary.requeued_twice:
+            out["frontier.requeued_twice"] = self.summary.requeued_twice  # crawlstate.RECENT_ROWS
         fr = self.frontier
         if fr.ceiling_holds:
             out["polite.ceiling_holds"] = fr.ceiling_holds

@@ -76,6 +76,7 @@ class Summary:
     requested: int = 0                   # rows whose request was made, this run
     not_requested: Counter[str] = field(default_factory=Counter)
     out_of_scope: int = 0
+    requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
 
     def rate(self) -> float:
