@@ -28,9 +28,11 @@ in ``docs/membership.md``; the rules it rests on are these:
    member not in the list is a learner: it fetches under a lease like
    anyone, but does not vote). A seed leaves the quorum only by leaving (its
    own word) or by ``python -m ring forget``.
-5. **Renewal.** Each round the peer pings the members of its quorum whose
+5. **Renewal.** Each round the peer pings members of its quorum whose
    vouch is missing, for another ring, or older than half the lease, at most
-   once a gossip interval each (:meth:`Lease.renewals`).
+   once a gossip interval each, until it holds a majority's worth of fresh
+   vouches and a few more (:meth:`Lease.renewals`): O(N / lease) pings a
+   second a peer, bare (no piggybacked records).
 
 Why no two peers fetch one host at once: two majorities of one quorum
 share a member Y. If P's lease on ring R rests on Y's vouch and X's lease on
@@ -158,17 +160,29 @@ class Lease:
         for seq in [s for s, (_, at) in self._pending.items() if at < horizon]:
             del self._pending[seq]
 
-    def renewals(self, quorum: Iterable[str], now: float, limit: int) -> list[str]:
-        """Rule 5: members to ping this round, oldest vouch first, at most ``limit``."""
+    def renewals(self, quorum: Iterable[str], now: float, limit: int,
+                 want: int | None = None) -> list[str]:
+        """Rule 5: members to ping this round, oldest vouch first, at most ``limit``.
+
+        ``want``: fresh vouches (for our ring, at most half a lease old) to
+        keep from others; with that many, none is renewed, and with fewer,
+        only the shortfall. None: every one.
+        """
         due: list[tuple[float, str]] = []
+        fresh = 0
+        half = self.lease / 2
         for mid in quorum:
             if mid == self.self_id:
                 continue
+            ev = self._evidence.get(mid)
+            if ev is not None and ev[1] == self._fp and now - ev[0] <= half:
+                fresh += 1
+                continue
             if now - self._pinged.get(mid, -1e18) < self._interval:
                 continue
-            ev = self._evidence.get(mid)
-            if ev is None or ev[1] != self._fp or now - ev[0] > self.lease / 2:
-                due.append((ev[0] if ev is not None else -1e18, mid))
+            due.append((ev[0] if ev is not None else -1e18, mid))
+        if want is not None:
+            limit = min(limit, max(0, want - fresh))
         due.sort()
         return [mid for _, mid in due[:limit]]
 

@@ -443,8 +443,14 @@ class Membership:
             quorum = self.quorum()
             voters = set(quorum)
             renew = [mid for mid in candidates if mid not in pinged and mid in voters]
-            for mid in lease.renewals(renew, real, len(quorum) // 2 + 1):
-                out.append((mid, self._untimed_ping(mid, now)))
+            needed = len(quorum) // 2 + 1 - (self.self_id in voters)
+            # A few more than the majority needs: an answer lost, a member gone.
+            want = needed + 1 + len(quorum) // 8
+            for mid in lease.renewals(renew, real, len(quorum) // 2 + 1, want):
+                # Bare: the probes carry the gossip; this only dates a vouch.
+                seq = self._prober.next_seq()
+                lease.sent(seq, mid, real)
+                out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, ())))
         return out
 
     def receive(self, msg: Message, now: float) -> list[tuple[str, Message]]:

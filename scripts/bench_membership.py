@@ -38,6 +38,9 @@ from ring.membership import Membership
 from ring.messages import MemberState
 from ring.sim import SimNet
 
+#: ring.lease of every peer built (set from --lease); 0: none.
+LEASE = [0.0]
+
 INTERVAL, SUSPECT_AFTER, DEAD_AFTER = 0.5, 2.0, 6.0
 RING = "bench"
 
@@ -52,7 +55,7 @@ def factory(pid: str, seeds: list[tuple[str, str]], seed: int):
             pid, f"tcp://10.0.{int(pid[1:]) // 250}.{int(pid[1:]) % 250}:5701", 1.0, RING,
             seeds=seeds, gossip_interval=INTERVAL, suspect_after=SUSPECT_AFTER,
             dead_after=DEAD_AFTER, now=now, incarnation=1_700_000_000_000 + int(now * 1000),
-            rng=random.Random(f"{seed}/{pid}/{now}"))
+            rng=random.Random(f"{seed}/{pid}/{now}"), lease=LEASE[0] or None)
     return make
 
 
@@ -117,9 +120,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--steady", type=float, default=30.0, help="seconds of steady state")
     ap.add_argument("--rolling", type=float, default=30.0, help="seconds of the rolling start")
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--lease", type=float, default=DEAD_AFTER / 2,
+                    help="ring.lease in seconds, as a crawling peer runs it (its renewal pings "
+                         "are in the bytes); 0: SWIM alone (default: dead_after / 2)")
     ap.add_argument("--breakdown", action="store_true",
                     help="the cold start's bytes by message type and what it answered")
     args = ap.parse_args(argv)
+    LEASE[0] = args.lease
     bound = DEAD_AFTER + 2 * INTERVAL
     print(f"200 ms one way; rounds {INTERVAL} s, suspect_after {SUSPECT_AFTER} s, "
           f"dead_after {DEAD_AFTER} s; death bound {bound} s; rolling start {args.rolling:g} s")

@@ -15,6 +15,8 @@ flap    3 peers; p1 isolated and healed every 3 s for 30 s, from 12 s in
 asym    3 peers; 12 s in, for 25 s, p2 and p3 no longer hear p1's ring
         messages while p1 hears theirs (p1's packets to their ring port
         are dropped)
+restart split, and p1 killed (SIGKILL) 8 s into it and started again 4 s
+        later, on its data_dir, still cut off
 crowd   16 peers, 64 fetches in flight each, politeness off, no cut; the
         same web, time limit 400 s (--burn N adds N CPU-bound processes)
 starve  crowd, and from 5 s to 65 s every 2 s one peer stands still
@@ -58,6 +60,8 @@ SCENARIOS: dict[str, dict[str, Any]] = {
     "twotwo": {"n": 4, "schedule": _split(["p1", "p2"], ["p3", "p4"])},
     "flap": {"n": 3, "schedule": flapping(AT, 30.0, 3.0, ("isolate", "p1"))},
     "asym": {"n": 3, "schedule": [(AT, "unheard", "p1"), (AT + FOR, "heal_all")]},
+    "restart": {"n": 3, "schedule": [(AT, "isolate", "p1"), (AT + 8.0, "kill", "p1"),
+                                     (AT + 12.0, "restart", "p1"), (AT + FOR, "heal_all")]},
     "crowd": {"n": 16, "schedule": [], "rate": 0.0, "concurrency": 64, "time_limit": 400.0},
     "starve": {"n": 16, "rate": 0.0, "concurrency": 64, "time_limit": 400.0,
                "schedule": pauses(5.0, 60.0, 2.0, [f"p{i}" for i in range(1, 17)], 12.0, seed=1)},

@@ -312,6 +312,18 @@ def test_renewals_ping_the_missing_the_stale_and_the_wrong_ones_oldest_first():
     assert "p1" in ls.renewals(quorum, 11.01, 10)
 
 
+def test_renewals_stop_at_the_fresh_vouches_wanted_and_renew_only_the_shortfall():
+    ls = Lease("p0", 2.0, INTERVAL)
+    nine = {f"p{i}": 1.0 for i in range(9)}
+    ls.ring_changed(nine, 0.0)
+    quorum = sorted(nine)
+    for i in (1, 2, 3):
+        vouched(ls, f"p{i}", 10.0, seq=i)  # three fresh vouches
+    assert ls.renewals(quorum, 10.5, 10, want=3) == []
+    assert len(ls.renewals(quorum, 10.5, 10, want=5)) == 2  # the shortfall only
+    assert len(ls.renewals(quorum, 10.5, 10)) == 5  # without want: every stale one
+
+
 # -- Memberships exchanging messages ----------------------------------------------
 
 
