@@ -260,7 +260,7 @@ def run(workdir: Path, n: int, *, web: Web = Web(), schedule: Sequence[Event] = 
     ``time_limit`` counts from the peers' start: a peer still running then
     is stopped (SIGTERM, SIGKILL ``grace`` s later) and its exit is marked
     not by itself. With ``idle_limit``, peers are stopped so too once the
-    schedule is done and the web has had no request for that long: a peer
+    schedule is done and neither a request nor an event came for that long: a peer
     that has not ended by then has already failed "ends by itself within
     ``idle_limit`` of the last page", and waiting longer only costs time.
     """
@@ -300,6 +300,7 @@ def run(workdir: Path, n: int, *, web: Web = Web(), schedule: Sequence[Event] = 
                 ev = pending.pop(0)
                 _do(net, peers, ev)
                 done.append((now, ev))
+                grew = now  # the idle wait counts from the last event too (a heal)
             if not peers.live() and not pending:
                 break
             if now > time_limit:

@@ -13,8 +13,8 @@ run side by side):
 - every expected page requested;
 - every peer exits 0 by itself, within EXIT_BOUND seconds of the last page.
 
-The ring's timings are short (dead_after 2 s) and the web small, so a case
-takes 15-20 s when it passes; a peer that does not end is stopped
+The ring's timings are short (dead_after 1.5 s) and the web small, so a
+case takes 10-20 s when it passes; a peer that does not end is stopped
 IDLE_LIMIT seconds after the web's last request.
 """
 
@@ -27,18 +27,19 @@ from localweb.partition import Event, Outcome, Web, check_schedule, flapping, ru
 
 needs_netns = pytest.mark.skipif(available() is not None, reason=available() or "")
 
-DEAD_AFTER = 2.0
+DEAD_AFTER = 1.5
 #: Short ring timings, in the defaults' proportions (lease = dead_after / 2,
 #: takeover_after = 5 x dead_after): every split here heals before a dead
 #: peer's hosts are taken over, as a 25 s split does at the defaults.
-RING = {"gossip_interval": 0.2, "suspect_after": 0.6, "dead_after": DEAD_AFTER, "seed_grace": 5.0,
+RING = {"gossip_interval": 0.15, "suspect_after": 0.45, "dead_after": DEAD_AFTER, "seed_grace": 5.0,
         "lease": DEAD_AFTER / 2, "takeover_after": 5 * DEAD_AFTER}
-#: 12 hosts of ~26 pages at 150 pages/min a host: about 11 s of crawl.
-WEB = Web(hosts=12, pages=20, links=10)
+#: 12 hosts of ~14 pages at 150 pages/min a host: about 6 s of crawl, and
+#: the cut-off peer's hosts wait for the heal.
+WEB = Web(hosts=12, pages=10, links=10)
 RATE = 150.0
 EXIT_BOUND = 3 * DEAD_AFTER
 IDLE_LIMIT = EXIT_BOUND + 2.0
-START = 3.0  # seconds from the peers' start: the crawl is well under way
+START = 2.5  # seconds from the peers' start: the crawl is well under way
 
 
 def _crawl(tmp_path, n: int, schedule: list[Event]) -> Outcome:
