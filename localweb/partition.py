@@ -33,7 +33,6 @@ a key is added.
 
 from __future__ import annotations
 
-import json
 import os
 import random
 import signal
@@ -47,11 +46,11 @@ from typing import Any
 
 from localweb.netns import WEB, NetRing
 from localweb.owners import Exit, Hit, Verdict, judge
-from localweb.peerrun import supported
+from localweb.peerrun import supported, toml_value
 from localweb.server import read_log
 from localweb.sitegraph import SiteGraph
 
-__all__ = ["Event", "Outcome", "Web", "check_schedule", "cluster_toml", "flapping", "run"]
+__all__ = ["Event", "Outcome", "Web", "check_schedule", "cluster_toml", "flapping", "pauses", "run"]
 
 Event = tuple[Any, ...]
 #: The port every peer's ROUTER listens on, in its own namespace.
@@ -118,18 +117,6 @@ def flapping(start: float, length: float, every: float, event: Event) -> list[Ev
     return out
 
 
-def _toml(v: Any) -> str:
-    if isinstance(v, bool):
-        return "true" if v else "false"
-    if isinstance(v, str):
-        return json.dumps(v)
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
-    if isinstance(v, Mapping):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(x)}" for k, x in v.items()) + " }"
-    return repr(v)
-
-
 def cluster_toml(path: Path, net: NetRing, *, ring: Mapping[str, Any] | None = None,
                  rate: float = 240.0, concurrency: int = 16,
                  sections: Mapping[str, Mapping[str, Any]] | None = None) -> list[str]:
@@ -154,7 +141,7 @@ def cluster_toml(path: Path, net: NetRing, *, ring: Mapping[str, Any] | None = N
     text = "".join(f'[[peer]]\nid = "{p}"\naddress = "tcp://{net.address(p)}:{RING_PORT}"\n'
                    f'data_dir = "{path.parent / p}"\n\n' for p in net.names if p != WEB)
     for name, table in tables.items():
-        text += f"[{name}]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in table.items()) + "\n"
+        text += f"[{name}]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in table.items()) + "\n"
     path.write_text(text)
     return skipped
 

@@ -35,18 +35,19 @@ from typing import Any
 from localweb.hostile import DNS
 
 __all__ = ["InProcessPeer", "PeerProcess", "Run", "cluster_toml", "crawl_to_files", "free_ports", "read_rows",
-           "rss_mb", "run_in_process", "run_peers", "supported"]
+           "rss_mb", "run_in_process", "run_peers", "supported", "toml_value"]
 
 
-def _toml(v: Any) -> str:
+def toml_value(v: Any) -> str:
+    """``v`` as a TOML value (bool, str, number, list, inline table)."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, str):
         return json.dumps(v)
     if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(_toml(x) for x in v) + "]"
+        return "[" + ", ".join(toml_value(x) for x in v) + "]"
     if isinstance(v, Mapping):
-        return "{ " + ", ".join(f"{json.dumps(k)} = {_toml(x)}" for k, x in v.items()) + " }"
+        return "{ " + ", ".join(f"{json.dumps(k)} = {toml_value(x)}" for k, x in v.items()) + " }"
     return repr(v)
 
 
@@ -98,7 +99,7 @@ def cluster_toml(tmp: Path, seeds: Sequence[str], *, peers: int = 1,
                    f'data_dir = "{tmp / f"p{i + 1}"}"\n\n'
                    for i, port in enumerate(free_ports(peers)))
     for name, table in tables.items():
-        text += f"[{name}]\n" + "".join(f"{k} = {_toml(v)}\n" for k, v in table.items()) + "\n"
+        text += f"[{name}]\n" + "".join(f"{k} = {toml_value(v)}\n" for k, v in table.items()) + "\n"
     path = tmp / "cluster.toml"
     path.write_text(text)
     return path
