@@ -74,7 +74,7 @@ class LeaseState:
     held: bool
     vouched: int  # members vouching for our ring within the lease, ourselves included
     needed: int  # a majority of the quorum
-    quorum: int  # members of the view that have not left
+    quorum: int  # voters: the [[peer]] list less those that left
     reason: PauseReason | None
     grace_left: float  # seconds of grace still to run (0: none)
     until: float  # when the lease runs out unless renewed (our clock); 0: not held

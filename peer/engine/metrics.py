@@ -152,7 +152,7 @@ def families(f: PeerFigures) -> Iterator[Metric]:
     yield gauge("lease_vouched", "members vouching for this peer's ring within the lease, itself "
                 "included", f.lease_vouched)
     yield gauge("lease_needed", "vouches the lease needs: a majority of the quorum", f.lease_needed)
-    yield gauge("lease_quorum", "members of the view that have not left (alive, suspect and dead)",
+    yield gauge("lease_quorum", "voters: the [[peer]] list less those that left (alive, suspect and dead)",
                 f.lease_quorum)
     yield gauge("lease_grace_seconds", "seconds of grace still to run after a ring change",
                 f.lease_grace_seconds)

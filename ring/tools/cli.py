@@ -194,7 +194,7 @@ def _parser() -> argparse.ArgumentParser:
                     help="how long to wait for it to finish handing over (default 120)")
     fg = sub.add_parser("forget", help="make every peer drop a dead member from its view and quorum",
                         description="A peer starts requests only while a majority of its quorum (every "
-                                    "member that has not left, dead ones included) vouches for its ring, "
+                                    "peer listed in cluster.toml that has not left, dead ones included) vouches for its ring, "
                                     "so a ring that lost its majority for good (two of three peers dead, "
                                     "one of two) pauses until the dead are forgotten. Asks every peer of "
                                     "cluster.toml, and the live members they list, to drop --id; a peer "
