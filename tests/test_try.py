@@ -160,3 +160,18 @@ def test_a_robots_txt_answering_429_with_retry_after_holds_the_url_as_the_crawl_
     robots = next(line for line in res.stdout.splitlines() if line.startswith("robots:"))
     assert "HTTP 429 (Retry-After" in robots and "held: robots.txt unreachable" in robots, robots
     assert "not fetched (--ignore-robots to fetch it anyway)" in res.stdout
+
+
+def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path, web):
+    # `python -m peer try URL --links 0 | head -3`: head leaves after three
+    # lines; the rest must go nowhere, without a BrokenPipeError traceback.
+    toml = config(tmp_path, web.port)
+    proc = subprocess.Popen([sys.executable, "-m", "peer", "try", f"http://shop.web.test:{web.port}/",
+                             "--ring", str(toml), "--links", "0"], cwd=ROOT, env=os.environ,
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

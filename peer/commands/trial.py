@@ -27,6 +27,7 @@ not; a URL robots.txt disallows is not fetched unless ``--ignore-robots``.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 
@@ -141,13 +142,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     import trio
 
     try:
-        return trio.run(_try, cfg, url, args)
+        code: int = trio.run(_try, cfg, url, args)
+        sys.stdout.flush()
+        return code
+    except BrokenPipeError:
+        return _reader_gone()
     except BaseException as exc:
         err = user_error(exc)
         if err is None:
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
+
+
+def _reader_gone() -> int:
+    """The reader of our output left (``| head``): what it read was what it wanted.
+
+    The rest of the output goes to /dev/null, so the interpreter's last
+    flush does not fail again (the Python docs' recipe for SIGPIPE).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 def _say(label: str, text: str) -> None:
