@@ -228,6 +228,20 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
     assert "--weight" in error_line(res) and "<= 10" in error_line(res)
 
 
+@pytest.mark.parametrize("flags", [["--data-dir", "elsewhere"], ["--weight", "2"],
+                                   ["--data-dir", "elsewhere", "--weight", "2"]])
+def test_join_flags_without_address_are_refused_not_ignored(tmp_path, flags):
+    # A listed peer takes data_dir and weight from cluster.toml: these were
+    # silently ignored, and the results went where the user did not look.
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    res = peer("--ring", str(toml), "--id", "p1", *flags)
+    assert res.returncode == 2
+    line = error_line(res)
+    assert "only for a peer joining with --address" in line
+    assert all(f in line for f in flags if f.startswith("--"))
+    assert not (tmp_path / "elsewhere").exists()
+
+
 # --- runs: resume, fresh, ask or refuse (peer/core/runs.py) ------------------------------------
 
 

@@ -62,7 +62,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="join a running ring as a peer not listed in cluster.toml, listening here "
                         "(with --id and --data-dir)")
     p.add_argument("--data-dir", metavar="DIR", help="data directory of a joining peer")
-    p.add_argument("--weight", metavar="W", type=float, default=1.0,
+    p.add_argument("--weight", metavar="W", type=float, default=None,
                    help="ring weight of a joining peer (default 1.0)")
     p.add_argument("--check", action="store_true",
                    help="validate cluster.toml, print what this peer would run with, and exit")
@@ -184,6 +184,16 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return try_main(argv[1:])
     args = _parser().parse_args(argv)
+    if args.address is None and (args.data_dir is not None or args.weight is not None):
+        # A listed peer's come from cluster.toml; ignoring them silently would
+        # put its results where the user does not look.
+        given = " and ".join(f for f, v in (("--data-dir", args.data_dir), ("--weight", args.weight))
+                             if v is not None)
+        print(f"error: {given}: only for a peer joining with --address; a peer listed in "
+              f"cluster.toml takes data_dir and weight from its [[peer]] entry", file=sys.stderr)
+        return EXIT_USAGE
+    if args.weight is None:
+        args.weight = 1.0
     try:
         cfg = load_config(args.ring)
         if args.address is not None:
