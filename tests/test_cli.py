@@ -188,6 +188,18 @@ def test_a_results_file_held_by_a_live_process_names_its_pid(tmp_path, crawled):
     assert "another peer may be running with this data_dir" in line
 
 
+def test_a_second_copy_of_a_running_peer_is_refused_before_it_says_anything_of_the_state(
+        tmp_path, crawled):
+    # It said "resuming ... was interrupted (killed or crashed)" first, then
+    # refused: the crawl was neither interrupted nor resumed.
+    toml, data = resume(tmp_path, crawled)
+    with held_open(data / "pages.duckdb") as holder:
+        res = peer("--ring", str(toml), "--resume")
+    assert res.returncode != 0
+    assert f"held open by process {holder.pid}" in error_line(res)
+    assert "resuming" not in res.stderr and "interrupted" not in res.stderr, res.stderr
+
+
 def test_fresh_deletes_nothing_a_live_process_holds(tmp_path, crawled):
     toml, data = resume(tmp_path, crawled)
     results = data / "pages.duckdb"
@@ -195,7 +207,7 @@ def test_fresh_deletes_nothing_a_live_process_holds(tmp_path, crawled):
     with held_open(results) as holder:
         res = peer("--ring", str(toml), "--fresh", "--yes")
     line = error_line(res)
-    assert f"held open by process {holder.pid}" in line and "nothing deleted" in line
+    assert f"held open by process {holder.pid}" in line and "nothing changed" in line
     assert sorted(p.name for p in data.rglob("*")) == before
 
 

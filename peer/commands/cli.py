@@ -288,6 +288,15 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
     """Resume, start fresh, ask or refuse (peer/core/runs.py's rules); the record of this run."""
     from peer.state.journal import PeerState, read_run, write_run
 
+    if results.exists():
+        # A running peer holds it: say that first, not what its state looks
+        # like from here ("interrupted") or that we resume it.
+        from peer.results.store import check_not_held
+
+        try:
+            check_not_held(results)
+        except PeerError as exc:
+            raise _Refused(f"error: {exc}; nothing changed") from None
     has_state = PeerState.exists(state_dir)
     record = read_run(state_dir) if has_state else None
     fp = Fingerprint.of(cfg.crawl)
@@ -310,13 +319,6 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
     now = time.time()
     if choice is Choice.FRESH:
         if results.exists() or has_state:
-            if results.exists():
-                from peer.results.store import check_not_held
-
-                try:
-                    check_not_held(results)
-                except PeerError as exc:
-                    raise _Refused(f"error: {exc}; nothing deleted") from None
             if not confirmed and not _confirm(
                     f"delete {data_dir} (results and crawl state) and start over? [y/N] "):
                 raise _Refused("nothing deleted")
