@@ -16,7 +16,7 @@ line, ``ring status`` and the dashboard alike.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,25 @@ from ring.lease import LeaseState, PauseReason
 from ring.membership import Membership
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, MemberState, MemberStatus, StatusReply
 
-__all__ = ["StatusFigures", "StatusReplies", "lease_status", "lease_words"]
+__all__ = ["COUNTER_PREFIXES", "StatusFigures", "StatusReplies", "lease_status", "lease_words",
+           "split_counters"]
+
+#: Counters that ride in a status reply's ``dropped`` pairs but count no
+#: refused input: forwarding frames, hand-off holds and their ends, held
+#: hosts, politeness holds, the seen set's and the frontier's figures, restarts
+#: of members. ``ring status`` shows them apart from the drops.
+COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
+                    "handoffs_", "handoff_", "peer_restarts")
+
+
+def split_counters(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[tuple[str, int], ...],
+                                                              tuple[tuple[str, int], ...]]:
+    """(drops, counters) of a status reply's ``dropped`` pairs (:data:`COUNTER_PREFIXES`)."""
+    drops: list[tuple[str, int]] = []
+    counters: list[tuple[str, int]] = []
+    for k, v in pairs:
+        (counters if k.startswith(COUNTER_PREFIXES) else drops).append((k, v))
+    return tuple(drops), tuple(counters)
 
 
 @dataclass(frozen=True, slots=True)

@@ -139,3 +139,22 @@ async def test_forget_asks_the_seeds_and_the_members_they_list_and_each_says_wha
         ("p4", None)]
     assert [r.outcome for r in again] == [ForgetOutcome.NOT_KNOWN] * 3 + [None]
     assert quorums == [3, 3, 3]
+
+
+def test_healthy_counters_are_not_shown_as_drops():
+    # `ring status` listed fwd.batches, fwd.frames... under "dropped:".
+    from ring.messages import MemberStatus
+    from ring.tools.cli import format_status
+    from ring.tools.client import _row
+
+    own = MemberStatus("p1", "tcp://127.0.0.1:1", MemberState.ALIVE, 1.0, 5, 0.0, 0, 0, 0, 0, 0.0, 0.0,
+                       1.0, dropped=(("cap.urls_per_host", 2), ("fwd.batches", 9), ("fwd.frames", 12),
+                                     ("hold.takeovers", 1), ("unknown_sender", 3)))
+    row = _row(own, own)
+    assert dict(row.dropped) == {"cap.urls_per_host": 2, "unknown_sender": 3}
+    assert dict(row.counters) == {"fwd.batches": 9, "fwd.frames": 12, "hold.takeovers": 1}
+    assert row.as_json()["counters"]["fwd.frames"] == 12 and "fwd.frames" not in row.as_json()["dropped"]
+    text = format_status([row])
+    dropped = next(line for line in text.splitlines() if "dropped:" in line)
+    assert "fwd." not in dropped and "cap.urls_per_host 2" in dropped
+    assert "counters: fwd.batches 9, fwd.frames 12, hold.takeovers 1" in text

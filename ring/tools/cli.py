@@ -267,6 +267,8 @@ def format_status(rows: Sequence[StatusRow]) -> str:
                    + f"  {r.address}")
         if r.dropped:
             out.append(f"{'':<10} dropped: " + ", ".join(f"{k} {v}" for k, v in r.dropped))
+        if r.counters:
+            out.append(f"{'':<10} counters: " + ", ".join(f"{k} {v}" for k, v in r.counters))
         if r.errors:
             out.append(f"{'':<10} errors: " + ", ".join(f"{k} {v}" for k, v in sorted(r.errors)))
     live = [r for r in rows if r.live]

@@ -22,6 +22,7 @@ import trio
 from ring.io.curve import CurveKeys
 from ring.errors import RingError
 from ring.membership import LIVE
+from ring.status import split_counters
 from ring.messages import (
     DecodeError,
     ForgetOutcome,
@@ -76,7 +77,8 @@ class StatusRow:
     dns_hit_rate: float
     bloom_fill: float
     uptime: float
-    dropped: tuple[tuple[str, int], ...] = ()
+    dropped: tuple[tuple[str, int], ...] = ()  # refused input only
+    counters: tuple[tuple[str, int], ...] = ()  # the rest of the reply's pairs (ring.status)
     errors: tuple[tuple[str, int], ...] = ()  # failed fetches by kind
     busiest: tuple[tuple[str, float, float], ...] = ()  # (host, pages/min, setpoint pages/min)
     # The member's own view of its lease and ring (UNKNOWN: it did not answer).
@@ -99,7 +101,8 @@ class StatusRow:
                 "pages": self.pages, "rate": self.rate, "frontier": self.frontier, "hosts": self.hosts,
                 "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
                 "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
-                "dropped": dict(self.dropped), "errors": dict(self.errors),
+                "dropped": dict(self.dropped), "counters": dict(self.counters),
+                "errors": dict(self.errors),
                 "busiest": [list(b) for b in self.busiest],
                 "lease": self.lease.value, "vouched": self.vouched, "needed": self.needed,
                 "quorum": self.quorum, "grace_left": self.grace_left, "ring_version": self.ring_version,
@@ -181,11 +184,12 @@ async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys 
 
 
 def _row(view: MemberStatus, own: MemberStatus) -> StatusRow:
+    drops, counters = split_counters(own.dropped)
     return StatusRow(
         id=view.id, address=own.address, state=view.state, share=view.share, pages=own.pages,
         rate=own.rate, frontier=own.frontier, hosts=own.hosts, forwarded_out=own.forwarded_out,
         forwarded_in=own.forwarded_in, dns_hit_rate=own.dns_hit_rate, bloom_fill=own.bloom_fill,
-        uptime=own.uptime, dropped=own.dropped, errors=own.errors, busiest=own.busiest,
+        uptime=own.uptime, dropped=drops, counters=counters, errors=own.errors, busiest=own.busiest,
         lease=own.lease, vouched=own.vouched, needed=own.needed, quorum=own.quorum,
         grace_left=own.grace_left, ring_version=own.ring_version, ring_fingerprint=own.ring_fingerprint)
 
