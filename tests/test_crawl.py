@@ -496,6 +496,25 @@ def test_urls_robots_txt_disallows_do_not_use_up_the_hosts_politeness_delay():
     assert c.frontier.recent_starts(first.host) == (0.0, 1.0)  # robots.txt, then /ok
 
 
+@pytest.mark.parametrize("error", ["blocked", "dns", "connect"])
+def test_a_robots_txt_request_that_got_no_answer_is_not_counted_as_fetched(error):
+    # The summary said "robots.txt fetched: 1" when the SSRF guard had refused it.
+    c = core()
+    c.discover(f"{SITE}/", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    adm = c.admit(job, 0.0)
+    assert isinstance(adm, FetchRobots)
+    c.on_robots(job, answer(adm.url, None, error=error), 0.1)
+    c.job_ended(job)
+    assert c.summary.robots_fetches == 0
+    c2 = core()
+    c2.discover(f"{SITE}/", 0, 0.0, Origin.LINK)
+    job = start(c2, 0.0)
+    adm = c2.admit(job, 0.0)
+    c2.on_robots(job, answer(adm.url, 404, b"", ctype="text/plain"), 0.1)
+    assert c2.summary.robots_fetches == 1  # an answer, even a 404, was fetched
+
+
 def test_an_unreachable_robots_txt_holds_the_host_then_records_its_cause():
     c = core(robots_retry=600.0)
     c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)

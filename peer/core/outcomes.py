@@ -157,7 +157,9 @@ class Outcomes(CrawlState):
         """The host's robots.txt answer (or failure) for the job that asked for it."""
         out: list[Effect] = []
         host = job.host
-        self.summary.robots_fetches += 1
+        if res.status is not None:
+            # Fetched: an answer came. A refused or failed request fetched nothing.
+            self.summary.robots_fetches += 1
         if res.address is not None:
             self.frontier.set_host_ip(host, res.address, now)
         status, error = res.status, res.error

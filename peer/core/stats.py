@@ -24,7 +24,7 @@ not_requested     URLs recorded without a request, by cause: ``robots``
                   (``dns``, ``connect``...), ``retry_after`` (host given up)
 robots_excluded   ``not_requested["robots"]``
 items             {table: rows} of the extraction rules; ``extract_errors``
-retries           requests retried; ``robots_fetches`` robots.txt requests
+retries           requests retried; ``robots_fetches`` robots.txt requests answered
 dropped           URLs dropped before the queue, by reason: ``out_of_scope``
                   (links), and each cap's config key (``max_url_length``...)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
