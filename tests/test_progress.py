@@ -104,3 +104,10 @@ def test_a_pause_of_the_ring_is_on_the_line_and_its_start_is_never_suppressed():
     assert p.line(snap(25.0, 60, paused=paused)) is None
     assert lease_words(LeaseStatus.GRACE, 0, 2, 3, 2.4) == "paused: grace (2s left)"
     assert lease_words(LeaseStatus.HELD, 3, 2, 3, 0.0) == "held (3 of 3 vouch, 2 needed)"
+
+
+def test_the_first_line_after_a_resume_has_no_eta_from_pages_of_earlier_runs():
+    # 66 of 300 pages were fetched by earlier runs; 3 s into this one the ETA
+    # said 11 s (66 / 3 pages a second), where minutes were left.
+    first = Progress().line(snap(3.0, 0, max_pages=300, cluster_pages=66))
+    assert "22% of max_pages 300, ETA -" in first

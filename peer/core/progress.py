@@ -86,7 +86,9 @@ class Progress:
         last, self._last = self._last, snap
         dt = snap.now - last.now if last is not None else snap.elapsed
         rate = (snap.pages - (last.pages if last else 0)) / dt if dt > 0 else 0.0
-        c_rate = (snap.cluster_pages - (last.cluster_pages if last else 0)) / dt if dt > 0 else 0.0
+        # Cluster-wide pages include earlier runs of a resumed crawl (and the
+        # others'): a rate needs two lines, the first has none.
+        c_rate = (snap.cluster_pages - last.cluster_pages) / dt if last is not None and dt > 0 else 0.0
         parts = [f"pages {snap.pages:,} ({rate:.1f}/s now)"]
         if snap.max_pages:
             done = min(snap.cluster_pages, snap.max_pages)
