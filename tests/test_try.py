@@ -175,3 +175,14 @@ def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path, web):
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+def test_a_robots_txt_the_ssrf_guard_refuses_is_recorded_with_its_cause_not_asked_again(tmp_path, web):
+    # `try` said "the crawl asks again later" for blocked and dns, which no retry mends.
+    toml = config(tmp_path, web.port)
+    toml.write_text(toml.read_text().replace("allow_private = true", "allow_private = false"))
+    res = try_url(toml, f"http://s001.web.test:{web.port}/")
+    assert res.returncode == 1, res.stderr
+    robots = next(line for line in res.stdout.splitlines() if line.startswith("robots:"))
+    assert "not read (blocked)" in robots and "records it as 'blocked'" in robots, robots
+    assert "asks again" not in res.stdout
