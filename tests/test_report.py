@@ -478,3 +478,31 @@ def test_the_config_the_run_used_comes_from_stats_json(a_run):
 def test_without_stats_json_the_page_says_where_it_would_be(full):
     _, _, page = full
     assert "No stats.json beside the results file" in page
+
+
+def test_peer_shares_and_top_hosts_count_requests_only(tmp_path):
+    # The Peers and Top-hosts tables counted rows never requested (robots
+    # exclusions) that the page count leaves out: shares added up to 116%,
+    # and exclusions showed as failures.
+    from peer.results.report.facts import read_facts, table_columns
+
+    db = tmp_path / "r.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(f"create table pages ({', '.join(f'{c} {t}' for c, t in SCHEMA['pages'])})")
+    rows = [("http://a.test/1", "a.test", 200, 10.0, None, "p1"),
+            ("http://a.test/2", "a.test", 200, 10.0, None, "p1"),
+            ("http://a.test/3", "a.test", 503, 10.0, "http_5xx", "p1"),
+            ("http://a.test/x", "a.test", None, 0.0, "robots", "p1"),
+            ("http://a.test/y", "a.test", None, 0.0, "robots", "p1"),
+            ("http://b.test/1", "b.test", 200, 10.0, None, "p2"),
+            ("http://c.test/z", "c.test", None, 0.0, "robots", "p2")]
+    for url, host, status, ms, err, peer in rows:
+        con.execute("insert into pages (url, host, status, fetched_at, elapsed_ms, error, peer) "
+                    "values (?, ?, ?, ?, ?, ?, ?)", [url, host, status, T0, ms, err, peer])
+    facts = read_facts(con, db, table_columns(con))
+    con.close()
+    assert facts.pages == 4
+    assert facts.peers == [("p1", 3, 1), ("p2", 1, 1)]
+    assert sum(n for _, n, _ in facts.peers) == facts.pages  # shares add up to 100 %
+    hosts = {h: (n, failed) for h, n, failed, _ in facts.top_hosts}
+    assert hosts == {"a.test": (3, 1), "b.test": (1, 0)}  # c.test: nothing requested

@@ -102,8 +102,11 @@ def read_facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[s
     ).fetchone()
     assert one is not None
     pages, answered, failed, hosts, t0, t1 = one
+    # Requests only, as ``pages`` counts them: each peer's share of it, and
+    # the hosts it requested (rows never requested are "not requested").
     peers = con.execute(
-        "select coalesce(peer, ''), count(*), count(distinct host) from pages group by 1 order by 1"
+        "select coalesce(peer, ''), count(*), count(distinct host) from pages "
+        f"where {REQUESTED} group by 1 order by 1"
     ).fetchall()
     status = con.execute(
         "select status, count(*) from pages group by 1 order by 1 nulls last"
@@ -119,11 +122,11 @@ def read_facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[s
     top_hosts = con.execute(
         "select coalesce(host, ''), count(*), count(error), "
         "coalesce(string_agg(distinct peer, ', ' order by peer), '') "
-        "from pages group by 1 order by 2 desc, 1 limit ?", [TOP_HOSTS_TABLE]
+        f"from pages where {REQUESTED} group by 1 order by 2 desc, 1 limit ?", [TOP_HOSTS_TABLE]
     ).fetchall()
     dist = con.execute(
         "select coalesce(median(n), 0), coalesce(max(n), 0) "
-        "from (select count(*) as n from pages group by host)"
+        f"from (select count(*) as n from pages where {REQUESTED} group by host)"
     ).fetchone()
     assert dist is not None
     slowest = con.execute(
