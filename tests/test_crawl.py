@@ -515,6 +515,16 @@ def test_a_robots_txt_request_that_got_no_answer_is_not_counted_as_fetched(error
     assert c2.summary.robots_fetches == 1  # an answer, even a 404, was fetched
 
 
+def test_a_page_refused_unread_for_its_size_is_not_parsed():
+    # Its extraction rules wrote an items row of NULLs from the empty body.
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/big")
+    refused = answer(job.url, 200, b"", error="too_large")
+    assert not c.fetched(job, refused, 0.1)
+    cut = answer(job.url, 200, html(f"{SITE}/next"), error="too_large", truncated=True)
+    assert c.fetched(job, cut, 0.1)  # a body cut at max_body is still what there is to parse
+
+
 def test_an_unreachable_robots_txt_holds_the_host_then_records_its_cause():
     c = core(robots_retry=600.0)
     c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)

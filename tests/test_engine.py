@@ -665,7 +665,7 @@ async def test_a_blocked_host_is_recorded_as_blocked_without_a_request(tmp_path)
         nursery.cancel_scope.cancel()
     assert farm.log == []
     assert {u: e for u, _, e, *_ in rows(cfg)} == {u: "blocked" for u in seeds}
-    assert summary.robots_fetches == 1
+    assert summary.robots_fetches == 0  # refused by the guard: nothing was fetched
 
 
 async def test_hosts_on_one_ip_share_its_budget_in_every_second(tmp_path, virtual_clock):

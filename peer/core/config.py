@@ -208,7 +208,7 @@ class CrawlConfig:
     # down for a moment come back without holding a dead host for long.
     robots_retry: float = _key(float, 600.0, "seconds before asking again for a robots.txt that could not be read (3 tries; a 429/503's Retry-After, capped, wins)", _positive)
     timeout: float = _key(float, 15.0, "seconds for a whole fetch, body included", _positive)
-    max_body: int = _key(int, 2 * 1024 * 1024, "bytes of body kept, after decompression; larger bodies are cut and flagged", _at_least_one)
+    max_body: int = _key(int, 2 * 1024 * 1024, "bytes of body kept, after decompression: a body announced larger (Content-Length) is not read, one found larger as it is read is cut there; both rows say too_large, and only a cut one is parsed", _at_least_one)
     max_redirects: int = _key(int, 5, "redirects followed per fetch", _non_negative)
     allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
     store_body: bool = _key(bool, False, "keep page bodies in the results")

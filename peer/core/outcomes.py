@@ -42,7 +42,9 @@ class Outcomes(CrawlState):
         """The answer came: note the host's address; whether the body is HTML to parse."""
         if res.address is not None:
             self.frontier.set_host_ip(job.host, res.address, now)
-        return (res.status is not None and 200 <= res.status < 300
+        # No body, nothing to parse: a body announced over max_body is not
+        # read at all (its extraction rules would write a row of NULLs).
+        return (res.status is not None and 200 <= res.status < 300 and bool(res.body)
                 and is_html(res.content_type, res.body))
 
     def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]:
