@@ -103,6 +103,13 @@ def test_unknown_key_suggests_the_right_one():
     assert str(err) == "/etc/rc/cluster.toml: crawl.concurency: unknown key; did you mean 'concurrency'?"
 
 
+@pytest.mark.parametrize(("section", "key", "other"), [("crawl", "allow_paths", "allow_private"),
+                                                     ("politeness", "rate_limit", "integral_limit")])
+def test_an_unknown_key_is_not_matched_to_a_key_that_does_something_else(section, key, other):
+    err = str(error_of(MINIMAL + f"[{section}]\n{key} = 1\n"))
+    assert f"{section}.{key}: unknown key (known: " in err and "did you mean" not in err
+
+
 def test_unknown_section_suggests_the_right_one():
     err = error_of(MINIMAL + "[politenes]\nrate = 1\n")
     assert "politenes: unknown key; did you mean 'politeness'?" in str(err)

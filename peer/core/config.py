@@ -469,7 +469,10 @@ def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, pref
     for key in table:
         if key not in known:
             keypath = f"{prefix}.{key}" if prefix else key
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            # 0.8: typos score 0.88-0.97 (concurency, alow_hosts, dead_afer);
+            # at difflib's 0.6, allow_paths suggested allow_private (0.75) and
+            # rate_limit integral_limit (0.67), keys that do something else.
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
             hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
             raise ConfigError(where, keypath, f"unknown key{hint}")
 
