@@ -477,3 +477,30 @@ def test_check_warns_that_a_ring_of_two_stops_with_either_peer_and_how_to_go_on(
 
 def test_check_of_the_shipped_solo_toml_is_clean():
     assert check_warnings(ROOT / "solo.toml") == []
+
+
+def test_a_data_dir_deleted_mid_crawl_stops_the_peer_with_one_line_and_exit_1(tmp_path, web):
+    # `rm -rf` of the data_dir 10 s into a crawl: the summary said "0 pages in
+    # all, 73 fetched this run" with exit 0, and the file did not exist.
+    import time
+
+    toml = solo_toml(tmp_path, web.port, rate=120.0)  # 2 pages a second: far from over
+    results = tmp_path / "solo" / "pages.duckdb"
+    proc = subprocess.Popen([sys.executable, "-m", "peer", "--ring", str(toml), "--fresh", "--yes"],
+                            cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 30
+        while not results.exists() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        time.sleep(1.0)
+        shutil.rmtree(tmp_path / "solo")
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 1, err.decode()
+    last = err.decode().strip().splitlines()[-1]
+    assert last.startswith(f"error: {results} was deleted while the crawl ran"), last
+    assert b"pages in all" not in out and b"fetched this run" not in out

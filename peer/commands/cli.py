@@ -4,7 +4,9 @@ Argument parsing and error reporting only; the work is done by the modules it
 calls. A user's mistake (bad cluster.toml, unknown --id) is one line on stderr
 and exit status 2, never a traceback; so is a peer that cannot start (its
 port in use, an address not of this machine, a corrupt or foreign crawl
-state, a results file another process holds open).
+state, a results file another process holds open). A crawl whose results
+file was deleted or replaced while it ran stops, says so in one line and
+exits 1 (``EXIT_LOST``): it never reports rows it no longer has.
 """
 
 from __future__ import annotations
@@ -23,6 +25,9 @@ from pathlib import Path
 from peer.core.config import ClusterConfig
 from peer.state.configfile import load_config
 from peer.errors import EXIT_USAGE, PeerError, user_error
+
+#: Exit status of a crawl whose results file went away under it.
+EXIT_LOST = 1
 from peer.core.runs import Choice, Fingerprint, RunRecord, decide, first_run
 from peer.core.stats import STATS_FILE
 from ring.errors import RingError
@@ -262,6 +267,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     finished = time.time()
+    if crawler.lost is not None:
+        # Nothing to report: the rows are gone with the file.
+        print(f"error: {crawler.lost} while the crawl ran; this run's results are lost "
+              f"(start again with --fresh)", file=sys.stderr)
+        return EXIT_LOST
     _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
     print(summary.render())
     total = _results_pages(results)

@@ -161,6 +161,8 @@ INLINE_TAGS = 1000
 #: The fields of a page row as the journal keeps it (PageRow's order).
 ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
+#: Seconds between checks that the results file is still the one we write.
+RESULTS_WATCH = 1.0
 _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
 
@@ -225,6 +227,8 @@ class Crawler(Durability, RingFace, Reporting):
         self._state: PeerState | None = None
         self._spill: FileSpill | None = None
         self.resumed: dict[str, float] | None = None  # what a restart found
+        #: Why the crawl stopped because its data_dir was lost (None: it was not).
+        self.lost: str | None = None
         self._restart_starts: list[tuple[str, float]] = []
         #: Snapshots written (the last one's stats are logged).
         self.snapshots = 0
@@ -291,6 +295,33 @@ class Crawler(Durability, RingFace, Reporting):
         return self.core.handoffs_in
 
     # -- public ------------------------------------------------------------
+
+    async def _watch_results(self, results: Path) -> None:
+        """Stop the crawl if the results file is deleted or replaced under us.
+
+        On POSIX a deleted file stays writable by those who hold it open: the
+        peer would go on writing rows nobody can read, and report them (an
+        ``rm -rf`` of the data_dir mid-crawl lost a run silently).
+        """
+        try:
+            first = results.stat()
+        except OSError:
+            return  # not made yet: nothing to compare with
+        while True:
+            await trio.sleep(RESULTS_WATCH)
+            try:
+                now = results.stat()
+                gone = (now.st_dev, now.st_ino) != (first.st_dev, first.st_ino)
+                why = f"{results} was replaced by another file"
+            except FileNotFoundError:
+                gone, why = True, f"{results} was deleted"
+            except OSError:
+                continue
+            if gone:
+                self.lost = why
+                log.error("%s while the crawl ran: stopping; the rows written since are lost", why)
+                self.stop()
+                return
 
     def stop(self) -> None:
         """Stop starting fetches; in-flight ones get ``STOP_GRACE`` seconds."""
@@ -373,6 +404,7 @@ class Crawler(Durability, RingFace, Reporting):
             self._did(self.core.seeds(self.clock()))
             state.commit()
             services.start_soon(store.run)
+            services.start_soon(self._watch_results, DataDir(self.data_dir).results)
             services.start_soon(self._progress)
             services.start_soon(self._snapshots)
             services.start_soon(self._sieve_loop)
