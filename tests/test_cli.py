@@ -463,16 +463,20 @@ def test_check_warns_about_a_seed_the_ssrf_guard_blocks(tmp_path):
 def test_check_warns_that_a_ring_of_two_stops_with_either_peer_and_how_to_go_on(tmp_path):
     from ringharness import cluster_text
 
+    def ring_warnings(toml: Path) -> list[str]:
+        # (One seed host: the peers that do not own it are warned of too.)
+        return [w for w in check_warnings(toml) if "none of the seed hosts" not in w]
+
     toml = tmp_path / "cluster.toml"
     toml.write_text(cluster_text(tmp_path, 9, 2))
-    (w,) = check_warnings(toml)
+    (w,) = ring_warnings(toml)
     assert "a ring of two peers stops when either peer stops" in w
     assert f"python -m ring forget --ring {toml} --id p2" in w
     toml.write_text(cluster_text(tmp_path, 9, 4))
-    (w,) = check_warnings(toml)
+    (w,) = ring_warnings(toml)
     assert "a ring of 4 peers split in two halves of 2 pauses on both sides" in w
     toml.write_text(cluster_text(tmp_path, 9, 3))
-    assert check_warnings(toml) == []
+    assert ring_warnings(toml) == []
 
 
 def test_check_of_the_shipped_solo_toml_is_clean():
@@ -504,3 +508,26 @@ def test_a_data_dir_deleted_mid_crawl_stops_the_peer_with_one_line_and_exit_1(tm
     last = err.decode().strip().splitlines()[-1]
     assert last.startswith(f"error: {results} was deleted while the crawl ran"), last
     assert b"pages in all" not in out and b"fetched this run" not in out
+
+
+
+
+def test_check_names_the_owner_of_each_seed_host_and_warns_of_an_idle_peer(tmp_path):
+    # A 2-peer ring with both seed sites on one peer: the other fetched
+    # nothing for 104 s, and neither --check nor the start said so.
+    import re
+
+    from peer.state.configfile import load_config
+    from ring.hashring import HashRing
+
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    cfg = load_config(toml)
+    ring = HashRing({p.id: p.weight for p in cfg.peers}, cfg.ring.vnodes)
+    busy, idle = cfg.peers[0].id, cfg.peers[1].id
+    one = [h for h in (f"site{i}.example" for i in range(100)) if ring.owner(h) == busy][:2]
+    seeds = ", ".join(f'"http://{h}/"' for h in one)
+    toml.write_text(re.sub(r"seeds = \[.*?\]", lambda _: f"seeds = [{seeds}]", toml.read_text(), count=1))
+    res = peer("--ring", str(toml), "--check")
+    assert res.returncode == 0, res.stderr
+    assert f"seed hosts: {one[0]} -> {busy}, {one[1]} -> {busy}" in res.stdout
+    assert f"{idle} owns none of the seed hosts" in res.stdout

@@ -113,8 +113,43 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                      + (f"; user function {ex.module}" if ex.module else ""))
     lines.append("   ring: " + (f"CurveZMQ keys in {cfg.ring.curve_keys}" if cfg.ring.curve_keys
                                 else "unauthenticated (no [ring] curve_keys)"))
+    owners = seed_owners(cfg)
+    if len(cfg.peers) > 1 and owners:
+        shown = ", ".join(f"{host} -> {owner}" for host, owner in owners[:SEED_OWNERS_SHOWN])
+        more = len(owners) - SEED_OWNERS_SHOWN
+        lines.append(f"   seed hosts: {shown}" + (f" (and {more} more)" if more > 0 else ""))
     lines.extend(f"warning: {w}" for w in config_warnings(cfg))
     return "\n".join(lines)
+
+
+#: Seed hosts whose owner ``--check`` names (the rest are counted).
+SEED_OWNERS_SHOWN = 8
+
+
+def seed_owners(cfg: ClusterConfig) -> list[tuple[str, str]]:
+    """(seed host, the peer that owns it) on the ring of cluster.toml's peers, in seed order."""
+    from peer.core.urls import URLError, host_key, normalize
+    from ring.hashring import HashRing
+
+    ring = HashRing({p.id: p.weight for p in cfg.peers}, cfg.ring.vnodes)
+    out: list[tuple[str, str]] = []
+    seen: set[str] = set()
+    for seed in cfg.crawl.seeds:
+        try:
+            host = host_key(normalize(seed))
+        except URLError:
+            continue
+        if host not in seen:
+            seen.add(host)
+            out.append((host, ring.owner(host)))
+    return out
+
+
+def idle_peers(cfg: ClusterConfig) -> list[str]:
+    """Peers of a ring that own none of the seed hosts: they fetch nothing until a link
+    leads to a host of theirs (a crawl of one or two sites may never)."""
+    owners = {owner for _, owner in seed_owners(cfg)}
+    return [p.id for p in cfg.peers if owners and p.id not in owners] if len(cfg.peers) > 1 else []
 
 
 def config_warnings(cfg: ClusterConfig) -> list[str]:
@@ -136,6 +171,11 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     if not c.seeds:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
     out = ring
+    idle = idle_peers(cfg)
+    if idle:
+        out.append(f"{where}: {', '.join(idle)} own{'s' if len(idle) == 1 else ''} none of the seed "
+                   "hosts: idle until a link leads to a host of theirs (with a site or two, perhaps "
+                   "for the whole crawl); add seeds of more hosts, or run fewer peers")
     scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
     static = DnsCache(static=cfg.dns.resolve)
     for i, seed in enumerate(c.seeds):
@@ -228,6 +268,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     # httpx logs every request at INFO; our results table already has them.
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    if len(cfg.peers) > 1:
+        # Who owns the seeds, said at the start as --check says it: an idle peer is no surprise.
+        owners = seed_owners(cfg)
+        if owners:
+            logging.getLogger("peer").info(
+                "seed hosts: %s", ", ".join(f"{h} -> {o}" for h, o in owners[:SEED_OWNERS_SHOWN])
+                + (f" (and {len(owners) - SEED_OWNERS_SHOWN} more)" if len(owners) > SEED_OWNERS_SHOWN
+                   else ""))
+        if args.id in idle_peers(cfg):
+            logging.getLogger("peer").warning(
+                "this peer (%s) owns none of the seed hosts: it fetches nothing until a link "
+                "leads to a host of its own", args.id)
     data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
     from peer.core.layout import DataDir
 
