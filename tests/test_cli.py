@@ -531,3 +531,22 @@ def test_check_names_the_owner_of_each_seed_host_and_warns_of_an_idle_peer(tmp_p
     assert res.returncode == 0, res.stderr
     assert f"seed hosts: {one[0]} -> {busy}, {one[1]} -> {busy}" in res.stdout
     assert f"{idle} owns none of the seed hosts" in res.stdout
+
+
+def test_a_solo_crawl_that_fetched_nothing_says_why_and_fails(tmp_path, web):
+    # A local site: the SSRF guard refused 127.0.0.1, and the crawl fetched
+    # 0 pages in 0.2 s and exited 0, blaming robots.txt.
+    toml = solo_toml(tmp_path, web.port)
+    toml.write_text(toml.read_text().replace("allow_private = true", "allow_private = false"))
+    res = crawl(toml)
+    assert res.returncode == 3, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the crawl ended without fetching anything: http://s001.web.test:")
+    assert "SSRF guard" in last and "crawl.allow_private = true" in last
+
+
+def test_a_solo_crawl_whose_seeds_are_all_out_of_scope_says_so_and_fails(tmp_path, web):
+    toml = solo_toml(tmp_path, web.port, allow='["*.elsewhere.test"]')
+    res = crawl(toml)
+    assert res.returncode == 3, res.stderr
+    assert "every seed is out of scope" in res.stderr.strip().splitlines()[-1]

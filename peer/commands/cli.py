@@ -21,6 +21,7 @@ import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from peer.core.config import ClusterConfig
 from peer.state.configfile import load_config
@@ -334,7 +335,49 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
               + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
     print(f"stats: {data_dir / STATS_FILE}")
+    if not cluster and summary.stop_reason == "frontier empty" and not summary.requested and not total:
+        # A solo crawl that ended without one request is the config's doing or
+        # the seeds' reachability: say which, and fail, so a script notices.
+        print(f"error: {_why_nothing(results, summary)}", file=sys.stderr)
+        return EXIT_NOTHING
     return 0
+
+
+#: Exit status of a solo crawl that ended without fetching a page.
+EXIT_NOTHING = 3
+
+_NOTHING_BECAUSE = {
+    "blocked": "the SSRF guard refused it: its host resolves to a private or loopback address; "
+               "set crawl.allow_private = true to crawl such a site (an intranet, a local test web)",
+    "dns": "its host name does not resolve; check the URL, or [dns] resolve / nameservers",
+    "connect": "nothing answers at its host and port; check the URL and that the server is up",
+    "timeout": "its server did not answer within crawl.timeout",
+    "tls": "its TLS handshake failed",
+    "robots": "its robots.txt forbids it (crawl.obey_robots = false ignores robots.txt: only on "
+              "sites you run)",
+}
+
+
+def _why_nothing(results: Path, summary: Any) -> str:
+    """One line: why a crawl ended without a request, from its first seed's row."""
+    if summary.out_of_scope and not summary.pages:
+        return ("the crawl ended without fetching anything: every seed is out of scope "
+                "(crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)")
+    row = None
+    if results.exists():
+        import duckdb
+
+        try:
+            with duckdb.connect(str(results), read_only=True) as con:
+                row = con.execute("SELECT url, error FROM pages WHERE error IS NOT NULL "
+                                  "ORDER BY fetched_at LIMIT 1").fetchone()
+        except duckdb.Error:
+            row = None
+    if row is None:
+        return "the crawl ended without fetching anything (see the warnings above)"
+    url, error = row
+    because = _NOTHING_BECAUSE.get(str(error), f"its request failed ({error})")
+    return f"the crawl ended without fetching anything: {url}: {because}"
 
 
 class _Refused(Exception):
