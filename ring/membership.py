@@ -485,9 +485,7 @@ class Membership:
         spread = is_push(msg, self._sync_partner)
         for r in msg.members:
             self._view.merge(r, now, spread, msg.sender, msg.verdicts)
-        s = self._members.get(msg.sender)
-        if s is None:
-            return []  # its own record was refused (forgotten)
+        s = self._members[msg.sender]  # a merge never drops a member
         self._contact()
         if msg.want_reply:
             # Push-pull: answer only what beats the sender's.
@@ -542,8 +540,6 @@ class Membership:
         if msg.target != self.self_id:
             self.dropped["misdirected"] += 1  # meant for whoever had our address before
             return []
-        if msg.sender not in self._members:
-            return []  # its own record was refused (forgotten)
         ack = PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
                       self._updates(msg.sender), self._vouch(now))
         return [(msg.sender, ack)]
@@ -554,8 +550,6 @@ class Membership:
             return []
         for r in msg.updates:
             self._view.merge(r, now, True, msg.sender)
-        if msg.sender not in self._members:
-            return []
         target = self._members.get(msg.target)
         if msg.target == self.self_id:
             return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
@@ -574,10 +568,9 @@ class Membership:
             return []
         for r in msg.updates:
             self._view.merge(r, now, True, msg.sender)
-        if msg.sender in self._members:
-            self._contact()
-            if msg.target == msg.sender and self.lease is not None:
-                self.lease.acked(msg.seq, msg.sender, msg.vouch)
+        self._contact()
+        if msg.target == msg.sender and self.lease is not None:
+            self.lease.acked(msg.seq, msg.sender, msg.vouch)
         relay = self._prober.acked(msg.seq, msg.target, msg.sender)
         if relay is not None and relay[0] in self._members:
             asker, seq = relay

@@ -38,9 +38,6 @@ from ring.membership import Membership
 from ring.messages import MemberState
 from ring.sim import SimNet
 
-#: ring.lease of every peer built (set from --lease); 0: none.
-LEASE = [0.0]
-
 INTERVAL, SUSPECT_AFTER, DEAD_AFTER = 0.5, 2.0, 6.0
 RING = "bench"
 
@@ -49,30 +46,31 @@ def ids(n: int) -> list[str]:
     return [f"p{i:03d}" for i in range(n)]
 
 
-def factory(pid: str, seeds: list[tuple[str, str]], seed: int):
+def factory(pid: str, seeds: list[tuple[str, str]], seed: int, lease: float):
     def make(now: float) -> Membership:
         return Membership(
             pid, f"tcp://10.0.{int(pid[1:]) // 250}.{int(pid[1:]) % 250}:5701", 1.0, RING,
             seeds=seeds, gossip_interval=INTERVAL, suspect_after=SUSPECT_AFTER,
             dead_after=DEAD_AFTER, now=now, incarnation=1_700_000_000_000 + int(now * 1000),
-            rng=random.Random(f"{seed}/{pid}/{now}"), lease=LEASE[0] or None)
+            rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease or None)
     return make
 
 
-def cluster(n: int, loss: float, seed: int, spread: float) -> SimNet:
+def cluster(n: int, loss: float, seed: int, spread: float, lease: float) -> SimNet:
     net = SimNet(seed=seed, loss=loss, latency=0.2, interval=INTERVAL)
     peers = ids(n)
     seeds = [(p, f"tcp://10.0.{int(p[1:]) // 250}.{int(p[1:]) % 250}:5701") for p in peers]
     rng = random.Random(seed)
     for p in peers:
-        net.add(p, factory(p, seeds, seed), rng.random() * spread)
+        net.add(p, factory(p, seeds, seed, lease), rng.random() * spread)
     return net
 
 
-def run(n: int, loss: float, seed: int, steady: float, rolling: float) -> dict[str, object]:
+def run(n: int, loss: float, seed: int, steady: float, rolling: float,
+        lease: float) -> dict[str, object]:
     check = 0.25 if n <= 64 else 1.0
     # -- cold start
-    net = cluster(n, loss, seed, spread=INTERVAL)
+    net = cluster(n, loss, seed, spread=INTERVAL, lease=lease)
     net.run_until(INTERVAL)
     conv = net.run_until_converged(limit=120.0, step=check)
     startup = sum(net.sent.values())
@@ -99,7 +97,7 @@ def run(n: int, loss: float, seed: int, steady: float, rolling: float) -> dict[s
             detect = net.now - crashed
             break
     # -- a rolling start
-    roll = cluster(n, loss, seed + 1, spread=rolling)
+    roll = cluster(n, loss, seed + 1, spread=rolling, lease=lease)
     roll.run_until(rolling + 20.0)
     roll_deaths = sum(1 for e in roll.events if e.event.state is MemberState.DEAD
                       and e.event.id != e.at_peer)
@@ -126,7 +124,6 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--breakdown", action="store_true",
                     help="the cold start's bytes by message type and what it answered")
     args = ap.parse_args(argv)
-    LEASE[0] = args.lease
     bound = DEAD_AFTER + 2 * INTERVAL
     print(f"200 ms one way; rounds {INTERVAL} s, suspect_after {SUSPECT_AFTER} s, "
           f"dead_after {DEAD_AFTER} s; death bound {bound} s; rolling start {args.rolling:g} s")
@@ -137,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     for n in args.sizes:
         for loss in args.loss:
             t0 = time.process_time()
-            r = run(n, loss, args.seed, args.steady, args.rolling)
+            r = run(n, loss, args.seed, args.steady, args.rolling, args.lease)
             cpu = time.process_time() - t0
             conv = f"{r['conv']:.1f}" if r["conv"] >= 0 else "> 120"
             detect = f"{r['detect']:.1f}" if r["detect"] >= 0 else "never"
