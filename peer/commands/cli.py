@@ -116,9 +116,7 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                                 else "unauthenticated (no [ring] curve_keys)"))
     owners = seed_owners(cfg)
     if len(cfg.peers) > 1 and owners:
-        shown = ", ".join(f"{host} -> {owner}" for host, owner in owners[:SEED_OWNERS_SHOWN])
-        more = len(owners) - SEED_OWNERS_SHOWN
-        lines.append(f"   seed hosts: {shown}" + (f" (and {more} more)" if more > 0 else ""))
+        lines.append(f"   seed hosts: {seed_hosts_text(owners)}")
     lines.extend(f"warning: {w}" for w in config_warnings(cfg))
     return "\n".join(lines)
 
@@ -130,9 +128,9 @@ SEED_OWNERS_SHOWN = 8
 def seed_owners(cfg: ClusterConfig) -> list[tuple[str, str]]:
     """(seed host, the peer that owns it) on the ring of cluster.toml's peers, in seed order."""
     from peer.core.urls import URLError, host_key, normalize
-    from ring.hashring import HashRing
+    from ring.tools.cli import ring_of
 
-    ring = HashRing({p.id: p.weight for p in cfg.peers}, cfg.ring.vnodes)
+    ring = ring_of(cfg)
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for seed in cfg.crawl.seeds:
@@ -146,10 +144,18 @@ def seed_owners(cfg: ClusterConfig) -> list[tuple[str, str]]:
     return out
 
 
-def idle_peers(cfg: ClusterConfig) -> list[str]:
-    """Peers of a ring that own none of the seed hosts: they fetch nothing until a link
-    leads to a host of theirs (a crawl of one or two sites may never)."""
-    owners = {owner for _, owner in seed_owners(cfg)}
+def seed_hosts_text(owners: Sequence[tuple[str, str]]) -> str:
+    """``host -> owner, ...`` of the first :data:`SEED_OWNERS_SHOWN`, the rest counted."""
+    more = len(owners) - SEED_OWNERS_SHOWN
+    return (", ".join(f"{host} -> {owner}" for host, owner in owners[:SEED_OWNERS_SHOWN])
+            + (f" (and {more} more)" if more > 0 else ""))
+
+
+def idle_peers(cfg: ClusterConfig, seeds: Sequence[tuple[str, str]]) -> list[str]:
+    """Peers of a ring that own none of the seed hosts (``seeds``: :func:`seed_owners`):
+    they fetch nothing until a link leads to a host of theirs (a crawl of one or two
+    sites may never)."""
+    owners = {owner for _, owner in seeds}
     return [p.id for p in cfg.peers if owners and p.id not in owners] if len(cfg.peers) > 1 else []
 
 
@@ -172,7 +178,7 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     if not c.seeds:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
     out = ring
-    idle = idle_peers(cfg)
+    idle = idle_peers(cfg, seed_owners(cfg))
     if idle:
         out.append(f"{where}: {', '.join(idle)} own{'s' if len(idle) == 1 else ''} none of the seed "
                    "hosts: idle until a link leads to a host of theirs (with a site or two, perhaps "
@@ -273,11 +279,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Who owns the seeds, said at the start as --check says it: an idle peer is no surprise.
         owners = seed_owners(cfg)
         if owners:
-            logging.getLogger("peer").info(
-                "seed hosts: %s", ", ".join(f"{h} -> {o}" for h, o in owners[:SEED_OWNERS_SHOWN])
-                + (f" (and {len(owners) - SEED_OWNERS_SHOWN} more)" if len(owners) > SEED_OWNERS_SHOWN
-                   else ""))
-        if args.id in idle_peers(cfg):
+            logging.getLogger("peer").info("seed hosts: %s", seed_hosts_text(owners))
+        if args.id in idle_peers(cfg, owners):
             logging.getLogger("peer").warning(
                 "this peer (%s) owns none of the seed hosts: it fetches nothing until a link "
                 "leads to a host of its own", args.id)
