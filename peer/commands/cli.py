@@ -53,9 +53,12 @@ def _parser() -> argparse.ArgumentParser:
             "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
             "crash) whose scope and seeds are unchanged, and refuses anything else (a finished\n"
             "crawl, a changed scope) in one line: pass --resume or --fresh.\n"
-            "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM "
-            "after a clean stop); 2 for a usage or config error, or a peer that cannot "
-            "start (its port in use, damaged crawl state, a results file held open)."
+            "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM\n"
+            "after a clean stop); 1 when the results file or data directory was deleted or\n"
+            "replaced under the running peer; 2 for a usage or config error, or a peer that\n"
+            "cannot start (its port in use, damaged crawl state, a results file held open);\n"
+            "3 when the crawl ended without fetching a page (every seed refused, out of scope,\n"
+            "unreachable or forbidden by robots.txt: the last line says which, and the key)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -71,7 +74,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--weight", metavar="W", type=float, default=None,
                    help="ring weight of a joining peer (default 1.0)")
     p.add_argument("--check", action="store_true",
-                   help="validate cluster.toml, print what this peer would run with, and exit")
+                   help="validate cluster.toml, print what this peer would run with, ask each "
+                        "seed host as the crawl would (its name resolved, its robots.txt read: "
+                        "one request per host, at most 20 hosts, 5 s each), warn of each seed the "
+                        "crawl cannot fetch, and exit")
     p.add_argument("--fresh", action="store_true",
                    help="delete this peer's earlier results and crawl state (data_dir) and "
                         "start over; asks first unless --yes")
@@ -168,8 +174,6 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     public, while ``allow_private`` is false). A seed resolved by real DNS is
     judged when it is fetched, not here: --check does no I/O.
     """
-    from peer.core.dnscache import DnsCache
-    from peer.core.netguard import is_public_address
     from peer.core.urls import Scope, host_key, hostname, normalize
 
     c = cfg.crawl
@@ -184,7 +188,6 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                    "hosts: idle until a link leads to a host of theirs (with a site or two, perhaps "
                    "for the whole crawl); add seeds of more hosts, or run fewer peers")
     scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
-    static = DnsCache(static=cfg.dns.resolve)
     for i, seed in enumerate(c.seeds):
         url = normalize(seed)
         host = hostname(host_key(url))
@@ -194,16 +197,38 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                    else f"its host {host} matches no crawl.allow_hosts pattern")
             out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({why}): it will not be crawled")
             continue
-        if c.allow_private:
+    out.extend(static_refused(cfg).values())
+    return out
+
+
+def static_refused(cfg: ClusterConfig) -> dict[int, str]:
+    """Seeds the SSRF guard will refuse, judged without I/O: by seed index, the line to say.
+
+    An IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
+    public, while ``allow_private`` is false (peer/core/netguard.py).
+    """
+    from peer.core.dnscache import DnsCache
+    from peer.core.netguard import is_public_address
+    from peer.core.urls import URLError, host_key, hostname, normalize
+
+    c = cfg.crawl
+    if c.allow_private:
+        return {}
+    static = DnsCache(static=cfg.dns.resolve)
+    out: dict[int, str] = {}
+    for i, seed in enumerate(c.seeds):
+        try:
+            host = hostname(host_key(normalize(seed)))
+        except URLError:
             continue
         addresses = static.peek(host, 0.0)
         if host == "localhost" or host.endswith(".localhost"):
             addresses = ("127.0.0.1",)
         blocked = [a for a in addresses or () if not is_public_address(a)]
         if blocked:
-            out.append(f"{where}: crawl.seeds[{i}] {seed!r} resolves to {', '.join(blocked)}, which the "
-                       "SSRF guard refuses: set crawl.allow_private = true to crawl a private or "
-                       "loopback address (such as the local test web)")
+            out[i] = (f"{cfg.path}: crawl.seeds[{i}] {seed!r} resolves to {', '.join(blocked)}, which "
+                      "the SSRF guard refuses: set crawl.allow_private = true to crawl a private or "
+                      "loopback address (such as the local test web)")
     return out
 
 
@@ -259,6 +284,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if args.check:
         print(describe(cfg, args.id))
+        from peer.commands.preflight import probe_lines
+
+        for line in probe_lines(cfg, skip=set(static_refused(cfg))):
+            print(f"warning: {line}")
         return 0
     if args.id is None:
         print(f"error: {cfg.path}: lists {len(cfg.peers)} peers; say which one this is with --id",
@@ -275,15 +304,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     # httpx logs every request at INFO; our results table already has them.
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
+    log = logging.getLogger("peer")
     if len(cfg.peers) > 1:
         # Who owns the seeds, said at the start as --check says it: an idle peer is no surprise.
         owners = seed_owners(cfg)
         if owners:
-            logging.getLogger("peer").info("seed hosts: %s", seed_hosts_text(owners))
-        if args.id in idle_peers(cfg, owners):
-            logging.getLogger("peer").warning(
-                "this peer (%s) owns none of the seed hosts: it fetches nothing until a link "
-                "leads to a host of its own", args.id)
+            log.info("seed hosts: %s", seed_hosts_text(owners))
+    # What --check warned of, said again: a crawl started without --check
+    # (a script, a service) must not be the only one left in the dark.
+    for warning in config_warnings(cfg):
+        log.warning("%s", warning)
     data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
     from peer.core.layout import DataDir
 
@@ -338,16 +368,32 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
               + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
     print(f"stats: {data_dir / STATS_FILE}")
-    if not cluster and summary.stop_reason == "frontier empty" and not summary.requested and not total:
-        # A solo crawl that ended without one request is the config's doing or
-        # the seeds' reachability: say which, and fail, so a script notices.
-        print(f"error: {_why_nothing(results, summary)}", file=sys.stderr)
+    if not summary.requested and not total and _fetched_nothing(crawler, summary, cluster):
+        # A crawl that ended without one request is the config's doing or the
+        # seeds' reachability: say which, and fail, so a script notices.
+        cause = _why_nothing(results, summary)
+        if cluster and cause == _NOTHING_SAID:
+            others = sorted({owner for _, owner in seed_owners(cfg)} - {args.id})
+            if others:
+                cause = (f"the ring ended without fetching anything; the seed hosts' owner(s) "
+                         f"({', '.join(others)}) say why in their last line")
+        print(f"error: {cause}", file=sys.stderr)
         return EXIT_NOTHING
     return 0
 
 
-#: Exit status of a solo crawl that ended without fetching a page.
+def _fetched_nothing(crawler: Any, summary: Any, cluster: bool) -> bool:
+    """Whether the crawl ran to its end without one request: alone, or in the whole ring."""
+    if not cluster:
+        return bool(summary.stop_reason == "frontier empty")
+    node = crawler.node
+    return bool(summary.stop_reason == "cluster done" and node is not None and not node.others_pages())
+
+
+#: Exit status of a crawl that ended without fetching a page (alone, or the whole ring).
 EXIT_NOTHING = 3
+
+_NOTHING_SAID = "the crawl ended without fetching anything (see the warnings above)"
 
 _NOTHING_BECAUSE = {
     "blocked": "the SSRF guard refused it: its host resolves to a private or loopback address; "
@@ -377,7 +423,7 @@ def _why_nothing(results: Path, summary: Any) -> str:
         except duckdb.Error:
             row = None
     if row is None:
-        return "the crawl ended without fetching anything (see the warnings above)"
+        return _NOTHING_SAID
     url, error = row
     because = _NOTHING_BECAUSE.get(str(error), f"its request failed ({error})")
     return f"the crawl ended without fetching anything: {url}: {because}"
