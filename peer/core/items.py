@@ -52,7 +52,7 @@ order whatever order they are written in (a TOML table is unordered, TOML
 
 1. ``strip = "<chars>"``: :meth:`str.strip` of those characters from both
    ends (``"¶ "`` takes off the ``¶`` permalink documentation generators
-   such as Sphinx append to every heading, and the space before it);
+   such as Sphinx put inside every heading, and any space before it);
 2. ``re = "<regex>"``: :func:`re.search`; the value becomes the first group,
    or the whole match when the regex has no group, as Scrapy's ``re_first``.
    A value it does not match (or whose first group took no part in the
