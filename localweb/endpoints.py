@@ -19,6 +19,8 @@ held in memory whole.
 ``/huge-header?kb=N``              one N KiB header
 ``/status/C?retry_after=S&to=U``   any status, with Retry-After or Location
 ``/slow?ms=N``                     answers after N ms
+``/permalinks``                    documentation whose headings end in a
+                                   ``¶`` permalink, as Sphinx writes them
 =================================  ==========================================
 
 These hosts are linked only when the graph's ``SiteSpec.link_bad`` asks, so
@@ -35,7 +37,7 @@ from urllib.parse import parse_qsl
 
 __all__ = [
     "Answer", "BAD_HOST", "BAD_LINKED", "BIG_BODY", "BOMB_SIZE", "LATIN1", "LATIN1_TITLE",
-    "MALFORMED", "answer", "gzip_bomb", "redirect_target", "small_html",
+    "MALFORMED", "PERMALINKS", "PERMALINK_HEADINGS", "answer", "gzip_bomb", "redirect_target", "small_html",
 ]
 
 BAD_HOST = "bad.web.test"
@@ -127,6 +129,22 @@ LATIN1 = (
 LATIN1_TITLE = "Café crème brûlée"
 
 
+#: The headings of /permalinks (h1, then the h2s) without their permalinks.
+PERMALINK_HEADINGS = ("Installation", "From PyPI", "From source")
+# Sphinx's HTML writer puts the permalink anchor inside the heading (its
+# html_permalinks_icon, "¶" by default), so the heading's text ends in "¶"
+# and a rule that takes h1::text gets "Installation¶".
+PERMALINKS = (
+    "<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Installation \u2014 Example 1.0 "
+    "documentation</title></head>\n<body><section id=\"installation\">\n"
+    + "".join(
+        f'<h{1 if i == 0 else 2}>{h}<a class="headerlink" href="#{h.lower().replace(" ", "-")}" '
+        f'title="Link to this heading">\u00b6</a></h{1 if i == 0 else 2}>\n<p>Text about {h.lower()}.</p>\n'
+        for i, h in enumerate(PERMALINK_HEADINGS))
+    + "</section></body></html>\n"
+).encode()
+
+
 def small_html(title: str, body: str) -> bytes:
     return (f"<!DOCTYPE html>\n<html><head><title>{title}</title></head>"
             f"<body>{body}</body></html>\n").encode()
@@ -206,6 +224,8 @@ def answer(target: str) -> Answer:
         return Answer(code, _HTML + tuple(extra), f"<p>status {code}</p>\n".encode())
     if path == "/redirect/0":
         return Answer(200, _HTML, small_html("End of chain", "<p>end</p>"))
+    if path == "/permalinks":
+        return Answer(200, _HTML, PERMALINKS)
     if path == "/slow":
         return Answer(200, _HTML, small_html("Slow", "<p>slow</p>"), delay=qnum("ms", 1000, 0, 60000) / 1000)
     return Answer(404, _HTML, b"<p>no such endpoint</p>\n")

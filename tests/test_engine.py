@@ -271,6 +271,7 @@ price = ".price::text"
 cover = "img.cover::attr(src)"
 authors = "a.author::text*"
 blurb = "p.blurb"
+pounds = { css = ".price::text", strip = "£", re = '^([0-9]+)[.]' }
 """
 
 
@@ -291,6 +292,9 @@ async def test_extraction_rules_fill_an_items_table_from_the_shop(tmp_path):
     ] == expected
     assert {r[6] for r in got} == {"p1"} and all(r[7] is not None for r in got)
     assert summary.items == len(expected) == 12
+    # A field's strip and re are applied before the row is stored: "£12.49" -> "12".
+    assert rows(cfg, "select url, pounds from items_book order by url") == [
+        (e["url"], e["price"].removeprefix("£").split(".")[0]) for e in expected]
     # Every product page is in pages too: items join their page on url.
     pages = {u for (u,) in rows(cfg, "select url from pages where status = 200")}
     assert {e["url"] for e in expected} <= pages

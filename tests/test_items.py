@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import textwrap
 
 import pytest
@@ -21,6 +22,7 @@ from peer.core.items import (
     columns_of,
     extract_items,
     parse_extract,
+    raw_items,
 )
 
 MINIMAL = """
@@ -316,6 +318,123 @@ def test_selector_with_double_colon_inside_an_attribute_value_is_css():
 
 
 # ---------------------------------------------------------------------------
+# Post-processing: strip, then re
+
+
+DOCS_PAGE = """<h1>Installation<a class="headerlink" href="#installation">¶</a></h1>
+<h2>Step 1: download<a class="headerlink" href="#s1">¶</a></h2>
+<h2>Notes<a class="headerlink" href="#notes">¶</a></h2>
+<h2>Step 2: unpack<a class="headerlink" href="#s2">¶</a></h2>
+<a class="dl" href="/files/pkg-1.4.2.tar.gz">download</a>"""
+
+
+@pytest.mark.parametrize("field, value, want", [
+    (Field("t", "h1", strip="¶ "), "Installation ¶", "Installation"),
+    (Field("t", "h1", strip="¶ "), "¶ mid¶dle ¶", "mid¶dle"),  # the ends only, as str.strip
+    (Field("t", "h1", strip="¶"), "¶", ""),
+    (Field("t", "h1", regex=r"Step (\d+)"), "Step 12: unpack", "12"),  # the first group
+    (Field("t", "h1", regex=r"(\d+)-(\d+)"), "pages 3-9", "3"),
+    (Field("t", "h1", regex=r"\d+"), "pages 3-9", "3"),  # no group: the whole match
+    (Field("t", "h1", regex=r"Step (\d+)"), "Notes", None),  # no match: NULL
+    (Field("t", "h1", regex=r"(x)?y"), "y", None),  # the first group took no part
+    (Field("t", "h1", regex=r"^(\w+)$"), "Notes", "Notes"),
+    # strip first, then re, whatever order the keys are written in
+    (Field("t", "h1", strip="¶", regex=r"(\w+)$"), "Installation¶", "Installation"),
+    (Field("t", "h1"), " as found ", " as found "),
+])
+def test_clean_strips_then_takes_the_regex_capture(field, value, want):
+    assert field.clean(value) == want
+
+
+def test_the_docs_permalink_is_stripped_and_lists_keep_the_matches_only():
+    cfg = extract_cfg(r"""
+        [extract.doc]
+        match = "*"
+        [extract.doc.fields]
+        raw     = "h1::text"
+        title   = { css = "h1::text", strip = "¶ " }
+        steps   = { css = "h2::text*", strip = "¶", re = 'Step (\d+)' }
+        heads   = { re = '^(.*?)¶?$', css = "h2::text*" }
+        version = { css = "a.dl::attr(href)", re = '-([0-9.]+)\.tar' }
+        missing = { css = "h3::text", strip = "x" }
+        none    = { css = "h1::text", re = 'Chapter (\d+)' }
+    """)
+    items, errors = run(cfg, "http://docs.test/install.html", DOCS_PAGE)
+    assert errors == []
+    assert items == [("items_doc", {
+        "raw": "Installation¶", "title": "Installation", "steps": ["1", "2"],
+        "heads": ["Step 1: download", "Notes", "Step 2: unpack"], "version": "1.4.2",
+        "missing": None, "none": None,
+    })]
+    # The columns are the same types as for a plain selector.
+    assert cfg.tables()["items_doc"] == (("raw", "VARCHAR"), ("title", "VARCHAR"), ("steps", "VARCHAR[]"),
+                                         ("heads", "VARCHAR[]"), ("version", "VARCHAR"),
+                                         ("missing", "VARCHAR"), ("none", "VARCHAR"))
+
+
+def test_regex_sees_the_absolute_url_of_a_url_attribute():
+    cfg = extract_cfg("""
+        [extract.r]
+        match = "*"
+        fields = { host = { css = "a::attr(href)", re = '^https?://([^/:]+)' } }
+    """)
+    assert run(cfg, "http://site.test/a/", '<a href="b.html">b</a>')[0] == [("items_r", {"host": "site.test"})]
+
+
+def test_a_field_as_a_sub_table_is_the_same_as_inline():
+    inline = extract_cfg("""
+        [extract.r]
+        match = "*"
+        fields = { t = { css = "h1", strip = "¶" } }
+    """)
+    table = extract_cfg("""
+        [extract.r]
+        match = "*"
+        [extract.r.fields.t]
+        css = "h1"
+        strip = "¶"
+    """)
+    assert inline == table
+    assert inline.rules[0].fields == (Field("t", "h1", None, False, "¶", None),)
+
+
+def test_raw_items_are_the_values_before_post_processing():
+    cfg = extract_cfg("""
+        [extract.doc]
+        match = "*/install*"
+        fields = { title = { css = "h1::text", strip = "¶" }, plain = "h2::text" }
+        [extract.other]
+        match = "*/never/*"
+        fields = { t = "h1" }
+    """)
+    tree = LexborHTMLParser(DOCS_PAGE)
+    assert raw_items(cfg, "http://docs.test/install.html", tree) == {
+        "items_doc": {"title": "Installation¶", "plain": "Step 1: download¶"}}
+    assert run(cfg, "http://docs.test/install.html", DOCS_PAGE)[0] == [
+        ("items_doc", {"title": "Installation", "plain": "Step 1: download¶"})]
+
+
+@pytest.mark.parametrize("toml, key, words", [
+    ("title = { css = 'h1', re = '(unclosed' }", "extract.book.fields.title.re", "valid regex"),
+    ("title = { css = 'h1', re = '' }", "extract.book.fields.title.re", "a regex"),
+    ("title = { css = 'h1', re = 3 }", "extract.book.fields.title.re", "a regex"),
+    ("title = { css = 'h1', strip = '' }", "extract.book.fields.title.strip", "characters to strip"),
+    ("title = { css = 'h1', strip = true }", "extract.book.fields.title.strip", "characters to strip"),
+    ("title = { css = 'h1', regex = 'x' }", "extract.book.fields.title.regex", "unknown key (known: css, strip, re)"),
+    ("title = { strip = 'x' }", "extract.book.fields.title.css", "is required"),
+    ("title = { css = 'h1[' }", "extract.book.fields.title.css", "selectolax accepts"),
+    ("title = { css = '' }", "extract.book.fields.title.css", "CSS selector"),
+    ("title = { css = 'h1::foo' }", "extract.book.fields.title.css", "unknown suffix"),
+    ("title = {}", "extract.book.fields.title.css", "is required"),
+])
+def test_bad_post_processing_is_one_config_error_naming_the_key(toml, key, words):
+    err = error_of(f'[extract.book]\nmatch = "*"\n[extract.book.fields]\n{toml}\n')
+    assert err.key == key
+    assert words in err.message
+    assert "\n" not in str(err) and str(err).startswith(f"/etc/rc/cluster.toml: {key}: ")
+
+
+# ---------------------------------------------------------------------------
 # The user function
 
 
@@ -421,6 +540,7 @@ def html_pages(draw) -> str:
 _FUZZ = ExtractConfig((Rule("r", "*", (
     Field("t", "h1"), Field("ts", "p, span", None, True),
     Field("c", ".cover", "src"), Field("as_", "a.author", "href", True), Field("ti", "[title]", "title"),
+    Field("tc", "h1", None, False, "¶ ", r"(\w+)"), Field("tsc", "p, span", None, True, "x", r"\d*(.)"),
 )),))
 
 
@@ -433,3 +553,6 @@ def test_no_html_makes_extract_items_raise(html, url):
     assert row["t"] is None or isinstance(row["t"], str)
     assert isinstance(row["ts"], list) and all(isinstance(v, str) for v in row["ts"])
     assert all(v == " ".join(v.split()) for v in row["ts"])
+    assert row["tc"] is None or re.fullmatch(r"\w+", row["tc"])
+    assert isinstance(row["tsc"], list) and len(row["tsc"]) <= len(row["ts"])
+    assert all(isinstance(v, str) and len(v) == 1 for v in row["tsc"])

@@ -186,3 +186,40 @@ def test_a_robots_txt_the_ssrf_guard_refuses_is_recorded_with_its_cause_not_aske
     robots = next(line for line in res.stdout.splitlines() if line.startswith("robots:"))
     assert "not read (blocked)" in robots and "records it as 'blocked'" in robots, robots
     assert "asks again" not in res.stdout
+
+
+DOCS_RULE = """
+[extract.doc]
+match = "*/permalinks"
+[extract.doc.fields]
+title = { css = "h1::text", strip = "¶ " }
+sections = { css = "h2::text*", re = '^(.*?)¶?$' }
+heading = "h1::text"
+"""
+
+
+def test_fields_are_shown_after_strip_and_re_with_the_value_found_beside_them(tmp_path, web):
+    # A documentation page as Sphinx writes it: every heading ends in its "¶" permalink.
+    from localweb.endpoints import PERMALINK_HEADINGS
+
+    toml = config(tmp_path, web.port)
+    toml.write_text(toml.read_text() + DOCS_RULE)
+    res = try_url(toml, f"http://bad.web.test:{web.port}/permalinks")
+    assert res.returncode == 0, res.stdout + res.stderr
+    h1, *h2 = PERMALINK_HEADINGS
+    item = res.stdout.split("item:       items_doc\n", 1)[1].splitlines()
+    assert item[:3] == [
+        f"  title: {h1!r}  (from {h1 + '¶'!r})",
+        f"  sections: {h2!r}  (from {[h + '¶' for h in h2]!r})",
+        f"  heading: {h1 + '¶'!r}",  # no strip or re: as found, nothing beside it
+    ]
+
+
+def test_a_bad_regex_in_a_field_is_one_line_naming_the_key(tmp_path):
+    toml = config(tmp_path, 9)
+    toml.write_text(toml.read_text().replace('title = "h1.title::text"',
+                                             "title = { css = 'h1.title::text', re = '(unclosed' }"))
+    res = try_url(toml, "http://s001.web.test:9/")
+    assert res.returncode == 2 and res.stdout == ""
+    assert len(res.stderr.splitlines()) == 1 and "Traceback" not in res.stderr
+    assert f"{toml}: extract.book.fields.title.re: expected a valid regex" in res.stderr

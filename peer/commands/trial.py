@@ -16,7 +16,9 @@ rules. No rule is restated here: the URL goes through the crawl core itself
 4. the links found (``CrawlCore.fetched`` says whether to parse), each with
    its ``discover`` verdict, cut at ``max_links_per_page`` as the crawl cuts
    them, ``nofollow`` honoured;
-5. the fields the ``[extract]`` rules (or the user function) take.
+5. the fields the ``[extract]`` rules (or the user function) take, as the
+   crawl stores them: after a field's ``strip`` and ``re``, with the value
+   the selector found beside it when they changed it.
 
 A dry run: no results file, no crawl state, no ring socket; only the two
 requests (robots.txt, the page) leave the machine. A URL out of scope is still
@@ -266,10 +268,18 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("items", "no [extract] rules")
     elif not parsed.items and not parsed.errors:
         _say("items", "no rule matches this URL")
+    raw: dict[str, dict[str, object]] = {}
+    if any(f.cleans for r in cfg.extract.rules for f in r.fields):
+        from peer.core.extract import parse_tree
+        from peer.core.items import raw_items
+
+        raw = raw_items(cfg.extract, url, parse_tree(res.body, res.charset))
     for table, row in parsed.items:
         _say("item", table)
+        found = raw.get(table, {})
         for name, value in row.items():
-            print(f"  {name}: {value!r}")
+            before = found.get(name, value)
+            print(f"  {name}: {value!r}" + (f"  (from {before!r})" if before != value else ""))
     for err in parsed.errors:
         _say("extract", f"failed: {err}")
     return 0

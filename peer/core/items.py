@@ -9,6 +9,7 @@ A user declares, with no code, which pages hold items and where their fields are
     price   = ".price"                    # no suffix means ::text
     cover   = "img.cover::attr(src)"      # URL attributes are made absolute
     authors = "a.author::text*"           # * = every match, as a list
+    chapter = { css = "h1::text", strip = "¶ ", re = "Chapter ([0-9]+)" }
 
 Each page whose URL matches gives one row in table ``items_<rule>`` (the
 engine and store add ``url``, ``fetched_at`` and ``peer``; this module returns
@@ -43,6 +44,23 @@ the tree to :func:`extract_items`. A selector ends with an optional suffix:
 
 ``*`` is only a marker after a suffix: ``div > *`` is the CSS universal
 selector, and "all the text of ``p.x``" is spelled ``p.x::text*``.
+
+**Post-processing.** A field is a selector string, or a table with the
+selector as ``css`` and the steps to apply to each value, always in this
+order whatever order they are written in (a TOML table is unordered, TOML
+1.0 §"Table", so the order written cannot carry meaning):
+
+1. ``strip = "<chars>"``: :meth:`str.strip` of those characters from both
+   ends (``"¶ "`` takes off the ``¶`` permalink documentation generators
+   such as Sphinx put inside every heading, and any space before it);
+2. ``re = "<regex>"``: :func:`re.search`; the value becomes the first group,
+   or the whole match when the regex has no group, as Scrapy's ``re_first``.
+   A value it does not match (or whose first group took no part in the
+   match) becomes ``None``; in a list (``*``) such elements are dropped, as
+   Scrapy's ``re`` drops them.
+
+Values are post-processed after ``::attr`` URLs are made absolute, so a
+regex sees the URL the row stores.
 
 **User function.** ``func(url, html, tree)`` gets the normalised URL, the
 decoded HTML text and the parsed tree of every HTML page, and returns
@@ -89,6 +107,7 @@ __all__ = [
     "columns_of",
     "extract_items",
     "parse_extract",
+    "raw_items",
 ]
 
 #: Columns the engine and store add to every items row.
@@ -108,6 +127,7 @@ _SUFFIX = re.compile(r"::(?:(?P<text>text)|attr\(\s*(?P<attr>[A-Za-z_:][-A-Za-z0
 # Anything after a last "::" that looks like a pseudo suffix but is not ours.
 _PSEUDO = re.compile(r"::\s*[A-Za-z-]*\s*(?:\(.*)?\*?\s*\Z", re.S)
 _RULE_KEYS = ("match", "fields")
+_FIELD_KEYS = ("css", "strip", "re")
 # A tiny document to run each selector on once: selectolax only reports bad
 # CSS when a query is made.
 _PROBE = LexborHTMLParser("<p></p>")
@@ -118,12 +138,44 @@ Item = tuple[str, Row]
 
 @dataclass(frozen=True, slots=True)
 class Field:
-    """One column of a rule: ``css``, then the element's text or ``attr``; ``many``: a list."""
+    """One column of a rule: ``css``, then the element's text or ``attr``; ``many``: a list.
+
+    Each value then loses the characters of ``strip`` at both ends, and is
+    replaced by ``regex``'s first group or whole match (``None`` when it does
+    not match): :meth:`clean`. ``regex`` is the ``re`` key of cluster.toml.
+    """
 
     name: str
     css: str
     attr: str | None = None
     many: bool = False
+    strip: str | None = None
+    regex: str | None = None
+    _search: Callable[[str], re.Match[str] | None] | None = field(
+        init=False, repr=False, compare=False, default=None)
+
+    def __post_init__(self) -> None:
+        # re.error propagates: _parse_field turns it into a ConfigError.
+        if self.regex is not None:
+            object.__setattr__(self, "_search", re.compile(self.regex).search)
+
+    @property
+    def cleans(self) -> bool:
+        """Does :meth:`clean` change anything (a ``strip`` or ``re`` is set)?"""
+        return self.strip is not None or self.regex is not None
+
+    def clean(self, value: str) -> str | None:
+        """``value`` stripped, then its regex capture; ``None`` when the regex does not match."""
+        if self.strip is not None:
+            value = value.strip(self.strip)
+        search = self._search
+        if search is None:
+            return value
+        m = search(value)
+        if m is None:
+            return None
+        # group(1) is None when the first group took no part in the match.
+        return m.group(1) if m.re.groups else m.group(0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -246,10 +298,36 @@ def _parse_rule(name: str, table: Mapping[str, Any], where: str, prefix: str) ->
         raise ConfigError(where, f"{prefix}.match", f"expected a valid regex after 're:', got {match[3:]!r} ({exc})") from None
 
 
-def _parse_field(name: str, selector: Any, where: str, keypath: str) -> Field:
+def _parse_field(name: str, value: Any, where: str, keypath: str) -> Field:
+    """A field: a selector string, or a table of ``css`` and its post-processing steps."""
+    if not isinstance(value, Mapping):
+        return _parse_selector(name, value, where, keypath)
+    for key in value:
+        if key not in _FIELD_KEYS:
+            raise ConfigError(where, f"{keypath}.{key}", f"unknown key (known: {', '.join(_FIELD_KEYS)})")
+    if "css" not in value:
+        raise ConfigError(where, f"{keypath}.css", "is required: the selector, such as 'h1::text'")
+    f = _parse_selector(name, value["css"], where, f"{keypath}.css")
+    strip = value.get("strip")
+    if strip is not None and (not isinstance(strip, str) or not strip):
+        raise ConfigError(where, f"{keypath}.strip",
+                          f"expected the characters to strip from both ends, such as '¶ ', got {strip!r}")
+    regex = value.get("re")
+    if regex is not None and (not isinstance(regex, str) or not regex):
+        raise ConfigError(where, f"{keypath}.re", f"expected a regex such as '([0-9]+)', got {regex!r}")
+    try:
+        return Field(name, f.css, f.attr, f.many, strip, regex)
+    except re.error as exc:
+        raise ConfigError(where, f"{keypath}.re", f"expected a valid regex, got {regex!r} ({exc})") from None
+
+
+def _parse_selector(name: str, selector: Any, where: str, keypath: str) -> Field:
     expected = "a CSS selector with an optional ::text, ::attr(name) and '*', such as 'a.author::text*'"
     if not isinstance(selector, str) or not selector.strip():
-        raise ConfigError(where, keypath, f"expected {expected}, got {selector!r}")
+        if keypath.endswith(".css"):
+            raise ConfigError(where, keypath, f"expected {expected}, got {selector!r}")
+        raise ConfigError(where, keypath, f"expected {expected}, or a table {{ css = ..., strip = ..., re = ... }}, "
+                          f"got {selector!r}")
     css, attr, many = selector, None, False
     m = _SUFFIX.search(selector)
     if m is not None:
@@ -325,7 +403,33 @@ def extract_items(
     return items, errors
 
 
+def raw_items(cfg: ExtractConfig, url: str, tree: LexborHTMLParser) -> dict[str, Row]:
+    """Each rule matching ``url``: its table -> the field values before ``strip`` and ``re``.
+
+    What a user compares the stored row with, to see what post-processing did.
+    """
+    base: list[str] = []
+    return {r.table: _select(r, url, tree, base) for r in cfg.rules if r.matches(url)}
+
+
 def _apply(rule: Rule, url: str, tree: LexborHTMLParser, base: list[str]) -> Row:
+    row = _select(rule, url, tree, base)
+    for f in rule.fields:
+        if f.cleans:
+            row[f.name] = _cleaned(f, row[f.name])
+    return row
+
+
+def _cleaned(f: Field, value: str | list[str] | None) -> str | list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return f.clean(value)
+    return [c for c in map(f.clean, value) if c is not None]
+
+
+def _select(rule: Rule, url: str, tree: LexborHTMLParser, base: list[str]) -> Row:
+    """Each field's value as its selector finds it, before :meth:`Field.clean`."""
     row: Row = {}
     for f in rule.fields:
         attr = f.attr
