@@ -17,6 +17,7 @@ import shutil
 import socket
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -345,6 +346,46 @@ def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, w
     assert progress and all("/s now)" in p and "waiting on politeness" in p for p in progress)
     bodies = [p.split(": ", 1)[1] for p in progress]
     assert all(a != b for a, b in zip(bodies, bodies[1:]))
+
+
+def _stamp(line: str) -> float:
+    """Seconds of the day of a log line's ``asctime`` (``2026-12-02 01:21:00,123 ...``)."""
+    hms, ms = line.split(" ", 2)[1].split(",")
+    h, m, sec = (int(x) for x in hms.split(":"))
+    return h * 3600 + m * 60 + sec + int(ms) / 1000
+
+
+def test_a_seed_with_nothing_listening_is_said_at_once_and_given_up_after_the_tries(tmp_path):
+    # A wrong port: one warning, then 20 minutes of suppressed progress lines
+    # (robots_retry 600 s, twice) and an exit with 0 pages, naming nothing.
+    with socket.socket() as s:  # a port that was free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    toml = solo_toml(tmp_path, port, extra="robots_retry = 0.3\nrobots_tries = 3")
+    began = time.monotonic()
+    res = crawl(toml, "--progress", "0.2")
+    took = time.monotonic() - began
+    lines = res.stderr.splitlines()
+    url = f"http://s001.web.test:{port}/robots.txt"
+    said = [ln for ln in lines if f"robots.txt {url} unreachable: connection refused on port {port}" in ln]
+    assert len(said) == 1, res.stderr
+    assert "tried again in 0s (2 of 3), then its URLs are recorded as 'connect' " \
+        "(crawl.robots_retry, crawl.robots_tries)" in said[0]
+    assert _stamp(said[0]) - _stamp(lines[0]) < 1.0  # at once, not after the first retry
+    # One short line for the second try, one for the end; no more.
+    robots = [ln for ln in lines if "robots.txt" in ln and "WARNING" in ln]
+    assert [("still unreachable" in ln, "after 3 tries" in ln) for ln in robots] == \
+        [(False, False), (True, False), (False, True)], res.stderr
+    assert "its 1 queued URL is recorded as 'connect'" in robots[-1]
+    # While it waits, the progress line names it (0.3 s, then 0.6 s of waits).
+    held = [ln for ln in lines if ": pages " in ln and "1 held: robots.txt of s001.web.test" in ln]
+    assert held and all(f"(connection refused on port {port}), retry in" in ln for ln in held)
+    assert took < 30, took  # 0.9 s of waits; generous for a loaded machine
+    import duckdb
+
+    with duckdb.connect(str(tmp_path / "solo" / "pages.duckdb"), read_only=True) as con:
+        assert con.execute("select url, error from pages").fetchall() == [
+            (f"http://s001.web.test:{port}/", "connect")]
 
 
 def test_a_finished_crawl_is_not_resumed_without_a_terminal(tmp_path, web):

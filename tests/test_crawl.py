@@ -41,6 +41,7 @@ from peer.core.limits import Cap, Hold
 from ring.hashring import HashRing
 
 SITE = "http://site.web.test"
+HOST = "site.web.test"
 
 
 def toml_value(v) -> str:
@@ -74,11 +75,11 @@ def core(**kw) -> CrawlCore:
 
 def answer(url: str, status: int | None = 200, body: bytes = b"", *, error: str | None = None,
            ctype: str = "text/html", retry_after: float | None = None, location: str | None = None,
-           truncated: bool = False) -> FetchResult:
+           truncated: bool = False, detail: str = "") -> FetchResult:
     return FetchResult(url=url, status=status, content_type=ctype if status else "",
                        charset="utf-8" if status else None, location=location,
                        retry_after=retry_after, body=body, raw_bytes=len(body), truncated=truncated,
-                       error=error, elapsed=0.01, address=None)
+                       error=error, elapsed=0.01, address=None, detail=detail)
 
 
 def html(*hrefs: str) -> bytes:
@@ -526,29 +527,111 @@ def test_a_page_refused_unread_for_its_size_is_not_parsed():
 
 
 def test_an_unreachable_robots_txt_holds_the_host_then_records_its_cause():
-    c = core(robots_retry=600.0)
+    c = core(robots_retry=30.0, robots_tries=3)
     c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
     c.discover(f"{SITE}/b", 0, 0.0, Origin.LINK)
     now = 0.0
-    for failure in (1, 2):
+    refused = dict(error="connect", detail="connection refused")
+    warns = []
+    for wait in (30, 60):
         job = start(c, now)
         adm = c.admit(job, now)
         assert isinstance(adm, FetchRobots)
-        effects = c.on_robots(job, answer(adm.url, None, error="connect"), now)
+        effects = c.on_robots(job, answer(adm.url, None, **refused), now)
         c.job_ended(job)
-        warn = [e.text for e in effects if isinstance(e, Warn)]
-        assert f"connect, failure {failure} of 3" in warn[0] and "next try in 600s" in warn[0]
+        warns += [e.text for e in effects if isinstance(e, Warn)]
         assert c.limits.held(now)[Hold.ROBOTS] == 1
         job = start(c, now)
         held = c.admit(job, now)
-        assert isinstance(held, Requeue) and held.at >= now + 600  # RFC 9309 §2.3.1.4: held, not dropped
+        assert isinstance(held, Requeue) and held.at == now + wait  # RFC 9309 §2.3.1.4: held, not dropped
         c.job_ended(job)
         now = held.at
+    # The first failure says it all, at once: the URL, the cause, the next
+    # try, what follows and the keys; the next says only what changed.
+    assert warns == [
+        f"robots.txt {SITE}/robots.txt unreachable: connection refused on port 80; tried again in 30s "
+        "(2 of 3), then its URLs are recorded as 'connect' (crawl.robots_retry, crawl.robots_tries); "
+        "2 queued URLs wait",
+        f"robots.txt of {HOST} still unreachable (connection refused on port 80), try 2 of 3; next in 60s",
+    ]
     job = start(c, now)
     adm = c.admit(job, now)
-    effects = c.on_robots(job, answer(adm.url, None, error="connect"), now)
+    effects = c.on_robots(job, answer(adm.url, None, **refused), now)
     assert {u: r.error for u, r in rows(effects).items()} == {f"{SITE}/a": "connect", f"{SITE}/b": "connect"}
-    assert "recorded as 'connect'" in [e.text for e in effects if isinstance(e, Warn)][0]
+    assert [e.text for e in effects if isinstance(e, Warn)] == [
+        f"robots.txt {SITE}/robots.txt unreachable after 3 tries (connection refused on port 80); "
+        "its 2 queued URLs are recorded as 'connect'"]
+
+
+def test_a_5xx_or_a_timeout_is_named_with_its_cause_and_a_retry_after_is_followed():
+    c = core(robots_retry=30.0)
+    c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    adm = c.admit(job, 0.0)
+    effects = c.on_robots(job, answer(adm.url, 503, retry_after=100.0), 0.0)
+    (warn,) = [e.text for e in effects if isinstance(e, Warn)]
+    assert warn.startswith(f"robots.txt {SITE}/robots.txt unreachable: HTTP 503; tried again in 100s "
+                           "(its Retry-After) (2 of 4), then its URLs are recorded as 'robots'")
+    c2 = core(robots_retry=30.0, timeout=7.0)
+    c2.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    job = start(c2, 0.0)
+    effects = c2.on_robots(job, answer(c2.admit(job, 0.0).url, None, error="timeout"), 0.0)
+    (warn,) = [e.text for e in effects if isinstance(e, Warn)]
+    assert "unreachable: no answer within crawl.timeout (7s); tried again in 30s (2 of 4)" in warn
+    assert "recorded as 'timeout'" in warn
+
+
+def test_a_host_held_on_robots_txt_is_counted_held_not_also_waiting_on_politeness():
+    c = core(robots_retry=30.0)
+    c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    c.discover("http://other.web.test/x", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    if job.host != HOST:  # the other host first: let it through
+        assert isinstance(c.admit(job, 0.0), FetchRobots)
+        c.on_robots(job, answer("http://other.web.test/robots.txt", 404), 0.0)
+        c.job_ended(job)
+        job = start(c, 0.0)
+    assert job.host == HOST
+    adm = c.admit(job, 0.0)
+    c.on_robots(job, answer(adm.url, None, error="connect", detail="connection refused"), 0.0)
+    c.job_ended(job)
+    snap = c.progress_snapshot(5.0, 5.0, 0.0, 0)
+    assert snap.held_robots == 1
+    # Two hosts with work: other.web.test may start, site.web.test is held.
+    assert (snap.hosts_ready, snap.hosts_waiting, snap.held_robots) == (1, 0, 1)
+    assert snap.held_next == f"robots.txt of {HOST} unreachable (connection refused on port 80)"
+    assert snap.held_next_in == 25.0
+    # Its URL, started again, goes back until the retry: the frontier now
+    # counts the host among those waiting, and the line still says held.
+    for _ in range(3):
+        got = c.next(5.0)
+        assert isinstance(got, Start)
+        adm = c.admit(got.job, 5.0)
+        c.job_ended(got.job)
+        if got.job.host == HOST:
+            assert isinstance(adm, Requeue) and adm.at == 30.0
+            break
+    snap = c.progress_snapshot(6.0, 6.0, 0.0, 0)
+    assert (snap.hosts_waiting, snap.held_robots) == (0, 1)
+
+
+def test_a_host_held_for_a_hand_off_is_counted_held_not_waiting_on_politeness():
+    class Before:  # the ring before a change: p2 owned every host
+        def owner(self, host: str) -> str:
+            return "p2"
+
+    c = core(obey_robots=False)
+    c.holds.add(Before(), ["p2"], "p1", 0.0, lambda p: True, hold_timeout=60.0, takeover_after=0.0)
+    c.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
+    job = start(c, 0.0)
+    assert isinstance(c.admit(job, 0.0), Requeue)  # held until p2's hand-off
+    c.job_ended(job)
+    for now in (0.05, 0.5):  # before its next look (HOLD_POLL) and after
+        snap = c.progress_snapshot(now, now, 0.0, 0)
+        assert (snap.hosts_ready, snap.hosts_waiting, snap.held_handoff) == (0, 0, 1), now
+    c.holds.release("p2")
+    snap = c.progress_snapshot(0.5, 0.5, 0.0, 0)
+    assert (snap.hosts_ready + snap.hosts_waiting, snap.held_handoff) == (1, 0)
 
 
 @pytest.mark.parametrize("cause", ["dns", "blocked"])

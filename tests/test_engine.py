@@ -616,7 +616,7 @@ async def test_a_refused_robots_txt_warns_shows_the_hold_and_ends_as_connect(
 
     async def watch():
         await web.first_call.wait()
-        await trio.sleep(300)  # halfway through the first 10-minute hold
+        await trio.sleep(15)  # halfway through the first 30 s hold
         lines.append(crawler.progress_line())
         figures.append(crawler.status_figures())
 
@@ -625,15 +625,21 @@ async def test_a_refused_robots_txt_warns_shows_the_hold_and_ends_as_connect(
             nursery.start_soon(watch)
             summary = await run_bounded(crawler)
 
+    # crawl.robots_retry 30 s, doubling, crawl.robots_tries 4: given up
+    # 210 s after the first try (and a host delay of 1 s a try), not 20 minutes.
     tries = [t for u, _, _, t in web.calls if u == "http://dead.web.test/robots.txt"]
-    assert len(tries) == 3 and tries[1] - tries[0] >= 600 and tries[2] - tries[1] >= 600
+    gaps = [b - a for a, b in zip(tries, tries[1:])]
+    assert len(tries) == 4 and [round(g) for g in gaps] in ([30, 60, 120], [31, 61, 121]), gaps
     assert web.fetched("dead.web.test") == []
-    assert "held hosts: robots.txt 1, Retry-After 0" in lines[0]
+    assert ", 1 held: robots.txt of dead.web.test unreachable (no connection on port 80), retry in 15s" \
+        in lines[0], lines[0]
     assert figures[0].limits["held.robots"] == 1 and figures[0].frontier == 3
     warned = [r.getMessage() for r in caplog.records if "dead.web.test" in r.getMessage()]
-    assert len(warned) == 3
-    assert "connect, failure 1 of 3" in warned[0] and "next try in 600s" in warned[0]
-    assert "recorded as 'connect'" in warned[2]
+    assert len(warned) == 4
+    assert warned[0].startswith("robots.txt http://dead.web.test/robots.txt unreachable: no connection on "
+                                "port 80; tried again in 30s (2 of 4), then its URLs are recorded as 'connect'")
+    assert [w.startswith("robots.txt of dead.web.test still unreachable") for w in warned[1:3]] == [True, True]
+    assert "recorded as 'connect'" in warned[3]
     by_url = {u: e for u, _, e, *_ in rows(cfg)}
     assert {u: by_url[u] for u in dead} == {u: "connect" for u in dead}
     assert "hosts held: robots 1" in summary.limits

@@ -234,6 +234,7 @@ async def test_connection_refused_is_error_connect():
         async with fetcher() as f:
             r = await f.fetch(f"http://s001.web.test:{port}/")
     assert (r.status, r.error, r.address) == (None, "connect", None)
+    assert r.detail == "connection refused"  # the OS's words, for the log line that names the port
 
 
 async def settle() -> None:

@@ -24,9 +24,28 @@ def test_elapsed_time_items_and_errors_by_kind():
 
 def test_hosts_ready_waiting_and_held():
     line = Progress().line(snap(1.0, 1, hosts_ready=2, hosts_waiting=7, held_robots=1,
-                                held_retry_after=3))
-    assert "hosts 2 ready, 7 waiting on politeness" in line
-    assert "held hosts: robots.txt 1, Retry-After 3" in line
+                                held_retry_after=3, held_next="Retry-After of a.test", held_next_in=42.0))
+    assert "hosts 2 ready, 7 waiting on politeness, 4 held (Retry-After 3, robots.txt 1; " \
+        "next Retry-After of a.test, retry in 42s)" in line
+    assert "hosts 0 ready, 0 waiting on politeness, 0 held," in Progress().line(snap(1.0, 1))
+
+
+def test_one_held_host_is_named_with_its_cause_and_the_time_to_its_retry():
+    why = "robots.txt of 127.0.0.1:8091 unreachable (connection refused on port 8091)"
+    line = Progress().line(snap(5.0, 0, held_robots=1, held_next=why, held_next_in=25.2))
+    assert f"0 held" not in line
+    assert f"1 held: {why}, retry in 25s" in line
+
+
+def test_a_held_host_is_not_suppressed_as_a_repeat_while_it_waits():
+    # A dead seed host: nothing else moves for minutes, but every line says
+    # how long until its robots.txt is tried again.
+    p = Progress()
+    why = "robots.txt of x.test unreachable (connection refused on port 8091)"
+    lines = [p.line(snap(t, 0, held_robots=1, held_next=why, held_next_in=60.0 - t))
+             for t in (5.0, 10.0, 15.0, 20.0)]
+    assert all(line is not None and why in line for line in lines)
+    assert ["retry in 55s" in lines[0], "retry in 40s" in lines[3]] == [True, True]
 
 
 def test_exclusions_are_apart_from_pages_and_errors():

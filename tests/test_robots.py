@@ -6,7 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.core.robots import MAX_ROBOTS_BYTES, ROBOTS_TTL, RobotsCache, Verdict, product_token
+from peer.core.robots import (
+    MAX_ROBOTS_BYTES, RETRY_CAP, ROBOTS_TTL, RobotsCache, Verdict, product_token, retry_wait,
+)
 
 import localweb
 
@@ -195,9 +197,38 @@ def test_unreachable_becomes_final_disallow_after_max_failures():
     for _ in range(3):
         assert rc.check(H, url("/"), now) is FETCH
         rc.failed(H, now)
-        now += 10.0
+        now = rc.retry_at(H)
     # Three failures in a row: the host's URLs are dropped, not held for ever.
     assert rc.check(H, url("/"), now - 5.0) is DISALLOW
+
+
+def test_retries_wait_30_s_doubling_so_a_dead_host_is_given_up_within_minutes():
+    # The defaults (crawl.robots_retry 30, crawl.robots_tries 4): tries at
+    # 0, 30, 90 and 210 s; a refused connection answers at once, so a dead
+    # seed host holds a first crawl 3.5 minutes, not 20.
+    rc = RobotsCache(UA, max_crawl_delay=1)
+    assert rc.max_failures == 4
+    now, tries = 0.0, []
+    for _ in range(10):
+        assert rc.check(H, url("/"), now) is FETCH
+        tries.append(now)
+        rc.failed(H, now, "connect")
+        if rc.check(H, url("/"), now + 0.1) is DISALLOW:
+            break
+        now = rc.retry_at(H)
+        assert rc.check(H, url("/"), now - 0.1) is UNREACHABLE
+    assert tries == [0.0, 30.0, 90.0, 210.0]
+    assert rc.failure(H) == "connect"
+
+
+def test_the_backoff_doubles_up_to_its_cap_and_a_retry_after_wins():
+    assert [retry_wait(30.0, n) for n in range(1, 8)] == [30.0, 60.0, 120.0, 240.0, 480.0, 600.0, 600.0]
+    assert RETRY_CAP == 600.0
+    assert retry_wait(900.0, 3) == 900.0  # a first wait over the cap is not cut
+    rc = RobotsCache(UA, max_crawl_delay=1, error_retry=30.0)
+    assert rc.check(H, url("/"), 0.0) is FETCH
+    rc.failed(H, 0.0, retry_after=5.0)
+    assert rc.retry_at(H) == 5.0
 
 
 @pytest.mark.parametrize("cause", ["dns", "blocked"])
@@ -219,8 +250,8 @@ def test_retried_failures_end_with_their_cause():
         assert rc.check(H, url("/"), now) is FETCH
         assert rc.failure(H) is None
         rc.failed(H, now, "connect")
-        assert rc.failures(H) == n
-        now += 10.0
+        assert rc.failures(H) == n and rc.cause(H) == "connect"
+        now = rc.retry_at(H)
     assert rc.check(H, url("/"), now - 5.0) is DISALLOW
     assert rc.failure(H) == "connect"
     assert rc.max_failures == 3

@@ -96,7 +96,7 @@ class CrawlState:
         #: The exact seen set's policy behind the Bloom filter (peer/core/seen.py).
         self.sieve = SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait)
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
-                                  error_retry=crawl.robots_retry)
+                                  error_retry=crawl.robots_retry, max_failures=crawl.robots_tries)
         self.limits = Limits.from_config(crawl, pol)
         self.summary = Summary()
         #: Jitter of the retry waits: injected, so a test sees the same waits.

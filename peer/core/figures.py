@@ -83,12 +83,36 @@ class Figures(CrawlState):
         held = self.limits.held(now)
         hits = self.limits.hits
         ready, waiting = self.frontier.host_counts(now, READY_MOST)
+        # A held host is counted once, as held: the frontier counts it among
+        # the hosts with work, ready or (its requeue's not-before time)
+        # waiting, which is not politeness.
+        held_hosts = self.limits.held_hosts(now)
+        counted = {h for h, _, _ in held_hosts}
+        handoff = 0
+        if self.holds:  # only while the ring changed: a scan of the queued hosts
+            for host in self.frontier.queued_hosts():
+                if host not in counted and self.holds.holding(host, now):
+                    counted.add(host)
+                    handoff += 1
+        for host in counted:
+            due = self.frontier.host_due(host, now)
+            if due is True and ready < READY_MOST:
+                ready -= 1
+            elif due is False:
+                waiting -= 1
+        note, note_in = "", 0.0
+        if held_hosts:
+            host, kind, until = held_hosts[0]
+            note = ((self.robots.why(host) or f"robots.txt of {host} unreachable") if kind is Hold.ROBOTS
+                    else f"Retry-After of {host}")
+            note_in = until - now
         return ProgressSnapshot(
             now=now, elapsed=elapsed, pages=s.requested, items=s.items,
             errors=requested_errors(s.errors, s.not_requested), not_requested=dict(s.not_requested),
             out_of_scope=s.out_of_scope, frontier=len(self.frontier), in_flight=self.in_flight,
-            hosts_ready=ready, hosts_waiting=waiting, held_robots=held[Hold.ROBOTS],
-            held_retry_after=held[Hold.RETRY_AFTER], max_pages=self.cfg.crawl.max_pages,
+            hosts_ready=max(ready, 0), hosts_waiting=max(waiting, 0), held_robots=held[Hold.ROBOTS],
+            held_retry_after=held[Hold.RETRY_AFTER], held_handoff=handoff, held_next=note,
+            held_next_in=note_in, max_pages=self.cfg.crawl.max_pages,
             cluster_pages=cluster_pages, dns_hit_rate=dns_hit_rate,
             bloom_fill=self.bloom.fill_estimate(), bloom_slices=self.bloom.num_slices,
             capped=sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,

@@ -384,6 +384,15 @@ class Frontier(HostScheduler):
         ready = count_due(self._ready, now, most)
         return ready, max(self._n_hosts - ready, 0)
 
+    def host_due(self, host: str, now: float) -> bool | None:
+        """Whether ``host``'s next start is due at ``now`` by its own gate, as
+        :meth:`host_counts` counts it (ready: True, waiting: False); None without queued work."""
+        hs = self._hosts.get(host)
+        if hs is None or hs.head >= len(hs.items):
+            return None
+        ip = hs.ip
+        return bool(hs.rseq) and hs.rkey <= now and (ip is None or bool(ip.rseq) and ip.rkey <= now)
+
     def host_queued(self, host: str) -> int:
         """URLs queued for ``host`` (in RAM and spilled)."""
         hs = self._hosts.get(host)

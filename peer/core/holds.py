@@ -200,6 +200,14 @@ class Holds:
         self._drop_empty()
         return held, expired
 
+    def holding(self, host: str, now: float) -> bool:
+        """Rule 2 alone: whether ``host`` waits at ``now``, nothing reported or dropped (figures)."""
+        for old, waiting in self._holds:
+            w = waiting.get(old.owner(host))
+            if w is not None and now < w.until:
+                return True
+        return False
+
     def release(self, sender: str) -> None:
         """Rule 3: ``sender`` handed over everything for the current ring."""
         for _, waiting in self._holds:

@@ -239,6 +239,12 @@ class Limits:
             out[kind] = len(holds)
         return out
 
+    def held_hosts(self, now: float) -> list[tuple[str, Hold, float]]:
+        """Every host held at ``now``: (host, kind, until), soonest first (the progress line)."""
+        self.held(now)
+        return sorted(((h, kind, until) for kind, holds in self._holds.items()
+                       for h, until in holds.items()), key=lambda x: x[2])
+
     # -- figures -----------------------------------------------------------------
 
     def figures(self, now: float) -> dict[str, int]:

@@ -12,6 +12,7 @@ host that keeps asking for too long a wait is given up (rule 6).
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
+from urllib.parse import urlsplit
 
 from peer.core.decisions import Effect, Items, Origin, Warn
 from peer.errors import ErrorKind
@@ -29,10 +30,35 @@ from peer.core.crawlstate import (
 )
 from peer.core.parsing import Parsed
 
-__all__ = ["Outcomes", "RETRY_BASE"]
+__all__ = ["Outcomes", "RETRY_BASE", "cause_words"]
 
 #: First retry waits this long (then x2 per attempt, with +-50% jitter).
 RETRY_BASE = 1.0
+
+
+def cause_words(res: FetchResult, timeout: float) -> str:
+    """Why a fetch failed, as a log line says it: ``connection refused on port 8091``, ``HTTP 503``."""
+    status, error = res.status, res.error
+    if status is not None and error is None:
+        return f"HTTP {status}"
+    if error == ErrorKind.CONNECT:
+        return f"{res.detail or 'no connection'} on port {_port(res.url)}"
+    if error == ErrorKind.TIMEOUT:
+        return f"no answer within crawl.timeout ({timeout:g}s)"
+    if error == ErrorKind.DNS:
+        return "the name does not resolve"
+    if error == ErrorKind.BLOCKED:
+        return "the SSRF guard refused its address (crawl.allow_private)"
+    return f"{error or 'unknown'}" + (f": {res.detail}" if res.detail else "")
+
+
+def _port(url: str) -> str:
+    try:
+        parts = urlsplit(url)
+        port = parts.port
+    except ValueError:
+        return "?"
+    return str(port if port is not None else 443 if parts.scheme == "https" else 80)
 
 
 class Outcomes(CrawlState):
@@ -187,15 +213,17 @@ class Outcomes(CrawlState):
             if delay:
                 self.frontier.set_min_delay(host, delay, now)
         else:
-            why = f"HTTP {status}" if status is not None and error is None else (error or "unknown")
+            why = cause_words(res, self.cfg.crawl.timeout)
             final = self.robots.failure(host)
             queued = self.frontier.host_queued(host) + 1
+            tries = self.robots.max_failures
             if final is not None:
                 # No retry left, or none can help: the host's URLs are
                 # recorded with the cause now rather than held (rule 7).
                 self.limits.release(host, Hold.ROBOTS)
-                out.append(Warn(f"robots.txt of {host} could not be read ({why}, failure {failures}); "
-                                f"its {queued} queued URLs are recorded as '{final}'"))
+                after = f" after {failures} tries" if failures > 1 else ""
+                out.append(Warn(f"robots.txt {res.url} unreachable{after} ({why}); its {queued} queued "
+                                f"URL{'s are' if queued != 1 else ' is'} recorded as '{final}'"))
                 self._row(job, None, out, error=final)
                 for other in self.frontier.remove_host(host):
                     self._attempts.pop(other.url, None)
@@ -205,9 +233,19 @@ class Outcomes(CrawlState):
                 return out
             retry_at = self.robots.retry_at(host)
             self.limits.hold(host, Hold.ROBOTS, retry_at)
-            out.append(Warn(f"robots.txt of {host} could not be read ({why}, failure {failures} of "
-                            f"{self.robots.max_failures}); its {queued} queued URLs wait for the "
-                            f"next try in {retry_at - now:.0f}s"))
+            self.robots.note(host, f"robots.txt of {host} unreachable ({why})")
+            wait = f"{retry_at - now:.0f}s" + (" (its Retry-After)" if res.retry_after is not None else "")
+            if failures == 1:
+                # Said at once and whole: the URL, the cause, what happens
+                # next and the keys that govern it (RFC 9309 §2.3.1.4).
+                later = self.robots.cause(host) or ErrorKind.ROBOTS
+                waits = "s wait" if queued != 1 else " waits"
+                out.append(Warn(f"robots.txt {res.url} unreachable: {why}; tried again in {wait} "
+                                f"(2 of {tries}), then its URLs are recorded as '{later}' "
+                                f"(crawl.robots_retry, crawl.robots_tries); {queued} queued URL{waits}"))
+            else:
+                out.append(Warn(f"robots.txt of {host} still unreachable ({why}), try {failures} of "
+                                f"{tries}; next in {wait}"))
         # The robots.txt request took this job's slot; the job goes back to
         # the front of its queue and waits for the host's delay like any other.
         self._requeue(job, now, now, out)

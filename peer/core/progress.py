@@ -9,8 +9,14 @@ snapshot, so:
 - the % and the ETA toward ``max_pages`` use the cluster-wide count the
   ``max_pages`` arithmetic uses, at the current cluster-wide rate;
 - a line whose figures (all but the elapsed time) equal the last one logged
-  is not logged again: a ring winding down, or a host held for ten minutes,
-  prints one line, not one every five seconds. The first change prints again.
+  is not logged again: a ring winding down prints one line, not one every
+  five seconds. The first change prints again. A held host is never such a
+  repeat: the line names the next one to be tried and counts down to its
+  try, so a crawl waiting on a dead host's robots.txt says so every line;
+- hosts with queued work are counted once each: *ready* (a start due now),
+  *waiting on politeness* (their delay, ceiling or a free slot) or *held*
+  (a robots.txt retry, a Retry-After, a hand-off from the host's previous
+  owner), never held and waiting both.
 
 "pages" are fetched pages, as everywhere (summary, ``ring status``, report):
 requests made, whatever their answer. URLs recorded without a request (robots
@@ -47,6 +53,9 @@ class ProgressSnapshot:
     hosts_waiting: int = 0              # with work, waiting on politeness or a free slot
     held_robots: int = 0                # hosts held: robots.txt unreadable, a retry due
     held_retry_after: int = 0           # hosts held: Retry-After
+    held_handoff: int = 0               # hosts held: their previous owner's hand-off (peer/core/holds.py)
+    held_next: str = ""                 # the held host tried next, in words ("robots.txt of h unreachable (...)")
+    held_next_in: float = 0.0           # seconds until that try
     max_pages: int = 0                  # cluster-wide limit, 0 = none
     cluster_pages: int = 0              # cluster-wide pages toward max_pages (this peer alone: pages)
     dns_hit_rate: float = 0.0
@@ -105,9 +114,16 @@ class Progress:
                          + (f", links out of scope {snap.out_of_scope:,}" if snap.out_of_scope else ""))
         parts.append(f"frontier {snap.frontier:,}, in flight {snap.in_flight}")
         ready = f"{snap.hosts_ready:,}" + ("+" if snap.hosts_ready >= READY_MOST else "")
-        parts.append(f"hosts {ready} ready, {snap.hosts_waiting:,} waiting on politeness")
-        if snap.held_robots or snap.held_retry_after:
-            parts.append(f"held hosts: robots.txt {snap.held_robots}, Retry-After {snap.held_retry_after}")
+        n_held = snap.held_robots + snap.held_retry_after + snap.held_handoff
+        hosts = f"hosts {ready} ready, {snap.hosts_waiting:,} waiting on politeness, {n_held:,} held"
+        if n_held > 1:
+            kinds = _kinds({"robots.txt": snap.held_robots, "Retry-After": snap.held_retry_after,
+                            "hand-off": snap.held_handoff})
+            nxt = f"; next {snap.held_next}, retry in {duration(snap.held_next_in)}" if snap.held_next else ""
+            hosts += f" ({kinds}{nxt})"
+        elif n_held and snap.held_next:
+            hosts += f": {snap.held_next}, retry in {duration(snap.held_next_in)}"
+        parts.append(hosts)
         parts.append(f"dns hit rate {snap.dns_hit_rate:.0%}, bloom fill {snap.bloom_fill:.2%}"
                      + (f" (slice {snap.bloom_slices})" if snap.bloom_slices > 1 else ""))
         if snap.capped:

@@ -22,22 +22,34 @@ Rules (RFC 9309 sections in brackets):
    is the server asking for less load, not saying there is no file: it is
    treated like a 5xx (as Google's crawler does).
 4. 5xx, 429 or a network failure ("unreachable"): disallow everything
-   [§2.3.1.4] and ask for robots.txt again after ``error_retry`` seconds
-   (or after the answer's Retry-After, when the caller passes one, already
-   capped: the server said when it expects to be back). If
-   an earlier answer is cached, it stays in force instead: §2.4 lets a
+   [§2.3.1.4] and ask for robots.txt again later, :func:`retry_wait`: after
+   ``error_retry`` seconds, doubling at each failure in a row, at most
+   :data:`RETRY_CAP` (or after the answer's Retry-After, when the caller
+   passes one, already capped: the server said when it expects to be back).
+   If an earlier answer is cached, it stays in force instead: §2.4 lets a
    crawler use a cached copy past its lifetime while the file is unreachable.
    While unreachable, checks say ``UNREACHABLE``: the caller holds the URL
    until :meth:`~RobotsCache.retry_at` rather than dropping it, since the
    server may be down for a minute. After ``max_failures`` failed fetches in
-   a row the verdict becomes a final ``DISALLOW``, so a dead host cannot
-   keep a crawl alive for ever. A failure that no retry can mend in this
-   run (the name does not resolve, the SSRF guard refuses every address) is
-   reported ``final``: the verdict is the final ``DISALLOW`` at once, for
-   ``ttl``. :meth:`~RobotsCache.failure` names the cause of a final
-   ``DISALLOW`` (``dns``, ``blocked``, ``connect``..., or ``robots`` for a
-   5xx/429), so the caller records the host's URLs with it rather than as
-   disallowed by rules.
+   a row (tries) the verdict becomes a final ``DISALLOW``, so a dead host
+   cannot keep a crawl alive for ever. A failure that no retry can mend in
+   this run (the name does not resolve, the SSRF guard refuses every
+   address) is reported ``final``: the verdict is the final ``DISALLOW`` at
+   once, for ``ttl``. :meth:`~RobotsCache.failure` names the cause of a
+   final ``DISALLOW`` (``dns``, ``blocked``, ``connect``..., or ``robots``
+   for a 5xx/429), so the caller records the host's URLs with it rather
+   than as disallowed by rules.
+
+   Why 30 s doubling, 4 tries (``crawl.robots_retry``, ``crawl.robots_tries``)
+   and not a fixed 10 minutes: a first crawl of a wrong port or a host that
+   is down waited 20 minutes, nearly silent, for a verdict a few seconds
+   told. §2.3.1.4 only says a crawler may try again, not when. Waits of 30,
+   60 and 120 s hold a dead host at most 210 s plus the tries themselves
+   (4 x ``crawl.timeout``, 15 s each by default): 3.5 minutes for a refused
+   connection, 4.5 for one that times out; a server restarting for a
+   minute still comes back in time. A host given up this way has its URLs
+   recorded with the cause (``connect``, ``timeout``, ``robots``), so a
+   later run can see and retry them.
 5. 3xx: the engine's fetcher follows no redirects (each hop is routed like a
    link), and a robots.txt redirect is not a page to crawl, so a 3xx is taken
    as "unavailable": allow all. §2.3.1.2 says a crawler SHOULD follow five
@@ -71,12 +83,16 @@ from protego import Protego
 
 from peer.errors import ErrorKind
 
-__all__ = ["MAX_ROBOTS_BYTES", "ROBOTS_TTL", "RobotsCache", "Verdict", "product_token"]
+__all__ = ["MAX_ROBOTS_BYTES", "RETRY_CAP", "ROBOTS_TTL", "RobotsCache", "Verdict", "product_token",
+           "retry_wait"]
 
 #: Bytes of a robots.txt parsed (RFC 9309 §2.5: at least 500 KiB).
 MAX_ROBOTS_BYTES = 500 * 1024
 #: Seconds an answer is cached (RFC 9309 §2.4: SHOULD NOT exceed 24 hours).
 ROBOTS_TTL = 24 * 3600.0
+#: The longest wait between tries of an unreachable robots.txt (rule 4): the
+#: old fixed wait, reached only when ``crawl.robots_tries`` is raised.
+RETRY_CAP = 600.0
 
 _TOKEN = re.compile(r"[A-Za-z_\-]+")
 
@@ -96,7 +112,7 @@ _RULES, _ALLOW_ALL, _DISALLOW_ALL = 1, 2, 3
 
 
 class _Entry:
-    __slots__ = ("mode", "parser", "delay", "expires", "pending_since", "failures", "cause")
+    __slots__ = ("mode", "parser", "delay", "expires", "pending_since", "failures", "cause", "why")
 
     def __init__(self) -> None:
         self.mode = 0  # 0: nothing known yet
@@ -106,6 +122,7 @@ class _Entry:
         self.pending_since: float | None = None
         self.failures = 0  # failed fetches in a row
         self.cause: ErrorKind | None = None  # why the last fetch failed
+        self.why = ""  # the caller's words for it, for the progress line
 
 
 def product_token(user_agent: str) -> str:
@@ -116,6 +133,16 @@ def product_token(user_agent: str) -> str:
     """
     m = _TOKEN.match(user_agent.strip())
     return m.group().lower() if m else ""
+
+
+def retry_wait(first: float, failures: int) -> float:
+    """Seconds before the next try after ``failures`` failed tries in a row (rule 4).
+
+    ``first`` after the first failure, doubled at each later one, at most
+    :data:`RETRY_CAP` (or ``first``, if that is longer).
+    """
+    n = max(failures, 1) - 1
+    return first if n == 0 else min(first * 2.0 ** min(n, 60), max(first, RETRY_CAP))
 
 
 class RobotsCache:
@@ -129,11 +156,11 @@ class RobotsCache:
         user_agent: str,
         *,
         max_crawl_delay: float,
-        error_retry: float = 600.0,
+        error_retry: float = 30.0,
         max_size: int = 100_000,
         ttl: float = ROBOTS_TTL,
         pending_timeout: float = 120.0,
-        max_failures: int = 3,
+        max_failures: int = 4,
     ) -> None:
         if max_size < 1:
             raise ValueError(f"max_size must be >= 1, not {max_size}")
@@ -210,6 +237,7 @@ class RobotsCache:
         e.pending_since = None
         e.failures = 0
         e.cause = None
+        e.why = ""
 
     def failed(self, host: str, now: float, cause: ErrorKind = ErrorKind.ROBOTS, *, final: bool = False,
                retry_after: float | None = None) -> None:
@@ -218,7 +246,7 @@ class RobotsCache:
         ``cause``: the fetcher's error kind, or ``robots`` for an HTTP answer.
         ``final``: no retry can help in this run (rule 4). ``retry_after``:
         the answer's Retry-After in seconds, capped by the caller; the next
-        try comes then instead of after ``error_retry``.
+        try comes then instead of after :func:`retry_wait`.
         """
         e = self._entry(host)
         e.failures = max(e.failures + 1, self._max_failures if final else 0)
@@ -226,7 +254,7 @@ class RobotsCache:
         if e.mode == 0:
             e.mode = _DISALLOW_ALL
         # else: the cached answer stays in force (§2.4) until the retry.
-        wait = self._error_retry if retry_after is None else max(0.0, retry_after)
+        wait = retry_wait(self._error_retry, e.failures) if retry_after is None else max(0.0, retry_after)
         e.expires = now + (self._ttl if final else wait)
         e.pending_since = None
 
@@ -237,6 +265,7 @@ class RobotsCache:
 
     @property
     def max_failures(self) -> int:
+        """Tries before an unreachable robots.txt becomes a final ``DISALLOW`` (rule 4)."""
         return self._max_failures
 
     def failure(self, host: str) -> ErrorKind | None:
@@ -245,6 +274,23 @@ class RobotsCache:
         if e is None or e.mode != _DISALLOW_ALL or e.failures < self._max_failures:
             return None
         return e.cause or ErrorKind.ROBOTS
+
+    def cause(self, host: str) -> ErrorKind | None:
+        """Why the host's last robots.txt fetch failed (None after an answer): its URLs'
+        error once the tries run out."""
+        e = self._hosts.get(host)
+        return None if e is None else e.cause
+
+    def note(self, host: str, why: str) -> None:
+        """The caller's words for the host's failure, kept until an answer comes (:meth:`why`)."""
+        e = self._hosts.get(host)
+        if e is not None:
+            e.why = why
+
+    def why(self, host: str) -> str:
+        """What :meth:`note` kept for the host ("" after an answer)."""
+        e = self._hosts.get(host)
+        return "" if e is None else e.why
 
     def cancelled(self, host: str) -> None:
         """The robots.txt fetch for ``host`` ended without an answer; the next check asks again."""

@@ -53,8 +53,10 @@ Rules (the core keeps most of them; peer/core/crawl.py):
    cut to ``max_retry_after``, and a host that keeps asking for more is
    given up (its URLs recorded as ``retry_after``). Every hit is counted in
    the summary, the progress line and the ring status.
-7. A robots.txt that cannot be read says why: a warning names the host, the
-   cause and the next try, held hosts show in the progress line, and when
+7. A robots.txt that cannot be read says why at its first failure: a
+   warning names its URL, the cause, the next try and the keys that govern
+   it, later tries a short line each; the progress line names the held
+   host tried next and when (peer/core/robots.py rule 4), and when
    no retry can help (``dns``, ``blocked``: at once; ``connect`` and the
    rest: after the cache's last retry) the host's URLs are recorded with
    that cause, not as ``robots``. A longer robots.txt is read up to

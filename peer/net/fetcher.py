@@ -95,6 +95,7 @@ Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
 from __future__ import annotations
 
 import logging
+import os
 import ssl
 import sys
 import time
@@ -167,6 +168,8 @@ class FetchResult:
     address: str | None
     #: Why a header of this response was ignored or clamped (module docstring).
     malformed: tuple[str, ...] = ()
+    #: The failure in a few words, for a log line ("connection refused"); "" without one.
+    detail: str = ""
 
 
 # ---------------------------------------------------------------------------
@@ -243,6 +246,24 @@ def _library_kind(exc: BaseException) -> ErrorKind | None:
     return None
 
 
+def error_detail(exc: BaseException) -> str:
+    """A failure in a few words for a log line: the OS's words for the first errno in
+    the cause chain ("connection refused"), else the exception's own message."""
+    todo: list[BaseException] = [exc]
+    for _ in range(16):
+        if not todo:
+            break
+        e = todo.pop(0)
+        if isinstance(e, OSError) and e.errno:
+            return os.strerror(e.errno).lower()
+        todo += getattr(e, "exceptions", ())
+        if e.__cause__ is not None:
+            todo.append(e.__cause__)
+    if isinstance(exc, FetchError):
+        return str(exc).split(": ", 1)[-1]
+    return str(exc)[:200]
+
+
 # What fetch() turns into an error kind; anything else is a bug and propagates.
 _NETWORK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, zlib.error)
 
@@ -251,7 +272,7 @@ class _Progress:
     """What one fetch has learnt so far (kept when a deadline cuts it short)."""
 
     __slots__ = ("status", "content_type", "charset", "location", "retry_after",
-                 "parts", "size", "raw", "truncated", "error", "address", "malformed")
+                 "parts", "size", "raw", "truncated", "error", "address", "malformed", "detail")
 
     def __init__(self) -> None:
         self.status: int | None = None
@@ -266,6 +287,7 @@ class _Progress:
         self.error: ErrorKind | None = None
         self.address: str | None = None
         self.malformed: tuple[str, ...] = ()
+        self.detail = ""
 
 
 # ---------------------------------------------------------------------------
@@ -443,11 +465,13 @@ class Fetcher:
                 await self._fetch(url, p, accept_html_only, limit, prefix_ok)
             except FetchError as exc:
                 p.error = exc.kind
+                p.detail = error_detail(exc)
             except _NETWORK_ERRORS as exc:
                 kind = error_kind(exc)
                 if kind is None:  # pragma: no cover - _NETWORK_ERRORS are all mapped
                     kind = ErrorKind.INTERNAL
                 p.error = kind
+                p.detail = error_detail(exc)
             except Exception:
                 # A bug of ours that some response reached: one bad page must
                 # not end the peer (and on resume meet the same page again).
@@ -469,7 +493,7 @@ class Fetcher:
             url=url, status=p.status, content_type=p.content_type, charset=p.charset,
             location=p.location, retry_after=p.retry_after, body=body, raw_bytes=p.raw,
             truncated=p.truncated, error=p.error, elapsed=trio.current_time() - start,
-            address=p.address, malformed=p.malformed,
+            address=p.address, malformed=p.malformed, detail=p.detail,
         )
 
     async def _connect(self, scheme: str, host: str, port: int) -> _Conn:
