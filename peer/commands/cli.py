@@ -284,7 +284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             logging.getLogger("peer").warning(
                 "this peer (%s) owns none of the seed hosts: it fetches nothing until a link "
                 "leads to a host of its own", args.id)
-    data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
+    data_dir = Path(args.data_dir).resolve() if args.address else cfg.data_dir(args.id)
     from peer.core.layout import DataDir
 
     results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
