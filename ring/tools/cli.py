@@ -15,14 +15,11 @@ that answered forgot it or did not know it.
 ``status`` prints each member's figures with a totals row and the units
 (``--watch`` redraws them in place), and each member's own view of its lease
 and ring: members that agree on the ring show one fingerprint; ``dashboard`` serves them as a live page
-(:mod:`ring.tools.dashboard`). Both poll through :func:`status_source`.
-
-A ring of one whose peer has no address (``solo.toml``) is asked at the
-loopback address that peer records in its data_dir while it runs
-(``peer.state.statusaddress``), and shown as a ring's member is. No record,
-or one whose process is gone (``kill -9``), is one line naming the data_dir
-and the command that starts the peer, and exit status 1, as when no peer of
-a ring answers.
+(:mod:`ring.tools.dashboard`). Both poll through :func:`status_source`: a
+ring of one whose peer has no address (``solo.toml``) is asked where that
+peer recorded one in its data_dir (:mod:`ring.tools.statuspoll`), and when
+it is not running they say so in one line naming the data_dir and the
+command that starts it, exit status 1, as when no peer of a ring answers.
 
 ``ring`` never imports ``peer``. cluster.toml has one parser,
 ``peer.core.config``, and the solo peer's record one reader,
@@ -44,13 +41,14 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, StatusRow, client_keys,
-                               cluster_status, request_forget, request_leave)
+                               request_forget, request_leave)
+from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
 from ring.messages import ForgetOutcome, LeaseStatus
 
-__all__ = ["ConfigSource", "RecordedAddress", "RingFile", "StatusPoll", "format_forget", "format_status",
+__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status",
            "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
 
 
@@ -94,19 +92,6 @@ class RingFile(Protocol):
 
     def data_dir(self, peer_id: str) -> Path:
         """A listed peer's data_dir, found as the peer itself finds it."""
-        ...
-
-
-class RecordedAddress(Protocol):
-    """Where a running solo peer without an address answers (``peer.state.statusaddress.StatusAddress``)."""
-
-    @property
-    def address(self) -> str: ...
-    @property
-    def pid(self) -> int: ...
-
-    def gone(self) -> bool:
-        """Its process no longer exists on this machine: a record left by kill -9 or a crash."""
         ...
 
 
@@ -372,78 +357,21 @@ def _check_numbers(args: argparse.Namespace) -> str | None:
     return None
 
 
-class StatusPoll:
-    """What ``status`` (also ``--watch``) and the dashboard poll: the rows, or None if nobody answers.
-
-    A ring of one without an address is asked at the address its peer
-    recorded in its data_dir, read again each poll (a restarted peer has
-    another port); when it cannot be asked, :attr:`silence` says why in a
-    line naming that data_dir and the command that starts the peer.
-    """
-
-    def __init__(self, cfg: RingFile, timeout: float, recorded: Callable[[Path], RecordedAddress | None],
-                 ring_path: str | Path = "cluster.toml") -> None:
-        self.cfg = cfg
-        self.timeout = timeout
-        self.ring_path = ring_path
-        self.recorded = recorded
-        self.keys = tool_keys(cfg)
-        self.solo = solo_peer(cfg)
-        #: Why the last poll found nobody to ask or nobody answered (None: it did not say).
-        self.silence: str | None = None
-
-    async def __call__(self) -> list[StatusRow] | None:
-        self.silence = None
-        seeds = seeds_of(self.cfg)
-        if self.solo is not None:
-            contact = self._solo_contact()
-            if contact is None:
-                return None
-            seeds = (contact,)
-        rows = await cluster_status(self.cfg.ring.name, seeds, self.timeout, self.keys)
-        if rows is None and self.solo is not None:
-            self.silence = self._start_it(
-                f"did not answer within {self.timeout:g}s at {seeds[0].address}, the address it "
-                f"recorded in {self._data_dir()}: it is not running or is stopped")
-        return None if rows is None else list(rows)
-
-    def _data_dir(self) -> Path:
-        assert self.solo is not None
-        return self.cfg.data_dir(self.solo.id)
-
-    def _solo_contact(self) -> Contact | None:
-        assert self.solo is not None
-        record = self.recorded(self._data_dir())
-        if record is None:
-            # A running solo peer has a record (peer.engine.observe), unless
-            # it could not write one, which its own log says.
-            self.silence = self._start_it(
-                f"is not running: no status address recorded in {self._data_dir()}")
-            return None
-        if record.gone():
-            self.silence = self._start_it(
-                f"is not running: the status address in {self._data_dir()} ({record.address}) "
-                f"was left by process {record.pid}, which is gone (killed or crashed)")
-            return None
-        return Contact(self.solo.id, record.address)
-
-    def _start_it(self, what: str) -> str:
-        assert self.solo is not None
-        return (f"solo peer {self.solo.id!r} of ring {self.cfg.ring.name!r} {what}; start it with: "
-                f"python -m peer --ring {shlex.quote(str(self.ring_path))}")
-
-
 def status_source(cfg: RingFile, timeout: float, recorded: Callable[[Path], RecordedAddress | None],
                   ring_path: str | Path = "cluster.toml") -> StatusPoll:
-    """The one poll ``status`` (also ``--watch``) and the dashboard use (:class:`StatusPoll`)."""
-    return StatusPoll(cfg, timeout, recorded, ring_path)
+    """The one poll ``status`` (also ``--watch``) and the dashboard use: cluster.toml's seeds,
+    or where its solo peer recorded its address (:mod:`ring.tools.statuspoll`)."""
+    peer = solo_peer(cfg)
+    solo = None if peer is None else SoloPeer(peer.id, cfg.data_dir(peer.id),
+                                               f"python -m peer --ring {shlex.quote(str(ring_path))}", recorded)
+    return StatusPoll(cfg.ring.name, seeds_of(cfg), timeout, tool_keys(cfg), solo)
 
 
 def _no_answer(cfg: RingFile, poll: StatusPoll) -> str:
     if poll.silence:
         return poll.silence
     # Every peer asked has an address: a ring of several needs them (peer.core.config),
-    # and a solo peer without one is asked where it recorded one (StatusPoll).
+    # and a solo peer without one is asked where it recorded one (its poll says why not).
     addrs = ", ".join(p.address for p in cfg.peers if p.address)
     return f"no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?"
 
