@@ -1,8 +1,9 @@
 """``python -m ring``: the process entry point, and the one place ``ring`` meets ``peer``.
 
-cluster.toml has one parser (``peer.core.config``) and a URL one placement key
-(``peer.core.urls.host_key``); the commands (``ring.tools.cli``, ``ring.tools.keys``)
-get both through a ``ConfigSource`` built here, so no module of the ring package
+cluster.toml has one parser (``peer.core.config``), a URL one placement key
+(``peer.core.urls.host_key``) and a solo peer's recorded status address one reader
+(``peer.state.statusaddress``); the commands (``ring.tools.cli``, ``ring.tools.keys``)
+get them through a ``ConfigSource`` built here, so no module of the ring package
 imports peer. The installed commands ``ringcrawl-ring`` and ``ringcrawl-keys``
 are :func:`main` and :func:`keys_main` (pyproject.toml's ``[project.scripts]``).
 """
@@ -13,10 +14,12 @@ from collections.abc import Sequence
 from peer.errors import user_error
 from peer.core.urls import host_key
 from peer.state.configfile import load_config
+from peer.state.statusaddress import read_status_address
 from ring.tools import cli, keys
 from ring.tools.cli import ConfigSource
 
-SOURCE = ConfigSource(load=load_config, host_key=host_key, user_error=user_error)
+SOURCE = ConfigSource(load=load_config, host_key=host_key, user_error=user_error,
+                      status_address=read_status_address)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

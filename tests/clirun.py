@@ -90,12 +90,9 @@ def run_main(main: Callable[..., int], argv: Sequence[str], *, tty: bool = False
 
 def ring_source() -> Any:
     """The ``ring.tools.cli.ConfigSource`` that ``ring/__main__.py`` builds (peer's parser and errors)."""
-    from peer.state.configfile import load_config
-    from peer.errors import user_error
-    from peer.core.urls import host_key
-    from ring.tools.cli import ConfigSource
+    from ring.__main__ import SOURCE
 
-    return ConfigSource(load=load_config, host_key=host_key, user_error=user_error)
+    return SOURCE
 
 
 def ring_main(argv: Sequence[str], **kwargs: Any) -> Result:

@@ -383,9 +383,166 @@ def test_ctrl_c_ends_watch_quietly(tmp_path):
     assert "Traceback" not in err and "KeyboardInterrupt" not in err
 
 
-def test_status_of_the_shipped_solo_config_says_it_has_no_address():
-    # solo.toml's peer needs no address to crawl, so it listens nowhere:
-    # status says what to set, not "no peer answered at ''".
-    res = ring_cmd("status", "--ring", str(ROOT / "solo.toml"), "--timeout", "0.2")
-    line = one_line(res, 1)
-    assert "has an address to ask" in line and "[[peer]] address" in line, line
+def shipped_solo(tmp_path: Path) -> Path:
+    """solo.toml as shipped, in its own directory: its data_dir (data/solo) is relative to it."""
+    toml = tmp_path / "solo.toml"
+    toml.write_text((ROOT / "solo.toml").read_text())
+    return toml
+
+
+def test_status_and_dashboard_of_a_solo_peer_not_running_say_where_and_how_to_start_it(tmp_path):
+    # solo.toml's peer has no address: the tools look in its data_dir, and
+    # with nothing recorded there say so, not "are the peers running?".
+    toml = shipped_solo(tmp_path)
+    expected = (f"error: solo peer 'solo' of ring 'solo' is not running: no status address recorded in "
+                f"{tmp_path / 'data' / 'solo'}; start it with: python -m peer --ring {toml}")
+    for args in (("status",), ("status", "--json"), ("dashboard", "--port", "0")):
+        res = ring_cmd(*args, "--ring", str(toml), "--timeout", "0.2")
+        assert one_line(res, 1) == expected, args
+        assert res.stdout == "", args  # the dashboard did not start
+
+
+def test_a_status_address_left_by_a_killed_solo_peer_is_not_running_at_once(tmp_path):
+    import time
+
+    from peer.state.statusaddress import StatusAddress, write_status_address
+    from localweb.peerrun import free_ports
+
+    toml = shipped_solo(tmp_path)
+    data_dir = tmp_path / "data" / "solo"
+    data_dir.mkdir(parents=True)
+    ended = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                           text=True, timeout=60, check=True)
+    address = f"tcp://127.0.0.1:{free_ports(1)[0]}"
+    write_status_address(data_dir, StatusAddress(address, int(ended.stdout), time.time() - 60))
+    began = time.monotonic()
+    res = ring_cmd("status", "--ring", str(toml), "--timeout", "30")
+    assert time.monotonic() - began < 10  # told by its process, not by waiting 30 s for an answer
+    assert one_line(res, 1) == (
+        f"error: solo peer 'solo' of ring 'solo' is not running: the status address in {data_dir} "
+        f"({address}) was left by process {int(ended.stdout)}, which is gone (killed or crashed); "
+        f"start it with: python -m peer --ring {toml}")
+    # A process that exists but does not answer there: asked, and said within the timeout.
+    write_status_address(data_dir, StatusAddress(address, os.getpid(), time.time()))
+    res = ring_cmd("status", "--ring", str(toml), "--timeout", "0.3")
+    assert one_line(res, 1) == (
+        f"error: solo peer 'solo' of ring 'solo' did not answer within 0.3s at {address}, the address "
+        f"it recorded in {data_dir}: it is not running or is stopped; start it with: "
+        f"python -m peer --ring {toml}")
+
+
+def test_a_solo_peer_without_an_address_is_watched_by_status_and_dashboard(tmp_path):
+    """solo.toml's peer, a real process, answers `ring status` and the dashboard at the
+    address it recorded in its data_dir; once it exits, or is killed, they say it is not running."""
+    import html
+    import json
+    import time
+
+    import httpx
+
+    from clirun import web_thread
+
+    data_dir = tmp_path / "data" / "solo"
+    record = data_dir / "status-address.json"
+    with web_thread(hosts=3, pages=40, links=8, shop=False) as web:
+        toml = tmp_path / "solo.toml"
+        toml.write_text(f"""
+[ring]
+name = "solo"
+
+[[peer]]
+id = "solo"
+data_dir = "data/solo"
+
+[crawl]
+seeds = ["http://s001.web.test:{web.port}/"]
+allow_hosts = ["*.web.test"]
+allow_private = true
+
+[politeness]
+rate = 300.0
+
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+""")
+        args = ("--ring", str(toml))
+        procs: list[subprocess.Popen] = []
+
+        def start(*flags: str) -> subprocess.Popen:
+            with (tmp_path / "peer.err").open("ab") as ferr:
+                proc = subprocess.Popen([sys.executable, "-m", "peer", *args, *flags],
+                                        stdout=subprocess.DEVNULL, stderr=ferr, stdin=subprocess.DEVNULL,
+                                        env=os.environ)
+            procs.append(proc)
+            return proc
+
+        def wait_for(what, proc: subprocess.Popen, limit: float = 60.0) -> None:
+            deadline = time.monotonic() + limit
+            while not what():
+                assert proc.poll() is None, (tmp_path / "peer.err").read_text()[-2000:]
+                assert time.monotonic() < deadline, (tmp_path / "peer.err").read_text()[-2000:]
+                time.sleep(0.1)
+
+        def pages() -> int:
+            return sum(e.target != "/robots.txt" for e in web.requests())
+
+        try:
+            peer = start()
+            wait_for(lambda: record.exists() and pages() >= 10, peer)
+            recorded = json.loads(record.read_text())
+            js = ring_cmd("status", "--json", *args)
+            table = ring_cmd("status", *args)
+            dash = subprocess.Popen([sys.executable, "-m", "ring", "dashboard", *args, "--port", "0",
+                                     "--interval", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                    stdin=subprocess.DEVNULL, env=os.environ, text=True, cwd=ROOT)
+            procs.append(dash)
+            url = dash.stdout.readline().split()[1]  # "dashboard: http://127.0.0.1:PORT/ (...)"
+
+            def fragment() -> str:
+                return httpx.get(url + "fragment", timeout=5).text
+
+            deadline = time.monotonic() + 30
+            while 'data-id="solo"' not in (live := fragment()):
+                assert time.monotonic() < deadline, live
+                time.sleep(0.1)
+            peer.send_signal(signal.SIGTERM)
+            assert peer.wait(timeout=60) == 0, (tmp_path / "peer.err").read_text()[-2000:]
+            left_behind = record.exists()
+            after_exit = ring_cmd("status", *args)
+            deadline = time.monotonic() + 30
+            while "is not running" not in (gone := fragment()):
+                assert time.monotonic() < deadline, gone
+                time.sleep(0.1)
+            dash.send_signal(signal.SIGINT)
+            _, dash_err = dash.communicate(timeout=30)
+            assert dash.returncode == 0, dash_err
+            # Again, and killed: the record it leaves is told stale.
+            peer = start("--fresh", "--yes")
+            wait_for(record.exists, peer)
+            again = json.loads(record.read_text())
+            peer.kill()
+            peer.wait(timeout=30)
+            after_kill = ring_cmd("status", *args)
+        finally:
+            for proc in procs:
+                if proc.poll() is None:
+                    proc.kill()
+                proc.communicate(timeout=30)  # reaped, its pipes closed
+    assert recorded["address"].startswith("tcp://127.0.0.1:") and recorded["pid"] == procs[0].pid
+    assert js.returncode == 0, js.stderr
+    (member,) = json.loads(js.stdout)["members"]
+    assert (member["id"], member["state"], member["share"]) == ("solo", "alive", 1.0)
+    assert member["pages"] >= 10 and member["address"] == recorded["address"]
+    assert table.returncode == 0, table.stderr
+    row = table.stdout.splitlines()[1].split()
+    assert row[:4] == ["solo", "alive", "held", "1/1/1"] and row[-1] == recorded["address"]
+    assert "<td>solo</td>" in live and "are the peers running?" not in gone
+    assert html.unescape(gone).count(f"no status address recorded in {data_dir}") == 1
+    assert not left_behind  # the clean exit removed its record
+    assert one_line(after_exit, 1).startswith(
+        f"error: solo peer 'solo' of ring 'solo' is not running: no status address recorded in {data_dir}")
+    assert again["pid"] == procs[-1].pid
+    assert one_line(after_kill, 1).startswith(
+        f"error: solo peer 'solo' of ring 'solo' is not running: the status address in {data_dir} "
+        f"({again['address']}) was left by process {again['pid']}, which is gone")
+

@@ -85,6 +85,24 @@ def test_no_answer_and_not_yet_polled_are_said_in_words():
     assert "no peer of ring demo answered" in render_fragment(Snapshot(0.0, None), {}, "demo")
 
 
+def test_a_poller_that_says_why_nobody_answered_is_shown_in_its_words_escaped():
+    from ring.tools.dashboard import Dashboard
+
+    async def nobody():
+        return None
+
+    why = ["solo peer 'solo' of ring 'solo' is not running: no status address recorded in /d/<x>"]
+    dash = Dashboard(nobody, "solo", 1.0, silence=lambda: why[0])
+    dash.history.add(0.0, None)
+    text = dash.fragment()
+    assert "not running: no status address recorded in /d/&lt;x&gt;" in text and "<x>" not in text
+    assert "are the peers running?" not in text
+    why[0] = None  # a ring's poller says nothing: the page's own words
+    assert "no peer of ring solo answered" in dash.fragment()
+    dash.history.add(1.0, [row("solo")])
+    assert 'data-id="solo"' in dash.fragment()
+
+
 def test_history_measures_rates_between_polls_and_is_bounded():
     h = History(maxlen=3)
     h.add(0.0, [row("p1", 0)])

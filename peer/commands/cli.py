@@ -314,7 +314,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # (a script, a service) must not be the only one left in the dark.
     for warning in config_warnings(cfg):
         log.warning("%s", warning)
-    data_dir = Path(args.data_dir).resolve() if args.address else Path(cfg.peer(args.id).data_dir)
+    data_dir = Path(args.data_dir).resolve() if args.address else cfg.data_dir(args.id)
     from peer.core.layout import DataDir
 
     results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state

@@ -120,7 +120,7 @@ def parse_address(address: str) -> tuple[str, int]:
 
 def _address(v: Any) -> str | None:
     if v == "":
-        return None  # a solo peer binds nothing; _check_cross requires it in a ring
+        return None  # a solo peer needs none (peer.engine.observe); _check_cross requires it in a ring
     try:
         parse_address(v)
     except ValueError as exc:
@@ -185,7 +185,7 @@ class PeerSpec:
     """One ``[[peer]]``: an initial member (a seed of the gossip ring)."""
 
     id: str = _key(str, _REQUIRED, "the peer's unique id (required)", _peer_id)
-    address: str = _key(str, "", "where its ZeroMQ socket listens, tcp://host:port; required when cluster.toml lists several peers (a solo peer binds nothing)", _address)
+    address: str = _key(str, "", "where its ZeroMQ socket listens, tcp://host:port; required when cluster.toml lists several peers (a solo peer without one answers ring status on a loopback port it records in data_dir/status-address.json)", _address)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
     metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics (port 0: any free port, logged); empty: off", _metrics_address)

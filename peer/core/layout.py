@@ -11,6 +11,8 @@
             journal-<g>.log
         seen/                 the exact seen set's sorted runs of URL hashes
             run-<n>.u64       and adds.log (peer/state/sievefile.py)
+        status-address.json   while a solo peer without an address runs: where it
+                              answers ring status (peer/state/statusaddress.py)
 
 Every reader and writer of these files (the peer, ``--fresh``, adopt, merge,
 report, the benchmarks) takes the names from here, so they cannot drift
@@ -25,7 +27,7 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["DataDir", "StateFile", "RESULTS_NAME", "SEEN_NAME", "STATE_NAME"]
+__all__ = ["DataDir", "StateFile", "RESULTS_NAME", "SEEN_NAME", "STATE_NAME", "STATUS_ADDRESS_NAME"]
 
 #: The results file's name in a data_dir (the user-visible name the docs use).
 RESULTS_NAME = "pages.duckdb"
@@ -33,6 +35,8 @@ RESULTS_NAME = "pages.duckdb"
 STATE_NAME = "state"
 #: The exact seen set's directory in a data_dir (peer/state/sievefile.py).
 SEEN_NAME = "seen"
+#: A running solo peer's status address in a data_dir (peer/state/statusaddress.py).
+STATUS_ADDRESS_NAME = "status-address.json"
 
 
 class StateFile(StrEnum):
@@ -100,3 +104,8 @@ class DataDir:
     def seen(self) -> Path:
         """The exact seen set's hash runs (``seen/``), given to ``peer.state.sievefile.SieveFiles``."""
         return self.root / SEEN_NAME
+
+    @property
+    def status_address(self) -> Path:
+        """Where a running solo peer without an address records its status address."""
+        return self.root / STATUS_ADDRESS_NAME

@@ -2,37 +2,50 @@
 
 - ``[[peer]] metrics_address`` set: Prometheus metrics (:mod:`peer.engine.metrics`).
 - A ring of one runs no ring node and no sockets (no gossip, no
-  forwarding), so before this nothing listened on its address and
-  ``python -m ring status`` reported no peer. :func:`serve_status` binds that
-  address with a ROUTER that answers :class:`~ring.messages.StatusRequest`
-  only, with the same :class:`~ring.messages.MemberStatus` row a ring member
-  gives. Anything else that arrives is decoded as data and dropped (counted
-  in the row's ``dropped``); the socket's receive queue and message size are
-  zmq's bounds, as on a member's ROUTER.
+  forwarding), so before this nothing listened for ``python -m ring
+  status``. :func:`serve_status` binds a ROUTER that answers
+  :class:`~ring.messages.StatusRequest` only, with the same
+  :class:`~ring.messages.MemberStatus` row a ring member gives. Anything else
+  that arrives is decoded as data and dropped (counted in the row's
+  ``dropped``); the socket's receive queue and message size are zmq's
+  bounds, as on a member's ROUTER.
+- Where: on the peer's ``[[peer]] address`` when it has one. Without one
+  (``solo.toml``) on ``tcp://127.0.0.1:*``, a loopback port the OS picks,
+  which is then recorded in the data_dir for the tools to find
+  (:mod:`peer.state.statusaddress` says why a port of the OS's choosing and
+  not a fixed scheme, and how a record left by ``kill -9`` is told stale).
+  The record is written once the port is bound and removed before the socket
+  closes, so a tool that finds it finds the socket listening or the process
+  gone, never a socket not yet bound.
 
-The address is a convenience of a solo crawl, not its need: if it cannot be
-bound (the port taken, an address not of this machine) the crawl goes on
-without it and says so once on stderr.
+The status socket is a convenience of a solo crawl, not its need: if it
+cannot be bound (the port taken, an address not of this machine) or its
+record cannot be written, the crawl goes on without it and says so once on
+stderr.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 
 import trio
 
+from peer.state.statusaddress import StatusAddress, remove_status_address, write_status_address
 from ring.errors import RingError
 from ring.lease import fingerprint
 from ring.messages import (DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, StatusReply,
                            StatusRequest, decode, encode)
 
-__all__ = ["start_observers", "serve_status", "solo_status"]
+__all__ = ["LOOPBACK_ANY", "start_observers", "serve_status", "solo_status"]
 
 log = logging.getLogger("peer.observe")
 
 #: A reply the asker cannot take within this long is dropped (it timed out).
 SEND_TIMEOUT = 0.2
+#: Where a solo peer without an address listens: loopback, a port the OS picks (module docstring).
+LOOPBACK_ANY = "tcp://127.0.0.1:*"
 
 
 async def start_observers(crawler, nursery: trio.Nursery, *, solo: bool) -> None:  # type: ignore[no-untyped-def]
@@ -51,8 +64,8 @@ async def start_observers(crawler, nursery: trio.Nursery, *, solo: bool) -> None
         from peer.engine.metrics import serve_metrics
 
         await nursery.start(serve_metrics, crawler, spec.metrics_address)
-    if solo and spec.address:
-        nursery.start_soon(serve_status, crawler, spec.address)
+    if solo:
+        nursery.start_soon(serve_status, crawler, spec.address or None)
 
 
 def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped-def]
@@ -74,8 +87,12 @@ def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped
     )
 
 
-async def serve_status(crawler, address: str) -> None:  # type: ignore[no-untyped-def]
-    """Answer ``ring status`` on ``address`` until cancelled (a solo peer)."""
+async def serve_status(crawler, address: str | None) -> None:  # type: ignore[no-untyped-def]
+    """Answer ``ring status`` on ``address`` until cancelled (a solo peer).
+
+    ``address`` None: on :data:`LOOPBACK_ANY`, recorded in the data_dir
+    while this runs (:mod:`peer.state.statusaddress`).
+    """
     from contextlib import AsyncExitStack
 
     from ring.io.curve import CurveKeys, resolve_keys_dir
@@ -92,11 +109,18 @@ async def serve_status(crawler, address: str) -> None:  # type: ignore[no-untype
             if keys is not None:
                 await stack.enter_async_context(CurveAuthenticator(keys))
             sock = await stack.enter_async_context(open_socket(
-                SocketType.ROUTER, bind=address, rcvhwm=cfg.ring.recv_queue,
+                SocketType.ROUTER, rcvhwm=cfg.ring.recv_queue,
                 configure=curve_server(keys) if keys is not None else None))
+            if address:
+                sock.bind(address)
+                shown = address  # as the user wrote it in cluster.toml
+            else:
+                shown = sock.bind(LOOPBACK_ANY)  # the port the OS gave
         except RingError as exc:
             log.warning("`python -m ring status` cannot reach this peer: %s", exc)
             return
+        if address is None:
+            await _record(crawler, StatusAddress(shown, os.getpid(), started), stack)
         while True:
             for got in await sock.recv_routed(64):
                 if len(got.frames) != 1:
@@ -113,7 +137,7 @@ async def serve_status(crawler, address: str) -> None:  # type: ignore[no-untype
                 if msg.ring != cfg.ring.name:
                     dropped["other_ring"] = dropped.get("other_ring", 0) + 1
                     continue
-                row = solo_status(crawler, address, time.time() - started, dropped)
+                row = solo_status(crawler, shown, time.time() - started, dropped)
                 try:
                     data = encode(StatusReply(cfg.ring.name, crawler.peer_id, (row,), nonce=msg.nonce))
                 except EncodeError as e:
@@ -124,3 +148,23 @@ async def serve_status(crawler, address: str) -> None:  # type: ignore[no-untype
                         await sock.send_multipart([got.route, data])
                 except RingError:  # PeerUnreachable: the asker went away
                     dropped["unreachable"] = dropped.get("unreachable", 0) + 1
+
+
+async def _record(crawler, record: StatusAddress, stack) -> None:  # type: ignore[no-untyped-def]
+    """Write ``record`` in the crawler's data_dir now, and have ``stack`` remove it before the socket closes."""
+    data_dir = crawler.data_dir
+    try:
+        await trio.to_thread.run_sync(write_status_address, data_dir, record)
+    except OSError as exc:
+        log.warning("`python -m ring status` cannot find this peer: %s: %s",
+                    data_dir, exc.strerror or exc)
+        return
+    log.info("watch this crawl with: python -m ring status --ring %s (or dashboard); it answers on %s, "
+             "recorded in %s", crawler.cfg.path, record.address, data_dir)
+
+    async def remove() -> None:
+        # Shielded: it runs as the crawl's nursery is cancelled at its end.
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(remove_status_address, data_dir, record)
+
+    stack.push_async_callback(remove)

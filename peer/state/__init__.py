@@ -12,6 +12,7 @@
                   argument that ties the modules above together
 - ``spill``       frontier segments spilled to disk past the memory budget
 - ``sievefile``   the exact seen set's sorted runs of URL hashes
+- ``statusaddress`` where a running solo peer without an address answers ``ring status``
 
 What must be on disk before what, and why, is argued in each module's
 docstring; the decisions themselves are made in ``peer.core``.

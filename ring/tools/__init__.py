@@ -2,6 +2,7 @@
 
 - ``client``     the status and leave client, typed results
 - ``cli``        ``python -m ring`` (``ringcrawl-ring``): ``table``, ``status``, ``leave``, ``dashboard``
+- ``statuspoll`` where ``status`` and the dashboard ask: the seeds, or a solo peer's recorded address
 - ``dashpage``   the dashboard's page without I/O: the polls kept, rates, escaped HTML
 - ``dashboard``  the live page of ``ring dashboard``: its poller and h11 server (its page script in ``static/``)
 - ``keys``       the peers' CurveZMQ key pairs (``ringcrawl-keys``, ``scripts/keys.py``)

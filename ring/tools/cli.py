@@ -15,18 +15,24 @@ that answered forgot it or did not know it.
 ``status`` prints each member's figures with a totals row and the units
 (``--watch`` redraws them in place), and each member's own view of its lease
 and ring: members that agree on the ring show one fingerprint; ``dashboard`` serves them as a live page
-(:mod:`ring.tools.dashboard`). Both poll through :func:`status_source`.
+(:mod:`ring.tools.dashboard`). Both poll through :func:`status_source`: a
+ring of one whose peer has no address (``solo.toml``) is asked where that
+peer recorded one in its data_dir (:mod:`ring.tools.statuspoll`), and when
+it is not running they say so in one line naming the data_dir and the
+command that starts it, exit status 1, as when no peer of a ring answers.
 
-``ring`` never imports ``peer``. cluster.toml has one parser, ``peer.core.config``,
-so the file comes in through a :class:`ConfigSource` that ``ring/__main__.py``
-(the process entry point, the one place the two packages meet) builds from
-peer's parser. A user's mistake is one line and exit status 2, also when
-trio hands it over wrapped in an exception group.
+``ring`` never imports ``peer``. cluster.toml has one parser,
+``peer.core.config``, and the solo peer's record one reader,
+``peer.state.statusaddress``, so both come in through a :class:`ConfigSource`
+that ``ring/__main__.py`` (the process entry point, the one place the two
+packages meet) builds from peer's. A user's mistake is one line and exit
+status 2, also when trio hands it over wrapped in an exception group.
 """
 
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Awaitable, Callable, Sequence
@@ -35,14 +41,15 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
 from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, StatusRow, client_keys,
-                               cluster_status, request_forget, request_leave)
+                               request_forget, request_leave)
+from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
 from ring.messages import ForgetOutcome, LeaseStatus
 
-__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status", "main", "ownership_table",
-           "ring_of", "seeds_of", "tool_keys"]
+__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status",
+           "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
 
 
 class _RingSection(Protocol):
@@ -83,6 +90,10 @@ class RingFile(Protocol):
     @property
     def crawl(self) -> _CrawlSection: ...
 
+    def data_dir(self, peer_id: str) -> Path:
+        """A listed peer's data_dir, found as the peer itself finds it."""
+        ...
+
 
 @dataclass(frozen=True, slots=True)
 class ConfigSource:
@@ -90,16 +101,24 @@ class ConfigSource:
 
     ``user_error(exc)`` is the user's mistake ``exc`` is or carries (a
     ``peer.errors.user_error``), or None for a bug, which is re-raised.
+    ``status_address(data_dir)`` is the address a solo peer without one
+    recorded there while it runs, or None (not running).
     """
 
     load: Callable[[str], RingFile]
     host_key: Callable[[str], str]
     user_error: Callable[[BaseException], BaseException | None]
+    status_address: Callable[[Path], RecordedAddress | None]
 
 
 def ring_of(cfg: RingFile) -> HashRing:
     """The ring of the initial members listed in cluster.toml."""
     return HashRing({p.id: p.weight for p in cfg.peers}, vnodes=cfg.ring.vnodes)
+
+
+def solo_peer(cfg: RingFile) -> _PeerEntry | None:
+    """The peer of a ring of one that has no address (it records one in its data_dir), else None."""
+    return cfg.peers[0] if len(cfg.peers) == 1 and not cfg.peers[0].address else None
 
 
 def seeds_of(cfg: RingFile) -> tuple[Contact, ...]:
@@ -338,24 +357,21 @@ def _check_numbers(args: argparse.Namespace) -> str | None:
     return None
 
 
-def status_source(cfg: RingFile, timeout: float) -> Callable[[], Awaitable[list[StatusRow] | None]]:
-    """The one function ``status`` (also ``--watch``) and the dashboard poll: rows, or None
-    if nobody answers."""
-    keys = tool_keys(cfg)
-    seeds = seeds_of(cfg)
-
-    async def poll() -> list[StatusRow] | None:
-        rows = await cluster_status(cfg.ring.name, seeds, timeout, keys)
-        return None if rows is None else list(rows)
-
-    return poll
+def status_source(cfg: RingFile, timeout: float, recorded: Callable[[Path], RecordedAddress | None],
+                  ring_path: str | Path = "cluster.toml") -> StatusPoll:
+    """The one poll ``status`` (also ``--watch``) and the dashboard use: cluster.toml's seeds,
+    or where its solo peer recorded its address (:mod:`ring.tools.statuspoll`)."""
+    peer = solo_peer(cfg)
+    solo = None if peer is None else SoloPeer(peer.id, cfg.data_dir(peer.id),
+                                               f"python -m peer --ring {shlex.quote(str(ring_path))}", recorded)
+    return StatusPoll(cfg.ring.name, seeds_of(cfg), timeout, tool_keys(cfg), solo)
 
 
-def _no_answer(cfg: RingFile) -> str:
-    if not any(p.address for p in cfg.peers):
-        return (f"no peer of ring {cfg.ring.name!r} has an address to ask: a solo peer answers "
-                "ring status on its [[peer]] address, so set one (e.g. address = "
-                "\"tcp://127.0.0.1:5701\") and restart it")
+def _no_answer(cfg: RingFile, poll: StatusPoll) -> str:
+    if poll.silence:
+        return poll.silence
+    # Every peer asked has an address: a ring of several needs them (peer.core.config),
+    # and a solo peer without one is asked where it recorded one (its poll says why not).
     addrs = ", ".join(p.address for p in cfg.peers if p.address)
     return f"no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?"
 
@@ -364,17 +380,21 @@ class _NoAnswer(Exception):
     """No peer answered ``ring status``: exit 1 (a fact about the ring, not a mistake)."""
 
 
+def _poll(cfg: RingFile, args: argparse.Namespace) -> StatusPoll:
+    return status_source(cfg, args.timeout, args.recorded, args.ring)
+
+
 async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
     import json
     import time
 
     import trio
 
-    poll = status_source(cfg, args.timeout)
+    poll = _poll(cfg, args)
     if args.watch is None:
         rows = await poll()
         if rows is None:
-            raise _NoAnswer(_no_answer(cfg))
+            raise _NoAnswer(_no_answer(cfg, poll))
         if args.json:
             print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows]}, indent=2))
         else:
@@ -392,7 +412,7 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
             members = [r.as_json() for r in rows or ()]
             print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members}))
         else:
-            text = format_status(rows) if rows is not None else f"({_no_answer(cfg)})"
+            text = format_status(rows) if rows is not None else f"({_no_answer(cfg, poll)})"
             head = f"ring {cfg.ring.name!r} at {stamp}, every {args.watch:g}s (Ctrl-C to stop)"
             print(("\x1b[H\x1b[J" if tty else "\n") + head + "\n" + text)
         sys.stdout.flush()
@@ -405,14 +425,18 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
 async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
     from ring.tools.dashboard import serve_dashboard
 
-    poll = status_source(cfg, args.timeout)
+    poll = _poll(cfg, args)
+    if poll.solo is not None and await poll() is None:
+        # A ring's peers may start after its dashboard; a solo peer not
+        # running is said at once, as `status` says it.
+        raise _NoAnswer(_no_answer(cfg, poll))
 
     async def rows() -> list[dict[str, Any]] | None:
         got = await poll()
         return None if got is None else [r.as_json() for r in got]
 
     await serve_dashboard(rows, ring_name=cfg.ring.name, host=args.host, port=args.port,
-                          interval=args.interval)
+                          interval=args.interval, silence=lambda: poll.silence)
     return 0
 
 
@@ -483,6 +507,7 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
         import trio
 
         if args.command in ("status", "dashboard"):
+            args.recorded = source.status_address
             problem = _check_numbers(args)
             if problem:
                 print(f"error: {problem}", file=sys.stderr)

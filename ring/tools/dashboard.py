@@ -37,6 +37,10 @@ points on a canvas in a few milliseconds and has no dependencies.
 On loopback (the default) only requests naming a loopback Host are
 answered, against DNS rebinding (:func:`host_allowed`).
 
+When a poll finds nobody, the page says so; ``silence`` (if given) says why
+in the poller's own words: a ring of one is not "the peers", and its line
+names the data_dir and the command that starts it (``ring.tools.cli``).
+
 Bounds: the history keeps ``HISTORY`` polls (30 min at the default 2 s); a
 request head over 16 KiB (h11's default) or a connection idle for
 ``REQUEST_TIMEOUT`` is closed; at most ``MAX_CONNECTIONS`` are served at once.
@@ -44,6 +48,7 @@ request head over 16 KiB (h11's default) or a connection idle for
 
 from __future__ import annotations
 
+import html
 import json
 import logging
 import time
@@ -71,6 +76,8 @@ MAX_CONNECTIONS = 16
 
 Rows = list[dict]
 Poll = Callable[[], Awaitable["Rows | None"]]
+#: Why the last poll found nobody, in the poller's words (None: the page's own words).
+Silence = Callable[[], "str | None"]
 
 _STATIC = {
     "uPlot.iife.min.js": "application/javascript; charset=utf-8",
@@ -107,8 +114,9 @@ class Dashboard:
     """The dashboard's state: the history and how to answer each path."""
 
     def __init__(self, poll: Poll, ring_name: str, interval: float, clock: Callable[[], float] = time.time,
-                 listen_host: str = "127.0.0.1"):
+                 listen_host: str = "127.0.0.1", silence: Silence | None = None):
         self.poll = poll
+        self.silence = silence
         self.ring_name = ring_name
         self.interval = interval
         self.clock = clock
@@ -127,6 +135,12 @@ class Dashboard:
             await trio.sleep_until(started + self.interval)
 
     def fragment(self) -> str:
+        latest = self.history.latest
+        if latest is not None and latest.rows is None and self.silence is not None:
+            why = self.silence()
+            if why:
+                stamp = time.strftime("%H:%M:%S", time.localtime(latest.at))
+                return f'<p id="note" class="bad">{html.escape(why)} (at {stamp})</p>'
         return render_fragment(self.history.latest, self.history.current_rates(), self.ring_name)
 
     def answer(self, path: str) -> tuple[int, bytes, str]:
@@ -190,8 +204,11 @@ async def _serve_connection(dash: Dashboard, stream, limiter) -> None:  # type: 
 
 
 async def serve_dashboard(poll: Poll, *, ring_name: str, host: str = "127.0.0.1", port: int = 0,
-                          interval: float = 2.0, task_status=None) -> None:  # type: ignore[no-untyped-def]
+                          interval: float = 2.0, silence: Silence | None = None,
+                          task_status=None) -> None:  # type: ignore[no-untyped-def]
     """Poll with ``poll`` every ``interval`` seconds and serve the page until cancelled.
+
+    ``silence()``: why the last poll found nobody (module docstring).
 
     Prints ``dashboard: http://HOST:PORT/`` on stdout once it listens (the
     demo and the tests read it); a port that cannot be bound is a RingError.
@@ -202,7 +219,7 @@ async def serve_dashboard(poll: Poll, *, ring_name: str, host: str = "127.0.0.1"
 
     from ring.errors import RingError
 
-    dash = Dashboard(poll, ring_name, interval, listen_host=host)
+    dash = Dashboard(poll, ring_name, interval, listen_host=host, silence=silence)
     limiter = trio.CapacityLimiter(MAX_CONNECTIONS)
     try:
         listeners = await trio.open_tcp_listeners(port, host=host)
