@@ -138,7 +138,8 @@ capacity = 10000
             try:
                 if not ended.wait(HOLD):
                     return
-                status = subprocess.run([sys.executable, "-m", "ring", "status", "--json", "--ring", str(toml)],
+                status = subprocess.run([sys.executable, "-m", "ring", "status", "--json", "--timeout", "5",
+                                         "--ring", str(toml)],
                                         capture_output=True, text=True, timeout=30)
                 got["status"] = status
                 with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=10) as r:
