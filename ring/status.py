@@ -24,26 +24,17 @@ from ring.forwarder import Outbox
 from ring.lease import LeaseState, PauseReason
 from ring.membership import Membership
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, MemberState, MemberStatus, StatusReply
+from ring.vocabulary import COUNTER_PREFIXES, on_wire, split_pairs
 
 __all__ = ["COUNTER_PREFIXES", "StatusFigures", "StatusReplies", "lease_status", "lease_words",
            "split_counters"]
 
-#: Counters that ride in a status reply's ``dropped`` pairs but count no
-#: refused input: forwarding frames, hand-off holds and their ends, held
-#: hosts, politeness holds, the seen set's and the frontier's figures, restarts
-#: of members. ``ring status`` shows them apart from the drops.
-COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
-                    "handoffs_", "handoff_", "peer_restarts")
-
 
 def split_counters(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[tuple[str, int], ...],
                                                               tuple[tuple[str, int], ...]]:
-    """(drops, counters) of a status reply's ``dropped`` pairs (:data:`COUNTER_PREFIXES`)."""
-    drops: list[tuple[str, int]] = []
-    counters: list[tuple[str, int]] = []
-    for k, v in pairs:
-        (counters if k.startswith(COUNTER_PREFIXES) else drops).append((k, v))
-    return tuple(drops), tuple(counters)
+    """(drops, counters) of a status reply's ``dropped`` pairs (``ring.vocabulary.split_pairs``)."""
+    split = split_pairs(pairs)
+    return split.drops, split.counters
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,7 +51,8 @@ class StatusFigures:
     bloom_fill: float = 0.0
     uptime: float = 0.0
     limits: Mapping[str, int] = field(default_factory=dict)
-    errors: Mapping[str, int] = field(default_factory=dict)  # failed fetches by kind
+    errors: Mapping[str, int] = field(default_factory=dict)  # failed requests by kind (ring.vocabulary)
+    not_requested: Mapping[str, int] = field(default_factory=dict)  # URLs never requested, by cause
     busiest: Sequence[tuple[str, float, float]] = ()  # (host, pages/min, setpoint pages/min)
     lease: LeaseState | None = None  # the ring's lease now (None: not known here)
 
@@ -78,6 +70,7 @@ class StatusFigures:
                    dns_hit_rate=float(get("dns_hit_rate", 0.0)), bloom_fill=float(get("bloom_fill", 0.0)),
                    uptime=uptime, limits=dict(get("limits", {}) or {}),
                    errors=dict(get("errors", {}) or {}),
+                   not_requested=dict(get("not_requested", {}) or {}),
                    busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()),
                    lease=get("lease", None))
 
@@ -131,8 +124,10 @@ class StatusReplies:
                     dns_hit_rate=figures.dns_hit_rate, bloom_fill=figures.bloom_fill,
                     uptime=figures.uptime,
                     # The crawler's cap hits, held hosts and the like ride along
-                    # (cap.*, held.*, malformed.*, polite.*).
-                    dropped=self.dropped_rows({**figures.limits, **self.forwarding_rows()}),
+                    # (cap.*, held.*, malformed.*, polite.*), and the causes of
+                    # URLs never requested (ring.vocabulary rule 5).
+                    dropped=self.dropped_rows({**figures.limits, **self.forwarding_rows(),
+                                               **on_wire(figures.not_requested)}),
                     errors=_capped_counts(figures.errors),
                     busiest=tuple(figures.busiest)[:MAX_BUSIEST],
                     lease=lease_status(lease),

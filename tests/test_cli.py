@@ -332,14 +332,14 @@ def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, w
 
     with duckdb.connect(str(tmp_path / "solo" / "pages.duckdb"), read_only=True) as con:
         robots = [u for (u,) in con.execute("select url from pages where error = 'robots'").fetchall()]
-    assert robots and stats["not_requested"] == {"robots": len(robots)} == {"robots": stats["robots_excluded"]}
+    assert robots and stats["not_requested"].get("robots") == len(robots)
     assert not set(robots) & set(seen)
     assert f"not requested: robots {len(robots)}" in res.stdout
     assert stats["finish_reason"] == "frontier empty" and stats["run"] == 1
     assert sum(stats["status_counts"].values()) == stats["responses"] == len(seen)
     assert stats["items"] == {} and stats["items_total"] == 0  # no [extract] rules here
     assert stats["run_config"]["crawl"]["allow_hosts"] == ["*.web.test"]
-    assert stats["dropped"]["out_of_scope"] >= 0 and stats["start_time"] <= stats["finish_time"]
+    assert "dropped" not in stats and stats["start_time"] <= stats["finish_time"]
     # The progress line: pages, elapsed time, hosts; never the same line twice in a row.
     progress = [line.split("peer.engine: ", 1)[1] for line in res.stderr.splitlines()
                 if "peer.engine: " in line and ": pages " in line]

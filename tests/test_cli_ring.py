@@ -225,7 +225,7 @@ def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
             for _ in range(50):
                 js = ring_cmd("status", "--json", *args)
                 assert js.returncode == 0, js.stderr
-                if sum(json.loads(js.stdout)["members"][0]["dropped"].values()) >= 2:
+                if sum(json.loads(js.stdout)["members"][0]["drops"].values()) >= 2:
                     break
                 time.sleep(0.1)
             table = ring_cmd("status", *args)
@@ -253,12 +253,12 @@ def test_status_of_a_one_peer_crawl_has_totals_units_and_watch(tmp_path):
     assert "pages/s: since the peer started; queued: URLs in its frontier" in out
     members = json.loads(js.stdout)["members"]
     assert [m["id"] for m in members] == ["p1"] and members[0]["share"] == 1.0
-    assert {"errors", "busiest", "dropped"} <= set(members[0])
+    assert {"pages", "failed", "not_requested", "drops", "counters", "busiest"} <= set(members[0])
     assert (members[0]["lease"], members[0]["vouched"], members[0]["needed"]) == ("held", 1, 1)
     assert len(members[0]["ring_fingerprint"]) == 16
-    assert members[0]["dropped"].get("unexpected_type") == 1, members[0]["dropped"]
-    assert sum(members[0]["dropped"].get(k, 0) for k in ("not_msgpack", "malformed")) == 1
-    assert "dropped: " in out
+    assert members[0]["drops"].get("unexpected_type") == 1, members[0]["drops"]
+    assert sum(members[0]["drops"].get(k, 0) for k in ("not_msgpack", "malformed")) == 1
+    assert "drops: " in out
     assert members[0]["busiest"] and members[0]["busiest"][0][2] == 300.0  # host, pages/min, setpoint
     # --watch into a pipe: one table after another, each with its time.
     assert watch.returncode == 0, watch.stderr

@@ -34,7 +34,8 @@ class Figures:
         self.asked_to_leave.set()
 
     def status_figures(self) -> dict[str, Any]:
-        return {"pages": self.pages_requested, "frontier": 3, "limits": {"cap.urls_per_host": 2}}
+        return {"pages": self.pages_requested, "frontier": 3, "limits": {"malformed.content_length": 2},
+                "not_requested": {"robots": 4}}
 
     def accept(self, url: str, depth: int) -> None: ...
     def accept_seen(self, url: str) -> None: ...
@@ -83,8 +84,10 @@ async def test_status_rows_are_typed_and_carry_each_members_own_figures():
     assert rows is not None and all(isinstance(r, StatusRow) for r in rows)
     assert [(r.id, r.state, r.pages) for r in rows] == [("p1", MemberState.ALIVE, 7),
                                                         ("p2", MemberState.ALIVE, 11)]
-    assert all(r.frontier == 3 and dict(r.dropped) == {"cap.urls_per_host": 2} for r in rows)
-    assert rows[1].as_json()["state"] == "alive" and rows[1].as_json()["dropped"] == {"cap.urls_per_host": 2}
+    assert all(r.frontier == 3 and dict(r.dropped) == {"malformed.content_length": 2} for r in rows)
+    js = rows[1].as_json()
+    assert js["state"] == "alive" and js["drops"] == {"malformed.content_length": 2}
+    assert js["not_requested"] == {"robots": 4} and js["failed"] == {}
 
 
 async def test_nobody_answering_is_none_and_an_unknown_peer_cannot_leave():
@@ -141,20 +144,25 @@ async def test_forget_asks_the_seeds_and_the_members_they_list_and_each_says_wha
     assert quorums == [3, 3, 3]
 
 
-def test_healthy_counters_are_not_shown_as_drops():
-    # `ring status` listed fwd.batches, fwd.frames... under "dropped:".
+def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
+    # `ring status` listed fwd.batches, fwd.frames... and the caps under "dropped:".
     from ring.messages import MemberStatus
     from ring.tools.cli import format_status
     from ring.tools.client import _row
 
     own = MemberStatus("p1", "tcp://127.0.0.1:1", MemberState.ALIVE, 1.0, 5, 0.0, 0, 0, 0, 0, 0.0, 0.0,
-                       1.0, dropped=(("cap.urls_per_host", 2), ("fwd.batches", 9), ("fwd.frames", 12),
-                                     ("hold.takeovers", 1), ("unknown_sender", 3)))
+                       1.0, dropped=(("cap.max_links_per_page", 2), ("fwd.batches", 9), ("fwd.frames", 12),
+                                     ("hold.takeovers", 1), ("not_requested.robots", 5),
+                                     ("not_requested.scope", 6), ("unknown_sender", 3)),
+                       errors=(("connect", 1),))
     row = _row(own, own)
-    assert dict(row.dropped) == {"cap.urls_per_host": 2, "unknown_sender": 3}
-    assert dict(row.counters) == {"fwd.batches": 9, "fwd.frames": 12, "hold.takeovers": 1}
-    assert row.as_json()["counters"]["fwd.frames"] == 12 and "fwd.frames" not in row.as_json()["dropped"]
+    assert dict(row.dropped) == {"unknown_sender": 3}
+    assert dict(row.counters) == {"cap.max_links_per_page": 2, "fwd.batches": 9, "fwd.frames": 12,
+                                  "hold.takeovers": 1}
+    assert dict(row.not_requested) == {"robots": 5, "scope": 6}
+    assert row.as_json()["counters"]["fwd.frames"] == 12 and row.as_json()["drops"] == {"unknown_sender": 3}
     text = format_status([row])
-    dropped = next(line for line in text.splitlines() if "dropped:" in line)
-    assert "fwd." not in dropped and "cap.urls_per_host 2" in dropped
-    assert "counters: fwd.batches 9, fwd.frames 12, hold.takeovers 1" in text
+    assert "  drops: unknown_sender 3\n" in text
+    assert "counters: cap.max_links_per_page 2, fwd.batches 9, fwd.frames 12, hold.takeovers 1" in text
+    # the summary's words: robots exclusions are not requested, never errors
+    assert "  failed: connect 1\n" in text and "  not requested: robots 5, scope 6\n" in text

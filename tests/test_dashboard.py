@@ -25,14 +25,14 @@ EVIL_KIND = "<script>document.body.dataset.pwned=2</script>"
 def row(mid: str = "p1", pages: int = 10, **kw) -> dict:
     base = dict(id=mid, address=f"tcp://127.0.0.1:57{mid[-1]}0", state="alive", share=0.5, pages=pages,
                 rate=1.0, frontier=20, hosts=2, forwarded_out=3, forwarded_in=4, dns_hit_rate=0.5,
-                bloom_fill=0.001, uptime=9.0, dropped={}, errors={}, busiest=[])
+                bloom_fill=0.001, uptime=9.0, drops={}, failed={}, busiest=[])
     return base | kw
 
 
 # ------------------------------------------------------------------ the core
 
 def test_every_crawl_string_is_escaped_in_the_tables():
-    rows = [row("p1", errors={EVIL_KIND: 2, "timeout": 5}, busiest=[[EVIL_HOST, 70.0, 60.0]]),
+    rows = [row("p1", failed={EVIL_KIND: 2, "timeout": 5}, busiest=[[EVIL_HOST, 70.0, 60.0]]),
             row("<b>p9</b>", address="tcp://<i>x</i>:1")]
     text = render_fragment(Snapshot(0.0, tuple(rows)), {}, "ring<script>")
     assert "<script" not in text and "<img" not in text and "<b>p9" not in text and "<i>" not in text
@@ -45,8 +45,8 @@ def test_every_crawl_string_is_escaped_in_the_tables():
 
 
 def test_tables_show_members_totals_errors_and_busiest_against_setpoint():
-    rows = [row("p1", 30, share=0.25, errors={"timeout": 2}, busiest=[["a.test:80", 70.0, 60.0]]),
-            row("p2", 50, share=0.75, state="suspect", errors={"timeout": 1, "dns": 4},
+    rows = [row("p1", 30, share=0.25, failed={"timeout": 2}, not_requested={"robots": 3}, busiest=[["a.test:80", 70.0, 60.0]]),
+            row("p2", 50, share=0.75, state="suspect", failed={"timeout": 1, "dns": 4},
                 busiest=[["b.test:80", 30.0, 60.0]])]
     text = render_fragment(Snapshot(0.0, tuple(rows)), {"p1": 2.0, "p2": 3.5}, "demo")
     assert re.search(r'<tr class="member state-alive" data-id="p1"><td>p1</td>', text)
@@ -57,6 +57,10 @@ def test_tables_show_members_totals_errors_and_busiest_against_setpoint():
     # errors summed over members, most first
     assert text.index("<td>dns</td>") < text.index("<td>timeout</td>")
     assert '<td>timeout</td><td class="n">3</td>' in text
+    # URLs never requested apart from the failures, under the summary's words
+    failed_table = text.split('id="errors"', 1)[1].split('id="not-requested"', 1)[0]
+    assert "robots" not in failed_table and "<h2>Failed by kind</h2>" in text
+    assert "<h2>Not requested by cause</h2>" in text and '<td>robots</td><td class="n">3</td>' in text
     # the busiest host first, flagged when over 110 % of its setpoint
     assert text.index("a.test:80") < text.index("b.test:80")
     assert '<td class="n bad">117%</td>' in text and '<td class="n">50%</td>' in text
@@ -152,7 +156,7 @@ def _fake_poll():
     async def poll():
         state["n"] += 1
         n = state["n"]
-        return [row(f"p{i}", pages=10 * n * i, errors={EVIL_KIND: 1}, busiest=[[EVIL_HOST, 70.0, 60.0]])
+        return [row(f"p{i}", pages=10 * n * i, failed={EVIL_KIND: 1}, busiest=[[EVIL_HOST, 70.0, 60.0]])
                 for i in (1, 2, 3)]
 
     return poll

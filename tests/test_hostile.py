@@ -418,7 +418,7 @@ def _rss(pid: int) -> int:
 
 
 def _p1_dropped(members: list[dict] | None) -> dict[str, int]:
-    return {} if members is None else next(m for m in members if m["id"] == "p1")["dropped"]
+    return {} if members is None else next(m for m in members if m["id"] == "p1")["drops"]
 
 
 async def test_garbage_and_a_flood_at_a_peer_are_dropped_and_counted_memory_bounded_crawl_complete(tmp_path):

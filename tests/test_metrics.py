@@ -20,14 +20,15 @@ from peer.engine.metrics import PeerCollector, PeerFigures, families, quantiles
 
 def figures(**kw) -> PeerFigures:
     base = dict(
-        peer="p1", ring="demo", uptime=12.5, pages=40, requests=41, fetched=38, bytes=123456,
-        by_status={200: 35, 404: 3}, errors={"timeout": 2, 'we"ird\nkind': 1}, retries=4,
+        peer="p1", ring="demo", uptime=12.5, pages=40, bytes=123456,
+        by_status={200: 35, 404: 3}, failed={"timeout": 2, 'we"ird\nkind': 1},
+        not_requested={"robots": 6, "max_url_length": 5}, retries=4,
         robots_fetches=6, items=7, extract_errors=0, frontier=99, in_flight=3,
         hosts={"ready": 1, "waiting": 5, "held": 2, "busy": 3}, held={"robots": 1, "retry_after": 1},
         dns={"lookups": 10, "hits": 8, "static_hits": 0, "negative_hits": 0, "misses": 2, "merged": 0,
              "evictions": 0, "size": 2, "in_flight": 0},
         dns_hit_ratio=0.8, bloom_urls=500, bloom_fill=0.01, bloom_slices=1, bloom_fpr=1e-6,
-        bloom_bytes=4096, forwarded_out=17, forwarded_in=11, dropped={"garbage": 2, "cap.max_url_length": 5},
+        bloom_bytes=4096, forwarded_out=17, forwarded_in=11, drops={"garbage": 2},
         delay_quantiles={0.5: 0.1, 0.9: 0.2, 0.99: 0.5, 1.0: 2.0}, ceiling_holds=9, ip_ceiling_holds=1,
     )
     return PeerFigures(**(base | kw))
@@ -52,7 +53,8 @@ def test_a_scrape_has_every_figure_the_issue_names():
     assert got[("ringcrawl_pages_total", ())] == 40
     assert got[("ringcrawl_body_bytes_total", ())] == 123456
     assert got[("ringcrawl_responses_total", (("status", "404"),))] == 3
-    assert got[("ringcrawl_errors_total", (("kind", "timeout"),))] == 2
+    assert got[("ringcrawl_failed_total", (("kind", "timeout"),))] == 2
+    assert got[("ringcrawl_not_requested_total", (("cause", "max_url_length"),))] == 5
     assert got[("ringcrawl_frontier_urls", ())] == 99
     for state, n in (("ready", 1), ("waiting", 5), ("held", 2), ("busy", 3)):
         assert got[("ringcrawl_hosts", (("state", state),))] == n
@@ -63,7 +65,7 @@ def test_a_scrape_has_every_figure_the_issue_names():
     assert got[("ringcrawl_bloom_urls", ())] == 500
     assert got[("ringcrawl_forwarded_out_total", ())] == 17
     assert got[("ringcrawl_forwarded_in_total", ())] == 11
-    assert got[("ringcrawl_dropped_total", (("reason", "cap.max_url_length"),))] == 5
+    assert got[("ringcrawl_drops_total", (("reason", "garbage"),))] == 2
     assert got[("ringcrawl_politeness_delay_seconds", (("quantile", "0.99"),))] == 0.5
     assert got[("ringcrawl_politeness_ceiling_holds_total", (("scope", "host"),))] == 9
     assert got[("ringcrawl_peer_info", (("peer", "p1"), ("ring", "demo")))] == 1
@@ -85,7 +87,7 @@ def test_remote_strings_in_labels_are_escaped_not_breaking_the_format():
     text = scrape_text(figures())
     # An error kind with a quote and a newline stays one sample line.
     assert 'kind="we\\"ird\\nkind"' in text
-    assert samples(text)[("ringcrawl_errors_total", (("kind", 'we"ird\nkind'),))] == 1
+    assert samples(text)[("ringcrawl_failed_total", (("kind", 'we"ird\nkind'),))] == 1
 
 
 def test_no_figures_no_samples():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import html
 import io
 import random
 import re
@@ -142,7 +143,10 @@ def test_summary_numbers_match_the_data(full):
     assert summary_cell(page, "pages") == f"{len(rows):,}"
     assert summary_cell(page, "hosts") == str(len({r[2] for r in rows}))
     assert summary_cell(page, "peers") == str(len({r[12] for r in rows}))
-    assert summary_cell(page, "failed") == str(sum(r[11] is not None for r in rows))
+    failed = Counter(r[11] for r in rows if r[11] is not None)
+    cell = html.unescape(summary_cell(page, "failed"))
+    assert sum(int(part.rsplit(": ", 1)[1]) for part in cell.split(" · ")) == sum(failed.values())
+    assert f"timeout: {failed['timeout']}" in cell
     assert summary_cell(page, "answered") == f"{sum(r[3] is not None for r in rows):,}"
     assert summary_cell(page, "span") == "59.8 s"
     assert summary_cell(page, "first") == "2026-01-02 03:04:05 UTC"
@@ -425,7 +429,9 @@ def a_run(tmp_path_factory):
                 "('http://a.test/2', null, 'p1', '', []), ('http://a.test/3', null, 'p1', ' ', ['y']),"
                 "('http://a.test/4', null, 'p1', 'Four <b>', null)")
     con.close()
-    (tmp / "stats.json").write_text(json.dumps({"pages": 30, "run_config": {
+    # Links out of scope leave no row: the report reads them from stats.json.
+    (tmp / "stats.json").write_text(json.dumps({"pages": 30, "not_requested": {"robots": 7, "scope": 2},
+                                                "run_config": {
         "crawl": {"seeds": ["http://a.test/0"], "allow_hosts": ["<a.test>"]}, "politeness": {"rate": 60.0}}}))
     # Through the command line (in process), into a directory that does not exist yet.
     res = call_cli(str(db), "-o", str(tmp / "report" / "new"), "--top", "3")
@@ -447,8 +453,8 @@ def run_page(a_run) -> str:
 def test_pages_are_requests_and_urls_never_requested_are_apart(a_run):
     page = run_page(a_run)
     assert summary_cell(page, "pages") == "30"
-    assert summary_cell(page, "not-requested") == "robots: 7"
-    assert summary_cell(page, "failed") == "3"  # the 5xx, not the robots exclusions
+    assert summary_cell(page, "not-requested") == "robots: 7 · scope: 2"
+    assert summary_cell(page, "failed") == "http_5xx: 3"  # not the robots exclusions
     errors = page.split('id="errors"', 1)[1].split('id="not-requested"', 1)[0]
     assert "http_5xx" in errors and "robots" not in errors
     apart = page.split('id="not-requested"', 1)[1].split('id="items"', 1)[0]

@@ -22,13 +22,18 @@ def summary(**kw) -> SimpleNamespace:
 def test_pages_are_requests_and_exclusions_are_apart():
     text = render_summary(summary())
     assert text.startswith("crawl finished (frontier empty) in 10.0s: 100 pages fetched this run, 10.0 pages/s")
-    assert "top errors: timeout: 5, internal: 1" in text and "robots: 45" not in text
-    assert "not requested: robots 45; links out of scope: 7" in text
+    assert "  failed: timeout 5, internal 1 (internal: ValueError 1)\n" in text and "robots: 45" not in text
+    assert "  not requested: robots 45, scope 7\n" in text
     assert "items: 4 (items_book 4)" in text
 
 
 def test_requested_errors_leave_out_rows_without_a_request():
     assert requested_errors({"dns": 3, "robots": 2}, {"dns": 1, "robots": 2}) == {"dns": 2}
+
+
+def test_the_summary_counts_a_caps_urls_as_not_requested():
+    text = render_summary(summary(caps=Counter({"max_urls_per_host": 4, "max_links_per_page": 9})))
+    assert "  not requested: robots 45, scope 7, max_urls_per_host 4\n" in text
 
 
 def doc(peer: str, start: float, end: float, pages: int) -> dict:
@@ -42,8 +47,10 @@ def test_one_peers_stats():
     assert d["start_time"] == "1970-01-12T13:46:40+00:00" and d["elapsed_seconds"] == 10.0
     assert d["pages"] == 100 and d["pages_per_second"] == 10.0
     assert d["status_counts"] == {"200": 90, "404": 5}
-    assert d["errors"] == {"internal": 1, "timeout": 5} and d["robots_excluded"] == 45
-    assert d["dropped"] == {"out_of_scope": 7, "max_url_length": 2} and d["links_cut"] == 9
+    assert d["failed"] == {"internal": 1, "timeout": 5}
+    # URLs never requested, whether they left a row (robots) or not (scope, a cap)
+    assert d["not_requested"] == {"robots": 45, "scope": 7, "max_url_length": 2} and d["links_cut"] == 9
+    assert not {"errors", "dropped", "robots_excluded"} & set(d)
     assert d["items"] == {"items_book": 4} and d["run_config"] == {"crawl": {"seeds": []}}
 
 
@@ -52,6 +59,7 @@ def test_the_clusters_stats_are_summed_over_the_span():
     assert total["peers"] == ["p1", "p2"] and total["elapsed_seconds"] == 20.0
     assert total["pages"] == 160 and total["pages_per_second"] == 8.0
     assert total["status_counts"] == {"200": 180, "404": 10}
-    assert total["dropped"]["out_of_scope"] == 14 and total["forwarded_out"] == 10
+    assert total["not_requested"] == {"robots": 90, "scope": 14, "max_url_length": 4}
+    assert total["forwarded_out"] == 10
     assert total["finish_reasons"] == {"frontier empty": 2}
     assert total["run_config"] == {"crawl": {"seeds": []}}

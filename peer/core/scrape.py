@@ -24,12 +24,12 @@ class PeerFigures:
     peer: str
     ring: str
     uptime: float
-    pages: int                      # page rows written (fetched or failed)
-    requests: int                   # page requests made (what max_pages counts)
-    fetched: int                    # requests that got an HTTP answer
+    # pages, failed, not_requested and drops are ring.vocabulary's families.
+    pages: int                      # pages fetched: requests made (what max_pages counts)
     bytes: int
     by_status: Mapping[int, int]
-    errors: Mapping[str, int]       # failed fetches by kind
+    failed: Mapping[str, int]       # failed requests by kind
+    not_requested: Mapping[str, int]  # URLs never requested, by cause
     retries: int
     robots_fetches: int
     items: int
@@ -47,7 +47,7 @@ class PeerFigures:
     bloom_bytes: int
     forwarded_out: int
     forwarded_in: int
-    dropped: Mapping[str, int]      # the ring node's drops plus the crawl's cap hits
+    drops: Mapping[str, int]        # refused input, by reason (as `ring status` shows them)
     delay_quantiles: Mapping[float, float] = field(default_factory=dict)
     ceiling_holds: int = 0
     ip_ceiling_holds: int = 0

@@ -4,7 +4,8 @@ Pure: values in, a string or a JSON-able dict out; the command line writes the
 file (atomically) and ``scripts/merge.py`` sums the peers' files into the
 cluster's. The shape follows Scrapy's stats dump (``start_time``,
 ``finish_time``, ``finish_reason``, ``downloader/response_status_count/200``
-...), nested rather than slash-keyed, so ``jq .status_counts`` works:
+...), nested rather than slash-keyed, so ``jq .status_counts`` works. The
+figures are named by ``ring.vocabulary`` (docs/figures.md), as everywhere:
 
 ================  ===========================================================
 key               what
@@ -14,19 +15,18 @@ peer, ring        who wrote it; a merged file has ``peers`` instead
 run               runs on this crawl state, this one included
 start_time ...    ``start_time``, ``finish_time`` (ISO 8601 UTC),
                   ``elapsed_seconds``, ``finish_reason``
-pages             requests made (fetched pages: any answer, or a failure in
-                  transport); ``responses`` those with an HTTP answer
+pages             pages fetched: requests made, each with a row (an answer of
+                  any status, or a failure); ``responses`` those answered
 bytes             body bytes kept; ``pages_per_second`` over elapsed
 status_counts     {status: pages}
-errors            failed requests by kind (timeout, connect, 5xx kinds ...)
-not_requested     URLs recorded without a request, by cause: ``robots``
-                  (disallowed), a robots.txt that could not be read
-                  (``dns``, ``connect``...), ``retry_after`` (host given up)
-robots_excluded   ``not_requested["robots"]``
+failed            failed requests by kind (timeout, connect, dns ...)
+not_requested     URLs never requested, by cause: ``robots`` (disallowed), a
+                  robots.txt that could not be read (``dns``, ``connect``...),
+                  ``retry_after`` (host given up), ``scope`` (links out of
+                  scope), and each cap's config key (``max_url_length``...)
 items             {table: rows} of the extraction rules; ``extract_errors``
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
-dropped           URLs dropped before the queue, by reason: ``out_of_scope``
-                  (links), and each cap's config key (``max_url_length``...)
+links_cut         links not followed past ``max_links_per_page``
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
 internal_errors   exceptions by type, each one a URL's row (engine rule 8)
 run_config        the cluster.toml sections this run used
@@ -42,14 +42,14 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ring.vocabulary import Family, failed, not_requested, words
+
 __all__ = ["FORMAT", "STATS_FILE", "Summary", "crawl_stats", "render_summary", "run_config", "sum_stats",
            "requested_errors"]
 
 FORMAT = 1
 #: The file each peer writes in its data_dir at the end of a run.
 STATS_FILE = "stats.json"
-# Cap hits that are URLs dropped before the queue (peer/core/limits.py's Cap values).
-_DROP_CAPS = ("max_url_length", "max_path_repeat", "max_urls_per_host", "given_up")
 
 
 @dataclass(slots=True)
@@ -78,6 +78,7 @@ class Summary:
     out_of_scope: int = 0
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
+    caps: Counter[str] = field(default_factory=Counter)  # cap hits by Cap value, at the end
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -87,18 +88,21 @@ class Summary:
 
 def requested_errors(errors: Mapping[str, int], not_requested: Mapping[str, int]) -> dict[str, int]:
     """Failed requests by kind: all error rows less those that never were a request."""
-    out = {k: n - not_requested.get(k, 0) for k, n in errors.items()}
-    return {k: n for k, n in out.items() if n > 0}
+    return failed(errors, not_requested)
+
+
+def _counts(counts: Mapping[str, int]) -> str:
+    """``kind n, kind n`` by count, most first; "none" for none."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))) or "none"
 
 
 def render_summary(s: Any) -> str:
     """The summary a peer prints at the end; ``s`` is the engine's ``Summary``."""
     statuses = ", ".join(f"{st}: {n}" for st, n in sorted(s.by_status.items())) or "none"
-    failed = requested_errors(s.errors, s.not_requested)
-    errs = ", ".join(f"{k}: {n}" for k, n in sorted(failed.items(), key=lambda x: (-x[1], x[0]))[:5]) or "none"
+    errs = _counts(failed(s.errors, s.not_requested))
     if s.internal:
         errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in s.internal.most_common(5)) + ")"
-    excluded = ", ".join(f"{k} {n}" for k, n in s.not_requested.most_common()) or "none"
+    excluded = _counts(not_requested(s.not_requested, s.out_of_scope, getattr(s, "caps", None)))
     rate = s.requested / s.elapsed if s.elapsed > 0 else 0.0
     items = ""
     if s.items or s.extract_errors:
@@ -107,10 +111,10 @@ def render_summary(s: Any) -> str:
         items += f" ({s.extract_errors} extraction errors)" if s.extract_errors else ""
     return "\n".join([
         f"crawl finished ({s.stop_reason}) in {s.elapsed:.1f}s: "
-        f"{s.requested} pages fetched this run, {rate:.1f} pages/s, {s.bytes / 2**20:.1f} MiB",
+        f"{s.requested} {words(Family.PAGES)} this run, {rate:.1f} pages/s, {s.bytes / 2**20:.1f} MiB",
         f"  by status: {statuses}",
-        f"  top errors: {errs}",
-        f"  not requested: {excluded}; links out of scope: {s.out_of_scope}",
+        f"  {words(Family.FAILED)}: {errs}",
+        f"  {words(Family.NOT_REQUESTED)}: {excluded}",
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
         *([f"  {s.limits}"] if s.limits else []),
         *(f"  {line}" for line in s.details),
@@ -150,24 +154,19 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
                 cap_hits: Mapping[str, int], forwarded_out: int = 0, forwarded_in: int = 0,
                 handoffs_in: int = 0, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The stats.json of one run; ``s`` is the engine's ``Summary``, times are epoch seconds."""
-    dropped = {"out_of_scope": int(s.out_of_scope)}
-    dropped.update({k: int(cap_hits.get(k, 0)) for k in _DROP_CAPS if cap_hits.get(k)})
     elapsed = max(finished - started, 0.0)
-    not_requested = {k: int(n) for k, n in sorted(s.not_requested.items())}
     return {
         "format": FORMAT, "peer": peer, "ring": ring, "run": run,
         "start_time": _iso(started), "finish_time": _iso(finished),
         "elapsed_seconds": round(elapsed, 3), "finish_reason": s.stop_reason,
-        "pages": int(s.requested), "responses": int(s.fetched), "bytes": int(s.bytes),
+        Family.PAGES.value: int(s.requested), "responses": int(s.fetched), "bytes": int(s.bytes),
         "pages_per_second": round(s.requested / elapsed, 3) if elapsed > 0 else 0.0,
         "status_counts": {str(k): int(n) for k, n in sorted(s.by_status.items())},
-        "errors": dict(sorted(requested_errors(s.errors, s.not_requested).items())),
-        "not_requested": not_requested,
-        "robots_excluded": not_requested.get("robots", 0),
+        Family.FAILED.value: failed(s.errors, s.not_requested),
+        Family.NOT_REQUESTED.value: not_requested(s.not_requested, s.out_of_scope, cap_hits),
         "items": {t: int(n) for t, n in sorted(s.items_by_table.items())},
         "items_total": int(s.items), "extract_errors": int(s.extract_errors),
         "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
-        "dropped": dropped,
         "links_cut": int(cap_hits.get("max_links_per_page", 0)),
         "forwarded_out": int(forwarded_out), "forwarded_in": int(forwarded_in),
         "handoffs_in": int(handoffs_in),

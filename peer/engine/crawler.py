@@ -84,6 +84,7 @@ from __future__ import annotations
 import logging
 import random
 import time
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -367,6 +368,7 @@ class Crawler(Durability, RingFace, Reporting):
         s = self.summary
         s.elapsed = time.monotonic() - wall0
         s.limits = self.limits.render(self.clock())
+        s.caps = Counter({str(cap): n for cap, n in self.limits.hits.items() if n})
         s.details = self.core.detail_lines(self._malformed())
         if self._sieve is not None and self.core.sieve.exact:
             st = self._sieve_stats

@@ -22,7 +22,9 @@ systems".
   or stuck scraper holds a server thread, never the crawl.
 
 Names follow the Prometheus conventions: a ``ringcrawl_`` prefix, ``_total``
-on counters, base units (seconds, bytes), ratios in 0..1.
+on counters, base units (seconds, bytes), ratios in 0..1. The crawl's figures
+(pages, failed, not requested, drops) are named by ``ring.vocabulary``, as in
+the summary, stats.json and ``ring status``.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 
 import trio
@@ -37,6 +40,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metri
 from prometheus_client.registry import Collector
 
 from peer.core.scrape import DELAY_QUANTILES, PeerFigures, quantiles
+from ring.vocabulary import TERMS, Family, split_pairs
 
 __all__ = ["PeerFigures", "PeerCollector", "families", "read_figures", "serve_metrics", "DELAY_QUANTILES"]
 
@@ -51,18 +55,16 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
     dns = crawler.resolver.stats()
     bloom = crawler.bloom
     node = crawler.node
-    dropped: dict[str, int] = {}
-    if node is not None:
-        for k, v in node.dropped.items():
-            dropped[k] = dropped.get(k, 0) + v
-        for k, v in node.membership.dropped.items():
-            dropped[k] = dropped.get(k, 0) + v
     figures = crawler.status_figures()
+    # The pairs a status reply carries, split as `ring status` splits them.
+    pairs = Counter(figures.limits)
+    if node is not None:
+        pairs += node.dropped + node.membership.dropped
     out = PeerFigures(
         peer=crawler.peer_id, ring=crawler.cfg.ring.name,
         uptime=max(0.0, time.monotonic() - started),
-        pages=s.pages, requests=crawler.pages_requested, fetched=s.fetched, bytes=s.bytes,
-        by_status=dict(s.by_status), errors=dict(s.errors), retries=s.retries,
+        pages=crawler.pages_requested, bytes=s.bytes, by_status=dict(s.by_status),
+        failed=dict(figures.errors), not_requested=dict(figures.not_requested), retries=s.retries,
         robots_fetches=s.robots_fetches, items=s.items, extract_errors=s.extract_errors,
         frontier=len(fr), in_flight=crawler.in_flight,
         hosts={"ready": census.ready, "waiting": census.waiting, "held": census.held,
@@ -75,7 +77,7 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
         bloom_urls=bloom.count, bloom_fill=figures.bloom_fill, bloom_slices=bloom.num_slices,
         bloom_fpr=bloom.estimated_fpr(), bloom_bytes=bloom.nbytes,
         forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
-        dropped=dropped | {k: v for k, v in crawler.limits.figures(now).items() if k.startswith("cap.")},
+        drops=dict(split_pairs(pairs.items()).drops),
         delay_quantiles=quantiles(fr.delays()),
         ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
     )
@@ -107,12 +109,13 @@ def families(f: PeerFigures) -> Iterator[Metric]:
     info.add_metric([f.peer, f.ring], 1)
     yield info
     yield gauge("uptime_seconds", "seconds since this peer's crawl started", f.uptime)
-    yield counter("pages", "page rows written, fetched or failed", f.pages)
-    yield counter("requests", "page requests made (what max_pages counts)", f.requests)
-    yield counter("fetched", "requests that got an HTTP answer", f.fetched)
+    pages, fail, never, drops = (TERMS[k] for k in (Family.PAGES, Family.FAILED, Family.NOT_REQUESTED,
+                                                     Family.DROPS))
+    yield counter(pages.metric, f"{pages.words}: {pages.means}", f.pages)
     yield counter("body_bytes", "body bytes kept, after decompression", f.bytes)
     yield labelled(CounterMetricFamily, "responses", "HTTP answers by status code", "status", f.by_status)
-    yield labelled(CounterMetricFamily, "errors", "failed page fetches by kind", "kind", f.errors)
+    yield labelled(CounterMetricFamily, fail.metric, fail.means, fail.label, f.failed)
+    yield labelled(CounterMetricFamily, never.metric, never.means, never.label, f.not_requested)
     yield counter("retries", "fetches retried", f.retries)
     yield counter("robots_fetches", "robots.txt fetched", f.robots_fetches)
     yield counter("items", "rows of the extraction rules' tables", f.items)
@@ -135,8 +138,7 @@ def families(f: PeerFigures) -> Iterator[Metric]:
     yield gauge("bloom_bytes", "memory of the Bloom filter's bits", f.bloom_bytes)
     yield counter("forwarded_out", "URLs forwarded to their owners on the ring", f.forwarded_out)
     yield counter("forwarded_in", "URLs received from other peers", f.forwarded_in)
-    yield labelled(CounterMetricFamily, "dropped", "ring messages dropped and URLs cut by a cap, "
-                   "by reason (as `python -m ring status` shows them)", "reason", f.dropped)
+    yield labelled(CounterMetricFamily, drops.metric, drops.means, drops.label, f.drops)
     yield labelled(GaugeMetricFamily, "politeness_delay_seconds", "quantiles of the hosts' delays "
                    "between request starts (PID output, Crawl-delay floor, backoff)", "quantile",
                    {format(q, "g"): v for q, v in f.delay_quantiles.items()})

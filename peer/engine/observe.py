@@ -37,6 +37,7 @@ from ring.errors import RingError
 from ring.lease import fingerprint
 from ring.messages import (DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, StatusReply,
                            StatusRequest, decode, encode)
+from ring.vocabulary import on_wire
 
 __all__ = ["LOOPBACK_ANY", "start_observers", "serve_status", "solo_status"]
 
@@ -73,7 +74,7 @@ def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped
     """The one row of a ring of one: all of the ring is its share, and its lease its own (1 of 1)."""
     f = crawler.status_figures()
     spec = next((p for p in crawler.cfg.peers if p.id == crawler.peer_id), None)
-    counters = dict(f.limits)
+    counters = {**f.limits, **on_wire(f.not_requested)}  # ring.vocabulary rule 5
     for k, v in dropped.items():
         counters[k] = counters.get(k, 0) + v
     return MemberStatus(

@@ -19,6 +19,7 @@ from peer.core.peer import PeerCore
 from peer.core.progress import Progress, ProgressSnapshot
 from ring.node import StatusFigures
 from ring.status import lease_status, lease_words
+from ring.vocabulary import NOT_REQUESTED_CAPS, failed, not_requested
 
 
 log = logging.getLogger("peer.engine")
@@ -55,10 +56,15 @@ class Reporting(CrawlerParts):
             dns_hit_rate=self.resolver.stats().hit_rate, bloom_fill=self.core.bloom.fill_estimate(),
             uptime=elapsed,
             # Caps hit and hosts held (cap.<key>, held.<kind>) and internal
-            # errors: counters the ring sends with the status reply.
-            limits=self.limits_figures(),
-            # For `ring dashboard`: failed fetches by kind, the busiest hosts.
-            errors=dict(s.errors), busiest=tuple(self.core.frontier.busiest(self.clock(), 10)),
+            # errors: counters the ring sends with the status reply; the caps
+            # whose hits are URLs never requested are counted there instead.
+            limits={k: n for k, n in self.limits_figures().items()
+                    if k.removeprefix("cap.") not in NOT_REQUESTED_CAPS},
+            # Named by ring.vocabulary, as the summary and stats.json name them.
+            errors=failed(s.errors, s.not_requested),
+            not_requested=not_requested(s.not_requested, s.out_of_scope,
+                                        {str(c): n for c, n in self.core.limits.hits.items()}),
+            busiest=tuple(self.core.frontier.busiest(self.clock(), 10)),
             # The ring's lease now (None alone): whether requests start, and why not.
             lease=self.peer.lease_state(self.clock()),
         )

@@ -47,6 +47,7 @@ from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
 from ring.messages import ForgetOutcome, LeaseStatus
+from ring.vocabulary import TERMS, Family, words
 
 __all__ = ["ConfigSource", "RingFile", "format_forget", "format_status",
            "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
@@ -249,9 +250,11 @@ STATUS_LEGEND = ("lease: held (requests start), grace (its ring changed a moment
                  "(paused), ? if it did not answer; vouch: members vouching for its ring / the "
                  "majority needed / its quorum (members not left, dead ones included); ring: its "
                  "ring's version and fingerprint (members that agree show one fingerprint); "
-                 "pages: page requests made; pages/s: since the peer started; queued: URLs in its "
+                 "pages: " + TERMS[Family.PAGES].means + "; pages/s: since the peer started; queued: URLs in its "
                  "frontier; hosts: hosts with queued URLs; fwd out/in: URLs sent to / received from "
-                 "their owners; dns hit: DNS cache hit rate; bloom: fill of the seen-URL filter")
+                 "their owners; dns hit: DNS cache hit rate; bloom: fill of the seen-URL filter; "
+                 + "; ".join(f"{t.words}: {t.means}" for f, t in TERMS.items() if f is not Family.PAGES)
+                 + " (docs/figures.md)")
 
 #: The lease and ring columns' widths (after id and state). Their cells hold
 #: no spaces, so a row still splits on whitespace into its columns.
@@ -284,12 +287,10 @@ def format_status(rows: Sequence[StatusRow]) -> str:
         out.append(f"{r.id:<10} {r.state.value:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
                    + "".join(f" {f.format(getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
-        if r.dropped:
-            out.append(f"{'':<10} dropped: " + ", ".join(f"{k} {v}" for k, v in r.dropped))
-        if r.counters:
-            out.append(f"{'':<10} counters: " + ", ".join(f"{k} {v}" for k, v in r.counters))
-        if r.errors:
-            out.append(f"{'':<10} errors: " + ", ".join(f"{k} {v}" for k, v in sorted(r.errors)))
+        for family, pairs in ((Family.FAILED, r.errors), (Family.NOT_REQUESTED, r.not_requested),
+                              (Family.DROPS, r.dropped), (Family.COUNTERS, r.counters)):
+            if pairs:
+                out.append(f"{'':<10} {words(family)}: " + ", ".join(f"{k} {v}" for k, v in sorted(pairs)))
     live = [r for r in rows if r.live]
     held = sum(r.lease is LeaseStatus.HELD for r in rows)
     n_rings = rings_seen(rows)

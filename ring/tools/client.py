@@ -22,7 +22,7 @@ import trio
 from ring.io.curve import CurveKeys
 from ring.errors import RingError
 from ring.membership import LIVE
-from ring.status import split_counters
+from ring.vocabulary import Family, split_pairs
 from ring.messages import (
     DecodeError,
     ForgetOutcome,
@@ -77,9 +77,12 @@ class StatusRow:
     dns_hit_rate: float
     bloom_fill: float
     uptime: float
-    dropped: tuple[tuple[str, int], ...] = ()  # refused input only
-    counters: tuple[tuple[str, int], ...] = ()  # the rest of the reply's pairs (ring.status)
-    errors: tuple[tuple[str, int], ...] = ()  # failed fetches by kind
+    # The families of ring.vocabulary: refused input, healthy counters, failed
+    # requests by kind, URLs never requested by cause.
+    dropped: tuple[tuple[str, int], ...] = ()
+    counters: tuple[tuple[str, int], ...] = ()
+    errors: tuple[tuple[str, int], ...] = ()
+    not_requested: tuple[tuple[str, int], ...] = ()
     busiest: tuple[tuple[str, float, float], ...] = ()  # (host, pages/min, setpoint pages/min)
     # The member's own view of its lease and ring (UNKNOWN: it did not answer).
     lease: LeaseStatus = LeaseStatus.UNKNOWN
@@ -96,13 +99,13 @@ class StatusRow:
         return self.state in LIVE
 
     def as_json(self) -> dict[str, Any]:
-        """The ``--json`` form: the keys of ``MemberStatus``, ``dropped`` as an object."""
+        """The ``--json`` form: the keys of ``MemberStatus``, the figures named by ``ring.vocabulary``."""
         return {"id": self.id, "address": self.address, "state": self.state.value, "share": self.share,
                 "pages": self.pages, "rate": self.rate, "frontier": self.frontier, "hosts": self.hosts,
                 "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
                 "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
-                "dropped": dict(self.dropped), "counters": dict(self.counters),
-                "errors": dict(self.errors),
+                Family.FAILED.value: dict(self.errors), Family.NOT_REQUESTED.value: dict(self.not_requested),
+                Family.DROPS.value: dict(self.dropped), Family.COUNTERS.value: dict(self.counters),
                 "busiest": [list(b) for b in self.busiest],
                 "lease": self.lease.value, "vouched": self.vouched, "needed": self.needed,
                 "quorum": self.quorum, "grace_left": self.grace_left, "ring_version": self.ring_version,
@@ -184,12 +187,13 @@ async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys 
 
 
 def _row(view: MemberStatus, own: MemberStatus) -> StatusRow:
-    drops, counters = split_counters(own.dropped)
+    split = split_pairs(own.dropped)
     return StatusRow(
         id=view.id, address=own.address, state=view.state, share=view.share, pages=own.pages,
         rate=own.rate, frontier=own.frontier, hosts=own.hosts, forwarded_out=own.forwarded_out,
         forwarded_in=own.forwarded_in, dns_hit_rate=own.dns_hit_rate, bloom_fill=own.bloom_fill,
-        uptime=own.uptime, dropped=drops, counters=counters, errors=own.errors, busiest=own.busiest,
+        uptime=own.uptime, dropped=split.drops, counters=split.counters, errors=own.errors,
+        not_requested=split.not_requested, busiest=own.busiest,
         lease=own.lease, vouched=own.vouched, needed=own.needed, quorum=own.quorum,
         grace_left=own.grace_left, ring_version=own.ring_version, ring_fingerprint=own.ring_fingerprint)
 

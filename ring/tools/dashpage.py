@@ -15,6 +15,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
+from ring.vocabulary import Family, words
+
 __all__ = ["BUSIEST", "HISTORY", "History", "Snapshot", "host_allowed", "render_fragment", "render_page"]
 
 #: Polls kept for the plots.
@@ -123,7 +125,8 @@ def _lease_cells(r: Mapping) -> str:
 
 def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name: str,
                     busiest: int = BUSIEST) -> str:
-    """The tables (members and totals, errors by kind, busiest hosts), every value escaped."""
+    """The tables (members and totals, failed requests and URLs not requested, busiest hosts),
+    every value escaped."""
     if snap is None:
         return '<p id="note">waiting for the first answer from the ring...</p>'
     stamp = datetime.fromtimestamp(snap.at).strftime("%H:%M:%S")  # local time, as time.localtime
@@ -163,18 +166,22 @@ def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name
         + _td(f"{sum(r['forwarded_in'] for r in rows):,}", "n") + "<td></td>" * 4 + "</tr>")
     out.append("</tbody></table>")
 
-    errors: dict[str, int] = {}
-    for r in rows:
-        for kind, n in dict(r.get("errors") or {}).items():
-            errors[kind] = errors.get(kind, 0) + n
-    out.append('<div class="pair"><section><h2>Errors by kind</h2>')
-    if errors:
-        out.append('<table id="errors"><thead><tr><th>kind</th><th>pages</th></tr></thead><tbody>'
-                   + "".join(f"<tr>{_td(k)}{_td(f'{n:,}', 'n')}</tr>"
-                             for k, n in sorted(errors.items(), key=lambda kv: (-kv[1], kv[0])))
-                   + "</tbody></table>")
-    else:
-        out.append('<p id="errors">none</p>')
+    out.append('<div class="pair"><section>')
+    for family, table_id, head in ((Family.FAILED, "errors", "kind"),
+                                   (Family.NOT_REQUESTED, "not-requested", "cause")):
+        # Summed over the members, named as ring status and the summary name them.
+        counts: dict[str, int] = {}
+        for r in rows:
+            for kind, n in dict(r.get(family.value) or {}).items():
+                counts[kind] = counts.get(kind, 0) + n
+        out.append(f"<h2>{_e(words(family).capitalize())} by {head}</h2>")
+        if counts:
+            out.append(f'<table id="{table_id}"><thead><tr><th>{head}</th><th>URLs</th></tr></thead><tbody>'
+                       + "".join(f"<tr>{_td(k)}{_td(f'{n:,}', 'n')}</tr>"
+                                 for k, n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0])))
+                       + "</tbody></table>")
+        else:
+            out.append(f'<p id="{table_id}">none</p>')
     out.append("</section><section><h2>Busiest hosts (last 5 s)</h2>")
     hosts = sorted(((b[1], str(b[0]), b[2], r["id"]) for r in rows for b in (r.get("busiest") or ())),
                    reverse=True)[:busiest]

@@ -10,6 +10,7 @@ page (:mod:`~peer.results.report.page`) into OUT. A user's mistake is one
 from __future__ import annotations
 
 import argparse
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,6 +22,7 @@ from peer.errors import ConfigError, StateError, cli_main
 from peer.results.report.facts import PAGES_COLUMNS, Facts, first_line, open_results, read_facts, table_columns
 from peer.results.report.page import render_page
 from peer.results.report.plots import DPI, MAX_TOP, draw, ring_shares, setpoint
+from ring.vocabulary import NO_ROW_CAUSES, Family
 
 __all__ = ["ReportSummary", "build_report", "captions", "main"]
 
@@ -34,8 +36,8 @@ class ReportSummary:
     skipped: tuple[tuple[str, str], ...]  # (plot title, why)
 
 
-def _run_config(db: Path, stats: Path | None) -> tuple[str, dict[str, Any]] | None:
-    """(source, run_config) from ``stats`` or the stats.json beside ``db``; None if there is none."""
+def _stats_doc(db: Path, stats: Path | None) -> tuple[str, dict[str, Any]] | None:
+    """(source, document) of ``stats`` or the stats.json beside ``db``; None if there is none."""
     import json
 
     candidates = [stats] if stats is not None else [db.with_name(db.stem + ".stats.json"),
@@ -49,9 +51,27 @@ def _run_config(db: Path, stats: Path | None) -> tuple[str, dict[str, Any]] | No
             doc = json.loads(path.read_text())
         except (OSError, ValueError) as exc:
             raise StateError(f"{path}: cannot read stats ({exc})") from None
-        cfg = doc.get("run_config") if isinstance(doc, dict) else None
-        return (str(path), cfg) if isinstance(cfg, dict) and cfg else None
+        return (str(path), doc) if isinstance(doc, dict) else None
     return None
+
+
+def _run_config(doc: tuple[str, dict[str, Any]] | None) -> tuple[str, dict[str, Any]] | None:
+    """(source, run_config) of a stats document, if it has one."""
+    cfg = doc[1].get("run_config") if doc is not None else None
+    return (doc[0], cfg) if doc is not None and isinstance(cfg, dict) and cfg else None
+
+
+def _no_row_causes(facts: Facts, doc: tuple[str, dict[str, Any]] | None) -> Facts:
+    """``facts`` with the not-requested causes that leave no row (scope, the caps) from stats.json."""
+    got = doc[1].get(Family.NOT_REQUESTED.value) if doc is not None else None
+    if not isinstance(got, dict):
+        return facts
+    extra = [(str(k), int(n), "") for k, n in got.items()
+             if k in NO_ROW_CAUSES and isinstance(n, int) and not isinstance(n, bool) and n > 0]
+    if not extra:
+        return facts
+    causes = sorted([*facts.not_requested, *extra], key=lambda c: (-c[1], c[0]))
+    return dataclasses.replace(facts, not_requested=causes)
 
 
 def _read(db: Path, ring_config: Path | None,
@@ -111,8 +131,10 @@ def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: i
         raise ConfigError("--top", "", f"expected an integer from 1 to {MAX_TOP}, got {top!r}")
     if out.exists() and not out.is_dir():
         raise ConfigError(str(out), "", "exists and is not a directory (-o takes a directory)")
-    run_cfg = _run_config(db, stats)
+    doc = _stats_doc(db, stats)
+    run_cfg = _run_config(doc)
     facts, shares, ring_source, drawn = _read(db, ring_config, top)
+    facts = _no_row_causes(facts, doc)
     try:
         out.mkdir(parents=True, exist_ok=True)
         written: list[Path] = []

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from peer.results.report.facts import Facts, duration
+from ring.vocabulary import TERMS, Family, words
 
 __all__ = ["render_page"]
 
@@ -62,18 +63,20 @@ def _summary_rows(f: Facts, ring_source: str) -> list[tuple[str, str, str]]:
     span = f.span
     rate = f"{f.pages / span:,.1f}" if span > 0 else "n/a"
     status = " · ".join(f"{'error' if s is None else s}: {n:,}" for s, n in f.status) or "none"
-    errors = " · ".join(f"{k}: {n:,}" for k, n, _ in f.errors[:5]) or "none"
+    def by(counts: Sequence[tuple[str, int, str]]) -> str:
+        return " · ".join(f"{k}: {n:,}" for k, n, _ in counts) or "none"
+
     items = "; ".join(f"{t}: {n:,} rows" for t, n in f.counts.items() if t.startswith("items_"))
     optional = []
     for t in ("pid_trace", "links", "bodies"):
         optional.append((f"s-{t}", t, f"{f.counts[t]:,} rows" if t in f.counts else "absent"))
     return [
         ("s-source", "results file", str(f.db)),
-        ("s-pages", "pages (fetched: requests made)", f"{f.pages:,}"),
-        ("s-not-requested", "not requested (robots exclusions, robots.txt unreadable, hosts given up)",
-         " · ".join(f"{k}: {n:,}" for k, n, _ in f.not_requested) or "none"),
+        # Named by ring.vocabulary, as the summary, stats.json and ring status name them.
+        ("s-pages", f"{words(Family.PAGES)} ({TERMS[Family.PAGES].means})", f"{f.pages:,}"),
+        ("s-failed", f"{words(Family.FAILED)}, by kind", by(f.errors)),
+        ("s-not-requested", f"{words(Family.NOT_REQUESTED)}, by cause", by(f.not_requested)),
         ("s-answered", "answered (with a status)", f"{f.answered:,}"),
-        ("s-failed", "failed (with an error kind)", f"{f.failed:,}"),
         ("s-hosts", "hosts", f"{f.hosts:,}"),
         ("s-peers", "peers", f"{len(f.peers):,}"),
         ("s-first", "first fetch", _when(f.t0_us)),
@@ -81,7 +84,6 @@ def _summary_rows(f: Facts, ring_source: str) -> list[tuple[str, str, str]]:
         ("s-span", "time span", duration(span) if f.t0_us is not None else "n/a"),
         ("s-rate", "pages/s (mean over the span)", rate),
         ("s-status", "status codes", status),
-        ("s-errors", "top errors", errors),
         ("s-per-host", "pages per host", f"median {f.host_median:,.1f}, max {f.host_max:,}"),
         ("s-ring", "ring shares from", ring_source),
         *optional,
@@ -140,13 +142,16 @@ def render_page(f: Facts, ring_source: str, shares: dict[str, float],
         f"{f.hosts:,}.</p>",
         _table(["host", "pages", "failed", "peer(s)"],
                [(h, f"{n:,}", f"{e:,}", p) for h, n, e, p in f.top_hosts], num=frozenset({1, 2})),
-        '<h2 id="errors">Errors</h2><p>Failed requests, by kind.</p>',
-        _table(["error kind", "pages", "example URL"],
+        f'<h2 id="errors">{_e(words(Family.FAILED).capitalize())}</h2>'
+        f"<p>{_e(TERMS[Family.FAILED].means.capitalize())}.</p>",
+        _table(["kind", "pages", "example URL"],
                [(k, f"{n:,}", _cut(u)) for k, n, u in f.errors], num=frozenset({1}))
-        if f.errors else "<p>No failed fetch.</p>",
-        '<h2 id="not-requested">Not requested</h2><p>URLs recorded without a request: '
-        "<code>robots</code> is robots.txt's exclusion; another cause is why a host's robots.txt "
-        "could not be read, or <code>retry_after</code> a host given up. Not failures, not pages.</p>",
+        if f.errors else "<p>No failed request.</p>",
+        f'<h2 id="not-requested">{_e(words(Family.NOT_REQUESTED).capitalize())}</h2><p>URLs never '
+        "requested, by cause: <code>robots</code> is robots.txt's exclusion; a failure kind is why a "
+        "host's robots.txt could not be read; <code>retry_after</code> a host given up; "
+        "<code>scope</code> and the caps (their config key) leave no row, and are read from the "
+        "stats.json beside the file. Not failures, not pages.</p>",
         _table(["cause", "URLs", "example URL"],
                [(k, f"{n:,}", _cut(u)) for k, n, u in f.not_requested], num=frozenset({1}))
         if f.not_requested else "<p>None: every URL recorded was requested.</p>",
