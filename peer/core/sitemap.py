@@ -69,6 +69,7 @@ from collections import Counter
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 from itertools import chain
 from defusedxml import DefusedXmlException, DTDForbidden
 # defusedxml's parser is ElementTree's pure-Python one, imported afresh, with
@@ -223,6 +224,9 @@ _W3C = re.compile(
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
+# Cached: a sitemap's lastmods repeat (a site regenerated on one day), and
+# the parse costs about a third of an entry's time without it.
+@lru_cache(maxsize=1024)
 def w3c_datetime(text: str) -> float | None:
     """A W3C datetime as epoch seconds, or None if it is not one (or not a real date)."""
     m = _W3C.fullmatch(text.strip())
