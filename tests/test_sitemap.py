@@ -237,6 +237,12 @@ def test_whitespace_padding_is_not_held_in_memory():
     assert peak < (8 << 20) + (2 << 20), peak  # the body itself, plus steps
 
 
+def test_a_body_of_blanks_is_no_sitemap_and_read_only_to_the_cap():
+    got = parse(b" \n" * 600, "http://h.test/s.xml", (), SitemapLimits(max_bytes=1000))
+    assert got.kind is SitemapKind.NONE and got.size == 1000
+    assert got.problems == {Problem.NOT_A_SITEMAP: 1, Problem.TOO_LARGE: 1}
+
+
 def test_corrupt_and_truncated_gzip_keep_what_came_before():
     doc = b"<urlset>" + b"".join(b"<url><loc>http://h.test/%d</loc></url>" % i for i in range(2000)) + b"</urlset>"
     packed = gzip.compress(doc)

@@ -570,6 +570,8 @@ def parse(body: bytes, url: str, granted: Iterable[Authority] = (),
             if not head or not _text(steps, source, entries):
                 kind = SitemapKind.NONE
                 entries.problems[Problem.BAD_GZIP if source.broken else Problem.NOT_A_SITEMAP] += 1
+                if source.over:  # max_bytes of blanks
+                    entries.problems[Problem.TOO_LARGE] += 1
         except _Stop as stop:
             entries.problems[stop.problem] += 1
     return Sitemap(kind, tuple(entries.urls), tuple(entries.sitemaps), entries.problems,
