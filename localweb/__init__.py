@@ -35,6 +35,8 @@ those above it)::
     farm.py     link farms and traps, generated while they stream         - pure
     cases.py    the hostile hosts (Retry-After, desync, robots.txt, bad
                 HTTP, fuzz) and the catalogue of cases (CASES)            - pure
+    sitemaps.py sitemaps.test, a site that lists pages only its sitemaps
+                name; bad-sitemaps.test: bombs, loops, entities           - pure
     hostile.py  the trio server on one loopback port, its request log,
                 serve_in_thread, the config a crawler needs, the CLI
     peerrun.py  real `python -m peer` processes against it: cluster.toml,

@@ -8,7 +8,8 @@ crawler maps the names to 127.0.0.1 with ``[dns] resolve``, see
    (hypothesis draws them), or ``web.program[("*", path)]`` for any host;
 2. the normal site (:class:`~localweb.site.Site`, ``site.test``);
 3. the link farm and the traps (:mod:`localweb.farm`);
-4. the hostile hosts (:mod:`localweb.cases`);
+4. the hostile hosts (:mod:`localweb.cases`) and the sitemap hosts
+   (:mod:`localweb.sitemaps`);
 5. else 404.
 
 The server itself is bounded, so a runaway crawler cannot take the test
@@ -42,6 +43,7 @@ from typing import TextIO, cast
 
 import trio
 
+from localweb import sitemaps
 from localweb.cases import route as hostile_route
 from localweb.farm import TRAP_HOST, Farm, trap_page
 from localweb.site import Site
@@ -114,6 +116,8 @@ class HostileWeb:
             return self.farm.render(host, path)
         if host == TRAP_HOST:
             return trap_page(path)
+        if host in sitemaps.HOSTS:
+            return sitemaps.route(host, path, self.port) or reply(404, html("not found"))
         return hostile_route(host, path) or reply(404, html(f"no host {host}"))
 
     # -- serving -----------------------------------------------------------------
