@@ -69,7 +69,9 @@ __all__ = [
     "PageBudget",
     "add_grants",
     "base",
+    "bases",
     "cap_of",
+    "caps",
     "given",
     "grant_to",
     "grants_from_counters",
@@ -87,13 +89,16 @@ _LIVE = (MemberState.ALIVE, MemberState.SUSPECT)
 COUNTER_PREFIX = "granted:"
 
 
+def bases(max_pages: int, voters: Collection[str]) -> dict[str, int]:
+    """Rule 1: each voter's share of ``max_pages`` (a member not in it has 0)."""
+    ids = sorted(voters)
+    share, extra = divmod(max_pages, len(ids)) if ids else (0, 0)
+    return {vid: share + (1 if i < extra else 0) for i, vid in enumerate(ids)}
+
+
 def base(max_pages: int, voters: Collection[str], peer_id: str) -> int:
     """Rule 1: ``peer_id``'s share of ``max_pages`` over ``voters`` (0 if not one of them)."""
-    ids = sorted(voters)
-    if peer_id not in voters:
-        return 0
-    share, extra = divmod(max_pages, len(ids))
-    return share + (1 if ids.index(peer_id) < extra else 0)
+    return bases(max_pages, voters).get(peer_id, 0)
 
 
 def given(grants: Grants) -> int:
@@ -139,8 +144,20 @@ def split(spare: int, recipients: Iterable[str]) -> dict[str, int]:
     return {rid: n for rid, n in out.items() if n > 0}
 
 
+def caps(max_pages: int, voters: Collection[str], members: Mapping[str, Member]) -> dict[str, int]:
+    """Rule 3 for every member of one view, in one pass over the records."""
+    out = dict.fromkeys(members, 0)
+    out.update((vid, n) for vid, n in bases(max_pages, voters).items() if vid in out)
+    for mid, m in members.items():
+        for rid, total in m.grants:
+            out[mid] -= total
+            if rid in out and rid != mid:
+                out[rid] += total
+    return out
+
+
 def cap_of(max_pages: int, voters: Collection[str], members: Mapping[str, Member], peer_id: str) -> int:
-    """Rule 3 for any member, from one view (``peer_id``'s own: :meth:`PageBudget.cap`)."""
+    """Rule 3 for one member, from one view (``peer_id``'s own: :meth:`PageBudget.cap`)."""
     me = members.get(peer_id)
     received = sum(grant_to(m, peer_id) for mid, m in members.items() if mid != peer_id)
     return base(max_pages, voters, peer_id) + received - (given(me.grants) if me is not None else 0)
@@ -152,12 +169,10 @@ def held_by_gone(max_pages: int, voters: Collection[str], members: Mapping[str, 
     ``peer_id`` holds any and some budget is left; else ``[]`` (wait for grants)."""
     if sum(m.pages for m in members.values()) >= max_pages:
         return []  # spent: the gossiped total ends the crawl by itself
+    cap = caps(max_pages, voters, members)
     holders = []
     for mid, m in members.items():
-        if mid == peer_id:
-            continue
-        spare = cap_of(max_pages, voters, members, mid) - m.pages
-        if spare <= 0:
+        if mid == peer_id or cap[mid] - m.pages <= 0:
             continue
         if m.state in _LIVE:
             return []  # a live member still holds some: it spends it, or grants it when idle
@@ -180,7 +195,7 @@ def grants_from_counters(counters: Mapping[str, float]) -> Grants:
 class PageBudget:
     """One peer's side of the budget (module docstring): its cap, its grants, its end."""
 
-    __slots__ = ("max_pages", "peer_id", "voters", "_received")
+    __slots__ = ("max_pages", "peer_id", "voters", "base", "_received")
 
     def __init__(self, max_pages: int, peer_id: str, voters: Collection[str]) -> None:
         if max_pages <= 0:
@@ -189,11 +204,8 @@ class PageBudget:
         self.peer_id = peer_id
         # Alone in no configured ring (a test's node without seeds): the whole budget.
         self.voters = frozenset(voters) or frozenset((peer_id,))
+        self.base = base(max_pages, self.voters, peer_id)
         self._received: dict[str, int] = {}  # giver -> the most it was ever seen to give us
-
-    @property
-    def base(self) -> int:
-        return base(self.max_pages, self.voters, self.peer_id)
 
     def received(self, members: Mapping[str, Member]) -> int:
         """What the others gave us, the most ever seen from each (rule 3)."""
@@ -219,8 +231,8 @@ class PageBudget:
         # Only to those at their cap: every peer is idle for a moment at a
         # start, before its first URLs come, and would give away the budget
         # it needs a second later; a busy member with spare spends that first.
-        waiting = [mid for mid in busy
-                   if members[mid].pages >= cap_of(self.max_pages, self.voters, members, mid)]
+        cap = caps(self.max_pages, self.voters, members) if busy else {}
+        waiting = [mid for mid in busy if members[mid].pages >= cap[mid]]
         return split(spare, waiting)
 
     def held_by_gone(self, members: Mapping[str, Member], gone: Collection[str]) -> list[str]:

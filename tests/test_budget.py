@@ -18,6 +18,7 @@ from ring.budget import (
     add_grants,
     base,
     cap_of,
+    caps,
     grants_from_counters,
     grants_to_counters,
     held_by_gone,
@@ -25,7 +26,8 @@ from ring.budget import (
     split,
 )
 from ring.messages import Member, MemberState
-from ring.node import Log
+from peer.core.peer import Commit
+from ring.node import Granted, Log, Send
 
 ALIVE, DEAD, LEFT = MemberState.ALIVE, MemberState.DEAD, MemberState.LEFT
 VOTERS = ("p1", "p2", "p3")
@@ -58,6 +60,7 @@ def test_a_cap_is_the_base_plus_what_others_gave_less_what_it_gave():
     assert cap_of(60, VOTERS, v, "p2") == 20 + 5 - 1
     assert cap_of(60, VOTERS, v, "p4") == 0 + 2  # a joiner lives on grants
     assert sum(cap_of(60, VOTERS, v, p) for p in v) == 60
+    assert caps(60, VOTERS, v) == {p: cap_of(60, VOTERS, v, p) for p in v}
 
 
 def test_grants_only_grow_and_merge_by_the_higher_total():
@@ -111,16 +114,16 @@ def test_stale_views_never_add_up_to_more_than_max_pages(max_pages, true_grants,
         g = {k: v for k, v in g.items() if k != mid}
         newest[mid] = add_grants((), g)
         older[mid] = add_grants((), {k: v // 2 for k, v in g.items()})  # an earlier record
-    caps = []
+    acted = []
     for i, me in enumerate(ids):
         # Peer ``me`` sees its own newest record and, per other, the newest or an older one.
         v = view(*(member(mid, grants=newest[mid] if mid == me or not stale[i][j] else older[mid])
                    for j, mid in enumerate(ids)))
-        caps.append(cap_of(max_pages, VOTERS, v, me))
+        acted.append(cap_of(max_pages, VOTERS, v, me))
     truth = view(*(member(mid, grants=newest[mid]) for mid in ids))
-    assert sum(cap_of(max_pages, VOTERS, truth, mid) for mid in ids) == max_pages
-    assert sum(caps) <= max_pages
-    assert all(c <= cap_of(max_pages, VOTERS, truth, mid) for c, mid in zip(caps, ids))
+    assert sum(caps(max_pages, VOTERS, truth).values()) == max_pages
+    assert sum(acted) <= max_pages
+    assert all(c <= cap_of(max_pages, VOTERS, truth, mid) for c, mid in zip(acted, ids))
 
 
 def test_the_rest_held_only_by_gone_members_ends_the_wait_and_a_live_holder_does_not():
@@ -217,3 +220,22 @@ def test_a_peer_waiting_on_the_budget_of_a_dead_member_ends_and_says_whose_it_wa
     lines = [e.text for e in ring.peers[host_owner].log if isinstance(e, Log) and e.level == logging.WARNING]
     assert any(f"max_pages: 40 of 60 pages; the rest of the budget was held by dead peer {dead}" in t
                for t in lines), lines
+
+
+def records_sent(effects, who):
+    """The records of ``who`` in the gossip messages among ``effects``."""
+    for e in effects:
+        if isinstance(e, Send):
+            yield from (m for m in getattr(e.msg, "updates", getattr(e.msg, "members", ()))
+                        if isinstance(m, Member) and m.id == who)
+
+
+def test_a_grant_is_on_disk_before_any_message_carries_it():
+    ring = FakeRing(n=2, max_pages=40, web=ONE_HOST)
+    ring.run_until(lambda: any(p.granted for p in ring.peers.values()), 60)
+    giver = next(p for p in ring.peers.values() if p.granted)
+    at = next(i for i, e in enumerate(giver.log) if isinstance(e, Granted))
+    assert isinstance(giver.log[at + 1], Commit)
+    assert not any(m.grants for m in records_sent(giver.log[:at], giver.id))
+    ring.run_for(0.5)
+    assert any(m.grants == giver.granted for m in records_sent(giver.log[at:], giver.id))
