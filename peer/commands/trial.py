@@ -29,7 +29,6 @@ not; a URL robots.txt disallows is not fetched unless ``--ignore-robots``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
@@ -38,6 +37,7 @@ from typing import TYPE_CHECKING
 from peer.core.config import ClusterConfig
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
+from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
     from peer.core.crawl import CrawlCore
@@ -148,24 +148,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except BrokenPipeError:
-        return _reader_gone()
+        return reader_gone()
     except BaseException as exc:
         err = user_error(exc)
         if err is None:
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _reader_gone() -> int:
-    """The reader of our output left (``| head``): what it read was what it wanted.
-
-    The rest of the output goes to /dev/null, so the interpreter's last
-    flush does not fail again (the Python docs' recipe for SIGPIPE).
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 0
 
 
 def _say(label: str, text: str) -> None:
