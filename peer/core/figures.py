@@ -22,6 +22,9 @@ class Figures(CrawlState):
         for reason, n in malformed.items():
             if n:
                 out[f"malformed.{reason}"] = int(n)
+        for cause, n in self.summary.excluded.items():
+            if n:
+                out[f"scope.{cause}"] = n  # peer/core/urlrules.py: rules, skip_extensions
         for name, n in self.holds.counts.items():
             out[f"hold.{name}"] = n  # peer/core/holds.py rule 4
         if self.summary.requeued_twice:

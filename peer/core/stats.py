@@ -26,7 +26,9 @@ robots_excluded   ``not_requested["robots"]``
 items             {table: rows} of the extraction rules; ``extract_errors``
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
 dropped           URLs dropped before the queue, by reason: ``out_of_scope``
-                  (links), and each cap's config key (``max_url_length``...)
+                  (host scope, depth), ``rules`` and ``skip_extensions``
+                  (peer/core/urlrules.py), and each cap's config key
+                  (``max_url_length``...)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
 internal_errors   exceptions by type, each one a URL's row (engine rule 8)
 run_config        the cluster.toml sections this run used
@@ -76,6 +78,7 @@ class Summary:
     requested: int = 0                   # rows whose request was made, this run
     not_requested: Counter[str] = field(default_factory=Counter)
     out_of_scope: int = 0
+    excluded: Counter[str] = field(default_factory=Counter)  # by urlrules.Cause: rules, skip_extensions
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
 
@@ -89,6 +92,11 @@ def requested_errors(errors: Mapping[str, int], not_requested: Mapping[str, int]
     """Failed requests by kind: all error rows less those that never were a request."""
     out = {k: n - not_requested.get(k, 0) for k, n in errors.items()}
     return {k: n for k, n in out.items() if n > 0}
+
+
+def _excluded(s: Any) -> Mapping[str, int]:
+    # A summary from before crawl.rules (or a test's stand-in) has no such counter.
+    return getattr(s, "excluded", None) or {}
 
 
 def render_summary(s: Any) -> str:
@@ -110,7 +118,8 @@ def render_summary(s: Any) -> str:
         f"{s.requested} pages fetched this run, {rate:.1f} pages/s, {s.bytes / 2**20:.1f} MiB",
         f"  by status: {statuses}",
         f"  top errors: {errs}",
-        f"  not requested: {excluded}; links out of scope: {s.out_of_scope}",
+        f"  not requested: {excluded}; links out of scope: {s.out_of_scope}"
+        + "".join(f", excluded by crawl.{k}: {n}" for k, n in sorted(_excluded(s).items()) if n),
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
         *([f"  {s.limits}"] if s.limits else []),
         *(f"  {line}" for line in s.details),
@@ -151,6 +160,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
                 handoffs_in: int = 0, config: Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The stats.json of one run; ``s`` is the engine's ``Summary``, times are epoch seconds."""
     dropped = {"out_of_scope": int(s.out_of_scope)}
+    dropped.update({str(k): int(n) for k, n in sorted(_excluded(s).items()) if n})
     dropped.update({k: int(cap_hits.get(k, 0)) for k in _DROP_CAPS if cap_hits.get(k)})
     elapsed = max(finished - started, 0.0)
     not_requested = {k: int(n) for k, n in sorted(s.not_requested.items())}
