@@ -279,10 +279,12 @@ def _build(scheme: str, authority: str, path: str, query: str | None,
     path = _pct(path) if path else "/"
     if "/." in path:
         path = _remove_dots(path)
-    if params is not None:
-        path, query = params.apply(path, _pct(query) if query else None)
-    elif query:
+    if query:
         query = _pct(query)
+    # Only a query or a path parameter can hold what the rules strip: the
+    # common link (neither) skips the call.
+    if params is not None and (query or ";" in path):
+        path, query = params.apply(path, query)
     url = f"{scheme}://{host}{path}?{query}" if query else f"{scheme}://{host}{path}"
     if len(url) > MAX_URL_LENGTH:
         raise URLError("URL too long")
