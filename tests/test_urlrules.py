@@ -232,5 +232,9 @@ def test_clean_on_a_normalised_url_is_normalize_with_the_rules(url, name, sort):
 def test_describe_is_one_line():
     text = rules("exclude:re:[?&]q=", "include:*/library/*", skip=("pdf",), strip=("utm_*",)).describe()
     assert text == ("rules: exclude 're:[?&]q=', include '*/library/*'; matching none: excluded; "
-                    "1 extensions skipped; params stripped: utm_*")
-    assert "\n" not in DEFAULTS.describe() and "rules: none" in DEFAULTS.describe()
+                    "extensions skipped: pdf; params stripped: utm_*")
+    assert DEFAULTS.describe() == (f"rules: none; the default {len(DEFAULT_SKIP_EXTENSIONS)} extensions skipped; "
+                                   f"params stripped: the default {len(DEFAULT_STRIP_PARAMS)} (utm_*, fbclid, gclid...)")
+    assert rules("exclude:*.cgi", sort=True).describe() == (
+        "rules: exclude '*.cgi'; matching none: included; extensions skipped: none; params stripped: none; "
+        "query sorted")

@@ -44,11 +44,13 @@ is what an HTML crawler cannot read (it parses only HTML for links and
 items) and that costs a request, politeness time and up to ``max_body``
 bytes for no link: images, audio, video, archives and packages, binaries,
 fonts, office documents, PDF and PostScript, stylesheets. It follows
-Scrapy's ``IGNORED_EXTENSIONS`` and Nutch's suffix-urlfilter, with
+Scrapy's ``IGNORED_EXTENSIONS`` and the suffix line of Nutch's default
+regex-urlfilter.txt ("skip image and other suffixes we can't parse"), with
 newer formats (``avif``, ``webp``, ``woff2``, ``zst``) and without those
-that are page slugs too often: ``js`` (``/blog/intro-to-node.js``), ``ai``
-(a slug naming a ``.ai`` domain), and without feeds and data (``xml``,
-``rss``, ``json``, ``txt``): sitemaps and feeds are link sources. The rules
+that are page slugs too often: ``js``, which both skip
+(``/blog/intro-to-node.js`` is an article), ``ai`` (a slug naming a
+``.ai`` domain), and without feeds and data (``xml``, ``rss``, ``json``,
+``txt``): sitemaps and feeds are link sources. The rules
 of step 4 cannot bring a skipped extension back: remove it from the list.
 
 **Parameters** [``crawl.strip_params``, ``crawl.sort_query``]: the query is
@@ -142,6 +144,8 @@ DEFAULT_STRIP_PARAMS = (
 # crawl (page, id, utm_source), a glob alternation costs about a µs, and a
 # hostile page may invent names, hence the bound.
 _NAME_MEMO = 4096
+# Extensions or parameter names --check lists one by one; more are counted.
+_LISTED = 8
 _RULE_FORMS = "'include:<glob>', 'exclude:<glob>', 'include:re:<regex>' or 'exclude:re:<regex>'"
 
 
@@ -362,11 +366,22 @@ class UrlRules:
         rules = ", ".join(f"{'include' if r.include else 'exclude'} {r.pattern!r}" for r in self.rules)
         if self.rules:
             rules += ("; matching none: excluded" if self._includes else "; matching none: included")
-        ext = f"{len(self.skip_extensions)} extensions skipped" if self.skip_extensions else "no extension skipped"
-        p = self.params
-        params = (f"params stripped: {', '.join(p.strip) or 'none'}" + ("; query sorted" if p.sort else "")
-                  if p else "no params stripped")
-        return f"rules: {rules or 'none'}; {ext}; {params}"
+        skip = self.skip_extensions
+        if skip == frozenset(DEFAULT_SKIP_EXTENSIONS):
+            ext = f"the default {len(skip)} extensions skipped"
+        elif len(skip) > _LISTED:
+            ext = f"{len(skip)} extensions skipped"
+        else:
+            ext = f"extensions skipped: {', '.join(sorted(skip)) or 'none'}"
+        strip = self.params.strip if self.params else ()
+        if strip == tuple(DEFAULT_STRIP_PARAMS):
+            params = f"params stripped: the default {len(strip)} ({', '.join(strip[:3])}...)"
+        elif len(strip) > _LISTED:
+            params = f"params stripped: {', '.join(strip[:_LISTED])} and {len(strip) - _LISTED} more"
+        else:
+            params = f"params stripped: {', '.join(strip) or 'none'}"
+        sort = "; query sorted" if self.params and self.params.sort else ""
+        return f"rules: {rules or 'none'}; {ext}; {params}{sort}"
 
 
 # ---------------------------------------------------------------------------
