@@ -27,7 +27,7 @@ def web() -> Iterator[WebThread]:
         yield w
 
 
-def config(tmp_path: Path, port: int, peers: int = 1, allow: str = '["*.web.test"]') -> Path:
+def config(tmp_path: Path, port: int, peers: int = 1, allow: str = '["*.web.test"]', crawl: str = "") -> Path:
     addrs = free_ports(peers)
     entries = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{a}"\n'
                       f'data_dir = "{tmp_path / f"p{i + 1}"}"\n\n' for i, a in enumerate(addrs))
@@ -41,6 +41,7 @@ name = "try"
 seeds = ["http://s001.web.test:{port}/"]
 allow_hosts = {allow}
 allow_private = true
+{crawl}
 
 [dns]
 resolve = {{ "*.web.test" = "127.0.0.1" }}
@@ -131,6 +132,29 @@ def test_a_url_out_of_scope_is_fetched_to_show_it_but_said_so(tmp_path, web):
     assert res.returncode == 0
     assert "scope:      out of scope (host): not crawled" in res.stdout
     assert "fetch:      HTTP 200" in res.stdout
+
+
+def test_the_url_after_parameter_stripping_and_the_rule_that_decided(tmp_path, web):
+    port = web.port
+    toml = config(tmp_path, port, crawl='rules = ["exclude:re:/p1\\\\.html$", "include:*/c0/p2.html", '
+                                        '"exclude:*/c0/p*", "include:*"]')
+    since = lines(web)
+    res = try_url(toml, f"http://s001.web.test:{port}/c0/?utm_source=news&fbclid=x1", "--links", "0")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert f"url:        http://s001.web.test:{port}/c0/\n" in out
+    assert "params:     stripped utm_source, fbclid (crawl.strip_params): the crawl keeps the URL above" in out
+    assert "scope:      in scope (included by crawl.rules[3] '*'), would be queued" in out
+    links = dict(line.split(None, 1) for line in out.split("links:", 1)[1].splitlines()[1:]
+                 if line.startswith("  http"))
+    c0 = f"http://s001.web.test:{port}/c0/"
+    assert links[c0 + "p1.html"] == "out of scope: excluded by crawl.rules[0] 're:/p1\\\\.html$': not crawled"
+    assert links[c0 + "p2.html"] == "in scope (included by crawl.rules[1] '*/c0/p2.html'), would be queued"
+    assert links[c0 + "p3.html"] == "out of scope: excluded by crawl.rules[2] '*/c0/p*': not crawled"
+    # The page itself was requested as the crawl would: without its tracking parameters.
+    assert requests_since(web, since)[-1] == "s001.web.test/c0/"
+    pdf = try_url(toml, f"http://s001.web.test:{port}/files/doc0.pdf")
+    assert "scope:      out of scope: excluded by crawl.skip_extensions ('pdf'): not crawled" in pdf.stdout
 
 
 def test_a_bad_url_is_one_line(tmp_path):

@@ -113,6 +113,9 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
     lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
+    from peer.core.urlrules import parse_url_rules
+
+    lines.append(f"   url {parse_url_rules(c, str(cfg.path)).describe()}")
     ex = cfg.extract
     if ex:
         rules = ", ".join(f"{r.table} ({len(r.fields)} fields, match {r.match!r})" for r in ex.rules)
@@ -169,15 +172,18 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     """What a valid config will do that its author probably does not want (``--check``).
 
     Each would end a crawl at once with 0 pages and no other sign: no seeds, a
-    seed out of scope, a seed the SSRF guard will refuse (peer/core/netguard.py:
+    seed out of scope (its host, or ``crawl.rules``/``skip_extensions``, the
+    rule named), a seed the SSRF guard will refuse (peer/core/netguard.py:
     an IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
     public, while ``allow_private`` is false). A seed resolved by real DNS is
     judged when it is fetched, not here: --check does no I/O.
     """
     from peer.core.urls import Scope, host_key, hostname, normalize
+    from peer.core.urlrules import parse_url_rules
 
     c = cfg.crawl
     where = str(cfg.path)
+    urlrules = parse_url_rules(c, where)
     ring = ring_warnings(cfg)
     if not c.seeds:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
@@ -189,7 +195,7 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                    "for the whole crawl); add seeds of more hosts, or run fewer peers")
     scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
     for i, seed in enumerate(c.seeds):
-        url = normalize(seed)
+        url = normalize(seed, urlrules.params)
         host = hostname(host_key(url))
         if not scope.allows(url, 0):
             why = (f"its host {host} is denied by crawl.deny_hosts" if not c.allow_hosts
@@ -197,6 +203,10 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                    else f"its host {host} matches no crawl.allow_hosts pattern")
             out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({why}): it will not be crawled")
             continue
+        judged = urlrules.judge(url)
+        if judged.excluded is not None:
+            out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({judged.why()}): "
+                       "it will not be crawled")
     out.extend(static_refused(cfg).values())
     return out
 
@@ -409,9 +419,10 @@ _NOTHING_BECAUSE = {
 
 def _why_nothing(results: Path, summary: Any) -> str:
     """One line: why a crawl ended without a request, from its first seed's row."""
-    if summary.out_of_scope and not summary.pages:
+    if (summary.out_of_scope or sum(summary.excluded.values())) and not summary.pages:
         return ("the crawl ended without fetching anything: every seed is out of scope "
-                "(crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)")
+                "(crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth, crawl.rules, "
+                "crawl.skip_extensions)")
     row = None
     if results.exists():
         import duckdb

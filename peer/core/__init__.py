@@ -9,6 +9,7 @@ Bottom up:
 
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place)
 - ``urls``       normalisation, link joining, host key, scope
+- ``urlrules``   scope by URL: include/exclude rules, skipped extensions, parameters stripped
 - ``bloom``, ``bloomnp``  the seen-URL Bloom filter of this peer's partition; its numpy batch kernels
 - ``seen``       the exact seen set's policy behind the filter
 - ``pid``        the per-host delay controller (docs/politeness.md)

@@ -29,6 +29,7 @@ from typing import Any
 from peer.errors import ConfigError, URLError
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.urls import MAX_URL_LENGTH, Scope, normalize
+from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
 from ring.membership import MAX_WEIGHT
 
 __all__ = [
@@ -232,6 +233,11 @@ class CrawlConfig:
     # junk. peer.core.urls refuses more than 4096 in any case.
     max_url_length: int = _key(int, 2048, "longest URL queued, in characters (normalised); 0 = peer.core.urls' 4096", _url_length)
     max_path_repeat: int = _key(int, 3, "drop a URL whose path has one segment more often than this (/a/a/a/a/, /x/y/x/y/x/y/x/y/); 0 = off", _non_negative)
+    # URL scope and identity: peer/core/urlrules.py has the syntax, the order and the defaults' reasons.
+    rules: tuple[str, ...] = _key(list, [], "'include:<pattern>' or 'exclude:<pattern>' on the whole normalised URL, after the host scope, in order, the first match deciding; a pattern is a glob ('*' crosses '/') or 're:<regex>' searched; a URL no rule matches is excluded when any rule is an include, else included")
+    skip_extensions: tuple[str, ...] = _key(list, list(DEFAULT_SKIP_EXTENSIONS), "file extensions never fetched (the URL path's last segment, case-insensitive): images, audio, video, archives, binaries, fonts, office documents, PDF, CSS; empty: none")
+    strip_params: tuple[str, ...] = _key(list, list(DEFAULT_STRIP_PARAMS), "query (and ;path) parameters removed from every URL before it is seen, queued or stored: names or globs, case-insensitive; tracking tags and platform session ids by default; empty: none")
+    sort_query: bool = _key(bool, False, "sort each URL's query parameters by name (stable), so ?b=1&a=2 and ?a=2&b=1 are one URL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -547,6 +553,7 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
                 Scope((pattern,))
             except URLError as exc:
                 raise ConfigError(where, f"crawl.{key}[{i}]", f"expected a host glob such as '*.example.com', got {pattern!r} ({exc})") from None
+    parse_url_rules(cfg.crawl, where)  # rules, skip_extensions, strip_params: ConfigError names the entry
     for i, ns in enumerate(cfg.dns.nameservers):
         if not _is_ip_port(ns):
             raise ConfigError(where, f"dns.nameservers[{i}]", f"expected an IP address, optionally with :port, got {ns!r}")

@@ -32,6 +32,7 @@ from peer.core.limits import Limits
 from peer.core.robots import RobotsCache
 from peer.core.stats import Summary
 from peer.core.urls import Scope, hostname
+from peer.core.urlrules import parse_url_rules
 
 if TYPE_CHECKING:
     from peer.net.fetcher import FetchResult
@@ -90,6 +91,10 @@ class CrawlState:
         self.peer_id = peer_id
         crawl, pol = cfg.crawl, cfg.politeness
         self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
+        #: crawl.rules and skip_extensions after the host scope; ``params``
+        #: (strip_params, sort_query) are part of every URL's identity.
+        self.urlrules = parse_url_rules(crawl, str(cfg.path))
+        self.params = self.urlrules.params
         self.frontier = Frontier(pol)
         b = cfg.bloom
         self.bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)

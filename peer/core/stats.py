@@ -23,7 +23,9 @@ failed            failed requests by kind (timeout, connect, dns ...)
 not_requested     URLs never requested, by cause: ``robots`` (disallowed), a
                   robots.txt that could not be read (``dns``, ``connect``...),
                   ``retry_after`` (host given up), ``scope`` (links out of
-                  scope), and each cap's config key (``max_url_length``...)
+                  scope), ``rules`` and ``skip_extensions`` (left out by
+                  peer/core/urlrules.py), and each cap's config key
+                  (``max_url_length``...)
 items             {table: rows} of the extraction rules; ``extract_errors``
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
 links_cut         links not followed past ``max_links_per_page``
@@ -76,6 +78,7 @@ class Summary:
     requested: int = 0                   # rows whose request was made, this run
     not_requested: Counter[str] = field(default_factory=Counter)
     out_of_scope: int = 0
+    excluded: Counter[str] = field(default_factory=Counter)  # by urlrules.Cause: rules, skip_extensions
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
     caps: Counter[str] = field(default_factory=Counter)  # cap hits by Cap value, at the end
@@ -96,13 +99,19 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))) or "none"
 
 
+def _excluded(s: Any) -> Mapping[str, int]:
+    # A summary from before crawl.rules (or a test's stand-in) has no such counter.
+    return getattr(s, "excluded", None) or {}
+
+
 def render_summary(s: Any) -> str:
     """The summary a peer prints at the end; ``s`` is the engine's ``Summary``."""
     statuses = ", ".join(f"{st}: {n}" for st, n in sorted(s.by_status.items())) or "none"
     errs = _counts(failed(s.errors, s.not_requested))
     if s.internal:
         errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in s.internal.most_common(5)) + ")"
-    excluded = _counts(not_requested(s.not_requested, s.out_of_scope, getattr(s, "caps", None)))
+    excluded = _counts(not_requested(s.not_requested, s.out_of_scope, getattr(s, "caps", None),
+                                     _excluded(s)))
     rate = s.requested / s.elapsed if s.elapsed > 0 else 0.0
     items = ""
     if s.items or s.extract_errors:
@@ -163,7 +172,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "pages_per_second": round(s.requested / elapsed, 3) if elapsed > 0 else 0.0,
         "status_counts": {str(k): int(n) for k, n in sorted(s.by_status.items())},
         Family.FAILED.value: failed(s.errors, s.not_requested),
-        Family.NOT_REQUESTED.value: not_requested(s.not_requested, s.out_of_scope, cap_hits),
+        Family.NOT_REQUESTED.value: not_requested(s.not_requested, s.out_of_scope, cap_hits, _excluded(s)),
         "items": {t: int(n) for t, n in sorted(s.items_by_table.items())},
         "items_total": int(s.items), "extract_errors": int(s.extract_errors),
         "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
