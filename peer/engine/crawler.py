@@ -340,10 +340,12 @@ class Crawler(Durability, RingFace, Reporting):
         crawl = self.cfg.crawl
         self._wall0 = wall0 = time.monotonic()
         self.started = time.time()
-        fetcher = self._fetcher or Fetcher(crawl, self.resolver)
+        sites = self.core.sites
+        fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites)
         async with ResultStore(
             DataDir(self.data_dir).results, self.peer_id,
-            store_links=crawl.store_links, store_body=crawl.store_body,
+            # The tables a [[site]] block may fill too (peer/core/sites.py).
+            store_links=sites.any("store_links"), store_body=sites.any("store_body"),
             item_tables=self.cfg.extract.tables(),
         ) as store, fetcher:
             self._store = store
