@@ -8,6 +8,7 @@ this folder by glob, and mypy checks them strictly (pyproject.toml).
 Bottom up:
 
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place)
+- ``sites``      ``[[site]]`` blocks: each host's settings, one block over the global config
 - ``urls``       normalisation, link joining, host key, scope
 - ``bloom``, ``bloomnp``  the seen-URL Bloom filter of this peer's partition; its numpy batch kernels
 - ``seen``       the exact seen set's policy behind the filter

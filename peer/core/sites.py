@@ -209,9 +209,9 @@ class SiteSettings:
         shown = {
             "rate": f"{p.rate:g} pages/min" if p.rate else "0 (no rate limit)",
             "host_concurrency": str(p.host_concurrency),
-            "min_delay": f"{p.floor_delay:g} s" + ("" if p.min_delay else " (nominal/1.1)"),
+            "min_delay": f"{p.floor_delay:.3g} s" + ("" if p.min_delay else ", nominal/1.1"),
             "max_delay": f"{p.max_delay:g} s",
-            "initial_delay": f"{p.start_delay:g} s" + ("" if p.initial_delay else " (nominal 60/rate)"),
+            "initial_delay": f"{p.start_delay:.3g} s" + ("" if p.initial_delay else ", nominal 60/rate"),
         }
         lines = [f"{host}: " + (f"site[{s.block}] ({block.label})" if block else "no [[site]] block matches")]
         for key in POLITENESS_KEYS:
