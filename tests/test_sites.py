@@ -98,9 +98,9 @@ def test_hosts_match_as_allow_hosts_do_port_and_case_ignored():
     s = sites_of(TWO_BLOCKS)
     assert s.for_host("WWW.Fragile.TEST:8080").block == 0
     assert s.for_host("fragile.test.example").block == -1
-    patterns = ["*.a.test", "b.test", "c?.test", "[xy].test", "*"]
+    patterns = ["*.a.test", "b.test", "c?.test", "*d*e*.test", "[xy].test", "*"]
     hosts = ["x.a.test", "a.test", "b.test", "cc.test", "c.test", "x.test", "z.test", "b.test:81",
-             "deep.x.a.test", "b.test.evil"]
+             "deep.x.a.test", "b.test.evil", "adbe.test", "de.test", "ed.test"]
     blocks = "".join(f'[[site]]\nhosts = ["{p}"]\nrate = {i + 1}\n' for i, p in enumerate(patterns))
     s = sites_of(blocks)
     for host in hosts:

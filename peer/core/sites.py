@@ -145,7 +145,7 @@ class Settings:
 class SiteSettings:
     """Each host's :class:`Settings`, resolved from the blocks in order (rules 2, 5)."""
 
-    __slots__ = ("blocks", "crawl", "politeness", "default", "_settings", "_match", "_memo")
+    __slots__ = ("blocks", "crawl", "politeness", "default", "_settings", "_groups", "_match", "_memo")
 
     def __init__(self, blocks: tuple[SiteBlock, ...], crawl: CrawlConfig, politeness: PolitenessConfig) -> None:
         self.blocks = blocks
@@ -154,9 +154,11 @@ class SiteSettings:
         self.default = Settings(politeness, crawl.user_agent, tuple(crawl.headers.items()),
                                 crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent))
         self._settings = tuple(_resolve(i, b, crawl, politeness) for i, b in enumerate(blocks))
+        self._groups = {f"b{i}": s for i, s in enumerate(self._settings)}
         # One alternation of named groups, block by block in order: the regex
         # engine tries them in that order, so the group that matched is the
         # first block (rule 2) and a host costs one match, not one per block.
+        # fnmatch's own groups are atomic, not capturing: lastgroup is ours.
         parts = []
         for i, b in enumerate(blocks):
             globs = Scope(b.hosts).allow_hosts  # validated and normalised as allow_hosts are
@@ -176,7 +178,7 @@ class SiteSettings:
         s = self._memo.get(host)
         if s is None:
             m = match(hostname(host))
-            s = self.default if m is None else self._settings[int(m.lastgroup[1:])]  # type: ignore[index]
+            s = self.default if m is None else self._groups[m.lastgroup or ""]
             if len(self._memo) >= MEMO_SIZE:
                 self._memo.clear()
             self._memo[host] = s

@@ -139,6 +139,7 @@ def run_config(cfg: Any) -> dict[str, Any]:
     out = {name: _jsonable(getattr(cfg, name))
            for name in ("ring", "crawl", "politeness", "dns", "bloom")}
     out["peers"] = [_jsonable(p) for p in cfg.peers]
+    out["sites"] = [_jsonable(b) for b in cfg.sites]  # [[site]] blocks, as written
     ex = cfg.extract
     out["extract"] = {"rules": [{"table": r.table, "match": r.match,
                                  "fields": [_jsonable(f) for f in r.fields]} for r in ex.rules],

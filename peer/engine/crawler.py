@@ -590,7 +590,9 @@ class Crawler(Durability, RingFace, Reporting):
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()
         if samples and self._store is not None:
-            self._store.add_pid(samples, self.cfg.politeness.setpoint)
+            sites = self.core.sites
+            self._store.add_pid(samples, (lambda h: sites.for_host(h).politeness.setpoint) if sites
+                                else self.cfg.politeness.setpoint)
 
 def _nothing(effect: Any) -> None:
     """Done by the core already (a requeue, a hand-off released); nothing to do here."""
