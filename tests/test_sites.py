@@ -366,3 +366,19 @@ async def test_each_host_gets_its_agent_headers_robots_group_and_store_options(t
                              "and error = 'robots'").fetchone()[0]
     assert bodies and all("//s002.web.test" in u for u in bodies) and len(bodies) == fetched
     assert robots >= 1
+
+
+def test_check_asks_each_seed_host_with_its_blocks_agent(tmp_path):
+    from clirun import web_thread
+    from test_cli import check_warnings, solo_toml
+
+    # The site graph's robots.txt shuts out badbot: --check says so of the
+    # one seed whose block crawls as badbot, as the crawl would find it.
+    with web_thread(hosts=3) as web:
+        seeds = f'["http://s001.web.test:{web.port}/", "http://s002.web.test:{web.port}/"]'
+        block = '\n[[site]]\nhosts = ["s002.web.test"]\nuser_agent = "BadBot/9"\n'
+        warnings = check_warnings(solo_toml(tmp_path, web.port, seeds=seeds, extra=block))
+        agents = {(r.host, r.agent) for r in web.requests()}
+    assert len(warnings) == 1 and "crawl.seeds[1]" in warnings[0] and "forbids it" in warnings[0], warnings
+    assert ("s002.web.test", "BadBot/9") in agents
+    assert {a for h, a in agents if h == "s001.web.test"} == {"ringcrawl/0.1 (+https://example.invalid/bot)"}

@@ -416,10 +416,10 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     _check_unique(peers, where)
 
     extract = parse_extract(doc.get("extract", {}), where)
-    sites = parse_sites(doc.get("site", []), sections["crawl"], sections["politeness"], where)
-    cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract, sites=sites)
+    cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
     _check_cross(cfg, where)
-    return cfg
+    # Blocks are checked over a global config known to be valid.
+    return dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
 
 
 def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
