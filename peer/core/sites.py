@@ -239,6 +239,7 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig) ->
             del headers[old]  # rule 4: by name, case-insensitively
         headers[name] = value
     agent = b.user_agent if b.user_agent is not None else crawl.user_agent
+    # SITE RULES: the block's URL rules if it sets them, else the global ones.
     return Settings(
         politeness, agent, tuple(headers.items()),
         crawl.store_body if b.store_body is None else b.store_body,
