@@ -346,7 +346,7 @@ async def test_each_host_gets_its_agent_headers_robots_group_and_store_options(t
         cfg = make_config(tmp_path, farm.port, seeds=seeds,
                           extra='\n[crawl.headers]\n"X-Team" = "crawl"\n' + blocks)
         with trio.fail_after(60):
-            await Crawler(cfg, "p1", progress_interval=3600).run()
+            summary = await Crawler(cfg, "p1", progress_interval=3600).run()
         nursery.cancel_scope.cancel()
     by_host: dict[str, list] = {}
     for e in farm.log:
@@ -366,6 +366,9 @@ async def test_each_host_gets_its_agent_headers_robots_group_and_store_options(t
                              "and error = 'robots'").fetchone()[0]
     assert bodies and all("//s002.web.test" in u for u in bodies) and len(bodies) == fetched
     assert robots >= 1
+    # The operator's count: requests by block (s003's URLs were never requested).
+    assert summary.by_site == {"site[0]": fetched}
+    assert f"pages by [[site]] block: site[0] {fetched}" in summary.render()
 
 
 def test_check_asks_each_seed_host_with_its_blocks_agent(tmp_path):

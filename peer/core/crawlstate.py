@@ -184,9 +184,12 @@ class CrawlState:
                 del recent[next(iter(recent))]
         s = self.summary
         s.pages += 1
+        site = self.sites.for_host(job.host)
         if res is not None:
             self.requested += 1
             s.requested += 1
+            if site.block >= 0:
+                s.by_site[f"site[{site.block}]"] += 1
         elif error and error != "internal":
             s.not_requested[error] += 1
         if res is not None and res.status is not None:
@@ -195,7 +198,6 @@ class CrawlState:
             s.bytes += len(res.body)
         if error:
             s.errors[error] += 1
-        site = self.sites.for_host(job.host)
         out.append(Row(
             url=job.url, final_url=final_url or job.url, host=job.host,
             status=None if res is None else res.status,

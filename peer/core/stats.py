@@ -24,12 +24,15 @@ not_requested     URLs recorded without a request, by cause: ``robots``
                   (``dns``, ``connect``...), ``retry_after`` (host given up)
 robots_excluded   ``not_requested["robots"]``
 items             {table: rows} of the extraction rules; ``extract_errors``
+pages_by_site     {"site[i]": requests} to the hosts of each ``[[site]]`` block
+                  (peer/core/sites.py); hosts of no block are not listed
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
 dropped           URLs dropped before the queue, by reason: ``out_of_scope``
                   (links), and each cap's config key (``max_url_length``...)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
 internal_errors   exceptions by type, each one a URL's row (engine rule 8)
-run_config        the cluster.toml sections this run used
+run_config        the cluster.toml sections this run used, ``sites`` its
+                  ``[[site]]`` blocks
 ================  ===========================================================
 """
 
@@ -78,6 +81,7 @@ class Summary:
     out_of_scope: int = 0
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
+    by_site: Counter[str] = field(default_factory=Counter)  # requests to hosts of a [[site]] block
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -113,6 +117,8 @@ def render_summary(s: Any) -> str:
         f"  not requested: {excluded}; links out of scope: {s.out_of_scope}",
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
         *([f"  {s.limits}"] if s.limits else []),
+        *([f"  pages by [[site]] block: " + ", ".join(f"{k} {n}" for k, n in sorted(s.by_site.items()))]
+          if s.by_site else []),
         *(f"  {line}" for line in s.details),
     ])
 
@@ -167,6 +173,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "robots_excluded": not_requested.get("robots", 0),
         "items": {t: int(n) for t, n in sorted(s.items_by_table.items())},
         "items_total": int(s.items), "extract_errors": int(s.extract_errors),
+        "pages_by_site": {k: int(n) for k, n in sorted(s.by_site.items())},
         "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
         "dropped": dropped,
         "links_cut": int(cap_hits.get("max_links_per_page", 0)),
