@@ -247,3 +247,17 @@ def test_a_bad_regex_in_a_field_is_one_line_naming_the_key(tmp_path):
     assert res.returncode == 2 and res.stdout == ""
     assert len(res.stderr.splitlines()) == 1 and "Traceback" not in res.stderr
     assert f"{toml}: extract.book.fields.title.re: expected a valid regex" in res.stderr
+
+
+def test_try_names_the_site_block_and_asks_with_its_agent(tmp_path, web):
+    port = web.port
+    toml = config(tmp_path, port)
+    toml.write_text(toml.read_text() + '\n[[site]]\nhosts = ["s002.web.test"]\nuser_agent = "BadBot/9"\n')
+    res = try_url(toml, f"http://s001.web.test:{port}/")
+    assert "site:       no [[site]] block: the global settings" in res.stdout.splitlines()
+    since = lines(web)
+    res = try_url(toml, f"http://s002.web.test:{port}/")
+    assert "site:       site[0]: s002.web.test" in res.stdout.splitlines()
+    # The site graph's robots.txt shuts badbot out: its group, chosen by the block's agent.
+    assert "robots.txt HTTP 200: disallowed" in res.stdout and res.returncode == 1
+    assert [(r.target, r.agent) for r in web.requests()[since:]] == [("/robots.txt", "BadBot/9")]

@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                         "seed host as the crawl would (its name resolved, its robots.txt read: "
                         "one request per host, at most 20 hosts, 5 s each), warn of each seed the "
                         "crawl cannot fetch, and exit")
+    p.add_argument("--host", metavar="HOST",
+                   help="with --check: print the settings in force for this host (or URL's host) "
+                        "and the [[site]] block or key that set each one, and exit (asks no server)")
     p.add_argument("--fresh", action="store_true",
                    help="delete this peer's earlier results and crawl state (data_dir) and "
                         "start over; asks first unless --yes")
@@ -112,6 +115,9 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    if cfg.sites:
+        lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
+                     + " (--check --host HOST: what applies to a host)")
     lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
     from peer.core.urlrules import parse_url_rules
 
@@ -128,6 +134,20 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
         lines.append(f"   seed hosts: {seed_hosts_text(owners)}")
     lines.extend(f"warning: {w}" for w in config_warnings(cfg))
     return "\n".join(lines)
+
+
+def _check_host(cfg: ClusterConfig, text: str) -> int:
+    """``--check --host``: the settings in force for one host, and where each came from."""
+    from peer.core.sites import SiteSettings
+    from peer.core.urls import URLError, host_key
+
+    try:
+        host = host_key(text if "://" in text else f"http://{text}/")
+    except URLError as exc:
+        print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+    print("\n".join(SiteSettings(cfg.sites, cfg.crawl, cfg.politeness).describe(host)))
+    return 0
 
 
 #: Seed hosts whose owner ``--check`` names (the rest are counted).
@@ -281,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if args.weight is None:
         args.weight = 1.0
+    if args.host is not None and not args.check:
+        print("error: --host: only with --check (it shows the settings in force for a host)", file=sys.stderr)
+        return EXIT_USAGE
     try:
         cfg = load_config(args.ring)
         if args.address is not None:
@@ -292,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.check and args.host is not None:
+        return _check_host(cfg, args.host)
     if args.check:
         print(describe(cfg, args.id))
         from peer.commands.preflight import probe_lines

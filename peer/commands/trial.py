@@ -193,9 +193,11 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     step = core.next(now)
     assert isinstance(step, Start)
     job = step.job
+    # The [[site]] block whose settings the URL's host is crawled with (peer/core/sites.py).
+    _say("site", core.sites.label(job.host))
     adm = core.admit(job, now)
     resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
-    async with Fetcher(crawl, resolver) as fetcher:
+    async with Fetcher(crawl, resolver, sites=core.sites) as fetcher:
         if isinstance(adm, FetchRobots):
             robots_url = adm.url
             res = await fetcher.fetch(robots_url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)

@@ -8,6 +8,7 @@ this folder by glob, and mypy checks them strictly (pyproject.toml).
 Bottom up:
 
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place)
+- ``sites``      ``[[site]]`` blocks: each host's settings, one block over the global config
 - ``urls``       normalisation, link joining, host key, scope
 - ``urlrules``   scope by URL: include/exclude rules, skipped extensions, parameters stripped
 - ``bloom``, ``bloomnp``  the seen-URL Bloom filter of this peer's partition; its numpy batch kernels

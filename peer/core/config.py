@@ -24,13 +24,16 @@ import tomllib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peer.errors import ConfigError, URLError
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.urls import MAX_URL_LENGTH, Scope, normalize
 from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
 from ring.membership import MAX_WEIGHT
+
+if TYPE_CHECKING:
+    from peer.core.sites import SiteBlock
 
 __all__ = [
     "BloomConfig",
@@ -220,6 +223,7 @@ class CrawlConfig:
     allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
     store_body: bool = _key(bool, False, "keep page bodies in the results")
     store_links: bool = _key(bool, False, "keep the link graph (from_url, to_url) in the results")
+    headers: Mapping[str, str] = _key(dict, {}, "extra request headers, name = value; [[site]] headers extend them; Host, User-Agent, Accept-Encoding and framing or hop-by-hop headers are refused")
     # Caps against a hostile web (peer/core/limits.py has the rules and figures).
     # 1000, not Nutch's db.max.outlinks.per.page of 100: real pages commonly
     # carry a few hundred links (index, archive and footer-heavy pages), which
@@ -350,6 +354,8 @@ class ClusterConfig:
     frontier: FrontierConfig = FrontierConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
+    # [[site]] is an array of override blocks: parsed by peer.core.sites.
+    sites: tuple[SiteBlock, ...] = ()
 
     def peer(self, peer_id: str) -> PeerSpec:
         """The ``[[peer]]`` entry with this id; ConfigError names the known ids."""
@@ -395,7 +401,12 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(where, "", f"is not valid TOML: {exc}") from None
 
-    _reject_unknown(doc, [*SECTIONS, "peer", "extract"], where, "")
+    # peer.core.sites builds on this module's helpers: imported here, not at the top.
+    from peer.core.sites import check_headers, parse_sites
+
+    _reject_unknown(doc, [*SECTIONS, "peer", "extract", "site"], where, "")
+    if isinstance(doc.get("crawl"), dict) and "headers" in doc["crawl"]:
+        check_headers(doc["crawl"]["headers"], where, "crawl.headers")
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         table = doc.get(name, {})
@@ -419,7 +430,8 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     extract = parse_extract(doc.get("extract", {}), where)
     cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
     _check_cross(cfg, where)
-    return cfg
+    # Blocks are checked over a global config known to be valid.
+    return dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
 
 
 def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
@@ -606,4 +618,7 @@ def reference() -> list[tuple[str, str, str, str]]:
             else:
                 shown = str(default)
             rows.append((f"{section}.{f.name}", names[f.metadata["kind"]], shown, f.metadata["doc"]))
+    from peer.core.sites import site_reference
+
+    rows += [(key, names[kind], shown, doc) for key, kind, shown, doc in site_reference()]
     return rows

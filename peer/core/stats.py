@@ -27,11 +27,14 @@ not_requested     URLs never requested, by cause: ``robots`` (disallowed), a
                   peer/core/urlrules.py), and each cap's config key
                   (``max_url_length``...)
 items             {table: rows} of the extraction rules; ``extract_errors``
+pages_by_site     {"site[i]": requests} to the hosts of each ``[[site]]`` block
+                  (peer/core/sites.py); hosts of no block are not listed
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
 links_cut         links not followed past ``max_links_per_page``
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
 internal_errors   exceptions by type, each one a URL's row (engine rule 8)
-run_config        the cluster.toml sections this run used
+run_config        the cluster.toml sections this run used, ``sites`` its
+                  ``[[site]]`` blocks
 ================  ===========================================================
 """
 
@@ -82,6 +85,7 @@ class Summary:
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
     caps: Counter[str] = field(default_factory=Counter)  # cap hits by Cap value, at the end
+    by_site: Counter[str] = field(default_factory=Counter)  # requests to hosts of a [[site]] block
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -126,6 +130,8 @@ def render_summary(s: Any) -> str:
         f"  {words(Family.NOT_REQUESTED)}: {excluded}",
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
         *([f"  {s.limits}"] if s.limits else []),
+        *([f"  pages by [[site]] block: " + ", ".join(f"{k} {n}" for k, n in sorted(s.by_site.items()))]
+          if s.by_site else []),
         *(f"  {line}" for line in s.details),
     ])
 
@@ -152,6 +158,7 @@ def run_config(cfg: Any) -> dict[str, Any]:
     out = {name: _jsonable(getattr(cfg, name))
            for name in ("ring", "crawl", "politeness", "dns", "bloom")}
     out["peers"] = [_jsonable(p) for p in cfg.peers]
+    out["sites"] = [_jsonable(b) for b in cfg.sites]  # [[site]] blocks, as written
     ex = cfg.extract
     out["extract"] = {"rules": [{"table": r.table, "match": r.match,
                                  "fields": [_jsonable(f) for f in r.fields]} for r in ex.rules],
@@ -175,6 +182,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         Family.NOT_REQUESTED.value: not_requested(s.not_requested, s.out_of_scope, cap_hits, _excluded(s)),
         "items": {t: int(n) for t, n in sorted(s.items_by_table.items())},
         "items_total": int(s.items), "extract_errors": int(s.extract_errors),
+        "pages_by_site": {k: int(n) for k, n in sorted(s.by_site.items())},
         "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
         "links_cut": int(cap_hits.get("max_links_per_page", 0)),
         "forwarded_out": int(forwarded_out), "forwarded_in": int(forwarded_in),

@@ -344,10 +344,12 @@ class Crawler(Durability, RingFace, Reporting):
         crawl = self.cfg.crawl
         self._wall0 = wall0 = time.monotonic()
         self.started = time.time()
-        fetcher = self._fetcher or Fetcher(crawl, self.resolver)
+        sites = self.core.sites
+        fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites)
         async with ResultStore(
             DataDir(self.data_dir).results, self.peer_id,
-            store_links=crawl.store_links, store_body=crawl.store_body,
+            # The tables a [[site]] block may fill too (peer/core/sites.py).
+            store_links=sites.any("store_links"), store_body=sites.any("store_body"),
             item_tables=self.cfg.extract.tables(),
         ) as store, fetcher:
             self._store = store
@@ -597,7 +599,9 @@ class Crawler(Durability, RingFace, Reporting):
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()
         if samples and self._store is not None:
-            self._store.add_pid(samples, self.cfg.politeness.setpoint)
+            sites = self.core.sites
+            self._store.add_pid(samples, (lambda h: sites.for_host(h).politeness.setpoint) if sites
+                                else self.cfg.politeness.setpoint)
 
 def _nothing(effect: Any) -> None:
     """Done by the core already (a requeue, a hand-off released); nothing to do here."""
