@@ -198,12 +198,14 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     public, while ``allow_private`` is false). A seed resolved by real DNS is
     judged when it is fetched, not here: --check does no I/O.
     """
+    from peer.core.sites import SiteSettings
     from peer.core.urls import Scope, host_key, hostname, normalize
     from peer.core.urlrules import parse_url_rules
 
     c = cfg.crawl
     where = str(cfg.path)
     urlrules = parse_url_rules(c, where)
+    sites = SiteSettings(cfg.sites, c, cfg.politeness)
     ring = ring_warnings(cfg)
     if not c.seeds:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
@@ -223,7 +225,7 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                    else f"its host {host} matches no crawl.allow_hosts pattern")
             out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({why}): it will not be crawled")
             continue
-        judged = urlrules.judge(url)
+        judged = (sites.for_host(host_key(url)).urlrules or urlrules).judge(url)
         if judged.excluded is not None:
             out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({judged.why()}): "
                        "it will not be crawled")

@@ -114,7 +114,16 @@ class _Rules:
             max_depth = self.cfg.crawl.max_depth
             why = "deeper than max_depth" if max_depth and depth > max_depth else "host"
             return f"out of scope ({why}): not crawled"
-        judged = core.urlrules.judge(core.params.clean(url) if core.params else url)
+        clean = core.params.clean(url) if core.params else url
+        rules = core.urlrules
+        if core.sites:
+            from peer.core.urls import host_key
+
+            try:
+                rules = core.sites.for_host(host_key(clean)).urlrules or rules
+            except URLError:
+                pass
+        judged = rules.judge(clean)
         if core.summary.excluded:
             return f"out of scope: {judged.why()}: not crawled"
         ruled = f" ({judged.why()})" if judged.rule is not None else ""
