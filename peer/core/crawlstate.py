@@ -170,7 +170,8 @@ class CrawlState:
 
     def _row(self, job: Job, res: FetchResult | None, out: list[Effect], *,
              final_url: str | None = None, title: str | None = None, n_links: int = 0,
-             error: str | None = None, links: tuple[str, ...] = ()) -> None:
+             error: str | None = None, links: tuple[str, ...] = (),
+             canonical: str | None = None, robots: tuple[bool, bool] | None = None) -> None:
         if job.url in self._marks:
             self._marks[job.url] |= _ROW
         if res is not None:
@@ -199,6 +200,8 @@ class CrawlState:
             bytes=0 if res is None else len(res.body), title=title, n_links=n_links,
             depth=job.depth, elapsed_ms=0.0 if res is None else res.elapsed * 1000.0, error=error,
             body=res.body if (res is not None and crawl.store_body) else None,
-            links=links if crawl.store_links else (),
+            links=links if crawl.store_links else (), canonical=canonical,
+            noindex=None if robots is None else robots[0],
+            nofollow=None if robots is None else robots[1],
         ))
 

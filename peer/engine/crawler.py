@@ -478,7 +478,7 @@ class Crawler(Durability, RingFace, Reporting):
             url=e.url, final_url=e.final_url, host=e.host, status=e.status,
             content_type=e.content_type, bytes=e.bytes, title=e.title, n_links=e.n_links,
             depth=e.depth, fetched_at=time.time(), elapsed_ms=e.elapsed_ms, error=e.error,
-            peer=self.peer_id,
+            peer=self.peer_id, canonical=e.canonical, noindex=e.noindex, nofollow=e.nofollow,
         )
         if self._state is not None:
             self._state.done(row.url, [getattr(row, f) for f in ROW_FIELDS])
