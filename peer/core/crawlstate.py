@@ -29,7 +29,8 @@ from peer.core.decisions import Done, Effect, Forward, Origin, Requeued, Row
 from peer.core.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.core.holds import Holds, Liveness
 from peer.core.limits import Limits
-from peer.core.robots import RobotsCache
+from peer.core.extract import PageRules
+from peer.core.robots import RobotsCache, product_token
 from peer.core.stats import Summary
 from peer.core.urls import Scope, hostname
 
@@ -98,6 +99,9 @@ class CrawlState:
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
                                   error_retry=crawl.robots_retry)
         self.limits = Limits.from_config(crawl, pol)
+        #: What a page's parse reads besides anchors, and the token its meta robots may name.
+        self.page_rules = PageRules(product_token(crawl.user_agent), crawl.follow_frames,
+                                    crawl.follow_meta_refresh, crawl.follow_link_rel)
         self.summary = Summary()
         #: Jitter of the retry waits: injected, so a test sees the same waits.
         self.rng = rng or random.Random()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from peer.core.extract import Page, decode_html, parse_page, parse_tree
+from peer.core.extract import Page, PageRules, decode_html, parse_page, parse_tree
 from peer.core.items import ExtractConfig, extract_items
 
 __all__ = ["Parsed", "parse_response"]
@@ -21,7 +21,7 @@ class Parsed:
 
 
 def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig,
-                   max_links: int = 0) -> Parsed:
+                   max_links: int = 0, rules: PageRules = PageRules()) -> Parsed:
     """Links, title and extraction-rule items of an HTML page; pure, for a worker thread."""
     tree = None
     items: list[tuple[str, dict[str, Any]]] = []
@@ -31,5 +31,5 @@ def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig
         tree = parse_tree(body, charset)
         html = decode_html(body, charset) if ex.module else ""
         items, errors = extract_items(ex, url, html, tree)
-    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links), items, errors)
+    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links, rules=rules), items, errors)
 

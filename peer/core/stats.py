@@ -25,6 +25,14 @@ not_requested     URLs recorded without a request, by cause: ``robots``
 robots_excluded   ``not_requested["robots"]``
 items             {table: rows} of the extraction rules; ``extract_errors``
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
+directives        pages by what they say of themselves (``peer.core.directives``):
+                  ``noindex``, ``nofollow``, ``x_robots_tag`` (either from the
+                  header), ``canonical`` (any), ``noncanonical`` (another URL),
+                  ``noncanonical_unfollowed`` (crawl.follow_noncanonical),
+                  ``items_withheld`` (item rows of noindex pages); and links
+                  followed by source: ``links_frame``, ``links_refresh``, ``links_link``
+invalid_status    responses with a status outside 100-599 (or a final 1xx),
+                  handled as 5xx (RFC 9110 §15)
 dropped           URLs dropped before the queue, by reason: ``out_of_scope``
                   (links), and each cap's config key (``max_url_length``...)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
@@ -78,6 +86,8 @@ class Summary:
     out_of_scope: int = 0
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
+    directives: Counter[str] = field(default_factory=Counter)  # the module docstring's keys
+    invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -112,6 +122,9 @@ def render_summary(s: Any) -> str:
         f"  top errors: {errs}",
         f"  not requested: {excluded}; links out of scope: {s.out_of_scope}",
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
+        *([f"  directives: " + ", ".join(f"{k} {n}" for k, n in sorted(s.directives.items()))]
+          if s.directives else []),
+        *([f"  invalid status codes (handled as 5xx): {s.invalid_status}"] if s.invalid_status else []),
         *([f"  {s.limits}"] if s.limits else []),
         *(f"  {line}" for line in s.details),
     ])
@@ -167,6 +180,8 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "items": {t: int(n) for t, n in sorted(s.items_by_table.items())},
         "items_total": int(s.items), "extract_errors": int(s.extract_errors),
         "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
+        "directives": {k: int(n) for k, n in sorted(s.directives.items())},
+        "invalid_status": int(s.invalid_status),
         "dropped": dropped,
         "links_cut": int(cap_hits.get("max_links_per_page", 0)),
         "forwarded_out": int(forwarded_out), "forwarded_in": int(forwarded_in),

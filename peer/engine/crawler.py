@@ -577,13 +577,13 @@ class Crawler(Durability, RingFace, Reporting):
 
     def _parse_inline(self, job: Job, res: FetchResult) -> Parsed:
         return parse_response(job.url, res.body, res.charset, self.cfg.extract,
-                              self.cfg.crawl.max_links_per_page)
+                              self.cfg.crawl.max_links_per_page, self.core.page_rules)
 
     async def _parse(self, job: Job, res: FetchResult) -> Parsed:
         # Through this module's name, so a test can swap the parser for one that fails.
         return await trio.to_thread.run_sync(
             parse_response, job.url, res.body, res.charset, self.cfg.extract,
-            self.cfg.crawl.max_links_per_page, limiter=self._parsers)
+            self.cfg.crawl.max_links_per_page, self.core.page_rules, limiter=self._parsers)
 
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()
