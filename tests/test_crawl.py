@@ -376,6 +376,7 @@ def test_a_5xx_is_retried_with_jittered_backoff_then_recorded(status):
     assert rows(effects)[job.url].status == status
     assert c.summary.retries == MAX_RETRIES and c.summary.pages == 1
     assert c.summary.invalid_status == (0 if status == 500 else MAX_RETRIES + 1)
+    assert c.limits_figures(now, {}).get("invalid_status", 0) == c.summary.invalid_status
 
 
 def test_resets_are_retried_and_dns_failures_are_not():
@@ -900,6 +901,8 @@ def test_a_noindex_page_keeps_its_row_flagged_and_writes_no_items():
     assert queued == [f"{SITE}/next"]  # noindex alone still follows
     assert c.summary.items == 0
     assert (c.summary.directives["noindex"], c.summary.directives["items_withheld"]) == (1, 1)
+    figures = c.limits_figures(0.2, {})  # ring status's counters
+    assert (figures["directives.noindex"], figures["directives.items_withheld"]) == (1, 1)
     # The same page without the tag writes its item.
     c2 = page_core()
     row, _, effects = crawled(c2, url, answer(url, body=page("", "<h1>Shown</h1>")))
