@@ -245,12 +245,13 @@ def parse_tree(body: bytes, charset: str | None = None) -> LexborHTMLParser:
 def parse_page(url: str, body: bytes, charset: str | None = None,
                tree: LexborHTMLParser | None = None, *, max_links: int = 0,
                rules: PageRules = PageRules()) -> Page:
-    """Links, title and meta robots of the HTML page ``body`` fetched from ``url``.
+    """Links, title, meta robots and canonical URL of the HTML page ``body`` fetched from ``url``.
 
     ``tree``: the document already parsed by :func:`parse_tree` (then ``body``
     is not parsed again). ``max_links``: keep the first that many distinct
-    links in document order (0: all); the rest of the document is only
-    counted. Never raises on bad input: garbage bytes give a Page (most
+    links in document order (0: all), whatever their source; the rest of the
+    document is only counted. ``rules``: the link sources besides anchors,
+    and the product token a ``<meta name>`` may address. Never raises on bad input: garbage bytes give a Page (most
     likely empty).
 
     Why a walk in document order and not a CSS selection: reading a node's
