@@ -95,7 +95,8 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: set's and the frontier's figures, restarts of members, the caps that count
 #: cut links or cut waits, internal errors.
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
-                    "handoffs_", "handoff_", "peer_restarts", "cap.", "error.")
+                    "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
+                    "directives.", "invalid_status")
 
 
 def words(family: Family) -> str:

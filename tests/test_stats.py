@@ -14,7 +14,8 @@ def summary(**kw) -> SimpleNamespace:
                 not_requested=Counter({"robots": 45}), out_of_scope=7, retries=3, robots_fetches=2,
                 items=4, items_by_table=Counter({"items_book": 4}), extract_errors=0,
                 internal=Counter({"ValueError": 1}), limits="limits: none hit", details=[],
-                elapsed=10.0, stop_reason="frontier empty", by_site=Counter())
+                elapsed=10.0, stop_reason="frontier empty", by_site=Counter(),
+                directives=Counter({"noindex": 2, "links_frame": 3}), invalid_status=1)
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -25,6 +26,9 @@ def test_pages_are_requests_and_exclusions_are_apart():
     assert "  failed: timeout 5, internal 1 (internal: ValueError 1)\n" in text and "robots: 45" not in text
     assert "  not requested: robots 45, scope 7\n" in text
     assert "items: 4 (items_book 4)" in text
+    assert "directives: links_frame 3, noindex 2" in text
+    assert "invalid status codes (handled as 5xx): 1" in text
+    assert "directives" not in render_summary(summary(directives=Counter(), invalid_status=0))
     assert "[[site]]" not in text  # no block, no line
 
 
@@ -63,6 +67,7 @@ def test_one_peers_stats():
     assert d["not_requested"] == {"robots": 45, "scope": 7, "max_url_length": 2} and d["links_cut"] == 9
     assert not {"errors", "dropped", "robots_excluded"} & set(d)
     assert d["items"] == {"items_book": 4} and d["run_config"] == {"crawl": {"seeds": []}}
+    assert d["directives"] == {"links_frame": 3, "noindex": 2} and d["invalid_status"] == 1
 
 
 def test_the_clusters_stats_are_summed_over_the_span():
@@ -73,4 +78,5 @@ def test_the_clusters_stats_are_summed_over_the_span():
     assert total["not_requested"] == {"robots": 90, "scope": 14, "max_url_length": 4}
     assert total["forwarded_out"] == 10
     assert total["finish_reasons"] == {"frontier empty": 2}
+    assert total["directives"] == {"links_frame": 6, "noindex": 4} and total["invalid_status"] == 2
     assert total["run_config"] == {"crawl": {"seeds": []}}

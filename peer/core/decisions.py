@@ -122,6 +122,9 @@ class Row:
     # builtins.bytes: the field above is named bytes (PageRow's column).
     body: builtins.bytes | None = field(default=None, repr=False)
     links: tuple[str, ...] = field(default=(), repr=False)
+    canonical: str | None = None  # the pages columns of peer.results.schema
+    noindex: bool | None = None
+    nofollow: bool | None = None
 
 
 @dataclass(frozen=True, slots=True)
