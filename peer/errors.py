@@ -74,7 +74,7 @@ class ErrorKind(StrEnum):
     """The ``error`` column of a results row: why a URL has no page (the value is what is stored).
 
     The network kinds are mapped from foreign exceptions in one place,
-    ``peer.net.fetcher.error_kind`` (its module docstring says what each means);
+    ``peer.net.errorkinds.error_kind`` (the fetcher's module docstring says what each means);
     the others are the crawl's own verdicts.
     """
 

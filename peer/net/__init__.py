@@ -5,4 +5,6 @@
 - ``fetcher``   one HTTP attempt on trio streams, with ``peer.core.http1``
   framing the response, ``peer.core.head`` reading its head,
   ``peer.core.inflate`` decoding its body, and every cap applied while it streams
+- ``connections`` an origin's addresses connected to, TLS, the idle keep-alive pool
+- ``errorkinds`` foreign exceptions to the ``error`` column's kinds, and their words
 """

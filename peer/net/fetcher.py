@@ -19,16 +19,16 @@ What httpx does not do for a crawler, measured, and done here:
   (:mod:`peer.core.inflate`), so at most ``max_body + 1`` decoded bytes
   exist at any time. ``max_body`` caps the raw
   bytes too, and a Content-Length over it is refused before any body is read.
-- **DNS through our cache.** A new connection resolves the origin host
-  through :class:`peer.net.resolver.Resolver` (cache, one query per name, SSRF
-  guard) and connects to those addresses in order; TLS is a
-  ``trio.SSLStream`` given the host name, so SNI and the certificate check
-  see the name, not the IP. A connect and a handshake each get
-  ``max(1, timeout / 3)`` s, so the next address can still be tried.
+- **DNS through our cache.** A new connection (:mod:`peer.net.connections`)
+  resolves the origin host through :class:`peer.net.resolver.Resolver`
+  (cache, one query per name, SSRF guard) and connects to those addresses;
+  TLS is a ``trio.SSLStream`` given the host name, so SNI and the
+  certificate check see the name, not the IP. A connect and a handshake each
+  get ``max(1, timeout / 3)`` s, so the next address can still be tried.
 - **Our own HTTP/1.1 client, not httpx or httpcore + h11.** The wire format
   is :mod:`peer.core.http1`, a sans-IO reader that accepts and refuses what h11
   did (its module docstring lists the rules and caps); the I/O is a trio
-  stream per connection and :class:`_Idle`, the keep-alive connections per
+  stream per connection and :class:`peer.net.connections.IdlePool`, the keep-alive connections per
   origin. Measured before, py-spy on the 49-host crawl of
   ``scripts/bench_polite.py``: httpcore + h11 were 27% of the peer's loop,
   and a fetch through them 56% of its samples (per-event objects, a lock,
@@ -64,13 +64,14 @@ What httpx does not do for a crawler, measured, and done here:
   page's content, whose links were followed). curl closes such a connection
   ("excess found"); so do we (:attr:`peer.core.http1.ResponseReader.trailing`).
   Bytes that arrive later on an idle connection make its socket readable,
-  and :class:`_Idle` drops it before reuse.
+  and :class:`~peer.net.connections.IdlePool` drops it before reuse.
 - **A prefix read.** ``fetch(url, max_body=n, prefix_ok=True)`` reads at most
   ``n`` decoded bytes of a longer body and returns them with ``truncated``
   and no error, for robots.txt: RFC 9309 §2.5 says a crawler must parse at
   least the first 500 KiB of it, however long it is.
 
-Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
+Error kinds (the ``error`` column), mapped in one place,
+:func:`peer.net.errorkinds.error_kind` (re-exported here):
 
 =================  =====================================================
 ``dns``            the name did not resolve (NXDOMAIN, no address, DNS timeout)
@@ -95,9 +96,7 @@ Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
 from __future__ import annotations
 
 import logging
-import os
 import ssl
-import sys
 import time
 import zlib
 from collections import Counter
@@ -116,6 +115,8 @@ from peer.core.head import (MAX_LOCATION, RETRY_AFTER_MAX, Head, parse_content_t
 from peer.core.http1 import Head1, ResponseReader, head_lines, request_bytes, request_target
 from peer.core.inflate import Inflater, decoder
 from peer.core.sites import SiteSettings
+from peer.net.connections import Connector, IdlePool
+from peer.net.errorkinds import NETWORK_ERRORS, error_detail, error_kind
 from peer.net.resolver import Resolver
 
 __all__ = [
@@ -141,7 +142,6 @@ _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 _DRAIN_MAX = 16 * 1024
 # httpcore's read size: a 4-64 KiB page comes in one or two reads.
 _READ_SIZE = 64 * 1024
-_KEEPALIVE_EXPIRY = 10.0
 # Unexpected exceptions logged with their traceback; the rest are only counted.
 _LOGGED_BUGS = 5
 
@@ -171,102 +171,6 @@ class FetchResult:
     canonical: str | None = None    # sent (peer.core.head.Head)
 
 
-# ---------------------------------------------------------------------------
-# Foreign exceptions to error kinds (at the edge: they name trio's and ssl's)
-
-
-_CLOSED_EARLY = ("server disconnected", "peer closed connection")
-
-
-def error_kind(exc: BaseException) -> ErrorKind | None:
-    """The error kind of a foreign exception from a fetch; None if it is not a network error.
-
-    The one place where httpx, httpcore, h11, trio, ssl, zlib and OSError
-    errors become kinds. A TLS error anywhere in the cause chain wins:
-    httpcore reports a failed handshake as a ConnectError.
-    """
-    if isinstance(exc, FetchError):
-        return exc.kind
-    cause: BaseException | None = exc
-    for _ in range(8):
-        if cause is None:
-            break
-        if isinstance(cause, ssl.SSLError):
-            return ErrorKind.TLS
-        cause = cause.__cause__ or cause.__context__
-    if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
-        return ErrorKind.RESET
-    if isinstance(exc, zlib.error):
-        return ErrorKind.DECODE
-    kind = _library_kind(exc)
-    if kind is not None:
-        return kind
-    if isinstance(exc, OSError):
-        return ErrorKind.CONNECT
-    return None
-
-
-def _library_kind(exc: BaseException) -> ErrorKind | None:
-    """The kind of an httpx, httpcore or h11 error, for callers that use those libraries.
-
-    The fetcher itself meets only trio's, ssl's, zlib's and OSError
-    (peer.core.http1 raises FetchError); the dashboard speaks h11 and scripts use
-    httpx. An exception of a library can only exist once the library is
-    imported, so the libraries are looked up in ``sys.modules`` instead of
-    imported here: a peer starts without loading them (about 60 ms of
-    start-up, measured with ``python -X importtime``).
-    """
-    httpx, httpcore, h11 = (sys.modules.get(m) for m in ("httpx", "httpcore", "h11"))
-
-    def of(module: Any, *names: str) -> tuple[type[BaseException], ...]:
-        return tuple(getattr(module, n) for n in names) if module is not None else ()
-
-    if isinstance(exc, of(httpx, "ConnectTimeout") + of(httpcore, "ConnectTimeout")):
-        return ErrorKind.CONNECT
-    if isinstance(exc, of(httpx, "TimeoutException") + of(httpcore, "TimeoutException")):
-        return ErrorKind.TIMEOUT
-    if isinstance(exc, of(httpx, "ConnectError") + of(httpcore, "ConnectError")):
-        return ErrorKind.CONNECT
-    if isinstance(exc, of(httpx, "ReadError", "WriteError") + of(httpcore, "ReadError", "WriteError")):
-        return ErrorKind.RESET
-    if isinstance(exc, of(httpx, "RemoteProtocolError") + of(httpcore, "RemoteProtocolError")
-                  + of(h11, "RemoteProtocolError")):
-        # httpcore's and h11's words for a connection closed before the end.
-        return ErrorKind.RESET if str(exc).lower().startswith(_CLOSED_EARLY) else ErrorKind.PROTOCOL
-    if isinstance(exc, of(httpx, "ProtocolError") + of(httpcore, "ProtocolError") + of(h11, "ProtocolError")):
-        return ErrorKind.PROTOCOL
-    if isinstance(exc, of(httpx, "UnsupportedProtocol", "InvalidURL") + of(httpcore, "UnsupportedProtocol")):
-        return ErrorKind.SCOPE
-    if isinstance(exc, of(httpx, "DecodingError")):
-        return ErrorKind.DECODE
-    if isinstance(exc, of(httpx, "TransportError")
-                  + of(httpcore, "NetworkError", "ConnectionNotAvailable")):
-        return ErrorKind.CONNECT
-    return None
-
-
-def error_detail(exc: BaseException) -> str:
-    """A failure in a few words for a log line: the OS's words for the first errno in
-    the cause chain ("connection refused"), else the exception's own message."""
-    todo: list[BaseException] = [exc]
-    for _ in range(16):
-        if not todo:
-            break
-        e = todo.pop(0)
-        if isinstance(e, OSError) and e.errno:
-            return os.strerror(e.errno).lower()
-        todo += getattr(e, "exceptions", ())
-        if e.__cause__ is not None:
-            todo.append(e.__cause__)
-    if isinstance(exc, FetchError):
-        return str(exc).split(": ", 1)[-1]
-    return str(exc)[:200]
-
-
-# What fetch() turns into an error kind; anything else is a bug and propagates.
-_NETWORK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, zlib.error)
-
-
 class _Progress:
     """What one fetch has learnt so far (kept when a deadline cuts it short)."""
 
@@ -289,87 +193,6 @@ class _Progress:
         self.malformed: tuple[str, ...] = ()
         self.detail = ""
         self.head: Head | None = None
-
-
-# ---------------------------------------------------------------------------
-# Connections: DNS through the resolver, keep-alive per origin
-
-
-class _Conn:
-    """One open connection to an origin (TCP, or TLS over TCP) and the address it went to."""
-
-    __slots__ = ("stream", "sock", "key", "address", "idle_since")
-
-    def __init__(self, stream: trio.abc.Stream, sock: Any, key: tuple[str, str, int],
-                 address: str) -> None:
-        self.stream = stream
-        self.sock = sock
-        self.key = key
-        self.address = address
-        self.idle_since = 0.0
-
-    def close(self) -> None:
-        # The socket, not the stream: synchronous, so it also runs when a
-        # deadline cancelled the fetch, and a crawler owes a server whose
-        # response it abandons no TLS close_notify (curl also just closes).
-        self.sock.close()
-
-
-class _Idle:
-    """A shard's idle keep-alive connections, by origin, at most ``cap`` of them.
-
-    A connection is taken only if it has been idle under the keep-alive
-    expiry and its socket is not readable: bytes on an idle connection are
-    the server's close or the start of a response nobody asked for, and the
-    next request would read them as its own (httpcore's rule, kept). Over the
-    cap, the connection idle longest is closed.
-    """
-
-    __slots__ = ("cap", "_by_key", "_order")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self._by_key: dict[tuple[str, str, int], list[_Conn]] = {}
-        self._order: dict[_Conn, None] = {}  # insertion order = idle since
-
-    def take(self, key: tuple[str, str, int], now: float) -> _Conn | None:
-        conns = self._by_key.get(key)
-        while conns:
-            conn = conns.pop()
-            del self._order[conn]
-            if not conns:
-                del self._by_key[key]
-            if now - conn.idle_since > _KEEPALIVE_EXPIRY or conn.sock.is_readable():
-                conn.close()
-                continue
-            return conn
-        return None
-
-    def put(self, conn: _Conn, now: float) -> None:
-        conn.idle_since = now
-        order = self._order
-        while order:
-            oldest = next(iter(order))
-            if len(order) < self.cap and now - oldest.idle_since <= _KEEPALIVE_EXPIRY:
-                break
-            self._drop(oldest)
-        order[conn] = None
-        self._by_key.setdefault(conn.key, []).append(conn)
-
-    def _drop(self, conn: _Conn) -> None:
-        del self._order[conn]
-        conns = self._by_key[conn.key]
-        conns.remove(conn)
-        if not conns:
-            del self._by_key[conn.key]
-        conn.close()
-
-    def close(self) -> None:
-        for conn in list(self._order):
-            self._drop(conn)
-
-    def __len__(self) -> int:
-        return len(self._order)
 
 
 # ---------------------------------------------------------------------------
@@ -396,16 +219,12 @@ class Fetcher:
         self._site_heads: dict[int, bytes] = {}
         # The total deadline is ours; only a hanging connect or TLS handshake
         # gets one of its own, so the next address of a host can still be tried.
-        self._connect_timeout = max(1.0, crawl.timeout / 3)
-        # One context for all fetches; httpx's default is made at the first
-        # https URL (loading the CA bundle costs ~20 ms, httpx's import 60 ms more).
-        if ssl_context is not None:
-            ssl_context.set_alpn_protocols(["http/1.1"])  # as httpcore did: no h2 offered
-        self._ssl_context = ssl_context
+        self.connector = Connector(resolver, connect_timeout=max(1.0, crawl.timeout / 3),
+                                   ssl_context=ssl_context)
         # Idle keep-alive connections a shard keeps: its share of the
         # concurrency, times 4 for the unevenness of hashing hosts to shards.
         keepalive = 4 * -(-crawl.concurrency // shards)
-        self._idle = [_Idle(keepalive) for _ in range(shards)]
+        self._idle = [IdlePool(keepalive) for _ in range(shards)]
         self._requests = 0
         self._bytes = 0
         self._truncated = 0
@@ -416,16 +235,6 @@ class Fetcher:
     @property
     def shards(self) -> int:
         return len(self._idle)
-
-    def _ssl(self) -> ssl.SSLContext:
-        """The TLS context: the caller's, or httpx's defaults (certifi's CA bundle, or
-        SSL_CERT_FILE / SSL_CERT_DIR); ALPN offers HTTP/1.1 only, as httpcore did."""
-        if self._ssl_context is None:
-            import httpx
-
-            self._ssl_context = httpx.create_ssl_context()
-            self._ssl_context.set_alpn_protocols(["http/1.1"])
-        return self._ssl_context
 
     async def __aenter__(self) -> Fetcher:
         await trio.lowlevel.checkpoint()
@@ -468,7 +277,7 @@ class Fetcher:
             except FetchError as exc:
                 p.error = exc.kind
                 p.detail = error_detail(exc)
-            except _NETWORK_ERRORS as exc:
+            except NETWORK_ERRORS as exc:
                 kind = error_kind(exc)
                 if kind is None:  # pragma: no cover - _NETWORK_ERRORS are all mapped
                     kind = ErrorKind.INTERNAL
@@ -498,44 +307,6 @@ class Fetcher:
             address=p.address, malformed=p.malformed, detail=p.detail,
             x_robots=p.head.x_robots if p.head else (), canonical=p.head.canonical if p.head else None)
 
-    async def _connect(self, scheme: str, host: str, port: int) -> _Conn:
-        """A new connection: the resolver's addresses in order, the first that accepts wins.
-
-        The SSRF guard already ran in the resolver, so we connect to exactly
-        the address it saw; SNI and the certificate check see the host name.
-        """
-        addresses = await self.resolver.resolve(host)
-        last: BaseException | None = None
-        for address in addresses:
-            tcp = None
-            try:
-                with trio.move_on_after(self._connect_timeout):
-                    tcp = await trio.open_tcp_stream(address, port)
-            except OSError as exc:
-                last = exc
-                continue
-            if tcp is None:
-                last = FetchError(ErrorKind.CONNECT, f"connect to {address} timed out")
-                continue
-            sock = tcp.socket
-            stream: trio.abc.Stream = tcp
-            if scheme == "https":
-                stream = trio.SSLStream(tcp, self._ssl(), server_hostname=host, https_compatible=True)
-                done = False
-                try:
-                    with trio.move_on_after(self._connect_timeout):
-                        await stream.do_handshake()
-                        done = True
-                finally:
-                    if not done:
-                        sock.close()
-                if not done:
-                    raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
-            return _Conn(stream, sock, (scheme, host, port), address)
-        if last is None:  # pragma: no cover - the resolver returns an address or raises
-            last = FetchError(ErrorKind.DNS, f"no address for {host}")
-        raise last
-
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
                      prefix_ok: bool) -> None:
         scheme, host, port, target, field = request_target(url)
@@ -545,7 +316,7 @@ class Fetcher:
         idle = shards[zlib.crc32(host.encode()) % len(shards)] if len(shards) > 1 else shards[0]
         conn = idle.take(key, trio.current_time())
         if conn is None:
-            conn = await self._connect(scheme, host, port)
+            conn = await self.connector.connect(scheme, host, port)
         p.address = conn.address
         reader = ResponseReader()
         keep = False

@@ -1,0 +1,114 @@
+"""Foreign exceptions to error kinds: the one place where trio's, ssl's, zlib's, OSError and
+httpx's, httpcore's and h11's errors become the ``error`` column's kinds.
+
+:func:`error_kind` names the kind, :func:`error_detail` the failure in a few
+words for a log line ("connection refused"); :data:`NETWORK_ERRORS` is what a
+fetch turns into a kind (anything else is a bug of ours). The fetcher and the
+connector meet only trio's, ssl's, zlib's and OSError; the others' libraries
+are looked up in ``sys.modules``, never imported here.
+"""
+
+from __future__ import annotations
+
+import os
+import ssl
+import sys
+import zlib
+from typing import Any
+
+import trio
+
+from peer.errors import ErrorKind, FetchError
+
+__all__ = ["NETWORK_ERRORS", "error_detail", "error_kind"]
+
+_CLOSED_EARLY = ("server disconnected", "peer closed connection")
+
+
+def error_kind(exc: BaseException) -> ErrorKind | None:
+    """The error kind of a foreign exception from a fetch; None if it is not a network error.
+
+    The one place where httpx, httpcore, h11, trio, ssl, zlib and OSError
+    errors become kinds. A TLS error anywhere in the cause chain wins:
+    httpcore reports a failed handshake as a ConnectError.
+    """
+    if isinstance(exc, FetchError):
+        return exc.kind
+    cause: BaseException | None = exc
+    for _ in range(8):
+        if cause is None:
+            break
+        if isinstance(cause, ssl.SSLError):
+            return ErrorKind.TLS
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
+        return ErrorKind.RESET
+    if isinstance(exc, zlib.error):
+        return ErrorKind.DECODE
+    kind = _library_kind(exc)
+    if kind is not None:
+        return kind
+    if isinstance(exc, OSError):
+        return ErrorKind.CONNECT
+    return None
+
+
+def _library_kind(exc: BaseException) -> ErrorKind | None:
+    """The kind of an httpx, httpcore or h11 error, for callers that use those libraries.
+
+    The fetcher itself meets only trio's, ssl's, zlib's and OSError
+    (peer.core.http1 raises FetchError); the dashboard speaks h11 and scripts use
+    httpx. An exception of a library can only exist once the library is
+    imported, so the libraries are looked up in ``sys.modules`` instead of
+    imported here: a peer starts without loading them (about 60 ms of
+    start-up, measured with ``python -X importtime``).
+    """
+    httpx, httpcore, h11 = (sys.modules.get(m) for m in ("httpx", "httpcore", "h11"))
+
+    def of(module: Any, *names: str) -> tuple[type[BaseException], ...]:
+        return tuple(getattr(module, n) for n in names) if module is not None else ()
+
+    if isinstance(exc, of(httpx, "ConnectTimeout") + of(httpcore, "ConnectTimeout")):
+        return ErrorKind.CONNECT
+    if isinstance(exc, of(httpx, "TimeoutException") + of(httpcore, "TimeoutException")):
+        return ErrorKind.TIMEOUT
+    if isinstance(exc, of(httpx, "ConnectError") + of(httpcore, "ConnectError")):
+        return ErrorKind.CONNECT
+    if isinstance(exc, of(httpx, "ReadError", "WriteError") + of(httpcore, "ReadError", "WriteError")):
+        return ErrorKind.RESET
+    if isinstance(exc, of(httpx, "RemoteProtocolError") + of(httpcore, "RemoteProtocolError")
+                  + of(h11, "RemoteProtocolError")):
+        # httpcore's and h11's words for a connection closed before the end.
+        return ErrorKind.RESET if str(exc).lower().startswith(_CLOSED_EARLY) else ErrorKind.PROTOCOL
+    if isinstance(exc, of(httpx, "ProtocolError") + of(httpcore, "ProtocolError") + of(h11, "ProtocolError")):
+        return ErrorKind.PROTOCOL
+    if isinstance(exc, of(httpx, "UnsupportedProtocol", "InvalidURL") + of(httpcore, "UnsupportedProtocol")):
+        return ErrorKind.SCOPE
+    if isinstance(exc, of(httpx, "DecodingError")):
+        return ErrorKind.DECODE
+    if isinstance(exc, of(httpx, "TransportError")
+                  + of(httpcore, "NetworkError", "ConnectionNotAvailable")):
+        return ErrorKind.CONNECT
+    return None
+
+
+def error_detail(exc: BaseException) -> str:
+    """A failure in a few words for a log line: the OS's words for the first errno in
+    the cause chain ("connection refused"), else the exception's own message."""
+    todo: list[BaseException] = [exc]
+    for _ in range(16):
+        if not todo:
+            break
+        e = todo.pop(0)
+        if isinstance(e, OSError) and e.errno:
+            return os.strerror(e.errno).lower()
+        todo += getattr(e, "exceptions", ())
+        if e.__cause__ is not None:
+            todo.append(e.__cause__)
+    if isinstance(exc, FetchError):
+        return str(exc).split(": ", 1)[-1]
+    return str(exc)[:200]
+
+
+#: What fetch() turns into an error kind; anything else is a bug and propagates.
+NETWORK_ERRORS = (OSError, trio.BrokenResourceError, trio.ClosedResourceError, zlib.error)
