@@ -14,7 +14,9 @@ def summary(**kw) -> SimpleNamespace:
                 not_requested=Counter({"robots": 45}), out_of_scope=7, retries=3, robots_fetches=2,
                 items=4, items_by_table=Counter({"items_book": 4}), extract_errors=0,
                 internal=Counter({"ValueError": 1}), limits="limits: none hit", details=[],
-                elapsed=10.0, stop_reason="frontier empty")
+                elapsed=10.0, stop_reason="frontier empty", sitemaps_fetched=3, sitemap_urls=120,
+                sitemap_failed=Counter({"http_404": 1}),
+                sitemap_drops=Counter({"too_many_urls": 1, "entities": 2}))
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -52,6 +54,9 @@ def test_one_peers_stats():
     assert d["not_requested"] == {"robots": 45, "scope": 7, "max_url_length": 2} and d["links_cut"] == 9
     assert not {"errors", "dropped", "robots_excluded"} & set(d)
     assert d["items"] == {"items_book": 4} and d["run_config"] == {"crawl": {"seeds": []}}
+    # Sitemaps are fetched apart from pages; what they sent that was refused is a drop.
+    assert d["sitemaps"] == {"fetched": 3, "urls": 120, "failed": {"http_404": 1},
+                             "drops": {"entities": 2, "too_many_urls": 1}}
 
 
 def test_the_clusters_stats_are_summed_over_the_span():
@@ -61,5 +66,7 @@ def test_the_clusters_stats_are_summed_over_the_span():
     assert total["status_counts"] == {"200": 180, "404": 10}
     assert total["not_requested"] == {"robots": 90, "scope": 14, "max_url_length": 4}
     assert total["forwarded_out"] == 10
+    assert total["sitemaps"] == {"fetched": 6, "urls": 240, "failed": {"http_404": 2},
+                                 "drops": {"entities": 4, "too_many_urls": 2}}
     assert total["finish_reasons"] == {"frontier empty": 2}
     assert total["run_config"] == {"crawl": {"seeds": []}}

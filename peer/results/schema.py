@@ -6,7 +6,8 @@ merged file has the same ones, so a query written for one works on the
 other::
 
     pages(url, final_url, host, status, content_type, bytes, title, n_links,
-          depth, fetched_at TIMESTAMP, elapsed_ms, error, peer)
+          depth, fetched_at TIMESTAMP, elapsed_ms, error, peer,
+          sitemap_lastmod TIMESTAMP, sitemap_priority, sitemap_changefreq)
     links(from_url, to_url)            only with store_links
     bodies(url, body BLOB)             only with store_body
     pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
@@ -49,6 +50,10 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("elapsed_ms", "DOUBLE"),      # the fetch's duration (its start: fetched_at - elapsed_ms)
         ("error", "VARCHAR"),          # the error kind (peer.errors.ErrorKind), NULL on success
         ("peer", "VARCHAR"),           # the peer that fetched it
+        # What a sitemap said of the URL (sitemaps.org), NULL when none listed it or said nothing:
+        ("sitemap_lastmod", "TIMESTAMP"),   # UTC, <lastmod>
+        ("sitemap_priority", "DOUBLE"),     # <priority>, 0.0-1.0
+        ("sitemap_changefreq", "VARCHAR"),  # <changefreq>: always, hourly, daily ... never
     ),
     "links": (("from_url", "VARCHAR"), ("to_url", "VARCHAR")),
     "bodies": (("url", "VARCHAR"), ("body", "BLOB")),
@@ -85,6 +90,9 @@ class PageRow:
     elapsed_ms: float
     error: str | None
     peer: str = ""  # "" -> the store's peer_id
+    sitemap_lastmod: float | None = None  # epoch seconds, as fetched_at
+    sitemap_priority: float | None = None
+    sitemap_changefreq: str | None = None
 
 
 def quote(name: str) -> str:
