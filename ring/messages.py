@@ -64,6 +64,12 @@ What each message is for:
   version and fingerprint: peers that agree on the ring show one
   fingerprint). ``nonce`` matches a reply to its request.
 
+An entry's URL may carry a tail after a space: a sitemap job's depth and
+grants, or a sitemap's hints about the URL (``peer.core.sitemaphints``;
+``VERSION`` 3). The codec carries it as the string it is; a peer of
+``VERSION`` 2 would have taken the tail for part of the URL, so it refuses
+the frame instead.
+
 The codec checks types and ranges only. A decoded URL is still untrusted
 input: the receiver normalises it (``peer.core.urls``) and checks ``ring`` against
 its own ring name before acting on anything.
@@ -147,7 +153,7 @@ __all__ = [
     "EncodeError",
 ]
 
-VERSION = 2
+VERSION = 3
 MAX_FRAME = 8 * 1024 * 1024
 MAX_STR = 8 * 1024
 MAX_ARRAY = 10_000

@@ -120,7 +120,7 @@ def test_every_message_round_trips(msg):
 def test_type_codes_are_fixed():
     # Changing one is a wire change: bump VERSION. New codes may be added: a
     # peer that does not know one drops and counts it (unknown_type).
-    assert VERSION == 2
+    assert VERSION == 3  # 3: an entry's URL may carry a tail (peer.core.sitemaphints)
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
@@ -151,19 +151,22 @@ def test_a_packet_is_acks_then_batches_without_repeating_ring_and_sender():
 
 
 def test_golden_frames():
-    assert encode(Ack("demo", "p1", 7, 9)).hex() == "960205a464656d6fa270310709"
-    assert raw(2, 5, "demo", "p1", 7, 9) == encode(Ack("demo", "p1", 7, 9))
+    assert encode(Ack("demo", "p1", 7, 9)).hex() == "960305a464656d6fa270310709"
+    assert raw(3, 5, "demo", "p1", 7, 9) == encode(Ack("demo", "p1", 7, 9))
     batch = UrlBatch("demo", "p1", 1, 2, (("http://a/", 0), ("http://b/", 3)))
     assert msgpack.unpackb(encode(batch)) == [
-        2, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
+        3, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
     ]
+    # A sitemap's tail rides in the URL string (peer.core.sitemaphints), checked like any URL.
+    tailed = UrlBatch("demo", "p1", 1, 3, (("http://a/s.xml sitemap 1 http://b/", 1),))
+    assert decode(encode(tailed)) == tailed
 
 
 def test_forget_frames_and_their_outcome_travel_as_its_index():
     assert msgpack.unpackb(encode(ForgetRequest("demo", "ring-forget", "p2", 7))) == [
-        2, 16, "demo", "ring-forget", "p2", 7]
+        3, 16, "demo", "ring-forget", "p2", 7]
     reply = ForgetReply("demo", "p1", "p2", ForgetOutcome.ALIVE, 7)
-    assert msgpack.unpackb(encode(reply)) == [2, 17, "demo", "p1", "p2", 3, 7]
+    assert msgpack.unpackb(encode(reply)) == [3, 17, "demo", "p1", "p2", 3, 7]
     assert decode(encode(reply)).outcome is ForgetOutcome.ALIVE
     with pytest.raises(DecodeError, match="unknown ForgetOutcome code"):
         decode(raw(VERSION, 17, "demo", "p1", "p2", len(ForgetOutcome), 7))

@@ -19,8 +19,9 @@ recovery, and every one of those carries the string untouched; a third
 field would have had to be threaded through each. A normalised URL holds
 no space (``peer.core.urls`` percent-encodes one), so the first space ends
 the URL, and ``host_key`` reads only the authority, so the ring places a
-tailed entry by its URL's host. A peer of an older tree would refuse the
-entry as a bad URL: nothing is taken wrongly.
+tailed entry by its URL's host. The wire's ``VERSION`` is 3 since entries
+may carry tails: a peer of an older tree (which would take the tail for
+part of the URL) refuses the frame instead.
 
 Rules:
 
