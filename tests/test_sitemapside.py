@@ -177,10 +177,10 @@ def test_tracker_refusals_and_caps_are_counted_as_drops():
     c.found_sitemap(f"{A}/c.xml", SitemapJob(0), 0.0)           # host cap
     c.found_sitemap("ftp://x/y.xml", SitemapJob(0), 0.0)         # no http(s) URL
     c.found_sitemap("http://out.example/s.xml", SitemapJob(0), 0.0)  # out of scope
-    assert dict(c.summary.sitemap_drops) == {"seen": 1, "too_deep": 1, "host_cap": 1, "bad_url": 1,
+    assert dict(c.summary.sitemap_drops) == {"seen": 1, "max_depth": 1, "max_per_host": 1, "bad_url": 1,
                                              "out_of_scope": 1}
     figures = c.limits_figures(0.0, {})
-    assert figures["sitemap.too_deep"] == 1 and figures["sitemap.host_cap"] == 1
+    assert figures["sitemap.max_depth"] == 1 and figures["sitemap.max_per_host"] == 1
 
 
 def test_an_index_makes_child_jobs_one_deeper_with_its_authority_and_parse_problems_count():

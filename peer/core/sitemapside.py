@@ -40,8 +40,10 @@ Rules (``[sitemaps]`` config keys in brackets):
    has its own cap, ``max_depth`` here). Its ``lastmod``, ``priority`` and
    ``changefreq`` go with it to its owner and into its page row.
 5. **Counted.** Every problem of a parse (``peer.core.sitemap.Problem``),
-   every tracker refusal (``peer.core.sitemaps.Found``) and every malformed
-   entry from a peer is a drop (refused input): ``Summary.sitemap_drops``,
+   every tracker refusal (``peer.core.sitemaps.Found``: a cap by its config
+   key, ``max_depth``, ``max_per_host``), every sitemap out of scope and
+   every malformed entry from a peer is a drop (refused input):
+   ``Summary.sitemap_drops``,
    shown by the summary, ``stats.json``, ``ring status`` and the metrics
    as ``sitemap.<problem>``.
 """
@@ -64,12 +66,17 @@ from peer.errors import URLError
 if TYPE_CHECKING:
     from peer.net.fetcher import FetchResult
 
-__all__ = ["BAD_ENTRY", "OUT_OF_SCOPE", "SitemapSide"]
+__all__ = ["BAD_ENTRY", "OUT_OF_SCOPE", "REFUSALS", "SitemapSide"]
 
 #: The drop of a forwarded entry whose tail is neither form (peer/core/sitemaphints.py rule 1).
 BAD_ENTRY = "bad_entry"
 #: The drop of a sitemap on a host out of the crawl's scope (rule 2).
 OUT_OF_SCOPE = "out_of_scope"
+#: How a tracker refusal is counted: a cap by its config key (as ``ring.vocabulary``
+#: names caps), so an index too deep is not mistaken for a document nested too
+#: deep (``Problem.TOO_DEEP``, also ``too_deep``).
+REFUSALS = {Found.TOO_DEEP: "max_depth", Found.HOST_CAP: "max_per_host", Found.SEEN: "seen",
+            Found.BAD_URL: "bad_url"}
 
 
 class SitemapSide(Outcomes):
@@ -94,7 +101,7 @@ class SitemapSide(Outcomes):
         for url in lines[:cap]:
             out += self.found_sitemap(url, job, now)
         if len(lines) > cap:
-            self.summary.sitemap_drops[Found.HOST_CAP.value] += len(lines) - cap
+            self.summary.sitemap_drops[REFUSALS[Found.HOST_CAP]] += len(lines) - cap
         return out
 
     def found_sitemap(self, url: str, job: SitemapJob, now: float, *, relay: bool = False) -> list[Effect]:
@@ -104,7 +111,7 @@ class SitemapSide(Outcomes):
             url = normalize(url)
             host = host_key(url)
         except URLError:
-            drops[Found.BAD_URL.value] += 1
+            drops[REFUSALS[Found.BAD_URL]] += 1
             return []
         if not self.scope.allows(url, 0, host=host):
             drops[OUT_OF_SCOPE] += 1
@@ -114,7 +121,7 @@ class SitemapSide(Outcomes):
             return [Forward(attach(url, job), job.depth, owner, relay, host)]
         decision = self.sitemaps.found(url, job.granted, job.depth, now)
         if decision is not Found.NEW:
-            drops[decision.value] += 1
+            drops[REFUSALS[decision]] += 1
             return []
         self._sitemap_jobs[url] = job
         self._push(url, host, job.depth, now)

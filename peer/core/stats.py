@@ -32,7 +32,7 @@ internal_errors   exceptions by type, each one a URL's row (engine rule 8)
 sitemaps          ``fetched`` (parsed), ``urls`` (listed, then discovered like
                   links), ``failed`` (not read, by cause) and ``drops``
                   (refused input by ``peer.core.sitemap.Problem`` or tracker
-                  refusal: ``too_many_urls``, ``entities``, ``host_cap``...)
+                  refusal: ``too_many_urls``, ``entities``, ``max_per_host``...)
 run_config        the cluster.toml sections this run used
 ================  ===========================================================
 """
