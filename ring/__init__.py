@@ -6,13 +6,16 @@ Layout, bottom up (pure modules at the top of the package; only ``io`` and
 - ``errors``          the package's exception tree
 - ``hashring``        consistent hashing of hosts onto peers (pure)
 - ``messages``        the versioned msgpack wire codec (pure)
+- ``budget``          the cluster-wide page budget: each member's cap of ``max_pages``,
+                      moved between members only by grants (pure)
 - ``records``         member records: the merge rules, the local state machine, events (pure)
 - ``swim``            probes, ping-reqs and suspicion timers: SWIM's failure detector (pure)
 - ``dissemination``   the piggyback queue: which changed records ride on probes (pure)
 - ``antientropy``     the Sync summary and its answers; joining and greeting seeds (pure)
 - ``termination``     the counter method over gossiped counters: is the crawl over (pure)
 - ``view``            the records one peer holds and what follows from each change (pure)
-- ``membership``      ``Membership``: the SWIM protocol, composing the six above (pure)
+- ``membership``      ``Membership``: the SWIM protocol, composing records, swim,
+                      dissemination, antientropy, termination and view (pure)
 - ``sim``             a simulated network for membership at scale (pure)
 - ``forwarder``       URL batches to their owners: numbering, acks, resends, re-routing (pure)
 - ``routes``          a member's routing id ``<id>/<nonce>`` and the member it claims (pure)

@@ -12,7 +12,7 @@ from typing import Union
 from ring.hashring import HashRing
 from ring.messages import Message
 
-__all__ = ["Action", "Count", "Deliver", "HandOff", "LeaveAsked", "Log", "Released",
+__all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "Released",
            "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked"]
 
 
@@ -97,5 +97,12 @@ class Log:
     text: str
 
 
+@dataclass(frozen=True, slots=True)
+class Granted:
+    """Our page-budget grant totals changed (``ring.budget``): durable before the sends after it."""
+
+    grants: tuple[tuple[str, int], ...]
+
+
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log]
+               StatusAsked, Count, Log, Granted]

@@ -20,6 +20,8 @@ splits ``state.go``, ``suspicion.go``, ``queue.go``):
 - ``ring.termination``    the counter method over the gossiped counters
 - ``ring.lease``          the lease: a majority vouching for our ring, or no
                           request starts
+- ``ring.budget``         the page budget: each member's cap of ``max_pages``,
+                          moved between members by the grants in their records
 
 The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
 :meth:`Membership.receive` for each decoded message, and sends the
@@ -89,6 +91,7 @@ from ring.antientropy import (
     summary,
     sync_every,
 )
+from ring.budget import merge_grants
 from ring.dissemination import PIGGYBACK, PiggybackQueue, retransmit_limit
 from ring.hashring import HashRing
 from ring.lease import Lease, LeaseState
@@ -326,22 +329,10 @@ class Membership:
         """Pages fetched cluster-wide as gossiped (every member, any state): ``max_pages``."""
         return sum(m.pages for m in self._members.values())
 
-    def page_cap(self, max_pages: int, mine: int) -> int:
-        """Pages this peer may have requested until the next round (cluster-wide ``max_pages``).
-
-        Each peer's count reaches the others late, so a peer that only
-        compared the gossiped total with ``max_pages`` could go on after the
-        others had used up the rest. Instead each round the rest is split:
-        ``mine + ceil(rest / n)``, ``n`` counting this peer and the live
-        peers that are not idle (an idle one would waste its share).
-        """
-        others = sum(m.pages for mid, m in self._members.items() if mid != self.self_id)
-        rest = max_pages - others - mine
-        if rest <= 0:
-            return mine
-        live = self.live()
-        busy = sum(1 for mid in live if mid != self.self_id and not self._members[mid].idle)
-        return mine + -(-rest // (busy + 1))
+    def voters(self) -> frozenset[str]:
+        """The configured seeds (``[[peer]]``), forgotten ones included: the lease's voters,
+        and the members ``max_pages`` is split over (``ring.budget`` rule 1)."""
+        return self._view.configured
 
     def cluster_idle(self, now: float) -> bool:
         """The counter method over our view (see :class:`TerminationDetector`)."""
@@ -356,8 +347,10 @@ class Membership:
         sent: int | None = None,
         received: int | None = None,
         pages: int | None = None,
+        grants: tuple[tuple[str, int], ...] | None = None,
     ) -> None:
-        """Update the counters gossip carries for us (termination, ``max_pages``)."""
+        """Update the counters gossip carries for us (termination, ``max_pages``), and our
+        page-budget grants (``ring.budget``: totals, which only grow)."""
         me = self.me
         new = replace(
             me,
@@ -365,6 +358,7 @@ class Membership:
             sent=me.sent if sent is None else sent,
             received=me.received if received is None else received,
             pages=me.pages if pages is None else pages,
+            grants=me.grants if grants is None else merge_grants(me.grants, grants),
         )
         if min(new.sent, new.received, new.pages) < 0:
             raise ValueError("counters must be >= 0")
@@ -468,6 +462,14 @@ class Membership:
             return []
         self._view.refuted = False
         out: list[tuple[str, Message]] = handler(self, msg, now)
+        view = self._view
+        if view.lagging:
+            # A member's new record forgot grants an earlier one made (ring.view, "Grants").
+            for mid in sorted(view.lagging):
+                m = self._members.get(mid)
+                if m is not None and m.state in LIVE and mid != self.self_id:
+                    out.append((mid, Digest(self.ring_name, self.self_id, (m,))))
+            view.lagging.clear()
         self._lease_ring(now)
         if self._view.refuted:
             self._prober.worse()  # others found us slow (Lifeguard)

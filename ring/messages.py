@@ -18,11 +18,13 @@ What each message is for:
 
 - :class:`Digest` — heartbeat gossip. Each :class:`Member` entry carries that
   member's own ``heartbeat`` and termination counters (``idle``, ``sent``,
-  ``received``, ``pages``) rather than the digest carrying only the sender's:
+  ``received``, ``pages``) and its page-budget ``grants`` (``ring.budget``)
+  rather than the digest carrying only the sender's:
   gossip goes to a few peers a round and spreads transitively, so a peer
   learns everyone's counters second-hand, ordered by (incarnation,
-  heartbeat). The counter method of termination and the cluster-wide
-  ``max_pages`` sum them over the live members. ``want_reply`` asks for the
+  heartbeat). The counter method of termination sums them over the live
+  members; each peer's share of the cluster-wide ``max_pages`` is its
+  cap, moved between members only by grants (``ring.budget``). ``want_reply`` asks for the
   receiver's digest back (push-pull; a reply never asks again).
 - :class:`Join` / :class:`Leave` — a new peer announces itself to a seed; a
   leaving one announces ``left`` before handing off.
@@ -153,6 +155,10 @@ __all__ = [
     "EncodeError",
 ]
 
+# 3: a Member record carries its page-budget grants (ring.budget); a peer
+# of version 2 would read a 10-field record and could not know the caps.
+# An entry's URL may carry a sitemap tail (peer.core.sitemaphints), which a
+# peer of version 2 would take for part of the URL.
 VERSION = 3
 MAX_FRAME = 8 * 1024 * 1024
 MAX_STR = 8 * 1024
@@ -212,6 +218,9 @@ class Member:
     sent: int = 0
     received: int = 0
     pages: int = 0
+    #: (recipient, total): the page budget this member has given each one so
+    #: far (``ring.budget``), sorted by recipient; written only by the giver.
+    grants: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -776,6 +785,7 @@ _MEMBER = _Spec(
         ("sent", _UINT),
         ("received", _UINT),
         ("pages", _UINT),
+        ("grants", _array_codec((_counter_out, _counter_in), MAX_MEMBERS)),
     ),
 )
 

@@ -16,6 +16,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     RingChanged(ring, old)   the live member set moved: the crawl re-routes
     HandOff(old, ring, ...)  collect the moved hosts' seen URLs and starts
     Released(sender)         its HandoffDone came: its hosts may be fetched
+    Granted(grants)          our max_pages grants grew (ring.budget): durable before what follows
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
@@ -97,6 +98,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from ring.budget import PageBudget, add_grants
 from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Inbox, Outbox, Verdict
 from ring.hashring import HashRing
 from ring.lease import LeaseState, PauseReason
@@ -127,6 +129,7 @@ from ring.actions import (
     Action,
     Count,
     Deliver,
+    Granted,
     HandOff,
     LeaveAsked,
     Log,
@@ -148,6 +151,7 @@ __all__ = [
     "Action",
     "Count",
     "Deliver",
+    "Granted",
     "HandOff",
     "LeaveAsked",
     "Log",
@@ -201,6 +205,8 @@ class RingNode(HandOffs, StatusReplies):
         send_window: int = SEND_WINDOW,
         lease: float | None = None,
         resumed: bool = False,
+        takeover_after: float = 0.0,
+        grants: Sequence[tuple[str, int]] = (),
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -224,7 +230,17 @@ class RingNode(HandOffs, StatusReplies):
         self.dropped: Counter[str] = Counter()
         # How long a gained host waits for its previous owner's HandoffDone.
         self.hold_timeout = max(5.0, 2 * dead_after)
-        self.page_cap = 0  # our share of max_pages until the next round (Membership.page_cap)
+        #: Our cap of max_pages as of the last round (ring.budget); None: no max_pages.
+        self.budget = PageBudget(max_pages, peer_id, self.membership.voters()) if max_pages else None
+        self.page_cap = 0
+        #: The members that hold the rest of the budget and will not grant it
+        #: (ring.budget rule 6): once set, this peer's crawl ends.
+        self.budget_gone: tuple[str, ...] = ()
+        self.takeover_after = takeover_after
+        self._dead_at: dict[str, float] = {}  # member -> when our view last saw it die
+        if grants:
+            # What a former process of ours gave (peer.engine.durability): before any round.
+            self.membership.set_local(grants=tuple(sorted(grants)))
         self.handoffs: list[tuple[int, float]] = []  # (seen URLs sent, seconds to all acked)
         self.leaving = False
         self._handoffs: list[_HandOff] = []
@@ -246,7 +262,7 @@ class RingNode(HandOffs, StatusReplies):
         return self._ring
 
     def others_pages(self) -> int:
-        """Pages the other members had requested, as last gossiped."""
+        """Pages the other members had requested, as last gossiped (every member, any state)."""
         return sum(m.pages for mid, m in self.membership.members().items() if mid != self.peer_id)
 
     def idle(self) -> bool:
@@ -311,11 +327,16 @@ class RingNode(HandOffs, StatusReplies):
 
     # -- driving -----------------------------------------------------------------
 
-    def tick(self, now: float, *, idle: bool, pages: int) -> list[Action]:
-        """One gossip round: our counters, membership, ring changes, hand-off markers, page cap."""
+    def tick(self, now: float, *, idle: bool, pages: int, in_flight: int = 0) -> list[Action]:
+        """One gossip round: our counters, grants, membership, ring changes, hand-off markers, page cap.
+
+        ``pages``: the page requests made here; ``in_flight``: those started
+        and not ended (``ring.budget`` rule 4 counts them against the cap).
+        """
+        out: list[Action] = self._grant(idle, pages, in_flight) if self.budget is not None else []
         self.membership.set_local(idle=idle and self.outbox.idle, sent=self.outbox.sent,
                                   received=self.inbox.received, pages=pages)
-        out: list[Action] = [Send(dest, msg) for dest, msg in self.membership.tick(now)]
+        out += [Send(dest, msg) for dest, msg in self.membership.tick(now)]
         out += self._member_changes()
         members = self.membership.members()
         if len(self._routes) > len(members) or any(m not in members for m in self._routes):
@@ -324,9 +345,54 @@ class RingNode(HandOffs, StatusReplies):
         out += self._check_ring(now)
         out += self._progress(now, marker_round=True)
         out += self._lease_log(now)
-        if self.max_pages:
-            self.page_cap = self.membership.page_cap(self.max_pages, pages)
+        if self.budget is not None:
+            self.page_cap = self.budget.cap(self.membership.members())
+            if not self.budget_gone and in_flight == 0 and pages >= self.page_cap:
+                out += self._budget_end(now, pages)
         return out
+
+    def _grant(self, idle: bool, pages: int, in_flight: int) -> list[Action]:
+        """``ring.budget`` rule 5: an idle (or leaving) peer's spare goes to those waiting for it.
+
+        Before this round's messages: they carry the new totals, and the
+        ``Granted`` before them is made durable first (a restart must not
+        spend what it gave).
+        """
+        budget = self.budget
+        assert budget is not None
+        if not (idle or self.leaving):
+            return []
+        members = self.membership.members()
+        spare = budget.cap(members) - pages - in_flight
+        if spare <= 0:
+            return []
+        amounts = budget.grant(members, spare, leaving=self.leaving)
+        if not amounts:
+            return []
+        self.membership.set_local(grants=add_grants(self.membership.me.grants, amounts))
+        grants = self.membership.me.grants
+        to = ", ".join(f"{n} to {mid}" for mid, n in sorted(amounts.items()))
+        why = "leaving" if self.leaving else "nothing to fetch here"
+        return [Granted(grants),
+                Log(logging.INFO, f"max_pages budget: granted {to} ({why}; {pages} pages requested here)")]
+
+    def _budget_end(self, now: float, pages: int) -> list[Action]:
+        """``ring.budget`` rule 6: at our cap, and the rest held by members that will not grant it."""
+        budget = self.budget
+        assert budget is not None
+        members = self.membership.members()
+        gone = {mid for mid, m in members.items() if m.state is MemberState.LEFT}
+        gone.update(mid for mid, at in self._dead_at.items() if now - at >= self.takeover_after)
+        holders = budget.held_by_gone(members, gone)
+        if not holders:
+            return []
+        self.budget_gone = tuple(holders)
+        total = self.membership.total_pages()
+        whose = ", ".join(f"{'dead' if members[h].state is MemberState.DEAD else 'left'} peer {h}"
+                          for h in holders)
+        return [Log(logging.WARNING, (
+            f"max_pages: {total:,} of {self.max_pages:,} pages; the rest of the budget was held by "
+            f"{whose}, which can no longer grant it (this peer has requested {pages:,}, its cap)"))]
 
     def receive(self, route: bytes, msg: Message, now: float, *, user_id: str | None = None) -> list[Action]:
         """One decoded message that came on ``route`` (rules 1-7 of the module docstring)."""
@@ -404,9 +470,16 @@ class RingNode(HandOffs, StatusReplies):
 
     def _member_changes(self) -> list[Action]:
         """One log line per membership change seen: who, the new state, and why."""
+        events = self.membership.drain_events()
+        for e in events:
+            # When each member died, for the budget it holds (ring.budget rule 6).
+            if e.state is MemberState.DEAD:
+                self._dead_at.setdefault(e.id, e.at)
+            else:
+                self._dead_at.pop(e.id, None)
         return [Log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
                     f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}")
-                for e in self.membership.drain_events()]
+                for e in events]
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,
                    now: float) -> list[Action]:

@@ -45,7 +45,9 @@ the driver to log (``Membership.drain_events``).
 
 A record is *news*, worth piggybacking (``ring.dissemination``), when it says
 something new about membership: a new member, state, incarnation, address,
-weight or idle flag; not a mere heartbeat or counter (:func:`is_news`).
+weight, idle flag or page-budget grants (``ring.budget``: a grant waits in
+no queue, its recipient may be at its cap); not a mere heartbeat or counter
+(:func:`is_news`).
 """
 
 from __future__ import annotations
@@ -165,7 +167,7 @@ def merge_order(m: Member) -> tuple[object, ...]:
     """:func:`merge_key` and the tie-breaking rest: the total order of records."""
     # The tail only breaks ties an honest owner never produces (it bumps its
     # heartbeat whenever its counters change), keeping the merge commutative.
-    return (*merge_key(m), m.address, m.weight, m.idle, m.sent, m.received, m.pages)
+    return (*merge_key(m), m.address, m.weight, m.idle, m.sent, m.received, m.pages, m.grants)
 
 
 def merge_members(a: Member, b: Member) -> Member:
@@ -187,4 +189,5 @@ def is_news(old: Member, new: Member) -> bool:
         or old.address != new.address
         or old.weight != new.weight
         or old.idle != new.idle
+        or old.grants != new.grants
     )

@@ -13,6 +13,12 @@ heard from (a real record, a Join) it is *unheard*, its placeholder is left
 out of digests (every peer has it), and its first real record, alive at the
 same address and weight, is not piggybacked (see :meth:`View.put`).
 
+**Grants** (``ring.budget``): a member's page-budget grant totals only
+grow, across its lives too: a record with lower totals than the one it
+replaces keeps the higher ones, and its subject is told (``lagging``); a
+record about us whose totals beat ours raises ours, so a restarted peer
+whose disk lost a grant learns it from the others.
+
 **Tombstones**: dead and left records are kept, and gossiped in digests, for
 ``tombstone_ttl`` seconds of local time after they entered our view as such
 (van Renesse et al. keep failed members a while: forgetting one lets a
@@ -65,6 +71,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ring.budget import merge_grants
 from ring.dissemination import PiggybackQueue
 from ring.hashring import HashRing
 from ring.messages import Member, MemberState
@@ -103,7 +110,7 @@ class View:
     __slots__ = (
         "self_id", "members", "unheard", "seeds", "queue", "suspicions", "dropped", "epoch",
         "joined", "refuted", "_buried", "_tombstone_ttl", "_max_members", "_events", "_digest",
-        "_dirty", "_live", "_version", "_rings", "forgotten", "configured",
+        "_dirty", "_live", "_version", "_rings", "forgotten", "configured", "lagging",
     )
 
     def __init__(self, me: Member, seeds: Sequence[tuple[str, str] | tuple[str, str, float]], *,
@@ -149,6 +156,9 @@ class View:
         self._rings: dict[int, HashRing] = {}
         #: id -> the incarnation it had when ``forget`` dropped it
         self.forgotten: dict[str, int] = {}
+        #: Members whose newest record gave less than an earlier one (a restart
+        #: that lost its grants): ``Membership`` tells them their record.
+        self.lagging: set[str] = set()
 
     @property
     def me(self) -> Member:
@@ -235,6 +245,13 @@ class View:
                 self.queue.heard(mid, len(self.members))
             return
         if mid == self.self_id:
+            if local is not None and r.grants:
+                grants = merge_grants(local.grants, r.grants)
+                if grants != local.grants:
+                    # Budget an earlier life of ours gave (ring.budget rule 3):
+                    # never spent again, whatever our disk kept.
+                    self.put(replace(local, grants=grants, heartbeat=local.heartbeat + 1), now)
+                    local = self.me
             if local is not None and usable(r) and merge_key(r) > merge_key(local):  # local: always ours
                 self.refute(r, now)
             return
@@ -248,6 +265,13 @@ class View:
             self.put(r, now, spread=spread)
             self.heard(mid)
             return
+        if local.grants:
+            grants = merge_grants(r.grants, local.grants)
+            if grants != r.grants:
+                # Grant totals only grow, across a member's lives too: a new
+                # process whose disk lost a grant is told what it gave.
+                r = replace(r, grants=grants)
+                self.lagging.add(mid)
         if r == local or merge_order(r) <= merge_order(local):
             return
         self.put(r, now, spread=spread)

@@ -55,7 +55,7 @@ from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from peer.core.urls import host_key
 from peer.net.fetcher import FetchResult
 from ring.messages import decode, encode
-from ring.node import Log, Released, Reply, RingNode, Send, StatusAsked, StatusFigures
+from ring.node import Granted, Log, Released, Reply, RingNode, Send, StatusAsked, StatusFigures
 
 RING = "fake"
 #: Rounds a finished peer keeps gossiping before it exits (peer.engine.crawler's LINGER_ROUNDS).
@@ -123,7 +123,8 @@ class FakePeer:
     """A ``PeerCore`` and its route; its effects carried out as ``peer.engine.crawler`` does."""
 
     def __init__(self, ring: FakeRing, peer_id: str, *, seeds: list[tuple[str, str, float]],
-                 incarnation: int, max_pages: int = 0, joining: bool = False) -> None:
+                 incarnation: int, max_pages: int = 0, joining: bool = False,
+                 grants: tuple[tuple[str, int], ...] = ()) -> None:
         self.ring = ring
         self.id = peer_id
         self.route = f"{peer_id}/{incarnation:x}".encode()
@@ -131,7 +132,8 @@ class FakePeer:
             peer_id, f"fake://{peer_id}", 1.0, RING, seeds=seeds,
             gossip_interval=ring.gossip_interval, suspect_after=ring.suspect_after,
             dead_after=ring.dead_after, tombstone_ttl=ring.dead_after * 4, now=ring.now,
-            incarnation=incarnation, vnodes=64, max_pages=max_pages, owner_key=host_key)
+            incarnation=incarnation, vnodes=64, max_pages=max_pages, owner_key=host_key,
+            takeover_after=ring.takeover_after, grants=grants)
         self.crawl = CrawlCore(crawl_config(ring.web, max_pages, ring.takeover_after), peer_id,
                                rng=random.Random(incarnation))
         self.core = PeerCore(self.crawl, self.node, now=ring.now, joining=joining)
@@ -140,6 +142,7 @@ class FakePeer:
         self.released: list[str] = []  # previous owners whose HandoffDone came
         self.busy = False  # a test's way to keep the peer from finishing
         self.commits = 0
+        self.granted: tuple[tuple[str, int], ...] = grants  # its max_pages grants "on disk"
         self.alive = True
         self.finished: str | None = None  # "cluster done" / "left the ring" / "max_pages reached"
         self.finished_at = 0.0
@@ -170,6 +173,9 @@ class FakePeer:
     def _commit(self, e: Commit) -> None:
         self.commits += 1
 
+    def _granted(self, e: Granted) -> None:
+        self.granted = e.grants  # journaled, as peer.engine.durability does
+
     def _released(self, e: Released) -> None:
         self.released.append(e.sender)
 
@@ -186,7 +192,7 @@ class FakePeer:
 
     _EFFECTS: dict[type, Callable[[FakePeer, Any], None]] = {
         Send: _send, Reply: _reply, StatusAsked: _status, Row: _row, Commit: _commit,
-        Released: _released, ReadHosts: _read_hosts, ReadFetched: _read_fetched,
+        Released: _released, ReadHosts: _read_hosts, ReadFetched: _read_fetched, Granted: _granted,
         Forward: _nothing, Queued: _nothing, Checking: _nothing, Seen: _nothing, Done: _nothing,
         Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing,
     }
@@ -318,13 +324,13 @@ class FakeRing:
         first = self.peers["p1"]
         first.run(first.core.seeds(self.now))
 
-    def add(self, peer_id: str) -> FakePeer:
+    def add(self, peer_id: str, grants: tuple[tuple[str, int], ...] = ()) -> FakePeer:
         """Start a peer: a seed if listed, else a joiner through the seeds."""
         inc = 1000 + int(self.now * 1000) + len(self.peers)
         # A peer not among the seeds joins a running ring: it holds its hosts
         # until their previous owners hand them over (PeerCore: joining).
         peer = FakePeer(self, peer_id, seeds=self.seeds, incarnation=inc, max_pages=self.max_pages,
-                        joining=peer_id not in {s[0] for s in self.seeds})
+                        joining=peer_id not in {s[0] for s in self.seeds}, grants=grants)
         self.peers[peer_id] = peer
         return peer
 
@@ -336,16 +342,17 @@ class FakeRing:
         """A new process of a crashed peer, with what it had on disk.
 
         Its seen set (Bloom filter and exact sieve), its results, its queue
-        (``Origin.RECOVERED``) and the URLs its Outbox held (as the journal
+        (``Origin.RECOVERED``), the URLs its Outbox held (as the journal
         keeps ``Outbox.queued``'s URLs, given to ``discover`` as relayed),
-        as ``peer.engine.durability`` recovers them. A new incarnation and
-        route: the others see a restart.
+        its page count and its max_pages grants, as ``peer.engine.durability``
+        recovers them. A new incarnation and route: the others see a restart.
         """
         old = self.peers[peer_id]
         assert not old.alive, "crash it first"
         now = self.now
-        peer = self.add(peer_id)
+        peer = self.add(peer_id, grants=old.granted)
         crawl = peer.crawl
+        crawl.requested = old.crawl.requested
         crawl.bloom, crawl.sieve = old.crawl.bloom, old.crawl.sieve
         peer.rows = list(old.rows)
         peer.fetched = list(old.fetched)

@@ -286,11 +286,14 @@ class FakeRing:
 
     def __init__(self, others: int = 0, page_cap: int = 0) -> None:
         self.others, self.page_cap = others, page_cap
-        self.is_idle = self.is_done = self.has_left = False
+        self.is_idle = self.is_done = self.has_left = self.gone = False
         self.lease = True
 
     def others_pages(self) -> int:
         return self.others
+
+    def budget_gone(self) -> bool:
+        return self.gone
 
     def idle(self) -> bool:
         return self.is_idle
@@ -317,18 +320,33 @@ def test_max_pages_alone_bounds_the_starts_and_ends_the_crawl():
     assert c.next(0.0) == Finished(StopReason.MAX_PAGES)
 
 
-def test_max_pages_across_the_ring_counts_the_others_and_this_rounds_share():
+def test_max_pages_across_the_ring_starts_no_more_than_the_cap_and_ends_at_the_total():
     c = core(obey_robots=False, max_pages=10, politeness={"host_concurrency": 8})
     for i in range(8):
         c.discover(f"{SITE}/p{i}", 0, 0.0, Origin.LINK)
-    view = FakeRing(others=6, page_cap=2)   # 6 done elsewhere; our share this round: 2
+    view = FakeRing(others=6, page_cap=2)   # 6 done elsewhere; our cap of the budget: 2
     jobs = [start(c, 0.0), start(c, 0.0)]
-    assert c.next(0.0, view) == Sleep(float("inf"))
+    assert c.next(0.0, view) == Sleep(float("inf"))  # requested + in flight = the cap
     for job in jobs:
         c.admit(job, 0.0)
         result(c, job, answer(job.url, 200, html()), 0.0)
-    view.others = 8
-    assert c.next(0.0, view) == Finished(StopReason.MAX_PAGES)  # 8 + our 2
+    assert c.next(0.0, view) == Sleep(float("inf"))  # at the cap: waits for a grant
+    view.page_cap = 3  # a grant came
+    job = start(c, 0.0)
+    c.admit(job, 0.0)
+    result(c, job, answer(job.url, 200, html()), 0.0)
+    view.others = 7
+    assert c.next(0.0, view) == Finished(StopReason.MAX_PAGES)  # 7 + our 3
+
+
+def test_max_pages_ends_a_peer_at_its_cap_whose_rest_of_the_budget_is_held_by_the_dead():
+    c = core(obey_robots=False, max_pages=10, politeness={"host_concurrency": 8})
+    for i in range(3):
+        c.discover(f"{SITE}/p{i}", 0, 0.0, Origin.LINK)
+    view = FakeRing(others=0, page_cap=0)
+    assert c.next(0.0, view) == Sleep(float("inf"))
+    view.gone = True  # the node found the rest held by a member dead past takeover_after
+    assert c.next(0.0, view) == Finished(StopReason.MAX_PAGES)
 
 
 def test_the_cluster_is_done_only_when_the_node_says_so():

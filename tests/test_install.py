@@ -199,7 +199,8 @@ def test_merge_and_report_of_two_peers_files(installed):
     index = home / "report" / "index.html"
     assert res.stdout.splitlines()[-1] == f"report: {index}"
     page = index.read_text()
-    assert '<tr id="s-pages"><th>pages (fetched: requests made)</th><td>10</td></tr>' in page
+    assert ('<tr id="s-pages"><th>pages fetched (requests made for pages: an answer of any status, '
+            'or a failure; robots.txt apart)</th><td>10</td></tr>') in page
     assert (home / "report" / "rate.png").read_bytes().startswith(b"\x89PNG")
 
 

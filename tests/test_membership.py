@@ -400,20 +400,36 @@ if __name__ == "__main__":
     print_tables(range(int(sys.argv[1]) if len(sys.argv) > 1 else 20))
 
 
-def test_page_cap_splits_the_rest_of_max_pages_among_the_busy_peers():
+def test_the_voters_are_the_configured_peers_and_a_leave_keeps_them():
     m = make("p0", seed_list(3))
-    m.receive(Digest(RING, "p1", (Member("p1", "a", 5, ALIVE, 1.0, 9, False, 0, 0, 30),)), 0.0)
-    m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, 9, False, 0, 0, 20),)), 0.0)
-    # 100 - 30 - 20 - 10 = 40 left, three busy peers: ceil(40 / 3) = 14 more for us.
-    assert m.page_cap(100, 10) == 24
-    # An idle peer gets no share: 40 over two.
-    m.receive(Digest(RING, "p2", (Member("p2", "b", 5, ALIVE, 1.0, 10, True, 0, 0, 20),)), 0.1)
-    assert m.page_cap(100, 10) == 30
-    # Nothing left: no more pages, whatever we have done.
-    assert m.page_cap(60, 10) == 10
-    assert m.page_cap(50, 10) == 10
-    # The last pages are never split into nothing (ceil, not floor).
-    assert m.page_cap(61, 10) == 11
+    assert m.voters() == {"p0", "p1", "p2"}
+    m.receive(Leave(RING, "p2", 0), 0.0)
+    assert m.voters() == {"p0", "p1", "p2"}  # the base split of max_pages never moves
+    assert make("p9", seed_list(3)).voters() == {"p0", "p1", "p2"}  # a joiner is no voter
+
+
+def test_a_restarted_member_that_forgot_its_grants_keeps_them_here_and_is_told():
+    m = make("p0", seed_list(2))
+    gave = Member("p1", "a", 4, ALIVE, 1.0, 3, True, 0, 0, 0, (("p0", 6),))
+    m.receive(Digest(RING, "p1", (gave,)), 0.0)
+    # A new process of p1 whose disk lost the grant: its record says nothing of it.
+    out = m.receive(Digest(RING, "p1", (Member("p1", "a", 9, ALIVE, 1.0, 1),)), 0.1)
+    assert m.members()["p1"].incarnation == 9
+    assert m.members()["p1"].grants == (("p0", 6),)  # what it gave stays given
+    told = [msg for dest, msg in out if dest == "p1" and isinstance(msg, Digest)]
+    assert told and told[0].members[0].grants == (("p0", 6),)
+
+
+def test_grants_of_an_earlier_life_come_back_from_gossip_and_only_grow():
+    m = make("p0", seed_list(2), incarnation=5)
+    m.set_local(grants=(("p1", 3),))
+    m.set_local(grants=(("p1", 2),))  # totals only grow: a smaller one changes nothing
+    assert m.me.grants == (("p1", 3),)
+    # p1 still holds our record of an earlier life, which gave it 7 and p2 1.
+    old = Member("p0", m.me.address, 4, DEAD, 1.0, 30, False, 0, 0, 0, (("p1", 7), ("p2", 1)))
+    m.receive(Digest(RING, "p1", (Member("p1", "a", 1, ALIVE, 1.0, 1), old)), 0.0)
+    assert m.me.grants == (("p1", 7), ("p2", 1))
+    assert m.me.incarnation == 5  # an older life: no refutation needed
 
 
 # --------------------------------------------------------------------------

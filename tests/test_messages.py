@@ -120,7 +120,9 @@ def test_every_message_round_trips(msg):
 def test_type_codes_are_fixed():
     # Changing one is a wire change: bump VERSION. New codes may be added: a
     # peer that does not know one drops and counts it (unknown_type).
-    assert VERSION == 3  # 3: an entry's URL may carry a tail (peer.core.sitemaphints)
+    # 3: a member record carries its page-budget grants (ring.budget), and an
+    # entry's URL may carry a sitemap tail (peer.core.sitemaphints).
+    assert VERSION == 3
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
@@ -157,6 +159,12 @@ def test_golden_frames():
     assert msgpack.unpackb(encode(batch)) == [
         3, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
     ]
+    # A member record ends with its grants: (recipient, total) pairs.
+    digest = Digest("demo", "p1", (Member("p1", "a", 1, MemberState.ALIVE, 1.0, 2, False, 0, 0, 5,
+                                          (("p2", 4),)),))
+    assert msgpack.unpackb(encode(digest)) == [
+        3, 1, "demo", "p1", [["p1", "a", 1, 0, 1.0, 2, False, 0, 0, 5, [["p2", 4]]]], False, False
+    ]
     # A sitemap's tail rides in the URL string (peer.core.sitemaphints), checked like any URL.
     tailed = UrlBatch("demo", "p1", 1, 3, (("http://a/s.xml sitemap 1 http://b/", 1),))
     assert decode(encode(tailed)) == tailed
@@ -164,9 +172,9 @@ def test_golden_frames():
 
 def test_forget_frames_and_their_outcome_travel_as_its_index():
     assert msgpack.unpackb(encode(ForgetRequest("demo", "ring-forget", "p2", 7))) == [
-        3, 16, "demo", "ring-forget", "p2", 7]
+        VERSION, 16, "demo", "ring-forget", "p2", 7]
     reply = ForgetReply("demo", "p1", "p2", ForgetOutcome.ALIVE, 7)
-    assert msgpack.unpackb(encode(reply)) == [3, 17, "demo", "p1", "p2", 3, 7]
+    assert msgpack.unpackb(encode(reply)) == [VERSION, 17, "demo", "p1", "p2", 3, 7]
     assert decode(encode(reply)).outcome is ForgetOutcome.ALIVE
     with pytest.raises(DecodeError, match="unknown ForgetOutcome code"):
         decode(raw(VERSION, 17, "demo", "p1", "p2", len(ForgetOutcome), 7))
@@ -237,7 +245,7 @@ GOOD_ACK = ("demo", "p1", 7, 9)
 def digest_with(**changes):
     """A Digest frame with one member whose wire fields are changed."""
     fields = dict(id="p", address="a", incarnation=0, state=0, weight=1.0, heartbeat=0,
-                  idle=False, sent=0, received=0, pages=0)
+                  idle=False, sent=0, received=0, pages=0, grants=[])
     return raw(VERSION, 1, "demo", "p1", [list((fields | changes).values())], False, False)
 
 
@@ -275,6 +283,8 @@ def digest_with(**changes):
         (digest_with(weight=math.nan), "Member.weight"),
         (digest_with(weight=1), "Member.weight: expected float"),
         (digest_with(idle=0), "Member.idle"),
+        (digest_with(grants=[["p2", -1]]), "Member.grants"),
+        (digest_with(grants=[["p2"]]), "Member.grants"),
         (raw(VERSION, 2, "demo", "p1", "tcp://x:1", math.inf, 0), "Join.weight"),
         (raw(VERSION, 4, "demo", "p1", 0, 0, [["http://a/"], [-1]], []), "UrlBatch.urls: depths"),
         (raw(VERSION, 4, "demo", "p1", 0, 0, [["http://a/"], [True]], []), "UrlBatch.urls: depths"),

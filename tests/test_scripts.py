@@ -112,7 +112,8 @@ def _graph():
 def test_demo_prints_the_ring_and_crawls_with_three_peers(demo):
     ring = ring_of(load_config(demo.run))
     shares = ring.shares()
-    assert f"{demo.config}: ok: ring 'demo', 3 peer(s)" in demo.stdout
+    # --check runs once the web is up, on the config of the run (its ports made free).
+    assert f"{demo.run}: ok: ring 'demo', 3 peer(s)" in demo.stdout
     for peer in ("p1", "p2", "p3"):
         assert f"{shares[peer]:.1%}" in demo.stdout
     host = f"s001.web.test:{demo.web_port}"

@@ -187,7 +187,9 @@ class CrawlConfig:
     seeds: tuple[str, ...] = _key(list, [], "start URLs (http or https)")
     allow_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts in scope; empty: the seeds' hosts")
     deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
-    max_pages: int = _key(int, 0, "cluster-wide page limit; 0 = no limit", _non_negative)
+    max_pages: int = _key(int, 0, "cluster-wide page limit, never exceeded: split over the [[peer]] "
+                          "peers, idle peers grant their spare to busy ones; 0 = no limit",
+                          _non_negative)
     max_depth: int = _key(int, 0, "links followed from a seed; 0 = no limit", _non_negative)
     concurrency: int = _key(int, 64, "fetches in flight per peer", _at_least_one)
     user_agent: str = _key(str, "ringcrawl/0.1 (+https://example.invalid/bot)", "User-Agent header, also the robots.txt agent", _non_empty)

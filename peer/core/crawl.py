@@ -19,8 +19,9 @@ The path of one URL, as the code reads:
    (another peer's host: a ``Forward``), the per-host cap and the Bloom
    filter; a new URL goes into the frontier and the journal (``Queued``).
 2. ``next(now, ring)`` - ``Start(job)`` when the frontier's politeness gate
-   and the concurrency (and ``max_pages``) allow one, else ``Sleep(until)``
-   or ``Finished(reason)``.
+   and the concurrency (and ``max_pages``: in a ring, this peer's cap of
+   the budget, ``ring.budget``) allow one, else ``Sleep(until)`` or
+   ``Finished(reason)``.
 3. ``admit(job, now)`` - just before the request: ``Fetch``, ``FetchRobots``
    (the host's robots.txt first), ``Requeue`` (robots.txt pending, a
    hand-off hold), ``Drop`` (a row: disallowed, given up, fetched by the
@@ -264,17 +265,19 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         max_pages = self.cfg.crawl.max_pages
         done_pages = self.requested
         cap = max_pages
+        gone = False
         if ring is not None and max_pages:
-            # Cluster-wide: the others' gossiped counts plus ours, and this
-            # round's share of the rest (Membership.page_cap).
+            # Cluster-wide: the others' gossiped counts plus ours end the
+            # crawl; our cap of the budget bounds our starts (ring.budget).
             done_pages += ring.others_pages()
             cap = ring.page_cap
-        if max_pages and done_pages >= max_pages:
+            gone = ring.budget_gone()
+        if max_pages and (done_pages >= max_pages or gone):
             return Finished(StopReason.MAX_PAGES)
         fr = self.frontier
         fr.roll_windows(now)
-        # With max_pages, start no more than can still be written, so the
-        # overshoot is bounded by the requests that end up retried.
+        # With max_pages, start no more than the cap: requested + in flight
+        # never pass it (ring.budget rule 4), so no peer ever overshoots.
         room = self.cfg.crawl.concurrency - self.in_flight
         if max_pages:
             mine = self.requested if ring is not None else done_pages

@@ -23,8 +23,9 @@ the silence of a process that was not running is its own, not its peers').
 
 Effects: the crawl's (``peer.core.decisions``: ``Forward`` is journaled by
 the driver, its send is done here), the ring's ``Send``, ``Reply``,
-``Log``, ``StatusAsked`` and ``Released`` (done here; for the record)
-(``ring.actions``), and three of this module:
+``Log``, ``StatusAsked``, ``Released`` (done here; for the record) and
+``Granted`` (the driver journals the grant totals) (``ring.actions``), and
+three of this module:
 
 ==============  ==============================================================
 ``Commit``      make every journal record so far durable, before what follows
@@ -53,6 +54,10 @@ Rules:
 4. **One host key per URL per peer**: ``discover`` computes it once and
    ``Forward`` carries it on; what comes from another peer has it computed
    again there, once.
+5. **Grants are durable first.** A ``Granted`` (``ring.budget`` rule 5)
+   is followed by ``Commit``, before the round's messages that carry the
+   grants: a process killed after them restarts with them (a restart that
+   forgot a grant would spend it a second time).
 """
 
 from __future__ import annotations
@@ -68,6 +73,7 @@ from ring.actions import (
     Action,
     Count,
     Deliver,
+    Granted,
     HandOff,
     LeaveAsked,
     Log,
@@ -107,7 +113,8 @@ class ReadFetched:
     hosts: tuple[str, ...]
 
 
-PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched]
+PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
+                   Granted]
 
 
 @dataclass(slots=True)
@@ -198,6 +205,9 @@ class PeerCore:
     def others_pages(self) -> int:
         return self.node.others_pages() if self.node is not None else 0
 
+    def budget_gone(self) -> bool:
+        return self.node is not None and bool(self.node.budget_gone)
+
     def idle(self) -> bool:
         return self.node is None or self.node.idle()
 
@@ -241,7 +251,7 @@ class PeerCore:
         assert self.node is not None
         crawl = self.crawl
         return self._ring(self.node.tick(now - self.stalled, idle=crawl.locally_idle(),
-                                         pages=crawl.requested), now, 0.0)
+                                         pages=crawl.requested, in_flight=crawl.in_flight), now, 0.0)
 
     def flush(self, now: float) -> list[PeerEffect]:
         """The Outbox's frames due now (batches with the acks owed)."""
@@ -299,6 +309,9 @@ class PeerCore:
                 crawl.seed_starts(list(a.starts), now, now - wall)
             elif isinstance(a, LeaveAsked):
                 out += self.leave(now)
+            elif isinstance(a, Granted):
+                # Rule 5: on disk before the round's messages that carry it.
+                out += [a, Commit()]
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:

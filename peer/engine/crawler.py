@@ -138,7 +138,7 @@ from peer.engine.reporting import Reporting
 from peer.engine.sitemapfetch import SitemapFetch
 from peer.engine.ringface import RingFace, ring_node, ring_sockets
 from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
-from ring.actions import Log, Released, Reply, Send, StatusAsked
+from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
 from ring.io.sockets import MemberSockets
 from ring.node import RingNode
 
@@ -255,6 +255,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             Commit: self._do_commit, ReadHosts: self._do_read_hosts,
             ReadFetched: self._do_read_fetched, Send: self._do_send, Reply: self._do_reply,
             StatusAsked: self._do_status, Log: self._do_log, Released: _nothing,
+            Granted: self._do_granted,
         }
 
     # -- the core's state, for the status, the tests and the CLI -------------------------
@@ -360,7 +361,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             finally:
                 assert self._state is not None
                 # The page count for max_pages across a resume (snapshots hold it too).
-                self._state.counters({"pages": self.core.requested})
+                self._state.counters(self._counters())
                 self._state.close()
                 if self._sieve is not None:
                     self._sieve.close()
@@ -397,7 +398,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
                 address = self._address or (spec.address if spec is not None else "")
                 node, keys = ring_node(self.cfg, self.peer_id, address,
                                        self._weight or (spec.weight if spec else 1.0), self.clock(),
-                                       resumed=recovered is not None)
+                                       resumed=recovered is not None, grants=self.resumed_grants)
                 self.node = node
                 # A peer not in cluster.toml joins a running ring (PeerCore: joining).
                 self.peer = PeerCore(self.core, node, now=self.clock(), joining=spec is None)
@@ -489,6 +490,10 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         )
         if self._state is not None:
             self._state.done(row.url, [getattr(row, f) for f in ROW_FIELDS])
+            if self.cfg.crawl.max_pages:
+                # The page count with the row: after a kill -9 the count the
+                # last snapshot held would let this peer go past its cap.
+                self._state.counters({"pages": self.core.requested})
             # Right away: a page done but not on disk would be fetched again
             # after a kill, and only those in flight may be.
             self._state.commit()

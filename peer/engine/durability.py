@@ -24,6 +24,7 @@ from peer.core.layout import DataDir
 from peer.state.spill import FileSpill
 from peer.state.journal import PeerState, SnapshotStats
 from peer.results.store import PageRow, ResultStore
+from ring.budget import Grants, grants_from_counters, grants_to_counters
 
 
 log = logging.getLogger("peer.engine")
@@ -54,6 +55,13 @@ class Durability(CrawlerParts):
     _restart_starts: list[tuple[str, float]]
     resumed: dict[str, float] | None
     snapshots: int
+    #: The max_pages grants a former process of this peer gave (ring.budget), from its disk.
+    resumed_grants: Grants = ()
+
+    def _counters(self) -> dict[str, float]:
+        """What a snapshot and the journal's last record keep: the page count and the grants."""
+        grants = self.node.membership.me.grants if self.node is not None else self.resumed_grants
+        return {"pages": self.core.requested, **grants_to_counters(grants)}
 
     async def _open_state(self, store: ResultStore) -> Any:
         """Recover ``data_dir/state`` if a crawl was interrupted, and start its journal.
@@ -85,6 +93,8 @@ class Durability(CrawlerParts):
             # force decides (an operator raises max_capacity and restarts).
             core.bloom.set_policy(self.cfg.bloom.growth, self.cfg.bloom.max_capacity)
             core.requested = int(rec.counters.get("pages", 0))
+            # What this peer gave of the max_pages budget (ring.budget): never spent again.
+            self.resumed_grants = grants_from_counters(rec.counters)
             counters = dict(rec.counters)
             # Pages done since the last snapshot whose rows DuckDB had not
             # written yet when the process died: their rows come back.
@@ -229,8 +239,7 @@ class Durability(CrawlerParts):
         pending = state.prepare_snapshot()
         try:
             stats = await trio.to_thread.run_sync(
-                state.write_snapshot, pending, bloom, queued, forwards, {"pages": core.requested},
-                manifest)
+                state.write_snapshot, pending, bloom, queued, forwards, self._counters(), manifest)
         except BaseException:
             state.abort_snapshot(pending)
             raise

@@ -4,8 +4,9 @@ A part of ``peer.engine.crawler.Crawler``. In a ring, the engine is the
 ``ring.io.sockets.Member`` its ``MemberSockets`` serve: a frame received,
 a gossip round, the Outbox's frames due each become an event of
 ``peer.core.peer.PeerCore``, and the effects it returns go through the
-engine's one table (``Send``, ``Reply``, ``StatusAsked``, ``Commit``, the
-hand-off's ``ReadHosts`` and ``ReadFetched`` are carried out here). The
+engine's one table (``Send``, ``Reply``, ``StatusAsked``, ``Commit``,
+``Granted``, the hand-off's ``ReadHosts`` and ``ReadFetched`` are carried
+out here). The
 crawl and the ring meet inside the core, never here.
 
 :func:`ring_node` builds a peer's ``RingNode`` from cluster.toml (the
@@ -27,7 +28,8 @@ from peer.engine.parts import CrawlerParts
 from peer.core.crawl import Origin
 from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from peer.core.urls import host_key
-from ring.actions import Log, Reply, Send, StatusAsked
+from ring.actions import Granted, Log, Reply, Send, StatusAsked
+from ring.budget import Grants, grants_to_counters
 from ring.io.curve import CurveKeys, resolve_keys_dir, unauthenticated_warning
 from ring.io.sockets import MemberSockets
 from ring.messages import Message
@@ -48,14 +50,16 @@ MOVE_BACKLOG = 20_000
 
 
 def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float,
-              now: float, resumed: bool = False) -> tuple[RingNode, CurveKeys | None]:
+              now: float, resumed: bool = False,
+              grants: Grants = ()) -> tuple[RingNode, CurveKeys | None]:
     """This peer's ring node, from ``[ring]`` and ``[[peer]]``, and its Curve keys (None: off).
 
     The start time is the incarnation and the epoch: a restarted peer
     outranks its old life in gossip, and its batch numbers start a new
     channel. ``resumed``: the peer goes on with a crawl on disk, so its
     former life may have vouched for another ring a moment ago (``ring.lease``
-    rule 2). With ``[ring] curve_keys`` only the ring's keys get in; a
+    rule 2); ``grants``: the max_pages budget it gave (``ring.budget``), from
+    its disk. With ``[ring] curve_keys`` only the ring's keys get in; a
     missing or bad key file is a RingError the command line turns into one line.
     """
     rc = cfg.ring
@@ -70,7 +74,8 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float,
         incarnation=int(time.time() * 1000), vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
         curve=keys is not None, owner_key=host_key, batch_age=rc.batch_age,
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
-        send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed)
+        send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
+        takeover_after=rc.takeover_after, grants=grants)
     return node, keys
 
 
@@ -167,6 +172,11 @@ class RingFace(CrawlerParts):
 
     def _do_log(self, e: Log) -> None:
         log.log(e.level, "%s", e.text)
+
+    def _do_granted(self, e: Granted) -> None:
+        """Our max_pages grants grew: journaled here, made durable by the ``Commit`` after it."""
+        if self._state is not None:
+            self._state.counters(grants_to_counters(e.grants))
 
     def _do_commit(self, e: Commit) -> None:
         """What was taken is on disk before it is acked (peer/state/journal.py)."""

@@ -30,6 +30,7 @@ from ring.node import (
     Action,
     Count,
     Deliver,
+    Granted,
     HandOff,
     LeaveAsked,
     Log,
@@ -193,6 +194,9 @@ class RingDriver:
     def _do_log(self, a: Log) -> None:
         self.log.log(a.level, "%s", a.text)
 
+    def _do_granted(self, a: Granted) -> None:
+        pass  # a stand-in crawl keeps no disk: its grants live as long as its process
+
     _ACTIONS: dict[type, Callable[[RingDriver, Any], Awaitable[None] | None]] = {
         Send: _do_send,
         Reply: _do_reply,
@@ -206,6 +210,7 @@ class RingDriver:
         StatusAsked: _do_status,
         Count: _do_count,
         Log: _do_log,
+        Granted: _do_granted,
     }
 
 
