@@ -13,6 +13,7 @@ from peer.core.sitemap import Authority, ChangeFreq, parse
 from peer.core.sitemaphints import SitemapJob, UrlHints, attach, detach
 from peer.core.urls import MAX_URL_LENGTH
 from ring.hashring import HashRing
+from ring.vocabulary import split_pairs
 from tests.test_crawl import answer, config, owned_by, start
 
 A = "http://a.web.test"
@@ -179,8 +180,13 @@ def test_tracker_refusals_and_caps_are_counted_as_drops():
     c.found_sitemap("http://out.example/s.xml", SitemapJob(0), 0.0)  # out of scope
     assert dict(c.summary.sitemap_drops) == {"seen": 1, "max_depth": 1, "max_per_host": 1, "bad_url": 1,
                                              "out_of_scope": 1}
+    c.summary.sitemaps_fetched = 2
     figures = c.limits_figures(0.0, {})
     assert figures["sitemap.max_depth"] == 1 and figures["sitemap.max_per_host"] == 1
+    # ring status and the metrics take them apart: refused input is a drop, a fetch a counter.
+    split = split_pairs(figures.items())
+    assert ("sitemap.out_of_scope", 1) in split.drops and ("sitemaps.fetched", 2) in split.counters
+    assert not [k for k, _ in split.drops if k.startswith("sitemaps.")]
 
 
 def test_an_index_makes_child_jobs_one_deeper_with_its_authority_and_parse_problems_count():

@@ -9,8 +9,9 @@ say; ``tests/test_crawl.py`` drives this module synchronously.
 
 This module holds steps 1-3 below (discovery, scheduling, admission); the
 rest of the class comes from mixins over ``peer.core.crawlstate.CrawlState``:
-``peer.core.outcomes`` (steps 4-6), ``peer.core.ringside`` (ring changes,
-hand-offs) and ``peer.core.figures``; ``peer.core.parsing`` is the worker
+``peer.core.outcomes`` (steps 4-6), ``peer.core.sitemapside`` (sitemaps:
+found, fetched by their host's owner, read), ``peer.core.ringside`` (ring
+changes, hand-offs) and ``peer.core.figures``; ``peer.core.parsing`` is the worker
 thread's parse and ``peer.core.stats`` the ``Summary``.
 
 The path of one URL, as the code reads:
@@ -23,7 +24,7 @@ The path of one URL, as the code reads:
    the budget, ``ring.budget``) allow one, else ``Sleep(until)`` or
    ``Finished(reason)``.
 3. ``admit(job, now)`` - just before the request: ``Fetch``, ``FetchRobots``
-   (the host's robots.txt first), ``Requeue`` (robots.txt pending, a
+   (the host's robots.txt first), ``FetchSitemap`` (a sitemap job), ``Requeue`` (robots.txt pending, a
    hand-off hold), ``Drop`` (a row: disallowed, given up, fetched by the
    previous owner) or ``PassOn`` (its host moved to another peer).
 4. The driver fetches; ``fetched(job, res, now)`` says whether to parse;
