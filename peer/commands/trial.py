@@ -220,7 +220,8 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
          + (f" and all of {grant.origin} (named by {robots_url})" if grant is not None else ""))
     problems = ", ".join(f"{k} {n}" for k, n in sorted(sm.problems.items()))
     _say("problems", problems + " (counted as drops in a crawl)" if problems else "none")
-    for ref in (sm.sitemaps if limit == 0 else sm.sitemaps[:limit]):
+    refs = sm.sitemaps if limit == 0 else sm.sitemaps[:limit]
+    for ref in refs:
         print(f"  {ref.loc}  a sitemap one level deeper: fetched by "
               f"{rules.owner(ref.loc) or 'this peer'} (sitemaps.max_depth {cfg.sitemaps.max_depth})")
     shown = sm.urls if limit == 0 else sm.urls[:limit]
@@ -231,8 +232,7 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
                  u.changefreq.value if u.changefreq is not None else ""]
         said = ", ".join(h for h in hints if h)
         print(f"  {u.loc}  {rules.verdict(u.loc, 0)}" + (f" ({said})" if said else ""))
-    more = len(sm.urls) - len(shown) + len(sm.sitemaps) - (len(sm.sitemaps) if limit == 0 else
-                                                          min(limit, len(sm.sitemaps)))
+    more = len(sm.urls) - len(shown) + len(sm.sitemaps) - len(refs)
     if more > 0:
         print(f"  ... {more} more (--links 0 shows all)")
     return True
