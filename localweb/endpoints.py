@@ -21,6 +21,10 @@ held in memory whole.
 ``/slow?ms=N``                     answers after N ms
 ``/permalinks``                    documentation whose headings end in a
                                    ``¶`` permalink, as Sphinx writes them
+``/tracking``                      links to one page, ``/tracking/page``, by
+                                   its tracking and session-id variants
+                                   (:data:`TRACKING_LINKS`), to a search and
+                                   to files; ``/tracking/...`` answers 200
 =================================  ==========================================
 
 These hosts are linked only when the graph's ``SiteSpec.link_bad`` asks, so
@@ -37,7 +41,7 @@ from urllib.parse import parse_qsl
 
 __all__ = [
     "Answer", "BAD_HOST", "BAD_LINKED", "BIG_BODY", "BOMB_SIZE", "LATIN1", "LATIN1_TITLE",
-    "MALFORMED", "PERMALINKS", "PERMALINK_HEADINGS", "answer", "gzip_bomb", "redirect_target", "small_html",
+    "MALFORMED", "PERMALINKS", "PERMALINK_HEADINGS", "TRACKING_LINKS", "answer", "gzip_bomb", "redirect_target", "small_html",
 ]
 
 BAD_HOST = "bad.web.test"
@@ -145,6 +149,20 @@ PERMALINKS = (
 ).encode()
 
 
+#: The hrefs of /tracking: /tracking/page five ways (a crawl that strips
+#: tracking and session-id parameters requests it once), a search and two files.
+TRACKING_LINKS = (
+    "/tracking/page",
+    "/tracking/page?utm_source=news&utm_medium=email",
+    "page?fbclid=IwAR0x9&UTM_campaign=spring",
+    "/tracking/page;jsessionid=0A1B2C3D",
+    "/tracking/page?gclid=Cj0K&_ga=2.1#top",
+    "/tracking/search?q=books",
+    "/tracking/report.PDF",
+    "/tracking/photo.jpg",
+)
+
+
 def small_html(title: str, body: str) -> bytes:
     return (f"<!DOCTYPE html>\n<html><head><title>{title}</title></head>"
             f"<body>{body}</body></html>\n").encode()
@@ -226,6 +244,13 @@ def answer(target: str) -> Answer:
         return Answer(200, _HTML, small_html("End of chain", "<p>end</p>"))
     if path == "/permalinks":
         return Answer(200, _HTML, PERMALINKS)
+    if path == "/tracking":
+        # A <base>, so the relative href resolves in /tracking/ (the page's own
+        # URL has no trailing slash).
+        links = "".join(f'<a href="{h}">{i}</a>' for i, h in enumerate(TRACKING_LINKS))
+        return Answer(200, _HTML, small_html("Tracking", f'<base href="/tracking/">{links}'))
+    if path.startswith("/tracking/"):
+        return Answer(200, _HTML, small_html("Tracked", "<p>one page, many URLs</p>"))
     if path == "/slow":
         return Answer(200, _HTML, small_html("Slow", "<p>slow</p>"), delay=qnum("ms", 1000, 0, 60000) / 1000)
     return Answer(404, _HTML, b"<p>no such endpoint</p>\n")

@@ -20,7 +20,11 @@ for http(s) (default port, empty path), fragment and userinfo dropped. It
 covers the spellings this web writes and a crawler sends, not the whole of
 RFC 3986 (no IDNA, no IPv6 literals). Scope is host globs
 (:func:`fnmatch.fnmatchcase`, deny wins, an empty allow list allows
-nothing), as ``crawl.allow_hosts`` is documented.
+nothing), as ``crawl.allow_hosts`` is documented; then file extensions
+(``skip_extensions``, on the last path segment, case-insensitive, as
+``crawl.skip_extensions`` is documented; by default :data:`GRAPH_SKIPPED`,
+the graph's file types that the crawler's default list holds) and
+``exclude`` regexes searched in the URL (a crawl's ``exclude:re:`` rules).
 """
 
 from __future__ import annotations
@@ -35,7 +39,12 @@ from localweb.endpoints import BAD_HOST
 from localweb.graph import DEFAULT_ALLOW, N_NOFOLLOW, SHOP_HOST, TRAP_PATHS, Graph, split_url
 from localweb.hrefs import port_suffix, raw_target
 
-__all__ = ["disallowed_urls", "expected_urls", "in_scope", "normalize", "shop_items", "trap_urls"]
+__all__ = ["GRAPH_SKIPPED", "disallowed_urls", "expected_urls", "in_scope", "normalize", "shop_items", "trap_urls"]
+
+#: The graph's file types (``/files/doc<k>.pdf``, ``/img/pic<k>.png``) that a
+#: crawl with the default ``crawl.skip_extensions`` never requests. Written
+#: out, not imported: the oracle must not agree with the crawler by construction.
+GRAPH_SKIPPED = ("pdf", "png")
 
 _URL = re.compile(r"([A-Za-z][A-Za-z0-9+.\-]*)://([^/?#]*)([^?#]*)(?:\?([^#]*))?")
 _DEFAULT_PORT = {"http": "80", "https": "443"}
@@ -90,11 +99,21 @@ def in_scope(host: str, allow: Sequence[str], deny: Sequence[str]) -> bool:
     return any(fnmatch.fnmatchcase(host, p.lower()) for p in allow)
 
 
+def _skipped(url: str, extensions: frozenset[str], exclude: Sequence[re.Pattern[str]]) -> bool:
+    last = url.partition("?")[0].rsplit("/", 1)[-1]
+    if "." in last[1:] and last.rsplit(".", 1)[1].lower() in extensions:
+        return True
+    return any(r.search(url) for r in exclude)
+
+
 def _walk(graph: Graph, port: int, seeds: Iterable[str] | None, allow: Sequence[str],
-          deny: Sequence[str], max_depth: int, obey_robots: bool, nofollow: bool, bad: bool
+          deny: Sequence[str], max_depth: int, obey_robots: bool, nofollow: bool, bad: bool,
+          skip_extensions: Sequence[str] = GRAPH_SKIPPED, exclude: Sequence[str] = (),
           ) -> tuple[set[str], set[str]]:
     """BFS over canonical targets: (requested, robots-disallowed)."""
     deny = tuple(deny) + (() if bad else (BAD_HOST,))
+    extensions = frozenset(e.lower() for e in skip_extensions)
+    excludes = [re.compile(r) for r in exclude]
     ps = port_suffix(port)
     seen: set[str] = set()
     disallowed: set[str] = set()
@@ -108,7 +127,7 @@ def _walk(graph: Graph, port: int, seeds: Iterable[str] | None, allow: Sequence[
         ok = scoped.get(host)
         if ok is None:
             ok = scoped[host] = in_scope(host, allow, deny)
-        if not ok:
+        if not ok or _skipped(url, extensions, excludes):
             return
         if obey_robots and uport == port and not graph.robots_allows(host, path):
             disallowed.add(url)
@@ -145,22 +164,29 @@ def _walk(graph: Graph, port: int, seeds: Iterable[str] | None, allow: Sequence[
 def expected_urls(graph: Graph, port: int, *, seeds: Iterable[str] | None = None,
                   allow: Sequence[str] = DEFAULT_ALLOW, deny: Sequence[str] = (),
                   max_depth: int = 0, obey_robots: bool = True, nofollow: bool = True,
-                  bad: bool = False) -> set[str]:
+                  bad: bool = False, skip_extensions: Sequence[str] = GRAPH_SKIPPED,
+                  exclude: Sequence[str] = ()) -> set[str]:
     """The normalised URLs a correct crawler from ``seeds`` requests (GET).
 
     In scope (``allow``/``deny`` host globs, ``max_depth``; ``bad.web.test``
-    only when ``bad``), robots-allowed when ``obey_robots``, skipping
-    nofollow links when ``nofollow``. 404s, files and redirect sources are
-    in (requested once, no outlinks); robots.txt is not.
+    only when ``bad``), not of a ``skip_extensions`` file type (by default
+    the crawler's default: the graph's .pdf and .png files are left out;
+    ``()`` for a crawler that fetches every file),
+    matching no ``exclude`` regex, robots-allowed when ``obey_robots``,
+    skipping nofollow links when ``nofollow``. 404s, files of other types and
+    redirect sources are in (requested once, no outlinks); robots.txt is not.
     """
-    return _walk(graph, port, seeds, allow, deny, max_depth, obey_robots, nofollow, bad)[0]
+    return _walk(graph, port, seeds, allow, deny, max_depth, obey_robots, nofollow, bad,
+                 skip_extensions, exclude)[0]
 
 
 def disallowed_urls(graph: Graph, port: int, *, seeds: Iterable[str] | None = None,
                     allow: Sequence[str] = DEFAULT_ALLOW, deny: Sequence[str] = (),
-                    max_depth: int = 0, nofollow: bool = True, bad: bool = False) -> set[str]:
+                    max_depth: int = 0, nofollow: bool = True, bad: bool = False,
+                    skip_extensions: Sequence[str] = GRAPH_SKIPPED, exclude: Sequence[str] = ()) -> set[str]:
     """URLs linked from crawled pages that robots.txt disallows (never to be fetched)."""
-    return _walk(graph, port, seeds, allow, deny, max_depth, True, nofollow, bad)[1]
+    return _walk(graph, port, seeds, allow, deny, max_depth, True, nofollow, bad,
+                 skip_extensions, exclude)[1]
 
 
 def trap_urls(graph: Graph, port: int) -> set[str]:

@@ -45,7 +45,7 @@ from localweb.hrefs import port_suffix
 from localweb.oracle import normalize
 from localweb.sitegraph import SiteGraph
 
-__all__ = ["FarmError", "FarmStats", "HostBehaviour", "LogEntry", "WebFarm", "check_loopback", "read_log",
+__all__ = ["USUAL_HEADERS", "FarmError", "FarmStats", "HostBehaviour", "LogEntry", "WebFarm", "check_loopback", "read_log",
            "serve_webfarm"]
 
 
@@ -97,8 +97,11 @@ class LogEntry:
     """One request: wall time it arrived, host (no port), method, target
     (path+query as sent), status (0: connection reset), body bytes sent,
     connection id, seconds taken and the client's IP address ("" in logs
-    written before it was recorded). Appended when the answer ends (so a
-    drip is logged when its client leaves)."""
+    written before it was recorded), its User-Agent (``agent``) and its other
+    headers beyond those every crawler request carries (``headers``: (name
+    lower-cased, value) pairs, none of :data:`USUAL_HEADERS`), so a test sees
+    what a site owner would of a per-site agent or header. Appended when the
+    answer ends (so a drip is logged when its client leaves)."""
 
     t: float
     host: str
@@ -109,11 +112,23 @@ class LogEntry:
     conn: int
     dur: float
     client: str = ""
+    agent: str = ""
+    headers: tuple[tuple[str, str], ...] = ()
+
+    def __post_init__(self) -> None:
+        # JSON has lists where the log had tuples: read back, an entry is equal.
+        if not isinstance(self.headers, tuple):
+            object.__setattr__(self, "headers", tuple((str(k), str(v)) for k, v in self.headers))
 
     def to_json(self) -> str:
         return json.dumps({"t": round(self.t, 6), "host": self.host, "method": self.method,
                            "target": self.target, "status": self.status, "bytes": self.bytes,
-                           "conn": self.conn, "dur": round(self.dur, 6), "client": self.client})
+                           "conn": self.conn, "dur": round(self.dur, 6), "client": self.client,
+                           "agent": self.agent, "headers": self.headers})
+
+
+#: Request headers a log entry leaves out of ``headers``: the ones every request has.
+USUAL_HEADERS = frozenset({"host", "user-agent", "accept", "accept-encoding", "connection"})
 
 
 def read_log(path: str) -> list[LogEntry]:
@@ -355,11 +370,15 @@ class WebFarm:
         t0 = trio.current_time()
         method = request.method.decode("ascii", "replace")
         target = request.target.decode("ascii", "replace")
-        host = ""
+        host = agent = ""
+        extra: list[tuple[str, str]] = []
         for name, value in request.headers:
             if name == b"host":
                 host = value.decode("ascii", "replace").lower()
-                break
+            elif name == b"user-agent":
+                agent = value.decode("latin-1")
+            elif name.decode("ascii", "replace") not in USUAL_HEADERS:
+                extra.append((name.decode("ascii", "replace"), value.decode("latin-1")))
         if target.startswith(("http://", "https://")):  # absolute-form (RFC 9112 §3.2.2)
             rest = target.split("//", 1)[1]
             slash = rest.find("/")
@@ -402,7 +421,7 @@ class WebFarm:
         finally:
             st.inflight[host] -= 1
             self._record(LogEntry(t_wall, host, method, target, sent[0], sent[1], cid,
-                                  trio.current_time() - t0, client))
+                                  trio.current_time() - t0, client, agent, tuple(extra)))
 
     def _page(self, host: str, target: str) -> Answer:
         path, _, _ = target.partition("?")

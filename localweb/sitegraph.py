@@ -32,17 +32,22 @@ class SiteGraph(Graph):
     def expected_urls(self, port: int, *, seeds: Iterable[str] | None = None,
                       allow: Sequence[str] = DEFAULT_ALLOW, deny: Sequence[str] = (),
                       max_depth: int = 0, obey_robots: bool = True, nofollow: bool = True,
-                      bad: bool = False) -> set[str]:
+                      bad: bool = False, skip_extensions: Sequence[str] = oracle.GRAPH_SKIPPED,
+                      exclude: Sequence[str] = ()) -> set[str]:
         """:func:`localweb.oracle.expected_urls` of this graph."""
         return oracle.expected_urls(self, port, seeds=seeds, allow=allow, deny=deny, max_depth=max_depth,
-                                    obey_robots=obey_robots, nofollow=nofollow, bad=bad)
+                                    obey_robots=obey_robots, nofollow=nofollow, bad=bad,
+                                    skip_extensions=skip_extensions, exclude=exclude)
 
     def disallowed_urls(self, port: int, *, seeds: Iterable[str] | None = None,
                         allow: Sequence[str] = DEFAULT_ALLOW, deny: Sequence[str] = (),
-                        max_depth: int = 0, nofollow: bool = True, bad: bool = False) -> set[str]:
+                        max_depth: int = 0, nofollow: bool = True, bad: bool = False,
+                        skip_extensions: Sequence[str] = oracle.GRAPH_SKIPPED,
+                        exclude: Sequence[str] = ()) -> set[str]:
         """:func:`localweb.oracle.disallowed_urls` of this graph."""
         return oracle.disallowed_urls(self, port, seeds=seeds, allow=allow, deny=deny,
-                                      max_depth=max_depth, nofollow=nofollow, bad=bad)
+                                      max_depth=max_depth, nofollow=nofollow, bad=bad,
+                                      skip_extensions=skip_extensions, exclude=exclude)
 
     def trap_urls(self, port: int) -> set[str]:
         """:func:`localweb.oracle.trap_urls` of this graph."""

@@ -17,16 +17,19 @@ from peer.state.configfile import load_config
 from peer.state.statusaddress import read_status_address
 from ring.tools import cli, keys
 from ring.tools.cli import ConfigSource
+from ring.tools.shell import cli_shell
 
 SOURCE = ConfigSource(load=load_config, host_key=host_key, user_error=user_error,
                       status_address=read_status_address)
 
 
+@cli_shell()
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m ring``, ``ringcrawl-ring``: table, status, leave, forget, dashboard."""
     return cli.main(argv, source=SOURCE)
 
 
+@cli_shell()
 def keys_main(argv: Sequence[str] | None = None) -> int:
     """``python scripts/keys.py``, ``ringcrawl-keys``: the ring's CurveZMQ key pairs."""
     return keys.main(argv, source=SOURCE)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = ["COUNTER_PREFIXES", "Family", "NOT_REQUESTED_CAPS", "NOT_REQUESTED_PREFIX", "NO_ROW_CAUSES",
-           "SCOPE", "Split", "TERMS", "Term", "failed", "not_requested", "on_wire", "split_pairs",
+           "SCOPE", "SCOPE_RULES", "Split", "TERMS", "Term", "failed", "not_requested", "on_wire", "split_pairs",
            "words"]
 
 
@@ -78,12 +78,15 @@ TERMS: Mapping[Family, Term] = MappingProxyType({
 
 #: The not-requested cause of links out of the crawl's scope.
 SCOPE = "scope"
+#: URLs left out by a URL rule or a skipped file extension (``crawl.rules``,
+#: ``crawl.skip_extensions``: peer/core/urlrules.py), named by their key.
+SCOPE_RULES = ("rules", "skip_extensions")
 #: Caps whose hits are URLs never requested (``peer.core.limits.Cap`` values:
 #: the config key, or ``given_up`` for URLs of a host given up).
 NOT_REQUESTED_CAPS = ("max_url_length", "max_path_repeat", "max_urls_per_host", "given_up")
 #: The causes of URLs refused before a queue: no row is written for them, so
 #: the report reads them from stats.json, not from the results file.
-NO_ROW_CAUSES = frozenset({SCOPE, *NOT_REQUESTED_CAPS})
+NO_ROW_CAUSES = frozenset({SCOPE, *SCOPE_RULES, *NOT_REQUESTED_CAPS})
 
 #: How a not-requested cause rides in a status reply's pairs (rule 5).
 NOT_REQUESTED_PREFIX = "not_requested."
@@ -108,11 +111,16 @@ def failed(errors: Mapping[str, int], not_requested_rows: Mapping[str, int]) -> 
 
 
 def not_requested(rows: Mapping[str, int], out_of_scope: int = 0,
-                  cap_hits: Mapping[str, int] | None = None) -> dict[str, int]:
-    """URLs never requested by cause (rule 3): the rows' causes, links out of scope, the caps' URLs."""
+                  cap_hits: Mapping[str, int] | None = None,
+                  excluded: Mapping[str, int] | None = None) -> dict[str, int]:
+    """URLs never requested by cause (rule 3): the rows' causes, links out of scope, the
+    URLs a rule or an extension left out (``excluded``, :data:`SCOPE_RULES`), the caps' URLs."""
     out = {str(k): int(n) for k, n in rows.items() if n}
     if out_of_scope:
         out[SCOPE] = out.get(SCOPE, 0) + int(out_of_scope)
+    for cause, n in (excluded or {}).items():
+        if n:
+            out[str(cause)] = out.get(str(cause), 0) + int(n)
     for cap in NOT_REQUESTED_CAPS:
         n = int((cap_hits or {}).get(cap, 0))
         if n:

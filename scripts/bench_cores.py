@@ -20,7 +20,7 @@ from localweb.bench import REPEATS, median_time
 from peer.core.bloom import BloomFilter
 from peer.core.dnscache import DnsCache, Miss
 from peer.core.frontier import Frontier, Politeness
-from peer.core.urls import join, normalize
+from peer.core.urls import join, normalize, normalize_link
 from ring.hashring import HashRing
 from ring.messages import UrlBatch, decode, encode
 
@@ -119,6 +119,31 @@ def bench_urls(n: int) -> None:
     print(f"peer.core.urls.normalize: {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
     s = median_time(lambda: [join(base, h) for h in hrefs])
     print(f"peer.core.urls.join:      {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    # The crawl's URL rules (peer/core/urlrules.py) at their defaults, and
+    # with three rules; then links of which every third carries tracking tags.
+    from types import SimpleNamespace
+
+    from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
+
+    rules = parse_url_rules(SimpleNamespace(  # type: ignore[arg-type]
+        rules=(), skip_extensions=DEFAULT_SKIP_EXTENSIONS, strip_params=DEFAULT_STRIP_PARAMS,
+        sort_query=False), "bench")
+    params = rules.params
+    s = median_time(lambda: [normalize_link(base, h) for h in hrefs])
+    print(f"normalize_link, no params:        {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    s = median_time(lambda: [normalize_link(base, h, params) for h in hrefs])
+    print(f"normalize_link, default params:   {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    tracked = [h if i % 3 else f"{h.partition('#')[0]}{'&' if '?' in h else '?'}utm_source=n{i % 7}&fbclid=x{i}"
+               for i, h in enumerate(hrefs)]
+    s = median_time(lambda: [normalize_link(base, h, params) for h in tracked])
+    print(f"  a third with utm_/fbclid:       {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    s = median_time(lambda: [rules.excluded(u) for u in absolute])
+    print(f"URL rules, default extensions:    {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    three = parse_url_rules(SimpleNamespace(  # type: ignore[arg-type]
+        rules=("exclude:re:[?&]q=", "exclude:*/private/*", "include:*.web.test*"),
+        skip_extensions=DEFAULT_SKIP_EXTENSIONS, strip_params=(), sort_query=False), "bench")
+    s = median_time(lambda: [three.excluded(u) for u in absolute])
+    print(f"  and three rules:                {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
     try:
         from yarl import URL
     except ImportError:  # pragma: no cover - yarl is a test dependency

@@ -25,6 +25,7 @@ import pytest
 
 from clirun import Result, WebThread, error_line, run_main, web_thread
 from ringharness import cluster_text, free_ports
+from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -494,6 +495,43 @@ def test_check_warns_about_a_seed_out_of_scope(tmp_path):
     (w,) = check_warnings(toml, unreachable=False)
     assert "crawl.seeds[1] 'http://other.example/' is out of scope" in w
     assert "matches no crawl.allow_hosts pattern" in w
+
+
+def test_check_prints_the_url_rules_and_warns_of_a_seed_they_exclude(tmp_path):
+    toml = solo_toml(tmp_path, 9, seeds='["http://s001.web.test/?utm_source=x", "http://s001.web.test/a.PDF", '
+                     '"http://s001.web.test/search?q=1", "http://s001.web.test/library/"]',
+                     extra='rules = ["exclude:re:[?&]q=", "include:*/library/*"]\nsort_query = true')
+    res = peer("--ring", str(toml), "--check")
+    assert res.returncode == 0, res.stderr
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("   url rules: ")]
+    assert line == ("   url rules: exclude 're:[?&]q=', include '*/library/*'; matching none: excluded; "
+                    f"the default {len(DEFAULT_SKIP_EXTENSIONS)} extensions skipped; params stripped: the default "
+                    "17 (utm_*, fbclid, gclid...); query sorted")
+    warned = [w for w in check_warnings(toml, unreachable=False) if "out of scope" in w]
+    assert warned == [
+        f"warning: {toml}: crawl.seeds[0] 'http://s001.web.test/?utm_source=x' is out of scope (excluded by "
+        "crawl.rules: no rule matches, and the list has include rules): it will not be crawled",
+        f"warning: {toml}: crawl.seeds[1] 'http://s001.web.test/a.PDF' is out of scope (excluded by "
+        "crawl.skip_extensions ('pdf')): it will not be crawled",
+        f"warning: {toml}: crawl.seeds[2] 'http://s001.web.test/search?q=1' is out of scope (excluded by "
+        "crawl.rules[0] 're:[?&]q='): it will not be crawled",
+    ]
+
+
+@pytest.mark.parametrize("extra, key, words", [
+    ('rules = ["include:*/a/*", "exclude:re:(unclosed"]', "crawl.rules[1]", "expected a valid regex after 're:'"),
+    ('rules = ["deny:*/a/*"]', "crawl.rules[0]", "expected 'include:<glob>'"),
+    ('skip_extensions = ["pdf", ""]', "crawl.skip_extensions[1]", "expected a file extension"),
+    ('strip_params = ["utm_source=x"]', "crawl.strip_params[0]", "expected a parameter name or glob"),
+    ('rules = "exclude:*.cgi"', "crawl.rules", "expected a list of strings"),
+])
+def test_a_bad_url_rule_is_one_line_naming_its_key_and_exit_2(tmp_path, extra, key, words):
+    toml = solo_toml(tmp_path, 9, extra=extra)
+    for args in (("--ring", str(toml), "--check"), ("try", "http://s001.web.test/", "--ring", str(toml))):
+        res = peer(*args)
+        assert res.returncode == 2
+        assert res.stderr.startswith(f"error: {toml}: {key}: {words}") and res.stderr.count("\n") == 1, res.stderr
+        assert "Traceback" not in res.stderr
 
 
 def test_check_warns_about_a_seed_the_ssrf_guard_blocks(tmp_path):

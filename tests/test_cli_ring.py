@@ -546,3 +546,19 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
         f"error: solo peer 'solo' of ring 'solo' is not running: the status address in {data_dir} "
         f"({again['address']}) was left by process {again['pid']}, which is gone")
 
+
+
+def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path):
+    # `python -m ring table --ring cluster.toml | head -1`: head leaves after
+    # its line; the rest must go nowhere, without a BrokenPipeError traceback.
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 3))
+    proc = subprocess.Popen([sys.executable, "-m", "ring", "table", "--ring", str(toml), "--sample", "1000"],
+                            cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the first line is written
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    assert proc.wait(timeout=60) == 0, err
+    assert "Traceback" not in err and "BrokenPipe" not in err, err

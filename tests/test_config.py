@@ -18,6 +18,7 @@ from peer.core.config import (
     parse_config,
     reference,
 )
+from peer.core.sites import SiteBlock
 from peer.state.configfile import load_config
 from peer.errors import ConfigError
 
@@ -356,6 +357,7 @@ def test_reference_covers_every_field():
     expected = {f"peer.{f.name}" for f in dataclasses.fields(PeerSpec)}
     for name, cls in SECTIONS.items():
         expected |= {f"{name}.{f.name}" for f in dataclasses.fields(cls)}
+    expected |= {f"site.{f.name}" for f in dataclasses.fields(SiteBlock)}
     assert set(all_keys()) == expected
 
 

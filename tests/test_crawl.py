@@ -217,6 +217,56 @@ def test_capped_urls_stay_out_of_the_bloom_filter_and_are_counted():
     assert hits[Cap.URLS_PER_HOST] == 2 and hits[Cap.URL_LENGTH] == 1 and hits[Cap.PATH_REPEAT] == 1
 
 
+def test_url_rules_leave_urls_out_after_the_host_scope_counted_by_cause():
+    c = core(obey_robots=False, rules=["exclude:re:[?&]q=", "include:*/library/*"])
+    assert c.discover(f"{SITE}/library/a", 1, 0.0, Origin.LINK) == [Queued(f"{SITE}/library/a", 1)]
+    assert c.discover(f"{SITE}/library/search?q=x", 1, 0.0, Origin.LINK) == []
+    assert c.discover(f"{SITE}/blog/", 1, 0.0, Origin.LINK) == []              # matches no include
+    assert c.discover(f"{SITE}/library/cover.JPG", 1, 0.0, Origin.LINK) == []  # default extensions
+    assert c.discover("http://other.example/library/a", 1, 0.0, Origin.LINK) == []  # hosts first
+    assert c.discover(f"{SITE}/library/b", 0, 0.0, Origin.RELAY) == [Queued(f"{SITE}/library/b", 0)]
+    assert c.discover(f"{SITE}/other", 0, 0.0, Origin.ADOPTED) == []
+    assert f"{SITE}/blog/" not in c.bloom  # left out before the seen set, like the host scope
+    assert c.summary.excluded == {"rules": 3, "skip_extensions": 1} and c.summary.out_of_scope == 1
+    # Not requested, by cause (ring.vocabulary): never drops, which are refused input.
+    assert not any(k.startswith("scope.") for k in c.limits_figures(0.0, {}))
+    from peer.core.stats import crawl_stats
+
+    stats = crawl_stats(c.summary, peer="p1", ring="r", run=1, started=0.0, finished=1.0, cap_hits={})
+    assert stats["not_requested"] == {"rules": 3, "scope": 1, "skip_extensions": 1}
+    assert "not requested: rules 3, scope 1, skip_extensions 1" in c.summary.render()
+
+
+def test_tracking_variants_are_one_url_whatever_their_origin():
+    c = core(obey_robots=False, seeds=[f"{SITE}/?utm_source=a", f"{SITE}/?fbclid=b&utm_medium=c"])
+    assert c.seeds(0.0) == [Queued(f"{SITE}/", 0)]
+    assert c.discover(f"{SITE}/;jsessionid=1F2E", 0, 0.0, Origin.RELAY) == []
+    # A link source that normalised without the rules still meets them in discover.
+    assert c.discover(f"{SITE}/?gclid=x", 1, 0.0, Origin.LINK) == []
+    job = start(c, 0.0)
+    assert isinstance(c.admit(job, 0.0), Fetch)
+    page = html("/p?utm_source=x&id=1", "/p?id=1&utm_campaign=y", "/p?id=1", "/q?fbclid=z")
+    parsed = parse_response(job.url, page, "utf-8", c.cfg.extract, 0, c.params)
+    assert parsed.page.links == (f"{SITE}/p?id=1", f"{SITE}/q")  # the variants are one link
+    effects = c.on_result(job, answer(job.url, 200, page), parsed, 0.0)
+    c.job_ended(job)
+    assert [e for e in effects if isinstance(e, Queued)] == [Queued(f"{SITE}/p?id=1", 1), Queued(f"{SITE}/q", 1)]
+    assert rows(effects)[job.url].n_links == 2
+    # A redirect's target is stripped too, and so is the row's final_url.
+    job = start(c, 1.0)
+    assert isinstance(c.admit(job, 1.0), Fetch)
+    effects = result(c, job, answer(job.url, 301, location="/moved?utm_source=r"), 1.0)
+    assert rows(effects)[job.url].final_url == f"{SITE}/moved"
+    assert Queued(f"{SITE}/moved", 1) in effects
+
+
+def test_no_strip_params_keeps_every_variant():
+    c = core(obey_robots=False, strip_params=[], skip_extensions=[])
+    assert c.params is None and not c.urlrules
+    for url in (f"{SITE}/?utm_source=a", f"{SITE}/", f"{SITE}/a.pdf"):
+        assert c.discover(url, 0, 0.0, Origin.SEED) == [Queued(url, 0)]
+
+
 def test_links_per_page_are_cut_and_nofollow_depth_respected():
     c = core(obey_robots=False, max_links_per_page=3, max_depth=1)
     job = fetch_job(c, f"{SITE}/")

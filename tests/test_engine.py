@@ -104,6 +104,42 @@ async def test_crawl_fetches_every_expected_url_exactly_once(tmp_path):
     assert crawler.in_flight == 0
 
 
+async def test_url_rules_and_tracking_parameters_as_the_server_saw_them(tmp_path):
+    """Excluded URLs are never requested; tracking variants of a page are requested once."""
+    from localweb.endpoints import TRACKING_LINKS
+
+    graph = SiteGraph(hosts=3, pages_per_host=45, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        port = farm.port
+        seeds = [f"http://s001.web.test:{port}/?utm_source=a&fbclid=b", f"http://s001.web.test:{port}/",
+                 f"http://bad.web.test:{port}/tracking?utm_campaign=c"]
+        cfg = make_config(tmp_path, port, seeds=seeds,
+                          crawl={"rules": ["exclude:re:[?&]q=", "exclude:*/c1/*"]})
+        _, summary = await crawl(cfg)
+        nursery.cancel_scope.cancel()
+
+    targets = [(e.host, e.target) for e in farm.log if e.method == "GET" and e.target != "/robots.txt"]
+    # Every request as sent: no tracking or session-id parameter ever reached the server.
+    assert not [t for _, t in targets if any(p in t.lower() for p in ("utm_", "fbclid", "gclid", "_ga=",
+                                                                       "jsessionid"))], targets
+    fetched = Counter(f"http://{h}:{port}{t}" for h, t in targets)
+    tracking = f"http://bad.web.test:{port}/tracking"
+    expected = graph.expected_urls(port, exclude=[r"[?&]q=", r"/c1/"]) | {tracking, tracking + "/page"}
+    assert set(fetched) == expected, (
+        f"missing {sorted(expected - set(fetched))[:5]}, extra {sorted(set(fetched) - expected)[:5]}")
+    assert set(fetched.values()) == {1}  # the page of five spellings, and the seed of two, once each
+    # What the rules left out is real: the graph links into /c1/ and to its files.
+    everything = graph.expected_urls(port, skip_extensions=())
+    assert any("/c1/" in u for u in everything) and any(u.endswith((".pdf", ".png")) for u in everything)
+    assert not [u for u in fetched if "/c1/" in u or u.lower().endswith((".pdf", ".png", ".jpg"))]
+    assert summary.excluded["rules"] >= 2 and summary.excluded["skip_extensions"] >= 2
+    assert len(TRACKING_LINKS) == 8
+    # The results hold the URLs the crawl kept (and those robots.txt disallows, not requested).
+    disallowed = graph.disallowed_urls(port, exclude=[r"[?&]q=", r"/c1/"])
+    assert {u for u, *_ in rows(cfg)} == expected | disallowed
+
+
 async def test_max_pages_stops_the_crawl(tmp_path):
     graph = SiteGraph(hosts=4, pages_per_host=40, shop=False)
     async with trio.open_nursery() as nursery:

@@ -161,3 +161,23 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
     assert sum(f"http://s001.web.test:{port}/" in line for line in lasts) == 1, lasts
     assert all(line.startswith("error: ") for line in lasts), lasts
     assert sum("owner(s)" in line and "say why in their last line" in line for line in lasts) == 2, lasts
+
+
+def test_a_crawl_of_a_seed_robots_txt_forbids_exits_3_naming_robots_txt(tmp_path, robots_web):
+    toml = solo_toml(tmp_path, robots_web, seeds=f'["http://forbid.web.test:{robots_web}/a"]')
+    res = crawl(toml, "--fresh", "--yes")
+    assert res.returncode == 3, res.stderr
+    last = res.stderr.strip().splitlines()[-1]
+    assert last.startswith("error: the crawl ended without fetching anything: ")
+    assert f"http://forbid.web.test:{robots_web}/a" in last and "robots.txt forbids it" in last
+
+
+def test_a_crawl_of_a_seed_where_nothing_listens_exits_3_naming_the_url(tmp_path):
+    port = closed_port()
+    toml = solo_toml(tmp_path, port, extra="robots_retry = 0.2\nrobots_tries = 2")
+    res = crawl(toml, "--fresh", "--yes")
+    assert res.returncode == 3, res.stderr
+    first = next(line for line in res.stderr.splitlines() if "robots.txt" in line)
+    assert f"http://s001.web.test:{port}/robots.txt" in first and "connection refused" in first
+    last = res.stderr.strip().splitlines()[-1]
+    assert f"http://s001.web.test:{port}/" in last and "nothing answers at its host and port" in last

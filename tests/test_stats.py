@@ -16,7 +16,8 @@ def summary(**kw) -> SimpleNamespace:
                 internal=Counter({"ValueError": 1}), limits="limits: none hit", details=[],
                 elapsed=10.0, stop_reason="frontier empty", sitemaps_fetched=3, sitemap_urls=120,
                 sitemap_failed=Counter({"http_404": 1}),
-                sitemap_drops=Counter({"too_many_urls": 1, "entities": 2}))
+                sitemap_drops=Counter({"too_many_urls": 1, "entities": 2}),
+                by_site=Counter())
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -27,6 +28,17 @@ def test_pages_are_requests_and_exclusions_are_apart():
     assert "  failed: timeout 5, internal 1 (internal: ValueError 1)\n" in text and "robots: 45" not in text
     assert "  not requested: robots 45, scope 7\n" in text
     assert "items: 4 (items_book 4)" in text
+    assert "[[site]]" not in text  # no block, no line
+
+
+def test_pages_by_site_block_are_counted_where_an_operator_looks():
+    s = summary(by_site=Counter({"site[1]": 7, "site[0]": 3}))
+    assert "  pages by [[site]] block: site[0] 3, site[1] 7" in render_summary(s).splitlines()
+    d = crawl_stats(s, peer="p1", ring="r", run=1, started=0.0, finished=1.0, cap_hits={})
+    assert d["pages_by_site"] == {"site[0]": 3, "site[1]": 7}
+    total = sum_stats([d, crawl_stats(summary(by_site=Counter({"site[0]": 2})), peer="p2", ring="r", run=1,
+                                      started=0.0, finished=1.0, cap_hits={})])
+    assert total["pages_by_site"] == {"site[0]": 5, "site[1]": 7}
 
 
 def test_requested_errors_leave_out_rows_without_a_request():

@@ -141,6 +141,16 @@ async def test_pid_trace_rows(tmp_path):
     assert st.stats().pid == 2
 
 
+async def test_pid_trace_rows_carry_each_hosts_own_setpoint(tmp_path):
+    # A [[site]] block's rate gives its hosts their own setpoint (peer/core/sites.py).
+    path = tmp_path / "pages.duckdb"
+    async with store(path) as st:
+        now = trio.current_time()
+        st.add_pid([PidSample("slow.web.test", now, 1, 10.0), PidSample("s001.web.test", now, 40, 1.0)],
+                   lambda host: 1.0 if host.startswith("slow.") else 40.0)
+    assert [(r[0], r[4]) for r in read_back(path)["pid_trace"]] == [("slow.web.test", 1.0), ("s001.web.test", 40.0)]
+
+
 async def test_reopen_appends(tmp_path):
     path = tmp_path / "pages.duckdb"
     async with store(path) as st:

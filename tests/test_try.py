@@ -27,7 +27,7 @@ def web() -> Iterator[WebThread]:
         yield w
 
 
-def config(tmp_path: Path, port: int, peers: int = 1, allow: str = '["*.web.test"]') -> Path:
+def config(tmp_path: Path, port: int, peers: int = 1, allow: str = '["*.web.test"]', crawl: str = "") -> Path:
     addrs = free_ports(peers)
     entries = "".join(f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{a}"\n'
                       f'data_dir = "{tmp_path / f"p{i + 1}"}"\n\n' for i, a in enumerate(addrs))
@@ -41,6 +41,7 @@ name = "try"
 seeds = ["http://s001.web.test:{port}/"]
 allow_hosts = {allow}
 allow_private = true
+{crawl}
 
 [dns]
 resolve = {{ "*.web.test" = "127.0.0.1" }}
@@ -131,6 +132,29 @@ def test_a_url_out_of_scope_is_fetched_to_show_it_but_said_so(tmp_path, web):
     assert res.returncode == 0
     assert "scope:      out of scope (host): not crawled" in res.stdout
     assert "fetch:      HTTP 200" in res.stdout
+
+
+def test_the_url_after_parameter_stripping_and_the_rule_that_decided(tmp_path, web):
+    port = web.port
+    toml = config(tmp_path, port, crawl='rules = ["exclude:re:/p1\\\\.html$", "include:*/c0/p2.html", '
+                                        '"exclude:*/c0/p*", "include:*"]')
+    since = lines(web)
+    res = try_url(toml, f"http://s001.web.test:{port}/c0/?utm_source=news&fbclid=x1", "--links", "0")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert f"url:        http://s001.web.test:{port}/c0/\n" in out
+    assert "params:     stripped utm_source, fbclid (crawl.strip_params): the crawl keeps the URL above" in out
+    assert "scope:      in scope (included by crawl.rules[3] '*'), would be queued" in out
+    links = dict(line.split(None, 1) for line in out.split("links:", 1)[1].splitlines()[1:]
+                 if line.startswith("  http"))
+    c0 = f"http://s001.web.test:{port}/c0/"
+    assert links[c0 + "p1.html"] == "out of scope: excluded by crawl.rules[0] 're:/p1\\\\.html$': not crawled"
+    assert links[c0 + "p2.html"] == "in scope (included by crawl.rules[1] '*/c0/p2.html'), would be queued"
+    assert links[c0 + "p3.html"] == "out of scope: excluded by crawl.rules[2] '*/c0/p*': not crawled"
+    # The page itself was requested as the crawl would: without its tracking parameters.
+    assert requests_since(web, since)[-1] == "s001.web.test/c0/"
+    pdf = try_url(toml, f"http://s001.web.test:{port}/files/doc0.pdf")
+    assert "scope:      out of scope: excluded by crawl.skip_extensions ('pdf'): not crawled" in pdf.stdout
 
 
 def test_a_bad_url_is_one_line(tmp_path):
@@ -247,3 +271,17 @@ def test_a_sitemap_shows_its_kind_its_urls_with_their_verdicts_and_its_problems(
             and "(lastmod 2024-04-30T06:30:00Z, priority 0.9, weekly)" in hidden.stdout)
     assert "  ... 3 more (--links 0 shows all)" in hidden.stdout
     assert "problems:   entities 1 (counted as drops in a crawl)" in xxe.stdout
+
+
+def test_try_names_the_site_block_and_asks_with_its_agent(tmp_path, web):
+    port = web.port
+    toml = config(tmp_path, port)
+    toml.write_text(toml.read_text() + '\n[[site]]\nhosts = ["s002.web.test"]\nuser_agent = "BadBot/9"\n')
+    res = try_url(toml, f"http://s001.web.test:{port}/")
+    assert "site:       no [[site]] block: the global settings" in res.stdout.splitlines()
+    since = lines(web)
+    res = try_url(toml, f"http://s002.web.test:{port}/")
+    assert "site:       site[0]: s002.web.test" in res.stdout.splitlines()
+    # The site graph's robots.txt shuts badbot out: its group, chosen by the block's agent.
+    assert "robots.txt HTTP 200: disallowed" in res.stdout and res.returncode == 1
+    assert [(r.target, r.agent) for r in web.requests()[since:]] == [("/robots.txt", "BadBot/9")]

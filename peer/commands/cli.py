@@ -78,6 +78,9 @@ def _parser() -> argparse.ArgumentParser:
                         "seed host as the crawl would (its name resolved, its robots.txt read: "
                         "one request per host, at most 20 hosts, 5 s each), warn of each seed the "
                         "crawl cannot fetch, and exit")
+    p.add_argument("--host", metavar="HOST",
+                   help="with --check: print the settings in force for this host (or URL's host) "
+                        "and the [[site]] block or key that set each one, and exit (asks no server)")
     p.add_argument("--fresh", action="store_true",
                    help="delete this peer's earlier results and crawl state (data_dir) and "
                         "start over; asks first unless --yes")
@@ -112,7 +115,13 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    if cfg.sites:
+        lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
+                     + " (--check --host HOST: what applies to a host)")
     lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
+    from peer.core.urlrules import parse_url_rules
+
+    lines.append(f"   url {parse_url_rules(c, str(cfg.path)).describe()}")
     ex = cfg.extract
     if ex:
         rules = ", ".join(f"{r.table} ({len(r.fields)} fields, match {r.match!r})" for r in ex.rules)
@@ -125,6 +134,20 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
         lines.append(f"   seed hosts: {seed_hosts_text(owners)}")
     lines.extend(f"warning: {w}" for w in config_warnings(cfg))
     return "\n".join(lines)
+
+
+def _check_host(cfg: ClusterConfig, text: str) -> int:
+    """``--check --host``: the settings in force for one host, and where each came from."""
+    from peer.core.sites import SiteSettings
+    from peer.core.urls import URLError, host_key
+
+    try:
+        host = host_key(text if "://" in text else f"http://{text}/")
+    except URLError as exc:
+        print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
+        return EXIT_USAGE
+    print("\n".join(SiteSettings(cfg.sites, cfg.crawl, cfg.politeness).describe(host)))
+    return 0
 
 
 #: Seed hosts whose owner ``--check`` names (the rest are counted).
@@ -169,15 +192,18 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     """What a valid config will do that its author probably does not want (``--check``).
 
     Each would end a crawl at once with 0 pages and no other sign: no seeds, a
-    seed out of scope, a seed the SSRF guard will refuse (peer/core/netguard.py:
+    seed out of scope (its host, or ``crawl.rules``/``skip_extensions``, the
+    rule named), a seed the SSRF guard will refuse (peer/core/netguard.py:
     an IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
     public, while ``allow_private`` is false). A seed resolved by real DNS is
     judged when it is fetched, not here: --check does no I/O.
     """
     from peer.core.urls import Scope, host_key, hostname, normalize
+    from peer.core.urlrules import parse_url_rules
 
     c = cfg.crawl
     where = str(cfg.path)
+    urlrules = parse_url_rules(c, where)
     ring = ring_warnings(cfg)
     if not c.seeds:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
@@ -189,7 +215,7 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                    "for the whole crawl); add seeds of more hosts, or run fewer peers")
     scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
     for i, seed in enumerate(c.seeds):
-        url = normalize(seed)
+        url = normalize(seed, urlrules.params)
         host = hostname(host_key(url))
         if not scope.allows(url, 0):
             why = (f"its host {host} is denied by crawl.deny_hosts" if not c.allow_hosts
@@ -197,6 +223,10 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
                    else f"its host {host} matches no crawl.allow_hosts pattern")
             out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({why}): it will not be crawled")
             continue
+        judged = urlrules.judge(url)
+        if judged.excluded is not None:
+            out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({judged.why()}): "
+                       "it will not be crawled")
     out.extend(static_refused(cfg).values())
     return out
 
@@ -271,6 +301,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     if args.weight is None:
         args.weight = 1.0
+    if args.host is not None and not args.check:
+        print("error: --host: only with --check (it shows the settings in force for a host)", file=sys.stderr)
+        return EXIT_USAGE
     try:
         cfg = load_config(args.ring)
         if args.address is not None:
@@ -282,6 +315,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.check and args.host is not None:
+        return _check_host(cfg, args.host)
     if args.check:
         print(describe(cfg, args.id))
         from peer.commands.preflight import probe_lines
@@ -409,9 +444,10 @@ _NOTHING_BECAUSE = {
 
 def _why_nothing(results: Path, summary: Any) -> str:
     """One line: why a crawl ended without a request, from its first seed's row."""
-    if summary.out_of_scope and not summary.pages:
+    if (summary.out_of_scope or sum(summary.excluded.values())) and not summary.pages:
         return ("the crawl ended without fetching anything: every seed is out of scope "
-                "(crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)")
+                "(crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth, crawl.rules, "
+                "crawl.skip_extensions)")
     row = None
     if results.exists():
         import duckdb

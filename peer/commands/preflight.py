@@ -88,6 +88,7 @@ async def probe_seeds(cfg: ClusterConfig, skip: Set[int] = frozenset()) -> list[
     from peer.core.urls import hostname
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
+    from peer.core.sites import SiteSettings
 
     c = cfg.crawl
     hosts = _seed_hosts(cfg, skip)
@@ -96,7 +97,10 @@ async def probe_seeds(cfg: ClusterConfig, skip: Set[int] = frozenset()) -> list[
     crawl = dataclasses.replace(c, timeout=timeout)
     found: dict[int, str] = {}
     resolver = Resolver(cfg.dns, allow_private=c.allow_private)
-    robots = RobotsCache(c.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay)
+    # Each host asked with its own [[site]] agent and headers, as the crawl asks it.
+    sites = SiteSettings(cfg.sites, c, cfg.politeness)
+    robots = RobotsCache(c.user_agent, max_crawl_delay=cfg.politeness.max_crawl_delay,
+                         tokens=lambda h: sites.for_host(h).token)
     limit = trio.CapacityLimiter(PARALLEL)
 
     async def ask(fetcher: Fetcher, i: int, seed: str, url: str, host: str) -> None:
@@ -120,7 +124,7 @@ async def probe_seeds(cfg: ClusterConfig, skip: Set[int] = frozenset()) -> list[
                 return
             found[i] = f"{where}: {name}: {target} did not answer within {timeout:g}s"
 
-    async with Fetcher(crawl, resolver) as fetcher, trio.open_nursery() as nursery:
+    async with Fetcher(crawl, resolver, sites=sites) as fetcher, trio.open_nursery() as nursery:
         for i, seed, url, host in hosts[:MAX_HOSTS]:
             nursery.start_soon(ask, fetcher, i, seed, url, host)
     out = [found[i] for i in sorted(found)]

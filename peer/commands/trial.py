@@ -4,8 +4,11 @@ Scrapy users reach for ``scrapy shell``; this is the same idea for ringcrawl's
 rules. No rule is restated here: the URL goes through the crawl core itself
 (``peer.core.crawl.CrawlCore``), in virtual time, and every verdict is printed:
 
-1. ``CrawlCore.discover`` of the URL, met for the first time: normalisation,
-   scope (``allow_hosts``, ``deny_hosts``), the URL caps, and ownership in
+1. ``CrawlCore.discover`` of the URL, met for the first time: normalisation
+   (with ``strip_params`` and ``sort_query``: the URL shown is the one the
+   crawl keeps, and the parameters stripped are named), scope
+   (``allow_hosts``, ``deny_hosts``, then ``skip_extensions`` and
+   ``rules``, the rule that decided named), the URL caps, and ownership in
    cluster.toml's ring (every listed peer taken as alive): with ``--peer``,
    whether that one would fetch it or forward it;
 2. ``CrawlCore.admit`` and ``on_robots``: robots.txt, fetched through the
@@ -34,7 +37,6 @@ not; a URL robots.txt disallows is not fetched unless ``--ignore-robots``.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import Sequence
 
@@ -43,6 +45,7 @@ from typing import TYPE_CHECKING
 from peer.core.config import ClusterConfig
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
+from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
     from peer.core.crawl import CrawlCore
@@ -116,16 +119,21 @@ class _Rules:
             max_depth = self.cfg.crawl.max_depth
             why = "deeper than max_depth" if max_depth and depth > max_depth else "host"
             return f"out of scope ({why}): not crawled"
+        judged = core.urlrules.judge(core.params.clean(url) if core.params else url)
+        if core.summary.excluded:
+            return f"out of scope: {judged.why()}: not crawled"
+        ruled = f" ({judged.why()})" if judged.rule is not None else ""
         hit = next((cap for cap, n in core.limits.hits.items() if n), None)
         if hit is not None:
             return f"dropped by crawl.{hit.value}"
         for e in effects:
             if isinstance(e, Forward):
                 if self.peer is None:
-                    return f"in scope: fetched by {e.owner}"
-                return f"in scope: {self.peer} forwards it to its owner {e.owner}"
+                    return f"in scope{ruled}: fetched by {e.owner}"
+                return f"in scope{ruled}: {self.peer} forwards it to its owner {e.owner}"
             if isinstance(e, Queued):
-                return "in scope, would be queued" if self.ring is None else f"in scope: fetched by {self.peer}"
+                return (f"in scope{ruled}, would be queued" if self.ring is None
+                        else f"in scope{ruled}: fetched by {self.peer}")
         return "not queued"
 
     def owner(self, url: str) -> str | None:
@@ -149,11 +157,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.links < 0:
             raise PeerError("--links: expected a number >= 0")
         from peer.core.urls import normalize
+        from peer.core.urlrules import parse_url_rules
 
+        params = parse_url_rules(cfg.crawl, str(cfg.path)).params
         try:
-            url = normalize(args.url)
+            url = normalize(args.url, params)
         except URLError as exc:
             raise PeerError(f"{args.url!r}: not a URL the crawl would take ({exc})") from None
+        args.stripped = params.removed(normalize(args.url)) if params else []
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -164,24 +175,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         sys.stdout.flush()
         return code
     except BrokenPipeError:
-        return _reader_gone()
+        return reader_gone()
     except BaseException as exc:
         err = user_error(exc)
         if err is None:
             raise
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
-
-
-def _reader_gone() -> int:
-    """The reader of our output left (``| head``): what it read was what it wanted.
-
-    The rest of the output goes to /dev/null, so the interpreter's last
-    flush does not fail again (the Python docs' recipe for SIGPIPE).
-    """
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, sys.stdout.fileno())
-    return 0
 
 
 def _say(label: str, text: str) -> None:
@@ -248,6 +248,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     rules = _Rules(cfg, args.peer)
     crawl = cfg.crawl
     _say("url", url)
+    if args.stripped:
+        _say("params", f"stripped {', '.join(args.stripped)} (crawl.strip_params): the crawl keeps the URL above")
     _say("scope", rules.verdict(url, 0))
     # The page's own core: alone (every host its own), the URL queued whatever
     # its scope (it is fetched to be shown), in virtual time from 0.
@@ -257,9 +259,11 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     step = core.next(now)
     assert isinstance(step, Start)
     job = step.job
+    # The [[site]] block whose settings the URL's host is crawled with (peer/core/sites.py).
+    _say("site", core.sites.label(job.host))
     adm = core.admit(job, now)
     resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
-    async with Fetcher(crawl, resolver) as fetcher:
+    async with Fetcher(crawl, resolver, sites=core.sites) as fetcher:
         if isinstance(adm, FetchRobots):
             robots_url = adm.url
             res = await fetcher.fetch(robots_url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
@@ -316,7 +320,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "
              f"{cfg.politeness.max_retry_after:g}s)")
     if 300 <= res.status < 400 and res.location:
-        target = normalize_link(url, res.location)
+        target = normalize_link(url, res.location, core.params)
         _say("redirect", f"{res.location} -> " + (f"{target}: {rules.verdict(target, 0)}" if target
                                                    else "not a URL the crawl would take"))
         return 0
@@ -326,7 +330,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
                                                                    args.links)):
             _say("parse", "not parsed (only 2xx HTML is parsed for links and items)")
         return 0
-    parsed = parse_response(url, res.body, res.charset, cfg.extract, crawl.max_links_per_page)
+    parsed = parse_response(url, res.body, res.charset, cfg.extract, crawl.max_links_per_page,
+                            core.params)
     page = parsed.page
     _say("title", repr(page.title))
     cut = f", {len(page.links)} followed (max_links_per_page)" if page.n_links > len(page.links) else ""

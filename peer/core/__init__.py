@@ -9,7 +9,9 @@ Bottom up:
 
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place);
   ``configkeys`` how a key is declared, ``sitemapconfig`` the ``[sitemaps]`` section
+- ``sites``      ``[[site]]`` blocks: each host's settings, one block over the global config
 - ``urls``       normalisation, link joining, host key, scope
+- ``urlrules``   scope by URL: include/exclude rules, skipped extensions, parameters stripped
 - ``bloom``, ``bloomnp``  the seen-URL Bloom filter of this peer's partition; its numpy batch kernels
 - ``seen``       the exact seen set's policy behind the filter
 - ``pid``        the per-host delay controller (docs/politeness.md)

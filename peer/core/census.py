@@ -35,15 +35,15 @@ class HostCensus:
     busy: int
 
 
-def take_census(hosts: Iterable[HostState], now: float, cap: int) -> HostCensus:
-    """Hosts with queued work by what they wait for at ``now``; ``cap``: host_concurrency."""
+def take_census(hosts: Iterable[HostState], now: float) -> HostCensus:
+    """Hosts with queued work by what they wait for at ``now`` (busy: at their host_concurrency)."""
     ready = waiting = held = busy = 0
     for hs in hosts:
         if hs.head >= len(hs.items):
             continue
         if hs.hold_until > now:
             held += 1
-        elif hs.in_flight >= cap:
+        elif hs.in_flight >= hs.pace.cap:
             busy += 1
         elif hs.rseq and hs.rkey <= now:
             ready += 1
@@ -52,23 +52,23 @@ def take_census(hosts: Iterable[HostState], now: float, cap: int) -> HostCensus:
     return HostCensus(ready, waiting, held, busy)
 
 
-def busiest_hosts(hosts: Iterable[HostState], now: float, n: int,
-                  rate: float) -> list[tuple[str, float, float]]:
+def busiest_hosts(hosts: Iterable[HostState], now: float, n: int) -> list[tuple[str, float, float]]:
     """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min).
 
     The rate is the starts in the ceiling's longest window (pacing rule 7
     keeps every one of them in the host's ring), so it is what the host saw
-    lately, not a PID window's count. The setpoint is ``rate``, or less
-    under a robots.txt Crawl-delay.
+    lately, not a PID window's count. The setpoint is the host's ``rate``
+    (its ``[[site]]`` block's, or ``[politeness]``'s), or less under a
+    robots.txt Crawl-delay.
     """
     since = now - HORIZON
     counts = []
     for hs in hosts:
         if hs.last_start > since and hs.starts is not None:
             k = sum(1 for t in hs.starts if t > since)
-            counts.append((k, hs.name, hs.floor))
+            counts.append((k, hs.name, hs.floor, hs.pace.pol.rate))
     out = []
-    for k, name, floor in heapq.nlargest(n, counts):
+    for k, name, floor, rate in heapq.nlargest(n, counts):
         setpoint = rate if floor <= 0 else min(rate, 60.0 / floor)
         out.append((name, k * 60.0 / HORIZON, setpoint))
     return out

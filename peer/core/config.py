@@ -24,14 +24,18 @@ import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peer.errors import ConfigError, URLError
 from peer.core.configkeys import key as _key
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.sitemapconfig import SitemapsConfig
 from peer.core.urls import MAX_URL_LENGTH, Scope, normalize
+from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
 from ring.membership import MAX_WEIGHT
+
+if TYPE_CHECKING:
+    from peer.core.sites import SiteBlock
 
 __all__ = [
     "BloomConfig",
@@ -208,6 +212,7 @@ class CrawlConfig:
     allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
     store_body: bool = _key(bool, False, "keep page bodies in the results")
     store_links: bool = _key(bool, False, "keep the link graph (from_url, to_url) in the results")
+    headers: Mapping[str, str] = _key(dict, {}, "extra request headers, name = value; [[site]] headers extend them; Host, User-Agent, Accept-Encoding and framing or hop-by-hop headers are refused")
     # Caps against a hostile web (peer/core/limits.py has the rules and figures).
     # 1000, not Nutch's db.max.outlinks.per.page of 100: real pages commonly
     # carry a few hundred links (index, archive and footer-heavy pages), which
@@ -221,6 +226,11 @@ class CrawlConfig:
     # junk. peer.core.urls refuses more than 4096 in any case.
     max_url_length: int = _key(int, 2048, "longest URL queued, in characters (normalised); 0 = peer.core.urls' 4096", _url_length)
     max_path_repeat: int = _key(int, 3, "drop a URL whose path has one segment more often than this (/a/a/a/a/, /x/y/x/y/x/y/x/y/); 0 = off", _non_negative)
+    # URL scope and identity: peer/core/urlrules.py has the syntax, the order and the defaults' reasons.
+    rules: tuple[str, ...] = _key(list, [], "'include:<pattern>' or 'exclude:<pattern>' on the whole normalised URL, after the host scope, in order, the first match deciding; a pattern is a glob ('*' crosses '/') or 're:<regex>' searched; a URL no rule matches is excluded when any rule is an include, else included")
+    skip_extensions: tuple[str, ...] = _key(list, list(DEFAULT_SKIP_EXTENSIONS), "file extensions never fetched (the URL path's last segment, case-insensitive): images, audio, video, archives, binaries, fonts, office documents, PDF, CSS; empty: none")
+    strip_params: tuple[str, ...] = _key(list, list(DEFAULT_STRIP_PARAMS), "query (and ;path) parameters removed from every URL before it is seen, queued or stored: names or globs, case-insensitive; tracking tags and platform session ids by default; empty: none")
+    sort_query: bool = _key(bool, False, "sort each URL's query parameters by name (stable), so ?b=1&a=2 and ?a=2&b=1 are one URL")
 
 
 @dataclass(frozen=True, slots=True)
@@ -334,6 +344,8 @@ class ClusterConfig:
     sitemaps: SitemapsConfig = SitemapsConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
+    # [[site]] is an array of override blocks: parsed by peer.core.sites.
+    sites: tuple[SiteBlock, ...] = ()
 
     def peer(self, peer_id: str) -> PeerSpec:
         """The ``[[peer]]`` entry with this id; ConfigError names the known ids."""
@@ -380,7 +392,12 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(where, "", f"is not valid TOML: {exc}") from None
 
-    _reject_unknown(doc, [*SECTIONS, "peer", "extract"], where, "")
+    # peer.core.sites builds on this module's helpers: imported here, not at the top.
+    from peer.core.sites import check_headers, parse_sites
+
+    _reject_unknown(doc, [*SECTIONS, "peer", "extract", "site"], where, "")
+    if isinstance(doc.get("crawl"), dict) and "headers" in doc["crawl"]:
+        check_headers(doc["crawl"]["headers"], where, "crawl.headers")
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         table = doc.get(name, {})
@@ -404,7 +421,8 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     extract = parse_extract(doc.get("extract", {}), where)
     cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
     _check_cross(cfg, where)
-    return cfg
+    # Blocks are checked over a global config known to be valid.
+    return dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
 
 
 def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
@@ -538,6 +556,7 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
                 Scope((pattern,))
             except URLError as exc:
                 raise ConfigError(where, f"crawl.{key}[{i}]", f"expected a host glob such as '*.example.com', got {pattern!r} ({exc})") from None
+    parse_url_rules(cfg.crawl, where)  # rules, skip_extensions, strip_params: ConfigError names the entry
     for i, ns in enumerate(cfg.dns.nameservers):
         if not _is_ip_port(ns):
             raise ConfigError(where, f"dns.nameservers[{i}]", f"expected an IP address, optionally with :port, got {ns!r}")
@@ -590,4 +609,7 @@ def reference() -> list[tuple[str, str, str, str]]:
             else:
                 shown = str(default)
             rows.append((f"{section}.{f.name}", names[f.metadata["kind"]], shown, f.metadata["doc"]))
+    from peer.core.sites import site_reference
+
+    rows += [(key, names[kind], shown, doc) for key, kind, shown, doc in site_reference()]
     return rows

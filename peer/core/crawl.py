@@ -16,7 +16,8 @@ thread's parse and ``peer.core.stats`` the ``Summary``.
 
 The path of one URL, as the code reads:
 
-1. ``discover(url, depth, now, origin)`` - scope, the URL caps, the owner
+1. ``discover(url, depth, now, origin)`` - scope (hosts, then the URL
+   rules of ``peer.core.urlrules``), the URL caps, the owner
    (another peer's host: a ``Forward``), the per-host cap and the Bloom
    filter; a new URL goes into the frontier and the journal (``Queued``).
 2. ``next(now, ring)`` - ``Start(job)`` when the frontier's politeness gate
@@ -51,7 +52,8 @@ HANDED_SEEN   no         no               no         add, never queued [4]
 RECOVERED     no         no               no         untouched [5]
 ============  =========  ===============  =========  =====================================
 
-[1] ``normalize_link`` made it. [2] Remote input from a peer or the adopt
+[1] ``normalize_link`` made it, with the core's ``params`` (strip_params,
+sort_query), which are applied again (a no-op then). [2] Remote input from a peer or the adopt
 tool. [3] Ours, on its way to a peer now gone (``Outbox.reroute``): it may
 be in our filter already (queued here before its host moved), and nobody
 else took it; unless a previous owner handed it to us as fetched (a link
@@ -179,12 +181,17 @@ class CrawlCore(SitemapSide, RingSide, Figures):
                 self._pass_on(url, depth, owner, host, out)
             return out
         relay = origin is Origin.RELAY or origin is Origin.ADOPTED
+        params = self.params
         if relay or origin is Origin.SEED:
             try:
-                url = normalize(url)
+                url = normalize(url, params)
             except URLError:
                 return out
             host = None  # the normalised URL's, below
+        elif params is not None:
+            # normalize_link with the same rules made it, unless a link source
+            # forgot them: the seen set must never hold two spellings [1].
+            url = params.clean(url)
         if host is None:
             try:
                 host = host_key(url)
@@ -193,6 +200,11 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         if host is None or not self.scope.allows(url, depth, host=host):
             self.summary.out_of_scope += 1
             return out
+        if self.urlrules:
+            cause = self.urlrules.excluded(url)
+            if cause is not None:
+                self.summary.excluded[cause] += 1  # peer/core/urlrules.py: rules, skip_extensions
+                return out
         limits = self.limits
         if limits.check_url(url) is not None:
             return out  # too long, or a repeating path: the same verdict at any peer

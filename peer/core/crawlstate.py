@@ -33,8 +33,10 @@ from peer.core.limits import Limits
 from peer.core.robots import RobotsCache
 from peer.core.sitemaphints import SitemapJob, UrlHints, attach
 from peer.core.sitemaps import SitemapTracker
+from peer.core.sites import SiteSettings
 from peer.core.stats import Summary
 from peer.core.urls import Scope, hostname
+from peer.core.urlrules import parse_url_rules
 
 if TYPE_CHECKING:
     from peer.net.fetcher import FetchResult
@@ -93,13 +95,20 @@ class CrawlState:
         self.peer_id = peer_id
         crawl, pol = cfg.crawl, cfg.politeness
         self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
-        self.frontier = Frontier(pol)
+        #: crawl.rules and skip_extensions after the host scope; ``params``
+        #: (strip_params, sort_query) are part of every URL's identity.
+        self.urlrules = parse_url_rules(crawl, str(cfg.path))
+        self.params = self.urlrules.params
+        #: Each host's settings: [[site]] blocks over the global config (peer/core/sites.py).
+        self.sites = sites = SiteSettings(cfg.sites, crawl, pol)
+        self.frontier = Frontier(pol, politeness_for=(lambda h: sites.for_host(h).politeness) if sites else None)
         b = cfg.bloom
         self.bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
         #: The exact seen set's policy behind the Bloom filter (peer/core/seen.py).
         self.sieve = SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait)
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
-                                  error_retry=crawl.robots_retry, max_failures=crawl.robots_tries)
+                                  error_retry=crawl.robots_retry, max_failures=crawl.robots_tries,
+                                  tokens=(lambda h: sites.for_host(h).token) if sites else None)
         self.limits = Limits.from_config(crawl, pol)
         self.summary = Summary()
         #: Jitter of the retry waits: injected, so a test sees the same waits.
@@ -208,9 +217,12 @@ class CrawlState:
                 del recent[next(iter(recent))]
         s = self.summary
         s.pages += 1
+        site = self.sites.for_host(job.host)
         if res is not None:
             self.requested += 1
             s.requested += 1
+            if site.block >= 0:
+                s.by_site[f"site[{site.block}]"] += 1
         elif error and error != "internal":
             s.not_requested[error] += 1
         if res is not None and res.status is not None:
@@ -219,15 +231,14 @@ class CrawlState:
             s.bytes += len(res.body)
         if error:
             s.errors[error] += 1
-        crawl = self.cfg.crawl
         out.append(Row(
             url=job.url, final_url=final_url or job.url, host=job.host,
             status=None if res is None else res.status,
             content_type=None if res is None else res.content_type,
             bytes=0 if res is None else len(res.body), title=title, n_links=n_links,
             depth=job.depth, elapsed_ms=0.0 if res is None else res.elapsed * 1000.0, error=error,
-            body=res.body if (res is not None and crawl.store_body) else None,
-            links=links if crawl.store_links else (),
+            body=res.body if (res is not None and site.store_body) else None,
+            links=links if site.store_links else (),
             sitemap_lastmod=None if hints is None else hints.lastmod,
             sitemap_priority=None if hints is None else hints.priority,
             sitemap_changefreq=None if hints is None or hints.changefreq is None else hints.changefreq.value,

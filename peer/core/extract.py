@@ -48,10 +48,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from peer.core.urls import normalize_link
+
+if TYPE_CHECKING:
+    from peer.core.urlrules import ParamRules
 
 __all__ = ["MAX_TITLE", "Page", "decode_html", "is_html", "parse_page", "parse_tree"]
 
@@ -209,14 +213,16 @@ def parse_tree(body: bytes, charset: str | None = None) -> LexborHTMLParser:
 
 
 def parse_page(url: str, body: bytes, charset: str | None = None,
-               tree: LexborHTMLParser | None = None, *, max_links: int = 0) -> Page:
+               tree: LexborHTMLParser | None = None, *, max_links: int = 0,
+               params: ParamRules | None = None) -> Page:
     """Links, title and meta robots of the HTML page ``body`` fetched from ``url``.
 
     ``tree``: the document already parsed by :func:`parse_tree` (then ``body``
     is not parsed again). ``max_links``: keep the first that many distinct
     links in document order (0: all); the rest of the document is only
-    counted. Never raises on bad input: garbage bytes give a Page (most
-    likely empty).
+    counted. ``params``: the crawl's parameter rules, applied to each link
+    (so its tracking variants are one link). Never raises on bad input:
+    garbage bytes give a Page (most likely empty).
 
     Why a walk in document order and not a CSS selection: reading a node's
     attributes is the cost (a link farm's 2 MiB page, 59,711 links: 28 ms to
@@ -290,7 +296,7 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
         base = normalize_link(url, base_href) or url
     links: dict[str, None] = {}
     for href in hrefs:
-        target = normalize_link(base, href)
+        target = normalize_link(base, href, params)
         if target is not None:
             links[target] = None
     out = tuple(links)

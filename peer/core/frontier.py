@@ -37,7 +37,7 @@ from __future__ import annotations
 
 import enum
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -98,8 +98,9 @@ class Frontier(HostScheduler):
     )
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
-                 head_per_host: int = 64) -> None:
-        super().__init__(politeness if politeness is not None else Politeness())
+                 head_per_host: int = 64, *,
+                 politeness_for: Callable[[str], Politeness] | None = None) -> None:
+        super().__init__(politeness if politeness is not None else Politeness(), politeness_for)
         self._queued = 0
         self._n_hosts = 0
         self._in_flight = 0
@@ -282,12 +283,13 @@ class Frontier(HostScheduler):
             last = hs.last_start
             ip_spos = -1
             hs.last_start = now
-            if self._ring_n:
+            ring_n = hs.pace.ring_n
+            if ring_n:
                 if hs.starts is None:
-                    hs.starts = new_ring(self._ring_n)
+                    hs.starts = new_ring(ring_n)
                 slot = hs.starts[hs.spos]
                 hs.starts[hs.spos] = now
-                hs.spos = (hs.spos + 1) % self._ring_n
+                hs.spos = (hs.spos + 1) % ring_n
             if ip is not None:
                 ip.in_flight += 1
                 ip_last = ip.last_start
@@ -317,9 +319,9 @@ class Frontier(HostScheduler):
         if hs is None or hs.in_flight <= 0:
             raise PeerError(f"frontier: done({host!r}) without a request in flight")
         self._clock = now
-        if self._pid_on and now >= hs.win_start + self._window:
-            roll(hs, now, self._pol, self._trace)
-        if (hs.in_flight == self._cap and hs.head < len(hs.items)
+        if hs.pid is not None and now >= hs.win_start + self._window:
+            roll(hs, now, hs.pace.pol, self._trace)
+        if (hs.in_flight == hs.pace.cap and hs.head < len(hs.items)
                 and now > hs.last_start + delay(hs, now, self._window)):
             hs.held = True  # a start waited for this slot, not for the delay (rule 3)
         undo = hs.undo

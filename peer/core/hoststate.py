@@ -21,7 +21,7 @@ from peer.core.pid import PID
 
 if TYPE_CHECKING:
     from peer.core.ipbudget import IpBudget
-    from peer.core.pacing import StartUndo
+    from peer.core.pacing import Pace, StartUndo
 
 __all__ = ["NEG_INF", "HostState"]
 
@@ -40,12 +40,12 @@ class HostState:
         # its pace (pacing.py, rules 1, 3, 4, 7)
         "last_start", "hold_until", "floor", "pid", "penalty", "penalty_at",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
-        "starts", "spos", "rguard", "undo",
+        "starts", "spos", "rguard", "undo", "pace",
         # the IP budget it shares (ipbudget.py, rule 8)
         "ip",
     )
 
-    def __init__(self, name: str, now: float, pid: PID | None) -> None:
+    def __init__(self, name: str, now: float, pid: PID | None, pace: Pace) -> None:
         self.name = name
 
         # --- its queue (frontier.py, spillqueue.py)
@@ -84,6 +84,8 @@ class HostState:
         # What its latest start changed, to take it back (Outcome.NOT_STARTED);
         # None once that job is done.
         self.undo: StartUndo | None = None
+        # Its politeness profile: [politeness] or its [[site]] block's, shared.
+        self.pace = pace
 
         # --- the IP budget it shares (ipbudget.py)
         self.ip: IpBudget | None = None

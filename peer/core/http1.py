@@ -49,7 +49,8 @@ from enum import Enum
 
 from peer.errors import ErrorKind, FetchError
 
-__all__ = ["MAX_HEAD", "Framing", "Head1", "ResponseReader", "request_bytes", "request_target"]
+__all__ = ["ACCEPT", "ACCEPT_ENCODING", "MAX_HEAD", "Framing", "Head1", "ResponseReader", "head_lines", "request_bytes",
+           "request_target"]
 
 #: httpcore's ``MAX_INCOMPLETE_EVENT_SIZE``, kept: a head over it is no page.
 MAX_HEAD = 100 * 1024
@@ -90,6 +91,28 @@ class Head1:
 
 def _protocol(message: str) -> FetchError:
     return FetchError(ErrorKind.PROTOCOL, message)
+
+
+ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
+# Only what we can inflate with a bounded output; httpx's default would add
+# br/zstd when those packages happen to be installed.
+ACCEPT_ENCODING = "gzip, deflate"
+
+
+def head_lines(user_agent: str, headers: tuple[tuple[str, str], ...] = ()) -> bytes:
+    """The constant header lines of a request: User-Agent, Accept, Accept-Encoding, then ``headers``.
+
+    ``headers`` come checked from cluster.toml (peer/core/sites.py: no framing
+    header, no CR/LF/NUL); an Accept among them replaces ours.
+    """
+    agent = "".join(" " if c in "\r\n\x00" else c for c in user_agent)  # no header injection
+    out = b"User-Agent: " + agent.encode("latin-1", "replace") + b"\r\n"
+    if not any(name.lower() == "accept" for name, _ in headers):
+        out += b"Accept: " + ACCEPT.encode() + b"\r\n"
+    out += b"Accept-Encoding: " + ACCEPT_ENCODING.encode() + b"\r\n"
+    for name, value in headers:
+        out += name.encode("ascii") + b": " + value.encode("latin-1", "replace") + b"\r\n"
+    return out
 
 
 def request_bytes(target: str, host: str, extra: bytes) -> bytes:

@@ -20,7 +20,8 @@ function for what selectors cannot say.
 normalised URL, case-sensitive (the scheme and host of a normalised URL are
 already lower case; paths are case-sensitive, RFC 3986 §6.2.2.1). ``*``
 crosses ``/``, so ``*/product/*`` matches any host. ``re:<regex>`` is
-:func:`re.search` instead, anchored only if the regex says so.
+:func:`re.search` instead, anchored only if the regex says so. The matcher is
+:func:`peer.core.urlrules.url_matcher`, which ``crawl.rules`` use too.
 
 **Selectors** are CSS as selectolax's lexbor engine reads it, the parser that
 finds links (:mod:`peer.core.extract`), so the engine parses a page once and hands
@@ -80,7 +81,6 @@ Config mistakes (a bad selector, regex, name or module) raise
 
 from __future__ import annotations
 
-import fnmatch
 import importlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -91,6 +91,7 @@ from selectolax.lexbor import LexborHTMLParser, SelectolaxError
 
 from peer.errors import ConfigError
 from peer.core.urls import normalize_link
+from peer.core.urlrules import url_matcher
 
 #: Characters of text a ``::text*`` field keeps per page (its list stops there).
 MAX_FIELD_TEXT = 1_000_000
@@ -189,11 +190,7 @@ class Rule:
 
     def __post_init__(self) -> None:
         # re.error propagates: parse_extract turns it into a ConfigError.
-        if self.match.startswith("re:"):
-            search = re.compile(self.match[3:]).search
-        else:
-            search = re.compile(fnmatch.translate(self.match)).match
-        object.__setattr__(self, "_search", search)
+        object.__setattr__(self, "_search", url_matcher(self.match))
 
     @property
     def table(self) -> str:

@@ -112,7 +112,7 @@ class Outcomes(CrawlState):
         final_url = job.url
         error = res.error or ("retry_after" if given_up else None)
         if 300 <= status < 400 and res.location:
-            target = normalize_link(job.url, res.location)
+            target = normalize_link(job.url, res.location, self.params)
             if target is not None:
                 final_url = target
                 hops = self._hops.pop(job.url, 0) + 1

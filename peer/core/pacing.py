@@ -108,7 +108,7 @@ if TYPE_CHECKING:
     from peer.core.ipbudget import IpBudget
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "HORIZON", "PidSample", "StartUndo",
+    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "HORIZON", "Pace", "PidSample", "StartUndo",
     "apply_backoff", "ceiling", "count_starts", "delay", "gated", "new_pid", "new_ring", "penalty",
     "ring_gate", "ring_times", "roll", "set_floor", "starts_since", "take_back",
 ]
@@ -140,6 +140,33 @@ def new_pid(pol: PolitenessConfig, initial_delay: float | None = None) -> PID:
     d = min(max(d, lo), hi)
     return PID(pol.kp, pol.ki, pol.kd, pol.setpoint, d, lo, hi, pol.integral_limit,
                nominal_delay=pol.nominal_delay)
+
+
+class Pace:
+    """A politeness profile's figures, worked out once and shared by every host paced by it.
+
+    One for ``[politeness]`` and one for each ``[[site]]`` block that applies
+    (peer/core/sites.py); a host's record points at its own (``HostState.pace``),
+    so the rules above read its rate, cap and ceilings with no lookup. ``window``
+    and the per-IP keys are the frontier's, one for all hosts.
+    """
+
+    __slots__ = ("pol", "cap", "pid_on", "fresh_delay", "limits", "ring_n")
+
+    def __init__(self, pol: PolitenessConfig) -> None:
+        self.pol = pol
+        self.cap = pol.host_concurrency
+        self.pid_on = pol.rate > 0
+        # The delay of a host with no history.
+        self.fresh_delay = pol.start_delay if self.pid_on else 0.0
+        self.limits = tuple((w, ceiling(pol.rate, w)) for w in CEILING_WINDOWS) if self.pid_on else ()
+        self.ring_n = max((k for _, k in self.limits), default=0)
+        if self.pid_on:
+            new_pid(pol)  # bad gains fail here, at start-up, not at the first host
+
+    def new_host_pid(self) -> PID | None:
+        """A new host's controller, or None without a rate (rule 1)."""
+        return new_pid(self.pol) if self.pid_on else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from peer.core.extract import Page, decode_html, parse_page, parse_tree
 from peer.core.items import ExtractConfig, extract_items
+
+if TYPE_CHECKING:
+    from peer.core.urlrules import ParamRules
 
 __all__ = ["Parsed", "parse_response"]
 
@@ -21,8 +24,11 @@ class Parsed:
 
 
 def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig,
-                   max_links: int = 0) -> Parsed:
-    """Links, title and extraction-rule items of an HTML page; pure, for a worker thread."""
+                   max_links: int = 0, params: ParamRules | None = None) -> Parsed:
+    """Links, title and extraction-rule items of an HTML page; pure, for a worker thread.
+
+    ``params``: the crawl's parameter rules, applied to each link (``CrawlCore.params``).
+    """
     tree = None
     items: list[tuple[str, dict[str, Any]]] = []
     errors: list[str] = []
@@ -31,5 +37,6 @@ def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig
         tree = parse_tree(body, charset)
         html = decode_html(body, charset) if ex.module else ""
         items, errors = extract_items(ex, url, html, tree)
-    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links), items, errors)
+    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links, params=params),
+                  items, errors)
 

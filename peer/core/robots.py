@@ -78,6 +78,7 @@ import enum
 import math
 import re
 from collections import OrderedDict
+from collections.abc import Callable
 
 from protego import Protego
 
@@ -148,7 +149,7 @@ def retry_wait(first: float, failures: int) -> float:
 class RobotsCache:
     """robots.txt state of every host this peer crawls; see the module rules."""
 
-    __slots__ = ("_token", "_max_delay", "_error_retry", "_max_size", "_ttl", "_pending_timeout",
+    __slots__ = ("_token", "_tokens", "_max_delay", "_error_retry", "_max_size", "_ttl", "_pending_timeout",
                  "_max_failures", "_hosts")
 
     def __init__(
@@ -161,10 +162,14 @@ class RobotsCache:
         ttl: float = ROBOTS_TTL,
         pending_timeout: float = 120.0,
         max_failures: int = 4,
+        tokens: Callable[[str], str] | None = None,
     ) -> None:
         if max_size < 1:
             raise ValueError(f"max_size must be >= 1, not {max_size}")
         self._token = product_token(user_agent)
+        # A host's own agent's token, when [[site]] blocks give some hosts
+        # another user_agent (peer/core/sites.py); else ``user_agent``'s for all.
+        self._tokens = tokens
         self._max_delay = max_crawl_delay
         self._error_retry = error_retry
         self._max_size = max_size
@@ -175,8 +180,12 @@ class RobotsCache:
 
     @property
     def token(self) -> str:
-        """The product token matched against ``User-agent`` lines."""
+        """The product token matched against ``User-agent`` lines (a host's own: :meth:`token_for`)."""
         return self._token
+
+    def token_for(self, host: str) -> str:
+        """The product token ``host``'s robots.txt group is chosen by (rule 1)."""
+        return self._token if self._tokens is None else self._tokens(host)
 
     def __len__(self) -> int:
         return len(self._hosts)
@@ -210,7 +219,7 @@ class RobotsCache:
             return Verdict.ALLOW
         if mode == _RULES:
             assert e.parser is not None
-            return Verdict.ALLOW if e.parser.can_fetch(url, self._token) else Verdict.DISALLOW
+            return Verdict.ALLOW if e.parser.can_fetch(url, self.token_for(host)) else Verdict.DISALLOW
         if e.failures < self._max_failures:
             return Verdict.UNREACHABLE
         return Verdict.DISALLOW
@@ -226,7 +235,7 @@ class RobotsCache:
             e = self._entry(host)
             e.parser = self._parse(body, truncated)
             e.mode = _RULES
-            e.delay = self._cap(e.parser.crawl_delay(self._token))
+            e.delay = self._cap(e.parser.crawl_delay(self.token_for(host)))
         elif 300 <= status < 500 and status != 429:
             e = self._entry(host)
             e.mode, e.parser, e.delay = _ALLOW_ALL, None, None

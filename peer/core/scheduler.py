@@ -36,7 +36,7 @@ only if its sequence number is still its owner's), never a scan of hosts
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TypeVar
 
 from peer.core.census import HostCensus, busiest_hosts, sample_delays, take_census
@@ -44,8 +44,8 @@ from peer.core.config import PolitenessConfig
 from peer.core.hoststate import NEG_INF, HostState
 from peer.core.ipbudget import IpBudget, clamp_share, is_share
 from peer.core.pacing import (
-    CEILING_WINDOWS, HORIZON, PidSample, apply_backoff, ceiling, count_starts, delay, gated, new_pid,
-    ring_gate, roll, set_floor, starts_since,
+    HORIZON, Pace, PidSample, apply_backoff, count_starts, delay, gated, ring_gate, roll, set_floor,
+    starts_since,
 )
 
 __all__ = ["HostScheduler"]
@@ -63,21 +63,21 @@ class HostScheduler:
     """
 
     __slots__ = (
-        "_pol", "_cap", "_window", "_pid_on", "_fresh_delay", "_limits", "_ring_n", "_hosts", "_ips",
+        "_pol", "_pace", "_pace_for", "_paces", "_window", "_hosts", "_ips",
         "_ip_on", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
     )
 
-    def __init__(self, politeness: PolitenessConfig) -> None:
+    def __init__(self, politeness: PolitenessConfig,
+                 politeness_for: Callable[[str], PolitenessConfig] | None = None) -> None:
         self._pol = pol = politeness
-        self._cap = pol.host_concurrency
+        # Each host is paced by its own profile (HostState.pace): [politeness]'s,
+        # or what ``politeness_for(host)`` answers for it ([[site]] blocks,
+        # peer/core/sites.py), asked once when its record is made. ``window``
+        # and the per-IP keys stay ``politeness``'s, one for all hosts.
+        self._pace = Pace(pol)
+        self._pace_for = politeness_for
+        self._paces: dict[PolitenessConfig, Pace] = {pol: self._pace}
         self._window = pol.window
-        self._pid_on = pol.rate > 0
-        # The delay of a host with no history.
-        self._fresh_delay = pol.start_delay if self._pid_on else 0.0
-        self._limits = (
-            tuple((w, ceiling(pol.rate, w)) for w in CEILING_WINDOWS) if self._pid_on else ()
-        )
-        self._ring_n = max((k for _, k in self._limits), default=0)
         self._hosts: dict[str, HostState] = {}
         self._ips: dict[str, IpBudget] = {}
         self._ip_on = pol.ip_rate > 0 or pol.ip_concurrency > 0
@@ -91,8 +91,6 @@ class HostScheduler:
         self._seq = 0
         self._trace: list[PidSample] = []
         self._clock = NEG_INF
-        if self._pid_on:
-            new_pid(pol)  # bad gains fail here, at start-up, not at the first host
 
     def next_ready_at(self) -> float | None:
         """The earliest time :meth:`pop_ready` could return a job, or ``None``.
@@ -115,7 +113,7 @@ class HostScheduler:
     def backoff(self, host: str, now: float, retry_after: float | None = None) -> None:
         """The host answered 429/503: double its delay now and honour Retry-After (rule 4)."""
         hs = self._touch(host, now)
-        apply_backoff(hs, now, self._pol, retry_after)
+        apply_backoff(hs, now, hs.pace.pol, retry_after)
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
 
@@ -156,7 +154,7 @@ class HostScheduler:
         vals = [min(float(t), now) for t in times if t == t and t > now - HORIZON]
         if not vals:
             return
-        count_starts(hs, vals, now, self._ring_n)
+        count_starts(hs, vals, now, hs.pace.ring_n)
         if hs.ip is not None:
             hs.ip.add_starts(vals, now)
         self._schedule_ready(hs, now)
@@ -256,20 +254,20 @@ class HostScheduler:
         A scan of the hosts kept (rule 6 bounds them), asked for by an
         operator's scrape or status request, never on the crawl path.
         """
-        return take_census(self._hosts.values(), now, self._cap)
+        return take_census(self._hosts.values(), now)
 
     def busiest(self, now: float, n: int) -> list[tuple[str, float, float]]:
         """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min).
 
         The rate is the starts in the ceiling's longest window (rule 7 keeps
         every one of them in the host's ring), so it is what the host saw
-        lately, not a PID window's count. The setpoint is ``rate``, or less
-        under a robots.txt Crawl-delay. Empty without a rate (no ring of
-        starts is kept). A scan like :meth:`census`.
+        lately, not a PID window's count. The setpoint is the host's ``rate``,
+        or less under a robots.txt Crawl-delay. Hosts without a rate keep no
+        ring of starts and are not listed. A scan like :meth:`census`.
         """
-        if not self._pid_on or n <= 0:
+        if n <= 0:
             return []
-        return busiest_hosts(self._hosts.values(), now, n, self._pol.rate)
+        return busiest_hosts(self._hosts.values(), now, n)
 
     def delays(self, limit: int = 2048) -> list[float]:
         """Kept hosts' current delays between request starts, seconds (for quantiles).
@@ -289,7 +287,7 @@ class HostScheduler:
         """The host's delay between request starts now (a new host's for unknown ones)."""
         hs = self._hosts.get(host)
         if hs is None:
-            return self._fresh_delay
+            return self._pace_of(host).fresh_delay
         return delay(hs, self._clock, self._window)
 
     def host_ip(self, host: str) -> str | None:
@@ -304,26 +302,37 @@ class HostScheduler:
 
     # ------------------------------------------------------------- internals
 
+    def _pace_of(self, host: str) -> Pace:
+        """The profile a new record of ``host`` is paced by: one Pace per distinct politeness."""
+        if self._pace_for is None:
+            return self._pace
+        pol = self._pace_for(host)
+        pace = self._paces.get(pol)
+        if pace is None:
+            pace = self._paces[pol] = Pace(pol)
+        return pace
+
     def _touch(self, host: str, now: float) -> HostState:
         """The host's state, created or with its window rolled up to ``now``."""
         self._clock = now
         hs = self._hosts.get(host)
         if hs is None:
-            hs = HostState(host, now, new_pid(self._pol) if self._pid_on else None)
+            pace = self._pace_of(host)
+            hs = HostState(host, now, pace.new_host_pid(), pace)
             self._hosts[host] = hs  # the caller schedules its timer
-        elif self._pid_on and now >= hs.win_start + self._window:
-            roll(hs, now, self._pol, self._trace)
+        elif hs.pid is not None and now >= hs.win_start + self._window:
+            roll(hs, now, hs.pace.pol, self._trace)
             self._schedule_ready(hs, now)
             self._schedule_timer(hs)
         return hs
 
     def _mark(self, hs: HostState, now: float) -> None:
-        if self._pid_on and not hs.backlog and gated(hs, now, self._cap, self._window):
+        if hs.pid is not None and not hs.backlog and gated(hs, now, hs.pace.cap, self._window):
             hs.backlog = True
 
     def _schedule_ready(self, hs: HostState, now: float) -> None:
         """(Re)place the host in its ready heap if it has work and a free slot."""
-        if hs.head < len(hs.items) and hs.in_flight < self._cap:
+        if hs.head < len(hs.items) and hs.in_flight < hs.pace.cap:
             if hs.rseq == 0:
                 hs.since = now
             key = hs.last_start + delay(hs, now, self._window)
@@ -331,7 +340,7 @@ class HostScheduler:
                 key = hs.hold_until
             if hs.since > key:
                 key = hs.since
-            gate = ring_gate(hs.starts, hs.spos, self._limits)
+            gate = ring_gate(hs.starts, hs.spos, hs.pace.limits)
             hs.rguard = gate > key
             if hs.rguard:
                 key = gate
@@ -378,7 +387,8 @@ class HostScheduler:
         # Not before a fresh host's delay has passed either, so that forgetting
         # can never let two starts come closer than the delay then in force.
         d = delay(hs, self._clock, self._window)
-        t = hs.last_start + (d if d > self._fresh_delay else self._fresh_delay)
+        fresh = hs.pace.fresh_delay
+        t = hs.last_start + (d if d > fresh else fresh)
         if hs.hold_until > t:
             t = hs.hold_until
         if hs.starts is not None and hs.last_start + HORIZON > t:
@@ -396,7 +406,7 @@ class HostScheduler:
                 return
             t = obj.forget_at()
         elif obj.head < len(obj.items) or obj.in_flight:
-            if not self._pid_on:
+            if obj.pid is None:
                 obj.tseq = 0
                 return
             t = obj.win_start + self._window
@@ -423,8 +433,8 @@ class HostScheduler:
                     self._schedule_timer(obj)
                 continue
             hs = obj
-            if self._pid_on and now >= hs.win_start + self._window:
-                roll(hs, now, self._pol, self._trace)
+            if hs.pid is not None and now >= hs.win_start + self._window:
+                roll(hs, now, hs.pace.pol, self._trace)
             if hs.head == len(hs.items) and not hs.in_flight and now >= self._forget_at(hs):
                 self._forget(hs)
                 continue

@@ -23,8 +23,12 @@ failed            failed requests by kind (timeout, connect, dns ...)
 not_requested     URLs never requested, by cause: ``robots`` (disallowed), a
                   robots.txt that could not be read (``dns``, ``connect``...),
                   ``retry_after`` (host given up), ``scope`` (links out of
-                  scope), and each cap's config key (``max_url_length``...)
+                  scope), ``rules`` and ``skip_extensions`` (left out by
+                  peer/core/urlrules.py), and each cap's config key
+                  (``max_url_length``...)
 items             {table: rows} of the extraction rules; ``extract_errors``
+pages_by_site     {"site[i]": requests} to the hosts of each ``[[site]]`` block
+                  (peer/core/sites.py); hosts of no block are not listed
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
 links_cut         links not followed past ``max_links_per_page``
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
@@ -33,7 +37,8 @@ sitemaps          ``fetched`` (parsed), ``urls`` (listed, then discovered like
                   links), ``failed`` (not read, by cause) and ``drops``
                   (refused input by ``peer.core.sitemap.Problem`` or tracker
                   refusal: ``too_many_urls``, ``entities``, ``max_per_host``...)
-run_config        the cluster.toml sections this run used
+run_config        the cluster.toml sections this run used, ``sites`` its
+                  ``[[site]]`` blocks
 ================  ===========================================================
 """
 
@@ -80,6 +85,7 @@ class Summary:
     requested: int = 0                   # rows whose request was made, this run
     not_requested: Counter[str] = field(default_factory=Counter)
     out_of_scope: int = 0
+    excluded: Counter[str] = field(default_factory=Counter)  # by urlrules.Cause: rules, skip_extensions
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
     caps: Counter[str] = field(default_factory=Counter)  # cap hits by Cap value, at the end
@@ -88,6 +94,7 @@ class Summary:
     sitemap_urls: int = 0                # URLs they listed, each then discovered like a link
     sitemap_failed: Counter[str] = field(default_factory=Counter)   # not read, by cause
     sitemap_drops: Counter[str] = field(default_factory=Counter)    # refused input, by problem
+    by_site: Counter[str] = field(default_factory=Counter)  # requests to hosts of a [[site]] block
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -105,13 +112,19 @@ def _counts(counts: Mapping[str, int]) -> str:
     return ", ".join(f"{k} {n}" for k, n in sorted(counts.items(), key=lambda x: (-x[1], x[0]))) or "none"
 
 
+def _excluded(s: Any) -> Mapping[str, int]:
+    # A summary from before crawl.rules (or a test's stand-in) has no such counter.
+    return getattr(s, "excluded", None) or {}
+
+
 def render_summary(s: Any) -> str:
     """The summary a peer prints at the end; ``s`` is the engine's ``Summary``."""
     statuses = ", ".join(f"{st}: {n}" for st, n in sorted(s.by_status.items())) or "none"
     errs = _counts(failed(s.errors, s.not_requested))
     if s.internal:
         errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in s.internal.most_common(5)) + ")"
-    excluded = _counts(not_requested(s.not_requested, s.out_of_scope, getattr(s, "caps", None)))
+    excluded = _counts(not_requested(s.not_requested, s.out_of_scope, getattr(s, "caps", None),
+                                     _excluded(s)))
     rate = s.requested / s.elapsed if s.elapsed > 0 else 0.0
     items = ""
     if s.items or s.extract_errors:
@@ -126,6 +139,8 @@ def render_summary(s: Any) -> str:
         f"  {words(Family.NOT_REQUESTED)}: {excluded}",
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
         *([f"  {s.limits}"] if s.limits else []),
+        *([f"  pages by [[site]] block: " + ", ".join(f"{k} {n}" for k, n in sorted(s.by_site.items()))]
+          if s.by_site else []),
         *(f"  {line}" for line in s.details),
     ])
 
@@ -152,6 +167,7 @@ def run_config(cfg: Any) -> dict[str, Any]:
     out = {name: _jsonable(getattr(cfg, name))
            for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps")}
     out["peers"] = [_jsonable(p) for p in cfg.peers]
+    out["sites"] = [_jsonable(b) for b in cfg.sites]  # [[site]] blocks, as written
     ex = cfg.extract
     out["extract"] = {"rules": [{"table": r.table, "match": r.match,
                                  "fields": [_jsonable(f) for f in r.fields]} for r in ex.rules],
@@ -172,9 +188,10 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "pages_per_second": round(s.requested / elapsed, 3) if elapsed > 0 else 0.0,
         "status_counts": {str(k): int(n) for k, n in sorted(s.by_status.items())},
         Family.FAILED.value: failed(s.errors, s.not_requested),
-        Family.NOT_REQUESTED.value: not_requested(s.not_requested, s.out_of_scope, cap_hits),
+        Family.NOT_REQUESTED.value: not_requested(s.not_requested, s.out_of_scope, cap_hits, _excluded(s)),
         "items": {t: int(n) for t, n in sorted(s.items_by_table.items())},
         "items_total": int(s.items), "extract_errors": int(s.extract_errors),
+        "pages_by_site": {k: int(n) for k, n in sorted(s.by_site.items())},
         "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
         "links_cut": int(cap_hits.get("max_links_per_page", 0)),
         "forwarded_out": int(forwarded_out), "forwarded_in": int(forwarded_in),

@@ -22,6 +22,9 @@ for http/https as RFC 9110 §4.2.3 licenses):
 - empty path -> ``/``; the query is kept in its order, only its
   percent-encoding is normalised (sorting it would merge URLs that servers may
   treat differently); an empty query (``/?``) is dropped like an empty port.
+- then, only when the caller passes them, the crawl's parameter rules
+  (``crawl.strip_params``, ``crawl.sort_query``: :class:`peer.core.urlrules.ParamRules`):
+  tracking and session-id parameters removed, the query sorted if asked.
 
 Choices the RFCs leave open, and why:
 
@@ -71,10 +74,14 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import TYPE_CHECKING
 
 import idna
 
 from peer.errors import URLError
+
+if TYPE_CHECKING:
+    from peer.core.urlrules import ParamRules
 
 __all__ = [
     "MAX_URL_LENGTH",
@@ -266,12 +273,19 @@ def _split(url: str) -> tuple[str | None, str | None, str, str | None]:
     return (scheme.lower() if scheme else None), authority, path, query
 
 
-def _build(scheme: str, authority: str, path: str, query: str | None) -> str:
+def _build(scheme: str, authority: str, path: str, query: str | None,
+           params: ParamRules | None = None) -> str:
     host = _authority(scheme, authority)
     path = _pct(path) if path else "/"
     if "/." in path:
         path = _remove_dots(path)
-    url = f"{scheme}://{host}{path}?{_pct(query)}" if query else f"{scheme}://{host}{path}"
+    if query:
+        query = _pct(query)
+    # Only a query or a path parameter can hold what the rules strip: the
+    # common link (neither) skips the call.
+    if params is not None and (query or ";" in path):
+        path, query = params.apply(path, query)
+    url = f"{scheme}://{host}{path}?{query}" if query else f"{scheme}://{host}{path}"
     if len(url) > MAX_URL_LENGTH:
         raise URLError("URL too long")
     return url
@@ -291,8 +305,12 @@ def _scheme_error(scheme: str) -> URLError:
     return URLError(f"not an http(s) URL: scheme {scheme[:16]!r}")
 
 
-def normalize(url: str) -> str:
-    """The normal form of an absolute http(s) URL; :class:`URLError` otherwise."""
+def normalize(url: str, params: ParamRules | None = None) -> str:
+    """The normal form of an absolute http(s) URL; :class:`URLError` otherwise.
+
+    ``params``: the crawl's parameter rules (``crawl.strip_params``,
+    ``sort_query``), applied last; ``None``: RFC 3986 alone.
+    """
     scheme, authority, path, query = _split(_check_input(url))
     if scheme is None:
         raise URLError("relative URL (no scheme)")
@@ -300,7 +318,7 @@ def normalize(url: str) -> str:
         raise _scheme_error(scheme)
     if authority is None:
         raise URLError("no host")
-    return _build(scheme, authority, path, query)
+    return _build(scheme, authority, path, query, params)
 
 
 @lru_cache(maxsize=256)
@@ -311,7 +329,7 @@ def _base(base: str) -> tuple[str, str, str, str | None]:
     return scheme, authority, path, query
 
 
-def _resolve(base: str, href: str) -> str | None:
+def _resolve(base: str, href: str, params: ParamRules | None = None) -> str | None:
     """RFC 3986 §5.2.2 on a normalised base; None for a non-http(s) scheme."""
     bscheme, bauthority, bpath, bquery = _base(_check_input(base))
     scheme, authority, path, query = _split(_check_input(href))
@@ -322,36 +340,37 @@ def _resolve(base: str, href: str) -> str | None:
             return None
         if authority is None:
             raise URLError("no host")
-        return _build(scheme, authority, path, query)
+        return _build(scheme, authority, path, query, params)
     if authority is not None:
-        return _build(bscheme, authority, path, query)
+        return _build(bscheme, authority, path, query, params)
     if not path:
         path = bpath
         if query is None:
             query = bquery
     elif path[0] != "/":
         path = bpath[: bpath.rfind("/") + 1] + path  # §5.2.3 merge
-    return _build(bscheme, bauthority, path, query)
+    return _build(bscheme, bauthority, path, query, params)
 
 
-def join(base: str, href: str) -> str:
+def join(base: str, href: str, params: ParamRules | None = None) -> str:
     """Resolve link ``href`` found on page ``base`` and normalise the result.
 
     Relative, ``../``, absolute, protocol-relative (``//host/x``), query-only
     and fragment-only references are resolved as RFC 3986 §5.2 (and browsers)
     do; a fragment-only link gives the base itself. Non-http(s) links
     (``mailto:``, ``javascript:``, ``tel:``, ``data:``...) raise :class:`URLError`.
+    ``params`` as in :func:`normalize`; the base is resolved against as it is.
     """
-    url = _resolve(base, href)
+    url = _resolve(base, href, params)
     if url is None:
         raise _scheme_error(_split(href)[0] or "")
     return url
 
 
-def normalize_link(base: str, href: str) -> str | None:
+def normalize_link(base: str, href: str, params: ParamRules | None = None) -> str | None:
     """:func:`join`, but ``None`` for anything not crawlable (the hot path)."""
     try:
-        return _resolve(base, href)
+        return _resolve(base, href, params)
     except URLError:
         return None
 

@@ -346,10 +346,12 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         crawl = self.cfg.crawl
         self._wall0 = wall0 = time.monotonic()
         self.started = time.time()
-        fetcher = self._fetcher or Fetcher(crawl, self.resolver)
+        sites = self.core.sites
+        fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites)
         async with ResultStore(
             DataDir(self.data_dir).results, self.peer_id,
-            store_links=crawl.store_links, store_body=crawl.store_body,
+            # The tables a [[site]] block may fill too (peer/core/sites.py).
+            store_links=sites.any("store_links"), store_body=sites.any("store_body"),
             item_tables=self.cfg.extract.tables(),
         ) as store, fetcher:
             self._store = store
@@ -591,18 +593,20 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
 
     def _parse_inline(self, job: Job, res: FetchResult) -> Parsed:
         return parse_response(job.url, res.body, res.charset, self.cfg.extract,
-                              self.cfg.crawl.max_links_per_page)
+                              self.cfg.crawl.max_links_per_page, self.core.params)
 
     async def _parse(self, job: Job, res: FetchResult) -> Parsed:
         # Through this module's name, so a test can swap the parser for one that fails.
         return await trio.to_thread.run_sync(
             parse_response, job.url, res.body, res.charset, self.cfg.extract,
-            self.cfg.crawl.max_links_per_page, limiter=self._parsers)
+            self.cfg.crawl.max_links_per_page, self.core.params, limiter=self._parsers)
 
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()
         if samples and self._store is not None:
-            self._store.add_pid(samples, self.cfg.politeness.setpoint)
+            sites = self.core.sites
+            self._store.add_pid(samples, (lambda h: sites.for_host(h).politeness.setpoint) if sites
+                                else self.cfg.politeness.setpoint)
 
 def _nothing(effect: Any) -> None:
     """Done by the core already (a requeue, a hand-off released); nothing to do here."""

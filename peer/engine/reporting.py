@@ -63,7 +63,8 @@ class Reporting(CrawlerParts):
             # Named by ring.vocabulary, as the summary and stats.json name them.
             errors=failed(s.errors, s.not_requested),
             not_requested=not_requested(s.not_requested, s.out_of_scope,
-                                        {str(c): n for c, n in self.core.limits.hits.items()}),
+                                        {str(c): n for c, n in self.core.limits.hits.items()},
+                                        s.excluded),
             busiest=tuple(self.core.frontier.busiest(self.clock(), 10)),
             # The ring's lease now (None alone): whether requests start, and why not.
             lease=self.peer.lease_state(self.clock()),

@@ -113,8 +113,9 @@ from peer.errors import ErrorKind, FetchError
 # can replace it here).
 from peer.core.head import (MAX_LOCATION, RETRY_AFTER_MAX, Head, parse_content_type,
                             parse_retry_after, read_head)
-from peer.core.http1 import Head1, ResponseReader, request_bytes, request_target
+from peer.core.http1 import Head1, ResponseReader, head_lines, request_bytes, request_target
 from peer.core.inflate import Inflater, decoder
+from peer.core.sites import SiteSettings
 from peer.net.resolver import Resolver
 
 __all__ = [
@@ -134,10 +135,6 @@ log = logging.getLogger("peer.fetcher")
 
 #: Connections a shard of the idle pool is sized for (module docstring).
 CONNECTIONS_PER_SHARD = 8
-_ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
-# Only what we can inflate with a bounded output; httpx's default would add
-# br/zstd when those packages happen to be installed.
-_ACCEPT_ENCODING = "gzip, deflate"
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # A skipped non-HTML body this small is read and dropped so the keep-alive
 # connection survives; a larger one costs the connection instead.
@@ -379,7 +376,7 @@ class Fetcher:
     """Fetches URLs for the engine: ``async with Fetcher(...) as f: await f.fetch(url)``."""
 
     def __init__(self, crawl: CrawlConfig, resolver: Resolver, *, shards: int | None = None,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, sites: SiteSettings | None = None) -> None:
         if shards is None:
             shards = -(-crawl.concurrency // CONNECTIONS_PER_SHARD)
         if shards < 1:
@@ -387,11 +384,12 @@ class Fetcher:
         self._timeout = crawl.timeout
         self._max_body = crawl.max_body
         self.resolver = resolver
-        # Built once; the request line and Host come from the URL.
-        agent = "".join(" " if c in "\r\n\x00" else c for c in crawl.user_agent)  # no header injection
-        self._headers = (b"User-Agent: " + agent.encode("latin-1", "replace") + b"\r\n"
-                         + b"Accept: " + _ACCEPT.encode() + b"\r\n"
-                         + b"Accept-Encoding: " + _ACCEPT_ENCODING.encode() + b"\r\n")
+        # Built once; the request line and Host come from the URL. [[site]]
+        # blocks (peer/core/sites.py) give their hosts their own, built once a
+        # block; without blocks a request costs no lookup more.
+        self._headers = head_lines(crawl.user_agent, tuple(crawl.headers.items()))
+        self._sites = sites if sites else None
+        self._site_heads: dict[int, bytes] = {}
         # The total deadline is ours; only a hanging connect or TLS handshake
         # gets one of its own, so the next address of a host can still be tried.
         self._connect_timeout = max(1.0, crawl.timeout / 3)
@@ -537,7 +535,7 @@ class Fetcher:
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
                      prefix_ok: bool) -> None:
         scheme, host, port, target, field = request_target(url)
-        request = request_bytes(target, field, self._headers)
+        request = request_bytes(target, field, self._headers if self._sites is None else self._site_head(host))
         key = (scheme, host, port)
         shards = self._idle
         idle = shards[zlib.crc32(host.encode()) % len(shards)] if len(shards) > 1 else shards[0]
@@ -578,6 +576,15 @@ class Fetcher:
                 idle.put(conn, trio.current_time())
             else:
                 conn.close()
+
+    def _site_head(self, host: str) -> bytes:
+        """The header lines of ``host``'s requests: its [[site]] block's agent and headers."""
+        assert self._sites is not None
+        s = self._sites.for_host(host)
+        head = self._site_heads.get(s.block)
+        if head is None:
+            head = self._site_heads[s.block] = head_lines(s.user_agent, s.headers)
+        return head
 
     @staticmethod
     def _read_head(response: Head1, p: _Progress) -> Head:

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -273,15 +273,17 @@ class ResultStore:
                 or self._body_bytes >= MAX_BATCH_BODY_BYTES):
             self._full.set()
 
-    def add_pid(self, samples: Sequence[PidSample], setpoint: float) -> None:
+    def add_pid(self, samples: Sequence[PidSample], setpoint: float | Callable[[str], float]) -> None:
         """Queue PID samples. Their ``window_end`` is on trio's clock (the
-        frontier's time); it is stored as the wall-clock time it stands for."""
+        frontier's time); it is stored as the wall-clock time it stands for.
+        ``setpoint``: pages a window, or a host's (its ``[[site]]`` block's)."""
         if self._closed:
             raise StateError(f"{self.path}: results store is closed")
         offset = time.time() - trio.current_time()
         peer = self.peer_id
+        of = setpoint if callable(setpoint) else (lambda _host: setpoint)
         self._batch.pid.extend(
-            [(s.host, _ts(s.window_end + offset), s.n, s.delay, setpoint, peer) for s in samples])
+            [(s.host, _ts(s.window_end + offset), s.n, s.delay, of(s.host), peer) for s in samples])
         if len(self._batch.pid) >= self.batch_rows:
             self._full.set()
 

@@ -10,12 +10,24 @@ is ``ring.errors.user_error``.
 from __future__ import annotations
 
 import functools
+import os
 import sys
 from collections.abc import Callable, Sequence
 
 from ring.errors import EXIT_USAGE, Main, user_error
 
-__all__ = ["cli_shell"]
+__all__ = ["cli_shell", "reader_gone"]
+
+
+def reader_gone() -> int:
+    """The reader of our output left (``| head``): what it read was what it wanted; exit 0.
+
+    The rest of the output goes to /dev/null, so the interpreter's last
+    flush does not fail again (the Python docs' recipe for SIGPIPE).
+    """
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 0
 
 
 def cli_shell(*kinds: type[BaseException]) -> Callable[[Main], Main]:
@@ -25,7 +37,8 @@ def cli_shell(*kinds: type[BaseException]) -> Callable[[Main], Main]:
     ``error: <message>`` (on one line: a message's line breaks become
     spaces) and the command exits with :data:`EXIT_USAGE`; anything else
     (a bug) propagates with its traceback. ``main`` keeps its own other exit
-    statuses (1 for "no peer answered", ...).
+    statuses (1 for "no peer answered", ...). A reader that left (``| head``)
+    ends the command quietly, exit 0 (:func:`reader_gone`).
     """
 
     def wrap(main: Main) -> Main:
@@ -34,6 +47,8 @@ def cli_shell(*kinds: type[BaseException]) -> Callable[[Main], Main]:
             try:
                 return main(argv)
             except BaseException as exc:
+                if user_error(exc, (BrokenPipeError,)) is not None:
+                    return reader_gone()
                 err = user_error(exc, kinds)
                 if err is None:
                     raise
