@@ -138,7 +138,9 @@ class SitemapSide(Outcomes):
             self.summary.sitemap_drops[BAD_ENTRY] += 1
             return []
         if isinstance(tail, SitemapJob):
-            return self.found_sitemap(url, tail, now, relay=origin is not Origin.SITEMAP)
+            # Handed to us (a peer's batch, a reroute, the journal): it may be
+            # the only copy, so the Outbox must not drop it as a repeat.
+            return self.found_sitemap(url, tail, now, relay=True)
         assert isinstance(tail, UrlHints)
         return self.hinted(url, tail, depth, now, origin, hops)
 
