@@ -20,6 +20,8 @@ those above it)::
     text.py       seeded text blocks and phrases                          - pure
     shop.py       the book shop's products and authors                    - pure
     hrefs.py      how a link is spelt (forms) and what each spelling names - pure
+    directives.py bad.web.test/directives/: canonical, robots directives,
+                  frames, meta refresh, link rel                          - pure
     endpoints.py  bad.web.test: gzip bomb, huge, dripping, reset answers  - pure
     graph.py      hosts, routes, the links of every page, robots rules    - pure
     pages.py      the bytes of every page                                 - pure

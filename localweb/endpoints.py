@@ -17,7 +17,8 @@ held in memory whole.
 ``/latin1``, ``/latin1-nocharset`` Latin-1 HTML, with its charset or not
 ``/reset?after=N``                 N body bytes, then a TCP reset
 ``/huge-header?kb=N``              one N KiB header
-``/status/C?retry_after=S&to=U``   any status, with Retry-After or Location
+``/status/C?retry_after=S&to=U``   any status 200-999, with Retry-After or
+                                   Location (600-999: invalid, RFC 9110 §15)
 ``/slow?ms=N``                     answers after N ms
 ``/permalinks``                    documentation whose headings end in a
                                    ``¶`` permalink, as Sphinx writes them
@@ -25,6 +26,8 @@ held in memory whole.
                                    its tracking and session-id variants
                                    (:data:`TRACKING_LINKS`), to a search and
                                    to files; ``/tracking/...`` answers 200
+``/directives/...``                pages with canonical, robots directives,
+                                   frames, refresh (:mod:`localweb.directives`)
 =================================  ==========================================
 
 These hosts are linked only when the graph's ``SiteSpec.link_bad`` asks, so
@@ -38,6 +41,8 @@ import zlib
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
+
+from localweb import directives
 
 __all__ = [
     "Answer", "BAD_HOST", "BAD_LINKED", "BIG_BODY", "BOMB_SIZE", "LATIN1", "LATIN1_TITLE",
@@ -232,7 +237,7 @@ def answer(target: str) -> Answer:
     if path == "/huge-header":
         kb = int(qnum("kb", 200, 1, 10240))
         return Answer(200, _HTML + ((b"x-huge", b"a" * (kb * 1024)),), b"<p>huge header</p>\n")
-    if path.startswith("/status/") and path[8:].isdigit() and 200 <= int(path[8:]) <= 599:
+    if path.startswith("/status/") and path[8:].isdigit() and 200 <= int(path[8:]) <= 999:
         code = int(path[8:])
         extra: list[tuple[bytes, bytes]] = []
         if code in (429, 503):
@@ -251,6 +256,8 @@ def answer(target: str) -> Answer:
         return Answer(200, _HTML, small_html("Tracking", f'<base href="/tracking/">{links}'))
     if path.startswith("/tracking/"):
         return Answer(200, _HTML, small_html("Tracked", "<p>one page, many URLs</p>"))
+    if path.startswith(directives.PREFIX):
+        return Answer(*directives.answer_parts(path))
     if path == "/slow":
         return Answer(200, _HTML, small_html("Slow", "<p>slow</p>"), delay=qnum("ms", 1000, 0, 60000) / 1000)
     return Answer(404, _HTML, b"<p>no such endpoint</p>\n")

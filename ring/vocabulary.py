@@ -96,7 +96,8 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: cut links or cut waits, internal errors, sitemaps fetched and not read
 #: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
-                    "handoffs_", "handoff_", "peer_restarts", "cap.", "error.", "sitemaps.")
+                    "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
+                    "directives.", "invalid_status", "sitemaps.")
 
 
 def words(family: Family) -> str:

@@ -89,7 +89,7 @@ def write_lost_peer(
                  12.0, None, peer_id, None, None, None) for url in pages]
         if rows:  # the appender, as the store writes: one INSERT per row costs 10 ms each
             app = con.appender("pages")
-            app.append_rows(rows)
+            app.append_rows([r + (None,) * (len(cols) - len(r)) for r in rows])  # later columns NULL
             app.flush()
     finally:
         con.close()

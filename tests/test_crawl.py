@@ -22,6 +22,7 @@ from peer.core.crawl import (
     FetchRobots,
     Finished,
     Forward,
+    Items,
     Origin,
     PassOn,
     Queued,
@@ -105,7 +106,7 @@ def result(c: CrawlCore, job: Job, res: FetchResult, now: float):
     parsed = None
     if c.fetched(job, res, now):
         parsed = parse_response(job.url, res.body, res.charset, c.cfg.extract,
-                                c.cfg.crawl.max_links_per_page)
+                                c.cfg.crawl.max_links_per_page, c.params, c.page_rules)
     effects = c.on_result(job, res, parsed, now)
     c.job_ended(job)
     return effects
@@ -423,13 +424,16 @@ def test_the_cluster_is_not_done_while_a_member_seen_dead_may_come_back():
 # -- results: retries, backoff, redirects ---------------------------------------------
 
 
-def test_a_5xx_is_retried_with_jittered_backoff_then_recorded():
+# RFC 9110 §15: an invalid code (outside 100-599) is handled as a 5xx, and
+# so is a final 1xx (a 101 to a GET that asked for no upgrade).
+@pytest.mark.parametrize("status", [500, 600, 999, 101])
+def test_a_5xx_is_retried_with_jittered_backoff_then_recorded(status):
     c = core(obey_robots=False, rng_seed=7)
     jitter = random.Random(7)
     job = fetch_job(c, f"{SITE}/flaky")
     now = 0.0
     for attempt in range(MAX_RETRIES):
-        effects = result(c, job, answer(job.url, 500), now)
+        effects = result(c, job, answer(job.url, status), now)
         wait = RETRY_BASE * 2**attempt * jitter.uniform(0.5, 1.5)
         assert effects == [Requeued(job.url, now + wait)]
         got = c.next(now)
@@ -437,9 +441,11 @@ def test_a_5xx_is_retried_with_jittered_backoff_then_recorded():
         now = got.until
         job = start(c, now)
         assert isinstance(c.admit(job, now), Fetch)
-    effects = result(c, job, answer(job.url, 500), now)
-    assert rows(effects)[job.url].status == 500
+    effects = result(c, job, answer(job.url, status), now)
+    assert rows(effects)[job.url].status == status
     assert c.summary.retries == MAX_RETRIES and c.summary.pages == 1
+    assert c.summary.invalid_status == (0 if status == 500 else MAX_RETRIES + 1)
+    assert c.limits_figures(now, {}).get("invalid_status", 0) == c.summary.invalid_status
 
 
 def test_resets_are_retried_and_dns_failures_are_not():
@@ -1011,3 +1017,125 @@ def test_a_fetch_in_flight_when_its_host_moves_is_not_retried_here_but_recorded(
     assert not [e for e in effects if isinstance(e, Requeued)]
     assert rows(effects)[job.url].status == 503
     assert len(c.frontier) == 0
+
+
+# -- what a page says of itself: canonical, robots directives, link sources -------------
+
+PRODUCT_RULE = {"match": "*/product/*", "fields": {"name": "h1::text"}}
+
+
+def page_core(**crawl) -> CrawlCore:
+    cfg = config(obey_robots=False, **crawl)
+    from peer.core.items import parse_extract
+
+    cfg = replace(cfg, extract=parse_extract({"product": PRODUCT_RULE}, "test"))
+    return CrawlCore(cfg, "p1", rng=random.Random(1))
+
+
+def page(head: str = "", body: str = "") -> bytes:
+    return f"<html><head>{head}</head><body>{body}</body></html>".encode()
+
+
+def crawled(c: CrawlCore, url: str, res: FetchResult):
+    job = fetch_job(c, url)
+    effects = result(c, job, res, 0.1)
+    return rows(effects)[url], [e.url for e in effects if isinstance(e, Queued)], effects
+
+
+def test_a_noindex_page_keeps_its_row_flagged_and_writes_no_items():
+    c = page_core()
+    url = f"{SITE}/product/1"
+    row, queued, effects = crawled(c, url, answer(url, body=page(
+        '<meta name="robots" content="noindex">', '<h1>Hidden</h1><a href="/next">n</a>')))
+    assert (row.status, row.noindex, row.nofollow, row.title) == (200, True, False, None)
+    assert not [e for e in effects if isinstance(e, Items)]
+    assert queued == [f"{SITE}/next"]  # noindex alone still follows
+    assert c.summary.items == 0
+    assert (c.summary.directives["noindex"], c.summary.directives["items_withheld"]) == (1, 1)
+    figures = c.limits_figures(0.2, {})  # ring status's counters
+    assert (figures["directives.noindex"], figures["directives.items_withheld"]) == (1, 1)
+    # The same page without the tag writes its item.
+    c2 = page_core()
+    row, _, effects = crawled(c2, url, answer(url, body=page("", "<h1>Shown</h1>")))
+    assert (row.noindex, row.nofollow) == (False, False)
+    assert [e.items for e in effects if isinstance(e, Items)] == [(("items_product", {"name": "Shown"}),)]
+
+
+def test_x_robots_tag_noindex_withholds_items_like_the_meta_tag():
+    c = page_core()
+    url = f"{SITE}/product/2"
+    res = replace(answer(url, body=page("", "<h1>Hidden</h1>")), x_robots=("ringcrawl: noindex",))
+    row, _, effects = crawled(c, url, res)
+    assert row.noindex is True and not [e for e in effects if isinstance(e, Items)]
+    assert c.summary.directives["x_robots_tag"] == 1
+
+
+@pytest.mark.parametrize(("x_robots", "followed"), [
+    (("ringcrawl: nofollow",), False),
+    (("nofollow",), False),
+    (("otherbot: noindex", "ringcrawl: nofollow"), False),
+    (("otherbot: nofollow",), True),
+    (("otherbot: nofollow, noindex",), True),
+    (("unavailable_after: 25 Jun 2010 15:00:00 PST",), True),
+])
+def test_x_robots_tag_nofollow_for_us_follows_no_link(x_robots, followed):
+    c = page_core()
+    url = f"{SITE}/list"
+    res = replace(answer(url, body=html(f"{SITE}/a", f"{SITE}/b")), x_robots=x_robots)
+    row, queued, _ = crawled(c, url, res)
+    assert queued == ([f"{SITE}/a", f"{SITE}/b"] if followed else [])
+    assert row.nofollow is (not followed)
+    assert (row.n_links, len(row.links)) == ((2, 0) if followed else (0, 0))  # store_links is off
+    assert c.summary.directives["nofollow"] == (0 if followed else 1)
+
+
+def test_a_page_answer_without_html_still_records_its_header_directives():
+    c = page_core()
+    url = f"{SITE}/doc"  # a PDF (no .pdf: crawl.skip_extensions would leave it out)
+    res = replace(answer(url, body=b"%PDF-1.4", ctype="application/pdf"),
+                  x_robots=("noindex, nofollow",), canonical="/doc.html")
+    row, _, _ = crawled(c, url, res)
+    assert (row.noindex, row.nofollow, row.canonical) == (True, True, f"{SITE}/doc.html")
+    failed = fetch_job(c, f"{SITE}/gone")
+    row = rows(result(c, failed, answer(failed.url, None, error="dns"), 0.2))[failed.url]
+    assert (row.noindex, row.nofollow, row.canonical) == (None, None, None)  # no answer: unknown
+
+
+@pytest.mark.parametrize("follow", [True, False])
+def test_canonical_is_recorded_and_follow_noncanonical_decides_the_links(follow):
+    c = page_core(follow_noncanonical=follow)
+    url = f"{SITE}/p?session=1"
+    body = page('<link rel="canonical" href="/p">', '<a href="/a">a</a>')
+    row, queued, _ = crawled(c, url, answer(url, body=body))
+    assert row.canonical == f"{SITE}/p"
+    assert queued == ([f"{SITE}/a"] if follow else [])
+    assert row.n_links == 1  # the page's links, parsed, whether followed or not
+    d = c.summary.directives
+    assert (d["canonical"], d["noncanonical"], d["noncanonical_unfollowed"]) == (1, 1, 0 if follow else 1)
+    # A page that is its own canonical is followed either way.
+    me = f"{SITE}/self"
+    row, queued, _ = crawled(page_core(follow_noncanonical=follow), me, answer(me, body=page('<link rel="canonical" href="/self">',
+                                                          '<a href="/b">b</a>')))
+    assert (row.canonical, queued) == (me, [f"{SITE}/b"])
+
+
+def test_the_link_header_canonical_wins_over_the_html_one():
+    c = page_core()
+    url = f"{SITE}/both"
+    res = replace(answer(url, body=page('<link rel="canonical" href="/html">')), canonical="header")
+    row, _, _ = crawled(c, url, res)
+    assert row.canonical == f"{SITE}/header"  # resolved against the request URL
+
+
+def test_links_from_frames_refresh_and_link_rel_are_followed_and_counted():
+    c = page_core(follow_link_rel=True)
+    url = f"{SITE}/sources"
+    body = page('<link rel="next" href="/n"><meta http-equiv="refresh" content="0; url=/r">',
+                '<a href="/a">a</a><iframe src="/f"></iframe>')
+    _, queued, _ = crawled(c, url, answer(url, body=body))
+    assert queued == [f"{SITE}/n", f"{SITE}/r", f"{SITE}/a", f"{SITE}/f"]
+    d = c.summary.directives
+    assert (d["links_link"], d["links_refresh"], d["links_frame"]) == (1, 1, 1)
+    off = page_core(follow_frames=False, follow_meta_refresh=False)
+    _, queued, _ = crawled(off, url, answer(url, body=body))
+    assert queued == [f"{SITE}/a"]

@@ -1091,3 +1091,58 @@ async def test_a_snapshot_is_written_in_a_thread_while_the_loop_keeps_ticking(tm
     assert set(queued) | {f"http://late.web.test/p{i}" for i in range(len(during), 100)} <= {
         u for u, _ in rec.all_queued()}
     assert len(during) < 100
+
+
+DIRECTIVES_RULE = """
+[extract.product]
+match = "*/directives/*"
+[extract.product.fields]
+name = "h1.product::text"
+"""
+
+
+async def test_a_crawl_does_what_pages_say_of_themselves(tmp_path):
+    # localweb/directives.py: each page says in its head or its HTML how to
+    # crawl it; the server's log and the results file say what was done.
+    from localweb import directives as d
+
+    graph = SiteGraph(hosts=1, pages_per_host=5, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        base = f"http://bad.web.test:{farm.port}"
+        cfg = make_config(tmp_path, farm.port, seeds=[base + p for p in (*d.TARGETS, "/status/600")],
+                          crawl={"obey_robots": False}, extra=DIRECTIVES_RULE)
+        _, summary = await crawl(cfg)
+        nursery.cancel_scope.cancel()
+
+    asked = Counter(e.target for e in farm.log if e.host == "bad.web.test")
+    # X-Robots-Tag: ringcrawl: nofollow -> its links never requested; otherbot's rules are not ours.
+    assert not asked.keys() & set(d.NEVER)
+    assert asked["/directives/plain/4"] == 1
+    # Frames, an iframe inside a frame, and a meta refresh are followed by default...
+    assert all(asked[p] == 1 for p in (*d.FRAME_TARGETS, d.REFRESH_TARGET)), asked
+    # ...<link rel=next> is not, nor stylesheets, nor a canonical (a column, not a link).
+    for never in (d.LINK_REL_TARGET, "/directives/style.css", "/directives/alt.css", d.CANONICAL,
+                  "/directives/body-canonical"):
+        assert never not in asked
+    # An invalid status is retried as a 5xx (RFC 9110 §15) and recorded as sent.
+    assert asked["/status/600"] == 3
+
+    got = {u.removeprefix(base): r for u, *r in rows(
+        cfg, "select url, status, error, canonical, noindex, nofollow from pages")}
+    assert got["/status/600"] == [600, None, None, False, False]
+    assert got["/directives/canonical-html"][2:] == [base + d.CANONICAL, False, False]
+    assert got["/directives/canonical-header"][2:] == [base + d.CANONICAL, False, False]
+    assert got["/directives/noindex"][2:] == [None, True, False]
+    assert got["/directives/xrt-nofollow"][2:] == [None, False, True]
+    assert got["/directives/xrt-otherbot"][2:] == [None, False, False]
+    assert asked["/directives/plain/3"] == 1  # noindex alone: its links are followed
+    # A noindex page writes no items; its neighbours do.
+    items = {u.removeprefix(base): n for u, n in rows(cfg, "select url, name from items_product")}
+    assert "/directives/noindex" not in items and "/directives/canonical-html" in items
+    assert summary.invalid_status == 3
+    assert {k: summary.directives[k] for k in ("canonical", "noncanonical", "noindex", "nofollow",
+                                               "x_robots_tag", "items_withheld", "links_frame",
+                                               "links_refresh")} == {
+        "canonical": 2, "noncanonical": 2, "noindex": 1, "nofollow": 1, "x_robots_tag": 1,
+        "items_withheld": 1, "links_frame": 3, "links_refresh": 1}

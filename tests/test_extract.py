@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from peer.core.extract import MAX_TITLE, Page, decode_html, is_html, parse_page
+from peer.core.extract import FRAME, LINK_REL, MAX_TITLE, REFRESH, Page, PageRules, decode_html, is_html, parse_page
 from peer.core.urls import normalize
 
 import localweb.endpoints
@@ -294,6 +294,8 @@ _FRAGMENTS = st.sampled_from([
     b"&#xD800;", b"&bogus;", b"\x00", b"\xff\xfe", b"\xef\xbb\xbf", b"\xc3\x28", b"utf-16",
     b"javascript:", b"//", b"../", b"http://[::1", b"http://a.test:99999/", b"%zz", b"\\",
     b"rel=nofollow", b"nofollow", b"none", b" ", b"\n", b">", b"<",
+    b"<link rel=canonical href=", b"<link rel=next href=", b"<frame src=", b"<iframe src=",
+    b"<meta http-equiv=refresh content='0; url=", b"<frameset>", b"<head>", b"</head>",
 ])
 
 
@@ -319,7 +321,10 @@ def test_garbage_bytes_give_a_page(body, charset):
 @given(parts=st.lists(_FRAGMENTS | st.binary(max_size=8), max_size=60),
        charset=st.sampled_from([None, "utf-8", "latin1", "utf-16", "shift_jis", "utf-7", "bogus"]))
 def test_html_shaped_garbage_gives_a_page(parts, charset):
-    _check(parse_page(URL, b"".join(parts), charset))
+    page = parse_page(URL, b"".join(parts), charset, rules=ALL_SOURCES)
+    _check(page)
+    assert page.canonical is None or normalize(page.canonical) == page.canonical
+    assert {link for link, _ in page.via} <= set(page.links)
 
 
 @settings(max_examples=100, deadline=None)
@@ -355,3 +360,140 @@ def test_selection_and_walk_read_the_same_page(graph, monkeypatch, max_links):
     assert read[-1] == read[10**9]
     assert read[-1][-1].noindex and read[-1][-1].title == "a"
     assert read[-1][-1].links[:2] == ("http://s001.web.test/1", "http://s001.web.test/d/2")
+
+
+# -- canonical -------------------------------------------------------------------------
+
+ALL_SOURCES = PageRules(agent="ringcrawl", frames=True, refresh=True, link_rel=True)
+
+
+@pytest.mark.parametrize(("head", "body", "canonical"), [
+    ('<link rel="canonical" href="/c">', "", "http://example.test/c"),
+    ('<link rel=canonical href="other.html">', "", "http://example.test/dir/other.html"),  # relative
+    ('<link rel="Canonical" href="HTTP://Example.TEST:80/c#frag">', "", "http://example.test/c"),  # normalised
+    ('<link rel="canonical" href="/first"><link rel="canonical" href="/second">', "",
+     "http://example.test/first"),  # the first one
+    ('<base href="/base/"><link rel="canonical" href="c">', "", "http://example.test/base/c"),
+    ('<link rel="canonical" href="page.html">', "", "http://example.test/dir/page.html"),  # itself: kept
+    ("", '<link rel="canonical" href="/in-body">', None),  # in the body: user content, ignored
+    ('<link rel="canonical" href="mailto:a@b.test">', "", None),  # not a crawlable URL
+    ('<link rel="canonical">', "", None),
+    ('<link rel="alternate" href="/alt">', "", None),
+    ("", "", None),
+])
+def test_canonical(head, body, canonical):
+    assert parse_page(URL, _page(head, body)).canonical == canonical
+
+
+def test_canonical_after_a_body_tag_in_the_head_is_in_the_body():
+    # The parser closes the head at the first body content: what follows is the body's.
+    page = parse_page(URL, b"<title>t</title><p>text</p><link rel=canonical href=/late>")
+    assert page.canonical is None
+
+
+def test_canonical_is_kept_on_a_nofollow_page():
+    page = parse_page(URL, _page('<meta name=robots content=nofollow><link rel=canonical href=/c>',
+                                 "<a href=/a>a</a>"))
+    assert (page.links, page.canonical) == ((), "http://example.test/c")
+
+
+# -- meta robots for our product token ------------------------------------------------------
+
+
+@pytest.mark.parametrize(("meta", "noindex", "nofollow"), [
+    ('<meta name="ringcrawl" content="noindex">', True, False),
+    ('<meta name="RingCrawl" content="nofollow">', False, True),
+    ('<meta name="otherbot" content="noindex, nofollow">', False, False),
+    ('<meta name="robots" content="noindex"><meta name="ringcrawl" content="nofollow">', True, True),
+    ('<meta name="ringcrawl" content="none">', True, True),
+    ('<meta name="ringcrawl" content="index, follow">', False, False),
+])
+def test_meta_robots_for_our_token(meta, noindex, nofollow):
+    page = parse_page(URL, _page(meta, '<a href="/a">a</a>'), rules=PageRules(agent="ringcrawl"))
+    assert (page.noindex, page.nofollow) == (noindex, nofollow)
+    # Without a token only name=robots speaks to the crawler.
+    alone = parse_page(URL, _page(meta, '<a href="/a">a</a>'))
+    assert (alone.noindex, alone.nofollow) == (meta.startswith('<meta name="robots"'), False)
+
+
+# -- frames, meta refresh, link rel ------------------------------------------------------
+
+
+def test_frames_and_iframes_are_links_when_asked():
+    body = (b"<html><head><title>f</title></head><frameset cols='50%,50%'>"
+            b"<frame src=left.html><frame src = ' /right.html ' ><frame></frameset></html>")
+    page = parse_page(URL, body)
+    assert page.links == ("http://example.test/dir/left.html", "http://example.test/right.html")
+    assert page.via == tuple((link, FRAME) for link in page.links)
+    inline = _page("", '<a href="/a">a</a><iframe src="/in"></iframe><iframe srcdoc="<a href=/x>"></iframe>')
+    page = parse_page(URL, inline)
+    assert page.links == ("http://example.test/a", "http://example.test/in")
+    assert page.via == (("http://example.test/in", FRAME),)
+    off = parse_page(URL, inline, rules=PageRules(frames=False))
+    assert (off.links, off.via) == (("http://example.test/a",), ())
+
+
+@pytest.mark.parametrize("meta", [
+    '<meta http-equiv="refresh" content="0; url=/next">',
+    "<meta http-equiv=REFRESH content=\"5;URL='/next'\">",
+    '<meta http-equiv=" Refresh " content="  3 ,  url = /next ">',
+    '<meta http-equiv="refresh" content="0; /next">',
+])
+def test_meta_refresh_target_is_a_link(meta):
+    page = parse_page(URL, _page(meta, ""))
+    assert (page.links, page.via) == (("http://example.test/next",), (("http://example.test/next", REFRESH),))
+    assert parse_page(URL, _page(meta, ""), rules=PageRules(refresh=False)).links == ()
+
+
+def test_a_meta_refresh_of_the_page_itself_or_without_a_url_adds_no_other_link():
+    assert parse_page(URL, _page('<meta http-equiv="refresh" content="30">', "")).links == ()
+
+
+@pytest.mark.parametrize(("link", "followed"), [
+    ('<link rel="next" href="/p2">', True),
+    ('<link rel="prev" href="/p2">', True),
+    ('<link rel="previous" href="/p2">', True),
+    ('<link rel="alternate" hreflang="de" href="/p2">', True),
+    ('<link rel="alternate" type="application/rss+xml" href="/p2">', True),
+    ('<link rel="alternate stylesheet" href="/p2">', False),
+    ('<link rel="stylesheet" href="/p2">', False),
+    ('<link rel="icon" href="/p2">', False),
+    ('<link rel="preload" href="/p2">', False),
+    ('<link rel="next nofollow" href="/p2">', False),
+    ('<link rel="author" href="/p2">', False),
+    ('<link rel="next">', False),
+])
+def test_link_rel_pages(link, followed):
+    page = parse_page(URL, _page(link, ""), rules=ALL_SOURCES)
+    assert page.links == (("http://example.test/p2",) if followed else ())
+    assert page.via == ((("http://example.test/p2", LINK_REL),) if followed else ())
+    assert parse_page(URL, _page(link, "")).links == ()  # off by default
+
+
+def test_every_source_shares_the_dedupe_the_cap_and_nofollow():
+    body = _page('<link rel=next href=/a><meta http-equiv=refresh content="0;url=/r">',
+                 '<a href="/a">a</a><iframe src="/f"></iframe><a href="/b">b</a><a href="/c">c</a>')
+    page = parse_page(URL, body, rules=ALL_SOURCES)
+    assert page.links == tuple(f"http://example.test/{p}" for p in ("a", "r", "f", "b", "c"))
+    assert page.via == (("http://example.test/a", LINK_REL), ("http://example.test/r", REFRESH),
+                        ("http://example.test/f", FRAME))
+    cut = parse_page(URL, body, rules=ALL_SOURCES, max_links=3)
+    assert cut.links == page.links[:3]
+    nofollow = _page('<meta name=robots content=nofollow><meta http-equiv=refresh content="0;url=/r">',
+                     '<iframe src="/f"></iframe>')
+    assert parse_page(URL, nofollow, rules=ALL_SOURCES).links == ()
+
+
+@pytest.mark.parametrize("max_links", [0, 2])
+def test_selection_and_walk_read_the_other_sources_alike(monkeypatch, max_links):
+    import peer.core.extract
+
+    body = _page('<link rel=canonical href=/c><link rel=next href=/n><meta name=ringcrawl content=noindex>'
+                 '<meta http-equiv=refresh content="1; url=/r">',
+                 '<a href=/a>a</a><iframe src=/f></iframe><link rel=canonical href=/body>')
+    read = {}
+    for limit in (-1, 10**9):
+        monkeypatch.setattr(peer.core.extract, "_SELECT_MAX", limit)
+        read[limit] = parse_page(URL, body, rules=ALL_SOURCES, max_links=max_links)
+    assert read[-1] == read[10**9]
+    assert read[-1].noindex and read[-1].canonical == "http://example.test/c"

@@ -855,13 +855,38 @@ async def test_status_lines_h11_refuses_are_error_protocol(nursery, line):
     assert_good(good)
 
 
-@pytest.mark.parametrize("code", [b"600", b"999", b"000"])
-async def test_status_outside_100_599_is_error_protocol(nursery, code):
+@pytest.mark.parametrize("code", [b"600", b"999", b"700"])
+async def test_a_3_digit_status_outside_100_599_is_kept_with_its_body(nursery, code):
+    # RFC 9110 §15: handled as a 5xx (peer.core.head.server_error), so the
+    # crawl retries it; the code is what the row records. A code h11 refuses
+    # (under 100, or not three digits) stays "protocol", above.
     server = await raw_server(nursery, {"/s": reply(code + b" Odd", [], b"body")})
     r, good, stats = await fetch_then_good(server, "/s")
-    assert (r.status, r.error, r.body) == (None, "protocol", b"")
-    if code != b"000":  # h11 refuses 000 itself
-        assert r.malformed == ("status",)
+    assert (r.status, r.error, r.body) == (int(code), None, b"body")
+    assert r.malformed == ("status",) and stats["malformed"] == {"status": 1}
+    assert_good(good)
+
+
+async def test_a_final_101_is_a_status_the_crawl_handles_as_a_5xx(nursery):
+    server = await raw_server(nursery, {"/s": reply(b"101 Switching Protocols", [(b"Upgrade", b"h2c")],
+                                                    length=False)}, close=frozenset({"/s"}))
+    r, good, _ = await fetch_then_good(server, "/s")
+    assert (r.status, r.error, r.body) == (101, None, b"")
+    assert_good(good)
+
+
+async def test_x_robots_tag_and_the_link_canonical_reach_the_result(nursery):
+    headers = [(b"X-Robots-Tag", b"otherbot: noindex"), (b"Link", b'</style.css>; rel=preload'),
+               (b"X-Robots-Tag", b"ringcrawl: nofollow"), (b"Link", b'</c?a=1>; rel="canonical"')]
+    many = [(b"X-Robots-Tag", b"all")] * 20 + [(b"Link", b"<" + b"x" * 9000 + b">; rel=canonical")]
+    server = await raw_server(nursery, {"/d": reply(b"200 OK", headers, GOOD),
+                                        "/many": reply(b"200 OK", many, GOOD)})
+    r, good, _ = await fetch_then_good(server, "/d")
+    assert (r.x_robots, r.canonical, r.malformed) == (
+        ("otherbot: noindex", "ringcrawl: nofollow"), "/c?a=1", ())
+    r, _, stats = await fetch_then_good(server, "/many")
+    assert (len(r.x_robots), r.canonical) == (16, None)  # peer.core.directives' caps
+    assert r.malformed == ("x_robots_tag", "link") and r.body == GOOD
     assert_good(good)
 
 
@@ -991,7 +1016,7 @@ async def test_max_body_overrides_the_config_without_prefix_ok(nursery):
 KINDS = {None, "dns", "blocked", "connect", "timeout", "reset", "too_large", "decode",
          "protocol", "tls", "scope"}  # never "internal": that would be a bug
 REASONS = {"status", "retry_after", "content_length", "content_type", "charset", "location",
-           "content_encoding", "excess"}
+           "content_encoding", "excess", "x_robots_tag", "link"}
 MEDIA = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]{1,127}/[!#$%&'*+.^_`|~0-9a-z-]{1,127}")
 LABEL = re.compile(r"[a-z0-9_.:+\-]{1,40}")
 _FUZZ_SSL = ssl.create_default_context()
@@ -1010,7 +1035,7 @@ VALUE_BYTES = st.one_of(
                   [b"utf-8", b"latin1", b"utf-16", b"utf-7", b"base64", b"x-user-defined", b'"UTF-8"']))),
 )
 HEADER_NAMES = st.sampled_from([b"Retry-After", b"Content-Type", b"Location", b"Content-Encoding",
-                                b"X-Junk"])
+                                b"X-Junk", b"X-Robots-Tag", b"Link"])
 FRAMING_NAMES = st.sampled_from([b"Content-Length", b"Transfer-Encoding", b"Connection"])
 
 
@@ -1037,7 +1062,8 @@ def check(r, url, max_body, prefix_ok) -> None:
     assert isinstance(r, FetchResult)
     assert r.url == url
     assert r.error in KINDS, r.error
-    assert r.status is None or 100 <= r.status <= 599
+    assert r.status is None or 100 <= r.status <= 999  # h11's range; outside 100-599 a "5xx"
+    assert ("status" in r.malformed) is (r.status is not None and not 100 <= r.status <= 599)
     assert r.error is not None or r.status is not None
     assert len(r.body) <= max_body
     assert not r.truncated or r.error == (None if prefix_ok else "too_large")
@@ -1120,11 +1146,12 @@ def test_parse_retry_after_never_raises(value):
 @settings(max_examples=200, deadline=None)
 @given(status=st.integers(0, 999), fields=st.lists(st.tuples(
     st.sampled_from(["content-type", "location", "retry-after", "content-length",
-                     "content-encoding", "transfer-encoding", "x-other"]),
+                     "content-encoding", "transfer-encoding", "x-other", "x-robots-tag", "link"]),
     st.text(max_size=60)), max_size=8))
 def test_read_head_never_raises(status, fields):
     head = read_head(status, fields, 1_700_000_000.0)
-    assert head.status is None or 100 <= head.status <= 599
+    # The code as sent; one outside 100-599 is named, and handled as a 5xx.
+    assert head.status == status and ("status" in head.reasons) is not (100 <= status <= 599)
     assert head.length is None or head.length >= 0
     assert set(head.reasons) <= REASONS
     assert head.content_type == "" or MEDIA.fullmatch(head.content_type)

@@ -59,7 +59,7 @@ def make_db(path: Path, *, n_pages: int = 360, pid: bool = True, errors: bool = 
     for table in tables:
         con.execute(f"create table {table} ({', '.join(f'{c} {t}' for c, t in SCHEMA[table])})")
     app = con.appender("pages")
-    app.append_rows(rows)
+    app.append_rows([r + (None,) * (len(SCHEMA["pages"]) - len(r)) for r in rows])  # later columns NULL
     app.flush()
     if pid:
         con.executemany("insert into pid_trace values (?, ?, ?, ?, ?, ?)", [
@@ -337,7 +337,7 @@ def make_short_crawl(path: Path) -> None:
     # Never reached the server: not a request.
     add("fast.web.test", 3.1, 0.0, status=None, error="robots")
     app = con.appender("pages")
-    app.append_rows(rows)
+    app.append_rows([r + (None,) * (len(SCHEMA["pages"]) - len(r)) for r in rows])  # later columns NULL
     app.flush()
     con.executemany("insert into pid_trace values (?, ?, ?, ?, ?, ?)", [
         (h, T0 + timedelta(seconds=w), 5, 0.9 + w / 100, 5.0, "p1")
@@ -422,7 +422,7 @@ def a_run(tmp_path_factory):
         rows.append((f"http://a.test/private/{i}", None, "a.test", None, None, 0, None, 0, 2,
                      T0 + timedelta(seconds=30), 0.0, "robots", "p1", None, None, None))
     app = con.appender("pages")
-    app.append_rows(rows)
+    app.append_rows([r + (None,) * (len(SCHEMA["pages"]) - len(r)) for r in rows])  # later columns NULL
     app.flush()
     con.execute("create table items_book (url varchar, fetched_at timestamp, peer varchar, "
                 "title varchar, authors varchar[])")

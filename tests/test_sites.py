@@ -385,3 +385,36 @@ def test_check_asks_each_seed_host_with_its_blocks_agent(tmp_path):
     assert len(warnings) == 1 and "crawl.seeds[1]" in warnings[0] and "forbids it" in warnings[0], warnings
     assert ("s002.web.test", "BadBot/9") in agents
     assert {a for h, a in agents if h == "s001.web.test"} == {"ringcrawl/0.1 (+https://example.invalid/bot)"}
+
+
+def test_a_site_block_s_rules_replace_the_global_rules_for_its_hosts():
+    from peer.core.crawl import CrawlCore, Origin, Queued
+
+    cfg = parse_config("""
+[[peer]]
+id = "p1"
+data_dir = "d"
+[crawl]
+seeds = ["http://docs.example/", "http://blog.example/"]
+allow_hosts = ["*.example"]
+obey_robots = false
+rules = ["exclude:*/drafts/*"]
+[[site]]
+hosts = ["docs.example"]
+rules = ["include:*/library/*"]
+""", "cluster.toml")
+    core = CrawlCore(cfg, "p1")
+    assert core.discover("http://docs.example/library/a", 1, 0.0, Origin.LINK) == [
+        Queued("http://docs.example/library/a", 1)]
+    assert core.discover("http://docs.example/blog/", 1, 0.0, Origin.LINK) == []  # the block's include
+    assert core.discover("http://docs.example/library/drafts/x", 1, 0.0, Origin.LINK) != []  # not the global
+    assert core.discover("http://blog.example/drafts/x", 1, 0.0, Origin.LINK) == []  # the global exclude
+    assert core.discover("http://blog.example/post", 1, 0.0, Origin.LINK) == [Queued("http://blog.example/post", 1)]
+    judged = core.sites.for_host("docs.example").urlrules.judge("http://docs.example/blog/")
+    assert judged.why() == "excluded by site[0].rules: no rule matches, and the list has include rules"
+
+
+def test_a_bad_rule_in_a_site_block_names_its_key():
+    with pytest.raises(ConfigError) as err:
+        parse_config('[[peer]]\nid = "p1"\ndata_dir = "d"\n[[site]]\nhosts = ["a.example"]\nrules = ["maybe:*/x/*"]\n', "cluster.toml")
+    assert "site[0].rules[0]" in str(err.value)

@@ -14,10 +14,10 @@ def summary(**kw) -> SimpleNamespace:
                 not_requested=Counter({"robots": 45}), out_of_scope=7, retries=3, robots_fetches=2,
                 items=4, items_by_table=Counter({"items_book": 4}), extract_errors=0,
                 internal=Counter({"ValueError": 1}), limits="limits: none hit", details=[],
-                elapsed=10.0, stop_reason="frontier empty", sitemaps_fetched=3, sitemap_urls=120,
-                sitemap_failed=Counter({"http_404": 1}),
-                sitemap_drops=Counter({"too_many_urls": 1, "entities": 2}),
-                by_site=Counter())
+                elapsed=10.0, stop_reason="frontier empty", by_site=Counter(),
+                directives=Counter({"noindex": 2, "links_frame": 3}), invalid_status=1,
+                sitemaps_fetched=3, sitemap_urls=120, sitemap_failed=Counter({"http_404": 1}),
+                sitemap_drops=Counter({"too_many_urls": 1, "entities": 2}))
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -28,6 +28,9 @@ def test_pages_are_requests_and_exclusions_are_apart():
     assert "  failed: timeout 5, internal 1 (internal: ValueError 1)\n" in text and "robots: 45" not in text
     assert "  not requested: robots 45, scope 7\n" in text
     assert "items: 4 (items_book 4)" in text
+    assert "directives: links_frame 3, noindex 2" in text
+    assert "invalid status codes (handled as 5xx): 1" in text
+    assert "directives" not in render_summary(summary(directives=Counter(), invalid_status=0))
     assert "[[site]]" not in text  # no block, no line
 
 
@@ -66,6 +69,7 @@ def test_one_peers_stats():
     assert d["not_requested"] == {"robots": 45, "scope": 7, "max_url_length": 2} and d["links_cut"] == 9
     assert not {"errors", "dropped", "robots_excluded"} & set(d)
     assert d["items"] == {"items_book": 4} and d["run_config"] == {"crawl": {"seeds": []}}
+    assert d["directives"] == {"links_frame": 3, "noindex": 2} and d["invalid_status"] == 1
     # Sitemaps are fetched apart from pages; what they sent that was refused is a drop.
     assert d["sitemaps"] == {"fetched": 3, "urls": 120, "failed": {"http_404": 1},
                              "drops": {"entities": 2, "too_many_urls": 1}}
@@ -81,4 +85,5 @@ def test_the_clusters_stats_are_summed_over_the_span():
     assert total["sitemaps"] == {"fetched": 6, "urls": 240, "failed": {"http_404": 2},
                                  "drops": {"entities": 4, "too_many_urls": 2}}
     assert total["finish_reasons"] == {"frontier empty": 2}
+    assert total["directives"] == {"links_frame": 6, "noindex": 4} and total["invalid_status"] == 2
     assert total["run_config"] == {"crawl": {"seeds": []}}

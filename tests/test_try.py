@@ -285,3 +285,43 @@ def test_try_names_the_site_block_and_asks_with_its_agent(tmp_path, web):
     # The site graph's robots.txt shuts badbot out: its group, chosen by the block's agent.
     assert "robots.txt HTTP 200: disallowed" in res.stdout and res.returncode == 1
     assert [(r.target, r.agent) for r in web.requests()[since:]] == [("/robots.txt", "BadBot/9")]
+
+
+def test_what_a_page_says_of_itself_is_shown_with_its_source(tmp_path, web):
+    toml = config(tmp_path, web.port)
+    bad = f"http://bad.web.test:{web.port}"
+    res = try_url(toml, f"{bad}/directives/canonical-html")
+    assert res.returncode == 0, res.stderr
+    assert (f"canonical:  {bad}/directives/the-canonical (from the <link rel=canonical>: another URL)"
+            in res.stdout)
+    res = try_url(toml, f"{bad}/directives/canonical-header")
+    assert f"canonical:  {bad}/directives/the-canonical (from the Link header: another URL)" in res.stdout
+    res = try_url(toml, f"{bad}/directives/noindex")
+    assert "noindex:    from <meta> robots: no items stored, the page row kept" in res.stdout
+    assert "nofollow:" not in res.stdout
+    res = try_url(toml, f"{bad}/directives/xrt-nofollow")
+    assert "nofollow:   from X-Robots-Tag: its links are not followed" in res.stdout
+    assert "links:      nofollow: none followed" in res.stdout and "/never/" not in res.stdout
+    res = try_url(toml, f"{bad}/directives/xrt-otherbot")  # otherbot's rules are not ours
+    assert "noindex:" not in res.stdout and "nofollow:" not in res.stdout
+    assert f"  {bad}/directives/plain/4  in scope" in res.stdout
+
+
+def test_links_from_frames_and_meta_refresh_are_marked(tmp_path, web):
+    toml = config(tmp_path, web.port)
+    bad = f"http://bad.web.test:{web.port}"
+    res = try_url(toml, f"{bad}/directives/frames")
+    assert f"  {bad}/directives/frame/top [frame]  in scope" in res.stdout
+    assert f"  {bad}/directives/frame/main [frame]  in scope" in res.stdout
+    res = try_url(toml, f"{bad}/directives/refresh")
+    assert f"  {bad}/directives/refreshed [meta refresh]  in scope" in res.stdout
+    res = try_url(toml, f"{bad}/directives/link-rel")  # off by default
+    assert "links:      0 found" in res.stdout
+
+
+def test_a_status_outside_100_599_is_shown_as_a_5xx_the_crawl_retries(tmp_path, web):
+    toml = config(tmp_path, web.port)
+    res = try_url(toml, f"http://bad.web.test:{web.port}/status/600")
+    assert res.returncode == 0, res.stderr
+    assert "fetch:      HTTP 600 from" in res.stdout
+    assert "status:     600 is outside 100-599 (or a final 1xx): the crawl retries it as a 5xx" in res.stdout

@@ -2,6 +2,7 @@
 
 - ``cli``       ``python -m peer`` (``ringcrawl``): crawl a peer of cluster.toml, ``--check``, ``try``
 - ``trial``     ``python -m peer try URL``: one URL through the crawl's rules
+- ``check``     what ``--check`` says of a config without asking anything: summary, warnings, seed owners
 - ``preflight`` what ``--check`` learns by asking: each seed host resolved and its robots.txt read
 - ``adopt``     hand a lost peer's frontier to the live ring (``ringcrawl-adopt``, ``scripts/adopt.py``)
 - ``lostpeer``  what a lost peer left in its data_dir, read without changing it (adopt's input)

@@ -30,10 +30,12 @@ from peer.errors import EXIT_USAGE, PeerError, user_error
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
 from peer.core.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
+                                 static_refused)
 from peer.core.stats import STATS_FILE
 from ring.errors import RingError
 
-__all__ = ["main", "describe"]
+__all__ = ["main"]
 
 
 
@@ -102,188 +104,6 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
-    """A short human summary of a validated config."""
-    lines = [f"{cfg.path}: ok: ring {cfg.ring.name!r}, {len(cfg.peers)} peer(s)"]
-    for spec in cfg.peers:
-        mark = "*" if spec.id == peer_id else " "
-        address = spec.address or "(no address: solo)"
-        lines.append(f" {mark} {spec.id:<8} {address:<24} weight {spec.weight:g}  data_dir {spec.data_dir}")
-    c, pol = cfg.crawl, cfg.politeness
-    scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
-    lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
-                 f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
-    rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
-    lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
-    if cfg.sites:
-        lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
-                     + " (--check --host HOST: what applies to a host)")
-    lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
-    from peer.core.urlrules import parse_url_rules
-
-    lines.append(f"   url {parse_url_rules(c, str(cfg.path)).describe()}")
-    ex = cfg.extract
-    if ex:
-        rules = ", ".join(f"{r.table} ({len(r.fields)} fields, match {r.match!r})" for r in ex.rules)
-        lines.append(f"   extract: {rules or 'no rules'}"
-                     + (f"; user function {ex.module}" if ex.module else ""))
-    lines.append("   ring: " + (f"CurveZMQ keys in {cfg.ring.curve_keys}" if cfg.ring.curve_keys
-                                else "unauthenticated (no [ring] curve_keys)"))
-    owners = seed_owners(cfg)
-    if len(cfg.peers) > 1 and owners:
-        lines.append(f"   seed hosts: {seed_hosts_text(owners)}")
-    lines.extend(f"warning: {w}" for w in config_warnings(cfg))
-    return "\n".join(lines)
-
-
-def _check_host(cfg: ClusterConfig, text: str) -> int:
-    """``--check --host``: the settings in force for one host, and where each came from."""
-    from peer.core.sites import SiteSettings
-    from peer.core.urls import URLError, host_key
-
-    try:
-        host = host_key(text if "://" in text else f"http://{text}/")
-    except URLError as exc:
-        print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
-        return EXIT_USAGE
-    print("\n".join(SiteSettings(cfg.sites, cfg.crawl, cfg.politeness).describe(host)))
-    return 0
-
-
-#: Seed hosts whose owner ``--check`` names (the rest are counted).
-SEED_OWNERS_SHOWN = 8
-
-
-def seed_owners(cfg: ClusterConfig) -> list[tuple[str, str]]:
-    """(seed host, the peer that owns it) on the ring of cluster.toml's peers, in seed order."""
-    from peer.core.urls import URLError, host_key, normalize
-    from ring.tools.cli import ring_of
-
-    ring = ring_of(cfg)
-    out: list[tuple[str, str]] = []
-    seen: set[str] = set()
-    for seed in cfg.crawl.seeds:
-        try:
-            host = host_key(normalize(seed))
-        except URLError:
-            continue
-        if host not in seen:
-            seen.add(host)
-            out.append((host, ring.owner(host)))
-    return out
-
-
-def seed_hosts_text(owners: Sequence[tuple[str, str]]) -> str:
-    """``host -> owner, ...`` of the first :data:`SEED_OWNERS_SHOWN`, the rest counted."""
-    more = len(owners) - SEED_OWNERS_SHOWN
-    return (", ".join(f"{host} -> {owner}" for host, owner in owners[:SEED_OWNERS_SHOWN])
-            + (f" (and {more} more)" if more > 0 else ""))
-
-
-def idle_peers(cfg: ClusterConfig, seeds: Sequence[tuple[str, str]]) -> list[str]:
-    """Peers of a ring that own none of the seed hosts (``seeds``: :func:`seed_owners`):
-    they fetch nothing until a link leads to a host of theirs (a crawl of one or two
-    sites may never)."""
-    owners = {owner for _, owner in seeds}
-    return [p.id for p in cfg.peers if owners and p.id not in owners] if len(cfg.peers) > 1 else []
-
-
-def config_warnings(cfg: ClusterConfig) -> list[str]:
-    """What a valid config will do that its author probably does not want (``--check``).
-
-    Each would end a crawl at once with 0 pages and no other sign: no seeds, a
-    seed out of scope (its host, or ``crawl.rules``/``skip_extensions``, the
-    rule named), a seed the SSRF guard will refuse (peer/core/netguard.py:
-    an IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
-    public, while ``allow_private`` is false). A seed resolved by real DNS is
-    judged when it is fetched, not here: --check does no I/O.
-    """
-    from peer.core.urls import Scope, host_key, hostname, normalize
-    from peer.core.urlrules import parse_url_rules
-
-    c = cfg.crawl
-    where = str(cfg.path)
-    urlrules = parse_url_rules(c, where)
-    ring = ring_warnings(cfg)
-    if not c.seeds:
-        return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
-    out = ring
-    idle = idle_peers(cfg, seed_owners(cfg))
-    if idle:
-        out.append(f"{where}: {', '.join(idle)} own{'s' if len(idle) == 1 else ''} none of the seed "
-                   "hosts: idle until a link leads to a host of theirs (with a site or two, perhaps "
-                   "for the whole crawl); add seeds of more hosts, or run fewer peers")
-    scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
-    for i, seed in enumerate(c.seeds):
-        url = normalize(seed, urlrules.params)
-        host = hostname(host_key(url))
-        if not scope.allows(url, 0):
-            why = (f"its host {host} is denied by crawl.deny_hosts" if not c.allow_hosts
-                   or any(Scope((p,)).allows_host(host) for p in c.allow_hosts)
-                   else f"its host {host} matches no crawl.allow_hosts pattern")
-            out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({why}): it will not be crawled")
-            continue
-        judged = urlrules.judge(url)
-        if judged.excluded is not None:
-            out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({judged.why()}): "
-                       "it will not be crawled")
-    out.extend(static_refused(cfg).values())
-    return out
-
-
-def static_refused(cfg: ClusterConfig) -> dict[int, str]:
-    """Seeds the SSRF guard will refuse, judged without I/O: by seed index, the line to say.
-
-    An IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
-    public, while ``allow_private`` is false (peer/core/netguard.py).
-    """
-    from peer.core.dnscache import DnsCache
-    from peer.core.netguard import is_public_address
-    from peer.core.urls import URLError, host_key, hostname, normalize
-
-    c = cfg.crawl
-    if c.allow_private:
-        return {}
-    static = DnsCache(static=cfg.dns.resolve)
-    out: dict[int, str] = {}
-    for i, seed in enumerate(c.seeds):
-        try:
-            host = hostname(host_key(normalize(seed)))
-        except URLError:
-            continue
-        addresses = static.peek(host, 0.0)
-        if host == "localhost" or host.endswith(".localhost"):
-            addresses = ("127.0.0.1",)
-        blocked = [a for a in addresses or () if not is_public_address(a)]
-        if blocked:
-            out[i] = (f"{cfg.path}: crawl.seeds[{i}] {seed!r} resolves to {', '.join(blocked)}, which "
-                      "the SSRF guard refuses: set crawl.allow_private = true to crawl a private or "
-                      "loopback address (such as the local test web)")
-    return out
-
-
-def ring_warnings(cfg: ClusterConfig) -> list[str]:
-    """What the ring's leases (ring/lease.py) make of the number of peers (``--check``).
-
-    A peer starts requests only while a majority of the ring vouches for its
-    view of it, dead members counted (so that the two sides of a split
-    cannot both go on). A majority of two is two: either peer stopping stops
-    the other, until an operator forgets the dead one. An even ring split
-    in halves leaves neither half a majority.
-    """
-    n = len(cfg.peers)
-    where = str(cfg.path)
-    if n == 2:
-        a, b = (p.id for p in cfg.peers)
-        return [f"{where}: a ring of two peers stops when either peer stops (a majority of two is "
-                f"two, so the other pauses); `python -m ring forget --ring {where} --id {b}` (or "
-                f"--id {a}) lets the other go on; three peers survive one stopping"]
-    if n > 2 and n % 2 == 0:
-        return [f"{where}: a ring of {n} peers split in two halves of {n // 2} pauses on both sides "
-                "(neither has a majority); an odd number of peers always leaves one side going on"]
-    return []
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if argv[:1] == ["try"]:
@@ -316,7 +136,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     if args.check and args.host is not None:
-        return _check_host(cfg, args.host)
+        return check_host(cfg, args.host)
     if args.check:
         print(describe(cfg, args.id))
         from peer.commands.preflight import probe_lines

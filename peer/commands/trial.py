@@ -16,8 +16,12 @@ rules. No rule is restated here: the URL goes through the crawl core itself
    Retry-After holds the host until then, as in a crawl);
 3. the fetch itself (``peer.net.fetcher``: the SSRF guard, ``[dns] resolve``,
    ``max_body``, the timeout), a redirect's target with its own verdicts;
-4. the links found (``CrawlCore.fetched`` says whether to parse), each with
-   its ``discover`` verdict, cut at ``max_links_per_page`` as the crawl cuts
+4. what the page says of itself (``peer.core.directives``): its canonical
+   URL and robots directives, each with its source (the head or the HTML),
+   and what the crawl does about them; then the links found
+   (``CrawlCore.fetched`` says whether to parse), each with its
+   ``discover`` verdict and, for a frame, a meta refresh or a ``<link
+   rel>``, its source; cut at ``max_links_per_page`` as the crawl cuts
    them, ``nofollow`` honoured;
 5. the fields the ``[extract]`` rules (or the user function) take, as the
    crawl stores them: after a field's ``strip`` and ``re``, with the value
@@ -48,7 +52,8 @@ from peer.errors import PeerError, URLError, user_error
 from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
-    from peer.core.crawl import CrawlCore
+    from peer.core.crawl import CrawlCore, Parsed, Row
+    from peer.net.fetcher import FetchResult
 
 __all__ = ["main"]
 
@@ -119,7 +124,16 @@ class _Rules:
             max_depth = self.cfg.crawl.max_depth
             why = "deeper than max_depth" if max_depth and depth > max_depth else "host"
             return f"out of scope ({why}): not crawled"
-        judged = core.urlrules.judge(core.params.clean(url) if core.params else url)
+        clean = core.params.clean(url) if core.params else url
+        rules = core.urlrules
+        if core.sites:
+            from peer.core.urls import host_key
+
+            try:
+                rules = core.sites.for_host(host_key(clean)).urlrules or rules
+            except URLError:
+                pass
+        judged = rules.judge(clean)
         if core.summary.excluded:
             return f"out of scope: {judged.why()}: not crawled"
         ruled = f" ({judged.why()})" if judged.rule is not None else ""
@@ -324,27 +338,39 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("redirect", f"{res.location} -> " + (f"{target}: {rules.verdict(target, 0)}" if target
                                                    else "not a URL the crawl would take"))
         return 0
-    if not core.fetched(job, res, now):
+    if not 200 <= res.status <= 599:
+        _say("status", f"{res.status} is outside 100-599 (or a final 1xx): the crawl retries it "
+             "as a 5xx and records the code (RFC 9110 §15)")
+    parsed = (parse_response(url, res.body, res.charset, cfg.extract, crawl.max_links_per_page,
+                             core.params, core.page_rules) if core.fetched(job, res, now) else None)
+    said = _directives(rules, url, res, parsed)
+    if parsed is None:
         if not (200 <= res.status < 300 and res.body and _sitemap(cfg, rules, url, res.body,
                                                                    robots_url if named else None,
                                                                    args.links)):
             _say("parse", "not parsed (only 2xx HTML is parsed for links and items)")
         return 0
-    parsed = parse_response(url, res.body, res.charset, cfg.extract, crawl.max_links_per_page,
-                            core.params)
     page = parsed.page
     _say("title", repr(page.title))
+    nofollow = said is not None and said.nofollow is True
     cut = f", {len(page.links)} followed (max_links_per_page)" if page.n_links > len(page.links) else ""
-    follow = "nofollow: none followed" if page.nofollow else f"{page.n_links} found{cut}"
+    follow = "nofollow: none followed" if nofollow else f"{page.n_links} found{cut}"
+    if (not nofollow and not crawl.follow_noncanonical and said is not None
+            and said.canonical not in (None, url)):
+        follow += "; none followed: the canonical is another URL (crawl.follow_noncanonical = false)"
     _say("links", follow)
-    if not page.nofollow:
+    if not nofollow:
+        via = dict(page.via)
         listed = page.links if not args.links else page.links[: args.links]
         for link in listed:
-            print(f"  {link}  {rules.verdict(link, 1)}")
+            source = f" [{_VIA[via[link]]}]" if link in via else ""
+            print(f"  {link}{source}  {rules.verdict(link, 1)}")
         if len(listed) < len(page.links):
             print(f"  ... {len(page.links) - len(listed)} more (--links 0 shows all)")
     if not cfg.extract:
         _say("items", "no [extract] rules")
+    elif said is not None and said.noindex and (parsed.items or parsed.errors):
+        _say("items", "not stored: the page is noindex (the fields below are what the rules found)")
     elif not parsed.items and not parsed.errors:
         _say("items", "no rule matches this URL")
     raw: dict[str, dict[str, object]] = {}
@@ -364,3 +390,39 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+#: How the links list names a link's source (peer.core.extract's names).
+_VIA = {"frame": "frame", "refresh": "meta refresh", "link": "link rel"}
+
+
+def _directives(rules: _Rules, url: str, res: FetchResult, parsed: Parsed | None) -> Row | None:
+    """Print the page's canonical URL and robots directives with their sources.
+
+    A fresh crawl core's row says what the crawl records (None: the answer
+    is retried, and no row is written yet); only the sources are read here.
+    """
+    from peer.core.crawl import Origin, Row, Start
+    from peer.core.directives import x_robots_tag
+
+    core = rules.core(_NOBODY)
+    core.discover(url, 0, 0.0, Origin.HANDED_BACK)
+    step = core.next(0.0)
+    assert isinstance(step, Start)
+    row = next((e for e in core.on_result(step.job, res, parsed, 0.0) if isinstance(e, Row)), None)
+    if row is None:
+        return None
+    page = parsed.page if parsed is not None else None
+    if row.canonical is not None:
+        where = "Link header" if res.canonical is not None else "<link rel=canonical>"
+        same = "the page itself" if row.canonical == url else "another URL"
+        _say("canonical", f"{row.canonical} (from the {where}: {same})")
+    header = x_robots_tag(res.x_robots, core.page_rules.agent) if res.x_robots else (False, False)
+    for i, name in enumerate(("noindex", "nofollow")):
+        sources = [s for s, on in (("X-Robots-Tag", header[i]),
+                                   ("<meta> robots", page is not None and (page.noindex, page.nofollow)[i]))
+                   if on]
+        if sources:
+            what = ("no items stored, the page row kept" if i == 0 else "its links are not followed")
+            _say(name, f"from {' and '.join(sources)}: {what}")
+    return row

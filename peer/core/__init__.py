@@ -25,6 +25,7 @@ Bottom up:
 - ``limits``     caps on remote input, counted
 - ``robots``     robots.txt policy per host (RFC 9309)
 - ``sitemap``, ``sitemaps``  one sitemap document read from hostile bytes; the sitemaps a peer found
+- ``directives`` what a page says of itself: robots directives, canonical, meta refresh
 - ``sitemaphints`` what travels with a URL from a sitemap: its hints, or a sitemap job's grant
 - ``extract``, ``items``  links, title and extraction rules from HTML
 - ``http1``      HTTP/1.1 response framing (RFC 9112) and the request head

@@ -218,6 +218,10 @@ class CrawlConfig:
     # carry a few hundred links (index, archive and footer-heavy pages), which
     # a crawl should follow whole; 1000 still bounds what one page costs.
     max_links_per_page: int = _key(int, 1000, "links followed (and stored) per page, in document order; 0 = no limit", _non_negative)
+    follow_frames: bool = _key(bool, True, "follow the src of frame and iframe elements as links (a browser loads them without a click)")
+    follow_meta_refresh: bool = _key(bool, True, "follow the URL of a meta http-equiv=refresh as a link (a browser goes there by itself)")
+    follow_link_rel: bool = _key(bool, False, "follow link elements with rel next, prev or alternate (hreflang too) as links; off: alternates multiply a crawl")
+    follow_noncanonical: bool = _key(bool, True, "follow the links of a page whose canonical URL is another one; false: only its row is kept")
     # 100,000: a site bigger than that is crawled in part, and four link-farm
     # hosts then hold at most 400,000 queued URLs instead of millions.
     max_urls_per_host: int = _key(int, 100_000, "URLs of one host queued by this peer, queued plus fetched; the next are dropped; 0 = no limit", _non_negative)

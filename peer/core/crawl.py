@@ -200,8 +200,9 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         if host is None or not self.scope.allows(url, depth, host=host):
             self.summary.out_of_scope += 1
             return out
-        if self.urlrules:
-            cause = self.urlrules.excluded(url)
+        rules = self.urlrules if not self.sites else self.sites.for_host(host).urlrules
+        if rules:
+            cause = rules.excluded(url)
             if cause is not None:
                 self.summary.excluded[cause] += 1  # peer/core/urlrules.py: rules, skip_extensions
                 return out

@@ -30,7 +30,8 @@ from peer.core.decisions import Done, Effect, Forward, Origin, Requeued, Row
 from peer.core.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.core.holds import Holds, Liveness
 from peer.core.limits import Limits
-from peer.core.robots import RobotsCache
+from peer.core.extract import PageRules
+from peer.core.robots import RobotsCache, product_token
 from peer.core.sitemaphints import SitemapJob, UrlHints, attach
 from peer.core.sitemaps import SitemapTracker
 from peer.core.sites import SiteSettings
@@ -110,6 +111,9 @@ class CrawlState:
                                   error_retry=crawl.robots_retry, max_failures=crawl.robots_tries,
                                   tokens=(lambda h: sites.for_host(h).token) if sites else None)
         self.limits = Limits.from_config(crawl, pol)
+        #: What a page's parse reads besides anchors, and the token its meta robots may name.
+        self.page_rules = PageRules(product_token(crawl.user_agent), crawl.follow_frames,
+                                    crawl.follow_meta_refresh, crawl.follow_link_rel)
         self.summary = Summary()
         #: Jitter of the retry waits: injected, so a test sees the same waits.
         self.rng = rng or random.Random()
@@ -201,7 +205,8 @@ class CrawlState:
 
     def _row(self, job: Job, res: FetchResult | None, out: list[Effect], *,
              final_url: str | None = None, title: str | None = None, n_links: int = 0,
-             error: str | None = None, links: tuple[str, ...] = ()) -> None:
+             error: str | None = None, links: tuple[str, ...] = (),
+             canonical: str | None = None, robots: tuple[bool, bool] | None = None) -> None:
         if job.url in self._marks:
             self._marks[job.url] |= _ROW
         if self._sitemap_jobs and job.url in self._sitemap_jobs:
@@ -238,7 +243,9 @@ class CrawlState:
             bytes=0 if res is None else len(res.body), title=title, n_links=n_links,
             depth=job.depth, elapsed_ms=0.0 if res is None else res.elapsed * 1000.0, error=error,
             body=res.body if (res is not None and site.store_body) else None,
-            links=links if site.store_links else (),
+            links=links if site.store_links else (), canonical=canonical,
+            noindex=None if robots is None else robots[0],
+            nofollow=None if robots is None else robots[1],
             sitemap_lastmod=None if hints is None else hints.lastmod,
             sitemap_priority=None if hints is None else hints.priority,
             sitemap_changefreq=None if hints is None or hints.changefreq is None else hints.changefreq.value,

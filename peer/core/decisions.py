@@ -125,6 +125,9 @@ class Row:
     # builtins.bytes: the field above is named bytes (PageRow's column).
     body: builtins.bytes | None = field(default=None, repr=False)
     links: tuple[str, ...] = field(default=(), repr=False)
+    canonical: str | None = None  # the pages columns of peer.results.schema
+    noindex: bool | None = None
+    nofollow: bool | None = None
     # What a sitemap said of the URL (peer.core.sitemaphints.UrlHints), else None.
     sitemap_lastmod: float | None = None
     sitemap_priority: float | None = None

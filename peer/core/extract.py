@@ -11,10 +11,22 @@ and takes from the tree (:func:`parse_page`):
   (``mailto:``, ``javascript:``...) drop out, and deduped keeping the first
   occurrence. A link whose ``rel`` token list (ASCII-whitespace separated,
   case-insensitive; HTML §4.6.7) holds ``nofollow`` is skipped;
-- ``<meta name=robots content=...>``: comma-separated, case-insensitive
-  tokens ``noindex``, ``nofollow``, and ``none`` for both (Google's and
-  Bing's documented meta robots rules; several such tags add up). A nofollow
+- more link sources, each a switch of :class:`PageRules` (``crawl.follow_*``),
+  into the same list, deduped with the anchors' links and cut at the same
+  cap: ``<frame src>`` and ``<iframe src>`` and the URL of a ``<meta
+  http-equiv=refresh>`` (on by default: a browser loads them without a
+  click, so they are part of the page as a reader sees it), and ``<link
+  rel=next|prev|previous|alternate href>`` (off by default: alternates are
+  mostly the same page in other languages or formats, feeds and print
+  versions, which multiply a crawl; ``alternate stylesheet`` and icons are
+  never links). :attr:`Page.via` names the links each source brought;
+- ``<meta name=robots content=...>`` and ``<meta name=TOKEN>`` (the
+  crawler's product token): ``noindex``, ``nofollow``, ``none``
+  (``peer.core.directives`` rule 1; several such tags add up). A nofollow
   page yields no links at all;
+- the **canonical** URL: the first ``<link rel=canonical href>`` among the
+  head's children, resolved and normalised like a link
+  (``peer.core.directives`` rule 3);
 - the **title**: the first ``<title>``, stripped, whitespace collapsed,
   capped at :data:`MAX_TITLE` characters.
 
@@ -52,12 +64,13 @@ from typing import TYPE_CHECKING
 
 from selectolax.lexbor import LexborHTMLParser, LexborNode
 
+from peer.core.directives import html_canonical, refresh_url, robots_rules
 from peer.core.urls import normalize_link
 
 if TYPE_CHECKING:
     from peer.core.urlrules import ParamRules
 
-__all__ = ["MAX_TITLE", "Page", "decode_html", "is_html", "parse_page", "parse_tree"]
+__all__ = ["FRAME", "LINK_REL", "MAX_TITLE", "REFRESH", "Page", "PageRules", "decode_html", "is_html", "parse_page", "parse_tree"]
 
 #: Characters of a title kept; the rest is cut (a results column, not a document).
 MAX_TITLE = 1000
@@ -65,7 +78,12 @@ MAX_TITLE = 1000
 _HTML_TYPES = frozenset({"text/html", "application/xhtml+xml"})
 # parse_page: the elements it reads, and the page size up to which selecting
 # them beats walking every element (its docstring has the figures).
-_SELECT = "a, area, title, base, meta"
+_SELECT = "a, area, title, base, meta, link, frame, iframe"
+# <link rel> types that name another page of the site (HTML §4.6.7); a
+# stylesheet or icon among a link's types makes it none.
+_REL_PAGES = frozenset({"next", "prev", "previous", "alternate"})
+_REL_NOT_PAGES = frozenset({"stylesheet", "icon", "apple-touch-icon", "manifest", "preload",
+                            "prefetch", "modulepreload", "dns-prefetch", "preconnect", "nofollow"})
 _SELECT_MAX = 64 * 1024
 # WHATWG MIME Sniffing §7.1: these mean "no usable type", so the body decides.
 _UNKNOWN_TYPES = frozenset({"", "unknown/unknown", "application/unknown", "*/*"})
@@ -110,14 +128,30 @@ _REFUSED = frozenset({"utf-7", "unicode-escape", "raw-unicode-escape", "idna", "
 
 
 @dataclass(frozen=True, slots=True)
+class PageRules:
+    """What :func:`parse_page` reads besides anchors (``crawl.follow_*``), and for whom."""
+
+    agent: str = ""  # the product token, lower case: <meta name=TOKEN> is ours
+    frames: bool = True
+    refresh: bool = True
+    link_rel: bool = False
+
+
+#: The link sources other than ``a``/``area`` (``Page.via``'s names).
+FRAME, REFRESH, LINK_REL = "frame", "refresh", "link"
+
+
+@dataclass(frozen=True, slots=True)
 class Page:
     """What the engine keeps from one HTML page."""
 
     title: str | None
     links: tuple[str, ...]  # absolute, normalised, document order, deduped
-    noindex: bool
-    nofollow: bool  # meta robots nofollow: then links == ()
+    noindex: bool  # from <meta name=robots|TOKEN>
+    nofollow: bool  # likewise: then links == ()
     n_links: int  # distinct links on the page (more than len(links) when cut at max_links)
+    canonical: str | None = None  # normalised; None when absent or not a crawlable URL
+    via: tuple[tuple[str, str], ...] = ()  # (link, FRAME | REFRESH | LINK_REL) of links not from <a>
 
 
 def is_html(content_type: str, body: bytes) -> bool:
@@ -214,15 +248,17 @@ def parse_tree(body: bytes, charset: str | None = None) -> LexborHTMLParser:
 
 def parse_page(url: str, body: bytes, charset: str | None = None,
                tree: LexborHTMLParser | None = None, *, max_links: int = 0,
-               params: ParamRules | None = None) -> Page:
-    """Links, title and meta robots of the HTML page ``body`` fetched from ``url``.
+               params: ParamRules | None = None, rules: PageRules = PageRules()) -> Page:
+    """Links, title, meta robots and canonical URL of the HTML page ``body`` fetched from ``url``.
 
     ``tree``: the document already parsed by :func:`parse_tree` (then ``body``
     is not parsed again). ``max_links``: keep the first that many distinct
-    links in document order (0: all); the rest of the document is only
-    counted. ``params``: the crawl's parameter rules, applied to each link
-    (so its tracking variants are one link). Never raises on bad input:
-    garbage bytes give a Page (most likely empty).
+    links in document order (0: all), whatever their source; the rest of the
+    document is only counted. ``params``: the crawl's parameter rules, applied
+    to each link (so its tracking variants are one link). ``rules``: the link
+    sources besides anchors, and the product token a ``<meta name>`` may
+    address. Never raises on bad input: garbage bytes give a Page (most
+    likely empty).
 
     Why a walk in document order and not a CSS selection: reading a node's
     attributes is the cost (a link farm's 2 MiB page, 59,711 links: 28 ms to
@@ -239,8 +275,11 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     """
     if tree is None:
         tree = parse_tree(body, charset)
-    hrefs: dict[str, None] = {}
+    hrefs: dict[str, str] = {}  # href -> its source ("" for a and area)
     base_href: str | None = None
+    canonical: str | None = None
+    seen_canonical = False
+    agent = rules.agent
     title: str | None = None
     seen_title = False
     noindex = nofollow = False
@@ -267,9 +306,28 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
             if rel and "nofollow" in rel.lower().split():
                 continue
             if href not in hrefs:
-                hrefs[href] = None
+                hrefs[href] = ""
         elif more:
             continue
+        elif tag == "link":
+            attrs = node.attributes
+            rel = attrs.get("rel")
+            href = attrs.get("href")
+            if not rel or href is None:
+                continue
+            types = set(rel.lower().split())
+            if "canonical" in types:
+                parent = node.parent
+                if not seen_canonical and parent is not None and parent.tag == "head":
+                    seen_canonical = True
+                    canonical = html_canonical(href)
+            elif (rules.link_rel and types & _REL_PAGES and not types & _REL_NOT_PAGES
+                  and not (max_links and len(hrefs) >= max_links)):
+                hrefs.setdefault(href, LINK_REL)
+        elif tag == "frame" or tag == "iframe":
+            src = node.attributes.get("src")
+            if rules.frames and src is not None and not (max_links and len(hrefs) >= max_links):
+                hrefs.setdefault(src, FRAME)
         elif tag == "title":
             if not seen_title:
                 seen_title = True
@@ -280,26 +338,30 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
         elif tag == "meta":
             attrs = node.attributes
             meta_name = attrs.get("name")
-            if meta_name and meta_name.strip().lower() == "robots":
-                for token in (attrs.get("content") or "").lower().split(","):
-                    token = token.strip()
-                    if token == "noindex":
-                        noindex = True
-                    elif token == "nofollow":
-                        nofollow = True
-                    elif token == "none":
-                        noindex = nofollow = True
-    if nofollow or not hrefs:
-        return Page(title, (), noindex, nofollow, 0)
+            if meta_name:
+                meta_name = meta_name.strip().lower()
+                if meta_name == "robots" or (agent and meta_name == agent):
+                    no_index, no_follow = robots_rules(attrs.get("content") or "")
+                    noindex |= no_index
+                    nofollow |= no_follow
+            elif rules.refresh and (attrs.get("http-equiv") or "").strip().lower() == "refresh":
+                target = refresh_url(attrs.get("content") or "")
+                if target is not None and not (max_links and len(hrefs) >= max_links):
+                    hrefs.setdefault(target, REFRESH)
     base = url
     if base_href is not None:
         base = normalize_link(url, base_href) or url
-    links: dict[str, None] = {}
-    for href in hrefs:
+    if canonical is not None:
+        canonical = normalize_link(base, canonical, params)
+    if nofollow or not hrefs:
+        return Page(title, (), noindex, nofollow, 0, canonical)
+    links: dict[str, str] = {}
+    for href, source in hrefs.items():
         target = normalize_link(base, href, params)
-        if target is not None:
-            links[target] = None
+        if target is not None and target not in links:
+            links[target] = source
     out = tuple(links)
+    via = tuple((link, source) for link, source in links.items() if source)
     # Past the cap the a/area elements stand for the page's link count
     # (nofollow and repeated ones included): reading them is what the cap saves.
-    return Page(title, out, noindex, nofollow, len(out) + more)
+    return Page(title, out, noindex, nofollow, len(out) + more, canonical, via)

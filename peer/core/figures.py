@@ -24,6 +24,11 @@ class Figures(CrawlState):
                 out[f"malformed.{reason}"] = int(n)
         for name, n in self.holds.counts.items():
             out[f"hold.{name}"] = n  # peer/core/holds.py rule 4
+        for name, n in self.summary.directives.items():
+            if n:
+                out[f"directives.{name}"] = n  # what pages said of themselves (peer.core.directives)
+        if self.summary.invalid_status:
+            out["invalid_status"] = self.summary.invalid_status  # answers handled as 5xx (RFC 9110 §15)
         if self.summary.requeued_twice:
             out["frontier.requeued_twice"] = self.summary.requeued_twice  # crawlstate.RECENT_ROWS
         fr = self.frontier

@@ -10,8 +10,11 @@ digit, ``str.isdigit()`` but not ``int()``) or 400 digits raised out of
 ``fetch`` and ended the peer, again on every resume. The reasons:
 
 ====================  ================================================
-``status``            a code outside 100-599 (RFC 9110 §15): error
-                      ``protocol``, no body read
+``status``            a code outside 100-599 (RFC 9110 §15): kept as
+                      sent, and the response handled as a 5xx
+                      (:func:`server_error`). :mod:`peer.core.http1`
+                      refuses what h11 refuses (a code under 100 or
+                      not three digits): error ``protocol``
 ``retry_after``       not delta-seconds or an HTTP-date (Unicode digits,
                       signs, fractions, several fields), or clamped to
                       :data:`RETRY_AFTER_MAX` (a date in year 9999)
@@ -34,6 +37,9 @@ digit, ``str.isdigit()`` but not ``int()``) or 400 digits raised out of
                       several different fields: None
 ``content_encoding``  a coding we did not ask for, stacked codings, or a
                       garbage list: error ``decode``
+``x_robots_tag``,     more than ``peer.core.directives.MAX_FIELDS``
+``link``              X-Robots-Tag (or Link) fields, or one over
+                      ``MAX_FIELD`` characters: the rest is not read
 ``excess``            bytes after the end of a response (beyond its
                       Content-Length, or a body on a 204/304): the
                       connection is closed, not reused. Not a field:
@@ -51,8 +57,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import timezone
 
+from peer.core.directives import MAX_FIELD, MAX_FIELDS, link_canonical
+
 __all__ = ["CODINGS", "MAX_LOCATION", "RETRY_AFTER_MAX", "Head", "parse_content_type",
-           "parse_retry_after", "read_head"]
+           "parse_retry_after", "read_head", "server_error"]
 
 #: The content codings the fetcher asks for (``Accept-Encoding: gzip, deflate``)
 #: and can inflate with a bounded output (``peer.core.inflate``).
@@ -147,16 +155,32 @@ def parse_retry_after(value: str | None, now: float) -> float | None:
     return _retry_after(value, now)[0]
 
 
+def server_error(status: int) -> bool:
+    """Is a response with this status handled as a 5xx (retried as one)?
+
+    RFC 9110 §15: "A client that receives a response with an invalid status
+    code [outside 100..599] SHOULD process the response as if it had a 5xx
+    (Server Error) status code". A 1xx that is the final answer (101
+    Switching Protocols to a GET that asked for no upgrade; other 1xx are
+    interim and skipped) is a response this client cannot handle either.
+    """
+    return status >= 500 or status < 200
+
+
 @dataclass(frozen=True, slots=True)
 class Head:
     """What the fetcher uses of a response head, every value checked.
 
-    ``status`` is None for a code outside 100-599; ``length`` is the
+    ``status`` is the code as sent (one outside 100-599 is named in
+    ``reasons`` and handled as a 5xx, :func:`server_error`); ``length`` is the
     Content-Length when it frames the body; ``codings`` the content codings
-    other than identity, lower-cased; ``reasons`` what was malformed.
+    other than identity, lower-cased; ``reasons`` what was malformed;
+    ``x_robots`` the X-Robots-Tag values, unparsed (``peer.core.directives``
+    reads them for the crawler's own token); ``canonical`` the first
+    ``rel="canonical"`` target of the Link fields, unresolved.
     """
 
-    status: int | None
+    status: int
     content_type: str
     charset: str | None
     location: str | None
@@ -164,6 +188,8 @@ class Head:
     length: int | None
     codings: tuple[str, ...]
     reasons: tuple[str, ...]
+    x_robots: tuple[str, ...] = ()
+    canonical: str | None = None
 
 
 def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Head:
@@ -175,14 +201,12 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
     reasons: list[str] = []
     wanted: dict[str, list[str]] = {"content-type": [], "location": [], "retry-after": [],
                                     "content-length": [], "content-encoding": [],
-                                    "transfer-encoding": []}
+                                    "transfer-encoding": [], "x-robots-tag": [], "link": []}
     for name, value in fields:
         if name in wanted:
             wanted[name].append(value)
-    code: int | None = status
     if not 100 <= status <= 599:
         reasons.append("status")
-        code = None
 
     content_type, charset = "", None
     types = wanted["content-type"]
@@ -233,5 +257,12 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
         if len(codings) > 1 or (codings and codings[0] not in CODINGS):
             reasons.append("content_encoding")
 
-    return Head(status=code, content_type=content_type, charset=charset, location=location,
-                retry_after=retry_after, length=length, codings=codings, reasons=tuple(reasons))
+    x_robots, links = wanted["x-robots-tag"], wanted["link"]
+    for reason, values in (("x_robots_tag", x_robots), ("link", links)):
+        if len(values) > MAX_FIELDS or any(len(v) > MAX_FIELD for v in values):
+            reasons.append(reason)
+    canonical = link_canonical(links) if links else None
+
+    return Head(status=status, content_type=content_type, charset=charset, location=location,
+                retry_after=retry_after, length=length, codings=codings, reasons=tuple(reasons),
+                x_robots=tuple(v[:MAX_FIELD] for v in x_robots[:MAX_FIELDS]), canonical=canonical)

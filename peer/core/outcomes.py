@@ -6,7 +6,18 @@ redirect target's discoveries before the page's ``Row``: crash ordering
 rule 1 of peer/state/journal.py), ``internal`` is rule 8 of
 peer/engine/crawler.py. Retries go back through the frontier with a
 not-before time (rule 2); 429 and 503 back the host off at once and a
-host that keeps asking for too long a wait is given up (rule 6).
+host that keeps asking for too long a wait is given up (rule 6). A status
+outside 100-599, or a final 1xx, is retried as a 5xx (RFC 9110 §15) and
+its row keeps the code.
+
+What a page says of itself (``peer.core.directives``) is read from its head
+and its HTML together: its canonical URL (the Link header's, else the
+head's ``<link>``), and noindex/nofollow from X-Robots-Tag fields for
+our product token and the page's meta tags, which add up. A noindex page
+keeps its row and writes no items; a nofollow one follows no links, and
+neither does a page whose canonical is another URL when
+``crawl.follow_noncanonical`` is false. Each is counted in
+``Summary.directives``.
 """
 
 from __future__ import annotations
@@ -15,8 +26,10 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from peer.core.decisions import Effect, Items, Origin, Warn
+from peer.core.directives import x_robots_tag
 from peer.errors import ErrorKind
 from peer.core.extract import is_html
+from peer.core.head import server_error
 from peer.core.frontier import Job, Outcome
 from peer.core.limits import Hold
 from peer.core.urls import normalize_link
@@ -85,7 +98,9 @@ class Outcomes(CrawlState):
         status = res.status
         host = job.host
         limits = self.limits
-        retryable = res.error in RETRYABLE or (status is not None and status >= 500) or status == 429
+        retryable = res.error in RETRYABLE or (status is not None and server_error(status)) or status == 429
+        if status is not None and not 200 <= status <= 599:
+            self.summary.invalid_status += 1
         retry_after = None
         if retryable and status is not None:
             # Cut to max_retry_after; a host that keeps asking for more is given up.
@@ -111,6 +126,8 @@ class Outcomes(CrawlState):
         links: tuple[str, ...] = ()
         final_url = job.url
         error = res.error or ("retry_after" if given_up else None)
+        canonical, robots = self._says(job.url, res, parsed)
+        nofollow = robots[1]
         if 300 <= status < 400 and res.location:
             target = normalize_link(job.url, res.location, self.params)
             if target is not None:
@@ -124,19 +141,54 @@ class Outcomes(CrawlState):
                     out += self.discover(target, job.depth, now, Origin.REDIRECT, hops)
         elif parsed is not None:
             page = parsed.page
-            self._extracted(job.url, parsed, out)
-            title, n_links = page.title, page.n_links
-            links = tuple(limits.cut_links(page.links, page.n_links))
-            max_depth = self.cfg.crawl.max_depth
-            if not page.nofollow and (not max_depth or job.depth < max_depth):
+            crawl = self.cfg.crawl
+            if robots[0]:
+                self.summary.directives["items_withheld"] += len(parsed.items)
+            else:
+                self._extracted(job.url, parsed, out)
+            title = page.title
+            if not nofollow:  # a nofollow page has no links (the meta tag's rule)
+                n_links = page.n_links
+                links = tuple(limits.cut_links(page.links, page.n_links))
+            follow = not nofollow
+            if follow and not crawl.follow_noncanonical and canonical not in (None, job.url):
+                follow = False
+                self.summary.directives["noncanonical_unfollowed"] += 1
+            if follow and (not crawl.max_depth or job.depth < crawl.max_depth):
                 for link in links:
                     out += self.discover(link, job.depth + 1, now, Origin.LINK)
+                if page.via:
+                    followed = set(links)
+                    self.summary.directives.update(
+                        f"links_{source}" for link, source in page.via if link in followed)
         self._hops.pop(job.url, None)
         # After its links' Queued: done(page) on disk implies its links are
         # (peer/state/journal.py, crash ordering rule 1).
         self._row(job, res, out, final_url=final_url, title=title, n_links=n_links,
-                  error=error, links=links)
+                  error=error, links=links, canonical=canonical, robots=robots)
         return Outcome.FETCHED
+
+    def _says(self, url: str, res: FetchResult, parsed: Parsed | None) -> tuple[str | None, tuple[bool, bool]]:
+        """The page's canonical URL and (noindex, nofollow), head and HTML together; counted."""
+        page = parsed.page if parsed is not None else None
+        canonical = normalize_link(url, res.canonical) if res.canonical is not None else None
+        if canonical is None and page is not None:
+            canonical = page.canonical
+        header = x_robots_tag(res.x_robots, self.page_rules.agent) if res.x_robots else (False, False)
+        noindex = header[0] or (page is not None and page.noindex)
+        nofollow = header[1] or (page is not None and page.nofollow)
+        counts = self.summary.directives
+        if canonical is not None:
+            counts["canonical"] += 1
+            if canonical != url:
+                counts["noncanonical"] += 1
+        if noindex:
+            counts["noindex"] += 1
+        if nofollow:
+            counts["nofollow"] += 1
+        if header[0] or header[1]:
+            counts["x_robots_tag"] += 1
+        return canonical, (noindex, nofollow)
 
     def _retry(self, job: Job, now: float, retry_after: float | None, out: list[Effect]) -> bool:
         n = self._attempts.get(job.url, 0)

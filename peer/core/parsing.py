@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from peer.core.extract import Page, decode_html, parse_page, parse_tree
+from peer.core.extract import Page, PageRules, decode_html, parse_page, parse_tree
 from peer.core.items import ExtractConfig, extract_items
 
 if TYPE_CHECKING:
@@ -24,10 +24,12 @@ class Parsed:
 
 
 def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig,
-                   max_links: int = 0, params: ParamRules | None = None) -> Parsed:
+                   max_links: int = 0, params: ParamRules | None = None,
+                   rules: PageRules = PageRules()) -> Parsed:
     """Links, title and extraction-rule items of an HTML page; pure, for a worker thread.
 
-    ``params``: the crawl's parameter rules, applied to each link (``CrawlCore.params``).
+    ``params``: the crawl's parameter rules, applied to each link (``CrawlCore.params``);
+    ``rules``: the link sources besides anchors (``CrawlCore.page_rules``).
     """
     tree = None
     items: list[tuple[str, dict[str, Any]]] = []
@@ -37,6 +39,6 @@ def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig
         tree = parse_tree(body, charset)
         html = decode_html(body, charset) if ex.module else ""
         items, errors = extract_items(ex, url, html, tree)
-    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links, params=params),
-                  items, errors)
+    return Parsed(parse_page(url, body, charset, tree=tree, max_links=max_links, params=params,
+                             rules=rules), items, errors)
 

@@ -38,8 +38,11 @@ Rules:
    host costs one match whatever the number of blocks; its answer is kept in
    a bounded memo (cleared when full, like ``Scope``'s).
 
-``rules``: the URL include/exclude rules get a per-site override here too,
-once they exist; the places are marked ``SITE RULES``.
+``rules`` replaces ``crawl.rules`` (peer/core/urlrules.py) for the block's
+hosts, whole: the block's list is checked in its own order, and the global
+rules do not apply to those hosts. ``skip_extensions`` and the parameter
+rules stay global: they make a URL's identity, which cannot depend on the
+block a host falls in once the config changes.
 """
 
 from __future__ import annotations
@@ -63,6 +66,7 @@ from peer.core.config import (
 )
 from peer.core.configkeys import key as _key
 from peer.core.robots import product_token
+from peer.core.urlrules import UrlRules, parse_rules, parse_url_rules
 from peer.core.urls import Scope, hostname
 from peer.errors import ConfigError, URLError
 
@@ -111,9 +115,7 @@ class SiteBlock:
     headers: Mapping[str, str] | None = _key(dict, None, "extra request headers for these hosts, name = value; they extend crawl.headers and replace one of the same name (case-insensitive)")
     store_body: bool | None = _key(bool, None, "crawl.store_body for these hosts")
     store_links: bool | None = _key(bool, None, "crawl.store_links for these hosts")
-    # SITE RULES: the per-site override of the URL include/exclude rules
-    # goes here (a ``rules`` key of the same form as the global one), with
-    # its row in Settings and its line in SiteSettings.describe.
+    rules: tuple[str, ...] | None = _key(list, None, "crawl.rules for these hosts, replacing the global list: include/exclude rules checked in order")
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""
@@ -139,7 +141,8 @@ class Settings:
     block: int = -1
     #: The robots.txt product token of ``user_agent`` (peer.core.robots).
     token: str = ""
-    # SITE RULES: the URL rules in force for the host go here.
+    #: The URL rules in force for the host (``crawl.rules``, or the block's).
+    urlrules: UrlRules | None = None
 
 
 class SiteSettings:
@@ -151,9 +154,11 @@ class SiteSettings:
         self.blocks = blocks
         self.crawl = crawl
         self.politeness = politeness
+        urlrules = parse_url_rules(crawl, "")
         self.default = Settings(politeness, crawl.user_agent, tuple(crawl.headers.items()),
-                                crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent))
-        self._settings = tuple(_resolve(i, b, crawl, politeness) for i, b in enumerate(blocks))
+                                crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent),
+                                urlrules)
+        self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules) for i, b in enumerate(blocks))
         self._groups = {f"b{i}": s for i, s in enumerate(self._settings)}
         # One alternation of named groups, block by block in order: the regex
         # engine tries them in that order, so the group that matched is the
@@ -222,6 +227,9 @@ class SiteSettings:
                      f"({origin('user_agent', 'crawl', crawl, default_crawl)})")
         for key in STORE_KEYS:
             lines.append(f"  {key} {'true' if getattr(s, key) else 'false'} ({origin(key, 'crawl', crawl, default_crawl)})")
+        rules = s.urlrules.rules if s.urlrules is not None else ()
+        shown_rules = ", ".join(f"{'include' if r.include else 'exclude'} {r.pattern!r}" for r in rules)
+        lines.append(f"  rules {shown_rules or 'none'} ({origin('rules', 'crawl', crawl, default_crawl)})")
         if not s.headers:
             lines.append("  headers: none")
         own = {n.lower() for n in (block.headers or {})} if block is not None else set()
@@ -231,7 +239,7 @@ class SiteSettings:
         return lines
 
 
-def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig) -> Settings:
+def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, urlrules: UrlRules) -> Settings:
     politeness = dataclasses.replace(pol, **{k: getattr(b, k) for k in POLITENESS_KEYS if b.sets(k)})
     headers = dict(crawl.headers)
     for name, value in (b.headers or {}).items():
@@ -239,12 +247,13 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig) ->
             del headers[old]  # rule 4: by name, case-insensitively
         headers[name] = value
     agent = b.user_agent if b.user_agent is not None else crawl.user_agent
-    # SITE RULES: the block's URL rules if it sets them, else the global ones.
+    if b.rules is not None:
+        urlrules = dataclasses.replace(urlrules, rules=parse_rules(b.rules, "", f"site[{i}].rules"))
     return Settings(
         politeness, agent, tuple(headers.items()),
         crawl.store_body if b.store_body is None else b.store_body,
         crawl.store_links if b.store_links is None else b.store_links,
-        i, product_token(agent),
+        i, product_token(agent), urlrules,
     )
 
 
@@ -282,6 +291,8 @@ def parse_sites(raw: Any, crawl: CrawlConfig, politeness: PolitenessConfig, wher
         if "headers" in table:
             check_headers(table["headers"], where, f"{prefix}.headers")
         block: SiteBlock = _build(SiteBlock, table, where, prefix)
+        if block.rules is not None:
+            parse_rules(block.rules, where, f"{prefix}.rules")
         for j, pattern in enumerate(block.hosts):
             try:
                 Scope((pattern,))

@@ -31,6 +31,14 @@ pages_by_site     {"site[i]": requests} to the hosts of each ``[[site]]`` block
                   (peer/core/sites.py); hosts of no block are not listed
 retries           requests retried; ``robots_fetches`` robots.txt requests answered
 links_cut         links not followed past ``max_links_per_page``
+directives        pages by what they say of themselves (``peer.core.directives``):
+                  ``noindex``, ``nofollow``, ``x_robots_tag`` (either from the
+                  header), ``canonical`` (any), ``noncanonical`` (another URL),
+                  ``noncanonical_unfollowed`` (crawl.follow_noncanonical),
+                  ``items_withheld`` (item rows of noindex pages); and links
+                  followed by source: ``links_frame``, ``links_refresh``, ``links_link``
+invalid_status    responses with a status outside 100-599 (or a final 1xx),
+                  handled as 5xx (RFC 9110 §15)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
 internal_errors   exceptions by type, each one a URL's row (engine rule 8)
 sitemaps          ``fetched`` (parsed), ``urls`` (listed, then discovered like
@@ -95,6 +103,8 @@ class Summary:
     sitemap_failed: Counter[str] = field(default_factory=Counter)   # not read, by cause
     sitemap_drops: Counter[str] = field(default_factory=Counter)    # refused input, by problem
     by_site: Counter[str] = field(default_factory=Counter)  # requests to hosts of a [[site]] block
+    directives: Counter[str] = field(default_factory=Counter)  # the module docstring's keys
+    invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -138,6 +148,9 @@ def render_summary(s: Any) -> str:
         f"  {words(Family.FAILED)}: {errs}",
         f"  {words(Family.NOT_REQUESTED)}: {excluded}",
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
+        *([f"  directives: " + ", ".join(f"{k} {n}" for k, n in sorted(s.directives.items()))]
+          if s.directives else []),
+        *([f"  invalid status codes (handled as 5xx): {s.invalid_status}"] if s.invalid_status else []),
         *([f"  {s.limits}"] if s.limits else []),
         *([f"  pages by [[site]] block: " + ", ".join(f"{k} {n}" for k, n in sorted(s.by_site.items()))]
           if s.by_site else []),
@@ -193,6 +206,8 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "items_total": int(s.items), "extract_errors": int(s.extract_errors),
         "pages_by_site": {k: int(n) for k, n in sorted(s.by_site.items())},
         "retries": int(s.retries), "robots_fetches": int(s.robots_fetches),
+        "directives": {k: int(n) for k, n in sorted(s.directives.items())},
+        "invalid_status": int(s.invalid_status),
         "links_cut": int(cap_hits.get("max_links_per_page", 0)),
         "forwarded_out": int(forwarded_out), "forwarded_in": int(forwarded_in),
         "handoffs_in": int(handoffs_in),

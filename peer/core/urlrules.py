@@ -176,9 +176,11 @@ class Rule:
     include: bool
     pattern: str
     matches: Callable[[str], object] = field(repr=False, compare=False)
+    #: Where the rule is written: ``crawl.rules``, or a ``[[site]]`` block's ``site[i].rules``.
+    keypath: str = "crawl.rules"
 
     def __str__(self) -> str:
-        return f"crawl.rules[{self.index}] {self.pattern!r}"
+        return f"{self.keypath}[{self.index}] {self.pattern!r}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -189,6 +191,7 @@ class Judgement:
     rule: Rule | None = None          # the rule that decided; None: none matched, or the extension
     extension: str | None = None      # the skipped extension
     unmatched: bool = False           # rules exist and none matched: the default decided
+    keypath: str = "crawl.rules"      # the list that judged (a [[site]] block's, or the global one)
 
     def why(self) -> str:
         """One phrase: ``excluded by crawl.rules[2] 're:[?&]q='``, ``included by ...``."""
@@ -196,10 +199,11 @@ class Judgement:
             return f"excluded by crawl.skip_extensions ({self.extension!r})"
         if self.rule is not None:
             return f"{'excluded' if self.excluded else 'included'} by {self.rule}"
+        key = self.keypath
         if self.unmatched:
-            return ("excluded by crawl.rules: no rule matches, and the list has include rules"
-                    if self.excluded else "included: no crawl.rules matches, and the list has no include rule")
-        return "no crawl.rules"
+            return (f"excluded by {key}: no rule matches, and the list has include rules"
+                    if self.excluded else f"included: no {key} matches, and the list has no include rule")
+        return f"no {key}"
 
 
 _NO_RULES = Judgement(None)
@@ -358,8 +362,9 @@ class UrlRules:
             return _NO_RULES
         rule = self.first_rule(url)
         if rule is None:
-            return Judgement(Cause.RULE if self._includes else None, unmatched=True)
-        return Judgement(None if rule.include else Cause.RULE, rule)
+            return Judgement(Cause.RULE if self._includes else None, unmatched=True,
+                             keypath=self.rules[0].keypath)
+        return Judgement(None if rule.include else Cause.RULE, rule, keypath=rule.keypath)
 
     def describe(self) -> str:
         """One line for ``--check``: the rules in force."""
@@ -388,8 +393,8 @@ class UrlRules:
 # Parsing [crawl] rules, skip_extensions, strip_params
 
 
-def _rule(text: str, index: int, where: str) -> Rule:
-    key = f"crawl.rules[{index}]"
+def _rule(text: str, index: int, where: str, keypath: str = "crawl.rules") -> Rule:
+    key = f"{keypath}[{index}]"
     action, sep, pattern = text.partition(":")
     if not sep or action not in ("include", "exclude"):
         raise ConfigError(where, key, f"expected {_RULE_FORMS}, got {text!r}")
@@ -399,7 +404,7 @@ def _rule(text: str, index: int, where: str) -> Rule:
         matches = url_matcher(pattern)
     except re.error as exc:
         raise ConfigError(where, key, f"expected a valid regex after 're:', got {pattern[3:]!r} ({exc})") from None
-    return Rule(index, action == "include", pattern, matches)
+    return Rule(index, action == "include", pattern, matches, keypath)
 
 
 def _extensions(values: Iterable[str], where: str) -> frozenset[str]:
@@ -423,8 +428,14 @@ def _param_names(values: Iterable[str], where: str) -> tuple[str, ...]:
     return tuple(out)
 
 
+def parse_rules(texts: Iterable[str], where: str, keypath: str) -> tuple[Rule, ...]:
+    """Include/exclude rules written as ``keypath`` (``crawl.rules``, ``site[0].rules``);
+    :class:`ConfigError` names the entry at fault."""
+    return tuple(_rule(text, i, where, keypath) for i, text in enumerate(texts))
+
+
 def parse_url_rules(crawl: CrawlConfig, where: str) -> UrlRules:
     """The URL rules of a ``[crawl]`` section; :class:`ConfigError` names the key at fault."""
-    rules = tuple(_rule(text, i, where) for i, text in enumerate(crawl.rules))
+    rules = parse_rules(crawl.rules, where, "crawl.rules")
     params = ParamRules(_param_names(crawl.strip_params, where), crawl.sort_query)
     return UrlRules(rules, _extensions(crawl.skip_extensions, where), params if params else None)

@@ -487,7 +487,8 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             url=e.url, final_url=e.final_url, host=e.host, status=e.status,
             content_type=e.content_type, bytes=e.bytes, title=e.title, n_links=e.n_links,
             depth=e.depth, fetched_at=time.time(), elapsed_ms=e.elapsed_ms, error=e.error,
-            peer=self.peer_id, sitemap_lastmod=e.sitemap_lastmod, sitemap_priority=e.sitemap_priority,
+            peer=self.peer_id, canonical=e.canonical, noindex=e.noindex, nofollow=e.nofollow,
+            sitemap_lastmod=e.sitemap_lastmod, sitemap_priority=e.sitemap_priority,
             sitemap_changefreq=e.sitemap_changefreq,
         )
         if self._state is not None:
@@ -593,13 +594,14 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
 
     def _parse_inline(self, job: Job, res: FetchResult) -> Parsed:
         return parse_response(job.url, res.body, res.charset, self.cfg.extract,
-                              self.cfg.crawl.max_links_per_page, self.core.params)
+                              self.cfg.crawl.max_links_per_page, self.core.params, self.core.page_rules)
 
     async def _parse(self, job: Job, res: FetchResult) -> Parsed:
         # Through this module's name, so a test can swap the parser for one that fails.
         return await trio.to_thread.run_sync(
             parse_response, job.url, res.body, res.charset, self.cfg.extract,
-            self.cfg.crawl.max_links_per_page, self.core.params, limiter=self._parsers)
+            self.cfg.crawl.max_links_per_page, self.core.params, self.core.page_rules,
+            limiter=self._parsers)
 
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()

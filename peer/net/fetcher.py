@@ -84,7 +84,7 @@ Error kinds (the ``error`` column), mapped in one place, :func:`error_kind`:
 ``decode``         unknown Content-Encoding or a corrupt gzip/deflate stream
 ``protocol``       malformed HTTP: a status line, header or chunk framing
                    :mod:`peer.core.http1` refuses (as h11 did), a head over its
-                   100 KiB, a status outside 100-599
+                   100 KiB (a 3-digit status outside 100-599 is kept: a 5xx)
 ``tls``            certificate, hostname or handshake failure
 ``scope``          a URL httpx cannot fetch at all (scheme, syntax)
 ``internal``       a bug of ours while reading a response (logged with its
@@ -167,6 +167,8 @@ class FetchResult:
     malformed: tuple[str, ...] = ()
     #: The failure in a few words, for a log line ("connection refused"); "" without one.
     detail: str = ""
+    x_robots: tuple[str, ...] = ()  # X-Robots-Tag values and the Link canonical, as
+    canonical: str | None = None    # sent (peer.core.head.Head)
 
 
 # ---------------------------------------------------------------------------
@@ -269,7 +271,8 @@ class _Progress:
     """What one fetch has learnt so far (kept when a deadline cuts it short)."""
 
     __slots__ = ("status", "content_type", "charset", "location", "retry_after",
-                 "parts", "size", "raw", "truncated", "error", "address", "malformed", "detail")
+                 "parts", "size", "raw", "truncated", "error", "address", "malformed", "detail",
+                 "head")
 
     def __init__(self) -> None:
         self.status: int | None = None
@@ -285,6 +288,7 @@ class _Progress:
         self.address: str | None = None
         self.malformed: tuple[str, ...] = ()
         self.detail = ""
+        self.head: Head | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -492,7 +496,7 @@ class Fetcher:
             location=p.location, retry_after=p.retry_after, body=body, raw_bytes=p.raw,
             truncated=p.truncated, error=p.error, elapsed=trio.current_time() - start,
             address=p.address, malformed=p.malformed, detail=p.detail,
-        )
+            x_robots=p.head.x_robots if p.head else (), canonical=p.head.canonical if p.head else None)
 
     async def _connect(self, scheme: str, host: str, port: int) -> _Conn:
         """A new connection: the resolver's addresses in order, the first that accepts wins.
@@ -551,9 +555,6 @@ class Fetcher:
             while (response := reader.head()) is None:
                 reader.feed(await stream.receive_some(_READ_SIZE))
             head = self._read_head(response, p)
-            if head.status is None:
-                p.error = ErrorKind.PROTOCOL  # not read: the connection is dropped
-                return
             # RFC 9110 §6.4.1: no body follows a 1xx, 204 or 304, whatever
             # Content-Length says (a 304's is the size of the 200's body).
             length = head.length if head.status >= 200 and head.status not in (204, 304) else None
@@ -592,7 +593,7 @@ class Fetcher:
         p.status = head.status
         p.content_type, p.charset = head.content_type, head.charset
         p.location, p.retry_after = head.location, head.retry_after
-        p.malformed = head.reasons
+        p.malformed, p.head = head.reasons, head
         return head
 
     @staticmethod

@@ -7,6 +7,7 @@ other::
 
     pages(url, final_url, host, status, content_type, bytes, title, n_links,
           depth, fetched_at TIMESTAMP, elapsed_ms, error, peer,
+          canonical, noindex BOOLEAN, nofollow BOOLEAN,
           sitemap_lastmod TIMESTAMP, sitemap_priority, sitemap_changefreq)
     links(from_url, to_url)            only with store_links
     bodies(url, body BLOB)             only with store_body
@@ -50,6 +51,16 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("elapsed_ms", "DOUBLE"),      # the fetch's duration (its start: fetched_at - elapsed_ms)
         ("error", "VARCHAR"),          # the error kind (peer.errors.ErrorKind), NULL on success
         ("peer", "VARCHAR"),           # the peer that fetched it
+        # What the page says of itself (peer.core.directives). canonical: the
+        # normalised rel=canonical URL, from the Link header or the HTML head,
+        # stored whenever present, the page's own URL included (a self-
+        # canonical is a fact worth querying too); noindex/nofollow: from
+        # <meta name=robots|TOKEN> and X-Robots-Tag together, NULL when no
+        # answer came. Two booleans, not a text list: the crawler acts on
+        # exactly these two, and "WHERE noindex" needs no string matching.
+        ("canonical", "VARCHAR"),
+        ("noindex", "BOOLEAN"),        # no items rows were stored for it
+        ("nofollow", "BOOLEAN"),       # its links were not followed
         # What a sitemap said of the URL (sitemaps.org), NULL when none listed it or said nothing:
         ("sitemap_lastmod", "TIMESTAMP"),   # UTC, <lastmod>
         ("sitemap_priority", "DOUBLE"),     # <priority>, 0.0-1.0
@@ -90,6 +101,10 @@ class PageRow:
     elapsed_ms: float
     error: str | None
     peer: str = ""  # "" -> the store's peer_id
+    # Last and defaulted: a journal row of an older build still makes a PageRow.
+    canonical: str | None = None
+    noindex: bool | None = None
+    nofollow: bool | None = None
     sitemap_lastmod: float | None = None  # epoch seconds, as fetched_at
     sitemap_priority: float | None = None
     sitemap_changefreq: str | None = None

@@ -2,7 +2,9 @@
 
 The tables and their columns are ``peer.results.schema``'s: they are
 created when absent; an existing file is opened and appended to (the engine
-decides whether to refuse one), and a file whose columns differ is refused.
+decides whether to refuse one), an older build's file gets the columns added
+since at the end of its tables, and a file whose columns differ otherwise is
+refused.
 
 **Why this shape.** DuckDB calls block, so every one of them runs in a worker
 thread (``trio.to_thread.run_sync``) under this store's own
@@ -223,10 +225,14 @@ class ResultStore:
                 cols = SCHEMA[table]
                 con.execute(f"CREATE TABLE IF NOT EXISTS {table} ("
                             + ", ".join(f"{n} {t}" for n, t in cols) + ")")
-                found = con.execute(
-                    "SELECT column_name, data_type FROM information_schema.columns "
-                    "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position",
-                    [table]).fetchall()
+                query = ("SELECT column_name, data_type FROM information_schema.columns "
+                         "WHERE table_schema = 'main' AND table_name = ? ORDER BY ordinal_position")
+                found = con.execute(query, [table]).fetchall()
+                if 0 < len(found) < len(cols) and [tuple(c) for c in found] == list(cols[:len(found)]):
+                    # An older build's file: the columns added since go at the end.
+                    for name, kind in cols[len(found):]:
+                        con.execute(f"ALTER TABLE {table} ADD COLUMN {name} {kind}")
+                    found = con.execute(query, [table]).fetchall()
                 if [tuple(c) for c in found] != list(cols):
                     have = ", ".join(f"{n} {t}" for n, t in found)
                     raise StateError(
@@ -384,7 +390,8 @@ class ResultStore:
         ts = _ts
         pages = [
             (r.url, r.final_url, r.host, r.status, r.content_type, r.bytes, r.title, r.n_links,
-             r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer,
+             r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer, r.canonical,
+             r.noindex, r.nofollow,
              None if r.sitemap_lastmod is None else ts(r.sitemap_lastmod), r.sitemap_priority,
              r.sitemap_changefreq)
             for r in batch.pages
