@@ -66,6 +66,12 @@ What each message is for:
   version and fingerprint: peers that agree on the ring show one
   fingerprint). ``nonce`` matches a reply to its request.
 
+An entry's URL may carry a tail after a space: a sitemap job's depth and
+grants, or a sitemap's hints about the URL (``peer.core.sitemaphints``;
+``VERSION`` 3). The codec carries it as the string it is; a peer of
+``VERSION`` 2 would have taken the tail for part of the URL, so it refuses
+the frame instead.
+
 The codec checks types and ranges only. A decoded URL is still untrusted
 input: the receiver normalises it (``peer.core.urls``) and checks ``ring`` against
 its own ring name before acting on anything.
@@ -151,6 +157,8 @@ __all__ = [
 
 # 3: a Member record carries its page-budget grants (ring.budget); a peer
 # of version 2 would read a 10-field record and could not know the caps.
+# An entry's URL may carry a sitemap tail (peer.core.sitemaphints), which a
+# peer of version 2 would take for part of the URL.
 VERSION = 3
 MAX_FRAME = 8 * 1024 * 1024
 MAX_STR = 8 * 1024

@@ -93,10 +93,11 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: Pairs of a status reply that count no refused input (rule 4): forwarding
 #: frames, hand-off holds and their ends, held hosts, politeness holds, the seen
 #: set's and the frontier's figures, restarts of members, the caps that count
-#: cut links or cut waits, internal errors.
+#: cut links or cut waits, internal errors, sitemaps fetched and not read
+#: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
-                    "directives.", "invalid_status")
+                    "directives.", "invalid_status", "sitemaps.")
 
 
 def words(family: Family) -> str:

@@ -136,7 +136,8 @@ def run_handoff(rows: int, directory: Path) -> None:
     assert isinstance(con, duckdb.DuckDBPyConnection)
     con.execute(f"""INSERT INTO pages SELECT 'http://h' || (i % 1000) || '.example/p/' || i,
         'http://h' || (i % 1000) || '.example/p/' || i, 'h' || (i % 1000) || '.example', 200,
-        'text/html', 1000, NULL, 10, 1, now()::TIMESTAMP, 5.0, NULL, 'p0' FROM range({rows}) t(i)""")
+        'text/html', 1000, NULL, 10, 1, now()::TIMESTAMP, 5.0, NULL, 'p0', NULL, NULL, NULL
+        FROM range({rows}) t(i)""")
     store._close()
     t = time.perf_counter()
     store._open()

@@ -86,7 +86,7 @@ def write_lost_peer(
         cols = SCHEMA["pages"]
         con.execute("CREATE TABLE pages (" + ", ".join(f"{n} {t}" for n, t in cols) + ")")
         rows = [(url, url, host_key(url), 200, "text/html", 100, "t", 3, 1, datetime(2025, 3, 1),
-                 12.0, None, peer_id) for url in pages]
+                 12.0, None, peer_id, None, None, None) for url in pages]
         if rows:  # the appender, as the store writes: one INSERT per row costs 10 ms each
             app = con.appender("pages")
             app.append_rows([r + (None,) * (len(cols) - len(r)) for r in rows])  # later columns NULL

@@ -28,10 +28,11 @@ def at(seconds: float) -> datetime:
 
 def page(url: str, fetched_at: datetime | None, peer: str, status: int | None = 200,
          final_url: str | None = None, error: str | None = None, canonical: str | None = None,
-         noindex: bool | None = False, nofollow: bool | None = False) -> tuple:
+         noindex: bool | None = False, nofollow: bool | None = False,
+         sitemap: tuple = (None, None, None)) -> tuple:
     host = url.split("/")[2]
     return (url, final_url, host, status, "text/html", 100, f"title of {url}", 3, 1,
-            fetched_at, 12.5, error, peer, canonical, noindex, nofollow)
+            fetched_at, 12.5, error, peer, canonical, noindex, nofollow, *sitemap)
 
 
 def make_db(path: Path, pages=(), *, links=None, bodies=None, pid=None, items=None) -> Path:
@@ -122,7 +123,8 @@ def three_template(tmp_path_factory) -> list[Path]:
                                  "tags VARCHAR[]",
                                  [("http://h1.test/1", at(10), "p1", "old", ["x"])])})
     b = make_db(tmp_path / "b.duckdb", [
-        page("http://h1.test/1", at(20), "p2", status=404, error=None),
+        page("http://h1.test/1", at(20), "p2", status=404, error=None,
+             sitemap=(at(-3600), 0.7, "weekly")),
         page("http://h2.test/tie", at(30), "p2", status=500),
         page("http://h3.test/nul", at(5), "p2", status=503),
         page("http://h2.test/only-b", at(40), "p2"),
@@ -162,6 +164,9 @@ def test_newest_fetch_wins_and_its_peer_is_kept(three, tmp_path):
     assert contents(out2) == contents(out)
     # Every column of the winner is its own, not mixed from the losers.
     assert read(out, "SELECT final_url FROM pages WHERE url = 'http://h1.test/2'") == [("http://h1.test/2b",)]
+    # A sitemap's hints go with their row.
+    assert read(out, "SELECT sitemap_lastmod, sitemap_priority, sitemap_changefreq FROM pages "
+                     "WHERE url = 'http://h1.test/1'") == [(at(-3600), 0.7, "weekly")]
 
 
 def test_ties_go_to_the_lower_peer_then_final_url_whatever_the_file_order(tmp_path):

@@ -120,6 +120,8 @@ def test_every_message_round_trips(msg):
 def test_type_codes_are_fixed():
     # Changing one is a wire change: bump VERSION. New codes may be added: a
     # peer that does not know one drops and counts it (unknown_type).
+    # 3: a member record carries its page-budget grants (ring.budget), and an
+    # entry's URL may carry a sitemap tail (peer.core.sitemaphints).
     assert VERSION == 3
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
@@ -163,6 +165,9 @@ def test_golden_frames():
     assert msgpack.unpackb(encode(digest)) == [
         3, 1, "demo", "p1", [["p1", "a", 1, 0, 1.0, 2, False, 0, 0, 5, [["p2", 4]]]], False, False
     ]
+    # A sitemap's tail rides in the URL string (peer.core.sitemaphints), checked like any URL.
+    tailed = UrlBatch("demo", "p1", 1, 3, (("http://a/s.xml sitemap 1 http://b/", 1),))
+    assert decode(encode(tailed)) == tailed
 
 
 def test_forget_frames_and_their_outcome_travel_as_its_index():

@@ -48,12 +48,12 @@ def make_db(path: Path, *, n_pages: int = 360, pid: bool = True, errors: bool = 
             weights=[80, 8, 5, 3, 3, 1] if errors else [80, 8, 5, 3, 0, 0])[0]
         rows.append((f"http://{host}/p{i}", None, host, status, "text/html", 1000, f"page {i}", 5, 1,
                      T0 + timedelta(seconds=60 * i / n_pages), rnd.lognormvariate(3, 1.5), error,
-                     ring.owner(host)))
+                     ring.owner(host), None, None, None))  # no sitemap hints
     if n_pages:
         # The slowest page, so the report's "slowest pages" table shows it.
         rows.append((HOSTILE_URL, None, HOSTS[0], 200, "text/html", 10, HOSTILE_TITLE, 0, 1,
                      T0 + timedelta(seconds=30), 99_999.0,
-                     HOSTILE_ERROR if errors else None, ring.owner(HOSTS[0])))
+                     HOSTILE_ERROR if errors else None, ring.owner(HOSTS[0]), None, None, None))
     con = duckdb.connect(str(path))
     tables = ["pages"] + (["pid_trace"] if pid else []) + (["links"] if extra else [])
     for table in tables:
@@ -325,7 +325,7 @@ def make_short_crawl(path: Path) -> None:
             error: str | None = None) -> None:
         fetched = T0 + timedelta(seconds=start + elapsed_ms / 1000)
         rows.append((f"http://{host}/{len(rows)}", None, host, status, "text/html", 100, "t", 0, 1,
-                     fetched, elapsed_ms, error, "p1"))
+                     fetched, elapsed_ms, error, "p1", None, None, None))
 
     for k in range(20):
         add("fast.web.test", k + 0.5, 50.0)
@@ -416,10 +416,11 @@ def a_run(tmp_path_factory):
     for i in range(30):
         depth = 0 if i == 0 else 1 if i < 10 else 2
         rows.append((f"http://a.test/{i}", None, "a.test", 200 if i % 10 else 500, "text/html", 100,
-                     f"t{i}", 4, depth, T0 + timedelta(seconds=i), 12.0, None if i % 10 else "http_5xx", "p1"))
+                     f"t{i}", 4, depth, T0 + timedelta(seconds=i), 12.0, None if i % 10 else "http_5xx", "p1",
+                     None, None, None))
     for i in range(7):  # disallowed by robots.txt: no request, no status, no time
         rows.append((f"http://a.test/private/{i}", None, "a.test", None, None, 0, None, 0, 2,
-                     T0 + timedelta(seconds=30), 0.0, "robots", "p1"))
+                     T0 + timedelta(seconds=30), 0.0, "robots", "p1", None, None, None))
     app = con.appender("pages")
     app.append_rows([r + (None,) * (len(SCHEMA["pages"]) - len(r)) for r in rows])  # later columns NULL
     app.flush()

@@ -15,7 +15,9 @@ def summary(**kw) -> SimpleNamespace:
                 items=4, items_by_table=Counter({"items_book": 4}), extract_errors=0,
                 internal=Counter({"ValueError": 1}), limits="limits: none hit", details=[],
                 elapsed=10.0, stop_reason="frontier empty", by_site=Counter(),
-                directives=Counter({"noindex": 2, "links_frame": 3}), invalid_status=1)
+                directives=Counter({"noindex": 2, "links_frame": 3}), invalid_status=1,
+                sitemaps_fetched=3, sitemap_urls=120, sitemap_failed=Counter({"http_404": 1}),
+                sitemap_drops=Counter({"too_many_urls": 1, "entities": 2}))
     base.update(kw)
     return SimpleNamespace(**base)
 
@@ -68,6 +70,9 @@ def test_one_peers_stats():
     assert not {"errors", "dropped", "robots_excluded"} & set(d)
     assert d["items"] == {"items_book": 4} and d["run_config"] == {"crawl": {"seeds": []}}
     assert d["directives"] == {"links_frame": 3, "noindex": 2} and d["invalid_status"] == 1
+    # Sitemaps are fetched apart from pages; what they sent that was refused is a drop.
+    assert d["sitemaps"] == {"fetched": 3, "urls": 120, "failed": {"http_404": 1},
+                             "drops": {"entities": 2, "too_many_urls": 1}}
 
 
 def test_the_clusters_stats_are_summed_over_the_span():
@@ -77,6 +82,8 @@ def test_the_clusters_stats_are_summed_over_the_span():
     assert total["status_counts"] == {"200": 180, "404": 10}
     assert total["not_requested"] == {"robots": 90, "scope": 14, "max_url_length": 4}
     assert total["forwarded_out"] == 10
+    assert total["sitemaps"] == {"fetched": 6, "urls": 240, "failed": {"http_404": 2},
+                                 "drops": {"entities": 4, "too_many_urls": 2}}
     assert total["finish_reasons"] == {"frontier empty": 2}
     assert total["directives"] == {"links_frame": 6, "noindex": 4} and total["invalid_status"] == 2
     assert total["run_config"] == {"crawl": {"seeds": []}}

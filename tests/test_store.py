@@ -61,7 +61,9 @@ async def test_rows_round_trip_exactly_through_another_process(tmp_path):
     async with store(path) as st:
         st.add_page(row(0, title="Café — naïve ☃", depth=0))
         st.add_page(PageRow("http://s002.web.test/x", None, "s002.web.test:8080", None, None, 0, None,
-                            0, 3, T0, 0.0, "timeout", ""))  # peer "" -> the store's id
+                            0, 3, T0, 0.0, "timeout", "",  # peer "" -> the store's id
+                            sitemap_lastmod=1714521600.0, sitemap_priority=0.5,
+                            sitemap_changefreq="daily"))  # a sitemap's lastmod, priority, changefreq
         st.add_page(row(2, status=404, error="too_large", bytes=2**40, elapsed_ms=1234.5678,
                         canonical="http://s001.web.test/", noindex=True, nofollow=False))
     tables = read_back(path)
@@ -69,12 +71,13 @@ async def test_rows_round_trip_exactly_through_another_process(tmp_path):
     assert tables["pages"] == [
         ["http://s001.web.test/p0.html", "http://s001.web.test/p0.html", "s001.web.test", 200,
          "text/html", 30000, "Café — naïve ☃", 100, 0, "2023-11-14 22:13:20.123456", 12.5, None, "p1",
-         None, None, None],
+         None, None, None, None, None, None],
         ["http://s002.web.test/x", None, "s002.web.test:8080", None, None, 0, None, 0, 3,
-         "2023-11-14 22:13:20.123456", 0.0, "timeout", "p1", None, None, None],
+         "2023-11-14 22:13:20.123456", 0.0, "timeout", "p1", None, None, None,
+         "2024-05-01 00:00:00", 0.5, "daily"],
         ["http://s001.web.test/p2.html", "http://s001.web.test/p2.html", "s001.web.test", 404,
          "text/html", 2**40, "Page 2", 100, 2, "2023-11-14 22:13:22.123456", 1234.5678,
-         "too_large", "p1", "http://s001.web.test/", True, False],
+         "too_large", "p1", "http://s001.web.test/", True, False, None, None, None],
     ]
     assert st.stats().pages == 3
 
@@ -92,7 +95,8 @@ async def test_schema_types(tmp_path):
         con.close()
     assert [c for c, _ in SCHEMA["pages"]] == [
         "url", "final_url", "host", "status", "content_type", "bytes", "title", "n_links",
-        "depth", "fetched_at", "elapsed_ms", "error", "peer", "canonical", "noindex", "nofollow"]
+        "depth", "fetched_at", "elapsed_ms", "error", "peer", "canonical", "noindex", "nofollow",
+        "sitemap_lastmod", "sitemap_priority", "sitemap_changefreq"]
 
 
 async def test_links_and_bodies_when_enabled(tmp_path):
@@ -318,9 +322,9 @@ async def test_an_older_builds_file_gets_the_new_columns_and_keeps_its_rows(tmp_
     async with store(path) as st:
         st.add_page(row(1, canonical="http://s001.web.test/", noindex=False, nofollow=True))
     pages = read_back(path)["pages"]
-    assert [(r[0], r[-3:]) for r in pages] == [
-        ("http://a.test/", [None, None, None]),
-        ("http://s001.web.test/p1.html", ["http://s001.web.test/", False, True])]
+    assert [(r[0], r[13:]) for r in pages] == [
+        ("http://a.test/", [None] * 6),
+        ("http://s001.web.test/p1.html", ["http://s001.web.test/", False, True, None, None, None])]
 
 
 async def test_foreign_table_is_refused(tmp_path):

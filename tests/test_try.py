@@ -249,6 +249,30 @@ def test_a_bad_regex_in_a_field_is_one_line_naming_the_key(tmp_path):
     assert f"{toml}: extract.book.fields.title.re: expected a valid regex" in res.stderr
 
 
+def test_a_sitemap_shows_its_kind_its_urls_with_their_verdicts_and_its_problems(tmp_path):
+    from localweb import HostileWeb, serve_in_thread
+    from localweb import sitemaps as sm
+    from localweb.peerrun import cluster_toml
+
+    hostile = HostileWeb()
+    with serve_in_thread(hostile):
+        toml = cluster_toml(tmp_path, [hostile.url(sm.SITEMAP_HOST, "/")], peers=2)
+        index = try_url(toml, hostile.url(sm.SITEMAP_HOST, "/sitemap_index.xml"))
+        hidden = try_url(toml, hostile.url(sm.SITEMAP_HOST, "/sitemap-hidden.xml.gz"), "--links", "2")
+        xxe = try_url(toml, hostile.url(sm.HOSTILE_HOST, "/xxe.xml"))
+    assert index.returncode == 0, index.stderr
+    assert "sitemap:    sitemap index: 2 child sitemaps of 2 entries" in index.stdout
+    # Named by robots.txt: the whole host is granted, as the crawl grants it.
+    assert f"and all of {hostile.url(sm.SITEMAP_HOST, '')} (named by " in index.stdout
+    assert "sitemap-hidden.xml.gz  a sitemap one level deeper: fetched by p" in index.stdout
+    assert "sitemap:    urlset: 5 URLs of 5 entries" in hidden.stdout
+    first = hostile.url(sm.SITEMAP_HOST, sm.HIDDEN[0])
+    assert (f"  {first}  in scope: fetched by p" in hidden.stdout
+            and "(lastmod 2024-04-30T06:30:00Z, priority 0.9, weekly)" in hidden.stdout)
+    assert "  ... 3 more (--links 0 shows all)" in hidden.stdout
+    assert "problems:   entities 1 (counted as drops in a crawl)" in xxe.stdout
+
+
 def test_try_names_the_site_block_and_asks_with_its_agent(tmp_path, web):
     port = web.port
     toml = config(tmp_path, port)

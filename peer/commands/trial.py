@@ -25,7 +25,12 @@ rules. No rule is restated here: the URL goes through the crawl core itself
    them, ``nofollow`` honoured;
 5. the fields the ``[extract]`` rules (or the user function) take, as the
    crawl stores them: after a field's ``strip`` and ``re``, with the value
-   the selector found beside it when they changed it.
+   the selector found beside it when they changed it;
+6. a sitemap (``peer.core.sitemap``): a URL named by robots.txt's
+   ``Sitemap:`` lines or ``[sitemaps] seeds`` is fetched as the crawl
+   fetches sitemaps (up to ``sitemaps.max_bytes``), and any 2xx answer that
+   is no HTML is read as one: its kind, its URLs or child sitemaps, the
+   problems counted, and the first URLs with their hints and verdicts.
 
 A dry run: no results file, no crawl state, no ring socket; only the two
 requests (robots.txt, the page) leave the machine. A URL out of scope is still
@@ -145,6 +150,17 @@ class _Rules:
                         else f"in scope{ruled}: fetched by {self.peer}")
         return "not queued"
 
+    def owner(self, url: str) -> str | None:
+        """The peer that fetches ``url``'s host (None: a ring of one)."""
+        from peer.core.urls import host_key
+
+        if self.ring is None:
+            return None
+        try:
+            return self.ring.owner(host_key(url))
+        except URLError:
+            return None
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = _parser().parse_args(argv)
@@ -186,8 +202,58 @@ def _say(label: str, text: str) -> None:
     print(f"{label + ':':<11} {text}")
 
 
+def _normalized(urls: Sequence[str]) -> set[str]:
+    from peer.core.urls import normalize
+
+    out = set()
+    for u in urls:
+        try:
+            out.add(normalize(u))
+        except URLError:
+            pass
+    return out
+
+
+def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_url: str | None,
+             limit: int) -> bool:
+    """Read ``body`` as the crawl reads a sitemap; False (nothing said) if it is none."""
+    import time
+
+    from peer.core.sitemap import SitemapKind, host_authority, parse
+
+    grant = host_authority(robots_url) if robots_url is not None else None
+    sm = parse(body, url, [grant] if grant is not None else [], cfg.sitemaps.limits())
+    if sm.kind is SitemapKind.NONE and not sm.problems.keys() - {"not_a_sitemap"}:
+        return False
+    kind = {SitemapKind.URLSET: "urlset", SitemapKind.INDEX: "sitemap index",
+            SitemapKind.TEXT: "text sitemap", SitemapKind.NONE: "no usable sitemap"}[sm.kind]
+    listed = (f"{len(sm.sitemaps):,} child sitemaps" if sm.kind is SitemapKind.INDEX
+              else f"{len(sm.urls):,} URLs")
+    _say("sitemap", f"{kind}: {listed} of {sm.entries:,} entries, {sm.size:,} bytes read")
+    _say("authority", f"{url.rsplit('/', 1)[0]}/ (its directory)"
+         + (f" and all of {grant.origin} (named by {robots_url})" if grant is not None else ""))
+    problems = ", ".join(f"{k} {n}" for k, n in sorted(sm.problems.items()))
+    _say("problems", problems + " (counted as drops in a crawl)" if problems else "none")
+    refs = sm.sitemaps if limit == 0 else sm.sitemaps[:limit]
+    for ref in refs:
+        print(f"  {ref.loc}  a sitemap one level deeper: fetched by "
+              f"{rules.owner(ref.loc) or 'this peer'} (sitemaps.max_depth {cfg.sitemaps.max_depth})")
+    shown = sm.urls if limit == 0 else sm.urls[:limit]
+    for u in shown:
+        hints = [f"lastmod {time.strftime('%Y-%m-%dT%H:%M:%SZ', time.gmtime(u.lastmod))}"
+                 if u.lastmod is not None else "",
+                 f"priority {u.priority:g}" if u.priority is not None else "",
+                 u.changefreq.value if u.changefreq is not None else ""]
+        said = ", ".join(h for h in hints if h)
+        print(f"  {u.loc}  {rules.verdict(u.loc, 0)}" + (f" ({said})" if said else ""))
+    more = len(sm.urls) - len(shown) + len(sm.sitemaps) - len(refs)
+    if more > 0:
+        print(f"  ... {more} more (--links 0 shows all)")
+    return True
+
+
 async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
-    from peer.core.crawl import Drop, Fetch, FetchRobots, Origin, Requeue, Row, Sleep, Start, parse_response
+    from peer.core.crawl import Drop, Fetch, FetchRobots, FetchSitemap, Origin, Requeue, Row, Sleep, Start, parse_response
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
     from peer.core.robots import MAX_ROBOTS_BYTES
@@ -232,7 +298,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
                            if isinstance(e, Row)), None)
             # No job again: the host's queue was recorded and removed (a robots.txt
             # no retry mends), and ``failed`` says with what.
-            if isinstance(again, Fetch):
+            if isinstance(again, Fetch | FetchSitemap):
                 shown = "allowed"
             elif isinstance(again, Requeue | FetchRobots):
                 wait = core.robots.retry_at(job.host) - now
@@ -245,13 +311,18 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             delay = core.robots.crawl_delay(job.host)
             _say("robots", f"{robots_url} {got}: {shown}"
                  + (f"; Crawl-delay {delay:g}s" if delay else ""))
-            if not isinstance(again, Fetch) and not args.ignore_robots:
+            if not isinstance(again, Fetch | FetchSitemap) and not args.ignore_robots:
                 _say("fetch", "not fetched (--ignore-robots to fetch it anyway)")
                 return 1
         else:
-            assert isinstance(adm, Fetch | Drop | Requeue)
+            assert isinstance(adm, Fetch | FetchSitemap | Drop | Requeue)
             _say("robots", "not asked (crawl.obey_robots = false)")
-        res = await fetcher.fetch(url)
+            robots_url = None
+        named = robots_url is not None and url in _normalized(core.robots.sitemaps(job.host))
+        if named or url in _normalized(cfg.sitemaps.seeds):
+            res = await fetcher.fetch(url, max_body=cfg.sitemaps.max_bytes, prefix_ok=True)
+        else:
+            res = await fetcher.fetch(url)
     where = f" from {res.address}" if res.address else ""
     if res.status is None:
         _say("fetch", f"failed: {res.error}{where} after {res.elapsed * 1000:.0f} ms")
@@ -274,7 +345,10 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
                              core.params, core.page_rules) if core.fetched(job, res, now) else None)
     said = _directives(rules, url, res, parsed)
     if parsed is None:
-        _say("parse", "not parsed (only 2xx HTML is parsed for links and items)")
+        if not (200 <= res.status < 300 and res.body and _sitemap(cfg, rules, url, res.body,
+                                                                   robots_url if named else None,
+                                                                   args.links)):
+            _say("parse", "not parsed (only 2xx HTML is parsed for links and items)")
         return 0
     page = parsed.page
     _say("title", repr(page.title))

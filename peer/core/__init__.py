@@ -7,7 +7,8 @@ this folder by glob, and mypy checks them strictly (pyproject.toml).
 
 Bottom up:
 
-- ``config``     cluster.toml text -> frozen, typed objects (every default in one place)
+- ``config``     cluster.toml text -> frozen, typed objects (every default in one place);
+  ``configkeys`` how a key is declared, ``sitemapconfig`` the ``[sitemaps]`` section
 - ``sites``      ``[[site]]`` blocks: each host's settings, one block over the global config
 - ``urls``       normalisation, link joining, host key, scope
 - ``urlrules``   scope by URL: include/exclude rules, skipped extensions, parameters stripped
@@ -25,6 +26,7 @@ Bottom up:
 - ``robots``     robots.txt policy per host (RFC 9309)
 - ``sitemap``, ``sitemaps``  one sitemap document read from hostile bytes; the sitemaps a peer found
 - ``directives`` what a page says of itself: robots directives, canonical, meta refresh
+- ``sitemaphints`` what travels with a URL from a sitemap: its hints, or a sitemap job's grant
 - ``extract``, ``items``  links, title and extraction rules from HTML
 - ``http1``      HTTP/1.1 response framing (RFC 9112) and the request head
 - ``head``       what the crawler reads of a response head, every value checked
@@ -37,7 +39,8 @@ Bottom up:
 - ``decisions``  the frozen effects and answers ``crawl`` returns
 - ``parsing``    one HTML page's parse for a worker thread
 - ``crawlstate`` the crawl core's state, under its parts:
-  ``outcomes`` (results, retries), ``ringside`` (ring changes, hand-offs), ``figures``
+  ``outcomes`` (results, retries), ``sitemapside`` (sitemaps found, fetched, read),
+  ``ringside`` (ring changes, hand-offs), ``figures``
 - ``crawl``      ``CrawlCore``: every crawl decision, composing the cores above
 - ``peer``       ``PeerCore``: the crawl core and the ring node in one; one list of effects
 """

@@ -21,13 +21,15 @@ import difflib
 import math
 import re
 import tomllib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from peer.errors import ConfigError, URLError
+from peer.core.configkeys import key as _key
 from peer.core.items import ExtractConfig, parse_extract
+from peer.core.sitemapconfig import SitemapsConfig
 from peer.core.urls import MAX_URL_LENGTH, Scope, normalize
 from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
 from ring.membership import MAX_WEIGHT
@@ -48,19 +50,6 @@ __all__ = [
     "parse_address",
     "parse_metrics_address",
 ]
-
-# A check returns None when the value is fine, else what was expected.
-Check = Callable[[Any], "str | None"]
-
-
-def _key(kind: type | tuple[type, ...], default: Any, doc: str, check: Check | None = None) -> Any:
-    """A config key: its TOML type, default, documentation and extra check."""
-    meta = {"kind": kind, "doc": doc, "check": check}
-    if isinstance(default, (list, dict)):
-        frozen = tuple(default) if isinstance(default, list) else dict(default)
-        return field(default_factory=lambda: frozen, metadata=meta)
-    return field(default=default, metadata=meta)
-
 
 _REQUIRED = dataclasses.MISSING
 
@@ -356,6 +345,7 @@ class ClusterConfig:
     dns: DnsConfig
     bloom: BloomConfig
     frontier: FrontierConfig = FrontierConfig()
+    sitemaps: SitemapsConfig = SitemapsConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.sites.
@@ -382,6 +372,7 @@ SECTIONS: dict[str, type] = {
     "dns": DnsConfig,
     "bloom": BloomConfig,
     "frontier": FrontierConfig,
+    "sitemaps": SitemapsConfig,
 }
 
 

@@ -9,8 +9,9 @@ say; ``tests/test_crawl.py`` drives this module synchronously.
 
 This module holds steps 1-3 below (discovery, scheduling, admission); the
 rest of the class comes from mixins over ``peer.core.crawlstate.CrawlState``:
-``peer.core.outcomes`` (steps 4-6), ``peer.core.ringside`` (ring changes,
-hand-offs) and ``peer.core.figures``; ``peer.core.parsing`` is the worker
+``peer.core.outcomes`` (steps 4-6), ``peer.core.sitemapside`` (sitemaps:
+found, fetched by their host's owner, read), ``peer.core.ringside`` (ring
+changes, hand-offs) and ``peer.core.figures``; ``peer.core.parsing`` is the worker
 thread's parse and ``peer.core.stats`` the ``Summary``.
 
 The path of one URL, as the code reads:
@@ -24,7 +25,7 @@ The path of one URL, as the code reads:
    the budget, ``ring.budget``) allow one, else ``Sleep(until)`` or
    ``Finished(reason)``.
 3. ``admit(job, now)`` - just before the request: ``Fetch``, ``FetchRobots``
-   (the host's robots.txt first), ``Requeue`` (robots.txt pending, a
+   (the host's robots.txt first), ``FetchSitemap`` (a sitemap job), ``Requeue`` (robots.txt pending, a
    hand-off hold), ``Drop`` (a row: disallowed, given up, fetched by the
    previous owner) or ``PassOn`` (its host moved to another peer).
 4. The driver fetches; ``fetched(job, res, now)`` says whether to parse;
@@ -43,6 +44,7 @@ origin        normalise  scope, URL caps  host cap   Bloom filter
 SEED          yes        yes              yes        add; already there: drop
 LINK          no [1]     yes              yes        add; already there: drop
 REDIRECT      no [1]     yes              yes        add; already there: drop
+SITEMAP       no [6]     yes              yes        add; already there: drop
 RELAY         yes [2]    yes              yes        add; already there: drop
 ADOPTED       yes [2]    yes              yes        add; already there: drop
 HANDED_BACK   no         no [3]           no         add, queued unless handed as seen [3]
@@ -59,6 +61,12 @@ forwarded to a leaver that had fetched it, refused by the leaver and
 rerouted here): then it is dropped. [4] Fetched by another peer for a host now ours; if it was
 already in the filter it may be queued here, and its job is dropped when
 it comes up. [5] Recovered from the journal, whose filter holds it.
+[6] ``peer.core.sitemap.parse`` normalised it (a URL a sitemap lists:
+``peer.core.sitemapside`` rule 4).
+
+A URL with a tail after a space (any origin but LINK and REDIRECT) is a
+sitemap job or a URL with a sitemap's hints (``peer.core.sitemaphints``):
+``discover_entry`` takes it apart first.
 
 A URL not ours goes to its owner: ``Forward(relay=False)`` for our own
 discoveries (the outbox's recently-forwarded cache may drop a repeat),
@@ -80,6 +88,7 @@ from peer.core.decisions import (
     Effect,
     Fetch,
     FetchRobots,
+    FetchSitemap,
     Finished,
     Forward,
     Items,
@@ -104,21 +113,22 @@ from peer.core.crawlstate import (
     _FETCHING, _ROBOTS, CEILING_HORIZON, HOLD_POLL, MAX_RETRIES, ROBOTS_PENDING_WAIT,
 )
 from peer.core.figures import Figures
-from peer.core.outcomes import RETRY_BASE, Outcomes
+from peer.core.outcomes import RETRY_BASE
 from peer.core.parsing import Parsed, parse_response
 from peer.core.ringside import RingSide
+from peer.core.sitemapside import SitemapSide
 from peer.core.stats import Summary
 
 __all__ = [
     "CrawlCore", "Origin", "StopReason", "Summary", "Parsed", "parse_response", "RingView",
     "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
-    "Fetch", "FetchRobots", "Requeue", "Drop", "PassOn", "Admission",
+    "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished", "MAX_RETRIES", "CEILING_HORIZON", "RETRY_BASE", "HOLD_POLL",
     "ROBOTS_PENDING_WAIT",
 ]
 
 
-class CrawlCore(Outcomes, RingSide, Figures):
+class CrawlCore(SitemapSide, RingSide, Figures):
     """One peer's crawl decisions (module docstring); mutable, pure, one thread."""
 
     # -- discovery -------------------------------------------------------------------
@@ -131,6 +141,9 @@ class CrawlCore(Outcomes, RingSide, Figures):
         the origins that normalise the URL first); else it is computed here,
         once, and travels on with the URL (``Forward.host``).
         """
+        if " " in url:
+            # A tail after the URL: a sitemap job or a sitemap's hints (peer/core/sitemaphints.py).
+            return self.discover_entry(url, depth, now, origin, hops)
         out: list[Effect] = []
         if origin is Origin.HANDED_SEEN:
             host = host or host_key(url)
@@ -255,7 +268,7 @@ class CrawlCore(Outcomes, RingSide, Figures):
         out: list[Effect] = []
         for seed in self.cfg.crawl.seeds:
             out += self.discover(seed, 0, now, Origin.SEED)
-        return out
+        return out + self.sitemap_seeds(now)
 
     # -- scheduling ------------------------------------------------------------------
 
@@ -388,5 +401,8 @@ class CrawlCore(Outcomes, RingSide, Figures):
                 self.frontier.set_min_delay(job.host, delay, now)
         if job.url in self._marks:
             self._marks[job.url] |= _FETCHING
+        if self._sitemap_jobs and job.url in self._sitemap_jobs:
+            return FetchSitemap(job, self.cfg.sitemaps.max_bytes,
+                                tuple(sorted(self.sitemaps.authorities(job.url))), tuple(out))
         return Fetch(job, tuple(out))
 

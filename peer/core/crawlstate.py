@@ -9,6 +9,7 @@ header numbers:
 
 - ``peer.core.crawl``     discovery, scheduling, admission (steps 1-3)
 - ``peer.core.outcomes``  results, retries, robots.txt answers (steps 4-6)
+- ``peer.core.sitemapside`` sitemaps found, fetched by their host's owner, read
 - ``peer.core.ringside``  ring changes and hand-offs
 - ``peer.core.figures``   the figures of the progress line, status and summary
 
@@ -31,6 +32,8 @@ from peer.core.holds import Holds, Liveness
 from peer.core.limits import Limits
 from peer.core.extract import PageRules
 from peer.core.robots import RobotsCache, product_token
+from peer.core.sitemaphints import SitemapJob, UrlHints, attach
+from peer.core.sitemaps import SitemapTracker
 from peer.core.sites import SiteSettings
 from peer.core.stats import Summary
 from peer.core.urls import Scope, hostname
@@ -143,10 +146,20 @@ class CrawlState:
         # The URLs of the last RECENT_ROWS requests that wrote a row, oldest first.
         self._recent_rows: dict[str, None] = {}
         self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
+        #: The sitemaps found of the hosts we own (peer/core/sitemapside.py).
+        self.sitemaps = SitemapTracker(cfg.sitemaps.limits())
+        # Queued jobs that are sitemaps, not pages: fetched apart, never a row.
+        self._sitemap_jobs: dict[str, SitemapJob] = {}
+        # A sitemap's hints for URLs queued here, until their row.
+        self._hints: dict[str, UrlHints] = {}
 
     def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
                  host: str | None = None) -> list[Effect]:
         """A URL arrives from ``origin`` (``peer.core.crawl.CrawlCore.discover``)."""
+        raise NotImplementedError
+
+    def robots_sitemaps(self, host: str, robots_url: str, now: float) -> list[Effect]:
+        """The sitemaps a robots.txt names (``peer.core.sitemapside.SitemapSide.robots_sitemaps``)."""
         raise NotImplementedError
 
     def _owner(self, host: str) -> str:
@@ -165,8 +178,17 @@ class CrawlState:
                 fr.set_host_ip(host, ip, now)
 
     def _pass_on(self, url: str, depth: int, owner: str, host: str, out: list[Effect]) -> None:
-        """A URL queued here whose host is now ``owner``'s: it travels on and leaves our queue."""
-        out.append(Forward(url, depth, owner, True, host))
+        """A URL queued here whose host is now ``owner``'s: it travels on and leaves our queue.
+
+        A sitemap job travels as one (it was never journaled as queued); a
+        URL with a sitemap's hints takes them along (peer/core/sitemaphints.py).
+        """
+        job = self._sitemap_jobs.pop(url, None) if self._sitemap_jobs else None
+        if job is not None:
+            out.append(Forward(attach(url, job), depth, owner, True, host))
+            return
+        hints = self._hints.pop(url, None) if self._hints else None
+        out.append(Forward(attach(url, hints), depth, owner, True, host))
         out.append(Done(url))
 
     def _finish(self, job: Job, now: float, outcome: Outcome) -> None:
@@ -187,6 +209,12 @@ class CrawlState:
              canonical: str | None = None, robots: tuple[bool, bool] | None = None) -> None:
         if job.url in self._marks:
             self._marks[job.url] |= _ROW
+        if self._sitemap_jobs and job.url in self._sitemap_jobs:
+            # A sitemap never leaves a page row: why it was not read is counted.
+            del self._sitemap_jobs[job.url]
+            self.summary.sitemap_failed[error or "unknown"] += 1
+            return
+        hints = self._hints.pop(job.url, None) if self._hints else None
         if res is not None:
             recent = self._recent_rows
             recent[job.url] = None
@@ -218,5 +246,8 @@ class CrawlState:
             links=links if site.store_links else (), canonical=canonical,
             noindex=None if robots is None else robots[0],
             nofollow=None if robots is None else robots[1],
+            sitemap_lastmod=None if hints is None else hints.lastmod,
+            sitemap_priority=None if hints is None else hints.priority,
+            sitemap_changefreq=None if hints is None or hints.changefreq is None else hints.changefreq.value,
         ))
 

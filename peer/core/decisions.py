@@ -7,7 +7,8 @@ Frozen values only, no behaviour (h11's ``_events.py``). Three kinds:
   ``Row``, extraction ``Items``, ``Requeued`` (done by the core's frontier
   already; for the record), ``Warn`` a line for the operator;
 - **admissions**, what to do with a job just before its request:
-  ``Fetch``, ``FetchRobots``, ``Requeue``, ``Drop``, ``PassOn``; each
+  ``Fetch``, ``FetchRobots``, ``FetchSitemap``, ``Requeue``, ``Drop``,
+  ``PassOn``; each
   carries the effects that go with it;
 - **the scheduler's answers**: ``Start(job)``, ``Sleep(until)``,
   ``Finished(reason)``.
@@ -24,11 +25,12 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from peer.core.frontier import Job
+from peer.core.sitemap import Authority
 
 __all__ = [
     "Origin", "StopReason", "RingView",
     "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
-    "Fetch", "FetchRobots", "Requeue", "Drop", "PassOn", "Admission",
+    "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished",
 ]
 
@@ -39,6 +41,7 @@ class Origin(StrEnum):
     SEED = "seed"
     LINK = "link"
     REDIRECT = "redirect"
+    SITEMAP = "sitemap"
     RELAY = "relay"
     ADOPTED = "adopted"
     HANDED_BACK = "handed-back"
@@ -125,6 +128,10 @@ class Row:
     canonical: str | None = None  # the pages columns of peer.results.schema
     noindex: bool | None = None
     nofollow: bool | None = None
+    # What a sitemap said of the URL (peer.core.sitemaphints.UrlHints), else None.
+    sitemap_lastmod: float | None = None
+    sitemap_priority: float | None = None
+    sitemap_changefreq: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +179,16 @@ class FetchRobots:
 
 
 @dataclass(frozen=True, slots=True)
+class FetchSitemap:
+    """Fetch the job, a sitemap, read at most ``max_bytes``; parse it with ``granted`` (peer.core.sitemap)."""
+
+    job: Job
+    max_bytes: int
+    granted: tuple[Authority, ...] = ()
+    effects: tuple[Effect, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class Requeue:
     job: Job
     at: float
@@ -191,7 +208,7 @@ class PassOn:
     effects: tuple[Effect, ...] = ()
 
 
-Admission = Fetch | FetchRobots | Requeue | Drop | PassOn
+Admission = Fetch | FetchRobots | FetchSitemap | Requeue | Drop | PassOn
 
 
 # -- the scheduler's answers ----------------------------------------------------

@@ -38,6 +38,14 @@ class Figures(CrawlState):
             out["polite.ip_ceiling_holds"] = fr.ip_ceiling_holds
         if fr.moving:
             out["frontier.moving"] = fr.moving  # spilled URLs of hosts given away, not passed on yet
+        sm = self.summary
+        if sm.sitemaps_fetched:
+            out["sitemaps.fetched"] = sm.sitemaps_fetched
+            out["sitemaps.urls"] = sm.sitemap_urls
+        for cause, n in sm.sitemap_failed.items():
+            out[f"sitemaps.failed.{cause}"] = n
+        for problem, n in sm.sitemap_drops.items():
+            out[f"sitemap.{problem}"] = n  # refused input: a drop (ring.vocabulary rule 4)
         if self.bloom.num_slices > 1:
             out["bloom.slices"] = self.bloom.num_slices
         if self.bloom.full:
@@ -62,6 +70,14 @@ class Figures(CrawlState):
             if excess:
                 parts.append(f"bytes past a response's end {excess} (connection closed)")
             lines.append("remote input: " + "; ".join(parts))
+        sm = self.summary
+        if sm.sitemaps_fetched or sm.sitemap_failed or sm.sitemap_drops:
+            line = f"sitemaps: fetched {sm.sitemaps_fetched}, listing {sm.sitemap_urls:,} URLs"
+            if sm.sitemap_failed:
+                line += "; not read: " + ", ".join(f"{k} {n}" for k, n in sorted(sm.sitemap_failed.items()))
+            if sm.sitemap_drops:
+                line += "; drops: " + ", ".join(f"{k} {n}" for k, n in sorted(sm.sitemap_drops.items()))
+            lines.append(line)
         fr = self.frontier
         if fr.ceiling_holds or fr.ip_ceiling_holds or fr.n_ips:
             lines.append(f"politeness: starts held by the 1 s/5 s ceiling {fr.ceiling_holds} "

@@ -253,6 +253,8 @@ class Outcomes(CrawlState):
             # An answer: its status decides (rules 2-5 of peer/core/robots.py); a
             # 2xx cut at the limit is the prefix RFC 9309 §2.5 asks us to parse.
             self.robots.loaded(host, status, res.body, now, truncated=res.truncated)
+            if 200 <= status < 300:
+                out += self.robots_sitemaps(host, res.url, now)  # peer/core/sitemapside.py rule 1
         else:
             cause = ErrorKind(error) if error else ErrorKind.UNKNOWN
             self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)

@@ -180,7 +180,9 @@ class RingSide(CrawlState):
         """(url, depth) of what a snapshot lists: queued (in RAM, with a spill store) or in flight."""
         fr = self.frontier
         jobs = fr.iter_heads() if fr.spill_store is not None else fr.iter_queued()
-        queued = [(j.url, j.depth) for j in jobs]
-        queued += [(url, hd[1]) for url, hd in self._inflight.items()]
+        # Not the sitemap jobs: they are found again after a restart (peer/core/sitemapside.py rule 3).
+        sitemaps = self._sitemap_jobs
+        queued = [(j.url, j.depth) for j in jobs if j.url not in sitemaps]
+        queued += [(url, hd[1]) for url, hd in self._inflight.items() if url not in sitemaps]
         queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
         return queued

@@ -314,6 +314,11 @@ class RobotsCache:
         e = self._hosts.get(host)
         return None if e is None else e.delay
 
+    def sitemaps(self, host: str) -> tuple[str, ...]:
+        """The ``Sitemap:`` URLs of the host's robots.txt as written (unchecked: remote input)."""
+        e = self._hosts.get(host)
+        return () if e is None or e.parser is None else tuple(e.parser.sitemaps)
+
     # -- internals -------------------------------------------------------------
 
     def _entry(self, host: str) -> _Entry:

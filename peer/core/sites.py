@@ -60,11 +60,11 @@ from peer.core.config import (
     PolitenessConfig,
     _at_least_one,
     _build,
-    _key,
     _non_empty,
     _non_negative,
     _tname,
 )
+from peer.core.configkeys import key as _key
 from peer.core.robots import product_token
 from peer.core.urlrules import UrlRules, parse_rules, parse_url_rules
 from peer.core.urls import Scope, hostname

@@ -41,6 +41,10 @@ invalid_status    responses with a status outside 100-599 (or a final 1xx),
                   handled as 5xx (RFC 9110 §15)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
 internal_errors   exceptions by type, each one a URL's row (engine rule 8)
+sitemaps          ``fetched`` (parsed), ``urls`` (listed, then discovered like
+                  links), ``failed`` (not read, by cause) and ``drops``
+                  (refused input by ``peer.core.sitemap.Problem`` or tracker
+                  refusal: ``too_many_urls``, ``entities``, ``max_per_host``...)
 run_config        the cluster.toml sections this run used, ``sites`` its
                   ``[[site]]`` blocks
 ================  ===========================================================
@@ -93,6 +97,11 @@ class Summary:
     requeued_twice: int = 0              # jobs of a URL requested here a moment ago, dropped
     items_by_table: Counter[str] = field(default_factory=Counter)
     caps: Counter[str] = field(default_factory=Counter)  # cap hits by Cap value, at the end
+    # Sitemaps (peer/core/sitemapside.py): fetched apart from pages, as robots.txt is.
+    sitemaps_fetched: int = 0            # sitemap requests answered 2xx and parsed
+    sitemap_urls: int = 0                # URLs they listed, each then discovered like a link
+    sitemap_failed: Counter[str] = field(default_factory=Counter)   # not read, by cause
+    sitemap_drops: Counter[str] = field(default_factory=Counter)    # refused input, by problem
     by_site: Counter[str] = field(default_factory=Counter)  # requests to hosts of a [[site]] block
     directives: Counter[str] = field(default_factory=Counter)  # the module docstring's keys
     invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
@@ -169,7 +178,7 @@ def _jsonable(v: Any) -> Any:
 def run_config(cfg: Any) -> dict[str, Any]:
     """The config a run used, JSON-able: every section, the peers and the extraction rules."""
     out = {name: _jsonable(getattr(cfg, name))
-           for name in ("ring", "crawl", "politeness", "dns", "bloom")}
+           for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps")}
     out["peers"] = [_jsonable(p) for p in cfg.peers]
     out["sites"] = [_jsonable(b) for b in cfg.sites]  # [[site]] blocks, as written
     ex = cfg.extract
@@ -203,6 +212,9 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "forwarded_out": int(forwarded_out), "forwarded_in": int(forwarded_in),
         "handoffs_in": int(handoffs_in),
         "internal_errors": {k: int(n) for k, n in sorted(s.internal.items())},
+        "sitemaps": {"fetched": int(s.sitemaps_fetched), "urls": int(s.sitemap_urls),
+                     "failed": {k: int(n) for k, n in sorted(s.sitemap_failed.items())},
+                     Family.DROPS.value: {k: int(n) for k, n in sorted(s.sitemap_drops.items())}},
         "run_config": dict(config or {}),
     }
 

@@ -5,7 +5,7 @@
   parts, one concern each over the state ``parts`` declares once:
   ``durability`` (journal, snapshots, the exact seen set), ``ringface``
   (the ``Member`` its ``ring.io.sockets`` serve, the ring's effects),
-  ``reporting`` (status, progress)
+  ``reporting`` (status, progress), ``sitemapfetch`` (a sitemap read and parsed)
 - ``metrics``   Prometheus figures at ``metrics_address``
 - ``observe``   a solo peer's answers to ``ring status``
 """

@@ -101,6 +101,7 @@ from peer.core.crawl import (
     Effect,
     Fetch,
     FetchRobots,
+    FetchSitemap,
     Finished,
     Forward,
     Items,
@@ -134,6 +135,7 @@ if TYPE_CHECKING:
 
 from peer.engine.durability import Durability
 from peer.engine.reporting import Reporting
+from peer.engine.sitemapfetch import SitemapFetch
 from peer.engine.ringface import RingFace, ring_node, ring_sockets
 from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
@@ -170,7 +172,7 @@ _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
 
 
-class Crawler(Durability, RingFace, Reporting):
+class Crawler(Durability, RingFace, Reporting, SitemapFetch):
     """One peer's crawl of the hosts it owns (in a ring of one: all of them)."""
 
     def __init__(
@@ -486,6 +488,8 @@ class Crawler(Durability, RingFace, Reporting):
             content_type=e.content_type, bytes=e.bytes, title=e.title, n_links=e.n_links,
             depth=e.depth, fetched_at=time.time(), elapsed_ms=e.elapsed_ms, error=e.error,
             peer=self.peer_id, canonical=e.canonical, noindex=e.noindex, nofollow=e.nofollow,
+            sitemap_lastmod=e.sitemap_lastmod, sitemap_priority=e.sitemap_priority,
+            sitemap_changefreq=e.sitemap_changefreq,
         )
         if self._state is not None:
             self._state.done(row.url, [getattr(row, f) for f in ROW_FIELDS])
@@ -568,6 +572,8 @@ class Crawler(Durability, RingFace, Reporting):
                 parsed = await self._parse(job, res)
             async with self._turn:
                 self._did(core.on_result(job, res, parsed, self.clock()))
+        elif isinstance(adm, FetchSitemap):
+            await self._fetch_sitemap(adm)
         elif isinstance(adm, FetchRobots):
             self._did(adm.effects)
             try:

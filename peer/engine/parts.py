@@ -1,9 +1,9 @@
 """What the parts of ``Crawler`` share: the engine's state, declared once (edge).
 
-``peer.engine.crawler.Crawler`` is one class written in four modules, one a
+``peer.engine.crawler.Crawler`` is one class written in five modules, one a
 concern: its scheduler and effects table (``crawler``), crash safety and the
-exact seen set (``durability``), its face to the ring (``ringface``) and its
-figures (``reporting``). Each part subclasses :class:`CrawlerParts`, which
+exact seen set (``durability``), its face to the ring (``ringface``), its
+figures (``reporting``) and its sitemap fetch (``sitemapfetch``). Each part subclasses :class:`CrawlerParts`, which
 declares the attributes ``Crawler.__init__`` sets and the calls every part
 makes into the others, so that each part reads (and type-checks) on its own.
 """

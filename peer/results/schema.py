@@ -7,7 +7,8 @@ other::
 
     pages(url, final_url, host, status, content_type, bytes, title, n_links,
           depth, fetched_at TIMESTAMP, elapsed_ms, error, peer,
-          canonical, noindex BOOLEAN, nofollow BOOLEAN)
+          canonical, noindex BOOLEAN, nofollow BOOLEAN,
+          sitemap_lastmod TIMESTAMP, sitemap_priority, sitemap_changefreq)
     links(from_url, to_url)            only with store_links
     bodies(url, body BLOB)             only with store_body
     pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
@@ -60,6 +61,10 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("canonical", "VARCHAR"),
         ("noindex", "BOOLEAN"),        # no items rows were stored for it
         ("nofollow", "BOOLEAN"),       # its links were not followed
+        # What a sitemap said of the URL (sitemaps.org), NULL when none listed it or said nothing:
+        ("sitemap_lastmod", "TIMESTAMP"),   # UTC, <lastmod>
+        ("sitemap_priority", "DOUBLE"),     # <priority>, 0.0-1.0
+        ("sitemap_changefreq", "VARCHAR"),  # <changefreq>: always, hourly, daily ... never
     ),
     "links": (("from_url", "VARCHAR"), ("to_url", "VARCHAR")),
     "bodies": (("url", "VARCHAR"), ("body", "BLOB")),
@@ -100,6 +105,9 @@ class PageRow:
     canonical: str | None = None
     noindex: bool | None = None
     nofollow: bool | None = None
+    sitemap_lastmod: float | None = None  # epoch seconds, as fetched_at
+    sitemap_priority: float | None = None
+    sitemap_changefreq: str | None = None
 
 
 def quote(name: str) -> str:

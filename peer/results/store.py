@@ -391,7 +391,9 @@ class ResultStore:
         pages = [
             (r.url, r.final_url, r.host, r.status, r.content_type, r.bytes, r.title, r.n_links,
              r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer, r.canonical,
-             r.noindex, r.nofollow)
+             r.noindex, r.nofollow,
+             None if r.sitemap_lastmod is None else ts(r.sitemap_lastmod), r.sitemap_priority,
+             r.sitemap_changefreq)
             for r in batch.pages
         ]
         work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),
