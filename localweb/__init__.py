@@ -49,6 +49,9 @@ those above it)::
     nameserver.py  LocalDns: an authoritative DNS server for *.web.test on loopback
     politesim.py   simulated servers on simulated time: the frontier's and the
                    PID's request logs, no network, no clock              - pure
+    https.py       HttpsFarm: names on one 127.0.0.1 port chosen by SNI, with a
+                   test CA's certificates (TestPki: expired, another name's,
+                   self-signed, a client certificate), its log of SNI and ALPN
     demo.py        scripts/demo's ports and cluster.toml
     judge.py       a server's request log judged as a site owner would: the
                    most requests in any 1 s and 5 s window, ceilings, rates - pure
