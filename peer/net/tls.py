@@ -68,15 +68,11 @@ class TlsContexts:
         if ssl_context is not None:
             ssl_context.set_alpn_protocols(ALPN)
             self._default = ssl_context
-        blocks = sites.blocks if sites else ()
-        self._sites = sites if sites and not self._fixed and tls_options_set(crawl, blocks) else None
-        if not self._fixed and tls_options_set(crawl, blocks):
+        options = not self._fixed and tls_options_set(crawl, sites.blocks if sites else ())
+        # Without options no host needs its block looked up (rule 1).
+        self._sites = sites if options and sites else None
+        if options:
             self.build_all(sites)
-
-    @property
-    def options_set(self) -> bool:
-        """Whether any TLS option is in force (else rule 1's lazy default)."""
-        return not self._fixed and bool(self._by_setting)
 
     def build_all(self, sites: SiteSettings | None) -> None:
         """Build every distinct setting's context now (rule 2)."""
