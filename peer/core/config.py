@@ -488,6 +488,20 @@ def _convert(value: Any, kind: type, where: str, keypath: str) -> Any:
     raise AssertionError(f"unknown config kind {kind!r}")  # pragma: no cover - our bug
 
 
+#: Keys other crawlers have (Scrapy's settings, Crawlee's options) that a
+#: newcomer writes here, and where ringcrawl says the same.
+ELSEWHERE = {
+    **dict.fromkeys(("allow_paths", "deny_paths", "allow", "deny", "include", "exclude", "allowed_urls"),
+                    'scope by URL is crawl.rules, e.g. ["include:*/library/*", "exclude:re:[?&]q="]'),
+    **dict.fromkeys(("rate_limit", "download_delay", "delay", "requests_per_second"),
+                    "the pace of a host is politeness.rate, in pages per minute"),
+    **dict.fromkeys(("robotstxt_obey", "respect_robots", "robots"), "robots.txt is crawl.obey_robots"),
+    **dict.fromkeys(("depth", "depth_limit"), "link depth is crawl.max_depth"),
+    **dict.fromkeys(("max_requests", "closespider_pagecount"), "the page limit is crawl.max_pages"),
+    **dict.fromkeys(("sitemap", "sitemap_urls"), "sitemaps to start from are [sitemaps] seeds"),
+}
+
+
 def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, prefix: str) -> None:
     for key in table:
         if key not in known:
@@ -497,6 +511,8 @@ def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, pref
             # rate_limit integral_limit (0.67), keys that do something else.
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
             hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+            if key.lower() in ELSEWHERE:
+                hint = f"; {ELSEWHERE[key.lower()]}"
             raise ConfigError(where, keypath, f"unknown key{hint}")
 
 
