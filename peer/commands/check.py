@@ -35,6 +35,12 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    on = [f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites) if b.cookies]
+    if c.cookies or on:
+        off = [f"site[{i}]" for i, b in enumerate(cfg.sites) if b.cookies is False]
+        lines.append("   cookies: " + ("on (crawl.cookies)" if c.cookies else "on for " + ", ".join(on))
+                     + (f", off for {', '.join(off)}" if c.cookies and off else "")
+                     + f"; kept per host, at most {c.cookies_per_host} a host, {c.cookies_max_total} in all")
     if cfg.sites:
         lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
                      + " (--check --host HOST: what applies to a host)")

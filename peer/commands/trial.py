@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 
 from typing import TYPE_CHECKING
@@ -258,6 +259,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     from peer.net.resolver import Resolver
     from peer.core.robots import MAX_ROBOTS_BYTES
     from peer.core.urls import normalize_link
+    from peer.core.cookies import cookie_words
 
     rules = _Rules(cfg, args.peer)
     crawl = cfg.crawl
@@ -328,10 +330,13 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             _say("robots", "not asked (crawl.obey_robots = false)")
             robots_url = None
         named = robots_url is not None and url in _normalized(core.robots.sitemaps(job.host))
+        sent = None
         if named or url in _normalized(cfg.sitemaps.seeds):
             res = await fetcher.fetch(url, max_body=cfg.sitemaps.max_bytes, prefix_ok=True)
         else:
-            res = await fetcher.fetch(url)
+            # The crawl's jar (peer/core/cookies.py): what robots.txt set is sent.
+            sent = core.cookies.header(url, time.time()) if core.cookies is not None else None
+            res = await fetcher.fetch(url, cookie=sent)
     where = f" from {res.address}" if res.address else ""
     if res.status is None:
         _say("fetch", f"failed: {res.error}{where} after {res.elapsed * 1000:.0f} ms")
@@ -352,6 +357,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
              "as a 5xx and records the code (RFC 9110 §15)")
     parsed = (parse_response(url, res.body, res.charset, cfg.extract, crawl.max_links_per_page,
                              core.params, core.page_rules) if core.fetched(job, res, now) else None)
+    if res.set_cookies or core.cookies is not None:
+        _say("cookies", cookie_words(core.cookies, url, res.set_cookies, sent, time.time()))
     said = _directives(rules, url, res, parsed)
     if parsed is None:
         if not (200 <= res.status < 300 and res.body and _sitemap(cfg, rules, url, res.body,

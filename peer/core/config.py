@@ -218,6 +218,10 @@ class CrawlConfig:
     client_key: str = _key(str, "", "PEM private key of client_cert, relative to cluster.toml; empty: in client_cert's file")
     client_key_password_env: str = _key(str, "", "name of the environment variable holding the client key's passphrase (never the passphrase itself)")
     headers: Mapping[str, str] = _key(dict, {}, "extra request headers, name = value; [[site]] headers extend them; Host, User-Agent, Accept-Encoding and framing or hop-by-hop headers are refused")
+    cookies: bool = _key(bool, False, "keep the cookies a host sets (Set-Cookie) and send them back to that host alone (peer/core/cookies.py); [[site]] blocks turn it on or off for their hosts")
+    cookie_max_bytes: int = _key(int, 4096, "longest cookie kept, name and value in bytes; a longer one is refused (RFC 6265 §6.1: at least 4096)", _at_least_one)
+    cookies_per_host: int = _key(int, 50, "cookies kept per host; one more evicts the host's oldest (RFC 6265 §6.1: at least 50)", _at_least_one)
+    cookies_max_total: int = _key(int, 10_000, "cookies kept by this peer over all hosts; a new one beyond is refused (RFC 6265 §6.1: at least 3000)", _at_least_one)
     # Caps against a hostile web (peer/core/limits.py has the rules and figures).
     # 1000, not Nutch's db.max.outlinks.per.page of 100: real pages commonly
     # carry a few hundred links (index, archive and footer-heavy pages), which

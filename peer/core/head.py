@@ -40,6 +40,10 @@ digit, ``str.isdigit()`` but not ``int()``) or 400 digits raised out of
 ``x_robots_tag``,     more than ``peer.core.directives.MAX_FIELDS``
 ``link``              X-Robots-Tag (or Link) fields, or one over
                       ``MAX_FIELD`` characters: the rest is not read
+``set_cookie``        more than :data:`MAX_SET_COOKIES` Set-Cookie fields:
+                      the rest is not read. The values are handed over
+                      unparsed (:mod:`peer.core.cookies` reads them, only
+                      for a host whose cookies are on)
 ``excess``            bytes after the end of a response (beyond its
                       Content-Length, or a body on a 204/304): the
                       connection is closed, not reused. Not a field:
@@ -59,7 +63,7 @@ from datetime import timezone
 
 from peer.core.directives import MAX_FIELD, MAX_FIELDS, link_canonical
 
-__all__ = ["CODINGS", "MAX_LOCATION", "RETRY_AFTER_MAX", "Head", "parse_content_type",
+__all__ = ["CODINGS", "MAX_LOCATION", "MAX_SET_COOKIES", "RETRY_AFTER_MAX", "Head", "parse_content_type",
            "parse_retry_after", "read_head", "server_error"]
 
 #: The content codings the fetcher asks for (``Accept-Encoding: gzip, deflate``)
@@ -72,6 +76,9 @@ RETRY_AFTER_MAX = 10 * 365 * 86400.0
 #: The longest Location kept: RFC 9110 §4.1 asks every recipient to support
 #: URIs of at least 8000 octets, so a longer one is no link anyone relies on.
 MAX_LOCATION = 8000
+#: Set-Cookie fields read of one response: twice RFC 6265 §6.1's 50 cookies
+#: a domain, so a jar at its cap can still be refreshed whole; more is junk.
+MAX_SET_COOKIES = 100
 
 # RFC 9110 §5.6.2 token characters (lower case: values are lowered first).
 _TOKEN = r"[!#$%&'*+.^_`|~0-9a-z-]"
@@ -190,6 +197,8 @@ class Head:
     reasons: tuple[str, ...]
     x_robots: tuple[str, ...] = ()
     canonical: str | None = None
+    #: The Set-Cookie values as sent, at most MAX_SET_COOKIES (peer.core.cookies reads them).
+    set_cookies: tuple[str, ...] = ()
 
 
 def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Head:
@@ -201,7 +210,8 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
     reasons: list[str] = []
     wanted: dict[str, list[str]] = {"content-type": [], "location": [], "retry-after": [],
                                     "content-length": [], "content-encoding": [],
-                                    "transfer-encoding": [], "x-robots-tag": [], "link": []}
+                                    "transfer-encoding": [], "x-robots-tag": [], "link": [],
+                                    "set-cookie": []}
     for name, value in fields:
         if name in wanted:
             wanted[name].append(value)
@@ -262,7 +272,11 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
         if len(values) > MAX_FIELDS or any(len(v) > MAX_FIELD for v in values):
             reasons.append(reason)
     canonical = link_canonical(links) if links else None
+    cookies = wanted["set-cookie"]
+    if len(cookies) > MAX_SET_COOKIES:
+        reasons.append("set_cookie")
 
     return Head(status=status, content_type=content_type, charset=charset, location=location,
                 retry_after=retry_after, length=length, codings=codings, reasons=tuple(reasons),
-                x_robots=tuple(v[:MAX_FIELD] for v in x_robots[:MAX_FIELDS]), canonical=canonical)
+                x_robots=tuple(v[:MAX_FIELD] for v in x_robots[:MAX_FIELDS]), canonical=canonical,
+                set_cookies=tuple(cookies[:MAX_SET_COOKIES]))

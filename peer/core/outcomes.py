@@ -78,7 +78,8 @@ class Outcomes(CrawlState):
     """The results' part of ``CrawlCore`` (module docstring)."""
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
-        """The answer came: note the host's address; whether the body is HTML to parse."""
+        """The answer came: note the host's address and cookies; whether the body is HTML to parse."""
+        self.keep_cookies(res)
         if res.address is not None:
             self.frontier.set_host_ip(job.host, res.address, now)
         # No body, nothing to parse: a body announced over max_body is not
@@ -244,6 +245,7 @@ class Outcomes(CrawlState):
             self.summary.robots_fetches += 1
         if res.address is not None:
             self.frontier.set_host_ip(host, res.address, now)
+        self.keep_cookies(res)
         status, error = res.status, res.error
         if status in (429, 503) and res.retry_after is not None:
             # The server said when: ask again then, not after robots_retry

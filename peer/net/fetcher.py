@@ -65,6 +65,11 @@ What httpx does not do for a crawler, measured, and done here:
   ("excess found"); so do we (:attr:`peer.core.http1.ResponseReader.trailing`).
   Bytes that arrive later on an idle connection make its socket readable,
   and :class:`~peer.net.connections.IdlePool` drops it before reuse.
+- **Cookies, when the caller has some.** ``fetch(url, cookie=...)`` adds
+  one ``Cookie`` field (the crawl core's jar decides it,
+  :mod:`peer.core.cookies`); the ``Set-Cookie`` values come back unparsed
+  in ``FetchResult.set_cookies``, with the wall time the head came
+  (``received``). Without a cookie a request costs one ``is None`` more.
 - **A prefix read.** ``fetch(url, max_body=n, prefix_ok=True)`` reads at most
   ``n`` decoded bytes of a longer body and returns them with ``truncated``
   and no error, for robots.txt: RFC 9309 §2.5 says a crawler must parse at
@@ -177,6 +182,10 @@ class FetchResult:
     detail: str = ""
     x_robots: tuple[str, ...] = ()  # X-Robots-Tag values and the Link canonical, as
     canonical: str | None = None    # sent (peer.core.head.Head)
+    #: The Set-Cookie values, as sent (peer.core.cookies reads them), and the
+    #: wall time (epoch seconds) the head came: Max-Age counts from it.
+    set_cookies: tuple[str, ...] = ()
+    received: float = 0.0
 
 
 class _Progress:
@@ -184,7 +193,7 @@ class _Progress:
 
     __slots__ = ("status", "content_type", "charset", "location", "retry_after",
                  "parts", "size", "raw", "truncated", "error", "address", "malformed", "detail",
-                 "head")
+                 "head", "received")
 
     def __init__(self) -> None:
         self.status: int | None = None
@@ -201,6 +210,7 @@ class _Progress:
         self.malformed: tuple[str, ...] = ()
         self.detail = ""
         self.head: Head | None = None
+        self.received = 0.0
 
 
 # ---------------------------------------------------------------------------
@@ -262,7 +272,7 @@ class Fetcher:
                 "errors": dict(self._errors), "malformed": dict(self._malformed)}
 
     async def fetch(self, url: str, *, accept_html_only: bool = False, max_body: int | None = None,
-                    prefix_ok: bool = False) -> FetchResult:
+                    prefix_ok: bool = False, cookie: str | None = None) -> FetchResult:
         """One GET of ``url``; never raises for anything a server sends (module docstring).
 
         With ``accept_html_only`` a response whose Content-Type is present and
@@ -271,6 +281,8 @@ class Fetcher:
         ``prefix_ok`` a longer body (by Content-Length or as read) is read up
         to ``max_body`` decoded bytes and returned with ``truncated`` and
         ``error`` None; its connection is closed, the rest being unread.
+        ``cookie`` is the value of a ``Cookie`` field to send (the crawl
+        core's jar, peer/core/cookies.py), None for none.
         Only cancellation from outside propagates (and ValueError for a
         ``max_body`` under 1: the caller's mistake, not the server's).
         """
@@ -281,7 +293,7 @@ class Fetcher:
         p = _Progress()
         with trio.move_on_after(self._timeout) as deadline:
             try:
-                await self._fetch(url, p, accept_html_only, limit, prefix_ok)
+                await self._fetch(url, p, accept_html_only, limit, prefix_ok, cookie)
             except FetchError as exc:
                 p.error = exc.kind
                 p.detail = error_detail(exc)
@@ -313,12 +325,18 @@ class Fetcher:
             location=p.location, retry_after=p.retry_after, body=body, raw_bytes=p.raw,
             truncated=p.truncated, error=p.error, elapsed=trio.current_time() - start,
             address=p.address, malformed=p.malformed, detail=p.detail,
-            x_robots=p.head.x_robots if p.head else (), canonical=p.head.canonical if p.head else None)
+            x_robots=p.head.x_robots if p.head else (), canonical=p.head.canonical if p.head else None,
+            set_cookies=p.head.set_cookies if p.head else (), received=p.received)
 
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
-                     prefix_ok: bool) -> None:
+                     prefix_ok: bool, cookie: str | None) -> None:
         scheme, host, port, target, field = request_target(url)
-        request = request_bytes(target, field, self._headers if self._sites is None else self._site_head(host))
+        extra = self._headers if self._sites is None else self._site_head(host)
+        if cookie is not None:
+            # The jar's values came through a head reader (no CR or LF) and
+            # peer.core.cookies refused any other control character.
+            extra += b"Cookie: " + cookie.encode("utf-8", "replace") + b"\r\n"
+        request = request_bytes(target, field, extra)
         key = (scheme, host, port)
         shards = self._idle
         idle = shards[zlib.crc32(host.encode()) % len(shards)] if len(shards) > 1 else shards[0]
@@ -368,7 +386,8 @@ class Fetcher:
 
     @staticmethod
     def _read_head(response: Head1, p: _Progress) -> Head:
-        head = read_head(response.status, response.fields, time.time())
+        p.received = now = time.time()
+        head = read_head(response.status, response.fields, now)
         p.status = head.status
         p.content_type, p.charset = head.content_type, head.charset
         p.location, p.retry_after = head.location, head.retry_after
