@@ -22,9 +22,12 @@ What httpx does not do for a crawler, measured, and done here:
   ``max_body + 1`` decoded bytes exist at any time (br: 32 KiB more). A
   zstd frame whose window is over ``crawl.zstd_max_window`` (RFC 9659's
   8 MiB) is refused, and stacked codings (``br, gzip``) are decoded last
-  first, an inner stream over ``max_body`` being ``too_large``. ``max_body``
-  caps the raw bytes too, and a Content-Length over it is refused before any
-  body is read.
+  first, an inner stream over ``max_body`` being ``too_large``. Measured
+  (``scripts/bench_inflate.py``): a 1 GiB bomb cut at the default 2 MiB
+  costs 3.5 MiB of peak RSS in gzip (1 MB on the wire), 9.8 in br (1.6 KB:
+  brotli's window) and 6.2 in zstd (33 KB); decoding HTML costs 2.6 to 3.1
+  ms of CPU per MiB in each coding. ``max_body`` caps the raw bytes too,
+  and a Content-Length over it is refused before any body is read.
 - **DNS through our cache.** A new connection (:mod:`peer.net.connections`)
   resolves the origin host through :class:`peer.net.resolver.Resolver`
   (cache, one query per name, SSRF guard) and connects to those addresses;
