@@ -197,7 +197,7 @@ class _Brotli:
 class _Zstd:
     """zstd: ``decompress(data, max_length)``, frame after frame, each window capped (rule 2)."""
 
-    __slots__ = ("_d", "_log")
+    __slots__ = ("_d", "_log", "_window")
 
     # RFC 8878 §3: zstd data is one or more frames (a server that flushes may
     # send several), so a frame's end is not the body's: never at eof.
@@ -205,6 +205,7 @@ class _Zstd:
 
     def __init__(self, max_window: int) -> None:
         self._log = max(10, (max_window - 1).bit_length())  # zstd's smallest window is 1 KiB
+        self._window = max_window
         self._d = self._new()
 
     def _new(self) -> Any:
@@ -222,7 +223,13 @@ class _Zstd:
                 d = self._d = self._new()
             elif not data and d.needs_input:
                 break
-            out = d.decompress(data, max_out - have)
+            try:
+                out = d.decompress(data, max_out - have)
+            except zstd.ZstdError as exc:
+                if "too much memory" not in str(exc):
+                    raise
+                raise FetchError(ErrorKind.DECODE, f"a zstd frame's window is over {self._window:,} "
+                                 "bytes (crawl.zstd_max_window)") from None
             data = b""
             if out:
                 parts.append(out)
