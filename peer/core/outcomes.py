@@ -154,6 +154,8 @@ class Outcomes(CrawlState):
             if follow and not crawl.follow_noncanonical and canonical not in (None, job.url):
                 follow = False
                 self.summary.directives["noncanonical_unfollowed"] += 1
+            if page.cleaned:
+                self.summary.directives["links_params_changed"] += page.cleaned
             if follow and (not crawl.max_depth or job.depth < crawl.max_depth):
                 for link in links:
                     out += self.discover(link, job.depth + 1, now, Origin.LINK)

@@ -36,7 +36,9 @@ directives        pages by what they say of themselves (``peer.core.directives``
                   header), ``canonical`` (any), ``noncanonical`` (another URL),
                   ``noncanonical_unfollowed`` (crawl.follow_noncanonical),
                   ``items_withheld`` (item rows of noindex pages); and links
-                  followed by source: ``links_frame``, ``links_refresh``, ``links_link``
+                  followed by source: ``links_frame``, ``links_refresh``, ``links_link``;
+                  ``links_params_changed``: links whose parameters
+                  crawl.strip_params or crawl.sort_query changed
 invalid_status    responses with a status outside 100-599 (or a final 1xx),
                   handled as 5xx (RFC 9110 §15)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
