@@ -47,7 +47,7 @@ from collections.abc import Sequence
 
 from typing import TYPE_CHECKING
 
-from peer.core.config import ClusterConfig
+from peer.core.config import ClusterConfig, CrawlConfig
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
 from ring.tools.shell import reader_gone
@@ -253,6 +253,15 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
     return True
 
 
+def _coding(crawl: CrawlConfig, res: FetchResult) -> str:
+    """What was asked for (peer.core.inflate) and what came on the wire."""
+    from peer.core.inflate import accept_encoding
+
+    return (f"asked for {accept_encoding(crawl.accept_encodings)} (crawl.accept_encodings), "
+            f"zstd window up to {crawl.zstd_max_window:,} bytes; {res.raw_bytes:,} bytes on the wire"
+            + (f": {res.detail}" if res.error == "decode" else ""))
+
+
 async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     from peer.core.crawl import Drop, Fetch, FetchRobots, FetchSitemap, Origin, Requeue, Row, Sleep, Start, parse_response
     from peer.net.fetcher import Fetcher
@@ -344,6 +353,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     _say("fetch", f"HTTP {res.status}{where}, {res.content_type or 'no content type'}, "
          f"{len(res.body):,} bytes{' (cut at max_body)' if res.truncated else ''}, "
          f"{res.elapsed * 1000:.0f} ms" + (f", error {res.error}" if res.error else ""))
+    _say("coding", _coding(crawl, res))
     if res.retry_after is not None:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "
              f"{cfg.politeness.max_retry_after:g}s)")

@@ -35,8 +35,9 @@ digit, ``str.isdigit()`` but not ``int()``) or 400 digits raised out of
 ``location``          empty, over :data:`MAX_LOCATION` characters, with a
                       control character (h11 lets C0 bytes through), or
                       several different fields: None
-``content_encoding``  a coding we did not ask for, stacked codings, or a
-                      garbage list: error ``decode``
+``content_encoding``  a coding we cannot decode (its library missing),
+                      more than ``peer.core.inflate.MAX_CODINGS``
+                      stacked, or a garbage list: error ``decode``
 ``x_robots_tag``,     more than ``peer.core.directives.MAX_FIELDS``
 ``link``              X-Robots-Tag (or Link) fields, or one over
                       ``MAX_FIELD`` characters: the rest is not read
@@ -62,13 +63,15 @@ from dataclasses import dataclass
 from datetime import timezone
 
 from peer.core.directives import MAX_FIELD, MAX_FIELDS, link_canonical
+from peer.core.inflate import AVAILABLE, MAX_CODINGS
 
 __all__ = ["CODINGS", "MAX_LOCATION", "MAX_SET_COOKIES", "RETRY_AFTER_MAX", "Head", "parse_content_type",
            "parse_retry_after", "read_head", "server_error"]
 
-#: The content codings the fetcher asks for (``Accept-Encoding: gzip, deflate``)
-#: and can inflate with a bounded output (``peer.core.inflate``).
-CODINGS = frozenset({"gzip", "x-gzip", "deflate"})
+#: The content codings the fetcher can ask for (``Accept-Encoding``) and
+#: decode with a bounded output (``peer.core.inflate``), up to
+#: ``MAX_CODINGS`` stacked.
+CODINGS = frozenset({*AVAILABLE, "x-gzip"})
 #: The longest Retry-After we return, in seconds (10 years): only so that a
 #: date in the year 9999 or a 400-digit delta stays a finite float. The
 #: engine applies its own, much lower, ``politeness.max_retry_after``.
@@ -264,7 +267,7 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
     if encodings:
         listed = [c.strip().lower() for value in encodings for c in value.split(",")]
         codings = tuple(c for c in listed if c and c != "identity")
-        if len(codings) > 1 or (codings and codings[0] not in CODINGS):
+        if len(codings) > MAX_CODINGS or any(c not in CODINGS for c in codings):
             reasons.append("content_encoding")
 
     x_robots, links = wanted["x-robots-tag"], wanted["link"]
