@@ -644,3 +644,18 @@ def test_a_solo_crawl_whose_seeds_are_all_out_of_scope_says_so_and_fails(tmp_pat
     res = crawl(toml)
     assert res.returncode == 3, res.stderr
     assert "every seed is out of scope" in res.stderr.strip().splitlines()[-1]
+
+
+def test_results_without_crawl_state_are_refused_unless_they_hold_no_row(tmp_path, crawled):
+    # A peer killed after it made its results file and before its first journal
+    # record left a file of no rows and no state: its next start refused it.
+    toml, data = resume(tmp_path, crawled)
+    shutil.rmtree(data / "state")
+    line = error_line(peer("--ring", str(toml), "--progress", "1"))
+    assert "holds an earlier crawl but no crawl state to resume" in line  # rows: refused
+    import duckdb
+
+    with duckdb.connect(str(data / "pages.duckdb")) as con:
+        con.execute("DELETE FROM pages")
+    res = peer("--ring", str(toml), "--progress", "1")
+    assert "no crawl state to resume" not in res.stderr and "crawl finished" in res.stdout, res.stderr

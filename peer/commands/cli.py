@@ -355,7 +355,9 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
                   "recrawls with the new scope)", file=sys.stderr)
         new = record.starting(fp, now) if record is not None else first_run(fp, now)
     else:
-        if results.exists():
+        # A peer killed after it made its results file and before its first
+        # journal record left a file without rows: nothing to lose or resume.
+        if results.exists() and _results_rows(results) != 0:
             raise _Refused(f"error: {results} holds an earlier crawl but no crawl state to "
                            "resume; move it away, or pass --fresh to delete it and start over")
         new = first_run(fp, now)
@@ -388,6 +390,18 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
         print(f"warning: {exc}", file=sys.stderr)
     except OSError as exc:
         print(f"warning: {data_dir / STATS_FILE}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+
+
+def _results_rows(results: Path) -> int | None:
+    """Rows of any kind in a results file's pages table, or None if unreadable."""
+    import duckdb
+
+    try:
+        with duckdb.connect(str(results), read_only=True) as con:
+            row = con.execute("SELECT count(*) FROM pages").fetchone()
+    except duckdb.Error:
+        return None
+    return int(row[0]) if row else None
 
 
 def _results_pages(results: Path) -> int | None:
