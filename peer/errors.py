@@ -86,7 +86,11 @@ class ErrorKind(StrEnum):
     TOO_LARGE = "too_large"  # over crawl.max_body
     DECODE = "decode"  # unknown Content-Encoding or a corrupt compressed body
     PROTOCOL = "protocol"  # malformed HTTP
-    TLS = "tls"  # certificate, hostname or handshake failure
+    TLS = "tls"  # a TLS failure of no kind below: handshake, protocol, another certificate error
+    TLS_EXPIRED = "tls_expired"  # the certificate expired or is not yet valid
+    TLS_HOSTNAME = "tls_hostname"  # the certificate is for another host name
+    TLS_UNTRUSTED = "tls_untrusted"  # no trusted CA signed it (self-signed, unknown CA)
+    TLS_CLIENT_CERT = "tls_client_cert"  # the server wanted a client certificate, or refused ours
     SCOPE = "scope"  # a URL httpx cannot fetch at all
     INTERNAL = "internal"  # a bug of ours while handling the URL (logged with its traceback)
     ROBOTS = "robots"  # robots.txt disallows it, or could not be read

@@ -291,6 +291,15 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     adm = core.admit(job, now)
     resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
     async with Fetcher(crawl, resolver, sites=core.sites) as fetcher:
+        if url.startswith("https:"):
+            # The certificate and the check that applies (peer/net/tls.py), by
+            # a handshake of its own: the fetch's connection shows no certificate.
+            from peer.core.http1 import request_target
+            from peer.net.tls import certificate_line
+
+            _, host, port, _, _ = request_target(url)
+            _say("tls", await certificate_line(fetcher.connector, host, port,
+                                               core.sites.for_host(host).verify))
         if isinstance(adm, FetchRobots):
             robots_url = adm.url
             res = await fetcher.fetch(robots_url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)

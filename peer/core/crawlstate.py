@@ -47,8 +47,8 @@ __all__ = ["CrawlState", "MAX_RETRIES"]
 
 #: Attempts after the first for a transient failure (5xx, reset, timeout...).
 MAX_RETRIES = 2
-#: Transient error kinds worth a retry; the rest (dns, blocked, tls,
-#: too_large, protocol) would fail the same way again.
+#: Transient error kinds worth a retry; the rest (dns, blocked, the tls
+#: kinds, too_large, protocol) would fail the same way again.
 RETRYABLE = frozenset({"connect", "reset", "timeout"})
 #: robots.txt failures no retry mends in this run: the name does not resolve
 #: (the resolver caches that, too) or the SSRF guard refuses every address.

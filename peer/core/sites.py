@@ -43,6 +43,12 @@ hosts, whole: the block's list is checked in its own order, and the global
 rules do not apply to those hosts. ``skip_extensions`` and the parameter
 rules stay global: they make a URL's identity, which cannot depend on the
 block a host falls in once the config changes.
+
+``verify = false`` turns the certificate and host-name checks off for the
+block's hosts only (a self-signed intranet or test server); there is no
+global switch, and each such block is a warning at start. ``ca_file``
+replaces ``crawl.ca_file`` for them (peer/net/tls.py builds one context per
+distinct pair).
 """
 
 from __future__ import annotations
@@ -116,6 +122,8 @@ class SiteBlock:
     store_body: bool | None = _key(bool, None, "crawl.store_body for these hosts")
     store_links: bool | None = _key(bool, None, "crawl.store_links for these hosts")
     rules: tuple[str, ...] | None = _key(list, None, "crawl.rules for these hosts, replacing the global list: include/exclude rules checked in order")
+    verify: bool | None = _key(bool, None, "false: these hosts' certificates and host names are not checked (a self-signed test server; warned at start); there is no global switch")
+    ca_file: str | None = _key(str, None, "crawl.ca_file for these hosts: the PEM bundle of CAs trusted, relative to cluster.toml")
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""
@@ -143,6 +151,9 @@ class Settings:
     token: str = ""
     #: The URL rules in force for the host (``crawl.rules``, or the block's).
     urlrules: UrlRules | None = None
+    #: TLS (peer/net/tls.py): whether the certificate is checked, and the CA bundle ("": the default store).
+    verify: bool = True
+    ca_file: str = ""
 
 
 class SiteSettings:
@@ -157,7 +168,7 @@ class SiteSettings:
         urlrules = parse_url_rules(crawl, "")
         self.default = Settings(politeness, crawl.user_agent, tuple(crawl.headers.items()),
                                 crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent),
-                                urlrules)
+                                urlrules, True, crawl.ca_file)
         self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules) for i, b in enumerate(blocks))
         self._groups = {f"b{i}": s for i, s in enumerate(self._settings)}
         # One alternation of named groups, block by block in order: the regex
@@ -230,6 +241,10 @@ class SiteSettings:
         rules = s.urlrules.rules if s.urlrules is not None else ()
         shown_rules = ", ".join(f"{'include' if r.include else 'exclude'} {r.pattern!r}" for r in rules)
         lines.append(f"  rules {shown_rules or 'none'} ({origin('rules', 'crawl', crawl, default_crawl)})")
+        tls_from = origin("verify", "crawl", crawl, default_crawl) if block is not None and block.sets("verify") \
+            else origin("ca_file", "crawl", crawl, default_crawl)
+        lines.append("  tls " + ("verify false: certificate and host name NOT checked" if not s.verify else
+                                 f"verified against {s.ca_file or 'the default CA store'}") + f" ({tls_from})")
         if not s.headers:
             lines.append("  headers: none")
         own = {n.lower() for n in (block.headers or {})} if block is not None else set()
@@ -254,6 +269,7 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, ur
         crawl.store_body if b.store_body is None else b.store_body,
         crawl.store_links if b.store_links is None else b.store_links,
         i, product_token(agent), urlrules,
+        b.verify is not False, crawl.ca_file if b.ca_file is None else b.ca_file,
     )
 
 
