@@ -303,3 +303,31 @@ resolve = {{ "*.web.test" = ["127.0.0.1", "::1"] }}
     said = [line for line in res.stdout.splitlines() if line.startswith("connect:")]
     assert said == ["connect:    tried ::1, 127.0.0.1 (IPv6 first, 250 ms apart: RFC 8305): "
                     "127.0.0.1 connected"]
+
+
+def test_try_says_when_no_address_connected(tmp_path):
+    from clirun import run_main
+    from peer.commands.cli import main
+    from ringharness import free_ports
+
+    port = free_ports(1)[0]  # nothing listens there
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(f"""
+[[peer]]
+id = "p1"
+data_dir = "{tmp_path / 'p1'}"
+
+[crawl]
+seeds = ["http://nobody.test:{port}/"]
+allow_private = true
+obey_robots = false
+
+[dns]
+resolve = {{ "nobody.test" = ["127.0.0.1", "127.0.0.2"] }}
+""")
+    res = run_main(main, ["try", f"http://nobody.test:{port}/", "--ring", str(toml)])
+    assert res.returncode == 1
+    said = [line for line in res.stdout.splitlines() if line.startswith(("fetch:", "connect:"))]
+    assert said[0].startswith("fetch:      failed: connect")
+    assert said[1:] == ["connect:    tried 127.0.0.1, 127.0.0.2 (IPv6 first, 250 ms apart: RFC 8305): "
+                        "none connected"]

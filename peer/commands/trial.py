@@ -220,7 +220,7 @@ def _normalized(urls: Sequence[str]) -> set[str]:
 def _connect(res: FetchResult) -> None:
     """The addresses the fetch's connection tried, in order, and the one that connected."""
     if len(res.tried) == 1 and res.address is not None:
-        _say("connect", f"{res.address}, the host's only address")
+        _say("connect", f"{res.address} connected, the first address tried")
     elif res.tried:
         won = f"{res.address} connected" if res.address is not None else "none connected"
         _say("connect", f"tried {', '.join(res.tried)} (IPv6 first, "
