@@ -69,8 +69,13 @@ class Crawl:
 
 
 def run_crawl(children: Children, toml: Path, ids: list[str], *, time_limit: float,
-              stop_after: float | None = None, while_running=None) -> Crawl:  # type: ignore[no-untyped-def]
-    """Start the peers, wait for all to exit (SIGINT at ``stop_after`` or the limit)."""
+              stop_after: float | None = None, while_running=None,  # type: ignore[no-untyped-def]
+              tree: Path | None = None) -> Crawl:
+    """Start the peers, wait for all to exit (SIGINT at ``stop_after`` or the limit).
+
+    ``tree``: a checkout whose ``peer`` package the peers run (``python -m``
+    puts the working directory first on the path), for side-by-side runs.
+    """
     crawl = Crawl(ids, toml)
     logs = toml.parent / "logs"
     logs.mkdir(exist_ok=True)
@@ -81,7 +86,7 @@ def run_crawl(children: Children, toml: Path, ids: list[str], *, time_limit: flo
         with (logs / f"{pid}.out").open("wb") as out, (logs / f"{pid}.err").open("wb") as err:
             procs[pid] = children.start(
                 [sys.executable, "-m", "peer", "--ring", str(toml), "--id", pid, "--fresh", "--yes",
-                 "--log-level", "INFO"], stdout=out, stderr=err)
+                 "--log-level", "INFO"], stdout=out, stderr=err, cwd=tree)
     interrupted = killed = False
     next_poll = 0.0
     while len(crawl.exits) < len(ids):

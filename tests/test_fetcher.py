@@ -343,10 +343,11 @@ async def test_dns_queries_per_connection(farm, nursery, cache):
     assert [r.error for r in results] == [None] * 16
     connections = farm.stats.connections
     assert connections >= 4
+    # A lookup asks two questions, A and AAAA (RFC 8305 §3).
     if cache:
-        assert server.queries == {"s001.web.test": 1, "s002.web.test": 1}
+        assert server.queries == {"s001.web.test": 2, "s002.web.test": 2}
     else:
-        assert server.total == connections  # one query per connection, none per request
+        assert server.total == 2 * connections  # one lookup per connection, none per request
     assert resolver.queries == server.total
 
 
@@ -357,7 +358,7 @@ async def test_dns_failure_is_error_dns(nursery):
         r2 = await f.fetch("http://nosuch.invalid/other")
     assert (r1.status, r1.error) == (None, "dns")
     assert r2.error == "dns"
-    assert server.queries == {"nosuch.invalid": 1}  # negatively cached
+    assert server.queries == {"nosuch.invalid": 2}  # A and AAAA once: negatively cached
 
 
 # -- sharding ------------------------------------------------------------------

@@ -3,7 +3,8 @@
 The server is localweb.nameserver's LocalDns: dnspython messages over a trio
 UDP socket on 127.0.0.1, answering *.web.test -> 127.0.0.1 with a TTL we
 choose, optionally after a delay, counting the queries by name. Cache expiry
-runs on a fake clock handed to the Resolver; only the queries are real.
+runs on a fake clock handed to the Resolver; only the queries are real. Every
+lookup asks two questions, A and AAAA, together (RFC 8305 §3): ``Q`` of them.
 """
 
 from __future__ import annotations
@@ -16,6 +17,9 @@ from peer.errors import FetchError
 from peer.net.resolver import Resolver
 
 from localweb.nameserver import LocalDns
+
+#: The questions one lookup asks a name server: A and AAAA.
+Q = 2
 
 
 class FakeClock:
@@ -40,8 +44,8 @@ def make(server: LocalDns, *, clock=None, cache=True, allow_private=True, **dns)
 async def test_answers_from_the_server(dns_server):
     r = make(dns_server)
     assert await r.resolve("s001.web.test") == ("127.0.0.1",)
-    assert dns_server.queries == {"s001.web.test": 1}
-    assert r.queries == 1
+    assert dns_server.queries == {"s001.web.test": Q}
+    assert r.queries == Q
 
 
 async def test_one_query_per_host_per_ttl(dns_server):
@@ -51,13 +55,13 @@ async def test_one_query_per_host_per_ttl(dns_server):
         assert await r.resolve("s001.web.test") == ("127.0.0.1",)
     for _ in range(2):
         assert await r.resolve("S002.web.test.") == ("127.0.0.1",)  # case and final dot ignored
-    assert dns_server.queries == {"s001.web.test": 1, "s002.web.test": 1}
+    assert dns_server.queries == {"s001.web.test": Q, "s002.web.test": Q}
     clock.now += 59.9  # the server's TTL is 60
     await r.resolve("s001.web.test")
-    assert dns_server.queries["s001.web.test"] == 1
+    assert dns_server.queries["s001.web.test"] == Q
     clock.now += 0.1  # expired at exactly t + TTL
     await r.resolve("s001.web.test")
-    assert dns_server.queries["s001.web.test"] == 2
+    assert dns_server.queries["s001.web.test"] == 2 * Q
     st = r.stats()
     assert (st.lookups, st.hits, st.misses) == (7, 4, 3)
 
@@ -69,10 +73,10 @@ async def test_ttl_is_clamped_to_min_ttl(dns_server):
     await r.resolve("s001.web.test")
     clock.now += 29
     await r.resolve("s001.web.test")
-    assert dns_server.total == 1
+    assert dns_server.total == Q
     clock.now += 1
     await r.resolve("s001.web.test")
-    assert dns_server.total == 2
+    assert dns_server.total == 2 * Q
 
 
 async def test_concurrent_lookups_of_one_name_make_one_query(dns_server):
@@ -87,8 +91,8 @@ async def test_concurrent_lookups_of_one_name_make_one_query(dns_server):
         for _ in range(50):
             nursery.start_soon(one)
     assert results == [("127.0.0.1",)] * 50
-    assert dns_server.queries == {"s001.web.test": 1}
-    assert r.queries == 1
+    assert dns_server.queries == {"s001.web.test": Q}
+    assert r.queries == Q
     st = r.stats()
     assert (st.misses, st.merged, st.in_flight) == (1, 49, 0)
 
@@ -103,12 +107,12 @@ async def test_nxdomain_is_negatively_cached(dns_server):
     with pytest.raises(FetchError) as err:
         await r.resolve("nosuch.invalid")
     assert err.value.kind == "dns"
-    assert dns_server.queries == {"nosuch.invalid": 1}
+    assert dns_server.queries == {"nosuch.invalid": Q}
     assert r.stats().negative_hits == 1
     clock.now += 60
     with pytest.raises(FetchError):
         await r.resolve("nosuch.invalid")
-    assert dns_server.queries == {"nosuch.invalid": 2}
+    assert dns_server.queries == {"nosuch.invalid": 2 * Q}
 
 
 async def test_waiters_of_a_failed_lookup_fail_too(dns_server):
@@ -126,7 +130,7 @@ async def test_waiters_of_a_failed_lookup_fail_too(dns_server):
         for _ in range(10):
             nursery.start_soon(one)
     assert kinds == ["dns"] * 10
-    assert dns_server.total == 1
+    assert dns_server.total == Q
 
 
 async def test_a_cancelled_querier_hands_over_to_a_waiter(dns_server):
@@ -148,7 +152,7 @@ async def test_a_cancelled_querier_hands_over_to_a_waiter(dns_server):
         nursery.start_soon(patient)
     assert got == [("127.0.0.1",)]
     # The cancelled query was sent; the waiter then asked again itself.
-    assert dns_server.queries == {"s001.web.test": 2}
+    assert dns_server.queries == {"s001.web.test": 2 * Q}
     assert r.stats().in_flight == 0
 
 
@@ -161,8 +165,8 @@ async def test_without_the_cache_every_lookup_queries(dns_server):
     async with trio.open_nursery() as nursery:
         for _ in range(5):
             nursery.start_soon(r.resolve, "s001.web.test")
-    assert dns_server.queries == {"s001.web.test": 8}
-    assert r.queries == 8
+    assert dns_server.queries == {"s001.web.test": 8 * Q}
+    assert r.queries == 8 * Q
 
 
 async def test_cache_off_still_answers_static_entries(dns_server):
@@ -182,6 +186,46 @@ async def test_static_entries_and_literals_make_no_query(dns_server):
     assert r.queries == 0
 
 
+# -- both families (RFC 8305 §3) ----------------------------------------------
+
+
+async def test_a_dual_stack_name_answers_both_families(nursery):
+    server = await nursery.start(LocalDns(address6="2001:db8::7", ttl=60).serve)
+    r = make(server)
+    # A first, as before (peek and the per-IP budget key on it); the
+    # connector orders them IPv6 first (peer.core.eyeballs).
+    assert await r.resolve("s001.web.test") == ("127.0.0.1", "2001:db8::7")
+    assert r.peek("s001.web.test") == "127.0.0.1"
+    assert server.queries == {"s001.web.test": Q}
+
+
+async def test_an_ipv6_only_name_answers_its_aaaa(nursery):
+    server = await nursery.start(LocalDns(address=None, address6="2001:db8::7").serve)
+    assert await make(server).resolve("s001.web.test") == ("2001:db8::7",)
+
+
+async def test_the_two_questions_go_out_together(nursery):
+    # One after the other, a lookup would take both delays (0.4 s).
+    server = await nursery.start(LocalDns(address6="2001:db8::7", delay=0.2).serve)
+    start = trio.current_time()
+    assert len(await make(server).resolve("s001.web.test")) == 2
+    assert trio.current_time() - start < 0.35
+
+
+async def test_a_late_aaaa_is_not_waited_for_past_the_resolution_delay(nursery):
+    from peer.core.eyeballs import RESOLUTION_DELAY
+
+    server = await nursery.start(LocalDns(address6="2001:db8::7", aaaa_delay=2.0).serve)
+    start = trio.current_time()
+    assert await make(server).resolve("s001.web.test") == ("127.0.0.1",)
+    assert trio.current_time() - start < RESOLUTION_DELAY + 0.5
+
+
+async def test_a_late_a_is_waited_for(nursery):
+    server = await nursery.start(LocalDns(address6="2001:db8::7", delay=0.3, aaaa_delay=0.0).serve)
+    assert await make(server).resolve("s001.web.test") == ("127.0.0.1", "2001:db8::7")
+
+
 # -- the SSRF guard ------------------------------------------------------------
 
 
@@ -194,7 +238,7 @@ async def test_guard_refuses_a_dns_answer_of_loopback(dns_server):
     # The answer is cached (it is true); only connecting to it is refused.
     with pytest.raises(FetchError):
         await r.resolve("s001.web.test")
-    assert dns_server.total == 1
+    assert dns_server.total == Q
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "169.254.169.254", "::1", "::ffff:127.0.0.1",

@@ -15,7 +15,9 @@ rules. No rule is restated here: the URL goes through the crawl core itself
    crawl's fetcher, and the core's answer to it (a 429 or 503 with
    Retry-After holds the host until then, as in a crawl);
 3. the fetch itself (``peer.net.fetcher``: the SSRF guard, ``[dns] resolve``,
-   ``max_body``, the timeout), a redirect's target with its own verdicts;
+   ``max_body``, the timeout), a redirect's target with its own verdicts, and
+   the addresses its connection tried, in order (happy eyeballs, RFC 8305),
+   with the one that connected;
 4. what the page says of itself (``peer.core.directives``): its canonical
    URL and robots directives, each with its source (the head or the HTML),
    and what the crawl does about them; then the links found
@@ -48,6 +50,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from peer.core.config import ClusterConfig, CrawlConfig
+from peer.core.eyeballs import ATTEMPT_DELAY
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
 from ring.tools.shell import reader_gone
@@ -215,6 +218,16 @@ def _normalized(urls: Sequence[str]) -> set[str]:
     return out
 
 
+def _connect(res: FetchResult) -> None:
+    """The addresses the fetch's connection tried, in order, and the one that connected."""
+    if len(res.tried) == 1 and res.address is not None:
+        _say("connect", f"{res.address} connected, the first address tried")
+    elif res.tried:
+        won = f"{res.address} connected" if res.address is not None else "none connected"
+        _say("connect", f"tried {', '.join(res.tried)} (IPv6 first, "
+             f"{ATTEMPT_DELAY * 1000:.0f} ms apart: RFC 8305): {won}")
+
+
 def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_url: str | None,
              limit: int) -> bool:
     """Read ``body`` as the crawl reads a sitemap; False (nothing said) if it is none."""
@@ -331,6 +344,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             delay = core.robots.crawl_delay(job.host)
             _say("robots", f"{robots_url} {got}: {shown}"
                  + (f"; Crawl-delay {delay:g}s" if delay else ""))
+            if res.status is None and res.tried:
+                _connect(res)
             if not isinstance(again, Fetch | FetchSitemap) and not args.ignore_robots:
                 _say("fetch", "not fetched (--ignore-robots to fetch it anyway)")
                 return 1
@@ -349,10 +364,13 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     where = f" from {res.address}" if res.address else ""
     if res.status is None:
         _say("fetch", f"failed: {res.error}{where} after {res.elapsed * 1000:.0f} ms")
+        if res.tried:
+            _connect(res)
         return 1
     _say("fetch", f"HTTP {res.status}{where}, {res.content_type or 'no content type'}, "
          f"{len(res.body):,} bytes{' (cut at max_body)' if res.truncated else ''}, "
          f"{res.elapsed * 1000:.0f} ms" + (f", error {res.error}" if res.error else ""))
+    _connect(res)
     _say("coding", _coding(crawl, res))
     if res.retry_after is not None:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "

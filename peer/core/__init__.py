@@ -34,6 +34,7 @@ Bottom up:
 - ``cookies``    the cookie jar: Set-Cookie kept per host and sent back (RFC 6265), bounded
 - ``inflate``    gzip/deflate body decoding with a bounded output
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
+- ``eyeballs``   happy eyeballs (RFC 8305): the order a host's addresses are raced in
 - ``layout``, ``runs``  a data_dir's file names; resume, fresh or refuse a run
 - ``progress``, ``stats``  the progress line; the end-of-run summary
 - ``scrape``     what one metrics scrape exports (``peer.engine.metrics`` serves it)

@@ -2,10 +2,15 @@
 
 :class:`Connector` opens a new connection to ``(scheme, host, port)``: the
 host's addresses come from :class:`peer.net.resolver.Resolver` (its cache,
-one query per name, and the SSRF guard on every address), and are tried in
-order, the first that accepts winning; a connect and a TLS handshake each get
-``connect_timeout`` seconds, so the next address can still be tried within the
-fetch's total deadline. TLS is a ``trio.SSLStream`` given the host name, so
+one query per name, and the SSRF guard on every address), and are raced by
+happy eyeballs (RFC 8305, :mod:`peer.core.eyeballs`: IPv6 first, the families
+interleaved, the next address started when the one before fails or after
+250 ms), the first to connect winning and the others cancelled in their
+nursery, their sockets closed; a connect and a TLS handshake each get
+``connect_timeout`` seconds, so an address that black-holes costs a quarter
+of a second, not the fetch's total deadline. A host with one address is
+connected to directly, as before (no nursery, no timer). TLS is a
+``trio.SSLStream`` given the host name, so
 SNI and the certificate check see the name, not the IP; ALPN offers HTTP/1.1
 only. :class:`IdlePool` keeps a shard's idle connections by origin (its rules
 in its docstring). A :class:`Conn` is closed by closing its socket,
@@ -19,6 +24,7 @@ from typing import Any
 
 import trio
 
+from peer.core.eyeballs import ATTEMPT_DELAY, attempt_order
 from peer.errors import ErrorKind, FetchError
 from peer.net.resolver import Resolver
 from peer.net.tls import TlsContexts
@@ -29,16 +35,18 @@ __all__ = ["KEEPALIVE_EXPIRY", "Conn", "Connector", "IdlePool"]
 KEEPALIVE_EXPIRY = 10.0
 
 class Conn:
-    """One open connection to an origin (TCP, or TLS over TCP) and the address it went to."""
+    """One open connection to an origin (TCP, or TLS over TCP), the address it went to,
+    and the addresses tried to open it (in the order their attempts started)."""
 
-    __slots__ = ("stream", "sock", "key", "address", "idle_since")
+    __slots__ = ("stream", "sock", "key", "address", "tried", "idle_since")
 
     def __init__(self, stream: trio.abc.Stream, sock: Any, key: tuple[str, str, int],
-                 address: str) -> None:
+                 address: str, tried: tuple[str, ...] = ()) -> None:
         self.stream = stream
         self.sock = sock
         self.key = key
         self.address = address
+        self.tried = tried or (address,)
         self.idle_since = 0.0
 
     def close(self) -> None:
@@ -119,40 +127,84 @@ class Connector:
         """The TLS context for ``host`` (peer/net/tls.py's rules)."""
         return self.tls.for_host(host)
 
-    async def connect(self, scheme: str, host: str, port: int) -> Conn:
-        """A new connection: the resolver's addresses in order, the first that accepts wins.
+    async def connect(self, scheme: str, host: str, port: int,
+                      tried: list[str] | None = None) -> Conn:
+        """A new connection: the resolver's addresses raced, the first to connect wins.
 
-        The SSRF guard already ran in the resolver, so we connect to exactly
-        the address it saw; SNI and the certificate check see the host name.
+        The SSRF guard already ran in the resolver, and the race connects to
+        a subset of exactly the addresses it saw; SNI and the certificate
+        check see the host name. ``tried``, if given, gets each address as
+        its attempt starts (kept when every attempt fails).
         """
-        addresses = await self.resolver.resolve(host)
-        last: BaseException | None = None
-        for address in addresses:
-            tcp = None
+        order = attempt_order(await self.resolver.resolve(host))
+        if tried is None:
+            tried = []
+        if len(order) == 1:
+            address = order[0]
+            tried.append(address)
+            tcp = await self._attempt(address, port)
+        else:
+            tcp, address = await self._race(order, port, tried)
+        sock = tcp.socket
+        stream: trio.abc.Stream = tcp
+        if scheme == "https":
+            stream = trio.SSLStream(tcp, self.tls.for_host(host), server_hostname=host, https_compatible=True)
+            done = False
             try:
                 with trio.move_on_after(self._connect_timeout):
-                    tcp = await trio.open_tcp_stream(address, port)
-            except OSError as exc:
-                last = exc
-                continue
-            if tcp is None:
-                last = FetchError(ErrorKind.CONNECT, f"connect to {address} timed out")
-                continue
-            sock = tcp.socket
-            stream: trio.abc.Stream = tcp
-            if scheme == "https":
-                stream = trio.SSLStream(tcp, self.tls.for_host(host), server_hostname=host, https_compatible=True)
-                done = False
-                try:
-                    with trio.move_on_after(self._connect_timeout):
-                        await stream.do_handshake()
-                        done = True
-                finally:
-                    if not done:
-                        sock.close()
+                    await stream.do_handshake()
+                    done = True
+            finally:
                 if not done:
-                    raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
-            return Conn(stream, sock, (scheme, host, port), address)
-        if last is None:  # pragma: no cover - the resolver returns an address or raises
-            last = FetchError(ErrorKind.DNS, f"no address for {host}")
-        raise last
+                    sock.close()
+            if not done:
+                raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
+        return Conn(stream, sock, (scheme, host, port), address, tuple(tried))
+
+    async def _attempt(self, address: str, port: int) -> trio.SocketStream:
+        """One TCP connect to an IP literal, bounded by ``connect_timeout``."""
+        with trio.move_on_after(self._connect_timeout):
+            return await trio.open_tcp_stream(address, port)
+        raise FetchError(ErrorKind.CONNECT, f"connect to {address} timed out")
+
+    async def _race(self, order: tuple[str, ...], port: int,
+                    tried: list[str]) -> tuple[trio.SocketStream, str]:
+        """RFC 8305 §5 over ``order``: the first to connect wins; else the last failure raises.
+
+        trio's ``open_tcp_stream(happy_eyeballs_delay=...)`` races the same
+        way, but resolves the name itself, around our cache and guard; this
+        is its loop over our addresses.
+        """
+        won: list[tuple[trio.SocketStream, str]] = []
+        failures: list[Exception] = []
+
+        async def attempt(address: str, failed: trio.Event, nursery: trio.Nursery) -> None:
+            try:
+                tcp = await self._attempt(address, port)
+            except (OSError, FetchError) as exc:
+                failures.append(exc)
+                failed.set()
+                return
+            if won:  # two connected before the cancel reached this one: one is kept
+                tcp.socket.close()
+                return
+            won.append((tcp, address))
+            nursery.cancel_scope.cancel()
+
+        try:
+            async with trio.open_nursery() as nursery:
+                for address in order:
+                    failed = trio.Event()
+                    tried.append(address)
+                    nursery.start_soon(attempt, address, failed, nursery)
+                    with trio.move_on_after(ATTEMPT_DELAY):
+                        await failed.wait()
+        except BaseException:
+            # Cancelled from outside (the fetch's deadline) after a winner
+            # connected: nobody will close its socket but us.
+            for tcp, _ in won:
+                tcp.socket.close()
+            raise
+        if won:
+            return won[0]
+        raise failures[-1]

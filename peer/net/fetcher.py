@@ -30,7 +30,8 @@ What httpx does not do for a crawler, measured, and done here:
   and a Content-Length over it is refused before any body is read.
 - **DNS through our cache.** A new connection (:mod:`peer.net.connections`)
   resolves the origin host through :class:`peer.net.resolver.Resolver`
-  (cache, one query per name, SSRF guard) and connects to those addresses;
+  (cache, one query per name, SSRF guard) and races those addresses (happy
+  eyeballs, RFC 8305: IPv6 first, 250 ms apart; :mod:`peer.core.eyeballs`);
   TLS is a ``trio.SSLStream`` given the host name, so SNI and the
   certificate check see the name, not the IP. A connect and a handshake each
   get ``max(1, timeout / 3)`` s, so the next address can still be tried.
@@ -193,6 +194,9 @@ class FetchResult:
     detail: str = ""
     x_robots: tuple[str, ...] = ()  # X-Robots-Tag values and the Link canonical, as
     canonical: str | None = None    # sent (peer.core.head.Head)
+    #: The addresses tried for the connection, in the order their attempts started
+    #: (RFC 8305 races them; ``address`` is the one that won); () if none was tried.
+    tried: tuple[str, ...] = ()
     #: The Set-Cookie values, as sent (peer.core.cookies reads them), and the
     #: wall time (epoch seconds) the head came: Max-Age counts from it.
     set_cookies: tuple[str, ...] = ()
@@ -204,7 +208,7 @@ class _Progress:
 
     __slots__ = ("status", "content_type", "charset", "location", "retry_after",
                  "parts", "size", "raw", "truncated", "error", "address", "malformed", "detail",
-                 "head", "received")
+                 "head", "tried", "received")
 
     def __init__(self) -> None:
         self.status: int | None = None
@@ -221,6 +225,7 @@ class _Progress:
         self.malformed: tuple[str, ...] = ()
         self.detail = ""
         self.head: Head | None = None
+        self.tried: list[str] | tuple[str, ...] = ()
         self.received = 0.0
 
 
@@ -339,7 +344,8 @@ class Fetcher:
             truncated=p.truncated, error=p.error, elapsed=trio.current_time() - start,
             address=p.address, malformed=p.malformed, detail=p.detail,
             x_robots=p.head.x_robots if p.head else (), canonical=p.head.canonical if p.head else None,
-            set_cookies=p.head.set_cookies if p.head else (), received=p.received)
+            tried=tuple(p.tried), set_cookies=p.head.set_cookies if p.head else (),
+            received=p.received)
 
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
                      prefix_ok: bool, cookie: str | None) -> None:
@@ -355,8 +361,9 @@ class Fetcher:
         idle = shards[zlib.crc32(host.encode()) % len(shards)] if len(shards) > 1 else shards[0]
         conn = idle.take(key, trio.current_time())
         if conn is None:
-            conn = await self.connector.connect(scheme, host, port)
-        p.address = conn.address
+            p.tried = []  # filled as the attempts start: kept when none connects
+            conn = await self.connector.connect(scheme, host, port, p.tried)
+        p.address, p.tried = conn.address, conn.tried
         reader = ResponseReader()
         keep = False
         try:

@@ -5,10 +5,17 @@ a lookup needs (cached for its TTL, RFC 1035; failures per RFC 2308); :func:`pee
 decides which answers we may connect to. This module does the querying:
 
 - ``[dns] nameservers`` set: dnspython's async resolver on its trio backend,
-  which returns TTLs. IPv4 first: an ``A`` query, and ``AAAA`` only when the
-  name has no ``A`` record, so a dual-stack host costs one query, not two.
+  which returns TTLs. An ``A`` and an ``AAAA`` query go out together (RFC
+  8305 §3), so a dual-stack host's answer holds both families for the
+  connector to race (:mod:`peer.core.eyeballs`). Once the ``A`` answer is
+  in, the ``AAAA`` one gets :data:`~peer.core.eyeballs.RESOLUTION_DELAY`
+  more (50 ms), then the host is taken as IPv4-only until the answer
+  expires; the ``A`` answer is always waited for. The answer lists the
+  ``A`` addresses first (:meth:`Resolver.peek`, the per-IP budget's key,
+  stays the IPv4 address it was), the TTL is the smaller of the two.
 - no nameservers: the system resolver, ``trio.socket.getaddrinfo`` (run in a
-  thread by trio). It tells no TTL, so the answer lives ``min_ttl``.
+  thread by trio), which asks for both families itself. It tells no TTL, so
+  the answer lives ``min_ttl``.
 
 Concurrent lookups of one name make one query: the first caller gets
 :class:`~peer.core.dnscache.Miss` and queries; the others get
@@ -44,6 +51,7 @@ if TYPE_CHECKING:
 
 from peer.core.config import DnsConfig
 from peer.core.dnscache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
+from peer.core.eyeballs import RESOLUTION_DELAY
 from peer.errors import ErrorKind, FetchError
 from peer.core.netguard import is_public_address
 
@@ -95,7 +103,7 @@ class Resolver:
         self._allow_private = allow_private
         self._clock = clock
         self._events: dict[str, trio.Event] = {}
-        #: Queries actually sent (an A query and its AAAA fallback count as two).
+        #: Queries actually sent (a name server's A and AAAA count as two).
         self.queries = 0
         self._dns: asyncresolver.Resolver | None = None
         self._backend: asyncbackend.Backend | None = None
@@ -184,9 +192,7 @@ class Resolver:
         from dns import resolver as dns_resolver
 
         try:
-            answer = await self._ask(name, rdatatype.A)
-            if answer is None:
-                answer = await self._ask(name, rdatatype.AAAA)
+            answers = await self._both(name)
         except dns_resolver.NXDOMAIN:
             raise _LookupFailed("no such domain (NXDOMAIN)") from None
         except dns_resolver.NoNameservers:
@@ -195,11 +201,46 @@ class Resolver:
             raise _LookupFailed("DNS query timed out") from None
         except dns_exception.DNSException as exc:
             raise _LookupFailed(f"DNS error: {exc}") from None
-        if answer is None:
+        if not answers:
             raise _LookupFailed("no A or AAAA record")
-        addresses = tuple(dict.fromkeys(rd.address for rd in answer))
+        addresses = tuple(dict.fromkeys(rd.address for answer in answers for rd in answer))
         # The smallest TTL along a CNAME chain bounds the whole answer.
-        return addresses, float(answer.chaining_result.minimum_ttl)
+        return addresses, float(min(a.chaining_result.minimum_ttl for a in answers))
+
+    async def _both(self, name: str) -> list[dns_resolver.Answer]:
+        """The A and the AAAA answer of ``name`` (those that exist), asked together.
+
+        The A query's error, if it has one, is raised (else the AAAA's), unless the
+        other query answered: a name with an address is not a failure.
+        """
+        from dns import exception as dns_exception
+        from dns import rdatatype
+
+        got: dict[rdatatype.RdataType, dns_resolver.Answer | None] = {}
+        errors: dict[rdatatype.RdataType, dns_exception.DNSException] = {}
+        done = {rdatatype.A: trio.Event(), rdatatype.AAAA: trio.Event()}
+
+        async def ask(rdtype: rdatatype.RdataType) -> None:
+            try:
+                got[rdtype] = await self._ask(name, rdtype)
+            except dns_exception.DNSException as exc:
+                errors[rdtype] = exc
+            done[rdtype].set()
+
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(ask, rdatatype.A)
+            nursery.start_soon(ask, rdatatype.AAAA)
+            await done[rdatatype.A].wait()
+            if got.get(rdatatype.A) is not None:
+                with trio.move_on_after(RESOLUTION_DELAY):
+                    await done[rdatatype.AAAA].wait()
+                nursery.cancel_scope.cancel()
+        answers = [a for a in (got.get(rdatatype.A), got.get(rdatatype.AAAA)) if a is not None]
+        if not answers:
+            error = errors.get(rdatatype.A) or errors.get(rdatatype.AAAA)
+            if error is not None:
+                raise error
+        return answers
 
     async def _ask(self, name: str, rdtype: rdatatype.RdataType) -> dns_resolver.Answer | None:
         assert self._dns is not None
