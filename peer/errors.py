@@ -87,6 +87,9 @@ class ErrorKind(StrEnum):
     DECODE = "decode"  # unknown Content-Encoding or a corrupt compressed body
     PROTOCOL = "protocol"  # malformed HTTP
     TLS = "tls"  # certificate, hostname or handshake failure
+    PROXY = "proxy"  # the proxy could not be reached, or broke its protocol (peer/core/tunnel.py)
+    PROXY_AUTH = "proxy_auth"  # the proxy refused the credentials (407, SOCKS5 auth)
+    PROXY_REFUSED = "proxy_refused"  # the proxy could not or would not reach the target
     SCOPE = "scope"  # a URL httpx cannot fetch at all
     INTERNAL = "internal"  # a bug of ours while handling the URL (logged with its traceback)
     ROBOTS = "robots"  # robots.txt disallows it, or could not be read

@@ -33,6 +33,9 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
     lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
+    from peer.core.proxyconf import proxy_lines
+
+    lines.extend(f"   {line}" for line in proxy_lines(cfg))
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
     if cfg.sites:

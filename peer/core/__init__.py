@@ -32,6 +32,7 @@ Bottom up:
 - ``head``       what the crawler reads of a response head, every value checked
 - ``inflate``    gzip/deflate body decoding with a bounded output
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
+- ``proxyconf``, ``tunnel``  proxies in cluster.toml and each host's; what a proxy is asked and its answer means
 - ``layout``, ``runs``  a data_dir's file names; resume, fresh or refuse a run
 - ``progress``, ``stats``  the progress line; the end-of-run summary
 - ``scrape``     what one metrics scrape exports (``peer.engine.metrics`` serves it)

@@ -43,6 +43,9 @@ hosts, whole: the block's list is checked in its own order, and the global
 rules do not apply to those hosts. ``skip_extensions`` and the parameter
 rules stay global: they make a URL's identity, which cannot depend on the
 block a host falls in once the config changes.
+
+``proxy`` (with ``proxy_auth_env``, ``proxy_auth_file``) is checked and
+resolved by :mod:`peer.core.proxyconf` (its rule 4): a URL, or ``"direct"``.
 """
 
 from __future__ import annotations
@@ -116,6 +119,9 @@ class SiteBlock:
     store_body: bool | None = _key(bool, None, "crawl.store_body for these hosts")
     store_links: bool | None = _key(bool, None, "crawl.store_links for these hosts")
     rules: tuple[str, ...] | None = _key(list, None, "crawl.rules for these hosts, replacing the global list: include/exclude rules checked in order")
+    proxy: str | None = _key(str, None, "crawl.proxy for these hosts: a proxy URL, or \"direct\" for none (docs/configuration.md, Proxies)")
+    proxy_auth_env: str | None = _key(str, None, "the environment variable holding this block's proxy's user:password (crawl.proxy_auth_env's credentials go only to crawl.proxy)")
+    proxy_auth_file: str | None = _key(str, None, "a file holding this block's proxy's user:password, relative to cluster.toml")
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""

@@ -8,7 +8,9 @@ order, the first that accepts winning; a connect and a TLS handshake each get
 fetch's total deadline. TLS is a ``trio.SSLStream`` given the host name, so
 SNI and the certificate check see the name, not the IP; ALPN offers HTTP/1.1
 only. :class:`IdlePool` keeps a shard's idle connections by origin (its rules
-in its docstring). A :class:`Conn` is closed by closing its socket,
+in its docstring). Through a proxy (``peer.net.proxy``) a connection's key
+names the proxy too, and TLS runs end to end over the tunnel. A
+:class:`Conn` is closed by closing its socket,
 synchronously, so a deadline can never leave one half open.
 """
 
@@ -19,7 +21,9 @@ from typing import Any
 
 import trio
 
+from peer.core.proxyconf import Proxy
 from peer.errors import ErrorKind, FetchError
+from peer.net.proxy import ProxyDialer
 from peer.net.resolver import Resolver
 
 __all__ = ["KEEPALIVE_EXPIRY", "Conn", "Connector", "IdlePool"]
@@ -32,8 +36,8 @@ class Conn:
 
     __slots__ = ("stream", "sock", "key", "address", "idle_since")
 
-    def __init__(self, stream: trio.abc.Stream, sock: Any, key: tuple[str, str, int],
-                 address: str) -> None:
+    def __init__(self, stream: trio.abc.Stream, sock: Any, key: tuple[Any, ...],
+                 address: str | None) -> None:
         self.stream = stream
         self.sock = sock
         self.key = key
@@ -61,10 +65,10 @@ class IdlePool:
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self._by_key: dict[tuple[str, str, int], list[Conn]] = {}
+        self._by_key: dict[tuple[Any, ...], list[Conn]] = {}
         self._order: dict[Conn, None] = {}  # insertion order = idle since
 
-    def take(self, key: tuple[str, str, int], now: float) -> Conn | None:
+    def take(self, key: tuple[Any, ...], now: float) -> Conn | None:
         conns = self._by_key.get(key)
         while conns:
             conn = conns.pop()
@@ -108,8 +112,9 @@ class Connector:
     """Opens connections: ``await connector.connect(scheme, host, port) -> Conn``."""
 
     def __init__(self, resolver: Resolver, *, connect_timeout: float,
-                 ssl_context: ssl.SSLContext | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, proxies: ProxyDialer | None = None) -> None:
         self.resolver = resolver
+        self.proxies = proxies
         self._connect_timeout = connect_timeout
         # One context for all fetches; httpx's default is made at the first
         # https URL (loading the CA bundle costs ~20 ms, httpx's import 60 ms more).
@@ -127,12 +132,15 @@ class Connector:
             self._ssl_context.set_alpn_protocols(["http/1.1"])
         return self._ssl_context
 
-    async def connect(self, scheme: str, host: str, port: int) -> Conn:
+    async def connect(self, scheme: str, host: str, port: int, proxy: Proxy | None = None) -> Conn:
         """A new connection: the resolver's addresses in order, the first that accepts wins.
 
         The SSRF guard already ran in the resolver, so we connect to exactly
         the address it saw; SNI and the certificate check see the host name.
+        With ``proxy``, through it (its key in the idle pool names the proxy).
         """
+        if proxy is not None:
+            return await self._proxied(scheme, host, port, proxy)
         addresses = await self.resolver.resolve(host)
         last: BaseException | None = None
         for address in addresses:
@@ -146,21 +154,31 @@ class Connector:
             if tcp is None:
                 last = FetchError(ErrorKind.CONNECT, f"connect to {address} timed out")
                 continue
-            sock = tcp.socket
-            stream: trio.abc.Stream = tcp
-            if scheme == "https":
-                stream = trio.SSLStream(tcp, self.ssl_context(), server_hostname=host, https_compatible=True)
-                done = False
-                try:
-                    with trio.move_on_after(self._connect_timeout):
-                        await stream.do_handshake()
-                        done = True
-                finally:
-                    if not done:
-                        sock.close()
-                if not done:
-                    raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
-            return Conn(stream, sock, (scheme, host, port), address)
+            stream: trio.abc.Stream = await self._tls(tcp, host) if scheme == "https" else tcp
+            return Conn(stream, tcp.socket, (scheme, host, port), address)
         if last is None:  # pragma: no cover - the resolver returns an address or raises
             last = FetchError(ErrorKind.DNS, f"no address for {host}")
         raise last
+
+    async def _tls(self, tcp: trio.SocketStream, host: str) -> trio.abc.Stream:
+        """TLS over ``tcp`` to ``host`` (SNI and the certificate check see the name)."""
+        sock = tcp.socket
+        stream = trio.SSLStream(tcp, self.ssl_context(), server_hostname=host, https_compatible=True)
+        done = False
+        try:
+            with trio.move_on_after(self._connect_timeout):
+                await stream.do_handshake()
+                done = True
+        finally:
+            if not done:
+                sock.close()
+        if not done:
+            raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
+        return stream
+
+    async def _proxied(self, scheme: str, host: str, port: int, proxy: Proxy) -> Conn:
+        """A new connection through ``proxy`` (peer.net.proxy); TLS end to end over it."""
+        assert self.proxies is not None, "a proxy without a dialer: the Fetcher makes both"
+        tcp, address = await self.proxies.open(proxy, host, port)
+        stream: trio.abc.Stream = await self._tls(tcp, host) if scheme == "https" else tcp
+        return Conn(stream, tcp.socket, (scheme, host, port, proxy.url), address)
