@@ -22,6 +22,7 @@ from clirun import error_line, run_main, web_thread
 from localweb import SiteGraph, serve_webfarm
 from localweb.proxies import ConnectProxy, Socks5Proxy, TunnelEntry
 from test_engine import crawl, make_config, rows
+from test_fetcher import pki  # noqa: F401 - the fixture
 
 from peer.core.config import parse_config
 from peer.errors import ErrorKind
@@ -261,3 +262,102 @@ def test_missing_credentials_are_one_line_at_start(tmp_path, monkeypatch):
     toml.write_text(toml.read_text().replace("socks5h://", f"socks5h://{USER}:{PASSWORD}@"))
     line = error_line(run_main(main, ["--ring", str(toml)]))
     assert PASSWORD not in line and "proxy_auth_env" in line
+
+
+async def raw_connect_proxy(nursery, answer: list[bytes], upstream_port: int | None = None) -> int:
+    """A CONNECT proxy that answers with ``answer``'s parts, a read apart, then tunnels to
+    127.0.0.1:``upstream_port`` (if given); its port."""
+
+    async def handle(stream):
+        try:
+            data = b""
+            while b"\r\n\r\n" not in data:
+                chunk = await stream.receive_some(4096)
+                if not chunk:
+                    return
+                data += chunk
+            for part in answer:
+                await stream.send_all(part)
+                await trio.sleep(0.05)
+            if upstream_port is None:
+                return
+            up = await trio.open_tcp_stream("127.0.0.1", upstream_port)
+            async with up, trio.open_nursery() as pipes:
+                async def one_way(src, dst):
+                    while chunk := await src.receive_some(65536):
+                        await dst.send_all(chunk)
+                    pipes.cancel_scope.cancel()
+                pipes.start_soon(one_way, stream, up)
+                pipes.start_soon(one_way, up, stream)
+        except (trio.BrokenResourceError, OSError):
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+    nursery.start_soon(trio.serve_listeners, handle, listeners)
+    return listeners[0].socket.getsockname()[1]
+
+
+async def test_a_connect_answer_split_over_reads_opens_the_tunnel_and_garbage_is_proxy(tmp_path):
+    graph = SiteGraph(hosts=1, pages_per_host=3, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        split = await raw_connect_proxy(nursery, [b"HTTP/1.1 200 Connection", b" established\r\n",
+                                                  b"Via: test\r\n", b"\r\n"], farm.port)
+        early = await raw_connect_proxy(nursery, [b"HTTP/1.1 200 OK\r\n\r\nHTTP/1.1 200 OK\r\n"], farm.port)
+        garbage = await raw_connect_proxy(nursery, [b"SSH-2.0-OpenSSH_9.6\r\n\r\n"])
+        silent = await raw_connect_proxy(nursery, [])
+        url = farm.url("s001.web.test")
+        results = [await fetch_via(tmp_path, url, f"http://127.0.0.1:{port}", timeout=2.0)
+                   for port in (split, early, garbage, silent)]
+        nursery.cancel_scope.cancel()
+    ok, desync, broken, closed = results
+    assert ok.error is None and ok.status == 200 and b"<html" in ok.body.lower()
+    assert desync.error is ErrorKind.PROXY and "before its client" in desync.detail
+    assert broken.error is ErrorKind.PROXY, broken
+    assert closed.error is ErrorKind.PROXY, closed
+    assert len(farm.log) == 1
+
+
+async def test_https_goes_end_to_end_through_the_tunnel(tmp_path, pki):
+    import ssl
+
+    from test_fetcher import _tls_server
+
+    sni: list = []
+    proxy = ConnectProxy(resolve={"tls.web.test": "127.0.0.1"})
+    async with trio.open_nursery() as nursery:
+        port = await _tls_server(nursery, pki, "tls.web.test", sni)
+        await nursery.start(proxy.serve)
+        cfg = make_config(tmp_path, 1, crawl=proxy_crawl_keys(f"http://{proxy.address}") | {"proxy_auth_env": ""})
+        ctx = ssl.create_default_context(cafile=str(pki / "ca.pem"))
+        resolver = Resolver(cfg.dns, allow_private=True)
+        async with Fetcher(cfg.crawl, resolver, ssl_context=ctx) as fetcher:
+            res = await fetcher.fetch(f"https://tls.web.test:{port}/")
+        nursery.cancel_scope.cancel()
+    assert (res.status, res.error, res.body) == (200, None, b"secret")
+    assert sni == ["tls.web.test"]  # the origin's name, over the tunnel
+    assert [e.target for e in proxy.log] == [f"tls.web.test:{port}"]
+
+
+async def test_keep_alive_reuses_the_tunnel_and_a_direct_block_goes_around_the_proxy(tmp_path):
+    graph = SiteGraph(hosts=2, pages_per_host=3, shop=False)
+    proxy = ConnectProxy(resolve=WEB)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        await nursery.start(proxy.serve)
+        cfg = make_config(tmp_path, farm.port, crawl={"proxy": f"http://{proxy.address}",
+                                                      "proxy_allow_private": True},
+                          extra='[[site]]\nhosts = ["s002.web.test"]\nproxy = "direct"\n')
+        from peer.core.sites import SiteSettings
+
+        sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+        async with Fetcher(cfg.crawl, Resolver(cfg.dns, allow_private=True), sites=sites) as fetcher:
+            for host in ("s001.web.test", "s001.web.test", "s002.web.test", "s002.web.test"):
+                assert (await fetcher.fetch(farm.url(host))).status == 200
+        nursery.cancel_scope.cancel()
+    assert [e.target for e in proxy.log] == [f"s001.web.test:{farm.port}"]  # one tunnel, two requests
+    by_host = {(e.host, e.client, e.conn) for e in farm.log}
+    assert {(h, c) for h, c, _ in by_host} == {("s001.web.test", "127.0.0.2"), ("s002.web.test", "127.0.0.1")}
+    assert len(by_host) == 2  # each host's two requests on one connection
