@@ -361,3 +361,67 @@ async def test_keep_alive_reuses_the_tunnel_and_a_direct_block_goes_around_the_p
     by_host = {(e.host, e.client, e.conn) for e in farm.log}
     assert {(h, c) for h, c, _ in by_host} == {("s001.web.test", "127.0.0.2"), ("s002.web.test", "127.0.0.1")}
     assert len(by_host) == 2  # each host's two requests on one connection
+
+
+def test_wrong_credentials_end_a_crawl_with_proxy_auth_counted_in_stats_json(tmp_path, monkeypatch):
+    from ring.vocabulary import Family
+
+    monkeypatch.setenv(AUTH_ENV, f"{USER}:wrong")
+    with web_thread(1) as web, proxy_thread(ConnectProxy(resolve=WEB, credentials=(USER, PASSWORD))) as proxy:
+        toml = tmp_path / "cluster.toml"
+        toml.write_text(f"""
+[crawl]
+seeds = ["http://s001.web.test:{web.port}/"]
+allow_private = true
+proxy = "http://{proxy.address}"
+proxy_auth_env = "{AUTH_ENV}"
+proxy_allow_private = true
+timeout = 5
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+[[peer]]
+id = "p1"
+data_dir = "{tmp_path / 'p1'}"
+""")
+        from peer.commands.cli import main
+
+        ran = run_main(main, ["--ring", str(toml), "--progress", "0.2"])
+        requests = web.requests()
+    assert ran.returncode == 3, ran.stderr  # nothing fetched: said in one line
+    assert "the proxy refused the credentials" in ran.stderr
+    assert requests == [] and {e.outcome for e in proxy.log} == {"auth"}
+    stats = json.loads((tmp_path / "p1" / "stats.json").read_text())
+    # The seed's row: its robots.txt was never read, so the seed never requested.
+    assert stats[Family.NOT_REQUESTED.value] == {"proxy_auth": 1}, stats
+    assert stats["run_config"]["crawl"]["proxy"] == f"http://{proxy.address}"
+
+
+async def test_a_socks_proxy_that_breaks_the_exchange_or_stays_silent_gives_proxy_rows(tmp_path):
+    async def serve(answer: bytes, nursery) -> int:
+        async def handle(stream):
+            try:
+                await stream.receive_some(64)
+                if answer:
+                    await stream.send_all(answer)
+                await trio.sleep(30)  # silent, or waiting for a request that never fits
+            except (trio.BrokenResourceError, OSError):
+                pass
+            finally:
+                await trio.aclose_forcefully(stream)
+
+        listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
+        nursery.start_soon(trio.serve_listeners, handle, listeners)
+        return listeners[0].socket.getsockname()[1]
+
+    async with trio.open_nursery() as nursery:
+        wrong_version = await serve(b"\x04\x00", nursery)
+        silent = await serve(b"", nursery)
+        results = [await fetch_via(tmp_path, "http://s001.web.test:8/", f"socks5h://127.0.0.1:{port}",
+                                   timeout=3.0)
+                   for port in (wrong_version, silent)]
+        nursery.cancel_scope.cancel()
+    broken, quiet = results
+    assert broken.error is ErrorKind.PROXY and broken.status is None, broken
+    # A silent proxy: its handshake's share of the deadline (timeout / 3, at least 1 s) runs
+    # out before the fetch's own (a row "timeout" would hide whose fault it was).
+    assert quiet.error is ErrorKind.PROXY and "in time" in quiet.detail, quiet

@@ -7,8 +7,8 @@ import base64
 import pytest
 
 from peer.core.config import parse_config
-from peer.core.proxyconf import (Credentials, Proxy, ProxyRoutes, ProxyScheme, ProxySpec, parse_credentials,
-                                 proxy_lines)
+from peer.core.proxyconf import (Credentials, Proxy, ProxyRoutes, ProxyScheme, ProxySpec, host_proxy,
+                                 parse_credentials, proxy_lines)
 from peer.core.sites import SiteSettings
 from peer.core.tunnel import connect_request, connect_verdict, socks_verdict
 from peer.errors import ConfigError, ErrorKind
@@ -121,6 +121,10 @@ def test_each_host_gets_its_blocks_proxy_or_the_global_one():
     assert r.for_host("c.org").url == "http://p.example:1"  # a block without proxy: the global one
     assert r.for_host("d.com").url == "http://p.example:1"
     assert [p.url for p in r.proxies()] == ["http://p.example:1", "socks5h://q.example:2"]
+    assert host_proxy(c, 0) == "none, direct (site[0]: *.corp)"
+    assert host_proxy(c, 1) == "socks5h://q.example:2 (no credentials) (site[1]: *.net)"
+    assert host_proxy(c, 2) == host_proxy(c, -1) == "http://p.example:1 (no credentials) (crawl.proxy)"
+    assert host_proxy(cfg(""), -1) is None
     lines = proxy_lines(c)
     assert lines[1:] == ["proxy for site[0] (*.corp): direct",
                          "proxy for site[1] (*.net): socks5h://q.example:2 (no credentials)"]

@@ -69,7 +69,11 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
     except URLError as exc:
         print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    print("\n".join(SiteSettings(cfg.sites, cfg.crawl, cfg.politeness).describe(host)))
+    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+    from peer.core.proxyconf import host_proxy
+
+    proxy = host_proxy(cfg, sites.for_host(host).block)
+    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])))
     return 0
 
 

@@ -58,7 +58,7 @@ if TYPE_CHECKING:
     from peer.core.sites import SiteSettings
 
 __all__ = ["DIRECT", "Credentials", "Proxy", "ProxyRoutes", "ProxyScheme", "ProxySpec",
-           "check_proxies", "parse_credentials", "parse_proxy", "proxy_lines"]
+           "check_proxies", "host_proxy", "parse_credentials", "parse_proxy", "proxy_lines"]
 
 #: What a ``[[site]]`` block's ``proxy`` says for "no proxy for these hosts".
 DIRECT = "direct"
@@ -314,3 +314,19 @@ def proxy_lines(cfg: ClusterConfig) -> list[str]:
                               auth_file=b.proxy_auth_file or "", block=True)
             lines.append(f"proxy for site[{i}] ({b.label}): " + (own.label if own is not None else "direct"))
     return lines
+
+
+def host_proxy(cfg: ClusterConfig, block: int) -> str | None:
+    """``--check --host``'s proxy line for a host in ``block`` (-1: none), where it came from;
+    None when no proxy is configured at all."""
+    b = cfg.sites[block] if block >= 0 else None
+    if b is not None and b.proxy is not None:
+        own = parse_proxy(b.proxy, str(cfg.path), f"site[{block}].proxy", auth_env=b.proxy_auth_env or "",
+                          auth_file=b.proxy_auth_file or "", block=True)
+        return f"{own.label if own is not None else 'none, direct'} (site[{block}]: {b.label})"
+    crawl = cfg.crawl
+    if not crawl.proxy:
+        return "none, direct (default)" if any(s.proxy for s in cfg.sites) else None
+    spec = parse_proxy(crawl.proxy, str(cfg.path), "crawl.proxy", auth_env=crawl.proxy_auth_env,
+                       auth_file=crawl.proxy_auth_file)
+    return f"{spec.label if spec is not None else 'none'} (crawl.proxy)"
