@@ -22,6 +22,7 @@ those above it)::
     hrefs.py      how a link is spelt (forms) and what each spelling names - pure
     directives.py bad.web.test/directives/: canonical, robots directives,
                   frames, meta refresh, link rel                          - pure
+    docsite.py    docs.web.test: a documentation site and its sitemap    - pure
     endpoints.py  bad.web.test: gzip bomb, huge, dripping, reset answers  - pure
     graph.py      hosts, routes, the links of every page, robots rules    - pure
     pages.py      the bytes of every page                                 - pure
@@ -52,6 +53,9 @@ those above it)::
                    from 127.0.0.2, so the web's log shows what came through
     politesim.py   simulated servers on simulated time: the frontier's and the
                    PID's request logs, no network, no clock              - pure
+    https.py       HttpsFarm: names on one 127.0.0.1 port chosen by SNI, with a
+                   test CA's certificates (TestPki: expired, another name's,
+                   self-signed, a client certificate), its log of SNI and ALPN
     demo.py        scripts/demo's ports and cluster.toml
     judge.py       a server's request log judged as a site owner would: the
                    most requests in any 1 s and 5 s window, ceilings, rates - pure

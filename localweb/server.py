@@ -7,7 +7,8 @@ It speaks HTTP/1.1 with keep-alive, GET and HEAD, per-host latency that may
 change over time and a token-bucket rate limit answering 429 with
 ``Retry-After`` (:class:`HostBehaviour`). ``bad.web.test`` is answered by
 :mod:`localweb.endpoints`, whose answers say how they are paced; the
-sleeping happens here. Every request is logged (:class:`LogEntry`) in
+sleeping happens here. ``docs.web.test`` is a documentation site with its
+sitemap (:mod:`localweb.docsite`). Every request is logged (:class:`LogEntry`) in
 memory and, with ``log_path``, as JSON lines flushed per line: the request
 log is what tests judge a crawl by; each entry names the client's address
 (``client``), so a test of several peers in their own network namespaces
@@ -39,7 +40,7 @@ from urllib.parse import unquote
 import h11
 import trio
 
-from localweb import endpoints
+from localweb import docsite, endpoints
 from localweb.endpoints import BAD_HOST, FILLER, Answer
 from localweb.hrefs import port_suffix
 from localweb.oracle import normalize
@@ -415,6 +416,8 @@ class WebFarm:
                     reply = endpoints.answer(target)
                     if reply.delay > 0:
                         await trio.sleep(reply.delay)
+                elif host == docsite.DOCS_HOST:
+                    reply = docsite.answer(target, self.port)
                 else:
                     reply = self._page(host, target)
             return await self._send(stream, conn, reply, method == "HEAD", sent)

@@ -86,7 +86,11 @@ class ErrorKind(StrEnum):
     TOO_LARGE = "too_large"  # over crawl.max_body
     DECODE = "decode"  # unknown Content-Encoding or a corrupt compressed body
     PROTOCOL = "protocol"  # malformed HTTP
-    TLS = "tls"  # certificate, hostname or handshake failure
+    TLS = "tls"  # a TLS failure of no kind below: handshake, protocol, another certificate error
+    TLS_EXPIRED = "tls_expired"  # the certificate expired or is not yet valid
+    TLS_HOSTNAME = "tls_hostname"  # the certificate is for another host name
+    TLS_UNTRUSTED = "tls_untrusted"  # no trusted CA signed it (self-signed, unknown CA)
+    TLS_CLIENT_CERT = "tls_client_cert"  # the server wanted a client certificate, or refused ours
     PROXY = "proxy"  # the proxy could not be reached, or broke its protocol (peer/core/tunnel.py)
     PROXY_AUTH = "proxy_auth"  # the proxy refused the credentials (407, SOCKS5 auth)
     PROXY_REFUSED = "proxy_refused"  # the proxy could not or would not reach the target

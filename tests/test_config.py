@@ -108,7 +108,16 @@ def test_unknown_key_suggests_the_right_one():
                                                      ("politeness", "rate_limit", "integral_limit")])
 def test_an_unknown_key_is_not_matched_to_a_key_that_does_something_else(section, key, other):
     err = str(error_of(MINIMAL + f"[{section}]\n{key} = 1\n"))
-    assert f"{section}.{key}: unknown key (known: " in err and "did you mean" not in err
+    assert f"{section}.{key}: unknown key; " in err and "did you mean" not in err and other not in err
+
+
+@pytest.mark.parametrize(("section", "key", "where"), [("crawl", "allow_paths", "crawl.rules"),
+                                                       ("politeness", "rate_limit", "politeness.rate"),
+                                                       ("crawl", "depth_limit", "crawl.max_depth")])
+def test_a_key_of_another_crawler_is_pointed_at_ours(section, key, where):
+    # A newcomer from Scrapy or Crawlee writes their keys: the line says where ours is.
+    err = str(error_of(MINIMAL + f"[{section}]\n{key} = 1\n"))
+    assert f"{section}.{key}: unknown key; " in err and where in err
 
 
 def test_unknown_section_suggests_the_right_one():

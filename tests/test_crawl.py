@@ -718,6 +718,9 @@ def test_a_robots_txt_no_retry_can_mend_records_the_hosts_urls_at_once(cause):
     effects = c.on_robots(job, answer(adm.url, None, error=cause), 0.0)
     assert {r.error for r in rows(effects).values()} == {cause} and len(rows(effects)) == 3
     assert c.summary.errors[cause] == 3 and len(c.frontier) == 0
+    # Asked once: the warning said "after 4 tries" of the SSRF guard's refusal.
+    (warn,) = [e.text for e in effects if isinstance(e, Warn)]
+    assert "tries" not in warn and f"recorded as '{cause}'" in warn
 
 
 def test_a_robots_txt_429_is_asked_again_after_its_retry_after():

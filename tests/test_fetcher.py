@@ -537,21 +537,21 @@ async def test_tls_checks_the_host_name_not_the_ip(nursery, pki):
     assert sni == ["tls.web.test"]
 
 
-async def test_tls_certificate_for_another_name_is_error_tls(nursery, pki):
+async def test_tls_certificate_for_another_name_is_error_tls_hostname(nursery, pki):
     sni: list = []
     port = await _tls_server(nursery, pki, "other.web.test", sni)
     client_ctx = ssl.create_default_context(cafile=str(pki / "ca.pem"))
     async with fetcher(ssl_context=client_ctx) as f:
         r = await f.fetch(f"https://tls.web.test:{port}/")
-    assert (r.status, r.error, r.body) == (None, "tls", b"")
+    assert (r.status, r.error, r.body) == (None, "tls_hostname", b"")
     assert sni == ["tls.web.test"]
 
 
-async def test_tls_untrusted_ca_is_error_tls(nursery, pki):
+async def test_tls_untrusted_ca_is_error_tls_untrusted(nursery, pki):
     port = await _tls_server(nursery, pki, "tls.web.test", [])
     async with fetcher() as f:  # the default trust store does not know our CA
         r = await f.fetch(f"https://tls.web.test:{port}/")
-    assert r.error == "tls"
+    assert r.error == "tls_untrusted"
 
 
 # -- pure helpers ----------------------------------------------------------------
@@ -1014,7 +1014,8 @@ async def test_max_body_overrides_the_config_without_prefix_ok(nursery):
 # -- fuzzing: whatever the server sends, fetch returns a consistent result ----
 
 KINDS = {None, "dns", "blocked", "connect", "timeout", "reset", "too_large", "decode",
-         "protocol", "tls", "scope"}  # never "internal": that would be a bug
+         "protocol", "tls", "tls_expired", "tls_hostname", "tls_untrusted", "tls_client_cert",
+         "scope"}  # never "internal": that would be a bug
 REASONS = {"status", "retry_after", "content_length", "content_type", "charset", "location",
            "content_encoding", "excess", "x_robots_tag", "link"}
 MEDIA = re.compile(r"[!#$%&'*+.^_`|~0-9a-z-]{1,127}/[!#$%&'*+.^_`|~0-9a-z-]{1,127}")

@@ -19,7 +19,7 @@ def test_the_rate_is_over_the_last_interval_not_cumulative():
 def test_elapsed_time_items_and_errors_by_kind():
     line = Progress().line(snap(725.0, 10, items=4, errors={"timeout": 3, "connect": 1}))
     assert line.startswith("12m05s: ")
-    assert "items 4" in line and "errors 4 (timeout 3, connect 1)" in line
+    assert "items 4" in line and "failed 4 (timeout 3, connect 1)" in line
 
 
 def test_hosts_ready_waiting_and_held():
@@ -50,8 +50,9 @@ def test_a_held_host_is_not_suppressed_as_a_repeat_while_it_waits():
 
 def test_exclusions_are_apart_from_pages_and_errors():
     line = Progress().line(snap(1.0, 98, not_requested={"robots": 45}, out_of_scope=12))
-    assert "pages 98 " in line and "errors 0" in line
-    assert "not requested 45 (robots 45), links out of scope 12" in line
+    # The words of every other figure (ring.vocabulary): links out of scope are a cause.
+    assert "pages 98 " in line and "failed 0" in line
+    assert "not requested 57 (robots 45, scope 12)" in line
 
 
 def test_percent_and_eta_toward_max_pages_at_the_current_cluster_rate():

@@ -42,6 +42,9 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
         lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
                      + " (--check --host HOST: what applies to a host)")
     lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
+    from peer.core.tlsconfig import describe_tls
+
+    lines.append(f"   {describe_tls(c, cfg.sites)}")
     from peer.core.urlrules import parse_url_rules
 
     lines.append(f"   url {parse_url_rules(c, str(cfg.path)).describe()}")
@@ -123,7 +126,8 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     rule named), a seed the SSRF guard will refuse (peer/core/netguard.py:
     an IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
     public, while ``allow_private`` is false). A seed resolved by real DNS is
-    judged when it is fetched, not here: --check does no I/O.
+    judged when it is fetched, not here: --check does no I/O. A ``[[site]]``
+    block with ``verify = false`` is one too (peer/core/tlsconfig.py rule 4).
     """
     from peer.core.sites import SiteSettings
     from peer.core.urls import Scope, host_key, hostname, normalize
@@ -133,7 +137,9 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     where = str(cfg.path)
     urlrules = parse_url_rules(c, where)
     sites = SiteSettings(cfg.sites, c, cfg.politeness)
-    ring = ring_warnings(cfg)
+    from peer.core.tlsconfig import unverified_warnings
+
+    ring = ring_warnings(cfg) + [f"{where}: {w}" for w in unverified_warnings(cfg.sites)]
     if not c.seeds:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
     out = ring

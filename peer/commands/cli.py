@@ -137,6 +137,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg.peer(args.id)
         elif len(cfg.peers) == 1:
             args.id = cfg.peers[0].id
+        from peer.net.tls import check_tls
+
+        check_tls(cfg)  # a CA file or client key that cannot be used: one line now
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -265,6 +268,11 @@ _NOTHING_BECAUSE = {
     "proxy": "the proxy (crawl.proxy) cannot be reached or broke its protocol",
     "proxy_auth": "the proxy refused the credentials (crawl.proxy_auth_env, proxy_auth_file)",
     "proxy_refused": "the proxy could not or would not reach it",
+    "tls_expired": "its certificate has expired (or is not yet valid)",
+    "tls_hostname": "its certificate is for another host name",
+    "tls_untrusted": "its certificate is signed by no CA we trust (self-signed, or a private CA: "
+                     "crawl.ca_file names a CA bundle; a [[site]] block's verify = false skips the check)",
+    "tls_client_cert": "its server asks for a client certificate (crawl.client_cert), or refused ours",
     "robots": "its robots.txt forbids it (crawl.obey_robots = false ignores robots.txt: only on "
               "sites you run)",
 }

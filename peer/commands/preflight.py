@@ -52,7 +52,11 @@ PROBE_TIMEOUT = 5.0
 _BECAUSE = {
     ErrorKind.CONNECT: "nothing answers (connection refused, or no route); check the host and port, and that the server is up",
     ErrorKind.TIMEOUT: "no answer within {timeout:g}s; check the URL and the server",
-    ErrorKind.TLS: "its TLS handshake failed (certificate, host name or protocol)",
+    ErrorKind.TLS: "its TLS handshake failed (protocol, or a certificate error)",
+    ErrorKind.TLS_EXPIRED: "its certificate has expired (or is not yet valid)",
+    ErrorKind.TLS_HOSTNAME: "its certificate is for another host name",
+    ErrorKind.TLS_UNTRUSTED: "its certificate is signed by no CA we trust: crawl.ca_file, or a [[site]] block's verify = false",
+    ErrorKind.TLS_CLIENT_CERT: "its server wants a client certificate (crawl.client_cert), or refused ours",
     ErrorKind.RESET: "the connection was closed before an answer",
     ErrorKind.PROTOCOL: "what answers is not HTTP/1.1",
     ErrorKind.PROXY: "the proxy cannot be reached or broke its protocol; check crawl.proxy",

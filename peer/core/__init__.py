@@ -10,6 +10,7 @@ Bottom up:
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place);
   ``configkeys`` how a key is declared, ``sitemapconfig`` the ``[sitemaps]`` section
 - ``sites``      ``[[site]]`` blocks: each host's settings, one block over the global config
+- ``tlsconfig``  TLS options in the config: paths resolved, combinations checked, the ``--check`` line
 - ``urls``       normalisation, link joining, host key, scope
 - ``urlrules``   scope by URL: include/exclude rules, skipped extensions, parameters stripped
 - ``bloom``, ``bloomnp``  the seen-URL Bloom filter of this peer's partition; its numpy batch kernels

@@ -216,6 +216,11 @@ class CrawlConfig:
     proxy_allow_private: bool = _key(bool, False, "allow a proxy at a private, loopback or link-local address (the SSRF guard of the proxy's own address; crawl.allow_private is the targets')")
     store_body: bool = _key(bool, False, "keep page bodies in the results")
     store_links: bool = _key(bool, False, "keep the link graph (from_url, to_url) in the results")
+    # TLS options: peer/net/tls.py builds a context once per distinct setting.
+    ca_file: str = _key(str, "", "PEM bundle of the CA certificates trusted instead of the default store (certifi's, or SSL_CERT_FILE), relative to cluster.toml; [[site]] ca_file overrides it for its hosts")
+    client_cert: str = _key(str, "", "PEM client certificate (chain) sent to servers that ask for one, relative to cluster.toml; its key in it or in client_key")
+    client_key: str = _key(str, "", "PEM private key of client_cert, relative to cluster.toml; empty: in client_cert's file")
+    client_key_password_env: str = _key(str, "", "name of the environment variable holding the client key's passphrase (never the passphrase itself)")
     headers: Mapping[str, str] = _key(dict, {}, "extra request headers, name = value; [[site]] headers extend them; Host, User-Agent, Accept-Encoding and framing or hop-by-hop headers are refused")
     # Caps against a hostile web (peer/core/limits.py has the rules and figures).
     # 1000, not Nutch's db.max.outlinks.per.page of 100: real pages commonly
@@ -429,11 +434,12 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     extract = parse_extract(doc.get("extract", {}), where)
     cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
     _check_cross(cfg, where)
-    # Blocks are checked over a global config known to be valid; then proxies, of both.
+    # Blocks are checked over a global config known to be valid; then TLS paths and proxies, of both.
     cfg = dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
     from peer.core.proxyconf import check_proxies
+    from peer.core.tlsconfig import resolve_tls_paths
 
-    return check_proxies(cfg, where, base)
+    return check_proxies(resolve_tls_paths(cfg, base, where), where, base)
 
 
 def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
@@ -491,6 +497,20 @@ def _convert(value: Any, kind: type, where: str, keypath: str) -> Any:
     raise AssertionError(f"unknown config kind {kind!r}")  # pragma: no cover - our bug
 
 
+#: Keys other crawlers have (Scrapy's settings, Crawlee's options) that a
+#: newcomer writes here, and where ringcrawl says the same.
+ELSEWHERE = {
+    **dict.fromkeys(("allow_paths", "deny_paths", "allow", "deny", "include", "exclude", "allowed_urls"),
+                    'scope by URL is crawl.rules, e.g. ["include:*/library/*", "exclude:re:[?&]q="]'),
+    **dict.fromkeys(("rate_limit", "download_delay", "delay", "requests_per_second"),
+                    "the pace of a host is politeness.rate, in pages per minute"),
+    **dict.fromkeys(("robotstxt_obey", "respect_robots", "robots"), "robots.txt is crawl.obey_robots"),
+    **dict.fromkeys(("depth", "depth_limit"), "link depth is crawl.max_depth"),
+    **dict.fromkeys(("max_requests", "closespider_pagecount"), "the page limit is crawl.max_pages"),
+    **dict.fromkeys(("sitemap", "sitemap_urls"), "sitemaps to start from are [sitemaps] seeds"),
+}
+
+
 def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, prefix: str) -> None:
     for key in table:
         if key not in known:
@@ -500,6 +520,8 @@ def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, pref
             # rate_limit integral_limit (0.67), keys that do something else.
             close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
             hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+            if key.lower() in ELSEWHERE:
+                hint = f"; {ELSEWHERE[key.lower()]}"
             raise ConfigError(where, keypath, f"unknown key{hint}")
 
 

@@ -48,8 +48,8 @@ __all__ = ["CrawlState", "MAX_RETRIES"]
 #: Attempts after the first for a transient failure (5xx, reset, timeout...).
 MAX_RETRIES = 2
 #: Transient error kinds worth a retry (a proxy down or overloaded, or its
-#: upstream, is too); the rest (dns, blocked, tls, too_large, protocol,
-#: proxy_auth) would fail the same way again.
+#: upstream, is too); the rest (dns, blocked, the tls kinds, too_large,
+#: protocol, proxy_auth) would fail the same way again.
 RETRYABLE = frozenset({"connect", "reset", "timeout", "proxy", "proxy_refused"})
 #: robots.txt failures no retry mends in this run: the name does not resolve
 #: (the resolver caches that, too), the SSRF guard refuses every address, or

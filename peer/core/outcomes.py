@@ -275,7 +275,8 @@ class Outcomes(CrawlState):
                 # No retry left, or none can help: the host's URLs are
                 # recorded with the cause now rather than held (rule 7).
                 self.limits.release(host, Hold.ROBOTS)
-                after = f" after {failures} tries" if failures > 1 else ""
+                # A cause no retry mends (ROBOTS_FINAL) was not tried again.
+                after = f" after {failures} tries" if failures > 1 and final not in ROBOTS_FINAL else ""
                 out.append(Warn(f"robots.txt {res.url} unreachable{after} ({why}); its {queued} queued "
                                 f"URL{'s are' if queued != 1 else ' is'} recorded as '{final}'"))
                 self._row(job, None, out, error=final)

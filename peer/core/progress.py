@@ -29,6 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ring.vocabulary import Family, not_requested, words
+
 __all__ = ["Progress", "ProgressSnapshot", "READY_MOST", "duration"]
 
 #: Ready hosts are counted up to this many (``Frontier.host_counts``): the
@@ -106,12 +108,14 @@ class Progress:
                    else "ETA -" if left else "done")
             parts.append(f"{done / snap.max_pages:.0%} of max_pages {snap.max_pages:,}, {eta}")
         parts.append(f"items {snap.items:,}")
+        # The vocabulary of every figure (ring.vocabulary): failed requests by
+        # kind; URLs not requested by cause, links out of scope among them.
         n_err = sum(snap.errors.values())
-        parts.append(f"errors {n_err:,}" + (f" ({_kinds(snap.errors)})" if n_err else ""))
-        n_not = sum(snap.not_requested.values())
-        if n_not or snap.out_of_scope:
-            parts.append(f"not requested {n_not:,}" + (f" ({_kinds(snap.not_requested)})" if n_not else "")
-                         + (f", links out of scope {snap.out_of_scope:,}" if snap.out_of_scope else ""))
+        parts.append(f"{words(Family.FAILED)} {n_err:,}" + (f" ({_kinds(snap.errors)})" if n_err else ""))
+        causes = not_requested(snap.not_requested, snap.out_of_scope)
+        n_not = sum(causes.values())
+        if n_not:
+            parts.append(f"{words(Family.NOT_REQUESTED)} {n_not:,} ({_kinds(causes)})")
         parts.append(f"frontier {snap.frontier:,}, in flight {snap.in_flight}")
         ready = f"{snap.hosts_ready:,}" + ("+" if snap.hosts_ready >= READY_MOST else "")
         n_held = snap.held_robots + snap.held_retry_after + snap.held_handoff

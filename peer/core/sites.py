@@ -46,6 +46,11 @@ block a host falls in once the config changes.
 
 ``proxy`` (with ``proxy_auth_env``, ``proxy_auth_file``) is checked and
 resolved by :mod:`peer.core.proxyconf` (its rule 4): a URL, or ``"direct"``.
+``verify = false`` turns the certificate and host-name checks off for the
+block's hosts only (a self-signed intranet or test server); there is no
+global switch, and each such block is a warning at start. ``ca_file``
+replaces ``crawl.ca_file`` for them (peer/net/tls.py builds one context per
+distinct pair).
 """
 
 from __future__ import annotations
@@ -122,6 +127,8 @@ class SiteBlock:
     proxy: str | None = _key(str, None, "crawl.proxy for these hosts: a proxy URL, or \"direct\" for none (docs/configuration.md, Proxies)")
     proxy_auth_env: str | None = _key(str, None, "the environment variable holding this block's proxy's user:password (crawl.proxy_auth_env's credentials go only to crawl.proxy)")
     proxy_auth_file: str | None = _key(str, None, "a file holding this block's proxy's user:password, relative to cluster.toml")
+    verify: bool | None = _key(bool, None, "false: these hosts' certificates and host names are not checked (a self-signed test server; warned at start); there is no global switch")
+    ca_file: str | None = _key(str, None, "crawl.ca_file for these hosts: the PEM bundle of CAs trusted, relative to cluster.toml")
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""
@@ -149,6 +156,9 @@ class Settings:
     token: str = ""
     #: The URL rules in force for the host (``crawl.rules``, or the block's).
     urlrules: UrlRules | None = None
+    #: TLS (peer/net/tls.py): whether the certificate is checked, and the CA bundle ("": the default store).
+    verify: bool = True
+    ca_file: str = ""
 
 
 class SiteSettings:
@@ -163,7 +173,7 @@ class SiteSettings:
         urlrules = parse_url_rules(crawl, "")
         self.default = Settings(politeness, crawl.user_agent, tuple(crawl.headers.items()),
                                 crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent),
-                                urlrules)
+                                urlrules, True, crawl.ca_file)
         self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules) for i, b in enumerate(blocks))
         self._groups = {f"b{i}": s for i, s in enumerate(self._settings)}
         # One alternation of named groups, block by block in order: the regex
@@ -236,6 +246,10 @@ class SiteSettings:
         rules = s.urlrules.rules if s.urlrules is not None else ()
         shown_rules = ", ".join(f"{'include' if r.include else 'exclude'} {r.pattern!r}" for r in rules)
         lines.append(f"  rules {shown_rules or 'none'} ({origin('rules', 'crawl', crawl, default_crawl)})")
+        tls_from = origin("verify", "crawl", crawl, default_crawl) if block is not None and block.sets("verify") \
+            else origin("ca_file", "crawl", crawl, default_crawl)
+        lines.append("  tls " + ("verify false: certificate and host name NOT checked" if not s.verify else
+                                 f"verified against {s.ca_file or 'the default CA store'}") + f" ({tls_from})")
         if not s.headers:
             lines.append("  headers: none")
         own = {n.lower() for n in (block.headers or {})} if block is not None else set()
@@ -260,6 +274,7 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, ur
         crawl.store_body if b.store_body is None else b.store_body,
         crawl.store_links if b.store_links is None else b.store_links,
         i, product_token(agent), urlrules,
+        b.verify is not False, crawl.ca_file if b.ca_file is None else b.ca_file,
     )
 
 

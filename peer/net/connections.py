@@ -25,6 +25,7 @@ from peer.core.proxyconf import Proxy
 from peer.errors import ErrorKind, FetchError
 from peer.net.proxy import ProxyDialer
 from peer.net.resolver import Resolver
+from peer.net.tls import TlsContexts
 
 __all__ = ["KEEPALIVE_EXPIRY", "Conn", "Connector", "IdlePool"]
 
@@ -111,26 +112,18 @@ class IdlePool:
 class Connector:
     """Opens connections: ``await connector.connect(scheme, host, port) -> Conn``."""
 
-    def __init__(self, resolver: Resolver, *, connect_timeout: float,
-                 ssl_context: ssl.SSLContext | None = None, proxies: ProxyDialer | None = None) -> None:
+    def __init__(self, resolver: Resolver, *, connect_timeout: float, tls: TlsContexts,
+                 proxies: ProxyDialer | None = None) -> None:
         self.resolver = resolver
         self.proxies = proxies
         self._connect_timeout = connect_timeout
-        # One context for all fetches; httpx's default is made at the first
-        # https URL (loading the CA bundle costs ~20 ms, httpx's import 60 ms more).
-        if ssl_context is not None:
-            ssl_context.set_alpn_protocols(["http/1.1"])  # as httpcore did: no h2 offered
-        self._ssl_context = ssl_context
+        # The contexts by host (peer/net/tls.py): without TLS options, one made
+        # at the first https URL; ALPN offers HTTP/1.1 only, as httpcore did.
+        self.tls = tls
 
-    def ssl_context(self) -> ssl.SSLContext:
-        """The TLS context: the caller's, or httpx's defaults (certifi's CA bundle, or
-        SSL_CERT_FILE / SSL_CERT_DIR); ALPN offers HTTP/1.1 only, as httpcore did."""
-        if self._ssl_context is None:
-            import httpx
-
-            self._ssl_context = httpx.create_ssl_context()
-            self._ssl_context.set_alpn_protocols(["http/1.1"])
-        return self._ssl_context
+    def ssl_context(self, host: str = "") -> ssl.SSLContext:
+        """The TLS context for ``host`` (peer/net/tls.py's rules)."""
+        return self.tls.for_host(host)
 
     async def connect(self, scheme: str, host: str, port: int, proxy: Proxy | None = None) -> Conn:
         """A new connection: the resolver's addresses in order, the first that accepts wins.
@@ -163,7 +156,7 @@ class Connector:
     async def _tls(self, tcp: trio.SocketStream, host: str) -> trio.abc.Stream:
         """TLS over ``tcp`` to ``host`` (SNI and the certificate check see the name)."""
         sock = tcp.socket
-        stream = trio.SSLStream(tcp, self.ssl_context(), server_hostname=host, https_compatible=True)
+        stream = trio.SSLStream(tcp, self.tls.for_host(host), server_hostname=host, https_compatible=True)
         done = False
         try:
             with trio.move_on_after(self._connect_timeout):

@@ -24,12 +24,43 @@ import trio
 from peer.core.tunnel import socks_verdict
 from peer.errors import ErrorKind, FetchError
 
-__all__ = ["NETWORK_ERRORS", "error_detail", "error_kind", "proxy_error"]
+__all__ = ["NETWORK_ERRORS", "error_detail", "error_kind", "proxy_error", "tls_kind"]
 
 _CLOSED_EARLY = ("server disconnected", "peer closed connection")
 # python-socks's words for a refused login (RFC 1929) and for no method accepted (RFC 1928 §3).
 _SOCKS_AUTH_REFUSED = ("Username and password authentication failure",
                        "No acceptable authentication methods")
+
+# OpenSSL's X509_V_ERR_* codes (include/openssl/x509_vfy.h), as
+# ssl.SSLCertVerificationError.verify_code carries them.
+_VERIFY_KINDS = {
+    9: ErrorKind.TLS_EXPIRED,     # CERT_NOT_YET_VALID
+    10: ErrorKind.TLS_EXPIRED,    # CERT_HAS_EXPIRED
+    62: ErrorKind.TLS_HOSTNAME,   # HOSTNAME_MISMATCH
+    64: ErrorKind.TLS_HOSTNAME,   # IP_ADDRESS_MISMATCH
+    2: ErrorKind.TLS_UNTRUSTED,   # UNABLE_TO_GET_ISSUER_CERT
+    18: ErrorKind.TLS_UNTRUSTED,  # DEPTH_ZERO_SELF_SIGNED_CERT
+    19: ErrorKind.TLS_UNTRUSTED,  # SELF_SIGNED_CERT_IN_CHAIN
+    20: ErrorKind.TLS_UNTRUSTED,  # UNABLE_TO_GET_ISSUER_CERT_LOCALLY
+    21: ErrorKind.TLS_UNTRUSTED,  # UNABLE_TO_VERIFY_LEAF_SIGNATURE
+}
+# Alerts a server sends about the client's certificate (RFC 8446 §6.2):
+# certificate_required when none came, the others when it refused ours. A
+# client receives no alert about the server's certificate: that check is its own.
+_CLIENT_CERT_ALERTS = ("CERTIFICATE_REQUIRED", "BAD_CERTIFICATE", "UNSUPPORTED_CERTIFICATE",
+                       "CERTIFICATE_REVOKED", "CERTIFICATE_EXPIRED", "CERTIFICATE_UNKNOWN",
+                       "UNKNOWN_CA")
+
+
+def tls_kind(exc: ssl.SSLError) -> ErrorKind:
+    """The kind of a TLS failure: the certificate check's verdict by OpenSSL's
+    verify code, a server's alert about our client certificate, else ``tls``."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return _VERIFY_KINDS.get(getattr(exc, "verify_code", 0), ErrorKind.TLS)
+    reason = getattr(exc, "reason", None) or ""
+    if "_ALERT_" in reason and reason.endswith(_CLIENT_CERT_ALERTS):
+        return ErrorKind.TLS_CLIENT_CERT
+    return ErrorKind.TLS
 
 
 def error_kind(exc: BaseException) -> ErrorKind | None:
@@ -46,7 +77,7 @@ def error_kind(exc: BaseException) -> ErrorKind | None:
         if cause is None:
             break
         if isinstance(cause, ssl.SSLError):
-            return ErrorKind.TLS
+            return tls_kind(cause)
         cause = cause.__cause__ or cause.__context__
     if isinstance(exc, (trio.BrokenResourceError, trio.ClosedResourceError)):
         return ErrorKind.RESET
@@ -129,6 +160,8 @@ def error_detail(exc: BaseException) -> str:
         if not todo:
             break
         e = todo.pop(0)
+        if isinstance(e, ssl.SSLError):  # its errno is OpenSSL's error class, not the OS's
+            return str(getattr(e, "verify_message", None) or e.reason or e)[:200].lower()
         if isinstance(e, OSError) and e.errno:
             return os.strerror(e.errno).lower()
         todo += getattr(e, "exceptions", ())

@@ -77,32 +77,39 @@ What httpx does not do for a crawler, measured, and done here:
 Error kinds (the ``error`` column), mapped in one place,
 :func:`peer.net.errorkinds.error_kind` (re-exported here):
 
-=================  =====================================================
-``dns``            the name did not resolve (NXDOMAIN, no address, DNS timeout)
-``blocked``        the SSRF guard refused every address (no connection made)
-``connect``        refused, unreachable, connect timed out
-``timeout``        the total deadline ``crawl.timeout`` passed
-``reset``          the connection was reset or closed mid-response
-``too_large``      Content-Length over ``max_body`` (no body read), or the
-                   body cut at ``max_body`` (``truncated``, body kept);
-                   never with ``prefix_ok``, where the cut body is the answer
-``decode``         unknown Content-Encoding or a corrupt gzip/deflate stream
-``protocol``       malformed HTTP: a status line, header or chunk framing
-                   :mod:`peer.core.http1` refuses (as h11 did), a head over its
-                   100 KiB (a 3-digit status outside 100-599 is kept: a 5xx)
-``tls``            certificate, hostname or handshake failure
-``proxy``          the proxy (``crawl.proxy``) could not be reached, or broke
-                   its protocol: a malformed CONNECT answer, a status other
-                   than those below, a SOCKS5 exchange cut short
-``proxy_auth``     the proxy refused the credentials: CONNECT 407, a SOCKS5
-                   login refused or no method accepted
-``proxy_refused``  the proxy could not or would not reach the target:
-                   CONNECT 403, 502, 503, 504; a SOCKS5 reply code 1-8
-                   (peer/core/tunnel.py)
-``scope``          a URL httpx cannot fetch at all (scheme, syntax)
-``internal``       a bug of ours while reading a response (logged with its
-                   traceback): the fetch still returns
-=================  =====================================================
+===================  ====================================================
+``dns``              the name did not resolve (NXDOMAIN, no address, DNS timeout)
+``blocked``          the SSRF guard refused every address (no connection made)
+``connect``          refused, unreachable, connect timed out
+``timeout``          the total deadline ``crawl.timeout`` passed
+``reset``            the connection was reset or closed mid-response
+``too_large``        Content-Length over ``max_body`` (no body read), or the
+                     body cut at ``max_body`` (``truncated``, body kept);
+                     never with ``prefix_ok``, where the cut body is the answer
+``decode``           unknown Content-Encoding or a corrupt gzip/deflate stream
+``protocol``         malformed HTTP: a status line, header or chunk framing
+                     :mod:`peer.core.http1` refuses (as h11 did), a head over its
+                     100 KiB (a 3-digit status outside 100-599 is kept: a 5xx)
+``tls_expired``      the server's certificate expired or is not yet valid
+``tls_hostname``     the server's certificate is for another host name
+``tls_untrusted``    no CA we trust signed it: self-signed, or an unknown CA
+                     (``crawl.ca_file``, a ``[[site]]`` block's ``verify``)
+``tls_client_cert``  the server asked for a client certificate we did not
+                     send (``crawl.client_cert``), or refused ours
+``tls``              any other TLS failure: handshake, protocol version,
+                     another certificate error (:mod:`peer.net.tls`)
+``proxy``            the proxy (``crawl.proxy``) could not be reached, or broke
+                     its protocol: a malformed CONNECT answer, a status other
+                     than those below, a SOCKS5 exchange cut short
+``proxy_auth``       the proxy refused the credentials: CONNECT 407, a SOCKS5
+                     login refused or no method accepted
+``proxy_refused``    the proxy could not or would not reach the target:
+                     CONNECT 403, 502, 503, 504; a SOCKS5 reply code 1-8
+                     (:mod:`peer.core.tunnel`)
+``scope``            a URL httpx cannot fetch at all (scheme, syntax)
+``internal``         a bug of ours while reading a response (logged with its
+                     traceback): the fetch still returns
+===================  ====================================================
 """
 
 from __future__ import annotations
@@ -132,6 +139,7 @@ from peer.net.connections import Connector, IdlePool
 from peer.net.errorkinds import NETWORK_ERRORS, error_detail, error_kind
 from peer.net.proxy import ProxyDialer, proxy_routes
 from peer.net.resolver import Resolver
+from peer.net.tls import TlsContexts
 
 __all__ = [
     "CONNECTIONS_PER_SHARD",
@@ -239,7 +247,7 @@ class Fetcher:
             resolver, connect_timeout=max(1.0, crawl.timeout / 3),
             allow_private=crawl.proxy_allow_private, user_agent=crawl.user_agent)
         self.connector = Connector(resolver, connect_timeout=max(1.0, crawl.timeout / 3),
-                                   ssl_context=ssl_context, proxies=dialer)
+                                   tls=TlsContexts(crawl, sites, ssl_context=ssl_context), proxies=dialer)
         # Idle keep-alive connections a shard keeps: its share of the
         # concurrency, times 4 for the unevenness of hashing hosts to shards.
         keepalive = 4 * -(-crawl.concurrency // shards)
