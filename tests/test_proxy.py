@@ -52,8 +52,9 @@ def judge(farm: Any, log: list[TunnelEntry]) -> None:
     assert {e.user for e in ok} == {USER}
     tunnelled = {e.target.rpartition(":")[0] for e in ok}
     assert tunnelled == {e.host for e in farm.log}
-    # Each upstream connection the proxy opened is one the web saw (its port).
+    # Each tunnel is one connection of the web's, and every connection of the web's a tunnel.
     assert all(e.upstream.startswith("127.0.0.2:") for e in ok)
+    assert len({e.conn for e in farm.log}) == len(ok)
 
 
 @pytest.mark.parametrize("kind", ["http", "socks5h"])
@@ -232,9 +233,13 @@ data_dir = "{tmp_path / 'p1'}"
         from peer.commands.trial import main as try_main
 
         ran = run_main(main, ["--ring", str(toml), "--log-level", "DEBUG", "--progress", "0.2"])
+        tunnels = len(proxy.log)
         checked = run_main(main, ["--ring", str(toml), "--check"])
+        asked_by_check = proxy.log[tunnels:]
         tried = run_main(try_main, [f"http://s001.web.test:{web.port}/", "--ring", str(toml)])
         requests = web.requests()
+    # --check asks the seed hosts through the proxy, as the crawl does.
+    assert {e.target.rpartition(":")[0] for e in asked_by_check} == {"s001.web.test", "127.0.0.1"}
     assert ran.returncode == 0, ran.stderr
     assert requests and {e.client for e in requests} == {"127.0.0.2"}
     assert {e.user for e in proxy.log} == {USER}
@@ -425,3 +430,42 @@ async def test_a_socks_proxy_that_breaks_the_exchange_or_stays_silent_gives_prox
     # A silent proxy: its handshake's share of the deadline (timeout / 3, at least 1 s) runs
     # out before the fetch's own (a row "timeout" would hide whose fault it was).
     assert quiet.error is ErrorKind.PROXY and "in time" in quiet.detail, quiet
+
+
+async def test_credentials_from_a_file_and_an_unreadable_file_is_one_line(tmp_path):
+    graph = SiteGraph(hosts=1, pages_per_host=3, shop=False)
+    proxy = Socks5Proxy(resolve=WEB, credentials=(USER, PASSWORD))
+    (tmp_path / "auth").write_text(f"{USER}:{PASSWORD}\n")
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        await nursery.start(proxy.serve)
+        res = await fetch_via(tmp_path, farm.url("s001.web.test"), f"socks5h://{proxy.address}",
+                              proxy_auth_file="auth")
+        nursery.cancel_scope.cancel()
+    assert res.status == 200 and [e.user for e in proxy.log] == [USER]
+
+    toml = tmp_path / "cluster.toml"
+    toml.write_text('[crawl]\nseeds = ["http://example.com/"]\nproxy = "socks5h://proxy.example:1080"\n'
+                    'proxy_auth_file = "missing"\n[[peer]]\nid = "p1"\n')
+    from peer.commands.cli import main
+
+    line = error_line(run_main(main, ["--ring", str(toml)]))
+    assert str(tmp_path / "missing") in line and "cannot read the proxy's credentials" in line
+
+
+def test_the_idle_pool_keeps_a_tunnel_apart_from_a_direct_connection():
+    from peer.net.connections import Conn, IdlePool
+
+    class Sock:
+        def is_readable(self):
+            return False
+
+        def close(self):
+            pass
+
+    pool = IdlePool(8)
+    tunnel = Conn(None, Sock(), ("http", "a.test", 80, "socks5h://p:1"), None)
+    pool.put(tunnel, 0.0)
+    assert pool.take(("http", "a.test", 80), 0.0) is None
+    assert pool.take(("http", "a.test", 80, "http://q:2"), 0.0) is None
+    assert pool.take(("http", "a.test", 80, "socks5h://p:1"), 0.0) is tunnel

@@ -22,7 +22,8 @@ certificate check seeing the origin's name.
 - **The guards.** The proxy's addresses are refused unless public or
   ``crawl.proxy_allow_private`` (rows ``proxy``; a literal or static one was
   already refused at start). The target: with ``socks5`` it is resolved
-  here and guarded as a direct connection is; with ``socks5h`` and
+  here and guarded as a direct connection is, and its first address sent;
+  with ``socks5h`` and
   ``http`` the proxy resolves it, and the guard sees only what is known
   without asking DNS (an IP literal, a ``[dns] resolve`` entry, a cached
   answer): a name whose public DNS answer is private is beyond it, and the
