@@ -22,6 +22,7 @@ those above it)::
     hrefs.py      how a link is spelt (forms) and what each spelling names - pure
     directives.py bad.web.test/directives/: canonical, robots directives,
                   frames, meta refresh, link rel                          - pure
+    session.py    bad.web.test/session: pages gated by a session cookie  - pure
     docsite.py    docs.web.test: a documentation site and its sitemap    - pure
     endpoints.py  bad.web.test: gzip bomb, huge, dripping, reset answers  - pure
     graph.py      hosts, routes, the links of every page, robots rules    - pure

@@ -28,6 +28,8 @@ held in memory whole.
                                    to files; ``/tracking/...`` answers 200
 ``/directives/...``                pages with canonical, robots directives,
                                    frames, refresh (:mod:`localweb.directives`)
+``/session``, ``/session/...``     pages served only with the session cookie
+                                   the first sets (:mod:`localweb.session`)
 =================================  ==========================================
 
 These hosts are linked only when the graph's ``SiteSpec.link_bad`` asks, so
@@ -42,7 +44,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from urllib.parse import parse_qsl
 
-from localweb import directives
+from localweb import directives, session
 
 __all__ = [
     "Answer", "BAD_HOST", "BAD_LINKED", "BIG_BODY", "BOMB_SIZE", "LATIN1", "LATIN1_TITLE",
@@ -195,8 +197,8 @@ def _drip(count: int) -> Iterator[bytes]:
 _HTML: Headers = ((b"content-type", b"text/html; charset=utf-8"),)
 
 
-def answer(target: str) -> Answer:
-    """The answer of ``bad.web.test`` to ``target`` (path and query)."""
+def answer(target: str, cookie: str = "") -> Answer:
+    """The answer of ``bad.web.test`` to ``target`` (path and query), ``cookie`` its Cookie field."""
     path, _, query = target.partition("?")
     q = dict(parse_qsl(query))
 
@@ -256,6 +258,8 @@ def answer(target: str) -> Answer:
         return Answer(200, _HTML, small_html("Tracking", f'<base href="/tracking/">{links}'))
     if path.startswith("/tracking/"):
         return Answer(200, _HTML, small_html("Tracked", "<p>one page, many URLs</p>"))
+    if path == session.PREFIX or path.startswith(session.PREFIX + "/"):
+        return Answer(*session.answer_parts(path, cookie))
     if path.startswith(directives.PREFIX):
         return Answer(*directives.answer_parts(path))
     if path == "/slow":

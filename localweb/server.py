@@ -413,7 +413,7 @@ class WebFarm:
                 elif method not in ("GET", "HEAD"):
                     reply = Answer(405, ((b"allow", b"GET, HEAD"),))
                 elif host == BAD_HOST:
-                    reply = endpoints.answer(target)
+                    reply = endpoints.answer(target, next((v for n, v in extra if n == "cookie"), ""))
                     if reply.delay > 0:
                         await trio.sleep(reply.delay)
                 elif host == docsite.DOCS_HOST:

@@ -94,10 +94,11 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: frames, hand-off holds and their ends, held hosts, politeness holds, the seen
 #: set's and the frontier's figures, restarts of members, the caps that count
 #: cut links or cut waits, internal errors, sitemaps fetched and not read
-#: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop).
+#: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop),
+#: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
-                    "directives.", "invalid_status", "sitemaps.")
+                    "directives.", "invalid_status", "sitemaps.", "cookies.")
 
 
 def words(family: Family) -> str:

@@ -518,7 +518,19 @@ def test_check_prints_the_url_rules_and_warns_of_a_seed_they_exclude(tmp_path):
     ]
 
 
+def test_check_prints_the_content_codings_asked_for(tmp_path):
+    res = peer("--ring", str(solo_toml(tmp_path, 9)), "--check")
+    assert res.returncode == 0, res.stderr
+    assert ("   content codings: Accept-Encoding gzip, deflate, br, zstd (crawl.accept_encodings), "
+            "zstd window up to 8,388,608 bytes") in res.stdout.splitlines()
+    res = peer("--ring", str(solo_toml(tmp_path, 9, extra='accept_encodings = []')), "--check")
+    assert "   content codings: Accept-Encoding identity (crawl.accept_encodings), " in res.stdout
+
+
 @pytest.mark.parametrize("extra, key, words", [
+    ('accept_encodings = ["gzip", "compress"]', "crawl.accept_encodings",
+     "expected a list of distinct codings among gzip, deflate, br, zstd"),
+    ('zstd_max_window = 100', "crawl.zstd_max_window", "expected bytes from 1024 to 2147483648"),
     ('rules = ["include:*/a/*", "exclude:re:(unclosed"]', "crawl.rules[1]", "expected a valid regex after 're:'"),
     ('rules = ["deny:*/a/*"]', "crawl.rules[0]", "expected 'include:<glob>'"),
     ('skip_extensions = ["pdf", ""]', "crawl.skip_extensions[1]", "expected a file extension"),

@@ -253,6 +253,7 @@ def test_tracking_variants_are_one_url_whatever_their_origin():
     c.job_ended(job)
     assert [e for e in effects if isinstance(e, Queued)] == [Queued(f"{SITE}/p?id=1", 1), Queued(f"{SITE}/q", 1)]
     assert rows(effects)[job.url].n_links == 2
+    assert c.summary.directives["links_params_changed"] == 3  # counted where an operator looks
     # A redirect's target is stripped too, and so is the row's final_url.
     job = start(c, 1.0)
     assert isinstance(c.admit(job, 1.0), Fetch)

@@ -22,6 +22,7 @@ import warnings
 import zlib
 from collections import Counter
 
+import brotli
 import h11
 import httpx
 import pytest
@@ -30,6 +31,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import localweb.endpoints
+from peer.core.inflate import zstd
 from localweb.nameserver import LocalDns
 from peer.core.config import CrawlConfig, DnsConfig
 from peer.core.extract import decode_html
@@ -426,7 +428,9 @@ async def scripted(nursery):
         "/cookie": (200, [(b"set-cookie", b"session=abc; Path=/")], b"ok"),
         "/gzip": (200, [(b"content-encoding", b"gzip")], gzip.compress(HTML)),
         "/deflate": (200, [(b"content-encoding", b"deflate")], zlib.compress(HTML)),
-        "/br": (200, [(b"content-encoding", b"br")], b"\x0b\x02\x80hello\x03"),
+        "/br": (200, [(b"content-encoding", b"br")], brotli.compress(HTML)),
+        "/zstd": (200, [(b"content-encoding", b"zstd")], zstd.compress(HTML)),
+        "/br-corrupt": (200, [(b"content-encoding", b"br")], brotli.compress(HTML)[:30] + b"\xff" * 100),
         "/corrupt": (200, [(b"content-encoding", b"gzip")],
                      gzip.compress(HTML)[:20] + b"\x00garbage" * 100),
         "/exact": (200, [], b"x" * 1000),
@@ -444,12 +448,12 @@ async def test_request_headers_and_no_cookies(scripted):
         await f.fetch(f"http://s001.web.test:{scripted.port}/plain")
     first, second = scripted.requests
     assert first[b"user-agent"] == UA.encode()
-    assert first[b"accept-encoding"] == b"gzip, deflate"
+    assert first[b"accept-encoding"] == b"gzip, deflate, br, zstd"
     assert first[b"host"] == f"s001.web.test:{scripted.port}".encode()
     assert b"cookie" not in second  # a crawler keeps no cookies
 
 
-@pytest.mark.parametrize("path", ["/gzip", "/deflate", "/raw-deflate"])
+@pytest.mark.parametrize("path", ["/gzip", "/deflate", "/raw-deflate", "/br", "/zstd"])
 async def test_compressed_bodies_are_decoded(scripted, path):
     async with fetcher() as f:
         r = await f.fetch(f"http://s001.web.test:{scripted.port}{path}")
@@ -458,13 +462,66 @@ async def test_compressed_bodies_are_decoded(scripted, path):
     assert r.raw_bytes < len(HTML) // 4
 
 
-@pytest.mark.parametrize(("path", "body"), [("/br", b""), ("/corrupt", None)])
+@pytest.mark.parametrize(("path", "body"), [("/br-corrupt", None), ("/corrupt", None)])
 async def test_undecodable_bodies_are_error_decode(scripted, path, body):
     async with fetcher() as f:
         r = await f.fetch(f"http://s001.web.test:{scripted.port}{path}")
     assert (r.status, r.error) == (200, "decode")
     if body is not None:
         assert r.body == body
+
+
+@pytest.mark.parametrize(("encodings", "sent"), [
+    (("zstd", "gzip"), b"gzip, zstd"), (("br",), b"br"), ((), b"identity")])
+async def test_accept_encodings_narrows_what_is_asked_for(scripted, encodings, sent):
+    async with fetcher(accept_encodings=encodings) as f:
+        r = await f.fetch(f"http://s001.web.test:{scripted.port}/br")
+    assert scripted.requests[0][b"accept-encoding"] == sent
+    assert (r.error, r.body) == (None, HTML)  # what is sent anyway is still decoded
+
+
+async def test_stacked_codings_are_decoded_last_first(nursery):
+    # RFC 9110 §8.4: "br, gzip" is br applied first, then gzip.
+    server = await raw_server(nursery, {"/s": reply(
+        b"200 OK", [(b"Content-Encoding", b"br, gzip")], gzip.compress(brotli.compress(GOOD)))})
+    r, good, stats = await fetch_then_good(server, "/s")
+    assert (r.error, r.body, stats["malformed"]) == (None, GOOD, {})
+    assert_good(good)
+
+
+@pytest.mark.parametrize("coding", ["gzip", "br", "zstd"])
+async def test_a_bomb_of_each_coding_is_cut_at_max_body_in_bounded_memory(nursery, coding):
+    data = _bomb(coding)  # 256 MiB of zeros; a few KiB to 256 KiB on the wire
+    server = await raw_server(nursery, {"/b": reply(b"200 OK", [(b"Content-Encoding", coding.encode())], data)})
+    async with fetcher(max_body=MiB) as f:
+        tracemalloc.start()
+        try:
+            r = await f.fetch(server.url("/b"))
+            _, peak = tracemalloc.get_traced_memory()
+        finally:
+            tracemalloc.stop()
+    assert (r.status, r.error, r.truncated) == (200, "too_large", True)
+    assert r.body == bytes(MiB)
+    assert r.raw_bytes <= min(len(data), 128 * 1024)  # a read or two, not the bomb
+    assert peak < 8 * MiB, f"peak {peak / MiB:.1f} MiB"
+
+
+async def test_a_zstd_window_over_zstd_max_window_is_decode(nursery):
+    c = zstd.ZstdCompressor(options={zstd.CompressionParameter.window_log: 24})  # 16 MiB
+    server = await raw_server(nursery, {"/z": reply(
+        b"200 OK", [(b"Content-Encoding", b"zstd")], c.compress(GOOD) + c.flush())})
+    r, good, _ = await fetch_then_good(server, "/z")
+    assert (r.status, r.error, r.body) == (200, "decode", b"")
+    assert "zstd frame's window is over 8,388,608 bytes (crawl.zstd_max_window)" in r.detail
+    assert_good(good)
+    r, _, _ = await fetch_then_good(server, "/z", zstd_max_window=16 * MiB)
+    assert (r.error, r.body) == (None, GOOD)
+
+
+@functools.cache
+def _bomb(coding: str) -> bytes:
+    from test_inflate import bomb
+    return bomb(coding, 256 * MiB)
 
 
 @pytest.mark.parametrize(("path", "size", "truncated"), [
@@ -829,8 +886,8 @@ async def test_a_huge_latin1_location_is_dropped(nursery):
     assert_good(good)
 
 
-@pytest.mark.parametrize("value", [b"gzip, gzip", b"x-garbage", b"gzip," * 10_000, b"br",
-                                   "gzïp".encode()])
+@pytest.mark.parametrize("value", [b"gzip, gzip, gzip, gzip", b"x-garbage", b"gzip," * 10_000,
+                                   b"br, compress", "gzïp".encode()])
 async def test_malformed_content_encoding_is_error_decode(nursery, value):
     server = await raw_server(nursery, {"/ce": reply(
         b"200 OK", [(b"Content-Encoding", value)], gzip.compress(gzip.compress(GOOD)))})

@@ -325,3 +325,13 @@ def test_a_status_outside_100_599_is_shown_as_a_5xx_the_crawl_retries(tmp_path, 
     assert res.returncode == 0, res.stderr
     assert "fetch:      HTTP 600 from" in res.stdout
     assert "status:     600 is outside 100-599 (or a final 1xx): the crawl retries it as a 5xx" in res.stdout
+
+
+def test_the_fetch_shows_the_codings_asked_for_and_the_bytes_on_the_wire(tmp_path, web):
+    toml = config(tmp_path, web.port, crawl='accept_encodings = ["zstd", "gzip"]\nzstd_max_window = 1048576')
+    res = try_url(toml, f"http://s001.web.test:{web.port}/", "--links", "0")
+    assert res.returncode == 0, res.stderr
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("coding:")]
+    assert line.startswith("coding:     asked for gzip, zstd (crawl.accept_encodings), "
+                           "zstd window up to 1,048,576 bytes; ")
+    assert line.endswith(" bytes on the wire")

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from peer.core.config import ClusterConfig
+from peer.core.config import ClusterConfig, CrawlConfig
 from peer.errors import EXIT_USAGE
 
 __all__ = ["check_host", "config_warnings", "describe", "idle_peers", "ring_warnings", "seed_hosts_text",
@@ -36,8 +36,15 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     from peer.core.proxyconf import proxy_lines
 
     lines.extend(f"   {line}" for line in proxy_lines(cfg))
+    lines.append(f"   content codings: {_codings(c)}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    on = [f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites) if b.cookies]
+    if c.cookies or on:
+        off = [f"site[{i}]" for i, b in enumerate(cfg.sites) if b.cookies is False]
+        lines.append("   cookies: " + ("on (crawl.cookies)" if c.cookies else "on for " + ", ".join(on))
+                     + (f", off for {', '.join(off)}" if c.cookies and off else "")
+                     + f"; kept per host, at most {c.cookies_per_host} a host, {c.cookies_max_total} in all")
     if cfg.sites:
         lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
                      + " (--check --host HOST: what applies to a host)")
@@ -116,6 +123,16 @@ def idle_peers(cfg: ClusterConfig, seeds: Sequence[tuple[str, str]]) -> list[str
     sites may never)."""
     owners = {owner for _, owner in seeds}
     return [p.id for p in cfg.peers if owners and p.id not in owners] if len(cfg.peers) > 1 else []
+
+
+def _codings(c: CrawlConfig) -> str:
+    """Accept-Encoding as sent (peer.core.inflate), and a coding left out for its missing library."""
+    from peer.core.inflate import AVAILABLE, accept_encoding
+
+    missing = [x for x in c.accept_encodings if x not in AVAILABLE]
+    return (f"Accept-Encoding {accept_encoding(c.accept_encodings)} (crawl.accept_encodings), "
+            f"zstd window up to {c.zstd_max_window:,} bytes"
+            + (f"; not asked for, their library missing: {', '.join(missing)}" if missing else ""))
 
 
 def config_warnings(cfg: ClusterConfig) -> list[str]:

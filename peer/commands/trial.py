@@ -42,11 +42,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 
 from typing import TYPE_CHECKING
 
-from peer.core.config import ClusterConfig
+from peer.core.config import ClusterConfig, CrawlConfig
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
 from ring.tools.shell import reader_gone
@@ -252,12 +253,22 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
     return True
 
 
+def _coding(crawl: CrawlConfig, res: FetchResult) -> str:
+    """What was asked for (peer.core.inflate) and what came on the wire."""
+    from peer.core.inflate import accept_encoding
+
+    return (f"asked for {accept_encoding(crawl.accept_encodings)} (crawl.accept_encodings), "
+            f"zstd window up to {crawl.zstd_max_window:,} bytes; {res.raw_bytes:,} bytes on the wire"
+            + (f": {res.detail}" if res.error == "decode" else ""))
+
+
 async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     from peer.core.crawl import Drop, Fetch, FetchRobots, FetchSitemap, Origin, Requeue, Row, Sleep, Start, parse_response
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
     from peer.core.robots import MAX_ROBOTS_BYTES
     from peer.core.urls import normalize_link
+    from peer.core.cookies import cookie_words
 
     rules = _Rules(cfg, args.peer)
     crawl = cfg.crawl
@@ -332,10 +343,13 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             _say("robots", "not asked (crawl.obey_robots = false)")
             robots_url = None
         named = robots_url is not None and url in _normalized(core.robots.sitemaps(job.host))
+        sent = None
         if named or url in _normalized(cfg.sitemaps.seeds):
             res = await fetcher.fetch(url, max_body=cfg.sitemaps.max_bytes, prefix_ok=True)
         else:
-            res = await fetcher.fetch(url)
+            # The crawl's jar (peer/core/cookies.py): what robots.txt set is sent.
+            sent = core.cookies.header(url, time.time()) if core.cookies is not None else None
+            res = await fetcher.fetch(url, cookie=sent)
     where = f" from {res.address}" if res.address else ""
     if res.status is None:
         _say("fetch", f"failed: {res.error}{where} after {res.elapsed * 1000:.0f} ms")
@@ -343,6 +357,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     _say("fetch", f"HTTP {res.status}{where}, {res.content_type or 'no content type'}, "
          f"{len(res.body):,} bytes{' (cut at max_body)' if res.truncated else ''}, "
          f"{res.elapsed * 1000:.0f} ms" + (f", error {res.error}" if res.error else ""))
+    _say("coding", _coding(crawl, res))
     if res.retry_after is not None:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "
              f"{cfg.politeness.max_retry_after:g}s)")
@@ -356,6 +371,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
              "as a 5xx and records the code (RFC 9110 §15)")
     parsed = (parse_response(url, res.body, res.charset, cfg.extract, crawl.max_links_per_page,
                              core.params, core.page_rules) if core.fetched(job, res, now) else None)
+    if res.set_cookies or core.cookies is not None:
+        _say("cookies", cookie_words(core.cookies, url, res.set_cookies, sent, time.time()))
     said = _directives(rules, url, res, parsed)
     if parsed is None:
         if not (200 <= res.status < 300 and res.body and _sitemap(cfg, rules, url, res.body,

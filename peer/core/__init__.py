@@ -31,6 +31,7 @@ Bottom up:
 - ``extract``, ``items``  links, title and extraction rules from HTML
 - ``http1``      HTTP/1.1 response framing (RFC 9112) and the request head
 - ``head``       what the crawler reads of a response head, every value checked
+- ``cookies``    the cookie jar: Set-Cookie kept per host and sent back (RFC 6265), bounded
 - ``inflate``    gzip/deflate body decoding with a bounded output
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
 - ``proxyconf``, ``tunnel``  proxies in cluster.toml and each host's; what a proxy is asked and its answer means

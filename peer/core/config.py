@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from peer.errors import ConfigError, URLError
 from peer.core.configkeys import key as _key
+from peer.core.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.sitemapconfig import SitemapsConfig
 from peer.core.urls import MAX_URL_LENGTH, Scope, normalize
@@ -208,6 +209,9 @@ class CrawlConfig:
     robots_tries: int = _key(int, 4, "fetches of an unreadable robots.txt before its host's URLs are recorded with the cause (connect, timeout, robots); with robots_retry 30: given up after 30 + 60 + 120 s of waits", _at_least_one)
     timeout: float = _key(float, 15.0, "seconds for a whole fetch, body included", _positive)
     max_body: int = _key(int, 2 * 1024 * 1024, "bytes of body kept, after decompression: a body announced larger (Content-Length) is not read, one found larger as it is read is cut there; both rows say too_large, and only a cut one is parsed", _at_least_one)
+    # peer/core/inflate.py: each coding decoded with its output bounded by max_body.
+    accept_encodings: tuple[str, ...] = _key(list, list(CODINGS), "content codings asked for (Accept-Encoding), of gzip, deflate, br, zstd: narrow it for servers that mishandle one; a coding whose library is missing is left out; empty: identity only", check_codings)
+    zstd_max_window: int = _key(int, MAX_WINDOW, "largest zstd window decoded, bytes (RFC 9659: 8 MiB, what HTTP clients need); a frame asking for more is error decode", check_window)
     max_redirects: int = _key(int, 5, "redirects followed per fetch", _non_negative)
     allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
     proxy: str = _key(str, "", "the proxy every fetch goes through: http://host:port (a CONNECT tunnel), socks5h://host:port (the proxy resolves names) or socks5://host:port (names resolved here); no credentials in it; empty: none (docs/configuration.md, Proxies)")
@@ -222,6 +226,10 @@ class CrawlConfig:
     client_key: str = _key(str, "", "PEM private key of client_cert, relative to cluster.toml; empty: in client_cert's file")
     client_key_password_env: str = _key(str, "", "name of the environment variable holding the client key's passphrase (never the passphrase itself)")
     headers: Mapping[str, str] = _key(dict, {}, "extra request headers, name = value; [[site]] headers extend them; Host, User-Agent, Accept-Encoding and framing or hop-by-hop headers are refused")
+    cookies: bool = _key(bool, False, "keep the cookies a host sets (Set-Cookie) and send them back to that host alone (peer/core/cookies.py); [[site]] blocks turn it on or off for their hosts")
+    cookie_max_bytes: int = _key(int, 4096, "longest cookie kept, name and value in bytes; a longer one is refused (RFC 6265 §6.1: at least 4096)", _at_least_one)
+    cookies_per_host: int = _key(int, 50, "cookies kept per host; one more evicts the host's oldest (RFC 6265 §6.1: at least 50)", _at_least_one)
+    cookies_max_total: int = _key(int, 10_000, "cookies kept by this peer over all hosts; a new one beyond is refused (RFC 6265 §6.1: at least 3000)", _at_least_one)
     # Caps against a hostile web (peer/core/limits.py has the rules and figures).
     # 1000, not Nutch's db.max.outlinks.per.page of 100: real pages commonly
     # carry a few hundred links (index, archive and footer-heavy pages), which

@@ -2,7 +2,8 @@
 
 ``CrawlState`` holds what ``peer.core.crawl.CrawlCore`` decides with: the
 scope, the Bloom filter and its exact sieve, the frontier, the robots cache,
-the limits, the retry attempts and redirect hops, the hand-off holds, and the
+the limits, the retry attempts and redirect hops, the hand-off holds, the
+cookie jar (``peer.core.cookies``, when some host's cookies are on), and the
 marks of the jobs in flight (rule 8 of peer/engine/crawler.py). The parts of
 the core are mixins over it, one module each, split along the seams the core's
 header numbers:
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 from peer.core.bloom import BloomFilter
 from peer.core.seen import SeenSieve
 from peer.core.config import ClusterConfig
+from peer.core.cookies import CookieJar, CookieLimits
 from peer.core.decisions import Done, Effect, Forward, Origin, Requeued, Row
 from peer.core.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.core.holds import Holds, Liveness
@@ -155,6 +157,14 @@ class CrawlState:
         self._sitemap_jobs: dict[str, SitemapJob] = {}
         # A sitemap's hints for URLs queued here, until their row.
         self._hints: dict[str, UrlHints] = {}
+        #: The cookies of the hosts we fetch (peer/core/cookies.py); None when
+        #: no host has them on, so the default path costs one test.
+        self.cookies: CookieJar | None = None
+        if sites.any("cookies"):
+            self.cookies = CookieJar(
+                CookieLimits(crawl.cookie_max_bytes, crawl.cookies_per_host, crawl.cookies_max_total),
+                enabled=lambda h: sites.for_host(h).cookies)
+            self.summary.cookies = self.cookies.counts  # the jar's figures, for stats.json
 
     def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
                  host: str | None = None) -> list[Effect]:
@@ -164,6 +174,11 @@ class CrawlState:
     def robots_sitemaps(self, host: str, robots_url: str, now: float) -> list[Effect]:
         """The sitemaps a robots.txt names (``peer.core.sitemapside.SitemapSide.robots_sitemaps``)."""
         raise NotImplementedError
+
+    def keep_cookies(self, res: FetchResult) -> None:
+        """The cookies a response set, into the jar (its host's cookies on), at its wall time."""
+        if self.cookies is not None and res.set_cookies:
+            self.cookies.store(res.url, res.set_cookies, res.received)
 
     def _owner(self, host: str) -> str:
         ring = self.ring

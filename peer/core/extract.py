@@ -152,6 +152,7 @@ class Page:
     n_links: int  # distinct links on the page (more than len(links) when cut at max_links)
     canonical: str | None = None  # normalised; None when absent or not a crawlable URL
     via: tuple[tuple[str, str], ...] = ()  # (link, FRAME | REFRESH | LINK_REL) of links not from <a>
+    cleaned: int = 0  # links whose parameters the rules changed (crawl.strip_params, sort_query)
 
 
 def is_html(content_type: str, body: bytes) -> bool:
@@ -356,12 +357,19 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     if nofollow or not hrefs:
         return Page(title, (), noindex, nofollow, 0, canonical)
     links: dict[str, str] = {}
+    cleaned = 0
     for href, source in hrefs.items():
         target = normalize_link(base, href, params)
-        if target is not None and target not in links:
+        if target is None:
+            continue
+        # Counted, so an operator sees what the parameter rules merge: only a
+        # link with a query or a ;parameter can change.
+        if params is not None and ("?" in href or ";" in href) and normalize_link(base, href) != target:
+            cleaned += 1
+        if target not in links:
             links[target] = source
     out = tuple(links)
     via = tuple((link, source) for link, source in links.items() if source)
     # Past the cap the a/area elements stand for the page's link count
     # (nofollow and repeated ones included): reading them is what the cap saves.
-    return Page(title, out, noindex, nofollow, len(out) + more, canonical, via)
+    return Page(title, out, noindex, nofollow, len(out) + more, canonical, via, cleaned)

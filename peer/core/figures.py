@@ -46,6 +46,8 @@ class Figures(CrawlState):
             out[f"sitemaps.failed.{cause}"] = n
         for problem, n in sm.sitemap_drops.items():
             out[f"sitemap.{problem}"] = n  # refused input: a drop (ring.vocabulary rule 4)
+        if self.cookies is not None:
+            out.update(self.cookies.counts)  # cookies.* counters, cookie.malformed a drop
         if self.bloom.num_slices > 1:
             out["bloom.slices"] = self.bloom.num_slices
         if self.bloom.full:
@@ -78,6 +80,9 @@ class Figures(CrawlState):
             if sm.sitemap_drops:
                 line += "; drops: " + ", ".join(f"{k} {n}" for k, n in sorted(sm.sitemap_drops.items()))
             lines.append(line)
+        if self.cookies is not None and self.cookies.counts:
+            lines.append("cookies: " + ", ".join(f"{k} {n}" for k, n in sorted(self.cookies.counts.items()))
+                         + f"; {len(self.cookies)} kept for {len(self.cookies.hosts())} hosts")
         fr = self.frontier
         if fr.ceiling_holds or fr.ip_ceiling_holds or fr.n_ips:
             lines.append(f"politeness: starts held by the 1 s/5 s ceiling {fr.ceiling_holds} "

@@ -35,11 +35,16 @@ digit, ``str.isdigit()`` but not ``int()``) or 400 digits raised out of
 ``location``          empty, over :data:`MAX_LOCATION` characters, with a
                       control character (h11 lets C0 bytes through), or
                       several different fields: None
-``content_encoding``  a coding we did not ask for, stacked codings, or a
-                      garbage list: error ``decode``
+``content_encoding``  a coding we cannot decode (its library missing),
+                      more than ``peer.core.inflate.MAX_CODINGS``
+                      stacked, or a garbage list: error ``decode``
 ``x_robots_tag``,     more than ``peer.core.directives.MAX_FIELDS``
 ``link``              X-Robots-Tag (or Link) fields, or one over
                       ``MAX_FIELD`` characters: the rest is not read
+``set_cookie``        more than :data:`MAX_SET_COOKIES` Set-Cookie fields:
+                      the rest is not read. The values are handed over
+                      unparsed (:mod:`peer.core.cookies` reads them, only
+                      for a host whose cookies are on)
 ``excess``            bytes after the end of a response (beyond its
                       Content-Length, or a body on a 204/304): the
                       connection is closed, not reused. Not a field:
@@ -58,13 +63,15 @@ from dataclasses import dataclass
 from datetime import timezone
 
 from peer.core.directives import MAX_FIELD, MAX_FIELDS, link_canonical
+from peer.core.inflate import AVAILABLE, MAX_CODINGS
 
-__all__ = ["CODINGS", "MAX_LOCATION", "RETRY_AFTER_MAX", "Head", "parse_content_type",
+__all__ = ["CODINGS", "MAX_LOCATION", "MAX_SET_COOKIES", "RETRY_AFTER_MAX", "Head", "parse_content_type",
            "parse_retry_after", "read_head", "server_error"]
 
-#: The content codings the fetcher asks for (``Accept-Encoding: gzip, deflate``)
-#: and can inflate with a bounded output (``peer.core.inflate``).
-CODINGS = frozenset({"gzip", "x-gzip", "deflate"})
+#: The content codings the fetcher can ask for (``Accept-Encoding``) and
+#: decode with a bounded output (``peer.core.inflate``), up to
+#: ``MAX_CODINGS`` stacked.
+CODINGS = frozenset({*AVAILABLE, "x-gzip"})
 #: The longest Retry-After we return, in seconds (10 years): only so that a
 #: date in the year 9999 or a 400-digit delta stays a finite float. The
 #: engine applies its own, much lower, ``politeness.max_retry_after``.
@@ -72,6 +79,9 @@ RETRY_AFTER_MAX = 10 * 365 * 86400.0
 #: The longest Location kept: RFC 9110 §4.1 asks every recipient to support
 #: URIs of at least 8000 octets, so a longer one is no link anyone relies on.
 MAX_LOCATION = 8000
+#: Set-Cookie fields read of one response: twice RFC 6265 §6.1's 50 cookies
+#: a domain, so a jar at its cap can still be refreshed whole; more is junk.
+MAX_SET_COOKIES = 100
 
 # RFC 9110 §5.6.2 token characters (lower case: values are lowered first).
 _TOKEN = r"[!#$%&'*+.^_`|~0-9a-z-]"
@@ -190,6 +200,8 @@ class Head:
     reasons: tuple[str, ...]
     x_robots: tuple[str, ...] = ()
     canonical: str | None = None
+    #: The Set-Cookie values as sent, at most MAX_SET_COOKIES (peer.core.cookies reads them).
+    set_cookies: tuple[str, ...] = ()
 
 
 def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Head:
@@ -201,7 +213,8 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
     reasons: list[str] = []
     wanted: dict[str, list[str]] = {"content-type": [], "location": [], "retry-after": [],
                                     "content-length": [], "content-encoding": [],
-                                    "transfer-encoding": [], "x-robots-tag": [], "link": []}
+                                    "transfer-encoding": [], "x-robots-tag": [], "link": [],
+                                    "set-cookie": []}
     for name, value in fields:
         if name in wanted:
             wanted[name].append(value)
@@ -254,7 +267,7 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
     if encodings:
         listed = [c.strip().lower() for value in encodings for c in value.split(",")]
         codings = tuple(c for c in listed if c and c != "identity")
-        if len(codings) > 1 or (codings and codings[0] not in CODINGS):
+        if len(codings) > MAX_CODINGS or any(c not in CODINGS for c in codings):
             reasons.append("content_encoding")
 
     x_robots, links = wanted["x-robots-tag"], wanted["link"]
@@ -262,7 +275,11 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
         if len(values) > MAX_FIELDS or any(len(v) > MAX_FIELD for v in values):
             reasons.append(reason)
     canonical = link_canonical(links) if links else None
+    cookies = wanted["set-cookie"]
+    if len(cookies) > MAX_SET_COOKIES:
+        reasons.append("set_cookie")
 
     return Head(status=status, content_type=content_type, charset=charset, location=location,
                 retry_after=retry_after, length=length, codings=codings, reasons=tuple(reasons),
-                x_robots=tuple(v[:MAX_FIELD] for v in x_robots[:MAX_FIELDS]), canonical=canonical)
+                x_robots=tuple(v[:MAX_FIELD] for v in x_robots[:MAX_FIELDS]), canonical=canonical,
+                set_cookies=tuple(cookies[:MAX_SET_COOKIES]))

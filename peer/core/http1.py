@@ -47,6 +47,7 @@ import re
 from dataclasses import dataclass
 from enum import Enum
 
+from peer.core.inflate import accept_encoding
 from peer.errors import ErrorKind, FetchError
 
 __all__ = ["ACCEPT", "ACCEPT_ENCODING", "MAX_HEAD", "Framing", "Head1", "ResponseReader", "head_lines", "request_bytes",
@@ -94,22 +95,24 @@ def _protocol(message: str) -> FetchError:
 
 
 ACCEPT = "text/html,application/xhtml+xml;q=0.9,*/*;q=0.5"
-# Only what we can inflate with a bounded output; httpx's default would add
-# br/zstd when those packages happen to be installed.
-ACCEPT_ENCODING = "gzip, deflate"
+# Only what peer.core.inflate decodes with a bounded output, and whose library
+# is installed: "gzip, deflate, br, zstd".
+ACCEPT_ENCODING = accept_encoding()
 
 
-def head_lines(user_agent: str, headers: tuple[tuple[str, str], ...] = ()) -> bytes:
+def head_lines(user_agent: str, headers: tuple[tuple[str, str], ...] = (),
+               encodings: str = ACCEPT_ENCODING) -> bytes:
     """The constant header lines of a request: User-Agent, Accept, Accept-Encoding, then ``headers``.
 
     ``headers`` come checked from cluster.toml (peer/core/sites.py: no framing
-    header, no CR/LF/NUL); an Accept among them replaces ours.
+    header, no CR/LF/NUL); an Accept among them replaces ours. ``encodings``
+    is Accept-Encoding's value (:func:`peer.core.inflate.accept_encoding`).
     """
     agent = "".join(" " if c in "\r\n\x00" else c for c in user_agent)  # no header injection
     out = b"User-Agent: " + agent.encode("latin-1", "replace") + b"\r\n"
     if not any(name.lower() == "accept" for name, _ in headers):
         out += b"Accept: " + ACCEPT.encode() + b"\r\n"
-    out += b"Accept-Encoding: " + ACCEPT_ENCODING.encode() + b"\r\n"
+    out += b"Accept-Encoding: " + encodings.encode() + b"\r\n"
     for name, value in headers:
         out += name.encode("ascii") + b": " + value.encode("latin-1", "replace") + b"\r\n"
     return out

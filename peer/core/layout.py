@@ -9,6 +9,8 @@
             snapshot-<g>.msgpack
             bloom-<g>.bin
             journal-<g>.log
+            cookies.msgpack   the cookie jar, when some host's cookies are on
+                              (peer/state/cookiefile.py names it)
         seen/                 the exact seen set's sorted runs of URL hashes
             run-<n>.u64       and adds.log (peer/state/sievefile.py)
         status-address.json   while a solo peer without an address runs: where it

@@ -78,7 +78,8 @@ class Outcomes(CrawlState):
     """The results' part of ``CrawlCore`` (module docstring)."""
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
-        """The answer came: note the host's address; whether the body is HTML to parse."""
+        """The answer came: note the host's address and cookies; whether the body is HTML to parse."""
+        self.keep_cookies(res)
         if res.address is not None:
             self.frontier.set_host_ip(job.host, res.address, now)
         # No body, nothing to parse: a body announced over max_body is not
@@ -154,6 +155,8 @@ class Outcomes(CrawlState):
             if follow and not crawl.follow_noncanonical and canonical not in (None, job.url):
                 follow = False
                 self.summary.directives["noncanonical_unfollowed"] += 1
+            if page.cleaned:
+                self.summary.directives["links_params_changed"] += page.cleaned
             if follow and (not crawl.max_depth or job.depth < crawl.max_depth):
                 for link in links:
                     out += self.discover(link, job.depth + 1, now, Origin.LINK)
@@ -242,6 +245,7 @@ class Outcomes(CrawlState):
             self.summary.robots_fetches += 1
         if res.address is not None:
             self.frontier.set_host_ip(host, res.address, now)
+        self.keep_cookies(res)
         status, error = res.status, res.error
         if status in (429, 503) and res.retry_after is not None:
             # The server said when: ask again then, not after robots_retry

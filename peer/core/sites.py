@@ -31,7 +31,9 @@ Rules:
    (:data:`REFUSED_HEADERS`, RFC 9110 §7.6.1, RFC 9112 §6-7) are a config
    error naming the key, as is ``User-Agent`` (``user_agent`` sets it, and
    robots.txt's group follows it) and a name or value an HTTP/1.1 head cannot
-   carry (RFC 9110 §5.1, §5.5: a token; no CR, LF or NUL in a value).
+   carry (RFC 9110 §5.1, §5.5: a token; no CR, LF or NUL in a value). So is
+   a ``Cookie`` header for hosts whose ``cookies`` are on: the jar
+   (peer/core/cookies.py) writes that one.
 5. **Resolution** (:meth:`SiteSettings.for_host`) is on the hot path: a new
    host of the frontier, every request's headers, every row's store options.
    The blocks' globs are one regex of named groups, tried in order, so a
@@ -129,6 +131,7 @@ class SiteBlock:
     proxy_auth_file: str | None = _key(str, None, "a file holding this block's proxy's user:password, relative to cluster.toml")
     verify: bool | None = _key(bool, None, "false: these hosts' certificates and host names are not checked (a self-signed test server; warned at start); there is no global switch")
     ca_file: str | None = _key(str, None, "crawl.ca_file for these hosts: the PEM bundle of CAs trusted, relative to cluster.toml")
+    cookies: bool | None = _key(bool, None, "crawl.cookies for these hosts: keep the cookies they set and send them back (a site that serves pages only with a session cookie)")
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""
@@ -159,6 +162,8 @@ class Settings:
     #: TLS (peer/net/tls.py): whether the certificate is checked, and the CA bundle ("": the default store).
     verify: bool = True
     ca_file: str = ""
+    #: Whether the host's cookies are kept and sent (peer/core/cookies.py).
+    cookies: bool = False
 
 
 class SiteSettings:
@@ -173,7 +178,7 @@ class SiteSettings:
         urlrules = parse_url_rules(crawl, "")
         self.default = Settings(politeness, crawl.user_agent, tuple(crawl.headers.items()),
                                 crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent),
-                                urlrules, True, crawl.ca_file)
+                                urlrules, True, crawl.ca_file, crawl.cookies)
         self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules) for i, b in enumerate(blocks))
         self._groups = {f"b{i}": s for i, s in enumerate(self._settings)}
         # One alternation of named groups, block by block in order: the regex
@@ -206,7 +211,7 @@ class SiteSettings:
         return s
 
     def any(self, key: str) -> bool:
-        """Whether ``key`` (``store_body``, ``store_links``) is true for some host."""
+        """Whether ``key`` (``store_body``, ``store_links``, ``cookies``) is true for some host."""
         return bool(getattr(self.default, key)) or any(getattr(s, key) for s in self._settings)
 
     def label(self, host: str) -> str:
@@ -250,6 +255,8 @@ class SiteSettings:
             else origin("ca_file", "crawl", crawl, default_crawl)
         lines.append("  tls " + ("verify false: certificate and host name NOT checked" if not s.verify else
                                  f"verified against {s.ca_file or 'the default CA store'}") + f" ({tls_from})")
+        lines.append(f"  cookies {'on: kept and sent back' if s.cookies else 'off'} "
+                     f"({origin('cookies', 'crawl', crawl, default_crawl)})")
         if not s.headers:
             lines.append("  headers: none")
         own = {n.lower() for n in (block.headers or {})} if block is not None else set()
@@ -275,6 +282,7 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, ur
         crawl.store_links if b.store_links is None else b.store_links,
         i, product_token(agent), urlrules,
         b.verify is not False, crawl.ca_file if b.ca_file is None else b.ca_file,
+        crawl.cookies if b.cookies is None else b.cookies,
     )
 
 
@@ -306,6 +314,7 @@ def parse_sites(raw: Any, crawl: CrawlConfig, politeness: PolitenessConfig, wher
     """The ``[[site]]`` array of tables, validated against the global config (rules 1, 3, 4)."""
     if not isinstance(raw, list) or not all(isinstance(t, dict) for t in raw):
         raise ConfigError(where, "site", "expected [[site]] tables (an array of tables)")
+    _check_cookie_header(crawl.cookies, crawl.headers, "crawl.headers", "crawl.cookies", where)
     blocks = []
     for i, table in enumerate(raw):
         prefix = f"site[{i}]"
@@ -319,10 +328,31 @@ def parse_sites(raw: Any, crawl: CrawlConfig, politeness: PolitenessConfig, wher
                 Scope((pattern,))
             except URLError as exc:
                 raise ConfigError(where, f"{prefix}.hosts[{j}]", f"expected a host glob such as '*.example.com', got {pattern!r} ({exc})") from None
+        if block.cookies is not False:
+            on = crawl.cookies if block.cookies is None else True
+            key = "crawl.cookies" if block.cookies is None else f"{prefix}.cookies"
+            _check_cookie_header(on, block.headers or {}, f"{prefix}.headers", key, where)
+            if block.cookies:
+                _check_cookie_header(True, crawl.headers, "crawl.headers", key, where)
         _check_politeness(dataclasses.replace(politeness, **{k: getattr(block, k) for k in POLITENESS_KEYS if block.sets(k)}),
                           block, prefix, where)
         blocks.append(block)
     return tuple(blocks)
+
+
+def _check_cookie_header(on: bool, headers: Mapping[str, str], keypath: str, switch: str, where: str) -> None:
+    """A static Cookie header where the jar writes one is a config error (rule 4).
+
+    RFC 6265 §5.4: a user agent "MUST NOT attach more than one Cookie
+    header field"; merging a fixed value into the jar's would be a second
+    source of cookies the jar neither expires nor scopes.
+    """
+    if not on:
+        return
+    for name in headers:
+        if name.lower() == "cookie":
+            raise ConfigError(where, f"{keypath}.{name}", f"a Cookie header cannot be set where {switch} is on: "
+                              "the cookie jar writes it (RFC 6265 §5.4: one Cookie field); set one or the other")
 
 
 def _check_politeness(pol: PolitenessConfig, block: SiteBlock, prefix: str, where: str) -> None:

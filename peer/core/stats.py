@@ -36,7 +36,9 @@ directives        pages by what they say of themselves (``peer.core.directives``
                   header), ``canonical`` (any), ``noncanonical`` (another URL),
                   ``noncanonical_unfollowed`` (crawl.follow_noncanonical),
                   ``items_withheld`` (item rows of noindex pages); and links
-                  followed by source: ``links_frame``, ``links_refresh``, ``links_link``
+                  followed by source: ``links_frame``, ``links_refresh``, ``links_link``;
+                  ``links_params_changed``: links whose parameters
+                  crawl.strip_params or crawl.sort_query changed
 invalid_status    responses with a status outside 100-599 (or a final 1xx),
                   handled as 5xx (RFC 9110 §15)
 forwarded_out/in  URLs sent to and received from their owners; ``handoffs_in``
@@ -105,6 +107,7 @@ class Summary:
     by_site: Counter[str] = field(default_factory=Counter)  # requests to hosts of a [[site]] block
     directives: Counter[str] = field(default_factory=Counter)  # the module docstring's keys
     invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
+    cookies: dict[str, int] = field(default_factory=dict)  # the cookie jar's (peer/core/cookies.py)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -215,8 +218,18 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "sitemaps": {"fetched": int(s.sitemaps_fetched), "urls": int(s.sitemap_urls),
                      "failed": {k: int(n) for k, n in sorted(s.sitemap_failed.items())},
                      Family.DROPS.value: {k: int(n) for k, n in sorted(s.sitemap_drops.items())}},
+        "cookies": _cookie_figures(getattr(s, "cookies", {})),  # a summary without a jar: {}
         "run_config": dict(config or {}),
     }
+
+
+def _cookie_figures(counts: Mapping[str, int]) -> dict[str, Any]:
+    """The jar's counters by name without ``cookies.``, and its refused input under ``drops``."""
+    out: dict[str, Any] = {k.removeprefix("cookies."): int(n) for k, n in sorted(counts.items())
+                           if k.startswith("cookies.")}
+    out[Family.DROPS.value] = {k.removeprefix("cookie."): int(n) for k, n in sorted(counts.items())
+                               if k.startswith("cookie.")}
+    return out
 
 
 def _add(into: dict[str, Any], key: str, value: Any) -> None:

@@ -358,6 +358,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             self._fetcher = fetcher
             recovered = await self._open_state(store)
             await self._open_sieve(recovered)
+            await self._open_cookies(recovered)
             try:
                 await self._crawl(store, recovered)
             finally:
@@ -418,6 +419,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             services.start_soon(self._snapshots)
             services.start_soon(self._sieve_loop)
             services.start_soon(self._move_spilled)
+            services.start_soon(self._cookie_saves)
             async with trio.open_nursery() as workers:
                 self._workers = workers
                 await self._schedule(workers)
@@ -549,7 +551,11 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         adm = core.admit(job, self.clock())
         if isinstance(adm, Fetch):
             self._did(adm.effects)
-            res = await self._fetcher.fetch(job.url)
+            jar = core.cookies  # None unless some host's cookies are on: one test
+            if jar is None:
+                res = await self._fetcher.fetch(job.url)
+            else:
+                res = await self._fetcher.fetch(job.url, cookie=jar.header(job.url, time.time()))
             parsed = None
             async with self._turn:
                 if not core.fetched(job, res, self.clock()):
@@ -579,7 +585,12 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             try:
                 # The first 500 KiB however long the file (RFC 9309 §2.5): a
                 # prefix with ``truncated`` set, not a too_large refusal.
-                res = await self._fetcher.fetch(adm.url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
+                jar = core.cookies
+                if jar is None:
+                    res = await self._fetcher.fetch(adm.url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
+                else:
+                    res = await self._fetcher.fetch(adm.url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True,
+                                                    cookie=jar.header(adm.url, time.time()))
             except trio.Cancelled:
                 core.robots_cancelled(job)
                 raise

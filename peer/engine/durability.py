@@ -21,6 +21,7 @@ import trio
 from peer.engine.parts import CrawlerParts
 from peer.core.crawl import CEILING_HORIZON, Origin
 from peer.core.layout import DataDir
+from peer.state.cookiefile import COOKIE_SAVE_SECONDS, discard_cookies, read_cookies, write_cookies
 from peer.state.spill import FileSpill
 from peer.state.journal import PeerState, SnapshotStats
 from peer.results.store import PageRow, ResultStore
@@ -141,6 +142,42 @@ class Durability(CrawlerParts):
         self.core.seed_starts(self._restart_starts, now, now - time.time())
         self._restart_starts = []
         state.commit()
+
+    # -- the cookie jar ----------------------------------------------------------
+
+    async def _open_cookies(self, rec: Any) -> None:
+        """A resume puts the jar back (peer/state/cookiefile.py); a new crawl starts it empty."""
+        directory = DataDir(self.data_dir).state
+        jar = self.core.cookies
+        if rec is None or jar is None:
+            # An earlier crawl's cookies are not this crawl's session; with
+            # cookies off now, a resume with them on later starts empty too.
+            await trio.to_thread.run_sync(discard_cookies, directory)
+            return
+        records, problem = await trio.to_thread.run_sync(read_cookies, directory, self.peer_id)
+        if problem is not None:
+            log.warning("%s: resuming with an empty cookie jar (the sites set them again)", problem)
+        kept = jar.restore(records, time.time())
+        if kept:
+            log.info("cookie jar: %d cookies of %d hosts put back", kept, len(jar.hosts()))
+
+    async def _cookie_saves(self) -> None:
+        """Write the jar within COOKIE_SAVE_SECONDS of a change, and once more at the end."""
+        jar = self.core.cookies
+        if jar is None:
+            return
+        directory = DataDir(self.data_dir).state
+        saved = jar.changes
+        try:
+            while True:
+                await trio.sleep(COOKIE_SAVE_SECONDS)
+                if jar.changes != saved:
+                    saved = jar.changes
+                    await trio.to_thread.run_sync(write_cookies, directory, self.peer_id, jar.records())
+        finally:
+            if jar.changes != saved:
+                with trio.CancelScope(shield=True):
+                    await trio.to_thread.run_sync(write_cookies, directory, self.peer_id, jar.records())
 
     # -- the exact seen set -----------------------------------------------------
 

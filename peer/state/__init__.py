@@ -8,6 +8,7 @@
 - ``snapshot``    a generation's snapshot and Bloom files, written and read back checked
 - ``recovery``    the newest snapshot, its journal replayed, the spill blocks taken since
 - ``runrecord``   ``run.json``: how the last run began and ended (advice, not state)
+- ``cookiefile``  ``cookies.msgpack``: the cookie jar, written atomically beside the snapshots
 - ``journal``     ``PeerState``: the journal of a peer's crawl and the crash-ordering
                   argument that ties the modules above together
 - ``spill``       frontier segments spilled to disk past the memory budget

@@ -102,6 +102,7 @@ from peer.state.frames import (COUNTERS as _COUNTERS, DONE as _DONE, FORWARDED a
                                MAX_FRAME as _MAX_FRAME, QUEUED as _QUEUED, SEEN as _SEEN)
 from peer.state.generations import SPILL_DIR, list_dir, unlink
 from peer.state.recovery import Recovered, recover
+from peer.state.cookiefile import discard_cookies
 from peer.state.runrecord import RUN_FILE, read_run, write_run
 from peer.state.snapshot import PendingSnapshot, SnapshotStats, write_snapshot_files
 from peer.state.spill import FileSpill, SpillManifest
@@ -158,6 +159,7 @@ class PeerState:
         for name in self._listdir():
             if StateFile.parse(name) or StateFile.is_temporary(name) or name == RUN_FILE:
                 self._unlink(name)
+        discard_cookies(self.directory)
         FileSpill.open(self.directory / SPILL_DIR, None).close()  # deletes every segment
         try:
             (self.directory / SPILL_DIR).rmdir()
