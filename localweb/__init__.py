@@ -49,6 +49,9 @@ those above it)::
     Beside them
     endless.py     a web without end: millions of URLs, for scale and crash runs
     nameserver.py  LocalDns: an authoritative DNS server for *.web.test on loopback
+    proxies.py     ConnectProxy, Socks5Proxy: test proxies on loopback that log
+                   every tunnel (client, target, user); their upstream leaves
+                   from 127.0.0.2, so the web's log shows what came through
     politesim.py   simulated servers on simulated time: the frontier's and the
                    PID's request logs, no network, no clock              - pure
     https.py       HttpsFarm: names on one 127.0.0.1 port chosen by SNI, with a

@@ -91,6 +91,9 @@ class ErrorKind(StrEnum):
     TLS_HOSTNAME = "tls_hostname"  # the certificate is for another host name
     TLS_UNTRUSTED = "tls_untrusted"  # no trusted CA signed it (self-signed, unknown CA)
     TLS_CLIENT_CERT = "tls_client_cert"  # the server wanted a client certificate, or refused ours
+    PROXY = "proxy"  # the proxy could not be reached, or broke its protocol (peer/core/tunnel.py)
+    PROXY_AUTH = "proxy_auth"  # the proxy refused the credentials (407, SOCKS5 auth)
+    PROXY_REFUSED = "proxy_refused"  # the proxy could not or would not reach the target
     SCOPE = "scope"  # a URL httpx cannot fetch at all
     INTERNAL = "internal"  # a bug of ours while handling the URL (logged with its traceback)
     ROBOTS = "robots"  # robots.txt disallows it, or could not be read

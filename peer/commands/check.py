@@ -33,6 +33,9 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
     lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
+    from peer.core.proxyconf import proxy_lines
+
+    lines.extend(f"   {line}" for line in proxy_lines(cfg))
     lines.append(f"   content codings: {_codings(c)}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
@@ -76,7 +79,11 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
     except URLError as exc:
         print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    print("\n".join(SiteSettings(cfg.sites, cfg.crawl, cfg.politeness).describe(host)))
+    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+    from peer.core.proxyconf import host_proxy
+
+    proxy = host_proxy(cfg, sites.for_host(host).block)
+    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])))
     return 0
 
 

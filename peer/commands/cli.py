@@ -126,6 +126,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     try:
         cfg = load_config(args.ring)
+        if cfg.crawl.proxy or any(b.proxy for b in cfg.sites):  # its credentials read now: one line if not
+            from peer.core.sites import SiteSettings
+            from peer.net.proxy import proxy_routes
+
+            proxy_routes(cfg.crawl, SiteSettings(cfg.sites, cfg.crawl, cfg.politeness))
         if args.address is not None:
             _check_join(cfg, args)
         elif args.id is not None:
@@ -260,6 +265,9 @@ _NOTHING_BECAUSE = {
     "connect": "nothing answers at its host and port; check the URL and that the server is up",
     "timeout": "its server did not answer within crawl.timeout",
     "tls": "its TLS handshake failed",
+    "proxy": "the proxy (crawl.proxy) cannot be reached or broke its protocol",
+    "proxy_auth": "the proxy refused the credentials (crawl.proxy_auth_env, proxy_auth_file)",
+    "proxy_refused": "the proxy could not or would not reach it",
     "tls_expired": "its certificate has expired (or is not yet valid)",
     "tls_hostname": "its certificate is for another host name",
     "tls_untrusted": "its certificate is signed by no CA we trust (self-signed, or a private CA: "

@@ -9,8 +9,10 @@ the seed. This module asks, the way the crawl will:
    ``[dns] resolve``, then ``[dns] nameservers`` or the system's, and the
    SSRF guard on the answer (``crawl.allow_private``).
 2. robots.txt is fetched by the crawl's own fetcher (RFC 9309 §2.3: the
-   crawler's user agent, ``max_body`` of robots.txt, no redirect followed)
-   and the seed checked against it by the crawl's robots core. With
+   crawler's user agent, ``max_body`` of robots.txt, no redirect followed),
+   through the host's proxy if it has one (``crawl.proxy``; a proxy that
+   resolves names leaves step 1 to it), and the seed checked against it by
+   the crawl's robots core. With
    ``crawl.obey_robots = false`` the seed itself is fetched instead: the
    question is only whether anything answers.
 
@@ -57,6 +59,9 @@ _BECAUSE = {
     ErrorKind.TLS_CLIENT_CERT: "its server wants a client certificate (crawl.client_cert), or refused ours",
     ErrorKind.RESET: "the connection was closed before an answer",
     ErrorKind.PROTOCOL: "what answers is not HTTP/1.1",
+    ErrorKind.PROXY: "the proxy cannot be reached or broke its protocol; check crawl.proxy",
+    ErrorKind.PROXY_AUTH: "the proxy refused the credentials; check what crawl.proxy_auth_env or proxy_auth_file holds",
+    ErrorKind.PROXY_REFUSED: "the proxy could not or would not reach it (its ACL, or the host is down)",
 }
 
 
@@ -110,9 +115,16 @@ async def probe_seeds(cfg: ClusterConfig, skip: Set[int] = frozenset()) -> list[
     async def ask(fetcher: Fetcher, i: int, seed: str, url: str, host: str) -> None:
         name = f"crawl.seeds[{i}] {seed!r}"
         async with limit:
+            # Through a proxy that resolves names (peer/core/proxyconf.py rule 1) the
+            # crawl asks no DNS: only the guard on what is known here, then the proxy.
+            proxy = fetcher.proxies.for_host(host) if fetcher.proxies is not None else None
+            remote = proxy is not None and proxy.spec.scheme.remote_dns
             with trio.move_on_after(timeout) as scope:
                 try:
-                    await resolver.resolve(hostname(host))
+                    if remote:
+                        resolver.known(hostname(host))
+                    else:
+                        await resolver.resolve(hostname(host))
                 except FetchError as exc:
                     found[i] = _lookup_line(where, name, exc)
                     return

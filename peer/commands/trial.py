@@ -302,6 +302,9 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     adm = core.admit(job, now)
     resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
     async with Fetcher(crawl, resolver, sites=core.sites) as fetcher:
+        if fetcher.proxies is not None:  # the proxy the crawl would go through (peer/core/proxyconf.py)
+            proxy = fetcher.proxies.for_host(job.host)
+            _say("proxy", proxy.spec.label if proxy is not None else "none: a direct connection")
         if url.startswith("https:"):
             # The certificate and the check that applies (peer/net/tls.py), by
             # a handshake of its own: the fetch's connection shows no certificate.
@@ -310,7 +313,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
 
             _, host, port, _, _ = request_target(url)
             _say("tls", await certificate_line(fetcher.connector, host, port,
-                                               core.sites.for_host(host).verify))
+                                               core.sites.for_host(host).verify,
+                                               fetcher.proxies.for_host(host) if fetcher.proxies else None))
         if isinstance(adm, FetchRobots):
             robots_url = adm.url
             res = await fetcher.fetch(robots_url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)

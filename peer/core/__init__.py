@@ -35,6 +35,7 @@ Bottom up:
 - ``inflate``    gzip/deflate body decoding with a bounded output
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
 - ``eyeballs``   happy eyeballs (RFC 8305): the order a host's addresses are raced in
+- ``proxyconf``, ``tunnel``  proxies in cluster.toml and each host's; what a proxy is asked and its answer means
 - ``layout``, ``runs``  a data_dir's file names; resume, fresh or refuse a run
 - ``progress``, ``stats``  the progress line; the end-of-run summary
 - ``scrape``     what one metrics scrape exports (``peer.engine.metrics`` serves it)

@@ -214,6 +214,10 @@ class CrawlConfig:
     zstd_max_window: int = _key(int, MAX_WINDOW, "largest zstd window decoded, bytes (RFC 9659: 8 MiB, what HTTP clients need); a frame asking for more is error decode", check_window)
     max_redirects: int = _key(int, 5, "redirects followed per fetch", _non_negative)
     allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
+    proxy: str = _key(str, "", "the proxy every fetch goes through: http://host:port (a CONNECT tunnel), socks5h://host:port (the proxy resolves names) or socks5://host:port (names resolved here); no credentials in it; empty: none (docs/configuration.md, Proxies)")
+    proxy_auth_env: str = _key(str, "", "the environment variable holding the proxy's user:password; empty: none")
+    proxy_auth_file: str = _key(str, "", "a file holding the proxy's user:password on its first line, relative to cluster.toml; empty: none")
+    proxy_allow_private: bool = _key(bool, False, "allow a proxy at a private, loopback or link-local address (the SSRF guard of the proxy's own address; crawl.allow_private is the targets')")
     store_body: bool = _key(bool, False, "keep page bodies in the results")
     store_links: bool = _key(bool, False, "keep the link graph (from_url, to_url) in the results")
     # TLS options: peer/net/tls.py builds a context once per distinct setting.
@@ -438,10 +442,12 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     extract = parse_extract(doc.get("extract", {}), where)
     cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
     _check_cross(cfg, where)
-    # Blocks are checked over a global config known to be valid.
+    # Blocks are checked over a global config known to be valid; then TLS paths and proxies, of both.
     cfg = dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
+    from peer.core.proxyconf import check_proxies
     from peer.core.tlsconfig import resolve_tls_paths
-    return resolve_tls_paths(cfg, base, where)
+
+    return check_proxies(resolve_tls_paths(cfg, base, where), where, base)
 
 
 def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:

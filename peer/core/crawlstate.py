@@ -49,14 +49,17 @@ __all__ = ["CrawlState", "MAX_RETRIES"]
 
 #: Attempts after the first for a transient failure (5xx, reset, timeout...).
 MAX_RETRIES = 2
-#: Transient error kinds worth a retry; the rest (dns, blocked, the tls
-#: kinds, too_large, protocol) would fail the same way again.
-RETRYABLE = frozenset({"connect", "reset", "timeout"})
+#: Transient error kinds worth a retry (a proxy down or overloaded, or its
+#: upstream, is too); the rest (dns, blocked, the tls kinds, too_large,
+#: protocol, proxy_auth) would fail the same way again.
+RETRYABLE = frozenset({"connect", "reset", "timeout", "proxy", "proxy_refused"})
 #: robots.txt failures no retry mends in this run: the name does not resolve
-#: (the resolver caches that, too) or the SSRF guard refuses every address.
-ROBOTS_FINAL = frozenset({"dns", "blocked"})
-#: Error kinds of requests that never reached the server (frontier rule 5).
-UNREACHED_KINDS = frozenset({"dns", "blocked", "connect"})
+#: (the resolver caches that, too), the SSRF guard refuses every address, or
+#: the proxy refuses the credentials read at start.
+ROBOTS_FINAL = frozenset({"dns", "blocked", "proxy_auth"})
+#: Error kinds of requests that never reached the server (frontier rule 5):
+#: a proxy's failure is one, whoever's fault it was.
+UNREACHED_KINDS = frozenset({"dns", "blocked", "connect", "proxy", "proxy_auth", "proxy_refused"})
 #: How long a job waits when another task is fetching its host's robots.txt.
 ROBOTS_PENDING_WAIT = 0.25
 #: How often a job of a host held for a hand-off looks again.

@@ -46,6 +46,8 @@ rules do not apply to those hosts. ``skip_extensions`` and the parameter
 rules stay global: they make a URL's identity, which cannot depend on the
 block a host falls in once the config changes.
 
+``proxy`` (with ``proxy_auth_env``, ``proxy_auth_file``) is checked and
+resolved by :mod:`peer.core.proxyconf` (its rule 4): a URL, or ``"direct"``.
 ``verify = false`` turns the certificate and host-name checks off for the
 block's hosts only (a self-signed intranet or test server); there is no
 global switch, and each such block is a warning at start. ``ca_file``
@@ -124,6 +126,9 @@ class SiteBlock:
     store_body: bool | None = _key(bool, None, "crawl.store_body for these hosts")
     store_links: bool | None = _key(bool, None, "crawl.store_links for these hosts")
     rules: tuple[str, ...] | None = _key(list, None, "crawl.rules for these hosts, replacing the global list: include/exclude rules checked in order")
+    proxy: str | None = _key(str, None, "crawl.proxy for these hosts: a proxy URL, or \"direct\" for none (docs/configuration.md, Proxies)")
+    proxy_auth_env: str | None = _key(str, None, "the environment variable holding this block's proxy's user:password (crawl.proxy_auth_env's credentials go only to crawl.proxy)")
+    proxy_auth_file: str | None = _key(str, None, "a file holding this block's proxy's user:password, relative to cluster.toml")
     verify: bool | None = _key(bool, None, "false: these hosts' certificates and host names are not checked (a self-signed test server; warned at start); there is no global switch")
     ca_file: str | None = _key(str, None, "crawl.ca_file for these hosts: the PEM bundle of CAs trusted, relative to cluster.toml")
     cookies: bool | None = _key(bool, None, "crawl.cookies for these hosts: keep the cookies they set and send them back (a site that serves pages only with a session cookie)")

@@ -6,6 +6,8 @@
   framing the response, ``peer.core.head`` reading its head,
   ``peer.core.inflate`` decoding its body, and every cap applied while it streams
 - ``connections`` an origin's addresses connected to, TLS, the idle keep-alive pool
+- ``proxy``     connections through a proxy: a CONNECT tunnel or a SOCKS5 handshake,
+  the proxy's credentials read at start
 - ``tls``       the TLS contexts: one per distinct setting (CA file, verify, client
   certificate), chosen per host
 - ``errorkinds`` foreign exceptions to the ``error`` column's kinds, and their words

@@ -13,7 +13,9 @@ connected to directly, as before (no nursery, no timer). TLS is a
 ``trio.SSLStream`` given the host name, so
 SNI and the certificate check see the name, not the IP; ALPN offers HTTP/1.1
 only. :class:`IdlePool` keeps a shard's idle connections by origin (its rules
-in its docstring). A :class:`Conn` is closed by closing its socket,
+in its docstring). Through a proxy (``peer.net.proxy``) a connection's key
+names the proxy too, and TLS runs end to end over the tunnel. A
+:class:`Conn` is closed by closing its socket,
 synchronously, so a deadline can never leave one half open.
 """
 
@@ -25,7 +27,9 @@ from typing import Any
 import trio
 
 from peer.core.eyeballs import ATTEMPT_DELAY, attempt_order
+from peer.core.proxyconf import Proxy
 from peer.errors import ErrorKind, FetchError
+from peer.net.proxy import ProxyDialer
 from peer.net.resolver import Resolver
 from peer.net.tls import TlsContexts
 
@@ -40,13 +44,13 @@ class Conn:
 
     __slots__ = ("stream", "sock", "key", "address", "tried", "idle_since")
 
-    def __init__(self, stream: trio.abc.Stream, sock: Any, key: tuple[str, str, int],
-                 address: str, tried: tuple[str, ...] = ()) -> None:
+    def __init__(self, stream: trio.abc.Stream, sock: Any, key: tuple[Any, ...],
+                 address: str | None, tried: tuple[str, ...] = ()) -> None:
         self.stream = stream
         self.sock = sock
         self.key = key
         self.address = address
-        self.tried = tried or (address,)
+        self.tried = tried or ((address,) if address else ())
         self.idle_since = 0.0
 
     def close(self) -> None:
@@ -70,10 +74,10 @@ class IdlePool:
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self._by_key: dict[tuple[str, str, int], list[Conn]] = {}
+        self._by_key: dict[tuple[Any, ...], list[Conn]] = {}
         self._order: dict[Conn, None] = {}  # insertion order = idle since
 
-    def take(self, key: tuple[str, str, int], now: float) -> Conn | None:
+    def take(self, key: tuple[Any, ...], now: float) -> Conn | None:
         conns = self._by_key.get(key)
         while conns:
             conn = conns.pop()
@@ -116,8 +120,10 @@ class IdlePool:
 class Connector:
     """Opens connections: ``await connector.connect(scheme, host, port) -> Conn``."""
 
-    def __init__(self, resolver: Resolver, *, connect_timeout: float, tls: TlsContexts) -> None:
+    def __init__(self, resolver: Resolver, *, connect_timeout: float, tls: TlsContexts,
+                 proxies: ProxyDialer | None = None) -> None:
         self.resolver = resolver
+        self.proxies = proxies
         self._connect_timeout = connect_timeout
         # The contexts by host (peer/net/tls.py): without TLS options, one made
         # at the first https URL; ALPN offers HTTP/1.1 only, as httpcore did.
@@ -127,15 +133,18 @@ class Connector:
         """The TLS context for ``host`` (peer/net/tls.py's rules)."""
         return self.tls.for_host(host)
 
-    async def connect(self, scheme: str, host: str, port: int,
+    async def connect(self, scheme: str, host: str, port: int, proxy: Proxy | None = None,
                       tried: list[str] | None = None) -> Conn:
         """A new connection: the resolver's addresses raced, the first to connect wins.
 
         The SSRF guard already ran in the resolver, and the race connects to
         a subset of exactly the addresses it saw; SNI and the certificate
         check see the host name. ``tried``, if given, gets each address as
-        its attempt starts (kept when every attempt fails).
+        its attempt starts (kept when every attempt fails). With ``proxy``,
+        through it (its key in the idle pool names the proxy).
         """
+        if proxy is not None:
+            return await self._proxied(scheme, host, port, proxy)
         order = attempt_order(await self.resolver.resolve(host))
         if tried is None:
             tried = []
@@ -145,21 +154,8 @@ class Connector:
             tcp = await self._attempt(address, port)
         else:
             tcp, address = await self._race(order, port, tried)
-        sock = tcp.socket
-        stream: trio.abc.Stream = tcp
-        if scheme == "https":
-            stream = trio.SSLStream(tcp, self.tls.for_host(host), server_hostname=host, https_compatible=True)
-            done = False
-            try:
-                with trio.move_on_after(self._connect_timeout):
-                    await stream.do_handshake()
-                    done = True
-            finally:
-                if not done:
-                    sock.close()
-            if not done:
-                raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
-        return Conn(stream, sock, (scheme, host, port), address, tuple(tried))
+        stream: trio.abc.Stream = await self._tls(tcp, host) if scheme == "https" else tcp
+        return Conn(stream, tcp.socket, (scheme, host, port), address, tuple(tried))
 
     async def _attempt(self, address: str, port: int) -> trio.SocketStream:
         """One TCP connect to an IP literal, bounded by ``connect_timeout``."""
@@ -208,3 +204,26 @@ class Connector:
         if won:
             return won[0]
         raise failures[-1]
+
+    async def _tls(self, tcp: trio.SocketStream, host: str) -> trio.abc.Stream:
+        """TLS over ``tcp`` to ``host`` (SNI and the certificate check see the name)."""
+        sock = tcp.socket
+        stream = trio.SSLStream(tcp, self.tls.for_host(host), server_hostname=host, https_compatible=True)
+        done = False
+        try:
+            with trio.move_on_after(self._connect_timeout):
+                await stream.do_handshake()
+                done = True
+        finally:
+            if not done:
+                sock.close()
+        if not done:
+            raise FetchError(ErrorKind.CONNECT, "TLS handshake timed out")
+        return stream
+
+    async def _proxied(self, scheme: str, host: str, port: int, proxy: Proxy) -> Conn:
+        """A new connection through ``proxy`` (peer.net.proxy); TLS end to end over it."""
+        assert self.proxies is not None, "a proxy without a dialer: the Fetcher makes both"
+        tcp, address = await self.proxies.open(proxy, host, port)
+        stream: trio.abc.Stream = await self._tls(tcp, host) if scheme == "https" else tcp
+        return Conn(stream, tcp.socket, (scheme, host, port, proxy.url), address)

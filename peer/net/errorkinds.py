@@ -1,6 +1,9 @@
 """Foreign exceptions to error kinds: the one place where trio's, ssl's, zlib's, OSError and
 httpx's, httpcore's and h11's errors become the ``error`` column's kinds.
 
+:func:`proxy_error` does the same for a proxy's exchange (python-socks's errors, and
+whatever broke the proxy's connection): always one of the three proxy kinds.
+
 :func:`error_kind` names the kind, :func:`error_detail` the failure in a few
 words for a log line ("connection refused"); :data:`NETWORK_ERRORS` is what a
 fetch turns into a kind (anything else is a bug of ours). The fetcher and the
@@ -18,11 +21,15 @@ from typing import Any
 
 import trio
 
+from peer.core.tunnel import socks_verdict
 from peer.errors import ErrorKind, FetchError
 
-__all__ = ["NETWORK_ERRORS", "error_detail", "error_kind", "tls_kind"]
+__all__ = ["NETWORK_ERRORS", "error_detail", "error_kind", "proxy_error", "tls_kind"]
 
 _CLOSED_EARLY = ("server disconnected", "peer closed connection")
+# python-socks's words for a refused login (RFC 1929) and for no method accepted (RFC 1928 §3).
+_SOCKS_AUTH_REFUSED = ("Username and password authentication failure",
+                       "No acceptable authentication methods")
 
 # OpenSSL's X509_V_ERR_* codes (include/openssl/x509_vfy.h), as
 # ssl.SSLCertVerificationError.verify_code carries them.
@@ -121,6 +128,28 @@ def _library_kind(exc: BaseException) -> ErrorKind | None:
                   + of(httpcore, "NetworkError", "ConnectionNotAvailable")):
         return ErrorKind.CONNECT
     return None
+
+
+def proxy_error(exc: BaseException, proxy: str, target: str) -> FetchError:
+    """A failed proxy exchange as a proxy kind (peer/core/tunnel.py says which is which).
+
+    python-socks's errors: ``ProxyConnectionError`` and ``ProxyTimeoutError``
+    (the proxy not reached, or silent), ``ProxyError`` with the SOCKS5 reply
+    code, or without one for a refused login (its RFC 1929 and RFC 1928 §3
+    messages, matched here and pinned by tests/test_proxy.py) or a broken
+    exchange; an OSError or a trio stream error mid-exchange is the proxy's
+    connection lost.
+    """
+    if isinstance(exc, FetchError):
+        return exc
+    code = getattr(exc, "error_code", None)
+    text = str(exc)
+    auth = code is None and text.startswith(_SOCKS_AUTH_REFUSED)
+    if type(exc).__name__ == "ProxyError" or auth:
+        return socks_verdict(code, auth, proxy, target)
+    if isinstance(exc, TimeoutError):
+        return FetchError(ErrorKind.PROXY, f"{proxy} did not answer in time")
+    return FetchError(ErrorKind.PROXY, f"{proxy}: {error_detail(exc)}")
 
 
 def error_detail(exc: BaseException) -> str:

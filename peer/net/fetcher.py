@@ -35,6 +35,10 @@ What httpx does not do for a crawler, measured, and done here:
   TLS is a ``trio.SSLStream`` given the host name, so SNI and the
   certificate check see the name, not the IP. A connect and a handshake each
   get ``max(1, timeout / 3)`` s, so the next address can still be tried.
+- **Proxies.** With ``crawl.proxy`` (or a ``[[site]]`` block's) a new
+  connection goes through the proxy (:mod:`peer.net.proxy`: a CONNECT
+  tunnel or a SOCKS5 handshake), TLS end to end inside it, and its key in
+  the idle pool names the proxy. Without one the cost is one ``is None``.
 - **Our own HTTP/1.1 client, not httpx or httpcore + h11.** The wire format
   is :mod:`peer.core.http1`, a sans-IO reader that accepts and refuses what h11
   did (its module docstring lists the rules and caps); the I/O is a trio
@@ -111,6 +115,14 @@ Error kinds (the ``error`` column), mapped in one place,
                      send (``crawl.client_cert``), or refused ours
 ``tls``              any other TLS failure: handshake, protocol version,
                      another certificate error (:mod:`peer.net.tls`)
+``proxy``            the proxy (``crawl.proxy``) could not be reached, or broke
+                     its protocol: a malformed CONNECT answer, a status other
+                     than those below, a SOCKS5 exchange cut short
+``proxy_auth``       the proxy refused the credentials: CONNECT 407, a SOCKS5
+                     login refused or no method accepted
+``proxy_refused``    the proxy could not or would not reach the target:
+                     CONNECT 403, 502, 503, 504; a SOCKS5 reply code 1-8
+                     (:mod:`peer.core.tunnel`)
 ``scope``            a URL httpx cannot fetch at all (scheme, syntax)
 ``internal``         a bug of ours while reading a response (logged with its
                      traceback): the fetch still returns
@@ -138,9 +150,11 @@ from peer.core.head import (MAX_LOCATION, RETRY_AFTER_MAX, Head, parse_content_t
                             parse_retry_after, read_head)
 from peer.core.http1 import Head1, ResponseReader, head_lines, request_bytes, request_target
 from peer.core.inflate import Inflater, accept_encoding, decoder
+from peer.core.proxyconf import ProxyRoutes
 from peer.core.sites import SiteSettings
 from peer.net.connections import Connector, IdlePool
 from peer.net.errorkinds import NETWORK_ERRORS, error_detail, error_kind
+from peer.net.proxy import ProxyDialer, proxy_routes
 from peer.net.resolver import Resolver
 from peer.net.tls import TlsContexts
 
@@ -255,8 +269,13 @@ class Fetcher:
         self._site_heads: dict[int, bytes] = {}
         # The total deadline is ours; only a hanging connect or TLS handshake
         # gets one of its own, so the next address of a host can still be tried.
+        # Proxies (peer/net/proxy.py): None unless one is configured, credentials read now.
+        self._proxies = proxy_routes(crawl, sites)
+        dialer = None if self._proxies is None else ProxyDialer(
+            resolver, connect_timeout=max(1.0, crawl.timeout / 3),
+            allow_private=crawl.proxy_allow_private, user_agent=crawl.user_agent)
         self.connector = Connector(resolver, connect_timeout=max(1.0, crawl.timeout / 3),
-                                   tls=TlsContexts(crawl, sites, ssl_context=ssl_context))
+                                   tls=TlsContexts(crawl, sites, ssl_context=ssl_context), proxies=dialer)
         # Idle keep-alive connections a shard keeps: its share of the
         # concurrency, times 4 for the unevenness of hashing hosts to shards.
         keepalive = 4 * -(-crawl.concurrency // shards)
@@ -267,6 +286,11 @@ class Fetcher:
         self._errors: Counter[str] = Counter()
         self._malformed: Counter[str] = Counter()
         self._bugs = 0
+
+    @property
+    def proxies(self) -> ProxyRoutes | None:
+        """Which proxy each host goes through; None when no proxy is configured."""
+        return self._proxies
 
     @property
     def shards(self) -> int:
@@ -356,13 +380,18 @@ class Fetcher:
             # peer.core.cookies refused any other control character.
             extra += b"Cookie: " + cookie.encode("utf-8", "replace") + b"\r\n"
         request = request_bytes(target, field, extra)
-        key = (scheme, host, port)
+        key: tuple[Any, ...] = (scheme, host, port)
+        proxy = None
+        if self._proxies is not None:
+            proxy = self._proxies.for_host(host)
+            if proxy is not None:
+                key = (scheme, host, port, proxy.url)
         shards = self._idle
         idle = shards[zlib.crc32(host.encode()) % len(shards)] if len(shards) > 1 else shards[0]
         conn = idle.take(key, trio.current_time())
         if conn is None:
             p.tried = []  # filled as the attempts start: kept when none connects
-            conn = await self.connector.connect(scheme, host, port, p.tried)
+            conn = await self.connector.connect(scheme, host, port, proxy, p.tried)
         p.address, p.tried = conn.address, conn.tried
         reader = ResponseReader()
         keep = False

@@ -80,6 +80,10 @@ def _split_nameserver(text: str) -> tuple[str, int]:
     return text, 53
 
 
+def _unguarded(name: str, addresses: tuple[str, ...]) -> tuple[str, ...]:
+    return addresses
+
+
 class _LookupFailed(Exception):
     """A query that got an answer saying 'no' (or no answer at all); negatively cached."""
 
@@ -130,18 +134,29 @@ class Resolver:
         addresses = self._cache.peek(host, self._clock())
         return addresses[0] if addresses else None
 
-    async def resolve(self, host: str) -> tuple[str, ...]:
+    def known(self, host: str) -> tuple[str, ...]:
+        """The addresses ``host`` has without a query (an IP literal, a static entry, a cached
+        answer), guard applied; () if none. For a proxy that resolves names itself: the
+        guard still sees what can be known here (peer/core/proxyconf.py rule 1)."""
+        name = _norm(host)
+        addresses = self._cache.peek(name, self._clock())
+        return self._guard(name, addresses) if addresses else ()
+
+    async def resolve(self, host: str, *, guard: bool = True) -> tuple[str, ...]:
         """The addresses to connect to for ``host`` (no port), guard applied.
 
         Raises ``FetchError("dns")`` when the name does not resolve and
         ``FetchError("blocked")`` when every address is refused by the guard.
+        ``guard=False`` is for a proxy's own name, which has a guard of its own
+        (``crawl.proxy_allow_private``, applied by ``peer.net.proxy``).
         """
         name = _norm(host)
         cache = self._cache
+        check = self._guard if guard else _unguarded
         while True:
             decision = cache.lookup(name, self._clock())
             if isinstance(decision, Hit):
-                return self._guard(name, decision.addresses)
+                return check(name, decision.addresses)
             if isinstance(decision, NegativeHit):
                 raise FetchError(ErrorKind.DNS, f"{name}: {decision.error}")
             if isinstance(decision, Wait):
@@ -154,8 +169,8 @@ class Resolver:
             assert isinstance(decision, Miss)
             if not self._caching:
                 cache.cancelled(name)  # no merging either: every lookup queries
-                return self._guard(name, await self._query_uncached(name))
-            return self._guard(name, await self._query_cached(name))
+                return check(name, await self._query_uncached(name))
+            return check(name, await self._query_cached(name))
 
     # ------------------------------------------------------------- internals
 

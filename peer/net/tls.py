@@ -165,13 +165,15 @@ def _readable(path: str, key: str) -> str:
         raise ConfigError(path, key, f"cannot read it ({exc.strerror or exc})") from None
 
 
-async def certificate_line(connector: Connector, host: str, port: int, verify: bool) -> str:
+async def certificate_line(connector: Connector, host: str, port: int, verify: bool,
+                           proxy: Any = None) -> str:
     """What ``python -m peer try`` says of an https origin's certificate: subject,
-    issuer and expiry, and which check applied; or why the handshake failed."""
+    issuer and expiry, and which check applied; or why the handshake failed.
+    Through ``proxy`` (a ``peer.core.proxyconf.Proxy``) if the host has one, as the fetch goes."""
     from peer.net.errorkinds import error_detail, error_kind
 
     try:
-        conn = await connector.connect("https", host, port)
+        conn = await connector.connect("https", host, port, proxy)
     except Exception as exc:  # a connect's failures are shown, as the fetch's are
         kind = error_kind(exc)
         return f"handshake failed: {kind or type(exc).__name__}: {error_detail(exc)}"
