@@ -64,15 +64,14 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from peer.core.config import (
+from peer.core.config import _build, _tname
+from peer.core.sections import (
     _REQUIRED,
     CrawlConfig,
     PolitenessConfig,
     _at_least_one,
-    _build,
     _non_empty,
     _non_negative,
-    _tname,
 )
 from peer.core.configkeys import key as _key
 from peer.core.robots import product_token
