@@ -48,7 +48,8 @@ def _parser() -> argparse.ArgumentParser:
         ),
         epilog=(
             "Examples:\n"
-            "  python -m peer --ring cluster.toml --check     validate the config\n"
+            "  python -m peer --ring cluster.toml --check     validate the config, ask the seed hosts\n"
+            "  python -m peer --ring F --check --host HOST    the settings in force for one host\n"
             "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
             "  python -m peer try URL --ring solo.toml        show what the crawl would do with one URL\n"
             "Earlier crawl state (data_dir/state/): on a terminal the peer asks whether to resume\n"
