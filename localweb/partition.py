@@ -8,7 +8,10 @@ every peer to **exit by itself** up to ``time_limit``, then SIGTERMs (and
 ``grace`` seconds later SIGKILLs) those left, by PID, and judges the crawl
 from the server's log alone (:func:`localweb.owners.judge`).
 
-Events are tuples, ``t`` in seconds from the peers' start:
+Events are tuples, ``t`` in seconds from the crawl's first request (the web
+server's log): by then the ring has formed and holds its leases, however long
+a loaded machine took to start the peers (:data:`FIRST_REQUEST_WAIT` at most;
+without a request by then, from the peers' start):
 
 - ``(t, "isolate", "p1")``: p1 cut from every other peer, not from the web;
 - ``(t, "cut", "p1", "p2")`` / ``(t, "heal", "p1", "p2")``: both directions;
@@ -50,7 +53,12 @@ from localweb.peerrun import supported, toml_value
 from localweb.server import read_log
 from localweb.sitegraph import SiteGraph
 
-__all__ = ["Event", "Outcome", "Web", "check_schedule", "cluster_toml", "flapping", "pauses", "run"]
+__all__ = ["Event", "FIRST_REQUEST_WAIT", "Outcome", "Web", "check_schedule", "cluster_toml", "flapping",
+           "pauses", "run"]
+
+#: Seconds the schedule waits for the crawl's first request before it counts
+#: from the peers' start instead.
+FIRST_REQUEST_WAIT = 30.0
 
 Event = tuple[Any, ...]
 #: The port every peer's ROUTER listens on, in its own namespace.
@@ -272,6 +280,14 @@ def run(workdir: Path, n: int, *, web: Web = Web(), schedule: Sequence[Event] = 
         t0 = time.monotonic()
         for p in net.names[1:]:
             peers.start(p)
+        # Events count from the first request: a split "2.5 s into the crawl"
+        # must not come before a slow start has formed the ring.
+        events_t0 = t0
+        while time.monotonic() - t0 < FIRST_REQUEST_WAIT and peers.live():
+            if log_path.exists() and log_path.stat().st_size > 0:
+                events_t0 = time.monotonic()
+                break
+            time.sleep(poll)
         done: list[tuple[float, Event]] = []
         pending = list(events)
         size, grew = -1, 0.0
@@ -283,10 +299,10 @@ def run(workdir: Path, n: int, *, web: Web = Web(), schedule: Sequence[Event] = 
                     size, grew = new, now
                 elif not pending and now - grew > idle_limit:
                     break
-            while pending and float(pending[0][0]) <= now:
+            while pending and float(pending[0][0]) <= time.monotonic() - events_t0:
                 ev = pending.pop(0)
                 _do(net, peers, ev)
-                done.append((now, ev))
+                done.append((time.monotonic() - events_t0, ev))
                 grew = now  # the idle wait counts from the last event too (a heal)
             if not peers.live() and not pending:
                 break

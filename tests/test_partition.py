@@ -39,7 +39,7 @@ WEB = Web(hosts=12, pages=10, links=10)
 RATE = 150.0
 EXIT_BOUND = 3 * DEAD_AFTER
 IDLE_LIMIT = EXIT_BOUND + 2.0
-START = 2.5  # seconds from the peers' start: the crawl is well under way
+START = 2.5  # seconds from the crawl's first request (localweb.partition): well under way
 
 
 def _crawl(tmp_path, n: int, schedule: list[Event]) -> Outcome:
