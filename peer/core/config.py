@@ -31,6 +31,7 @@ from peer.errors import ConfigError, URLError
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.sitemapconfig import SitemapsConfig
 from peer.core.urls import Scope, normalize
+from peer.core.netguard import is_ip as _is_ip
 from peer.core.urlrules import parse_url_rules
 from peer.core.sections import (BloomConfig, CrawlConfig, DnsConfig, FrontierConfig, PeerSpec,
                                 PolitenessConfig, RingConfig, parse_address, parse_metrics_address)
@@ -307,16 +308,6 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         for ip in (answer,) if isinstance(answer, str) else answer:
             if not _is_ip(ip):
                 raise ConfigError(where, f"dns.resolve.{pattern}", f"expected an IP address, got {ip!r}")
-
-
-def _is_ip(text: str) -> bool:
-    import ipaddress
-
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _is_ip_port(text: str) -> bool:

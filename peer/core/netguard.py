@@ -39,7 +39,7 @@ import functools
 import ipaddress
 from collections.abc import Iterable
 
-__all__ = ["BLOCKED_V4", "BLOCKED_V6", "filter_public", "is_public_address"]
+__all__ = ["BLOCKED_V4", "BLOCKED_V6", "filter_public", "is_ip", "is_public_address"]
 
 #: IPv4 networks never connected to unless allow_private (RFC 6890 and friends).
 BLOCKED_V4: tuple[ipaddress.IPv4Network, ...] = tuple(ipaddress.IPv4Network(n) for n in (
@@ -96,6 +96,15 @@ def _v6_public(ip: ipaddress.IPv6Address) -> bool:
 
 
 @functools.lru_cache(maxsize=4096)
+def is_ip(text: str) -> bool:
+    """Whether ``text`` is an IPv4 or IPv6 address literal (no brackets, no port)."""
+    try:
+        ipaddress.ip_address(text)
+    except ValueError:
+        return False
+    return True
+
+
 def is_public_address(ip: str) -> bool:
     """True if ``ip`` (an IPv4 or IPv6 literal) is a public unicast address.
 

@@ -43,14 +43,13 @@ from __future__ import annotations
 
 import dataclasses
 import fnmatch
-import ipaddress
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import PurePath
 from typing import TYPE_CHECKING, Any
 
-from peer.core.netguard import is_public_address
+from peer.core.netguard import is_ip as _is_ip, is_public_address
 from peer.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -161,14 +160,6 @@ def parse_proxy(text: str, where: str, keypath: str, *, auth_env: str = "", auth
     if not host or not port.isdigit() or not 1 <= int(port) <= 65535 or not _host_ok(host):
         raise ConfigError(where, keypath, f"expected {expected}, with a host and a port 1-65535, got {text!r}")
     return ProxySpec(scheme, host.lower(), int(port), auth_env, auth_file)
-
-
-def _is_ip(text: str) -> bool:
-    try:
-        ipaddress.ip_address(text)
-    except ValueError:
-        return False
-    return True
 
 
 def _host_ok(host: str) -> bool:
