@@ -661,3 +661,12 @@ def test_results_without_crawl_state_are_refused_unless_they_hold_no_row(tmp_pat
         con.execute("DELETE FROM pages")
     res = peer("--ring", str(toml), "--progress", "1")
     assert "no crawl state to resume" not in res.stderr and "crawl finished" in res.stdout, res.stderr
+
+
+def test_check_says_what_every_request_carries_without_header_values(tmp_path):
+    toml = solo_toml(tmp_path, 9, extra='headers = { From = "ops@example.test", Authorization = "Bearer s3cret" }')
+    res = peer("--ring", str(toml), "--check")
+    line = next(x for x in res.stdout.splitlines() if x.strip().startswith("requests:"))
+    assert "User-Agent 'ringcrawl/" in line and "robots.txt token 'ringcrawl'" in line
+    assert "extra headers: From, Authorization" in line and "cookies off" in line and "no proxy" in line
+    assert "s3cret" not in res.stdout and "ops@example.test" not in res.stdout

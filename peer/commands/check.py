@@ -34,7 +34,15 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
     from peer.core.proxyconf import proxy_lines
+    from peer.core.robots import product_token
 
+    # What every request carries; header values are not shown (a header may
+    # hold a token for one's own sites), nor are proxy credentials.
+    names = ", ".join(c.headers) or "none"
+    lines.append(f"   requests: User-Agent {c.user_agent!r} (robots.txt token {product_token(c.user_agent)!r}); "
+                 f"extra headers: {names}"
+                 + ("" if c.cookies or any(b.cookies for b in cfg.sites) else "; cookies off")
+                 + ("" if c.proxy else "; no proxy (direct)"))
     lines.extend(f"   {line}" for line in proxy_lines(cfg))
     lines.append(f"   content codings: {_codings(c)}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
