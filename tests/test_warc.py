@@ -390,3 +390,9 @@ def test_kill_9_mid_stream_leaves_files_a_reader_reads(tmp_path: Path) -> None:
 )
 def test_dechunk_never_raises(body: bytes, payload: bytes) -> None:
     assert dechunk(body) == payload
+
+
+def test_put_after_close_is_refused(tmp_path: Path) -> None:
+    writer = _write(tmp_path, _random_items(1, 10))
+    with pytest.raises(RuntimeError, match="after close"):
+        writer.put_blocking(_random_items(1, 10)[0])

@@ -31,6 +31,7 @@ Bottom up:
 - ``http1``      HTTP/1.1 response framing (RFC 9112) and the request head
 - ``head``       what the crawler reads of a response head, every value checked
 - ``inflate``    gzip/deflate body decoding with a bounded output
+- ``warcrecord`` WARC/1.1 records of one fetch's bytes, each a gzip member, with their CDXJ facts
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
 - ``layout``, ``runs``  a data_dir's file names; resume, fresh or refuse a run
 - ``progress``, ``stats``  the progress line; the end-of-run summary

@@ -51,6 +51,8 @@ from datetime import datetime, timezone
 from enum import Enum
 from pathlib import Path
 
+import trio
+
 from peer.core.warcrecord import (
     Capture,
     CdxFacts,
@@ -230,9 +232,7 @@ class WarcWriter:
 
     async def put(self, item: Fetched | Revisited) -> None:
         """Queue ``item``; waits (in a worker thread) while the queue is full."""
-        import trio  # the engine's loop; the thread side never needs it
-
-        self._check()
+        self._check(putting=True)
         try:
             self._queue.put_nowait(item)
         except queue.Full:
@@ -240,7 +240,7 @@ class WarcWriter:
 
     def put_blocking(self, item: Fetched | Revisited) -> None:
         """Queue ``item`` from a plain thread (tests, benchmarks, tools)."""
-        self._check()
+        self._check(putting=True)
         self._put_blocking(item)
 
     def _put_blocking(self, item: object) -> None:
@@ -262,11 +262,11 @@ class WarcWriter:
 
     async def aclose(self) -> None:
         """:meth:`close` in a worker thread."""
-        import trio
-
         await trio.to_thread.run_sync(self.close)
 
-    def _check(self) -> None:
+    def _check(self, putting: bool = False) -> None:
+        if putting and self._closed:
+            raise RuntimeError("WarcWriter.put after close()")  # our bug: nothing would drain it
         if self._error is not None:
             where = self._file.path if self._file is not None else self.directory
             raise StateError(f"{where}: writing the WARC file failed: {self._error}") from self._error
