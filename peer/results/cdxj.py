@@ -88,7 +88,8 @@ def index_file(path: Path, filename: str | None = None) -> list[str]:
                 status=http.get_statuscode() if http else None,
                 digest=record.rec_headers.get_header("WARC-Payload-Digest"),
             )
-            record.raw_stream.read()  # to the record's end, so its length is known
+            while record.raw_stream.read(1 << 16):  # to the record's end, so its length is known
+                pass
             offset = records.get_record_offset()
             length = records.get_record_length()
             lines.append(cdxj_line(urlkey(url), facts, length, offset, name))
