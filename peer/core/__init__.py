@@ -8,7 +8,8 @@ this folder by glob, and mypy checks them strictly (pyproject.toml).
 Bottom up:
 
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place);
-  ``configkeys`` how a key is declared, ``sitemapconfig`` the ``[sitemaps]`` section
+  ``configkeys`` how a key is declared, ``sitemapconfig`` the ``[sitemaps]`` section,
+  ``warcconfig`` the ``[warc]`` section
 - ``sites``      ``[[site]]`` blocks: each host's settings, one block over the global config
 - ``tlsconfig``  TLS options in the config: paths resolved, combinations checked, the ``--check`` line
 - ``urls``       normalisation, link joining, host key, scope

@@ -31,6 +31,7 @@ from peer.core.configkeys import key as _key
 from peer.core.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.sitemapconfig import SitemapsConfig
+from peer.core.warcconfig import WarcConfig
 from peer.core.urls import MAX_URL_LENGTH, Scope, normalize
 from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
 from ring.membership import MAX_WEIGHT
@@ -363,6 +364,7 @@ class ClusterConfig:
     bloom: BloomConfig
     frontier: FrontierConfig = FrontierConfig()
     sitemaps: SitemapsConfig = SitemapsConfig()
+    warc: WarcConfig = WarcConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.sites.
@@ -390,6 +392,7 @@ SECTIONS: dict[str, type] = {
     "bloom": BloomConfig,
     "frontier": FrontierConfig,
     "sitemaps": SitemapsConfig,
+    "warc": WarcConfig,
 }
 
 

@@ -48,7 +48,6 @@ import zlib
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from enum import Enum
 from pathlib import Path
 
 import trio
@@ -56,7 +55,6 @@ import trio
 from peer.core.warcrecord import (
     Capture,
     CdxFacts,
-    DigestAlgorithm,
     Refers,
     RevisitProfile,
     Truncation,
@@ -67,6 +65,7 @@ from peer.core.warcrecord import (
     revisit_record,
     warcinfo_record,
 )
+from peer.core.warcconfig import OverMaxBody, WarcConfig
 from peer.errors import StateError
 from peer.results.cdxj import index_file, urlkey, write_cdxj
 from peer.state.fsio import fsync_dir
@@ -84,55 +83,6 @@ __all__ = [
 
 OPEN_SUFFIX = ".open"
 SOFTWARE = "ringcrawl"
-
-
-class OverMaxBody(Enum):
-    """What to archive of a body cut at ``max_body``."""
-
-    TRUNCATE = "truncate"  # the response as far as read, with ``WARC-Truncated: length`` (Heritrix's way)
-    SKIP = "skip"          # neither request nor response: the archive holds only whole bodies
-
-
-@dataclass(frozen=True, slots=True)
-class WarcConfig:
-    """The WARC writer's settings, each with its default (the config hooks them in as ``[warc]``).
-
-    - ``enabled``: write WARC files at all (off: WARC output costs disk as
-      large as the bodies fetched).
-    - ``directory``: where, relative to the peer's data_dir.
-    - ``prefix``: the first part of each file's name.
-    - ``max_file_bytes``: a file is closed before it would pass this size;
-      1 GB, as Heritrix and the IIPC's guidance (files that large still copy
-      and checksum in reasonable time).
-    - ``over_max_body``: a body cut at ``max_body``: :class:`OverMaxBody`.
-    - ``digest``: ``sha1`` (what CDX servers and other archives compare) or
-      ``sha256`` (``peer.core.warcrecord`` rule 3).
-    - ``gzip_level``: 1-9; 6 is zlib's default, and the benchmark
-      (``scripts/bench_warc.py``) shows compression is the writer's cost.
-    - ``queue_items``: the bounded queue between the crawl and the thread.
-    - ``fsync_records``: an ``fsync`` every this many items (and at close):
-      what a power loss may cost; a ``kill -9`` costs nothing written.
-    """
-
-    enabled: bool = False
-    directory: str = "warc"
-    prefix: str = "ringcrawl"
-    max_file_bytes: int = 1_000_000_000
-    over_max_body: OverMaxBody = OverMaxBody.TRUNCATE
-    digest: DigestAlgorithm = DigestAlgorithm.SHA1
-    gzip_level: int = 6
-    queue_items: int = 256
-    fsync_records: int = 256
-
-    def __post_init__(self) -> None:
-        if self.max_file_bytes < 4096:
-            raise ValueError(f"warc.max_file_bytes must be at least 4096, not {self.max_file_bytes}")
-        if not 0 <= self.gzip_level <= 9:
-            raise ValueError(f"warc.gzip_level must be 0-9, not {self.gzip_level}")
-        if self.queue_items < 1 or self.fsync_records < 1:
-            raise ValueError("warc.queue_items and warc.fsync_records must be at least 1")
-        if not re.fullmatch(r"[A-Za-z0-9._]+", self.prefix):
-            raise ValueError(f"warc.prefix must be letters, digits, '.' or '_', not {self.prefix!r}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,16 +248,16 @@ class WarcWriter:
         if (
             isinstance(item, Fetched)
             and capture.truncated is Truncation.LENGTH
-            and cfg.over_max_body is OverMaxBody.SKIP
+            and cfg.over_body is OverMaxBody.SKIP
         ):
             self.stats.skipped_truncated += 1
             return None
         main_id, request_id = _new_id(), _new_id()
         if isinstance(item, Fetched):
-            main, facts = response_record(capture, main_id, warcinfo_id, cfg.digest)
+            main, facts = response_record(capture, main_id, warcinfo_id, cfg.algorithm)
         else:
-            main, facts = revisit_record(capture, main_id, item.profile, item.refers, warcinfo_id, cfg.digest)
-        request = request_record(capture, request_id, main_id, warcinfo_id, cfg.digest)
+            main, facts = revisit_record(capture, main_id, item.profile, item.refers, warcinfo_id, cfg.algorithm)
+        request = request_record(capture, request_id, main_id, warcinfo_id, cfg.algorithm)
         # The response first: pywb and cdxj-indexer pair a request with the
         # response before it, and a reader wants the response's offset.
         main_gz = gzip_member(main, cfg.gzip_level)
@@ -352,7 +302,7 @@ class WarcWriter:
             if not (self.directory / name).exists() and not (self.directory / (name + OPEN_SUFFIX)).exists():
                 break
         new = _File(self.directory, name)
-        info = warcinfo_record(new.warcinfo_id, now, name, self.info, self.config.digest)
+        info = warcinfo_record(new.warcinfo_id, now, name, self.info, self.config.algorithm)
         member = gzip_member(info, self.config.gzip_level)
         new.handle.write(member)
         new.size = len(member)
