@@ -70,6 +70,7 @@ __all__ = [
     "request_record",
     "response_record",
     "revisit_record",
+    "truncation",
     "warc_date",
     "warcinfo_record",
 ]
@@ -107,6 +108,25 @@ class RevisitProfile(Enum):
 
     IDENTICAL_PAYLOAD = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
     SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+
+
+def truncation(complete: bool, cut: bool, error: str | None) -> Truncation | None:
+    """Why a fetch's body is not whole (``WARC-Truncated``, §5.13), None if it is.
+
+    ``complete``: the message ended as its framing said; ``cut``: the body was
+    cut at ``max_body``; ``error``: the fetch's error kind (the results'
+    ``error`` column). A Content-Length over ``max_body`` refused before any
+    body byte is a cut at ``length`` too.
+    """
+    if complete and not cut:
+        return None
+    if cut or error == "too_large":
+        return Truncation.LENGTH
+    if error == "timeout":
+        return Truncation.TIME
+    if error == "reset":
+        return Truncation.DISCONNECT
+    return Truncation.UNSPECIFIED
 
 
 @dataclass(frozen=True, slots=True)

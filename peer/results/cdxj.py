@@ -24,6 +24,7 @@ from __future__ import annotations
 import heapq
 import os
 import re
+from dataclasses import dataclass
 from datetime import datetime
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -34,7 +35,8 @@ from warcio.archiveiterator import ArchiveIterator
 from peer.core.warcrecord import CdxFacts, cdxj_line
 from peer.state.fsio import write_atomic
 
-__all__ = ["INDEXED", "index_file", "merge_cdxj", "read_cdxj", "urlkey", "write_cdxj"]
+__all__ = ["INDEXED", "MergedIndex", "index_file", "merge_cdxj", "merge_indexes", "read_cdxj", "urlkey",
+           "write_cdxj"]
 
 INDEXED = ("response", "revisit")
 _MIME_END = re.compile(r"[;\s]")
@@ -125,3 +127,27 @@ def merge_cdxj(inputs: Iterable[str | os.PathLike[str]], output: str | os.PathLi
         os.fsync(f.fileno())
     os.replace(tmp, out)
     return count
+
+
+@dataclass(frozen=True, slots=True)
+class MergedIndex:
+    """One crawl's index made of its peers' (``merge_indexes``): where, from how many files, lines."""
+
+    path: Path
+    files: int
+    lines: int
+
+
+def merge_indexes(directories: Iterable[Path], output: Path) -> MergedIndex | None:
+    """Merge every ``*.cdxj`` in ``directories`` (the peers' WARC folders) into ``output``.
+
+    None when there is none (WARC was off). A line names its WARC file by
+    name only, as cdxj-indexer writes it: the peers' names make the file
+    names unique, and a replay (pywb's collection ``archive/``) looks the
+    names up in one folder holding every peer's files. A ``.open`` file has
+    no index yet: the peer's next start recovers it (``peer.results.warc``).
+    """
+    inputs = sorted({p for d in directories if d.is_dir() for p in d.glob("*.cdxj")})
+    if not inputs:
+        return None
+    return MergedIndex(output, len(inputs), merge_cdxj(inputs, output))
