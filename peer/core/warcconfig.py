@@ -31,7 +31,7 @@ class OverMaxBody(Enum):
 
 
 def _one_of(enum: type[Enum]) -> Any:
-    names = [m.value for m in enum]  # type: ignore[attr-defined]
+    names = [m.value for m in enum]
 
     def check(v: Any) -> str | None:
         value = v.value if isinstance(v, Enum) else v
