@@ -270,3 +270,8 @@ async def test_a_peer_killed_mid_file_leaves_files_that_read_back_and_resumes_in
         lines = path.with_name(path.name[: -len(".warc.gz")] + ".cdxj").read_text().splitlines()
         assert len(lines) == sum(r.rec_type == "response" for r, _, _ in records)
     assert responses >= len(expected) // 3
+    # The second run's figures, where an operator looks: stats.json and the summary.
+    figures = json.loads((tmp_path / "p1" / "stats.json").read_text())["warc"]
+    assert figures["files"] >= 1 and figures["fetches"] > 0, figures
+    assert figures["records"] == figures["files"] + 2 * figures["fetches"], figures
+    assert "warc: " in ring.output("p1") + err2

@@ -154,6 +154,13 @@ class Archive:
             if self.failed is None:
                 self._fail(exc)
 
+    def figures(self) -> dict[str, int]:
+        """The counters of stats.json's ``warc`` object (peer/core/stats.py)."""
+        s = self.writer.stats
+        return {"records": s.records, "fetches": s.items, "files": s.files, "bytes": s.bytes,
+                "without_response": self.without_response, "skipped_truncated": s.skipped_truncated,
+                "not_archived": self.dropped}
+
     def summary_line(self) -> str:
         """One line for the crawl's summary."""
         s = self.writer.stats

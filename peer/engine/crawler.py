@@ -386,6 +386,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         s.details = self.core.detail_lines(self._malformed())
         if self.archive is not None:
             s.details.append(self.archive.summary_line())
+            s.warc = self.archive.figures()
         if self._sieve is not None and self.core.sieve.exact:
             st = self._sieve_stats
             s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
