@@ -26,6 +26,7 @@ from localweb import SiteGraph, serve_webfarm
 from peer.core.config import CrawlConfig, DnsConfig, parse_config
 from peer.core.warcrecord import Truncation
 from peer.errors import ConfigError
+from peer.engine.metrics import families, read_figures
 from peer.net.fetcher import Fetcher
 from peer.net.resolver import Resolver
 from peer.results.cdxj import urlkey
@@ -184,9 +185,10 @@ async def test_a_crawl_writes_warc_files_that_read_back_and_the_index_finds_ever
         text = cluster_text(tmp_path, farm.port, 1, concurrency=8, extra=WARC_ON)
         async with Ring(tmp_path, text) as ring:
             with trio.fail_after(90):
-                await ring.start_in_process(nursery, "p1")
+                peer = await ring.start_in_process(nursery, "p1")
                 await ring.wait()
             tails = ring.tails()
+            figures = read_figures(peer.crawler, 0.0)
         nursery.cancel_scope.cancel()
     folder = tmp_path / "p1" / "warc"
     assert not list(folder.glob("*.open")), tails
@@ -208,6 +210,9 @@ async def test_a_crawl_writes_warc_files_that_read_back_and_the_index_finds_ever
             uris.append(response.rec_headers.get_header("WARC-Target-URI"))
     assert any(u.endswith("/robots.txt") for u in uris)  # robots.txt is archived too
     assert len(uris) == len(set(uris))  # one capture a fetch, each fetched once
+    # The counters an operator scrapes (metrics) say the same.
+    assert figures.warc["fetches"] == len(uris) and figures.warc["files"] == len(files)
+    assert "ringcrawl_warc" in {m.name for m in families(figures)}
 
     with duckdb.connect(str(tmp_path / "p1" / "pages.duckdb"), read_only=True) as con:
         rows = con.execute("select url, status from pages where status is not null").fetchall()

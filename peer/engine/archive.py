@@ -37,14 +37,18 @@ import logging
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
 from peer.core.config import ClusterConfig
 from peer.core.warcrecord import Refers, RevisitProfile, info_json
 from peer.errors import StateError
 from peer.net.fetcher import FetchResult
-from peer.results.warc import Fetched, Revisited, WarcStats, WarcWriter, recover
+
+if TYPE_CHECKING:
+    # Imported when WARC is on (Archive.open): surt and warcio cost a peer
+    # with WARC off 64 ms of start-up (python -X importtime).
+    from peer.results.warc import Fetched, Revisited, WarcStats, WarcWriter
 
 __all__ = ["Archive", "warc_directory"]
 
@@ -102,6 +106,8 @@ class Archive:
         """Recover the last run's open files, then start a writer; None when WARC is off."""
         if not cfg.warc.enabled:
             return None
+        from peer.results.warc import WarcWriter, recover
+
         directory = warc_directory(cfg, data_dir)
         for done in recover(directory):
             if done.records:
@@ -120,6 +126,8 @@ class Archive:
         if res.capture is None:
             self.without_response += 1
             return
+        from peer.results.warc import Fetched  # loaded by open(): a dictionary lookup
+
         await self._put(Fetched(res.capture))
 
     async def keep_revisit(self, res: FetchResult, profile: RevisitProfile, earlier_uri: str,
@@ -128,6 +136,8 @@ class Archive:
         if res.capture is None:
             self.without_response += 1
             return
+        from peer.results.warc import Revisited
+
         refers = Refers(None, earlier_uri, earlier_date, earlier_digest)
         await self._put(Revisited(res.capture, profile, refers))
 

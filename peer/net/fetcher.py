@@ -88,6 +88,12 @@ What httpx does not do for a crawler, measured, and done here:
   ``n`` decoded bytes of a longer body and returns them with ``truncated``
   and no error, for robots.txt: RFC 9309 §2.5 says a crawler must parse at
   least the first 500 KiB of it, however long it is.
+- **Captures for an archive.** ``Fetcher(capture=True)`` (``[warc]
+  enabled``) hands back in ``FetchResult.capture`` the request as sent, the
+  final head's bytes as received (a 1xx before it left out) and the body
+  before content decoding, de-chunked (``peer.core.warcrecord`` frames it
+  again), with why it is not whole; without it nothing is kept and a read
+  costs one ``is None`` more.
 
 Error kinds (the ``error`` column), mapped in one place,
 :func:`peer.net.errorkinds.error_kind` (re-exported here):
