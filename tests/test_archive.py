@@ -27,6 +27,7 @@ from peer.core.config import CrawlConfig, DnsConfig, parse_config
 from peer.core.warcrecord import Truncation
 from peer.errors import ConfigError
 from peer.engine.metrics import families, read_figures
+from ring.vocabulary import split_pairs
 from peer.net.fetcher import Fetcher
 from peer.net.resolver import Resolver
 from peer.results.cdxj import urlkey
@@ -189,6 +190,7 @@ async def test_a_crawl_writes_warc_files_that_read_back_and_the_index_finds_ever
                 await ring.wait()
             tails = ring.tails()
             figures = read_figures(peer.crawler, 0.0)
+            pairs = split_pairs(peer.crawler.status_figures().limits.items())
         nursery.cancel_scope.cancel()
     folder = tmp_path / "p1" / "warc"
     assert not list(folder.glob("*.open")), tails
@@ -213,6 +215,7 @@ async def test_a_crawl_writes_warc_files_that_read_back_and_the_index_finds_ever
     # The counters an operator scrapes (metrics) say the same.
     assert figures.warc["fetches"] == len(uris) and figures.warc["files"] == len(files)
     assert "ringcrawl_warc" in {m.name for m in families(figures)}
+    assert dict(pairs.counters)["warc.fetches"] == len(uris) and not any("warc" in k for k, _ in pairs.drops)  # ring status
 
     with duckdb.connect(str(tmp_path / "p1" / "pages.duckdb"), read_only=True) as con:
         rows = con.execute("select url, status from pages where status is not null").fetchall()
