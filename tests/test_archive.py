@@ -31,6 +31,7 @@ from ring.vocabulary import split_pairs
 from peer.net.fetcher import Fetcher
 from peer.net.resolver import Resolver
 from peer.results.cdxj import urlkey
+from peer.results.merge import main as merge_main
 from peer.results.merge import merge
 from peer.results.warc import Fetched, WarcWriter
 
@@ -238,6 +239,9 @@ async def test_a_crawl_writes_warc_files_that_read_back_and_the_index_finds_ever
     assert len(merged) == summary.cdxj.lines == sum(len(v) for v in index.values())
     assert merged == sorted(merged)
     assert any(line.startswith("warc index") for line in summary.lines())
+    # The command, given the ring: each peer's warc.directory from cluster.toml.
+    assert merge_main(["--ring", str(tmp_path / "cluster.toml"), "-o", str(tmp_path / "ring.duckdb"), "-q"]) == 0
+    assert (tmp_path / "ring.cdxj").read_text().splitlines() == merged
 
 
 async def test_a_peer_killed_mid_file_leaves_files_that_read_back_and_resumes_in_a_new_one(tmp_path):
