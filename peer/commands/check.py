@@ -68,6 +68,7 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
         rules = ", ".join(f"{r.table} ({len(r.fields)} fields, match {r.match!r})" for r in ex.rules)
         lines.append(f"   extract: {rules or 'no rules'}"
                      + (f"; user function {ex.module}" if ex.module else ""))
+    lines.append(f"   {cfg.warc.describe()}")
     lines.append("   ring: " + (f"CurveZMQ keys in {cfg.ring.curve_keys}" if cfg.ring.curve_keys
                                 else "unauthenticated (no [ring] curve_keys)"))
     owners = seed_owners(cfg)

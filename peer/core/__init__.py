@@ -9,7 +9,7 @@ Bottom up:
 
 - ``config``     cluster.toml text -> frozen, typed objects (every default in one place);
   ``configkeys`` how a key is declared, ``sections`` the sections' keys and checks,
-  ``sitemapconfig`` the ``[sitemaps]`` section
+  ``sitemapconfig`` the ``[sitemaps]`` section, ``warcconfig`` the ``[warc]`` section
 - ``sites``      ``[[site]]`` blocks: each host's settings, one block over the global config
 - ``tlsconfig``  TLS options in the config: paths resolved, combinations checked, the ``--check`` line
 - ``urls``       normalisation, link joining, host key, scope
@@ -34,6 +34,7 @@ Bottom up:
 - ``head``       what the crawler reads of a response head, every value checked
 - ``cookies``    the cookie jar: Set-Cookie kept per host and sent back (RFC 6265), bounded
 - ``inflate``    gzip/deflate body decoding with a bounded output
+- ``warcrecord`` WARC/1.1 records of one fetch's bytes, each a gzip member, with their CDXJ facts
 - ``dnscache``, ``netguard``  DNS cache policy; which addresses are public
 - ``eyeballs``   happy eyeballs (RFC 8305): the order a host's addresses are raced in
 - ``proxyconf``, ``tunnel``  proxies in cluster.toml and each host's; what a proxy is asked and its answer means

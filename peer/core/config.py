@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from peer.errors import ConfigError, URLError
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.sitemapconfig import SitemapsConfig
+from peer.core.warcconfig import WarcConfig
 from peer.core.urls import Scope, normalize
 from peer.core.netguard import is_ip as _is_ip
 from peer.core.urlrules import parse_url_rules
@@ -66,6 +67,7 @@ class ClusterConfig:
     bloom: BloomConfig
     frontier: FrontierConfig = FrontierConfig()
     sitemaps: SitemapsConfig = SitemapsConfig()
+    warc: WarcConfig = WarcConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.sites.
@@ -93,6 +95,7 @@ SECTIONS: dict[str, type] = {
     "bloom": BloomConfig,
     "frontier": FrontierConfig,
     "sitemaps": SitemapsConfig,
+    "warc": WarcConfig,
 }
 
 

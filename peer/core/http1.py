@@ -276,7 +276,7 @@ class ResponseReader:
     """
 
     __slots__ = ("_buf", "_pos", "_eof", "_max", "_head_bytes", "head_", "_left", "_chunk_state",
-                 "done")
+                 "done", "head_start")
 
     def __init__(self, max_head: int = MAX_HEAD) -> None:
         self._buf = b""
@@ -284,6 +284,7 @@ class ResponseReader:
         self._eof = False
         self._max = max_head
         self._head_bytes = 0  # head bytes consumed so far (interim heads included)
+        self.head_start = 0  # where the last head read starts in the bytes fed (after 1xx heads)
         self.head_: Head1 | None = None
         self._left = 0  # body bytes still due: of the Content-Length, or of this chunk
         # Chunked: 0 = a chunk header is next, 1 = chunk data, 2 = its CRLF, 3 = trailer.
@@ -314,6 +315,11 @@ class ResponseReader:
         return (self.done and head is not None and head.keep_alive and not self._eof
                 and self._pos >= len(self._buf))
 
+    @property
+    def head_span(self) -> tuple[int, int]:
+        """(start, end) of the final head in the bytes fed: its raw bytes, for an archive."""
+        return self.head_start, self._head_bytes
+
     def head(self) -> Head1 | None:
         """The final response head once it is complete; FetchError if malformed."""
         while self.head_ is None:
@@ -335,6 +341,7 @@ class ResponseReader:
             lines = _decode(block).replace("\r\n", "\n").split("\n") if block else []
             if lines and lines[-1].endswith("\r"):  # the CR of the last line's CRLF
                 lines[-1] = lines[-1][:-1]
+            self.head_start = self._head_bytes
             self._head_bytes += m.end() - pos
             self._pos = m.end()
             head = _head(status_line, lines)

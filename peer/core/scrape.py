@@ -58,6 +58,8 @@ class PeerFigures:
     lease_quorum: int = 1
     lease_grace_seconds: float = 0.0
     ring_version: int = 0
+    # The WARC writer's counters ([warc]; peer/engine/archive.py): {} when off.
+    warc: Mapping[str, int] = field(default_factory=dict)
 
 
 def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:

@@ -47,6 +47,10 @@ sitemaps          ``fetched`` (parsed), ``urls`` (listed, then discovered like
                   links), ``failed`` (not read, by cause) and ``drops``
                   (refused input by ``peer.core.sitemap.Problem`` or tracker
                   refusal: ``too_many_urls``, ``entities``, ``max_per_host``...)
+warc              with ``[warc] enabled``: ``records``, ``fetches``, ``files``,
+                  ``bytes`` written, ``without_response`` (no bytes to keep),
+                  ``skipped_truncated`` (``over_max_body = "skip"``) and
+                  ``not_archived`` (after the writer failed)
 run_config        the cluster.toml sections this run used, ``sites`` its
                   ``[[site]]`` blocks
 ================  ===========================================================
@@ -108,6 +112,7 @@ class Summary:
     directives: Counter[str] = field(default_factory=Counter)  # the module docstring's keys
     invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
     cookies: dict[str, int] = field(default_factory=dict)  # the cookie jar's (peer/core/cookies.py)
+    warc: dict[str, int] = field(default_factory=dict)  # the WARC writer's ([warc]; peer/engine/archive.py)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -181,7 +186,7 @@ def _jsonable(v: Any) -> Any:
 def run_config(cfg: Any) -> dict[str, Any]:
     """The config a run used, JSON-able: every section, the peers and the extraction rules."""
     out = {name: _jsonable(getattr(cfg, name))
-           for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps")}
+           for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps", "warc")}
     out["peers"] = [_jsonable(p) for p in cfg.peers]
     out["sites"] = [_jsonable(b) for b in cfg.sites]  # [[site]] blocks, as written
     ex = cfg.extract
@@ -219,6 +224,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
                      "failed": {k: int(n) for k, n in sorted(s.sitemap_failed.items())},
                      Family.DROPS.value: {k: int(n) for k, n in sorted(s.sitemap_drops.items())}},
         "cookies": _cookie_figures(getattr(s, "cookies", {})),  # a summary without a jar: {}
+        "warc": {k: int(n) for k, n in sorted(getattr(s, "warc", {}).items())},  # {} when off
         "run_config": dict(config or {}),
     }
 

@@ -6,6 +6,7 @@
   ``durability`` (journal, snapshots, the exact seen set), ``ringface``
   (the ``Member`` its ``ring.io.sockets`` serve, the ring's effects),
   ``reporting`` (status, progress), ``sitemapfetch`` (a sitemap read and parsed)
+- ``archive``   the WARC files: each fetch's capture handed to the writer thread
 - ``metrics``   Prometheus figures at ``metrics_address``
 - ``observe``   a solo peer's answers to ``ring status``
 """

@@ -133,6 +133,7 @@ from peer.results.store import PageRow, ResultStore
 if TYPE_CHECKING:
     from ring.hashring import HashRing
 
+from peer.engine.archive import Archive
 from peer.engine.durability import Durability
 from peer.engine.reporting import Reporting
 from peer.engine.sitemapfetch import SitemapFetch
@@ -218,6 +219,8 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         self._turn = trio.Lock()
         self._move_kick = trio.Event()
         self._store: ResultStore | None = None
+        #: The WARC files ([warc] enabled; peer/engine/archive.py), opened by run().
+        self.archive: Archive | None = None
         self._workers: trio.Nursery | None = None
         # In a ring of several peers, the node that gossips and forwards.
         # Alone, every host is ours and there is no node.
@@ -347,7 +350,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         self._wall0 = wall0 = time.monotonic()
         self.started = time.time()
         sites = self.core.sites
-        fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites)
+        fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites, capture=self.cfg.warc.enabled)
         async with ResultStore(
             DataDir(self.data_dir).results, self.peer_id,
             # The tables a [[site]] block may fill too (peer/core/sites.py).
@@ -359,6 +362,8 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             recovered = await self._open_state(store)
             await self._open_sieve(recovered)
             await self._open_cookies(recovered)
+            # After the state is ours (no other process on this data_dir): recovery cuts .open files.
+            self.archive = Archive.open(self.cfg, self.peer_id, self.data_dir, self.stop)
             try:
                 await self._crawl(store, recovered)
             finally:
@@ -370,12 +375,18 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
                     self._sieve.close()
                 if self._spill is not None:
                     self._spill.close()
+                if self.archive is not None:
+                    with trio.CancelScope(shield=True):  # the open file closed whole, even on a cancel
+                        await self.archive.aclose()
             await store.flush()
         s = self.summary
         s.elapsed = time.monotonic() - wall0
         s.limits = self.limits.render(self.clock())
         s.caps = Counter({str(cap): n for cap, n in self.limits.hits.items() if n})
         s.details = self.core.detail_lines(self._malformed())
+        if self.archive is not None:
+            s.details.append(self.archive.summary_line())
+            s.warc = self.archive.figures()
         if self._sieve is not None and self.core.sieve.exact:
             st = self._sieve_stats
             s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
@@ -556,6 +567,8 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
                 res = await self._fetcher.fetch(job.url)
             else:
                 res = await self._fetcher.fetch(job.url, cookie=jar.header(job.url, time.time()))
+            if self.archive is not None:
+                await self.archive.keep(res)
             parsed = None
             async with self._turn:
                 if not core.fetched(job, res, self.clock()):
@@ -594,6 +607,8 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             except trio.Cancelled:
                 core.robots_cancelled(job)
                 raise
+            if self.archive is not None:
+                await self.archive.keep(res)
             self._did(core.on_robots(job, res, self.clock()))
         else:
             assert isinstance(adm, (Requeue, Drop, PassOn))

@@ -80,6 +80,7 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
         drops=dict(split_pairs(pairs.items()).drops),
         delay_quantiles=quantiles(fr.delays()),
         ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
+        warc=crawler.archive.figures() if crawler.archive is not None else {},
     )
     lease = figures.lease
     if lease is None or node is None:
@@ -158,6 +159,10 @@ def families(f: PeerFigures) -> Iterator[Metric]:
                 f.lease_quorum)
     yield gauge("lease_grace_seconds", "seconds of grace still to run after a ring change",
                 f.lease_grace_seconds)
+    if f.warc:
+        yield labelled(CounterMetricFamily, "warc", "the WARC writer's counters: records, fetches, files, "
+                       "bytes written; fetches without_response, skipped_truncated, not_archived",
+                       "figure", f.warc)
     yield gauge("ring_version", "changes of this peer's live member set since it started",
                 f.ring_version)
 

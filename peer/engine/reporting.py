@@ -13,6 +13,7 @@ from typing import Any
 
 import trio
 
+from peer.engine.archive import Archive
 from peer.engine.parts import CrawlerParts
 from peer.core.crawl import Summary
 from peer.core.peer import PeerCore
@@ -32,6 +33,7 @@ class Reporting(CrawlerParts):
 
     peer: PeerCore
     _fetcher: Any
+    archive: Archive | None
     _wall0: float
     spill_peak: int
     progress_interval: float
@@ -72,7 +74,10 @@ class Reporting(CrawlerParts):
 
     def limits_figures(self) -> dict[str, int]:
         """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
-        return self.core.limits_figures(self.clock(), self._malformed())
+        figures = self.core.limits_figures(self.clock(), self._malformed())
+        if self.archive is not None:  # the WARC writer's counters (peer/engine/archive.py)
+            figures.update((f"warc.{k}", n) for k, n in self.archive.figures().items() if n)
+        return figures
 
     def _malformed(self) -> dict[str, int]:
         """The fetcher's counts of header values it ignored or clamped, by reason."""

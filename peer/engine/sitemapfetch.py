@@ -23,6 +23,7 @@ import trio
 
 from peer.core.decisions import FetchSitemap
 from peer.core.sitemap import Sitemap, parse
+from peer.engine.archive import Archive
 from peer.engine.parts import CrawlerParts
 
 __all__ = ["SitemapFetch"]
@@ -32,12 +33,15 @@ class SitemapFetch(CrawlerParts):
     """The sitemaps' part of ``Crawler`` (module docstring)."""
 
     _fetcher: Any
+    archive: Archive | None
     _heavy: trio.CapacityLimiter
 
     async def _fetch_sitemap(self, adm: FetchSitemap) -> None:
         core, job = self.core, adm.job
         self._did(adm.effects)
         res = await self._fetcher.fetch(job.url, max_body=adm.max_bytes, prefix_ok=True)
+        if self.archive is not None:  # peer/engine/archive.py rule 1: sitemaps are archived too
+            await self.archive.keep(res)
         sitemap: Sitemap | None = None
         status = res.status
         if status is not None and 200 <= status < 300 and res.body:

@@ -88,6 +88,12 @@ What httpx does not do for a crawler, measured, and done here:
   ``n`` decoded bytes of a longer body and returns them with ``truncated``
   and no error, for robots.txt: RFC 9309 §2.5 says a crawler must parse at
   least the first 500 KiB of it, however long it is.
+- **Captures for an archive.** ``Fetcher(capture=True)`` (``[warc]
+  enabled``) hands back in ``FetchResult.capture`` the request as sent, the
+  final head's bytes as received (a 1xx before it left out) and the body
+  before content decoding, de-chunked (``peer.core.warcrecord`` frames it
+  again), with why it is not whole; without it nothing is kept and a read
+  costs one ``is None`` more.
 
 Error kinds (the ``error`` column), mapped in one place,
 :func:`peer.net.errorkinds.error_kind` (re-exported here):
@@ -152,6 +158,7 @@ from peer.core.http1 import Head1, ResponseReader, head_lines, request_bytes, re
 from peer.core.inflate import Inflater, accept_encoding, decoder
 from peer.core.proxyconf import ProxyRoutes
 from peer.core.sites import SiteSettings
+from peer.core.warcrecord import BodyFraming, Capture, truncation
 from peer.net.connections import Connector, IdlePool
 from peer.net.errorkinds import NETWORK_ERRORS, error_detail, error_kind
 from peer.net.proxy import ProxyDialer, proxy_routes
@@ -215,6 +222,10 @@ class FetchResult:
     #: wall time (epoch seconds) the head came: Max-Age counts from it.
     set_cookies: tuple[str, ...] = ()
     received: float = 0.0
+    #: The bytes a WARC record needs (``Fetcher(capture=True)`` only, and only
+    #: when a response head came): the request as sent, the head as received,
+    #: the body before content decoding.
+    capture: Capture | None = None
 
 
 class _Progress:
@@ -222,7 +233,7 @@ class _Progress:
 
     __slots__ = ("status", "content_type", "charset", "location", "retry_after",
                  "parts", "size", "raw", "truncated", "error", "address", "malformed", "detail",
-                 "head", "tried", "received")
+                 "head", "tried", "received", "wire", "request", "head_raw", "began", "complete")
 
     def __init__(self) -> None:
         self.status: int | None = None
@@ -241,6 +252,12 @@ class _Progress:
         self.head: Head | None = None
         self.tried: list[str] | tuple[str, ...] = ()
         self.received = 0.0
+        # For a WARC record (Fetcher(capture=True)); wire stays None otherwise.
+        self.wire: list[bytes] | None = None
+        self.request = b""
+        self.head_raw: bytes | None = None
+        self.began = 0.0
+        self.complete = False
 
 
 # ---------------------------------------------------------------------------
@@ -251,12 +268,15 @@ class Fetcher:
     """Fetches URLs for the engine: ``async with Fetcher(...) as f: await f.fetch(url)``."""
 
     def __init__(self, crawl: CrawlConfig, resolver: Resolver, *, shards: int | None = None,
-                 ssl_context: ssl.SSLContext | None = None, sites: SiteSettings | None = None) -> None:
+                 ssl_context: ssl.SSLContext | None = None, sites: SiteSettings | None = None,
+                 capture: bool = False) -> None:
         if shards is None:
             shards = -(-crawl.concurrency // CONNECTIONS_PER_SHARD)
         if shards < 1:
             raise ValueError(f"shards must be >= 1, not {shards}")
         self._timeout = crawl.timeout
+        # [warc] enabled: keep the bytes of each exchange (FetchResult.capture).
+        self._capture = capture
         self._max_body = crawl.max_body
         self.resolver = resolver
         # Built once; the request line and Host come from the URL. [[site]]
@@ -333,6 +353,8 @@ class Fetcher:
             raise ValueError(f"max_body must be >= 1, not {limit}")
         start = trio.current_time()
         p = _Progress()
+        if self._capture:
+            p.wire, p.began = [], time.time()
         with trio.move_on_after(self._timeout) as deadline:
             try:
                 await self._fetch(url, p, accept_html_only, limit, prefix_ok, cookie)
@@ -369,7 +391,7 @@ class Fetcher:
             address=p.address, malformed=p.malformed, detail=p.detail,
             x_robots=p.head.x_robots if p.head else (), canonical=p.head.canonical if p.head else None,
             tried=tuple(p.tried), set_cookies=p.head.set_cookies if p.head else (),
-            received=p.received)
+            received=p.received, capture=None if p.head_raw is None else _capture(url, p))
 
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
                      prefix_ok: bool, cookie: str | None) -> None:
@@ -380,6 +402,8 @@ class Fetcher:
             # peer.core.cookies refused any other control character.
             extra += b"Cookie: " + cookie.encode("utf-8", "replace") + b"\r\n"
         request = request_bytes(target, field, extra)
+        if p.wire is not None:
+            p.request = request
         key: tuple[Any, ...] = (scheme, host, port)
         proxy = None
         if self._proxies is not None:
@@ -398,8 +422,11 @@ class Fetcher:
         try:
             stream = conn.stream
             await stream.send_all(request)
-            while (response := reader.head()) is None:
-                reader.feed(await stream.receive_some(_READ_SIZE))
+            if p.wire is None:
+                while (response := reader.head()) is None:
+                    reader.feed(await stream.receive_some(_READ_SIZE))
+            else:
+                response = await _head_kept(stream, reader, p)
             head = self._read_head(response, p)
             # RFC 9110 §6.4.1: no body follows a 1xx, 204 or 304, whatever
             # Content-Length says (a 304's is the size of the 200's body).
@@ -419,6 +446,7 @@ class Fetcher:
                 self._malformed["excess"] += 1
             keep = reader.reusable
         finally:
+            p.complete = reader.done
             if keep:
                 idle.put(conn, trio.current_time())
             else:
@@ -456,6 +484,8 @@ class Fetcher:
                 reader.feed(await stream.receive_some(_READ_SIZE))
                 continue
             p.raw += len(chunk)
+            if p.wire is not None:
+                p.wire.append(chunk)
             if not keep:
                 continue
             room = limit - p.size
@@ -474,3 +504,34 @@ class Fetcher:
                 p.truncated = True
                 p.error = None if prefix_ok else ErrorKind.TOO_LARGE
                 return
+
+
+# ---------------------------------------------------------------------------
+# Captures for WARC records (Fetcher(capture=True)); without it, never called
+
+
+async def _head_kept(stream: trio.abc.Stream, reader: ResponseReader, p: _Progress) -> Head1:
+    """The response head, its raw bytes kept in ``p.head_raw`` (1xx interim heads left out)."""
+    fed: list[bytes] = []
+    while (response := reader.head()) is None:
+        data = await stream.receive_some(_READ_SIZE)
+        fed.append(bytes(data))
+        reader.feed(data)
+    start, end = reader.head_span
+    p.head_raw = b"".join(fed)[start:end]
+    return response
+
+
+def _capture(url: str, p: _Progress) -> Capture:
+    """What the WARC writer needs of this fetch (peer.core.warcrecord.Capture).
+
+    The body is as ``ResponseReader.read`` gave it: the transfer-coding
+    removed (chunk framing is not kept), the content-coding intact;
+    ``BodyFraming.TRANSFER_DECODED`` tells the record builder to frame it
+    again as one chunk when the head says chunked.
+    """
+    assert p.head_raw is not None and p.wire is not None
+    return Capture(
+        target_uri=url, date=p.began, request=p.request, response_head=p.head_raw,
+        body=b"".join(p.wire), ip_address=p.address, framing=BodyFraming.TRANSFER_DECODED,
+        truncated=truncation(p.complete, p.truncated, p.error))

@@ -1,7 +1,9 @@
-"""What a crawl leaves behind: each peer's DuckDB file of pages and items, and what reads it.
+"""What a crawl leaves behind: each peer's DuckDB file of pages and items, its WARC files, and what reads them.
 
 - ``schema``  the results tables: their columns, what each holds, the row of ``pages``
 - ``store``   the batched, crash-safe writes of one peer into those tables
+- ``warc``    WARC/1.1 files of the fetches, from one writer thread, crash-safe
+- ``cdxj``    their CDXJ indexes: written beside each file, rebuilt, merged
 - ``merge``   the peers' files merged into one (``ringcrawl-merge``, ``scripts/merge.py``)
 - ``report``  plots and an index.html of a results file (``ringcrawl-report``,
   ``scripts/report.py``): a package of ``facts``, ``plots``, ``page``, ``build``

@@ -50,6 +50,11 @@ and renamed into place; an existing one is refused without ``--force``.
 data_dir at the end of a run, ``peer/core/stats.py``) is summed into the
 cluster's: ``<output without .duckdb>.stats.json`` (``crawl.stats.json``).
 
+**WARC indexes.** The CDXJ indexes of the peers' WARC files (``[warc]``,
+docs/warc.md), found in each input's ``warc/`` folder (with ``--ring``: each
+peer's ``warc.directory``), are merged into one sorted index beside the
+output: ``<output without .duckdb>.cdxj`` (``peer.results.cdxj.merge_indexes``).
+
 **Never a half file.** The merge is built in a temporary directory next to the
 output and renamed over it at the end; a failed merge leaves nothing behind.
 
@@ -78,6 +83,7 @@ from peer.state.configfile import load_config
 from peer.errors import ConfigError, StateError, cli_main
 from peer.core.layout import RESULTS_NAME, DataDir
 from peer.core.stats import STATS_FILE, sum_stats
+from peer.results.cdxj import MergedIndex, merge_indexes
 from peer.results.store import SCHEMA
 
 __all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "main", "EXPORT_FORMATS"]
@@ -117,6 +123,7 @@ class MergeSummary:
     not_requested: tuple[tuple[str | None, int], ...] = ()
     stats: Path | None = None  # the cluster's stats.json, when inputs had theirs
     stats_from: int = 0  # peers' stats.json summed into it
+    cdxj: MergedIndex | None = None  # the peers' WARC indexes merged, when they had some
 
     def lines(self) -> list[str]:
         """The human summary, one figure a line."""
@@ -144,6 +151,8 @@ class MergeSummary:
             out.append("exported   " + "  ".join(str(p) for p in self.exports))
         if self.stats is not None:
             out.append(f"stats      {self.stats} (the sum of {self.stats_from} peer(s)' stats.json)")
+        if self.cdxj is not None:
+            out.append(f"warc index {self.cdxj.path} ({self.cdxj.lines:,} captures from {self.cdxj.files} .cdxj file(s))")
         return out
 
 
@@ -197,7 +206,8 @@ def export_paths(pattern: Path, tables: Sequence[str]) -> list[Path]:
 
 
 def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
-          parquet: Path | None = None, export: Path | None = None) -> MergeSummary:
+          parquet: Path | None = None, export: Path | None = None,
+          warc_dirs: Sequence[Path] | None = None) -> MergeSummary:
     """Merge the results files ``inputs`` into the DuckDB file ``output``.
 
     Raises StateError for an input that cannot be read (naming it) and
@@ -230,7 +240,10 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
                                   f"{exc.strerror or exc}") from None
         stats_in = [p.parent / STATS_FILE for p in files if (p.parent / STATS_FILE).is_file()]
         stats_out = output.with_name(output.stem + ".stats.json") if stats_in else None
-        if not force and (clash := next((t for t in (*targets, *exports) if t.exists()), None)):
+        cdxj_out = output.with_name(output.stem + ".cdxj")
+        folders = [p.parent / "warc" for p in files] if warc_dirs is None else list(warc_dirs)
+        indexed = (cdxj_out,) if any(d.is_dir() and any(d.glob("*.cdxj")) for d in folders) else ()
+        if not force and (clash := next((t for t in (*targets, *exports, *indexed) if t.exists()), None)):
             raise ConfigError(str(clash), "", "exists; pass --force to overwrite it")
         rows_in = _build(con, files, layout, plan)
         summary = _summarise(con, output, files, snapshots, rows_in, [t for t in plan if t != "pages"],
@@ -242,7 +255,7 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         if stats_out is not None:
             _write_stats(stats_in, stats_out)
         summary = dataclasses.replace(summary, exports=exports, stats=stats_out,
-                                      stats_from=len(stats_in))
+                                      stats_from=len(stats_in), cdxj=merge_indexes(folders, cdxj_out))
         con.close()
         con = None
         os.replace(work / "merged.duckdb", output)
@@ -562,12 +575,16 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(line, file=sys.stderr)
 
     files = list(args.files)
+    warc_dirs = None
     if args.ring is not None:
         files = ring_inputs(args.ring, warn) + files
+        cfg = load_config(args.ring)
+        warc_dirs = [cfg.data_dir(s.id) / cfg.warc.directory for s in cfg.peers]
+        warc_dirs += [p.parent / "warc" for p in args.files]
     if not files:
         raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
     summary = merge(files, args.output, force=args.force, parquet=args.parquet,
-                    export=args.export)
+                    export=args.export, warc_dirs=warc_dirs)
     for path in summary.snapshots:
         warn(f"note: {path} is held open by a running peer; merged a copy of it (a snapshot)")
     if not args.quiet:

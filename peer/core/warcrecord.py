@@ -1,0 +1,472 @@
+"""WARC/1.1 records (ISO 28500:2017) built from one fetch's bytes, with their CDXJ facts (pure).
+
+The writer (``peer.results.warc``) hands this module what the fetcher saw and
+gets back the bytes of each record, each one gzip member, and what the index
+needs to know of it. Nothing here reads a clock, a file or a random source:
+the record IDs and the date come in.
+
+The rules, with the spec's sections:
+
+1. **A response record's block is the HTTP response as received** (§6.3.2:
+   "the full HTTP response received over the network, including headers"):
+   the raw status line and header bytes, then the body with its
+   transfer-coding intact. Nothing is decoded or re-serialised, so a header
+   no parser accepts is still archived as sent. A body the fetcher already
+   de-chunked (:attr:`BodyFraming.TRANSFER_DECODED`) under a head that says
+   ``Transfer-Encoding: chunked`` is framed again as one chunk: the head stays
+   byte for byte as received and the record is still a well-formed HTTP
+   message every reader de-chunks (pywb's recorder keeps the header over a
+   decoded body, a record no other reader parses: pywb issue 584).
+2. **The payload is the entity-body** (§5.9, RFC 2616 §4.3, RFC 9112 §7): the
+   body with the transfer-coding removed and the content-coding kept, so the
+   same gzip bytes served chunked or with a Content-Length have the same
+   ``WARC-Payload-Digest``. That is the spec's reading, confirmed by its
+   editors (iipc/warc-specifications issue 22) and since adopted by wget-lua
+   and Heritrix; warcio's checker still digests the chunked bytes (warcio
+   issue 74), so it reports our chunked records' payload digests as failed.
+   A chunked body that breaks off or is malformed (hostile, or cut at
+   ``max_body``) is decoded as far as it parses and the rest taken as it is,
+   which is what warcio's reader does too.
+3. **Digests are ``sha1:`` in base32** (RFC 4648), as Heritrix, wget, warcio
+   and every CDX server write them: deduplication against other archives and
+   their indexes compares these strings. SHA-1's collisions (SHAttered, 2017)
+   need an attacker who controls both documents; a crawl that wants more can
+   choose ``sha256`` (:class:`DigestAlgorithm`), which pywb reads too.
+4. **Every field value is one line of visible ASCII.** A hostile URL or a
+   config value with a CR or LF would inject header lines: each byte outside
+   ``0x21-0x7e`` of a URI is percent-encoded (a WARC/1.1 URI has no angle
+   brackets, §5.3), other values have their control characters replaced.
+5. **One record, one gzip member** (Annex D.2): a reader can start at any
+   record's offset, and a file cut mid-member loses only that record.
+"""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import hashlib
+import ipaddress
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from enum import Enum
+
+__all__ = [
+    "BodyFraming",
+    "Capture",
+    "CdxFacts",
+    "DigestAlgorithm",
+    "Refers",
+    "RevisitProfile",
+    "Truncation",
+    "cdx_timestamp",
+    "cdxj_line",
+    "dechunk",
+    "digest",
+    "gzip_member",
+    "info_json",
+    "request_record",
+    "response_record",
+    "revisit_record",
+    "truncation",
+    "warc_date",
+    "warcinfo_record",
+]
+
+WARC_VERSION = b"WARC/1.1"
+CONFORMS_TO = "http://iipc.github.io/warc-specifications/specifications/warc-format/warc-1.1/"
+FORMAT = "WARC File Format 1.1"
+
+
+class DigestAlgorithm(Enum):
+    """The hash of ``WARC-Block-Digest`` and ``WARC-Payload-Digest`` (rule 3)."""
+
+    SHA1 = "sha1"
+    SHA256 = "sha256"
+
+
+class BodyFraming(Enum):
+    """How the body handed over is framed: as it came off the wire, or de-chunked (rule 1)."""
+
+    AS_RECEIVED = "as_received"
+    TRANSFER_DECODED = "transfer_decoded"
+
+
+class Truncation(Enum):
+    """``WARC-Truncated``'s reasons (§5.13)."""
+
+    LENGTH = "length"          # cut at max_body
+    TIME = "time"              # the fetch's deadline
+    DISCONNECT = "disconnect"  # the server closed early
+    UNSPECIFIED = "unspecified"
+
+
+class RevisitProfile(Enum):
+    """The two revisit profiles of WARC/1.1 (§6.7.2, §6.7.3)."""
+
+    IDENTICAL_PAYLOAD = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
+    SERVER_NOT_MODIFIED = "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+
+
+def truncation(complete: bool, cut: bool, error: str | None) -> Truncation | None:
+    """Why a fetch's body is not whole (``WARC-Truncated``, §5.13), None if it is.
+
+    ``complete``: the message ended as its framing said; ``cut``: the body was
+    cut at ``max_body``; ``error``: the fetch's error kind (the results'
+    ``error`` column). A Content-Length over ``max_body`` refused before any
+    body byte is a cut at ``length`` too.
+    """
+    if complete and not cut:
+        return None
+    if cut or error == "too_large":
+        return Truncation.LENGTH
+    if error == "timeout":
+        return Truncation.TIME
+    if error == "reset":
+        return Truncation.DISCONNECT
+    return Truncation.UNSPECIFIED
+
+
+@dataclass(frozen=True, slots=True)
+class Capture:
+    """One fetch as the fetcher hands it over: the bytes as sent and received.
+
+    ``request`` is the request line and headers as sent (with the blank line),
+    ``response_head`` the status line and header bytes as received (with the
+    blank line), ``body`` the body before any content decoding. ``date`` is
+    when the fetch began, in seconds since the epoch (§5.4: "the instant that
+    data capture for record creation began"); ``ip_address`` the server's.
+    """
+
+    target_uri: str
+    date: float
+    request: bytes
+    response_head: bytes
+    body: bytes
+    ip_address: str | None = None
+    framing: BodyFraming = BodyFraming.AS_RECEIVED
+    truncated: Truncation | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Refers:
+    """The earlier capture a revisit stands for (§5.11, WARC/1.1's ``WARC-Refers-To-*``)."""
+
+    record_id: str | None
+    target_uri: str
+    date: float
+    payload_digest: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class CdxFacts:
+    """What the index needs of a record that the record alone cannot say: its place in the file."""
+
+    url: str
+    date: float
+    mime: str | None
+    status: str | None
+    digest: str | None
+
+
+# ---------------------------------------------------------------- values
+
+
+def warc_date(epoch: float) -> str:
+    """``WARC-Date``: W3C-DTF in UTC with microseconds (WARC/1.1 allows fractions, §5.4)."""
+    moment = datetime.fromtimestamp(epoch, timezone.utc)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def cdx_timestamp(epoch: float) -> str:
+    """The CDX 14-digit timestamp, ``YYYYMMDDhhmmss`` in UTC."""
+    return datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y%m%d%H%M%S")
+
+
+def digest(data: bytes, algorithm: DigestAlgorithm = DigestAlgorithm.SHA1) -> str:
+    """``<algorithm>:<base32>`` (rule 3)."""
+    raw = hashlib.new(algorithm.value, data).digest()
+    return f"{algorithm.value}:{base64.b32encode(raw).decode('ascii')}"
+
+
+def gzip_member(record: bytes, level: int = 6) -> bytes:
+    """One record as one gzip member (rule 5); ``mtime=0`` so equal records compress equally."""
+    return gzip.compress(record, compresslevel=level, mtime=0)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def _uri(uri: str) -> str:
+    """A URI as one header line of visible ASCII (rule 4)."""
+    if uri.isascii() and uri.isprintable() and " " not in uri:
+        return uri
+    out = []
+    for char in uri:
+        if "\x21" <= char <= "\x7e":
+            out.append(char)
+        else:
+            out.extend(f"%{byte:02X}" for byte in char.encode("utf-8", "surrogatepass"))
+    return "".join(out)
+
+
+def _text(value: str) -> str:
+    """A field value on one line (rule 4)."""
+    return _CONTROL.sub(" ", value)
+
+
+def _ip(value: str | None) -> str | None:
+    """The server's address if it is one, else nothing: it comes from our resolver, but check."""
+    if not value:
+        return None
+    try:
+        return str(ipaddress.ip_address(value.split("%", 1)[0]))
+    except ValueError:
+        return None
+
+
+# ---------------------------------------------------------------- HTTP, read as little as needed
+
+
+def _head_lines(head: bytes) -> list[bytes]:
+    """The head's lines, CRLF or bare LF (RFC 9112 §2.2 lets a recipient accept LF)."""
+    return head.replace(b"\r\n", b"\n").split(b"\n")
+
+
+def _header(head: bytes, name: bytes) -> bytes | None:
+    """The last value of header ``name`` in a raw head, or None; never raises."""
+    found = None
+    lowered = name.lower() + b":"
+    for line in _head_lines(head)[1:]:
+        if line[: len(lowered)].lower() == lowered:
+            found = line[len(lowered):].strip()
+    return found
+
+
+def _status(head: bytes) -> str | None:
+    """The status code of a raw head, None if there is none to read."""
+    first = _head_lines(head)[0].split()
+    if len(first) >= 2 and len(first[1]) == 3 and first[1].isdigit():
+        return first[1].decode("ascii")
+    return None
+
+
+_MIME_END = re.compile(rb"[;\s]")
+
+
+def _mime(head: bytes) -> str | None:
+    """Content-Type up to its first ``;`` or space, as cdxj-indexer writes it; None if absent."""
+    value = _header(head, b"content-type")
+    if not value:
+        return None
+    return _MIME_END.split(value, 1)[0].decode("latin-1")
+
+
+def _is_chunked(head: bytes) -> bool:
+    """Whether the last transfer-coding is chunked (RFC 9112 §6.1)."""
+    value = _header(head, b"transfer-encoding")
+    if not value:
+        return False
+    codings = [c.strip().lower() for c in value.split(b",")]
+    return bool(codings) and codings[-1] == b"chunked"
+
+
+def dechunk(body: bytes) -> bytes:
+    """The chunked ``body`` decoded as far as it parses, the rest as it is (rule 2); never raises."""
+    out = bytearray()
+    pos = 0
+    while pos < len(body):
+        eol = body.find(b"\r\n", pos)
+        if eol < 0:
+            break
+        size_field = body[pos:eol].split(b";", 1)[0].strip()
+        if not size_field or len(size_field) > 16 or not all(c in b"0123456789abcdefABCDEF" for c in size_field):
+            break
+        size = int(size_field, 16)
+        start = eol + 2
+        if size == 0:
+            return bytes(out)  # the trailer section is not payload
+        out += body[start : start + size]
+        if start + size > len(body):
+            return bytes(out)  # cut inside a chunk: what arrived of it
+        pos = start + size + 2
+    return bytes(out) + body[pos:]
+
+
+def _chunk_once(body: bytes) -> bytes:
+    """A de-chunked body framed again as one chunk and the last chunk (rule 1)."""
+    if not body:
+        return b"0\r\n\r\n"
+    return b"%x\r\n%b\r\n0\r\n\r\n" % (len(body), body)
+
+
+# ---------------------------------------------------------------- records
+
+
+def _record(fields: list[tuple[str, str]], block: bytes) -> bytes:
+    head = [WARC_VERSION]
+    head.extend(f"{name}: {value}".encode("utf-8") for name, value in fields)
+    head.append(f"Content-Length: {len(block)}".encode("ascii"))
+    return b"\r\n".join(head) + b"\r\n\r\n" + block + b"\r\n\r\n"
+
+
+def warcinfo_record(
+    record_id: str,
+    date: float,
+    filename: str,
+    info: Mapping[str, str],
+    algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
+) -> bytes:
+    """The ``warcinfo`` record that opens a file (§6.2): ``info`` as ``application/warc-fields``."""
+    lines = [f"{_text(k).replace(':', '_')}: {_text(v)}" for k, v in info.items()]
+    lines += [f"format: {FORMAT}", f"conformsTo: {CONFORMS_TO}"]
+    block = ("\r\n".join(lines) + "\r\n").encode("utf-8")
+    return _record(
+        [
+            ("WARC-Type", "warcinfo"),
+            ("WARC-Record-ID", record_id),
+            ("WARC-Date", warc_date(date)),
+            ("WARC-Filename", _text(filename)),
+            ("Content-Type", "application/warc-fields"),
+            ("WARC-Block-Digest", digest(block, algorithm)),
+        ],
+        block,
+    )
+
+
+def info_json(config: Mapping[str, object]) -> str:
+    """A crawl config as one line of JSON, for a warcinfo field (sorted keys: stable files)."""
+    return json.dumps(config, sort_keys=True, default=str, separators=(",", ":"))
+
+
+def _common(kind: str, record_id: str, capture: Capture, warcinfo_id: str | None) -> list[tuple[str, str]]:
+    fields = [
+        ("WARC-Type", kind),
+        ("WARC-Record-ID", record_id),
+        ("WARC-Date", warc_date(capture.date)),
+        ("WARC-Target-URI", _uri(capture.target_uri)),
+    ]
+    ip = _ip(capture.ip_address)
+    if ip is not None:
+        fields.append(("WARC-IP-Address", ip))
+    if warcinfo_id is not None:
+        fields.append(("WARC-Warcinfo-ID", warcinfo_id))
+    return fields
+
+
+def request_record(
+    capture: Capture,
+    record_id: str,
+    concurrent_to: str,
+    warcinfo_id: str | None = None,
+    algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
+) -> bytes:
+    """The ``request`` record (§6.4): the request as sent, linked to its response by ``WARC-Concurrent-To``."""
+    block = capture.request
+    fields = _common("request", record_id, capture, warcinfo_id)
+    fields += [
+        ("WARC-Concurrent-To", concurrent_to),
+        ("Content-Type", "application/http;msgtype=request"),
+        ("WARC-Block-Digest", digest(block, algorithm)),
+    ]
+    return _record(fields, block)
+
+
+def _wire_body(capture: Capture) -> tuple[bytes, bytes]:
+    """(the body as the block holds it, the payload) by rules 1 and 2."""
+    if not _is_chunked(capture.response_head):
+        return capture.body, capture.body
+    if capture.framing is BodyFraming.TRANSFER_DECODED:
+        return _chunk_once(capture.body), capture.body
+    return capture.body, dechunk(capture.body)
+
+
+def response_record(
+    capture: Capture,
+    record_id: str,
+    warcinfo_id: str | None = None,
+    algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
+) -> tuple[bytes, CdxFacts]:
+    """The ``response`` record (§6.3) and its index facts."""
+    body, payload = _wire_body(capture)
+    block = capture.response_head + body
+    payload_digest = digest(payload, algorithm)
+    fields = _common("response", record_id, capture, warcinfo_id)
+    fields += [
+        ("Content-Type", "application/http;msgtype=response"),
+        ("WARC-Block-Digest", digest(block, algorithm)),
+        ("WARC-Payload-Digest", payload_digest),
+    ]
+    if capture.truncated is not None:
+        fields.append(("WARC-Truncated", capture.truncated.value))
+    facts = CdxFacts(
+        url=_uri(capture.target_uri),
+        date=capture.date,
+        mime=_mime(capture.response_head),
+        status=_status(capture.response_head),
+        digest=payload_digest,
+    )
+    return _record(fields, block), facts
+
+
+def revisit_record(
+    capture: Capture,
+    record_id: str,
+    profile: RevisitProfile,
+    refers: Refers | None = None,
+    warcinfo_id: str | None = None,
+    algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
+) -> tuple[bytes, CdxFacts]:
+    """A ``revisit`` record (§6.7): the response head only, and what it stands for.
+
+    Identical payload (§6.7.2): the payload digest is the one computed on this
+    fetch's payload, equal to the earlier capture's. Server not modified
+    (§6.7.3): the 304 has no payload; the earlier capture's digest is given
+    when known, so an index lookup by digest still finds its body.
+    """
+    block = capture.response_head
+    fields = _common("revisit", record_id, capture, warcinfo_id)
+    fields += [
+        ("WARC-Profile", profile.value),
+        ("Content-Type", "application/http;msgtype=response"),
+        ("WARC-Block-Digest", digest(block, algorithm)),
+    ]
+    if profile is RevisitProfile.IDENTICAL_PAYLOAD:
+        payload_digest: str | None = digest(_wire_body(capture)[1], algorithm)
+    else:
+        payload_digest = refers.payload_digest if refers is not None else None
+    if payload_digest is not None:
+        fields.append(("WARC-Payload-Digest", _text(payload_digest)))
+    if refers is not None:
+        if refers.record_id is not None:
+            fields.append(("WARC-Refers-To", _text(refers.record_id)))
+        fields.append(("WARC-Refers-To-Target-URI", _uri(refers.target_uri)))
+        fields.append(("WARC-Refers-To-Date", warc_date(refers.date)))
+    # The block stops after the head: §6.7 lets a revisit's block be
+    # abbreviated, and readers take its length as the truth.
+    facts = CdxFacts(
+        url=_uri(capture.target_uri),
+        date=capture.date,
+        mime="warc/revisit",
+        status=_status(capture.response_head),
+        digest=payload_digest,
+    )
+    return _record(fields, block), facts
+
+
+def cdxj_line(urlkey: str, facts: CdxFacts, length: int, offset: int, filename: str) -> str:
+    """One CDXJ line: ``<urlkey> <timestamp> {json}``, the fields and their order cdxj-indexer writes."""
+    named = {
+        "url": facts.url,
+        "mime": facts.mime,
+        "status": facts.status,
+        "digest": facts.digest,
+        "length": str(length),
+        "offset": str(offset),
+        "filename": filename,
+    }
+    # cdxj-indexer leaves out a field the record has no value for.
+    fields = {name: value for name, value in named.items() if value is not None}
+    return f"{urlkey} {cdx_timestamp(facts.date)} {json.dumps(fields)}\n"
