@@ -45,7 +45,7 @@ class DedupeConfig:
     max_text_bytes: int = key(int, 500_000, "bytes (UTF-8) of a page's visible text read for its SimHash; the rest are ignored", _at_least_one)
     max_digests: int = key(int, 1_000_000, "body digests a peer remembers for exact duplicates; the oldest are forgotten and counted", _at_least_one)
     band_max_per_key: int = key(int, 64, "pages a band owner keeps under one band key; the oldest are evicted and counted", _at_least_one)
-    band_max_entries: int = key(int, 2_000_000, "entries a band owner keeps over all its band keys; the oldest are evicted and counted", _at_least_one)
+    band_max_entries: int = key(int, 1_000_000, "entries a band owner keeps over all its band keys; the oldest are evicted and counted", _at_least_one)
     answer_timeout: float = key((int, float), 10.0, "seconds a page waits for its band owners' answers; past them it is new, counted", _positive)
     max_waiting: int = key(int, 10_000, "pages waiting for band owners' answers at once; past them a page is new, counted", _at_least_one)
 
