@@ -213,6 +213,13 @@ def test_bad_answers_count_as_no_duplicate(bad: NearAnswer) -> None:
     assert d.stats.bad_answers == 1
 
 
+def test_an_answer_naming_no_url_is_bad() -> None:
+    d = Dedupe(DedupeConfig(), "p1")
+    _ask(d, "http://a/", 0.0)
+    assert d.answer("p2", NearAnswer(["http://a/"], None)) is None  # type: ignore[arg-type]
+    assert d.stats.bad_answers == 1 and d.waiting() == 1
+
+
 def test_past_max_waiting_a_page_is_new_at_once() -> None:
     d = Dedupe(DedupeConfig(max_waiting=2), "p1")
     _ask(d, "http://a/", 0.0)

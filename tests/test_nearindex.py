@@ -107,6 +107,9 @@ def test_eviction_records_stay_bounded_under_per_key_churn() -> None:
     q(FP, "http://a/", which=()),
     q(FP, "http://a/" + "x" * 9000),
     NearQuery((0,), "12", "http://a/", "p1", 0.0),  # type: ignore[arg-type]
+    NearQuery((0,), FP, "http://a/", "p1", float("nan")),
+    NearQuery((0,), FP, "http://a/", "p1", "yesterday"),  # type: ignore[arg-type]
+    NearQuery((0,), FP, b"http://a/", "p1", 0.0),  # type: ignore[arg-type]
 ])
 def test_hostile_queries_are_dropped_and_counted(bad: NearQuery) -> None:
     t = BandTable(k=3)

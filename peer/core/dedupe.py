@@ -196,6 +196,9 @@ class Dedupe:
 
     def answer(self, sender: str, a: NearAnswer) -> Verdict | None:
         """Take band owner ``sender``'s answer; the page's verdict once its last owner answered (rule 2)."""
+        if not isinstance(a.url, str):
+            self.stats.bad_answers += 1
+            return None
         w = self._waiting.get(a.url)
         if w is None:
             self.stats.late_answers += 1

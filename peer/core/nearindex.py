@@ -28,8 +28,10 @@ Rules:
    counted in :class:`BandTableStats`. Forgetting loses a duplicate found,
    never a page: an evicted fingerprint only makes a later copy "new".
 5. **Hostile input never raises**: a band index out of range, a fingerprint
-   outside 64 bits or a URL longer than ``max_url`` is dropped and counted,
-   and answered with no duplicate.
+   outside 64 bits, a URL that is not a string or is longer than
+   ``max_url``, or a ``seen_at`` that is not a finite number (NaN would
+   break rule 2's order) is dropped and counted, and answered with no
+   duplicate.
 
 Messages (frozen; the codec, ``ring/messages.py``, is to carry them with
 these fields, in this order):
@@ -45,6 +47,7 @@ these fields, in this order):
 
 from __future__ import annotations
 
+import math
 from collections import deque
 from dataclasses import dataclass, field
 
@@ -132,7 +135,9 @@ class BandTable:
         self.stats.queries += 1
         fp = q.fingerprint
         if (not isinstance(fp, int) or not 0 <= fp <= (1 << FINGERPRINT_BITS) - 1
-                or len(q.url) > self.max_url or not q.bands
+                or not isinstance(q.url, str) or len(q.url) > self.max_url
+                or not isinstance(q.seen_at, (int, float)) or not math.isfinite(q.seen_at)
+                or not isinstance(q.bands, tuple) or not q.bands
                 or any(not isinstance(i, int) or not 0 <= i <= self.k for i in q.bands)):
             self.stats.dropped += 1
             return NearAnswer(q.url, None)

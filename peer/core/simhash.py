@@ -129,7 +129,9 @@ def word_hashes(text: str, max_bytes: int) -> np.ndarray:
 
     Only the first ``max_bytes`` bytes of the text (UTF-8) are read.
     """
-    raw = (" " + text.replace("\xa0", " ")).encode("utf-8", "replace")[:max_bytes + 1]
+    # A character is at least one byte: cut the str first, so a hostile
+    # page's megabytes of text are never encoded whole.
+    raw = (" " + text[:max_bytes].replace("\xa0", " ")).encode("utf-8", "replace")[:max_bytes + 1]
     b = np.frombuffer(raw, dtype=np.uint8)
     isw = _IS_WORD.take(b)
     starts = np.flatnonzero(isw[1:] > isw[:-1])  # the pair that begins each word
