@@ -95,10 +95,11 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: set's and the frontier's figures, restarts of members, the caps that count
 #: cut links or cut waits, internal errors, sitemaps fetched and not read
 #: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop),
-#: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop).
+#: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop),
+#: duplicate content's (``dedupe.``; a refused band answer or query is ``dedupe_<what>``, a drop).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
-                    "directives.", "invalid_status", "sitemaps.", "cookies.")
+                    "directives.", "invalid_status", "sitemaps.", "cookies.", "dedupe.")
 
 
 def words(family: Family) -> str:

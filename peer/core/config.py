@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from peer.errors import ConfigError, URLError
 from peer.core.configkeys import key as _key
+from peer.core.dedupeconfig import DedupeConfig
 from peer.core.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.sitemapconfig import SitemapsConfig
@@ -363,6 +364,7 @@ class ClusterConfig:
     bloom: BloomConfig
     frontier: FrontierConfig = FrontierConfig()
     sitemaps: SitemapsConfig = SitemapsConfig()
+    dedupe: DedupeConfig = DedupeConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.sites.
@@ -390,6 +392,7 @@ SECTIONS: dict[str, type] = {
     "bloom": BloomConfig,
     "frontier": FrontierConfig,
     "sitemaps": SitemapsConfig,
+    "dedupe": DedupeConfig,
 }
 
 

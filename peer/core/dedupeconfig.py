@@ -1,8 +1,7 @@
 """``[dedupe]``: duplicate content detection, exact by digest and near by SimHash, and its caps.
 
 A section of cluster.toml in a module of its own, declared like the others
-(``peer.core.configkeys``); to be listed in ``peer.core.config.SECTIONS``
-when the engine uses it. Every cap bounds what a hostile web can make a peer
+(``peer.core.configkeys``) and listed in ``peer.core.config.SECTIONS``. Every cap bounds what a hostile web can make a peer
 hold; docs/dedupe.md has the measurements behind the defaults.
 """
 
@@ -46,8 +45,16 @@ class DedupeConfig:
     max_digests: int = key(int, 1_000_000, "body digests a peer remembers for exact duplicates; the oldest are forgotten and counted", _at_least_one)
     band_max_per_key: int = key(int, 64, "pages a band owner keeps under one band key; the oldest are evicted and counted", _at_least_one)
     band_max_entries: int = key(int, 1_000_000, "entries a band owner keeps over all its band keys; the oldest are evicted and counted", _at_least_one)
-    answer_timeout: float = key((int, float), 10.0, "seconds a page waits for its band owners' answers; past them it is new, counted", _positive)
+    answer_timeout: float = key(float, 10.0, "seconds a page waits for its band owners' answers; past them it is new, counted", _positive)
     max_waiting: int = key(int, 10_000, "pages waiting for band owners' answers at once; past them a page is new, counted", _at_least_one)
+
+    def describe(self) -> str:
+        """``--check``'s line."""
+        if not self.enabled:
+            return "dedupe: off"
+        return (f"dedupe: exact by body digest (at most {self.max_digests:,} kept), near by SimHash within "
+                f"k={self.k} ({self.k + 1} band owners asked, {self.shingle}-word shingles, "
+                f"{self.answer_timeout:g}s for their answers, {self.max_waiting:,} pages waiting at most)")
 
     def __post_init__(self) -> None:
         # The cluster.toml loader runs these checks with the file's name; this
