@@ -104,10 +104,6 @@ class Granted:
     grants: tuple[tuple[str, int], ...]
 
 
-Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted]
-
-
 @dataclass(frozen=True, slots=True)
 class NearAsked:
     """A member asks about bands this peer owns (``peer.core.dedupe``): answer it with a ``Send``."""
@@ -120,3 +116,8 @@ class NearAnswered:
     """A band owner's answer about one of this peer's pages."""
 
     msg: NearAnswer
+
+
+Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered]
+

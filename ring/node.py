@@ -166,6 +166,8 @@ __all__ = [
     "HandOff",
     "LeaveAsked",
     "Log",
+    "NearAnswered",
+    "NearAsked",
     "Released",
     "Rerouted",
     "Reply",
