@@ -17,6 +17,15 @@ the same page would differ:
 is a duplicate, every pair of two originals is not (two originals may share
 some of the pool's blocks, as two pages of one site share some text).
 Seeded: the same arguments give the same corpus.
+
+:func:`mirror_web` serves a corpus as a web to crawl, for an end-to-end test
+of duplicate detection over a ring: originals on ``src<h>.dup.test``, each
+with a child page only it links to, and its copies on the mirror hosts
+``mirror<m>.dup.test`` (and an exact copy under ``/print/`` on its own
+host). Every page's own links are relative, so a copy's child link names a
+page of the *copy's* host: requested only if the copy's links are followed
+(:attr:`MirrorWeb.traps`). The originals link to their copies (absolute), so
+a copy is always discovered, and fetched, after its original.
 """
 
 from __future__ import annotations
@@ -29,7 +38,7 @@ from random import Random
 from localweb.sitegraph import SiteGraph
 from localweb.text import WORDS
 
-__all__ = ["Change", "Copy", "Corpus", "change", "corpus"]
+__all__ = ["Change", "Copy", "Corpus", "MirrorWeb", "change", "corpus", "mirror_web"]
 
 
 class Change(enum.Enum):
@@ -149,3 +158,54 @@ def corpus(originals: int = 200, *, seed: int = 1, changes: tuple[Change, ...] =
     rng = Random(seed * 31337 + 5)
     copies = tuple(Copy(i, how, change(body, how, rng)) for i, body in enumerate(pages) for how in changes)
     return Corpus(tuple(pages), copies)
+
+
+@dataclass(frozen=True, slots=True)
+class MirrorWeb:
+    """Pages by (host, path), and what a crawl of them should find (:func:`mirror_web`)."""
+
+    pages: dict[tuple[str, str], bytes]
+    seeds: tuple[tuple[str, str], ...]  # (host, path) of each source host's home
+    originals: tuple[tuple[str, str], ...]  # (host, path), by original number
+    #: (copy's host, path) -> (original number, change)
+    copies: dict[tuple[str, str], tuple[int, Change]]
+    #: copy's (host, path) -> the (host, path) its child link names: fetched only if its links are followed
+    traps: dict[tuple[str, str], tuple[str, str]]
+
+
+_ANY_HREF = re.compile(r'href="[^"]*"')
+
+
+def mirror_web(originals: int = 12, *, port: int, seed: int = 1, sources: int = 3, mirrors: int = 4,
+               changes: tuple[Change, ...] = (Change.EXACT, Change.SESSION, Change.DATE, Change.NAV)) -> MirrorWeb:
+    """``originals`` pages on ``sources`` hosts, each copied by every change onto a mirror host (module docstring)."""
+    base = corpus(originals, seed=seed, changes=()).originals
+    rng = Random(seed * 7919 + 3)
+    pages: dict[tuple[str, str], bytes] = {}
+    origs: list[tuple[str, str]] = []
+    copies: dict[tuple[str, str], tuple[int, Change]] = {}
+    traps: dict[tuple[str, str], tuple[str, str]] = {}
+    homes: dict[str, list[str]] = {}
+    for i, body in enumerate(base):
+        host, path = f"src{i % sources}.dup.test", f"/p{i}.html"
+        origs.append((host, path))
+        homes.setdefault(host, []).append(path)
+        # The site graph's own links go nowhere here ("#" is the page itself).
+        text = _ANY_HREF.sub('href="#"', body.decode("utf-8"))
+        places = [(f"mirror{(i + n) % mirrors}.dup.test", f"/c{i}-{n}.html") for n in range(len(changes))]
+        places.append((host, f"/print/p{i}.html"))  # an exact copy its own host serves
+        out = "".join(f'<a href="http://{h}:{port}{p}">copy</a> ' for h, p in places)
+        block = f'<p class="more"><a href="p{i}-child.html">more</a> {out}</p>\n'
+        html = text.replace("</body>", block + "</body>", 1).encode("utf-8")
+        pages[(host, path)] = html
+        pages[(host, f"/p{i}-child.html")] = f"<html><body><p>child {i}</p></body></html>".encode()
+        for n, how in enumerate([*changes, Change.EXACT]):
+            where = places[n]
+            pages[where] = change(html, how, rng)
+            copies[where] = (i, how)
+            child = where[1].rsplit("/", 1)[0] + f"/p{i}-child.html"
+            traps[where] = (where[0], child)
+    for host, paths in homes.items():
+        links = "".join(f'<a href="{p}">page</a> ' for p in paths)
+        pages[(host, "/")] = f"<html><body><p>{links}</p></body></html>".encode()
+    return MirrorWeb(pages, tuple((h, "/") for h in homes), tuple(origs), copies, traps)

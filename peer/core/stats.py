@@ -108,6 +108,7 @@ class Summary:
     directives: Counter[str] = field(default_factory=Counter)  # the module docstring's keys
     invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
     cookies: dict[str, int] = field(default_factory=dict)  # the cookie jar's (peer/core/cookies.py)
+    dedupe: dict[str, int] = field(default_factory=dict)  # peer.core.duplicates' figures, at the end
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -219,6 +220,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
                      "failed": {k: int(n) for k, n in sorted(s.sitemap_failed.items())},
                      Family.DROPS.value: {k: int(n) for k, n in sorted(s.sitemap_drops.items())}},
         "cookies": _cookie_figures(getattr(s, "cookies", {})),  # a summary without a jar: {}
+        "dedupe": _dedupe_figures(getattr(s, "dedupe", {})),
         "run_config": dict(config or {}),
     }
 
@@ -229,6 +231,15 @@ def _cookie_figures(counts: Mapping[str, int]) -> dict[str, Any]:
                            if k.startswith("cookies.")}
     out[Family.DROPS.value] = {k.removeprefix("cookie."): int(n) for k, n in sorted(counts.items())
                                if k.startswith("cookie.")}
+    return out
+
+
+def _dedupe_figures(counts: Mapping[str, int]) -> dict[str, Any]:
+    """Duplicate content's counters by name without ``dedupe.``, its refused input under ``drops``."""
+    out: dict[str, Any] = {k.removeprefix("dedupe."): int(n) for k, n in sorted(counts.items())
+                           if k.startswith("dedupe.")}
+    out[Family.DROPS.value] = {k.removeprefix("dedupe_"): int(n) for k, n in sorted(counts.items())
+                               if k.startswith("dedupe_")}
     return out
 
 
