@@ -40,7 +40,7 @@ class DedupeConfig:
     enabled: bool = key(bool, True, "detect duplicate pages: exact copies by the digest of their decoded body, near copies by the SimHash of their text")
     k: int = key(int, 3, "Hamming distance (of 64 bits) within which two pages' SimHashes are near duplicates; also k+1 bands are asked", _k)
     shingle: int = key(int, 3, "words a SimHash feature spans (overlapping shingles)", _shingle)
-    min_words: int = key(int, 20, "words of text under which a page has no SimHash and is never a near duplicate", _at_least_one)
+    min_words: int = key(int, 20, "distinct words of text under which a page has no SimHash and is never a near duplicate", _at_least_one)
     max_text_bytes: int = key(int, 500_000, "bytes (UTF-8) of a page's visible text read for its SimHash; the rest are ignored", _at_least_one)
     max_digests: int = key(int, 1_000_000, "body digests a peer remembers for exact duplicates; the oldest are forgotten and counted", _at_least_one)
     band_max_per_key: int = key(int, 64, "pages a band owner keeps under one band key; the oldest are evicted and counted", _at_least_one)

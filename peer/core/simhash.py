@@ -38,10 +38,15 @@ Rules:
    bit reaches every output bit). All of it runs in numpy over the whole
    text: one ``mmh3.hash64`` call a word from Python cost as much as the
    parse (``scripts/bench_dedupe.py`` prints the parts).
-4. **Too little text.** A text of fewer than ``min_words`` words has no
-   fingerprint (:func:`fingerprint` returns None): a hundred nearly empty
-   pages (a login form, "Not found") would all be "near duplicates" of each
-   other, and dropping them loses pages that differ in what matters.
+4. **Too little text.** A text of fewer than ``min_words`` distinct words
+   has no fingerprint (:func:`fingerprint` returns None): a hundred nearly
+   empty pages (a login form, "Not found") would all be "near duplicates"
+   of each other, and dropping them loses pages that differ in what
+   matters. Distinct, not in all: a hub whose text is its link labels, the
+   same word a thousand times ("more", "next", a link farm's "l"), has one
+   shingle, so every such page has the same fingerprint, and calling them
+   duplicates of each other dropped their links (a crawl of a link farm
+   stopped at its first page).
 5. **Bands.** :func:`bands` splits the 64 bits into k+1 bands of 64/(k+1)
    bits (the first ``64 % (k+1)`` bands one bit wider): two fingerprints
    within distance k differ in at most k bands, so at least one band is
@@ -188,9 +193,9 @@ def _fold(hashes: np.ndarray) -> int:
 
 
 def fingerprint(text: str, *, shingle: int = 3, min_words: int = 20, max_bytes: int = 500_000) -> int | None:
-    """The 64-bit SimHash of ``text``, or None under ``min_words`` words (rule 4)."""
+    """The 64-bit SimHash of ``text``, or None under ``min_words`` distinct words (rule 4)."""
     words = word_hashes(text, max_bytes)
-    if len(words) < min_words:
+    if len(words) < min_words or len(np.unique(words)) < min_words:
         return None
     return _fold(shingle_hashes(words, shingle))
 
