@@ -224,3 +224,14 @@ def test_a_members_band_query_is_answered_to_its_sender_and_a_strangers_is_dropp
     assert p1.node.dropped["unknown_sender"] == 1  # type: ignore[union-attr]
     a = wire.NearAnswer(RING, "p2", "http://h.web.test/zz", None, -1)
     assert p1.node.receive(R2, a, 0.4) == [NearAnswered(a)]  # type: ignore[union-attr]
+
+
+def test_check_shows_the_dedupe_section():
+    from dataclasses import replace
+
+    from peer.commands.check import describe
+
+    cfg = config()
+    assert "   dedupe: exact by body digest (at most 1,000,000 kept), near by SimHash within k=3 " \
+           "(4 band owners asked" in describe(cfg)
+    assert "   dedupe: off" in describe(replace(cfg, dedupe=replace(cfg.dedupe, enabled=False)))
