@@ -30,6 +30,8 @@ those above it)::
     oracle.py     what a correct crawl requests and extracts, with its own
                   URL normaliser (never peer.core.urls, which it checks)       - pure
     sitegraph.py  SiteGraph = graph + pages + oracle, one object          - pure
+    nearcopies.py its pages' exact and near copies: a labelled corpus
+                  for duplicate detection                                 - pure
     server.py     the trio + h11 server (WebFarm), behaviours, request log
     webfarm.py    the webfarm command (ringcrawl-webfarm), the peer config it needs
 

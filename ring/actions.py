@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from typing import Union
 
 from ring.hashring import HashRing
-from ring.messages import Message
+from ring.messages import Message, NearAnswer, NearQuery
 
-__all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "Released",
+__all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
            "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked"]
 
 
@@ -104,5 +104,20 @@ class Granted:
     grants: tuple[tuple[str, int], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class NearAsked:
+    """A member asks about bands this peer owns (``peer.core.dedupe``): answer it with a ``Send``."""
+
+    msg: NearQuery
+
+
+@dataclass(frozen=True, slots=True)
+class NearAnswered:
+    """A band owner's answer about one of this peer's pages."""
+
+    msg: NearAnswer
+
+
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted]
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered]
+

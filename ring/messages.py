@@ -50,6 +50,15 @@ What each message is for:
   (``Membership.forget``), and the peer says what it did
   (:class:`ForgetOutcome`); codes 16 and 17, added without a ``VERSION``
   change (a peer that does not know them drops them as an unknown type).
+- :class:`NearQuery` / :class:`NearAnswer` — duplicate content
+  (``peer.core.dedupe``): a peer asks the owner of some of a page's SimHash
+  bands whether an earlier page is within k bits of it, and the owner
+  answers with the nearest (``duplicate_of``, ``distance``) or nil and -1.
+  Their fields after ``ring`` and ``sender`` are ``peer.core.nearindex``'s,
+  in its order. Codes 18 and 19, added without a ``VERSION`` change, as
+  16 and 17: no layout changed, and a peer of an older build drops them as
+  an unknown type and counts it; the asker then decides the page at its
+  ``answer_timeout`` with what came (a missed duplicate, never a stall).
 - :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
   detector: a probe, a request to probe for the sender, and the
   answer (relayed by the helper for a ``PingReq``). Each carries at most
@@ -142,6 +151,8 @@ __all__ = [
     "ForgetRequest",
     "ForgetReply",
     "ForgetOutcome",
+    "NearQuery",
+    "NearAnswer",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -474,9 +485,33 @@ class Packet:
                      for p in self.batches)
 
 
+@dataclass(frozen=True, slots=True)
+class NearQuery:
+    """``sender`` asks a band owner: an earlier page within k bits of ``fingerprint`` under these ``bands``?"""
+
+    ring: str
+    sender: str
+    bands: tuple[int, ...]  # band indices only: the owner derives the values from the fingerprint
+    fingerprint: int
+    url: str
+    reply_to: str
+    seen_at: float  # the asker's fetch time: the order every owner agrees on
+
+
+@dataclass(frozen=True, slots=True)
+class NearAnswer:
+    """A band owner's answer: ``url`` is within ``distance`` of ``duplicate_of`` (nil and -1: of nothing)."""
+
+    ring: str
+    sender: str
+    url: str
+    duplicate_of: str | None
+    distance: int
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply]
+                ForgetReply, NearQuery, NearAnswer]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -909,6 +944,38 @@ _SPECS += (
     _Spec(ForgetRequest, 16, (("ring", _NAME), ("sender", _NAME), ("target", _NAME), ("nonce", _UINT))),
     _Spec(ForgetReply, 17, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
                             ("outcome", _enum_codec(ForgetOutcome)), ("nonce", _UINT))),
+)
+
+
+
+def _band_index(v: Any) -> int:
+    if type(v) is not int or not 0 <= v < 64:
+        raise _Invalid("a band index 0..63")
+    return v
+
+
+def _distance(v: Any) -> int:
+    # -1: no duplicate (peer.core.nearindex.NO_DISTANCE); a SimHash has 64 bits.
+    if type(v) is not int or not -1 <= v <= 64:
+        raise _Invalid("a distance -1..64")
+    return v
+
+
+def _url_or_nil(v: Any) -> str | None:
+    return None if v is None else _URL[0](v)
+
+
+_URL = _name_codec(MAX_STR)
+
+# Duplicate content (peer.core.dedupe): 18 and 19, without a VERSION change.
+_SPECS += (
+    _Spec(NearQuery, 18, (("ring", _NAME), ("sender", _NAME),
+                          ("bands", _array_codec((_band_index, _band_index), 64)),
+                          ("fingerprint", _UINT), ("url", _URL), ("reply_to", _NAME),
+                          ("seen_at", _FLOAT))),
+    _Spec(NearAnswer, 19, (("ring", _NAME), ("sender", _NAME), ("url", _URL),
+                           ("duplicate_of", (_url_or_nil, _url_or_nil)),
+                           ("distance", (_distance, _distance)))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

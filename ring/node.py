@@ -21,6 +21,8 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
+    NearAsked(msg)           a member's band query (``peer.core.dedupe``): the crawl answers
+    NearAnswered(msg)        a band owner's answer about one of our pages
     Count(reason)            a message refused (already counted in dropped)
     Log(level, text)         what an operator should read in the log
 
@@ -75,6 +77,11 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    ``suspect``: forgetting a live member would silently shrink the quorum
    a lease needs, and change the ring under its hosts). The reply says
    which (``ForgetOutcome``), and the log says it too.
+9. **Band queries.** A ``NearQuery`` or ``NearAnswer`` is a member's
+   message (rules 1 and 2) from a member not dead here (``unknown_sender``
+   otherwise): the band tables answer members only, and an answer from
+   anyone else could only mislead. What it says is checked by the crawl
+   (``peer.core.dedupe``), which counts what it refuses.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -117,6 +124,8 @@ from ring.messages import (
     LeaveRequest,
     MemberState,
     Message,
+    NearAnswer,
+    NearQuery,
     Packet,
     Ping,
     PingAck,
@@ -133,6 +142,8 @@ from ring.actions import (
     HandOff,
     LeaveAsked,
     Log,
+    NearAnswered,
+    NearAsked,
     Released,
     Rerouted,
     Reply,
@@ -155,6 +166,8 @@ __all__ = [
     "HandOff",
     "LeaveAsked",
     "Log",
+    "NearAnswered",
+    "NearAsked",
     "Released",
     "Rerouted",
     "Reply",
@@ -170,7 +183,7 @@ __all__ = [
 ADOPT_PREFIX = "adopt:"
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync, Packet)
+                    PingAck, Sync, Packet, NearQuery, NearAnswer)
 
 
 class RingNode(HandOffs, StatusReplies):
@@ -573,6 +586,13 @@ class RingNode(HandOffs, StatusReplies):
             out.append(Log(logging.WARNING, f"forget of {target} requested by {msg.sender} refused: {why}"))
         return out
 
+    def _on_near(self, route: bytes, msg: NearQuery | NearAnswer, now: float) -> list[Action]:
+        """Rule 9: a band query or answer from a member, for the crawl."""
+        rec = self.membership.members().get(msg.sender)
+        if rec is None or rec.state is MemberState.DEAD:
+            return self._drop("unknown_sender")
+        return [NearAsked(msg) if isinstance(msg, NearQuery) else NearAnswered(msg)]
+
     def _on_status_request(self, route: bytes, msg: StatusRequest, now: float) -> list[Action]:
         return [StatusAsked(route, msg.nonce)]
 
@@ -592,6 +612,8 @@ class RingNode(HandOffs, StatusReplies):
         LeaveRequest: _on_leave_request,
         ForgetRequest: _on_forget_request,
         StatusRequest: _on_status_request,
+        NearQuery: _on_near,
+        NearAnswer: _on_near,
     }
 
 

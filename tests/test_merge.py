@@ -29,10 +29,10 @@ def at(seconds: float) -> datetime:
 def page(url: str, fetched_at: datetime | None, peer: str, status: int | None = 200,
          final_url: str | None = None, error: str | None = None, canonical: str | None = None,
          noindex: bool | None = False, nofollow: bool | None = False,
-         sitemap: tuple = (None, None, None)) -> tuple:
+         sitemap: tuple = (None, None, None), dup: tuple = (None, None, None, None)) -> tuple:
     host = url.split("/")[2]
     return (url, final_url, host, status, "text/html", 100, f"title of {url}", 3, 1,
-            fetched_at, 12.5, error, peer, canonical, noindex, nofollow, *sitemap)
+            fetched_at, 12.5, error, peer, canonical, noindex, nofollow, *sitemap, *dup)
 
 
 def make_db(path: Path, pages=(), *, links=None, bodies=None, pid=None, items=None) -> Path:
@@ -526,7 +526,8 @@ def test_the_peers_stats_are_summed_into_the_clusters(tmp_path):
 
 def test_the_pages_columns_are_carried_and_an_older_builds_file_merges_with_nulls(tmp_path):
     new = make_db(tmp_path / "new.duckdb", [page("http://a.test/x", at(1), "p1", canonical="http://a.test/",
-                                                 noindex=True, nofollow=False)])
+                                                 noindex=True, nofollow=False,
+                                                 dup=("sha1:AB", 2**64 - 1, "http://a.test/", "near"))])
     old_path = tmp_path / "old.duckdb"
     con = duckdb.connect(str(old_path))
     con.execute("CREATE TABLE pages (" + ", ".join(f"{n} {t}" for n, t in SCHEMA["pages"][:13]) + ")")
@@ -536,3 +537,5 @@ def test_the_pages_columns_are_carried_and_an_older_builds_file_merges_with_null
     merge([new, old_path], out)
     assert read(out, "SELECT url, canonical, noindex, nofollow FROM pages ORDER BY url") == [
         ("http://a.test/x", "http://a.test/", True, False), ("http://b.test/y", None, None, None)]
+    assert read(out, "SELECT url, payload_digest, simhash, duplicate_of, duplicate_kind FROM pages ORDER BY url") == [
+        ("http://a.test/x", "sha1:AB", 2**64 - 1, "http://a.test/", "near"), ("http://b.test/y", None, None, None, None)]

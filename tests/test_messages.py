@@ -38,6 +38,8 @@ from ring.messages import (
     ForgetRequest,
     LeaseStatus,
     MAX_UPDATES,
+    NearAnswer,
+    NearQuery,
     Ping,
     PingAck,
     PingReq,
@@ -126,7 +128,7 @@ def test_type_codes_are_fixed():
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
-        14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply,
+        14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
     }
 
 
@@ -180,6 +182,26 @@ def test_forget_frames_and_their_outcome_travel_as_its_index():
         decode(raw(VERSION, 17, "demo", "p1", "p2", len(ForgetOutcome), 7))
     with pytest.raises(EncodeError, match="ForgetReply.outcome"):
         encode(ForgetReply("demo", "p1", "p2", "gone", 7))  # type: ignore[arg-type]
+
+
+def test_band_queries_and_answers_travel_in_nearindex_order_and_hostile_ones_are_refused():
+    q = NearQuery("demo", "p1", (0, 3), 2**64 - 1, "http://a.test/x", "p1", 12.5)
+    assert msgpack.unpackb(encode(q)) == [VERSION, 18, "demo", "p1", [0, 3], 2**64 - 1, "http://a.test/x", "p1", 12.5]
+    assert decode(encode(q)) == q
+    for a in (NearAnswer("demo", "p2", "http://a.test/x", None, -1),
+              NearAnswer("demo", "p2", "http://a.test/x", "http://b.test/y", 3)):
+        assert decode(encode(a)) == a
+    # Each is the remote's fault, a DecodeError (dropped and counted by the sockets), never more.
+    for frame, why in (
+        (raw(VERSION, 19, "demo", "p2", "u", "v", 65), "NearAnswer.distance"),
+        (raw(VERSION, 19, "demo", "p2", "u", 7, 1), "NearAnswer.duplicate_of"),
+        (raw(VERSION, 18, "demo", "p1", [64], 1, "u", "p1", 1.0), "NearQuery.bands"),
+        (raw(VERSION, 18, "demo", "p1", [0], -1, "u", "p1", 1.0), "NearQuery.fingerprint"),
+        (raw(VERSION, 18, "demo", "p1", [0], 1, "u", "p1", float("nan")), "NearQuery.seen_at"),
+        (raw(VERSION, 18, "demo", "p1", list(range(65)), 1, "u", "p1", 1.0), "NearQuery.bands"),
+    ):
+        with pytest.raises(DecodeError, match=why):
+            decode(frame)
 
 
 def test_a_status_row_ends_with_its_lease_and_ring():

@@ -64,6 +64,8 @@ async def test_rows_round_trip_exactly_through_another_process(tmp_path):
                             0, 3, T0, 0.0, "timeout", "",  # peer "" -> the store's id
                             sitemap_lastmod=1714521600.0, sitemap_priority=0.5,
                             sitemap_changefreq="daily"))  # a sitemap's lastmod, priority, changefreq
+        st.add_page(row(3, payload_digest="sha1:" + "A" * 32, simhash=2**64 - 1,
+                        duplicate_of="http://s001.web.test/p0.html", duplicate_kind="near"))
         st.add_page(row(2, status=404, error="too_large", bytes=2**40, elapsed_ms=1234.5678,
                         canonical="http://s001.web.test/", noindex=True, nofollow=False))
     tables = read_back(path)
@@ -71,15 +73,21 @@ async def test_rows_round_trip_exactly_through_another_process(tmp_path):
     assert tables["pages"] == [
         ["http://s001.web.test/p0.html", "http://s001.web.test/p0.html", "s001.web.test", 200,
          "text/html", 30000, "Café — naïve ☃", 100, 0, "2023-11-14 22:13:20.123456", 12.5, None, "p1",
-         None, None, None, None, None, None],
+         None, None, None, None, None, None, None, None, None, None],
         ["http://s002.web.test/x", None, "s002.web.test:8080", None, None, 0, None, 0, 3,
          "2023-11-14 22:13:20.123456", 0.0, "timeout", "p1", None, None, None,
-         "2024-05-01 00:00:00", 0.5, "daily"],
+         "2024-05-01 00:00:00", 0.5, "daily", None, None, None, None],
+        # The whole 64 bits of a SimHash: UBIGINT, not BIGINT.
+        ["http://s001.web.test/p3.html", "http://s001.web.test/p3.html", "s001.web.test", 200,
+         "text/html", 30003, "Page 3", 100, 3, "2023-11-14 22:13:23.123456", 12.5, None, "p1",
+         None, None, None, None, None, None, "sha1:" + "A" * 32, 2**64 - 1,
+         "http://s001.web.test/p0.html", "near"],
         ["http://s001.web.test/p2.html", "http://s001.web.test/p2.html", "s001.web.test", 404,
          "text/html", 2**40, "Page 2", 100, 2, "2023-11-14 22:13:22.123456", 1234.5678,
-         "too_large", "p1", "http://s001.web.test/", True, False, None, None, None],
+         "too_large", "p1", "http://s001.web.test/", True, False, None, None, None,
+         None, None, None, None],
     ]
-    assert st.stats().pages == 3
+    assert st.stats().pages == 4
 
 
 async def test_schema_types(tmp_path):
@@ -96,7 +104,8 @@ async def test_schema_types(tmp_path):
     assert [c for c, _ in SCHEMA["pages"]] == [
         "url", "final_url", "host", "status", "content_type", "bytes", "title", "n_links",
         "depth", "fetched_at", "elapsed_ms", "error", "peer", "canonical", "noindex", "nofollow",
-        "sitemap_lastmod", "sitemap_priority", "sitemap_changefreq"]
+        "sitemap_lastmod", "sitemap_priority", "sitemap_changefreq",
+        "payload_digest", "simhash", "duplicate_of", "duplicate_kind"]
 
 
 async def test_links_and_bodies_when_enabled(tmp_path):
@@ -323,8 +332,8 @@ async def test_an_older_builds_file_gets_the_new_columns_and_keeps_its_rows(tmp_
         st.add_page(row(1, canonical="http://s001.web.test/", noindex=False, nofollow=True))
     pages = read_back(path)["pages"]
     assert [(r[0], r[13:]) for r in pages] == [
-        ("http://a.test/", [None] * 6),
-        ("http://s001.web.test/p1.html", ["http://s001.web.test/", False, True, None, None, None])]
+        ("http://a.test/", [None] * 10),
+        ("http://s001.web.test/p1.html", ["http://s001.web.test/", False, True] + [None] * 7)]
 
 
 async def test_foreign_table_is_refused(tmp_path):

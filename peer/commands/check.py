@@ -56,6 +56,7 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     if cfg.sites:
         lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
                      + " (--check --host HOST: what applies to a host)")
+    lines.append(f"   {cfg.dedupe.describe()}")
     lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
     from peer.core.tlsconfig import describe_tls
 

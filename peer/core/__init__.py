@@ -30,6 +30,11 @@ Bottom up:
 - ``directives`` what a page says of itself: robots directives, canonical, meta refresh
 - ``sitemaphints`` what travels with a URL from a sitemap: its hints, or a sitemap job's grant
 - ``extract``, ``items``  links, title and extraction rules from HTML
+- ``simhash``    a page's visible text as a 64-bit SimHash, and its bands
+- ``digests``, ``nearindex``  exact duplicates by body digest; a band owner's table of SimHashes
+- ``dedupe``     duplicate verdicts: digest, then the band owners asked, with timeouts;
+  ``dedupeconfig`` the ``[dedupe]`` section; ``duplicates`` what a verdict means
+  for the crawl: a page's row and links held until it comes
 - ``http1``      HTTP/1.1 response framing (RFC 9112) and the request head
 - ``head``       what the crawler reads of a response head, every value checked
 - ``cookies``    the cookie jar: Set-Cookie kept per host and sent back (RFC 6265), bounded

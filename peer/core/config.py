@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from peer.errors import ConfigError, URLError
+from peer.core.dedupeconfig import DedupeConfig
 from peer.core.items import ExtractConfig, parse_extract
 from peer.core.sitemapconfig import SitemapsConfig
 from peer.core.warcconfig import WarcConfig
@@ -68,6 +69,7 @@ class ClusterConfig:
     frontier: FrontierConfig = FrontierConfig()
     sitemaps: SitemapsConfig = SitemapsConfig()
     warc: WarcConfig = WarcConfig()
+    dedupe: DedupeConfig = DedupeConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.sites.
@@ -96,6 +98,7 @@ SECTIONS: dict[str, type] = {
     "frontier": FrontierConfig,
     "sitemaps": SitemapsConfig,
     "warc": WarcConfig,
+    "dedupe": DedupeConfig,
 }
 
 

@@ -274,6 +274,11 @@ class CrawlCore(SitemapSide, RingSide, Figures):
 
     def next(self, now: float, ring: RingView | None = None) -> Start | Sleep | Finished:
         """What the scheduler does now: start a job, sleep, or end (``ring``: the node, in a ring)."""
+        # Held pages decided first: at their deadline, or all when the crawl ends
+        # (peer.core.duplicates rule 4); their effects before anything else.
+        due = self.dup_due(now, ending=self.stopping or self._at_max_pages(ring))
+        if due:
+            return Sleep(now, tuple(due))
         if self.stopping:
             return Finished(StopReason.STOPPED)
         max_pages = self.cfg.crawl.max_pages
@@ -314,7 +319,7 @@ class CrawlCore(SitemapSide, RingSide, Figures):
             if ring is not None and ring.left():
                 return Finished(StopReason.LEFT)
             return Sleep(now + HOLD_POLL, tuple(effects))
-        if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending and not fr.moving:
+        if self.locally_idle():
             if ring is None:
                 return Finished(StopReason.FRONTIER_EMPTY)
             if ring.idle() and ring.done() and not self.holds.awaiting(now):  # holds rule 7
@@ -323,11 +328,22 @@ class CrawlCore(SitemapSide, RingSide, Figures):
             return Sleep(now + HOLD_POLL)
         # Sleep until a host can start, or a fetch ends, or a URL arrives.
         when = fr.next_ready_at() if room > 0 else None
+        dup = self.dup_next()
+        if dup is not None:
+            when = dup if when is None else min(when, dup)
         return Sleep(math.inf if when is None else when)
+
+    def _at_max_pages(self, ring: RingView | None) -> bool:
+        """``next``'s max_pages test, for the held pages (peer.core.duplicates rule 4)."""
+        max_pages = self.cfg.crawl.max_pages
+        if not max_pages or not self.dup_waiting():
+            return False
+        done = self.requested + (ring.others_pages() if ring is not None else 0)
+        return done >= max_pages or (ring is not None and ring.budget_gone())
 
     def locally_idle(self) -> bool:
         return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
-                and not self.frontier.moving)
+                and not self.frontier.moving and not self.dup_waiting())
 
     def job_ended(self, job: Job) -> None:
         """The job's task is over, whatever happened (the driver's ``finally``)."""

@@ -25,11 +25,12 @@ from enum import StrEnum
 from typing import Any, Protocol
 
 from peer.core.frontier import Job
+from peer.core.nearindex import NearQuery
 from peer.core.sitemap import Authority
 
 __all__ = [
     "Origin", "StopReason", "RingView",
-    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Effect",
     "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished",
 ]
@@ -132,6 +133,11 @@ class Row:
     sitemap_lastmod: float | None = None
     sitemap_priority: float | None = None
     sitemap_changefreq: str | None = None
+    # Duplicate content (peer.core.duplicates rule 5), else None.
+    payload_digest: str | None = None
+    simhash: int | None = None
+    duplicate_of: str | None = None
+    duplicate_kind: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -157,7 +163,15 @@ class Warn:
     text: str
 
 
-Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn
+@dataclass(frozen=True, slots=True)
+class NearAsk:
+    """Ask band owner ``owner`` about a page (``peer.core.duplicates``); ``PeerCore`` sends or answers it."""
+
+    owner: str
+    query: NearQuery
+
+
+Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn | NearAsk
 
 
 # -- admissions: what to do with a job the frontier handed out -----------------

@@ -5,12 +5,12 @@ from __future__ import annotations
 from peer.core.progress import READY_MOST, ProgressSnapshot
 from peer.core.stats import requested_errors
 from peer.core.limits import Cap, Hold
-from peer.core.crawlstate import CrawlState
+from peer.core.duplicates import DuplicateSide
 
 __all__ = ["Figures"]
 
 
-class Figures(CrawlState):
+class Figures(DuplicateSide):
     """The figures' part of ``CrawlCore``."""
 
     def limits_figures(self, now: float, malformed: dict[str, int]) -> dict[str, int]:
@@ -48,6 +48,7 @@ class Figures(CrawlState):
             out[f"sitemap.{problem}"] = n  # refused input: a drop (ring.vocabulary rule 4)
         if self.cookies is not None:
             out.update(self.cookies.counts)  # cookies.* counters, cookie.malformed a drop
+        out.update(self.dup_figures())  # dedupe.* counters, dedupe_* drops (peer.core.duplicates)
         if self.bloom.num_slices > 1:
             out["bloom.slices"] = self.bloom.num_slices
         if self.bloom.full:

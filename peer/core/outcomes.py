@@ -17,7 +17,9 @@ our product token and the page's meta tags, which add up. A noindex page
 keeps its row and writes no items; a nofollow one follows no links, and
 neither does a page whose canonical is another URL when
 ``crawl.follow_noncanonical`` is false. Each is counted in
-``Summary.directives``.
+``Summary.directives``. A duplicate page (``peer.core.duplicates``) follows
+no links either, and a page that waits for its band owners' verdict holds
+its links and row until it comes.
 """
 
 from __future__ import annotations
@@ -39,8 +41,10 @@ if TYPE_CHECKING:
 
 from peer.core.crawlstate import (
     _DONE, _REQUEUED, _ROBOTS, _ROW, EXTRACT_WARNINGS, MAX_RETRIES, RETRYABLE,
-    ROBOTS_FINAL, UNREACHED_KINDS, CrawlState,
+    ROBOTS_FINAL, UNREACHED_KINDS,
 )
+from peer.core.dedupe import Ask, Kind
+from peer.core.duplicates import DuplicateSide
 from peer.core.parsing import Parsed
 
 __all__ = ["Outcomes", "RETRY_BASE", "cause_words"]
@@ -74,7 +78,7 @@ def _port(url: str) -> str:
     return str(port if port is not None else 443 if parts.scheme == "https" else 80)
 
 
-class Outcomes(CrawlState):
+class Outcomes(DuplicateSide):
     """The results' part of ``CrawlCore`` (module docstring)."""
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
@@ -129,6 +133,8 @@ class Outcomes(CrawlState):
         error = res.error or ("retry_after" if given_up else None)
         canonical, robots = self._says(job.url, res, parsed)
         nofollow = robots[1]
+        dup = self.dup_check(job, parsed, now) if parsed is not None and 200 <= status < 300 else None
+        held: tuple[str, ...] = ()
         if 300 <= status < 400 and res.location:
             target = normalize_link(job.url, res.location, self.params)
             if target is not None:
@@ -157,8 +163,13 @@ class Outcomes(CrawlState):
                 self.summary.directives["noncanonical_unfollowed"] += 1
             if page.cleaned:
                 self.summary.directives["links_params_changed"] += page.cleaned
+            if follow and dup is not None and not isinstance(dup, Ask) and dup.kind is Kind.EXACT:
+                follow = False  # peer.core.duplicates rule 1
+                self.dup_unfollowed(len(links))
             if follow and (not crawl.max_depth or job.depth < crawl.max_depth):
-                for link in links:
+                if isinstance(dup, Ask):
+                    held = links  # peer.core.duplicates rule 2: discovered on the verdict
+                for link in () if held else links:
                     out += self.discover(link, job.depth + 1, now, Origin.LINK)
                 if page.via:
                     followed = set(links)
@@ -167,8 +178,11 @@ class Outcomes(CrawlState):
         self._hops.pop(job.url, None)
         # After its links' Queued: done(page) on disk implies its links are
         # (peer/state/journal.py, crash ordering rule 1).
+        at = len(out)
         self._row(job, res, out, final_url=final_url, title=title, n_links=n_links,
                   error=error, links=links, canonical=canonical, robots=robots)
+        if dup is not None and parsed is not None:
+            self.dup_row(out, at, parsed, dup, held, job.depth)
         return Outcome.FETCHED
 
     def _says(self, url: str, res: FetchResult, parsed: Parsed | None) -> tuple[str | None, tuple[bool, bool]]:

@@ -58,6 +58,13 @@ Rules:
    is followed by ``Commit``, before the round's messages that carry the
    grants: a process killed after them restarts with them (a restart that
    forgot a grant would spend it a second time).
+6. **Band queries** (``peer.core.duplicates``): a ``NearAsk`` to this
+   peer (or in a ring of one) is answered here, in the same call, and the
+   answer fed back to the crawl; one to another member is a ``Send`` of a
+   ``NearQuery``. A member's ``NearQuery`` is answered with a ``Send`` of
+   the ``NearAnswer`` to its sender (never to the ``reply_to`` it names: a
+   query must not aim answers at a third peer); a ``NearAnswer`` goes to
+   the crawl, which checks it.
 """
 
 from __future__ import annotations
@@ -68,7 +75,8 @@ from dataclasses import dataclass
 from typing import Union
 
 from peer.core.crawl import CrawlCore
-from peer.core.decisions import Effect, Finished, Forward, Origin, Sleep, Start
+from peer.core.decisions import Effect, Finished, Forward, NearAsk, Origin, Sleep, Start
+from peer.core.nearindex import NearAnswer, NearQuery
 from ring.actions import (
     Action,
     Count,
@@ -77,6 +85,8 @@ from ring.actions import (
     HandOff,
     LeaveAsked,
     Log,
+    NearAnswered,
+    NearAsked,
     Released,
     Reply,
     Rerouted,
@@ -86,6 +96,7 @@ from ring.actions import (
     StatusAsked,
 )
 from ring.lease import LeaseState
+from ring import messages as wire
 from ring.messages import MemberState, Message, StatusReply
 from ring.node import ADOPT_PREFIX, RingNode
 from ring.status import StatusFigures
@@ -172,6 +183,9 @@ class PeerCore:
         out: list[PeerEffect] = []
         outbox = self.node.outbox if self.node is not None else None
         for e in effects:
+            if isinstance(e, NearAsk):
+                out += self._near_ask(e, now)
+                continue
             if isinstance(e, Forward) and outbox is not None:
                 # A URL we were handed (relay) must not be dropped by the
                 # Outbox's "recently forwarded" cache: it may be the only copy.
@@ -181,6 +195,16 @@ class PeerCore:
                     outbox.add(e.url, e.depth, e.owner, now - self.stalled)
             out.append(e)
         return out
+
+    def _near_ask(self, e: NearAsk, now: float) -> list[PeerEffect]:
+        """Rule 6: a band query, answered here when the bands are ours, else sent."""
+        crawl = self.crawl
+        me = crawl.peer_id
+        if self.node is None or e.owner == me:
+            return self.routed(crawl.dup_answer(me, crawl.dedupe.serve(e.query), now), now)
+        q = e.query
+        return [Send(e.owner, wire.NearQuery(self.node.ring_name, me, q.bands, q.fingerprint, q.url, me,
+                                             q.seen_at))]
 
     def discover(self, url: str, depth: int, now: float, origin: Origin) -> list[PeerEffect]:
         return self.routed(self.crawl.discover(url, depth, now, origin), now)
@@ -312,6 +336,16 @@ class PeerCore:
             elif isinstance(a, Granted):
                 # Rule 5: on disk before the round's messages that carry it.
                 out += [a, Commit()]
+            elif isinstance(a, NearAsked):
+                m = a.msg
+                ans = crawl.dedupe.serve(NearQuery(m.bands, m.fingerprint, m.url, m.sender, m.seen_at))
+                assert self.node is not None
+                out.append(Send(m.sender, wire.NearAnswer(self.node.ring_name, crawl.peer_id, ans.url,
+                                                          ans.duplicate_of, ans.distance)))
+            elif isinstance(a, NearAnswered):
+                m2 = a.msg
+                out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance),
+                                                    now), now)
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:

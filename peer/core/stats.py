@@ -113,6 +113,7 @@ class Summary:
     invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
     cookies: dict[str, int] = field(default_factory=dict)  # the cookie jar's (peer/core/cookies.py)
     warc: dict[str, int] = field(default_factory=dict)  # the WARC writer's ([warc]; peer/engine/archive.py)
+    dedupe: dict[str, int] = field(default_factory=dict)  # peer.core.duplicates' figures, at the end
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -225,6 +226,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
                      Family.DROPS.value: {k: int(n) for k, n in sorted(s.sitemap_drops.items())}},
         "cookies": _cookie_figures(getattr(s, "cookies", {})),  # a summary without a jar: {}
         "warc": {k: int(n) for k, n in sorted(getattr(s, "warc", {}).items())},  # {} when off
+        "dedupe": _dedupe_figures(getattr(s, "dedupe", {})),
         "run_config": dict(config or {}),
     }
 
@@ -235,6 +237,15 @@ def _cookie_figures(counts: Mapping[str, int]) -> dict[str, Any]:
                            if k.startswith("cookies.")}
     out[Family.DROPS.value] = {k.removeprefix("cookie."): int(n) for k, n in sorted(counts.items())
                                if k.startswith("cookie.")}
+    return out
+
+
+def _dedupe_figures(counts: Mapping[str, int]) -> dict[str, Any]:
+    """Duplicate content's counters by name without ``dedupe.``, its refused input under ``drops``."""
+    out: dict[str, Any] = {k.removeprefix("dedupe."): int(n) for k, n in sorted(counts.items())
+                           if k.startswith("dedupe.")}
+    out[Family.DROPS.value] = {k.removeprefix("dedupe_"): int(n) for k, n in sorted(counts.items())
+                               if k.startswith("dedupe_")}
     return out
 
 

@@ -349,6 +349,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         crawl = self.cfg.crawl
         self._wall0 = wall0 = time.monotonic()
         self.started = time.time()
+        self.core.wall_offset = time.time() - self.clock()  # peer.core.duplicates
         sites = self.core.sites
         fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites, capture=self.cfg.warc.enabled)
         async with ResultStore(
@@ -387,6 +388,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         if self.archive is not None:
             s.details.append(self.archive.summary_line())
             s.warc = self.archive.figures()
+        s.dedupe = self.core.dup_figures()
         if self._sieve is not None and self.core.sieve.exact:
             st = self._sieve_stats
             s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
@@ -502,7 +504,8 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             depth=e.depth, fetched_at=time.time(), elapsed_ms=e.elapsed_ms, error=e.error,
             peer=self.peer_id, canonical=e.canonical, noindex=e.noindex, nofollow=e.nofollow,
             sitemap_lastmod=e.sitemap_lastmod, sitemap_priority=e.sitemap_priority,
-            sitemap_changefreq=e.sitemap_changefreq,
+            sitemap_changefreq=e.sitemap_changefreq, payload_digest=e.payload_digest,
+            simhash=e.simhash, duplicate_of=e.duplicate_of, duplicate_kind=e.duplicate_kind,
         )
         if self._state is not None:
             self._state.done(row.url, [getattr(row, f) for f in ROW_FIELDS])
@@ -620,14 +623,15 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
 
     def _parse_inline(self, job: Job, res: FetchResult) -> Parsed:
         return parse_response(job.url, res.body, res.charset, self.cfg.extract,
-                              self.cfg.crawl.max_links_per_page, self.core.params, self.core.page_rules)
+                              self.cfg.crawl.max_links_per_page, self.core.params, self.core.page_rules,
+                              self.cfg.dedupe)
 
     async def _parse(self, job: Job, res: FetchResult) -> Parsed:
         # Through this module's name, so a test can swap the parser for one that fails.
         return await trio.to_thread.run_sync(
             parse_response, job.url, res.body, res.charset, self.cfg.extract,
             self.cfg.crawl.max_links_per_page, self.core.params, self.core.page_rules,
-            limiter=self._parsers)
+            self.cfg.dedupe, limiter=self._parsers)
 
     def _flush_pid(self) -> None:
         samples = self.frontier.drain_trace()

@@ -8,7 +8,8 @@ other::
     pages(url, final_url, host, status, content_type, bytes, title, n_links,
           depth, fetched_at TIMESTAMP, elapsed_ms, error, peer,
           canonical, noindex BOOLEAN, nofollow BOOLEAN,
-          sitemap_lastmod TIMESTAMP, sitemap_priority, sitemap_changefreq)
+          sitemap_lastmod TIMESTAMP, sitemap_priority, sitemap_changefreq,
+          payload_digest, simhash UBIGINT, duplicate_of, duplicate_kind)
     links(from_url, to_url)            only with store_links
     bodies(url, body BLOB)             only with store_body
     pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
@@ -65,6 +66,11 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("sitemap_lastmod", "TIMESTAMP"),   # UTC, <lastmod>
         ("sitemap_priority", "DOUBLE"),     # <priority>, 0.0-1.0
         ("sitemap_changefreq", "VARCHAR"),  # <changefreq>: always, hourly, daily ... never
+        # Duplicate content (peer.core.duplicates), for 2xx HTML pages with [dedupe] on:
+        ("payload_digest", "VARCHAR"),  # sha1:<base32> of the decoded body
+        ("simhash", "UBIGINT"),         # SimHash of the visible text; NULL under min_words
+        ("duplicate_of", "VARCHAR"),    # the earlier URL this page duplicates, else NULL
+        ("duplicate_kind", "VARCHAR"),  # 'exact' (same digest) or 'near' (SimHash within k), else NULL
     ),
     "links": (("from_url", "VARCHAR"), ("to_url", "VARCHAR")),
     "bodies": (("url", "VARCHAR"), ("body", "BLOB")),
@@ -108,6 +114,10 @@ class PageRow:
     sitemap_lastmod: float | None = None  # epoch seconds, as fetched_at
     sitemap_priority: float | None = None
     sitemap_changefreq: str | None = None
+    payload_digest: str | None = None
+    simhash: int | None = None
+    duplicate_of: str | None = None
+    duplicate_kind: str | None = None
 
 
 def quote(name: str) -> str:

@@ -393,7 +393,7 @@ class ResultStore:
              r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer, r.canonical,
              r.noindex, r.nofollow,
              None if r.sitemap_lastmod is None else ts(r.sitemap_lastmod), r.sitemap_priority,
-             r.sitemap_changefreq)
+             r.sitemap_changefreq, r.payload_digest, r.simhash, r.duplicate_of, r.duplicate_kind)
             for r in batch.pages
         ]
         work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),

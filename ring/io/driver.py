@@ -31,6 +31,8 @@ from ring.node import (
     Count,
     Deliver,
     Granted,
+    NearAnswered,
+    NearAsked,
     HandOff,
     LeaveAsked,
     Log,
@@ -197,6 +199,9 @@ class RingDriver:
     def _do_granted(self, a: Granted) -> None:
         pass  # a stand-in crawl keeps no disk: its grants live as long as its process
 
+    def _do_near(self, a: NearAsked | NearAnswered) -> None:
+        pass  # a stand-in crawl owns no band table: the asker decides at its answer_timeout
+
     _ACTIONS: dict[type, Callable[[RingDriver, Any], Awaitable[None] | None]] = {
         Send: _do_send,
         Reply: _do_reply,
@@ -211,6 +216,8 @@ class RingDriver:
         Count: _do_count,
         Log: _do_log,
         Granted: _do_granted,
+        NearAsked: _do_near,
+        NearAnswered: _do_near,
     }
 
 

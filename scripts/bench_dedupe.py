@@ -1,0 +1,155 @@
+"""Duplicate detection: SimHash cost per page, and precision/recall of near copies at k = 0..6.
+
+Usage: python scripts/bench_dedupe.py [--pages 200] [--seed 1] [--shingles 1,2,3,4]
+       [--table 100000]
+
+Pages are the local web's (``localweb.nearcopies``: content pages of the
+site graph, 20-40 KiB each). Costs are process CPU time (the box is shared,
+wall time is not), best of 5, per page: the parse and link extraction the
+engine already does, then each step of the SimHash. The corpus is each
+original, one copy of it by every change of ``localweb.nearcopies.Change``,
+and every pair of two originals as the negatives. A pair is called a
+duplicate when its SimHashes are within k; precision is over all pairs
+called, recall over the copies. ``--table`` fills a band table and a digest
+table with that many pages and prints the bytes per entry (tracemalloc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import statistics
+import sys
+import time
+import tracemalloc
+from collections.abc import Callable, Sequence
+from itertools import combinations
+from typing import Any
+
+from selectolax.lexbor import LexborHTMLParser
+
+from localweb.nearcopies import Change, corpus
+from peer.core.digests import DigestTable
+from peer.core.extract import parse_page
+from peer.core.nearindex import BandTable, NearQuery
+from peer.core.simhash import _fold, distance, fingerprint, shingle_hashes, visible_text, word_hashes
+
+KS = range(7)
+
+
+def cpu_us(fn: Callable[[Any], object], items: Sequence[Any], rounds: int = 5) -> float:
+    best = float("inf")
+    for _ in range(rounds):
+        t0 = time.process_time()
+        for x in items:
+            fn(x)
+        best = min(best, time.process_time() - t0)
+    return best / len(items) * 1e6
+
+
+def costs(pages: Sequence[bytes]) -> None:
+    texts = [visible_text(LexborHTMLParser(p)) for p in pages]
+    words = [word_hashes(t, 500_000) for t in texts]
+    shingles = [shingle_hashes(w, 3) for w in words]
+    print(f"{len(pages)} pages, {statistics.mean(map(len, pages)) / 1024:.1f} KiB and "
+          f"{statistics.mean(map(len, words)):.0f} words of text each; us per page (CPU, best of 5):")
+    rows = [
+        ("parse_page (the engine's parse and links, for scale)", cpu_us(lambda p: parse_page("http://s001.web.test/x", p), pages)),
+        ("parse only (lexbor)", cpu_us(LexborHTMLParser, pages)),
+        ("visible_text (strip hidden + text), on a parsed tree",
+         cpu_us(lambda p: visible_text(LexborHTMLParser(p)), pages) - cpu_us(LexborHTMLParser, pages)),
+        ("word_hashes", cpu_us(lambda t: word_hashes(t, 500_000), texts)),
+        ("shingle_hashes (3 words)", cpu_us(lambda w: shingle_hashes(w, 3), words)),
+        ("fold (Charikar's bit vote)", cpu_us(_fold, shingles)),
+        ("fingerprint(text) in all", cpu_us(fingerprint, texts)),
+    ]
+    for name, us in rows:
+        print(f"  {name:<56} {us:8.1f}")
+    simhash = rows[2][1] + rows[6][1]
+    print(f"  SimHash added to a page's parse: {simhash:.0f} us, {simhash / rows[0][1]:.0%} of parse_page")
+
+
+def fingerprints(bodies: Sequence[bytes], shingle: int) -> list[int]:
+    out = []
+    for b in bodies:
+        fp = fingerprint(visible_text(LexborHTMLParser(b)), shingle=shingle)
+        assert fp is not None
+        out.append(fp)
+    return out
+
+
+def quality(originals: Sequence[bytes], copies: Sequence[Any], shingle: int) -> None:
+    fo = fingerprints(originals, shingle)
+    fc = fingerprints([c.body for c in copies], shingle)
+    pos = {how: [distance(fo[c.of], f) for c, f in zip(copies, fc) if c.change is how] for how in Change}
+    neg = [distance(a, b) for a, b in combinations(fo, 2)]
+    allpos = [d for ds in pos.values() for d in ds]
+    print(f"\n{shingle}-word shingles: negatives ({len(neg)} pairs of originals) at distance "
+          f"min {min(neg)}, 1st percentile {sorted(neg)[len(neg) // 100]}, median {statistics.median(neg):.0f}")
+    print("  recall by change   " + "".join(f"  k={k:<4}" for k in KS) + "  median")
+    for how, ds in pos.items():
+        print(f"  {how.value:<18} " + "".join(f"  {sum(d <= k for d in ds) / len(ds):6.2f}" for k in KS)
+              + f"  {statistics.median(ds):6.1f}")
+    print("  all copies         " + "".join(f"  {sum(d <= k for d in allpos) / len(allpos):6.2f}" for k in KS))
+    precisions = []
+    for k in KS:
+        tp = sum(d <= k for d in allpos)
+        fp = sum(d <= k for d in neg)
+        precisions.append(tp / (tp + fp) if tp + fp else 1.0)
+    print("  precision          " + "".join(f"  {p:6.3f}" for p in precisions))
+    print("  false pairs        " + "".join(f"  {sum(d <= k for d in neg):6d}" for k in KS))
+    # The false pairs within k = 3: how much text they really share (the
+    # pool of localweb.text is 512 blocks, and a page is a run of ~25 of them).
+    sets = [set(shingle_hashes(word_hashes(visible_text(LexborHTMLParser(b)), 500_000), 3).tolist())
+            for b in originals]
+    shared = sorted(len(sets[i] & sets[j]) / len(sets[i] | sets[j])
+                    for (i, j), d in zip(combinations(range(len(fo)), 2), neg) if d <= 3)
+    if shared:
+        print(f"  the {len(shared)} false pairs within k=3 share {min(shared):.0%}..{max(shared):.0%} "
+              f"of their 3-word shingles (Jaccard; median {statistics.median(shared):.0%})")
+
+
+def table_bytes(n: int) -> None:
+    tracemalloc.start()
+    t = BandTable(k=3, max_entries=4 * n + 1)
+    base = tracemalloc.get_traced_memory()[0]
+    for i in range(n):
+        fp = (i * 0x9E3779B97F4A7C15 + 12345) % (1 << 64)
+        t.query(NearQuery((0, 1, 2, 3), fp, f"http://s{i % 1000:03d}.web.test/section/{i}/page.html", "p1", float(i)))
+    band = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    tracemalloc.start()
+    d = DigestTable(max_digests=n + 1)
+    base = tracemalloc.get_traced_memory()[0]
+    for i in range(n):
+        d.check(f"http://s{i % 1000:03d}.web.test/section/{i}/page.html", hashlib.sha1(b"%d" % i).digest())
+    dig = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    print(f"\nmemory, {n} pages of ~45-byte URLs: band table (k=3, 4 entries a page, all on one owner) "
+          f"{band / n:.0f} bytes a page ({band / len(t):.0f} an entry); digest table {dig / n:.0f} bytes a page")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--pages", type=int, default=200)
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--shingles", default="1,2,3,4")
+    ap.add_argument("--table", type=int, default=100_000)
+    a = ap.parse_args(argv)
+    try:
+        shingles = [int(s) for s in a.shingles.split(",")]
+    except ValueError:
+        print(f"bench_dedupe: --shingles: expected integers like 1,2,3, not {a.shingles!r}", file=sys.stderr)
+        return 2
+    c = corpus(a.pages, seed=a.seed)
+    costs(c.originals)
+    print(f"\ncorpus: {len(c.originals)} originals, {len(c.copies)} copies ({len(Change)} changes each)")
+    for s in shingles:
+        quality(c.originals, c.copies, s)
+    if a.table:
+        table_bytes(a.table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
