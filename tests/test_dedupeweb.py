@@ -44,7 +44,7 @@ def crawl(tmp_path_factory) -> tuple[HostileWeb, MirrorWeb, Run, Path]:
         for (host, path), body in mw.pages.items():
             web.program[(host, path)] = reply(200, body)
         toml = cluster_toml(tmp, [web.url(h, p) for h, p in mw.seeds], peers=3,
-                            sections={"dedupe": {"k": K}})
+                            sections={"dedupe": {"enabled": True, "k": K}})
         run = run_peers(toml, peers=3, timeout=BOUNDED, rss_kill_mb=1500)
     return web, mw, run, tmp
 

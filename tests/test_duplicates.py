@@ -35,11 +35,11 @@ def page(body_text: str, *links: str) -> bytes:
 
 
 def crawl_core(**dedupe) -> CrawlCore:
-    c = CrawlCore(config(obey_robots=False), "p1", rng=random.Random(1))
-    if dedupe:
-        from dataclasses import replace
+    """A crawl core with [dedupe] on (it is off by default), and ``dedupe``'s keys."""
+    from dataclasses import replace
 
-        c.cfg = replace(c.cfg, dedupe=replace(c.cfg.dedupe, **dedupe))
+    c = CrawlCore(config(obey_robots=False), "p1", rng=random.Random(1))
+    c.cfg = replace(c.cfg, dedupe=replace(c.cfg.dedupe, **{"enabled": True, **dedupe}))
     return c
 
 
@@ -172,7 +172,10 @@ def ring_peer(peer_id: str = "p1") -> PeerCore:
     node = RingNode(peer_id, dict((s[0], s[1]) for s in SEEDS)[peer_id], 1.0, RING, seeds=SEEDS,
                     gossip_interval=0.1, suspect_after=0.5, dead_after=1.5, now=0.0,
                     incarnation=INC, owner_key=host_key)
-    crawl = CrawlCore(config(obey_robots=False), peer_id, rng=random.Random(1))
+    from dataclasses import replace
+
+    cfg = config(obey_robots=False)
+    crawl = CrawlCore(replace(cfg, dedupe=replace(cfg.dedupe, enabled=True)), peer_id, rng=random.Random(1))
     core = PeerCore(crawl, node, now=0.0)
     core.tick(0.0)
     return core
@@ -232,6 +235,8 @@ def test_check_shows_the_dedupe_section():
     from peer.commands.check import describe
 
     cfg = config()
+    assert "   dedupe: off" in describe(cfg)  # the default
+    cfg = replace(cfg, dedupe=replace(cfg.dedupe, enabled=True))
     assert "   dedupe: exact by body digest (at most 1,000,000 kept), near by SimHash within k=3 " \
            "(4 band owners asked" in describe(cfg)
     assert "   dedupe: off" in describe(replace(cfg, dedupe=replace(cfg.dedupe, enabled=False)))

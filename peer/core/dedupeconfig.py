@@ -37,7 +37,7 @@ def _positive(v: Any) -> str | None:
 class DedupeConfig:
     """``[dedupe]``: which pages are duplicates of pages already crawled, and how much a peer keeps to tell."""
 
-    enabled: bool = key(bool, True, "detect duplicate pages: exact copies by the digest of their decoded body, near copies by the SimHash of their text")
+    enabled: bool = key(bool, False, "detect duplicate pages: exact copies by the digest of their decoded body, near copies by the SimHash of their text; off by default, as a duplicate's links are not followed and a templated site's pages with little text of their own can come within k of each other")
     k: int = key(int, 3, "Hamming distance (of 64 bits) within which two pages' SimHashes are near duplicates; also k+1 bands are asked", _k)
     shingle: int = key(int, 3, "words a SimHash feature spans (overlapping shingles)", _shingle)
     min_words: int = key(int, 20, "distinct words of text under which a page has no SimHash and is never a near duplicate", _at_least_one)
