@@ -160,9 +160,11 @@ async def test_kill_9_with_a_large_spilled_frontier_resumes_with_nothing_lost(tm
 
     # The first checkpoint comes at about 200 pages (1 MiB of journal: a run
     # showed it at 186 pages, 37,000 URLs queued); the kill 50 pages later
-    # must come before max_pages ends the crawl. Each page links to 200 new
-    # URLs, so 400 pages leave ~80,000 queued, past the 50,000 asserted.
-    hosts, max_pages, concurrency = 20, 400, 8
+    # must come before max_pages ends the crawl: at ~300 pages/s on a quiet
+    # machine the snapshot came at ~300 pages and 400 ended the crawl before the
+    # kill, so 600. Each page links to 200 new URLs, so the queue at the end is
+    # far past the 50,000 asserted.
+    hosts, max_pages, concurrency = 20, 600, 8
     async with trio.open_nursery() as nursery:
         web = await nursery.start(lambda task_status: serve_endless(hosts, log=True, task_status=task_status))
         text = cluster_text(tmp_path, web.port, 1, concurrency=concurrency, extra=(

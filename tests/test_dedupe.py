@@ -61,7 +61,7 @@ class Ring:
     def __init__(self, n: int = 3, **config: object) -> None:
         ids = [f"p{i}" for i in range(1, n + 1)]
         self.ring = HashRing(dict.fromkeys(ids, 1.0))
-        self.peers = {p: Dedupe(DedupeConfig(**config), p) for p in ids}  # type: ignore[arg-type]
+        self.peers = {p: Dedupe(DedupeConfig(**{"enabled": True, **config}), p) for p in ids}  # type: ignore[arg-type]
         self.mute: set[str] = set()
 
     def fetch(self, peer: str, url: str, body: bytes, now: float) -> Verdict | Ask:
@@ -121,7 +121,7 @@ def test_a_recrawl_with_the_same_body_is_unchanged(pages: tuple[bytes, ...]) -> 
 
 
 def test_one_query_per_owner_naming_its_bands() -> None:
-    d = Dedupe(DedupeConfig(k=3), "p1")
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
     ask = d.check("http://a/", sha1(b"x"), FP, 0.0, lambda key: "p1" if key.split("/")[1] in "02" else "p2")
     assert isinstance(ask, Ask)
     assert [(owner, q.bands) for owner, q in ask.queries] == [("p1", (0, 2)), ("p2", (1, 3))]
@@ -129,7 +129,7 @@ def test_one_query_per_owner_naming_its_bands() -> None:
 
 
 def test_no_text_is_new_without_asking() -> None:
-    d = Dedupe(DedupeConfig(), "p1")
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
     assert d.check("http://a/", sha1(b"x"), None, 0.0, lambda k: "p2") == Verdict("http://a/", Kind.NEW, Basis.NO_TEXT)
     assert d.waiting() == 0
 
@@ -153,7 +153,7 @@ def _ask(d: Dedupe, url: str, now: float, owners: tuple[str, ...] = ("p2", "p3")
 
 
 def test_a_page_without_answers_is_new_at_its_deadline() -> None:
-    d = Dedupe(DedupeConfig(answer_timeout=10.0), "p1")
+    d = Dedupe(DedupeConfig(enabled=True, answer_timeout=10.0), "p1")
     ask = _ask(d, "http://a/", 100.0)
     assert ask.deadline == 110.0 == d.next_deadline()
     assert d.expire(109.999) == []
@@ -166,14 +166,14 @@ def test_a_page_without_answers_is_new_at_its_deadline() -> None:
 
 
 def test_a_duplicate_answered_in_time_counts_at_the_deadline() -> None:
-    d = Dedupe(DedupeConfig(answer_timeout=5.0), "p1")
+    d = Dedupe(DedupeConfig(enabled=True, answer_timeout=5.0), "p1")
     _ask(d, "http://a/", 0.0)
     assert d.answer("p2", NearAnswer("http://a/", "http://orig/", 2)) is None  # p3 still owes
     assert d.expire(5.0) == [Verdict("http://a/", Kind.NEAR, Basis.TIMED_OUT, "http://orig/", 2)]
 
 
 def test_the_verdict_waits_for_every_owner_and_takes_the_nearest() -> None:
-    d = Dedupe(DedupeConfig(), "p1")
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
     _ask(d, "http://a/", 0.0)
     assert d.answer("p3", NearAnswer("http://a/", "http://far/", 3)) is None
     v = d.answer("p2", NearAnswer("http://a/", "http://close/", 1))
@@ -182,7 +182,7 @@ def test_the_verdict_waits_for_every_owner_and_takes_the_nearest() -> None:
 
 
 def test_expiry_goes_oldest_first_and_leaves_the_rest() -> None:
-    d = Dedupe(DedupeConfig(answer_timeout=10.0), "p1")
+    d = Dedupe(DedupeConfig(enabled=True, answer_timeout=10.0), "p1")
     _ask(d, "http://a/", 0.0)
     _ask(d, "http://b/", 5.0)
     assert [v.url for v in d.expire(12.0)] == ["http://a/"]
@@ -190,7 +190,7 @@ def test_expiry_goes_oldest_first_and_leaves_the_rest() -> None:
 
 
 def test_answers_from_peers_not_asked_are_stray() -> None:
-    d = Dedupe(DedupeConfig(), "p1")
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
     _ask(d, "http://a/", 0.0)
     assert d.answer("p9", NearAnswer("http://a/", "http://x/", 0)) is None
     assert d.stats.stray_answers == 1
@@ -207,21 +207,21 @@ def test_answers_from_peers_not_asked_are_stray() -> None:
     NearAnswer("http://a/", "http://x/" + "y" * 9000, 1),
 ])
 def test_bad_answers_count_as_no_duplicate(bad: NearAnswer) -> None:
-    d = Dedupe(DedupeConfig(k=3), "p1")
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
     _ask(d, "http://a/", 0.0, owners=("p2",))
     assert d.answer("p2", bad) == Verdict("http://a/", Kind.NEW, Basis.BANDS)
     assert d.stats.bad_answers == 1
 
 
 def test_an_answer_naming_no_url_is_bad() -> None:
-    d = Dedupe(DedupeConfig(), "p1")
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
     _ask(d, "http://a/", 0.0)
     assert d.answer("p2", NearAnswer(["http://a/"], None)) is None  # type: ignore[arg-type]
     assert d.stats.bad_answers == 1 and d.waiting() == 1
 
 
 def test_past_max_waiting_a_page_is_new_at_once() -> None:
-    d = Dedupe(DedupeConfig(max_waiting=2), "p1")
+    d = Dedupe(DedupeConfig(enabled=True, max_waiting=2), "p1")
     _ask(d, "http://a/", 0.0)
     _ask(d, "http://b/", 0.0)
     v = d.check("http://c/", sha1(b"c"), FP, 0.0, lambda k: "p2")
