@@ -178,6 +178,18 @@ def test_hostile_validators_are_dropped_and_counted(etag: str, lm: str) -> None:
     assert conditional_headers(res.state) == ()
 
 
+@settings(max_examples=300, deadline=None)
+@given(status=st.one_of(st.none(), st.integers(-1000, 1000)), etag=st.one_of(st.none(), st.text(max_size=300)),
+       lm=st.one_of(st.none(), st.text(max_size=300)))
+def test_any_answer_is_taken_without_raising_and_sends_back_nothing_unsafe(
+        status: int | None, etag: str | None, lm: str | None) -> None:
+    res = after_visit(_state(), 0.0, status, "d", etag, lm, CFG, random.Random(0))
+    for name, value in conditional_headers(res.state):
+        assert value.isprintable() and value.isascii() or name == "If-None-Match"
+        assert "\r" not in value and "\n" not in value and len(value) <= CFG.max_validator_length
+    assert CFG.min_interval <= res.state.interval <= CFG.max_interval
+
+
 # ---------------------------------------------------------------------------
 # The due queue
 

@@ -124,7 +124,10 @@ class DueQueue:
         return None
 
     def hosts_due(self) -> Iterator[str]:
-        """Hosts with records due by ``now``."""
+        """Hosts with records due by ``now``: a scan of every host, for read-outs.
+
+        The driver keeps its own set from :meth:`advance`'s answers instead.
+        """
         return (host for host, h in self._hosts.items() if h.n_ready)
 
     # -- changes -------------------------------------------------------------
