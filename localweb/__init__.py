@@ -54,6 +54,8 @@ those above it)::
                    from 127.0.0.2, so the web's log shows what came through
     politesim.py   simulated servers on simulated time: the frontier's and the
                    PID's request logs, no network, no clock              - pure
+    changesim.py   a host whose pages change on a schedule, crawled and
+                   revisited on simulated time by the revisit cores     - pure
     https.py       HttpsFarm: names on one 127.0.0.1 port chosen by SNI, with a
                    test CA's certificates (TestPki: expired, another name's,
                    self-signed, a client certificate), its log of SNI and ALPN

@@ -1,6 +1,7 @@
 """What a crawl leaves behind: each peer's DuckDB file of pages and items, and what reads it.
 
 - ``schema``  the results tables: their columns, what each holds, the row of ``pages``
+- ``fetches`` the proposed ``fetches`` table (one row per visit, for revisits): its DDL, not yet created
 - ``store``   the batched, crash-safe writes of one peer into those tables
 - ``merge``   the peers' files merged into one (``ringcrawl-merge``, ``scripts/merge.py``)
 - ``report``  plots and an index.html of a results file (``ringcrawl-report``,
