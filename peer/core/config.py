@@ -30,6 +30,7 @@ from peer.errors import ConfigError, URLError
 from peer.core.configkeys import key as _key
 from peer.core.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.items import ExtractConfig, parse_extract
+from peer.core.revisitconfig import RevisitConfig
 from peer.core.sitemapconfig import SitemapsConfig
 from peer.core.urls import MAX_URL_LENGTH, Scope, normalize
 from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
@@ -363,6 +364,7 @@ class ClusterConfig:
     bloom: BloomConfig
     frontier: FrontierConfig = FrontierConfig()
     sitemaps: SitemapsConfig = SitemapsConfig()
+    revisit: RevisitConfig = RevisitConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.sites.
@@ -390,6 +392,7 @@ SECTIONS: dict[str, type] = {
     "bloom": BloomConfig,
     "frontier": FrontierConfig,
     "sitemaps": SitemapsConfig,
+    "revisit": RevisitConfig,
 }
 
 
@@ -464,7 +467,10 @@ def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
         check = f.metadata["check"]
         if check is not None and (expected := check(values[name])) is not None:
             raise ConfigError(where, keypath, f"expected {expected}, got {table[name]!r}")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as exc:  # keys checked against each other (a section's __post_init__)
+        raise ConfigError(where, prefix, str(exc)) from None
 
 
 def _convert(value: Any, kind: type, where: str, keypath: str) -> Any:

@@ -76,6 +76,7 @@ import re
 from dataclasses import dataclass, replace
 from email.utils import parsedate_to_datetime
 
+from peer.core.revisitconfig import RevisitConfig
 from peer.core.sitemap import ChangeFreq
 from peer.core.sitemaphints import UrlHints
 
@@ -87,55 +88,6 @@ __all__ = [
 
 _HOUR = 3600.0
 _DAY = 86400.0
-
-
-@dataclass(frozen=True, slots=True)
-class RevisitConfig:
-    """``[revisit]``: continuous crawling. Every field is one key; its default is here."""
-
-    #: Revisit fetched pages at all (off: a crawl ends when its frontier is empty, as before).
-    enabled: bool = False
-    #: Seconds: no page is revisited sooner than this after its last visit (rule 3, rule 5).
-    min_interval: float = _HOUR
-    #: Seconds: no page waits longer than this between visits.
-    max_interval: float = 30 * _DAY
-    #: Seconds: a page's first interval when no sitemap ``<changefreq>`` seeds it (rule 1).
-    initial_interval: float = _DAY
-    #: The share of a host's starts that go to revisits while new URLs wait too (0.0-1.0).
-    revisit_share: float = 0.5
-    #: The interval's factor after a visit that found the page unchanged (> 1).
-    inc_factor: float = 1.5
-    #: The interval's factor after a visit that found the page changed (0-1).
-    dec_factor: float = 0.5
-    #: The due time's relative jitter, ``u`` in ``[-jitter, +jitter]`` (0.0-0.5; rule 4).
-    jitter: float = 0.1
-    #: Bytes: an ETag or Last-Modified longer than this is not stored (rule 6).
-    max_validator_length: int = 256
-
-    def __post_init__(self) -> None:
-        problems = []
-        if not (math.isfinite(self.min_interval) and self.min_interval > 0):
-            problems.append(f"min_interval must be > 0 seconds, not {self.min_interval!r}")
-        if not (math.isfinite(self.max_interval) and self.max_interval >= self.min_interval):
-            problems.append(f"max_interval must be >= min_interval, not {self.max_interval!r}")
-        if not (math.isfinite(self.initial_interval) and self.initial_interval > 0):
-            problems.append(f"initial_interval must be > 0 seconds, not {self.initial_interval!r}")
-        if not 0.0 <= self.revisit_share <= 1.0:
-            problems.append(f"revisit_share must be within 0.0-1.0, not {self.revisit_share!r}")
-        if not (math.isfinite(self.inc_factor) and self.inc_factor > 1.0):
-            problems.append(f"inc_factor must be > 1, not {self.inc_factor!r}")
-        if not 0.0 < self.dec_factor < 1.0:
-            problems.append(f"dec_factor must be within (0, 1), not {self.dec_factor!r}")
-        if not 0.0 <= self.jitter <= 0.5:
-            problems.append(f"jitter must be within 0.0-0.5, not {self.jitter!r}")
-        if self.max_validator_length < 1:
-            problems.append(f"max_validator_length must be >= 1, not {self.max_validator_length!r}")
-        if problems:
-            raise ValueError("[revisit] " + "; ".join(problems))
-
-    def clamp(self, interval: float) -> float:
-        """``interval`` within ``[min_interval, max_interval]``."""
-        return min(self.max_interval, max(self.min_interval, interval))
 
 
 #: What each ``<changefreq>`` means in seconds (rule 1). ALWAYS and NEVER are
