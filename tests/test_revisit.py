@@ -111,7 +111,7 @@ def test_jitter_spreads_due_times_within_its_bound_and_is_seeded() -> None:
 def test_config_refuses_bad_values_with_the_key_named() -> None:
     with pytest.raises(ValueError, match=r"\[revisit\] max_interval must be >= min_interval"):
         RevisitConfig(min_interval=100.0, max_interval=10.0)
-    with pytest.raises(ValueError, match="revisit_share must be within 0.0-1.0"):
+    with pytest.raises(ValueError, match="revisit_share must be a number within 0.0-1.0"):
         RevisitConfig(revisit_share=1.5)
     with pytest.raises(ValueError, match="dec_factor"):
         RevisitConfig(dec_factor=1.0)
