@@ -41,6 +41,8 @@ those above it)::
                 HTTP, fuzz) and the catalogue of cases (CASES)            - pure
     sitemaps.py sitemaps.test, a site that lists pages only its sitemaps
                 name; bad-sitemaps.test: bombs, loops, entities           - pure
+    changeweb.py changing.test: pages that change every few seconds and pages
+                that never do, with ETag/Last-Modified and 304s           - pure
     hostile.py  the trio server on one loopback port, its request log,
                 serve_in_thread, the config a crawler needs, the CLI
     peerrun.py  real `python -m peer` processes against it: cluster.toml,

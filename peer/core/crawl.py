@@ -299,8 +299,14 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         # Without the ring's lease no request starts (ring.lease): a split or a
         # starved process must cost time, never a second owner of a host.
         paused = ring is not None and not ring.may_start(now)
+        rc = self.recrawl
+        if rc is not None:  # due revisits to the front of their hosts' queues (peer/core/recrawl.py)
+            for url, host, depth in rc.feed(now):
+                fr.requeue(Job(url, host, depth), now, now)
         job = fr.pop_ready(now) if room > 0 and not paused else None
         if job is not None:
+            if rc is not None and (nxt := rc.started(job.url, job.host, fr)) is not None:
+                fr.requeue(Job(*nxt), now, now)
             self.in_flight += 1
             self._inflight[job.url] = (job.host, job.depth)
             self._marks[job.url] = 0
@@ -314,7 +320,7 @@ class CrawlCore(SitemapSide, RingSide, Figures):
             if ring is not None and ring.left():
                 return Finished(StopReason.LEFT)
             return Sleep(now + HOLD_POLL, tuple(effects))
-        if self.in_flight == 0 and len(fr) == 0 and not self.sieve.pending and not fr.moving:
+        if self.locally_idle():
             if ring is None:
                 return Finished(StopReason.FRONTIER_EMPTY)
             if ring.idle() and ring.done() and not self.holds.awaiting(now):  # holds rule 7
@@ -323,11 +329,17 @@ class CrawlCore(SitemapSide, RingSide, Figures):
             return Sleep(now + HOLD_POLL)
         # Sleep until a host can start, or a fetch ends, or a URL arrives.
         when = fr.next_ready_at() if room > 0 else None
+        due = None if rc is None else rc.next_due()  # a revisit coming due wakes the loop
+        if due is not None and (when is None or due < when):
+            when = due
         return Sleep(math.inf if when is None else when)
 
     def locally_idle(self) -> bool:
+        # A continuous crawl is never idle while revisits are scheduled
+        # (peer/core/recrawl.py rule 5): neither done alone nor in the ring.
+        rc = self.recrawl
         return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
-                and not self.frontier.moving)
+                and not self.frontier.moving and (rc is None or self.leaving or not rc.scheduled))
 
     def job_ended(self, job: Job) -> None:
         """The job's task is over, whatever happened (the driver's ``finally``)."""
