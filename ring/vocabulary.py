@@ -95,10 +95,12 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: set's and the frontier's figures, restarts of members, the caps that count
 #: cut links or cut waits, internal errors, sitemaps fetched and not read
 #: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop),
-#: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop).
+#: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop),
+#: a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
+#: a refused ETag or Last-Modified is ``revisit_validator``, a drop).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
-                    "directives.", "invalid_status", "sitemaps.", "cookies.")
+                    "directives.", "invalid_status", "sitemaps.", "cookies.", "revisit.")
 
 
 def words(family: Family) -> str:

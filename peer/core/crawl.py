@@ -358,8 +358,9 @@ class CrawlCore(SitemapSide, RingSide, Figures):
             out.append(Done(job.url))
             self._finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
-        if job.url in self._recent_rows:
-            # Requested here a moment ago and queued a second time (RECENT_ROWS).
+        if job.url in self._recent_rows and (self.recrawl is None or not self.recrawl.is_revisit(job.url)):
+            # Requested here a moment ago and queued a second time (RECENT_ROWS); a
+            # revisit comes back on purpose, through its schedule (peer/core/recrawl.py).
             self.summary.requeued_twice += 1
             out.append(Done(job.url))
             self._finish(job, now, Outcome.NOT_STARTED)

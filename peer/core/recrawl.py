@@ -143,6 +143,20 @@ class Recrawl:
             changed=c[Change.CHANGED.value], gone=c[Change.GONE.value], failed=c[Change.FAILED.value],
             conditional=c["conditional"], validators_dropped=c["validators_dropped"])
 
+    def figure_pairs(self) -> dict[str, int]:
+        """The figures as a status reply's named pairs: ``revisit.*`` counters (ring/vocabulary.py
+        rule 4), freshness in percent; a refused ETag/Last-Modified is ``revisit_validator``, a drop."""
+        f = self.figures()
+        out = {"revisit.scheduled": f.scheduled, "revisit.due": f.due,
+               "revisit.visits": f.visits_revisit, "revisit.not_modified": f.not_modified,
+               "revisit.unchanged": f.unchanged, "revisit.changed": f.changed,
+               "revisit.gone": f.gone, "revisit.failed": f.failed, "revisit.conditional": f.conditional}
+        if f.freshness is not None:
+            out["revisit.freshness_pct"] = round(100 * f.freshness)
+        if f.validators_dropped:
+            out["revisit_validator"] = f.validators_dropped
+        return out
+
     # -- the frontier's side (rules 1-3) -----------------------------------------
 
     def feed(self, now: float) -> list[tuple[str, str, int]]:

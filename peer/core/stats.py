@@ -108,6 +108,7 @@ class Summary:
     directives: Counter[str] = field(default_factory=Counter)  # the module docstring's keys
     invalid_status: int = 0              # answers handled as a 5xx (RFC 9110 §15)
     cookies: dict[str, int] = field(default_factory=dict)  # the cookie jar's (peer/core/cookies.py)
+    revisit: dict[str, Any] = field(default_factory=dict)  # a continuous crawl's (peer/core/recrawl.py)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -181,7 +182,7 @@ def _jsonable(v: Any) -> Any:
 def run_config(cfg: Any) -> dict[str, Any]:
     """The config a run used, JSON-able: every section, the peers and the extraction rules."""
     out = {name: _jsonable(getattr(cfg, name))
-           for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps")}
+           for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps", "revisit")}
     out["peers"] = [_jsonable(p) for p in cfg.peers]
     out["sites"] = [_jsonable(b) for b in cfg.sites]  # [[site]] blocks, as written
     ex = cfg.extract
@@ -219,6 +220,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
                      "failed": {k: int(n) for k, n in sorted(s.sitemap_failed.items())},
                      Family.DROPS.value: {k: int(n) for k, n in sorted(s.sitemap_drops.items())}},
         "cookies": _cookie_figures(getattr(s, "cookies", {})),  # a summary without a jar: {}
+        "revisit": dict(getattr(s, "revisit", {})),  # {} unless [revisit] is on
         "run_config": dict(config or {}),
     }
 

@@ -382,6 +382,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
         s.limits = self.limits.render(self.clock())
         s.caps = Counter({str(cap): n for cap, n in self.limits.hits.items() if n})
         s.details = self.core.detail_lines(self._malformed())
+        s.revisit = self._revisit_status() or {}
         if self._sieve is not None and self.core.sieve.exact:
             st = self._sieve_stats
             s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "

@@ -1,0 +1,146 @@
+"""Continuous crawling end to end, and the schedule's core (peer/core/recrawl.py).
+
+The end-to-end run crawls changing.test (localweb/changeweb.py: pages that
+change every few seconds and pages that never do) with ``[revisit]`` on, in
+process, for a bounded ``run_for``, and judges it as a site owner would,
+from the server's request log: the changing pages asked for more often than
+the static ones, 304s answered to conditional GETs, and no more requests in
+any 1 s or 5 s window than the host's ceiling (localweb/judge.py). The
+peer's own results say the same: a ``fetches`` row per request, a ``pages``
+row per URL, the static pages' rows not overwritten by their 304s.
+"""
+
+from __future__ import annotations
+
+import random
+from pathlib import Path
+
+import duckdb
+
+from localweb import HostileWeb, serve_in_thread
+from localweb import changeweb as cw
+from localweb.judge import ceiling, worst
+from localweb.peerrun import cluster_toml, run_in_process
+from peer.core.frontier import Job
+from peer.core.hostmix import Kind
+from peer.core.recrawl import Recrawl
+from peer.core.revisit import Change
+from peer.core.revisitconfig import RevisitConfig
+
+RUN_FOR = 20.0
+BOUNDED = 60.0
+PER_MINUTE = 120.0   # the host's setpoint: 2 requests a second
+
+
+class _Queued:
+    def __init__(self, n: int = 0) -> None:
+        self.n = n
+
+    def host_queued(self, host: str) -> int:
+        return self.n
+
+
+CFG = RevisitConfig(enabled=True, min_interval=10.0, max_interval=1000.0, initial_interval=10.0,
+                    jitter=0.0, revisit_share=0.5)
+
+
+def test_a_fetched_url_comes_back_only_when_due_with_its_validators() -> None:
+    rc = Recrawl(CFG, random.Random(1))
+    v = rc.visited("http://a.test/x", "a.test", 2, 0.0, 200, "sha1:A", '"e1"', None)
+    assert (v.kind, v.change, v.conditional) == (Kind.NEW, Change.FIRST, False)
+    assert rc.scheduled and rc.next_due() == 10.0
+    assert rc.feed(9.9) == []                       # not yet due
+    assert rc.feed(10.0) == [("http://a.test/x", "a.test", 2)]   # with its depth
+    assert rc.conditional("http://a.test/x") == (("If-None-Match", '"e1"'),)
+    v = rc.visited("http://a.test/x", "a.test", 2, 10.5, 304, None, None, None)
+    assert (v.kind, v.change, v.conditional) == (Kind.REVISIT, Change.NOT_MODIFIED, True)
+    assert v.interval_after == 15.0                 # x inc_factor
+    f = rc.figures()
+    assert (f.visits_new, f.visits_revisit, f.not_modified, f.conditional, f.freshness) == (1, 1, 1, 1, 1.0)
+
+
+def test_a_host_with_new_urls_queued_shares_its_starts_by_revisit_share() -> None:
+    rc = Recrawl(CFG, random.Random(1))
+    for i in range(6):
+        rc.visited(f"http://a.test/{i}", "a.test", 0, 0.0, 200, f"sha1:{i}", None, None)
+    handed = rc.feed(20.0)                           # the host woke: one revisit at once
+    assert len(handed) == 1
+    queue = _Queued(n=100)                           # new URLs wait too
+    kinds = []
+    url = handed[0][0]
+    for _ in range(6):
+        nxt = rc.started(url, "a.test", queue)       # the handed revisit starts
+        kinds.append(nxt is not None)
+        url = nxt[0] if nxt is not None else "http://a.test/new"
+    # Starts alternate: never two revisits in a row while new URLs wait.
+    assert kinds.count(True) in (2, 3, 4) and "True, True" not in str(kinds)
+
+
+def test_a_continuous_crawl_is_never_idle_while_revisits_are_scheduled(tmp_path) -> None:
+    """The ring's termination reads locally_idle: it must not end a continuous crawl."""
+    from peer.core.crawl import CrawlCore
+    from peer.state.configfile import load_config
+
+    web_port = 9
+    toml = cluster_toml(tmp_path, [f"http://{cw.CHANGE_HOST}:{web_port}/"],
+                        sections={"revisit": {"enabled": True}})
+    core = CrawlCore(load_config(toml), "p1")
+    assert core.recrawl is not None and core.locally_idle()
+    core.recrawl.visited("http://changing.test:9/", "changing.test:9", 0, 0.0, 200, "sha1:A", None, None)
+    assert not core.locally_idle()
+    decision = core.next(1.0)
+    assert type(decision).__name__ == "Sleep" and decision.until == core.recrawl.next_due()
+    job = core.next(core.recrawl.next_due())         # due: through the frontier, as a job
+    assert type(job).__name__ == "Start" and job.job == Job("http://changing.test:9/", "changing.test:9", 0)
+
+
+def _fetches(data_dir: Path) -> list[dict]:
+    con = duckdb.connect(str(data_dir / "pages.duckdb"), read_only=True)
+    try:
+        cur = con.execute("SELECT * FROM fetches ORDER BY fetched_at")
+        names = [d[0] for d in cur.description]
+        return [dict(zip(names, r)) for r in cur.fetchall()]
+    finally:
+        con.close()
+
+
+def test_changing_pages_are_revisited_more_often_politely_with_304s(tmp_path) -> None:
+    web = HostileWeb()
+    with serve_in_thread(web):
+        toml = cluster_toml(tmp_path, [web.url(cw.CHANGE_HOST, "/")], sections={
+            "politeness": {"rate": PER_MINUTE, "initial_delay": 0.5, "window": 2.0},
+            "revisit": {"enabled": True, "min_interval": 1.0, "max_interval": 30.0,
+                        "initial_interval": 3.0, "inc_factor": 2.0, "dec_factor": 0.5,
+                        "jitter": 0.1, "run_for": RUN_FOR}})
+        run = run_in_process(toml, timeout=BOUNDED)
+    assert not run.timed_out and run.codes == [0], run.stderr()
+    log = [e for e in web.requests(cw.CHANGE_HOST) if e.target != "/robots.txt"]
+    visits: dict[str, int] = {}
+    for e in log:
+        visits[e.path] = visits.get(e.path, 0) + 1
+    fast = [visits.get(f"/fast/{i}", 0) for i in range(cw.FAST_PAGES)]
+    static = [visits.get(f"/static/{i}", 0) for i in range(cw.STATIC_PAGES)]
+    ratio = (sum(fast) / len(fast)) / (sum(static) / len(static))
+    print(f"visits: fast {fast}, static {static}, ratio {ratio:.2f}; "
+          f"304s {sum(e.status == 304 for e in log)} of {len(log)} requests")
+    assert min(static) >= 2, visits                 # revisited at all
+    assert ratio >= 1.5, (fast, static)
+    assert sum(e.status == 304 for e in log) >= 4, [(e.path, e.status) for e in log]
+    # Politeness, from the server's log: every request of the host, robots.txt included.
+    times = sorted(e.t for e in web.requests(cw.CHANGE_HOST))
+    for w in (1.0, 5.0):
+        assert worst(times, w) <= ceiling(PER_MINUTE / 60.0, w), (w, worst(times, w))
+    # The peer's results: one fetches row a request, one pages row a URL, 304s not stored over.
+    data = tmp_path / "p1"
+    fetches = _fetches(data)
+    assert len(fetches) == len(log), (len(fetches), len(log))
+    assert sum(f["status"] == 304 for f in fetches) == sum(e.status == 304 for e in log)
+    assert all(f["conditional"] for f in fetches if f["status"] == 304)
+    rows = run.by_url()
+    assert len(run.rows) == len(rows) == 1 + cw.FAST_PAGES + cw.STATIC_PAGES
+    assert all(r["status"] == 200 for r in rows.values()), [(u, r["status"]) for u, r in rows.items()]
+    # The summary an operator reads names the same figures.
+    n304 = sum(f["status"] == 304 for f in fetches)
+    revisits = sum(f["kind"] == "revisit" for f in fetches)
+    summary = run.peers[0].stdout()
+    assert f"revisits: {revisits} (" in summary and f"{n304} not modified (304)" in summary, summary
