@@ -58,6 +58,11 @@ class PeerFigures:
     lease_quorum: int = 1
     lease_grace_seconds: float = 0.0
     ring_version: int = 0
+    # A continuous crawl's schedule (peer/core/recrawl.py); empty / None when [revisit] is off.
+    revisits_due: int = 0
+    revisits_scheduled: int = 0
+    revisit_visits: Mapping[str, int] = field(default_factory=dict)   # revisits by what they found
+    revisit_freshness: float | None = None
 
 
 def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
