@@ -144,3 +144,53 @@ def test_changing_pages_are_revisited_more_often_politely_with_304s(tmp_path) ->
     revisits = sum(f["kind"] == "revisit" for f in fetches)
     summary = run.peers[0].stdout()
     assert f"revisits: {revisits} (" in summary and f"{n304} not modified (304)" in summary, summary
+
+
+def test_a_sitemap_changefreq_seeds_the_first_interval() -> None:
+    cfg = RevisitConfig(enabled=True, min_interval=60.0, max_interval=30 * 86400.0, jitter=0.0)
+    rc = Recrawl(cfg, random.Random(1))
+    rc.visited("http://a.test/h", "a.test", 0, 0.0, 200, "sha1:A", None, None, changefreq="hourly")
+    rc.visited("http://a.test/n", "a.test", 0, 0.0, 200, "sha1:B", None, None, changefreq="never")
+    rc.visited("http://a.test/x", "a.test", 0, 0.0, 200, "sha1:C", None, None, changefreq="bogus")
+    assert rc.queue.get("http://a.test/h", "a.test").interval == 3600.0
+    assert rc.queue.get("http://a.test/n", "a.test").interval == cfg.max_interval
+    assert rc.queue.get("http://a.test/x", "a.test").interval == cfg.initial_interval
+
+
+def test_the_figures_are_counters_and_a_refused_validator_a_drop() -> None:
+    from ring.vocabulary import split_pairs
+
+    rc = Recrawl(CFG, random.Random(1))
+    rc.visited("http://a.test/", "a.test", 0, 0.0, 200, "sha1:A", "no quotes", "\r\nevil")
+    split = split_pairs(rc.figure_pairs().items())
+    assert dict(split.drops) == {"revisit_validator": 2}
+    assert dict(split.counters)["revisit.scheduled"] == 1 and "revisit.due" in dict(split.counters)
+
+
+def test_a_ring_of_two_runs_on_until_run_for_and_revisits(tmp_path) -> None:
+    """Termination (ring/termination.py) must not end a continuous crawl whose frontiers ran dry."""
+    from localweb.peerrun import run_peers
+
+    web = HostileWeb()
+    with serve_in_thread(web):
+        toml = cluster_toml(tmp_path, [web.url(cw.CHANGE_HOST, "/")], peers=2, sections={
+            "politeness": {"rate": PER_MINUTE, "initial_delay": 0.5, "window": 2.0},
+            "revisit": {"enabled": True, "min_interval": 1.0, "max_interval": 10.0,
+                        "initial_interval": 2.0, "run_for": 12.0}})
+        run = run_peers(toml, peers=2, timeout=BOUNDED)
+    assert not run.timed_out and run.codes == [0, 0], run.stderr()
+    log = [e for e in web.requests(cw.CHANGE_HOST) if e.target != "/robots.txt"]
+    first = min(e.t for e in log)
+    # The 9 pages are fetched within ~5 s; a crawl that ended then would not revisit after 8 s.
+    assert any(e.t > first + 8.0 for e in log), sorted(e.t - first for e in log)
+    assert max(visits for visits in _count(log).values()) >= 3
+    times = sorted(e.t for e in web.requests(cw.CHANGE_HOST))
+    for w in (1.0, 5.0):
+        assert worst(times, w) <= ceiling(PER_MINUTE / 60.0, w), (w, worst(times, w))
+
+
+def _count(log) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for e in log:
+        out[e.path] = out.get(e.path, 0) + 1
+    return out
