@@ -194,3 +194,31 @@ def _count(log) -> dict[str, int]:
     for e in log:
         out[e.path] = out.get(e.path, 0) + 1
     return out
+
+
+async def test_a_restarted_crawl_schedules_its_pages_from_the_fetches_table(tmp_path) -> None:
+    """recrawl rule 7: the latest fetches row of each URL gives its due time, interval and validators."""
+    from peer.results.fetches import FETCHES
+    from peer.results.store import ResultStore
+
+    def row(url: str, t: float, change: str, etag: str | None) -> tuple:
+        r = dict.fromkeys(name for name, _, _ in FETCHES)
+        r.update(url=url, host="a.test", fetched_at=t, kind="revisit", status=200, change=change,
+                 changed=change == "changed", digest=f"sha1:{t}", etag=etag, conditional=False, bytes=1,
+                 elapsed_ms=1.0, interval_before=10.0, interval_after=t / 100, next_due=t + 50.0, peer="p1")
+        return tuple(r.values())
+
+    path = tmp_path / "pages.duckdb"
+    wall = 1_700_000_000.0
+    async with ResultStore(path, "p1", store_links=False, store_body=False, store_fetches=True) as st:
+        st.add_fetch(row("http://a.test/1", wall - 100, "first", None))
+        st.add_fetch(row("http://a.test/1", wall - 40, "changed", '"e2"'))
+        st.add_fetch(row("http://a.test/2", wall - 20, "first", None))
+    async with ResultStore(path, "p1", store_links=False, store_body=False, store_fetches=True) as st:
+        rows = await st.last_visits()
+    rc = Recrawl(RevisitConfig(enabled=True, min_interval=1.0, max_interval=1e9), random.Random(1))
+    assert rc.restore(rows, 500.0, wall) == 2
+    one = rc.queue.get("http://a.test/1", "a.test")
+    assert (one.due, one.interval, one.etag, one.visits, one.changes) == (
+        500.0 + 10.0, (wall - 40) / 100, '"e2"', 2, 1)
+    assert rc.restore(rows, 500.0, wall) == 0       # already scheduled: kept

@@ -36,6 +36,12 @@ Rules:
    share of answered revisits that found the page unchanged (a 304, or the
    same payload digest): the share of stored copies that were still the
    live page when checked.
+7. Across a restart the schedule is read back from the results' ``fetches``
+   table (each URL's latest row: its due time, interval and validators),
+   so the pages fetched before a stop are revisited after it; the journal
+   need not carry it, since a visit's ``fetches`` row is written in the
+   batch of its ``pages`` row and a visit lost with an unflushed batch is
+   one the crawl fetches again as new.
 """
 
 from __future__ import annotations
@@ -43,7 +49,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from peer.core.duequeue import DueQueue
 from peer.core.hostmix import HostMix, Kind
@@ -228,6 +234,27 @@ class Recrawl:
         new = result.state
         return Visit(kind, result.change, sent, state.interval, new.interval, new.due,
                      new.etag, new.last_modified)
+
+    def restore(self, rows: list[tuple[Any, ...]], now: float, wall: float) -> int:
+        """Schedule the pages a previous run fetched, from their last ``fetches`` rows (rule 7).
+
+        ``rows`` are :meth:`peer.results.store.ResultStore.last_visits`'s;
+        due times are wall-clock there and move to the crawl's clock here
+        (``now`` and ``wall`` the same instant). A URL already scheduled by
+        this run keeps its record. Returns the records added.
+        """
+        n = 0
+        for url, host, fetched_at, next_due, interval, digest, etag, lm, visits, changes in rows:
+            if not isinstance(url, str) or not isinstance(host, str) or self.queue.get(url, host) is not None:
+                continue
+            state = RevisitState(url=url, host=host, due=now + (float(next_due) - wall),
+                                 interval=self.config.clamp(float(interval)),
+                                 last_visit=now + (float(fetched_at) - wall), digest=digest, etag=etag,
+                                 last_modified=lm, visits=int(visits or 0), changes=int(changes or 0))
+            self.queue.schedule(state)
+            n += 1
+        self.counts["restored"] += n
+        return n
 
     def forget(self, url: str) -> None:
         """``url`` left this peer without a visit (its host moved): its revisit's record goes (rule 4)."""

@@ -363,6 +363,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
             self._store = store
             self._fetcher = fetcher
             recovered = await self._open_state(store)
+            await self._revisit_restore(store)
             await self._open_sieve(recovered)
             await self._open_cookies(recovered)
             try:

@@ -24,6 +24,7 @@ SIGINT/SIGTERM stop it as any crawl).
 from __future__ import annotations
 
 import base64
+import logging
 import hashlib
 import time
 from typing import Any
@@ -39,6 +40,8 @@ from peer.engine.parts import CrawlerParts
 from peer.net.fetcher import FetchResult
 
 __all__ = ["Revisits", "payload_digest"]
+
+log = logging.getLogger("peer.engine")
 
 
 def payload_digest(body: bytes) -> str:
@@ -95,6 +98,15 @@ class Revisits(CrawlerParts):
         rc = self.core.recrawl
         if rc is not None:
             rc.forget(url)
+
+    async def _revisit_restore(self, store: Any) -> None:
+        """A continuous crawl resumed: its pages' schedule from ``fetches`` (peer/core/recrawl.py rule 7)."""
+        rc = self.core.recrawl
+        if rc is None:
+            return
+        n = rc.restore(await store.last_visits(), self.clock(), time.time())
+        if n:
+            log.info("revisits: %d pages of earlier runs scheduled from the fetches table", n)
 
     async def _run_for(self, seconds: float) -> None:
         await trio.sleep(seconds)

@@ -386,6 +386,28 @@ class ResultStore:
         await self.flush()
         return await trio.to_thread.run_sync(self._recent_starts, since, limiter=self._limiter)
 
+    async def last_visits(self) -> list[tuple[Any, ...]]:
+        """Each URL's latest ``fetches`` row: (url, host, fetched_at, next_due (epoch s), interval_after,
+        digest, etag, last_modified, visits, changes); [] without the table. A restarted
+        continuous crawl schedules its pages from them (peer/core/recrawl.py)."""
+        if not self.store_fetches:
+            return []
+        return await trio.to_thread.run_sync(self._last_visits, limiter=self._limiter)
+
+    def _last_visits(self) -> list[tuple[Any, ...]]:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        try:
+            return con.execute(
+                "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
+                "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+                "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
+                "WINDOW w AS (PARTITION BY url) "
+                "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1").fetchall()
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+
     def _recent_starts(self, since: float) -> list[tuple[str, float]]:
         con = self._con
         if con is None:
