@@ -222,3 +222,17 @@ async def test_a_restarted_crawl_schedules_its_pages_from_the_fetches_table(tmp_
     assert (one.due, one.interval, one.etag, one.visits, one.changes) == (
         500.0 + 10.0, (wall - 40) / 100, '"e2"', 2, 1)
     assert rc.restore(rows, 500.0, wall) == 0       # already scheduled: kept
+
+
+def test_a_sitemap_lastmod_after_the_last_visit_makes_a_page_due_sooner() -> None:
+    from peer.core.sitemaphints import UrlHints
+
+    rc = Recrawl(CFG, random.Random(1))          # min_interval 10 s, first interval 10 s
+    rc.set_wall(0.0, 1_000_000.0)                # the crawl's clock 0 is this wall time
+    rc.visited("http://a.test/p", "a.test", 0, 0.0, 200, "sha1:A", None, None)
+    rc.queue.schedule(rc.queue.get("http://a.test/p", "a.test").__class__(
+        url="http://a.test/p", host="a.test", due=500.0, interval=500.0, last_visit=0.0, digest="sha1:A"))
+    assert not rc.sitemap_hint("http://a.test/p", UrlHints(lastmod=1_000_000.0 - 5), 20.0)  # before the visit
+    assert rc.sitemap_hint("http://a.test/p", UrlHints(lastmod=1_000_000.0 + 15), 20.0)
+    assert rc.queue.get("http://a.test/p", "a.test").due == 20.0
+    assert not rc.sitemap_hint("http://other.test/", UrlHints(lastmod=1_000_000.0 + 15), 20.0)  # not scheduled

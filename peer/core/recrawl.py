@@ -53,10 +53,12 @@ from typing import Any, Protocol
 
 from peer.core.duequeue import DueQueue
 from peer.core.hostmix import HostMix, Kind
-from peer.core.revisit import Change, RevisitState, after_visit, conditional_headers, first_visit
+from peer.core.revisit import Change, RevisitState, after_visit, conditional_headers, first_visit, on_sitemap
 from peer.core.revisitconfig import RevisitConfig
 from peer.core.sitemap import ChangeFreq
 from peer.core.sitemaphints import UrlHints
+from peer.core.urls import host_key
+from peer.errors import URLError
 
 __all__ = ["Recrawl", "RecrawlFigures", "Visit"]
 
@@ -119,6 +121,7 @@ class Recrawl:
         self._host_handed: dict[str, str] = {}       # host -> its revisit in its queue, not started
         self._depth: dict[str, int] = {}             # url -> the depth its first visit had
         self.counts: Counter[str] = Counter()
+        self._wall: float | None = None   # wall time less the crawl's clock (set_wall)
 
     # -- read-outs -------------------------------------------------------------
 
@@ -234,6 +237,34 @@ class Recrawl:
         new = result.state
         return Visit(kind, result.change, sent, state.interval, new.interval, new.due,
                      new.etag, new.last_modified)
+
+    def sitemap_hint(self, url: str, hints: UrlHints, now: float) -> bool:
+        """A sitemap listed ``url`` with ``hints``: due sooner if its ``<lastmod>`` is after our visit.
+
+        peer/core/revisit.py rule 5: never sooner than ``min_interval`` after
+        that visit, a future ``lastmod`` ignored. ``lastmod`` is wall time,
+        moved to the crawl's clock by :meth:`set_wall`'s offset. True when
+        the record came due sooner.
+        """
+        try:
+            host = host_key(url)
+        except URLError:
+            return False
+        state = self.queue.get(url, host)
+        if state is None or hints.lastmod is None or self._wall is None:
+            return False
+        hint = UrlHints(lastmod=hints.lastmod - self._wall, priority=hints.priority,
+                        changefreq=hints.changefreq)
+        new = on_sitemap(state, hint, now, self.config)
+        if new is state:
+            return False
+        self.queue.schedule(new)
+        self.counts["sitemap_due"] += 1
+        return True
+
+    def set_wall(self, now: float, wall: float) -> None:
+        """The wall-clock time of the crawl clock's ``now``, to read sitemap dates (epoch seconds)."""
+        self._wall = wall - now
 
     def restore(self, rows: list[tuple[Any, ...]], now: float, wall: float) -> int:
         """Schedule the pages a previous run fetched, from their last ``fetches`` rows (rule 7).

@@ -104,6 +104,7 @@ class Revisits(CrawlerParts):
         rc = self.core.recrawl
         if rc is None:
             return
+        rc.set_wall(self.clock(), time.time())   # sitemap <lastmod> dates against the schedule
         n = rc.restore(await store.last_visits(), self.clock(), time.time())
         if n:
             log.info("revisits: %d pages of earlier runs scheduled from the fetches table", n)
