@@ -17,12 +17,13 @@ Rules:
    *front* of its host's queue (``Frontier.requeue``), so it is that host's
    next start, paced, windowed and capped like any other; no request
    bypasses the host's pace (peer/core/pacing.py).
-3. At most one revisit of a host is in its queue at a time (``_handed``
+3. At most one revisit of a host is in its queue at a time (``_host_handed``
    keyed by host). Which kind a host's next start fetches is the host mix's
    choice (``revisit_share``), asked once per start of that host
-   (:meth:`started`) and once when a host with nothing queued gets a
-   revisit due (:meth:`feed`). A host with new URLs queued and revisits due
-   thus alternates by its share, never starving either kind.
+   (:meth:`started`); when a host's first record comes due (:meth:`feed`)
+   one revisit goes ahead at once, so a host with nothing else queued is
+   woken. A host with new URLs queued and revisits due thus alternates by
+   its share, never starving either kind.
 4. A record leaves the schedule only to be fetched: a visit (answered,
    failed or refused) schedules the URL again from :meth:`visited`; a URL
    whose job left without a row (passed to its host's new owner) is dropped
@@ -171,10 +172,9 @@ class Recrawl:
     def feed(self, now: float) -> list[tuple[str, str, int]]:
         """Revisits to put at the front of their hosts' queues now: ``(url, host, depth)``.
 
-        Hosts whose first record just came due and that have no revisit
-        queued; the caller pushes them (rule 2). A host with new URLs queued
-        gets its revisits from :meth:`started`; this one asks the mix as if
-        it had none, so a host idle but for revisits gets them at once.
+        One for each host whose first record just came due and that has no
+        revisit queued; the caller pushes them (rule 2). Its later revisits
+        come from :meth:`started`, one start at a time, by the host's mix.
         """
         out: list[tuple[str, str, int]] = []
         for host in self.queue.advance(now):
