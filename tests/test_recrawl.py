@@ -236,3 +236,22 @@ def test_a_sitemap_lastmod_after_the_last_visit_makes_a_page_due_sooner() -> Non
     assert rc.sitemap_hint("http://a.test/p", UrlHints(lastmod=1_000_000.0 + 15), 20.0)
     assert rc.queue.get("http://a.test/p", "a.test").due == 20.0
     assert not rc.sitemap_hint("http://other.test/", UrlHints(lastmod=1_000_000.0 + 15), 20.0)  # not scheduled
+
+
+def test_a_stopped_continuous_crawl_started_again_revisits_its_pages(tmp_path) -> None:
+    """recrawl rule 7 end to end: the second run fetches nothing as new, and revisits conditionally."""
+    web = HostileWeb()
+    with serve_in_thread(web):
+        toml = cluster_toml(tmp_path, [web.url(cw.CHANGE_HOST, "/")], sections={
+            "politeness": {"rate": PER_MINUTE, "initial_delay": 0.5, "window": 2.0},
+            "revisit": {"enabled": True, "min_interval": 1.0, "max_interval": 30.0,
+                        "initial_interval": 3.0, "run_for": 6.0}})
+        first = run_in_process(toml, timeout=BOUNDED)
+        second = run_in_process(toml, timeout=BOUNDED)
+    assert first.codes == second.codes == [0], second.stderr()
+    fetches = _fetches(tmp_path / "p1")
+    new = [f for f in fetches if f["kind"] == "new"]
+    assert len(new) == len({f["url"] for f in new}) == 1 + cw.FAST_PAGES + cw.STATIC_PAGES
+    second_run = [f for f in fetches if f["fetched_at"] > max(f["fetched_at"] for f in new)]
+    assert len(second_run) >= 5 and all(f["conditional"] for f in second_run if f["kind"] == "revisit")
+    assert "scheduled from the fetches table" in (tmp_path / "p1.err").read_text()
