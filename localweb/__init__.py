@@ -43,6 +43,8 @@ those above it)::
                 HTTP, fuzz) and the catalogue of cases (CASES)            - pure
     sitemaps.py sitemaps.test, a site that lists pages only its sitemaps
                 name; bad-sitemaps.test: bombs, loops, entities           - pure
+    changeweb.py changing.test: pages that change every few seconds and pages
+                that never do, with ETag/Last-Modified and 304s           - pure
     hostile.py  the trio server on one loopback port, its request log,
                 serve_in_thread, the config a crawler needs, the CLI
     peerrun.py  real `python -m peer` processes against it: cluster.toml,
@@ -56,6 +58,8 @@ those above it)::
                    from 127.0.0.2, so the web's log shows what came through
     politesim.py   simulated servers on simulated time: the frontier's and the
                    PID's request logs, no network, no clock              - pure
+    changesim.py   a host whose pages change on a schedule, crawled and
+                   revisited on simulated time by the revisit cores     - pure
     https.py       HttpsFarm: names on one 127.0.0.1 port chosen by SNI, with a
                    test CA's certificates (TestPki: expired, another name's,
                    self-signed, a client certificate), its log of SNI and ALPN

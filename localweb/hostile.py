@@ -43,7 +43,7 @@ from typing import TextIO, cast
 
 import trio
 
-from localweb import sitemaps
+from localweb import changeweb, sitemaps
 from localweb.cases import route as hostile_route
 from localweb.farm import TRAP_HOST, Farm, trap_page
 from localweb.site import Site
@@ -70,6 +70,15 @@ class LogEntry:
     @property
     def path(self) -> str:
         return self.target.split("?", 1)[0]
+
+
+def _field(head: bytes, name: bytes) -> str | None:
+    """The first ``name:`` field of a request head (lower-case name), or None."""
+    for line in head.split(b"\r\n")[1:]:
+        key, colon, value = line.partition(b":")
+        if colon and key.strip().lower() == name:
+            return value.strip().decode("latin-1")
+    return None
 
 
 @dataclass(slots=True)
@@ -169,7 +178,13 @@ class HostileWeb:
                 if req is None:
                     await stream.send_all(reply(400, html("bad request"), end=End.CLOSE).head)
                     return
-                answer = reply(405, b"", end=End.CLOSE) if req.method != "GET" else self.answer(req.host, req.path)
+                if req.method != "GET":
+                    answer = reply(405, b"", end=End.CLOSE)
+                elif req.host == changeweb.CHANGE_HOST:  # conditional GETs: the validators count
+                    answer = changeweb.answer(req.path, time.time(), _field(head, b"if-none-match"),
+                                              _field(head, b"if-modified-since"))
+                else:
+                    answer = self.answer(req.host, req.path)
                 self._record(LogEntry(time.time(), req.host, req.method, req.target, conn, answer.status))
                 end = await self._send(stream, answer)
                 if end is not End.KEEP:

@@ -96,11 +96,14 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: cut links or cut waits, internal errors, sitemaps fetched and not read
 #: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop),
 #: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop),
-#: the WARC writer's (``warc.``: records, files, fetches not archived...), and
-#: duplicate content's (``dedupe.``; a refused band answer or query is ``dedupe_<what>``, a drop).
+#: the WARC writer's (``warc.``: records, files, fetches not archived...),
+#: duplicate content's (``dedupe.``; a refused band answer or query is ``dedupe_<what>``, a drop),
+#: and a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
+#: a refused ETag or Last-Modified is ``revisit_validator``, a drop).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
-                    "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.")
+                    "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.",
+                    "revisit.")
 
 
 def words(family: Family) -> str:

@@ -31,6 +31,16 @@ def row(mid: str = "p1", pages: int = 10, **kw) -> dict:
 
 # ------------------------------------------------------------------ the core
 
+def test_a_continuous_crawl_shows_its_revisits_summed_with_freshness():
+    rows = [row("p1", counters={"revisit.due": 2, "revisit.not_modified": 6, "revisit.changed": 2,
+                                "fwd.frames": 9}),
+            row("p2", counters={"revisit.due": 1, "revisit.unchanged": 0, "revisit.changed": 0})]
+    text = render_fragment(Snapshot(0.0, tuple(rows)), {}, "demo")
+    table = text[text.index('<table id="revisits"'):]
+    assert '<td class="n">3</td>' in table and '<td class="n">75%</td>' in table
+    assert 'id="revisits"' not in render_fragment(Snapshot(0.0, (row("p1"),)), {}, "demo")
+
+
 def test_every_crawl_string_is_escaped_in_the_tables():
     rows = [row("p1", failed={EVIL_KIND: 2, "timeout": 5}, busiest=[[EVIL_HOST, 70.0, 60.0]]),
             row("<b>p9</b>", address="tcp://<i>x</i>:1")]

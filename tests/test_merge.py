@@ -539,3 +539,26 @@ def test_the_pages_columns_are_carried_and_an_older_builds_file_merges_with_null
         ("http://a.test/x", "http://a.test/", True, False), ("http://b.test/y", None, None, None)]
     assert read(out, "SELECT url, payload_digest, simhash, duplicate_of, duplicate_kind FROM pages ORDER BY url") == [
         ("http://a.test/x", "sha1:AB", 2**64 - 1, "http://a.test/", "near"), ("http://b.test/y", None, None, None, None)]
+
+
+def test_fetches_are_the_union_of_the_peers_visits_and_pages_keeps_the_latest(tmp_path):
+    """A continuous crawl's files: every visit kept (fetches), one page row a URL, the newest."""
+    def visit(url: str, t: float, kind: str, status: int, change: str, peer: str) -> tuple:
+        return (url, url.split("/")[2], at(t), kind, status, change, change == "changed", None, None,
+                None, kind == "revisit", 0, 1.0, None, 60.0, 90.0, at(t + 90), peer)
+
+    url = "http://h1.test/a"
+    a = make_db(tmp_path / "a.duckdb", [page(url, at(0), "p1")])
+    b = make_db(tmp_path / "b.duckdb", [page(url, at(100), "p2")])
+    for path, rows in ((a, [visit(url, 0, "new", 200, "first", "p1")]),
+                       (b, [visit(url, 100, "revisit", 200, "changed", "p2"),
+                            visit(url, 200, "revisit", 304, "not_modified", "p2")])):
+        con = duckdb.connect(str(path))
+        con.execute("CREATE TABLE fetches (" + ", ".join(f"{n} {t}" for n, t in SCHEMA["fetches"]) + ")")
+        _append(con, "fetches", rows)
+        con.close()
+    out = tmp_path / "out.duckdb"
+    merge([a, b], out)
+    assert read(out, "SELECT peer FROM pages") == [("p2",)]
+    assert read(out, "SELECT kind, status, change FROM fetches ORDER BY fetched_at") == [
+        ("new", 200, "first"), ("revisit", 200, "changed"), ("revisit", 304, "not_modified")]

@@ -83,6 +83,17 @@ def test_the_lease_is_a_set_of_gauges():
     assert alone[("ringcrawl_lease_held", ())] == 1 and alone[("ringcrawl_lease_needed", ())] == 1
 
 
+def test_a_continuous_crawl_exports_revisits_due_and_freshness():
+    got = samples(scrape_text(figures(revisits_due=3, revisits_scheduled=40, revisit_freshness=0.75,
+                                      revisit_visits={"not_modified": 5, "unchanged": 1, "changed": 2,
+                                                      "gone": 0, "failed": 0})))
+    assert got[("ringcrawl_revisits_due", ())] == 3
+    assert got[("ringcrawl_revisits_scheduled", ())] == 40
+    assert got[("ringcrawl_revisits_total", (("change", "not_modified"),))] == 5
+    assert got[("ringcrawl_revisit_freshness_ratio", ())] == 0.75
+    assert not [k for k in samples(scrape_text(figures())) if "revisit" in k[0]]  # off: none
+
+
 def test_remote_strings_in_labels_are_escaped_not_breaking_the_format():
     text = scrape_text(figures())
     # An error kind with a quote and a newline stays one sample line.

@@ -35,7 +35,7 @@ LOCALWEB_PURE = [
     "localweb.wire", "localweb.site", "localweb.farm", "localweb.cases", "localweb.text",
     "localweb.shop", "localweb.hrefs", "localweb.endpoints", "localweb.graph", "localweb.pages",
     "localweb.oracle", "localweb.sitegraph", "localweb.politesim", "localweb.judge",
-    "localweb.sitemaps", "localweb.docsite", "localweb.nearcopies",
+    "localweb.sitemaps", "localweb.docsite", "localweb.nearcopies", "localweb.changesim",
 ]
 PURE = [*(_dotted(p) for p in PURE_FILES), *LOCALWEB_PURE]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]

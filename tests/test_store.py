@@ -92,7 +92,7 @@ async def test_rows_round_trip_exactly_through_another_process(tmp_path):
 
 async def test_schema_types(tmp_path):
     path = tmp_path / "pages.duckdb"
-    async with store(path, store_links=True, store_body=True):
+    async with store(path, store_links=True, store_body=True, store_fetches=True):
         pass
     con = duckdb.connect(str(path), read_only=True)
     try:
@@ -399,3 +399,37 @@ async def test_recent_starts_are_fetched_at_less_elapsed_for_answered_rows(tmp_p
         got = sorted(await st.recent_starts(T0 + 1.0))
     assert [h for h, _ in got] == ["s001.web.test", "s001.web.test"]
     assert [round(t - T0, 3) for _, t in got] == [2.0, 3.75]
+
+
+async def test_a_revisit_replaces_its_page_row_and_every_visit_is_in_fetches(tmp_path):
+    """pages keeps the latest visit of a URL; fetches keeps one row a visit (peer/results/fetches.py)."""
+    from peer.results.fetches import FETCHES
+
+    path = tmp_path / "pages.duckdb"
+
+    def fetch_row(t: float, kind: str, status: int, change: str) -> tuple:
+        row = dict.fromkeys(name for name, _, _ in FETCHES)
+        row.update(url="http://a.test/", host="a.test", fetched_at=t, kind=kind, status=status,
+                   change=change, changed=change == "changed", conditional=kind == "revisit",
+                   bytes=0, elapsed_ms=1.0, interval_before=60.0, interval_after=90.0,
+                   next_due=t + 90.0, peer="p1")
+        return tuple(row.values())
+
+    async with store(path, store_fetches=True, batch_rows=1) as st:
+        st.add_page(PageRow("http://a.test/", None, "a.test", 200, "text/html", 10, "old", 0, 0,
+                            1_700_000_000.0, 1.0, None))
+        st.add_fetch(fetch_row(1_700_000_000.0, "new", 200, "first"))
+        await st.flush()
+        st.add_page(PageRow("http://a.test/", None, "a.test", 200, "text/html", 12, "new", 0, 0,
+                            1_700_000_100.0, 1.0, None), replace=True)
+        st.add_fetch(fetch_row(1_700_000_100.0, "revisit", 200, "changed"))
+        # A 304 writes no page row: the engine only adds its visit.
+        st.add_fetch(fetch_row(1_700_000_200.0, "revisit", 304, "not_modified"))
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        assert con.execute("SELECT title FROM pages").fetchall() == [("new",)]
+        assert con.execute("SELECT kind, status, change, changed FROM fetches ORDER BY fetched_at").fetchall() == [
+            ("new", 200, "first", False), ("revisit", 200, "changed", True),
+            ("revisit", 304, "not_modified", False)]
+    finally:
+        con.close()

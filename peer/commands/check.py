@@ -58,6 +58,11 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                      + " (--check --host HOST: what applies to a host)")
     lines.append(f"   {cfg.dedupe.describe()}")
     lines.append(f"   bloom: {cfg.bloom.capacity:,} URLs at p={cfg.bloom.error_rate:g}")
+    rv = cfg.revisit
+    lines.append("   revisit: " + ("off (the crawl ends when its frontier is empty)" if not rv.enabled else
+                 f"on: every {rv.min_interval:g}-{rv.max_interval:g}s a page (first {rv.clamp(rv.initial_interval):g}s), "
+                 f"{rv.revisit_share:.0%} of a host's starts; runs "
+                 + (f"{rv.run_for:g}s" if rv.run_for else "until stopped")))
     from peer.core.tlsconfig import describe_tls
 
     lines.append(f"   {describe_tls(c, cfg.sites)}")

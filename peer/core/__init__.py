@@ -47,6 +47,10 @@ Bottom up:
 - ``progress``, ``stats``  the progress line; the end-of-run summary
 - ``scrape``     what one metrics scrape exports (``peer.engine.metrics`` serves it)
 - ``holds``      hand-off holds of hosts gained in a ring change
+- ``revisit``    continuous crawling: a page's next visit (adaptive interval), conditional GETs;
+  ``duequeue`` the revisit records by host and due time; ``hostmix`` a host's starts shared
+  between new URLs and revisits; ``recrawl`` the three composed for ``crawl``: due revisits
+  through the frontier, the visits recorded; ``revisitconfig`` the ``[revisit]`` keys
 - ``decisions``  the frozen effects and answers ``crawl`` returns
 - ``parsing``    one HTML page's parse for a worker thread
 - ``crawlstate`` the crawl core's state, under its parts:

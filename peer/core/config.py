@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any
 from peer.errors import ConfigError, URLError
 from peer.core.dedupeconfig import DedupeConfig
 from peer.core.items import ExtractConfig, parse_extract
+from peer.core.revisitconfig import RevisitConfig
 from peer.core.sitemapconfig import SitemapsConfig
 from peer.core.warcconfig import WarcConfig
 from peer.core.urls import Scope, normalize
@@ -70,6 +71,7 @@ class ClusterConfig:
     sitemaps: SitemapsConfig = SitemapsConfig()
     warc: WarcConfig = WarcConfig()
     dedupe: DedupeConfig = DedupeConfig()
+    revisit: RevisitConfig = RevisitConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.sites.
@@ -99,6 +101,7 @@ SECTIONS: dict[str, type] = {
     "sitemaps": SitemapsConfig,
     "warc": WarcConfig,
     "dedupe": DedupeConfig,
+    "revisit": RevisitConfig,
 }
 
 
@@ -173,7 +176,10 @@ def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
         check = f.metadata["check"]
         if check is not None and (expected := check(values[name])) is not None:
             raise ConfigError(where, keypath, f"expected {expected}, got {table[name]!r}")
-    return cls(**values)
+    try:
+        return cls(**values)
+    except ValueError as exc:  # keys checked against each other (a section's __post_init__)
+        raise ConfigError(where, prefix, str(exc)) from None
 
 
 def _convert(value: Any, kind: type, where: str, keypath: str) -> Any:

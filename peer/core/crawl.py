@@ -304,8 +304,14 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         # Without the ring's lease no request starts (ring.lease): a split or a
         # starved process must cost time, never a second owner of a host.
         paused = ring is not None and not ring.may_start(now)
+        rc = self.recrawl
+        if rc is not None:  # due revisits to the front of their hosts' queues (peer/core/recrawl.py)
+            for url, host, depth in rc.feed(now):
+                fr.requeue(Job(url, host, depth), now, now)
         job = fr.pop_ready(now) if room > 0 and not paused else None
         if job is not None:
+            if rc is not None and (nxt := rc.started(job.url, job.host, fr)) is not None:
+                fr.requeue(Job(*nxt), now, now)
             self.in_flight += 1
             self._inflight[job.url] = (job.host, job.depth)
             self._marks[job.url] = 0
@@ -331,6 +337,9 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         dup = self.dup_next()
         if dup is not None:
             when = dup if when is None else min(when, dup)
+        due = None if rc is None else rc.next_due()  # a revisit coming due wakes the loop
+        if due is not None and (when is None or due < when):
+            when = due
         return Sleep(math.inf if when is None else when)
 
     def _at_max_pages(self, ring: RingView | None) -> bool:
@@ -342,8 +351,12 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         return done >= max_pages or (ring is not None and ring.budget_gone())
 
     def locally_idle(self) -> bool:
+        # A continuous crawl is never idle while revisits are scheduled
+        # (peer/core/recrawl.py rule 5): neither done alone nor in the ring.
+        rc = self.recrawl
         return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
-                and not self.frontier.moving and not self.dup_waiting())
+                and not self.frontier.moving and not self.dup_waiting()
+                and (rc is None or self.leaving or not rc.scheduled))
 
     def job_ended(self, job: Job) -> None:
         """The job's task is over, whatever happened (the driver's ``finally``)."""
@@ -362,8 +375,9 @@ class CrawlCore(SitemapSide, RingSide, Figures):
             out.append(Done(job.url))
             self._finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
-        if job.url in self._recent_rows:
-            # Requested here a moment ago and queued a second time (RECENT_ROWS).
+        if job.url in self._recent_rows and (self.recrawl is None or not self.recrawl.is_revisit(job.url)):
+            # Requested here a moment ago and queued a second time (RECENT_ROWS); a
+            # revisit comes back on purpose, through its schedule (peer/core/recrawl.py).
             self.summary.requeued_twice += 1
             out.append(Done(job.url))
             self._finish(job, now, Outcome.NOT_STARTED)

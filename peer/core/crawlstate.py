@@ -24,6 +24,7 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from peer.core.recrawl import Recrawl
 from peer.core.bloom import BloomFilter
 from peer.core.seen import SeenSieve
 from peer.core.config import ClusterConfig
@@ -122,6 +123,8 @@ class CrawlState:
         self.summary = Summary()
         #: Jitter of the retry waits: injected, so a test sees the same waits.
         self.rng = rng or random.Random()
+        #: The revisit schedule of a continuous crawl ([revisit] enabled), else None.
+        self.recrawl = Recrawl(cfg.revisit, random.Random(self.rng.random())) if cfg.revisit.enabled else None
         #: The DNS cache's answer for a host name, without a lookup (resolver.peek).
         self.peek_ip = peek_ip
         #: Whether a peer is alive (True), dead (False) or unknown (None): the

@@ -49,6 +49,9 @@ class Figures(DuplicateSide):
         if self.cookies is not None:
             out.update(self.cookies.counts)  # cookies.* counters, cookie.malformed a drop
         out.update(self.dup_figures())  # dedupe.* counters, dedupe_* drops (peer.core.duplicates)
+        rc = self.recrawl
+        if rc is not None:  # peer/core/recrawl.py rule 6: counters, and a refused validator a drop
+            out.update(rc.figure_pairs())
         if self.bloom.num_slices > 1:
             out["bloom.slices"] = self.bloom.num_slices
         if self.bloom.full:
@@ -63,6 +66,12 @@ class Figures(DuplicateSide):
     def detail_lines(self, malformed: dict[str, int]) -> list[str]:
         """The summary's lines on remote input, politeness and the seen set (only what happened)."""
         lines = []
+        if self.recrawl is not None:
+            f = self.recrawl.figures()
+            fresh = "-" if f.freshness is None else f"{f.freshness:.0%}"
+            lines.append(f"revisits: {f.visits_revisit} ({f.conditional} conditional): {f.not_modified} not "
+                         f"modified (304), {f.unchanged} unchanged, {f.changed} changed, {f.gone} gone, "
+                         f"{f.failed} failed; freshness {fresh}; {f.scheduled} scheduled, {f.due} overdue")
         bad = dict(malformed)
         excess = bad.pop("excess", 0)
         if bad or excess:

@@ -202,6 +202,10 @@ class Head:
     canonical: str | None = None
     #: The Set-Cookie values as sent, at most MAX_SET_COOKIES (peer.core.cookies reads them).
     set_cookies: tuple[str, ...] = ()
+    #: The ETag and Last-Modified as sent (the first of each), unchecked: a
+    #: revisit's validators, which peer.core.revisit checks (its rule 6).
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Head:
@@ -214,7 +218,7 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
     wanted: dict[str, list[str]] = {"content-type": [], "location": [], "retry-after": [],
                                     "content-length": [], "content-encoding": [],
                                     "transfer-encoding": [], "x-robots-tag": [], "link": [],
-                                    "set-cookie": []}
+                                    "set-cookie": [], "etag": [], "last-modified": []}
     for name, value in fields:
         if name in wanted:
             wanted[name].append(value)
@@ -282,4 +286,6 @@ def read_head(status: int, fields: Iterable[tuple[str, str]], now: float) -> Hea
     return Head(status=status, content_type=content_type, charset=charset, location=location,
                 retry_after=retry_after, length=length, codings=codings, reasons=tuple(reasons),
                 x_robots=tuple(v[:MAX_FIELD] for v in x_robots[:MAX_FIELDS]), canonical=canonical,
-                set_cookies=tuple(cookies[:MAX_SET_COOKIES]))
+                set_cookies=tuple(cookies[:MAX_SET_COOKIES]),
+                etag=wanted["etag"][0] if wanted["etag"] else None,
+                last_modified=wanted["last-modified"][0] if wanted["last-modified"] else None)

@@ -60,6 +60,11 @@ class PeerFigures:
     ring_version: int = 0
     # The WARC writer's counters ([warc]; peer/engine/archive.py): {} when off.
     warc: Mapping[str, int] = field(default_factory=dict)
+    # A continuous crawl's schedule (peer/core/recrawl.py); empty / None when [revisit] is off.
+    revisits_due: int = 0
+    revisits_scheduled: int = 0
+    revisit_visits: Mapping[str, int] = field(default_factory=dict)   # revisits by what they found
+    revisit_freshness: float | None = None
 
 
 def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:

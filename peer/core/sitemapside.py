@@ -150,6 +150,8 @@ class SitemapSide(Outcomes):
         out = self.discover(url, depth, now, origin, hops)
         if not hints:
             return out
+        if self.recrawl is not None and hints.lastmod is not None and not any(isinstance(e, Forward) for e in out):
+            self.recrawl.sitemap_hint(url, hints, now)  # a seen URL's <lastmod> may make it due (revisit rule 5)
         for i, e in enumerate(out):
             if isinstance(e, (Queued, Checking)):
                 self._hints[e.url] = hints

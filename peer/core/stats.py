@@ -114,6 +114,7 @@ class Summary:
     cookies: dict[str, int] = field(default_factory=dict)  # the cookie jar's (peer/core/cookies.py)
     warc: dict[str, int] = field(default_factory=dict)  # the WARC writer's ([warc]; peer/engine/archive.py)
     dedupe: dict[str, int] = field(default_factory=dict)  # peer.core.duplicates' figures, at the end
+    revisit: dict[str, Any] = field(default_factory=dict)  # a continuous crawl's (peer/core/recrawl.py)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -187,7 +188,7 @@ def _jsonable(v: Any) -> Any:
 def run_config(cfg: Any) -> dict[str, Any]:
     """The config a run used, JSON-able: every section, the peers and the extraction rules."""
     out = {name: _jsonable(getattr(cfg, name))
-           for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps", "warc")}
+           for name in ("ring", "crawl", "politeness", "dns", "bloom", "sitemaps", "warc", "revisit")}
     out["peers"] = [_jsonable(p) for p in cfg.peers]
     out["sites"] = [_jsonable(b) for b in cfg.sites]  # [[site]] blocks, as written
     ex = cfg.extract
@@ -227,6 +228,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "cookies": _cookie_figures(getattr(s, "cookies", {})),  # a summary without a jar: {}
         "warc": {k: int(n) for k, n in sorted(getattr(s, "warc", {}).items())},  # {} when off
         "dedupe": _dedupe_figures(getattr(s, "dedupe", {})),
+        "revisit": dict(getattr(s, "revisit", {})),  # {} unless [revisit] is on
         "run_config": dict(config or {}),
     }
 

@@ -5,7 +5,8 @@
   parts, one concern each over the state ``parts`` declares once:
   ``durability`` (journal, snapshots, the exact seen set), ``ringface``
   (the ``Member`` its ``ring.io.sockets`` serve, the ring's effects),
-  ``reporting`` (status, progress), ``sitemapfetch`` (a sitemap read and parsed)
+  ``reporting`` (status, progress), ``sitemapfetch`` (a sitemap read and parsed),
+  ``revisits`` (conditional GETs, visits recorded in ``fetches``, ``run_for``)
 - ``archive``   the WARC files: each fetch's capture handed to the writer thread
 - ``metrics``   Prometheus figures at ``metrics_address``
 - ``observe``   a solo peer's answers to ``ring status``

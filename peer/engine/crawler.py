@@ -137,6 +137,7 @@ from peer.engine.archive import Archive
 from peer.engine.durability import Durability
 from peer.engine.reporting import Reporting
 from peer.engine.sitemapfetch import SitemapFetch
+from peer.engine.revisits import Revisits
 from peer.engine.ringface import RingFace, ring_node, ring_sockets
 from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
@@ -173,7 +174,7 @@ _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
 
 
-class Crawler(Durability, RingFace, Reporting, SitemapFetch):
+class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
     """One peer's crawl of the hosts it owns (in a ring of one: all of them)."""
 
     def __init__(
@@ -247,6 +248,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         self.spill_peak = 0  # most queued URLs on disk seen by a progress line (rule 9)
         # One core for the crawl and the ring (peer/core/peer.py); alone, without a node.
         self.peer = PeerCore(self.core)
+        self._answers = {}  # a continuous crawl's answers until their rows (peer.engine.revisits)
         self.sockets: MemberSockets | None = None
         self._services: trio.Nursery | None = None
         # One table for every effect the peer core returns, crawl's and ring's.
@@ -332,6 +334,10 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
                 self.stop()
                 return
 
+    def _stop_run(self) -> None:
+        log.info("revisit.run_for (%gs) is over: stopping", self.cfg.revisit.run_for)
+        self.stop()
+
     def stop(self) -> None:
         """Stop starting fetches; in-flight ones get ``STOP_GRACE`` seconds."""
         self.core.stopping = True
@@ -356,11 +362,12 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             DataDir(self.data_dir).results, self.peer_id,
             # The tables a [[site]] block may fill too (peer/core/sites.py).
             store_links=sites.any("store_links"), store_body=sites.any("store_body"),
-            item_tables=self.cfg.extract.tables(),
+            item_tables=self.cfg.extract.tables(), store_fetches=self.cfg.revisit.enabled,
         ) as store, fetcher:
             self._store = store
             self._fetcher = fetcher
             recovered = await self._open_state(store)
+            await self._revisit_restore(store)
             await self._open_sieve(recovered)
             await self._open_cookies(recovered)
             # After the state is ours (no other process on this data_dir): recovery cuts .open files.
@@ -389,6 +396,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             s.details.append(self.archive.summary_line())
             s.warc = self.archive.figures()
         s.dedupe = self.core.dup_figures()
+        s.revisit = self._revisit_status() or {}
         if self._sieve is not None and self.core.sieve.exact:
             st = self._sieve_stats
             s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
@@ -433,6 +441,8 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             services.start_soon(self._sieve_loop)
             services.start_soon(self._move_spilled)
             services.start_soon(self._cookie_saves)
+            if self.cfg.revisit.enabled and self.cfg.revisit.run_for:
+                services.start_soon(self._run_for, self.cfg.revisit.run_for)
             async with trio.open_nursery() as workers:
                 self._workers = workers
                 await self._schedule(workers)
@@ -494,6 +504,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             self._state.seen(e.url)
 
     def _do_done(self, e: Done) -> None:
+        self._revisit_forget(e.url)
         if self._state is not None:
             self._state.done(e.url, None)
 
@@ -516,8 +527,9 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
             # Right away: a page done but not on disk would be fetched again
             # after a kill, and only those in flight may be.
             self._state.commit()
-        if self._store is not None:
-            self._store.add_page(row, body=e.body, links=e.links)
+        write, replace = self._revisit_row(e)  # a revisit's 304 keeps the stored row
+        if self._store is not None and write:
+            self._store.add_page(row, body=e.body, links=e.links, replace=replace)
 
     def _do_items(self, e: Items) -> None:
         if self._store is not None:
@@ -566,7 +578,11 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch):
         if isinstance(adm, Fetch):
             self._did(adm.effects)
             jar = core.cookies  # None unless some host's cookies are on: one test
-            if jar is None:
+            if core.recrawl is not None:  # a continuous crawl: a revisit's validators (RFC 9110 §13.1)
+                res = await self._fetcher.fetch(job.url, headers=self._revisit_headers(job),
+                                                cookie=None if jar is None else jar.header(job.url, time.time()))
+                self._revisit_answer(job, res)
+            elif jar is None:
                 res = await self._fetcher.fetch(job.url)
             else:
                 res = await self._fetcher.fetch(job.url, cookie=jar.header(job.url, time.time()))

@@ -82,6 +82,13 @@ def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-unt
         ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
         warc=crawler.archive.figures() if crawler.archive is not None else {},
     )
+    rc = crawler.core.recrawl
+    if rc is not None:
+        rf = rc.figures()
+        out = dataclasses.replace(
+            out, revisits_due=rf.due, revisits_scheduled=rf.scheduled, revisit_freshness=rf.freshness,
+            revisit_visits={"not_modified": rf.not_modified, "unchanged": rf.unchanged,
+                            "changed": rf.changed, "gone": rf.gone, "failed": rf.failed})
     lease = figures.lease
     if lease is None or node is None:
         return out  # a ring of one: PeerFigures' defaults
@@ -165,6 +172,15 @@ def families(f: PeerFigures) -> Iterator[Metric]:
                        "figure", f.warc)
     yield gauge("ring_version", "changes of this peer's live member set since it started",
                 f.ring_version)
+    if f.revisit_visits:  # a continuous crawl ([revisit] enabled)
+        yield gauge("revisits_due", "revisits due now and waiting for their host's turn (overdue)",
+                    f.revisits_due)
+        yield gauge("revisits_scheduled", "fetched pages with a revisit scheduled", f.revisits_scheduled)
+        yield labelled(CounterMetricFamily, "revisits", "revisits made, by what they found (a 304 is "
+                       "not_modified)", "change", f.revisit_visits)
+        if f.revisit_freshness is not None:
+            yield gauge("revisit_freshness_ratio", "answered revisits that found the stored copy "
+                        "still current (a 304 or the same payload digest)", f.revisit_freshness)
 
 
 class PeerCollector(Collector):

@@ -1,6 +1,6 @@
 """What the parts of ``Crawler`` share: the engine's state, declared once (edge).
 
-``peer.engine.crawler.Crawler`` is one class written in five modules, one a
+``peer.engine.crawler.Crawler`` is one class written in six modules, one a
 concern: its scheduler and effects table (``crawler``), crash safety and the
 exact seen set (``durability``), its face to the ring (``ringface``), its
 figures (``reporting``) and its sitemap fetch (``sitemapfetch``). Each part subclasses :class:`CrawlerParts`, which

@@ -226,6 +226,9 @@ class FetchResult:
     #: when a response head came): the request as sent, the head as received,
     #: the body before content decoding.
     capture: Capture | None = None
+    #: The ETag and Last-Modified as sent, unchecked (peer.core.revisit checks them).
+    etag: str | None = None
+    last_modified: str | None = None
 
 
 class _Progress:
@@ -334,7 +337,8 @@ class Fetcher:
                 "errors": dict(self._errors), "malformed": dict(self._malformed)}
 
     async def fetch(self, url: str, *, accept_html_only: bool = False, max_body: int | None = None,
-                    prefix_ok: bool = False, cookie: str | None = None) -> FetchResult:
+                    prefix_ok: bool = False, cookie: str | None = None,
+                    headers: tuple[tuple[str, str], ...] = ()) -> FetchResult:
         """One GET of ``url``; never raises for anything a server sends (module docstring).
 
         With ``accept_html_only`` a response whose Content-Type is present and
@@ -344,7 +348,9 @@ class Fetcher:
         to ``max_body`` decoded bytes and returned with ``truncated`` and
         ``error`` None; its connection is closed, the rest being unread.
         ``cookie`` is the value of a ``Cookie`` field to send (the crawl
-        core's jar, peer/core/cookies.py), None for none.
+        core's jar, peer/core/cookies.py), None for none. ``headers`` are
+        more fields for this request alone (a revisit's ``If-None-Match``,
+        peer/core/recrawl.py), values already checked by their maker.
         Only cancellation from outside propagates (and ValueError for a
         ``max_body`` under 1: the caller's mistake, not the server's).
         """
@@ -357,7 +363,7 @@ class Fetcher:
             p.wire, p.began = [], time.time()
         with trio.move_on_after(self._timeout) as deadline:
             try:
-                await self._fetch(url, p, accept_html_only, limit, prefix_ok, cookie)
+                await self._fetch(url, p, accept_html_only, limit, prefix_ok, cookie, headers)
             except FetchError as exc:
                 p.error = exc.kind
                 p.detail = error_detail(exc)
@@ -391,16 +397,21 @@ class Fetcher:
             address=p.address, malformed=p.malformed, detail=p.detail,
             x_robots=p.head.x_robots if p.head else (), canonical=p.head.canonical if p.head else None,
             tried=tuple(p.tried), set_cookies=p.head.set_cookies if p.head else (),
-            received=p.received, capture=None if p.head_raw is None else _capture(url, p))
+            received=p.received, capture=None if p.head_raw is None else _capture(url, p),
+            etag=p.head.etag if p.head else None,
+            last_modified=p.head.last_modified if p.head else None)
 
     async def _fetch(self, url: str, p: _Progress, html_only: bool, limit: int,
-                     prefix_ok: bool, cookie: str | None) -> None:
+                     prefix_ok: bool, cookie: str | None, headers: tuple[tuple[str, str], ...] = ()) -> None:
         scheme, host, port, target, field = request_target(url)
         extra = self._headers if self._sites is None else self._site_head(host)
         if cookie is not None:
             # The jar's values came through a head reader (no CR or LF) and
             # peer.core.cookies refused any other control character.
             extra += b"Cookie: " + cookie.encode("utf-8", "replace") + b"\r\n"
+        for name, value in headers:
+            # Validators peer.core.revisit checked: an entity-tag or an HTTP-date, no CR/LF.
+            extra += f"{name}: {value}\r\n".encode("latin-1", "replace")
         request = request_bytes(target, field, extra)
         if p.wire is not None:
             p.request = request

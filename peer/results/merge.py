@@ -13,7 +13,9 @@ that reads one peer's file reads the merge too:
   ties broken by ``peer``, then ``final_url``, then the other columns, so the
   winner never depends on the order of the inputs. Always created, empty if
   need be, so queries work.
-- ``links``, ``pid_trace``: distinct rows.
+- ``links``, ``pid_trace``, ``fetches``: distinct rows (a host's visits are
+  its owners', in turn, so the peers' ``fetches`` rows never collide: the
+  union is every visit of the crawl).
 - ``bodies``: one per ``url``: the body from the input whose page row won,
   else from any input (the smallest, to stay deterministic).
 - ``items_<name>`` (extraction tables: ``url, fetched_at, peer`` then user
@@ -90,7 +92,7 @@ __all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "main", "EXPO
 
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
-DISTINCT_TABLES = ("links", "pid_trace")
+DISTINCT_TABLES = ("links", "pid_trace", "fetches")
 #: Columns every ``items_*`` table starts with.
 ITEMS_KEY = ("url", "fetched_at", "peer")
 # A live file is copied again if it changed while being copied (a checkpoint

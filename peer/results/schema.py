@@ -13,6 +13,9 @@ other::
     links(from_url, to_url)            only with store_links
     bodies(url, body BLOB)             only with store_body
     pid_trace(host, window_end TIMESTAMP, n, delay, setpoint, peer)
+    fetches(url, host, fetched_at TIMESTAMP, kind, status, change, ...)
+                                       only with [revisit] enabled: one row a visit
+                                       (peer.results.fetches); pages keeps the latest
     items_<name>(url, fetched_at TIMESTAMP, peer, <fields>)
                                        one per extraction rule or user table
 
@@ -33,6 +36,8 @@ for users (a test checks that they agree).
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from peer.results.fetches import FETCHES
 
 __all__ = ["SCHEMA", "ITEM_COLUMNS", "PageRow", "quote"]
 
@@ -82,6 +87,8 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("setpoint", "DOUBLE"),
         ("peer", "VARCHAR"),
     ),
+    # One row a visit of a continuous crawl (peer.results.fetches says what each holds).
+    "fetches": tuple((name, kind) for name, kind, _ in FETCHES),
 }
 
 #: The columns every ``items_<name>`` table starts with, before its fields.

@@ -146,7 +146,7 @@ def _clean(v: Any) -> Any:
 
 
 class _Batch:
-    __slots__ = ("pages", "links", "bodies", "pid", "items")
+    __slots__ = ("pages", "links", "bodies", "pid", "items", "fetches", "replace")
 
     def __init__(self) -> None:
         self.pages: list[PageRow] = []
@@ -154,9 +154,11 @@ class _Batch:
         self.bodies: list[tuple[str, bytes]] = []
         self.pid: list[tuple[str, datetime | None, int, float, float, str]] = []
         self.items: dict[str, list[tuple[str, float, Mapping[str, Any]]]] = {}
+        self.fetches: list[tuple[Any, ...]] = []
+        self.replace: set[str] = set()   # revisited URLs: their older pages row goes
 
     def __bool__(self) -> bool:
-        return bool(self.pages or self.links or self.bodies or self.pid or self.items)
+        return bool(self.pages or self.links or self.bodies or self.pid or self.items or self.fetches)
 
 
 class ResultStore:
@@ -164,13 +166,15 @@ class ResultStore:
 
     def __init__(self, path: Path, peer_id: str, *, store_links: bool, store_body: bool,
                  batch_rows: int = 2000,
-                 item_tables: Mapping[str, tuple[tuple[str, str], ...]] | None = None) -> None:
+                 item_tables: Mapping[str, tuple[tuple[str, str], ...]] | None = None,
+                 store_fetches: bool = False) -> None:
         if batch_rows < 1:
             raise ValueError(f"batch_rows must be >= 1, not {batch_rows}")
         self.path = Path(path)
         self.peer_id = peer_id
         self.store_links = store_links
         self.store_body = store_body
+        self.store_fetches = store_fetches
         self.batch_rows = batch_rows
         self._limiter = trio.CapacityLimiter(1)
         self._con: duckdb.DuckDBPyConnection | None = None
@@ -179,7 +183,7 @@ class ResultStore:
         self._body_bytes = 0
         self._full = trio.Event()
         self._closed = False
-        self._written = {"pages": 0, "links": 0, "bodies": 0, "pid_trace": 0, "items": 0}
+        self._written = {"pages": 0, "links": 0, "bodies": 0, "pid_trace": 0, "items": 0, "fetches": 0}
         # items table -> its field columns: declared by the rules, or learnt
         # from a user function's rows (then grown by ALTER TABLE).
         self._item_cols: dict[str, list[tuple[str, str]]] = {
@@ -213,6 +217,8 @@ class ResultStore:
             tables.append("links")
         if self.store_body:
             tables.append("bodies")
+        if self.store_fetches:
+            tables.append("fetches")
         try:
             con = duckdb.connect(str(self.path))
         except duckdb.IOException as exc:
@@ -261,13 +267,21 @@ class ResultStore:
 
     # -- adding rows (non-blocking) ------------------------------------------------
 
-    def add_page(self, row: PageRow, body: bytes | None = None, links: Sequence[str] = ()) -> None:
-        """Queue a page row, with its body and links when those tables are kept."""
+    def add_page(self, row: PageRow, body: bytes | None = None, links: Sequence[str] = (),
+                 replace: bool = False) -> None:
+        """Queue a page row, with its body and links when those tables are kept.
+
+        ``replace``: a revisit's row, which takes the place of the URL's
+        earlier one (``pages`` keeps the latest visit; ``fetches`` every one).
+        """
         if self._closed:
             raise StateError(f"{self.path}: results store is closed")
         b = self._batch
         b.pages.append(row)
-        self._hosts[row.host] = self._hosts.get(row.host, 0) + 1
+        if replace:
+            b.replace.add(row.url)
+        else:
+            self._hosts[row.host] = self._hosts.get(row.host, 0) + 1
         if self.store_links and links:
             src = row.url
             b.links.extend([(src, to) for to in links])
@@ -278,6 +292,13 @@ class ResultStore:
                 or len(b.links) >= self.batch_rows * LINKS_PER_BATCH_ROW
                 or self._body_bytes >= MAX_BATCH_BODY_BYTES):
             self._full.set()
+
+    def add_fetch(self, row: tuple[Any, ...]) -> None:
+        """Queue one ``fetches`` row, its columns in peer.results.fetches' order (epoch floats for times)."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        if self.store_fetches:
+            self._batch.fetches.append(row)
 
     def add_pid(self, samples: Sequence[PidSample], setpoint: float | Callable[[str], float]) -> None:
         """Queue PID samples. Their ``window_end`` is on trio's clock (the
@@ -365,6 +386,28 @@ class ResultStore:
         await self.flush()
         return await trio.to_thread.run_sync(self._recent_starts, since, limiter=self._limiter)
 
+    async def last_visits(self) -> list[tuple[Any, ...]]:
+        """Each URL's latest ``fetches`` row: (url, host, fetched_at, next_due (epoch s), interval_after,
+        digest, etag, last_modified, visits, changes); [] without the table. A restarted
+        continuous crawl schedules its pages from them (peer/core/recrawl.py)."""
+        if not self.store_fetches:
+            return []
+        return await trio.to_thread.run_sync(self._last_visits, limiter=self._limiter)
+
+    def _last_visits(self) -> list[tuple[Any, ...]]:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        try:
+            return con.execute(
+                "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
+                "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+                "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
+                "WINDOW w AS (PARTITION BY url) "
+                "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1").fetchall()
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+
     def _recent_starts(self, since: float) -> list[tuple[str, float]]:
         con = self._con
         if con is None:
@@ -396,12 +439,21 @@ class ResultStore:
              r.sitemap_changefreq, r.payload_digest, r.simhash, r.duplicate_of, r.duplicate_kind)
             for r in batch.pages
         ]
+        if batch.replace:
+            # A URL visited twice in one batch keeps its last row (pages: the latest).
+            last = {r[0]: i for i, r in enumerate(pages) if r[0] in batch.replace}
+            pages = [r for i, r in enumerate(pages) if r[0] not in batch.replace or last[r[0]] == i]
+        fetches = [r[:2] + (ts(r[2]),) + r[3:16] + (None if r[16] is None else ts(r[16]),) + r[17:]
+                   for r in batch.fetches]
         work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),
-                                             ("bodies", batch.bodies), ("pid_trace", batch.pid)]
+                                             ("bodies", batch.bodies), ("pid_trace", batch.pid),
+                                             ("fetches", fetches)]
         taken = {}
         items = 0
         try:
             con.begin()
+            if batch.replace:
+                con.execute("DELETE FROM pages WHERE list_contains(?, url)", [sorted(batch.replace)])
             for table, rows in work:
                 if rows:
                     taken[table] = self._append(table, rows)

@@ -197,7 +197,31 @@ def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name
     else:
         out.append('<p id="busiest">no requests in the last 5 s</p>')
     out.append("</section></div>")
+    out.extend(_revisit_table(rows))
     return "\n".join(out)
+
+
+#: The revisit counters the dashboard sums over the members (peer/core/recrawl.py), in order.
+_REVISIT_COLUMNS = (("revisit.due", "due now (overdue)"), ("revisit.scheduled", "scheduled"),
+                    ("revisit.visits", "revisits"), ("revisit.not_modified", "304"),
+                    ("revisit.unchanged", "unchanged"), ("revisit.changed", "changed"))
+
+
+def _revisit_table(rows: Sequence[Mapping]) -> list[str]:
+    """A continuous crawl's revisits, summed over the members; nothing when no member revisits."""
+    sums: dict[str, int] = {}
+    for r in rows:
+        for name, n in dict(r.get(Family.COUNTERS.value) or {}).items():
+            if str(name).startswith("revisit."):
+                sums[name] = sums.get(name, 0) + int(n)
+    if not sums:
+        return []
+    fresh = sums.get("revisit.not_modified", 0) + sums.get("revisit.unchanged", 0)
+    answered = fresh + sums.get("revisit.changed", 0)
+    return ["<h2>Revisits</h2>", '<table id="revisits"><thead><tr>'
+            + "".join(f"<th>{_e(h)}</th>" for _, h in _REVISIT_COLUMNS) + "<th>freshness</th></tr></thead><tbody><tr>"
+            + "".join(_td(f"{sums.get(k, 0):,}", "n") for k, _ in _REVISIT_COLUMNS)
+            + _td("-" if not answered else f"{fresh / answered:.0%}", "n") + "</tr></tbody></table>"]
 
 
 def render_page(ring_name: str, fragment: str, interval: float) -> str:

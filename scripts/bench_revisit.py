@@ -1,0 +1,137 @@
+"""What revisiting costs: the due queue's memory and time by size, and the simulated host's visit ratio.
+
+Due queue (peer/core/duequeue.py), at each size (10k, 100k, 1M records by
+default, over one host per 100 URLs): the bytes a record costs, split into
+the record itself (a frozen ``RevisitState`` with its URL, digest, ETag and
+Last-Modified strings, each distinct, as on the web) and the queue's own
+overhead (its dict slot and heap tuple); the time to schedule a record; and
+one revisit cycle a record: time advanced in 100 steps over the whole
+spread of due times, every host's due records popped and scheduled again
+one interval later (what the engine does between visits). Then the same
+figures extrapolated to 10M records.
+
+Simulated host (localweb/changesim.py): pages that change every 5 s and
+pages that never do, behind a pace of one start a second, and the ratio of
+their mean visits.
+
+    scripts/bench_revisit.py
+    scripts/bench_revisit.py --sizes 10000,100000
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import sys
+import time
+import tracemalloc
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from localweb.changesim import SimSpec, simulate  # noqa: E402
+from localweb.judge import ceiling, worst  # noqa: E402
+from peer.core.duequeue import DueQueue  # noqa: E402
+from peer.core.hostmix import Kind  # noqa: E402
+from peer.core.revisit import RevisitState  # noqa: E402
+
+SPREAD = 86400.0   # due times spread over one day
+URLS_PER_HOST = 100
+
+
+def _records(n: int) -> list[RevisitState]:
+    out = []
+    for i in range(n):
+        host = f"host{i // URLS_PER_HOST}.example.com"
+        out.append(RevisitState(
+            url=f"http://{host}/section/{i % 97}/page-{i}.html", host=host,
+            due=(i * 7919 % n + 0.5) * SPREAD / n, interval=SPREAD, last_visit=0.0,
+            digest=f"sha1:{i:032X}", etag=f'"{i:016x}"',
+            last_modified=f"Wed, 21 Oct 2015 07:{i % 60:02d}:{i // 60 % 60:02d} GMT", visits=1))
+    return out
+
+
+def _memory(n: int) -> tuple[float, float]:
+    """(bytes a record, bytes of queue overhead a record)."""
+    gc.collect()
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    recs = _records(n)
+    made = tracemalloc.get_traced_memory()[0]
+    q = DueQueue(now=0.0)
+    for s in recs:
+        q.schedule(s)
+    queued = tracemalloc.get_traced_memory()[0]
+    tracemalloc.stop()
+    del q, recs
+    return (made - base) / n, (queued - made) / n
+
+
+def _times(n: int) -> tuple[float, float, float]:
+    """(µs to schedule a record, µs a revisit cycle a record, ms to export one host)."""
+    recs = _records(n)
+    q = DueQueue(now=0.0)
+    t0 = time.perf_counter()
+    for s in recs:
+        q.schedule(s)
+    schedule_us = (time.perf_counter() - t0) / n * 1e6
+    hosts = sorted({s.host for s in recs})
+    del recs
+    t0 = time.perf_counter()
+    cycled = 0
+    for step in range(1, 101):
+        now = step * SPREAD / 100
+        # Every host is emptied of due records at each step, so the hosts
+        # advance() wakes are all that have any (the driver's own set).
+        for host in q.advance(now):
+            while (r := q.pop(host)) is not None:
+                q.schedule(RevisitState(r.url, r.host, r.due + SPREAD, r.interval, now, r.digest, r.etag,
+                                        r.last_modified, r.visits + 1, r.changes))
+                cycled += 1
+    cycle_us = (time.perf_counter() - t0) / max(cycled, 1) * 1e6
+    assert cycled == n and len(q) == n, (cycled, len(q))
+    t0 = time.perf_counter()
+    moved = q.export_host(hosts[len(hosts) // 2])
+    export_ms = (time.perf_counter() - t0) * 1e3
+    assert len(moved) == min(URLS_PER_HOST, n)
+    return schedule_us, cycle_us, export_ms
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000,1000000", help="comma-separated record counts")
+    args = ap.parse_args()
+    sizes = [int(s) for s in args.sizes.split(",")]
+    print("due queue: records over one host per 100 URLs, due times spread over a day")
+    print(f"{'records':>9} {'B/record':>9} {'B/queue':>8} {'schedule µs':>12} {'cycle µs':>9} {'export ms':>10}")
+    per = over = 0.0
+    for n in sizes:
+        per, over = _memory(n)
+        sched, cycle, export = _times(n)
+        print(f"{n:>9,} {per:>9.0f} {over:>8.0f} {sched:>12.2f} {cycle:>9.2f} {export:>10.3f}")
+    if sizes:
+        total = (per + over) * 10_000_000 / 2**30
+        print(f"10M records at the last size's figures: {total:.1f} GiB "
+              f"({per * 1e7 / 2**30:.1f} GiB records, {over * 1e7 / 2**30:.1f} GiB queue)")
+
+    spec = SimSpec()
+    t0 = time.perf_counter()
+    res = simulate(spec)
+    wall = time.perf_counter() - t0
+    fast, static = res.mean_visits("/fast/"), res.mean_visits("/static/")
+    starts = [r.start for r in res.requests]
+    print(f"\nsimulated host: {spec.fast_pages} pages changing every {spec.fast_period:g} s, "
+          f"{spec.static_pages} never changing, {spec.new_pages} new URLs, one start every "
+          f"{spec.delay:g} s for {spec.duration:g} s ({wall * 1e3:.0f} ms)")
+    print(f"  mean visits: changing {fast:.1f}, unchanging {static:.1f}, ratio {fast / static:.1f}")
+    print(f"  starts: {len(starts)} ({res.kinds.get(Kind.NEW, 0)} new, {res.kinds.get(Kind.REVISIT, 0)} revisits); "
+          f"visits by outcome: " + ", ".join(f"{c.value} {k}" for c, k in sorted(
+              res.changes.items(), key=lambda kv: kv[0].value)))
+    per_s = 1 / spec.delay
+    print(f"  most starts in any 1 s: {worst(starts, 1.0)} (ceiling {ceiling(per_s, 1.0)}), "
+          f"in any 5 s: {worst(starts, 5.0)} (ceiling {ceiling(per_s, 5.0)}); most overdue at once: "
+          f"{res.overdue_max}")
+
+
+if __name__ == "__main__":
+    main()
