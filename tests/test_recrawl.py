@@ -255,3 +255,33 @@ def test_a_stopped_continuous_crawl_started_again_revisits_its_pages(tmp_path) -
     second_run = [f for f in fetches if f["fetched_at"] > max(f["fetched_at"] for f in new)]
     assert len(second_run) >= 5 and all(f["conditional"] for f in second_run if f["kind"] == "revisit")
     assert "scheduled from the fetches table" in (tmp_path / "p1.err").read_text()
+
+
+def test_a_304_to_a_revisit_is_a_warc_revisit_record_of_the_last_capture(tmp_path) -> None:
+    """With [warc] on, a revisit answered 304 is written as a `revisit` record of the
+    server-not-modified profile (ISO 28500 §6.7.3), referring to the page's URL."""
+    from warcio.archiveiterator import ArchiveIterator
+
+    web = HostileWeb()
+    with serve_in_thread(web):
+        toml = cluster_toml(tmp_path, [web.url(cw.CHANGE_HOST, "/")], sections={
+            "politeness": {"rate": PER_MINUTE, "initial_delay": 0.5, "window": 2.0},
+            "warc": {"enabled": True},
+            "revisit": {"enabled": True, "min_interval": 1.0, "max_interval": 30.0,
+                        "initial_interval": 2.0, "jitter": 0.1, "run_for": 10.0}})
+        run = run_in_process(toml, timeout=BOUNDED)
+    assert not run.timed_out and run.codes == [0], run.stderr()
+    revisits, responses = [], 0
+    for path in sorted((tmp_path / "p1" / "warc").glob("*.warc.gz")):
+        with path.open("rb") as f:
+            for record in ArchiveIterator(f):
+                if record.rec_type == "revisit":
+                    revisits.append(record.rec_headers)
+                elif record.rec_type == "response":
+                    responses += 1
+    assert responses > 0 and revisits, (responses, len(revisits))
+    for h in revisits:
+        assert h.get_header("WARC-Profile") == "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
+        assert h.get_header("WARC-Refers-To-Target-URI") == h.get_header("WARC-Target-URI")
+    not_modified = sum(1 for f in _fetches(tmp_path / "p1") if f["status"] == 304)
+    assert len(revisits) == not_modified

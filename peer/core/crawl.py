@@ -337,9 +337,9 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         dup = self.dup_next()
         if dup is not None:
             when = dup if when is None else min(when, dup)
-        due = None if rc is None else rc.next_due()  # a revisit coming due wakes the loop
-        if due is not None and (when is None or due < when):
-            when = due
+        revisit_at = None if rc is None else rc.next_due()  # a revisit coming due wakes the loop
+        if revisit_at is not None and (when is None or revisit_at < when):
+            when = revisit_at
         return Sleep(math.inf if when is None else when)
 
     def _at_max_pages(self, ring: RingView | None) -> bool:

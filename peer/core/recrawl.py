@@ -139,6 +139,15 @@ class Recrawl:
         """``url``'s job is a revisit, not a first visit."""
         return url in self._handed
 
+    def earlier(self, url: str) -> tuple[float | None, str | None]:
+        """The wall time and payload digest of ``url``'s last answered visit, when known:
+        what a WARC ``revisit`` record for a 304 refers to (ISO 28500 §6.7.3)."""
+        state = self._handed.get(url)
+        if state is None or state.last_visit is None:
+            return None, None if state is None else state.digest
+        wall = None if self._wall is None else state.last_visit + self._wall
+        return wall, state.digest
+
     def conditional(self, url: str) -> tuple[tuple[str, str], ...]:
         """The request header fields a fetch of ``url`` adds (peer/core/revisit.py rule 6)."""
         state = self._handed.get(url)

@@ -587,7 +587,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
             else:
                 res = await self._fetcher.fetch(job.url, cookie=jar.header(job.url, time.time()))
             if self.archive is not None:
-                await self.archive.keep(res)
+                await self._archive(job, res)
             parsed = None
             async with self._turn:
                 if not core.fetched(job, res, self.clock()):

@@ -54,6 +54,7 @@ class Revisits(CrawlerParts):
 
     #: url -> (status, digest, etag, last_modified) of a fetch whose row is to come.
     _answers: dict[str, tuple[int | None, str | None, str | None, str | None]]
+    archive: Any  # peer.engine.archive.Archive | None: the crawler's
 
     def _revisit_headers(self, job: Job) -> tuple[tuple[str, str], ...]:
         rc = self.core.recrawl
@@ -92,7 +93,23 @@ class Revisits(CrawlerParts):
         return visit.change is not Change.NOT_MODIFIED, visit.kind is Kind.REVISIT
 
     def _revisit_record(self, e: Row, visit: Visit) -> None:
-        """Hook: a visit recorded (a WARC ``revisit`` record for a 304 or an unchanged digest)."""
+        """Hook: a visit recorded (the WARC record of its answer is written by :meth:`_archive`)."""
+
+    async def _archive(self, job: Job, res: FetchResult) -> None:
+        """The WARC records of a page's fetch: a 304 to a revisit is a ``revisit`` record of
+        the server-not-modified profile (ISO 28500 §6.7.3) referring to the last capture;
+        anything else a ``response`` (peer/engine/archive.py)."""
+        archive = self.archive
+        assert archive is not None
+        rc = self.core.recrawl
+        if rc is not None and res.status == 304 and rc.is_revisit(job.url):
+            from peer.core.warcrecord import RevisitProfile
+
+            when, digest = rc.earlier(job.url)
+            await archive.keep_revisit(res, RevisitProfile.SERVER_NOT_MODIFIED, job.url,
+                                       time.time() if when is None else when, digest)
+        else:
+            await archive.keep(res)
 
     def _revisit_forget(self, url: str) -> None:
         rc = self.core.recrawl
