@@ -39,7 +39,7 @@ from peer.core.revisit import Change
 from peer.engine.parts import CrawlerParts
 from peer.net.fetcher import FetchResult
 
-__all__ = ["Revisits", "payload_digest"]
+__all__ = ["Revisits", "payload_digest", "revisit_profile"]
 
 log = logging.getLogger("peer.engine")
 
@@ -47,6 +47,19 @@ log = logging.getLogger("peer.engine")
 def payload_digest(body: bytes) -> str:
     """The payload's digest as WARC writes it (``sha1:`` and base32, ISO 28500 §5.9)."""
     return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+
+
+def revisit_profile(status: int | None, earlier: str | None, digest: str | None) -> Any:
+    """The WARC ``revisit`` profile a revisit's answer is written with, or None for a
+    ``response`` record: a 304 is server-not-modified (ISO 28500 §6.7.3); a 200 whose
+    body has the last visit's digest is identical-payload-digest (§6.7.2)."""
+    from peer.core.warcrecord import RevisitProfile
+
+    if status == 304:
+        return RevisitProfile.SERVER_NOT_MODIFIED
+    if status == 200 and earlier is not None and digest == earlier:
+        return RevisitProfile.IDENTICAL_PAYLOAD
+    return None
 
 
 class Revisits(CrawlerParts):
@@ -102,14 +115,20 @@ class Revisits(CrawlerParts):
         archive = self.archive
         assert archive is not None
         rc = self.core.recrawl
-        if rc is not None and res.status == 304 and rc.is_revisit(job.url):
-            from peer.core.warcrecord import RevisitProfile
-
-            when, digest = rc.earlier(job.url)
-            await archive.keep_revisit(res, RevisitProfile.SERVER_NOT_MODIFIED, job.url,
-                                       time.time() if when is None else when, digest)
-        else:
+        if rc is None or not rc.is_revisit(job.url):
             await archive.keep(res)
+            return
+        when, earlier = rc.earlier(job.url)
+        digest = payload_digest(res.body) if res.status == 200 and res.error is None and earlier else None
+        profile = revisit_profile(res.status, earlier, digest)
+        if profile is None:
+            await archive.keep(res)
+        else:
+            # The earlier digest is of the decoded body (peer/core/revisit.py);
+            # the record's own WARC-Payload-Digest is the writer's, of the
+            # payload as received, so only a 304 names the earlier one.
+            await archive.keep_revisit(res, profile, job.url, time.time() if when is None else when,
+                                       earlier if res.status == 304 else None)
 
     def _revisit_forget(self, url: str) -> None:
         rc = self.core.recrawl
