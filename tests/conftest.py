@@ -18,9 +18,11 @@ settings.load_profile("ci" if os.environ.get("CI") else "dev")
 # Measured with the whole suite on 2 cores; a file missing here runs after
 # these, in collection order.
 _LONGEST_FIRST = (
-    "test_partition.py", "test_partition_flaps.py", "test_crash.py", "test_engine.py", "test_hostile.py", "test_scripts.py", "test_report.py",
-    "test_handoff.py", "test_cluster_node.py", "test_dashboard.py", "test_adopt.py",
-    "test_hostileweb_fuzz.py", "test_membership.py", "test_hostileweb.py",
+    "test_partition.py", "test_partition_flaps.py", "test_crash.py", "test_recrawl.py", "test_engine.py",
+    "test_cli_ring.py", "test_hostile.py", "test_scripts.py", "test_report.py",
+    "test_handoff.py", "test_cluster_node.py", "test_dashboard.py", "test_adopt.py", "test_sitemapweb.py",
+    "test_preflight.py", "test_archive.py", "test_proxy.py", "test_tls.py", "test_figures.py",
+    "test_hostileweb_fuzz.py", "test_membership.py", "test_hostileweb.py", "test_dedupeweb.py",
 )
 
 
