@@ -32,11 +32,12 @@ async def test_a_peer_killed_with_sigkill_resumes_and_loses_nothing(tmp_path):
         farm = await nursery.start(serve_webfarm, graph)
         expected = graph.expected_urls(farm.port)
         v = busiest_peer(graph, farm.port, ["p1", "p2", "p3"])  # the one killed
-        # 10 pages/s per host, so the victim is mid-crawl when it is killed
+        # 5 pages/s per host, so the victim is mid-crawl when it is killed
+        # (at 10 a quiet machine's victim had sometimes fetched all it owned)
         # (the resume line's queued count below says it had work left);
         # dead_after long enough that it is back before the others take its
         # hosts, even on a loaded machine where starting Python takes seconds.
-        text = cluster_text(tmp_path, farm.port, 3, rate=600.0, window=2.0, initial_delay=0.1,
+        text = cluster_text(tmp_path, farm.port, 3, rate=300.0, window=2.0, initial_delay=0.1,
                             concurrency=CONCURRENCY, dead_after=30.0)
         async with Ring(tmp_path, text) as ring:
             try:
@@ -44,7 +45,7 @@ async def test_a_peer_killed_with_sigkill_resumes_and_loses_nothing(tmp_path):
                     await ring.start(v)
                     for p in sorted({"p1", "p2", "p3"} - {v}):
                         await ring.start_in_process(nursery, p)
-                    await wait_pages(farm, len(expected) // 3)
+                    await wait_pages(farm, len(expected) // 4)
                     ring.kill(v, signal.SIGKILL)
                     await ring.wait(v)
                     killed_rc = ring.procs[v].returncode
@@ -115,7 +116,7 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
                     await ring.start(v)
                     for p in rest:
                         await ring.start_in_process(nursery, p)
-                    await wait_pages(farm, len(expected) // 3)
+                    await wait_pages(farm, len(expected) // 4)
                     gate["held"] = True
                     ring.kill(v, signal.SIGKILL)
                     await ring.wait(v)
