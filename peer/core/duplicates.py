@@ -42,7 +42,6 @@ Rules:
 
 from __future__ import annotations
 
-import base64
 import dataclasses
 import math
 from dataclasses import dataclass
@@ -53,13 +52,14 @@ from peer.core.dedupe import Ask, Dedupe, Kind, Verdict
 from peer.core.frontier import Job
 from peer.core.nearindex import NearAnswer
 from peer.core.parsing import Parsed
+from peer.core.warcrecord import digest_text
 
 __all__ = ["DuplicateSide", "payload_digest"]
 
 
 def payload_digest(digest: bytes) -> str:
     """``sha1:`` and the base-32 digest, WARC's form (ISO 28500 §5.9)."""
-    return "sha1:" + base64.b32encode(digest).decode("ascii")
+    return digest_text(digest)
 
 
 @dataclass(slots=True)

@@ -187,7 +187,11 @@ def cdx_timestamp(epoch: float) -> str:
 
 def digest(data: bytes, algorithm: DigestAlgorithm = DigestAlgorithm.SHA1) -> str:
     """``<algorithm>:<base32>`` (rule 3)."""
-    raw = hashlib.new(algorithm.value, data).digest()
+    return digest_text(hashlib.new(algorithm.value, data).digest(), algorithm)
+
+
+def digest_text(raw: bytes, algorithm: DigestAlgorithm = DigestAlgorithm.SHA1) -> str:
+    """A digest already computed, in the same ``<algorithm>:<base32>`` form."""
     return f"{algorithm.value}:{base64.b32encode(raw).decode('ascii')}"
 
 

@@ -14,8 +14,8 @@ core cannot, being pure:
   written (peer/results/fetches.py rule 1: in the batch of its page row);
 - a 304 to a conditional GET keeps the stored ``pages`` row: the page did
   not change and the answer has no body to store over it. Its visit is in
-  ``fetches``; :meth:`Revisits._revisit_record` is the hook a WARC writer
-  takes to write a ``revisit`` record (ISO 28500 §6.7) for it.
+  ``fetches``; with ``[warc]`` on, :meth:`Revisits._archive` writes it as a
+  ``revisit`` record (ISO 28500 §6.7), as it does a 200 with the last digest.
 
 ``revisit.run_for`` stops the crawl after that many seconds (0: never;
 SIGINT/SIGTERM stop it as any crawl).
@@ -23,9 +23,7 @@ SIGINT/SIGTERM stop it as any crawl).
 
 from __future__ import annotations
 
-import base64
 import logging
-import hashlib
 import time
 from typing import Any
 
@@ -34,8 +32,8 @@ import trio
 from peer.core.decisions import Row
 from peer.core.frontier import Job
 from peer.core.hostmix import Kind
-from peer.core.recrawl import Visit
 from peer.core.revisit import Change
+from peer.core.warcrecord import digest
 from peer.engine.parts import CrawlerParts
 from peer.net.fetcher import FetchResult
 
@@ -46,7 +44,7 @@ log = logging.getLogger("peer.engine")
 
 def payload_digest(body: bytes) -> str:
     """The payload's digest as WARC writes it (``sha1:`` and base32, ISO 28500 §5.9)."""
-    return "sha1:" + base64.b32encode(hashlib.sha1(body).digest()).decode("ascii")
+    return digest(body)
 
 
 def revisit_profile(status: int | None, earlier: str | None, digest: str | None) -> Any:
@@ -102,11 +100,7 @@ class Revisits(CrawlerParts):
                 visit.change is Change.CHANGED, digest, visit.etag, visit.last_modified,
                 visit.conditional, e.bytes, e.elapsed_ms, e.error, visit.interval_before,
                 visit.interval_after, wall + (visit.next_due - now), self.peer_id))
-        self._revisit_record(e, visit)
         return visit.change is not Change.NOT_MODIFIED, visit.kind is Kind.REVISIT
-
-    def _revisit_record(self, e: Row, visit: Visit) -> None:
-        """Hook: a visit recorded (the WARC record of its answer is written by :meth:`_archive`)."""
 
     async def _archive(self, job: Job, res: FetchResult) -> None:
         """The WARC records of a page's fetch: a 304 to a revisit is a ``revisit`` record of
@@ -119,8 +113,9 @@ class Revisits(CrawlerParts):
             await archive.keep(res)
             return
         when, earlier = rc.earlier(job.url)
-        digest = payload_digest(res.body) if res.status == 200 and res.error is None and earlier else None
-        profile = revisit_profile(res.status, earlier, digest)
+        # The digest _revisit_answer took of this fetch's body, not a second one.
+        answered = self._answers.get(job.url)
+        profile = revisit_profile(res.status, earlier, None if answered is None else answered[1])
         if profile is None:
             await archive.keep(res)
         else:
