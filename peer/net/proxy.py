@@ -45,7 +45,7 @@ from typing import Any
 
 import trio
 
-from peer.core.netguard import is_public_address
+from peer.core.netguard import filter_public
 from peer.core.proxyconf import Credentials, Proxy, ProxyRoutes, ProxyScheme, ProxySpec, parse_credentials
 from peer.core.http1 import ResponseReader
 from peer.core.tunnel import MAX_CONNECT_HEAD, connect_request, connect_verdict
@@ -135,7 +135,7 @@ class ProxyDialer:
             raise FetchError(ErrorKind.PROXY, f"{spec.url}: {str(exc).split(': ', 1)[-1]}") from None
         if self._allow_private:
             return addresses
-        public = tuple(a for a in addresses if is_public_address(a))
+        public = filter_public(addresses)
         if not public:
             raise FetchError(ErrorKind.PROXY, f"{spec.url} is at {', '.join(addresses)}, not a public address "
                              "(set crawl.proxy_allow_private to allow)")

@@ -53,7 +53,7 @@ from peer.core.config import DnsConfig
 from peer.core.dnscache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
 from peer.core.eyeballs import RESOLUTION_DELAY
 from peer.errors import ErrorKind, FetchError
-from peer.core.netguard import is_public_address
+from peer.core.netguard import filter_public, is_public_address
 
 __all__ = ["Resolver", "is_public_address"]
 
@@ -283,7 +283,7 @@ class Resolver:
     def _guard(self, name: str, addresses: tuple[str, ...]) -> tuple[str, ...]:
         if self._allow_private:
             return addresses
-        allowed = tuple(a for a in addresses if is_public_address(a))
+        allowed = filter_public(addresses)
         if not allowed:
             raise FetchError(ErrorKind.BLOCKED, f"{name} resolves to {', '.join(addresses)}: "
                                         "not a public address (set crawl.allow_private to allow)")
