@@ -225,29 +225,21 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "sitemaps": {"fetched": int(s.sitemaps_fetched), "urls": int(s.sitemap_urls),
                      "failed": {k: int(n) for k, n in sorted(s.sitemap_failed.items())},
                      Family.DROPS.value: {k: int(n) for k, n in sorted(s.sitemap_drops.items())}},
-        "cookies": _cookie_figures(getattr(s, "cookies", {})),  # a summary without a jar: {}
+        "cookies": _split_figures(getattr(s, "cookies", {}), "cookies.", "cookie."),  # a summary without a jar: {}
         "warc": {k: int(n) for k, n in sorted(getattr(s, "warc", {}).items())},  # {} when off
-        "dedupe": _dedupe_figures(getattr(s, "dedupe", {})),
+        "dedupe": _split_figures(getattr(s, "dedupe", {}), "dedupe.", "dedupe_"),
         "revisit": dict(getattr(s, "revisit", {})),  # {} unless [revisit] is on
         "run_config": dict(config or {}),
     }
 
 
-def _cookie_figures(counts: Mapping[str, int]) -> dict[str, Any]:
-    """The jar's counters by name without ``cookies.``, and its refused input under ``drops``."""
-    out: dict[str, Any] = {k.removeprefix("cookies."): int(n) for k, n in sorted(counts.items())
-                           if k.startswith("cookies.")}
-    out[Family.DROPS.value] = {k.removeprefix("cookie."): int(n) for k, n in sorted(counts.items())
-                               if k.startswith("cookie.")}
-    return out
-
-
-def _dedupe_figures(counts: Mapping[str, int]) -> dict[str, Any]:
-    """Duplicate content's counters by name without ``dedupe.``, its refused input under ``drops``."""
-    out: dict[str, Any] = {k.removeprefix("dedupe."): int(n) for k, n in sorted(counts.items())
-                           if k.startswith("dedupe.")}
-    out[Family.DROPS.value] = {k.removeprefix("dedupe_"): int(n) for k, n in sorted(counts.items())
-                               if k.startswith("dedupe_")}
+def _split_figures(counts: Mapping[str, int], counter: str, drop: str) -> dict[str, Any]:
+    """A feature's counters (names starting ``counter``) by name without it, and its refused
+    input (names starting ``drop``) under ``drops`` (ring.vocabulary: a drop is refused input)."""
+    out: dict[str, Any] = {k.removeprefix(counter): int(n) for k, n in sorted(counts.items())
+                           if k.startswith(counter)}
+    out[Family.DROPS.value] = {k.removeprefix(drop): int(n) for k, n in sorted(counts.items())
+                               if k.startswith(drop)}
     return out
 
 
