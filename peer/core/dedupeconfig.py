@@ -11,12 +11,9 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from peer.core.configkeys import key
+from peer.core.sections import _at_least_one, _positive
 
 __all__ = ["DedupeConfig"]
-
-
-def _at_least_one(v: Any) -> str | None:
-    return None if v >= 1 else "an integer >= 1"
 
 
 def _k(v: Any) -> str | None:
@@ -27,10 +24,6 @@ def _k(v: Any) -> str | None:
 
 def _shingle(v: Any) -> str | None:
     return None if 1 <= v <= 8 else "an integer 1..8"
-
-
-def _positive(v: Any) -> str | None:
-    return None if v > 0 else "a number > 0"
 
 
 @dataclass(frozen=True, slots=True)

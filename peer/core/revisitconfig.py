@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peer.core.configkeys import key
+from peer.core.sections import _at_least_one
 
 __all__ = ["RevisitConfig"]
 
@@ -40,10 +41,6 @@ def _below_one(v: Any) -> str | None:
 
 def _jitter(v: Any) -> str | None:
     return None if 0.0 <= v <= 0.5 else "a number within 0.0-0.5"
-
-
-def _at_least_one(v: Any) -> str | None:
-    return None if v >= 1 else "an integer >= 1"
 
 
 def _non_negative(v: Any) -> str | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peer.core.configkeys import key
+from peer.core.sections import _at_least_one
 from peer.core.sitemap import SitemapLimits
 from peer.core.urls import normalize
 from peer.errors import URLError
@@ -28,10 +29,6 @@ def _urls(v: Any) -> str | None:
         except (URLError, TypeError):
             return f"a list of http(s) URLs ({url!r} is not one)"
     return None
-
-
-def _at_least_one(v: Any) -> str | None:
-    return None if v >= 1 else "an integer >= 1"
 
 
 def _non_negative(v: Any) -> str | None:

@@ -18,6 +18,7 @@ from enum import Enum
 from typing import Any
 
 from peer.core.configkeys import key
+from peer.core.sections import _at_least_one
 from peer.core.warcrecord import DigestAlgorithm
 
 __all__ = ["OverMaxBody", "WarcConfig"]
@@ -45,10 +46,6 @@ def _file_bytes(v: Any) -> str | None:
 
 def _level(v: Any) -> str | None:
     return None if 0 <= v <= 9 else "an integer from 0 to 9"
-
-
-def _at_least_one(v: Any) -> str | None:
-    return None if v >= 1 else "an integer >= 1"
 
 
 def _prefix(v: Any) -> str | None:
