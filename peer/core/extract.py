@@ -359,13 +359,19 @@ def parse_page(url: str, body: bytes, charset: str | None = None,
     links: dict[str, str] = {}
     cleaned = 0
     for href, source in hrefs.items():
-        target = normalize_link(base, href, params)
+        if params is None:
+            target = normalize_link(base, href)
+        else:
+            # Normalised once, then the rules applied (ParamRules.clean: the
+            # same object when nothing changes), so the changed ones are
+            # counted for an operator to see what the rules merge. A link
+            # under MAX_URL_LENGTH only once stripped takes the rules' way.
+            plain = normalize_link(base, href)
+            target = params.clean(plain) if plain is not None else normalize_link(base, href, params)
+            if plain is not None and target is not plain:
+                cleaned += 1
         if target is None:
             continue
-        # Counted, so an operator sees what the parameter rules merge: only a
-        # link with a query or a ;parameter can change.
-        if params is not None and ("?" in href or ";" in href) and normalize_link(base, href) != target:
-            cleaned += 1
         if target not in links:
             links[target] = source
     out = tuple(links)
