@@ -366,7 +366,7 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
     else:
         # A peer killed after it made its results file and before its first
         # journal record left a file without rows: nothing to lose or resume.
-        if results.exists() and _results_rows(results) != 0:
+        if _results_pages(results, requested=False) != 0:
             raise _Refused(f"error: {results} holds an earlier crawl but no crawl state to "
                            "resume; move it away, or pass --fresh to delete it and start over")
         new = first_run(fp, now)
@@ -401,20 +401,9 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
         print(f"warning: {data_dir / STATS_FILE}: cannot write ({exc.strerror or exc})", file=sys.stderr)
 
 
-def _results_rows(results: Path) -> int | None:
-    """Rows of any kind in a results file's pages table, or None if unreadable."""
-    import duckdb
-
-    try:
-        with duckdb.connect(str(results), read_only=True) as con:
-            row = con.execute("SELECT count(*) FROM pages").fetchone()
-    except duckdb.Error:
-        return None
-    return int(row[0]) if row else None
-
-
-def _results_pages(results: Path) -> int | None:
-    """Fetched pages in a results file (rows whose request was made), or None if unreadable.
+def _results_pages(results: Path, *, requested: bool = True) -> int | None:
+    """Fetched pages in a results file (rows whose request was made; with
+    ``requested=False`` rows of any kind), or None if unreadable.
 
     A row without a request (robots exclusion, a host given up) has neither a
     status nor a measured time: ``status IS NULL AND elapsed_ms = 0``.
@@ -423,10 +412,10 @@ def _results_pages(results: Path) -> int | None:
         return 0
     import duckdb
 
+    where = " WHERE NOT (status IS NULL AND coalesce(elapsed_ms, 0) = 0)" if requested else ""
     try:
         with duckdb.connect(str(results), read_only=True) as con:
-            row = con.execute("SELECT count(*) FROM pages WHERE NOT "
-                              "(status IS NULL AND coalesce(elapsed_ms, 0) = 0)").fetchone()
+            row = con.execute("SELECT count(*) FROM pages" + where).fetchone()
     except duckdb.Error:
         return None
     return int(row[0]) if row else None
