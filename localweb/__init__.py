@@ -28,7 +28,7 @@ those above it)::
     graph.py      hosts, routes, the links of every page, robots rules    - pure
     pages.py      the bytes of every page                                 - pure
     oracle.py     what a correct crawl requests and extracts, with its own
-                  URL normaliser (never peer.core.urls, which it checks)       - pure
+                  URL normaliser (never peer.core.urls.normalize, which it checks)       - pure
     sitegraph.py  SiteGraph = graph + pages + oracle, one object          - pure
     nearcopies.py its pages' exact and near copies: a labelled corpus
                   for duplicate detection                                 - pure
@@ -88,24 +88,24 @@ use. ``ringcrawl-webfarm --help`` (``python -m localweb.webfarm``) and
 needs to reach each web.
 """
 
-from localweb.cases import CASES, RETRY_AFTER, Case
-from localweb.endpoints import BAD_HOST
-from localweb.farm import Farm
-from localweb.graph import SHOP_HOST, SiteSpec
-from localweb.site import Site
-from localweb.sitegraph import SiteGraph
-from localweb.wire import End, Reply, reply
+from localweb.hostile.cases import CASES, RETRY_AFTER, Case
+from localweb.sitegraph.endpoints import BAD_HOST
+from localweb.hostile.farm import Farm
+from localweb.sitegraph.graph import SHOP_HOST, SiteSpec
+from localweb.hostile.site import Site
+from localweb.sitegraph.web import SiteGraph
+from localweb.hostile.wire import End, Reply, reply
 
 # The servers' names load on first use, so ``python -m localweb.hostile``
 # (or ``-m localweb.webfarm``) runs its module once, as __main__, not also as
 # an import of the package; and the pure layers load without trio.
 _LAZY = {
-    "DNS": "hostile", "HostileWeb": "hostile", "LogEntry": "hostile", "config_snippet": "hostile",
-    "in_thread": "hostile", "serve_in_thread": "hostile",
-    "FarmError": "server", "HostBehaviour": "server", "WebFarm": "server", "read_log": "server",
-    "serve_webfarm": "server",
+    "DNS": "hostile.server", "HostileWeb": "hostile.server", "LogEntry": "hostile.server",
+    "config_snippet": "hostile.server", "in_thread": "hostile.server", "serve_in_thread": "hostile.server",
+    "FarmError": "sitegraph.server", "HostBehaviour": "sitegraph.server", "WebFarm": "sitegraph.server",
+    "read_log": "sitegraph.server", "serve_webfarm": "sitegraph.server",
     "peer_config": "webfarm",
-    "LocalDns": "nameserver",
+    "LocalDns": "services.nameserver",
 }
 
 

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from localweb.peerrun import free_ports
-from peer.core.config import ClusterConfig, parse_address, parse_config
+from localweb.processes.peerrun import free_ports
+from peer.core.config.cluster import ClusterConfig, parse_address, parse_config
 from peer.state.configfile import load_config
 from peer.errors import ConfigError
 

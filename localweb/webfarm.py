@@ -25,9 +25,9 @@ from typing import Any
 
 import trio
 
-from localweb.graph import DEFAULT_ALLOW
-from localweb.server import FarmError, HostBehaviour, WebFarm, check_loopback, serve_webfarm
-from localweb.sitegraph import SiteGraph
+from localweb.sitegraph.graph import DEFAULT_ALLOW
+from localweb.sitegraph.server import FarmError, HostBehaviour, WebFarm, check_loopback, serve_webfarm
+from localweb.sitegraph.web import SiteGraph
 from peer.errors import user_error
 
 __all__ = ["main", "peer_config"]
@@ -95,7 +95,7 @@ def _arg_parser() -> argparse.ArgumentParser:
                    help="loopback address to bind (default 127.0.0.1); a private one needs --private")
     p.add_argument("--private", action="store_true",
                    help="allow --host to be a private address (a network namespace's, "
-                        "localweb/netns.py), never a public one")
+                        "localweb/netns/ring.py), never a public one")
     p.add_argument("--port", type=int, default=8080, help="port; 0 picks a free one (default 8080)")
     p.add_argument("--seed", type=int, default=1, help="graph seed (default 1)")
     p.add_argument("--hosts", type=int, default=20, help="number of sNNN.web.test hosts (default 20)")

@@ -5,7 +5,7 @@ it in this list, and ``ring`` (which imports nothing of ``peer``):
 
 - ``errors``     the package's exception tree, and ``cli_main``, the commands' one-line shell
 - ``core/``      the pure cores: every decision, no I/O of any kind (``now`` comes in,
-                 frozen decisions go out); checked by glob in tests/test_purity.py
+                 frozen decisions go out); checked by glob in tests/project/test_purity.py
 - ``state/``     blocking file I/O run in worker threads: journal, snapshots,
                  recovery, spill, the seen set's files, the config file
 - ``net/``       the fetcher and the resolver

@@ -79,7 +79,7 @@ class ErrorKind(StrEnum):
     """
 
     DNS = "dns"  # the name did not resolve
-    BLOCKED = "blocked"  # the SSRF guard refused every address (peer/core/netguard.py)
+    BLOCKED = "blocked"  # the SSRF guard refused every address (peer/core/dns/guard.py)
     CONNECT = "connect"  # refused, unreachable, connect timed out
     TIMEOUT = "timeout"  # crawl.timeout passed
     RESET = "reset"  # the connection was reset or closed mid-response
@@ -91,7 +91,7 @@ class ErrorKind(StrEnum):
     TLS_HOSTNAME = "tls_hostname"  # the certificate is for another host name
     TLS_UNTRUSTED = "tls_untrusted"  # no trusted CA signed it (self-signed, unknown CA)
     TLS_CLIENT_CERT = "tls_client_cert"  # the server wanted a client certificate, or refused ours
-    PROXY = "proxy"  # the proxy could not be reached, or broke its protocol (peer/core/tunnel.py)
+    PROXY = "proxy"  # the proxy could not be reached, or broke its protocol (peer/core/http/tunnel.py)
     PROXY_AUTH = "proxy_auth"  # the proxy refused the credentials (407, SOCKS5 auth)
     PROXY_REFUSED = "proxy_refused"  # the proxy could not or would not reach the target
     SCOPE = "scope"  # a URL httpx cannot fetch at all

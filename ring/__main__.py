@@ -1,7 +1,7 @@
 """``python -m ring``: the process entry point, and the one place ``ring`` meets ``peer``.
 
-cluster.toml has one parser (``peer.core.config``), a URL one placement key
-(``peer.core.urls.host_key``) and a solo peer's recorded status address one reader
+cluster.toml has one parser (``peer.core.config.cluster``), a URL one placement key
+(``peer.core.urls.normalize.host_key``) and a solo peer's recorded status address one reader
 (``peer.state.statusaddress``); the commands (``ring.tools.cli``, ``ring.tools.keys``)
 get them through a ``ConfigSource`` built here, so no module of the ring package
 imports peer. The installed commands ``ringcrawl-ring`` and ``ringcrawl-keys``
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from peer.errors import user_error
-from peer.core.urls import host_key
+from peer.core.urls.normalize import host_key
 from peer.state.configfile import load_config
 from peer.state.statusaddress import read_status_address
 from ring.tools import cli, keys

@@ -33,7 +33,7 @@ class Deliver:
     """A batch taken from ``sender`` (a member, or ``adopt:...``): entries for the crawl.
 
     They must be durable before whatever follows (the ack): the crawl says
-    where each came from by its own origins (``peer.core.decisions.Origin``);
+    where each came from by its own origins (``peer.core.crawl.decisions.Origin``);
     the ring only says who sent it.
     """
 
@@ -106,7 +106,7 @@ class Granted:
 
 @dataclass(frozen=True, slots=True)
 class NearAsked:
-    """A member asks about bands this peer owns (``peer.core.dedupe``): answer it with a ``Send``."""
+    """A member asks about bands this peer owns (``peer.core.dedupe.verdicts``): answer it with a ``Send``."""
 
     msg: NearQuery
 

@@ -17,7 +17,7 @@ Rules of the Outbox (every transition lives in this file):
    batch as soon as they number ``batch_size`` (cut in :meth:`~Outbox.add`,
    numbered and returned by the next :meth:`~Outbox.due`), or when the oldest
    of them is ``max_age`` old: ``due(now)`` with ``now >= first + max_age``.
-   ``batch_size`` bounds a frame: at the 4 KiB URL limit of ``peer.core.urls``,
+   ``batch_size`` bounds a frame: at the 4 KiB URL limit of ``peer.core.urls.normalize``,
    up to ~2000 fits the codec's 8 MiB frame.
 2. **Numbering.** A batch is numbered when first returned by ``due``:
    ``seq`` counts from 0 per destination, for the life of the process (the
@@ -190,7 +190,7 @@ __all__ = [
 ]
 
 #: The defaults of ``[ring] batch_age``, ``max_batch_age``, ``message_budget``
-#: (peer/core/config.py holds the documented keys). Measured with
+#: (peer/core/config/cluster.py holds the documented keys). Measured with
 #: scripts/bench_forward_sim.py at 1,000 pages/s a peer: 200 frames/s keeps
 #: a peer's forwarding under a tenth of what one zmq DEALER/ROUTER pair
 #: carries here (ring/io/zmqio.py), and 2 s of added latency is small next to

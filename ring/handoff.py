@@ -36,7 +36,7 @@ Rules (every one lives in this file):
    takes any ``HandoffDone`` for its view as "everything of yours is here").
 4. **A refutation of our death re-tells.** Others declared us dead and,
    seeing us back, hold the hosts they own until our ``HandoffDone``
-   (``peer.core.holds`` rule 5): we may have fetched them meanwhile. If our
+   (``peer.core.handoff.holds`` rule 5): we may have fetched them meanwhile. If our
    own view did not change (we never saw them dead), no hand-off follows,
    so when we refute a record saying we are dead with no hand-off open,
    ``HandoffDone`` for the current ring is repeated for ``MARKER_ROUNDS``

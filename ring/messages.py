@@ -51,10 +51,10 @@ What each message is for:
   (:class:`ForgetOutcome`); codes 16 and 17, added without a ``VERSION``
   change (a peer that does not know them drops them as an unknown type).
 - :class:`NearQuery` / :class:`NearAnswer` — duplicate content
-  (``peer.core.dedupe``): a peer asks the owner of some of a page's SimHash
+  (``peer.core.dedupe.verdicts``): a peer asks the owner of some of a page's SimHash
   bands whether an earlier page is within k bits of it, and the owner
   answers with the nearest (``duplicate_of``, ``distance``) or nil and -1.
-  Their fields after ``ring`` and ``sender`` are ``peer.core.nearindex``'s,
+  Their fields after ``ring`` and ``sender`` are ``peer.core.dedupe.bands``'s,
   in its order. Codes 18 and 19, added without a ``VERSION`` change, as
   16 and 17: no layout changed, and a peer of an older build drops them as
   an unknown type and counts it; the asker then decides the page at its
@@ -76,13 +76,13 @@ What each message is for:
   fingerprint). ``nonce`` matches a reply to its request.
 
 An entry's URL may carry a tail after a space: a sitemap job's depth and
-grants, or a sitemap's hints about the URL (``peer.core.sitemaphints``;
+grants, or a sitemap's hints about the URL (``peer.core.sitemaps.hints``;
 ``VERSION`` 3). The codec carries it as the string it is; a peer of
 ``VERSION`` 2 would have taken the tail for part of the URL, so it refuses
 the frame instead.
 
 The codec checks types and ranges only. A decoded URL is still untrusted
-input: the receiver normalises it (``peer.core.urls``) and checks ``ring`` against
+input: the receiver normalises it (``peer.core.urls.normalize``) and checks ``ring`` against
 its own ring name before acting on anything.
 
 Errors (``ring.errors``): :func:`decode` of anything that is not a valid frame
@@ -96,7 +96,7 @@ Limits (a hostile frame costs bounded memory and time):
 frame              8 MiB        length check before unpacking (``unpackb``
                                 takes no ``max_buffer_size``; that is the
                                 streaming ``Unpacker``'s option)
-string             8 KiB        ``max_str_len``; a URL is ≤ 4 KiB (peer.core.urls)
+string             8 KiB        ``max_str_len``; a URL is ≤ 4 KiB (peer.core.urls.normalize)
 array              10 000       ``max_array_len``; URLs in a batch, ``seen``
 names              256 chars    ring name, peer id, address, counter name
 members            1 024        entries of a digest or status reply
@@ -168,7 +168,7 @@ __all__ = [
 
 # 3: a Member record carries its page-budget grants (ring.budget); a peer
 # of version 2 would read a 10-field record and could not know the caps.
-# An entry's URL may carry a sitemap tail (peer.core.sitemaphints), which a
+# An entry's URL may carry a sitemap tail (peer.core.sitemaps.hints), which a
 # peer of version 2 would take for part of the URL.
 VERSION = 3
 MAX_FRAME = 8 * 1024 * 1024
@@ -955,7 +955,7 @@ def _band_index(v: Any) -> int:
 
 
 def _distance(v: Any) -> int:
-    # -1: no duplicate (peer.core.nearindex.NO_DISTANCE); a SimHash has 64 bits.
+    # -1: no duplicate (peer.core.dedupe.bands.NO_DISTANCE); a SimHash has 64 bits.
     if type(v) is not int or not -1 <= v <= 64:
         raise _Invalid("a distance -1..64")
     return v
@@ -967,7 +967,7 @@ def _url_or_nil(v: Any) -> str | None:
 
 _URL = _name_codec(MAX_STR)
 
-# Duplicate content (peer.core.dedupe): 18 and 19, without a VERSION change.
+# Duplicate content (peer.core.dedupe.verdicts): 18 and 19, without a VERSION change.
 _SPECS += (
     _Spec(NearQuery, 18, (("ring", _NAME), ("sender", _NAME),
                           ("bands", _array_codec((_band_index, _band_index), 64)),

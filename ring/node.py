@@ -21,7 +21,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
-    NearAsked(msg)           a member's band query (``peer.core.dedupe``): the crawl answers
+    NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
     Count(reason)            a message refused (already counted in dropped)
     Log(level, text)         what an operator should read in the log
@@ -81,7 +81,7 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    message (rules 1 and 2) from a member not dead here (``unknown_sender``
    otherwise): the band tables answer members only, and an answer from
    anyone else could only mislead. What it says is checked by the crawl
-   (``peer.core.dedupe``), which counts what it refuses.
+   (``peer.core.dedupe.verdicts``), which counts what it refuses.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -227,7 +227,7 @@ class RingNode(HandOffs, StatusReplies):
         self.max_pages = max_pages
         self.curve = curve
         self.gossip_interval = gossip_interval
-        # The key a URL is placed by (peer.core.urls.host_key); injected so ring never imports peer.
+        # The key a URL is placed by (peer.core.urls.normalize.host_key); injected so ring never imports peer.
         self._owner_key = owner_key if owner_key is not None else _netloc
         self.membership = membership if membership is not None else Membership(
             peer_id, address, weight, ring_name, seeds=seeds, gossip_interval=gossip_interval,

@@ -19,7 +19,7 @@ sums apart, ends by itself.
    one side dead.
 2. **Held hosts** (queued, so not idle): until a ``HandoffDone``, at most
    ``hold_timeout``, or a dead owner's return, at most ``takeover_after``
-   (``peer.core.holds``).
+   (``peer.core.handoff.holds``).
 3. **A member seen dead**: the crawl is not over until ``takeover_after``
    after its death (holds rule 7): beyond a partition it may have work.
 4. **Hand-offs** do not keep a peer busy (only a leaver waits for its own)

@@ -24,7 +24,7 @@ whose disk lost a grant learns it from the others.
 (van Renesse et al. keep failed members a while: forgetting one lets a
 stale gossip bring it back to life), then forgotten, as
 hashicorp/memberlist reaps a dead node ``GossipToTheDeadTime`` after its
-local ``StateChange``. ``tombstone_ttl >= 2 * dead_after`` (peer.core.config
+local ``StateChange``. ``tombstone_ttl >= 2 * dead_after`` (peer.core.config.cluster
 checks it) outlives every stale *alive* record at a running peer: such a
 record lives only until that peer's own probes time out or it merges the
 verdict. The seeds' tombstones never expire (every fresh peer starts with

@@ -79,9 +79,9 @@ TERMS: Mapping[Family, Term] = MappingProxyType({
 #: The not-requested cause of links out of the crawl's scope.
 SCOPE = "scope"
 #: URLs left out by a URL rule or a skipped file extension (``crawl.rules``,
-#: ``crawl.skip_extensions``: peer/core/urlrules.py), named by their key.
+#: ``crawl.skip_extensions``: peer/core/urls/rules.py), named by their key.
 SCOPE_RULES = ("rules", "skip_extensions")
-#: Caps whose hits are URLs never requested (``peer.core.limits.Cap`` values:
+#: Caps whose hits are URLs never requested (``peer.core.crawl.limits.Cap`` values:
 #: the config key, or ``given_up`` for URLs of a host given up).
 NOT_REQUESTED_CAPS = ("max_url_length", "max_path_repeat", "max_urls_per_host", "given_up")
 #: The causes of URLs refused before a queue: no row is written for them, so

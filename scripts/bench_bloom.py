@@ -18,7 +18,7 @@ import logging
 import sys
 
 from localweb.bench import REPEATS, median_time
-from peer.core.bloom import BloomFilter
+from peer.core.seen.bloom import BloomFilter
 
 
 

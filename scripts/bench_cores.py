@@ -17,10 +17,10 @@ import tracemalloc
 from collections import Counter
 
 from localweb.bench import REPEATS, median_time
-from peer.core.bloom import BloomFilter
-from peer.core.dnscache import DnsCache, Miss
-from peer.core.frontier import Frontier, Politeness
-from peer.core.urls import join, normalize, normalize_link
+from peer.core.seen.bloom import BloomFilter
+from peer.core.dns.cache import DnsCache, Miss
+from peer.core.frontier.frontier import Frontier, Politeness
+from peer.core.urls.normalize import join, normalize, normalize_link
 from ring.hashring import HashRing
 from ring.messages import UrlBatch, decode, encode
 
@@ -116,14 +116,14 @@ def bench_urls(n: int) -> None:
     hrefs = [rng.choice(forms).format(i=i, h=i % 50) for i in range(n)]
     absolute = [join(base, h) for h in hrefs]
     s = median_time(lambda: [normalize(u) for u in absolute])
-    print(f"peer.core.urls.normalize: {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    print(f"peer.core.urls.normalize.normalize: {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
     s = median_time(lambda: [join(base, h) for h in hrefs])
-    print(f"peer.core.urls.join:      {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
-    # The crawl's URL rules (peer/core/urlrules.py) at their defaults, and
+    print(f"peer.core.urls.normalize.join:      {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
+    # The crawl's URL rules (peer/core/urls/rules.py) at their defaults, and
     # with three rules; then links of which every third carries tracking tags.
     from types import SimpleNamespace
 
-    from peer.core.urlrules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
+    from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS, parse_url_rules
 
     rules = parse_url_rules(SimpleNamespace(  # type: ignore[arg-type]
         rules=(), skip_extensions=DEFAULT_SKIP_EXTENSIONS, strip_params=DEFAULT_STRIP_PARAMS,

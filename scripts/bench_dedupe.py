@@ -3,11 +3,11 @@
 Usage: python scripts/bench_dedupe.py [--pages 200] [--seed 1] [--shingles 1,2,3,4]
        [--table 100000]
 
-Pages are the local web's (``localweb.nearcopies``: content pages of the
+Pages are the local web's (``localweb.sitegraph.nearcopies``: content pages of the
 site graph, 20-40 KiB each). Costs are process CPU time (the box is shared,
 wall time is not), best of 5, per page: the parse and link extraction the
 engine already does, then each step of the SimHash. The corpus is each
-original, one copy of it by every change of ``localweb.nearcopies.Change``,
+original, one copy of it by every change of ``localweb.sitegraph.nearcopies.Change``,
 and every pair of two originals as the negatives. A pair is called a
 duplicate when its SimHashes are within k; precision is over all pairs
 called, recall over the copies. ``--table`` fills a band table and a digest
@@ -28,11 +28,11 @@ from typing import Any
 
 from selectolax.lexbor import LexborHTMLParser
 
-from localweb.nearcopies import Change, corpus
-from peer.core.digests import DigestTable
-from peer.core.extract import parse_page
-from peer.core.nearindex import BandTable, NearQuery
-from peer.core.simhash import _fold, distance, fingerprint, shingle_hashes, visible_text, word_hashes
+from localweb.sitegraph.nearcopies import Change, corpus
+from peer.core.dedupe.digests import DigestTable
+from peer.core.page.extract import parse_page
+from peer.core.dedupe.bands import BandTable, NearQuery
+from peer.core.dedupe.simhash import _fold, distance, fingerprint, shingle_hashes, visible_text, word_hashes
 
 KS = range(7)
 
@@ -99,7 +99,7 @@ def quality(originals: Sequence[bytes], copies: Sequence[Any], shingle: int) -> 
     print("  precision          " + "".join(f"  {p:6.3f}" for p in precisions))
     print("  false pairs        " + "".join(f"  {sum(d <= k for d in neg):6d}" for k in KS))
     # The false pairs within k = 3: how much text they really share (the
-    # pool of localweb.text is 512 blocks, and a page is a run of ~25 of them).
+    # pool of localweb.sitegraph.text is 512 blocks, and a page is a run of ~25 of them).
     sets = [set(shingle_hashes(word_hashes(visible_text(LexborHTMLParser(b)), 500_000), 3).tolist())
             for b in originals]
     shared = sorted(len(sets[i] & sets[j]) / len(sets[i] | sets[j])

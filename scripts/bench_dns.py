@@ -23,8 +23,8 @@ every page here costs a new connection (and, without the cache, a lookup).
 run, their ratio and the query counts. Every loop is bounded in count and
 time (``--max-seconds`` a run); all traffic stays on loopback.
 
-:class:`LocalDns` (:mod:`localweb.nameserver`) is also the DNS server of
-tests/test_resolver.py and tests/test_fetcher.py.
+:class:`LocalDns` (:mod:`localweb.services.nameserver`) is also the DNS server of
+tests/edges/test_resolver.py and tests/edges/test_fetcher.py.
 
 Usage::
 
@@ -42,7 +42,7 @@ from collections.abc import Iterator
 
 import trio
 
-from localweb.nameserver import LocalDns
+from localweb.services.nameserver import LocalDns
 
 __all__ = ["main"]
 
@@ -53,7 +53,7 @@ __all__ = ["main"]
 
 async def _run(urls: list[list[str]], nameserver: str, concurrency: int, cache: bool,
                deadline: float) -> tuple[float, int, Counter[str], int]:
-    from peer.core.config import CrawlConfig, DnsConfig
+    from peer.core.config.cluster import CrawlConfig, DnsConfig
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
 

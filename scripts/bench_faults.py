@@ -62,8 +62,8 @@ from bench_faults_cluster import (  # this benchmark's peer processes, their log
 )
 from localweb import SiteGraph, serve_webfarm
 from localweb.bench import free_ports, positive
-from peer.core.layout import DataDir
-from peer.core.urls import host_key
+from peer.core.run.layout import DataDir
+from peer.core.urls.normalize import host_key
 from peer.state.configfile import load_config
 from ring.hashring import HashRing
 from ring.io.zmqio import SocketType, open_socket

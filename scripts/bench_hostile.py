@@ -15,7 +15,7 @@
     exit status, how it ended, seconds, peak RSS, rows by error kind.
 
 Caps (``--caps key=value,...``) are written into cluster.toml only where
-this tree's peer.core.config declares the key (``localweb.peerrun.supported``),
+this tree's peer.core.config.cluster declares the key (``localweb.processes.peerrun.supported``),
 so the script runs before and after they exist; the table says which were
 in force. Every run is bounded by ``--timeout`` and a peer over
 ``--rss-kill`` MB is killed, so a runaway crawl cannot take the shared
@@ -36,8 +36,8 @@ from pathlib import Path
 
 from localweb import CASES, Farm, HostileWeb, Site, serve_in_thread
 from localweb.bench import positive
-from localweb.farm import TRAP_HOST
-from localweb.peerrun import Run, cluster_toml, run_peers, supported
+from localweb.hostile.farm import TRAP_HOST
+from localweb.processes.peerrun import Run, cluster_toml, run_peers, supported
 
 
 DEFAULT_CAPS = "politeness.max_retry_after=2,crawl.max_links_per_page=1000,crawl.max_urls_per_host=5000"

@@ -1,4 +1,4 @@
-"""What decoding a response body costs (peer/core/inflate.py): per MiB, by coding, and a bomb's peak memory.
+"""What decoding a response body costs (peer/core/http/inflate.py): per MiB, by coding, and a bomb's peak memory.
 
 Pages: the HTML pages of a seeded site graph (localweb.SiteGraph, 4 hosts),
 each encoded as a server would (gzip level 6, br quality 5, zstd level 3)
@@ -29,9 +29,8 @@ import tracemalloc
 import zlib
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from peer.core.inflate import brotli, decoder, zstd  # noqa: E402
+from peer.core.http.inflate import brotli, decoder, zstd
 
 MiB = 1 << 20
 READ = 64 * 1024

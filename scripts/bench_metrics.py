@@ -21,7 +21,7 @@ from pathlib import Path
 import trio
 from prometheus_client import CollectorRegistry, generate_latest
 
-from peer.core.config import parse_config
+from peer.core.config.cluster import parse_config
 from peer.engine.crawler import Crawler
 from peer.engine.metrics import PeerCollector, read_figures
 

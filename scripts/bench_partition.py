@@ -1,11 +1,11 @@
 """One owner per host through network partitions: figures from the web's request log (root only).
 
 Each scenario runs the webfarm and real ``python -m peer`` processes, each
-in its own network namespace (localweb/netns.py), at the default ring
+in its own network namespace (localweb/netns/ring.py), at the default ring
 timings, carries out the scenario's cuts, waits for every peer to exit by
 itself (stopping those left at the time limit, or once the web has been
 idle for --idle seconds after the last event) and prints the judge's
-figures (localweb/owners.py), read from the server's request log alone:
+figures (localweb/judges/owners.py), read from the server's request log alone:
 
 split   3 peers, the 49-host web (~10,100 pages) at 240 pages/min a host;
         p1 isolated from the others (not from the web) 12 s in, for 25 s
@@ -43,8 +43,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from localweb.netns import available
-from localweb.partition import Event, Web, flapping, pauses, run
+from localweb.netns.ring import available
+from localweb.netns.partition import Event, Web, flapping, pauses, run
 
 BIG_WEB = Web(hosts=49, pages=135, links=100)  # 10,122 expected pages
 AT, FOR = 12.0, 25.0

@@ -92,7 +92,7 @@ from bench_polite_crawl import (  # this benchmark's crawls and output
 )
 from bench_polite_step import section_step  # this benchmark's step and scrapy sections
 from localweb.bench import Children, positive
-from localweb.judge import ceiling, judge_hosts, total_vs_setpoints, worst
+from localweb.judges.politeness import ceiling, judge_hosts, total_vs_setpoints, worst
 
 ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = ("rate", "step", "scrapy", "ip", "peers3")

@@ -6,7 +6,7 @@ cluster.toml of a crawl with ``--set`` applied (:func:`write_cluster`), one
 crawl and what the server saw of it (:func:`crawl_once`, :class:`Run`), the
 Markdown tables, and :class:`Ctx`, the state a section is run with (the
 nginx web shared by rate, ip and peers3). The judging of the server's log
-is :mod:`localweb.judge`'s.
+is :mod:`localweb.judges.politeness`'s.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A part of ``scripts/bench_polite.py`` (its docstring describes both
 sections; run that). One host of webfarm with a per-host latency schedule
 (50 -> 1000 -> 50 ms by default, a third of the run each); ringcrawl's PID
 and Scrapy's AutoThrottle crawl it alternately, and each phase is judged
-from webfarm's request log (:mod:`localweb.judge`): rate against the
+from webfarm's request log (:mod:`localweb.judges.politeness`): rate against the
 setpoint, worst 1 s / 5 s, and the windows until the rate is back within
 +-10% of the setpoint.
 """
@@ -26,7 +26,7 @@ from typing import Any
 
 from bench_polite_crawl import STEP_HOST, Ctx, crawl_once, fmt, over, seeds_for, table
 from localweb.bench import Request, Webfarm, free_ports, pid_rows, read_requests
-from localweb.judge import ceiling, recovery, windows, worst
+from localweb.judges.politeness import ceiling, recovery, windows, worst
 
 __all__ = ["section_step"]
 

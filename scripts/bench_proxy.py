@@ -20,8 +20,8 @@ import time
 import trio
 
 from localweb import SiteGraph, serve_webfarm
-from localweb.proxies import ConnectProxy, Socks5Proxy
-from peer.core.config import parse_config
+from localweb.services.proxies import ConnectProxy, Socks5Proxy
+from peer.core.config.cluster import parse_config
 from peer.net.fetcher import Fetcher
 from peer.net.resolver import Resolver
 

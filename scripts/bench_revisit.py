@@ -1,6 +1,6 @@
 """What revisiting costs: the due queue's memory and time by size, and the simulated host's visit ratio.
 
-Due queue (peer/core/duequeue.py), at each size (10k, 100k, 1M records by
+Due queue (peer/core/revisit/duequeue.py), at each size (10k, 100k, 1M records by
 default, over one host per 100 URLs): the bytes a record costs, split into
 the record itself (a frozen ``RevisitState`` with its URL, digest, ETag and
 Last-Modified strings, each distinct, as on the web) and the queue's own
@@ -10,7 +10,7 @@ spread of due times, every host's due records popped and scheduled again
 one interval later (what the engine does between visits). Then the same
 figures extrapolated to 10M records.
 
-Simulated host (localweb/changesim.py): pages that change every 5 s and
+Simulated host (localweb/sims/changes.py): pages that change every 5 s and
 pages that never do, behind a pace of one start a second, and the ratio of
 their mean visits.
 
@@ -22,18 +22,16 @@ from __future__ import annotations
 
 import argparse
 import gc
-import sys
 import time
 import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from localweb.changesim import SimSpec, simulate  # noqa: E402
-from localweb.judge import ceiling, worst  # noqa: E402
-from peer.core.duequeue import DueQueue  # noqa: E402
-from peer.core.hostmix import Kind  # noqa: E402
-from peer.core.revisit import RevisitState  # noqa: E402
+from localweb.sims.changes import SimSpec, simulate
+from localweb.judges.politeness import ceiling, worst
+from peer.core.revisit.duequeue import DueQueue
+from peer.core.revisit.hostmix import Kind
+from peer.core.revisit.policy import RevisitState
 
 SPREAD = 86400.0   # due times spread over one day
 URLS_PER_HOST = 100

@@ -58,8 +58,8 @@ from pathlib import Path
 import trio
 
 from bench_ring_forward import run_forward  # this benchmark's forwarding half (its receiver process)
-from bench_ring_setup import BENCHES, UsageError, cmd, ring_keys, start_server  # its options and web
-from bench_ring_setup import parser as setup_parser
+from localweb.bench.ringsetup import BENCHES, UsageError, cmd, ring_keys, start_server  # its options and web
+from localweb.bench.ringsetup import parser as setup_parser
 from localweb.bench import (
     Children,
     count_in,
@@ -429,7 +429,7 @@ def bench_forward(args: argparse.Namespace, children: Children, work: Path) -> l
 
 
 def parser() -> argparse.ArgumentParser:
-    """The options (bench_ring_setup's), this docstring the description --help prints."""
+    """The options (localweb.bench.ringsetup's), this docstring the description --help prints."""
     return setup_parser(__doc__)
 
 

@@ -1,6 +1,6 @@
 """Crawl state at scale: 2 real peers on an endless web until their frontiers pass 5 M URLs.
 
-The web (``--serve``, a process of its own): localweb/endless.py,
+The web (``--serve``, a process of its own): localweb/hostile/endless.py,
 ``--hosts`` hosts; every page links to 200 URLs never seen before, so the
 supply never ends.
 
@@ -34,7 +34,7 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from localweb.endless import LINKS
+from localweb.hostile.endless import LINKS
 
 
 # ------------------------------------------------------------------ the endless web
@@ -43,7 +43,7 @@ from localweb.endless import LINKS
 def serve(hosts: int, port_file: Path) -> None:
     import trio
 
-    from localweb.endless import serve_endless
+    from localweb.hostile.endless import serve_endless
 
     async def main() -> None:
         async with trio.open_nursery() as nursery:

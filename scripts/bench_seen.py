@@ -6,7 +6,7 @@ Usage: python scripts/bench_seen.py [--sizes 1e6,1e7] [--bloom 1e6] [--batch 409
 For each size N it runs the crawl core's seen path without the crawl: URLs
 go through a Bloom filter of ``--bloom`` capacity (fixed, error rate 0.001,
 so past it its false-positive rate climbs, the case the sieve is for), new
-ones into peer.core.seen.SeenSieve and peer.state.sievefile.SieveFiles on disk, every
+ones into peer.core.seen.sieve.SeenSieve and peer.state.sievefile.SieveFiles on disk, every
 "maybe seen" into a sieve batch. Each batch of discoveries is 2/3 new URLs
 and 1/3 repeats of earlier ones (a crawl rediscovers most links). It
 prints the Bloom filter's false-positive rate measured by the sieve, URLs
@@ -29,8 +29,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from peer.core.bloom import BloomFilter
-from peer.core.seen import SeenSieve
+from peer.core.seen.bloom import BloomFilter
+from peer.core.seen.sieve import SeenSieve
 from peer.state.sievefile import SieveFiles
 
 
@@ -106,7 +106,7 @@ def run_size(n: int, bloom_capacity: int, batch: int, ram: int, directory: Path)
     # Checks against the full set, alone: 100k present and 100k absent, one sorted batch.
     import numpy as np
 
-    from peer.core.seen import url_hash
+    from peer.core.seen.sieve import url_hash
     probe = [f"http://h{j & 1023}.example/p/{j}" for j in (rng.randrange(n) for _ in range(100_000))]
     probe += [f"http://h{j & 1023}.example/q/{j}" for j in range(100_000)]
     h = np.array([url_hash(u) for u in probe], dtype=np.uint64)
@@ -123,7 +123,7 @@ def run_size(n: int, bloom_capacity: int, batch: int, ram: int, directory: Path)
 def run_handoff(rows: int, directory: Path) -> None:
     import duckdb
 
-    from peer.core.layout import DataDir
+    from peer.core.run.layout import DataDir
     from peer.results.store import ResultStore
     from ring.hashring import HashRing
 

@@ -46,8 +46,7 @@ from pathlib import Path
 from localweb.bench import Children, machine_busy, page_rows, positive, run_crawl, write_toml
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "scripts"))
-from bench_ring_setup import UsageError, start_server  # noqa: E402  (bench_ring's web, as it serves it)
+from localweb.bench.ringsetup import UsageError, start_server  (bench_ring's web, as it serves it)
 
 
 @dataclass

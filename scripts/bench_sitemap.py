@@ -1,4 +1,4 @@
-"""What one sitemap costs to parse (peer/core/sitemap.py): time and peak memory, by size, gzip or not.
+"""What one sitemap costs to parse (peer/core/sitemaps/document.py): time and peak memory, by size, gzip or not.
 
 Each case runs in a process of its own, so its peak RSS is its own: the
 document is built first, the peak is reset (``/proc/self/clear_refs``), and
@@ -10,7 +10,7 @@ what it held before the parse.
 
 Cases: 5,000 and 50,000 (the protocol's cap) URLs with lastmod, changefreq
 and priority; 500,000 (cut at 50,000); each plain and gzipped; the gzip
-bomb of localweb/sitemaps.py (256 MiB inflated, cut at 50 MiB); 50 MiB of
+bomb of localweb/hostile/sitemaps.py (256 MiB inflated, cut at 50 MiB); 50 MiB of
 blanks inside ``<urlset>``; 50,000 entries of 1.1 KiB each (image
 extensions), which meet the size cap before the count cap.
 
@@ -30,10 +30,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from localweb import sitemaps as web  # noqa: E402
-from peer.core.sitemap import SitemapLimits, parse  # noqa: E402
+from localweb.hostile import sitemaps as web
+from peer.core.sitemaps.document import SitemapLimits, parse
 
 HOST = "bench.test"
 CASES = ("5k", "5k.gz", "50k", "50k.gz", "500k", "500k.gz", "bomb", "blanks", "fat50k")

@@ -1,4 +1,4 @@
-"""Measure ``SiteSettings.for_host`` (peer/core/sites.py) at 0, 1, 10 and 100 ``[[site]]`` blocks.
+"""Measure ``SiteSettings.for_host`` (peer/core/config/sites.py) at 0, 1, 10 and 100 ``[[site]]`` blocks.
 
     .venv/bin/python scripts/bench_sites.py [--quick]
 
@@ -16,10 +16,10 @@ from __future__ import annotations
 import argparse
 
 from localweb.bench import median_time
-from peer.core.config import parse_config
-from peer.core.frontier import Frontier, Outcome
-from peer.core.sites import SiteSettings
-from peer.core.urls import Scope
+from peer.core.config.cluster import parse_config
+from peer.core.frontier.frontier import Frontier, Outcome
+from peer.core.config.sites import SiteSettings
+from peer.core.urls.scope import Scope
 
 
 def sites(n: int) -> SiteSettings:

@@ -45,14 +45,14 @@ def url_of(i: int, hosts: int) -> tuple[str, str]:
 def child(mode: str, n: int, hosts: int, head: int, tmp: str) -> dict:
     import gc
 
-    from peer.core.frontier import Frontier, Politeness
+    from peer.core.frontier.frontier import Frontier, Politeness
 
     gc.disable()  # as in a long crawl's steady state: no cyclic GC pass inside a timed loop
     pol = Politeness(rate=0)
     out: dict = {"mode": mode, "n": n}
     import sqlite3
 
-    from peer.core.bloom import BloomFilter
+    from peer.core.seen.bloom import BloomFilter
     from peer.state.journal import PeerState
 
     if mode == "sqlite":

@@ -25,7 +25,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from peer.core.warcrecord import Capture, digest, gzip_member, response_record
+from peer.core.warc.record import Capture, digest, gzip_member, response_record
 from peer.results.cdxj import urlkey
 from peer.results.warc import Fetched, WarcConfig, WarcWriter
 

@@ -1,4 +1,4 @@
-"""Print the config reference table from peer.core.config's own fields (``--write``: into docs/configuration.md).
+"""Print the config reference table from peer.core.config.cluster's own fields (``--write``: into docs/configuration.md).
 
 The table and the markers it lives between are scripts/generated_docs.py's.
 """

@@ -3,14 +3,14 @@
     python scripts/generated_docs.py            # print both tables
     python scripts/generated_docs.py --write    # put them into their pages
 
-- the config reference (docs/configuration.md), from ``peer.core.config``'s
+- the config reference (docs/configuration.md), from ``peer.core.config.cluster``'s
   own fields (``python scripts/config_reference.py`` does this one alone);
 - the module map (docs/architecture.md), from the tree: every module of
   ``peer``, ``ring`` and ``localweb``, its layer (by folder, the same rule
-  tests/test_purity.py checks) and the first line of its docstring.
+  tests/project/test_purity.py checks) and the first line of its docstring.
 
-Each page carries its table between two marker comments; tests/test_config.py
-and tests/test_docs.py fail until what lies between them is exactly what this
+Each page carries its table between two marker comments; tests/core/test_config.py
+and tests/project/test_docs.py fail until what lies between them is exactly what this
 prints, so after adding a key or a module, run it with --write.
 """
 
@@ -63,7 +63,7 @@ MODULES = Block(ROOT / "docs" / "architecture.md",
 
 def config_table() -> str:
     """The config reference: one row a key, ending with a newline."""
-    from peer.core.config import reference
+    from peer.core.config.cluster import reference
 
     rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
     rows += [f"| `{key}` | {kind} | `{default}` | {doc} |" for key, kind, default, doc in reference()]

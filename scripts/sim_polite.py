@@ -2,11 +2,11 @@
 
     .venv/bin/python scripts/sim_polite.py [--window 60] [--hosts 9]
 
-Runs localweb/politesim.py, the simulation tests/test_politeness.py checks, and
+Runs localweb/sims/politeness.py, the simulation tests/core/test_politeness.py checks, and
 prints per rate and host concurrency:
 
 - the worst requests any host got in any 1 s and any 5 s window (sliding),
-  against the ceiling ceil(1.1 x rate/s x W) + 1 of peer/core/frontier.py rule 7;
+  against the ceiling ceil(1.1 x rate/s x W) + 1 of peer/core/frontier/frontier.py rule 7;
 - the median host's rate while it had work, against the setpoint;
 - after a latency step 50 -> 1000 -> 50 ms, windows until every window is
   within +-10 % of the setpoint again;
@@ -22,12 +22,12 @@ import argparse
 import statistics
 import sys
 
-from localweb.politesim import (
+from localweb.sims.politeness import (
     PHASE, Site, ceilings, host_response_time, max_in_window, rate_between, recovery_windows, simulate, steps,
 )
-from localweb.politesim import simulate_pid_host as pid_sim
-from peer.core.frontier import Politeness
-from peer.core.pid import PID
+from localweb.sims.politeness import simulate_pid_host as pid_sim
+from peer.core.frontier.frontier import Politeness
+from peer.core.frontier.pid import PID
 
 RATES = (6.0, 60.0, 120.0, 600.0, 1200.0)
 
@@ -84,7 +84,7 @@ def shared_ip_table(window: float) -> None:
 
 
 def pid_table() -> None:
-    # tests/test_pid.py's model: 7 connections, each waiting the delay after
+    # tests/core/test_pid.py's model: 7 connections, each waiting the delay after
     # its response; 0.5 s then 9.5 s then 0.5 s a page at 40/min, scaled.
     print("PID law alone, the PID post's fast-slow-fast host scaled to the rate, 60 s windows:"
           " windows to settle within +-5 % of S")

@@ -2,7 +2,7 @@
 """The local test web on its own: ``python scripts/webfarm.py --help``.
 
 A thin entry point; the web is the :mod:`localweb` package (the site graph
-in localweb/graph.py, its pages, oracle, bad endpoints and server), which
+in localweb/sitegraph/graph.py, its pages, oracle, bad endpoints and server), which
 tests and benchmarks import directly.
 """
 

@@ -73,8 +73,8 @@ from typing import Any
 import trio
 
 from peer.commands.lostpeer import RESULTS_FILE, STATE_DIR, LostPeer, load_lost, lost_peer_id, restore_rows
-from peer.core.config import ClusterConfig
-from peer.core.urls import host_key
+from peer.core.config.cluster import ClusterConfig
+from peer.core.urls.normalize import host_key
 from peer.errors import EXIT_USAGE, ConfigError, PeerError, URLError
 from peer.state.configfile import load_config
 from ring.errors import RingError, user_error
@@ -102,7 +102,7 @@ __all__ = [
 
 EXIT_INCOMPLETE = 1
 #: Entries (URLs + seen) per batch. The codec takes 10,000 and 8 MiB a frame;
-#: at the 4 KiB URL limit of peer.core.urls 1,000 entries stay under 4.1 MiB, and
+#: at the 4 KiB URL limit of peer.core.urls.normalize 1,000 entries stay under 4.1 MiB, and
 #: MAX_BATCH under 8 MiB.
 BATCH_SIZE = 1000
 MAX_BATCH = 2000

@@ -15,7 +15,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from peer.core.config import ClusterConfig, CrawlConfig
+from peer.core.config.cluster import ClusterConfig, CrawlConfig
 from peer.errors import EXIT_USAGE
 
 __all__ = ["check_host", "config_warnings", "describe", "idle_peers", "ring_warnings", "seed_hosts_text",
@@ -33,8 +33,8 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
     lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
-    from peer.core.proxyconf import proxy_lines
-    from peer.core.robots import product_token
+    from peer.core.config.proxies import proxy_lines
+    from peer.core.crawl.robots import product_token
 
     # What every request carries; header values are not shown (a header may
     # hold a token for one's own sites), nor are proxy credentials.
@@ -63,10 +63,10 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                  f"on: every {rv.min_interval:g}-{rv.max_interval:g}s a page (first {rv.clamp(rv.initial_interval):g}s), "
                  f"{rv.revisit_share:.0%} of a host's starts; runs "
                  + (f"{rv.run_for:g}s" if rv.run_for else "until stopped")))
-    from peer.core.tlsconfig import describe_tls
+    from peer.core.config.tls import describe_tls
 
     lines.append(f"   {describe_tls(c, cfg.sites)}")
-    from peer.core.urlrules import parse_url_rules
+    from peer.core.urls.rules import parse_url_rules
 
     lines.append(f"   url {parse_url_rules(c, str(cfg.path)).describe()}")
     ex = cfg.extract
@@ -86,8 +86,8 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
 
 def check_host(cfg: ClusterConfig, text: str) -> int:
     """``--check --host``: the settings in force for one host, and where each came from."""
-    from peer.core.sites import SiteSettings
-    from peer.core.urls import URLError, host_key
+    from peer.core.config.sites import SiteSettings
+    from peer.core.urls.normalize import URLError, host_key
 
     try:
         host = host_key(text if "://" in text else f"http://{text}/")
@@ -95,7 +95,7 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
         print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
         return EXIT_USAGE
     sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
-    from peer.core.proxyconf import host_proxy
+    from peer.core.config.proxies import host_proxy
 
     proxy = host_proxy(cfg, sites.for_host(host).block)
     print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])))
@@ -108,7 +108,7 @@ SEED_OWNERS_SHOWN = 8
 
 def seed_owners(cfg: ClusterConfig) -> list[tuple[str, str]]:
     """(seed host, the peer that owns it) on the ring of cluster.toml's peers, in seed order."""
-    from peer.core.urls import URLError, host_key, normalize
+    from peer.core.urls.normalize import URLError, host_key, normalize
     from ring.tools.cli import ring_of
 
     ring = ring_of(cfg)
@@ -141,8 +141,8 @@ def idle_peers(cfg: ClusterConfig, seeds: Sequence[tuple[str, str]]) -> list[str
 
 
 def _codings(c: CrawlConfig) -> str:
-    """Accept-Encoding as sent (peer.core.inflate), and a coding left out for its missing library."""
-    from peer.core.inflate import AVAILABLE, accept_encoding
+    """Accept-Encoding as sent (peer.core.http.inflate), and a coding left out for its missing library."""
+    from peer.core.http.inflate import AVAILABLE, accept_encoding
 
     missing = [x for x in c.accept_encodings if x not in AVAILABLE]
     return (f"Accept-Encoding {accept_encoding(c.accept_encodings)} (crawl.accept_encodings), "
@@ -155,21 +155,22 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
 
     Each would end a crawl at once with 0 pages and no other sign: no seeds, a
     seed out of scope (its host, or ``crawl.rules``/``skip_extensions``, the
-    rule named), a seed the SSRF guard will refuse (peer/core/netguard.py:
+    rule named), a seed the SSRF guard will refuse (peer/core/dns/guard.py:
     an IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
     public, while ``allow_private`` is false). A seed resolved by real DNS is
     judged when it is fetched, not here: --check does no I/O. A ``[[site]]``
-    block with ``verify = false`` is one too (peer/core/tlsconfig.py rule 4).
+    block with ``verify = false`` is one too (peer/core/config/tls.py rule 4).
     """
-    from peer.core.sites import SiteSettings
-    from peer.core.urls import Scope, host_key, hostname, normalize
-    from peer.core.urlrules import parse_url_rules
+    from peer.core.config.sites import SiteSettings
+    from peer.core.urls.normalize import host_key, hostname, normalize
+    from peer.core.urls.scope import Scope
+    from peer.core.urls.rules import parse_url_rules
 
     c = cfg.crawl
     where = str(cfg.path)
     urlrules = parse_url_rules(c, where)
     sites = SiteSettings(cfg.sites, c, cfg.politeness)
-    from peer.core.tlsconfig import unverified_warnings
+    from peer.core.config.tls import unverified_warnings
 
     ring = ring_warnings(cfg) + [f"{where}: {w}" for w in unverified_warnings(cfg.sites)]
     if not c.seeds:
@@ -202,11 +203,11 @@ def static_refused(cfg: ClusterConfig) -> dict[int, str]:
     """Seeds the SSRF guard will refuse, judged without I/O: by seed index, the line to say.
 
     An IP literal, ``localhost``, or a ``[dns] resolve`` answer that is not
-    public, while ``allow_private`` is false (peer/core/netguard.py).
+    public, while ``allow_private`` is false (peer/core/dns/guard.py).
     """
-    from peer.core.dnscache import DnsCache
-    from peer.core.netguard import is_public_address
-    from peer.core.urls import URLError, host_key, hostname, normalize
+    from peer.core.dns.cache import DnsCache
+    from peer.core.dns.guard import is_public_address
+    from peer.core.urls.normalize import URLError, host_key, hostname, normalize
 
     c = cfg.crawl
     if c.allow_private:

@@ -23,16 +23,16 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from peer.core.config import ClusterConfig
+from peer.core.config.cluster import ClusterConfig
 from peer.state.configfile import load_config
 from peer.errors import EXIT_USAGE, PeerError, user_error
 
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
-from peer.core.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
 from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
                                  static_refused)
-from peer.core.stats import STATS_FILE
+from peer.core.run.stats import STATS_FILE
 from ring.errors import RingError
 
 __all__ = ["main"]
@@ -128,7 +128,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         cfg = load_config(args.ring)
         if cfg.crawl.proxy or any(b.proxy for b in cfg.sites):  # its credentials read now: one line if not
-            from peer.core.sites import SiteSettings
+            from peer.core.config.sites import SiteSettings
             from peer.net.proxy import proxy_routes
 
             proxy_routes(cfg.crawl, SiteSettings(cfg.sites, cfg.crawl, cfg.politeness))
@@ -179,7 +179,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     for warning in config_warnings(cfg):
         log.warning("%s", warning)
     data_dir = Path(args.data_dir).resolve() if args.address else cfg.data_dir(args.id)
-    from peer.core.layout import DataDir
+    from peer.core.run.layout import DataDir
 
     results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
     try:
@@ -312,7 +312,7 @@ class _Refused(Exception):
 
 def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, results: Path,
                state_dir: Path) -> RunRecord:
-    """Resume, start fresh, ask or refuse (peer/core/runs.py's rules); the record of this run."""
+    """Resume, start fresh, ask or refuse (peer/core/run/runs.py's rules); the record of this run."""
     from peer.state.journal import PeerState, read_run, write_run
 
     if results.exists():
@@ -379,10 +379,10 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
     """The run record's end and data_dir/stats.json; a failure to write them is a warning."""
     import json
 
-    from peer.core.limits import Cap
+    from peer.core.crawl.limits import Cap
     from peer.state.fsio import write_atomic
     from peer.state.journal import write_run
-    from peer.core.stats import crawl_stats, run_config
+    from peer.core.run.stats import crawl_stats, run_config
 
     node = crawler.node
     out = node.outbox.stats().forwarded if node is not None else 0
@@ -422,7 +422,7 @@ def _results_pages(results: Path, *, requested: bool = True) -> int | None:
 
 
 def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
-    from peer.core.config import parse_address
+    from peer.core.config.cluster import parse_address
     from peer.errors import ConfigError
 
     if args.id is None or args.data_dir is None:
@@ -447,7 +447,7 @@ def _bind_problem(address: str) -> tuple[str, str] | None:
     TCP listener does, so a port left in TIME_WAIT by this peer's previous
     run is not reported as busy.
     """
-    from peer.core.config import parse_address
+    from peer.core.config.cluster import parse_address
 
     try:
         host, port = parse_address(address)

@@ -26,8 +26,8 @@ from typing import Any
 
 import duckdb
 
-from peer.core.config import ClusterConfig
-from peer.core.layout import RESULTS_NAME, STATE_NAME, StateFile
+from peer.core.config.cluster import ClusterConfig
+from peer.core.run.layout import RESULTS_NAME, STATE_NAME, StateFile
 from peer.errors import ConfigError, StateError
 from peer.results.store import PageRow, ResultStore
 from peer.state.journal import SPILL_DIR, PeerState, Recovered

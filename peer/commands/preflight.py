@@ -32,12 +32,12 @@ from typing import TYPE_CHECKING
 
 import trio
 
-from peer.core.config import ClusterConfig
+from peer.core.config.cluster import ClusterConfig
 from peer.errors import ErrorKind, FetchError
 
 if TYPE_CHECKING:
-    from peer.core.robots import RobotsCache
-    from peer.net.fetcher import FetchResult
+    from peer.core.crawl.robots import RobotsCache
+    from peer.core.http.result import FetchResult
 
 __all__ = ["MAX_HOSTS", "PARALLEL", "PROBE_TIMEOUT", "probe_seeds"]
 
@@ -68,7 +68,8 @@ _BECAUSE = {
 def _seed_hosts(cfg: ClusterConfig, skip: Set[int]) -> list[tuple[int, str, str, str]]:
     """(seed index, seed, normalised URL, host key) of the first seed of each host in scope,
     the hosts of the seeds in ``skip`` left out."""
-    from peer.core.urls import Scope, URLError, host_key, normalize
+    from peer.core.urls.normalize import URLError, host_key, normalize
+    from peer.core.urls.scope import Scope
 
     c = cfg.crawl
     scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
@@ -93,11 +94,11 @@ def _seed_hosts(cfg: ClusterConfig, skip: Set[int]) -> list[tuple[int, str, str,
 async def probe_seeds(cfg: ClusterConfig, skip: Set[int] = frozenset()) -> list[str]:
     """One line per seed host the crawl cannot fetch, as the crawl would find out (module
     docstring); the hosts of the seeds in ``skip`` (already warned of) are not asked."""
-    from peer.core.robots import MAX_ROBOTS_BYTES, RobotsCache
-    from peer.core.urls import hostname
+    from peer.core.crawl.robots import MAX_ROBOTS_BYTES, RobotsCache
+    from peer.core.urls.normalize import hostname
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
-    from peer.core.sites import SiteSettings
+    from peer.core.config.sites import SiteSettings
 
     c = cfg.crawl
     hosts = _seed_hosts(cfg, skip)
@@ -115,7 +116,7 @@ async def probe_seeds(cfg: ClusterConfig, skip: Set[int] = frozenset()) -> list[
     async def ask(fetcher: Fetcher, i: int, seed: str, url: str, host: str) -> None:
         name = f"crawl.seeds[{i}] {seed!r}"
         async with limit:
-            # Through a proxy that resolves names (peer/core/proxyconf.py rule 1) the
+            # Through a proxy that resolves names (peer/core/config/proxies.py rule 1) the
             # crawl asks no DNS: only the guard on what is known here, then the proxy.
             proxy = fetcher.proxies.for_host(host) if fetcher.proxies is not None else None
             remote = proxy is not None and proxy.spec.scheme.remote_dns
@@ -163,7 +164,7 @@ def _lookup_line(where: str, name: str, exc: FetchError) -> str:
 def _answer_line(where: str, name: str, target: str, res: FetchResult, robots: RobotsCache,
                  host: str, url: str, obey: bool, timeout: float) -> str | None:
     """The line for one answer (or failure) of ``target``; None when the seed can be crawled."""
-    from peer.core.robots import Verdict
+    from peer.core.crawl.robots import Verdict
 
     via = f" at {res.address}" if res.address else ""
     if res.status is None:

@@ -2,7 +2,7 @@
 
 Scrapy users reach for ``scrapy shell``; this is the same idea for ringcrawl's
 rules. No rule is restated here: the URL goes through the crawl core itself
-(``peer.core.crawl.CrawlCore``), in virtual time, and every verdict is printed:
+(``peer.core.crawl.core.CrawlCore``), in virtual time, and every verdict is printed:
 
 1. ``CrawlCore.discover`` of the URL, met for the first time: normalisation
    (with ``strip_params`` and ``sort_query``: the URL shown is the one the
@@ -18,7 +18,7 @@ rules. No rule is restated here: the URL goes through the crawl core itself
    ``max_body``, the timeout), a redirect's target with its own verdicts, and
    the addresses its connection tried, in order (happy eyeballs, RFC 8305),
    with the one that connected;
-4. what the page says of itself (``peer.core.directives``): its canonical
+4. what the page says of itself (``peer.core.page.directives``): its canonical
    URL and robots directives, each with its source (the head or the HTML),
    and what the crawl does about them; then the links found
    (``CrawlCore.fetched`` says whether to parse), each with its
@@ -28,7 +28,7 @@ rules. No rule is restated here: the URL goes through the crawl core itself
 5. the fields the ``[extract]`` rules (or the user function) take, as the
    crawl stores them: after a field's ``strip`` and ``re``, with the value
    the selector found beside it when they changed it;
-6. a sitemap (``peer.core.sitemap``): a URL named by robots.txt's
+6. a sitemap (``peer.core.sitemaps.document``): a URL named by robots.txt's
    ``Sitemap:`` lines or ``[sitemaps] seeds`` is fetched as the crawl
    fetches sitemaps (up to ``sitemaps.max_bytes``), and any 2xx answer that
    is no HTML is read as one: its kind, its URLs or child sitemaps, the
@@ -49,15 +49,15 @@ from collections.abc import Sequence
 
 from typing import TYPE_CHECKING
 
-from peer.core.config import ClusterConfig, CrawlConfig
-from peer.core.eyeballs import ATTEMPT_DELAY
+from peer.core.config.cluster import ClusterConfig, CrawlConfig
+from peer.core.dns.eyeballs import ATTEMPT_DELAY
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
 from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
-    from peer.core.crawl import CrawlCore, Parsed, Row
-    from peer.net.fetcher import FetchResult
+    from peer.core.crawl.core import CrawlCore, Parsed, Row
+    from peer.core.http.result import FetchResult
 
 __all__ = ["main"]
 
@@ -113,13 +113,13 @@ class _Rules:
                      if len(cfg.peers) > 1 else None)
 
     def core(self, peer_id: str) -> CrawlCore:
-        from peer.core.crawl import CrawlCore
+        from peer.core.crawl.core import CrawlCore
 
         return CrawlCore(self.small, peer_id)
 
     def verdict(self, url: str, depth: int) -> str:
         """What ``CrawlCore.discover`` does with one URL, as one phrase."""
-        from peer.core.crawl import Forward, Origin, Queued
+        from peer.core.crawl.core import Forward, Origin, Queued
 
         core = self.core(self.peer if self.peer is not None else _NOBODY)
         core.ring = self.ring
@@ -131,7 +131,7 @@ class _Rules:
         clean = core.params.clean(url) if core.params else url
         rules = core.urlrules
         if core.sites:
-            from peer.core.urls import host_key
+            from peer.core.urls.normalize import host_key
 
             try:
                 rules = core.sites.for_host(host_key(clean)).urlrules or rules
@@ -156,7 +156,7 @@ class _Rules:
 
     def owner(self, url: str) -> str | None:
         """The peer that fetches ``url``'s host (None: a ring of one)."""
-        from peer.core.urls import host_key
+        from peer.core.urls.normalize import host_key
 
         if self.ring is None:
             return None
@@ -174,8 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             cfg.peer(args.peer)
         if args.links < 0:
             raise PeerError("--links: expected a number >= 0")
-        from peer.core.urls import normalize
-        from peer.core.urlrules import parse_url_rules
+        from peer.core.urls.normalize import normalize
+        from peer.core.urls.rules import parse_url_rules
 
         params = parse_url_rules(cfg.crawl, str(cfg.path)).params
         try:
@@ -207,7 +207,7 @@ def _say(label: str, text: str) -> None:
 
 
 def _normalized(urls: Sequence[str]) -> set[str]:
-    from peer.core.urls import normalize
+    from peer.core.urls.normalize import normalize
 
     out = set()
     for u in urls:
@@ -233,7 +233,7 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
     """Read ``body`` as the crawl reads a sitemap; False (nothing said) if it is none."""
     import time
 
-    from peer.core.sitemap import SitemapKind, host_authority, parse
+    from peer.core.sitemaps.document import SitemapKind, host_authority, parse
 
     grant = host_authority(robots_url) if robots_url is not None else None
     sm = parse(body, url, [grant] if grant is not None else [], cfg.sitemaps.limits())
@@ -267,8 +267,8 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
 
 
 def _coding(crawl: CrawlConfig, res: FetchResult) -> str:
-    """What was asked for (peer.core.inflate) and what came on the wire."""
-    from peer.core.inflate import accept_encoding
+    """What was asked for (peer.core.http.inflate) and what came on the wire."""
+    from peer.core.http.inflate import accept_encoding
 
     return (f"asked for {accept_encoding(crawl.accept_encodings)} (crawl.accept_encodings), "
             f"zstd window up to {crawl.zstd_max_window:,} bytes; {res.raw_bytes:,} bytes on the wire"
@@ -276,12 +276,12 @@ def _coding(crawl: CrawlConfig, res: FetchResult) -> str:
 
 
 async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
-    from peer.core.crawl import Drop, Fetch, FetchRobots, FetchSitemap, Origin, Requeue, Row, Sleep, Start, parse_response
+    from peer.core.crawl.core import Drop, Fetch, FetchRobots, FetchSitemap, Origin, Requeue, Row, Sleep, Start, parse_response
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
-    from peer.core.robots import MAX_ROBOTS_BYTES
-    from peer.core.urls import normalize_link
-    from peer.core.cookies import cookie_words
+    from peer.core.crawl.robots import MAX_ROBOTS_BYTES
+    from peer.core.urls.normalize import normalize_link
+    from peer.core.http.cookies import cookie_words
 
     rules = _Rules(cfg, args.peer)
     crawl = cfg.crawl
@@ -297,18 +297,18 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     step = core.next(now)
     assert isinstance(step, Start)
     job = step.job
-    # The [[site]] block whose settings the URL's host is crawled with (peer/core/sites.py).
+    # The [[site]] block whose settings the URL's host is crawled with (peer/core/config/sites.py).
     _say("site", core.sites.label(job.host))
     adm = core.admit(job, now)
     resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
     async with Fetcher(crawl, resolver, sites=core.sites) as fetcher:
-        if fetcher.proxies is not None:  # the proxy the crawl would go through (peer/core/proxyconf.py)
+        if fetcher.proxies is not None:  # the proxy the crawl would go through (peer/core/config/proxies.py)
             proxy = fetcher.proxies.for_host(job.host)
             _say("proxy", proxy.spec.label if proxy is not None else "none: a direct connection")
         if url.startswith("https:"):
             # The certificate and the check that applies (peer/net/tls.py), by
             # a handshake of its own: the fetch's connection shows no certificate.
-            from peer.core.http1 import request_target
+            from peer.core.http.http1 import request_target
             from peer.net.tls import certificate_line
 
             _, host, port, _, _ = request_target(url)
@@ -362,7 +362,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         if named or url in _normalized(cfg.sitemaps.seeds):
             res = await fetcher.fetch(url, max_body=cfg.sitemaps.max_bytes, prefix_ok=True)
         else:
-            # The crawl's jar (peer/core/cookies.py): what robots.txt set is sent.
+            # The crawl's jar (peer/core/http/cookies.py): what robots.txt set is sent.
             sent = core.cookies.header(url, time.time()) if core.cookies is not None else None
             res = await fetcher.fetch(url, cookie=sent)
     where = f" from {res.address}" if res.address else ""
@@ -423,8 +423,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("items", "no rule matches this URL")
     raw: dict[str, dict[str, object]] = {}
     if any(f.cleans for r in cfg.extract.rules for f in r.fields):
-        from peer.core.extract import parse_tree
-        from peer.core.items import raw_items
+        from peer.core.page.extract import parse_tree
+        from peer.core.page.items import raw_items
 
         raw = raw_items(cfg.extract, url, parse_tree(res.body, res.charset))
     for table, row in parsed.items:
@@ -440,7 +440,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
 
 
 
-#: How the links list names a link's source (peer.core.extract's names).
+#: How the links list names a link's source (peer.core.page.extract's names).
 _VIA = {"frame": "frame", "refresh": "meta refresh", "link": "link rel"}
 
 
@@ -450,8 +450,8 @@ def _directives(rules: _Rules, url: str, res: FetchResult, parsed: Parsed | None
     A fresh crawl core's row says what the crawl records (None: the answer
     is retried, and no row is written yet); only the sources are read here.
     """
-    from peer.core.crawl import Origin, Row, Start
-    from peer.core.directives import x_robots_tag
+    from peer.core.crawl.core import Origin, Row, Start
+    from peer.core.page.directives import x_robots_tag
 
     core = rules.core(_NOBODY)
     core.discover(url, 0, 0.0, Origin.HANDED_BACK)

@@ -1,6 +1,6 @@
 """One peer's core: the crawl core and the ring node composed; events in, one ordered list of effects out (pure).
 
-``PeerCore`` joins ``peer.core.crawl.CrawlCore`` and ``ring.node.RingNode``
+``PeerCore`` joins ``peer.core.crawl.core.CrawlCore`` and ``ring.node.RingNode``
 where they meet, so no driver stands between them (httpcore drives one h11
 ``Connection``, not two). A link found here whose host is another peer's
 is a ``Forward`` the crawl decides and that goes into the ring node's Outbox
@@ -21,7 +21,7 @@ the silence of a process that was not running is its own, not its peers').
   ``flush``: the Outbox's frames due; ``leave``: ``ring leave`` or a signal;
 - ``hosts_read`` / ``fetched_read``: the answers to a hand-off's reads.
 
-Effects: the crawl's (``peer.core.decisions``: ``Forward`` is journaled by
+Effects: the crawl's (``peer.core.crawl.decisions``: ``Forward`` is journaled by
 the driver, its send is done here), the ring's ``Send``, ``Reply``,
 ``Log``, ``StatusAsked``, ``Released`` (done here; for the record) and
 ``Granted`` (the driver journals the grant totals) (``ring.actions``), and
@@ -58,7 +58,7 @@ Rules:
    is followed by ``Commit``, before the round's messages that carry the
    grants: a process killed after them restarts with them (a restart that
    forgot a grant would spend it a second time).
-6. **Band queries** (``peer.core.duplicates``): a ``NearAsk`` to this
+6. **Band queries** (``peer.core.dedupe.held``): a ``NearAsk`` to this
    peer (or in a ring of one) is answered here, in the same call, and the
    answer fed back to the crawl; one to another member is a ``Send`` of a
    ``NearQuery``. A member's ``NearQuery`` is answered with a ``Send`` of
@@ -74,9 +74,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Union
 
-from peer.core.crawl import CrawlCore
-from peer.core.decisions import Effect, Finished, Forward, NearAsk, Origin, Sleep, Start
-from peer.core.nearindex import NearAnswer, NearQuery
+from peer.core.crawl.core import CrawlCore
+from peer.core.crawl.decisions import Effect, Finished, Forward, NearAsk, Origin, Sleep, Start
+from peer.core.dedupe.bands import NearAnswer, NearQuery
 from ring.actions import (
     Action,
     Count,
@@ -220,7 +220,7 @@ class PeerCore:
         self._now = now
         return self.crawl.next(now, self if self.node is not None else None)
 
-    # ``peer.core.decisions.RingView``: what ``CrawlCore.next`` asks of the ring.
+    # ``peer.core.crawl.decisions.RingView``: what ``CrawlCore.next`` asks of the ring.
 
     @property
     def page_cap(self) -> int:

@@ -40,10 +40,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit, urlunsplit
 
-from peer.core.config import ClusterConfig
-from peer.core.warcrecord import Refers, RevisitProfile, info_json
+from peer.core.config.cluster import ClusterConfig
+from peer.core.warc.record import Refers, RevisitProfile, info_json
 from peer.errors import StateError
-from peer.net.fetcher import FetchResult
+from peer.core.http.result import FetchResult
 
 if TYPE_CHECKING:
     # Imported when WARC is on (Archive.open): surt and warcio cost a peer
@@ -165,7 +165,7 @@ class Archive:
                 self._fail(exc)
 
     def figures(self) -> dict[str, int]:
-        """The counters of stats.json's ``warc`` object (peer/core/stats.py)."""
+        """The counters of stats.json's ``warc`` object (peer/core/run/stats.py)."""
         s = self.writer.stats
         return {"records": s.records, "fetches": s.items, "files": s.files, "bytes": s.bytes,
                 "without_response": self.without_response, "skipped_truncated": s.skipped_truncated,

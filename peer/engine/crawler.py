@@ -1,4 +1,4 @@
-"""The crawl engine of one peer: the trio driver around ``peer.core.crawl.CrawlCore``.
+"""The crawl engine of one peer: the trio driver around ``peer.core.crawl.core.CrawlCore``.
 
 This module is the scheduler and the effects' table; the rest of ``Crawler``
 comes from its parts, one module each: ``peer.engine.durability`` (journal,
@@ -15,7 +15,7 @@ Layers, top down (httpcore's shape: the driver does I/O, the core decides):
   its effects, the crawl's (``Forward``, ``Queued``, ``Row``...) and the
   ring's (``Send``, ``Reply``, ``Commit``...), are done here by one
   ``{effect type: handler}`` table;
-- ``peer.core.crawl.CrawlCore``: every crawl decision, pure (scope, Bloom
+- ``peer.core.crawl.core.CrawlCore``: every crawl decision, pure (scope, Bloom
   filter, frontier, robots cache, limits, retries, redirects, hand-off holds,
   ``max_pages``);
 - ``peer.net.fetcher`` / ``peer.net.resolver``: one attempt, errors as data.
@@ -28,7 +28,7 @@ parser thread when ``CrawlCore.fetched`` says HTML -> ``CrawlCore.on_result``
 -> its effects, through ``PeerCore.routed`` (URLs of other owners into the
 Outbox there), here: rows to the store and journal.
 
-Rules (the core keeps most of them; peer/core/crawl.py):
+Rules (the core keeps most of them; peer/core/crawl/core.py):
 
 1. A job is *started* when the frontier hands it out, and *done* when its
    request has ended, whatever the outcome; ``Frontier.done`` is called
@@ -48,7 +48,7 @@ Rules (the core keeps most of them; peer/core/crawl.py):
 5. The crawl ends when the frontier is empty and nothing is in flight, when
    ``max_pages`` fetches have started, or on ``stop()``; results are flushed
    in every case.
-6. Remote input is capped (peer/core/limits.py): URL length, repeating paths,
+6. Remote input is capped (peer/core/crawl/limits.py): URL length, repeating paths,
    links per page and URLs per host before a URL is queued; Retry-After
    cut to ``max_retry_after``, and a host that keeps asking for more is
    given up (its URLs recorded as ``retry_after``). Every hit is counted in
@@ -56,7 +56,7 @@ Rules (the core keeps most of them; peer/core/crawl.py):
 7. A robots.txt that cannot be read says why at its first failure: a
    warning names its URL, the cause, the next try and the keys that govern
    it, later tries a short line each; the progress line names the held
-   host tried next and when (peer/core/robots.py rule 4), and when
+   host tried next and when (peer/core/crawl/robots.py rule 4), and when
    no retry can help (``dns``, ``blocked``: at once; ``connect`` and the
    rest: after the cache's last retry) the host's URLs are recorded with
    that cause, not as ``robots``. A longer robots.txt is read up to
@@ -91,8 +91,8 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from peer.core.config import ClusterConfig
-from peer.core.crawl import (
+from peer.core.config.cluster import ClusterConfig
+from peer.core.crawl.core import (
     Checking,
     MAX_RETRIES,
     CrawlCore,
@@ -119,13 +119,14 @@ from peer.core.crawl import (
     Warn,
     parse_response,
 )
-from peer.net.fetcher import Fetcher, FetchResult
-from peer.core.bloom import BloomFilter
-from peer.core.frontier import Frontier, Job
-from peer.core.layout import DataDir
-from peer.core.limits import Limits
+from peer.core.http.result import FetchResult
+from peer.net.fetcher import Fetcher
+from peer.core.seen.bloom import BloomFilter
+from peer.core.frontier.frontier import Frontier, Job
+from peer.core.run.layout import DataDir
+from peer.core.crawl.limits import Limits
 from peer.net.resolver import Resolver
-from peer.core.robots import MAX_ROBOTS_BYTES, RobotsCache
+from peer.core.crawl.robots import MAX_ROBOTS_BYTES, RobotsCache
 from peer.state.spill import FileSpill
 from peer.state.journal import PeerState
 from peer.results.store import PageRow, ResultStore
@@ -355,12 +356,12 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
         crawl = self.cfg.crawl
         self._wall0 = wall0 = time.monotonic()
         self.started = time.time()
-        self.core.wall_offset = time.time() - self.clock()  # peer.core.duplicates
+        self.core.wall_offset = time.time() - self.clock()  # peer.core.dedupe.held
         sites = self.core.sites
         fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites, capture=self.cfg.warc.enabled)
         async with ResultStore(
             DataDir(self.data_dir).results, self.peer_id,
-            # The tables a [[site]] block may fill too (peer/core/sites.py).
+            # The tables a [[site]] block may fill too (peer/core/config/sites.py).
             store_links=sites.any("store_links"), store_body=sites.any("store_body"),
             item_tables=self.cfg.extract.tables(), store_fetches=self.cfg.revisit.enabled,
         ) as store, fetcher:
@@ -596,7 +597,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
                 # A small page on the loop (INLINE_PAGE); the rest in a worker
                 # thread: lexbor releases the GIL while it parses, and a crafted
                 # page can take it seconds or more (deep nesting, huge <select>s:
-                # tests/test_hostile.py); gossip and the other fetches must go
+                # tests/e2e/test_hostile.py); gossip and the other fetches must go
                 # on meanwhile.
                 body = res.body
                 if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:

@@ -19,8 +19,8 @@ from typing import Any
 import trio
 
 from peer.engine.parts import CrawlerParts
-from peer.core.crawl import CEILING_HORIZON, Origin
-from peer.core.layout import DataDir
+from peer.core.crawl.core import CEILING_HORIZON, Origin
+from peer.core.run.layout import DataDir
 from peer.state.cookiefile import COOKIE_SAVE_SECONDS, discard_cookies, read_cookies, write_cookies
 from peer.state.spill import FileSpill
 from peer.state.journal import PeerState, SnapshotStats
@@ -205,7 +205,7 @@ class Durability(CrawlerParts):
             core.sieve.note_size(core.bloom.count)
 
     async def _sieve_loop(self) -> None:
-        """Hand the sieve its batches (peer/core/seen.py) when they are due, in a worker thread."""
+        """Hand the sieve its batches (peer/core/seen/sieve.py) when they are due, in a worker thread."""
         sieve = self.core.sieve
         if self._sieve is None:
             return

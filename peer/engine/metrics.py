@@ -9,7 +9,7 @@ pattern prometheus_client documents for "proxying metrics from other
 systems".
 
 - :func:`read_figures` copies those figures into a frozen
-  :class:`~peer.core.scrape.PeerFigures`; it runs on the trio thread, between two steps of the
+  :class:`~peer.core.run.scrape.PeerFigures`; it runs on the trio thread, between two steps of the
   event loop, so it never sees a dict half-updated and the crawler needs no
   lock.
 - :func:`families` turns one :class:`PeerFigures` into metric families: pure,
@@ -39,7 +39,7 @@ import trio
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from peer.core.scrape import DELAY_QUANTILES, PeerFigures, quantiles
+from peer.core.run.scrape import DELAY_QUANTILES, PeerFigures, quantiles
 from ring.vocabulary import TERMS, Family, split_pairs
 
 __all__ = ["PeerFigures", "PeerCollector", "families", "read_figures", "serve_metrics", "DELAY_QUANTILES"]
@@ -205,7 +205,7 @@ async def serve_metrics(crawler, address: str, *,  # type: ignore[no-untyped-def
     from prometheus_client import CollectorRegistry, start_http_server
     from prometheus_client.process_collector import ProcessCollector
 
-    from peer.core.config import parse_metrics_address
+    from peer.core.config.cluster import parse_metrics_address
     from peer.errors import ConfigError
 
     host, port = parse_metrics_address(address)

@@ -16,8 +16,8 @@ from typing import Any
 
 import trio
 
-from peer.core.config import ClusterConfig
-from peer.core.crawl import CrawlCore, Effect
+from peer.core.config.cluster import ClusterConfig
+from peer.core.crawl.core import CrawlCore, Effect
 from peer.net.resolver import Resolver
 from peer.results.store import ResultStore
 from peer.state.journal import PeerState

@@ -1,7 +1,7 @@
 """The crawl engine's figures: ``ring status``'s row, the cap counters, the progress line (edge).
 
 A part of ``peer.engine.crawler.Crawler``; the figures are the core's
-(``peer.core.figures``), the fetcher's and the resolver's, read here.
+(``peer.core.crawl.figures``), the fetcher's and the resolver's, read here.
 """
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import trio
 
 from peer.engine.archive import Archive
 from peer.engine.parts import CrawlerParts
-from peer.core.crawl import Summary
+from peer.core.crawl.core import Summary
 from peer.core.peer import PeerCore
-from peer.core.progress import Progress, ProgressSnapshot
+from peer.core.run.progress import Progress, ProgressSnapshot
 from ring.node import StatusFigures
 from ring.status import lease_status, lease_words
 from ring.vocabulary import NOT_REQUESTED_CAPS, failed, not_requested
@@ -87,7 +87,7 @@ class Reporting(CrawlerParts):
         return dict(got) if isinstance(got, dict) else {}
 
     def progress_snapshot(self) -> ProgressSnapshot:
-        """This peer's figures now, for peer/core/progress.py."""
+        """This peer's figures now, for peer/core/run/progress.py."""
         cluster = self.core.requested
         if self.node is not None:
             cluster += self.node.others_pages()

@@ -1,7 +1,7 @@
 """The crawl engine's side of continuous crawling: conditional GETs, visits recorded, ``run_for`` (edge).
 
 A part of ``peer.engine.crawler.Crawler``; the schedule itself is the
-crawl core's (:mod:`peer.core.recrawl`). This part does three things the
+crawl core's (:mod:`peer.core.revisit.recrawl`). This part does three things the
 core cannot, being pure:
 
 - before a fetch it asks for the request's validators
@@ -29,13 +29,13 @@ from typing import Any
 
 import trio
 
-from peer.core.decisions import Row
-from peer.core.frontier import Job
-from peer.core.hostmix import Kind
-from peer.core.revisit import Change
-from peer.core.warcrecord import digest
+from peer.core.crawl.decisions import Row
+from peer.core.frontier.frontier import Job
+from peer.core.revisit.hostmix import Kind
+from peer.core.revisit.policy import Change
+from peer.core.warc.record import digest
 from peer.engine.parts import CrawlerParts
-from peer.net.fetcher import FetchResult
+from peer.core.http.result import FetchResult
 
 __all__ = ["Revisits", "payload_digest", "revisit_profile"]
 
@@ -51,7 +51,7 @@ def revisit_profile(status: int | None, earlier: str | None, digest: str | None)
     """The WARC ``revisit`` profile a revisit's answer is written with, or None for a
     ``response`` record: a 304 is server-not-modified (ISO 28500 §6.7.3); a 200 whose
     body has the last visit's digest is identical-payload-digest (§6.7.2)."""
-    from peer.core.warcrecord import RevisitProfile
+    from peer.core.warc.record import RevisitProfile
 
     if status == 304:
         return RevisitProfile.SERVER_NOT_MODIFIED
@@ -119,7 +119,7 @@ class Revisits(CrawlerParts):
         if profile is None:
             await archive.keep(res)
         else:
-            # The earlier digest is of the decoded body (peer/core/revisit.py);
+            # The earlier digest is of the decoded body (peer/core/revisit/policy.py);
             # the record's own WARC-Payload-Digest is the writer's, of the
             # payload as received, so only a 304 names the earlier one.
             await archive.keep_revisit(res, profile, job.url, time.time() if when is None else when,
@@ -131,7 +131,7 @@ class Revisits(CrawlerParts):
             rc.forget(url)
 
     async def _revisit_restore(self, store: Any) -> None:
-        """A continuous crawl resumed: its pages' schedule from ``fetches`` (peer/core/recrawl.py rule 7)."""
+        """A continuous crawl resumed: its pages' schedule from ``fetches`` (peer/core/revisit/recrawl.py rule 7)."""
         rc = self.core.recrawl
         if rc is None:
             return

@@ -23,11 +23,11 @@ from typing import Any
 
 import trio
 
-from peer.core.config import ClusterConfig
+from peer.core.config.cluster import ClusterConfig
 from peer.engine.parts import CrawlerParts
-from peer.core.crawl import Origin
+from peer.core.crawl.core import Origin
 from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
-from peer.core.urls import host_key
+from peer.core.urls.normalize import host_key
 from ring.actions import Granted, Log, Reply, Send, StatusAsked
 from ring.budget import Grants, grants_to_counters
 from ring.io.curve import CurveKeys, resolve_keys_dir, unauthenticated_warning

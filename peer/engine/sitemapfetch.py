@@ -1,7 +1,7 @@
 """The crawl engine's sitemap fetch: at most ``sitemaps.max_bytes`` read, parsed in a worker thread (edge).
 
 A part of ``peer.engine.crawler.Crawler``; the core decides
-(``peer.core.sitemapside``), this part does the I/O of one ``FetchSitemap``:
+(``peer.core.sitemaps.jobs``), this part does the I/O of one ``FetchSitemap``:
 
 - the request is the job's own, under its host's politeness: the frontier
   handed it out like a page (its pace, ``host_concurrency``), and admission
@@ -21,8 +21,8 @@ from typing import Any
 
 import trio
 
-from peer.core.decisions import FetchSitemap
-from peer.core.sitemap import Sitemap, parse
+from peer.core.crawl.decisions import FetchSitemap
+from peer.core.sitemaps.document import Sitemap, parse
 from peer.engine.archive import Archive
 from peer.engine.parts import CrawlerParts
 

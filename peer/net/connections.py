@@ -3,7 +3,7 @@
 :class:`Connector` opens a new connection to ``(scheme, host, port)``: the
 host's addresses come from :class:`peer.net.resolver.Resolver` (its cache,
 one query per name, and the SSRF guard on every address), and are raced by
-happy eyeballs (RFC 8305, :mod:`peer.core.eyeballs`: IPv6 first, the families
+happy eyeballs (RFC 8305, :mod:`peer.core.dns.eyeballs`: IPv6 first, the families
 interleaved, the next address started when the one before fails or after
 250 ms), the first to connect winning and the others cancelled in their
 nursery, their sockets closed; a connect and a TLS handshake each get
@@ -26,8 +26,8 @@ from typing import Any
 
 import trio
 
-from peer.core.eyeballs import ATTEMPT_DELAY, attempt_order
-from peer.core.proxyconf import Proxy
+from peer.core.dns.eyeballs import ATTEMPT_DELAY, attempt_order
+from peer.core.config.proxies import Proxy
 from peer.errors import ErrorKind, FetchError
 from peer.net.proxy import ProxyDialer
 from peer.net.resolver import Resolver

@@ -21,7 +21,7 @@ from typing import Any
 
 import trio
 
-from peer.core.tunnel import socks_verdict
+from peer.core.http.tunnel import socks_verdict
 from peer.errors import ErrorKind, FetchError
 
 __all__ = ["NETWORK_ERRORS", "error_detail", "error_kind", "proxy_error", "tls_kind"]
@@ -95,7 +95,7 @@ def _library_kind(exc: BaseException) -> ErrorKind | None:
     """The kind of an httpx, httpcore or h11 error, for callers that use those libraries.
 
     The fetcher itself meets only trio's, ssl's, zlib's and OSError
-    (peer.core.http1 raises FetchError); the dashboard speaks h11 and scripts use
+    (peer.core.http.http1 raises FetchError); the dashboard speaks h11 and scripts use
     httpx. An exception of a library can only exist once the library is
     imported, so the libraries are looked up in ``sys.modules`` instead of
     imported here: a peer starts without loading them (about 60 ms of
@@ -131,12 +131,12 @@ def _library_kind(exc: BaseException) -> ErrorKind | None:
 
 
 def proxy_error(exc: BaseException, proxy: str, target: str) -> FetchError:
-    """A failed proxy exchange as a proxy kind (peer/core/tunnel.py says which is which).
+    """A failed proxy exchange as a proxy kind (peer/core/http/tunnel.py says which is which).
 
     python-socks's errors: ``ProxyConnectionError`` and ``ProxyTimeoutError``
     (the proxy not reached, or silent), ``ProxyError`` with the SOCKS5 reply
     code, or without one for a refused login (its RFC 1929 and RFC 1928 §3
-    messages, matched here and pinned by tests/test_proxy.py) or a broken
+    messages, matched here and pinned by tests/edges/test_proxy.py) or a broken
     exchange; an OSError or a trio stream error mid-exchange is the proxy's
     connection lost.
     """

@@ -17,7 +17,7 @@ What httpx does not do for a crawler, measured, and done here:
   ``Accept-Encoding: gzip, deflate, br, zstd`` (``crawl.accept_encodings``
   narrows it; a coding whose library is missing is left out), read the raw
   stream and decode it with a decoder asked for at most the room left + 1
-  bytes a call (:mod:`peer.core.inflate`: zlib's and zstd's ``max_length``,
+  bytes a call (:mod:`peer.core.http.inflate`: zlib's and zstd's ``max_length``,
   brotli's ``output_buffer_limit`` a block at a time), so at most
   ``max_body + 1`` decoded bytes exist at any time (br: 32 KiB more). A
   zstd frame whose window is over ``crawl.zstd_max_window`` (RFC 9659's
@@ -31,7 +31,7 @@ What httpx does not do for a crawler, measured, and done here:
 - **DNS through our cache.** A new connection (:mod:`peer.net.connections`)
   resolves the origin host through :class:`peer.net.resolver.Resolver`
   (cache, one query per name, SSRF guard) and races those addresses (happy
-  eyeballs, RFC 8305: IPv6 first, 250 ms apart; :mod:`peer.core.eyeballs`);
+  eyeballs, RFC 8305: IPv6 first, 250 ms apart; :mod:`peer.core.dns.eyeballs`);
   TLS is a ``trio.SSLStream`` given the host name, so SNI and the
   certificate check see the name, not the IP. A connect and a handshake each
   get ``max(1, timeout / 3)`` s, so the next address can still be tried.
@@ -40,7 +40,7 @@ What httpx does not do for a crawler, measured, and done here:
   tunnel or a SOCKS5 handshake), TLS end to end inside it, and its key in
   the idle pool names the proxy. Without one the cost is one ``is None``.
 - **Our own HTTP/1.1 client, not httpx or httpcore + h11.** The wire format
-  is :mod:`peer.core.http1`, a sans-IO reader that accepts and refuses what h11
+  is :mod:`peer.core.http.http1`, a sans-IO reader that accepts and refuses what h11
   did (its module docstring lists the rules and caps); the I/O is a trio
   stream per connection and :class:`peer.net.connections.IdlePool`, the keep-alive connections per
   origin. Measured before, py-spy on the 49-host crawl of
@@ -55,7 +55,7 @@ What httpx does not do for a crawler, measured, and done here:
   transport, 698 us through httpcore). httpx is still used for its SSL
   context (certifi), and h11 and httpcore only to name their exceptions in
   :func:`error_kind`. The URL is split once
-  (:func:`peer.core.http1.request_target`) and the head decoded as httpx
+  (:func:`peer.core.http.http1.request_target`) and the head decoded as httpx
   did (ASCII, else UTF-8, else Latin-1).
 - **Shards of the idle pool.** ``shards`` (one per
   ``CONNECTIONS_PER_SHARD`` of ``crawl.concurrency``, chosen by a hash of the
@@ -67,7 +67,7 @@ What httpx does not do for a crawler, measured, and done here:
 - **Early stops are a close.** A body cut at ``max_body``, refused, or left
   unread is never drained: the connection's socket is closed (synchronously,
   so a deadline cannot leave it half open) and the connection is not reused.
-- **Every header parsed totally.** :func:`peer.core.head.read_head` (pure)
+- **Every header parsed totally.** :func:`peer.core.http.head.read_head` (pure)
   reads the status and the fields the crawler uses; a malformed value is
   ignored or clamped, never raised, and its reason counted
   (``Fetcher.stats()["malformed"]``, ``FetchResult.malformed``). That
@@ -76,12 +76,12 @@ What httpx does not do for a crawler, measured, and done here:
   the same read stayed in h11's buffer; httpcore put the connection back in
   the pool, and the next URL of the host got them as its response (another
   page's content, whose links were followed). curl closes such a connection
-  ("excess found"); so do we (:attr:`peer.core.http1.ResponseReader.trailing`).
+  ("excess found"); so do we (:attr:`peer.core.http.http1.ResponseReader.trailing`).
   Bytes that arrive later on an idle connection make its socket readable,
   and :class:`~peer.net.connections.IdlePool` drops it before reuse.
 - **Cookies, when the caller has some.** ``fetch(url, cookie=...)`` adds
   one ``Cookie`` field (the crawl core's jar decides it,
-  :mod:`peer.core.cookies`); the ``Set-Cookie`` values come back unparsed
+  :mod:`peer.core.http.cookies`); the ``Set-Cookie`` values come back unparsed
   in ``FetchResult.set_cookies``, with the wall time the head came
   (``received``). Without a cookie a request costs one ``is None`` more.
 - **A prefix read.** ``fetch(url, max_body=n, prefix_ok=True)`` reads at most
@@ -91,7 +91,7 @@ What httpx does not do for a crawler, measured, and done here:
 - **Captures for an archive.** ``Fetcher(capture=True)`` (``[warc]
   enabled``) hands back in ``FetchResult.capture`` the request as sent, the
   final head's bytes as received (a 1xx before it left out) and the body
-  before content decoding, de-chunked (``peer.core.warcrecord`` frames it
+  before content decoding, de-chunked (``peer.core.warc.record`` frames it
   again), with why it is not whole; without it nothing is kept and a read
   costs one ``is None`` more.
 
@@ -111,7 +111,7 @@ Error kinds (the ``error`` column), mapped in one place,
 ``decode``           unknown Content-Encoding, a corrupt gzip/deflate/br/zstd
                      stream, or a zstd window over ``crawl.zstd_max_window``
 ``protocol``         malformed HTTP: a status line, header or chunk framing
-                     :mod:`peer.core.http1` refuses (as h11 did), a head over its
+                     :mod:`peer.core.http.http1` refuses (as h11 did), a head over its
                      100 KiB (a 3-digit status outside 100-599 is kept: a 5xx)
 ``tls_expired``      the server's certificate expired or is not yet valid
 ``tls_hostname``     the server's certificate is for another host name
@@ -128,7 +128,7 @@ Error kinds (the ``error`` column), mapped in one place,
                      login refused or no method accepted
 ``proxy_refused``    the proxy could not or would not reach the target:
                      CONNECT 403, 502, 503, 504; a SOCKS5 reply code 1-8
-                     (:mod:`peer.core.tunnel`)
+                     (:mod:`peer.core.http.tunnel`)
 ``scope``            a URL httpx cannot fetch at all (scheme, syntax)
 ``internal``         a bug of ours while reading a response (logged with its
                      traceback): the fetch still returns
@@ -147,18 +147,19 @@ from typing import Any
 
 import trio
 
-from peer.core.config import CrawlConfig
+from peer.core.config.cluster import CrawlConfig
 from peer.errors import ErrorKind, FetchError
 # The head's reading is pure and lives in the core; its names are re-exported
 # here, and Fetcher calls read_head through this module's global (so a test
 # can replace it here).
-from peer.core.head import (MAX_LOCATION, RETRY_AFTER_MAX, Head, parse_content_type,
+from peer.core.http.head import (MAX_LOCATION, RETRY_AFTER_MAX, Head, parse_content_type,
                             parse_retry_after, read_head)
-from peer.core.http1 import Head1, ResponseReader, head_lines, request_bytes, request_target
-from peer.core.inflate import Inflater, accept_encoding, decoder
-from peer.core.proxyconf import ProxyRoutes
-from peer.core.sites import SiteSettings
-from peer.core.warcrecord import BodyFraming, Capture, truncation
+from peer.core.http.http1 import Head1, ResponseReader, head_lines, request_bytes, request_target
+from peer.core.http.inflate import Inflater, accept_encoding, decoder
+from peer.core.config.proxies import ProxyRoutes
+from peer.core.config.sites import SiteSettings
+from peer.core.http.result import FetchResult
+from peer.core.warc.record import BodyFraming, Capture, truncation
 from peer.net.connections import Connector, IdlePool
 from peer.net.errorkinds import NETWORK_ERRORS, error_detail, error_kind
 from peer.net.proxy import ProxyDialer, proxy_routes
@@ -169,7 +170,6 @@ __all__ = [
     "CONNECTIONS_PER_SHARD",
     "MAX_LOCATION",
     "RETRY_AFTER_MAX",
-    "FetchResult",
     "Fetcher",
     "Head",
     "error_kind",
@@ -190,45 +190,6 @@ _DRAIN_MAX = 16 * 1024
 _READ_SIZE = 64 * 1024
 # Unexpected exceptions logged with their traceback; the rest are only counted.
 _LOGGED_BUGS = 5
-
-
-@dataclass(frozen=True, slots=True)
-class FetchResult:
-    """The outcome of one fetch; ``error`` is None when a response was fully read
-    (with ``prefix_ok``: or its first ``max_body`` bytes, ``truncated`` set)."""
-
-    url: str
-    status: int | None
-    content_type: str
-    charset: str | None
-    location: str | None
-    retry_after: float | None
-    body: bytes
-    raw_bytes: int
-    truncated: bool
-    error: ErrorKind | None
-    elapsed: float
-    address: str | None
-    #: Why a header of this response was ignored or clamped (module docstring).
-    malformed: tuple[str, ...] = ()
-    #: The failure in a few words, for a log line ("connection refused"); "" without one.
-    detail: str = ""
-    x_robots: tuple[str, ...] = ()  # X-Robots-Tag values and the Link canonical, as
-    canonical: str | None = None    # sent (peer.core.head.Head)
-    #: The addresses tried for the connection, in the order their attempts started
-    #: (RFC 8305 races them; ``address`` is the one that won); () if none was tried.
-    tried: tuple[str, ...] = ()
-    #: The Set-Cookie values, as sent (peer.core.cookies reads them), and the
-    #: wall time (epoch seconds) the head came: Max-Age counts from it.
-    set_cookies: tuple[str, ...] = ()
-    received: float = 0.0
-    #: The bytes a WARC record needs (``Fetcher(capture=True)`` only, and only
-    #: when a response head came): the request as sent, the head as received,
-    #: the body before content decoding.
-    capture: Capture | None = None
-    #: The ETag and Last-Modified as sent, unchecked (peer.core.revisit checks them).
-    etag: str | None = None
-    last_modified: str | None = None
 
 
 class _Progress:
@@ -283,7 +244,7 @@ class Fetcher:
         self._max_body = crawl.max_body
         self.resolver = resolver
         # Built once; the request line and Host come from the URL. [[site]]
-        # blocks (peer/core/sites.py) give their hosts their own, built once a
+        # blocks (peer/core/config/sites.py) give their hosts their own, built once a
         # block; without blocks a request costs no lookup more.
         self._encodings = accept_encoding(crawl.accept_encodings)
         self._zstd_window = crawl.zstd_max_window
@@ -348,9 +309,9 @@ class Fetcher:
         to ``max_body`` decoded bytes and returned with ``truncated`` and
         ``error`` None; its connection is closed, the rest being unread.
         ``cookie`` is the value of a ``Cookie`` field to send (the crawl
-        core's jar, peer/core/cookies.py), None for none. ``headers`` are
+        core's jar, peer/core/http/cookies.py), None for none. ``headers`` are
         more fields for this request alone (a revisit's ``If-None-Match``,
-        peer/core/recrawl.py), values already checked by their maker.
+        peer/core/revisit/recrawl.py), values already checked by their maker.
         Only cancellation from outside propagates (and ValueError for a
         ``max_body`` under 1: the caller's mistake, not the server's).
         """
@@ -407,10 +368,10 @@ class Fetcher:
         extra = self._headers if self._sites is None else self._site_head(host)
         if cookie is not None:
             # The jar's values came through a head reader (no CR or LF) and
-            # peer.core.cookies refused any other control character.
+            # peer.core.http.cookies refused any other control character.
             extra += b"Cookie: " + cookie.encode("utf-8", "replace") + b"\r\n"
         for name, value in headers:
-            # Validators peer.core.revisit checked: an entity-tag or an HTTP-date, no CR/LF.
+            # Validators peer.core.revisit.policy checked: an entity-tag or an HTTP-date, no CR/LF.
             extra += f"{name}: {value}\r\n".encode("latin-1", "replace")
         request = request_bytes(target, field, extra)
         if p.wire is not None:
@@ -501,7 +462,7 @@ class Fetcher:
                 continue
             room = limit - p.size
             # room + 1: getting that many says there is more than max_body. A
-            # corrupt stream raises FetchError("decode") (peer.core.inflate).
+            # corrupt stream raises FetchError("decode") (peer.core.http.inflate).
             out = chunk if decoder is None else decoder.feed(chunk, room + 1)
             if len(out) > room:
                 out = out[:room]
@@ -534,7 +495,7 @@ async def _head_kept(stream: trio.abc.Stream, reader: ResponseReader, p: _Progre
 
 
 def _capture(url: str, p: _Progress) -> Capture:
-    """What the WARC writer needs of this fetch (peer.core.warcrecord.Capture).
+    """What the WARC writer needs of this fetch (peer.core.warc.record.Capture).
 
     The body is as ``ResponseReader.read`` gave it: the transfer-coding
     removed (chunk framing is not kept), the content-coding intact;

@@ -1,7 +1,7 @@
 """Connections through a proxy: an HTTP CONNECT tunnel or a SOCKS5 handshake (edge).
 
 :func:`proxy_routes` reads the credentials (an environment variable or a
-file, ``peer.core.proxyconf`` rule 3) once, at start, and says which proxy
+file, ``peer.core.config.proxies`` rule 3) once, at start, and says which proxy
 each host goes through; None when no proxy is configured, so the fetcher's
 default path costs one ``is None`` check. :class:`ProxyDialer` opens a TCP
 stream to an origin through a proxy; TLS, if the origin is https, is
@@ -12,8 +12,8 @@ certificate check seeing the origin's name.
   trio backend, a library kept by others and tested against real servers,
   given the proxy's *address*: its own resolver never runs, so the proxy's
   name goes through ours (``[dns]``, the cache) and the guard below.
-- **HTTP CONNECT** is ours, a few lines over :mod:`peer.core.tunnel` and
-  :class:`peer.core.http1.ResponseReader`: python-socks reads a CONNECT
+- **HTTP CONNECT** is ours, a few lines over :mod:`peer.core.http.tunnel` and
+  :class:`peer.core.http.http1.ResponseReader`: python-socks reads a CONNECT
   answer in one ``recv`` and parses its first line only, so a head split
   over two segments leaves its end on the socket, where the TLS handshake
   or the response would read it (the desync the fetcher's docstring
@@ -45,10 +45,10 @@ from typing import Any
 
 import trio
 
-from peer.core.netguard import filter_public
-from peer.core.proxyconf import Credentials, Proxy, ProxyRoutes, ProxyScheme, ProxySpec, parse_credentials
-from peer.core.http1 import ResponseReader
-from peer.core.tunnel import MAX_CONNECT_HEAD, connect_request, connect_verdict
+from peer.core.dns.guard import filter_public
+from peer.core.config.proxies import Credentials, Proxy, ProxyRoutes, ProxyScheme, ProxySpec, parse_credentials
+from peer.core.http.http1 import ResponseReader
+from peer.core.http.tunnel import MAX_CONNECT_HEAD, connect_request, connect_verdict
 from peer.errors import ConfigError, ErrorKind, FetchError
 from peer.net.errorkinds import proxy_error
 from peer.net.resolver import Resolver
@@ -81,7 +81,7 @@ def proxy_routes(crawl: Any, sites: Any = None, environ: Mapping[str, str] | Non
     ``crawl`` is the ``[crawl]`` config, ``sites`` the ``SiteSettings`` of
     its ``[[site]]`` blocks, if any.
     """
-    from peer.core.proxyconf import parse_proxy
+    from peer.core.config.proxies import parse_proxy
 
     def proxy_of(text: str, env: str, file: str, block: bool) -> Proxy | None:
         spec = parse_proxy(text, "cluster.toml", "proxy", auth_env=env, auth_file=file, block=block)
@@ -142,7 +142,7 @@ class ProxyDialer:
         return public
 
     async def _connect(self, proxy: Proxy, address: str, host: str, port: int, shown: str) -> trio.SocketStream:
-        """An HTTP proxy's CONNECT tunnel (peer.core.tunnel)."""
+        """An HTTP proxy's CONNECT tunnel (peer.core.http.tunnel)."""
         tcp = None
         try:
             with trio.move_on_after(self._timeout):

@@ -1,14 +1,14 @@
 """The resolver: host name -> addresses, through the DNS cache and the SSRF guard.
 
-The edge around two pure cores. :class:`peer.core.dnscache.DnsCache` decides what
-a lookup needs (cached for its TTL, RFC 1035; failures per RFC 2308); :func:`peer.core.netguard.is_public_address`
+The edge around two pure cores. :class:`peer.core.dns.cache.DnsCache` decides what
+a lookup needs (cached for its TTL, RFC 1035; failures per RFC 2308); :func:`peer.core.dns.guard.is_public_address`
 decides which answers we may connect to. This module does the querying:
 
 - ``[dns] nameservers`` set: dnspython's async resolver on its trio backend,
   which returns TTLs. An ``A`` and an ``AAAA`` query go out together (RFC
   8305 §3), so a dual-stack host's answer holds both families for the
-  connector to race (:mod:`peer.core.eyeballs`). Once the ``A`` answer is
-  in, the ``AAAA`` one gets :data:`~peer.core.eyeballs.RESOLUTION_DELAY`
+  connector to race (:mod:`peer.core.dns.eyeballs`). Once the ``A`` answer is
+  in, the ``AAAA`` one gets :data:`~peer.core.dns.eyeballs.RESOLUTION_DELAY`
   more (50 ms), then the host is taken as IPv4-only until the answer
   expires; the ``A`` answer is always waited for. The answer lists the
   ``A`` addresses first (:meth:`Resolver.peek`, the per-IP budget's key,
@@ -18,8 +18,8 @@ decides which answers we may connect to. This module does the querying:
   the answer lives ``min_ttl``.
 
 Concurrent lookups of one name make one query: the first caller gets
-:class:`~peer.core.dnscache.Miss` and queries; the others get
-:class:`~peer.core.dnscache.Wait` and sleep on a :class:`trio.Event` until it is
+:class:`~peer.core.dns.cache.Miss` and queries; the others get
+:class:`~peer.core.dns.cache.Wait` and sleep on a :class:`trio.Event` until it is
 done, then ask the cache again. If the querying task is cancelled (its
 fetch hit the total deadline), the cache forgets the in-flight mark and the
 waiters wake up; the next of them to ask becomes the new querier.
@@ -49,11 +49,11 @@ if TYPE_CHECKING:
     from dns import asyncbackend, asyncresolver, rdatatype
     from dns import resolver as dns_resolver
 
-from peer.core.config import DnsConfig
-from peer.core.dnscache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
-from peer.core.eyeballs import RESOLUTION_DELAY
+from peer.core.config.cluster import DnsConfig
+from peer.core.dns.cache import DnsCache, DnsStats, Hit, Miss, NegativeHit, Wait
+from peer.core.dns.eyeballs import RESOLUTION_DELAY
 from peer.errors import ErrorKind, FetchError
-from peer.core.netguard import filter_public, is_public_address
+from peer.core.dns.guard import filter_public, is_public_address
 
 __all__ = ["Resolver", "is_public_address"]
 
@@ -70,7 +70,7 @@ def _norm(name: str) -> str:
 
 
 def _split_nameserver(text: str) -> tuple[str, int]:
-    """``IP`` or ``IP:port`` or ``[IPv6]:port`` (validated by peer.core.config) -> (ip, port)."""
+    """``IP`` or ``IP:port`` or ``[IPv6]:port`` (validated by peer.core.config.cluster) -> (ip, port)."""
     if text.startswith("["):
         ip, _, port = text[1:].partition("]:")
         return ip.rstrip("]"), int(port or 53)
@@ -137,7 +137,7 @@ class Resolver:
     def known(self, host: str) -> tuple[str, ...]:
         """The addresses ``host`` has without a query (an IP literal, a static entry, a cached
         answer), guard applied; () if none. For a proxy that resolves names itself: the
-        guard still sees what can be known here (peer/core/proxyconf.py rule 1)."""
+        guard still sees what can be known here (peer/core/config/proxies.py rule 1)."""
         name = _norm(host)
         addresses = self._cache.peek(name, self._clock())
         return self._guard(name, addresses) if addresses else ()

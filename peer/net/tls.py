@@ -1,7 +1,7 @@
 """TLS contexts for the fetcher: one per distinct setting, built once, chosen per host.
 
 A host's setting is its ``[[site]]`` block's ``verify`` and ``ca_file`` over
-``crawl.ca_file`` (peer/core/sites.py, peer/core/tlsconfig.py); the client
+``crawl.ca_file`` (peer/core/config/sites.py, peer/core/config/tls.py); the client
 certificate is ``crawl.client_cert``'s for every context. Rules:
 
 1. **Nothing set, nothing paid.** Without a TLS option the one context is
@@ -36,9 +36,9 @@ from typing import TYPE_CHECKING, Any
 
 import trio
 
-from peer.core.config import ClusterConfig, CrawlConfig
-from peer.core.sites import SiteSettings
-from peer.core.tlsconfig import tls_options_set
+from peer.core.config.cluster import ClusterConfig, CrawlConfig
+from peer.core.config.sites import SiteSettings
+from peer.core.config.tls import tls_options_set
 from peer.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -169,7 +169,7 @@ async def certificate_line(connector: Connector, host: str, port: int, verify: b
                            proxy: Any = None) -> str:
     """What ``python -m peer try`` says of an https origin's certificate: subject,
     issuer and expiry, and which check applied; or why the handshake failed.
-    Through ``proxy`` (a ``peer.core.proxyconf.Proxy``) if the host has one, as the fetch goes."""
+    Through ``proxy`` (a ``peer.core.config.proxies.Proxy``) if the host has one, as the fetch goes."""
     from peer.net.errorkinds import error_detail, error_kind
 
     try:

@@ -32,7 +32,7 @@ from pathlib import Path
 import surt as surtlib
 from warcio.archiveiterator import ArchiveIterator
 
-from peer.core.warcrecord import CdxFacts, cdxj_line
+from peer.core.warc.record import CdxFacts, cdxj_line
 from peer.state.fsio import write_atomic
 
 __all__ = ["INDEXED", "MergedIndex", "index_file", "merge_cdxj", "merge_indexes", "read_cdxj", "urlkey",

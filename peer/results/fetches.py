@@ -4,7 +4,7 @@
 overwrites at each revisit with the latest answer; ``fetches`` keeps every
 visit, so what changed when, how often a page changes and what the
 conditional GETs saved can be read back, and the change-rate estimators the
-schedule does not run (peer/core/revisit.py: Cho & Garcia-Molina's) can be
+schedule does not run (peer/core/revisit/policy.py: Cho & Garcia-Molina's) can be
 fitted offline::
 
     fetches(url, host, fetched_at TIMESTAMP, kind, status, change, changed,
@@ -16,7 +16,7 @@ Rules:
 1. One row a visit that was started (a request reached the network or
    failed on it), written in the same batch as the visit's ``pages`` row,
    so ``pages`` never shows a visit ``fetches`` lacks.
-2. ``change`` is :class:`peer.core.revisit.Change`'s value; ``changed`` is
+2. ``change`` is :class:`peer.core.revisit.policy.Change`'s value; ``changed`` is
    ``change = 'changed'``, a column of its own so ``WHERE changed`` needs no
    string and ``avg(changed::INT)`` is a change rate.
 3. Timestamps are UTC, naive ``TIMESTAMP``, as in ``pages``
@@ -37,7 +37,7 @@ FETCHES: tuple[tuple[str, str, str], ...] = (
     ("url", "VARCHAR", "the URL fetched; pages.url of its latest row"),
     ("host", "VARCHAR", "host[:port], the politeness and the ring's key"),
     ("fetched_at", "TIMESTAMP", "UTC, when the answer (or the failure) came"),
-    ("kind", "VARCHAR", "'new' for a URL's first visit, 'revisit' after (peer.core.hostmix.Kind)"),
+    ("kind", "VARCHAR", "'new' for a URL's first visit, 'revisit' after (peer.core.revisit.hostmix.Kind)"),
     ("status", "INTEGER", "the HTTP status, NULL when no answer came"),
     ("change", "VARCHAR", "what the visit found: first, changed, unchanged, not_modified, gone, failed"),
     ("changed", "BOOLEAN", "change = 'changed' (rule 2)"),
@@ -49,7 +49,7 @@ FETCHES: tuple[tuple[str, str, str], ...] = (
     ("elapsed_ms", "DOUBLE", "the fetch's duration"),
     ("error", "VARCHAR", "the error kind (peer.errors.ErrorKind), NULL on an answer"),
     ("interval_before", "DOUBLE", "seconds: the revisit interval the visit was scheduled with"),
-    ("interval_after", "DOUBLE", "seconds: the interval after it (peer.core.revisit rule 3)"),
+    ("interval_after", "DOUBLE", "seconds: the interval after it (peer.core.revisit.policy rule 3)"),
     ("next_due", "TIMESTAMP", "UTC, when the next visit is due (the interval with jitter)"),
     ("peer", "VARCHAR", "the peer that fetched it"),
 )

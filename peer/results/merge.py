@@ -49,7 +49,7 @@ a PATH without it gets ``.<table>`` before its extension (``crawl.csv`` gives
 and renamed into place; an existing one is refused without ``--force``.
 
 **Stats.** A ``stats.json`` beside an input (each peer writes one in its
-data_dir at the end of a run, ``peer/core/stats.py``) is summed into the
+data_dir at the end of a run, ``peer/core/run/stats.py``) is summed into the
 cluster's: ``<output without .duckdb>.stats.json`` (``crawl.stats.json``).
 
 **WARC indexes.** The CDXJ indexes of the peers' WARC files (``[warc]``,
@@ -83,8 +83,8 @@ import duckdb
 
 from peer.state.configfile import load_config
 from peer.errors import ConfigError, StateError, cli_main
-from peer.core.layout import RESULTS_NAME, DataDir
-from peer.core.stats import STATS_FILE, sum_stats
+from peer.core.run.layout import RESULTS_NAME, DataDir
+from peer.core.run.stats import STATS_FILE, sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
 from peer.results.store import SCHEMA
 
@@ -468,7 +468,7 @@ def _summarise(con: duckdb.DuckDBPyConnection, output: Path, files: list[Path], 
                                 "ORDER BY peer NULLS LAST").fetchall()),
         tables=tuple((t, one(f"SELECT count(*) FROM {_q(t)}")[0]) for t in others),
         parquet=parquet,
-        # No request, no status and no measured time (peer/core/stats.py, scripts/report.py).
+        # No request, no status and no measured time (peer/core/run/stats.py, scripts/report.py).
         not_requested=tuple(con.execute(
             "SELECT error, count(*) FROM pages WHERE status IS NULL AND coalesce(elapsed_ms, 0) = 0 "
             "GROUP BY error ORDER BY 2 DESC, 1 NULLS LAST").fetchall()),

@@ -19,7 +19,7 @@ other::
     items_<name>(url, fetched_at TIMESTAMP, peer, <fields>)
                                        one per extraction rule or user table
 
-Items tables (:mod:`peer.core.items`) are made when their first row is written: a
+Items tables (:mod:`peer.core.page.items`) are made when their first row is written: a
 rule's columns are declared in cluster.toml; a user function's table takes
 the first row's keys, and a column a later row brings is added (``ALTER
 TABLE``). Field columns are ``VARCHAR`` or ``VARCHAR[]``, quoted
@@ -57,7 +57,7 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("elapsed_ms", "DOUBLE"),      # the fetch's duration (its start: fetched_at - elapsed_ms)
         ("error", "VARCHAR"),          # the error kind (peer.errors.ErrorKind), NULL on success
         ("peer", "VARCHAR"),           # the peer that fetched it
-        # What the page says of itself (peer.core.directives). canonical: the
+        # What the page says of itself (peer.core.page.directives). canonical: the
         # normalised rel=canonical URL, from the Link header or the HTML head,
         # stored whenever present, the page's own URL included (a self-
         # canonical is a fact worth querying too); noindex/nofollow: from
@@ -71,7 +71,7 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         ("sitemap_lastmod", "TIMESTAMP"),   # UTC, <lastmod>
         ("sitemap_priority", "DOUBLE"),     # <priority>, 0.0-1.0
         ("sitemap_changefreq", "VARCHAR"),  # <changefreq>: always, hourly, daily ... never
-        # Duplicate content (peer.core.duplicates), for 2xx HTML pages with [dedupe] on:
+        # Duplicate content (peer.core.dedupe.held), for 2xx HTML pages with [dedupe] on:
         ("payload_digest", "VARCHAR"),  # sha1:<base32> of the decoded body
         ("simhash", "UBIGINT"),         # SimHash of the visible text; NULL under min_words
         ("duplicate_of", "VARCHAR"),    # the earlier URL this page duplicates, else NULL

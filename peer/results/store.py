@@ -46,7 +46,7 @@ import duckdb
 import trio
 
 from peer.errors import LockedError, StateError
-from peer.core.frontier import PidSample
+from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
 from peer.results.schema import ITEM_COLUMNS, SCHEMA, PageRow, quote
@@ -315,7 +315,7 @@ class ResultStore:
             self._full.set()
 
     def add_item(self, table: str, url: str, fetched_at: float, row: Mapping[str, Any]) -> None:
-        """Queue one extracted item (:func:`peer.core.items.extract_items`) for ``items_*``."""
+        """Queue one extracted item (:func:`peer.core.page.items.extract_items`) for ``items_*``."""
         if self._closed:
             raise StateError(f"{self.path}: results store is closed")
         self._batch.items.setdefault(table, []).append((url, fetched_at, row))
@@ -389,7 +389,7 @@ class ResultStore:
     async def last_visits(self) -> list[tuple[Any, ...]]:
         """Each URL's latest ``fetches`` row: (url, host, fetched_at, next_due (epoch s), interval_after,
         digest, etag, last_modified, visits, changes); [] without the table. A restarted
-        continuous crawl schedules its pages from them (peer/core/recrawl.py)."""
+        continuous crawl schedules its pages from them (peer/core/revisit/recrawl.py)."""
         if not self.store_fetches:
             return []
         return await trio.to_thread.run_sync(self._last_visits, limiter=self._limiter)

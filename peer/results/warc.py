@@ -2,7 +2,7 @@
 
 :class:`WarcWriter` takes one item per fetch (:class:`Fetched` or
 :class:`Revisited`) through a bounded queue and one thread appends the
-records the pure builder (``peer.core.warcrecord``) makes of it. The engine
+records the pure builder (``peer.core.warc.record``) makes of it. The engine
 calls ``await writer.put(item)``, which waits while the queue is full: a disk
 slower than the crawl slows the crawl instead of growing memory.
 
@@ -52,7 +52,7 @@ from pathlib import Path
 
 import trio
 
-from peer.core.warcrecord import (
+from peer.core.warc.record import (
     Capture,
     CdxFacts,
     Refers,
@@ -65,7 +65,7 @@ from peer.core.warcrecord import (
     revisit_record,
     warcinfo_record,
 )
-from peer.core.warcconfig import OverMaxBody, WarcConfig
+from peer.core.config.warc import OverMaxBody, WarcConfig
 from peer.errors import StateError
 from peer.results.cdxj import index_file, urlkey, write_cdxj
 from peer.state.fsio import fsync_dir

@@ -1,7 +1,7 @@
 """A peer's files: blocking file I/O, run in worker threads by the engine.
 
 - ``fsio``        the one atomic write (tmp, fsync, rename, directory fsync)
-- ``configfile``  read cluster.toml (``peer.core.config`` parses it)
+- ``configfile``  read cluster.toml (``peer.core.config.cluster`` parses it)
 - ``bloomfile``   the Bloom filter's file, written atomically and read back checked
 - ``generations`` the state directory's files by generation: list, clean, name the damaged
 - ``frames``      the journal's bytes: records, frames, torn tails told from corruption

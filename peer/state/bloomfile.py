@@ -15,7 +15,7 @@ File format, version 2 (all integers little-endian)::
 Version 1 (one slice) is still read: b"RCBLOOM1", then one slice header, its
 bits and the crc32; it loads as a one-slice filter with growth 2 and no limit.
 
-The filter (:mod:`peer.core.bloom`) gives its buffers
+The filter (:mod:`peer.core.seen.bloom`) gives its buffers
 (``BloomFilter.file_parts``) and is rebuilt from checked slices
 (``BloomFilter.from_parts``). Reading streams each slice's bits
 straight into its bitarray (``readinto``), so a filter of hundreds of MB is
@@ -31,7 +31,7 @@ from typing import Any, BinaryIO
 
 from bitarray import bitarray
 
-from peer.core.bloom import (
+from peer.core.seen.bloom import (
     _FRESH, _HEADER, _MAGIC, _MAGIC_FAMILY, _MAGIC_V1, _MAX_SLICES, _SLICE, _TRAILER, _V1_HEADER,
     DEFAULT_GROWTH, BloomFilter, _Slice,
 )

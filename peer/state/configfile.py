@@ -1,4 +1,4 @@
-"""Read cluster.toml from disk: the one file read behind ``peer.core.config.parse_config``.
+"""Read cluster.toml from disk: the one file read behind ``peer.core.config.cluster.parse_config``.
 
 Every way a read can fail (no file, a directory, not UTF-8, no permission)
 is a ``ConfigError`` naming the file, which the command line prints as one
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from peer.core.config import ClusterConfig, parse_config
+from peer.core.config.cluster import ClusterConfig, parse_config
 from peer.errors import ConfigError
 
 __all__ = ["load_config"]

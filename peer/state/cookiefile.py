@@ -15,7 +15,7 @@ did the first time. A file that cannot be read (damaged, another format)
 is reported and the crawl resumes with an empty jar, for the same reason.
 
 Layout: one msgpack map (``version``, ``peer``, ``written``, ``cookies``: the
-records of ``peer.core.cookies.CookieJar.records``) + an 8-byte magic and
+records of ``peer.core.http.cookies.CookieJar.records``) + an 8-byte magic and
 the crc32 of the map, little-endian.
 """
 

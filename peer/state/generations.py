@@ -1,7 +1,7 @@
 """The state directory's files, by generation: list them, delete the stale, name the damaged.
 
 A state directory holds generations of three files each (``snapshot-<g>``,
-``bloom-<g>``, ``journal-<g>``; the names are ``peer.core.layout.StateFile``'s),
+``bloom-<g>``, ``journal-<g>``; the names are ``peer.core.run.layout.StateFile``'s),
 leftovers of interrupted atomic writes, the run record and the spill store's
 folder. Which generation is whole, and so which files are stale, is argued
 in ``peer.state.journal``'s docstring ("Crash ordering"); this module only
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from peer.core.layout import StateFile
+from peer.core.run.layout import StateFile
 from peer.errors import StateError
 from peer.state.fsio import fsync_dir
 

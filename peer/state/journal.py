@@ -13,7 +13,7 @@ journal costs tens of bytes per event, and a snapshot now and then bounds
 both the journal's size and the time recovery takes to replay it.
 
 Files, all in one directory (the engine uses ``<data_dir>/state``; the names
-are ``peer.core.layout.StateFile``'s), each format in its own module::
+are ``peer.core.run.layout.StateFile``'s), each format in its own module::
 
     snapshot-<g>.msgpack  the state at generation g (``peer.state.snapshot``:
                           a msgpack map and a checked trailer)
@@ -93,8 +93,8 @@ from typing import Any
 
 import msgpack
 
-from peer.core.bloom import BloomFilter
-from peer.core.layout import StateFile
+from peer.core.seen.bloom import BloomFilter
+from peer.core.run.layout import StateFile
 from peer.errors import StateError
 from peer.state.fsio import fsync_dir
 from peer.state.frames import (COUNTERS as _COUNTERS, DONE as _DONE, FORWARDED as _FORWARDED,

@@ -29,9 +29,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from peer.core.bloom import BloomFilter
-from peer.core.layout import StateFile
-from peer.core.urls import host_key
+from peer.core.seen.bloom import BloomFilter
+from peer.core.run.layout import StateFile
+from peer.core.urls.normalize import host_key
 from peer.state.bloomfile import read_bloom
 from peer.state.frames import JOURNAL_MAGIC, replay
 from peer.state.generations import SPILL_DIR, clean, damaged, list_dir

@@ -1,7 +1,7 @@
 """``run.json``: how the last run on a state directory began and ended, and its scope.
 
 A small JSON file beside the snapshots, rewritten atomically at the start and
-at the end of each run (``peer.core.runs`` decides with it). It is advice for
+at the end of each run (``peer.core.run.runs`` decides with it). It is advice for
 the next start (resume, refuse, ask), not state: recovery never reads it, so
 a kill between the snapshot and this file costs nothing but a less precise
 question.
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from peer.core.runs import RunRecord
+from peer.core.run.runs import RunRecord
 from peer.errors import StateError
 from peer.state.fsio import write_atomic
 

@@ -1,7 +1,7 @@
 """The exact seen set's hashes: sorted runs of 64-bit URL hashes, in RAM and on disk.
 
-The driver half of ``peer/core/seen.py``: :meth:`SieveFiles.apply` takes one
-:class:`~peer.core.seen.SieveBatch`, inserts its adds, answers which of its
+The driver half of ``peer/core/seen/sieve.py``: :meth:`SieveFiles.apply` takes one
+:class:`~peer.core.seen.sieve.SieveBatch`, inserts its adds, answers which of its
 checks are new (and inserts those), and is meant for a worker thread
 (``trio.to_thread``): a merge of big runs reads and writes files.
 
@@ -15,7 +15,7 @@ Layout, in ``<data_dir>/seen/``::
                    raw little-endian u64s, appended per batch (os.write)
 
 Runs are an LSM tree's levels: each batch becomes a small sorted run in RAM
-(numpy), merged size-tiered (``peer.core.seen.plan_merge``) so a check probes a
+(numpy), merged size-tiered (``peer.core.seen.sieve.plan_merge``) so a check probes a
 few runs by binary search. When the RAM runs hold ``ram_hashes`` hashes they
 are merged into one run file on disk and adds.log is emptied; disk runs are
 then merged the same way, streaming in chunks of ``_CHUNK`` hashes (RAM for
@@ -30,7 +30,7 @@ between leaves a hash in both (harmless: lookups are unchanged and merges
 drop duplicates). adds.log's torn tail (a partial u64) is dropped at open.
 What the sieve can lose is the batch the core had not yet handed over; the
 engine takes a batch only after committing the journal, and a check found
-new is inserted only by a later batch (peer/core/seen.py), so every hash here has
+new is inserted only by a later batch (peer/core/seen/sieve.py), so every hash here has
 its journal record and no URL is ever called seen that was not queued.
 After a restart the engine re-adds the recovered queue's and rows' hashes;
 a URL still missing can at worst be fetched twice, never lost.
@@ -50,7 +50,7 @@ from typing import Any
 
 from peer.errors import StateError
 from peer.state.fsio import write_atomic
-from peer.core.seen import SieveBatch, plan_merge
+from peer.core.seen.sieve import SieveBatch, plan_merge
 
 __all__ = ["SieveFiles", "SieveFileStats"]
 
@@ -190,7 +190,7 @@ class SieveFiles:
         """Insert ``batch.adds``, then say which ``batch.checks`` are new.
 
         New checks are not inserted: the core adds them to a later batch once
-        their Queued record is journaled (peer/core/seen.py, crash safety).
+        their Queued record is journaled (peer/core/seen/sieve.py, crash safety).
         """
         adds = np.frombuffer(batch.adds, dtype=_U64)
         checks = np.frombuffer(batch.checks, dtype=_U64)

@@ -34,8 +34,8 @@ from typing import Any, cast
 
 import msgpack
 
-from peer.core.bloom import BloomFilter
-from peer.core.layout import StateFile
+from peer.core.seen.bloom import BloomFilter
+from peer.core.run.layout import StateFile
 from peer.errors import StateError
 from peer.state.bloomfile import write_bloom
 from peer.state.fsio import write_atomic

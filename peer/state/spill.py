@@ -1,7 +1,7 @@
 """The frontier's spill store on disk: per-host FIFO queues in append-only segment files.
 
-The frontier (peer/core/frontier.py, rule 9) keeps a small head of each host's
-queue in RAM and hands the rest to a :class:`~peer.core.spillqueue.SpillStore`;
+The frontier (peer/core/frontier/frontier.py, rule 9) keeps a small head of each host's
+queue in RAM and hands the rest to a :class:`~peer.core.frontier.spillqueue.SpillStore`;
 this is the one that writes it to disk. Mercator's frontier keeps its
 per-host FIFO queues on disk with a RAM buffer at each end (Heydon and
 Najork, 1999); BUbiNG's workbench virtualizer does the same with per-host
@@ -30,7 +30,7 @@ SQLite on the same job (per-host FIFO, 64-URL batches, one transaction a
 batch) beside this.
 
 Checkpoints (peer/state/journal.py): the frontier hands over its tails
-(:meth:`~peer.core.frontier.Frontier.flush_tails`), then
+(:meth:`~peer.core.frontier.frontier.Frontier.flush_tails`), then
 :meth:`FileSpill.checkpoint` returns a :class:`SpillManifest`, the refs
 of every queued block, on the event loop (a copy of 16 B a block); :func:`sync_segments` fsyncs the segments
 written since in a worker thread, before the snapshot that names them is
@@ -134,7 +134,7 @@ class _Queue:
 
 
 class FileSpill:
-    """A :class:`~peer.core.spillqueue.SpillStore` in segment files under ``directory`` (module docstring).
+    """A :class:`~peer.core.frontier.spillqueue.SpillStore` in segment files under ``directory`` (module docstring).
 
     Disk errors raise :class:`~peer.errors.StateError` naming the file: the
     crawl state cannot be kept, and the peer stops with that line.

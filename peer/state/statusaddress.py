@@ -35,7 +35,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from peer.core.layout import DataDir
+from peer.core.run.layout import DataDir
 from peer.errors import StateError
 from peer.state.fsio import write_atomic
 

@@ -81,7 +81,7 @@ def unauthenticated_warning(addresses: Iterable[str]) -> str | None:
     return None
 
 
-# The peer-id rule of peer/core/config.py; it also keeps an id from naming a path
+# The peer-id rule of peer/core/config/cluster.py; it also keeps an id from naming a path
 # outside the keys directory ("../x").
 _PEER_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}")
 _Z85 = "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ.-:+=^!/*?&<>()[]{}@%$#"

@@ -2,8 +2,8 @@
 
 :func:`apply_options` sets them on a new raw ``zmq.Socket``, before the
 caller's ``configure`` hook and before any bind or connect. What they are
-built against (measured on this box; ``tests/test_zmqio.py`` and
-``tests/test_hostile.py`` keep each fact tested):
+built against (measured on this box; ``tests/edges/test_zmqio.py`` and
+``tests/e2e/test_hostile.py`` keep each fact tested):
 
 **Losses by socket type.** PUB drops at HWM, so it is not offered
 (:class:`SocketType`). PUSH and DEALER block at HWM. ROUTER silently drops to
@@ -41,7 +41,7 @@ messages, queued, plus the one being read; and one
 (16): at most 17 x 8 MiB per connection. With libzmq's old limit of 64 MiB and
 1,000 messages, ten 50 MB frames took a peer from 123 MB to 883 MB RSS; a
 flood of 50 MB and 1 MiB garbage frames from 4 connections now adds 14 MiB
-(tests/test_hostile.py). A queue of 16 costs no measurable rate:
+(tests/e2e/test_hostile.py). A queue of 16 costs no measurable rate:
 ``scripts/bench_zmq.py --rcvhwm 16`` received 168k 1 KB msgs/s against 158k at
 1,000, and 16-17k 40 KB msgs/s (a URL batch's size: 8 M URLs/s) against
 17-23k, within this box's noise. libzmq counts nothing it refuses this way (no

@@ -6,7 +6,7 @@ with (``sockopts``), its errors (``errors``) and the Curve hooks (``zap``).
 pyzmq has no trio integration and no maintained bridge exists (zmq-anyio
 managed about 8k msg/s here), so this is a small adapter over pyzmq's
 *blocking* ``zmq.Socket`` used only with ``NOBLOCK``. What it is built
-against (measured on this box; ``tests/test_zmqio.py`` keeps each fact tested):
+against (measured on this box; ``tests/edges/test_zmqio.py`` keeps each fact tested):
 
 **zmq's FD is edge-triggered.** ``ZMQ_FD`` signals "the socket's state may
 have changed", and any send, recv or read of ``ZMQ_EVENTS`` can consume that

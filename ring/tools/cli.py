@@ -22,7 +22,7 @@ it is not running they say so in one line naming the data_dir and the
 command that starts it, exit status 1, as when no peer of a ring answers.
 
 ``ring`` never imports ``peer``. cluster.toml has one parser,
-``peer.core.config``, and the solo peer's record one reader,
+``peer.core.config.cluster``, and the solo peer's record one reader,
 ``peer.state.statusaddress``, so both come in through a :class:`ConfigSource`
 that ``ring/__main__.py`` (the process entry point, the one place the two
 packages meet) builds from peer's. A user's mistake is one line and exit
@@ -77,7 +77,7 @@ class _CrawlSection(Protocol):
 
 
 class RingFile(Protocol):
-    """What the ring's commands read of a parsed cluster.toml (``peer.core.config.ClusterConfig``)."""
+    """What the ring's commands read of a parsed cluster.toml (``peer.core.config.cluster.ClusterConfig``)."""
 
     @property
     def path(self) -> Path: ...
@@ -371,7 +371,7 @@ def status_source(cfg: RingFile, timeout: float, recorded: Callable[[Path], Reco
 def _no_answer(cfg: RingFile, poll: StatusPoll) -> str:
     if poll.silence:
         return poll.silence
-    # Every peer asked has an address: a ring of several needs them (peer.core.config),
+    # Every peer asked has an address: a ring of several needs them (peer.core.config.cluster),
     # and a solo peer without one is asked where it recorded one (its poll says why not).
     addrs = ", ".join(p.address for p in cfg.peers if p.address)
     return f"no peer of ring {cfg.ring.name!r} answered at {addrs}; are the peers running?"
@@ -455,7 +455,7 @@ async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaita
     Not trio's default KeyboardInterrupt, which is raised wherever the signal
     lands, and a round of ``--watch`` is mostly inside a zmq socket's
     ``async with`` (ring.io.zmqio). Raising SIGINT at each line of a round in
-    turn (tests/test_cli_ring.py) showed two ways that went wrong: landing
+    turn (tests/e2e/test_cli_ring.py) showed two ways that went wrong: landing
     while the socket's watcher task ran or a nursery waited, it came out of
     ``trio.run`` wrapped in an exception group, past ``except
     KeyboardInterrupt``, as a traceback; landing inside the socket's close()

@@ -201,7 +201,7 @@ def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name
     return "\n".join(out)
 
 
-#: The revisit counters the dashboard sums over the members (peer/core/recrawl.py), in order.
+#: The revisit counters the dashboard sums over the members (peer/core/revisit/recrawl.py), in order.
 _REVISIT_COLUMNS = (("revisit.due", "due now (overdue)"), ("revisit.scheduled", "scheduled"),
                     ("revisit.visits", "revisits"), ("revisit.not_modified", "304"),
                     ("revisit.unchanged", "unchanged"), ("revisit.changed", "changed"))

@@ -14,7 +14,7 @@ the output directory:
   The setpoint comes from ``--ring cluster.toml``'s ``politeness.rate``, else
   from pid_trace (its setpoint over the window its rows are spaced by);
 - ``pid.png``: the PID trace of the busiest hosts: pages per window against the
-  setpoint, and the delay the controller chose (T_k of peer/core/pid.py's law);
+  setpoint, and the delay the controller chose (T_k of peer/core/frontier/pid.py's law);
 - ``status.png``: status codes, a failed fetch (NULL status) counted as "error";
 - ``latency.png``: elapsed_ms of the pages that got an answer, log x when the
   range spans more than two decades;
@@ -36,7 +36,7 @@ the output directory:
   ``crawl.stats.json`` beside a merged ``crawl.duckdb``; or ``--stats``) and
   the slowest pages, then the figures with captions.
 
-"pages" are fetched pages, requests made (peer/core/progress.py): a row without a
+"pages" are fetched pages, requests made (peer/core/run/progress.py): a row without a
 request has no status and no measured time (``status IS NULL AND elapsed_ms
 = 0``) and is counted apart.
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
-from peer.core.config import RingConfig
+from peer.core.config.cluster import RingConfig
 from peer.results.report.facts import REQUESTED, Facts, duration
 from peer.state.configfile import load_config
 from ring.hashring import HashRing

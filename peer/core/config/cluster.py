@@ -1,0 +1,362 @@
+"""cluster.toml: one file, shared by every peer, parsed once into frozen objects.
+
+Every key, its type, its default, its check and its one-line documentation live
+in the section dataclasses (``peer.core.config.sections``, and the modules of
+features with a section of their own) and nowhere else (httpx's ``Timeout``/``Limits`` habit;
+the counter-example is a string-keyed settings bag read all over the code).
+``scripts/config_reference.py`` writes docs/configuration.md's reference from
+the same fields, and a test checks that the page is current and that
+``cluster.toml`` mentions every key, so the documentation cannot drift from the code.
+
+A user's mistake raises ``ConfigError`` with one line naming the file, the key
+path and what was expected; the command-line front ends print it and exit 2.
+
+Relative paths (``data_dir``) are resolved against the directory of
+cluster.toml, so a peer started from any working directory finds the same data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import math
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from peer.errors import ConfigError, URLError
+from peer.core.config.dedupe import DedupeConfig
+from peer.core.page.items import ExtractConfig, parse_extract
+from peer.core.config.revisit import RevisitConfig
+from peer.core.config.sitemaps import SitemapsConfig
+from peer.core.config.warc import WarcConfig
+from peer.core.urls.normalize import normalize
+from peer.core.urls.scope import Scope
+from peer.core.dns.guard import is_ip as _is_ip
+from peer.core.urls.rules import parse_url_rules
+from peer.core.config.sections import (BloomConfig, CrawlConfig, DnsConfig, FrontierConfig, PeerSpec,
+                                PolitenessConfig, RingConfig, parse_address, parse_metrics_address)
+
+if TYPE_CHECKING:
+    from peer.core.config.sites import SiteBlock
+
+__all__ = [
+    "BloomConfig",
+    "ClusterConfig",
+    "CrawlConfig",
+    "DnsConfig",
+    "FrontierConfig",
+    "PeerSpec",
+    "PolitenessConfig",
+    "RingConfig",
+    "parse_config",
+    "parse_address",
+    "parse_metrics_address",
+]
+
+@dataclass(frozen=True, slots=True)
+class ClusterConfig:
+    """The whole of cluster.toml, validated."""
+
+    path: Path
+    ring: RingConfig
+    peers: tuple[PeerSpec, ...]
+    crawl: CrawlConfig
+    politeness: PolitenessConfig
+    dns: DnsConfig
+    bloom: BloomConfig
+    frontier: FrontierConfig = FrontierConfig()
+    sitemaps: SitemapsConfig = SitemapsConfig()
+    warc: WarcConfig = WarcConfig()
+    dedupe: DedupeConfig = DedupeConfig()
+    revisit: RevisitConfig = RevisitConfig()
+    # [extract] is rule tables, not plain keys: parsed by peer.core.page.items, not SECTIONS.
+    extract: ExtractConfig = ExtractConfig()
+    # [[site]] is an array of override blocks: parsed by peer.core.config.sites.
+    sites: tuple[SiteBlock, ...] = ()
+
+    def peer(self, peer_id: str) -> PeerSpec:
+        """The ``[[peer]]`` entry with this id; ConfigError names the known ids."""
+        for spec in self.peers:
+            if spec.id == peer_id:
+                return spec
+        known = ", ".join(p.id for p in self.peers)
+        raise ConfigError(str(self.path), "peer", f"no peer with id {peer_id!r} (known: {known})")
+
+    def data_dir(self, peer_id: str) -> Path:
+        """The absolute data directory of a listed peer."""
+        return Path(self.peer(peer_id).data_dir)
+
+
+# TOML table name -> section class. [[peer]] is handled apart: it is a list.
+SECTIONS: dict[str, type] = {
+    "ring": RingConfig,
+    "crawl": CrawlConfig,
+    "politeness": PolitenessConfig,
+    "dns": DnsConfig,
+    "bloom": BloomConfig,
+    "frontier": FrontierConfig,
+    "sitemaps": SitemapsConfig,
+    "warc": WarcConfig,
+    "dedupe": DedupeConfig,
+    "revisit": RevisitConfig,
+}
+
+
+# ---------------------------------------------------------------------------
+# Loading
+# ---------------------------------------------------------------------------
+
+
+def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | None = None) -> ClusterConfig:
+    """Validate the TOML text of a cluster.toml found at ``path``.
+
+    A relative ``data_dir`` is taken relative to ``base``, by default the
+    file's own directory as given; ``peer.state.configfile.load_config``
+    passes it resolved (this module reads no file system, not even the
+    working directory).
+    """
+    p = Path(path)
+    where = str(p)
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(where, "", f"is not valid TOML: {exc}") from None
+
+    # peer.core.config.sites builds on this module's helpers: imported here, not at the top.
+    from peer.core.config.sites import check_headers, parse_sites
+
+    _reject_unknown(doc, [*SECTIONS, "peer", "extract", "site"], where, "")
+    if isinstance(doc.get("crawl"), dict) and "headers" in doc["crawl"]:
+        check_headers(doc["crawl"]["headers"], where, "crawl.headers")
+    sections: dict[str, Any] = {}
+    for name, cls in SECTIONS.items():
+        table = doc.get(name, {})
+        if not isinstance(table, dict):
+            raise ConfigError(where, name, f"expected a table [{name}], got {_tname(table)}")
+        sections[name] = _build(cls, table, where, name)
+
+    raw_peers = doc.get("peer", [])
+    if not isinstance(raw_peers, list) or not all(isinstance(t, dict) for t in raw_peers):
+        raise ConfigError(where, "peer", "expected [[peer]] tables (an array of tables)")
+    if not raw_peers:
+        raise ConfigError(where, "peer", "expected at least one [[peer]] entry with an id (and, in a ring of several, an address)")
+    if base is None:
+        base = p.parent
+    peers = tuple(
+        _resolve_data_dir(_build(PeerSpec, t, where, f"peer[{i}]"), base)
+        for i, t in enumerate(raw_peers)
+    )
+    _check_unique(peers, where)
+
+    extract = parse_extract(doc.get("extract", {}), where)
+    cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
+    _check_cross(cfg, where)
+    # Blocks are checked over a global config known to be valid; then TLS paths and proxies, of both.
+    cfg = dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
+    from peer.core.config.proxies import check_proxies
+    from peer.core.config.tls import resolve_tls_paths
+
+    return check_proxies(resolve_tls_paths(cfg, base, where), where, base)
+
+
+def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
+    fields = {f.name: f for f in dataclasses.fields(cls)}
+    _reject_unknown(table, list(fields), where, prefix)
+    values: dict[str, Any] = {}
+    for name, f in fields.items():
+        keypath = f"{prefix}.{name}"
+        if name not in table:
+            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+                raise ConfigError(where, keypath, f"is required ({f.metadata['doc']})")
+            continue
+        values[name] = _convert(table[name], f.metadata["kind"], where, keypath)
+        check = f.metadata["check"]
+        if check is not None and (expected := check(values[name])) is not None:
+            raise ConfigError(where, keypath, f"expected {expected}, got {table[name]!r}")
+    try:
+        return cls(**values)
+    except ValueError as exc:  # keys checked against each other (a section's __post_init__)
+        raise ConfigError(where, prefix, str(exc)) from None
+
+
+def _convert(value: Any, kind: type, where: str, keypath: str) -> Any:
+    # bool is an int in Python; in a config file `true` where a number is
+    # expected is a mistake, not 1.
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        raise ConfigError(where, keypath, f"expected true or false, got {_tname(value)} {value!r}")
+    if kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        raise ConfigError(where, keypath, f"expected an integer, got {_tname(value)} {value!r}")
+    if kind is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
+            return float(value)
+        raise ConfigError(where, keypath, f"expected a number, got {_tname(value)} {value!r}")
+    if kind is str:
+        if isinstance(value, str):
+            return value
+        raise ConfigError(where, keypath, f"expected a string, got {_tname(value)} {value!r}")
+    if kind is list:
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return tuple(value)
+        raise ConfigError(where, keypath, f"expected a list of strings, got {_tname(value)} {value!r}")
+    if kind is dict:
+        if isinstance(value, dict):
+            out: dict[str, str | tuple[str, ...]] = {}
+            for k, v in value.items():
+                if isinstance(v, str):
+                    out[k] = v
+                elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
+                    out[k] = tuple(v)
+                else:
+                    raise ConfigError(where, f"{keypath}.{k}", f"expected an IP address string or a list of them, got {v!r}")
+            return out
+        raise ConfigError(where, keypath, f"expected a table of host = IP, got {_tname(value)} {value!r}")
+    raise AssertionError(f"unknown config kind {kind!r}")  # pragma: no cover - our bug
+
+
+#: Keys other crawlers have (Scrapy's settings, Crawlee's options) that a
+#: newcomer writes here, and where ringcrawl says the same.
+ELSEWHERE = {
+    **dict.fromkeys(("allow_paths", "deny_paths", "allow", "deny", "include", "exclude", "allowed_urls"),
+                    'scope by URL is crawl.rules, e.g. ["include:*/library/*", "exclude:re:[?&]q="]'),
+    **dict.fromkeys(("rate_limit", "download_delay", "delay", "requests_per_second"),
+                    "the pace of a host is politeness.rate, in pages per minute"),
+    **dict.fromkeys(("robotstxt_obey", "respect_robots", "robots"), "robots.txt is crawl.obey_robots"),
+    **dict.fromkeys(("depth", "depth_limit"), "link depth is crawl.max_depth"),
+    **dict.fromkeys(("max_requests", "closespider_pagecount"), "the page limit is crawl.max_pages"),
+    **dict.fromkeys(("sitemap", "sitemap_urls"), "sitemaps to start from are [sitemaps] seeds"),
+}
+
+
+def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, prefix: str) -> None:
+    for key in table:
+        if key not in known:
+            keypath = f"{prefix}.{key}" if prefix else key
+            # 0.8: typos score 0.88-0.97 (concurency, alow_hosts, dead_afer);
+            # at difflib's 0.6, allow_paths suggested allow_private (0.75) and
+            # rate_limit integral_limit (0.67), keys that do something else.
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
+            if key.lower() in ELSEWHERE:
+                hint = f"; {ELSEWHERE[key.lower()]}"
+            raise ConfigError(where, keypath, f"unknown key{hint}")
+
+
+def _tname(value: Any) -> str:
+    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
+            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+
+
+def _resolve_data_dir(spec: PeerSpec, base: Path) -> PeerSpec:
+    d = Path(spec.data_dir or f"data/{spec.id}").expanduser()
+    return dataclasses.replace(spec, data_dir=str(d if d.is_absolute() else base / d))
+
+
+def _check_unique(peers: tuple[PeerSpec, ...], where: str) -> None:
+    for attr in ("id", "address", "data_dir"):
+        seen: dict[str, int] = {}
+        for i, spec in enumerate(peers):
+            value = getattr(spec, attr)
+            if value == "" and attr == "address":
+                continue  # missing, not duplicate: _check_cross says so
+            if value in seen:
+                raise ConfigError(
+                    where, f"peer[{i}].{attr}",
+                    f"duplicate {attr} {value!r}, already used by peer[{seen[value]}]; each peer needs its own",
+                )
+            seen[value] = i
+
+
+def _check_cross(cfg: ClusterConfig, where: str) -> None:
+    """Checks that involve more than one key."""
+    if len(cfg.peers) > 1:
+        for i, spec in enumerate(cfg.peers):
+            if not spec.address:
+                raise ConfigError(where, f"peer[{i}].address", f"is required when cluster.toml lists several peers ({len(cfg.peers)}); expected tcp://host:port")
+    if cfg.ring.dead_after <= cfg.ring.suspect_after:
+        raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
+    if cfg.ring.lease and not 2 * cfg.ring.gossip_interval <= cfg.ring.lease < cfg.ring.dead_after:
+        raise ConfigError(where, "ring.lease", f"expected 0, or at least 2 x ring.gossip_interval ({2 * cfg.ring.gossip_interval:g}) and less than ring.dead_after ({cfg.ring.dead_after:g}), got {cfg.ring.lease}")
+    if cfg.ring.tombstone_ttl < 2 * cfg.ring.dead_after:
+        # Shorter, a stale peer's record could bring a dead member back (ring/membership.py).
+        raise ConfigError(where, "ring.tombstone_ttl", f"expected at least 2 x ring.dead_after ({2 * cfg.ring.dead_after:g}), got {cfg.ring.tombstone_ttl}")
+    if cfg.ring.suspect_after < cfg.ring.gossip_interval:
+        raise ConfigError(where, "ring.suspect_after", f"expected at least ring.gossip_interval ({cfg.ring.gossip_interval}), got {cfg.ring.suspect_after}")
+    if cfg.ring.max_batch_age < cfg.ring.batch_age:
+        raise ConfigError(where, "ring.max_batch_age", f"expected at least ring.batch_age ({cfg.ring.batch_age}), got {cfg.ring.max_batch_age}")
+    pol = cfg.politeness
+    if pol.max_delay < pol.min_delay:
+        raise ConfigError(where, "politeness.max_delay", f"expected at least politeness.min_delay ({pol.min_delay}), got {pol.max_delay}")
+    if pol.initial_delay and not pol.min_delay <= pol.initial_delay <= pol.max_delay:
+        raise ConfigError(where, "politeness.initial_delay", f"expected 0 (the nominal 60/rate) or between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
+    if pol.rate > 0 and pol.max_delay < pol.nominal_delay:
+        raise ConfigError(where, "politeness.max_delay", f"expected at least 60/rate = {pol.nominal_delay:g} s (the delay that keeps a host at politeness.rate), got {pol.max_delay}")
+    if cfg.dns.max_ttl < cfg.dns.min_ttl:
+        raise ConfigError(where, "dns.max_ttl", f"expected at least dns.min_ttl ({cfg.dns.min_ttl}), got {cfg.dns.max_ttl}")
+    if cfg.bloom.max_capacity < cfg.bloom.capacity:
+        raise ConfigError(where, "bloom.max_capacity", f"expected at least bloom.capacity ({cfg.bloom.capacity}; equal for a filter that never grows), got {cfg.bloom.max_capacity}")
+    for i, seed in enumerate(cfg.crawl.seeds):
+        try:
+            normalize(seed)
+        except URLError as exc:
+            raise ConfigError(where, f"crawl.seeds[{i}]", f"expected an http(s) URL, got {seed!r} ({exc})") from None
+    for key in ("allow_hosts", "deny_hosts"):
+        for i, pattern in enumerate(getattr(cfg.crawl, key)):
+            try:
+                Scope((pattern,))
+            except URLError as exc:
+                raise ConfigError(where, f"crawl.{key}[{i}]", f"expected a host glob such as '*.example.com', got {pattern!r} ({exc})") from None
+    parse_url_rules(cfg.crawl, where)  # rules, skip_extensions, strip_params: ConfigError names the entry
+    for i, ns in enumerate(cfg.dns.nameservers):
+        if not _is_ip_port(ns):
+            raise ConfigError(where, f"dns.nameservers[{i}]", f"expected an IP address, optionally with :port, got {ns!r}")
+    for pattern, answer in cfg.dns.resolve.items():
+        for ip in (answer,) if isinstance(answer, str) else answer:
+            if not _is_ip(ip):
+                raise ConfigError(where, f"dns.resolve.{pattern}", f"expected an IP address, got {ip!r}")
+
+
+def _is_ip_port(text: str) -> bool:
+    if _is_ip(text):
+        return True
+    m = re.fullmatch(r"\[?(?P<ip>[^\]]+?)\]?:(?P<port>[0-9]{1,5})", text)
+    return m is not None and _is_ip(m["ip"]) and 1 <= int(m["port"]) <= 65535
+
+
+def reference() -> list[tuple[str, str, str, str]]:
+    """(key, type, default, doc) for every key, in file order: docs/configuration.md's table."""
+    names = {float: "number", int: "integer", str: "string", bool: "boolean",
+             list: "list of strings", dict: "table"}
+    rows = []
+    for section, cls in [("ring", RingConfig), ("peer", PeerSpec), *[(n, c) for n, c in SECTIONS.items() if n != "ring"]]:
+        for f in dataclasses.fields(cls):
+            if cls is PeerSpec and f.name == "data_dir":
+                default = "data/<id>"
+            elif f.default is not dataclasses.MISSING:
+                default = f.default
+            elif f.default_factory is not dataclasses.MISSING:
+                default = f.default_factory()
+            else:
+                default = "(required)"
+            if isinstance(default, bool):
+                shown = "true" if default else "false"
+            elif isinstance(default, tuple):
+                shown = "[]" if not default else repr(list(default))
+            elif isinstance(default, dict):
+                shown = "{}"
+            elif isinstance(default, str) and default != "(required)":
+                shown = f'"{default}"'
+            else:
+                shown = str(default)
+            rows.append((f"{section}.{f.name}", names[f.metadata["kind"]], shown, f.metadata["doc"]))
+    from peer.core.config.sites import site_reference
+
+    rows += [(key, names[kind], shown, doc) for key, kind, shown, doc in site_reference()]
+    return rows

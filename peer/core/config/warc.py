@@ -1,0 +1,102 @@
+"""``[warc]``: whether and how a peer keeps its fetches as WARC/1.1 files (docs/warc.md).
+
+A section of cluster.toml in a module of its own, declared like the others
+(``peer.core.config.keys``) and listed in ``peer.core.config.cluster.SECTIONS``. The
+writer (``peer.results.warc``) takes it as it is; the two choices that are
+enums in the code are strings in the file, read through
+:attr:`WarcConfig.algorithm` and :attr:`WarcConfig.over_body`. A config
+built in code is checked by the same checks as one read from a file
+(``__post_init__`` runs them), so a test's mistake is a ValueError.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+from peer.core.config.keys import key
+from peer.core.config.sections import _at_least_one
+from peer.core.warc.record import DigestAlgorithm
+
+__all__ = ["OverMaxBody", "WarcConfig"]
+
+
+class OverMaxBody(Enum):
+    """What to archive of a body cut at ``max_body``."""
+
+    TRUNCATE = "truncate"  # the response as far as read, with ``WARC-Truncated: length`` (Heritrix's way)
+    SKIP = "skip"          # neither request nor response: the archive holds only whole bodies
+
+
+def _one_of(enum: type[Enum]) -> Any:
+    names = [m.value for m in enum]
+
+    def check(v: Any) -> str | None:
+        value = v.value if isinstance(v, Enum) else v
+        return None if value in names else " or ".join(f'"{n}"' for n in names)
+    return check
+
+
+def _file_bytes(v: Any) -> str | None:
+    return None if v >= 4096 else "an integer >= 4096"
+
+
+def _level(v: Any) -> str | None:
+    return None if 0 <= v <= 9 else "an integer from 0 to 9"
+
+
+def _prefix(v: Any) -> str | None:
+    return None if re.fullmatch(r"[A-Za-z0-9._]+", v) else "letters, digits, '.' or '_' (it is part of a file name)"
+
+
+def _directory(v: Any) -> str | None:
+    return None if v.strip() else "a directory (relative to the peer's data_dir, or absolute)"
+
+
+@dataclass(frozen=True, slots=True)
+class WarcConfig:
+    """``[warc]``: WARC files of every fetch that got a response, written beside the results."""
+
+    enabled: bool = key(bool, False, "write every response (and its request) to WARC/1.1 files with a CDXJ index; off by default: the archive costs disk as large as the bodies fetched")
+    directory: str = key(str, "warc", "where the WARC files go, relative to the peer's data_dir (or absolute)", _directory)
+    prefix: str = key(str, "ringcrawl", "the first part of each file's name (<prefix>-<peer>-<time>-<serial>.warc.gz)", _prefix)
+    max_file_bytes: int = key(int, 1_000_000_000, "a file is closed for the next before it would pass this size (1 GB, as Heritrix and the IIPC advise)", _file_bytes)
+    over_max_body: str = key(str, "truncate", 'a body cut at crawl.max_body: "truncate" writes it as far as read with WARC-Truncated: length, "skip" writes no record of it', _one_of(OverMaxBody))
+    digest: str = key(str, "sha1", 'the record and payload digests: "sha1" (what CDX servers and other archives compare) or "sha256"', _one_of(DigestAlgorithm))
+    gzip_level: int = key(int, 6, "zlib level of each record's gzip member, 0-9: compression is the writer's main cost (docs/warc.md)", _level)
+    queue_items: int = key(int, 256, "fetches queued for the writer thread; the crawl waits when the queue is full (a slow disk slows the crawl, not memory)", _at_least_one)
+    fsync_records: int = key(int, 256, "fetches between fsyncs of the open file: what a power loss may cost (a kill -9 costs nothing written)", _at_least_one)
+
+    def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):
+            check = f.metadata["check"]
+            value = getattr(self, f.name)
+            if check is not None and (expected := check(value)) is not None:
+                raise ValueError(f"warc.{f.name} must be {expected}, not {value!r}")
+        # An enum given in code stands for its string (the file's form).
+        for name in ("over_max_body", "digest"):
+            value = getattr(self, name)
+            if isinstance(value, Enum):
+                object.__setattr__(self, name, value.value)
+
+    @property
+    def algorithm(self) -> DigestAlgorithm:
+        """``digest`` as the record builder takes it."""
+        return DigestAlgorithm(self.digest)
+
+    @property
+    def over_body(self) -> OverMaxBody:
+        """``over_max_body`` as the writer takes it."""
+        return OverMaxBody(self.over_max_body)
+
+    def describe(self) -> str:
+        """One line for ``--check``."""
+        if not self.enabled:
+            return "warc: off ([warc] enabled = true keeps every response in WARC files)"
+        where = self.directory if self.directory.startswith("/") else f"<data_dir>/{self.directory}"
+        return (f"warc: on, into {where}/{self.prefix}-*.warc.gz with a .cdxj index each, files up to "
+                f"{self.max_file_bytes:,} bytes, {self.digest} digests, gzip level {self.gzip_level}, "
+                f"a body over max_body: {self.over_max_body}")

@@ -1,0 +1,272 @@
+"""Caps on what a hostile web can make one peer queue, wait for or hold.
+
+A pure core (no I/O, ``now`` passed in): the engine asks :class:`Limits`
+before it queues a URL and when a server answers with a Retry-After, and
+reports the hosts it holds; every hit is counted here, and the engine shows
+the counts in the summary, the progress line and ``python -m ring status``.
+
+Rules (config keys in brackets; 0 turns a cap off):
+
+1. **URL** [``crawl.max_url_length``, ``crawl.max_path_repeat``]: a
+   normalised URL longer than the cap, or whose path repeats one segment
+   more than ``max_path_repeat`` times (:func:`peer.core.urls.normalize.path_repeats`:
+   ``/a/a/a/a/``, ``/x/y/x/y/x/y/x/y/``), is dropped. These are the traps
+   that relative links grow for ever, bounded otherwise only by
+   ``max_depth``; the check is on the URL alone, so it runs before a URL is
+   forwarded in a ring.
+2. **Host** [``crawl.max_urls_per_host``]: a host's URLs queued on this
+   peer (queued plus fetched: the count never goes down) stop at the cap;
+   the next ones are dropped. Measured before the caps: four link-farm
+   hosts (pages of a million links) queued 2.9 M URLs in 50 s, about 1 GB
+   of RSS, and slowed a normal site beside them by about 40 %. With the cap
+   the frontier holds at most ``hosts x cap`` URLs. An infinite calendar
+   (``?month=`` one further, for ever) repeats no segment; this cap and
+   ``max_depth`` are what end it.
+3. **Page** [``crawl.max_links_per_page``]: the links of one page after the
+   first ``max_links_per_page`` (in document order) are not followed nor
+   stored; ``n_links`` in the results keeps the page's real count.
+4. **Retry-After** [``politeness.max_retry_after``]: a longer Retry-After
+   (``3600``, or an HTTP-date in the year 9999) is cut to the cap; after
+   :data:`RETRY_AFTER_STRIKES` such answers from a host in a row the host is
+   *given up*: the engine records its queued URLs (error ``retry_after``)
+   and new URLs of it are dropped for the rest of the run. Any other answer
+   from the host ends the streak.
+5. **Holds**: a host held (its robots.txt unreachable until a retry, or a
+   Retry-After) is counted while held, so a crawl that waits says what it
+   waits for. A hold ends when released or when its time has passed.
+
+Memory: one int per host that ever had a URL queued here (the frontier
+keeps more than that per queued host), and per held, striking or given-up
+host a few dozen bytes.
+
+Drops count discoveries, not distinct URLs: a URL dropped by a cap is not
+put in the Bloom filter (a link farm would otherwise fill it), so a link
+to it found on ten pages counts ten times.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+from peer.core.urls.normalize import path_repeats
+
+if TYPE_CHECKING:
+    from peer.core.config.cluster import CrawlConfig, PolitenessConfig
+
+__all__ = ["Cap", "Hold", "Limits", "RETRY_AFTER_STRIKES"]
+
+#: Over-cap Retry-After answers in a row after which a host is given up.
+#: Three: one could be a maintenance page, two a slow restart; a third
+#: says the server means it, and with the default cap (300 s) the host has
+#: then held its URLs for ten minutes.
+RETRY_AFTER_STRIKES = 3
+
+
+class Cap(enum.StrEnum):
+    """Which cap a hit was (the value is its config key, or what it counts)."""
+
+    URL_LENGTH = "max_url_length"  # URLs dropped
+    PATH_REPEAT = "max_path_repeat"  # URLs dropped
+    URLS_PER_HOST = "max_urls_per_host"  # URLs dropped
+    LINKS_PER_PAGE = "max_links_per_page"  # links not followed
+    PAGES_CUT = "pages_cut"  # pages whose links were cut
+    RETRY_AFTER = "max_retry_after"  # Retry-After answers cut
+    HOSTS_GIVEN_UP = "hosts_given_up"  # hosts given up (rule 4)
+    GIVEN_UP = "given_up"  # URLs of given-up hosts dropped
+
+
+class Hold(enum.StrEnum):
+    """Why a host is held (rule 5)."""
+
+    ROBOTS = "robots"  # robots.txt unreachable, a retry is due
+    RETRY_AFTER = "retry_after"  # the server asked to wait
+
+
+class Limits:
+    """The caps of one peer's crawl and their counts; see the module rules."""
+
+    __slots__ = ("max_url_length", "max_path_repeat", "max_urls_per_host", "max_links_per_page",
+                 "max_retry_after", "strikes", "hits", "held_total",
+                 "_per_host", "_strikes", "_given_up", "_holds")
+
+    def __init__(
+        self,
+        *,
+        max_url_length: int = 0,
+        max_path_repeat: int = 0,
+        max_urls_per_host: int = 0,
+        max_links_per_page: int = 0,
+        max_retry_after: float = float("inf"),
+        strikes: int = RETRY_AFTER_STRIKES,
+    ) -> None:
+        if min(max_url_length, max_path_repeat, max_urls_per_host, max_links_per_page) < 0:
+            raise ValueError("caps must be >= 0 (0: no cap)")
+        if not max_retry_after > 0 or strikes < 1:
+            raise ValueError("max_retry_after must be > 0 and strikes >= 1")
+        self.max_url_length = max_url_length
+        self.max_path_repeat = max_path_repeat
+        self.max_urls_per_host = max_urls_per_host
+        self.max_links_per_page = max_links_per_page
+        self.max_retry_after = max_retry_after
+        self.strikes = strikes
+        self.hits: Counter[Cap] = Counter()
+        self.held_total: Counter[Hold] = Counter()  # hosts that were ever held, by kind
+        self._per_host: dict[str, int] = {}
+        self._strikes: dict[str, int] = {}
+        self._given_up: set[str] = set()
+        self._holds: dict[Hold, dict[str, float]] = {h: {} for h in Hold}
+
+    @classmethod
+    def from_config(cls, crawl: CrawlConfig, politeness: PolitenessConfig) -> Limits:
+        """The caps of cluster.toml's ``[crawl]`` and ``[politeness]``."""
+        return cls(max_url_length=crawl.max_url_length, max_path_repeat=crawl.max_path_repeat,
+                   max_urls_per_host=crawl.max_urls_per_host,
+                   max_links_per_page=crawl.max_links_per_page,
+                   max_retry_after=politeness.max_retry_after)
+
+    # -- rule 1: the URL ---------------------------------------------------------
+
+    def check_url(self, url: str) -> Cap | None:
+        """The cap a normalised URL breaks (counted), or None."""
+        if self.max_url_length and len(url) > self.max_url_length:
+            self.hits[Cap.URL_LENGTH] += 1
+            return Cap.URL_LENGTH
+        if self.max_path_repeat and path_repeats(url) > self.max_path_repeat:
+            self.hits[Cap.PATH_REPEAT] += 1
+            return Cap.PATH_REPEAT
+        return None
+
+    # -- rule 2: the host --------------------------------------------------------
+
+    def admit(self, host: str) -> Cap | None:
+        """May one more URL of ``host`` be queued? None, or the cap in the way (not counted).
+
+        The caller counts a drop with :meth:`dropped` once it knows the URL
+        is new, and an admitted URL with :meth:`queued`.
+        """
+        if host in self._given_up:
+            return Cap.GIVEN_UP
+        if self.max_urls_per_host and self._per_host.get(host, 0) >= self.max_urls_per_host:
+            return Cap.URLS_PER_HOST
+        return None
+
+    def dropped(self, cap: Cap) -> None:
+        """A new URL was dropped by ``cap`` (from :meth:`admit`)."""
+        self.hits[cap] += 1
+
+    def queued(self, host: str, n: int = 1) -> None:
+        """``n`` URLs of ``host`` were queued (admitted, resumed or taken back)."""
+        self._per_host[host] = self._per_host.get(host, 0) + n
+
+    def host_urls(self, host: str) -> int:
+        """URLs of ``host`` queued on this peer so far."""
+        return self._per_host.get(host, 0)
+
+    # -- rule 3: the page --------------------------------------------------------
+
+    def cut_links(self, links: Sequence[str], total: int | None = None) -> Sequence[str]:
+        """The links of one page that are followed: the first ``max_links_per_page``.
+
+        ``total``: the page's link count when the parser already cut
+        ``links`` short (it stops normalising at the cap), so the hit counts
+        what the page offered, not what reached us.
+        """
+        cap = self.max_links_per_page
+        offered = len(links) if total is None else max(total, len(links))
+        if not cap or offered <= cap:
+            return links
+        self.hits[Cap.LINKS_PER_PAGE] += offered - cap
+        self.hits[Cap.PAGES_CUT] += 1
+        return links[:cap]
+
+    # -- rule 4: Retry-After -----------------------------------------------------
+
+    def retry_after(self, host: str, seconds: float | None) -> tuple[float | None, bool]:
+        """A 429/503's Retry-After: (seconds to wait, capped; whether ``host`` is now given up)."""
+        if seconds is None or seconds <= self.max_retry_after:
+            self._strikes.pop(host, None)
+            return seconds, False
+        self.hits[Cap.RETRY_AFTER] += 1
+        n = self._strikes.get(host, 0) + 1
+        if n < self.strikes:
+            self._strikes[host] = n
+            return self.max_retry_after, False
+        del self._strikes[host]
+        self.give_up(host)
+        return self.max_retry_after, True
+
+    def answered(self, host: str) -> None:
+        """``host`` gave an answer that was not an over-cap Retry-After: its streak ends."""
+        if self._strikes:
+            self._strikes.pop(host, None)
+
+    def give_up(self, host: str) -> None:
+        """No more URLs of ``host`` for the rest of the run."""
+        if host not in self._given_up:
+            self._given_up.add(host)
+            self.hits[Cap.HOSTS_GIVEN_UP] += 1
+        for kind in Hold:
+            self._holds[kind].pop(host, None)
+
+    def given_up(self, host: str) -> bool:
+        return host in self._given_up
+
+    # -- rule 5: holds -----------------------------------------------------------
+
+    def hold(self, host: str, kind: Hold, until: float) -> None:
+        """``host`` is held for ``kind`` until ``until`` (a later hold extends it)."""
+        holds = self._holds[kind]
+        was = holds.get(host)
+        if was is None:
+            self.held_total[kind] += 1
+            holds[host] = until
+        elif until > was:
+            holds[host] = until
+
+    def release(self, host: str, kind: Hold) -> None:
+        self._holds[kind].pop(host, None)
+
+    def held(self, now: float) -> dict[Hold, int]:
+        """Hosts held at ``now``, by kind; holds whose time has passed are forgotten."""
+        out = {}
+        for kind, holds in self._holds.items():
+            if holds:
+                for host in [h for h, until in holds.items() if until <= now]:
+                    del holds[host]
+            out[kind] = len(holds)
+        return out
+
+    def held_hosts(self, now: float) -> list[tuple[str, Hold, float]]:
+        """Every host held at ``now``: (host, kind, until), soonest first (the progress line)."""
+        self.held(now)
+        return sorted(((h, kind, until) for kind, holds in self._holds.items()
+                       for h, until in holds.items()), key=lambda x: x[2])
+
+    # -- figures -----------------------------------------------------------------
+
+    def figures(self, now: float) -> dict[str, int]:
+        """Non-zero counts, named for ``python -m ring status``: ``cap.<key>``, ``held.<kind>``."""
+        out = {f"cap.{cap.value}": n for cap, n in self.hits.items() if n}
+        out.update({f"held.{kind.value}": n for kind, n in self.held(now).items() if n})
+        return out
+
+    def render(self, now: float) -> str:
+        """One line for the summary: what was cut or dropped, and the hosts held."""
+        h = self.hits
+        parts = [f"{label} {h[cap]}" for cap, label in (
+            (Cap.URL_LENGTH, "long URLs"), (Cap.PATH_REPEAT, "repeating paths"),
+            (Cap.URLS_PER_HOST, "over host cap"), (Cap.RETRY_AFTER, "Retry-After cut"),
+        ) if h[cap]]
+        if h[Cap.LINKS_PER_PAGE]:
+            parts.append(f"links cut {h[Cap.LINKS_PER_PAGE]} on {h[Cap.PAGES_CUT]} pages")
+        if h[Cap.HOSTS_GIVEN_UP]:
+            parts.append(f"hosts given up {h[Cap.HOSTS_GIVEN_UP]} ({h[Cap.GIVEN_UP]} URLs dropped)")
+        held = self.held(now)
+        ever = [f"{k.value} {self.held_total[k]}" + (f" ({held[k]} now)" if held[k] else "")
+                for k in Hold if self.held_total[k]]
+        if ever:
+            parts.append("hosts held: " + ", ".join(ever))
+        return "limits: " + ("; ".join(parts) if parts else "none hit")

@@ -1,0 +1,93 @@
+"""Exact duplicates: the digests of the bodies a peer has fetched, and the first URL of each.
+
+Rules:
+
+1. **Which digest.** The caller's digest (SHA-1 or longer) of the body
+   *after* content decoding: a page served gzip to one request and identity
+   to another is one page, and duplicate detection is about what the page
+   says. WARC's ``WARC-Payload-Digest`` is of the entity body as received
+   (after transfer decoding, before content decoding; ISO 28500 §5.9), so
+   the archive writer keeps its own; the two agree for identity-encoded
+   answers, most of the web.
+2. **First URL wins.** A digest seen before under another URL is a
+   duplicate of that first URL; under the same URL (a recrawl) it is not a
+   duplicate, it is the page unchanged (:attr:`Seen.UNCHANGED`).
+3. **What is kept.** The first 8 bytes of the digest as an int, and the
+   first URL. 64 bits is enough: among n digests the chance of any false
+   match is about n**2 / 2**65 (3e-6 at 10M digests a peer). A Bloom filter
+   in front would say "seen" without saying of which URL, and its false
+   positives would call new pages duplicates, dropping them: this table
+   errs the other way, forgetting.
+4. **Bounded.** At most ``max_digests``; past them the oldest digest is
+   forgotten (FIFO: the copies of a page mostly come soon after it, in the
+   same crawl of its host) and counted. A forgotten digest only lets a later
+   copy through as new.
+5. **Scope.** The table is a peer's own: its hosts' pages, so a site's
+   session-id, print and index.html copies (the common case) are caught
+   here, for any content type. Copies across peers are caught by the band
+   owners (``peer.core.dedupe.bands``) at SimHash distance 0; docs/dedupe.md
+   says what breaks first at 10x and 100x.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+__all__ = ["DigestTable", "DigestStats", "Seen"]
+
+DIGEST_PREFIX = 8  # bytes of a digest kept (rule 3)
+
+
+class Seen(enum.Enum):
+    """What the table says of a body."""
+
+    NEW = "new"
+    UNCHANGED = "unchanged"  # the same URL with the same body again (rule 2)
+    DUPLICATE = "duplicate"  # another URL had this body first
+
+
+@dataclass(slots=True)
+class DigestStats:
+    """Counters for the metrics."""
+
+    checked: int = 0
+    duplicates: int = 0
+    unchanged: int = 0
+    forgotten: int = 0
+
+
+@dataclass(slots=True)
+class DigestTable:
+    """Digest prefix -> the first URL with that body, at most ``max_digests`` of them, oldest out first."""
+
+    max_digests: int = 1_000_000
+    stats: DigestStats = field(default_factory=DigestStats)
+    _first: OrderedDict[int, str] = field(default_factory=OrderedDict)
+
+    def __post_init__(self) -> None:
+        if self.max_digests < 1:
+            raise ValueError(f"max_digests must be >= 1, not {self.max_digests!r}")
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def check(self, url: str, digest: bytes) -> tuple[Seen, str | None]:
+        """``(Seen, first URL)`` of ``url``'s body, and the body recorded if new (rules 2-4)."""
+        if len(digest) < DIGEST_PREFIX:
+            raise ValueError(f"a digest of at least {DIGEST_PREFIX} bytes, not {len(digest)}")
+        self.stats.checked += 1
+        d = int.from_bytes(digest[:DIGEST_PREFIX], "big")
+        first = self._first.get(d)
+        if first is not None:
+            if first == url:
+                self.stats.unchanged += 1
+                return Seen.UNCHANGED, first
+            self.stats.duplicates += 1
+            return Seen.DUPLICATE, first
+        self._first[d] = url
+        if len(self._first) > self.max_digests:
+            self._first.popitem(last=False)
+            self.stats.forgotten += 1
+        return Seen.NEW, None

@@ -1,0 +1,189 @@
+"""The crawl's side of duplicate content: each page's verdict, and its row and links held until it comes (pure).
+
+``peer.core.dedupe.verdicts.Dedupe`` decides; this part of ``CrawlCore`` says what a
+verdict means for the crawl. ``peer.core.crawl.outcomes`` calls it for every 2xx
+HTML page parsed with ``[dedupe]`` on (its digest and SimHash come from the
+parse worker, ``peer.core.page.parse``).
+
+Rules:
+
+1. **Exact.** A body digest this peer saw before under another URL is known
+   at once: the row says ``duplicate_kind = 'exact'`` and ``duplicate_of``
+   the first URL, and the page's links are not followed (they are the first
+   page's links, followed when it was parsed). Counted ``dedupe.exact`` and
+   ``dedupe.unfollowed_links``.
+2. **Near: held, not followed and counted.** A page with a SimHash waits
+   for the owners of its bands (``NearAsk`` effects, one to each owner;
+   ``peer.core.peer`` sends them, or answers in place those this peer owns).
+   Until its verdict its row and the links it would follow are *held*:
+   nothing is discovered and no row is written. On the verdict, a new page's
+   links are discovered and then its row written (``peer/state/journal.py``
+   crash ordering rule 1 holds: the links' ``Queued`` before the page's
+   ``Row``); a near duplicate's row is written with ``duplicate_kind =
+   'near'`` and its links are dropped, counted. Following the links at once
+   and counting the duplicates afterwards was the alternative: cheaper to
+   wire, but it fetches every link of a mirror, which is what finding the
+   mirror is for. Holding costs at most ``dedupe.max_waiting`` pages' rows
+   and links for at most ``dedupe.answer_timeout`` seconds (the rows'
+   bodies only with ``store_body``), and the verdict of a page whose owners
+   did not all answer in time is what came (``dedupe.timeouts``).
+3. **A held page is in flight.** It has no row on disk, so a peer killed
+   meanwhile fetches it again after a restart, as it does a page whose
+   request was on the wire; and a peer with pages held is not idle
+   (``CrawlCore.locally_idle``): termination waits for their verdicts.
+4. **Ending.** When the crawl stops (``stop()``, ``max_pages``) the held
+   pages are decided on what came, their timeouts counted, before
+   ``Finished``: every page fetched leaves its row.
+5. **Columns.** Every page with a digest has ``payload_digest``
+   (``sha1:`` and the base-32 digest, as WARC's ``WARC-Payload-Digest``
+   writes it) and ``simhash`` (NULL under ``min_words``); ``duplicate_of``
+   and ``duplicate_kind`` are NULL for a new or unchanged page.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from peer.core.crawl.state import CrawlState
+from peer.core.crawl.decisions import Effect, NearAsk, Origin, Row
+from peer.core.dedupe.verdicts import Ask, Dedupe, Kind, Verdict
+from peer.core.frontier.frontier import Job
+from peer.core.dedupe.bands import NearAnswer
+from peer.core.page.parse import Parsed
+from peer.core.warc.record import digest_text
+
+__all__ = ["DuplicateSide", "payload_digest"]
+
+
+def payload_digest(digest: bytes) -> str:
+    """``sha1:`` and the base-32 digest, WARC's form (ISO 28500 §5.9)."""
+    return digest_text(digest)
+
+
+@dataclass(slots=True)
+class _Held:
+    """A page waiting for its band owners: its row and the links it would follow (rule 2)."""
+
+    row: Row
+    links: tuple[str, ...]
+    depth: int
+
+
+class DuplicateSide(CrawlState):
+    """Duplicate content's part of ``CrawlCore`` (module docstring)."""
+
+    #: Epoch seconds minus the crawl's clock, set by the driver: a query's
+    #: ``seen_at`` is wall time, the one order peers' clocks roughly share
+    #: (``peer.core.dedupe.bands`` rule 2; the crawl's clock is a process's own).
+    wall_offset: float = 0.0
+
+    def _dupes(self) -> Dedupe:
+        d: Dedupe | None = self.__dict__.get("_dedupe")
+        if d is None:
+            d = self.__dict__["_dedupe"] = Dedupe(self.cfg.dedupe, self.peer_id)
+            self.__dict__["_held"] = {}
+            self.__dict__["_dup_unfollowed"] = 0
+        return d
+
+    @property
+    def dedupe(self) -> Dedupe:
+        """The verdicts and the band table this peer owns."""
+        return self._dupes()
+
+    def dup_waiting(self) -> int:
+        """Pages held for their band owners' answers (rule 3)."""
+        return self._dupes().waiting()
+
+    # -- a page parsed (peer.core.crawl.outcomes) ---------------------------------------------
+
+    def dup_check(self, job: Job, parsed: Parsed, now: float) -> Verdict | Ask | None:
+        """The page's verdict, or the questions to ask first; None without a digest."""
+        if parsed.digest is None:
+            return None
+        return self._dupes().check(job.url, parsed.digest, parsed.simhash, now, self._owner)
+
+    def dup_unfollowed(self, n: int) -> None:
+        self._dupes()
+        self.__dict__["_dup_unfollowed"] += n
+
+    def dup_row(self, out: list[Effect], at: int, parsed: Parsed, dup: Verdict | Ask,
+                links: tuple[str, ...], depth: int) -> None:
+        """The page's row at ``out[at]``: given its columns, or held with ``links`` (rules 2, 5)."""
+        if len(out) <= at or not isinstance(out[at], Row):
+            return  # no row (a sitemap job): nothing to hold
+        row = out[at]
+        assert isinstance(row, Row) and parsed.digest is not None
+        row = dataclasses.replace(row, payload_digest=payload_digest(parsed.digest), simhash=parsed.simhash)
+        if isinstance(dup, Verdict):
+            out[at] = _with_verdict(row, dup)
+            return
+        del out[at]
+        held: dict[str, _Held] = self.__dict__["_held"]
+        held[dup.url] = _Held(row, links, depth)
+        off = self.wall_offset
+        out.extend(NearAsk(owner, dataclasses.replace(q, seen_at=q.seen_at + off)) for owner, q in dup.queries)
+
+    # -- verdicts that come later ---------------------------------------------------------
+
+    def dup_answer(self, sender: str, a: NearAnswer, now: float) -> list[Effect]:
+        """Band owner ``sender``'s answer; the page's links and row once it is decided."""
+        v = self._dupes().answer(sender, a)
+        return [] if v is None else self._release(v, now)
+
+    def dup_due(self, now: float, *, ending: bool = False) -> list[Effect]:
+        """The held pages whose time is up at ``now`` (all of them when the crawl ends: rule 4)."""
+        d = self._dupes()
+        if not d.waiting():
+            return []
+        out: list[Effect] = []
+        for v in d.expire(math.inf if ending else now):
+            out += self._release(v, now)
+        return out
+
+    def dup_next(self) -> float | None:
+        """When :meth:`dup_due` next has something to do."""
+        return self._dupes().next_deadline()
+
+    def _release(self, v: Verdict, now: float) -> list[Effect]:
+        held: dict[str, _Held] = self.__dict__["_held"]
+        h = held.pop(v.url, None)
+        if h is None:  # pragma: no cover - every Ask is held (dup_row)
+            return []
+        out: list[Effect] = []
+        if v.kind is Kind.NEAR:
+            self.dup_unfollowed(len(h.links))
+        else:
+            for link in h.links:
+                out += self.discover(link, h.depth + 1, now, Origin.LINK)
+        out.append(_with_verdict(h.row, v))
+        return out
+
+    # -- figures --------------------------------------------------------------------------
+
+    def dup_figures(self) -> dict[str, int]:
+        """``dedupe.*`` counters and ``dedupe_*`` drops (``ring.vocabulary`` rule 4), non-zero only."""
+        d = self._dupes()
+        s, b, g = d.stats, d.bands.stats, d.digests.stats
+        figures = {
+            "dedupe.exact": s.exact, "dedupe.near": s.near, "dedupe.new": s.new,
+            "dedupe.unchanged": s.unchanged, "dedupe.no_text": s.no_text,
+            "dedupe.timeouts": s.timed_out, "dedupe.busy": s.busy,
+            "dedupe.waiting": d.waiting(), "dedupe.unfollowed_links": self.__dict__["_dup_unfollowed"],
+            "dedupe.digests_forgotten": g.forgotten,
+            # Answers refused or too late, and hostile queries: drops.
+            "dedupe_late_answers": s.late_answers, "dedupe_stray_answers": s.stray_answers,
+            "dedupe_bad_answers": s.bad_answers,
+        }
+        for f in dataclasses.fields(b):
+            if f.name != "dropped":
+                figures[f"dedupe.bands.{f.name}"] = getattr(b, f.name)
+        figures["dedupe_bad_queries"] = b.dropped  # hostile band queries (nearindex rule 5): a drop
+        return {k: int(n) for k, n in figures.items() if n}
+
+
+def _with_verdict(row: Row, v: Verdict) -> Row:
+    if v.kind in (Kind.EXACT, Kind.NEAR):
+        return dataclasses.replace(row, duplicate_of=v.duplicate_of, duplicate_kind=v.kind.value)
+    return row

@@ -1,0 +1,259 @@
+"""Is this page a duplicate? Exact by body digest, near by SimHash asked of band owners (pure).
+
+:class:`Dedupe` composes a peer's two sides: the pages it fetched, checked
+against its :class:`~peer.core.dedupe.digests.DigestTable` and then asked of the
+owners of their SimHash bands; and the bands it owns, a
+:class:`~peer.core.dedupe.bands.BandTable` that answers other peers' (and its
+own) :class:`~peer.core.dedupe.bands.NearQuery`. The driver carries messages;
+every decision is here, with ``now`` passed in.
+
+Rules:
+
+1. **Order of checks.** A body digest seen before under another URL makes an
+   exact duplicate (:attr:`Kind.EXACT`) at once, with no message; under the
+   same URL, the page is unchanged (:attr:`Kind.UNCHANGED`, a recrawl). A
+   page without a fingerprint (too little text) is new. Otherwise the page
+   waits (:class:`Ask`): one :class:`NearQuery` to each distinct owner of its
+   k+1 band keys (``owner_of(band_key(i, value))``, the ring's
+   ``HashRing.owner``), naming the bands that owner is asked for.
+2. **The waiting page's state machine** (``_MOVES``; anything else raises
+   :class:`IllegalTransition`, a bug of ours)::
+
+       WAITING --last answer in-->  ANSWERED   verdict: NEAR (nearest answer) or NEW
+       WAITING --now >= deadline--> TIMED_OUT  verdict: NEAR if an answer in
+                                               time found one, else NEW; counted
+
+   A page leaves the table in either final state; an answer for a page no
+   longer waiting (late, or never asked) is dropped and counted, and so is
+   an answer from a peer the page is not waiting for (a ring change may have
+   moved a band since: the page's owners are fixed when it is asked).
+3. **Bounded.** At most ``max_waiting`` pages wait at once; past that a page
+   is new at once, counted (``busy``): a slow ring costs missed duplicates,
+   never memory or a stalled crawl. Deadlines are ``now + answer_timeout``
+   in the order pages are asked, so expiry pops the oldest first.
+4. **Answers are checked**: a distance outside 0..k, or a duplicate that is
+   the page itself or longer than the URL cap, counts as that owner's "no
+   duplicate" and is counted (``bad_answers``).
+5. **Disabled** (``enabled = false``): every page is new, nothing is kept.
+"""
+
+from __future__ import annotations
+
+import enum
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from peer.core.config.dedupe import DedupeConfig
+from peer.core.dedupe.digests import DigestTable, Seen
+from peer.core.dedupe.bands import NO_DISTANCE, BandTable, NearAnswer, NearQuery
+from peer.core.dedupe.simhash import band_key, bands
+
+__all__ = [
+    "Ask", "Basis", "Dedupe", "DedupeStats", "IllegalTransition", "Kind", "Verdict", "WaitState",
+]
+
+
+class Kind(enum.Enum):
+    """What a page is."""
+
+    NEW = "new"
+    UNCHANGED = "unchanged"  # the same URL, the same body as before
+    EXACT = "exact"  # another URL had the same body first
+    NEAR = "near"  # an earlier page's SimHash is within k
+
+
+class Basis(enum.Enum):
+    """What the verdict rests on."""
+
+    DIGEST = "digest"
+    BANDS = "bands"  # every asked owner answered
+    NO_TEXT = "no text"  # under min_words: no fingerprint
+    TIMED_OUT = "timed out"  # not every owner answered in time
+    BUSY = "busy"  # max_waiting pages were waiting
+    DISABLED = "disabled"
+
+
+class WaitState(enum.Enum):
+    WAITING = "waiting"
+    ANSWERED = "answered"
+    TIMED_OUT = "timed out"
+
+
+class IllegalTransition(RuntimeError):
+    """A waiting page was moved in a way rule 2 does not allow: a bug of ours, not the network's."""
+
+
+_MOVES: dict[tuple[WaitState, str], WaitState] = {
+    (WaitState.WAITING, "answered"): WaitState.ANSWERED,
+    (WaitState.WAITING, "expired"): WaitState.TIMED_OUT,
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """The decision on one page."""
+
+    url: str
+    kind: Kind
+    basis: Basis
+    duplicate_of: str | None = None
+    distance: int = NO_DISTANCE
+
+
+@dataclass(frozen=True, slots=True)
+class Ask:
+    """The page waits: send each query to its peer, feed the answers to :meth:`Dedupe.answer`."""
+
+    url: str
+    queries: tuple[tuple[str, NearQuery], ...]  # (band owner's peer id, query)
+    deadline: float
+
+
+@dataclass(slots=True)
+class DedupeStats:
+    """Counters for the metrics: verdicts by kind, and what was dropped."""
+
+    new: int = 0
+    unchanged: int = 0
+    exact: int = 0
+    near: int = 0
+    no_text: int = 0
+    timed_out: int = 0
+    busy: int = 0
+    late_answers: int = 0
+    stray_answers: int = 0
+    bad_answers: int = 0
+
+
+@dataclass(slots=True)
+class _Wait:
+    url: str
+    deadline: float
+    owners: set[str]
+    state: WaitState = WaitState.WAITING
+    best: tuple[int, str] | None = None  # (distance, duplicate_of)
+
+
+@dataclass(slots=True)
+class Dedupe:
+    """One peer's duplicate detection: its pages' verdicts and the bands it owns."""
+
+    config: DedupeConfig
+    me: str
+    max_url: int = 8192
+    stats: DedupeStats = field(default_factory=DedupeStats)
+    digests: DigestTable = field(init=False)
+    bands: BandTable = field(init=False)
+    _waiting: OrderedDict[str, _Wait] = field(default_factory=OrderedDict)
+
+    def __post_init__(self) -> None:
+        c = self.config
+        self.digests = DigestTable(c.max_digests)
+        self.bands = BandTable(c.k, c.band_max_per_key, c.band_max_entries, self.max_url)
+
+    def waiting(self) -> int:
+        """Pages waiting for band owners' answers."""
+        return len(self._waiting)
+
+    def next_deadline(self) -> float | None:
+        """When :meth:`expire` next has something to do."""
+        for w in self._waiting.values():
+            return w.deadline
+        return None
+
+    # -- a page this peer fetched -------------------------------------------------
+
+    def check(self, url: str, digest: bytes, fingerprint: int | None, now: float,
+              owner_of: Callable[[str], str]) -> Verdict | Ask:
+        """The verdict on ``url`` now, or the questions to ask first (rule 1)."""
+        c = self.config
+        if not c.enabled:
+            return self._new(url, Basis.DISABLED)
+        seen, first = self.digests.check(url, digest)
+        if seen is Seen.DUPLICATE:
+            self.stats.exact += 1
+            return Verdict(url, Kind.EXACT, Basis.DIGEST, first, 0)
+        if seen is Seen.UNCHANGED:
+            self.stats.unchanged += 1
+            return Verdict(url, Kind.UNCHANGED, Basis.DIGEST)
+        if fingerprint is None:
+            self.stats.no_text += 1
+            return self._new(url, Basis.NO_TEXT)
+        if len(self._waiting) >= c.max_waiting or url in self._waiting:
+            # The same URL twice at once is the crawl's to prevent (its seen
+            # set); if it happens the second is not allowed to stall.
+            self.stats.busy += 1
+            return self._new(url, Basis.BUSY)
+        by_owner: dict[str, list[int]] = {}
+        for i, value in enumerate(bands(fingerprint, c.k)):
+            by_owner.setdefault(owner_of(band_key(i, value)), []).append(i)
+        queries = tuple((owner, NearQuery(tuple(ixs), fingerprint, url, self.me, now))
+                        for owner, ixs in sorted(by_owner.items()))
+        deadline = now + c.answer_timeout
+        self._waiting[url] = _Wait(url, deadline, set(by_owner))
+        return Ask(url, queries, deadline)
+
+    def answer(self, sender: str, a: NearAnswer) -> Verdict | None:
+        """Take band owner ``sender``'s answer; the page's verdict once its last owner answered (rule 2)."""
+        if not isinstance(a.url, str):
+            self.stats.bad_answers += 1
+            return None
+        w = self._waiting.get(a.url)
+        if w is None:
+            self.stats.late_answers += 1
+            return None
+        if sender not in w.owners:
+            self.stats.stray_answers += 1
+            return None
+        w.owners.discard(sender)
+        dup = a.duplicate_of
+        if dup is not None:
+            if (not isinstance(dup, str) or dup == a.url or len(dup) > self.max_url
+                    or not isinstance(a.distance, int) or not 0 <= a.distance <= self.config.k):
+                self.stats.bad_answers += 1
+            elif w.best is None or (a.distance, dup) < w.best:
+                w.best = (a.distance, dup)
+        if w.owners:
+            return None
+        self._move(w, "answered")
+        del self._waiting[w.url]
+        return self._decide(w, Basis.BANDS)
+
+    def expire(self, now: float) -> list[Verdict]:
+        """The verdicts of pages whose deadline has passed at ``now`` (rules 2, 3)."""
+        out: list[Verdict] = []
+        while self._waiting:
+            w = next(iter(self._waiting.values()))
+            if w.deadline > now:
+                break
+            self._waiting.popitem(last=False)
+            self._move(w, "expired")
+            self.stats.timed_out += 1
+            out.append(self._decide(w, Basis.TIMED_OUT))
+        return out
+
+    # -- bands this peer owns ---------------------------------------------------------
+
+    def serve(self, q: NearQuery) -> NearAnswer:
+        """Answer a band query from any peer, this one included (``peer.core.dedupe.bands``)."""
+        return self.bands.query(q)
+
+    # -- moves --------------------------------------------------------------------------
+
+    @staticmethod
+    def _move(w: _Wait, event: str) -> None:
+        to = _MOVES.get((w.state, event))
+        if to is None:
+            raise IllegalTransition(f"{w.url}: {event} in state {w.state.value}")
+        w.state = to
+
+    def _decide(self, w: _Wait, basis: Basis) -> Verdict:
+        if w.best is not None:
+            self.stats.near += 1
+            return Verdict(w.url, Kind.NEAR, basis, w.best[1], w.best[0])
+        return self._new(w.url, basis)
+
+    def _new(self, url: str, basis: Basis) -> Verdict:
+        self.stats.new += 1
+        return Verdict(url, Kind.NEW, basis)

@@ -1,0 +1,452 @@
+"""The polite scheduler over hosts: when each host may start, and which one goes next.
+
+The half of the frontier (peer/core/frontier/frontier.py) that holds no URL: it
+keeps a record a host (peer/core/frontier/hoststate.py) and an IP budget an address
+(peer/core/frontier/ipbudget.py), asks the pacing rules (peer/core/frontier/pacing.py) when
+each may start, and orders them in two heaps: the ready heap (when a host,
+or an IP, may start next) and the timer heap (a host's PID window end, or
+when an idle host or IP is forgotten). :class:`~peer.core.frontier.frontier.Frontier`
+subclasses it with the queues and the starts and ends of requests; a
+subclass, not a member, so the frontier's hot path calls these methods as
+its own, with no object in between. The rules keep the frontier's numbers:
+
+2. Among ready hosts the one ready earliest goes first; "ready" counts from
+   the moment the host had work and was free, so a host that has waited longer
+   is not overtaken by one that just received a URL.
+6. Memory: a host with no queued work and nothing in flight is forgotten once
+   its delay, a fresh host's delay, any hold and its ceiling's longest window
+   have passed (and its last backlogged window has been sampled), so a
+   re-created host can never start sooner than the forgotten one could have.
+   The trade-off: its learned PID delay, its Crawl-delay floor and its IP go
+   too, so a host whose URLs trickle in restarts at the nominal delay, and the
+   engine re-applies Crawl-delay with :meth:`Frontier.set_min_delay` from its
+   robots cache each time it starts a request for a host (O(1); the host is
+   then in flight, so its last start is known), and its IP with
+   :meth:`Frontier.set_host_ip`. An IP entry is forgotten likewise once no
+   host refers to it and its own delay and ceiling window have passed
+   (peer/core/frontier/ipbudget.py). Without this, a crawl of millions of hosts
+   would keep millions of structs for nothing.
+
+Every operation is O(log hosts): heaps with lazy deletion (an entry is live
+only if its sequence number is still its owner's), never a scan of hosts
+(set_host_ip and seed_starts also copy one ring of start times).
+``now`` must not go backwards.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable, Iterable
+from typing import TypeVar
+
+from peer.core.frontier.census import HostCensus, busiest_hosts, sample_delays, take_census
+from peer.core.config.cluster import PolitenessConfig
+from peer.core.frontier.hoststate import NEG_INF, HostState
+from peer.core.frontier.ipbudget import IpBudget, clamp_share, is_share
+from peer.core.frontier.pacing import (
+    HORIZON, Pace, PidSample, apply_backoff, count_starts, delay, gated, ring_gate, roll, set_floor,
+    starts_since,
+)
+
+__all__ = ["HostScheduler"]
+
+#: A heap entry's object: a host, or an IP in the global heap (rule 8).
+_E = TypeVar("_E", HostState, IpBudget, HostState | IpBudget)
+
+
+class HostScheduler:
+    """The polite scheduler over hosts: when each may start, and which goes next.
+
+    It keeps a record a host (peer/core/frontier/hoststate.py) and an IP budget an
+    address, and orders them in its heaps; :class:`~peer.core.frontier.frontier.Frontier`
+    adds the queues of URLs, and the starts and ends of requests.
+    """
+
+    __slots__ = (
+        "_pol", "_pace", "_pace_for", "_paces", "_window", "_hosts", "_ips",
+        "_ip_on", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
+    )
+
+    def __init__(self, politeness: PolitenessConfig,
+                 politeness_for: Callable[[str], PolitenessConfig] | None = None) -> None:
+        self._pol = pol = politeness
+        # Each host is paced by its own profile (HostState.pace): [politeness]'s,
+        # or what ``politeness_for(host)`` answers for it ([[site]] blocks,
+        # peer/core/config/sites.py), asked once when its record is made. ``window``
+        # and the per-IP keys stay ``politeness``'s, one for all hosts.
+        self._pace = Pace(pol)
+        self._pace_for = politeness_for
+        self._paces: dict[PolitenessConfig, Pace] = {pol: self._pace}
+        self._window = pol.window
+        self._hosts: dict[str, HostState] = {}
+        self._ips: dict[str, IpBudget] = {}
+        self._ip_on = pol.ip_rate > 0 or pol.ip_concurrency > 0
+        self._default_share = 1.0
+        # (ready_at, seq, host or IP): hosts without an IP, with queued work and
+        # a free slot, and IPs with such a host (rule 8).
+        self._ready: list[tuple[float, int, HostState | IpBudget]] = []
+        # (deadline, seq, host or IP): a busy host's window end, an idle one's
+        # or an unreferenced IP's forget time.
+        self._timers: list[tuple[float, int, HostState | IpBudget]] = []
+        self._seq = 0
+        self._trace: list[PidSample] = []
+        self._clock = NEG_INF
+
+    def next_ready_at(self) -> float | None:
+        """The earliest time :meth:`pop_ready` could return a job, or ``None``.
+
+        ``None`` means no host has both queued work and a free slot: wait for a
+        :meth:`push` or :meth:`done`. A time in the past means "now". A delay
+        lowered by a window ending before that time takes effect at the next
+        :meth:`pop_ready`, so the answer errs on the polite side.
+        """
+        ready = self._ready
+        while ready:
+            key, seq, obj = ready[0]
+            if obj.rseq == seq:
+                return key
+            heapq.heappop(ready)
+        return None
+
+    # ------------------------------------------------------------ a host's pace (pacing.py)
+
+    def backoff(self, host: str, now: float, retry_after: float | None = None) -> None:
+        """The host answered 429/503: double its delay now and honour Retry-After (rule 4)."""
+        hs = self._touch(host, now)
+        apply_backoff(hs, now, hs.pace.pol, retry_after)
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+
+    def set_min_delay(self, host: str, seconds: float, now: float | None = None) -> None:
+        """Set the host's floor (robots.txt Crawl-delay): delay = max(PID's, floor).
+
+        The floor is capped at ``max_crawl_delay``: a robots.txt asking for
+        an hour between requests would otherwise park the host for good.
+        """
+        if now is None:
+            now = self._clock if self._clock > NEG_INF else 0.0
+        hs = self._touch(host, now)
+        set_floor(hs, seconds, now, self._pol)
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+
+    def recent_starts(self, host: str) -> tuple[float, ...]:
+        """The host's request starts within the ceiling's longest window, oldest first (rule 7).
+
+        In this frontier's clock (the engine's monotonic time). The engine
+        carries them over a restart or a hand-off, translated to wall-clock
+        time and back; a host forgotten (rule 6) has none that matter.
+        """
+        hs = self._hosts.get(host)
+        if hs is None:
+            return ()
+        return tuple(starts_since(hs, self._clock - HORIZON))
+
+    def seed_starts(self, host: str, times: Iterable[float], now: float) -> None:
+        """Count starts made elsewhere (before a restart, by the host's previous owner).
+
+        ``times`` are in this frontier's clock; the engine translates them.
+        Times after ``now`` (clock skew) count as ``now``; those older than
+        the longest ceiling window are dropped. The newest also counts as
+        the host's last start, so its delay runs from it.
+        """
+        hs = self._touch(host, now)
+        vals = [min(float(t), now) for t in times if t == t and t > now - HORIZON]
+        if not vals:
+            return
+        count_starts(hs, vals, now, hs.pace.ring_n)
+        if hs.ip is not None:
+            hs.ip.add_starts(vals, now)
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+
+    # ------------------------------------------------------------ per IP (ipbudget.py)
+
+    def set_host_ip(self, host: str, ip: str, now: float) -> None:
+        """The host resolves to ``ip``: from now on it shares that IP's budget (rule 8).
+
+        The engine calls it after DNS (or at push time when its DNS cache
+        already knows the answer). The host's recent starts, including the
+        fetch that resolved it, are counted against the IP. A no-op when
+        neither ``ip_rate`` nor ``ip_concurrency`` is set.
+        """
+        if not self._ip_on:
+            return
+        hs = self._touch(host, now)
+        old = hs.ip
+        if old is not None and old.addr == ip:
+            return
+        new = self._ips.get(ip)
+        if new is None:
+            new = self._ips[ip] = IpBudget(ip)
+            new.configure(self._pol, self._default_share, now)
+        if old is not None:
+            old.nref -= 1
+            old.in_flight -= hs.in_flight
+        new.nref += 1
+        new.in_flight += hs.in_flight
+        new.add_starts(starts_since(hs, now - HORIZON), now)
+        hs.ip = new
+        hs.rseq = 0  # its entry sat in the old heap
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+        if old is not None:
+            self._schedule_ip(old)
+            if old.nref == 0:
+                self._schedule_timer(old)
+
+    def set_ip_share(self, ip: str, fraction: float, now: float) -> None:
+        """This peer's part of ``ip``'s cluster-wide budget, in [MIN_IP_SHARE, 1].
+
+        An IP no host of this frontier resolves to is ignored (call after
+        :meth:`set_host_ip`; the gossip re-sends shares). A share that is not
+        a finite number is ignored; others are clamped: it comes from
+        gossiped counts.
+        """
+        entry = self._ips.get(ip)
+        if entry is None or not is_share(fraction):
+            return
+        self._clock = now
+        entry.configure(self._pol, fraction, now)
+        self._schedule_ip(entry)
+
+    def set_default_ip_share(self, fraction: float) -> None:
+        """The share of IPs first seen from now on, until :meth:`set_ip_share` sets theirs.
+
+        BUbiNG's rule, 1/(number of peers), is the safe default for a ring
+        before per-IP counts are gossiped; 1.0 (the initial value) for one peer.
+        """
+        if is_share(fraction):
+            self._default_share = clamp_share(fraction)
+
+    # ------------------------------------------------------------ windows and memory
+
+    def roll_windows(self, now: float) -> None:
+        """Close every PID window that ended by ``now`` and forget idle hosts due."""
+        self._clock = now
+        if self._timers and self._timers[0][0] <= now:
+            self._roll_due(now)
+
+    def drain_trace(self) -> list[PidSample]:
+        """The PID samples recorded since the last call, oldest first."""
+        trace, self._trace = self._trace, []
+        return trace
+
+    # ---------------------------------------------------------------- read-outs
+
+    @property
+    def n_known(self) -> int:
+        """Hosts whose state is kept (queued, in flight, or delay still running)."""
+        return len(self._hosts)
+
+    @property
+    def n_ips(self) -> int:
+        """IP entries kept (rule 8)."""
+        return len(self._ips)
+
+    def known_hosts(self) -> list[str]:
+        """Every host the frontier still keeps (rule 6 bounds them): work, in flight or recent starts."""
+        return list(self._hosts)
+
+    def census(self, now: float) -> HostCensus:
+        """Hosts with queued work by what they wait for at ``now`` (for status and metrics).
+
+        A scan of the hosts kept (rule 6 bounds them), asked for by an
+        operator's scrape or status request, never on the crawl path.
+        """
+        return take_census(self._hosts.values(), now)
+
+    def busiest(self, now: float, n: int) -> list[tuple[str, float, float]]:
+        """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min).
+
+        The rate is the starts in the ceiling's longest window (rule 7 keeps
+        every one of them in the host's ring), so it is what the host saw
+        lately, not a PID window's count. The setpoint is the host's ``rate``,
+        or less under a robots.txt Crawl-delay. Hosts without a rate keep no
+        ring of starts and are not listed. A scan like :meth:`census`.
+        """
+        if n <= 0:
+            return []
+        return busiest_hosts(self._hosts.values(), now, n)
+
+    def delays(self, limit: int = 2048) -> list[float]:
+        """Kept hosts' current delays between request starts, seconds (for quantiles).
+
+        At most ``limit`` of them, every k-th host in the table: quantiles
+        from a couple of thousand are as good as from all, and a scrape of a
+        peer keeping 100,000 hosts then costs the event loop milliseconds.
+        """
+        return sample_delays(list(self._hosts.values()), self._clock, limit, self._window)
+
+    def backlogged(self, host: str) -> bool:
+        """Whether the host's current PID window is backlogged (will be sampled)."""
+        hs = self._hosts.get(host)
+        return hs is not None and hs.backlog
+
+    def host_delay(self, host: str) -> float:
+        """The host's delay between request starts now (a new host's for unknown ones)."""
+        hs = self._hosts.get(host)
+        if hs is None:
+            return self._pace_of(host).fresh_delay
+        return delay(hs, self._clock, self._window)
+
+    def host_ip(self, host: str) -> str | None:
+        """The IP the host is paced under (rule 8), or None."""
+        hs = self._hosts.get(host)
+        return None if hs is None or hs.ip is None else hs.ip.addr
+
+    def ip_delay(self, ip: str) -> float:
+        """The delay between request starts to ``ip`` on this peer (0 if unknown or unpaced)."""
+        entry = self._ips.get(ip)
+        return 0.0 if entry is None else entry.delay
+
+    # ------------------------------------------------------------- internals
+
+    def _pace_of(self, host: str) -> Pace:
+        """The profile a new record of ``host`` is paced by: one Pace per distinct politeness."""
+        if self._pace_for is None:
+            return self._pace
+        pol = self._pace_for(host)
+        pace = self._paces.get(pol)
+        if pace is None:
+            pace = self._paces[pol] = Pace(pol)
+        return pace
+
+    def _touch(self, host: str, now: float) -> HostState:
+        """The host's state, created or with its window rolled up to ``now``."""
+        self._clock = now
+        hs = self._hosts.get(host)
+        if hs is None:
+            pace = self._pace_of(host)
+            hs = HostState(host, now, pace.new_host_pid(), pace)
+            self._hosts[host] = hs  # the caller schedules its timer
+        elif hs.pid is not None and now >= hs.win_start + self._window:
+            roll(hs, now, hs.pace.pol, self._trace)
+            self._schedule_ready(hs, now)
+            self._schedule_timer(hs)
+        return hs
+
+    def _mark(self, hs: HostState, now: float) -> None:
+        if hs.pid is not None and not hs.backlog and gated(hs, now, hs.pace.cap, self._window):
+            hs.backlog = True
+
+    def _schedule_ready(self, hs: HostState, now: float) -> None:
+        """(Re)place the host in its ready heap if it has work and a free slot."""
+        if hs.head < len(hs.items) and hs.in_flight < hs.pace.cap:
+            if hs.rseq == 0:
+                hs.since = now
+            key = hs.last_start + delay(hs, now, self._window)
+            if hs.hold_until > key:
+                key = hs.hold_until
+            if hs.since > key:
+                key = hs.since
+            gate = ring_gate(hs.starts, hs.spos, hs.pace.limits)
+            hs.rguard = gate > key
+            if hs.rguard:
+                key = gate
+            if not (hs.rseq and hs.rkey == key):
+                self._seq += 1
+                hs.rseq = self._seq
+                hs.rkey = key
+                if hs.ip is None:
+                    heapq.heappush(self._ready, (key, self._seq, hs))
+                else:
+                    heapq.heappush(hs.ip.heap, (key, self._seq, hs))
+        else:
+            hs.rseq = 0
+        if hs.ip is not None:
+            self._schedule_ip(hs.ip)
+
+    def _clean(self, heap: list[tuple[float, int, _E]]) -> None:
+        while heap and heap[0][2].rseq != heap[0][1]:
+            heapq.heappop(heap)
+
+    def _schedule_ip(self, ip: IpBudget) -> None:
+        """(Re)place the IP in the global heap at max(its gate, its earliest host) (rule 8)."""
+        heap = ip.heap
+        self._clean(heap)
+        if heap and ip.in_flight < ip.cap:
+            key = heap[0][0]
+            paced = ip.last_start + ip.delay
+            gate = ring_gate(ip.starts, ip.spos, ip.limits)
+            ip.rguard = gate > key and gate > paced
+            if paced > key:
+                key = paced
+            if gate > key:
+                key = gate
+            if ip.rseq and ip.rkey == key:
+                return
+            self._seq += 1
+            ip.rseq = self._seq
+            ip.rkey = key
+            heapq.heappush(self._ready, (key, self._seq, ip))
+        else:
+            ip.rseq = 0
+
+    def _forget_at(self, hs: HostState) -> float:
+        # Not before a fresh host's delay has passed either, so that forgetting
+        # can never let two starts come closer than the delay then in force.
+        d = delay(hs, self._clock, self._window)
+        fresh = hs.pace.fresh_delay
+        t = hs.last_start + (d if d > fresh else fresh)
+        if hs.hold_until > t:
+            t = hs.hold_until
+        if hs.starts is not None and hs.last_start + HORIZON > t:
+            t = hs.last_start + HORIZON  # its ceiling's windows must be empty (rule 7)
+        if hs.backlog:
+            end = hs.win_start + self._window
+            if end > t:
+                t = end
+        return t
+
+    def _schedule_timer(self, obj: HostState | IpBudget) -> None:
+        if isinstance(obj, IpBudget):
+            if obj.nref:
+                obj.tseq = 0
+                return
+            t = obj.forget_at()
+        elif obj.head < len(obj.items) or obj.in_flight:
+            if obj.pid is None:
+                obj.tseq = 0
+                return
+            t = obj.win_start + self._window
+        else:
+            t = self._forget_at(obj)
+        if obj.tseq and obj.tkey == t:
+            return
+        self._seq += 1
+        obj.tseq = self._seq
+        obj.tkey = t
+        heapq.heappush(self._timers, (t, self._seq, obj))
+
+    def _roll_due(self, now: float) -> None:
+        timers = self._timers
+        while timers and timers[0][0] <= now:
+            _, seq, obj = heapq.heappop(timers)
+            if obj.tseq != seq:
+                continue
+            obj.tseq = 0
+            if isinstance(obj, IpBudget):
+                if obj.nref == 0 and obj.in_flight == 0 and now >= obj.forget_at():
+                    del self._ips[obj.addr]
+                else:
+                    self._schedule_timer(obj)
+                continue
+            hs = obj
+            if hs.pid is not None and now >= hs.win_start + self._window:
+                roll(hs, now, hs.pace.pol, self._trace)
+            if hs.head == len(hs.items) and not hs.in_flight and now >= self._forget_at(hs):
+                self._forget(hs)
+                continue
+            self._schedule_ready(hs, now)
+            self._schedule_timer(hs)
+
+    def _forget(self, hs: HostState) -> None:
+        """Drop the record of an idle host whose time has come (rule 6)."""
+        del self._hosts[hs.name]
+        hs.rseq = 0
+        ip = hs.ip
+        if ip is not None:
+            ip.nref -= 1
+            if ip.nref == 0:
+                self._schedule_timer(ip)

@@ -1,0 +1,65 @@
+"""One HTML page's parse, for a worker thread (pure): links, title, extraction items, fingerprints.
+
+With ``[dedupe]`` on, the page's body digest (SHA-1 of the decoded body,
+``peer.core.dedupe.digests`` rule 1) and its SimHash are computed here too, in the
+same thread and from the same tree, after ``parse_page`` and the extraction
+rules have read it: ``visible_text`` removes the hidden elements from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from peer.core.page.extract import Page, PageRules, decode_html, parse_page, parse_tree
+from peer.core.page.items import ExtractConfig, extract_items
+from peer.core.dedupe.simhash import fingerprint, visible_text
+
+if TYPE_CHECKING:
+    from peer.core.config.dedupe import DedupeConfig
+    from peer.core.urls.rules import ParamRules
+
+__all__ = ["Parsed", "parse_response"]
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    """What a worker thread got out of one HTML page."""
+
+    page: Page
+    items: list[tuple[str, dict[str, Any]]]
+    errors: list[str]
+    digest: bytes | None = None  # SHA-1 of the decoded body, with [dedupe] on
+    simhash: int | None = None  # of the visible text; None: off, or under min_words
+
+
+def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig,
+                   max_links: int = 0, params: ParamRules | None = None,
+                   rules: PageRules = PageRules(), dedupe: DedupeConfig | None = None) -> Parsed:
+    """Links, title and extraction-rule items of an HTML page; pure, for a worker thread.
+
+    ``params``: the crawl's parameter rules, applied to each link (``CrawlCore.params``);
+    ``rules``: the link sources besides anchors (``CrawlCore.page_rules``);
+    ``dedupe``: the ``[dedupe]`` section, None or disabled for no fingerprints.
+    """
+    on = dedupe is not None and dedupe.enabled
+    tree = None
+    items: list[tuple[str, dict[str, Any]]] = []
+    errors: list[str] = []
+    if ex and (ex.module or any(r.matches(url) for r in ex.rules)):
+        # One parse for the links and the extraction rules.
+        tree = parse_tree(body, charset)
+        html = decode_html(body, charset) if ex.module else ""
+        items, errors = extract_items(ex, url, html, tree)
+    if on and tree is None:
+        tree = parse_tree(body, charset)
+    page = parse_page(url, body, charset, tree=tree, max_links=max_links, params=params, rules=rules)
+    if not on or tree is None:
+        return Parsed(page, items, errors)
+    assert dedupe is not None
+    # Last: visible_text strips the hidden elements from the tree.
+    simhash = fingerprint(visible_text(tree), shingle=dedupe.shingle, min_words=dedupe.min_words,
+                          max_bytes=dedupe.max_text_bytes)
+    return Parsed(page, items, errors, hashlib.sha1(body).digest(), simhash)
+

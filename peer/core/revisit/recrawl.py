@@ -1,0 +1,306 @@
+"""Continuous crawling: the revisit schedule run through the crawl's own frontier (pure).
+
+Composes the prep's cores for the crawl core: the due queue
+(:mod:`peer.core.revisit.duequeue`), the per-host mix of new URLs and revisits
+(:mod:`peer.core.revisit.hostmix`) and the interval rules (:mod:`peer.core.revisit.policy`).
+The crawl core (:mod:`peer.core.crawl.core`) calls :meth:`Recrawl.feed` before it
+asks its frontier for a job and :meth:`Recrawl.started` after each start; the
+driver calls :meth:`Recrawl.conditional` before a fetch and
+:meth:`Recrawl.visited` with each page row.
+
+Rules:
+
+1. One door back in: a fetched URL re-enters the frontier only from here,
+   when its record comes due. The seen set still refuses it as a link, so
+   nothing else can make the crawl fetch a page twice.
+2. The same frontier, the same politeness: a due revisit is put at the
+   *front* of its host's queue (``Frontier.requeue``), so it is that host's
+   next start, paced, windowed and capped like any other; no request
+   bypasses the host's pace (peer/core/frontier/pacing.py).
+3. At most one revisit of a host is in its queue at a time (``_host_handed``
+   keyed by host). Which kind a host's next start fetches is the host mix's
+   choice (``revisit_share``), asked once per start of that host
+   (:meth:`started`); when a host's first record comes due (:meth:`feed`)
+   one revisit goes ahead at once, so a host with nothing else queued is
+   woken. A host with new URLs queued and revisits due thus alternates by
+   its share, never starving either kind.
+4. A record leaves the schedule only to be fetched: a visit (answered,
+   failed or refused) schedules the URL again from :meth:`visited`; a URL
+   whose job left without a row (passed to its host's new owner) is dropped
+   by :meth:`forget`.
+5. Never idle while scheduled: :attr:`scheduled` is true while records
+   wait, so the crawl core neither ends a solo crawl nor reports itself
+   idle to the ring's termination (ring/termination.py), which would end
+   the cluster's; it sleeps until :meth:`next_due` instead.
+6. Counters, not drops (ring/vocabulary.py): visits by kind and what they
+   found, conditional requests sent, validators refused. *Freshness* is the
+   share of answered revisits that found the page unchanged (a 304, or the
+   same payload digest): the share of stored copies that were still the
+   live page when checked.
+7. Across a restart the schedule is read back from the results' ``fetches``
+   table (each URL's latest row: its due time, interval and validators),
+   so the pages fetched before a stop are revisited after it; the journal
+   need not carry it, since a visit's ``fetches`` row is written in the
+   batch of its ``pages`` row and a visit lost with an unflushed batch is
+   one the crawl fetches again as new.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from peer.core.revisit.duequeue import DueQueue
+from peer.core.revisit.hostmix import HostMix, Kind
+from peer.core.revisit.policy import Change, RevisitState, after_visit, conditional_headers, first_visit, on_sitemap
+from peer.core.config.revisit import RevisitConfig
+from peer.core.sitemaps.document import ChangeFreq
+from peer.core.sitemaps.hints import UrlHints
+from peer.core.urls.normalize import host_key
+from peer.errors import URLError
+
+__all__ = ["Recrawl", "RecrawlFigures", "Visit"]
+
+_FREQS = {f.value: f for f in ChangeFreq}
+
+
+class _Queue(Protocol):
+    """What of the frontier this module uses (peer.core.frontier.frontier.Frontier)."""
+
+    def host_queued(self, host: str) -> int: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Visit:
+    """What one visit was and did to the schedule: a ``fetches`` row's fields."""
+
+    kind: Kind
+    change: Change
+    conditional: bool
+    interval_before: float
+    interval_after: float
+    next_due: float          # on the crawl's clock
+    etag: str | None
+    last_modified: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class RecrawlFigures:
+    """The schedule's figures for stats.json, the ring status and the metrics (rule 6)."""
+
+    scheduled: int           # URLs with a record (in the queue or handed to the frontier)
+    due: int                 # records due now, waiting for their host (overdue)
+    handed: int              # revisits in a host's queue or in flight
+    visits_new: int
+    visits_revisit: int
+    not_modified: int        # 304s to a conditional GET
+    unchanged: int           # same digest as last time
+    changed: int
+    gone: int
+    failed: int
+    conditional: int         # requests sent with If-None-Match or If-Modified-Since
+    validators_dropped: int  # ETag/Last-Modified values refused (peer/core/revisit/policy.py rule 6)
+
+    @property
+    def freshness(self) -> float | None:
+        """Answered revisits that found the page unchanged, a share (rule 6); None before any."""
+        answered = self.not_modified + self.unchanged + self.changed
+        return None if not answered else (self.not_modified + self.unchanged) / answered
+
+
+class Recrawl:
+    """The schedule of one peer's fetched pages; ``now`` is the crawl core's clock."""
+
+    def __init__(self, config: RevisitConfig, rng: random.Random) -> None:
+        self.config = config
+        self._rng = rng
+        self.queue = DueQueue()
+        self.mix = HostMix(config.revisit_share)
+        self._handed: dict[str, RevisitState] = {}   # url -> record, in a queue or in flight
+        self._host_handed: dict[str, str] = {}       # host -> its revisit in its queue, not started
+        self._depth: dict[str, int] = {}             # url -> the depth its first visit had
+        self.counts: Counter[str] = Counter()
+        self._wall: float | None = None   # wall time less the crawl's clock (set_wall)
+
+    # -- read-outs -------------------------------------------------------------
+
+    @property
+    def scheduled(self) -> bool:
+        """Records wait (rule 5)."""
+        return bool(len(self.queue) or self._handed)
+
+    def next_due(self) -> float | None:
+        """When the next pending record comes due; None when none is pending."""
+        return self.queue.next_due()
+
+    def is_revisit(self, url: str) -> bool:
+        """``url``'s job is a revisit, not a first visit."""
+        return url in self._handed
+
+    def earlier(self, url: str) -> tuple[float | None, str | None]:
+        """The wall time and payload digest of ``url``'s last answered visit, when known:
+        what a WARC ``revisit`` record for a 304 refers to (ISO 28500 §6.7.3)."""
+        state = self._handed.get(url)
+        if state is None or state.last_visit is None:
+            return None, None if state is None else state.digest
+        wall = None if self._wall is None else state.last_visit + self._wall
+        return wall, state.digest
+
+    def conditional(self, url: str) -> tuple[tuple[str, str], ...]:
+        """The request header fields a fetch of ``url`` adds (peer/core/revisit/policy.py rule 6)."""
+        state = self._handed.get(url)
+        return () if state is None else conditional_headers(state)
+
+    def figures(self) -> RecrawlFigures:
+        c = self.counts
+        return RecrawlFigures(
+            scheduled=len(self.queue) + len(self._handed), due=self.queue.overdue,
+            handed=len(self._handed), visits_new=c["new"], visits_revisit=c["revisit"],
+            not_modified=c[Change.NOT_MODIFIED.value], unchanged=c[Change.UNCHANGED.value],
+            changed=c[Change.CHANGED.value], gone=c[Change.GONE.value], failed=c[Change.FAILED.value],
+            conditional=c["conditional"], validators_dropped=c["validators_dropped"])
+
+    def figure_pairs(self) -> dict[str, int]:
+        """The figures as a status reply's named pairs: ``revisit.*`` counters (ring/vocabulary.py
+        rule 4), freshness in percent; a refused ETag/Last-Modified is ``revisit_validator``, a drop."""
+        f = self.figures()
+        out = {"revisit.scheduled": f.scheduled, "revisit.due": f.due,
+               "revisit.visits": f.visits_revisit, "revisit.not_modified": f.not_modified,
+               "revisit.unchanged": f.unchanged, "revisit.changed": f.changed,
+               "revisit.gone": f.gone, "revisit.failed": f.failed, "revisit.conditional": f.conditional}
+        if f.freshness is not None:
+            out["revisit.freshness_pct"] = round(100 * f.freshness)
+        if f.validators_dropped:
+            out["revisit_validator"] = f.validators_dropped
+        return out
+
+    # -- the frontier's side (rules 1-3) -----------------------------------------
+
+    def feed(self, now: float) -> list[tuple[str, str, int]]:
+        """Revisits to put at the front of their hosts' queues now: ``(url, host, depth)``.
+
+        One for each host whose first record just came due and that has no
+        revisit queued; the caller pushes them (rule 2). Its later revisits
+        come from :meth:`started`, one start at a time, by the host's mix.
+        """
+        out: list[tuple[str, str, int]] = []
+        for host in self.queue.advance(now):
+            if host not in self._host_handed:
+                self._hand(host, out)
+        return out
+
+    def started(self, url: str, host: str, queued: _Queue) -> tuple[str, str, int] | None:
+        """A job of ``host`` started: the revisit its next start fetches, if the mix says so (rule 3)."""
+        if self._host_handed.get(host) == url:
+            del self._host_handed[host]
+        if host in self._host_handed or not self.queue.due_count(host):
+            return None
+        kind = self.mix.take(host, queued.host_queued(host) > 0, True)
+        if kind is not Kind.REVISIT:
+            return None
+        out: list[tuple[str, str, int]] = []
+        self._hand(host, out, asked=True)
+        return out[0] if out else None
+
+    def _hand(self, host: str, out: list[tuple[str, str, int]], asked: bool = False) -> None:
+        if not asked and self.mix.take(host, False, True) is not Kind.REVISIT:
+            return
+        state = self.queue.pop(host)
+        if state is None:
+            return
+        self._handed[state.url] = state
+        self._host_handed[host] = state.url
+        out.append((state.url, host, self._depth.get(state.url, 0)))
+
+    # -- the driver's side ---------------------------------------------------------
+
+    def visited(self, url: str, host: str, depth: int, now: float, status: int | None,
+                digest: str | None, etag: str | None, last_modified: str | None,
+                changefreq: str | None = None, lastmod: float | None = None) -> Visit:
+        """A visit of ``url`` ended at ``now`` with this answer (status None: none); scheduled again (rule 4).
+
+        ``changefreq``/``lastmod`` are the sitemap's hints a first visit is
+        seeded with (peer/core/revisit/policy.py rule 1); later they are ignored.
+        """
+        state = self._handed.pop(url, None)
+        if self._host_handed.get(host) == url:
+            del self._host_handed[host]
+        kind = Kind.NEW if state is None else Kind.REVISIT
+        if state is None:
+            state = self.queue.discard(url, host)   # a URL fetched again as new: one record
+        if state is None:
+            freq = _FREQS.get(changefreq) if changefreq is not None else None
+            hints = None if freq is None and lastmod is None else UrlHints(lastmod=lastmod, changefreq=freq)
+            state = first_visit(url, host, now, hints, self.config)
+            self._depth[url] = depth
+        sent = bool(conditional_headers(state)) and kind is Kind.REVISIT
+        result = after_visit(state, now, status, digest, etag, last_modified, self.config, self._rng)
+        self.queue.schedule(result.state)
+        c = self.counts
+        c[kind.value] += 1
+        c[result.change.value] += 1
+        c["conditional"] += sent
+        c["validators_dropped"] += result.dropped
+        new = result.state
+        return Visit(kind, result.change, sent, state.interval, new.interval, new.due,
+                     new.etag, new.last_modified)
+
+    def sitemap_hint(self, url: str, hints: UrlHints, now: float) -> bool:
+        """A sitemap listed ``url`` with ``hints``: due sooner if its ``<lastmod>`` is after our visit.
+
+        peer/core/revisit/policy.py rule 5: never sooner than ``min_interval`` after
+        that visit, a future ``lastmod`` ignored. ``lastmod`` is wall time,
+        moved to the crawl's clock by :meth:`set_wall`'s offset. True when
+        the record came due sooner.
+        """
+        try:
+            host = host_key(url)
+        except URLError:
+            return False
+        state = self.queue.get(url, host)
+        if state is None or hints.lastmod is None or self._wall is None:
+            return False
+        hint = UrlHints(lastmod=hints.lastmod - self._wall, priority=hints.priority,
+                        changefreq=hints.changefreq)
+        new = on_sitemap(state, hint, now, self.config)
+        if new is state:
+            return False
+        self.queue.schedule(new)
+        self.counts["sitemap_due"] += 1
+        return True
+
+    def set_wall(self, now: float, wall: float) -> None:
+        """The wall-clock time of the crawl clock's ``now``, to read sitemap dates (epoch seconds)."""
+        self._wall = wall - now
+
+    def restore(self, rows: list[tuple[Any, ...]], now: float, wall: float) -> int:
+        """Schedule the pages a previous run fetched, from their last ``fetches`` rows (rule 7).
+
+        ``rows`` are :meth:`peer.results.store.ResultStore.last_visits`'s;
+        due times are wall-clock there and move to the crawl's clock here
+        (``now`` and ``wall`` the same instant). A URL already scheduled by
+        this run keeps its record. Returns the records added.
+        """
+        n = 0
+        for url, host, fetched_at, next_due, interval, digest, etag, lm, visits, changes in rows:
+            if not isinstance(url, str) or not isinstance(host, str) or self.queue.get(url, host) is not None:
+                continue
+            state = RevisitState(url=url, host=host, due=now + (float(next_due) - wall),
+                                 interval=self.config.clamp(float(interval)),
+                                 last_visit=now + (float(fetched_at) - wall), digest=digest, etag=etag,
+                                 last_modified=lm, visits=int(visits or 0), changes=int(changes or 0))
+            self.queue.schedule(state)
+            n += 1
+        self.counts["restored"] += n
+        return n
+
+    def forget(self, url: str) -> None:
+        """``url`` left this peer without a visit (its host moved): its revisit's record goes (rule 4)."""
+        state = self._handed.pop(url, None)
+        if state is None:
+            return
+        if self._host_handed.get(state.host) == url:
+            del self._host_handed[state.host]
+        self._depth.pop(url, None)

@@ -1,0 +1,260 @@
+"""Duplicate verdicts: exact by digest (first URL wins), near by band owners, timeouts (peer.core.dedupe.verdicts)."""
+
+from __future__ import annotations
+
+import hashlib
+from random import Random
+
+import pytest
+from selectolax.lexbor import LexborHTMLParser
+
+from localweb.sitegraph.nearcopies import Change, change, corpus
+from peer.core.dedupe.verdicts import Ask, Basis, Dedupe, IllegalTransition, Kind, Verdict, WaitState, _Wait
+from peer.core.config.dedupe import DedupeConfig
+from peer.core.dedupe.digests import DigestTable, Seen
+from peer.core.dedupe.bands import NearAnswer
+from peer.core.dedupe.simhash import fingerprint, visible_text
+from ring.hashring import HashRing
+
+FP = 0x0123456789ABCDEF
+
+
+def sha1(body: bytes) -> bytes:
+    return hashlib.sha1(body).digest()
+
+
+# -- exact duplicates -------------------------------------------------------------
+
+
+def test_exact_duplicate_first_url_wins() -> None:
+    t = DigestTable()
+    d = sha1(b"the page")
+    assert t.check("http://a/1", d) == (Seen.NEW, None)
+    assert t.check("http://a/1?sid=2", d) == (Seen.DUPLICATE, "http://a/1")
+    assert t.check("http://mirror/1", d) == (Seen.DUPLICATE, "http://a/1")
+    assert t.check("http://a/1", d) == (Seen.UNCHANGED, "http://a/1")
+    assert t.check("http://a/2", sha1(b"another page")) == (Seen.NEW, None)
+    assert (t.stats.duplicates, t.stats.unchanged) == (2, 1)
+
+
+def test_digest_table_forgets_the_oldest_past_its_cap() -> None:
+    t = DigestTable(max_digests=3)
+    for i in range(5):
+        t.check(f"http://a/{i}", sha1(b"%d" % i))
+    assert len(t) == 3
+    assert t.stats.forgotten == 2
+    assert t.check("http://b/0", sha1(b"0"))[0] is Seen.NEW  # forgotten: a miss, never a false match
+    assert t.check("http://b/4", sha1(b"4")) == (Seen.DUPLICATE, "http://a/4")
+
+
+def test_a_short_digest_is_our_bug() -> None:
+    with pytest.raises(ValueError):
+        DigestTable().check("http://a/", b"1234")
+
+
+# -- near duplicates over a ring of peers ---------------------------------------------
+
+
+class Ring:
+    """Peers with a Dedupe each; messages delivered at once, or dropped for the peers in ``mute``."""
+
+    def __init__(self, n: int = 3, **config: object) -> None:
+        ids = [f"p{i}" for i in range(1, n + 1)]
+        self.ring = HashRing(dict.fromkeys(ids, 1.0))
+        self.peers = {p: Dedupe(DedupeConfig(**{"enabled": True, **config}), p) for p in ids}  # type: ignore[arg-type]
+        self.mute: set[str] = set()
+
+    def fetch(self, peer: str, url: str, body: bytes, now: float) -> Verdict | Ask:
+        fp = fingerprint(visible_text(LexborHTMLParser(body)))
+        out = self.peers[peer].check(url, sha1(body), fp, now, self.ring.owner)
+        if isinstance(out, Verdict):
+            return out
+        verdict: Verdict | Ask = out
+        for owner, query in out.queries:
+            if owner in self.mute:
+                continue
+            answer = self.peers[owner].serve(query)
+            got = self.peers[query.reply_to].answer(owner, answer)
+            if got is not None:
+                verdict = got
+        return verdict
+
+
+@pytest.fixture(scope="module")
+def pages() -> tuple[bytes, ...]:
+    return corpus(6, changes=()).originals
+
+
+def test_near_copy_on_another_peer_is_a_duplicate_of_the_first(pages: tuple[bytes, ...]) -> None:
+    r = Ring()
+    first = r.fetch("p1", "http://s001/a", pages[0], 1.0)
+    assert first == Verdict("http://s001/a", Kind.NEW, Basis.BANDS)
+    copy = change(pages[0], Change.DATE, Random(2))
+    v = r.fetch("p2", "http://mirror/a", copy, 2.0)
+    assert isinstance(v, Verdict)
+    assert (v.kind, v.basis, v.duplicate_of) == (Kind.NEAR, Basis.BANDS, "http://s001/a")
+    assert 0 <= v.distance <= 3
+    other = r.fetch("p3", "http://s002/b", pages[1], 3.0)
+    assert isinstance(other, Verdict) and other.kind is Kind.NEW
+
+
+def test_exact_copy_on_the_same_peer_needs_no_message(pages: tuple[bytes, ...]) -> None:
+    r = Ring()
+    r.fetch("p1", "http://s001/a", pages[0], 1.0)
+    v = r.peers["p1"].check("http://s001/a?sid=9", sha1(pages[0]), FP, 2.0, r.ring.owner)
+    assert v == Verdict("http://s001/a?sid=9", Kind.EXACT, Basis.DIGEST, "http://s001/a", 0)
+
+
+def test_exact_copy_on_another_peer_is_near_at_distance_0(pages: tuple[bytes, ...]) -> None:
+    r = Ring()
+    r.fetch("p1", "http://s001/a", pages[0], 1.0)
+    v = r.fetch("p2", "http://mirror/a", pages[0], 2.0)
+    assert isinstance(v, Verdict)
+    assert (v.kind, v.duplicate_of, v.distance) == (Kind.NEAR, "http://s001/a", 0)
+
+
+def test_a_recrawl_with_the_same_body_is_unchanged(pages: tuple[bytes, ...]) -> None:
+    r = Ring()
+    r.fetch("p1", "http://s001/a", pages[0], 1.0)
+    v = r.fetch("p1", "http://s001/a", pages[0], 900.0)
+    assert isinstance(v, Verdict) and v.kind is Kind.UNCHANGED
+
+
+def test_one_query_per_owner_naming_its_bands() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
+    ask = d.check("http://a/", sha1(b"x"), FP, 0.0, lambda key: "p1" if key.split("/")[1] in "02" else "p2")
+    assert isinstance(ask, Ask)
+    assert [(owner, q.bands) for owner, q in ask.queries] == [("p1", (0, 2)), ("p2", (1, 3))]
+    assert all(q.reply_to == "p1" and q.fingerprint == FP for _, q in ask.queries)
+
+
+def test_no_text_is_new_without_asking() -> None:
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
+    assert d.check("http://a/", sha1(b"x"), None, 0.0, lambda k: "p2") == Verdict("http://a/", Kind.NEW, Basis.NO_TEXT)
+    assert d.waiting() == 0
+
+
+def test_disabled_says_new_and_keeps_nothing() -> None:
+    d = Dedupe(DedupeConfig(enabled=False), "p1")
+    for _ in range(2):
+        v = d.check("http://a/", sha1(b"x"), FP, 0.0, lambda k: "p2")
+        assert v == Verdict("http://a/", Kind.NEW, Basis.DISABLED)
+    assert len(d.digests) == 0
+
+
+# -- the waiting page's state machine ---------------------------------------------------
+
+
+def _ask(d: Dedupe, url: str, now: float, owners: tuple[str, ...] = ("p2", "p3")) -> Ask:
+    ask = d.check(url, sha1(url.encode()), FP, now,
+                  lambda key: owners[int(key.split("/")[1]) % len(owners)])
+    assert isinstance(ask, Ask)
+    return ask
+
+
+def test_a_page_without_answers_is_new_at_its_deadline() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, answer_timeout=10.0), "p1")
+    ask = _ask(d, "http://a/", 100.0)
+    assert ask.deadline == 110.0 == d.next_deadline()
+    assert d.expire(109.999) == []
+    assert d.expire(110.0) == [Verdict("http://a/", Kind.NEW, Basis.TIMED_OUT)]
+    assert d.stats.timed_out == 1
+    assert d.waiting() == 0 and d.next_deadline() is None
+    # The answer that comes after is late: dropped, counted.
+    assert d.answer("p2", NearAnswer("http://a/", "http://b/", 1)) is None
+    assert d.stats.late_answers == 1
+
+
+def test_a_duplicate_answered_in_time_counts_at_the_deadline() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, answer_timeout=5.0), "p1")
+    _ask(d, "http://a/", 0.0)
+    assert d.answer("p2", NearAnswer("http://a/", "http://orig/", 2)) is None  # p3 still owes
+    assert d.expire(5.0) == [Verdict("http://a/", Kind.NEAR, Basis.TIMED_OUT, "http://orig/", 2)]
+
+
+def test_the_verdict_waits_for_every_owner_and_takes_the_nearest() -> None:
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
+    _ask(d, "http://a/", 0.0)
+    assert d.answer("p3", NearAnswer("http://a/", "http://far/", 3)) is None
+    v = d.answer("p2", NearAnswer("http://a/", "http://close/", 1))
+    assert v == Verdict("http://a/", Kind.NEAR, Basis.BANDS, "http://close/", 1)
+    assert d.expire(1e9) == []
+
+
+def test_expiry_goes_oldest_first_and_leaves_the_rest() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, answer_timeout=10.0), "p1")
+    _ask(d, "http://a/", 0.0)
+    _ask(d, "http://b/", 5.0)
+    assert [v.url for v in d.expire(12.0)] == ["http://a/"]
+    assert d.waiting() == 1 and d.next_deadline() == 15.0
+
+
+def test_answers_from_peers_not_asked_are_stray() -> None:
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
+    _ask(d, "http://a/", 0.0)
+    assert d.answer("p9", NearAnswer("http://a/", "http://x/", 0)) is None
+    assert d.stats.stray_answers == 1
+    # The same owner twice: its second answer is stray too.
+    d.answer("p2", NearAnswer("http://a/", None))
+    assert d.answer("p2", NearAnswer("http://a/", "http://x/", 0)) is None
+    assert d.stats.stray_answers == 2
+
+
+@pytest.mark.parametrize("bad", [
+    NearAnswer("http://a/", "http://x/", 4),  # beyond k = 3
+    NearAnswer("http://a/", "http://x/", -1),
+    NearAnswer("http://a/", "http://a/", 0),  # itself
+    NearAnswer("http://a/", "http://x/" + "y" * 9000, 1),
+])
+def test_bad_answers_count_as_no_duplicate(bad: NearAnswer) -> None:
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
+    _ask(d, "http://a/", 0.0, owners=("p2",))
+    assert d.answer("p2", bad) == Verdict("http://a/", Kind.NEW, Basis.BANDS)
+    assert d.stats.bad_answers == 1
+
+
+def test_an_answer_naming_no_url_is_bad() -> None:
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
+    _ask(d, "http://a/", 0.0)
+    assert d.answer("p2", NearAnswer(["http://a/"], None)) is None  # type: ignore[arg-type]
+    assert d.stats.bad_answers == 1 and d.waiting() == 1
+
+
+def test_past_max_waiting_a_page_is_new_at_once() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, max_waiting=2), "p1")
+    _ask(d, "http://a/", 0.0)
+    _ask(d, "http://b/", 0.0)
+    v = d.check("http://c/", sha1(b"c"), FP, 0.0, lambda k: "p2")
+    assert v == Verdict("http://c/", Kind.NEW, Basis.BUSY)
+    assert d.stats.busy == 1 and d.waiting() == 2
+
+
+def test_a_final_state_cannot_move() -> None:
+    w = _Wait("http://a/", 0.0, set(), WaitState.TIMED_OUT)
+    with pytest.raises(IllegalTransition):
+        Dedupe._move(w, "answered")
+    with pytest.raises(IllegalTransition):
+        Dedupe._move(_Wait("http://a/", 0.0, set(), WaitState.ANSWERED), "expired")
+
+
+def test_a_ring_that_never_answers_costs_only_the_timeout(pages: tuple[bytes, ...]) -> None:
+    r = Ring(answer_timeout=3.0)
+    r.mute = {"p1", "p2", "p3"}
+    ask = r.fetch("p1", "http://s001/a", pages[0], 0.0)
+    assert isinstance(ask, Ask)
+    assert r.peers["p1"].expire(3.0) == [Verdict("http://s001/a", Kind.NEW, Basis.TIMED_OUT)]
+
+
+# -- config ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("bad", [{"k": 8}, {"k": -1}, {"shingle": 0}, {"max_digests": 0}, {"answer_timeout": 0}])
+def test_config_checks_its_values(bad: dict[str, object]) -> None:
+    with pytest.raises(ValueError, match="dedupe"):
+        DedupeConfig(**bad)  # type: ignore[arg-type]
+
+
+def test_config_keys_are_documented() -> None:
+    from dataclasses import fields
+    for f in fields(DedupeConfig):
+        assert f.metadata["doc"], f.name

@@ -1,0 +1,74 @@
+"""peer.core.run.runs: resume, fresh, ask or refuse; the rules of the module docstring."""
+
+from __future__ import annotations
+
+import pytest
+
+from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
+
+FP = Fingerprint(("http://a.test/",), ("*.a.test",), (), 0)
+
+
+def finished(fp: Fingerprint = FP, reason: str = "frontier empty") -> RunRecord:
+    return first_run(fp, 100.0).ending(200.0, reason, 42)
+
+
+def killed(fp: Fingerprint = FP) -> RunRecord:
+    return first_run(fp, 100.0)
+
+
+def choose(record: RunRecord | None, now: Fingerprint = FP, *, has_state: bool = True,
+           resume: bool = False, fresh: bool = False, tty: bool = False) -> Choice:
+    return decide(has_state=has_state, record=record, now=now, resume=resume, fresh=fresh,
+                  tty=tty).choice
+
+
+def test_no_state_is_a_new_crawl():
+    assert choose(None, has_state=False) is Choice.NEW
+
+
+def test_flags_win():
+    assert choose(finished(), fresh=True) is Choice.FRESH
+    assert choose(finished(), resume=True) is Choice.RESUME
+
+
+def test_a_terminal_is_asked():
+    assert choose(finished(), tty=True) is Choice.ASK
+    assert choose(killed(), tty=True) is Choice.ASK
+
+
+@pytest.mark.parametrize("reason", ["frontier empty", "cluster done", "max_pages reached", "left the ring"])
+def test_a_finished_crawl_is_refused_without_a_terminal(reason):
+    d = decide(has_state=True, record=finished(reason=reason), now=FP, resume=False, fresh=False, tty=False)
+    assert d.choice is Choice.REFUSE and reason in d.why
+
+
+def test_an_interrupted_run_resumes_without_a_terminal():
+    assert choose(killed()) is Choice.RESUME
+    assert choose(finished(reason="stopped")) is Choice.RESUME  # SIGINT/SIGTERM
+    assert choose(None) is Choice.RESUME  # a state older than run records
+
+
+def test_a_changed_scope_is_refused_and_named():
+    wider = Fingerprint(FP.seeds, ("*.a.test", "*.b.test"), (), 2)
+    d = decide(has_state=True, record=killed(), now=wider, resume=False, fresh=False, tty=False)
+    assert d.choice is Choice.REFUSE
+    assert d.changes == ("crawl.allow_hosts +[*.b.test]", "crawl.max_depth 0 -> 2")
+
+
+def test_seed_changes_are_listed_short():
+    now = Fingerprint(tuple(f"http://s{i}.test/" for i in range(5)), FP.allow_hosts, (), 0)
+    (change,) = FP.changes(now)
+    assert change == ("crawl.seeds +[http://s0.test/, http://s1.test/, http://s2.test/, ... 2 more] "
+                      "-[http://a.test/]")
+    assert FP.changes(Fingerprint(FP.seeds[::-1], FP.allow_hosts, (), 0)) == ()  # order is no change
+
+
+def test_the_record_round_trips_and_counts_runs():
+    rec = finished()
+    again = RunRecord.from_dict(rec.to_dict())
+    assert again == rec and again.finished
+    nxt = again.starting(FP, 300.0)
+    assert (nxt.runs, nxt.ended, nxt.stop_reason, nxt.pages) == (2, None, "", 0)
+    with pytest.raises((KeyError, TypeError, ValueError)):
+        RunRecord.from_dict({"runs": "x"})

@@ -1,0 +1,281 @@
+"""The frontier's spill store: heads in RAM, the rest in segment files (peer/state/spill.py, frontier rule 9)."""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from pathlib import Path
+
+import pytest
+import test_frontier
+from hypothesis import settings
+from hypothesis import strategies as st
+from hypothesis.stateful import initialize, invariant, rule
+
+from peer.errors import PeerError, StateError
+from peer.core.frontier.frontier import Frontier, MemorySpill, Politeness
+from peer.state.spill import FileSpill, SpillManifest, sync_segments
+
+
+def segments(d: Path) -> list[str]:
+    return sorted(n for n in os.listdir(d) if n.startswith("seg-")) if d.exists() else []
+
+
+# ----------------------------------------------------------------- the frontier with a store
+
+
+class SpillingFrontierMachine(test_frontier.FrontierMachine):
+    """The frontier's state machine, its model unchanged, with heads of 1-3 URLs and a store.
+
+    Order (FIFO per host, a requeue in front) and every politeness check of
+    the model must hold whatever sits in the store.
+    """
+
+    @initialize(**test_frontier.MACHINE_SETUP, head=st.integers(1, 3))
+    def setup(self, rate, window, cap, initial, min_delay, ip_rate, ip_cap, head):
+        super().setup(rate, window, cap, initial, min_delay, ip_rate, ip_cap)
+        self.spill = MemorySpill()
+        self.f = Frontier(self.pol, spill=self.spill, head_per_host=head)
+
+    @rule(host=st.sampled_from([test_frontier.A, test_frontier.B]))
+    def remove(self, host):
+        jobs = self.f.remove_host(host)
+        assert [j.url for j in jobs] == list(self.queues.get(host, ()))
+        self.queues[host] = deque()
+        # Gone from the model too: a requeued one was popped once already,
+        # the others never will be (teardown counts pops against pushes).
+        popped = set(self.popped)
+        for j in jobs:
+            if j.url in popped:
+                self.requeued -= 1
+            else:
+                self.pushed -= 1
+
+    @rule(host=st.sampled_from([test_frontier.A, test_frontier.B]), chunk=st.integers(1, 5))
+    def release(self, host, chunk):
+        # Rule 10: the heads now, the blocks by take_moving; together the queue, once each.
+        jobs = [j.url for j in self.f.release_host(host)]
+        assert len(self.f) == sum(len(q) for h, q in self.queues.items() if h != host)
+        while self.f.moving:
+            for h, flat in self.f.take_moving(chunk):
+                assert h == host
+                jobs += flat[::2]
+        assert sorted(jobs) == sorted(self.queues.get(host, ()))
+        self.queues[host] = deque()
+        popped = set(self.popped)
+        for url in jobs:
+            if url in popped:
+                self.requeued -= 1
+            else:
+                self.pushed -= 1
+
+    @rule()
+    def checkpoint(self):
+        self.f.flush_tails()  # tails become blocks: the order must not change
+
+    @invariant()
+    def the_queue_in_order_is_the_models(self):
+        got: dict[str, list[str]] = {}
+        for job in self.f.iter_queued():
+            got.setdefault(job.host, []).append(job.url)
+        assert got == {h: list(q) for h, q in self.queues.items() if q}
+        assert self.f.spilled >= sum(self.spill.count(h) for h in self.spill.hosts())
+
+
+TestSpillingFrontierMachine = SpillingFrontierMachine.TestCase
+# 100 runs: every rule of the frontier machine runs here again with a store
+# (TestFrontierMachine keeps its 150 without one).
+TestSpillingFrontierMachine.settings = settings(max_examples=100, stateful_step_count=40, deadline=None)
+
+
+def test_ram_holds_only_the_heads_and_pops_come_back_in_push_order():
+    spill = MemorySpill()
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=8)
+    for i in range(10_000):
+        f.push(f"http://a.test/{i}", "a.test", i % 7, 0.0)
+    assert len(f) == 10_000 and f.spilled == 10_000 - 8 and f.host_queued("a.test") == 10_000
+    got = []
+    while (job := f.pop_ready(0.0)) is not None:
+        assert f.spilled + 8 >= len(f)  # never more than a head in RAM
+        got.append((job.url, job.depth))
+        f.done("a.test", 0.0)
+    assert got == [(f"http://a.test/{i}", i % 7) for i in range(10_000)]
+    assert len(f) == 0 and f.spilled == 0 and f.n_hosts == 0 and spill.hosts() == []
+
+
+def test_set_spill_after_a_push_and_a_zero_head_are_programming_errors():
+    f = Frontier(Politeness(rate=0))
+    f.push("http://a.test/", "a.test", 0, 0.0)
+    with pytest.raises(PeerError, match="after URLs were queued"):
+        f.set_spill(MemorySpill(), 4)
+    with pytest.raises(PeerError, match="at least 1"):
+        Frontier(Politeness(rate=0), spill=MemorySpill(), head_per_host=0)
+
+
+def test_adopt_queues_a_recovered_store_in_its_order_before_new_pushes():
+    spill = MemorySpill()
+    for i in range(0, 10, 3):
+        spill.put("a.test", [x for j in range(i, min(i + 3, 10)) for x in (f"http://a.test/{j}", 1)])
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=3)
+    assert f.adopt("a.test", 0.0) == 10 and f.adopt("b.test", 0.0) == 0
+    f.push("http://a.test/new", "a.test", 2, 0.0)
+    order = []
+    while (job := f.pop_ready(0.0)) is not None:
+        order.append(job.url)
+        f.done(job.host, 0.0)
+    assert order == [f"http://a.test/{i}" for i in range(10)] + ["http://a.test/new"]
+
+
+def test_a_released_host_gives_its_heads_now_and_its_blocks_a_chunk_at_a_time():
+    spill = MemorySpill()
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4)
+    urls = [f"http://a.test/{i}" for i in range(1_000)]
+    for i, u in enumerate(urls):
+        f.push(u, "a.test", i % 3, 0.0)
+    f.push("http://b.test/", "b.test", 0, 0.0)
+    now = [j.url for j in f.release_host("a.test")]
+    assert len(now) <= 8  # a head and a tail: what was in RAM, not the queue
+    assert f.moving == 1_000 - len(now) and len(f) == 1 and f.spilled == 0
+    taken = spill.takes
+    got = f.take_moving(100)
+    assert spill.takes - taken <= 100 // 4 + 1 and 100 <= sum(len(b) // 2 for _, b in got) < 104
+    while f.moving:
+        got += f.take_moving(100)
+    assert sorted(now + [u for _, b in got for u in b[::2]]) == sorted(urls)
+    assert spill.hosts() == [] and f.take_moving(100) == []
+
+
+def test_a_moving_host_that_is_ours_again_takes_its_blocks_back_once_each():
+    spill = MemorySpill()
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4)
+    urls = [f"http://a.test/{i}" for i in range(100)]
+    for u in urls:
+        f.push(u, "a.test", 1, 0.0)
+    head = [j.url for j in f.release_host("a.test")]
+    first = [u for _, b in f.take_moving(10) for u in b[::2]]
+    moving = f.moving
+    f.push("http://a.test/new", "a.test", 1, 0.0)  # the ring changed back: a push reattaches
+    assert f.moving == 0 and len(f) == moving + 1
+    order = []
+    while (job := f.pop_ready(0.0)) is not None:
+        order.append(job.url)
+        f.done(job.host, 0.0)
+    assert order[-1] == "http://a.test/new"
+    assert sorted(head + first + order[:-1]) == sorted(urls)
+    assert len(f) == 0 and f.spilled == 0 and spill.hosts() == []
+
+
+# ----------------------------------------------------------------- the store on disk
+
+
+def fill(spill: FileSpill, hosts: int, per_host: int, block: int) -> dict[str, list[tuple[str, int]]]:
+    """``per_host`` URLs a host, put in blocks of ``block`` the hosts taking turns."""
+    want: dict[str, list[tuple[str, int]]] = {}
+    for start in range(0, per_host, block):
+        for h in range(hosts):
+            host = f"h{h}.test"
+            flat = []
+            for i in range(start, min(start + block, per_host)):
+                url = f"http://{host}/{i}"
+                flat += (url, i % 5)
+                want.setdefault(host, []).append((url, i % 5))
+            spill.put(host, flat)
+    return want
+
+
+def drain(spill: FileSpill, host: str) -> list[tuple[str, int]]:
+    out: list[tuple[str, int]] = []
+    while spill.count(host):
+        chunk = spill.take(host)
+        assert chunk
+        out += zip(chunk[::2], chunk[1::2])
+    return out
+
+
+def test_file_spill_keeps_each_hosts_fifo_across_blocks_and_segments(tmp_path: Path):
+    spill = FileSpill(tmp_path, block_urls=16, segment_bytes=1 << 16)
+    want = fill(spill, 5, 1000, 16)
+    st = spill.stats()
+    assert st.urls == 5000 and st.segments > 1 and st.blocks_written == 5 * -(-1000 // 16)
+    assert [u for u, _ in spill.iter_host("h3.test")] == [u for u, _ in want["h3.test"]]
+    for host, items in want.items():
+        assert drain(spill, host) == items
+    assert spill.stats().urls == 0 and spill.hosts() == []
+    # Every block taken: every segment but the one being written is dead, and
+    # goes at the checkpoint's release (after the snapshot naming none of them).
+    before = segments(tmp_path)
+    m = spill.checkpoint()
+    assert m.urls == 0 and m.hosts == () and len(m.dead) == len(before) - 1
+    spill.release(m)
+    assert len(segments(tmp_path)) == 1
+    spill.close()
+
+
+def test_a_checkpoint_reopens_as_the_same_queues_and_later_blocks_are_dropped(tmp_path: Path):
+    spill = FileSpill(tmp_path, block_urls=10, segment_bytes=1 << 16)
+    want = fill(spill, 3, 95, 10)  # 10 blocks a host, the last of 5
+    for _ in range(2):
+        spill.take("h0.test")  # 20 taken since the last checkpoint: not in the next
+    m = spill.checkpoint()
+    sync_segments(m)
+    assert m.urls == 3 * 95 - 20 and m.dirty
+    fill(spill, 3, 50, 10)  # after the checkpoint: the journal has these, not the manifest
+    doc = m.to_doc()
+    spill.close()
+    again = FileSpill.open(tmp_path, SpillManifest.from_doc(doc), block_urls=10)
+    assert drain(again, "h0.test") == want["h0.test"][20:]
+    assert drain(again, "h2.test") == want["h2.test"]
+    again.close()
+
+
+def test_take_done_drops_what_was_done_since_and_puts_the_rest_in_front(tmp_path: Path):
+    spill = FileSpill(tmp_path, block_urls=10)
+    want = fill(spill, 1, 100, 10)["h0.test"]
+    done = {u for u, _ in want[:23]} - {want[21][0]}  # 21 was in flight at the kill
+    head = [("http://h0.test/head", 0)]
+    read = spill.take_done("h0.test", set(done), head)
+    assert read == 3  # only the blocks holding the done URLs
+    assert drain(spill, "h0.test") == head + [want[21]] + want[23:]
+
+
+def test_a_missing_segment_or_a_corrupt_block_is_one_line_naming_the_file(tmp_path: Path):
+    spill = FileSpill(tmp_path, block_urls=4)
+    fill(spill, 1, 12, 4)
+    m = spill.checkpoint()
+    spill.close()
+    seg = tmp_path / segments(tmp_path)[0]
+    data = bytearray(seg.read_bytes())
+    data[20] ^= 0xFF
+    seg.write_bytes(bytes(data))
+    again = FileSpill.open(tmp_path, m)
+    with pytest.raises(StateError, match=f"{seg}: corrupt frontier block at byte 0"):
+        again.take("h0.test")
+    again.close()
+    seg.unlink()
+    with pytest.raises(StateError, match="segment the snapshot names is missing"):
+        FileSpill.open(tmp_path, m)
+
+
+def test_open_without_a_manifest_deletes_old_segments(tmp_path: Path):
+    spill = FileSpill(tmp_path, block_urls=4)
+    fill(spill, 2, 20, 4)
+    spill.close()
+    assert segments(tmp_path)
+    FileSpill.open(tmp_path, None).close()
+    assert segments(tmp_path) == []
+
+
+def test_ram_per_spilled_url_is_a_fraction_of_a_byte(tmp_path: Path):
+    import tracemalloc
+
+    spill = FileSpill(tmp_path, block_urls=64, segment_bytes=64 << 20)
+    tracemalloc.start()
+    base = tracemalloc.get_traced_memory()[0]
+    for i in range(0, 6400, 64):
+        for h in range(10):
+            spill.put(f"h{h}.test", [x for j in range(i, i + 64) for x in (f"http://h{h}.test/{j}", 1)])
+    spill.close()  # its write buffer (1 MiB at most, whatever the queue) written out
+    used = tracemalloc.get_traced_memory()[0] - base
+    tracemalloc.stop()
+    assert used / 64_000 < 1, used / 64_000  # the issue's budget was 30 B beyond the heads and tails
+    assert spill.count("h3.test") == 6400

@@ -1,0 +1,438 @@
+"""Poisoned gossip: one message must not poison a view (ring.view "Hearsay", ring.membership "Senders").
+
+Pure tests through ``Membership.receive``, each rule alone, then a few
+Memberships on tests/support/membershipnet.py's ``FakeNet`` that a poisoned message
+reaches: the member it slanders stays alive in every view, never left,
+and its own refutation wins everywhere. Last, the same attack on a running
+ring of two peers, with and without CurveZMQ, judged by ``ring status``,
+the local web's request log and the exit codes.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+
+import pytest
+from membershipnet import RING, FakeNet, make, rec, seed_list
+
+from ring.messages import Digest, Join, Leave, Member, MemberState, Ping, PingAck, PingReq, Sync
+from ring.records import MAX_INCARNATION, REFUTABLE
+
+ALIVE, SUSPECT, DEAD, LEFT = MemberState
+CAP = 2**64 - 2  # MAX_INCARNATION: the highest a record may carry at all
+assert CAP == MAX_INCARNATION
+
+
+def three(lease: float | None = None):
+    """p0's Membership, p1 and p2 heard from (alive at incarnation 3), at time 1."""
+    m = make("p0", seed_list(3), lease=lease)
+    m.receive(Digest(RING, "p1", (rec("p1"),)), 1.0)
+    m.receive(Digest(RING, "p2", (rec("p2"),)), 1.0)
+    assert {mid: r.state for mid, r in m.members().items()} == {"p0": ALIVE, "p1": ALIVE,
+                                                                "p2": ALIVE}
+    m.dropped.clear()
+    m.drain_events()
+    return m
+
+
+def snapshot(m):
+    return dict(m.members()), m.ring_version
+
+
+# -- senders that are not members ---------------------------------------------------
+
+
+def poison_records():
+    """What a stranger would like p0 to believe: p1 dead, p2 left, a member of its own."""
+    return (rec("p1", 3, DEAD, 9), rec("p2", CAP, LEFT, 9), rec("p7", 5), rec("p9", 1))
+
+
+@pytest.mark.parametrize("make_msg", [
+    lambda recs: Digest(RING, "p7", recs),
+    lambda recs: Digest(RING, "p7", recs, verdicts=True),
+    lambda recs: Digest(RING, "p7", recs, want_reply=True),
+    lambda recs: Ping(RING, "p7", 7, "p0", recs[:4]),
+    lambda recs: PingReq(RING, "p7", 7, "p1", recs[:4]),
+    lambda recs: PingAck(RING, "p7", 7, "p7", recs[:4], vouch=1234),
+    lambda recs: Leave(RING, "p7", 5),
+    lambda recs: Sync(RING, "p7", (("p1", 3, 1, 9),)),
+], ids=["digest", "verdicts", "pull", "ping", "ping_req", "ack", "leave", "sync"])
+def test_a_non_member_s_message_is_refused_before_any_record_in_it_is_applied(make_msg):
+    m = three(lease=2.0)
+    before = snapshot(m)
+    queued = m.pending_updates()
+    out = m.receive(make_msg(poison_records()), 2.0)
+    assert out == []  # no answer either: a stranger learns nothing of the view
+    assert snapshot(m) == before
+    assert m.pending_updates() == queued
+    assert m.dropped == {"unknown_sender": 1}
+    assert m.drain_events() == []
+
+
+def test_a_join_is_the_one_message_a_non_member_may_send_and_it_brings_only_itself():
+    m = three()
+    out = m.receive(Join(RING, "p3", "tcp://127.0.0.1:7003", 1.0, 7), 2.0)
+    assert [dst for dst, _ in out] == ["p3"]  # the answer: our digest
+    assert m.members()["p3"].state is ALIVE and m.members()["p3"].incarnation == 7
+    # Now a member, its digest is taken as a member's: its claims are hearsay.
+    m.receive(Digest(RING, "p3", (rec("p3", 7), rec("p1", 3, DEAD, 9))), 3.0)
+    assert m.members()["p1"].state is SUSPECT
+
+
+# -- "p2 left", from a member and from a non-member -------------------------------------
+
+
+def test_p2_left_at_the_cap_from_a_member_is_refused():
+    m = three()
+    before = snapshot(m)
+    assert m.receive(Digest(RING, "p1", (rec("p2", CAP, LEFT, 9),)), 2.0) == []
+    assert snapshot(m) == before
+    assert m.dropped == {"bad_member": 1}
+
+
+@pytest.mark.parametrize("inc", [CAP, REFUTABLE + 1, REFUTABLE, 4, 3])
+@pytest.mark.parametrize("carrier", ["digest", "ping", "ack"])
+def test_p2_left_said_by_another_member_never_makes_p2_left(inc, carrier):
+    m = three()
+    claim = (rec("p1", 3), rec("p2", inc, LEFT, 9))
+    msg = {"digest": Digest(RING, "p1", claim),
+           "ping": Ping(RING, "p1", 5, "p0", claim),
+           "ack": PingAck(RING, "p1", 5, "p1", claim)}[carrier]
+    m.receive(msg, 2.0)
+    p2 = m.members()["p2"]
+    assert p2.state is not LEFT and p2.state is not DEAD
+    assert "p2" in m.live() and "p2" in m.quorum()
+    assert p2.incarnation == 3  # only p2 raises its own number
+    if inc > REFUTABLE:
+        assert p2.state is ALIVE and m.dropped["bad_member"] == 1
+    else:
+        assert p2.state is SUSPECT and m.dropped["hearsay_left"] == 1
+        assert m.dropped["clamped"] == (inc > 3)
+    # p2's own word at its next incarnation clears it; at the cap claims can't outbid it.
+    m.receive(Digest(RING, "p2", (rec("p2", 4, ALIVE, 10),)), 3.0)
+    assert m.members()["p2"].state is ALIVE and m.members()["p2"].incarnation == 4
+
+
+def test_p2_left_from_p2_itself_is_believed():
+    m = three()
+    m.receive(Leave(RING, "p2", 3), 2.0)
+    assert m.members()["p2"].state is LEFT and "p2" not in m.quorum()
+    m2 = three()
+    m2.receive(Digest(RING, "p2", (rec("p2", 3, LEFT, 9),)), 2.0)
+    assert m2.members()["p2"].state is LEFT
+
+
+def test_a_stale_or_impossible_leave_is_refused():
+    m = three()
+    m.receive(Leave(RING, "p2", 2), 2.0)  # an earlier process of it
+    m.receive(Leave(RING, "p2", 2**64 - 1), 2.0)  # past the cap: nobody could refute it
+    assert m.members()["p2"].state is ALIVE
+    assert m.dropped == {"stale": 2}
+
+
+def slandered(n: int, seed: int, claim: Member, victims: list[str], *, sender: str = "p0",
+              rounds: int = 60):
+    """``n`` peers converge; then ``sender``'s digest of ``claim`` (about p2) reaches ``victims``.
+
+    Every round after, p2 must be alive or suspect in every view, never left
+    or dead, and at the end alive everywhere at the incarnation p2 gossips.
+    """
+    net = FakeNet(seed)
+    seeds = seed_list(n)
+    for i in range(n):
+        net.add(make(f"p{i}", seeds, rng=random.Random(seed * 100 + i), lease=2.0))
+    net.run_until_converged(40)
+    for v in victims:
+        net.peers[v].receive(Digest(RING, sender, (claim,)), net.now)
+    for _ in range(rounds):
+        net.step()
+        for pid, m in net.peers.items():
+            state = m.members()["p2"].state
+            assert state is ALIVE or state is SUSPECT, (net.round, pid, state)
+    assert net.converged(), {p: net.peers[p].members()["p2"] for p in net.peers}
+    truth = net.peers["p2"].me.incarnation
+    assert truth <= REFUTABLE
+    return net, truth
+
+
+@pytest.mark.parametrize("inc", [CAP, 1002 + 5, 1002])
+def test_a_left_claim_reaching_the_others_leaves_p2_alive_everywhere(inc):
+    claim = Member("p2", "tcp://127.0.0.1:7002", inc, LEFT, 1.0, 99)
+    net, truth = slandered(4, seed=inc % 7, claim=claim, victims=["p1", "p3"])
+    # The claim was clamped to the number p2 had: p2 moved on by one at most.
+    assert truth <= 1002 + 1
+
+
+def test_a_left_claim_reaching_p2_itself_is_refuted_above_the_claim():
+    # A peer that had not heard of p2 may hold the claim at its number, so
+    # p2 outbids the number, not its own (the others clamped it: no harm).
+    claim = Member("p2", "tcp://127.0.0.1:7002", 1002 + 10**6, LEFT, 1.0, 99)
+    net, truth = slandered(3, seed=2, claim=claim, victims=["p2"])
+    assert truth == 1002 + 10**6 + 1
+    assert net.peers["p2"].dropped["clamped"] == 0
+
+
+# -- a relayed dead -----------------------------------------------------------------
+
+
+def test_a_relayed_dead_is_a_suspicion_that_p2_refutes():
+    m = three()
+    m.receive(Digest(RING, "p1", (rec("p2", 3, DEAD, 9),)), 2.0)
+    assert m.members()["p2"].state is SUSPECT and "p2" in m.live()
+    assert m.dropped == {"hearsay_dead": 1}
+    m.receive(Digest(RING, "p2", (rec("p2", 4, ALIVE, 10),)), 3.0)
+    assert m.members()["p2"].state is ALIVE
+
+
+def test_a_dead_is_believed_from_its_finder_s_verdicts_or_when_we_suspect_it_already():
+    m = three()
+    m.receive(Digest(RING, "p1", (rec("p2", 3, DEAD, 9),), verdicts=True), 2.0)
+    assert m.members()["p2"].state is DEAD and "p2" not in m.live()
+    assert "p2" in m.quorum()  # dead, not left: still counted for leases
+    m2 = three()
+    m2.receive(Digest(RING, "p1", (rec("p2", 3, SUSPECT, 9),)), 2.0)
+    m2.receive(Digest(RING, "p1", (rec("p2", 3, DEAD, 9),)), 2.5)
+    assert m2.members()["p2"].state is DEAD
+
+
+def test_a_verdict_above_the_known_incarnation_is_clamped_and_refutable():
+    m = three()
+    m.receive(Digest(RING, "p1", (rec("p2", REFUTABLE, DEAD, 9),), verdicts=True), 2.0)
+    p2 = m.members()["p2"]
+    assert p2.state is DEAD and p2.incarnation == 3 and m.dropped["clamped"] == 1
+    m.receive(Digest(RING, "p2", (rec("p2", 4, ALIVE, 10),)), 3.0)
+    assert m.members()["p2"].state is ALIVE
+
+
+def test_a_relayed_dead_among_running_peers_never_makes_p2_dead():
+    claim = Member("p2", "tcp://127.0.0.1:7002", 1002, DEAD, 1.0, 99)
+    slandered(3, seed=4, claim=claim, victims=["p1"])
+
+
+# -- claims about ourselves ---------------------------------------------------------
+
+
+@pytest.mark.parametrize("inc,state", [(REFUTABLE, SUSPECT), (REFUTABLE, DEAD), (REFUTABLE, LEFT),
+                                       (1000 + 50, DEAD)])
+def test_a_claim_about_us_is_refuted_above_its_number_and_ours(inc, state):
+    m = three()
+    mine = m.me.incarnation
+    out = m.receive(Digest(RING, "p1", (rec("p0", inc, state, 9),)), 2.0)
+    assert m.me.state is ALIVE and m.me.incarnation == max(inc, mine) + 1
+    # The sender hears the refutation at once, and takes it: it is p0's own word.
+    told = [msg for dst, msg in out if dst == "p1"]
+    assert told and told[0].members[0] == m.me
+    p1 = make("p1", seed_list(3))
+    p1.receive(Digest(RING, "p0", (m.me,)), 2.0)
+    assert p1.members()["p0"] == m.me
+
+
+@pytest.mark.parametrize("inc", [REFUTABLE + 1, CAP])
+def test_a_claim_about_us_above_refutable_is_refused_not_refuted(inc):
+    m = three()
+    me = m.me
+    assert m.receive(Digest(RING, "p1", (rec("p0", inc, DEAD, 9),)), 2.0) == []
+    assert m.me == me and m.dropped == {"bad_member": 1}
+
+
+def slander_before_heard(claim: Member, *, joiner: bool = False, rounds: int = 60):
+    """p0's claim about p2 reaches p1 before p1 heard of p2; then the ring runs.
+
+    ``delay=1``: a reply goes out the next round, so a refutation storm (each
+    answer provoking another) is bounded by the rounds run.
+    """
+    net = FakeNet(3, delay=1)
+    seeds = seed_list(2 if joiner else 3)
+    for i in range(3):
+        net.add(make(f"p{i}", seeds, rng=random.Random(30 + i), lease=2.0))
+    net.peers["p1"].receive(Digest(RING, "p0", (rec("p0", 1000), claim)), 0.0)
+    assert net.peers["p1"].members()["p2"].incarnation == claim.incarnation
+    net.run(rounds)
+    return net
+
+
+def test_an_unheard_seed_slandered_at_refutable_outbids_the_claim_everywhere():
+    net = slander_before_heard(rec("p2", REFUTABLE, SUSPECT))
+    assert net.peers["p2"].me.incarnation > REFUTABLE  # what it takes to outbid
+    assert net.converged(), {p: net.peers[p].members()["p2"] for p in net.peers}
+
+
+def test_a_joiner_whose_id_was_slandered_before_it_started_can_still_join():
+    net = slander_before_heard(rec("p2", REFUTABLE, DEAD), joiner=True)
+    assert net.converged(), {p: net.peers[p].members()["p2"] for p in net.peers}
+
+
+# -- forgotten members ----------------------------------------------------------------
+
+
+def test_a_forgotten_member_stays_forgotten_until_it_speaks_for_itself():
+    m = three(lease=2.0)
+    assert m.forget("p2", 2.0)
+    assert "p2" not in m.members() and "p2" not in m.quorum()
+    assert not m.forget("p2", 2.0) and not m.forget("p0", 2.0)
+    # Gossip of a peer that has not forgotten it yet: refused.
+    m.receive(Digest(RING, "p1", (rec("p1"), rec("p2", 3, ALIVE, 50))), 3.0)
+    assert "p2" not in m.members()
+    assert m.dropped["forgotten"] == 1
+    # Its own messages other than a Join: a sender that is not a member.
+    m.receive(Ping(RING, "p2", 1, "p0", (rec("p2", 3, ALIVE, 51),)), 3.0)
+    assert m.dropped["unknown_sender"] == 1 and "p2" not in m.members()
+    # Its own Join, at any incarnation (one forged high before it was
+    # forgotten must not shut its next process out): a member again.
+    m.receive(Join(RING, "p2", "tcp://127.0.0.1:7002", 1.0, 3), 4.0)
+    assert m.members()["p2"].state is ALIVE and "p2" in m.quorum()
+
+
+def test_a_forgotten_member_s_records_from_others_at_a_later_incarnation_bring_it_back():
+    m = three()
+    m.forget("p2", 2.0)
+    m.receive(Digest(RING, "p1", (rec("p2", 4, ALIVE, 1),)), 3.0)
+    assert m.members()["p2"].incarnation == 4
+
+
+def test_forget_of_a_claim_s_subject_cannot_be_undone_by_a_claim_at_the_same_number():
+    m = three()
+    m.forget("p2", 2.0)
+    for state in (ALIVE, SUSPECT, DEAD, LEFT):
+        m.receive(Digest(RING, "p1", (replace(rec("p2", 3, state, 70)),)), 3.0)
+    assert "p2" not in m.members()
+
+
+# -- a running ring of two peers, poisoned from outside -----------------------------------
+#
+# p1 runs in the test's process (tests/support/ringharness.py), p2 as a real
+# process (libzmq takes one ZAP handler a context: with CurveZMQ only one
+# peer can be in process). A third party that can reach both addresses
+# sends Digests whose only record says "p2 left". Judged as a user would:
+# each peer's own answer to `ring status` (its view and its drop counters),
+# the local web's request log (every page fetched exactly once: had p1
+# believed p2 gone, it would have fetched p2's hosts too) and the exit codes.
+
+
+def _p2_incarnation(err_log) -> int:
+    """p2's incarnation as p1 logged it when it first heard from p2."""
+    import re
+
+    found = re.findall(r"member p2: \w+ \(\w+\), incarnation (\d+)", err_log.read_text())
+    assert found, err_log.read_text()[-2000:]
+    return int(found[-1])
+
+
+async def _views(cfg, keys) -> dict[str, tuple[dict[str, MemberState], dict[str, int]]]:
+    """Each peer's own answer to `ring status`: its view of the members, its drop counters."""
+    from ring.tools.client import Contact, ask
+
+    out = {}
+    for spec in cfg.peers:
+        reply = await ask(cfg.ring.name, Contact(spec.id, spec.address), 2.0, keys)
+        assert reply is not None, f"{spec.id} did not answer"
+        own = next(m for m in reply.members if m.id == spec.id)
+        out[spec.id] = ({m.id: m.state for m in reply.members}, dict(own.dropped))
+    return out
+
+
+async def _poison(address: str, route: bytes, msgs, configure=None) -> None:
+    """Send ``msgs`` to ``address`` from a DEALER with routing id ``route``."""
+    import trio
+
+    from ring.io.zmqio import SocketType, open_socket
+    from ring.messages import encode
+
+    async with open_socket(SocketType.DEALER, connect=address, identity=route,
+                           configure=configure) as sock:
+        for msg in msgs:
+            with trio.move_on_after(1.0):
+                await sock.send_multipart([encode(msg)])
+        await trio.sleep(0.25)  # linger is 0: give the frames time to leave
+
+
+@pytest.mark.parametrize("curve", [False, True], ids=["plain", "curve"])
+async def test_a_running_ring_shrugs_off_p2_left_from_a_stranger_and_a_spoofed_member(
+        tmp_path, curve):
+    import os
+
+    import trio
+    from localweb import SiteGraph, serve_webfarm
+    from ringharness import Ring, cluster_text, fetched, wait_pages
+
+    from peer.state.configfile import load_config
+    from ring.__main__ import keys_main
+    from ring.io.curve import CurveKeys
+    from ring.io.zap import curve_client
+    from ring.routes import member_route
+    from ring.tools.client import client_keys
+
+    # 5 pages/s a host: the crawl lasts a few seconds, past the poison.
+    graph = SiteGraph(hosts=4, pages_per_host=8, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        text = cluster_text(tmp_path, farm.port, 2, rate=300.0, window=2.0, initial_delay=0.1)
+        if curve:
+            text = text.replace('name = "test"', 'name = "test"\ncurve_keys = "keys"')
+        async with Ring(tmp_path, text) as ring:
+            keys = None
+            if curve:
+                # p3's key is in the directory: it authenticates, but is no listed peer.
+                assert keys_main(["--ring", str(ring.toml), "--id", "p1", "--id", "p2",
+                                  "--id", "p3", "--id", "ops"]) == 0
+                keys = client_keys(tmp_path / "keys")
+            cfg = load_config(ring.toml)
+            addr = {p.id: p.address for p in cfg.peers}
+            third = CurveKeys.load(tmp_path / "keys", "p3") if curve else None
+
+            def dial(peer: str):
+                return curve_client(third, third.public_key(peer)) if third else None
+
+            try:
+                with trio.fail_after(90):
+                    await ring.start_in_process(nursery, "p1")
+                    await ring.start("p2")
+                    await wait_pages(farm, 4)
+                    while True:  # the ring is formed: each peer holds the other alive
+                        views = await _views(cfg, keys)
+                        if all(v[0].get(o) is MemberState.ALIVE
+                               for p, v in views.items() for o in ("p1", "p2")):
+                            break
+                        await trio.sleep(0.2)
+                    inc = _p2_incarnation(ring.logs["p1"][1])
+                    before = {p: v[1] for p, v in views.items()}
+                    name = cfg.ring.name
+                    left = [Member("p2", addr["p2"], i, LEFT, 1.0, 10**6) for i in (CAP, inc, inc + 1)]
+                    stranger = member_route("p3", os.urandom(8).hex())
+                    for target in ("p1", "p2"):
+                        await _poison(addr[target], stranger,
+                                      [Digest(name, "p3", (r,)) for r in left], dial(target))
+                    # p1's id, on a route that claims p1 (with Curve: p3's key says otherwise).
+                    await _poison(addr["p2"], member_route("p1", os.urandom(8).hex()),
+                                  [Digest(name, "p1", (r,)) for r in left], dial("p2"))
+                    assert all(proc.returncode is None for proc in ring.procs.values()), \
+                        f"the crawl ended before the poison\n{ring.tails()}"
+                    await trio.sleep(1.0)  # a few gossip rounds (0.2 s)
+                    after = await _views(cfg, keys)
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            logs = {p: ring.logs[p][1].read_text() for p in ring.procs}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    assert codes == {"p1": 0, "p2": 0}, tails
+    for p, (view, _) in after.items():
+        assert view == {"p1": MemberState.ALIVE, "p2": MemberState.ALIVE}, (p, view)
+    for p, log in logs.items():
+        assert "member p2: left" not in log and "member p2: dead" not in log, (p, log[-3000:])
+
+    def grew(peer: str, reason: str) -> int:
+        return after[peer][1].get(reason, 0) - before[peer].get(reason, 0)
+
+    # Every frame arrived and was refused where the rules say (none was lost on the way).
+    assert grew("p1", "unknown_sender") >= 3 and grew("p2", "unknown_sender") >= 3, after
+    if curve:
+        assert grew("p2", "wrong_user") >= 3, after  # p3's key is not p1's
+    else:
+        assert grew("p2", "bad_member") >= 1, after  # "left" at the cap, said by "p1"
+    got = fetched(farm, farm.port)
+    assert set(got) == graph.expected_urls(farm.port)
+    assert max(got.values()) == 1, [u for u, n in got.items() if n > 1]
