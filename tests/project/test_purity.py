@@ -167,6 +167,10 @@ def test_the_source_check_can_fail():
     # And the globs find the layers' modules.
     assert {"peer.core.crawl.core", "peer.core.frontier.frontier", "ring.node", "ring.hashring"} <= set(PURE)
     assert "ring.io.zmqio" not in PURE and "peer.net.fetcher" not in PURE
+    # The SSRF guard is one of them: test_pure_core_imports_no_io_library[peer.core.dns.guard]
+    # asserts what tests/core/test_netguard.py's own interpreter used to (no trio, zmq, httpx,
+    # httpcore or duckdb loaded by importing it).
+    assert "peer.core.dns.guard" in PURE
 
 
 @pytest.mark.parametrize("path", PURE_FILES, ids=_dotted)
