@@ -2,7 +2,7 @@
 
 Reading the file is tested in tests/edges/test_configfile.py, the command line's
 exit 2 in tests/e2e/test_cli.py, and the docs and the shipped cluster.toml against
-the declarations in tests/project/test_configref.py.
+the declarations in tests/project/test_reference.py.
 """
 
 import dataclasses

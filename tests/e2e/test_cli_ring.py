@@ -20,6 +20,8 @@ import pytest
 from clirun import Result, ring_main, run_main
 from ringharness import cluster_text
 
+from ring.hashring import HashRing
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -562,3 +564,36 @@ def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path):
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+# -- python -m ring table: the shares and owners of cluster.toml's ring (ring.hashring) --------------
+
+
+def test_ring_table_command_prints_shares_and_seed_owner():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run(
+        [sys.executable, "-m", "ring", "table", "--ring", "cluster.toml", "--host", "Example.COM:8080"],
+        capture_output=True, text=True, cwd=root, timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    ring = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0})  # cluster.toml's three peers
+    shares = ring.shares()
+    for p in ("p1", "p2", "p3"):
+        assert f"{shares[p]:.1%}" in res.stdout
+    assert f"s001.web.test:8080                       {ring.owner('s001.web.test:8080')}" in res.stdout
+    assert f"example.com:8080                         {ring.owner('example.com:8080')}" in res.stdout
+
+
+def test_ring_table_bad_config_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "ring", "table", "--ring", str(tmp_path / "none.toml")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert res.returncode == 2 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1

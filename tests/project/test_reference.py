@@ -1,8 +1,9 @@
-"""The configuration's documentation cannot drift from the code (peer.core.config.cluster's declarations).
+"""The reference pages cannot drift from the code they describe.
 
-docs/configuration.md holds the reference table scripts/generated_docs.py
-generates from the one-field-per-key declarations, and the shipped
-cluster.toml is the demo's ring with a commented line for every key.
+docs/configuration.md holds the table scripts/generated_docs.py generates from
+peer.core.config.cluster's one-field-per-key declarations, the shipped
+cluster.toml is the demo's ring with a commented line for every key, and
+docs/figures.md names each family of figures as ring.vocabulary does.
 """
 
 import importlib.util
@@ -12,6 +13,7 @@ from pathlib import Path
 
 from peer.core.config.cluster import reference
 from peer.state.configfile import load_config
+from ring.vocabulary import TERMS, Family
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -75,3 +77,17 @@ def test_cluster_toml_mentions_every_key_with_a_comment():
         assert re.search(rf"^{re.escape(name)} = .*#", text, re.M) or re.search(
             rf"^#.*\n{re.escape(name)} = ", text, re.M
         ), f"cluster.toml has no commented line for {key}"
+
+
+# -- docs/figures.md (ring.vocabulary) -----------------------------------------------------
+
+
+def test_the_docs_table_names_each_family_as_the_vocabulary_does():
+    rows = {line.split("|")[1].strip(): line for line in (ROOT / "docs" / "figures.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| family")}
+    for family, term in TERMS.items():
+        if family is Family.COUNTERS:
+            continue
+        row = rows[term.words if family is not Family.PAGES else "pages"]
+        assert f"`{term.words}`" in row and f"`{family.value}`" in row, row
+        assert f"`ringcrawl_{term.metric}_total" + (f"{{{term.label}}}`" if term.label else "`") in row, row
