@@ -93,8 +93,12 @@ def test_output_bound_is_exact(coding):
 
 @pytest.mark.parametrize("coding", ["gzip", "br", "zstd"])
 def test_a_bomb_stays_bounded_in_output_and_memory(coding):
-    data = bomb(coding, 256 * MiB)
-    assert len(data) < 512 * 1024
+    # 32 MiB of zeros is 16 times the limit, and the whole bomb fits in one
+    # 64 KiB feed: a decoder that inflated a feed unbounded would hold all 32
+    # MiB at once, four times the peak allowed below. A 256 MiB bomb failed
+    # the same decoders and took 1.4 s of compression to build.
+    data = bomb(coding, 32 * MiB)
+    assert len(data) < 64 * 1024
     limit = 2 * MiB
     tracemalloc.start()
     try:
@@ -161,7 +165,9 @@ def test_stacked_codings_are_decoded_last_first(codings):
 
 
 def test_a_stacked_bomb_stays_bounded():
-    data = gzip.compress(bomb("br", 1024 * MiB))  # br's 1 GiB bomb, gzipped
+    # br's 64 MiB bomb, gzipped: 16 times the peak allowed below if either
+    # stage inflated unbounded (1 GiB failed the same decoders in 1.2 s more).
+    data = gzip.compress(bomb("br", 64 * MiB))
     tracemalloc.start()
     try:
         body, over = drain(decoder(("br", "gzip")), data, MiB)
