@@ -1,4 +1,8 @@
-"""Tests for peer.core.seen.bloom: sizing, membership, growth and batches (its state file: tests/edges/test_bloomfile.py)."""
+"""Tests for peer.core.seen.bloom: sizing, membership, growth and batches (its state file: tests/edges/test_bloomfile.py).
+
+A batch big enough goes through the vectorised kernels (peer.core.seen.kernels):
+the batch tests check them against adding key by key.
+"""
 
 from __future__ import annotations
 

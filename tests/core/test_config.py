@@ -1,5 +1,9 @@
 """peer.core.config.cluster: cluster.toml parsing, defaults, and one clear line per mistake (pure: text in).
 
+The sections are declared in peer.core.config.sections, each key with
+peer.core.config.keys; two live in modules of their own, peer.core.config.sitemaps
+and peer.core.config.warc, tested at the end.
+
 Reading the file is tested in tests/edges/test_configfile.py, the command line's
 exit 2 in tests/e2e/test_cli.py, and the docs and the shipped cluster.toml against
 the declarations in tests/project/test_reference.py.
@@ -310,3 +314,32 @@ def test_metrics_address_is_host_and_port_or_empty():
         err = error_of(MINIMAL + f'metrics_address = "{bad}"\n')
         assert err.key == "peer[0].metrics_address", bad
         assert "host:port such as '127.0.0.1:9101'" in err.message and repr(bad) in err.message
+
+
+# --- sections in modules of their own: [sitemaps], [warc] (declared with peer.core.config.keys) ---
+
+
+def test_the_sitemaps_section_defaults_to_the_protocol_s_limits_and_names_a_bad_seed():
+    from peer.core.sitemaps.document import SitemapLimits
+
+    cfg = parse(MINIMAL)
+    assert cfg.sitemaps.from_robots and cfg.sitemaps.seeds == ()
+    assert cfg.sitemaps.limits() == SitemapLimits()  # 50,000 URLs and 50 MiB a file
+    cfg = parse(MINIMAL + '[sitemaps]\nseeds = ["http://a.test/sitemap.xml"]\nmax_urls = 10\nmax_depth = 0\n')
+    assert cfg.sitemaps.seeds == ("http://a.test/sitemap.xml",) and cfg.sitemaps.limits().max_urls == 10
+    err = error_of(MINIMAL + '[sitemaps]\nseeds = ["not a url"]\n')
+    assert err.key == "sitemaps.seeds" and "'not a url' is not one" in err.message
+    assert error_of(MINIMAL + "[sitemaps]\nmax_depth = -1\n").key == "sitemaps.max_depth"
+
+
+def test_the_warc_section_reads_its_enums_from_strings_and_checks_what_code_builds_too():
+    from peer.core.config.warc import OverMaxBody, WarcConfig
+    from peer.core.warc.record import DigestAlgorithm
+
+    cfg = parse(MINIMAL + '[warc]\nenabled = true\ndigest = "sha256"\nover_max_body = "skip"\n').warc
+    assert cfg.enabled and cfg.algorithm is DigestAlgorithm.SHA256 and cfg.over_body is OverMaxBody.SKIP
+    err = error_of(MINIMAL + '[warc]\ndigest = "md5"\n')
+    assert err.key == "warc.digest" and "sha1" in err.message
+    assert error_of(MINIMAL + "[warc]\ngzip_level = 10\n").key == "warc.gzip_level"
+    with pytest.raises(ValueError, match="gzip_level"):
+        WarcConfig(gzip_level=10)

@@ -1,5 +1,6 @@
 """The per-host frontier: the gate, concurrency, FIFO, requeue, hand-off, memory, and a stateful model of it all
-(peer/core/frontier/frontier.py, peer/core/frontier/scheduler.py; pacing, per-IP budgets and the census have their own files)."""
+(peer/core/frontier/frontier.py, peer/core/frontier/scheduler.py, and the per-host record they share,
+peer/core/frontier/hoststate.py; pacing, per-IP budgets and the census have their own files)."""
 
 from collections import deque
 

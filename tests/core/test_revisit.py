@@ -1,5 +1,10 @@
 """Continuous crawling's cores: revisit intervals, the due queue, the host's budget mix, on simulated time.
 
+peer.core.revisit.policy (intervals, changes, validators), peer.core.revisit.duequeue,
+peer.core.revisit.hostmix and the ``[revisit]`` section, peer.core.config.revisit;
+the schedule that composes them (peer.core.revisit.recrawl) is tested in
+tests/e2e/test_recrawl.py with a crawl that uses it.
+
 The fetches table they are restored from is tested in tests/edges/test_fetches.py.
 """
 

@@ -1,5 +1,7 @@
 """The fetcher (peer/net/fetcher.py) against the local test web and small local servers.
 
+What one fetch returns to the core is peer.core.http.result's ``FetchResult``.
+
 Every misbehaving endpoint of bad.web.test has a test showing that the fetch
 returns (no exception), with which error kind, and that memory stays
 bounded. The crawler reaches *.web.test through the static DNS entry
