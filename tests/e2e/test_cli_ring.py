@@ -114,10 +114,13 @@ async def test_a_ring_of_two_pauses_when_one_dies_and_ring_forget_lets_the_other
     from localweb import SiteGraph, serve_webfarm
     from ringharness import Ring, busiest_peer, pages_fetched
 
-    # 8 hosts of 30 pages at 4 a second a host: the crawl is far from over when
-    # the victim dies, and the survivor is the peer that owns the most hosts,
-    # so it surely has work left to pause (the placement moves with the port).
-    graph = SiteGraph(hosts=8, pages_per_host=30, shop=False)
+    # 8 hosts of 15 pages at 4 a second a host: the crawl is far from over when
+    # the victim dies (at 15 pages of about 150), and the survivor is the peer
+    # that owns the most hosts, so it surely has work left to pause (the
+    # placement moves with the port): it crawls at most 16 pages a second for
+    # the 1.5 s its lease lasts. What it crawls after the forget only shows it
+    # went on: 30 pages a host made that 12 s of the test's 25.
+    graph = SiteGraph(hosts=8, pages_per_host=15, shop=False)
     async with trio.open_nursery() as nursery:
         farm = await nursery.start(serve_webfarm, graph)
         alive = busiest_peer(graph, farm.port, ["p1", "p2"])
@@ -129,16 +132,20 @@ async def test_a_ring_of_two_pauses_when_one_dies_and_ring_forget_lets_the_other
                 while pages_fetched(farm) < 15:
                     await trio.sleep(0.05)
                 refused = await ring.ring_cmd("forget", "--id", dead, "--timeout", "1")
+                survivor_log = ring.logs[alive][1]
+                at_kill = len(survivor_log.read_text())
                 ring.procs[dead].kill()
                 # The survivor finds the victim dead, then pauses: no majority of two.
-                while True:
+                # Its log says when (read every 0.1 s; a `ring status` a try cost a
+                # process start each), then `ring status` is asked once.
+                while not ((since := survivor_log.read_text()[at_kill:]).count(f"member {dead}: dead")
+                           and "partition: no majority of the ring" in since):
                     assert ring.procs[alive].returncode is None, ring.tails()
-                    st = await ring.ring_cmd("status", "--json")
-                    rows = {m["id"]: m for m in json.loads(st.stdout or '{"members": []}')["members"]}
-                    me = rows.get(alive)
-                    if me is not None and me["lease"] == "no_majority" and rows[dead]["state"] == "dead":
-                        break
-                    await trio.sleep(0.3)
+                    await trio.sleep(0.1)
+                st = await ring.ring_cmd("status", "--json")
+                rows = {m["id"]: m for m in json.loads(st.stdout or '{"members": []}')["members"]}
+                me = rows.get(alive)
+                assert me is not None and me["lease"] == "no_majority" and rows[dead]["state"] == "dead", rows
                 paused = await ring.ring_cmd("status")
                 before = pages_fetched(farm)
                 await trio.sleep(1.0)
