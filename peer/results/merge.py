@@ -86,6 +86,7 @@ from peer.core.run.layout import RESULTS_NAME, DataDir
 from peer.core.run.stats import STATS_FILE, sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
 from peer.results.store import SCHEMA
+from ring.durations import duration
 
 __all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "EXPORT_FORMATS"]
 
@@ -143,7 +144,7 @@ class MergeSummary:
             out.append("peers      " + "  ".join(f"{p}: {n:,}" for p, n in self.peers))
         if self.first is not None and self.last is not None:
             out.append(f"time span  {self.first:%Y-%m-%d %H:%M:%S} .. {self.last:%Y-%m-%d %H:%M:%S} UTC "
-                       f"({_duration((self.last - self.first).total_seconds())})")
+                       f"({duration((self.last - self.first).total_seconds())})")
         if self.tables:
             out.append("tables     " + "  ".join(f"{t}: {n:,}" for t, n in self.tables))
         if self.parquet:
@@ -155,13 +156,6 @@ class MergeSummary:
         if self.cdxj is not None:
             out.append(f"warc index {self.cdxj.path} ({self.cdxj.lines:,} captures from {self.cdxj.files} .cdxj file(s))")
         return out
-
-
-def _duration(seconds: float) -> str:
-    s = int(seconds)
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{seconds:.1f}s"
 
 
 # ---------------------------------------------------------------------------

@@ -149,7 +149,7 @@ def test_summary_numbers_match_the_data(full):
     assert sum(int(part.rsplit(": ", 1)[1]) for part in cell.split(" · ")) == sum(failed.values())
     assert f"timeout: {failed['timeout']}" in cell
     assert summary_cell(page, "answered") == f"{sum(r[3] is not None for r in rows):,}"
-    assert summary_cell(page, "span") == "59.8 s"
+    assert summary_cell(page, "span") == "1m00s"
     assert summary_cell(page, "first") == "2026-01-02 03:04:05 UTC"
     statuses = Counter("error" if r[3] is None else str(r[3]) for r in rows)
     for code, n in statuses.items():

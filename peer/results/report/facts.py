@@ -16,7 +16,7 @@ import duckdb
 
 from peer.errors import ConfigError, StateError
 
-__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "duration", "first_line", "ident", "open_results",
+__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "first_line", "ident", "open_results",
            "read_facts", "table_columns"]
 
 TOP_HOSTS_TABLE = 10
@@ -177,10 +177,3 @@ def item_quality(con: duckdb.DuckDBPyConnection, tables: dict[str, set[str]],
                              f"order by url limit {ITEM_SAMPLES}").fetchall()
         out.append((table, n, empty, shown, sample))
     return out
-
-def duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
-    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"

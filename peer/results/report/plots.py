@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from peer.core.config.cluster import RingConfig
-from peer.results.report.facts import REQUESTED, Facts, duration
+from peer.results.report.facts import REQUESTED, Facts
 from peer.state.configfile import load_config
+from ring.durations import duration
 from ring.hashring import HashRing
 
 if TYPE_CHECKING:
