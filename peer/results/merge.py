@@ -85,6 +85,7 @@ from peer.state.configfile import load_config
 from peer.core.run.layout import RESULTS_NAME, DataDir
 from peer.core.run.stats import STATS_FILE, sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
+from peer.results.schema import quote
 from peer.results.store import SCHEMA
 from ring.durations import duration
 
@@ -399,7 +400,7 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
            plan: dict[str, dict[str, str]]) -> int:
     """Create and fill every planned table; the page rows read."""
     for table, cols in plan.items():
-        con.execute(f"CREATE TABLE {_q(table)} (" + ", ".join(f"{_q(c)} {t}" for c, t in cols.items()) + ")")
+        con.execute(f"CREATE TABLE {quote(table)} (" + ", ".join(f"{quote(c)} {t}" for c, t in cols.items()) + ")")
 
     def union(table: str) -> str:
         cols = plan[table]
@@ -407,8 +408,8 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
         for i, tables in enumerate(layout):
             if table in tables:
                 have = tables[table]
-                sel = ", ".join(_q(c) if c in have else f"NULL::{t} AS {_q(c)}" for c, t in cols.items())
-                parts.append(f"SELECT {sel}, {i} AS _src FROM in{i}.main.{_q(table)}")
+                sel = ", ".join(quote(c) if c in have else f"NULL::{t} AS {quote(c)}" for c, t in cols.items())
+                parts.append(f"SELECT {sel}, {i} AS _src FROM in{i}.main.{quote(table)}")
         return " UNION ALL ".join(parts)
 
     page_cols = list(plan["pages"])
@@ -428,7 +429,7 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
         if table in DISTINCT_TABLES:
             con.execute(f"INSERT INTO {table} SELECT DISTINCT {_cols(cols)} FROM ({union(table)})")
         elif table.startswith(ITEMS_PREFIX):
-            con.execute(f"INSERT INTO {_q(table)} {_latest(union(table), list(cols), keep_src=False)}")
+            con.execute(f"INSERT INTO {quote(table)} {_latest(union(table), list(cols), keep_src=False)}")
     return sum(con.execute(f"SELECT count(*) FROM in{i}.main.pages").fetchone()[0]  # type: ignore[index]
                for i in range(len(files)))
 
@@ -440,7 +441,7 @@ def _latest(union: str, cols: list[str], *, keep_src: bool) -> str:
     """
     rest = [c for c in cols if c not in ITEMS_KEY]
     order = ", ".join(["fetched_at DESC NULLS LAST", "peer NULLS LAST",
-                       *(f"{_q(c)} NULLS LAST" for c in rest), "_src"])
+                       *(f"{quote(c)} NULLS LAST" for c in rest), "_src"])
     return (f"SELECT {_cols(cols)}{', _src' if keep_src else ''} FROM ({union}) "
             f"QUALIFY row_number() OVER (PARTITION BY url ORDER BY {order}) = 1")
 
@@ -459,7 +460,7 @@ def _summarise(con: duckdb.DuckDBPyConnection, output: Path, files: list[Path], 
                                    "ORDER BY status NULLS LAST").fetchall()),
         peers=tuple(con.execute("SELECT peer, count(*) FROM pages GROUP BY peer "
                                 "ORDER BY peer NULLS LAST").fetchall()),
-        tables=tuple((t, one(f"SELECT count(*) FROM {_q(t)}")[0]) for t in others),
+        tables=tuple((t, one(f"SELECT count(*) FROM {quote(t)}")[0]) for t in others),
         parquet=parquet,
         # No request, no status and no measured time (peer/core/run/stats.py, scripts/report.py).
         not_requested=tuple(con.execute(
@@ -476,14 +477,14 @@ def _export(con: duckdb.DuckDBPyConnection, tables: list[str], directory: Path) 
         raise StateError(f"{directory}: cannot create the parquet directory: {exc.strerror or exc}") from None
     for table in tables:
         tmp = directory / f".{table}.parquet.tmp"
-        con.execute(f"COPY {_q(table)} TO {_lit(tmp)} (FORMAT parquet)")
+        con.execute(f"COPY {quote(table)} TO {_lit(tmp)} (FORMAT parquet)")
         os.replace(tmp, directory / f"{table}.parquet")
 
 
 def _copy_out(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     """One table to ``path`` in the format of its extension, written whole then renamed."""
     tmp = path.with_name(f".{path.name}.tmp")
-    con.execute(f"COPY {_q(table)} TO {_lit(tmp)} ({EXPORT_FORMATS[path.suffix.lower()]})")
+    con.execute(f"COPY {quote(table)} TO {_lit(tmp)} ({EXPORT_FORMATS[path.suffix.lower()]})")
     os.replace(tmp, path)
 
 
@@ -499,12 +500,8 @@ def _write_stats(inputs: list[Path], output: Path) -> None:
     os.replace(tmp, output)
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _cols(cols: Iterable[str]) -> str:
-    return ", ".join(map(_q, cols))
+    return ", ".join(map(quote, cols))
 
 
 def _lit(path: Path) -> str:

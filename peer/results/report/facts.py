@@ -15,8 +15,9 @@ from pathlib import Path
 import duckdb
 
 from peer.errors import ConfigError, StateError
+from peer.results.schema import quote
 
-__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "first_line", "ident", "open_results",
+__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "first_line", "open_results",
            "read_facts", "table_columns"]
 
 TOP_HOSTS_TABLE = 10
@@ -91,10 +92,6 @@ def table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
     return out
 
 
-def ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def read_facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[str]]) -> Facts:
     one = con.execute(
         f"select count(*) filter ({REQUESTED}), count(status), count(error) filter ({REQUESTED}), "
@@ -135,7 +132,7 @@ def read_facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[s
         "order by elapsed_ms desc, url limit ?", [SLOWEST_TABLE]
     ).fetchall()
     counts = {
-        t: con.execute(f"select count(*) from {ident(t)}").fetchone()[0]  # type: ignore[index]
+        t: con.execute(f"select count(*) from {quote(t)}").fetchone()[0]  # type: ignore[index]
         for t in sorted(tables)
         if t in ("pid_trace", "links", "bodies") or t.startswith("items_")
     }
@@ -164,16 +161,16 @@ def item_quality(con: duckdb.DuckDBPyConnection, tables: dict[str, set[str]],
         n = counts.get(table, 0)
         empty: list[tuple[str, float]] = []
         for c in fields:
-            q = ident(c)
+            q = quote(c)
             kind = con.execute(
                 "select data_type from information_schema.columns where table_catalog = current_database() "
                 "and table_schema = 'main' and table_name = ? and column_name = ?", [table, c]).fetchone()
             is_list = kind is not None and str(kind[0]).endswith("[]")
             test = f"{q} is null or len({q}) = 0" if is_list else f"{q} is null or trim(cast({q} as varchar)) = ''"
-            k = con.execute(f"select count(*) filter ({test}) from {ident(table)}").fetchone()[0]  # type: ignore[index]
+            k = con.execute(f"select count(*) filter ({test}) from {quote(table)}").fetchone()[0]  # type: ignore[index]
             empty.append((c, 100.0 * k / n if n else 0.0))
         shown = ["url", *fields]
-        sample = con.execute(f"select {', '.join(map(ident, shown))} from {ident(table)} "
+        sample = con.execute(f"select {', '.join(map(quote, shown))} from {quote(table)} "
                              f"order by url limit {ITEM_SAMPLES}").fetchall()
         out.append((table, n, empty, shown, sample))
     return out
