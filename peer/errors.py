@@ -27,7 +27,7 @@ from ring import errors as _ring_errors
 from ring.errors import EXIT_USAGE, RingError
 
 __all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
-           "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "user_error"]
+           "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "first_line", "user_error"]
 
 
 class PeerError(Exception):
@@ -121,3 +121,9 @@ def user_error(exc: BaseException,
                kinds: tuple[type[BaseException], ...] = USER_ERRORS) -> BaseException | None:
     """The one error of ``kinds`` that ``exc`` is or carries (``ring.errors.user_error``)."""
     return _ring_errors.user_error(exc, kinds)
+
+
+def first_line(exc: BaseException) -> str:
+    """The first line of a foreign error's message (its type's name if it has none), for a
+    one-line message of ours: DuckDB's errors run over several lines."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

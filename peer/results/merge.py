@@ -80,7 +80,7 @@ from pathlib import Path
 
 import duckdb
 
-from peer.errors import ConfigError, StateError
+from peer.errors import ConfigError, StateError, first_line
 from peer.state.configfile import load_config
 from peer.core.run.layout import RESULTS_NAME, DataDir
 from peer.core.run.stats import STATS_FILE, sum_stats
@@ -260,7 +260,7 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         Path(f"{output}.wal").unlink(missing_ok=True)
         return summary
     except duckdb.Error as exc:
-        raise StateError(f"{output}: merge failed: {_first_line(exc)}") from None
+        raise StateError(f"{output}: merge failed: {first_line(exc)}") from None
     except OSError as exc:
         raise StateError(f"{output}: merge failed: {exc}") from None
     finally:
@@ -306,7 +306,7 @@ def _attach(con: duckdb.DuckDBPyConnection, alias: str, path: Path, work: Path) 
         con.execute(f"ATTACH {_lit(path)} AS {alias} (READ_ONLY)")
         return False
     except duckdb.Error as exc:
-        why = _first_line(exc)
+        why = first_line(exc)
         if "lock" not in why.lower():
             if "not a valid DuckDB database" in why:
                 raise StateError(f"{path}: is not a DuckDB database") from None
@@ -318,7 +318,7 @@ def _attach(con: duckdb.DuckDBPyConnection, alias: str, path: Path, work: Path) 
         _copy_live(path, copy)
         con.execute(f"ATTACH {_lit(copy)} AS {alias} (READ_ONLY)")
     except (OSError, duckdb.Error) as exc:
-        why2 = _first_line(exc) if isinstance(exc, duckdb.Error) else str(exc)
+        why2 = first_line(exc) if isinstance(exc, duckdb.Error) else str(exc)
         raise StateError(f"{path}: is held open by a running peer ({holder}) and a copy of it "
                          f"cannot be read ({why2}); stop that peer, then merge again") from None
     return True
@@ -506,7 +506,3 @@ def _cols(cols: Iterable[str]) -> str:
 
 def _lit(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

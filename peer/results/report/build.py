@@ -16,8 +16,8 @@ from typing import Any
 
 import duckdb
 
-from peer.errors import ConfigError, StateError
-from peer.results.report.facts import PAGES_COLUMNS, Facts, first_line, open_results, read_facts, table_columns
+from peer.errors import ConfigError, StateError, first_line
+from peer.results.report.facts import PAGES_COLUMNS, Facts, open_results, read_facts, table_columns
 from peer.results.report.page import render_page
 from peer.results.report.plots import DPI, MAX_TOP, draw, ring_shares, setpoint
 from ring.vocabulary import NO_ROW_CAUSES, Family
@@ -89,7 +89,7 @@ def _read(db: Path, ring_config: Path | None,
             drawn = draw(con, facts, top=top, shares=shares, ring_source=ring_source,
                           setpoint=setpoint(con, facts, ring_config))
         except duckdb.Error as exc:
-            raise StateError(f"{db}: cannot be read: {first_line(str(exc))}") from None
+            raise StateError(f"{db}: cannot be read: {first_line(exc)}") from None
     finally:
         con.close()
     return facts, shares, ring_source, drawn

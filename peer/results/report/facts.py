@@ -14,10 +14,10 @@ from pathlib import Path
 
 import duckdb
 
-from peer.errors import ConfigError, StateError
+from peer.errors import ConfigError, StateError, first_line
 from peer.results.schema import quote
 
-__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "first_line", "open_results",
+__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "open_results",
            "read_facts", "table_columns"]
 
 TOP_HOSTS_TABLE = 10
@@ -74,11 +74,7 @@ def open_results(db: Path) -> duckdb.DuckDBPyConnection:
             raise StateError(f"{db}: held for writing by another process (a running peer?); "
                              "wait for it to end, or report on a copy (scripts/merge.py takes "
                              "a snapshot of a live file)") from None
-        raise StateError(f"{db}: cannot be opened: {first_line(msg)}") from None
-
-
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
+        raise StateError(f"{db}: cannot be opened: {first_line(exc)}") from None
 
 
 def table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
