@@ -39,7 +39,7 @@ def take_census(hosts: Iterable[HostState], now: float) -> HostCensus:
     """Hosts with queued work by what they wait for at ``now`` (busy: at their host_concurrency)."""
     ready = waiting = held = busy = 0
     for hs in hosts:
-        if hs.head >= len(hs.items):
+        if not hs.work:
             continue
         if hs.hold_until > now:
             held += 1

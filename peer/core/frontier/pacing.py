@@ -96,6 +96,7 @@ called directly, with nothing in between.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from peer.core.config.sections import PolitenessConfig
@@ -104,13 +105,24 @@ from peer.core.frontier.hoststate import HostState, StartUndo
 from peer.core.frontier.profile import new_pid
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "PidSample", "apply_backoff", "count_starts", "delay", "gated", "penalty",
-    "roll", "set_floor", "starts_since", "take_back",
+    "BACKOFF_MIN_STEP", "Outcome", "PidSample", "apply_backoff", "count_starts", "delay", "gated", "penalty",
+    "record_start", "roll", "set_floor", "starts_since", "take_back",
 ]
 
 #: Without a PID (rate 0) a backoff raises the delay by at least this many
 #: seconds, so a host at delay 0 is actually slowed down.
 BACKOFF_MIN_STEP = 1.0
+
+
+class Outcome(enum.StrEnum):
+    """How a request ended, for counting it in the host's window (rule 5)."""
+
+    FETCHED = "fetched"  # an HTTP response, any status: counts
+    FAILED = "failed"  # reached the server, then failed (timeout, reset): counts
+    UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
+    # No request was made at all (robots.txt disallows the URL, its host moved
+    # or was given up): does not count, and its start is taken back (rule 1).
+    NOT_STARTED = "not_started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,6 +155,33 @@ def count_starts(hs: HostState, times: list[float], now: float, ring_n: int) -> 
     newest = max(times)
     if newest > hs.last_start:
         hs.last_start = newest
+
+
+def record_start(hs: HostState, now: float, url: str) -> None:
+    """Count a start of the host for ``url`` in its ring and its IP's (rule 7), and note what it
+    overwrote there (``hs.undo``), to take it back should no request follow (:func:`take_back`)."""
+    slot = ip_last = ip_slot = NEG_INF
+    last = hs.last_start
+    ip_spos = -1
+    hs.last_start = now
+    ring_n = hs.pace.ring_n
+    if ring_n:
+        if hs.starts is None:
+            hs.starts = new_ring(ring_n)
+        slot = hs.starts[hs.spos]
+        hs.starts[hs.spos] = now
+        hs.spos = (hs.spos + 1) % ring_n
+    ip = hs.ip
+    if ip is not None:
+        ip_last = ip.last_start
+        ip.last_start = now
+        if ip.starts is not None:
+            ip_slot = ip.starts[ip.spos]
+            ip.starts[ip.spos] = now
+            ip.spos = (ip.spos + 1) % len(ip.starts)
+        ip_spos = ip.spos
+    hs.undo = StartUndo(url, now, last, slot, hs.spos, hs.starts, ip, ip_last, ip_slot, ip_spos,
+                        ip.starts if ip is not None else None)
 
 
 def take_back(hs: HostState, undo: StartUndo) -> None:
@@ -226,7 +265,7 @@ def apply_backoff(hs: HostState, now: float, pol: PolitenessConfig, retry_after:
 def gated(hs: HostState, t: float, cap: int, window: float) -> bool:
     """Had queued work at ``t`` that its own delay kept from starting (rule 3)."""
     return (
-        hs.head < len(hs.items)
+        hs.work
         and t >= hs.hold_until
         and hs.in_flight < cap
         and t < hs.last_start + delay(hs, t, window)
