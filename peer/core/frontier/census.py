@@ -17,9 +17,9 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from peer.core.frontier.ceiling import HORIZON
 from peer.core.frontier.hoststate import HostState, IpBudget
 from peer.core.frontier.pacing import delay
+from peer.core.politeness.ceiling import HORIZON
 
 __all__ = ["HostCensus", "busiest_hosts", "count_due", "sample_delays", "take_census"]
 

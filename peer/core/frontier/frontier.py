@@ -2,20 +2,20 @@
 
 Per-host FIFO queues as in Mercator's frontier (Heydon and Najork, "Mercator:
 A scalable, extensible Web crawler", World Wide Web 2(4), 1999), and each host
-paced by a PID controller on the delay between its requests (peer/core/frontier/pid.py).
+paced by a PID controller on the delay between its requests (peer/core/politeness/pid.py).
 This module is the pure core of both: it takes ``now`` and returns the next :class:`Job` that may start, so the
 engine's loop is "sleep until :meth:`Frontier.next_ready_at`, :meth:`pop_ready`,
 fetch, :meth:`done`", and tests drive it synchronously. docs/politeness.md
 derives the numbers used here.
 
-The frontier is built from modules of one concept each, bottom up; its
-rules are numbered 1-10 across them (the docs and the other modules cite
-them as "frontier rule N"):
+The frontier is built from modules of one concept each, bottom up, over
+the politeness room's numbers (peer/core/politeness/: the PID controller;
+``ceiling.py``, rule 7's numbers, the 1 s/5 s ceiling and the rings of
+start times that count it; ``profile.py``, a politeness profile's figures,
+``Pace``, one for ``[politeness]`` and one a ``[[site]]`` block). Its rules
+are numbered 1-10 across them (the docs and the other modules cite them as
+"frontier rule N"):
 
-- peer/core/frontier/ceiling.py, rule 7's numbers: the 1 s/5 s ceiling and the
-  rings of start times that count it;
-- peer/core/frontier/profile.py: a politeness profile's figures (``Pace``), one
-  for ``[politeness]`` and one a ``[[site]]`` block;
 - peer/core/frontier/hoststate.py: the records kept per host and per IP, one
   slotted object each, that the modules below share;
 - peer/core/frontier/pacing.py, rules 1, 3, 4, 5, 7: a host's pace (its delay and
@@ -51,12 +51,11 @@ from typing import Any
 
 from peer.core.config.cluster import PolitenessConfig
 from peer.core.frontier.census import HostCensus
-from peer.core.frontier.ceiling import CEILING_FACTOR, CEILING_WINDOWS, ceiling
-from peer.core.frontier.hoststate import HostState
 from peer.core.frontier.ipbudget import MIN_IP_SHARE
 from peer.core.frontier.pacing import BACKOFF_MIN_STEP, Outcome, PidSample
 from peer.core.frontier.scheduler import HostScheduler
 from peer.core.frontier.spillqueue import MemorySpill, SpillQueue, SpillStore
+from peer.core.politeness.ceiling import CEILING_FACTOR, CEILING_WINDOWS, ceiling
 from peer.errors import PeerError
 
 __all__ = [

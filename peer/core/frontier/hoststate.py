@@ -25,9 +25,9 @@ from __future__ import annotations
 from array import array
 from typing import Any, NamedTuple
 
-from peer.core.frontier.ceiling import NEG_INF
-from peer.core.frontier.pid import PID
-from peer.core.frontier.profile import Pace
+from peer.core.politeness.ceiling import NEG_INF
+from peer.core.politeness.pid import PID
+from peer.core.politeness.profile import Pace
 
 __all__ = ["HostState", "IpBudget", "StartUndo"]
 

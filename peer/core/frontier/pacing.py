@@ -1,14 +1,14 @@
 """Pacing: when a host may start its next request, and how fast its pace may go.
 
 Each host is paced by a PID controller on the delay between its requests
-(peer/core/frontier/pid.py); docs/politeness.md derives the numbers used here. This
+(peer/core/politeness/pid.py); docs/politeness.md derives the numbers used here. This
 module holds the rules of one host's pace as functions on its record
 (peer/core/frontier/hoststate.py): its delay, its PID windows, its backoff penalty,
 its Crawl-delay floor and its ring of start times. The frontier
 (peer/core/frontier/frontier.py) calls them and turns their answers into a place in
 its heaps; the per-IP budget (rule 8) is peer/core/frontier/ipbudget.py, the
-ceiling's numbers and rings (rule 7) peer/core/frontier/ceiling.py, a
-profile's figures (``Pace``) peer/core/frontier/profile.py. The rules
+ceiling's numbers and rings (rule 7) peer/core/politeness/ceiling.py, a
+profile's figures (``Pace``) peer/core/politeness/profile.py. The rules
 keep the frontier's numbers, which the docs and the other modules cite:
 
 1. A host may start a request when its *delay* has passed since its last
@@ -27,7 +27,7 @@ keep the frontier's numbers, which the docs and the other modules cite:
    its URL, its host moved or was given up) gives its start back, if no later
    start of the host (or of its IP) came since: its host's next URL waits
    only for the starts that were requests.
-3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/core/frontier/pid.py): every host
+3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/core/politeness/pid.py): every host
    measures ``n``, the fetches
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
@@ -100,9 +100,9 @@ import enum
 from dataclasses import dataclass
 
 from peer.core.config.sections import PolitenessConfig
-from peer.core.frontier.ceiling import HORIZON, NEG_INF, new_ring, ring_times
 from peer.core.frontier.hoststate import HostState, StartUndo
-from peer.core.frontier.profile import new_pid
+from peer.core.politeness.ceiling import HORIZON, NEG_INF, new_ring, ring_times
+from peer.core.politeness.profile import new_pid
 
 __all__ = [
     "BACKOFF_MIN_STEP", "Outcome", "PidSample", "apply_backoff", "count_starts", "delay", "gated", "penalty",
@@ -136,7 +136,7 @@ class PidSample:
 
 
 # ------------------------------------------------------------ start rings (rule 7)
-# The rings themselves and the ceiling's numbers: peer/core/frontier/ceiling.py.
+# The rings themselves and the ceiling's numbers: peer/core/politeness/ceiling.py.
 
 
 def starts_since(hs: HostState, since: float) -> list[float]:

@@ -50,14 +50,14 @@ from typing import TypeVar
 from peer.core.config.cluster import PolitenessConfig
 from peer.core.frontier import ipbudget
 from peer.core.frontier.census import HostCensus, busiest_hosts, count_due, sample_delays, take_census
-from peer.core.frontier.ceiling import HORIZON, NEG_INF, ring_gate
 from peer.core.frontier.hoststate import HostState, IpBudget
 from peer.core.frontier.ipbudget import clamp_share, is_share
 from peer.core.frontier.pacing import (
     Outcome, PidSample, apply_backoff, count_starts, delay, gated, record_start, roll, set_floor, starts_since,
     take_back,
 )
-from peer.core.frontier.profile import Pace
+from peer.core.politeness.ceiling import HORIZON, NEG_INF, ring_gate
+from peer.core.politeness.profile import Pace
 from peer.errors import PeerError
 
 __all__ = ["HostScheduler"]
