@@ -451,8 +451,8 @@ class PeerCore:
         """What to do with ``job`` just before its request, and the effects that go first (1b)."""
         adm = self.crawl.admit(job, now)
         effects = self.routed(adm.effects, now)
-        if isinstance(adm, Drop | PassOn):
-            effects.append(Commit())
+        if isinstance(adm, Drop | PassOn) and not (effects and isinstance(effects[-1], Commit)):
+            effects.append(Commit())  # (a Drop's row has its own: one is enough)
         return adm, effects
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
