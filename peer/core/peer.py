@@ -20,33 +20,27 @@ the silence of a process that was not running is its own, not its peers').
 
 - building: ``alone(cfg, peer_id)``; ``join_ring(...)`` once the state is
   recovered (the node's incarnation and grants depend on it);
-- the state: ``restore(recovered)`` before the journal begins,
-  ``resume(recovered, starts)`` once the ring is joined, ``attach_spill``;
 - URLs: ``seeds``, ``discover``, ``accept`` (a URL handed to us);
 - a job: ``next``, ``admit``, ``fetched``, ``on_result``, ``on_robots``,
-  ``on_sitemap``, ``robots_cancelled``, ``internal``, ``job_ended``;
-- the exact seen set: ``sieve_take``, ``sieve_verdicts``, ``sieve_readd``;
-  the spilled queues of moved hosts: ``move_spilled``;
+  ``on_sitemap``, ``robots_cancelled``, ``internal``, ``job_ended``; what
+  its request carries (``cookie_header``, ``validators``) and what its
+  parse needs (``parse_rules``); the spilled queues of moved hosts
+  (``move_spilled``);
 - the ring: ``receive(route, msg)`` a decoded frame, ``tick`` a gossip
   round, ``flush`` the Outbox's frames due, ``leave``; ``hosts_read`` /
   ``fetched_read`` the answers to a hand-off's reads.
 
-Read-outs: what a request carries (``cookie_header``, ``validators``),
-what a parse needs (``parse_rules``), what a snapshot writes
-(``snapshot_view``, ``counters``), and the figures (``figures``:
-``peer.core.readouts``).
+Two parts take the rest, each its own small interface: ``disk``
+(``peer.core.persistence``: the recovered state put back, a snapshot's
+view, the seen set's batches, the cookie jar's records) and ``figures``
+(``peer.core.readouts``: the status row, progress, summary, scrape).
+What the scheduler asks of the ring is ``peer.core.ringgate``'s.
 
-Effects: the crawl's (``peer.core.crawl.decisions``: ``Forward`` is journaled by
-the driver, its send is done here), the ring's ``Send``, ``Reply``,
-``Log``, ``StatusAsked``, ``Released`` (done here; for the record) and
-``Granted`` (the driver journals the grant totals) (``ring.actions``), and
-three of this module:
-
-==============  ==============================================================
-``Commit``      make every journal record so far durable, before what follows
-``ReadHosts``   a hand-off needs the hosts the results hold (``hosts_read``)
-``ReadFetched`` ... and the fetched URLs of those that moved (``fetched_read``)
-==============  ==============================================================
+Effects: the crawl's (``peer.core.crawl.decisions``: ``Forward`` is
+journaled by the driver, its send is done here), the ring's
+(``ring.actions``: ``Released`` is done here, for the record; ``Granted``
+the driver journals) and ``Commit``, ``ReadHosts``, ``ReadFetched``
+(``peer.core.effects``).
 
 Rules:
 
@@ -103,12 +97,9 @@ Rules:
 
 from __future__ import annotations
 
-import copy
-import math
 import random
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Protocol, Union
 
 from peer.core.config.cluster import ClusterConfig
 from peer.core.config.dedupe import DedupeConfig
@@ -128,19 +119,17 @@ from peer.core.crawl.decisions import (
     Sleep,
     Start,
 )
-from peer.core.crawl.limits import Limits
 from peer.core.dedupe.bands import NearAnswer, NearQuery
-from peer.core.frontier.frontier import Job, PidSample
-from peer.core.frontier.spillqueue import SpillStore
+from peer.core.effects import Commit, PeerEffect, ReadFetched, ReadHosts
+from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
 from peer.core.page.extract import PageRules
 from peer.core.page.items import ExtractConfig
 from peer.core.page.parse import Parsed
+from peer.core.persistence import Persistence
 from peer.core.readouts import Readouts
 from peer.core.revisit.recrawl import Visit
-from peer.core.run.stats import Summary
-from peer.core.seen.bloom import BloomFilter
-from peer.core.seen.sieve import SieveBatch
+from peer.core.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
 from peer.core.urls.rules import ParamRules
@@ -152,79 +141,30 @@ from ring.actions import (
     Granted,
     HandOff,
     LeaveAsked,
-    Log,
     NearAnswered,
     NearAsked,
     Released,
-    Reply,
     Rerouted,
     RingChanged,
     SeedStarts,
     Send,
-    StatusAsked,
 )
-from ring.budget import Grants, grants_from_counters, grants_to_counters
-from ring.hashring import HashRing
+from ring.budget import Grants
 from ring.lease import LeaseState
 from ring.messages import MemberState, Message, StatusReply
 from ring.node import ADOPT_PREFIX, RingNode
 from ring.status import StatusFigures
 
+# The door's effect vocabulary is peer.core.effects'; named here too, where
+# the driver and the tests meet the door.
 __all__ = ["Commit", "MOVE_BACKLOG", "MOVE_CHUNK", "PeerCore", "PeerEffect", "ReadFetched", "ReadHosts",
-           "Resumable", "SnapshotView", "ring_node"]
+           "ring_node"]
 
 #: Spilled URLs of hosts that changed owner passed on a call (rule 6; ~30 us
 #: a URL: a 15 ms step of the loop), and how many may wait in the Outbox for
 #: their acks before more are read.
 MOVE_CHUNK = 500
 MOVE_BACKLOG = 20_000
-
-
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """Make every journal record so far durable before the effects after it (rule 1)."""
-
-
-@dataclass(frozen=True, slots=True)
-class ReadHosts:
-    """A hand-off needs the hosts the results hold: answer with ``PeerCore.hosts_read(request, ...)``."""
-
-    request: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadFetched:
-    """A hand-off needs (url, host) of the pages fetched of ``hosts``: answer with ``PeerCore.fetched_read``."""
-
-    request: int
-    hosts: tuple[str, ...]
-
-
-PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted]
-
-
-class Resumable(Protocol):
-    """What a recovered crawl state gives back (``peer.state.recovery.Recovered`` is one)."""
-
-    @property
-    def bloom(self) -> BloomFilter: ...
-    @property
-    def counters(self) -> dict[str, float]: ...
-    @property
-    def queued(self) -> dict[str, int]: ...
-    @property
-    def forwards(self) -> list[tuple[str, int]]: ...
-
-
-@dataclass(frozen=True, slots=True)
-class SnapshotView:
-    """One moment's state for a snapshot written off the loop (journal rule 4)."""
-
-    bloom: BloomFilter                   # a copy: the crawl goes on adding to its own
-    queued: list[tuple[str, int]]        # with a spill store: the heads, and the jobs in flight
-    forwards: list[tuple[str, int]]      # the Outbox's unacked URLs
-    counters: dict[str, float]
 
 
 #: The arguments ``peer.core.page.parse.parse_response`` takes after (url, body, charset).
@@ -277,16 +217,13 @@ class PeerCore:
         self.node: RingNode | None = None
         self._reads: dict[int, _Read] = {}
         self._next_request = 0
-        self._now = now
         self._stalled = 0.0
-        # The lease as last computed, and until when it holds for sure (may_start).
-        self._lease: LeaseState | None = None
-        self._lease_sure = -math.inf
-        self._lease_ring = 0
-        #: The max_pages grants a former process of this peer gave, from its disk (``restore``).
-        self.resumed_grants: Grants = ()
-        self.resumed = False
-        #: The figures the driver shows (``peer.core.readouts``).
+        #: What the scheduler asks of the ring (``peer.core.ringgate``), once in a ring.
+        self._gate: RingGate | None = None
+        # The parts the driver reaches through this door, each with its own small interface:
+        #: the core's side of the driver's files (``peer.core.persistence``),
+        self.disk = Persistence(crawl, lambda: self.node, self.routed)
+        #: the figures the driver shows (``peer.core.readouts``).
         self.figures = Readouts(crawl, lambda: self.node, self.lease_state)
         if node is not None:
             self._attach(node, now, joining)
@@ -301,19 +238,21 @@ class PeerCore:
 
     def join_ring(self, address: str, weight: float, now: float, *, incarnation: int, curve: bool,
                   joining: bool) -> None:
-        """Build this peer's ring node (``ring_node``) and join it; after ``restore``.
+        """Build this peer's ring node (``ring_node``) and join it; after ``disk.restore``.
 
         ``joining``: a peer not in cluster.toml joins a running ring, and
         every host it owns had an owner before, who hands it over.
         """
         crawl = self.crawl
+        disk = self.disk
         node = ring_node(crawl.cfg, crawl.peer_id, address, weight, now, incarnation=incarnation,
-                         curve=curve, resumed=self.resumed, grants=self.resumed_grants)
+                         curve=curve, resumed=disk.resumed, grants=disk.resumed_grants)
         self._attach(node, now, joining)
 
     def _attach(self, node: RingNode, now: float, joining: bool) -> None:
         crawl = self.crawl
         self.node = node
+        self._gate = RingGate(node, crawl.locally_idle, lambda: self._stalled)
         crawl.alive = self._alive
         crawl.hold_timeout = node.hold_timeout
         crawl.ring = ring = node.ring()
@@ -337,66 +276,10 @@ class PeerCore:
             # The lease is measured on the real clock (ring.membership).
             self.node.membership.stalled = value
 
-    # -- the state on disk ------------------------------------------------------------
-
-    def restore(self, rec: Resumable) -> None:
-        """A recovered state's seen set and counters, before the journal begins again."""
-        crawl = self.crawl
-        crawl.bloom = rec.bloom
-        # The file holds the policy it was written with; the config now in
-        # force decides (an operator raises max_capacity and restarts).
-        b = crawl.cfg.bloom
-        crawl.bloom.set_policy(b.growth, b.max_capacity)
-        crawl.requested = int(rec.counters.get("pages", 0))
-        # What this peer gave of the max_pages budget (ring.budget): never spent again.
-        self.resumed_grants = grants_from_counters(rec.counters)
-        self.resumed = True
-
-    def resume(self, rec: Resumable, starts: Iterable[tuple[str, float]], now: float, *,
-               wall: float) -> list[PeerEffect]:
-        """Put a recovered queue back: ours into the frontier, the rest to its owners; then Commit (1g).
-
-        ``starts``: the hosts' request starts of the last ceiling horizon, in
-        epoch seconds (the engine's rule 9).
-        """
-        crawl = self.crawl
-        # The spilled queues first: they came before what the journal queued.
-        out = self.routed(crawl.resume_spilled(now), now)
-        for url, depth in rec.queued.items():
-            out += self.routed(crawl.discover(url, depth, now, Origin.RECOVERED), now)
-        for url, depth in rec.forwards:
-            # Like any URL handed to us: to its owner, or through our Bloom filter.
-            out += self.routed(crawl.discover(url, depth, now, Origin.RELAY), now)
-        crawl.seed_starts(starts, now, now - wall)
-        out.append(Commit())
-        return out
-
-    def attach_spill(self, spill: SpillStore, head_per_host: int) -> None:
-        """Keep at most ``head_per_host`` URLs a host in RAM, the rest in ``spill`` (frontier rule 9)."""
-        self.crawl.frontier.set_spill(spill, head_per_host)
-
-    def flush_tails(self) -> None:
-        """Hand every host's tail to the spill store, before it is checkpointed."""
-        self.crawl.frontier.flush_tails()
-
-    def counters(self) -> dict[str, float]:
-        """What a snapshot and the journal's last record keep: the page count and the grants."""
-        grants = self.node.membership.me.grants if self.node is not None else self.resumed_grants
-        return {"pages": self.crawl.requested, **grants_to_counters(grants)}
-
-    def snapshot_view(self) -> SnapshotView:
-        """One moment's state for a snapshot; the spill store's tails flushed (checkpoint next)."""
-        crawl = self.crawl
-        view = SnapshotView(copy.deepcopy(crawl.bloom), crawl.snapshot_queue(),
-                            self.node.outbox.queued().urls if self.node is not None else [],
-                            self.counters())
-        self.flush_tails()  # so the store and the heads hold the whole queue
-        return view
-
     # -- the crawl's own decisions ---------------------------------------------------
 
     def routed(self, effects: Iterable[Effect], now: float) -> list[PeerEffect]:
-        """The crawl's effects, each ``Forward`` queued in the Outbox for its owner (rule 4), each ``Row`` committed (1a)."""
+        """The crawl's effects: a ``Forward`` queued in the Outbox for its owner (rule 4), a ``Row`` committed (1a)."""
         out: list[PeerEffect] = []
         outbox = self.node.outbox if self.node is not None else None
         recrawl = self.crawl.recrawl
@@ -443,8 +326,10 @@ class PeerCore:
 
     def next(self, now: float) -> tuple[Start | Sleep | Finished, list[PeerEffect]]:
         """The scheduler's next step (``CrawlCore.next``), the ring's counts in view, and a Sleep's effects."""
-        self._now = now
-        step = self.crawl.next(now, self if self.node is not None else None)
+        gate = self._gate
+        if gate is not None:
+            gate.now = now
+        step = self.crawl.next(now, gate)
         return step, self.routed(step.effects, now) if isinstance(step, Sleep) else []
 
     def admit(self, job: Job, now: float) -> tuple[Admission, list[PeerEffect]]:
@@ -538,44 +423,6 @@ class PeerCore:
         return rc.visited(row.url, row.host, row.depth, now, status, digest, etag, last_modified,
                           row.sitemap_changefreq, row.sitemap_lastmod)
 
-    def restore_visits(self, rows: list[tuple[object, ...]], now: float, wall: float) -> int:
-        """Schedule the pages of earlier runs from their last ``fetches`` rows (recrawl rule 7)."""
-        rc = self.crawl.recrawl
-        return 0 if rc is None else rc.restore(rows, now, wall)
-
-    # -- the exact seen set (peer.core.seen.sieve) ----------------------------------
-
-    def sieve_off(self) -> None:
-        """No disk sieve (numpy missing): the seen set stays a Bloom filter alone."""
-        sieve = self.crawl.sieve
-        sieve.disk_after = 2**63
-        sieve.exact = False
-
-    @property
-    def sieve_exact(self) -> bool:
-        return bool(self.crawl.sieve.exact)
-
-    def sieve_readd(self, urls: Iterable[str], now: float) -> None:
-        """The hashes of the rows a resume put back, which the sieve's files may lack."""
-        crawl = self.crawl
-        crawl.sieve_readd(urls, now)
-        crawl.sieve.note_size(crawl.bloom.count)
-
-    def sieve_due_at(self) -> float | None:
-        return self.crawl.sieve.due_at()
-
-    def sieve_kicked(self) -> bool:
-        """Whether a sieve batch filled since last asked (its loop should look now)."""
-        return self.crawl.sieve.take_kick()
-
-    def sieve_take(self, now: float) -> tuple[SieveBatch | None, list[PeerEffect]]:
-        """A batch for the sieve's files, and the Commit that comes before they hold it (1d)."""
-        return self.crawl.sieve.take(now), [Commit()]
-
-    def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[PeerEffect]:
-        """The files' answers for ``batch``: the new URLs queued, then Commit (1d)."""
-        return [*self.routed(self.crawl.sieve_verdicts(batch, new, now), now), Commit()]
-
     # -- spilled queues of hosts that moved (rule 6) ---------------------------------
 
     def moving(self) -> bool:
@@ -591,121 +438,24 @@ class PeerCore:
             return None
         return [*self.routed(self.crawl.pass_on_moving(now, MOVE_CHUNK), now), Commit()]
 
-    # ``peer.core.crawl.decisions.RingView``: what ``CrawlCore.next`` asks of the ring.
-
-    @property
-    def page_cap(self) -> int:
-        return self.node.page_cap if self.node is not None else 0
-
     def others_pages(self) -> int:
+        """Pages the other members say they requested (0 alone)."""
         return self.node.others_pages() if self.node is not None else 0
-
-    def budget_gone(self) -> bool:
-        return self.node is not None and bool(self.node.budget_gone)
-
-    def idle(self) -> bool:
-        return self.node is None or self.node.idle()
-
-    def done(self) -> bool:
-        return self.node is None or self.node.done(self._now - self.stalled)
-
-    def left(self) -> bool:
-        return self.node is not None and self.node.left(self.crawl.locally_idle())
-
-    def may_start(self, now: float) -> bool:
-        """Whether a request may start at ``now`` (the crawl's clock): the ring's lease holds.
-
-        A held lease is taken as it is until it would run out or the ring
-        moves (``LeaseState.until``, at most a tenth of a second: the
-        scheduler asks before every start); a lost one is asked again.
-        """
-        if self.node is None:
-            return True
-        ring = self.node.membership.lease
-        fp = ring.ring if ring is not None else 0
-        if self._lease is None or now >= self._lease_sure or fp != self._lease_ring:
-            self._lease = state = self.node.lease_state(now)
-            self._lease_ring = fp
-            self._lease_sure = min(state.until, now + 0.1) if state.held else -math.inf
-        return self._lease.held
 
     def lease_state(self, now: float) -> LeaseState | None:
         """The ring's lease at ``now`` (the crawl's clock), for status and progress; None alone."""
-        return self.node.lease_state(now) if self.node is not None else None
+        return self._gate.lease_state(now) if self._gate is not None else None
 
     # -- read-outs ----------------------------------------------------------------------
-
-    @property
-    def summary(self) -> Summary:
-        return self.crawl.summary
-
-    @property
-    def requested(self) -> int:
-        """Page rows whose request was made (what max_pages counts)."""
-        return self.crawl.requested
-
-    @property
-    def in_flight(self) -> int:
-        return self.crawl.in_flight
-
-    @property
-    def handoffs_in(self) -> int:
-        return self.crawl.handoffs_in
-
-    @property
-    def leaving(self) -> bool:
-        return self.crawl.leaving
 
     @property
     def stopping(self) -> bool:
         return self.crawl.stopping
 
     @property
-    def bloom(self) -> BloomFilter:
-        return self.crawl.bloom
-
-    @property
-    def limits(self) -> Limits:
-        return self.crawl.limits
-
-    @property
-    def ring(self) -> HashRing | None:
-        return self.crawl.ring
-
-    @property
     def sites(self) -> SiteSettings:
         """Each host's settings: the ``[[site]]`` blocks over the global config (for the fetcher)."""
         return self.crawl.sites
-
-    def locally_idle(self) -> bool:
-        return self.crawl.locally_idle()
-
-    def pid_trace(self) -> tuple[list[PidSample], Callable[[str], float]]:
-        """The PID samples since last asked, and each host's setpoint (its ``[[site]]`` block's)."""
-        crawl = self.crawl
-        sites = crawl.sites
-        default = crawl.cfg.politeness.setpoint
-        return crawl.frontier.drain_trace(), ((lambda h: sites.for_host(h).politeness.setpoint) if sites
-                                              else (lambda _h: default))
-
-    # -- the cookie jar, kept on disk by the driver ----------------------------------
-
-    def cookie_changes(self) -> int:
-        """Grows with every change of the jar (0 without one)."""
-        jar = self.crawl.cookies
-        return 0 if jar is None else jar.changes
-
-    def cookie_records(self) -> list[list[object]]:
-        jar = self.crawl.cookies
-        return [] if jar is None else jar.records()
-
-    def restore_cookies(self, records: Iterable[object], wall: float) -> tuple[int, int]:
-        """A resumed jar: (cookies kept, their hosts)."""
-        jar = self.crawl.cookies
-        if jar is None:
-            return 0, 0
-        kept = jar.restore(records, wall)
-        return kept, len(jar.hosts())
 
     # -- the ring's events -------------------------------------------------------------
 

@@ -15,9 +15,12 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 
 from peer.core.crawl.core import CrawlCore
+from peer.core.crawl.limits import Limits
+from peer.core.frontier.frontier import PidSample
 from peer.core.run.progress import ProgressSnapshot
 from peer.core.run.scrape import PeerFigures, quantiles
 from peer.core.run.stats import Summary
+from peer.core.seen.bloom import BloomFilter
 from ring.lease import LeaseState
 from ring.node import RingNode
 from ring.status import StatusFigures, lease_status, lease_words
@@ -36,6 +39,41 @@ class Readouts:
         self._lease = lease
         #: Most queued URLs on disk seen by a progress line or the summary (frontier rule 9).
         self.spill_peak = 0
+
+    @property
+    def summary(self) -> Summary:
+        return self._crawl.summary
+
+    @property
+    def requested(self) -> int:
+        """Page rows whose request was made (what max_pages counts)."""
+        return self._crawl.requested
+
+    @property
+    def in_flight(self) -> int:
+        return self._crawl.in_flight
+
+    @property
+    def handoffs_in(self) -> int:
+        """Seen URLs taken from hand-offs."""
+        return self._crawl.handoffs_in
+
+    @property
+    def bloom(self) -> BloomFilter:
+        return self._crawl.bloom
+
+    @property
+    def limits_state(self) -> Limits:
+        """The caps' and holds' state (its ``hits``, for stats.json and the tests)."""
+        return self._crawl.limits
+
+    def pid_trace(self) -> tuple[list[PidSample], Callable[[str], float]]:
+        """The PID samples since last asked, and each host's setpoint (its ``[[site]]`` block's)."""
+        crawl = self._crawl
+        sites = crawl.sites
+        default = crawl.cfg.politeness.setpoint
+        return crawl.frontier.drain_trace(), ((lambda h: sites.for_host(h).politeness.setpoint) if sites
+                                              else (lambda _h: default))
 
     def forwarded(self) -> tuple[int, int]:
         """URLs forwarded to their owners, and received from other peers (0, 0 alone)."""
@@ -90,7 +128,7 @@ class Readouts:
         snap = crawl.progress_snapshot(now, elapsed, dns_hit_rate, cluster)
         return dataclasses.replace(snap, paused=self.pause_words(now))
 
-    def summary(self, now: float, malformed: Mapping[str, int]) -> Summary:
+    def final_summary(self, now: float, malformed: Mapping[str, int]) -> Summary:
         """The crawl's summary at its end, the core's lines and figures filled in."""
         crawl = self._crawl
         s = crawl.summary

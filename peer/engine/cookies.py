@@ -44,7 +44,7 @@ class CookieSaves:
         records, problem = await trio.to_thread.run_sync(read_cookies, self._dir, self._peer_id)
         if problem is not None:
             log.warning("%s: resuming with an empty cookie jar (the sites set them again)", problem)
-        kept, hosts = self._peer.restore_cookies(records, time.time())
+        kept, hosts = self._peer.disk.restore_cookies(records, time.time())
         if kept:
             log.info("cookie jar: %d cookies of %d hosts put back", kept, hosts)
 
@@ -53,17 +53,17 @@ class CookieSaves:
         peer = self._peer
         if not peer.cookies_on:
             return
-        saved = peer.cookie_changes()
+        saved = peer.disk.cookie_changes()
         try:
             while True:
                 await trio.sleep(COOKIE_SAVE_SECONDS)
-                if peer.cookie_changes() != saved:
-                    saved = peer.cookie_changes()
+                if peer.disk.cookie_changes() != saved:
+                    saved = peer.disk.cookie_changes()
                     await self._write()
         finally:
-            if peer.cookie_changes() != saved:
+            if peer.disk.cookie_changes() != saved:
                 with trio.CancelScope(shield=True):
                     await self._write()
 
     async def _write(self) -> None:
-        await trio.to_thread.run_sync(write_cookies, self._dir, self._peer_id, self._peer.cookie_records())
+        await trio.to_thread.run_sync(write_cookies, self._dir, self._peer_id, self._peer.disk.cookie_records())

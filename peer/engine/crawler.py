@@ -267,27 +267,27 @@ class Crawler:
 
     @property
     def summary(self) -> Summary:
-        return self.peer.summary
+        return self.peer.figures.summary
 
     @property
     def bloom(self) -> BloomFilter:
-        return self.peer.bloom
+        return self.peer.figures.bloom
 
     @property
     def limits(self) -> Limits:
-        return self.peer.limits
+        return self.peer.figures.limits_state
 
     @property
     def in_flight(self) -> int:
-        return self.peer.in_flight
+        return self.peer.figures.in_flight
 
     @property
     def pages_requested(self) -> int:
-        return self.peer.requested
+        return self.peer.figures.requested
 
     @property
     def handoffs_in(self) -> int:
-        return self.peer.handoffs_in
+        return self.peer.figures.handoffs_in
 
     @property
     def lost(self) -> str | None:
@@ -373,7 +373,7 @@ class Crawler:
                     with trio.CancelScope(shield=True):  # the open file closed whole, even on a cancel
                         await self.archive.aclose()
             await store.flush()
-        s = self.peer.figures.summary(self.clock(), self.reporting.malformed())
+        s = self.peer.figures.final_summary(self.clock(), self.reporting.malformed())
         s.elapsed = self.reporting.elapsed()
         if self.archive is not None:
             s.details.append(self.archive.summary_line())
@@ -400,7 +400,7 @@ class Crawler:
                 sockets = self.ringface.open(self.peer_id, address, keys, store, services)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
-                self._apply(peer.resume(recovered, starts, self.clock(), wall=time.time()))
+                self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))
             if sockets is not None:
                 await services.start(sockets.run)
             self._apply(peer.seeds(self.clock()))
@@ -442,7 +442,7 @@ class Crawler:
     def _after_effects(self) -> None:
         """After every list of effects: the scheduler looks again, and the loops the core filled."""
         self._wake.set()
-        if self.peer.sieve_kicked():
+        if self.peer.disk.sieve_kicked():
             self.seen.kick()
         if self.peer.moving():
             self.ringface.kick_moves()
@@ -458,7 +458,7 @@ class Crawler:
         if self.cfg.crawl.max_pages:
             # The page count with the row: after a kill -9 the count the
             # last snapshot held would let this peer go past its cap.
-            self.durability.counters({"pages": self.peer.requested})
+            self.durability.counters({"pages": self.peer.figures.requested})
         write, replace = self.revisits.row(e)  # a revisit's 304 keeps the stored row
         store = self.results.store
         if store is not None and write:
@@ -582,7 +582,7 @@ class Crawler:
             parse_response, job.url, res.body, res.charset, *self.peer.parse_rules, limiter=self._parsers)
 
     def _flush_pid(self) -> None:
-        self.results.pid(*self.peer.pid_trace())
+        self.results.pid(*self.peer.figures.pid_trace())
 
 
 def _nothing(effect: object) -> None:

@@ -82,13 +82,13 @@ class Durability:
         if fcfg.head_per_host or spill.hosts():
             # head_per_host = 0 keeps every URL in RAM; a store recovered
             # from a run with spilling still gives its URLs back through it.
-            self._peer.attach_spill(spill, head)
+            self._peer.disk.attach_spill(spill, head)
             self._spill = spill
         else:
             spill.close()
         counters: dict[str, float] = {}
         if rec is not None:
-            self._peer.restore(rec)
+            self._peer.disk.restore(rec)
             counters = dict(rec.counters)
             # Pages done since the last snapshot whose rows DuckDB had not
             # written yet when the process died: their rows come back.
@@ -113,9 +113,9 @@ class Durability:
         forwards = rec.forwards if rec is not None else []
         manifest = None
         if self._spill is not None:
-            self._peer.flush_tails()  # (empty now: nothing is queued before begin)
+            self._peer.disk.flush_tails()  # (empty now: nothing is queued before begin)
             manifest = self._spill.checkpoint()
-        await trio.to_thread.run_sync(state.begin, self._peer.bloom, queued, forwards, counters, manifest)
+        await trio.to_thread.run_sync(state.begin, self._peer.figures.bloom, queued, forwards, counters, manifest)
         if manifest is not None and self._spill is not None:
             self._spill.release(manifest)
         return rec
@@ -178,7 +178,7 @@ class Durability:
         # The rows of the pages done so far must be in DuckDB first: the
         # snapshot drops the journal that holds them (peer/state/journal.py rule 5).
         await store.flush()
-        view = self._peer.snapshot_view()  # the spill store's tails flushed, for its checkpoint
+        view = self._peer.disk.snapshot_view()  # the spill store's tails flushed, for its checkpoint
         spill = self._spill
         manifest = spill.checkpoint() if spill is not None else None
         # prepare_snapshot commits the journal itself (journal rule 4): the
@@ -201,7 +201,7 @@ class Durability:
     def close(self) -> None:
         """The last counters (the page count for max_pages across a resume), then the files closed."""
         if self._state is not None:
-            self._state.counters(self._peer.counters())
+            self._state.counters(self._peer.disk.counters())
             self._state.close()
         if self._spill is not None:
             self._spill.close()

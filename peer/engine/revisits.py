@@ -126,6 +126,6 @@ class Revisits:
         """A continuous crawl resumed: its pages' schedule from ``fetches`` (peer/core/revisit/recrawl.py rule 7)."""
         if not self._peer.revisits:
             return
-        n = self._peer.restore_visits(await store.last_visits(), self._clock(), time.time())
+        n = self._peer.disk.restore_visits(await store.last_visits(), self._clock(), time.time())
         if n:
             log.info("revisits: %d pages of earlier runs scheduled from the fetches table", n)

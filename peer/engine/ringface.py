@@ -56,7 +56,8 @@ class RingFace:
 
     def __init__(self, cfg: ClusterConfig, peer: PeerCore, clock: Callable[[], float], *,
                  carry: Callable[[Iterable[PeerEffect]], None],
-                 carry_async: Callable[[Iterable[PeerEffect]], Awaitable[None]], status: Callable[[], StatusFigures], turn: trio.Lock) -> None:
+                 carry_async: Callable[[Iterable[PeerEffect]], Awaitable[None]],
+                 status: Callable[[], StatusFigures], turn: trio.Lock) -> None:
         self._cfg = cfg
         self._peer = peer
         self._clock = clock

@@ -50,7 +50,7 @@ class SeenFiles:
         if importlib.util.find_spec("numpy") is None:  # numpy (the "fast" extra) is missing
             log.warning("numpy is not installed: the seen set stays a Bloom filter alone and "
                         "bloom.disk_after is ignored (pip install 'ringcrawl[fast]')")
-            peer.sieve_off()
+            peer.disk.sieve_off()
             return
         files = SieveFiles(self._dir, self._cfg.bloom.sieve_ram)
         if rec is None:
@@ -60,7 +60,7 @@ class SeenFiles:
         self._files = files
         self._stats = files.stats()
         if rec is not None:
-            peer.sieve_readd((str(row[0]) for row in rec.rows if row), self._clock())
+            peer.disk.sieve_readd((str(row[0]) for row in rec.rows if row), self._clock())
 
     def kick(self) -> None:
         """A batch may be due sooner than the loop thought (the core filled one)."""
@@ -72,7 +72,7 @@ class SeenFiles:
             return
         try:
             while True:
-                due = self._peer.sieve_due_at()
+                due = self._peer.disk.sieve_due_at()
                 if due is None or due > self._clock():
                     self._kick = trio.Event()
                     with trio.move_on_at(math.inf if due is None else due):
@@ -88,13 +88,13 @@ class SeenFiles:
         assert files is not None
         # Shielded: a batch taken is answered, or its URLs would wait forever.
         with trio.CancelScope(shield=True):
-            batch, first = self._peer.sieve_take(self._clock())
+            batch, first = self._peer.disk.sieve_take(self._clock())
             self._carry(first)  # the Commit before the files hold the batch's hashes
             if batch is None:
                 return
             new = await trio.to_thread.run_sync(files.apply, batch)
             self._stats = files.stats()
-            self._carry(self._peer.sieve_verdicts(batch, new, self._clock()))
+            self._carry(self._peer.disk.sieve_verdicts(batch, new, self._clock()))
 
     def close(self) -> None:
         if self._files is not None:
@@ -103,7 +103,7 @@ class SeenFiles:
     def summary_line(self) -> str | None:
         """The summary's line on the seen set's files, or None without them."""
         st = self._stats
-        if self._files is None or st is None or not self._peer.sieve_exact:
+        if self._files is None or st is None or not self._peer.disk.sieve_exact:
             return None
         return (f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
                 f"({st.disk_bytes / 2**20:.1f} MiB) and {st.ram_runs} in RAM "

@@ -130,7 +130,7 @@ def test_the_seeds_and_a_pages_row_each_come_with_the_commit_that_makes_them_dur
     # The links' records, then the page's row, then its Commit at once (rule 1a).
     at = kinds.index(Row)
     assert Queued in kinds[:at] and kinds[at + 1] is Commit and kinds.count(Commit) == 1
-    assert core.requested == 1 and core.in_flight == 0
+    assert core.figures.requested == 1 and core.figures.in_flight == 0
 
 
 def test_a_dropped_job_leaves_the_queue_with_a_commit():
@@ -163,7 +163,7 @@ def test_a_passed_on_job_leaves_the_queue_with_a_commit():
 
 def test_a_sieve_batch_is_taken_after_a_commit():
     core = alone()
-    batch, effects = core.sieve_take(0.0)
+    batch, effects = core.disk.sieve_take(0.0)
     assert batch is None and effects == [Commit()]  # rule 1d: before the files hold any hash
 
 
@@ -180,10 +180,10 @@ def test_a_resume_puts_the_queue_back_and_forwards_the_rest_then_commits():
         queued: dict
         forwards: list
 
-    rec = Rec(p1.bloom, {"pages": 7.0, "granted:p2": 3.0}, {ours: 2}, [(other, 1)])
-    p1.restore(rec)  # type: ignore[arg-type]
-    assert p1.requested == 7 and p1.resumed and p1.resumed_grants == (("p2", 3),)
-    out = p1.resume(rec, [], 1.0, wall=1000.0)  # type: ignore[arg-type]
+    rec = Rec(p1.figures.bloom, {"pages": 7.0, "granted:p2": 3.0}, {ours: 2}, [(other, 1)])
+    p1.disk.restore(rec)  # type: ignore[arg-type]
+    assert p1.figures.requested == 7 and p1.disk.resumed and p1.disk.resumed_grants == (("p2", 3),)
+    out = p1.disk.resume(rec, [], 1.0, wall=1000.0)  # type: ignore[arg-type]
     assert out[-1] == Commit()  # rule 1g
     assert Forward(other, 1, "p2", True) in out and len(p1.crawl.frontier) == 1
     assert p1.node.outbox.queued().urls == [(other, 1)]  # type: ignore[union-attr]
