@@ -338,10 +338,6 @@ class Crawler:
         """A URL handed to us (a test's): route, dedupe, queue."""
         self._apply(self.peer.accept(url, depth, self.clock()))
 
-    def commit_state(self) -> None:
-        """A test's own durability point (the crawl's are the core's ``Commit`` effects)."""
-        self.durability.commit()
-
     async def snapshot(self) -> SnapshotStats:
         """Write a full snapshot now, in a worker thread (rule 10)."""
         assert self.results.store is not None

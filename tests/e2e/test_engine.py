@@ -1063,7 +1063,7 @@ async def test_a_snapshot_is_written_in_a_thread_while_the_loop_keeps_ticking(tm
             ticks.append(time.monotonic())
             if written.get("thread") and not written.get("end") and during:
                 crawler.accept(during.pop(), 0)  # journaled while the snapshot is written
-                crawler.commit_state()
+                crawler.durability.commit()  # the test's own durability point
             await trio.sleep(0.01)
 
     ended = trio.Event()
@@ -1077,7 +1077,7 @@ async def test_a_snapshot_is_written_in_a_thread_while_the_loop_keeps_ticking(tm
         await web.first_call.wait()
         for u in queued:
             crawler.accept(u, 1)
-        crawler.commit_state()
+        crawler.durability.commit()  # the test's own durability point
         nursery.start_soon(ticker)
         with trio.fail_after(60):
             stats = await crawler.snapshot()
