@@ -1,4 +1,9 @@
-"""peer.core.peer: the crawl core and the ring node in one, driven synchronously (``now`` passed in)."""
+"""peer.core.peer: the crawl core and the ring node in one, driven synchronously (``now`` passed in).
+
+With the door's parts: its effects (peer.core.effects), the core's side of the driver's
+files (peer.core.persistence), the figures (peer.core.readouts) and the ring gate
+(peer.core.ringgate).
+"""
 
 from __future__ import annotations
 
@@ -6,8 +11,9 @@ import random
 from dataclasses import dataclass
 
 from peer.core.crawl.core import CrawlCore, parse_response
-from peer.core.crawl.decisions import Done, Drop, Fetch, Forward, Origin, PassOn, Queued, Row, Seen, Start
-from peer.core.peer import Commit, PeerCore, ReadFetched, ReadHosts
+from peer.core.crawl.decisions import Done, Drop, Fetch, Forward, Origin, PassOn, Queued, Row, Seen, Sleep, Start
+from peer.core.effects import Commit, ReadFetched, ReadHosts
+from peer.core.peer import PeerCore
 from peer.core.urls.normalize import host_key
 from ring.actions import Reply, Send
 from ring.messages import Ack, Packet, UrlBatch
@@ -194,3 +200,35 @@ def test_spilled_queues_move_only_in_a_ring_and_each_chunk_is_committed():
     assert not core.moving() and core.move_spilled(0.0) == []  # alone: nothing ever moves
     p1 = peer()
     assert p1.move_spilled(0.0) == [Commit()]  # rule 1e (nothing was moving: an empty chunk)
+
+
+# -- the door's parts: the figures (peer.core.readouts), the ring gate (peer.core.ringgate) --
+
+
+def test_the_figures_read_the_crawl_core_and_in_a_ring_the_ring_node():
+    core = alone()
+    core.seeds(0.0)
+    st = core.figures.status(0.0, elapsed=2.0, dns_hit_rate=0.5, limits={"cap.url_length": 1})
+    assert (st.frontier, st.hosts, st.forwarded_out, st.lease, st.dns_hit_rate) == (1, 1, 0, None, 0.5)
+    assert st.limits == {"cap.url_length": 1} and core.figures.forwarded() == (0, 0)
+    assert core.figures.progress(0.0, 2.0, 0.5).frontier == 1 and core.figures.pause_words(0.0) == ""
+    p1 = peer()
+    st = p1.figures.status(0.0, elapsed=2.0, dns_hit_rate=0.5, limits={})
+    assert st.lease is not None and st.lease == p1.lease_state(0.0)
+
+
+def test_the_ring_gate_answers_the_scheduler_only_in_a_ring():
+    core = alone()
+    assert core.lease_state(0.0) is None and core.others_pages() == 0 and not core.in_ring
+    p1 = peer()
+    assert p1.in_ring and p1.lease_state(0.0) is not None
+    # The scheduler asks it before every start: a lease not held (no member
+    # has vouched yet) holds back a job that alone would start at once.
+    [mine] = hosts_of(p1, "p1")
+    url = f"http://{mine}/x"
+    solo = alone()
+    for core in (p1, solo):
+        core.discover(url, 0, 0.0, Origin.LINK)
+    assert not p1.lease_state(0.0).held  # type: ignore[union-attr]
+    assert isinstance(p1.next(0.0)[0], Sleep)
+    assert isinstance(solo.next(0.0)[0], Start)
