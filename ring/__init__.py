@@ -18,6 +18,7 @@ Layout, bottom up (pure modules at the top of the package; only ``io`` and
                       dissemination, antientropy, termination and view (pure)
 - ``sim``             a simulated network for membership at scale (pure)
 - ``forwarder``       URL batches to their owners: numbering, acks, resends, re-routing (pure)
+- ``inbox``           the receiver's verdict on each URL batch: new, replay, stale (pure)
 - ``routes``          a member's routing id ``<id>/<nonce>`` and the member it claims (pure)
 - ``crawlport``       the ``typing.Protocol`` of what ``RingDriver`` asks of a crawl (pure)
 - ``actions``         the frozen actions ``RingNode`` returns (pure)

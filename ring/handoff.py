@@ -53,7 +53,8 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ring.forwarder import Inbox, Outbox
+from ring.forwarder import Outbox
+from ring.inbox import Inbox
 from ring.hashring import HashRing
 from ring.membership import Membership
 from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, MemberState, Message, Sync

@@ -106,7 +106,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ring.budget import PageBudget, add_grants
-from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Inbox, Outbox, Verdict
+from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Outbox
+from ring.inbox import Inbox, Verdict
 from ring.hashring import HashRing
 from ring.lease import LeaseState, PauseReason
 from ring.membership import Membership
