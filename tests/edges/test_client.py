@@ -8,10 +8,10 @@ from typing import Any
 import trio
 from ringharness import free_ports
 
-from ring.tools.client import Contact, LeaveOutcome, StatusRow, cluster_status, request_forget, request_leave
+from ring.tools.client import Contact, LeaveOutcome, cluster_status, request_forget, request_leave
 from ring.io.driver import RingDriver
 from ring.hashring import HashRing
-from ring.messages import ForgetOutcome, MemberState
+from ring.messages import ForgetOutcome, MemberState, MemberStatus
 from ring.node import RingNode
 
 RING = "t"
@@ -81,10 +81,10 @@ async def test_status_rows_are_typed_and_carry_each_members_own_figures():
             await trio.sleep(0.5)  # a few gossip rounds
             rows = await cluster_status(RING, contacts, timeout=2.0)
             nursery.cancel_scope.cancel()
-    assert rows is not None and all(isinstance(r, StatusRow) for r in rows)
+    assert rows is not None and all(isinstance(r, MemberStatus) for r in rows)  # the wire's own row
     assert [(r.id, r.state, r.pages) for r in rows] == [("p1", MemberState.ALIVE, 7),
                                                         ("p2", MemberState.ALIVE, 11)]
-    assert all(r.frontier == 3 and dict(r.dropped) == {"malformed.content_length": 2} for r in rows)
+    assert all(r.frontier == 3 and dict(r.families.drops) == {"malformed.content_length": 2} for r in rows)
     js = rows[1].as_json()
     assert js["state"] == "alive" and js["drops"] == {"malformed.content_length": 2}
     assert js["not_requested"] == {"robots": 4} and js["failed"] == {}
@@ -146,7 +146,6 @@ async def test_forget_asks_the_seeds_and_the_members_they_list_and_each_says_wha
 
 def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
     # `ring status` listed fwd.batches, fwd.frames... and the caps under "dropped:".
-    from ring.messages import MemberStatus
     from ring.tools.cli import format_status
     from ring.tools.client import _row
 
@@ -156,10 +155,10 @@ def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
                                      ("not_requested.scope", 6), ("unknown_sender", 3)),
                        errors=(("connect", 1),))
     row = _row(own, own)
-    assert dict(row.dropped) == {"unknown_sender": 3}
-    assert dict(row.counters) == {"cap.max_links_per_page": 2, "fwd.batches": 9, "fwd.frames": 12,
-                                  "hold.takeovers": 1}
-    assert dict(row.not_requested) == {"robots": 5, "scope": 6}
+    assert dict(row.families.drops) == {"unknown_sender": 3}
+    assert dict(row.families.counters) == {"cap.max_links_per_page": 2, "fwd.batches": 9, "fwd.frames": 12,
+                                           "hold.takeovers": 1}
+    assert dict(row.families.not_requested) == {"robots": 5, "scope": 6}
     assert row.as_json()["counters"]["fwd.frames"] == 12 and row.as_json()["drops"] == {"unknown_sender": 3}
     text = format_status([row])
     assert "  drops: unknown_sender 3\n" in text
