@@ -7,7 +7,7 @@ Layout, bottom up (pure modules at the top of the package; only ``io`` and
 - ``hashring``        consistent hashing of hosts onto peers (pure)
 - ``messages``        the versioned msgpack wire codec (pure)
 - ``budget``          the cluster-wide page budget: each member's cap of ``max_pages``,
-                      moved between members only by grants (pure)
+                      moved between members only by grants; a part of ``RingNode`` (pure)
 - ``records``         member records: the merge rules, the local state machine, events (pure)
 - ``swim``            probes, ping-reqs and suspicion timers: SWIM's failure detector (pure)
 - ``dissemination``   the piggyback queue: which changed records ride on probes (pure)
@@ -19,12 +19,13 @@ Layout, bottom up (pure modules at the top of the package; only ``io`` and
 - ``sim``             a simulated network for membership at scale (pure)
 - ``forwarder``       URL batches to their owners: numbering, acks, resends, re-routing (pure)
 - ``inbox``           the receiver's verdict on each URL batch: new, replay, stale (pure)
-- ``routes``          a member's routing id ``<id>/<nonce>`` and the member it claims (pure)
+- ``routes``          a member's routing id ``<id>/<nonce>``, and the routes each member was heard on,
+                      a part of ``RingNode`` (pure)
 - ``crawlport``       the ``typing.Protocol`` of what ``RingDriver`` asks of a crawl (pure)
 - ``actions``         the frozen actions ``RingNode`` returns (pure)
 - ``handoff``         ring changes and the hand-off's phases and markers, a part of ``RingNode`` (pure)
 - ``vocabulary``      the words of a crawl's figures, one table for every surface that shows them (pure)
-- ``status``          ``StatusFigures`` and the ``ring status`` reply, a part of ``RingNode`` (pure)
+- ``status``          ``StatusFigures``, the rows of the ``ring status`` reply and the reply (pure)
 - ``node``            ``RingNode``: one member's decisions; ``receive``/``tick`` return actions (pure)
 - ``io/``             the edge: ZeroMQ sockets under trio, the CurveZMQ key files and ZAP,
                       ``RingDriver`` and ``ForwardLink`` (``ring.io`` lists its modules)

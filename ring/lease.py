@@ -51,7 +51,7 @@ from dataclasses import dataclass
 
 import mmh3
 
-__all__ = ["GRACE_FACTOR", "Lease", "LeaseState", "PauseReason", "fingerprint"]
+__all__ = ["GRACE_FACTOR", "Lease", "LeaseState", "PauseReason", "Pauses", "fingerprint"]
 
 #: ``grace = lease * GRACE_FACTOR``: rule 2's bound holds for clock rates
 #: that differ by up to 11 % (1.11**2 = 1.23); crystal clocks differ by 1e-4.
@@ -211,3 +211,24 @@ class Lease:
         others = needed - votes
         until = (times[others - 1] + self.lease) if others >= 1 else float("inf")
         return LeaseState(True, vouched, needed, size, None, 0.0, until)
+
+
+class Pauses:
+    """A lease lost to a partition, for the log: said once when it begins and once when it ends (mutable)."""
+
+    __slots__ = ("_since",)
+
+    def __init__(self) -> None:
+        self._since: float | None = None  # when the lease was lost for want of a majority
+
+    def seen(self, state: LeaseState, now: float) -> str | None:
+        """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
+        if self._since is None and state.reason is PauseReason.NO_MAJORITY:
+            self._since = now
+            return (f"partition: no majority of the ring ({state.vouched} of {state.quorum} members "
+                    f"vouch for our view, {state.needed} needed); no request starts until it is back")
+        if self._since is not None and state.held:
+            began, self._since = self._since, None
+            return (f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
+                    f"{now - began:.1f}s; requests resume")
+        return None
