@@ -23,6 +23,7 @@ Layout, bottom up (pure modules at the top of the package; only ``io`` and
                       a part of ``RingNode`` (pure)
 - ``crawlport``       the ``typing.Protocol`` of what ``RingDriver`` asks of a crawl (pure)
 - ``actions``         the frozen actions ``RingNode`` returns (pure)
+- ``intake``          what a batch taken or rerouted hands the crawl, in rule order, for both drivers (pure)
 - ``handoff``         ring changes and the hand-off's phases and markers, a part of ``RingNode`` (pure)
 - ``vocabulary``      the words of a crawl's figures, one table for every surface that shows them (pure)
 - ``status``          ``StatusFigures``, the rows of the ``ring status`` reply and the reply (pure)

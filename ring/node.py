@@ -129,6 +129,7 @@ from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW
 from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
 from ring.inbox import Inbox, Verdict
+from ring.intake import ADOPT_PREFIX, adopted
 from ring.lease import LeaseState, Pauses
 from ring.membership import Membership
 from ring.messages import (
@@ -159,6 +160,7 @@ from ring.routes import Routes, claimed_epoch
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
 
+# ADOPT_PREFIX is ring.intake's; listed here while peer.core.peer imports it from this module.
 __all__ = [
     "ADOPT_PREFIX",
     "HANDOFF_TIMEOUT",
@@ -182,9 +184,6 @@ __all__ = [
     "StatusAsked",
     "StatusFigures",
 ]
-
-#: Sender ids of URL batches from ``scripts/adopt.py`` start with this.
-ADOPT_PREFIX = "adopt:"
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
                     PingAck, Sync, Packet, NearQuery, NearAnswer)
@@ -420,7 +419,7 @@ class RingNode:
             return self._drop("unexpected_type")
         out: list[Action] = []
         if isinstance(msg, _MEMBER_MESSAGES) and not (
-                isinstance(msg, UrlBatch) and msg.sender.startswith(ADOPT_PREFIX)):
+                isinstance(msg, UrlBatch) and adopted(msg.sender)):
             reason = self.routes.impostor(route, user_id, msg.sender)
             if reason is not None:
                 return self._drop(reason)
@@ -477,7 +476,7 @@ class RingNode:
         return out + self.handoff.check(now)
 
     def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
-        if msg.sender.startswith(ADOPT_PREFIX):
+        if adopted(msg.sender):
             self.dropped["adopted_batches"] += 1  # not a drop: shown with the counters
             return [Deliver(msg.urls, msg.seen, msg.sender),
                     Reply(route, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq))]

@@ -83,7 +83,7 @@ from ring.hashring import HashRing
 from ring.io.curve import resolve_keys_dir
 from ring.io.driver import ForwardLink
 from ring.messages import Ack, MemberStatus, UrlBatch
-from ring.node import ADOPT_PREFIX
+from ring.intake import ADOPT_PREFIX
 from ring.tools.client import Contact, client_keys, cluster_status
 
 __all__ = [

@@ -165,3 +165,41 @@ def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
     assert "counters: cap.max_links_per_page 2, fwd.batches 9, fwd.frames 12, hold.takeovers 1" in text
     # the summary's words: robots exclusions are not requested, never errors
     assert "  failed: connect 1\n" in text and "  not requested: robots 5, scope 6\n" in text
+
+
+class Taker(Figures):
+    """A stand-in crawl that writes down what the driver hands it."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.calls: list[tuple[Any, ...]] = []
+
+    def accept(self, url: str, depth: int) -> None:
+        self.calls.append(("accept", url, depth))
+
+    def accept_seen(self, url: str) -> None:
+        self.calls.append(("accept_seen", url))
+
+    def take_back(self, url: str, depth: int) -> None:
+        self.calls.append(("take_back", url, depth))
+
+    def commit_state(self) -> None:
+        self.calls.append(("commit_state",))
+
+
+async def test_the_driver_hands_a_batch_and_our_entries_back_to_the_crawl_in_ring_intakes_order():
+    # RingDriver restates no rule of its own: ring.intake orders, the CrawlPort's calls follow.
+    from ring.actions import Deliver, Rerouted
+    from ring.intake import ADOPT_PREFIX
+
+    node = RingNode("p1", "tcp://127.0.0.1:1", 1.0, RING, seeds=[], gossip_interval=0.1, suspect_after=1.0,
+                    dead_after=3.0, now=0.0, incarnation=1000)
+    crawl = Taker()
+    driver = RingDriver(node, crawl, "tcp://127.0.0.1:1")
+    driver._start([Deliver((("http://a.test/", 1),), ("http://s.test/",), "p2"),
+                   Deliver((("http://b.test/", 0),), (), ADOPT_PREFIX + "p3"),
+                   Rerouted((("http://c.test/", 2),), ("http://c.test/seen",))])
+    assert crawl.calls == [
+        ("accept", "http://a.test/", 1), ("accept_seen", "http://s.test/"), ("commit_state",),
+        ("accept", "http://b.test/", 0), ("commit_state",),
+        ("accept_seen", "http://c.test/seen"), ("take_back", "http://c.test/", 2)]

@@ -34,8 +34,8 @@ from ring.messages import (
     decode,
     encode,
 )
+from ring.intake import ADOPT_PREFIX
 from ring.node import (
-    ADOPT_PREFIX,
     HANDOFF_TIMEOUT,
     MARKER_ROUNDS,
     Count,
