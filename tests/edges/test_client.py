@@ -1,4 +1,9 @@
-"""ring.tools.client against real ring drivers in-process: typed status rows, a leave seen through, a forget."""
+"""ring.tools.client against real ring drivers in-process: typed status rows, a leave seen through, a forget.
+
+The drivers are ``ring.io.driver.RingDriver`` over a stand-in crawl, a
+``ring.crawlport.CrawlPort``; last, what the driver hands that port for a batch
+taken and for our entries rerouted back (``ring.intake``'s order).
+"""
 
 from __future__ import annotations
 

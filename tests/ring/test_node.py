@@ -1,5 +1,9 @@
 """ring.node's RingNode, synchronously: one node's checks, then whole fake rings (tests/support/fakering.py).
 
+What a node returns is ``ring.actions``' values, checked here as they come;
+its parts are met here at work (``ring.handoff``'s hand-offs, ``ring.routes``'
+route checks, ``ring.status``' reply) and alone in their own files.
+
 The fake-ring tests stand in for real-process ones: they judge a crawl by the
 fake web's request log (every page fetched exactly once) and finish in
 virtual time, so a loaded machine cannot make them flake.
