@@ -1,7 +1,7 @@
 """ring.messages: round trips, exact rejections, and fuzzing of the wire codec.
 
-A rejection is one of ring.errors' two: ``DecodeError`` (the remote's fault, with its
-``DropKind``) and ``EncodeError`` (ours).
+A rejection is one of ring.errors' two: ``DecodeError`` (the remote's fault) and
+``EncodeError`` (ours).
 """
 
 import math
