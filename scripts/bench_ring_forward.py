@@ -37,7 +37,8 @@ from localweb.bench import free_ports, tcp_bytes
 from ring.io.driver import RingDriver
 from ring.hashring import HashRing
 from ring.messages import Ack, UrlBatch, encode
-from ring.node import RingNode, StatusFigures
+from ring.node import RingNode
+from ring.status import StatusFigures
 
 RING = "bench"
 #: The sender's last URL, sent once everything before it is acked.
