@@ -5,6 +5,7 @@ Layout, bottom up (pure modules at the top of the package; only ``io`` and
 
 - ``errors``          the package's exception tree
 - ``vocabulary``      the words of a crawl's figures, one table for every surface that shows them (pure)
+- ``durations``       a span of time as a person reads it, one format for every surface (pure)
 - ``hashring``        consistent hashing of hosts onto peers (pure)
 - ``messages``        the versioned msgpack wire codec, and the one status row type (pure)
 - ``records``         member records: the merge rules, the local state machine, events (pure)

@@ -44,9 +44,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from localweb.bench import Children, machine_busy, page_rows, positive, run_crawl, write_toml
+from localweb.bench.ringsetup import UsageError, start_server  # bench_ring's web, as it serves it
 
 ROOT = Path(__file__).resolve().parent.parent
-from localweb.bench.ringsetup import UsageError, start_server  (bench_ring's web, as it serves it)
 
 
 @dataclass
