@@ -17,7 +17,8 @@ from peer.core.peer import PeerCore
 from peer.core.urls.normalize import host_key
 from ring.actions import Reply, Send
 from ring.messages import Ack, Packet, UrlBatch
-from ring.node import ADOPT_PREFIX, RingNode
+from ring.intake import ADOPT_PREFIX
+from ring.node import RingNode
 from tests.core.test_crawl import answer, config, html
 
 RING = "test"
