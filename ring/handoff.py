@@ -65,6 +65,7 @@ from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send
 from ring.forwarder import Entries
 from ring.hashring import HashRing
 from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, Member, MemberState, Message, Sync
+from ring.durations import duration
 
 __all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "Channels", "HandOffs", "Members", "Sends"]
 
@@ -311,9 +312,9 @@ class HandOffs:
         if h.gave_up:
             self._dropped["handoffs_gave_up"] += 1
             return [Log(logging.WARNING, f"hand-off: {h.seen} fetched URLs to their new owners; "
-                                         f"gave up on some after {elapsed:.2f}s")]
+                                         f"gave up on some after {duration(elapsed)}")]
         self._dropped["handoffs_done"] += 1
         if h.seen:
             return [Log(logging.INFO, f"hand-off: {h.seen} fetched URLs to their new owners, "
-                                      f"all acked in {elapsed:.2f}s")]
+                                      f"all acked in {duration(elapsed)}")]
         return []

@@ -62,6 +62,7 @@ from typing import Protocol
 import mmh3
 
 from ring.messages import Member, MemberState
+from ring.durations import duration
 
 __all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseReason", "Pauses", "Roster", "fingerprint"]
 
@@ -331,5 +332,5 @@ class Pauses:
         if self._since is not None and state.held:
             began, self._since = self._since, None
             return (f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
-                    f"{now - began:.1f}s; requests resume")
+                    f"{duration(now - began)}; requests resume")
         return None

@@ -129,7 +129,7 @@ from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW
 from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
 from ring.inbox import Inbox, Verdict
-from ring.intake import ADOPT_PREFIX, adopted
+from ring.intake import adopted
 from ring.lease import LeaseState, Pauses
 from ring.membership import Membership
 from ring.messages import (
@@ -160,9 +160,7 @@ from ring.routes import Routes, claimed_epoch
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
 
-# ADOPT_PREFIX is ring.intake's; listed here while peer.core.peer imports it from this module.
 __all__ = [
-    "ADOPT_PREFIX",
     "HANDOFF_TIMEOUT",
     "MARKER_ROUNDS",
     "Action",

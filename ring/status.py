@@ -26,6 +26,7 @@ from typing import Any
 from ring.forwarder import OutboxStats
 from ring.lease import LeaseState, PauseReason
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, MemberStatus, StatusReply
+from ring.durations import duration
 
 __all__ = ["StatusFigures", "capped_counts", "forwarding_rows", "gossiped_row", "lease_status", "lease_words",
            "own_row", "status_reply"]
@@ -84,7 +85,7 @@ def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grac
     if lease is LeaseStatus.UNKNOWN:
         return "unknown"
     if lease is LeaseStatus.GRACE:
-        return f"paused: grace ({grace_left:.0f}s left)" if grace_left >= 1 else "paused: grace"
+        return f"paused: grace ({duration(grace_left)} left)" if grace_left >= 1 else "paused: grace"
     count = f"{vouched} of {quorum} vouch, {needed} needed"
     if lease is LeaseStatus.HELD:
         return f"held ({count})"

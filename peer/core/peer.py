@@ -67,11 +67,13 @@ Rules:
       messages that carry the grants: a process killed after them restarts
       with them (a restart that forgot a grant would spend it twice);
    g. after the seeds and after a resume: the start is on disk whole.
-2. **Origins.** A member's or the adopt tool's batch is ``RELAY`` or
-   ``ADOPTED`` by who sent it (``ring.node.ADOPT_PREFIX``); its seen URLs
-   are ``HANDED_SEEN``; our own entries rerouted back (``Rerouted``) are
-   ``HANDED_SEEN`` then ``HANDED_BACK``, in the order ``Outbox.reroute``
-   gives them.
+2. **Origins.** What the ring takes or gives back (``Deliver``,
+   ``Rerouted``) reaches the crawl as ``ring.intake`` orders it, whose rules
+   ``ring.io.driver.RingDriver`` follows too: a member's or the adopt tool's
+   batch is ``RELAY`` or ``ADOPTED`` by who sent it, its seen URLs
+   ``HANDED_SEEN``, then the ``Commit`` of rule 1c; our own entries rerouted
+   back are ``HANDED_SEEN`` then ``HANDED_BACK``, in the order
+   ``Outbox.reroute`` gives them.
 3. **Hand-off reads** are h11's ``NEED_DATA``: a ``HandOff`` of the ring
    gives ``ReadHosts(request)``; its answer gives ``ReadFetched(request,
    hosts)`` for the moved hosts alone, the jobs whose request is on the wire
@@ -152,7 +154,8 @@ from ring.actions import (
 from ring.budget import Grants
 from ring.lease import LeaseState
 from ring.messages import MemberState, Message, StatusReply
-from ring.node import ADOPT_PREFIX, RingNode
+from ring.intake import Source, Take, TakeSeen, intake
+from ring.node import RingNode
 from ring.status import StatusFigures
 
 # The door's effect vocabulary is peer.core.effects'; named here too, where
@@ -165,6 +168,8 @@ __all__ = ["Commit", "MOVE_BACKLOG", "MOVE_CHUNK", "PeerCore", "PeerEffect", "Re
 #: their acks before more are read.
 MOVE_CHUNK = 500
 MOVE_BACKLOG = 20_000
+#: ``ring.intake``'s sources are the crawl's own origins (the ring cannot import them).
+_ORIGINS = {Source.RELAY: Origin.RELAY, Source.ADOPTED: Origin.ADOPTED, Source.HANDED_BACK: Origin.HANDED_BACK}
 
 
 #: The arguments ``peer.core.page.parse.parse_response`` takes after (url, body, charset).
@@ -514,19 +519,18 @@ class PeerCore:
         out: list[PeerEffect] = []
         crawl = self.crawl
         for a in actions:
-            if isinstance(a, Deliver):
-                # Rule 2: the crawl's origin, by who sent the batch.
-                origin = Origin.ADOPTED if a.sender.startswith(ADOPT_PREFIX) else Origin.RELAY
-                for url, depth in a.urls:
-                    out += self.routed(crawl.discover(url, depth, now, origin), now)
-                for url in a.seen:
-                    out += crawl.discover(url, 0, now, Origin.HANDED_SEEN)
-                out.append(Commit())  # rule 1c: taken is on disk before it is acked
-            elif isinstance(a, Rerouted):
-                for url in a.seen:
-                    out += crawl.discover(url, 0, now, Origin.HANDED_SEEN)
-                for url, depth in a.urls:
-                    out += self.routed(crawl.discover(url, depth, now, Origin.HANDED_BACK), now)
+            if isinstance(a, (Deliver, Rerouted)):
+                # Rule 2: ring.intake's steps, in its order; DURABLE is rule 1c.
+                for step in intake(a):
+                    if isinstance(step, Take):
+                        origin = _ORIGINS[step.source]
+                        for url, depth in step.urls:
+                            out += self.routed(crawl.discover(url, depth, now, origin), now)
+                    elif isinstance(step, TakeSeen):
+                        for url in step.urls:
+                            out += crawl.discover(url, 0, now, Origin.HANDED_SEEN)
+                    else:
+                        out.append(Commit())
             elif isinstance(a, RingChanged):
                 out += self.routed(crawl.set_ring(a.ring, now), now)
             elif isinstance(a, HandOff):

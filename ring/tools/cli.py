@@ -48,6 +48,7 @@ from ring.errors import user_error
 from ring.hashring import HashRing
 from ring.messages import ForgetOutcome, LeaseStatus, MemberStatus
 from ring.vocabulary import TERMS, Family, words
+from ring.durations import duration
 
 __all__ = ["ConfigSource", "RingFile", "format_forget", "format_status",
            "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
@@ -241,7 +242,7 @@ _COLUMNS = (
     ("fwd in", 8, "forwarded_in", "{:,}"),
     ("dns hit", 7, "dns_hit_rate", "{:.0%}"),
     ("bloom", 7, "bloom_fill", "{:.2%}"),
-    ("uptime", 7, "uptime", "{:.0f}s"),
+    ("uptime", 7, "uptime", duration),
 )
 #: Columns the totals row sums (the others have no meaningful total).
 _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
@@ -261,6 +262,11 @@ STATUS_LEGEND = ("lease: held (requests start), grace (its ring changed a moment
 _LEASE_W, _VOUCH_W, _RING_W = 11, 7, 12
 _LEASE_CELL = {LeaseStatus.UNKNOWN: "?", LeaseStatus.HELD: "held", LeaseStatus.GRACE: "grace",
                LeaseStatus.NO_MAJORITY: "no-majority"}
+
+
+def _cell(form: str | Callable[[float], str], value: float) -> str:
+    """A column's cell: its format string, or its formatter (a duration: ``ring.durations``)."""
+    return form(value) if callable(form) else form.format(value)
 
 
 def lease_cells(r: MemberStatus) -> tuple[str, str, str]:
@@ -285,7 +291,7 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
     for r in rows:
         lease, vouch, ring = lease_cells(r)
         out.append(f"{r.id:<10} {r.state.value:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
-                   + "".join(f" {f.format(getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
+                   + "".join(f" {_cell(f, getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
         split = r.families
         for family, pairs in ((Family.FAILED, r.errors), (Family.NOT_REQUESTED, split.not_requested),
@@ -299,7 +305,7 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
     total = (f"{'total':<10} {f'{len(live)} live':<8} {f'{held} held':<{_LEASE_W}} {'':>{_VOUCH_W}} "
              f"{rings:<{_RING_W}}")
     for _, w, k, f in _COLUMNS:
-        total += f" {f.format(sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
+        total += f" {_cell(f, sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
     out += [total.rstrip(), "", STATUS_LEGEND]
     return "\n".join(out)
 
