@@ -226,7 +226,7 @@ def penalty(hs: HostState, now: float, window: float) -> float:
 
 def delay(hs: HostState, now: float, window: float) -> float:
     """The host's delay between request starts at ``now``: max(PID's, penalty, floor) (rules 1, 4)."""
-    d = penalty(hs, now, window)
+    d = penalty(hs, now, window) if hs.penalty else 0.0  # most hosts have none: no call
     if hs.pid is not None and hs.pid.delay > d:
         d = hs.pid.delay
     return d if d > hs.floor else hs.floor

@@ -222,7 +222,9 @@ class HostScheduler:
             hs.ip.in_flight += 1
         record_start(hs, now, url)
         self._schedule_ready(hs, now)  # and its IP's place
-        self._mark(hs, now)
+        # _mark's test, here and in end() without the call when it cannot mark: hot.
+        if hs.pid is not None and not hs.backlog and gated(hs, now, hs.pace.cap, self._window):
+            hs.backlog = True
 
     def end(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED, url: str | None = None) -> None:
         """A request of ``host`` ended: counted in its window unless UNREACHED or NOT_STARTED,
@@ -251,7 +253,8 @@ class HostScheduler:
             hs.win_n += 1
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
-        self._mark(hs, now)
+        if hs.pid is not None and not hs.backlog and gated(hs, now, hs.pace.cap, self._window):
+            hs.backlog = True
 
     # ------------------------------------------------------------ when the next host may start
 
