@@ -60,7 +60,7 @@ from peer.errors import PeerError
 
 __all__ = [
     "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "MIN_IP_SHARE", "Frontier", "HostCensus",
-    "HostScheduler", "Job", "MemorySpill", "Outcome", "PidSample", "Politeness", "SpillStore", "ceiling",
+    "Job", "MemorySpill", "Outcome", "PidSample", "Politeness", "SpillStore", "ceiling",
 ]
 
 _NO_CAP = 1 << 62
@@ -84,7 +84,12 @@ class Job:
 
 
 class Frontier:
-    """Per-host FIFO queues and the polite, PID-paced choice of the next job."""
+    """Per-host FIFO queues and the polite, PID-paced choice of the next job.
+
+    The queues are its own; the hosts' pace and turns are its
+    :class:`HostScheduler`'s, a part it holds and reaches only through the
+    part's interface (peer/core/frontier/scheduler.py).
+    """
 
     __slots__ = ("_sched", "_queued", "_n_hosts", "_sq", "_head_max", "_moving", "_spilled")
 
@@ -103,11 +108,6 @@ class Frontier:
         self._spilled = 0  # queued URLs out of RAM, in the store or in a tail (rule 9)
         if spill is not None:
             self.set_spill(spill, head_per_host)
-
-    @property
-    def scheduler(self) -> HostScheduler:
-        """The scheduler part: the records of hosts and IPs, their pace and their turns."""
-        return self._sched
 
     # ------------------------------------------------------------------ queue
 
@@ -393,7 +393,7 @@ class Frontier:
 
     # ------------------------------------------------------------ host-level calls
     # The scheduler's (peer/core/frontier/scheduler.py), passed on for the
-    # frontier's callers; each is one call to the part, off the hot path.
+    # frontier's callers, one call to the part each.
 
     def next_ready_at(self) -> float | None:
         """The earliest time :meth:`pop_ready` could return a job, or ``None``.
