@@ -3,8 +3,9 @@
 Rules:
 
 - Never on the crawl path: an operator's scrape or status request asks,
-  and the answer is computed then, from the records the frontier keeps
-  (peer/core/frontier/hoststate.py, peer/core/frontier/ipbudget.py); nothing here writes them.
+  and the answer is computed then, from the records the frontier's
+  scheduler keeps (peer/core/frontier/hoststate.py, peer/core/frontier/scheduler.py);
+  nothing here writes them.
 - Bounded: a scan of the hosts kept (frontier rule 6 bounds them), a sample
   of at most ``limit`` of them, or a walk of the ready heaps that stops at
   ``most``, so that a scrape of a peer keeping 100,000 hosts costs the event

@@ -4,8 +4,8 @@ Each host is paced by a PID controller on the delay between its requests
 (peer/core/politeness/pid.py); docs/politeness.md derives the numbers used here. This
 module holds the rules of one host's pace as functions on its record
 (peer/core/frontier/hoststate.py): its delay, its PID windows, its backoff penalty,
-its Crawl-delay floor and its ring of start times. The frontier
-(peer/core/frontier/frontier.py) calls them and turns their answers into a place in
+its Crawl-delay floor and its ring of start times. The frontier's scheduler
+(peer/core/frontier/scheduler.py) calls them and turns their answers into a place in
 its heaps; the per-IP budget (rule 8) is peer/core/frontier/ipbudget.py, the
 ceiling's numbers and rings (rule 7) peer/core/politeness/ceiling.py, a
 profile's figures (``Pace``) peer/core/politeness/profile.py. The rules
