@@ -97,7 +97,7 @@ class Frontier:
                  head_per_host: int = 64, *,
                  politeness_for: Callable[[str], Politeness] | None = None) -> None:
         pol = politeness if politeness is not None else Politeness()
-        self._sched = HostScheduler(pol, politeness_for, self._forgotten)
+        self._sched = HostScheduler(pol, politeness_for)
         self._queued = 0
         self._n_hosts = 0
         self._sq: SpillQueue | None = None  # with a spill store (rule 9)
@@ -122,6 +122,10 @@ class Frontier:
         self._sq = sq = SpillQueue(spill, head_per_host)
         self._head_max = sq.head_max
         self._moving = sq.moving
+        # A host forgotten (rule 6) goes from the tails' note too. The queue's
+        # method, not one of ours: no cycle through the part, so that a frontier
+        # dropped is freed at once, not at the next full GC.
+        self._sched.forgotten = sq.forget
 
     def flush_tails(self) -> int:
         """Hand every host's tail to the store as a block (rule 9; before a checkpoint); returns how many."""
@@ -385,11 +389,6 @@ class Frontier:
     def head_per_host(self) -> int:
         """URLs a host keeps in RAM before the rest spill; 0 without a store (rule 9)."""
         return self._head_max // 2 if self._sq is not None else 0
-
-    def _forgotten(self, host: str) -> None:
-        """The scheduler forgot the host's record (rule 6): so does the spill queue's note of its tail."""
-        if self._sq is not None:
-            self._sq.forget(host)
 
     # ------------------------------------------------------------ host-level calls
     # The scheduler's (peer/core/frontier/scheduler.py), passed on for the

@@ -72,13 +72,14 @@ class HostScheduler:
     It keeps a record a host (peer/core/frontier/hoststate.py) and an IP budget an
     address, and orders them in its heaps; the frontier
     (:class:`~peer.core.frontier.frontier.Frontier`) holds it as a part and keeps
-    the queues. ``forgotten(host)`` is called when a host's record goes (rule 6).
+    the queues. ``forgotten(host)``, if set, is called when a host's record
+    goes (rule 6): the owner's hook, which it may set later (a spill queue's).
     """
 
     __slots__ = (
         "_pol", "_pace", "_pace_for", "_paces", "_window", "_hosts", "_ips",
         "_ip_on", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
-        "_forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds",
+        "forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds",
     )
 
     def __init__(self, politeness: PolitenessConfig,
@@ -106,7 +107,7 @@ class HostScheduler:
         self._seq = 0
         self._trace: list[PidSample] = []
         self._clock = NEG_INF
-        self._forgotten = forgotten
+        self.forgotten = forgotten
         self._in_flight = 0
         self._active = 0
         self._ceiling_holds = 0
@@ -472,10 +473,13 @@ class HostScheduler:
                 key = hs.hold_until
             if hs.since > key:
                 key = hs.since
-            gate = ring_gate(hs.starts, hs.spos, hs.pace.limits)
-            hs.rguard = gate > key
-            if hs.rguard:
-                key = gate
+            if hs.starts is None:  # no ring yet (or no rate): no ceiling to wait for, no call
+                hs.rguard = False
+            else:
+                gate = ring_gate(hs.starts, hs.spos, hs.pace.limits)
+                hs.rguard = gate > key
+                if hs.rguard:
+                    key = gate
             if not (hs.rseq and hs.rkey == key):
                 self._seq += 1
                 hs.rseq = self._seq
@@ -582,5 +586,5 @@ class HostScheduler:
             ip.nref -= 1
             if ip.nref == 0:
                 self._schedule_timer(ip)
-        if self._forgotten is not None:
-            self._forgotten(hs.name)
+        if self.forgotten is not None:
+            self.forgotten(hs.name)
