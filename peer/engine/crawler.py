@@ -108,6 +108,7 @@ from peer.core.crawl.core import (
     Parsed,
     PassOn,
     Queued,
+    Refused,
     Requeue,
     Requeued,
     Row,
@@ -258,6 +259,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
             Seen: self._do_seen,
             Done: self._do_done, Row: self._do_row, Items: self._do_items,
             Requeued: _nothing, Warn: _warn,
+            Refused: _nothing,  # counted by the core (peer.core.crawl.decisions.Reason)
             Commit: self._do_commit, ReadHosts: self._do_read_hosts,
             ReadFetched: self._do_read_fetched, Send: self._do_send, Reply: self._do_reply,
             StatusAsked: self._do_status, Log: self._do_log, Released: _nothing,
