@@ -1,4 +1,11 @@
-"""peer.core.crawl.core: the crawl core, driven synchronously (no trio, no sockets, ``now`` passed in)."""
+"""peer.core.crawl.core: the crawl core, driven synchronously (no trio, no sockets, ``now`` passed in).
+
+Through ``CrawlCore`` these cover its parts too: peer.core.crawl.outcomes
+(results, retries, robots.txt answers), peer.core.handoff.moves (ring changes
+and hand-offs), peer.core.crawl.figures (the figures read from the parts)
+and the values of peer.core.crawl.decisions; peer.core.crawl.discovery and
+peer.core.crawl.jobs have test modules of their own as well.
+"""
 
 from __future__ import annotations
 

@@ -5,42 +5,29 @@ the cookie jar and the summary, and composes the parts that own the rest,
 each handed only what it asks (a few objects and callables; a part never
 calls another's private method), as ``ring.membership`` composes its parts:
 
-- ``discovery``     ``peer.core.crawl.discovery.Discovery``: the way a URL
-                    comes in (step 1), and the seen set
-- ``jobs``          ``peer.core.crawl.jobs.Jobs``: the jobs in flight, their
-                    marks (rule 8 of peer/engine/crawler.py), redirect hops,
-                    the recent rows
-- ``rows``          ``peer.core.crawl.jobs.Rows``: a job's row, counted
-- ``retries``       ``peer.core.crawl.outcomes.Retries``: the attempts of the
-                    URLs retried
-- ``outcomes``      ``peer.core.crawl.outcomes.Outcomes``: what a fetch's
-                    answer means (steps 4-6)
-- ``sitemap_jobs``  ``peer.core.sitemaps.jobs.SitemapJobs``: sitemaps found,
-                    fetched by their host's owner, read; their hints
-- ``held``          ``peer.core.dedupe.held.HeldPages``: duplicate content's
-                    verdicts and the pages held for them
-- ``handoffs``      ``peer.core.handoff.moves.Handoffs``: the ring, the
-                    hand-off holds, the URLs handed in as fetched
+- ``discovery``  the way a URL comes in, and the seen set (``peer.core.crawl.discovery``)
+- ``jobs``       the jobs in flight: rule 8's marks (peer/engine/crawler.py), redirect hops,
+                 recent rows; ``rows``: a job's row, counted (both ``peer.core.crawl.jobs``)
+- ``outcomes``   what a fetch's answer means, steps 4-6; ``retries``: the attempts of the
+                 URLs retried (both ``peer.core.crawl.outcomes``)
+- ``sitemap_jobs``  sitemaps found, fetched by their host's owner, read (``peer.core.sitemaps.jobs``)
+- ``held``       duplicate verdicts, and the pages held for them (``peer.core.dedupe.held``)
+- ``handoffs``   the ring, the hand-off holds, the URLs handed in (``peer.core.handoff.moves``)
 
 This module holds steps 2-3 below (scheduling, admission), the moves
-several parts make (push a URL, pass one on), and the attributes and
-methods the driver and the tools call, some of them properties over the
-parts or calls handed on to them; ``peer.core.crawl.figures`` computes the
-figures from them. It
-imports no trio, zmq, httpx or duckdb: the caller passes ``now`` and what
-the network said, and gets decisions back as frozen values
-(``peer.core.crawl.decisions``). ``peer/engine/crawler.py`` is the thin trio
-driver that does what they say; ``tests/core/test_crawl.py`` drives this
-module synchronously; ``peer.core.page.parse`` is the worker thread's parse
-and ``peer.core.run.stats`` the ``Summary``.
+several parts make (push a URL, pass one on), and what the driver and the
+tools call or read, some of it handed on to the parts;
+``peer.core.crawl.figures`` computes the figures. It imports no trio, zmq,
+httpx or duckdb: the caller passes ``now`` and what the network said, and
+gets decisions back as frozen values (``peer.core.crawl.decisions``).
+``peer/engine/crawler.py`` is the thin trio driver that does what they say;
+``tests/core/test_crawl.py`` drives this module synchronously.
 
 The path of one URL, as the code reads:
 
-1. ``discover(url, depth, now, origin)`` - scope (hosts, then the URL
-   rules of ``peer.core.urls.rules``), the URL caps, the owner
-   (another peer's host: a ``Forward``), the per-host cap and the Bloom
-   filter; a new URL goes into the frontier and the journal (``Queued``).
-   A URL not taken is a ``Refused(url, reason)``, counted in one place.
+1. ``discover(url, depth, now, origin)`` - ``peer.core.crawl.discovery``
+   (its table: each origin's path): a new URL is ``Queued``, another
+   peer's is a ``Forward``, one not taken a ``Refused(url, reason)``.
 2. ``next(now, ring)`` - ``Start(job)`` when the frontier's politeness gate
    and the concurrency (and ``max_pages``: in a ring, this peer's cap of
    the budget, ``ring.budget``) allow one, else ``Sleep(until)`` or
@@ -56,9 +43,6 @@ The path of one URL, as the code reads:
    ``Row``, the extraction ``Items``, retries (``Requeued``), warnings.
 6. ``job_ended(job)`` - always, whatever happened (``internal`` first if
    the job raised: rule 8 of peer/engine/crawler.py).
-
-How each origin treats the Bloom filter, and why a URL is refused:
-``peer.core.crawl.discovery``.
 """
 
 from __future__ import annotations
@@ -71,31 +55,9 @@ from typing import TYPE_CHECKING
 from peer.core.config.cluster import ClusterConfig
 from peer.core.config.sites import SiteSettings
 from peer.core.crawl.decisions import (
-    Admission,
-    Checking,
-    Done,
-    Drop,
-    Effect,
-    Fetch,
-    FetchRobots,
-    FetchSitemap,
-    Finished,
-    Forward,
-    Items,
-    Origin,
-    PassOn,
-    Queued,
-    Reason,
-    Refused,
-    Requeue,
-    Requeued,
-    RingView,
-    Row,
-    Seen,
-    Sleep,
-    Start,
-    StopReason,
-    Warn,
+    Admission, Checking, Done, Drop, Effect, Fetch, FetchRobots, FetchSitemap, Finished, Forward, Items,
+    Origin, PassOn, Queued, Reason, Refused, Requeue, Requeued, RingView, Row, Seen, Sleep, Start, StopReason,
+    Warn
 )
 from peer.core.crawl.discovery import Discovery
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
@@ -127,7 +89,6 @@ if TYPE_CHECKING:
     from peer.core.run.progress import ProgressSnapshot
     from peer.core.sitemaps.document import Sitemap
     from peer.core.sitemaps.tracker import SitemapTracker
-    from peer.core.urls.rules import Judgement
     from ring.hashring import HashRing
 
 __all__ = [
@@ -145,6 +106,7 @@ HOLD_POLL = 0.1
 #: How far back a restarted peer counts its hosts' request starts: the
 #: frontier's longest ceiling window.
 CEILING_HORIZON = max(CEILING_WINDOWS)
+
 
 def _no_ip(host: str) -> str | None:
     return None
@@ -315,10 +277,6 @@ class CrawlCore:
         """A URL arrives from ``origin`` (``peer.core.crawl.discovery``'s table); ``host``: its key, if known."""
         return self.discovery.discover(url, depth, now, origin, hops, host=host)
 
-    def judge(self, url: str) -> Judgement:
-        """What the URL rules in force say of ``url`` (its parameters cleaned), and which rule decided."""
-        return self.discovery.judge(url)
-
     def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[Effect]:
         """The sieve's answer for ``batch``: new URLs are queued after all; duplicates are dropped."""
         return self.discovery.sieve_verdicts(batch, new, now)
@@ -328,6 +286,7 @@ class CrawlCore:
         self.discovery.sieve_readd(urls, now)
 
     def seeds(self, now: float) -> list[Effect]:
+        """The seeds and the ``[sitemaps] seeds``, found at the start of every run."""
         out: list[Effect] = []
         for seed in self.cfg.crawl.seeds:
             out += self.discover(seed, 0, now, Origin.SEED)
@@ -524,7 +483,6 @@ class CrawlCore:
                                 tuple(sorted(self.sitemaps.authorities(job.url))), tuple(out))
         return Fetch(job, tuple(out))
 
-
     # -- results (steps 4-6: peer.core.crawl.outcomes) ------------------------------
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
@@ -552,7 +510,7 @@ class CrawlCore:
         if self.cookies is not None and res.set_cookies:
             self.cookies.store(res.url, res.set_cookies, res.received)
 
-    # -- sitemaps (peer.core.sitemaps.jobs) -----------------------------------------
+    # -- sitemaps and duplicates (peer.core.sitemaps.jobs, peer.core.dedupe.held) -----
 
     def on_sitemap(self, job: Job, res: FetchResult, sitemap: Sitemap | None, now: float) -> list[Effect]:
         """The sitemap's answer and its parse (None: not parsed, not a 2xx with a body)."""
@@ -561,8 +519,6 @@ class CrawlCore:
     def is_sitemap_job(self, url: str) -> bool:
         """Whether the queued ``url`` is a sitemap to fetch, not a page."""
         return self.sitemap_jobs.is_job(url)
-
-    # -- duplicate content (peer.core.dedupe.held) -----------------------------------
 
     def dup_answer(self, sender: str, a: NearAnswer, now: float) -> list[Effect]:
         """Band owner ``sender``'s answer; the page's links and row once it is decided."""
@@ -586,14 +542,7 @@ class CrawlCore:
         self.handoffs.handoff_done(sender)
 
     def inflight_urls(self) -> list[tuple[str, str]]:
-        """(url, host) of the jobs whose page request is on the wire now (admit said ``Fetch``).
-
-        A hand-off calls these fetched. Not the other jobs in flight: one
-        started whose task has not run ``admit`` yet, or one waiting for its
-        host's robots.txt, comes back to ``admit`` after the ring changed and
-        is passed on to its new owner (``PassOn``), which would drop it as
-        seen if it were in the hand-off too: a URL fetched by nobody.
-        """
+        """(url, host) of the jobs whose page request is on the wire now: a hand-off calls them fetched."""
         return self.jobs.fetching()
 
     def handoff_seen(self, rows: Iterable[tuple[str, str]], old: HashRing | None,

@@ -93,7 +93,15 @@ class Jobs:
         out.append(Requeued(job.url, not_before))
 
     def fetching(self) -> list[tuple[str, str]]:
-        """(url, host) of the jobs whose page request is on the wire now (``CrawlCore.inflight_urls``)."""
+        """(url, host) of the jobs whose page request is on the wire now (admit said ``Fetch``).
+
+        A hand-off calls these fetched (``CrawlCore.inflight_urls``). Not the
+        other jobs in flight: one started whose task has not run ``admit``
+        yet, or one waiting for its host's robots.txt, comes back to
+        ``admit`` after the ring changed and is passed on to its new owner
+        (``PassOn``), which would drop it as seen if it were in the hand-off
+        too: a URL fetched by nobody.
+        """
         marks = self._marks
         return [(url, hd[0]) for url, hd in self._inflight.items() if marks.get(url, 0) & FETCHING]
 
