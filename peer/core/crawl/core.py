@@ -2,8 +2,7 @@
 
 ``CrawlCore`` owns the scope, the frontier, the robots cache, the limits,
 the cookie jar and the summary, and composes the parts that own the rest,
-each handed only what it asks (a few objects and callables; a part never
-calls another's private method), as ``ring.membership`` composes its parts:
+each handed only what it asks, as ``ring.membership`` composes its parts:
 
 - ``discovery``  the way a URL comes in, and the seen set (``peer.core.crawl.discovery``)
 - ``jobs``       the jobs in flight: rule 8's marks (peer/engine/crawler.py), redirect hops,
@@ -20,8 +19,7 @@ tools call or read, some of it handed on to the parts;
 ``peer.core.crawl.figures`` computes the figures. It imports no trio, zmq,
 httpx or duckdb: the caller passes ``now`` and what the network said, and
 gets decisions back as frozen values (``peer.core.crawl.decisions``).
-``peer/engine/crawler.py`` is the thin trio driver that does what they say;
-``tests/core/test_crawl.py`` drives this module synchronously.
+``peer/engine/crawler.py`` is the driver; ``tests/core/test_crawl.py`` drives it synchronously.
 
 The path of one URL, as the code reads:
 
@@ -33,16 +31,14 @@ The path of one URL, as the code reads:
    the budget, ``ring.budget``) allow one, else ``Sleep(until)`` or
    ``Finished(reason)``.
 3. ``admit(job, now)`` - just before the request: ``Fetch``, ``FetchRobots``
-   (the host's robots.txt first), ``FetchSitemap`` (a sitemap job), ``Requeue`` (robots.txt pending, a
+   (robots.txt first), ``FetchSitemap``, ``Requeue`` (robots.txt pending, a
    hand-off hold), ``Drop`` (a row: disallowed, given up, fetched by the
    previous owner) or ``PassOn`` (its host moved to another peer).
-4. The driver fetches; ``fetched(job, res, now)`` says whether to parse;
-   the driver parses in a thread (``parse_response``).
-5. ``on_result(job, res, parsed, now)`` / ``on_robots(job, res, now)`` -
-   the effects: the discoveries of its links or redirect target, the
-   ``Row``, the extraction ``Items``, retries (``Requeued``), warnings.
-6. ``job_ended(job)`` - always, whatever happened (``internal`` first if
-   the job raised: rule 8 of peer/engine/crawler.py).
+4. The driver fetches; ``fetched`` says whether to parse (in a thread).
+5. ``on_result`` / ``on_robots`` - the effects: its links' or redirect
+   target's discoveries, the ``Row``, ``Items``, retries, warnings.
+6. ``job_ended(job)`` - always (``internal`` first if the job raised: rule 8
+   of peer/engine/crawler.py).
 """
 
 from __future__ import annotations
@@ -57,7 +53,7 @@ from peer.core.config.sites import SiteSettings
 from peer.core.crawl.decisions import (
     Admission, Checking, Done, Drop, Effect, Fetch, FetchRobots, FetchSitemap, Finished, Forward, Items,
     Origin, PassOn, Queued, Reason, Refused, Requeue, Requeued, RingView, Row, Seen, Sleep, Start, StopReason,
-    Warn
+    Warn,
 )
 from peer.core.crawl.discovery import Discovery
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
@@ -117,7 +113,7 @@ class CrawlCore:
 
     def __init__(self, cfg: ClusterConfig, peer_id: str, *, rng: random.Random | None = None,
                  peek_ip: Callable[[str], str | None] = _no_ip) -> None:
-        self.cfg = cfg
+        self._cfg = cfg
         self.peer_id = peer_id
         crawl, pol = cfg.crawl, cfg.politeness
         self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
@@ -181,6 +177,11 @@ class CrawlCore:
             robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies)
 
     # -- what the driver, the peer core and the tools read or set ----------------------
+
+    @property
+    def cfg(self) -> ClusterConfig:
+        """The config, read by the parts when the core is made: another config is another core."""
+        return self._cfg
 
     @property
     def bloom(self) -> BloomFilter:

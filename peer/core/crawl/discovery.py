@@ -50,8 +50,10 @@ it was given, ``Queued``, ``Checking``, ``Forward``, ``Seen`` or
 ``BAD_URL``, then ``HOST`` or ``DEPTH`` (the scope; the host named first
 when both refuse), ``EXTENSION`` or ``RULES``, ``URL_LENGTH`` or
 ``PATH_REPEAT``, ``URLS_PER_HOST`` or ``GIVEN_UP`` (a URL queued before is
-``SEEN``, no drop), ``SEEN``. A URL with a sitemap's tail that is malformed
-is a sitemap drop instead (``peer.core.sitemaps.jobs`` rule 5). ``python -m
+``SEEN``, no drop), ``SEEN``. A URL with a sitemap's tail is the sitemaps'
+part's: a URL with hints gets its verdict here, but a sitemap job queued
+or refused there leaves none (it is never journaled, ``peer.core.sitemaps.jobs``
+rules 3 and 5), nor does a malformed tail (a sitemap drop). ``python -m
 peer try`` shows the reason as it is.
 """
 
