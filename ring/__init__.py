@@ -23,6 +23,7 @@ Layout, bottom up (pure modules at the top of the package; only ``io`` and
 - ``actions``         the frozen actions ``RingNode`` returns (pure)
 - ``handoff``         ring changes and the hand-off's phases and markers, a part of ``RingNode`` (pure)
 - ``vocabulary``      the words of a crawl's figures, one table for every surface that shows them (pure)
+- ``durations``       a span of time as a person reads it, one format for every surface (pure)
 - ``status``          ``StatusFigures`` and the ``ring status`` reply, a part of ``RingNode`` (pure)
 - ``node``            ``RingNode``: one member's decisions; ``receive``/``tick`` return actions (pure)
 - ``io/``             the edge: ZeroMQ sockets under trio, the CurveZMQ key files and ZAP,

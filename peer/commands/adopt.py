@@ -77,6 +77,7 @@ from peer.core.config.cluster import ClusterConfig
 from peer.core.urls.normalize import host_key
 from peer.errors import EXIT_USAGE, ConfigError, PeerError, URLError
 from peer.state.configfile import load_config
+from ring.durations import duration
 from ring.errors import RingError, user_error
 from ring.forwarder import Outbox
 from ring.hashring import HashRing
@@ -229,7 +230,7 @@ class AdoptSummary:
             out.append(f"{self.batches} batches of up to {BATCH_SIZE} entries would be sent")
         else:
             out.append(f"{self.batches} batches, {self.resends} resends, "
-                       f"{self.ring_changes} ring changes, {self.seconds:.2f} s")
+                       f"{self.ring_changes} ring changes, {duration(self.seconds)}")
         out.append(f"left out: {self.already_fetched} queued URLs already fetched (sent as seen), "
                    f"{self.unroutable} unroutable URLs")
         if self.rows_restored or self.rows_unusable:

@@ -317,7 +317,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             # The certificate and the check that applies (peer/net/tls.py), by
             # a handshake of its own: the fetch's connection shows no certificate.
             from peer.core.http.http1 import request_target
-            from peer.net.tls import certificate_line
+            from peer.net.connections import certificate_line
 
             _, host, port, _, _ = request_target(url)
             _say("tls", await certificate_line(fetcher.connector, host, port,

@@ -365,14 +365,17 @@ class ResultStore:
         return await trio.to_thread.run_sync(self._page_urls, hosts, limiter=self._limiter)
 
     def _page_urls(self, hosts: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        if hosts is None:
+            return self._read("SELECT url, host FROM pages")
+        return self._read("SELECT url, host FROM pages WHERE host IN (SELECT unnest(?))", [list(hosts)])
+
+    def _read(self, sql: str, params: list[Any] | None = None) -> list[Any]:
+        """The rows of ``sql`` (in the writer's thread); a DuckDB error is a StateError naming the file."""
         con = self._con
         if con is None:
             raise StateError(f"{self.path}: results store is not open")
         try:
-            if hosts is None:
-                return con.execute("SELECT url, host FROM pages").fetchall()
-            return con.execute("SELECT url, host FROM pages WHERE host IN (SELECT unnest(?))",
-                               [list(hosts)]).fetchall()
+            return con.execute(sql, params).fetchall()
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot read results: {exc}") from None
 
@@ -395,30 +398,16 @@ class ResultStore:
         return await trio.to_thread.run_sync(self._last_visits, limiter=self._limiter)
 
     def _last_visits(self) -> list[tuple[Any, ...]]:
-        con = self._con
-        if con is None:
-            raise StateError(f"{self.path}: results store is not open")
-        try:
-            return con.execute(
-                "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
-                "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
-                "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
-                "WINDOW w AS (PARTITION BY url) "
-                "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1").fetchall()
-        except duckdb.Error as exc:
-            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+        return self._read(
+            "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
+            "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+            "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
+            "WINDOW w AS (PARTITION BY url) "
+            "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
 
     def _recent_starts(self, since: float) -> list[tuple[str, float]]:
-        con = self._con
-        if con is None:
-            raise StateError(f"{self.path}: results store is not open")
-        try:
-            return con.execute(
-                "SELECT host, epoch(fetched_at) - elapsed_ms / 1000.0 AS t FROM pages "
-                "WHERE status IS NOT NULL AND fetched_at >= ? AND t > ?",
-                [_ts(since), since]).fetchall()
-        except duckdb.Error as exc:
-            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+        return self._read("SELECT host, epoch(fetched_at) - elapsed_ms / 1000.0 AS t FROM pages "
+                          "WHERE status IS NOT NULL AND fetched_at >= ? AND t > ?", [_ts(since), since])
 
     def stats(self) -> StoreStats:
         w = self._written

@@ -17,9 +17,9 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from peer.core.frontier.hoststate import HostState
-from peer.core.frontier.ipbudget import IpBudget
-from peer.core.frontier.pacing import HORIZON, delay
+from peer.core.frontier.ceiling import HORIZON
+from peer.core.frontier.hoststate import HostState, IpBudget
+from peer.core.frontier.pacing import delay
 
 __all__ = ["HostCensus", "busiest_hosts", "count_due", "sample_delays", "take_census"]
 

@@ -12,8 +12,12 @@ The frontier is built from modules of one concept each, bottom up; its
 rules are numbered 1-10 across them (the docs and the other modules cite
 them as "frontier rule N"):
 
-- peer/core/frontier/hoststate.py: the record kept per host, one slotted object
-  that the modules below share;
+- peer/core/frontier/ceiling.py, rule 7's numbers: the 1 s/5 s ceiling and the
+  rings of start times that count it;
+- peer/core/frontier/profile.py: a politeness profile's figures (``Pace``), one
+  for ``[politeness]`` and one a ``[[site]]`` block;
+- peer/core/frontier/hoststate.py: the records kept per host and per IP, one
+  slotted object each, that the modules below share;
 - peer/core/frontier/pacing.py, rules 1, 3, 4, 5, 7: a host's pace (its delay and
   Crawl-delay floor, PID windows, backoff, what counts, the 1 s/5 s
   ceiling), as functions on its record;
@@ -43,12 +47,10 @@ from typing import Any
 
 from peer.core.frontier.census import HostCensus, count_due
 from peer.core.config.cluster import PolitenessConfig
-from peer.core.frontier.hoststate import NEG_INF, HostState
-from peer.core.frontier.ipbudget import MIN_IP_SHARE, IpBudget
-from peer.core.frontier.pacing import (
-    BACKOFF_MIN_STEP, CEILING_FACTOR, CEILING_WINDOWS, PidSample, StartUndo, ceiling, delay,
-    new_ring, roll, take_back,
-)
+from peer.core.frontier.ceiling import CEILING_FACTOR, CEILING_WINDOWS, NEG_INF, ceiling, new_ring
+from peer.core.frontier.hoststate import HostState, IpBudget, StartUndo
+from peer.core.frontier.ipbudget import MIN_IP_SHARE
+from peer.core.frontier.pacing import BACKOFF_MIN_STEP, PidSample, delay, roll, take_back
 from peer.core.frontier.scheduler import HostScheduler
 from peer.core.frontier.spillqueue import MemorySpill, SpillQueue, SpillStore
 from peer.errors import PeerError

@@ -1,4 +1,4 @@
-"""The record the frontier keeps per host: one slotted object, since a peer may keep a million.
+"""The records the frontier keeps: one slotted object a host, since a peer may keep a million, and one an IP.
 
 Rules:
 
@@ -8,6 +8,9 @@ Rules:
   to its IP budget (peer/core/frontier/ipbudget.py) sit side by side, grouped below
   by the module whose rules write them. An object a concept would cost an
   object header and a reference each, a million times over.
+- A host links to its IP's record and the IP's record holds a heap of its
+  hosts, and a host's undo names both: the three records are one structure,
+  so they live in one module, below every module of rules.
 - No behaviour here: the modules named above hold the rules that read and
   write these fields.
 """
@@ -15,17 +18,16 @@ Rules:
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
+from peer.core.frontier.ceiling import NEG_INF
 from peer.core.frontier.pid import PID
+from peer.core.frontier.profile import Pace
 
-if TYPE_CHECKING:
-    from peer.core.frontier.ipbudget import IpBudget
-    from peer.core.frontier.pacing import Pace, StartUndo
+__all__ = ["HostState", "IpBudget", "StartUndo"]
 
-__all__ = ["NEG_INF", "HostState"]
-
-NEG_INF = float("-inf")
+#: No concurrency cap: an IP's cap until ``ip_concurrency`` sets one.
+_NO_CAP = 1 << 62
 
 
 class HostState:
@@ -89,3 +91,50 @@ class HostState:
 
         # --- the IP budget it shares (ipbudget.py)
         self.ip: IpBudget | None = None
+
+
+class IpBudget:
+    """The record of an IP address shared by hosts (rule 8): a budget paced like one host.
+
+    Its rules are peer/core/frontier/ipbudget.py's; the scheduler keeps one an address.
+    """
+
+    __slots__ = (
+        "addr", "share", "delay", "cap", "limits", "starts", "spos", "last_start",
+        "in_flight", "nref", "heap", "rguard", "rseq", "rkey", "tseq", "tkey",
+    )
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        self.share = 1.0
+        self.delay = 0.0
+        self.cap = _NO_CAP
+        self.limits: tuple[tuple[float, int], ...] = ()
+        self.starts: array[float] | None = None
+        self.spos = 0
+        self.last_start = NEG_INF
+        self.in_flight = 0
+        self.nref = 0  # hosts whose state is kept and that resolve here
+        # (ready_at, seq, host) of its hosts with queued work and a free slot.
+        self.heap: list[tuple[float, int, HostState]] = []
+        self.rguard = False  # its place in the frontier's heap was set by its ceiling
+        self.rseq = 0  # seq of its live entry in the frontier's ready heap, 0 = none
+        self.rkey = 0.0
+        self.tseq = 0  # seq of its live timer-heap entry, 0 = none
+        self.tkey = 0.0
+
+
+class StartUndo(NamedTuple):
+    """What one start changed (Frontier.pop_ready), for Frontier.done(NOT_STARTED) (pacing rule 1)."""
+
+    url: str
+    start: float
+    last: float  # the host's last_start before
+    slot: float  # the value its ring slot held before
+    spos: int  # the host's ring position after the start
+    ring: array[float] | None  # the host's ring it wrote to (a rebuilt ring is a new array)
+    ip: IpBudget | None
+    ip_last: float
+    ip_slot: float
+    ip_spos: int
+    ip_ring: array[float] | None

@@ -41,12 +41,12 @@ from typing import TypeVar
 
 from peer.core.frontier.census import HostCensus, busiest_hosts, sample_delays, take_census
 from peer.core.config.cluster import PolitenessConfig
-from peer.core.frontier.hoststate import NEG_INF, HostState
-from peer.core.frontier.ipbudget import IpBudget, clamp_share, is_share
-from peer.core.frontier.pacing import (
-    HORIZON, Pace, PidSample, apply_backoff, count_starts, delay, gated, ring_gate, roll, set_floor,
-    starts_since,
-)
+from peer.core.frontier import ipbudget
+from peer.core.frontier.ceiling import HORIZON, NEG_INF, ring_gate
+from peer.core.frontier.hoststate import HostState, IpBudget
+from peer.core.frontier.ipbudget import clamp_share, is_share
+from peer.core.frontier.pacing import PidSample, apply_backoff, count_starts, delay, gated, roll, set_floor, starts_since
+from peer.core.frontier.profile import Pace
 
 __all__ = ["HostScheduler"]
 
@@ -156,7 +156,7 @@ class HostScheduler:
             return
         count_starts(hs, vals, now, hs.pace.ring_n)
         if hs.ip is not None:
-            hs.ip.add_starts(vals, now)
+            ipbudget.add_starts(hs.ip, vals, now)
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
 
@@ -179,13 +179,13 @@ class HostScheduler:
         new = self._ips.get(ip)
         if new is None:
             new = self._ips[ip] = IpBudget(ip)
-            new.configure(self._pol, self._default_share, now)
+            ipbudget.configure(new, self._pol, self._default_share, now)
         if old is not None:
             old.nref -= 1
             old.in_flight -= hs.in_flight
         new.nref += 1
         new.in_flight += hs.in_flight
-        new.add_starts(starts_since(hs, now - HORIZON), now)
+        ipbudget.add_starts(new, starts_since(hs, now - HORIZON), now)
         hs.ip = new
         hs.rseq = 0  # its entry sat in the old heap
         self._schedule_ready(hs, now)
@@ -207,7 +207,7 @@ class HostScheduler:
         if entry is None or not is_share(fraction):
             return
         self._clock = now
-        entry.configure(self._pol, fraction, now)
+        ipbudget.configure(entry, self._pol, fraction, now)
         self._schedule_ip(entry)
 
     def set_default_ip_share(self, fraction: float) -> None:
@@ -404,7 +404,7 @@ class HostScheduler:
             if obj.nref:
                 obj.tseq = 0
                 return
-            t = obj.forget_at()
+            t = ipbudget.forget_at(obj)
         elif obj.head < len(obj.items) or obj.in_flight:
             if obj.pid is None:
                 obj.tseq = 0
@@ -427,7 +427,7 @@ class HostScheduler:
                 continue
             obj.tseq = 0
             if isinstance(obj, IpBudget):
-                if obj.nref == 0 and obj.in_flight == 0 and now >= obj.forget_at():
+                if obj.nref == 0 and obj.in_flight == 0 and now >= ipbudget.forget_at(obj):
                     del self._ips[obj.addr]
                 else:
                     self._schedule_timer(obj)
