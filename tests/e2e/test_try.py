@@ -1,4 +1,4 @@
-"""python -m peer try: one URL through the crawl's rules, every verdict printed, nothing written.
+"""python -m peer try (peer.commands.trial): one URL through the crawl's rules, every verdict printed, nothing written.
 
 Each case runs the command line's ``main`` in this process (tests/support/clirun.py)
 against the local web served from a thread, with its request log, as a user
