@@ -18,8 +18,9 @@ whose ``Reason`` is shown (``refusal``), with the rule or key that decided:
    Retry-After holds the host until then, as in a crawl);
 3. the fetch itself (``peer.net.fetcher``: the SSRF guard, ``[dns] resolve``,
    ``max_body``, the timeout), a redirect's target with the verdict of the
-   page's own core (``on_result``, which holds the page as seen: a redirect
-   back to it, or one past ``max_redirects``, is not followed), and
+   crawl core's ``on_result`` (a core that fetched the page holds it as
+   seen: a redirect back to it, or one past ``max_redirects``, is not
+   followed), and
    the addresses its connection tried, in order (happy eyeballs, RFC 8305),
    with the one that connected;
 4. what the page says of itself (``peer.core.page.directives``): its canonical
@@ -61,7 +62,6 @@ from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
     from peer.core.crawl.core import CrawlCore, Parsed, Refused, Row
-    from peer.core.frontier.frontier import Job
     from peer.core.http.result import FetchResult
 
 __all__ = ["main", "refusal"]
@@ -388,7 +388,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "
              f"{cfg.politeness.max_retry_after:g}s)")
     if 300 <= res.status < 400 and res.location:
-        _say("redirect", f"{res.location} -> {_redirect(core, rules, job, res, now)}")
+        _say("redirect", f"{res.location} -> {_redirect(rules, url, res)}")
         return 0
     if not 200 <= res.status <= 599:
         _say("status", f"{res.status} is outside 100-599 (or a final 1xx): the crawl retries it "
@@ -446,16 +446,21 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
 
 
 
-def _redirect(core: CrawlCore, rules: _Rules, job: Job, res: FetchResult, now: float) -> str:
-    """The redirect's target and the verdict of the page's own core, which holds the page as seen."""
-    from peer.core.crawl.core import Queued, Refused
+def _redirect(rules: _Rules, url: str, res: FetchResult) -> str:
+    """The redirect's target and the verdict of a core that fetched the page (so holds it as seen)."""
+    from peer.core.crawl.core import Origin, Queued, Refused, Start
 
-    effects = core.on_result(job, res, None, now)
-    for e in effects:
+    # A fresh core, as ``_directives``'s: the page's own may have dropped its
+    # job already (robots.txt said no, and --ignore-robots fetched it anyway).
+    core = rules.core(_NOBODY)
+    core.discover(url, 0, 0.0, Origin.HANDED_BACK)
+    step = core.next(0.0)
+    assert isinstance(step, Start)
+    for e in core.on_result(step.job, res, None, 0.0):
         if isinstance(e, Refused):
             return f"{e.url}: {refusal(core, e)}"
         if isinstance(e, Queued):
-            return f"{e.url}: {rules.verdict(e.url, job.depth)}"  # and who fetches it, in the ring
+            return f"{e.url}: {rules.verdict(e.url, 0)}"  # and who fetches it, in the ring
     return "not a URL the crawl would take"
 
 

@@ -198,6 +198,14 @@ def test_the_cores_refusal_reasons_are_named_as_they_are(tmp_path):
     (seen,) = core.discover("http://s001.web.test:9/a", 0, 0.0, Origin.LINK)
     assert seen == Refused("http://s001.web.test:9/a", Reason.SEEN)
     assert refusal(core, seen) == "seen already: the crawl does not queue it again"
+    # A redirect back to the page itself (here by a tracking parameter the
+    # crawl strips) ends at the seen set, as in a crawl.
+    from peer.commands.trial import _redirect
+    from tests.core.test_crawl import answer
+
+    page = "http://s001.web.test:9/a"
+    said = _redirect(rules, page, answer(page, 301, location="/a?utm_source=loop"))
+    assert said == f"{page}: seen already: the crawl does not queue it again"
 
 
 def test_a_bad_url_is_one_line(tmp_path):
