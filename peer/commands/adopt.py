@@ -83,9 +83,9 @@ from ring.forwarder import Outbox
 from ring.hashring import HashRing
 from ring.io.curve import resolve_keys_dir
 from ring.io.driver import ForwardLink
-from ring.messages import Ack, UrlBatch
-from ring.node import ADOPT_PREFIX
-from ring.tools.client import Contact, StatusRow, client_keys, cluster_status
+from ring.messages import Ack, MemberStatus, UrlBatch
+from ring.intake import ADOPT_PREFIX
+from ring.tools.client import Contact, client_keys, cluster_status
 
 __all__ = [
     "AdoptSummary",
@@ -118,7 +118,7 @@ SEND_TIMEOUT = 0.5
 STATUS_EVERY = 2.0
 #: Seconds to wait for each peer's status answer.
 STATUS_TIMEOUT = 1.0
-StatusRows = Sequence[StatusRow]
+StatusRows = Sequence[MemberStatus]
 
 
 class Unreachable(Exception):
@@ -166,7 +166,7 @@ def live_members(rows: StatusRows) -> dict[str, str]:
     return {r.id: r.address for r in rows if r.live}
 
 
-async def ring_status(cfg: ClusterConfig, timeout: float, keys: Any = None) -> tuple[StatusRow, ...] | None:
+async def ring_status(cfg: ClusterConfig, timeout: float, keys: Any = None) -> tuple[MemberStatus, ...] | None:
     """``ring status`` of the ring in ``cfg`` (``ring.tools.client.cluster_status``)."""
     seeds = [Contact(p.id, p.address) for p in cfg.peers]
     return await cluster_status(cfg.ring.name, seeds, timeout, keys)

@@ -162,7 +162,7 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
     if rec is not None:
         have = set(fetched)
         for row in rec.rows:
-            # The engine journals PageRow fields in order: the URL first.
+            # The engine journals a page row's columns in order (PageRow.values): the URL first.
             if row and isinstance(row[0], str):
                 if row[0] not in have:
                     restore.append(row)
@@ -188,7 +188,7 @@ async def restore_rows(lost: LostPeer) -> tuple[int, int]:
     bad = 0
     for row in lost.rows_to_restore:
         try:
-            rows.append(PageRow(*row))
+            rows.append(PageRow.from_values(row))
         except TypeError:  # a row of another build's columns
             bad += 1
     if rows:

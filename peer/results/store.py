@@ -49,7 +49,7 @@ from peer.errors import LockedError, StateError
 from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
-from peer.results.schema import ITEM_COLUMNS, SCHEMA, PageRow, quote
+from peer.results.schema import ITEM_COLUMNS, PAGE_COLUMNS, SCHEMA, PageRow, quote
 
 __all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
 
@@ -143,6 +143,23 @@ def _clean(v: Any) -> Any:
     if isinstance(v, list):
         return [_clean(x) for x in v]
     return v
+
+
+#: The columns of ``pages`` held as epoch seconds until written, and the peer's.
+_TIMES = tuple(i for i, (_, kind) in enumerate(SCHEMA["pages"]) if kind == "TIMESTAMP")
+_PEER = PAGE_COLUMNS.index("peer")
+
+
+def _page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
+    """``r``'s cells as the appender takes them: times as datetimes, "" as the store's peer."""
+    # Any: a time's cell becomes the datetime DuckDB's appender takes.
+    cells: list[Any] = r.values()
+    for i in _TIMES:
+        if cells[i] is not None:
+            cells[i] = _ts(cells[i])
+    if not cells[_PEER]:
+        cells[_PEER] = peer
+    return tuple(cells)
 
 
 class _Batch:
@@ -419,20 +436,12 @@ class ResultStore:
         if con is None:
             raise StateError(f"{self.path}: results store is not open")
         peer = self.peer_id
-        ts = _ts
-        pages = [
-            (r.url, r.final_url, r.host, r.status, r.content_type, r.bytes, r.title, r.n_links,
-             r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer, r.canonical,
-             r.noindex, r.nofollow,
-             None if r.sitemap_lastmod is None else ts(r.sitemap_lastmod), r.sitemap_priority,
-             r.sitemap_changefreq, r.payload_digest, r.simhash, r.duplicate_of, r.duplicate_kind)
-            for r in batch.pages
-        ]
+        pages = [_page_cells(r, peer) for r in batch.pages]
         if batch.replace:
             # A URL visited twice in one batch keeps its last row (pages: the latest).
             last = {r[0]: i for i, r in enumerate(pages) if r[0] in batch.replace}
             pages = [r for i, r in enumerate(pages) if r[0] not in batch.replace or last[r[0]] == i]
-        fetches = [r[:2] + (ts(r[2]),) + r[3:16] + (None if r[16] is None else ts(r[16]),) + r[17:]
+        fetches = [r[:2] + (_ts(r[2]),) + r[3:16] + (None if r[16] is None else _ts(r[16]),) + r[17:]
                    for r in batch.fetches]
         work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),
                                              ("bodies", batch.bodies), ("pid_trace", batch.pid),
