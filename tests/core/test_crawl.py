@@ -234,8 +234,8 @@ def test_capped_urls_stay_out_of_the_bloom_filter_and_are_counted():
 def test_url_rules_leave_urls_out_after_the_host_scope_counted_by_cause():
     c = core(obey_robots=False, rules=["exclude:re:[?&]q=", "include:*/library/*"])
     assert c.discover(f"{SITE}/library/a", 1, 0.0, Origin.LINK) == [Queued(f"{SITE}/library/a", 1)]
-    def refused(url: str, origin: Origin = Origin.LINK) -> Reason | None:
-        (e,) = c.discover(url, 1, 0.0, origin)
+    def refused(url: str, origin: Origin = Origin.LINK, depth: int = 1) -> Reason | None:
+        (e,) = c.discover(url, depth, 0.0, origin)
         return e.reason if isinstance(e, Refused) else None
 
     assert refused(f"{SITE}/library/search?q=x") is Reason.RULES
@@ -243,7 +243,7 @@ def test_url_rules_leave_urls_out_after_the_host_scope_counted_by_cause():
     assert refused(f"{SITE}/library/cover.JPG") is Reason.EXTENSION  # default extensions
     assert refused("http://other.example/library/a") is Reason.HOST  # hosts first
     assert c.discover(f"{SITE}/library/b", 0, 0.0, Origin.RELAY) == [Queued(f"{SITE}/library/b", 0)]
-    assert refused(f"{SITE}/other", Origin.ADOPTED) is Reason.RULES
+    assert refused(f"{SITE}/other", Origin.ADOPTED, 0) is Reason.RULES
     assert f"{SITE}/blog/" not in c.bloom  # left out before the seen set, like the host scope
     assert c.summary.excluded == {"rules": 3, "skip_extensions": 1} and c.summary.out_of_scope == 1
     # Not requested, by cause (ring.vocabulary): never drops, which are refused input.
