@@ -58,6 +58,7 @@ from peer.core.config.cluster import ClusterConfig, CrawlConfig
 from peer.core.dns.eyeballs import ATTEMPT_DELAY
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
+from ring.durations import duration
 from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
@@ -348,7 +349,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             elif isinstance(again, Requeue | FetchRobots):
                 wait = core.robots.retry_at(job.host) - now
                 shown = ("held: robots.txt unreachable, the crawl asks again later"
-                         + (f" (in {wait:.0f}s)" if wait > 0 else ""))
+                         + (f" (in {duration(wait)})" if wait > 0 else ""))
             elif failed is not None and failed.error == "robots":
                 shown = "disallowed: the crawl records it as 'robots'"
             else:

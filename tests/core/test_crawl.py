@@ -664,7 +664,7 @@ def test_a_5xx_or_a_timeout_is_named_with_its_cause_and_a_retry_after_is_followe
     adm = c.admit(job, 0.0)
     effects = c.on_robots(job, answer(adm.url, 503, retry_after=100.0), 0.0)
     (warn,) = [e.text for e in effects if isinstance(e, Warn)]
-    assert warn.startswith(f"robots.txt {SITE}/robots.txt unreachable: HTTP 503; tried again in 100s "
+    assert warn.startswith(f"robots.txt {SITE}/robots.txt unreachable: HTTP 503; tried again in 1m40s "
                            "(its Retry-After) (2 of 4), then its URLs are recorded as 'robots'")
     c2 = core(robots_retry=30.0, timeout=7.0)
     c2.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)

@@ -45,6 +45,7 @@ from peer.core.page.extract import is_html
 from peer.core.page.parse import Parsed
 from peer.core.urls.normalize import normalize_link
 from peer.errors import ErrorKind
+from ring.durations import duration
 
 if TYPE_CHECKING:
     from peer.core.config.cluster import ClusterConfig
@@ -383,7 +384,7 @@ class Outcomes:
             retry_at = self._robots.retry_at(host)
             self._limits.hold(host, Hold.ROBOTS, retry_at)
             self._robots.note(host, f"robots.txt of {host} unreachable ({why})")
-            wait = f"{retry_at - now:.0f}s" + (" (its Retry-After)" if res.retry_after is not None else "")
+            wait = duration(retry_at - now) + (" (its Retry-After)" if res.retry_after is not None else "")
             if failures == 1:
                 # Said at once and whole: the URL, the cause, what happens
                 # next and the keys that govern it (RFC 9309 §2.3.1.4).
