@@ -646,7 +646,7 @@ def test_an_unreachable_robots_txt_holds_the_host_then_records_its_cause():
         f"robots.txt {SITE}/robots.txt unreachable: connection refused on port 80; tried again in 30s "
         "(2 of 3), then its URLs are recorded as 'connect' (crawl.robots_retry, crawl.robots_tries); "
         "2 queued URLs wait",
-        f"robots.txt of {HOST} still unreachable (connection refused on port 80), try 2 of 3; next in 60s",
+        f"robots.txt of {HOST} still unreachable (connection refused on port 80), try 2 of 3; next in 1m00s",
     ]
     job = start(c, now)
     adm = c.admit(job, now)
