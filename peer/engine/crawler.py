@@ -109,6 +109,7 @@ from peer.core.crawl.core import (
     Items,
     Parsed,
     Queued,
+    Refused,
     Requeued,
     Row,
     Seen,
@@ -258,6 +259,7 @@ class Crawler:
             Warn: lambda e: log.warning("%s", e.text),
             # Done by the core already (a requeue, a hand-off released): for the record.
             Requeued: _nothing, Released: _nothing,
+            Refused: _nothing,  # counted by the core (peer.core.crawl.decisions.Reason)
         }, awaiting=(Reply, StatusAsked))
 
     def _now(self) -> float:

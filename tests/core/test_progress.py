@@ -123,7 +123,7 @@ def test_a_pause_of_the_ring_is_on_the_line_and_its_start_is_never_suppressed():
     line = p.line(snap(20.0, 60, paused=paused))  # nothing else moved: printed all the same
     assert line is not None and line.endswith(", paused: no majority (1 of 3 vouch, 2 needed)")
     assert p.line(snap(25.0, 60, paused=paused)) is None
-    assert lease_words(LeaseStatus.GRACE, 0, 2, 3, 2.4) == "paused: grace (2s left)"
+    assert lease_words(LeaseStatus.GRACE, 0, 2, 3, 2.4) == "paused: grace (2.4s left)"
     assert lease_words(LeaseStatus.HELD, 3, 2, 3, 0.0) == "held (3 of 3 vouch, 2 needed)"
 
 

@@ -44,6 +44,7 @@ from peer.core.crawl.core import (
     Items,
     Origin,
     Queued,
+    Refused,
     Requeued,
     Row,
     Seen,
@@ -194,7 +195,7 @@ class FakePeer:
         Send: _send, Reply: _reply, StatusAsked: _status, Row: _row, Commit: _commit,
         Released: _released, ReadHosts: _read_hosts, ReadFetched: _read_fetched, Granted: _granted,
         Forward: _nothing, Queued: _nothing, Checking: _nothing, Seen: _nothing, Done: _nothing,
-        Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing,
+        Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing, Refused: _nothing,
     }
 
     def crawl_step(self, web: FakeWeb, budget: int, now: float) -> None:
