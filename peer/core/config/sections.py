@@ -209,7 +209,7 @@ class CrawlConfig:
 
 @dataclass(frozen=True, slots=True)
 class PolitenessConfig:
-    """``[politeness]``: the per-host PID rate controller (peer/core/frontier/pid.py), its ceiling, per-IP budgets.
+    """``[politeness]``: the per-host PID rate controller (peer/core/politeness/pid.py), its ceiling, per-IP budgets.
 
     docs/politeness.md derives the defaults: the gains are the PID post's, read at
     its operating point (40 pages/min) and scaled to any rate and window.

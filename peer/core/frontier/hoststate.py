@@ -8,6 +8,11 @@ Rules:
   to its IP budget (peer/core/frontier/ipbudget.py) sit side by side, grouped below
   by the module whose rules write them. An object a concept would cost an
   object header and a reference each, a million times over.
+- Two owners, one record: the queue's fields are the frontier's, every
+  other field the scheduler's (and the rules it calls). Neither reads the
+  other's: the scheduler learns "has work" from the frontier's calls and
+  keeps it in ``work``; the frontier learns whose turn it is from the
+  scheduler (peer/core/frontier/scheduler.py's interface).
 - A host links to its IP's record and the IP's record holds a heap of its
   hosts, and a host's undo names both: the three records are one structure,
   so they live in one module, below every module of rules.
@@ -20,9 +25,9 @@ from __future__ import annotations
 from array import array
 from typing import Any, NamedTuple
 
-from peer.core.frontier.ceiling import NEG_INF
-from peer.core.frontier.pid import PID
-from peer.core.frontier.profile import Pace
+from peer.core.politeness.ceiling import NEG_INF
+from peer.core.politeness.pid import PID
+from peer.core.politeness.profile import Pace
 
 __all__ = ["HostState", "IpBudget", "StartUndo"]
 
@@ -36,9 +41,9 @@ class HostState:
     __slots__ = (
         "name",
         # its queue (frontier.py; spillqueue.py, rules 9, 10)
-        "items", "head", "spilled", "tail", "in_flight",
-        # its places in the scheduler's heaps (scheduler.py, rules 2, 6)
-        "since", "rseq", "rkey", "tseq", "tkey",
+        "items", "head", "spilled", "tail",
+        # the scheduler's (scheduler.py, rules 2, 6): work and requests, its places in the heaps
+        "work", "in_flight", "since", "rseq", "rkey", "tseq", "tkey",
         # its pace (pacing.py, rules 1, 3, 4, 7)
         "last_start", "hold_until", "floor", "pid", "penalty", "penalty_at",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
@@ -57,9 +62,10 @@ class HostState:
         self.head = 0
         self.spilled = 0  # URLs of its queue after ``items``: in the spill store, then ``tail`` (rule 9)
         self.tail: list[Any] | None = None  # url, depth, ... not yet a block (rule 9)
-        self.in_flight = 0
 
-        # --- its places in the scheduler's heaps (scheduler.py)
+        # --- the scheduler's (scheduler.py)
+        self.work = False  # its queue has work: what the frontier last told the scheduler
+        self.in_flight = 0
         self.since = now  # when it last became free with work (rule 2)
         self.rseq = 0  # seq of its live ready-heap entry, 0 = none
         self.rkey = 0.0

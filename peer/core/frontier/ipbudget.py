@@ -28,8 +28,8 @@ from __future__ import annotations
 import math
 
 from peer.core.config.sections import PolitenessConfig
-from peer.core.frontier.ceiling import CEILING_WINDOWS, HORIZON, ceiling, new_ring, ring_times
 from peer.core.frontier.hoststate import IpBudget
+from peer.core.politeness.ceiling import CEILING_WINDOWS, HORIZON, ceiling, new_ring, ring_times
 
 __all__ = ["MIN_IP_SHARE", "add_starts", "clamp_share", "configure", "forget_at", "is_share"]
 

@@ -1,14 +1,14 @@
 """Pacing: when a host may start its next request, and how fast its pace may go.
 
 Each host is paced by a PID controller on the delay between its requests
-(peer/core/frontier/pid.py); docs/politeness.md derives the numbers used here. This
+(peer/core/politeness/pid.py); docs/politeness.md derives the numbers used here. This
 module holds the rules of one host's pace as functions on its record
 (peer/core/frontier/hoststate.py): its delay, its PID windows, its backoff penalty,
-its Crawl-delay floor and its ring of start times. The frontier
-(peer/core/frontier/frontier.py) calls them and turns their answers into a place in
+its Crawl-delay floor and its ring of start times. The frontier's scheduler
+(peer/core/frontier/scheduler.py) calls them and turns their answers into a place in
 its heaps; the per-IP budget (rule 8) is peer/core/frontier/ipbudget.py, the
-ceiling's numbers and rings (rule 7) peer/core/frontier/ceiling.py, a
-profile's figures (``Pace``) peer/core/frontier/profile.py. The rules
+ceiling's numbers and rings (rule 7) peer/core/politeness/ceiling.py, a
+profile's figures (``Pace``) peer/core/politeness/profile.py. The rules
 keep the frontier's numbers, which the docs and the other modules cite:
 
 1. A host may start a request when its *delay* has passed since its last
@@ -27,7 +27,7 @@ keep the frontier's numbers, which the docs and the other modules cite:
    its URL, its host moved or was given up) gives its start back, if no later
    start of the host (or of its IP) came since: its host's next URL waits
    only for the starts that were requests.
-3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/core/frontier/pid.py): every host
+3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/core/politeness/pid.py): every host
    measures ``n``, the fetches
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
@@ -96,21 +96,33 @@ called directly, with nothing in between.
 
 from __future__ import annotations
 
+import enum
 from dataclasses import dataclass
 
 from peer.core.config.sections import PolitenessConfig
-from peer.core.frontier.ceiling import HORIZON, NEG_INF, new_ring, ring_times
 from peer.core.frontier.hoststate import HostState, StartUndo
-from peer.core.frontier.profile import new_pid
+from peer.core.politeness.ceiling import HORIZON, NEG_INF, new_ring, ring_times
+from peer.core.politeness.profile import new_pid
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "PidSample", "apply_backoff", "count_starts", "delay", "gated", "penalty",
-    "roll", "set_floor", "starts_since", "take_back",
+    "BACKOFF_MIN_STEP", "Outcome", "PidSample", "apply_backoff", "count_starts", "delay", "gated", "penalty",
+    "record_start", "roll", "set_floor", "starts_since", "take_back",
 ]
 
 #: Without a PID (rate 0) a backoff raises the delay by at least this many
 #: seconds, so a host at delay 0 is actually slowed down.
 BACKOFF_MIN_STEP = 1.0
+
+
+class Outcome(enum.StrEnum):
+    """How a request ended, for counting it in the host's window (rule 5)."""
+
+    FETCHED = "fetched"  # an HTTP response, any status: counts
+    FAILED = "failed"  # reached the server, then failed (timeout, reset): counts
+    UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
+    # No request was made at all (robots.txt disallows the URL, its host moved
+    # or was given up): does not count, and its start is taken back (rule 1).
+    NOT_STARTED = "not_started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,7 +136,7 @@ class PidSample:
 
 
 # ------------------------------------------------------------ start rings (rule 7)
-# The rings themselves and the ceiling's numbers: peer/core/frontier/ceiling.py.
+# The rings themselves and the ceiling's numbers: peer/core/politeness/ceiling.py.
 
 
 def starts_since(hs: HostState, since: float) -> list[float]:
@@ -143,6 +155,33 @@ def count_starts(hs: HostState, times: list[float], now: float, ring_n: int) -> 
     newest = max(times)
     if newest > hs.last_start:
         hs.last_start = newest
+
+
+def record_start(hs: HostState, now: float, url: str) -> None:
+    """Count a start of the host for ``url`` in its ring and its IP's (rule 7), and note what it
+    overwrote there (``hs.undo``), to take it back should no request follow (:func:`take_back`)."""
+    slot = ip_last = ip_slot = NEG_INF
+    last = hs.last_start
+    ip_spos = -1
+    hs.last_start = now
+    ring_n = hs.pace.ring_n
+    if ring_n:
+        if hs.starts is None:
+            hs.starts = new_ring(ring_n)
+        slot = hs.starts[hs.spos]
+        hs.starts[hs.spos] = now
+        hs.spos = (hs.spos + 1) % ring_n
+    ip = hs.ip
+    if ip is not None:
+        ip_last = ip.last_start
+        ip.last_start = now
+        if ip.starts is not None:
+            ip_slot = ip.starts[ip.spos]
+            ip.starts[ip.spos] = now
+            ip.spos = (ip.spos + 1) % len(ip.starts)
+        ip_spos = ip.spos
+    hs.undo = StartUndo(url, now, last, slot, hs.spos, hs.starts, ip, ip_last, ip_slot, ip_spos,
+                        ip.starts if ip is not None else None)
 
 
 def take_back(hs: HostState, undo: StartUndo) -> None:
@@ -187,7 +226,7 @@ def penalty(hs: HostState, now: float, window: float) -> float:
 
 def delay(hs: HostState, now: float, window: float) -> float:
     """The host's delay between request starts at ``now``: max(PID's, penalty, floor) (rules 1, 4)."""
-    d = penalty(hs, now, window)
+    d = penalty(hs, now, window) if hs.penalty else 0.0  # most hosts have none: no call
     if hs.pid is not None and hs.pid.delay > d:
         d = hs.pid.delay
     return d if d > hs.floor else hs.floor
@@ -226,7 +265,7 @@ def apply_backoff(hs: HostState, now: float, pol: PolitenessConfig, retry_after:
 def gated(hs: HostState, t: float, cap: int, window: float) -> bool:
     """Had queued work at ``t`` that its own delay kept from starting (rule 3)."""
     return (
-        hs.head < len(hs.items)
+        hs.work
         and t >= hs.hold_until
         and hs.in_flight < cap
         and t < hs.last_start + delay(hs, t, window)

@@ -5,9 +5,9 @@ Whatever the PID does, a host (or an IP, rule 8) gets at most
 ``CEILING_WINDOWS``. Starts are kept in a ring of the newest start times:
 ``array('d')`` (8 bytes a start, not a list's 32), ``pos`` the slot of the
 oldest, which the next start overwrites; the k-th newest start + W is when a
-window of W seconds holds fewer than k. The lowest module of the frontier:
-a host's record (peer/core/frontier/hoststate.py), its pace and its IP's
-budget all count starts this way.
+window of W seconds holds fewer than k. Below the frontier: a host's
+record (peer/core/frontier/hoststate.py), its pace and its IP's budget all
+count starts this way.
 """
 
 from __future__ import annotations

@@ -10,8 +10,8 @@ no lookup. Below the record, which names it, and the rules, which read it.
 from __future__ import annotations
 
 from peer.core.config.sections import PolitenessConfig
-from peer.core.frontier.ceiling import CEILING_WINDOWS, ceiling
-from peer.core.frontier.pid import PID
+from peer.core.politeness.ceiling import CEILING_WINDOWS, ceiling
+from peer.core.politeness.pid import PID
 
 __all__ = ["Pace", "new_pid"]
 
