@@ -3,7 +3,7 @@
 Layers, one folder each, bottom up. Each imports only from the layers above
 it in this list, and ``ring`` (which imports nothing of ``peer``):
 
-- ``errors``     the package's exception tree, and ``cli_main``, the commands' one-line shell
+- ``errors``     the package's exception tree (it imports nothing but ``ring.errors``)
 - ``core/``      the pure cores: every decision, no I/O of any kind (``now`` comes in,
                  frozen decisions go out); checked by glob in tests/project/test_purity.py
 - ``state/``     blocking file I/O run in worker threads: journal, snapshots,
@@ -11,7 +11,8 @@ it in this list, and ``ring`` (which imports nothing of ``peer``):
 - ``net/``       the fetcher and the resolver
 - ``results/``   the DuckDB results of a peer
 - ``engine/``    the one trio driver: it asks the cores and does what they say
-- ``commands/``  ``python -m peer``, ``try`` and ``adopt``: parsing, errors, exit statuses
+- ``commands/``  ``python -m peer``, ``try``, ``adopt``, ``merge`` and ``report``: parsing,
+                 one-line errors (``cli_main``), exit statuses
 
 docs/architecture.md follows one URL through them.
 """

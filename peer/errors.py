@@ -15,8 +15,8 @@ way). Foreign exceptions (tomllib, yarl, idna, OSError) are translated where
 they arise, so callers only ever catch these.
 
 :data:`USER_ERRORS` are what a command prints as its one line;
-:func:`cli_main` is the command-line shell that prints it (``ring.errors``
-holds the shell itself, so that ``ring`` needs nothing of ``peer``).
+``peer.commands.shell.cli_main`` is the command-line shell that prints it.
+This module imports nothing but ``ring.errors``: every core module imports it.
 """
 
 from __future__ import annotations
@@ -24,11 +24,10 @@ from __future__ import annotations
 from enum import StrEnum
 
 from ring import errors as _ring_errors
-from ring.tools.shell import cli_shell
 from ring.errors import EXIT_USAGE, RingError
 
 __all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
-           "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "user_error", "cli_main"]
+           "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "first_line", "user_error"]
 
 
 class PeerError(Exception):
@@ -124,6 +123,7 @@ def user_error(exc: BaseException,
     return _ring_errors.user_error(exc, kinds)
 
 
-#: The shell of every command: ``@cli_main`` over ``def main(argv) -> int`` prints
-#: a PeerError or RingError it raises as one ``error: ...`` line and returns 2.
-cli_main = cli_shell(*USER_ERRORS)
+def first_line(exc: BaseException) -> str:
+    """The first line of a foreign error's message (its type's name if it has none), for a
+    one-line message of ours: DuckDB's errors run over several lines."""
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]

@@ -33,6 +33,18 @@ two groups of a rolling start that joined each other cannot stay apart,
 and a greeting (an untimed ping, backing off: :class:`Greetings`) to
 :data:`HELLO_SEEDS` of them a round.
 
+**Seeds.** A seed not yet heard from is not probed for ``seed_grace``
+seconds after our start (:meth:`Repairs.grace_over`): a rolling start
+longer than ``dead_after`` does not declare the seeds that have not started
+dead. After it, a seed never heard from is probed like anyone and dies if
+it never answers, and is greeted no more.
+
+:class:`Repairs` is this module's part of ``ring.membership.Membership``:
+it owns when we were first answered, the next sync's round, the partner of
+the last one and the greetings, and says whom to join, sync with and greet;
+the membership builds and sends the messages, with its own random source
+(one source, drawn in one order, keeps a seeded run reproducible).
+
 Why heartbeat gossip alone is gone: every member in every digest is 67 B x N
 per message; at 256 peers that was 206 KB/s a peer, and a start-up Join to
 every seed cost 1.16 GB (docs/membership.md has today's figures).
@@ -56,6 +68,7 @@ __all__ = [
     "PUSH_RECORDS",
     "SYNC_MEMBERS",
     "Greetings",
+    "Repairs",
     "Summary",
     "answer_pull",
     "answer_sync",
@@ -199,3 +212,50 @@ class Greetings:
             wait = 1 if k < HELLO_DENSE else min(2 ** (k - HELLO_DENSE + 1), HELLO_BACKOFF)
             hello[sid] = (ticks + wait, k)
         return picked
+
+
+class Repairs:
+    """When this peer joins, syncs and greets (module docstring) (mutable)."""
+
+    __slots__ = ("contacted", "partner", "_start", "_seed_grace", "_join_seeds", "_greetings", "_next_sync")
+
+    def __init__(self, now: float, *, seed_grace: float, join_seeds: int, contacted: bool) -> None:
+        #: A member has answered us (a seed is answered from the start): we are in.
+        self.contacted = contacted
+        #: The member of our last Sync: its answer is a pull, not a push (:func:`is_push`).
+        self.partner = ""
+        self._start = now
+        self._seed_grace = seed_grace
+        self._join_seeds = join_seeds
+        self._greetings = Greetings()
+        self._next_sync = 0  # the round of the next Sync
+
+    def grace_over(self, now: float) -> bool:
+        """``seed_grace`` has run since our start: seeds not heard from are probed like anyone."""
+        return now - self._start >= self._seed_grace
+
+    def join_due(self, ticks: int) -> bool:
+        """Whether round ``ticks`` joins (or, once in, syncs with) seeds not heard from."""
+        return join_due(ticks, self.contacted)
+
+    def joins(self, unheard: Sequence[str], rng: random.Random) -> list[str]:
+        """Of the seeds not heard from (sorted, live), those to send our Join, or, once in, the
+        one to sync with (:func:`join_targets`)."""
+        return join_targets(unheard, self.contacted, self._join_seeds, rng)
+
+    def greet(self, ticks: int, now: float, unheard: Iterable[str], members: Mapping[str, Member],
+              rng: random.Random) -> list[str]:
+        """The seeds not heard from to greet with an untimed ping this round: once in, within
+        the grace (past it they are probed like anyone)."""
+        if self.grace_over(now):
+            return []
+        return self._greetings.pick(sorted(unheard), members, ticks, rng)
+
+    def sync_due(self, ticks: int) -> bool:
+        """Whether round ``ticks`` sends a Sync (:func:`sync_every` rounds after the last)."""
+        return ticks >= self._next_sync
+
+    def synced(self, ticks: int, entries: int, partner: str) -> None:
+        """A Sync of ``entries`` summary entries went to ``partner`` in round ``ticks``."""
+        self._next_sync = ticks + sync_every(entries)
+        self.partner = partner

@@ -62,6 +62,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from ring.messages import Member, MemberState
+from ring.records import MemberEvent
 
 __all__ = [
     "COUNTER_PREFIX",
@@ -193,11 +194,18 @@ def grants_from_counters(counters: Mapping[str, float]) -> Grants:
 
 
 class PageBudget:
-    """One peer's side of the budget (module docstring): its cap, its grants, its end."""
+    """One peer's side of the budget (module docstring): its cap, its grants, its end.
 
-    __slots__ = ("max_pages", "peer_id", "voters", "base", "_received")
+    A part of ``ring.node.RingNode``, which calls :meth:`granting` before each
+    gossip round (and writes the grants into our record), :meth:`settle`
+    after it, and :meth:`saw` with every membership event.
+    """
 
-    def __init__(self, max_pages: int, peer_id: str, voters: Collection[str]) -> None:
+    __slots__ = ("max_pages", "peer_id", "voters", "base", "takeover_after", "page_cap", "gone",
+                 "_received", "_dead_at")
+
+    def __init__(self, max_pages: int, peer_id: str, voters: Collection[str], *,
+                 takeover_after: float = 0.0) -> None:
         if max_pages <= 0:
             raise ValueError(f"max_pages must be > 0 for a budget, got {max_pages!r}")
         self.max_pages = max_pages
@@ -205,7 +213,14 @@ class PageBudget:
         # Alone in no configured ring (a test's node without seeds): the whole budget.
         self.voters = frozenset(voters) or frozenset((peer_id,))
         self.base = base(max_pages, self.voters, peer_id)
+        self.takeover_after = takeover_after  # a member dead this long is gone (rule 6)
+        #: Our cap as of the last :meth:`settle` (rule 3).
+        self.page_cap = 0
+        #: The members that hold the rest of the budget and will not grant it
+        #: (rule 6): once set, this peer's crawl ends.
+        self.gone: tuple[str, ...] = ()
         self._received: dict[str, int] = {}  # giver -> the most it was ever seen to give us
+        self._dead_at: dict[str, float] = {}  # member -> when our view last saw it die
 
     def received(self, members: Mapping[str, Member]) -> int:
         """What the others gave us, the most ever seen from each (rule 3)."""
@@ -238,3 +253,36 @@ class PageBudget:
     def held_by_gone(self, members: Mapping[str, Member], gone: Collection[str]) -> list[str]:
         return held_by_gone(self.max_pages, self.voters, members, self.peer_id, gone)
 
+    def saw(self, events: Iterable[MemberEvent]) -> None:
+        """Membership changes: when each member died, for the budget it holds (rule 6)."""
+        for e in events:
+            if e.state is MemberState.DEAD:
+                self._dead_at.setdefault(e.id, e.at)
+            else:
+                self._dead_at.pop(e.id, None)
+
+    def granting(self, members: Mapping[str, Member], *, idle: bool, leaving: bool, pages: int,
+                 in_flight: int) -> dict[str, int]:
+        """Rule 5 for this round: an idle (or leaving) peer's spare, to whom and how much ({}: none).
+
+        ``pages``: the page requests made here; ``in_flight``: those started and not ended.
+        """
+        if not (idle or leaving):
+            return {}
+        spare = self.cap(members) - pages - in_flight
+        if spare <= 0:
+            return {}
+        return self.grant(members, spare, leaving=leaving)
+
+    def settle(self, members: Mapping[str, Member], now: float, *, pages: int, in_flight: int) -> list[str]:
+        """After a round: our cap as now known, and rule 6: at our cap with nothing in flight,
+        the members that left or have been dead ``takeover_after`` holding the rest (once, when
+        first found; they become :attr:`gone`), else []."""
+        self.page_cap = self.cap(members)
+        if self.gone or in_flight or pages < self.page_cap:
+            return []
+        gone = {mid for mid, m in members.items() if m.state is MemberState.LEFT}
+        gone.update(mid for mid, at in self._dead_at.items() if now - at >= self.takeover_after)
+        holders = self.held_by_gone(members, gone)
+        self.gone = tuple(holders)
+        return holders

@@ -1,20 +1,21 @@
 """What the ring asks of the crawl it serves: a ``typing.Protocol`` (pure).
 
 ``ring.io.driver.RingDriver`` talks to the crawl only through these methods,
-so ``ring`` never imports ``peer``. A peer's engine does not use it: there
-the crawl and the ring are one core (``peer.core.peer.PeerCore``); it serves
-the ring's tests and benchmarks, whose members have a stand-in crawl.
+so ``ring`` never imports ``peer``; what a batch taken or rerouted gives,
+and in what order, is ``ring.intake``'s (``accept`` for ``RELAY`` and
+``ADOPTED``, ``accept_seen``, ``take_back``, ``commit_state``). A peer's
+engine does not use it: there the crawl and the ring are one core
+(``peer.core.peer.PeerCore``); it serves the ring's tests and benchmarks,
+whose members have a stand-in crawl.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Protocol
 
 from ring.hashring import HashRing
-
-if TYPE_CHECKING:
-    from ring.node import StatusFigures
+from ring.status import StatusFigures
 
 __all__ = ["CrawlPort"]
 

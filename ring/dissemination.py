@@ -8,8 +8,8 @@ anyway, not in messages of its own.
   (``ring.records.is_news``: a new member, state, incarnation, address,
   weight or idle flag; not a mere heartbeat or counter).
 - Each probe message carries up to :data:`PIGGYBACK` queued records, fewest
-  sent first, besides the sender's own record and (``Membership``'s rule) the
-  receiver's when we hold it suspect or dead.
+  sent first, besides the sender's own record and the receiver's when we hold
+  it suspect or dead, so that it refutes (:meth:`PiggybackQueue.updates`).
 - A record is sent ``ceil(retransmit_mult * log10(N + 1))`` times
   (:func:`retransmit_limit`: SWIM's lambda log N; the formula is
   hashicorp/memberlist's), then leaves the queue.
@@ -23,7 +23,10 @@ from __future__ import annotations
 
 import heapq
 import math
+from collections.abc import Mapping
 from operator import itemgetter
+
+from ring.messages import MAX_UPDATES, Member, MemberState
 
 __all__ = ["PIGGYBACK", "PiggybackQueue", "retransmit_limit"]
 
@@ -83,6 +86,20 @@ class PiggybackQueue:
         for mid, sent in picks:
             self._count(mid, sent, limit)
         return [mid for mid, _ in picks]
+
+    def updates(self, me: Member, to: str, members: Mapping[str, Member]) -> tuple[Member, ...]:
+        """What a probe message to ``to`` carries: ``me`` (our own record), ``to``'s if we hold
+        it suspect or dead, and the queued records sent least (:meth:`take`: counted as sent)."""
+        recs = [me]
+        m = members.get(to)
+        if m is not None and (m.state is MemberState.SUSPECT or m.state is MemberState.DEAD):
+            recs.append(m)
+        if self._sent:
+            room = min(PIGGYBACK, MAX_UPDATES - len(recs))
+            for mid in self.take(room, len(members)):
+                if mid != me.id and mid != to:
+                    recs.append(members[mid])
+        return tuple(recs)
 
     def _count(self, mid: str, sent: int, limit: int) -> None:
         if sent + 1 >= limit:

@@ -22,7 +22,7 @@ is that shell for both packages' errors.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from enum import StrEnum
 from typing import Protocol
 

@@ -1,11 +1,18 @@
 """Ring changes and the hand-off of one member (pure): ``RingChanged``, ``HandOff``, the markers.
 
 Boldi et al., UbiCrawler §3: consistent hashing moves only the hosts whose
-owner changed. ``HandOffs`` is a part of ``ring.node.RingNode``; the node's
+owner changed. :class:`HandOffs` is a part of ``ring.node.RingNode`` that
+owns the ring of the last change and every hand-off record; the node's
 docstring ("Hand-off") says what the driver does. Each hand-off is a record
 that goes COLLECTING (the driver gathers the moved hosts' fetched URLs and
 starts) -> WAITING (a barrier per new owner in the Outbox) -> MARKING
 (``HandoffDone`` repeated for ``MARKER_ROUNDS - 1`` rounds), then ends.
+
+It reaches the rest of the node only through what it is given: the
+membership as a :class:`Members` (our record, the ring, the states), the
+Outbox as a :class:`Sends` (re-routing, barriers, acks) and the Inbox as a
+:class:`Channels` (hiding and showing a sender's channel), and the node's
+counter of refusals, which it adds its hand-off counts to.
 
 Rules (every one lives in this file):
 
@@ -50,16 +57,17 @@ from __future__ import annotations
 import enum
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from ring.forwarder import Inbox, Outbox
-from ring.hashring import HashRing
-from ring.membership import Membership
-from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, MemberState, Message, Sync
 from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send
+from ring.forwarder import Entries
+from ring.hashring import HashRing
+from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, Member, MemberState, Message, Sync
+from ring.durations import duration
 
-__all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "HandOffs"]
+__all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "Channels", "HandOffs", "Members", "Sends"]
 
 #: Rounds a HandoffDone is sent; one that never arrives only makes the new
 #: owner wait ``hold_timeout`` before fetching the hosts it gained.
@@ -90,76 +98,118 @@ class _HandOff:
     gave_up: bool = False
 
 
-class HandOffs:
-    """The ring-change and hand-off part of ``RingNode`` (module docstring)."""
+class Members(Protocol):
+    """What a hand-off reads of the membership (``ring.membership.Membership``)."""
 
-    peer_id: str
-    ring_name: str
-    vnodes: int
-    membership: Membership
-    outbox: Outbox
-    inbox: Inbox
-    dropped: Counter[str]
-    handoffs: list[tuple[int, float]]
-    _handoffs: list[_HandOff]
-    _ring_version: int
-    _ring: HashRing | None
-    _owner_key: Callable[[str], str]
-    #: Our incarnation at the last ring check: a move is a refutation (rule 4).
-    _incarnation_seen: int = -1
-    #: A record saying we are dead came since the last ring check (rule 4).
-    _told_dead: bool = False
+    @property
+    def me(self) -> Member: ...
+    @property
+    def ring_version(self) -> int: ...
+    def ring(self, vnodes: int) -> HashRing: ...
+    def members(self) -> Mapping[str, Member]: ...
+    def live(self) -> dict[str, float]: ...
+
+
+class Sends(Protocol):
+    """What a hand-off asks of the Outbox (``ring.forwarder.Outbox``)."""
+
+    def reroute(self, owner_of: Callable[[str], str], now: float, *, members: Container[str],
+                left: Container[str] = ...) -> Entries: ...
+    def barrier(self, dest: str) -> int: ...
+    def acked_through(self, dest: str, seq: int) -> bool: ...
+
+
+class Channels(Protocol):
+    """What a ring change asks of the Inbox (``ring.inbox.Inbox``): rule 1."""
+
+    def forget(self, sender: str) -> None: ...
+    def reopen(self, sender: str) -> None: ...
+
+
+class HandOffs:
+    """One member's ring changes and hand-offs: a part of ``RingNode`` (module docstring)."""
+
+    __slots__ = ("peer_id", "ring_name", "vnodes", "ring", "ended", "_members", "_sends", "_channels",
+                 "_owner_key", "_dropped", "_records", "_version", "_incarnation_seen", "_told_dead")
+
+    def __init__(self, peer_id: str, ring_name: str, vnodes: int, *, members: Members, sends: Sends,
+                 channels: Channels, owner_key: Callable[[str], str], dropped: Counter[str]) -> None:
+        self.peer_id = peer_id
+        self.ring_name = ring_name
+        self.vnodes = vnodes
+        #: The ring of the last ``RingChanged`` (None before the first).
+        self.ring: HashRing | None = None
+        #: Each hand-off ended: (seen URLs sent, seconds until all acked or given up).
+        self.ended: list[tuple[int, float]] = []
+        self._members = members
+        self._sends = sends
+        self._channels = channels
+        self._owner_key = owner_key  # the key a URL is placed by
+        self._dropped = dropped  # the node's counters: rule 2 counts here
+        self._records: list[_HandOff] = []
+        self._version = -1  # the membership's ring_version at the last change
+        #: Our incarnation at the last ring check: a move is a refutation (rule 4).
+        self._incarnation_seen = -1
+        #: A record saying we are dead came since the last ring check (rule 4).
+        self._told_dead = False
 
     @property
     def handing_off(self) -> int:
         """Hand-offs still collecting or waiting for acks."""
-        return sum(1 for h in self._handoffs if h.phase is not _Phase.MARKING)
+        return sum(1 for h in self._records if h.phase is not _Phase.MARKING)
 
-    def _check_ring(self, now: float) -> list[Action]:
-        inc = self.membership.me.incarnation
+    @property
+    def records(self) -> Sequence[_HandOff]:
+        """The hand-offs not over yet (their markers included), oldest first."""
+        return tuple(self._records)
+
+    def check(self, now: float) -> list[Action]:
+        """After any membership change: a new ring gives ``RingChanged``, the channels' moves
+        (rule 1), ``Rerouted`` and a new hand-off; a refutation with none open re-tells (rule 4)."""
+        inc = self._members.me.incarnation
         refuted = self._told_dead and self._incarnation_seen >= 0 and inc != self._incarnation_seen
         self._incarnation_seen = inc
         self._told_dead = False
-        version = self.membership.ring_version
-        if version == self._ring_version:
+        version = self._members.ring_version
+        if version == self._version:
             return self._retell(now) if refuted else []
-        self._ring_version = version
-        old, ring = self._ring, self.membership.ring(self.vnodes)
-        self._ring = ring
+        self._version = version
+        old, ring = self.ring, self._members.ring(self.vnodes)
+        self.ring = ring
         out: list[Action] = [Log(logging.INFO, "ring: " + (", ".join(sorted(ring)) or "(empty)"))]
         if not len(ring):
             return out  # the last peer left: nobody to hand anything to
         out.append(RingChanged(ring, old))
         # Rule 1. A leaver's channels stay: it is still handing over, and its
         # counters stay summed.
-        members = self.membership.members()
+        members = self._members.members()
         left = {m for m, rec in members.items() if rec.state is MemberState.LEFT}
         before = set(old or ())
         for gone in before - set(ring) - left:
             if gone != self.peer_id:
-                self.inbox.forget(gone)
+                self._channels.forget(gone)
         for back in set(ring) - before:
-            self.inbox.reopen(back)
+            self._channels.reopen(back)
         key = self._owner_key
-        urls, seen = self.outbox.reroute(lambda u: ring.owner(key(u)), now, members=ring, left=left)
+        urls, seen = self._sends.reroute(lambda u: ring.owner(key(u)), now, members=ring, left=left)
         if urls or seen:
             out.append(Rerouted(tuple(urls), tuple(seen)))
         # Rule 2: a member gone now had its batches re-routed just above, so a
         # barrier on it could only be passed by batches of a later life.
         gave_up = False
-        for h in self._handoffs:
+        for h in self._records:
             if h.phase is _Phase.WAITING:
                 for d in [d for d in h.marks if d not in ring]:
                     self._give_up(h, d, "handoff_member_gone")
                     gave_up = True
         if gave_up:
-            out += self._progress(now)
+            out += self.progress(now)
         if old is not None:
-            self._handoffs.append(_HandOff(version, tuple(sorted(ring)), began=now))
+            self._records.append(_HandOff(version, tuple(sorted(ring)), began=now))
             out.append(HandOff(old, ring, version))
         return out
 
-    def _note_claims(self, msg: Message) -> None:
+    def note_claims(self, msg: Message) -> None:
         """Rule 4: whether ``msg`` (gossip, before it is merged) says we are dead."""
         me = self.peer_id
         if isinstance(msg, Sync):
@@ -171,21 +221,21 @@ class HandOffs:
 
     def _retell(self, now: float) -> list[Action]:
         """Rule 4: we refuted with no hand-off open: repeat HandoffDone for the current ring."""
-        if self._ring is None or not len(self._ring) or self.handing_off:
+        if self.ring is None or not len(self.ring) or self.handing_off:
             return []
-        members = tuple(sorted(self._ring))
-        h = next((h for h in self._handoffs if h.version == self._ring_version), None)
+        members = tuple(sorted(self.ring))
+        h = next((h for h in self._records if h.version == self._version), None)
         if h is None:
-            h = _HandOff(self._ring_version, members, phase=_Phase.MARKING, began=now,
+            h = _HandOff(self._version, members, phase=_Phase.MARKING, began=now,
                          told={d for d in members if d != self.peer_id})
-            self._handoffs.append(h)
+            self._records.append(h)
         h.repeats = MARKER_ROUNDS  # to those it told: never one it gave up on (rule 2)
         return []
 
-    def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
-                      now: float) -> list[Action]:
+    def begin(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
+              now: float) -> list[Action]:
         """The driver queued the moved hosts' seen URLs: set the barriers and start waiting."""
-        h = next((h for h in self._handoffs if h.version == version and h.phase is _Phase.COLLECTING),
+        h = next((h for h in self._records if h.version == version and h.phase is _Phase.COLLECTING),
                  None)
         if h is None:
             return []
@@ -193,30 +243,30 @@ class HandOffs:
         h.began = now
         h.seen = seen
         h.starts = {d: list(s) for d, s in starts.items()}
-        h.marks = {d: self.outbox.barrier(d) for d in h.members if d != self.peer_id}
-        return self._progress(now)
+        h.marks = {d: self._sends.barrier(d) for d in h.members if d != self.peer_id}
+        return self.progress(now)
 
     def _give_up(self, h: _HandOff, dest: str, reason: str) -> None:
         del h.marks[dest]
         h.gave_up = True
-        self.dropped[reason] += 1
+        self._dropped[reason] += 1
 
-    def _progress(self, now: float, marker_round: bool = False) -> list[Action]:
+    def progress(self, now: float, marker_round: bool = False) -> list[Action]:
         """Tell each new owner whose acks are all in (rules 2, 3); give up late waits; repeat markers."""
         out: list[Action] = []
-        live = self.membership.live()
-        current = self.membership.ring_version
+        live = self._members.live()
+        current = self._members.ring_version
         # Rule 3: what older hand-offs still wait for, in order of version.
         collecting = False
         waiting: set[str] = set()
-        for h in self._handoffs:
+        for h in self._records:
             late = now - h.began >= HANDOFF_TIMEOUT
             if h.phase is _Phase.COLLECTING:
                 if late:
                     h.phase = _Phase.MARKING
                     h.repeats = 0
                     h.gave_up = True
-                    self.dropped["handoff_unread"] += 1
+                    self._dropped["handoff_unread"] += 1
                     out += self._ended(h, now)
                 else:
                     collecting = True
@@ -225,7 +275,7 @@ class HandOffs:
                 for d in list(h.marks):
                     if d not in live:
                         self._give_up(h, d, "handoff_member_gone")
-                    elif not collecting and d not in waiting and self.outbox.acked_through(d, h.marks[d]):
+                    elif not collecting and d not in waiting and self._sends.acked_through(d, h.marks[d]):
                         del h.marks[d]
                         h.told.add(d)
                         if h.starts.get(d):
@@ -252,19 +302,19 @@ class HandOffs:
                 h.repeats -= 1
                 out += [Send(d, HandoffDone(self.ring_name, self.peer_id, h.members))
                         for d in sorted(h.told) if d in live]
-        self._handoffs = [h for h in self._handoffs if h.phase is not _Phase.MARKING or h.repeats > 0]
+        self._records = [h for h in self._records if h.phase is not _Phase.MARKING or h.repeats > 0]
         return out
 
     def _ended(self, h: _HandOff, now: float) -> list[Action]:
         """Rule 2: one hand-off over, counted by how it ended."""
         elapsed = now - h.began
-        self.handoffs.append((h.seen, elapsed))
+        self.ended.append((h.seen, elapsed))
         if h.gave_up:
-            self.dropped["handoffs_gave_up"] += 1
+            self._dropped["handoffs_gave_up"] += 1
             return [Log(logging.WARNING, f"hand-off: {h.seen} fetched URLs to their new owners; "
-                                         f"gave up on some after {elapsed:.2f}s")]
-        self.dropped["handoffs_done"] += 1
+                                         f"gave up on some after {duration(elapsed)}")]
+        self._dropped["handoffs_done"] += 1
         if h.seen:
             return [Log(logging.INFO, f"hand-off: {h.seen} fetched URLs to their new owners, "
-                                      f"all acked in {elapsed:.2f}s")]
+                                      f"all acked in {duration(elapsed)}")]
         return []

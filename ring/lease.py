@@ -34,6 +34,15 @@ in ``docs/membership.md``; the rules it rests on are these:
    vouches and a few more (:meth:`Lease.renewals`): O(N / lease) pings a
    second a peer, bare (no piggybacked records).
 
+:class:`Lease` keeps the pings, the vouches and the grace. :class:`LeaseKeeper`
+is the lease's part of ``ring.membership.Membership``: it reads the view
+(given as a :class:`Roster`) to tell the lease when our ring changed (rule
+2), to name the quorum (rule 4) and to pick the renewals (rule 5); the
+membership sends the pings. Every time it is given is the real clock
+(``ring.membership``: the ring's clock plus the time the process stood
+still). Without a lease (SWIM alone) it vouches for nothing and renews
+nothing.
+
 Why no two peers fetch one host at once: two majorities of one quorum
 share a member Y. If P's lease on ring R rests on Y's vouch and X's lease on
 ring R' != R does too, Y vouched for R at ``a1`` and for R' at ``a2 > a1``;
@@ -46,12 +55,16 @@ factor ``1 + rho``, P's lease is over before X's begins.
 from __future__ import annotations
 
 import enum
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import mmh3
 
-__all__ = ["GRACE_FACTOR", "Lease", "LeaseState", "PauseReason", "fingerprint"]
+from ring.messages import Member, MemberState
+from ring.durations import duration
+
+__all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseReason", "Pauses", "Roster", "fingerprint"]
 
 #: ``grace = lease * GRACE_FACTOR``: rule 2's bound holds for clock rates
 #: that differ by up to 11 % (1.11**2 = 1.23); crystal clocks differ by 1e-4.
@@ -211,3 +224,113 @@ class Lease:
         others = needed - votes
         until = (times[others - 1] + self.lease) if others >= 1 else float("inf")
         return LeaseState(True, vouched, needed, size, None, 0.0, until)
+
+
+class Roster(Protocol):
+    """What :class:`LeaseKeeper` reads of the membership's view (``ring.view.View``)."""
+
+    @property
+    def members(self) -> Mapping[str, Member]: ...
+    @property
+    def configured(self) -> frozenset[str]: ...
+    @property
+    def epoch(self) -> int: ...
+    @property
+    def ring_version(self) -> int: ...
+    def live(self) -> dict[str, float]: ...
+
+
+class LeaseKeeper:
+    """The lease's part of the membership: our ring told (rule 2), the quorum (rule 4), renewals (rule 5)."""
+
+    __slots__ = ("lease", "_self_id", "_roster", "_version", "_quorum")
+
+    def __init__(self, self_id: str, lease: Lease | None, roster: Roster, now: float) -> None:
+        #: None: SWIM alone (no renewals, no vouches); a peer that crawls always has one.
+        self.lease = lease
+        self._self_id = self_id
+        self._roster = roster
+        self._version = -1  # the roster's ring_version the lease was last told
+        self._quorum: tuple[int, list[str]] | None = None  # (roster epoch, ids)
+        self.follow(now)
+
+    def quorum(self) -> list[str]:
+        """The members a lease counts (rule 4): the seeds that have not left (everyone, with none)."""
+        roster = self._roster
+        cached = self._quorum
+        if cached is None or cached[0] != roster.epoch:
+            seeds = roster.configured
+            ids = sorted(mid for mid, m in roster.members.items()
+                         if m.state is not MemberState.LEFT and (mid in seeds or not seeds))
+            self._quorum = cached = (roster.epoch, ids)
+        return cached[1]
+
+    def state(self, now: float) -> LeaseState | None:
+        """Whether this peer may start requests at ``now``; None without a lease."""
+        return self.lease.state(self.quorum(), now) if self.lease is not None else None
+
+    def follow(self, now: float) -> None:
+        """Rule 2: tell the lease when our live set changed."""
+        roster = self._roster
+        if self.lease is not None and roster.ring_version != self._version:
+            self._version = roster.ring_version
+            self.lease.ring_changed(roster.live(), now)
+
+    def vouch(self, now: float) -> int:
+        """What our answers vouch for (rule 1): our ring as of now, or 0."""
+        if self.lease is None:
+            return 0
+        self.follow(now)
+        return self.lease.vouch(now)
+
+    def sent(self, seq: int, target: str, now: float) -> None:
+        """We pinged ``target`` with ``seq`` (rule 3: its send time is what a vouch counts for)."""
+        if self.lease is not None:
+            self.lease.sent(seq, target, now)
+
+    def acked(self, seq: int, sender: str, vouch: int) -> None:
+        """``sender`` answered our ping ``seq`` itself (rule 3)."""
+        if self.lease is not None:
+            self.lease.acked(seq, sender, vouch)
+
+    def forget(self, member: str, now: float) -> None:
+        """``member`` left the view and the quorum (``python -m ring forget``)."""
+        if self.lease is not None:
+            self.lease.forget(member)
+        self.follow(now)
+
+    def renewals(self, candidates: Sequence[str], pinged: Collection[str], now: float) -> list[str]:
+        """Rule 5: the members of the quorum to ping bare this round, among ``candidates``
+        (those we probe) not ``pinged`` already this round; [] without a lease."""
+        lease = self.lease
+        if lease is None:
+            return []
+        lease.expire(now)
+        quorum = self.quorum()
+        voters = set(quorum)
+        renew = [mid for mid in candidates if mid not in pinged and mid in voters]
+        needed = len(quorum) // 2 + 1 - (self._self_id in voters)
+        # A few more than the majority needs: an answer lost, a member gone.
+        want = needed + 1 + len(quorum) // 8
+        return lease.renewals(renew, now, len(quorum) // 2 + 1, want)
+
+
+class Pauses:
+    """A lease lost to a partition, for the log: said once when it begins and once when it ends (mutable)."""
+
+    __slots__ = ("_since",)
+
+    def __init__(self) -> None:
+        self._since: float | None = None  # when the lease was lost for want of a majority
+
+    def seen(self, state: LeaseState, now: float) -> str | None:
+        """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
+        if self._since is None and state.reason is PauseReason.NO_MAJORITY:
+            self._since = now
+            return (f"partition: no majority of the ring ({state.vouched} of {state.quorum} members "
+                    f"vouch for our view, {state.needed} needed); no request starts until it is back")
+        if self._since is not None and state.held:
+            began, self._since = self._since, None
+            return (f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
+                    f"{duration(now - began)}; requests resume")
+        return None

@@ -16,7 +16,8 @@ splits ``state.go``, ``suspicion.go``, ``queue.go``):
                           when to suspect, when to declare dead
 - ``ring.dissemination``  the piggyback queue: which changed records ride on
                           probe messages, and how often
-- ``ring.antientropy``    the Sync summary and its answers, joining, greeting seeds
+- ``ring.antientropy``    the Sync summary and its answers; ``Repairs``: when to
+                          join, sync and greet the seeds
 - ``ring.termination``    the counter method over the gossiped counters
 - ``ring.lease``          the lease: a majority vouching for our ring, or no
                           request starts
@@ -35,9 +36,7 @@ refutes. After each call :meth:`Membership.drain_events` hands over the
 membership changes (``ring.records.MemberEvent``) for the driver to log.
 
 Seeds: a seed not yet heard from is not probed for ``seed_grace`` seconds
-after our start: a rolling start longer than ``dead_after`` does not declare
-the seeds that have not started dead. After it, a seed never heard from is
-probed like anyone and dies if it never answers. A peer told it is dead (a
+after our start (``ring.antientropy``, "Seeds"). A peer told it is dead (a
 partition that healed, a long pause) refutes and comes back; to make sure it
 is told, each ``reconnect_every`` ticks a peer pings one dead member with
 its verdict (memberlist's reconnect), and a message from a member we hold
@@ -53,7 +52,8 @@ our view (a Join apart) is refused before any record in it is applied
 (``unknown_sender``); the records a member sends about others are claims,
 taken by ``ring.view``'s hearsay rules.
 
-**Lease** (``ring.lease``): every ping we send is remembered with its send
+**Lease** (``ring.lease``, whose ``LeaseKeeper`` is the part kept here):
+every ping we send is remembered with its send
 time, every direct answer's vouch is evidence, our answers vouch for our
 ring, and each round :meth:`Membership.tick` pings the members of the
 quorum whose vouch needs renewing. The driver's ring clock runs slow by the
@@ -74,30 +74,13 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from ring.antientropy import (
-    HELLO_BACKOFF,
-    HELLO_DENSE,
-    HELLO_SEEDS,
-    JOIN_EVERY,
-    JOIN_EVERY_AFTER,
-    PUSH_RECORDS,
-    SYNC_MEMBERS,
-    Greetings,
-    answer_pull,
-    answer_sync,
-    is_push,
-    join_due,
-    join_targets,
-    summary,
-    sync_every,
-)
+from ring.antientropy import Repairs, answer_pull, answer_sync, is_push, summary
 from ring.budget import merge_grants
 from ring.dissemination import PIGGYBACK, PiggybackQueue, retransmit_limit
 from ring.hashring import HashRing
-from ring.lease import Lease, LeaseState
+from ring.lease import Lease, LeaseKeeper, LeaseState
 from ring.messages import (
     MAX_MEMBERS,
-    MAX_UPDATES,
     Digest,
     Join,
     Leave,
@@ -124,32 +107,14 @@ from ring.records import (
     next_state,
     usable,
 )
-from ring.swim import MAX_RELAYS, ProbeStep, Prober, Suspicions, SuspicionStep
+from ring.swim import ProbeStep, Prober, Suspicions, SuspicionStep
 from ring.termination import TerminationDetector
-from ring.view import MAX_EVENTS, View
+from ring.view import View
 
-# The names this module has always offered, wherever they live now.
-__all__ = [
-    "IllegalTransition",
-    "Membership",
-    "MemberEvent",
-    "ChangeReason",
-    "TerminationDetector",
-    "merge_members",
-    "retransmit_limit",
-    "LIVE",
-    "MAX_WEIGHT",
-    "MAX_EVENTS",
-    "MAX_RELAYS",
-    "PIGGYBACK",
-    "SYNC_MEMBERS",
-    "PUSH_RECORDS",
-    "JOIN_EVERY",
-    "JOIN_EVERY_AFTER",
-    "HELLO_SEEDS",
-    "HELLO_DENSE",
-    "HELLO_BACKOFF",
-]
+# Membership, and the names callers have imported from here since before the
+# split into parts (each is the part's own object: tests/ring/test_membership.py).
+__all__ = ["Membership", "IllegalTransition", "MemberEvent", "ChangeReason", "TerminationDetector",
+           "merge_members", "retransmit_limit", "LIVE", "MAX_WEIGHT", "PIGGYBACK"]
 
 
 class Membership:
@@ -162,10 +127,9 @@ class Membership:
     """
 
     __slots__ = (
-        "self_id", "ring_name", "dropped", "_reconnect_every", "_seed_grace", "_join_seeds",
-        "_indirect", "_rng", "_start", "_view", "_members", "_unheard", "_queue", "_contacted",
-        "_ticks", "_term", "_sorted", "_next_sync", "_sync_partner", "_prober", "_greetings",
-        "lease", "stalled", "_lease_version", "_quorum",
+        "self_id", "ring_name", "dropped", "_reconnect_every", "_indirect", "_rng", "_start", "_view",
+        "_members", "_unheard", "_queue", "_ticks", "_term", "_sorted", "_prober", "_repairs",
+        "stalled", "_leases",
     )
 
     def __init__(
@@ -221,8 +185,6 @@ class Membership:
         unknown_sender, unexpected_type, too_many_members, misdirected,
         relay_full, events_overflow."""
         self._reconnect_every = reconnect_every
-        self._seed_grace = seed_grace
-        self._join_seeds = join_seeds
         self._indirect = indirect
         self._rng = rng if rng is not None else random.Random()
         self._start = now
@@ -233,23 +195,17 @@ class Membership:
             dropped=self.dropped, tombstone_ttl=tombstone_ttl, max_members=max_members)
         # The view's own dict, set and queue (never replaced): read on every message.
         self._members, self._unheard, self._queue = view.members, view.unheard, view.queue
-        self._contacted = not self._unheard
+        self._repairs = Repairs(now, seed_grace=seed_grace, join_seeds=join_seeds, contacted=not self._unheard)
         self._ticks = 0
         self._term = TerminationDetector(gossip_interval)
         self._prober = Prober(gossip_interval, suspect_after)
-        self._greetings = Greetings()
         self._sorted: tuple[int, bool, list[str]] | None = None
-        self._next_sync = 0
-        self._sync_partner = ""
         #: Seconds the caller's clock (the ring's) lags the real one (module docstring).
         self.stalled = 0.0
-        #: None: SWIM alone (no renewals, no vouches); a peer that crawls always has one.
-        self.lease = Lease(self_id, lease, gossip_interval) if lease is not None else None
-        if self.lease is not None and resumed:
-            self.lease.resumed(now)
-        self._lease_version = -1
-        self._quorum: tuple[int, list[str]] | None = None
-        self._lease_ring(now)
+        held = Lease(self_id, lease, gossip_interval) if lease is not None else None
+        if held is not None and resumed:
+            held.resumed(now)
+        self._leases = LeaseKeeper(self_id, held, view, now)
 
     # -- views ------------------------------------------------------------------
 
@@ -288,28 +244,25 @@ class Membership:
         """The membership changes seen since the last call, oldest first (for the log)."""
         return self._view.drain_events()
 
+    @property
+    def lease(self) -> Lease | None:
+        """Our lease (``ring.lease``); None: SWIM alone (no renewals, no vouches)."""
+        return self._leases.lease
+
     def quorum(self) -> list[str]:
         """The members a lease counts (``ring.lease`` rule 4): the seeds that have not left."""
-        cached = self._quorum
-        if cached is None or cached[0] != self._view.epoch:
-            seeds = self._view.configured
-            ids = sorted(mid for mid, m in self._members.items()
-                         if m.state is not LEFT and (mid in seeds or not seeds))
-            self._quorum = cached = (self._view.epoch, ids)
-        return cached[1]
+        return self._leases.quorum()
 
     def lease_state(self, real_now: float) -> LeaseState | None:
         """Whether this peer may start requests at ``real_now`` (the real clock, not the
         ring's); None without a lease."""
-        return self.lease.state(self.quorum(), real_now) if self.lease is not None else None
+        return self._leases.state(real_now)
 
     def forget(self, member: str, now: float) -> bool:
         """Drop ``member`` from the view and the quorum (``python -m ring forget``); False if unknown."""
         if not self._view.forget(member, now):
             return False
-        if self.lease is not None:
-            self.lease.forget(member)
-        self._lease_ring(now)
+        self._leases.forget(member, now + self.stalled)
         return True
 
     @property
@@ -376,9 +329,7 @@ class Membership:
         me = self.me
         left = replace(me, state=next_state(me.state, LocalEvent.LEAVE), heartbeat=me.heartbeat + 1)
         self._view.put(left, now, ChangeReason.LEFT)
-        msg = Leave(self.ring_name, self.self_id, me.incarnation)
-        return [(mid, msg) for mid, m in self._members.items()
-                if m.state in LIVE and mid != self.self_id]
+        return self._to_live(Leave(self.ring_name, self.self_id, me.incarnation))
 
     # -- driving ----------------------------------------------------------------
 
@@ -396,54 +347,42 @@ class Membership:
         if not active:
             # A "left" is believed only from the leaver itself (ring.view,
             # "Hearsay"): while it hands off, it tells every live member each round.
-            leave = Leave(self.ring_name, self.self_id, self.me.incarnation)
-            out.extend((mid, leave) for mid, m in self._members.items()
-                       if m.state in LIVE and mid != self.self_id)
-        if active and join_due(self._ticks, self._contacted):
+            out += self._to_live(Leave(self.ring_name, self.self_id, self.me.incarnation))
+        repairs = self._repairs
+        if active and repairs.join_due(self._ticks):
             self._joins(out)
-        if active and self._contacted and self._unheard:
-            self._hellos(now, out)
+        if active and repairs.contacted and self._unheard:
+            for sid in repairs.greet(self._ticks, now, self._unheard, self._members, self._rng):
+                out.append((sid, self._untimed_ping(sid, now)))
         candidates = self._candidates(now)
         for target in self._prober.targets(candidates, self.self_id, self._members, self._rng):
             out.append((target, self._ping(target, now)))
-        if self._ticks >= self._next_sync and candidates:
+        if repairs.sync_due(self._ticks) and candidates:
             # Anti-entropy with one peer (memberlist's push/pull): repairs
             # what piggybacking missed and carries heartbeats and counters.
             sync = self._sync()
-            self._next_sync = self._ticks + sync_every(len(sync.summary))
-            self._sync_partner = self._rng.choice(candidates)
-            out.append((self._sync_partner, sync))
+            partner = self._rng.choice(candidates)
+            repairs.synced(self._ticks, len(sync.summary), partner)
+            out.append((partner, sync))
         if active and self._ticks % self._reconnect_every == 0:
             dead = [m for m in self._members.values() if m.state is DEAD]
             if dead:
                 d = self._rng.choice(dead)
                 seq = self._prober.next_seq()
-                if self.lease is not None:
-                    self.lease.sent(seq, d.id, now + self.stalled)
+                self._leases.sent(seq, d.id, now + self.stalled)
                 out.append((d.id, Ping(self.ring_name, self.self_id, seq, d.id, (self.me, d))))
         if verdicts:
             # A death of our own finding goes to every live member at once, as
             # a leave does: until all agree, peers route hosts by different rings.
-            push = Digest(self.ring_name, self.self_id, tuple(verdicts), verdicts=True)
-            out.extend((mid, push) for mid, m in self._members.items()
-                       if m.state in LIVE and mid != self.self_id)
-        self._lease_ring(now)
-        lease = self.lease
-        if lease is not None and active and self._contacted:
-            real = now + self.stalled
-            lease.expire(real)
+            out += self._to_live(Digest(self.ring_name, self.self_id, tuple(verdicts), verdicts=True))
+        real = now + self.stalled
+        self._leases.follow(real)
+        if active and repairs.contacted:
             pinged = {dest for dest, msg in out if isinstance(msg, Ping)}
-            # The members we probe anyway (heard from, or past seed_grace).
-            quorum = self.quorum()
-            voters = set(quorum)
-            renew = [mid for mid in candidates if mid not in pinged and mid in voters]
-            needed = len(quorum) // 2 + 1 - (self.self_id in voters)
-            # A few more than the majority needs: an answer lost, a member gone.
-            want = needed + 1 + len(quorum) // 8
-            for mid in lease.renewals(renew, real, len(quorum) // 2 + 1, want):
+            for mid in self._leases.renewals(candidates, pinged, real):
                 # Bare: the probes carry the gossip; this only dates a vouch.
                 seq = self._prober.next_seq()
-                lease.sent(seq, mid, real)
+                self._leases.sent(seq, mid, real)
                 out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, ())))
         return out
 
@@ -460,6 +399,10 @@ class Membership:
         if sender == self.self_id:
             self.dropped["self_sender"] += 1
             return []
+        if sender not in self._members and not isinstance(msg, Join):
+            # Senders and claims (module docstring): refused before any record is applied.
+            self.dropped["unknown_sender"] += 1
+            return []
         self._view.refuted = False
         out: list[tuple[str, Message]] = handler(self, msg, now)
         view = self._view
@@ -470,7 +413,7 @@ class Membership:
                 if m is not None and m.state in LIVE and mid != self.self_id:
                     out.append((mid, Digest(self.ring_name, self.self_id, (m,))))
             view.lagging.clear()
-        self._lease_ring(now)
+        self._leases.follow(now + self.stalled)
         if self._view.refuted:
             self._prober.worse()  # others found us slow (Lifeguard)
         if self._view.refuted and sender in self._members and not any(d == sender for d, _ in out):
@@ -481,10 +424,7 @@ class Membership:
     # -- handlers ---------------------------------------------------------------
 
     def _on_digest(self, msg: Digest, now: float) -> list[tuple[str, Message]]:
-        if msg.sender not in self._members:
-            self.dropped["unknown_sender"] += 1
-            return []  # refused before any record is applied
-        spread = is_push(msg, self._sync_partner)
+        spread = is_push(msg, self._repairs.partner)
         for r in msg.members:
             self._view.merge(r, now, spread, msg.sender, msg.verdicts)
         s = self._members[msg.sender]  # a merge never drops a member
@@ -499,9 +439,6 @@ class Membership:
         return []
 
     def _on_sync(self, msg: Sync, now: float) -> list[tuple[str, Message]]:
-        if msg.sender not in self._members:
-            self.dropped["unknown_sender"] += 1
-            return []
         newer = answer_sync(self.digest().members, msg.summary)
         return [(msg.sender, Digest(self.ring_name, self.self_id, newer))] if newer else []
 
@@ -522,10 +459,7 @@ class Membership:
         return [(msg.sender, self.digest())]
 
     def _on_leave(self, msg: Leave, now: float) -> list[tuple[str, Message]]:
-        known = self._members.get(msg.sender)
-        if known is None:
-            self.dropped["unknown_sender"] += 1
-            return []
+        known = self._members[msg.sender]  # a member: receive() checked
         if msg.incarnation < known.incarnation or msg.incarnation > MAX_INCARNATION:
             self.dropped["stale"] += 1
             return []
@@ -534,28 +468,22 @@ class Membership:
         return []
 
     def _on_ping(self, msg: Ping, now: float) -> list[tuple[str, Message]]:
-        if msg.sender not in self._members:
-            self.dropped["unknown_sender"] += 1
-            return []
         for r in msg.updates:
             self._view.merge(r, now, True, msg.sender)
         if msg.target != self.self_id:
             self.dropped["misdirected"] += 1  # meant for whoever had our address before
             return []
         ack = PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
-                      self._updates(msg.sender), self._vouch(now))
+                      self._updates(msg.sender), self._leases.vouch(now + self.stalled))
         return [(msg.sender, ack)]
 
     def _on_ping_req(self, msg: PingReq, now: float) -> list[tuple[str, Message]]:
-        if msg.sender not in self._members:
-            self.dropped["unknown_sender"] += 1
-            return []
         for r in msg.updates:
             self._view.merge(r, now, True, msg.sender)
         target = self._members.get(msg.target)
         if msg.target == self.self_id:
             return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
-                                         self._updates(msg.sender), self._vouch(now)))]
+                                         self._updates(msg.sender), self._leases.vouch(now + self.stalled)))]
         if target is None or target.state not in LIVE:
             return []  # nothing to ask: our view holds it gone already
         seq = self._prober.relay(msg.sender, msg.seq, msg.target, now)
@@ -565,14 +493,11 @@ class Membership:
         return [(msg.target, self._ping_msg(seq, msg.target, now))]
 
     def _on_ack(self, msg: PingAck, now: float) -> list[tuple[str, Message]]:
-        if msg.sender not in self._members:
-            self.dropped["unknown_sender"] += 1
-            return []
         for r in msg.updates:
             self._view.merge(r, now, True, msg.sender)
         self._contact()
-        if msg.target == msg.sender and self.lease is not None:
-            self.lease.acked(msg.seq, msg.sender, msg.vouch)
+        if msg.target == msg.sender:
+            self._leases.acked(msg.seq, msg.sender, msg.vouch)
         relay = self._prober.acked(msg.seq, msg.target, msg.sender)
         if relay is not None and relay[0] in self._members:
             asker, seq = relay
@@ -598,29 +523,12 @@ class Membership:
 
     def _ping_msg(self, seq: int, target: str, now: float) -> Ping:
         """Every ping we send: its send time is remembered for the lease (rule 3)."""
-        if self.lease is not None:
-            self.lease.sent(seq, target, now + self.stalled)
+        self._leases.sent(seq, target, now + self.stalled)
         return Ping(self.ring_name, self.self_id, seq, target, self._updates(target))
-
-    def _vouch(self, now: float) -> int:
-        """What our answers vouch for (``ring.lease`` rule 1)."""
-        if self.lease is None:
-            return 0
-        self._lease_ring(now)
-        return self.lease.vouch(now + self.stalled)
-
-    def _lease_ring(self, now: float) -> None:
-        """Tell the lease when our live set changed (``ring.lease`` rule 2)."""
-        if self.lease is None:
-            return
-        version = self._view.ring_version
-        if version != self._lease_version:
-            self._lease_version = version
-            self.lease.ring_changed(self._view.live(), now + self.stalled)
 
     def _candidates(self, now: float) -> list[str]:
         """Sorted ids of the members we probe: live, not us, and heard of (or past seed_grace)."""
-        grace_over = now - self._start >= self._seed_grace
+        grace_over = self._repairs.grace_over(now)
         cached = self._sorted
         if cached is None or cached[0] != self._view.epoch or cached[1] != grace_over:
             unheard = set() if grace_over else self._unheard
@@ -630,43 +538,29 @@ class Membership:
         return cached[2]
 
     def _updates(self, to: str) -> tuple[Member, ...]:
-        """What a probe message to ``to`` carries: our record, ``to``'s if it is a
-        suspect or dead, and the queued records that have been sent least."""
-        recs = [self.me]
-        m = self._members.get(to)
-        if m is not None and (m.state is SUSPECT or m.state is DEAD):
-            recs.append(m)
-        if self._queue:
-            members = self._members
-            room = min(PIGGYBACK, MAX_UPDATES - len(recs))
-            for mid in self._queue.take(room, len(members)):
-                if mid != self.self_id and mid != to:
-                    recs.append(members[mid])
-        return tuple(recs)
+        """What a probe message to ``to`` carries (``ring.dissemination``)."""
+        return self._queue.updates(self.me, to, self._members)
 
     def _joins(self, out: list[tuple[str, Message]]) -> None:
+        """A Join to seeds not heard from, or once in a Sync to one (``ring.antientropy``)."""
         unheard = [sid for sid in sorted(self._unheard) if self._members[sid].state in LIVE]
-        targets = join_targets(unheard, self._contacted, self._join_seeds, self._rng)
-        if self._contacted:
+        targets = self._repairs.joins(unheard, self._rng)
+        if self._repairs.contacted:
             out.extend((sid, self._sync()) for sid in targets)
             return
         me = self.me
         join = Join(self.ring_name, self.self_id, me.address, me.weight, me.incarnation)
         out.extend((sid, join) for sid in targets)
 
-    def _hellos(self, now: float, out: list[tuple[str, Message]]) -> None:
-        """Ping ``HELLO_SEEDS`` random seeds not heard from, untimed (``ring.antientropy``)."""
-        if now - self._start >= self._seed_grace:
-            return  # past the grace they are probed like anyone
-        for sid in self._greetings.pick(sorted(self._unheard), self._members, self._ticks,
-                                        self._rng):
-            out.append((sid, self._untimed_ping(sid, now)))
+    def _to_live(self, msg: Message) -> list[tuple[str, Message]]:
+        """``msg`` to every live member but us."""
+        return [(mid, msg) for mid, m in self._members.items() if m.state in LIVE and mid != self.self_id]
 
     def _sync(self) -> Sync:
         return Sync(self.ring_name, self.self_id, summary(self.digest().members))
 
     def _contact(self) -> None:
-        self._contacted = True
+        self._repairs.contacted = True
         self._view.joined = True
 
     # -- timers -----------------------------------------------------------------

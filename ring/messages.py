@@ -122,6 +122,7 @@ from typing import Any, Union
 import msgpack
 
 from ring.errors import DecodeError, DropKind, EncodeError
+from ring.vocabulary import Family, Split, split_pairs
 
 __all__ = [
     "VERSION",
@@ -293,7 +294,12 @@ class StatusRequest:
 
 @dataclass(frozen=True, slots=True)
 class MemberStatus:
-    """One row of ``python -m ring status``; the field names are its JSON keys."""
+    """One member's row of ``ring status``: on the wire, in ``ring.tools.client``, the table,
+    ``--json`` (:meth:`as_json`) and the dashboard; the field names are its JSON keys.
+
+    A row a member gives of itself carries all its figures; one of another
+    member carries what gossip says of it (``ring.status``).
+    """
 
     id: str
     address: str
@@ -329,6 +335,32 @@ class MemberStatus:
     grace_left: float = 0.0
     ring_version: int = 0
     ring_fingerprint: int = 0
+
+    @property
+    def live(self) -> bool:
+        """Owns hosts: alive or suspect (``ring.records.LIVE``)."""
+        return self.state is MemberState.ALIVE or self.state is MemberState.SUSPECT
+
+    @property
+    def families(self) -> Split:
+        """``dropped`` by family: drops, counters, not-requested causes (``ring.vocabulary`` rule 5)."""
+        return split_pairs(self.dropped)
+
+    def as_json(self) -> dict[str, Any]:
+        """The ``--json`` form (and the dashboard's): these field names, the pairs named by ``ring.vocabulary``."""
+        split = self.families
+        return {"id": self.id, "address": self.address, "state": self.state.value, "share": self.share,
+                "pages": self.pages, "rate": self.rate, "frontier": self.frontier, "hosts": self.hosts,
+                "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
+                "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
+                Family.FAILED.value: dict(self.errors), Family.NOT_REQUESTED.value: dict(split.not_requested),
+                Family.DROPS.value: dict(split.drops), Family.COUNTERS.value: dict(split.counters),
+                "busiest": [list(b) for b in self.busiest],
+                "lease": self.lease.value, "vouched": self.vouched, "needed": self.needed,
+                "quorum": self.quorum, "grace_left": self.grace_left, "ring_version": self.ring_version,
+                # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
+                # JSON readers. None: the member did not say.
+                "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None}
 
 
 @dataclass(frozen=True, slots=True)

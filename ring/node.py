@@ -1,8 +1,9 @@
 """One member of the ring, without I/O: membership, forwarding, termination, hand-off (pure core).
 
-``RingNode`` composes the ring's cores (``Membership`` and its
-``TerminationDetector``, the forwarder's ``Outbox`` and ``Inbox``) and owns
-every decision a running peer makes about ring traffic. It does no I/O and
+``RingNode`` composes the ring's cores (``Membership``, the forwarder's
+``Outbox``, ``ring.inbox``'s ``Inbox``) and its parts, each owning its state
+(``ring.handoff``, ``ring.routes``, ``ring.budget``), and owns every
+decision a running peer makes about ring traffic. It does no I/O and
 reads no clock: :meth:`RingNode.receive` and :meth:`RingNode.tick` take a
 message or the time and return *actions* (``ring.actions``), frozen
 dataclasses carried out in order, as h11's ``Connection`` returns events: in
@@ -102,15 +103,35 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ring.actions import (
+    Action,
+    Count,
+    Deliver,
+    Granted,
+    HandOff,
+    LeaveAsked,
+    Log,
+    NearAnswered,
+    NearAsked,
+    Released,
+    Rerouted,
+    Reply,
+    RingChanged,
+    SeedStarts,
+    Send,
+    StatusAsked,
+)
 from ring.budget import PageBudget, add_grants
-from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Inbox, Outbox, Verdict
+from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Outbox
+from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
-from ring.lease import LeaseState, PauseReason
+from ring.inbox import Inbox, Verdict
+from ring.intake import adopted
+from ring.lease import LeaseState, Pauses
 from ring.membership import Membership
-from ring.routes import route_member
 from ring.messages import (
     Ack,
     Digest,
@@ -130,33 +151,16 @@ from ring.messages import (
     Ping,
     PingAck,
     PingReq,
+    StatusReply,
     StatusRequest,
     Sync,
     UrlBatch,
 )
-from ring.actions import (
-    Action,
-    Count,
-    Deliver,
-    Granted,
-    HandOff,
-    LeaveAsked,
-    Log,
-    NearAnswered,
-    NearAsked,
-    Released,
-    Rerouted,
-    Reply,
-    RingChanged,
-    SeedStarts,
-    Send,
-    StatusAsked,
-)
-from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs, _HandOff
-from ring.status import StatusFigures, StatusReplies
+from ring.routes import Routes, claimed_epoch
+from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
+from ring.vocabulary import on_wire
 
 __all__ = [
-    "ADOPT_PREFIX",
     "HANDOFF_TIMEOUT",
     "MARKER_ROUNDS",
     "Action",
@@ -179,15 +183,19 @@ __all__ = [
     "StatusFigures",
 ]
 
-#: Sender ids of URL batches from ``scripts/adopt.py`` start with this.
-ADOPT_PREFIX = "adopt:"
-
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
                     PingAck, Sync, Packet, NearQuery, NearAnswer)
 
 
-class RingNode(HandOffs, StatusReplies):
-    """One member's ring logic; the driver feeds it messages and ticks (module docstring)."""
+class RingNode:
+    """One member's ring logic; the driver feeds it messages and ticks (module docstring).
+
+    Composed of parts that own their state: ``membership`` (``ring.membership``),
+    ``outbox`` and ``inbox`` (``ring.forwarder``, ``ring.inbox``), ``handoff``
+    (``ring.handoff``: ring changes and hand-offs), ``routes`` (``ring.routes``:
+    rules 2 and 4) and ``budget`` (``ring.budget``); the rules of ``receive``
+    and ``tick`` that join them live here.
+    """
 
     def __init__(
         self,
@@ -243,26 +251,17 @@ class RingNode(HandOffs, StatusReplies):
         self.dropped: Counter[str] = Counter()
         # How long a gained host waits for its previous owner's HandoffDone.
         self.hold_timeout = max(5.0, 2 * dead_after)
-        #: Our cap of max_pages as of the last round (ring.budget); None: no max_pages.
-        self.budget = PageBudget(max_pages, peer_id, self.membership.voters()) if max_pages else None
-        self.page_cap = 0
-        #: The members that hold the rest of the budget and will not grant it
-        #: (ring.budget rule 6): once set, this peer's crawl ends.
-        self.budget_gone: tuple[str, ...] = ()
-        self.takeover_after = takeover_after
-        self._dead_at: dict[str, float] = {}  # member -> when our view last saw it die
+        #: Our side of the max_pages budget (ring.budget); None: no max_pages.
+        self.budget = PageBudget(max_pages, peer_id, self.membership.voters(),
+                                 takeover_after=takeover_after) if max_pages else None
         if grants:
             # What a former process of ours gave (peer.engine.durability): before any round.
             self.membership.set_local(grants=tuple(sorted(grants)))
-        self.handoffs: list[tuple[int, float]] = []  # (seen URLs sent, seconds to all acked)
         self.leaving = False
-        self._handoffs: list[_HandOff] = []
-        self._ring_version = -1
-        self._ring: HashRing | None = None
-        # member -> (the route its newest process uses, the highest epoch heard from it there)
-        self._routes: dict[str, tuple[bytes, int]] = {}
-        # The lease as last logged: (held, reason, since) (ring.lease; a pause is logged once).
-        self._paused: tuple[float, LeaseState] | None = None
+        self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
+                                channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
+        self.routes = Routes(curve=curve)
+        self._pauses = Pauses()  # the lease as last logged: a pause is logged once
 
     # -- views -----------------------------------------------------------------
 
@@ -270,9 +269,43 @@ class RingNode(HandOffs, StatusReplies):
         return self.membership.ring(self.vnodes)
 
     @property
-    def current_ring(self) -> HashRing | None:
-        """The ring of the last ``RingChanged`` (None before the first)."""
-        return self._ring
+    def handing_off(self) -> int:
+        """Hand-offs still collecting or waiting for acks (``ring.handoff``)."""
+        return self.handoff.handing_off
+
+    def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
+                      now: float) -> list[Action]:
+        """The driver queued the moved hosts' seen URLs (``HandOff``): set the barriers and wait."""
+        return self.handoff.begin(version, seen, starts, now)
+
+    def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
+        """The answer to ``ring status`` (``ring.status``): full figures for us, gossiped ones for the others."""
+        m = self.membership
+        members = m.members()
+        shares = m.ring(self.vnodes).shares()
+        # The crawler's cap hits, held hosts and the like ride along (cap.*,
+        # held.*, malformed.*, polite.*), with the Outbox's frame counters and
+        # the causes of URLs never requested (ring.vocabulary rule 5).
+        dropped = self.dropped_rows({**figures.limits, **forwarding_rows(self.outbox.stats()),
+                                     **on_wire(figures.not_requested)})
+        own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
+                      ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0)
+        return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own)
+
+    def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
+        """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
+        return capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
+
+    @property
+    def page_cap(self) -> int:
+        """Our cap of max_pages as of the last round (``ring.budget`` rule 3); 0: no max_pages."""
+        return self.budget.page_cap if self.budget is not None else 0
+
+    @property
+    def budget_gone(self) -> tuple[str, ...]:
+        """The members holding the rest of the budget that will never grant it (``ring.budget``
+        rule 6): once any, this peer's crawl ends."""
+        return self.budget.gone if self.budget is not None else ()
 
     def others_pages(self) -> int:
         """Pages the other members had requested, as last gossiped (every member, any state)."""
@@ -296,22 +329,10 @@ class RingNode(HandOffs, StatusReplies):
         return state
 
     def _lease_log(self, now: float) -> list[Action]:
-        """A lost majority is logged once when it begins and once when it ends."""
+        """A lost majority is logged once when it begins and once when it ends (``ring.lease.Pauses``)."""
         real = now + self.membership.stalled
-        state = self.lease_state(real)
-        out: list[Action] = []
-        if self._paused is None and state.reason is PauseReason.NO_MAJORITY:
-            self._paused = (real, state)
-            out.append(Log(logging.WARNING, (
-                f"partition: no majority of the ring ({state.vouched} of {state.quorum} members "
-                f"vouch for our view, {state.needed} needed); no request starts until it is back")))
-        elif self._paused is not None and state.held:
-            began = self._paused[0]
-            self._paused = None
-            out.append(Log(logging.WARNING, (
-                f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
-                f"{real - began:.1f}s; requests resume")))
-        return out
+        line = self._pauses.seen(self.lease_state(real), real)
+        return [Log(logging.WARNING, line)] if line else []
 
     def count(self, reason: str) -> None:
         """Count a refusal found by the driver (a send that timed out, a bad address...)."""
@@ -331,7 +352,7 @@ class RingNode(HandOffs, StatusReplies):
         self.leaving = True
         out: list[Action] = [Send(dest, msg) for dest, msg in self.membership.leave(now)]
         out += self._member_changes()
-        out += self._check_ring(now)
+        out += self.handoff.check(now)
         return out
 
     def flush(self, now: float) -> list[Action]:
@@ -346,23 +367,16 @@ class RingNode(HandOffs, StatusReplies):
         ``pages``: the page requests made here; ``in_flight``: those started
         and not ended (``ring.budget`` rule 4 counts them against the cap).
         """
-        out: list[Action] = self._grant(idle, pages, in_flight) if self.budget is not None else []
+        out: list[Action] = self._grant(idle, pages, in_flight)
         self.membership.set_local(idle=idle and self.outbox.idle, sent=self.outbox.sent,
                                   received=self.inbox.received, pages=pages)
         out += [Send(dest, msg) for dest, msg in self.membership.tick(now)]
         out += self._member_changes()
-        members = self.membership.members()
-        if len(self._routes) > len(members) or any(m not in members for m in self._routes):
-            # Forgotten members' routes go with them: at most one per member of the view.
-            self._routes = {m: r for m, r in self._routes.items() if m in members}
-        out += self._check_ring(now)
-        out += self._progress(now, marker_round=True)
+        self.routes.keep(self.membership.members())
+        out += self.handoff.check(now)
+        out += self.handoff.progress(now, marker_round=True)
         out += self._lease_log(now)
-        if self.budget is not None:
-            self.page_cap = self.budget.cap(self.membership.members())
-            if not self.budget_gone and in_flight == 0 and pages >= self.page_cap:
-                out += self._budget_end(now, pages)
-        return out
+        return out + self._budget_end(now, pages, in_flight)
 
     def _grant(self, idle: bool, pages: int, in_flight: int) -> list[Action]:
         """``ring.budget`` rule 5: an idle (or leaving) peer's spare goes to those waiting for it.
@@ -371,41 +385,30 @@ class RingNode(HandOffs, StatusReplies):
         ``Granted`` before them is made durable first (a restart must not
         spend what it gave).
         """
-        budget = self.budget
-        assert budget is not None
-        if not (idle or self.leaving):
+        if self.budget is None:
             return []
-        members = self.membership.members()
-        spare = budget.cap(members) - pages - in_flight
-        if spare <= 0:
-            return []
-        amounts = budget.grant(members, spare, leaving=self.leaving)
+        amounts = self.budget.granting(self.membership.members(), idle=idle, leaving=self.leaving,
+                                       pages=pages, in_flight=in_flight)
         if not amounts:
             return []
         self.membership.set_local(grants=add_grants(self.membership.me.grants, amounts))
-        grants = self.membership.me.grants
         to = ", ".join(f"{n} to {mid}" for mid, n in sorted(amounts.items()))
         why = "leaving" if self.leaving else "nothing to fetch here"
-        return [Granted(grants),
+        return [Granted(self.membership.me.grants),
                 Log(logging.INFO, f"max_pages budget: granted {to} ({why}; {pages} pages requested here)")]
 
-    def _budget_end(self, now: float, pages: int) -> list[Action]:
+    def _budget_end(self, now: float, pages: int, in_flight: int) -> list[Action]:
         """``ring.budget`` rule 6: at our cap, and the rest held by members that will not grant it."""
-        budget = self.budget
-        assert budget is not None
+        if self.budget is None:
+            return []
         members = self.membership.members()
-        gone = {mid for mid, m in members.items() if m.state is MemberState.LEFT}
-        gone.update(mid for mid, at in self._dead_at.items() if now - at >= self.takeover_after)
-        holders = budget.held_by_gone(members, gone)
+        holders = self.budget.settle(members, now, pages=pages, in_flight=in_flight)
         if not holders:
             return []
-        self.budget_gone = tuple(holders)
-        total = self.membership.total_pages()
-        whose = ", ".join(f"{'dead' if members[h].state is MemberState.DEAD else 'left'} peer {h}"
-                          for h in holders)
+        whose = ", ".join(f"{'dead' if members[h].state is MemberState.DEAD else 'left'} peer {h}" for h in holders)
         return [Log(logging.WARNING, (
-            f"max_pages: {total:,} of {self.max_pages:,} pages; the rest of the budget was held by "
-            f"{whose}, which can no longer grant it (this peer has requested {pages:,}, its cap)"))]
+            f"max_pages: {self.membership.total_pages():,} of {self.max_pages:,} pages; the rest of the budget "
+            f"was held by {whose}, which can no longer grant it (this peer has requested {pages:,}, its cap)"))]
 
     def receive(self, route: bytes, msg: Message, now: float, *, user_id: str | None = None) -> list[Action]:
         """One decoded message that came on ``route`` (rules 1-7 of the module docstring)."""
@@ -414,8 +417,8 @@ class RingNode(HandOffs, StatusReplies):
             return self._drop("unexpected_type")
         out: list[Action] = []
         if isinstance(msg, _MEMBER_MESSAGES) and not (
-                isinstance(msg, UrlBatch) and msg.sender.startswith(ADOPT_PREFIX)):
-            reason = self._impostor(route, user_id, msg.sender)
+                isinstance(msg, UrlBatch) and adopted(msg.sender)):
+            reason = self.routes.impostor(route, user_id, msg.sender)
             if reason is not None:
                 return self._drop(reason)
             if msg.ring != self.ring_name:
@@ -425,44 +428,17 @@ class RingNode(HandOffs, StatusReplies):
             return self._drop("other_ring")
         return out + handler(self, route, msg, now)
 
-    def _impostor(self, route: bytes, user_id: str | None, sender: str) -> str | None:
-        """Why a member's message on ``route`` is not from ``sender``, or None if it may be."""
-        claimed = route_member(route)
-        if self.curve and (user_id is None or user_id != sender or claimed != user_id):
-            return "wrong_user"  # its key is another member's (or it took another's route)
-        if claimed != sender:
-            return "route_spoof"
-        return None
-
     def _restarted(self, route: bytes, msg: Message) -> list[Action]:
         """Rule 4: a member heard on a new route, with a later incarnation, is a new process of it."""
         sender = msg.sender
         rec = self.membership.members().get(sender)
         if sender == self.peer_id or rec is None:
             return []  # routes of members only: anyone can make up ids
-        # The sender's own start epoch or incarnation, where the message says it.
-        if isinstance(msg, UrlBatch | Packet):
-            if msg.epoch > rec.incarnation:
-                return []  # refused as future_epoch by its handler
-            epoch = msg.epoch
-        elif isinstance(msg, Join | Leave):
-            epoch = msg.incarnation
-        elif isinstance(msg, Ping | PingReq | PingAck):
-            # Every probe message carries its sender's own record first.
-            epoch = next((m.incarnation for m in msg.updates if m.id == sender), -1)
-        elif isinstance(msg, Sync):
-            epoch = next((e[1] for e in msg.summary if e[0] == sender), -1)
-        elif isinstance(msg, Digest):
-            epoch = next((m.incarnation for m in msg.members if m.id == sender), -1)
-        else:
+        epoch = claimed_epoch(msg)
+        if epoch is None or (isinstance(msg, UrlBatch | Packet) and epoch > rec.incarnation):
+            return []  # says no epoch; or one refused as future_epoch by its handler
+        if not self.routes.heard(route, sender, epoch):
             return []
-        known = self._routes.get(sender)
-        if known is None or known[0] == route:
-            self._routes[sender] = (route, max(epoch, known[1] if known else epoch))
-            return []
-        if epoch <= known[1]:
-            return []  # a late message of an earlier life (or a forged route): no restart
-        self._routes[sender] = (route, epoch)
         # Our count to it restarts: no peer restores its Inbox from disk.
         self.outbox.forget(sender)
         if self.curve or isinstance(msg, UrlBatch):
@@ -484,25 +460,21 @@ class RingNode(HandOffs, StatusReplies):
     def _member_changes(self) -> list[Action]:
         """One log line per membership change seen: who, the new state, and why."""
         events = self.membership.drain_events()
-        for e in events:
-            # When each member died, for the budget it holds (ring.budget rule 6).
-            if e.state is MemberState.DEAD:
-                self._dead_at.setdefault(e.id, e.at)
-            else:
-                self._dead_at.pop(e.id, None)
+        if self.budget is not None:
+            self.budget.saw(events)  # when each member died, for the budget it holds
         return [Log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
                     f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}")
                 for e in events]
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,
                    now: float) -> list[Action]:
-        self._note_claims(msg)  # ring.handoff rule 4
+        self.handoff.note_claims(msg)  # ring.handoff rule 4
         out: list[Action] = [Send(dest, reply) for dest, reply in self.membership.receive(msg, now)]
         out += self._member_changes()
-        return out + self._check_ring(now)
+        return out + self.handoff.check(now)
 
     def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
-        if msg.sender.startswith(ADOPT_PREFIX):
+        if adopted(msg.sender):
             self.dropped["adopted_batches"] += 1  # not a drop: shown with the counters
             return [Deliver(msg.urls, msg.seen, msg.sender),
                     Reply(route, Ack(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
@@ -526,7 +498,7 @@ class RingNode(HandOffs, StatusReplies):
 
     def _on_ack(self, route: bytes, msg: Ack, now: float) -> list[Action]:
         self.outbox.ack(msg.sender, msg.epoch, msg.seq)
-        return self._progress(now) if self._handoffs else []
+        return self.handoff.progress(now) if self.handoff.records else []
 
     def _on_packet(self, route: bytes, msg: Packet, now: float) -> list[Action]:
         outbox = self.outbox
@@ -535,14 +507,15 @@ class RingNode(HandOffs, StatusReplies):
         out: list[Action] = []
         for batch in msg.url_batches():
             out += self._on_batch(route, batch, now)
-        if msg.acks and self._handoffs:
-            out += self._progress(now)
+        if msg.acks and self.handoff.records:
+            out += self.handoff.progress(now)
         return out
 
     def _on_handoff_done(self, route: bytes, msg: HandoffDone, now: float) -> list[Action]:
         if msg.sender not in self.membership.members():
             return self._drop("unknown_sender")
-        if self._ring is not None and msg.members == tuple(sorted(self._ring)):
+        ring = self.handoff.ring
+        if ring is not None and msg.members == tuple(sorted(ring)):
             return [Released(msg.sender)]
         return self._drop("handoff_other_ring_view")  # it will say it again for our view
 
@@ -578,7 +551,7 @@ class RingNode(HandOffs, StatusReplies):
                 f"forget requested by {msg.sender}: {target} ({rec.state.value}, incarnation "
                 f"{rec.incarnation}) dropped from our view and quorum; a new process of it joins again")))
             out += self._member_changes()
-            out += self._check_ring(now)
+            out += self.handoff.check(now)
         elif outcome is ForgetOutcome.NOT_KNOWN:
             out.append(Log(logging.INFO, f"forget requested by {msg.sender}: {target} is not in our view"))
         else:

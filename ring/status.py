@@ -1,8 +1,12 @@
-"""``ring status``: this peer's own row as the crawl reports it, and the reply (pure).
+"""``ring status``: this peer's own row from the crawl's figures, the others' from gossip, the reply (pure).
 
-``StatusFigures`` is what the crawl says of itself; ``StatusReplies`` (a
-part of ``ring.node.RingNode``) puts it with the membership's gossiped
-figures of the others and every drop counter into a ``StatusReply``.
+``StatusFigures`` is what the crawl says of itself (its input, not a row);
+:func:`own_row` puts it with what the ring knows of this peer into the one
+row type, :class:`~ring.messages.MemberStatus`, that travels on in the
+``StatusReply`` to ``ring.tools.client``, ``ring status`` (and ``--json``)
+and the dashboard. :func:`gossiped_row` is another member's row, from its
+gossiped record; :func:`status_reply` puts them in order.
+``ring.node.RingNode.status_reply`` gathers the arguments.
 
 The lease (``ring.lease``) is measured on the real clock, which a reply
 does not read: the engine puts its ``LeaseState`` in ``StatusFigures.lease``
@@ -15,31 +19,22 @@ line, ``ring status`` and the dashboard alike.
 
 from __future__ import annotations
 
-from collections import Counter
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ring.forwarder import Outbox
+from ring.forwarder import OutboxStats
 from ring.lease import LeaseState, PauseReason
-from ring.membership import Membership
-from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, MemberState, MemberStatus, StatusReply
-from ring.vocabulary import COUNTER_PREFIXES, on_wire, split_pairs
+from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, MemberStatus, StatusReply
+from ring.durations import duration
 
-__all__ = ["COUNTER_PREFIXES", "StatusFigures", "StatusReplies", "lease_status", "lease_words",
-           "split_counters"]
-
-
-def split_counters(pairs: Iterable[tuple[str, int]]) -> tuple[tuple[tuple[str, int], ...],
-                                                              tuple[tuple[str, int], ...]]:
-    """(drops, counters) of a status reply's ``dropped`` pairs (``ring.vocabulary.split_pairs``)."""
-    split = split_pairs(pairs)
-    return split.drops, split.counters
+__all__ = ["StatusFigures", "capped_counts", "forwarding_rows", "gossiped_row", "lease_status", "lease_words",
+           "own_row", "status_reply"]
 
 
 @dataclass(frozen=True, slots=True)
 class StatusFigures:
-    """This peer's own row of ``ring status``, as the crawl reports it."""
+    """What the crawl says of itself for ``ring status``: the figures :func:`own_row` puts in our row."""
 
     pages: int = 0
     rate: float = 0.0
@@ -90,73 +85,56 @@ def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grac
     if lease is LeaseStatus.UNKNOWN:
         return "unknown"
     if lease is LeaseStatus.GRACE:
-        return f"paused: grace ({grace_left:.0f}s left)" if grace_left >= 1 else "paused: grace"
+        return f"paused: grace ({duration(grace_left)} left)" if grace_left >= 1 else "paused: grace"
     count = f"{vouched} of {quorum} vouch, {needed} needed"
     if lease is LeaseStatus.HELD:
         return f"held ({count})"
     return f"paused: no majority ({count})"
 
 
-
-class StatusReplies:
-    """The status part of ``RingNode``: the reply to ``ring status`` and its counter rows."""
-
-    peer_id: str
-    ring_name: str
-    vnodes: int
-    membership: Membership
-    outbox: Outbox
-    dropped: Counter[str]
-
-    def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
-        """The answer to ``ring status``: full figures for us, gossiped ones for the others."""
-        ring = self.membership.ring(self.vnodes)
-        shares = ring.shares()
-        lease = figures.lease
-        fingerprint = self.membership.lease.ring if self.membership.lease is not None else 0
-        out = []
-        for mid, m in sorted(self.membership.members().items()):
-            if mid == self.peer_id:
-                out.append(MemberStatus(
-                    id=mid, address=m.address, state=MemberState(m.state), share=shares.get(mid, 0.0),
-                    pages=figures.pages, rate=figures.rate, frontier=figures.frontier, hosts=figures.hosts,
-                    forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
-                    dns_hit_rate=figures.dns_hit_rate, bloom_fill=figures.bloom_fill,
-                    uptime=figures.uptime,
-                    # The crawler's cap hits, held hosts and the like ride along
-                    # (cap.*, held.*, malformed.*, polite.*), and the causes of
-                    # URLs never requested (ring.vocabulary rule 5).
-                    dropped=self.dropped_rows({**figures.limits, **self.forwarding_rows(),
-                                               **on_wire(figures.not_requested)}),
-                    errors=_capped_counts(figures.errors),
-                    busiest=tuple(figures.busiest)[:MAX_BUSIEST],
-                    lease=lease_status(lease),
-                    vouched=lease.vouched if lease else 0, needed=lease.needed if lease else 0,
-                    quorum=lease.quorum if lease else 0, grace_left=lease.grace_left if lease else 0.0,
-                    ring_version=max(0, self.membership.ring_version), ring_fingerprint=fingerprint))
-            else:
-                out.append(MemberStatus(
-                    id=mid, address=m.address, state=MemberState(m.state), share=shares.get(mid, 0.0),
-                    pages=m.pages, rate=0.0, frontier=0, hosts=0, forwarded_out=m.sent,
-                    forwarded_in=m.received, dns_hit_rate=0.0, bloom_fill=0.0, uptime=0.0))
-        return StatusReply(self.ring_name, self.peer_id, tuple(out), nonce=nonce)
-
-    def forwarding_rows(self) -> dict[str, int]:
-        """The Outbox's frame counters, shown with the drops (``fwd.*``; the age in ms)."""
-        st = self.outbox.stats()
-        rows = {"fwd.frames": st.messages, "fwd.batches": st.batches, "fwd.resent": st.resent,
-                "fwd.acks_piggybacked": st.acks_piggybacked, "fwd.acks_alone": st.acks_alone,
-                "fwd.age_ms": round(st.age * 1000) if st.messages else 0,
-                "fwd.window_waits": st.window_waits}
-        return {k: v for k, v in rows.items() if v}
-
-    def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
-        """Every drop counter, as the status reply carries them (at most MAX_DROPPED)."""
-        return _capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
+def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[tuple[str, int], ...],
+            ring_version: int, fingerprint: int) -> MemberStatus:
+    """This peer's own row: its record, its share, the crawl's ``figures``, its counters
+    (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring."""
+    lease = figures.lease
+    return MemberStatus(
+        id=me.id, address=me.address, state=MemberState(me.state), share=share,
+        pages=figures.pages, rate=figures.rate, frontier=figures.frontier, hosts=figures.hosts,
+        forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
+        dns_hit_rate=figures.dns_hit_rate, bloom_fill=figures.bloom_fill, uptime=figures.uptime,
+        dropped=dropped, errors=capped_counts(figures.errors), busiest=tuple(figures.busiest)[:MAX_BUSIEST],
+        lease=lease_status(lease),
+        vouched=lease.vouched if lease else 0, needed=lease.needed if lease else 0,
+        quorum=lease.quorum if lease else 0, grace_left=lease.grace_left if lease else 0.0,
+        ring_version=ring_version, ring_fingerprint=fingerprint)
 
 
+def gossiped_row(m: Member, share: float) -> MemberStatus:
+    """Another member's row, as its gossiped record says: its pages and forwarding counters."""
+    return MemberStatus(
+        id=m.id, address=m.address, state=MemberState(m.state), share=share, pages=m.pages, rate=0.0,
+        frontier=0, hosts=0, forwarded_out=m.sent, forwarded_in=m.received, dns_hit_rate=0.0,
+        bloom_fill=0.0, uptime=0.0)
 
-def _capped_counts(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
+
+def status_reply(ring_name: str, peer_id: str, nonce: int, members: Mapping[str, Member],
+                 shares: Mapping[str, float], own: MemberStatus) -> StatusReply:
+    """The answer to ``ring status``: ``own`` for us, gossiped rows for the others, by id."""
+    rows = tuple(own if mid == peer_id else gossiped_row(m, shares.get(mid, 0.0))
+                 for mid, m in sorted(members.items()))
+    return StatusReply(ring_name, peer_id, rows, nonce=nonce)
+
+
+def forwarding_rows(st: OutboxStats) -> dict[str, int]:
+    """The Outbox's frame counters, shown with the drops (``fwd.*``; the age in ms)."""
+    rows = {"fwd.frames": st.messages, "fwd.batches": st.batches, "fwd.resent": st.resent,
+            "fwd.acks_piggybacked": st.acks_piggybacked, "fwd.acks_alone": st.acks_alone,
+            "fwd.age_ms": round(st.age * 1000) if st.messages else 0,
+            "fwd.window_waits": st.window_waits}
+    return {k: v for k, v in rows.items() if v}
+
+
+def capped_counts(counts: Mapping[str, int]) -> tuple[tuple[str, int], ...]:
     """Counters as a status reply carries them: at most MAX_DROPPED, the rest as "other"."""
     rows = sorted((str(k), int(v)) for k, v in counts.items())
     if len(rows) > MAX_DROPPED:

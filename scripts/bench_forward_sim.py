@@ -47,7 +47,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, Inbox, Outbox, Verdict
+from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, Outbox
+from ring.inbox import Inbox, Verdict
 from ring.messages import Ack, Message, Packet, UrlBatch, encode
 
 RING = "sim"

@@ -52,7 +52,7 @@ async def one(hosts: int) -> tuple[float, float, float]:
     with tempfile.TemporaryDirectory() as tmp:
         cfg = parse_config(CONFIG, Path(tmp) / "cluster.toml")
         crawler = Crawler(cfg, "p1", data_dir=Path(tmp) / "p1")
-        fr = crawler.frontier
+        fr = crawler.peer.crawl.frontier
         now = trio.current_time()
         for i in range(hosts):
             for j in range(2):

@@ -4,7 +4,7 @@ Each side is a ``ring.node.RingNode`` under a
 ``ring.io.driver.RingDriver``, with a crawl that only counts what it is handed.
 The sender's :class:`ring.forwarder.Outbox` (batches of 500, ``max_age`` 50
 ms) hands batches to its DEALER connected to the receiver's ROUTER; the
-receiver's node asks its :class:`ring.forwarder.Inbox` and acks through its
+receiver's node asks its :class:`ring.inbox.Inbox` and acks through its
 own DEALER to the sender's ROUTER, where ``Outbox.ack`` retires the batch.
 Gossip runs too, every 5 s (a digest of two members, ~100 bytes). Not
 included: what the owner does with a URL it takes (normalise, Bloom filter,
@@ -37,7 +37,8 @@ from localweb.bench import free_ports, tcp_bytes
 from ring.io.driver import RingDriver
 from ring.hashring import HashRing
 from ring.messages import Ack, UrlBatch, encode
-from ring.node import RingNode, StatusFigures
+from ring.node import RingNode
+from ring.status import StatusFigures
 
 RING = "bench"
 #: The sender's last URL, sent once everything before it is acked.

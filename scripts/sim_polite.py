@@ -27,7 +27,7 @@ from localweb.sims.politeness import (
 )
 from localweb.sims.politeness import simulate_pid_host as pid_sim
 from peer.core.frontier.frontier import Politeness
-from peer.core.frontier.pid import PID
+from peer.core.politeness.pid import PID
 
 RATES = (6.0, 60.0, 120.0, 600.0, 1200.0)
 

@@ -15,6 +15,7 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
@@ -161,25 +162,22 @@ def report_ring(crawl: Crawl) -> int:
 
 def page_rows(crawl: Crawl) -> list[tuple[str, str, int, float, str, float]]:
     """(url, host, status, fetched_at epoch s, peer, elapsed ms) of every answered request, all peers."""
-    rows = []
-    for pid in crawl.ids:
-        path = crawl.data(pid)
-        if path.exists():
-            with duckdb.connect(str(path), read_only=True) as con:
-                rows += con.execute(
-                    "select url, host, status, epoch_us(fetched_at) / 1e6, peer, elapsed_ms from pages "
-                    "where status is not null").fetchall()
-    return rows
+    return _every_peers(crawl, "select url, host, status, epoch_us(fetched_at) / 1e6, peer, elapsed_ms "
+                               "from pages where status is not null")
 
 
 def pid_rows(crawl: Crawl) -> list[tuple[str, float, int, float, float]]:
     """(host, window_end epoch s, n, delay, setpoint) of every PID update, all peers."""
+    return _every_peers(crawl, "select host, epoch_us(window_end) / 1e6, n, delay, setpoint from pid_trace")
+
+
+def _every_peers(crawl: Crawl, sql: str) -> list[Any]:
+    """The rows ``sql`` selects from each peer's results file that exists, read-only."""
     rows = []
     for pid in crawl.ids:
         path = crawl.data(pid)
         if path.exists():
             with duckdb.connect(str(path), read_only=True) as con:
-                rows += con.execute("select host, epoch_us(window_end) / 1e6, n, delay, setpoint "
-                                    "from pid_trace").fetchall()
+                rows += con.execute(sql).fetchall()
     return rows
 

@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from peer.core.frontier.frontier import Frontier, Job, Outcome, Politeness, ceiling
-from peer.core.frontier.pid import PID
+from peer.core.politeness.pid import PID
 
 Latency = Callable[[float], float]
 

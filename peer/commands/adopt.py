@@ -77,14 +77,15 @@ from peer.core.config.cluster import ClusterConfig
 from peer.core.urls.normalize import host_key
 from peer.errors import EXIT_USAGE, ConfigError, PeerError, URLError
 from peer.state.configfile import load_config
+from ring.durations import duration
 from ring.errors import RingError, user_error
 from ring.forwarder import Outbox
 from ring.hashring import HashRing
 from ring.io.curve import resolve_keys_dir
 from ring.io.driver import ForwardLink
-from ring.messages import Ack, UrlBatch
-from ring.node import ADOPT_PREFIX
-from ring.tools.client import Contact, StatusRow, client_keys, cluster_status
+from ring.messages import Ack, MemberStatus, UrlBatch
+from ring.intake import ADOPT_PREFIX
+from ring.tools.client import Contact, client_keys, cluster_status
 
 __all__ = [
     "AdoptSummary",
@@ -117,7 +118,7 @@ SEND_TIMEOUT = 0.5
 STATUS_EVERY = 2.0
 #: Seconds to wait for each peer's status answer.
 STATUS_TIMEOUT = 1.0
-StatusRows = Sequence[StatusRow]
+StatusRows = Sequence[MemberStatus]
 
 
 class Unreachable(Exception):
@@ -165,7 +166,7 @@ def live_members(rows: StatusRows) -> dict[str, str]:
     return {r.id: r.address for r in rows if r.live}
 
 
-async def ring_status(cfg: ClusterConfig, timeout: float, keys: Any = None) -> tuple[StatusRow, ...] | None:
+async def ring_status(cfg: ClusterConfig, timeout: float, keys: Any = None) -> tuple[MemberStatus, ...] | None:
     """``ring status`` of the ring in ``cfg`` (``ring.tools.client.cluster_status``)."""
     seeds = [Contact(p.id, p.address) for p in cfg.peers]
     return await cluster_status(cfg.ring.name, seeds, timeout, keys)
@@ -229,7 +230,7 @@ class AdoptSummary:
             out.append(f"{self.batches} batches of up to {BATCH_SIZE} entries would be sent")
         else:
             out.append(f"{self.batches} batches, {self.resends} resends, "
-                       f"{self.ring_changes} ring changes, {self.seconds:.2f} s")
+                       f"{self.ring_changes} ring changes, {duration(self.seconds)}")
         out.append(f"left out: {self.already_fetched} queued URLs already fetched (sent as seen), "
                    f"{self.unroutable} unroutable URLs")
         if self.rows_restored or self.rows_unusable:

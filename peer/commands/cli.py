@@ -250,8 +250,8 @@ def _fetched_nothing(crawler: Any, summary: Any, cluster: bool) -> bool:
     """Whether the crawl ran to its end without one request: alone, or in the whole ring."""
     if not cluster:
         return bool(summary.stop_reason == "frontier empty")
-    node = crawler.node
-    return bool(summary.stop_reason == "cluster done" and node is not None and not node.others_pages())
+    peer = crawler.peer
+    return bool(summary.stop_reason == "cluster done" and peer.in_ring and not peer.others_pages())
 
 
 #: Exit status of a crawl that ended without fetching a page (alone, or the whole ring).
@@ -384,9 +384,7 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
     from peer.state.journal import write_run
     from peer.core.run.stats import crawl_stats, run_config
 
-    node = crawler.node
-    out = node.outbox.stats().forwarded if node is not None else 0
-    received = node.inbox.received if node is not None else 0
+    out, received = crawler.peer.figures.forwarded()
     hits = {cap.value: n for cap, n in crawler.limits.hits.items() if isinstance(cap, Cap) and n}
     doc = crawl_stats(summary, peer=peer_id, ring=cfg.ring.name, run=record.runs,
                       started=crawler.started, finished=finished, cap_hits=hits,

@@ -28,7 +28,7 @@ import duckdb
 
 from peer.core.config.cluster import ClusterConfig
 from peer.core.run.layout import RESULTS_NAME, STATE_NAME, StateFile
-from peer.errors import ConfigError, StateError
+from peer.errors import ConfigError, StateError, first_line
 from peer.results.store import PageRow, ResultStore
 from peer.state.journal import SPILL_DIR, PeerState, Recovered
 
@@ -130,7 +130,7 @@ def _page_urls(path: Path, peer_id: str) -> list[str]:
     try:
         con = duckdb.connect(str(path), read_only=True)
     except duckdb.Error as exc:
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        why = first_line(exc)
         if "lock" in why.lower():
             holder = m.group(0) if (m := re.search(r"PID \d+", why)) else "another process"
             raise StateError(f"{path}: is held open by a running process ({holder}): is {peer_id} "
@@ -140,7 +140,7 @@ def _page_urls(path: Path, peer_id: str) -> list[str]:
         return [u for (u,) in con.execute("SELECT DISTINCT url FROM pages WHERE url IS NOT NULL")
                 .fetchall()]
     except duckdb.Error as exc:
-        why = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+        why = first_line(exc)
         raise StateError(f"{path}: cannot read its pages table: {why}") from None
     finally:
         con.close()
@@ -162,7 +162,7 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
     if rec is not None:
         have = set(fetched)
         for row in rec.rows:
-            # The engine journals PageRow fields in order: the URL first.
+            # The engine journals a page row's columns in order (PageRow.values): the URL first.
             if row and isinstance(row[0], str):
                 if row[0] not in have:
                     restore.append(row)
@@ -188,7 +188,7 @@ async def restore_rows(lost: LostPeer) -> tuple[int, int]:
     bad = 0
     for row in lost.rows_to_restore:
         try:
-            rows.append(PageRow(*row))
+            rows.append(PageRow.from_values(row))
         except TypeError:  # a row of another build's columns
             bad += 1
     if rows:

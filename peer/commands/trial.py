@@ -2,7 +2,9 @@
 
 Scrapy users reach for ``scrapy shell``; this is the same idea for ringcrawl's
 rules. No rule is restated here: the URL goes through the crawl core itself
-(``peer.core.crawl.core.CrawlCore``), in virtual time, and every verdict is printed:
+(``peer.core.crawl.core.CrawlCore``), in virtual time, and every verdict is printed
+as the core gives it: a URL it does not take comes back as a ``Refused`` effect
+whose ``Reason`` is shown (``refusal``), with the rule or key that decided:
 
 1. ``CrawlCore.discover`` of the URL, met for the first time: normalisation
    (with ``strip_params`` and ``sort_query``: the URL shown is the one the
@@ -15,7 +17,10 @@ rules. No rule is restated here: the URL goes through the crawl core itself
    crawl's fetcher, and the core's answer to it (a 429 or 503 with
    Retry-After holds the host until then, as in a crawl);
 3. the fetch itself (``peer.net.fetcher``: the SSRF guard, ``[dns] resolve``,
-   ``max_body``, the timeout), a redirect's target with its own verdicts, and
+   ``max_body``, the timeout), a redirect's target with the verdict of the
+   crawl core's ``on_result`` (a core that fetched the page holds it as
+   seen: a redirect back to it, or one past ``max_redirects``, is not
+   followed), and
    the addresses its connection tried, in order (happy eyeballs, RFC 8305),
    with the one that connected;
 4. what the page says of itself (``peer.core.page.directives``): its canonical
@@ -53,13 +58,14 @@ from peer.core.config.cluster import ClusterConfig, CrawlConfig
 from peer.core.dns.eyeballs import ATTEMPT_DELAY
 from peer.state.configfile import load_config
 from peer.errors import PeerError, URLError, user_error
+from ring.durations import duration
 from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
-    from peer.core.crawl.core import CrawlCore, Parsed, Row
+    from peer.core.crawl.core import CrawlCore, Parsed, Refused, Row
     from peer.core.http.result import FetchResult
 
-__all__ = ["main"]
+__all__ = ["main", "refusal"]
 
 EXIT_USAGE = 2
 #: Links printed unless --links says otherwise.
@@ -98,6 +104,26 @@ _JUDGE_CAPACITY = 64
 _NOBODY = ""
 
 
+def refusal(core: CrawlCore, e: Refused) -> str:
+    """The core's refusal ``e`` (``peer.core.crawl.decisions.Reason``) as one phrase, its key named."""
+    from peer.core.crawl.decisions import Reason
+
+    reason = e.reason
+    if reason is Reason.RULES or reason is Reason.EXTENSION:
+        return f"out of scope: {core.discovery.judge(e.url).why()}: not crawled"
+    if reason is Reason.REDIRECTS:
+        return (f"not followed: past crawl.max_redirects ({core.cfg.crawl.max_redirects}); "
+                "the crawl records the page as 'too_many_redirects'")
+    words = {
+        Reason.BAD_URL: "not a URL the crawl would take",
+        Reason.HOST: "out of scope (host): not crawled",
+        Reason.DEPTH: "out of scope (deeper than max_depth): not crawled",
+        Reason.SEEN: "seen already: the crawl does not queue it again",
+        Reason.GIVEN_UP: "dropped: its host was given up (politeness.max_retry_after)",
+    }
+    return words.get(reason) or f"dropped by crawl.{reason.value}"  # the caps: max_url_length...
+
+
 class _Rules:
     """Verdicts of the crawl core itself, one fresh core a URL (each met for the first time)."""
 
@@ -118,41 +144,25 @@ class _Rules:
         return CrawlCore(self.small, peer_id)
 
     def verdict(self, url: str, depth: int) -> str:
-        """What ``CrawlCore.discover`` does with one URL, as one phrase."""
-        from peer.core.crawl.core import Forward, Origin, Queued
+        """What ``CrawlCore.discover`` does with one URL, as one phrase: its own verdict, shown."""
+        from peer.core.crawl.core import Forward, Origin, Queued, Refused
 
         core = self.core(self.peer if self.peer is not None else _NOBODY)
         core.ring = self.ring
-        effects = core.discover(url, depth, 0.0, Origin.LINK)
-        if core.summary.out_of_scope:
-            max_depth = self.cfg.crawl.max_depth
-            why = "deeper than max_depth" if max_depth and depth > max_depth else "host"
-            return f"out of scope ({why}): not crawled"
-        clean = core.params.clean(url) if core.params else url
-        rules = core.urlrules
-        if core.sites:
-            from peer.core.urls.normalize import host_key
-
-            try:
-                rules = core.sites.for_host(host_key(clean)).urlrules or rules
-            except URLError:
-                pass
-        judged = rules.judge(clean)
-        if core.summary.excluded:
-            return f"out of scope: {judged.why()}: not crawled"
-        ruled = f" ({judged.why()})" if judged.rule is not None else ""
-        hit = next((cap for cap, n in core.limits.hits.items() if n), None)
-        if hit is not None:
-            return f"dropped by crawl.{hit.value}"
-        for e in effects:
-            if isinstance(e, Forward):
+        for e in core.discover(url, depth, 0.0, Origin.LINK):
+            if isinstance(e, Refused):
+                return refusal(core, e)
+            if isinstance(e, Forward | Queued):
+                # The rule that let it in, if one did: the core's rules for its host.
+                judged = core.discovery.judge(e.url)
+                ruled = f" ({judged.why()})" if judged.rule is not None else ""
+                if isinstance(e, Queued):
+                    return (f"in scope{ruled}, would be queued" if self.ring is None
+                            else f"in scope{ruled}: fetched by {self.peer}")
                 if self.peer is None:
                     return f"in scope{ruled}: fetched by {e.owner}"
                 return f"in scope{ruled}: {self.peer} forwards it to its owner {e.owner}"
-            if isinstance(e, Queued):
-                return (f"in scope{ruled}, would be queued" if self.ring is None
-                        else f"in scope{ruled}: fetched by {self.peer}")
-        return "not queued"
+        return "not queued"  # pragma: no cover - a fresh core leaves one verdict for a URL
 
     def owner(self, url: str) -> str | None:
         """The peer that fetches ``url``'s host (None: a ring of one)."""
@@ -280,7 +290,6 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     from peer.net.fetcher import Fetcher
     from peer.net.resolver import Resolver
     from peer.core.crawl.robots import MAX_ROBOTS_BYTES
-    from peer.core.urls.normalize import normalize_link
     from peer.core.http.cookies import cookie_words
 
     rules = _Rules(cfg, args.peer)
@@ -309,7 +318,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             # The certificate and the check that applies (peer/net/tls.py), by
             # a handshake of its own: the fetch's connection shows no certificate.
             from peer.core.http.http1 import request_target
-            from peer.net.tls import certificate_line
+            from peer.net.connections import certificate_line
 
             _, host, port, _, _ = request_target(url)
             _say("tls", await certificate_line(fetcher.connector, host, port,
@@ -340,7 +349,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             elif isinstance(again, Requeue | FetchRobots):
                 wait = core.robots.retry_at(job.host) - now
                 shown = ("held: robots.txt unreachable, the crawl asks again later"
-                         + (f" (in {wait:.0f}s)" if wait > 0 else ""))
+                         + (f" (in {duration(wait)})" if wait > 0 else ""))
             elif failed is not None and failed.error == "robots":
                 shown = "disallowed: the crawl records it as 'robots'"
             else:
@@ -380,9 +389,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "
              f"{cfg.politeness.max_retry_after:g}s)")
     if 300 <= res.status < 400 and res.location:
-        target = normalize_link(url, res.location, core.params)
-        _say("redirect", f"{res.location} -> " + (f"{target}: {rules.verdict(target, 0)}" if target
-                                                   else "not a URL the crawl would take"))
+        _say("redirect", f"{res.location} -> {_redirect(rules, url, res)}")
         return 0
     if not 200 <= res.status <= 599:
         _say("status", f"{res.status} is outside 100-599 (or a final 1xx): the crawl retries it "
@@ -438,6 +445,24 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     return 0
 
 
+
+
+def _redirect(rules: _Rules, url: str, res: FetchResult) -> str:
+    """The redirect's target and the verdict of a core that fetched the page (so holds it as seen)."""
+    from peer.core.crawl.core import Origin, Queued, Refused, Start
+
+    # A fresh core, as ``_directives``'s: the page's own may have dropped its
+    # job already (robots.txt said no, and --ignore-robots fetched it anyway).
+    core = rules.core(_NOBODY)
+    core.discover(url, 0, 0.0, Origin.HANDED_BACK)
+    step = core.next(0.0)
+    assert isinstance(step, Start)
+    for e in core.on_result(step.job, res, None, 0.0):
+        if isinstance(e, Refused):
+            return f"{e.url}: {refusal(core, e)}"
+        if isinstance(e, Queued):
+            return f"{e.url}: {rules.verdict(e.url, 0)}"  # and who fetches it, in the ring
+    return "not a URL the crawl would take"
 
 
 #: How the links list names a link's source (peer.core.page.extract's names).

@@ -17,6 +17,8 @@ One room a concern, bottom up (each room's ``__init__`` names its modules):
 - ``sitemaps``  sitemap documents, the sitemaps found, their jobs
 - ``config``    cluster.toml parsed once into frozen objects
 - ``seen``      the seen-URL set: a Bloom filter and its exact sieve
+- ``politeness`` a host's delay controller, the rate ceiling, a profile's
+  figures
 - ``frontier``  per-host queues and the polite scheduler over hosts
 - ``dedupe``    duplicate content, exact and near, across the ring
 - ``revisit``   continuous crawling: when a page comes due again
@@ -24,5 +26,7 @@ One room a concern, bottom up (each room's ``__init__`` names its modules):
 - ``run``       a run's data directory, resume or fresh, its figures
 - ``crawl``     ``CrawlCore``: every crawl decision, composing the rooms above
 - ``peer``      ``PeerCore``: the crawl core and the ring node in one, the
-  engine's one door; one ordered list of effects out
+  engine's one door; one ordered list of effects out (``effects``), its
+  parts the core's side of the driver's files (``persistence``), the
+  figures (``readouts``) and the ring's say on scheduling (``ringgate``)
 """

@@ -1,13 +1,16 @@
-"""One peer's core: the crawl core and the ring node composed; events in, one ordered list of effects out (pure).
+"""One peer's core and the engine's one door: the crawl core and the ring node composed (pure).
 
 ``PeerCore`` joins ``peer.core.crawl.core.CrawlCore`` and ``ring.node.RingNode``
 where they meet, so no driver stands between them (httpcore drives one h11
-``Connection``, not two). A link found here whose host is another peer's
-is a ``Forward`` the crawl decides and that goes into the ring node's Outbox
-here, in the same call; a batch the ring takes goes straight into
-``CrawlCore.discover`` with the crawl's own ``Origin``. The driver
-(``peer.engine.crawler``) carries out what is returned, in order, through
-one ``{effect type: handler}`` table.
+``Connection``, not two), and it is the only core object the driver
+(``peer.engine.crawler``) holds. A link found here whose host is another
+peer's is a ``Forward`` the crawl decides and that goes into the ring node's
+Outbox here, in the same call; a batch the ring takes goes straight into
+``CrawlCore.discover`` with the crawl's own ``Origin``. Every call returns
+one ordered list of effects, the crawl's and the ring's alike, whose
+``Forward``\\ s are in the Outbox already; the driver carries them out, in
+order, through one ``{effect type: handler}`` table without knowing which
+inner core made them.
 
 Events (each takes ``now``, the crawl's clock; the ones that need the wall
 clock take ``wall``). The ring's timers run on ``now - stalled``: the
@@ -15,35 +18,62 @@ seconds this process stood still beyond a gossip interval a round, which
 the sockets measure and the driver sets (Lifeguard, Dadgar et al. 2018:
 the silence of a process that was not running is its own, not its peers').
 
-- ``discover`` / ``seeds`` and ``routed(effects)``: the crawl's own decisions
-  (a fetch result's, a sieve batch's...), their Forwards put in the Outbox;
-- ``receive(route, msg)``: a decoded ring frame; ``tick``: a gossip round;
-  ``flush``: the Outbox's frames due; ``leave``: ``ring leave`` or a signal;
-- ``hosts_read`` / ``fetched_read``: the answers to a hand-off's reads.
+- building: ``alone(cfg, peer_id)``; ``join_ring(...)`` once the state is
+  recovered (the node's incarnation and grants depend on it);
+- URLs: ``seeds``, ``discover``, ``accept`` (a URL handed to us);
+- a job: ``next``, ``admit``, ``fetched``, ``on_result``, ``on_robots``,
+  ``on_sitemap``, ``robots_cancelled``, ``internal``, ``job_ended``; what
+  its request carries (``cookie_header``, ``validators``) and what its
+  parse needs (``parse_rules``); the spilled queues of moved hosts
+  (``move_spilled``);
+- the ring: ``receive(route, msg)`` a decoded frame, ``tick`` a gossip
+  round, ``flush`` the Outbox's frames due, ``leave``; ``hosts_read`` /
+  ``fetched_read`` the answers to a hand-off's reads.
 
-Effects: the crawl's (``peer.core.crawl.decisions``: ``Forward`` is journaled by
-the driver, its send is done here), the ring's ``Send``, ``Reply``,
-``Log``, ``StatusAsked``, ``Released`` (done here; for the record) and
-``Granted`` (the driver journals the grant totals) (``ring.actions``), and
-three of this module:
+Two parts take the rest, each its own small interface: ``disk``
+(``peer.core.persistence``: the recovered state put back, a snapshot's
+view, the seen set's batches, the cookie jar's records) and ``figures``
+(``peer.core.readouts``: the status row, progress, summary, scrape).
+What the scheduler asks of the ring is ``peer.core.ringgate``'s.
 
-==============  ==============================================================
-``Commit``      make every journal record so far durable, before what follows
-``ReadHosts``   a hand-off needs the hosts the results hold (``hosts_read``)
-``ReadFetched`` ... and the fetched URLs of those that moved (``fetched_read``)
-==============  ==============================================================
+Effects: the crawl's (``peer.core.crawl.decisions``: ``Forward`` is
+journaled by the driver, its send is done here), the ring's
+(``ring.actions``: ``Released`` is done here, for the record; ``Granted``
+the driver journals) and ``Commit``, ``ReadHosts``, ``ReadFetched``
+(``peer.core.effects``).
 
 Rules:
 
-1. **Taken, then acked.** A batch taken from the ring (``Deliver``) gives
-   its discoveries, then ``Commit``, then whatever the ring said after it:
-   the adopt tool's ``Reply`` ack, and the member's ack owed in the Outbox,
-   which leaves only with a later ``flush`` (rule 5 of ``ring.node``).
-2. **Origins.** A member's or the adopt tool's batch is ``RELAY`` or
-   ``ADOPTED`` by who sent it (``ring.node.ADOPT_PREFIX``); its seen URLs
-   are ``HANDED_SEEN``; our own entries rerouted back (``Rerouted``) are
-   ``HANDED_SEEN`` then ``HANDED_BACK``, in the order ``Outbox.reroute``
-   gives them.
+1. **Durability is a Commit, decided here.** The driver makes the journal
+   durable where a ``Commit`` stands and nowhere else but its own I/O
+   (a snapshot, the close). A ``Commit`` comes, in the list's order:
+
+   a. after a page's ``Row`` (``routed``, whatever made it): a page done
+      but not on disk would be fetched again after a kill, and only those
+      in flight may be; its links' records came before it (journal rule 1);
+   b. after a ``Drop`` or ``PassOn`` admission: the job left our queue
+      (passed on, or fetched by the previous owner);
+   c. after a batch taken from the ring (``Deliver``): its discoveries,
+      then ``Commit``, then whatever the ring said after it: the adopt
+      tool's ``Reply`` ack, and the member's ack owed in the Outbox, which
+      leaves only with a later ``flush`` (rule 5 of ``ring.node``);
+   d. before a seen-set batch is taken (``sieve_take``): every hash the
+      sieve's files will hold has its journal record first, so a crash
+      never leaves a URL called seen that was not queued; and after its
+      verdicts (``sieve_verdicts``), whose URLs are then queued;
+   e. after a chunk of moved spilled queues (``move_spilled``): the URLs
+      are in the Outbox and journaled as forwarded;
+   f. after a ``Granted`` (``ring.budget`` rule 5), before the round's
+      messages that carry the grants: a process killed after them restarts
+      with them (a restart that forgot a grant would spend it twice);
+   g. after the seeds and after a resume: the start is on disk whole.
+2. **Origins.** What the ring takes or gives back (``Deliver``,
+   ``Rerouted``) reaches the crawl as ``ring.intake`` orders it, whose rules
+   ``ring.io.driver.RingDriver`` follows too: a member's or the adopt tool's
+   batch is ``RELAY`` or ``ADOPTED`` by who sent it, its seen URLs
+   ``HANDED_SEEN``, then the ``Commit`` of rule 1c; our own entries rerouted
+   back are ``HANDED_SEEN`` then ``HANDED_BACK``, in the order
+   ``Outbox.reroute`` gives them.
 3. **Hand-off reads** are h11's ``NEED_DATA``: a ``HandOff`` of the ring
    gives ``ReadHosts(request)``; its answer gives ``ReadFetched(request,
    hosts)`` for the moved hosts alone, the jobs whose request is on the wire
@@ -54,29 +84,58 @@ Rules:
 4. **One host key per URL per peer**: ``discover`` computes it once and
    ``Forward`` carries it on; what comes from another peer has it computed
    again there, once.
-5. **Grants are durable first.** A ``Granted`` (``ring.budget`` rule 5)
-   is followed by ``Commit``, before the round's messages that carry the
-   grants: a process killed after them restarts with them (a restart that
-   forgot a grant would spend it a second time).
-6. **Band queries** (``peer.core.dedupe.held``): a ``NearAsk`` to this
+5. **Band queries** (``peer.core.dedupe.held``): a ``NearAsk`` to this
    peer (or in a ring of one) is answered here, in the same call, and the
    answer fed back to the crawl; one to another member is a ``Send`` of a
    ``NearQuery``. A member's ``NearQuery`` is answered with a ``Send`` of
    the ``NearAnswer`` to its sender (never to the ``reply_to`` it names: a
    query must not aim answers at a third peer); a ``NearAnswer`` goes to
    the crawl, which checks it.
+6. **Moves are paced by the Outbox** (frontier rule 10): ``move_spilled``
+   passes on ``MOVE_CHUNK`` spilled URLs of hosts that changed owner a
+   call, and none while ``MOVE_BACKLOG`` wait for their owners' acks, so a
+   move costs RAM of a backlog, not of the queues.
 """
 
 from __future__ import annotations
 
-import math
-from collections.abc import Iterable, Sequence
+import random
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Union
 
+from peer.core.config.cluster import ClusterConfig
+from peer.core.config.dedupe import DedupeConfig
+from peer.core.config.sites import SiteSettings
 from peer.core.crawl.core import CrawlCore
-from peer.core.crawl.decisions import Effect, Finished, Forward, NearAsk, Origin, Sleep, Start
+from peer.core.crawl.decisions import (
+    Admission,
+    Done,
+    Drop,
+    Effect,
+    Finished,
+    Forward,
+    NearAsk,
+    Origin,
+    PassOn,
+    Row,
+    Sleep,
+    Start,
+)
 from peer.core.dedupe.bands import NearAnswer, NearQuery
+from peer.core.effects import Commit, PeerEffect, ReadFetched, ReadHosts
+from peer.core.frontier.frontier import Job
+from peer.core.http.result import FetchResult
+from peer.core.page.extract import PageRules
+from peer.core.page.items import ExtractConfig
+from peer.core.page.parse import Parsed
+from peer.core.persistence import Persistence
+from peer.core.readouts import Readouts
+from peer.core.revisit.recrawl import Visit
+from peer.core.ringgate import RingGate
+from peer.core.sitemaps.document import Sitemap
+from peer.core.urls.normalize import host_key
+from peer.core.urls.rules import ParamRules
+from ring import messages as wire
 from ring.actions import (
     Action,
     Count,
@@ -84,48 +143,62 @@ from ring.actions import (
     Granted,
     HandOff,
     LeaveAsked,
-    Log,
     NearAnswered,
     NearAsked,
     Released,
-    Reply,
     Rerouted,
     RingChanged,
     SeedStarts,
     Send,
-    StatusAsked,
 )
+from ring.budget import Grants
 from ring.lease import LeaseState
-from ring import messages as wire
 from ring.messages import MemberState, Message, StatusReply
-from ring.node import ADOPT_PREFIX, RingNode
+from ring.intake import Source, Take, TakeSeen, intake
+from ring.node import RingNode
 from ring.status import StatusFigures
 
-__all__ = ["Commit", "PeerCore", "PeerEffect", "ReadFetched", "ReadHosts"]
+# The door's effect vocabulary is peer.core.effects'; named here too, where
+# the driver and the tests meet the door.
+__all__ = ["Commit", "MOVE_BACKLOG", "MOVE_CHUNK", "PeerCore", "PeerEffect", "ReadFetched", "ReadHosts",
+           "ring_node"]
+
+#: Spilled URLs of hosts that changed owner passed on a call (rule 6; ~30 us
+#: a URL: a 15 ms step of the loop), and how many may wait in the Outbox for
+#: their acks before more are read.
+MOVE_CHUNK = 500
+MOVE_BACKLOG = 20_000
+#: ``ring.intake``'s sources are the crawl's own origins (the ring cannot import them).
+_ORIGINS = {Source.RELAY: Origin.RELAY, Source.ADOPTED: Origin.ADOPTED, Source.HANDED_BACK: Origin.HANDED_BACK}
 
 
-@dataclass(frozen=True, slots=True)
-class Commit:
-    """Make every journal record so far durable before the effects after it (an ack)."""
+#: The arguments ``peer.core.page.parse.parse_response`` takes after (url, body, charset).
+ParseRules = tuple[ExtractConfig, int, ParamRules | None, PageRules, DedupeConfig]
 
 
-@dataclass(frozen=True, slots=True)
-class ReadHosts:
-    """A hand-off needs the hosts the results hold: answer with ``PeerCore.hosts_read(request, ...)``."""
+def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now: float, *,
+              incarnation: int, curve: bool = False, resumed: bool = False,
+              grants: Grants = ()) -> RingNode:
+    """This peer's ring node from ``[ring]`` and ``[[peer]]``.
 
-    request: int
-
-
-@dataclass(frozen=True, slots=True)
-class ReadFetched:
-    """A hand-off needs (url, host) of the pages fetched of ``hosts``: answer with ``PeerCore.fetched_read``."""
-
-    request: int
-    hosts: tuple[str, ...]
-
-
-PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted]
+    ``incarnation``: the start's wall time in ms, so a restarted peer
+    outranks its old life in gossip and its batch numbers start a new
+    channel. ``resumed``: the peer goes on with a crawl on disk, so its
+    former life may have vouched for another ring a moment ago (``ring.lease``
+    rule 2); ``grants``: the max_pages budget it gave (``ring.budget``).
+    """
+    rc = cfg.ring
+    return RingNode(
+        peer_id, address, weight, rc.name,
+        seeds=[(p.id, p.address, p.weight) for p in cfg.peers],
+        gossip_interval=rc.gossip_interval, suspect_after=rc.suspect_after,
+        dead_after=rc.dead_after, tombstone_ttl=rc.tombstone_ttl, seed_grace=rc.seed_grace,
+        join_seeds=rc.join_seeds, retransmit_mult=rc.retransmit_mult, now=now,
+        incarnation=incarnation, vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
+        curve=curve, owner_key=host_key, batch_age=rc.batch_age,
+        max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
+        send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
+        takeover_after=rc.takeover_after, grants=grants)
 
 
 @dataclass(slots=True)
@@ -146,23 +219,55 @@ class PeerCore:
     def __init__(self, crawl: CrawlCore, node: RingNode | None = None, *, now: float = 0.0,
                  joining: bool = False) -> None:
         self.crawl = crawl
-        self.node = node
+        self.node: RingNode | None = None
         self._reads: dict[int, _Read] = {}
         self._next_request = 0
-        self._now = now
         self._stalled = 0.0
-        # The lease as last computed, and until when it holds for sure (may_start).
-        self._lease: LeaseState | None = None
-        self._lease_sure = -math.inf
-        self._lease_ring = 0
+        #: What the scheduler asks of the ring (``peer.core.ringgate``), once in a ring.
+        self._gate: RingGate | None = None
+        # The parts the driver reaches through this door, each with its own small interface:
+        #: the core's side of the driver's files (``peer.core.persistence``),
+        self.disk = Persistence(crawl, lambda: self.node, self.routed)
+        #: the figures the driver shows (``peer.core.readouts``).
+        self.figures = Readouts(crawl, lambda: self.node, self.lease_state)
         if node is not None:
-            crawl.alive = self._alive
-            crawl.hold_timeout = node.hold_timeout
-            crawl.ring = ring = node.ring()
-            if joining:
-                # A peer not in cluster.toml joins a running ring: every
-                # host it owns had an owner before, who hands it over.
-                crawl.hold_from(ring.without_peer(crawl.peer_id), now)
+            self._attach(node, now, joining)
+
+    @classmethod
+    def alone(cls, cfg: ClusterConfig, peer_id: str, *, rng: random.Random | None = None,
+              peek_ip: Callable[[str], str | None] | None = None) -> PeerCore:
+        """A peer's core before it joins a ring (alone, it never does)."""
+        if peek_ip is None:
+            return cls(CrawlCore(cfg, peer_id, rng=rng))
+        return cls(CrawlCore(cfg, peer_id, rng=rng, peek_ip=peek_ip))
+
+    def join_ring(self, address: str, weight: float, now: float, *, incarnation: int, curve: bool,
+                  joining: bool) -> None:
+        """Build this peer's ring node (``ring_node``) and join it; after ``disk.restore``.
+
+        ``joining``: a peer not in cluster.toml joins a running ring, and
+        every host it owns had an owner before, who hands it over.
+        """
+        crawl = self.crawl
+        disk = self.disk
+        node = ring_node(crawl.cfg, crawl.peer_id, address, weight, now, incarnation=incarnation,
+                         curve=curve, resumed=disk.resumed, grants=disk.resumed_grants)
+        self._attach(node, now, joining)
+
+    def _attach(self, node: RingNode, now: float, joining: bool) -> None:
+        crawl = self.crawl
+        self.node = node
+        self._gate = RingGate(node, crawl.locally_idle, lambda: self._stalled)
+        crawl.alive = self._alive
+        crawl.hold_timeout = node.hold_timeout
+        crawl.ring = ring = node.ring()
+        if joining:
+            crawl.hold_from(ring.without_peer(crawl.peer_id), now)
+
+    @property
+    def in_ring(self) -> bool:
+        """Whether this peer has joined a ring (alone: never)."""
+        return self.node is not None
 
     @property
     def stalled(self) -> float:
@@ -179,9 +284,10 @@ class PeerCore:
     # -- the crawl's own decisions ---------------------------------------------------
 
     def routed(self, effects: Iterable[Effect], now: float) -> list[PeerEffect]:
-        """The crawl's effects, each ``Forward`` queued in the Outbox for its owner (rule 4)."""
+        """The crawl's effects: a ``Forward`` queued in the Outbox for its owner (rule 4), a ``Row`` committed (1a)."""
         out: list[PeerEffect] = []
         outbox = self.node.outbox if self.node is not None else None
+        recrawl = self.crawl.recrawl
         for e in effects:
             if isinstance(e, NearAsk):
                 out += self._near_ask(e, now)
@@ -193,11 +299,15 @@ class PeerCore:
                     outbox.relay(e.url, e.depth, e.owner, now - self.stalled)
                 else:
                     outbox.add(e.url, e.depth, e.owner, now - self.stalled)
+            elif isinstance(e, Done) and recrawl is not None:
+                recrawl.forget(e.url)  # left our queue with no row of ours: no visit to schedule
             out.append(e)
+            if isinstance(e, Row):
+                out.append(Commit())
         return out
 
     def _near_ask(self, e: NearAsk, now: float) -> list[PeerEffect]:
-        """Rule 6: a band query, answered here when the bands are ours, else sent."""
+        """Rule 5: a band query, answered here when the bands are ours, else sent."""
         crawl = self.crawl
         me = crawl.peer_id
         if self.node is None or e.owner == me:
@@ -209,58 +319,148 @@ class PeerCore:
     def discover(self, url: str, depth: int, now: float, origin: Origin) -> list[PeerEffect]:
         return self.routed(self.crawl.discover(url, depth, now, origin), now)
 
+    def accept(self, url: str, depth: int, now: float) -> list[PeerEffect]:
+        """A URL handed to us from outside (a test, a tool): to its owner, or through our Bloom filter."""
+        return self.discover(url, depth, now, Origin.RELAY)
+
     def seeds(self, now: float) -> list[PeerEffect]:
-        return self.routed(self.crawl.seeds(now), now)
+        """The seeds (and the sitemaps they name), then Commit (1g)."""
+        return [*self.routed(self.crawl.seeds(now), now), Commit()]
 
-    def next(self, now: float) -> Start | Sleep | Finished:
-        """The scheduler's next step (``CrawlCore.next``), the ring's counts in view.
+    # -- a job ------------------------------------------------------------------------
 
-        A ``Sleep``'s effects are the crawl's: the driver passes them through ``routed``.
-        """
-        self._now = now
-        return self.crawl.next(now, self if self.node is not None else None)
+    def next(self, now: float) -> tuple[Start | Sleep | Finished, list[PeerEffect]]:
+        """The scheduler's next step (``CrawlCore.next``), the ring's counts in view, and a Sleep's effects."""
+        gate = self._gate
+        if gate is not None:
+            gate.now = now
+        step = self.crawl.next(now, gate)
+        return step, self.routed(step.effects, now) if isinstance(step, Sleep) else []
 
-    # ``peer.core.crawl.decisions.RingView``: what ``CrawlCore.next`` asks of the ring.
+    def admit(self, job: Job, now: float) -> tuple[Admission, list[PeerEffect]]:
+        """What to do with ``job`` just before its request, and the effects that go first (1b)."""
+        adm = self.crawl.admit(job, now)
+        effects = self.routed(adm.effects, now)
+        if isinstance(adm, Drop | PassOn) and not (effects and isinstance(effects[-1], Commit)):
+            effects.append(Commit())  # (a Drop's row has its own: one is enough)
+        return adm, effects
+
+    def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
+        """Whether ``res`` is to be parsed (``CrawlCore.fetched``)."""
+        return self.crawl.fetched(job, res, now)
+
+    def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[PeerEffect]:
+        return self.routed(self.crawl.on_result(job, res, parsed, now), now)
+
+    def on_robots(self, job: Job, res: FetchResult, now: float) -> list[PeerEffect]:
+        return self.routed(self.crawl.on_robots(job, res, now), now)
+
+    def on_sitemap(self, job: Job, res: FetchResult, sitemap: Sitemap | None, now: float) -> list[PeerEffect]:
+        return self.routed(self.crawl.on_sitemap(job, res, sitemap, now), now)
+
+    def robots_cancelled(self, job: Job) -> None:
+        self.crawl.robots_cancelled(job)
+
+    def internal(self, job: Job, exc_type: str, now: float) -> tuple[list[PeerEffect], bool]:
+        """A bug in ``job`` (the engine's rule 8): its row, and whether the type is new."""
+        effects, first = self.crawl.internal(job, exc_type, now)
+        return self.routed(effects, now), first
+
+    def job_ended(self, job: Job) -> None:
+        self.crawl.job_ended(job)
+
+    def stop(self) -> None:
+        """Start no more requests (the ones in flight end)."""
+        self.crawl.stopping = True
+
+    # -- what a request carries, what a parse needs ---------------------------------
 
     @property
-    def page_cap(self) -> int:
-        return self.node.page_cap if self.node is not None else 0
+    def cookies_on(self) -> bool:
+        """Whether any host keeps cookies (else a request never carries one)."""
+        return self.crawl.cookies is not None
+
+    def cookie_header(self, url: str, wall: float) -> str | None:
+        jar = self.crawl.cookies
+        return None if jar is None else jar.header(url, wall)
+
+    @property
+    def revisits(self) -> bool:
+        """Whether this is a continuous crawl ([revisit] enabled)."""
+        return self.crawl.recrawl is not None
+
+    def validators(self, url: str) -> tuple[tuple[str, str], ...]:
+        """A revisit's conditional headers (RFC 9110 §13.1); () for a first visit."""
+        rc = self.crawl.recrawl
+        return () if rc is None else rc.conditional(url)
+
+    @property
+    def parse_rules(self) -> ParseRules:
+        """``parse_response``'s arguments after (url, body, charset)."""
+        crawl = self.crawl
+        cfg = crawl.cfg
+        return cfg.extract, cfg.crawl.max_links_per_page, crawl.params, crawl.page_rules, cfg.dedupe
+
+    def set_wall(self, now: float, wall: float) -> None:
+        """The wall clock against ``now``: near-duplicate times and sitemap dates use it."""
+        crawl = self.crawl
+        crawl.wall_offset = wall - now  # peer.core.dedupe.held
+        if crawl.recrawl is not None:
+            crawl.recrawl.set_wall(now, wall)
+
+    # -- a continuous crawl's visits (peer.core.revisit.recrawl) --------------------
+
+    def is_revisit(self, url: str) -> bool:
+        rc = self.crawl.recrawl
+        return rc is not None and rc.is_revisit(url)
+
+    def earlier(self, url: str) -> tuple[float | None, str | None]:
+        """The last capture of ``url``: its epoch time and payload digest, when known."""
+        rc = self.crawl.recrawl
+        return (None, None) if rc is None else rc.earlier(url)
+
+    def visited(self, row: Row, now: float, status: int | None, digest: str | None, etag: str | None,
+                last_modified: str | None) -> Visit | None:
+        """``row``'s fetch recorded as a visit and scheduled again; None without revisits."""
+        rc = self.crawl.recrawl
+        if rc is None:
+            return None
+        return rc.visited(row.url, row.host, row.depth, now, status, digest, etag, last_modified,
+                          row.sitemap_changefreq, row.sitemap_lastmod)
+
+    # -- spilled queues of hosts that moved (rule 6) ---------------------------------
+
+    def moving(self) -> bool:
+        """Whether spilled queues of hosts that changed owner wait to be passed on."""
+        return self.node is not None and bool(self.crawl.frontier.moving)
+
+    def move_spilled(self, now: float) -> list[PeerEffect] | None:
+        """A chunk of the moving queues passed on, then Commit (1e); None: wait for acks first."""
+        if self.node is None:
+            return []
+        st = self.node.outbox.stats()
+        if st.pending + st.unacked * MOVE_CHUNK > MOVE_BACKLOG:
+            return None
+        return [*self.routed(self.crawl.pass_on_moving(now, MOVE_CHUNK), now), Commit()]
 
     def others_pages(self) -> int:
+        """Pages the other members say they requested (0 alone)."""
         return self.node.others_pages() if self.node is not None else 0
-
-    def budget_gone(self) -> bool:
-        return self.node is not None and bool(self.node.budget_gone)
-
-    def idle(self) -> bool:
-        return self.node is None or self.node.idle()
-
-    def done(self) -> bool:
-        return self.node is None or self.node.done(self._now - self.stalled)
-
-    def left(self) -> bool:
-        return self.node is not None and self.node.left(self.crawl.locally_idle())
-
-    def may_start(self, now: float) -> bool:
-        """Whether a request may start at ``now`` (the crawl's clock): the ring's lease holds.
-
-        A held lease is taken as it is until it would run out or the ring
-        moves (``LeaseState.until``, at most a tenth of a second: the
-        scheduler asks before every start); a lost one is asked again.
-        """
-        if self.node is None:
-            return True
-        ring = self.node.membership.lease
-        fp = ring.ring if ring is not None else 0
-        if self._lease is None or now >= self._lease_sure or fp != self._lease_ring:
-            self._lease = state = self.node.lease_state(now)
-            self._lease_ring = fp
-            self._lease_sure = min(state.until, now + 0.1) if state.held else -math.inf
-        return self._lease.held
 
     def lease_state(self, now: float) -> LeaseState | None:
         """The ring's lease at ``now`` (the crawl's clock), for status and progress; None alone."""
-        return self.node.lease_state(now) if self.node is not None else None
+        return self._gate.lease_state(now) if self._gate is not None else None
+
+    # -- read-outs ----------------------------------------------------------------------
+
+    @property
+    def stopping(self) -> bool:
+        return self.crawl.stopping
+
+    @property
+    def sites(self) -> SiteSettings:
+        """Each host's settings: the ``[[site]]`` blocks over the global config (for the fetcher)."""
+        return self.crawl.sites
 
     # -- the ring's events -------------------------------------------------------------
 
@@ -282,6 +482,10 @@ class PeerCore:
         assert self.node is not None
         return self._ring(self.node.flush(now - self.stalled), now, 0.0)
 
+    def next_flush_at(self) -> float | None:
+        """When the Outbox has frames due next (the ring's clock; the sockets add ``stalled`` back)."""
+        return self.node.outbox.next_due_at() if self.node is not None else None
+
     def leave(self, now: float) -> list[PeerEffect]:
         """Leave the ring: fetch nothing more, hand everything over (a second call does nothing)."""
         if self.node is None or self.crawl.leaving:
@@ -292,6 +496,16 @@ class PeerCore:
     def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
         assert self.node is not None
         return self.node.status_reply(nonce, figures)
+
+    def address_of(self, member: str) -> str | None:
+        """A member's address as the membership knows it."""
+        rec = self.node.membership.members().get(member) if self.node is not None else None
+        return rec.address if rec is not None else None
+
+    def count(self, reason: str) -> None:
+        """A frame the sockets refused, counted with the ring's drops."""
+        if self.node is not None:
+            self.node.count(reason)
 
     def _alive(self, peer: str) -> bool | None:
         """The membership's view of ``peer``, for the hand-off holds."""
@@ -305,19 +519,18 @@ class PeerCore:
         out: list[PeerEffect] = []
         crawl = self.crawl
         for a in actions:
-            if isinstance(a, Deliver):
-                # Rule 2: the crawl's origin, by who sent the batch.
-                origin = Origin.ADOPTED if a.sender.startswith(ADOPT_PREFIX) else Origin.RELAY
-                for url, depth in a.urls:
-                    out += self.routed(crawl.discover(url, depth, now, origin), now)
-                for url in a.seen:
-                    out += crawl.discover(url, 0, now, Origin.HANDED_SEEN)
-                out.append(Commit())  # rule 1: taken is on disk before it is acked
-            elif isinstance(a, Rerouted):
-                for url in a.seen:
-                    out += crawl.discover(url, 0, now, Origin.HANDED_SEEN)
-                for url, depth in a.urls:
-                    out += self.routed(crawl.discover(url, depth, now, Origin.HANDED_BACK), now)
+            if isinstance(a, (Deliver, Rerouted)):
+                # Rule 2: ring.intake's steps, in its order; DURABLE is rule 1c.
+                for step in intake(a):
+                    if isinstance(step, Take):
+                        origin = _ORIGINS[step.source]
+                        for url, depth in step.urls:
+                            out += self.routed(crawl.discover(url, depth, now, origin), now)
+                    elif isinstance(step, TakeSeen):
+                        for url in step.urls:
+                            out += crawl.discover(url, 0, now, Origin.HANDED_SEEN)
+                    else:
+                        out.append(Commit())
             elif isinstance(a, RingChanged):
                 out += self.routed(crawl.set_ring(a.ring, now), now)
             elif isinstance(a, HandOff):
@@ -334,7 +547,7 @@ class PeerCore:
             elif isinstance(a, LeaveAsked):
                 out += self.leave(now)
             elif isinstance(a, Granted):
-                # Rule 5: on disk before the round's messages that carry it.
+                # Rule 1f: on disk before the round's messages that carry it.
                 out += [a, Commit()]
             elif isinstance(a, NearAsked):
                 m = a.msg

@@ -37,7 +37,7 @@ import logging
 import socket
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from peer.core.config.cluster import ClusterConfig
@@ -46,6 +46,8 @@ from peer.errors import StateError
 from peer.core.http.result import FetchResult
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     # Imported when WARC is on (Archive.open): surt and warcio cost a peer
     # with WARC off 64 ms of start-up (python -X importtime).
     from peer.results.warc import Fetched, Revisited, WarcStats, WarcWriter
@@ -64,9 +66,9 @@ def warc_directory(cfg: ClusterConfig, data_dir: Path) -> Path:
     return data_dir / cfg.warc.directory
 
 
-def _public(section: Any) -> dict[str, Any]:
+def _public(section: DataclassInstance) -> dict[str, object]:
     """A config section as warcinfo shows it: secrets left out, a proxy's credentials cut."""
-    out: dict[str, Any] = {}
+    out: dict[str, object] = {}
     for f in dataclasses.fields(section):
         value = getattr(section, f.name)
         if f.name in _SECRET_KEYS:

@@ -1,32 +1,37 @@
-"""The crawl engine of one peer: the trio driver around ``peer.core.crawl.core.CrawlCore``.
+"""The crawl engine of one peer: the trio driver around ``peer.core.peer.PeerCore``.
 
-This module is the scheduler and the effects' table; the rest of ``Crawler``
-comes from its parts, one module each: ``peer.engine.durability`` (journal,
-snapshots, the exact seen set: rules 9-10), ``peer.engine.ringface`` (what
-the ring driver calls) and ``peer.engine.reporting`` (status, progress).
+This module is the scheduler and the effects' table; the rest of the
+engine is parts that own their state, one module each, built here and
+handed the few calls they need: ``durability`` (the journal, snapshots, the
+spill store: rules 9-10), ``seenfiles`` (the exact seen set's files),
+``cookies`` (the cookie jar's file), ``ringface`` (the sockets a ring
+member serves, the ring's effects, moved queues), ``reporting`` (status,
+progress), ``sitemapfetch`` (a sitemap read and parsed) and ``revisits``
+(visits recorded, revisits archived).
 
 Layers, top down (httpcore's shape: the driver does I/O, the core decides):
 
 - this module: the nursery, the scheduler loop, one task per job, the
-  parser threads, the result store (DuckDB), the journal (``peer.state.journal``),
-  snapshots in a worker thread, the progress line, and in a ring the
-  sockets (``ring.io.sockets``, served by ``peer.engine.ringface``);
-- ``peer.core.peer.PeerCore``: the crawl core and the ring node in one, pure;
-  its effects, the crawl's (``Forward``, ``Queued``, ``Row``...) and the
-  ring's (``Send``, ``Reply``, ``Commit``...), are done here by one
-  ``{effect type: handler}`` table;
-- ``peer.core.crawl.core.CrawlCore``: every crawl decision, pure (scope, Bloom
-  filter, frontier, robots cache, limits, retries, redirects, hand-off holds,
-  ``max_pages``);
+  parser threads, the result store (DuckDB), the WARC files, and the
+  parts above;
+- ``peer.core.peer.PeerCore``, the one core object held here: the crawl
+  core and the ring node in one, pure. Each of its calls returns one
+  ordered list of effects, the crawl's (``Forward``, ``Queued``, ``Row``...)
+  and the ring's (``Send``, ``Reply``...) alike, with the durability points
+  among them (``Commit``, its rule 1); this module carries them out
+  through one ``{effect type: handler}`` table and commits nowhere else;
+- ``peer.core.crawl.core.CrawlCore`` inside it: every crawl decision (scope,
+  Bloom filter, frontier, robots cache, limits, retries, redirects,
+  hand-off holds, ``max_pages``);
 - ``peer.net.fetcher`` / ``peer.net.resolver``: one attempt, errors as data.
 
 The path of one URL, as this module reads: a URL arrives (a seed, a link,
-a batch from the ring) -> ``CrawlCore.discover`` -> the scheduler asks
-``CrawlCore.next`` and starts ``_work(job)`` -> ``CrawlCore.admit`` says
+a batch from the ring) -> ``PeerCore.discover`` -> the scheduler asks
+``PeerCore.next`` and starts ``_work(job)`` -> ``PeerCore.admit`` says
 fetch, robots.txt first, requeue, drop or pass on -> the fetcher -> the
-parser thread when ``CrawlCore.fetched`` says HTML -> ``CrawlCore.on_result``
--> its effects, through ``PeerCore.routed`` (URLs of other owners into the
-Outbox there), here: rows to the store and journal.
+parser thread when ``PeerCore.fetched`` says HTML -> ``PeerCore.on_result``
+-> its effects (URLs of other owners already in the Outbox), here: rows
+to the store and journal, then the ``Commit`` after them.
 
 Rules (the core keeps most of them; peer/core/crawl/core.py):
 
@@ -84,21 +89,18 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections import Counter
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from types import TracebackType
+from typing import Protocol
 
 import trio
 
 from peer.core.config.cluster import ClusterConfig
 from peer.core.crawl.core import (
-    Checking,
     MAX_RETRIES,
-    CrawlCore,
+    Checking,
     Done,
-    Drop,
-    Effect,
     Fetch,
     FetchRobots,
     FetchSitemap,
@@ -106,44 +108,41 @@ from peer.core.crawl.core import (
     Forward,
     Items,
     Parsed,
-    PassOn,
     Queued,
-    Requeue,
+    Refused,
     Requeued,
     Row,
     Seen,
-    Sleep,
     Start,
     StopReason,
     Summary,
     Warn,
     parse_response,
 )
-from peer.core.http.result import FetchResult
-from peer.net.fetcher import Fetcher
-from peer.core.seen.bloom import BloomFilter
-from peer.core.frontier.frontier import Frontier, Job
-from peer.core.run.layout import DataDir
 from peer.core.crawl.limits import Limits
-from peer.net.resolver import Resolver
-from peer.core.crawl.robots import MAX_ROBOTS_BYTES, RobotsCache
-from peer.state.spill import FileSpill
-from peer.state.journal import PeerState
-from peer.results.store import PageRow, ResultStore
-
-if TYPE_CHECKING:
-    from ring.hashring import HashRing
-
+from peer.core.crawl.robots import MAX_ROBOTS_BYTES
+from peer.core.frontier.frontier import Job
+from peer.core.http.result import FetchResult
+from peer.core.peer import Commit, PeerCore, ReadFetched, ReadHosts
+from peer.core.seen.bloom import BloomFilter
 from peer.engine.archive import Archive
+from peer.engine.cookies import CookieSaves
 from peer.engine.durability import Durability
+from peer.engine.effects import Effects
 from peer.engine.reporting import Reporting
-from peer.engine.sitemapfetch import SitemapFetch
+from peer.engine.results import Results
 from peer.engine.revisits import Revisits
-from peer.engine.ringface import RingFace, ring_node, ring_sockets
-from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
+from peer.engine.ringface import RingFace, curve_keys
+from peer.engine.seenfiles import SeenFiles
+from peer.engine.sitemapfetch import SitemapFetch
+from peer.net.fetcher import Fetcher
+from peer.net.resolver import Resolver
+from peer.results.schema import PageRow
+from peer.results.store import ResultStore
+from peer.state.journal import Recovered, SnapshotStats
 from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
-from ring.io.sockets import MemberSockets
-from ring.node import RingNode
+from ring.budget import grants_to_counters
+from ring.status import StatusFigures
 
 __all__ = ["Crawler", "Summary", "MAX_RETRIES", "Parsed", "parse_response"]
 
@@ -166,16 +165,21 @@ HEAVY_PAGE = 256 * 1024
 #: formatting, tables, 20,000 attributes) took 7.6 ms.
 INLINE_PAGE = 64 * 1024
 INLINE_TAGS = 1000
-#: The fields of a page row as the journal keeps it (PageRow's order).
-ROW_FIELDS = tuple(PageRow.__dataclass_fields__)
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
-#: Seconds between checks that the results file is still the one we write.
-RESULTS_WATCH = 1.0
 _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
 
+class FetchPort(Protocol):
+    """What the engine asks of a fetcher (``peer.net.fetcher.Fetcher``, or a test's fake web)."""
 
-class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
+    async def fetch(self, url: str, *, max_body: int | None = None, prefix_ok: bool = False,
+                    cookie: str | None = None, headers: tuple[tuple[str, str], ...] = ()) -> FetchResult: ...
+    async def __aenter__(self) -> object: ...
+    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                        tb: TracebackType | None) -> object: ...
+
+
+class Crawler:
     """One peer's crawl of the hosts it owns (in a ring of one: all of them)."""
 
     def __init__(
@@ -184,7 +188,7 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
         peer_id: str,
         *,
         data_dir: Path | None = None,
-        fetcher: Fetcher | None = None,
+        fetcher: FetchPort | None = None,
         progress_interval: float = 5.0,
         rng: random.Random | None = None,
         cluster: bool = False,
@@ -195,12 +199,12 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
         self.peer_id = peer_id
         self.data_dir = Path(data_dir or cfg.data_dir(peer_id))
         self.resolver = Resolver(cfg.dns, allow_private=cfg.crawl.allow_private)
-        self.core = CrawlCore(cfg, peer_id, rng=rng, peek_ip=self.resolver.peek)
-        self._fetcher: Any = fetcher
+        #: The one core: the crawl's decisions and, in a ring, the ring node's (peer/core/peer.py).
+        self.peer = PeerCore.alone(cfg, peer_id, rng=rng, peek_ip=self.resolver.peek)
+        self._fetcher = fetcher
         # trio's clock: the frontier's ready times are what trio sleeps on, and
         # tests swap in trio.testing.MockClock to run politeness delays at once.
         self.clock: Callable[[], float] = trio.current_time
-        self.progress_interval = progress_interval
         self._wake = trio.Event()
         # Parsing threads: two keep both cores busy without letting a flood
         # of crafted pages take every thread of trio's pool. Pages over
@@ -219,129 +223,104 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
         # lock a batch holds one page's work, and a waiting fetch costs no
         # CPU: the pages per second stay what the core can do.
         self._turn = trio.Lock()
-        self._move_kick = trio.Event()
-        self._store: ResultStore | None = None
         #: The WARC files ([warc] enabled; peer/engine/archive.py), opened by run().
         self.archive: Archive | None = None
         self._workers: trio.Nursery | None = None
-        # In a ring of several peers, the node that gossips and forwards.
-        # Alone, every host is ours and there is no node.
+        # In a ring of several peers the core joins a ring node and the
+        # sockets serve it; alone, every host is ours and there is neither.
         self._cluster = cluster
         self._address = address
         self._weight = weight
-        self.node: RingNode | None = None
-        self._wall0 = time.monotonic()
         self.started = time.time()  # epoch seconds, for stats.json
-        # Crash safety: the frontier, Bloom filter and counters are journaled
-        # under data_dir/state/ and resumed after a kill -9.
-        self._state: PeerState | None = None
-        self._spill: FileSpill | None = None
-        self.resumed: dict[str, float] | None = None  # what a restart found
-        #: Why the crawl stopped because its data_dir was lost (None: it was not).
-        self.lost: str | None = None
-        self._restart_starts: list[tuple[str, float]] = []
-        #: Snapshots written (the last one's stats are logged).
-        self.snapshots = 0
-        # The exact seen set's hash runs (peer/state/sievefile.py), opened by run().
-        self._sieve: Any = None
-        self._sieve_stats: Any = None
-        self._sieve_kick = trio.Event()
-        self.spill_peak = 0  # most queued URLs on disk seen by a progress line (rule 9)
-        # One core for the crawl and the ring (peer/core/peer.py); alone, without a node.
-        self.peer = PeerCore(self.core)
-        self._answers = {}  # a continuous crawl's answers until their rows (peer.engine.revisits)
-        self.sockets: MemberSockets | None = None
-        self._services: trio.Nursery | None = None
-        # One table for every effect the peer core returns, crawl's and ring's.
-        self._effects: dict[type, Callable[[Any], Awaitable[None] | None]] = {
-            Forward: self._do_forward, Queued: self._do_queued, Checking: self._do_checking,
-            Seen: self._do_seen,
-            Done: self._do_done, Row: self._do_row, Items: self._do_items,
-            Requeued: _nothing, Warn: _warn,
-            Commit: self._do_commit, ReadHosts: self._do_read_hosts,
-            ReadFetched: self._do_read_fetched, Send: self._do_send, Reply: self._do_reply,
-            StatusAsked: self._do_status, Log: self._do_log, Released: _nothing,
-            Granted: self._do_granted,
-        }
+        # The one table for every effect the core returns (peer/engine/effects.py).
+        self.effects = effects = Effects(after=self._after_effects)
+        carry = self._apply = effects.carry
+        # The parts, each owning its state and handed the calls it needs.
+        peer, now = self.peer, self._now
+        self.durability = journal = Durability(cfg, peer_id, self.data_dir, peer)
+        self.seen = SeenFiles(cfg, self.data_dir, peer, now, carry)
+        self.cookies = CookieSaves(peer_id, self.data_dir, peer)
+        self.reporting = Reporting(peer, now, self.resolver, fetcher_stats=self._fetcher_stats,
+                                   archive=lambda: self.archive, progress_interval=progress_interval)
+        self.results = results = Results(cfg, peer_id, self.data_dir, self.stop)
+        self.ringface = ring = RingFace(cfg, peer, now, carry=carry, carry_async=effects.carry_async,
+                                        status=self.status_figures, turn=self._turn)
+        self.sitemaps = SitemapFetch(peer, now, cfg.sitemaps.limits(), fetch=self._fetch_prefix,
+                                     keep=self._keep, carry=carry, heavy=self._heavy, turn=self._turn)
+        self.revisits = Revisits(peer, peer_id, now, lambda: results.store)
+        effects.register({
+            Forward: self._do_forward, Queued: lambda e: journal.queued(e.url, e.depth),
+            Checking: lambda e: journal.forwarded(e.url, e.depth), Seen: lambda e: journal.seen(e.url),
+            Done: lambda e: journal.done(e.url, None), Row: self._do_row, Items: results.items,
+            Commit: lambda e: journal.commit(),
+            Granted: lambda e: journal.counters(grants_to_counters(e.grants)),
+            Send: ring.send, Reply: ring.reply, StatusAsked: ring.status, Log: ring.log_line,
+            ReadHosts: ring.read_hosts, ReadFetched: ring.read_fetched,
+            Warn: lambda e: log.warning("%s", e.text),
+            # Done by the core already (a requeue, a hand-off released): for the record.
+            Requeued: _nothing, Released: _nothing,
+            Refused: _nothing,  # counted by the core (peer.core.crawl.decisions.Reason)
+        }, awaiting=(Reply, StatusAsked))
 
-    # -- the core's state, for the status, the tests and the CLI -------------------------
+    def _now(self) -> float:
+        return self.clock()
 
-    @property
-    def frontier(self) -> Frontier:
-        return self.core.frontier
-
-    @property
-    def bloom(self) -> BloomFilter:
-        return self.core.bloom
-
-    @property
-    def limits(self) -> Limits:
-        return self.core.limits
-
-    @property
-    def robots(self) -> RobotsCache:
-        return self.core.robots
+    # -- read-outs, for the status, the tests and the CLI ----------------------------------
 
     @property
     def summary(self) -> Summary:
-        return self.core.summary
+        return self.peer.figures.summary
 
     @property
-    def ring(self) -> HashRing | None:
-        return self.core.ring
+    def bloom(self) -> BloomFilter:
+        return self.peer.figures.bloom
+
+    @property
+    def limits(self) -> Limits:
+        return self.peer.figures.limits_state
 
     @property
     def in_flight(self) -> int:
-        return self.core.in_flight
-
-    @property
-    def leaving(self) -> bool:
-        return self.core.leaving
+        return self.peer.figures.in_flight
 
     @property
     def pages_requested(self) -> int:
-        return self.core.requested
+        return self.peer.figures.requested
 
     @property
     def handoffs_in(self) -> int:
-        return self.core.handoffs_in
+        return self.peer.figures.handoffs_in
 
-    # -- public ------------------------------------------------------------
+    @property
+    def lost(self) -> str | None:
+        """Why the crawl stopped because its results file was lost (None: it was not)."""
+        return self.results.lost
 
-    async def _watch_results(self, results: Path) -> None:
-        """Stop the crawl if the results file is deleted or replaced under us.
+    @property
+    def resumed(self) -> dict[str, float] | None:
+        """What a restart found (None: a new crawl)."""
+        return self.durability.resumed
 
-        On POSIX a deleted file stays writable by those who hold it open: the
-        peer would go on writing rows nobody can read, and report them (an
-        ``rm -rf`` of the data_dir mid-crawl lost a run silently).
-        """
-        try:
-            first = results.stat()
-        except OSError:
-            return  # not made yet: nothing to compare with
-        while True:
-            await trio.sleep(RESULTS_WATCH)
-            try:
-                now = results.stat()
-                gone = (now.st_dev, now.st_ino) != (first.st_dev, first.st_ino)
-                why = f"{results} was replaced by another file"
-            except FileNotFoundError:
-                gone, why = True, f"{results} was deleted"
-            except OSError:
-                continue
-            if gone:
-                self.lost = why
-                log.error("%s while the crawl ran: stopping; the rows written since are lost", why)
-                self.stop()
-                return
+    def status_figures(self) -> StatusFigures:
+        """This peer's row of ``ring status`` (the ring driver fills in its own uptime)."""
+        return self.reporting.status_figures()
 
-    def _stop_run(self) -> None:
-        log.info("revisit.run_for (%gs) is over: stopping", self.cfg.revisit.run_for)
-        self.stop()
+    def limits_figures(self) -> dict[str, int]:
+        return self.reporting.limits_figures()
+
+    def progress_line(self) -> str:
+        return self.reporting.progress_line()
+
+    def _fetcher_stats(self) -> object:
+        # getattr: a test's fetcher may have no counters.
+        stats = getattr(self._fetcher, "stats", None)
+        return stats() if callable(stats) else None
+
+    # -- what the CLI, the signals and the tests call --------------------------------------
 
     def stop(self) -> None:
         """Stop starting fetches; in-flight ones get ``STOP_GRACE`` seconds."""
-        self.core.stopping = True
+        self.peer.stop()
         self._wake.set()
 
     def cancel_in_flight(self) -> None:
@@ -350,107 +329,95 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
         if self._workers is not None:
             self._workers.cancel_scope.cancel()
 
+    def leave(self) -> None:
+        """Leave the ring gracefully: hand everything over, then stop (alone: just stop)."""
+        if self.ringface.sockets is None:
+            self.stop()
+            return
+        self._apply(self.peer.leave(self.clock()))
+
+    def accept(self, url: str, depth: int) -> None:
+        """A URL handed to us (a test's): route, dedupe, queue."""
+        self._apply(self.peer.accept(url, depth, self.clock()))
+
+    async def snapshot(self) -> SnapshotStats:
+        """Write a full snapshot now, in a worker thread (rule 10)."""
+        assert self.results.store is not None
+        return await self.durability.snapshot(self.results.store)
+
     async def run(self) -> Summary:
         """Crawl until done, ``max_pages`` or ``stop()``; results flushed."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        crawl = self.cfg.crawl
-        self._wall0 = wall0 = time.monotonic()
+        cfg = self.cfg
+        self.reporting.start()
         self.started = time.time()
-        self.core.wall_offset = time.time() - self.clock()  # peer.core.dedupe.held
-        sites = self.core.sites
-        fetcher = self._fetcher or Fetcher(crawl, self.resolver, sites=sites, capture=self.cfg.warc.enabled)
-        async with ResultStore(
-            DataDir(self.data_dir).results, self.peer_id,
-            # The tables a [[site]] block may fill too (peer/core/config/sites.py).
-            store_links=sites.any("store_links"), store_body=sites.any("store_body"),
-            item_tables=self.cfg.extract.tables(), store_fetches=self.cfg.revisit.enabled,
-        ) as store, fetcher:
-            self._store = store
+        self.peer.set_wall(self.clock(), time.time())
+        sites = self.peer.sites
+        fetcher = self._fetcher or Fetcher(cfg.crawl, self.resolver, sites=sites, capture=cfg.warc.enabled)
+        async with self.results.open(sites) as store, fetcher:
             self._fetcher = fetcher
-            recovered = await self._open_state(store)
-            await self._revisit_restore(store)
-            await self._open_sieve(recovered)
-            await self._open_cookies(recovered)
+            recovered = await self.durability.open(store)
+            await self.revisits.restore(store)
+            await self.seen.open(recovered)
+            await self.cookies.open(recovered)
             # After the state is ours (no other process on this data_dir): recovery cuts .open files.
-            self.archive = Archive.open(self.cfg, self.peer_id, self.data_dir, self.stop)
+            self.archive = Archive.open(cfg, self.peer_id, self.data_dir, self.stop)
             try:
                 await self._crawl(store, recovered)
             finally:
-                assert self._state is not None
-                # The page count for max_pages across a resume (snapshots hold it too).
-                self._state.counters(self._counters())
-                self._state.close()
-                if self._sieve is not None:
-                    self._sieve.close()
-                if self._spill is not None:
-                    self._spill.close()
+                self.durability.close()
+                self.seen.close()
                 if self.archive is not None:
                     with trio.CancelScope(shield=True):  # the open file closed whole, even on a cancel
                         await self.archive.aclose()
             await store.flush()
-        s = self.summary
-        s.elapsed = time.monotonic() - wall0
-        s.limits = self.limits.render(self.clock())
-        s.caps = Counter({str(cap): n for cap, n in self.limits.hits.items() if n})
-        s.details = self.core.detail_lines(self._malformed())
+        s = self.peer.figures.final_summary(self.clock(), self.reporting.malformed())
+        s.elapsed = self.reporting.elapsed()
         if self.archive is not None:
             s.details.append(self.archive.summary_line())
             s.warc = self.archive.figures()
-        s.dedupe = self.core.dup_figures()
-        s.revisit = self._revisit_status() or {}
-        if self._sieve is not None and self.core.sieve.exact:
-            st = self._sieve_stats
-            s.details.append(f"seen set on disk: {st.hashes:,} URL hashes in {st.disk_runs} run files "
-                             f"({st.disk_bytes / 2**20:.1f} MiB) and {st.ram_runs} in RAM "
-                             f"({st.ram_bytes / 2**20:.1f} MiB)")
-        self.spill_peak = max(self.spill_peak, self.core.frontier.spilled)
-        if self._spill is not None and self.spill_peak:
-            st = self._spill.stats()
-            s.details.append(
-                f"frontier: at most {self.spill_peak:,} queued URLs on disk (heads of "
-                f"{self.core.frontier.head_per_host} a host in RAM); {st.blocks_written:,} blocks "
-                f"written, {st.blocks_read:,} read; {st.urls:,} URLs in {st.segments} segments "
-                f"({st.disk_bytes / 2**20:.1f} MiB) left")
+        for line in (self.seen.summary_line(),
+                     self.durability.spill_line(self.peer.figures.spill_peak, self.peer.figures.head_per_host)):
+            if line is not None:
+                s.details.append(line)
         return s
 
-    async def _crawl(self, store: ResultStore, recovered: Any) -> None:
-        """The services (ring node, store writer, progress, snapshots) around the scheduler."""
-        state = self._state
-        assert state is not None
+    async def _crawl(self, store: ResultStore, recovered: Recovered | None) -> None:
+        """The services (ring sockets, store writer, progress, snapshots) around the scheduler."""
+        cfg, peer = self.cfg, self.peer
         async with trio.open_nursery() as services:
+            sockets = None
             if self._cluster:
-                spec = next((p for p in self.cfg.peers if p.id == self.peer_id), None)
+                spec = next((p for p in cfg.peers if p.id == self.peer_id), None)
                 address = self._address or (spec.address if spec is not None else "")
-                node, keys = ring_node(self.cfg, self.peer_id, address,
-                                       self._weight or (spec.weight if spec else 1.0), self.clock(),
-                                       resumed=recovered is not None, grants=self.resumed_grants)
-                self.node = node
+                keys = curve_keys(cfg, self.peer_id)
                 # A peer not in cluster.toml joins a running ring (PeerCore: joining).
-                self.peer = PeerCore(self.core, node, now=self.clock(), joining=spec is None)
-                self.sockets = ring_sockets(self, self.cfg, node, address, keys)
-            self._services = services
+                peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
+                               incarnation=int(time.time() * 1000), curve=keys is not None,
+                               joining=spec is None)
+                sockets = self.ringface.open(self.peer_id, address, keys, store, services)
             if recovered is not None:
-                self._resume(recovered)
-            if self.sockets is not None:
-                await services.start(self.sockets.run)
-            self._did(self.core.seeds(self.clock()))
-            state.commit()
+                starts, self.durability.restart_starts = self.durability.restart_starts, []
+                self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))
+            if sockets is not None:
+                await services.start(sockets.run)
+            self._apply(peer.seeds(self.clock()))
             services.start_soon(store.run)
-            services.start_soon(self._watch_results, DataDir(self.data_dir).results)
-            services.start_soon(self._progress)
-            services.start_soon(self._snapshots)
-            services.start_soon(self._sieve_loop)
-            services.start_soon(self._move_spilled)
-            services.start_soon(self._cookie_saves)
-            if self.cfg.revisit.enabled and self.cfg.revisit.run_for:
-                services.start_soon(self._run_for, self.cfg.revisit.run_for)
+            services.start_soon(self.results.watch)
+            services.start_soon(self.reporting.run, self._flush_pid)
+            services.start_soon(self.durability.run, store)
+            services.start_soon(self.seen.run)
+            services.start_soon(self.ringface.move_spilled)
+            services.start_soon(self.cookies.run)
+            if cfg.revisit.enabled and cfg.revisit.run_for:
+                services.start_soon(self._run_for, cfg.revisit.run_for)
             async with trio.open_nursery() as workers:
                 self._workers = workers
                 await self._schedule(workers)
-                if self.core.stopping and self.in_flight:
+                if peer.stopping and self.in_flight:
                     workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
             self._flush_pid()
-            if self.node is not None and self.summary.stop_reason in _LINGER_AFTER:
+            if sockets is not None and self.summary.stop_reason in _LINGER_AFTER:
                 # Keep gossiping "idle, done" for a few rounds so every
                 # peer sees the same stable counters before we vanish;
                 # otherwise a peer a round behind would see us die, its
@@ -459,207 +426,162 @@ class Crawler(Durability, RingFace, Reporting, SitemapFetch, Revisits):
                 # reach the others too, or their sums never balance; and a
                 # peer stopped by max_pages must spread its final page
                 # count, or a peer a round behind never sees the limit.
-                await trio.sleep(LINGER_ROUNDS * self.cfg.ring.gossip_interval)
+                await trio.sleep(LINGER_ROUNDS * cfg.ring.gossip_interval)
             services.cancel_scope.cancel()
+
+    async def _run_for(self, seconds: float) -> None:
+        """``revisit.run_for``: a continuous crawl stops after that many seconds."""
+        await trio.sleep(seconds)
+        log.info("revisit.run_for (%gs) is over: stopping", seconds)
+        self.stop()
 
     # -- effects ----------------------------------------------------------------------
 
-    def _apply(self, effects: Iterable[PeerEffect]) -> None:
-        """Do what the core decided, in its order (links' Queued before their page's Row).
-
-        Synchronous: a ``Reply`` comes only with a received frame
-        (``RingFace._apply_async``).
-        """
-        handlers = self._effects
-        for effect in effects:
-            got = handlers[type(effect)](effect)
-            if got is not None:  # pragma: no cover - only a received frame gives replies
-                raise RuntimeError(f"{effect!r} needs the receiver")
+    def _after_effects(self) -> None:
+        """After every list of effects: the scheduler looks again, and the loops the core filled."""
         self._wake.set()
-        if self.core.sieve.take_kick():
-            self._sieve_kick.set()
-        if self.core.frontier.moving:
-            self._move_kick.set()
-
-    def _did(self, effects: Iterable[Effect]) -> None:
-        """The crawl core's effects, its Forwards put in the Outbox by the peer core, then done."""
-        self._apply(self.peer.routed(effects, self.clock()))
+        if self.peer.disk.sieve_kicked():
+            self.seen.kick()
+        if self.peer.moving():
+            self.ringface.kick_moves()
 
     def _do_forward(self, e: Forward) -> None:
         # Already in the Outbox (PeerCore.routed): journaled, and the sender woken.
-        if self._state is not None:
-            self._state.forwarded(((e.url, e.depth),))
-        if self.sockets is not None:
-            self.sockets.wake()
-
-    def _do_queued(self, e: Queued) -> None:
-        if self._state is not None:
-            self._state.queued(e.url, e.depth)
-
-    def _do_checking(self, e: Checking) -> None:
-        if self._state is not None:
-            self._state.forwarded(((e.url, e.depth),))
-
-    def _do_seen(self, e: Seen) -> None:
-        if self._state is not None:
-            self._state.seen(e.url)
-
-    def _do_done(self, e: Done) -> None:
-        self._revisit_forget(e.url)
-        if self._state is not None:
-            self._state.done(e.url, None)
+        self.durability.forwarded(e.url, e.depth)
+        self.ringface.wake()
 
     def _do_row(self, e: Row) -> None:
-        row = PageRow(
-            url=e.url, final_url=e.final_url, host=e.host, status=e.status,
-            content_type=e.content_type, bytes=e.bytes, title=e.title, n_links=e.n_links,
-            depth=e.depth, fetched_at=time.time(), elapsed_ms=e.elapsed_ms, error=e.error,
-            peer=self.peer_id, canonical=e.canonical, noindex=e.noindex, nofollow=e.nofollow,
-            sitemap_lastmod=e.sitemap_lastmod, sitemap_priority=e.sitemap_priority,
-            sitemap_changefreq=e.sitemap_changefreq, payload_digest=e.payload_digest,
-            simhash=e.simhash, duplicate_of=e.duplicate_of, duplicate_kind=e.duplicate_kind,
-        )
-        if self._state is not None:
-            self._state.done(row.url, [getattr(row, f) for f in ROW_FIELDS])
-            if self.cfg.crawl.max_pages:
-                # The page count with the row: after a kill -9 the count the
-                # last snapshot held would let this peer go past its cap.
-                self._state.counters({"pages": self.core.requested})
-            # Right away: a page done but not on disk would be fetched again
-            # after a kill, and only those in flight may be.
-            self._state.commit()
-        write, replace = self._revisit_row(e)  # a revisit's 304 keeps the stored row
-        if self._store is not None and write:
-            self._store.add_page(row, body=e.body, links=e.links, replace=replace)
-
-    def _do_items(self, e: Items) -> None:
-        if self._store is not None:
-            fetched_at = time.time()
-            for table, row in e.items:
-                self._store.add_item(table, e.url, fetched_at, row)
+        page = PageRow(e, time.time(), self.peer_id)
+        self.durability.done(e.url, page.values())
+        if self.cfg.crawl.max_pages:
+            # The page count with the row: after a kill -9 the count the
+            # last snapshot held would let this peer go past its cap.
+            self.durability.counters({"pages": self.peer.figures.requested})
+        write, replace = self.revisits.row(e)  # a revisit's 304 keeps the stored row
+        store = self.results.store
+        if store is not None and write:
+            store.add_page(page, body=e.body, links=e.links, replace=replace)
 
     # -- scheduling --------------------------------------------------------
 
     async def _schedule(self, workers: trio.Nursery) -> None:
         while True:
-            decision = self.peer.next(self.clock())
-            if isinstance(decision, Start):
-                workers.start_soon(self._work, decision.job)
+            step, effects = self.peer.next(self.clock())
+            if isinstance(step, Start):
+                workers.start_soon(self._work, step.job)
                 continue
-            if isinstance(decision, Finished):
-                self.summary.stop_reason = decision.reason
+            if isinstance(step, Finished):
+                self.summary.stop_reason = step.reason
                 return
-            assert isinstance(decision, Sleep)
-            if decision.effects:
-                self._did(decision.effects)
+            if effects:
+                self._apply(effects)
             self._wake = trio.Event()
             # Until a host can start, or a fetch ends, or a URL arrives.
-            with trio.move_on_at(decision.until):
+            with trio.move_on_at(step.until):
                 await self._wake.wait()
 
     async def _work(self, job: Job) -> None:
-        core = self.core
+        peer = self.peer
         try:
             await self._handle(job)
         except Exception as exc:  # noqa: BLE001 - rule 8: one URL's bug, not the peer's
             name = type(exc).__name__
-            effects, first = core.internal(job, name, self.clock())
+            effects, first = peer.internal(job, name, self.clock())
             if first:
                 log.error("internal error %s on %s: recorded as 'internal', the crawl goes on "
                           "(further %s errors are counted in the summary, not logged)",
                           name, job.url, name, exc_info=exc)
-            self._did(effects)
+            self._apply(effects)
         finally:
-            core.job_ended(job)
+            peer.job_ended(job)
             self._wake.set()
 
     async def _handle(self, job: Job) -> None:
-        core = self.core
-        adm = core.admit(job, self.clock())
+        # The admission's effects first, whatever it says: a Drop's or a
+        # PassOn's end with the Commit that puts the job off our queue.
+        adm, effects = self.peer.admit(job, self.clock())
+        self._apply(effects)
         if isinstance(adm, Fetch):
-            self._did(adm.effects)
-            jar = core.cookies  # None unless some host's cookies are on: one test
-            if core.recrawl is not None:  # a continuous crawl: a revisit's validators (RFC 9110 §13.1)
-                res = await self._fetcher.fetch(job.url, headers=self._revisit_headers(job),
-                                                cookie=None if jar is None else jar.header(job.url, time.time()))
-                self._revisit_answer(job, res)
-            elif jar is None:
-                res = await self._fetcher.fetch(job.url)
-            else:
-                res = await self._fetcher.fetch(job.url, cookie=jar.header(job.url, time.time()))
-            if self.archive is not None:
-                await self._archive(job, res)
-            parsed = None
-            async with self._turn:
-                if not core.fetched(job, res, self.clock()):
-                    self._did(core.on_result(job, res, None, self.clock()))
-                    return
-                # A small page on the loop (INLINE_PAGE); the rest in a worker
-                # thread: lexbor releases the GIL while it parses, and a crafted
-                # page can take it seconds or more (deep nesting, huge <select>s:
-                # tests/e2e/test_hostile.py); gossip and the other fetches must go
-                # on meanwhile.
-                body = res.body
-                if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:
-                    parsed = self._parse_inline(job, res)
-                    self._did(core.on_result(job, res, parsed, self.clock()))
-                    return
-            if len(body) > HEAVY_PAGE:
-                async with self._heavy:
-                    parsed = await self._parse(job, res)
-            else:
-                parsed = await self._parse(job, res)
-            async with self._turn:
-                self._did(core.on_result(job, res, parsed, self.clock()))
+            await self._fetch_page(job)
         elif isinstance(adm, FetchSitemap):
-            await self._fetch_sitemap(adm)
+            await self.sitemaps.run(adm)
         elif isinstance(adm, FetchRobots):
-            self._did(adm.effects)
-            try:
-                # The first 500 KiB however long the file (RFC 9309 §2.5): a
-                # prefix with ``truncated`` set, not a too_large refusal.
-                jar = core.cookies
-                if jar is None:
-                    res = await self._fetcher.fetch(adm.url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
-                else:
-                    res = await self._fetcher.fetch(adm.url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True,
-                                                    cookie=jar.header(adm.url, time.time()))
-            except trio.Cancelled:
-                core.robots_cancelled(job)
-                raise
-            if self.archive is not None:
-                await self.archive.keep(res)
-            self._did(core.on_robots(job, res, self.clock()))
+            await self._fetch_robots(job, adm.url)
+
+    async def _fetch_page(self, job: Job) -> None:
+        peer, url = self.peer, job.url
+        fetcher = self._fetcher
+        assert fetcher is not None
+        if peer.revisits:  # a continuous crawl: a revisit's validators (RFC 9110 §13.1)
+            res = await fetcher.fetch(url, headers=peer.validators(url),
+                                      cookie=peer.cookie_header(url, time.time()))
+            self.revisits.answered(job, res)
+        elif peer.cookies_on:  # some host's cookies are on: one test
+            res = await fetcher.fetch(url, cookie=peer.cookie_header(url, time.time()))
         else:
-            assert isinstance(adm, (Requeue, Drop, PassOn))
-            self._did(adm.effects)
-            if not isinstance(adm, Requeue):
-                # It left our queue (passed on, or fetched by the previous
-                # owner): on disk before anything else happens.
-                self.commit_state()
+            res = await fetcher.fetch(url)
+        if self.archive is not None:
+            await self.revisits.archive(self.archive, job, res)
+        async with self._turn:
+            if not peer.fetched(job, res, self.clock()):
+                self._apply(peer.on_result(job, res, None, self.clock()))
+                return
+            # A small page on the loop (INLINE_PAGE); the rest in a worker
+            # thread: lexbor releases the GIL while it parses, and a crafted
+            # page can take it seconds or more (deep nesting, huge <select>s:
+            # tests/e2e/test_hostile.py); gossip and the other fetches must go
+            # on meanwhile.
+            body = res.body
+            if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:
+                self._apply(peer.on_result(job, res, self._parse_inline(job, res), self.clock()))
+                return
+        if len(body) > HEAVY_PAGE:
+            async with self._heavy:
+                parsed = await self._parse(job, res)
+        else:
+            parsed = await self._parse(job, res)
+        async with self._turn:
+            self._apply(peer.on_result(job, res, parsed, self.clock()))
+
+    async def _fetch_robots(self, job: Job, url: str) -> None:
+        peer = self.peer
+        try:
+            # The first 500 KiB however long the file (RFC 9309 §2.5): a
+            # prefix with ``truncated`` set, not a too_large refusal.
+            fetcher = self._fetcher
+            assert fetcher is not None
+            if peer.cookies_on:
+                res = await fetcher.fetch(url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True,
+                                          cookie=peer.cookie_header(url, time.time()))
+            else:
+                res = await fetcher.fetch(url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
+        except trio.Cancelled:
+            peer.robots_cancelled(job)
+            raise
+        await self._keep(res)
+        self._apply(peer.on_robots(job, res, self.clock()))
+
+    def _fetch_prefix(self, url: str, max_body: int) -> Awaitable[FetchResult]:
+        """At most ``max_body`` bytes of ``url``, a longer body cut (a sitemap's read)."""
+        assert self._fetcher is not None
+        return self._fetcher.fetch(url, max_body=max_body, prefix_ok=True)
+
+    async def _keep(self, res: FetchResult) -> None:
+        """Archive ``res`` (robots.txt, a sitemap) when WARC is on."""
+        if self.archive is not None:
+            await self.archive.keep(res)
 
     def _parse_inline(self, job: Job, res: FetchResult) -> Parsed:
-        return parse_response(job.url, res.body, res.charset, self.cfg.extract,
-                              self.cfg.crawl.max_links_per_page, self.core.params, self.core.page_rules,
-                              self.cfg.dedupe)
+        return parse_response(job.url, res.body, res.charset, *self.peer.parse_rules)
 
     async def _parse(self, job: Job, res: FetchResult) -> Parsed:
         # Through this module's name, so a test can swap the parser for one that fails.
         return await trio.to_thread.run_sync(
-            parse_response, job.url, res.body, res.charset, self.cfg.extract,
-            self.cfg.crawl.max_links_per_page, self.core.params, self.core.page_rules,
-            self.cfg.dedupe, limiter=self._parsers)
+            parse_response, job.url, res.body, res.charset, *self.peer.parse_rules, limiter=self._parsers)
 
     def _flush_pid(self) -> None:
-        samples = self.frontier.drain_trace()
-        if samples and self._store is not None:
-            sites = self.core.sites
-            self._store.add_pid(samples, (lambda h: sites.for_host(h).politeness.setpoint) if sites
-                                else self.cfg.politeness.setpoint)
+        self.results.pid(*self.peer.figures.pid_trace())
 
-def _nothing(effect: Any) -> None:
+
+def _nothing(effect: object) -> None:
     """Done by the core already (a requeue, a hand-off released); nothing to do here."""
-
-
-def _warn(effect: Warn) -> None:
-    log.warning("%s", effect.text)

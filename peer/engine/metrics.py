@@ -3,8 +3,9 @@
 ``prometheus_client`` (the Prometheus project's own Python client) writes the
 text exposition format and serves it; this module only says which figures
 become which metrics. No counter is kept here or added to the crawler: a
-custom collector reads the figures the crawler already keeps (its summary,
-frontier, limits, resolver, Bloom filter and ring node) at scrape time, the
+custom collector reads the figures the crawler already keeps (its core's:
+summary, frontier, limits, Bloom filter and ring node, read by
+``peer.core.readouts``; its resolver's and WARC writer's) at scrape time, the
 pattern prometheus_client documents for "proxying metrics from other
 systems".
 
@@ -29,73 +30,35 @@ the summary, stats.json and ``ring status``.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING
 
 import trio
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from peer.core.run.scrape import DELAY_QUANTILES, PeerFigures, quantiles
-from ring.vocabulary import TERMS, Family, split_pairs
+from ring.vocabulary import TERMS, Family
+
+if TYPE_CHECKING:
+    from peer.engine.crawler import Crawler
 
 __all__ = ["PeerFigures", "PeerCollector", "families", "read_figures", "serve_metrics", "DELAY_QUANTILES"]
 
 log = logging.getLogger("peer.metrics")
 
-def read_figures(crawler, started: float) -> PeerFigures:  # type: ignore[no-untyped-def]
+def read_figures(crawler: Crawler, started: float) -> PeerFigures:
     """Copy the crawler's figures (call on the trio thread); ``started``: time.monotonic() at start."""
-    now = crawler.clock()
-    s = crawler.summary
-    fr = crawler.frontier
-    census = fr.census(now)
     dns = crawler.resolver.stats()
-    bloom = crawler.bloom
-    node = crawler.node
-    figures = crawler.status_figures()
-    # The pairs a status reply carries, split as `ring status` splits them.
-    pairs = Counter(figures.limits)
-    if node is not None:
-        pairs += node.dropped + node.membership.dropped
-    out = PeerFigures(
-        peer=crawler.peer_id, ring=crawler.cfg.ring.name,
+    return crawler.peer.figures.scrape(
+        crawler.clock(), crawler.status_figures(), peer=crawler.peer_id, ring=crawler.cfg.ring.name,
         uptime=max(0.0, time.monotonic() - started),
-        pages=crawler.pages_requested, bytes=s.bytes, by_status=dict(s.by_status),
-        failed=dict(figures.errors), not_requested=dict(figures.not_requested), retries=s.retries,
-        robots_fetches=s.robots_fetches, items=s.items, extract_errors=s.extract_errors,
-        frontier=len(fr), in_flight=crawler.in_flight,
-        hosts={"ready": census.ready, "waiting": census.waiting, "held": census.held,
-               "busy": census.busy},
-        held={k.value: v for k, v in crawler.limits.held(now).items()},
         dns={k: getattr(dns, k) for k in ("lookups", "hits", "static_hits", "negative_hits", "misses",
                                           "merged", "evictions", "size", "in_flight")},
         dns_hit_ratio=dns.hit_rate,
-        # status_figures' fill: one popcount of the newest slice a scrape, not two.
-        bloom_urls=bloom.count, bloom_fill=figures.bloom_fill, bloom_slices=bloom.num_slices,
-        bloom_fpr=bloom.estimated_fpr(), bloom_bytes=bloom.nbytes,
-        forwarded_out=figures.forwarded_out, forwarded_in=figures.forwarded_in,
-        drops=dict(split_pairs(pairs.items()).drops),
-        delay_quantiles=quantiles(fr.delays()),
-        ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
-        warc=crawler.archive.figures() if crawler.archive is not None else {},
-    )
-    rc = crawler.core.recrawl
-    if rc is not None:
-        rf = rc.figures()
-        out = dataclasses.replace(
-            out, revisits_due=rf.due, revisits_scheduled=rf.scheduled, revisit_freshness=rf.freshness,
-            revisit_visits={"not_modified": rf.not_modified, "unchanged": rf.unchanged,
-                            "changed": rf.changed, "gone": rf.gone, "failed": rf.failed})
-    lease = figures.lease
-    if lease is None or node is None:
-        return out  # a ring of one: PeerFigures' defaults
-    return dataclasses.replace(
-        out, lease_held=lease.held, lease_vouched=lease.vouched, lease_needed=lease.needed,
-        lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left,
-        ring_version=max(0, node.membership.ring_version))
+        warc=crawler.archive.figures() if crawler.archive is not None else {})
 
 
 def families(f: PeerFigures) -> Iterator[Metric]:
@@ -195,8 +158,8 @@ class PeerCollector(Collector):
             yield from families(figures)
 
 
-async def serve_metrics(crawler, address: str, *,  # type: ignore[no-untyped-def]
-                        task_status=trio.TASK_STATUS_IGNORED) -> None:
+async def serve_metrics(crawler: Crawler, address: str, *,
+                        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
     """Serve ``crawler``'s metrics on ``host:port`` until cancelled.
 
     A port that cannot be bound is a :class:`~peer.errors.ConfigError`

@@ -29,6 +29,8 @@ from __future__ import annotations
 import logging
 import os
 import time
+from contextlib import AsyncExitStack
+from typing import TYPE_CHECKING
 
 import trio
 
@@ -38,6 +40,9 @@ from ring.lease import fingerprint
 from ring.messages import (DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, StatusReply,
                            StatusRequest, decode, encode)
 from ring.vocabulary import on_wire
+
+if TYPE_CHECKING:
+    from peer.engine.crawler import Crawler
 
 __all__ = ["LOOPBACK_ANY", "start_observers", "serve_status", "solo_status"]
 
@@ -49,7 +54,7 @@ SEND_TIMEOUT = 0.2
 LOOPBACK_ANY = "tcp://127.0.0.1:*"
 
 
-async def start_observers(crawler, nursery: trio.Nursery, *, solo: bool) -> None:  # type: ignore[no-untyped-def]
+async def start_observers(crawler: Crawler, nursery: trio.Nursery, *, solo: bool) -> None:
     """Start the metrics server and, for a ``solo`` peer, the status responder, in ``nursery``.
 
     ``python -m peer`` calls this next to ``crawler.run()``, before it: a
@@ -69,8 +74,7 @@ async def start_observers(crawler, nursery: trio.Nursery, *, solo: bool) -> None
         nursery.start_soon(serve_status, crawler, spec.address or None)
 
 
-def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped-def]
-                dropped: dict[str, int]) -> MemberStatus:
+def solo_status(crawler: Crawler, address: str, uptime: float, dropped: dict[str, int]) -> MemberStatus:
     """The one row of a ring of one: all of the ring is its share, and its lease its own (1 of 1)."""
     f = crawler.status_figures()
     spec = next((p for p in crawler.cfg.peers if p.id == crawler.peer_id), None)
@@ -88,14 +92,12 @@ def solo_status(crawler, address: str, uptime: float,  # type: ignore[no-untyped
     )
 
 
-async def serve_status(crawler, address: str | None) -> None:  # type: ignore[no-untyped-def]
+async def serve_status(crawler: Crawler, address: str | None) -> None:
     """Answer ``ring status`` on ``address`` until cancelled (a solo peer).
 
     ``address`` None: on :data:`LOOPBACK_ANY`, recorded in the data_dir
     while this runs (:mod:`peer.state.statusaddress`).
     """
-    from contextlib import AsyncExitStack
-
     from ring.io.curve import CurveKeys, resolve_keys_dir
     from ring.io.zap import CurveAuthenticator, curve_server
     from ring.io.zmqio import SocketType, open_socket
@@ -151,7 +153,7 @@ async def serve_status(crawler, address: str | None) -> None:  # type: ignore[no
                     dropped["unreachable"] = dropped.get("unreachable", 0) + 1
 
 
-async def _record(crawler, record: StatusAddress, stack) -> None:  # type: ignore[no-untyped-def]
+async def _record(crawler: Crawler, record: StatusAddress, stack: AsyncExitStack) -> None:
     """Write ``record`` in the crawler's data_dir now, and have ``stack`` remove it before the socket closes."""
     data_dir = crawler.data_dir
     try:

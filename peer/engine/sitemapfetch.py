@@ -17,36 +17,49 @@ A part of ``peer.engine.crawler.Crawler``; the core decides
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable
 
 import trio
 
 from peer.core.crawl.decisions import FetchSitemap
-from peer.core.sitemaps.document import Sitemap, parse
-from peer.engine.archive import Archive
-from peer.engine.parts import CrawlerParts
+from peer.core.http.result import FetchResult
+from peer.core.peer import PeerCore, PeerEffect
+from peer.core.sitemaps.document import Sitemap, SitemapLimits, parse
 
 __all__ = ["SitemapFetch"]
 
 
-class SitemapFetch(CrawlerParts):
-    """The sitemaps' part of ``Crawler`` (module docstring)."""
+class SitemapFetch:
+    """The sitemaps' part of ``Crawler`` (module docstring).
 
-    _fetcher: Any
-    archive: Archive | None
-    _heavy: trio.CapacityLimiter
+    ``fetch(url, max_body)`` reads a prefix of at most ``max_body`` bytes;
+    ``keep(res)`` archives it (a no-op while WARC is off: peer/engine/archive.py
+    rule 1 archives sitemaps too).
+    """
 
-    async def _fetch_sitemap(self, adm: FetchSitemap) -> None:
-        core, job = self.core, adm.job
-        self._did(adm.effects)
-        res = await self._fetcher.fetch(job.url, max_body=adm.max_bytes, prefix_ok=True)
-        if self.archive is not None:  # peer/engine/archive.py rule 1: sitemaps are archived too
-            await self.archive.keep(res)
+    def __init__(self, peer: PeerCore, clock: Callable[[], float], limits: SitemapLimits, *,
+                 fetch: Callable[[str, int], Awaitable[FetchResult]],
+                 keep: Callable[[FetchResult], Awaitable[None]],
+                 carry: Callable[[Iterable[PeerEffect]], None],
+                 heavy: trio.CapacityLimiter, turn: trio.Lock) -> None:
+        self._peer = peer
+        self._clock = clock
+        self._limits = limits
+        self._fetch = fetch
+        self._keep = keep
+        self._carry = carry
+        self._heavy = heavy
+        self._turn = turn
+
+    async def run(self, adm: FetchSitemap) -> None:
+        """Fetch, archive and parse ``adm``'s sitemap, and give the core what it said."""
+        job = adm.job
+        res = await self._fetch(job.url, adm.max_bytes)
+        await self._keep(res)
         sitemap: Sitemap | None = None
         status = res.status
         if status is not None and 200 <= status < 300 and res.body:
             async with self._heavy:
-                sitemap = await trio.to_thread.run_sync(
-                    parse, res.body, job.url, adm.granted, self.cfg.sitemaps.limits())
+                sitemap = await trio.to_thread.run_sync(parse, res.body, job.url, adm.granted, self._limits)
         async with self._turn:
-            self._did(core.on_sitemap(job, res, sitemap, self.clock()))
+            self._carry(self._peer.on_sitemap(job, res, sitemap, self._clock()))

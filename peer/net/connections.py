@@ -17,11 +17,13 @@ in its docstring). Through a proxy (``peer.net.proxy``) a connection's key
 names the proxy too, and TLS runs end to end over the tunnel. A
 :class:`Conn` is closed by closing its socket,
 synchronously, so a deadline can never leave one half open.
+:func:`certificate_line` opens one to show ``try`` its origin's certificate.
 """
 
 from __future__ import annotations
 
 import ssl
+import tempfile
 from typing import Any
 
 import trio
@@ -29,11 +31,12 @@ import trio
 from peer.core.dns.eyeballs import ATTEMPT_DELAY, attempt_order
 from peer.core.config.proxies import Proxy
 from peer.errors import ErrorKind, FetchError
+from peer.net.errorkinds import error_detail, error_kind
 from peer.net.proxy import ProxyDialer
 from peer.net.resolver import Resolver
 from peer.net.tls import TlsContexts
 
-__all__ = ["KEEPALIVE_EXPIRY", "Conn", "Connector", "IdlePool"]
+__all__ = ["KEEPALIVE_EXPIRY", "Conn", "Connector", "IdlePool", "certificate_line"]
 
 #: Seconds an idle keep-alive connection may wait for its next request.
 KEEPALIVE_EXPIRY = 10.0
@@ -227,3 +230,48 @@ class Connector:
         tcp, address = await self.proxies.open(proxy, host, port)
         stream: trio.abc.Stream = await self._tls(tcp, host) if scheme == "https" else tcp
         return Conn(stream, tcp.socket, (scheme, host, port, proxy.url), address)
+
+
+async def certificate_line(connector: Connector, host: str, port: int, verify: bool,
+                           proxy: Any = None) -> str:
+    """What ``python -m peer try`` says of an https origin's certificate: subject,
+    issuer and expiry, and which check applied; or why the handshake failed.
+    Through ``proxy`` (a ``peer.core.config.proxies.Proxy``) if the host has one, as the fetch goes."""
+    try:
+        conn = await connector.connect("https", host, port, proxy)
+    except Exception as exc:  # a connect's failures are shown, as the fetch's are
+        kind = error_kind(exc)
+        return f"handshake failed: {kind or type(exc).__name__}: {error_detail(exc)}"
+    try:
+        stream = conn.stream
+        assert isinstance(stream, trio.SSLStream)
+        cert = stream.getpeercert() if verify else _decode(stream.getpeercert(binary_form=True))
+        checked = ("verified (certificate and host name)" if verify
+                   else "NOT verified ([[site]] verify = false)")
+        if not cert:
+            return f"{checked}; certificate not readable"
+
+        def name(field: str) -> str:
+            rdns = cert.get(field, ())
+            return ", ".join(f"{k}={v}" for rdn in rdns for k, v in rdn) or "?"
+
+        names = ", ".join(v for k, v in cert.get("subjectAltName", ()) if k == "DNS") or "none"
+        return (f"{checked}; {stream.version()}, ALPN {stream.selected_alpn_protocol() or 'none'}; "
+                f"subject {name('subject')}; names {names}; issuer {name('issuer')}; "
+                f"expires {cert.get('notAfter', '?')}")
+    finally:
+        conn.close()
+
+
+def _decode(der: bytes | None) -> dict[str, Any]:
+    """An unverified certificate's fields: OpenSSL parses only verified ones for
+    getpeercert(), so the DER goes through the decoder CPython's own tests use."""
+    if not der:
+        return {}
+    decode = getattr(ssl, "_ssl", None) and getattr(ssl._ssl, "_test_decode_cert", None)  # type: ignore[attr-defined]
+    if decode is None:
+        return {}
+    with tempfile.NamedTemporaryFile("w", suffix=".pem") as f:
+        f.write(ssl.DER_cert_to_PEM_cert(der))
+        f.flush()
+        return dict(decode(f.name))

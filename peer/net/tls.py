@@ -32,19 +32,13 @@ from __future__ import annotations
 import os
 import ssl
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
-
-import trio
 
 from peer.core.config.cluster import ClusterConfig, CrawlConfig
 from peer.core.config.sites import SiteSettings
 from peer.core.config.tls import tls_options_set
 from peer.errors import ConfigError
 
-if TYPE_CHECKING:
-    from peer.net.connections import Connector
-
-__all__ = ["ALPN", "TlsContexts", "certificate_line", "check_tls"]
+__all__ = ["ALPN", "TlsContexts", "check_tls"]
 
 #: What ALPN offers (rule 3).
 ALPN = ["http/1.1"]
@@ -163,55 +157,6 @@ def _readable(path: str, key: str) -> str:
             return f.read()
     except OSError as exc:
         raise ConfigError(path, key, f"cannot read it ({exc.strerror or exc})") from None
-
-
-async def certificate_line(connector: Connector, host: str, port: int, verify: bool,
-                           proxy: Any = None) -> str:
-    """What ``python -m peer try`` says of an https origin's certificate: subject,
-    issuer and expiry, and which check applied; or why the handshake failed.
-    Through ``proxy`` (a ``peer.core.config.proxies.Proxy``) if the host has one, as the fetch goes."""
-    from peer.net.errorkinds import error_detail, error_kind
-
-    try:
-        conn = await connector.connect("https", host, port, proxy)
-    except Exception as exc:  # a connect's failures are shown, as the fetch's are
-        kind = error_kind(exc)
-        return f"handshake failed: {kind or type(exc).__name__}: {error_detail(exc)}"
-    try:
-        stream = conn.stream
-        assert isinstance(stream, trio.SSLStream)
-        cert = stream.getpeercert() if verify else _decode(stream.getpeercert(binary_form=True))
-        checked = ("verified (certificate and host name)" if verify
-                   else "NOT verified ([[site]] verify = false)")
-        if not cert:
-            return f"{checked}; certificate not readable"
-
-        def name(field: str) -> str:
-            rdns = cert.get(field, ())
-            return ", ".join(f"{k}={v}" for rdn in rdns for k, v in rdn) or "?"
-
-        names = ", ".join(v for k, v in cert.get("subjectAltName", ()) if k == "DNS") or "none"
-        return (f"{checked}; {stream.version()}, ALPN {stream.selected_alpn_protocol() or 'none'}; "
-                f"subject {name('subject')}; names {names}; issuer {name('issuer')}; "
-                f"expires {cert.get('notAfter', '?')}")
-    finally:
-        conn.close()
-
-
-def _decode(der: bytes | None) -> dict[str, Any]:
-    """An unverified certificate's fields: OpenSSL parses only verified ones for
-    getpeercert(), so the DER goes through the decoder CPython's own tests use."""
-    if not der:
-        return {}
-    import tempfile
-
-    decode = getattr(ssl, "_ssl", None) and getattr(ssl._ssl, "_test_decode_cert", None)  # type: ignore[attr-defined]
-    if decode is None:
-        return {}
-    with tempfile.NamedTemporaryFile("w", suffix=".pem") as f:
-        f.write(ssl.DER_cert_to_PEM_cert(der))
-        f.flush()
-        return dict(decode(f.name))
 
 
 def check_tls(cfg: ClusterConfig) -> None:

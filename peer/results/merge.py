@@ -3,7 +3,8 @@
     python scripts/merge.py --ring cluster.toml -o crawl.duckdb
     python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb
 
-(``ringcrawl-merge`` is the same command, installed by pip.)
+(``ringcrawl-merge`` is the same command, installed by pip; its command line
+is ``peer.commands.merge``.)
 
 Each peer writes ``<data_dir>/pages.duckdb`` (``peer/results/store.py``). The output
 has the same tables with the same columns (``peer.results.store.SCHEMA``), so anything
@@ -66,13 +67,11 @@ without ``--force``) is one line on stderr and exit status 2.
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import json
 import os
 import re
 import shutil
-import sys
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -81,14 +80,16 @@ from pathlib import Path
 
 import duckdb
 
+from peer.errors import ConfigError, StateError, first_line
 from peer.state.configfile import load_config
-from peer.errors import ConfigError, StateError, cli_main
 from peer.core.run.layout import RESULTS_NAME, DataDir
 from peer.core.run.stats import STATS_FILE, sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
+from peer.results.schema import quote
 from peer.results.store import SCHEMA
+from ring.durations import duration
 
-__all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "main", "EXPORT_FORMATS"]
+__all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "EXPORT_FORMATS"]
 
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
@@ -144,7 +145,7 @@ class MergeSummary:
             out.append("peers      " + "  ".join(f"{p}: {n:,}" for p, n in self.peers))
         if self.first is not None and self.last is not None:
             out.append(f"time span  {self.first:%Y-%m-%d %H:%M:%S} .. {self.last:%Y-%m-%d %H:%M:%S} UTC "
-                       f"({_duration((self.last - self.first).total_seconds())})")
+                       f"({duration((self.last - self.first).total_seconds())})")
         if self.tables:
             out.append("tables     " + "  ".join(f"{t}: {n:,}" for t, n in self.tables))
         if self.parquet:
@@ -156,13 +157,6 @@ class MergeSummary:
         if self.cdxj is not None:
             out.append(f"warc index {self.cdxj.path} ({self.cdxj.lines:,} captures from {self.cdxj.files} .cdxj file(s))")
         return out
-
-
-def _duration(seconds: float) -> str:
-    s = int(seconds)
-    h, rest = divmod(s, 3600)
-    m, s = divmod(rest, 60)
-    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{seconds:.1f}s"
 
 
 # ---------------------------------------------------------------------------
@@ -266,7 +260,7 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         Path(f"{output}.wal").unlink(missing_ok=True)
         return summary
     except duckdb.Error as exc:
-        raise StateError(f"{output}: merge failed: {_first_line(exc)}") from None
+        raise StateError(f"{output}: merge failed: {first_line(exc)}") from None
     except OSError as exc:
         raise StateError(f"{output}: merge failed: {exc}") from None
     finally:
@@ -312,7 +306,7 @@ def _attach(con: duckdb.DuckDBPyConnection, alias: str, path: Path, work: Path) 
         con.execute(f"ATTACH {_lit(path)} AS {alias} (READ_ONLY)")
         return False
     except duckdb.Error as exc:
-        why = _first_line(exc)
+        why = first_line(exc)
         if "lock" not in why.lower():
             if "not a valid DuckDB database" in why:
                 raise StateError(f"{path}: is not a DuckDB database") from None
@@ -324,7 +318,7 @@ def _attach(con: duckdb.DuckDBPyConnection, alias: str, path: Path, work: Path) 
         _copy_live(path, copy)
         con.execute(f"ATTACH {_lit(copy)} AS {alias} (READ_ONLY)")
     except (OSError, duckdb.Error) as exc:
-        why2 = _first_line(exc) if isinstance(exc, duckdb.Error) else str(exc)
+        why2 = first_line(exc) if isinstance(exc, duckdb.Error) else str(exc)
         raise StateError(f"{path}: is held open by a running peer ({holder}) and a copy of it "
                          f"cannot be read ({why2}); stop that peer, then merge again") from None
     return True
@@ -406,7 +400,7 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
            plan: dict[str, dict[str, str]]) -> int:
     """Create and fill every planned table; the page rows read."""
     for table, cols in plan.items():
-        con.execute(f"CREATE TABLE {_q(table)} (" + ", ".join(f"{_q(c)} {t}" for c, t in cols.items()) + ")")
+        con.execute(f"CREATE TABLE {quote(table)} (" + ", ".join(f"{quote(c)} {t}" for c, t in cols.items()) + ")")
 
     def union(table: str) -> str:
         cols = plan[table]
@@ -414,8 +408,8 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
         for i, tables in enumerate(layout):
             if table in tables:
                 have = tables[table]
-                sel = ", ".join(_q(c) if c in have else f"NULL::{t} AS {_q(c)}" for c, t in cols.items())
-                parts.append(f"SELECT {sel}, {i} AS _src FROM in{i}.main.{_q(table)}")
+                sel = ", ".join(quote(c) if c in have else f"NULL::{t} AS {quote(c)}" for c, t in cols.items())
+                parts.append(f"SELECT {sel}, {i} AS _src FROM in{i}.main.{quote(table)}")
         return " UNION ALL ".join(parts)
 
     page_cols = list(plan["pages"])
@@ -435,7 +429,7 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
         if table in DISTINCT_TABLES:
             con.execute(f"INSERT INTO {table} SELECT DISTINCT {_cols(cols)} FROM ({union(table)})")
         elif table.startswith(ITEMS_PREFIX):
-            con.execute(f"INSERT INTO {_q(table)} {_latest(union(table), list(cols), keep_src=False)}")
+            con.execute(f"INSERT INTO {quote(table)} {_latest(union(table), list(cols), keep_src=False)}")
     return sum(con.execute(f"SELECT count(*) FROM in{i}.main.pages").fetchone()[0]  # type: ignore[index]
                for i in range(len(files)))
 
@@ -447,7 +441,7 @@ def _latest(union: str, cols: list[str], *, keep_src: bool) -> str:
     """
     rest = [c for c in cols if c not in ITEMS_KEY]
     order = ", ".join(["fetched_at DESC NULLS LAST", "peer NULLS LAST",
-                       *(f"{_q(c)} NULLS LAST" for c in rest), "_src"])
+                       *(f"{quote(c)} NULLS LAST" for c in rest), "_src"])
     return (f"SELECT {_cols(cols)}{', _src' if keep_src else ''} FROM ({union}) "
             f"QUALIFY row_number() OVER (PARTITION BY url ORDER BY {order}) = 1")
 
@@ -466,7 +460,7 @@ def _summarise(con: duckdb.DuckDBPyConnection, output: Path, files: list[Path], 
                                    "ORDER BY status NULLS LAST").fetchall()),
         peers=tuple(con.execute("SELECT peer, count(*) FROM pages GROUP BY peer "
                                 "ORDER BY peer NULLS LAST").fetchall()),
-        tables=tuple((t, one(f"SELECT count(*) FROM {_q(t)}")[0]) for t in others),
+        tables=tuple((t, one(f"SELECT count(*) FROM {quote(t)}")[0]) for t in others),
         parquet=parquet,
         # No request, no status and no measured time (peer/core/run/stats.py, scripts/report.py).
         not_requested=tuple(con.execute(
@@ -483,14 +477,14 @@ def _export(con: duckdb.DuckDBPyConnection, tables: list[str], directory: Path) 
         raise StateError(f"{directory}: cannot create the parquet directory: {exc.strerror or exc}") from None
     for table in tables:
         tmp = directory / f".{table}.parquet.tmp"
-        con.execute(f"COPY {_q(table)} TO {_lit(tmp)} (FORMAT parquet)")
+        con.execute(f"COPY {quote(table)} TO {_lit(tmp)} (FORMAT parquet)")
         os.replace(tmp, directory / f"{table}.parquet")
 
 
 def _copy_out(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     """One table to ``path`` in the format of its extension, written whole then renamed."""
     tmp = path.with_name(f".{path.name}.tmp")
-    con.execute(f"COPY {_q(table)} TO {_lit(tmp)} ({EXPORT_FORMATS[path.suffix.lower()]})")
+    con.execute(f"COPY {quote(table)} TO {_lit(tmp)} ({EXPORT_FORMATS[path.suffix.lower()]})")
     os.replace(tmp, path)
 
 
@@ -506,93 +500,9 @@ def _write_stats(inputs: list[Path], output: Path) -> None:
     os.replace(tmp, output)
 
 
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
 def _cols(cols: Iterable[str]) -> str:
-    return ", ".join(map(_q, cols))
+    return ", ".join(map(quote, cols))
 
 
 def _lit(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
-
-
-def _first_line(exc: BaseException) -> str:
-    return (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-
-
-# ---------------------------------------------------------------------------
-# Command line
-# ---------------------------------------------------------------------------
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="merge.py",
-        description=(
-            "Merge the peers' results files (pages.duckdb) into one DuckDB file: one pages row\n"
-            "per URL (the newest fetch wins, its peer kept), distinct links and PID trace rows,\n"
-            "one body per URL, and any items_* extraction tables deduped by URL. A file held\n"
-            "open by a running peer is read from a copy (a snapshot). The output is written to\n"
-            "a temporary file and renamed at the end, so a failed merge leaves nothing behind."
-        ),
-        epilog=(
-            "examples:\n"
-            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb\n"
-            "  python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb\n"
-            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --force --parquet out/\n"
-            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --export 'out/{table}.jsonl'\n"
-            "      (out/pages.jsonl, out/items_book.jsonl, ...; .csv and .parquet too)\n\n"
-            "Each input's stats.json (beside it, in the peer's data_dir) is summed into\n"
-            "OUT's stats file: crawl.duckdb -> crawl.stats.json.\n\n"
-            "Exit status 2 on a usage mistake (no such file, not a DuckDB file, no pages table,\n"
-            "existing output without --force, output among the inputs, bad cluster.toml)."
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("files", nargs="*", type=Path, metavar="FILE",
-                   help="results files to merge (with --ring: added to the peers' files)")
-    p.add_argument("--ring", type=Path, metavar="cluster.toml",
-                   help="merge <data_dir>/pages.duckdb of every peer listed in this config")
-    p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT",
-                   help="the merged DuckDB file to write")
-    p.add_argument("--force", action="store_true", help="overwrite OUT (and parquet files) if present")
-    p.add_argument("--parquet", type=Path, metavar="DIR",
-                   help="also write each merged table to DIR/<table>.parquet")
-    p.add_argument("--export", type=Path, metavar="PATH",
-                   help="also write pages and each items_* table to a file in PATH's format "
-                        "(.jsonl, .csv, .parquet); {table} in PATH is each table's name, "
-                        "else .<table> goes before the extension")
-    p.add_argument("-q", "--quiet", action="store_true",
-                   help="print no summary (warnings and errors still go to stderr)")
-    return p
-
-
-@cli_main
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-
-    def warn(line: str) -> None:
-        print(line, file=sys.stderr)
-
-    files = list(args.files)
-    warc_dirs = None
-    if args.ring is not None:
-        files = ring_inputs(args.ring, warn) + files
-        cfg = load_config(args.ring)
-        warc_dirs = [cfg.data_dir(s.id) / cfg.warc.directory for s in cfg.peers]
-        warc_dirs += [p.parent / "warc" for p in args.files]
-    if not files:
-        raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
-    summary = merge(files, args.output, force=args.force, parquet=args.parquet,
-                    export=args.export, warc_dirs=warc_dirs)
-    for path in summary.snapshots:
-        warn(f"note: {path} is held open by a running peer; merged a copy of it (a snapshot)")
-    if not args.quiet:
-        print("\n".join(summary.lines()))
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -35,11 +35,17 @@ for users (a test checks that they agree).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from operator import attrgetter
+from typing import Any
+
+from peer.core.crawl.decisions import Row
 
 from peer.results.fetches import FETCHES
 
-__all__ = ["SCHEMA", "ITEM_COLUMNS", "PageRow", "quote"]
+__all__ = ["SCHEMA", "ITEM_COLUMNS", "PAGE_COLUMNS", "ROW_COLUMNS", "DRIVER_COLUMNS", "PageRow", "Value",
+           "quote"]
 
 #: Column names and types of every fixed table, in order.
 SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
@@ -97,34 +103,75 @@ ITEM_COLUMNS: tuple[tuple[str, str], ...] = (
 )
 
 
+#: One column's value as a page row keeps it, in the journal and before the store converts times.
+Value = str | int | float | bool | None
+
+#: The columns of ``pages``, in order.
+PAGE_COLUMNS: tuple[str, ...] = tuple(name for name, _ in SCHEMA["pages"])
+#: The columns the driver adds to the core's ``Row``: when the row was made, and by which peer.
+DRIVER_COLUMNS = ("fetched_at", "peer")
+#: The columns the core's ``Row`` fills, by its fields of the same names.
+ROW_COLUMNS: tuple[str, ...] = tuple(c for c in PAGE_COLUMNS if c not in DRIVER_COLUMNS)
+_FROM_ROW = attrgetter(*ROW_COLUMNS)
+_DRIVER_AT = tuple(sorted((PAGE_COLUMNS.index(c), c) for c in DRIVER_COLUMNS))
+
+
 @dataclass(frozen=True, slots=True)
 class PageRow:
-    """One row of ``pages``; ``fetched_at`` in seconds since the epoch (``time.time()``)."""
+    """One row of ``pages``: the crawl core's ``Row`` and what the driver adds.
 
-    url: str
-    final_url: str | None
-    host: str
-    status: int | None
-    content_type: str | None
-    bytes: int
-    title: str | None
-    n_links: int
-    depth: int
+    ``fetched_at`` in seconds since the epoch (``time.time()``); ``peer``
+    "" is the store's peer_id. Its columns are ``SCHEMA["pages"]``: each is
+    a field of ``Row`` of the same name or one of ``DRIVER_COLUMNS``, so a
+    new column is a field of ``Row`` and a line above, nothing else
+    (tests/edges/test_store.py checks that they agree).
+    """
+
+    row: Row
     fetched_at: float
-    elapsed_ms: float
-    error: str | None
-    peer: str = ""  # "" -> the store's peer_id
-    # Last and defaulted: a journal row of an older build still makes a PageRow.
-    canonical: str | None = None
-    noindex: bool | None = None
-    nofollow: bool | None = None
-    sitemap_lastmod: float | None = None  # epoch seconds, as fetched_at
-    sitemap_priority: float | None = None
-    sitemap_changefreq: str | None = None
-    payload_digest: str | None = None
-    simhash: int | None = None
-    duplicate_of: str | None = None
-    duplicate_kind: str | None = None
+    peer: str = ""
+
+    @property
+    def url(self) -> str:
+        return self.row.url
+
+    @property
+    def host(self) -> str:
+        return self.row.host
+
+    def values(self) -> list[Value]:
+        """The columns of ``pages`` in order, times in epoch seconds: what the journal keeps."""
+        out: list[Value] = list(_FROM_ROW(self.row))
+        for i, name in _DRIVER_AT:
+            out.insert(i, self.fetched_at if name == "fetched_at" else self.peer)
+        return out
+
+    @classmethod
+    def from_values(cls, values: Sequence[Value]) -> PageRow:
+        """A row from its columns' values in order (a journal's row); TypeError if they are not.
+
+        A row journaled by an older build is shorter: the columns added
+        since take their defaults (``Row``'s later fields have them).
+        """
+        if len(values) > len(PAGE_COLUMNS):
+            raise TypeError(f"a page row has {len(PAGE_COLUMNS)} columns, not {len(values)}")
+        return cls.of(**dict(zip(PAGE_COLUMNS, values)))
+
+    @classmethod
+    def of(cls, *values: Value, **columns: Value) -> PageRow:
+        """A row from its columns, in order then by name (``PageRow.of(url, final_url, ..., title=...)``)."""
+        if len(values) > len(PAGE_COLUMNS):
+            raise TypeError(f"a page row has {len(PAGE_COLUMNS)} columns, not {len(values)}")
+        # Any: each column has its own type, which Row's constructor checks by name.
+        named: dict[str, Any] = dict(zip(PAGE_COLUMNS, values))
+        if named.keys() & columns.keys():
+            raise TypeError(f"columns given twice: {sorted(named.keys() & columns.keys())}")
+        named.update(columns)
+        if "fetched_at" not in named:
+            raise TypeError("a page row needs its fetched_at")
+        fetched_at = named.pop("fetched_at")
+        peer = named.pop("peer", "")
+        return cls(Row(**named), fetched_at, peer or "")
 
 
 def quote(name: str) -> str:

@@ -49,7 +49,7 @@ from peer.errors import LockedError, StateError
 from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
-from peer.results.schema import ITEM_COLUMNS, SCHEMA, PageRow, quote
+from peer.results.schema import ITEM_COLUMNS, PAGE_COLUMNS, SCHEMA, PageRow, quote
 
 __all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
 
@@ -143,6 +143,23 @@ def _clean(v: Any) -> Any:
     if isinstance(v, list):
         return [_clean(x) for x in v]
     return v
+
+
+#: The columns of ``pages`` held as epoch seconds until written, and the peer's.
+_TIMES = tuple(i for i, (_, kind) in enumerate(SCHEMA["pages"]) if kind == "TIMESTAMP")
+_PEER = PAGE_COLUMNS.index("peer")
+
+
+def _page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
+    """``r``'s cells as the appender takes them: times as datetimes, "" as the store's peer."""
+    # Any: a time's cell becomes the datetime DuckDB's appender takes.
+    cells: list[Any] = r.values()
+    for i in _TIMES:
+        if cells[i] is not None:
+            cells[i] = _ts(cells[i])
+    if not cells[_PEER]:
+        cells[_PEER] = peer
+    return tuple(cells)
 
 
 class _Batch:
@@ -365,14 +382,17 @@ class ResultStore:
         return await trio.to_thread.run_sync(self._page_urls, hosts, limiter=self._limiter)
 
     def _page_urls(self, hosts: Sequence[str] | None = None) -> list[tuple[str, str]]:
+        if hosts is None:
+            return self._read("SELECT url, host FROM pages")
+        return self._read("SELECT url, host FROM pages WHERE host IN (SELECT unnest(?))", [list(hosts)])
+
+    def _read(self, sql: str, params: list[Any] | None = None) -> list[Any]:
+        """The rows of ``sql`` (in the writer's thread); a DuckDB error is a StateError naming the file."""
         con = self._con
         if con is None:
             raise StateError(f"{self.path}: results store is not open")
         try:
-            if hosts is None:
-                return con.execute("SELECT url, host FROM pages").fetchall()
-            return con.execute("SELECT url, host FROM pages WHERE host IN (SELECT unnest(?))",
-                               [list(hosts)]).fetchall()
+            return con.execute(sql, params).fetchall()
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot read results: {exc}") from None
 
@@ -395,30 +415,16 @@ class ResultStore:
         return await trio.to_thread.run_sync(self._last_visits, limiter=self._limiter)
 
     def _last_visits(self) -> list[tuple[Any, ...]]:
-        con = self._con
-        if con is None:
-            raise StateError(f"{self.path}: results store is not open")
-        try:
-            return con.execute(
-                "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
-                "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
-                "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
-                "WINDOW w AS (PARTITION BY url) "
-                "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1").fetchall()
-        except duckdb.Error as exc:
-            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+        return self._read(
+            "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
+            "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+            "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
+            "WINDOW w AS (PARTITION BY url) "
+            "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
 
     def _recent_starts(self, since: float) -> list[tuple[str, float]]:
-        con = self._con
-        if con is None:
-            raise StateError(f"{self.path}: results store is not open")
-        try:
-            return con.execute(
-                "SELECT host, epoch(fetched_at) - elapsed_ms / 1000.0 AS t FROM pages "
-                "WHERE status IS NOT NULL AND fetched_at >= ? AND t > ?",
-                [_ts(since), since]).fetchall()
-        except duckdb.Error as exc:
-            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+        return self._read("SELECT host, epoch(fetched_at) - elapsed_ms / 1000.0 AS t FROM pages "
+                          "WHERE status IS NOT NULL AND fetched_at >= ? AND t > ?", [_ts(since), since])
 
     def stats(self) -> StoreStats:
         w = self._written
@@ -430,20 +436,12 @@ class ResultStore:
         if con is None:
             raise StateError(f"{self.path}: results store is not open")
         peer = self.peer_id
-        ts = _ts
-        pages = [
-            (r.url, r.final_url, r.host, r.status, r.content_type, r.bytes, r.title, r.n_links,
-             r.depth, ts(r.fetched_at), r.elapsed_ms, r.error, r.peer or peer, r.canonical,
-             r.noindex, r.nofollow,
-             None if r.sitemap_lastmod is None else ts(r.sitemap_lastmod), r.sitemap_priority,
-             r.sitemap_changefreq, r.payload_digest, r.simhash, r.duplicate_of, r.duplicate_kind)
-            for r in batch.pages
-        ]
+        pages = [_page_cells(r, peer) for r in batch.pages]
         if batch.replace:
             # A URL visited twice in one batch keeps its last row (pages: the latest).
             last = {r[0]: i for i, r in enumerate(pages) if r[0] in batch.replace}
             pages = [r for i, r in enumerate(pages) if r[0] not in batch.replace or last[r[0]] == i]
-        fetches = [r[:2] + (ts(r[2]),) + r[3:16] + (None if r[16] is None else ts(r[16]),) + r[17:]
+        fetches = [r[:2] + (_ts(r[2]),) + r[3:16] + (None if r[16] is None else _ts(r[16]),) + r[17:]
                    for r in batch.fetches]
         work: list[tuple[str, list[Any]]] = [("pages", pages), ("links", batch.links),
                                              ("bodies", batch.bodies), ("pid_trace", batch.pid),

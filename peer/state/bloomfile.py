@@ -15,7 +15,7 @@ File format, version 2 (all integers little-endian)::
 Version 1 (one slice) is still read: b"RCBLOOM1", then one slice header, its
 bits and the crc32; it loads as a one-slice filter with growth 2 and no limit.
 
-The filter (:mod:`peer.core.seen.bloom`) gives its buffers
+The filter (:mod:`peer.core.seen.bloom`; the structs: :mod:`peer.core.seen.bloomformat`) gives its buffers
 (``BloomFilter.file_parts``) and is rebuilt from checked slices
 (``BloomFilter.from_parts``). Reading streams each slice's bits
 straight into its bitarray (``readinto``), so a filter of hundreds of MB is
@@ -31,10 +31,11 @@ from typing import Any, BinaryIO
 
 from bitarray import bitarray
 
-from peer.core.seen.bloom import (
-    _FRESH, _HEADER, _MAGIC, _MAGIC_FAMILY, _MAGIC_V1, _MAX_SLICES, _SLICE, _TRAILER, _V1_HEADER,
-    DEFAULT_GROWTH, BloomFilter, _Slice,
+from peer.core.seen.bloom import DEFAULT_GROWTH, BloomFilter
+from peer.core.seen.bloomformat import (
+    FRESH, HEADER, MAGIC, MAGIC_FAMILY, MAGIC_V1, MAX_SLICES, SLICE, TRAILER, V1_HEADER,
 )
+from peer.core.seen.slices import Slice
 from peer.errors import StateError
 from peer.state.fsio import write_atomic
 
@@ -65,65 +66,65 @@ def read_bloom(path: str | os.PathLike[str]) -> BloomFilter:
                 bits = bitarray(-(-m // 8) * 8, endian="little")
                 short = short or f.readinto(bits) != len(bits) // 8
                 crc = zlib.crc32(bits, crc)
-                slices.append(_Slice(m, k, capacity, error_rate, count, bits))
+                slices.append(Slice(m, k, capacity, error_rate, count, bits))
             tail = f.read()
     except FileNotFoundError:
-        raise StateError(f"{path}: Bloom filter file not found; {_FRESH}") from None
+        raise StateError(f"{path}: Bloom filter file not found; {FRESH}") from None
     except OSError as e:
-        raise StateError(f"{path}: cannot read Bloom filter ({e.strerror or e}); {_FRESH}") from e
-    if short or len(tail) != _TRAILER.size:
+        raise StateError(f"{path}: cannot read Bloom filter ({e.strerror or e}); {FRESH}") from e
+    if short or len(tail) != TRAILER.size:
         # The size was checked against fstat; this is a file shrinking under us.
-        raise StateError(f"{path}: Bloom filter is truncated; {_FRESH}")
-    (expected,) = _TRAILER.unpack(tail)
+        raise StateError(f"{path}: Bloom filter is truncated; {FRESH}")
+    (expected,) = TRAILER.unpack(tail)
     if crc != expected:
-        raise StateError(f"{path}: Bloom filter is corrupt (checksum mismatch); {_FRESH}")
+        raise StateError(f"{path}: Bloom filter is corrupt (checksum mismatch); {FRESH}")
     if any(s.bits[s.m :].any() for s in slices):
-        raise StateError(f"{path}: Bloom filter is corrupt (bits set past the end); {_FRESH}")
+        raise StateError(f"{path}: Bloom filter is corrupt (bits set past the end); {FRESH}")
     return BloomFilter.from_parts(slices, growth, max_capacity or None)
 
 
 def read_header(path: str, f: BinaryIO, size: int) -> tuple[bytes, int, int, list[tuple[Any, ...]]]:
     """Check the magic and headers against the file size; return what follows."""
-    head = f.read(len(_MAGIC))
-    if len(head) < len(_MAGIC):
-        if _MAGIC.startswith(head):
-            raise StateError(f"{path}: Bloom filter is truncated ({size} bytes); {_FRESH}")
-        raise StateError(f"{path}: not a ringcrawl Bloom filter (bad magic); {_FRESH}")
-    if head[: len(_MAGIC_FAMILY)] != _MAGIC_FAMILY:
-        raise StateError(f"{path}: not a ringcrawl Bloom filter (bad magic); {_FRESH}")
-    if head == _MAGIC_V1:
+    head = f.read(len(MAGIC))
+    if len(head) < len(MAGIC):
+        if MAGIC.startswith(head):
+            raise StateError(f"{path}: Bloom filter is truncated ({size} bytes); {FRESH}")
+        raise StateError(f"{path}: not a ringcrawl Bloom filter (bad magic); {FRESH}")
+    if head[: len(MAGIC_FAMILY)] != MAGIC_FAMILY:
+        raise StateError(f"{path}: not a ringcrawl Bloom filter (bad magic); {FRESH}")
+    if head == MAGIC_V1:
         growth, max_capacity, n_slices = DEFAULT_GROWTH, 0, 1
-        head_size = _V1_HEADER.size
-    elif head == _MAGIC:
-        more = f.read(_HEADER.size - len(head))
+        head_size = V1_HEADER.size
+    elif head == MAGIC:
+        more = f.read(HEADER.size - len(head))
         head += more
-        if len(head) < _HEADER.size:
-            raise StateError(f"{path}: Bloom filter is truncated ({size} bytes); {_FRESH}")
-        _, growth, max_capacity, n_slices = _HEADER.unpack(head)
-        if not (growth >= 2 and 1 <= n_slices <= _MAX_SLICES):
-            raise StateError(f"{path}: Bloom filter is corrupt (bad header); {_FRESH}")
-        head_size = _HEADER.size + n_slices * _SLICE.size
+        if len(head) < HEADER.size:
+            raise StateError(f"{path}: Bloom filter is truncated ({size} bytes); {FRESH}")
+        _, growth, max_capacity, n_slices = HEADER.unpack(head)
+        if not (growth >= 2 and 1 <= n_slices <= MAX_SLICES):
+            raise StateError(f"{path}: Bloom filter is corrupt (bad header); {FRESH}")
+        head_size = HEADER.size + n_slices * SLICE.size
     else:
         raise StateError(
             f"{path}: Bloom filter format {head!r} is not supported "
-            f"(this build reads {_MAGIC_V1!r} and {_MAGIC!r}); {_FRESH}"
+            f"(this build reads {MAGIC_V1!r} and {MAGIC!r}); {FRESH}"
         )
     rest = f.read(head_size - len(head))
     head += rest
     if len(head) < head_size:
-        raise StateError(f"{path}: Bloom filter is truncated ({size} bytes); {_FRESH}")
-    start = head_size - n_slices * _SLICE.size
-    dims = [_SLICE.unpack_from(head, start + i * _SLICE.size) for i in range(n_slices)]
+        raise StateError(f"{path}: Bloom filter is truncated ({size} bytes); {FRESH}")
+    start = head_size - n_slices * SLICE.size
+    dims = [SLICE.unpack_from(head, start + i * SLICE.size) for i in range(n_slices)]
     for m, k, capacity, error_rate, count in dims:
         if not (m >= 1 and 1 <= k <= 4096 and capacity >= 1 and 0.0 < error_rate < 1.0 and count <= m):
-            raise StateError(f"{path}: Bloom filter is corrupt (bad header); {_FRESH}")
-    expected = head_size + sum(-(-m // 8) for m, *_ in dims) + _TRAILER.size
+            raise StateError(f"{path}: Bloom filter is corrupt (bad header); {FRESH}")
+    expected = head_size + sum(-(-m // 8) for m, *_ in dims) + TRAILER.size
     if size < expected:
         raise StateError(
-            f"{path}: Bloom filter is truncated ({size} of {expected} bytes); {_FRESH}"
+            f"{path}: Bloom filter is truncated ({size} of {expected} bytes); {FRESH}"
         )
     if size > expected:
         raise StateError(
-            f"{path}: Bloom filter is corrupt ({size - expected} unexpected trailing bytes); {_FRESH}"
+            f"{path}: Bloom filter is corrupt ({size - expected} unexpected trailing bytes); {FRESH}"
         )
     return head, growth, max_capacity, dims

@@ -87,15 +87,15 @@ from __future__ import annotations
 import os
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import msgpack
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
 from peer.errors import StateError
+from peer.results.schema import Value
 from peer.state.fsio import fsync_dir
 from peer.state.frames import (COUNTERS as _COUNTERS, DONE as _DONE, FORWARDED as _FORWARDED,
                                FRAME as _FRAME, JOURNAL_MAGIC as _JOURNAL_MAGIC,
@@ -176,8 +176,8 @@ class PeerState:
         """``url`` passed the Bloom filter into this peer's frontier (buffered)."""
         self._buf += self._pack((_QUEUED, url, depth))
 
-    def done(self, url: str, row: list[Any] | None) -> None:
-        """``url`` left the queue: a page row (any msgpack-able list), or None for no row."""
+    def done(self, url: str, row: Sequence[Value] | None) -> None:
+        """``url`` left the queue: its page row's values (``PageRow.values``), or None for no row."""
         self._buf += self._pack((_DONE, url, row))
 
     def forwarded(self, items: Iterable[tuple[str, int]]) -> None:

@@ -27,11 +27,11 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
 from peer.core.urls.normalize import host_key
+from peer.results.schema import Value
 from peer.state.bloomfile import read_bloom
 from peer.state.frames import JOURNAL_MAGIC, replay
 from peer.state.generations import SPILL_DIR, clean, damaged, list_dir
@@ -48,7 +48,7 @@ class Recovered:
     generation: int                    # the snapshot recovery started from
     queued: dict[str, int] = field(repr=False)           # url -> depth, in queue order
     forwards: list[tuple[str, int]] = field(repr=False)  # (url, depth) for the outbox again
-    rows: list[list[Any]] = field(repr=False)            # rows of pages done since the snapshot
+    rows: list[list[Value]] = field(repr=False)          # page rows done since the snapshot (PageRow.values)
     counters: dict[str, float]
     bloom: BloomFilter                 # contains every URL ever queued or seen
     created: float                     # wall time this peer's crawl state was first begun
@@ -126,7 +126,7 @@ def _load(
             queue.setdefault(u, d)
     forwards = [(u, d) for u, d in doc["forwards"]]
     counters = dict(doc["counters"])
-    rows: list[list[Any]] = []
+    rows: list[list[Value]] = []
     records = torn = 0
     try:
         manifest = SpillManifest.from_doc(doc["spill"]) if doc.get("spill") is not None else None

@@ -2,7 +2,9 @@
 
 :class:`RingDriver` runs a node over :class:`ring.io.sockets.MemberSockets`
 and carries out the actions it returns through one ``{action type:
-handler}`` table, handing the crawl's part to a ``ring.crawlport.CrawlPort``.
+handler}`` table, handing the crawl's part to a ``ring.crawlport.CrawlPort``:
+a batch taken and our entries rerouted back as ``ring.intake`` orders them
+(the rules ``peer.core.peer.PeerCore`` follows too).
 It serves the ring's tests and benchmarks, which need a member without a
 crawl; a peer runs ``peer.core.peer.PeerCore`` under its engine instead,
 where the crawl and the ring are one core and nothing goes through here.
@@ -17,12 +19,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from typing import Any
 
 import trio
 
 from ring.crawlport import CrawlPort
+from ring.intake import Durable, Source, TakeSeen, intake
 from ring.io.curve import CurveKeys
 from ring.io.sockets import SEND_TIMEOUT, MemberSockets
 from ring.messages import Ack, DecodeError, Message, UrlBatch, decode, encode
@@ -148,20 +150,21 @@ class RingDriver:
     def _do_reply(self, a: Reply) -> Awaitable[None]:
         return self.sockets.reply(a.route, a.msg)
 
-    def _do_deliver(self, a: Deliver) -> None:
+    def _do_intake(self, a: Deliver | Rerouted) -> None:
+        """A batch taken, or our entries back: ``ring.intake``'s steps, in their order."""
         crawl = self.crawl
-        for url, depth in a.urls:
-            crawl.accept(url, depth)
-        for url in a.seen:
-            crawl.accept_seen(url)
-        crawl.commit_state()  # taken is on disk before it is acked
-
-    def _do_rerouted(self, a: Rerouted) -> None:
-        crawl = self.crawl
-        for url in a.seen:
-            crawl.accept_seen(url)
-        for url, depth in a.urls:
-            crawl.take_back(url, depth)
+        for step in intake(a):
+            if isinstance(step, Durable):
+                crawl.commit_state()
+            elif isinstance(step, TakeSeen):
+                for url in step.urls:
+                    crawl.accept_seen(url)
+            elif step.source is Source.HANDED_BACK:
+                for url, depth in step.urls:
+                    crawl.take_back(url, depth)
+            else:  # a member's or the adopt tool's: a stand-in crawl takes both alike
+                for url, depth in step.urls:
+                    crawl.accept(url, depth)
 
     def _do_ring_changed(self, a: RingChanged) -> None:
         self.crawl.set_ring(a.ring)
@@ -205,8 +208,8 @@ class RingDriver:
     _ACTIONS: dict[type, Callable[[RingDriver, Any], Awaitable[None] | None]] = {
         Send: _do_send,
         Reply: _do_reply,
-        Deliver: _do_deliver,
-        Rerouted: _do_rerouted,
+        Deliver: _do_intake,
+        Rerouted: _do_intake,
         RingChanged: _do_ring_changed,
         HandOff: _do_handoff,
         Released: _do_released,

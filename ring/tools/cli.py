@@ -40,14 +40,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, StatusRow, client_keys,
-                               request_forget, request_leave)
+from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, client_keys, request_forget,
+                               request_leave)
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
-from ring.messages import ForgetOutcome, LeaseStatus
+from ring.messages import ForgetOutcome, LeaseStatus, MemberStatus
 from ring.vocabulary import TERMS, Family, words
+from ring.durations import duration
 
 __all__ = ["ConfigSource", "RingFile", "format_forget", "format_status",
            "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
@@ -229,7 +230,7 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-#: The status table's columns: (header, width, StatusRow field, format). The
+#: The status table's columns: (header, width, MemberStatus field, format). The
 #: legend under the table gives each column's unit.
 _COLUMNS = (
     ("share", 6, "share", "{:.1%}"),
@@ -241,7 +242,7 @@ _COLUMNS = (
     ("fwd in", 8, "forwarded_in", "{:,}"),
     ("dns hit", 7, "dns_hit_rate", "{:.0%}"),
     ("bloom", 7, "bloom_fill", "{:.2%}"),
-    ("uptime", 7, "uptime", "{:.0f}s"),
+    ("uptime", 7, "uptime", duration),
 )
 #: Columns the totals row sums (the others have no meaningful total).
 _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
@@ -263,7 +264,12 @@ _LEASE_CELL = {LeaseStatus.UNKNOWN: "?", LeaseStatus.HELD: "held", LeaseStatus.G
                LeaseStatus.NO_MAJORITY: "no-majority"}
 
 
-def lease_cells(r: StatusRow) -> tuple[str, str, str]:
+def _cell(form: str | Callable[[float], str], value: float) -> str:
+    """A column's cell: its format string, or its formatter (a duration: ``ring.durations``)."""
+    return form(value) if callable(form) else form.format(value)
+
+
+def lease_cells(r: MemberStatus) -> tuple[str, str, str]:
     """A member's lease, vouches and ring as ``status`` shows them (``-`` where it did not say)."""
     known = r.lease is not LeaseStatus.UNKNOWN
     vouch = f"{r.vouched}/{r.needed}/{r.quorum}" if known else "-"
@@ -272,12 +278,12 @@ def lease_cells(r: StatusRow) -> tuple[str, str, str]:
     return _LEASE_CELL[r.lease], vouch, ring
 
 
-def rings_seen(rows: Sequence[StatusRow]) -> int:
+def rings_seen(rows: Sequence[MemberStatus]) -> int:
     """How many rings the members that answered vouch for (more than one: they disagree)."""
     return len({r.ring_fingerprint for r in rows if r.ring_fingerprint})
 
 
-def format_status(rows: Sequence[StatusRow]) -> str:
+def format_status(rows: Sequence[MemberStatus]) -> str:
     """The text of ``python -m ring status``: a row a member, a totals row, the units."""
     head = (f"{'id':<10} {'state':<8} {'lease':<{_LEASE_W}} {'vouch':>{_VOUCH_W}} {'ring':<{_RING_W}}"
             + "".join(f" {h:>{w}}" for h, w, _, _ in _COLUMNS) + "  address")
@@ -285,10 +291,11 @@ def format_status(rows: Sequence[StatusRow]) -> str:
     for r in rows:
         lease, vouch, ring = lease_cells(r)
         out.append(f"{r.id:<10} {r.state.value:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
-                   + "".join(f" {f.format(getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
+                   + "".join(f" {_cell(f, getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
-        for family, pairs in ((Family.FAILED, r.errors), (Family.NOT_REQUESTED, r.not_requested),
-                              (Family.DROPS, r.dropped), (Family.COUNTERS, r.counters)):
+        split = r.families
+        for family, pairs in ((Family.FAILED, r.errors), (Family.NOT_REQUESTED, split.not_requested),
+                              (Family.DROPS, split.drops), (Family.COUNTERS, split.counters)):
             if pairs:
                 out.append(f"{'':<10} {words(family)}: " + ", ".join(f"{k} {v}" for k, v in sorted(pairs)))
     live = [r for r in rows if r.live]
@@ -298,7 +305,7 @@ def format_status(rows: Sequence[StatusRow]) -> str:
     total = (f"{'total':<10} {f'{len(live)} live':<8} {f'{held} held':<{_LEASE_W}} {'':>{_VOUCH_W}} "
              f"{rings:<{_RING_W}}")
     for _, w, k, f in _COLUMNS:
-        total += f" {f.format(sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
+        total += f" {_cell(f, sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
     out += [total.rstrip(), "", STATUS_LEGEND]
     return "\n".join(out)
 

@@ -5,7 +5,8 @@ peer answers on that connection (``ring.node``: tools send only status,
 leave and forget requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
 caller passes the ring's name and its seeds (:class:`Contact`), and, when
 the ring uses CurveZMQ, the tool's own key pair (:func:`client_keys`).
-Formatting is ``ring.tools.cli``'s.
+A member's row is the decoded :class:`~ring.messages.MemberStatus` itself,
+as the wire carries it; formatting is ``ring.tools.cli``'s.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from __future__ import annotations
 import enum
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -21,14 +22,11 @@ import trio
 
 from ring.io.curve import CurveKeys
 from ring.errors import RingError
-from ring.membership import LIVE
-from ring.vocabulary import Family, split_pairs
 from ring.messages import (
     DecodeError,
     ForgetOutcome,
     ForgetReply,
     ForgetRequest,
-    LeaseStatus,
     LeaveRequest,
     MemberState,
     MemberStatus,
@@ -40,7 +38,7 @@ from ring.messages import (
 from ring.io.zap import curve_client
 from ring.io.zmqio import SocketType, open_socket
 
-__all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "LeaveOutcome", "LeaveResult", "StatusRow",
+__all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "LeaveOutcome", "LeaveResult",
            "client_keys", "cluster_status", "request_forget", "request_leave"]
 
 #: Members ``ring status`` asks for their own figures at once.
@@ -55,63 +53,6 @@ class Contact:
 
     id: str
     address: str
-
-
-@dataclass(frozen=True, slots=True)
-class StatusRow:
-    """One member as ``ring status`` shows it: its own figures, else the answering peer's view.
-
-    ``state`` and ``share`` are always the answering peer's view.
-    """
-
-    id: str
-    address: str
-    state: MemberState
-    share: float
-    pages: int
-    rate: float
-    frontier: int
-    hosts: int
-    forwarded_out: int
-    forwarded_in: int
-    dns_hit_rate: float
-    bloom_fill: float
-    uptime: float
-    # The families of ring.vocabulary: refused input, healthy counters, failed
-    # requests by kind, URLs never requested by cause.
-    dropped: tuple[tuple[str, int], ...] = ()
-    counters: tuple[tuple[str, int], ...] = ()
-    errors: tuple[tuple[str, int], ...] = ()
-    not_requested: tuple[tuple[str, int], ...] = ()
-    busiest: tuple[tuple[str, float, float], ...] = ()  # (host, pages/min, setpoint pages/min)
-    # The member's own view of its lease and ring (UNKNOWN: it did not answer).
-    lease: LeaseStatus = LeaseStatus.UNKNOWN
-    vouched: int = 0
-    needed: int = 0
-    quorum: int = 0
-    grace_left: float = 0.0
-    ring_version: int = 0
-    ring_fingerprint: int = 0
-
-    @property
-    def live(self) -> bool:
-        """Owns hosts (alive or suspect)."""
-        return self.state in LIVE
-
-    def as_json(self) -> dict[str, Any]:
-        """The ``--json`` form: the keys of ``MemberStatus``, the figures named by ``ring.vocabulary``."""
-        return {"id": self.id, "address": self.address, "state": self.state.value, "share": self.share,
-                "pages": self.pages, "rate": self.rate, "frontier": self.frontier, "hosts": self.hosts,
-                "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
-                "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
-                Family.FAILED.value: dict(self.errors), Family.NOT_REQUESTED.value: dict(self.not_requested),
-                Family.DROPS.value: dict(self.dropped), Family.COUNTERS.value: dict(self.counters),
-                "busiest": [list(b) for b in self.busiest],
-                "lease": self.lease.value, "vouched": self.vouched, "needed": self.needed,
-                "quorum": self.quorum, "grace_left": self.grace_left, "ring_version": self.ring_version,
-                # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
-                # JSON readers. None: the member did not say.
-                "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None}
 
 
 class LeaveOutcome(enum.StrEnum):
@@ -186,22 +127,16 @@ async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys 
                            timeout, keys)
 
 
-def _row(view: MemberStatus, own: MemberStatus) -> StatusRow:
-    split = split_pairs(own.dropped)
-    return StatusRow(
-        id=view.id, address=own.address, state=view.state, share=view.share, pages=own.pages,
-        rate=own.rate, frontier=own.frontier, hosts=own.hosts, forwarded_out=own.forwarded_out,
-        forwarded_in=own.forwarded_in, dns_hit_rate=own.dns_hit_rate, bloom_fill=own.bloom_fill,
-        uptime=own.uptime, dropped=split.drops, counters=split.counters, errors=own.errors,
-        not_requested=split.not_requested, busiest=own.busiest,
-        lease=own.lease, vouched=own.vouched, needed=own.needed, quorum=own.quorum,
-        grace_left=own.grace_left, ring_version=own.ring_version, ring_fingerprint=own.ring_fingerprint)
+def _row(view: MemberStatus, own: MemberStatus) -> MemberStatus:
+    """A member's own row, with the state and share the answering peer's view gives it."""
+    return replace(own, state=view.state, share=view.share)
 
 
 async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: float = 1.5,
-                         keys: CurveKeys | None = None) -> tuple[StatusRow, ...] | None:
+                         keys: CurveKeys | None = None) -> tuple[MemberStatus, ...] | None:
     """Each member's row, by id: the first seed that answers names the members, and
-    every live member is asked for its own figures. None when no seed answers."""
+    every live member is asked for its own figures (``state`` and ``share`` stay the
+    first seed's view). None when no seed answers."""
     first = None
     for seed in seeds:
         if not seed.address:
@@ -229,12 +164,12 @@ async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: floa
 
     async with trio.open_nursery() as nursery:
         for m in first.members:
-            if m.id != first.sender and m.state in LIVE:
+            if m.id != first.sender and m.live:
                 nursery.start_soon(ask_member, Contact(m.id, m.address))
     return tuple(_row(m, own.get(m.id, m)) for m in sorted(first.members, key=lambda m: m.id))
 
 
-def find(rows: Iterable[StatusRow] | None, peer_id: str) -> StatusRow | None:
+def find(rows: Iterable[MemberStatus] | None, peer_id: str) -> MemberStatus | None:
     return next((r for r in rows or () if r.id == peer_id), None)
 
 
@@ -291,7 +226,7 @@ async def request_forget(ring_name: str, seeds: Sequence[Contact], target: str, 
     contacts = {s.id: s for s in seeds}
     for view in views:
         for m in view.members:
-            if m.id not in contacts and m.id != target and m.state in LIVE and m.address:
+            if m.id not in contacts and m.id != target and m.live and m.address:
                 contacts[m.id] = Contact(m.id, m.address)
     results: dict[str, ForgetResult] = {}
 

@@ -74,6 +74,7 @@ log = logging.getLogger("ring.dashboard")
 REQUEST_TIMEOUT = 10.0
 MAX_CONNECTIONS = 16
 
+#: Each member's row as ``ring status --json`` lists it (``ring.messages.MemberStatus.as_json``).
 Rows = list[dict]
 Poll = Callable[[], Awaitable["Rows | None"]]
 #: Why the last poll found nobody, in the poller's words (None: the page's own words).

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from ring.vocabulary import Family, words
+from ring.durations import duration
 
 __all__ = ["BUSIEST", "HISTORY", "History", "Snapshot", "host_allowed", "render_fragment", "render_page"]
 
@@ -115,7 +116,7 @@ def _lease_cells(r: Mapping) -> str:
     words = _LEASE_WORDS[lease]
     grace = r.get("grace_left") or 0
     if lease == "grace" and grace >= 1:
-        words += f" ({grace:.0f}s)"
+        words += f" ({duration(grace)})"
     vouch = f"{r.get('vouched', 0)} of {r.get('quorum', 0)}, {r.get('needed', 0)} needed"
     fp = r.get("ring_fingerprint")
     ring = f"v{r.get('ring_version', 0)} {str(fp)[:8]}" if fp else "-"
@@ -148,7 +149,7 @@ def render_fragment(snap: Snapshot | None, rates: Mapping[str, float], ring_name
             + _td(f"{r['frontier']:,}", "n") + _td(f"{r['hosts']:,}", "n")
             + _td(f"{r['forwarded_out']:,}", "n") + _td(f"{r['forwarded_in']:,}", "n")
             + _td(f"{r['dns_hit_rate']:.0%}", "n") + _td(f"{r['bloom_fill']:.2%}", "n")
-            + _td(f"{r['uptime']:.0f} s", "n") + _td(r["address"]) + "</tr>")
+            + _td(duration(r['uptime']), "n") + _td(r["address"]) + "</tr>")
     live = sum(r["state"] in ("alive", "suspect") for r in rows)
     total_rate = sum(rates.values()) if rates else None
     held = sum(r.get("lease") == "held" for r in rows)

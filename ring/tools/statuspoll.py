@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
-from ring.tools.client import Contact, StatusRow, cluster_status
+from ring.messages import MemberStatus
+from ring.tools.client import Contact, cluster_status
 
 __all__ = ["RecordedAddress", "SoloPeer", "StatusPoll"]
 
@@ -62,7 +63,7 @@ class StatusPoll:
         #: Why the last poll found nobody to ask or nobody answered (None: it did not say).
         self.silence: str | None = None
 
-    async def __call__(self) -> list[StatusRow] | None:
+    async def __call__(self) -> list[MemberStatus] | None:
         self.silence = None
         seeds = self.seeds
         if self.solo is not None:

@@ -1,7 +1,8 @@
 """Tests for peer.core.seen.bloom: sizing, membership, growth and batches (its state file: tests/edges/test_bloomfile.py).
 
-A batch big enough goes through the vectorised kernels (peer.core.seen.kernels):
-the batch tests check them against adding key by key.
+One slice, sized and probed, is peer.core.seen.slices (its sizes are checked
+here). A batch big enough goes through the vectorised kernels
+(peer.core.seen.kernels): the batch tests check them against adding key by key.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import peer.core.seen.bloom as bloom
+from peer.core.seen.slices import optimal_size
 from peer.core.seen.bloom import BloomEventKind, BloomFilter
 
 
@@ -138,7 +140,7 @@ def test_grows_lazily_with_tightening_error_rates() -> None:
     assert 101 + 0.95 * 400 <= bf.count == sum(n for *_, n in bf.slices()) == 101 + sum(added) < 501
     # Each slice is sized for its own capacity and error rate.
     assert [(m, k) for _, _, m, k, _ in bf.slices()] == [
-        bloom.optimal_size(100, 0.01), bloom.optimal_size(200, 0.005), bloom.optimal_size(400, 0.0025)
+        optimal_size(100, 0.01), optimal_size(200, 0.005), optimal_size(400, 0.0025)
     ]
     assert bf.num_bits == sum(m for _, _, m, _, _ in bf.slices())
     assert bf.nbytes == sum((m + 7) // 8 for _, _, m, _, _ in bf.slices())

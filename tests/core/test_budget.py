@@ -136,6 +136,28 @@ def test_the_rest_held_only_by_gone_members_ends_the_wait_and_a_live_holder_does
     assert held_by_gone(30, VOTERS, v, "p1", gone={"p3"}) == []  # all spent: the total ends it
 
 
+def test_a_peers_budget_across_rounds_grants_when_idle_and_ends_on_a_member_gone_long_enough():
+    # PageBudget as RingNode's part: granting before a round, settle after it, saw with the events.
+    from ring.records import ChangeReason, MemberEvent
+
+    b = PageBudget(30, "p1", VOTERS, takeover_after=5.0)
+    v = view(member("p1", pages=4), member("p2", pages=10), member("p3", pages=2))
+    assert b.granting(v, idle=False, leaving=False, pages=4, in_flight=0) == {}  # busy: keeps its own
+    assert b.granting(v, idle=True, leaving=False, pages=4, in_flight=2) == {"p2": 4}  # its spare, less in flight
+    v = view(member("p1", pages=10), member("p2", pages=10), member("p3", pages=2, state=DEAD))
+    b.saw([MemberEvent(1.0, "p3", DEAD, ChangeReason.SILENCE, 1)])
+    assert b.settle(v, 3.0, pages=10, in_flight=0) == [] and b.page_cap == 10  # dead 2 s: not yet gone
+    assert b.settle(v, 6.0, pages=10, in_flight=1) == []  # a request in flight: not at the cap yet
+    assert b.settle(v, 6.0, pages=10, in_flight=0) == ["p3"] and b.gone == ("p3",)
+    assert b.settle(v, 7.0, pages=10, in_flight=0) == []  # said once
+    again = PageBudget(30, "p1", VOTERS, takeover_after=5.0)
+    again.saw([MemberEvent(1.0, "p3", DEAD, ChangeReason.SILENCE, 1),
+               MemberEvent(8.0, "p3", ALIVE, ChangeReason.REFUTED, 1),  # back: its clock restarts
+               MemberEvent(9.0, "p3", DEAD, ChangeReason.SILENCE, 1)])
+    assert again.settle(v, 13.0, pages=10, in_flight=0) == []
+    assert again.settle(v, 14.0, pages=10, in_flight=0) == ["p3"]
+
+
 # --------------------------------------------------------------------------
 # whole rings, in virtual time
 

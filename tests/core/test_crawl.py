@@ -1,4 +1,11 @@
-"""peer.core.crawl.core: the crawl core, driven synchronously (no trio, no sockets, ``now`` passed in)."""
+"""peer.core.crawl.core: the crawl core, driven synchronously (no trio, no sockets, ``now`` passed in).
+
+Through ``CrawlCore`` these cover its parts too: peer.core.crawl.outcomes
+(results, retries, robots.txt answers), peer.core.handoff.moves (ring changes
+and hand-offs), peer.core.crawl.figures (the figures read from the parts)
+and the values of peer.core.crawl.decisions; peer.core.crawl.discovery and
+peer.core.crawl.jobs have test modules of their own as well.
+"""
 
 from __future__ import annotations
 
@@ -26,6 +33,8 @@ from peer.core.crawl.core import (
     Origin,
     PassOn,
     Queued,
+    Reason,
+    Refused,
     Requeue,
     Requeued,
     Row,
@@ -128,7 +137,7 @@ def owned_by(ring: HashRing, peer: str, n: int = 1) -> list[str]:
 def test_a_link_is_queued_and_journaled_once():
     c = core(obey_robots=False)
     assert c.discover(f"{SITE}/a", 1, 0.0, Origin.LINK) == [Queued(f"{SITE}/a", 1)]
-    assert c.discover(f"{SITE}/a", 1, 0.0, Origin.LINK) == []
+    assert c.discover(f"{SITE}/a", 1, 0.0, Origin.LINK) == [Refused(f"{SITE}/a", Reason.SEEN)]
     assert len(c.frontier) == 1 and f"{SITE}/a" in c.bloom
 
 
@@ -136,9 +145,12 @@ def test_seeds_and_relays_are_normalised_and_scoped():
     c = core(obey_robots=False)
     assert c.seeds(0.0) == [Queued(f"{SITE}/", 0)]
     assert c.discover("HTTP://Site.Web.Test:80/x#frag", 0, 0.0, Origin.RELAY) == [Queued(f"{SITE}/x", 0)]
-    assert c.discover("not a url", 0, 0.0, Origin.RELAY) == []
-    assert c.discover("http://elsewhere.example/", 0, 0.0, Origin.ADOPTED) == []  # out of scope
-    assert c.discover(f"{SITE}/x", 0, 0.0, Origin.ADOPTED) == []  # seen
+    assert c.discover("not a url", 0, 0.0, Origin.RELAY) == []  # a tail after a space: a sitemap drop
+    assert c.discover("notaurl", 0, 0.0, Origin.RELAY) == [Refused("notaurl", Reason.BAD_URL)]
+    assert c.discover("ftp://x/", 0, 0.0, Origin.LINK) == [Refused("ftp://x/", Reason.BAD_URL)]
+    assert c.discover("http://elsewhere.example/", 0, 0.0, Origin.ADOPTED) == [
+        Refused("http://elsewhere.example/", Reason.HOST)]  # out of scope
+    assert c.discover(f"{SITE}/x", 0, 0.0, Origin.ADOPTED) == [Refused(f"{SITE}/x", Reason.SEEN)]
 
 
 def test_handed_back_is_queued_even_when_the_bloom_filter_has_it():
@@ -154,7 +166,7 @@ def test_handed_back_is_not_queued_when_a_previous_owner_handed_it_over_as_fetch
     # page and handed it over as seen first: fetching it again would be twice.
     c = core(obey_robots=False)
     c.discover(f"{SITE}/p", 0, 0.0, Origin.HANDED_SEEN)
-    assert c.discover(f"{SITE}/p", 1, 0.0, Origin.HANDED_BACK) == []
+    assert c.discover(f"{SITE}/p", 1, 0.0, Origin.HANDED_BACK) == [Refused(f"{SITE}/p", Reason.SEEN)]
     assert len(c.frontier) == 0 and c.locally_idle()
 
 
@@ -177,7 +189,8 @@ def test_handed_seen_enters_the_bloom_filter_only_and_drops_a_queued_copy():
     assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.HANDED_SEEN) == [
         Seen(f"{SITE}/fetched-elsewhere")]
     assert len(c.frontier) == 0 and f"{SITE}/fetched-elsewhere" in c.bloom
-    assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.LINK) == []
+    assert c.discover(f"{SITE}/fetched-elsewhere", 0, 0.0, Origin.LINK) == [
+        Refused(f"{SITE}/fetched-elsewhere", Reason.SEEN)]
     # Queued here first, then handed over as fetched: its job is dropped, not fetched.
     c.discover(f"{SITE}/both", 0, 0.0, Origin.LINK)
     c.discover(f"{SITE}/both", 0, 0.0, Origin.HANDED_SEEN)
@@ -221,12 +234,16 @@ def test_capped_urls_stay_out_of_the_bloom_filter_and_are_counted():
 def test_url_rules_leave_urls_out_after_the_host_scope_counted_by_cause():
     c = core(obey_robots=False, rules=["exclude:re:[?&]q=", "include:*/library/*"])
     assert c.discover(f"{SITE}/library/a", 1, 0.0, Origin.LINK) == [Queued(f"{SITE}/library/a", 1)]
-    assert c.discover(f"{SITE}/library/search?q=x", 1, 0.0, Origin.LINK) == []
-    assert c.discover(f"{SITE}/blog/", 1, 0.0, Origin.LINK) == []              # matches no include
-    assert c.discover(f"{SITE}/library/cover.JPG", 1, 0.0, Origin.LINK) == []  # default extensions
-    assert c.discover("http://other.example/library/a", 1, 0.0, Origin.LINK) == []  # hosts first
+    def refused(url: str, origin: Origin = Origin.LINK, depth: int = 1) -> Reason | None:
+        (e,) = c.discover(url, depth, 0.0, origin)
+        return e.reason if isinstance(e, Refused) else None
+
+    assert refused(f"{SITE}/library/search?q=x") is Reason.RULES
+    assert refused(f"{SITE}/blog/") is Reason.RULES                  # matches no include
+    assert refused(f"{SITE}/library/cover.JPG") is Reason.EXTENSION  # default extensions
+    assert refused("http://other.example/library/a") is Reason.HOST  # hosts first
     assert c.discover(f"{SITE}/library/b", 0, 0.0, Origin.RELAY) == [Queued(f"{SITE}/library/b", 0)]
-    assert c.discover(f"{SITE}/other", 0, 0.0, Origin.ADOPTED) == []
+    assert refused(f"{SITE}/other", Origin.ADOPTED, 0) is Reason.RULES
     assert f"{SITE}/blog/" not in c.bloom  # left out before the seen set, like the host scope
     assert c.summary.excluded == {"rules": 3, "skip_extensions": 1} and c.summary.out_of_scope == 1
     # Not requested, by cause (ring.vocabulary): never drops, which are refused input.
@@ -240,10 +257,10 @@ def test_url_rules_leave_urls_out_after_the_host_scope_counted_by_cause():
 
 def test_tracking_variants_are_one_url_whatever_their_origin():
     c = core(obey_robots=False, seeds=[f"{SITE}/?utm_source=a", f"{SITE}/?fbclid=b&utm_medium=c"])
-    assert c.seeds(0.0) == [Queued(f"{SITE}/", 0)]
-    assert c.discover(f"{SITE}/;jsessionid=1F2E", 0, 0.0, Origin.RELAY) == []
+    assert c.seeds(0.0) == [Queued(f"{SITE}/", 0), Refused(f"{SITE}/", Reason.SEEN)]
+    assert c.discover(f"{SITE}/;jsessionid=1F2E", 0, 0.0, Origin.RELAY) == [Refused(f"{SITE}/", Reason.SEEN)]
     # A link source that normalised without the rules still meets them in discover.
-    assert c.discover(f"{SITE}/?gclid=x", 1, 0.0, Origin.LINK) == []
+    assert c.discover(f"{SITE}/?gclid=x", 1, 0.0, Origin.LINK) == [Refused(f"{SITE}/", Reason.SEEN)]
     job = start(c, 0.0)
     assert isinstance(c.admit(job, 0.0), Fetch)
     page = html("/p?utm_source=x&id=1", "/p?id=1&utm_campaign=y", "/p?id=1", "/q?fbclid=z")
@@ -494,7 +511,7 @@ def test_a_retry_after_over_the_cap_is_cut_and_an_insistent_host_given_up():
         f"{SITE}/a": (429, "retry_after"), f"{SITE}/b": (None, "retry_after"),
         f"{SITE}/c": (None, "retry_after")}
     assert c.limits.given_up("site.web.test")
-    assert c.discover(f"{SITE}/late", 0, now, Origin.LINK) == []
+    assert c.discover(f"{SITE}/late", 0, now, Origin.LINK) == [Refused(f"{SITE}/late", Reason.GIVEN_UP)]
     assert c.limits.hits[Cap.GIVEN_UP] == 1 and c.limits.hits[Cap.RETRY_AFTER] == 3
 
 
@@ -511,13 +528,15 @@ def test_a_redirect_is_discovered_and_a_long_chain_ends():
     effects = result(c, job, answer(job.url, 302, location="/r3"), now)
     assert rows(effects)[job.url].error == "too_many_redirects"
     assert not [e for e in effects if isinstance(e, Queued)]
+    assert Refused(f"{SITE}/r3", Reason.REDIRECTS) in effects  # the target, and why it is not followed
 
 
 def test_a_redirect_loop_ends_at_the_bloom_filter():
     c = core(obey_robots=False)
     job = fetch_job(c, f"{SITE}/loop")
     effects = result(c, job, answer(job.url, 301, location="/loop"), 0.0)
-    assert [type(e) for e in effects] == [Row] and c.locally_idle()
+    assert [type(e) for e in effects] == [Refused, Row] and c.locally_idle()
+    assert effects[0] == Refused(f"{SITE}/loop", Reason.SEEN)
 
 
 # -- robots.txt ------------------------------------------------------------------------
@@ -627,7 +646,7 @@ def test_an_unreachable_robots_txt_holds_the_host_then_records_its_cause():
         f"robots.txt {SITE}/robots.txt unreachable: connection refused on port 80; tried again in 30s "
         "(2 of 3), then its URLs are recorded as 'connect' (crawl.robots_retry, crawl.robots_tries); "
         "2 queued URLs wait",
-        f"robots.txt of {HOST} still unreachable (connection refused on port 80), try 2 of 3; next in 60s",
+        f"robots.txt of {HOST} still unreachable (connection refused on port 80), try 2 of 3; next in 1m00s",
     ]
     job = start(c, now)
     adm = c.admit(job, now)
@@ -645,7 +664,7 @@ def test_a_5xx_or_a_timeout_is_named_with_its_cause_and_a_retry_after_is_followe
     adm = c.admit(job, 0.0)
     effects = c.on_robots(job, answer(adm.url, 503, retry_after=100.0), 0.0)
     (warn,) = [e.text for e in effects if isinstance(e, Warn)]
-    assert warn.startswith(f"robots.txt {SITE}/robots.txt unreachable: HTTP 503; tried again in 100s "
+    assert warn.startswith(f"robots.txt {SITE}/robots.txt unreachable: HTTP 503; tried again in 1m40s "
                            "(its Retry-After) (2 of 4), then its URLs are recorded as 'robots'")
     c2 = core(robots_retry=30.0, timeout=7.0)
     c2.discover(f"{SITE}/a", 0, 0.0, Origin.LINK)
@@ -849,8 +868,8 @@ def test_a_dead_previous_owners_hosts_wait_takeover_after_and_go_back_if_it_retu
     assert [(e.url, e.owner) for e in out if isinstance(e, Forward)] == [(f"http://{host}/x", "p2")]
     assert not c.holds.counts
     # With takeover_after = 0, a dead owner's hosts are fetched at once (no hold).
-    c = core(obey_robots=False)
-    c.cfg = replace(c.cfg, ring=replace(c.cfg.ring, takeover_after=0.0))
+    cfg = config(obey_robots=False)
+    c = CrawlCore(replace(cfg, ring=replace(cfg.ring, takeover_after=0.0)), "p1", rng=random.Random(1))
     c.alive = {"p2": False}.get
     c.hold_timeout = 10.0
     c.set_ring(both, 0.0)

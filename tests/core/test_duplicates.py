@@ -38,9 +38,9 @@ def crawl_core(**dedupe) -> CrawlCore:
     """A crawl core with [dedupe] on (it is off by default), and ``dedupe``'s keys."""
     from dataclasses import replace
 
-    c = CrawlCore(config(obey_robots=False), "p1", rng=random.Random(1))
-    c.cfg = replace(c.cfg, dedupe=replace(c.cfg.dedupe, **{"enabled": True, **dedupe}))
-    return c
+    cfg = config(obey_robots=False)
+    return CrawlCore(replace(cfg, dedupe=replace(cfg.dedupe, **{"enabled": True, **dedupe})), "p1",
+                     rng=random.Random(1))
 
 
 def fetch(c: CrawlCore, url: str, body: bytes, now: float) -> list:
@@ -108,11 +108,11 @@ def test_a_near_copy_waits_with_its_row_and_links_held_then_follows_nothing():
     asks = [e for e in effects if isinstance(e, NearAsk)]
     # Held: no row and no link until the band owners answered (rule 2).
     assert asks and not rows(effects) and not queued(effects)
-    assert c.dup_waiting() == 1
+    assert c.held.waiting() == 1
     done = answered_here(c, asks, 1.0)
     [row] = rows(done)
     assert (row.duplicate_kind, row.duplicate_of) == ("near", f"{SITE}/a")
-    assert queued(done) == set() and c.dup_waiting() == 0
+    assert queued(done) == set() and c.held.waiting() == 0
 
 
 def test_a_page_whose_owners_stay_silent_is_new_at_its_timeout_and_its_links_then_followed():
@@ -150,7 +150,7 @@ def test_an_answer_from_a_peer_not_asked_is_dropped_and_counted():
     asks = [e for e in effects if isinstance(e, NearAsk)]
     assert asks
     assert c.dup_answer("p9", NearAnswer(f"{SITE}/a", f"{SITE}/z", 0), 0.1) == []
-    assert c.dup_figures()["dedupe_stray_answers"] == 1 and c.dup_waiting() == 1
+    assert c.dup_figures()["dedupe_stray_answers"] == 1 and c.held.waiting() == 1
     # Rule 3: a peer with a page waiting is not idle (termination waits for it).
     assert not c.locally_idle()
     assert len(rows(answered_here(c, asks, 0.2))) == 1
@@ -202,7 +202,7 @@ def test_a_band_owned_by_another_member_is_asked_by_message_and_its_answer_decid
     assert [s.dest for s in sends] == ["p2"] and isinstance(sends[0].msg, wire.NearQuery)
     q = sends[0].msg
     assert (q.sender, q.reply_to, q.url, q.fingerprint) == ("p1", "p1", url, parsed.simhash)
-    assert not rows(out) and crawl.dup_waiting() == 1
+    assert not rows(out) and crawl.held.waiting() == 1
     # p2 answers through the ring: the node checks the sender, the crawl the answer.
     got = p1.receive(R2, wire.NearAnswer(RING, "p2", url, None, -1), 0.2, wall=0.2)
     [row] = rows(got)

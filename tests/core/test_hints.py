@@ -3,7 +3,7 @@
 Its module docstring's rules: ``detach`` never raises and calls any other
 tail MALFORMED (rule 1), an entry stays within MAX_URL_LENGTH (rule 2), a
 grant travels as the URL prefix it covers (rule 3). The crawl core's use of
-them is tested in tests/core/test_sitemapside.py.
+them is tested in tests/core/test_sitemapjobs.py.
 """
 
 from __future__ import annotations

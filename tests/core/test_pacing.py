@@ -4,7 +4,7 @@
 import pytest
 
 from peer.core.frontier.frontier import Frontier, Job, Outcome, Politeness, ceiling
-from peer.core.frontier.pid import PID
+from peer.core.politeness.pid import PID
 from test_frontier import A, B, fill, url
 
 

@@ -1,17 +1,25 @@
-"""peer.core.peer: the crawl core and the ring node in one, driven synchronously (``now`` passed in)."""
+"""peer.core.peer: the crawl core and the ring node in one, driven synchronously (``now`` passed in).
+
+With the door's parts: its effects (peer.core.effects), the core's side of the driver's
+files (peer.core.persistence), the figures (peer.core.readouts) and the ring gate
+(peer.core.ringgate).
+"""
 
 from __future__ import annotations
 
 import random
+from dataclasses import dataclass
 
-from peer.core.crawl.core import CrawlCore
-from peer.core.crawl.decisions import Forward, Origin, Queued, Seen
-from peer.core.peer import Commit, PeerCore, ReadFetched, ReadHosts
+from peer.core.crawl.core import CrawlCore, parse_response
+from peer.core.crawl.decisions import Done, Drop, Fetch, Forward, Origin, PassOn, Queued, Row, Seen, Sleep, Start
+from peer.core.effects import Commit, ReadFetched, ReadHosts
+from peer.core.peer import PeerCore
 from peer.core.urls.normalize import host_key
 from ring.actions import Reply, Send
 from ring.messages import Ack, Packet, UrlBatch
-from ring.node import ADOPT_PREFIX, RingNode
-from tests.core.test_crawl import config
+from ring.intake import ADOPT_PREFIX
+from ring.node import RingNode
+from tests.core.test_crawl import answer, config, html
 
 RING = "test"
 SEEDS = [("p1", "tcp://127.0.0.1:5799", 1.0), ("p2", "tcp://127.0.0.1:5798", 1.0)]
@@ -102,3 +110,126 @@ def test_a_handoff_reads_the_results_as_need_data_and_then_hands_over():
     p1.fetched_read(fetch.request, [(url, mine)], 1.2, wall=1000.0)
     assert p1.node.outbox.queued().seen == [url]  # type: ignore[union-attr]
     assert p1.fetched_read(fetch.request, [(url, mine)], 1.3, wall=1000.0) == []  # closed
+
+
+# -- the one door: every durability point is a Commit in the list (peer.core.peer rule 1) --
+
+
+def alone(**crawl) -> PeerCore:
+    return PeerCore(CrawlCore(config(obey_robots=False, **crawl), "p1", rng=random.Random(1)))
+
+
+def test_the_seeds_and_a_pages_row_each_come_with_the_commit_that_makes_them_durable():
+    core = alone()
+    out = core.seeds(0.0)
+    assert any(isinstance(e, Queued) for e in out) and out[-1] == Commit()  # rule 1g
+    step, effects = core.next(0.0)
+    assert isinstance(step, Start) and effects == []
+    job = step.job
+    adm, effects = core.admit(job, 0.0)
+    assert isinstance(adm, Fetch) and Commit() not in effects  # a fetch commits with its row
+    res = answer(job.url, 200, html("/a", "/b"))
+    assert core.fetched(job, res, 0.0)
+    parsed = parse_response(job.url, res.body, res.charset, *core.parse_rules)
+    out = core.on_result(job, res, parsed, 0.0)
+    core.job_ended(job)
+    kinds = [type(e) for e in out]
+    # The links' records, then the page's row, then its Commit at once (rule 1a).
+    at = kinds.index(Row)
+    assert Queued in kinds[:at] and kinds[at + 1] is Commit and kinds.count(Commit) == 1
+    assert core.figures.requested == 1 and core.figures.in_flight == 0
+
+
+def test_a_dropped_job_leaves_the_queue_with_a_commit():
+    core = alone()
+    url = "http://site.web.test/handed"
+    core.discover(url, 0, 0.0, Origin.LINK)
+    # Then handed over as fetched by its host's previous owner: dropped when it comes up.
+    core.discover(url, 0, 0.0, Origin.HANDED_SEEN)
+    step, _ = core.next(0.0)
+    assert isinstance(step, Start)
+    adm, effects = core.admit(step.job, 0.0)
+    core.job_ended(step.job)
+    assert isinstance(adm, Drop)
+    assert effects == [Done(url), Commit()]  # rule 1b
+
+
+def test_a_passed_on_job_leaves_the_queue_with_a_commit():
+    core = alone()
+    [theirs] = hosts_of(peer(), "p2")
+    url = f"http://{theirs}/moving"
+    core.discover(url, 0, 0.0, Origin.LINK)  # alone: every host is ours
+    # Its host moves to p2 before its job comes up.
+    core.crawl.ring = peer().node.ring()  # type: ignore[union-attr]
+    step, _ = core.next(0.0)
+    assert isinstance(step, Start)
+    adm, effects = core.admit(step.job, 0.0)
+    assert isinstance(adm, PassOn) and adm.owner == "p2"
+    assert effects == [Forward(url, 0, "p2", True), Done(url), Commit()]  # rule 1b
+
+
+def test_a_sieve_batch_is_taken_after_a_commit():
+    core = alone()
+    batch, effects = core.disk.sieve_take(0.0)
+    assert batch is None and effects == [Commit()]  # rule 1d: before the files hold any hash
+
+
+def test_a_resume_puts_the_queue_back_and_forwards_the_rest_then_commits():
+    p1 = peer()
+    [mine] = hosts_of(p1, "p1")
+    [theirs] = hosts_of(p1, "p2")
+    ours, other = f"http://{mine}/q", f"http://{theirs}/f"
+
+    @dataclass(frozen=True)
+    class Rec:
+        bloom: object
+        counters: dict
+        queued: dict
+        forwards: list
+
+    rec = Rec(p1.figures.bloom, {"pages": 7.0, "granted:p2": 3.0}, {ours: 2}, [(other, 1)])
+    p1.disk.restore(rec)  # type: ignore[arg-type]
+    assert p1.figures.requested == 7 and p1.disk.resumed and p1.disk.resumed_grants == (("p2", 3),)
+    out = p1.disk.resume(rec, [], 1.0, wall=1000.0)  # type: ignore[arg-type]
+    assert out[-1] == Commit()  # rule 1g
+    assert Forward(other, 1, "p2", True) in out and len(p1.crawl.frontier) == 1
+    assert p1.node.outbox.queued().urls == [(other, 1)]  # type: ignore[union-attr]
+
+
+def test_spilled_queues_move_only_in_a_ring_and_each_chunk_is_committed():
+    core = alone()
+    assert not core.moving() and core.move_spilled(0.0) == []  # alone: nothing ever moves
+    p1 = peer()
+    assert p1.move_spilled(0.0) == [Commit()]  # rule 1e (nothing was moving: an empty chunk)
+
+
+# -- the door's parts: the figures (peer.core.readouts), the ring gate (peer.core.ringgate) --
+
+
+def test_the_figures_read_the_crawl_core_and_in_a_ring_the_ring_node():
+    core = alone()
+    core.seeds(0.0)
+    st = core.figures.status(0.0, elapsed=2.0, dns_hit_rate=0.5, limits={"cap.url_length": 1})
+    assert (st.frontier, st.hosts, st.forwarded_out, st.lease, st.dns_hit_rate) == (1, 1, 0, None, 0.5)
+    assert st.limits == {"cap.url_length": 1} and core.figures.forwarded() == (0, 0)
+    assert core.figures.progress(0.0, 2.0, 0.5).frontier == 1 and core.figures.pause_words(0.0) == ""
+    p1 = peer()
+    st = p1.figures.status(0.0, elapsed=2.0, dns_hit_rate=0.5, limits={})
+    assert st.lease is not None and st.lease == p1.lease_state(0.0)
+
+
+def test_the_ring_gate_answers_the_scheduler_only_in_a_ring():
+    core = alone()
+    assert core.lease_state(0.0) is None and core.others_pages() == 0 and not core.in_ring
+    p1 = peer()
+    assert p1.in_ring and p1.lease_state(0.0) is not None
+    # The scheduler asks it before every start: a lease not held (no member
+    # has vouched yet) holds back a job that alone would start at once.
+    [mine] = hosts_of(p1, "p1")
+    url = f"http://{mine}/x"
+    solo = alone()
+    for core in (p1, solo):
+        core.discover(url, 0, 0.0, Origin.LINK)
+    assert not p1.lease_state(0.0).held  # type: ignore[union-attr]
+    assert isinstance(p1.next(0.0)[0], Sleep)
+    assert isinstance(solo.next(0.0)[0], Start)

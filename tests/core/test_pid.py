@@ -1,4 +1,4 @@
-"""Tests for peer.core.frontier.pid: the PID post's law, its clamps, and a simulated host."""
+"""Tests for peer.core.politeness.pid: the PID post's law, its clamps, and a simulated host."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ from localweb.sims.politeness import (
     CONNECTIONS, FAST, PHASE, SLOW, Trace, host_response_time,
 )
 from localweb.sims.politeness import simulate_pid_host as simulate
-from peer.core.frontier.pid import PID
+from peer.core.politeness.pid import PID
 
-# The PID post's constants (peer/core/frontier/pid.py's source, §3 and §5).
+# The PID post's constants (peer/core/politeness/pid.py's source, §3 and §5).
 SEED_KP = -0.05
 SEED_KI = -0.01
 SETPOINT = 40  # pages per window
@@ -189,7 +189,7 @@ def test_delay_and_integral_stay_clamped(counts: list[int], limit: float) -> Non
 FIXED_DELAY = CONNECTIONS * WINDOW / SETPOINT - FAST  # 10.0 s
 BAND = 0.05 * SETPOINT  # +-5 %: 38..42 pages
 # Gains and clamps from the seed, except the integral clamp (the seed gives
-# none): 100 winds up (see peer/core/frontier/pid.py) and never settles in the slow phase.
+# none): 100 winds up (see peer/core/politeness/pid.py) and never settles in the slow phase.
 SIM_INTEGRAL_LIMIT = 15.0
 # Windows after each step by which the rate is inside the band for good.
 # Measured: 8 from T0, 13 after fast->slow, 7 after slow->fast. The fast->slow

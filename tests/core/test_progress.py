@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from peer.core.run.progress import Progress, ProgressSnapshot, duration
+from peer.core.run.progress import Progress, ProgressSnapshot
+from ring.durations import duration
 
 
 def snap(now: float, pages: int, **kw) -> ProgressSnapshot:
@@ -82,7 +83,7 @@ def test_the_same_line_is_not_repeated_while_the_ring_winds_down():
 
 def test_duration_forms():
     assert [duration(s) for s in (0, 59.4, 60, 3599, 3600, 7322)] == [
-        "0s", "59s", "1m00s", "59m59s", "1h00m", "2h02m"]
+        "0.0s", "59s", "1m00s", "59m59s", "1h00m", "2h02m"]
 
 
 def test_ready_hosts_are_counted_up_to_a_bound():
@@ -122,7 +123,7 @@ def test_a_pause_of_the_ring_is_on_the_line_and_its_start_is_never_suppressed():
     line = p.line(snap(20.0, 60, paused=paused))  # nothing else moved: printed all the same
     assert line is not None and line.endswith(", paused: no majority (1 of 3 vouch, 2 needed)")
     assert p.line(snap(25.0, 60, paused=paused)) is None
-    assert lease_words(LeaseStatus.GRACE, 0, 2, 3, 2.4) == "paused: grace (2s left)"
+    assert lease_words(LeaseStatus.GRACE, 0, 2, 3, 2.4) == "paused: grace (2.4s left)"
     assert lease_words(LeaseStatus.HELD, 3, 2, 3, 0.0) == "held (3 of 3 vouch, 2 needed)"
 
 

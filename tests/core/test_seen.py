@@ -10,7 +10,7 @@ import random
 
 import pytest
 
-from peer.core.crawl.core import Checking, CrawlCore, Finished, Forward, Origin, Queued, Sleep
+from peer.core.crawl.core import Checking, CrawlCore, Finished, Forward, Origin, Queued, Reason, Refused, Sleep
 from peer.core.seen.sieve import MERGE_RATIO, SeenSieve, Verdict, plan_merge, url_hash
 from peer.state.sievefile import SieveFiles
 from ring.hashring import HashRing
@@ -129,7 +129,7 @@ def test_past_disk_after_no_new_url_is_dropped_by_a_saturated_bloom_filter():
     assert queue == set(urls)                # a snapshot holds the waiting ones too
     # Again, while they wait and after: duplicates, never queued twice.
     for u in urls[:50]:
-        assert c.discover(u, 1, 0.0, Origin.LINK) in ([], [Checking(u, 1)])
+        assert c.discover(u, 1, 0.0, Origin.LINK) in ([Refused(u, Reason.SEEN)], [Checking(u, 1)])
     effects = drain(c, files)
     for u in urls[:50]:
         c.discover(u, 1, 0.0, Origin.LINK)

@@ -24,7 +24,7 @@ def summary(**kw) -> SimpleNamespace:
 
 def test_pages_are_requests_and_exclusions_are_apart():
     text = render_summary(summary())
-    assert text.startswith("crawl finished (frontier empty) in 10.0s: 100 pages fetched this run, 10.0 pages/s")
+    assert text.startswith("crawl finished (frontier empty) in 10s: 100 pages fetched this run, 10.0 pages/s")
     assert "  failed: timeout 5, internal 1 (internal: ValueError 1)\n" in text and "robots: 45" not in text
     assert "  not requested: robots 45, scope 7\n" in text
     assert "items: 4 (items_book 4)" in text

@@ -37,9 +37,8 @@ from peer.errors import URLError
 from peer.state.journal import PeerState
 from peer.results.store import SCHEMA
 from peer.core.urls.normalize import host_key
-from ring.tools.client import StatusRow
 from ring.hashring import HashRing
-from ring.messages import Ack, MemberState, UrlBatch, decode, encode
+from ring.messages import Ack, MemberState, MemberStatus, UrlBatch, decode, encode
 from ring.io.zmqio import SocketType, open_socket
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -109,8 +108,8 @@ def toml_for(tmp_path: Path, addresses: dict[str, str]) -> Path:
     return path
 
 
-def row(peer_id: str, address: str, state: str) -> StatusRow:
-    return StatusRow(peer_id, address, MemberState(state), 0.0, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 0.0)
+def row(peer_id: str, address: str, state: str) -> MemberStatus:
+    return MemberStatus(peer_id, address, MemberState(state), 0.0, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 0.0)
 
 
 def status_of(addresses: dict[str, str], states: dict[str, str]):  # type: ignore[no-untyped-def]

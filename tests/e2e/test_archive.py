@@ -31,7 +31,7 @@ from ring.vocabulary import split_pairs
 from peer.net.fetcher import Fetcher
 from peer.net.resolver import Resolver
 from peer.results.cdxj import urlkey
-from peer.results.merge import main as merge_main
+from peer.commands.merge import main as merge_main
 from peer.results.merge import merge
 from peer.results.warc import Fetched, WarcWriter
 

@@ -377,7 +377,7 @@ def test_a_seed_with_nothing_listening_is_said_at_once_and_given_up_after_the_tr
     url = f"http://s001.web.test:{port}/robots.txt"
     said = [ln for ln in lines if f"robots.txt {url} unreachable: connection refused on port {port}" in ln]
     assert len(said) == 1, res.stderr
-    assert "tried again in 0s (2 of 3), then its URLs are recorded as 'connect' " \
+    assert "tried again in 0.3s (2 of 3), then its URLs are recorded as 'connect' " \
         "(crawl.robots_retry, crawl.robots_tries)" in said[0]
     assert _stamp(said[0]) - _stamp(lines[0]) < 1.0  # at once, not after the first retry
     # One short line for the second try, one for the end; no more.

@@ -1,7 +1,7 @@
 """A peer's ring node and its sockets in-process, over real loopback: no ring message ends a peer.
 
 Each node is built from cluster.toml as a peer builds it
-(``ringharness.RingMember``: ``peer.engine.ringface.ring_node`` over the
+(``ringharness.RingMember``: ``peer.core.peer.ring_node`` over the
 ``ring.io.sockets.MemberSockets`` a peer uses). The nodes run in the test's
 trio loop with a stub crawler, so a test can stall
 one (a synchronous sleep in its status figures, as a long state snapshot
@@ -21,9 +21,9 @@ import trio
 from ringharness import RingMember, free_ports
 
 from peer.core.config.cluster import parse_config
-from ring.tools.client import Contact, StatusRow, cluster_status
+from ring.tools.client import Contact, cluster_status
 from ring.io.curve import CurveKeys, write_keypair
-from ring.messages import MAX_MEMBERS, Digest, Join, Member, MemberState, UrlBatch, encode
+from ring.messages import MAX_MEMBERS, Digest, Join, Member, MemberState, MemberStatus, UrlBatch, encode
 from ring.io.zap import curve_client, curve_keypair
 from ring.io.zmqio import SocketType, member_route, open_socket
 
@@ -99,7 +99,7 @@ async def start_node(nursery, toml: Path, peer_id: str) -> tuple[RingMember, Stu
     return node, crawler
 
 
-async def ring_status(toml: Path, timeout: float) -> tuple[StatusRow, ...] | None:
+async def ring_status(toml: Path, timeout: float) -> tuple[MemberStatus, ...] | None:
     """What `ring status` gets (None: nobody answered), asked from a thread with its own trio loop.
 
     A node stalled by a synchronous sleep holds the test's loop, but not this
@@ -132,7 +132,7 @@ async def test_a_status_reply_to_a_client_that_timed_out_is_dropped_and_counted(
             nursery.cancel_scope.cancel()
     assert done is not None
     (row,) = done
-    assert dict(row.dropped).get("unreachable") == 2, row.dropped
+    assert dict(row.families.drops).get("unreachable") == 2, row.dropped
 
 
 async def test_a_spoofed_member_id_cannot_split_the_ring(tmp_path):
@@ -224,7 +224,7 @@ async def test_a_member_table_past_max_members_is_refused_and_status_still_answe
     assert done is not None
     assert len(done) == MAX_MEMBERS
     own = next(r for r in done if r.id == "p1")
-    assert dict(own.dropped)["too_many_members"] == 12  # p1, p2 and 1,022 of the 1,034 sent
+    assert dict(own.families.drops)["too_many_members"] == 12  # p1, p2 and 1,022 of the 1,034 sent
 
 
 @pytest.mark.parametrize("address", ["tcp://no such host:x", "garbage",

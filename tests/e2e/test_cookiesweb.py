@@ -52,7 +52,7 @@ async def test_a_crawl_with_cookies_on_fetches_the_gated_pages_with_the_session_
     from peer.core.run.stats import crawl_stats
     from ring.vocabulary import split_pairs
 
-    pairs = crawler.core.limits_figures(0.0, {})
+    pairs = crawler.peer.figures.limits(0.0, {})
     split = split_pairs(pairs.items())
     counters = dict(split.counters)
     assert counters["cookies.stored"] == 2 and counters["cookies.refused.domain"] == 1

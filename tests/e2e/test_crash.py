@@ -129,7 +129,7 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
                     ring.kill(v, signal.SIGKILL)
                     await ring.wait(v)
                     # Until both others have declared it dead (the view `ring status` prints).
-                    while any(ring.procs[p].crawler.node.membership.members()[v].state
+                    while any(ring.procs[p].crawler.peer.node.membership.members()[v].state
                               is not MemberState.DEAD for p in rest):
                         await trio.sleep(0.1)
                     adopted = await trio.run_process(

@@ -510,7 +510,7 @@ async def test_an_exception_in_one_job_is_an_internal_row_and_the_crawl_goes_on(
     assert all(r.exc_info and r.exc_info[0].__name__ in r.getMessage() for r in logged)
     # Frontier.done exactly once a job: a second call would have raised
     # (PeerError, counted above), a missing one would leave a request in flight.
-    assert crawler.frontier.in_flight == 0 and crawler.in_flight == 0
+    assert crawler.peer.crawl.frontier.in_flight == 0 and crawler.in_flight == 0
     assert crawler.limits_figures()["error.internal"] == 4
 
 
@@ -743,7 +743,8 @@ async def test_hosts_on_one_ip_share_its_budget_in_every_second(tmp_path, virtua
     crawler, summary = await fake_crawl(cfg, web)
     starts = sorted(t for _, _, _, t in web.calls)
     assert len(web.fetched()) == 10 * 41
-    assert crawler.frontier.n_ips == 0 or crawler.frontier.host_ip(hosts[0]) == "127.0.0.1"
+    frontier = crawler.peer.crawl.frontier
+    assert frontier.n_ips == 0 or frontier.host_ip(hosts[0]) == "127.0.0.1"
     for w in (1.0, 5.0):
         assert worst_window(starts, w) <= ceiling(20.0, w), w
     busy = starts[-1] - starts[0]
@@ -1062,7 +1063,7 @@ async def test_a_snapshot_is_written_in_a_thread_while_the_loop_keeps_ticking(tm
             ticks.append(time.monotonic())
             if written.get("thread") and not written.get("end") and during:
                 crawler.accept(during.pop(), 0)  # journaled while the snapshot is written
-                crawler.commit_state()
+                crawler.durability.commit()  # the test's own durability point
             await trio.sleep(0.01)
 
     ended = trio.Event()
@@ -1076,7 +1077,7 @@ async def test_a_snapshot_is_written_in_a_thread_while_the_loop_keeps_ticking(tm
         await web.first_call.wait()
         for u in queued:
             crawler.accept(u, 1)
-        crawler.commit_state()
+        crawler.durability.commit()  # the test's own durability point
         nursery.start_soon(ticker)
         with trio.fail_after(60):
             stats = await crawler.snapshot()

@@ -163,8 +163,8 @@ capacity = 10000
     (member,) = json.loads(status.stdout)["members"]
     metrics = metric_figures(got["metrics"])
     merged = tmp_path / "crawl.duckdb"
-    from peer.results.merge import main as merge_main
-    from peer.results.report.build import main as report_main
+    from peer.commands.merge import main as merge_main
+    from peer.commands.report import main as report_main
 
     assert run_main(merge_main, [str(tmp_path / "solo" / "pages.duckdb"), "-o", str(merged)]).returncode == 0
     rep = run_main(report_main, [str(merged), "-o", str(tmp_path / "report")])

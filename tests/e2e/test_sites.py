@@ -397,7 +397,7 @@ def test_check_asks_each_seed_host_with_its_blocks_agent(tmp_path):
 
 
 def test_a_site_block_s_rules_replace_the_global_rules_for_its_hosts():
-    from peer.core.crawl.core import CrawlCore, Origin, Queued
+    from peer.core.crawl.core import CrawlCore, Origin, Queued, Reason, Refused
 
     cfg = parse_config("""
 [[peer]]
@@ -415,9 +415,12 @@ rules = ["include:*/library/*"]
     core = CrawlCore(cfg, "p1")
     assert core.discover("http://docs.example/library/a", 1, 0.0, Origin.LINK) == [
         Queued("http://docs.example/library/a", 1)]
-    assert core.discover("http://docs.example/blog/", 1, 0.0, Origin.LINK) == []  # the block's include
-    assert core.discover("http://docs.example/library/drafts/x", 1, 0.0, Origin.LINK) != []  # not the global
-    assert core.discover("http://blog.example/drafts/x", 1, 0.0, Origin.LINK) == []  # the global exclude
+    assert core.discover("http://docs.example/blog/", 1, 0.0, Origin.LINK) == [
+        Refused("http://docs.example/blog/", Reason.RULES)]  # the block's include
+    assert core.discover("http://docs.example/library/drafts/x", 1, 0.0, Origin.LINK) == [
+        Queued("http://docs.example/library/drafts/x", 1)]  # not the global
+    assert core.discover("http://blog.example/drafts/x", 1, 0.0, Origin.LINK) == [
+        Refused("http://blog.example/drafts/x", Reason.RULES)]  # the global exclude
     assert core.discover("http://blog.example/post", 1, 0.0, Origin.LINK) == [Queued("http://blog.example/post", 1)]
     judged = core.sites.for_host("docs.example").urlrules.judge("http://docs.example/blog/")
     assert judged.why() == "excluded by site[0].rules: no rule matches, and the list has include rules"

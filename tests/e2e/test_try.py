@@ -1,8 +1,10 @@
-"""python -m peer try: one URL through the crawl's rules, every verdict printed, nothing written.
+"""python -m peer try (peer.commands.trial): one URL through the crawl's rules, every verdict printed, nothing written.
 
 Each case runs the command line's ``main`` in this process (tests/support/clirun.py)
 against the local web served from a thread, with its request log, as a user
 would run it; a bad URL goes through the real ``python -m peer try`` process.
+The words ``try`` gives each of the core's refusals (``peer.commands.trial.refusal``)
+are checked on a core of its own, without a web.
 """
 
 from __future__ import annotations
@@ -155,6 +157,55 @@ def test_the_url_after_parameter_stripping_and_the_rule_that_decided(tmp_path, w
     assert requests_since(web, since)[-1] == "s001.web.test/c0/"
     pdf = try_url(toml, f"http://s001.web.test:{port}/files/doc0.pdf")
     assert "scope:      out of scope: excluded by crawl.skip_extensions ('pdf'): not crawled" in pdf.stdout
+
+
+def test_a_redirect_shows_the_crawl_cores_own_refusal_of_its_target(tmp_path, web):
+    # `try` judged a redirect's target afresh, as a link met for the first
+    # time ("in scope, would be queued"), whatever the crawl does with it: past
+    # crawl.max_redirects the core follows no redirect and records the page as
+    # 'too_many_redirects'. It shows the page's own core's verdict now.
+    port = web.port
+    bad = f"http://bad.web.test:{port}"
+    toml = config(tmp_path, port, crawl="max_redirects = 0")
+    res = try_url(toml, f"{bad}/redirect/3")
+    assert res.returncode == 0, res.stderr
+    (line,) = [x for x in res.stdout.splitlines() if x.startswith("redirect:")]
+    assert line == (f"redirect:   /redirect/2 -> {bad}/redirect/2: not followed: past crawl.max_redirects (0); "
+                    "the crawl records the page as 'too_many_redirects'")
+    # Within max_redirects, the target is judged as the crawl judges it: new here, queued.
+    res = try_url(config(tmp_path, port), f"{bad}/redirect/3")
+    assert f"redirect:   /redirect/2 -> {bad}/redirect/2: in scope, would be queued" in res.stdout
+
+
+def test_the_cores_refusal_reasons_are_named_as_they_are(tmp_path):
+    # The verdict is the core's Refused reason, not rebuilt from its counters:
+    # the old reading took any scope counter for "out of scope (host)", so a
+    # URL the crawl cannot take at all (no host) was called out of scope, and a
+    # URL the core holds already had no words.
+    from peer.commands.trial import _Rules
+    from peer.core.crawl.core import Origin
+    from peer.state.configfile import load_config
+
+    rules = _Rules(load_config(str(config(tmp_path, 9, crawl="max_depth = 2"))), None)
+    assert rules.verdict("http:///no-host", 0) == "not a URL the crawl would take"
+    assert rules.verdict("http://s001.web.test:9/a", 3) == "out of scope (deeper than max_depth): not crawled"
+    assert rules.verdict("http://elsewhere.example/a", 3) == "out of scope (host): not crawled"  # the host first
+    from peer.commands.trial import refusal
+    from peer.core.crawl.core import Reason, Refused
+
+    core = rules.core("")
+    core.discover("http://s001.web.test:9/a", 0, 0.0, Origin.LINK)
+    (seen,) = core.discover("http://s001.web.test:9/a", 0, 0.0, Origin.LINK)
+    assert seen == Refused("http://s001.web.test:9/a", Reason.SEEN)
+    assert refusal(core, seen) == "seen already: the crawl does not queue it again"
+    # A redirect back to the page itself (here by a tracking parameter the
+    # crawl strips) ends at the seen set, as in a crawl.
+    from peer.commands.trial import _redirect
+    from tests.core.test_crawl import answer
+
+    page = "http://s001.web.test:9/a"
+    said = _redirect(rules, page, answer(page, 301, location="/a?utm_source=loop"))
+    assert said == f"{page}: seen already: the crawl does not queue it again"
 
 
 def test_a_bad_url_is_one_line(tmp_path):

@@ -2,8 +2,8 @@
 
 The filter itself (peer.core.seen.bloom) is tested without files in
 tests/core/test_bloom.py; here it goes through the file: round trips (across
-growth too), the format's layout, version 1 files, and every damaged file a
-StateError naming it.
+growth too), the format's layout (its structs: peer.core.seen.bloomformat),
+version 1 files, and every damaged file a StateError naming it.
 """
 
 from __future__ import annotations

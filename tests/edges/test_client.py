@@ -1,4 +1,9 @@
-"""ring.tools.client against real ring drivers in-process: typed status rows, a leave seen through, a forget."""
+"""ring.tools.client against real ring drivers in-process: typed status rows, a leave seen through, a forget.
+
+The drivers are ``ring.io.driver.RingDriver`` over a stand-in crawl, a
+``ring.crawlport.CrawlPort``; last, what the driver hands that port for a batch
+taken and for our entries rerouted back (``ring.intake``'s order).
+"""
 
 from __future__ import annotations
 
@@ -8,10 +13,10 @@ from typing import Any
 import trio
 from ringharness import free_ports
 
-from ring.tools.client import Contact, LeaveOutcome, StatusRow, cluster_status, request_forget, request_leave
+from ring.tools.client import Contact, LeaveOutcome, cluster_status, request_forget, request_leave
 from ring.io.driver import RingDriver
 from ring.hashring import HashRing
-from ring.messages import ForgetOutcome, MemberState
+from ring.messages import ForgetOutcome, MemberState, MemberStatus
 from ring.node import RingNode
 
 RING = "t"
@@ -81,10 +86,10 @@ async def test_status_rows_are_typed_and_carry_each_members_own_figures():
             await trio.sleep(0.5)  # a few gossip rounds
             rows = await cluster_status(RING, contacts, timeout=2.0)
             nursery.cancel_scope.cancel()
-    assert rows is not None and all(isinstance(r, StatusRow) for r in rows)
+    assert rows is not None and all(isinstance(r, MemberStatus) for r in rows)  # the wire's own row
     assert [(r.id, r.state, r.pages) for r in rows] == [("p1", MemberState.ALIVE, 7),
                                                         ("p2", MemberState.ALIVE, 11)]
-    assert all(r.frontier == 3 and dict(r.dropped) == {"malformed.content_length": 2} for r in rows)
+    assert all(r.frontier == 3 and dict(r.families.drops) == {"malformed.content_length": 2} for r in rows)
     js = rows[1].as_json()
     assert js["state"] == "alive" and js["drops"] == {"malformed.content_length": 2}
     assert js["not_requested"] == {"robots": 4} and js["failed"] == {}
@@ -146,7 +151,6 @@ async def test_forget_asks_the_seeds_and_the_members_they_list_and_each_says_wha
 
 def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
     # `ring status` listed fwd.batches, fwd.frames... and the caps under "dropped:".
-    from ring.messages import MemberStatus
     from ring.tools.cli import format_status
     from ring.tools.client import _row
 
@@ -156,13 +160,51 @@ def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
                                      ("not_requested.scope", 6), ("unknown_sender", 3)),
                        errors=(("connect", 1),))
     row = _row(own, own)
-    assert dict(row.dropped) == {"unknown_sender": 3}
-    assert dict(row.counters) == {"cap.max_links_per_page": 2, "fwd.batches": 9, "fwd.frames": 12,
-                                  "hold.takeovers": 1}
-    assert dict(row.not_requested) == {"robots": 5, "scope": 6}
+    assert dict(row.families.drops) == {"unknown_sender": 3}
+    assert dict(row.families.counters) == {"cap.max_links_per_page": 2, "fwd.batches": 9, "fwd.frames": 12,
+                                           "hold.takeovers": 1}
+    assert dict(row.families.not_requested) == {"robots": 5, "scope": 6}
     assert row.as_json()["counters"]["fwd.frames"] == 12 and row.as_json()["drops"] == {"unknown_sender": 3}
     text = format_status([row])
     assert "  drops: unknown_sender 3\n" in text
     assert "counters: cap.max_links_per_page 2, fwd.batches 9, fwd.frames 12, hold.takeovers 1" in text
     # the summary's words: robots exclusions are not requested, never errors
     assert "  failed: connect 1\n" in text and "  not requested: robots 5, scope 6\n" in text
+
+
+class Taker(Figures):
+    """A stand-in crawl that writes down what the driver hands it."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+        self.calls: list[tuple[Any, ...]] = []
+
+    def accept(self, url: str, depth: int) -> None:
+        self.calls.append(("accept", url, depth))
+
+    def accept_seen(self, url: str) -> None:
+        self.calls.append(("accept_seen", url))
+
+    def take_back(self, url: str, depth: int) -> None:
+        self.calls.append(("take_back", url, depth))
+
+    def commit_state(self) -> None:
+        self.calls.append(("commit_state",))
+
+
+async def test_the_driver_hands_a_batch_and_our_entries_back_to_the_crawl_in_ring_intakes_order():
+    # RingDriver restates no rule of its own: ring.intake orders, the CrawlPort's calls follow.
+    from ring.actions import Deliver, Rerouted
+    from ring.intake import ADOPT_PREFIX
+
+    node = RingNode("p1", "tcp://127.0.0.1:1", 1.0, RING, seeds=[], gossip_interval=0.1, suspect_after=1.0,
+                    dead_after=3.0, now=0.0, incarnation=1000)
+    crawl = Taker()
+    driver = RingDriver(node, crawl, "tcp://127.0.0.1:1")
+    driver._start([Deliver((("http://a.test/", 1),), ("http://s.test/",), "p2"),
+                   Deliver((("http://b.test/", 0),), (), ADOPT_PREFIX + "p3"),
+                   Rerouted((("http://c.test/", 2),), ("http://c.test/seen",))])
+    assert crawl.calls == [
+        ("accept", "http://a.test/", 1), ("accept_seen", "http://s.test/"), ("commit_state",),
+        ("accept", "http://b.test/", 0), ("commit_state",),
+        ("accept_seen", "http://c.test/seen"), ("take_back", "http://c.test/", 2)]

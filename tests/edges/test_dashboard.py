@@ -90,7 +90,7 @@ def test_each_members_lease_and_ring_are_shown_and_a_split_is_flagged():
     same = [row("p1", lease="grace", ring_fingerprint="9f3a12c0deadbeef", **(lease | {"grace_left": 2.4})),
             row("p2", lease="held", ring_fingerprint="9f3a12c0deadbeef", **lease)]
     text = render_fragment(Snapshot(0.0, tuple(same)), {}, "demo")
-    assert '<td class="bad">paused: grace (2s)</td>' in text
+    assert '<td class="bad">paused: grace (2.4s)</td>' in text  # ring.durations: tenths under 10 s
     assert '<td id="rings" class="">1 ring</td>' in text
 
 

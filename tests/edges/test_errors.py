@@ -1,4 +1,4 @@
-"""The command-line shell (ring.tools.shell.cli_shell, peer.errors.cli_main): what a command prints
+"""The command-line shell (ring.tools.shell.cli_shell, peer.commands.shell.cli_main): what a command prints
 as its one line, and what it must not hide; and every command, run as a user runs it, says a
 mistake in one line with exit status 2.
 
@@ -21,7 +21,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from peer.errors import ConfigError, LockedError, PeerError, StateError, cli_main, user_error
+from peer.commands.shell import cli_main
+from peer.errors import ConfigError, LockedError, PeerError, StateError, user_error
 from ring.errors import RingError
 from ring.tools.shell import cli_shell
 
@@ -157,13 +158,13 @@ COMMANDS = {
     "ring table --sample": ("ring", ["table", "--ring", "{toml}", "--sample", "-1"], "--sample"),
     "ring status": ("ring", ["status", "--ring", MISSING], MISSING),
     "ring leave": ("ring", ["leave", "--ring", MISSING, "--id", "p1"], MISSING),
-    "merge": ("peer.results.merge:main", ["-o", "{tmp}/out.duckdb"], "no input"),
-    "merge --ring": ("peer.results.merge:main", ["--ring", MISSING, "-o", "{tmp}/out.duckdb"], MISSING),
+    "merge": ("peer.commands.merge:main", ["-o", "{tmp}/out.duckdb"], "no input"),
+    "merge --ring": ("peer.commands.merge:main", ["--ring", MISSING, "-o", "{tmp}/out.duckdb"], MISSING),
     "adopt": ("peer.commands.adopt:main", ["{tmp}", "--ring", MISSING], MISSING),
     "adopt --timeout": ("peer.commands.adopt:main", ["{tmp}", "--ring", "{toml}", "--timeout", "0"], "--timeout"),
     "keys": ("ring.__main__:keys_main", [], "--ring"),
     "keys --ring": ("ring.__main__:keys_main", ["--ring", MISSING], MISSING),
-    "report": ("peer.results.report:main", ["{tmp}/missing.duckdb", "-o", "{tmp}/report"], "missing.duckdb"),
+    "report": ("peer.commands.report:main", ["{tmp}/missing.duckdb", "-o", "{tmp}/report"], "missing.duckdb"),
 }
 
 

@@ -13,7 +13,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
-import peer.results.merge as merge_script
+import peer.commands.merge as merge_command
+import peer.results.merge as merge_module
 from peer.results.merge import merge
 from peer.errors import ConfigError, StateError
 from peer.results.store import SCHEMA
@@ -89,7 +90,7 @@ def run_cli(*args: str) -> subprocess.CompletedProcess:
 
 
 def call_cli(*args: str) -> subprocess.CompletedProcess:
-    """``merge.main(args)`` in this process, seen as run_cli sees it: exit status, stdout, stderr.
+    """``merge_command.main(args)`` in this process, seen as run_cli sees it: exit status, stdout, stderr.
 
     The same main() the script runs, without a process start and its imports
     (about 0.7 s of CPU each).
@@ -97,7 +98,7 @@ def call_cli(*args: str) -> subprocess.CompletedProcess:
     out, err = io.StringIO(), io.StringIO()
     with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
         try:
-            code = merge_script.main(list(args))
+            code = merge_command.main(list(args))
         except SystemExit as stop:  # argparse's usage errors
             code = stop.code if isinstance(stop.code, int) else 1
     return subprocess.CompletedProcess(["merge.py", *args], code, out.getvalue(), err.getvalue())
@@ -272,7 +273,7 @@ def test_existing_output_is_kept_without_force_and_replaced_with_it(three, tmp_p
     assert res.stderr.splitlines() == [f"error: {out}: exists; pass --force to overwrite it"]
     assert out.read_bytes() == before
 
-    assert merge_script.main([*map(str, three), "-o", str(out), "--force"]) == 0
+    assert merge_command.main([*map(str, three), "-o", str(out), "--force"]) == 0
     assert "pages      6 (10 rows read, 4 duplicates dropped)" in capsys.readouterr().out
     assert ("http://old.test/",) not in read(out, "SELECT url FROM pages")
     assert read(out, "SELECT count(*) FROM pages") == [(6,)]
@@ -321,7 +322,7 @@ def test_cli_bad_input_exits_2_with_one_line(tmp_path):
 
 def test_help_describes_the_command_with_examples(capsys):
     with pytest.raises(SystemExit) as info:
-        merge_script.main(["--help"])
+        merge_command.main(["--help"])
     assert info.value.code == 0
     text = capsys.readouterr().out
     assert "newest fetch wins" in text
@@ -369,7 +370,7 @@ def test_ring_mode_merges_each_peers_data_dir_and_warns_of_missing_ones(tmp_path
 
     for i in (1, 2):
         (tmp_path / f"d{i}" / "pages.duckdb").unlink()
-    assert merge_script.main(["--ring", str(toml), "-o", str(tmp_path / "none.duckdb")]) == 2
+    assert merge_command.main(["--ring", str(toml), "-o", str(tmp_path / "none.duckdb")]) == 2
     assert capsys.readouterr().err.splitlines()[-1] == (
         f"error: {toml}: none of its 3 peer(s) has a results file (<data_dir>/pages.duckdb); "
         "has the crawl run?")
@@ -432,7 +433,7 @@ def test_a_live_file_whose_copy_is_unreadable_says_to_stop_the_peer(three, tmp_p
                                                                      monkeypatch):
     live = three[1]
     live_writer(live)
-    monkeypatch.setattr(merge_script, "_copy_live", lambda src, dst: dst.write_bytes(b"torn" * 1000))
+    monkeypatch.setattr(merge_module, "_copy_live", lambda src, dst: dst.write_bytes(b"torn" * 1000))
     with pytest.raises(StateError) as info:
         merge(three, tmp_path / "crawl.duckdb")
     msg = str(info.value)

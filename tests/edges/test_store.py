@@ -47,7 +47,7 @@ def row(i: int, **kw) -> PageRow:
                   title=f"Page {i}", n_links=100, depth=i % 5, fetched_at=T0 + i,
                   elapsed_ms=12.5, error=None, peer="p1")
     fields.update(kw)
-    return PageRow(**fields)
+    return PageRow.of(**fields)
 
 
 def store(path: Path, **kw) -> ResultStore:
@@ -60,7 +60,7 @@ async def test_rows_round_trip_exactly_through_another_process(tmp_path):
     path = tmp_path / "pages.duckdb"
     async with store(path) as st:
         st.add_page(row(0, title="Café — naïve ☃", depth=0))
-        st.add_page(PageRow("http://s002.web.test/x", None, "s002.web.test:8080", None, None, 0, None,
+        st.add_page(PageRow.of("http://s002.web.test/x", None, "s002.web.test:8080", None, None, 0, None,
                             0, 3, T0, 0.0, "timeout", "",  # peer "" -> the store's id
                             sitemap_lastmod=1714521600.0, sitemap_priority=0.5,
                             sitemap_changefreq="daily"))  # a sitemap's lastmod, priority, changefreq
@@ -106,6 +106,43 @@ async def test_schema_types(tmp_path):
         "depth", "fetched_at", "elapsed_ms", "error", "peer", "canonical", "noindex", "nofollow",
         "sitemap_lastmod", "sitemap_priority", "sitemap_changefreq",
         "payload_digest", "simhash", "duplicate_of", "duplicate_kind"]
+
+
+def test_a_page_row_is_the_cores_row_and_the_two_columns_the_driver_adds():
+    # One definition: every pages column is a field of the core's Row of the
+    # same name, or one the driver adds; every field of Row is a column but
+    # the two that go to their own tables (bodies, links).
+    from dataclasses import fields
+
+    from peer.core.crawl.decisions import Row
+    from peer.results.schema import DRIVER_COLUMNS, PAGE_COLUMNS, ROW_COLUMNS
+
+    row_fields = [f.name for f in fields(Row)]
+    assert set(DRIVER_COLUMNS) == {"fetched_at", "peer"}
+    assert [c for c in PAGE_COLUMNS if c not in DRIVER_COLUMNS] == list(ROW_COLUMNS)
+    assert set(ROW_COLUMNS) <= set(row_fields)
+    assert set(row_fields) - set(ROW_COLUMNS) == {"body", "links"}
+
+
+def test_a_page_rows_values_are_its_columns_in_order_and_come_back_from_the_journal():
+    page = row(4, canonical="http://s001.web.test/", noindex=False, sitemap_lastmod=T0,
+               payload_digest="sha1:" + "B" * 32, simhash=7, duplicate_kind="exact")
+    values = page.values()
+    assert dict(zip([c for c, _ in SCHEMA["pages"]], values)) == {
+        "url": page.url, "final_url": page.url, "host": "s001.web.test", "status": 200,
+        "content_type": "text/html", "bytes": 30_004, "title": "Page 4", "n_links": 100, "depth": 4,
+        "fetched_at": T0 + 4, "elapsed_ms": 12.5, "error": None, "peer": "p1",
+        "canonical": "http://s001.web.test/", "noindex": False, "nofollow": None,
+        "sitemap_lastmod": T0, "sitemap_priority": None, "sitemap_changefreq": None,
+        "payload_digest": "sha1:" + "B" * 32, "simhash": 7, "duplicate_of": None, "duplicate_kind": "exact"}
+    assert PageRow.from_values(values) == page
+    # A row journaled by an older build (13 columns) takes the later ones' defaults.
+    old = PageRow.from_values(values[:13])
+    assert old.values()[:13] == values[:13] and old.values()[13:] == [None] * 10
+    with pytest.raises(TypeError):
+        PageRow.from_values([*values, "one too many"])
+    with pytest.raises(TypeError):
+        PageRow.from_values(values[:5])
 
 
 async def test_links_and_bodies_when_enabled(tmp_path):
@@ -416,11 +453,11 @@ async def test_a_revisit_replaces_its_page_row_and_every_visit_is_in_fetches(tmp
         return tuple(row.values())
 
     async with store(path, store_fetches=True, batch_rows=1) as st:
-        st.add_page(PageRow("http://a.test/", None, "a.test", 200, "text/html", 10, "old", 0, 0,
+        st.add_page(PageRow.of("http://a.test/", None, "a.test", 200, "text/html", 10, "old", 0, 0,
                             1_700_000_000.0, 1.0, None))
         st.add_fetch(fetch_row(1_700_000_000.0, "new", 200, "first"))
         await st.flush()
-        st.add_page(PageRow("http://a.test/", None, "a.test", 200, "text/html", 12, "new", 0, 0,
+        st.add_page(PageRow.of("http://a.test/", None, "a.test", 200, "text/html", 12, "new", 0, 0,
                             1_700_000_100.0, 1.0, None), replace=True)
         st.add_fetch(fetch_row(1_700_000_100.0, "revisit", 200, "changed"))
         # A 304 writes no page row: the engine only adds its visit.

@@ -168,7 +168,7 @@ def write_results(path: Path, peer: str, urls: list[str]) -> None:
         async with store:
             for i, url in enumerate(urls):
                 host = url.split("/")[2]
-                store.add_page(PageRow(url, None, host, 200, "text/html", 1000, f"page {i}", 3, i % 3,
+                store.add_page(PageRow.of(url, None, host, 200, "text/html", 1000, f"page {i}", 3, i % 3,
                                        T0 + i, 20.0 + i, None))
 
     trio.run(main)

@@ -1,4 +1,5 @@
-"""ring.antientropy through Membership: joins, Sync summaries and their answers, greeting unheard seeds."""
+"""ring.antientropy through Membership: joins, Sync summaries and their answers, greeting unheard seeds;
+last, its Repairs part alone."""
 
 from __future__ import annotations
 
@@ -167,3 +168,27 @@ def test_a_seed_never_heard_from_gets_seed_grace_then_is_probed_like_anyone():
     assert "p2" in m.live()  # it keeps its hosts meanwhile: every peer starts with one ring
     dead = tick_until(m, t, lambda t: m.members()["p2"].state is DEAD, silent={"p2"})
     assert dead <= 30.0 + DEAD_AFTER + INTERVAL
+
+
+def test_repairs_alone_join_until_answered_then_sync_and_greet_within_the_grace():
+    # ring.antientropy.Repairs: the part Membership keeps; it picks, the membership sends.
+    import random
+
+    from ring.antientropy import HELLO_SEEDS, JOIN_EVERY, JOIN_EVERY_AFTER, Repairs, sync_every
+    from ring.messages import MemberState
+
+    rng = random.Random(1)
+    repairs = Repairs(10.0, seed_grace=5.0, join_seeds=2, contacted=False)
+    unheard = ["s1", "s2", "s3"]
+    assert [t for t in range(1, 9) if repairs.join_due(t)] == [t for t in range(1, 9) if t % JOIN_EVERY == 1]
+    assert len(repairs.joins(unheard, rng)) == 2  # join_seeds of them, until one answers
+    repairs.contacted = True
+    assert [t for t in range(1, 20) if repairs.join_due(t)] == [1, 1 + JOIN_EVERY_AFTER, 1 + 2 * JOIN_EVERY_AFTER]
+    assert len(repairs.joins(unheard, rng)) == 1  # in: a Sync to one of them
+    seeds = {s: Member(s, "tcp://x", 0, MemberState.ALIVE, 1.0) for s in unheard}
+    assert len(repairs.greet(1, 12.0, unheard, seeds, rng)) == HELLO_SEEDS
+    assert repairs.greet(2, 15.0, unheard, seeds, rng) == []  # the grace is over: probed like anyone
+    assert not repairs.grace_over(14.9) and repairs.grace_over(15.0)
+    assert repairs.sync_due(0)
+    repairs.synced(0, 100, "p7")
+    assert repairs.partner == "p7" and not repairs.sync_due(sync_every(100) - 1) and repairs.sync_due(sync_every(100))

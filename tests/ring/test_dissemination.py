@@ -1,4 +1,5 @@
-"""ring.dissemination through Membership: what rides on probe messages, how often, and what is news."""
+"""ring.dissemination through Membership: what rides on probe messages, how often, and what is news;
+last, PiggybackQueue.updates alone."""
 
 from __future__ import annotations
 
@@ -55,3 +56,21 @@ def test_heartbeats_and_counters_are_not_news_but_an_idle_flag_is():
     assert m.pending_updates() == 0
     m.receive(Digest(RING, "p1", (rec("p2", hb=10, idle=True),)), 0.0)
     assert m.pending_updates() == 1
+
+
+def test_a_probe_message_carries_our_record_the_receivers_if_suspect_or_dead_then_the_least_sent():
+    # ring.dissemination.PiggybackQueue.updates alone.
+    from ring.dissemination import PiggybackQueue
+    from ring.messages import Member, MemberState
+
+    def m(mid, state=MemberState.ALIVE):
+        return Member(mid, f"tcp://a/{mid}", 1, state, 1.0)
+
+    members = {"p1": m("p1"), "p2": m("p2", MemberState.SUSPECT), "p3": m("p3")}
+    queue = PiggybackQueue(4)
+    assert queue.updates(members["p1"], "p3", members) == (members["p1"],)  # nothing queued, p3 alive
+    for mid in ("p1", "p2", "p3"):
+        queue.push(mid)
+    got = queue.updates(members["p1"], "p2", members)
+    # Ours first, then the suspect receiver's (it refutes), then the queue less those two.
+    assert got == (members["p1"], members["p2"], members["p3"])

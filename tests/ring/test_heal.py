@@ -79,7 +79,7 @@ def judge(ring: FakeRing, since: float, leavers: frozenset[str] | set[str] = fro
     for p in ring.peers.values():
         node = p.node
         ended = node.dropped["handoffs_done"] + node.dropped["handoffs_gave_up"]
-        assert node.handing_off == 0 and ended == len(node.handoffs), p.id
+        assert node.handing_off == 0 and ended == len(node.handoff.ended), p.id
         reasons = sum(node.dropped[r] for r in ("handoff_member_gone", "handoff_timeout", "handoff_unread"))
         assert reasons >= node.dropped["handoffs_gave_up"], p.id
     late = {u: ts for u, ts in twice(ring).items() if max(ts) >= since}
@@ -170,7 +170,7 @@ def test_a_member_that_dies_again_while_a_handoff_to_it_waits_is_given_up_and_co
     ring.net.heal()
     # The moment p1's hand-off to the returning p3 begins, p3 is cut off again.
     p1 = ring.peers["p1"]
-    ring.run_until(lambda: any("p3" in h.marks for h in p1.node._handoffs), max_seconds=10)
+    ring.run_until(lambda: any("p3" in h.marks for h in p1.node.handoff.records), max_seconds=10)
     ring.net.partition({"p1", "p2"}, {"p3"})
     ring.run_for(4 * ring.dead_after)
     assert p1.node.dropped["handoff_member_gone"] >= 1
@@ -186,7 +186,7 @@ def test_a_member_that_leaves_while_a_handoff_to_it_waits_is_given_up_and_counte
     ring.run_for(4 * ring.dead_after)
     ring.net.heal()
     p1, p3 = ring.peers["p1"], ring.peers["p3"]
-    ring.run_until(lambda: any("p3" in h.marks for h in p1.node._handoffs), max_seconds=10)
+    ring.run_until(lambda: any("p3" in h.marks for h in p1.node.handoff.records), max_seconds=10)
     p3.run(p3.core.receive(b"tool", LeaveRequest(RING, "ring-leave", "p3"), ring.now, wall=ring.now))
     ring.run_until(lambda: "p3" not in p1.node.ring(), max_seconds=10)
     assert p1.node.dropped["handoff_member_gone"] >= 1 and p1.node.handing_off <= 1

@@ -1,6 +1,8 @@
 """ring.lease: a peer starts requests only while a majority of its quorum vouches for its ring.
 
-From the pure :class:`~ring.lease.Lease` (rules 1-5 of its module docstring),
+From the pure :class:`~ring.lease.Lease` (rules 1-5 of its module docstring)
+and the membership's part :class:`~ring.lease.LeaseKeeper` (quorum, ring told,
+renewals; last in this file, with the log of a pause),
 through Memberships exchanging messages (tests/support/membershipnet.py's lockstep
 ``FakeNet``), to the safety property over randomized runs of
 tests/support/leasenet.py's ``LeaseNet``: peers on clocks of their own rates,
@@ -17,8 +19,9 @@ import pytest
 from leasenet import LEASE, LeaseNet
 from membershipnet import INTERVAL, FakeNet, make, seed_list
 
-from ring.lease import GRACE_FACTOR, MAX_PENDING, Lease, PauseReason, fingerprint
-from ring.messages import Digest, MemberState, Ping, PingAck
+from ring.lease import (GRACE_FACTOR, MAX_PENDING, Lease, LeaseKeeper, LeaseState, PauseReason, Pauses,
+                        fingerprint)
+from ring.messages import Digest, Member, MemberState, Ping, PingAck
 
 DEAD = MemberState.DEAD
 RING3 = {"p0": 1.0, "p1": 1.0, "p2": 1.0}
@@ -599,3 +602,72 @@ def test_no_two_peers_hold_leases_on_different_rings_while_members_join_and_leav
     net.heal()
     net.run_until(net.t + 30.0, one_ring_among_holders)
     assert seen["splits"] >= 5 and seen["held"] >= 100, seen
+
+
+# -- LeaseKeeper: the lease's part of the membership ------------------------------
+
+
+class Roster:
+    """A view's records, configured seeds, epoch and ring version, as the test sets them."""
+
+    def __init__(self, *ids: str, seeds: frozenset[str] = frozenset(QUORUM3)) -> None:
+        self.members = {m: Member(m, f"tcp://a/{m}", 1, MemberState.ALIVE, 1.0) for m in ids}
+        self.configured = seeds
+        self.epoch = 0
+        self.ring_version = 0
+
+    def live(self) -> dict[str, float]:
+        return {m: r.weight for m, r in self.members.items() if r.state is not MemberState.LEFT}
+
+    def leave(self, mid: str) -> None:
+        self.members[mid] = replace(self.members[mid], state=MemberState.LEFT)
+        self.epoch += 1
+        self.ring_version += 1
+
+
+def test_the_keepers_quorum_is_the_seeds_not_left_and_everyone_without_seeds():
+    roster = Roster("p0", "p1", "p2", "p9")
+    keeper = LeaseKeeper("p0", Lease("p0", 2.0, INTERVAL), roster, 0.0)
+    assert keeper.quorum() == QUORUM3  # p9 joined: a learner, no vote
+    roster.leave("p2")
+    assert keeper.quorum() == ["p0", "p1"]
+    alone = Roster("p0", "p1", seeds=frozenset())
+    assert LeaseKeeper("p0", Lease("p0", 2.0, INTERVAL), alone, 0.0).quorum() == ["p0", "p1"]
+
+
+def test_the_keeper_tells_the_lease_each_new_ring_once_and_a_change_starts_a_grace():
+    roster = Roster("p0", "p1", "p2")
+    keeper = LeaseKeeper("p0", Lease("p0", 2.0, INTERVAL), roster, 0.0)
+    first = keeper.vouch(0.0)
+    assert first == fingerprint(roster.live()) != 0  # the first ring: no grace
+    roster.leave("p2")
+    assert keeper.vouch(1.0) == 0  # rule 2: a new ring, a grace
+    assert keeper.vouch(1.0 + 2.0 * GRACE_FACTOR) == fingerprint({"p0": 1.0, "p1": 1.0})
+
+
+def test_the_keeper_renews_the_quorums_missing_vouches_not_those_pinged_already():
+    roster = Roster("p0", "p1", "p2", "p9")
+    keeper = LeaseKeeper("p0", Lease("p0", 2.0, INTERVAL), roster, 0.0)
+    assert keeper.renewals(["p1", "p2", "p9"], {"p1"}, 0.0) == ["p2"]  # p9 votes not; p1 pinged
+    keeper.sent(7, "p2", 0.0)
+    keeper.acked(7, "p2", keeper.vouch(0.0))
+    state = keeper.state(0.1)
+    assert state is not None and state.held and state.vouched == 2
+
+
+def test_without_a_lease_the_keeper_vouches_for_nothing_and_renews_nothing():
+    keeper = LeaseKeeper("p0", None, Roster("p0", "p1", "p2"), 0.0)
+    assert keeper.vouch(0.0) == 0 and keeper.renewals(["p1", "p2"], set(), 0.0) == []
+    assert keeper.state(0.0) is None
+
+
+def test_a_lost_majority_is_said_once_when_it_begins_and_once_when_it_ends():
+    pauses = Pauses()
+    lost = LeaseState(False, 1, 2, 3, PauseReason.NO_MAJORITY, 0.0, 0.0)
+    held = LeaseState(True, 3, 2, 3, None, 0.0, 9.0)
+    assert pauses.seen(held, 0.0) is None
+    assert pauses.seen(lost, 1.0) == ("partition: no majority of the ring (1 of 3 members vouch for our "
+                                      "view, 2 needed); no request starts until it is back")
+    assert pauses.seen(lost, 2.0) is None
+    assert pauses.seen(held, 4.5) == "partition over: a majority again (3 of 3) after 3.5s; requests resume"
+    assert pauses.seen(held, 5.0) is None

@@ -1,4 +1,8 @@
-"""ring.messages: round trips, exact rejections, and fuzzing of the wire codec."""
+"""ring.messages: round trips, exact rejections, and fuzzing of the wire codec.
+
+A rejection is one of ring.errors' two: ``DecodeError`` (the remote's fault) and
+``EncodeError`` (ours).
+"""
 
 import math
 

@@ -1,5 +1,9 @@
 """ring.node's RingNode, synchronously: one node's checks, then whole fake rings (tests/support/fakering.py).
 
+What a node returns is ``ring.actions``' values, checked here as they come;
+its parts are met here at work (``ring.handoff``'s hand-offs, ``ring.routes``'
+route checks, ``ring.status``' reply) and alone in their own files.
+
 The fake-ring tests stand in for real-process ones: they judge a crawl by the
 fake web's request log (every page fetched exactly once) and finish in
 virtual time, so a loaded machine cannot make them flake.
@@ -34,8 +38,8 @@ from ring.messages import (
     decode,
     encode,
 )
+from ring.intake import ADOPT_PREFIX
 from ring.node import (
-    ADOPT_PREFIX,
     HANDOFF_TIMEOUT,
     MARKER_ROUNDS,
     Count,
@@ -344,7 +348,7 @@ def test_a_handoff_tells_each_new_owner_once_its_batches_are_acked():
     out = n.receive(R2, Ack(RING, "p2", INC, sent[0].msg.seq), 2.2)
     kinds = [type(a.msg).__name__ for a in out if isinstance(a, Send)]
     assert kinds == ["HostStarts", "HandoffDone"]
-    assert n.handoffs == [(1, pytest.approx(0.2))] and n.handing_off == 0
+    assert n.handoff.ended == [(1, pytest.approx(0.2))] and n.handing_off == 0
 
 
 def declared(n: RingNode, who: str, state: MemberState, inc: int, at: float) -> list:
@@ -380,7 +384,7 @@ def test_a_handoff_to_a_member_that_dies_before_acking_is_given_up_and_counted()
     n.begin_handoff(handoff.version, 1, {}, 1.1)
     assert n.flush(1.2) and n.handing_off == 1
     out = declared(n, "p2", MemberState.DEAD, INC, 1.3)  # before its ack
-    assert n.handoffs == [(1, pytest.approx(0.2))]  # ended, given up
+    assert n.handoff.ended == [(1, pytest.approx(0.2))]  # ended, given up
     assert (n.dropped["handoff_member_gone"], n.dropped["handoffs_gave_up"]) == (1, 1)
     assert [type(a) for a in out if isinstance(a, HandOff)] == [HandOff]  # the next one, for p1 alone
 
@@ -390,13 +394,13 @@ def test_a_handoff_without_acks_or_reads_is_given_up_after_the_timeout_and_count
     heard(n)
     n.tick(0.0, idle=True, pages=0)
     declared(n, "p3", MemberState.DEAD, INC, 1.0)
-    [first] = n._handoffs
+    [first] = n.handoff.records
     n.outbox.add_seen("http://moved.test/", "p2", 1.0)
     n.begin_handoff(first.version, 1, {}, 1.0)
     n.flush(1.1)  # sent, never acked
     declared(n, "p3", MemberState.ALIVE, INC + 1, 2.0)  # a second hand-off, never read
     out = n.tick(2.0 + HANDOFF_TIMEOUT, idle=True, pages=0)
-    assert n.handing_off == 0 and len(n.handoffs) == 2
+    assert n.handing_off == 0 and len(n.handoff.ended) == 2
     assert (n.dropped["handoff_timeout"], n.dropped["handoff_unread"], n.dropped["handoffs_gave_up"]) == (1, 1, 2)
     assert any(type(a) is Log and "gave up waiting for acks from p2" in a.text for a in out)
     # p2, given up on, is never told HandoffDone, not even in the repeats.
@@ -527,7 +531,7 @@ def test_a_graceful_leave_mid_crawl_hands_everything_over():
     assert leaver.finished == "left the ring"
     assert len(leaver.fetched) == before  # it fetched nothing once asked to leave
     assert_every_page_fetched_once(ring)
-    assert leaver.node.handoffs and leaver.node.handoffs[0][0] == before
+    assert leaver.node.handoff.ended and leaver.node.handoff.ended[0][0] == before
 
 
 def test_a_crashed_peer_is_declared_dead_and_its_unacked_batches_are_rerouted():

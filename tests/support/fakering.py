@@ -37,13 +37,14 @@ from peer.core.config.cluster import ClusterConfig, parse_config
 from peer.core.crawl.core import (
     Checking,
     CrawlCore,
-    Origin,
     Done,
     Fetch,
     Finished,
     Forward,
     Items,
+    Origin,
     Queued,
+    Refused,
     Requeued,
     Row,
     Seen,
@@ -174,7 +175,7 @@ class FakePeer:
         self.commits += 1
 
     def _granted(self, e: Granted) -> None:
-        self.granted = e.grants  # journaled, as peer.engine.durability does
+        self.granted = e.grants  # journaled, as peer.engine.crawler's table does
 
     def _released(self, e: Released) -> None:
         self.released.append(e.sender)
@@ -194,36 +195,38 @@ class FakePeer:
         Send: _send, Reply: _reply, StatusAsked: _status, Row: _row, Commit: _commit,
         Released: _released, ReadHosts: _read_hosts, ReadFetched: _read_fetched, Granted: _granted,
         Forward: _nothing, Queued: _nothing, Checking: _nothing, Seen: _nothing, Done: _nothing,
-        Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing,
+        Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing, Refused: _nothing,
     }
 
     def crawl_step(self, web: FakeWeb, budget: int, now: float) -> None:
-        """Fetch up to ``budget`` pages the core starts (the engine's scheduler, in one step)."""
-        core, crawl = self.core, self.crawl
+        """Fetch up to ``budget`` pages the core starts (the engine's scheduler, in one step).
+
+        Every call goes through the peer core's one door, as the engine's do.
+        """
+        core = self.core
         while budget > 0:
-            step = core.next(now)
+            step, effects = core.next(now)
             if isinstance(step, Finished):
                 self.finished, self.finished_at = step.reason.value, now
                 return
             if isinstance(step, Sleep):
-                self.run(core.routed(step.effects, now))
+                self.run(effects)
                 return
             job = step.job
-            adm = crawl.admit(job, now)
-            effects = list(adm.effects)
+            adm, effects = core.admit(job, now)
             if isinstance(adm, Fetch):
                 budget -= 1
                 self.fetched.append(job.url)
                 self.ring.fetches.append(Fetched(self.id, job.url, now))
                 res = web.page(job.url)
                 parsed = None
-                if crawl.fetched(job, res, now):
-                    cfg = crawl.cfg
+                if core.fetched(job, res, now):
+                    cfg = self.crawl.cfg
                     parsed = parse_response(job.url, res.body, res.charset, cfg.extract,
                                             cfg.crawl.max_links_per_page)
-                effects += crawl.on_result(job, res, parsed, now)
-            crawl.job_ended(job)
-            self.run(core.routed(effects, now))
+                effects += core.on_result(job, res, parsed, now)
+            core.job_ended(job)
+            self.run(effects)
 
     def step(self, web: FakeWeb, budget: int) -> None:
         now = self.ring.now
@@ -357,7 +360,7 @@ class FakeRing:
         peer.rows = list(old.rows)
         peer.fetched = list(old.fetched)
         for job in list(old.crawl.frontier.iter_queued()):
-            peer.run(peer.core.routed(crawl.discover(job.url, job.depth, now, Origin.RECOVERED), now))
+            peer.run(peer.core.discover(job.url, job.depth, now, Origin.RECOVERED))
         for url, depth in old.node.outbox.queued().urls:
             peer.run(peer.core.discover(url, depth, now, Origin.RELAY))
         return peer

@@ -24,6 +24,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from collections import Counter
 from collections.abc import Collection, Iterator
 from pathlib import Path
@@ -314,21 +315,24 @@ def ceiling(per_second: float, w: float) -> int:
 class RingMember:
     """A peer's ring node built from cluster.toml as a peer builds it, over zmq, with a stand-in crawl.
 
-    ``peer.engine.ringface.ring_node`` makes the node (``[ring]``, the Curve
-    keys); ``ring.io.driver.RingDriver`` runs it over the same
+    ``peer.core.peer.ring_node`` makes the node (``[ring]``) and
+    ``peer.engine.ringface.curve_keys`` reads its Curve keys; ``ring.io.driver.RingDriver`` runs it over the same
     ``ring.io.sockets.MemberSockets`` a peer's engine uses, and hands what
     the ring delivers to ``crawl`` (a ``ring.crawlport.CrawlPort``). For the
     tests of the ring's sockets and tools without a crawl behind them.
     """
 
     def __init__(self, cfg, peer_id: str, crawl) -> None:  # type: ignore[no-untyped-def]
-        from peer.engine.ringface import ring_node
+        from peer.core.peer import ring_node
+        from peer.engine.ringface import curve_keys
         from ring.io.driver import RingDriver
 
         spec = cfg.peer(peer_id)
         rc = cfg.ring
         self.address = spec.address
-        self.node, keys = ring_node(cfg, peer_id, spec.address, spec.weight, trio.current_time())
+        keys = curve_keys(cfg, peer_id)
+        self.node = ring_node(cfg, peer_id, spec.address, spec.weight, trio.current_time(),
+                              incarnation=int(time.time() * 1000), curve=keys is not None)
         self.driver = RingDriver(self.node, crawl, spec.address, keys=keys, recv_queue=rc.recv_queue,
                                  heartbeat=(rc.suspect_after, rc.dead_after))
         self.membership = self.node.membership

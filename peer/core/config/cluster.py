@@ -18,17 +18,19 @@ cluster.toml, so a peer started from any working directory finds the same data.
 from __future__ import annotations
 
 import dataclasses
-import difflib
-import math
 import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from peer.errors import ConfigError, URLError
 from peer.core.config.dedupe import DedupeConfig
+from peer.core.config.keys import build, reject_unknown, type_name
+from peer.core.config.proxies import check_proxies
+from peer.core.config.sites import SiteBlock, check_headers, parse_sites, site_reference
+from peer.core.config.tls import resolve_tls_paths
 from peer.core.page.items import ExtractConfig, parse_extract
 from peer.core.config.revisit import RevisitConfig
 from peer.core.config.sitemaps import SitemapsConfig
@@ -39,9 +41,6 @@ from peer.core.dns.guard import is_ip as _is_ip
 from peer.core.urls.rules import parse_url_rules
 from peer.core.config.sections import (BloomConfig, CrawlConfig, DnsConfig, FrontierConfig, PeerSpec,
                                 PolitenessConfig, RingConfig, parse_address, parse_metrics_address)
-
-if TYPE_CHECKING:
-    from peer.core.config.sites import SiteBlock
 
 __all__ = [
     "BloomConfig",
@@ -126,18 +125,15 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(where, "", f"is not valid TOML: {exc}") from None
 
-    # peer.core.config.sites builds on this module's helpers: imported here, not at the top.
-    from peer.core.config.sites import check_headers, parse_sites
-
-    _reject_unknown(doc, [*SECTIONS, "peer", "extract", "site"], where, "")
+    reject_unknown(doc, [*SECTIONS, "peer", "extract", "site"], where, "")
     if isinstance(doc.get("crawl"), dict) and "headers" in doc["crawl"]:
         check_headers(doc["crawl"]["headers"], where, "crawl.headers")
     sections: dict[str, Any] = {}
     for name, cls in SECTIONS.items():
         table = doc.get(name, {})
         if not isinstance(table, dict):
-            raise ConfigError(where, name, f"expected a table [{name}], got {_tname(table)}")
-        sections[name] = _build(cls, table, where, name)
+            raise ConfigError(where, name, f"expected a table [{name}], got {type_name(table)}")
+        sections[name] = build(cls, table, where, name)
 
     raw_peers = doc.get("peer", [])
     if not isinstance(raw_peers, list) or not all(isinstance(t, dict) for t in raw_peers):
@@ -147,7 +143,7 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     if base is None:
         base = p.parent
     peers = tuple(
-        _resolve_data_dir(_build(PeerSpec, t, where, f"peer[{i}]"), base)
+        _resolve_data_dir(build(PeerSpec, t, where, f"peer[{i}]"), base)
         for i, t in enumerate(raw_peers)
     )
     _check_unique(peers, where)
@@ -157,101 +153,9 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     _check_cross(cfg, where)
     # Blocks are checked over a global config known to be valid; then TLS paths and proxies, of both.
     cfg = dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
-    from peer.core.config.proxies import check_proxies
-    from peer.core.config.tls import resolve_tls_paths
-
-    return check_proxies(resolve_tls_paths(cfg, base, where), where, base)
-
-
-def _build(cls: type, table: Mapping[str, Any], where: str, prefix: str) -> Any:
-    fields = {f.name: f for f in dataclasses.fields(cls)}
-    _reject_unknown(table, list(fields), where, prefix)
-    values: dict[str, Any] = {}
-    for name, f in fields.items():
-        keypath = f"{prefix}.{name}"
-        if name not in table:
-            if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
-                raise ConfigError(where, keypath, f"is required ({f.metadata['doc']})")
-            continue
-        values[name] = _convert(table[name], f.metadata["kind"], where, keypath)
-        check = f.metadata["check"]
-        if check is not None and (expected := check(values[name])) is not None:
-            raise ConfigError(where, keypath, f"expected {expected}, got {table[name]!r}")
-    try:
-        return cls(**values)
-    except ValueError as exc:  # keys checked against each other (a section's __post_init__)
-        raise ConfigError(where, prefix, str(exc)) from None
-
-
-def _convert(value: Any, kind: type, where: str, keypath: str) -> Any:
-    # bool is an int in Python; in a config file `true` where a number is
-    # expected is a mistake, not 1.
-    if kind is bool:
-        if isinstance(value, bool):
-            return value
-        raise ConfigError(where, keypath, f"expected true or false, got {_tname(value)} {value!r}")
-    if kind is int:
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        raise ConfigError(where, keypath, f"expected an integer, got {_tname(value)} {value!r}")
-    if kind is float:
-        if isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value):
-            return float(value)
-        raise ConfigError(where, keypath, f"expected a number, got {_tname(value)} {value!r}")
-    if kind is str:
-        if isinstance(value, str):
-            return value
-        raise ConfigError(where, keypath, f"expected a string, got {_tname(value)} {value!r}")
-    if kind is list:
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
-            return tuple(value)
-        raise ConfigError(where, keypath, f"expected a list of strings, got {_tname(value)} {value!r}")
-    if kind is dict:
-        if isinstance(value, dict):
-            out: dict[str, str | tuple[str, ...]] = {}
-            for k, v in value.items():
-                if isinstance(v, str):
-                    out[k] = v
-                elif isinstance(v, list) and v and all(isinstance(x, str) for x in v):
-                    out[k] = tuple(v)
-                else:
-                    raise ConfigError(where, f"{keypath}.{k}", f"expected an IP address string or a list of them, got {v!r}")
-            return out
-        raise ConfigError(where, keypath, f"expected a table of host = IP, got {_tname(value)} {value!r}")
-    raise AssertionError(f"unknown config kind {kind!r}")  # pragma: no cover - our bug
-
-
-#: Keys other crawlers have (Scrapy's settings, Crawlee's options) that a
-#: newcomer writes here, and where ringcrawl says the same.
-ELSEWHERE = {
-    **dict.fromkeys(("allow_paths", "deny_paths", "allow", "deny", "include", "exclude", "allowed_urls"),
-                    'scope by URL is crawl.rules, e.g. ["include:*/library/*", "exclude:re:[?&]q="]'),
-    **dict.fromkeys(("rate_limit", "download_delay", "delay", "requests_per_second"),
-                    "the pace of a host is politeness.rate, in pages per minute"),
-    **dict.fromkeys(("robotstxt_obey", "respect_robots", "robots"), "robots.txt is crawl.obey_robots"),
-    **dict.fromkeys(("depth", "depth_limit"), "link depth is crawl.max_depth"),
-    **dict.fromkeys(("max_requests", "closespider_pagecount"), "the page limit is crawl.max_pages"),
-    **dict.fromkeys(("sitemap", "sitemap_urls"), "sitemaps to start from are [sitemaps] seeds"),
-}
-
-
-def _reject_unknown(table: Mapping[str, Any], known: list[str], where: str, prefix: str) -> None:
-    for key in table:
-        if key not in known:
-            keypath = f"{prefix}.{key}" if prefix else key
-            # 0.8: typos score 0.88-0.97 (concurency, alow_hosts, dead_afer);
-            # at difflib's 0.6, allow_paths suggested allow_private (0.75) and
-            # rate_limit integral_limit (0.67), keys that do something else.
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.8)
-            hint = f"; did you mean {close[0]!r}?" if close else f" (known: {', '.join(known)})"
-            if key.lower() in ELSEWHERE:
-                hint = f"; {ELSEWHERE[key.lower()]}"
-            raise ConfigError(where, keypath, f"unknown key{hint}")
-
-
-def _tname(value: Any) -> str:
-    return {bool: "a boolean", int: "an integer", float: "a number", str: "a string",
-            list: "a list", dict: "a table"}.get(type(value), type(value).__name__)
+    crawl, sites = resolve_tls_paths(cfg.crawl, cfg.sites, base, where)
+    crawl, sites = check_proxies(crawl, sites, cfg.dns.resolve, where, base)
+    return dataclasses.replace(cfg, crawl=crawl, sites=sites)
 
 
 def _resolve_data_dir(spec: PeerSpec, base: Path) -> PeerSpec:
@@ -356,7 +260,5 @@ def reference() -> list[tuple[str, str, str, str]]:
             else:
                 shown = str(default)
             rows.append((f"{section}.{f.name}", names[f.metadata["kind"]], shown, f.metadata["doc"]))
-    from peer.core.config.sites import site_reference
-
     rows += [(key, names[kind], shown, doc) for key, kind, shown, doc in site_reference()]
     return rows

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
-from peer.core.config.keys import key
-from peer.core.config.sections import _at_least_one, _positive
+from peer.core.config.keys import at_least_one, key, positive
 
 __all__ = ["DedupeConfig"]
 
@@ -33,13 +32,13 @@ class DedupeConfig:
     enabled: bool = key(bool, False, "detect duplicate pages: exact copies by the digest of their decoded body, near copies by the SimHash of their text; off by default, as a duplicate's links are not followed and a templated site's pages with little text of their own can come within k of each other")
     k: int = key(int, 3, "Hamming distance (of 64 bits) within which two pages' SimHashes are near duplicates; also k+1 bands are asked", _k)
     shingle: int = key(int, 3, "words a SimHash feature spans (overlapping shingles)", _shingle)
-    min_words: int = key(int, 20, "distinct words of text under which a page has no SimHash and is never a near duplicate", _at_least_one)
-    max_text_bytes: int = key(int, 500_000, "bytes (UTF-8) of a page's visible text read for its SimHash; the rest are ignored", _at_least_one)
-    max_digests: int = key(int, 1_000_000, "body digests a peer remembers for exact duplicates; the oldest are forgotten and counted", _at_least_one)
-    band_max_per_key: int = key(int, 64, "pages a band owner keeps under one band key; the oldest are evicted and counted", _at_least_one)
-    band_max_entries: int = key(int, 1_000_000, "entries a band owner keeps over all its band keys; the oldest are evicted and counted", _at_least_one)
-    answer_timeout: float = key(float, 10.0, "seconds a page waits for its band owners' answers; past them it is new, counted", _positive)
-    max_waiting: int = key(int, 10_000, "pages waiting for band owners' answers at once; past them a page is new, counted", _at_least_one)
+    min_words: int = key(int, 20, "distinct words of text under which a page has no SimHash and is never a near duplicate", at_least_one)
+    max_text_bytes: int = key(int, 500_000, "bytes (UTF-8) of a page's visible text read for its SimHash; the rest are ignored", at_least_one)
+    max_digests: int = key(int, 1_000_000, "body digests a peer remembers for exact duplicates; the oldest are forgotten and counted", at_least_one)
+    band_max_per_key: int = key(int, 64, "pages a band owner keeps under one band key; the oldest are evicted and counted", at_least_one)
+    band_max_entries: int = key(int, 1_000_000, "entries a band owner keeps over all its band keys; the oldest are evicted and counted", at_least_one)
+    answer_timeout: float = key(float, 10.0, "seconds a page waits for its band owners' answers; past them it is new, counted", positive)
+    max_waiting: int = key(int, 10_000, "pages waiting for band owners' answers at once; past them a page is new, counted", at_least_one)
 
     def describe(self) -> str:
         """``--check``'s line."""

@@ -47,16 +47,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import PurePath
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from peer.core.dns.guard import is_ip as _is_ip, is_public_address
 from peer.errors import ConfigError
 
 if TYPE_CHECKING:
-    from peer.core.config.cluster import ClusterConfig
-    from peer.core.config.sites import SiteSettings
+    from peer.core.config.sections import CrawlConfig
+    from peer.core.config.sites import SiteBlock, SiteSettings
 
-__all__ = ["DIRECT", "Credentials", "Proxy", "ProxyRoutes", "ProxyScheme", "ProxySpec",
+__all__ = ["DIRECT", "Credentials", "Proxied", "Proxy", "ProxyRoutes", "ProxyScheme", "ProxySpec",
            "check_proxies", "host_proxy", "parse_credentials", "parse_proxy", "proxy_lines"]
 
 #: What a ``[[site]]`` block's ``proxy`` says for "no proxy for these hosts".
@@ -186,15 +186,16 @@ def parse_credentials(text: str, source: str) -> Credentials:
 # ---------------------------------------------------------------------------
 
 
-def check_proxies(cfg: ClusterConfig, where: str, base: PurePath) -> ClusterConfig:
-    """Every proxy of ``cfg`` checked (rules 2-5), auth files made absolute against ``base``."""
-    crawl = cfg.crawl
+def check_proxies(crawl: CrawlConfig, blocks: tuple[SiteBlock, ...], resolve: Mapping[str, Any],
+                  where: str, base: PurePath) -> tuple[CrawlConfig, tuple[SiteBlock, ...]]:
+    """Every proxy of ``[crawl]`` and the blocks checked (rules 2-5), the addresses against
+    ``[dns] resolve``; both returned with their auth files made absolute against ``base``."""
     crawl = dataclasses.replace(crawl, proxy_auth_file=_absolute(crawl.proxy_auth_file, base))
     spec = _check_one(crawl.proxy, crawl.proxy_auth_env, crawl.proxy_auth_file, where, "crawl", False)
     if spec is not None:
-        _check_address(spec, cfg, where, "crawl.proxy")
+        _check_address(spec, crawl, resolve, where, "crawl.proxy")
     sites = []
-    for i, b in enumerate(cfg.sites):
+    for i, b in enumerate(blocks):
         prefix = f"site[{i}]"
         text = b.proxy
         if text is None:
@@ -208,9 +209,9 @@ def check_proxies(cfg: ClusterConfig, where: str, base: PurePath) -> ClusterConf
             b = dataclasses.replace(b, proxy_auth_file=_absolute(b.proxy_auth_file, base))
         spec = _check_one(text, b.proxy_auth_env or "", b.proxy_auth_file or "", where, prefix, True)
         if spec is not None:
-            _check_address(spec, cfg, where, f"{prefix}.proxy")
+            _check_address(spec, crawl, resolve, where, f"{prefix}.proxy")
         sites.append(b)
-    return dataclasses.replace(cfg, crawl=crawl, sites=tuple(sites))
+    return crawl, tuple(sites)
 
 
 def _absolute(path: str, base: PurePath) -> str:
@@ -230,11 +231,12 @@ def _check_one(text: str, env: str, file: str, where: str, prefix: str, block: b
     return spec
 
 
-def _check_address(spec: ProxySpec, cfg: ClusterConfig, where: str, keypath: str) -> None:
+def _check_address(spec: ProxySpec, crawl: CrawlConfig, resolve: Mapping[str, Any], where: str,
+                   keypath: str) -> None:
     """Rule 5: a proxy spelt as a private address is refused unless crawl.proxy_allow_private."""
-    if cfg.crawl.proxy_allow_private:
+    if crawl.proxy_allow_private:
         return
-    addresses = static_addresses(spec.host, cfg.dns.resolve)
+    addresses = static_addresses(spec.host, resolve)
     private = [a for a in addresses if not is_public_address(a)]
     if private:
         at = spec.host if private == [spec.host] else f"{spec.host} ({', '.join(private)})"
@@ -289,7 +291,18 @@ class ProxyRoutes:
         return tuple(out)
 
 
-def proxy_lines(cfg: ClusterConfig) -> list[str]:
+class Proxied(Protocol):
+    """What ``--check``'s proxy lines read of a config (``ClusterConfig`` is one)."""
+
+    @property
+    def path(self) -> PurePath: ...
+    @property
+    def crawl(self) -> CrawlConfig: ...
+    @property
+    def sites(self) -> tuple[SiteBlock, ...]: ...
+
+
+def proxy_lines(cfg: Proxied) -> list[str]:
     """``--check``'s lines on proxies: none without one; the source of credentials, never them."""
     lines = []
     crawl = cfg.crawl
@@ -307,7 +320,7 @@ def proxy_lines(cfg: ClusterConfig) -> list[str]:
     return lines
 
 
-def host_proxy(cfg: ClusterConfig, block: int) -> str | None:
+def host_proxy(cfg: Proxied, block: int) -> str | None:
     """``--check --host``'s proxy line for a host in ``block`` (-1: none), where it came from;
     None when no proxy is configured at all."""
     b = cfg.sites[block] if block >= 0 else None

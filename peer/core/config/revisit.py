@@ -14,8 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Any
 
-from peer.core.config.keys import key
-from peer.core.config.sections import _at_least_one
+from peer.core.config.keys import at_least_one, key
 
 __all__ = ["RevisitConfig"]
 
@@ -59,14 +58,14 @@ class RevisitConfig:
     inc_factor: float = key(float, 1.5, "the interval's factor after a visit that found the page unchanged", _above_one)
     dec_factor: float = key(float, 0.5, "the interval's factor after a visit that found the page changed", _below_one)
     jitter: float = key(float, 0.1, "a due time's relative jitter, so pages fetched in one burst do not come due in one", _jitter)
-    max_validator_length: int = key(int, 256, "bytes: an ETag or Last-Modified longer than this is not stored (counted)", _at_least_one)
+    max_validator_length: int = key(int, 256, "bytes: an ETag or Last-Modified longer than this is not stored (counted)", at_least_one)
     run_for: float = key(float, 0.0, "seconds a continuous crawl runs before it stops by itself; 0: until stopped (SIGINT/SIGTERM)", _non_negative)
 
     def __post_init__(self) -> None:
         problems = [why for name, check in (
             ("min_interval", _positive), ("max_interval", _positive), ("initial_interval", _positive),
             ("revisit_share", _share), ("inc_factor", _above_one), ("dec_factor", _below_one),
-            ("jitter", _jitter), ("max_validator_length", _at_least_one), ("run_for", _non_negative),
+            ("jitter", _jitter), ("max_validator_length", at_least_one), ("run_for", _non_negative),
         ) if (why := _problem(name, getattr(self, name), check))]
         if not problems and self.max_interval < self.min_interval:
             problems.append(f"max_interval must be >= min_interval, not {self.max_interval!r}")

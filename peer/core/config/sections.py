@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from peer.core.config.keys import key as _key
+from peer.core.config.keys import REQUIRED, at_least_one, key as _key, non_empty, non_negative, positive
 from peer.core.http.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.urls.normalize import MAX_URL_LENGTH
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS
@@ -24,32 +24,13 @@ from ring.membership import MAX_WEIGHT
 __all__ = ["BloomConfig", "CrawlConfig", "DnsConfig", "FrontierConfig", "PeerSpec", "PolitenessConfig",
            "RingConfig", "parse_address", "parse_metrics_address"]
 
-_REQUIRED = dataclasses.MISSING
-
-
-def _positive(v: Any) -> str | None:
-    return None if v > 0 else "a number > 0"
-
-
 def _weight(v: Any) -> str | None:
     # A member's ring points grow with its weight: gossip refuses more too.
     return None if 0 < v <= MAX_WEIGHT else f"a number > 0 and at most {MAX_WEIGHT:g}"
 
 
-def _non_negative(v: Any) -> str | None:
-    return None if v >= 0 else "a number >= 0"
-
-
-def _at_least_one(v: Any) -> str | None:
-    return None if v >= 1 else "an integer >= 1"
-
-
 def _at_least_two(v: Any) -> str | None:
     return None if v >= 2 else "an integer >= 2"
-
-
-def _non_empty(v: Any) -> str | None:
-    return None if v.strip() else "a non-empty string"
 
 
 def _non_positive(v: Any) -> str | None:
@@ -123,34 +104,34 @@ def _metrics_address(v: Any) -> str | None:
 class RingConfig:
     """``[ring]``: the cluster's identity and gossip timing."""
 
-    name: str = _key(str, "ringcrawl", "the ring's name; peers of another ring are refused", _non_empty)
-    vnodes: int = _key(int, 256, "virtual nodes per unit of peer weight on the hash ring", _at_least_one)
-    gossip_interval: float = _key(float, 0.5, "seconds between gossip rounds", _positive)
-    suspect_after: float = _key(float, 2.0, "seconds a probe of a peer waits for its answer (direct or through others) before the peer is suspected", _positive)
-    dead_after: float = _key(float, 6.0, "seconds after an unanswered probe before its peer, suspected and not refuted, is declared dead", _positive)
-    lease: float = _key(float, 0.0, "seconds a peer may go on starting requests after it last heard from a majority of the ring vouching for its view; less than dead_after, at least 2 x gossip_interval (docs/membership.md); 0 = half of dead_after", _non_negative)
+    name: str = _key(str, "ringcrawl", "the ring's name; peers of another ring are refused", non_empty)
+    vnodes: int = _key(int, 256, "virtual nodes per unit of peer weight on the hash ring", at_least_one)
+    gossip_interval: float = _key(float, 0.5, "seconds between gossip rounds", positive)
+    suspect_after: float = _key(float, 2.0, "seconds a probe of a peer waits for its answer (direct or through others) before the peer is suspected", positive)
+    dead_after: float = _key(float, 6.0, "seconds after an unanswered probe before its peer, suspected and not refuted, is declared dead", positive)
+    lease: float = _key(float, 0.0, "seconds a peer may go on starting requests after it last heard from a majority of the ring vouching for its view; less than dead_after, at least 2 x gossip_interval (docs/membership.md); 0 = half of dead_after", non_negative)
     # 30 s: five dead_after of the default. A partition that heals within it
     # costs no page fetched twice (a peer cut off for 25 s is declared dead
     # 6-8 s in and is back ~18 s later), and a crashed peer's hosts wait
     # about half a minute, little next to a crawl's hours (peer/core/handoff/holds.py).
-    takeover_after: float = _key(float, 30.0, "seconds the hosts of a peer declared dead wait, not fetched, for it to come back before another peer takes them over and fetches them: a peer beyond a partition that heals in time gets them back with nothing fetched twice; 0: at once", _non_negative)
+    takeover_after: float = _key(float, 30.0, "seconds the hosts of a peer declared dead wait, not fetched, for it to come back before another peer takes them over and fetches them: a peer beyond a partition that heals in time gets them back with nothing fetched twice; 0: at once", non_negative)
     curve_keys: str = _key(str, "", "directory of CurveZMQ keys (scripts/keys.py); empty: unauthenticated, unencrypted ring")
-    tombstone_ttl: float = _key(float, 3600.0, "seconds a dead or left member is remembered (and gossiped) before it is forgotten; at least 2 x dead_after", _positive)
-    recv_queue: int = _key(int, 16, "messages queued per incoming ring connection before zmq stops reading it; memory bound per connection: (recv_queue + 1) x 8 MiB", _at_least_one)
-    seed_grace: float = _key(float, 60.0, "seconds from a peer's start in which a seed it has not heard from is not probed, so a rolling start longer than dead_after declares no seed dead; 0 = no grace", _non_negative)
-    join_seeds: int = _key(int, 3, "seeds a starting peer sends a Join to at a time, until one answers (each answer is the whole membership)", _at_least_one)
-    retransmit_mult: int = _key(int, 4, "each peer piggybacks a membership change it learns retransmit_mult x ceil(log10(N + 1)) times (SWIM's lambda log N)", _at_least_one)
-    batch_age: float = _key(float, 0.05, "seconds a partial URL batch (or an owed ack) waits for more before it is sent; the floor of the adaptive age", _non_negative)
-    max_batch_age: float = _key(float, 2.0, "the longest the adaptive batch age grows to keep message_budget: the latency forwarding may add per hop; at least batch_age", _positive)
-    message_budget: float = _key(float, 200.0, "forwarding frames per second a peer aims at (batches with acks piggybacked, lone acks); the batch age grows with peers and rate to keep it, up to max_batch_age; 0: a fixed batch_age", _non_negative)
-    send_window: int = _key(int, 8, "URL batches a peer may have sent to another and not had acked; more wait for its acks, so a slow receiver's queue never grows past them and probes are not stuck behind URLs; 0: no bound", _non_negative)
+    tombstone_ttl: float = _key(float, 3600.0, "seconds a dead or left member is remembered (and gossiped) before it is forgotten; at least 2 x dead_after", positive)
+    recv_queue: int = _key(int, 16, "messages queued per incoming ring connection before zmq stops reading it; memory bound per connection: (recv_queue + 1) x 8 MiB", at_least_one)
+    seed_grace: float = _key(float, 60.0, "seconds from a peer's start in which a seed it has not heard from is not probed, so a rolling start longer than dead_after declares no seed dead; 0 = no grace", non_negative)
+    join_seeds: int = _key(int, 3, "seeds a starting peer sends a Join to at a time, until one answers (each answer is the whole membership)", at_least_one)
+    retransmit_mult: int = _key(int, 4, "each peer piggybacks a membership change it learns retransmit_mult x ceil(log10(N + 1)) times (SWIM's lambda log N)", at_least_one)
+    batch_age: float = _key(float, 0.05, "seconds a partial URL batch (or an owed ack) waits for more before it is sent; the floor of the adaptive age", non_negative)
+    max_batch_age: float = _key(float, 2.0, "the longest the adaptive batch age grows to keep message_budget: the latency forwarding may add per hop; at least batch_age", positive)
+    message_budget: float = _key(float, 200.0, "forwarding frames per second a peer aims at (batches with acks piggybacked, lone acks); the batch age grows with peers and rate to keep it, up to max_batch_age; 0: a fixed batch_age", non_negative)
+    send_window: int = _key(int, 8, "URL batches a peer may have sent to another and not had acked; more wait for its acks, so a slow receiver's queue never grows past them and probes are not stuck behind URLs; 0: no bound", non_negative)
 
 
 @dataclass(frozen=True, slots=True)
 class PeerSpec:
     """One ``[[peer]]``: an initial member (a seed of the gossip ring)."""
 
-    id: str = _key(str, _REQUIRED, "the peer's unique id (required)", _peer_id)
+    id: str = _key(str, REQUIRED, "the peer's unique id (required)", _peer_id)
     address: str = _key(str, "", "where its ZeroMQ socket listens, tcp://host:port; required when cluster.toml lists several peers (a solo peer without one answers ring status on a loopback port it records in data_dir/status-address.json)", _address)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
@@ -166,10 +147,10 @@ class CrawlConfig:
     deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
     max_pages: int = _key(int, 0, "cluster-wide page limit, never exceeded: split over the [[peer]] "
                           "peers, idle peers grant their spare to busy ones; 0 = no limit",
-                          _non_negative)
-    max_depth: int = _key(int, 0, "links followed from a seed; 0 = no limit", _non_negative)
-    concurrency: int = _key(int, 64, "fetches in flight per peer", _at_least_one)
-    user_agent: str = _key(str, "ringcrawl/0.1 (+https://example.invalid/bot)", "User-Agent header, also the robots.txt agent", _non_empty)
+                          non_negative)
+    max_depth: int = _key(int, 0, "links followed from a seed; 0 = no limit", non_negative)
+    concurrency: int = _key(int, 64, "fetches in flight per peer", at_least_one)
+    user_agent: str = _key(str, "ringcrawl/0.1 (+https://example.invalid/bot)", "User-Agent header, also the robots.txt agent", non_empty)
     obey_robots: bool = _key(bool, True, "fetch and obey each host's robots.txt")
     # RFC 9309 §2.3.1.4: an unreachable robots.txt means "disallow all" for
     # now, and a crawler may ask again. 30 s doubling over 4 tries gives up on
@@ -177,14 +158,14 @@ class CrawlConfig:
     # fixed 10 minutes, three times, held a first crawl of a wrong port for
     # 20; a server restarting for a minute still comes back in time
     # (peer/core/crawl/robots.py rule 4).
-    robots_retry: float = _key(float, 30.0, "seconds before asking again for a robots.txt that could not be read (refused, timed out, 5xx, 429), doubled at each later failure up to 600; a 429/503's Retry-After, capped, wins", _positive)
-    robots_tries: int = _key(int, 4, "fetches of an unreadable robots.txt before its host's URLs are recorded with the cause (connect, timeout, robots); with robots_retry 30: given up after 30 + 60 + 120 s of waits", _at_least_one)
-    timeout: float = _key(float, 15.0, "seconds for a whole fetch, body included", _positive)
-    max_body: int = _key(int, 2 * 1024 * 1024, "bytes of body kept, after decompression: a body announced larger (Content-Length) is not read, one found larger as it is read is cut there; both rows say too_large, and only a cut one is parsed", _at_least_one)
+    robots_retry: float = _key(float, 30.0, "seconds before asking again for a robots.txt that could not be read (refused, timed out, 5xx, 429), doubled at each later failure up to 600; a 429/503's Retry-After, capped, wins", positive)
+    robots_tries: int = _key(int, 4, "fetches of an unreadable robots.txt before its host's URLs are recorded with the cause (connect, timeout, robots); with robots_retry 30: given up after 30 + 60 + 120 s of waits", at_least_one)
+    timeout: float = _key(float, 15.0, "seconds for a whole fetch, body included", positive)
+    max_body: int = _key(int, 2 * 1024 * 1024, "bytes of body kept, after decompression: a body announced larger (Content-Length) is not read, one found larger as it is read is cut there; both rows say too_large, and only a cut one is parsed", at_least_one)
     # peer/core/http/inflate.py: each coding decoded with its output bounded by max_body.
     accept_encodings: tuple[str, ...] = _key(list, list(CODINGS), "content codings asked for (Accept-Encoding), of gzip, deflate, br, zstd: narrow it for servers that mishandle one; a coding whose library is missing is left out; empty: identity only", check_codings)
     zstd_max_window: int = _key(int, MAX_WINDOW, "largest zstd window decoded, bytes (RFC 9659: 8 MiB, what HTTP clients need); a frame asking for more is error decode", check_window)
-    max_redirects: int = _key(int, 5, "redirects followed per fetch", _non_negative)
+    max_redirects: int = _key(int, 5, "redirects followed per fetch", non_negative)
     allow_private: bool = _key(bool, False, "allow connecting to private, loopback and link-local addresses (SSRF guard off)")
     proxy: str = _key(str, "", "the proxy every fetch goes through: http://host:port (a CONNECT tunnel), socks5h://host:port (the proxy resolves names) or socks5://host:port (names resolved here); no credentials in it; empty: none (docs/configuration.md, Proxies)")
     proxy_auth_env: str = _key(str, "", "the environment variable holding the proxy's user:password; empty: none")
@@ -199,26 +180,26 @@ class CrawlConfig:
     client_key_password_env: str = _key(str, "", "name of the environment variable holding the client key's passphrase (never the passphrase itself)")
     headers: Mapping[str, str] = _key(dict, {}, "extra request headers, name = value; [[site]] headers extend them; Host, User-Agent, Accept-Encoding and framing or hop-by-hop headers are refused")
     cookies: bool = _key(bool, False, "keep the cookies a host sets (Set-Cookie) and send them back to that host alone (peer/core/http/cookies.py); [[site]] blocks turn it on or off for their hosts")
-    cookie_max_bytes: int = _key(int, 4096, "longest cookie kept, name and value in bytes; a longer one is refused (RFC 6265 §6.1: at least 4096)", _at_least_one)
-    cookies_per_host: int = _key(int, 50, "cookies kept per host; one more evicts the host's oldest (RFC 6265 §6.1: at least 50)", _at_least_one)
-    cookies_max_total: int = _key(int, 10_000, "cookies kept by this peer over all hosts; a new one beyond is refused (RFC 6265 §6.1: at least 3000)", _at_least_one)
+    cookie_max_bytes: int = _key(int, 4096, "longest cookie kept, name and value in bytes; a longer one is refused (RFC 6265 §6.1: at least 4096)", at_least_one)
+    cookies_per_host: int = _key(int, 50, "cookies kept per host; one more evicts the host's oldest (RFC 6265 §6.1: at least 50)", at_least_one)
+    cookies_max_total: int = _key(int, 10_000, "cookies kept by this peer over all hosts; a new one beyond is refused (RFC 6265 §6.1: at least 3000)", at_least_one)
     # Caps against a hostile web (peer/core/crawl/limits.py has the rules and figures).
     # 1000, not Nutch's db.max.outlinks.per.page of 100: real pages commonly
     # carry a few hundred links (index, archive and footer-heavy pages), which
     # a crawl should follow whole; 1000 still bounds what one page costs.
-    max_links_per_page: int = _key(int, 1000, "links followed (and stored) per page, in document order; 0 = no limit", _non_negative)
+    max_links_per_page: int = _key(int, 1000, "links followed (and stored) per page, in document order; 0 = no limit", non_negative)
     follow_frames: bool = _key(bool, True, "follow the src of frame and iframe elements as links (a browser loads them without a click)")
     follow_meta_refresh: bool = _key(bool, True, "follow the URL of a meta http-equiv=refresh as a link (a browser goes there by itself)")
     follow_link_rel: bool = _key(bool, False, "follow link elements with rel next, prev or alternate (hreflang too) as links; off: alternates multiply a crawl")
     follow_noncanonical: bool = _key(bool, True, "follow the links of a page whose canonical URL is another one; false: only its row is kept")
     # 100,000: a site bigger than that is crawled in part, and four link-farm
     # hosts then hold at most 400,000 queued URLs instead of millions.
-    max_urls_per_host: int = _key(int, 100_000, "URLs of one host queued by this peer, queued plus fetched; the next are dropped; 0 = no limit", _non_negative)
+    max_urls_per_host: int = _key(int, 100_000, "URLs of one host queued by this peer, queued plus fetched; the next are dropped; 0 = no limit", non_negative)
     # 2048: the sitemaps protocol's limit, close to old IE's 2083; RFC 9110
     # §4.1 asks servers for 8000, but longer URLs are mostly session or trap
     # junk. peer.core.urls.normalize refuses more than 4096 in any case.
     max_url_length: int = _key(int, 2048, "longest URL queued, in characters (normalised); 0 = the normaliser's own 4096", _url_length)
-    max_path_repeat: int = _key(int, 3, "drop a URL whose path has one segment more often than this (/a/a/a/a/, /x/y/x/y/x/y/x/y/); 0 = off", _non_negative)
+    max_path_repeat: int = _key(int, 3, "drop a URL whose path has one segment more often than this (/a/a/a/a/, /x/y/x/y/x/y/x/y/); 0 = off", non_negative)
     # URL scope and identity: peer/core/urls/rules.py has the syntax, the order and the defaults' reasons.
     rules: tuple[str, ...] = _key(list, [], "'include:<pattern>' or 'exclude:<pattern>' on the whole normalised URL, after the host scope, in order, the first match deciding; a pattern is a glob ('*' crosses '/') or 're:<regex>' searched; a URL no rule matches is excluded when any rule is an include, else included")
     skip_extensions: tuple[str, ...] = _key(list, list(DEFAULT_SKIP_EXTENSIONS), "file extensions never fetched (the URL path's last segment, case-insensitive): images, audio, video, archives, binaries, fonts, office documents, PDF, CSS; empty: none")
@@ -228,35 +209,35 @@ class CrawlConfig:
 
 @dataclass(frozen=True, slots=True)
 class PolitenessConfig:
-    """``[politeness]``: the per-host PID rate controller (peer/core/frontier/pid.py), its ceiling, per-IP budgets.
+    """``[politeness]``: the per-host PID rate controller (peer/core/politeness/pid.py), its ceiling, per-IP budgets.
 
     docs/politeness.md derives the defaults: the gains are the PID post's, read at
     its operating point (40 pages/min) and scaled to any rate and window.
     """
 
-    rate: float = _key(float, 60.0, "setpoint, pages per minute per host; 0 = no rate limit", _non_negative)
-    window: float = _key(float, 60.0, "seconds between PID updates", _positive)
+    rate: float = _key(float, 60.0, "setpoint, pages per minute per host; 0 = no rate limit", non_negative)
+    window: float = _key(float, 60.0, "seconds between PID updates", positive)
     kp: float = _key(float, -0.05, "PID proportional gain, the PID post's: seconds per page of error at 40 pages/min, scaled to the rate", _non_positive)
     ki: float = _key(float, -0.01, "PID integral gain, scaled like kp", _non_positive)
     kd: float = _key(float, 0.0, "PID derivative gain, scaled like kp", _non_positive)
-    initial_delay: float = _key(float, 0.0, "a new host's delay between request starts, seconds; 0 = the nominal 60/rate", _non_negative)
-    min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds; 0 = nominal/1.1 (60/rate/1.1)", _non_negative)
-    max_delay: float = _key(float, 60.0, "upper clamp of the delay, seconds", _non_negative)
+    initial_delay: float = _key(float, 0.0, "a new host's delay between request starts, seconds; 0 = the nominal 60/rate", non_negative)
+    min_delay: float = _key(float, 0.0, "lower clamp of the delay, seconds; 0 = nominal/1.1 (60/rate/1.1)", non_negative)
+    max_delay: float = _key(float, 60.0, "upper clamp of the delay, seconds", non_negative)
     # 15, not a round 100: the PID law adds Ki*Sum every window until the
     # errors sum back to zero, so a large clamp is a long overshoot. In
     # tests/core/test_pid.py's simulation (S=40) a clamp of 100 never settled after
     # a fast->slow step; 10-20 settled within 7-22 windows. In seed pages: at
     # S pages a window the clamp is integral_limit * S/40 pages.
-    integral_limit: float = _key(float, 15.0, "clamp of the PID's summed error, in pages at 40 pages a window (scaled to the setpoint)", _non_negative)
-    host_concurrency: int = _key(int, 1, "fetches in flight per host", _at_least_one)
-    max_crawl_delay: float = _key(float, 30.0, "cap on a robots.txt Crawl-delay, seconds", _non_negative)
+    integral_limit: float = _key(float, 15.0, "clamp of the PID's summed error, in pages at 40 pages a window (scaled to the setpoint)", non_negative)
+    host_concurrency: int = _key(int, 1, "fetches in flight per host", at_least_one)
+    max_crawl_delay: float = _key(float, 30.0, "cap on a robots.txt Crawl-delay, seconds", non_negative)
     # Off by default: the local test web serves every *.web.test host from
     # 127.0.0.1, so a per-IP budget would throttle all of it as one site.
-    ip_rate: float = _key(float, 0.0, "pages per minute per IP address, cluster-wide, shared by the hosts on it; 0 = off", _non_negative)
-    ip_concurrency: int = _key(int, 0, "fetches in flight per IP address, cluster-wide; 0 = no cap", _non_negative)
+    ip_rate: float = _key(float, 0.0, "pages per minute per IP address, cluster-wide, shared by the hosts on it; 0 = off", non_negative)
+    ip_concurrency: int = _key(int, 0, "fetches in flight per IP address, cluster-wide; 0 = no cap", non_negative)
     # RFC 9110 §10.2.3 sets no upper bound: 3600, or a date in 9999, would
     # hold the host, and so the end of the crawl, for hours or for ever.
-    max_retry_after: float = _key(float, 300.0, "cap on a Retry-After, seconds; after 3 longer ones in a row the host is given up", _positive)
+    max_retry_after: float = _key(float, 300.0, "cap on a Retry-After, seconds; after 3 longer ones in a row the host is given up", positive)
 
     @property
     def setpoint(self) -> float:
@@ -288,24 +269,24 @@ class DnsConfig:
 
     resolve: Mapping[str, str | tuple[str, ...]] = _key(dict, {}, "static answers, host glob -> IP or list of IPs, like curl --resolve")
     nameservers: tuple[str, ...] = _key(list, [], "DNS servers (IP or IP:port) to query; empty: the system's resolver")
-    min_ttl: int = _key(int, 30, "lower clamp of a cached answer's TTL, seconds", _non_negative)
-    max_ttl: int = _key(int, 3600, "upper clamp of a cached answer's TTL, seconds", _non_negative)
-    negative_ttl: int = _key(int, 60, "seconds a failed lookup is cached", _non_negative)
-    cache_size: int = _key(int, 100_000, "names kept in the cache (least recently used evicted)", _at_least_one)
+    min_ttl: int = _key(int, 30, "lower clamp of a cached answer's TTL, seconds", non_negative)
+    max_ttl: int = _key(int, 3600, "upper clamp of a cached answer's TTL, seconds", non_negative)
+    negative_ttl: int = _key(int, 60, "seconds a failed lookup is cached", non_negative)
+    cache_size: int = _key(int, 100_000, "names kept in the cache (least recently used evicted)", at_least_one)
 
 
 @dataclass(frozen=True, slots=True)
 class BloomConfig:
     """``[bloom]``: the seen-URL filter of this peer's partition (a scalable Bloom filter, peer/core/seen/bloom.py)."""
 
-    capacity: int = _key(int, 10_000_000, "URLs the filter is sized for", _at_least_one)
+    capacity: int = _key(int, 10_000_000, "URLs the filter is sized for", at_least_one)
     error_rate: float = _key(float, 0.001, "false-positive rate at capacity; past it the filter grows and stays under 2 x error_rate", _probability)
     growth: int = _key(int, 2, "each slice the filter grows by is this many times the last one (2: less memory allocated ahead; 4: fewer slices to probe)", _at_least_two)
-    max_capacity: int = _key(int, 320_000_000, "URLs at which the filter stops growing (about 726 MiB at the default capacity and error_rate); past it the false-positive rate climbs and the peer warns; = capacity: a fixed-size filter", _at_least_one)
-    disk_after: int = _key(int, 1_000_000, "URLs in the seen set past which a Bloom filter \"maybe seen\" waits for the exact disk sieve of 64-bit URL hashes (peer/core/seen/sieve.py) instead of dropping the URL; below it the filter alone decides (about error_rate of new URLs dropped, counted); 0 = exact from the start", _non_negative)
-    sieve_batch: int = _key(int, 4096, "URLs waiting for the sieve that start a pass at once (a batch of checks sorted and merged with the hashes on disk)", _at_least_one)
-    sieve_wait: float = _key(float, 0.5, "seconds a URL waits at most for the sieve's verdict", _positive)
-    sieve_ram: int = _key(int, 4_000_000, "URL hashes (8 bytes each) held in RAM before they are merged into a sorted run file under data_dir/seen/", _at_least_one)
+    max_capacity: int = _key(int, 320_000_000, "URLs at which the filter stops growing (about 726 MiB at the default capacity and error_rate); past it the false-positive rate climbs and the peer warns; = capacity: a fixed-size filter", at_least_one)
+    disk_after: int = _key(int, 1_000_000, "URLs in the seen set past which a Bloom filter \"maybe seen\" waits for the exact disk sieve of 64-bit URL hashes (peer/core/seen/sieve.py) instead of dropping the URL; below it the filter alone decides (about error_rate of new URLs dropped, counted); 0 = exact from the start", non_negative)
+    sieve_batch: int = _key(int, 4096, "URLs waiting for the sieve that start a pass at once (a batch of checks sorted and merged with the hashes on disk)", at_least_one)
+    sieve_wait: float = _key(float, 0.5, "seconds a URL waits at most for the sieve's verdict", positive)
+    sieve_ram: int = _key(int, 4_000_000, "URL hashes (8 bytes each) held in RAM before they are merged into a sorted run file under data_dir/seen/", at_least_one)
 
 
 def _head_per_host(v: Any) -> str | None:
@@ -318,5 +299,5 @@ class FrontierConfig:
     """``[frontier]``: how much of each host's queue stays in RAM (peer/core/frontier/frontier.py rule 9, peer/state/spill.py)."""
 
     head_per_host: int = _key(int, 64, "URLs of a host's queue kept in RAM; the rest go to append-only segment files in data_dir/state/frontier, in blocks of this many; 0 = every URL in RAM, no segment files", _head_per_host)
-    segment_mb: int = _key(int, 64, "MiB at which a frontier segment file is closed and the next begun; a segment is deleted at the first snapshot after all its URLs were taken", _at_least_one)
-    checkpoint_mb: int = _key(int, 64, "MiB of journal after which the crawl state is checkpointed (also every 10 minutes); recovery replays at most this much, about 0.5 M records and a few seconds per 64 MiB", _at_least_one)
+    segment_mb: int = _key(int, 64, "MiB at which a frontier segment file is closed and the next begun; a segment is deleted at the first snapshot after all its URLs were taken", at_least_one)
+    checkpoint_mb: int = _key(int, 64, "MiB of journal after which the crawl state is checkpointed (also every 10 minutes); recovery replays at most this much, about 0.5 M records and a few seconds per 64 MiB", at_least_one)

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from peer.core.config.keys import key
-from peer.core.config.sections import _at_least_one
+from peer.core.config.keys import at_least_one, key
 from peer.core.sitemaps.document import SitemapLimits
 from peer.core.urls.normalize import normalize
 from peer.errors import URLError
@@ -41,10 +40,10 @@ class SitemapsConfig:
 
     from_robots: bool = key(bool, True, "read the sitemaps a host's robots.txt names in its Sitemap: lines (coverage: pages no link reaches)")
     seeds: tuple[str, ...] = key(list, [], "sitemap URLs to start from besides robots.txt's (each may list URLs under its own directory only)", _urls)
-    max_urls: int = key(int, _DEFAULTS.max_urls, "entries read of one sitemap file (URLs, or sitemaps of an index); the rest are cut and counted (the protocol's limit)", _at_least_one)
-    max_bytes: int = key(int, _DEFAULTS.max_bytes, "bytes of one sitemap file, as fetched and again uncompressed; past them it is cut and counted (the protocol's limit, 50 MiB)", _at_least_one)
+    max_urls: int = key(int, _DEFAULTS.max_urls, "entries read of one sitemap file (URLs, or sitemaps of an index); the rest are cut and counted (the protocol's limit)", at_least_one)
+    max_bytes: int = key(int, _DEFAULTS.max_bytes, "bytes of one sitemap file, as fetched and again uncompressed; past them it is cut and counted (the protocol's limit, 50 MiB)", at_least_one)
     max_depth: int = key(int, _DEFAULTS.max_depth, "index levels followed below a sitemap named by robots.txt or seeded; deeper ones are refused and counted", _non_negative)
-    max_per_host: int = key(int, _DEFAULTS.max_per_host, "sitemaps fetched from one host in a run; the next are refused and counted", _at_least_one)
+    max_per_host: int = key(int, _DEFAULTS.max_per_host, "sitemaps fetched from one host in a run; the next are refused and counted", at_least_one)
 
     def limits(self) -> SitemapLimits:
         """The caps as the sitemap cores take them."""

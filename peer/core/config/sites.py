@@ -64,16 +64,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from peer.core.config.cluster import _build, _tname
-from peer.core.config.sections import (
-    _REQUIRED,
-    CrawlConfig,
-    PolitenessConfig,
-    _at_least_one,
-    _non_empty,
-    _non_negative,
-)
-from peer.core.config.keys import key as _key
+from peer.core.config.keys import REQUIRED, at_least_one, build, key as _key, non_empty, non_negative, type_name
+from peer.core.config.sections import CrawlConfig, PolitenessConfig
 from peer.core.crawl.robots import product_token
 from peer.core.urls.rules import UrlRules, parse_rules, parse_url_rules
 from peer.core.urls.normalize import hostname
@@ -115,13 +107,13 @@ def _some_hosts(v: Any) -> str | None:
 class SiteBlock:
     """One ``[[site]]``: its hosts and the keys it sets (``None``: not set, the global value applies)."""
 
-    hosts: tuple[str, ...] = _key(list, _REQUIRED, "host globs this block applies to, matched like crawl.allow_hosts (required)", _some_hosts)
-    rate: float | None = _key(float, None, "politeness.rate for these hosts: pages per minute per host; 0 = no rate limit", _non_negative)
-    host_concurrency: int | None = _key(int, None, "politeness.host_concurrency for these hosts: fetches in flight per host", _at_least_one)
-    min_delay: float | None = _key(float, None, "politeness.min_delay for these hosts, seconds", _non_negative)
-    max_delay: float | None = _key(float, None, "politeness.max_delay for these hosts, seconds; at least 60/rate", _non_negative)
-    initial_delay: float | None = _key(float, None, "politeness.initial_delay for these hosts, seconds", _non_negative)
-    user_agent: str | None = _key(str, None, "crawl.user_agent for these hosts: their User-Agent header, and the agent their robots.txt group is chosen for", _non_empty)
+    hosts: tuple[str, ...] = _key(list, REQUIRED, "host globs this block applies to, matched like crawl.allow_hosts (required)", _some_hosts)
+    rate: float | None = _key(float, None, "politeness.rate for these hosts: pages per minute per host; 0 = no rate limit", non_negative)
+    host_concurrency: int | None = _key(int, None, "politeness.host_concurrency for these hosts: fetches in flight per host", at_least_one)
+    min_delay: float | None = _key(float, None, "politeness.min_delay for these hosts, seconds", non_negative)
+    max_delay: float | None = _key(float, None, "politeness.max_delay for these hosts, seconds; at least 60/rate", non_negative)
+    initial_delay: float | None = _key(float, None, "politeness.initial_delay for these hosts, seconds", non_negative)
+    user_agent: str | None = _key(str, None, "crawl.user_agent for these hosts: their User-Agent header, and the agent their robots.txt group is chosen for", non_empty)
     headers: Mapping[str, str] | None = _key(dict, None, "extra request headers for these hosts, name = value; they extend crawl.headers and replace one of the same name (case-insensitive)")
     store_body: bool | None = _key(bool, None, "crawl.store_body for these hosts")
     store_links: bool | None = _key(bool, None, "crawl.store_links for these hosts")
@@ -294,7 +286,7 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, ur
 def check_headers(table: Any, where: str, keypath: str) -> None:
     """A table of request headers, checked (rule 4); ConfigError names the key."""
     if not isinstance(table, dict):
-        raise ConfigError(where, keypath, f"expected a table of header name = value, got {_tname(table)} {table!r}")
+        raise ConfigError(where, keypath, f"expected a table of header name = value, got {type_name(table)} {table!r}")
     for name, value in table.items():
         key = f"{keypath}.{name}"
         if not _TOKEN.fullmatch(name):
@@ -305,7 +297,7 @@ def check_headers(table: Any, where: str, keypath: str) -> None:
                    "the fetcher frames each request itself (RFC 9110 §7.6.1, RFC 9112)")
             raise ConfigError(where, key, f"{name} cannot be set: {why}")
         if not isinstance(value, str):
-            raise ConfigError(where, key, f"expected a string, got {_tname(value)} {value!r}")
+            raise ConfigError(where, key, f"expected a string, got {type_name(value)} {value!r}")
         if _BAD_VALUE.search(value):
             raise ConfigError(where, key, "expected a header value without CR, LF or NUL")
 
@@ -320,7 +312,7 @@ def parse_sites(raw: Any, crawl: CrawlConfig, politeness: PolitenessConfig, wher
         prefix = f"site[{i}]"
         if "headers" in table:
             check_headers(table["headers"], where, f"{prefix}.headers")
-        block: SiteBlock = _build(SiteBlock, table, where, prefix)
+        block: SiteBlock = build(SiteBlock, table, where, prefix)
         if block.rules is not None:
             parse_rules(block.rules, where, f"{prefix}.rules")
         for j, pattern in enumerate(block.hosts):

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING
 from peer.errors import ConfigError
 
 if TYPE_CHECKING:
-    from peer.core.config.cluster import ClusterConfig, CrawlConfig
+    from peer.core.config.sections import CrawlConfig
     from peer.core.config.sites import SiteBlock
 
 __all__ = ["TLS_KEYS", "describe_tls", "resolve_tls_paths", "tls_options_set", "unverified_warnings"]
@@ -49,9 +49,10 @@ def _resolved(value: str, base: Path) -> str:
     return str(p if p.is_absolute() else base / p)
 
 
-def resolve_tls_paths(cfg: ClusterConfig, base: Path, where: str) -> ClusterConfig:
-    """``cfg`` with its TLS paths relative to ``base`` (rule 1), its combinations checked (rule 3)."""
-    c = cfg.crawl
+def resolve_tls_paths(c: CrawlConfig, blocks: tuple[SiteBlock, ...], base: Path,
+                      where: str) -> tuple[CrawlConfig, tuple[SiteBlock, ...]]:
+    """``[crawl]`` and the blocks with their TLS paths relative to ``base`` (rule 1), the
+    combinations checked (rule 3)."""
     if c.client_key and not c.client_cert:
         raise ConfigError(where, "crawl.client_key", "set crawl.client_cert too: the key is client_cert's")
     if c.client_key_password_env and not c.client_cert:
@@ -60,13 +61,13 @@ def resolve_tls_paths(cfg: ClusterConfig, base: Path, where: str) -> ClusterConf
         raise ConfigError(where, "crawl.client_key_password_env",
                           f"expected the name of an environment variable (letters, digits, _), got "
                           f"{c.client_key_password_env!r}; the passphrase itself never goes in cluster.toml")
-    if not any(getattr(c, k) for k in _PATH_KEYS) and not any(b.ca_file for b in cfg.sites):
-        return cfg
+    if not any(getattr(c, k) for k in _PATH_KEYS) and not any(b.ca_file for b in blocks):
+        return c, blocks
     crawl = dataclasses.replace(c, ca_file=_resolved(c.ca_file, base), client_cert=_resolved(c.client_cert, base),
                                 client_key=_resolved(c.client_key, base))
     sites = tuple(dataclasses.replace(b, ca_file=_resolved(b.ca_file, base)) if b.ca_file else b
-                  for b in cfg.sites)
-    return dataclasses.replace(cfg, crawl=crawl, sites=sites)
+                  for b in blocks)
+    return crawl, sites
 
 
 def tls_options_set(crawl: CrawlConfig, blocks: tuple[SiteBlock, ...]) -> bool:

@@ -17,8 +17,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
-from peer.core.config.keys import key
-from peer.core.config.sections import _at_least_one
+from peer.core.config.keys import at_least_one, key
 from peer.core.warc.record import DigestAlgorithm
 
 __all__ = ["OverMaxBody", "WarcConfig"]
@@ -67,8 +66,8 @@ class WarcConfig:
     over_max_body: str = key(str, "truncate", 'a body cut at crawl.max_body: "truncate" writes it as far as read with WARC-Truncated: length, "skip" writes no record of it', _one_of(OverMaxBody))
     digest: str = key(str, "sha1", 'the record and payload digests: "sha1" (what CDX servers and other archives compare) or "sha256"', _one_of(DigestAlgorithm))
     gzip_level: int = key(int, 6, "zlib level of each record's gzip member, 0-9: compression is the writer's main cost (docs/warc.md)", _level)
-    queue_items: int = key(int, 256, "fetches queued for the writer thread; the crawl waits when the queue is full (a slow disk slows the crawl, not memory)", _at_least_one)
-    fsync_records: int = key(int, 256, "fetches between fsyncs of the open file: what a power loss may cost (a kill -9 costs nothing written)", _at_least_one)
+    queue_items: int = key(int, 256, "fetches queued for the writer thread; the crawl waits when the queue is full (a slow disk slows the crawl, not memory)", at_least_one)
+    fsync_records: int = key(int, 256, "fetches between fsyncs of the open file: what a power loss may cost (a kill -9 costs nothing written)", at_least_one)
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):

@@ -1,274 +1,326 @@
 """The crawl core of one peer: every crawl decision, with no I/O (h11's shape).
 
-``CrawlCore`` owns the scope, the Bloom filter, the frontier, the robots
-cache, the limits, the retry attempts and redirect hops, and the hand-off
-holds (``peer.core.handoff.holds``). It imports no trio, zmq, httpx or duckdb: the caller
-passes ``now`` and what the network said, and gets decisions back as frozen
-dataclasses (``peer.core.crawl.decisions``). ``peer/engine/crawler.py`` is the thin trio driver that does what they
-say; ``tests/core/test_crawl.py`` drives this module synchronously.
+``CrawlCore`` owns the scope, the frontier, the robots cache, the limits,
+the cookie jar and the summary, and composes the parts that own the rest,
+each handed only what it asks, as ``ring.membership`` composes its parts:
 
-This module holds steps 1-3 below (discovery, scheduling, admission); the
-rest of the class comes from mixins over ``peer.core.crawl.state.CrawlState``:
-``peer.core.crawl.outcomes`` (steps 4-6), ``peer.core.sitemaps.jobs`` (sitemaps:
-found, fetched by their host's owner, read), ``peer.core.handoff.moves`` (ring
-changes, hand-offs) and ``peer.core.crawl.figures``; ``peer.core.page.parse`` is the worker
-thread's parse and ``peer.core.run.stats`` the ``Summary``.
+- ``discovery``  the way a URL comes in, and the seen set (``peer.core.crawl.discovery``)
+- ``jobs``       the jobs in flight: rule 8's marks (peer/engine/crawler.py), redirect hops,
+                 recent rows; ``rows``: a job's row, counted (both ``peer.core.crawl.jobs``)
+- ``outcomes``   what a fetch's answer means, steps 4-6; ``retries``: the attempts of the
+                 URLs retried (both ``peer.core.crawl.outcomes``)
+- ``sitemap_jobs``  sitemaps found, fetched by their host's owner, read (``peer.core.sitemaps.jobs``)
+- ``held``       duplicate verdicts, and the pages held for them (``peer.core.dedupe.held``)
+- ``handoffs``   the ring, the hand-off holds, the URLs handed in (``peer.core.handoff.moves``)
+
+This module holds steps 2-3 below (scheduling, admission), the moves
+several parts make (push a URL, pass one on), and what the driver and the
+tools call or read, some of it handed on to the parts;
+``peer.core.crawl.figures`` computes the figures. It imports no trio, zmq,
+httpx or duckdb: the caller passes ``now`` and what the network said, and
+gets decisions back as frozen values (``peer.core.crawl.decisions``).
+``peer/engine/crawler.py`` is the driver; ``tests/core/test_crawl.py`` drives it synchronously.
 
 The path of one URL, as the code reads:
 
-1. ``discover(url, depth, now, origin)`` - scope (hosts, then the URL
-   rules of ``peer.core.urls.rules``), the URL caps, the owner
-   (another peer's host: a ``Forward``), the per-host cap and the Bloom
-   filter; a new URL goes into the frontier and the journal (``Queued``).
+1. ``discover(url, depth, now, origin)`` - ``peer.core.crawl.discovery``
+   (its table: each origin's path): a new URL is ``Queued``, another
+   peer's is a ``Forward``, one not taken a ``Refused(url, reason)``.
 2. ``next(now, ring)`` - ``Start(job)`` when the frontier's politeness gate
    and the concurrency (and ``max_pages``: in a ring, this peer's cap of
    the budget, ``ring.budget``) allow one, else ``Sleep(until)`` or
    ``Finished(reason)``.
 3. ``admit(job, now)`` - just before the request: ``Fetch``, ``FetchRobots``
-   (the host's robots.txt first), ``FetchSitemap`` (a sitemap job), ``Requeue`` (robots.txt pending, a
+   (robots.txt first), ``FetchSitemap``, ``Requeue`` (robots.txt pending, a
    hand-off hold), ``Drop`` (a row: disallowed, given up, fetched by the
    previous owner) or ``PassOn`` (its host moved to another peer).
-4. The driver fetches; ``fetched(job, res, now)`` says whether to parse;
-   the driver parses in a thread (``parse_response``).
-5. ``on_result(job, res, parsed, now)`` / ``on_robots(job, res, now)`` -
-   the effects: the discoveries of its links or redirect target, the
-   ``Row``, the extraction ``Items``, retries (``Requeued``), warnings.
-6. ``job_ended(job)`` - always, whatever happened (``internal`` first if
-   the job raised: rule 8 of peer/engine/crawler.py).
-
-How each origin of a URL treats the Bloom filter (``discover``), once:
-
-============  =========  ===============  =========  =====================================
-origin        normalise  scope, URL caps  host cap   Bloom filter
-============  =========  ===============  =========  =====================================
-SEED          yes        yes              yes        add; already there: drop
-LINK          no [1]     yes              yes        add; already there: drop
-REDIRECT      no [1]     yes              yes        add; already there: drop
-SITEMAP       no [6]     yes              yes        add; already there: drop
-RELAY         yes [2]    yes              yes        add; already there: drop
-ADOPTED       yes [2]    yes              yes        add; already there: drop
-HANDED_BACK   no         no [3]           no         add, queued unless handed as seen [3]
-HANDED_SEEN   no         no               no         add, never queued [4]
-RECOVERED     no         no               no         untouched [5]
-============  =========  ===============  =========  =====================================
-
-[1] ``normalize_link`` made it, with the core's ``params`` (strip_params,
-sort_query), which are applied again (a no-op then). [2] Remote input from a peer or the adopt
-tool. [3] Ours, on its way to a peer now gone (``Outbox.reroute``): it may
-be in our filter already (queued here before its host moved), and nobody
-else took it; unless a previous owner handed it to us as fetched (a link
-forwarded to a leaver that had fetched it, refused by the leaver and
-rerouted here): then it is dropped. [4] Fetched by another peer for a host now ours; if it was
-already in the filter it may be queued here, and its job is dropped when
-it comes up. [5] Recovered from the journal, whose filter holds it.
-[6] ``peer.core.sitemaps.document.parse`` normalised it (a URL a sitemap lists:
-``peer.core.sitemaps.jobs`` rule 4).
-
-A URL with a tail after a space (any origin but LINK and REDIRECT) is a
-sitemap job or a URL with a sitemap's hints (``peer.core.sitemaps.hints``):
-``discover_entry`` takes it apart first.
-
-A URL not ours goes to its owner: ``Forward(relay=False)`` for our own
-discoveries (the outbox's recently-forwarded cache may drop a repeat),
-``relay=True`` for URLs we were handed (they may be the only copy).
+4. The driver fetches; ``fetched`` says whether to parse (in a thread).
+5. ``on_result`` / ``on_robots`` - the effects: its links' or redirect
+   target's discoveries, the ``Row``, ``Items``, retries, warnings.
+6. ``job_ended(job)`` - always (``internal`` first if the job raised: rule 8
+   of peer/engine/crawler.py).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+import random
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
 
-from peer.core.seen.sieve import SieveBatch
-from peer.core.seen.sieve import Verdict as SeenVerdict
+from peer.core.config.cluster import ClusterConfig
+from peer.core.config.sites import SiteSettings
 from peer.core.crawl.decisions import (
-    Admission,
-    Checking,
-    Done,
-    Drop,
-    Effect,
-    Fetch,
-    FetchRobots,
-    FetchSitemap,
-    Finished,
-    Forward,
-    Items,
-    Origin,
-    PassOn,
-    Queued,
-    Requeue,
-    Requeued,
-    RingView,
-    Row,
-    Seen,
-    Sleep,
-    Start,
-    StopReason,
+    Admission, Checking, Done, Drop, Effect, Fetch, FetchRobots, FetchSitemap, Finished, Forward, Items,
+    Origin, PassOn, Queued, Reason, Refused, Requeue, Requeued, RingView, Row, Seen, Sleep, Start, StopReason,
     Warn,
 )
-from peer.errors import URLError
-from peer.core.frontier.frontier import Job, Outcome
-from peer.core.crawl.robots import Verdict
-from peer.core.urls.normalize import host_key, normalize
-from peer.core.crawl.state import (
-    _FETCHING, _ROBOTS, CEILING_HORIZON, HOLD_POLL, MAX_RETRIES, ROBOTS_PENDING_WAIT,
-)
-from peer.core.crawl.figures import Figures
-from peer.core.crawl.outcomes import RETRY_BASE
+from peer.core.crawl.discovery import Discovery
+from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
+from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
+from peer.core.crawl.limits import Limits
+from peer.core.crawl.outcomes import MAX_RETRIES, RETRY_BASE, Outcomes, Retries
+from peer.core.crawl.robots import RobotsCache, Verdict, product_token
+from peer.core.dedupe.held import HeldPages
+from peer.core.frontier.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
+from peer.core.handoff.moves import Handoffs
+from peer.core.http.cookies import CookieJar, CookieLimits
+from peer.core.page.extract import PageRules
 from peer.core.page.parse import Parsed, parse_response
-from peer.core.handoff.moves import RingSide
-from peer.core.sitemaps.jobs import SitemapSide
+from peer.core.revisit.recrawl import Recrawl
 from peer.core.run.stats import Summary
+from peer.core.seen.bloom import BloomFilter
+from peer.core.seen.sieve import SeenSieve, SieveBatch
+from peer.core.sitemaps.hints import attach
+from peer.core.sitemaps.jobs import SitemapJobs
+from peer.core.urls.normalize import hostname
+from peer.core.urls.rules import parse_url_rules
+from peer.core.urls.scope import Scope
+
+if TYPE_CHECKING:
+    from peer.core.dedupe.bands import NearAnswer
+    from peer.core.dedupe.verdicts import Dedupe
+    from peer.core.handoff.holds import Holds, Liveness
+    from peer.core.http.result import FetchResult
+    from peer.core.run.progress import ProgressSnapshot
+    from peer.core.sitemaps.document import Sitemap
+    from peer.core.sitemaps.tracker import SitemapTracker
+    from ring.hashring import HashRing
 
 __all__ = [
-    "CrawlCore", "Origin", "StopReason", "Summary", "Parsed", "parse_response", "RingView",
-    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Effect",
+    "CrawlCore", "Origin", "StopReason", "Summary", "Parsed", "parse_response", "RingView", "Reason",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Refused", "Effect",
     "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished", "MAX_RETRIES", "CEILING_HORIZON", "RETRY_BASE", "HOLD_POLL",
     "ROBOTS_PENDING_WAIT",
 ]
 
+#: How long a job waits when another task is fetching its host's robots.txt.
+ROBOTS_PENDING_WAIT = 0.25
+#: How often a job of a host held for a hand-off looks again.
+HOLD_POLL = 0.1
+#: How far back a restarted peer counts its hosts' request starts: the
+#: frontier's longest ceiling window.
+CEILING_HORIZON = max(CEILING_WINDOWS)
 
-class CrawlCore(SitemapSide, RingSide, Figures):
+
+def _no_ip(host: str) -> str | None:
+    return None
+
+
+class CrawlCore:
     """One peer's crawl decisions (module docstring); mutable, pure, one thread."""
 
-    # -- discovery -------------------------------------------------------------------
+    def __init__(self, cfg: ClusterConfig, peer_id: str, *, rng: random.Random | None = None,
+                 peek_ip: Callable[[str], str | None] = _no_ip) -> None:
+        self._cfg = cfg
+        self.peer_id = peer_id
+        crawl, pol = cfg.crawl, cfg.politeness
+        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
+        #: crawl.rules and skip_extensions after the host scope; ``params``
+        #: (strip_params, sort_query) are part of every URL's identity.
+        self.urlrules = parse_url_rules(crawl, str(cfg.path))
+        self.params = self.urlrules.params
+        #: Each host's settings: [[site]] blocks over the global config (peer/core/config/sites.py).
+        self.sites = sites = SiteSettings(cfg.sites, crawl, pol)
+        self.frontier = Frontier(pol, politeness_for=(lambda h: sites.for_host(h).politeness) if sites else None)
+        self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
+                                  error_retry=crawl.robots_retry, max_failures=crawl.robots_tries,
+                                  tokens=(lambda h: sites.for_host(h).token) if sites else None)
+        self.limits = Limits.from_config(crawl, pol)
+        #: What a page's parse reads besides anchors, and the token its meta robots may name.
+        self.page_rules = PageRules(product_token(crawl.user_agent), crawl.follow_frames,
+                                    crawl.follow_meta_refresh, crawl.follow_link_rel)
+        self.summary = Summary()
+        #: Jitter of the retry waits: injected, so a test sees the same waits.
+        self.rng = rng or random.Random()
+        #: The revisit schedule of a continuous crawl ([revisit] enabled), else None.
+        self.recrawl = Recrawl(cfg.revisit, random.Random(self.rng.random())) if cfg.revisit.enabled else None
+        #: The DNS cache's answer for a host name, without a lookup (resolver.peek).
+        self.peek_ip = peek_ip
+        self.stopping = False
+        self.leaving = False
+        self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
+        #: The cookies of the hosts we fetch (peer/core/http/cookies.py); None when
+        #: no host has them on, so the default path costs one test.
+        self.cookies: CookieJar | None = None
+        if sites.any("cookies"):
+            self.cookies = CookieJar(
+                CookieLimits(crawl.cookie_max_bytes, crawl.cookies_per_host, crawl.cookies_max_total),
+                enabled=lambda h: sites.for_host(h).cookies)
+            self.summary.cookies = self.cookies.counts  # the jar's figures, for stats.json
+        # -- the parts (module docstring), each handed what it asks ---------------------
+        self.jobs = Jobs(self.frontier)
+        self.handoffs = Handoffs(peer_id, self.frontier, self.limits, takeover_after=cfg.ring.takeover_after,
+                                 pass_on=self._pass_on, push=self._push)
+        self.retries = Retries(self.jobs, self.summary, self.rng, self._keeps)
+        # Handed CrawlCore.discover, not the part's: Discovery comes next and is
+        # handed this part's entry reader (a sitemap's tail), one way each.
+        self.sitemap_jobs = SitemapJobs(
+            cfg.sitemaps, me=peer_id, scope=self.scope, summary=self.summary, robots=self.robots,
+            frontier=self.frontier, limits=self.limits, jobs=self.jobs, retries=self.retries,
+            recrawl=self.recrawl, owner=self.handoffs.owner, push=self._push, discover=self.discover)
+        b = cfg.bloom
+        self.discovery = Discovery(
+            peer_id, bloom=BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity),
+            sieve=SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait), scope=self.scope,
+            urlrules=self.urlrules, params=self.params, sites=sites, limits=self.limits, summary=self.summary,
+            jobs=self.jobs, handoffs=self.handoffs, push=self._push, pass_on=self._pass_on,
+            entry=self.sitemap_jobs.entry)
+        discover = self.discovery.discover
+        self.rows = Rows(self.summary, sites, self.jobs, self.sitemap_jobs)
+        self.held = HeldPages(cfg.dedupe, peer_id, owner=self.handoffs.owner, discover=discover)
+        self.outcomes = Outcomes(
+            cfg, summary=self.summary, limits=self.limits, frontier=self.frontier, robots=self.robots,
+            page_rules=self.page_rules, params=self.params, jobs=self.jobs, rows=self.rows,
+            retries=self.retries, held=self.held, discover=discover,
+            robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies)
+
+    # -- what the driver, the peer core and the tools read or set ----------------------
+
+    @property
+    def cfg(self) -> ClusterConfig:
+        """The config, read by the parts when the core is made: another config is another core."""
+        return self._cfg
+
+    @property
+    def bloom(self) -> BloomFilter:
+        """The Bloom filter of the seen set; replaced by the driver on recovery."""
+        return self.discovery.bloom
+
+    @bloom.setter
+    def bloom(self, bloom: BloomFilter) -> None:
+        self.discovery.bloom = bloom
+
+    @property
+    def sieve(self) -> SeenSieve:
+        """The exact seen set's policy behind the Bloom filter (peer/core/seen/sieve.py)."""
+        return self.discovery.sieve
+
+    @sieve.setter
+    def sieve(self, sieve: SeenSieve) -> None:
+        self.discovery.sieve = sieve
+
+    @property
+    def in_flight(self) -> int:
+        """Jobs started and not ended."""
+        return self.jobs.count
+
+    @property
+    def requested(self) -> int:
+        """Page rows whose request was made (``max_pages``); set by the driver on recovery."""
+        return self.rows.requested
+
+    @requested.setter
+    def requested(self, n: int) -> None:
+        self.rows.requested = n
+
+    @property
+    def ring(self) -> HashRing | None:
+        """The ring of live members, or None alone (every host is ours)."""
+        return self.handoffs.ring
+
+    @ring.setter
+    def ring(self, ring: HashRing | None) -> None:
+        self.handoffs.ring = ring
+
+    @property
+    def holds(self) -> Holds:
+        """The hand-off holds (peer/core/handoff/holds.py)."""
+        return self.handoffs.holds
+
+    @property
+    def alive(self) -> Liveness:
+        """Whether a peer is alive, dead or unknown: the ring node's membership; holds ask it."""
+        return self.handoffs.alive
+
+    @alive.setter
+    def alive(self, alive: Liveness) -> None:
+        self.handoffs.alive = alive
+
+    @property
+    def hold_timeout(self) -> float:
+        """How long a gained host waits for its previous owner's HandoffDone."""
+        return self.handoffs.hold_timeout
+
+    @hold_timeout.setter
+    def hold_timeout(self, seconds: float) -> None:
+        self.handoffs.hold_timeout = seconds
+
+    @property
+    def handoffs_in(self) -> int:
+        """Seen URLs taken from hand-offs."""
+        return self.handoffs.handoffs_in
+
+    @property
+    def wall_offset(self) -> float:
+        """Epoch seconds minus the crawl's clock, set by the driver (peer.core.dedupe.held)."""
+        return self.held.wall_offset
+
+    @wall_offset.setter
+    def wall_offset(self, offset: float) -> None:
+        self.held.wall_offset = offset
+
+    @property
+    def sitemaps(self) -> SitemapTracker:
+        """The sitemaps found of the hosts we own (peer/core/sitemaps/tracker.py)."""
+        return self.sitemap_jobs.tracker
+
+    @property
+    def dedupe(self) -> Dedupe:
+        """The duplicate verdicts and the band table this peer owns."""
+        return self.held.dedupe
+
+    # -- discovery (peer.core.crawl.discovery) -------------------------------------------
 
     def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
                  host: str | None = None) -> list[Effect]:
-        """A URL arrives from ``origin``; see the module table for each origin's path.
-
-        ``host``: the URL's ``host_key`` when the caller knows it (never for
-        the origins that normalise the URL first); else it is computed here,
-        once, and travels on with the URL (``Forward.host``).
-        """
-        if " " in url:
-            # A tail after the URL: a sitemap job or a sitemap's hints (peer/core/sitemaps/hints.py).
-            return self.discover_entry(url, depth, now, origin, hops)
-        out: list[Effect] = []
-        if origin is Origin.HANDED_SEEN:
-            host = host or host_key(url)
-            self.handoffs_in += 1
-            self._seen_in[url] = host
-            out.append(Seen(url))
-            self.sieve.add(url, now)
-            if not self.bloom.add(url):
-                # Already here: queued (it came by another path before the
-                # hand-off did), in flight, or done. A queued one must not run.
-                self._handed_seen.add(url)
-            return out
-        if origin is Origin.HANDED_BACK:
-            host = host or host_key(url)
-            if self.ring is not None and len(self.ring) and self.ring.owner(host) != self.peer_id:
-                return self.discover(url, depth, now, Origin.RELAY)
-            if url in self._seen_in:
-                return out  # fetched by the host's previous owner, which handed it over [3]
-            self.bloom.add(url)
-            self.sieve.add(url, now)
-            self._push(url, host, depth, now)
-            self.limits.queued(host)
-            out.append(Queued(url, depth))
-            return out
-        if origin is Origin.RECOVERED:
-            host = host or host_key(url)
-            owner = self._owner(host)
-            # Already in the Bloom filter; the sieve may have lost its hash
-            # with the batch open at the crash (peer/state/sievefile.py).
-            self.sieve.add(url, now)
-            if owner == self.peer_id:
-                self._push(url, host, depth, now)
-                self.limits.queued(host)
-            else:
-                self._pass_on(url, depth, owner, host, out)
-            return out
-        relay = origin is Origin.RELAY or origin is Origin.ADOPTED
-        params = self.params
-        if relay or origin is Origin.SEED:
-            try:
-                url = normalize(url, params)
-            except URLError:
-                return out
-            host = None  # the normalised URL's, below
-        elif params is not None:
-            # normalize_link with the same rules made it, unless a link source
-            # forgot them: the seen set must never hold two spellings [1].
-            url = params.clean(url)
-        if host is None:
-            try:
-                host = host_key(url)
-            except URLError:
-                host = None
-        if host is None or not self.scope.allows(url, depth, host=host):
-            self.summary.out_of_scope += 1
-            return out
-        rules = self.urlrules if not self.sites else self.sites.for_host(host).urlrules
-        if rules:
-            cause = rules.excluded(url)
-            if cause is not None:
-                self.summary.excluded[cause] += 1  # peer/core/urls/rules.py: rules, skip_extensions
-                return out
-        limits = self.limits
-        if limits.check_url(url) is not None:
-            return out  # too long, or a repeating path: the same verdict at any peer
-        if self.ring is not None:
-            owner = self.ring.owner(host)
-            if owner != self.peer_id:
-                # A URL we were handed (relay) must not be dropped by the
-                # sender's "recently forwarded" cache: it may be the only copy.
-                out.append(Forward(url, depth, owner, relay, host))
-                return out
-        cap = limits.admit(host)
-        if cap is not None:
-            # Not put in the Bloom filter (a link farm would fill it); a URL
-            # queued before is no drop.
-            if url not in self.bloom:
-                limits.dropped(cap)
-            return out
-        if not self.bloom.add(url):
-            # "Maybe seen": final below bloom.disk_after, else the URL waits
-            # for the exact sieve (peer/core/seen/sieve.py). It is journaled now, before
-            # its page's row (peer/state/journal.py rule 1), as a URL recovery judges
-            # again (Checking): not as queued, since it may be a duplicate of
-            # one queued here, whose record a "done" would then cancel.
-            if self.sieve.check(url, host, depth, hops, now) is SeenVerdict.PENDING:
-                out.append(Checking(url, depth))
-            return out
-        self.sieve.add(url, now, direct=True)
-        self.sieve.note_size(self.bloom.count)
-        limits.queued(host)
-        out.append(Queued(url, depth))
-        if hops:
-            self._hops[url] = hops
-        self._push(url, host, depth, now)
-        return out
+        """A URL arrives from ``origin`` (``peer.core.crawl.discovery``'s table); ``host``: its key, if known."""
+        return self.discovery.discover(url, depth, now, origin, hops, host=host)
 
     def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[Effect]:
         """The sieve's answer for ``batch``: new URLs are queued after all; duplicates are dropped."""
-        out: list[Effect] = []
-        for p in self.sieve.verdicts(batch, new, now):
-            owner = self._owner(p.host)
-            if owner != self.peer_id:
-                out.append(Forward(p.url, p.depth, owner, True, p.host))  # its host moved while it waited
-                continue
-            # Into the sieve with the next batch, after this Queued is
-            # committed: the sieve never holds a URL the journal does not.
-            self.sieve.add(p.url, now)
-            out.append(Queued(p.url, p.depth))
-            self.limits.queued(p.host)
-            if p.hops:
-                self._hops[p.url] = p.hops
-            self._push(p.url, p.host, p.depth, now)
-        return out
+        return self.discovery.sieve_verdicts(batch, new, now)
 
     def sieve_readd(self, urls: Iterable[str], now: float) -> None:
         """Hashes the sieve may have lost in a crash (the recovered journal's rows)."""
-        for url in urls:
-            self.sieve.add(url, now)
+        self.discovery.sieve_readd(urls, now)
 
     def seeds(self, now: float) -> list[Effect]:
+        """The seeds and the ``[sitemaps] seeds``, found at the start of every run."""
         out: list[Effect] = []
         for seed in self.cfg.crawl.seeds:
             out += self.discover(seed, 0, now, Origin.SEED)
-        return out + self.sitemap_seeds(now)
+        return out + self.sitemap_jobs.seeds(now)
+
+    def _push(self, url: str, host: str, depth: int, now: float) -> None:
+        """Queue ``url``; with per-IP politeness, a host whose address is known shares its IP's budget."""
+        fr = self.frontier
+        fr.push(url, host, depth, now)
+        if self._ip_politeness and fr.host_ip(host) is None:
+            # Static entries and cached answers are known before the first
+            # fetch; otherwise the first fetch resolves it (docs/politeness.md).
+            ip = self.peek_ip(hostname(host))
+            if ip is not None:
+                fr.set_host_ip(host, ip, now)
+
+    def _pass_on(self, url: str, depth: int, owner: str, host: str, out: list[Effect]) -> None:
+        """A URL queued here whose host is now ``owner``'s: it travels on and leaves our queue.
+
+        A sitemap job travels as one (it was never journaled as queued); a
+        URL with a sitemap's hints takes them along (peer/core/sitemaps/hints.py).
+        """
+        sitemaps = self.sitemap_jobs
+        job = sitemaps.take_job(url)
+        if job is not None:
+            out.append(Forward(attach(url, job), depth, owner, True, host))
+            return
+        out.append(Forward(attach(url, sitemaps.take_hints(url)), depth, owner, True, host))
+        out.append(Done(url))
+
+    def _keeps(self, host: str) -> bool:
+        """Whether this peer keeps ``host``'s jobs: not stopping nor leaving, and still its owner (a retry's test)."""
+        return not self.stopping and not self.leaving and self.handoffs.owner(host) == self.peer_id
 
     # -- scheduling ------------------------------------------------------------------
 
@@ -276,7 +328,7 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         """What the scheduler does now: start a job, sleep, or end (``ring``: the node, in a ring)."""
         # Held pages decided first: at their deadline, or all when the crawl ends
         # (peer.core.dedupe.held rule 4); their effects before anything else.
-        due = self.dup_due(now, ending=self.stopping or self._at_max_pages(ring))
+        due = self.held.due(now, ending=self.stopping or self._at_max_pages(ring))
         if due:
             return Sleep(now, tuple(due))
         if self.stopping:
@@ -312,9 +364,7 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         if job is not None:
             if rc is not None and (nxt := rc.started(job.url, job.host, fr)) is not None:
                 fr.requeue(Job(*nxt), now, now)
-            self.in_flight += 1
-            self._inflight[job.url] = (job.host, job.depth)
-            self._marks[job.url] = 0
+            self.jobs.started(job)
             return Start(job)
         if self.leaving:
             # Fetch nothing more. What comes back to the frontier (a job
@@ -334,7 +384,7 @@ class CrawlCore(SitemapSide, RingSide, Figures):
             return Sleep(now + HOLD_POLL)
         # Sleep until a host can start, or a fetch ends, or a URL arrives.
         when = fr.next_ready_at() if room > 0 else None
-        dup = self.dup_next()
+        dup = self.held.next_deadline()
         if dup is not None:
             when = dup if when is None else min(when, dup)
         revisit_at = None if rc is None else rc.next_due()  # a revisit coming due wakes the loop
@@ -345,7 +395,7 @@ class CrawlCore(SitemapSide, RingSide, Figures):
     def _at_max_pages(self, ring: RingView | None) -> bool:
         """``next``'s max_pages test, for the held pages (peer.core.dedupe.held rule 4)."""
         max_pages = self.cfg.crawl.max_pages
-        if not max_pages or not self.dup_waiting():
+        if not max_pages or not self.held.waiting():
             return False
         done = self.requested + (ring.others_pages() if ring is not None else 0)
         return done >= max_pages or (ring is not None and ring.budget_gone())
@@ -355,58 +405,57 @@ class CrawlCore(SitemapSide, RingSide, Figures):
         # (peer/core/revisit/recrawl.py rule 5): neither done alone nor in the ring.
         rc = self.recrawl
         return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
-                and not self.frontier.moving and not self.dup_waiting()
+                and not self.frontier.moving and not self.held.waiting()
                 and (rc is None or self.leaving or not rc.scheduled))
 
     def job_ended(self, job: Job) -> None:
         """The job's task is over, whatever happened (the driver's ``finally``)."""
-        self._marks.pop(job.url, None)
-        self._inflight.pop(job.url, None)
-        self.in_flight -= 1
+        self.jobs.ended(job)
 
     # -- admission -------------------------------------------------------------------
 
     def admit(self, job: Job, now: float) -> Admission:
         """What to do with a job the frontier handed out, before any request."""
         out: list[Effect] = []
-        if self._handed_seen and job.url in self._handed_seen:
+        jobs = self.jobs
+        if self.handoffs.take_fetched_elsewhere(job.url):
             # Fetched by the host's previous owner, which handed it over.
-            self._handed_seen.discard(job.url)
             out.append(Done(job.url))
-            self._finish(job, now, Outcome.NOT_STARTED)
+            jobs.finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
-        if job.url in self._recent_rows and (self.recrawl is None or not self.recrawl.is_revisit(job.url)):
+        if jobs.recently_requested(job.url) and (self.recrawl is None or not self.recrawl.is_revisit(job.url)):
             # Requested here a moment ago and queued a second time (RECENT_ROWS); a
             # revisit comes back on purpose, through its schedule (peer/core/revisit/recrawl.py).
             self.summary.requeued_twice += 1
             out.append(Done(job.url))
-            self._finish(job, now, Outcome.NOT_STARTED)
+            jobs.finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
-        if self.ring is not None and len(self.ring):
-            owner = self.ring.owner(job.host)
+        ring = self.handoffs.ring
+        if ring is not None and len(ring):
+            owner = ring.owner(job.host)
             if owner != self.peer_id:
                 # Came back after its host moved (a retry, a robots.txt
                 # wait): it is the new owner's now.
                 self._pass_on(job.url, job.depth, owner, job.host, out)
-                self._finish(job, now, Outcome.NOT_STARTED)
+                jobs.finish(job, now, Outcome.NOT_STARTED)
                 return PassOn(job, owner, tuple(out))
         if self.limits.given_up(job.host):
             # Came back (a retry, a robots.txt wait) after its host was given up.
-            self._row(job, None, out, error="retry_after")
-            self._finish(job, now, Outcome.NOT_STARTED)
+            self.rows.row(job, None, out, error="retry_after")
+            jobs.finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))
-        if self.holds:
-            held, expired = self.holds.held(job.host, now)
+        holds = self.handoffs.holds
+        if holds:
+            held, expired = holds.held(job.host, now)
             out += [Warn(e.text) for e in expired]
             if held:
-                self._requeue(job, now, now + HOLD_POLL, out)
-                self._finish(job, now, Outcome.UNREACHED)
+                jobs.requeue(job, now, now + HOLD_POLL, out)
+                jobs.finish(job, now, Outcome.UNREACHED)
                 return Requeue(job, now + HOLD_POLL, tuple(out))
         if self.cfg.crawl.obey_robots:
             verdict = self.robots.check(job.host, job.url, now)
             if verdict is Verdict.FETCH:
-                if job.url in self._marks:
-                    self._marks[job.url] |= _ROBOTS
+                jobs.mark(job.url, ROBOTS)
                 scheme = job.url.split(":", 1)[0]
                 return FetchRobots(job, self.robots.robots_url(job.host, scheme), tuple(out))
             if verdict is Verdict.PENDING or verdict is Verdict.UNREACHABLE:
@@ -415,24 +464,136 @@ class CrawlCore(SitemapSide, RingSide, Figures):
                 later = now + ROBOTS_PENDING_WAIT
                 if verdict is Verdict.UNREACHABLE:
                     later = max(later, self.robots.retry_at(job.host))
-                self._requeue(job, now, later, out)
-                self._finish(job, now, Outcome.UNREACHED)
+                jobs.requeue(job, now, later, out)
+                jobs.finish(job, now, Outcome.UNREACHED)
                 return Requeue(job, later, tuple(out))
             if verdict is Verdict.DISALLOW:
                 # By the rules, or because robots.txt could not be read (rule 7).
-                self._row(job, None, out, error=self.robots.failure(job.host) or "robots")
+                self.rows.row(job, None, out, error=self.robots.failure(job.host) or "robots")
                 # No request: the host's next URL need not wait a delay for it.
-                self._finish(job, now, Outcome.NOT_STARTED)
+                jobs.finish(job, now, Outcome.NOT_STARTED)
                 return Drop(job, tuple(out))
             delay = self.robots.crawl_delay(job.host)
             if delay:
                 # Again at every start: the frontier forgets idle hosts, and
                 # their Crawl-delay floor with them.
                 self.frontier.set_min_delay(job.host, delay, now)
-        if job.url in self._marks:
-            self._marks[job.url] |= _FETCHING
-        if self._sitemap_jobs and job.url in self._sitemap_jobs:
+        jobs.mark(job.url, FETCHING)
+        if self.sitemap_jobs.is_job(job.url):
             return FetchSitemap(job, self.cfg.sitemaps.max_bytes,
                                 tuple(sorted(self.sitemaps.authorities(job.url))), tuple(out))
         return Fetch(job, tuple(out))
 
+    # -- results (steps 4-6: peer.core.crawl.outcomes) ------------------------------
+
+    def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
+        """The answer came: note the host's address and cookies; whether the body is HTML to parse."""
+        return self.outcomes.fetched(job, res, now)
+
+    def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]:
+        """What a fetch result means: rows, discoveries, retries; the job is done."""
+        return self.outcomes.on_result(job, res, parsed, now)
+
+    def on_robots(self, job: Job, res: FetchResult, now: float) -> list[Effect]:
+        """The host's robots.txt answer (or failure) for the job that asked for it."""
+        return self.outcomes.on_robots(job, res, now)
+
+    def robots_cancelled(self, job: Job) -> None:
+        """The robots.txt request was cancelled: the host's next job asks again."""
+        self.outcomes.robots_cancelled(job)
+
+    def internal(self, job: Job, exc_type: str, now: float) -> tuple[list[Effect], bool]:
+        """Rule 8: an exception escaped the job; its row and done(), once. True: first of its type."""
+        return self.outcomes.internal(job, exc_type, now)
+
+    def keep_cookies(self, res: FetchResult) -> None:
+        """The cookies a response set, into the jar (its host's cookies on), at its wall time."""
+        if self.cookies is not None and res.set_cookies:
+            self.cookies.store(res.url, res.set_cookies, res.received)
+
+    # -- sitemaps and duplicates (peer.core.sitemaps.jobs, peer.core.dedupe.held) -----
+
+    def on_sitemap(self, job: Job, res: FetchResult, sitemap: Sitemap | None, now: float) -> list[Effect]:
+        """The sitemap's answer and its parse (None: not parsed, not a 2xx with a body)."""
+        return self.sitemap_jobs.on_sitemap(job, res, sitemap, now)
+
+    def is_sitemap_job(self, url: str) -> bool:
+        """Whether the queued ``url`` is a sitemap to fetch, not a page."""
+        return self.sitemap_jobs.is_job(url)
+
+    def dup_answer(self, sender: str, a: NearAnswer, now: float) -> list[Effect]:
+        """Band owner ``sender``'s answer; the page's links and row once it is decided."""
+        return self.held.answer(sender, a, now)
+
+    def dup_figures(self) -> dict[str, int]:
+        """``dedupe.*`` counters and ``dedupe_*`` drops, non-zero only."""
+        return self.held.figures()
+
+    # -- the ring (peer.core.handoff.moves) -------------------------------------------
+
+    def set_ring(self, ring: HashRing, now: float) -> list[Effect]:
+        """The live member set changed: hosts no longer ours go to their owners."""
+        return self.handoffs.set_ring(ring, now)
+
+    def hold_from(self, old: HashRing, now: float) -> None:
+        """Hold the hosts gained from their previous owners until their HandoffDone or return."""
+        self.handoffs.hold_from(old, now)
+
+    def handoff_done(self, sender: str) -> None:
+        self.handoffs.handoff_done(sender)
+
+    def inflight_urls(self) -> list[tuple[str, str]]:
+        """(url, host) of the jobs whose page request is on the wire now: a hand-off calls them fetched."""
+        return self.jobs.fetching()
+
+    def handoff_seen(self, rows: Iterable[tuple[str, str]], old: HashRing | None,
+                     ring: HashRing) -> list[tuple[str, str]]:
+        """(url, new owner) of the fetched URLs whose hosts moved between ``old`` and ``ring``."""
+        return self.handoffs.handoff_seen(rows, old, ring)
+
+    def moved_hosts(self, hosts: Iterable[str], old: HashRing | None, ring: HashRing) -> list[str]:
+        """Those of ``hosts`` that move to another peer between ``old`` and ``ring``."""
+        return self.handoffs.moved_hosts(hosts, old, ring)
+
+    def handoff_starts(self, old: HashRing | None, ring: HashRing,
+                       offset: float) -> dict[str, list[tuple[str, float]]]:
+        """{new owner: [(host, request start + ``offset``)]} of the hosts that moved away."""
+        return self.handoffs.handoff_starts(old, ring, offset)
+
+    def seed_starts(self, starts: Iterable[tuple[str, float]], now: float, offset: float) -> None:
+        """Count request starts made before (their time + ``offset`` = this clock) on our hosts."""
+        self.handoffs.seed_starts(starts, now, offset)
+
+    def resume_spilled(self, now: float) -> list[Effect]:
+        """Put a recovered spill store back: our hosts' queues into the frontier, the rest on."""
+        return self.handoffs.resume_spilled(now)
+
+    def pass_on_moving(self, now: float, limit: int) -> list[Effect]:
+        """About ``limit`` spilled URLs of hosts that changed owner, passed on (frontier rule 10)."""
+        return self.handoffs.pass_on_moving(now, limit)
+
+    def snapshot_queue(self) -> list[tuple[str, int]]:
+        """(url, depth) of what a snapshot lists: queued (in RAM, with a spill store) or in flight."""
+        fr = self.frontier
+        jobs = fr.iter_heads() if fr.spill_store is not None else fr.iter_queued()
+        # Not the sitemap jobs: they are found again after a restart (peer/core/sitemaps/jobs.py rule 3).
+        sitemaps = self.sitemap_jobs.queued()
+        queued = [(j.url, j.depth) for j in jobs if j.url not in sitemaps]
+        queued += [(url, hd[1]) for url, hd in self.jobs.in_flight() if url not in sitemaps]
+        queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
+        return queued
+
+    # -- figures (peer.core.crawl.figures) ----------------------------------------------
+
+    def limits_figures(self, now: float, malformed: dict[str, int]) -> dict[str, int]:
+        """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
+        return limits_figures(self, now, malformed)
+
+    def detail_lines(self, malformed: dict[str, int]) -> list[str]:
+        """The summary's lines on remote input, politeness and the seen set (only what happened)."""
+        return detail_lines(self, malformed)
+
+    def progress_snapshot(self, now: float, elapsed: float, dns_hit_rate: float,
+                          cluster_pages: int) -> ProgressSnapshot:
+        """This peer's figures at ``now``, for :mod:`peer.core.run.progress` to format."""
+        return progress_snapshot(self, now, elapsed, dns_hit_rate, cluster_pages)

@@ -5,7 +5,9 @@ Frozen values only, no behaviour (h11's ``_events.py``). Three kinds:
 - **effects** the driver carries out, in the order given: ``Forward`` a URL
   to its owner, journal records (``Queued``, ``Seen``, ``Done``), a result
   ``Row``, extraction ``Items``, ``Requeued`` (done by the core's frontier
-  already; for the record), ``Warn`` a line for the operator;
+  already; for the record), ``Warn`` a line for the operator, and
+  ``Refused``: a URL the core did not take, and its ``Reason`` (counted by
+  the core already; a driver shows it or ignores it);
 - **admissions**, what to do with a job just before its request:
   ``Fetch``, ``FetchRobots``, ``FetchSitemap``, ``Requeue``, ``Drop``,
   ``PassOn``; each
@@ -14,7 +16,9 @@ Frozen values only, no behaviour (h11's ``_events.py``). Three kinds:
   ``Finished(reason)``.
 
 ``Origin`` says where a URL came from (peer/core/crawl/core.py's table has what each
-origin means for the Bloom filter); ``StopReason`` why a crawl ended.
+origin means for the Bloom filter); ``StopReason`` why a crawl ended;
+``Discover`` is the one call the parts of the core are handed to discover a
+URL.
 """
 
 from __future__ import annotations
@@ -22,15 +26,16 @@ from __future__ import annotations
 import builtins
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from peer.core.frontier.frontier import Job
 from peer.core.dedupe.bands import NearQuery
 from peer.core.sitemaps.document import Authority
 
 __all__ = [
-    "Origin", "StopReason", "RingView",
-    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Effect",
+    "Origin", "StopReason", "RingView", "Discover", "Reason",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Refused",
+    "Effect",
     "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished",
 ]
@@ -58,6 +63,29 @@ class StopReason(StrEnum):
     MAX_PAGES = "max_pages reached"
     LEFT = "left the ring"
     STOPPED = "stopped"
+
+
+class Reason(StrEnum):
+    """Why the core refused a URL (``Refused``); the value is the key that says so.
+
+    Counted once, by ``peer.core.crawl.core.CrawlCore``: ``HOST`` and
+    ``DEPTH`` as ``Summary.out_of_scope``, ``EXTENSION`` and ``RULES`` in
+    ``Summary.excluded``, the caps by ``Limits`` (``cap.<key>``); ``SEEN``
+    by the seen set's own figures, ``REDIRECTS`` by its page's row
+    (``too_many_redirects``); ``BAD_URL`` is not counted.
+    """
+
+    BAD_URL = "bad_url"                  # normalisation refused it, or it names no host
+    HOST = "host"                        # crawl.allow_hosts / deny_hosts
+    DEPTH = "max_depth"                  # deeper than crawl.max_depth
+    EXTENSION = "skip_extensions"        # peer.core.urls.rules.Cause.EXTENSION
+    RULES = "rules"                      # crawl.rules, or its [[site]] block's
+    URL_LENGTH = "max_url_length"        # peer.core.crawl.limits rule 1
+    PATH_REPEAT = "max_path_repeat"      # peer.core.crawl.limits rule 1
+    URLS_PER_HOST = "max_urls_per_host"  # peer.core.crawl.limits rule 2
+    GIVEN_UP = "given_up"                # its host was given up (peer.core.crawl.limits rule 4)
+    SEEN = "seen"                        # in the seen set, or handed over as fetched
+    REDIRECTS = "max_redirects"          # a redirect's target past crawl.max_redirects
 
 
 # -- effects: what the driver does for the core --------------------------------
@@ -171,7 +199,21 @@ class NearAsk:
     query: NearQuery
 
 
-Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn | NearAsk
+class Refused(NamedTuple):
+    """The core took no ``url``, for ``reason`` (counted already; nothing to do).
+
+    A NamedTuple, not a frozen dataclass: one is made for most links a page
+    has (most are seen or another site's). Measured on the 2-core box, a
+    frozen dataclass is made in ~300 ns (its ``__init__`` goes through
+    ``object.__setattr__``), this in ~125 ns by ``tuple.__new__``
+    (``peer.core.crawl.discovery`` makes them so) or ~200 by its own ``__new__``.
+    """
+
+    url: str
+    reason: Reason
+
+
+Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn | NearAsk | Refused
 
 
 # -- admissions: what to do with a job the frontier handed out -----------------
@@ -244,6 +286,12 @@ class Sleep:
 @dataclass(frozen=True, slots=True)
 class Finished:
     reason: StopReason
+
+
+class Discover(Protocol):
+    """``CrawlCore.discover``, as the core's parts are handed it."""
+
+    def __call__(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, /) -> list[Effect]: ...
 
 
 class RingView(Protocol):

@@ -130,12 +130,10 @@ class Limits:
     # -- rule 1: the URL ---------------------------------------------------------
 
     def check_url(self, url: str) -> Cap | None:
-        """The cap a normalised URL breaks (counted), or None."""
+        """The cap a normalised URL breaks, or None (not counted: the caller counts with :meth:`dropped`)."""
         if self.max_url_length and len(url) > self.max_url_length:
-            self.hits[Cap.URL_LENGTH] += 1
             return Cap.URL_LENGTH
         if self.max_path_repeat and path_repeats(url) > self.max_path_repeat:
-            self.hits[Cap.PATH_REPEAT] += 1
             return Cap.PATH_REPEAT
         return None
 
@@ -154,7 +152,7 @@ class Limits:
         return None
 
     def dropped(self, cap: Cap) -> None:
-        """A new URL was dropped by ``cap`` (from :meth:`admit`)."""
+        """A URL was dropped by ``cap`` (from :meth:`check_url`, or a new one from :meth:`admit`)."""
         self.hits[cap] += 1
 
     def queued(self, host: str, n: int = 1) -> None:

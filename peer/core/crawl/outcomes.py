@@ -1,6 +1,11 @@
 """What a fetch's answer means: rows, discoveries, retries, robots.txt answers (pure).
 
-Steps 4-6 of ``peer.core.crawl.core``'s path of a URL: ``fetched`` says whether
+Two parts of ``peer.core.crawl.core.CrawlCore``: ``Outcomes`` (steps 4-6 of
+its path of a URL) and ``Retries`` (the attempts of the URLs retried, shared
+with ``peer.core.sitemaps.jobs``). ``Outcomes`` owns nothing but the
+exception types seen (rule 8); it is handed the parts it asks (the jobs,
+the rows, the retries, the held pages) and three callables (discover a URL,
+read a robots.txt's sitemaps, keep a response's cookies). ``fetched`` says whether
 to parse, ``on_result`` / ``on_robots`` give the effects (the links' and
 redirect target's discoveries before the page's ``Row``: crash ordering
 rule 1 of peer/state/journal.py), ``internal`` is rule 8 of
@@ -24,34 +29,56 @@ its links and row until it comes.
 
 from __future__ import annotations
 
+import random
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
-from peer.core.crawl.decisions import Effect, Items, Origin, Warn
-from peer.core.page.directives import x_robots_tag
-from peer.errors import ErrorKind
-from peer.core.page.extract import is_html
-from peer.core.http.head import server_error
-from peer.core.frontier.frontier import Job, Outcome
+from peer.core.crawl.decisions import Discover, Effect, Items, Origin, Reason, Refused, Warn
+from peer.core.crawl.jobs import DONE, REQUEUED, ROBOTS, ROW
 from peer.core.crawl.limits import Hold
+from peer.core.dedupe.verdicts import Ask, Kind
+from peer.core.frontier.frontier import Job, Outcome
+from peer.core.http.head import server_error
+from peer.core.page.directives import x_robots_tag
+from peer.core.page.extract import is_html
+from peer.core.page.parse import Parsed
 from peer.core.urls.normalize import normalize_link
+from peer.errors import ErrorKind
+from ring.durations import duration
 
 if TYPE_CHECKING:
+    from peer.core.config.cluster import ClusterConfig
+    from peer.core.crawl.jobs import Jobs, Rows
+    from peer.core.crawl.limits import Limits
+    from peer.core.crawl.robots import RobotsCache
+    from peer.core.dedupe.held import HeldPages
+    from peer.core.frontier.frontier import Frontier
     from peer.core.http.result import FetchResult
+    from peer.core.page.extract import PageRules
+    from peer.core.run.stats import Summary
+    from peer.core.urls.rules import ParamRules
 
-from peer.core.crawl.state import (
-    _DONE, _REQUEUED, _ROBOTS, _ROW, EXTRACT_WARNINGS, MAX_RETRIES, RETRYABLE,
-    ROBOTS_FINAL, UNREACHED_KINDS,
-)
-from peer.core.dedupe.verdicts import Ask, Kind
-from peer.core.dedupe.held import DuplicateSide
-from peer.core.page.parse import Parsed
-
-__all__ = ["Outcomes", "RETRY_BASE", "cause_words"]
+__all__ = ["Outcomes", "Retries", "RETRY_BASE", "MAX_RETRIES", "RETRYABLE", "ROBOTS_FINAL",
+           "UNREACHED_KINDS", "cause_words"]
 
 #: First retry waits this long (then x2 per attempt, with +-50% jitter).
 RETRY_BASE = 1.0
-
+#: Attempts after the first for a transient failure (5xx, reset, timeout...).
+MAX_RETRIES = 2
+#: Transient error kinds worth a retry (a proxy down or overloaded, or its
+#: upstream, is too); the rest (dns, blocked, the tls kinds, too_large,
+#: protocol, proxy_auth) would fail the same way again.
+RETRYABLE = frozenset({"connect", "reset", "timeout", "proxy", "proxy_refused"})
+#: robots.txt failures no retry mends in this run: the name does not resolve
+#: (the resolver caches that, too), the SSRF guard refuses every address, or
+#: the proxy refuses the credentials read at start.
+ROBOTS_FINAL = frozenset({"dns", "blocked", "proxy_auth"})
+#: Error kinds of requests that never reached the server (frontier rule 5):
+#: a proxy's failure is one, whoever's fault it was.
+UNREACHED_KINDS = frozenset({"dns", "blocked", "connect", "proxy", "proxy_auth", "proxy_refused"})
+#: Extraction failures logged before they are only counted.
+EXTRACT_WARNINGS = 5
 
 def cause_words(res: FetchResult, timeout: float) -> str:
     """Why a fetch failed, as a log line says it: ``connection refused on port 8091``, ``HTTP 503``."""
@@ -78,14 +105,80 @@ def _port(url: str) -> str:
     return str(port if port is not None else 443 if parts.scheme == "https" else 80)
 
 
-class Outcomes(DuplicateSide):
+class Retries:
+    """The attempts of the URLs retried: a transient failure goes back through the frontier (rule 2).
+
+    Exponential backoff with jitter, at most :data:`MAX_RETRIES` times a URL.
+    ``keeps(host)``: whether this peer still keeps the host's jobs (not
+    stopping nor leaving, and still its owner).
+    """
+
+    __slots__ = ("_jobs", "_summary", "_rng", "_keeps", "_attempts")
+
+    def __init__(self, jobs: Jobs, summary: Summary, rng: random.Random, keeps: Callable[[str], bool]) -> None:
+        self._jobs = jobs
+        self._summary = summary
+        self._rng = rng
+        self._keeps = keeps
+        self._attempts: dict[str, int] = {}  # url -> retries so far (only retried URLs)
+
+    def retry(self, job: Job, now: float, retry_after: float | None, out: list[Effect]) -> bool:
+        """Requeue ``job`` for another attempt, if it has one left; False: its failure is final."""
+        n = self._attempts.get(job.url, 0)
+        # Leaving, or the host moved while its request was on the wire: the
+        # hand-off lists the URL as fetched here (``inflight_urls``), so a
+        # retry passed on now would be dropped by the new owner as seen and
+        # leave no row anywhere; the failure is recorded here instead.
+        if n >= MAX_RETRIES or not self._keeps(job.host):
+            return False
+        self._attempts[job.url] = n + 1
+        # Exponential backoff with jitter, so the retries of many URLs that
+        # failed together (a server restart) do not come back together.
+        wait = RETRY_BASE * 2**n * self._rng.uniform(0.5, 1.5)
+        if retry_after is not None:
+            wait = max(wait, retry_after)
+        self._jobs.requeue(job, now, now + wait, out)
+        self._summary.retries += 1
+        return True
+
+    def forget(self, url: str) -> None:
+        """``url`` has its row, or none is coming: its attempts are over."""
+        self._attempts.pop(url, None)
+
+
+class Outcomes:
     """The results' part of ``CrawlCore`` (module docstring)."""
+
+    __slots__ = ("_cfg", "_summary", "_limits", "_frontier", "_robots", "_page_rules", "_params", "_jobs",
+                 "_rows", "_retries", "_held", "_discover", "_robots_sitemaps", "_keep_cookies",
+                 "_internal_seen")
+
+    def __init__(self, cfg: ClusterConfig, *, summary: Summary, limits: Limits, frontier: Frontier,
+                 robots: RobotsCache, page_rules: PageRules, params: ParamRules | None, jobs: Jobs,
+                 rows: Rows, retries: Retries, held: HeldPages, discover: Discover,
+                 robots_sitemaps: Callable[[str, str, float], list[Effect]],
+                 keep_cookies: Callable[[FetchResult], None]) -> None:
+        self._cfg = cfg
+        self._summary = summary
+        self._limits = limits
+        self._frontier = frontier
+        self._robots = robots
+        self._page_rules = page_rules
+        self._params = params
+        self._jobs = jobs
+        self._rows = rows
+        self._retries = retries
+        self._held = held
+        self._discover = discover
+        self._robots_sitemaps = robots_sitemaps
+        self._keep_cookies = keep_cookies
+        self._internal_seen: set[str] = set()  # exception types logged once (rule 8)
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
         """The answer came: note the host's address and cookies; whether the body is HTML to parse."""
-        self.keep_cookies(res)
+        self._keep_cookies(res)
         if res.address is not None:
-            self.frontier.set_host_ip(job.host, res.address, now)
+            self._frontier.set_host_ip(job.host, res.address, now)
         # No body, nothing to parse: a body announced over max_body is not
         # read at all (its extraction rules would write a row of NULLs).
         return (res.status is not None and 200 <= res.status < 300 and bool(res.body)
@@ -95,17 +188,17 @@ class Outcomes(DuplicateSide):
         """What a fetch result means: rows, discoveries, retries; the job is done."""
         out: list[Effect] = []
         outcome = self._outcome(job, res, now, parsed, out)
-        self._finish(job, now, outcome)
+        self._jobs.finish(job, now, outcome)
         return out
 
     def _outcome(self, job: Job, res: FetchResult, now: float, parsed: Parsed | None,
                  out: list[Effect]) -> Outcome:
         status = res.status
         host = job.host
-        limits = self.limits
+        limits = self._limits
         retryable = res.error in RETRYABLE or (status is not None and server_error(status)) or status == 429
         if status is not None and not 200 <= status <= 599:
-            self.summary.invalid_status += 1
+            self._summary.invalid_status += 1
         retry_after = None
         if retryable and status is not None:
             # Cut to max_retry_after; a host that keeps asking for more is given up.
@@ -117,14 +210,14 @@ class Outcomes(DuplicateSide):
         given_up = retryable and limits.given_up(host)
         if retryable and not given_up:
             if status in (429, 503):
-                self.frontier.backoff(host, now, retry_after)
+                self._frontier.backoff(host, now, retry_after)
                 if retry_after:
                     limits.hold(host, Hold.RETRY_AFTER, now + retry_after)
-            if self._retry(job, now, retry_after, out):
+            if self._retries.retry(job, now, retry_after, out):
                 return Outcome.FETCHED if status is not None else Outcome.FAILED
-        self._attempts.pop(job.url, None)
+        self._retries.forget(job.url)
         if status is None:
-            self._row(job, res, out, error=res.error or "unknown")
+            self._rows.row(job, res, out, error=res.error or "unknown")
             return Outcome.UNREACHED if res.error in UNREACHED_KINDS else Outcome.FAILED
         title: str | None = None
         n_links = 0
@@ -133,24 +226,27 @@ class Outcomes(DuplicateSide):
         error = res.error or ("retry_after" if given_up else None)
         canonical, robots = self._says(job.url, res, parsed)
         nofollow = robots[1]
-        dup = self.dup_check(job, parsed, now) if parsed is not None and 200 <= status < 300 else None
+        dup = self._held.check(job, parsed, now) if parsed is not None and 200 <= status < 300 else None
         held: tuple[str, ...] = ()
         if 300 <= status < 400 and res.location:
-            target = normalize_link(job.url, res.location, self.params)
+            target = normalize_link(job.url, res.location, self._params)
             if target is not None:
                 final_url = target
-                hops = self._hops.pop(job.url, 0) + 1
-                if hops > self.cfg.crawl.max_redirects:
+                hops = self._jobs.take_hops(job.url) + 1
+                if hops > self._cfg.crawl.max_redirects:
                     error = "too_many_redirects"
+                    # Counted by the row's error; a value too, so that a driver
+                    # (``python -m peer try``) names the core's own reason.
+                    out.append(Refused(target, Reason.REDIRECTS))
                 else:
                     # Not followed inside the fetch: the target passes scope,
                     # robots and dedupe, and its host's politeness (rule 3).
-                    out += self.discover(target, job.depth, now, Origin.REDIRECT, hops)
+                    out += self._discover(target, job.depth, now, Origin.REDIRECT, hops)
         elif parsed is not None:
             page = parsed.page
-            crawl = self.cfg.crawl
+            crawl = self._cfg.crawl
             if robots[0]:
-                self.summary.directives["items_withheld"] += len(parsed.items)
+                self._summary.directives["items_withheld"] += len(parsed.items)
             else:
                 self._extracted(job.url, parsed, out)
             title = page.title
@@ -160,29 +256,29 @@ class Outcomes(DuplicateSide):
             follow = not nofollow
             if follow and not crawl.follow_noncanonical and canonical not in (None, job.url):
                 follow = False
-                self.summary.directives["noncanonical_unfollowed"] += 1
+                self._summary.directives["noncanonical_unfollowed"] += 1
             if page.cleaned:
-                self.summary.directives["links_params_changed"] += page.cleaned
+                self._summary.directives["links_params_changed"] += page.cleaned
             if follow and dup is not None and not isinstance(dup, Ask) and dup.kind is Kind.EXACT:
                 follow = False  # peer.core.dedupe.held rule 1
-                self.dup_unfollowed(len(links))
+                self._held.unfollowed(len(links))
             if follow and (not crawl.max_depth or job.depth < crawl.max_depth):
                 if isinstance(dup, Ask):
                     held = links  # peer.core.dedupe.held rule 2: discovered on the verdict
                 for link in () if held else links:
-                    out += self.discover(link, job.depth + 1, now, Origin.LINK)
+                    out += self._discover(link, job.depth + 1, now, Origin.LINK)
                 if page.via:
                     followed = set(links)
-                    self.summary.directives.update(
+                    self._summary.directives.update(
                         f"links_{source}" for link, source in page.via if link in followed)
-        self._hops.pop(job.url, None)
+        self._jobs.take_hops(job.url)
         # After its links' Queued: done(page) on disk implies its links are
         # (peer/state/journal.py, crash ordering rule 1).
         at = len(out)
-        self._row(job, res, out, final_url=final_url, title=title, n_links=n_links,
-                  error=error, links=links, canonical=canonical, robots=robots)
+        self._rows.row(job, res, out, final_url=final_url, title=title, n_links=n_links,
+                       error=error, links=links, canonical=canonical, robots=robots)
         if dup is not None and parsed is not None:
-            self.dup_row(out, at, parsed, dup, held, job.depth)
+            self._held.row(out, at, parsed, dup, held, job.depth)
         return Outcome.FETCHED
 
     def _says(self, url: str, res: FetchResult, parsed: Parsed | None) -> tuple[str | None, tuple[bool, bool]]:
@@ -191,10 +287,10 @@ class Outcomes(DuplicateSide):
         canonical = normalize_link(url, res.canonical) if res.canonical is not None else None
         if canonical is None and page is not None:
             canonical = page.canonical
-        header = x_robots_tag(res.x_robots, self.page_rules.agent) if res.x_robots else (False, False)
+        header = x_robots_tag(res.x_robots, self._page_rules.agent) if res.x_robots else (False, False)
         noindex = header[0] or (page is not None and page.noindex)
         nofollow = header[1] or (page is not None and page.nofollow)
-        counts = self.summary.directives
+        counts = self._summary.directives
         if canonical is not None:
             counts["canonical"] += 1
             if canonical != url:
@@ -207,47 +303,28 @@ class Outcomes(DuplicateSide):
             counts["x_robots_tag"] += 1
         return canonical, (noindex, nofollow)
 
-    def _retry(self, job: Job, now: float, retry_after: float | None, out: list[Effect]) -> bool:
-        n = self._attempts.get(job.url, 0)
-        # Leaving, or the host moved while its request was on the wire: the
-        # hand-off lists the URL as fetched here (``inflight_urls``), so a
-        # retry passed on now would be dropped by the new owner as seen and
-        # leave no row anywhere; the failure is recorded here instead.
-        if (n >= MAX_RETRIES or self.stopping or self.leaving
-                or self._owner(job.host) != self.peer_id):
-            return False
-        self._attempts[job.url] = n + 1
-        # Exponential backoff with jitter, so the retries of many URLs that
-        # failed together (a server restart) do not come back together.
-        wait = RETRY_BASE * 2**n * self.rng.uniform(0.5, 1.5)
-        if retry_after is not None:
-            wait = max(wait, retry_after)
-        self._requeue(job, now, now + wait, out)
-        self.summary.retries += 1
-        return True
-
     def _give_up(self, host: str, asked: float | None, out: list[Effect]) -> None:
         """Rule 6: the host asked for too long a wait too often; its queued URLs get rows."""
-        jobs = self.frontier.remove_host(host)
+        jobs = self._frontier.remove_host(host)
         out.append(Warn(
             f"giving up {host}: Retry-After {asked or 0.0:.0f}s, over politeness.max_retry_after "
-            f"({self.limits.max_retry_after:g}s), {self.limits.strikes} times in a row; its "
+            f"({self._limits.max_retry_after:g}s), {self._limits.strikes} times in a row; its "
             f"{len(jobs)} queued URLs are recorded as 'retry_after' and no more of its URLs are queued"))
         for job in jobs:
-            self._attempts.pop(job.url, None)
-            self._hops.pop(job.url, None)
-            self._row(job, None, out, error="retry_after")
+            self._retries.forget(job.url)
+            self._jobs.take_hops(job.url)
+            self._rows.row(job, None, out, error="retry_after")
 
     def _extracted(self, url: str, parsed: Parsed, out: list[Effect]) -> None:
         if parsed.items:
             out.append(Items(url, tuple(parsed.items)))
-        self.summary.items += len(parsed.items)
-        self.summary.items_by_table.update(table for table, _ in parsed.items)
+        self._summary.items += len(parsed.items)
+        self._summary.items_by_table.update(table for table, _ in parsed.items)
         for err in parsed.errors:
             # A bug in the user's function must not stop the crawl; the first
             # few are logged, all are counted in the summary.
-            self.summary.extract_errors += 1
-            if self.summary.extract_errors <= EXTRACT_WARNINGS:
+            self._summary.extract_errors += 1
+            if self._summary.extract_errors <= EXTRACT_WARNINGS:
                 out.append(Warn(f"extraction failed on {url}: {err}"))
 
     def on_robots(self, job: Job, res: FetchResult, now: float) -> list[Effect]:
@@ -256,62 +333,62 @@ class Outcomes(DuplicateSide):
         host = job.host
         if res.status is not None:
             # Fetched: an answer came. A refused or failed request fetched nothing.
-            self.summary.robots_fetches += 1
+            self._summary.robots_fetches += 1
         if res.address is not None:
-            self.frontier.set_host_ip(host, res.address, now)
-        self.keep_cookies(res)
+            self._frontier.set_host_ip(host, res.address, now)
+        self._keep_cookies(res)
         status, error = res.status, res.error
         if status in (429, 503) and res.retry_after is not None:
             # The server said when: ask again then, not after robots_retry
             # (RFC 9110 §10.2.3), cut like any Retry-After.
-            self.robots.failed(host, now, ErrorKind.ROBOTS,
-                               retry_after=min(res.retry_after, self.limits.max_retry_after))
+            self._robots.failed(host, now, ErrorKind.ROBOTS,
+                                retry_after=min(res.retry_after, self._limits.max_retry_after))
         elif status is not None and (not 200 <= status < 300 or error is None
                                      or (error == "too_large" and res.truncated)):
             # An answer: its status decides (rules 2-5 of peer/core/crawl/robots.py); a
             # 2xx cut at the limit is the prefix RFC 9309 §2.5 asks us to parse.
-            self.robots.loaded(host, status, res.body, now, truncated=res.truncated)
+            self._robots.loaded(host, status, res.body, now, truncated=res.truncated)
             if 200 <= status < 300:
-                out += self.robots_sitemaps(host, res.url, now)  # peer/core/sitemaps/jobs.py rule 1
+                out += self._robots_sitemaps(host, res.url, now)  # peer/core/sitemaps/jobs.py rule 1
         else:
             cause = ErrorKind(error) if error else ErrorKind.UNKNOWN
-            self.robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)
-        failures = self.robots.failures(host)
+            self._robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)
+        failures = self._robots.failures(host)
         outcome = (Outcome.UNREACHED if error in UNREACHED_KINDS and status is None
                    else Outcome.FETCHED if status is not None else Outcome.FAILED)
         if not failures:
-            self.limits.release(host, Hold.ROBOTS)
-            delay = self.robots.crawl_delay(host)
+            self._limits.release(host, Hold.ROBOTS)
+            delay = self._robots.crawl_delay(host)
             if delay:
-                self.frontier.set_min_delay(host, delay, now)
+                self._frontier.set_min_delay(host, delay, now)
         else:
-            why = cause_words(res, self.cfg.crawl.timeout)
-            final = self.robots.failure(host)
-            queued = self.frontier.host_queued(host) + 1
-            tries = self.robots.max_failures
+            why = cause_words(res, self._cfg.crawl.timeout)
+            final = self._robots.failure(host)
+            queued = self._frontier.host_queued(host) + 1
+            tries = self._robots.max_failures
             if final is not None:
                 # No retry left, or none can help: the host's URLs are
                 # recorded with the cause now rather than held (rule 7).
-                self.limits.release(host, Hold.ROBOTS)
+                self._limits.release(host, Hold.ROBOTS)
                 # A cause no retry mends (ROBOTS_FINAL) was not tried again.
                 after = f" after {failures} tries" if failures > 1 and final not in ROBOTS_FINAL else ""
                 out.append(Warn(f"robots.txt {res.url} unreachable{after} ({why}); its {queued} queued "
                                 f"URL{'s are' if queued != 1 else ' is'} recorded as '{final}'"))
-                self._row(job, None, out, error=final)
-                for other in self.frontier.remove_host(host):
-                    self._attempts.pop(other.url, None)
-                    self._hops.pop(other.url, None)
-                    self._row(other, None, out, error=final)
-                self._finish(job, now, outcome)
+                self._rows.row(job, None, out, error=final)
+                for other in self._frontier.remove_host(host):
+                    self._retries.forget(other.url)
+                    self._jobs.take_hops(other.url)
+                    self._rows.row(other, None, out, error=final)
+                self._jobs.finish(job, now, outcome)
                 return out
-            retry_at = self.robots.retry_at(host)
-            self.limits.hold(host, Hold.ROBOTS, retry_at)
-            self.robots.note(host, f"robots.txt of {host} unreachable ({why})")
-            wait = f"{retry_at - now:.0f}s" + (" (its Retry-After)" if res.retry_after is not None else "")
+            retry_at = self._robots.retry_at(host)
+            self._limits.hold(host, Hold.ROBOTS, retry_at)
+            self._robots.note(host, f"robots.txt of {host} unreachable ({why})")
+            wait = duration(retry_at - now) + (" (its Retry-After)" if res.retry_after is not None else "")
             if failures == 1:
                 # Said at once and whole: the URL, the cause, what happens
                 # next and the keys that govern it (RFC 9309 §2.3.1.4).
-                later = self.robots.cause(host) or ErrorKind.ROBOTS
+                later = self._robots.cause(host) or ErrorKind.ROBOTS
                 waits = "s wait" if queued != 1 else " waits"
                 out.append(Warn(f"robots.txt {res.url} unreachable: {why}; tried again in {wait} "
                                 f"(2 of {tries}), then its URLs are recorded as '{later}' "
@@ -321,28 +398,28 @@ class Outcomes(DuplicateSide):
                                 f"{tries}; next in {wait}"))
         # The robots.txt request took this job's slot; the job goes back to
         # the front of its queue and waits for the host's delay like any other.
-        self._requeue(job, now, now, out)
-        self._finish(job, now, outcome)
+        self._jobs.requeue(job, now, now, out)
+        self._jobs.finish(job, now, outcome)
         return out
 
     def robots_cancelled(self, job: Job) -> None:
         """The robots.txt request was cancelled: the host's next job asks again."""
-        self.robots.cancelled(job.host)
+        self._robots.cancelled(job.host)
 
     def internal(self, job: Job, exc_type: str, now: float) -> tuple[list[Effect], bool]:
         """Rule 8: an exception escaped the job; its row and done(), once. True: first of its type."""
-        self.summary.internal[exc_type] += 1
+        self._summary.internal[exc_type] += 1
         first = exc_type not in self._internal_seen
         self._internal_seen.add(exc_type)
         out: list[Effect] = []
-        marks = self._marks.get(job.url, 0)
-        if marks & _ROBOTS:
-            self.robots.cancelled(job.host)  # the next job of the host asks again
-        if not marks & (_ROW | _REQUEUED):
-            self._attempts.pop(job.url, None)
-            self._hops.pop(job.url, None)
-            self._row(job, None, out, error="internal")
-        if not marks & _DONE:
-            self._finish(job, now, Outcome.FAILED)
+        marks = self._jobs.marks(job.url)
+        if marks & ROBOTS:
+            self._robots.cancelled(job.host)  # the next job of the host asks again
+        if not marks & (ROW | REQUEUED):
+            self._retries.forget(job.url)
+            self._jobs.take_hops(job.url)
+            self._rows.row(job, None, out, error="internal")
+        if not marks & DONE:
+            self._jobs.finish(job, now, Outcome.FAILED)
         return out, first
 

@@ -1,9 +1,12 @@
 """The crawl's side of duplicate content: each page's verdict, and its row and links held until it comes (pure).
 
-``peer.core.dedupe.verdicts.Dedupe`` decides; this part of ``CrawlCore`` says what a
-verdict means for the crawl. ``peer.core.crawl.outcomes`` calls it for every 2xx
-HTML page parsed with ``[dedupe]`` on (its digest and SimHash come from the
-parse worker, ``peer.core.page.parse``).
+``peer.core.dedupe.verdicts.Dedupe`` decides; ``HeldPages``, a part of
+``CrawlCore``, owns it and says what a verdict means for the crawl: it holds
+the pages waiting for their verdicts, and reaches the rest of the core
+through two callables it is handed (who owns a host, discover a link).
+``peer.core.crawl.outcomes`` calls it for every 2xx HTML page parsed with
+``[dedupe]`` on (its digest and SimHash come from the parse worker,
+``peer.core.page.parse``).
 
 Rules:
 
@@ -44,17 +47,21 @@ from __future__ import annotations
 
 import dataclasses
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from peer.core.crawl.state import CrawlState
-from peer.core.crawl.decisions import Effect, NearAsk, Origin, Row
+from peer.core.crawl.decisions import Discover, Effect, NearAsk, Origin, Row
+from peer.core.dedupe.bands import NearAnswer
 from peer.core.dedupe.verdicts import Ask, Dedupe, Kind, Verdict
 from peer.core.frontier.frontier import Job
-from peer.core.dedupe.bands import NearAnswer
 from peer.core.page.parse import Parsed
 from peer.core.warc.record import digest_text
 
-__all__ = ["DuplicateSide", "payload_digest"]
+if TYPE_CHECKING:
+    from peer.core.config.dedupe import DedupeConfig
+
+__all__ = ["HeldPages", "payload_digest"]
 
 
 def payload_digest(digest: bytes) -> str:
@@ -71,45 +78,42 @@ class _Held:
     depth: int
 
 
-class DuplicateSide(CrawlState):
-    """Duplicate content's part of ``CrawlCore`` (module docstring)."""
+class HeldPages:
+    """Duplicate content's part of ``CrawlCore`` (module docstring): the verdicts, and the pages held for them."""
 
-    #: Epoch seconds minus the crawl's clock, set by the driver: a query's
-    #: ``seen_at`` is wall time, the one order peers' clocks roughly share
-    #: (``peer.core.dedupe.bands`` rule 2; the crawl's clock is a process's own).
-    wall_offset: float = 0.0
+    __slots__ = ("dedupe", "wall_offset", "_owner", "_discover", "_held", "_unfollowed")
 
-    def _dupes(self) -> Dedupe:
-        d: Dedupe | None = self.__dict__.get("_dedupe")
-        if d is None:
-            d = self.__dict__["_dedupe"] = Dedupe(self.cfg.dedupe, self.peer_id)
-            self.__dict__["_held"] = {}
-            self.__dict__["_dup_unfollowed"] = 0
-        return d
+    def __init__(self, cfg: DedupeConfig, me: str, *, owner: Callable[[str], str],
+                 discover: Discover) -> None:
+        #: The verdicts and the band table this peer owns.
+        self.dedupe = Dedupe(cfg, me)
+        #: Epoch seconds minus the crawl's clock, set by the driver: a query's
+        #: ``seen_at`` is wall time, the one order peers' clocks roughly share
+        #: (``peer.core.dedupe.bands`` rule 2; the crawl's clock is a process's own).
+        self.wall_offset = 0.0
+        self._owner = owner
+        self._discover = discover
+        self._held: dict[str, _Held] = {}
+        self._unfollowed = 0
 
-    @property
-    def dedupe(self) -> Dedupe:
-        """The verdicts and the band table this peer owns."""
-        return self._dupes()
-
-    def dup_waiting(self) -> int:
+    def waiting(self) -> int:
         """Pages held for their band owners' answers (rule 3)."""
-        return self._dupes().waiting()
+        return self.dedupe.waiting()
 
     # -- a page parsed (peer.core.crawl.outcomes) ---------------------------------------------
 
-    def dup_check(self, job: Job, parsed: Parsed, now: float) -> Verdict | Ask | None:
+    def check(self, job: Job, parsed: Parsed, now: float) -> Verdict | Ask | None:
         """The page's verdict, or the questions to ask first; None without a digest."""
         if parsed.digest is None:
             return None
-        return self._dupes().check(job.url, parsed.digest, parsed.simhash, now, self._owner)
+        return self.dedupe.check(job.url, parsed.digest, parsed.simhash, now, self._owner)
 
-    def dup_unfollowed(self, n: int) -> None:
-        self._dupes()
-        self.__dict__["_dup_unfollowed"] += n
+    def unfollowed(self, n: int) -> None:
+        """``n`` links of a duplicate page not followed (rules 1, 2)."""
+        self._unfollowed += n
 
-    def dup_row(self, out: list[Effect], at: int, parsed: Parsed, dup: Verdict | Ask,
-                links: tuple[str, ...], depth: int) -> None:
+    def row(self, out: list[Effect], at: int, parsed: Parsed, dup: Verdict | Ask,
+            links: tuple[str, ...], depth: int) -> None:
         """The page's row at ``out[at]``: given its columns, or held with ``links`` (rules 2, 5)."""
         if len(out) <= at or not isinstance(out[at], Row):
             return  # no row (a sitemap job): nothing to hold
@@ -120,21 +124,20 @@ class DuplicateSide(CrawlState):
             out[at] = _with_verdict(row, dup)
             return
         del out[at]
-        held: dict[str, _Held] = self.__dict__["_held"]
-        held[dup.url] = _Held(row, links, depth)
+        self._held[dup.url] = _Held(row, links, depth)
         off = self.wall_offset
         out.extend(NearAsk(owner, dataclasses.replace(q, seen_at=q.seen_at + off)) for owner, q in dup.queries)
 
     # -- verdicts that come later ---------------------------------------------------------
 
-    def dup_answer(self, sender: str, a: NearAnswer, now: float) -> list[Effect]:
+    def answer(self, sender: str, a: NearAnswer, now: float) -> list[Effect]:
         """Band owner ``sender``'s answer; the page's links and row once it is decided."""
-        v = self._dupes().answer(sender, a)
+        v = self.dedupe.answer(sender, a)
         return [] if v is None else self._release(v, now)
 
-    def dup_due(self, now: float, *, ending: bool = False) -> list[Effect]:
+    def due(self, now: float, *, ending: bool = False) -> list[Effect]:
         """The held pages whose time is up at ``now`` (all of them when the crawl ends: rule 4)."""
-        d = self._dupes()
+        d = self.dedupe
         if not d.waiting():
             return []
         out: list[Effect] = []
@@ -142,35 +145,34 @@ class DuplicateSide(CrawlState):
             out += self._release(v, now)
         return out
 
-    def dup_next(self) -> float | None:
-        """When :meth:`dup_due` next has something to do."""
-        return self._dupes().next_deadline()
+    def next_deadline(self) -> float | None:
+        """When :meth:`due` next has something to do."""
+        return self.dedupe.next_deadline()
 
     def _release(self, v: Verdict, now: float) -> list[Effect]:
-        held: dict[str, _Held] = self.__dict__["_held"]
-        h = held.pop(v.url, None)
-        if h is None:  # pragma: no cover - every Ask is held (dup_row)
+        h = self._held.pop(v.url, None)
+        if h is None:  # pragma: no cover - every Ask is held (row)
             return []
         out: list[Effect] = []
         if v.kind is Kind.NEAR:
-            self.dup_unfollowed(len(h.links))
+            self.unfollowed(len(h.links))
         else:
             for link in h.links:
-                out += self.discover(link, h.depth + 1, now, Origin.LINK)
+                out += self._discover(link, h.depth + 1, now, Origin.LINK)
         out.append(_with_verdict(h.row, v))
         return out
 
     # -- figures --------------------------------------------------------------------------
 
-    def dup_figures(self) -> dict[str, int]:
+    def figures(self) -> dict[str, int]:
         """``dedupe.*`` counters and ``dedupe_*`` drops (``ring.vocabulary`` rule 4), non-zero only."""
-        d = self._dupes()
+        d = self.dedupe
         s, b, g = d.stats, d.bands.stats, d.digests.stats
         figures = {
             "dedupe.exact": s.exact, "dedupe.near": s.near, "dedupe.new": s.new,
             "dedupe.unchanged": s.unchanged, "dedupe.no_text": s.no_text,
             "dedupe.timeouts": s.timed_out, "dedupe.busy": s.busy,
-            "dedupe.waiting": d.waiting(), "dedupe.unfollowed_links": self.__dict__["_dup_unfollowed"],
+            "dedupe.waiting": d.waiting(), "dedupe.unfollowed_links": self._unfollowed,
             "dedupe.digests_forgotten": g.forgotten,
             # Answers refused or too late, and hostile queries: drops.
             "dedupe_late_answers": s.late_answers, "dedupe_stray_answers": s.stray_answers,

@@ -1,9 +1,10 @@
-"""The per-host frontier: queues of URLs and a polite scheduler over hosts.
+"""The per-host frontier: queues of URLs, and a polite scheduler over hosts as its part.
 
-Bottom up: ``pid`` (a host's delay controller), ``hoststate`` (the record kept
-per host), ``pacing`` (delay, PID windows, backoff, the 1 s/5 s ceiling),
-``ipbudget`` (hosts sharing an IP paced as one), ``spillqueue`` (a queue's
-tail on disk), ``census`` (read-outs for status and metrics), ``scheduler``
-(when each host may start, which goes next) and ``frontier`` (push,
-pop_ready, done).
+Bottom up: ``hoststate`` (the records kept per host and per IP), ``pacing``
+(a host's delay, PID windows, backoff, its starts), ``ipbudget`` (hosts
+sharing an IP paced as one), ``census`` (read-outs for status and metrics),
+``scheduler`` (``HostScheduler``: the records, when each host may start,
+which goes next, forgetting), ``spillqueue`` (a queue's tail on disk) and
+``frontier`` (``Frontier``: the queues, push, pop_ready, done, holding the
+scheduler). The numbers they apply are the ``politeness`` room's.
 """

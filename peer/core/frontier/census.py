@@ -3,8 +3,9 @@
 Rules:
 
 - Never on the crawl path: an operator's scrape or status request asks,
-  and the answer is computed then, from the records the frontier keeps
-  (peer/core/frontier/hoststate.py, peer/core/frontier/ipbudget.py); nothing here writes them.
+  and the answer is computed then, from the records the frontier's
+  scheduler keeps (peer/core/frontier/hoststate.py, peer/core/frontier/scheduler.py);
+  nothing here writes them.
 - Bounded: a scan of the hosts kept (frontier rule 6 bounds them), a sample
   of at most ``limit`` of them, or a walk of the ready heaps that stops at
   ``most``, so that a scrape of a peer keeping 100,000 hosts costs the event
@@ -17,9 +18,9 @@ import heapq
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from peer.core.frontier.hoststate import HostState
-from peer.core.frontier.ipbudget import IpBudget
-from peer.core.frontier.pacing import HORIZON, delay
+from peer.core.frontier.hoststate import HostState, IpBudget
+from peer.core.frontier.pacing import delay
+from peer.core.politeness.ceiling import HORIZON
 
 __all__ = ["HostCensus", "busiest_hosts", "count_due", "sample_delays", "take_census"]
 
@@ -39,7 +40,7 @@ def take_census(hosts: Iterable[HostState], now: float) -> HostCensus:
     """Hosts with queued work by what they wait for at ``now`` (busy: at their host_concurrency)."""
     ready = waiting = held = busy = 0
     for hs in hosts:
-        if hs.head >= len(hs.items):
+        if not hs.work:
             continue
         if hs.hold_until > now:
             held += 1

@@ -2,55 +2,60 @@
 
 Per-host FIFO queues as in Mercator's frontier (Heydon and Najork, "Mercator:
 A scalable, extensible Web crawler", World Wide Web 2(4), 1999), and each host
-paced by a PID controller on the delay between its requests (peer/core/frontier/pid.py).
+paced by a PID controller on the delay between its requests (peer/core/politeness/pid.py).
 This module is the pure core of both: it takes ``now`` and returns the next :class:`Job` that may start, so the
 engine's loop is "sleep until :meth:`Frontier.next_ready_at`, :meth:`pop_ready`,
 fetch, :meth:`done`", and tests drive it synchronously. docs/politeness.md
 derives the numbers used here.
 
-The frontier is built from modules of one concept each, bottom up; its
-rules are numbered 1-10 across them (the docs and the other modules cite
-them as "frontier rule N"):
+The frontier is built from modules of one concept each, bottom up, over
+the politeness room's numbers (peer/core/politeness/: the PID controller;
+``ceiling.py``, rule 7's numbers, the 1 s/5 s ceiling and the rings of
+start times that count it; ``profile.py``, a politeness profile's figures,
+``Pace``, one for ``[politeness]`` and one a ``[[site]]`` block). Its rules
+are numbered 1-10 across them (the docs and the other modules cite them as
+"frontier rule N"):
 
-- peer/core/frontier/hoststate.py: the record kept per host, one slotted object
-  that the modules below share;
+- peer/core/frontier/hoststate.py: the records kept per host and per IP, one
+  slotted object each, that the modules below share;
 - peer/core/frontier/pacing.py, rules 1, 3, 4, 5, 7: a host's pace (its delay and
   Crawl-delay floor, PID windows, backoff, what counts, the 1 s/5 s
   ceiling), as functions on its record;
 - peer/core/frontier/ipbudget.py, rule 8: hosts sharing an IP address paced like one;
 - peer/core/frontier/census.py: the read-outs for status and metrics;
-- peer/core/frontier/scheduler.py, rules 2, 6: the heaps that turn each host's pace
-  into a place in line, and forgetting idle hosts;
+- peer/core/frontier/scheduler.py, rules 2, 6: :class:`HostScheduler`, the part that
+  keeps the records, turns each host's pace into a place in line, records
+  the starts and ends of requests, and forgets idle hosts;
 - peer/core/frontier/spillqueue.py, rules 9, 10: the part of a queue beyond its
   head in RAM, in a spill store, and the blocks of hosts given away;
-- this module: :class:`Frontier`, the scheduler with the queues of URLs
-  (:meth:`push`, :meth:`requeue`), the starts (:meth:`pop_ready`, which
-  records each in the host's and its IP's rings, rule 7) and the ends
-  (:meth:`done`, which counts them, rule 5).
+- this module: :class:`Frontier`, the queues of URLs (:meth:`push`,
+  :meth:`requeue`, :meth:`pop_ready`) with a :class:`HostScheduler` as its
+  part. The frontier asks the scheduler for the host whose turn it is, takes
+  its next URL and hands back the start; it tells the scheduler when a queue
+  gains or loses work, and passes :meth:`done` and the host-level calls
+  (pace, IPs, read-outs) on to it. It never touches the scheduler's state,
+  and the scheduler never reads a queue.
 
 A host's queue is one flat list ``[url, depth, url, depth, ...]`` read from
-``head`` on (peer/core/frontier/hoststate.py): no tuple a URL, and no deque, whose
-760 bytes a host would cost more than a short queue's URLs.
+``head`` on, in the host's record (peer/core/frontier/hoststate.py), beside the
+scheduler's fields but written only here and in the spill queue: no tuple a
+URL, no deque, whose 760 bytes a host would cost more than a short queue's
+URLs, and no second record a host.
 """
 
 from __future__ import annotations
 
-import enum
-import heapq
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from peer.core.frontier.census import HostCensus, count_due
 from peer.core.config.cluster import PolitenessConfig
-from peer.core.frontier.hoststate import NEG_INF, HostState
-from peer.core.frontier.ipbudget import MIN_IP_SHARE, IpBudget
-from peer.core.frontier.pacing import (
-    BACKOFF_MIN_STEP, CEILING_FACTOR, CEILING_WINDOWS, PidSample, StartUndo, ceiling, delay,
-    new_ring, roll, take_back,
-)
+from peer.core.frontier.census import HostCensus
+from peer.core.frontier.ipbudget import MIN_IP_SHARE
+from peer.core.frontier.pacing import BACKOFF_MIN_STEP, Outcome, PidSample
 from peer.core.frontier.scheduler import HostScheduler
 from peer.core.frontier.spillqueue import MemorySpill, SpillQueue, SpillStore
+from peer.core.politeness.ceiling import CEILING_FACTOR, CEILING_WINDOWS, ceiling
 from peer.errors import PeerError
 
 __all__ = [
@@ -78,35 +83,23 @@ class Job:
     depth: int
 
 
-class Outcome(enum.StrEnum):
-    """How a request ended, for counting it in the host's window (pacing rule 5)."""
+class Frontier:
+    """Per-host FIFO queues and the polite, PID-paced choice of the next job.
 
-    FETCHED = "fetched"  # an HTTP response, any status: counts
-    FAILED = "failed"  # reached the server, then failed (timeout, reset): counts
-    UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
-    # No request was made at all (robots.txt disallows the URL, its host moved
-    # or was given up): does not count, and its start is taken back (rule 1).
-    NOT_STARTED = "not_started"
+    The queues are its own; the hosts' pace and turns are its
+    :class:`HostScheduler`'s, a part it holds and reaches only through the
+    part's interface (peer/core/frontier/scheduler.py).
+    """
 
-
-class Frontier(HostScheduler):
-    """Per-host FIFO queues and the polite, PID-paced choice of the next job."""
-
-    __slots__ = (
-        "_queued", "_n_hosts", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds",
-        "_sq", "_head_max", "_moving", "_spilled",
-    )
+    __slots__ = ("_sched", "_queued", "_n_hosts", "_sq", "_head_max", "_moving", "_spilled")
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
                  head_per_host: int = 64, *,
                  politeness_for: Callable[[str], Politeness] | None = None) -> None:
-        super().__init__(politeness if politeness is not None else Politeness(), politeness_for)
+        pol = politeness if politeness is not None else Politeness()
+        self._sched = HostScheduler(pol, politeness_for)
         self._queued = 0
         self._n_hosts = 0
-        self._in_flight = 0
-        self._active = 0
-        self._ceiling_holds = 0
-        self._ip_ceiling_holds = 0
         self._sq: SpillQueue | None = None  # with a spill store (rule 9)
         # Its head_max and its moving table, here too: push reads both for
         # every URL, so a store attached costs no lookup more.
@@ -129,6 +122,10 @@ class Frontier(HostScheduler):
         self._sq = sq = SpillQueue(spill, head_per_host)
         self._head_max = sq.head_max
         self._moving = sq.moving
+        # A host forgotten (rule 6) goes from the tails' note too. The queue's
+        # method, not one of ours: no cycle through the part, so that a frontier
+        # dropped is freed at once, not at the next full GC.
+        self._sched.forgotten = sq.forget
 
     def flush_tails(self) -> int:
         """Hand every host's tail to the store as a block (rule 9; before a checkpoint); returns how many."""
@@ -145,22 +142,19 @@ class Frontier(HostScheduler):
         n = sq.store.count(host)
         if n == 0:
             return 0
-        hs = self._touch(host, now)
+        hs = self._sched.keep(host, now)
         sq.adopt(hs, n)
         self._spilled += hs.spilled
         self._queued += n
         self._n_hosts += 1
-        self._schedule_ready(hs, now)
-        if hs.in_flight == 0:
-            self._schedule_timer(hs)
-        self._mark(hs, now)
+        self._sched.filled(hs, now)
         return n
 
     def push(self, url: str, host: str, depth: int, now: float) -> None:
         """Append a URL (already deduplicated) to its host's queue."""
         if self._moving and host in self._moving:
             self.reattach(host, now)  # ours again: its stored blocks come first
-        hs = self._touch(host, now)
+        hs = self._sched.keep(host, now)
         items = hs.items
         if hs.spilled or len(items) - hs.head >= self._head_max:
             # Behind a full head, onto its tail (rule 9); the head is not
@@ -184,20 +178,16 @@ class Frontier(HostScheduler):
         items.append(url)
         items.append(depth)
         self._queued += 1
-        if was_empty:
+        if was_empty:  # onto a queue with work, a push changes nothing of the host's schedule
             self._n_hosts += 1
-            self._schedule_ready(hs, now)
-            if hs.in_flight == 0:
-                self._schedule_timer(hs)  # idle -> busy: forget timer becomes window timer
-            # Onto a queue that had work, a push cannot newly gate the host.
-            self._mark(hs, now)
+            self._sched.filled(hs, now)
 
     def requeue(self, job: Job, now: float, not_before: float) -> None:
         """Put ``job`` back at the front of its host's queue; the host waits until ``not_before``.
 
         For retries. It does not end the request: call :meth:`done` for that too.
         """
-        hs = self._touch(job.host, now)
+        hs = self._sched.keep(job.host, now)
         items = hs.items
         was_empty = hs.head == len(items)
         if hs.head >= 2:
@@ -209,102 +199,40 @@ class Frontier(HostScheduler):
         self._queued += 1
         if was_empty:
             self._n_hosts += 1
-        if not_before > hs.hold_until:
-            hs.hold_until = not_before
-        self._schedule_ready(hs, now)
-        self._schedule_timer(hs)
-        self._mark(hs, now)
+        self._sched.requeued(hs, now, not_before)
 
     def pop_ready(self, now: float) -> Job | None:
         """The next job that may start at ``now``, marked started; ``None`` if none may yet."""
-        self._clock = now
-        if self._timers and self._timers[0][0] <= now:
-            self._roll_due(now)
-        ready = self._ready
-        while ready:
-            key, seq, obj = ready[0]
-            if obj.rseq != seq:
-                heapq.heappop(ready)
-                continue
-            if key > now:
-                return None
-            heapq.heappop(ready)
-            obj.rseq = 0
-            ip = None
-            if isinstance(obj, IpBudget):
-                ip = obj
-                self._clean(ip.heap)
-                if not ip.heap:  # cannot happen: every change of its hosts reschedules it
-                    continue
-                hkey, _, hs = heapq.heappop(ip.heap)
-                if key > hkey:
-                    hs.held = True  # the IP, not the host's delay, held it (rule 3)
-                if ip.rguard:
-                    self._ip_ceiling_holds += 1
-            else:
-                hs = obj
-            hs.rseq = 0
-            if hs.rguard:
-                self._ceiling_holds += 1
-            items = hs.items
-            head = hs.head
-            url = items[head]
-            depth = items[head + 1]
-            head += 2
-            if head == len(items) and hs.spilled:
-                # Refill the head now (rule 9), so "has work" stays "has a head".
-                sq = self._sq
-                assert sq is not None  # spilled only with a store
-                self._spilled -= sq.refill(hs)
+        sched = self._sched
+        hs = sched.next_host(now)
+        if hs is None:
+            return None
+        items = hs.items
+        head = hs.head
+        url = items[head]
+        depth = items[head + 1]
+        head += 2
+        more = True
+        if head == len(items) and hs.spilled:
+            # Refill the head now (rule 9), so "has work" stays "has a head".
+            sq = self._sq
+            assert sq is not None  # spilled only with a store
+            self._spilled -= sq.refill(hs)
+            head = 0
+        elif head == len(items):
+            items.clear()
+            head = 0
+            more = False
+            self._n_hosts -= 1
+        else:
+            items[head - 2] = items[head - 1] = None
+            if head >= _COMPACT_AT and head * 2 >= len(items):
+                del items[:head]
                 head = 0
-                hs.waiting = True
-            elif head == len(items):
-                items.clear()
-                head = 0
-                # Its queue ran dry in its first window: URLs were still
-                # trickling in, so that window's n is short (rule 3).
-                hs.dry = True
-                self._n_hosts -= 1
-            else:
-                hs.waiting = True  # more URLs wait behind this one (rule 3)
-                items[head - 2] = items[head - 1] = None
-                if head >= _COMPACT_AT and head * 2 >= len(items):
-                    del items[:head]
-                    head = 0
-            hs.head = head
-            self._queued -= 1
-            if hs.in_flight == 0:
-                self._active += 1
-            hs.in_flight += 1
-            self._in_flight += 1
-            # The start, in the host's and its IP's rings (pacing rule 7), and
-            # what it overwrote there, to take it back should no request follow.
-            slot = ip_last = ip_slot = NEG_INF
-            last = hs.last_start
-            ip_spos = -1
-            hs.last_start = now
-            ring_n = hs.pace.ring_n
-            if ring_n:
-                if hs.starts is None:
-                    hs.starts = new_ring(ring_n)
-                slot = hs.starts[hs.spos]
-                hs.starts[hs.spos] = now
-                hs.spos = (hs.spos + 1) % ring_n
-            if ip is not None:
-                ip.in_flight += 1
-                ip_last = ip.last_start
-                ip.last_start = now
-                if ip.starts is not None:
-                    ip_slot = ip.starts[ip.spos]
-                    ip.starts[ip.spos] = now
-                    ip.spos = (ip.spos + 1) % len(ip.starts)
-                ip_spos = ip.spos
-            hs.undo = StartUndo(url, now, last, slot, hs.spos, hs.starts, ip, ip_last, ip_slot, ip_spos,
-                                ip.starts if ip is not None else None)
-            self._schedule_ready(hs, now)  # and its IP's place
-            self._mark(hs, now)
-            return Job(url, hs.name, depth)
-        return None
+        hs.head = head
+        self._queued -= 1
+        sched.start(hs, now, url, more)
+        return Job(url, hs.name, depth)
 
     def done(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED, url: str | None = None) -> None:
         """A request of ``host`` ended; it counts in the host's window unless UNREACHED or NOT_STARTED.
@@ -315,31 +243,7 @@ class Frontier(HostScheduler):
         for the starts that were requests. A later start stays: taking an
         earlier one back would leave the ceilings' record out of order.
         """
-        hs = self._hosts.get(host)
-        if hs is None or hs.in_flight <= 0:
-            raise PeerError(f"frontier: done({host!r}) without a request in flight")
-        self._clock = now
-        if hs.pid is not None and now >= hs.win_start + self._window:
-            roll(hs, now, hs.pace.pol, self._trace)
-        if (hs.in_flight == hs.pace.cap and hs.head < len(hs.items)
-                and now > hs.last_start + delay(hs, now, self._window)):
-            hs.held = True  # a start waited for this slot, not for the delay (rule 3)
-        undo = hs.undo
-        if undo is not None and undo.url == url:
-            hs.undo = None
-            if outcome is Outcome.NOT_STARTED:
-                take_back(hs, undo)
-        hs.in_flight -= 1
-        self._in_flight -= 1
-        if hs.in_flight == 0:
-            self._active -= 1
-        if hs.ip is not None:
-            hs.ip.in_flight -= 1
-        if outcome is not Outcome.UNREACHED and outcome is not Outcome.NOT_STARTED:
-            hs.win_n += 1
-        self._schedule_ready(hs, now)
-        self._schedule_timer(hs)
-        self._mark(hs, now)
+        self._sched.end(host, now, outcome, url)
 
     # ---------------------------------------------------------------- read-outs
 
@@ -350,26 +254,6 @@ class Frontier(HostScheduler):
     def n_hosts(self) -> int:
         """Hosts with queued work."""
         return self._n_hosts
-
-    @property
-    def in_flight(self) -> int:
-        """Requests started and not yet done."""
-        return self._in_flight
-
-    @property
-    def hosts_active(self) -> int:
-        """Hosts with at least one request in flight."""
-        return self._active
-
-    @property
-    def ceiling_holds(self) -> int:
-        """Starts that a host's ceiling (rule 7), not its delay, made wait."""
-        return self._ceiling_holds
-
-    @property
-    def ip_ceiling_holds(self) -> int:
-        """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
-        return self._ip_ceiling_holds
 
     def host_counts(self, now: float, most: int = 10_000) -> tuple[int, int]:
         """(ready, waiting): hosts with queued work whose next start is due at ``now`` by their
@@ -383,31 +267,22 @@ class Frontier(HostScheduler):
         with 100,000 hosts waiting, 200 ms with 100,000 due (a broad crawl
         held by ``concurrency``), hence ``most``, ~20 ms at 10,000.
         """
-        ready = count_due(self._ready, now, most)
+        ready = self._sched.count_due(now, most)
         return ready, max(self._n_hosts - ready, 0)
-
-    def host_due(self, host: str, now: float) -> bool | None:
-        """Whether ``host``'s next start is due at ``now`` by its own gate, as
-        :meth:`host_counts` counts it (ready: True, waiting: False); None without queued work."""
-        hs = self._hosts.get(host)
-        if hs is None or hs.head >= len(hs.items):
-            return None
-        ip = hs.ip
-        return bool(hs.rseq) and hs.rkey <= now and (ip is None or bool(ip.rseq) and ip.rkey <= now)
 
     def host_queued(self, host: str) -> int:
         """URLs queued for ``host`` (in RAM and spilled)."""
-        hs = self._hosts.get(host)
+        hs = self._sched.get(host)
         return 0 if hs is None else (len(hs.items) - hs.head) // 2 + hs.spilled
 
     def queued_hosts(self) -> list[str]:
         """Hosts with queued work (for hand-off when ownership changes)."""
-        return [h.name for h in self._hosts.values() if h.head < len(h.items)]
+        return [h.name for h in self._sched.records() if h.head < len(h.items)]
 
     def iter_queued(self) -> Iterator[Job]:
         """Every queued job, host by host in FIFO order (spilled ones read from the store)."""
         sq = self._sq
-        for hs in list(self._hosts.values()):
+        for hs in self._sched.records():
             items = hs.items
             name = hs.name
             for i in range(hs.head, len(items), 2):
@@ -418,7 +293,7 @@ class Frontier(HostScheduler):
 
     def iter_heads(self) -> Iterator[Job]:
         """The queued jobs held in RAM, host by host in FIFO order (rule 9: a checkpoint's part)."""
-        for hs in list(self._hosts.values()):
+        for hs in self._sched.records():
             items = hs.items
             name = hs.name
             for i in range(hs.head, len(items), 2):
@@ -432,7 +307,7 @@ class Frontier(HostScheduler):
         The host's start times stay until rule 6 forgets it, so that it
         cannot get a burst should it come back soon (a ring that flaps).
         """
-        hs = self._hosts.get(host)
+        hs = self._sched.get(host)
         if hs is None:
             return []
         items = hs.items
@@ -445,15 +320,12 @@ class Frontier(HostScheduler):
             self._n_hosts -= 1
         items.clear()
         hs.head = 0
-        hs.rseq = 0
-        if hs.ip is not None:
-            self._schedule_ip(hs.ip)
-        self._schedule_timer(hs)
+        self._sched.emptied(hs)
         return jobs
 
     def release_host(self, host: str) -> list[Job]:
         """Like :meth:`remove_host`, but the host's blocks stay in the store, moving (rule 10)."""
-        hs = self._hosts.get(host)
+        hs = self._sched.get(host)
         sq = self._sq
         if hs is None or not hs.spilled or sq is None:
             return self.remove_host(host)
@@ -465,10 +337,7 @@ class Frontier(HostScheduler):
         jobs += [Job(u, hs.name, d) for u, d in sq.release(hs)]
         items.clear()
         hs.head = 0
-        hs.rseq = 0
-        if hs.ip is not None:
-            self._schedule_ip(hs.ip)
-        self._schedule_timer(hs)
+        self._sched.emptied(hs)
         return jobs
 
     def release_stored(self, host: str) -> int:
@@ -486,7 +355,7 @@ class Frontier(HostScheduler):
         if not n:
             return 0
         assert sq is not None
-        hs = self._hosts.get(host)
+        hs = self._sched.get(host)
         if hs is None or (hs.head == len(hs.items) and not hs.spilled):
             if hs is not None:
                 sq.park_tail(hs)  # its tail came after the blocks: into the store behind them
@@ -521,8 +390,166 @@ class Frontier(HostScheduler):
         """URLs a host keeps in RAM before the rest spill; 0 without a store (rule 9)."""
         return self._head_max // 2 if self._sq is not None else 0
 
-    def _forget(self, hs: HostState) -> None:
-        """Drop an idle host's record (rule 6), and the spill queue's note of its tail."""
-        super()._forget(hs)
-        if self._sq is not None:
-            self._sq.forget(hs.name)
+    # ------------------------------------------------------------ host-level calls
+    # The scheduler's (peer/core/frontier/scheduler.py), passed on for the
+    # frontier's callers, one call to the part each.
+
+    def next_ready_at(self) -> float | None:
+        """The earliest time :meth:`pop_ready` could return a job, or ``None``.
+
+        ``None`` means no host has both queued work and a free slot: wait for a
+        :meth:`push` or :meth:`done`. A time in the past means "now". A delay
+        lowered by a window ending before that time takes effect at the next
+        :meth:`pop_ready`, so the answer errs on the polite side.
+        """
+        return self._sched.next_ready_at()
+
+    def roll_windows(self, now: float) -> None:
+        """Close every PID window that ended by ``now`` and forget idle hosts due (rules 3, 6)."""
+        self._sched.roll_windows(now)
+
+    def drain_trace(self) -> list[PidSample]:
+        """The PID samples recorded since the last call, oldest first."""
+        return self._sched.drain_trace()
+
+    def backoff(self, host: str, now: float, retry_after: float | None = None) -> None:
+        """The host answered 429/503: double its delay now and honour Retry-After (rule 4)."""
+        self._sched.backoff(host, now, retry_after)
+
+    def set_min_delay(self, host: str, seconds: float, now: float | None = None) -> None:
+        """Set the host's floor (robots.txt Crawl-delay): delay = max(PID's, floor).
+
+        The floor is capped at ``max_crawl_delay``: a robots.txt asking for
+        an hour between requests would otherwise park the host for good.
+        """
+        self._sched.set_min_delay(host, seconds, now)
+
+    def recent_starts(self, host: str) -> tuple[float, ...]:
+        """The host's request starts within the ceiling's longest window, oldest first (rule 7).
+
+        In this frontier's clock (the engine's monotonic time). The engine
+        carries them over a restart or a hand-off, translated to wall-clock
+        time and back; a host forgotten (rule 6) has none that matter.
+        """
+        return self._sched.recent_starts(host)
+
+    def seed_starts(self, host: str, times: Iterable[float], now: float) -> None:
+        """Count starts made elsewhere (before a restart, by the host's previous owner).
+
+        ``times`` are in this frontier's clock; the engine translates them.
+        Times after ``now`` (clock skew) count as ``now``; those older than
+        the longest ceiling window are dropped. The newest also counts as
+        the host's last start, so its delay runs from it.
+        """
+        self._sched.seed_starts(host, times, now)
+
+    def set_host_ip(self, host: str, ip: str, now: float) -> None:
+        """The host resolves to ``ip``: from now on it shares that IP's budget (rule 8).
+
+        The engine calls it after DNS (or at push time when its DNS cache
+        already knows the answer). The host's recent starts, including the
+        fetch that resolved it, are counted against the IP. A no-op when
+        neither ``ip_rate`` nor ``ip_concurrency`` is set.
+        """
+        self._sched.set_host_ip(host, ip, now)
+
+    def set_ip_share(self, ip: str, fraction: float, now: float) -> None:
+        """This peer's part of ``ip``'s cluster-wide budget, in [MIN_IP_SHARE, 1].
+
+        An IP no host of this frontier resolves to is ignored (call after
+        :meth:`set_host_ip`; the gossip re-sends shares). A share that is not
+        a finite number is ignored; others are clamped: it comes from
+        gossiped counts.
+        """
+        self._sched.set_ip_share(ip, fraction, now)
+
+    def set_default_ip_share(self, fraction: float) -> None:
+        """The share of IPs first seen from now on, until :meth:`set_ip_share` sets theirs.
+
+        BUbiNG's rule, 1/(number of peers), is the safe default for a ring
+        before per-IP counts are gossiped; 1.0 (the initial value) for one peer.
+        """
+        self._sched.set_default_ip_share(fraction)
+
+    @property
+    def in_flight(self) -> int:
+        """Requests started and not yet done."""
+        return self._sched.in_flight
+
+    @property
+    def hosts_active(self) -> int:
+        """Hosts with at least one request in flight."""
+        return self._sched.hosts_active
+
+    @property
+    def ceiling_holds(self) -> int:
+        """Starts that a host's ceiling (rule 7), not its delay, made wait."""
+        return self._sched.ceiling_holds
+
+    @property
+    def ip_ceiling_holds(self) -> int:
+        """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
+        return self._sched.ip_ceiling_holds
+
+    @property
+    def n_known(self) -> int:
+        """Hosts whose state is kept (queued, in flight, or delay still running)."""
+        return self._sched.n_known
+
+    @property
+    def n_ips(self) -> int:
+        """IP entries kept (rule 8)."""
+        return self._sched.n_ips
+
+    def known_hosts(self) -> list[str]:
+        """Every host the frontier still keeps (rule 6 bounds them): work, in flight or recent starts."""
+        return self._sched.known_hosts()
+
+    def host_due(self, host: str, now: float) -> bool | None:
+        """Whether ``host``'s next start is due at ``now`` by its own gate, as
+        :meth:`host_counts` counts it (ready: True, waiting: False); None without queued work."""
+        return self._sched.host_due(host, now)
+
+    def census(self, now: float) -> HostCensus:
+        """Hosts with queued work by what they wait for at ``now`` (for status and metrics).
+
+        A scan of the hosts kept (rule 6 bounds them), asked for by an
+        operator's scrape or status request, never on the crawl path.
+        """
+        return self._sched.census(now)
+
+    def busiest(self, now: float, n: int) -> list[tuple[str, float, float]]:
+        """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min).
+
+        The rate is the starts in the ceiling's longest window (rule 7 keeps
+        every one of them in the host's ring), so it is what the host saw
+        lately, not a PID window's count. The setpoint is the host's ``rate``,
+        or less under a robots.txt Crawl-delay. Hosts without a rate keep no
+        ring of starts and are not listed. A scan like :meth:`census`.
+        """
+        return self._sched.busiest(now, n)
+
+    def delays(self, limit: int = 2048) -> list[float]:
+        """Kept hosts' current delays between request starts, seconds (for quantiles).
+
+        At most ``limit`` of them, every k-th host in the table: quantiles
+        from a couple of thousand are as good as from all, and a scrape of a
+        peer keeping 100,000 hosts then costs the event loop milliseconds.
+        """
+        return self._sched.delays(limit)
+
+    def backlogged(self, host: str) -> bool:
+        """Whether the host's current PID window is backlogged (will be sampled)."""
+        return self._sched.backlogged(host)
+
+    def host_delay(self, host: str) -> float:
+        """The host's delay between request starts now (a new host's for unknown ones)."""
+        return self._sched.host_delay(host)
+
+    def host_ip(self, host: str) -> str | None:
+        """The IP the host is paced under (rule 8), or None."""
+        return self._sched.host_ip(host)
+
+    def ip_delay(self, ip: str) -> float:
+        """The delay between request starts to ``ip`` on this peer (0 if unknown or unpaced)."""
+        return self._sched.ip_delay(ip)

@@ -1,4 +1,4 @@
-"""The record the frontier keeps per host: one slotted object, since a peer may keep a million.
+"""The records the frontier keeps: one slotted object a host, since a peer may keep a million, and one an IP.
 
 Rules:
 
@@ -8,6 +8,14 @@ Rules:
   to its IP budget (peer/core/frontier/ipbudget.py) sit side by side, grouped below
   by the module whose rules write them. An object a concept would cost an
   object header and a reference each, a million times over.
+- Two owners, one record: the queue's fields are the frontier's, every
+  other field the scheduler's (and the rules it calls). Neither reads the
+  other's: the scheduler learns "has work" from the frontier's calls and
+  keeps it in ``work``; the frontier learns whose turn it is from the
+  scheduler (peer/core/frontier/scheduler.py's interface).
+- A host links to its IP's record and the IP's record holds a heap of its
+  hosts, and a host's undo names both: the three records are one structure,
+  so they live in one module, below every module of rules.
 - No behaviour here: the modules named above hold the rules that read and
   write these fields.
 """
@@ -15,17 +23,16 @@ Rules:
 from __future__ import annotations
 
 from array import array
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
-from peer.core.frontier.pid import PID
+from peer.core.politeness.ceiling import NEG_INF
+from peer.core.politeness.pid import PID
+from peer.core.politeness.profile import Pace
 
-if TYPE_CHECKING:
-    from peer.core.frontier.ipbudget import IpBudget
-    from peer.core.frontier.pacing import Pace, StartUndo
+__all__ = ["HostState", "IpBudget", "StartUndo"]
 
-__all__ = ["NEG_INF", "HostState"]
-
-NEG_INF = float("-inf")
+#: No concurrency cap: an IP's cap until ``ip_concurrency`` sets one.
+_NO_CAP = 1 << 62
 
 
 class HostState:
@@ -34,9 +41,9 @@ class HostState:
     __slots__ = (
         "name",
         # its queue (frontier.py; spillqueue.py, rules 9, 10)
-        "items", "head", "spilled", "tail", "in_flight",
-        # its places in the scheduler's heaps (scheduler.py, rules 2, 6)
-        "since", "rseq", "rkey", "tseq", "tkey",
+        "items", "head", "spilled", "tail",
+        # the scheduler's (scheduler.py, rules 2, 6): work and requests, its places in the heaps
+        "work", "in_flight", "since", "rseq", "rkey", "tseq", "tkey",
         # its pace (pacing.py, rules 1, 3, 4, 7)
         "last_start", "hold_until", "floor", "pid", "penalty", "penalty_at",
         "win_start", "win_n", "backlog", "fresh", "dry", "waiting", "held",
@@ -55,9 +62,10 @@ class HostState:
         self.head = 0
         self.spilled = 0  # URLs of its queue after ``items``: in the spill store, then ``tail`` (rule 9)
         self.tail: list[Any] | None = None  # url, depth, ... not yet a block (rule 9)
-        self.in_flight = 0
 
-        # --- its places in the scheduler's heaps (scheduler.py)
+        # --- the scheduler's (scheduler.py)
+        self.work = False  # its queue has work: what the frontier last told the scheduler
+        self.in_flight = 0
         self.since = now  # when it last became free with work (rule 2)
         self.rseq = 0  # seq of its live ready-heap entry, 0 = none
         self.rkey = 0.0
@@ -89,3 +97,50 @@ class HostState:
 
         # --- the IP budget it shares (ipbudget.py)
         self.ip: IpBudget | None = None
+
+
+class IpBudget:
+    """The record of an IP address shared by hosts (rule 8): a budget paced like one host.
+
+    Its rules are peer/core/frontier/ipbudget.py's; the scheduler keeps one an address.
+    """
+
+    __slots__ = (
+        "addr", "share", "delay", "cap", "limits", "starts", "spos", "last_start",
+        "in_flight", "nref", "heap", "rguard", "rseq", "rkey", "tseq", "tkey",
+    )
+
+    def __init__(self, addr: str) -> None:
+        self.addr = addr
+        self.share = 1.0
+        self.delay = 0.0
+        self.cap = _NO_CAP
+        self.limits: tuple[tuple[float, int], ...] = ()
+        self.starts: array[float] | None = None
+        self.spos = 0
+        self.last_start = NEG_INF
+        self.in_flight = 0
+        self.nref = 0  # hosts whose state is kept and that resolve here
+        # (ready_at, seq, host) of its hosts with queued work and a free slot.
+        self.heap: list[tuple[float, int, HostState]] = []
+        self.rguard = False  # its place in the frontier's heap was set by its ceiling
+        self.rseq = 0  # seq of its live entry in the frontier's ready heap, 0 = none
+        self.rkey = 0.0
+        self.tseq = 0  # seq of its live timer-heap entry, 0 = none
+        self.tkey = 0.0
+
+
+class StartUndo(NamedTuple):
+    """What one start changed (Frontier.pop_ready), for Frontier.done(NOT_STARTED) (pacing rule 1)."""
+
+    url: str
+    start: float
+    last: float  # the host's last_start before
+    slot: float  # the value its ring slot held before
+    spos: int  # the host's ring position after the start
+    ring: array[float] | None  # the host's ring it wrote to (a rebuilt ring is a new array)
+    ip: IpBudget | None
+    ip_last: float
+    ip_slot: float
+    ip_spos: int
+    ip_ring: array[float] | None

@@ -1,12 +1,14 @@
 """Pacing: when a host may start its next request, and how fast its pace may go.
 
 Each host is paced by a PID controller on the delay between its requests
-(peer/core/frontier/pid.py); docs/politeness.md derives the numbers used here. This
+(peer/core/politeness/pid.py); docs/politeness.md derives the numbers used here. This
 module holds the rules of one host's pace as functions on its record
 (peer/core/frontier/hoststate.py): its delay, its PID windows, its backoff penalty,
-its Crawl-delay floor and its ring of start times. The frontier
-(peer/core/frontier/frontier.py) calls them and turns their answers into a place in
-its heaps; the per-IP budget (rule 8) is peer/core/frontier/ipbudget.py. The rules
+its Crawl-delay floor and its ring of start times. The frontier's scheduler
+(peer/core/frontier/scheduler.py) calls them and turns their answers into a place in
+its heaps; the per-IP budget (rule 8) is peer/core/frontier/ipbudget.py, the
+ceiling's numbers and rings (rule 7) peer/core/politeness/ceiling.py, a
+profile's figures (``Pace``) peer/core/politeness/profile.py. The rules
 keep the frontier's numbers, which the docs and the other modules cite:
 
 1. A host may start a request when its *delay* has passed since its last
@@ -25,7 +27,7 @@ keep the frontier's numbers, which the docs and the other modules cite:
    its URL, its host moved or was given up) gives its start back, if no later
    start of the host (or of its IP) came since: its host's next URL waits
    only for the starts that were requests.
-3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/core/frontier/pid.py): every host
+3. PID windows (the controller T_k = T_{k-1} + Kp*(S - n) + ..., scale-free: peer/core/politeness/pid.py): every host
    measures ``n``, the fetches
    completed in each window of ``window`` seconds. At the window's end, and
    only if the host was *backlogged* during it, ``pid.update(n)`` sets the new
@@ -94,79 +96,33 @@ called directly, with nothing in between.
 
 from __future__ import annotations
 
-import math
-from array import array
-from collections.abc import Iterable
+import enum
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, NamedTuple
 
-from peer.core.config.cluster import PolitenessConfig
-from peer.core.frontier.hoststate import NEG_INF, HostState
-from peer.core.frontier.pid import PID
-
-if TYPE_CHECKING:
-    from peer.core.frontier.ipbudget import IpBudget
+from peer.core.config.sections import PolitenessConfig
+from peer.core.frontier.hoststate import HostState, StartUndo
+from peer.core.politeness.ceiling import HORIZON, NEG_INF, new_ring, ring_times
+from peer.core.politeness.profile import new_pid
 
 __all__ = [
-    "BACKOFF_MIN_STEP", "CEILING_FACTOR", "CEILING_WINDOWS", "HORIZON", "Pace", "PidSample", "StartUndo",
-    "apply_backoff", "ceiling", "count_starts", "delay", "gated", "new_pid", "new_ring", "penalty",
-    "ring_gate", "ring_times", "roll", "set_floor", "starts_since", "take_back",
+    "BACKOFF_MIN_STEP", "Outcome", "PidSample", "apply_backoff", "count_starts", "delay", "gated", "penalty",
+    "record_start", "roll", "set_floor", "starts_since", "take_back",
 ]
 
 #: Without a PID (rate 0) a backoff raises the delay by at least this many
 #: seconds, so a host at delay 0 is actually slowed down.
 BACKOFF_MIN_STEP = 1.0
 
-#: Rule 7: at most ceil(CEILING_FACTOR x rate/60 x W) + 1 starts in any W
-#: seconds. 10 % over the setpoint plus one start: one start is the counting
-#: resolution of a window (a window can hold both ends of a period), 10 % the
-#: PID's room to make up for time lost to holds.
-CEILING_FACTOR = 1.1
-CEILING_WINDOWS = (1.0, 5.0)
-#: The ceiling's longest window: starts older than this no longer count.
-HORIZON = max(CEILING_WINDOWS)
 
+class Outcome(enum.StrEnum):
+    """How a request ended, for counting it in the host's window (rule 5)."""
 
-def ceiling(rate: float, window: float) -> int:
-    """Rule 7: the most request starts allowed in any ``window`` seconds at ``rate`` pages/min."""
-    # round(): 1.1 * 10 * 5 is 55.00000000000001 in binary floating point.
-    return math.ceil(round(CEILING_FACTOR * rate / 60.0 * window, 9)) + 1
-
-
-def new_pid(pol: PolitenessConfig, initial_delay: float | None = None) -> PID:
-    """A fresh, scale-free controller for a host at ``initial_delay`` (default: the start delay)."""
-    lo, hi = pol.floor_delay, pol.max_delay
-    d = pol.start_delay if initial_delay is None else initial_delay
-    d = min(max(d, lo), hi)
-    return PID(pol.kp, pol.ki, pol.kd, pol.setpoint, d, lo, hi, pol.integral_limit,
-               nominal_delay=pol.nominal_delay)
-
-
-class Pace:
-    """A politeness profile's figures, worked out once and shared by every host paced by it.
-
-    One for ``[politeness]`` and one for each ``[[site]]`` block that applies
-    (peer/core/config/sites.py); a host's record points at its own (``HostState.pace``),
-    so the rules above read its rate, cap and ceilings with no lookup. ``window``
-    and the per-IP keys are the frontier's, one for all hosts.
-    """
-
-    __slots__ = ("pol", "cap", "pid_on", "fresh_delay", "limits", "ring_n")
-
-    def __init__(self, pol: PolitenessConfig) -> None:
-        self.pol = pol
-        self.cap = pol.host_concurrency
-        self.pid_on = pol.rate > 0
-        # The delay of a host with no history.
-        self.fresh_delay = pol.start_delay if self.pid_on else 0.0
-        self.limits = tuple((w, ceiling(pol.rate, w)) for w in CEILING_WINDOWS) if self.pid_on else ()
-        self.ring_n = max((k for _, k in self.limits), default=0)
-        if self.pid_on:
-            new_pid(pol)  # bad gains fail here, at start-up, not at the first host
-
-    def new_host_pid(self) -> PID | None:
-        """A new host's controller, or None without a rate (rule 1)."""
-        return new_pid(self.pol) if self.pid_on else None
+    FETCHED = "fetched"  # an HTTP response, any status: counts
+    FAILED = "failed"  # reached the server, then failed (timeout, reset): counts
+    UNREACHED = "unreached"  # never reached the server (DNS, refused): does not count
+    # No request was made at all (robots.txt disallows the URL, its host moved
+    # or was given up): does not count, and its start is taken back (rule 1).
+    NOT_STARTED = "not_started"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,51 +135,8 @@ class PidSample:
     delay: float
 
 
-class StartUndo(NamedTuple):
-    """What one start changed (Frontier.pop_ready), for Frontier.done(NOT_STARTED) (rule 1)."""
-
-    url: str
-    start: float
-    last: float  # the host's last_start before
-    slot: float  # the value its ring slot held before
-    spos: int  # the host's ring position after the start
-    ring: array[float] | None  # the host's ring it wrote to (a rebuilt ring is a new array)
-    ip: IpBudget | None
-    ip_last: float
-    ip_slot: float
-    ip_spos: int
-    ip_ring: array[float] | None
-
-
 # ------------------------------------------------------------ start rings (rule 7)
-# A ring of the newest start times: array('d') (8 bytes a start, not a list's
-# 32), ``pos`` the slot of the oldest, which the next start overwrites.
-
-
-def new_ring(n: int, times: Iterable[float] = ()) -> array[float]:
-    """A ring of ``n`` slots holding the newest of ``times``."""
-    vals = sorted(times)[-n:]
-    return array("d", [NEG_INF] * (n - len(vals)) + vals)
-
-
-def ring_times(buf: array[float] | None, pos: int, since: float) -> list[float]:
-    """The ring's start times after ``since``, oldest first."""
-    if buf is None:
-        return []
-    return [t for t in (*buf[pos:], *buf[:pos]) if t > since]
-
-
-def ring_gate(buf: array[float] | None, pos: int, limits: tuple[tuple[float, int], ...]) -> float:
-    """When one more start keeps every window of ``limits`` under its count."""
-    if buf is None:
-        return NEG_INF
-    n = len(buf)
-    t = NEG_INF
-    for w, k in limits:
-        s = buf[(pos - k) % n] + w
-        if s > t:
-            t = s
-    return t
+# The rings themselves and the ceiling's numbers: peer/core/politeness/ceiling.py.
 
 
 def starts_since(hs: HostState, since: float) -> list[float]:
@@ -242,6 +155,33 @@ def count_starts(hs: HostState, times: list[float], now: float, ring_n: int) -> 
     newest = max(times)
     if newest > hs.last_start:
         hs.last_start = newest
+
+
+def record_start(hs: HostState, now: float, url: str) -> None:
+    """Count a start of the host for ``url`` in its ring and its IP's (rule 7), and note what it
+    overwrote there (``hs.undo``), to take it back should no request follow (:func:`take_back`)."""
+    slot = ip_last = ip_slot = NEG_INF
+    last = hs.last_start
+    ip_spos = -1
+    hs.last_start = now
+    ring_n = hs.pace.ring_n
+    if ring_n:
+        if hs.starts is None:
+            hs.starts = new_ring(ring_n)
+        slot = hs.starts[hs.spos]
+        hs.starts[hs.spos] = now
+        hs.spos = (hs.spos + 1) % ring_n
+    ip = hs.ip
+    if ip is not None:
+        ip_last = ip.last_start
+        ip.last_start = now
+        if ip.starts is not None:
+            ip_slot = ip.starts[ip.spos]
+            ip.starts[ip.spos] = now
+            ip.spos = (ip.spos + 1) % len(ip.starts)
+        ip_spos = ip.spos
+    hs.undo = StartUndo(url, now, last, slot, hs.spos, hs.starts, ip, ip_last, ip_slot, ip_spos,
+                        ip.starts if ip is not None else None)
 
 
 def take_back(hs: HostState, undo: StartUndo) -> None:
@@ -286,7 +226,7 @@ def penalty(hs: HostState, now: float, window: float) -> float:
 
 def delay(hs: HostState, now: float, window: float) -> float:
     """The host's delay between request starts at ``now``: max(PID's, penalty, floor) (rules 1, 4)."""
-    d = penalty(hs, now, window)
+    d = penalty(hs, now, window) if hs.penalty else 0.0  # most hosts have none: no call
     if hs.pid is not None and hs.pid.delay > d:
         d = hs.pid.delay
     return d if d > hs.floor else hs.floor
@@ -325,7 +265,7 @@ def apply_backoff(hs: HostState, now: float, pol: PolitenessConfig, retry_after:
 def gated(hs: HostState, t: float, cap: int, window: float) -> bool:
     """Had queued work at ``t`` that its own delay kept from starting (rule 3)."""
     return (
-        hs.head < len(hs.items)
+        hs.work
         and t >= hs.hold_until
         and hs.in_flight < cap
         and t < hs.last_start + delay(hs, t, window)

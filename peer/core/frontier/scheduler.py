@@ -1,14 +1,22 @@
 """The polite scheduler over hosts: when each host may start, and which one goes next.
 
-The half of the frontier (peer/core/frontier/frontier.py) that holds no URL: it
-keeps a record a host (peer/core/frontier/hoststate.py) and an IP budget an address
-(peer/core/frontier/ipbudget.py), asks the pacing rules (peer/core/frontier/pacing.py) when
-each may start, and orders them in two heaps: the ready heap (when a host,
-or an IP, may start next) and the timer heap (a host's PID window end, or
-when an idle host or IP is forgotten). :class:`~peer.core.frontier.frontier.Frontier`
-subclasses it with the queues and the starts and ends of requests; a
-subclass, not a member, so the frontier's hot path calls these methods as
-its own, with no object in between. The rules keep the frontier's numbers:
+A part of the frontier (peer/core/frontier/frontier.py) that holds no URL: it
+keeps a record a host (peer/core/frontier/hoststate.py) and an IP budget an
+address (peer/core/frontier/ipbudget.py), asks the pacing rules
+(peer/core/frontier/pacing.py) when each may start, and orders them in two
+heaps: the ready heap (when a host, or an IP, may start next) and the timer
+heap (a host's PID window end, or when an idle host or IP is forgotten).
+
+The frontier owns the queues and reaches this part through a small
+interface: :meth:`HostScheduler.keep` hands it a host's record, whose queue
+fields are the frontier's alone; :meth:`~HostScheduler.filled`,
+:meth:`~HostScheduler.requeued` and :meth:`~HostScheduler.emptied` tell when a
+queue gains or loses work; :meth:`~HostScheduler.next_host` hands out the host
+whose turn it is, :meth:`~HostScheduler.start` records its start and
+:meth:`~HostScheduler.end` its end. This part never reads a queue: "has work"
+is the record's ``work`` flag, which only those calls set. The rest of its
+methods are the host-level calls (pace, IPs, read-outs), which the frontier
+passes on for its callers. The rules keep the frontier's numbers:
 
 2. Among ready hosts the one ready earliest goes first; "ready" counts from
    the moment the host had work and was free, so a host that has waited longer
@@ -39,14 +47,18 @@ import heapq
 from collections.abc import Callable, Iterable
 from typing import TypeVar
 
-from peer.core.frontier.census import HostCensus, busiest_hosts, sample_delays, take_census
 from peer.core.config.cluster import PolitenessConfig
-from peer.core.frontier.hoststate import NEG_INF, HostState
-from peer.core.frontier.ipbudget import IpBudget, clamp_share, is_share
+from peer.core.frontier import ipbudget
+from peer.core.frontier.census import HostCensus, busiest_hosts, count_due, sample_delays, take_census
+from peer.core.frontier.hoststate import HostState, IpBudget
+from peer.core.frontier.ipbudget import clamp_share, is_share
 from peer.core.frontier.pacing import (
-    HORIZON, Pace, PidSample, apply_backoff, count_starts, delay, gated, ring_gate, roll, set_floor,
-    starts_since,
+    Outcome, PidSample, apply_backoff, count_starts, delay, gated, record_start, roll, set_floor, starts_since,
+    take_back,
 )
+from peer.core.politeness.ceiling import HORIZON, NEG_INF, ring_gate
+from peer.core.politeness.profile import Pace
+from peer.errors import PeerError
 
 __all__ = ["HostScheduler"]
 
@@ -58,17 +70,21 @@ class HostScheduler:
     """The polite scheduler over hosts: when each may start, and which goes next.
 
     It keeps a record a host (peer/core/frontier/hoststate.py) and an IP budget an
-    address, and orders them in its heaps; :class:`~peer.core.frontier.frontier.Frontier`
-    adds the queues of URLs, and the starts and ends of requests.
+    address, and orders them in its heaps; the frontier
+    (:class:`~peer.core.frontier.frontier.Frontier`) holds it as a part and keeps
+    the queues. ``forgotten(host)``, if set, is called when a host's record
+    goes (rule 6): the owner's hook, which it may set later (a spill queue's).
     """
 
     __slots__ = (
         "_pol", "_pace", "_pace_for", "_paces", "_window", "_hosts", "_ips",
         "_ip_on", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
+        "forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds",
     )
 
     def __init__(self, politeness: PolitenessConfig,
-                 politeness_for: Callable[[str], PolitenessConfig] | None = None) -> None:
+                 politeness_for: Callable[[str], PolitenessConfig] | None = None,
+                 forgotten: Callable[[str], None] | None = None) -> None:
         self._pol = pol = politeness
         # Each host is paced by its own profile (HostState.pace): [politeness]'s,
         # or what ``politeness_for(host)`` answers for it ([[site]] blocks,
@@ -91,15 +107,160 @@ class HostScheduler:
         self._seq = 0
         self._trace: list[PidSample] = []
         self._clock = NEG_INF
+        self.forgotten = forgotten
+        self._in_flight = 0
+        self._active = 0
+        self._ceiling_holds = 0
+        self._ip_ceiling_holds = 0
+
+    # ------------------------------------------------------------ the frontier's interface
+
+    def keep(self, host: str, now: float) -> HostState:
+        """The host's record, kept from now on: made, or its PID window rolled up to ``now``.
+
+        Its queue fields (``items``, ``head``, ``spilled``, ``tail``) are the
+        caller's; this part never reads them.
+        """
+        self._clock = now
+        hs = self._hosts.get(host)
+        if hs is None:
+            pace = self._pace_of(host)
+            hs = HostState(host, now, pace.new_host_pid(), pace)
+            self._hosts[host] = hs  # the caller schedules its timer
+        elif hs.pid is not None and now >= hs.win_start + self._window:
+            roll(hs, now, hs.pace.pol, self._trace)
+            self._schedule_ready(hs, now)
+            self._schedule_timer(hs)
+        return hs
+
+    def get(self, host: str) -> HostState | None:
+        """The host's record if it is kept (rule 6), untouched."""
+        return self._hosts.get(host)
+
+    def records(self) -> list[HostState]:
+        """Every record kept, oldest first (a copy: the caller may touch hosts meanwhile)."""
+        return list(self._hosts.values())
+
+    def filled(self, hs: HostState, now: float) -> None:
+        """The host's queue, empty until now, has work (a push, an adopted store)."""
+        hs.work = True
+        self._schedule_ready(hs, now)
+        if hs.in_flight == 0:
+            self._schedule_timer(hs)  # idle -> busy: forget timer becomes window timer
+        self._mark(hs, now)  # its work may now wait on its delay (rule 3)
+
+    def requeued(self, hs: HostState, now: float, not_before: float) -> None:
+        """A job went back to the front of the host's queue; the host waits until ``not_before``."""
+        hs.work = True
+        if not_before > hs.hold_until:
+            hs.hold_until = not_before
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+        self._mark(hs, now)
+
+    def emptied(self, hs: HostState) -> None:
+        """The host's queue was taken away (it changed owner); its starts stay (rule 6)."""
+        hs.work = False
+        hs.rseq = 0
+        if hs.ip is not None:
+            self._schedule_ip(hs.ip)
+        self._schedule_timer(hs)
+
+    def next_host(self, now: float) -> HostState | None:
+        """The host whose turn it is at ``now``, out of the heaps; ``None`` if none may start yet.
+
+        The caller takes the URL off its queue and then calls :meth:`start`,
+        which puts the host back in line.
+        """
+        self._clock = now
+        if self._timers and self._timers[0][0] <= now:
+            self._roll_due(now)
+        ready = self._ready
+        while ready:
+            key, seq, obj = ready[0]
+            if obj.rseq != seq:
+                heapq.heappop(ready)
+                continue
+            if key > now:
+                return None
+            heapq.heappop(ready)
+            obj.rseq = 0
+            if isinstance(obj, IpBudget):
+                ip = obj
+                self._clean(ip.heap)
+                if not ip.heap:  # cannot happen: every change of its hosts reschedules it
+                    continue
+                hkey, _, hs = heapq.heappop(ip.heap)
+                if key > hkey:
+                    hs.held = True  # the IP, not the host's delay, held it (rule 3)
+                if ip.rguard:
+                    self._ip_ceiling_holds += 1
+            else:
+                hs = obj
+            hs.rseq = 0
+            if hs.rguard:
+                self._ceiling_holds += 1
+            return hs
+        return None
+
+    def start(self, hs: HostState, now: float, url: str, more: bool) -> None:
+        """A request of the host :meth:`next_host` handed out starts, for ``url``.
+
+        ``more``: whether URLs are left in the host's queue after this one.
+        """
+        if more:
+            hs.waiting = True  # more URLs wait behind this one (rule 3)
+        else:
+            hs.work = False
+            # Its queue ran dry in its first window: URLs were still
+            # trickling in, so that window's n is short (rule 3).
+            hs.dry = True
+        if hs.in_flight == 0:
+            self._active += 1
+        hs.in_flight += 1
+        self._in_flight += 1
+        if hs.ip is not None:
+            hs.ip.in_flight += 1
+        record_start(hs, now, url)
+        self._schedule_ready(hs, now)  # and its IP's place
+        # _mark's test, here and in end() without the call when it cannot mark: hot.
+        if hs.pid is not None and not hs.backlog and gated(hs, now, hs.pace.cap, self._window):
+            hs.backlog = True
+
+    def end(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED, url: str | None = None) -> None:
+        """A request of ``host`` ended: counted in its window unless UNREACHED or NOT_STARTED,
+        whose start (the job of ``url``) is taken back if it was the latest (rules 1, 5)."""
+        hs = self._hosts.get(host)
+        if hs is None or hs.in_flight <= 0:
+            raise PeerError(f"frontier: done({host!r}) without a request in flight")
+        self._clock = now
+        if hs.pid is not None and now >= hs.win_start + self._window:
+            roll(hs, now, hs.pace.pol, self._trace)
+        if (hs.in_flight == hs.pace.cap and hs.work
+                and now > hs.last_start + delay(hs, now, self._window)):
+            hs.held = True  # a start waited for this slot, not for the delay (rule 3)
+        undo = hs.undo
+        if undo is not None and undo.url == url:
+            hs.undo = None
+            if outcome is Outcome.NOT_STARTED:
+                take_back(hs, undo)
+        hs.in_flight -= 1
+        self._in_flight -= 1
+        if hs.in_flight == 0:
+            self._active -= 1
+        if hs.ip is not None:
+            hs.ip.in_flight -= 1
+        if outcome is not Outcome.UNREACHED and outcome is not Outcome.NOT_STARTED:
+            hs.win_n += 1
+        self._schedule_ready(hs, now)
+        self._schedule_timer(hs)
+        if hs.pid is not None and not hs.backlog and gated(hs, now, hs.pace.cap, self._window):
+            hs.backlog = True
+
+    # ------------------------------------------------------------ when the next host may start
 
     def next_ready_at(self) -> float | None:
-        """The earliest time :meth:`pop_ready` could return a job, or ``None``.
-
-        ``None`` means no host has both queued work and a free slot: wait for a
-        :meth:`push` or :meth:`done`. A time in the past means "now". A delay
-        lowered by a window ending before that time takes effect at the next
-        :meth:`pop_ready`, so the answer errs on the polite side.
-        """
+        """The earliest time :meth:`next_host` could hand out a host, or ``None`` (none has work and a free slot)."""
         ready = self._ready
         while ready:
             key, seq, obj = ready[0]
@@ -112,80 +273,59 @@ class HostScheduler:
 
     def backoff(self, host: str, now: float, retry_after: float | None = None) -> None:
         """The host answered 429/503: double its delay now and honour Retry-After (rule 4)."""
-        hs = self._touch(host, now)
+        hs = self.keep(host, now)
         apply_backoff(hs, now, hs.pace.pol, retry_after)
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
 
     def set_min_delay(self, host: str, seconds: float, now: float | None = None) -> None:
-        """Set the host's floor (robots.txt Crawl-delay): delay = max(PID's, floor).
-
-        The floor is capped at ``max_crawl_delay``: a robots.txt asking for
-        an hour between requests would otherwise park the host for good.
-        """
+        """The host's floor (robots.txt Crawl-delay), capped at ``max_crawl_delay`` (rule 1)."""
         if now is None:
             now = self._clock if self._clock > NEG_INF else 0.0
-        hs = self._touch(host, now)
+        hs = self.keep(host, now)
         set_floor(hs, seconds, now, self._pol)
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
 
     def recent_starts(self, host: str) -> tuple[float, ...]:
-        """The host's request starts within the ceiling's longest window, oldest first (rule 7).
-
-        In this frontier's clock (the engine's monotonic time). The engine
-        carries them over a restart or a hand-off, translated to wall-clock
-        time and back; a host forgotten (rule 6) has none that matter.
-        """
+        """The host's request starts within the ceiling's longest window, oldest first (rule 7)."""
         hs = self._hosts.get(host)
         if hs is None:
             return ()
         return tuple(starts_since(hs, self._clock - HORIZON))
 
     def seed_starts(self, host: str, times: Iterable[float], now: float) -> None:
-        """Count starts made elsewhere (before a restart, by the host's previous owner).
-
-        ``times`` are in this frontier's clock; the engine translates them.
-        Times after ``now`` (clock skew) count as ``now``; those older than
-        the longest ceiling window are dropped. The newest also counts as
-        the host's last start, so its delay runs from it.
-        """
-        hs = self._touch(host, now)
+        """Count starts made elsewhere; those after ``now`` count as ``now``, older than the ceiling's are dropped."""
+        hs = self.keep(host, now)
         vals = [min(float(t), now) for t in times if t == t and t > now - HORIZON]
         if not vals:
             return
         count_starts(hs, vals, now, hs.pace.ring_n)
         if hs.ip is not None:
-            hs.ip.add_starts(vals, now)
+            ipbudget.add_starts(hs.ip, vals, now)
         self._schedule_ready(hs, now)
         self._schedule_timer(hs)
 
     # ------------------------------------------------------------ per IP (ipbudget.py)
 
     def set_host_ip(self, host: str, ip: str, now: float) -> None:
-        """The host resolves to ``ip``: from now on it shares that IP's budget (rule 8).
-
-        The engine calls it after DNS (or at push time when its DNS cache
-        already knows the answer). The host's recent starts, including the
-        fetch that resolved it, are counted against the IP. A no-op when
-        neither ``ip_rate`` nor ``ip_concurrency`` is set.
-        """
+        """The host resolves to ``ip``: from now on it shares that IP's budget (rule 8), if one is set."""
         if not self._ip_on:
             return
-        hs = self._touch(host, now)
+        hs = self.keep(host, now)
         old = hs.ip
         if old is not None and old.addr == ip:
             return
         new = self._ips.get(ip)
         if new is None:
             new = self._ips[ip] = IpBudget(ip)
-            new.configure(self._pol, self._default_share, now)
+            ipbudget.configure(new, self._pol, self._default_share, now)
         if old is not None:
             old.nref -= 1
             old.in_flight -= hs.in_flight
         new.nref += 1
         new.in_flight += hs.in_flight
-        new.add_starts(starts_since(hs, now - HORIZON), now)
+        ipbudget.add_starts(new, starts_since(hs, now - HORIZON), now)
         hs.ip = new
         hs.rseq = 0  # its entry sat in the old heap
         self._schedule_ready(hs, now)
@@ -196,26 +336,16 @@ class HostScheduler:
                 self._schedule_timer(old)
 
     def set_ip_share(self, ip: str, fraction: float, now: float) -> None:
-        """This peer's part of ``ip``'s cluster-wide budget, in [MIN_IP_SHARE, 1].
-
-        An IP no host of this frontier resolves to is ignored (call after
-        :meth:`set_host_ip`; the gossip re-sends shares). A share that is not
-        a finite number is ignored; others are clamped: it comes from
-        gossiped counts.
-        """
+        """This peer's part of ``ip``'s cluster-wide budget, clamped into [MIN_IP_SHARE, 1]; else ignored."""
         entry = self._ips.get(ip)
         if entry is None or not is_share(fraction):
             return
         self._clock = now
-        entry.configure(self._pol, fraction, now)
+        ipbudget.configure(entry, self._pol, fraction, now)
         self._schedule_ip(entry)
 
     def set_default_ip_share(self, fraction: float) -> None:
-        """The share of IPs first seen from now on, until :meth:`set_ip_share` sets theirs.
-
-        BUbiNG's rule, 1/(number of peers), is the safe default for a ring
-        before per-IP counts are gossiped; 1.0 (the initial value) for one peer.
-        """
+        """The share of IPs first seen from now on (1/(number of peers), BUbiNG's rule)."""
         if is_share(fraction):
             self._default_share = clamp_share(fraction)
 
@@ -244,38 +374,55 @@ class HostScheduler:
         """IP entries kept (rule 8)."""
         return len(self._ips)
 
+    @property
+    def in_flight(self) -> int:
+        """Requests started and not yet ended."""
+        return self._in_flight
+
+    @property
+    def hosts_active(self) -> int:
+        """Hosts with at least one request in flight."""
+        return self._active
+
+    @property
+    def ceiling_holds(self) -> int:
+        """Starts that a host's ceiling (rule 7), not its delay, made wait."""
+        return self._ceiling_holds
+
+    @property
+    def ip_ceiling_holds(self) -> int:
+        """Starts that an IP's ceiling (rules 7, 8), not its delay, made wait."""
+        return self._ip_ceiling_holds
+
+    def count_due(self, now: float, most: int) -> int:
+        """Hosts whose next start is due at ``now`` by their own gate, counted up to ``most``
+        (a walk of the ready heaps: peer/core/frontier/census.py's count_due)."""
+        return count_due(self._ready, now, most)
+
+    def host_due(self, host: str, now: float) -> bool | None:
+        """Whether ``host``'s next start is due at ``now`` by its own gate; None without queued work."""
+        hs = self._hosts.get(host)
+        if hs is None or not hs.work:
+            return None
+        ip = hs.ip
+        return bool(hs.rseq) and hs.rkey <= now and (ip is None or bool(ip.rseq) and ip.rkey <= now)
+
     def known_hosts(self) -> list[str]:
         """Every host the frontier still keeps (rule 6 bounds them): work, in flight or recent starts."""
         return list(self._hosts)
 
     def census(self, now: float) -> HostCensus:
-        """Hosts with queued work by what they wait for at ``now`` (for status and metrics).
-
-        A scan of the hosts kept (rule 6 bounds them), asked for by an
-        operator's scrape or status request, never on the crawl path.
-        """
+        """Hosts with queued work by what they wait for at ``now``: a scan (census.py), never on the crawl path."""
         return take_census(self._hosts.values(), now)
 
     def busiest(self, now: float, n: int) -> list[tuple[str, float, float]]:
-        """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min).
-
-        The rate is the starts in the ceiling's longest window (rule 7 keeps
-        every one of them in the host's ring), so it is what the host saw
-        lately, not a PID window's count. The setpoint is the host's ``rate``,
-        or less under a robots.txt Crawl-delay. Hosts without a rate keep no
-        ring of starts and are not listed. A scan like :meth:`census`.
-        """
+        """The ``n`` hosts with the most starts in the last 5 s: (host, pages/min, setpoint pages/min)."""
         if n <= 0:
             return []
         return busiest_hosts(self._hosts.values(), now, n)
 
     def delays(self, limit: int = 2048) -> list[float]:
-        """Kept hosts' current delays between request starts, seconds (for quantiles).
-
-        At most ``limit`` of them, every k-th host in the table: quantiles
-        from a couple of thousand are as good as from all, and a scrape of a
-        peer keeping 100,000 hosts then costs the event loop milliseconds.
-        """
+        """Kept hosts' current delays, every k-th host's, at most ``limit`` of them (for quantiles)."""
         return sample_delays(list(self._hosts.values()), self._clock, limit, self._window)
 
     def backlogged(self, host: str) -> bool:
@@ -312,27 +459,13 @@ class HostScheduler:
             pace = self._paces[pol] = Pace(pol)
         return pace
 
-    def _touch(self, host: str, now: float) -> HostState:
-        """The host's state, created or with its window rolled up to ``now``."""
-        self._clock = now
-        hs = self._hosts.get(host)
-        if hs is None:
-            pace = self._pace_of(host)
-            hs = HostState(host, now, pace.new_host_pid(), pace)
-            self._hosts[host] = hs  # the caller schedules its timer
-        elif hs.pid is not None and now >= hs.win_start + self._window:
-            roll(hs, now, hs.pace.pol, self._trace)
-            self._schedule_ready(hs, now)
-            self._schedule_timer(hs)
-        return hs
-
     def _mark(self, hs: HostState, now: float) -> None:
         if hs.pid is not None and not hs.backlog and gated(hs, now, hs.pace.cap, self._window):
             hs.backlog = True
 
     def _schedule_ready(self, hs: HostState, now: float) -> None:
         """(Re)place the host in its ready heap if it has work and a free slot."""
-        if hs.head < len(hs.items) and hs.in_flight < hs.pace.cap:
+        if hs.work and hs.in_flight < hs.pace.cap:
             if hs.rseq == 0:
                 hs.since = now
             key = hs.last_start + delay(hs, now, self._window)
@@ -340,10 +473,13 @@ class HostScheduler:
                 key = hs.hold_until
             if hs.since > key:
                 key = hs.since
-            gate = ring_gate(hs.starts, hs.spos, hs.pace.limits)
-            hs.rguard = gate > key
-            if hs.rguard:
-                key = gate
+            if hs.starts is None:  # no ring yet (or no rate): no ceiling to wait for, no call
+                hs.rguard = False
+            else:
+                gate = ring_gate(hs.starts, hs.spos, hs.pace.limits)
+                hs.rguard = gate > key
+                if hs.rguard:
+                    key = gate
             if not (hs.rseq and hs.rkey == key):
                 self._seq += 1
                 hs.rseq = self._seq
@@ -404,8 +540,8 @@ class HostScheduler:
             if obj.nref:
                 obj.tseq = 0
                 return
-            t = obj.forget_at()
-        elif obj.head < len(obj.items) or obj.in_flight:
+            t = ipbudget.forget_at(obj)
+        elif obj.work or obj.in_flight:
             if obj.pid is None:
                 obj.tseq = 0
                 return
@@ -427,7 +563,7 @@ class HostScheduler:
                 continue
             obj.tseq = 0
             if isinstance(obj, IpBudget):
-                if obj.nref == 0 and obj.in_flight == 0 and now >= obj.forget_at():
+                if obj.nref == 0 and obj.in_flight == 0 and now >= ipbudget.forget_at(obj):
                     del self._ips[obj.addr]
                 else:
                     self._schedule_timer(obj)
@@ -435,7 +571,7 @@ class HostScheduler:
             hs = obj
             if hs.pid is not None and now >= hs.win_start + self._window:
                 roll(hs, now, hs.pace.pol, self._trace)
-            if hs.head == len(hs.items) and not hs.in_flight and now >= self._forget_at(hs):
+            if not hs.work and not hs.in_flight and now >= self._forget_at(hs):
                 self._forget(hs)
                 continue
             self._schedule_ready(hs, now)
@@ -450,3 +586,5 @@ class HostScheduler:
             ip.nref -= 1
             if ip.nref == 0:
                 self._schedule_timer(ip)
+        if self.forgotten is not None:
+            self.forgotten(hs.name)

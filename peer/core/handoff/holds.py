@@ -44,7 +44,7 @@ hosts does not have its seen set, so fetching them at once fetched again
 what it had fetched; after a split that healed (the member was alive all
 along), every such page was fetched twice because of the split. Held until
 ``takeover_after``, they go back to it when it refutes in time, with the
-URLs queued here meanwhile (``RingSide.set_ring`` passes them on), and are
+URLs queued here meanwhile (``Handoffs.set_ring`` passes them on), and are
 deduplicated against its seen set there. Past it, a crash is the likelier
 story and the hosts are fetched here.
 """

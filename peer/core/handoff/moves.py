@@ -1,54 +1,128 @@
-"""The crawl core's side of the ring: ring changes, hand-offs, spilled queues that move (pure).
+"""The crawl core's side of the ring: who owns a host, ring changes, hand-offs, spilled queues that move (pure).
 
 Boldi et al., UbiCrawler §3: consistent hashing moves only the hosts whose
-owner changed. ``set_ring`` passes on the queued URLs of hosts lost
-(to a member back from dead too: they merge with its queue there, and its
-seen set drops what it fetched); ``hold_from`` holds the hosts gained until
-their previous owners' ``HandoffDone``, or a dead one's return or
-``takeover_after`` (``peer.core.handoff.holds``); a hand-off reads what was fetched
-here of the hosts that moved (``moved_hosts``, ``inflight_urls``,
-``handoff_seen``) and their last request starts (``handoff_starts``).
+owner changed. ``Handoffs`` is a part of ``peer.core.crawl.core.CrawlCore``:
+it owns the ring, the hand-off holds (``peer.core.handoff.holds``) and the
+URLs handed to this peer as fetched, and reaches the rest of the core
+through the frontier, the limits and two callables it is handed (pass a
+queued URL on, push one). ``set_ring`` passes on the queued URLs of hosts
+lost (to a member back from dead too: they merge with its queue there, and
+its seen set drops what it fetched); ``hold_from`` holds the hosts gained
+until their previous owners' ``HandoffDone``, or a dead one's return or
+``takeover_after``; a hand-off reads what was fetched here of the hosts
+that moved (``moved_hosts``, ``handoff_seen``; the jobs in flight are
+``peer.core.crawl.jobs.Jobs.fetching``) and their last request starts
+(``handoff_starts``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
 from peer.core.crawl.decisions import Effect
+from peer.core.handoff.holds import Holds, Liveness
 
 if TYPE_CHECKING:
+    from peer.core.crawl.limits import Limits
+    from peer.core.frontier.frontier import Frontier
     from ring.hashring import HashRing
 
-from peer.core.crawl.state import _FETCHING, MAX_HOST_KEY, CrawlState
+__all__ = ["Handoffs", "MAX_HOST_KEY", "PassOn"]
 
-__all__ = ["RingSide"]
+#: Longest host key a HostStarts message carries (ring.messages.MAX_NAME).
+MAX_HOST_KEY = 256
+
+#: Pass a URL queued here on to its host's new owner: (url, depth, owner, host, out).
+PassOn = Callable[[str, int, str, str, list[Effect]], None]
 
 
-class RingSide(CrawlState):
+def _unknown(peer: str) -> bool | None:
+    return None
+
+
+class Handoffs:
     """The ring's part of ``CrawlCore`` (module docstring)."""
+
+    __slots__ = ("ring", "holds", "alive", "hold_timeout", "handoffs_in", "_me", "_frontier", "_limits",
+                 "_takeover_after", "_pass_on", "_push", "_handed_seen", "_seen_in")
+
+    def __init__(self, me: str, frontier: Frontier, limits: Limits, *, takeover_after: float,
+                 pass_on: PassOn, push: Callable[[str, str, int, float], None]) -> None:
+        self._me = me
+        self._frontier = frontier
+        self._limits = limits
+        self._takeover_after = takeover_after
+        self._pass_on = pass_on
+        self._push = push
+        #: The ring of live members, or None alone (every host is ours).
+        self.ring: HashRing | None = None
+        self.holds = Holds()
+        #: Whether a peer is alive (True), dead (False) or unknown (None): the
+        #: ring node's membership; hand-off holds ask it.
+        self.alive: Liveness = _unknown
+        #: How long a gained host waits for its previous owner's HandoffDone.
+        self.hold_timeout = 0.0
+        #: Seen URLs taken from hand-offs.
+        self.handoffs_in = 0
+        # Handed-over URLs that were already queued here when they came:
+        # dropped when their job comes up instead of fetched again.
+        self._handed_seen: set[str] = set()
+        # URLs handed to us as fetched (url -> host): passed on with our own
+        # rows when their hosts move again, since only we hold them now.
+        self._seen_in: dict[str, str] = {}
+
+    def owner(self, host: str) -> str:
+        """The peer that fetches ``host`` now (this one when alone)."""
+        ring = self.ring
+        return ring.owner(host) if ring is not None and len(ring) else self._me
+
+    # -- URLs handed to us as fetched -----------------------------------------------------
+
+    def handed_in(self, url: str, host: str, *, queued: bool) -> None:
+        """``url`` was handed to us as fetched; ``queued``: it was in our Bloom filter already."""
+        self.handoffs_in += 1
+        self._seen_in[url] = host
+        if queued:
+            # Queued (it came by another path before the hand-off did), in
+            # flight, or done. A queued one must not run.
+            self._handed_seen.add(url)
+
+    def was_handed_in(self, url: str) -> bool:
+        """Whether ``url`` was handed to us as fetched by its host's previous owner."""
+        return url in self._seen_in
+
+    def take_fetched_elsewhere(self, url: str) -> bool:
+        """Whether the queued ``url`` was fetched by its host's previous owner (forgotten: its job is dropped)."""
+        if self._handed_seen and url in self._handed_seen:
+            self._handed_seen.discard(url)
+            return True
+        return False
+
+    # -- ring changes ---------------------------------------------------------------------
 
     def set_ring(self, ring: HashRing, now: float) -> list[Effect]:
         """The live member set changed: hosts no longer ours go to their owners."""
         old, self.ring = self.ring, ring
+        me, fr = self._me, self._frontier
         out: list[Effect] = []
         if len(ring):
             # Hosts are placed by a hash of their name, not of their IP, so
             # this peer owns about its ring share of any IP's hosts: its share
             # of the IP's budget (BUbiNG divides by the number of agents;
             # this is the same for equal weights and follows unequal ones).
-            self.frontier.set_default_ip_share(ring.shares().get(self.peer_id, 1.0))
-        for host in self.frontier.queued_hosts():
+            fr.set_default_ip_share(ring.shares().get(me, 1.0))
+        for host in fr.queued_hosts():
             owner = ring.owner(host)
-            if owner != self.peer_id:
+            if owner != me:
                 # The heads now; spilled blocks by pass_on_moving (frontier rule 10).
-                for job in self.frontier.release_host(host):
+                for job in fr.release_host(host):
                     self._pass_on(job.url, job.depth, owner, job.host, out)
-        if old is not None and self.peer_id in ring and set(old) != set(ring):
+        if old is not None and me in ring and set(old) != set(ring):
             # Deaths and returns first: they change the older holds (holds rules 3, 5).
             for gone in sorted(set(old) - set(ring)):
                 if self.alive(gone) is False:
-                    self.holds.dead(gone, now, self.cfg.ring.takeover_after)
+                    self.holds.dead(gone, now, self._takeover_after)
             for back in sorted(set(ring) - set(old)):
                 self.holds.back(back, now, self.hold_timeout)
             self.hold_from(old, now)
@@ -57,23 +131,13 @@ class RingSide(CrawlState):
     def hold_from(self, old: HashRing, now: float) -> None:
         """Hold the hosts gained from their previous owners until their HandoffDone or return (peer/core/handoff/holds.py)."""
         if len(old):
-            self.holds.add(old, old, self.peer_id, now, self.alive, hold_timeout=self.hold_timeout,
-                           takeover_after=self.cfg.ring.takeover_after)
+            self.holds.add(old, old, self._me, now, self.alive, hold_timeout=self.hold_timeout,
+                           takeover_after=self._takeover_after)
 
     def handoff_done(self, sender: str) -> None:
         self.holds.release(sender)
 
-    def inflight_urls(self) -> list[tuple[str, str]]:
-        """(url, host) of the jobs whose page request is on the wire now (admit said ``Fetch``).
-
-        A hand-off calls these fetched. Not the other jobs in flight: one
-        started whose task has not run ``admit`` yet, or one waiting for its
-        host's robots.txt, comes back to ``admit`` after the ring changed and
-        is passed on to its new owner (``PassOn``), which would drop it as
-        seen if it were in the hand-off too: a URL fetched by nobody.
-        """
-        marks = self._marks
-        return [(url, hd[0]) for url, hd in self._inflight.items() if marks.get(url, 0) & _FETCHING]
+    # -- a hand-off's reads -----------------------------------------------------------------
 
     def handoff_seen(self, rows: Iterable[tuple[str, str]], old: HashRing | None,
                      ring: HashRing) -> list[tuple[str, str]]:
@@ -83,7 +147,7 @@ class RingSide(CrawlState):
         URLs handed to us as fetched go along too: their next owner had them
         only from us.
         """
-        me = self.peer_id
+        me = self._me
         owners: dict[str, tuple[str, bool]] = {}
         out: list[tuple[str, str]] = []
         for url, host in [*rows, *self._seen_in.items()]:
@@ -98,7 +162,7 @@ class RingSide(CrawlState):
 
     def moved_hosts(self, hosts: Iterable[str], old: HashRing | None, ring: HashRing) -> list[str]:
         """Those of ``hosts`` (the results' host index) that move to another peer between ``old`` and ``ring``."""
-        me = self.peer_id
+        me = self._me
         if not len(ring):
             return []
         out = []
@@ -119,7 +183,7 @@ class RingSide(CrawlState):
         out: dict[str, list[tuple[str, float]]] = {}
         if not len(ring):
             return out
-        me, fr = self.peer_id, self.frontier
+        me, fr = self._me, self._frontier
         for host in fr.known_hosts():
             new = ring.owner(host)
             if new == me or (old is not None and len(old) and old.owner(host) == new):
@@ -133,10 +197,10 @@ class RingSide(CrawlState):
         """Count request starts made before (their time + ``offset`` = this clock) on our hosts."""
         by_host: dict[str, list[float]] = {}
         for host, t in starts:
-            if self._owner(host) == self.peer_id:
+            if self.owner(host) == self._me:
                 by_host.setdefault(host, []).append(t + offset)
         for host, times in by_host.items():
-            self.frontier.seed_starts(host, times, now)
+            self._frontier.seed_starts(host, times, now)
 
     def resume_spilled(self, now: float) -> list[Effect]:
         """Put a recovered spill store back: our hosts' queues into the frontier, the rest on.
@@ -146,14 +210,14 @@ class RingSide(CrawlState):
         Bloom filter already, like any recovered ones.
         """
         out: list[Effect] = []
-        fr = self.frontier
+        fr = self._frontier
         spill = fr.spill_store
         if spill is None:
             return out
         for host in spill.hosts():
-            owner = self._owner(host)
-            if owner == self.peer_id:
-                self.limits.queued(host, fr.adopt(host, now))
+            owner = self.owner(host)
+            if owner == self._me:
+                self._limits.queued(host, fr.adopt(host, now))
             else:
                 fr.release_stored(host)  # passed on by pass_on_moving (frontier rule 10)
         return out
@@ -164,10 +228,10 @@ class RingSide(CrawlState):
         A host that is ours again (the ring changed back) keeps its blocks.
         """
         out: list[Effect] = []
-        fr = self.frontier
+        fr = self._frontier
         for host, flat in fr.take_moving(limit):
-            owner = self._owner(host)
-            if owner == self.peer_id:
+            owner = self.owner(host)
+            if owner == self._me:
                 fr.reattach(host, now)
                 for i in range(0, len(flat), 2):
                     self._push(flat[i], host, flat[i + 1], now)
@@ -175,14 +239,3 @@ class RingSide(CrawlState):
             for i in range(0, len(flat), 2):
                 self._pass_on(flat[i], flat[i + 1], owner, host, out)
         return out
-
-    def snapshot_queue(self) -> list[tuple[str, int]]:
-        """(url, depth) of what a snapshot lists: queued (in RAM, with a spill store) or in flight."""
-        fr = self.frontier
-        jobs = fr.iter_heads() if fr.spill_store is not None else fr.iter_queued()
-        # Not the sitemap jobs: they are found again after a restart (peer/core/sitemaps/jobs.py rule 3).
-        sitemaps = self._sitemap_jobs
-        queued = [(j.url, j.depth) for j in jobs if j.url not in sitemaps]
-        queued += [(url, hd[1]) for url, hd in self._inflight.items() if url not in sitemaps]
-        queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
-        return queued

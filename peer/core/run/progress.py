@@ -29,9 +29,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ring.durations import duration
 from ring.vocabulary import Family, not_requested, words
 
-__all__ = ["Progress", "ProgressSnapshot", "READY_MOST", "duration"]
+__all__ = ["Progress", "ProgressSnapshot", "READY_MOST"]
 
 #: Ready hosts are counted up to this many (``Frontier.host_counts``): the
 #: count walks the due part of a heap, and 10,000 keeps it near 20 ms.
@@ -65,18 +66,6 @@ class ProgressSnapshot:
     bloom_slices: int = 1
     capped: int = 0                     # URLs and links cut by the caps (peer/core/crawl/limits.py)
     paused: str = ""                    # why no request starts: the ring's lease (ring.status.lease_words)
-
-
-def duration(seconds: float) -> str:
-    """``45s``, ``12m05s``, ``3h02m``: short and fixed in form."""
-    s = max(0, int(seconds + 0.5))
-    if s < 60:
-        return f"{s}s"
-    m, s = divmod(s, 60)
-    if m < 60:
-        return f"{m}m{s:02d}s"
-    h, m = divmod(m, 60)
-    return f"{h}h{m:02d}m"
 
 
 def _kinds(counts: Mapping[str, int], most: int = 3) -> str:

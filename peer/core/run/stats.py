@@ -65,6 +65,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from ring.durations import duration
 from ring.vocabulary import Family, failed, not_requested, words
 
 __all__ = ["FORMAT", "STATS_FILE", "Summary", "crawl_stats", "render_summary", "run_config", "sum_stats",
@@ -152,7 +153,7 @@ def render_summary(s: Any) -> str:
         items = f"; items: {s.items}" + (f" ({tables})" if tables else "")
         items += f" ({s.extract_errors} extraction errors)" if s.extract_errors else ""
     return "\n".join([
-        f"crawl finished ({s.stop_reason}) in {s.elapsed:.1f}s: "
+        f"crawl finished ({s.stop_reason}) in {duration(s.elapsed)}: "
         f"{s.requested} {words(Family.PAGES)} this run, {rate:.1f} pages/s, {s.bytes / 2**20:.1f} MiB",
         f"  by status: {statuses}",
         f"  {words(Family.FAILED)}: {errs}",

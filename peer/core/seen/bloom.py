@@ -6,10 +6,8 @@ Kirsch-Mitzenmacher way (below). It never forgets a URL it has seen (no false
 negatives) and wrongly claims to have seen a new one with probability about ``error_rate`` once ``capacity``
 URLs are in; that is the price of a few bits per URL instead of the URL itself.
 
-Sizing (Broder & Mitzenmacher, "Network Applications of Bloom Filters: A
-Survey", 2004): for n keys at false-positive rate p the optimum is
-
-    m = ceil(-n ln p / (ln 2)^2) bits,   k = round((m / n) ln 2) hashes.
+Each slice is sized for its n keys at its rate p (m bits, k hashes: Broder
+and Mitzenmacher's optimum, peer/core/seen/slices.py).
 
 Growth. A fixed filter past its capacity does not fail, it silently lies: at
 p = 0.001 the measured false-positive rate is 5.7 % at 2x capacity, 73 % at 5x
@@ -51,13 +49,10 @@ warning (stdlib ``logging``, logger ``peer.bloom``) and are kept as
 :class:`BloomEvent` for :meth:`BloomFilter.take_growth`, so a driver can count
 them where an operator looks.
 
-Hashing: Kirsch & Mitzenmacher, "Less Hashing, Same Performance: Building a
-Better Bloom Filter" (ESA 2006) show that g_i(x) = h1(x) + i*h2(x) mod m, for
-i = 0..k-1, keeps the asymptotic false-positive rate of k independent hashes.
-So each key costs one 128-bit MurmurHash3 (x64 variant, seed 0), split into
-two 64-bit halves h1 (low) and h2 (high), shared by every slice. The index is
-computed as (h1 mod m + i*(h2 mod m)) mod m, which equals (h1 + i*h2) mod m
-exactly and keeps every intermediate inside 64 bits for the vectorised path.
+Hashing: each key costs one 128-bit MurmurHash3 (x64 variant, seed 0), split
+into two 64-bit halves h1 (low) and h2 (high), shared by every slice, which
+probes g_i = h1 + i*h2 mod m (Kirsch & Mitzenmacher, ESA 2006: as good as k
+independent hashes; peer/core/seen/slices.py).
 
 Batches: ``add_many``/``contains_many`` use numpy when it is importable and
 the batch is big enough to pay for the array set-up; results and the filter
@@ -65,8 +60,8 @@ afterwards are identical to calling ``add``/``in`` key by key, in order (a key
 that an earlier key of the same batch made look present reports False, as it
 would sequentially; a batch grows the filter at the same key ``add`` would).
 
-The file format is laid out in ``peer.state.bloomfile``'s docstring; this
-module gives a filter's buffers (``BloomFilter.file_parts``) and rebuilds one
+The file format is laid out in ``peer.state.bloomfile``'s docstring, its
+structs in ``peer.core.seen.bloomformat``; this module gives a filter's buffers (``BloomFilter.file_parts``) and rebuilds one
 from checked slices (``BloomFilter.from_parts``). ``peer.state.bloomfile``
 does the file I/O: it writes with
 ``peer.state.fsio.write_atomic`` (a temporary file, fsynced and renamed over
@@ -80,7 +75,6 @@ import enum
 import logging
 import math
 import operator
-import struct
 import zlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -89,7 +83,8 @@ from typing import TYPE_CHECKING, Any, SupportsIndex
 import mmh3
 from bitarray import bitarray
 
-from peer.errors import StateError
+from peer.core.seen.bloomformat import HEADER, MAGIC, TRAILER
+from peer.core.seen.slices import Slice
 
 if TYPE_CHECKING:
     import numpy as _np
@@ -118,7 +113,7 @@ def _numpy() -> Any:
         _np, bloomnp = module, kernels
     return _np
 
-__all__ = ["BloomEvent", "BloomEventKind", "BloomFilter", "TIGHTENING", "optimal_size"]
+__all__ = ["DEFAULT_GROWTH", "BloomEvent", "BloomEventKind", "BloomFilter", "TIGHTENING"]
 
 log = logging.getLogger("peer.bloom")
 
@@ -127,19 +122,7 @@ log = logging.getLogger("peer.bloom")
 TIGHTENING = 0.5
 DEFAULT_GROWTH = 2
 
-_MAGIC_V1 = b"RCBLOOM1"
-_MAGIC = b"RCBLOOM2"
-_MAGIC_FAMILY = _MAGIC[:-1]
-_V1_HEADER = struct.Struct("<8sQIQdQ")
-_HEADER = struct.Struct("<8sIQI")  # magic, growth, max_capacity, slices
-_SLICE = struct.Struct("<QIQdQ")   # m, k, capacity, error_rate, count
-_TRAILER = struct.Struct("<I")
 _MASK64 = (1 << 64) - 1
-# Capacities are u64 and each slice but the last (cut to max_capacity) is at
-# least twice the one before, so a real file has at most 65 slices; a bigger
-# count is a corrupt header.
-_MAX_SLICES = 80
-_FRESH = "restore it from a backup or start over with --fresh"
 
 # Below this many keys the per-call numpy set-up (a dozen small arrays) costs
 # more than it saves; the measured crossover on a 2-core box was ~64 keys.
@@ -149,13 +132,6 @@ _NUMPY_MIN_BATCH = 64
 _CHUNK_KEYS = 1 << 16
 
 _hash128 = mmh3.hash128
-
-
-def optimal_size(capacity: int, error_rate: float) -> tuple[int, int]:
-    """Return (m bits, k hashes) for ``capacity`` keys at ``error_rate``."""
-    m = math.ceil(-capacity * math.log(error_rate) / (math.log(2) ** 2))
-    k = max(1, round(m / capacity * math.log(2)))
-    return m, k
 
 
 class BloomEventKind(enum.StrEnum):
@@ -191,61 +167,6 @@ class BloomEvent:
         )
 
 
-class _Slice:
-    """One plain Bloom filter of the list."""
-
-    __slots__ = ("bits", "m", "k", "capacity", "error_rate", "count", "probes")
-
-    def __init__(
-        self, m: int, k: int, capacity: int, error_rate: float, count: int = 0,
-        bits: bitarray | None = None,
-    ) -> None:
-        if bits is None:
-            # Whole bytes, so the buffer is exactly the file payload and numpy
-            # can view it; the pad bits past m are never set.
-            bits = bitarray(-(-m // 8) * 8, endian="little")
-            bits.setall(0)
-        self.bits = bits
-        self.m = m
-        self.k = k
-        self.capacity = capacity
-        self.error_rate = error_rate
-        self.count = count
-        self.probes = range(k)
-
-    @classmethod
-    def sized(cls, capacity: int, error_rate: float) -> _Slice:
-        m, k = optimal_size(capacity, error_rate)
-        return cls(m, k, capacity, error_rate)
-
-    def has(self, lo: int, hi: int) -> bool:
-        m = self.m
-        j = lo % m
-        step = hi % m
-        bits = self.bits
-        # Early exit: an absent key usually fails on the first probe or two.
-        for _ in self.probes:
-            if not bits[j]:
-                return False
-            j += step
-            if j >= m:
-                j -= m
-        return True
-
-    def fpr(self) -> float:
-        return (1.0 - math.exp(-self.k * self.count / self.m)) ** self.k
-
-    def header(self) -> bytes:
-        return _SLICE.pack(self.m, self.k, self.capacity, self.error_rate, self.count)
-
-    def same(self, other: _Slice) -> bool:
-        return (
-            self.m == other.m and self.k == other.k and self.capacity == other.capacity
-            and self.error_rate == other.error_rate and self.count == other.count
-            and self.bits == other.bits
-        )
-
-
 class BloomFilter:
     """A scalable Bloom filter of str keys (URLs); see the module docstring."""
 
@@ -274,9 +195,9 @@ class BloomFilter:
             raise ValueError(
                 f"max_capacity must be None or an integer >= capacity ({capacity}), got {max_capacity!r}"
             )
-        self._setup([_Slice.sized(capacity, float(error_rate))], growth, max_capacity)
+        self._setup([Slice.sized(capacity, float(error_rate))], growth, max_capacity)
 
-    def _setup(self, slices: list[_Slice], growth: int, max_capacity: int | None) -> None:
+    def _setup(self, slices: list[Slice], growth: int, max_capacity: int | None) -> None:
         self._slices = slices
         self._old = tuple(reversed(slices[:-1]))  # newest first: it holds the most keys
         self._events: list[BloomEvent] = []
@@ -403,7 +324,7 @@ class BloomFilter:
     def _can_grow(self) -> bool:
         return self._max_capacity is None or self.total_capacity < self._max_capacity
 
-    def _make_room(self) -> _Slice:
+    def _make_room(self) -> Slice:
         """The slice a new key goes into: a new one if the newest is full and growth allowed."""
         newest = self._slices[-1]
         if newest.count < newest.capacity:
@@ -417,7 +338,7 @@ class BloomFilter:
         if self._max_capacity is not None:
             capacity = min(capacity, self._max_capacity - self.total_capacity)
         # Lazily: a slice's bits are allocated only when a key needs them.
-        grown = _Slice.sized(capacity, newest.error_rate * TIGHTENING)
+        grown = Slice.sized(capacity, newest.error_rate * TIGHTENING)
         self._slices.append(grown)
         self._old = tuple(reversed(self._slices[:-1]))
         self._note(BloomEventKind.GREW)
@@ -547,7 +468,7 @@ class BloomFilter:
         )
 
     def _np_contains(self, urls: list[str], h: npt.NDArray[_np.uint64],
-                     slices: Iterable[_Slice] | None = None) -> npt.NDArray[_np.bool_]:
+                     slices: Iterable[Slice] | None = None) -> npt.NDArray[_np.bool_]:
         """Which keys some slice holds (default all slices, newest first)."""
         order = reversed(self._slices) if slices is None else slices
         return bloomnp.contains([(s.m, s.k, s.bits) for s in order], h, len(urls))
@@ -571,15 +492,15 @@ class BloomFilter:
 
     def file_parts(self) -> tuple[bytes | bitarray, ...]:
         """The file's bytes as buffers, header first and crc32 trailer last (no copy of the bits)."""
-        head = _HEADER.pack(_MAGIC, self._growth, self._max_capacity or 0, len(self._slices))
+        head = HEADER.pack(MAGIC, self._growth, self._max_capacity or 0, len(self._slices))
         head += b"".join(s.header() for s in self._slices)
         crc = zlib.crc32(head)
         for s in self._slices:
             crc = zlib.crc32(s.bits, crc)
-        return (head, *(s.bits for s in self._slices), _TRAILER.pack(crc))
+        return (head, *(s.bits for s in self._slices), TRAILER.pack(crc))
 
     @classmethod
-    def from_parts(cls, slices: list[_Slice], growth: int, max_capacity: int | None) -> BloomFilter:
+    def from_parts(cls, slices: list[Slice], growth: int, max_capacity: int | None) -> BloomFilter:
         """A filter from checked slices (``peer.state.bloomfile.read_bloom``)."""
         bf = cls.__new__(cls)
         bf._setup(slices, growth, max_capacity)

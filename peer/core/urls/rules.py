@@ -94,12 +94,9 @@ import fnmatch
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from peer.errors import ConfigError
-
-if TYPE_CHECKING:
-    from peer.core.config.cluster import CrawlConfig
 
 __all__ = [
     "DEFAULT_SKIP_EXTENSIONS",
@@ -108,6 +105,7 @@ __all__ = [
     "Judgement",
     "ParamRules",
     "Rule",
+    "UrlRuleKeys",
     "UrlRules",
     "parse_url_rules",
     "url_matcher",
@@ -434,7 +432,21 @@ def parse_rules(texts: Iterable[str], where: str, keypath: str) -> tuple[Rule, .
     return tuple(_rule(text, i, where, keypath) for i, text in enumerate(texts))
 
 
-def parse_url_rules(crawl: CrawlConfig, where: str) -> UrlRules:
+class UrlRuleKeys(Protocol):
+    """The ``[crawl]`` keys the URL rules are read from (``CrawlConfig`` has them): a
+    protocol, so that this module sits below the config that declares them."""
+
+    @property
+    def rules(self) -> tuple[str, ...]: ...
+    @property
+    def skip_extensions(self) -> tuple[str, ...]: ...
+    @property
+    def strip_params(self) -> tuple[str, ...]: ...
+    @property
+    def sort_query(self) -> bool: ...
+
+
+def parse_url_rules(crawl: UrlRuleKeys, where: str) -> UrlRules:
     """The URL rules of a ``[crawl]`` section; :class:`ConfigError` names the key at fault."""
     rules = parse_rules(crawl.rules, where, "crawl.rules")
     params = ParamRules(_param_names(crawl.strip_params, where), crawl.sort_query)

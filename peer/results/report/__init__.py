@@ -14,7 +14,7 @@ the output directory:
   The setpoint comes from ``--ring cluster.toml``'s ``politeness.rate``, else
   from pid_trace (its setpoint over the window its rows are spaced by);
 - ``pid.png``: the PID trace of the busiest hosts: pages per window against the
-  setpoint, and the delay the controller chose (T_k of peer/core/frontier/pid.py's law);
+  setpoint, and the delay the controller chose (T_k of peer/core/politeness/pid.py's law);
 - ``status.png``: status codes, a failed fetch (NULL status) counted as "error";
 - ``latency.png``: elapsed_ms of the pages that got an answer, log x when the
   range spans more than two decades;
@@ -55,17 +55,18 @@ Usage::
 
     python scripts/report.py data/merged.duckdb -o report/ [--ring cluster.toml] [--top 4]
 
-(``ringcrawl-report`` is the same command, installed by pip.)
+(``ringcrawl-report`` is the same command, installed by pip; its command line is
+``peer.commands.report``.)
 
 The package, bottom up (each module imports only those above it)::
 
     facts.py  the file read once into Facts: the numbers, queried in DuckDB
     plots.py  the figures, each (figure, caption) or the reason it is skipped
     page.py   index.html: the summary tables and the figures with captions
-    build.py  build_report, captions and the command line (main)
+    build.py  build_report and captions
 """
 
-from peer.results.report.build import ReportSummary, build_report, captions, main
+from peer.results.report.build import ReportSummary, build_report, captions
 from peer.results.report.plots import PoliteSeries, politeness_series
 
-__all__ = ["PoliteSeries", "ReportSummary", "build_report", "captions", "main", "politeness_series"]
+__all__ = ["PoliteSeries", "ReportSummary", "build_report", "captions", "politeness_series"]

@@ -1,30 +1,28 @@
-"""Writing a report: :func:`build_report`, :func:`captions` and the command line.
+"""Writing a report: :func:`build_report` and :func:`captions`.
 
-``python scripts/report.py DB -o OUT`` (``ringcrawl-report`` once installed)
-is :func:`main`. It reads the file (:mod:`~peer.results.report.facts`), draws
+:func:`build_report` reads the file (:mod:`~peer.results.report.facts`), draws
 the figures (:mod:`~peer.results.report.plots`), then writes the PNGs and the
-page (:mod:`~peer.results.report.page`) into OUT. A user's mistake is one
-``error:`` line and exit status 2.
+page (:mod:`~peer.results.report.page`) into OUT. ``python scripts/report.py
+DB -o OUT`` (``ringcrawl-report`` once installed) is its command line,
+``peer.commands.report``.
 """
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import duckdb
 
-from peer.errors import ConfigError, StateError, cli_main
-from peer.results.report.facts import PAGES_COLUMNS, Facts, first_line, open_results, read_facts, table_columns
+from peer.errors import ConfigError, StateError, first_line
+from peer.results.report.facts import PAGES_COLUMNS, Facts, open_results, read_facts, table_columns
 from peer.results.report.page import render_page
 from peer.results.report.plots import DPI, MAX_TOP, draw, ring_shares, setpoint
 from ring.vocabulary import NO_ROW_CAUSES, Family
 
-__all__ = ["ReportSummary", "build_report", "captions", "main"]
+__all__ = ["ReportSummary", "build_report", "captions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +89,7 @@ def _read(db: Path, ring_config: Path | None,
             drawn = draw(con, facts, top=top, shares=shares, ring_source=ring_source,
                           setpoint=setpoint(con, facts, ring_config))
         except duckdb.Error as exc:
-            raise StateError(f"{db}: cannot be read: {first_line(str(exc))}") from None
+            raise StateError(f"{db}: cannot be read: {first_line(exc)}") from None
     finally:
         con.close()
     return facts, shares, ring_source, drawn
@@ -159,58 +157,3 @@ def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: i
         index=index, figures=tuple(written),
         skipped=tuple((title, why) for title, _, caption, why in sections if caption is None),
     )
-
-
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="report.py",
-        description=(
-            "Draw a crawl report from a results file (a peer's pages.duckdb or a merged file):\n"
-            "PNG plots of pages/s per peer, requests/s of the busiest hosts against their\n"
-            "setpoint, the PID trace of the busiest hosts, status codes,\n"
-            "latency, pages per peer against ring share, errors by kind, progress over time and\n"
-            "pages by depth, and an index.html with summary tables (failed requests and, apart,\n"
-            "URLs never requested; item quality; the run's config from stats.json). The file is opened read-only. A plot with no data is left\n"
-            "out and the page says why."
-        ),
-        epilog=(
-            "example:\n"
-            "  python scripts/report.py data/p1/pages.duckdb -o report/ --ring cluster.toml\n"
-            "  then open report/index.html\n\n"
-            "OUT is created if absent; files of an earlier report in it are overwritten, and the\n"
-            "PNG of a plot this run leaves out is deleted. Exit status 2 on a usage mistake\n"
-            "(missing or unreadable file, no pages table, OUT is a file, bad cluster.toml)."
-        ),
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    p.add_argument("db", type=Path, help="results file (.duckdb) with a pages table")
-    p.add_argument("-o", "--out", type=Path, required=True, metavar="OUT",
-                   help="output directory for index.html and the PNGs")
-    p.add_argument("--ring", type=Path, metavar="cluster.toml",
-                   help="take ring shares from this config's [[peer]] weights and ring.vnodes, "
-                        "and the politeness panel's setpoint from its politeness.rate "
-                        "(default: the peers in the data, weight 1, 256 vnodes; pid_trace's setpoint)")
-    p.add_argument("--stats", type=Path, metavar="stats.json",
-                   help="the stats.json whose run_config the page shows (default: DB's stem + "
-                        ".stats.json, else stats.json, beside DB)")
-    p.add_argument("--top", type=int, default=4, metavar="N",
-                   help=f"hosts in the politeness and PID trace plots, 1 to {MAX_TOP} (default 4)")
-    return p
-
-
-@cli_main
-def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
-    try:
-        summary = build_report(args.db, args.out, ring_config=args.ring, top=args.top,
-                               stats=args.stats)
-    except ImportError as exc:
-        raise ConfigError("report.py", "", f"{exc.name or exc} is not installed; "
-                          "pip install -e '.[report]'") from None
-    for title, why in summary.skipped:
-        print(f"skipped: {title}: {why}")
-    print(f"wrote {len(summary.figures)} plot(s) to {summary.index.parent}")
-    print(f"report: {summary.index.resolve()}")
-    return 0

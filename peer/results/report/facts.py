@@ -14,9 +14,10 @@ from pathlib import Path
 
 import duckdb
 
-from peer.errors import ConfigError, StateError
+from peer.errors import ConfigError, StateError, first_line
+from peer.results.schema import quote
 
-__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "duration", "first_line", "ident", "open_results",
+__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "open_results",
            "read_facts", "table_columns"]
 
 TOP_HOSTS_TABLE = 10
@@ -73,11 +74,7 @@ def open_results(db: Path) -> duckdb.DuckDBPyConnection:
             raise StateError(f"{db}: held for writing by another process (a running peer?); "
                              "wait for it to end, or report on a copy (scripts/merge.py takes "
                              "a snapshot of a live file)") from None
-        raise StateError(f"{db}: cannot be opened: {first_line(msg)}") from None
-
-
-def first_line(text: str) -> str:
-    return text.strip().splitlines()[0] if text.strip() else text
+        raise StateError(f"{db}: cannot be opened: {first_line(exc)}") from None
 
 
 def table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
@@ -89,10 +86,6 @@ def table_columns(con: duckdb.DuckDBPyConnection) -> dict[str, set[str]]:
     for table, column in rows:
         out.setdefault(table, set()).add(column)
     return out
-
-
-def ident(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def read_facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[str]]) -> Facts:
@@ -135,7 +128,7 @@ def read_facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[s
         "order by elapsed_ms desc, url limit ?", [SLOWEST_TABLE]
     ).fetchall()
     counts = {
-        t: con.execute(f"select count(*) from {ident(t)}").fetchone()[0]  # type: ignore[index]
+        t: con.execute(f"select count(*) from {quote(t)}").fetchone()[0]  # type: ignore[index]
         for t in sorted(tables)
         if t in ("pid_trace", "links", "bodies") or t.startswith("items_")
     }
@@ -164,23 +157,16 @@ def item_quality(con: duckdb.DuckDBPyConnection, tables: dict[str, set[str]],
         n = counts.get(table, 0)
         empty: list[tuple[str, float]] = []
         for c in fields:
-            q = ident(c)
+            q = quote(c)
             kind = con.execute(
                 "select data_type from information_schema.columns where table_catalog = current_database() "
                 "and table_schema = 'main' and table_name = ? and column_name = ?", [table, c]).fetchone()
             is_list = kind is not None and str(kind[0]).endswith("[]")
             test = f"{q} is null or len({q}) = 0" if is_list else f"{q} is null or trim(cast({q} as varchar)) = ''"
-            k = con.execute(f"select count(*) filter ({test}) from {ident(table)}").fetchone()[0]  # type: ignore[index]
+            k = con.execute(f"select count(*) filter ({test}) from {quote(table)}").fetchone()[0]  # type: ignore[index]
             empty.append((c, 100.0 * k / n if n else 0.0))
         shown = ["url", *fields]
-        sample = con.execute(f"select {', '.join(map(ident, shown))} from {ident(table)} "
+        sample = con.execute(f"select {', '.join(map(quote, shown))} from {quote(table)} "
                              f"order by url limit {ITEM_SAMPLES}").fetchall()
         out.append((table, n, empty, shown, sample))
     return out
-
-def duration(seconds: float) -> str:
-    if seconds < 120:
-        return f"{seconds:.1f} s"
-    if seconds < 7200:
-        return f"{int(seconds // 60)} min {int(seconds % 60)} s"
-    return f"{int(seconds // 3600)} h {int(seconds % 3600 // 60)} min"

@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from peer.results.report.facts import Facts, duration
+from peer.results.report.facts import Facts
+from ring.durations import duration
 from ring.vocabulary import TERMS, Family, words
 
 __all__ = ["render_page"]

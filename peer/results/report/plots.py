@@ -21,8 +21,9 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from peer.core.config.cluster import RingConfig
-from peer.results.report.facts import REQUESTED, Facts, duration
+from peer.results.report.facts import REQUESTED, Facts
 from peer.state.configfile import load_config
+from ring.durations import duration
 from ring.hashring import HashRing
 
 if TYPE_CHECKING:
@@ -75,6 +76,14 @@ def _bin_seconds(span: float) -> int:
     return math.ceil(span / MAX_BINS / 86400) * 86400
 
 
+def _time_bins(f: Facts) -> tuple[int, float, int, int]:
+    """(first fetch in µs, span, bin width in s, bins) of a plot over time; Skip without times."""
+    if f.t0_us is None or f.t1_us is None:
+        raise Skip("no page has a fetched_at time")
+    bin_s = _bin_seconds(f.span)
+    return f.t0_us, f.span, bin_s, int(f.span // bin_s) + 1
+
+
 def _figure(width: float, height: float) -> Figure:
     from matplotlib.figure import Figure
 
@@ -84,14 +93,10 @@ def _figure(width: float, height: float) -> Figure:
 def _plot_rate(con: duckdb.DuckDBPyConnection, f: Facts, **_: Any) -> tuple[Figure, str]:
     import numpy as np
 
-    if f.t0_us is None or f.t1_us is None:
-        raise Skip("no page has a fetched_at time")
-    span = f.span
-    bin_s = _bin_seconds(span)
-    nbins = int(span // bin_s) + 1
+    t0_us, span, bin_s, nbins = _time_bins(f)
     rows = con.execute(
         "select coalesce(peer, ''), (epoch_us(fetched_at) - ?) // ? as b, count(*) from pages "
-        "where fetched_at is not null group by all", [f.t0_us, bin_s * 1_000_000]
+        "where fetched_at is not null group by all", [t0_us, bin_s * 1_000_000]
     ).fetchall()
     series: dict[str, Any] = {}
     for peer, b, n in rows:
@@ -461,14 +466,10 @@ def _plot_errors(con: duckdb.DuckDBPyConnection, f: Facts, **_: Any) -> tuple[Fi
 def _plot_progress(con: duckdb.DuckDBPyConnection, f: Facts, **_: Any) -> tuple[Figure, str]:
     import numpy as np
 
-    if f.t0_us is None or f.t1_us is None:
-        raise Skip("no page has a fetched_at time")
-    span = f.span
-    bin_s = _bin_seconds(span)
-    nbins = int(span // bin_s) + 1
+    t0_us, span, bin_s, nbins = _time_bins(f)
     rows = con.execute(
         "select (epoch_us(fetched_at) - ?) // ? as b, count(*), coalesce(sum(n_links), 0) from pages "
-        f"where fetched_at is not null and {REQUESTED} group by all", [f.t0_us, bin_s * 1_000_000]
+        f"where fetched_at is not null and {REQUESTED} group by all", [t0_us, bin_s * 1_000_000]
     ).fetchall()
     pages, links = np.zeros(nbins), np.zeros(nbins)
     for b, n, k in rows:

@@ -95,8 +95,8 @@ def test_the_grant_is_the_scheme_of_the_robots_txt_actually_fetched():
 
 def test_a_sitemap_urls_are_discovered_with_their_hints_and_reach_the_page_row():
     c = core(obey_robots=False)
-    c.sitemap_seeds(0.0)
-    c.found_sitemap(f"{A}/sitemap.xml", SitemapJob(0, frozenset([Authority(B)])), 0.0)
+    c.sitemap_jobs.seeds(0.0)
+    c.sitemap_jobs.found(f"{A}/sitemap.xml", SitemapJob(0, frozenset([Authority(B)])), 0.0)
     adm = next_sitemap(c, 0.0)
     out = read(c, adm, SITEMAP)
     queued = {e.url: e.depth for e in out if isinstance(e, Queued)}
@@ -123,7 +123,7 @@ def test_a_url_of_another_peers_host_travels_with_its_hints():
     theirs = f"http://{owned_by(ring, 'p2')[0]}"
     ours = f"http://{owned_by(ring, 'p1')[0]}"
     body = f"""<urlset><url><loc>{theirs}/x</loc><priority>0.3</priority></url></urlset>""".encode()
-    c.found_sitemap(f"{ours}/s.xml", SitemapJob(0, frozenset([Authority(theirs)])), 0.0)
+    c.sitemap_jobs.found(f"{ours}/s.xml", SitemapJob(0, frozenset([Authority(theirs)])), 0.0)
     adm = next_sitemap(c, 0.0)
     (fwd,) = [e for e in read(c, adm, body) if isinstance(e, Forward)]
     assert fwd.owner == "p2" and detach(fwd.url) == (f"{theirs}/x", UrlHints(priority=0.3))
@@ -142,7 +142,7 @@ def test_a_sitemap_goes_to_its_hosts_owner_with_its_depth_and_grants():
     c.set_ring(ring, 0.0)
     theirs = f"http://{owned_by(ring, 'p2')[0]}"
     job = SitemapJob(1, frozenset([Authority(A), Authority(theirs, "/dir/")]))
-    (fwd,) = c.found_sitemap(f"{theirs}/dir/s.xml", job, 0.0)
+    (fwd,) = c.sitemap_jobs.found(f"{theirs}/dir/s.xml", job, 0.0)
     assert isinstance(fwd, Forward) and fwd.owner == "p2" and not fwd.relay
     assert len(c.sitemaps) == 0  # the owner tracks it, not us
     other = core("p2", obey_robots=False)
@@ -155,7 +155,7 @@ def test_a_sitemap_goes_to_its_hosts_owner_with_its_depth_and_grants():
 
 def test_a_queued_sitemap_whose_host_moves_is_passed_on_as_a_sitemap():
     c = core(obey_robots=False)
-    c.found_sitemap(f"{A}/s.xml", SitemapJob(0, frozenset([Authority(A)])), 0.0)
+    c.sitemap_jobs.found(f"{A}/s.xml", SitemapJob(0, frozenset([Authority(A)])), 0.0)
     ring = HashRing({"p1": 1.0, "p2": 1.0})
     owner = ring.owner("a.web.test")
     if owner == "p1":
@@ -171,13 +171,13 @@ def test_a_queued_sitemap_whose_host_moves_is_passed_on_as_a_sitemap():
 
 def test_tracker_refusals_and_caps_are_counted_as_drops():
     c = core(obey_robots=False, sitemaps={"max_depth": 1, "max_per_host": 2})
-    assert c.found_sitemap(f"{A}/a.xml", SitemapJob(0), 0.0) == []
-    c.found_sitemap(f"{A}/a.xml", SitemapJob(0), 0.0)           # seen
-    c.found_sitemap(f"{A}/deep.xml", SitemapJob(2), 0.0)        # too deep
-    c.found_sitemap(f"{A}/b.xml", SitemapJob(1), 0.0)
-    c.found_sitemap(f"{A}/c.xml", SitemapJob(0), 0.0)           # host cap
-    c.found_sitemap("ftp://x/y.xml", SitemapJob(0), 0.0)         # no http(s) URL
-    c.found_sitemap("http://out.example/s.xml", SitemapJob(0), 0.0)  # out of scope
+    assert c.sitemap_jobs.found(f"{A}/a.xml", SitemapJob(0), 0.0) == []
+    c.sitemap_jobs.found(f"{A}/a.xml", SitemapJob(0), 0.0)           # seen
+    c.sitemap_jobs.found(f"{A}/deep.xml", SitemapJob(2), 0.0)        # too deep
+    c.sitemap_jobs.found(f"{A}/b.xml", SitemapJob(1), 0.0)
+    c.sitemap_jobs.found(f"{A}/c.xml", SitemapJob(0), 0.0)           # host cap
+    c.sitemap_jobs.found("ftp://x/y.xml", SitemapJob(0), 0.0)         # no http(s) URL
+    c.sitemap_jobs.found("http://out.example/s.xml", SitemapJob(0), 0.0)  # out of scope
     assert dict(c.summary.sitemap_drops) == {"seen": 1, "max_depth": 1, "max_per_host": 1, "bad_url": 1,
                                              "out_of_scope": 1}
     c.summary.sitemaps_fetched = 2
@@ -191,7 +191,7 @@ def test_tracker_refusals_and_caps_are_counted_as_drops():
 
 def test_an_index_makes_child_jobs_one_deeper_with_its_authority_and_parse_problems_count():
     c = core(obey_robots=False)
-    c.found_sitemap(f"{A}/dir/index.xml", SitemapJob(0, frozenset([Authority(B)])), 0.0)
+    c.sitemap_jobs.found(f"{A}/dir/index.xml", SitemapJob(0, frozenset([Authority(B)])), 0.0)
     adm = next_sitemap(c, 0.0)
     body = (f"<sitemapindex><sitemap><loc>{A}/dir/sub/s.xml</loc></sitemap>"
             f"<sitemap><loc>{B}/s.xml</loc></sitemap><sitemap><loc>http://c.web.test/s.xml</loc></sitemap>"
@@ -220,7 +220,7 @@ def test_a_sitemap_robots_txt_disallows_is_not_requested_and_leaves_no_row():
 
 def test_a_failed_sitemap_is_counted_apart_and_a_5xx_retried():
     c = core(obey_robots=False)
-    c.found_sitemap(f"{A}/s.xml", SitemapJob(0), 0.0)
+    c.sitemap_jobs.found(f"{A}/s.xml", SitemapJob(0), 0.0)
     adm = next_sitemap(c, 0.0)
     c.on_sitemap(adm.job, answer(adm.job.url, 503), None, 0.0)
     c.job_ended(adm.job)
@@ -251,7 +251,7 @@ def test_sitemap_seeds_are_found_at_the_start_with_their_location_authority():
 
 def test_a_snapshot_lists_no_sitemap_job():
     c = core(obey_robots=False)
-    c.found_sitemap(f"{A}/s.xml", SitemapJob(0), 0.0)
+    c.sitemap_jobs.found(f"{A}/s.xml", SitemapJob(0), 0.0)
     c.discover(f"{A}/page", 0, 0.0, Origin.LINK)
     assert [u for u, _ in c.snapshot_queue()] == [f"{A}/page"]
 

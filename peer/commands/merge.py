@@ -1,0 +1,87 @@
+"""``python scripts/merge.py`` (``ringcrawl-merge``): the peers' results files merged into one.
+
+The command line of :mod:`peer.results.merge`, which does the merge and
+says what its rules are: the inputs (files, or ``--ring``'s peers), the
+output, and a summary or one ``error:`` line and exit status 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from peer.commands.shell import cli_main
+from peer.errors import ConfigError
+from peer.results.merge import merge, ring_inputs
+from peer.state.configfile import load_config
+
+__all__ = ["main"]
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="merge.py",
+        description=(
+            "Merge the peers' results files (pages.duckdb) into one DuckDB file: one pages row\n"
+            "per URL (the newest fetch wins, its peer kept), distinct links and PID trace rows,\n"
+            "one body per URL, and any items_* extraction tables deduped by URL. A file held\n"
+            "open by a running peer is read from a copy (a snapshot). The output is written to\n"
+            "a temporary file and renamed at the end, so a failed merge leaves nothing behind."
+        ),
+        epilog=(
+            "examples:\n"
+            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb\n"
+            "  python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb\n"
+            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --force --parquet out/\n"
+            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --export 'out/{table}.jsonl'\n"
+            "      (out/pages.jsonl, out/items_book.jsonl, ...; .csv and .parquet too)\n\n"
+            "Each input's stats.json (beside it, in the peer's data_dir) is summed into\n"
+            "OUT's stats file: crawl.duckdb -> crawl.stats.json.\n\n"
+            "Exit status 2 on a usage mistake (no such file, not a DuckDB file, no pages table,\n"
+            "existing output without --force, output among the inputs, bad cluster.toml)."
+        ),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                   help="results files to merge (with --ring: added to the peers' files)")
+    p.add_argument("--ring", type=Path, metavar="cluster.toml",
+                   help="merge <data_dir>/pages.duckdb of every peer listed in this config")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT",
+                   help="the merged DuckDB file to write")
+    p.add_argument("--force", action="store_true", help="overwrite OUT (and parquet files) if present")
+    p.add_argument("--parquet", type=Path, metavar="DIR",
+                   help="also write each merged table to DIR/<table>.parquet")
+    p.add_argument("--export", type=Path, metavar="PATH",
+                   help="also write pages and each items_* table to a file in PATH's format "
+                        "(.jsonl, .csv, .parquet); {table} in PATH is each table's name, "
+                        "else .<table> goes before the extension")
+    p.add_argument("-q", "--quiet", action="store_true",
+                   help="print no summary (warnings and errors still go to stderr)")
+    return p
+
+
+@cli_main
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+
+    def warn(line: str) -> None:
+        print(line, file=sys.stderr)
+
+    files = list(args.files)
+    warc_dirs = None
+    if args.ring is not None:
+        files = ring_inputs(args.ring, warn) + files
+        cfg = load_config(args.ring)
+        warc_dirs = [cfg.data_dir(s.id) / cfg.warc.directory for s in cfg.peers]
+        warc_dirs += [p.parent / "warc" for p in args.files]
+    if not files:
+        raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
+    summary = merge(files, args.output, force=args.force, parquet=args.parquet,
+                    export=args.export, warc_dirs=warc_dirs)
+    for path in summary.snapshots:
+        warn(f"note: {path} is held open by a running peer; merged a copy of it (a snapshot)")
+    if not args.quiet:
+        print("\n".join(summary.lines()))
+    return 0

@@ -1,0 +1,278 @@
+"""The way a URL comes in: every URL the crawl core meets, judged once (pure).
+
+``Discovery`` is a part of ``peer.core.crawl.core.CrawlCore``: it owns the
+seen set (the Bloom filter and its exact sieve, ``peer.core.seen``; the
+driver replaces both on recovery) and judges each URL against the scope,
+the URL rules, the caps and the ring, reaching the rest of the core through
+what it is handed: the limits, the frontier (through ``push``), the jobs'
+redirect hops, the hand-off side (who owns a host, the URLs handed in), a
+sitemap entry's reader and ``pass_on``.
+
+How each origin of a URL treats the Bloom filter (``discover``), once:
+
+============  =========  ===============  =========  =====================================
+origin        normalise  scope, URL caps  host cap   Bloom filter
+============  =========  ===============  =========  =====================================
+SEED          yes        yes              yes        add; already there: drop
+LINK          no [1]     yes              yes        add; already there: drop
+REDIRECT      no [1]     yes              yes        add; already there: drop
+SITEMAP       no [6]     yes              yes        add; already there: drop
+RELAY         yes [2]    yes              yes        add; already there: drop
+ADOPTED       yes [2]    yes              yes        add; already there: drop
+HANDED_BACK   no         no [3]           no         add, queued unless handed as seen [3]
+HANDED_SEEN   no         no               no         add, never queued [4]
+RECOVERED     no         no               no         untouched [5]
+============  =========  ===============  =========  =====================================
+
+[1] ``normalize_link`` made it, with the core's ``params`` (strip_params,
+sort_query), which are applied again (a no-op then). [2] Remote input from a peer or the adopt
+tool. [3] Ours, on its way to a peer now gone (``Outbox.reroute``): it may
+be in our filter already (queued here before its host moved), and nobody
+else took it; unless a previous owner handed it to us as fetched (a link
+forwarded to a leaver that had fetched it, refused by the leaver and
+rerouted here): then it is dropped. [4] Fetched by another peer for a host now ours; if it was
+already in the filter it may be queued here, and its job is dropped when
+it comes up. [5] Recovered from the journal, whose filter holds it.
+[6] ``peer.core.sitemaps.document.parse`` normalised it (a URL a sitemap lists:
+``peer.core.sitemaps.jobs`` rule 4).
+
+A URL with a tail after a space (any origin but LINK and REDIRECT) is a
+sitemap job or a URL with a sitemap's hints (``peer.core.sitemaps.hints``):
+``peer.core.sitemaps.jobs.SitemapJobs.entry`` takes it apart first.
+
+A URL not ours goes to its owner: ``Forward(relay=False)`` for our own
+discoveries (the outbox's recently-forwarded cache may drop a repeat),
+``relay=True`` for URLs we were handed (they may be the only copy).
+
+Refusals: every origin but RECOVERED leaves exactly one verdict for the URL
+it was given, ``Queued``, ``Checking``, ``Forward``, ``Seen`` or
+``Refused``, whose ``Reason`` says which step said no, in the order above:
+``BAD_URL``, then ``HOST`` or ``DEPTH`` (the scope; the host named first
+when both refuse), ``EXTENSION`` or ``RULES``, ``URL_LENGTH`` or
+``PATH_REPEAT``, ``URLS_PER_HOST`` or ``GIVEN_UP`` (a URL queued before is
+``SEEN``, no drop), ``SEEN``. A URL with a sitemap's tail is the sitemaps'
+part's: a URL with hints gets its verdict here, but a sitemap job queued
+or refused there leaves none (it is never journaled, ``peer.core.sitemaps.jobs``
+rules 3 and 5), nor does a malformed tail (a sitemap drop). ``python -m
+peer try`` shows the reason as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import TYPE_CHECKING
+
+from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued, Reason, Refused, Seen
+from peer.core.crawl.limits import Cap
+from peer.core.seen.sieve import Verdict as SeenVerdict
+from peer.core.urls.normalize import host_key, normalize
+from peer.core.urls.rules import Cause, UrlRules
+from peer.errors import URLError
+
+if TYPE_CHECKING:
+    from peer.core.config.sites import SiteSettings
+    from peer.core.crawl.jobs import Jobs
+    from peer.core.crawl.limits import Limits
+    from peer.core.handoff.moves import Handoffs, PassOn
+    from peer.core.run.stats import Summary
+    from peer.core.seen.bloom import BloomFilter
+    from peer.core.seen.sieve import SeenSieve, SieveBatch
+    from peer.core.urls.rules import Judgement, ParamRules
+    from peer.core.urls.scope import Scope
+
+__all__ = ["Discovery"]
+
+# Most links are refused (seen, or another site's): the refusal's cost is
+# the link's. Measured on this repo's 2-core box, a NamedTuple is made in
+# ~200 ns by its own __new__ (a Python function) and in ~125 ns by
+# tuple.__new__; a frozen dataclass takes ~300 ns; and reading an enum
+# member off its class (Reason.SEEN) ~70 ns against ~7 for a module global.
+_new = tuple.__new__
+_SEEN, _HOST, _DEPTH, _BAD_URL = Reason.SEEN, Reason.HOST, Reason.DEPTH, Reason.BAD_URL
+_PENDING = SeenVerdict.PENDING
+# The refusals of the URL rules and of the caps, by the cause or cap that
+# decided (an enum's call by value costs ~0.3 µs), and back for the counts.
+_EXCLUDED = {Cause.EXTENSION: Reason.EXTENSION, Cause.RULE: Reason.RULES}
+_CAPPED = {Cap.URL_LENGTH: Reason.URL_LENGTH, Cap.PATH_REPEAT: Reason.PATH_REPEAT,
+           Cap.URLS_PER_HOST: Reason.URLS_PER_HOST, Cap.GIVEN_UP: Reason.GIVEN_UP}
+_CAUSES = {v: k for k, v in _EXCLUDED.items()}
+_CAPS = {v: k for k, v in _CAPPED.items()}
+_NO_RULES = UrlRules()
+
+
+class Discovery:
+    """The way in of ``CrawlCore`` (module docstring)."""
+
+    __slots__ = ("bloom", "sieve", "_me", "_scope", "_urlrules", "_params", "_sites", "_limits", "_summary",
+                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry")
+
+    def __init__(self, me: str, *, bloom: BloomFilter, sieve: SeenSieve, scope: Scope, urlrules: UrlRules,
+                 params: ParamRules | None, sites: SiteSettings, limits: Limits, summary: Summary,
+                 jobs: Jobs, handoffs: Handoffs, push: Callable[[str, str, int, float], None],
+                 pass_on: PassOn, entry: Discover) -> None:
+        #: The seen set: every URL queued, forwarded to us, or handed in (``CrawlCore.bloom``).
+        self.bloom = bloom
+        #: The exact seen set's policy behind the Bloom filter (peer/core/seen/sieve.py).
+        self.sieve = sieve
+        self._me = me
+        self._scope = scope
+        self._urlrules = urlrules
+        self._params = params
+        self._sites = sites
+        self._limits = limits
+        self._summary = summary
+        self._jobs = jobs
+        self._handoffs = handoffs
+        self._push = push
+        self._pass_on = pass_on
+        self._entry = entry
+
+    def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
+                 host: str | None = None) -> list[Effect]:
+        """A URL arrives from ``origin``; see the module table for each origin's path.
+
+        ``host``: the URL's ``host_key`` when the caller knows it (never for
+        the origins that normalise the URL first); else it is computed here,
+        once, and travels on with the URL (``Forward.host``).
+        """
+        if " " in url:
+            # A tail after the URL: a sitemap job or a sitemap's hints (peer/core/sitemaps/hints.py).
+            return self._entry(url, depth, now, origin, hops)
+        if origin is Origin.HANDED_SEEN:
+            host = host or host_key(url)
+            self.sieve.add(url, now)
+            self._handoffs.handed_in(url, host, queued=not self.bloom.add(url))
+            return [Seen(url)]
+        if origin is Origin.HANDED_BACK:
+            host = host or host_key(url)
+            if self._handoffs.owner(host) != self._me:
+                return self.discover(url, depth, now, Origin.RELAY)
+            if self._handoffs.was_handed_in(url):
+                return [Refused(url, _SEEN)]  # fetched by the host's previous owner, which handed it over [3]
+            self.bloom.add(url)
+            self.sieve.add(url, now)
+            self._push(url, host, depth, now)
+            self._limits.queued(host)
+            return [Queued(url, depth)]
+        if origin is Origin.RECOVERED:
+            host = host or host_key(url)
+            owner = self._handoffs.owner(host)
+            # Already in the Bloom filter; the sieve may have lost its hash
+            # with the batch open at the crash (peer/state/sievefile.py).
+            self.sieve.add(url, now)
+            out: list[Effect] = []
+            if owner == self._me:
+                self._push(url, host, depth, now)
+                self._limits.queued(host)
+            else:
+                self._pass_on(url, depth, owner, host, out)
+            return out
+        relay = origin is Origin.RELAY or origin is Origin.ADOPTED
+        params = self._params
+        if relay or origin is Origin.SEED:
+            try:
+                url = normalize(url, params)
+            except URLError:
+                return self._refuse(url, _BAD_URL)
+            host = None  # the normalised URL's, below
+        elif params is not None:
+            # normalize_link with the same rules made it, unless a link source
+            # forgot them: the seen set must never hold two spellings [1].
+            url = params.clean(url)
+        if host is None:
+            try:
+                host = host_key(url)
+            except URLError:
+                return self._refuse(url, _BAD_URL)
+        scope = self._scope
+        if not scope.allows(url, depth, host=host):
+            # Which of its two tests said no, asked only here: the host's
+            # (named first when both refuse), unless the depth's alone.
+            deep = scope.max_depth and depth > scope.max_depth
+            return self._refuse(url, _DEPTH if deep and scope.allows_host(host) else _HOST)
+        rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules  # as url_rules
+        if rules:
+            cause = rules.excluded(url)
+            if cause is not None:
+                return self._refuse(url, _EXCLUDED[cause])  # peer/core/urls/rules.py: rules, skip_extensions
+        limits = self._limits
+        cap = limits.check_url(url)
+        if cap is not None:
+            return self._refuse(url, _CAPPED[cap])  # too long, or a repeating path: the same verdict at any peer
+        ring = self._handoffs.ring
+        if ring is not None:
+            owner = ring.owner(host)
+            if owner != self._me:
+                # A URL we were handed (relay) must not be dropped by the
+                # sender's "recently forwarded" cache: it may be the only copy.
+                return [Forward(url, depth, owner, relay, host)]
+        cap = limits.admit(host)
+        if cap is not None:
+            # Not put in the Bloom filter (a link farm would fill it); a URL
+            # queued before is no drop.
+            return self._refuse(url, _SEEN if url in self.bloom else _CAPPED[cap])
+        if not self.bloom.add(url):
+            # "Maybe seen": final below bloom.disk_after, else the URL waits
+            # for the exact sieve (peer/core/seen/sieve.py). It is journaled now, before
+            # its page's row (peer/state/journal.py rule 1), as a URL recovery judges
+            # again (Checking): not as queued, since it may be a duplicate of
+            # one queued here, whose record a "done" would then cancel.
+            if self.sieve.check(url, host, depth, hops, now) is _PENDING:
+                return [Checking(url, depth)]
+            return [_new(Refused, (url, _SEEN))]  # counted by the seen set (SeenSieve.stats)
+        self.sieve.add(url, now, direct=True)
+        self.sieve.note_size(self.bloom.count)
+        limits.queued(host)
+        if hops:
+            self._jobs.set_hops(url, hops)
+        self._push(url, host, depth, now)
+        return [Queued(url, depth)]
+
+    def _refuse(self, url: str, reason: Reason) -> list[Effect]:
+        """The one place a refusal is counted (``Reason``'s docstring says where)."""
+        if reason is _HOST or reason is _DEPTH:
+            self._summary.out_of_scope += 1
+        elif reason in _CAUSES:
+            self._summary.excluded[_CAUSES[reason]] += 1
+        elif reason in _CAPS:
+            self._limits.dropped(_CAPS[reason])
+        return [_new(Refused, (url, reason))]
+
+    def url_rules(self, url: str) -> UrlRules:
+        """The URL rules in force for ``url``'s host, as ``discover`` reads them: its [[site]] block's, or the global ones."""
+        if not self._sites:
+            return self._urlrules
+        try:
+            host = host_key(url)
+        except URLError:
+            return self._urlrules
+        return self._sites.for_host(host).urlrules or _NO_RULES
+
+    def judge(self, url: str) -> Judgement:
+        """What the URL rules in force say of ``url`` (its parameters cleaned), and which rule decided."""
+        clean = self._params.clean(url) if self._params is not None else url
+        return self.url_rules(clean).judge(clean)
+
+    def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[Effect]:
+        """The sieve's answer for ``batch``: new URLs are queued after all; duplicates are dropped."""
+        out: list[Effect] = []
+        owner_of, me = self._handoffs.owner, self._me
+        for p in self.sieve.verdicts(batch, new, now):
+            owner = owner_of(p.host)
+            if owner != me:
+                out.append(Forward(p.url, p.depth, owner, True, p.host))  # its host moved while it waited
+                continue
+            # Into the sieve with the next batch, after this Queued is
+            # committed: the sieve never holds a URL the journal does not.
+            self.sieve.add(p.url, now)
+            out.append(Queued(p.url, p.depth))
+            self._limits.queued(p.host)
+            if p.hops:
+                self._jobs.set_hops(p.url, p.hops)
+            self._push(p.url, p.host, p.depth, now)
+        return out
+
+    def sieve_readd(self, urls: Iterable[str], now: float) -> None:
+        """Hashes the sieve may have lost in a crash (the recovered journal's rows)."""
+        for url in urls:
+            self.sieve.add(url, now)

@@ -1,0 +1,193 @@
+"""What a peer keeps on disk, as its core sees it: the recovered state, a snapshot's view, the seen set (pure).
+
+A part of ``peer.core.peer.PeerCore`` (its ``disk``): the driver's files
+(``peer.state``: the journal, snapshots, the spill store, the exact seen
+set's runs, the cookie jar's file; the ``fetches`` table) are written and
+read by the engine, and this part is the core's side of each, so that the
+engine reaches the crawl core and the ring node through nothing else.
+Where the disk must hold something before what follows, the list it
+returns says so with a ``Commit`` (``peer.core.peer`` rule 1d, 1g):
+
+- ``restore(recovered)`` before the journal begins again (the seen set,
+  the page count, the grants); ``resume(recovered, starts)`` once the ring
+  is joined, then ``Commit``;
+- ``attach_spill``, ``flush_tails``, ``snapshot_view``, ``counters``: the
+  spill store and what a snapshot writes;
+- ``sieve_take`` (``Commit`` first: every hash the sieve's files will hold
+  has its journal record), ``sieve_verdicts`` (then ``Commit``),
+  ``sieve_readd``, ``sieve_off``;
+- the cookie jar's records, a continuous crawl's earlier visits.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Protocol
+
+from peer.core.crawl.core import CrawlCore
+from peer.core.crawl.decisions import Effect, Origin
+from peer.core.effects import Commit, PeerEffect
+from peer.core.frontier.spillqueue import SpillStore
+from peer.core.seen.bloom import BloomFilter
+from peer.core.seen.sieve import SieveBatch
+from ring.budget import Grants, grants_from_counters, grants_to_counters
+from ring.node import RingNode
+
+__all__ = ["Persistence", "Resumable", "SnapshotView"]
+
+
+class Resumable(Protocol):
+    """What a recovered crawl state gives back (``peer.state.recovery.Recovered`` is one)."""
+
+    @property
+    def bloom(self) -> BloomFilter: ...
+    @property
+    def counters(self) -> dict[str, float]: ...
+    @property
+    def queued(self) -> dict[str, int]: ...
+    @property
+    def forwards(self) -> list[tuple[str, int]]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class SnapshotView:
+    """One moment's state for a snapshot written off the loop (journal rule 4)."""
+
+    bloom: BloomFilter                   # a copy: the crawl goes on adding to its own
+    queued: list[tuple[str, int]]        # with a spill store: the heads, and the jobs in flight
+    forwards: list[tuple[str, int]]      # the Outbox's unacked URLs
+    counters: dict[str, float]
+
+
+class Persistence:
+    """The core's side of a peer's files (module docstring).
+
+    ``node()`` is the ring node (None alone); ``routed`` puts the crawl's
+    effects through the peer core (their Forwards into the Outbox).
+    """
+
+    def __init__(self, crawl: CrawlCore, node: Callable[[], RingNode | None],
+                 routed: Callable[[Iterable[Effect], float], list[PeerEffect]]) -> None:
+        self._crawl = crawl
+        self._node = node
+        self._routed = routed
+        #: Whether a crawl on disk was resumed, and the max_pages grants its former process gave.
+        self.resumed = False
+        self.resumed_grants: Grants = ()
+
+    # -- the state recovered ------------------------------------------------------------
+
+    def restore(self, rec: Resumable) -> None:
+        """A recovered state's seen set and counters, before the journal begins again."""
+        crawl = self._crawl
+        crawl.bloom = rec.bloom
+        # The file holds the policy it was written with; the config now in
+        # force decides (an operator raises max_capacity and restarts).
+        b = crawl.cfg.bloom
+        crawl.bloom.set_policy(b.growth, b.max_capacity)
+        crawl.requested = int(rec.counters.get("pages", 0))
+        # What this peer gave of the max_pages budget (ring.budget): never spent again.
+        self.resumed_grants = grants_from_counters(rec.counters)
+        self.resumed = True
+
+    def resume(self, rec: Resumable, starts: Iterable[tuple[str, float]], now: float, *,
+               wall: float) -> list[PeerEffect]:
+        """Put a recovered queue back: ours into the frontier, the rest to its owners; then Commit (1g).
+
+        ``starts``: the hosts' request starts of the last ceiling horizon, in
+        epoch seconds (the engine's rule 9).
+        """
+        crawl, routed = self._crawl, self._routed
+        # The spilled queues first: they came before what the journal queued.
+        out = routed(crawl.resume_spilled(now), now)
+        for url, depth in rec.queued.items():
+            out += routed(crawl.discover(url, depth, now, Origin.RECOVERED), now)
+        for url, depth in rec.forwards:
+            # Like any URL handed to us: to its owner, or through our Bloom filter.
+            out += routed(crawl.discover(url, depth, now, Origin.RELAY), now)
+        crawl.seed_starts(starts, now, now - wall)
+        out.append(Commit())
+        return out
+
+    # -- the spill store and snapshots --------------------------------------------------
+
+    def attach_spill(self, spill: SpillStore, head_per_host: int) -> None:
+        """Keep at most ``head_per_host`` URLs a host in RAM, the rest in ``spill`` (frontier rule 9)."""
+        self._crawl.frontier.set_spill(spill, head_per_host)
+
+    def flush_tails(self) -> None:
+        """Hand every host's tail to the spill store, before it is checkpointed."""
+        self._crawl.frontier.flush_tails()
+
+    def counters(self) -> dict[str, float]:
+        """What a snapshot and the journal's last record keep: the page count and the grants."""
+        node = self._node()
+        grants = node.membership.me.grants if node is not None else self.resumed_grants
+        return {"pages": self._crawl.requested, **grants_to_counters(grants)}
+
+    def snapshot_view(self) -> SnapshotView:
+        """One moment's state for a snapshot; the spill store's tails flushed (its checkpoint next)."""
+        crawl, node = self._crawl, self._node()
+        view = SnapshotView(copy.deepcopy(crawl.bloom), crawl.snapshot_queue(),
+                            node.outbox.queued().urls if node is not None else [], self.counters())
+        self.flush_tails()  # so the store and the heads hold the whole queue
+        return view
+
+    # -- the exact seen set's files (peer.core.seen.sieve) --------------------------------
+
+    def sieve_off(self) -> None:
+        """No disk sieve (numpy missing): the seen set stays a Bloom filter alone."""
+        sieve = self._crawl.sieve
+        sieve.disk_after = 2**63
+        sieve.exact = False
+
+    @property
+    def sieve_exact(self) -> bool:
+        return bool(self._crawl.sieve.exact)
+
+    def sieve_readd(self, urls: Iterable[str], now: float) -> None:
+        """The hashes of the rows a resume put back, which the sieve's files may lack."""
+        crawl = self._crawl
+        crawl.sieve_readd(urls, now)
+        crawl.sieve.note_size(crawl.bloom.count)
+
+    def sieve_due_at(self) -> float | None:
+        return self._crawl.sieve.due_at()
+
+    def sieve_kicked(self) -> bool:
+        """Whether a sieve batch filled since last asked (its loop should look now)."""
+        return self._crawl.sieve.take_kick()
+
+    def sieve_take(self, now: float) -> tuple[SieveBatch | None, list[PeerEffect]]:
+        """A batch for the sieve's files, and the Commit that comes before they hold it (1d)."""
+        return self._crawl.sieve.take(now), [Commit()]
+
+    def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[PeerEffect]:
+        """The files' answers for ``batch``: the new URLs queued, then Commit (1d)."""
+        return [*self._routed(self._crawl.sieve_verdicts(batch, new, now), now), Commit()]
+
+    # -- the cookie jar's file, a continuous crawl's visits ----------------------------
+
+    def cookie_changes(self) -> int:
+        """Grows with every change of the jar (0 without one)."""
+        jar = self._crawl.cookies
+        return 0 if jar is None else jar.changes
+
+    def cookie_records(self) -> list[list[object]]:
+        jar = self._crawl.cookies
+        return [] if jar is None else jar.records()
+
+    def restore_cookies(self, records: Iterable[object], wall: float) -> tuple[int, int]:
+        """A resumed jar: (cookies kept, their hosts)."""
+        jar = self._crawl.cookies
+        if jar is None:
+            return 0, 0
+        kept = jar.restore(records, wall)
+        return kept, len(jar.hosts())
+
+    def restore_visits(self, rows: list[tuple[object, ...]], now: float, wall: float) -> int:
+        """Schedule the pages of earlier runs from their last ``fetches`` rows (recrawl rule 7)."""
+        rc = self._crawl.recrawl
+        return 0 if rc is None else rc.restore(rows, now, wall)
