@@ -9,7 +9,7 @@
   ``peer``, ``ring`` and ``localweb``, its layer (by folder, the same rule
   tests/project/test_purity.py checks) and the first line of its docstring.
 
-Each page carries its table between two marker comments; tests/core/test_config.py
+Each page carries its table between two marker comments; tests/project/test_reference.py
 and tests/project/test_docs.py fail until what lies between them is exactly what this
 prints, so after adding a key or a module, run it with --write.
 """

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/sim_polite.py [--window 60] [--hosts 9]
 
-Runs localweb/sims/politeness.py, the simulation tests/core/test_politeness.py checks, and
+Runs localweb/sims/politeness.py, the simulation tests/e2e/test_politeness.py checks, and
 prints per rate and host concurrency:
 
 - the worst requests any host got in any 1 s and any 5 s window (sliding),

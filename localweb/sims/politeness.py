@@ -11,7 +11,7 @@ asking its DNS cache) or right after the host's first start.
 
 The oracle is the server's own request log, as in the end-to-end tests:
 :func:`max_in_window` over it checks the ceilings, :func:`rate_between` the
-rate a site saw. Pure Python, no clock: tests/core/test_politeness.py and
+rate a site saw. Pure Python, no clock: tests/e2e/test_politeness.py and
 scripts/sim_polite.py run the same code.
 
 The PID's own test host is here too (its last section): one host answered

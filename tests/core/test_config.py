@@ -1,14 +1,17 @@
-"""peer.core.config.cluster: cluster.toml parsing, defaults, and one clear line per mistake."""
+"""peer.core.config.cluster: cluster.toml parsing, defaults, and one clear line per mistake (pure: text in).
+
+The sections are declared in peer.core.config.sections, each key with
+peer.core.config.keys; two live in modules of their own, peer.core.config.sitemaps
+and peer.core.config.warc, tested at the end.
+
+Reading the file is tested in tests/edges/test_configfile.py, the command line's
+exit 2 in tests/e2e/test_cli.py, and the docs and the shipped cluster.toml against
+the declarations in tests/project/test_reference.py.
+"""
 
 import dataclasses
-import importlib.util
-import re
-import sys
-from pathlib import Path
 
 import pytest
-
-from clirun import Result, run_main
 
 from peer.core.config.cluster import (
     SECTIONS,
@@ -19,10 +22,7 @@ from peer.core.config.cluster import (
     reference,
 )
 from peer.core.config.sites import SiteBlock
-from peer.state.configfile import load_config
 from peer.errors import ConfigError
-
-ROOT = Path(__file__).resolve().parents[2]
 
 MINIMAL = """
 [[peer]]
@@ -39,16 +39,6 @@ def error_of(text: str) -> ConfigError:
     with pytest.raises(ConfigError) as info:
         parse(text)
     return info.value
-
-
-def test_shipped_cluster_toml_is_a_3_peer_ring_on_loopback():
-    cfg = load_config(ROOT / "cluster.toml")
-    assert [p.id for p in cfg.peers] == ["p1", "p2", "p3"]
-    assert all(p.address.startswith("tcp://127.0.0.1:") for p in cfg.peers)
-    assert cfg.ring.name == "demo"
-    assert cfg.crawl.seeds == ("http://s001.web.test:8080/",)
-    assert cfg.dns.resolve == {"*.web.test": "127.0.0.1"}
-    assert cfg.data_dir("p2") == ROOT / "data" / "p2"
 
 
 def test_defaults_fill_every_missing_key():
@@ -290,72 +280,13 @@ def test_invalid_toml_names_the_file():
     assert str(err).startswith("/etc/rc/cluster.toml: is not valid TOML")
 
 
-def test_missing_file(tmp_path):
-    with pytest.raises(ConfigError) as info:
-        load_config(tmp_path / "nope.toml")
-    assert str(info.value) == f"{tmp_path / 'nope.toml'}: no such file (pass --ring PATH to a cluster.toml)"
-
-
-def test_directory_and_binary_file(tmp_path):
-    with pytest.raises(ConfigError, match="is a directory"):
-        load_config(tmp_path)
-    bad = tmp_path / "bin.toml"
-    bad.write_bytes(b"\xff\xfe\x00")
-    with pytest.raises(ConfigError, match="is not UTF-8"):
-        load_config(bad)
-
-
 def test_unknown_peer_id_lists_known_ones():
     cfg = parse(MINIMAL)
     with pytest.raises(ConfigError, match=r"no peer with id 'p9' \(known: p1\)"):
         cfg.peer("p9")
 
 
-# --- the command line: exit 2, one line, no traceback ---------------------------
-
-
-def run_peer(*args: str) -> Result:
-    """``python -m peer ARGS`` in this process (tests/support/clirun.py); the real entry point is
-    tests/edges/test_errors.py's."""
-    from peer.commands.cli import main
-
-    return run_main(main, args)
-
-
-def test_cli_bad_config_is_one_line_and_exit_2(tmp_path):
-    bad = tmp_path / "cluster.toml"
-    bad.write_text(MINIMAL + "[crawl]\nconcurency = 8\n")
-    res = run_peer("--ring", str(bad), "--check")
-    assert res.returncode == 2
-    assert res.stderr == f"error: {bad}: crawl.concurency: unknown key; did you mean 'concurrency'?\n"
-    assert "Traceback" not in res.stderr
-
-
-def test_cli_missing_file_exit_2(tmp_path):
-    res = run_peer("--ring", str(tmp_path / "x.toml"), "--check")
-    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no such file" in res.stderr
-
-
-def test_cli_unknown_id_exit_2():
-    res = run_peer("--ring", str(ROOT / "cluster.toml"), "--id", "p7", "--check")
-    assert res.returncode == 2 and "no peer with id 'p7'" in res.stderr
-
-
-def test_cli_check_describes_the_ring():
-    res = run_peer("--ring", str(ROOT / "cluster.toml"), "--id", "p2", "--check")
-    assert res.returncode == 0, res.stderr
-    assert "ring 'demo', 3 peer(s)" in res.stdout
-    assert re.search(r"^ \* p2 ", res.stdout, re.M)
-
-
-def test_cli_help_documents_every_option():
-    res = run_peer("--help")
-    assert res.returncode == 0
-    for opt in ("--ring", "--id", "--check", "--fresh", "--yes", "--progress", "--log-level"):
-        assert opt in res.stdout
-
-
-# --- the documentation cannot drift from the code --------------------------------
+# --- the reference table is every field -------------------------------------------
 
 
 def all_keys() -> list[str]:
@@ -368,53 +299,6 @@ def test_reference_covers_every_field():
         expected |= {f"{name}.{f.name}" for f in dataclasses.fields(cls)}
     expected |= {f"site.{f.name}" for f in dataclasses.fields(SiteBlock)}
     assert set(all_keys()) == expected
-
-
-def _generated_docs():
-    """scripts/generated_docs.py as a module: the tables it prints and their markers."""
-    spec = importlib.util.spec_from_file_location("generated_docs", ROOT / "scripts" / "generated_docs.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclass looks its module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_docs_config_reference_lists_every_key_with_its_default():
-    page = (ROOT / "docs" / "configuration.md").read_text()
-    for key, kind, default, doc in reference():
-        row = f"| `{key}` | {kind} | `{default}` | {doc} |"
-        assert row in page, f"docs/configuration.md config reference is missing or stale for {key}: {row}"
-
-
-def test_docs_config_reference_is_the_generated_table_verbatim():
-    script = _generated_docs()
-    page = (ROOT / "docs" / "configuration.md").read_text()
-    assert script.config_table() in page
-    assert script.CONFIG.current(page) == script.config_table(), (
-        "docs/configuration.md's config reference is not current: run python scripts/config_reference.py --write"
-    )
-
-
-def test_config_reference_write_replaces_a_stale_table(tmp_path):
-    script = _generated_docs()
-    block, table = script.CONFIG, script.config_table()
-    page = tmp_path / "configuration.md"
-    page.write_text(f"# Configuration\n\n{block.start}\n| `ring.gone` | x | `0` | stale |\n{block.end}\n\n## After\n")
-    assert block.current(page.read_text()) != table
-    assert block.write(table, page) is True
-    text = page.read_text()
-    assert block.current(text) == table
-    assert "ring.gone" not in text and text.endswith(f"{block.end}\n\n## After\n")
-    assert block.write(table, page) is False
-
-
-def test_cluster_toml_mentions_every_key_with_a_comment():
-    text = (ROOT / "cluster.toml").read_text()
-    for key in all_keys():
-        name = key.split(".", 1)[1]
-        assert re.search(rf"^{re.escape(name)} = .*#", text, re.M) or re.search(
-            rf"^#.*\n{re.escape(name)} = ", text, re.M
-        ), f"cluster.toml has no commented line for {key}"
 
 
 @pytest.mark.parametrize("gain", ["kp", "ki", "kd"])
@@ -430,3 +314,32 @@ def test_metrics_address_is_host_and_port_or_empty():
         err = error_of(MINIMAL + f'metrics_address = "{bad}"\n')
         assert err.key == "peer[0].metrics_address", bad
         assert "host:port such as '127.0.0.1:9101'" in err.message and repr(bad) in err.message
+
+
+# --- sections in modules of their own: [sitemaps], [warc] (declared with peer.core.config.keys) ---
+
+
+def test_the_sitemaps_section_defaults_to_the_protocol_s_limits_and_names_a_bad_seed():
+    from peer.core.sitemaps.document import SitemapLimits
+
+    cfg = parse(MINIMAL)
+    assert cfg.sitemaps.from_robots and cfg.sitemaps.seeds == ()
+    assert cfg.sitemaps.limits() == SitemapLimits()  # 50,000 URLs and 50 MiB a file
+    cfg = parse(MINIMAL + '[sitemaps]\nseeds = ["http://a.test/sitemap.xml"]\nmax_urls = 10\nmax_depth = 0\n')
+    assert cfg.sitemaps.seeds == ("http://a.test/sitemap.xml",) and cfg.sitemaps.limits().max_urls == 10
+    err = error_of(MINIMAL + '[sitemaps]\nseeds = ["not a url"]\n')
+    assert err.key == "sitemaps.seeds" and "'not a url' is not one" in err.message
+    assert error_of(MINIMAL + "[sitemaps]\nmax_depth = -1\n").key == "sitemaps.max_depth"
+
+
+def test_the_warc_section_reads_its_enums_from_strings_and_checks_what_code_builds_too():
+    from peer.core.config.warc import OverMaxBody, WarcConfig
+    from peer.core.warc.record import DigestAlgorithm
+
+    cfg = parse(MINIMAL + '[warc]\nenabled = true\ndigest = "sha256"\nover_max_body = "skip"\n').warc
+    assert cfg.enabled and cfg.algorithm is DigestAlgorithm.SHA256 and cfg.over_body is OverMaxBody.SKIP
+    err = error_of(MINIMAL + '[warc]\ndigest = "md5"\n')
+    assert err.key == "warc.digest" and "sha1" in err.message
+    assert error_of(MINIMAL + "[warc]\ngzip_level = 10\n").key == "warc.gzip_level"
+    with pytest.raises(ValueError, match="gzip_level"):
+        WarcConfig(gzip_level=10)

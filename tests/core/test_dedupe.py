@@ -1,4 +1,7 @@
-"""Duplicate verdicts: exact by digest (first URL wins), near by band owners, timeouts (peer.core.dedupe.verdicts)."""
+"""Duplicate verdicts: exact by digest (first URL wins), near by band owners, timeouts (peer.core.dedupe.verdicts).
+
+The digest table is peer.core.dedupe.digests, the section peer.core.config.dedupe.
+"""
 
 from __future__ import annotations
 

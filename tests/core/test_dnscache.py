@@ -1,4 +1,4 @@
-"""DNS cache policy: TTLs, negative entries, LRU, static overrides, merging, counters."""
+"""DNS cache policy (peer.core.dns.cache): TTLs, negative entries, LRU, static overrides, merging, counters."""
 
 from hypothesis import given, settings
 from hypothesis import strategies as st

@@ -1,5 +1,6 @@
 """The per-host frontier: the gate, concurrency, FIFO, requeue, hand-off, memory, and a stateful model of it all
-(peer/core/frontier/frontier.py, peer/core/frontier/scheduler.py; pacing, per-IP budgets and the census have their own files)."""
+(peer/core/frontier/frontier.py, peer/core/frontier/scheduler.py, and the per-host record they share,
+peer/core/frontier/hoststate.py; pacing, per-IP budgets and the census have their own files)."""
 
 from collections import deque
 
@@ -254,7 +255,7 @@ def test_a_first_window_whose_queue_ran_dry_is_not_a_sample():
 
 # ----------------------------------------------------- stateful property
 
-#: The politeness a machine run draws (tests/core/test_spill.py's machine draws the same, and a head size).
+#: The politeness a machine run draws (tests/core/test_spillqueue.py's machine draws the same, and a head size).
 MACHINE_SETUP = dict(
     rate=st.sampled_from([0.0, 30.0, 600.0]),
     window=st.sampled_from([5.0, 60.0]),

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import re
+import sys
 import textwrap
+import types
 
 import pytest
 from hypothesis import given, settings
@@ -458,12 +460,17 @@ def rows(url, html, tree):
 
 
 @pytest.fixture
-def user_cfg(tmp_path, monkeypatch) -> ExtractConfig:
-    pkg = tmp_path / "rcuser5"
-    pkg.mkdir()
-    (pkg / "__init__.py").write_text("")
-    (pkg / "scrape.py").write_text(USER_MODULE)
-    monkeypatch.syspath_prepend(str(tmp_path))
+def user_cfg(monkeypatch) -> ExtractConfig:
+    # The user's package rcuser5 with its module scrape.py, as an import of it
+    # leaves them in sys.modules (built in memory: the import of a file is
+    # Python's; what is tested is that extract.module names a function).
+    pkg = types.ModuleType("rcuser5")
+    pkg.__path__ = []
+    scrape = types.ModuleType("rcuser5.scrape")
+    exec(compile(USER_MODULE, "rcuser5/scrape.py", "exec"), scrape.__dict__)
+    pkg.scrape = scrape
+    monkeypatch.setitem(sys.modules, "rcuser5", pkg)
+    monkeypatch.setitem(sys.modules, "rcuser5.scrape", scrape)
     return extract_cfg("""
         [extract]
         module = "rcuser5.scrape:rows"

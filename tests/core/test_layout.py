@@ -5,12 +5,13 @@ from pathlib import Path
 from peer.core.run.layout import DataDir, StateFile
 
 
-def test_the_data_dir_names_its_files_as_the_readme_does(tmp_path: Path) -> None:
-    d = DataDir(tmp_path / "p1")
-    assert d.results == tmp_path / "p1" / "pages.duckdb"
-    assert d.results_wal == tmp_path / "p1" / "pages.duckdb.wal"
-    assert d.state == tmp_path / "p1" / "state"
-    assert DataDir(str(tmp_path)).root == tmp_path  # a str from cluster.toml is a Path
+def test_the_data_dir_names_its_files_as_the_readme_does() -> None:
+    root = Path("/srv/ringcrawl")  # names only: nothing is created or read
+    d = DataDir(root / "p1")
+    assert d.results == root / "p1" / "pages.duckdb"
+    assert d.results_wal == root / "p1" / "pages.duckdb.wal"
+    assert d.state == root / "p1" / "state"
+    assert DataDir(str(root)).root == root  # a str from cluster.toml is a Path
 
 
 def test_state_file_names_round_trip() -> None:

@@ -1,4 +1,12 @@
-"""Continuous crawling's cores: revisit intervals, the due queue, the host's budget mix, the fetches table."""
+"""Continuous crawling's cores: revisit intervals, the due queue, the host's budget mix, on simulated time.
+
+peer.core.revisit.policy (intervals, changes, validators), peer.core.revisit.duequeue,
+peer.core.revisit.hostmix and the ``[revisit]`` section, peer.core.config.revisit;
+the schedule that composes them (peer.core.revisit.recrawl) is tested in
+tests/e2e/test_recrawl.py with a crawl that uses it.
+
+The fetches table they are restored from is tested in tests/edges/test_fetches.py.
+"""
 
 from __future__ import annotations
 
@@ -26,7 +34,6 @@ from peer.core.revisit.policy import (
 )
 from peer.core.sitemaps.document import ChangeFreq
 from peer.core.sitemaps.hints import UrlHints
-from peer.results.fetches import FETCHES, FETCHES_DDL, FETCHES_INDEX_DDL
 
 H = 3600.0
 CFG = RevisitConfig(enabled=True, min_interval=60.0, max_interval=10 * H, initial_interval=H, jitter=0.0)
@@ -356,20 +363,3 @@ def test_simulated_host_shares_its_starts_while_new_urls_wait() -> None:
     n = len(res.requests)
     # New URLs waited the whole run, revisits nearly all of it: about half each.
     assert abs(res.kinds[Kind.REVISIT] - n * spec.config.revisit_share) <= 0.05 * n
-
-
-# ---------------------------------------------------------------------------
-# The fetches table
-
-
-def test_fetches_ddl_creates_the_documented_columns() -> None:
-    duckdb = pytest.importorskip("duckdb")
-    con = duckdb.connect()
-    con.execute(FETCHES_DDL)
-    con.execute(FETCHES_INDEX_DDL)
-    cols = con.execute("SELECT column_name, data_type FROM information_schema.columns "
-                       "WHERE table_name = 'fetches' ORDER BY ordinal_position").fetchall()
-    assert cols == [(name, kind) for name, kind, _ in FETCHES]
-    assert all(doc for _, _, doc in FETCHES)
-    values = {c.value for c in Change}
-    assert values <= set(FETCHES[[n for n, _, _ in FETCHES].index("change")][2].replace(",", "").split())

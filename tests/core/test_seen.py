@@ -1,24 +1,20 @@
-"""peer.core.seen.sieve (the sieve's policy, sync), peer.state.sievefile (its runs) and the crawl that uses them."""
+"""peer.core.seen.sieve: the sieve's policy and the crawl core that uses it, driven synchronously.
+
+Its runs on disk (peer.state.sievefile) are tested in tests/edges/test_sievefile.py,
+a crawl through it in tests/e2e/test_seenweb.py.
+"""
 
 from __future__ import annotations
 
 import random
-from collections import Counter
-from pathlib import Path
 
-import numpy as np
 import pytest
-import trio
-from localweb import SiteGraph, serve_webfarm
 
-import peer.state.sievefile as sievefile
 from peer.core.crawl.core import Checking, CrawlCore, Finished, Forward, Origin, Queued, Reason, Refused, Sleep
-from peer.errors import StateError
 from peer.core.seen.sieve import MERGE_RATIO, SeenSieve, Verdict, plan_merge, url_hash
 from peer.state.sievefile import SieveFiles
 from ring.hashring import HashRing
-from test_crawl import config
-from tests.e2e.test_engine import crawl, make_config
+from tests.core.test_crawl import config
 
 SITE = "http://site.web.test"
 
@@ -99,78 +95,6 @@ def test_measured_fpr_is_false_positives_over_new_urls_judged_exactly():
     batch = s.take(0.0)
     s.verdicts(batch, [True, False], 0.0)
     assert s.stats().measured_fpr == pytest.approx(1 / 99)
-
-
-# -- the runs --------------------------------------------------------------------------
-
-
-def apply(files: SieveFiles, sieve: SeenSieve) -> list[bool]:
-    batch = sieve.take(0.0)
-    assert batch is not None
-    new = files.apply(batch)
-    sieve.verdicts(batch, new, 0.0)
-    return new
-
-
-def test_sieve_files_answer_exactly_across_runs_on_disk_and_a_reopen(tmp_path):
-    files = SieveFiles(tmp_path / "seen", ram_hashes=500)
-    files.open()
-    sieve = SeenSieve(disk_after=0, batch=100, max_wait=1.0)
-    rng = random.Random(7)
-    added = [f"{SITE}/{rng.random()}" for _ in range(5_000)]
-    for i in range(0, len(added), 100):
-        for url in added[i:i + 100]:
-            sieve.add(url, 0.0)
-        assert apply(files, sieve) == []
-    st = files.stats()
-    assert st.hashes == 5_000 and st.disk_runs >= 2 and st.disk_bytes >= 8 * 4_500
-    assert st.disk_runs <= 6 and st.ram_runs <= 6  # merged size-tiered, not one run a batch
-    # Checks: a known URL is seen, a new one new (once, even twice in a batch).
-    for url in [added[0], added[2_345], f"{SITE}/fresh", f"{SITE}/fresh", added[-1]]:
-        sieve.check(url, "site", 0, 0, 0.0) if not sieve.is_pending(url) else None
-    new = apply(files, sieve)
-    assert new == [False, False, True, False]
-    # A new check is not inserted by the driver: the core adds it once it is journaled.
-    assert files.contains(np.array([url_hash(f"{SITE}/fresh")], dtype=np.uint64)).tolist() == [False]
-    sieve.add(f"{SITE}/fresh", 0.0)
-    apply(files, sieve)
-    files.close()
-    again = SieveFiles(tmp_path / "seen", ram_hashes=500)
-    assert again.open() >= 5_001
-    probe = np.array([url_hash(u) for u in (added[17], added[4_999], f"{SITE}/fresh", f"{SITE}/never")],
-                     dtype=np.uint64)
-    assert again.contains(probe).tolist() == [True, True, True, False]
-    again.close()
-
-
-def test_a_torn_adds_log_keeps_its_whole_hashes_and_a_bad_run_is_named(tmp_path):
-    d = tmp_path / "seen"
-    files = SieveFiles(d, ram_hashes=10**6)
-    files.open()
-    sieve = SeenSieve(disk_after=0, batch=10, max_wait=1.0)
-    sieve.add(f"{SITE}/kept", 0.0)
-    apply(files, sieve)
-    files.close()
-    with open(d / "adds.log", "ab") as f:
-        f.write(b"\x01\x02\x03")  # a kill -9 mid-write
-    files = SieveFiles(d, ram_hashes=10**6)
-    assert files.open() == 1
-    assert (d / "adds.log").stat().st_size == 8
-    assert files.contains(np.array([url_hash(f"{SITE}/kept")], dtype=np.uint64)).tolist() == [True]
-    files.close()
-    (d / "run-3.u64").write_bytes(b"RCSIEVE1" + b"\0" * 5)
-    with pytest.raises(StateError, match=r"run-3\.u64.*--fresh"):
-        SieveFiles(d, ram_hashes=10).open()
-
-
-def test_a_streaming_merge_of_runs_is_their_sorted_union(monkeypatch):
-    monkeypatch.setattr(sievefile, "_CHUNK", 7)
-    rng = np.random.default_rng(3)
-    runs = [np.unique(rng.integers(0, 500, size=n, dtype=np.uint64)) for n in (200, 50, 3)]
-    chunks = list(sievefile._merge_chunks(runs))
-    assert all(c.size <= 3 * 7 for c in chunks)
-    merged = np.concatenate(chunks)
-    assert merged.tolist() == np.unique(np.concatenate(runs)).tolist()
 
 
 # -- the crawl core with the sieve -----------------------------------------------------
@@ -260,81 +184,3 @@ def test_handoff_reads_only_moved_hosts_from_the_index():
     moved = c.moved_hosts(hosts, HashRing({"p1": 1.0}), both)
     assert moved == [h for h in hosts if both.owner(h) == "p2"] and 0 < len(moved) < 50
     assert c.moved_hosts(hosts, both, both) == []
-
-
-# -- the driver, end to end ------------------------------------------------------------
-
-
-@pytest.mark.parametrize("exact", [True, False])
-async def test_a_crawl_with_a_full_bloom_filter_fetches_every_url_once_with_the_sieve(tmp_path, exact):
-    graph = SiteGraph(hosts=3, pages_per_host=40, shop=False)
-    async with trio.open_nursery() as nursery:
-        farm = await nursery.start(serve_webfarm, graph)
-        cfg = make_config(tmp_path, farm.port)
-        bloom = type(cfg.bloom)(capacity=8, error_rate=0.01, max_capacity=8,
-                                disk_after=0 if exact else 10**9, sieve_batch=16, sieve_wait=0.05,
-                                sieve_ram=64)
-        cfg = type(cfg)(**{**{f: getattr(cfg, f) for f in cfg.__dataclass_fields__}, "bloom": bloom})
-        crawler, summary = await crawl(cfg)
-        nursery.cancel_scope.cancel()
-    expected = graph.expected_urls(farm.port)
-    fetched = Counter(f"http://{e.host}:{farm.port}{e.target}" for e in farm.log
-                      if e.method == "GET" and e.target != "/robots.txt")
-    if not exact:
-        assert len(expected - set(fetched)) > len(expected) // 2  # dropped as "seen"
-        return
-    assert set(fetched) == expected, sorted(expected - set(fetched))[:5]
-    assert max(fetched.values()) == 1
-    assert summary.stop_reason == "frontier empty"
-    text = "\n".join(summary.details)
-    assert "measured false-positive rate" in text and "seen set on disk:" in text
-    seen_dir = Path(cfg.peers[0].data_dir) / "seen"
-    assert list(seen_dir.glob("run-*.u64"))         # sieve_ram 64: runs went to disk
-
-
-def journal(state, effects) -> None:
-    """What the engine does with the core's effects, for the journal alone."""
-    for e in effects:
-        if isinstance(e, Queued):
-            state.queued(e.url, e.depth)
-        elif isinstance(e, Checking):
-            state.forwarded(((e.url, e.depth),))
-
-
-def test_a_kill_with_urls_waiting_for_the_sieve_loses_none_of_them(tmp_path):
-    from peer.state.journal import PeerState
-
-    c = saturated_core(disk_after=0)
-    files = SieveFiles(tmp_path / "seen", ram_hashes=10**6)
-    files.open()
-    state = PeerState(tmp_path / "state", "p1", "test")
-    state.begin(c.bloom, [], [], {})
-    urls = [f"{SITE}/p{i}" for i in range(300)]
-    for u in urls[:150]:
-        journal(state, c.discover(u, 1, 0.0, Origin.LINK))
-    state.commit()
-    # One sieve pass, as the engine makes it: commit, take, apply, journal the verdicts.
-    journal(state, drain(c, files))
-    state.commit()
-    for u in urls[150:]:
-        journal(state, c.discover(u, 1, 0.0, Origin.LINK))
-    for u in urls[:20]:  # repeats: duplicates, whatever their state
-        journal(state, c.discover(u, 1, 0.0, Origin.LINK))
-    state.commit()
-    assert c.sieve.pending > 100
-    state.close()
-    files.close()                                 # kill -9: the open batch never reached the sieve
-
-    rec = PeerState(tmp_path / "state", "p1", "test").recover()
-    c2 = saturated_core(disk_after=0)
-    c2.bloom = rec.bloom
-    files = SieveFiles(tmp_path / "seen", ram_hashes=10**6)
-    files.open()
-    for u, d in rec.queued.items():               # what Crawler._resume does
-        c2.discover(u, d, 0.0, Origin.RECOVERED)
-    for u, d in rec.forwards:
-        c2.discover(u, d, 0.0, Origin.RELAY)      # the waiting ones are judged again
-    drain(c2, files)
-    drain(c2, files)
-    queued = Counter(j.url for j in c2.frontier.iter_queued())
-    assert set(queued) == set(urls) and max(queued.values()) == 1

@@ -1,19 +1,18 @@
 """Sitemaps: one document parsed from hostile bytes (peer.core.sitemaps.document), the tracker (peer.core.sitemaps.tracker).
 
 The hostile documents are the ones localweb.hostile.sitemaps serves, so what the
-test web offers a crawler is what is checked here.
+test web offers a crawler is what is checked here (tests/e2e/test_sitemapweb.py
+checks that the served web gives the same bytes).
 """
 
 import gzip
 import tracemalloc
 from datetime import datetime, timezone
 
-import httpx
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from localweb import HostileWeb, serve_in_thread
 from localweb.hostile import sitemaps as web
 from peer.core.sitemaps.document import (
     Authority, ChangeFreq, Problem, SitemapKind, SitemapLimits, host_authority, location_authority,
@@ -79,21 +78,6 @@ def test_an_error_page_is_no_sitemap_and_no_attack():
     got = parse(b"<!DOCTYPE html><html><body>Not found</body></html>", f"{ROOT}/sitemap.xml")
     assert got.kind is SitemapKind.NONE and got.problems == {Problem.NOT_A_SITEMAP: 1}
     assert parse(b"Not found\n", f"{ROOT}/sitemap.txt").problems == {Problem.NOT_A_SITEMAP: 1}
-
-
-def test_the_hostile_web_serves_the_sitemaps_for_its_port():
-    hw = HostileWeb(idle_timeout=2.0)
-    with serve_in_thread(hw), httpx.Client(timeout=10) as client:
-        def get(path: str) -> httpx.Response:
-            return client.get(f"http://127.0.0.1:{hw.port}{path}", headers={"Host": HOST})
-        robots = get("/robots.txt").text
-        packed = get("/sitemap-hidden.xml.gz")
-    assert f"Sitemap: http://{HOST}:{hw.port}/sitemap_index.xml" in robots
-    # A .gz file is its own bytes, not a Content-Encoding the client undoes.
-    assert packed.headers["content-type"] == "application/gzip"
-    assert "content-encoding" not in packed.headers
-    got = parse(packed.content, f"http://{HOST}:{hw.port}/sitemap-hidden.xml.gz")
-    assert [u.loc for u in got.urls] == [f"http://{HOST}:{hw.port}{p}" for p in web.HIDDEN]
 
 
 # -- fields -------------------------------------------------------------------------------

@@ -1,4 +1,4 @@
-"""peer.core.urls.normalize: normalisation rules, link joining, host key and scope."""
+"""peer.core.urls.normalize: normalisation rules, link joining, host key; and the scope by host (peer.core.urls.scope)."""
 
 import dataclasses
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -28,6 +29,12 @@ from ringharness import cluster_text, free_ports
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS
 
 ROOT = Path(__file__).resolve().parents[2]
+#: The smallest cluster.toml (tests/core/test_config.py's).
+MINIMAL = """
+[[peer]]
+id = "p1"
+address = "tcp://127.0.0.1:5701"
+"""
 
 
 def peer(*args: str, tty: bool = False, answers: str = "") -> Result:
@@ -670,3 +677,47 @@ def test_check_says_what_every_request_carries_without_header_values(tmp_path):
     assert "User-Agent 'ringcrawl/" in line and "robots.txt token 'ringcrawl'" in line
     assert "extra headers: From, Authorization" in line and "cookies off" in line and "no proxy" in line
     assert "s3cret" not in res.stdout and "ops@example.test" not in res.stdout
+
+
+# --- cluster.toml on the command line: exit 2, one line, no traceback (peer.core.config.cluster) ---
+
+
+def run_peer(*args: str) -> Result:
+    """``python -m peer ARGS`` in this process (tests/support/clirun.py); the real entry point is
+    tests/edges/test_errors.py's."""
+    from peer.commands.cli import main
+
+    return run_main(main, args)
+
+
+def test_cli_bad_config_is_one_line_and_exit_2(tmp_path):
+    bad = tmp_path / "cluster.toml"
+    bad.write_text(MINIMAL + "[crawl]\nconcurency = 8\n")
+    res = run_peer("--ring", str(bad), "--check")
+    assert res.returncode == 2
+    assert res.stderr == f"error: {bad}: crawl.concurency: unknown key; did you mean 'concurrency'?\n"
+    assert "Traceback" not in res.stderr
+
+
+def test_cli_missing_file_exit_2(tmp_path):
+    res = run_peer("--ring", str(tmp_path / "x.toml"), "--check")
+    assert res.returncode == 2 and res.stderr.count("\n") == 1 and "no such file" in res.stderr
+
+
+def test_cli_unknown_id_exit_2():
+    res = run_peer("--ring", str(ROOT / "cluster.toml"), "--id", "p7", "--check")
+    assert res.returncode == 2 and "no peer with id 'p7'" in res.stderr
+
+
+def test_cli_check_describes_the_ring():
+    res = run_peer("--ring", str(ROOT / "cluster.toml"), "--id", "p2", "--check")
+    assert res.returncode == 0, res.stderr
+    assert "ring 'demo', 3 peer(s)" in res.stdout
+    assert re.search(r"^ \* p2 ", res.stdout, re.M)
+
+
+def test_cli_help_documents_every_option():
+    res = run_peer("--help")
+    assert res.returncode == 0
+    for opt in ("--ring", "--id", "--check", "--fresh", "--yes", "--progress", "--log-level"):
+        assert opt in res.stdout

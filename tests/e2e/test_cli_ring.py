@@ -20,6 +20,8 @@ import pytest
 from clirun import Result, ring_main, run_main
 from ringharness import cluster_text
 
+from ring.hashring import HashRing
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -112,10 +114,13 @@ async def test_a_ring_of_two_pauses_when_one_dies_and_ring_forget_lets_the_other
     from localweb import SiteGraph, serve_webfarm
     from ringharness import Ring, busiest_peer, pages_fetched
 
-    # 8 hosts of 30 pages at 4 a second a host: the crawl is far from over when
-    # the victim dies, and the survivor is the peer that owns the most hosts,
-    # so it surely has work left to pause (the placement moves with the port).
-    graph = SiteGraph(hosts=8, pages_per_host=30, shop=False)
+    # 8 hosts of 15 pages at 4 a second a host: the crawl is far from over when
+    # the victim dies (at 15 pages of about 150), and the survivor is the peer
+    # that owns the most hosts, so it surely has work left to pause (the
+    # placement moves with the port): it crawls at most 16 pages a second for
+    # the 1.5 s its lease lasts. What it crawls after the forget only shows it
+    # went on: 30 pages a host made that 12 s of the test's 25.
+    graph = SiteGraph(hosts=8, pages_per_host=15, shop=False)
     async with trio.open_nursery() as nursery:
         farm = await nursery.start(serve_webfarm, graph)
         alive = busiest_peer(graph, farm.port, ["p1", "p2"])
@@ -127,8 +132,17 @@ async def test_a_ring_of_two_pauses_when_one_dies_and_ring_forget_lets_the_other
                 while pages_fetched(farm) < 15:
                     await trio.sleep(0.05)
                 refused = await ring.ring_cmd("forget", "--id", dead, "--timeout", "1")
+                survivor_log = ring.logs[alive][1]
+                at_kill = len(survivor_log.read_text())
                 ring.procs[dead].kill()
                 # The survivor finds the victim dead, then pauses: no majority of two.
+                # Its log says when the victim is dead (read every 0.1 s; a `ring
+                # status` a try cost a process start each, from the kill on); then
+                # `ring status` is asked until the pause shows, a ring change's
+                # grace first.
+                while f"member {dead}: dead" not in survivor_log.read_text()[at_kill:]:
+                    assert ring.procs[alive].returncode is None, ring.tails()
+                    await trio.sleep(0.1)
                 while True:
                     assert ring.procs[alive].returncode is None, ring.tails()
                     st = await ring.ring_cmd("status", "--json")
@@ -562,3 +576,36 @@ def test_output_into_a_pipe_its_reader_closed_ends_quietly(tmp_path):
         err = proc.stderr.read().decode()
     assert proc.wait(timeout=60) == 0, err
     assert "Traceback" not in err and "BrokenPipe" not in err, err
+
+
+# -- python -m ring table: the shares and owners of cluster.toml's ring (ring.hashring) --------------
+
+
+def test_ring_table_command_prints_shares_and_seed_owner():
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    res = subprocess.run(
+        [sys.executable, "-m", "ring", "table", "--ring", "cluster.toml", "--host", "Example.COM:8080"],
+        capture_output=True, text=True, cwd=root, timeout=60,
+    )
+    assert res.returncode == 0, res.stderr
+    ring = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0})  # cluster.toml's three peers
+    shares = ring.shares()
+    for p in ("p1", "p2", "p3"):
+        assert f"{shares[p]:.1%}" in res.stdout
+    assert f"s001.web.test:8080                       {ring.owner('s001.web.test:8080')}" in res.stdout
+    assert f"example.com:8080                         {ring.owner('example.com:8080')}" in res.stdout
+
+
+def test_ring_table_bad_config_is_one_line(tmp_path):
+    import subprocess
+    import sys
+
+    res = subprocess.run(
+        [sys.executable, "-m", "ring", "table", "--ring", str(tmp_path / "none.toml")],
+        capture_output=True, text=True, timeout=60,
+    )
+    assert res.returncode == 2 and res.stderr.startswith("error: ") and res.stderr.count("\n") == 1

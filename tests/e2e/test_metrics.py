@@ -1,5 +1,8 @@
 """peer.engine.metrics: the figures a Prometheus scrape gets, and a real peer serving them.
 
+The figures are a frozen copy made on the trio thread (peer.core.run.scrape's
+``PeerFigures``, and its delay quantiles).
+
 The scrape of a crawl asks a real ``python -m peer`` process over HTTP; a busy
 metrics port is judged with ``peer.commands.cli.main`` in this process (tests/support/clirun.py).
 """

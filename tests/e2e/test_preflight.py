@@ -150,10 +150,14 @@ allow_hosts = ["*.web.test"]
 allow_private = true
 timeout = 2.0
 robots_retry = 0.5
+robots_tries = 2
 
 [dns]
 resolve = {{ "*.web.test" = "127.0.0.1" }}
 """)
+    # robots_tries 2: the owner gives the seed up after one wait of robots_retry
+    # (the default 4 tries waited 0.5 + 1 + 2 s; how many tries is
+    # test_a_crawl_of_a_seed_where_nothing_listens_exits_3_naming_the_url's).
     run = run_peers(toml, peers=3, timeout=60.0)
     assert not run.timed_out
     assert run.codes == [3, 3, 3], run.stderr()

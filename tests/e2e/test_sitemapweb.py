@@ -16,11 +16,13 @@ import json
 from datetime import datetime
 from pathlib import Path
 
+import httpx
 import pytest
 
 from localweb import HostileWeb, serve_in_thread
 from localweb.hostile import sitemaps as sm
 from localweb.processes.peerrun import Run, cluster_toml, run_in_process, run_peers
+from peer.core.sitemaps.document import parse as parse_sitemap
 from ring.hashring import HashRing
 
 BOUNDED = 60.0
@@ -123,3 +125,21 @@ def test_a_ring_survives_the_hostile_sitemaps_and_counts_every_cap_hit(ring_craw
     assert drops["seen"] >= 2                 # the two loops
     # The cut sitemap's URLs beyond the host cap are no requests, and counted as such.
     assert len(fetched) <= CAPS["crawl.max_urls_per_host"] + len(sm.HOSTILE_PATHS) + 2
+
+
+# -- the web serves what the parser is tested with (tests/core/test_sitemap.py reads the same bytes) --
+
+
+def test_the_hostile_web_serves_the_sitemaps_for_its_port():
+    hw = HostileWeb(idle_timeout=2.0)
+    with serve_in_thread(hw), httpx.Client(timeout=10) as client:
+        def get(path: str) -> httpx.Response:
+            return client.get(f"http://127.0.0.1:{hw.port}{path}", headers={"Host": sm.SITEMAP_HOST})
+        robots = get("/robots.txt").text
+        packed = get("/sitemap-hidden.xml.gz")
+    assert f"Sitemap: http://{sm.SITEMAP_HOST}:{hw.port}/sitemap_index.xml" in robots
+    # A .gz file is its own bytes, not a Content-Encoding the client undoes.
+    assert packed.headers["content-type"] == "application/gzip"
+    assert "content-encoding" not in packed.headers
+    got = parse_sitemap(packed.content, f"http://{sm.SITEMAP_HOST}:{hw.port}/sitemap-hidden.xml.gz")
+    assert [u.loc for u in got.urls] == [f"http://{sm.SITEMAP_HOST}:{hw.port}{p}" for p in sm.HIDDEN]

@@ -314,8 +314,17 @@ async def test_a_slowed_site_keeps_its_own_ceiling_and_the_others_the_default(tm
                           extra=_site_blocks({"s002.web.test": {"rate": 60.0}}))
         crawler = Crawler(cfg, "p1", progress_interval=3600)
 
+        def starts_of(host: str) -> list[float]:
+            return sorted(e.t for e in list(farm.log) if e.host == host)
+
         async def stop_later():
-            await trio.sleep(7.0)
+            # Stopped once the log shows what is judged below (s002 crawled 4 times,
+            # s001 past s002's ceiling in 5 s), 7 s at most: a site's rate left
+            # unapplied shows at once in the 1 s windows (5 requests a second, not 1).
+            with trio.move_on_after(7.0):
+                while not (len(starts_of("s002.web.test")) >= 4
+                           and worst(starts_of("s001.web.test"), 5.0) > ceiling(60 / 60, 5.0)):
+                    await trio.sleep(0.1)
             crawler.stop()
 
         nursery.start_soon(stop_later)

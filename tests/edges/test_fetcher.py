@@ -1,5 +1,7 @@
 """The fetcher (peer/net/fetcher.py) against the local test web and small local servers.
 
+What one fetch returns to the core is peer.core.http.result's ``FetchResult``.
+
 Every misbehaving endpoint of bad.web.test has a test showing that the fetch
 returns (no exception), with which error kind, and that memory stays
 bounded. The crawler reaches *.web.test through the static DNS entry
@@ -9,7 +11,6 @@ bounded. The crawler reaches *.web.test through the static DNS entry
 from __future__ import annotations
 
 import contextlib
-import email.utils
 import functools
 import gc
 import gzip
@@ -36,8 +37,7 @@ from localweb.services.nameserver import LocalDns
 from peer.core.config.cluster import CrawlConfig, DnsConfig
 from peer.core.page.extract import decode_html
 from peer.core.http.result import FetchResult
-from peer.net.fetcher import (MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, error_kind,
-                          parse_content_type, parse_retry_after, read_head)
+from peer.net.fetcher import MAX_LOCATION, RETRY_AFTER_MAX, Fetcher, error_kind
 from peer.net.resolver import Resolver
 from localweb import SiteGraph, serve_webfarm
 
@@ -613,30 +613,7 @@ async def test_tls_untrusted_ca_is_error_tls_untrusted(nursery, pki):
     assert r.error == "tls_untrusted"
 
 
-# -- pure helpers ----------------------------------------------------------------
-
-
-@pytest.mark.parametrize(("value", "expected"), [
-    (None, ("", None)),
-    ("", ("", None)),
-    ("text/html", ("text/html", None)),
-    ("Text/HTML; Charset=UTF-8", ("text/html", "utf-8")),
-    ('text/html; foo=bar; charset="ISO-8859-1"', ("text/html", "iso-8859-1")),
-    ("application/xhtml+xml;charset=", ("application/xhtml+xml", None)),
-])
-def test_parse_content_type(value, expected):
-    assert parse_content_type(value) == expected
-
-
-def test_parse_retry_after():
-    now = 1_700_000_000.0
-    assert parse_retry_after("120", now) == 120.0
-    assert parse_retry_after(" 0 ", now) == 0.0
-    assert parse_retry_after(email.utils.formatdate(now + 90, usegmt=True), now) == 90.0
-    assert parse_retry_after(email.utils.formatdate(now - 90, usegmt=True), now) == 0.0
-    assert parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now) == 0.0
-    for junk in (None, "", "soon", "-5", "1.5"):
-        assert parse_retry_after(junk, now) is None
+# -- errors named by kind (peer/net/errorkinds.py; the head's helpers: tests/core/test_head.py) --
 
 
 @pytest.mark.parametrize(("exc", "kind"), [
@@ -1169,52 +1146,6 @@ def test_fetch_is_total_against_any_response(response, prefix_ok):
         if r.status not in (204, 304) and b"content-encoding" not in names:
             assert r.body == body
 
-
-# -- pure helpers: the head ----------------------------------------------------
-
-
-@pytest.mark.parametrize(("value", "expected"), [
-    ("x" * 300, ("", None)),
-    ("text/html; charset=utf-8; " + ";" * 10_000, ("text/html", "utf-8")),
-    ("text/html; charset=ütf-8", ("text/html", None)),
-    ("text/html; charset=klingon", ("text/html", "klingon")),
-])
-def test_parse_content_type_is_total(value, expected):
-    assert parse_content_type(value) == expected
-
-
-def test_parse_retry_after_is_total():
-    now = 1_700_000_000.0
-    assert parse_retry_after("²", now) is None
-    assert parse_retry_after("٣", now) is None  # an Arabic-Indic digit
-    assert parse_retry_after("9" * 400, now) == RETRY_AFTER_MAX
-    assert parse_retry_after("9" * 5000, now) == RETRY_AFTER_MAX
-    assert parse_retry_after(NOW_9999.decode(), now) == RETRY_AFTER_MAX
-    assert parse_retry_after("1, 2", now) is None
-    assert parse_retry_after("Fri, 31 Dec 99999 23:59:59 GMT", now) is None
-    assert parse_retry_after("0123", now) == 123.0
-
-
-@settings(max_examples=300, deadline=None)
-@given(value=st.one_of(st.text(max_size=80), st.from_regex(
-    r"\A[A-Za-z]{3}, [0-9]{1,3} [A-Za-z]{3} [0-9]{1,6} [0-9]{1,2}:[0-9]{2}:[0-9]{2} [A-Z+0-9-]{1,5}\Z")))
-def test_parse_retry_after_never_raises(value):
-    seconds = parse_retry_after(value, 1_700_000_000.0)
-    assert seconds is None or 0.0 <= seconds <= RETRY_AFTER_MAX
-
-
-@settings(max_examples=200, deadline=None)
-@given(status=st.integers(0, 999), fields=st.lists(st.tuples(
-    st.sampled_from(["content-type", "location", "retry-after", "content-length",
-                     "content-encoding", "transfer-encoding", "x-other", "x-robots-tag", "link"]),
-    st.text(max_size=60)), max_size=8))
-def test_read_head_never_raises(status, fields):
-    head = read_head(status, fields, 1_700_000_000.0)
-    # The code as sent; one outside 100-599 is named, and handled as a 5xx.
-    assert head.status == status and ("status" in head.reasons) is not (100 <= status <= 599)
-    assert head.length is None or head.length >= 0
-    assert set(head.reasons) <= REASONS
-    assert head.content_type == "" or MEDIA.fullmatch(head.content_type)
 
 
 # -- the HTTP/1.1 reader's errors on real sockets (peer/core/http/http1.py) -----------------

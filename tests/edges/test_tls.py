@@ -3,7 +3,9 @@
 The server's log judges each case: the SNI name a handshake asked for, the
 ALPN protocol it selected, the client certificate it saw. The fetches go
 through the real Fetcher and its TlsContexts (peer/net/tls.py); one crawl
-runs through the command line, as a user starts it.
+runs through the command line, as a user starts it. The config's side
+(peer.core.config.tls: paths resolved, combinations refused, the ``tls:`` line
+of ``--check``) is judged here too, with the files it names.
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""WARC files and their CDXJ indexes, judged by other tools: warcio reads them, cdxj-indexer indexes them."""
+"""WARC files and their CDXJ indexes, judged by other tools: warcio reads them, cdxj-indexer indexes them.
+
+The records are peer.core.warc.record's, the writer and its files peer.results.warc's.
+"""
 
 from __future__ import annotations
 

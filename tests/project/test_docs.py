@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.core.test_config import _generated_docs  # scripts/generated_docs.py as a module
+from test_reference import _generated_docs  # scripts/generated_docs.py as a module
 
 ROOT = Path(__file__).resolve().parents[2]
 README_MAX_LINES = 250

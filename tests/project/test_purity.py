@@ -2,11 +2,15 @@
 
 Which modules are pure is read from the tree, not from a list: everything
 under ``peer/core/`` and every module at the top of ``ring/`` (its edges live
-in ``ring/io/`` and its tools in ``ring/tools/``). Each is checked twice:
+in ``ring/io/`` and its tools in ``ring/tools/``). Each is checked three times:
 what importing it loads (no trio, zmq, httpx, httpcore or duckdb, even
-indirectly), and what its own source does (no socket, thread, process or
-clock module; no ``open``, no ``os`` call but ``os.fspath``, no file-system
-method of ``pathlib``).
+indirectly); what its own source does (no socket, thread, process or clock
+module; no ``open``, no ``os`` call but ``os.fspath``, no file-system method of
+``pathlib``); and every import statement it and the modules it imports hold,
+at the top, under ``if TYPE_CHECKING:`` or inside a function
+(tests/support/importgraph.py): none may name an edge layer (``peer.net``,
+``peer.engine``, ``peer.state``, ``peer.results``, ``peer.commands``,
+``ring.io``, ``ring.tools``) or an I/O library, even for a type.
 """
 
 import ast
@@ -17,6 +21,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from importgraph import ImportGraph
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,6 +44,8 @@ LOCALWEB_PURE = [
 ]
 PURE = [*(_dotted(p) for p in PURE_FILES), *LOCALWEB_PURE]
 FORBIDDEN = ["trio", "zmq", "httpx", "httpcore", "duckdb"]
+#: The layers that do I/O: a pure module names none of them, not even under TYPE_CHECKING.
+EDGE_LAYERS = ["peer.net", "peer.engine", "peer.state", "peer.results", "peer.commands", "ring.io", "ring.tools"]
 
 
 # One interpreter checks every module, each from the same clean start: what
@@ -143,11 +150,11 @@ def io_calls(source: str) -> list[str]:
         if isinstance(node, ast.Import):
             names = [a.name for a in node.names]
         elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names = [node.module]
+            names = [node.module, *(f"{node.module}.{a.name}" for a in node.names)]
         else:
             names = []
-        found += [f"line {node.lineno}: import {n}" for n in names
-                  if n in IO_MODULES or n.partition(".")[0] in IO_MODULES]
+        bad = [n for n in names if n in IO_MODULES or n.partition(".")[0] in IO_MODULES]
+        found += [f"line {node.lineno}: import {bad[0]}"] if bad else []
         if isinstance(node, ast.Call):
             fn = node.func
             if isinstance(fn, ast.Name) and fn.id in {"open", "input", "print"}:
@@ -167,8 +174,67 @@ def test_the_source_check_can_fail():
     # And the globs find the layers' modules.
     assert {"peer.core.crawl.core", "peer.core.frontier.frontier", "ring.node", "ring.hashring"} <= set(PURE)
     assert "ring.io.zmqio" not in PURE and "peer.net.fetcher" not in PURE
+    # The SSRF guard is one of them: test_pure_core_imports_no_io_library[peer.core.dns.guard]
+    # asserts what tests/core/test_netguard.py's own interpreter used to (no trio, zmq, httpx,
+    # httpcore or duckdb loaded by importing it).
+    assert "peer.core.dns.guard" in PURE
 
 
 @pytest.mark.parametrize("path", PURE_FILES, ids=_dotted)
 def test_pure_core_source_does_no_io(path):
     assert io_calls(path.read_text()) == []
+
+
+# -- every import statement, followed through the tree -----------------------------------
+
+
+@pytest.fixture(scope="module")
+def graph() -> ImportGraph:
+    return ImportGraph(ROOT)
+
+
+def _layer(name: str) -> str | None:
+    return next((layer for layer in EDGE_LAYERS if name == layer or name.startswith(layer + ".")), None)
+
+
+def edge_imports(graph: ImportGraph, module: str) -> list[str]:
+    """Each import statement that ``module``, or a module importing it runs, holds of an edge
+    layer or an I/O library, with the chain of imports that reaches it."""
+    found = []
+    for reached, chain in graph.reach(module).items():
+        for e in graph.edges[reached]:
+            if (e.internal and _layer(e.target)) or (not e.internal and e.target in FORBIDDEN):
+                via = " -> ".join(chain)
+                found.append(f"{via}: line {e.line} imports {e.target}")
+    return sorted(set(found))
+
+
+def test_the_import_check_sees_type_checking_and_function_imports(tmp_path, graph):
+    files = {
+        "peer/__init__.py": "",
+        "peer/errors.py": "from ring.tools.shell import cli_shell\n",
+        "peer/core/__init__.py": "",
+        "peer/core/a.py": ("from typing import TYPE_CHECKING\nimport peer.errors\n"
+                           "if TYPE_CHECKING:\n    from peer.net.fetcher import FetchResult\n"),
+        "peer/core/b.py": "def f():\n    import trio\n    from peer.core import a\n",
+        "peer/core/c.py": "from peer.core.b import f\n",
+        "peer/net/__init__.py": "", "peer/net/fetcher.py": "",
+        "ring/__init__.py": "", "ring/tools/__init__.py": "", "ring/tools/shell.py": "",
+    }
+    for name, text in files.items():
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_text(text)
+    fake = ImportGraph(tmp_path)
+    assert edge_imports(fake, "peer.core.c") == [
+        "peer.core.c -> peer.core.b -> peer.core.a -> peer.errors: line 1 imports ring.tools.shell",
+        "peer.core.c -> peer.core.b -> peer.core.a: line 4 imports peer.net.fetcher",
+        "peer.core.c -> peer.core.b: line 2 imports trio",
+    ]
+    # And on the tree's own graph it finds what an edge module imports.
+    assert any(line.endswith("imports zmq") for line in edge_imports(graph, "ring.io.zmqio"))
+
+
+@pytest.mark.parametrize("module", [_dotted(p) for p in PURE_FILES])
+def test_pure_core_names_no_edge_layer_even_for_a_type(module, graph):
+    found = edge_imports(graph, module)
+    assert not found, f"{module} reaches the edges:\n" + "\n".join(found)

@@ -1,23 +1,8 @@
-"""ring.vocabulary: the one table of the figures' names, and the docs that show it."""
+"""ring.vocabulary: the one table of the figures' names (docs/figures.md's table of them: tests/project/test_reference.py)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from ring.vocabulary import TERMS, Family, failed, not_requested, split_pairs
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def test_the_docs_table_names_each_family_as_the_vocabulary_does():
-    rows = {line.split("|")[1].strip(): line for line in (ROOT / "docs" / "figures.md").read_text().splitlines()
-            if line.startswith("| ") and not line.startswith("| family")}
-    for family, term in TERMS.items():
-        if family is Family.COUNTERS:
-            continue
-        row = rows[term.words if family is not Family.PAGES else "pages"]
-        assert f"`{term.words}`" in row and f"`{family.value}`" in row, row
-        assert f"`ringcrawl_{term.metric}_total" + (f"{{{term.label}}}`" if term.label else "`") in row, row
+from ring.vocabulary import failed, not_requested, split_pairs
 
 
 def test_exclusions_are_never_failures_nor_drops():

@@ -26,7 +26,7 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import trio
@@ -57,9 +57,11 @@ def webfarm_process(log: Path, *, hosts: int) -> Iterator[int]:
 def cluster_text(tmp_path: Path, web_port: int, n: int, *, rate: float = 0.0,
                  window: float = 2.0, initial_delay: float = 0.0, concurrency: int = 16,
                  ring: str = "test", dead_after: float = 3.0, takeover_after: float = 1.0,
-                 extra: str = "") -> str:
+                 lease: float = 0.0, extra: str = "") -> str:
     # takeover_after: the tests that kill a peer for good wait a second for
-    # its hosts to be taken over, not the default's half minute.
+    # its hosts to be taken over, not the default's half minute. lease: 0 is
+    # the default, half of dead_after; a peer started again waits 1.25 leases
+    # (ring/lease.py's grace) before its first request.
     ports = free_ports(n)
     peers = "".join(
         f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n'
@@ -72,6 +74,7 @@ gossip_interval = 0.2
 suspect_after = 1.0
 dead_after = {dead_after}
 takeover_after = {takeover_after}
+lease = {lease}
 
 {peers}
 [crawl]
@@ -260,13 +263,23 @@ def fetched(farm, port: int) -> Counter[str]:
                    if e.method == "GET" and e.target != "/robots.txt")
 
 
-def pages_fetched(farm) -> int:
-    return sum(e.target != "/robots.txt" for e in farm.log)
+def pages_fetched(farm, hosts: Collection[str] | None = None) -> int:
+    """Page requests in the local web's log (robots.txt left out), of ``hosts`` only if given."""
+    return sum(e.target != "/robots.txt" and (hosts is None or e.host in hosts) for e in farm.log)
 
 
-async def wait_pages(farm, n: int) -> None:
-    while pages_fetched(farm) < n:
+async def wait_pages(farm, n: int, hosts: Collection[str] | None = None) -> None:
+    while pages_fetched(farm, hosts) < n:
         await trio.sleep(0.05)
+
+
+def hosts_of(graph, port: int, peers: list[str], peer: str) -> set[str]:
+    """The web's hosts ``peer`` owns on an equal-weight ring of ``peers`` (as busiest_peer counts them)."""
+    from peer.core.urls.normalize import host_key
+    from ring.hashring import HashRing
+
+    ring = HashRing({p: 1.0 for p in peers})
+    return {h for h in graph.hosts(special=False) if ring.owner(host_key(f"http://{h}:{port}/")) == peer}
 
 
 def busiest_peer(graph, port: int, peers: list[str]) -> str:

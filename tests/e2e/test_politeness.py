@@ -5,6 +5,11 @@ latency -> done). Every test checks, over the log, the ceilings of rule 7 in
 peer/core/frontier/frontier.py (any 1 s and any 5 s window, sliding) and the rate a site saw
 while it had work. The figures of docs/politeness.md come from the same code
 (scripts/sim_polite.py).
+
+Pure (no socket, no clock), but long: hosts simulated for up to 18 minutes of
+simulated time at every rate, about 6 s of CPU in all, so they run with the
+end-to-end tests and not in ``scripts/test --pure``; the frontier's rules one
+by one are tests/core/test_pacing.py's and test_frontier.py's.
 """
 
 from __future__ import annotations
