@@ -99,7 +99,7 @@ class Log:
 
 @dataclass(frozen=True, slots=True)
 class Granted:
-    """Our page-budget grant totals changed (``ring.budget``): durable before the sends after it."""
+    """Our page-budget grant totals changed (``ring.membership.budget``): durable before the sends after it."""
 
     grants: tuple[tuple[str, int], ...]
 

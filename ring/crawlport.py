@@ -2,10 +2,10 @@
 
 ``ring.io.driver.RingDriver`` talks to the crawl only through these methods,
 so ``ring`` never imports ``peer``; what a batch taken or rerouted gives,
-and in what order, is ``ring.intake``'s (``accept`` for ``RELAY`` and
+and in what order, is ``ring.forwarding.intake``'s (``accept`` for ``RELAY`` and
 ``ADOPTED``, ``accept_seen``, ``take_back``, ``commit_state``). A peer's
 engine does not use it: there the crawl and the ring are one core
-(``peer.core.peer.PeerCore``); it serves the ring's tests and benchmarks,
+(``peer.core.door.peer.PeerCore``); it serves the ring's tests and benchmarks,
 whose members have a stand-in crawl.
 """
 

@@ -19,7 +19,7 @@ Rules (every one lives in this file):
 1. **Channels follow the ring.** At a ring change the Inbox forgets the
    members that died (not those that left: a leaver's counters stay
    summed) and reopens those that came back, and the Outbox re-routes
-   (``ring.forwarder``, "Termination counters"). A member declared dead is
+   (``ring.forwarding.forwarder``, "Termination counters"). A member declared dead is
    often alive: a partition healed, a pause ended, and it refuted as the
    same process. Its channels must go on then: closed for good, its
    batches were refused unacked for ever, so no hand-off to it was ever
@@ -62,7 +62,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send
-from ring.forwarder import Entries
+from ring.forwarding.forwarder import Entries
 from ring.hashring import HashRing
 from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, Member, MemberState, Message, Sync
 from ring.durations import duration
@@ -99,7 +99,7 @@ class _HandOff:
 
 
 class Members(Protocol):
-    """What a hand-off reads of the membership (``ring.membership.Membership``)."""
+    """What a hand-off reads of the membership (``ring.membership.protocol.Membership``)."""
 
     @property
     def me(self) -> Member: ...
@@ -111,7 +111,7 @@ class Members(Protocol):
 
 
 class Sends(Protocol):
-    """What a hand-off asks of the Outbox (``ring.forwarder.Outbox``)."""
+    """What a hand-off asks of the Outbox (``ring.forwarding.forwarder.Outbox``)."""
 
     def reroute(self, owner_of: Callable[[str], str], now: float, *, members: Container[str],
                 left: Container[str] = ...) -> Entries: ...
@@ -120,7 +120,7 @@ class Sends(Protocol):
 
 
 class Channels(Protocol):
-    """What a ring change asks of the Inbox (``ring.inbox.Inbox``): rule 1."""
+    """What a ring change asks of the Inbox (``ring.forwarding.inbox.Inbox``): rule 1."""
 
     def forget(self, sender: str) -> None: ...
     def reopen(self, sender: str) -> None: ...

@@ -18,13 +18,13 @@ What each message is for:
 
 - :class:`Digest` — heartbeat gossip. Each :class:`Member` entry carries that
   member's own ``heartbeat`` and termination counters (``idle``, ``sent``,
-  ``received``, ``pages``) and its page-budget ``grants`` (``ring.budget``)
+  ``received``, ``pages``) and its page-budget ``grants`` (``ring.membership.budget``)
   rather than the digest carrying only the sender's:
   gossip goes to a few peers a round and spreads transitively, so a peer
   learns everyone's counters second-hand, ordered by (incarnation,
   heartbeat). The counter method of termination sums them over the live
   members; each peer's share of the cluster-wide ``max_pages`` is its
-  cap, moved between members only by grants (``ring.budget``). ``want_reply`` asks for the
+  cap, moved between members only by grants (``ring.membership.budget``). ``want_reply`` asks for the
   receiver's digest back (push-pull; a reply never asks again).
 - :class:`Join` / :class:`Leave` — a new peer announces itself to a seed; a
   leaving one announces ``left`` before handing off.
@@ -36,7 +36,7 @@ What each message is for:
   which the new owner adds to its Bloom filter without queueing; it rides in
   the same acked, resent batches rather than in a message of its own.
 - :class:`Packet` — everything one member has for another at one flush
-  (``ring.forwarder`` rule 7): acks of the receiver's batches (``acks``,
+  (``ring.forwarding.forwarder`` rule 7): acks of the receiver's batches (``acks``,
   ``acked_epoch``) and any of the sender's own batches, as
   :class:`BatchPart` s of ``epoch``, at most ``batch_size`` entries in all.
   Added later under code 15 without a ``VERSION`` change: a lone batch still
@@ -167,7 +167,7 @@ __all__ = [
     "EncodeError",
 ]
 
-# 3: a Member record carries its page-budget grants (ring.budget); a peer
+# 3: a Member record carries its page-budget grants (ring.membership.budget); a peer
 # of version 2 would read a 10-field record and could not know the caps.
 # An entry's URL may carry a sitemap tail (peer.core.sitemaps.hints), which a
 # peer of version 2 would take for part of the URL.
@@ -194,11 +194,11 @@ class MemberState(StrEnum):
 
 
 class LeaseStatus(StrEnum):
-    """A member's lease as its own status row says (``ring.lease``); the wire carries its index."""
+    """A member's lease as its own status row says (``ring.membership.lease``); the wire carries its index."""
 
     UNKNOWN = "unknown"  # not the member's own row (it did not answer), or no lease figures
     HELD = "held"  # a majority vouches for its ring: requests start
-    GRACE = "grace"  # paused: its ring changed a moment ago (ring.lease rule 2)
+    GRACE = "grace"  # paused: its ring changed a moment ago (ring.membership.lease rule 2)
     NO_MAJORITY = "no_majority"  # paused: too few members vouch for its ring (rule 4)
 
 
@@ -231,14 +231,14 @@ class Member:
     received: int = 0
     pages: int = 0
     #: (recipient, total): the page budget this member has given each one so
-    #: far (``ring.budget``), sorted by recipient; written only by the giver.
+    #: far (``ring.membership.budget``), sorted by recipient; written only by the giver.
     grants: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
 class Digest:
     """Member records. ``verdicts``: the dead records in it are the sender's own
-    verdicts, from its own failed probes (``ring.view``, "Hearsay")."""
+    verdicts, from its own failed probes (``ring.membership.view``, "Hearsay")."""
 
     ring: str
     sender: str
@@ -323,7 +323,7 @@ class MemberStatus:
     # the peers it asks reads no answer.
     errors: tuple[tuple[str, int], ...] = ()
     busiest: tuple[tuple[str, float, float], ...] = ()
-    # The member's own view of its lease (ring.lease): whether requests
+    # The member's own view of its lease (ring.membership.lease): whether requests
     # start, the members vouching for its ring (itself included), the
     # majority needed and the quorum it is of, the grace still to run; and
     # its ring: the version (changes of its live set) and the fingerprint
@@ -338,7 +338,7 @@ class MemberStatus:
 
     @property
     def live(self) -> bool:
-        """Owns hosts: alive or suspect (``ring.records.LIVE``)."""
+        """Owns hosts: alive or suspect (``ring.membership.records.LIVE``)."""
         return self.state is MemberState.ALIVE or self.state is MemberState.SUSPECT
 
     @property
@@ -459,7 +459,7 @@ class PingAck:
     """``target`` answered probe ``seq`` (directly, or relayed by ``sender``).
 
     ``vouch``: the fingerprint of the answering peer's ring, or 0 while it
-    vouches for none (``ring.lease``, rules 1-2); 0 in a relayed answer.
+    vouches for none (``ring.membership.lease``, rules 1-2); 0 in a relayed answer.
     """
 
     ring: str
@@ -951,7 +951,7 @@ _SPECS += tuple(
                       ("updates", _UPDATES)))
     for cls, code in ((Ping, 11), (PingReq, 12))
 )
-# A PingAck carries the answerer's vouch for a ring (ring.lease): VERSION 2.
+# A PingAck carries the answerer's vouch for a ring (ring.membership.lease): VERSION 2.
 _SPECS += (_Spec(PingAck, 13, (("ring", _NAME), ("sender", _NAME), ("seq", _UINT),
                                ("target", _NAME), ("updates", _UPDATES), ("vouch", _UINT))),)
 

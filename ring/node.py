@@ -1,13 +1,13 @@
 """One member of the ring, without I/O: membership, forwarding, termination, hand-off (pure core).
 
 ``RingNode`` composes the ring's cores (``Membership``, the forwarder's
-``Outbox``, ``ring.inbox``'s ``Inbox``) and its parts, each owning its state
-(``ring.handoff``, ``ring.routes``, ``ring.budget``), and owns every
+``Outbox``, ``ring.forwarding.inbox``'s ``Inbox``) and its parts, each owning its state
+(``ring.handoff``, ``ring.forwarding.routes``, ``ring.membership.budget``), and owns every
 decision a running peer makes about ring traffic. It does no I/O and
 reads no clock: :meth:`RingNode.receive` and :meth:`RingNode.tick` take a
 message or the time and return *actions* (``ring.actions``), frozen
 dataclasses carried out in order, as h11's ``Connection`` returns events: in
-a peer, ``peer.core.peer.PeerCore`` does the crawl's part itself and its
+a peer, ``peer.core.door.peer.PeerCore`` does the crawl's part itself and its
 engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
 
     Send(dest, msg)          a message to member ``dest`` (over its DEALER)
@@ -17,7 +17,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     RingChanged(ring, old)   the live member set moved: the crawl re-routes
     HandOff(old, ring, ...)  collect the moved hosts' seen URLs and starts
     Released(sender)         its HandoffDone came: its hosts may be fetched
-    Granted(grants)          our max_pages grants grew (ring.budget): durable before what follows
+    Granted(grants)          our max_pages grants grew (ring.membership.budget): durable before what follows
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
@@ -45,7 +45,7 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
 4. **Restarts.** A member heard on a new route with a later incarnation
    (or batch epoch) than before is a new process of it (each process draws
    a fresh route nonce); a late message of its old life changes nothing. The forwarder's restart duties are
-   done there (``ring.forwarder`` module docstring): ``Inbox.forget(peer,
+   done there (``ring.forwarding.forwarder`` module docstring): ``Inbox.forget(peer,
    before=epoch)`` closes the channel of its old life, and, since no peer
    restores its Inbox from disk, ``Outbox.forget(peer)`` restarts our count
    to it. Counted as ``peer_restarts``.
@@ -124,14 +124,14 @@ from ring.actions import (
     Send,
     StatusAsked,
 )
-from ring.budget import PageBudget, add_grants
-from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Outbox
+from ring.membership.budget import PageBudget, add_grants
+from ring.forwarding.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Outbox
 from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
-from ring.inbox import Inbox, Verdict
-from ring.intake import adopted
-from ring.lease import LeaseState, Pauses
-from ring.membership import Membership
+from ring.forwarding.inbox import Inbox, Verdict
+from ring.forwarding.intake import adopted
+from ring.membership.lease import LeaseState, Pauses
+from ring.membership.protocol import Membership
 from ring.messages import (
     Ack,
     Digest,
@@ -156,7 +156,7 @@ from ring.messages import (
     Sync,
     UrlBatch,
 )
-from ring.routes import Routes, claimed_epoch
+from ring.forwarding.routes import Routes, claimed_epoch
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
 
@@ -190,10 +190,10 @@ _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts,
 class RingNode:
     """One member's ring logic; the driver feeds it messages and ticks (module docstring).
 
-    Composed of parts that own their state: ``membership`` (``ring.membership``),
-    ``outbox`` and ``inbox`` (``ring.forwarder``, ``ring.inbox``), ``handoff``
-    (``ring.handoff``: ring changes and hand-offs), ``routes`` (``ring.routes``:
-    rules 2 and 4) and ``budget`` (``ring.budget``); the rules of ``receive``
+    Composed of parts that own their state: ``membership`` (``ring.membership.protocol``),
+    ``outbox`` and ``inbox`` (``ring.forwarding.forwarder``, ``ring.forwarding.inbox``), ``handoff``
+    (``ring.handoff``: ring changes and hand-offs), ``routes`` (``ring.forwarding.routes``:
+    rules 2 and 4) and ``budget`` (``ring.membership.budget``); the rules of ``receive``
     and ``tick`` that join them live here.
     """
 
@@ -251,7 +251,7 @@ class RingNode:
         self.dropped: Counter[str] = Counter()
         # How long a gained host waits for its previous owner's HandoffDone.
         self.hold_timeout = max(5.0, 2 * dead_after)
-        #: Our side of the max_pages budget (ring.budget); None: no max_pages.
+        #: Our side of the max_pages budget (ring.membership.budget); None: no max_pages.
         self.budget = PageBudget(max_pages, peer_id, self.membership.voters(),
                                  takeover_after=takeover_after) if max_pages else None
         if grants:
@@ -298,12 +298,12 @@ class RingNode:
 
     @property
     def page_cap(self) -> int:
-        """Our cap of max_pages as of the last round (``ring.budget`` rule 3); 0: no max_pages."""
+        """Our cap of max_pages as of the last round (``ring.membership.budget`` rule 3); 0: no max_pages."""
         return self.budget.page_cap if self.budget is not None else 0
 
     @property
     def budget_gone(self) -> tuple[str, ...]:
-        """The members holding the rest of the budget that will never grant it (``ring.budget``
+        """The members holding the rest of the budget that will never grant it (``ring.membership.budget``
         rule 6): once any, this peer's crawl ends."""
         return self.budget.gone if self.budget is not None else ()
 
@@ -323,13 +323,13 @@ class RingNode:
         return self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle
 
     def lease_state(self, real_now: float) -> LeaseState:
-        """Whether this peer may start requests at ``real_now`` (``ring.lease``; the real clock)."""
+        """Whether this peer may start requests at ``real_now`` (``ring.membership.lease``; the real clock)."""
         state = self.membership.lease_state(real_now)
         assert state is not None  # a node always has a lease
         return state
 
     def _lease_log(self, now: float) -> list[Action]:
-        """A lost majority is logged once when it begins and once when it ends (``ring.lease.Pauses``)."""
+        """A lost majority is logged once when it begins and once when it ends (``ring.membership.lease.Pauses``)."""
         real = now + self.membership.stalled
         line = self._pauses.seen(self.lease_state(real), real)
         return [Log(logging.WARNING, line)] if line else []
@@ -365,7 +365,7 @@ class RingNode:
         """One gossip round: our counters, grants, membership, ring changes, hand-off markers, page cap.
 
         ``pages``: the page requests made here; ``in_flight``: those started
-        and not ended (``ring.budget`` rule 4 counts them against the cap).
+        and not ended (``ring.membership.budget`` rule 4 counts them against the cap).
         """
         out: list[Action] = self._grant(idle, pages, in_flight)
         self.membership.set_local(idle=idle and self.outbox.idle, sent=self.outbox.sent,
@@ -379,7 +379,7 @@ class RingNode:
         return out + self._budget_end(now, pages, in_flight)
 
     def _grant(self, idle: bool, pages: int, in_flight: int) -> list[Action]:
-        """``ring.budget`` rule 5: an idle (or leaving) peer's spare goes to those waiting for it.
+        """``ring.membership.budget`` rule 5: an idle (or leaving) peer's spare goes to those waiting for it.
 
         Before this round's messages: they carry the new totals, and the
         ``Granted`` before them is made durable first (a restart must not
@@ -398,7 +398,7 @@ class RingNode:
                 Log(logging.INFO, f"max_pages budget: granted {to} ({why}; {pages} pages requested here)")]
 
     def _budget_end(self, now: float, pages: int, in_flight: int) -> list[Action]:
-        """``ring.budget`` rule 6: at our cap, and the rest held by members that will not grant it."""
+        """``ring.membership.budget`` rule 6: at our cap, and the rest held by members that will not grant it."""
         if self.budget is None:
             return []
         members = self.membership.members()

@@ -8,7 +8,7 @@ and the dashboard. :func:`gossiped_row` is another member's row, from its
 gossiped record; :func:`status_reply` puts them in order.
 ``ring.node.RingNode.status_reply`` gathers the arguments.
 
-The lease (``ring.lease``) is measured on the real clock, which a reply
+The lease (``ring.membership.lease``) is measured on the real clock, which a reply
 does not read: the engine puts its ``LeaseState`` in ``StatusFigures.lease``
 and the reply carries it in our own row, with our ring's version and
 fingerprint. The other members' rows say ``LeaseStatus.UNKNOWN``: only a
@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ring.forwarder import OutboxStats
-from ring.lease import LeaseState, PauseReason
+from ring.forwarding.forwarder import OutboxStats
+from ring.membership.lease import LeaseState, PauseReason
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, MemberStatus, StatusReply
 from ring.durations import duration
 

@@ -72,7 +72,7 @@ from ring.messages import UrlBatch, encode
 BENCHES = ("detect", "resume", "handoff")
 #: How often the detector asks each survivor for its view, s.
 POLL = 0.1
-#: The Outbox's default batch_size (ring/forwarder.py): hand-off batches are cut at this.
+#: The Outbox's default batch_size (ring/forwarding/forwarder.py): hand-off batches are cut at this.
 BATCH = 500
 
 

@@ -1,6 +1,6 @@
 """Forwarding at 8 to 512 simulated peers: frames/s per peer, URLs per frame, bytes per URL, latency.
 
-Pure and in one process: every peer is a ``ring.forwarder`` Outbox and Inbox
+Pure and in one process: every peer is a ``ring.forwarding.forwarder`` Outbox and Inbox
 pair, as ``ring.node.RingNode`` drives them, over a network that delivers
 each frame 1-3 ms later and loses none. Each peer fetches 1,000 pages/s;
 a page forwards a Poisson number of URLs (mean ``--mix``: 0.6 is a crawl
@@ -16,7 +16,7 @@ Two configurations, the same traffic (the same seed):
 - ``after``: ``[ring]`` defaults: acks owed and piggybacked on the frames
   going back (``Outbox.owe_ack``, ``Outbox.messages``), the batch age
   adapting to ``message_budget`` between ``batch_age`` and
-  ``max_batch_age`` (ring/forwarder.py rules 7 and 8).
+  ``max_batch_age`` (ring/forwarding/forwarder.py rules 7 and 8).
 
 The figures are over the last ``--measure`` seconds of ``--seconds``
 simulated ones (the age settles within a few ``RATE_WINDOW`` s):
@@ -47,8 +47,8 @@ import sys
 import time
 from dataclasses import dataclass
 
-from ring.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, Outbox
-from ring.inbox import Inbox, Verdict
+from ring.forwarding.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, Outbox
+from ring.forwarding.inbox import Inbox, Verdict
 from ring.messages import Ack, Message, Packet, UrlBatch, encode
 
 RING = "sim"

@@ -1,4 +1,4 @@
-"""Membership at scale on the simulated network (ring.sim): bytes, convergence, detection.
+"""Membership at scale on the simulated network (ring.membership.sim): bytes, convergence, detection.
 
     python scripts/bench_membership.py                 # 8, 64, 256, 512 peers; 0, 1, 10 % loss
     python scripts/bench_membership.py --sizes 256 --loss 0.1
@@ -34,9 +34,9 @@ import random
 import sys
 import time
 
-from ring.membership import Membership
+from ring.membership.protocol import Membership
 from ring.messages import MemberState
-from ring.sim import SimNet
+from ring.membership.sim import SimNet
 
 INTERVAL, SUSPECT_AFTER, DEAD_AFTER = 0.5, 2.0, 6.0
 RING = "bench"

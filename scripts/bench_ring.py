@@ -26,7 +26,7 @@ polite   200 hosts x 150 pages (20 links a page, so that parsing does not
          windows, and as the server logged them (same windows, and sliding).
          Fetch times and CPU shares say whether the rate was CPU-bound.
 forward  URLs/s and bytes per URL between two processes through the real
-         ring.forwarder Outbox/Inbox, codec and ring.io.zmqio sockets; then a
+         ring.forwarding.forwarder Outbox/Inbox, codec and ring.io.zmqio sockets; then a
          real 2-peer crawl: URLs forwarded (``ring status``) and the TCP bytes
          between the peers (``ss``) per forwarded URL.
 
@@ -338,7 +338,7 @@ def bench_polite(args: argparse.Namespace, children: Children, work: Path) -> li
 
 
 def bench_forward(args: argparse.Namespace, children: Children, work: Path) -> list[str]:
-    print(f"\n## forward: {args.fwd_urls} URLs p1 -> p2 through ring.forwarder Outbox/Inbox, the "
+    print(f"\n## forward: {args.fwd_urls} URLs p1 -> p2 through ring.forwarding.forwarder Outbox/Inbox, the "
           f"codec and ring.io.zmqio on 127.0.0.1 (2 processes, <= {args.fwd_window} batches unacked), "
           f"{args.repeats} repeats", flush=True)
     results = []

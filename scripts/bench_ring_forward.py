@@ -2,9 +2,9 @@
 
 Each side is a ``ring.node.RingNode`` under a
 ``ring.io.driver.RingDriver``, with a crawl that only counts what it is handed.
-The sender's :class:`ring.forwarder.Outbox` (batches of 500, ``max_age`` 50
+The sender's :class:`ring.forwarding.forwarder.Outbox` (batches of 500, ``max_age`` 50
 ms) hands batches to its DEALER connected to the receiver's ROUTER; the
-receiver's node asks its :class:`ring.inbox.Inbox` and acks through its
+receiver's node asks its :class:`ring.forwarding.inbox.Inbox` and acks through its
 own DEALER to the sender's ROUTER, where ``Outbox.ack`` retires the batch.
 Gossip runs too, every 5 s (a digest of two members, ~100 bytes). Not
 included: what the owner does with a URL it takes (normalise, Bloom filter,

@@ -26,7 +26,7 @@ fetched by its new owner links to pages the lost peer fetched, possibly on
 another owner's hosts, and that owner must know them already or it would
 fetch them again. A queued URL that also has a row is sent only as seen.
 
-Delivery reuses the peers' own :class:`ring.forwarder.Outbox` (per-owner
+Delivery reuses the peers' own :class:`ring.forwarding.forwarder.Outbox` (per-owner
 sequence numbers, resend of a batch not acked after a second, re-routing),
 with at most :data:`WINDOW` unacked batches per owner so a big frontier does
 not pile resends on a busy peer. While batches wait unacked the ring is asked
@@ -79,12 +79,12 @@ from peer.errors import EXIT_USAGE, ConfigError, PeerError, URLError
 from peer.state.configfile import load_config
 from ring.durations import duration
 from ring.errors import RingError, user_error
-from ring.forwarder import Outbox
+from ring.forwarding.forwarder import Outbox
 from ring.hashring import HashRing
 from ring.io.curve import resolve_keys_dir
 from ring.io.driver import ForwardLink
 from ring.messages import Ack, MemberStatus, UrlBatch
-from ring.intake import ADOPT_PREFIX
+from ring.forwarding.intake import ADOPT_PREFIX
 from ring.tools.client import Contact, client_keys, cluster_status
 
 __all__ = [

@@ -231,7 +231,7 @@ def static_refused(cfg: ClusterConfig) -> dict[int, str]:
 
 
 def ring_warnings(cfg: ClusterConfig) -> list[str]:
-    """What the ring's leases (ring/lease.py) make of the number of peers (``--check``).
+    """What the ring's leases (ring/membership/lease.py) make of the number of peers (``--check``).
 
     A peer starts requests only while a majority of the ring vouches for its
     view of it, dead members counted (so that the two sides of a split

@@ -431,7 +431,7 @@ def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
         parse_address(args.address)
     except ValueError as exc:
         raise ConfigError("--address", "", str(exc)) from None
-    from ring.membership import MAX_WEIGHT
+    from ring.membership.protocol import MAX_WEIGHT
 
     if not 0 < args.weight <= MAX_WEIGHT:
         raise ConfigError("--weight", "", f"expected a number > 0 and <= {MAX_WEIGHT:g}")

@@ -25,8 +25,6 @@ One room a concern, bottom up (each room's ``__init__`` names its modules):
 - ``handoff``   hosts that change owner when the ring moves
 - ``run``       a run's data directory, resume or fresh, its figures
 - ``crawl``     ``CrawlCore``: every crawl decision, composing the rooms above
-- ``peer``      ``PeerCore``: the crawl core and the ring node in one, the
-  engine's one door; one ordered list of effects out (``effects``), its
-  parts the core's side of the driver's files (``persistence``), the
-  figures (``readouts``) and the ring's say on scheduling (``ringgate``)
+- ``door``      ``PeerCore``: the crawl core and the ring node in one, the
+  engine's one door; one ordered list of effects out
 """

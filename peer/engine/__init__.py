@@ -1,4 +1,4 @@
-"""The trio driver of one peer: it asks ``peer.core.peer.PeerCore`` what to do and does it.
+"""The trio driver of one peer: it asks ``peer.core.door.peer.PeerCore`` what to do and does it.
 
 - ``crawler``   ``Crawler``: the nursery, the scheduler loop, one task per
   job, the parser threads; it holds the one core and builds the parts

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import trio
 
-from peer.core.peer import PeerCore
+from peer.core.door.peer import PeerCore
 from peer.core.run.layout import DataDir
 from peer.state.cookiefile import COOKIE_SAVE_SECONDS, discard_cookies, read_cookies, write_cookies
 from peer.state.journal import Recovered

@@ -1,4 +1,4 @@
-"""The crawl engine of one peer: the trio driver around ``peer.core.peer.PeerCore``.
+"""The crawl engine of one peer: the trio driver around ``peer.core.door.peer.PeerCore``.
 
 This module is the scheduler and the effects' table; the rest of the
 engine is parts that own their state, one module each, built here and
@@ -14,7 +14,7 @@ Layers, top down (httpcore's shape: the driver does I/O, the core decides):
 - this module: the nursery, the scheduler loop, one task per job, the
   parser threads, the result store (DuckDB), the WARC files, and the
   parts above;
-- ``peer.core.peer.PeerCore``, the one core object held here: the crawl
+- ``peer.core.door.peer.PeerCore``, the one core object held here: the crawl
   core and the ring node in one, pure. Each of its calls returns one
   ordered list of effects, the crawl's (``Forward``, ``Queued``, ``Row``...)
   and the ring's (``Send``, ``Reply``...) alike, with the durability points
@@ -123,7 +123,7 @@ from peer.core.crawl.limits import Limits
 from peer.core.crawl.robots import MAX_ROBOTS_BYTES
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
-from peer.core.peer import Commit, PeerCore, ReadFetched, ReadHosts
+from peer.core.door.peer import Commit, PeerCore, ReadFetched, ReadHosts
 from peer.core.seen.bloom import BloomFilter
 from peer.engine.archive import Archive
 from peer.engine.cookies import CookieSaves
@@ -141,7 +141,7 @@ from peer.results.schema import PageRow
 from peer.results.store import ResultStore
 from peer.state.journal import Recovered, SnapshotStats
 from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
-from ring.budget import grants_to_counters
+from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
 
 __all__ = ["Crawler", "Summary", "MAX_RETRIES", "Parsed", "parse_response"]
@@ -199,7 +199,7 @@ class Crawler:
         self.peer_id = peer_id
         self.data_dir = Path(data_dir or cfg.data_dir(peer_id))
         self.resolver = Resolver(cfg.dns, allow_private=cfg.crawl.allow_private)
-        #: The one core: the crawl's decisions and, in a ring, the ring node's (peer/core/peer.py).
+        #: The one core: the crawl's decisions and, in a ring, the ring node's (peer/core/door/peer.py).
         self.peer = PeerCore.alone(cfg, peer_id, rng=rng, peek_ip=self.resolver.peek)
         self._fetcher = fetcher
         # trio's clock: the frontier's ready times are what trio sleeps on, and

@@ -3,7 +3,7 @@
 A part of ``peer.engine.crawler.Crawler`` that owns ``data_dir/state``: it
 recovers it after a crash and puts its rows back (rule 9 of that module),
 writes the journal's records as the engine carries out the core's effects
-and makes them durable where the core says ``Commit`` (``peer.core.peer``
+and makes them durable where the core says ``Commit`` (``peer.core.door.peer``
 rule 1), and writes a full snapshot off the loop when the journal grows big
 or old (rule 10). peer/state/journal.py has the crash-ordering argument
 these follow. It reaches the core through three calls of ``PeerCore``
@@ -22,7 +22,7 @@ import trio
 
 from peer.core.config.cluster import ClusterConfig
 from peer.core.crawl.core import CEILING_HORIZON
-from peer.core.peer import PeerCore
+from peer.core.door.peer import PeerCore
 from peer.core.run.layout import DataDir
 from peer.results.schema import PageRow, Value
 from peer.results.store import ResultStore
@@ -144,7 +144,7 @@ class Durability:
             self._state.counters(counters)
 
     def commit(self) -> None:
-        """Every record so far durable (``Commit``: ``peer.core.peer`` rule 1)."""
+        """Every record so far durable (``Commit``: ``peer.core.door.peer`` rule 1)."""
         if self._state is not None:
             self._state.commit()
 

@@ -1,6 +1,6 @@
 """The crawl engine's one effects table: each effect the core returns, to the call that carries it out (edge).
 
-``peer.core.peer.PeerCore`` returns one ordered list of effects from every
+``peer.core.door.peer.PeerCore`` returns one ordered list of effects from every
 call, the crawl core's and the ring node's alike; the engine carries them
 out here, in order, by their type alone (trio-websocket's ``{EventType:
 handler}`` table), never asking which inner core made one. The handlers are
@@ -15,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any
 
-from peer.core.peer import PeerEffect
+from peer.core.door.peer import PeerEffect
 
 __all__ = ["Effects", "Handler"]
 

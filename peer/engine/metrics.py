@@ -5,7 +5,7 @@ text exposition format and serves it; this module only says which figures
 become which metrics. No counter is kept here or added to the crawler: a
 custom collector reads the figures the crawler already keeps (its core's:
 summary, frontier, limits, Bloom filter and ring node, read by
-``peer.core.readouts``; its resolver's and WARC writer's) at scrape time, the
+``peer.core.door.readouts``; its resolver's and WARC writer's) at scrape time, the
 pattern prometheus_client documents for "proxying metrics from other
 systems".
 
@@ -118,7 +118,7 @@ def families(f: PeerFigures) -> Iterator[Metric]:
     ceiling.add_metric(["host"], f.ceiling_holds)
     ceiling.add_metric(["ip"], f.ip_ceiling_holds)
     yield ceiling
-    # The lease (ring.lease): alert on lease_held == 0 for longer than a grace.
+    # The lease (ring.membership.lease): alert on lease_held == 0 for longer than a grace.
     yield gauge("lease_held", "1 while a majority of the quorum vouches for this peer's ring and "
                 "requests start; 0 while paused (grace after a ring change, or no majority)",
                 1 if f.lease_held else 0)

@@ -36,7 +36,7 @@ import trio
 
 from peer.state.statusaddress import StatusAddress, remove_status_address, write_status_address
 from ring.errors import RingError
-from ring.lease import fingerprint
+from ring.membership.lease import fingerprint
 from ring.messages import (DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, StatusReply,
                            StatusRequest, decode, encode)
 from ring.vocabulary import on_wire

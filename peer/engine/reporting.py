@@ -1,7 +1,7 @@
 """The crawl engine's figures: ``ring status``'s row, the cap counters, the progress line (edge).
 
 A part of ``peer.engine.crawler.Crawler``. The figures are the core's
-(``PeerCore.figures``: ``peer.core.readouts``); this part adds what only the
+(``PeerCore.figures``: ``peer.core.door.readouts``); this part adds what only the
 engine measures (the wall-clock time since the start, the resolver's hit
 rate, the fetcher's malformed-header counts, the WARC writer's counters)
 and logs the progress line every ``progress_interval`` seconds.
@@ -15,7 +15,7 @@ from collections.abc import Callable
 
 import trio
 
-from peer.core.peer import PeerCore
+from peer.core.door.peer import PeerCore
 from peer.core.run.progress import Progress, ProgressSnapshot
 from peer.engine.archive import Archive
 from peer.net.resolver import Resolver

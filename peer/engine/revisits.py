@@ -28,7 +28,7 @@ from collections.abc import Callable
 from peer.core.crawl.decisions import Row
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
-from peer.core.peer import PeerCore
+from peer.core.door.peer import PeerCore
 from peer.core.revisit.hostmix import Kind
 from peer.core.revisit.policy import Change
 from peer.core.warc.record import RevisitProfile, digest

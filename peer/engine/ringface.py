@@ -3,7 +3,7 @@
 A part of ``peer.engine.crawler.Crawler`` that owns the ring's sockets. In a
 ring, it is the ``ring.io.sockets.Member`` its ``MemberSockets`` serve: a
 frame received, a gossip round, the Outbox's frames due each become an event
-of ``peer.core.peer.PeerCore``, and the effects it returns go through the
+of ``peer.core.door.peer.PeerCore``, and the effects it returns go through the
 engine's one table, of which this part does ``Send``, ``Reply``,
 ``StatusAsked``, ``Log`` and the hand-off's ``ReadHosts`` and
 ``ReadFetched``. The crawl and the ring meet inside the core, never here.
@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable, Iterable
 import trio
 
 from peer.core.config.cluster import ClusterConfig
-from peer.core.peer import PeerCore, PeerEffect, ReadFetched, ReadHosts
+from peer.core.door.peer import PeerCore, PeerEffect, ReadFetched, ReadHosts
 from peer.results.store import ResultStore
 from ring.actions import Log, Reply, Send, StatusAsked
 from ring.io.curve import CurveKeys, resolve_keys_dir, unauthenticated_warning
@@ -144,7 +144,7 @@ class RingFace:
         self._services.start_soon(self._read_fetched, e)
 
     async def _read_fetched(self, e: ReadFetched) -> None:
-        """The moved hosts' rows from the store's host index (``peer.core.peer`` rule 3)."""
+        """The moved hosts' rows from the store's host index (``peer.core.door.peer`` rule 3)."""
         rows = await self._store.page_urls(list(e.hosts)) if self._store is not None else []
         self._carry(self._peer.fetched_read(e.request, rows, self._clock(), wall=time.time()))
         self.wake()  # the seen URLs queued for their new owners

@@ -5,7 +5,7 @@ A part of ``peer.engine.crawler.Crawler`` that owns ``data_dir/seen``
 core's (``peer.core.seen.sieve``, reached through ``PeerCore``): when a
 batch is due, which URLs go in it, what the answers mean. This part takes a
 batch when the core says it is due, carries out the ``Commit`` that comes
-with it (``peer.core.peer`` rule 1d) before the files hold its hashes,
+with it (``peer.core.door.peer`` rule 1d) before the files hold its hashes,
 applies it in a worker thread and hands the answers back.
 """
 
@@ -20,7 +20,7 @@ from pathlib import Path
 import trio
 
 from peer.core.config.cluster import ClusterConfig
-from peer.core.peer import PeerCore, PeerEffect
+from peer.core.door.peer import PeerCore, PeerEffect
 from peer.core.run.layout import DataDir
 from peer.state.journal import Recovered
 from peer.state.sievefile import SieveFiles, SieveFileStats

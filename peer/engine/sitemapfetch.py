@@ -23,7 +23,7 @@ import trio
 
 from peer.core.crawl.decisions import FetchSitemap
 from peer.core.http.result import FetchResult
-from peer.core.peer import PeerCore, PeerEffect
+from peer.core.door.peer import PeerCore, PeerEffect
 from peer.core.sitemaps.document import Sitemap, SitemapLimits, parse
 
 __all__ = ["SitemapFetch"]

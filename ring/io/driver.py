@@ -3,10 +3,10 @@
 :class:`RingDriver` runs a node over :class:`ring.io.sockets.MemberSockets`
 and carries out the actions it returns through one ``{action type:
 handler}`` table, handing the crawl's part to a ``ring.crawlport.CrawlPort``:
-a batch taken and our entries rerouted back as ``ring.intake`` orders them
-(the rules ``peer.core.peer.PeerCore`` follows too).
+a batch taken and our entries rerouted back as ``ring.forwarding.intake`` orders them
+(the rules ``peer.core.door.peer.PeerCore`` follows too).
 It serves the ring's tests and benchmarks, which need a member without a
-crawl; a peer runs ``peer.core.peer.PeerCore`` under its engine instead,
+crawl; a peer runs ``peer.core.door.peer.PeerCore`` under its engine instead,
 where the crawl and the ring are one core and nothing goes through here.
 
 :class:`ForwardLink` is the sending half for a *non-member*
@@ -24,7 +24,7 @@ from typing import Any
 import trio
 
 from ring.crawlport import CrawlPort
-from ring.intake import Durable, Source, TakeSeen, intake
+from ring.forwarding.intake import Durable, Source, TakeSeen, intake
 from ring.io.curve import CurveKeys
 from ring.io.sockets import SEND_TIMEOUT, MemberSockets
 from ring.messages import Ack, DecodeError, Message, UrlBatch, decode, encode
@@ -151,7 +151,7 @@ class RingDriver:
         return self.sockets.reply(a.route, a.msg)
 
     def _do_intake(self, a: Deliver | Rerouted) -> None:
-        """A batch taken, or our entries back: ``ring.intake``'s steps, in their order."""
+        """A batch taken, or our entries back: ``ring.forwarding.intake``'s steps, in their order."""
         crawl = self.crawl
         for step in intake(a):
             if isinstance(step, Durable):

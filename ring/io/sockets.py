@@ -2,7 +2,7 @@
 
 A thin loop in the shape of trio-websocket's reader task: receive, decode,
 and hand each message to the member it serves (:class:`Member`: a peer's
-engine around ``peer.core.peer.PeerCore``, or ``ring.io.driver.RingDriver``
+engine around ``peer.core.door.peer.PeerCore``, or ``ring.io.driver.RingDriver``
 around a bare ``RingNode``), which decides everything. What is left here is
 what only I/O can find out.
 

@@ -21,10 +21,10 @@ libzmq ignores a newcomer whose routing id is already connected (its messages
 are never delivered) and the first keeps its route. That would lock out a
 member that restarts while its old TCP connection still lingers (a host that
 vanished without a FIN), so a member's DEALERs use
-:func:`~ring.routes.member_route` ``b"<member id>/<nonce>"``, a fresh random
+:func:`~ring.forwarding.routes.member_route` ``b"<member id>/<nonce>"``, a fresh random
 nonce each process: a restart is a new route, never a duplicate, and the
 member id also travels in every message (``sender``), which the receiver
-checks against :func:`~ring.routes.route_member` of the route. With CurveZMQ
+checks against :func:`~ring.forwarding.routes.route_member` of the route. With CurveZMQ
 the connection's ZAP User-Id (the member id of its key, set by
 :class:`~ring.io.zap.CurveAuthenticator`) must match as well;
 :meth:`~ring.io.zmqio.ZmqSocket.recv_routed` hands it over with each message.

@@ -89,7 +89,7 @@ from ring.errors import RingError
 from ring.io.errors import CLOSED_ERRNOS, PeerUnreachable, SocketClosed, TransportError, translate
 from ring.io.sockopts import ZMQ_TYPE, SocketType, apply_options
 from ring.messages import MAX_FRAME
-from ring.routes import member_route, route_member
+from ring.forwarding.routes import member_route, route_member
 
 _T = TypeVar("_T")
 

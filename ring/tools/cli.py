@@ -6,7 +6,7 @@ ring (weights, a new peer) before starting it. It reads only the file.
 ``status``, ``leave`` and ``forget`` ask the running ring through
 ``ring.tools.client``, which returns typed rows; this module only formats them.
 
-``forget`` is for a ring that lost its majority for good (``ring.lease``:
+``forget`` is for a ring that lost its majority for good (``ring.membership.lease``:
 a peer starts requests only while a majority of its quorum vouches for its
 ring, and a dead member stays in the quorum): it asks every peer to drop a
 dead member, prints each peer's answer, and exits 0 only when every peer

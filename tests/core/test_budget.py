@@ -1,4 +1,4 @@
-"""The max_pages budget: the pure rule (ring.budget), then whole rings in the fake network.
+"""The max_pages budget: the pure rule (ring.membership.budget), then whole rings in the fake network.
 
 A ring's crawl is judged by what a user checks: the page requests of every
 peer together, against ``max_pages`` (exactly it when the web has more pages).
@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from fakering import FakeRing, FakeWeb
-from ring.budget import (
+from ring.membership.budget import (
     PageBudget,
     add_grants,
     base,
@@ -26,7 +26,7 @@ from ring.budget import (
     split,
 )
 from ring.messages import Member, MemberState
-from peer.core.peer import Commit
+from peer.core.door.peer import Commit
 from ring.node import Granted, Log, Send
 
 ALIVE, DEAD, LEFT = MemberState.ALIVE, MemberState.DEAD, MemberState.LEFT
@@ -138,7 +138,7 @@ def test_the_rest_held_only_by_gone_members_ends_the_wait_and_a_live_holder_does
 
 def test_a_peers_budget_across_rounds_grants_when_idle_and_ends_on_a_member_gone_long_enough():
     # PageBudget as RingNode's part: granting before a round, settle after it, saw with the events.
-    from ring.records import ChangeReason, MemberEvent
+    from ring.membership.records import ChangeReason, MemberEvent
 
     b = PageBudget(30, "p1", VOTERS, takeover_after=5.0)
     v = view(member("p1", pages=4), member("p2", pages=10), member("p3", pages=2))

@@ -12,7 +12,7 @@ import random
 from peer.core.crawl.core import CrawlCore, Finished, Origin, Queued, Row, Sleep, parse_response
 from peer.core.crawl.decisions import NearAsk
 from peer.core.dedupe.bands import NearAnswer
-from peer.core.peer import PeerCore
+from peer.core.door.peer import PeerCore
 from peer.core.urls.normalize import host_key
 from ring import messages as wire
 from ring.actions import NearAnswered, NearAsked, Send

@@ -1,8 +1,8 @@
-"""peer.core.peer: the crawl core and the ring node in one, driven synchronously (``now`` passed in).
+"""peer.core.door.peer: the crawl core and the ring node in one, driven synchronously (``now`` passed in).
 
-With the door's parts: its effects (peer.core.effects), the core's side of the driver's
-files (peer.core.persistence), the figures (peer.core.readouts) and the ring gate
-(peer.core.ringgate).
+With the door's parts: its effects (peer.core.door.effects), the core's side of the driver's
+files (peer.core.door.persistence), the figures (peer.core.door.readouts) and the ring gate
+(peer.core.door.ringgate).
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from dataclasses import dataclass
 
 from peer.core.crawl.core import CrawlCore, parse_response
 from peer.core.crawl.decisions import Done, Drop, Fetch, Forward, Origin, PassOn, Queued, Row, Seen, Sleep, Start
-from peer.core.effects import Commit, ReadFetched, ReadHosts
-from peer.core.peer import PeerCore
+from peer.core.door.effects import Commit, ReadFetched, ReadHosts
+from peer.core.door.peer import PeerCore
 from peer.core.urls.normalize import host_key
 from ring.actions import Reply, Send
 from ring.messages import Ack, Packet, UrlBatch
-from ring.intake import ADOPT_PREFIX
+from ring.forwarding.intake import ADOPT_PREFIX
 from ring.node import RingNode
 from tests.core.test_crawl import answer, config, html
 
@@ -112,7 +112,7 @@ def test_a_handoff_reads_the_results_as_need_data_and_then_hands_over():
     assert p1.fetched_read(fetch.request, [(url, mine)], 1.3, wall=1000.0) == []  # closed
 
 
-# -- the one door: every durability point is a Commit in the list (peer.core.peer rule 1) --
+# -- the one door: every durability point is a Commit in the list (peer.core.door.peer rule 1) --
 
 
 def alone(**crawl) -> PeerCore:
@@ -203,7 +203,7 @@ def test_spilled_queues_move_only_in_a_ring_and_each_chunk_is_committed():
     assert p1.move_spilled(0.0) == [Commit()]  # rule 1e (nothing was moving: an empty chunk)
 
 
-# -- the door's parts: the figures (peer.core.readouts), the ring gate (peer.core.ringgate) --
+# -- the door's parts: the figures (peer.core.door.readouts), the ring gate (peer.core.door.ringgate) --
 
 
 def test_the_figures_read_the_crawl_core_and_in_a_ring_the_ring_node():

@@ -57,7 +57,7 @@ capacity = 100000
 
 
 async def test_max_pages_is_cluster_wide(tmp_path):
-    """Each peer stops when the gossiped total reaches max_pages, never past it (ring.budget)."""
+    """Each peer stops when the gossiped total reaches max_pages, never past it (ring.membership.budget)."""
     graph = SiteGraph(hosts=9, pages_per_host=40, shop=False)
     max_pages, concurrency = 60, 4
     async with trio.open_nursery() as nursery:

@@ -1,7 +1,7 @@
 """A peer's ring node and its sockets in-process, over real loopback: no ring message ends a peer.
 
 Each node is built from cluster.toml as a peer builds it
-(``ringharness.RingMember``: ``peer.core.peer.ring_node`` over the
+(``ringharness.RingMember``: ``peer.core.door.peer.ring_node`` over the
 ``ring.io.sockets.MemberSockets`` a peer uses). The nodes run in the test's
 trio loop with a stub crawler, so a test can stall
 one (a synchronous sleep in its status figures, as a long state snapshot

@@ -43,7 +43,7 @@ async def test_a_peer_killed_with_sigkill_resumes_and_loses_nothing(tmp_path):
         # dead_after long enough that it is back before the others take its
         # hosts, even on a loaded machine where starting Python takes seconds.
         # The lease apart from it (by default half of dead_after): a peer
-        # started again starts no request for 1.25 leases (ring/lease.py's
+        # started again starts no request for 1.25 leases (ring/membership/lease.py's
         # grace), which at 15 s was 19 of the test's 31 s.
         text = cluster_text(tmp_path, farm.port, 3, rate=300.0, window=2.0, initial_delay=0.1,
                             concurrency=CONCURRENCY, dead_after=30.0, lease=1.0)

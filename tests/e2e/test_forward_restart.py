@@ -80,7 +80,7 @@ class Taker:
 
 def make_node(peer_id: str, address: str, seeds: list[tuple[str, str, float]], incarnation: int) -> RingNode:
     # Restarts take well under suspect_after: nobody is suspected, the ring never moves.
-    # No send window (ring.forwarder rule 9, tested in tests/ring/test_forwarder.py):
+    # No send window (ring.forwarding.forwarder rule 9, tested in tests/ring/test_forwarder.py):
     # with 8 batches at most in flight the owner could take and ack them all
     # before its driver stopped, and the restart would then test no resend.
     return RingNode(peer_id, address, 1.0, RING, seeds=seeds, gossip_interval=0.2,

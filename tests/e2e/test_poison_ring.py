@@ -1,4 +1,4 @@
-"""Poisoned gossip at a running ring of two peers, with and without CurveZMQ (ring.view "Hearsay").
+"""Poisoned gossip at a running ring of two peers, with and without CurveZMQ (ring.membership.view "Hearsay").
 
 The rules, each alone and on a fake network, are tested without I/O in
 tests/ring/test_poison.py. Here p1 runs in the test's process
@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from ring.messages import Digest, Member, MemberState
-from ring.records import MAX_INCARNATION
+from ring.membership.records import MAX_INCARNATION
 
 LEFT = MemberState.LEFT
 CAP = MAX_INCARNATION  # the highest incarnation a record may carry at all
@@ -72,7 +72,7 @@ async def test_a_running_ring_shrugs_off_p2_left_from_a_stranger_and_a_spoofed_m
     from ring.__main__ import keys_main
     from ring.io.curve import CurveKeys
     from ring.io.zap import curve_client
-    from ring.routes import member_route
+    from ring.forwarding.routes import member_route
     from ring.tools.client import client_keys
 
     # 5 pages/s a host: the crawl lasts a few seconds, past the poison.

@@ -245,7 +245,7 @@ def test_the_figures_are_counters_and_a_refused_validator_a_drop() -> None:
 
 
 def test_a_ring_of_two_runs_on_until_run_for_and_revisits(crawls) -> None:
-    """Termination (ring/termination.py) must not end a continuous crawl whose frontiers ran dry."""
+    """Termination (ring/membership/termination.py) must not end a continuous crawl whose frontiers ran dry."""
     run, requests = crawls.ring.result()
     assert not run.timed_out and run.codes == [0, 0], run.stderr()
     log = [e for e in requests if e.target != "/robots.txt"]

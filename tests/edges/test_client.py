@@ -2,7 +2,7 @@
 
 The drivers are ``ring.io.driver.RingDriver`` over a stand-in crawl, a
 ``ring.crawlport.CrawlPort``; last, what the driver hands that port for a batch
-taken and for our entries rerouted back (``ring.intake``'s order).
+taken and for our entries rerouted back (``ring.forwarding.intake``'s order).
 """
 
 from __future__ import annotations
@@ -193,9 +193,9 @@ class Taker(Figures):
 
 
 async def test_the_driver_hands_a_batch_and_our_entries_back_to_the_crawl_in_ring_intakes_order():
-    # RingDriver restates no rule of its own: ring.intake orders, the CrawlPort's calls follow.
+    # RingDriver restates no rule of its own: ring.forwarding.intake orders, the CrawlPort's calls follow.
     from ring.actions import Deliver, Rerouted
-    from ring.intake import ADOPT_PREFIX
+    from ring.forwarding.intake import ADOPT_PREFIX
 
     node = RingNode("p1", "tcp://127.0.0.1:1", 1.0, RING, seeds=[], gossip_interval=0.1, suspect_after=1.0,
                     dead_after=3.0, now=0.0, incarnation=1000)

@@ -1,7 +1,7 @@
 """The engine has one door to the core: no module under ``peer/engine/`` reaches past ``PeerCore``.
 
-``peer.core.peer.PeerCore`` is the only core object the driver holds
-(peer/core/peer.py's docstring): every job call, the recovery, the seen
+``peer.core.door.peer.PeerCore`` is the only core object the driver holds
+(peer/core/door/peer.py's docstring): every job call, the recovery, the seen
 set's batches, the moved queues and the figures go through it, and its
 effects come back in one list. So the engine's source, read with ``ast``
 module by module (by glob, like tests/project/test_purity.py), names none
@@ -81,7 +81,7 @@ def f(self):
     assert len(reach_ins(old)) == 10, reach_ins(old)
     # What the engine may do: its own config's sections, the core's door.
     allowed = ("cfg.crawl.max_pages\nself._cfg.frontier.checkpoint_mb\nf.frontier\n"
-               "self.peer.admit(job, now)\nfrom peer.core.peer import PeerCore\n")
+               "self.peer.admit(job, now)\nfrom peer.core.door.peer import PeerCore\n")
     assert reach_ins(allowed) == []
 
 
@@ -95,7 +95,7 @@ def test_no_engine_module_reaches_into_the_core_past_peercore():
 def test_the_engine_holds_one_core_handle():
     # Crawler builds one PeerCore, and no part holds another core object.
     from peer.core.crawl.core import CrawlCore
-    from peer.core.peer import PeerCore
+    from peer.core.door.peer import PeerCore
     from peer.core.config.cluster import parse_config
     from peer.engine.crawler import Crawler
     from ring.node import RingNode

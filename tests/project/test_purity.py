@@ -1,7 +1,7 @@
 """The layers hold: the pure cores do no I/O, ``ring`` needs nothing of ``peer`` (docs/architecture.md).
 
 Which modules are pure is read from the tree, not from a list: everything
-under ``peer/core/`` and every module at the top of ``ring/`` (its edges live
+under ``peer/core/`` and every module of ``ring/`` outside its edges (they live
 in ``ring/io/`` and its tools in ``ring/tools/``). Each is checked three times:
 what importing it loads (no trio, zmq, httpx, httpcore or duckdb, even
 indirectly); what its own source does (no socket, thread, process or clock
@@ -33,7 +33,8 @@ def _dotted(path: Path) -> str:
 
 #: The pure layers, by glob: every module under them.
 PURE_FILES = sorted([*(ROOT / "peer" / "core").rglob("*.py"),
-                     *(p for p in (ROOT / "ring").glob("*.py") if p.name != "__main__.py")])
+                     *(p for p in (ROOT / "ring").rglob("*.py")
+                       if p.name != "__main__.py" and p.parent.name not in ("io", "tools"))])
 # The test webs' pure layers (localweb/__init__.py); only localweb.sitegraph.server and
 # localweb.hostile.server serve them.
 LOCALWEB_PURE = [

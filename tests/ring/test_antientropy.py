@@ -1,4 +1,4 @@
-"""ring.antientropy through Membership: joins, Sync summaries and their answers, greeting unheard seeds;
+"""ring.membership.antientropy through Membership: joins, Sync summaries and their answers, greeting unheard seeds;
 last, its Repairs part alone."""
 
 from __future__ import annotations
@@ -171,10 +171,10 @@ def test_a_seed_never_heard_from_gets_seed_grace_then_is_probed_like_anyone():
 
 
 def test_repairs_alone_join_until_answered_then_sync_and_greet_within_the_grace():
-    # ring.antientropy.Repairs: the part Membership keeps; it picks, the membership sends.
+    # ring.membership.antientropy.Repairs: the part Membership keeps; it picks, the membership sends.
     import random
 
-    from ring.antientropy import HELLO_SEEDS, JOIN_EVERY, JOIN_EVERY_AFTER, Repairs, sync_every
+    from ring.membership.antientropy import HELLO_SEEDS, JOIN_EVERY, JOIN_EVERY_AFTER, Repairs, sync_every
     from ring.messages import MemberState
 
     rng = random.Random(1)

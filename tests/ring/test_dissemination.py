@@ -1,9 +1,9 @@
-"""ring.dissemination through Membership: what rides on probe messages, how often, and what is news;
+"""ring.membership.dissemination through Membership: what rides on probe messages, how often, and what is news;
 last, PiggybackQueue.updates alone."""
 
 from __future__ import annotations
 
-from ring.dissemination import PIGGYBACK, retransmit_limit
+from ring.membership.dissemination import PIGGYBACK, retransmit_limit
 from ring.messages import Digest, Ping, PingAck, PingReq
 
 from membershipnet import DEAD, INTERVAL, RING, answer, heard_cluster, make, rec, seed_list
@@ -59,8 +59,8 @@ def test_heartbeats_and_counters_are_not_news_but_an_idle_flag_is():
 
 
 def test_a_probe_message_carries_our_record_the_receivers_if_suspect_or_dead_then_the_least_sent():
-    # ring.dissemination.PiggybackQueue.updates alone.
-    from ring.dissemination import PiggybackQueue
+    # ring.membership.dissemination.PiggybackQueue.updates alone.
+    from ring.membership.dissemination import PiggybackQueue
     from ring.messages import Member, MemberState
 
     def m(mid, state=MemberState.ALIVE):

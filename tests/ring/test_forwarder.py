@@ -1,4 +1,4 @@
-"""ring.forwarder: batching, numbering, resends, acks, re-routing; with ring.inbox, the counts over a lossy link."""
+"""ring.forwarding.forwarder: batching, numbering, resends, acks, re-routing; with ring.forwarding.inbox, the counts over a lossy link."""
 
 from collections import Counter, defaultdict
 
@@ -8,8 +8,8 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from ring import HashRing
-from ring.forwarder import RATE_WINDOW, Entries, Outbox
-from ring.inbox import Inbox, Verdict
+from ring.forwarding.forwarder import RATE_WINDOW, Entries, Outbox
+from ring.forwarding.inbox import Inbox, Verdict
 from ring.messages import Ack, BatchPart, Packet, UrlBatch, decode, encode
 
 RING = "r"

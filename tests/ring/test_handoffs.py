@@ -13,7 +13,7 @@ from collections.abc import Callable, Container, Mapping
 import pytest
 
 from ring.actions import HandOff, Log, Rerouted, RingChanged, Send
-from ring.forwarder import Entries
+from ring.forwarding.forwarder import Entries
 from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
 from ring.messages import Digest, HandoffDone, HostStarts, Member, MemberState

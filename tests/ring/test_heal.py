@@ -8,7 +8,7 @@ user checks then:
 
 - never two peers on one host at once: when a host's fetcher changes, the
   new one's first request comes at least a lease's grace after the old
-  one's last (``ring.lease``: every ring change pauses every peer that long,
+  one's last (``ring.membership.lease``: every ring change pauses every peer that long,
   and a side without a majority fetches nothing);
 - no page lost, and none fetched twice but where both fetches came before
   the ring re-formed (a split longer than ``takeover_after`` looks like a

@@ -1,8 +1,8 @@
-"""ring.inbox: the receiver's verdicts (accept, replay, other ring, stale epoch), forgetting and reopening."""
+"""ring.forwarding.inbox: the receiver's verdicts (accept, replay, other ring, stale epoch), forgetting and reopening."""
 
 import pytest
 
-from ring.inbox import Inbox, Verdict
+from ring.forwarding.inbox import Inbox, Verdict
 from ring.messages import UrlBatch
 
 RING = "r"

@@ -1,7 +1,7 @@
-"""ring.intake: what a Deliver and a Rerouted hand the crawl, in rule order (ring.crawlport's calls follow it)."""
+"""ring.forwarding.intake: what a Deliver and a Rerouted hand the crawl, in rule order (ring.crawlport's calls follow it)."""
 
 from ring.actions import Deliver, Rerouted
-from ring.intake import ADOPT_PREFIX, DURABLE, Source, Take, TakeSeen, adopted, intake
+from ring.forwarding.intake import ADOPT_PREFIX, DURABLE, Source, Take, TakeSeen, adopted, intake
 
 URLS = (("http://a.test/1", 2), ("http://b.test/2", 0))
 SEEN = ("http://a.test/done", "http://c.test/done")

@@ -1,7 +1,7 @@
-"""ring.lease: a peer starts requests only while a majority of its quorum vouches for its ring.
+"""ring.membership.lease: a peer starts requests only while a majority of its quorum vouches for its ring.
 
-From the pure :class:`~ring.lease.Lease` (rules 1-5 of its module docstring)
-and the membership's part :class:`~ring.lease.LeaseKeeper` (quorum, ring told,
+From the pure :class:`~ring.membership.lease.Lease` (rules 1-5 of its module docstring)
+and the membership's part :class:`~ring.membership.lease.LeaseKeeper` (quorum, ring told,
 renewals; last in this file, with the log of a pause),
 through Memberships exchanging messages (tests/support/membershipnet.py's lockstep
 ``FakeNet``), to the safety property over randomized runs of
@@ -19,7 +19,7 @@ import pytest
 from leasenet import LEASE, LeaseNet
 from membershipnet import INTERVAL, FakeNet, make, seed_list
 
-from ring.lease import (GRACE_FACTOR, MAX_PENDING, Lease, LeaseKeeper, LeaseState, PauseReason, Pauses,
+from ring.membership.lease import (GRACE_FACTOR, MAX_PENDING, Lease, LeaseKeeper, LeaseState, PauseReason, Pauses,
                         fingerprint)
 from ring.messages import Digest, Member, MemberState, Ping, PingAck
 

@@ -1,4 +1,4 @@
-"""ring.membership: SWIM probes, piggybacked changes and anti-entropy over fake networks.
+"""ring.membership.protocol: SWIM probes, piggybacked changes and anti-entropy over fake networks.
 
 The whole protocol here; each part's own rules in the files that mirror its
 module (test_records, test_swim, test_dissemination, test_antientropy,
@@ -7,7 +7,7 @@ test_termination, test_view). Two fake networks. ``FakeNet``
 synchronous rounds: every running peer ticks at ``now = round * INTERVAL``,
 then messages due this round are delivered, replies included, until none is
 left. A message is lost with probability ``loss``, arrives ``delay`` rounds
-late, and never crosses a partition. ``ring.sim.SimNet`` is continuous time
+late, and never crosses a partition. ``SimNet`` (``ring.membership.sim``) is continuous time
 with a latency (200 ms here), random tick phases and the real codec; its
 large-N figures are ``scripts/bench_membership.py``'s, the small-N checks
 are here. ``python tests/ring/test_membership.py`` prints the FakeNet table of
@@ -25,9 +25,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ring.hashring import HashRing
-from ring.membership import Membership
+from ring.membership.protocol import Membership
 from ring.messages import Ack, Digest, Join, Leave, Member
-from ring.sim import SimNet
+from ring.membership.sim import SimNet
 
 from membershipnet import (
     ALIVE,
@@ -66,22 +66,22 @@ def convergence_rounds(build, n, seed, loss=0.1):
 
 
 def test_the_names_ring_membership_offered_are_the_parts_own():
-    # Callers import these from ring.membership since before the split into parts.
-    import ring.antientropy
-    import ring.dissemination
-    import ring.membership
-    import ring.records
-    import ring.swim
-    import ring.termination
-    import ring.view
+    # Callers import these from ring.membership.protocol since before the split into parts.
+    import ring.membership.antientropy
+    import ring.membership.dissemination
+    import ring.membership.protocol
+    import ring.membership.records
+    import ring.membership.swim
+    import ring.membership.termination
+    import ring.membership.view
 
-    parts = (ring.records, ring.swim, ring.dissemination, ring.antientropy, ring.termination,
-             ring.view)
-    for name in ring.membership.__all__:
-        value = getattr(ring.membership, name)
+    parts = (ring.membership.records, ring.membership.swim, ring.membership.dissemination, ring.membership.antientropy, ring.membership.termination,
+             ring.membership.view)
+    for name in ring.membership.protocol.__all__:
+        value = getattr(ring.membership.protocol, name)
         homes = [p for p in parts if getattr(p, name, None) is value]
         assert homes or name == "Membership", name
-    assert set(ring.membership.__all__) >= {
+    assert set(ring.membership.protocol.__all__) >= {
         "IllegalTransition", "Membership", "MemberEvent", "ChangeReason", "TerminationDetector",
         "merge_members", "retransmit_limit", "LIVE", "MAX_WEIGHT", "PIGGYBACK"}
 

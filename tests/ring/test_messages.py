@@ -126,7 +126,7 @@ def test_every_message_round_trips(msg):
 def test_type_codes_are_fixed():
     # Changing one is a wire change: bump VERSION. New codes may be added: a
     # peer that does not know one drops and counts it (unknown_type).
-    # 3: a member record carries its page-budget grants (ring.budget), and an
+    # 3: a member record carries its page-budget grants (ring.membership.budget), and an
     # entry's URL may carry a sitemap tail (peer.core.sitemaps.hints).
     assert VERSION == 3
     assert TYPE_CODES == {

@@ -1,7 +1,7 @@
 """ring.node's RingNode, synchronously: one node's checks, then whole fake rings (tests/support/fakering.py).
 
 What a node returns is ``ring.actions``' values, checked here as they come;
-its parts are met here at work (``ring.handoff``'s hand-offs, ``ring.routes``'
+its parts are met here at work (``ring.handoff``'s hand-offs, ``ring.forwarding.routes``'
 route checks, ``ring.status``' reply) and alone in their own files.
 
 The fake-ring tests stand in for real-process ones: they judge a crawl by the
@@ -38,7 +38,7 @@ from ring.messages import (
     decode,
     encode,
 )
-from ring.intake import ADOPT_PREFIX
+from ring.forwarding.intake import ADOPT_PREFIX
 from ring.node import (
     HANDOFF_TIMEOUT,
     MARKER_ROUNDS,
@@ -212,7 +212,7 @@ def test_a_forget_request_drops_a_dead_member_and_refuses_a_live_one_or_ourselve
     heard(n)
     _p3_dead_by_p2s_verdict(n)
     n.tick(0.6, idle=True, pages=0)
-    assert n.lease_state(0.6).quorum == 3  # the dead p3 still counts (ring.lease rule 4)
+    assert n.lease_state(0.6).quorum == 3  # the dead p3 still counts (ring.membership.lease rule 4)
 
     def ask(target: str, nonce: int) -> tuple[ForgetOutcome, list[str]]:
         out = n.receive(b"tool", ForgetRequest(RING, "ring-forget", target, nonce), 1.0)
@@ -252,7 +252,7 @@ def test_a_forget_request_refuses_a_suspect_member():
 
 
 def test_a_ring_of_two_pauses_when_one_dies_and_goes_on_once_it_is_forgotten():
-    """A majority of two is two: the survivor stops starting requests (ring.lease
+    """A majority of two is two: the survivor stops starting requests (ring.membership.lease
     rule 4) until ``ring forget`` takes the dead peer out of its quorum."""
     ring = FakeRing(n=2, web=FakeWeb(hosts=8, pages_per_host=30))
     ring.run_until(lambda: len(ring.fetches) >= 20, max_seconds=30)
@@ -296,7 +296,7 @@ def test_a_leaver_takes_no_url_batch_and_its_sender_reroutes_it_when_it_sees_the
     # leaver exits once its own hand-off is acked, whatever came after
     # (peer.engine.crawler lingers a few gossip rounds, then ends). Unacked, the
     # batch stays its sender's, which re-routes it when its ring drops the
-    # leaver (ring.forwarder rule 5).
+    # leaver (ring.forwarding.forwarder rule 5).
     leaver = node("p1")
     heard(leaver)
     leaver.tick(0.0, idle=True, pages=0)
@@ -355,7 +355,7 @@ def declared(n: RingNode, who: str, state: MemberState, inc: int, at: float) -> 
     """p2 (or p3, for p2) tells ``n`` that ``who`` is ``state`` at incarnation ``inc``."""
     teller = "p3" if who == "p2" else "p2"
     rec = replace(n.membership.members()[who], state=state, incarnation=inc)
-    # A death as its finder's verdict (a relayed one would be hearsay: ring.view).
+    # A death as its finder's verdict (a relayed one would be hearsay: ring.membership.view).
     msg = Digest(RING, teller, (rec,), verdicts=state is MemberState.DEAD)
     return n.receive(f"{teller}/aaaa".encode(), msg, at)
 

@@ -1,4 +1,4 @@
-"""Poisoned gossip: one message must not poison a view (ring.view "Hearsay", ring.membership "Senders").
+"""Poisoned gossip: one message must not poison a view (ring.membership.view "Hearsay", ring.membership.protocol "Senders").
 
 Pure tests through ``Membership.receive``, each rule alone, then a few
 Memberships on tests/support/membershipnet.py's ``FakeNet`` that a poisoned message
@@ -16,7 +16,7 @@ import pytest
 from membershipnet import RING, FakeNet, make, rec, seed_list
 
 from ring.messages import Digest, Join, Leave, Member, MemberState, Ping, PingAck, PingReq, Sync
-from ring.records import MAX_INCARNATION, REFUTABLE
+from ring.membership.records import MAX_INCARNATION, REFUTABLE
 
 ALIVE, SUSPECT, DEAD, LEFT = MemberState
 CAP = 2**64 - 2  # MAX_INCARNATION: the highest a record may carry at all

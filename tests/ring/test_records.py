@@ -1,4 +1,4 @@
-"""ring.records: the merge rules as a total order, the local state machine, and the events it reports."""
+"""ring.membership.records: the merge rules as a total order, the local state machine, and the events it reports."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from ring.errors import RingError
 from ring.messages import Digest, Join, Leave, Member, MemberState
-from ring.records import ChangeReason, IllegalTransition, merge_members
+from ring.membership.records import ChangeReason, IllegalTransition, merge_members
 
 from membershipnet import ALIVE, DEAD, LEFT, RING, SUSPECT, make, seed_list
 

@@ -1,10 +1,10 @@
-"""ring.routes: a member's routing id, the member a route claims, and the Routes part (ring.node rules 2 and 4)."""
+"""ring.forwarding.routes: a member's routing id, the member a route claims, and the Routes part (ring.node rules 2 and 4)."""
 
 import pytest
 
 from ring.messages import (Ack, Digest, Join, Leave, Member, MemberState, Packet, Ping, PingAck, Sync,
                            UrlBatch)
-from ring.routes import Routes, claimed_epoch, member_route, route_member
+from ring.forwarding.routes import Routes, claimed_epoch, member_route, route_member
 
 R = "r"
 

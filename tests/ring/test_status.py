@@ -4,8 +4,8 @@ Pure functions, values in and rows out; ``RingNode.status_reply`` (tests/ring/te
 gathers their arguments from the node's parts.
 """
 
-from ring.forwarder import OutboxStats
-from ring.lease import LeaseState, PauseReason
+from ring.forwarding.forwarder import OutboxStats
+from ring.membership.lease import LeaseState, PauseReason
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, StatusReply, decode, encode
 from ring.status import (StatusFigures, capped_counts, forwarding_rows, gossiped_row, lease_status, lease_words,
                          own_row, status_reply)

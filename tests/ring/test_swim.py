@@ -1,4 +1,4 @@
-"""ring.swim through Membership: probes, repeated pings and ping-reqs, relays, suspicion and death timers."""
+"""ring.membership.swim through Membership: probes, repeated pings and ping-reqs, relays, suspicion and death timers."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from ring.membership import ChangeReason
+from ring.membership.protocol import ChangeReason
 from ring.messages import Digest, Member, Ping, PingAck, PingReq, Sync
 
 from membershipnet import (

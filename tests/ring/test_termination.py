@@ -1,11 +1,11 @@
-"""ring.termination: the counter method over gossiped counters, alone and through Membership."""
+"""ring.membership.termination: the counter method over gossiped counters, alone and through Membership."""
 
 from __future__ import annotations
 
 import pytest
 
 from ring.messages import Digest, Member
-from ring.termination import TerminationDetector
+from ring.membership.termination import TerminationDetector
 
 from membershipnet import (
     ALIVE,

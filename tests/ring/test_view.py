@@ -1,4 +1,4 @@
-"""ring.view through Membership: the bound on members, tombstones and their expiry, the live ring's version."""
+"""ring.membership.view through Membership: the bound on members, tombstones and their expiry, the live ring's version."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ring.hashring import HashRing
 from ring.messages import MAX_MEMBERS, Digest, Join, Member, decode, encode
-from ring.records import LIVE, MAX_WEIGHT, ChangeReason
+from ring.membership.records import LIVE, MAX_WEIGHT, ChangeReason
 
 from membershipnet import (
     ALIVE,

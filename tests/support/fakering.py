@@ -2,7 +2,7 @@
 
 Like h11's ``ConnectionPair``: no sockets and no trio, virtual time, every
 message through the real codec (``encode``/``decode``). Each peer is the real
-``peer.core.peer.PeerCore``: a ``peer.core.crawl.core.CrawlCore`` and a
+``peer.core.door.peer.PeerCore``: a ``peer.core.crawl.core.CrawlCore`` and a
 ``ring.node.RingNode`` in one, in memory, fed the fake web's pages as fetch
 results and parsed by the crawl's own ``parse_response``; :class:`FakePeer`
 carries out its effects as ``peer.engine.crawler`` does, with a list of rows
@@ -52,7 +52,7 @@ from peer.core.crawl.core import (
     Warn,
     parse_response,
 )
-from peer.core.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
+from peer.core.door.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from peer.core.urls.normalize import host_key
 from peer.core.http.result import FetchResult
 from ring.messages import decode, encode

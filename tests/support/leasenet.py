@@ -1,7 +1,7 @@
 """The lease tests' network: Memberships with leases, each on its own clock, in virtual time.
 
 tests/support/membershipnet.py's ``FakeNet`` runs lockstep rounds on one clock;
-a lease's safety argument (``ring.lease``) is about what lockstep hides:
+a lease's safety argument (``ring.membership.lease``) is about what lockstep hides:
 clocks that run at different rates, answers that wait in a socket while a
 process stands still, messages late by any amount. :class:`LeaseNet` is an
 event queue in global time ``T``:
@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 
 from membershipnet import DEAD_AFTER, INTERVAL, SUSPECT_AFTER, make, seed_list
 
-from ring.membership import Membership
+from ring.membership.protocol import Membership
 from ring.messages import Message
 
 LEASE = 2.0  # < DEAD_AFTER (6 s); grace = 2.5 s

@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from collections import deque
 
-from ring.membership import Membership
+from ring.membership.protocol import Membership
 from ring.messages import Digest, Member, MemberState, Ping, PingAck, decode, encode
 
 ALIVE, SUSPECT, DEAD, LEFT = MemberState

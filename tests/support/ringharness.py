@@ -61,7 +61,7 @@ def cluster_text(tmp_path: Path, web_port: int, n: int, *, rate: float = 0.0,
     # takeover_after: the tests that kill a peer for good wait a second for
     # its hosts to be taken over, not the default's half minute. lease: 0 is
     # the default, half of dead_after; a peer started again waits 1.25 leases
-    # (ring/lease.py's grace) before its first request.
+    # (ring/membership/lease.py's grace) before its first request.
     ports = free_ports(n)
     peers = "".join(
         f'[[peer]]\nid = "p{i + 1}"\naddress = "tcp://127.0.0.1:{port}"\n'
@@ -315,7 +315,7 @@ def ceiling(per_second: float, w: float) -> int:
 class RingMember:
     """A peer's ring node built from cluster.toml as a peer builds it, over zmq, with a stand-in crawl.
 
-    ``peer.core.peer.ring_node`` makes the node (``[ring]``) and
+    ``peer.core.door.peer.ring_node`` makes the node (``[ring]``) and
     ``peer.engine.ringface.curve_keys`` reads its Curve keys; ``ring.io.driver.RingDriver`` runs it over the same
     ``ring.io.sockets.MemberSockets`` a peer's engine uses, and hands what
     the ring delivers to ``crawl`` (a ``ring.crawlport.CrawlPort``). For the
@@ -323,7 +323,7 @@ class RingMember:
     """
 
     def __init__(self, cfg, peer_id: str, crawl) -> None:  # type: ignore[no-untyped-def]
-        from peer.core.peer import ring_node
+        from peer.core.door.peer import ring_node
         from peer.engine.ringface import curve_keys
         from ring.io.driver import RingDriver
 

@@ -189,7 +189,7 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
     if cfg.ring.lease and not 2 * cfg.ring.gossip_interval <= cfg.ring.lease < cfg.ring.dead_after:
         raise ConfigError(where, "ring.lease", f"expected 0, or at least 2 x ring.gossip_interval ({2 * cfg.ring.gossip_interval:g}) and less than ring.dead_after ({cfg.ring.dead_after:g}), got {cfg.ring.lease}")
     if cfg.ring.tombstone_ttl < 2 * cfg.ring.dead_after:
-        # Shorter, a stale peer's record could bring a dead member back (ring/membership.py).
+        # Shorter, a stale peer's record could bring a dead member back (ring/membership/protocol.py).
         raise ConfigError(where, "ring.tombstone_ttl", f"expected at least 2 x ring.dead_after ({2 * cfg.ring.dead_after:g}), got {cfg.ring.tombstone_ttl}")
     if cfg.ring.suspect_after < cfg.ring.gossip_interval:
         raise ConfigError(where, "ring.suspect_after", f"expected at least ring.gossip_interval ({cfg.ring.gossip_interval}), got {cfg.ring.suspect_after}")

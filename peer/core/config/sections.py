@@ -19,7 +19,7 @@ from peer.core.config.keys import REQUIRED, at_least_one, key as _key, non_empty
 from peer.core.http.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.urls.normalize import MAX_URL_LENGTH
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS
-from ring.membership import MAX_WEIGHT
+from ring.membership.protocol import MAX_WEIGHT
 
 __all__ = ["BloomConfig", "CrawlConfig", "DnsConfig", "FrontierConfig", "PeerSpec", "PolitenessConfig",
            "RingConfig", "parse_address", "parse_metrics_address"]

@@ -2,7 +2,7 @@
 
 ``CrawlCore`` owns the scope, the frontier, the robots cache, the limits,
 the cookie jar and the summary, and composes the parts that own the rest,
-each handed only what it asks, as ``ring.membership`` composes its parts:
+each handed only what it asks, as ``ring.membership.protocol`` composes its parts:
 
 - ``discovery``  the way a URL comes in, and the seen set (``peer.core.crawl.discovery``)
 - ``jobs``       the jobs in flight: rule 8's marks (peer/engine/crawler.py), redirect hops,
@@ -28,7 +28,7 @@ The path of one URL, as the code reads:
    peer's is a ``Forward``, one not taken a ``Refused(url, reason)``.
 2. ``next(now, ring)`` - ``Start(job)`` when the frontier's politeness gate
    and the concurrency (and ``max_pages``: in a ring, this peer's cap of
-   the budget, ``ring.budget``) allow one, else ``Sleep(until)`` or
+   the budget, ``ring.membership.budget``) allow one, else ``Sleep(until)`` or
    ``Finished(reason)``.
 3. ``admit(job, now)`` - just before the request: ``Fetch``, ``FetchRobots``
    (robots.txt first), ``FetchSitemap``, ``Requeue`` (robots.txt pending, a
@@ -339,7 +339,7 @@ class CrawlCore:
         gone = False
         if ring is not None and max_pages:
             # Cluster-wide: the others' gossiped counts plus ours end the
-            # crawl; our cap of the budget bounds our starts (ring.budget).
+            # crawl; our cap of the budget bounds our starts (ring.membership.budget).
             done_pages += ring.others_pages()
             cap = ring.page_cap
             gone = ring.budget_gone()
@@ -348,12 +348,12 @@ class CrawlCore:
         fr = self.frontier
         fr.roll_windows(now)
         # With max_pages, start no more than the cap: requested + in flight
-        # never pass it (ring.budget rule 4), so no peer ever overshoots.
+        # never pass it (ring.membership.budget rule 4), so no peer ever overshoots.
         room = self.cfg.crawl.concurrency - self.in_flight
         if max_pages:
             mine = self.requested if ring is not None else done_pages
             room = min(room, cap - mine - self.in_flight)
-        # Without the ring's lease no request starts (ring.lease): a split or a
+        # Without the ring's lease no request starts (ring.membership.lease): a split or a
         # starved process must cost time, never a second owner of a host.
         paused = ring is not None and not ring.may_start(now)
         rc = self.recrawl

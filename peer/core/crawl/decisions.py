@@ -295,7 +295,7 @@ class Discover(Protocol):
 
 
 class RingView(Protocol):
-    """What the scheduler asks of the ring (``peer.core.peer.PeerCore``)."""
+    """What the scheduler asks of the ring (``peer.core.door.peer.PeerCore``)."""
 
     @property
     def page_cap(self) -> int: ...

@@ -17,7 +17,7 @@ Rules:
    ``dedupe.unfollowed_links``.
 2. **Near: held, not followed and counted.** A page with a SimHash waits
    for the owners of its bands (``NearAsk`` effects, one to each owner;
-   ``peer.core.peer`` sends them, or answers in place those this peer owns).
+   ``peer.core.door.peer`` sends them, or answers in place those this peer owns).
    Until its verdict its row and the links it would follow are *held*:
    nothing is discovered and no row is written. On the verdict, a new page's
    links are discovered and then its row written (``peer/state/journal.py``

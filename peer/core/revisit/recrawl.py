@@ -30,7 +30,7 @@ Rules:
    by :meth:`forget`.
 5. Never idle while scheduled: :attr:`scheduled` is true while records
    wait, so the crawl core neither ends a solo crawl nor reports itself
-   idle to the ring's termination (ring/termination.py), which would end
+   idle to the ring's termination (ring/membership/termination.py), which would end
    the cluster's; it sleeps until :meth:`next_due` instead.
 6. Counters, not drops (ring/vocabulary.py): visits by kind and what they
    found, conditional requests sent, validators refused. *Freshness* is the

@@ -51,7 +51,7 @@ class PeerFigures:
     delay_quantiles: Mapping[float, float] = field(default_factory=dict)
     ceiling_holds: int = 0
     ip_ceiling_holds: int = 0
-    # The ring's lease (ring.lease); a ring of one holds its own, 1 of 1.
+    # The ring's lease (ring.membership.lease); a ring of one holds its own, 1 of 1.
     lease_held: bool = True
     lease_vouched: int = 1
     lease_needed: int = 1

@@ -54,7 +54,7 @@ from collections.abc import Iterator, Mapping
 from enum import Enum
 
 from ring.messages import Member
-from ring.records import ALIVE, LIVE, SUSPECT
+from ring.membership.records import ALIVE, LIVE, SUSPECT
 
 __all__ = ["MAX_HEALTH", "MAX_RELAYS", "Probe", "ProbeStep", "Prober", "SuspicionStep", "Suspicions"]
 

@@ -8,51 +8,51 @@ detection service", Middleware 1998) kept as a slow anti-entropy repair.
 of its own with its rules in its header (as hashicorp/memberlist
 splits ``state.go``, ``suspicion.go``, ``queue.go``):
 
-- ``ring.records``        how two records of a member merge; the local state
+- ``ring.membership.records``        how two records of a member merge; the local state
                           machine (:class:`IllegalTransition`); membership events
-- ``ring.view``           the records one peer holds and what follows from each
+- ``ring.membership.view``           the records one peer holds and what follows from each
                           change: queue, suspicions, events, tombstones, the ring
-- ``ring.swim``           probes, ping-reqs and suspicion timers: whom to probe,
+- ``ring.membership.swim``           probes, ping-reqs and suspicion timers: whom to probe,
                           when to suspect, when to declare dead
-- ``ring.dissemination``  the piggyback queue: which changed records ride on
+- ``ring.membership.dissemination``  the piggyback queue: which changed records ride on
                           probe messages, and how often
-- ``ring.antientropy``    the Sync summary and its answers; ``Repairs``: when to
+- ``ring.membership.antientropy``    the Sync summary and its answers; ``Repairs``: when to
                           join, sync and greet the seeds
-- ``ring.termination``    the counter method over the gossiped counters
-- ``ring.lease``          the lease: a majority vouching for our ring, or no
+- ``ring.membership.termination``    the counter method over the gossiped counters
+- ``ring.membership.lease``          the lease: a majority vouching for our ring, or no
                           request starts
-- ``ring.budget``         the page budget: each member's cap of ``max_pages``,
+- ``ring.membership.budget``         the page budget: each member's cap of ``max_pages``,
                           moved between members by the grants in their records
 
 The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
 :meth:`Membership.receive` for each decoded message, and sends the
 ``(peer_id, message)`` pairs both return. Each round a peer probes
-(``ring.swim``), piggybacks changed records on its probe messages
-(``ring.dissemination``) and now and then repairs by anti-entropy with one
-member (``ring.antientropy``). Each probe message also carries the sender's
+(``ring.membership.swim``), piggybacks changed records on its probe messages
+(``ring.membership.dissemination``) and now and then repairs by anti-entropy with one
+member (``ring.membership.antientropy``). Each probe message also carries the sender's
 own record, so counters and heartbeats reach the members it talks to, and
 the record of a receiver we hold suspect or dead, so it learns it and
 refutes. After each call :meth:`Membership.drain_events` hands over the
-membership changes (``ring.records.MemberEvent``) for the driver to log.
+membership changes (``ring.membership.records.MemberEvent``) for the driver to log.
 
 Seeds: a seed not yet heard from is not probed for ``seed_grace`` seconds
-after our start (``ring.antientropy``, "Seeds"). A peer told it is dead (a
+after our start (``ring.membership.antientropy``, "Seeds"). A peer told it is dead (a
 partition that healed, a long pause) refutes and comes back; to make sure it
 is told, each ``reconnect_every`` ticks a peer pings one dead member with
 its verdict (memberlist's reconnect), and a message from a member we hold
 suspect or dead is answered with its record.
 
 Limits: a ``Join`` of a new member beyond ``max_members`` is refused and
-counted (``too_many_members``), and gets no answer (``ring.view`` bounds the
+counted (``too_many_members``), and gets no answer (``ring.membership.view`` bounds the
 records and the events); at most ``MAX_RELAYS`` ping-reqs are relayed at a
 time (``relay_full``).
 
 **Senders and claims.** A message from a sender that is not a member of
 our view (a Join apart) is refused before any record in it is applied
 (``unknown_sender``); the records a member sends about others are claims,
-taken by ``ring.view``'s hearsay rules.
+taken by ``ring.membership.view``'s hearsay rules.
 
-**Lease** (``ring.lease``, whose ``LeaseKeeper`` is the part kept here):
+**Lease** (``ring.membership.lease``, whose ``LeaseKeeper`` is the part kept here):
 every ping we send is remembered with its send
 time, every direct answer's vouch is evidence, our answers vouch for our
 ring, and each round :meth:`Membership.tick` pings the members of the
@@ -74,11 +74,11 @@ from dataclasses import replace
 from types import MappingProxyType
 from typing import Any
 
-from ring.antientropy import Repairs, answer_pull, answer_sync, is_push, summary
-from ring.budget import merge_grants
-from ring.dissemination import PIGGYBACK, PiggybackQueue, retransmit_limit
+from ring.membership.antientropy import Repairs, answer_pull, answer_sync, is_push, summary
+from ring.membership.budget import merge_grants
+from ring.membership.dissemination import PIGGYBACK, PiggybackQueue, retransmit_limit
 from ring.hashring import HashRing
-from ring.lease import Lease, LeaseKeeper, LeaseState
+from ring.membership.lease import Lease, LeaseKeeper, LeaseState
 from ring.messages import (
     MAX_MEMBERS,
     Digest,
@@ -91,7 +91,7 @@ from ring.messages import (
     PingReq,
     Sync,
 )
-from ring.records import (
+from ring.membership.records import (
     ALIVE,
     DEAD,
     LEFT,
@@ -107,9 +107,9 @@ from ring.records import (
     next_state,
     usable,
 )
-from ring.swim import ProbeStep, Prober, Suspicions, SuspicionStep
-from ring.termination import TerminationDetector
-from ring.view import View
+from ring.membership.swim import ProbeStep, Prober, Suspicions, SuspicionStep
+from ring.membership.termination import TerminationDetector
+from ring.membership.view import View
 
 # Membership, and the names callers have imported from here since before the
 # split into parts (each is the part's own object: tests/ring/test_membership.py).
@@ -246,11 +246,11 @@ class Membership:
 
     @property
     def lease(self) -> Lease | None:
-        """Our lease (``ring.lease``); None: SWIM alone (no renewals, no vouches)."""
+        """Our lease (``ring.membership.lease``); None: SWIM alone (no renewals, no vouches)."""
         return self._leases.lease
 
     def quorum(self) -> list[str]:
-        """The members a lease counts (``ring.lease`` rule 4): the seeds that have not left."""
+        """The members a lease counts (``ring.membership.lease`` rule 4): the seeds that have not left."""
         return self._leases.quorum()
 
     def lease_state(self, real_now: float) -> LeaseState | None:
@@ -267,7 +267,7 @@ class Membership:
 
     @property
     def health(self) -> int:
-        """Lifeguard's local health multiplier (``ring.swim``): 0 is healthy."""
+        """Lifeguard's local health multiplier (``ring.membership.swim``): 0 is healthy."""
         return self._prober.health
 
     def retransmits(self) -> int:
@@ -284,7 +284,7 @@ class Membership:
 
     def voters(self) -> frozenset[str]:
         """The configured seeds (``[[peer]]``), forgotten ones included: the lease's voters,
-        and the members ``max_pages`` is split over (``ring.budget`` rule 1)."""
+        and the members ``max_pages`` is split over (``ring.membership.budget`` rule 1)."""
         return self._view.configured
 
     def cluster_idle(self, now: float) -> bool:
@@ -303,7 +303,7 @@ class Membership:
         grants: tuple[tuple[str, int], ...] | None = None,
     ) -> None:
         """Update the counters gossip carries for us (termination, ``max_pages``), and our
-        page-budget grants (``ring.budget``: totals, which only grow)."""
+        page-budget grants (``ring.membership.budget``: totals, which only grow)."""
         me = self.me
         new = replace(
             me,
@@ -345,7 +345,7 @@ class Membership:
         active = self.me.state is not LEFT
 
         if not active:
-            # A "left" is believed only from the leaver itself (ring.view,
+            # A "left" is believed only from the leaver itself (ring.membership.view,
             # "Hearsay"): while it hands off, it tells every live member each round.
             out += self._to_live(Leave(self.ring_name, self.self_id, self.me.incarnation))
         repairs = self._repairs
@@ -407,7 +407,7 @@ class Membership:
         out: list[tuple[str, Message]] = handler(self, msg, now)
         view = self._view
         if view.lagging:
-            # A member's new record forgot grants an earlier one made (ring.view, "Grants").
+            # A member's new record forgot grants an earlier one made (ring.membership.view, "Grants").
             for mid in sorted(view.lagging):
                 m = self._members.get(mid)
                 if m is not None and m.state in LIVE and mid != self.self_id:
@@ -514,7 +514,7 @@ class Membership:
             out.append((h, PingReq(self.ring_name, self.self_id, seq, target, self._updates(h))))
 
     def _ping(self, target: str, now: float) -> Ping:
-        """A timed probe of ``target`` (``ring.swim``)."""
+        """A timed probe of ``target`` (``ring.membership.swim``)."""
         return self._ping_msg(self._prober.start(target, now), target, now)
 
     def _untimed_ping(self, target: str, now: float) -> Ping:
@@ -538,11 +538,11 @@ class Membership:
         return cached[2]
 
     def _updates(self, to: str) -> tuple[Member, ...]:
-        """What a probe message to ``to`` carries (``ring.dissemination``)."""
+        """What a probe message to ``to`` carries (``ring.membership.dissemination``)."""
         return self._queue.updates(self.me, to, self._members)
 
     def _joins(self, out: list[tuple[str, Message]]) -> None:
-        """A Join to seeds not heard from, or once in a Sync to one (``ring.antientropy``)."""
+        """A Join to seeds not heard from, or once in a Sync to one (``ring.membership.antientropy``)."""
         unheard = [sid for sid in sorted(self._unheard) if self._members[sid].state in LIVE]
         targets = self._repairs.joins(unheard, self._rng)
         if self._repairs.contacted:
@@ -566,7 +566,7 @@ class Membership:
     # -- timers -----------------------------------------------------------------
 
     def _timers(self, now: float, out: list[tuple[str, Message]]) -> list[Member]:
-        """Carry out what the probe and suspicion timers say (``ring.swim``); our verdicts."""
+        """Carry out what the probe and suspicion timers say (``ring.membership.swim``); our verdicts."""
         members = self._members
         for seq, m, step in self._prober.due(now, members):
             if step is ProbeStep.SUSPECT:

@@ -35,11 +35,11 @@ in ``docs/membership.md``; the rules it rests on are these:
    second a peer, bare (no piggybacked records).
 
 :class:`Lease` keeps the pings, the vouches and the grace. :class:`LeaseKeeper`
-is the lease's part of ``ring.membership.Membership``: it reads the view
+is the lease's part of ``ring.membership.protocol.Membership``: it reads the view
 (given as a :class:`Roster`) to tell the lease when our ring changed (rule
 2), to name the quorum (rule 4) and to pick the renewals (rule 5); the
 membership sends the pings. Every time it is given is the real clock
-(``ring.membership``: the ring's clock plus the time the process stood
+(``ring.membership.protocol``: the ring's clock plus the time the process stood
 still). Without a lease (SWIM alone) it vouches for nothing and renews
 nothing.
 
@@ -227,7 +227,7 @@ class Lease:
 
 
 class Roster(Protocol):
-    """What :class:`LeaseKeeper` reads of the membership's view (``ring.view.View``)."""
+    """What :class:`LeaseKeeper` reads of the membership's view (``ring.membership.view.View``)."""
 
     @property
     def members(self) -> Mapping[str, Member]: ...

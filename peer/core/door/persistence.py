@@ -1,12 +1,12 @@
 """What a peer keeps on disk, as its core sees it: the recovered state, a snapshot's view, the seen set (pure).
 
-A part of ``peer.core.peer.PeerCore`` (its ``disk``): the driver's files
+A part of ``peer.core.door.peer.PeerCore`` (its ``disk``): the driver's files
 (``peer.state``: the journal, snapshots, the spill store, the exact seen
 set's runs, the cookie jar's file; the ``fetches`` table) are written and
 read by the engine, and this part is the core's side of each, so that the
 engine reaches the crawl core and the ring node through nothing else.
 Where the disk must hold something before what follows, the list it
-returns says so with a ``Commit`` (``peer.core.peer`` rule 1d, 1g):
+returns says so with a ``Commit`` (``peer.core.door.peer`` rule 1d, 1g):
 
 - ``restore(recovered)`` before the journal begins again (the seen set,
   the page count, the grants); ``resume(recovered, starts)`` once the ring
@@ -28,11 +28,11 @@ from typing import Protocol
 
 from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import Effect, Origin
-from peer.core.effects import Commit, PeerEffect
+from peer.core.door.effects import Commit, PeerEffect
 from peer.core.frontier.spillqueue import SpillStore
 from peer.core.seen.bloom import BloomFilter
 from peer.core.seen.sieve import SieveBatch
-from ring.budget import Grants, grants_from_counters, grants_to_counters
+from ring.membership.budget import Grants, grants_from_counters, grants_to_counters
 from ring.node import RingNode
 
 __all__ = ["Persistence", "Resumable", "SnapshotView"]
@@ -88,7 +88,7 @@ class Persistence:
         b = crawl.cfg.bloom
         crawl.bloom.set_policy(b.growth, b.max_capacity)
         crawl.requested = int(rec.counters.get("pages", 0))
-        # What this peer gave of the max_pages budget (ring.budget): never spent again.
+        # What this peer gave of the max_pages budget (ring.membership.budget): never spent again.
         self.resumed_grants = grants_from_counters(rec.counters)
         self.resumed = True
 

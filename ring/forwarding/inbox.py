@@ -1,6 +1,6 @@
 """The receiver's half of forwarding: one verdict per URL batch, replays and resends recognised (pure).
 
-``ring.forwarder``'s :class:`~ring.forwarder.Outbox` numbers each batch per
+``ring.forwarding.forwarder``'s :class:`~ring.forwarding.forwarder.Outbox` numbers each batch per
 destination and resends it until acked; the owner's :class:`Inbox` decides
 what a batch that arrives is (:meth:`Inbox.accept`, one :class:`Verdict` a
 batch), the receiver-side duplicate filter of a sliding window (RFC 9293
@@ -30,7 +30,7 @@ Verdicts:
   Persist before acking where crashes matter (peer/state/journal.py).
 
 ``Inbox.received`` is the receiver's termination counter: the entries of
-every batch accepted, over the open channels. ``ring.forwarder``'s
+every batch accepted, over the open channels. ``ring.forwarding.forwarder``'s
 "Termination counters" is the contract it keeps with ``Outbox.sent``, and
 when the driver calls :meth:`Inbox.forget` and :meth:`Inbox.reopen`.
 

@@ -1,6 +1,6 @@
 """The ring's say on the crawl's scheduling: the page budget, the end of the crawl, the lease (pure).
 
-A part of ``peer.core.peer.PeerCore`` in a ring: it answers what
+A part of ``peer.core.door.peer.PeerCore`` in a ring: it answers what
 ``CrawlCore.next`` asks of the ring (``peer.core.crawl.decisions.RingView``)
 from the ring node, on the ring's clock (``now - stalled``, PeerCore's
 docstring), and keeps the lease as last computed, so that the scheduler,
@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from ring.lease import LeaseState
+from ring.membership.lease import LeaseState
 from ring.node import RingNode
 
 __all__ = ["RingGate"]

@@ -11,7 +11,7 @@ tool's route (libzmq's own, 5 bytes from a zero byte) claims no member.
 checks on who a member's message comes from and whether it comes from a
 new process of that member, on the state they need (the route each
 member's newest process uses, and the highest epoch heard from it there).
-The node carries out a restart's duties (``ring.forwarder``'s
+The node carries out a restart's duties (``ring.forwarding.forwarder``'s
 "Termination counters").
 """
 

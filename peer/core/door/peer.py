@@ -31,16 +31,16 @@ the silence of a process that was not running is its own, not its peers').
   ``fetched_read`` the answers to a hand-off's reads.
 
 Two parts take the rest, each its own small interface: ``disk``
-(``peer.core.persistence``: the recovered state put back, a snapshot's
+(``peer.core.door.persistence``: the recovered state put back, a snapshot's
 view, the seen set's batches, the cookie jar's records) and ``figures``
-(``peer.core.readouts``: the status row, progress, summary, scrape).
-What the scheduler asks of the ring is ``peer.core.ringgate``'s.
+(``peer.core.door.readouts``: the status row, progress, summary, scrape).
+What the scheduler asks of the ring is ``peer.core.door.ringgate``'s.
 
 Effects: the crawl's (``peer.core.crawl.decisions``: ``Forward`` is
 journaled by the driver, its send is done here), the ring's
 (``ring.actions``: ``Released`` is done here, for the record; ``Granted``
 the driver journals) and ``Commit``, ``ReadHosts``, ``ReadFetched``
-(``peer.core.effects``).
+(``peer.core.door.effects``).
 
 Rules:
 
@@ -63,12 +63,12 @@ Rules:
       verdicts (``sieve_verdicts``), whose URLs are then queued;
    e. after a chunk of moved spilled queues (``move_spilled``): the URLs
       are in the Outbox and journaled as forwarded;
-   f. after a ``Granted`` (``ring.budget`` rule 5), before the round's
+   f. after a ``Granted`` (``ring.membership.budget`` rule 5), before the round's
       messages that carry the grants: a process killed after them restarts
       with them (a restart that forgot a grant would spend it twice);
    g. after the seeds and after a resume: the start is on disk whole.
 2. **Origins.** What the ring takes or gives back (``Deliver``,
-   ``Rerouted``) reaches the crawl as ``ring.intake`` orders it, whose rules
+   ``Rerouted``) reaches the crawl as ``ring.forwarding.intake`` orders it, whose rules
    ``ring.io.driver.RingDriver`` follows too: a member's or the adopt tool's
    batch is ``RELAY`` or ``ADOPTED`` by who sent it, its seen URLs
    ``HANDED_SEEN``, then the ``Commit`` of rule 1c; our own entries rerouted
@@ -122,16 +122,16 @@ from peer.core.crawl.decisions import (
     Start,
 )
 from peer.core.dedupe.bands import NearAnswer, NearQuery
-from peer.core.effects import Commit, PeerEffect, ReadFetched, ReadHosts
+from peer.core.door.effects import Commit, PeerEffect, ReadFetched, ReadHosts
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
 from peer.core.page.extract import PageRules
 from peer.core.page.items import ExtractConfig
 from peer.core.page.parse import Parsed
-from peer.core.persistence import Persistence
-from peer.core.readouts import Readouts
+from peer.core.door.persistence import Persistence
+from peer.core.door.readouts import Readouts
 from peer.core.revisit.recrawl import Visit
-from peer.core.ringgate import RingGate
+from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
 from peer.core.urls.rules import ParamRules
@@ -151,14 +151,14 @@ from ring.actions import (
     SeedStarts,
     Send,
 )
-from ring.budget import Grants
-from ring.lease import LeaseState
+from ring.membership.budget import Grants
+from ring.membership.lease import LeaseState
 from ring.messages import MemberState, Message, StatusReply
-from ring.intake import Source, Take, TakeSeen, intake
+from ring.forwarding.intake import Source, Take, TakeSeen, intake
 from ring.node import RingNode
 from ring.status import StatusFigures
 
-# The door's effect vocabulary is peer.core.effects'; named here too, where
+# The door's effect vocabulary is peer.core.door.effects'; named here too, where
 # the driver and the tests meet the door.
 __all__ = ["Commit", "MOVE_BACKLOG", "MOVE_CHUNK", "PeerCore", "PeerEffect", "ReadFetched", "ReadHosts",
            "ring_node"]
@@ -168,7 +168,7 @@ __all__ = ["Commit", "MOVE_BACKLOG", "MOVE_CHUNK", "PeerCore", "PeerEffect", "Re
 #: their acks before more are read.
 MOVE_CHUNK = 500
 MOVE_BACKLOG = 20_000
-#: ``ring.intake``'s sources are the crawl's own origins (the ring cannot import them).
+#: ``ring.forwarding.intake``'s sources are the crawl's own origins (the ring cannot import them).
 _ORIGINS = {Source.RELAY: Origin.RELAY, Source.ADOPTED: Origin.ADOPTED, Source.HANDED_BACK: Origin.HANDED_BACK}
 
 
@@ -184,8 +184,8 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
     ``incarnation``: the start's wall time in ms, so a restarted peer
     outranks its old life in gossip and its batch numbers start a new
     channel. ``resumed``: the peer goes on with a crawl on disk, so its
-    former life may have vouched for another ring a moment ago (``ring.lease``
-    rule 2); ``grants``: the max_pages budget it gave (``ring.budget``).
+    former life may have vouched for another ring a moment ago (``ring.membership.lease``
+    rule 2); ``grants``: the max_pages budget it gave (``ring.membership.budget``).
     """
     rc = cfg.ring
     return RingNode(
@@ -223,12 +223,12 @@ class PeerCore:
         self._reads: dict[int, _Read] = {}
         self._next_request = 0
         self._stalled = 0.0
-        #: What the scheduler asks of the ring (``peer.core.ringgate``), once in a ring.
+        #: What the scheduler asks of the ring (``peer.core.door.ringgate``), once in a ring.
         self._gate: RingGate | None = None
         # The parts the driver reaches through this door, each with its own small interface:
-        #: the core's side of the driver's files (``peer.core.persistence``),
+        #: the core's side of the driver's files (``peer.core.door.persistence``),
         self.disk = Persistence(crawl, lambda: self.node, self.routed)
-        #: the figures the driver shows (``peer.core.readouts``).
+        #: the figures the driver shows (``peer.core.door.readouts``).
         self.figures = Readouts(crawl, lambda: self.node, self.lease_state)
         if node is not None:
             self._attach(node, now, joining)
@@ -278,7 +278,7 @@ class PeerCore:
     def stalled(self, value: float) -> None:
         self._stalled = value
         if self.node is not None:
-            # The lease is measured on the real clock (ring.membership).
+            # The lease is measured on the real clock (ring.membership.protocol).
             self.node.membership.stalled = value
 
     # -- the crawl's own decisions ---------------------------------------------------
@@ -520,7 +520,7 @@ class PeerCore:
         crawl = self.crawl
         for a in actions:
             if isinstance(a, (Deliver, Rerouted)):
-                # Rule 2: ring.intake's steps, in its order; DURABLE is rule 1c.
+                # Rule 2: ring.forwarding.intake's steps, in its order; DURABLE is rule 1c.
                 for step in intake(a):
                     if isinstance(step, Take):
                         origin = _ORIGINS[step.source]

@@ -1,4 +1,4 @@
-"""A simulated network for :class:`~ring.membership.Membership` (pure, in-process).
+"""A simulated network for :class:`~ring.membership.protocol.Membership` (pure, in-process).
 
 Continuous time, one event queue: each peer ticks every ``interval`` from
 its own start (a random phase, as real peers never tick together), and a
@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import cast
 
-from ring.membership import MemberEvent, Membership
+from ring.membership.protocol import MemberEvent, Membership
 from ring.messages import MemberState, Message, decode, encode
 
 __all__ = ["SimNet", "SeenEvent"]

@@ -1,9 +1,9 @@
 """One peer's view of the ring: the member records it holds, and their bookkeeping (pure).
 
-:class:`View` merges every record it is given by ``ring.records``' rules
+:class:`View` merges every record it is given by ``ring.membership.records``' rules
 (rule 4, a claim about us, becomes a refutation), and keeps what follows
-from each change: the piggyback queue (``ring.dissemination``), the
-suspicion timers (``ring.swim``), the membership events, the tombstones, and
+from each change: the piggyback queue (``ring.membership.dissemination``), the
+suspicion timers (``ring.membership.swim``), the membership events, the tombstones, and
 the live set and hash ring the crawl routes by. ``Membership`` owns one
 and drives it.
 
@@ -13,7 +13,7 @@ heard from (a real record, a Join) it is *unheard*, its placeholder is left
 out of digests (every peer has it), and its first real record, alive at the
 same address and weight, is not piggybacked (see :meth:`View.put`).
 
-**Grants** (``ring.budget``): a member's page-budget grant totals only
+**Grants** (``ring.membership.budget``): a member's page-budget grant totals only
 grow, across its lives too: a record with lower totals than the one it
 replaces keeps the higher ones, and its subject is told (``lagging``); a
 record about us whose totals beat ours raises ours, so a restarted peer
@@ -35,7 +35,7 @@ past the window comes back as a zombie that dies again.
 sends about another member is a *claim*, and :meth:`View.merge` takes it
 with ``sender`` as follows (its subject's own records are taken as they are):
 
-- a claim above ``ring.records.REFUTABLE`` is refused (``bad_member``), so
+- a claim above ``ring.membership.records.REFUTABLE`` is refused (``bad_member``), so
   the subject can always outbid it;
 - an adverse claim (suspect, dead, left) above the incarnation we know of
   its subject is clamped to it (``clamped``): only the subject raises its
@@ -61,7 +61,7 @@ its own record, at any incarnation) makes it a member again.
 ``MAX_MEMBERS``, what a digest can carry): a record of a new member beyond
 it is refused and counted (``too_many_members``); at most
 :data:`MAX_EVENTS` events wait to be drained (``events_overflow``). An
-unusable record (``ring.records.usable``) is dropped and counted
+unusable record (``ring.membership.records.usable``) is dropped and counted
 (``bad_member``): remote input never raises.
 """
 
@@ -71,11 +71,11 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ring.budget import merge_grants
-from ring.dissemination import PiggybackQueue
+from ring.membership.budget import merge_grants
+from ring.membership.dissemination import PiggybackQueue
 from ring.hashring import HashRing
 from ring.messages import Member, MemberState
-from ring.records import (
+from ring.membership.records import (
     ALIVE,
     DEAD,
     LEFT,
@@ -92,7 +92,7 @@ from ring.records import (
     next_state,
     usable,
 )
-from ring.swim import Suspicions
+from ring.membership.swim import Suspicions
 
 __all__ = ["MAX_EVENTS", "View"]
 
@@ -240,7 +240,7 @@ class View:
         ):
             # The usual case: old news (about us too: nothing to refute). If we
             # are spreading it, the sender knew it already (rumor feedback,
-            # ring.dissemination).
+            # ring.membership.dissemination).
             if r.heartbeat == local.heartbeat:
                 self.queue.heard(mid, len(self.members))
             return
@@ -248,7 +248,7 @@ class View:
             if local is not None and r.grants:
                 grants = merge_grants(local.grants, r.grants)
                 if grants != local.grants:
-                    # Budget an earlier life of ours gave (ring.budget rule 3):
+                    # Budget an earlier life of ours gave (ring.membership.budget rule 3):
                     # never spent again, whatever our disk kept.
                     self.put(replace(local, grants=grants, heartbeat=local.heartbeat + 1), now)
                     local = self.me

@@ -1,6 +1,6 @@
 """Anti-entropy and joining: the slow, whole-view repairs under SWIM's piggybacking (pure).
 
-Piggybacking (``ring.dissemination``) spreads news fast but carries only
+Piggybacking (``ring.membership.dissemination``) spreads news fast but carries only
 news; the full-state gossip of van Renesse, Minsky, Hayden ("A gossip-style
 failure detection service", Middleware 1998) stays as a slow repair, by
 summary and delta (Demers et al.'s anti-entropy). ``Membership`` keeps the
@@ -39,7 +39,7 @@ longer than ``dead_after`` does not declare the seeds that have not started
 dead. After it, a seed never heard from is probed like anyone and dies if
 it never answers, and is greeted no more.
 
-:class:`Repairs` is this module's part of ``ring.membership.Membership``:
+:class:`Repairs` is this module's part of ``ring.membership.protocol.Membership``:
 it owns when we were first answered, the next sync's round, the partner of
 the last one and the greetings, and says whom to join, sync with and greet;
 the membership builds and sends the messages, with its own random source
@@ -57,7 +57,7 @@ import random
 from collections.abc import Iterable, Mapping, Sequence
 
 from ring.messages import Digest, Member, MemberState
-from ring.records import FINAL, SOFT, merge_key
+from ring.membership.records import FINAL, SOFT, merge_key
 
 __all__ = [
     "HELLO_BACKOFF",

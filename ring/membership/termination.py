@@ -27,7 +27,7 @@ sums apart, ends by itself.
 5. **Sums after deaths, refutations and restarts**: a dead member's
    channels are hidden on both sides and shown again when it refutes, and
    the batches abandoned at its death are sent to it again
-   (``ring.forwarder``, "Termination counters"), so a heal balances them
+   (``ring.forwarding.forwarder``, "Termination counters"), so a heal balances them
    again; what cannot be made exact (a restarted member's old channel that
    its new life never replaces, a batch a crashed one took and never acked)
    is what the quiescence fallback below ends.
@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ring.messages import Member
-from ring.records import DEAD, LIVE
+from ring.membership.records import DEAD, LIVE
 
 __all__ = ["TerminationDetector"]
 
@@ -66,7 +66,7 @@ class TerminationDetector:
     (``Inbox.reopen``), as its own counters do.
 
     **Quiescence fallback.** A batch is acked only once its receiver took
-    it, and a peer with an unacked batch is not idle (``ring.forwarder``), so work in
+    it, and a peer with an unacked batch is not idle (``ring.forwarding.forwarder``), so work in
     flight always has a non-idle peer behind it; idleness that holds still,
     with no counter moving, for ``quiet_rounds`` rounds is therefore the end
     too, balanced or not. It covers what the channel bookkeeping cannot make

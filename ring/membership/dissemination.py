@@ -5,7 +5,7 @@ membership news travels on the pings, ping-reqs and acks a peer sends
 anyway, not in messages of its own.
 
 - A record enters the queue when it says something new about membership
-  (``ring.records.is_news``: a new member, state, incarnation, address,
+  (``ring.membership.records.is_news``: a new member, state, incarnation, address,
   weight or idle flag; not a mere heartbeat or counter).
 - Each probe message carries up to :data:`PIGGYBACK` queued records, fewest
   sent first, besides the sender's own record and the receiver's when we hold

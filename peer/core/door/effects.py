@@ -1,6 +1,6 @@
 """What the peer core asks of its driver besides the crawl's and the ring's effects, and the union of all.
 
-``peer.core.peer.PeerCore`` returns one ordered list of effects from every
+``peer.core.door.peer.PeerCore`` returns one ordered list of effects from every
 call: the crawl's (``peer.core.crawl.decisions``), the ring's
 (``ring.actions``) and the three below, which only the peer core makes.
 ``PeerEffect`` is their union, the type of the driver's one table
@@ -26,7 +26,7 @@ __all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts"]
 
 @dataclass(frozen=True, slots=True)
 class Commit:
-    """Make every journal record so far durable before the effects after it (``peer.core.peer`` rule 1)."""
+    """Make every journal record so far durable before the effects after it (``peer.core.door.peer`` rule 1)."""
 
 
 @dataclass(frozen=True, slots=True)

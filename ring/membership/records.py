@@ -43,9 +43,9 @@ Every change of a member's state in a peer's view (and a restart) is also an
 event, :class:`MemberEvent` (who, the new state, :class:`ChangeReason`), for
 the driver to log (``Membership.drain_events``).
 
-A record is *news*, worth piggybacking (``ring.dissemination``), when it says
+A record is *news*, worth piggybacking (``ring.membership.dissemination``), when it says
 something new about membership: a new member, state, incarnation, address,
-weight, idle flag or page-budget grants (``ring.budget``: a grant waits in
+weight, idle flag or page-budget grants (``ring.membership.budget``: a grant waits in
 no queue, its recipient may be at its cap); not a mere heartbeat or counter
 (:func:`is_news`).
 """

@@ -62,7 +62,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from ring.messages import Member, MemberState
-from ring.records import MemberEvent
+from ring.membership.records import MemberEvent
 
 __all__ = [
     "COUNTER_PREFIX",

@@ -3,7 +3,7 @@
 ``ring.node.RingNode`` returns ``Deliver`` for a URL batch it took (a
 member's, or the adopt tool's) and ``Rerouted`` for our own entries that were
 on their way to a member now gone. Two drivers carry them out:
-``peer.core.peer.PeerCore``, where the crawl core and the ring node are one,
+``peer.core.door.peer.PeerCore``, where the crawl core and the ring node are one,
 and ``ring.io.driver.RingDriver``, which serves a stand-in crawl
 (``ring.crawlport``). Both turn an action into the crawl's calls through
 :func:`intake`, so these rules live here, once:

@@ -2,13 +2,13 @@
 
 A link that passes scope belongs to ``HashRing.owner(host)``. When that is
 another peer, the sender's :class:`Outbox` batches it; the owner's
-:class:`ring.inbox.Inbox` decides whether a batch that arrives is new. This is the
+:class:`ring.forwarding.inbox.Inbox` decides whether a batch that arrives is new. This is the
 "URLs travel to their owner" rule of UbiCrawler (Boldi et al. 2004, §3) and
 BUbiNG (Boldi et al. 2016), made reliable over a lossy link with the classic
 sliding-window pieces: per-destination sequence numbers, acks, resends and a
 receiver-side duplicate filter (as in TCP, RFC 9293 §3.4, with batches in
 place of bytes). This module is the sender's half of that one protocol;
-``ring.inbox`` is the receiver's, and the termination counters below are
+``ring.forwarding.inbox`` is the receiver's, and the termination counters below are
 the two halves' contract. Pure: the zmq edge calls :meth:`Outbox.due` and sends what it
 returns, and feeds every :class:`~ring.messages.Ack` to :meth:`Outbox.ack`.
 
@@ -101,7 +101,7 @@ Rules of the Outbox (every transition lives in this file):
    unacked batches added to the queue. Resends and aged partial batches
    (at most one a batch age) are not held back.
 
-Termination counters (Mattern's counter method, ``ring.termination``). ``Outbox.sent`` counts the
+Termination counters (Mattern's counter method, ``ring.membership.termination``). ``Outbox.sent`` counts the
 entries (URLs and seen URLs) of every batch the first time :meth:`Outbox.due`
 returns it; resends are not counted again. ``Inbox.received`` counts the
 entries of every batch with verdict ``ACCEPT``. Per channel (sender → owner)

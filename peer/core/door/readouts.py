@@ -1,6 +1,6 @@
 """What a running peer shows: its status row, progress line, summary and scrape, read from its cores (pure).
 
-A part of ``peer.core.peer.PeerCore`` (its ``figures``): it reads the crawl
+A part of ``peer.core.door.peer.PeerCore`` (its ``figures``): it reads the crawl
 core and, in a ring, the ring node, and adds what only the driver measures,
 passed in as values (the wall-clock time since the start, the resolver's
 hit rate, the fetcher's malformed-header counts, the WARC writer's
@@ -21,7 +21,7 @@ from peer.core.run.progress import ProgressSnapshot
 from peer.core.run.scrape import PeerFigures, quantiles
 from peer.core.run.stats import Summary
 from peer.core.seen.bloom import BloomFilter
-from ring.lease import LeaseState
+from ring.membership.lease import LeaseState
 from ring.node import RingNode
 from ring.status import StatusFigures, lease_status, lease_words
 from ring.vocabulary import NOT_REQUESTED_CAPS, failed, not_requested, split_pairs
