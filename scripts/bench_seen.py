@@ -145,7 +145,7 @@ def run_handoff(rows: int, directory: Path) -> None:
     old = HashRing({f"p{i}": 1.0 for i in range(8)})
     new = HashRing({f"p{i}": 1.0 for i in range(9)})
     t = time.perf_counter()
-    moves: dict[str, bool] = {}  # per host, as CrawlCore.handoff_seen caches it
+    moves: dict[str, bool] = {}  # per host, as Handoffs.handoff_seen caches it (peer.core.handoff.moves)
 
     def moving(h: str) -> bool:
         got = moves.get(h)

@@ -210,7 +210,7 @@ def test_recovered_urls_skip_the_bloom_filter_and_the_journal():
 def test_urls_of_other_owners_are_forwarded_relay_only_when_handed_to_us():
     c = core(obey_robots=False)
     ring = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(ring, 0.0)
+    c.handoffs.set_ring(ring, 0.0)
     theirs = f"http://{owned_by(ring, 'p2')[0]}/"
     assert c.discover(theirs, 1, 0.0, Origin.LINK) == [Forward(theirs, 1, "p2", False)]
     assert c.discover(theirs, 1, 0.0, Origin.RELAY) == [Forward(theirs, 1, "p2", True)]
@@ -329,13 +329,13 @@ def test_stop_finishes_and_a_leaver_passes_its_queue_on():
     assert c.next(0.0) == Finished(StopReason.STOPPED)
     c = core(obey_robots=False, concurrency=1)
     ring = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(ring, 0.0)
+    c.handoffs.set_ring(ring, 0.0)
     mine = [f"http://{h}/" for h in owned_by(ring, "p1", 2)]
     for url in mine:
         c.discover(url, 0, 0.0, Origin.LINK)
     job = start(c, 0.0)
     c.leaving = True
-    c.set_ring(ring.without_peer("p1"), 0.0)  # the ring without the leaver
+    c.handoffs.set_ring(ring.without_peer("p1"), 0.0)  # the ring without the leaver
     view = FakeRing()
     got = c.next(0.0, view)
     assert isinstance(got, Sleep) and got.until == HOLD_POLL
@@ -431,8 +431,8 @@ def test_the_cluster_is_not_done_while_a_member_seen_dead_may_come_back():
     c = core(obey_robots=False)
     c.alive = {"p2": False}.get
     both = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(both, 0.0)
-    c.set_ring(both.without_peer("p2"), 1.0)  # p2 declared dead at 1.0
+    c.handoffs.set_ring(both, 0.0)
+    c.handoffs.set_ring(both.without_peer("p2"), 1.0)  # p2 declared dead at 1.0
     view = FakeRing()
     view.is_idle = view.is_done = True
     assert c.next(30.9, view) == Sleep(float("inf"))
@@ -770,13 +770,13 @@ def test_crawl_delay_from_robots_txt_floors_the_hosts_delay():
 def test_a_ring_change_passes_queued_urls_on_and_a_returning_job_too():
     c = core(obey_robots=False, politeness={"host_concurrency": 2})
     ring = HashRing({"p1": 1.0})
-    c.set_ring(ring, 0.0)
+    c.handoffs.set_ring(ring, 0.0)
     both = HashRing({"p1": 1.0, "p2": 1.0})
     host = owned_by(both, "p2")[0]
     c.discover(f"http://{host}/a", 0, 0.0, Origin.LINK)
     c.discover(f"http://{host}/b", 0, 0.0, Origin.LINK)
     job = start(c, 0.0)  # /a is in flight when the ring changes
-    effects = c.set_ring(both, 0.0)
+    effects = c.handoffs.set_ring(both, 0.0)
     assert effects == [Forward(f"http://{host}/b", 0, "p2", True), Done(f"http://{host}/b")]
     # /a comes back (a retry): it is p2's now.
     got = c.admit(job, 0.0)
@@ -788,18 +788,18 @@ def test_a_ring_change_passes_a_spilled_queue_on_a_chunk_at_a_time():
 
     c = core(obey_robots=False, politeness={"host_concurrency": 2})
     c.frontier.set_spill(MemorySpill(), 4)
-    c.set_ring(HashRing({"p1": 1.0}), 0.0)
+    c.handoffs.set_ring(HashRing({"p1": 1.0}), 0.0)
     both = HashRing({"p1": 1.0, "p2": 1.0})
     host = owned_by(both, "p2")[0]
     urls = [f"http://{host}/{i}" for i in range(300)]
     for u in urls:
         c.discover(u, 0, 0.0, Origin.LINK)
-    now = [e.url for e in c.set_ring(both, 0.0) if isinstance(e, Forward)]
+    now = [e.url for e in c.handoffs.set_ring(both, 0.0) if isinstance(e, Forward)]
     assert len(now) <= 8 and c.frontier.moving == 300 - len(now)  # the heads, not the queue
     assert not c.locally_idle()  # the rest still to pass on
     later: list[str] = []
     while c.frontier.moving:
-        effects = c.pass_on_moving(0.0, 50)
+        effects = c.handoffs.pass_on_moving(0.0, 50)
         assert len(effects) <= 2 * (50 + 4)
         later += [e.url for e in effects if isinstance(e, Forward) and e.owner == "p2"]
         assert {e.url for e in effects if isinstance(e, Done)} == {e.url for e in effects if isinstance(e, Forward)}
@@ -812,14 +812,14 @@ def test_hosts_gained_wait_for_the_previous_owners_handoff():
     c.alive = alive.get
     c.hold_timeout = 10.0
     both = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(both, 0.0)
+    c.handoffs.set_ring(both, 0.0)
     host = owned_by(both, "p2")[0]
-    c.set_ring(both.without_peer("p2"), 0.0)  # p2 leaves: its hosts are ours
+    c.handoffs.set_ring(both.without_peer("p2"), 0.0)  # p2 leaves: its hosts are ours
     c.discover(f"http://{host}/x", 0, 0.0, Origin.RELAY)
     job = start(c, 0.0)
     assert c.admit(job, 0.0) == Requeue(job, HOLD_POLL, (Requeued(job.url, HOLD_POLL),))
     c.job_ended(job)
-    c.handoff_done("p2")
+    c.handoffs.handoff_done("p2")
     job = start(c, HOLD_POLL)
     assert isinstance(c.admit(job, HOLD_POLL), Fetch)
 
@@ -834,12 +834,12 @@ def test_a_hold_ends_at_its_timeout_with_a_warning_not_when_the_owner_dies():
         c.hold_timeout = 10.0
         everyone = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0})
         before = everyone.without_peer("p1")
-        c.set_ring(before, 0.0)
-        c.set_ring(everyone, 0.0)  # we joined: p2 is to hand over the hosts we gained of it
+        c.handoffs.set_ring(before, 0.0)
+        c.handoffs.set_ring(everyone, 0.0)  # we joined: p2 is to hand over the hosts we gained of it
         host = next(h for h in owned_by(everyone, "p1", 50) if before.owner(h) == "p2")
         if dies:
             alive["p2"] = False  # ... and it dies before it did, at 1.0
-            c.set_ring(everyone.without_peer("p2"), 1.0)
+            c.handoffs.set_ring(everyone.without_peer("p2"), 1.0)
         c.discover(f"http://{host}/x", 0, 0.0, Origin.RELAY)
         job = start(c, now)
         got = c.admit(job, now)
@@ -856,15 +856,15 @@ def test_a_dead_previous_owners_hosts_wait_takeover_after_and_go_back_if_it_retu
     c.alive = alive.get
     c.hold_timeout = 10.0
     both = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(both, 0.0)
+    c.handoffs.set_ring(both, 0.0)
     host = owned_by(both, "p2")[0]
-    c.set_ring(both.without_peer("p2"), 0.0)  # p2 declared dead: its hosts are ours, held
+    c.handoffs.set_ring(both.without_peer("p2"), 0.0)  # p2 declared dead: its hosts are ours, held
     c.discover(f"http://{host}/x", 0, 0.0, Origin.RELAY)
     job = start(c, 29.0)
     assert isinstance(c.admit(job, 29.0), Requeue)  # not fetched: p2 has its seen set
     c.job_ended(job)
     alive["p2"] = True
-    out = c.set_ring(both, 29.5)  # p2 refuted in time: its host and queued URL go back
+    out = c.handoffs.set_ring(both, 29.5)  # p2 refuted in time: its host and queued URL go back
     assert [(e.url, e.owner) for e in out if isinstance(e, Forward)] == [(f"http://{host}/x", "p2")]
     assert not c.holds.counts
     # With takeover_after = 0, a dead owner's hosts are fetched at once (no hold).
@@ -872,8 +872,8 @@ def test_a_dead_previous_owners_hosts_wait_takeover_after_and_go_back_if_it_retu
     c = CrawlCore(replace(cfg, ring=replace(cfg.ring, takeover_after=0.0)), "p1", rng=random.Random(1))
     c.alive = {"p2": False}.get
     c.hold_timeout = 10.0
-    c.set_ring(both, 0.0)
-    c.set_ring(both.without_peer("p2"), 0.0)
+    c.handoffs.set_ring(both, 0.0)
+    c.handoffs.set_ring(both.without_peer("p2"), 0.0)
     assert not c.holds
 
 
@@ -885,17 +885,17 @@ def test_a_member_back_from_dead_holds_our_own_hosts_until_its_handoff():
     c.alive = alive.get
     c.hold_timeout = 10.0
     both = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(both, 0.0)
-    c.set_ring(both.without_peer("p2"), 1.0)  # declared dead
+    c.handoffs.set_ring(both, 0.0)
+    c.handoffs.set_ring(both.without_peer("p2"), 1.0)  # declared dead
     alive["p2"] = True
-    c.set_ring(both, 40.0)  # back, after its takeover_after: it may have fetched ours
+    c.handoffs.set_ring(both, 40.0)  # back, after its takeover_after: it may have fetched ours
     mine = owned_by(both, "p1")[0]
     c.discover(f"http://{mine}/x", 0, 40.0, Origin.LINK)
     job = start(c, 40.0)
     assert isinstance(c.admit(job, 40.0), Requeue)
     c.job_ended(job)
     assert c.holds.waiting_for() == {"p2"}
-    c.handoff_done("p2")
+    c.handoffs.handoff_done("p2")
     job = start(c, 40.0 + HOLD_POLL)
     assert isinstance(c.admit(job, 40.0 + HOLD_POLL), Fetch)
     assert not c.holds
@@ -907,7 +907,7 @@ def test_handoff_seen_lists_the_moved_hosts_urls_for_their_new_owners():
     both = HashRing({"p1": 1.0, "p2": 1.0})
     mine, theirs = owned_by(both, "p1")[0], owned_by(both, "p2")[0]
     c.discover(f"http://{theirs}/seen", 0, 0.0, Origin.HANDED_SEEN)
-    moved = c.handoff_seen([(f"http://{mine}/a", mine), (f"http://{theirs}/b", theirs)], one, both)
+    moved = c.handoffs.handoff_seen([(f"http://{mine}/a", mine), (f"http://{theirs}/b", theirs)], one, both)
     assert sorted(moved) == [(f"http://{theirs}/b", "p2"), (f"http://{theirs}/seen", "p2")]
 
 
@@ -919,7 +919,7 @@ def test_handoff_starts_carry_the_moved_hosts_request_starts():
     job = start(c, 1.0)
     c.admit(job, 1.0)
     result(c, job, answer(job.url, 200, html()), 1.5)
-    starts = c.handoff_starts(HashRing({"p1": 1.0}), both, offset=1000.0)
+    starts = c.handoffs.handoff_starts(HashRing({"p1": 1.0}), both, offset=1000.0)
     assert starts == {"p2": [(theirs, 1001.0)]}
 
 
@@ -952,7 +952,7 @@ def test_an_exception_after_the_row_adds_no_second_row():
 def new_owner_takes(moved: list[tuple[str, str]], forwards: list[Forward], now: float) -> set[str]:
     """What p2 fetches of a hand-off: the seen URLs (``moved``), then the URLs passed on to it."""
     p2 = CrawlCore(config(obey_robots=False), "p2", rng=random.Random(1))
-    p2.set_ring(HashRing({"p2": 1.0}), now)
+    p2.handoffs.set_ring(HashRing({"p2": 1.0}), now)
     for url, owner in moved:
         assert owner == "p2"
         p2.discover(url, 0, now, Origin.HANDED_SEEN)
@@ -973,15 +973,15 @@ def test_a_job_started_but_not_admitted_when_its_owner_leaves_is_passed_on_not_h
     # it fetched, since admit then passes it on to its new owner.
     c = core(obey_robots=False)
     both = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(both, 0.0)
+    c.handoffs.set_ring(both, 0.0)
     fetching_host, waiting_host = owned_by(both, "p1", 2)
     fetching = fetch_job(c, f"http://{fetching_host}/a")  # its request is on the wire
     c.discover(f"http://{waiting_host}/b", 0, 0.0, Origin.LINK)
     waiting = start(c, 0.0)
     c.leaving = True
     alone = both.without_peer("p1")
-    assert c.set_ring(alone, 0.0) == []  # nothing queued: both jobs are in flight
-    moved = c.handoff_seen(c.inflight_urls(), both, alone)
+    assert c.handoffs.set_ring(alone, 0.0) == []  # nothing queued: both jobs are in flight
+    moved = c.handoffs.handoff_seen(c.inflight_urls(), both, alone)
     got = c.admit(waiting, 0.0)
     assert got == PassOn(waiting, "p2", (Forward(waiting.url, 0, "p2", True), Done(waiting.url)))
     c.job_ended(waiting)
@@ -995,7 +995,7 @@ def test_a_job_started_but_not_admitted_when_its_owner_leaves_is_passed_on_not_h
 def test_a_job_whose_robots_txt_is_in_flight_at_the_hand_off_is_passed_on_not_handed_as_seen():
     c = core()
     both = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(both, 0.0)
+    c.handoffs.set_ring(both, 0.0)
     host = owned_by(both, "p1")[0]
     c.discover(f"http://{host}/", 0, 0.0, Origin.LINK)
     job = start(c, 0.0)
@@ -1003,8 +1003,8 @@ def test_a_job_whose_robots_txt_is_in_flight_at_the_hand_off_is_passed_on_not_ha
     assert isinstance(adm, FetchRobots)  # the request on the wire is robots.txt, not the page
     c.leaving = True
     alone = both.without_peer("p1")
-    c.set_ring(alone, 0.0)
-    moved = c.handoff_seen(c.inflight_urls(), both, alone)
+    c.handoffs.set_ring(alone, 0.0)
+    moved = c.handoffs.handoff_seen(c.inflight_urls(), both, alone)
     assert moved == []
     c.on_robots(job, answer(adm.url, 404, ctype="text/plain"), 0.5)
     c.job_ended(job)
@@ -1029,12 +1029,12 @@ def test_a_fetch_in_flight_when_its_host_moves_is_not_retried_here_but_recorded(
     # by the new owner as seen. The failure is this peer's row instead.
     c = core(obey_robots=False)
     one = HashRing({"p1": 1.0})
-    c.set_ring(one, 0.0)
+    c.handoffs.set_ring(one, 0.0)
     both = HashRing({"p1": 1.0, "p2": 1.0})
     host = owned_by(both, "p2")[0]
     job = fetch_job(c, f"http://{host}/a")
-    c.set_ring(both, 0.0)
-    moved = c.handoff_seen(c.inflight_urls(), one, both)
+    c.handoffs.set_ring(both, 0.0)
+    moved = c.handoffs.handoff_seen(c.inflight_urls(), one, both)
     assert moved == [(job.url, "p2")]
     effects = result(c, job, answer(job.url, 503), 0.5)
     assert not [e for e in effects if isinstance(e, Requeued)]

@@ -59,7 +59,7 @@ def test_a_refusal_carries_the_url_the_crawl_judged():
 def test_every_origin_but_recovered_leaves_exactly_one_verdict(origin):
     c = core(obey_robots=False)
     ring = HashRing({"p1": 1.0, "p2": 1.0})
-    c.set_ring(ring, 0.0)
+    c.handoffs.set_ring(ring, 0.0)
     ours, theirs = owned_by(ring, "p1")[0], owned_by(ring, "p2")[0]
     urls = [f"http://{ours}/a", f"http://{ours}/a", f"http://{theirs}/b", "http://elsewhere.example/c"]
     if origin not in (Origin.HANDED_BACK, Origin.HANDED_SEEN):  # ours: never a bad URL

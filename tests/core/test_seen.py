@@ -181,6 +181,6 @@ def test_handoff_reads_only_moved_hosts_from_the_index():
     c = saturated_core(disk_after=10**9)
     both = HashRing({"p1": 1.0, "p2": 1.0})
     hosts = [f"h{i}.web.test" for i in range(50)]
-    moved = c.moved_hosts(hosts, HashRing({"p1": 1.0}), both)
+    moved = c.handoffs.moved_hosts(hosts, HashRing({"p1": 1.0}), both)
     assert moved == [h for h in hosts if both.owner(h) == "p2"] and 0 < len(moved) < 50
-    assert c.moved_hosts(hosts, both, both) == []
+    assert c.handoffs.moved_hosts(hosts, both, both) == []

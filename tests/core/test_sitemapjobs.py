@@ -119,7 +119,7 @@ def test_a_sitemap_urls_are_discovered_with_their_hints_and_reach_the_page_row()
 def test_a_url_of_another_peers_host_travels_with_its_hints():
     ring = HashRing({"p1": 1.0, "p2": 1.0})
     c = core(obey_robots=False)
-    c.set_ring(ring, 0.0)
+    c.handoffs.set_ring(ring, 0.0)
     theirs = f"http://{owned_by(ring, 'p2')[0]}"
     ours = f"http://{owned_by(ring, 'p1')[0]}"
     body = f"""<urlset><url><loc>{theirs}/x</loc><priority>0.3</priority></url></urlset>""".encode()
@@ -129,7 +129,7 @@ def test_a_url_of_another_peers_host_travels_with_its_hints():
     assert fwd.owner == "p2" and detach(fwd.url) == (f"{theirs}/x", UrlHints(priority=0.3))
     # The owner takes it apart and keeps the hint for the row.
     other = core("p2", obey_robots=False)
-    other.set_ring(ring, 0.0)
+    other.handoffs.set_ring(ring, 0.0)
     assert other.discover(fwd.url, fwd.depth, 0.0, Origin.RELAY) == [Queued(f"{theirs}/x", 0)]
     job = start(other, 0.0)
     (row,) = [e for e in other.on_result(job, answer(job.url, 404), None, 0.0) if isinstance(e, Row)]
@@ -139,14 +139,14 @@ def test_a_url_of_another_peers_host_travels_with_its_hints():
 def test_a_sitemap_goes_to_its_hosts_owner_with_its_depth_and_grants():
     ring = HashRing({"p1": 1.0, "p2": 1.0})
     c = core(obey_robots=False)
-    c.set_ring(ring, 0.0)
+    c.handoffs.set_ring(ring, 0.0)
     theirs = f"http://{owned_by(ring, 'p2')[0]}"
     job = SitemapJob(1, frozenset([Authority(A), Authority(theirs, "/dir/")]))
     (fwd,) = c.sitemap_jobs.found(f"{theirs}/dir/s.xml", job, 0.0)
     assert isinstance(fwd, Forward) and fwd.owner == "p2" and not fwd.relay
     assert len(c.sitemaps) == 0  # the owner tracks it, not us
     other = core("p2", obey_robots=False)
-    other.set_ring(ring, 0.0)
+    other.handoffs.set_ring(ring, 0.0)
     assert other.discover(fwd.url, fwd.depth, 0.0, Origin.RELAY) == []
     assert other.is_sitemap_job(f"{theirs}/dir/s.xml")
     adm = next_sitemap(other, 0.0)

@@ -11,7 +11,8 @@ each handed only what it asks, as ``ring.membership.protocol`` composes its part
                  URLs retried (both ``peer.core.crawl.outcomes``)
 - ``sitemap_jobs``  sitemaps found, fetched by their host's owner, read (``peer.core.sitemaps.jobs``)
 - ``held``       duplicate verdicts, and the pages held for them (``peer.core.dedupe.held``)
-- ``handoffs``   the ring, the hand-off holds, the URLs handed in (``peer.core.handoff.moves``)
+- ``handoffs``   the ring, the hand-off holds, the URLs handed in (``peer.core.handoff.moves``):
+                 the crawl's side of the ring, which the peer core calls as it is
 
 This module holds steps 2-3 below (scheduling, admission), the moves
 several parts make (push a URL, pass one on), and what the driver and the
@@ -371,7 +372,7 @@ class CrawlCore:
             # that waited on robots.txt) goes to its owner like the rest.
             effects: list[Effect] = []
             if len(fr) and self.ring is not None:
-                effects = self.set_ring(self.ring, now)
+                effects = self.handoffs.set_ring(self.ring, now)
             if ring is not None and ring.left():
                 return Finished(StopReason.LEFT)
             return Sleep(now + HOLD_POLL, tuple(effects))
@@ -531,46 +532,9 @@ class CrawlCore:
 
     # -- the ring (peer.core.handoff.moves) -------------------------------------------
 
-    def set_ring(self, ring: HashRing, now: float) -> list[Effect]:
-        """The live member set changed: hosts no longer ours go to their owners."""
-        return self.handoffs.set_ring(ring, now)
-
-    def hold_from(self, old: HashRing, now: float) -> None:
-        """Hold the hosts gained from their previous owners until their HandoffDone or return."""
-        self.handoffs.hold_from(old, now)
-
-    def handoff_done(self, sender: str) -> None:
-        self.handoffs.handoff_done(sender)
-
     def inflight_urls(self) -> list[tuple[str, str]]:
         """(url, host) of the jobs whose page request is on the wire now: a hand-off calls them fetched."""
         return self.jobs.fetching()
-
-    def handoff_seen(self, rows: Iterable[tuple[str, str]], old: HashRing | None,
-                     ring: HashRing) -> list[tuple[str, str]]:
-        """(url, new owner) of the fetched URLs whose hosts moved between ``old`` and ``ring``."""
-        return self.handoffs.handoff_seen(rows, old, ring)
-
-    def moved_hosts(self, hosts: Iterable[str], old: HashRing | None, ring: HashRing) -> list[str]:
-        """Those of ``hosts`` that move to another peer between ``old`` and ``ring``."""
-        return self.handoffs.moved_hosts(hosts, old, ring)
-
-    def handoff_starts(self, old: HashRing | None, ring: HashRing,
-                       offset: float) -> dict[str, list[tuple[str, float]]]:
-        """{new owner: [(host, request start + ``offset``)]} of the hosts that moved away."""
-        return self.handoffs.handoff_starts(old, ring, offset)
-
-    def seed_starts(self, starts: Iterable[tuple[str, float]], now: float, offset: float) -> None:
-        """Count request starts made before (their time + ``offset`` = this clock) on our hosts."""
-        self.handoffs.seed_starts(starts, now, offset)
-
-    def resume_spilled(self, now: float) -> list[Effect]:
-        """Put a recovered spill store back: our hosts' queues into the frontier, the rest on."""
-        return self.handoffs.resume_spilled(now)
-
-    def pass_on_moving(self, now: float, limit: int) -> list[Effect]:
-        """About ``limit`` spilled URLs of hosts that changed owner, passed on (frontier rule 10)."""
-        return self.handoffs.pass_on_moving(now, limit)
 
     def snapshot_queue(self) -> list[tuple[str, int]]:
         """(url, depth) of what a snapshot lists: queued (in RAM, with a spill store) or in flight."""

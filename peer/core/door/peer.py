@@ -262,7 +262,7 @@ class PeerCore:
         crawl.hold_timeout = node.hold_timeout
         crawl.ring = ring = node.ring()
         if joining:
-            crawl.hold_from(ring.without_peer(crawl.peer_id), now)
+            crawl.handoffs.hold_from(ring.without_peer(crawl.peer_id), now)
 
     @property
     def in_ring(self) -> bool:
@@ -441,7 +441,7 @@ class PeerCore:
         st = self.node.outbox.stats()
         if st.pending + st.unacked * MOVE_CHUNK > MOVE_BACKLOG:
             return None
-        return [*self.routed(self.crawl.pass_on_moving(now, MOVE_CHUNK), now), Commit()]
+        return [*self.routed(self.crawl.handoffs.pass_on_moving(now, MOVE_CHUNK), now), Commit()]
 
     def others_pages(self) -> int:
         """Pages the other members say they requested (0 alone)."""
@@ -532,18 +532,18 @@ class PeerCore:
                     else:
                         out.append(Commit())
             elif isinstance(a, RingChanged):
-                out += self.routed(crawl.set_ring(a.ring, now), now)
+                out += self.routed(crawl.handoffs.set_ring(a.ring, now), now)
             elif isinstance(a, HandOff):
                 request = self._next_request
                 self._next_request += 1
                 self._reads[request] = _Read(a)
                 out.append(ReadHosts(request))
             elif isinstance(a, Released):
-                crawl.handoff_done(a.sender)
+                crawl.handoffs.handoff_done(a.sender)
                 out.append(a)  # done; for the record (a log line, a test)
             elif isinstance(a, SeedStarts):
                 # Epoch seconds in the message; our clock is ``now``.
-                crawl.seed_starts(list(a.starts), now, now - wall)
+                crawl.handoffs.seed_starts(list(a.starts), now, now - wall)
             elif isinstance(a, LeaveAsked):
                 out += self.leave(now)
             elif isinstance(a, Granted):
@@ -574,7 +574,7 @@ class PeerCore:
             return []
         h = read.handoff
         read.inflight = self.crawl.inflight_urls()  # before the read: see rule 3
-        return [ReadFetched(request, tuple(self.crawl.moved_hosts(hosts, h.old, h.ring)))]
+        return [ReadFetched(request, tuple(self.crawl.handoffs.moved_hosts(hosts, h.old, h.ring)))]
 
     def fetched_read(self, request: int, rows: Iterable[tuple[str, str]], now: float, *,
                      wall: float) -> list[PeerEffect]:
@@ -586,11 +586,11 @@ class PeerCore:
         assert self.node is not None
         h = read.handoff
         crawl = self.crawl
-        moved = crawl.handoff_seen([*rows, *read.inflight], h.old, h.ring)
+        moved = crawl.handoffs.handoff_seen([*rows, *read.inflight], h.old, h.ring)
         outbox = self.node.outbox
         for url, owner in moved:
             outbox.add_seen(url, owner, now)
         # Request starts travel in epoch seconds (HostStarts).
-        starts = crawl.handoff_starts(h.old, h.ring, wall - now)
+        starts = crawl.handoffs.handoff_starts(h.old, h.ring, wall - now)
         return self._ring(self.node.begin_handoff(h.version, len(moved), starts, now - self.stalled),
                           now, wall)

@@ -101,13 +101,13 @@ class Persistence:
         """
         crawl, routed = self._crawl, self._routed
         # The spilled queues first: they came before what the journal queued.
-        out = routed(crawl.resume_spilled(now), now)
+        out = routed(crawl.handoffs.resume_spilled(now), now)
         for url, depth in rec.queued.items():
             out += routed(crawl.discover(url, depth, now, Origin.RECOVERED), now)
         for url, depth in rec.forwards:
             # Like any URL handed to us: to its owner, or through our Bloom filter.
             out += routed(crawl.discover(url, depth, now, Origin.RELAY), now)
-        crawl.seed_starts(starts, now, now - wall)
+        crawl.handoffs.seed_starts(starts, now, now - wall)
         out.append(Commit())
         return out
 
