@@ -25,13 +25,14 @@ membership change swaps one reference and readers never see a half-built ring.
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
+from typing import Protocol
 
 import mmh3
 
 from ring.errors import EmptyRingError
 
-__all__ = ["HashRing", "host_hash"]
+__all__ = ["HashRing", "Listed", "host_hash"]
 
 _MASK64 = (1 << 64) - 1
 _SPAN = float(1 << 64)
@@ -40,6 +41,16 @@ _SPAN = float(1 << 64)
 def host_hash(key: str) -> int:
     """The position of ``key`` on the ring: an unsigned 64-bit integer."""
     return mmh3.hash128(key, 0, False) & _MASK64
+
+
+class Listed(Protocol):
+    """A member as cluster.toml lists it: its id and its weight."""
+
+    @property
+    def id(self) -> str: ...
+
+    @property
+    def weight(self) -> float: ...
 
 
 class HashRing:
@@ -71,6 +82,11 @@ class HashRing:
         )
         self._points = [p for p, _ in points]
         self._owners = [o for _, o in points]
+
+    @classmethod
+    def of_members(cls, members: Iterable[Listed], vnodes: int = 256) -> HashRing:
+        """The ring of ``members``, each with an ``id`` and a ``weight`` (cluster.toml's ``[[peer]]`` entries)."""
+        return cls({m.id: m.weight for m in members}, vnodes)
 
     # -- derived rings -------------------------------------------------------
 

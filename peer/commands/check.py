@@ -109,9 +109,11 @@ SEED_OWNERS_SHOWN = 8
 def seed_owners(cfg: ClusterConfig) -> list[tuple[str, str]]:
     """(seed host, the peer that owns it) on the ring of cluster.toml's peers, in seed order."""
     from peer.core.urls.normalize import URLError, host_key, normalize
-    from ring.tools.cli import ring_of
+    from ring.hashring import HashRing
 
-    ring = ring_of(cfg)
+    # The ring of the listed peers, as ``python -m ring table`` draws it; not
+    # through ring.tools, whose client a starting peer has no use for.
+    ring = HashRing.of_members(cfg.peers, cfg.ring.vnodes)
     out: list[tuple[str, str]] = []
     seen: set[str] = set()
     for seed in cfg.crawl.seeds:

@@ -115,7 +115,7 @@ class ConfigSource:
 
 def ring_of(cfg: RingFile) -> HashRing:
     """The ring of the initial members listed in cluster.toml."""
-    return HashRing({p.id: p.weight for p in cfg.peers}, vnodes=cfg.ring.vnodes)
+    return HashRing.of_members(cfg.peers, cfg.ring.vnodes)
 
 
 def solo_peer(cfg: RingFile) -> _PeerEntry | None:
