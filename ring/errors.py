@@ -15,7 +15,7 @@ receiver drops and counts the message. ``EncodeError`` is ours
 trio's nurseries wrap even a lone error in an ``ExceptionGroup``
 (``strict_exception_groups``, the default since trio 0.25), so ``except
 RingError`` alone never sees it. The command-line shell that prints it as
-one line, ``ring.tools.shell.cli_shell``, is built on it; ``peer.errors.cli_main``
+one line, ``ring.tools.shell.cli_shell``, is built on it; ``peer.commands.shell.cli_main``
 is that shell for both packages' errors.
 """
 

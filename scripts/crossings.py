@@ -15,9 +15,10 @@ A **crossing** is a call from a function of one module of ``peer/`` or
 what the walk follows:
 
 - **one URL**: the URL as a string, or inside a frozen value that carries it
-  (a job, an effect, a parse, a batch, a message) or an encoded frame to or
-  from the ring's sockets; from the first call that carries it to the one
-  that writes its row. Counted for the URLs that went from one peer to
+  (a job, an effect, a parse, a batch, a message; not a fetched body's
+  bytes) or an encoded frame to or from the ring's sockets; from the first
+  call that carries it to the one that writes its row, every page that
+  links it included. Counted for the URLs that went from one peer to
   another (their walk passes an ``Outbox``), the median printed.
 - **one ring change moving a host**: the host's key, in the calls made from
   the moment the joiner starts until the crawl ends, outside the jobs and
@@ -121,9 +122,10 @@ def _carries(value: Any, text: str, raw: bytes, depth: int = 0) -> bool:
         return any(_carries(k, text, raw, depth + 1) or _carries(v, text, raw, depth + 1)
                    for k, v in value.items())
     fields = getattr(type(value), "__dataclass_fields__", None) or getattr(type(value), "_fields", None)
-    if fields:  # a frozen value (dataclass or NamedTuple): what it carries is its fields
-        return any(_carries(getattr(value, f, None), text, raw, depth + 1) for f in fields
-                   if not isinstance(getattr(value, f, None), (bytes, bytearray)) or depth == 0)
+    if fields:  # a frozen value (dataclass or NamedTuple): what it carries is its fields, but
+        # a body's bytes: a page that links the URL is not the URL (its parse, with the link, is)
+        return any(_carries(v, text, raw, depth + 1) for f in fields
+                   if not isinstance(v := getattr(value, f, None), (bytes, bytearray, memoryview)))
     return False
 
 
@@ -169,6 +171,10 @@ class Tracer:
         self.on = False
         sys.setprofile(None)
         threading.setprofile(None)  # type: ignore[arg-type]
+
+
+def _pure(module: str) -> bool:
+    return module.startswith(("peer.core.", "ring.")) and not module.startswith(("ring.io", "ring.tools"))
 
 
 def room(module: str) -> str:
@@ -230,6 +236,9 @@ def summary(walks: dict[str, list[tuple[str, str, str]]]) -> dict[str, Any]:
                 sum(room(a) != room(b) for a, b, _ in w) for w in walks.values()),
             "distinct_crossings": statistics.median(len(set(w)) for w in walks.values()),
             "modules_entered": statistics.median(len({b for _, b, _ in w}) for w in walks.values()),
+            # The pure modules the driver calls into on the way (its doors into the core).
+            "driver_doors": sorted({b for w in walks.values() for a, b, _ in w
+                                    if a.startswith("peer.engine") and _pure(b)}),
             "example": key, "steps": [f"{a} -> {b}.{fn}" for a, b, fn in steps]}
 
 
@@ -292,6 +301,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  crossings (median) {s['median_crossings']}, of rooms {s['median_room_crossings']}; "
                   f"distinct {s['distinct_crossings']}, modules entered {s['modules_entered']}; "
                   f"the median one, {s['example']}:")
+            print(f"  the pure modules the driver calls into: {', '.join(s['driver_doors']) or 'none'}")
             for step, n in Counter(s["steps"]).most_common():
                 print(f"    {n:3d} x {step}")
     return 0

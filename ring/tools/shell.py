@@ -1,7 +1,7 @@
 """The command-line shell of every command of both packages: a user's error is one line, exit 2.
 
 ``python -m peer``, ``python -m ring`` and the user commands wrap their
-``main(argv)`` in :func:`cli_shell` (``peer.errors.cli_main`` is the shell
+``main(argv)`` in :func:`cli_shell` (``peer.commands.shell.cli_main`` is the shell
 for both packages' errors), so ``ring`` needs nothing of ``peer``. Which
 errors are a user's, and how they are found inside trio's exception groups,
 is ``ring.errors.user_error``.
