@@ -33,7 +33,7 @@ from pathlib import Path
 
 import pytest
 
-from test_purity import FS_METHODS, IO_MODULES, OS_PURE, LOCALWEB_PURE
+from test_purity import IO_MODULES, LOCALWEB_PURE, system_call
 
 ROOT = Path(__file__).resolve().parents[2]
 PURE_TEST_DIRS = ("core", "ring")
@@ -97,15 +97,8 @@ def impure_lines(source: str, localweb_pure: frozenset[str] = frozenset()) -> li
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             temp = sorted({a.arg for a in node.args.args} & TEMP_FIXTURES)
             found += [f"line {node.lineno}: {node.name} asks for {t}" for t in temp]
-        elif isinstance(node, ast.Call):
-            fn = node.func
-            if isinstance(fn, ast.Name) and fn.id == "open":
-                found.append(f"line {node.lineno}: open()")
-            elif isinstance(fn, ast.Attribute):
-                if isinstance(fn.value, ast.Name) and fn.value.id == "os" and fn.attr not in OS_PURE:
-                    found.append(f"line {node.lineno}: os.{fn.attr}()")
-                elif fn.attr in FS_METHODS:
-                    found.append(f"line {node.lineno}: .{fn.attr}()")
+        elif isinstance(node, ast.Call) and (what := system_call(node, frozenset({"open"}))):
+            found.append(f"line {node.lineno}: {what}")
     return found
 
 

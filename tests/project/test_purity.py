@@ -142,6 +142,22 @@ FS_METHODS = frozenset({
 })
 #: ``os`` names that only compute (the rest are system calls).
 OS_PURE = frozenset({"fspath", "fsencode", "fsdecode", "path", "sep", "PathLike"})
+#: Builtins a core may not call: the file system and the console.
+CONSOLE_CALLS = frozenset({"open", "input", "print"})
+
+
+def system_call(node: ast.Call, builtins: frozenset[str]) -> str | None:
+    """What ``node`` calls that touches the system (one of ``builtins``, an ``os`` call,
+    a file-system method), as ``open()``, ``os.fsync()`` or ``.read_text()``; None: nothing."""
+    fn = node.func
+    if isinstance(fn, ast.Name) and fn.id in builtins:
+        return f"{fn.id}()"
+    if isinstance(fn, ast.Attribute):
+        if isinstance(fn.value, ast.Name) and fn.value.id == "os" and fn.attr not in OS_PURE:
+            return f"os.{fn.attr}()"
+        if fn.attr in FS_METHODS:
+            return f".{fn.attr}()"
+    return None
 
 
 def io_calls(source: str) -> list[str]:
@@ -156,15 +172,8 @@ def io_calls(source: str) -> list[str]:
             names = []
         bad = [n for n in names if n in IO_MODULES or n.partition(".")[0] in IO_MODULES]
         found += [f"line {node.lineno}: import {bad[0]}"] if bad else []
-        if isinstance(node, ast.Call):
-            fn = node.func
-            if isinstance(fn, ast.Name) and fn.id in {"open", "input", "print"}:
-                found.append(f"line {node.lineno}: {fn.id}()")
-            elif isinstance(fn, ast.Attribute):
-                if isinstance(fn.value, ast.Name) and fn.value.id == "os" and fn.attr not in OS_PURE:
-                    found.append(f"line {node.lineno}: os.{fn.attr}()")
-                elif fn.attr in FS_METHODS:
-                    found.append(f"line {node.lineno}: .{fn.attr}()")
+        if isinstance(node, ast.Call) and (what := system_call(node, CONSOLE_CALLS)):
+            found.append(f"line {node.lineno}: {what}")
     return found
 
 
