@@ -140,11 +140,7 @@ class Readouts:
         rc = crawl.recrawl
         if rc is not None:
             f = rc.figures()
-            s.revisit = {"scheduled": f.scheduled, "due": f.due, "handed": f.handed,
-                         "visits_new": f.visits_new, "visits_revisit": f.visits_revisit,
-                         "not_modified": f.not_modified, "unchanged": f.unchanged, "changed": f.changed,
-                         "gone": f.gone, "failed": f.failed, "conditional": f.conditional,
-                         "validators_dropped": f.validators_dropped, "freshness": f.freshness}
+            s.revisit = {**dataclasses.asdict(f), "freshness": f.freshness}  # stats.json's "revisit"
         else:
             s.revisit = {}
         self.spill_peak = max(self.spill_peak, crawl.frontier.spilled)
