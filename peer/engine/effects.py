@@ -24,7 +24,8 @@ Handler = Callable[[Any], Awaitable[None] | None]
 
 
 class Effects:
-    """The table (module docstring); ``after`` runs once a list is carried out."""
+    """The table (module docstring); ``after`` runs once a list is carried out, and in
+    :meth:`carry_async` after each run of it that comes before an awaited effect."""
 
     def __init__(self, after: Callable[[], None]) -> None:
         self._handlers: dict[type, Handler] = {}
@@ -51,8 +52,9 @@ class Effects:
         batch: list[PeerEffect] = []
         for effect in effects:
             if type(effect) in self._awaiting:
-                self.carry(batch)
-                batch = []
+                if batch:  # what came before it, carried out first (and ``after`` run)
+                    self.carry(batch)
+                    batch = []
                 got = handlers[type(effect)](effect)
                 if got is not None:
                     await got
