@@ -81,10 +81,19 @@ async def test_status_rows_are_typed_and_carry_each_members_own_figures():
     contacts = [Contact(p, a) for p, a, _ in seeds]
     with trio.fail_after(30):
         async with trio.open_nursery() as nursery:
-            await start(nursery, "p1", seeds, pages=7)
-            await start(nursery, "p2", seeds, pages=11)
-            await trio.sleep(0.5)  # a few gossip rounds
-            rows = await cluster_status(RING, contacts, timeout=2.0)
+            n1, _, _ = await start(nursery, "p1", seeds, pages=7)
+            n2, _, _ = await start(nursery, "p2", seeds, pages=11)
+            # Until each sees the other alive: the first seed asks only the members
+            # its view holds live for their own rows, and shows the rest as gossiped
+            # (frontier 0, no counters); a loaded machine once took longer than the
+            # half second this waited.
+            def alive(node: RingNode, peer: str) -> bool:
+                view = node.membership.members()
+                return peer in view and MemberState(view[peer].state) is MemberState.ALIVE
+
+            while not all(alive(n, p) for n in (n1, n2) for p in ("p1", "p2")):
+                await trio.sleep(0.05)
+            rows = await cluster_status(RING, contacts, timeout=5.0)
             nursery.cancel_scope.cancel()
     assert rows is not None and all(isinstance(r, MemberStatus) for r in rows)  # the wire's own row
     assert [(r.id, r.state, r.pages) for r in rows] == [("p1", MemberState.ALIVE, 7),
