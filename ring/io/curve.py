@@ -46,6 +46,7 @@ __all__ = [
     "read_secret",
     "resolve_keys_dir",
     "write_keypair",
+    "write_public",
 ]
 
 PUBLIC_SUFFIX = ".key"
@@ -198,11 +199,32 @@ def write_keypair(directory: str | Path, peer_id: str, public: bytes, secret: by
         d.mkdir(parents=True, exist_ok=True)
         _write_atomic(sec_path, _BANNER.format(now=now, kind="**Secret**", peer_id=peer_id, advice=_SECRET_ADVICE)
                       + f'    public-key = "{pub_text}"\n    secret-key = "{sec_text}"\n', 0o600)
-        _write_atomic(pub_path, _BANNER.format(now=now, kind="Public", peer_id=peer_id, advice=_PUBLIC_ADVICE)
-                      + f'    public-key = "{pub_text}"\n', 0o644)
+        _write_atomic(pub_path, _public_text(peer_id, pub_text, now), 0o644)
     except OSError as exc:
         raise RingError(f"{d}: cannot write keys: {exc.strerror or exc}") from None
     return pub_path, sec_path
+
+
+def _public_text(peer_id: str, pub_text: str, now: str) -> str:
+    return (_BANNER.format(now=now, kind="Public", peer_id=peer_id, advice=_PUBLIC_ADVICE)
+            + f'    public-key = "{pub_text}"\n')
+
+
+def write_public(directory: str | Path, peer_id: str, public: bytes) -> Path:
+    """Write ``<peer_id>.key`` alone (the public half of a pair whose secret is here); its path.
+
+    Refuses (RingError) to replace an existing file.
+    """
+    _check_peer_id(peer_id)
+    path = Path(directory) / f"{peer_id}{PUBLIC_SUFFIX}"
+    if path.exists():
+        raise RingError(f"{path}: exists; not replaced (use --force to generate a new key pair)")
+    now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+    try:
+        _write_atomic(path, _public_text(peer_id, public.decode("ascii"), now), 0o644)
+    except OSError as exc:
+        raise RingError(f"{directory}: cannot write keys: {exc.strerror or exc}") from None
+    return path
 
 
 def _write_atomic(path: Path, text: str, mode: int) -> None:

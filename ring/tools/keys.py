@@ -7,10 +7,14 @@ a joiner not listed there) this writes, into the directory named by
     <id>.key          the public key: copy it to every machine of the ring
     <id>.key_secret   the secret key, mode 0600: only on <id>'s machine
 
-in the certificate format of ``zmq.auth.create_certificates``. A peer whose
-two files exist already keeps them: nothing is overwritten without
-``--force`` (a new key locks the peer out until every machine has its new
-``.key``).
+in the certificate format of ``zmq.auth.create_certificates``. Only peers
+without a key here get a new pair: a peer whose two files exist keeps them,
+and so does a peer with only its ``.key`` here (as on another peer's
+machine: its secret is on its own), so running it again after adding a
+``[[peer]]`` adds that peer's pair and keeps the running ones'. A lone
+``.key_secret`` gets its public half written back from it. Nothing is
+replaced without ``--force`` (a new key locks the peer out until every
+machine has its new ``.key``).
 
 ``ring`` never imports ``peer``: cluster.toml comes in through the same
 :class:`~ring.tools.cli.ConfigSource` as ``python -m ring``'s, which
@@ -26,7 +30,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ring.errors import EXIT_USAGE, RingError, user_error
-from ring.io.curve import PUBLIC_SUFFIX, SECRET_SUFFIX, resolve_keys_dir, write_keypair
+from ring.io.curve import (PUBLIC_SUFFIX, SECRET_SUFFIX, read_public, read_secret, resolve_keys_dir, write_keypair,
+                           write_public)
 from ring.io.zap import curve_keypair
 from ring.tools.cli import ConfigSource
 
@@ -39,7 +44,8 @@ def _parser() -> argparse.ArgumentParser:
         description=__doc__.split("\n\n")[0],
         epilog=(
             "Examples:\n"
-            "  python scripts/keys.py --ring cluster.toml             a key pair per [[peer]], into curve_keys\n"
+            "  python scripts/keys.py --ring cluster.toml             a key pair per [[peer]] that has none,\n"
+            "                                                         into curve_keys (existing pairs kept)\n"
             "  python scripts/keys.py --ring cluster.toml --id p4     one more, for a joiner p4\n"
             "  python scripts/keys.py --dir keys --id p1 --force      replace p1's pair\n"
             "Then copy every .key to every machine and each .key_secret to its own peer's machine\n"
@@ -52,7 +58,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="write here instead of [ring] curve_keys (needed when that is empty or without --ring)")
     p.add_argument("--id", metavar="ID", action="append", default=[],
                    help="generate for this peer id only (repeatable), e.g. a joiner not in cluster.toml")
-    p.add_argument("--force", action="store_true", help="replace existing key pairs")
+    p.add_argument("--force", action="store_true",
+                   help="replace existing key pairs too (re-keys those peers: each needs its new pair deployed)")
     return p
 
 
@@ -89,14 +96,32 @@ def _keys(args: argparse.Namespace, source: ConfigSource) -> int:
         raise RingError("keys.py: without --ring, say which peers with --id ID")
     assert directory is not None
 
+    made: list[str] = []
+    kept: list[str] = []
     for peer_id in dict.fromkeys(ids):
         pub, sec = directory / f"{peer_id}{PUBLIC_SUFFIX}", directory / f"{peer_id}{SECRET_SUFFIX}"
-        if not args.force and pub.exists() and sec.exists():
-            print(f"{peer_id}: kept the existing {pub} and {sec.name} (--force replaces them)")
+        if not args.force and (pub.exists() or sec.exists()):
+            # A running peer's key is never replaced by accident: a new one locks it out until
+            # every machine has the new .key. On a peer's machine the others' pairs are only
+            # their .key (their secret stays on their own machine), which is a pair kept too.
+            kept.append(peer_id)
+            if pub.exists() and sec.exists():
+                print(f"{peer_id}: kept the existing {pub} and {sec.name} (--force replaces them)")
+            elif pub.exists():
+                read_public(pub)  # a file that is no key is said now, not kept in silence
+                print(f"{peer_id}: kept the existing {pub} (its {sec.name} is on {peer_id}'s machine; "
+                      "--force makes a new pair)")
+            else:
+                public, _ = read_secret(sec)
+                write_public(directory, peer_id, public)
+                print(f"{peer_id}: kept the existing {sec} and wrote its missing public half, {pub.name}")
             continue
         pub, sec = write_keypair(directory, peer_id, *curve_keypair(), force=args.force)
+        made.append(peer_id)
         print(f"{peer_id}: wrote {pub} (public) and {sec.name} (secret, mode 0600)")
 
+    print(f"made {len(made)} pair(s)" + (f" ({', '.join(made)})" if made else "")
+          + f", kept {len(kept)}" + (f" ({', '.join(kept)})" if kept else ""))
     print(f"Deploy: copy every *{PUBLIC_SUFFIX} of {directory} to the keys directory of every machine; "
           f"copy <id>{SECRET_SUFFIX} to peer <id>'s machine only.")
     if args.ring and not curve_keys:

@@ -105,13 +105,42 @@ def test_keys_script_id_adds_a_joiner_only(tmp_path):
     assert sorted(p.name for p in (tmp_path / "keys").iterdir()) == ["p4.key", "p4.key_secret"]
 
 
-def test_keys_script_refuses_half_a_pair(tmp_path, capsys):
+def test_keys_script_adds_pairs_for_new_peers_and_keeps_every_existing_one(tmp_path, capsys):
+    """On a peer's machine (its own pair, the others' public keys only), a [[peer]] added to
+    cluster.toml gets a pair; nothing a running peer holds is replaced, and no --force is needed."""
+    toml = cluster_toml(tmp_path)
+    d = tmp_path / "keys"
+    make_keys(d, "p1", "p2")
+    (d / "p2.key_secret").unlink()  # p2's secret is on p2's machine
+    before = {p.name: p.read_bytes() for p in d.iterdir()}
+    capsys.readouterr()
+    assert keys_main(["--ring", str(toml)]) == 0
+    assert {p.name: p.read_bytes() for p in d.iterdir() if p.name in before} == before
+    assert sorted(p.name for p in d.iterdir()) == ["p1.key", "p1.key_secret", "p2.key", "p3.key", "p3.key_secret"]
+    out = capsys.readouterr().out
+    assert "made 1 pair(s) (p3), kept 2 (p1, p2)" in out
+    assert "p2: kept the existing" in out and "p3: wrote" in out
+
+
+def test_keys_script_writes_back_the_public_half_of_a_lone_secret(tmp_path, capsys):
+    d = tmp_path / "keys"
+    make_keys(d, "p1")
+    public = (d / "p1.key").read_bytes()
+    (d / "p1.key").unlink()
+    assert keys_main(["--dir", str(d), "--id", "p1"]) == 0
+    # The same public key line as the pair had, and the pair loads as a whole again.
+    assert (d / "p1.key").read_bytes().splitlines()[-1] == public.splitlines()[-1]
+    assert CurveKeys.load(d, "p1").public == zmq.auth.load_certificate(d / "p1.key")[0]
+    assert "wrote its missing public half" in capsys.readouterr().out
+
+
+def test_keys_script_refuses_a_half_pair_that_is_no_key(tmp_path, capsys):
     d = tmp_path / "keys"
     d.mkdir()
     (d / "p1.key").write_text("not mine")
     assert keys_main(["--dir", str(d), "--id", "p1"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "p1.key: exists" in err and "--force" in err
+    assert err.count("\n") == 1 and "p1.key" in err and "public-key" in err
     assert (d / "p1.key").read_text() == "not mine"
 
 
