@@ -33,6 +33,7 @@ from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
 from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
+from peer.commands.machine import bind_problem
 from ring.errors import RingError
 
 __all__ = ["main"]
@@ -80,7 +81,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="validate cluster.toml, print what this peer would run with, ask each "
                         "seed host as the crawl would (its name resolved, its robots.txt read: "
                         "one request per host, at most 20 hosts, 5 s each), warn of each seed the "
-                        "crawl cannot fetch, and exit")
+                        "crawl cannot fetch; with --id (or a one-peer file) check that this machine "
+                        "can run that peer (its secret key, a writable data_dir with 1 GiB free, its "
+                        "ring and metrics addresses free and of this machine): each failure one "
+                        "line, exit 2; then exit")
     p.add_argument("--host", metavar="HOST",
                    help="with --check: print the settings in force for this host (or URL's host) "
                         "and the [[site]] block or key that set each one, and exit (asks no server)")
@@ -152,7 +156,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         for line in probe_lines(cfg, skip=set(static_refused(cfg))):
             print(f"warning: {line}")
-        return 0
+        return _check_machine(cfg, args)
     if args.id is None:
         print(f"error: {cfg.path}: lists {len(cfg.peers)} peers; say which one this is with --id",
               file=sys.stderr)
@@ -208,7 +212,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         address = args.address or cfg.peer(args.id).address
         # zmq's bind error names the address; only then is the probe's answer the cause.
         bind_failed = cluster and isinstance(err, RingError) and address in str(err)
-        why = _bind_problem(address) if bind_failed else None
+        why = bind_problem(address) if bind_failed else None
         if why is not None:
             fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
             print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",
@@ -437,38 +441,25 @@ def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
         raise ConfigError("--weight", "", f"expected a number > 0 and <= {MAX_WEIGHT:g}")
 
 
-def _bind_problem(address: str) -> tuple[str, str] | None:
-    """Why this machine cannot listen on ``address`` now and what to do, or None if it can.
+def _check_machine(cfg: ClusterConfig, args: argparse.Namespace) -> int:
+    """``--check``'s last part: can peer ``--id`` start on this machine (peer.commands.machine)?"""
+    from peer.commands.machine import local_of, machine_problems
 
-    Asked after the ring failed to start: zmq's error carries only a strerror,
-    and the way out differs by errno. The probe sets SO_REUSEADDR as libzmq's
-    TCP listener does, so a port left in TIME_WAIT by this peer's previous
-    run is not reported as busy.
-    """
-    from peer.core.config.cluster import parse_address
-
-    try:
-        host, port = parse_address(address)
-        infos = socket.getaddrinfo(None if host == "*" else host, port,
-                                   type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
-    except (ValueError, OSError):
-        return None  # an interface name or a host that does not resolve: zmq's own text says it
-    family, kind, proto, _, sockaddr = infos[0]
-    try:
-        with socket.socket(family, kind, proto) as probe:
-            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-            probe.bind(sockaddr)
-    except OSError as e:
-        if e.errno == errno.EADDRINUSE:
-            return (f"port {port} is in use by another process",
-                    "stop that process (another peer with this address?)")
-        if e.errno == errno.EADDRNOTAVAIL:
-            return (f"{host} is not an address of this machine",
-                    "run this peer on the machine that has it")
-        if e.errno == errno.EACCES:
-            return f"port {port} needs privileges", "use a port above 1023"
-        return str(e.strerror or e), "check the address"
-    return None
+    if args.id is None:
+        print("   machine: not checked (pass --id to check that this machine can run that peer)")
+        return 0
+    local = local_of(cfg, args.id, joining=args.address, data_dir=args.data_dir)
+    problems = machine_problems(cfg, local)
+    for line in problems:
+        print(f"error: {line}", file=sys.stderr)
+    if problems:
+        return EXIT_USAGE
+    checked = ["its secret key"] if local.keys_dir is not None else []
+    checked.append(f"data_dir {local.data_dir} writable")
+    checked.extend(f"{what} {a} free" for what, a in (("ring address", local.ring),
+                                                      ("metrics_address", local.metrics)) if a)
+    print(f"   machine: ok for {args.id}: " + ", ".join(checked))
+    return 0
 
 
 def _ask(question: str) -> str:
