@@ -85,7 +85,7 @@ from ring.io.curve import resolve_keys_dir
 from ring.io.driver import ForwardLink
 from ring.messages import Ack, MemberStatus, UrlBatch
 from ring.forwarding.intake import ADOPT_PREFIX
-from ring.tools.client import Contact, client_keys, cluster_status
+from ring.tools.client import Contact, client_keys, cluster_status, silence
 
 __all__ = [
     "AdoptSummary",
@@ -166,10 +166,13 @@ def live_members(rows: StatusRows) -> dict[str, str]:
     return {r.id: r.address for r in rows if r.live}
 
 
-async def ring_status(cfg: ClusterConfig, timeout: float, keys: Any = None) -> tuple[MemberStatus, ...] | None:
-    """``ring status`` of the ring in ``cfg`` (``ring.tools.client.cluster_status``)."""
+async def ring_status(cfg: ClusterConfig, timeout: float, keys: Any = None,
+                      heard: dict[str, Any] | None = None) -> tuple[MemberStatus, ...] | None:
+    """``ring status`` of the ring in ``cfg`` (``ring.tools.client.cluster_status``): every seed
+    asked at once, so an answer takes as long as the quickest peer and silence one ``timeout``;
+    a ring that refuses the tool's key raises HandshakeRefused (a RingError: exit 2)."""
     seeds = [Contact(p.id, p.address) for p in cfg.peers]
-    return await cluster_status(cfg.ring.name, seeds, timeout, keys)
+    return await cluster_status(cfg.ring.name, seeds, timeout, keys, heard)
 
 
 def live_ring(cfg: ClusterConfig, members: Iterable[str]) -> HashRing:
@@ -451,13 +454,14 @@ async def adopt(
     if not 1 <= batch_size <= MAX_BATCH:
         raise ValueError(f"batch_size must be in 1..{MAX_BATCH}, not {batch_size!r}")
     t0 = trio.current_time()
+    heard: dict[str, Any] = {}
     if status is None:
-        # The operator's key pair when the ring uses CurveZMQ (ring.tools.client.client_keys).
-        tool_keys = None if dry_run else client_keys(
-            resolve_keys_dir(cfg.ring.curve_keys, cfg.path), key_id, cfg.path)
+        # The operator's key pair when the ring uses CurveZMQ (ring.tools.client.client_keys),
+        # for a dry run as well: it asks the ring who is alive as the real run does.
+        tool_keys = client_keys(resolve_keys_dir(cfg.ring.curve_keys, cfg.path), key_id, cfg.path)
 
         async def status(cfg: ClusterConfig, timeout: float):  # type: ignore[no-redef]
-            return await ring_status(cfg, timeout, tool_keys)
+            return await ring_status(cfg, timeout, tool_keys, heard)
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise ConfigError(str(data_dir), "", "no such directory (expected the lost peer's data_dir)")
@@ -468,8 +472,9 @@ async def adopt(
     rows = await status(cfg, STATUS_TIMEOUT)
     if rows is None:
         addrs = ", ".join(p.address for p in cfg.peers)
-        raise Unreachable(f"no peer of ring {cfg.ring.name!r} answered at {addrs}; "
-                          "is the cluster running?")
+        down = silence(heard)
+        raise Unreachable(f"no peer of ring {cfg.ring.name!r} answered at {addrs} within "
+                          f"{STATUS_TIMEOUT:g}s" + (f"; {down}" if down else "") + "; is the cluster running?")
     mine = next((r for r in rows if r.id == pid), None)
     if mine is not None and mine.live and not force:
         raise ConfigError(str(data_dir), "", f"{pid} is still {mine.state.value} in the ring; adopt only "

@@ -6,6 +6,7 @@ Part of the ``ring.errors`` tree; a zmq error becomes one of these in
     RingError
     ├── SocketClosed        the socket was closed (also a trio.ClosedResourceError)
     ├── PeerUnreachable     a ROUTER has no connected peer of that identity
+    ├── HandshakeRefused    the peer refused our Curve key, or the handshake failed (ring.io.handshake)
     └── TransportError      any other zmq failure: bad endpoint, address in use...
 """
 
@@ -16,7 +17,8 @@ import zmq
 
 from ring.errors import RingError
 
-__all__ = ["CLOSED_ERRNOS", "PeerUnreachable", "SocketClosed", "TransportError", "translate"]
+__all__ = ["CLOSED_ERRNOS", "HandshakeRefused", "PeerUnreachable", "SocketClosed", "TransportError",
+           "translate"]
 
 #: The socket is gone (closed here, or its context terminated elsewhere).
 CLOSED_ERRNOS = frozenset({zmq.ENOTSOCK, zmq.ETERM})
@@ -36,6 +38,15 @@ class PeerUnreachable(RingError, LookupError):
     def __init__(self, identity: bytes) -> None:
         super().__init__(f"no connected peer with identity {identity!r}")
         self.identity = identity
+
+
+class HandshakeRefused(RingError):
+    """The peer asked refused our Curve key (its ZAP handler said no), or the handshake failed.
+
+    Raised by a tool's request (``ring.tools.client``) instead of the
+    silence a zmq client otherwise gets: no answer can come on that
+    connection, and the message says why and what to do.
+    """
 
 
 class TransportError(RingError):

@@ -6,7 +6,7 @@ built against (measured on this box; ``tests/edges/test_zmqio.py`` and
 ``tests/e2e/test_hostile.py`` keep each fact tested):
 
 **Losses by socket type.** PUB drops at HWM, so it is not offered
-(:class:`SocketType`). PUSH and DEALER block at HWM. ROUTER silently drops to
+(:class:`SocketType`). PUSH, DEALER and PAIR block at HWM. ROUTER silently drops to
 an unknown peer or a full queue unless ``ROUTER_MANDATORY`` is set, which
 :func:`~ring.io.zmqio.open_socket` always does: an unknown identity raises
 :class:`~ring.io.errors.PeerUnreachable`, a full queue is EAGAIN and the send
@@ -65,6 +65,8 @@ class SocketType(StrEnum):
     DEALER = "DEALER"
     PUSH = "PUSH"
     PULL = "PULL"
+    #: The reading end of a socket monitor (``zmq_socket_monitor``): libzmq sends its events on a PAIR.
+    PAIR = "PAIR"
 
 
 ZMQ_TYPE = {
@@ -72,6 +74,7 @@ ZMQ_TYPE = {
     SocketType.DEALER: zmq.DEALER,
     SocketType.PUSH: zmq.PUSH,
     SocketType.PULL: zmq.PULL,
+    SocketType.PAIR: zmq.PAIR,
 }
 
 

@@ -40,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, client_keys, request_forget,
-                               request_leave)
+from ring.tools.client import (Contact, ForgetResult, HandshakeRefused, LeaveOutcome, LeaveResult, client_keys,
+                               request_forget, request_leave)
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
@@ -178,7 +178,8 @@ def _parser() -> argparse.ArgumentParser:
                                     "the member list, then each live member for its figures and its own "
                                     "view of its lease (held, or paused: grace, no majority) and of the "
                                     "ring (version and fingerprint: members that agree show one). Exits 1 "
-                                    "when no peer answers.")
+                                    "when no peer answers, 2 when the ring refuses this tool's key "
+                                    "(--key-id).")
     st.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     st.add_argument("--json", action="store_true", help="print JSON: {\"members\": [...]}")
     st.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
@@ -227,6 +228,10 @@ def _parser() -> argparse.ArgumentParser:
     fg.add_argument("--id", metavar="ID", required=True, help="the dead member to forget (required)")
     fg.add_argument("--timeout", metavar="SECONDS", type=float, default=2.0,
                     help="seconds to wait for each peer's answer (default 2)")
+    for sp in (st, db, lv, fg):
+        # As scripts/adopt.py's --key-id: the same flag, the same meaning.
+        sp.add_argument("--key-id", default="ops", metavar="ID",
+                        help="with [ring] curve_keys: the key pair this tool uses (default ops)")
     return p
 
 
@@ -324,7 +329,9 @@ def format_forget(target: str, results: Sequence[ForgetResult]) -> tuple[str, bo
     """
     out = []
     for r in results:
-        if r.outcome is None:
+        if r.outcome is None and r.refused:
+            text = r.error  # it would not hear this tool: not the silence of a dead peer
+        elif r.outcome is None:
             why = f"no answer ({r.error})" if r.error else "no answer"
             if r.peer == target:
                 why += ": as expected of a dead peer"
@@ -340,7 +347,9 @@ def format_forget(target: str, results: Sequence[ForgetResult]) -> tuple[str, bo
     answered = [r for r in results if r.outcome is not None]
     refused = [r for r in answered if r.outcome not in _FORGET_WORDS]
     forgot = [r for r in answered if r.outcome is ForgetOutcome.FORGOTTEN]
-    if not answered:
+    if not answered and any(r.refused for r in results):
+        out.append(f"no peer heard this tool: {target} is not forgotten; the ring refuses this key")
+    elif not answered:
         out.append(f"no peer answered: {target} is not forgotten; are the peers running?")
     elif refused:
         out.append(f"{target} is not forgotten everywhere: {len(refused)} of {len(answered)} peers that "
@@ -366,13 +375,13 @@ def _check_numbers(args: argparse.Namespace) -> str | None:
 
 
 def status_source(cfg: RingFile, timeout: float, recorded: Callable[[Path], RecordedAddress | None],
-                  ring_path: str | Path = "cluster.toml") -> StatusPoll:
+                  ring_path: str | Path = "cluster.toml", key_id: str = "ops") -> StatusPoll:
     """The one poll ``status`` (also ``--watch``) and the dashboard use: cluster.toml's seeds,
     or where its solo peer recorded its address (:mod:`ring.tools.statuspoll`)."""
     peer = solo_peer(cfg)
     solo = None if peer is None else SoloPeer(peer.id, cfg.data_dir(peer.id),
                                                f"python -m peer --ring {shlex.quote(str(ring_path))}", recorded)
-    return StatusPoll(cfg.ring.name, seeds_of(cfg), timeout, tool_keys(cfg), solo)
+    return StatusPoll(cfg.ring.name, seeds_of(cfg), timeout, tool_keys(cfg, key_id), solo)
 
 
 def _no_answer(cfg: RingFile, poll: StatusPoll) -> str:
@@ -389,7 +398,7 @@ class _NoAnswer(Exception):
 
 
 def _poll(cfg: RingFile, args: argparse.Namespace) -> StatusPoll:
-    return status_source(cfg, args.timeout, args.recorded, args.ring)
+    return status_source(cfg, args.timeout, args.recorded, args.ring, args.key_id)
 
 
 async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
@@ -401,6 +410,8 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
     poll = _poll(cfg, args)
     if args.watch is None:
         rows = await poll()
+        if rows is None and poll.refused:
+            raise HandshakeRefused(poll.silence or "refused")  # the key is the user's to fix: exit 2
         if rows is None:
             raise _NoAnswer(_no_answer(cfg, poll))
         if args.json:
@@ -495,11 +506,13 @@ async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaita
 
 
 async def _forget(cfg: RingFile, args: argparse.Namespace) -> tuple[ForgetResult, ...]:
-    return await request_forget(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
+    return await request_forget(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
+                                tool_keys(cfg, args.key_id))
 
 
 async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
-    return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
+    return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
+                               tool_keys(cfg, args.key_id))
 
 
 def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:

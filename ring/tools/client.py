@@ -35,11 +35,14 @@ from ring.messages import (
     decode,
     encode,
 )
+from ring.io.errors import HandshakeRefused
+from ring.io.handshake import Handshake, HandshakeWatch
+from ring.io.handshake import request as watched_request
 from ring.io.zap import curve_client
 from ring.io.zmqio import SocketType, open_socket
 
-__all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "LeaveOutcome", "LeaveResult",
-           "client_keys", "cluster_status", "request_forget", "request_leave"]
+__all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
+           "client_keys", "cluster_status", "refusal", "request_forget", "request_leave", "silence"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
@@ -70,6 +73,7 @@ class ForgetResult:
     address: str
     outcome: ForgetOutcome | None
     error: str = ""
+    refused: bool = False  # it refused this tool's key (``error`` says so): not a dead peer
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,30 +105,60 @@ def _nonce() -> int:
     return int.from_bytes(os.urandom(4), "big")
 
 
+def refusal(watch: HandshakeWatch, contact: Contact, keys: CurveKeys | None) -> str:
+    """The line for a failed handshake with ``contact`` (``watch.state.failed``): why, and what to do."""
+    if keys is None:
+        return (f"refused: peer {contact.id} at {contact.address} uses CurveZMQ and this tool does not: "
+                "set [ring] curve_keys in cluster.toml as on the peers (docs/curve.md)")
+    mine = keys.directory / f"{keys.peer_id}.key"
+    if watch.state is Handshake.REFUSED:
+        return (f"refused: the ring does not accept this key ({mine}: peer {contact.id} at "
+                f"{contact.address} does not list it; copy {mine.name} into every peer's keys "
+                f"directory, or pass --key-id with a key that is there; docs/curve.md)")
+    return (f"refused: the Curve handshake with peer {contact.id} at {contact.address} failed: "
+            f"the peer runs without CurveZMQ, or with another key than {keys.directory}/{contact.id}.key "
+            "(copy the ring's .key files here, docs/curve.md)")
+
+
 async def _exchange(contact: Contact, request: Any, answer: type[_A], nonce: int, timeout: float,
-                    keys: CurveKeys | None) -> _A | None:
-    """``request`` to ``contact``; the ``answer`` with ``nonce`` it sends back, or None within ``timeout``."""
-    with trio.move_on_after(timeout):
-        async with open_socket(SocketType.DEALER, connect=contact.address,
-                               configure=_configure(keys, contact.id)) as sock:
-            await sock.send_multipart([encode(request)])
-            while True:
-                frames = await sock.recv_multipart()
-                try:
-                    reply = decode(frames[-1])
-                except DecodeError:
-                    continue
-                if isinstance(reply, answer) and getattr(reply, "nonce", None) == nonce:
-                    return reply
-    return None
+                    keys: CurveKeys | None, heard: dict[str, Handshake] | None = None) -> _A | None:
+    """``request`` to ``contact``; the ``answer`` with ``nonce`` it sends back, or None within ``timeout``.
+
+    A peer that refuses this tool's key (or a failed handshake) raises
+    :class:`~ring.io.errors.HandshakeRefused` at once, instead of the silence
+    of a dead peer; ``heard`` gets what the connection showed of a silent one.
+    """
+
+    def accept(frames: list[bytes]) -> _A | None:
+        try:
+            reply = decode(frames[-1])
+        except DecodeError:
+            return None
+        return reply if isinstance(reply, answer) and getattr(reply, "nonce", None) == nonce else None
+
+    reply, watch = await watched_request(contact.address, [encode(request)], accept, timeout,
+                                 configure=_configure(keys, contact.id))
+    if watch.state.failed:
+        raise HandshakeRefused(refusal(watch, contact, keys))
+    if reply is None and heard is not None:
+        heard[contact.address] = watch.state
+    return reply
 
 
 async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys | None = None,
-              ) -> StatusReply | None:
-    """One StatusRequest to ``contact``; its reply, or None if none came within ``timeout``."""
+              heard: dict[str, Handshake] | None = None) -> StatusReply | None:
+    """One StatusRequest to ``contact``; its reply, or None if none came within ``timeout``.
+
+    Raises HandshakeRefused when ``contact`` refuses this tool's key."""
     nonce = _nonce()
     return await _exchange(contact, StatusRequest(ring_name, "ring-status", nonce), StatusReply, nonce,
-                           timeout, keys)
+                           timeout, keys, heard)
+
+
+def silence(heard: dict[str, Handshake]) -> str:
+    """What the connections to seeds that did not answer showed, as one clause ("" if nothing)."""
+    down = [a for a, state in heard.items() if state is Handshake.NOTHING_LISTENS]
+    return f"nothing listens at {', '.join(down)} (connection refused)" if down else ""
 
 
 def _row(view: MemberStatus, own: MemberStatus) -> MemberStatus:
@@ -133,23 +167,49 @@ def _row(view: MemberStatus, own: MemberStatus) -> MemberStatus:
 
 
 async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: float = 1.5,
-                         keys: CurveKeys | None = None) -> tuple[MemberStatus, ...] | None:
+                         keys: CurveKeys | None = None, heard: dict[str, Handshake] | None = None,
+                         ) -> tuple[MemberStatus, ...] | None:
     """Each member's row, by id: the first seed that answers names the members, and
     every live member is asked for its own figures (``state`` and ``share`` stay the
-    first seed's view). None when no seed answers."""
-    first = None
-    for seed in seeds:
-        if not seed.address:
-            continue  # a solo peer without an address listens nowhere
-        first = await ask(ring_name, seed, timeout, keys)
-        if first is not None:
-            break
-    if first is None:
+    first seed's view). None when no seed answers; ``heard`` gets what the silent
+    seeds' connections showed (:func:`silence`).
+
+    The seeds are asked at once, so a ring answers as fast as its quickest seed
+    and a dead one costs one ``timeout``, not one for each seed. When no seed
+    answers and one refused this tool's key, that refusal is raised
+    (:class:`~ring.io.errors.HandshakeRefused`): a ring that will not hear the
+    tool is not a dead ring.
+    """
+    answers: list[StatusReply] = []
+    failures: list[RingError] = []  # refusals first, then a seed's missing .key or bad address
+    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
+
+    async def ask_seed(seed: Contact, nursery: trio.Nursery) -> None:
+        try:
+            async with limiter:
+                reply = await ask(ring_name, seed, timeout, keys, heard)
+        except HandshakeRefused as exc:
+            failures.insert(0, exc)
+            return
+        except RingError as exc:
+            failures.append(exc)
+            return
+        if reply is not None:
+            answers.append(reply)
+            nursery.cancel_scope.cancel()
+
+    async with trio.open_nursery() as nursery:
+        for seed in seeds:
+            if seed.address:  # a solo peer without an address listens nowhere
+                nursery.start_soon(ask_seed, seed, nursery)
+    if not answers:
+        if failures:
+            raise failures[0]
         return None
+    first = answers[0]
     own: dict[str, MemberStatus] = {}
     # A view holds up to MAX_MEMBERS (1,024) members: ask a few dozen at a
-    # time, not one socket and one timeout for each at once.
-    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
+    # time (``limiter``), not one socket and one timeout for each at once.
 
     async def ask_member(contact: Contact) -> None:
         try:
@@ -215,8 +275,11 @@ async def request_forget(ring_name: str, seeds: Sequence[Contact], target: str, 
     async def view_of(contact: Contact) -> None:
         # A seed's missing Curve key or bad address is a RingError: the
         # user's mistake in cluster.toml, one line (as ``ring status``).
-        async with limiter:
-            reply = await ask(ring_name, contact, timeout, keys)
+        try:
+            async with limiter:
+                reply = await ask(ring_name, contact, timeout, keys)
+        except HandshakeRefused:
+            return  # asked again below for the forget itself, which says the refusal per peer
         if reply is not None:
             views.append(reply)
 
@@ -236,6 +299,9 @@ async def request_forget(ring_name: str, seeds: Sequence[Contact], target: str, 
             async with limiter:
                 reply = await _exchange(contact, ForgetRequest(ring_name, "ring-forget", target, nonce),
                                         ForgetReply, nonce, timeout, keys)
+        except HandshakeRefused as exc:
+            results[contact.id] = ForgetResult(contact.id, contact.address, None, str(exc), refused=True)
+            return
         except RingError as exc:  # a joiner whose .key is not deployed here, an address zmq refuses
             results[contact.id] = ForgetResult(contact.id, contact.address, None, str(exc))
             return

@@ -8,7 +8,9 @@ is told stale). :class:`StatusPoll` reads that record again at every poll (a
 restarted peer has another port) and asks there. When it cannot ask, or
 nobody answers within the timeout, :attr:`StatusPoll.silence` says why in
 one line naming the data_dir and the command that starts the peer: "are the
-peers running?" is a ring's question, not a solo crawl's.
+peers running?" is a ring's question, not a solo crawl's. A ring that
+refuses the tool's key is said as such (:attr:`StatusPoll.refused`), not as
+silence.
 
 The record comes through a reader the caller passes in, since ``ring``
 never imports ``peer`` (``ring/__main__.py`` hands it over).
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from ring.messages import MemberStatus
-from ring.tools.client import Contact, cluster_status
+from ring.tools.client import Contact, HandshakeRefused, cluster_status
 
 __all__ = ["RecordedAddress", "SoloPeer", "StatusPoll"]
 
@@ -62,16 +64,23 @@ class StatusPoll:
         self.solo = solo
         #: Why the last poll found nobody to ask or nobody answered (None: it did not say).
         self.silence: str | None = None
+        #: The last poll's silence is a refusal of this tool's key (``silence`` says it), not a dead ring.
+        self.refused = False
 
     async def __call__(self) -> list[MemberStatus] | None:
         self.silence = None
+        self.refused = False
         seeds = self.seeds
         if self.solo is not None:
             contact = self._solo_contact(self.solo)
             if contact is None:
                 return None
             seeds = (contact,)
-        rows = await cluster_status(self.ring_name, seeds, self.timeout, self.keys)
+        try:
+            rows = await cluster_status(self.ring_name, seeds, self.timeout, self.keys)
+        except HandshakeRefused as exc:
+            self.silence, self.refused = str(exc), True
+            return None
         if rows is None and self.solo is not None:
             self.silence = self._start_it(
                 self.solo, f"did not answer within {self.timeout:g}s at {seeds[0].address}, the address "

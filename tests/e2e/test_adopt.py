@@ -114,7 +114,7 @@ def row(peer_id: str, address: str, state: str) -> MemberStatus:
 
 def status_of(addresses: dict[str, str], states: dict[str, str]):  # type: ignore[no-untyped-def]
     """A stand-in for ``peer.commands.adopt.ring_status``: these members, in these states."""
-    async def status(cfg, timeout=1.5, keys=None):  # type: ignore[no-untyped-def]
+    async def status(cfg, timeout=1.5, keys=None, heard=None):  # type: ignore[no-untyped-def]
         return [row(p, addresses[p], states[p]) for p in sorted(states)]
     return status
 
