@@ -157,7 +157,7 @@ async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys 
 
 def silence(heard: dict[str, Handshake]) -> str:
     """What the connections to seeds that did not answer showed, as one clause ("" if nothing)."""
-    down = [a for a, state in heard.items() if state is Handshake.NOTHING_LISTENS]
+    down = sorted(a for a, state in heard.items() if state is Handshake.NOTHING_LISTENS)
     return f"nothing listens at {', '.join(down)} (connection refused)" if down else ""
 
 
