@@ -17,8 +17,12 @@ happened, on the socket's monitor (``zmq_socket_monitor``, libzmq 4.3):
 
 :func:`request` sends one request on a DEALER with a monitor on it, reads
 the events on a PAIR of the same context, connected before the DEALER
-connects (events sent before the PAIR is there would be lost), and waits
-for an answer. A refusal or a failed handshake ends the wait at once, since
+connects (events sent before the PAIR is there would be lost) and polled
+every :data:`POLL_EVERY` seconds, and waits for an answer. The monitor is
+stopped before the PAIR closes: libzmq's I/O thread sends events with a
+blocking send, and one sent to a PAIR with no reader stalled that thread,
+and so every socket of the context (seen here as a peer in the same process
+answering nothing after a tool's request). A refusal or a failed handshake ends the wait at once, since
 no answer can come, and its :class:`HandshakeWatch` says which.
 """
 
@@ -38,7 +42,7 @@ from zmq.utils.monitor import parse_monitor_message
 from ring.io.sockopts import SocketType
 from ring.io.zmqio import ZmqSocket
 
-__all__ = ["Handshake", "HandshakeWatch", "request"]
+__all__ = ["POLL_EVERY", "Handshake", "HandshakeWatch", "request"]
 
 _T = TypeVar("_T")
 
@@ -46,6 +50,22 @@ _EVENTS = (zmq.EVENT_CONNECTED | zmq.EVENT_CONNECT_RETRIED | zmq.EVENT_HANDSHAKE
            | zmq.EVENT_HANDSHAKE_FAILED_AUTH | zmq.EVENT_HANDSHAKE_FAILED_PROTOCOL
            | zmq.EVENT_HANDSHAKE_FAILED_NO_DETAIL)
 _NAMES = itertools.count()
+
+#: Seconds between reads of a request's monitor events.
+POLL_EVERY = 0.01
+
+
+def _drain(events: zmq.Socket) -> list[list[bytes]]:
+    """The monitor events queued on ``events`` now (each two frames: event and value, endpoint)."""
+    out: list[list[bytes]] = []
+    while True:
+        try:
+            msg = [events.recv(zmq.NOBLOCK)]
+            while events.getsockopt(zmq.RCVMORE):
+                msg.append(events.recv(zmq.NOBLOCK))
+        except zmq.Again:
+            return out
+        out.append(msg)
 
 
 class Handshake(enum.Enum):
@@ -95,7 +115,7 @@ async def request(address: str, frames: list[bytes], accept: Callable[[list[byte
     Returns (the value ``accept`` made of a reply, or None when none came within
     ``timeout`` or the handshake failed; the watch of the connection). The
     monitor PAIR is connected before the DEALER, so no event is missed, and
-    a failed handshake ends the wait at once. ``configure`` is
+    a failed handshake ends the wait within :data:`POLL_EVERY`. ``configure`` is
     :func:`~ring.io.zmqio.open_socket`'s (Curve keys). A zmq error is raised
     as itself (a :class:`~ring.errors.RingError`), not in an exception group.
     """
@@ -103,25 +123,36 @@ async def request(address: str, frames: list[bytes], accept: Callable[[list[byte
     watch = HandshakeWatch(address)
     answer: _T | None = None
 
+    monitored: list[zmq.Socket] = []
+
     def hook(sock: zmq.Socket) -> None:
         if configure is not None:
             configure(sock)
         sock.monitor(endpoint, _EVENTS)
+        monitored.append(sock)
 
+    ctx = ctx if ctx is not None else zmq.Context.instance()
     with trio.move_on_after(timeout):
-        async with ZmqSocket(SocketType.DEALER, configure=hook, ctx=ctx) as sock, \
-                ZmqSocket(SocketType.PAIR, connect=endpoint, ctx=ctx) as events:
-            sock.connect(address)
+        async with ZmqSocket(SocketType.DEALER, configure=hook, ctx=ctx) as sock:
+            # The monitor's PAIR is read by polling, not by a second watched ZmqSocket: a
+            # handshake sends a handful of events and its outcome matters at a human
+            # timescale, so a request keeps one socket, one watcher task (ring.io.zmqio).
+            events = ctx.socket(zmq.PAIR)
             try:
+                events.setsockopt(zmq.LINGER, 0)
+                events.connect(endpoint)
+                sock.connect(address)
                 async with trio.open_nursery() as nursery:
 
                     async def watching() -> None:
                         while True:
-                            msg = parse_monitor_message(await events.recv_multipart())
-                            watch._seen(int(msg["event"]), int(msg["value"]))
+                            for event in _drain(events):
+                                msg = parse_monitor_message(event)
+                                watch._seen(int(msg["event"]), int(msg["value"]))
                             if watch.state.failed:
                                 nursery.cancel_scope.cancel()  # no answer can come
                                 return
+                            await trio.sleep(POLL_EVERY)
 
                     async def exchange() -> None:
                         nonlocal answer
@@ -137,4 +168,11 @@ async def request(address: str, frames: list[bytes], accept: Callable[[list[byte
                 if len(group.exceptions) == 1 and isinstance(group.exceptions[0], Exception):
                     raise group.exceptions[0] from None
                 raise
+            finally:
+                # The monitor stops before its reader closes: libzmq's I/O thread sends each
+                # event with a blocking send, so an event (a reconnect's CONNECT_RETRIED) sent
+                # to a PAIR whose reader is gone stalled every socket of the context.
+                for raw in monitored:
+                    raw.disable_monitor()
+                events.close(linger=0)
     return answer, watch

@@ -103,9 +103,16 @@ def said(res: Any) -> list[str]:
     return [line for line in res.stderr.splitlines() if not line.startswith("refused a Curve handshake")]
 
 
-@pytest.fixture
-def keyed(tmp_path: Path) -> Iterator[tuple[Path, Path]]:
-    """(cluster.toml of a ring with p1 running and p3 listed, the operator's keys directory)."""
+@pytest.fixture(scope="module")
+def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(cluster.toml of a ring with p1 running and p3 listed, the operator's keys directory).
+
+    One peer for the module: the tests only ask it. It shares this process's zmq
+    context with the tools, so a tool that stalls the context's I/O thread (a
+    monitor event sent to a reader gone, ring/io/handshake.py) stalls it too: the
+    tests after such a request found it silent.
+    """
+    tmp_path = tmp_path_factory.mktemp("keyed")
     ring_keys, op_keys = tmp_path / "keys", tmp_path / "opkeys"
     for peer_id in ("p1", "p3", "ops"):
         write_keypair(ring_keys, peer_id, *curve_keypair())
@@ -167,14 +174,14 @@ def test_a_tool_without_curve_on_a_curve_ring_is_told_so(keyed):
     assert "uses CurveZMQ and this tool does not: set [ring] curve_keys" in line
 
 
-def test_adopt_dry_run_asks_a_curve_ring_with_the_operators_key(keyed, tmp_path):
+def test_adopt_dry_run_asks_a_curve_ring_with_the_operators_key(keyed):
     from peer.commands.adopt import main
 
     toml, _ = keyed
     from peer.core.seen.bloom import BloomFilter
     from peer.state.journal import PeerState
 
-    lost = tmp_path / "p3"
+    lost = toml.parent / "p3"  # p3's data_dir in cluster.toml
     state = PeerState(lost / "state", "p3", RING)  # p3's crawl state at a kill: one URL queued
     state.begin(BloomFilter(1000, 0.01), [("http://a.test/x", 1)], [], {"pages": 0})
     state.commit()
