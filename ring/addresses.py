@@ -140,6 +140,8 @@ def _is_localhost(host: str) -> bool:
 
 
 def _kind(address: str) -> HostKind | None:
+    if address.endswith(":*"):  # zmq's "a port the OS picks"
+        address = address[:-1] + "1"
     try:
         return parse_endpoint(address, wildcard=True).kind
     except ValueError:

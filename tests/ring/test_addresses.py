@@ -88,6 +88,7 @@ def test_where_a_member_listens(address, bind, listens):
     ("tcp://*:5701", True, False),
     ("tcp://ringcrawl-0.ringcrawl:5555", True, True),
     ("tcp://127.0.0.1:*", False, False),
+    ("tcp://[::1]:*", True, False),
     ("inproc://x", False, False),
 ])
 def test_what_zmq_needs_for_an_address(address, ipv6, name):
