@@ -214,8 +214,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         bind_failed = cluster and isinstance(err, RingError) and address in str(err)
         why = _bind_problem(address) if bind_failed else None
         if why is not None:
-            flag = "--bind" if args.bind else "--address"
-            fix = f"pass another {flag}" if args.address else f"correct its address or bind in {cfg.path}"
+            if args.address:
+                fix = f"pass another {'--bind' if args.bind else '--address'}"
+            else:
+                fix = f"correct its {'bind' if cfg.peer(args.id).bind else 'address'} in {cfg.path}"
             print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",
                   file=sys.stderr)
         else:
