@@ -39,7 +39,9 @@ is keyed by member id, and an address is only where that id is reached.
 ZeroMQ needs ``ZMQ_IPV6`` on a socket before it binds or connects to an
 IPv6 literal (without it a bind fails with ENODEV and a connect never
 completes, silently) and before a name that may resolve to one; with it a
-bind of ``*`` listens on ``[::]``, both families. :func:`needs_ipv6` says
+bind of ``*`` listens on ``[::]``, both families, and on a machine without
+IPv6 libzmq falls back to IPv4 by itself (``EAFNOSUPPORT``: its TCP listener
+and connecter both retry with an IPv4 resolution). :func:`needs_ipv6` says
 when. It is not set for IPv4 literals: with it, libzmq reports an IPv4 bind
 as ``tcp://[::ffff:127.0.0.1]:PORT``, which a solo peer records for ``ring
 status``.
