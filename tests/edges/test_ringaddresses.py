@@ -157,3 +157,20 @@ async def test_a_member_listens_at_its_bind_and_is_reached_at_its_address(tmp_pa
             nursery.cancel_scope.cancel()
     assert reply is not None, "p1 did not answer on ::1: its socket is not at its bind"
     assert reply.sender == "p1"
+
+
+async def test_a_named_peer_is_reconnected_with_a_backoff_and_either_family():
+    # libzmq resolves a name at each reconnect (ring.addresses): the backoff
+    # bounds the lookups to a named peer that is down to about one a second,
+    # and ZMQ_IPV6 lets the name resolve to an IPv6 address too. localhost:
+    # resolved from /etc/hosts, and port 1 on loopback refuses at once.
+    import zmq
+
+    from ring.io.sockopts import NAME_RECONNECT_MAX
+
+    async with open_socket(SocketType.DEALER, connect="tcp://localhost:1") as named, \
+            open_socket(SocketType.DEALER, connect="tcp://127.0.0.1:1") as literal:
+        assert named._live().getsockopt(zmq.RECONNECT_IVL_MAX) == NAME_RECONNECT_MAX
+        assert named._live().getsockopt(zmq.IPV6) == 1
+        assert literal._live().getsockopt(zmq.RECONNECT_IVL_MAX) == 0  # libzmq's default: no backoff
+        assert literal._live().getsockopt(zmq.IPV6) == 0
