@@ -195,8 +195,13 @@ def _parser() -> argparse.ArgumentParser:
                                     "Prints its address; runs until Ctrl-C.")
     db.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     db.add_argument("--host", metavar="ADDR", default="127.0.0.1",
-                    help="address to listen on (default 127.0.0.1: this machine only; the page "
-                         "has no login, so only widen it on a trusted network)")
+                    help="address to listen on (default 127.0.0.1: this machine only); any other "
+                         "needs --token-file or --token-env")
+    db.add_argument("--token-file", metavar="PATH",
+                    help="a file whose first line is the token every request must carry "
+                         "(Authorization: Bearer, or the cookie of the page's login form)")
+    db.add_argument("--token-env", metavar="NAME",
+                    help="the environment variable holding that token, instead of a file")
     db.add_argument("--port", metavar="P", type=int, default=8765,
                     help="port to listen on (default 8765; 0: any free port)")
     db.add_argument("--interval", metavar="SECONDS", type=float, default=2.0,
@@ -351,6 +356,38 @@ def format_forget(target: str, results: Sequence[ForgetResult]) -> tuple[str, bo
     return "\n".join(out), bool(answered) and not refused
 
 
+def _dashboard_token(args: argparse.Namespace) -> str | None:
+    """Read the dashboard's token into ``args.token``; what is wrong with it, or None.
+
+    A routable ``--host`` without a token is refused: the page shows the
+    ring's members, addresses, key fingerprints and busy hosts, read with
+    the operator's key (ring.tools.dashauth).
+    """
+    import os
+
+    from ring.tools.dashpage import is_loopback
+
+    args.token = None
+    if args.token_file and args.token_env:
+        return "--token-file and --token-env: give one of them"
+    if args.token_env:
+        args.token = os.environ.get(args.token_env, "").strip() or None
+        if args.token is None:
+            return f"--token-env: the environment variable {args.token_env} is not set or empty"
+    elif args.token_file:
+        try:
+            with open(args.token_file, encoding="utf-8") as f:
+                args.token = f.readline().strip() or None
+        except OSError as exc:
+            return f"--token-file: cannot read {args.token_file}: {exc.strerror or exc}"
+        if args.token is None:
+            return f"--token-file: {args.token_file} is empty (its first line is the token)"
+    if args.token is None and not is_loopback(args.host):
+        return (f"--host {args.host} is not loopback: pass --token-file or --token-env (the page shows the "
+                "ring's members, addresses and busy hosts to anyone who reaches it)")
+    return None
+
+
 def _check_numbers(args: argparse.Namespace) -> str | None:
     if not args.timeout > 0:
         return "--timeout: expected a number of seconds > 0"
@@ -444,7 +481,7 @@ async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
         return None if got is None else [r.as_json() for r in got]
 
     await serve_dashboard(rows, ring_name=cfg.ring.name, host=args.host, port=args.port,
-                          interval=args.interval, silence=lambda: poll.silence)
+                          interval=args.interval, silence=lambda: poll.silence, token=args.token)
     return 0
 
 
@@ -516,7 +553,7 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
 
         if args.command in ("status", "dashboard"):
             args.recorded = source.status_address
-            problem = _check_numbers(args)
+            problem = _check_numbers(args) or (_dashboard_token(args) if args.command == "dashboard" else None)
             if problem:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
