@@ -166,9 +166,8 @@ class PeerCollector(Collector):
 def read_readiness(crawler: Crawler) -> Readiness:
     """The peer's readiness now (call on the trio thread): ``peer.core.run.probes`` rule 3."""
     peer = crawler.peer
-    return readiness(running=crawler.running, in_ring=peer.node is not None, cluster=crawler.cluster,
-                     lease=peer.lease_state(crawler.clock()), stopping=peer.stopping,
-                     leaving=peer.crawl.leaving)
+    return readiness(running=crawler.running, in_ring=peer.in_ring, cluster=crawler.cluster,
+                     lease=peer.lease_state(crawler.clock()), stopping=peer.stopping, leaving=peer.leaving)
 
 
 async def serve_metrics(crawler: Crawler, address: str, *, key: str = "",

@@ -40,12 +40,15 @@ from wsgiref.simple_server import WSGIRequestHandler, WSGIServer, make_server
 import trio
 
 from peer.core.config.metrics import MetricsConfig
-from peer.core.run.probes import HEARTBEAT, Beat, Readiness, answer
+from peer.core.run.probes import HEARTBEAT, STUCK_AFTER, Beat, Readiness, answer
 from peer.errors import ConfigError
 
 __all__ = ["OpServer", "heartbeat", "read_token", "tls_context"]
 
 log = logging.getLogger("peer.metrics")
+
+#: Seconds a connection may take to send its request (TLS handshake included).
+REQUEST_TIMEOUT = 10.0
 
 WsgiApp = Callable[[dict[str, Any], Callable[..., Any]], Iterable[bytes]]
 
@@ -89,6 +92,12 @@ def tls_context(m: MetricsConfig, where: str) -> ssl.SSLContext | None:
 class _Threading(ThreadingMixIn, WSGIServer):
     daemon_threads = True
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client's broken request (plain HTTP on the TLS port, a reset, a
+        # timeout) is its own: one DEBUG line, not socketserver's traceback
+        # on the peer's stderr.
+        log.debug("metrics request from %s failed", client_address, exc_info=True)
+
 
 class _Threading6(_Threading):
     address_family = socket.AF_INET6
@@ -96,6 +105,10 @@ class _Threading6(_Threading):
 
 class _Quiet(WSGIRequestHandler):
     """No line on stderr per request (the scrapes would flood the peer's log)."""
+
+    # A client that stalls (its TLS handshake, its request head) gives its
+    # thread back after this long instead of holding it for good.
+    timeout = REQUEST_TIMEOUT
 
     def log_message(self, format: str, *args: Any) -> None:
         pass
@@ -105,8 +118,9 @@ class OpServer:
     """``/metrics``, ``/healthz`` and ``/readyz`` on ``host:port`` (module docstring); ``beat``: the loop's."""
 
     def __init__(self, host: str, port: int, metrics_app: WsgiApp, *, token: str | None,
-                 tls: ssl.SSLContext | None) -> None:
+                 tls: ssl.SSLContext | None, stuck_after: float = STUCK_AFTER) -> None:
         self.beat: Beat | None = None
+        self._stuck_after = stuck_after
         self._metrics_app = metrics_app
         self._token = token
         server_class = _Threading6 if ":" in host else _Threading
@@ -132,7 +146,7 @@ class OpServer:
                                                       ("Allow", "GET, HEAD")])
             return [b"only GET\n"]
         got = answer(environ.get("PATH_INFO", ""), environ.get("HTTP_AUTHORIZATION"), token=self._token,
-                     beat=self.beat, now=time.monotonic())
+                     beat=self.beat, now=time.monotonic(), stuck_after=self._stuck_after)
         if got.metrics:
             return self._metrics_app(environ, start_response)
         headers = [("Content-Type", "text/plain; charset=utf-8"), ("Cache-Control", "no-store")]

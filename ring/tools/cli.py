@@ -357,34 +357,13 @@ def format_forget(target: str, results: Sequence[ForgetResult]) -> tuple[str, bo
 
 
 def _dashboard_token(args: argparse.Namespace) -> str | None:
-    """Read the dashboard's token into ``args.token``; what is wrong with it, or None.
+    """Read the dashboard's token into ``args.token``; what is wrong with it, or None."""
+    from ring.tools.dashboard import TokenProblem, read_token
 
-    A routable ``--host`` without a token is refused: the page shows the
-    ring's members, addresses, key fingerprints and busy hosts, read with
-    the operator's key (ring.tools.dashauth).
-    """
-    import os
-
-    from ring.tools.dashpage import is_loopback
-
-    args.token = None
-    if args.token_file and args.token_env:
-        return "--token-file and --token-env: give one of them"
-    if args.token_env:
-        args.token = os.environ.get(args.token_env, "").strip() or None
-        if args.token is None:
-            return f"--token-env: the environment variable {args.token_env} is not set or empty"
-    elif args.token_file:
-        try:
-            with open(args.token_file, encoding="utf-8") as f:
-                args.token = f.readline().strip() or None
-        except OSError as exc:
-            return f"--token-file: cannot read {args.token_file}: {exc.strerror or exc}"
-        if args.token is None:
-            return f"--token-file: {args.token_file} is empty (its first line is the token)"
-    if args.token is None and not is_loopback(args.host):
-        return (f"--host {args.host} is not loopback: pass --token-file or --token-env (the page shows the "
-                "ring's members, addresses and busy hosts to anyone who reaches it)")
+    try:
+        args.token = read_token(args.host, args.token_file, args.token_env)
+    except TokenProblem as exc:
+        return str(exc)
     return None
 
 

@@ -70,8 +70,8 @@ from ring.tools.dashpage import (
     render_page,
 )
 
-__all__ = ["History", "Snapshot", "render_fragment", "render_page", "serve_dashboard",
-           "HISTORY", "BUSIEST"]
+__all__ = ["History", "Snapshot", "TokenProblem", "read_token", "render_fragment", "render_page",
+           "serve_dashboard", "HISTORY", "BUSIEST"]
 
 log = logging.getLogger("ring.dashboard")
 
@@ -90,6 +90,45 @@ _STATIC = {
     "dashboard.js": "application/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
 }
+
+
+class TokenProblem(ValueError):
+    """The dashboard's token cannot be had, or is needed and missing: one line for the user."""
+
+
+def read_token(host: str, token_file: str | None, token_env: str | None,
+               environ: dict[str, str] | None = None) -> str | None:
+    """The token of ``--token-file`` or ``--token-env`` (None: none given); :class:`TokenProblem`
+    if it cannot be read, or if ``host`` is not loopback and there is none.
+
+    A routable address without a token is refused: the page shows the
+    ring's members, addresses, key fingerprints and busy hosts, read with
+    the operator's key (ring.tools.dashauth).
+    """
+    import os
+
+    from ring.tools.dashpage import is_loopback
+
+    env = os.environ if environ is None else environ
+    token = None
+    if token_file and token_env:
+        raise TokenProblem("--token-file and --token-env: give one of them")
+    if token_env:
+        token = env.get(token_env, "").strip() or None
+        if token is None:
+            raise TokenProblem(f"--token-env: the environment variable {token_env} is not set or empty")
+    elif token_file:
+        try:
+            with open(token_file, encoding="utf-8") as f:
+                token = f.readline().strip() or None
+        except OSError as exc:
+            raise TokenProblem(f"--token-file: cannot read {token_file}: {exc.strerror or exc}") from None
+        if token is None:
+            raise TokenProblem(f"--token-file: {token_file} is empty (its first line is the token)")
+    if token is None and not is_loopback(host):
+        raise TokenProblem(f"--host {host} is not loopback: pass --token-file or --token-env (the page "
+                           "shows the ring's members, addresses and busy hosts to anyone who reaches it)")
+    return token
 
 
 def static_file(name: str) -> tuple[bytes, str] | None:

@@ -1,8 +1,9 @@
 """peer.core.config.cluster: cluster.toml parsing, defaults, and one clear line per mistake (pure: text in).
 
 The sections are declared in peer.core.config.sections, each key with
-peer.core.config.keys; two live in modules of their own, peer.core.config.sitemaps
-and peer.core.config.warc, tested at the end.
+peer.core.config.keys; three live in modules of their own, peer.core.config.sitemaps,
+peer.core.config.warc and peer.core.config.metrics (the metrics server's token, TLS
+and loopback rule), tested at the end.
 
 Reading the file is tested in tests/edges/test_configfile.py, the command line's
 exit 2 in tests/e2e/test_cli.py, and the docs and the shipped cluster.toml against
@@ -308,7 +309,7 @@ def test_positive_pid_gain_is_refused(gain):
 
 
 def test_metrics_address_is_host_and_port_a_port_alone_is_loopback_or_empty():
-    from peer.core.config.metrics import metrics_listen
+    from peer.core.config.metrics import is_loopback, metrics_listen
 
     assert parse(MINIMAL).peers[0].metrics_address == ""
     assert parse(MINIMAL + 'metrics_address = "127.0.0.1:0"\n').peers[0].metrics_address == "127.0.0.1:0"
@@ -316,6 +317,9 @@ def test_metrics_address_is_host_and_port_a_port_alone_is_loopback_or_empty():
     assert metrics_listen("9101") == metrics_listen(":9101") == ("127.0.0.1", 9101)
     assert metrics_listen("0.0.0.0:9101") == ("0.0.0.0", 9101) and metrics_listen("[::1]:0") == ("::1", 0)
     assert parse(MINIMAL + 'metrics_address = ":9101"\n').peers[0].metrics_address == ":9101"
+    # What warns at start without a token: an address other machines can reach.
+    assert [h for h in ("127.0.0.1", "127.3.0.1", "::1", "localhost", "0.0.0.0", "10.0.0.5", "127.example.com",
+                        "::") if not is_loopback(h)] == ["0.0.0.0", "10.0.0.5", "127.example.com", "::"]
     for bad in ("http://127.0.0.1:9101", "127.0.0.1:99999", "tcp://127.0.0.1:9101", "x:y"):
         err = error_of(MINIMAL + f'metrics_address = "{bad}"\n')
         assert err.key == "peer[0].metrics_address", bad

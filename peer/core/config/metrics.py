@@ -27,6 +27,7 @@ Rules:
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,7 +66,12 @@ def metrics_listen(address: str) -> tuple[str, int]:
 
 def is_loopback(host: str) -> bool:
     """Whether ``host`` (a name or an address) stays on this machine: 127/8, ::1 or localhost."""
-    return host in ("localhost", "::1") or host.startswith("127.")
+    if host.lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False  # another name: it may resolve anywhere
 
 
 @dataclass(frozen=True, slots=True)
