@@ -21,7 +21,8 @@ systems".
   thread with ``trio.from_thread.run_sync`` for the read. The same server
   answers ``/healthz`` and ``/readyz`` from the loop's heartbeat, without
   waiting on the loop, and any other path 404 (``peer.core.run.probes``);
-  ``[metrics]`` adds a bearer token and TLS (``peer.core.config.metrics``). A scrape therefore costs the event loop one read (the frontier
+  ``[metrics]`` adds a bearer token and TLS (``peer.core.config.metrics``).
+  A scrape therefore costs the event loop one read (the frontier
   scans are O(hosts kept), measured in scripts/bench_metrics.py), and a slow
   or stuck scraper holds a server thread, never the crawl.
 
