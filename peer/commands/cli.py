@@ -80,6 +80,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--data-dir", metavar="DIR", help="data directory of a joining peer")
     p.add_argument("--weight", metavar="W", type=float, default=None,
                    help="ring weight of a joining peer (default 1.0)")
+    p.add_argument("--metrics-address", metavar="HOST:PORT",
+                   help="serve a joining peer's metrics and probes here, as [[peer]] metrics_address "
+                        "does for a listed peer (a port alone: 127.0.0.1; [metrics] applies)")
     p.add_argument("--check", action="store_true",
                    help="validate cluster.toml, print what this peer would run with, ask each "
                         "seed host as the crawl would (its name resolved, its robots.txt read: "
@@ -116,13 +119,15 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return try_main(argv[1:])
     args = _parser().parse_args(argv)
-    joiner_only = (("--data-dir", args.data_dir), ("--weight", args.weight), ("--bind", args.bind))
+    joiner_only = (("--data-dir", args.data_dir), ("--weight", args.weight), ("--bind", args.bind),
+                   ("--metrics-address", args.metrics_address))
     if args.address is None and any(v is not None for _, v in joiner_only):
         # A listed peer's come from cluster.toml; ignoring them silently would
         # put its results where the user does not look.
         given = " and ".join(f for f, v in joiner_only if v is not None)
         print(f"error: {given}: only for a peer joining with --address; a peer listed in "
-              f"cluster.toml takes data_dir, weight and bind from its [[peer]] entry", file=sys.stderr)
+              f"cluster.toml takes data_dir, weight, bind and metrics_address from its [[peer]] entry",
+              file=sys.stderr)
         return EXIT_USAGE
     if args.weight is None:
         args.weight = 1.0
@@ -204,7 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
                       cluster=cluster, address=args.address, weight=args.weight, bind=args.bind)
     try:
-        summary = trio.run(_crawl, crawler, args.leave, not cluster)
+        summary = trio.run(_crawl, crawler, args.leave, not cluster, args.metrics_address)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
         err = user_error(exc)
         if err is None:
@@ -447,6 +452,13 @@ def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
 
     if not 0 < args.weight <= MAX_WEIGHT:
         raise ConfigError("--weight", "", f"expected a number > 0 and <= {MAX_WEIGHT:g}")
+    if args.metrics_address is not None:
+        from peer.core.config.metrics import metrics_listen
+
+        try:
+            metrics_listen(args.metrics_address)
+        except ValueError as exc:
+            raise ConfigError("--metrics-address", "", str(exc)) from None
 
 
 def _listen_address(cfg: ClusterConfig, args: argparse.Namespace) -> str:
@@ -508,7 +520,8 @@ def _confirm(question: str) -> bool:
     return input(question).strip().lower() in ("y", "yes")
 
 
-async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False):  # type: ignore[no-untyped-def]
+async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False,  # type: ignore[no-untyped-def]
+                 metrics_address: str | None = None):
     import trio
 
     from peer.engine.observe import start_observers
@@ -533,7 +546,8 @@ async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False):  # t
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(on_signals)
-        await start_observers(crawler, nursery, solo=solo)  # metrics_address; a solo peer's `ring status`
+        # metrics_address (a joiner's --metrics-address); a solo peer's `ring status`
+        await start_observers(crawler, nursery, solo=solo, metrics_address=metrics_address)
         summary = await crawler.run()
         nursery.cancel_scope.cancel()
     return summary

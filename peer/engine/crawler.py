@@ -304,6 +304,16 @@ class Crawler:
         """What a restart found (None: a new crawl)."""
         return self.durability.resumed
 
+    @property
+    def running(self) -> bool:
+        """Whether the scheduler runs: the state is open and fetches may start (the readiness probe's)."""
+        return self._workers is not None
+
+    @property
+    def cluster(self) -> bool:
+        """Whether this peer runs in a ring of several (with a ring node and sockets)."""
+        return self._cluster
+
     def status_figures(self) -> StatusFigures:
         """This peer's row of ``ring status`` (the ring driver fills in its own uptime)."""
         return self.reporting.status_figures()

@@ -26,6 +26,7 @@ stderr.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -55,21 +56,27 @@ SEND_TIMEOUT = 0.2
 LOOPBACK_ANY = "tcp://127.0.0.1:*"
 
 
-async def start_observers(crawler: Crawler, nursery: trio.Nursery, *, solo: bool) -> None:
+async def start_observers(crawler: Crawler, nursery: trio.Nursery, *, solo: bool,
+                          metrics_address: str | None = None) -> None:
     """Start the metrics server and, for a ``solo`` peer, the status responder, in ``nursery``.
 
     ``python -m peer`` calls this next to ``crawler.run()``, before it: a
     metrics port that cannot be bound stops the peer before it crawls. The
     crawler's figures exist from its construction, so a scrape that comes
     while it opens its state reads zeros, not an error. In-process crawlers
-    (the tests) start neither, and so bind no port.
+    (the tests) start neither, and so bind no port. ``metrics_address``: a
+    joining peer's ``--metrics-address`` (it has no ``[[peer]]`` entry).
     """
+    from peer.engine.metrics import serve_metrics
+
     spec = next((p for p in crawler.cfg.peers if p.id == crawler.peer_id), None)
     if spec is None:
-        return  # a joining peer (--address): not in cluster.toml, so no metrics_address either
+        # A joining peer (--address): not in cluster.toml, its metrics from the command line.
+        if metrics_address:
+            await nursery.start(functools.partial(serve_metrics, crawler, metrics_address,
+                                                  key="--metrics-address"))
+        return
     if spec.metrics_address:
-        from peer.engine.metrics import serve_metrics
-
         await nursery.start(serve_metrics, crawler, spec.metrics_address)
     if solo:
         nursery.start_soon(serve_status, crawler, spec.address or None, bind_address(spec) or None)

@@ -26,7 +26,10 @@ what only I/O can find out.
   in time (``send_timeout``, ``reply_timeout``), a message the codec cannot
   carry (``encode_error``), a gossiped address zmq refuses (``bad_address``),
   a member whose Curve key is not deployed here (``no_curve_key``), a full
-  send queue (``send_queue_full``).
+  send queue (``send_queue_full``). A connection refused in its handshake
+  (no Curve at a Curve ring, a refused key, a bare TCP probe) delivers no
+  frame; the ROUTER's monitor counts it (``ring.io.handshakes``:
+  ``handshake.protocol``, ``handshake.auth``, ``handshake.closed``).
 """
 
 from __future__ import annotations
@@ -39,8 +42,10 @@ from contextlib import AsyncExitStack
 from typing import Any, Protocol
 
 import trio
+import zmq
 
 from ring.io.curve import CurveKeys
+from ring.io.handshakes import DRAIN_EVERY, HandshakeWatch
 from ring.errors import RingError
 from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode
 from ring.io.zap import CurveAuthenticator, curve_client, curve_server
@@ -155,12 +160,21 @@ class MemberSockets:
             if self.keys is not None:
                 # Before the ROUTER: libzmq admits any key while no ZAP handler runs.
                 await stack.enter_async_context(CurveAuthenticator(self.keys))
+            watch = HandshakeWatch()
+            stack.callback(watch.close)  # after the ROUTER closes (the stack unwinds in reverse)
+            curve = curve_server(self.keys) if self.keys is not None else None
+
+            def configure(sock: zmq.Socket) -> None:
+                if curve is not None:
+                    curve(sock)
+                watch.attach(sock)
+
             inbound = await stack.enter_async_context(open_socket(
                 SocketType.ROUTER, bind=self.bind, rcvhwm=self.recv_queue,
-                heartbeat=self.heartbeat,
-                configure=curve_server(self.keys) if self.keys is not None else None))
+                heartbeat=self.heartbeat, configure=configure))
             self._router = inbound
             nursery = await stack.enter_async_context(trio.open_nursery())
+            nursery.start_soon(self._handshakes, watch)
             nursery.start_soon(self._sender)
             nursery.start_soon(self._receiver, inbound)
             nursery.start_soon(self._deliverer)
@@ -189,6 +203,14 @@ class MemberSockets:
                         await deliver.send((got, msg))
                     continue
                 await member.received(got.route, msg, got.user_id)
+
+    async def _handshakes(self, watch: HandshakeWatch) -> None:
+        """Count the connections the ROUTER refused in their handshake (ring.io.handshakes)."""
+        while True:
+            for name, n in watch.drain().items():
+                for _ in range(n):
+                    self.member.count(name)
+            await trio.sleep(DRAIN_EVERY)
 
     async def _deliverer(self) -> None:
         """URL batches, one a turn of the loop, apart from the receiver (DELIVER_QUEUE)."""

@@ -195,8 +195,13 @@ def _parser() -> argparse.ArgumentParser:
                                     "Prints its address; runs until Ctrl-C.")
     db.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     db.add_argument("--host", metavar="ADDR", default="127.0.0.1",
-                    help="address to listen on (default 127.0.0.1: this machine only; the page "
-                         "has no login, so only widen it on a trusted network)")
+                    help="address to listen on (default 127.0.0.1: this machine only); any other "
+                         "needs --token-file or --token-env")
+    db.add_argument("--token-file", metavar="PATH",
+                    help="a file whose first line is the token every request must carry "
+                         "(Authorization: Bearer, or the cookie of the page's login form)")
+    db.add_argument("--token-env", metavar="NAME",
+                    help="the environment variable holding that token, instead of a file")
     db.add_argument("--port", metavar="P", type=int, default=8765,
                     help="port to listen on (default 8765; 0: any free port)")
     db.add_argument("--interval", metavar="SECONDS", type=float, default=2.0,
@@ -351,6 +356,17 @@ def format_forget(target: str, results: Sequence[ForgetResult]) -> tuple[str, bo
     return "\n".join(out), bool(answered) and not refused
 
 
+def _dashboard_token(args: argparse.Namespace) -> str | None:
+    """Read the dashboard's token into ``args.token``; what is wrong with it, or None."""
+    from ring.tools.dashboard import TokenProblem, read_token
+
+    try:
+        args.token = read_token(args.host, args.token_file, args.token_env)
+    except TokenProblem as exc:
+        return str(exc)
+    return None
+
+
 def _check_numbers(args: argparse.Namespace) -> str | None:
     if not args.timeout > 0:
         return "--timeout: expected a number of seconds > 0"
@@ -444,7 +460,7 @@ async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
         return None if got is None else [r.as_json() for r in got]
 
     await serve_dashboard(rows, ring_name=cfg.ring.name, host=args.host, port=args.port,
-                          interval=args.interval, silence=lambda: poll.silence)
+                          interval=args.interval, silence=lambda: poll.silence, token=args.token)
     return 0
 
 
@@ -516,7 +532,7 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
 
         if args.command in ("status", "dashboard"):
             args.recorded = source.status_address
-            problem = _check_numbers(args)
+            problem = _check_numbers(args) or (_dashboard_token(args) if args.command == "dashboard" else None)
             if problem:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2

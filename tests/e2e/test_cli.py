@@ -290,9 +290,19 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
     assert "--weight" in error_line(res) and "<= 10" in error_line(res)
 
 
+def test_a_joining_peer_with_a_bad_metrics_address_is_one_line(tmp_path):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    (port,) = free_ports(1)
+    res = peer("--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+               "--address", f"tcp://127.0.0.1:{port}", "--metrics-address", "http://127.0.0.1:9101")
+    line = error_line(res)
+    assert line.startswith("error: --metrics-address: expected host:port such as '127.0.0.1:9101'"), line
+
+
 @pytest.mark.parametrize("flags", [["--data-dir", "elsewhere"], ["--weight", "2"],
                                    ["--data-dir", "elsewhere", "--weight", "2"],
-                                   ["--bind", "tcp://0.0.0.0:5555"]])
+                                   ["--bind", "tcp://0.0.0.0:5555"],
+                                   ["--metrics-address", "127.0.0.1:9101"]])
 def test_join_flags_without_address_are_refused_not_ignored(tmp_path, flags):
     # A listed peer takes data_dir and weight from cluster.toml: these were
     # silently ignored, and the results went where the user did not look.

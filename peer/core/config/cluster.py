@@ -32,6 +32,7 @@ from peer.core.config.proxies import check_proxies
 from peer.core.config.sites import SiteBlock, check_headers, parse_sites, site_reference
 from peer.core.config.tls import resolve_tls_paths
 from peer.core.page.items import ExtractConfig, parse_extract
+from peer.core.config.metrics import MetricsConfig, resolve_metrics
 from peer.core.config.revisit import RevisitConfig
 from peer.core.config.sitemaps import SitemapsConfig
 from peer.core.config.warc import WarcConfig
@@ -74,6 +75,7 @@ class ClusterConfig:
     warc: WarcConfig = WarcConfig()
     dedupe: DedupeConfig = DedupeConfig()
     revisit: RevisitConfig = RevisitConfig()
+    metrics: MetricsConfig = MetricsConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.page.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.config.sites.
@@ -104,6 +106,7 @@ SECTIONS: dict[str, type] = {
     "warc": WarcConfig,
     "dedupe": DedupeConfig,
     "revisit": RevisitConfig,
+    "metrics": MetricsConfig,
 }
 
 
@@ -157,7 +160,7 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     cfg = dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
     crawl, sites = resolve_tls_paths(cfg.crawl, cfg.sites, base, where)
     crawl, sites = check_proxies(crawl, sites, cfg.dns.resolve, where, base)
-    return dataclasses.replace(cfg, crawl=crawl, sites=sites)
+    return dataclasses.replace(cfg, crawl=crawl, sites=sites, metrics=resolve_metrics(cfg.metrics, base, where))
 
 
 def _resolve_data_dir(spec: PeerSpec, base: Path) -> PeerSpec:

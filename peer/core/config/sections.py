@@ -15,6 +15,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from peer.core.config.metrics import metrics_listen
 from peer.core.config.keys import REQUIRED, at_least_one, key as _key, non_empty, non_negative, positive
 from peer.core.http.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.urls.normalize import MAX_URL_LENGTH
@@ -93,11 +94,9 @@ def _bind(v: Any) -> str | None:
 
 
 def parse_metrics_address(address: str) -> tuple[str, int]:
-    """``host:port`` of ``[[peer]] metrics_address`` -> (host, port); ValueError says what was expected."""
-    m = re.fullmatch(r"(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})", address)
-    if not m or not 0 <= int(m["port"]) <= 65535:
-        raise ValueError(f"expected host:port such as '127.0.0.1:9101' (port 0-65535; empty: off), got {address!r}")
-    return m["host"].strip("[]"), int(m["port"])
+    """``[[peer]] metrics_address`` -> (host, port): ``host:port``, or ``:port`` / ``port`` for
+    loopback (``peer.core.config.metrics`` rule 1); ValueError says what was expected."""
+    return metrics_listen(address)
 
 
 def _metrics_address(v: Any) -> str | None:
@@ -151,7 +150,7 @@ class PeerSpec:
     bind: str = _key(str, "", "where its ZeroMQ socket listens when not at address (NAT, containers, pods): tcp://host:port, e.g. tcp://0.0.0.0:5555, tcp://[::]:5555 (both families) or tcp://*:5555; its port may differ from address's; empty: address itself, or every interface on address's port when address is a DNS name (localhost apart)", _bind)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
-    metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics (port 0: any free port, logged); empty: off", _metrics_address)
+    metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics, and /healthz and /readyz; a port alone (\"9101\" or \":9101\") is 127.0.0.1: a routable host must be written out; port 0: any free port, logged; empty: off ([metrics] has its token and TLS)", _metrics_address)
 
 
 def bind_address(spec: PeerSpec) -> str:

@@ -458,6 +458,11 @@ class PeerCore:
         return self.crawl.stopping
 
     @property
+    def leaving(self) -> bool:
+        """Whether this peer is leaving the ring (handing its hosts over)."""
+        return self.crawl.leaving
+
+    @property
     def sites(self) -> SiteSettings:
         """Each host's settings: the ``[[site]]`` blocks over the global config (for the fetcher)."""
         return self.crawl.sites
