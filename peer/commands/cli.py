@@ -30,6 +30,7 @@ from peer.errors import EXIT_USAGE, PeerError, user_error
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
 from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.commands.supervise import entry_of, supervise
 from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
@@ -134,7 +135,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             proxy_routes(cfg.crawl, SiteSettings(cfg.sites, cfg.crawl, cfg.politeness))
         if args.address is not None:
             _check_join(cfg, args)
-        elif args.id is not None:
+        elif args.id is not None and args.id not in cfg.groups:
             cfg.peer(args.id)
         elif len(cfg.peers) == 1:
             args.id = cfg.peers[0].id
@@ -144,6 +145,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.address is None and (entry := entry_of(cfg, args.id)) is not None:
+        return supervise(argv, cfg.groups[entry])  # one peer a worker, each with this command line
     if args.check and args.host is not None:
         return check_host(cfg, args.host)
     if args.check:
