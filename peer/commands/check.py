@@ -28,8 +28,10 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     for spec in cfg.peers:
         mark = "*" if spec.id == peer_id else " "
         address = spec.address or "(no address: solo)"
-        lines.append(f" {mark} {spec.id:<8} {address:<24} weight {spec.weight:g}  data_dir {spec.data_dir}")
-    c, pol = cfg.crawl, cfg.politeness
+        lines.append(f" {mark} {spec.id:<8} {address:<24} weight {spec.weight:g}  data_dir {spec.data_dir}"
+                     + (f"  machine {spec.machine}" if spec.machine != spec.id else ""))
+    # As this peer sends it: {machine} replaced (peer.core.config.workers).
+    c, pol = (cfg.for_peer(peer_id) if peer_id else cfg).crawl, cfg.politeness
     scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
     lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")

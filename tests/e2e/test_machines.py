@@ -137,3 +137,14 @@ def test_sigterm_to_the_supervisor_reaches_both_workers_and_each_stops_cleanly(t
     assert "supervisor: m-0 exited with status 0" in err and "supervisor: m-1 exited with status 0" in err, err
     assert err.count("SIGTERM: stopping") == 2, err
     assert out.count("crawl finished (stopped)") == 2 and out.count("results:") == 2, out
+
+
+def test_workers_that_fail_make_the_supervisor_exit_with_their_status(tmp_path):
+    # Every flag reaches every worker: a bad --progress is each worker's usage error.
+    toml = machine_toml(tmp_path, 9)
+    res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml), "--id", "m", "--progress", "0"],
+                         cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL, text=True,
+                         capture_output=True, timeout=60)
+    assert res.returncode == 2, res.stderr
+    assert res.stderr.count("error: --progress: expected a number of seconds > 0") == 2, res.stderr
+    assert "supervisor: m-0 exited with status 2" in res.stderr and "supervisor: m-1 exited with status 2" in res.stderr

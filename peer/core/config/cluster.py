@@ -86,6 +86,8 @@ class ClusterConfig:
             if spec.id == peer_id:
                 return spec
         known = ", ".join(p.id for p in self.peers)
+        if self.groups:  # what `python -m peer --id` also takes: a [[peer]] entry of several workers
+            known += "; entries of workers: " + ", ".join(self.groups)
         raise ConfigError(str(self.path), "peer", f"no peer with id {peer_id!r} (known: {known})")
 
     def workers(self, entry_id: str) -> tuple[PeerSpec, ...]:
