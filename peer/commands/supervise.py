@@ -99,10 +99,10 @@ def run_workers(names: Sequence[str], commands: Sequence[Sequence[str]]) -> int:
                 pid, raw = os.wait()
             except ChildProcessError:
                 break
-            name = next((n for n, p in procs.items() if p.pid == pid), None)
-            if name is None:
+            ended = next((n for n, p in procs.items() if p.pid == pid), None)
+            if ended is None:
                 continue
-            proc = procs[name]
+            name, proc = ended, procs[ended]
             proc.returncode = os.waitstatus_to_exitcode(raw)
             statuses[name] = proc.returncode
             how = (f"was killed by {signal.Signals(-proc.returncode).name}" if proc.returncode < 0

@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 from peer.core.config.sections import PeerSpec, parse_address, parse_metrics_address
 
@@ -85,10 +86,10 @@ def expand(spec: PeerSpec) -> tuple[tuple[PeerSpec, ...], tuple[str, str] | None
         moved[key] = [f"{_host(host)}:{port + k if port else 0}" for k in range(n)]
     out = []
     for k in range(n):
-        fields = {key: values[k] for key, values in moved.items()}
-        out.append(dataclasses.replace(
-            spec, id=worker_id(spec.id, k), data_dir=f"{spec.data_dir.rstrip('/')}/{k}",
-            workers=1, machine=machine, **fields))
+        fields: dict[str, Any] = {key: values[k] for key, values in moved.items()}
+        fields.update(id=worker_id(spec.id, k), data_dir=f"{spec.data_dir.rstrip('/')}/{k}",
+                      workers=1, machine=machine)
+        out.append(dataclasses.replace(spec, **fields))
     return tuple(out), None
 
 
