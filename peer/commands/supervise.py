@@ -22,8 +22,9 @@ other flag reaches every worker. It is the one process a service manager
 
 The workers have no terminal to ask on (stdin is /dev/null): with earlier
 crawl state pass ``--resume`` or ``--fresh --yes`` (docs/operations.md,
-Several peers on one machine). Their stdout and stderr are the supervisor's:
-lines of several workers interleave, each log record naming its peer.
+Several peers on one machine). Their stdout and stderr are the supervisor's,
+passed through untouched (a service manager's journal, or a JSON log, stays
+one record a line): the lines of several workers interleave.
 """
 
 from __future__ import annotations
