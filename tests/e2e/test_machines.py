@@ -141,8 +141,9 @@ def test_sigterm_to_the_supervisor_reaches_both_workers_and_each_stops_cleanly(t
 
 def test_workers_that_fail_make_the_supervisor_exit_with_their_status(tmp_path):
     # Every flag reaches every worker: a bad --progress is each worker's usage error.
+    # No --id: the file's only entry is the machine's workers.
     toml = machine_toml(tmp_path, 9)
-    res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml), "--id", "m", "--progress", "0"],
+    res = subprocess.run([sys.executable, "-m", "peer", "--ring", str(toml), "--progress", "0"],
                          cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL, text=True,
                          capture_output=True, timeout=60)
     assert res.returncode == 2, res.stderr
