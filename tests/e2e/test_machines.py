@@ -149,3 +149,17 @@ def test_workers_that_fail_make_the_supervisor_exit_with_their_status(tmp_path):
     assert res.returncode == 2, res.stderr
     assert res.stderr.count("error: --progress: expected a number of seconds > 0") == 2, res.stderr
     assert "supervisor: m-0 exited with status 2" in res.stderr and "supervisor: m-1 exited with status 2" in res.stderr
+
+
+def test_try_sends_the_user_agent_of_the_machine_that_would_fetch_the_url(tmp_path):
+    from clirun import run_main
+
+    from peer.commands.trial import main as try_main
+
+    with web_thread(hosts=2) as web:
+        toml = machine_toml(tmp_path, web.port)
+        url = f"http://s001.web.test:{web.port}/"
+        res = run_main(try_main, [url, "--ring", str(toml)])
+        log = web.requests()
+    assert res.returncode == 0, res.stderr
+    assert log and {r.agent for r in log} == {"ringcrawl-test/1 (m)"}
