@@ -153,7 +153,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(describe(cfg, args.id))
         from peer.commands.preflight import probe_lines
 
-        for line in probe_lines(cfg, skip=set(static_refused(cfg))):
+        for line in probe_lines(cfg.for_peer(args.id or cfg.peers[0].id), skip=set(static_refused(cfg))):
             print(f"warning: {line}")
         return 0
     if args.id is None:
