@@ -53,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m peer --ring F --check --host HOST    the settings in force for one host\n"
             "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
             "  python -m peer try URL --ring solo.toml        show what the crawl would do with one URL\n"
+            "  python -m peer --ring F --id m1                an entry of workers = N: its N peers m1-0..,\n"
+            "                                                 one supervisor (exit: the worst worker's status)\n"
             "Earlier crawl state (data_dir/state/): on a terminal the peer asks whether to resume\n"
             "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
             "crash) whose scope and seeds are unchanged, and refuses anything else (a finished\n"
@@ -69,8 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ring", metavar="PATH", required=True,
                    help="the cluster.toml shared by every peer (required)")
     p.add_argument("--id", metavar="ID",
-                   help="which [[peer]] of cluster.toml this process is; "
-                        "may be left out when the file lists one peer")
+                   help="which [[peer]] of cluster.toml this process is (an entry of workers = N: "
+                        "all N, under one supervisor); may be left out when the file lists one peer "
+                        "or one entry of workers")
     p.add_argument("--address", metavar="tcp://HOST:PORT",
                    help="join a running ring as a peer not listed in cluster.toml, listening here "
                         "(with --id and --data-dir)")
