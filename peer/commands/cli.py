@@ -77,6 +77,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--address", metavar="tcp://HOST:PORT",
                    help="join a running ring as a peer not listed in cluster.toml, listening here "
                         "(with --id and --data-dir)")
+    p.add_argument("--bind", metavar="tcp://HOST:PORT",
+                   help="where a joining peer listens when not at its --address (NAT, a container, "
+                        "a pod): e.g. tcp://0.0.0.0:5555 or tcp://[::]:5555; default: --address "
+                        "itself, or every interface on its port when --address is a DNS name")
     p.add_argument("--data-dir", metavar="DIR", help="data directory of a joining peer")
     p.add_argument("--weight", metavar="W", type=float, default=None,
                    help="ring weight of a joining peer (default 1.0)")
@@ -116,13 +120,13 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         return try_main(argv[1:])
     args = _parser().parse_args(argv)
-    if args.address is None and (args.data_dir is not None or args.weight is not None):
+    joiner_only = (("--data-dir", args.data_dir), ("--weight", args.weight), ("--bind", args.bind))
+    if args.address is None and any(v is not None for _, v in joiner_only):
         # A listed peer's come from cluster.toml; ignoring them silently would
         # put its results where the user does not look.
-        given = " and ".join(f for f, v in (("--data-dir", args.data_dir), ("--weight", args.weight))
-                             if v is not None)
+        given = " and ".join(f for f, v in joiner_only if v is not None)
         print(f"error: {given}: only for a peer joining with --address; a peer listed in "
-              f"cluster.toml takes data_dir and weight from its [[peer]] entry", file=sys.stderr)
+              f"cluster.toml takes data_dir, weight and bind from its [[peer]] entry", file=sys.stderr)
         return EXIT_USAGE
     if args.weight is None:
         args.weight = 1.0
@@ -204,19 +208,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = _results_pages(results)
     cluster = len(cfg.peers) > 1 or args.address is not None
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
-                      cluster=cluster, address=args.address, weight=args.weight)
+                      cluster=cluster, address=args.address, weight=args.weight, bind=args.bind)
     try:
         summary = trio.run(_crawl, crawler, args.leave, not cluster)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
         err = user_error(exc)
         if err is None:
             raise
-        address = args.address or cfg.peer(args.id).address
+        address = _listen_address(cfg, args)
         # zmq's bind error names the address; only then is the probe's answer the cause.
         bind_failed = cluster and isinstance(err, RingError) and address in str(err)
         why = _bind_problem(address) if bind_failed else None
         if why is not None:
-            fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
+            if args.address:
+                fix = f"pass another {'--bind' if args.bind else '--address'}"
+            else:
+                fix = f"correct its {'bind' if cfg.peer(args.id).bind else 'address'} in {cfg.path}"
             print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",
                   file=sys.stderr)
         else:
@@ -437,10 +444,25 @@ def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
         parse_address(args.address)
     except ValueError as exc:
         raise ConfigError("--address", "", str(exc)) from None
+    if args.bind is not None:
+        try:
+            parse_address(args.bind, wildcard=True)
+        except ValueError as exc:
+            raise ConfigError("--bind", "", str(exc)) from None
     from ring.membership.protocol import MAX_WEIGHT
 
     if not 0 < args.weight <= MAX_WEIGHT:
         raise ConfigError("--weight", "", f"expected a number > 0 and <= {MAX_WEIGHT:g}")
+
+
+def _listen_address(cfg: ClusterConfig, args: argparse.Namespace) -> str:
+    """Where this peer's ring socket listens: a joiner's --bind or --address, a listed peer's bind."""
+    from peer.core.config.cluster import bind_address as spec_bind
+    from ring.addresses import bind_address
+
+    if args.address:
+        return bind_address(args.address, args.bind or "")
+    return spec_bind(cfg.peer(args.id))
 
 
 def _bind_problem(address: str) -> tuple[str, str] | None:
@@ -454,7 +476,7 @@ def _bind_problem(address: str) -> tuple[str, str] | None:
     from peer.core.config.cluster import parse_address
 
     try:
-        host, port = parse_address(address)
+        host, port = parse_address(address, wildcard=True)
         infos = socket.getaddrinfo(None if host == "*" else host, port,
                                    type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
     except (ValueError, OSError):

@@ -140,6 +140,7 @@ from peer.net.resolver import Resolver
 from peer.results.schema import PageRow
 from peer.results.store import ResultStore
 from peer.state.journal import Recovered, SnapshotStats
+from ring.addresses import bind_address
 from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
 from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
@@ -194,6 +195,7 @@ class Crawler:
         cluster: bool = False,
         address: str | None = None,
         weight: float | None = None,
+        bind: str | None = None,
     ) -> None:
         # {machine} in a User-Agent: the sites see one comment per machine (peer.core.config.workers).
         cfg = cfg.for_peer(peer_id)
@@ -232,6 +234,7 @@ class Crawler:
         # sockets serve it; alone, every host is ours and there is neither.
         self._cluster = cluster
         self._address = address
+        self._bind = bind  # a joiner's --bind; a listed peer's is its [[peer]] bind
         self._weight = weight
         self.started = time.time()  # epoch seconds, for stats.json
         # The one table for every effect the core returns (peer/engine/effects.py).
@@ -392,12 +395,13 @@ class Crawler:
             if self._cluster:
                 spec = next((p for p in cfg.peers if p.id == self.peer_id), None)
                 address = self._address or (spec.address if spec is not None else "")
+                bind = bind_address(address, self._bind or (spec.bind if spec is not None else ""))
                 keys = curve_keys(cfg, self.peer_id)
                 # A peer not in cluster.toml joins a running ring (PeerCore: joining).
                 peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
                                incarnation=int(time.time() * 1000), curve=keys is not None,
                                joining=spec is None)
-                sockets = self.ringface.open(self.peer_id, address, keys, store, services)
+                sockets = self.ringface.open(self.peer_id, address, keys, store, services, bind=bind)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
                 self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))

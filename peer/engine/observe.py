@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from peer.core.config.cluster import bind_address
 from peer.state.statusaddress import StatusAddress, remove_status_address, write_status_address
 from ring.errors import RingError
 from ring.membership.lease import fingerprint
@@ -71,7 +72,7 @@ async def start_observers(crawler: Crawler, nursery: trio.Nursery, *, solo: bool
 
         await nursery.start(serve_metrics, crawler, spec.metrics_address)
     if solo:
-        nursery.start_soon(serve_status, crawler, spec.address or None)
+        nursery.start_soon(serve_status, crawler, spec.address or None, bind_address(spec) or None)
 
 
 def solo_status(crawler: Crawler, address: str, uptime: float, dropped: dict[str, int]) -> MemberStatus:
@@ -92,8 +93,8 @@ def solo_status(crawler: Crawler, address: str, uptime: float, dropped: dict[str
     )
 
 
-async def serve_status(crawler: Crawler, address: str | None) -> None:
-    """Answer ``ring status`` on ``address`` until cancelled (a solo peer).
+async def serve_status(crawler: Crawler, address: str | None, bind: str | None = None) -> None:
+    """Answer ``ring status`` on ``address`` until cancelled (a solo peer), listening at ``bind`` if given.
 
     ``address`` None: on :data:`LOOPBACK_ANY`, recorded in the data_dir
     while this runs (:mod:`peer.state.statusaddress`).
@@ -115,7 +116,7 @@ async def serve_status(crawler: Crawler, address: str | None) -> None:
                 SocketType.ROUTER, rcvhwm=cfg.ring.recv_queue,
                 configure=curve_server(keys) if keys is not None else None))
             if address:
-                sock.bind(address)
+                sock.bind(bind or address)
                 shown = address  # as the user wrote it in cluster.toml
             else:
                 shown = sock.bind(LOOPBACK_ANY)  # the port the OS gave

@@ -58,7 +58,7 @@ log = logging.getLogger("ring.driver")
 class RingDriver:
     """Runs one ``RingNode`` over zmq for a ``CrawlPort`` (module docstring)."""
 
-    def __init__(self, node: RingNode, crawl: CrawlPort, address: str, *,
+    def __init__(self, node: RingNode, crawl: CrawlPort, address: str, *, bind: str = "",
                  keys: CurveKeys | None = None, recv_queue: int = 16,
                  heartbeat: tuple[float, float] | None = None,
                  wall: Callable[[], float] | None = None,
@@ -67,7 +67,7 @@ class RingDriver:
         self.crawl = crawl
         self.address = address
         self.log = logger or log
-        self.sockets = MemberSockets(self, node.peer_id, address, keys=keys, recv_queue=recv_queue,
+        self.sockets = MemberSockets(self, node.peer_id, address, bind=bind, keys=keys, recv_queue=recv_queue,
                                      heartbeat=heartbeat, wall=wall, logger=self.log)
         self.route = self.sockets.route
         self.started = self.sockets.started

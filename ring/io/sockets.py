@@ -6,7 +6,8 @@ engine around ``peer.core.door.peer.PeerCore``, or ``ring.io.driver.RingDriver``
 around a bare ``RingNode``), which decides everything. What is left here is
 what only I/O can find out.
 
-- One ROUTER socket bound at this peer's address receives everything:
+- One ROUTER socket bound at this peer's bind address (its advertised
+  address unless told otherwise: ``ring.addresses``) receives everything:
   gossip, joins, URL batches, acks, status and leave requests (answered on
   the same socket, to the asker's route: :meth:`MemberSockets.reply`).
 - One DEALER per remote member sends to it, owned by a single sender task
@@ -114,13 +115,16 @@ class Member(Protocol):
 class MemberSockets:
     """The sockets and tasks of one ring member (module docstring)."""
 
-    def __init__(self, member: Member, peer_id: str, address: str, *,
+    def __init__(self, member: Member, peer_id: str, address: str, *, bind: str = "",
                  keys: CurveKeys | None = None, recv_queue: int = 16,
                  heartbeat: tuple[float, float] | None = None,
                  wall: Callable[[], float] | None = None,
                  logger: logging.Logger | None = None) -> None:
         self.member = member
         self.address = address
+        #: Where the ROUTER listens: ``bind``, else ``address`` (a caller gives the
+        #: default of ``ring.addresses.bind_address``, which depends on config).
+        self.bind = bind or address
         self.keys = keys
         self.recv_queue = recv_queue
         self.heartbeat = heartbeat
@@ -152,7 +156,7 @@ class MemberSockets:
                 # Before the ROUTER: libzmq admits any key while no ZAP handler runs.
                 await stack.enter_async_context(CurveAuthenticator(self.keys))
             inbound = await stack.enter_async_context(open_socket(
-                SocketType.ROUTER, bind=self.address, rcvhwm=self.recv_queue,
+                SocketType.ROUTER, bind=self.bind, rcvhwm=self.recv_queue,
                 heartbeat=self.heartbeat,
                 configure=curve_server(self.keys) if self.keys is not None else None))
             self._router = inbound

@@ -343,3 +343,27 @@ def test_the_warc_section_reads_its_enums_from_strings_and_checks_what_code_buil
     assert error_of(MINIMAL + "[warc]\ngzip_level = 10\n").key == "warc.gzip_level"
     with pytest.raises(ValueError, match="gzip_level"):
         WarcConfig(gzip_level=10)
+
+
+def test_a_peer_binds_one_address_and_advertises_another():
+    from peer.core.config.cluster import bind_address
+
+    cfg = parse('[[peer]]\nid = "p1"\naddress = "tcp://ringcrawl-0.ringcrawl:5555"\nbind = "tcp://0.0.0.0:5555"\n'
+                '[[peer]]\nid = "p2"\naddress = "tcp://ringcrawl-1.ringcrawl:5555"\n'
+                '[[peer]]\nid = "p3"\naddress = "tcp://[::1]:5703"\n')
+    p1, p2, p3 = cfg.peers
+    assert p1.address == "tcp://ringcrawl-0.ringcrawl:5555"  # what the others connect to
+    assert bind_address(p1) == "tcp://0.0.0.0:5555"
+    assert bind_address(p2) == "tcp://*:5555"  # a name: every interface on its port
+    assert bind_address(p3) == "tcp://[::1]:5703"  # a literal: itself
+
+
+@pytest.mark.parametrize("bind", ["5555", "tcp://0.0.0.0", "tcp://[::g]:5555", "tcp://a..b:1"])
+def test_a_bad_bind_is_refused(bind):
+    err = error_of(f'[[peer]]\nid = "p1"\naddress = "tcp://10.0.0.1:5555"\nbind = "{bind}"\n')
+    assert err.key == "peer[0].bind" and repr(bind) in err.message
+
+
+def test_a_bind_needs_an_address():
+    err = error_of('[[peer]]\nid = "p1"\nbind = "tcp://0.0.0.0:5555"\n')
+    assert err.key == "peer[0].bind" and "address" in err.message

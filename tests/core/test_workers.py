@@ -55,6 +55,17 @@ def test_an_entry_of_n_workers_is_n_peers_on_consecutive_ports_with_their_own_di
     assert set(HashRing.of_members(c.peers).peers) == {p.id for p in c.peers}
 
 
+def test_a_workers_bind_moves_with_its_address_and_a_dns_name_stays_a_name():
+    c = cfg('[[peer]]\nid = "m"\naddress = "tcp://box.example:5701"\nbind = "tcp://*:6701"\nworkers = 2\n'
+            '[[peer]]\nid = "n"\naddress = "tcp://[2001:db8::3]:5701"\nbind = "tcp://[::]:5701"\nworkers = 2\n'
+            '[[peer]]\nid = "o"\naddress = "tcp://10.0.0.4:5701"\nworkers = 2\n')
+    assert [(p.address, p.bind) for p in c.peers] == [
+        ("tcp://box.example:5701", "tcp://*:6701"), ("tcp://box.example:5702", "tcp://*:6702"),
+        ("tcp://[2001:db8::3]:5701", "tcp://[::]:5701"), ("tcp://[2001:db8::3]:5702", "tcp://[::]:5702"),
+        ("tcp://10.0.0.4:5701", ""), ("tcp://10.0.0.4:5702", ""),
+    ]
+
+
 def test_metrics_port_0_stays_any_free_port_for_every_worker():
     c = cfg('[[peer]]\nid = "m"\naddress = "tcp://127.0.0.1:5701"\nmetrics_address = "127.0.0.1:0"\nworkers = 2\n')
     assert [p.metrics_address for p in c.peers] == ["127.0.0.1:0", "127.0.0.1:0"]

@@ -104,6 +104,47 @@ def test_a_joining_peer_on_a_busy_port_is_told_to_pass_another_address(tmp_path)
     assert "in use by another process" in line and "pass another --address" in line
 
 
+def test_a_bind_in_use_is_one_line_naming_the_bind(tmp_path):
+    # p1 is advertised at one port and binds another, which is taken: the
+    # line names where it listens and the key to correct (before: no bind key).
+    (advertised,) = free_ports(1)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        toml = two_peers(tmp_path, f"tcp://127.0.0.1:{advertised}")
+        toml.write_text(toml.read_text().replace(
+            f'address = "tcp://127.0.0.1:{advertised}"\n',
+            f'address = "tcp://127.0.0.1:{advertised}"\nbind = "tcp://127.0.0.1:{port}"\n', 1))
+        res = peer("--ring", str(toml), "--id", "p1")
+    line = error_line(res)
+    assert f"peer p1 cannot listen on tcp://127.0.0.1:{port}" in line
+    assert f"port {port} is in use by another process" in line
+    assert f"correct its bind in {toml}" in line
+
+
+def test_a_joining_peer_binding_a_busy_port_is_told_to_pass_another_bind(tmp_path):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    (advertised,) = free_ports(1)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        res = peer("--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+                   "--address", f"tcp://127.0.0.1:{advertised}", "--bind", f"tcp://127.0.0.1:{port}")
+    line = error_line(res)
+    assert f"peer p3 cannot listen on tcp://127.0.0.1:{port}" in line and "pass another --bind" in line
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0:5555", "tcp://a..b:5555", "tcp://[::g]:5555"])
+def test_a_joining_peer_with_a_bad_bind_is_one_line(tmp_path, bind):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    res = peer("--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+               "--address", "tcp://ringcrawl-3.ringcrawl:5555", "--bind", bind)
+    line = error_line(res)
+    assert line.startswith("error: --bind") and repr(bind) in line
+
+
 def test_an_address_not_on_this_machine_is_one_line(tmp_path):
     # 192.0.2.0/24 is TEST-NET-1 (RFC 5737): on no machine. p1 *binds* it (a
     # peer binds its own address and connects only to the others), so bind()
@@ -250,7 +291,8 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
 
 
 @pytest.mark.parametrize("flags", [["--data-dir", "elsewhere"], ["--weight", "2"],
-                                   ["--data-dir", "elsewhere", "--weight", "2"]])
+                                   ["--data-dir", "elsewhere", "--weight", "2"],
+                                   ["--bind", "tcp://0.0.0.0:5555"]])
 def test_join_flags_without_address_are_refused_not_ignored(tmp_path, flags):
     # A listed peer takes data_dir and weight from cluster.toml: these were
     # silently ignored, and the results went where the user did not look.

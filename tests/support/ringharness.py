@@ -323,6 +323,7 @@ class RingMember:
     """
 
     def __init__(self, cfg, peer_id: str, crawl) -> None:  # type: ignore[no-untyped-def]
+        from peer.core.config.cluster import bind_address
         from peer.core.door.peer import ring_node
         from peer.engine.ringface import curve_keys
         from ring.io.driver import RingDriver
@@ -333,7 +334,8 @@ class RingMember:
         keys = curve_keys(cfg, peer_id)
         self.node = ring_node(cfg, peer_id, spec.address, spec.weight, trio.current_time(),
                               incarnation=int(time.time() * 1000), curve=keys is not None)
-        self.driver = RingDriver(self.node, crawl, spec.address, keys=keys, recv_queue=rc.recv_queue,
+        self.driver = RingDriver(self.node, crawl, spec.address, bind=bind_address(spec), keys=keys,
+                                 recv_queue=rc.recv_queue,
                                  heartbeat=(rc.suspect_after, rc.dead_after))
         self.membership = self.node.membership
         self.dropped = self.node.dropped

@@ -41,7 +41,8 @@ from peer.core.urls.scope import Scope
 from peer.core.dns.guard import is_ip as _is_ip
 from peer.core.urls.rules import parse_url_rules
 from peer.core.config.sections import (BloomConfig, CrawlConfig, DnsConfig, FrontierConfig, PeerSpec,
-                                PolitenessConfig, RingConfig, parse_address, parse_metrics_address)
+                                PolitenessConfig, RingConfig, bind_address, parse_address,
+                                       parse_metrics_address)
 
 __all__ = [
     "BloomConfig",
@@ -52,6 +53,7 @@ __all__ = [
     "PeerSpec",
     "PolitenessConfig",
     "RingConfig",
+    "bind_address",
     "parse_config",
     "parse_address",
     "parse_metrics_address",
@@ -222,6 +224,9 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         for i, spec in enumerate(cfg.peers):
             if not spec.address:
                 raise ConfigError(where, f"peer[{i}].address", f"is required when cluster.toml lists several peers ({len(cfg.peers)}); expected tcp://host:port")
+    for i, spec in enumerate(cfg.peers):
+        if spec.bind and not spec.address:
+            raise ConfigError(where, f"peer[{i}].bind", "is only for a peer with an address (the one the others reach it at); add address, or drop bind")
     if cfg.ring.dead_after <= cfg.ring.suspect_after:
         raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
     if cfg.ring.lease and not 2 * cfg.ring.gossip_interval <= cfg.ring.lease < cfg.ring.dead_after:

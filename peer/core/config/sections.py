@@ -19,10 +19,11 @@ from peer.core.config.keys import REQUIRED, at_least_one, key as _key, non_empty
 from peer.core.http.inflate import CODINGS, MAX_WINDOW, check_codings, check_window
 from peer.core.urls.normalize import MAX_URL_LENGTH
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS
+from ring.addresses import bind_address as _bind_of, parse_endpoint
 from ring.membership.protocol import MAX_WEIGHT
 
 __all__ = ["BloomConfig", "CrawlConfig", "DnsConfig", "FrontierConfig", "PeerSpec", "PolitenessConfig",
-           "RingConfig", "parse_address", "parse_metrics_address"]
+           "RingConfig", "bind_address", "parse_address", "parse_metrics_address"]
 
 def _weight(v: Any) -> str | None:
     # A member's ring points grow with its weight: gossip refuses more too.
@@ -66,17 +67,23 @@ def _peer_id(v: Any) -> str | None:
     )
 
 
-_ADDRESS = re.compile(r"tcp://(?P<host>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.-]+):(?P<port>[0-9]{1,5})")
+def parse_address(address: str, *, wildcard: bool = False) -> tuple[str, int]:
+    """``tcp://host:port`` -> (host, port), host without brackets; ValueError says what was expected.
+
+    The forms of ``ring.addresses``: IPv4, [IPv6] or a DNS name; ``wildcard``
+    (a bind) also takes ``*``, ``0.0.0.0`` and ``[::]``.
+    """
+    ep = parse_endpoint(address, wildcard=wildcard)
+    return ep.host, ep.port
 
 
-def parse_address(address: str) -> tuple[str, int]:
-    """``tcp://host:port`` -> (host, port); ValueError says what was expected."""
-    m = _ADDRESS.fullmatch(address)
-    if not m or not 1 <= int(m["port"]) <= 65535:
-        raise ValueError(
-            f"expected an address like 'tcp://127.0.0.1:5701' (tcp://host:port, port 1-65535), got {address!r}"
-        )
-    return m["host"].strip("[]"), int(m["port"])
+def _expected(exc: ValueError) -> str:
+    # The caller adds "got <value>" itself: keep only what was expected, and why.
+    head, sep, tail = str(exc).removeprefix("expected ").rpartition(", got ")
+    if not sep:
+        return str(exc)
+    why = tail[tail.index(" (") + 2:-1] if tail.endswith(")") and " (" in tail else ""
+    return f"{head}; {why}" if why else head
 
 
 def _address(v: Any) -> str | None:
@@ -85,9 +92,17 @@ def _address(v: Any) -> str | None:
     try:
         parse_address(v)
     except ValueError as exc:
-        # The caller adds "got <value>" itself: keep only what was expected.
-        head, sep, _ = str(exc).removeprefix("expected ").rpartition(", got ")
-        return head if sep else str(exc)
+        return _expected(exc)
+    return None
+
+
+def _bind(v: Any) -> str | None:
+    if v == "":
+        return None
+    try:
+        parse_address(v, wildcard=True)
+    except ValueError as exc:
+        return _expected(exc)
     return None
 
 
@@ -146,13 +161,24 @@ class PeerSpec:
     """One ``[[peer]]``: an initial member (a seed of the gossip ring)."""
 
     id: str = _key(str, REQUIRED, "the peer's unique id (required)", _peer_id)
-    address: str = _key(str, "", "where its ZeroMQ socket listens, tcp://host:port; required when cluster.toml lists several peers (a solo peer without one answers ring status on a loopback port it records in data_dir/status-address.json)", _address)
+    address: str = _key(str, "", "the address the others reach it at, and its gossip records carry: tcp://host:port, host an IPv4 address, an IPv6 address in brackets or a DNS name (resolved at each connection); required when cluster.toml lists several peers (a solo peer without one answers ring status on a loopback port it records in data_dir/status-address.json)", _address)
+    bind: str = _key(str, "", "where its ZeroMQ socket listens when not at address (NAT, containers, pods): tcp://host:port, e.g. tcp://0.0.0.0:5555, tcp://[::]:5555 (both families) or tcp://*:5555; its port may differ from address's; empty: address itself, or every interface on address's port when address is a DNS name (localhost apart)", _bind)
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
     metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics (port 0: any free port, logged); empty: off", _metrics_address)
     # peer/core/config/workers.py: an entry of N workers is N peers at parse time.
     workers: int = _key(int, 1, "peers this entry runs on its machine, one per core: it stands for peers <id>-0 .. <id>-(N-1), on consecutive ports from address (and metrics_address when set), with data directories <data_dir>/0 ..; `python -m peer --id <id>` runs them all under one supervisor (docs/operations.md)", _workers)
     machine: str = _key(str, "", "the machine this peer runs on: peers of one machine are one client to a site (docs/politeness.md, Per machine), and crawl.user_agent's {machine} is it; empty: the entry's id", _machine)
+
+
+def bind_address(spec: PeerSpec) -> str:
+    """Where ``spec``'s ring socket listens: its ``bind``, or the default ``ring.addresses.bind_address`` gives.
+
+    ``""`` for a peer without an address (a solo peer: no ring socket). ``*``
+    as host means every interface (ZeroMQ's spelling; both families where
+    the machine has IPv6).
+    """
+    return _bind_of(spec.address, spec.bind)
 
 
 @dataclass(frozen=True, slots=True)

@@ -6,9 +6,9 @@ loop: one core). Rather than N entries written out by hand, one entry says
 
 1. An entry with ``workers = 1`` (the default) is one peer, as before.
 2. An entry with ``workers = N > 1`` is the N peers ``<id>-0`` .. ``<id>-(N-1)``:
-   - worker k listens on the entry's ``address`` with its port + k, and every
-     other address-like key named in ``PORTED`` moves the same way (a bind
-     address beside the advertised one is one more name there);
+   - worker k is reached at the entry's ``address`` with its port + k, and
+     listens at its ``bind`` (when set) with that port + k: every
+     ``tcp://host:port`` key named in ``PORTED`` moves the same way;
    - ``metrics_address``, when set, also moves by k; port 0 (any free port)
      stays 0;
    - ``data_dir`` is ``<the entry's data_dir>/<k>`` (default ``data/<id>/<k>``);
@@ -39,8 +39,9 @@ from peer.core.config.sections import PeerSpec, parse_address, parse_metrics_add
 __all__ = ["MACHINE_PLACEHOLDER", "PORTED", "PORTED_HOSTPORT", "expand", "groups", "machines", "user_agent_for",
            "worker_id"]
 
-#: PeerSpec keys holding a ``tcp://host:port`` that each worker moves by its index.
-PORTED: tuple[str, ...] = ("address",)
+#: PeerSpec keys holding a ``tcp://host:port`` that each worker moves by its index,
+#: and whether the key takes a wildcard host (a bind: ``*``, ``0.0.0.0``, ``[::]``).
+PORTED: Mapping[str, bool] = {"address": False, "bind": True}
 
 #: PeerSpec keys holding a ``host:port`` (metrics) that each worker moves by its index; port 0 stays 0.
 PORTED_HOSTPORT: tuple[str, ...] = ("metrics_address",)
@@ -68,11 +69,11 @@ def expand(spec: PeerSpec) -> tuple[tuple[PeerSpec, ...], tuple[str, str] | None
         return (), ("id", f"an id of at most {64 - len(last) + len(spec.id)} characters with "
                           f"workers = {n} (its workers' ids, such as {last!r}, must fit in 64)")
     moved: dict[str, list[str]] = {}
-    for key in PORTED:
+    for key, wildcard in PORTED.items():
         value = getattr(spec, key)
         if not value:
             continue
-        host, port = parse_address(value)
+        host, port = parse_address(value, wildcard=wildcard)
         if port + n - 1 > 65535:
             return (), (key, f"a port of at most {65536 - n} with workers = {n} (worker k listens on port + k)")
         moved[key] = [f"tcp://{_host(host)}:{port + k}" for k in range(n)]
