@@ -30,6 +30,7 @@ from peer.errors import EXIT_USAGE, PeerError, user_error
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
 from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.commands.supervise import entry_of, supervise
 from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
@@ -52,6 +53,8 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m peer --ring F --check --host HOST    the settings in force for one host\n"
             "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
             "  python -m peer try URL --ring solo.toml        show what the crawl would do with one URL\n"
+            "  python -m peer --ring F --id m1                an entry of workers = N: its N peers m1-0..,\n"
+            "                                                 one supervisor (exit: the worst worker's status)\n"
             "Earlier crawl state (data_dir/state/): on a terminal the peer asks whether to resume\n"
             "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
             "crash) whose scope and seeds are unchanged, and refuses anything else (a finished\n"
@@ -68,8 +71,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ring", metavar="PATH", required=True,
                    help="the cluster.toml shared by every peer (required)")
     p.add_argument("--id", metavar="ID",
-                   help="which [[peer]] of cluster.toml this process is; "
-                        "may be left out when the file lists one peer")
+                   help="which [[peer]] of cluster.toml this process is (an entry of workers = N: "
+                        "all N, under one supervisor); may be left out when the file lists one peer "
+                        "or one entry of workers")
     p.add_argument("--address", metavar="tcp://HOST:PORT",
                    help="join a running ring as a peer not listed in cluster.toml, listening here "
                         "(with --id and --data-dir)")
@@ -143,7 +147,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             proxy_routes(cfg.crawl, SiteSettings(cfg.sites, cfg.crawl, cfg.politeness))
         if args.address is not None:
             _check_join(cfg, args)
-        elif args.id is not None:
+        elif args.id is not None and args.id not in cfg.groups:
             cfg.peer(args.id)
         elif len(cfg.peers) == 1:
             args.id = cfg.peers[0].id
@@ -153,13 +157,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.address is None and (entry := entry_of(cfg, args.id)) is not None:
+        return supervise(argv, cfg.groups[entry])  # one peer a worker, each with this command line
     if args.check and args.host is not None:
         return check_host(cfg, args.host)
     if args.check:
         print(describe(cfg, args.id))
         from peer.commands.preflight import probe_lines
 
-        for line in probe_lines(cfg, skip=set(static_refused(cfg))):
+        for line in probe_lines(cfg.for_peer(args.id or cfg.peers[0].id), skip=set(static_refused(cfg))):
             print(f"warning: {line}")
         return 0
     if args.id is None:

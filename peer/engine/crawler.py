@@ -197,6 +197,8 @@ class Crawler:
         weight: float | None = None,
         bind: str | None = None,
     ) -> None:
+        # {machine} in a User-Agent: the sites see one comment per machine (peer.core.config.workers).
+        cfg = cfg.for_peer(peer_id)
         self.cfg = cfg
         self.peer_id = peer_id
         self.data_dir = Path(data_dir or cfg.data_dir(peer_id))

@@ -48,6 +48,20 @@ def _url_length(v: Any) -> str | None:
     return None if 0 <= v <= MAX_URL_LENGTH else f"an integer from 0 to {MAX_URL_LENGTH} (the normaliser's own limit)"
 
 
+def _workers(v: Any) -> str | None:
+    # One worker a core: a bound that a machine may reach, and a typo of
+    # 1000 may not (each worker is a process and a port).
+    return None if 1 <= v <= MAX_WORKERS else f"an integer from 1 to {MAX_WORKERS}"
+
+
+def _machine(v: Any) -> str | None:
+    return None if v == "" else _peer_id(v)
+
+
+#: The most workers one [[peer]] entry may stand for.
+MAX_WORKERS = 256
+
+
 def _peer_id(v: Any) -> str | None:
     return None if re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,63}", v) else (
         "1-64 characters of letters, digits, '_', '.', '-' (starting with a letter or digit)"
@@ -151,6 +165,9 @@ class PeerSpec:
     data_dir: str = _key(str, "", "results, Bloom filter and frontier of this peer; default data/<id>, relative to cluster.toml")
     weight: float = _key(float, 1.0, "its share of the ring relative to the others, at most 10", _weight)
     metrics_address: str = _key(str, "", "host:port where the peer serves Prometheus metrics at /metrics, and /healthz and /readyz; a port alone (\"9101\" or \":9101\") is 127.0.0.1: a routable host must be written out; port 0: any free port, logged; empty: off ([metrics] has its token and TLS)", _metrics_address)
+    # peer/core/config/workers.py: an entry of N workers is N peers at parse time.
+    workers: int = _key(int, 1, "peers this entry runs on its machine, one per core: it stands for peers <id>-0 .. <id>-(N-1), on consecutive ports from address (and metrics_address when set), with data directories <data_dir>/0 ..; `python -m peer --id <id>` runs them all under one supervisor (docs/operations.md)", _workers)
+    machine: str = _key(str, "", "the machine this peer runs on: peers of one machine are one client to a site (docs/politeness.md, Per machine), and crawl.user_agent's {machine} is it; empty: the entry's id", _machine)
 
 
 def bind_address(spec: PeerSpec) -> str:
@@ -175,7 +192,7 @@ class CrawlConfig:
                           non_negative)
     max_depth: int = _key(int, 0, "links followed from a seed; 0 = no limit", non_negative)
     concurrency: int = _key(int, 64, "fetches in flight per peer", at_least_one)
-    user_agent: str = _key(str, "ringcrawl/0.1 (+https://example.invalid/bot)", "User-Agent header, also the robots.txt agent", non_empty)
+    user_agent: str = _key(str, "ringcrawl/0.1 (+https://example.invalid/bot)", "User-Agent header, also the robots.txt agent; {machine} in it is replaced by the peer's [[peer]] machine (one comment per machine)", non_empty)
     obey_robots: bool = _key(bool, True, "fetch and obey each host's robots.txt")
     # RFC 9309 §2.3.1.4: an unreachable robots.txt means "disallow all" for
     # now, and a crawler may ask again. 30 s doubling over 4 tries gives up on

@@ -111,7 +111,9 @@ class Handoffs:
             # this peer owns about its ring share of any IP's hosts: its share
             # of the IP's budget (BUbiNG divides by the number of agents;
             # this is the same for equal weights and follows unequal ones).
-            fr.set_default_ip_share(ring.shares().get(me, 1.0))
+            # Every known IP takes it too: one first seen before the ring
+            # formed would otherwise keep a lone peer's whole budget.
+            fr.set_ring_ip_share(ring.shares().get(me, 1.0), now)
         for host in fr.queued_hosts():
             owner = ring.owner(host)
             if owner != me:
