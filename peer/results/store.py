@@ -24,6 +24,10 @@ soon as a batch is full, and once more, shielded from cancellation, when it is
 cancelled. A write, once started, is shielded too: cancelling a flush never
 loses its rows. ``async with`` flushes and closes the file (which checkpoints
 the write-ahead log), so after a clean exit another process can read it.
+``run`` also checkpoints every ``checkpoint_every`` seconds (the engine passes
+``crawl.results_checkpoint``), and opening checkpoints the tables made: after
+a ``kill -9`` the file alone holds every row but those of the last interval,
+which are in ``pages.duckdb.wal`` beside it (and in the journal's records).
 
 DuckDB errors are translated here into :class:`~peer.errors.StateError`,
 naming the file; a file another process holds open (DuckDB takes an
@@ -45,7 +49,7 @@ from typing import Any
 import duckdb
 import trio
 
-from peer.errors import LockedError, StateError
+from peer.errors import LockedError, StateError, StorageError, first_line
 from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
@@ -94,6 +98,19 @@ def _locked(path: Path, message: str) -> LockedError | None:
     return LockedError(f"{path}: the results file is held open by {who}; another peer may be "
                        f"running with this data_dir: stop it first, or give this peer another "
                        f"data_dir", pid)
+
+
+def _write_error(path: Path, what: str, exc: duckdb.Error) -> StateError:
+    """The error of a failed write: a StorageError when the disk refused it.
+
+    DuckDB raises ``IOException`` for what the operating system refused (its
+    text ends with the OS's reason, "Read-only file system", "No space left on
+    device") and ``FatalException`` once such a failure has invalidated the
+    database; anything else is the file's own fault.
+    """
+    if isinstance(exc, (duckdb.IOException, duckdb.FatalException)):
+        return StorageError(f"{path}: {what}: {first_line(exc)}")
+    return StateError(f"{path}: {what}: {exc}")
 
 
 def check_not_held(path: Path) -> None:
@@ -265,6 +282,9 @@ class ResultStore:
             # One pass over the host column when the file is opened, then kept
             # up to date by add_page: ~0.1 s at 1 M rows, once.
             self._hosts = dict(con.execute("SELECT host, count(*) FROM pages GROUP BY host").fetchall())
+            # The tables into the file itself, not only its write-ahead log: a
+            # copy of the file alone is a results file from the first second.
+            con.execute("CHECKPOINT")
         except duckdb.Error as exc:
             con.close()
             raise StateError(f"{self.path}: cannot prepare the results tables: {exc}") from None
@@ -352,16 +372,42 @@ class ResultStore:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(self._write, batch, limiter=self._limiter)
 
-    async def run(self, interval: float = 1.0) -> None:
-        """Flush every ``interval`` seconds or when a batch fills, until cancelled."""
+    async def run(self, interval: float = 1.0, checkpoint_every: float = 0.0) -> None:
+        """Flush every ``interval`` seconds or when a batch fills, until cancelled; and
+        :meth:`checkpoint` every ``checkpoint_every`` seconds (0: never here)."""
+        last = trio.current_time()
         try:
             while True:
                 with trio.move_on_after(interval):
                     await self._full.wait()
                 await self.flush()
+                if checkpoint_every > 0 and trio.current_time() - last >= checkpoint_every:
+                    await self.checkpoint()
+                    last = trio.current_time()
         finally:
             with trio.CancelScope(shield=True):
                 await self.flush()
+
+    async def checkpoint(self) -> None:
+        """Move the rows written so far from the write-ahead log into the file itself.
+
+        DuckDB does so by itself only when the log passes 16 MiB
+        (``checkpoint_threshold``) and at a clean close; in between, the rows
+        of a peer killed with ``kill -9`` are only in ``pages.duckdb.wal``, and
+        a copy of ``pages.duckdb`` alone lacks them (a short crawl's file had
+        not even its ``pages`` table). Shielded, as a flush is.
+        """
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self._checkpoint, limiter=self._limiter)
+
+    def _checkpoint(self) -> None:
+        con = self._con
+        if con is None:
+            return
+        try:
+            con.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            raise _write_error(self.path, "cannot checkpoint results", exc) from None
 
     def hosts(self) -> dict[str, int]:
         """{host: page rows} of every row, buffered ones included: the hand-off index."""
@@ -465,7 +511,7 @@ class ResultStore:
                 con.rollback()
             except duckdb.Error:
                 pass
-            raise StateError(f"{self.path}: cannot write results: {exc}") from None
+            raise _write_error(self.path, "cannot write results", exc) from None
         for table, rows in work:
             if rows:
                 self._written[table] += taken[table]
