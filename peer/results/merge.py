@@ -35,6 +35,35 @@ same files) and states the full tie-break order explicitly, with ``NULLS LAST``,
 which ``arg_max`` over a struct key does not (struct comparison sorts NULL
 fields high, so a row without ``fetched_at`` would win).
 
+**Inputs: data directories or files.** An input is a peer's data
+directory (``data/p1``, or a copy of it) or a results file. What a peer left
+when it stopped cleanly is all in ``pages.duckdb``; one killed (``kill -9``,
+a crash, a disk gone read-only) has its last rows elsewhere in the
+directory, and a directory is read whole:
+
+- ``pages.duckdb.wal``, DuckDB's write-ahead log: rows committed since the
+  last checkpoint (``crawl.results_checkpoint``, 60 s by default). It is
+  replayed as DuckDB attaches the file read-only, in memory: the files are
+  left as they are. A file given alone is read with its ``.wal`` too when
+  one is beside it.
+- ``state/``: rows the crawl's journal held that DuckDB had not written
+  (peer/state/journal.py rule 5), read from a copy (``peer.state.readcopy``),
+  as ``ringcrawl-adopt`` counts them: the pages a merge has are the pages
+  adopt tells the others not to fetch again.
+- ``stats.json``: the run's configuration and the figures with no row (URLs
+  not requested because of the scope or a cap), summed into the cluster's.
+
+**What it read, and --strict.** The summary has a line an input: the path,
+its page rows, whether a write-ahead log was replayed, rows from the
+journal, whether a stats.json was found. An input is warned about, loudly
+on stderr, when it was not left as a clean stop leaves it: a write-ahead log
+replayed or journal rows added (nothing is lost, but a copy of the file
+alone would lack them), a file without any table (a peer killed before its
+first checkpoint, whose rows are in a ``.wal`` that was not copied with it:
+skipped), a crawl state that cannot be read, or 0 page rows. With
+``strict=True`` (``--strict``) such an input fails the merge
+(:class:`Incomplete`, exit status 1) and nothing is written.
+
 **Live peers.** DuckDB refuses to open a file another process holds as a
 writer, even read-only. Such an input is copied (with its ``.wal``) and the
 copy is read: a snapshot, which the summary reports. If the copy cannot be
@@ -50,8 +79,11 @@ a PATH without it gets ``.<table>`` before its extension (``crawl.csv`` gives
 and renamed into place; an existing one is refused without ``--force``.
 
 **Stats.** A ``stats.json`` beside an input (each peer writes one in its
-data_dir at the end of a run, ``peer/core/run/stats.py``) is summed into the
-cluster's: ``<output without .duckdb>.stats.json`` (``crawl.stats.json``).
+data_dir at the end of a run, ``peer/core/run/stats.py``; a directory's own,
+a file's beside it) is summed into the cluster's: ``<output without
+.duckdb>.stats.json`` (``crawl.stats.json``), which ``ringcrawl-report``
+reads beside ``crawl.duckdb``. One file is summed once however many inputs
+sit beside it.
 
 **WARC indexes.** The CDXJ indexes of the peers' WARC files (``[warc]``,
 docs/warc.md), found in each input's ``warc/`` folder (with ``--ring``: each
@@ -61,8 +93,9 @@ output: ``<output without .duckdb>.cdxj`` (``peer.results.cdxj.merge_indexes``).
 **Never a half file.** The merge is built in a temporary directory next to the
 output and renamed over it at the end; a failed merge leaves nothing behind.
 
-A user's mistake (missing or foreign file, no ``pages`` table, existing output
-without ``--force``) is one line on stderr and exit status 2.
+A user's mistake (missing or foreign file, a directory that is no data_dir,
+a foreign ``pages`` table, existing output without ``--force``) is one line on
+stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -77,19 +110,22 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import duckdb
 
 from peer.errors import ConfigError, StateError, first_line
 from peer.state.configfile import load_config
-from peer.core.run.layout import RESULTS_NAME, DataDir
+from peer.state.readcopy import journal_rows
+from peer.core.run.layout import RESULTS_NAME, STATE_NAME, DataDir
 from peer.core.run.stats import STATS_FILE, sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
 from peer.results.schema import quote
-from peer.results.store import SCHEMA
+from peer.results.store import SCHEMA, PageRow, page_cells
 from ring.durations import duration
 
-__all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "EXPORT_FORMATS"]
+__all__ = ["EXPORT_FORMATS", "Incomplete", "InputRead", "MergeSummary", "export_paths", "merge",
+           "ring_inputs"]
 
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
@@ -102,6 +138,61 @@ COPY_TRIES = 3
 #: --export's extensions and DuckDB's COPY options for them.
 EXPORT_FORMATS = {".jsonl": "FORMAT json", ".ndjson": "FORMAT json", ".csv": "FORMAT csv, HEADER",
                   ".parquet": "FORMAT parquet"}
+
+
+@dataclass(frozen=True, slots=True)
+class InputRead:
+    """What the merge read of one input (module docstring, "What it read")."""
+
+    given: Path                  # as named: a data directory or a results file
+    results: Path | None         # the results file read; None: none there, or skipped
+    pages: int                   # page rows it gave, the log's and the journal's included
+    wal: bool = False            # a write-ahead log beside the file was replayed
+    journal: int = 0             # rows only its crawl state's journal held
+    stats: Path | None = None    # its stats.json, when found
+    snapshot: bool = False       # held by a running peer: a copy was read
+    warnings: tuple[str, ...] = ()  # why it is not as a clean stop leaves it (--strict fails)
+
+    def line(self) -> str:
+        """One line of the summary: the path and what came from where."""
+        parts = [f"{self.pages:,} pages"]
+        if self.results is None:
+            parts = ["skipped"]
+        elif self.results != self.given:  # a data directory: its file named
+            parts[0] += f" from {self.results.name}"
+        if self.wal:
+            parts.append("write-ahead log replayed")
+        if self.journal:
+            parts.append(f"{self.journal:,} of them from the journal of {STATE_NAME}/")
+        if self.snapshot:
+            parts.append("a copy of a running peer's file")
+        parts.append(f"stats.json {'read' if self.stats is not None else 'not found'}")
+        return f"{self.given}: " + "; ".join(parts)
+
+
+class Incomplete(StateError):
+    """``strict`` and an input was warned about: nothing written; ``reads`` says what was found."""
+
+    def __init__(self, reads: Sequence[InputRead]) -> None:
+        self.reads = tuple(reads)
+        bad = [r for r in reads if r.warnings]
+        super().__init__(f"--strict: {len(bad)} of {len(reads)} input(s) not as a clean stop leaves "
+                         "them (warnings above); nothing written")
+
+
+@dataclass(frozen=True, slots=True)
+class _Source:
+    """An input resolved: where its results, log, crawl state and stats are."""
+
+    given: Path
+    results: Path | None
+    state: Path | None
+    stats: Path | None
+
+    @property
+    def folder(self) -> Path:
+        """The directory its other files (warc/) are in."""
+        return self.given if self.given.is_dir() else self.given.parent
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,10 +218,12 @@ class MergeSummary:
     stats: Path | None = None  # the cluster's stats.json, when inputs had theirs
     stats_from: int = 0  # peers' stats.json summed into it
     cdxj: MergedIndex | None = None  # the peers' WARC indexes merged, when they had some
+    read: tuple[InputRead, ...] = ()  # what was read of each input, in order
 
     def lines(self) -> list[str]:
         """The human summary, one figure a line."""
         out = [f"merged {len(self.inputs)} file(s) into {self.output}",
+               *(f"input      {r.line()}" for r in self.read),
                f"pages      {self.pages:,} ({self.rows_in:,} rows read, "
                f"{self.rows_in - self.pages:,} duplicates dropped)",
                f"hosts      {self.hosts:,}"]
@@ -165,7 +258,7 @@ class MergeSummary:
 
 
 def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
-    """Every listed peer's results file that exists; ``warn`` is told of the others.
+    """Every listed peer's data_dir that holds a results file; ``warn`` is told of the others.
 
     Raises ConfigError for a bad cluster.toml, or when no peer has a file.
     """
@@ -174,7 +267,7 @@ def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
     for spec in cfg.peers:
         path = DataDir(cfg.data_dir(spec.id)).results
         if path.is_file():
-            found.append(path)
+            found.append(path.parent)
         else:
             warn(f"warning: peer {spec.id}: no results file at {path}; skipped")
     if not found:
@@ -203,15 +296,16 @@ def export_paths(pattern: Path, tables: Sequence[str]) -> list[Path]:
 
 def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
           parquet: Path | None = None, export: Path | None = None,
-          warc_dirs: Sequence[Path] | None = None) -> MergeSummary:
-    """Merge the results files ``inputs`` into the DuckDB file ``output``.
+          warc_dirs: Sequence[Path] | None = None, strict: bool = False) -> MergeSummary:
+    """Merge ``inputs`` (data directories or results files) into the DuckDB file ``output``.
 
-    Raises StateError for an input that cannot be read (naming it) and
-    ConfigError for a refused output; nothing is written in either case.
+    Raises StateError for an input that cannot be read (naming it),
+    ConfigError for a refused output, and with ``strict`` :class:`Incomplete`
+    for an input warned about; nothing is written in each case.
     """
     output = Path(output)
-    files = _check_inputs(inputs)
-    _check_output(output, files, force)
+    sources = _check_inputs(inputs)
+    _check_output(output, [s.results for s in sources if s.results is not None], force)
     if parquet is not None and parquet.exists() and not parquet.is_dir():
         raise ConfigError(str(parquet), "--parquet", "is a file, expected a directory")
     try:
@@ -221,8 +315,19 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
     con = None
     try:
         con = duckdb.connect(str(work / "merged.duckdb"))
-        snapshots = [path for i, path in enumerate(files) if _attach(con, f"in{i}", path, work)]
-        layout = [_tables(con, f"in{i}") for i in range(len(files))]
+        reads: list[InputRead] = []
+        files: list[Path] = []  # what each attached database is called in errors
+        aliases: list[str] = []
+        for i, src in enumerate(sources):
+            read, attached = _read_input(con, i, src, work)
+            reads.append(read)
+            for alias, label in attached:
+                aliases.append(alias)
+                files.append(label)
+        if strict and any(r.warnings for r in reads):
+            raise Incomplete(reads)
+        snapshots = [r.results for r in reads if r.snapshot and r.results is not None]
+        layout = [_tables(con, a) for a in aliases]
         plan = _plan(files, layout)
         targets = tuple(parquet / f"{t}.parquet" for t in plan) if parquet is not None else ()
         exported = [t for t in plan if t == "pages" or t.startswith(ITEMS_PREFIX)]
@@ -234,16 +339,16 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
             except OSError as exc:
                 raise ConfigError(str(export), "--export", f"cannot create directory {exports[0].parent}: "
                                   f"{exc.strerror or exc}") from None
-        stats_in = [p.parent / STATS_FILE for p in files if (p.parent / STATS_FILE).is_file()]
+        stats_in = list(dict.fromkeys(r.stats.resolve() for r in reads if r.stats is not None))
         stats_out = output.with_name(output.stem + ".stats.json") if stats_in else None
         cdxj_out = output.with_name(output.stem + ".cdxj")
-        folders = [p.parent / "warc" for p in files] if warc_dirs is None else list(warc_dirs)
+        folders = [s.folder / "warc" for s in sources] if warc_dirs is None else list(warc_dirs)
         indexed = (cdxj_out,) if any(d.is_dir() and any(d.glob("*.cdxj")) for d in folders) else ()
         if not force and (clash := next((t for t in (*targets, *exports, *indexed) if t.exists()), None)):
             raise ConfigError(str(clash), "", "exists; pass --force to overwrite it")
-        rows_in = _build(con, files, layout, plan)
-        summary = _summarise(con, output, files, snapshots, rows_in, [t for t in plan if t != "pages"],
-                             targets)
+        rows_in = _build(con, aliases, layout, plan)
+        summary = _summarise(con, output, [r.results for r in reads if r.results is not None],
+                             snapshots, rows_in, [t for t in plan if t != "pages"], targets)
         if parquet is not None:
             _export(con, list(plan), parquet)
         for table, path in zip(exported, exports):
@@ -251,7 +356,8 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         if stats_out is not None:
             _write_stats(stats_in, stats_out)
         summary = dataclasses.replace(summary, exports=exports, stats=stats_out,
-                                      stats_from=len(stats_in), cdxj=merge_indexes(folders, cdxj_out))
+                                      stats_from=len(stats_in), cdxj=merge_indexes(folders, cdxj_out),
+                                      read=tuple(reads))
         con.close()
         con = None
         os.replace(work / "merged.duckdb", output)
@@ -269,24 +375,119 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _check_inputs(inputs: Sequence[Path]) -> list[Path]:
+def _check_inputs(inputs: Sequence[Path]) -> list[_Source]:
     if not inputs:
         raise ConfigError("merge", "", "no input files")
-    files: list[Path] = []
+    sources: list[_Source] = []
     seen = set()
     for raw in inputs:
         path = Path(raw)
         if not path.exists():
             raise StateError(f"{path}: no such file")
-        if not path.is_file():
-            raise StateError(f"{path}: is not a file, expected a results file (.duckdb)")
-        if not os.access(path, os.R_OK):
-            raise StateError(f"{path}: cannot be read (permission denied)")
-        key = path.resolve()
+        if path.is_dir():
+            src = _directory(path)
+        elif path.is_file():
+            # A data_dir's own file brings its crawl state; a copy elsewhere
+            # (p1.duckdb) has none beside it that is its own.
+            state = path.parent / STATE_NAME if path.name == RESULTS_NAME else None
+            stats = path.parent / STATS_FILE
+            src = _Source(path, path, state if state is not None and state.is_dir() else None,
+                          stats if stats.is_file() else None)
+        else:
+            raise StateError(f"{path}: is not a file, expected a results file (.duckdb) or a "
+                             "peer's data directory")
+        if src.results is not None and not os.access(src.results, os.R_OK):
+            raise StateError(f"{src.results}: cannot be read (permission denied)")
+        key = (src.results or path).resolve()
         if key not in seen:  # the same file twice adds nothing
             seen.add(key)
-            files.append(path)
-    return files
+            sources.append(src)
+    return sources
+
+
+def _directory(path: Path) -> _Source:
+    """A data directory (or a copy of one) as an input; StateError if it is none."""
+    results = path / RESULTS_NAME
+    state = path / STATE_NAME
+    stats = path / STATS_FILE
+    if not results.is_file():
+        raise StateError(f"{path}: holds no {RESULTS_NAME}: expected a peer's data directory "
+                         "(or a results file)")
+    return _Source(path, results, state if state.is_dir() else None,
+                   stats if stats.is_file() else None)
+
+
+def _read_input(con: duckdb.DuckDBPyConnection, i: int, src: _Source,
+                work: Path) -> tuple[InputRead, list[tuple[str, Path]]]:
+    """Attach what ``src`` holds: its results file as ``in<i>``, its journal's rows as ``j<i>``.
+
+    Returns what was read and the (alias, name in errors) of each database attached.
+    """
+    assert src.results is not None
+    path = src.results
+    wal = Path(f"{path}.wal")
+    warnings: list[str] = []
+    alias = f"in{i}"
+    snapshot = _attach(con, alias, path, work)
+    replayed = not snapshot and wal.is_file() and wal.stat().st_size > 0
+    if replayed:
+        warnings.append(f"{path}: its write-ahead log {wal.name} ({wal.stat().st_size:,} bytes) was "
+                        "replayed: the peer did not stop cleanly; the rows are merged (the files are "
+                        f"left as they are), but a copy of {path.name} without it would lack them")
+    attached = [(alias, path)]
+    tables = _tables(con, alias)
+    if not tables:
+        # What a peer killed before its first checkpoint leaves: DuckDB had
+        # written its tables and rows to the log only.
+        con.execute(f"DETACH {alias}")
+        why = ("and its write-ahead log holds none" if replayed else
+               f"its rows are in {wal.name}, which was not copied with it")
+        warnings.append(f"{path}: has no tables ({why}); skipped: copy the peer's whole data "
+                        "directory and merge that (docs/operations.md, Merging the results)")
+        return InputRead(src.given, None, 0, replayed, 0, src.stats, snapshot, tuple(warnings)), []
+    have = "pages" in tables
+    pages = con.execute(f"SELECT count(*) FROM {alias}.main.pages").fetchone()[0] if have else 0  # type: ignore[index]
+    journal = 0
+    if src.state is not None:
+        try:
+            found = journal_rows(src.state)
+        except StateError as exc:
+            found = None
+            warnings.append(f"{exc}; the rows only its journal held are not merged")
+        if found is not None and found[1] and have:
+            journal = _attach_journal(con, f"j{i}", alias, *found)
+            if journal:
+                attached.append((f"j{i}", src.state))
+                warnings.append(f"{src.state}: {journal:,} page row(s) only its journal held were "
+                                "added: the peer did not stop cleanly")
+    if have and pages + journal == 0:
+        warnings.append(f"{path}: 0 page rows")
+    return InputRead(src.given, path, pages + journal, replayed, journal, src.stats, snapshot,
+                     tuple(warnings)), attached
+
+
+def _attach_journal(con: duckdb.DuckDBPyConnection, alias: str, results: str, peer: str,
+                    rows: list[list[Any]]) -> int:
+    """The journal's rows missing from ``results``'s pages, as ``alias``.pages in memory; how many."""
+    cells = []
+    for values in rows:
+        try:
+            cells.append(page_cells(PageRow.from_values(values), peer))
+        except TypeError:
+            continue  # another build's columns: adopt sends its URL to be fetched again
+    if not cells:
+        return 0
+    con.execute(f"ATTACH ':memory:' AS {alias}")
+    con.execute(f"CREATE TABLE {alias}.main.pages ("
+                + ", ".join(f"{n} {t}" for n, t in SCHEMA["pages"]) + ")")
+    app = con.appender(f"{alias}.main.pages")  # the appender, as the store writes its rows
+    app.append_rows(cells)
+    app.flush()
+    con.execute(f"DELETE FROM {alias}.main.pages WHERE url IN (SELECT url FROM {results}.main.pages)")
+    n = con.execute(f"SELECT count(*) FROM {alias}.main.pages").fetchone()[0]  # type: ignore[index]
+    if not n:
+        con.execute(f"DETACH {alias}")
+    return int(n)
 
 
 def _check_output(output: Path, files: list[Path], force: bool) -> None:
@@ -396,7 +597,7 @@ def _plan(files: list[Path], layout: list[Layout]) -> dict[str, dict[str, str]]:
     return {t: plan[t] for t in order if t in plan}
 
 
-def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layout],
+def _build(con: duckdb.DuckDBPyConnection, aliases: list[str], layout: list[Layout],
            plan: dict[str, dict[str, str]]) -> int:
     """Create and fill every planned table; the page rows read."""
     for table, cols in plan.items():
@@ -409,7 +610,7 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
             if table in tables:
                 have = tables[table]
                 sel = ", ".join(quote(c) if c in have else f"NULL::{t} AS {quote(c)}" for c, t in cols.items())
-                parts.append(f"SELECT {sel}, {i} AS _src FROM in{i}.main.{quote(table)}")
+                parts.append(f"SELECT {sel}, {i} AS _src FROM {aliases[i]}.main.{quote(table)}")
         return " UNION ALL ".join(parts)
 
     page_cols = list(plan["pages"])
@@ -430,8 +631,8 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
             con.execute(f"INSERT INTO {table} SELECT DISTINCT {_cols(cols)} FROM ({union(table)})")
         elif table.startswith(ITEMS_PREFIX):
             con.execute(f"INSERT INTO {quote(table)} {_latest(union(table), list(cols), keep_src=False)}")
-    return sum(con.execute(f"SELECT count(*) FROM in{i}.main.pages").fetchone()[0]  # type: ignore[index]
-               for i in range(len(files)))
+    return sum(con.execute(f"SELECT count(*) FROM {a}.main.pages").fetchone()[0]  # type: ignore[index]
+               for a in aliases)
 
 
 def _latest(union: str, cols: list[str], *, keep_src: bool) -> str:

@@ -55,7 +55,7 @@ from peer.core.frontier.frontier import PidSample
 # the engine, the scripts and the tests have always found them.
 from peer.results.schema import ITEM_COLUMNS, PAGE_COLUMNS, SCHEMA, PageRow, quote
 
-__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
+__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held", "page_cells"]
 
 # A batch is also full at this many link rows or body bytes, so store_links
 # (~100 links a page) and store_body (up to max_body a page) stay bounded.
@@ -167,7 +167,7 @@ _TIMES = tuple(i for i, (_, kind) in enumerate(SCHEMA["pages"]) if kind == "TIME
 _PEER = PAGE_COLUMNS.index("peer")
 
 
-def _page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
+def page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
     """``r``'s cells as the appender takes them: times as datetimes, "" as the store's peer."""
     # Any: a time's cell becomes the datetime DuckDB's appender takes.
     cells: list[Any] = r.values()
@@ -482,7 +482,7 @@ class ResultStore:
         if con is None:
             raise StateError(f"{self.path}: results store is not open")
         peer = self.peer_id
-        pages = [_page_cells(r, peer) for r in batch.pages]
+        pages = [page_cells(r, peer) for r in batch.pages]
         if batch.replace:
             # A URL visited twice in one batch keeps its last row (pages: the latest).
             last = {r[0]: i for i, r in enumerate(pages) if r[0] in batch.replace}
