@@ -105,12 +105,22 @@ def _write_error(path: Path, what: str, exc: duckdb.Error) -> StateError:
 
     DuckDB raises ``IOException`` for what the operating system refused (its
     text ends with the OS's reason, "Read-only file system", "No space left on
-    device") and ``FatalException`` once such a failure has invalidated the
-    database; anything else is the file's own fault.
+    device"), ``FatalException`` once such a failure has invalidated the
+    database, and a ``TransactionException`` naming the file it could not
+    write when a commit's log write failed; anything else is the file's own
+    fault.
     """
-    if isinstance(exc, (duckdb.IOException, duckdb.FatalException)):
+    if isinstance(exc, (duckdb.IOException, duckdb.FatalException)) or _OS_FAILURE.search(str(exc)):
         return StorageError(f"{path}: {what}: {first_line(exc)}")
     return StateError(f"{path}: {what}: {exc}")
+
+
+# A commit whose log write failed is DuckDB 2.0's TransactionException: 'Failed
+# to commit: Could not write file ".../pages.duckdb.wal": No space left on
+# device' (measured on a full 1.2 MB tmpfs); the OS's words are what tell it
+# from a transaction's own fault.
+_OS_FAILURE = re.compile(r"Could not (?:write|open|create|truncate|sync|fsync)|No space left|"
+                         r"Read-only file system|Input/output error|Disk quota exceeded")
 
 
 def check_not_held(path: Path) -> None:
