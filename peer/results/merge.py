@@ -103,96 +103,36 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
 from peer.errors import ConfigError, StateError, first_line
 from peer.state.configfile import load_config
-from peer.state.readcopy import journal_rows
-from peer.core.run.layout import RESULTS_NAME, STATE_NAME, DataDir
-from peer.core.run.stats import STATS_FILE, sum_stats
+from peer.core.run.layout import RESULTS_NAME, DataDir
+from peer.core.run.stats import sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
 from peer.results.schema import quote
-from peer.results.store import SCHEMA, PageRow, page_cells
+from peer.results.mergeinputs import Incomplete, InputRead, Layout, check_inputs, read_input, tables
+from peer.results.store import SCHEMA
 from ring.durations import duration
 
 __all__ = ["EXPORT_FORMATS", "Incomplete", "InputRead", "MergeSummary", "export_paths", "merge",
-           "ring_inputs"]
+           "ring_inputs"]  # Incomplete and InputRead: peer.results.mergeinputs's, re-exported
 
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
 DISTINCT_TABLES = ("links", "pid_trace", "fetches")
 #: Columns every ``items_*`` table starts with.
 ITEMS_KEY = ("url", "fetched_at", "peer")
-# A live file is copied again if it changed while being copied (a checkpoint
-# mid-copy tears the copy); after this many tries the last copy is used.
-COPY_TRIES = 3
 #: --export's extensions and DuckDB's COPY options for them.
 EXPORT_FORMATS = {".jsonl": "FORMAT json", ".ndjson": "FORMAT json", ".csv": "FORMAT csv, HEADER",
                   ".parquet": "FORMAT parquet"}
-
-
-@dataclass(frozen=True, slots=True)
-class InputRead:
-    """What the merge read of one input (module docstring, "What it read")."""
-
-    given: Path                  # as named: a data directory or a results file
-    results: Path | None         # the results file read; None: none there, or skipped
-    pages: int                   # page rows it gave, the log's and the journal's included
-    wal: bool = False            # a write-ahead log beside the file was replayed
-    journal: int = 0             # rows only its crawl state's journal held
-    stats: Path | None = None    # its stats.json, when found
-    snapshot: bool = False       # held by a running peer: a copy was read
-    warnings: tuple[str, ...] = ()  # why it is not as a clean stop leaves it (--strict fails)
-
-    def line(self) -> str:
-        """One line of the summary: the path and what came from where."""
-        parts = [f"{self.pages:,} pages"]
-        if self.results is None:
-            parts = ["skipped"]
-        elif self.results != self.given:  # a data directory: its file named
-            parts[0] += f" from {self.results.name}"
-        if self.wal:
-            parts.append("write-ahead log replayed")
-        if self.journal:
-            parts.append(f"{self.journal:,} of them from the journal of {STATE_NAME}/")
-        if self.snapshot:
-            parts.append("a copy of a running peer's file")
-        parts.append(f"stats.json {'read' if self.stats is not None else 'not found'}")
-        return f"{self.given}: " + "; ".join(parts)
-
-
-class Incomplete(StateError):
-    """``strict`` and an input was warned about: nothing written; ``reads`` says what was found."""
-
-    def __init__(self, reads: Sequence[InputRead]) -> None:
-        self.reads = tuple(reads)
-        bad = [r for r in reads if r.warnings]
-        super().__init__(f"--strict: {len(bad)} of {len(reads)} input(s) not as a clean stop leaves "
-                         "them (warnings above); nothing written")
-
-
-@dataclass(frozen=True, slots=True)
-class _Source:
-    """An input resolved: where its results, log, crawl state and stats are."""
-
-    given: Path
-    results: Path | None
-    state: Path | None
-    stats: Path | None
-
-    @property
-    def folder(self) -> Path:
-        """The directory its other files (warc/) are in."""
-        return self.given if self.given.is_dir() else self.given.parent
 
 
 @dataclass(frozen=True, slots=True)
@@ -304,7 +244,7 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
     for an input warned about; nothing is written in each case.
     """
     output = Path(output)
-    sources = _check_inputs(inputs)
+    sources = check_inputs(inputs)
     _check_output(output, [s.results for s in sources if s.results is not None], force)
     if parquet is not None and parquet.exists() and not parquet.is_dir():
         raise ConfigError(str(parquet), "--parquet", "is a file, expected a directory")
@@ -319,7 +259,7 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         files: list[Path] = []  # what each attached database is called in errors
         aliases: list[str] = []
         for i, src in enumerate(sources):
-            read, attached = _read_input(con, i, src, work)
+            read, attached = read_input(con, i, src, work)
             reads.append(read)
             for alias, label in attached:
                 aliases.append(alias)
@@ -327,7 +267,7 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         if strict and any(r.warnings for r in reads):
             raise Incomplete(reads)
         snapshots = [r.results for r in reads if r.snapshot and r.results is not None]
-        layout = [_tables(con, a) for a in aliases]
+        layout = [tables(con, a) for a in aliases]
         plan = _plan(files, layout)
         targets = tuple(parquet / f"{t}.parquet" for t in plan) if parquet is not None else ()
         exported = [t for t in plan if t == "pages" or t.startswith(ITEMS_PREFIX)]
@@ -375,121 +315,6 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _check_inputs(inputs: Sequence[Path]) -> list[_Source]:
-    if not inputs:
-        raise ConfigError("merge", "", "no input files")
-    sources: list[_Source] = []
-    seen = set()
-    for raw in inputs:
-        path = Path(raw)
-        if not path.exists():
-            raise StateError(f"{path}: no such file")
-        if path.is_dir():
-            src = _directory(path)
-        elif path.is_file():
-            # A data_dir's own file brings its crawl state; a copy elsewhere
-            # (p1.duckdb) has none beside it that is its own.
-            state = path.parent / STATE_NAME if path.name == RESULTS_NAME else None
-            stats = path.parent / STATS_FILE
-            src = _Source(path, path, state if state is not None and state.is_dir() else None,
-                          stats if stats.is_file() else None)
-        else:
-            raise StateError(f"{path}: is not a file, expected a results file (.duckdb) or a "
-                             "peer's data directory")
-        if src.results is not None and not os.access(src.results, os.R_OK):
-            raise StateError(f"{src.results}: cannot be read (permission denied)")
-        key = (src.results or path).resolve()
-        if key not in seen:  # the same file twice adds nothing
-            seen.add(key)
-            sources.append(src)
-    return sources
-
-
-def _directory(path: Path) -> _Source:
-    """A data directory (or a copy of one) as an input; StateError if it is none."""
-    results = path / RESULTS_NAME
-    state = path / STATE_NAME
-    stats = path / STATS_FILE
-    if not results.is_file():
-        raise StateError(f"{path}: holds no {RESULTS_NAME}: expected a peer's data directory "
-                         "(or a results file)")
-    return _Source(path, results, state if state.is_dir() else None,
-                   stats if stats.is_file() else None)
-
-
-def _read_input(con: duckdb.DuckDBPyConnection, i: int, src: _Source,
-                work: Path) -> tuple[InputRead, list[tuple[str, Path]]]:
-    """Attach what ``src`` holds: its results file as ``in<i>``, its journal's rows as ``j<i>``.
-
-    Returns what was read and the (alias, name in errors) of each database attached.
-    """
-    assert src.results is not None
-    path = src.results
-    wal = Path(f"{path}.wal")
-    warnings: list[str] = []
-    alias = f"in{i}"
-    snapshot = _attach(con, alias, path, work)
-    replayed = not snapshot and wal.is_file() and wal.stat().st_size > 0
-    if replayed:
-        warnings.append(f"{path}: its write-ahead log {wal.name} ({wal.stat().st_size:,} bytes) was "
-                        "replayed: the peer did not stop cleanly; the rows are merged (the files are "
-                        f"left as they are), but a copy of {path.name} without it would lack them")
-    attached = [(alias, path)]
-    tables = _tables(con, alias)
-    if not tables:
-        # What a peer killed before its first checkpoint leaves: DuckDB had
-        # written its tables and rows to the log only.
-        con.execute(f"DETACH {alias}")
-        why = ("and its write-ahead log holds none" if replayed else
-               f"its rows are in {wal.name}, which was not copied with it")
-        warnings.append(f"{path}: has no tables ({why}); skipped: copy the peer's whole data "
-                        "directory and merge that (docs/operations.md, Merging the results)")
-        return InputRead(src.given, None, 0, replayed, 0, src.stats, snapshot, tuple(warnings)), []
-    have = "pages" in tables
-    pages = con.execute(f"SELECT count(*) FROM {alias}.main.pages").fetchone()[0] if have else 0  # type: ignore[index]
-    journal = 0
-    if src.state is not None:
-        try:
-            found = journal_rows(src.state)
-        except StateError as exc:
-            found = None
-            warnings.append(f"{exc}; the rows only its journal held are not merged")
-        if found is not None and found[1] and have:
-            journal = _attach_journal(con, f"j{i}", alias, *found)
-            if journal:
-                attached.append((f"j{i}", src.state))
-                warnings.append(f"{src.state}: {journal:,} page row(s) only its journal held were "
-                                "added: the peer did not stop cleanly")
-    if have and pages + journal == 0:
-        warnings.append(f"{path}: 0 page rows")
-    return InputRead(src.given, path, pages + journal, replayed, journal, src.stats, snapshot,
-                     tuple(warnings)), attached
-
-
-def _attach_journal(con: duckdb.DuckDBPyConnection, alias: str, results: str, peer: str,
-                    rows: list[list[Any]]) -> int:
-    """The journal's rows missing from ``results``'s pages, as ``alias``.pages in memory; how many."""
-    cells = []
-    for values in rows:
-        try:
-            cells.append(page_cells(PageRow.from_values(values), peer))
-        except TypeError:
-            continue  # another build's columns: adopt sends its URL to be fetched again
-    if not cells:
-        return 0
-    con.execute(f"ATTACH ':memory:' AS {alias}")
-    con.execute(f"CREATE TABLE {alias}.main.pages ("
-                + ", ".join(f"{n} {t}" for n, t in SCHEMA["pages"]) + ")")
-    app = con.appender(f"{alias}.main.pages")  # the appender, as the store writes its rows
-    app.append_rows(cells)
-    app.flush()
-    con.execute(f"DELETE FROM {alias}.main.pages WHERE url IN (SELECT url FROM {results}.main.pages)")
-    n = con.execute(f"SELECT count(*) FROM {alias}.main.pages").fetchone()[0]  # type: ignore[index]
-    if not n:
-        con.execute(f"DETACH {alias}")
-    return int(n)
-
-
 def _check_output(output: Path, files: list[Path], force: bool) -> None:
     if output.resolve() in {f.resolve() for f in files}:
         raise ConfigError(str(output), "-o", "is also an input; write the merge to another file")
@@ -499,71 +324,6 @@ def _check_output(output: Path, files: list[Path], force: bool) -> None:
         raise ConfigError(str(output), "", "exists; pass --force to overwrite it")
     if not output.parent.is_dir():
         raise ConfigError(str(output), "-o", f"directory {output.parent} does not exist")
-
-
-def _attach(con: duckdb.DuckDBPyConnection, alias: str, path: Path, work: Path) -> bool:
-    """Attach ``path`` read-only as ``alias``; True when a copy had to be read."""
-    try:
-        con.execute(f"ATTACH {_lit(path)} AS {alias} (READ_ONLY)")
-        return False
-    except duckdb.Error as exc:
-        why = first_line(exc)
-        if "lock" not in why.lower():
-            if "not a valid DuckDB database" in why:
-                raise StateError(f"{path}: is not a DuckDB database") from None
-            raise StateError(f"{path}: cannot be opened: {why}") from None
-    holder = m.group(0) if (m := re.search(r"PID \d+", why)) else "another process"
-    copy = work / alias / path.name
-    copy.parent.mkdir()
-    try:
-        _copy_live(path, copy)
-        con.execute(f"ATTACH {_lit(copy)} AS {alias} (READ_ONLY)")
-    except (OSError, duckdb.Error) as exc:
-        why2 = first_line(exc) if isinstance(exc, duckdb.Error) else str(exc)
-        raise StateError(f"{path}: is held open by a running peer ({holder}) and a copy of it "
-                         f"cannot be read ({why2}); stop that peer, then merge again") from None
-    return True
-
-
-def _copy_live(src: Path, dst: Path) -> None:
-    """Copy a file a writer holds open, with its write-ahead log."""
-    wal, dst_wal = Path(f"{src}.wal"), Path(f"{dst}.wal")
-
-    def state() -> tuple[tuple[int, int] | None, ...]:
-        return tuple((s.st_size, s.st_mtime_ns) if (s := _stat(p)) else None for p in (src, wal))
-
-    for _ in range(COPY_TRIES):
-        before = state()
-        shutil.copyfile(src, dst)
-        dst_wal.unlink(missing_ok=True)
-        if wal.exists():
-            try:
-                shutil.copyfile(wal, dst_wal)
-            except FileNotFoundError:  # checkpointed away meanwhile
-                pass
-        if state() == before:
-            return
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return path.stat()
-    except FileNotFoundError:
-        return None
-
-
-Layout = dict[str, dict[str, str]]  # table -> column -> type, of one input
-
-
-def _tables(con: duckdb.DuckDBPyConnection, alias: str) -> Layout:
-    rows = con.execute(
-        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-        "WHERE database_name = ? AND schema_name = 'main' ORDER BY table_name, column_index",
-        [alias]).fetchall()
-    out: Layout = {}
-    for table, column, type_ in rows:
-        out.setdefault(table, {})[column] = type_
-    return out
 
 
 def _plan(files: list[Path], layout: list[Layout]) -> dict[str, dict[str, str]]:

@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 import peer.commands.merge as merge_command
-import peer.results.merge as merge_module
+import peer.results.mergeinputs as mergeinputs
 from peer.results.merge import merge
 from peer.errors import ConfigError, StateError
 from peer.results.store import SCHEMA
@@ -433,7 +433,7 @@ def test_a_live_file_whose_copy_is_unreadable_says_to_stop_the_peer(three, tmp_p
                                                                      monkeypatch):
     live = three[1]
     live_writer(live)
-    monkeypatch.setattr(merge_module, "_copy_live", lambda src, dst: dst.write_bytes(b"torn" * 1000))
+    monkeypatch.setattr(mergeinputs, "_copy_live", lambda src, dst: dst.write_bytes(b"torn" * 1000))
     with pytest.raises(StateError) as info:
         merge(three, tmp_path / "crawl.duckdb")
     msg = str(info.value)
