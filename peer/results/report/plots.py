@@ -114,7 +114,7 @@ def rate_series(con: duckdb.DuckDBPyConnection, f: Facts) -> dict[str, Any]:
 def _plot_rate(con: duckdb.DuckDBPyConnection, f: Facts, **_: Any) -> tuple[Figure, str]:
     import numpy as np
 
-    _, span, bin_s, nbins = _time_bins(f)
+    _t0, span, bin_s, nbins = _time_bins(f)
     series = rate_series(con, f)
     if not series:
         raise Skip("no page was requested (every row is a URL not requested)")
