@@ -211,6 +211,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         summary = trio.run(_crawl, crawler, args.leave, not cluster)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
+        lost = crawler.results.gone() if user_error(exc) is not None else None
+        if lost is not None:
+            # A write failed because the data_dir was deleted under the crawl:
+            # that loss (exit 1), not a failing disk or a bad start.
+            print(f"error: {lost} while the crawl ran; this run's results are lost "
+                  f"(start again with --fresh)", file=sys.stderr)
+            return EXIT_LOST
         failed = user_error(exc, (StorageError,))
         if failed is not None:
             # The disk, not the command line: its own status, one line, no traceback.
