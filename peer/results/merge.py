@@ -60,7 +60,8 @@ on stderr, when it was not left as a clean stop leaves it: a write-ahead log
 replayed or journal rows added (nothing is lost, but a copy of the file
 alone would lack them), a file without any table (a peer killed before its
 first checkpoint, whose rows are in a ``.wal`` that was not copied with it:
-skipped), a crawl state that cannot be read, or 0 page rows. With
+skipped), a crawl state that cannot be read, a stats.json of an earlier run
+than its rows (a peer killed since its last clean stop), or 0 page rows. With
 ``strict=True`` (``--strict``) such an input fails the merge
 (:class:`Incomplete`, exit status 1) and nothing is written.
 

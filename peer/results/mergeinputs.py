@@ -12,11 +12,13 @@ in-memory database of their own (``peer.state.readcopy.journal_rows``).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -178,10 +180,32 @@ def read_input(con: duckdb.DuckDBPyConnection, i: int, src: Source,
                 attached.append((f"j{i}", src.state))
                 warnings.append(f"{src.state}: {journal:,} page row(s) only its journal held were "
                                 "added: the peer did not stop cleanly")
+    if have and src.stats is not None:
+        later = _rows_after(con, [a for a, _ in attached], src.stats)
+        if later:
+            warnings.append(f"{src.stats}: is an earlier run's ({later[1]}): {later[0]:,} page row(s) "
+                            "were fetched after it (the peer did not stop cleanly since); its "
+                            "figures are summed but do not count them")
     if have and pages + journal == 0:
         warnings.append(f"{path}: 0 page rows")
     return InputRead(src.given, path, pages + journal, replayed, journal, src.stats, snapshot,
                      tuple(warnings)), attached
+
+
+def _rows_after(con: duckdb.DuckDBPyConnection, aliases: list[str], stats: Path) -> tuple[int, str] | None:
+    """(page rows fetched after ``stats``' finish_time, that time), or None if none or unreadable.
+
+    A peer writes stats.json at each clean stop, so one killed in a later run
+    leaves the earlier run's beside rows it never counted.
+    """
+    try:
+        finished = json.loads(stats.read_text()).get("finish_time")
+        end = datetime.fromisoformat(finished).astimezone(UTC).replace(tzinfo=None)
+    except (OSError, ValueError, TypeError, AttributeError):
+        return None
+    n = sum(con.execute(f"SELECT count(*) FROM {a}.main.pages WHERE fetched_at > ?", [end]).fetchone()[0]  # type: ignore[index]
+            for a in aliases)
+    return (int(n), str(finished)) if n else None
 
 
 def _attach_journal(con: duckdb.DuckDBPyConnection, alias: str, results: str, peer: str,

@@ -674,3 +674,18 @@ def test_a_data_directorys_stats_json_is_read_and_summed_once(tmp_path):
     assert total["pages"] == 7 and total["not_requested"] == {"robots": 4}
     assert total["run_config"] == {"crawl": {"seeds": ["http://h1.test/"]}}
     assert f"input      {d}: 1 pages from pages.duckdb; stats.json read" in res.stdout.splitlines()
+
+
+def test_an_earlier_runs_stats_json_beside_newer_rows_is_warned_of(tmp_path):
+    import json
+
+    from peer.core.run.stats import STATS_FILE
+
+    d = tmp_path / "p1"
+    d.mkdir()
+    make_db(d / "pages.duckdb", [page("http://h1.test/a", at(-60), "p1"), page("http://h1.test/b", at(60), "p1")])
+    (d / STATS_FILE).write_text(json.dumps({"peer": "p1", "pages": 1, "finish_time": "2025-03-01T12:00:00+00:00"}))
+    res = call_cli(str(d), "-o", str(tmp_path / "crawl.duckdb"))
+    assert res.returncode == 0, res.stderr
+    assert (f"warning: {d / STATS_FILE}: is an earlier run's (2025-03-01T12:00:00+00:00): 1 page row(s) "
+            "were fetched after it") in res.stderr
