@@ -176,8 +176,10 @@ class CrawlConfig:
     # DuckDB keeps committed rows in pages.duckdb.wal until a checkpoint
     # moves them into the file (automatically only past 16 MiB of log): a
     # peer killed before one left a file without even its pages table, and
-    # an operator who copied the file alone had nothing. A checkpoint of a
-    # 100k-row file costs a few hundred ms in the store's worker thread.
+    # an operator who copied the file alone had nothing. A checkpoint runs in
+    # the store's worker thread; measured on the 2-core box: 0.055 s for 6,000
+    # new rows (a minute at 100 pages/s) in a 100k-row file, 0.001 s with
+    # nothing new.
     results_checkpoint: float = _key(float, 60.0, "seconds between checkpoints of the results file while the crawl runs (also at stop): a copy of pages.duckdb without its .wal lacks at most this many seconds of rows; 0 = only at stop", non_negative)
     # TLS options: peer/net/tls.py builds a context once per distinct setting.
     ca_file: str = _key(str, "", "PEM bundle of the CA certificates trusted instead of the default store (certifi's, or SSL_CERT_FILE), relative to cluster.toml; [[site]] ca_file overrides it for its hosts")
