@@ -6,7 +6,10 @@ and exit status 2, never a traceback; so is a peer that cannot start (its
 port in use, an address not of this machine, a corrupt or foreign crawl
 state, a results file another process holds open). A crawl whose results
 file was deleted or replaced while it ran stops, says so in one line and
-exits 1 (``EXIT_LOST``): it never reports rows it no longer has.
+exits 1 (``EXIT_LOST``): it never reports rows it no longer has. A write
+under data_dir refused while the crawl runs (a disk gone read-only or full)
+is one line naming the file and the system's reason, and exit 4
+(``peer.errors.EXIT_STORAGE``). The ``--help`` epilog lists every status.
 """
 
 from __future__ import annotations
@@ -25,7 +28,7 @@ from typing import Any
 
 from peer.core.config.cluster import ClusterConfig
 from peer.state.configfile import load_config
-from peer.errors import EXIT_USAGE, PeerError, user_error
+from peer.errors import EXIT_STORAGE, EXIT_USAGE, PeerError, StorageError, user_error
 
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
@@ -59,12 +62,18 @@ def _parser() -> argparse.ArgumentParser:
             "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
             "crash) whose scope and seeds are unchanged, and refuses anything else (a finished\n"
             "crawl, a changed scope) in one line: pass --resume or --fresh.\n"
-            "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM\n"
-            "after a clean stop); 1 when the results file or data directory was deleted or\n"
-            "replaced under the running peer; 2 for a usage or config error, or a peer that\n"
-            "cannot start (its port in use, damaged crawl state, a results file held open);\n"
-            "3 when the crawl ended without fetching a page (every seed refused, out of scope,\n"
-            "unreachable or forbidden by robots.txt: the last line says which, and the key)."
+            "Exit statuses (one meaning each; docs/operations.md, Exit statuses):\n"
+            "  0  the crawl ended: done, max_pages, left the ring, or SIGINT/SIGTERM after a\n"
+            "     clean stop (results flushed and checkpointed, stats.json written)\n"
+            "  1  the results file or data directory was deleted or replaced under the peer\n"
+            "  2  a usage or config error, or a peer that cannot start (its port in use,\n"
+            "     damaged crawl state, a results file held open, an earlier crawl to resume)\n"
+            "  3  the crawl (alone, or the whole ring) ended without fetching a page: the\n"
+            "     last line says why (every seed refused, out of scope, unreachable, robots.txt)\n"
+            "  4  storage failed while the crawl ran: a write under data_dir was refused (a\n"
+            "     disk gone read-only or full, an I/O error); one line names the file and the\n"
+            "     system's reason; start again with the same command once the disk is fixed\n"
+            "  other: a bug, with its traceback (please report it); -9 / 137: killed"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -217,6 +226,20 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         summary = trio.run(_crawl, crawler, args.leave, not cluster, args.metrics_address)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
+        lost = crawler.results.gone() if user_error(exc) is not None else None
+        if lost is not None:
+            # A write failed because the data_dir was deleted under the crawl:
+            # that loss (exit 1), not a failing disk or a bad start.
+            print(f"error: {lost} while the crawl ran; this run's results are lost "
+                  f"(start again with --fresh)", file=sys.stderr)
+            return EXIT_LOST
+        failed = user_error(exc, (StorageError,))
+        if failed is not None:
+            # The disk, not the command line: its own status, one line, no traceback.
+            print(f"error: storage failed, the crawl stopped: {failed}; free or repair the disk "
+                  f"(or remount it writable), then start this peer again with the same command: "
+                  f"it resumes", file=sys.stderr)
+            return EXIT_STORAGE
         err = user_error(exc)
         if err is None:
             raise

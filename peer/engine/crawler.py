@@ -125,6 +125,7 @@ from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
 from peer.core.door.peer import Commit, PeerCore, ReadFetched, ReadHosts
 from peer.core.seen.bloom import BloomFilter
+from peer.errors import StorageError
 from peer.engine.archive import Archive
 from peer.engine.cookies import CookieSaves
 from peer.engine.durability import Durability
@@ -418,7 +419,7 @@ class Crawler:
             if sockets is not None:
                 await services.start(sockets.run)
             self._apply(peer.seeds(self.clock()))
-            services.start_soon(store.run)
+            services.start_soon(store.run, 1.0, cfg.crawl.results_checkpoint)
             services.start_soon(self.results.watch)
             services.start_soon(self.reporting.run, self._flush_pid)
             services.start_soon(self.durability.run, store)
@@ -469,10 +470,12 @@ class Crawler:
     def _do_row(self, e: Row) -> None:
         page = PageRow(e, time.time(), self.peer_id)
         self.durability.done(e.url, page.values())
-        if self.cfg.crawl.max_pages:
-            # The page count with the row: after a kill -9 the count the
-            # last snapshot held would let this peer go past its cap.
-            self.durability.counters({"pages": self.peer.figures.requested})
+        # The page count with the row, whatever the config: after a kill -9
+        # the count the last snapshot held (up to checkpoint_mb or 10 minutes
+        # old) would let this peer go past max_pages, and `ring status`,
+        # /metrics and stats.json would forget its pages since (a peer showed
+        # 39 pages where the server had answered it 191). A dozen bytes a page.
+        self.durability.counters({"pages": self.peer.figures.requested})
         write, replace = self.revisits.row(e)  # a revisit's 304 keeps the stored row
         store = self.results.store
         if store is not None and write:
@@ -500,6 +503,13 @@ class Crawler:
         peer = self.peer
         try:
             await self._handle(job)
+        except StorageError:
+            # The disk refused a write (the journal's commit of this page's
+            # records, say): not this URL's fault, and recording it as an
+            # 'internal' row would count a page as done that has no row of its
+            # own. The peer stops; the page has neither row nor done record,
+            # so whoever fetches its host next fetches it again.
+            raise
         except Exception as exc:  # noqa: BLE001 - rule 8: one URL's bug, not the peer's
             name = type(exc).__name__
             effects, first = peer.internal(job, name, self.clock())

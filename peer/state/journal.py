@@ -94,7 +94,7 @@ import msgpack
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
-from peer.errors import StateError
+from peer.errors import StateError, StorageError
 from peer.results.schema import Value
 from peer.state.fsio import fsync_dir
 from peer.state.frames import (COUNTERS as _COUNTERS, DONE as _DONE, FORWARDED as _FORWARDED,
@@ -237,7 +237,7 @@ class PeerState:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise StateError(f"{self.directory}: cannot create the state directory "
+            raise StorageError(f"{self.directory}: cannot create the state directory "
                              f"({e.strerror or e})") from e
         self._buf.clear()
         gens = [p[1] for p in map(StateFile.parse, self._listdir()) if p]
@@ -281,7 +281,7 @@ class PeerState:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         except OSError as e:
-            raise StateError(f"{path}: cannot create journal ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot create journal ({e.strerror or e})") from e
         self._next_fd, self._next_size = fd, 0
         self._append_next((_JOURNAL_MAGIC,))
         return PendingSnapshot(gen, self._journal_size)
@@ -391,7 +391,7 @@ class PeerState:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         except OSError as e:
-            raise StateError(f"{path}: cannot create journal ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot create journal ({e.strerror or e})") from e
         self._fd = fd
         self._journal_size = 0
         self._append((_JOURNAL_MAGIC,))
@@ -414,7 +414,7 @@ class PeerState:
                 os.ftruncate(self._fd, self._journal_size)
             except OSError:
                 pass
-            raise StateError(f"{self._journal_path()}: cannot write crawl state "
+            raise StorageError(f"{self._journal_path()}: cannot write crawl state "
                              f"({e.strerror or e})") from e
         self._journal_size += total
         if self._next_fd >= 0:
@@ -433,7 +433,7 @@ class PeerState:
                 os.ftruncate(self._next_fd, self._next_size)
             except OSError:
                 pass
-            raise StateError(f"{self.directory / f'journal-{self._gen + 1}.log'}: cannot write "
+            raise StorageError(f"{self.directory / f'journal-{self._gen + 1}.log'}: cannot write "
                              f"crawl state ({e.strerror or e})") from e
         self._next_size += sum(len(p) for p in parts)
 

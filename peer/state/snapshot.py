@@ -36,7 +36,7 @@ import msgpack
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
-from peer.errors import StateError
+from peer.errors import StateError, StorageError
 from peer.state.bloomfile import write_bloom
 from peer.state.fsio import write_atomic
 from peer.state.generations import damaged
@@ -108,7 +108,7 @@ def write_snapshot_files(
     try:
         write_atomic(snap_path, (payload, trailer))
     except OSError as e:
-        raise StateError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
+        raise StorageError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
     return SnapshotStats(
         generation=gen, queued=len(urls), forwards=len(fwd),
         snapshot_bytes=len(payload) + len(trailer),
@@ -118,8 +118,13 @@ def write_snapshot_files(
     )
 
 
-def read_snapshot(directory: Path, name: str, gen: int, peer_id: str, ring: str) -> dict[str, Any]:
-    """The checked map of snapshot ``name`` (generation ``gen``) of this peer and ring."""
+def read_snapshot(directory: Path, name: str, gen: int, peer_id: str | None,
+                  ring: str | None) -> dict[str, Any]:
+    """The checked map of snapshot ``name`` (generation ``gen``) of this peer and ring.
+
+    ``peer_id`` and ``ring`` None: of any peer and ring (a tool that reads a
+    data_dir learns whose it is from here).
+    """
     try:
         data = (directory / name).read_bytes()
     except OSError as e:
@@ -153,7 +158,7 @@ def read_snapshot(directory: Path, name: str, gen: int, peer_id: str, ring: str)
         raise damaged(directory, name, f"snapshot is malformed ({e})") from e
     if not ok:
         raise damaged(directory, name, "snapshot is malformed (missing or mistyped fields)")
-    if doc.get("peer") != peer_id or doc.get("ring") != ring:
+    if (peer_id, ring) != (None, None) and (doc.get("peer") != peer_id or doc.get("ring") != ring):
         raise damaged(directory, name, f"state of peer {doc.get('peer')!r} in ring "
                                        f"{doc.get('ring')!r}, but this is peer {peer_id!r} "
                                        f"in ring {ring!r}")
