@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -30,6 +31,7 @@ from peer.errors import EXIT_USAGE, PeerError, user_error
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
 from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.commands import envflags
 from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
@@ -111,7 +113,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from peer.commands.trial import main as try_main
 
         return try_main(argv[1:])
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    try:
+        envflags.apply(parser, os.environ)  # RINGCRAWL_<FLAG>: each flag's default
+    except envflags.EnvError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     if args.address is None and (args.data_dir is not None or args.weight is not None):
         # A listed peer's come from cluster.toml; ignoring them silently would
         # put its results where the user does not look.
