@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import errno
 import logging
+import os
 import shutil
 import signal
 import socket
@@ -34,6 +35,7 @@ from peer.errors import EXIT_STORAGE, EXIT_USAGE, PeerError, StorageError, user_
 EXIT_LOST = 1
 from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
 from peer.commands.supervise import entry_of, supervise
+from peer.commands import envflags
 from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
@@ -131,7 +133,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         from peer.commands.trial import main as try_main
 
         return try_main(argv[1:])
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    try:
+        envflags.apply(parser, os.environ)  # RINGCRAWL_<FLAG>: each flag's default
+    except envflags.EnvError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
     joiner_only = (("--data-dir", args.data_dir), ("--weight", args.weight), ("--bind", args.bind),
                    ("--metrics-address", args.metrics_address))
     if args.address is None and any(v is not None for _, v in joiner_only):
