@@ -32,7 +32,6 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from localweb.processes.peerrun import supported
 from localweb.webfarm import _arg_parser as webfarm_parser
 from peer.commands import envflags
 from peer.commands.cli import _parser as peer_parser
@@ -64,9 +63,7 @@ def _image_user() -> str:
 
 
 def _load_toml_text(text: str, tmp_path: Path, name: str = "cluster.toml"):  # type: ignore[no-untyped-def]
-    """load_config of ``text``; a ``bind`` key is dropped where this tree has none yet."""
-    if not supported("peer.bind"):
-        text = "\n".join(line for line in text.splitlines() if not line.strip().startswith("bind ="))
+    """load_config of ``text``."""
     path = tmp_path / name
     path.write_text(text)
     return load_config(str(path))
@@ -172,10 +169,14 @@ def test_one_peer_a_replica_named_as_the_pods_reached_through_the_headless_servi
         assert int(p.metrics_address.rsplit(":", 1)[1]) == ports["metrics"]
     if cfg.ring.curve_keys:
         assert mounts["keys"] == str(Path(mounts["config"]).parent / cfg.ring.curve_keys)
-    # The peer id from the pod's name; every variable a real flag.
+    # The peer id from the pod's name; every variable a real flag, or the
+    # metrics token the ConfigMap's [metrics] token_env names, from the Secret.
     env = {e["name"]: e for e in peer["env"]}
     assert env["RINGCRAWL_ID"]["valueFrom"]["fieldRef"]["fieldPath"] == "metadata.name"
-    assert set(env) <= PEER_VARIABLES
+    assert cfg.metrics.token_env, "the pods' /metrics is on a routable address: it needs a token"
+    token = env[cfg.metrics.token_env]["valueFrom"]["secretKeyRef"]
+    assert token["name"] == pod["volumes"][[v["name"] for v in pod["volumes"]].index("secret")]["secret"]["secretName"]
+    assert set(env) - {cfg.metrics.token_env} <= PEER_VARIABLES
     # Probes on the metrics port: /healthz keeps it alive, /readyz says it is ready.
     assert peer["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "metrics"}
     assert peer["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "metrics"}
