@@ -329,10 +329,12 @@ class RingNode:
         return state
 
     def _lease_log(self, now: float) -> list[Action]:
-        """A lost majority is logged once when it begins and once when it ends (``ring.membership.lease.Pauses``)."""
+        """A lost majority is logged once when it begins and once when it ends; a forming ring once, as news (``ring.membership.lease.Pauses``)."""
         real = now + self.membership.stalled
-        line = self._pauses.seen(self.lease_state(real), real)
-        return [Log(logging.WARNING, line)] if line else []
+        note = self._pauses.seen(self.lease_state(real), real)
+        if note is None:
+            return []
+        return [Log(logging.WARNING if note.warn else logging.INFO, note.line)]
 
     def count(self, reason: str) -> None:
         """Count a refusal found by the driver (a send that timed out, a bad address...)."""

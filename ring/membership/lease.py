@@ -64,7 +64,7 @@ import mmh3
 from ring.messages import Member, MemberState
 from ring.durations import duration
 
-__all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseReason", "Pauses", "Roster", "fingerprint"]
+__all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseNote", "PauseReason", "Pauses", "Roster", "fingerprint"]
 
 #: ``grace = lease * GRACE_FACTOR``: rule 2's bound holds for clock rates
 #: that differ by up to 11 % (1.11**2 = 1.23); crystal clocks differ by 1e-4.
@@ -315,22 +315,52 @@ class LeaseKeeper:
         return lease.renewals(renew, now, len(quorum) // 2 + 1, want)
 
 
-class Pauses:
-    """A lease lost to a partition, for the log: said once when it begins and once when it ends (mutable)."""
+@dataclass(frozen=True, slots=True)
+class PauseNote:
+    """A line for the log about the lease, and whether it is an alarm (a WARNING) or news (INFO)."""
 
-    __slots__ = ("_since",)
+    warn: bool
+    line: str
+
+
+class Pauses:
+    """A lease lost to a partition, for the log: said once when it begins and once when it ends (mutable).
+
+    A ring that is forming is not a partition: until this peer has held its
+    lease once, the voters not yet heard from are peers still starting (a
+    service manager starts them one by one), so the wait is news, said once
+    as ``forming``, and no alarm. Only a majority lost after one was held is
+    a partition (or a crash of enough voters) and warns.
+    """
+
+    __slots__ = ("_since", "_held_once", "_forming")
 
     def __init__(self) -> None:
         self._since: float | None = None  # when the lease was lost for want of a majority
+        self._held_once = False  # a majority vouched for us once: a loss since is a partition
+        self._forming = False  # the forming line was said
 
-    def seen(self, state: LeaseState, now: float) -> str | None:
+    def seen(self, state: LeaseState, now: float) -> PauseNote | None:
         """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
+        if state.held and not self._held_once:
+            self._held_once = True
+            if self._forming:
+                return PauseNote(False, f"ring formed: {state.vouched} of {state.quorum} voters vouch "
+                                        f"for our view; requests start")
+            return None
+        if not self._held_once:
+            if state.reason is PauseReason.NO_MAJORITY and not self._forming:
+                self._forming = True
+                return PauseNote(False, f"forming: heard {state.vouched} of {state.quorum} voters "
+                                        f"({state.needed} needed); no request starts until they answer")
+            return None
         if self._since is None and state.reason is PauseReason.NO_MAJORITY:
             self._since = now
-            return (f"partition: no majority of the ring ({state.vouched} of {state.quorum} members "
-                    f"vouch for our view, {state.needed} needed); no request starts until it is back")
+            return PauseNote(True, f"partition: no majority of the ring ({state.vouched} of {state.quorum} "
+                                   f"members vouch for our view, {state.needed} needed); no request "
+                                   f"starts until it is back")
         if self._since is not None and state.held:
             began, self._since = self._since, None
-            return (f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
-                    f"{duration(now - began)}; requests resume")
+            return PauseNote(False, f"partition over: a majority again ({state.vouched} of {state.quorum}) "
+                                    f"after {duration(now - began)}; requests resume")
         return None
