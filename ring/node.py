@@ -334,7 +334,8 @@ class RingNode:
         note = self._pauses.seen(self.lease_state(real), real)
         if note is None:
             return []
-        return [Log(logging.WARNING if note.warn else logging.INFO, note.line)]
+        return [Log(logging.WARNING if note.warn else logging.INFO, note.line, note.event,
+                    (("vouched", note.vouched), ("needed", note.needed), ("quorum", note.quorum)))]
 
     def count(self, reason: str) -> None:
         """Count a refusal found by the driver (a send that timed out, a bad address...)."""
@@ -465,7 +466,9 @@ class RingNode:
         if self.budget is not None:
             self.budget.saw(events)  # when each member died, for the budget it holds
         return [Log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
-                    f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}")
+                    f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}",
+                    "member", (("member", e.id), ("state", e.state.value), ("reason", e.reason.value),
+                               ("incarnation", e.incarnation)))
                 for e in events]
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,

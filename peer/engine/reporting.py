@@ -90,5 +90,8 @@ class Reporting:
         while True:
             await trio.sleep(self.progress_interval)
             flush_pid()
-            if (line := progress.line(self.progress_snapshot())) is not None:
-                log.info("%s", line)
+            snap = self.progress_snapshot()
+            if (line := progress.line(snap)) is not None:
+                log.info("%s", line, extra={"event": "progress", "fields": {
+                    "pages": snap.pages, "frontier": snap.frontier, "in_flight": snap.in_flight,
+                    "elapsed": round(snap.elapsed, 3), "paused": snap.paused or None}})

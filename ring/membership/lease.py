@@ -321,6 +321,10 @@ class PauseNote:
 
     warn: bool
     line: str
+    event: str = ""  # its name in a JSON log: lease.forming, lease.formed, lease.partition, lease.partition_over
+    vouched: int = 0
+    needed: int = 0
+    quorum: int = 0
 
 
 class Pauses:
@@ -340,27 +344,51 @@ class Pauses:
         self._held_once = False  # a majority vouched for us once: a loss since is a partition
         self._forming = False  # the forming line was said
 
+    @staticmethod
+    def _note(state: LeaseState, name: str, warn: bool, line: str) -> PauseNote:
+        return PauseNote(warn, line, name, state.vouched, state.needed, state.quorum)
+
     def seen(self, state: LeaseState, now: float) -> PauseNote | None:
         """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
+        vouched, quorum, needed = state.vouched, state.quorum, state.needed
         if state.held and not self._held_once:
             self._held_once = True
             if self._forming:
-                return PauseNote(False, f"ring formed: {state.vouched} of {state.quorum} voters vouch "
-                                        f"for our view; requests start")
+                return self._note(state, "lease.formed", False,
+                                  f"ring formed: {vouched} of {quorum} voters vouch for our view; "
+                                  f"requests start")
             return None
         if not self._held_once:
             if state.reason is PauseReason.NO_MAJORITY and not self._forming:
                 self._forming = True
-                return PauseNote(False, f"forming: heard {state.vouched} of {state.quorum} voters "
+                return self._note(state, "lease.forming", False,
+                                  f"forming: heard {vouched} of {quorum} voters ({needed} needed); "
+                                  f"no request starts until they answer")
+            return None
+        if self._since is None and state.reason is PauseReason.NO_MAJORITY:
+            self._since = now
+            return self._note(state, "lease.partition", True,
+                              f"partition: no majority of the ring ({vouched} of {quorum} members vouch "
+                              f"for our view, {needed} needed); no request starts until it is back")
+        if self._since is not None and state.held:
+            began, self._since = self._since, None
+            return self._note(state, "lease.partition_over", False,
+                              f"partition over: a majority again ({vouched} of {quorum}) after "
+                              f"{duration(now - began)}; requests resume")
+        return None
+        if not self._held_once:
+            if state.reason is PauseReason.NO_MAJORITY and not self._forming:
+                self._forming = True
+                return self._note(state, "lease.forming", False, f"forming: heard {state.vouched} of {state.quorum} voters "
                                         f"({state.needed} needed); no request starts until they answer")
             return None
         if self._since is None and state.reason is PauseReason.NO_MAJORITY:
             self._since = now
-            return PauseNote(True, f"partition: no majority of the ring ({state.vouched} of {state.quorum} "
+            return self._note(state, "lease.partition", True, f"partition: no majority of the ring ({state.vouched} of {state.quorum} "
                                    f"members vouch for our view, {state.needed} needed); no request "
                                    f"starts until it is back")
         if self._since is not None and state.held:
             began, self._since = self._since, None
-            return PauseNote(False, f"partition over: a majority again ({state.vouched} of {state.quorum}) "
+            return self._note(state, "lease.partition_over", False, f"partition over: a majority again ({state.vouched} of {state.quorum}) "
                                     f"after {duration(now - began)}; requests resume")
         return None

@@ -43,6 +43,7 @@ from typing import Any, Protocol, TypeVar
 from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, client_keys, request_forget,
                                request_leave)
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
+from ring.tools.logs import FORMATS
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
@@ -203,6 +204,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="seconds between polls of the ring (default 2)")
     db.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
                     help="seconds to wait for each peer (default 1.5)")
+    db.add_argument("--log-format", metavar="FORMAT", default="text", choices=FORMATS,
+                    help="how its log (on stderr: a refused Curve handshake, a poll that failed) "
+                         "is written: text (default, UTC stamps) or json (one object a line), "
+                         "as python -m peer's")
     lv = sub.add_parser("leave", help="make a peer leave the ring gracefully",
                         description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
                                     "and the URLs it fetched of its hosts to their new owners, waits for "
@@ -432,6 +437,9 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
 
 async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
     from ring.tools.dashboard import serve_dashboard
+    from ring.tools.logs import configure
+
+    configure("INFO", args.log_format)
 
     poll = _poll(cfg, args)
     if poll.solo is not None and await poll() is None:

@@ -668,10 +668,10 @@ def test_a_lost_majority_is_said_once_when_it_begins_and_once_when_it_ends():
     assert pauses.seen(held, 0.0) is None
     assert pauses.seen(lost, 1.0) == PauseNote(True, "partition: no majority of the ring (1 of 3 members "
                                                "vouch for our view, 2 needed); no request starts until "
-                                               "it is back")
+                                               "it is back", "lease.partition", 1, 2, 3)
     assert pauses.seen(lost, 2.0) is None
     assert pauses.seen(held, 4.5) == PauseNote(False, "partition over: a majority again (3 of 3) after 3.5s; "
-                                                      "requests resume")
+                                                      "requests resume", "lease.partition_over", 3, 2, 3)
     assert pauses.seen(held, 5.0) is None
 
 
