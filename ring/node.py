@@ -261,7 +261,9 @@ class RingNode:
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
         self.routes = Routes(curve=curve)
-        self._pauses = Pauses()  # the lease as last logged: a pause is logged once
+        # The lease as last logged: a pause is logged once; a ring settling after a
+        # change is given one lease before its wait is called a partition.
+        self._pauses = Pauses(patience=lease if lease else dead_after / 2)
 
     # -- views -----------------------------------------------------------------
 

@@ -187,7 +187,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
     try:
-        record = _start_run(cfg, args, data_dir, results, state_dir)
+        record, rejoining = _start_run(cfg, args, data_dir, results, state_dir)
     except _Refused as exc:
         if exc.line:
             print(exc.line, file=sys.stderr)
@@ -202,7 +202,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = _results_pages(results)
     cluster = len(cfg.peers) > 1 or args.address is not None
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
-                      cluster=cluster, address=args.address, weight=args.weight)
+                      cluster=cluster, address=args.address, weight=args.weight,
+                      rejoining=rejoining)
     try:
         summary = trio.run(_crawl, crawler, args.leave, not cluster)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
@@ -323,8 +324,9 @@ class _Refused(Exception):
 
 
 def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, results: Path,
-               state_dir: Path) -> RunRecord:
-    """Resume, start fresh, ask or refuse (peer/core/run/runs.py's rules); the record of this run."""
+               state_dir: Path) -> tuple[RunRecord, bool]:
+    """Resume, start fresh, ask or refuse (peer/core/run/runs.py's rules): the record of this
+    run, and whether it resumes a run that left the ring gracefully (and so rejoins it)."""
     log = logging.getLogger("peer")
     from peer.state.journal import PeerState, read_run, write_run
 
@@ -384,7 +386,7 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
                            "resume; move it away, or pass --fresh to delete it and start over")
         new = first_run(fp, now)
     write_run(state_dir, new)
-    return new
+    return new, choice is Choice.RESUME and record is not None and record.left
 
 
 def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunRecord,  # type: ignore[no-untyped-def]

@@ -194,6 +194,7 @@ class Crawler:
         cluster: bool = False,
         address: str | None = None,
         weight: float | None = None,
+        rejoining: bool = False,
     ) -> None:
         self.cfg = cfg
         self.peer_id = peer_id
@@ -237,7 +238,8 @@ class Crawler:
         carry = self._apply = effects.carry
         # The parts, each owning its state and handed the calls it needs.
         peer, now = self.peer, self._now
-        self.durability = journal = Durability(cfg, peer_id, self.data_dir, peer)
+        # rejoining: the last run left the ring gracefully (peer/core/run/runs.py rule 4).
+        self.durability = journal = Durability(cfg, peer_id, self.data_dir, peer, rejoining=rejoining)
         self.seen = SeenFiles(cfg, self.data_dir, peer, now, carry)
         self.cookies = CookieSaves(peer_id, self.data_dir, peer)
         self.reporting = Reporting(peer, now, self.resolver, fetcher_stats=self._fetcher_stats,
@@ -358,7 +360,7 @@ class Crawler:
             self._fetcher = fetcher
             recovered = await self.durability.open(store)
             await self.revisits.restore(store)
-            await self.seen.open(recovered)
+            await self.seen.open(recovered, self.durability.fetched)
             await self.cookies.open(recovered)
             # After the state is ours (no other process on this data_dir): recovery cuts .open files.
             self.archive = Archive.open(cfg, self.peer_id, self.data_dir, self.stop)

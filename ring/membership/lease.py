@@ -328,21 +328,32 @@ class PauseNote:
 
 
 class Pauses:
-    """A lease lost to a partition, for the log: said once when it begins and once when it ends (mutable).
+    """The lease for the log: a lost majority said once when it begins and once when it ends (mutable).
 
-    A ring that is forming is not a partition: until this peer has held its
-    lease once, the voters not yet heard from are peers still starting (a
-    service manager starts them one by one), so the wait is news, said once
-    as ``forming``, and no alarm. Only a majority lost after one was held is
-    a partition (or a crash of enough voters) and warns.
+    Not every wait for a majority is a partition:
+
+    - A ring that is *forming* at start: until this peer has held its lease
+      once, the voters not heard from yet are peers still starting (a service
+      manager starts them one by one). Said once, at INFO (``forming``), and
+      once when it formed; never a WARNING, however long it takes.
+    - A ring *settling* after a change of its members (a join, a leave, a
+      restart): each peer's grace (rule 2) ends at its own time, so for a
+      moment too few vouch for the new ring. Silent, unless it lasts
+      ``patience`` seconds (a lease): then it is a partition after all.
+    - A majority lost while the ring had not changed is a partition (or the
+      crash of enough voters) and warns at once; the line when it ends says
+      how long it lasted.
     """
 
-    __slots__ = ("_since", "_held_once", "_forming")
+    __slots__ = ("patience", "_since", "_warned", "_held_once", "_forming", "_settling")
 
-    def __init__(self) -> None:
-        self._since: float | None = None  # when the lease was lost for want of a majority
-        self._held_once = False  # a majority vouched for us once: a loss since is a partition
+    def __init__(self, patience: float = 0.0) -> None:
+        self.patience = patience
+        self._since: float | None = None  # when the majority was lost (None: not lost)
+        self._warned = False  # the loss was said as a partition
+        self._held_once = False  # a majority vouched for us once: the ring formed
         self._forming = False  # the forming line was said
+        self._settling = False  # our ring changed since the lease was last held
 
     @staticmethod
     def _note(state: LeaseState, name: str, warn: bool, line: str) -> PauseNote:
@@ -351,44 +362,37 @@ class Pauses:
     def seen(self, state: LeaseState, now: float) -> PauseNote | None:
         """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
         vouched, quorum, needed = state.vouched, state.quorum, state.needed
-        if state.held and not self._held_once:
-            self._held_once = True
-            if self._forming:
-                return self._note(state, "lease.formed", False,
-                                  f"ring formed: {vouched} of {quorum} voters vouch for our view; "
-                                  f"requests start")
-            return None
         if not self._held_once:
-            if state.reason is PauseReason.NO_MAJORITY and not self._forming:
+            if state.held:
+                self._held_once = True
+                if self._forming:
+                    return self._note(state, "lease.formed", False,
+                                      f"ring formed: {vouched} of {quorum} voters vouch for our view; "
+                                      f"requests start")
+            elif state.reason is PauseReason.NO_MAJORITY and not self._forming:
                 self._forming = True
                 return self._note(state, "lease.forming", False,
                                   f"forming: heard {vouched} of {quorum} voters ({needed} needed); "
                                   f"no request starts until they answer")
             return None
-        if self._since is None and state.reason is PauseReason.NO_MAJORITY:
-            self._since = now
-            return self._note(state, "lease.partition", True,
-                              f"partition: no majority of the ring ({vouched} of {quorum} members vouch "
-                              f"for our view, {needed} needed); no request starts until it is back")
-        if self._since is not None and state.held:
-            began, self._since = self._since, None
-            return self._note(state, "lease.partition_over", False,
-                              f"partition over: a majority again ({vouched} of {quorum}) after "
-                              f"{duration(now - began)}; requests resume")
-        return None
-        if not self._held_once:
-            if state.reason is PauseReason.NO_MAJORITY and not self._forming:
-                self._forming = True
-                return self._note(state, "lease.forming", False, f"forming: heard {state.vouched} of {state.quorum} voters "
-                                        f"({state.needed} needed); no request starts until they answer")
+        if state.held:
+            self._settling = False
+            began, warned, self._since, self._warned = self._since, self._warned, None, False
+            if began is not None and warned:
+                return self._note(state, "lease.partition_over", False,
+                                  f"partition over: a majority again ({vouched} of {quorum}) after "
+                                  f"{duration(now - began)}; requests resume")
             return None
-        if self._since is None and state.reason is PauseReason.NO_MAJORITY:
+        if state.reason is PauseReason.GRACE:
+            self._settling = True
+            return None
+        if state.reason is not PauseReason.NO_MAJORITY:
+            return None
+        if self._since is None:
             self._since = now
-            return self._note(state, "lease.partition", True, f"partition: no majority of the ring ({state.vouched} of {state.quorum} "
-                                   f"members vouch for our view, {state.needed} needed); no request "
-                                   f"starts until it is back")
-        if self._since is not None and state.held:
-            began, self._since = self._since, None
-            return self._note(state, "lease.partition_over", False, f"partition over: a majority again ({state.vouched} of {state.quorum}) "
-                                    f"after {duration(now - began)}; requests resume")
-        return None
+        if self._warned or (self._settling and now - self._since < self.patience):
+            return None
+        self._warned = True
+        return self._note(state, "lease.partition", True,
+                          f"partition: no majority of the ring ({vouched} of {quorum} members vouch "
+                          f"for our view, {needed} needed); no request starts until it is back")

@@ -9,8 +9,8 @@ Where the disk must hold something before what follows, the list it
 returns says so with a ``Commit`` (``peer.core.door.peer`` rule 1d, 1g):
 
 - ``restore(recovered)`` before the journal begins again (the seen set,
-  the page count, the grants); ``resume(recovered, starts)`` once the ring
-  is joined, then ``Commit``;
+  the page count, the grants), and ``forget_handed_over`` after a graceful
+  leave; ``resume(recovered, starts)`` once the ring is joined, then ``Commit``;
 - ``attach_spill``, ``flush_tails``, ``snapshot_view``, ``counters``: the
   spill store and what a snapshot writes;
 - ``sieve_take`` (``Commit`` first: every hash the sieve's files will hold
@@ -91,6 +91,20 @@ class Persistence:
         # What this peer gave of the max_pages budget (ring.membership.budget): never spent again.
         self.resumed_grants = grants_from_counters(rec.counters)
         self.resumed = True
+
+    def forget_handed_over(self, fetched: Iterable[str]) -> None:
+        """After a graceful leave: the seen set is what this peer ``fetched`` (its rows), no more.
+
+        A leaver handed the URLs it had queued to their hosts' new owners; its
+        Bloom filter still holds them (a Bloom filter forgets nothing). When
+        it rejoins, the owners hand its hosts back with those URLs, and that
+        filter would drop them as seen: lost. A filter of its own rows keeps
+        it from fetching its pages again; the rest comes back by hand-off.
+        """
+        crawl, b = self._crawl, self._crawl.cfg.bloom
+        bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
+        bloom.add_many(fetched)
+        crawl.bloom = bloom
 
     def resume(self, rec: Resumable, starts: Iterable[tuple[str, float]], now: float, *,
                wall: float) -> list[PeerEffect]:
