@@ -228,6 +228,7 @@ class RingNode:
         resumed: bool = False,
         takeover_after: float = 0.0,
         grants: Sequence[tuple[str, int]] = (),
+        left: Mapping[str, int] | None = None,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -257,6 +258,9 @@ class RingNode:
         if grants:
             # What a former process of ours gave (peer.engine.durability): before any round.
             self.membership.set_local(grants=tuple(sorted(grants)))
+        if left:
+            # Seeds a former process of ours saw leave: left, not silent (Membership.remember_left).
+            self.membership.remember_left(left, now)
         self.leaving = False
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
