@@ -296,7 +296,8 @@ class RingNode:
                                      **on_wire(figures.not_requested)})
         own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
                       ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0)
-        return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own)
+        return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
+                            unheard=m.waiting_for())
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""

@@ -287,6 +287,13 @@ class Membership:
         and the members ``max_pages`` is split over (``ring.membership.budget`` rule 1)."""
         return self._view.configured
 
+    def waiting_for(self) -> frozenset[str]:
+        """Listed peers not heard from yet: their records are the placeholders every view starts
+        with, alive at incarnation 0 (``ring status`` shows them ``waiting``, not ``alive``)."""
+        members = self._members
+        return frozenset(mid for mid in self._unheard
+                         if (m := members.get(mid)) is not None and m.incarnation == 0 and m.heartbeat == 0)
+
     def tombstones(self) -> dict[str, int]:
         """The configured seeds that left, at the incarnation they left with; 0 for the others
         (what a restart is given back to :meth:`remember_left`)."""

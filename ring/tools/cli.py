@@ -252,7 +252,9 @@ _COLUMNS = (
 #: Columns the totals row sums (the others have no meaningful total).
 _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
 
-STATUS_LEGEND = ("lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
+STATUS_LEGEND = ("state: alive, suspect, dead, left, or waiting (listed in cluster.toml, not heard "
+                 "from yet: not started, or not reached); "
+                 "lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
                  "(paused), ? if it did not answer; vouch: members vouching for its ring / the "
                  "majority needed / its quorum (members not left, dead ones included); ring: its "
                  "ring's version and fingerprint (members that agree show one fingerprint); "
@@ -295,15 +297,18 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
     out = [head]
     for r in rows:
         lease, vouch, ring = lease_cells(r)
-        out.append(f"{r.id:<10} {r.state.value:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
+        out.append(f"{r.id:<10} {r.shown_state:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
                    + "".join(f" {_cell(f, getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
+        if r.budget_wait:
+            out.append(f"{'':<10} paused: waiting for a page-budget grant (its max_pages cap, "
+                       f"{r.page_cap:,} pages, is spent)")
         split = r.families
         for family, pairs in ((Family.FAILED, r.errors), (Family.NOT_REQUESTED, split.not_requested),
                               (Family.DROPS, split.drops), (Family.COUNTERS, split.counters)):
             if pairs:
                 out.append(f"{'':<10} {words(family)}: " + ", ".join(f"{k} {v}" for k, v in sorted(pairs)))
-    live = [r for r in rows if r.live]
+    live = [r for r in rows if r.live and r.heard]
     held = sum(r.lease is LeaseStatus.HELD for r in rows)
     n_rings = rings_seen(rows)
     rings = f"{n_rings} ring{'s' if n_rings != 1 else ''}" + ("!" if n_rings > 1 else "")
