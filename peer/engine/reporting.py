@@ -92,6 +92,4 @@ class Reporting:
             flush_pid()
             snap = self.progress_snapshot()
             if (line := progress.line(snap)) is not None:
-                log.info("%s", line, extra={"event": "progress", "fields": {
-                    "pages": snap.pages, "frontier": snap.frontier, "in_flight": snap.in_flight,
-                    "elapsed": round(snap.elapsed, 3), "paused": snap.paused or None}})
+                log.info("%s", line, extra={"event": "progress", "fields": snap.log_fields()})
