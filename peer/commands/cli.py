@@ -411,9 +411,9 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
         write_run(state_dir, record.ending(finished, summary.stop_reason, summary.requested))
         write_atomic(data_dir / STATS_FILE, (json.dumps(doc, indent=1).encode() + b"\n",))
     except PeerError as exc:
-        print(f"warning: {exc}", file=sys.stderr)
+        logging.getLogger("peer").warning("%s", exc)
     except OSError as exc:
-        print(f"warning: {data_dir / STATS_FILE}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        logging.getLogger("peer").warning("%s: cannot write (%s)", data_dir / STATS_FILE, exc.strerror or exc)
     return doc
 
 
