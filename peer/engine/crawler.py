@@ -393,10 +393,12 @@ class Crawler:
                 spec = next((p for p in cfg.peers if p.id == self.peer_id), None)
                 address = self._address or (spec.address if spec is not None else "")
                 keys = curve_keys(cfg, self.peer_id)
-                # A peer not in cluster.toml joins a running ring (PeerCore: joining).
+                # A peer not in cluster.toml joins a running ring (PeerCore: joining); so
+                # does one back after a graceful leave: the others fetched its hosts
+                # meanwhile, and it fetches none before their hand-off says what.
                 peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
                                incarnation=int(time.time() * 1000), curve=keys is not None,
-                               joining=spec is None)
+                               joining=spec is None or self.durability.rejoining)
                 sockets = self.ringface.open(self.peer_id, address, keys, store, services)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
