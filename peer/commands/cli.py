@@ -234,7 +234,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_format == "json":
         # The summary is one record a log shipper keeps whole (its fields are
         # stats.json's, less the config), not lines that interleave with others'.
-        fields = {k: v for k, v in doc.items() if k != "run_config"}
+        fields = {k: v for k, v in doc.items() if k not in ("run_config", "peer")}  # the record has its peer
         fields.update(results=str(results), pages_in_all=total, stats_file=str(data_dir / STATS_FILE),
                       pages_earlier_runs=earlier if record.runs > 1 else 0)
         log.info("%s", summary.render().splitlines()[0], extra=event("summary", **fields))

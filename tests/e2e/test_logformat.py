@@ -75,6 +75,7 @@ def test_json_logs_are_one_object_a_line_and_the_summary_one_record(tmp_path, we
     assert s["status_counts"] and s["results"].endswith("pages.duckdb") and s["stats_file"].endswith("stats.json")
     assert s["msg"].startswith("crawl finished (frontier empty)")
     assert "run_config" not in s  # stats.json has it; a log record of the config would be kilobytes
+    assert "fields" not in s  # no field of the summary clashes with a key of the record
     progress = [r for r in records if r["event"] == "progress"]
     assert progress and all(isinstance(r["pages"], int) and "frontier" in r for r in progress)
     assert res.stdout == ""  # the summary is the record above, not lines on stdout
