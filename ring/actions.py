@@ -93,8 +93,17 @@ class Count:
 
 @dataclass(frozen=True, slots=True)
 class Log:
+    """A line for the peer's log; ``event`` and ``fields`` name it for ``--log-format json``
+    (``ring.tools.logs``), empty for a line that has no name."""
+
     level: int
     text: str
+    event: str = ""
+    fields: tuple[tuple[str, str | int | float | bool | None], ...] = ()
+
+    def extra(self) -> dict[str, object] | None:
+        """``extra=`` of the ``logging`` call that logs it."""
+        return {"event": self.event, "fields": dict(self.fields)} if self.event else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -335,11 +335,26 @@ class MemberStatus:
     grace_left: float = 0.0
     ring_version: int = 0
     ring_fingerprint: int = 0
+    # Whether the answering peer has heard from this member at all: a
+    # [[peer]] that never started is in every view, alive at incarnation 0
+    # (ring.membership.view), and must not read "alive" (``shown_state``).
+    heard: bool = True
+    # The member's own view of its max_pages budget (ring.membership.budget):
+    # its cap now (0: no max_pages), and whether it waits for a grant, at its
+    # cap with URLs queued (so it fetches nothing until one comes).
+    page_cap: int = 0
+    budget_wait: bool = False
 
     @property
     def live(self) -> bool:
         """Owns hosts: alive or suspect (``ring.membership.records.LIVE``)."""
         return self.state is MemberState.ALIVE or self.state is MemberState.SUSPECT
+
+    @property
+    def shown_state(self) -> str:
+        """The state an operator reads: ``waiting`` for a listed peer not heard from yet
+        (it never started, or has not reached the answering peer), else the state's name."""
+        return "waiting" if not self.heard and self.state is MemberState.ALIVE else self.state.value
 
     @property
     def families(self) -> Split:
@@ -349,7 +364,7 @@ class MemberStatus:
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` form (and the dashboard's): these field names, the pairs named by ``ring.vocabulary``."""
         split = self.families
-        return {"id": self.id, "address": self.address, "state": self.state.value, "share": self.share,
+        return {"id": self.id, "address": self.address, "state": self.shown_state, "share": self.share,
                 "pages": self.pages, "rate": self.rate, "frontier": self.frontier, "hosts": self.hosts,
                 "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
                 "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
@@ -360,7 +375,8 @@ class MemberStatus:
                 "quorum": self.quorum, "grace_left": self.grace_left, "ring_version": self.ring_version,
                 # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
                 # JSON readers. None: the member did not say.
-                "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None}
+                "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None,
+                "heard": self.heard, "page_cap": self.page_cap, "budget_wait": self.budget_wait}
 
 
 @dataclass(frozen=True, slots=True)
@@ -883,6 +899,9 @@ _MEMBER_STATUS = _Spec(
         ("grace_left", _FLOAT),
         ("ring_version", _UINT),
         ("ring_fingerprint", _UINT),
+        ("heard", _BOOL),
+        ("page_cap", _UINT),
+        ("budget_wait", _BOOL),
     ),
 )
 

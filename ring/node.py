@@ -228,6 +228,7 @@ class RingNode:
         resumed: bool = False,
         takeover_after: float = 0.0,
         grants: Sequence[tuple[str, int]] = (),
+        left: Mapping[str, int] | None = None,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -257,11 +258,16 @@ class RingNode:
         if grants:
             # What a former process of ours gave (peer.engine.durability): before any round.
             self.membership.set_local(grants=tuple(sorted(grants)))
+        if left:
+            # Seeds a former process of ours saw leave: left, not silent (Membership.remember_left).
+            self.membership.remember_left(left, now)
         self.leaving = False
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
         self.routes = Routes(curve=curve)
-        self._pauses = Pauses()  # the lease as last logged: a pause is logged once
+        # The lease as last logged: a pause is logged once; a ring settling after a
+        # change is given one lease before its wait is called a partition.
+        self._pauses = Pauses(patience=lease if lease else dead_after / 2)
 
     # -- views -----------------------------------------------------------------
 
@@ -290,7 +296,8 @@ class RingNode:
                                      **on_wire(figures.not_requested)})
         own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
                       ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0)
-        return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own)
+        return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
+                            unheard=m.waiting_for())
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
@@ -329,10 +336,13 @@ class RingNode:
         return state
 
     def _lease_log(self, now: float) -> list[Action]:
-        """A lost majority is logged once when it begins and once when it ends (``ring.membership.lease.Pauses``)."""
+        """A lost majority is logged once when it begins and once when it ends; a forming ring once, as news (``ring.membership.lease.Pauses``)."""
         real = now + self.membership.stalled
-        line = self._pauses.seen(self.lease_state(real), real)
-        return [Log(logging.WARNING, line)] if line else []
+        note = self._pauses.seen(self.lease_state(real), real)
+        if note is None:
+            return []
+        return [Log(logging.WARNING if note.warn else logging.INFO, note.line, note.event,
+                    (("vouched", note.vouched), ("needed", note.needed), ("quorum", note.quorum)))]
 
     def count(self, reason: str) -> None:
         """Count a refusal found by the driver (a send that timed out, a bad address...)."""
@@ -463,7 +473,9 @@ class RingNode:
         if self.budget is not None:
             self.budget.saw(events)  # when each member died, for the budget it holds
         return [Log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
-                    f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}")
+                    f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}",
+                    "member", (("member", e.id), ("state", e.state.value), ("reason", e.reason.value),
+                               ("incarnation", e.incarnation)))
                 for e in events]
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,

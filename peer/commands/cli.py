@@ -40,6 +40,7 @@ from peer.commands.check import (check_host, config_warnings, describe, seed_hos
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
 from ring.errors import RingError
+from ring.tools.logs import FORMATS, configure as configure_logs, event
 
 __all__ = ["main"]
 
@@ -62,8 +63,9 @@ def _parser() -> argparse.ArgumentParser:
             "                                                 one supervisor (exit: the worst worker's status)\n"
             "Earlier crawl state (data_dir/state/): on a terminal the peer asks whether to resume\n"
             "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
-            "crash) whose scope and seeds are unchanged, and refuses anything else (a finished\n"
-            "crawl, a changed scope) in one line: pass --resume or --fresh.\n"
+            "crash) or a graceful leave (--leave and SIGTERM: it rejoins the ring) whose scope and\n"
+            "seeds are unchanged, and refuses anything else (a finished crawl, a changed scope)\n"
+            "in one line: pass --resume or --fresh.\n"
             "Exit statuses (one meaning each; docs/operations.md, Exit statuses):\n"
             "  0  the crawl ended: done, max_pages, left the ring, or SIGINT/SIGTERM after a\n"
             "     clean stop (results flushed and checkpointed, stats.json written)\n"
@@ -124,6 +126,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", metavar="LEVEL", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="logging level: DEBUG, INFO (default), WARNING or ERROR")
+    p.add_argument("--log-format", metavar="FORMAT", default="text", choices=FORMATS,
+                   help="text (default): one line a record, stamped in UTC; json: one JSON object "
+                        "a line (ts, level, peer, logger, event, msg and the event's fields), the "
+                        "end-of-run summary one record (docs/operations.md, Logs)")
     return p
 
 
@@ -195,8 +201,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.fresh and args.resume:
         print("error: --fresh and --resume: pass one of them, not both", file=sys.stderr)
         return EXIT_USAGE
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logs(args.log_level, args.log_format, peer=args.id)
     # httpx logs every request at INFO; our results table already has them.
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
@@ -215,7 +220,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
     try:
-        record = _start_run(cfg, args, data_dir, results, state_dir)
+        record, rejoining = _start_run(cfg, args, data_dir, results, state_dir)
     except _Refused as exc:
         if exc.line:
             print(exc.line, file=sys.stderr)
@@ -230,7 +235,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = _results_pages(results)
     cluster = len(cfg.peers) > 1 or args.address is not None
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
-                      cluster=cluster, address=args.address, weight=args.weight, bind=args.bind)
+                      cluster=cluster, address=args.address, weight=args.weight, bind=args.bind,
+                      rejoining=rejoining)
     try:
         summary = trio.run(_crawl, crawler, args.leave, not cluster, args.metrics_address)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
@@ -271,16 +277,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {crawler.lost} while the crawl ran; this run's results are lost "
               f"(start again with --fresh)", file=sys.stderr)
         return EXIT_LOST
-    _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
-    print(summary.render())
+    doc = _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
     total = _results_pages(results)
-    if total is None:
-        print(f"results: {results}")
+    earlier = before or 0
+    if args.log_format == "json":
+        # The summary is one record a log shipper keeps whole (its fields are
+        # stats.json's, less the config), not lines that interleave with others'.
+        fields = {k: v for k, v in doc.items() if k not in ("run_config", "peer")}  # the record has its peer
+        fields.update(results=str(results), pages_in_all=total, stats_file=str(data_dir / STATS_FILE),
+                      pages_earlier_runs=earlier if record.runs > 1 else 0)
+        log.info("%s", summary.render().splitlines()[0], extra=event("summary", **fields))
     else:
-        earlier = before or 0
-        print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
-              + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
-    print(f"stats: {data_dir / STATS_FILE}")
+        print(summary.render())
+        if total is None:
+            print(f"results: {results}")
+        else:
+            print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
+                  + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
+        print(f"stats: {data_dir / STATS_FILE}")
     if not summary.requested and not total and _fetched_nothing(crawler, summary, cluster):
         # A crawl that ended without one request is the config's doing or the
         # seeds' reachability: say which, and fail, so a script notices.
@@ -360,8 +374,10 @@ class _Refused(Exception):
 
 
 def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, results: Path,
-               state_dir: Path) -> RunRecord:
-    """Resume, start fresh, ask or refuse (peer/core/run/runs.py's rules); the record of this run."""
+               state_dir: Path) -> tuple[RunRecord, bool]:
+    """Resume, start fresh, ask or refuse (peer/core/run/runs.py's rules): the record of this
+    run, and whether it resumes a run that left the ring gracefully (and so rejoins it)."""
+    log = logging.getLogger("peer")
     from peer.state.journal import PeerState, read_run, write_run
 
     if results.exists():
@@ -401,16 +417,16 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
             shutil.rmtree(data_dir)
         new = first_run(fp, now)
     elif choice is Choice.RESUME:
-        print(f"resuming the crawl state in {state_dir} (--fresh to start over): {d.why}",
-              file=sys.stderr)
+        log.info("resuming the crawl state in %s (--fresh to start over): %s", state_dir, d.why,
+                 extra=event("resume", state_dir=str(state_dir), why=d.why))
         if d.changes:
             # Pages fetched before are in the Bloom filter and are not fetched
             # again, so the links they had that were out of scope then are
             # not found now: only new pages and seeds follow the new scope.
-            print(f"warning: the scope changed since this crawl state was written: "
-                  f"{', '.join(d.changes)}; pages fetched before are not fetched again, so "
-                  "links they held that the old scope dropped are not followed (--fresh "
-                  "recrawls with the new scope)", file=sys.stderr)
+            log.warning("the scope changed since this crawl state was written: %s; pages fetched "
+                        "before are not fetched again, so links they held that the old scope "
+                        "dropped are not followed (--fresh recrawls with the new scope)",
+                        ", ".join(d.changes), extra=event("scope_changed", changes=list(d.changes)))
         new = record.starting(fp, now) if record is not None else first_run(fp, now)
     else:
         # A peer killed after it made its results file and before its first
@@ -420,12 +436,13 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
                            "resume; move it away, or pass --fresh to delete it and start over")
         new = first_run(fp, now)
     write_run(state_dir, new)
-    return new
+    return new, choice is Choice.RESUME and record is not None and record.left
 
 
 def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunRecord,  # type: ignore[no-untyped-def]
-             state_dir: Path, data_dir: Path, finished: float) -> None:
-    """The run record's end and data_dir/stats.json; a failure to write them is a warning."""
+             state_dir: Path, data_dir: Path, finished: float) -> dict[str, Any]:
+    """The run record's end and data_dir/stats.json, whose document it returns; a failure to
+    write them is a warning."""
     import json
 
     from peer.core.crawl.limits import Cap
@@ -443,9 +460,10 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
         write_run(state_dir, record.ending(finished, summary.stop_reason, summary.requested))
         write_atomic(data_dir / STATS_FILE, (json.dumps(doc, indent=1).encode() + b"\n",))
     except PeerError as exc:
-        print(f"warning: {exc}", file=sys.stderr)
+        logging.getLogger("peer").warning("%s", exc)
     except OSError as exc:
-        print(f"warning: {data_dir / STATS_FILE}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        logging.getLogger("peer").warning("%s: cannot write (%s)", data_dir / STATS_FILE, exc.strerror or exc)
+    return doc
 
 
 def _results_pages(results: Path, *, requested: bool = True) -> int | None:

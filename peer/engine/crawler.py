@@ -197,6 +197,7 @@ class Crawler:
         address: str | None = None,
         weight: float | None = None,
         bind: str | None = None,
+        rejoining: bool = False,
     ) -> None:
         # {machine} in a User-Agent: the sites see one comment per machine (peer.core.config.workers).
         cfg = cfg.for_peer(peer_id)
@@ -243,7 +244,8 @@ class Crawler:
         carry = self._apply = effects.carry
         # The parts, each owning its state and handed the calls it needs.
         peer, now = self.peer, self._now
-        self.durability = journal = Durability(cfg, peer_id, self.data_dir, peer)
+        # rejoining: the last run left the ring gracefully (peer/core/run/runs.py rule 4).
+        self.durability = journal = Durability(cfg, peer_id, self.data_dir, peer, rejoining=rejoining)
         self.seen = SeenFiles(cfg, self.data_dir, peer, now, carry)
         self.cookies = CookieSaves(peer_id, self.data_dir, peer)
         self.reporting = Reporting(peer, now, self.resolver, fetcher_stats=self._fetcher_stats,
@@ -374,7 +376,7 @@ class Crawler:
             self._fetcher = fetcher
             recovered = await self.durability.open(store)
             await self.revisits.restore(store)
-            await self.seen.open(recovered)
+            await self.seen.open(recovered, self.durability.fetched)
             await self.cookies.open(recovered)
             # After the state is ours (no other process on this data_dir): recovery cuts .open files.
             self.archive = Archive.open(cfg, self.peer_id, self.data_dir, self.stop)
@@ -408,10 +410,12 @@ class Crawler:
                 address = self._address or (spec.address if spec is not None else "")
                 bind = bind_address(address, self._bind or (spec.bind if spec is not None else ""))
                 keys = curve_keys(cfg, self.peer_id)
-                # A peer not in cluster.toml joins a running ring (PeerCore: joining).
+                # A peer not in cluster.toml joins a running ring (PeerCore: joining); so
+                # does one back after a graceful leave: the others fetched its hosts
+                # meanwhile, and it fetches none before their hand-off says what.
                 peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
                                incarnation=int(time.time() * 1000), curve=keys is not None,
-                               joining=spec is None)
+                               joining=spec is None or self.durability.rejoining)
                 sockets = self.ringface.open(self.peer_id, address, keys, store, services, bind=bind)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []

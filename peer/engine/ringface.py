@@ -138,7 +138,7 @@ class RingFace:
         return self.sockets.reply(e.route, self._peer.status_reply(e.nonce, figures))
 
     def log_line(self, e: Log) -> None:
-        log.log(e.level, "%s", e.text)
+        log.log(e.level, "%s", e.text, extra=e.extra())
 
     def read_hosts(self, e: ReadHosts) -> None:
         hosts = self._store.hosts() if self._store is not None else []

@@ -116,8 +116,15 @@ def replay(
                     _, values = rec
                     counters.update(values)
                 elif tag == SEEN:
+                    # Handed to us as fetched by its host's previous owner: if it
+                    # was queued here too (a link came first), its job must not
+                    # run after a restart either (peer.core.handoff.moves:
+                    # Handoffs.handed_in keeps that in memory only). Not looked
+                    # for in the spill store: most such URLs were never queued,
+                    # and each would cost a read of its host's blocks.
                     _, url = rec
                     add(url)
+                    pop(url, None)
                 else:
                     raise ValueError(f"unknown record tag {tag!r}")
                 records += 1

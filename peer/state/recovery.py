@@ -4,8 +4,10 @@ The newest snapshot, then its journal replayed in order. queued adds
 the URL to the queue (a URL queued twice keeps its first depth and place) and
 to the Bloom filter; done takes it off the queue and keeps its row (the page
 row may not have reached DuckDB before the kill; re-insert it idempotently);
-forwarded adds to the URLs to re-send; counters update; seen only adds to the
-Bloom filter (a URL another peer fetched, handed over on a ring change).
+forwarded adds to the URLs to re-send; counters update; seen adds to the
+Bloom filter and takes the URL off the queue if it was queued since the
+snapshot (a URL another peer fetched, handed over on a ring change: its job
+must not run here).
 A done URL that is neither in the snapshot's heads nor queued since was in
 the spill store: a host's queue is taken FIFO, so it is in the host's first
 blocks, and recovery reads that host's blocks from the front until every

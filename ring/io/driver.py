@@ -197,7 +197,7 @@ class RingDriver:
         pass  # counted by the node already; a metrics hook would go here
 
     def _do_log(self, a: Log) -> None:
-        self.log.log(a.level, "%s", a.text)
+        self.log.log(a.level, "%s", a.text, extra=a.extra())
 
     def _do_granted(self, a: Granted) -> None:
         pass  # a stand-in crawl keeps no disk: its grants live as long as its process

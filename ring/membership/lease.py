@@ -64,7 +64,7 @@ import mmh3
 from ring.messages import Member, MemberState
 from ring.durations import duration
 
-__all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseReason", "Pauses", "Roster", "fingerprint"]
+__all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseNote", "PauseReason", "Pauses", "Roster", "fingerprint"]
 
 #: ``grace = lease * GRACE_FACTOR``: rule 2's bound holds for clock rates
 #: that differ by up to 11 % (1.11**2 = 1.23); crystal clocks differ by 1e-4.
@@ -315,22 +315,84 @@ class LeaseKeeper:
         return lease.renewals(renew, now, len(quorum) // 2 + 1, want)
 
 
+@dataclass(frozen=True, slots=True)
+class PauseNote:
+    """A line for the log about the lease, and whether it is an alarm (a WARNING) or news (INFO)."""
+
+    warn: bool
+    line: str
+    event: str = ""  # its name in a JSON log: lease.forming, lease.formed, lease.partition, lease.partition_over
+    vouched: int = 0
+    needed: int = 0
+    quorum: int = 0
+
+
 class Pauses:
-    """A lease lost to a partition, for the log: said once when it begins and once when it ends (mutable)."""
+    """The lease for the log: a lost majority said once when it begins and once when it ends (mutable).
 
-    __slots__ = ("_since",)
+    Not every wait for a majority is a partition:
 
-    def __init__(self) -> None:
-        self._since: float | None = None  # when the lease was lost for want of a majority
+    - A ring that is *forming* at start: until this peer has held its lease
+      once, the voters not heard from yet are peers still starting (a service
+      manager starts them one by one). Said once, at INFO (``forming``), and
+      once when it formed; never a WARNING, however long it takes.
+    - A ring *settling* after a change of its members (a join, a leave, a
+      restart): each peer's grace (rule 2) ends at its own time, so for a
+      moment too few vouch for the new ring. Silent, unless it lasts
+      ``patience`` seconds (a lease): then it is a partition after all.
+    - A majority lost while the ring had not changed is a partition (or the
+      crash of enough voters) and warns at once; the line when it ends says
+      how long it lasted.
+    """
 
-    def seen(self, state: LeaseState, now: float) -> str | None:
+    __slots__ = ("patience", "_since", "_warned", "_held_once", "_forming", "_settling")
+
+    def __init__(self, patience: float = 0.0) -> None:
+        self.patience = patience
+        self._since: float | None = None  # when the majority was lost (None: not lost)
+        self._warned = False  # the loss was said as a partition
+        self._held_once = False  # a majority vouched for us once: the ring formed
+        self._forming = False  # the forming line was said
+        self._settling = False  # our ring changed since the lease was last held
+
+    @staticmethod
+    def _note(state: LeaseState, name: str, warn: bool, line: str) -> PauseNote:
+        return PauseNote(warn, line, name, state.vouched, state.needed, state.quorum)
+
+    def seen(self, state: LeaseState, now: float) -> PauseNote | None:
         """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
-        if self._since is None and state.reason is PauseReason.NO_MAJORITY:
+        vouched, quorum, needed = state.vouched, state.quorum, state.needed
+        if not self._held_once:
+            if state.held:
+                self._held_once = True
+                if self._forming:
+                    return self._note(state, "lease.formed", False,
+                                      f"ring formed: {vouched} of {quorum} voters vouch for our view; "
+                                      f"requests start")
+            elif state.reason is PauseReason.NO_MAJORITY and not self._forming:
+                self._forming = True
+                return self._note(state, "lease.forming", False,
+                                  f"forming: heard {vouched} of {quorum} voters ({needed} needed); "
+                                  f"no request starts until they answer")
+            return None
+        if state.held:
+            self._settling = False
+            began, warned, self._since, self._warned = self._since, self._warned, None, False
+            if began is not None and warned:
+                return self._note(state, "lease.partition_over", False,
+                                  f"partition over: a majority again ({vouched} of {quorum}) after "
+                                  f"{duration(now - began)}; requests resume")
+            return None
+        if state.reason is PauseReason.GRACE:
+            self._settling = True
+            return None
+        if state.reason is not PauseReason.NO_MAJORITY:
+            return None
+        if self._since is None:
             self._since = now
-            return (f"partition: no majority of the ring ({state.vouched} of {state.quorum} members "
-                    f"vouch for our view, {state.needed} needed); no request starts until it is back")
-        if self._since is not None and state.held:
-            began, self._since = self._since, None
-            return (f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
-                    f"{duration(now - began)}; requests resume")
-        return None
+        if self._warned or (self._settling and now - self._since < self.patience):
+            return None
+        self._warned = True
+        return self._note(state, "lease.partition", True,
+                          f"partition: no majority of the ring ({vouched} of {quorum} members vouch "
+                          f"for our view, {needed} needed); no request starts until it is back")

@@ -287,6 +287,42 @@ class Membership:
         and the members ``max_pages`` is split over (``ring.membership.budget`` rule 1)."""
         return self._view.configured
 
+    def waiting_for(self) -> frozenset[str]:
+        """Listed peers not heard from yet: their records are the placeholders every view starts
+        with, alive at incarnation 0 (``ring status`` shows them ``waiting``, not ``alive``)."""
+        members = self._members
+        return frozenset(mid for mid in self._unheard
+                         if (m := members.get(mid)) is not None and m.incarnation == 0 and m.heartbeat == 0)
+
+    def tombstones(self) -> dict[str, int]:
+        """The configured seeds that left, at the incarnation they left with; 0 for the others
+        (what a restart is given back to :meth:`remember_left`)."""
+        members = self._members
+        return {mid: (m.incarnation if (m := members.get(mid)) is not None and m.state is LEFT else 0)
+                for mid in self._view.configured if mid != self.self_id}
+
+    def remember_left(self, left: Mapping[str, int], now: float) -> None:
+        """Seeds our former process saw leave, each at the incarnation it left with.
+
+        A seed starts in every view alive at incarnation 0 (``ring.membership.view``),
+        so without this a restarted peer would wait for a seed that left long
+        ago, find it silent and declare it dead (and, ``takeover_after`` later,
+        crashed): a graceful leave logged as a crash, and its hosts held from
+        the crawl meanwhile. Others' word cannot settle it: a "left" is believed
+        only from the leaver. Our own former view believed it from the leaver,
+        so its tombstone stands until the seed speaks again (a newer
+        incarnation, rule 1 of ``ring.membership.records``). Only a seed's
+        untouched placeholder is replaced.
+        """
+        view = self._view
+        for mid, incarnation in left.items():
+            m = self._members.get(mid)
+            if (incarnation <= 0 or incarnation > MAX_INCARNATION or mid == self.self_id or m is None
+                    or mid not in view.unheard or m.incarnation != 0 or m.heartbeat != 0):
+                continue
+            view.unheard.discard(mid)
+            view.put(replace(m, incarnation=incarnation, state=LEFT), now, ChangeReason.LEFT, spread=False)
+
     def cluster_idle(self, now: float) -> bool:
         """The counter method over our view (see :class:`TerminationDetector`)."""
         return self._term.observe(self._members, now)

@@ -43,6 +43,7 @@ from typing import Any, Protocol, TypeVar
 from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, client_keys, request_forget,
                                request_leave)
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
+from ring.tools.logs import FORMATS
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
@@ -208,6 +209,10 @@ def _parser() -> argparse.ArgumentParser:
                     help="seconds between polls of the ring (default 2)")
     db.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
                     help="seconds to wait for each peer (default 1.5)")
+    db.add_argument("--log-format", metavar="FORMAT", default="text", choices=FORMATS,
+                    help="how its log (on stderr: a refused Curve handshake, a poll that failed) "
+                         "is written: text (default, UTC stamps) or json (one object a line), "
+                         "as python -m peer's")
     lv = sub.add_parser("leave", help="make a peer leave the ring gracefully",
                         description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
                                     "and the URLs it fetched of its hosts to their new owners, waits for "
@@ -252,7 +257,9 @@ _COLUMNS = (
 #: Columns the totals row sums (the others have no meaningful total).
 _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
 
-STATUS_LEGEND = ("lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
+STATUS_LEGEND = ("state: alive, suspect, dead, left, or waiting (listed in cluster.toml, not heard "
+                 "from yet: not started, or not reached); "
+                 "lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
                  "(paused), ? if it did not answer; vouch: members vouching for its ring / the "
                  "majority needed / its quorum (members not left, dead ones included); ring: its "
                  "ring's version and fingerprint (members that agree show one fingerprint); "
@@ -295,15 +302,18 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
     out = [head]
     for r in rows:
         lease, vouch, ring = lease_cells(r)
-        out.append(f"{r.id:<10} {r.state.value:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
+        out.append(f"{r.id:<10} {r.shown_state:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
                    + "".join(f" {_cell(f, getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
+        if r.budget_wait:
+            out.append(f"{'':<10} paused: waiting for a page-budget grant (its max_pages cap, "
+                       f"{r.page_cap:,} pages, is spent)")
         split = r.families
         for family, pairs in ((Family.FAILED, r.errors), (Family.NOT_REQUESTED, split.not_requested),
                               (Family.DROPS, split.drops), (Family.COUNTERS, split.counters)):
             if pairs:
                 out.append(f"{'':<10} {words(family)}: " + ", ".join(f"{k} {v}" for k, v in sorted(pairs)))
-    live = [r for r in rows if r.live]
+    live = [r for r in rows if r.live and r.heard]
     held = sum(r.lease is LeaseStatus.HELD for r in rows)
     n_rings = rings_seen(rows)
     rings = f"{n_rings} ring{'s' if n_rings != 1 else ''}" + ("!" if n_rings > 1 else "")
@@ -448,6 +458,9 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
 
 async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
     from ring.tools.dashboard import serve_dashboard
+    from ring.tools.logs import configure
+
+    configure("INFO", args.log_format)
 
     poll = _poll(cfg, args)
     if poll.solo is not None and await poll() is None:

@@ -200,6 +200,16 @@ def test_handed_seen_enters_the_bloom_filter_only_and_drops_a_queued_copy():
     assert c.handoffs_in == 2 and c.locally_idle()
 
 
+def test_a_snapshot_leaves_out_a_queued_url_handed_over_as_fetched():
+    # Its job would be dropped when it came up; a snapshot listing it made a
+    # restarted peer fetch it a second time.
+    c = core(obey_robots=False)
+    c.discover(f"{SITE}/both", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/mine", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/both", 0, 0.0, Origin.HANDED_SEEN)
+    assert [u for u, _ in c.snapshot_queue()] == [f"{SITE}/mine"]
+
+
 def test_recovered_urls_skip_the_bloom_filter_and_the_journal():
     c = core(obey_robots=False)
     count = c.bloom.count

@@ -27,6 +27,7 @@ import pytest
 from clirun import Result, WebThread, error_line, run_main, web_thread
 from ringharness import cluster_text, free_ports
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS
+from ring.tools.logs import parse_stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The smallest cluster.toml (tests/core/test_config.py's).
@@ -409,10 +410,8 @@ def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, w
 
 
 def _stamp(line: str) -> float:
-    """Seconds of the day of a log line's ``asctime`` (``2026-12-02 01:21:00,123 ...``)."""
-    hms, ms = line.split(" ", 2)[1].split(",")
-    h, m, sec = (int(x) for x in hms.split(":"))
-    return h * 3600 + m * 60 + sec + int(ms) / 1000
+    """Epoch seconds of a log line's stamp (``2026-12-02T01:21:00.123Z ...``: UTC, with its zone)."""
+    return parse_stamp(line.split(" ", 1)[0])
 
 
 def test_a_seed_with_nothing_listening_is_said_at_once_and_given_up_after_the_tries(tmp_path):
@@ -485,7 +484,7 @@ def test_a_changed_scope_is_noticed_and_reported(tmp_path, web):
     assert "since then: crawl.allow_hosts +[*.web.test] -[s001.web.test]" in line
     res = crawl(toml, "--resume")
     assert res.returncode == 0
-    assert "warning: the scope changed since this crawl state was written: crawl.allow_hosts" in res.stderr
+    assert "WARNING peer: the scope changed since this crawl state was written: crawl.allow_hosts" in res.stderr
     assert "--fresh recrawls with the new scope" in res.stderr
 
 

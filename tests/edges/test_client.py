@@ -181,6 +181,21 @@ def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
     assert "  failed: connect 1\n" in text and "  not requested: robots 5, scope 6\n" in text
 
 
+def test_ring_status_shows_a_peer_not_heard_from_as_waiting_and_a_budget_wait():
+    from ring.tools.cli import format_status
+
+    def row(mid: str, **kw: Any) -> MemberStatus:
+        return MemberStatus(mid, f"tcp://127.0.0.1:{mid[1:]}", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0,
+                            0.0, 0.0, 1.0, **kw)
+
+    text = format_status([row("p1", page_cap=20, budget_wait=True), row("p2", heard=False)])
+    lines = text.splitlines()
+    assert lines[1].split()[:2] == ["p1", "alive"]
+    assert lines[2].strip() == "paused: waiting for a page-budget grant (its max_pages cap, 20 pages, is spent)"
+    assert lines[3].split()[:2] == ["p2", "waiting"]
+    assert next(ln for ln in lines if ln.startswith("total")).split()[1:3] == ["1", "live"]
+
+
 class Taker(Figures):
     """A stand-in crawl that writes down what the driver hands it."""
 

@@ -198,6 +198,19 @@ def test_status_and_leave_requests_become_actions_for_the_driver():
     assert n.receive(b"tool", LeaveRequest(RING, "ring-leave", "p1"), 0.1)[-1] == LeaveAsked("ring-leave")
 
 
+def test_a_listed_peer_never_heard_from_is_waiting_in_ring_status_not_alive():
+    # A [[peer]] that never started is in every view alive at incarnation 0;
+    # `ring status` named it "alive" for a minute (seed_grace).
+    n = node()
+    heard(n)  # p2 is running; p3 never started
+    rows = {m.id: m for m in n.status_reply(1, StatusFigures()).members}
+    assert (rows["p2"].shown_state, rows["p3"].shown_state) == ("alive", "waiting")
+    assert rows["p3"].as_json()["state"] == "waiting" and rows["p3"].as_json()["heard"] is False
+    heard(n, "p3", b"p3/bbbb")  # it starts
+    rows = {m.id: m for m in n.status_reply(2, StatusFigures()).members}
+    assert rows["p3"].shown_state == "alive" and rows["p3"].heard
+
+
 def _p3_dead_by_p2s_verdict(n: RingNode) -> None:
     """p2, alive, tells ``n`` that its own probes found p3 dead."""
     p2 = RingNode("p2", "tcp://a:2", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,

@@ -32,6 +32,7 @@ from pathlib import Path
 import trio
 
 from localweb.processes.peerrun import crawl_to_files, free_ports
+from ring.tools.logs import TextFormatter
 
 
 WEBFARM = Path(__file__).resolve().parents[2] / "scripts" / "webfarm.py"
@@ -110,7 +111,7 @@ class _PeerLog(logging.Handler):
         super().__init__(logging.INFO)
         self.peer = peer
         self.stream = path.open("a", encoding="utf-8")
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.setFormatter(TextFormatter())
 
     def filter(self, record: logging.LogRecord) -> bool:
         return _PEER.get() == self.peer

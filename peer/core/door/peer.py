@@ -178,14 +178,15 @@ ParseRules = tuple[ExtractConfig, int, ParamRules | None, PageRules, DedupeConfi
 
 def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now: float, *,
               incarnation: int, curve: bool = False, resumed: bool = False,
-              grants: Grants = ()) -> RingNode:
+              grants: Grants = (), left: dict[str, int] | None = None) -> RingNode:
     """This peer's ring node from ``[ring]`` and ``[[peer]]``.
 
     ``incarnation``: the start's wall time in ms, so a restarted peer
     outranks its old life in gossip and its batch numbers start a new
     channel. ``resumed``: the peer goes on with a crawl on disk, so its
     former life may have vouched for another ring a moment ago (``ring.membership.lease``
-    rule 2); ``grants``: the max_pages budget it gave (``ring.membership.budget``).
+    rule 2); ``grants``: the max_pages budget it gave (``ring.membership.budget``);
+    ``left``: the seeds it saw leave (``ring.membership.protocol.Membership.remember_left``).
     """
     rc = cfg.ring
     return RingNode(
@@ -198,7 +199,7 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
         curve=curve, owner_key=host_key, batch_age=rc.batch_age,
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
         send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
-        takeover_after=rc.takeover_after, grants=grants)
+        takeover_after=rc.takeover_after, grants=grants, left=left)
 
 
 @dataclass(slots=True)
@@ -251,7 +252,8 @@ class PeerCore:
         crawl = self.crawl
         disk = self.disk
         node = ring_node(crawl.cfg, crawl.peer_id, address, weight, now, incarnation=incarnation,
-                         curve=curve, resumed=disk.resumed, grants=disk.resumed_grants)
+                         curve=curve, resumed=disk.resumed, grants=disk.resumed_grants,
+                         left=disk.resumed_left)
         self._attach(node, now, joining)
 
     def _attach(self, node: RingNode, now: float, joining: bool) -> None:

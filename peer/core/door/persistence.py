@@ -9,8 +9,8 @@ Where the disk must hold something before what follows, the list it
 returns says so with a ``Commit`` (``peer.core.door.peer`` rule 1d, 1g):
 
 - ``restore(recovered)`` before the journal begins again (the seen set,
-  the page count, the grants); ``resume(recovered, starts)`` once the ring
-  is joined, then ``Commit``;
+  the page count, the grants), and ``forget_handed_over`` after a graceful
+  leave; ``resume(recovered, starts)`` once the ring is joined, then ``Commit``;
 - ``attach_spill``, ``flush_tails``, ``snapshot_view``, ``counters``: the
   spill store and what a snapshot writes;
 - ``sieve_take`` (``Commit`` first: every hash the sieve's files will hold
@@ -61,6 +61,21 @@ class SnapshotView:
     counters: dict[str, float]
 
 
+#: A seed seen leaving, as a persisted counter: ``left:<id>`` = the incarnation it left with (0: none).
+LEFT_PREFIX = "left:"
+
+
+def left_to_counters(left: dict[str, int]) -> dict[str, float]:
+    """Tombstones as counters; a 0 clears one a former process wrote (counters replace by name).
+    Incarnations are epoch milliseconds, exact in a float (below 2**53)."""
+    return {LEFT_PREFIX + mid: float(inc) for mid, inc in left.items()}
+
+
+def left_from_counters(counters: dict[str, float]) -> dict[str, int]:
+    return {name[len(LEFT_PREFIX):]: int(v) for name, v in counters.items()
+            if name.startswith(LEFT_PREFIX) and v > 0}
+
+
 class Persistence:
     """The core's side of a peer's files (module docstring).
 
@@ -76,6 +91,8 @@ class Persistence:
         #: Whether a crawl on disk was resumed, and the max_pages grants its former process gave.
         self.resumed = False
         self.resumed_grants: Grants = ()
+        #: Seeds its former process saw leave: id -> incarnation (``Membership.remember_left``).
+        self.resumed_left: dict[str, int] = {}
 
     # -- the state recovered ------------------------------------------------------------
 
@@ -90,7 +107,22 @@ class Persistence:
         crawl.requested = int(rec.counters.get("pages", 0))
         # What this peer gave of the max_pages budget (ring.membership.budget): never spent again.
         self.resumed_grants = grants_from_counters(rec.counters)
+        self.resumed_left = left_from_counters(rec.counters)
         self.resumed = True
+
+    def forget_handed_over(self, fetched: Iterable[str]) -> None:
+        """After a graceful leave: the seen set is what this peer ``fetched`` (its rows), no more.
+
+        A leaver handed the URLs it had queued to their hosts' new owners; its
+        Bloom filter still holds them (a Bloom filter forgets nothing). When
+        it rejoins, the owners hand its hosts back with those URLs, and that
+        filter would drop them as seen: lost. A filter of its own rows keeps
+        it from fetching its pages again; the rest comes back by hand-off.
+        """
+        crawl, b = self._crawl, self._crawl.cfg.bloom
+        bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
+        bloom.add_many(fetched)
+        crawl.bloom = bloom
 
     def resume(self, rec: Resumable, starts: Iterable[tuple[str, float]], now: float, *,
                wall: float) -> list[PeerEffect]:
@@ -125,7 +157,8 @@ class Persistence:
         """What a snapshot and the journal's last record keep: the page count and the grants."""
         node = self._node()
         grants = node.membership.me.grants if node is not None else self.resumed_grants
-        return {"pages": self._crawl.requested, **grants_to_counters(grants)}
+        left = node.membership.tombstones() if node is not None else self.resumed_left
+        return {"pages": self._crawl.requested, **grants_to_counters(grants), **left_to_counters(left)}
 
     def snapshot_view(self) -> SnapshotView:
         """One moment's state for a snapshot; the spill store's tails flushed (its checkpoint next)."""

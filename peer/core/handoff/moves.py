@@ -92,6 +92,11 @@ class Handoffs:
         """Whether ``url`` was handed to us as fetched by its host's previous owner."""
         return url in self._seen_in
 
+    def fetched_elsewhere(self, url: str) -> bool:
+        """Whether the queued ``url`` was fetched by its host's previous owner (a snapshot leaves
+        it out: its job is dropped when it comes up, and would run after a restart)."""
+        return url in self._handed_seen
+
     def take_fetched_elsewhere(self, url: str) -> bool:
         """Whether the queued ``url`` was fetched by its host's previous owner (forgotten: its job is dropped)."""
         if self._handed_seen and url in self._handed_seen:
