@@ -243,6 +243,7 @@ class VoterOutcome(StrEnum):
     NOT_LIVE = "not_live"  # add: the member is not alive in its view
     LAST_VOTER = "last_voter"  # retire: a ring needs one voter at least
     LEAVING = "leaving"  # this peer is leaving the ring
+    NOT_STEWARD = "not_steward"  # only the lowest id of the live ring changes the voters: ask it
 
 
 # --------------------------------------------------------------------------

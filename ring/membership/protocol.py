@@ -301,6 +301,10 @@ class Membership:
         state = self._leases.state(now + self.stalled)
         if state is None or not state.held:
             return VoterOutcome.NO_LEASE, []
+        if min(self._view.live()) != self.self_id:
+            # One writer at a time (rule 4): every peer holding a lease at one
+            # instant holds it on one ring, so all of them name the same steward.
+            return VoterOutcome.NOT_STEWARD, []
         member = self._members.get(target)
         if action is VoterAction.ADD and target not in record.voters and (
                 member is None or member.state is not ALIVE):
