@@ -522,7 +522,7 @@ class RingNode:
         slack, was = now.alive - now.needed, before.alive - before.needed
         down = sorted({v for q in key[1] for v in q} - key[2])
         gone = f"; not alive: {', '.join(down)}" if down else ""
-        if slack <= 0 and slack <= was:
+        if slack <= 0 and slack < was:
             if slack < 0:
                 what = f"no majority of the voters is alive ({now.alive} of {now.quorum}, {now.needed} needed{gone})"
             else:
