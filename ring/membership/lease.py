@@ -22,12 +22,15 @@ in ``docs/membership.md``; the rules it rests on are these:
 4. **The lease.** A peer holds its lease at ``now`` when, counting itself
    (out of grace), a majority of its quorum vouched for its current ring in
    answers to pings it sent at or after ``now - lease``. The quorum is the
-   ring's seeds (its ``[[peer]]`` list) that have not left: alive, suspect
-   and dead alike, so the side of a split cannot make itself a majority by
-   declaring the other side dead, nor by letting new members join it (a
-   member not in the list is a learner: it fetches under a lease like
-   anyone, but does not vote). A seed leaves the quorum only by leaving (its
-   own word) or by ``python -m ring forget``.
+   ring's voters (``ring.membership.voters``: the ``[[peer]]`` list until
+   ``python -m ring voter`` changes it; two sets, a majority of each, while
+   it changes) that have not left: alive, suspect and dead alike, so the
+   side of a split cannot make itself a majority by declaring the other side
+   dead, nor by letting new members join it (a member that is not a voter is
+   a learner: it fetches under a lease like anyone, but does not vote). A
+   voter leaves the quorum otherwise only by leaving (its own word) or by
+   ``python -m ring forget``. Our voter record is part of what we vouch for
+   (:func:`vouch_print`), and a new one starts a grace as a new ring does.
 5. **Renewal.** Each round the peer pings members of its quorum whose
    vouch is missing, for another ring, or older than half the lease, at most
    once a gossip interval each, until it holds a majority's worth of fresh
