@@ -632,3 +632,24 @@ def test_a_voter_request_is_answered_and_a_refused_one_counted_where_status_show
     # A record from a tool (not on a member's route) is refused as any member message would be.
     assert n.receive(b"tool", Voters(RING, "p2", 3, ("p1",), ("p1", "p2")), 0.4)[0] == Count("route_spoof")
     assert n.membership.voter_record.version == 1
+
+
+def test_a_change_that_leaves_the_ring_surviving_no_failure_is_warned_once():
+    from ring.messages import Leave
+
+    n = node()
+    heard(n)
+    heard(n, "p3", b"p3/cccc")
+    out = n.tick(0.1, idle=True, pages=0)
+    assert not any(isinstance(a, Log) and a.text.startswith("voters:") for a in out)  # 3 of 3: survives 1
+    assert n.membership.survival().survives == 1
+    out = n.receive(b"p3/cccc", Leave(RING, "p3", INC), 0.2)  # a voter leaves: 2 of 2 left
+    warned = [a for a in out if isinstance(a, Log) and a.text.startswith("voters:")]
+    assert [(a.level, a.text) for a in warned] == [(logging.WARNING, (
+        "voters: the ring now survives no failure: 2 of 2 voters alive, 2 needed; make a live member a "
+        "voter (python -m ring voter add ID) or retire a dead one (python -m ring voter retire ID)"))]
+    for t in (0.3, 0.4, 0.5):  # once: not again each round
+        assert not any(isinstance(a, Log) and a.text.startswith("voters:")
+                       for a in n.tick(t, idle=True, pages=0))
+    row = n.status_reply(1, StatusFigures()).members[0]
+    assert (row.voters_alive, row.voters_needed) == (2, 2) and row.as_json()["survives"] == 0
