@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Union
 
 from ring.hashring import HashRing
+from ring.membership.voters import VoterRecord
 from ring.messages import Message, NearAnswer, NearQuery
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
-           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked"]
+           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked", "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,6 +115,13 @@ class Granted:
 
 
 @dataclass(frozen=True, slots=True)
+class VotersChanged:
+    """Our voter record changed (``ring.membership.voters``): on disk before the sends after it (rule 6)."""
+
+    record: VoterRecord
+
+
+@dataclass(frozen=True, slots=True)
 class NearAsked:
     """A member asks about bands this peer owns (``peer.core.dedupe.verdicts``): answer it with a ``Send``."""
 
@@ -128,5 +136,5 @@ class NearAnswered:
 
 
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered]
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged]
 

@@ -25,6 +25,7 @@ from typing import Any
 
 from ring.forwarding.forwarder import OutboxStats
 from ring.membership.lease import LeaseState, PauseReason
+from ring.membership.voters import Survival, VoterRecord
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, MemberStatus, StatusReply
 from ring.durations import duration
 
@@ -96,10 +97,13 @@ def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grac
 
 
 def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[tuple[str, int], ...],
-            ring_version: int, fingerprint: int) -> MemberStatus:
+            ring_version: int, fingerprint: int, voters: VoterRecord | None = None,
+            survival: Survival | None = None) -> MemberStatus:
     """This peer's own row: its record, its share, the crawl's ``figures``, its counters
-    (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring."""
+    (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring,
+    and its voters (``ring.membership.voters``) with how many failures they survive."""
     lease = figures.lease
+    record = voters if voters is not None else VoterRecord(0, ())
     return MemberStatus(
         id=me.id, address=me.address, state=MemberState(me.state), share=share,
         pages=figures.pages, rate=figures.rate, frontier=figures.frontier, hosts=figures.hosts,
@@ -110,7 +114,9 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         vouched=lease.vouched if lease else 0, needed=lease.needed if lease else 0,
         quorum=lease.quorum if lease else 0, grace_left=lease.grace_left if lease else 0.0,
         ring_version=ring_version, ring_fingerprint=fingerprint,
-        page_cap=figures.page_cap, budget_wait=figures.budget_wait)
+        page_cap=figures.page_cap, budget_wait=figures.budget_wait,
+        voters_version=record.version, voters=record.voters, voters_joint=record.joint,
+        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0)
 
 
 def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:

@@ -141,8 +141,9 @@ from peer.net.resolver import Resolver
 from peer.results.schema import PageRow
 from peer.results.store import ResultStore
 from peer.state.journal import Recovered, SnapshotStats
+from peer.state.voterfile import read_voters, write_voters
 from ring.addresses import bind_address
-from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
+from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, VotersChanged
 from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
 
@@ -262,6 +263,9 @@ class Crawler:
             Done: lambda e: journal.done(e.url, None), Row: self._do_row, Items: results.items,
             Commit: lambda e: journal.commit(),
             Granted: lambda e: journal.counters(grants_to_counters(e.grants)),
+            # Once an operator's change, a few ids: written at once, atomically, before
+            # the sends after it (ring.membership.voters rule 6), not in a thread.
+            VotersChanged: lambda e: write_voters(self.data_dir, e.record),
             Send: ring.send, Reply: ring.reply, StatusAsked: ring.status, Log: ring.log_line,
             ReadHosts: ring.read_hosts, ReadFetched: ring.read_fetched,
             Warn: lambda e: log.warning("%s", e.text),
@@ -413,9 +417,10 @@ class Crawler:
                 # A peer not in cluster.toml joins a running ring (PeerCore: joining); so
                 # does one back after a graceful leave: the others fetched its hosts
                 # meanwhile, and it fetches none before their hand-off says what.
+                voters = await trio.to_thread.run_sync(read_voters, self.data_dir)
                 peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
                                incarnation=int(time.time() * 1000), curve=keys is not None,
-                               joining=spec is None or self.durability.rejoining)
+                               joining=spec is None or self.durability.rejoining, voters=voters)
                 sockets = self.ringface.open(self.peer_id, address, keys, store, services, bind=bind)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []

@@ -196,7 +196,7 @@ class Durability:
         try:
             stats = await trio.to_thread.run_sync(
                 state.write_snapshot, pending, view.bloom, view.queued, view.forwards, view.counters,
-                manifest)
+                manifest, view.handed)
         except BaseException:
             state.abort_snapshot(pending)
             raise

@@ -57,7 +57,7 @@ _MISSING = object()
 def replay(
     directory: Path, name: str, queue: dict[str, int], forwards: list[tuple[str, int]],
     rows: list[list[Any]], counters: dict[str, float], added: list[str],
-    missed: list[str] | None = None, *, fsync: bool = False,
+    missed: list[str] | None = None, *, fsync: bool = False, seen: list[str] | None = None,
 ) -> tuple[int, int]:
     """Apply journal ``name`` to the given state; returns (records, torn bytes).
 
@@ -125,6 +125,8 @@ def replay(
                     _, url = rec
                     add(url)
                     pop(url, None)
+                    if seen is not None:
+                        seen.append(url)  # handed to us as fetched by another peer
                 else:
                     raise ValueError(f"unknown record tag {tag!r}")
                 records += 1

@@ -248,7 +248,7 @@ class PeerState:
     def snapshot(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
-        spill: SpillManifest | None = None,
+        spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         """Commit, write snapshot g+1 of the state given, continue in ``journal-<g+1>.log``.
 
@@ -259,7 +259,7 @@ class PeerState:
         if self._fd < 0:
             raise RuntimeError("PeerState.snapshot() before begin() or after close()")
         self.commit()
-        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill)
+        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill, handed)
 
     # A snapshot off the event loop, in three steps (the engine's rule 10):
     # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
@@ -289,7 +289,7 @@ class PeerState:
     def write_snapshot(
         self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
-        spill: SpillManifest | None = None,
+        spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
 
@@ -300,7 +300,7 @@ class PeerState:
         holds only the frontier's heads and the jobs in flight).
         """
         return self._write_files(pending.generation, bloom, queued, forwards, counters,
-                                 pending.old_journal, spill)
+                                 pending.old_journal, spill, handed)
 
     def finish_snapshot(self, pending: PendingSnapshot) -> None:
         """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
@@ -338,9 +338,9 @@ class PeerState:
     def _snapshot(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
-        spill: SpillManifest | None,
+        spill: SpillManifest | None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
-        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill)
+        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill, handed)
         self._close_fd()
         self._gen = gen
         self._open_journal()
@@ -354,10 +354,10 @@ class PeerState:
     def _write_files(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
-        spill: SpillManifest | None = None,
+        spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         return write_snapshot_files(self.directory, gen, self.peer_id, self.ring, self._created,
-                                    bloom, queued, forwards, counters, old_journal, spill)
+                                    bloom, queued, forwards, counters, old_journal, spill, handed)
 
     # -- recovery --------------------------------------------------------------
 

@@ -33,6 +33,7 @@ from ring.node import (
     Count,
     Deliver,
     Granted,
+    VotersChanged,
     NearAnswered,
     NearAsked,
     HandOff,
@@ -202,6 +203,9 @@ class RingDriver:
     def _do_granted(self, a: Granted) -> None:
         pass  # a stand-in crawl keeps no disk: its grants live as long as its process
 
+    def _do_voters(self, a: VotersChanged) -> None:
+        pass  # a bare node keeps no data_dir: its record lives as long as the process
+
     def _do_near(self, a: NearAsked | NearAnswered) -> None:
         pass  # a stand-in crawl owns no band table: the asker decides at its answer_timeout
 
@@ -221,6 +225,7 @@ class RingDriver:
         Granted: _do_granted,
         NearAsked: _do_near,
         NearAnswered: _do_near,
+        VotersChanged: _do_voters,
     }
 
 

@@ -3,8 +3,15 @@
 ``table`` prints the ring that cluster.toml describes: each peer's share of
 the hash space and the owner of the seeds' hosts, so an operator can check a
 ring (weights, a new peer) before starting it. It reads only the file.
-``status``, ``leave`` and ``forget`` ask the running ring through
+``status``, ``leave``, ``forget`` and ``voter`` ask the running ring through
 ``ring.tools.client``, which returns typed rows; this module only formats them.
+
+``voter add ID`` / ``voter retire ID`` change the lease's voters
+(``ring.membership.voters``): a joiner becomes a voter, or a voter a learner,
+without editing any cluster.toml. The request goes to the ring's steward
+(its lowest live id), which refuses it unless it holds its lease; the
+command then waits until every live member holds the settled record, prints
+how many failures the ring survives, and exits 0, or 1 with the reason.
 
 ``forget`` is for a ring that lost its majority for good (``ring.membership.lease``:
 a peer starts requests only while a majority of its quorum vouches for its
@@ -40,18 +47,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, client_keys, request_forget,
-                               request_leave)
+from ring.tools.client import (Contact, ForgetResult, LeaveOutcome, LeaveResult, VoterResult, client_keys,
+                               request_forget, request_leave, request_voter)
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.tools.logs import FORMATS
+from ring.tools.voters import format_voter, voters_line, voters_summary
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
-from ring.messages import ForgetOutcome, LeaseStatus, MemberStatus
+from ring.messages import ForgetOutcome, LeaseStatus, MemberStatus, VoterAction
 from ring.vocabulary import TERMS, Family, words
 from ring.durations import duration
 
-__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status",
+__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status", "format_voter", "voters_summary",
            "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
 
 
@@ -237,6 +245,23 @@ def _parser() -> argparse.ArgumentParser:
     fg.add_argument("--id", metavar="ID", required=True, help="the dead member to forget (required)")
     fg.add_argument("--timeout", metavar="SECONDS", type=float, default=2.0,
                     help="seconds to wait for each peer's answer (default 2)")
+    vt = sub.add_parser("voter", help="make a member a voter of the ring's leases, or retire a voter",
+                        description="A peer starts requests only while a majority of the ring's voters "
+                                    "vouches for its ring. The voters start as cluster.toml's [[peer]] "
+                                    "list; a peer that joined later does not vote until it is added. "
+                                    "Asks the ring's steward (its lowest live id) to add or retire ID, "
+                                    "one member a change (two steps: joint, then settled), waits until "
+                                    "every live member holds the new voters and prints how many voter "
+                                    "failures the ring survives. Exits 0 when the change settled (or "
+                                    "there was nothing to change), 1 when it was refused or did not "
+                                    "settle in time. No cluster.toml needs editing; each peer keeps "
+                                    "the voters in its data_dir.")
+    vt.add_argument("action", choices=[a.value for a in VoterAction],
+                    help="add: make a live member a voter; retire: make a voter a learner")
+    vt.add_argument("id", metavar="ID", help="the member")
+    vt.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    vt.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
+                    help="how long to wait for the change to settle (default 60)")
     return p
 
 
@@ -321,7 +346,11 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
              f"{rings:<{_RING_W}}")
     for _, w, k, f in _COLUMNS:
         total += f" {_cell(f, sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
-    out += [total.rstrip(), "", STATUS_LEGEND]
+    out.append(total.rstrip())
+    line = voters_line(rows)
+    if line:
+        out.append(line)
+    out += ["", STATUS_LEGEND]
     return "\n".join(out)
 
 
@@ -430,7 +459,8 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
         if rows is None:
             raise _NoAnswer(_no_answer(cfg, poll))
         if args.json:
-            print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows]}, indent=2))
+            print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows],
+                              "voters": voters_summary(rows)}, indent=2))
         else:
             print(format_status(rows))
         return 0
@@ -444,7 +474,8 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
         stamp = time.strftime("%H:%M:%S")
         if args.json:
             members = [r.as_json() for r in rows or ()]
-            print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members}))
+            print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members,
+                              "voters": voters_summary(rows or ())}))
         else:
             text = format_status(rows) if rows is not None else f"({_no_answer(cfg, poll)})"
             head = f"ring {cfg.ring.name!r} at {stamp}, every {args.watch:g}s (Ctrl-C to stop)"
@@ -527,6 +558,11 @@ async def _forget(cfg: RingFile, args: argparse.Namespace) -> tuple[ForgetResult
     return await request_forget(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
 
 
+async def _voter(cfg: RingFile, args: argparse.Namespace) -> VoterResult:
+    return await request_voter(cfg.ring.name, seeds_of(cfg), VoterAction(args.action), args.id, args.timeout,
+                               tool_keys(cfg))
+
+
 async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
     return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout, tool_keys(cfg))
 
@@ -575,6 +611,22 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                 return 1
             text, ok = format_forget(args.id, results)
             print(text)
+            return 0 if ok else 1
+        if args.command == "voter":
+            problem = _check_numbers(args)
+            if problem or not args.id.strip():
+                print(f"error: {problem or 'ID: expected a member id'}", file=sys.stderr)
+                return 2
+            try:
+                outcome = trio.run(_until_ctrl_c, _voter, cfg, args)
+            except BaseException as exc:
+                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                    raise
+                print("\ninterrupted: a change the steward made settles on its own; see "
+                      "`python -m ring status`", file=sys.stderr)
+                return 1
+            text, ok = format_voter(VoterAction(args.action), args.id, outcome)
+            print(text, file=sys.stdout if ok else sys.stderr)
             return 0 if ok else 1
         try:
             result = trio.run(_until_ctrl_c, _leave, cfg, args)

@@ -232,3 +232,32 @@ async def test_the_driver_hands_a_batch_and_our_entries_back_to_the_crawl_in_rin
         ("accept", "http://a.test/", 1), ("accept_seen", "http://s.test/"), ("commit_state",),
         ("accept", "http://b.test/", 0), ("commit_state",),
         ("accept_seen", "http://c.test/seen"), ("take_back", "http://c.test/", 2)]
+
+
+def test_status_says_how_many_voter_failures_the_ring_survives_and_warns_at_none():
+    from ring.messages import LeaseStatus, VoterAction, VoterOutcome
+    from ring.tools.client import VoterResult
+    from ring.tools.voters import format_voter, voters_line, voters_summary
+
+    def row(pid: str, alive: int, needed: int, version: int = 2, voters=("p1", "p2", "p3")) -> MemberStatus:
+        return MemberStatus(pid, "tcp://x:1", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 1.0,
+                            lease=LeaseStatus.HELD, voters_version=version, voters=voters,
+                            voters_alive=alive, voters_needed=needed)
+
+    rows = [row("p1", 3, 2), row("p2", 3, 2), row("p3", 3, 2)]
+    assert voters_summary(rows) == {"version": 2, "voters": ["p1", "p2", "p3"], "joint": [], "alive": 3,
+                                    "needed": 2, "survives": 1, "majority": True, "agree": True, "warning": None}
+    assert voters_line(rows) == "voters: p1, p2, p3 (version 2): 3 alive, 2 needed; survives 1 voter failure"
+    edge = [row("p2", 2, 2), row("p3", 2, 2)]
+    assert voters_summary(edge)["survives"] == 0  # type: ignore[index]
+    assert "WARNING: the ring survives no failure" in voters_line(edge)  # type: ignore[operator]
+    lost = [row("p2", 1, 2, version=0, voters=("p1", "p2"))]
+    assert "WARNING: no majority of the voters is alive" in voters_line(lost)  # type: ignore[operator]
+    assert voters_summary([]) is None  # nobody said (a peer of an older build)
+
+    ok, done = format_voter(VoterAction.ADD, "p3", VoterResult("p1", VoterOutcome.CHANGING, 1, True, tuple(rows)))
+    assert done and ok.splitlines()[:2] == ["p1 made the change (version 1)", "p3 is a voter at every live member"]
+    text, done = format_voter(VoterAction.ADD, "p3", VoterResult("p1", VoterOutcome.NO_LEASE, 0))
+    assert not done and text.startswith("refused by p1: it holds no lease")
+    assert format_voter(VoterAction.RETIRE, "p9", VoterResult("p1", VoterOutcome.ALREADY, 2))[1]
+    assert not format_voter(VoterAction.ADD, "p3", VoterResult(None, None))[1]

@@ -22,6 +22,7 @@ from membershipnet import INTERVAL, FakeNet, make, seed_list
 from ring.membership.lease import (GRACE_FACTOR, MAX_PENDING, Lease, LeaseKeeper, LeaseState, PauseNote, PauseReason, Pauses,
                         fingerprint)
 from ring.messages import Digest, Member, MemberState, Ping, PingAck
+from ring.membership.voters import initial
 
 DEAD = MemberState.DEAD
 RING3 = {"p0": 1.0, "p1": 1.0, "p2": 1.0}
@@ -608,11 +609,12 @@ def test_no_two_peers_hold_leases_on_different_rings_while_members_join_and_leav
 
 
 class Roster:
-    """A view's records, configured seeds, epoch and ring version, as the test sets them."""
+    """A view's records, voter record, epoch and ring version, as the test sets them."""
 
     def __init__(self, *ids: str, seeds: frozenset[str] = frozenset(QUORUM3)) -> None:
         self.members = {m: Member(m, f"tcp://a/{m}", 1, MemberState.ALIVE, 1.0) for m in ids}
-        self.configured = seeds
+        self.voters = initial(seeds)
+        self.forgotten: dict[str, int] = {}
         self.epoch = 0
         self.ring_version = 0
 

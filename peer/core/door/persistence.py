@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from peer.core.crawl.core import CrawlCore
@@ -59,6 +59,7 @@ class SnapshotView:
     queued: list[tuple[str, int]]        # with a spill store: the heads, and the jobs in flight
     forwards: list[tuple[str, int]]      # the Outbox's unacked URLs
     counters: dict[str, float]
+    handed: list[tuple[str, str]] = field(default_factory=list)  # (url, host) handed to us as fetched
 
 
 #: A seed seen leaving, as a persisted counter: ``left:<id>`` = the incarnation it left with (0: none).
@@ -105,6 +106,12 @@ class Persistence:
         b = crawl.cfg.bloom
         crawl.bloom.set_policy(b.growth, b.max_capacity)
         crawl.requested = int(rec.counters.get("pages", 0))
+        # The URLs other peers handed us as fetched: a copy still queued must not run,
+        # and they go on with their hosts' next move (a resumed peer forgot them before).
+        handed: dict[str, str] = getattr(rec, "handed", {})
+        spill = getattr(rec, "spill", None)
+        spilled = set(spill.hosts()) if spill is not None and handed else set()
+        crawl.handoffs.restore_handed(handed, lambda url, host: url in rec.queued or host in spilled)
         # What this peer gave of the max_pages budget (ring.membership.budget): never spent again.
         self.resumed_grants = grants_from_counters(rec.counters)
         self.resumed_left = left_from_counters(rec.counters)
@@ -164,7 +171,8 @@ class Persistence:
         """One moment's state for a snapshot; the spill store's tails flushed (its checkpoint next)."""
         crawl, node = self._crawl, self._node()
         view = SnapshotView(copy.deepcopy(crawl.bloom), crawl.snapshot_queue(),
-                            node.outbox.queued().urls if node is not None else [], self.counters())
+                            node.outbox.queued().urls if node is not None else [], self.counters(),
+                            crawl.handoffs.handed())
         self.flush_tails()  # so the store and the heads hold the whole queue
         return view
 

@@ -88,6 +88,20 @@ class Handoffs:
             # flight, or done. A queued one must not run.
             self._handed_seen.add(url)
 
+    def handed(self) -> list[tuple[str, str]]:
+        """(url, host) of every URL handed to us as fetched, for a snapshot."""
+        return list(self._seen_in.items())
+
+    def restore_handed(self, handed: dict[str, str], queued: Callable[[str, str], bool]) -> None:
+        """A resumed crawl's URLs handed to us as fetched (``peer.state.recovery``).
+
+        Each goes on with its host's next move; one the recovered queue may
+        hold (``queued(url, host)``: a copy queued before the hand-off came,
+        which the previous owner fetched) is dropped when its job comes up.
+        """
+        self._seen_in.update(handed)
+        self._handed_seen.update(url for url, host in handed.items() if queued(url, host))
+
     def was_handed_in(self, url: str) -> bool:
         """Whether ``url`` was handed to us as fetched by its host's previous owner."""
         return url in self._seen_in
