@@ -76,6 +76,7 @@ MEMBER_STATUS = st.builds(
     st.lists(st.tuples(NAME, UINT), max_size=3).map(tuple),
     st.lists(st.tuples(NAME, FLOAT, FLOAT), max_size=3).map(tuple),
     st.sampled_from(LeaseStatus), UINT, UINT, UINT, FLOAT, UINT, UINT,
+    st.booleans(), UINT, st.booleans(),
     UINT, st.lists(NAME, max_size=4).map(tuple), st.lists(NAME, max_size=4).map(tuple), UINT, UINT,
 )
 MESSAGES = st.one_of(
