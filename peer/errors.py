@@ -6,11 +6,12 @@
     ├── ConfigError                the user's cluster.toml is wrong (file, key, expectation)
     ├── URLError                   a URL we cannot or will not crawl (garbage, bad scheme)
     ├── StateError                 a persisted file under data_dir is unreadable
-    │   └── LockedError            the results file is held open by another process (.pid)
+    │   ├── LockedError            the results file is held open by another process (.pid)
+    │   └── StorageError           a write under data_dir failed (read-only, full, I/O error)
     └── FetchError                 a fetch failed (.kind, an ErrorKind): data, not a crash
 
 Each carries a one-line message meant for a person: the CLI prints ``str(err)``
-and exits 2, never a traceback (httpx ``_exceptions.py`` draws its tree the same
+and exits 2 (:data:`EXIT_USAGE`; a :class:`StorageError` :data:`EXIT_STORAGE`), never a traceback (httpx ``_exceptions.py`` draws its tree the same
 way). Foreign exceptions (tomllib, yarl, idna, OSError) are translated where
 they arise, so callers only ever catch these.
 
@@ -26,8 +27,16 @@ from enum import StrEnum
 from ring import errors as _ring_errors
 from ring.errors import EXIT_USAGE, RingError
 
-__all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "FetchError",
-           "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "first_line", "user_error"]
+__all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "StorageError",
+           "FetchError", "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "EXIT_STORAGE", "first_line",
+           "user_error"]
+
+#: The exit status of a peer whose data_dir refused a write while it ran (a
+#: disk gone read-only or full, an I/O error): the operator's disk, not the
+#: command line, so not :data:`EXIT_USAGE`; a service manager may restart on
+#: it once the disk is fixed. Every status is listed in ``python -m peer --help``
+#: and docs/operations.md ("Exit statuses").
+EXIT_STORAGE = 4
 
 
 class PeerError(Exception):
@@ -67,6 +76,17 @@ class LockedError(StateError):
     def __init__(self, message: str, pid: int | None = None) -> None:
         self.pid = pid
         super().__init__(message)
+
+
+class StorageError(StateError):
+    """A write under data_dir failed: the disk is read-only or full, or failing; names the
+    file and the operating system's reason (``strerror``).
+
+    Not one URL's fault, so never recorded as a page's ``internal`` error: the
+    peer stops (:data:`EXIT_STORAGE`), and the page whose row could not be
+    written has neither a row nor a done record, so its next owner fetches it
+    again (peer/state/journal.py's crash ordering).
+    """
 
 
 class ErrorKind(StrEnum):

@@ -10,10 +10,11 @@ from dataclasses import dataclass
 from typing import Union
 
 from ring.hashring import HashRing
+from ring.membership.voters import VoterRecord
 from ring.messages import Message, NearAnswer, NearQuery
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
-           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked"]
+           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked", "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,8 +94,17 @@ class Count:
 
 @dataclass(frozen=True, slots=True)
 class Log:
+    """A line for the peer's log; ``event`` and ``fields`` name it for ``--log-format json``
+    (``ring.tools.logs``), empty for a line that has no name."""
+
     level: int
     text: str
+    event: str = ""
+    fields: tuple[tuple[str, str | int | float | bool | None], ...] = ()
+
+    def extra(self) -> dict[str, object] | None:
+        """``extra=`` of the ``logging`` call that logs it."""
+        return {"event": self.event, "fields": dict(self.fields)} if self.event else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,6 +112,13 @@ class Granted:
     """Our page-budget grant totals changed (``ring.membership.budget``): durable before the sends after it."""
 
     grants: tuple[tuple[str, int], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class VotersChanged:
+    """Our voter record changed (``ring.membership.voters``): on disk before the sends after it (rule 6)."""
+
+    record: VoterRecord
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,5 +136,5 @@ class NearAnswered:
 
 
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered]
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged]
 

@@ -50,6 +50,14 @@ What each message is for:
   (``Membership.forget``), and the peer says what it did
   (:class:`ForgetOutcome`); codes 16 and 17, added without a ``VERSION``
   change (a peer that does not know them drops them as an unknown type).
+- :class:`Voters` — a member's voter record (``ring.membership.voters``),
+  pushed when it changes and sent with anti-entropy; :class:`VoterRequest`
+  / :class:`VoterReply` — ``python -m ring voter add|retire`` asks a peer to
+  change it (:class:`VoterAction`) from the version the operator saw
+  (``base``), and the peer says what it did (:class:`VoterOutcome`). Codes
+  20-22, added without a ``VERSION`` change, as 16 and 17: a peer of an
+  older build drops them as an unknown type, and takes part with version 0
+  (cluster.toml's voters).
 - :class:`NearQuery` / :class:`NearAnswer` — duplicate content
   (``peer.core.dedupe.verdicts``): a peer asks the owner of some of a page's SimHash
   bands whether an earlier page is within k bits of it, and the owner
@@ -154,6 +162,11 @@ __all__ = [
     "ForgetOutcome",
     "NearQuery",
     "NearAnswer",
+    "Voters",
+    "VoterAction",
+    "VoterOutcome",
+    "VoterRequest",
+    "VoterReply",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -210,6 +223,27 @@ class ForgetOutcome(StrEnum):
     SELF = "self"  # the target is the answering peer: it is running
     ALIVE = "alive"  # refused: alive in its view
     SUSPECT = "suspect"  # refused: suspected, not yet dead, in its view
+
+
+class VoterAction(StrEnum):
+    """What ``python -m ring voter`` asks of the voter record; the wire carries its index."""
+
+    ADD = "add"  # make a member a voter
+    RETIRE = "retire"  # make a voter a learner
+
+
+class VoterOutcome(StrEnum):
+    """What a peer did with a :class:`VoterRequest` (``ring.membership.voters``); the wire carries its index."""
+
+    CHANGING = "changing"  # it made the joint record: the change spreads and settles
+    ALREADY = "already"  # nothing to change: a voter already (add), or not one (retire)
+    STALE = "stale"  # the request's base is not this peer's version: ask again
+    BUSY = "busy"  # a change is under way (a joint record): wait for it to settle
+    NO_LEASE = "no_lease"  # this peer holds no lease: no majority vouches for its ring
+    NOT_LIVE = "not_live"  # add: the member is not alive in its view
+    LAST_VOTER = "last_voter"  # retire: a ring needs one voter at least
+    LEAVING = "leaving"  # this peer is leaving the ring
+    NOT_STEWARD = "not_steward"  # only the lowest id of the live ring changes the voters: ask it
 
 
 # --------------------------------------------------------------------------
@@ -335,11 +369,35 @@ class MemberStatus:
     grace_left: float = 0.0
     ring_version: int = 0
     ring_fingerprint: int = 0
+    # Whether the answering peer has heard from this member at all: a
+    # [[peer]] that never started is in every view, alive at incarnation 0
+    # (ring.membership.view), and must not read "alive" (``shown_state``).
+    heard: bool = True
+    # The member's own view of its max_pages budget (ring.membership.budget):
+    # its cap now (0: no max_pages), and whether it waits for a grant, at its
+    # cap with URLs queued (so it fetches nothing until one comes).
+    page_cap: int = 0
+    budget_wait: bool = False
+    # The member's voter record (ring.membership.voters) and how many voters
+    # can fail while a majority stays alive, in its view: voters alive and
+    # the majority needed, of the set closest to losing it. Added without a
+    # VERSION change, as errors and busiest were.
+    voters_version: int = 0
+    voters: tuple[str, ...] = ()
+    voters_joint: tuple[str, ...] = ()
+    voters_alive: int = 0
+    voters_needed: int = 0
 
     @property
     def live(self) -> bool:
         """Owns hosts: alive or suspect (``ring.membership.records.LIVE``)."""
         return self.state is MemberState.ALIVE or self.state is MemberState.SUSPECT
+
+    @property
+    def shown_state(self) -> str:
+        """The state an operator reads: ``waiting`` for a listed peer not heard from yet
+        (it never started, or has not reached the answering peer), else the state's name."""
+        return "waiting" if not self.heard and self.state is MemberState.ALIVE else self.state.value
 
     @property
     def families(self) -> Split:
@@ -349,7 +407,7 @@ class MemberStatus:
     def as_json(self) -> dict[str, Any]:
         """The ``--json`` form (and the dashboard's): these field names, the pairs named by ``ring.vocabulary``."""
         split = self.families
-        return {"id": self.id, "address": self.address, "state": self.state.value, "share": self.share,
+        return {"id": self.id, "address": self.address, "state": self.shown_state, "share": self.share,
                 "pages": self.pages, "rate": self.rate, "frontier": self.frontier, "hosts": self.hosts,
                 "forwarded_out": self.forwarded_out, "forwarded_in": self.forwarded_in,
                 "dns_hit_rate": self.dns_hit_rate, "bloom_fill": self.bloom_fill, "uptime": self.uptime,
@@ -360,7 +418,13 @@ class MemberStatus:
                 "quorum": self.quorum, "grace_left": self.grace_left, "ring_version": self.ring_version,
                 # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
                 # JSON readers. None: the member did not say.
-                "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None}
+                "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None,
+                "heard": self.heard, "page_cap": self.page_cap, "budget_wait": self.budget_wait,
+                "voters_version": self.voters_version, "voters": list(self.voters),
+                "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
+                "voters_needed": self.voters_needed,
+                # Voters that can fail while a majority of them stays alive (docs/membership.md).
+                "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None}
 
 
 @dataclass(frozen=True, slots=True)
@@ -541,9 +605,44 @@ class NearAnswer:
     distance: int
 
 
+@dataclass(frozen=True, slots=True)
+class Voters:
+    """``sender``'s voter record (``ring.membership.voters.VoterRecord``'s fields)."""
+
+    ring: str
+    sender: str
+    version: int
+    voters: tuple[str, ...]
+    joint: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class VoterRequest:
+    """``python -m ring voter add|retire TARGET``: change the voters, from version ``base``."""
+
+    ring: str
+    sender: str
+    action: VoterAction
+    target: str
+    base: int
+    nonce: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class VoterReply:
+    """What ``sender`` did with the :class:`VoterRequest` of ``nonce``; ``version``: its record's now."""
+
+    ring: str
+    sender: str
+    target: str
+    outcome: VoterOutcome
+    version: int
+    nonce: int = 0
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply, NearQuery, NearAnswer]
+                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -883,6 +982,14 @@ _MEMBER_STATUS = _Spec(
         ("grace_left", _FLOAT),
         ("ring_version", _UINT),
         ("ring_fingerprint", _UINT),
+        ("heard", _BOOL),
+        ("page_cap", _UINT),
+        ("budget_wait", _BOOL),
+        ("voters_version", _UINT),
+        ("voters", _array_codec(_NAME, MAX_MEMBERS)),
+        ("voters_joint", _array_codec(_NAME, MAX_MEMBERS)),
+        ("voters_alive", _UINT),
+        ("voters_needed", _UINT),
     ),
 )
 
@@ -1008,6 +1115,17 @@ _SPECS += (
     _Spec(NearAnswer, 19, (("ring", _NAME), ("sender", _NAME), ("url", _URL),
                            ("duplicate_of", (_url_or_nil, _url_or_nil)),
                            ("distance", (_distance, _distance)))),
+)
+
+# The voter record (ring.membership.voters): 20-22, without a VERSION change, as 16-19.
+_IDS = _array_codec(_NAME, MAX_MEMBERS)
+_SPECS += (
+    _Spec(Voters, 20, (("ring", _NAME), ("sender", _NAME), ("version", _UINT), ("voters", _IDS),
+                       ("joint", _IDS))),
+    _Spec(VoterRequest, 21, (("ring", _NAME), ("sender", _NAME), ("action", _enum_codec(VoterAction)),
+                             ("target", _NAME), ("base", _UINT), ("nonce", _UINT))),
+    _Spec(VoterReply, 22, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
+                           ("outcome", _enum_codec(VoterOutcome)), ("version", _UINT), ("nonce", _UINT))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

@@ -18,9 +18,11 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     HandOff(old, ring, ...)  collect the moved hosts' seen URLs and starts
     Released(sender)         its HandoffDone came: its hosts may be fetched
     Granted(grants)          our max_pages grants grew (ring.membership.budget): durable before what follows
+    VotersChanged(record)    our voter record changed (ring.membership.voters): durable before what follows
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
+    Reply(route, VoterReply)   ``ring voter``: what this peer did (done here, rule 10)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
@@ -83,6 +85,16 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    otherwise): the band tables answer members only, and an answer from
    anyone else could only mislead. What it says is checked by the crawl
    (``peer.core.dedupe.verdicts``), which counts what it refuses.
+10. **Voters.** A ``VoterRequest`` (``python -m ring voter add|retire``)
+   changes the lease's voters (``Membership.change_voters``,
+   ``ring.membership.voters`` rule 4) only when this peer's record is settled at
+   the request's ``base`` version and it holds its lease: a stale, early or
+   malformed request changes nothing, is answered with why
+   (``VoterOutcome``) and counted (``voter_<outcome>``, ``voter_malformed``).
+   A member's ``Voters`` record is gossip (rules 1 and 2). Each change of our
+   record is a ``VotersChanged`` and a log line; each change of the voters
+   alive or of the record that leaves the ring surviving no failure (a
+   majority of the voters alive, but not one more) is a WARNING, once.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -123,6 +135,7 @@ from ring.actions import (
     SeedStarts,
     Send,
     StatusAsked,
+    VotersChanged,
 )
 from ring.membership.budget import PageBudget, add_grants
 from ring.forwarding.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Outbox
@@ -132,6 +145,7 @@ from ring.forwarding.inbox import Inbox, Verdict
 from ring.forwarding.intake import adopted
 from ring.membership.lease import LeaseState, Pauses
 from ring.membership.protocol import Membership
+from ring.membership.records import LIVE, ChangeReason
 from ring.messages import (
     Ack,
     Digest,
@@ -155,7 +169,12 @@ from ring.messages import (
     StatusRequest,
     Sync,
     UrlBatch,
+    VoterOutcome,
+    VoterReply,
+    VoterRequest,
+    Voters,
 )
+from ring.membership.voters import Survival, VoterRecord
 from ring.forwarding.routes import Routes, claimed_epoch
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
@@ -181,10 +200,13 @@ __all__ = [
     "Send",
     "StatusAsked",
     "StatusFigures",
+    "VotersChanged",
 ]
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync, Packet, NearQuery, NearAnswer)
+                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters)
+#: A voter request's outcomes that change nothing for a reason of the request's (counted, rule 10).
+_VOTER_REFUSED = frozenset(VoterOutcome) - {VoterOutcome.CHANGING, VoterOutcome.ALREADY}
 
 
 class RingNode:
@@ -228,6 +250,8 @@ class RingNode:
         resumed: bool = False,
         takeover_after: float = 0.0,
         grants: Sequence[tuple[str, int]] = (),
+        left: Mapping[str, int] | None = None,
+        voters: VoterRecord | None = None,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -242,7 +266,7 @@ class RingNode:
             suspect_after=suspect_after, dead_after=dead_after, now=now, incarnation=incarnation,
             tombstone_ttl=tombstone_ttl, seed_grace=seed_grace, join_seeds=join_seeds,
             retransmit_mult=retransmit_mult,
-            lease=lease if lease is not None else dead_after / 2, resumed=resumed)
+            lease=lease if lease is not None else dead_after / 2, resumed=resumed, voters=voters)
         # The start time as epoch: our batch numbers start a new channel each life.
         self.outbox = outbox if outbox is not None else Outbox(
             peer_id, ring_name, epoch=incarnation, max_age=batch_age, max_delay=max_batch_age,
@@ -257,11 +281,19 @@ class RingNode:
         if grants:
             # What a former process of ours gave (peer.engine.durability): before any round.
             self.membership.set_local(grants=tuple(sorted(grants)))
+        if left:
+            # Seeds a former process of ours saw leave: left, not silent (Membership.remember_left).
+            self.membership.remember_left(left, now)
         self.leaving = False
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
         self.routes = Routes(curve=curve)
-        self._pauses = Pauses()  # the lease as last logged: a pause is logged once
+        # The lease as last logged: a pause is logged once; a ring settling after a
+        # change is given one lease before its wait is called a partition.
+        self._pauses = Pauses(patience=lease if lease else dead_after / 2)
+        # Rule 10: the record last made durable, and the voters' survival as last logged.
+        self._voters_told = self.membership.voter_record
+        self._survival = self._survival_key()
 
     # -- views -----------------------------------------------------------------
 
@@ -289,8 +321,10 @@ class RingNode:
         dropped = self.dropped_rows({**figures.limits, **forwarding_rows(self.outbox.stats()),
                                      **on_wire(figures.not_requested)})
         own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
-                      ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0)
-        return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own)
+                      ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0,
+                      voters=m.voter_record, survival=m.survival())
+        return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
+                            unheard=m.waiting_for())
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
@@ -329,10 +363,13 @@ class RingNode:
         return state
 
     def _lease_log(self, now: float) -> list[Action]:
-        """A lost majority is logged once when it begins and once when it ends (``ring.membership.lease.Pauses``)."""
+        """A lost majority is logged once when it begins and once when it ends; a forming ring once, as news (``ring.membership.lease.Pauses``)."""
         real = now + self.membership.stalled
-        line = self._pauses.seen(self.lease_state(real), real)
-        return [Log(logging.WARNING, line)] if line else []
+        note = self._pauses.seen(self.lease_state(real), real)
+        if note is None:
+            return []
+        return [Log(logging.WARNING if note.warn else logging.INFO, note.line, note.event,
+                    (("vouched", note.vouched), ("needed", note.needed), ("quorum", note.quorum)))]
 
     def count(self, reason: str) -> None:
         """Count a refusal found by the driver (a send that timed out, a bad address...)."""
@@ -458,15 +495,61 @@ class RingNode:
     # -- one handler per message type ----------------------------------------------
 
     def _member_changes(self) -> list[Action]:
-        """One log line per membership change seen: who, the new state, and why."""
-        events = self.membership.drain_events()
+        """One log line per membership change seen: who, the new state, and why; then the voters'."""
+        m = self.membership
+        events = m.drain_events()
         if self.budget is not None:
             self.budget.saw(events)  # when each member died, for the budget it holds
-        return [Log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
-                    f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}")
-                for e in events]
+        out: list[Action] = [Log(logging.WARNING if e.state is MemberState.DEAD else logging.INFO,
+                                 f"member {e.id}: {e.state.value} ({e.reason.value}), incarnation {e.incarnation}",
+                                 "member", (("member", e.id), ("state", e.state.value), ("reason", e.reason.value),
+                                            ("incarnation", e.incarnation)))
+                             for e in events]
+        record = m.voter_record
+        if record.version:
+            # A new process of a member (or a new member) may hold an older record: tell it ours.
+            out += [Send(e.id, m.voters_message()) for e in events
+                    if e.id != self.peer_id and e.state is MemberState.ALIVE
+                    and e.reason in (ChangeReason.JOINED, ChangeReason.RESTARTED, ChangeReason.REFUTED)]
+        if record != self._voters_told:
+            self._voters_told = record
+            out.insert(0, VotersChanged(record))  # rule 6 of ring.membership.voters: on disk first
+            out.append(Log(logging.INFO, f"voters: {record.describe()}"))
+        return out + self._survival_log()
 
-    def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync,
+    def _survival_key(self) -> tuple[Survival, tuple[tuple[str, ...], ...], frozenset[str]]:
+        m = self.membership
+        quorums = tuple(tuple(q) for q in m.quorums())
+        members = m.members()
+        alive = frozenset(v for q in quorums for v in q if v in members and members[v].state in LIVE)
+        return m.survival(), quorums, alive
+
+    def _survival_log(self) -> list[Action]:
+        """Rule 10: a change that leaves the ring surviving no failure is warned, once."""
+        key = self._survival_key()
+        if key[1:] == self._survival[1:]:
+            return []
+        before, self._survival = self._survival[0], key
+        now = key[0]
+        slack, was = now.alive - now.needed, before.alive - before.needed
+        down = sorted({v for q in key[1] for v in q} - key[2])
+        gone = f"; not alive: {', '.join(down)}" if down else ""
+        if slack <= 0 and slack < was:
+            if slack < 0:
+                what = f"no majority of the voters is alive ({now.alive} of {now.quorum}, {now.needed} needed{gone})"
+            else:
+                what = (f"the ring now survives no failure: {now.alive} of {now.quorum} voters alive, "
+                        f"{now.needed} needed{gone}")
+            return [Log(logging.WARNING, (
+                f"voters: {what}; make a live member a voter (python -m ring voter add ID) or retire a "
+                "dead one (python -m ring voter retire ID)"))]
+        if slack > 0 and was <= 0:
+            return [Log(logging.INFO, (f"voters: the ring survives {now.survives} failure"
+                                       f"{'s' if now.survives != 1 else ''} again ({now.alive} of {now.quorum} "
+                                       f"voters alive, {now.needed} needed)"))]
+        return []
+
+    def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync | Voters,
                    now: float) -> list[Action]:
         self.handoff.note_claims(msg)  # ring.handoff rule 4
         out: list[Action] = [Send(dest, reply) for dest, reply in self.membership.receive(msg, now)]
@@ -559,6 +642,28 @@ class RingNode:
             out.append(Log(logging.WARNING, f"forget of {target} requested by {msg.sender} refused: {why}"))
         return out
 
+    def _on_voter_request(self, route: bytes, msg: VoterRequest, now: float) -> list[Action]:
+        """Rule 10: an operator's change of the voters, made or refused, answered and counted."""
+        target = msg.target.strip()
+        m = self.membership
+        if not target or target != msg.target:
+            self.dropped["voter_malformed"] += 1
+            return [Count("voter_malformed"), Reply(route, VoterReply(
+                self.ring_name, self.peer_id, msg.target, VoterOutcome.STALE, m.voter_record.version, msg.nonce))]
+        outcome, sends = m.change_voters(msg.action, target, msg.base, now)
+        out: list[Action] = [Reply(route, VoterReply(self.ring_name, self.peer_id, target, outcome,
+                                                     m.voter_record.version, msg.nonce))]
+        if outcome in _VOTER_REFUSED:
+            self.dropped[f"voter_{outcome.value}"] += 1
+            out += [Count(f"voter_{outcome.value}"), Log(logging.WARNING, (
+                f"voter {msg.action.value} {target} requested by {msg.sender} refused: {outcome.value} "
+                f"(our record: {m.voter_record.describe()}, the request's base: version {msg.base})"))]
+            return out
+        if outcome is VoterOutcome.CHANGING:
+            out.append(Log(logging.WARNING, f"voter {msg.action.value} {target} requested by {msg.sender}"))
+        out += [Send(dest, reply) for dest, reply in sends]
+        return out + self._member_changes()
+
     def _on_near(self, route: bytes, msg: NearQuery | NearAnswer, now: float) -> list[Action]:
         """Rule 9: a band query or answer from a member, for the crawl."""
         rec = self.membership.members().get(msg.sender)
@@ -584,6 +689,8 @@ class RingNode:
         HostStarts: _on_host_starts,
         LeaveRequest: _on_leave_request,
         ForgetRequest: _on_forget_request,
+        Voters: _on_gossip,
+        VoterRequest: _on_voter_request,
         StatusRequest: _on_status_request,
         NearQuery: _on_near,
         NearAnswer: _on_near,

@@ -19,12 +19,13 @@ line, ``ring status`` and the dashboard alike.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ring.forwarding.forwarder import OutboxStats
 from ring.membership.lease import LeaseState, PauseReason
+from ring.membership.voters import Survival, VoterRecord
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, MemberStatus, StatusReply
 from ring.durations import duration
 
@@ -50,6 +51,8 @@ class StatusFigures:
     not_requested: Mapping[str, int] = field(default_factory=dict)  # URLs never requested, by cause
     busiest: Sequence[tuple[str, float, float]] = ()  # (host, pages/min, setpoint pages/min)
     lease: LeaseState | None = None  # the ring's lease now (None: not known here)
+    page_cap: int = 0  # our max_pages cap now (ring.membership.budget; 0: no max_pages)
+    budget_wait: bool = False  # at that cap with URLs queued: waiting for a grant
 
     @classmethod
     def of(cls, figures: Any, uptime: float) -> StatusFigures:
@@ -67,7 +70,8 @@ class StatusFigures:
                    errors=dict(get("errors", {}) or {}),
                    not_requested=dict(get("not_requested", {}) or {}),
                    busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()),
-                   lease=get("lease", None))
+                   lease=get("lease", None), page_cap=int(get("page_cap", 0)),
+                   budget_wait=bool(get("budget_wait", False)))
 
 
 def lease_status(state: LeaseState | None) -> LeaseStatus:
@@ -93,10 +97,13 @@ def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grac
 
 
 def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[tuple[str, int], ...],
-            ring_version: int, fingerprint: int) -> MemberStatus:
+            ring_version: int, fingerprint: int, voters: VoterRecord | None = None,
+            survival: Survival | None = None) -> MemberStatus:
     """This peer's own row: its record, its share, the crawl's ``figures``, its counters
-    (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring."""
+    (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring,
+    and its voters (``ring.membership.voters``) with how many failures they survive."""
     lease = figures.lease
+    record = voters if voters is not None else VoterRecord(0, ())
     return MemberStatus(
         id=me.id, address=me.address, state=MemberState(me.state), share=share,
         pages=figures.pages, rate=figures.rate, frontier=figures.frontier, hosts=figures.hosts,
@@ -106,21 +113,27 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         lease=lease_status(lease),
         vouched=lease.vouched if lease else 0, needed=lease.needed if lease else 0,
         quorum=lease.quorum if lease else 0, grace_left=lease.grace_left if lease else 0.0,
-        ring_version=ring_version, ring_fingerprint=fingerprint)
+        ring_version=ring_version, ring_fingerprint=fingerprint,
+        page_cap=figures.page_cap, budget_wait=figures.budget_wait,
+        voters_version=record.version, voters=record.voters, voters_joint=record.joint,
+        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0)
 
 
-def gossiped_row(m: Member, share: float) -> MemberStatus:
-    """Another member's row, as its gossiped record says: its pages and forwarding counters."""
+def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:
+    """Another member's row, as its gossiped record says: its pages and forwarding counters
+    (``heard``: False for a listed peer's placeholder, never heard from)."""
     return MemberStatus(
         id=m.id, address=m.address, state=MemberState(m.state), share=share, pages=m.pages, rate=0.0,
         frontier=0, hosts=0, forwarded_out=m.sent, forwarded_in=m.received, dns_hit_rate=0.0,
-        bloom_fill=0.0, uptime=0.0)
+        bloom_fill=0.0, uptime=0.0, heard=heard)
 
 
 def status_reply(ring_name: str, peer_id: str, nonce: int, members: Mapping[str, Member],
-                 shares: Mapping[str, float], own: MemberStatus) -> StatusReply:
-    """The answer to ``ring status``: ``own`` for us, gossiped rows for the others, by id."""
-    rows = tuple(own if mid == peer_id else gossiped_row(m, shares.get(mid, 0.0))
+                 shares: Mapping[str, float], own: MemberStatus,
+                 unheard: Collection[str] = ()) -> StatusReply:
+    """The answer to ``ring status``: ``own`` for us, gossiped rows for the others, by id
+    (``unheard``: listed peers not heard from yet)."""
+    rows = tuple(own if mid == peer_id else gossiped_row(m, shares.get(mid, 0.0), mid not in unheard)
                  for mid, m in sorted(members.items()))
     return StatusReply(ring_name, peer_id, rows, nonce=nonce)
 

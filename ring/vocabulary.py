@@ -92,7 +92,8 @@ NO_ROW_CAUSES = frozenset({SCOPE, *SCOPE_RULES, *NOT_REQUESTED_CAPS})
 NOT_REQUESTED_PREFIX = "not_requested."
 #: Pairs of a status reply that count no refused input (rule 4): forwarding
 #: frames, hand-off holds and their ends, held hosts, politeness holds, the seen
-#: set's and the frontier's figures, restarts of members, the caps that count
+#: set's and the frontier's figures, restarts of members, gossip rounds that
+#: woke late (this process stood still: ``stalled_rounds``), the caps that count
 #: cut links or cut waits, internal errors, sitemaps fetched and not read
 #: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop),
 #: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop),
@@ -101,7 +102,7 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: and a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
 #: a refused ETag or Last-Modified is ``revisit_validator``, a drop).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
-                    "handoffs_", "handoff_", "peer_restarts", "cap.", "error.",
+                    "handoffs_", "handoff_", "peer_restarts", "stalled_rounds", "cap.", "error.",
                     "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.",
                     "revisit.")
 

@@ -18,7 +18,7 @@ import signal
 import sys
 import time
 from collections.abc import Sequence
-from datetime import datetime
+from ring.tools.logs import parse_stamp
 from pathlib import Path
 
 import trio
@@ -31,8 +31,8 @@ from ring.messages import DecodeError, StatusReply, StatusRequest, decode, encod
 
 #: The checkout: the peers run from it (their relative paths, as a user's would).
 ROOT = Path(__file__).resolve().parent.parent
-#: Peers' log lines: "2024-11-30 02:57:01,123 INFO peer.cluster: message".
-LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}) (\w+) ([\w.]+): (.*)$")
+#: Peers' log lines: "2024-11-30T02:57:01.123Z INFO peer.cluster: message" (ring.tools.logs).
+LOG_LINE = re.compile(r"^(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z) (\w+) ([\w.]+): (.*)$")
 RESUMED = re.compile(r"resuming the crawl from \S+: (\d+) queued URLs, (\d+) to forward, (\d+) result rows restored")
 HANDOFF = re.compile(r"hand-off: (\d+) fetched URLs to their new owners, all acked in ([\d.]+)s")
 
@@ -45,8 +45,8 @@ class BenchError(Exception):
 
 
 def log_time(stamp: str) -> float:
-    """Epoch seconds of a logging ``asctime`` (local time, millisecond resolution)."""
-    return datetime.strptime(stamp, "%Y-%m-%d %H:%M:%S,%f").timestamp()
+    """Epoch seconds of a log line's stamp (UTC, millisecond resolution)."""
+    return parse_stamp(stamp)
 
 
 def log_lines(text: str) -> list[tuple[float, str, str, str]]:

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from datetime import datetime
+from ring.tools.logs import parse_stamp
 from pathlib import Path
 
 from localweb.hostile.endless import LINKS
@@ -161,7 +161,7 @@ def progress_gaps(err: str) -> tuple[float, str]:
     for line in err.splitlines():
         if " peer.engine: " in line and "pages " in line and "frontier " in line:
             try:
-                times.append((datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp(), line))
+                times.append((parse_stamp(line.split(" ", 1)[0]), line))
             except ValueError:
                 pass
     best, at = 0.0, ""
@@ -178,7 +178,7 @@ def frontier_series(err: str) -> list[tuple[float, int]]:
         m = re.search(r" peer\.engine: .*\bfrontier ([\d,]+),", line)
         if m:
             try:
-                t = datetime.strptime(line[:23], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+                t = parse_stamp(line.split(" ", 1)[0])
             except ValueError:
                 continue
             out.append((t, int(m[1].replace(",", ""))))
@@ -363,11 +363,11 @@ def main() -> int:
     print(f"  exit codes: {codes}")
     if kill:
         err = (tmp / "p1.err").read_text(errors="replace")
-        resumed = re.search(r"^(\S+ \S+) WARNING peer\.engine: resuming the crawl from \S+: (\d+) queued "
+        resumed = re.search(r"^(\S+) WARNING peer\.engine: resuming the crawl from \S+: (\d+) queued "
                             r"URLs \((\d+) of them on disk, (\d+) blocks read\)", err, re.M)
         after = [t for t, _ in frontier_series(err) if t > kill["restarted"]]
         if resumed:
-            at = datetime.strptime(resumed[1], "%Y-%m-%d %H:%M:%S,%f").timestamp()
+            at = parse_stamp(resumed[1])
             print(f"  kill -9 of p1 at {kill['t']:.0f} s with {kill['frontier_before']:,} queued (its last "
                   f"progress line): resumed {int(resumed[2]):,} queued ({int(resumed[3]):,} on disk, "
                   f"{int(resumed[4]):,} blocks read) {at - kill['restarted']:.1f} s after the restart "

@@ -21,6 +21,7 @@ import duckdb
 
 from localweb.processes.children import Children, Exited
 from localweb.processes.peerrun import free_ports
+from ring.tools.logs import parse_stamp
 from peer.core.run.layout import DataDir
 
 __all__ = ["Crawl", "page_rows", "pid_rows", "report_ring", "ring_changes", "run_crawl", "write_toml"]
@@ -128,7 +129,7 @@ def ring_changes(crawl: Crawl) -> list[str]:
         path = crawl.toml.parent / "logs" / f"{pid}.err"
         for line in path.read_text(errors="replace").splitlines() if path.exists() else ():
             if " peer.cluster: ring: " in line:
-                stamp = time.mktime(time.strptime(line[:19], "%Y-%m-%d %H:%M:%S")) + int(line[20:23]) / 1e3
+                stamp = parse_stamp(line.split(" ", 1)[0])
                 out.append(f"{stamp - crawl.started:+.1f} s {pid} sees [{line.split('ring: ', 1)[1]}]")
     return sorted(out, key=lambda s: float(s.split()[0]))
 

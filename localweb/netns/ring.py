@@ -44,6 +44,16 @@ delivered.
   honest form of "``dst`` does not hear ``src``": ``src``'s messages to
   ``dst`` are lost, ``dst``'s reach ``src``.
 - :meth:`heal_all`: every cut removed.
+
+Names and moves (tests of ring addresses):
+
+- :meth:`write_hosts`: a hosts file of each namespace, in
+  ``/etc/netns/<namespace>/hosts``, which ``ip netns exec`` bind-mounts
+  over ``/etc/hosts`` for the processes it starts (ip-netns(8)), so each
+  namespace resolves the names given; rewritten in place, so processes
+  already running see a change at their next lookup. Removed at exit.
+- :meth:`readdress`: a namespace's ``eth0`` moves to another address of
+  the subnet (a machine, or a pod, back somewhere else).
 """
 
 from __future__ import annotations
@@ -157,6 +167,8 @@ class NetRing:
         self._made_links: list[str] = []
         self._rules: set[tuple[str, tuple[str, ...]]] = set()
         self._procs: dict[int, subprocess.Popen[Any]] = {}
+        self._moved: dict[str, str] = {}
+        self._hosts_dirs: list[Path] = []
 
     # -- names and addresses ---------------------------------------------------
 
@@ -172,6 +184,8 @@ class NetRing:
         """The IPv4 address of ``name``'s ``eth0``: .1 for the web, .10+i for peer pi."""
         self._check(name)
         assert self.subnet is not None, "use NetRing in a with block"
+        if name in self._moved:
+            return self._moved[name]
         host = 1 if name == WEB else 10 + int(name[1:])
         return str(self.subnet.network_address + host)
 
@@ -218,9 +232,45 @@ class NetRing:
             _ip("-n", ns, "rule", "add", "pref", str(_LOCAL_PREF), "lookup", "local")
             _ip("-n", ns, "rule", "del", "pref", "0")
 
+    def readdress(self, name: str, host: int) -> str:
+        """Move ``name``'s ``eth0`` to the subnet's address number ``host`` (100-250); the new address."""
+        if not 100 <= host <= 250:
+            raise ValueError("a moved namespace takes an address .100 to .250 (below are the fixed ones)")
+        assert self.subnet is not None, "use NetRing in a with block"
+        old, new = self.address(name), str(self.subnet.network_address + host)
+        prefix = self.subnet.prefixlen
+        # The old one first: added first, the new one would be a secondary
+        # address, which the kernel deletes with the primary (no promote_secondaries).
+        _ip("-n", self.netns(name), "addr", "del", f"{old}/{prefix}", "dev", "eth0")
+        _ip("-n", self.netns(name), "addr", "add", f"{new}/{prefix}", "dev", "eth0")
+        self._moved[name] = new
+        return new
+
+    def write_hosts(self, names: dict[str, str], namespaces: Sequence[str] | None = None) -> None:
+        """``namespaces`` (default: all) resolve each of ``names`` (name -> address) from their own hosts file (docstring)."""
+        text = "127.0.0.1 localhost\n::1 localhost\n" + "".join(f"{a} {n}\n" for n, a in sorted(names.items()))
+        for name in self.names if namespaces is None else namespaces:
+            folder = Path("/etc/netns") / self.netns(name)
+            if folder not in self._hosts_dirs:
+                folder.mkdir(parents=True, exist_ok=True)
+                self._hosts_dirs.append(folder)
+            hosts = folder / "hosts"
+            # In place, never replaced: a running process's /etc/hosts is a bind mount of this inode.
+            with open(hosts, "a+") as f:
+                f.seek(0)
+                f.truncate()
+                f.write(text)
+
     def close(self) -> None:
         """End every process started here (by PID), then delete what was created."""
         self.kill_all()
+        for folder in self._hosts_dirs:
+            with contextlib.suppress(OSError):
+                (folder / "hosts").unlink()
+            with contextlib.suppress(OSError):
+                folder.rmdir()
+        self._hosts_dirs.clear()
+        self._moved.clear()
         for ns in reversed(self._made_ns):
             _ip("netns", "del", ns, check=False)
         self._made_ns.clear()

@@ -276,6 +276,7 @@ def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[],
 
     from peer.state.configfile import load_config
     from peer.engine.crawler import Crawler
+    from ring.tools.logs import TextFormatter
 
     cfg = load_config(toml)
     (spec,) = cfg.peers
@@ -284,7 +285,7 @@ def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[],
     run = Run([peer])
     root = logging.getLogger()
     handler = logging.FileHandler(peer.err, encoding="utf-8")
-    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    handler.setFormatter(TextFormatter())  # as python -m peer writes its log: UTC stamps
     handler.setLevel(logging.INFO)
     level = root.level
     root.addHandler(handler)

@@ -1,6 +1,7 @@
 """The user's commands: parsing, one-line errors, exit statuses.
 
 - ``cli``       ``python -m peer`` (``ringcrawl``): crawl a peer of cluster.toml, ``--check``, ``try``
+- ``envflags``  each flag's default from the environment (``RINGCRAWL_LOG_LEVEL`` for ``--log-level``)
 - ``trial``     ``python -m peer try URL``: one URL through the crawl's rules
 - ``check``     what ``--check`` says of a config without asking anything: summary, warnings, seed owners
 - ``preflight`` what ``--check`` learns by asking: each seed host resolved and its robots.txt read

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from peer.core.config.cluster import ClusterConfig, CrawlConfig
 from peer.errors import EXIT_USAGE
 
-__all__ = ["check_host", "config_warnings", "describe", "idle_peers", "ring_warnings", "seed_hosts_text",
+__all__ = ["check_host", "config_warnings", "describe", "idle_peers", "machine_warnings", "ring_warnings", "seed_hosts_text",
            "seed_owners", "static_refused", "SEED_OWNERS_SHOWN"]
 
 
@@ -28,8 +28,10 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     for spec in cfg.peers:
         mark = "*" if spec.id == peer_id else " "
         address = spec.address or "(no address: solo)"
-        lines.append(f" {mark} {spec.id:<8} {address:<24} weight {spec.weight:g}  data_dir {spec.data_dir}")
-    c, pol = cfg.crawl, cfg.politeness
+        lines.append(f" {mark} {spec.id:<8} {address:<24} weight {spec.weight:g}  data_dir {spec.data_dir}"
+                     + (f"  machine {spec.machine}" if spec.machine != spec.id else ""))
+    # As this peer sends it: {machine} replaced (peer.core.config.workers).
+    c, pol = (cfg.for_peer(peer_id) if peer_id else cfg).crawl, cfg.politeness
     scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
     lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
@@ -174,7 +176,7 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     sites = SiteSettings(cfg.sites, c, cfg.politeness)
     from peer.core.config.tls import unverified_warnings
 
-    ring = ring_warnings(cfg) + [f"{where}: {w}" for w in unverified_warnings(cfg.sites)]
+    ring = ring_warnings(cfg) + machine_warnings(cfg) + [f"{where}: {w}" for w in unverified_warnings(cfg.sites)]
     if not c.seeds:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
     out = ring
@@ -252,3 +254,37 @@ def ring_warnings(cfg: ClusterConfig) -> list[str]:
         return [f"{where}: a ring of {n} peers split in two halves of {n // 2} pauses on both sides "
                 "(neither has a majority); an odd number of peers always leaves one side going on"]
     return []
+
+
+def machine_warnings(cfg: ClusterConfig) -> list[str]:
+    """What the ``machine`` of the peers makes of quorum and per-IP politeness (``--check``, the start).
+
+    A machine that stops takes all its peers with it: a machine holding half
+    the ring or more leaves the rest without a majority, and they pause. Its
+    workers may hold more fetches to one IP than ``ip_concurrency`` allows one
+    peer of its weight (peer/core/politeness/machines.py rule 2).
+    """
+    from peer.core.config.workers import machines
+    from peer.core.politeness.machines import crowded
+    from ring.hashring import HashRing
+
+    where, n = str(cfg.path), len(cfg.peers)
+    machine_of = machines(cfg.peers)
+    counts: dict[str, int] = {}
+    for m in machine_of.values():
+        counts[m] = counts.get(m, 0) + 1
+    out = []
+    if len(counts) > 1:
+        for m, k in sorted(counts.items()):
+            if k > 1 and n - k <= n // 2:
+                out.append(f"{where}: machine {m!r} runs {k} of the ring's {n} peers: when it stops, the "
+                           f"other {n - k} are no majority and pause until it is back (or `python -m ring "
+                           f"forget` drops its peers); spread the peers over more machines")
+    pol = cfg.politeness
+    if pol.ip_concurrency and n > 1:
+        shares = HashRing.of_members(cfg.peers, cfg.ring.vnodes).shares()
+        for c in crowded(pol.ip_concurrency, shares, machine_of):
+            out.append(f"{where}: machine {c.machine!r}: its {c.workers} peers may hold {c.in_flight} fetches "
+                       f"to one IP address at once where one peer of their weight holds {c.share_cap} "
+                       f"(each keeps one); politeness.ip_concurrency >= {c.enough} avoids it")
+    return out

@@ -6,17 +6,19 @@ and exit status 2, never a traceback; so is a peer that cannot start (its
 port in use, an address not of this machine, a corrupt or foreign crawl
 state, a results file another process holds open). A crawl whose results
 file was deleted or replaced while it ran stops, says so in one line and
-exits 1 (``EXIT_LOST``): it never reports rows it no longer has.
+exits 1 (``EXIT_LOST``): it never reports rows it no longer has. A write
+under data_dir refused while the crawl runs (a disk gone read-only or full)
+is one line naming the file and the system's reason, and exit 4
+(``peer.errors.EXIT_STORAGE``). The ``--help`` epilog lists every status.
 """
 
 from __future__ import annotations
 
 import argparse
-import errno
 import logging
+import os
 import shutil
 import signal
-import socket
 import sys
 import time
 from collections.abc import Sequence
@@ -25,16 +27,19 @@ from typing import Any
 
 from peer.core.config.cluster import ClusterConfig
 from peer.state.configfile import load_config
-from peer.errors import EXIT_USAGE, PeerError, user_error
+from peer.errors import EXIT_STORAGE, EXIT_USAGE, PeerError, StorageError, user_error
 
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
 from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
+from peer.commands.supervise import entry_of, supervise
+from peer.commands import envflags
 from peer.commands.check import (check_host, config_warnings, describe, seed_hosts_text, seed_owners,
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
 from peer.commands.machine import bind_problem
 from ring.errors import RingError
+from ring.tools.logs import FORMATS, configure as configure_logs, event
 
 __all__ = ["main"]
 
@@ -53,30 +58,47 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m peer --ring F --check --host HOST    the settings in force for one host\n"
             "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
             "  python -m peer try URL --ring solo.toml        show what the crawl would do with one URL\n"
+            "  python -m peer --ring F --id m1                an entry of workers = N: its N peers m1-0..,\n"
+            "                                                 one supervisor (exit: the worst worker's status)\n"
             "Earlier crawl state (data_dir/state/): on a terminal the peer asks whether to resume\n"
             "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
-            "crash) whose scope and seeds are unchanged, and refuses anything else (a finished\n"
-            "crawl, a changed scope) in one line: pass --resume or --fresh.\n"
-            "Exit status: 0 when the crawl ends (done, max_pages, or SIGINT/SIGTERM\n"
-            "after a clean stop); 1 when the results file or data directory was deleted or\n"
-            "replaced under the running peer; 2 for a usage or config error, or a peer that\n"
-            "cannot start (its port in use, damaged crawl state, a results file held open);\n"
-            "3 when the crawl ended without fetching a page (every seed refused, out of scope,\n"
-            "unreachable or forbidden by robots.txt: the last line says which, and the key)."
+            "crash) or a graceful leave (--leave and SIGTERM: it rejoins the ring) whose scope and\n"
+            "seeds are unchanged, and refuses anything else (a finished crawl, a changed scope)\n"
+            "in one line: pass --resume or --fresh.\n"
+            "Exit statuses (one meaning each; docs/operations.md, Exit statuses):\n"
+            "  0  the crawl ended: done, max_pages, left the ring, or SIGINT/SIGTERM after a\n"
+            "     clean stop (results flushed and checkpointed, stats.json written)\n"
+            "  1  the results file or data directory was deleted or replaced under the peer\n"
+            "  2  a usage or config error, or a peer that cannot start (its port in use,\n"
+            "     damaged crawl state, a results file held open, an earlier crawl to resume)\n"
+            "  3  the crawl (alone, or the whole ring) ended without fetching a page: the\n"
+            "     last line says why (every seed refused, out of scope, unreachable, robots.txt)\n"
+            "  4  storage failed while the crawl ran: a write under data_dir was refused (a\n"
+            "     disk gone read-only or full, an I/O error); one line names the file and the\n"
+            "     system's reason; start again with the same command once the disk is fixed\n"
+            "  other: a bug, with its traceback (please report it); -9 / 137: killed"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--ring", metavar="PATH", required=True,
                    help="the cluster.toml shared by every peer (required)")
     p.add_argument("--id", metavar="ID",
-                   help="which [[peer]] of cluster.toml this process is; "
-                        "may be left out when the file lists one peer")
+                   help="which [[peer]] of cluster.toml this process is (an entry of workers = N: "
+                        "all N, under one supervisor); may be left out when the file lists one peer "
+                        "or one entry of workers")
     p.add_argument("--address", metavar="tcp://HOST:PORT",
                    help="join a running ring as a peer not listed in cluster.toml, listening here "
                         "(with --id and --data-dir)")
+    p.add_argument("--bind", metavar="tcp://HOST:PORT",
+                   help="where a joining peer listens when not at its --address (NAT, a container, "
+                        "a pod): e.g. tcp://0.0.0.0:5555 or tcp://[::]:5555; default: --address "
+                        "itself, or every interface on its port when --address is a DNS name")
     p.add_argument("--data-dir", metavar="DIR", help="data directory of a joining peer")
     p.add_argument("--weight", metavar="W", type=float, default=None,
                    help="ring weight of a joining peer (default 1.0)")
+    p.add_argument("--metrics-address", metavar="HOST:PORT",
+                   help="serve a joining peer's metrics and probes here, as [[peer]] metrics_address "
+                        "does for a listed peer (a port alone: 127.0.0.1; [metrics] applies)")
     p.add_argument("--check", action="store_true",
                    help="validate cluster.toml, print what this peer would run with, ask each "
                         "seed host as the crawl would (its name resolved, its robots.txt read: "
@@ -106,6 +128,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--log-level", metavar="LEVEL", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"],
                    help="logging level: DEBUG, INFO (default), WARNING or ERROR")
+    p.add_argument("--log-format", metavar="FORMAT", default="text", choices=FORMATS,
+                   help="text (default): one line a record, stamped in UTC; json: one JSON object "
+                        "a line (ts, level, peer, logger, event, msg and the event's fields), the "
+                        "end-of-run summary one record (docs/operations.md, Logs)")
     return p
 
 
@@ -115,14 +141,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         from peer.commands.trial import main as try_main
 
         return try_main(argv[1:])
-    args = _parser().parse_args(argv)
-    if args.address is None and (args.data_dir is not None or args.weight is not None):
+    parser = _parser()
+    try:
+        envflags.apply(parser, os.environ)  # RINGCRAWL_<FLAG>: each flag's default
+    except envflags.EnvError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    args = parser.parse_args(argv)
+    joiner_only = (("--data-dir", args.data_dir), ("--weight", args.weight), ("--bind", args.bind),
+                   ("--metrics-address", args.metrics_address))
+    if args.address is None and any(v is not None for _, v in joiner_only):
         # A listed peer's come from cluster.toml; ignoring them silently would
         # put its results where the user does not look.
-        given = " and ".join(f for f, v in (("--data-dir", args.data_dir), ("--weight", args.weight))
-                             if v is not None)
+        given = " and ".join(f for f, v in joiner_only if v is not None)
         print(f"error: {given}: only for a peer joining with --address; a peer listed in "
-              f"cluster.toml takes data_dir and weight from its [[peer]] entry", file=sys.stderr)
+              f"cluster.toml takes data_dir, weight, bind and metrics_address from its [[peer]] entry",
+              file=sys.stderr)
         return EXIT_USAGE
     if args.weight is None:
         args.weight = 1.0
@@ -138,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             proxy_routes(cfg.crawl, SiteSettings(cfg.sites, cfg.crawl, cfg.politeness))
         if args.address is not None:
             _check_join(cfg, args)
-        elif args.id is not None:
+        elif args.id is not None and args.id not in cfg.groups:
             cfg.peer(args.id)
         elif len(cfg.peers) == 1:
             args.id = cfg.peers[0].id
@@ -148,13 +182,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     except PeerError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
+    if args.address is None and (entry := entry_of(cfg, args.id)) is not None:
+        return supervise(argv, cfg.groups[entry])  # one peer a worker, each with this command line
     if args.check and args.host is not None:
         return check_host(cfg, args.host)
     if args.check:
         print(describe(cfg, args.id))
         from peer.commands.preflight import probe_lines
 
-        for line in probe_lines(cfg, skip=set(static_refused(cfg))):
+        for line in probe_lines(cfg.for_peer(args.id or cfg.peers[0].id), skip=set(static_refused(cfg))):
             print(f"warning: {line}")
         return _check_machine(cfg, args)
     if args.id is None:
@@ -167,8 +203,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.fresh and args.resume:
         print("error: --fresh and --resume: pass one of them, not both", file=sys.stderr)
         return EXIT_USAGE
-    logging.basicConfig(level=args.log_level, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure_logs(args.log_level, args.log_format, peer=args.id)
     # httpx logs every request at INFO; our results table already has them.
     for noisy in ("httpx", "httpcore"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, logging.getLogger().level))
@@ -187,7 +222,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     results, state_dir = DataDir(data_dir).results, DataDir(data_dir).state
     try:
-        record = _start_run(cfg, args, data_dir, results, state_dir)
+        record, rejoining = _start_run(cfg, args, data_dir, results, state_dir)
     except _Refused as exc:
         if exc.line:
             print(exc.line, file=sys.stderr)
@@ -202,19 +237,37 @@ def main(argv: Sequence[str] | None = None) -> int:
     before = _results_pages(results)
     cluster = len(cfg.peers) > 1 or args.address is not None
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
-                      cluster=cluster, address=args.address, weight=args.weight)
+                      cluster=cluster, address=args.address, weight=args.weight, bind=args.bind,
+                      rejoining=rejoining)
     try:
-        summary = trio.run(_crawl, crawler, args.leave, not cluster)
+        summary = trio.run(_crawl, crawler, args.leave, not cluster, args.metrics_address)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
+        lost = crawler.results.gone() if user_error(exc) is not None else None
+        if lost is not None:
+            # A write failed because the data_dir was deleted under the crawl:
+            # that loss (exit 1), not a failing disk or a bad start.
+            print(f"error: {lost} while the crawl ran; this run's results are lost "
+                  f"(start again with --fresh)", file=sys.stderr)
+            return EXIT_LOST
+        failed = user_error(exc, (StorageError,))
+        if failed is not None:
+            # The disk, not the command line: its own status, one line, no traceback.
+            print(f"error: storage failed, the crawl stopped: {failed}; free or repair the disk "
+                  f"(or remount it writable), then start this peer again with the same command: "
+                  f"it resumes", file=sys.stderr)
+            return EXIT_STORAGE
         err = user_error(exc)
         if err is None:
             raise
-        address = args.address or cfg.peer(args.id).address
+        address = _listen_address(cfg, args)
         # zmq's bind error names the address; only then is the probe's answer the cause.
         bind_failed = cluster and isinstance(err, RingError) and address in str(err)
         why = bind_problem(address) if bind_failed else None
         if why is not None:
-            fix = "pass another --address" if args.address else f"correct its address in {cfg.path}"
+            if args.address:
+                fix = f"pass another {'--bind' if args.bind else '--address'}"
+            else:
+                fix = f"correct its {'bind' if cfg.peer(args.id).bind else 'address'} in {cfg.path}"
             print(f"error: peer {args.id} cannot listen on {address}: {why[0]}; {why[1]}, or {fix}",
                   file=sys.stderr)
         else:
@@ -226,16 +279,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"error: {crawler.lost} while the crawl ran; this run's results are lost "
               f"(start again with --fresh)", file=sys.stderr)
         return EXIT_LOST
-    _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
-    print(summary.render())
+    doc = _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
     total = _results_pages(results)
-    if total is None:
-        print(f"results: {results}")
+    earlier = before or 0
+    if args.log_format == "json":
+        # The summary is one record a log shipper keeps whole (its fields are
+        # stats.json's, less the config), not lines that interleave with others'.
+        fields = {k: v for k, v in doc.items() if k not in ("run_config", "peer")}  # the record has its peer
+        fields.update(results=str(results), pages_in_all=total, stats_file=str(data_dir / STATS_FILE),
+                      pages_earlier_runs=earlier if record.runs > 1 else 0)
+        log.info("%s", summary.render().splitlines()[0], extra=event("summary", **fields))
     else:
-        earlier = before or 0
-        print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
-              + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
-    print(f"stats: {data_dir / STATS_FILE}")
+        print(summary.render())
+        if total is None:
+            print(f"results: {results}")
+        else:
+            print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
+                  + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
+        print(f"stats: {data_dir / STATS_FILE}")
     if not summary.requested and not total and _fetched_nothing(crawler, summary, cluster):
         # A crawl that ended without one request is the config's doing or the
         # seeds' reachability: say which, and fail, so a script notices.
@@ -315,8 +376,10 @@ class _Refused(Exception):
 
 
 def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, results: Path,
-               state_dir: Path) -> RunRecord:
-    """Resume, start fresh, ask or refuse (peer/core/run/runs.py's rules); the record of this run."""
+               state_dir: Path) -> tuple[RunRecord, bool]:
+    """Resume, start fresh, ask or refuse (peer/core/run/runs.py's rules): the record of this
+    run, and whether it resumes a run that left the ring gracefully (and so rejoins it)."""
+    log = logging.getLogger("peer")
     from peer.state.journal import PeerState, read_run, write_run
 
     if results.exists():
@@ -356,16 +419,16 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
             shutil.rmtree(data_dir)
         new = first_run(fp, now)
     elif choice is Choice.RESUME:
-        print(f"resuming the crawl state in {state_dir} (--fresh to start over): {d.why}",
-              file=sys.stderr)
+        log.info("resuming the crawl state in %s (--fresh to start over): %s", state_dir, d.why,
+                 extra=event("resume", state_dir=str(state_dir), why=d.why))
         if d.changes:
             # Pages fetched before are in the Bloom filter and are not fetched
             # again, so the links they had that were out of scope then are
             # not found now: only new pages and seeds follow the new scope.
-            print(f"warning: the scope changed since this crawl state was written: "
-                  f"{', '.join(d.changes)}; pages fetched before are not fetched again, so "
-                  "links they held that the old scope dropped are not followed (--fresh "
-                  "recrawls with the new scope)", file=sys.stderr)
+            log.warning("the scope changed since this crawl state was written: %s; pages fetched "
+                        "before are not fetched again, so links they held that the old scope "
+                        "dropped are not followed (--fresh recrawls with the new scope)",
+                        ", ".join(d.changes), extra=event("scope_changed", changes=list(d.changes)))
         new = record.starting(fp, now) if record is not None else first_run(fp, now)
     else:
         # A peer killed after it made its results file and before its first
@@ -375,12 +438,13 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
                            "resume; move it away, or pass --fresh to delete it and start over")
         new = first_run(fp, now)
     write_run(state_dir, new)
-    return new
+    return new, choice is Choice.RESUME and record is not None and record.left
 
 
 def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunRecord,  # type: ignore[no-untyped-def]
-             state_dir: Path, data_dir: Path, finished: float) -> None:
-    """The run record's end and data_dir/stats.json; a failure to write them is a warning."""
+             state_dir: Path, data_dir: Path, finished: float) -> dict[str, Any]:
+    """The run record's end and data_dir/stats.json, whose document it returns; a failure to
+    write them is a warning."""
     import json
 
     from peer.core.crawl.limits import Cap
@@ -398,9 +462,10 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
         write_run(state_dir, record.ending(finished, summary.stop_reason, summary.requested))
         write_atomic(data_dir / STATS_FILE, (json.dumps(doc, indent=1).encode() + b"\n",))
     except PeerError as exc:
-        print(f"warning: {exc}", file=sys.stderr)
+        logging.getLogger("peer").warning("%s", exc)
     except OSError as exc:
-        print(f"warning: {data_dir / STATS_FILE}: cannot write ({exc.strerror or exc})", file=sys.stderr)
+        logging.getLogger("peer").warning("%s: cannot write (%s)", data_dir / STATS_FILE, exc.strerror or exc)
+    return doc
 
 
 def _results_pages(results: Path, *, requested: bool = True) -> int | None:
@@ -435,10 +500,29 @@ def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
         parse_address(args.address)
     except ValueError as exc:
         raise ConfigError("--address", "", str(exc)) from None
+    if args.bind is not None:
+        try:
+            parse_address(args.bind, wildcard=True)
+        except ValueError as exc:
+            raise ConfigError("--bind", "", str(exc)) from None
     from ring.membership.protocol import MAX_WEIGHT
 
     if not 0 < args.weight <= MAX_WEIGHT:
         raise ConfigError("--weight", "", f"expected a number > 0 and <= {MAX_WEIGHT:g}")
+    if args.metrics_address is not None:
+        from peer.core.config.metrics import metrics_listen
+
+        try:
+            metrics_listen(args.metrics_address)
+        except ValueError as exc:
+            raise ConfigError("--metrics-address", "", str(exc)) from None
+
+
+def _listen_address(cfg: ClusterConfig, args: argparse.Namespace) -> str:
+    """Where this peer's ring socket listens: a joiner's --bind or --address, a listed peer's bind."""
+    from peer.commands.machine import ring_bind_address
+
+    return ring_bind_address(cfg, args.id, joining=args.address, bind=args.bind)
 
 
 def _check_machine(cfg: ClusterConfig, args: argparse.Namespace) -> int:
@@ -448,7 +532,8 @@ def _check_machine(cfg: ClusterConfig, args: argparse.Namespace) -> int:
     if args.id is None:
         print("   machine: not checked (pass --id to check that this machine can run that peer)")
         return 0
-    local = local_of(cfg, args.id, joining=args.address, data_dir=args.data_dir)
+    local = local_of(cfg, args.id, joining=args.address, bind=args.bind, data_dir=args.data_dir,
+                     metrics=args.metrics_address)
     problems = machine_problems(cfg, local)
     for line in problems:
         print(f"error: {line}", file=sys.stderr)
@@ -477,7 +562,8 @@ def _confirm(question: str) -> bool:
     return input(question).strip().lower() in ("y", "yes")
 
 
-async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False):  # type: ignore[no-untyped-def]
+async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False,  # type: ignore[no-untyped-def]
+                 metrics_address: str | None = None):
     import trio
 
     from peer.engine.observe import start_observers
@@ -502,7 +588,8 @@ async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False):  # t
 
     async with trio.open_nursery() as nursery:
         nursery.start_soon(on_signals)
-        await start_observers(crawler, nursery, solo=solo)  # metrics_address; a solo peer's `ring status`
+        # metrics_address (a joiner's --metrics-address); a solo peer's `ring status`
+        await start_observers(crawler, nursery, solo=solo, metrics_address=metrics_address)
         summary = await crawler.run()
         nursery.cancel_scope.cancel()
     return summary

@@ -3,8 +3,9 @@
 :func:`load_lost` reads a data_dir (blocking file I/O) into a :class:`LostPeer`:
 the URLs it had queued or forwarded unacked (``DATA_DIR/state``,
 :mod:`peer.state.journal`, recovered from a copy so that DATA_DIR stays as it
-was, also for ``--dry-run``), the URLs it fetched (its ``pages.duckdb`` rows and
-the rows only its journal held) and those journal-only rows, which
+was, also for ``--dry-run``), the URLs it fetched (its ``pages.duckdb`` rows, its write-ahead log's
+included, and the rows only its journal held: exactly the rows
+``ringcrawl-merge`` reads from the same data_dir) and those journal-only rows, which
 :func:`restore_rows` writes back into its pages.duckdb as the peer itself would
 on a restart. What happens to them is :mod:`peer.commands.adopt`'s.
 
@@ -15,11 +16,7 @@ raise ``StateError``/``ConfigError`` (the user's mistakes, exit 2).
 
 from __future__ import annotations
 
-import dataclasses
-import os
 import re
-import shutil
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +24,12 @@ from typing import Any
 import duckdb
 
 from peer.core.config.cluster import ClusterConfig
-from peer.core.run.layout import RESULTS_NAME, STATE_NAME, StateFile
+from peer.core.run.layout import RESULTS_NAME, STATE_NAME
 from peer.errors import ConfigError, StateError, first_line
+from peer.results.schema import PAGE_COLUMNS
 from peer.results.store import PageRow, ResultStore
-from peer.state.journal import SPILL_DIR, PeerState, Recovered
+from peer.state.journal import Recovered
+from peer.state.readcopy import recover_copy
 
 __all__ = ["LostPeer", "load_lost", "lost_peer_id", "restore_rows"]
 
@@ -71,56 +70,12 @@ def lost_peer_id(cfg: ClusterConfig, data_dir: Path, given: str | None) -> str:
 
 
 def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:
-    """The lost peer's state, recovered from a copy: DATA_DIR is left as it was.
-
-    ``recover`` truncates a torn journal tail and deletes stray files, which
-    is right for a peer resuming and wrong for a tool that only reads (and
-    for ``--dry-run``). Snapshots and Bloom files are only read, so they are
-    hard-linked when the file system allows; journals are copied.
-    """
-    if not PeerState.exists(state_dir):
-        return None
-    with tempfile.TemporaryDirectory(prefix="ringcrawl-adopt-") as tmp:
-        try:
-            for entry in os.scandir(state_dir):
-                if not entry.is_file(follow_symlinks=False):
-                    continue
-                dst = os.path.join(tmp, entry.name)
-                if (kind := StateFile.parse(entry.name)) is not None and kind[0] is StateFile.JOURNAL:
-                    shutil.copyfile(entry.path, dst)
-                    continue
-                try:
-                    os.link(entry.path, dst)
-                except OSError:
-                    shutil.copyfile(entry.path, dst)
-            # The frontier's spilled queues (peer/state/spill.py): recovery only adds
-            # segments and deletes unnamed ones, never writes into one, so links do.
-            spill_dir = os.path.join(state_dir, SPILL_DIR)
-            if os.path.isdir(spill_dir):
-                os.mkdir(os.path.join(tmp, SPILL_DIR))
-                for entry in os.scandir(spill_dir):
-                    if entry.is_file(follow_symlinks=False):
-                        dst = os.path.join(tmp, SPILL_DIR, entry.name)
-                        try:
-                            os.link(entry.path, dst)
-                        except OSError:
-                            shutil.copyfile(entry.path, dst)
-        except OSError as exc:
-            raise StateError(f"{state_dir}: cannot read crawl state ({exc.strerror or exc})") from None
-        try:
-            rec = PeerState(Path(tmp), peer_id, ring_name).recover()
-            if rec is not None and rec.spill is not None:
-                # Read the spilled queues now: the copy goes with ``tmp``.
-                spill = rec.spill
-                rec = dataclasses.replace(rec, queued=dict(rec.all_queued()), spill=None)
-                spill.close()
-            return rec
-        except StateError as exc:
-            # Name the real file, and not the peer's own way out (--fresh).
-            msg = str(exc).replace(tmp, str(state_dir))
-            msg = re.sub(r";[^;]*--fresh.*$", "", msg)
-            raise StateError(f"{msg}; this peer's queued URLs cannot be adopted "
-                             "(its pages.duckdb rows still merge)") from None
+    """The lost peer's state, recovered from a copy (``peer.state.readcopy``): DATA_DIR is left as it was."""
+    try:
+        return recover_copy(state_dir, peer_id, ring_name)
+    except StateError as exc:
+        raise StateError(f"{exc}; this peer's queued URLs cannot be adopted "
+                         "(its pages.duckdb rows still merge)") from None
 
 
 def _page_urls(path: Path, peer_id: str) -> list[str]:
@@ -159,17 +114,27 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
     restore: list[list[Any]] = []
     urls: dict[str, int] = {}
     already: set[str] = set()
+    unusable: dict[str, int] = {}
     if rec is not None:
         have = set(fetched)
         for row in rec.rows:
             # The engine journals a page row's columns in order (PageRow.values): the URL first.
-            if row and isinstance(row[0], str):
-                if row[0] not in have:
-                    restore.append(row)
-                fetched[row[0]] = None
+            if not row or not isinstance(row[0], str) or row[0] in have:
+                continue
+            try:
+                PageRow.from_values(row)
+            except TypeError:
+                # Neither restore_rows nor the merge can make a pages row of
+                # it (another build's columns): a URL sent as seen without a
+                # row would be a page nobody fetches again and nobody has.
+                # Its next owner fetches it again instead.
+                unusable[row[0]] = _depth(row)
+                continue
+            restore.append(row)
+            fetched[row[0]] = None
         # Queue and unacked forwards together; a URL in both keeps its
         # smaller depth, the one a max_depth limit would let go further.
-        for url, depth in [*rec.all_queued(), *rec.forwards]:
+        for url, depth in [*rec.all_queued(), *rec.forwards, *unusable.items()]:
             if url in fetched:
                 already.add(url)
             elif url not in urls or depth < urls[url]:
@@ -180,6 +145,13 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
         generation=None if rec is None else rec.generation,
         torn_bytes=0 if rec is None else rec.torn_bytes,
     )
+
+
+def _depth(row: list[Any]) -> int:
+    """A journaled row's depth column, 0 if it has none that is a number."""
+    i = PAGE_COLUMNS.index("depth")
+    d = row[i] if len(row) > i else None
+    return d if isinstance(d, int) and d >= 0 else 0
 
 
 async def restore_rows(lost: LostPeer) -> tuple[int, int]:

@@ -12,9 +12,10 @@ machine. A config that is valid everywhere fails here when:
    :data:`MIN_FREE_BYTES` free. Writing is tried for real (a temporary file
    made and removed): mode bits do not say it, since root writes through
    them and a read-only mount stops even root;
-3. an address it listens on cannot be bound: the ring address (the address
-   it binds, :func:`ring_bind_address`) and ``metrics_address``, either in
-   use by another process or not an address of this machine.
+3. an address it listens on cannot be bound: the ring address it binds
+   (:func:`ring_bind_address`: ``bind``, or the default its advertised
+   ``address`` gives) and ``metrics_address``, either in use by another
+   process or not an address of this machine.
 
 Each failure is one line naming the key or path and what to do, and all of
 them are said, not the first only (:func:`machine_problems`). The probe
@@ -58,26 +59,38 @@ class Local:
     keys_dir: Path | None  # [ring] curve_keys, resolved; None without Curve
 
 
-def ring_bind_address(cfg: ClusterConfig, peer_id: str, joining: str | None = None) -> str:
-    """The address the peer ``peer_id`` binds its ring socket to (``--address`` of a joiner)."""
+def ring_bind_address(cfg: ClusterConfig, peer_id: str, joining: str | None = None,
+                      bind: str | None = None) -> str:
+    """The address the peer ``peer_id`` binds its ring socket to (not the address it advertises).
+
+    A listed peer's ``bind``, or the default its ``address`` gives
+    (``peer.core.config.cluster.bind_address``); a joiner's ``--bind``, or
+    the default of its ``--address`` (``ring.addresses.bind_address``).
+    ``""`` for a solo peer without an address.
+    """
     if joining is not None:
-        return joining
-    return cfg.peer(peer_id).address
+        from ring.addresses import bind_address
+
+        return bind_address(joining, bind or "")
+    from peer.core.config.cluster import bind_address as spec_bind
+
+    return spec_bind(cfg.peer(peer_id))
 
 
-def local_of(cfg: ClusterConfig, peer_id: str, *, joining: str | None = None,
-             data_dir: str | Path | None = None) -> Local:
-    """What peer ``peer_id`` needs here; a joiner's address and data_dir come from its flags."""
+def local_of(cfg: ClusterConfig, peer_id: str, *, joining: str | None = None, bind: str | None = None,
+             data_dir: str | Path | None = None, metrics: str | None = None) -> Local:
+    """What peer ``peer_id`` needs here; a joiner's addresses and data_dir come from its flags."""
     from ring.io.curve import resolve_keys_dir
 
     keys_dir = resolve_keys_dir(cfg.ring.curve_keys, cfg.path)
+    ring = ring_bind_address(cfg, peer_id, joining, bind)
     if joining is not None:
-        return Local(peer_id, Path(data_dir or ".").resolve(), "--data-dir", joining, "--address",
-                     "", "", keys_dir)
+        return Local(peer_id, Path(data_dir or ".").resolve(), "--data-dir", ring,
+                     "--bind" if bind else "--address", metrics or "", "--metrics-address", keys_dir)
     index = next(i for i, p in enumerate(cfg.peers) if p.id == peer_id)
     spec = cfg.peers[index]
-    return Local(peer_id, cfg.data_dir(peer_id), f"peer[{index}].data_dir",
-                 ring_bind_address(cfg, peer_id), f"peer[{index}].address",
+    return Local(peer_id, cfg.data_dir(peer_id), f"peer[{index}].data_dir", ring,
+                 f"peer[{index}].{'bind' if spec.bind else 'address'}",
                  spec.metrics_address, f"peer[{index}].metrics_address", keys_dir)
 
 
@@ -156,7 +169,7 @@ def bind_problem(address: str) -> tuple[str, str] | None:
     strerror, and the way out differs by errno.
     """
     try:
-        host, port = parse_address(address)
+        host, port = parse_address(address, wildcard=True)
     except ValueError:
         return None  # an interface name: zmq's own text says it
     return _probe(host, port)

@@ -1,8 +1,10 @@
 """``python scripts/merge.py`` (``ringcrawl-merge``): the peers' results files merged into one.
 
 The command line of :mod:`peer.results.merge`, which does the merge and
-says what its rules are: the inputs (files, or ``--ring``'s peers), the
-output, and a summary or one ``error:`` line and exit status 2.
+says what its rules are: the inputs (data directories, files, or ``--ring``'s
+peers), the output, and a summary with a line an input, its warnings on
+stderr, or one ``error:`` line and exit status 2 (1: ``--strict`` refused an
+input).
 """
 
 from __future__ import annotations
@@ -14,10 +16,13 @@ from pathlib import Path
 
 from peer.commands.shell import cli_main
 from peer.errors import ConfigError
-from peer.results.merge import merge, ring_inputs
+from peer.results.merge import Incomplete, merge, ring_inputs
 from peer.state.configfile import load_config
 
-__all__ = ["main"]
+__all__ = ["EXIT_INCOMPLETE", "main"]
+
+#: ``--strict`` and an input not as a clean stop leaves it: nothing written.
+EXIT_INCOMPLETE = 1
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -33,21 +38,35 @@ def _parser() -> argparse.ArgumentParser:
         epilog=(
             "examples:\n"
             "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb\n"
+            "  python scripts/merge.py copies/p1 copies/p2 copies/p3 -o crawl.duckdb   (data dirs)\n"
             "  python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb\n"
             "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --force --parquet out/\n"
             "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --export 'out/{table}.jsonl'\n"
             "      (out/pages.jsonl, out/items_book.jsonl, ...; .csv and .parquet too)\n\n"
-            "Each input's stats.json (beside it, in the peer's data_dir) is summed into\n"
-            "OUT's stats file: crawl.duckdb -> crawl.stats.json.\n\n"
-            "Exit status 2 on a usage mistake (no such file, not a DuckDB file, no pages table,\n"
-            "existing output without --force, output among the inputs, bad cluster.toml)."
+            "An input is a peer's data directory (or a copy of it: copy the whole directory)\n"
+            "or a results file. A directory is read whole: pages.duckdb, its write-ahead log\n"
+            "pages.duckdb.wal (rows since the last checkpoint, replayed without changing the\n"
+            "files), the rows only state/'s journal held (a peer killed mid-run), and\n"
+            "stats.json, summed into OUT's stats file (crawl.duckdb -> crawl.stats.json) that\n"
+            "the report reads. The summary says what it read of each input; an input not left\n"
+            "as a clean stop leaves it (a log replayed, journal rows, a file without tables,\n"
+            "0 rows) is warned about on stderr.\n\n"
+            "Exit status 0 when merged; 1 with --strict when an input was warned about\n"
+            "(nothing written); 2 on a usage mistake (no such file or data directory, not a\n"
+            "DuckDB file, a foreign pages table, existing output without --force, output among\n"
+            "the inputs, bad cluster.toml)."
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("files", nargs="*", type=Path, metavar="FILE",
-                   help="results files to merge (with --ring: added to the peers' files)")
+    p.add_argument("files", nargs="*", type=Path, metavar="DIR|FILE",
+                   help="peers' data directories (or copies of them) or results files to merge "
+                        "(with --ring: added to the peers')")
     p.add_argument("--ring", type=Path, metavar="cluster.toml",
-                   help="merge <data_dir>/pages.duckdb of every peer listed in this config")
+                   help="merge the data_dir of every peer listed in this config")
+    p.add_argument("--strict", action="store_true",
+                   help="fail (exit 1, nothing written) when an input is not as a clean stop "
+                        "leaves it: a write-ahead log replayed, rows from the journal, a file "
+                        "without tables, 0 page rows")
     p.add_argument("-o", "--output", type=Path, required=True, metavar="OUT",
                    help="the merged DuckDB file to write")
     p.add_argument("--force", action="store_true", help="overwrite OUT (and parquet files) if present")
@@ -78,8 +97,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         warc_dirs += [p.parent / "warc" for p in args.files]
     if not files:
         raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
-    summary = merge(files, args.output, force=args.force, parquet=args.parquet,
-                    export=args.export, warc_dirs=warc_dirs)
+    try:
+        summary = merge(files, args.output, force=args.force, parquet=args.parquet,
+                        export=args.export, warc_dirs=warc_dirs, strict=args.strict)
+    except Incomplete as exc:
+        for read in exc.reads:
+            for line in read.warnings:
+                warn(f"warning: {line}")
+        for read in exc.reads:
+            warn(f"input      {read.line()}")
+        warn(f"error: {exc}")
+        return EXIT_INCOMPLETE
+    for read in summary.read:
+        for line in read.warnings:
+            warn(f"warning: {line}")
     for path in summary.snapshots:
         warn(f"note: {path} is held open by a running peer; merged a copy of it (a snapshot)")
     if not args.quiet:

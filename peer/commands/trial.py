@@ -293,6 +293,10 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     from peer.core.http.cookies import cookie_words
 
     rules = _Rules(cfg, args.peer)
+    # The User-Agent its owner (or --peer) sends: {machine} replaced (peer.core.config.workers).
+    fetching = rules.owner(url) or args.peer or cfg.peers[0].id
+    cfg = cfg.for_peer(fetching)
+    rules = _Rules(cfg, args.peer)
     crawl = cfg.crawl
     _say("url", url)
     if args.stripped:

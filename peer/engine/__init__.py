@@ -12,6 +12,7 @@
 - ``sitemapfetch`` a sitemap read and parsed; ``revisits`` visits recorded in
   ``fetches``, revisits archived
 - ``archive``   the WARC files: each fetch's capture handed to the writer thread
-- ``metrics``   Prometheus figures at ``metrics_address``
+- ``metrics``   Prometheus figures at ``metrics_address``; ``opserver`` its HTTP
+  server, the probes ``/healthz`` and ``/readyz``, the token and TLS
 - ``observe``   a solo peer's answers to ``ring status``
 """

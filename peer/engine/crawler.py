@@ -125,6 +125,7 @@ from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
 from peer.core.door.peer import Commit, PeerCore, ReadFetched, ReadHosts
 from peer.core.seen.bloom import BloomFilter
+from peer.errors import StorageError
 from peer.engine.archive import Archive
 from peer.engine.cookies import CookieSaves
 from peer.engine.durability import Durability
@@ -140,7 +141,9 @@ from peer.net.resolver import Resolver
 from peer.results.schema import PageRow
 from peer.results.store import ResultStore
 from peer.state.journal import Recovered, SnapshotStats
-from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
+from peer.state.voterfile import read_voters, write_voters
+from ring.addresses import bind_address
+from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, VotersChanged
 from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
 
@@ -194,7 +197,11 @@ class Crawler:
         cluster: bool = False,
         address: str | None = None,
         weight: float | None = None,
+        bind: str | None = None,
+        rejoining: bool = False,
     ) -> None:
+        # {machine} in a User-Agent: the sites see one comment per machine (peer.core.config.workers).
+        cfg = cfg.for_peer(peer_id)
         self.cfg = cfg
         self.peer_id = peer_id
         self.data_dir = Path(data_dir or cfg.data_dir(peer_id))
@@ -230,6 +237,7 @@ class Crawler:
         # sockets serve it; alone, every host is ours and there is neither.
         self._cluster = cluster
         self._address = address
+        self._bind = bind  # a joiner's --bind; a listed peer's is its [[peer]] bind
         self._weight = weight
         self.started = time.time()  # epoch seconds, for stats.json
         # The one table for every effect the core returns (peer/engine/effects.py).
@@ -237,7 +245,8 @@ class Crawler:
         carry = self._apply = effects.carry
         # The parts, each owning its state and handed the calls it needs.
         peer, now = self.peer, self._now
-        self.durability = journal = Durability(cfg, peer_id, self.data_dir, peer)
+        # rejoining: the last run left the ring gracefully (peer/core/run/runs.py rule 4).
+        self.durability = journal = Durability(cfg, peer_id, self.data_dir, peer, rejoining=rejoining)
         self.seen = SeenFiles(cfg, self.data_dir, peer, now, carry)
         self.cookies = CookieSaves(peer_id, self.data_dir, peer)
         self.reporting = Reporting(peer, now, self.resolver, fetcher_stats=self._fetcher_stats,
@@ -254,6 +263,9 @@ class Crawler:
             Done: lambda e: journal.done(e.url, None), Row: self._do_row, Items: results.items,
             Commit: lambda e: journal.commit(),
             Granted: lambda e: journal.counters(grants_to_counters(e.grants)),
+            # Once an operator's change, a few ids: written at once, atomically, before
+            # the sends after it (ring.membership.voters rule 6), not in a thread.
+            VotersChanged: lambda e: write_voters(self.data_dir, e.record),
             Send: ring.send, Reply: ring.reply, StatusAsked: ring.status, Log: ring.log_line,
             ReadHosts: ring.read_hosts, ReadFetched: ring.read_fetched,
             Warn: lambda e: log.warning("%s", e.text),
@@ -300,6 +312,16 @@ class Crawler:
     def resumed(self) -> dict[str, float] | None:
         """What a restart found (None: a new crawl)."""
         return self.durability.resumed
+
+    @property
+    def running(self) -> bool:
+        """Whether the scheduler runs: the state is open and fetches may start (the readiness probe's)."""
+        return self._workers is not None
+
+    @property
+    def cluster(self) -> bool:
+        """Whether this peer runs in a ring of several (with a ring node and sockets)."""
+        return self._cluster
 
     def status_figures(self) -> StatusFigures:
         """This peer's row of ``ring status`` (the ring driver fills in its own uptime)."""
@@ -358,7 +380,7 @@ class Crawler:
             self._fetcher = fetcher
             recovered = await self.durability.open(store)
             await self.revisits.restore(store)
-            await self.seen.open(recovered)
+            await self.seen.open(recovered, self.durability.fetched)
             await self.cookies.open(recovered)
             # After the state is ours (no other process on this data_dir): recovery cuts .open files.
             self.archive = Archive.open(cfg, self.peer_id, self.data_dir, self.stop)
@@ -390,19 +412,23 @@ class Crawler:
             if self._cluster:
                 spec = next((p for p in cfg.peers if p.id == self.peer_id), None)
                 address = self._address or (spec.address if spec is not None else "")
+                bind = bind_address(address, self._bind or (spec.bind if spec is not None else ""))
                 keys = curve_keys(cfg, self.peer_id)
-                # A peer not in cluster.toml joins a running ring (PeerCore: joining).
+                # A peer not in cluster.toml joins a running ring (PeerCore: joining); so
+                # does one back after a graceful leave: the others fetched its hosts
+                # meanwhile, and it fetches none before their hand-off says what.
+                voters = await trio.to_thread.run_sync(read_voters, self.data_dir)
                 peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
                                incarnation=int(time.time() * 1000), curve=keys is not None,
-                               joining=spec is None)
-                sockets = self.ringface.open(self.peer_id, address, keys, store, services)
+                               joining=spec is None or self.durability.rejoining, voters=voters)
+                sockets = self.ringface.open(self.peer_id, address, keys, store, services, bind=bind)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
                 self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))
             if sockets is not None:
                 await services.start(sockets.run)
             self._apply(peer.seeds(self.clock()))
-            services.start_soon(store.run)
+            services.start_soon(store.run, 1.0, cfg.crawl.results_checkpoint)
             services.start_soon(self.results.watch)
             services.start_soon(self.reporting.run, self._flush_pid)
             services.start_soon(self.durability.run, store)
@@ -453,10 +479,12 @@ class Crawler:
     def _do_row(self, e: Row) -> None:
         page = PageRow(e, time.time(), self.peer_id)
         self.durability.done(e.url, page.values())
-        if self.cfg.crawl.max_pages:
-            # The page count with the row: after a kill -9 the count the
-            # last snapshot held would let this peer go past its cap.
-            self.durability.counters({"pages": self.peer.figures.requested})
+        # The page count with the row, whatever the config: after a kill -9
+        # the count the last snapshot held (up to checkpoint_mb or 10 minutes
+        # old) would let this peer go past max_pages, and `ring status`,
+        # /metrics and stats.json would forget its pages since (a peer showed
+        # 39 pages where the server had answered it 191). A dozen bytes a page.
+        self.durability.counters({"pages": self.peer.figures.requested})
         write, replace = self.revisits.row(e)  # a revisit's 304 keeps the stored row
         store = self.results.store
         if store is not None and write:
@@ -484,6 +512,13 @@ class Crawler:
         peer = self.peer
         try:
             await self._handle(job)
+        except StorageError:
+            # The disk refused a write (the journal's commit of this page's
+            # records, say): not this URL's fault, and recording it as an
+            # 'internal' row would count a page as done that has no row of its
+            # own. The peer stops; the page has neither row nor done record,
+            # so whoever fetches its host next fetches it again.
+            raise
         except Exception as exc:  # noqa: BLE001 - rule 8: one URL's bug, not the peer's
             name = type(exc).__name__
             effects, first = peer.internal(job, name, self.clock())

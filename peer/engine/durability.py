@@ -50,8 +50,13 @@ SNAPSHOT_CHECK = 1.0
 class Durability:
     """One peer's journal, snapshots and spill store (module docstring); opened by :meth:`open`."""
 
-    def __init__(self, cfg: ClusterConfig, peer_id: str, data_dir: Path, peer: PeerCore) -> None:
+    def __init__(self, cfg: ClusterConfig, peer_id: str, data_dir: Path, peer: PeerCore, *,
+                 rejoining: bool = False) -> None:
         self._cfg = cfg
+        #: The last run left the ring gracefully: the seen set is rebuilt from the rows.
+        self.rejoining = rejoining
+        #: With ``rejoining``: the URLs of this peer's rows, the seen set's files rebuilt from them.
+        self.fetched: list[str] | None = None
         self._peer_id = peer_id
         self._dir = DataDir(data_dir).state
         self._peer = peer
@@ -93,6 +98,10 @@ class Durability:
             # Pages done since the last snapshot whose rows DuckDB had not
             # written yet when the process died: their rows come back.
             have = {u for u, _ in await store.page_urls()}
+            if self.rejoining:
+                # peer.core.door.persistence.Persistence.forget_handed_over says why.
+                self.fetched = sorted(have | {str(row[0]) for row in rec.rows if row})
+                self._peer.disk.forget_handed_over(self.fetched)
             missing = [PageRow.from_values(row) for row in rec.rows if row and row[0] not in have]
             for page in missing:
                 store.add_page(page)
@@ -187,7 +196,7 @@ class Durability:
         try:
             stats = await trio.to_thread.run_sync(
                 state.write_snapshot, pending, view.bloom, view.queued, view.forwards, view.counters,
-                manifest)
+                manifest, view.handed)
         except BaseException:
             state.abort_snapshot(pending)
             raise

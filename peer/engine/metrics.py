@@ -1,4 +1,4 @@
-"""Prometheus metrics of one peer, at ``http://[[peer]] metrics_address/metrics``.
+"""Prometheus metrics of one peer, at ``http://[[peer]] metrics_address/metrics``, and its probes.
 
 ``prometheus_client`` (the Prometheus project's own Python client) writes the
 text exposition format and serves it; this module only says which figures
@@ -15,10 +15,14 @@ systems".
   lock.
 - :func:`families` turns one :class:`PeerFigures` into metric families: pure,
   tested without a server.
-- :func:`serve_metrics` is the edge: prometheus_client's threaded HTTP server
-  (``start_http_server``) answers each scrape in a thread of its own, and the
-  collector hops onto the trio thread with ``trio.from_thread.run_sync`` for
-  the read. A scrape therefore costs the event loop one read (the frontier
+- :func:`serve_metrics` is the edge: a threaded HTTP server
+  (``peer.engine.opserver``, around prometheus_client's WSGI app) answers
+  each scrape in a thread of its own, and the collector hops onto the trio
+  thread with ``trio.from_thread.run_sync`` for the read. The same server
+  answers ``/healthz`` and ``/readyz`` from the loop's heartbeat, without
+  waiting on the loop, and any other path 404 (``peer.core.run.probes``);
+  ``[metrics]`` adds a bearer token and TLS (``peer.core.config.metrics``).
+  A scrape therefore costs the event loop one read (the frontier
   scans are O(hosts kept), measured in scripts/bench_metrics.py), and a slow
   or stuck scraper holds a server thread, never the crawl.
 
@@ -39,13 +43,15 @@ import trio
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
+from peer.core.run.probes import Beat, Readiness, readiness
 from peer.core.run.scrape import DELAY_QUANTILES, PeerFigures, quantiles
 from ring.vocabulary import TERMS, Family
 
 if TYPE_CHECKING:
     from peer.engine.crawler import Crawler
 
-__all__ = ["PeerFigures", "PeerCollector", "families", "read_figures", "serve_metrics", "DELAY_QUANTILES"]
+__all__ = ["PeerFigures", "PeerCollector", "families", "read_figures", "read_readiness", "serve_metrics",
+           "DELAY_QUANTILES"]
 
 log = logging.getLogger("peer.metrics")
 
@@ -158,26 +164,47 @@ class PeerCollector(Collector):
             yield from families(figures)
 
 
-async def serve_metrics(crawler: Crawler, address: str, *,
-                        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
-    """Serve ``crawler``'s metrics on ``host:port`` until cancelled.
+def read_readiness(crawler: Crawler) -> Readiness:
+    """The peer's readiness now (call on the trio thread): ``peer.core.run.probes`` rule 3."""
+    peer = crawler.peer
+    return readiness(running=crawler.running, in_ring=peer.in_ring, cluster=crawler.cluster,
+                     lease=peer.lease_state(crawler.clock()), stopping=peer.stopping, leaving=peer.leaving)
 
-    A port that cannot be bound is a :class:`~peer.errors.ConfigError`
-    naming the key (the command line prints one line and exits 2).
+
+async def serve_metrics(crawler: Crawler, address: str, *, key: str = "",
+                        task_status: trio.TaskStatus[str] = trio.TASK_STATUS_IGNORED) -> None:
+    """Serve ``crawler``'s metrics and probes on ``address`` until cancelled.
+
+    ``address``: ``host:port``, or a port alone for loopback
+    (``peer.core.config.metrics`` rule 1); ``key``: what names it in an
+    error (``peer[0].metrics_address``, ``--metrics-address``). A port that
+    cannot be bound, a token or a certificate that cannot be read, is a
+    :class:`~peer.errors.ConfigError` (the command line prints one line and
+    exits 2). ``task_status`` gets the ``host:port`` bound.
     """
-    from prometheus_client import CollectorRegistry, start_http_server
+    from prometheus_client import CollectorRegistry, make_wsgi_app
     from prometheus_client.process_collector import ProcessCollector
 
-    from peer.core.config.cluster import parse_metrics_address
+    from peer.core.config.metrics import is_loopback, metrics_listen
+    from peer.engine.opserver import OpServer, heartbeat, read_token, tls_context
     from peer.errors import ConfigError
 
-    host, port = parse_metrics_address(address)
-    token = trio.lowlevel.current_trio_token()
+    where = str(crawler.cfg.path)
+    if not key:
+        index = next((i for i, p in enumerate(crawler.cfg.peers) if p.id == crawler.peer_id), 0)
+        key = f"peer[{index}].metrics_address"
+    try:
+        host, port = metrics_listen(address)
+    except ValueError as exc:
+        raise ConfigError(where, key, str(exc)) from None
+    token = read_token(crawler.cfg.metrics, where)
+    tls = tls_context(crawler.cfg.metrics, where)
+    trio_token = trio.lowlevel.current_trio_token()
     started = time.monotonic()
 
     def read() -> PeerFigures | None:
         try:
-            return trio.from_thread.run_sync(read_figures, crawler, started, trio_token=token)
+            return trio.from_thread.run_sync(read_figures, crawler, started, trio_token=trio_token)
         except trio.RunFinishedError:
             return None  # a scrape that came as the peer ended
 
@@ -185,19 +212,25 @@ async def serve_metrics(crawler: Crawler, address: str, *,
     registry.register(PeerCollector(read))
     ProcessCollector(registry=registry)  # process_resident_memory_bytes, CPU seconds, open fds
     try:
-        server, thread = start_http_server(port, addr=host, registry=registry)
+        server = OpServer(host, port, make_wsgi_app(registry), token=token, tls=tls)
     except OSError as exc:
-        index = next((i for i, p in enumerate(crawler.cfg.peers) if p.id == crawler.peer_id), 0)
-        raise ConfigError(str(crawler.cfg.path), f"peer[{index}].metrics_address",
-                          f"cannot listen on {address}: {exc.strerror or exc}") from None
-    bound = f"{host}:{server.server_port}"
-    log.info("metrics on http://%s/metrics", bound)
+        raise ConfigError(where, key, f"cannot listen on {address}: {exc.strerror or exc}") from None
+    shown = f"[{host}]" if ":" in host else host
+    bound = f"{shown}:{server.port}"
+    scheme = "https" if tls is not None else "http"
+    log.info("metrics on %s://%s/metrics (probes /healthz, /readyz)%s", scheme, bound,
+             "; a bearer token is required" if token else "")
+    if token is None and not is_loopback(host):
+        # The figures name the peer, its ring, its hosts and its leases
+        # (docs/curve.md: what Curve leaves open).
+        log.warning("metrics on %s, not loopback, without a token: anyone who reaches it reads this "
+                    "peer's figures; set [metrics] token_file or token_env", bound)
+    server.beat = Beat(time.monotonic(), read_readiness(crawler))
+    server.start()
     task_status.started(bound)
     try:
-        await trio.sleep_forever()
+        await heartbeat(server, lambda: read_readiness(crawler))
     finally:
         with trio.CancelScope(shield=True):
             # shutdown() waits for serve_forever's next poll (0.5 s): off the loop.
             await trio.to_thread.run_sync(server.shutdown)
-            server.server_close()
-            thread.join(timeout=5)

@@ -26,6 +26,7 @@ stderr.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
@@ -34,6 +35,7 @@ from typing import TYPE_CHECKING
 
 import trio
 
+from peer.core.config.cluster import bind_address
 from peer.state.statusaddress import StatusAddress, remove_status_address, write_status_address
 from ring.errors import RingError
 from ring.membership.lease import fingerprint
@@ -54,24 +56,30 @@ SEND_TIMEOUT = 0.2
 LOOPBACK_ANY = "tcp://127.0.0.1:*"
 
 
-async def start_observers(crawler: Crawler, nursery: trio.Nursery, *, solo: bool) -> None:
+async def start_observers(crawler: Crawler, nursery: trio.Nursery, *, solo: bool,
+                          metrics_address: str | None = None) -> None:
     """Start the metrics server and, for a ``solo`` peer, the status responder, in ``nursery``.
 
     ``python -m peer`` calls this next to ``crawler.run()``, before it: a
     metrics port that cannot be bound stops the peer before it crawls. The
     crawler's figures exist from its construction, so a scrape that comes
     while it opens its state reads zeros, not an error. In-process crawlers
-    (the tests) start neither, and so bind no port.
+    (the tests) start neither, and so bind no port. ``metrics_address``: a
+    joining peer's ``--metrics-address`` (it has no ``[[peer]]`` entry).
     """
+    from peer.engine.metrics import serve_metrics
+
     spec = next((p for p in crawler.cfg.peers if p.id == crawler.peer_id), None)
     if spec is None:
-        return  # a joining peer (--address): not in cluster.toml, so no metrics_address either
+        # A joining peer (--address): not in cluster.toml, its metrics from the command line.
+        if metrics_address:
+            await nursery.start(functools.partial(serve_metrics, crawler, metrics_address,
+                                                  key="--metrics-address"))
+        return
     if spec.metrics_address:
-        from peer.engine.metrics import serve_metrics
-
         await nursery.start(serve_metrics, crawler, spec.metrics_address)
     if solo:
-        nursery.start_soon(serve_status, crawler, spec.address or None)
+        nursery.start_soon(serve_status, crawler, spec.address or None, bind_address(spec) or None)
 
 
 def solo_status(crawler: Crawler, address: str, uptime: float, dropped: dict[str, int]) -> MemberStatus:
@@ -92,8 +100,8 @@ def solo_status(crawler: Crawler, address: str, uptime: float, dropped: dict[str
     )
 
 
-async def serve_status(crawler: Crawler, address: str | None) -> None:
-    """Answer ``ring status`` on ``address`` until cancelled (a solo peer).
+async def serve_status(crawler: Crawler, address: str | None, bind: str | None = None) -> None:
+    """Answer ``ring status`` on ``address`` until cancelled (a solo peer), listening at ``bind`` if given.
 
     ``address`` None: on :data:`LOOPBACK_ANY`, recorded in the data_dir
     while this runs (:mod:`peer.state.statusaddress`).
@@ -115,7 +123,7 @@ async def serve_status(crawler: Crawler, address: str | None) -> None:
                 SocketType.ROUTER, rcvhwm=cfg.ring.recv_queue,
                 configure=curve_server(keys) if keys is not None else None))
             if address:
-                sock.bind(address)
+                sock.bind(bind or address)
                 shown = address  # as the user wrote it in cluster.toml
             else:
                 shown = sock.bind(LOOPBACK_ANY)  # the port the OS gave

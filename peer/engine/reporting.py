@@ -90,5 +90,6 @@ class Reporting:
         while True:
             await trio.sleep(self.progress_interval)
             flush_pid()
-            if (line := progress.line(self.progress_snapshot())) is not None:
-                log.info("%s", line)
+            snap = self.progress_snapshot()
+            if (line := progress.line(snap)) is not None:
+                log.info("%s", line, extra={"event": "progress", "fields": snap.log_fields()})

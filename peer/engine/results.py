@@ -13,6 +13,7 @@ of the data_dir mid-crawl lost a run silently).
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -46,6 +47,7 @@ class Results:
         self.store: ResultStore | None = None
         #: Why the crawl stopped because its data_dir was lost (None: it was not).
         self.lost: str | None = None
+        self._first: os.stat_result | None = None  # the file as the crawl opened it
 
     def open(self, sites: SiteSettings) -> ResultStore:
         """The store, to be entered (``async with``): the tables a run fills."""
@@ -71,23 +73,35 @@ class Results:
 
     async def watch(self) -> None:
         """Stop the crawl if the results file is deleted or replaced under us (module docstring)."""
-        results = self.path
         try:
-            first = results.stat()
+            self._first = self.path.stat()
         except OSError:
             return  # not made yet: nothing to compare with
         while True:
             await trio.sleep(RESULTS_WATCH)
-            try:
-                now = results.stat()
-                gone = (now.st_dev, now.st_ino) != (first.st_dev, first.st_ino)
-                why = f"{results} was replaced by another file"
-            except FileNotFoundError:
-                gone, why = True, f"{results} was deleted"
-            except OSError:
-                continue
-            if gone:
+            why = self.gone()
+            if why is not None:
                 self.lost = why
                 log.error("%s while the crawl ran: stopping; the rows written since are lost", why)
                 self._stop()
                 return
+
+    def gone(self) -> str | None:
+        """Why the results file is no longer the one the crawl opened, or None.
+
+        Also asked when the crawl ended in an error: a write that failed
+        because the data_dir was deleted (DuckDB opening its log anew in a
+        directory that is gone) is that loss, not a failing disk.
+        """
+        first = self._first
+        if first is None:
+            return None
+        try:
+            now = self.path.stat()
+        except FileNotFoundError:
+            return f"{self.path} was deleted"
+        except OSError:
+            return None
+        if (now.st_dev, now.st_ino) != (first.st_dev, first.st_ino):
+            return f"{self.path} was replaced by another file"
+        return None

@@ -71,17 +71,22 @@ class RingFace:
         self._move_kick = trio.Event()
 
     def open(self, peer_id: str, address: str, keys: CurveKeys | None, store: ResultStore,
-             services: trio.Nursery) -> MemberSockets:
-        """The sockets serving this part at ``address``; logs whether the ring is authenticated."""
+             services: trio.Nursery, *, bind: str = "") -> MemberSockets:
+        """The sockets serving this part, reached at ``address``, listening at ``bind`` (default: ``address``).
+
+        Logs whether the ring is authenticated, and where it listens when that is not its address.
+        """
         rc = self._cfg.ring
         if keys is not None:
             log.info("CurveZMQ on: %s keys from %s", len(keys.members()), keys.directory)
-        elif warning := unauthenticated_warning([address, *(p.address for p in self._cfg.peers)]):
+        elif warning := unauthenticated_warning([address, bind or address, *(p.address for p in self._cfg.peers)]):
             # One line, and none for a ring whose every address is loopback.
             log.warning("%s", warning)
         self._store = store
         self._services = services
-        self.sockets = MemberSockets(self, peer_id, address, keys=keys, recv_queue=rc.recv_queue,
+        if bind and bind != address:
+            log.info("ring: listening at %s, reached at %s", bind, address)
+        self.sockets = MemberSockets(self, peer_id, address, bind=bind, keys=keys, recv_queue=rc.recv_queue,
                                      heartbeat=(rc.suspect_after, rc.dead_after), logger=log)
         return self.sockets
 
@@ -133,7 +138,7 @@ class RingFace:
         return self.sockets.reply(e.route, self._peer.status_reply(e.nonce, figures))
 
     def log_line(self, e: Log) -> None:
-        log.log(e.level, "%s", e.text)
+        log.log(e.level, "%s", e.text, extra=e.extra())
 
     def read_hosts(self, e: ReadHosts) -> None:
         hosts = self._store.hosts() if self._store is not None else []

@@ -44,8 +44,11 @@ class SeenFiles:
         self._stats: SieveFileStats | None = None
         self._kick = trio.Event()
 
-    async def open(self, rec: Recovered | None) -> None:
-        """Open ``data_dir/seen``; a new crawl starts it empty, a resume re-adds its rows' URLs."""
+    async def open(self, rec: Recovered | None, fetched: list[str] | None = None) -> None:
+        """Open ``data_dir/seen``; a new crawl starts it empty, a resume re-adds its rows' URLs.
+
+        ``fetched``: a peer rejoining after a graceful leave starts it again from
+        these, its rows' URLs (``Persistence.forget_handed_over``)."""
         peer = self._peer
         if importlib.util.find_spec("numpy") is None:  # numpy (the "fast" extra) is missing
             log.warning("numpy is not installed: the seen set stays a Bloom filter alone and "
@@ -53,13 +56,16 @@ class SeenFiles:
             peer.disk.sieve_off()
             return
         files = SieveFiles(self._dir, self._cfg.bloom.sieve_ram)
-        if rec is None:
-            # Hashes of an earlier crawl would call this crawl's new URLs seen.
+        if rec is None or fetched is not None:
+            # Hashes of an earlier crawl would call this crawl's new URLs seen;
+            # a leaver's, the URLs it handed over and gets back.
             await trio.to_thread.run_sync(files.discard)
         await trio.to_thread.run_sync(files.open)
         self._files = files
         self._stats = files.stats()
-        if rec is not None:
+        if fetched is not None:
+            peer.disk.sieve_readd(fetched, self._clock())
+        elif rec is not None:
             peer.disk.sieve_readd((str(row[0]) for row in rec.rows if row), self._clock())
 
     def kick(self) -> None:

@@ -35,6 +35,36 @@ same files) and states the full tie-break order explicitly, with ``NULLS LAST``,
 which ``arg_max`` over a struct key does not (struct comparison sorts NULL
 fields high, so a row without ``fetched_at`` would win).
 
+**Inputs: data directories or files.** An input is a peer's data
+directory (``data/p1``, or a copy of it) or a results file. What a peer left
+when it stopped cleanly is all in ``pages.duckdb``; one killed (``kill -9``,
+a crash, a disk gone read-only) has its last rows elsewhere in the
+directory, and a directory is read whole:
+
+- ``pages.duckdb.wal``, DuckDB's write-ahead log: rows committed since the
+  last checkpoint (``crawl.results_checkpoint``, 60 s by default). It is
+  replayed as DuckDB attaches the file read-only, in memory: the files are
+  left as they are. A file given alone is read with its ``.wal`` too when
+  one is beside it.
+- ``state/``: rows the crawl's journal held that DuckDB had not written
+  (peer/state/journal.py rule 5), read from a copy (``peer.state.readcopy``),
+  as ``ringcrawl-adopt`` counts them: the pages a merge has are the pages
+  adopt tells the others not to fetch again.
+- ``stats.json``: the run's configuration and the figures with no row (URLs
+  not requested because of the scope or a cap), summed into the cluster's.
+
+**What it read, and --strict.** The summary has a line an input: the path,
+its page rows, whether a write-ahead log was replayed, rows from the
+journal, whether a stats.json was found. An input is warned about, loudly
+on stderr, when it was not left as a clean stop leaves it: a write-ahead log
+replayed or journal rows added (nothing is lost, but a copy of the file
+alone would lack them), a file without any table (a peer killed before its
+first checkpoint, whose rows are in a ``.wal`` that was not copied with it:
+skipped), a crawl state that cannot be read, a stats.json of an earlier run
+than its rows (a peer killed since its last clean stop), or 0 page rows. With
+``strict=True`` (``--strict``) such an input fails the merge
+(:class:`Incomplete`, exit status 1) and nothing is written.
+
 **Live peers.** DuckDB refuses to open a file another process holds as a
 writer, even read-only. Such an input is copied (with its ``.wal``) and the
 copy is read: a snapshot, which the summary reports. If the copy cannot be
@@ -50,8 +80,11 @@ a PATH without it gets ``.<table>`` before its extension (``crawl.csv`` gives
 and renamed into place; an existing one is refused without ``--force``.
 
 **Stats.** A ``stats.json`` beside an input (each peer writes one in its
-data_dir at the end of a run, ``peer/core/run/stats.py``) is summed into the
-cluster's: ``<output without .duckdb>.stats.json`` (``crawl.stats.json``).
+data_dir at the end of a run, ``peer/core/run/stats.py``; a directory's own,
+a file's beside it) is summed into the cluster's: ``<output without
+.duckdb>.stats.json`` (``crawl.stats.json``), which ``ringcrawl-report``
+reads beside ``crawl.duckdb``. One file is summed once however many inputs
+sit beside it.
 
 **WARC indexes.** The CDXJ indexes of the peers' WARC files (``[warc]``,
 docs/warc.md), found in each input's ``warc/`` folder (with ``--ring``: each
@@ -61,8 +94,9 @@ output: ``<output without .duckdb>.cdxj`` (``peer.results.cdxj.merge_indexes``).
 **Never a half file.** The merge is built in a temporary directory next to the
 output and renamed over it at the end; a failed merge leaves nothing behind.
 
-A user's mistake (missing or foreign file, no ``pages`` table, existing output
-without ``--force``) is one line on stderr and exit status 2.
+A user's mistake (missing or foreign file, a directory that is no data_dir,
+a foreign ``pages`` table, existing output without ``--force``) is one line on
+stderr and exit status 2.
 """
 
 from __future__ import annotations
@@ -70,7 +104,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import re
 import shutil
 import tempfile
 from collections.abc import Callable, Iterable, Sequence
@@ -83,22 +116,21 @@ import duckdb
 from peer.errors import ConfigError, StateError, first_line
 from peer.state.configfile import load_config
 from peer.core.run.layout import RESULTS_NAME, DataDir
-from peer.core.run.stats import STATS_FILE, sum_stats
+from peer.core.run.stats import sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
 from peer.results.schema import quote
+from peer.results.mergeinputs import Incomplete, InputRead, Layout, check_inputs, read_input, tables
 from peer.results.store import SCHEMA
 from ring.durations import duration
 
-__all__ = ["MergeSummary", "merge", "ring_inputs", "export_paths", "EXPORT_FORMATS"]
+__all__ = ["EXPORT_FORMATS", "Incomplete", "InputRead", "MergeSummary", "export_paths", "merge",
+           "ring_inputs"]  # Incomplete and InputRead: peer.results.mergeinputs's, re-exported
 
 ITEMS_PREFIX = "items_"
 #: Tables merged as distinct rows.
 DISTINCT_TABLES = ("links", "pid_trace", "fetches")
 #: Columns every ``items_*`` table starts with.
 ITEMS_KEY = ("url", "fetched_at", "peer")
-# A live file is copied again if it changed while being copied (a checkpoint
-# mid-copy tears the copy); after this many tries the last copy is used.
-COPY_TRIES = 3
 #: --export's extensions and DuckDB's COPY options for them.
 EXPORT_FORMATS = {".jsonl": "FORMAT json", ".ndjson": "FORMAT json", ".csv": "FORMAT csv, HEADER",
                   ".parquet": "FORMAT parquet"}
@@ -127,10 +159,12 @@ class MergeSummary:
     stats: Path | None = None  # the cluster's stats.json, when inputs had theirs
     stats_from: int = 0  # peers' stats.json summed into it
     cdxj: MergedIndex | None = None  # the peers' WARC indexes merged, when they had some
+    read: tuple[InputRead, ...] = ()  # what was read of each input, in order
 
     def lines(self) -> list[str]:
         """The human summary, one figure a line."""
         out = [f"merged {len(self.inputs)} file(s) into {self.output}",
+               *(f"input      {r.line()}" for r in self.read),
                f"pages      {self.pages:,} ({self.rows_in:,} rows read, "
                f"{self.rows_in - self.pages:,} duplicates dropped)",
                f"hosts      {self.hosts:,}"]
@@ -165,7 +199,7 @@ class MergeSummary:
 
 
 def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
-    """Every listed peer's results file that exists; ``warn`` is told of the others.
+    """Every listed peer's data_dir that holds a results file; ``warn`` is told of the others.
 
     Raises ConfigError for a bad cluster.toml, or when no peer has a file.
     """
@@ -174,7 +208,7 @@ def ring_inputs(ring: str | Path, warn: Callable[[str], None]) -> list[Path]:
     for spec in cfg.peers:
         path = DataDir(cfg.data_dir(spec.id)).results
         if path.is_file():
-            found.append(path)
+            found.append(path.parent)
         else:
             warn(f"warning: peer {spec.id}: no results file at {path}; skipped")
     if not found:
@@ -203,15 +237,16 @@ def export_paths(pattern: Path, tables: Sequence[str]) -> list[Path]:
 
 def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
           parquet: Path | None = None, export: Path | None = None,
-          warc_dirs: Sequence[Path] | None = None) -> MergeSummary:
-    """Merge the results files ``inputs`` into the DuckDB file ``output``.
+          warc_dirs: Sequence[Path] | None = None, strict: bool = False) -> MergeSummary:
+    """Merge ``inputs`` (data directories or results files) into the DuckDB file ``output``.
 
-    Raises StateError for an input that cannot be read (naming it) and
-    ConfigError for a refused output; nothing is written in either case.
+    Raises StateError for an input that cannot be read (naming it),
+    ConfigError for a refused output, and with ``strict`` :class:`Incomplete`
+    for an input warned about; nothing is written in each case.
     """
     output = Path(output)
-    files = _check_inputs(inputs)
-    _check_output(output, files, force)
+    sources = check_inputs(inputs)
+    _check_output(output, [s.results for s in sources if s.results is not None], force)
     if parquet is not None and parquet.exists() and not parquet.is_dir():
         raise ConfigError(str(parquet), "--parquet", "is a file, expected a directory")
     try:
@@ -221,8 +256,19 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
     con = None
     try:
         con = duckdb.connect(str(work / "merged.duckdb"))
-        snapshots = [path for i, path in enumerate(files) if _attach(con, f"in{i}", path, work)]
-        layout = [_tables(con, f"in{i}") for i in range(len(files))]
+        reads: list[InputRead] = []
+        files: list[Path] = []  # what each attached database is called in errors
+        aliases: list[str] = []
+        for i, src in enumerate(sources):
+            read, attached = read_input(con, i, src, work)
+            reads.append(read)
+            for alias, label in attached:
+                aliases.append(alias)
+                files.append(label)
+        if strict and any(r.warnings for r in reads):
+            raise Incomplete(reads)
+        snapshots = [r.results for r in reads if r.snapshot and r.results is not None]
+        layout = [tables(con, a) for a in aliases]
         plan = _plan(files, layout)
         targets = tuple(parquet / f"{t}.parquet" for t in plan) if parquet is not None else ()
         exported = [t for t in plan if t == "pages" or t.startswith(ITEMS_PREFIX)]
@@ -234,16 +280,16 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
             except OSError as exc:
                 raise ConfigError(str(export), "--export", f"cannot create directory {exports[0].parent}: "
                                   f"{exc.strerror or exc}") from None
-        stats_in = [p.parent / STATS_FILE for p in files if (p.parent / STATS_FILE).is_file()]
+        stats_in = list(dict.fromkeys(r.stats.resolve() for r in reads if r.stats is not None))
         stats_out = output.with_name(output.stem + ".stats.json") if stats_in else None
         cdxj_out = output.with_name(output.stem + ".cdxj")
-        folders = [p.parent / "warc" for p in files] if warc_dirs is None else list(warc_dirs)
+        folders = [s.folder / "warc" for s in sources] if warc_dirs is None else list(warc_dirs)
         indexed = (cdxj_out,) if any(d.is_dir() and any(d.glob("*.cdxj")) for d in folders) else ()
         if not force and (clash := next((t for t in (*targets, *exports, *indexed) if t.exists()), None)):
             raise ConfigError(str(clash), "", "exists; pass --force to overwrite it")
-        rows_in = _build(con, files, layout, plan)
-        summary = _summarise(con, output, files, snapshots, rows_in, [t for t in plan if t != "pages"],
-                             targets)
+        rows_in = _build(con, aliases, layout, plan)
+        summary = _summarise(con, output, [r.results for r in reads if r.results is not None],
+                             snapshots, rows_in, [t for t in plan if t != "pages"], targets)
         if parquet is not None:
             _export(con, list(plan), parquet)
         for table, path in zip(exported, exports):
@@ -251,7 +297,8 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         if stats_out is not None:
             _write_stats(stats_in, stats_out)
         summary = dataclasses.replace(summary, exports=exports, stats=stats_out,
-                                      stats_from=len(stats_in), cdxj=merge_indexes(folders, cdxj_out))
+                                      stats_from=len(stats_in), cdxj=merge_indexes(folders, cdxj_out),
+                                      read=tuple(reads))
         con.close()
         con = None
         os.replace(work / "merged.duckdb", output)
@@ -269,26 +316,6 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _check_inputs(inputs: Sequence[Path]) -> list[Path]:
-    if not inputs:
-        raise ConfigError("merge", "", "no input files")
-    files: list[Path] = []
-    seen = set()
-    for raw in inputs:
-        path = Path(raw)
-        if not path.exists():
-            raise StateError(f"{path}: no such file")
-        if not path.is_file():
-            raise StateError(f"{path}: is not a file, expected a results file (.duckdb)")
-        if not os.access(path, os.R_OK):
-            raise StateError(f"{path}: cannot be read (permission denied)")
-        key = path.resolve()
-        if key not in seen:  # the same file twice adds nothing
-            seen.add(key)
-            files.append(path)
-    return files
-
-
 def _check_output(output: Path, files: list[Path], force: bool) -> None:
     if output.resolve() in {f.resolve() for f in files}:
         raise ConfigError(str(output), "-o", "is also an input; write the merge to another file")
@@ -298,71 +325,6 @@ def _check_output(output: Path, files: list[Path], force: bool) -> None:
         raise ConfigError(str(output), "", "exists; pass --force to overwrite it")
     if not output.parent.is_dir():
         raise ConfigError(str(output), "-o", f"directory {output.parent} does not exist")
-
-
-def _attach(con: duckdb.DuckDBPyConnection, alias: str, path: Path, work: Path) -> bool:
-    """Attach ``path`` read-only as ``alias``; True when a copy had to be read."""
-    try:
-        con.execute(f"ATTACH {_lit(path)} AS {alias} (READ_ONLY)")
-        return False
-    except duckdb.Error as exc:
-        why = first_line(exc)
-        if "lock" not in why.lower():
-            if "not a valid DuckDB database" in why:
-                raise StateError(f"{path}: is not a DuckDB database") from None
-            raise StateError(f"{path}: cannot be opened: {why}") from None
-    holder = m.group(0) if (m := re.search(r"PID \d+", why)) else "another process"
-    copy = work / alias / path.name
-    copy.parent.mkdir()
-    try:
-        _copy_live(path, copy)
-        con.execute(f"ATTACH {_lit(copy)} AS {alias} (READ_ONLY)")
-    except (OSError, duckdb.Error) as exc:
-        why2 = first_line(exc) if isinstance(exc, duckdb.Error) else str(exc)
-        raise StateError(f"{path}: is held open by a running peer ({holder}) and a copy of it "
-                         f"cannot be read ({why2}); stop that peer, then merge again") from None
-    return True
-
-
-def _copy_live(src: Path, dst: Path) -> None:
-    """Copy a file a writer holds open, with its write-ahead log."""
-    wal, dst_wal = Path(f"{src}.wal"), Path(f"{dst}.wal")
-
-    def state() -> tuple[tuple[int, int] | None, ...]:
-        return tuple((s.st_size, s.st_mtime_ns) if (s := _stat(p)) else None for p in (src, wal))
-
-    for _ in range(COPY_TRIES):
-        before = state()
-        shutil.copyfile(src, dst)
-        dst_wal.unlink(missing_ok=True)
-        if wal.exists():
-            try:
-                shutil.copyfile(wal, dst_wal)
-            except FileNotFoundError:  # checkpointed away meanwhile
-                pass
-        if state() == before:
-            return
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return path.stat()
-    except FileNotFoundError:
-        return None
-
-
-Layout = dict[str, dict[str, str]]  # table -> column -> type, of one input
-
-
-def _tables(con: duckdb.DuckDBPyConnection, alias: str) -> Layout:
-    rows = con.execute(
-        "SELECT table_name, column_name, data_type FROM duckdb_columns() "
-        "WHERE database_name = ? AND schema_name = 'main' ORDER BY table_name, column_index",
-        [alias]).fetchall()
-    out: Layout = {}
-    for table, column, type_ in rows:
-        out.setdefault(table, {})[column] = type_
-    return out
 
 
 def _plan(files: list[Path], layout: list[Layout]) -> dict[str, dict[str, str]]:
@@ -396,7 +358,7 @@ def _plan(files: list[Path], layout: list[Layout]) -> dict[str, dict[str, str]]:
     return {t: plan[t] for t in order if t in plan}
 
 
-def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layout],
+def _build(con: duckdb.DuckDBPyConnection, aliases: list[str], layout: list[Layout],
            plan: dict[str, dict[str, str]]) -> int:
     """Create and fill every planned table; the page rows read."""
     for table, cols in plan.items():
@@ -409,7 +371,7 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
             if table in tables:
                 have = tables[table]
                 sel = ", ".join(quote(c) if c in have else f"NULL::{t} AS {quote(c)}" for c, t in cols.items())
-                parts.append(f"SELECT {sel}, {i} AS _src FROM in{i}.main.{quote(table)}")
+                parts.append(f"SELECT {sel}, {i} AS _src FROM {aliases[i]}.main.{quote(table)}")
         return " UNION ALL ".join(parts)
 
     page_cols = list(plan["pages"])
@@ -430,8 +392,8 @@ def _build(con: duckdb.DuckDBPyConnection, files: list[Path], layout: list[Layou
             con.execute(f"INSERT INTO {table} SELECT DISTINCT {_cols(cols)} FROM ({union(table)})")
         elif table.startswith(ITEMS_PREFIX):
             con.execute(f"INSERT INTO {quote(table)} {_latest(union(table), list(cols), keep_src=False)}")
-    return sum(con.execute(f"SELECT count(*) FROM in{i}.main.pages").fetchone()[0]  # type: ignore[index]
-               for i in range(len(files)))
+    return sum(con.execute(f"SELECT count(*) FROM {a}.main.pages").fetchone()[0]  # type: ignore[index]
+               for a in aliases)
 
 
 def _latest(union: str, cols: list[str], *, keep_src: bool) -> str:

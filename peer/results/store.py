@@ -24,6 +24,10 @@ soon as a batch is full, and once more, shielded from cancellation, when it is
 cancelled. A write, once started, is shielded too: cancelling a flush never
 loses its rows. ``async with`` flushes and closes the file (which checkpoints
 the write-ahead log), so after a clean exit another process can read it.
+``run`` also checkpoints every ``checkpoint_every`` seconds (the engine passes
+``crawl.results_checkpoint``), and opening checkpoints the tables made: after
+a ``kill -9`` the file alone holds every row but those of the last interval,
+which are in ``pages.duckdb.wal`` beside it (and in the journal's records).
 
 DuckDB errors are translated here into :class:`~peer.errors.StateError`,
 naming the file; a file another process holds open (DuckDB takes an
@@ -45,13 +49,13 @@ from typing import Any
 import duckdb
 import trio
 
-from peer.errors import LockedError, StateError
+from peer.errors import LockedError, StateError, StorageError, first_line
 from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
 from peer.results.schema import ITEM_COLUMNS, PAGE_COLUMNS, SCHEMA, PageRow, quote
 
-__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held"]
+__all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held", "page_cells"]
 
 # A batch is also full at this many link rows or body bytes, so store_links
 # (~100 links a page) and store_body (up to max_body a page) stay bounded.
@@ -94,6 +98,29 @@ def _locked(path: Path, message: str) -> LockedError | None:
     return LockedError(f"{path}: the results file is held open by {who}; another peer may be "
                        f"running with this data_dir: stop it first, or give this peer another "
                        f"data_dir", pid)
+
+
+def _write_error(path: Path, what: str, exc: duckdb.Error) -> StateError:
+    """The error of a failed write: a StorageError when the disk refused it.
+
+    DuckDB raises ``IOException`` for what the operating system refused (its
+    text ends with the OS's reason, "Read-only file system", "No space left on
+    device"), ``FatalException`` once such a failure has invalidated the
+    database, and a ``TransactionException`` naming the file it could not
+    write when a commit's log write failed; anything else is the file's own
+    fault.
+    """
+    if isinstance(exc, (duckdb.IOException, duckdb.FatalException)) or _OS_FAILURE.search(str(exc)):
+        return StorageError(f"{path}: {what}: {first_line(exc)}")
+    return StateError(f"{path}: {what}: {exc}")
+
+
+# A commit whose log write failed is DuckDB 2.0's TransactionException: 'Failed
+# to commit: Could not write file ".../pages.duckdb.wal": No space left on
+# device' (measured on a full 1.2 MB tmpfs); the OS's words are what tell it
+# from a transaction's own fault.
+_OS_FAILURE = re.compile(r"Could not (?:write|open|create|truncate|sync|fsync)|No space left|"
+                         r"Read-only file system|Input/output error|Disk quota exceeded")
 
 
 def check_not_held(path: Path) -> None:
@@ -150,7 +177,7 @@ _TIMES = tuple(i for i, (_, kind) in enumerate(SCHEMA["pages"]) if kind == "TIME
 _PEER = PAGE_COLUMNS.index("peer")
 
 
-def _page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
+def page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
     """``r``'s cells as the appender takes them: times as datetimes, "" as the store's peer."""
     # Any: a time's cell becomes the datetime DuckDB's appender takes.
     cells: list[Any] = r.values()
@@ -265,6 +292,9 @@ class ResultStore:
             # One pass over the host column when the file is opened, then kept
             # up to date by add_page: ~0.1 s at 1 M rows, once.
             self._hosts = dict(con.execute("SELECT host, count(*) FROM pages GROUP BY host").fetchall())
+            # The tables into the file itself, not only its write-ahead log: a
+            # copy of the file alone is a results file from the first second.
+            con.execute("CHECKPOINT")
         except duckdb.Error as exc:
             con.close()
             raise StateError(f"{self.path}: cannot prepare the results tables: {exc}") from None
@@ -352,16 +382,42 @@ class ResultStore:
         with trio.CancelScope(shield=True):
             await trio.to_thread.run_sync(self._write, batch, limiter=self._limiter)
 
-    async def run(self, interval: float = 1.0) -> None:
-        """Flush every ``interval`` seconds or when a batch fills, until cancelled."""
+    async def run(self, interval: float = 1.0, checkpoint_every: float = 0.0) -> None:
+        """Flush every ``interval`` seconds or when a batch fills, until cancelled; and
+        :meth:`checkpoint` every ``checkpoint_every`` seconds (0: never here)."""
+        last = trio.current_time()
         try:
             while True:
                 with trio.move_on_after(interval):
                     await self._full.wait()
                 await self.flush()
+                if checkpoint_every > 0 and trio.current_time() - last >= checkpoint_every:
+                    await self.checkpoint()
+                    last = trio.current_time()
         finally:
             with trio.CancelScope(shield=True):
                 await self.flush()
+
+    async def checkpoint(self) -> None:
+        """Move the rows written so far from the write-ahead log into the file itself.
+
+        DuckDB does so by itself only when the log passes 16 MiB
+        (``checkpoint_threshold``) and at a clean close; in between, the rows
+        of a peer killed with ``kill -9`` are only in ``pages.duckdb.wal``, and
+        a copy of ``pages.duckdb`` alone lacks them (a short crawl's file had
+        not even its ``pages`` table). Shielded, as a flush is.
+        """
+        with trio.CancelScope(shield=True):
+            await trio.to_thread.run_sync(self._checkpoint, limiter=self._limiter)
+
+    def _checkpoint(self) -> None:
+        con = self._con
+        if con is None:
+            return
+        try:
+            con.execute("CHECKPOINT")
+        except duckdb.Error as exc:
+            raise _write_error(self.path, "cannot checkpoint results", exc) from None
 
     def hosts(self) -> dict[str, int]:
         """{host: page rows} of every row, buffered ones included: the hand-off index."""
@@ -436,7 +492,7 @@ class ResultStore:
         if con is None:
             raise StateError(f"{self.path}: results store is not open")
         peer = self.peer_id
-        pages = [_page_cells(r, peer) for r in batch.pages]
+        pages = [page_cells(r, peer) for r in batch.pages]
         if batch.replace:
             # A URL visited twice in one batch keeps its last row (pages: the latest).
             last = {r[0]: i for i, r in enumerate(pages) if r[0] in batch.replace}
@@ -465,7 +521,7 @@ class ResultStore:
                 con.rollback()
             except duckdb.Error:
                 pass
-            raise StateError(f"{self.path}: cannot write results: {exc}") from None
+            raise _write_error(self.path, "cannot write results", exc) from None
         for table, rows in work:
             if rows:
                 self._written[table] += taken[table]

@@ -36,7 +36,7 @@ from peer.core.seen.bloomformat import (
     FRESH, HEADER, MAGIC, MAGIC_FAMILY, MAGIC_V1, MAX_SLICES, SLICE, TRAILER, V1_HEADER,
 )
 from peer.core.seen.slices import Slice
-from peer.errors import StateError
+from peer.errors import StateError, StorageError
 from peer.state.fsio import write_atomic
 
 __all__ = ["read_bloom", "write_bloom"]
@@ -49,7 +49,7 @@ def write_bloom(bf: BloomFilter, path: str | os.PathLike[str]) -> None:
         # The buffers themselves: no copy of a big filter.
         write_atomic(path, bf.file_parts())
     except OSError as e:
-        raise StateError(f"{path}: cannot write Bloom filter ({e.strerror or e})") from e
+        raise StorageError(f"{path}: cannot write Bloom filter ({e.strerror or e})") from e
 
 
 def read_bloom(path: str | os.PathLike[str]) -> BloomFilter:

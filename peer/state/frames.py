@@ -57,7 +57,7 @@ _MISSING = object()
 def replay(
     directory: Path, name: str, queue: dict[str, int], forwards: list[tuple[str, int]],
     rows: list[list[Any]], counters: dict[str, float], added: list[str],
-    missed: list[str] | None = None, *, fsync: bool = False,
+    missed: list[str] | None = None, *, fsync: bool = False, seen: list[str] | None = None,
 ) -> tuple[int, int]:
     """Apply journal ``name`` to the given state; returns (records, torn bytes).
 
@@ -116,8 +116,17 @@ def replay(
                     _, values = rec
                     counters.update(values)
                 elif tag == SEEN:
+                    # Handed to us as fetched by its host's previous owner: if it
+                    # was queued here too (a link came first), its job must not
+                    # run after a restart either (peer.core.handoff.moves:
+                    # Handoffs.handed_in keeps that in memory only). Not looked
+                    # for in the spill store: most such URLs were never queued,
+                    # and each would cost a read of its host's blocks.
                     _, url = rec
                     add(url)
+                    pop(url, None)
+                    if seen is not None:
+                        seen.append(url)  # handed to us as fetched by another peer
                 else:
                     raise ValueError(f"unknown record tag {tag!r}")
                 records += 1

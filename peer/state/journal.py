@@ -94,7 +94,7 @@ import msgpack
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
-from peer.errors import StateError
+from peer.errors import StateError, StorageError
 from peer.results.schema import Value
 from peer.state.fsio import fsync_dir
 from peer.state.frames import (COUNTERS as _COUNTERS, DONE as _DONE, FORWARDED as _FORWARDED,
@@ -237,7 +237,7 @@ class PeerState:
         try:
             self.directory.mkdir(parents=True, exist_ok=True)
         except OSError as e:
-            raise StateError(f"{self.directory}: cannot create the state directory "
+            raise StorageError(f"{self.directory}: cannot create the state directory "
                              f"({e.strerror or e})") from e
         self._buf.clear()
         gens = [p[1] for p in map(StateFile.parse, self._listdir()) if p]
@@ -248,7 +248,7 @@ class PeerState:
     def snapshot(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
-        spill: SpillManifest | None = None,
+        spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         """Commit, write snapshot g+1 of the state given, continue in ``journal-<g+1>.log``.
 
@@ -259,7 +259,7 @@ class PeerState:
         if self._fd < 0:
             raise RuntimeError("PeerState.snapshot() before begin() or after close()")
         self.commit()
-        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill)
+        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill, handed)
 
     # A snapshot off the event loop, in three steps (the engine's rule 10):
     # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
@@ -281,7 +281,7 @@ class PeerState:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         except OSError as e:
-            raise StateError(f"{path}: cannot create journal ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot create journal ({e.strerror or e})") from e
         self._next_fd, self._next_size = fd, 0
         self._append_next((_JOURNAL_MAGIC,))
         return PendingSnapshot(gen, self._journal_size)
@@ -289,7 +289,7 @@ class PeerState:
     def write_snapshot(
         self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
-        spill: SpillManifest | None = None,
+        spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
 
@@ -300,7 +300,7 @@ class PeerState:
         holds only the frontier's heads and the jobs in flight).
         """
         return self._write_files(pending.generation, bloom, queued, forwards, counters,
-                                 pending.old_journal, spill)
+                                 pending.old_journal, spill, handed)
 
     def finish_snapshot(self, pending: PendingSnapshot) -> None:
         """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
@@ -338,9 +338,9 @@ class PeerState:
     def _snapshot(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
-        spill: SpillManifest | None,
+        spill: SpillManifest | None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
-        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill)
+        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill, handed)
         self._close_fd()
         self._gen = gen
         self._open_journal()
@@ -354,10 +354,10 @@ class PeerState:
     def _write_files(
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
-        spill: SpillManifest | None = None,
+        spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         return write_snapshot_files(self.directory, gen, self.peer_id, self.ring, self._created,
-                                    bloom, queued, forwards, counters, old_journal, spill)
+                                    bloom, queued, forwards, counters, old_journal, spill, handed)
 
     # -- recovery --------------------------------------------------------------
 
@@ -391,7 +391,7 @@ class PeerState:
         try:
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         except OSError as e:
-            raise StateError(f"{path}: cannot create journal ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot create journal ({e.strerror or e})") from e
         self._fd = fd
         self._journal_size = 0
         self._append((_JOURNAL_MAGIC,))
@@ -414,7 +414,7 @@ class PeerState:
                 os.ftruncate(self._fd, self._journal_size)
             except OSError:
                 pass
-            raise StateError(f"{self._journal_path()}: cannot write crawl state "
+            raise StorageError(f"{self._journal_path()}: cannot write crawl state "
                              f"({e.strerror or e})") from e
         self._journal_size += total
         if self._next_fd >= 0:
@@ -433,7 +433,7 @@ class PeerState:
                 os.ftruncate(self._next_fd, self._next_size)
             except OSError:
                 pass
-            raise StateError(f"{self.directory / f'journal-{self._gen + 1}.log'}: cannot write "
+            raise StorageError(f"{self.directory / f'journal-{self._gen + 1}.log'}: cannot write "
                              f"crawl state ({e.strerror or e})") from e
         self._next_size += sum(len(p) for p in parts)
 

@@ -4,8 +4,11 @@ The newest snapshot, then its journal replayed in order. queued adds
 the URL to the queue (a URL queued twice keeps its first depth and place) and
 to the Bloom filter; done takes it off the queue and keeps its row (the page
 row may not have reached DuckDB before the kill; re-insert it idempotently);
-forwarded adds to the URLs to re-send; counters update; seen only adds to the
-Bloom filter (a URL another peer fetched, handed over on a ring change).
+forwarded adds to the URLs to re-send; counters update; seen adds to the
+Bloom filter, takes the URL off the queue if it was queued since the
+snapshot, and adds it to ``handed`` (a URL another peer fetched, handed over
+on a ring change: a queued copy of it must not run, and it goes on with its
+host when the host moves again; the snapshot keeps the ``handed`` of before it).
 A done URL that is neither in the snapshot's heads nor queued since was in
 the spill store: a host's queue is taken FIFO, so it is in the host's first
 blocks, and recovery reads that host's blocks from the front until every
@@ -59,6 +62,9 @@ class Recovered:
     spill: FileSpill | None = field(default=None, repr=False)
     spilled: int = 0                   # URLs in ``spill``
     blocks_read: int = 0               # spill blocks read to find the URLs done since the snapshot
+    # url -> host of the URLs other peers handed us as fetched (the snapshot's and the
+    # journal's seen records): peer.core.handoff.moves keeps them across a restart.
+    handed: dict[str, str] = field(default_factory=dict, repr=False)
 
     def all_queued(self) -> Iterator[tuple[str, int]]:
         """Every queued (url, depth): the spilled ones (read from disk), then ``queued``."""
@@ -135,11 +141,15 @@ def _load(
     spill = FileSpill.open(directory / SPILL_DIR, manifest, block_urls=spill_block,
                            segment_bytes=segment_bytes)
     missed: list[str] = []
+    handed = {url: host for url, host in doc.get("handed", [])}
     if gen in files[StateFile.JOURNAL]:
         added: list[str] = []
+        seen: list[str] = []
         records, torn = replay(directory, files[StateFile.JOURNAL][gen], queue, forwards, rows,
-                               counters, added, missed, fsync=fsync)
+                               counters, added, missed, fsync=fsync, seen=seen)
         bloom.add_many(added)
+        for url in seen:
+            handed[url] = host_key(url)
     blocks_read = 0
     spilled_hosts = set(spill.hosts())
     if spilled_hosts:
@@ -161,5 +171,5 @@ def _load(
     return Recovered(
         generation=gen, queued=queue, forwards=forwards, rows=rows, counters=counters,
         bloom=bloom, created=float(doc["created"]), records=records, torn_bytes=torn,
-        spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read,
+        spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read, handed=handed,
     )

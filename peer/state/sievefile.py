@@ -48,7 +48,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from peer.errors import StateError
+from peer.errors import StateError, StorageError
 from peer.state.fsio import write_atomic
 from peer.core.seen.sieve import SieveBatch, plan_merge
 
@@ -238,7 +238,7 @@ class SieveFiles:
             if self.fsync:
                 os.fsync(self._log_fd)
         except OSError as e:
-            raise StateError(f"{self.directory}/{_LOG}: cannot write the seen set "
+            raise StorageError(f"{self.directory}/{_LOG}: cannot write the seen set "
                              f"({e.strerror or e})") from e
 
     # -- merging ---------------------------------------------------------------------
@@ -266,7 +266,7 @@ class SieveFiles:
             os.ftruncate(self._log_fd, 0)
             os.lseek(self._log_fd, 0, os.SEEK_SET)
         except OSError as e:
-            raise StateError(f"{self.directory}/{_LOG}: cannot truncate ({e.strerror or e})") from e
+            raise StorageError(f"{self.directory}/{_LOG}: cannot truncate ({e.strerror or e})") from e
 
     def _merge_disk(self, n: int) -> None:
         olds = self._disk[-n:]
@@ -294,7 +294,7 @@ class SieveFiles:
         try:
             write_atomic(path, parts())
         except OSError as e:
-            raise StateError(f"{path}: cannot write a seen-set run ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot write a seen-set run ({e.strerror or e})") from e
         return self._load_run(path, seq)
 
     # -- figures ---------------------------------------------------------------------

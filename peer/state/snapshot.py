@@ -36,7 +36,7 @@ import msgpack
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
-from peer.errors import StateError
+from peer.errors import StateError, StorageError
 from peer.state.bloomfile import write_bloom
 from peer.state.fsio import write_atomic
 from peer.state.generations import damaged
@@ -76,9 +76,14 @@ def write_snapshot_files(
     directory: Path, gen: int, peer_id: str, ring: str, created: float | None,
     bloom: BloomFilter, queued: Iterable[tuple[str, int]],
     forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
-    spill: SpillManifest | None = None,
+    spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
 ) -> SnapshotStats:
-    """Write ``bloom-<gen>.bin`` and ``snapshot-<gen>.msgpack`` of the state given."""
+    """Write ``bloom-<gen>.bin`` and ``snapshot-<gen>.msgpack`` of the state given.
+
+    ``handed``: (url, host) of the URLs other peers handed us as fetched
+    (``peer.core.handoff.moves``): a restart must still drop them from its
+    queue and pass them on when their hosts move again.
+    """
     t0 = time.perf_counter()
     if spill is not None:
         sync_segments(spill)  # the blocks it names are on disk before it is
@@ -101,6 +106,8 @@ def write_snapshot_files(
         "urls": urls, "depths": depths,
         "forwards": fwd, "counters": dict(counters),
         "spill": spill.to_doc() if spill is not None else None,
+        # Optional: a snapshot of an earlier build has none (read as empty).
+        "handed": [list(p) for p in handed],
     }
     payload = msgpack.packb(doc, use_bin_type=True)
     trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
@@ -108,7 +115,7 @@ def write_snapshot_files(
     try:
         write_atomic(snap_path, (payload, trailer))
     except OSError as e:
-        raise StateError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
+        raise StorageError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
     return SnapshotStats(
         generation=gen, queued=len(urls), forwards=len(fwd),
         snapshot_bytes=len(payload) + len(trailer),
@@ -118,8 +125,13 @@ def write_snapshot_files(
     )
 
 
-def read_snapshot(directory: Path, name: str, gen: int, peer_id: str, ring: str) -> dict[str, Any]:
-    """The checked map of snapshot ``name`` (generation ``gen``) of this peer and ring."""
+def read_snapshot(directory: Path, name: str, gen: int, peer_id: str | None,
+                  ring: str | None) -> dict[str, Any]:
+    """The checked map of snapshot ``name`` (generation ``gen``) of this peer and ring.
+
+    ``peer_id`` and ``ring`` None: of any peer and ring (a tool that reads a
+    data_dir learns whose it is from here).
+    """
     try:
         data = (directory / name).read_bytes()
     except OSError as e:
@@ -148,12 +160,15 @@ def read_snapshot(directory: Path, name: str, gen: int, peer_id: str, ring: str)
             and len(doc["urls"]) == len(doc["depths"])
             and isinstance(doc.get("forwards"), list) and isinstance(doc.get("counters"), dict)
             and isinstance(doc.get("created"), (int, float))
+            and isinstance(doc.get("handed", []), list)
+            and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                    for p in doc.get("handed", []))
         )
     except Exception as e:  # any decoding failure of checksummed bytes is a bad writer
         raise damaged(directory, name, f"snapshot is malformed ({e})") from e
     if not ok:
         raise damaged(directory, name, "snapshot is malformed (missing or mistyped fields)")
-    if doc.get("peer") != peer_id or doc.get("ring") != ring:
+    if (peer_id, ring) != (None, None) and (doc.get("peer") != peer_id or doc.get("ring") != ring):
         raise damaged(directory, name, f"state of peer {doc.get('peer')!r} in ring "
                                        f"{doc.get('ring')!r}, but this is peer {peer_id!r} "
                                        f"in ring {ring!r}")

@@ -52,7 +52,7 @@ from typing import Any
 
 import msgpack
 
-from peer.errors import StateError
+from peer.errors import StateError, StorageError
 
 __all__ = ["FileSpill", "SpillManifest", "SpillStats", "sync_segments"]
 
@@ -381,7 +381,7 @@ class FileSpill:
                 os.ftruncate(self._wfd, self._wbase)  # no half block for the next one to follow
             except OSError:
                 pass
-            raise StateError(f"{self.directory / _seg_name(self._seg)}: cannot write the frontier "
+            raise StorageError(f"{self.directory / _seg_name(self._seg)}: cannot write the frontier "
                              f"({e.strerror or e})") from e
         self._wbase += len(buf)
         self._wbuf = bytearray()
@@ -397,7 +397,7 @@ class FileSpill:
             self.directory.mkdir(parents=True, exist_ok=True)
             self._wfd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_APPEND, 0o644)
         except OSError as e:
-            raise StateError(f"{path}: cannot create a frontier segment ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot create a frontier segment ({e.strerror or e})") from e
         self._sizes[self._seg] = 0
         self._live[self._seg] = 0
         self._wbase = 0
@@ -450,7 +450,7 @@ class FileSpill:
         except FileNotFoundError:
             pass
         except OSError as e:
-            raise StateError(f"{path}: cannot delete ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot delete ({e.strerror or e})") from e
 
 
 def sync_segments(manifest: SpillManifest) -> None:
@@ -461,10 +461,10 @@ def sync_segments(manifest: SpillManifest) -> None:
         except FileNotFoundError:
             continue  # dead and released since: no block of it is named
         except OSError as e:
-            raise StateError(f"{path}: cannot open for fsync ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot open for fsync ({e.strerror or e})") from e
         try:
             os.fsync(fd)
         except OSError as e:
-            raise StateError(f"{path}: cannot fsync the frontier ({e.strerror or e})") from e
+            raise StorageError(f"{path}: cannot fsync the frontier ({e.strerror or e})") from e
         finally:
             os.close(fd)

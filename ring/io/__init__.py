@@ -7,6 +7,7 @@ Only the modules here import zmq.
 - ``zmqio``     the sockets: ``ZmqSocket``, a pyzmq socket driven from trio
 - ``curve``     the keys directory: read and write CurveZMQ key pairs
 - ``zap``       the Curve ``configure`` hooks and the ZAP handler that admits members' keys
+- ``handshakes`` the connections a ROUTER refused in their handshake, counted from its monitor
 - ``sockets``   a member's ROUTER, its DEALERs' sender task and its two clocks,
   serving whoever decides (a peer's ``PeerCore`` engine, or ``RingDriver``)
 - ``driver``    ``RingDriver`` runs a bare ``ring.node.RingNode`` over the sockets

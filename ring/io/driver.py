@@ -33,6 +33,7 @@ from ring.node import (
     Count,
     Deliver,
     Granted,
+    VotersChanged,
     NearAnswered,
     NearAsked,
     HandOff,
@@ -58,7 +59,7 @@ log = logging.getLogger("ring.driver")
 class RingDriver:
     """Runs one ``RingNode`` over zmq for a ``CrawlPort`` (module docstring)."""
 
-    def __init__(self, node: RingNode, crawl: CrawlPort, address: str, *,
+    def __init__(self, node: RingNode, crawl: CrawlPort, address: str, *, bind: str = "",
                  keys: CurveKeys | None = None, recv_queue: int = 16,
                  heartbeat: tuple[float, float] | None = None,
                  wall: Callable[[], float] | None = None,
@@ -67,7 +68,7 @@ class RingDriver:
         self.crawl = crawl
         self.address = address
         self.log = logger or log
-        self.sockets = MemberSockets(self, node.peer_id, address, keys=keys, recv_queue=recv_queue,
+        self.sockets = MemberSockets(self, node.peer_id, address, bind=bind, keys=keys, recv_queue=recv_queue,
                                      heartbeat=heartbeat, wall=wall, logger=self.log)
         self.route = self.sockets.route
         self.started = self.sockets.started
@@ -197,10 +198,13 @@ class RingDriver:
         pass  # counted by the node already; a metrics hook would go here
 
     def _do_log(self, a: Log) -> None:
-        self.log.log(a.level, "%s", a.text)
+        self.log.log(a.level, "%s", a.text, extra=a.extra())
 
     def _do_granted(self, a: Granted) -> None:
         pass  # a stand-in crawl keeps no disk: its grants live as long as its process
+
+    def _do_voters(self, a: VotersChanged) -> None:
+        pass  # a bare node keeps no data_dir: its record lives as long as the process
 
     def _do_near(self, a: NearAsked | NearAnswered) -> None:
         pass  # a stand-in crawl owns no band table: the asker decides at its answer_timeout
@@ -221,6 +225,7 @@ class RingDriver:
         Granted: _do_granted,
         NearAsked: _do_near,
         NearAnswered: _do_near,
+        VotersChanged: _do_voters,
     }
 
 

@@ -6,7 +6,8 @@ engine around ``peer.core.door.peer.PeerCore``, or ``ring.io.driver.RingDriver``
 around a bare ``RingNode``), which decides everything. What is left here is
 what only I/O can find out.
 
-- One ROUTER socket bound at this peer's address receives everything:
+- One ROUTER socket bound at this peer's bind address (its advertised
+  address unless told otherwise: ``ring.addresses``) receives everything:
   gossip, joins, URL batches, acks, status and leave requests (answered on
   the same socket, to the asker's route: :meth:`MemberSockets.reply`).
 - One DEALER per remote member sends to it, owned by a single sender task
@@ -25,7 +26,10 @@ what only I/O can find out.
   in time (``send_timeout``, ``reply_timeout``), a message the codec cannot
   carry (``encode_error``), a gossiped address zmq refuses (``bad_address``),
   a member whose Curve key is not deployed here (``no_curve_key``), a full
-  send queue (``send_queue_full``).
+  send queue (``send_queue_full``). A connection refused in its handshake
+  (no Curve at a Curve ring, a refused key, a bare TCP probe) delivers no
+  frame; the ROUTER's monitor counts it (``ring.io.handshakes``:
+  ``handshake.protocol``, ``handshake.auth``, ``handshake.closed``).
 """
 
 from __future__ import annotations
@@ -38,8 +42,10 @@ from contextlib import AsyncExitStack
 from typing import Any, Protocol
 
 import trio
+import zmq
 
 from ring.io.curve import CurveKeys
+from ring.io.handshakes import DRAIN_EVERY, HandshakeWatch
 from ring.errors import RingError
 from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode
 from ring.io.zap import CurveAuthenticator, curve_client, curve_server
@@ -114,13 +120,16 @@ class Member(Protocol):
 class MemberSockets:
     """The sockets and tasks of one ring member (module docstring)."""
 
-    def __init__(self, member: Member, peer_id: str, address: str, *,
+    def __init__(self, member: Member, peer_id: str, address: str, *, bind: str = "",
                  keys: CurveKeys | None = None, recv_queue: int = 16,
                  heartbeat: tuple[float, float] | None = None,
                  wall: Callable[[], float] | None = None,
                  logger: logging.Logger | None = None) -> None:
         self.member = member
         self.address = address
+        #: Where the ROUTER listens: ``bind``, else ``address`` (a caller gives the
+        #: default of ``ring.addresses.bind_address``, which depends on config).
+        self.bind = bind or address
         self.keys = keys
         self.recv_queue = recv_queue
         self.heartbeat = heartbeat
@@ -151,12 +160,21 @@ class MemberSockets:
             if self.keys is not None:
                 # Before the ROUTER: libzmq admits any key while no ZAP handler runs.
                 await stack.enter_async_context(CurveAuthenticator(self.keys))
+            watch = HandshakeWatch()
+            stack.callback(watch.close)  # after the ROUTER closes (the stack unwinds in reverse)
+            curve = curve_server(self.keys) if self.keys is not None else None
+
+            def configure(sock: zmq.Socket) -> None:
+                if curve is not None:
+                    curve(sock)
+                watch.attach(sock)
+
             inbound = await stack.enter_async_context(open_socket(
-                SocketType.ROUTER, bind=self.address, rcvhwm=self.recv_queue,
-                heartbeat=self.heartbeat,
-                configure=curve_server(self.keys) if self.keys is not None else None))
+                SocketType.ROUTER, bind=self.bind, rcvhwm=self.recv_queue,
+                heartbeat=self.heartbeat, configure=configure))
             self._router = inbound
             nursery = await stack.enter_async_context(trio.open_nursery())
+            nursery.start_soon(self._handshakes, watch)
             nursery.start_soon(self._sender)
             nursery.start_soon(self._receiver, inbound)
             nursery.start_soon(self._deliverer)
@@ -185,6 +203,14 @@ class MemberSockets:
                         await deliver.send((got, msg))
                     continue
                 await member.received(got.route, msg, got.user_id)
+
+    async def _handshakes(self, watch: HandshakeWatch) -> None:
+        """Count the connections the ROUTER refused in their handshake (ring.io.handshakes)."""
+        while True:
+            for name, n in watch.drain().items():
+                for _ in range(n):
+                    self.member.count(name)
+            await trio.sleep(DRAIN_EVERY)
 
     async def _deliverer(self) -> None:
         """URL batches, one a turn of the loop, apart from the receiver (DELIVER_QUEUE)."""

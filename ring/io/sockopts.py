@@ -47,6 +47,14 @@ flood of 50 MB and 1 MiB garbage frames from 4 connections now adds 14 MiB
 17-23k, within this box's noise. libzmq counts nothing it refuses this way (no
 per-reason event after the handshake): the codec's own counters see only what
 gets through.
+
+**Addresses** (:func:`address_options`, before each bind or connect):
+``ZMQ_IPV6`` for an IPv6 literal, a name or ``*`` (``ring.addresses``: without
+it a bind of ``[::1]`` fails with ENODEV and a connect to it never
+completes). A connection to a *name* backs off its reconnects from
+``RECONNECT_IVL`` (100 ms) to :data:`NAME_RECONNECT_MAX`: libzmq resolves the
+name again at each attempt, in its I/O thread, so an unreachable named peer
+costs at most about one lookup a second instead of ten.
 """
 
 from __future__ import annotations
@@ -55,7 +63,14 @@ from enum import StrEnum
 
 import zmq
 
-__all__ = ["SocketType", "ZMQ_TYPE", "apply_options"]
+from ring.addresses import is_name, needs_ipv6
+
+__all__ = ["NAME_RECONNECT_MAX", "SocketType", "ZMQ_TYPE", "address_options", "apply_options"]
+
+#: Milliseconds the reconnect interval to a named peer grows to (doubling from
+#: 100 ms): at most ~1 DNS lookup a second each, and a peer back at a new
+#: address is reached within a second of its start, well inside dead_after.
+NAME_RECONNECT_MAX = 1000
 
 
 class SocketType(StrEnum):
@@ -105,3 +120,11 @@ def apply_options(sock: zmq.Socket, *, router: bool, linger: int, hwm: int, rcvh
         # No ROUTER_HANDOVER: with it, any connection naming a live
         # peer's routing id took that peer's route (module docstring).
         sock.setsockopt(zmq.ROUTER_MANDATORY, 1)
+
+
+def address_options(sock: zmq.Socket, addr: str) -> None:
+    """Set what ``addr`` needs on ``sock`` before a bind or connect to it (module docstring)."""
+    if needs_ipv6(addr):
+        sock.setsockopt(zmq.IPV6, 1)
+    if is_name(addr):
+        sock.setsockopt(zmq.RECONNECT_IVL_MAX, NAME_RECONNECT_MAX)

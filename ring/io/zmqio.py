@@ -87,7 +87,7 @@ from zmq import NOBLOCK, POLLIN, POLLOUT, RCVMORE
 
 from ring.errors import RingError
 from ring.io.errors import CLOSED_ERRNOS, PeerUnreachable, SocketClosed, TransportError, translate
-from ring.io.sockopts import ZMQ_TYPE, SocketType, apply_options
+from ring.io.sockopts import ZMQ_TYPE, SocketType, address_options, apply_options
 from ring.messages import MAX_FRAME
 from ring.forwarding.routes import member_route, route_member
 
@@ -284,18 +284,27 @@ class ZmqSocket:
     # ----------------------------------------------------------- endpoints
 
     def bind(self, addr: str) -> str:
-        """Bind to ``addr``; returns the actual endpoint (``tcp://127.0.0.1:*`` picks a port)."""
+        """Bind to ``addr``; returns the actual endpoint (``tcp://127.0.0.1:*`` picks a port).
+
+        IPv6 literals, names and ``*`` work as ``ring.addresses`` says (``ZMQ_IPV6`` set for them).
+        """
         sock = self._live()
         try:
+            address_options(sock, addr)
             sock.bind(addr)
         except zmq.ZMQError as e:
             raise self._translate(e, f"cannot bind {addr}") from None
         return sock.getsockopt_string(zmq.LAST_ENDPOINT)
 
     def connect(self, addr: str) -> None:
-        """Connect to ``addr``. zmq connects (and reconnects) in the background."""
+        """Connect to ``addr``. zmq connects (and reconnects) in the background.
+
+        A name is resolved by libzmq at each attempt, reconnects included (``ring.addresses``).
+        """
+        sock = self._live()
         try:
-            self._live().connect(addr)
+            address_options(sock, addr)
+            sock.connect(addr)
         except zmq.ZMQError as e:
             raise self._translate(e, f"cannot connect to {addr}") from None
 

@@ -22,12 +22,15 @@ in ``docs/membership.md``; the rules it rests on are these:
 4. **The lease.** A peer holds its lease at ``now`` when, counting itself
    (out of grace), a majority of its quorum vouched for its current ring in
    answers to pings it sent at or after ``now - lease``. The quorum is the
-   ring's seeds (its ``[[peer]]`` list) that have not left: alive, suspect
-   and dead alike, so the side of a split cannot make itself a majority by
-   declaring the other side dead, nor by letting new members join it (a
-   member not in the list is a learner: it fetches under a lease like
-   anyone, but does not vote). A seed leaves the quorum only by leaving (its
-   own word) or by ``python -m ring forget``.
+   ring's voters (``ring.membership.voters``: the ``[[peer]]`` list until
+   ``python -m ring voter`` changes it; two sets, a majority of each, while
+   it changes) that have not left: alive, suspect and dead alike, so the
+   side of a split cannot make itself a majority by declaring the other side
+   dead, nor by letting new members join it (a member that is not a voter is
+   a learner: it fetches under a lease like anyone, but does not vote). A
+   voter leaves the quorum otherwise only by leaving (its own word) or by
+   ``python -m ring forget``. Our voter record is part of what we vouch for
+   (:func:`vouch_print`), and a new one starts a grace as a new ring does.
 5. **Renewal.** Each round the peer pings members of its quorum whose
    vouch is missing, for another ring, or older than half the lease, at most
    once a gossip interval each, until it holds a majority's worth of fresh
@@ -56,15 +59,17 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import mmh3
 
 from ring.messages import Member, MemberState
+from ring.membership.voters import VoterRecord
 from ring.durations import duration
 
-__all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseReason", "Pauses", "Roster", "fingerprint"]
+__all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseNote", "PauseReason", "Pauses", "Roster",
+           "fingerprint", "vouch_print"]
 
 #: ``grace = lease * GRACE_FACTOR``: rule 2's bound holds for clock rates
 #: that differ by up to 11 % (1.11**2 = 1.23); crystal clocks differ by 1e-4.
@@ -100,10 +105,18 @@ def fingerprint(live: Mapping[str, float]) -> int:
     return fp or 1
 
 
+def vouch_print(ring: int, record: int) -> int:
+    """What a vouch carries: the ring's fingerprint and the voter record's ident
+    (``ring.membership.voters`` rule 3); the ring's alone for record 0 (voters never changed)."""
+    if not record:
+        return ring
+    return mmh3.hash64(f"{ring:x}:{record:x}".encode("ascii"), signed=False)[0] or 1
+
+
 class Lease:
     """One peer's lease: the pings it sent, the vouches it got, and its grace (mutable)."""
 
-    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_grace_until", "_pending",
+    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_vouch", "_grace_until", "_pending",
                  "_evidence", "_pinged")
 
     def __init__(self, self_id: str, lease: float, gossip_interval: float, *,
@@ -115,6 +128,7 @@ class Lease:
         self.grace = lease * GRACE_FACTOR if grace is None else grace
         self._interval = gossip_interval
         self._fp = 0
+        self._vouch = 0  # vouch_print(_fp, the voter record's ident): what we vouch for and count
         self._grace_until = 0.0
         # seq -> (target, time sent): rule 3 reads the send time back
         self._pending: dict[int, tuple[str, float]] = {}
@@ -131,18 +145,23 @@ class Lease:
         """Rule 2 for a process that resumes a crawl: vouch for nothing for ``grace``."""
         self._grace_until = max(self._grace_until, now + self.grace)
 
-    def ring_changed(self, live: Mapping[str, float], now: float) -> None:
-        """Our live set is now ``live``: a new fingerprint, and a grace unless it is our first."""
+    def ring_changed(self, live: Mapping[str, float], now: float, record: int = 0) -> None:
+        """Our live set is now ``live`` and our voter record ``record`` (its ident): a new
+        fingerprint, and a grace unless it is our first (a new record too:
+        ``ring.membership.voters`` rule 3)."""
         fp = fingerprint(live)
-        if fp == self._fp:
+        vouch = vouch_print(fp, record)
+        if vouch == self._vouch:
             return
-        if self._fp:
+        if self._vouch:
             self._grace_until = max(self._grace_until, now + self.grace)
         self._fp = fp
+        self._vouch = vouch
 
     def vouch(self, now: float) -> int:
-        """What our answers carry now (rule 1): our ring's fingerprint, or 0 in grace."""
-        return self._fp if now >= self._grace_until else 0
+        """What our answers carry now (rule 1): our ring's fingerprint (with our voter
+        record's), or 0 in grace."""
+        return self._vouch if now >= self._grace_until else 0
 
     def sent(self, seq: int, target: str, now: float) -> None:
         """We pinged ``target`` with ``seq`` now (any ping: probes, retries, renewals)."""
@@ -188,7 +207,7 @@ class Lease:
             if mid == self.self_id:
                 continue
             ev = self._evidence.get(mid)
-            if ev is not None and ev[1] == self._fp and now - ev[0] <= half:
+            if ev is not None and ev[1] == self._vouch and now - ev[0] <= half:
                 fresh += 1
                 continue
             if now - self._pinged.get(mid, -1e18) < self._interval:
@@ -201,13 +220,25 @@ class Lease:
 
     def state(self, quorum: Iterable[str], now: float) -> LeaseState:
         """Rule 4 at ``now``: whether the lease is held, and why not (``quorum``: the voters)."""
+        return self.state_of((list(quorum),), now)
+
+    def state_of(self, quorums: Sequence[Sequence[str]], now: float) -> LeaseState:
+        """Rule 4 with a majority of EACH of ``quorums`` (two while the voters change:
+        ``ring.membership.voters`` rule 2); the figures are the set closest to losing it."""
+        states = [self._one(quorum, now) for quorum in quorums] or [self._one((), now)]
+        worst = min(states, key=lambda s: (s.held, s.vouched - s.needed))
+        if worst.held and len(states) > 1:
+            return replace(worst, until=min(s.until for s in states))
+        return worst
+
+    def _one(self, quorum: Iterable[str], now: float) -> LeaseState:
         voters = list(quorum)
         votes = self.self_id in voters
         members = [m for m in voters if m != self.self_id]
         size = len(members) + votes
         needed = size // 2 + 1
         grace_left = max(0.0, self._grace_until - now)
-        fp = self._fp
+        fp = self._vouch
         horizon = now - self.lease
         times: list[float] = []
         for mid in members:
@@ -232,7 +263,9 @@ class Roster(Protocol):
     @property
     def members(self) -> Mapping[str, Member]: ...
     @property
-    def configured(self) -> frozenset[str]: ...
+    def voters(self) -> VoterRecord: ...
+    @property
+    def forgotten(self) -> Mapping[str, int]: ...
     @property
     def epoch(self) -> int: ...
     @property
@@ -243,38 +276,56 @@ class Roster(Protocol):
 class LeaseKeeper:
     """The lease's part of the membership: our ring told (rule 2), the quorum (rule 4), renewals (rule 5)."""
 
-    __slots__ = ("lease", "_self_id", "_roster", "_version", "_quorum")
+    __slots__ = ("lease", "_self_id", "_roster", "_version", "_quorums")
 
     def __init__(self, self_id: str, lease: Lease | None, roster: Roster, now: float) -> None:
         #: None: SWIM alone (no renewals, no vouches); a peer that crawls always has one.
         self.lease = lease
         self._self_id = self_id
         self._roster = roster
-        self._version = -1  # the roster's ring_version the lease was last told
-        self._quorum: tuple[int, list[str]] | None = None  # (roster epoch, ids)
+        self._version: tuple[int, int] = (-1, 0)  # (ring_version, voter record) the lease was last told
+        self._quorums: tuple[int, list[list[str]], list[str]] | None = None  # (roster epoch, sets, union)
         self.follow(now)
 
+    def quorums(self) -> list[list[str]]:
+        """The sets a lease needs a majority of (rule 4; two while the voters change,
+        ``ring.membership.voters`` rule 2): the voters that have not left nor been forgotten
+        (everyone not left, with no voters at all)."""
+        return self._sets()[1]
+
     def quorum(self) -> list[str]:
-        """The members a lease counts (rule 4): the seeds that have not left (everyone, with none)."""
+        """Every member the lease counts: the union of :meth:`quorums`."""
+        return self._sets()[2]
+
+    def _sets(self) -> tuple[int, list[list[str]], list[str]]:
         roster = self._roster
-        cached = self._quorum
+        cached = self._quorums
         if cached is None or cached[0] != roster.epoch:
-            seeds = roster.configured
-            ids = sorted(mid for mid, m in roster.members.items()
-                         if m.state is not MemberState.LEFT and (mid in seeds or not seeds))
-            self._quorum = cached = (roster.epoch, ids)
-        return cached[1]
+            members, record, forgotten = roster.members, roster.voters, roster.forgotten
+            if not record.voters:
+                sets = [sorted(mid for mid, m in members.items() if m.state is not MemberState.LEFT)]
+            else:
+                # A voter this view never heard of still counts (it cannot vouch):
+                # leaving it out would make a majority smaller, not safer.
+                sets = [sorted(v for v in q if v not in forgotten and not (
+                    v in members and members[v].state is MemberState.LEFT)) for q in record.quorums()]
+            union = sorted({v for q in sets for v in q})
+            self._quorums = cached = (roster.epoch, sets, union)
+        return cached
 
     def state(self, now: float) -> LeaseState | None:
         """Whether this peer may start requests at ``now``; None without a lease."""
-        return self.lease.state(self.quorum(), now) if self.lease is not None else None
+        return self.lease.state_of(self.quorums(), now) if self.lease is not None else None
 
     def follow(self, now: float) -> None:
-        """Rule 2: tell the lease when our live set changed."""
+        """Rule 2: tell the lease when our live set (or our voter record) changed."""
         roster = self._roster
-        if self.lease is not None and roster.ring_version != self._version:
-            self._version = roster.ring_version
-            self.lease.ring_changed(roster.live(), now)
+        if self.lease is None:
+            return
+        version = (roster.ring_version, roster.voters.ident())
+        if version != self._version:
+            self._version = version
+            self.lease.ring_changed(roster.live(), now, version[1])
 
     def vouch(self, now: float) -> int:
         """What our answers vouch for (rule 1): our ring as of now, or 0."""
@@ -315,22 +366,84 @@ class LeaseKeeper:
         return lease.renewals(renew, now, len(quorum) // 2 + 1, want)
 
 
+@dataclass(frozen=True, slots=True)
+class PauseNote:
+    """A line for the log about the lease, and whether it is an alarm (a WARNING) or news (INFO)."""
+
+    warn: bool
+    line: str
+    event: str = ""  # its name in a JSON log: lease.forming, lease.formed, lease.partition, lease.partition_over
+    vouched: int = 0
+    needed: int = 0
+    quorum: int = 0
+
+
 class Pauses:
-    """A lease lost to a partition, for the log: said once when it begins and once when it ends (mutable)."""
+    """The lease for the log: a lost majority said once when it begins and once when it ends (mutable).
 
-    __slots__ = ("_since",)
+    Not every wait for a majority is a partition:
 
-    def __init__(self) -> None:
-        self._since: float | None = None  # when the lease was lost for want of a majority
+    - A ring that is *forming* at start: until this peer has held its lease
+      once, the voters not heard from yet are peers still starting (a service
+      manager starts them one by one). Said once, at INFO (``forming``), and
+      once when it formed; never a WARNING, however long it takes.
+    - A ring *settling* after a change of its members (a join, a leave, a
+      restart): each peer's grace (rule 2) ends at its own time, so for a
+      moment too few vouch for the new ring. Silent, unless it lasts
+      ``patience`` seconds (a lease): then it is a partition after all.
+    - A majority lost while the ring had not changed is a partition (or the
+      crash of enough voters) and warns at once; the line when it ends says
+      how long it lasted.
+    """
 
-    def seen(self, state: LeaseState, now: float) -> str | None:
+    __slots__ = ("patience", "_since", "_warned", "_held_once", "_forming", "_settling")
+
+    def __init__(self, patience: float = 0.0) -> None:
+        self.patience = patience
+        self._since: float | None = None  # when the majority was lost (None: not lost)
+        self._warned = False  # the loss was said as a partition
+        self._held_once = False  # a majority vouched for us once: the ring formed
+        self._forming = False  # the forming line was said
+        self._settling = False  # our ring changed since the lease was last held
+
+    @staticmethod
+    def _note(state: LeaseState, name: str, warn: bool, line: str) -> PauseNote:
+        return PauseNote(warn, line, name, state.vouched, state.needed, state.quorum)
+
+    def seen(self, state: LeaseState, now: float) -> PauseNote | None:
         """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
-        if self._since is None and state.reason is PauseReason.NO_MAJORITY:
+        vouched, quorum, needed = state.vouched, state.quorum, state.needed
+        if not self._held_once:
+            if state.held:
+                self._held_once = True
+                if self._forming:
+                    return self._note(state, "lease.formed", False,
+                                      f"ring formed: {vouched} of {quorum} voters vouch for our view; "
+                                      f"requests start")
+            elif state.reason is PauseReason.NO_MAJORITY and not self._forming:
+                self._forming = True
+                return self._note(state, "lease.forming", False,
+                                  f"forming: heard {vouched} of {quorum} voters ({needed} needed); "
+                                  f"no request starts until they answer")
+            return None
+        if state.held:
+            self._settling = False
+            began, warned, self._since, self._warned = self._since, self._warned, None, False
+            if began is not None and warned:
+                return self._note(state, "lease.partition_over", False,
+                                  f"partition over: a majority again ({vouched} of {quorum}) after "
+                                  f"{duration(now - began)}; requests resume")
+            return None
+        if state.reason is PauseReason.GRACE:
+            self._settling = True
+            return None
+        if state.reason is not PauseReason.NO_MAJORITY:
+            return None
+        if self._since is None:
             self._since = now
-            return (f"partition: no majority of the ring ({state.vouched} of {state.quorum} members "
-                    f"vouch for our view, {state.needed} needed); no request starts until it is back")
-        if self._since is not None and state.held:
-            began, self._since = self._since, None
-            return (f"partition over: a majority again ({state.vouched} of {state.quorum}) after "
-                    f"{duration(now - began)}; requests resume")
-        return None
+        if self._warned or (self._settling and now - self._since < self.patience):
+            return None
+        self._warned = True
+        return self._note(state, "lease.partition", True,
+                          f"partition: no majority of the ring ({vouched} of {quorum} members vouch "
+                          f"for our view, {needed} needed); no request starts until it is back")

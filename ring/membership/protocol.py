@@ -90,6 +90,9 @@ from ring.messages import (
     PingAck,
     PingReq,
     Sync,
+    VoterAction,
+    VoterOutcome,
+    Voters,
 )
 from ring.membership.records import (
     ALIVE,
@@ -110,6 +113,7 @@ from ring.membership.records import (
 from ring.membership.swim import ProbeStep, Prober, Suspicions, SuspicionStep
 from ring.membership.termination import TerminationDetector
 from ring.membership.view import View
+from ring.membership.voters import Survival, VoterRecord, joint_change, problem, settle, survival, wins
 
 # Membership, and the names callers have imported from here since before the
 # split into parts (each is the part's own object: tests/ring/test_membership.py).
@@ -155,6 +159,7 @@ class Membership:
         rng: random.Random | None = None,
         lease: float | None = None,
         resumed: bool = False,
+        voters: VoterRecord | None = None,
     ) -> None:
         if not self_id or not ring_name:
             raise ValueError("self_id and ring_name must be non-empty")
@@ -193,6 +198,8 @@ class Membership:
             queue=PiggybackQueue(retransmit_mult),
             suspicions=Suspicions(gossip_interval, suspect_after, dead_after),
             dropped=self.dropped, tombstone_ttl=tombstone_ttl, max_members=max_members)
+        if voters is not None and voters.version > view.voters.version:
+            view.set_voters(voters)  # as this peer last held it (on disk): never an older one
         # The view's own dict, set and queue (never replaced): read on every message.
         self._members, self._unheard, self._queue = view.members, view.unheard, view.queue
         self._repairs = Repairs(now, seed_grace=seed_grace, join_seeds=join_seeds, contacted=not self._unheard)
@@ -258,6 +265,63 @@ class Membership:
         ring's); None without a lease."""
         return self._leases.state(real_now)
 
+    @property
+    def voter_record(self) -> VoterRecord:
+        """The lease's voters as this peer holds them (``ring.membership.voters``)."""
+        return self._view.voters
+
+    def quorums(self) -> list[list[str]]:
+        """The sets a lease needs a majority of: one, two while the voters change."""
+        return self._leases.quorums()
+
+    def survival(self) -> Survival:
+        """How many voters can fail while a majority stays alive, in our view (``ring.membership.voters``)."""
+        alive = {mid for mid, m in self._members.items() if m.state in LIVE}
+        return survival(self._leases.quorums(), alive)
+
+    def voters_message(self) -> Voters:
+        """Our voter record as gossip carries it."""
+        r = self._view.voters
+        return Voters(self.ring_name, self.self_id, r.version, r.voters, r.joint)
+
+    def change_voters(self, action: VoterAction, target: str, base: int,
+                      now: float) -> tuple[VoterOutcome, list[tuple[str, Message]]]:
+        """An operator's change (``ring.membership.voters`` rule 4): what we did, and the pushes.
+
+        Refused (and said why) unless our record is settled at version
+        ``base`` and we hold our lease under it.
+        """
+        record = self._view.voters
+        if self.me.state is LEFT:
+            return VoterOutcome.LEAVING, []
+        if base != record.version:
+            return VoterOutcome.STALE, []
+        if not record.settled:
+            return VoterOutcome.BUSY, []
+        state = self._leases.state(now + self.stalled)
+        if state is None or not state.held:
+            return VoterOutcome.NO_LEASE, []
+        if min(self._view.live()) != self.self_id:
+            # One writer at a time (rule 4): every peer holding a lease at one
+            # instant holds it on one ring, so all of them name the same steward.
+            return VoterOutcome.NOT_STEWARD, []
+        member = self._members.get(target)
+        if action is VoterAction.ADD and target not in record.voters and (
+                member is None or member.state is not ALIVE):
+            return VoterOutcome.NOT_LIVE, []
+        if action is VoterAction.RETIRE and record.voters == (target,):
+            return VoterOutcome.LAST_VOTER, []
+        new = joint_change(record, action, target)
+        if new is None:
+            return VoterOutcome.ALREADY, []
+        return VoterOutcome.CHANGING, self._adopt(new, now)
+
+    def _adopt(self, record: VoterRecord, now: float) -> list[tuple[str, Message]]:
+        """Take ``record`` as ours (it won: rule 5); push it to every live member if we made it."""
+        self._view.set_voters(record)
+        self._leases.follow(now + self.stalled)
+        return self._to_live(self.voters_message())
+
     def forget(self, member: str, now: float) -> bool:
         """Drop ``member`` from the view and the quorum (``python -m ring forget``); False if unknown."""
         if not self._view.forget(member, now):
@@ -286,6 +350,42 @@ class Membership:
         """The configured seeds (``[[peer]]``), forgotten ones included: the lease's voters,
         and the members ``max_pages`` is split over (``ring.membership.budget`` rule 1)."""
         return self._view.configured
+
+    def waiting_for(self) -> frozenset[str]:
+        """Listed peers not heard from yet: their records are the placeholders every view starts
+        with, alive at incarnation 0 (``ring status`` shows them ``waiting``, not ``alive``)."""
+        members = self._members
+        return frozenset(mid for mid in self._unheard
+                         if (m := members.get(mid)) is not None and m.incarnation == 0 and m.heartbeat == 0)
+
+    def tombstones(self) -> dict[str, int]:
+        """The configured seeds that left, at the incarnation they left with; 0 for the others
+        (what a restart is given back to :meth:`remember_left`)."""
+        members = self._members
+        return {mid: (m.incarnation if (m := members.get(mid)) is not None and m.state is LEFT else 0)
+                for mid in self._view.configured if mid != self.self_id}
+
+    def remember_left(self, left: Mapping[str, int], now: float) -> None:
+        """Seeds our former process saw leave, each at the incarnation it left with.
+
+        A seed starts in every view alive at incarnation 0 (``ring.membership.view``),
+        so without this a restarted peer would wait for a seed that left long
+        ago, find it silent and declare it dead (and, ``takeover_after`` later,
+        crashed): a graceful leave logged as a crash, and its hosts held from
+        the crawl meanwhile. Others' word cannot settle it: a "left" is believed
+        only from the leaver. Our own former view believed it from the leaver,
+        so its tombstone stands until the seed speaks again (a newer
+        incarnation, rule 1 of ``ring.membership.records``). Only a seed's
+        untouched placeholder is replaced.
+        """
+        view = self._view
+        for mid, incarnation in left.items():
+            m = self._members.get(mid)
+            if (incarnation <= 0 or incarnation > MAX_INCARNATION or mid == self.self_id or m is None
+                    or mid not in view.unheard or m.incarnation != 0 or m.heartbeat != 0):
+                continue
+            view.unheard.discard(mid)
+            view.put(replace(m, incarnation=incarnation, state=LEFT), now, ChangeReason.LEFT, spread=False)
 
     def cluster_idle(self, now: float) -> bool:
         """The counter method over our view (see :class:`TerminationDetector`)."""
@@ -364,6 +464,8 @@ class Membership:
             partner = self._rng.choice(candidates)
             repairs.synced(self._ticks, len(sync.summary), partner)
             out.append((partner, sync))
+            if self._view.voters.version:
+                out.append((partner, self.voters_message()))  # the record's anti-entropy
         if active and self._ticks % self._reconnect_every == 0:
             dead = [m for m in self._members.values() if m.state is DEAD]
             if dead:
@@ -377,6 +479,12 @@ class Membership:
             out += self._to_live(Digest(self.ring_name, self.self_id, tuple(verdicts), verdicts=True))
         real = now + self.stalled
         self._leases.follow(real)
+        record = self._view.voters
+        if active and not record.settled:
+            state = self._leases.state(real)
+            if state is not None and state.held:
+                # A majority of both sets vouches for the joint record: settle it (rule 4).
+                out += self._adopt(settle(record), now)
         if active and repairs.contacted:
             pinged = {dest for dest, msg in out if isinstance(msg, Ping)}
             for mid in self._leases.renewals(candidates, pinged, real):
@@ -456,7 +564,10 @@ class Membership:
         else:
             self._view.merge(r, now, True, msg.sender)
         self._view.heard(msg.sender)
-        return [(msg.sender, self.digest())]
+        out: list[tuple[str, Message]] = [(msg.sender, self.digest())]
+        if self._view.voters.version:
+            out.append((msg.sender, self.voters_message()))
+        return out
 
     def _on_leave(self, msg: Leave, now: float) -> list[tuple[str, Message]]:
         known = self._members[msg.sender]  # a member: receive() checked
@@ -465,6 +576,23 @@ class Membership:
             return []
         hb = known.heartbeat if msg.incarnation == known.incarnation else 0
         self._view.merge(replace(known, incarnation=msg.incarnation, state=LEFT, heartbeat=hb), now)
+        return []
+
+    def _on_voters(self, msg: Voters, now: float) -> list[tuple[str, Message]]:
+        """A member's voter record (``ring.membership.voters`` rule 5)."""
+        record = VoterRecord(msg.version, msg.voters, msg.joint)
+        if problem(record) is not None:
+            self.dropped["bad_voters"] += 1
+            return []
+        ours = self._view.voters
+        if wins(record, ours):
+            self._view.set_voters(record)
+            self._leases.follow(now + self.stalled)
+            return []
+        if record.version < ours.version:
+            return [(msg.sender, self.voters_message())]  # it is behind: tell it
+        if record != ours:
+            self.dropped["voters_conflict"] += 1  # two concurrent changes: ours stays (sticky)
         return []
 
     def _on_ping(self, msg: Ping, now: float) -> list[tuple[str, Message]]:
@@ -594,4 +722,5 @@ _HANDLERS: dict[type, Callable[[Membership, Any, float], list[tuple[str, Message
     Ping: Membership._on_ping,
     PingReq: Membership._on_ping_req,
     PingAck: Membership._on_ack,
+    Voters: Membership._on_voters,
 }

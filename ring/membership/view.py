@@ -93,6 +93,7 @@ from ring.membership.records import (
     usable,
 )
 from ring.membership.swim import Suspicions
+from ring.membership.voters import VoterRecord, initial
 
 __all__ = ["MAX_EVENTS", "View"]
 
@@ -110,7 +111,7 @@ class View:
     __slots__ = (
         "self_id", "members", "unheard", "seeds", "queue", "suspicions", "dropped", "epoch",
         "joined", "refuted", "_buried", "_tombstone_ttl", "_max_members", "_events", "_digest",
-        "_dirty", "_live", "_version", "_rings", "forgotten", "configured", "lagging",
+        "_dirty", "_live", "_version", "_rings", "forgotten", "configured", "lagging", "voters",
     )
 
     def __init__(self, me: Member, seeds: Sequence[tuple[str, str] | tuple[str, str, float]], *,
@@ -136,8 +137,10 @@ class View:
         if len(seed_ids | {self_id}) > max_members:
             raise ValueError(f"{len(seed_ids)} seeds: more than max_members ({max_members})")
         self.seeds = frozenset(seed_ids)
-        #: The seeds as configured, forgotten ones included: the lease's voters.
+        #: The seeds as configured, forgotten ones included: what max_pages is split over.
         self.configured = self.seeds
+        #: The lease's voters (``ring.membership.voters``): the seeds until an operator changes them.
+        self.voters: VoterRecord = initial(seed_ids)
         self.queue = queue
         self.suspicions = suspicions
         self.dropped = dropped
@@ -200,6 +203,11 @@ class View:
         """The membership changes seen since the last call, oldest first."""
         out, self._events = self._events, []
         return out
+
+    def set_voters(self, record: VoterRecord) -> None:
+        """Our voter record is now ``record`` (``ring.membership.voters`` rule 5: the caller judged it)."""
+        self.voters = record
+        self.epoch += 1
 
     def full(self) -> bool:
         """Whether a new member would exceed ``max_members``."""

@@ -3,8 +3,15 @@
 ``table`` prints the ring that cluster.toml describes: each peer's share of
 the hash space and the owner of the seeds' hosts, so an operator can check a
 ring (weights, a new peer) before starting it. It reads only the file.
-``status``, ``leave`` and ``forget`` ask the running ring through
+``status``, ``leave``, ``forget`` and ``voter`` ask the running ring through
 ``ring.tools.client``, which returns typed rows; this module only formats them.
+
+``voter add ID`` / ``voter retire ID`` change the lease's voters
+(``ring.membership.voters``): a joiner becomes a voter, or a voter a learner,
+without editing any cluster.toml. The request goes to the ring's steward
+(its lowest live id), which refuses it unless it holds its lease; the
+command then waits until every live member holds the settled record, prints
+how many failures the ring survives, and exits 0, or 1 with the reason.
 
 ``forget`` is for a ring that lost its majority for good (``ring.membership.lease``:
 a peer starts requests only while a majority of its quorum vouches for its
@@ -40,17 +47,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ring.tools.client import (Contact, ForgetResult, HandshakeRefused, LeaveOutcome, LeaveResult, client_keys,
-                               request_forget, request_leave)
+from ring.tools.client import (Contact, ForgetResult, HandshakeRefused, LeaveOutcome, LeaveResult, VoterResult,
+                               client_keys, request_forget, request_leave, request_voter)
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
+from ring.tools.logs import FORMATS
+from ring.tools.voters import format_voter, voters_line, voters_summary
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
-from ring.messages import ForgetOutcome, LeaseStatus, MemberStatus
+from ring.messages import ForgetOutcome, LeaseStatus, MemberStatus, VoterAction
 from ring.vocabulary import TERMS, Family, words
 from ring.durations import duration
 
-__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status",
+__all__ = ["ConfigSource", "RingFile", "format_forget", "format_status", "format_voter", "voters_summary",
            "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
 
 
@@ -196,14 +205,23 @@ def _parser() -> argparse.ArgumentParser:
                                     "Prints its address; runs until Ctrl-C.")
     db.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     db.add_argument("--host", metavar="ADDR", default="127.0.0.1",
-                    help="address to listen on (default 127.0.0.1: this machine only; the page "
-                         "has no login, so only widen it on a trusted network)")
+                    help="address to listen on (default 127.0.0.1: this machine only); any other "
+                         "needs --token-file or --token-env")
+    db.add_argument("--token-file", metavar="PATH",
+                    help="a file whose first line is the token every request must carry "
+                         "(Authorization: Bearer, or the cookie of the page's login form)")
+    db.add_argument("--token-env", metavar="NAME",
+                    help="the environment variable holding that token, instead of a file")
     db.add_argument("--port", metavar="P", type=int, default=8765,
                     help="port to listen on (default 8765; 0: any free port)")
     db.add_argument("--interval", metavar="SECONDS", type=float, default=2.0,
                     help="seconds between polls of the ring (default 2)")
     db.add_argument("--timeout", metavar="SECONDS", type=float, default=1.5,
                     help="seconds to wait for each peer (default 1.5)")
+    db.add_argument("--log-format", metavar="FORMAT", default="text", choices=FORMATS,
+                    help="how its log (on stderr: a refused Curve handshake, a poll that failed) "
+                         "is written: text (default, UTC stamps) or json (one object a line), "
+                         "as python -m peer's")
     lv = sub.add_parser("leave", help="make a peer leave the ring gracefully",
                         description="Ask peer --id to leave: it stops fetching, hands its queued URLs "
                                     "and the URLs it fetched of its hosts to their new owners, waits for "
@@ -228,7 +246,24 @@ def _parser() -> argparse.ArgumentParser:
     fg.add_argument("--id", metavar="ID", required=True, help="the dead member to forget (required)")
     fg.add_argument("--timeout", metavar="SECONDS", type=float, default=2.0,
                     help="seconds to wait for each peer's answer (default 2)")
-    for sp in (st, db, lv, fg):
+    vt = sub.add_parser("voter", help="make a member a voter of the ring's leases, or retire a voter",
+                        description="A peer starts requests only while a majority of the ring's voters "
+                                    "vouches for its ring. The voters start as cluster.toml's [[peer]] "
+                                    "list; a peer that joined later does not vote until it is added. "
+                                    "Asks the ring's steward (its lowest live id) to add or retire ID, "
+                                    "one member a change (two steps: joint, then settled), waits until "
+                                    "every live member holds the new voters and prints how many voter "
+                                    "failures the ring survives. Exits 0 when the change settled (or "
+                                    "there was nothing to change), 1 when it was refused or did not "
+                                    "settle in time. No cluster.toml needs editing; each peer keeps "
+                                    "the voters in its data_dir.")
+    vt.add_argument("action", choices=[a.value for a in VoterAction],
+                    help="add: make a live member a voter; retire: make a voter a learner")
+    vt.add_argument("id", metavar="ID", help="the member")
+    vt.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    vt.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
+                    help="how long to wait for the change to settle (default 60)")
+    for sp in (st, db, lv, fg, vt):
         # As scripts/adopt.py's --key-id: the same flag, the same meaning.
         sp.add_argument("--key-id", default="ops", metavar="ID",
                         help="with [ring] curve_keys: the key pair this tool uses (default ops)")
@@ -252,7 +287,9 @@ _COLUMNS = (
 #: Columns the totals row sums (the others have no meaningful total).
 _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
 
-STATUS_LEGEND = ("lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
+STATUS_LEGEND = ("state: alive, suspect, dead, left, or waiting (listed in cluster.toml, not heard "
+                 "from yet: not started, or not reached); "
+                 "lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
                  "(paused), ? if it did not answer; vouch: members vouching for its ring / the "
                  "majority needed / its quorum (members not left, dead ones included); ring: its "
                  "ring's version and fingerprint (members that agree show one fingerprint); "
@@ -295,15 +332,18 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
     out = [head]
     for r in rows:
         lease, vouch, ring = lease_cells(r)
-        out.append(f"{r.id:<10} {r.state.value:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
+        out.append(f"{r.id:<10} {r.shown_state:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
                    + "".join(f" {_cell(f, getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
+        if r.budget_wait:
+            out.append(f"{'':<10} paused: waiting for a page-budget grant (its max_pages cap, "
+                       f"{r.page_cap:,} pages, is spent)")
         split = r.families
         for family, pairs in ((Family.FAILED, r.errors), (Family.NOT_REQUESTED, split.not_requested),
                               (Family.DROPS, split.drops), (Family.COUNTERS, split.counters)):
             if pairs:
                 out.append(f"{'':<10} {words(family)}: " + ", ".join(f"{k} {v}" for k, v in sorted(pairs)))
-    live = [r for r in rows if r.live]
+    live = [r for r in rows if r.live and r.heard]
     held = sum(r.lease is LeaseStatus.HELD for r in rows)
     n_rings = rings_seen(rows)
     rings = f"{n_rings} ring{'s' if n_rings != 1 else ''}" + ("!" if n_rings > 1 else "")
@@ -311,7 +351,11 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
              f"{rings:<{_RING_W}}")
     for _, w, k, f in _COLUMNS:
         total += f" {_cell(f, sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
-    out += [total.rstrip(), "", STATUS_LEGEND]
+    out.append(total.rstrip())
+    line = voters_line(rows)
+    if line:
+        out.append(line)
+    out += ["", STATUS_LEGEND]
     return "\n".join(out)
 
 
@@ -358,6 +402,17 @@ def format_forget(target: str, results: Sequence[ForgetResult]) -> tuple[str, bo
         out.append(f"{target} is out of every view that answered ({len(forgot)} forgot it, "
                    f"{len(answered) - len(forgot)} did not know it)")
     return "\n".join(out), bool(answered) and not refused
+
+
+def _dashboard_token(args: argparse.Namespace) -> str | None:
+    """Read the dashboard's token into ``args.token``; what is wrong with it, or None."""
+    from ring.tools.dashboard import TokenProblem, read_token
+
+    try:
+        args.token = read_token(args.host, args.token_file, args.token_env)
+    except TokenProblem as exc:
+        return str(exc)
+    return None
 
 
 def _check_numbers(args: argparse.Namespace) -> str | None:
@@ -415,7 +470,8 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
         if rows is None:
             raise _NoAnswer(_no_answer(cfg, poll))
         if args.json:
-            print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows]}, indent=2))
+            print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows],
+                              "voters": voters_summary(rows)}, indent=2))
         else:
             print(format_status(rows))
         return 0
@@ -429,7 +485,8 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
         stamp = time.strftime("%H:%M:%S")
         if args.json:
             members = [r.as_json() for r in rows or ()]
-            print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members}))
+            print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members,
+                              "voters": voters_summary(rows or ())}))
         else:
             text = format_status(rows) if rows is not None else f"({_no_answer(cfg, poll)})"
             head = f"ring {cfg.ring.name!r} at {stamp}, every {args.watch:g}s (Ctrl-C to stop)"
@@ -443,6 +500,9 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
 
 async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
     from ring.tools.dashboard import serve_dashboard
+    from ring.tools.logs import configure
+
+    configure("INFO", args.log_format)
 
     poll = _poll(cfg, args)
     if poll.solo is not None and await poll() is None:
@@ -455,7 +515,7 @@ async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
         return None if got is None else [r.as_json() for r in got]
 
     await serve_dashboard(rows, ring_name=cfg.ring.name, host=args.host, port=args.port,
-                          interval=args.interval, silence=lambda: poll.silence)
+                          interval=args.interval, silence=lambda: poll.silence, token=args.token)
     return 0
 
 
@@ -510,6 +570,11 @@ async def _forget(cfg: RingFile, args: argparse.Namespace) -> tuple[ForgetResult
                                 tool_keys(cfg, args.key_id))
 
 
+async def _voter(cfg: RingFile, args: argparse.Namespace) -> VoterResult:
+    return await request_voter(cfg.ring.name, seeds_of(cfg), VoterAction(args.action), args.id, args.timeout,
+                               tool_keys(cfg, args.key_id))
+
+
 async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
     return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
                                tool_keys(cfg, args.key_id))
@@ -529,7 +594,7 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
 
         if args.command in ("status", "dashboard"):
             args.recorded = source.status_address
-            problem = _check_numbers(args)
+            problem = _check_numbers(args) or (_dashboard_token(args) if args.command == "dashboard" else None)
             if problem:
                 print(f"error: {problem}", file=sys.stderr)
                 return 2
@@ -559,6 +624,22 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                 return 1
             text, ok = format_forget(args.id, results)
             print(text)
+            return 0 if ok else 1
+        if args.command == "voter":
+            problem = _check_numbers(args)
+            if problem or not args.id.strip():
+                print(f"error: {problem or 'ID: expected a member id'}", file=sys.stderr)
+                return 2
+            try:
+                outcome = trio.run(_until_ctrl_c, _voter, cfg, args)
+            except BaseException as exc:
+                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                    raise
+                print("\ninterrupted: a change the steward made settles on its own; see "
+                      "`python -m ring status`", file=sys.stderr)
+                return 1
+            text, ok = format_voter(VoterAction(args.action), args.id, outcome)
+            print(text, file=sys.stdout if ok else sys.stderr)
             return 0 if ok else 1
         try:
             result = trio.run(_until_ctrl_c, _leave, cfg, args)

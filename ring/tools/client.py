@@ -27,11 +27,16 @@ from ring.messages import (
     ForgetOutcome,
     ForgetReply,
     ForgetRequest,
+    LeaseStatus,
     LeaveRequest,
     MemberState,
     MemberStatus,
     StatusReply,
     StatusRequest,
+    VoterAction,
+    VoterOutcome,
+    VoterReply,
+    VoterRequest,
     decode,
     encode,
 )
@@ -42,12 +47,13 @@ from ring.io.zap import curve_client
 from ring.io.zmqio import SocketType, open_socket
 
 __all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
-           "client_keys", "cluster_status", "refusal", "request_forget", "request_leave", "silence"]
+           "VoterResult", "client_keys", "cluster_status", "refusal", "request_forget", "request_leave",
+           "request_voter", "settled", "silence"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
 
-_A = TypeVar("_A", StatusReply, ForgetReply)
+_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +80,18 @@ class ForgetResult:
     outcome: ForgetOutcome | None
     error: str = ""
     refused: bool = False  # it refused this tool's key (``error`` says so): not a dead peer
+
+
+@dataclass(frozen=True, slots=True)
+class VoterResult:
+    """``ring voter``'s run: the steward asked and its answer (None: no answer), whether the
+    change settled at every live member, and the rows last seen."""
+
+    steward: str | None
+    outcome: VoterOutcome | None
+    version: int = 0  # the steward's record's version after its answer
+    settled: bool = False
+    rows: tuple[MemberStatus, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -312,3 +330,46 @@ async def request_forget(ring_name: str, seeds: Sequence[Contact], target: str, 
         for contact in contacts.values():
             nursery.start_soon(forget_at, contact)
     return tuple(results[k] for k in sorted(results))
+
+
+def settled(rows: Sequence[MemberStatus], action: VoterAction, target: str, version: int) -> bool:
+    """Whether every live member that gave its own row holds a settled record past ``version``
+    with ``target`` a voter (add) or not (retire)."""
+    own = [r for r in rows if r.live and r.lease is not LeaseStatus.UNKNOWN]
+    want = action is VoterAction.ADD
+    return bool(own) and all(r.voters_version > version and r.voters_version % 2 == 0
+                             and (target in r.voters) == want for r in own)
+
+
+async def request_voter(ring_name: str, seeds: Sequence[Contact], action: VoterAction, target: str,
+                        timeout: float, keys: CurveKeys | None = None, answer_timeout: float = 2.0,
+                        ) -> VoterResult:
+    """Ask the ring's steward (the lowest live id, ``ring.membership.voters`` rule 4) to add or
+    retire ``target``, from the version it holds; then wait up to ``timeout`` for the change to
+    settle at every live member."""
+    rows = await cluster_status(ring_name, seeds, answer_timeout, keys)
+    if rows is None:
+        return VoterResult(None, None)
+    live = sorted(r.id for r in rows if r.live)
+    steward = next((r for r in rows if live and r.id == live[0]), None)
+    if steward is None:
+        return VoterResult(None, None, rows=rows)
+    nonce = _nonce()
+    request = VoterRequest(ring_name, "ring-voter", action, target, steward.voters_version, nonce)
+    reply = await _exchange(Contact(steward.id, steward.address), request, VoterReply, nonce, answer_timeout,
+                            keys)
+    if reply is None or reply.target != target:
+        return VoterResult(steward.id, None, rows=rows)
+    if reply.outcome is VoterOutcome.ALREADY:
+        return VoterResult(steward.id, reply.outcome, reply.version, True, rows)
+    if reply.outcome is not VoterOutcome.CHANGING:
+        return VoterResult(steward.id, reply.outcome, reply.version, False, rows)
+    with trio.move_on_after(timeout):
+        while True:
+            await trio.sleep(0.5)
+            got = await cluster_status(ring_name, seeds, answer_timeout, keys)
+            if got is not None:
+                rows = got
+                if settled(rows, action, target, reply.version - 1):
+                    return VoterResult(steward.id, reply.outcome, reply.version, True, rows)
+    return VoterResult(steward.id, reply.outcome, reply.version, False, rows)

@@ -35,7 +35,10 @@ dependency the ring tool otherwise does not need): it draws thousands of
 points on a canvas in a few milliseconds and has no dependencies.
 
 On loopback (the default) only requests naming a loopback Host are
-answered, against DNS rebinding (:func:`host_allowed`).
+answered, against DNS rebinding (:func:`host_allowed`). Given a ``token``,
+every request but the page's static files needs it, as a bearer header or
+the cookie a browser gets from the login form (:mod:`ring.tools.dashauth`);
+``ring.tools.cli`` refuses a non-loopback address without one.
 
 When a poll finds nobody, the page says so; ``silence`` (if given) says why
 in the poller's own words: a ring of one is not "the peers", and its line
@@ -56,6 +59,7 @@ from collections.abc import Awaitable, Callable
 from http import HTTPStatus
 from importlib import resources
 
+from ring.tools.dashauth import MAX_LOGIN_BODY, authorized, login_token, matches, render_login, set_cookie
 from ring.tools.dashpage import (
     BUSIEST,
     HISTORY,
@@ -66,8 +70,8 @@ from ring.tools.dashpage import (
     render_page,
 )
 
-__all__ = ["History", "Snapshot", "render_fragment", "render_page", "serve_dashboard",
-           "HISTORY", "BUSIEST"]
+__all__ = ["History", "Snapshot", "TokenProblem", "read_token", "render_fragment", "render_page",
+           "serve_dashboard", "HISTORY", "BUSIEST"]
 
 log = logging.getLogger("ring.dashboard")
 
@@ -86,6 +90,45 @@ _STATIC = {
     "dashboard.js": "application/javascript; charset=utf-8",
     "dashboard.css": "text/css; charset=utf-8",
 }
+
+
+class TokenProblem(ValueError):
+    """The dashboard's token cannot be had, or is needed and missing: one line for the user."""
+
+
+def read_token(host: str, token_file: str | None, token_env: str | None,
+               environ: dict[str, str] | None = None) -> str | None:
+    """The token of ``--token-file`` or ``--token-env`` (None: none given); :class:`TokenProblem`
+    if it cannot be read, or if ``host`` is not loopback and there is none.
+
+    A routable address without a token is refused: the page shows the
+    ring's members, addresses, key fingerprints and busy hosts, read with
+    the operator's key (ring.tools.dashauth).
+    """
+    import os
+
+    from ring.tools.dashpage import is_loopback
+
+    env = os.environ if environ is None else environ
+    token = None
+    if token_file and token_env:
+        raise TokenProblem("--token-file and --token-env: give one of them")
+    if token_env:
+        token = env.get(token_env, "").strip() or None
+        if token is None:
+            raise TokenProblem(f"--token-env: the environment variable {token_env} is not set or empty")
+    elif token_file:
+        try:
+            with open(token_file, encoding="utf-8") as f:
+                token = f.readline().strip() or None
+        except OSError as exc:
+            raise TokenProblem(f"--token-file: cannot read {token_file}: {exc.strerror or exc}") from None
+        if token is None:
+            raise TokenProblem(f"--token-file: {token_file} is empty (its first line is the token)")
+    if token is None and not is_loopback(host):
+        raise TokenProblem(f"--host {host} is not loopback: pass --token-file or --token-env (the page "
+                           "shows the ring's members, addresses and busy hosts to anyone who reaches it)")
+    return token
 
 
 def static_file(name: str) -> tuple[bytes, str] | None:
@@ -109,14 +152,23 @@ _SECURITY_HEADERS = [
     (b"referrer-policy", b"no-referrer"),
     (b"cache-control", b"no-store"),
 ]
+#: The login page's: no script at all, and its form posts here only.
+_LOGIN_HEADERS = [
+    (b"content-security-policy",
+     b"default-src 'none'; style-src 'self'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"),
+    *_SECURITY_HEADERS[1:],
+]
+_TEXT = "text/plain; charset=utf-8"
+_HTML = "text/html; charset=utf-8"
 
 
 class Dashboard:
     """The dashboard's state: the history and how to answer each path."""
 
     def __init__(self, poll: Poll, ring_name: str, interval: float, clock: Callable[[], float] = time.time,
-                 listen_host: str = "127.0.0.1", silence: Silence | None = None):
+                 listen_host: str = "127.0.0.1", silence: Silence | None = None, token: str | None = None):
         self.poll = poll
+        self.token = token
         self.silence = silence
         self.ring_name = ring_name
         self.interval = interval
@@ -161,6 +213,58 @@ class Dashboard:
         return 404, b"not found\n", "text/plain; charset=utf-8"
 
 
+Reply = tuple[int, bytes, str, list[tuple[bytes, bytes]]]
+
+
+async def _respond(dash: Dashboard, conn, stream, event) -> Reply:  # type: ignore[no-untyped-def]
+    """(status, body, media type, headers) for one request (``ring.tools.dashauth`` decides who)."""
+    headers = dict(event.headers)
+    path = event.target.decode("ascii", "replace").split("?", 1)[0]
+    if not host_allowed(dash.listen_host, headers.get(b"host")):
+        return 403, b"not this Host\n", _TEXT, _SECURITY_HEADERS
+    if dash.token and path == "/login" and event.method == b"POST":
+        given = login_token(await _read_body(conn, stream))
+        if given is not None and matches(dash.token, given):
+            return 303, b"", _TEXT, [(b"location", b"/"), (b"set-cookie", set_cookie(dash.token).encode()),
+                                      *_SECURITY_HEADERS]
+        return 401, render_login(dash.ring_name, True).encode(), _HTML, _LOGIN_HEADERS
+    if event.method not in (b"GET", b"HEAD"):
+        return 405, b"only GET\n", _TEXT, _SECURITY_HEADERS
+    if not path.startswith("/static/") and not authorized(
+            dash.token, _text(headers.get(b"authorization")), _text(headers.get(b"cookie"))):
+        challenge = (b"www-authenticate", b'Bearer realm="ringcrawl dashboard"')
+        if path == "/":
+            return 401, render_login(dash.ring_name, False).encode(), _HTML, [challenge, *_LOGIN_HEADERS]
+        return 401, b"log in at / first, or send Authorization: Bearer <token>\n", _TEXT, \
+            [challenge, *_SECURITY_HEADERS]
+    status, body, kind = dash.answer(path)
+    return status, body, kind, _SECURITY_HEADERS
+
+
+def _text(value: bytes | None) -> str | None:
+    return None if value is None else value.decode("latin-1")
+
+
+async def _read_body(conn, stream) -> bytes:  # type: ignore[no-untyped-def]
+    """A request's body, at most MAX_LOGIN_BODY bytes (b"" beyond: refused as no token)."""
+    import h11
+
+    body = b""
+    while True:
+        event = conn.next_event()
+        if event is h11.NEED_DATA:
+            data = await stream.receive_some(16384)
+            if not data:
+                return b""
+            conn.receive_data(data)
+        elif isinstance(event, h11.Data):
+            body += event.data
+            if len(body) > MAX_LOGIN_BODY:
+                return b""
+        else:
+            return body  # EndOfMessage (or the connection's end)
+
+
 async def _serve_connection(dash: Dashboard, stream, limiter) -> None:  # type: ignore[no-untyped-def]
     import h11
     import trio
@@ -176,15 +280,9 @@ async def _serve_connection(dash: Dashboard, stream, limiter) -> None:  # type: 
                         conn.receive_data(data)
                         continue
                     if isinstance(event, h11.Request):
-                        host = dict(event.headers).get(b"host")
-                        if not host_allowed(dash.listen_host, host):
-                            status, body, kind = 403, b"not this Host\n", "text/plain; charset=utf-8"
-                        elif event.method not in (b"GET", b"HEAD"):
-                            status, body, kind = 405, b"only GET\n", "text/plain; charset=utf-8"
-                        else:
-                            status, body, kind = dash.answer(event.target.decode("ascii", "replace"))
+                        status, body, kind, extra = await _respond(dash, conn, stream, event)
                         headers = [(b"content-type", kind.encode()), (b"content-length", str(len(body)).encode()),
-                                   (b"connection", b"close"), *_SECURITY_HEADERS]
+                                   (b"connection", b"close"), *extra]
                         await stream.send_all(conn.send(h11.Response(
                             status_code=status, headers=headers, reason=HTTPStatus(status).phrase.encode())))
                         if event.method != b"HEAD":
@@ -205,11 +303,12 @@ async def _serve_connection(dash: Dashboard, stream, limiter) -> None:  # type: 
 
 
 async def serve_dashboard(poll: Poll, *, ring_name: str, host: str = "127.0.0.1", port: int = 0,
-                          interval: float = 2.0, silence: Silence | None = None,
+                          interval: float = 2.0, silence: Silence | None = None, token: str | None = None,
                           task_status=None) -> None:  # type: ignore[no-untyped-def]
     """Poll with ``poll`` every ``interval`` seconds and serve the page until cancelled.
 
-    ``silence()``: why the last poll found nobody (module docstring).
+    ``silence()``: why the last poll found nobody (module docstring);
+    ``token``: what a request must carry (``ring.tools.dashauth``).
 
     Prints ``dashboard: http://HOST:PORT/`` on stdout once it listens (the
     demo and the tests read it); a port that cannot be bound is a RingError.
@@ -220,7 +319,7 @@ async def serve_dashboard(poll: Poll, *, ring_name: str, host: str = "127.0.0.1"
 
     from ring.errors import RingError
 
-    dash = Dashboard(poll, ring_name, interval, listen_host=host, silence=silence)
+    dash = Dashboard(poll, ring_name, interval, listen_host=host, silence=silence, token=token)
     limiter = trio.CapacityLimiter(MAX_CONNECTIONS)
     try:
         listeners = await trio.open_tcp_listeners(port, host=host)

@@ -18,7 +18,8 @@ from datetime import datetime
 from ring.vocabulary import Family, words
 from ring.durations import duration
 
-__all__ = ["BUSIEST", "HISTORY", "History", "Snapshot", "host_allowed", "render_fragment", "render_page"]
+__all__ = ["BUSIEST", "HISTORY", "History", "Snapshot", "host_allowed", "is_loopback", "render_fragment",
+           "render_page"]
 
 #: Polls kept for the plots.
 HISTORY = 900
@@ -246,6 +247,11 @@ between polls. Updated <span id="updates">0</span> times since this page loaded.
 """
 
 
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` (a name or an address) is this machine only: localhost, 127/8, ::1."""
+    return _loopback(host)
 
 
 def _loopback(host: str) -> bool:

@@ -244,6 +244,31 @@ def test_a_peer_waiting_on_the_budget_of_a_dead_member_ends_and_says_whose_it_wa
                for t in lines), lines
 
 
+def test_a_peer_at_its_cap_with_urls_queued_says_it_waits_for_a_grant():
+    # It fetches nothing until a grant comes: the progress line and `ring status`
+    # say so, not just "0 ready, 0 held".
+    ring = FakeRing(n=3, max_pages=60, web=ONE_HOST)
+    owner_id = ring.peers["p1"].crawl.ring.owner("h0.web.test")  # type: ignore[union-attr]
+    owner = ring.peers[owner_id]
+    waited: list[tuple[str, bool, int]] = []
+
+    def watch() -> bool:
+        figures = owner.core.figures
+        if figures.budget_wait() is not None:
+            waited.append((figures.pause_words(ring.now), figures.status(ring.now, elapsed=1.0, dns_hit_rate=0.0,
+                                                                         limits={}).budget_wait,
+                           owner.crawl.requested))
+        return ring.all_finished()
+
+    ring.run_until(watch, 300)
+    assert waited, "the owner never waited at its cap"
+    words, in_status, pages = waited[0]
+    assert words.startswith("paused: waiting for a page-budget grant (its max_pages cap, 20 pages, is spent")
+    assert in_status and pages == 20
+    assert owner.core.figures.budget_wait() is None  # the crawl ended: nothing to wait for
+    assert requested(ring) == 60
+
+
 def records_sent(effects, who):
     """The records of ``who`` in the gossip messages among ``effects``."""
     for e in effects:

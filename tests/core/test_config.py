@@ -1,8 +1,9 @@
 """peer.core.config.cluster: cluster.toml parsing, defaults, and one clear line per mistake (pure: text in).
 
 The sections are declared in peer.core.config.sections, each key with
-peer.core.config.keys; two live in modules of their own, peer.core.config.sitemaps
-and peer.core.config.warc, tested at the end.
+peer.core.config.keys; three live in modules of their own, peer.core.config.sitemaps,
+peer.core.config.warc and peer.core.config.metrics (the metrics server's token, TLS
+and loopback rule), tested at the end.
 
 Reading the file is tested in tests/edges/test_configfile.py, the command line's
 exit 2 in tests/e2e/test_cli.py, and the docs and the shipped cluster.toml against
@@ -307,13 +308,35 @@ def test_positive_pid_gain_is_refused(gain):
     assert err.key == f"politeness.{gain}" and "a number <= 0" in err.message
 
 
-def test_metrics_address_is_host_and_port_or_empty():
+def test_metrics_address_is_host_and_port_a_port_alone_is_loopback_or_empty():
+    from peer.core.config.metrics import is_loopback, metrics_listen
+
     assert parse(MINIMAL).peers[0].metrics_address == ""
     assert parse(MINIMAL + 'metrics_address = "127.0.0.1:0"\n').peers[0].metrics_address == "127.0.0.1:0"
-    for bad in ("9101", "http://127.0.0.1:9101", "127.0.0.1:99999", "tcp://127.0.0.1:9101"):
+    # A host left out is loopback: a routable address must be written out.
+    assert metrics_listen("9101") == metrics_listen(":9101") == ("127.0.0.1", 9101)
+    assert metrics_listen("0.0.0.0:9101") == ("0.0.0.0", 9101) and metrics_listen("[::1]:0") == ("::1", 0)
+    assert parse(MINIMAL + 'metrics_address = ":9101"\n').peers[0].metrics_address == ":9101"
+    # What warns at start without a token: an address other machines can reach.
+    assert [h for h in ("127.0.0.1", "127.3.0.1", "::1", "localhost", "0.0.0.0", "10.0.0.5", "127.example.com",
+                        "::") if not is_loopback(h)] == ["0.0.0.0", "10.0.0.5", "127.example.com", "::"]
+    for bad in ("http://127.0.0.1:9101", "127.0.0.1:99999", "tcp://127.0.0.1:9101", "x:y"):
         err = error_of(MINIMAL + f'metrics_address = "{bad}"\n')
         assert err.key == "peer[0].metrics_address", bad
         assert "host:port such as '127.0.0.1:9101'" in err.message and repr(bad) in err.message
+
+
+def test_the_metrics_section_takes_a_token_from_a_file_or_the_environment_and_tls_paths():
+    cfg = parse(MINIMAL + '[metrics]\ntoken_file = "secrets/metrics.token"\ntls_cert = "/etc/m.pem"\n',
+                path="/srv/ring/cluster.toml")
+    assert cfg.metrics.token_file == "/srv/ring/secrets/metrics.token"  # relative to cluster.toml
+    assert cfg.metrics.tls_cert == "/etc/m.pem" and cfg.metrics.token_env == ""
+    err = error_of(MINIMAL + '[metrics]\ntoken_file = "t"\ntoken_env = "T"\n')
+    assert err.key == "metrics.token_env" and "not both" in err.message
+    err = error_of(MINIMAL + '[metrics]\ntls_key = "k.pem"\n')
+    assert err.key == "metrics.tls_key" and "tls_cert" in err.message
+    err = error_of(MINIMAL + '[metrics]\ntoken_env = "not a name"\n')
+    assert err.key == "metrics.token_env"
 
 
 # --- sections in modules of their own: [sitemaps], [warc] (declared with peer.core.config.keys) ---
@@ -343,3 +366,27 @@ def test_the_warc_section_reads_its_enums_from_strings_and_checks_what_code_buil
     assert error_of(MINIMAL + "[warc]\ngzip_level = 10\n").key == "warc.gzip_level"
     with pytest.raises(ValueError, match="gzip_level"):
         WarcConfig(gzip_level=10)
+
+
+def test_a_peer_binds_one_address_and_advertises_another():
+    from peer.core.config.cluster import bind_address
+
+    cfg = parse('[[peer]]\nid = "p1"\naddress = "tcp://ringcrawl-0.ringcrawl:5555"\nbind = "tcp://0.0.0.0:5555"\n'
+                '[[peer]]\nid = "p2"\naddress = "tcp://ringcrawl-1.ringcrawl:5555"\n'
+                '[[peer]]\nid = "p3"\naddress = "tcp://[::1]:5703"\n')
+    p1, p2, p3 = cfg.peers
+    assert p1.address == "tcp://ringcrawl-0.ringcrawl:5555"  # what the others connect to
+    assert bind_address(p1) == "tcp://0.0.0.0:5555"
+    assert bind_address(p2) == "tcp://*:5555"  # a name: every interface on its port
+    assert bind_address(p3) == "tcp://[::1]:5703"  # a literal: itself
+
+
+@pytest.mark.parametrize("bind", ["5555", "tcp://0.0.0.0", "tcp://[::g]:5555", "tcp://a..b:1"])
+def test_a_bad_bind_is_refused(bind):
+    err = error_of(f'[[peer]]\nid = "p1"\naddress = "tcp://10.0.0.1:5555"\nbind = "{bind}"\n')
+    assert err.key == "peer[0].bind" and repr(bind) in err.message
+
+
+def test_a_bind_needs_an_address():
+    err = error_of('[[peer]]\nid = "p1"\nbind = "tcp://0.0.0.0:5555"\n')
+    assert err.key == "peer[0].bind" and "address" in err.message

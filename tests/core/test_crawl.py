@@ -200,6 +200,16 @@ def test_handed_seen_enters_the_bloom_filter_only_and_drops_a_queued_copy():
     assert c.handoffs_in == 2 and c.locally_idle()
 
 
+def test_a_snapshot_leaves_out_a_queued_url_handed_over_as_fetched():
+    # Its job would be dropped when it came up; a snapshot listing it made a
+    # restarted peer fetch it a second time.
+    c = core(obey_robots=False)
+    c.discover(f"{SITE}/both", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/mine", 0, 0.0, Origin.LINK)
+    c.discover(f"{SITE}/both", 0, 0.0, Origin.HANDED_SEEN)
+    assert [u for u, _ in c.snapshot_queue()] == [f"{SITE}/mine"]
+
+
 def test_recovered_urls_skip_the_bloom_filter_and_the_journal():
     c = core(obey_robots=False)
     count = c.bloom.count
@@ -1162,3 +1172,17 @@ def test_links_from_frames_refresh_and_link_rel_are_followed_and_counted():
     off = page_core(follow_frames=False, follow_meta_refresh=False)
     _, queued, _ = crawled(off, url, answer(url, body=body))
     assert queued == [f"{SITE}/a"]
+
+
+def test_an_ip_seen_before_the_ring_formed_is_paced_at_the_ring_share_once_it_does():
+    # A peer pushed its seeds alone (share 1 of every IP) and kept pacing
+    # their IP at the whole ip_rate after the ring of 5 formed.
+    c = CrawlCore(config(obey_robots=False, politeness={"ip_rate": 60.0}), "p1",
+                  rng=random.Random(1), peek_ip=lambda host: "10.0.0.1")
+    ring = HashRing({"p1": 1.0, "p2": 1.0})
+    mine = owned_by(ring, "p1")[0]
+    c.discover(f"http://{mine}/", 0, 0.0, Origin.LINK)
+    assert c.frontier.ip_delay("10.0.0.1") == 1.0  # alone: the whole 60/min
+    c.handoffs.set_ring(ring, 1.0)
+    share = ring.shares()["p1"]
+    assert c.frontier.ip_delay("10.0.0.1") == pytest.approx(1.0 / share)

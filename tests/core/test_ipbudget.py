@@ -115,3 +115,23 @@ def test_a_start_taken_back_gives_the_ip_its_slot_back_too():
     assert other is not None  # the IP's second was not used: the next host starts at once
     f.done(other.host, 0.0, Outcome.FETCHED, other.url)
     assert f.pop_ready(0.5) is None  # and that one was a request: the IP waits its second
+
+
+def test_the_ring_share_applies_to_known_ips_too_but_not_to_one_set_for_itself():
+    # An IP first seen while the peer was alone (share 1) kept that share after
+    # the ring grew: a peer of a ring of 5 paced its IP at 10/s where the
+    # others, at their fifth, did 2/s, and the site saw the ring exceed ip_rate.
+    f = ip_frontier(ip_concurrency=8)
+    fill(f, A, 5)
+    f.set_host_ip(A, IP, 0.0)
+    fill(f, B, 5)
+    f.set_host_ip(B, "10.0.0.2", 0.0)
+    f.set_ip_share("10.0.0.2", 0.5, 0.0)  # its own share (per-IP gossip): kept
+    assert (f.ip_delay(IP), f.ip_delay("10.0.0.2")) == (1.0, 2.0)
+    f.set_ring_ip_share(0.25, 1.0)
+    assert (f.ip_delay(IP), f.ip_delay("10.0.0.2")) == (4.0, 2.0)
+    fill(f, C, 1)
+    f.set_host_ip(C, "10.0.0.3", 1.0)
+    assert f.ip_delay("10.0.0.3") == 4.0  # a new IP: the ring's share
+    f.set_ring_ip_share(float("nan"), 2.0)  # not a share: ignored
+    assert f.ip_delay(IP) == 4.0

@@ -37,10 +37,20 @@ def test_a_terminal_is_asked():
     assert choose(killed(), tty=True) is Choice.ASK
 
 
-@pytest.mark.parametrize("reason", ["frontier empty", "cluster done", "max_pages reached", "left the ring"])
+@pytest.mark.parametrize("reason", ["frontier empty", "cluster done", "max_pages reached"])
 def test_a_finished_crawl_is_refused_without_a_terminal(reason):
     d = decide(has_state=True, record=finished(reason=reason), now=FP, resume=False, fresh=False, tty=False)
     assert d.choice is Choice.REFUSE and reason in d.why
+
+
+def test_a_graceful_leave_is_a_clean_stop_the_same_command_resumes():
+    # A service manager's stop of a peer started with --leave: the same command
+    # starts it again, resuming (never fresh); a changed scope still refuses.
+    d = decide(has_state=True, record=finished(reason="left the ring"), now=FP, resume=False,
+               fresh=False, tty=False)
+    assert d.choice is Choice.RESUME and "left the ring gracefully (42 pages)" in d.why
+    wider = Fingerprint(FP.seeds, ("*.a.test", "*.b.test"), (), 0)
+    assert choose(finished(reason="left the ring"), wider) is Choice.REFUSE
 
 
 def test_an_interrupted_run_resumes_without_a_terminal():

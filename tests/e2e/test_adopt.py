@@ -170,6 +170,27 @@ def test_the_lost_peers_queue_forwards_and_fetched_urls_are_read_and_its_dir_is_
     assert got.torn_bytes == 10 and got.has_state
 
 
+def test_a_journal_row_that_cannot_be_a_pages_row_is_fetched_again_not_counted_as_seen(tmp_path):
+    # Neither restore_rows nor the merge can write a row of another build's
+    # columns: sent as seen, its page would be in no results file and never
+    # fetched again.
+    toml_for(tmp_path, ADDRS)
+    cfg = load_config(tmp_path / "cluster.toml")
+    d = write_lost_peer(tmp_path / "p3", "p3", pages=[u("d", 0)])
+    state = PeerState(d / "state", "p3", RING)
+    rec = state.recover()
+    assert rec is not None
+    state.begin(rec.bloom, rec.queued.items(), rec.forwards, rec.counters)
+    state.queued(u("f", 1), 3)
+    state.done(u("f", 1), page_row(u("f", 1), "p3", depth=3) + ["a column of no build", 1, 2, 3] * 10)
+    state.commit()
+    state.close()
+
+    got = load_lost(cfg, d, "p3")
+    assert got.fetched == [u("d", 0)] and got.urls == {u("f", 1): 3}
+    assert got.rows_to_restore == []
+
+
 def test_make_plan_gives_every_url_to_the_owner_of_its_host():
     ring = HashRing({"p1": 1.0, "p2": 1.0}, vnodes=64)
     urls = dict(QUEUED) | {"http:///nohost": 0}

@@ -27,6 +27,7 @@ import pytest
 from clirun import Result, WebThread, error_line, run_main, web_thread
 from ringharness import cluster_text, free_ports
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS
+from ring.tools.logs import parse_stamp
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The smallest cluster.toml (tests/core/test_config.py's).
@@ -102,6 +103,47 @@ def test_a_joining_peer_on_a_busy_port_is_told_to_pass_another_address(tmp_path)
     line = error_line(res)
     assert f"peer p3 cannot listen on tcp://127.0.0.1:{port}" in line
     assert "in use by another process" in line and "pass another --address" in line
+
+
+def test_a_bind_in_use_is_one_line_naming_the_bind(tmp_path):
+    # p1 is advertised at one port and binds another, which is taken: the
+    # line names where it listens and the key to correct (before: no bind key).
+    (advertised,) = free_ports(1)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        toml = two_peers(tmp_path, f"tcp://127.0.0.1:{advertised}")
+        toml.write_text(toml.read_text().replace(
+            f'address = "tcp://127.0.0.1:{advertised}"\n',
+            f'address = "tcp://127.0.0.1:{advertised}"\nbind = "tcp://127.0.0.1:{port}"\n', 1))
+        res = peer("--ring", str(toml), "--id", "p1")
+    line = error_line(res)
+    assert f"peer p1 cannot listen on tcp://127.0.0.1:{port}" in line
+    assert f"port {port} is in use by another process" in line
+    assert f"correct its bind in {toml}" in line
+
+
+def test_a_joining_peer_binding_a_busy_port_is_told_to_pass_another_bind(tmp_path):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    (advertised,) = free_ports(1)
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        port = holder.getsockname()[1]
+        res = peer("--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+                   "--address", f"tcp://127.0.0.1:{advertised}", "--bind", f"tcp://127.0.0.1:{port}")
+    line = error_line(res)
+    assert f"peer p3 cannot listen on tcp://127.0.0.1:{port}" in line and "pass another --bind" in line
+
+
+@pytest.mark.parametrize("bind", ["0.0.0.0:5555", "tcp://a..b:5555", "tcp://[::g]:5555"])
+def test_a_joining_peer_with_a_bad_bind_is_one_line(tmp_path, bind):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    res = peer("--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+               "--address", "tcp://ringcrawl-3.ringcrawl:5555", "--bind", bind)
+    line = error_line(res)
+    assert line.startswith("error: --bind") and repr(bind) in line
 
 
 def test_an_address_not_on_this_machine_is_one_line(tmp_path):
@@ -249,8 +291,19 @@ def test_a_joining_peer_with_a_weight_over_the_limit_is_one_line(tmp_path):
     assert "--weight" in error_line(res) and "<= 10" in error_line(res)
 
 
+def test_a_joining_peer_with_a_bad_metrics_address_is_one_line(tmp_path):
+    toml = two_peers(tmp_path, f"tcp://127.0.0.1:{free_ports(1)[0]}")
+    (port,) = free_ports(1)
+    res = peer("--ring", str(toml), "--id", "p3", "--data-dir", str(tmp_path / "p3"),
+               "--address", f"tcp://127.0.0.1:{port}", "--metrics-address", "http://127.0.0.1:9101")
+    line = error_line(res)
+    assert line.startswith("error: --metrics-address: expected host:port such as '127.0.0.1:9101'"), line
+
+
 @pytest.mark.parametrize("flags", [["--data-dir", "elsewhere"], ["--weight", "2"],
-                                   ["--data-dir", "elsewhere", "--weight", "2"]])
+                                   ["--data-dir", "elsewhere", "--weight", "2"],
+                                   ["--bind", "tcp://0.0.0.0:5555"],
+                                   ["--metrics-address", "127.0.0.1:9101"]])
 def test_join_flags_without_address_are_refused_not_ignored(tmp_path, flags):
     # A listed peer takes data_dir and weight from cluster.toml: these were
     # silently ignored, and the results went where the user did not look.
@@ -357,10 +410,8 @@ def test_a_solo_crawl_counts_only_requests_as_pages_and_writes_stats(tmp_path, w
 
 
 def _stamp(line: str) -> float:
-    """Seconds of the day of a log line's ``asctime`` (``2026-12-02 01:21:00,123 ...``)."""
-    hms, ms = line.split(" ", 2)[1].split(",")
-    h, m, sec = (int(x) for x in hms.split(":"))
-    return h * 3600 + m * 60 + sec + int(ms) / 1000
+    """Epoch seconds of a log line's stamp (``2026-12-02T01:21:00.123Z ...``: UTC, with its zone)."""
+    return parse_stamp(line.split(" ", 1)[0])
 
 
 def test_a_seed_with_nothing_listening_is_said_at_once_and_given_up_after_the_tries(tmp_path):
@@ -433,7 +484,7 @@ def test_a_changed_scope_is_noticed_and_reported(tmp_path, web):
     assert "since then: crawl.allow_hosts +[*.web.test] -[s001.web.test]" in line
     res = crawl(toml, "--resume")
     assert res.returncode == 0
-    assert "warning: the scope changed since this crawl state was written: crawl.allow_hosts" in res.stderr
+    assert "WARNING peer: the scope changed since this crawl state was written: crawl.allow_hosts" in res.stderr
     assert "--fresh recrawls with the new scope" in res.stderr
 
 

@@ -514,6 +514,41 @@ async def test_an_exception_in_one_job_is_an_internal_row_and_the_crawl_goes_on(
     assert crawler.limits_figures()["error.internal"] == 4
 
 
+async def test_a_disk_that_refuses_the_journal_stops_the_peer_and_is_no_pages_internal_error(
+        tmp_path, monkeypatch, caplog):
+    # A read-only disk made the journal's commit of a page's records fail; the
+    # catch-all of one job recorded that page as an 'internal' row (logged
+    # with a 20-line traceback), as if the page had been fetched and done.
+    from peer.errors import StorageError, user_error
+    from peer.state.journal import PeerState
+
+    pages = [f"http://site.web.test/p{i}.html" for i in range(20)]
+    failing = {"on": False}
+    real_done, real_commit = PeerState.done, PeerState.commit
+
+    def done(self, url, row):
+        if url == pages[5]:
+            failing["on"] = True  # the disk goes read-only with this page's records
+        real_done(self, url, row)
+
+    def commit(self):
+        if failing["on"]:
+            raise StorageError(f"{self.directory}/journal-1.log: cannot write crawl state "
+                               "(Read-only file system)")
+        real_commit(self)
+
+    monkeypatch.setattr(PeerState, "done", done)
+    monkeypatch.setattr(PeerState, "commit", commit)
+    web = FakeWeb(lambda url, max_body, prefix_ok: no_robots(url) if url.endswith("/robots.txt")
+                  else normal_site(url))
+    cfg = fake_config(tmp_path, ["http://site.web.test/"])
+    with caplog.at_level(logging.ERROR, logger="peer.engine"), pytest.raises(BaseException) as info:
+        await fake_crawl(cfg, web)
+    assert isinstance(user_error(info.value, (StorageError,)), StorageError), info.value
+    assert not [r for r in caplog.records if "internal error" in r.getMessage()]
+    assert all(e != "internal" for _, _, e, *_ in rows(cfg))
+
+
 async def test_a_link_farm_and_traps_are_capped_and_the_normal_site_is_crawled_whole(tmp_path):
     def site(url, max_body, prefix_ok):
         if url.endswith("/robots.txt"):

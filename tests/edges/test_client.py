@@ -181,6 +181,21 @@ def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
     assert "  failed: connect 1\n" in text and "  not requested: robots 5, scope 6\n" in text
 
 
+def test_ring_status_shows_a_peer_not_heard_from_as_waiting_and_a_budget_wait():
+    from ring.tools.cli import format_status
+
+    def row(mid: str, **kw: Any) -> MemberStatus:
+        return MemberStatus(mid, f"tcp://127.0.0.1:{mid[1:]}", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0,
+                            0.0, 0.0, 1.0, **kw)
+
+    text = format_status([row("p1", page_cap=20, budget_wait=True), row("p2", heard=False)])
+    lines = text.splitlines()
+    assert lines[1].split()[:2] == ["p1", "alive"]
+    assert lines[2].strip() == "paused: waiting for a page-budget grant (its max_pages cap, 20 pages, is spent)"
+    assert lines[3].split()[:2] == ["p2", "waiting"]
+    assert next(ln for ln in lines if ln.startswith("total")).split()[1:3] == ["1", "live"]
+
+
 class Taker(Figures):
     """A stand-in crawl that writes down what the driver hands it."""
 
@@ -217,3 +232,32 @@ async def test_the_driver_hands_a_batch_and_our_entries_back_to_the_crawl_in_rin
         ("accept", "http://a.test/", 1), ("accept_seen", "http://s.test/"), ("commit_state",),
         ("accept", "http://b.test/", 0), ("commit_state",),
         ("accept_seen", "http://c.test/seen"), ("take_back", "http://c.test/", 2)]
+
+
+def test_status_says_how_many_voter_failures_the_ring_survives_and_warns_at_none():
+    from ring.messages import LeaseStatus, VoterAction, VoterOutcome
+    from ring.tools.client import VoterResult
+    from ring.tools.voters import format_voter, voters_line, voters_summary
+
+    def row(pid: str, alive: int, needed: int, version: int = 2, voters=("p1", "p2", "p3")) -> MemberStatus:
+        return MemberStatus(pid, "tcp://x:1", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 1.0,
+                            lease=LeaseStatus.HELD, voters_version=version, voters=voters,
+                            voters_alive=alive, voters_needed=needed)
+
+    rows = [row("p1", 3, 2), row("p2", 3, 2), row("p3", 3, 2)]
+    assert voters_summary(rows) == {"version": 2, "voters": ["p1", "p2", "p3"], "joint": [], "alive": 3,
+                                    "needed": 2, "survives": 1, "majority": True, "agree": True, "warning": None}
+    assert voters_line(rows) == "voters: p1, p2, p3 (version 2): 3 alive, 2 needed; survives 1 voter failure"
+    edge = [row("p2", 2, 2), row("p3", 2, 2)]
+    assert voters_summary(edge)["survives"] == 0  # type: ignore[index]
+    assert "WARNING: the ring survives no failure" in voters_line(edge)  # type: ignore[operator]
+    lost = [row("p2", 1, 2, version=0, voters=("p1", "p2"))]
+    assert "WARNING: no majority of the voters is alive" in voters_line(lost)  # type: ignore[operator]
+    assert voters_summary([]) is None  # nobody said (a peer of an older build)
+
+    ok, done = format_voter(VoterAction.ADD, "p3", VoterResult("p1", VoterOutcome.CHANGING, 1, True, tuple(rows)))
+    assert done and ok.splitlines()[:2] == ["p1 made the change (version 1)", "p3 is a voter at every live member"]
+    text, done = format_voter(VoterAction.ADD, "p3", VoterResult("p1", VoterOutcome.NO_LEASE, 0))
+    assert not done and text.startswith("refused by p1: it holds no lease")
+    assert format_voter(VoterAction.RETIRE, "p9", VoterResult("p1", VoterOutcome.ALREADY, 2))[1]
+    assert not format_voter(VoterAction.ADD, "p3", VoterResult(None, None))[1]

@@ -206,6 +206,52 @@ async def test_the_server_answers_the_page_its_parts_and_refuses_the_rest():
         nursery.cancel_scope.cancel()
 
 
+async def test_with_a_token_every_request_needs_it_and_a_browser_logs_in_once():
+    token = "dash-t0ken"
+    async with trio.open_nursery() as nursery:
+        url = await nursery.start(lambda task_status: serve_dashboard(
+            _fake_poll(), ring_name="demo", port=0, interval=0.1, token=token, task_status=task_status))
+        async with httpx.AsyncClient(timeout=5) as client:
+            login = await client.get(url)
+            assert login.status_code == 401 and '<form method="post" action="/login">' in login.text
+            assert 'class="member' not in login.text and "<script" not in login.text
+            assert "form-action 'self'" in login.headers["content-security-policy"]
+            for path in ("fragment", "series.json"):
+                assert (await client.get(url + path)).status_code == 401, path
+            wrong = await client.get(url + "fragment", headers={"Authorization": "Bearer dash-t0ke"})
+            assert wrong.status_code == 401
+            assert (await client.get(url + "static/dashboard.css")).status_code == 200  # the login page's style
+            # A script or proxy: the bearer header.
+            bearer = await client.get(url + "fragment", headers={"Authorization": f"Bearer {token}"})
+            assert bearer.status_code == 200 and bearer.text.count('class="member') == 3
+            # A browser: the form, then its cookie.
+            bad = await client.post(url + "login", data={"token": "guess"})
+            assert bad.status_code == 401 and "not this dashboard" in bad.text and "set-cookie" not in bad.headers
+            good = await client.post(url + "login", data={"token": token})
+            assert good.status_code == 303 and good.headers["location"] == "/"
+            cookie = good.headers["set-cookie"]
+            assert "HttpOnly" in cookie and "SameSite=Strict" in cookie and token not in cookie
+            page = await client.get(url)  # the client keeps the cookie, as a browser does
+            assert page.status_code == 200 and "<h1>ringcrawl dashboard" in page.text
+            assert (await client.get(url + "series.json")).json()["members"] == ["p1", "p2", "p3"]
+        nursery.cancel_scope.cancel()
+
+
+def test_a_routable_address_needs_a_token_and_a_token_must_be_there(tmp_path):
+    from clirun import ring_main
+    from ringharness import cluster_text
+
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(cluster_text(tmp_path, 9, 1))
+    res = ring_main(["dashboard", "--ring", str(toml), "--host", "0.0.0.0", "--port", "0"])
+    assert res.returncode == 2 and res.stderr.count("\n") == 1, res.stderr
+    assert res.stderr.startswith("error: --host 0.0.0.0 is not loopback: pass --token-file or --token-env")
+    res = ring_main(["dashboard", "--ring", str(toml), "--host", "0.0.0.0", "--token-file", str(tmp_path / "none")])
+    assert res.returncode == 2 and res.stderr.startswith("error: --token-file: cannot read "), res.stderr
+    res = ring_main(["dashboard", "--ring", str(toml), "--token-env", "RINGCRAWL_NO_SUCH_VARIABLE"])
+    assert res.returncode == 2 and "RINGCRAWL_NO_SUCH_VARIABLE is not set" in res.stderr, res.stderr
+
+
 def ring_cmd(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "ring", *args], capture_output=True, text=True,
                           cwd=ROOT, env=os.environ, stdin=subprocess.DEVNULL, timeout=timeout)

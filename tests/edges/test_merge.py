@@ -14,7 +14,7 @@ import duckdb
 import pytest
 
 import peer.commands.merge as merge_command
-import peer.results.merge as merge_module
+import peer.results.mergeinputs as mergeinputs
 from peer.results.merge import merge
 from peer.errors import ConfigError, StateError
 from peer.results.store import SCHEMA
@@ -304,7 +304,7 @@ def test_a_bad_input_is_one_error_naming_it_and_writes_nothing(three, tmp_path, 
         con.close()
     expected = {"junk": "is not a DuckDB database", "empty": "is not a DuckDB database",
                 "no_pages": "has no pages table", "missing": "no such file",
-                "directory": "is not a file", "foreign_pages": "table pages has columns (url VARCHAR"}[kind]
+                "directory": "holds no pages.duckdb", "foreign_pages": "table pages has columns (url VARCHAR"}[kind]
     with pytest.raises(StateError, match=re.escape(expected)) as info:
         merge([three[0], bad], tmp_path / "out.duckdb")
     assert str(bad) in str(info.value)
@@ -433,7 +433,7 @@ def test_a_live_file_whose_copy_is_unreadable_says_to_stop_the_peer(three, tmp_p
                                                                      monkeypatch):
     live = three[1]
     live_writer(live)
-    monkeypatch.setattr(merge_module, "_copy_live", lambda src, dst: dst.write_bytes(b"torn" * 1000))
+    monkeypatch.setattr(mergeinputs, "_copy_live", lambda src, dst: dst.write_bytes(b"torn" * 1000))
     with pytest.raises(StateError) as info:
         merge(three, tmp_path / "crawl.duckdb")
     msg = str(info.value)
@@ -563,3 +563,129 @@ def test_fetches_are_the_union_of_the_peers_visits_and_pages_keeps_the_latest(tm
     assert read(out, "SELECT peer FROM pages") == [("p2",)]
     assert read(out, "SELECT kind, status, change FROM fetches ORDER BY fetched_at") == [
         ("new", 200, "first"), ("revisit", 200, "changed"), ("revisit", 304, "not_modified")]
+
+
+# -- what a killed peer leaves: its log, its journal, its stats -------------------------------
+
+KILLED = """
+import os, sys, duckdb
+con = duckdb.connect(sys.argv[1])
+con.execute(sys.argv[2])  # CREATE TABLE pages: in the write-ahead log only, as a kill -9 leaves it
+for i in range(3):
+    con.execute("INSERT INTO pages (url, host, status, fetched_at, elapsed_ms, peer) VALUES "
+                "(?, 'k.test', 200, TIMESTAMP '2025-03-01 12:00:00', 5.0, 'p9')", [f"http://k.test/{i}"])
+os.kill(os.getpid(), 9)
+"""
+
+
+def killed_data_dir(d: Path, *, journal: int = 0) -> Path:
+    """``d`` as a peer killed before its first checkpoint leaves it: pages.duckdb without a
+    table, its 3 rows in pages.duckdb.wal; and ``journal`` rows only the journal held."""
+    from peer.core.seen.bloom import BloomFilter
+    from peer.results.schema import PageRow
+    from peer.state.journal import PeerState
+
+    d.mkdir()
+    ddl = "CREATE TABLE pages (" + ", ".join(f"{n} {t}" for n, t in SCHEMA["pages"]) + ")"
+    proc = subprocess.run([sys.executable, "-c", KILLED, str(d / "pages.duckdb"), ddl], timeout=60)
+    assert proc.returncode == -9
+    assert (d / "pages.duckdb.wal").stat().st_size > 0
+    state = PeerState(d / "state", "p9", "r")
+    state.begin(BloomFilter(1000, 0.01), [], [], {})
+    for i in range(journal):
+        row = PageRow.of(url=f"http://k.test/j{i}", final_url=None, host="k.test", status=200,
+                         content_type="text/html", bytes=10, title=None, n_links=0, depth=1,
+                         error=None, elapsed_ms=4.0, fetched_at=1_740_830_400.0 + i)
+        state.done(f"http://k.test/j{i}", row.values())
+    state.commit()  # on disk, never closed: a kill -9
+    return d
+
+
+def files_of(d: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(d)): p.read_bytes() for p in sorted(d.rglob("*")) if p.is_file()}
+
+
+def test_a_killed_peers_directory_is_merged_with_its_log_and_journal_and_left_as_it_was(tmp_path):
+    d = killed_data_dir(tmp_path / "p9", journal=2)
+    before = files_of(d)
+    out = tmp_path / "crawl.duckdb"
+    res = call_cli(str(d), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    urls = [u for (u,) in read(out, "SELECT url FROM pages ORDER BY url")]
+    assert urls == [f"http://k.test/{i}" for i in range(3)] + ["http://k.test/j0", "http://k.test/j1"]
+    assert read(out, "SELECT DISTINCT peer FROM pages") == [("p9",)]
+    # It says what it read, and warns that the peer did not stop cleanly.
+    assert (f"input      {d}: 5 pages from pages.duckdb; write-ahead log replayed; 2 of them from "
+            "the journal of state/; stats.json not found") in res.stdout.splitlines()
+    assert "pages.duckdb.wal" in res.stderr and "2 page row(s) only its journal held" in res.stderr
+    assert files_of(d) == before  # the operator's copy is left as it was
+
+    # The file given alone, its .wal beside it: the same rows from the file (no journal).
+    res = call_cli(str(d / "pages.duckdb"), "-o", str(tmp_path / "file.duckdb"))
+    assert res.returncode == 0, res.stderr
+    assert read(tmp_path / "file.duckdb", "SELECT count(*) FROM pages") == [(5,)]
+    assert files_of(d) == before
+
+
+def test_a_lone_file_whose_rows_are_in_a_log_not_copied_is_warned_of_and_fails_strict(tmp_path):
+    d = killed_data_dir(tmp_path / "p9")
+    other = make_db(tmp_path / "p1.duckdb", [page("http://h1.test/", at(1), "p1")])
+    lone = Path(shutil.copy(d / "pages.duckdb", tmp_path / "p9.duckdb"))  # the .wal left behind
+    out = tmp_path / "crawl.duckdb"
+    res = call_cli(str(other), str(lone), "-o", str(out))
+    assert res.returncode == 0, res.stderr
+    assert (f"warning: {lone}: has no tables (its rows are in p9.duckdb.wal, which was not copied "
+            "with it); skipped") in res.stderr
+    assert f"input      {lone}: skipped; stats.json not found" in res.stdout.splitlines()
+    assert read(out, "SELECT url FROM pages") == [("http://h1.test/",)]
+
+    res = call_cli(str(other), str(lone), "-o", str(tmp_path / "strict.duckdb"), "--strict")
+    assert res.returncode == 1
+    assert res.stderr.splitlines()[-1] == ("error: --strict: 1 of 2 input(s) not as a clean stop "
+                                           "leaves them (warnings above); nothing written")
+    assert not (tmp_path / "strict.duckdb").exists() and leftovers(tmp_path) == []
+
+
+def test_strict_fails_on_a_file_with_0_page_rows(tmp_path):
+    empty = make_db(tmp_path / "empty.duckdb", [])
+    other = make_db(tmp_path / "p1.duckdb", [page("http://h1.test/", at(1), "p1")])
+    res = call_cli(str(other), str(empty), "-o", str(tmp_path / "crawl.duckdb"))
+    assert res.returncode == 0 and f"warning: {empty}: 0 page rows" in res.stderr.splitlines()
+    res = call_cli(str(other), str(empty), "-o", str(tmp_path / "strict.duckdb"), "--strict")
+    assert res.returncode == 1 and f"warning: {empty}: 0 page rows" in res.stderr.splitlines()
+    assert not (tmp_path / "strict.duckdb").exists()
+    clean = call_cli(str(other), "-o", str(tmp_path / "clean.duckdb"), "--strict")
+    assert clean.returncode == 0, clean.stderr
+
+
+def test_a_data_directorys_stats_json_is_read_and_summed_once(tmp_path):
+    import json
+
+    from peer.core.run.stats import STATS_FILE
+
+    d = tmp_path / "p1"
+    d.mkdir()
+    make_db(d / "pages.duckdb", [page("http://h1.test/", at(1), "p1")])
+    (d / STATS_FILE).write_text(json.dumps({"peer": "p1", "pages": 7, "not_requested": {"robots": 4},
+                                            "run_config": {"crawl": {"seeds": ["http://h1.test/"]}}}))
+    res = call_cli(str(d), str(d / "pages.duckdb"), "-o", str(tmp_path / "crawl.duckdb"))
+    assert res.returncode == 0, res.stderr
+    total = json.loads((tmp_path / "crawl.stats.json").read_text())
+    assert total["pages"] == 7 and total["not_requested"] == {"robots": 4}
+    assert total["run_config"] == {"crawl": {"seeds": ["http://h1.test/"]}}
+    assert f"input      {d}: 1 pages from pages.duckdb; stats.json read" in res.stdout.splitlines()
+
+
+def test_an_earlier_runs_stats_json_beside_newer_rows_is_warned_of(tmp_path):
+    import json
+
+    from peer.core.run.stats import STATS_FILE
+
+    d = tmp_path / "p1"
+    d.mkdir()
+    make_db(d / "pages.duckdb", [page("http://h1.test/a", at(-60), "p1"), page("http://h1.test/b", at(60), "p1")])
+    (d / STATS_FILE).write_text(json.dumps({"peer": "p1", "pages": 1, "finish_time": "2025-03-01T12:00:00+00:00"}))
+    res = call_cli(str(d), "-o", str(tmp_path / "crawl.duckdb"))
+    assert res.returncode == 0, res.stderr
+    assert (f"warning: {d / STATS_FILE}: is an earlier run's (2025-03-01T12:00:00+00:00): 1 page row(s) "
+            "were fetched after it") in res.stderr

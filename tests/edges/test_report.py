@@ -514,3 +514,24 @@ def test_peer_shares_and_top_hosts_count_requests_only(tmp_path):
     assert sum(n for _, n, _ in facts.peers) == facts.pages  # shares add up to 100 %
     hosts = {h: (n, failed) for h, n, failed, _ in facts.top_hosts}
     assert hosts == {"a.test": (3, 1), "b.test": (1, 0)}  # c.test: nothing requested
+
+
+def test_the_rate_plot_counts_requests_not_the_rows_never_requested(tmp_path):
+    # A peer that recorded 15 robots exclusions and made 3 requests in one
+    # second was drawn at 18 pages/s; the server saw 3.
+    from peer.results.report.facts import read_facts, table_columns
+    from peer.results.report.plots import rate_series
+
+    db = tmp_path / "r.duckdb"
+    con = duckdb.connect(str(db))
+    con.execute(f"create table pages ({', '.join(f'{c} {t}' for c, t in SCHEMA['pages'])})")
+    rows = [(f"http://a.test/{i}", 200, 10.0, None) for i in range(3)]
+    rows += [(f"http://a.test/x{i}", None, 0.0, "robots") for i in range(15)]
+    for url, status, ms, err in rows:
+        con.execute("insert into pages (url, host, status, fetched_at, elapsed_ms, error, peer) "
+                    "values (?, 'a.test', ?, ?, ?, ?, 'p1')", [url, status, T0, ms, err])
+    facts = read_facts(con, db, table_columns(con))
+    series = rate_series(con, facts)
+    con.close()
+    assert set(series) == {"p1"}
+    assert series["p1"].sum() == 3 == facts.pages

@@ -110,6 +110,21 @@ def test_round_trip_gives_exactly_the_state(tmp_path: Path, fsync: bool) -> None
     assert rec.created == pytest.approx(time.time(), abs=60)
 
 
+def test_a_queued_url_handed_over_as_fetched_is_not_queued_after_a_restart(tmp_path: Path) -> None:
+    # A link queued it here, then its host's previous owner handed it over as
+    # fetched: in memory its job is dropped when it comes up; after a restart
+    # it must not be fetched again (it was, twice, before).
+    s = begun(tmp_path)
+    s.queued(url(1), 1)
+    s.queued(url(2), 1)
+    s.seen(url(1))
+    s.commit()
+    rec = state(tmp_path).recover()
+    assert rec is not None
+    assert list(rec.queued) == ["http://a.test/0", "http://a.test/1", url(2)]
+    assert url(1) in rec.bloom
+
+
 def test_uncommitted_records_are_not_on_disk(tmp_path: Path) -> None:
     s = begun(tmp_path)
     s.queued(url(1), 1)

@@ -183,12 +183,15 @@ def test_merge_and_report_of_two_peers_files(installed):
     write_results(home / "p2" / "pages.duckdb", "p2",
                   [f"http://b.web.test/{i}" for i in range(4)] + ["http://a.web.test/0"])
 
-    res = installed.run("ringcrawl-merge", "p1/pages.duckdb", "p2/pages.duckdb", "-o", "crawl.duckdb")
+    # The peers' data directories, as the README says to copy them.
+    res = installed.run("ringcrawl-merge", "p1", "p2", "-o", "crawl.duckdb")
     assert res.returncode == 0, res.stderr
     lines = res.stdout.splitlines()
     assert lines[0] == "merged 2 file(s) into crawl.duckdb"
-    assert lines[1] == "pages      10 (11 rows read, 1 duplicates dropped)"
-    assert lines[2] == "hosts      2"
+    assert lines[1:3] == ["input      p1: 6 pages from pages.duckdb; stats.json not found",
+                          "input      p2: 5 pages from pages.duckdb; stats.json not found"]
+    assert lines[3] == "pages      10 (11 rows read, 1 duplicates dropped)"
+    assert lines[4] == "hosts      2"
     assert "peers      p1: 5  p2: 5" in lines
 
     res = installed.run("ringcrawl-merge", "p1/pages.duckdb", "-o", "crawl.duckdb")

@@ -19,9 +19,10 @@ import pytest
 from leasenet import LEASE, LeaseNet
 from membershipnet import INTERVAL, FakeNet, make, seed_list
 
-from ring.membership.lease import (GRACE_FACTOR, MAX_PENDING, Lease, LeaseKeeper, LeaseState, PauseReason, Pauses,
+from ring.membership.lease import (GRACE_FACTOR, MAX_PENDING, Lease, LeaseKeeper, LeaseState, PauseNote, PauseReason, Pauses,
                         fingerprint)
 from ring.messages import Digest, Member, MemberState, Ping, PingAck
+from ring.membership.voters import initial
 
 DEAD = MemberState.DEAD
 RING3 = {"p0": 1.0, "p1": 1.0, "p2": 1.0}
@@ -608,11 +609,12 @@ def test_no_two_peers_hold_leases_on_different_rings_while_members_join_and_leav
 
 
 class Roster:
-    """A view's records, configured seeds, epoch and ring version, as the test sets them."""
+    """A view's records, voter record, epoch and ring version, as the test sets them."""
 
     def __init__(self, *ids: str, seeds: frozenset[str] = frozenset(QUORUM3)) -> None:
         self.members = {m: Member(m, f"tcp://a/{m}", 1, MemberState.ALIVE, 1.0) for m in ids}
-        self.configured = seeds
+        self.voters = initial(seeds)
+        self.forgotten: dict[str, int] = {}
         self.epoch = 0
         self.ring_version = 0
 
@@ -666,8 +668,49 @@ def test_a_lost_majority_is_said_once_when_it_begins_and_once_when_it_ends():
     lost = LeaseState(False, 1, 2, 3, PauseReason.NO_MAJORITY, 0.0, 0.0)
     held = LeaseState(True, 3, 2, 3, None, 0.0, 9.0)
     assert pauses.seen(held, 0.0) is None
-    assert pauses.seen(lost, 1.0) == ("partition: no majority of the ring (1 of 3 members vouch for our "
-                                      "view, 2 needed); no request starts until it is back")
+    assert pauses.seen(lost, 1.0) == PauseNote(True, "partition: no majority of the ring (1 of 3 members "
+                                               "vouch for our view, 2 needed); no request starts until "
+                                               "it is back", "lease.partition", 1, 2, 3)
     assert pauses.seen(lost, 2.0) is None
-    assert pauses.seen(held, 4.5) == "partition over: a majority again (3 of 3) after 3.5s; requests resume"
+    assert pauses.seen(held, 4.5) == PauseNote(False, "partition over: a majority again (3 of 3) after 3.5s; "
+                                                      "requests resume", "lease.partition_over", 3, 2, 3)
     assert pauses.seen(held, 5.0) is None
+
+
+def test_a_forming_ring_at_start_is_news_not_a_partition():
+    # Every start waits for the other voters: that wait is said once, at INFO,
+    # and is no partition; a majority lost after one was held still warns.
+    pauses = Pauses(patience=2.0)
+    grace = LeaseState(False, 1, 2, 3, PauseReason.GRACE, 2.0, 0.0)
+    lost = LeaseState(False, 1, 2, 3, PauseReason.NO_MAJORITY, 0.0, 0.0)
+    held = LeaseState(True, 2, 2, 3, None, 0.0, 9.0)
+    assert pauses.seen(grace, 0.0) is None
+    forming = pauses.seen(lost, 1.0)
+    assert forming is not None and not forming.warn and forming.event == "lease.forming"
+    assert forming.line.startswith("forming: heard 1 of 3 voters (2 needed)")
+    assert pauses.seen(lost, 100.0) is None  # however long the others take to start
+    formed = pauses.seen(held, 101.0)
+    assert formed is not None and not formed.warn and "partition" not in formed.line
+    assert pauses.seen(held, 102.0) is None
+    again = pauses.seen(lost, 110.0)
+    assert again is not None and again.warn and again.line.startswith("partition: no majority")
+
+
+def test_a_ring_settling_after_a_change_is_no_partition_unless_it_lasts_a_lease():
+    # A leave or a join: each peer's grace ends at its own time, so for a
+    # moment too few vouch for the new ring. Silent; past `patience`, a partition.
+    pauses = Pauses(patience=2.0)
+    grace = LeaseState(False, 1, 2, 3, PauseReason.GRACE, 2.0, 0.0)
+    lost = LeaseState(False, 1, 2, 3, PauseReason.NO_MAJORITY, 0.0, 0.0)
+    held = LeaseState(True, 2, 2, 3, None, 0.0, 9.0)
+    assert pauses.seen(held, 0.0) is None
+    assert pauses.seen(grace, 1.0) is None
+    assert pauses.seen(lost, 3.5) is None and pauses.seen(lost, 3.7) is None
+    assert pauses.seen(held, 3.8) is None  # settled: nothing to say, nothing said
+    assert pauses.seen(grace, 5.0) is None
+    assert pauses.seen(lost, 6.0) is None
+    late = pauses.seen(lost, 8.0)
+    assert late is not None and late.warn and late.event == "lease.partition"
+    assert pauses.seen(lost, 9.0) is None
+    over = pauses.seen(held, 10.0)
+    assert over is not None and not over.warn and "after 4.0s" in over.line

@@ -198,6 +198,19 @@ def test_status_and_leave_requests_become_actions_for_the_driver():
     assert n.receive(b"tool", LeaveRequest(RING, "ring-leave", "p1"), 0.1)[-1] == LeaveAsked("ring-leave")
 
 
+def test_a_listed_peer_never_heard_from_is_waiting_in_ring_status_not_alive():
+    # A [[peer]] that never started is in every view alive at incarnation 0;
+    # `ring status` named it "alive" for a minute (seed_grace).
+    n = node()
+    heard(n)  # p2 is running; p3 never started
+    rows = {m.id: m for m in n.status_reply(1, StatusFigures()).members}
+    assert (rows["p2"].shown_state, rows["p3"].shown_state) == ("alive", "waiting")
+    assert rows["p3"].as_json()["state"] == "waiting" and rows["p3"].as_json()["heard"] is False
+    heard(n, "p3", b"p3/bbbb")  # it starts
+    rows = {m.id: m for m in n.status_reply(2, StatusFigures()).members}
+    assert rows["p3"].shown_state == "alive" and rows["p3"].heard
+
+
 def _p3_dead_by_p2s_verdict(n: RingNode) -> None:
     """p2, alive, tells ``n`` that its own probes found p3 dead."""
     p2 = RingNode("p2", "tcp://a:2", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,
@@ -591,3 +604,65 @@ def test_every_membership_change_is_a_log_line_with_who_the_state_and_why():
                                verdicts=True), 0.5)
     [line] = [a for a in out if type(a) is Log and a.text.startswith("member p3")]
     assert line.text == "member p3: dead (reported), incarnation 7" and line.level == logging.WARNING
+
+
+def test_a_voter_request_is_answered_and_a_refused_one_counted_where_status_shows_it():
+    from ring.messages import VoterAction, VoterOutcome, VoterReply, VoterRequest, Voters
+    from ring.node import VotersChanged
+    from ring.membership.voters import VoterRecord
+
+    n = node()
+    heard(n)
+
+    def ask(target: str, base: int, nonce: int) -> tuple[VoterReply, list]:
+        out = n.receive(b"tool", VoterRequest(RING, "ring-voter", VoterAction.ADD, target, base, nonce), 0.2)
+        [reply] = [a for a in out if isinstance(a, Reply)]
+        assert reply.route == b"tool" and isinstance(reply.msg, VoterReply) and reply.msg.nonce == nonce
+        return reply.msg, out
+
+    # No lease yet (nobody vouched): refused, said and counted, nothing changed.
+    reply, out = ask("p2", 0, 1)
+    assert reply.outcome is VoterOutcome.NO_LEASE and reply.version == 0
+    assert Count("voter_no_lease") in out
+    assert any(isinstance(a, Log) and "refused: no_lease" in a.text for a in out)
+    reply, out = ask("p2", 9, 2)  # stale: the operator saw another version
+    assert reply.outcome is VoterOutcome.STALE and Count("voter_stale") in out
+    reply, out = ask(" p2", 0, 3)  # not a member id as the ring spells it
+    assert reply.outcome is VoterOutcome.STALE and Count("voter_malformed") in out
+    drops = dict(n.status_reply(1, StatusFigures()).members[0].dropped)
+    assert {k: drops[k] for k in ("voter_no_lease", "voter_stale", "voter_malformed")} == {
+        "voter_no_lease": 1, "voter_stale": 1, "voter_malformed": 1}
+    assert n.membership.voter_record.version == 0
+    # A member's record at a higher version is taken: durable first, then logged.
+    out = n.receive(R2, Voters(RING, "p2", 1, ("p1", "p2", "p3", "p4"), ("p1", "p2", "p3")), 0.3)
+    assert out[0] == VotersChanged(VoterRecord(1, ("p1", "p2", "p3", "p4"), ("p1", "p2", "p3")))
+    assert any(isinstance(a, Log) and a.text == "voters: p1, p2, p3 -> p1, p2, p3, p4 (version 1, changing)"
+               for a in out)
+    row = n.status_reply(2, StatusFigures()).members[0]
+    assert (row.voters_version, row.voters, row.voters_joint) == (1, ("p1", "p2", "p3", "p4"), ("p1", "p2", "p3"))
+    # In p1's view p1, p2, p3 are alive and p4 never heard of: 3 of 3 and 3 of 4, 2 and 3 needed.
+    assert (row.voters_alive, row.voters_needed) == (3, 3)
+    # A record from a tool (not on a member's route) is refused as any member message would be.
+    assert n.receive(b"tool", Voters(RING, "p2", 3, ("p1",), ("p1", "p2")), 0.4)[0] == Count("route_spoof")
+    assert n.membership.voter_record.version == 1
+
+
+def test_a_change_that_leaves_the_ring_surviving_no_failure_is_warned_once():
+    from ring.messages import Leave
+
+    n = node()
+    heard(n)
+    heard(n, "p3", b"p3/cccc")
+    out = n.tick(0.1, idle=True, pages=0)
+    assert not any(isinstance(a, Log) and a.text.startswith("voters:") for a in out)  # 3 of 3: survives 1
+    assert n.membership.survival().survives == 1
+    out = n.receive(b"p3/cccc", Leave(RING, "p3", INC), 0.2)  # a voter leaves: 2 of 2 left
+    warned = [a for a in out if isinstance(a, Log) and a.text.startswith("voters:")]
+    assert [(a.level, a.text) for a in warned] == [(logging.WARNING, (
+        "voters: the ring now survives no failure: 2 of 2 voters alive, 2 needed; make a live member a "
+        "voter (python -m ring voter add ID) or retire a dead one (python -m ring voter retire ID)"))]
+    for t in (0.3, 0.4, 0.5):  # once: not again each round
+        assert not any(isinstance(a, Log) and a.text.startswith("voters:")
+                       for a in n.tick(t, idle=True, pages=0))
+    row = n.status_reply(1, StatusFigures()).members[0]
+    assert (row.voters_alive, row.voters_needed) == (2, 2) and row.as_json()["survives"] == 0

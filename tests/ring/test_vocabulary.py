@@ -14,3 +14,11 @@ def test_exclusions_are_never_failures_nor_drops():
     assert split.not_requested == (("robots", 3),)
     assert split.counters == (("cap.max_links_per_page", 9), ("fwd.frames", 2))
     assert split.drops == (("malformed.content_length", 1), ("not_msgpack", 1))
+
+
+def test_refused_input_is_a_drop_and_our_own_stalls_are_not():
+    split = split_pairs([("stalled_rounds", 2), ("peer_restarts", 1), ("unknown_type", 20),
+                         ("handshake.protocol", 3), ("handshake.auth", 1), ("handshake.closed", 4)])
+    assert split.counters == (("stalled_rounds", 2), ("peer_restarts", 1))
+    assert split.drops == (("unknown_type", 20), ("handshake.protocol", 3), ("handshake.auth", 1),
+                           ("handshake.closed", 4))

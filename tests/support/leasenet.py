@@ -80,12 +80,12 @@ class LeaseNet:
     # -- peers ----------------------------------------------------------------
 
     def _start(self, pid: str, drift: float, *, seeds=None, incarnation=None,
-               resumed: bool = False) -> Peer:
+               resumed: bool = False, voters=None) -> Peer:
         rate = 1.0 + self.rng.uniform(-drift, drift)
         offset = self.rng.uniform(0.0, 1000.0)
         now = offset + rate * self.t
         m = make(pid, self.seeds if seeds is None else seeds, now=now, incarnation=incarnation,
-                 rng=random.Random(self.rng.random()), lease=self.lease, resumed=resumed)
+                 rng=random.Random(self.rng.random()), lease=self.lease, resumed=resumed, voters=voters)
         p = Peer(pid, m, rate, offset)
         p.due = now + self.rng.uniform(0.0, INTERVAL)
         self.peers[pid] = p
@@ -97,11 +97,23 @@ class LeaseNet:
         return self._start(pid, drift, seeds=self.seeds)
 
     def restart(self, pid: str) -> Peer:
-        """``pid`` crashed; a new process of it starts (a later incarnation, resumed)."""
+        """``pid`` crashed; a new process of it starts (a later incarnation, resumed, with the
+        voter record it held: its data_dir's, ``peer.state.voterfile``)."""
         old = self.peers[pid]
         old.crashed = True
         inc = old.m.me.incarnation + 1000
-        return self._start(pid, 0.0, incarnation=inc, resumed=True)
+        return self._start(pid, 0.0, incarnation=inc, resumed=True, voters=old.m.voter_record)
+
+    def crash(self, pid: str) -> None:
+        """``pid`` is killed for good (kill -9, never restarted)."""
+        self.peers[pid].crashed = True
+
+    def change_voters(self, pid: str, action, target: str):
+        """``python -m ring voter ACTION TARGET`` asked of ``pid``, from the version it holds."""
+        p = self.peers[pid]
+        outcome, out = p.m.change_voters(action, target, p.m.voter_record.version, self._now(p))
+        self._send(pid, out)
+        return outcome
 
     def leave(self, pid: str, after: float) -> None:
         """``pid`` leaves gracefully: its Leave now, its rounds for ``after`` seconds, then it exits."""

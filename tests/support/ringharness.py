@@ -32,6 +32,7 @@ from pathlib import Path
 import trio
 
 from localweb.processes.peerrun import crawl_to_files, free_ports
+from ring.tools.logs import TextFormatter
 
 
 WEBFARM = Path(__file__).resolve().parents[2] / "scripts" / "webfarm.py"
@@ -110,7 +111,7 @@ class _PeerLog(logging.Handler):
         super().__init__(logging.INFO)
         self.peer = peer
         self.stream = path.open("a", encoding="utf-8")
-        self.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+        self.setFormatter(TextFormatter())
 
     def filter(self, record: logging.LogRecord) -> bool:
         return _PEER.get() == self.peer
@@ -323,6 +324,7 @@ class RingMember:
     """
 
     def __init__(self, cfg, peer_id: str, crawl) -> None:  # type: ignore[no-untyped-def]
+        from peer.core.config.cluster import bind_address
         from peer.core.door.peer import ring_node
         from peer.engine.ringface import curve_keys
         from ring.io.driver import RingDriver
@@ -333,7 +335,8 @@ class RingMember:
         keys = curve_keys(cfg, peer_id)
         self.node = ring_node(cfg, peer_id, spec.address, spec.weight, trio.current_time(),
                               incarnation=int(time.time() * 1000), curve=keys is not None)
-        self.driver = RingDriver(self.node, crawl, spec.address, keys=keys, recv_queue=rc.recv_queue,
+        self.driver = RingDriver(self.node, crawl, spec.address, bind=bind_address(spec), keys=keys,
+                                 recv_queue=rc.recv_queue,
                                  heartbeat=(rc.suspect_after, rc.dead_after))
         self.membership = self.node.membership
         self.dropped = self.node.dropped

@@ -26,12 +26,14 @@ from pathlib import Path
 from typing import Any
 
 from peer.errors import ConfigError, URLError
+from peer.core.config import workers
 from peer.core.config.dedupe import DedupeConfig
 from peer.core.config.keys import build, reject_unknown, type_name
 from peer.core.config.proxies import check_proxies
 from peer.core.config.sites import SiteBlock, check_headers, parse_sites, site_reference
 from peer.core.config.tls import resolve_tls_paths
 from peer.core.page.items import ExtractConfig, parse_extract
+from peer.core.config.metrics import MetricsConfig, resolve_metrics
 from peer.core.config.revisit import RevisitConfig
 from peer.core.config.sitemaps import SitemapsConfig
 from peer.core.config.warc import WarcConfig
@@ -40,7 +42,8 @@ from peer.core.urls.scope import Scope
 from peer.core.dns.guard import is_ip as _is_ip
 from peer.core.urls.rules import parse_url_rules
 from peer.core.config.sections import (BloomConfig, CrawlConfig, DnsConfig, FrontierConfig, PeerSpec,
-                                PolitenessConfig, RingConfig, parse_address, parse_metrics_address)
+                                PolitenessConfig, RingConfig, bind_address, parse_address,
+                                       parse_metrics_address)
 
 __all__ = [
     "BloomConfig",
@@ -51,6 +54,7 @@ __all__ = [
     "PeerSpec",
     "PolitenessConfig",
     "RingConfig",
+    "bind_address",
     "parse_config",
     "parse_address",
     "parse_metrics_address",
@@ -72,10 +76,13 @@ class ClusterConfig:
     warc: WarcConfig = WarcConfig()
     dedupe: DedupeConfig = DedupeConfig()
     revisit: RevisitConfig = RevisitConfig()
+    metrics: MetricsConfig = MetricsConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.page.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
     # [[site]] is an array of override blocks: parsed by peer.core.config.sites.
     sites: tuple[SiteBlock, ...] = ()
+    #: [[peer]] entries of several workers: the entry's id -> its workers' ids (peer.core.config.workers).
+    groups: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
     def peer(self, peer_id: str) -> PeerSpec:
         """The ``[[peer]]`` entry with this id; ConfigError names the known ids."""
@@ -83,7 +90,29 @@ class ClusterConfig:
             if spec.id == peer_id:
                 return spec
         known = ", ".join(p.id for p in self.peers)
+        if self.groups:  # what `python -m peer --id` also takes: a [[peer]] entry of several workers
+            known += "; entries of workers: " + ", ".join(self.groups)
         raise ConfigError(str(self.path), "peer", f"no peer with id {peer_id!r} (known: {known})")
+
+    def workers(self, entry_id: str) -> tuple[PeerSpec, ...]:
+        """The peers a ``[[peer]] workers = N`` entry stands for; () for an id that names no such entry."""
+        return tuple(self.peer(w) for w in self.groups.get(entry_id, ()))
+
+    def machine(self, peer_id: str) -> str:
+        """The machine of a listed peer; a peer not listed (a joiner) is a machine of its own."""
+        spec = next((p for p in self.peers if p.id == peer_id), None)
+        return spec.machine if spec is not None and spec.machine else peer_id
+
+    def for_peer(self, peer_id: str) -> ClusterConfig:
+        """The config as peer ``peer_id`` runs it: ``{machine}`` in a User-Agent replaced by its machine."""
+        machine = self.machine(peer_id)
+        if workers.MACHINE_PLACEHOLDER not in self.crawl.user_agent and not any(
+                b.user_agent and workers.MACHINE_PLACEHOLDER in b.user_agent for b in self.sites):
+            return self
+        crawl = dataclasses.replace(self.crawl, user_agent=workers.user_agent_for(self.crawl.user_agent, machine))
+        sites = tuple(b if b.user_agent is None else dataclasses.replace(b, user_agent=workers.user_agent_for(b.user_agent, machine))
+                      for b in self.sites)
+        return dataclasses.replace(self, crawl=crawl, sites=sites)
 
     def data_dir(self, peer_id: str) -> Path:
         """The absolute data directory of a listed peer."""
@@ -102,6 +131,7 @@ SECTIONS: dict[str, type] = {
     "warc": WarcConfig,
     "dedupe": DedupeConfig,
     "revisit": RevisitConfig,
+    "metrics": MetricsConfig,
 }
 
 
@@ -142,20 +172,28 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
         raise ConfigError(where, "peer", "expected at least one [[peer]] entry with an id (and, in a ring of several, an address)")
     if base is None:
         base = p.parent
-    peers = tuple(
-        _resolve_data_dir(build(PeerSpec, t, where, f"peer[{i}]"), base)
-        for i, t in enumerate(raw_peers)
-    )
-    _check_unique(peers, where)
+    entries = [_resolve_data_dir(build(PeerSpec, t, where, f"peer[{i}]"), base) for i, t in enumerate(raw_peers)]
+    expanded: list[tuple[str, tuple[PeerSpec, ...]]] = []
+    for i, entry in enumerate(entries):
+        some, wrong = workers.expand(entry)
+        if wrong is not None:
+            raise ConfigError(where, f"peer[{i}].{wrong[0]}", f"expected {wrong[1]}, got {getattr(entry, wrong[0])!r}")
+        expanded.append((entry.id, some))
+    peers = tuple(spec for _, some in expanded for spec in some)
+    _check_unique([(spec, f"peer[{i}]", len(some) > 1) for i, (_, some) in enumerate(expanded) for spec in some], where)
+    groups = workers.groups(expanded)
+    for i, (entry_id, _) in enumerate(expanded):
+        if entry_id in groups and any(p.id == entry_id for p in peers):
+            raise ConfigError(where, f"peer[{i}].id", f"duplicate id {entry_id!r}: it names this entry's workers and another peer")
 
     extract = parse_extract(doc.get("extract", {}), where)
-    cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract)
+    cfg = ClusterConfig(path=p, peers=peers, **sections, extract=extract, groups=groups)
     _check_cross(cfg, where)
     # Blocks are checked over a global config known to be valid; then TLS paths and proxies, of both.
     cfg = dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
     crawl, sites = resolve_tls_paths(cfg.crawl, cfg.sites, base, where)
     crawl, sites = check_proxies(crawl, sites, cfg.dns.resolve, where, base)
-    return dataclasses.replace(cfg, crawl=crawl, sites=sites)
+    return dataclasses.replace(cfg, crawl=crawl, sites=sites, metrics=resolve_metrics(cfg.metrics, base, where))
 
 
 def _resolve_data_dir(spec: PeerSpec, base: Path) -> PeerSpec:
@@ -163,19 +201,24 @@ def _resolve_data_dir(spec: PeerSpec, base: Path) -> PeerSpec:
     return dataclasses.replace(spec, data_dir=str(d if d.is_absolute() else base / d))
 
 
-def _check_unique(peers: tuple[PeerSpec, ...], where: str) -> None:
+def _check_unique(peers: list[tuple[PeerSpec, str, bool]], where: str) -> None:
+    """Ids, addresses and data directories of the peers (workers expanded), each named by its entry.
+
+    ``peers``: (spec, its entry's key path, whether it is one of several workers).
+    """
     for attr in ("id", "address", "data_dir"):
-        seen: dict[str, int] = {}
-        for i, spec in enumerate(peers):
+        seen: dict[str, str] = {}
+        for spec, entry, worker in peers:
             value = getattr(spec, attr)
             if value == "" and attr == "address":
                 continue  # missing, not duplicate: _check_cross says so
             if value in seen:
+                mine = f" (by its worker {spec.id})" if worker else ""
                 raise ConfigError(
-                    where, f"peer[{i}].{attr}",
-                    f"duplicate {attr} {value!r}, already used by peer[{seen[value]}]; each peer needs its own",
+                    where, f"{entry}.{attr}",
+                    f"duplicate {attr} {value!r}{mine}, already used by {seen[value]}; each peer needs its own",
                 )
-            seen[value] = i
+            seen[value] = f"{entry} (its worker {spec.id})" if worker else entry
 
 
 def _check_cross(cfg: ClusterConfig, where: str) -> None:
@@ -184,6 +227,9 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         for i, spec in enumerate(cfg.peers):
             if not spec.address:
                 raise ConfigError(where, f"peer[{i}].address", f"is required when cluster.toml lists several peers ({len(cfg.peers)}); expected tcp://host:port")
+    for i, spec in enumerate(cfg.peers):
+        if spec.bind and not spec.address:
+            raise ConfigError(where, f"peer[{i}].bind", "is only for a peer with an address (the one the others reach it at); add address, or drop bind")
     if cfg.ring.dead_after <= cfg.ring.suspect_after:
         raise ConfigError(where, "ring.dead_after", f"expected more than ring.suspect_after ({cfg.ring.suspect_after}), got {cfg.ring.dead_after}")
     if cfg.ring.lease and not 2 * cfg.ring.gossip_interval <= cfg.ring.lease < cfg.ring.dead_after:

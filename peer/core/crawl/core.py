@@ -542,7 +542,9 @@ class CrawlCore:
         jobs = fr.iter_heads() if fr.spill_store is not None else fr.iter_queued()
         # Not the sitemap jobs: they are found again after a restart (peer/core/sitemaps/jobs.py rule 3).
         sitemaps = self.sitemap_jobs.queued()
-        queued = [(j.url, j.depth) for j in jobs if j.url not in sitemaps]
+        # Nor the URLs handed to us as fetched while queued here: fetched already.
+        elsewhere = self.handoffs.fetched_elsewhere
+        queued = [(j.url, j.depth) for j in jobs if j.url not in sitemaps and not elsewhere(j.url)]
         queued += [(url, hd[1]) for url, hd in self.jobs.in_flight() if url not in sitemaps]
         queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
         return queued

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from peer.core.crawl.decisions import Effect
-from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked
+from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, VotersChanged
 
 __all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts"]
 
@@ -45,4 +45,4 @@ class ReadFetched:
 
 
 PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted]
+                   Granted, VotersChanged]

@@ -153,6 +153,7 @@ from ring.actions import (
 )
 from ring.membership.budget import Grants
 from ring.membership.lease import LeaseState
+from ring.membership.voters import VoterRecord
 from ring.messages import MemberState, Message, StatusReply
 from ring.forwarding.intake import Source, Take, TakeSeen, intake
 from ring.node import RingNode
@@ -178,14 +179,17 @@ ParseRules = tuple[ExtractConfig, int, ParamRules | None, PageRules, DedupeConfi
 
 def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now: float, *,
               incarnation: int, curve: bool = False, resumed: bool = False,
-              grants: Grants = ()) -> RingNode:
+              grants: Grants = (), left: dict[str, int] | None = None,
+              voters: VoterRecord | None = None) -> RingNode:
     """This peer's ring node from ``[ring]`` and ``[[peer]]``.
 
     ``incarnation``: the start's wall time in ms, so a restarted peer
     outranks its old life in gossip and its batch numbers start a new
     channel. ``resumed``: the peer goes on with a crawl on disk, so its
     former life may have vouched for another ring a moment ago (``ring.membership.lease``
-    rule 2); ``grants``: the max_pages budget it gave (``ring.membership.budget``).
+    rule 2); ``grants``: the max_pages budget it gave (``ring.membership.budget``);
+    ``left``: the seeds it saw leave (``ring.membership.protocol.Membership.remember_left``).
+    ``voters``: the voter record it last held (``ring.membership.voters``, from its data_dir).
     """
     rc = cfg.ring
     return RingNode(
@@ -198,7 +202,7 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
         curve=curve, owner_key=host_key, batch_age=rc.batch_age,
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
         send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
-        takeover_after=rc.takeover_after, grants=grants)
+        takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters)
 
 
 @dataclass(slots=True)
@@ -242,7 +246,7 @@ class PeerCore:
         return cls(CrawlCore(cfg, peer_id, rng=rng, peek_ip=peek_ip))
 
     def join_ring(self, address: str, weight: float, now: float, *, incarnation: int, curve: bool,
-                  joining: bool) -> None:
+                  joining: bool, voters: VoterRecord | None = None) -> None:
         """Build this peer's ring node (``ring_node``) and join it; after ``disk.restore``.
 
         ``joining``: a peer not in cluster.toml joins a running ring, and
@@ -251,7 +255,8 @@ class PeerCore:
         crawl = self.crawl
         disk = self.disk
         node = ring_node(crawl.cfg, crawl.peer_id, address, weight, now, incarnation=incarnation,
-                         curve=curve, resumed=disk.resumed, grants=disk.resumed_grants)
+                         curve=curve, resumed=disk.resumed, grants=disk.resumed_grants,
+                         left=disk.resumed_left, voters=voters)
         self._attach(node, now, joining)
 
     def _attach(self, node: RingNode, now: float, joining: bool) -> None:
@@ -456,6 +461,11 @@ class PeerCore:
     @property
     def stopping(self) -> bool:
         return self.crawl.stopping
+
+    @property
+    def leaving(self) -> bool:
+        """Whether this peer is leaving the ring (handing its hosts over)."""
+        return self.crawl.leaving
 
     @property
     def sites(self) -> SiteSettings:

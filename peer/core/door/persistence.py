@@ -9,8 +9,8 @@ Where the disk must hold something before what follows, the list it
 returns says so with a ``Commit`` (``peer.core.door.peer`` rule 1d, 1g):
 
 - ``restore(recovered)`` before the journal begins again (the seen set,
-  the page count, the grants); ``resume(recovered, starts)`` once the ring
-  is joined, then ``Commit``;
+  the page count, the grants), and ``forget_handed_over`` after a graceful
+  leave; ``resume(recovered, starts)`` once the ring is joined, then ``Commit``;
 - ``attach_spill``, ``flush_tails``, ``snapshot_view``, ``counters``: the
   spill store and what a snapshot writes;
 - ``sieve_take`` (``Commit`` first: every hash the sieve's files will hold
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from peer.core.crawl.core import CrawlCore
@@ -59,6 +59,22 @@ class SnapshotView:
     queued: list[tuple[str, int]]        # with a spill store: the heads, and the jobs in flight
     forwards: list[tuple[str, int]]      # the Outbox's unacked URLs
     counters: dict[str, float]
+    handed: list[tuple[str, str]] = field(default_factory=list)  # (url, host) handed to us as fetched
+
+
+#: A seed seen leaving, as a persisted counter: ``left:<id>`` = the incarnation it left with (0: none).
+LEFT_PREFIX = "left:"
+
+
+def left_to_counters(left: dict[str, int]) -> dict[str, float]:
+    """Tombstones as counters; a 0 clears one a former process wrote (counters replace by name).
+    Incarnations are epoch milliseconds, exact in a float (below 2**53)."""
+    return {LEFT_PREFIX + mid: float(inc) for mid, inc in left.items()}
+
+
+def left_from_counters(counters: dict[str, float]) -> dict[str, int]:
+    return {name[len(LEFT_PREFIX):]: int(v) for name, v in counters.items()
+            if name.startswith(LEFT_PREFIX) and v > 0}
 
 
 class Persistence:
@@ -76,6 +92,8 @@ class Persistence:
         #: Whether a crawl on disk was resumed, and the max_pages grants its former process gave.
         self.resumed = False
         self.resumed_grants: Grants = ()
+        #: Seeds its former process saw leave: id -> incarnation (``Membership.remember_left``).
+        self.resumed_left: dict[str, int] = {}
 
     # -- the state recovered ------------------------------------------------------------
 
@@ -88,9 +106,30 @@ class Persistence:
         b = crawl.cfg.bloom
         crawl.bloom.set_policy(b.growth, b.max_capacity)
         crawl.requested = int(rec.counters.get("pages", 0))
+        # The URLs other peers handed us as fetched: a copy still queued must not run,
+        # and they go on with their hosts' next move (a resumed peer forgot them before).
+        handed: dict[str, str] = getattr(rec, "handed", {})
+        spill = getattr(rec, "spill", None)
+        spilled = set(spill.hosts()) if spill is not None and handed else set()
+        crawl.handoffs.restore_handed(handed, lambda url, host: url in rec.queued or host in spilled)
         # What this peer gave of the max_pages budget (ring.membership.budget): never spent again.
         self.resumed_grants = grants_from_counters(rec.counters)
+        self.resumed_left = left_from_counters(rec.counters)
         self.resumed = True
+
+    def forget_handed_over(self, fetched: Iterable[str]) -> None:
+        """After a graceful leave: the seen set is what this peer ``fetched`` (its rows), no more.
+
+        A leaver handed the URLs it had queued to their hosts' new owners; its
+        Bloom filter still holds them (a Bloom filter forgets nothing). When
+        it rejoins, the owners hand its hosts back with those URLs, and that
+        filter would drop them as seen: lost. A filter of its own rows keeps
+        it from fetching its pages again; the rest comes back by hand-off.
+        """
+        crawl, b = self._crawl, self._crawl.cfg.bloom
+        bloom = BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity)
+        bloom.add_many(fetched)
+        crawl.bloom = bloom
 
     def resume(self, rec: Resumable, starts: Iterable[tuple[str, float]], now: float, *,
                wall: float) -> list[PeerEffect]:
@@ -125,13 +164,15 @@ class Persistence:
         """What a snapshot and the journal's last record keep: the page count and the grants."""
         node = self._node()
         grants = node.membership.me.grants if node is not None else self.resumed_grants
-        return {"pages": self._crawl.requested, **grants_to_counters(grants)}
+        left = node.membership.tombstones() if node is not None else self.resumed_left
+        return {"pages": self._crawl.requested, **grants_to_counters(grants), **left_to_counters(left)}
 
     def snapshot_view(self) -> SnapshotView:
         """One moment's state for a snapshot; the spill store's tails flushed (its checkpoint next)."""
         crawl, node = self._crawl, self._node()
         view = SnapshotView(copy.deepcopy(crawl.bloom), crawl.snapshot_queue(),
-                            node.outbox.queued().urls if node is not None else [], self.counters())
+                            node.outbox.queued().urls if node is not None else [], self.counters(),
+                            crawl.handoffs.handed())
         self.flush_tails()  # so the store and the heads hold the whole queue
         return view
 

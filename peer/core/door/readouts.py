@@ -110,14 +110,45 @@ class Readouts:
             busiest=tuple(fr.busiest(now, 10)),
             # The ring's lease now (None alone): whether requests start, and why not.
             lease=self._lease(now),
+            page_cap=self.page_cap(), budget_wait=self.budget_wait() is not None,
         )
 
+    def page_cap(self) -> int:
+        """Our cap of ``max_pages`` now (``ring.membership.budget`` rule 3); 0: alone, or no max_pages."""
+        node = self._node()
+        return node.page_cap if node is not None else 0
+
+    def budget_wait(self) -> int | None:
+        """Our cap when this peer waits for a page-budget grant, else None.
+
+        It waits when it has spent its cap (``ring.membership.budget`` rule 4)
+        with URLs still queued, and the ring's total is short of ``max_pages``:
+        nothing starts until another member grants it budget (rule 5). A
+        rejoined peer often does: the others spent its share while it was away.
+        """
+        crawl, node = self._crawl, self._node()
+        max_pages = crawl.cfg.crawl.max_pages
+        if node is None or node.budget is None or not max_pages or not len(crawl.frontier):
+            return None
+        cap = node.page_cap
+        if cap == 0 and node.budget.base > 0:
+            return None  # not settled yet: the first gossip round sets it
+        if crawl.requested + crawl.in_flight < cap or crawl.requested + node.others_pages() >= max_pages:
+            return None
+        return cap
+
     def pause_words(self, now: float) -> str:
-        """Why no request starts, as the progress line says it ("" while the lease holds)."""
+        """Why no request starts, as the progress line says it ("" while requests start):
+        the lease first, then a page-budget grant waited for."""
         state = self._lease(now)
-        if state is None or state.held:
-            return ""
-        return lease_words(lease_status(state), state.vouched, state.needed, state.quorum, state.grace_left)
+        if state is not None and not state.held:
+            return lease_words(lease_status(state), state.vouched, state.needed, state.quorum,
+                               state.grace_left)
+        cap = self.budget_wait()
+        if cap is not None:
+            return (f"paused: waiting for a page-budget grant (its max_pages cap, {cap:,} pages, "
+                    f"is spent; another peer grants it more when that one runs idle)")
+        return ""
 
     def progress(self, now: float, elapsed: float, dns_hit_rate: float) -> ProgressSnapshot:
         """This peer's figures now, for peer/core/run/progress.py."""

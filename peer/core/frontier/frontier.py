@@ -471,6 +471,16 @@ class Frontier:
         """
         self._sched.set_default_ip_share(fraction)
 
+    def set_ring_ip_share(self, fraction: float, now: float) -> None:
+        """This peer's share of the ring, as the share of every IP's budget (rule 8).
+
+        The share of IPs first seen from now on, as :meth:`set_default_ip_share`,
+        and of every IP already known whose share :meth:`set_ip_share` did not
+        set: an IP first seen while the peer was alone (share 1) or in a smaller
+        ring must not keep that larger share once the ring has grown.
+        """
+        self._sched.set_ring_ip_share(fraction, now)
+
     @property
     def in_flight(self) -> int:
         """Requests started and not yet done."""

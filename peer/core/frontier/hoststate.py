@@ -107,7 +107,7 @@ class IpBudget:
 
     __slots__ = (
         "addr", "share", "delay", "cap", "limits", "starts", "spos", "last_start",
-        "in_flight", "nref", "heap", "rguard", "rseq", "rkey", "tseq", "tkey",
+        "in_flight", "nref", "heap", "rguard", "rseq", "rkey", "tseq", "tkey", "pinned",
     )
 
     def __init__(self, addr: str) -> None:
@@ -128,6 +128,7 @@ class IpBudget:
         self.rkey = 0.0
         self.tseq = 0  # seq of its live timer-heap entry, 0 = none
         self.tkey = 0.0
+        self.pinned = False  # its share was set for it (set_ip_share), not the ring's
 
 
 class StartUndo(NamedTuple):

@@ -341,6 +341,7 @@ class HostScheduler:
         if entry is None or not is_share(fraction):
             return
         self._clock = now
+        entry.pinned = True
         ipbudget.configure(entry, self._pol, fraction, now)
         self._schedule_ip(entry)
 
@@ -348,6 +349,17 @@ class HostScheduler:
         """The share of IPs first seen from now on (1/(number of peers), BUbiNG's rule)."""
         if is_share(fraction):
             self._default_share = clamp_share(fraction)
+
+    def set_ring_ip_share(self, fraction: float, now: float) -> None:
+        """This peer's ring share: the default's, and every known IP's not set by ``set_ip_share``."""
+        if not is_share(fraction):
+            return
+        self._default_share = share = clamp_share(fraction)
+        self._clock = now
+        for entry in self._ips.values():
+            if not entry.pinned and entry.share != share:
+                ipbudget.configure(entry, self._pol, share, now)
+                self._schedule_ip(entry)
 
     # ------------------------------------------------------------ windows and memory
 

@@ -88,9 +88,28 @@ class Handoffs:
             # flight, or done. A queued one must not run.
             self._handed_seen.add(url)
 
+    def handed(self) -> list[tuple[str, str]]:
+        """(url, host) of every URL handed to us as fetched, for a snapshot."""
+        return list(self._seen_in.items())
+
+    def restore_handed(self, handed: dict[str, str], queued: Callable[[str, str], bool]) -> None:
+        """A resumed crawl's URLs handed to us as fetched (``peer.state.recovery``).
+
+        Each goes on with its host's next move; one the recovered queue may
+        hold (``queued(url, host)``: a copy queued before the hand-off came,
+        which the previous owner fetched) is dropped when its job comes up.
+        """
+        self._seen_in.update(handed)
+        self._handed_seen.update(url for url, host in handed.items() if queued(url, host))
+
     def was_handed_in(self, url: str) -> bool:
         """Whether ``url`` was handed to us as fetched by its host's previous owner."""
         return url in self._seen_in
+
+    def fetched_elsewhere(self, url: str) -> bool:
+        """Whether the queued ``url`` was fetched by its host's previous owner (a snapshot leaves
+        it out: its job is dropped when it comes up, and would run after a restart)."""
+        return url in self._handed_seen
 
     def take_fetched_elsewhere(self, url: str) -> bool:
         """Whether the queued ``url`` was fetched by its host's previous owner (forgotten: its job is dropped)."""
@@ -111,7 +130,9 @@ class Handoffs:
             # this peer owns about its ring share of any IP's hosts: its share
             # of the IP's budget (BUbiNG divides by the number of agents;
             # this is the same for equal weights and follows unequal ones).
-            fr.set_default_ip_share(ring.shares().get(me, 1.0))
+            # Every known IP takes it too: one first seen before the ring
+            # formed would otherwise keep a lone peer's whole budget.
+            fr.set_ring_ip_share(ring.shares().get(me, 1.0), now)
         for host in fr.queued_hosts():
             owner = ring.owner(host)
             if owner != me:

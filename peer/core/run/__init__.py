@@ -2,5 +2,6 @@
 
 ``layout`` (the files of a data_dir), ``runs`` (resume, start fresh, ask
 or refuse), ``stats`` (the summary and stats.json), ``progress`` (the
-progress line), ``scrape`` (what a metrics scrape exports).
+progress line), ``scrape`` (what a metrics scrape exports), ``probes``
+(what the metrics server answers: liveness, readiness, the token).
 """

@@ -15,6 +15,8 @@
             run-<n>.u64       and adds.log (peer/state/sievefile.py)
         status-address.json   while a solo peer without an address runs: where it
                               answers ring status (peer/state/statusaddress.py)
+        voters.json           the ring's voter record as this peer last held it, once
+                              an operator changed it (peer/state/voterfile.py)
 
 Every reader and writer of these files (the peer, ``--fresh``, adopt, merge,
 report, the benchmarks) takes the names from here, so they cannot drift
@@ -29,7 +31,8 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-__all__ = ["DataDir", "StateFile", "RESULTS_NAME", "SEEN_NAME", "STATE_NAME", "STATUS_ADDRESS_NAME"]
+__all__ = ["DataDir", "StateFile", "RESULTS_NAME", "SEEN_NAME", "STATE_NAME", "STATUS_ADDRESS_NAME",
+           "VOTERS_NAME"]
 
 #: The results file's name in a data_dir (the user-visible name the docs use).
 RESULTS_NAME = "pages.duckdb"
@@ -39,6 +42,8 @@ STATE_NAME = "state"
 SEEN_NAME = "seen"
 #: A running solo peer's status address in a data_dir (peer/state/statusaddress.py).
 STATUS_ADDRESS_NAME = "status-address.json"
+#: The ring's voter record as this peer holds it (peer/state/voterfile.py, ring.membership.voters).
+VOTERS_NAME = "voters.json"
 
 
 class StateFile(StrEnum):
@@ -111,3 +116,8 @@ class DataDir:
     def status_address(self) -> Path:
         """Where a running solo peer without an address records its status address."""
         return self.root / STATUS_ADDRESS_NAME
+
+    @property
+    def voters(self) -> Path:
+        """The ring's voter record as this peer last held it (``peer.state.voterfile``)."""
+        return self.root / VOTERS_NAME

@@ -65,7 +65,12 @@ class ProgressSnapshot:
     bloom_fill: float = 0.0
     bloom_slices: int = 1
     capped: int = 0                     # URLs and links cut by the caps (peer/core/crawl/limits.py)
-    paused: str = ""                    # why no request starts: the ring's lease (ring.status.lease_words)
+    paused: str = ""                    # why no request starts: the lease, or a page-budget grant waited for
+
+    def log_fields(self) -> dict[str, object]:
+        """The fields of the progress line's record in a JSON log (ring.tools.logs)."""
+        return {"pages": self.pages, "frontier": self.frontier, "in_flight": self.in_flight,
+                "elapsed": round(self.elapsed, 3), "paused": self.paused or None}
 
 
 def _kinds(counts: Mapping[str, int], most: int = 3) -> str:

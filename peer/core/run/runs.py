@@ -12,6 +12,16 @@ terminal's presence, and this module decides. The rules, in order:
 4. Without a terminal, an *interrupted* run with the same scope and seeds is
    resumed: the same command after ``kill -9``, a reboot or a supervisor's
    restart must pick up where it stopped (peer/state/journal.py's promise).
+   So is a run that *left the ring* (a graceful leave: ``--leave`` and the
+   SIGTERM of a service manager's stop, or ``python -m ring leave``): a leave
+   is a clean stop, and the same command must start again. Resuming is what
+   is safe: the peer rejoins at a new incarnation and takes its share of the
+   hosts back from the peers it handed them to, with their queued and
+   fetched URLs (``ring.handoff``); its seen set is rebuilt from its own rows
+   (``peer.core.door.persistence.Persistence.forget_handed_over``), so it
+   fetches none of its pages again and drops none of the URLs it handed
+   over; its results stay. Starting fresh would delete its results (maybe
+   the only copy) and is never done without ``--fresh``.
 5. Without a terminal, anything else is refused in one line naming
    ``--resume`` and ``--fresh``: a *finished* crawl resumed would end at once
    with 0 pages (every URL it knew is in its Bloom filter), and a crawl whose
@@ -35,10 +45,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["Choice", "Decision", "Fingerprint", "RunRecord", "FINISHED_REASONS", "decide"]
+__all__ = ["Choice", "Decision", "Fingerprint", "RunRecord", "FINISHED_REASONS", "LEFT_REASON", "decide"]
 
 #: Stop reasons (``Summary.stop_reason``) of a run that ended by itself.
 FINISHED_REASONS = frozenset({"frontier empty", "cluster done", "max_pages reached", "left the ring"})
+#: The stop reason of a graceful leave: finished, yet resumed by the same command (rule 4).
+LEFT_REASON = "left the ring"
 
 
 class Choice(enum.Enum):
@@ -109,9 +121,16 @@ class RunRecord:
         """Ended by itself (the module docstring)."""
         return self.ended is not None and self.stop_reason in FINISHED_REASONS
 
+    @property
+    def left(self) -> bool:
+        """Ended by a graceful leave (rule 4: the same command resumes it)."""
+        return self.ended is not None and self.stop_reason == LEFT_REASON
+
     def how_it_ended(self) -> str:
         if self.ended is None:
             return "was interrupted (killed or crashed)"
+        if self.left:
+            return f"left the ring gracefully ({self.pages} pages); rejoining it"
         if self.finished:
             return f"finished ({self.stop_reason}, {self.pages} pages)"
         return f"was stopped ({self.stop_reason}, {self.pages} pages)"
@@ -161,6 +180,6 @@ def decide(*, has_state: bool, record: RunRecord | None, now: Fingerprint,
         return Decision(Choice.RESUME, why, changes)
     if tty:
         return Decision(Choice.ASK, why, changes)
-    if (record is None or not record.finished) and not changes:
+    if (record is None or not record.finished or record.left) and not changes:
         return Decision(Choice.RESUME, why, changes)
     return Decision(Choice.REFUSE, why, changes)
