@@ -28,7 +28,7 @@ what only I/O can find out.
   a member whose Curve key is not deployed here (``no_curve_key``), a full
   send queue (``send_queue_full``). A connection refused in its handshake
   (no Curve at a Curve ring, a refused key, a bare TCP probe) delivers no
-  frame; the ROUTER's monitor counts it (``ring.io.handshakes``:
+  frame; the ROUTER's monitor counts it (``ring.io.refusedhandshakes``:
   ``handshake.protocol``, ``handshake.auth``, ``handshake.closed``).
 """
 
@@ -45,7 +45,7 @@ import trio
 import zmq
 
 from ring.io.curve import CurveKeys
-from ring.io.handshakes import DRAIN_EVERY, HandshakeWatch
+from ring.io.refusedhandshakes import DRAIN_EVERY, RefusedHandshakes
 from ring.errors import RingError
 from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode
 from ring.io.zap import CurveAuthenticator, curve_client, curve_server
@@ -160,7 +160,7 @@ class MemberSockets:
             if self.keys is not None:
                 # Before the ROUTER: libzmq admits any key while no ZAP handler runs.
                 await stack.enter_async_context(CurveAuthenticator(self.keys))
-            watch = HandshakeWatch()
+            watch = RefusedHandshakes()
             stack.callback(watch.close)  # after the ROUTER closes (the stack unwinds in reverse)
             curve = curve_server(self.keys) if self.keys is not None else None
 
@@ -204,8 +204,8 @@ class MemberSockets:
                     continue
                 await member.received(got.route, msg, got.user_id)
 
-    async def _handshakes(self, watch: HandshakeWatch) -> None:
-        """Count the connections the ROUTER refused in their handshake (ring.io.handshakes)."""
+    async def _handshakes(self, watch: RefusedHandshakes) -> None:
+        """Count the connections the ROUTER refused in their handshake (ring.io.refusedhandshakes)."""
         while True:
             for name, n in watch.drain().items():
                 for _ in range(n):

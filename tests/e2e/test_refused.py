@@ -9,10 +9,10 @@ frame cap (``ring.messages.MAX_FRAME``) each:
   dropped as ``unknown_type``;
 - without Curve, and with a stranger's key: not one frame gets past the
   handshake, so the codec sees nothing; the handshake refusals are counted
-  (``handshake.protocol``, ``handshake.auth``: ring.io.handshakes).
+  (``handshake.protocol``, ``handshake.auth``: ring.io.refusedhandshakes).
 
 A frame over the cap sent after a good handshake closes its connection in
-libzmq without a reason libzmq reports (ring.io.handshakes says why), so it
+libzmq without a reason libzmq reports (ring.io.refusedhandshakes says why), so it
 is not asserted here.
 """
 

@@ -5,7 +5,7 @@ drop counters (``ring.errors.DropKind``) never see it: on a Curve ring that is
 every message of a client without Curve or with a key the ZAP handler
 refuses (``ring.io.zap``), however many it queued. libzmq reports each such
 connection on the socket's monitor (``zmq_socket_monitor``, one event a
-connection), which :class:`HandshakeWatch` reads and names:
+connection), which :class:`RefusedHandshakes` reads and names:
 
 =======================  ===============================================================
 ``handshake.protocol``   not our protocol or mechanism: a client without Curve at a Curve
@@ -26,7 +26,7 @@ measured: the two event sequences are identical), so such a frame cannot be
 told apart from a normal close and is not counted here.
 
 The monitor is an inproc PAIR socket libzmq writes to from its I/O thread;
-:meth:`HandshakeWatch.drain` reads it without blocking, and the owner calls
+:meth:`RefusedHandshakes.drain` reads it without blocking, and the owner calls
 it often (``ring.io.sockets``: every ``DRAIN_EVERY`` seconds), so the events
 of a connection flood wait in a queue of at most the PAIR's high-water mark.
 """
@@ -38,7 +38,7 @@ from collections import Counter
 import zmq
 from zmq.utils.monitor import parse_monitor_message
 
-__all__ = ["DRAIN_EVERY", "HANDSHAKE_DROPS", "HandshakeWatch"]
+__all__ = ["DRAIN_EVERY", "HANDSHAKE_DROPS", "RefusedHandshakes"]
 
 #: Monitor event -> the drop it counts (module docstring).
 HANDSHAKE_DROPS: dict[int, str] = {
@@ -52,7 +52,7 @@ DRAIN_EVERY = 0.1
 _MAX_DRAIN = 1000
 
 
-class HandshakeWatch:
+class RefusedHandshakes:
     """The handshake failures of one socket; :meth:`attach` is a ``configure`` hook."""
 
     def __init__(self) -> None:
