@@ -533,7 +533,7 @@ def _parser() -> argparse.ArgumentParser:
             "  python -m ring status --ring cluster.toml          # p3 is 'dead'\n"
             "  python scripts/adopt.py data/p3 --ring cluster.toml --dry-run\n"
             "  python scripts/adopt.py data/p3 --ring cluster.toml\n"
-            "  python scripts/adopt.py /mnt/old/p4 --ring cluster.toml --id p4   # a joiner\n\n"
+            "  python scripts/adopt.py /mnt/old/p3 --ring cluster.toml   # a copy: its state names p3\n\n"
             "Exit status: 0 all acked; 1 no peer answered, or batches still unacked at --timeout\n"
             "(run it again: owners dedupe); 2 a usage mistake (bad cluster.toml, unknown data dir,\n"
             "corrupt state, the peer still running or still alive in the ring)."
@@ -544,7 +544,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--ring", type=Path, required=True, metavar="cluster.toml",
                    help="the running ring's cluster.toml (required)")
     p.add_argument("--id", metavar="ID",
-                   help="the lost peer's id (default: the [[peer]] whose data_dir is DATA_DIR)")
+                   help="the lost peer's id (default: the [[peer]] whose data_dir is DATA_DIR, else the "
+                        "peer DATA_DIR's crawl state names: a copy at another path needs no --id)")
     p.add_argument("--dry-run", action="store_true",
                    help="print how many URLs would go to each owner, send nothing")
     p.add_argument("--force", action="store_true",

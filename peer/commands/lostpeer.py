@@ -24,12 +24,13 @@ from typing import Any
 import duckdb
 
 from peer.core.config.cluster import ClusterConfig
-from peer.core.run.layout import RESULTS_NAME, STATE_NAME
+from peer.core.run.layout import RESULTS_NAME, STATE_NAME, StateFile
 from peer.errors import ConfigError, StateError, first_line
 from peer.results.schema import PAGE_COLUMNS
 from peer.results.store import PageRow, ResultStore
 from peer.state.journal import Recovered
 from peer.state.readcopy import recover_copy
+from peer.state.snapshot import read_snapshot
 
 __all__ = ["LostPeer", "load_lost", "lost_peer_id", "restore_rows"]
 
@@ -53,7 +54,8 @@ class LostPeer:
 
 
 def lost_peer_id(cfg: ClusterConfig, data_dir: Path, given: str | None) -> str:
-    """``--id``, else the ``[[peer]]`` whose data_dir is ``data_dir``; ConfigError otherwise."""
+    """``--id``, else the ``[[peer]]`` whose data_dir is ``data_dir``, else the peer its
+    own crawl state names (a copy of the lost disk, anywhere); ConfigError otherwise."""
     target = data_dir.resolve()
     listed = next((p.id for p in cfg.peers if Path(p.data_dir).resolve() == target), None)
     if given:
@@ -61,12 +63,37 @@ def lost_peer_id(cfg: ClusterConfig, data_dir: Path, given: str | None) -> str:
             raise ConfigError(str(data_dir), "--id", f"this is the data_dir of {listed} in "
                                                      f"{cfg.path}, not of {given}")
         return given
-    if listed is None:
-        # peer.state.journal keeps the id inside the snapshot but offers no way to read
-        # it without knowing it, so a joiner's id must be given.
-        raise ConfigError(str(data_dir), "", f"is not the data_dir of any [[peer]] in {cfg.path}; "
-                                             "give the lost peer's id with --id")
-    return listed
+    if listed is not None:
+        return listed
+    # A copy (rsync'd off the dead machine, a restored backup) is at another path:
+    # its snapshot says whose it is, and in which ring.
+    owner = _state_owner(data_dir / STATE_DIR)
+    if owner is not None:
+        peer_id, ring = owner
+        if ring != cfg.ring.name:
+            raise ConfigError(str(data_dir), "", f"holds the crawl state of peer {peer_id!r} of ring "
+                                                 f"{ring!r}, not of ring {cfg.ring.name!r} ({cfg.path})")
+        return peer_id
+    raise ConfigError(str(data_dir), "", f"is not the data_dir of any [[peer]] in {cfg.path}, and "
+                                         "holds no crawl state naming its peer; give the lost peer's id with --id")
+
+
+def _state_owner(state_dir: Path) -> tuple[str, str] | None:
+    """(peer id, ring name) of the newest readable snapshot in ``state_dir``, or None."""
+    try:
+        names = [(parsed[1], entry.name) for entry in state_dir.iterdir()
+                 if (parsed := StateFile.parse(entry.name)) is not None and parsed[0] is StateFile.SNAPSHOT]
+    except OSError:
+        return None
+    for gen, name in sorted(names, reverse=True):
+        try:
+            doc = read_snapshot(state_dir, name, gen, None, None)
+        except StateError:
+            continue  # a torn newest snapshot: an older one still names the peer
+        peer_id, ring = doc.get("peer"), doc.get("ring")
+        if isinstance(peer_id, str) and isinstance(ring, str):
+            return peer_id, ring
+    return None
 
 
 def _recover(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | None:

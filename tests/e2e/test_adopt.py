@@ -263,18 +263,41 @@ def test_corrupt_state_is_one_line_naming_the_file_and_exit_2(tmp_path, lost, mo
     assert "--fresh" not in err and "cannot be adopted" in err
 
 
-def test_a_data_dir_not_in_the_config_needs_id(tmp_path, lost, monkeypatch, capsys):
+def test_a_copy_of_a_data_dir_elsewhere_is_the_peer_its_state_names(tmp_path, lost, monkeypatch, capsys):
+    # The operator copies the dead machine's data_dir to another path (rsync, a
+    # backup): its snapshot says it is p3's, so no --id is needed.
     toml = toml_for(tmp_path, ADDRS)
-    other = tmp_path / "elsewhere"
-    lost.rename(other)
-    code, _, err = run_main(monkeypatch, capsys, [str(other), "--ring", str(toml)], {"p1": "alive"})
-    assert code == 2
-    assert err == f"error: {other}: is not the data_dir of any [[peer]] in {toml}; give the lost " \
-                  "peer's id with --id\n"
-    code, out, err = run_main(monkeypatch, capsys, [str(other), "--ring", str(toml), "--id", "p3",
-                                                    "--dry-run"], {"p1": "alive", "p3": "dead"})
+    copied = tmp_path / "copied" / "p3"
+    copied.parent.mkdir()
+    lost.rename(copied)
+    code, out, err = run_main(monkeypatch, capsys, [str(copied), "--ring", str(toml), "--dry-run"],
+                              {"p1": "alive", "p2": "alive", "p3": "dead"})
     assert code == 0, err
     assert "79 queued URLs" in out
+    # Still alive in the ring: refused as p3, the peer its state names.
+    code, _, err = run_main(monkeypatch, capsys, [str(copied), "--ring", str(toml)],
+                            {"p1": "alive", "p2": "alive", "p3": "alive"})
+    assert code == 2 and "p3 is still alive in the ring" in err
+
+
+def test_a_data_dir_of_another_ring_or_without_state_is_refused_or_needs_id(tmp_path, monkeypatch, capsys):
+    toml = toml_for(tmp_path, ADDRS)
+    foreign = write_lost_peer(tmp_path / "foreign", "p3", "another-ring", snapshot_queued=QUEUED[:5])
+    code, _, err = run_main(monkeypatch, capsys, [str(foreign), "--ring", str(toml)], {"p1": "alive"})
+    assert code == 2
+    assert err == f"error: {foreign}: holds the crawl state of peer 'p3' of ring 'another-ring', " \
+                  f"not of ring {RING!r} ({toml})\n"
+    bare = tmp_path / "bare"
+    write_lost_peer(tmp_path / "x", "p3", pages=FETCHED)
+    bare.mkdir()
+    (tmp_path / "x" / "pages.duckdb").rename(bare / "pages.duckdb")  # rows, no crawl state
+    code, _, err = run_main(monkeypatch, capsys, [str(bare), "--ring", str(toml)], {"p1": "alive"})
+    assert code == 2
+    assert err == f"error: {bare}: is not the data_dir of any [[peer]] in {toml}, and holds no crawl " \
+                  "state naming its peer; give the lost peer's id with --id\n"
+    code, out, err = run_main(monkeypatch, capsys, [str(bare), "--ring", str(toml), "--id", "p3",
+                                                    "--dry-run"], {"p1": "alive", "p3": "dead"})
+    assert code == 0, err
 
 
 HOLDER = """
