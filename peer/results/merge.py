@@ -170,7 +170,8 @@ class MergeSummary:
                f"hosts      {self.hosts:,}"]
         if self.not_requested:
             n = sum(k for _, k in self.not_requested)
-            out.insert(2, f"fetched    {self.pages - n:,}; not requested {n:,} ("
+            # After the pages line it qualifies (the input lines come before it).
+            out.insert(2 + len(self.read), f"fetched    {self.pages - n:,}; not requested {n:,} ("
                        + ", ".join(f"{e} {k:,}" for e, k in self.not_requested) + ")")
         if self.statuses:
             out.append("status     " + "  ".join(

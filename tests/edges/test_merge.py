@@ -204,6 +204,11 @@ def test_dedupe_count_is_exact_and_the_summary_says_so(tmp_path):
     assert "500 (610 rows read, 110 duplicates dropped)" in text
     assert "p0: 200  p1: 290  p2: 10" in text
     assert "2025-03-01 12:00:00 .. 2025-03-01 12:40:59 UTC (40m59s)" in text
+    # The not-requested line qualifies the pages line: right after it, never among the inputs.
+    lines = dataclasses.replace(summary, not_requested=(("robots", 3),)).lines()
+    at_pages = next(i for i, line in enumerate(lines) if line.startswith("pages "))
+    assert lines[at_pages + 1] == "fetched    497; not requested 3 (robots 3)"
+    assert all(line.startswith("input ") for line in lines[1:at_pages])
 
 
 def test_pages_is_always_created_with_the_store_schema(tmp_path):
