@@ -1,5 +1,6 @@
 """scripts/merge.py: the peers' results files merged into one, as a user checks it."""
 
+import dataclasses
 import contextlib
 import io
 import re
