@@ -160,7 +160,7 @@ async def test_forget_asks_the_seeds_and_the_members_they_list_and_each_says_wha
 
 def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
     # `ring status` listed fwd.batches, fwd.frames... and the caps under "dropped:".
-    from ring.tools.cli import format_status
+    from ring.tools.statustable import format_status
     from ring.tools.client import _row
 
     own = MemberStatus("p1", "tcp://127.0.0.1:1", MemberState.ALIVE, 1.0, 5, 0.0, 0, 0, 0, 0, 0.0, 0.0,
@@ -182,7 +182,7 @@ def test_healthy_counters_and_exclusions_are_not_shown_as_drops():
 
 
 def test_ring_status_shows_a_peer_not_heard_from_as_waiting_and_a_budget_wait():
-    from ring.tools.cli import format_status
+    from ring.tools.statustable import format_status
 
     def row(mid: str, **kw: Any) -> MemberStatus:
         return MemberStatus(mid, f"tcp://127.0.0.1:{mid[1:]}", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0,
