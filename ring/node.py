@@ -22,7 +22,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
-    Reply(route, VoterReply)   ``ring voter``: what this peer did (done here, rule 10)
+    Reply(route, VoterReply)   ``ring voter``: what this peer did (rule 10, ``ring.voterwatch``)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
@@ -85,16 +85,11 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    otherwise): the band tables answer members only, and an answer from
    anyone else could only mislead. What it says is checked by the crawl
    (``peer.core.dedupe.verdicts``), which counts what it refuses.
-10. **Voters.** A ``VoterRequest`` (``python -m ring voter add|retire``)
-   changes the lease's voters (``Membership.change_voters``,
-   ``ring.membership.voters`` rule 4) only when this peer's record is settled at
-   the request's ``base`` version and it holds its lease: a stale, early or
-   malformed request changes nothing, is answered with why
-   (``VoterOutcome``) and counted (``voter_<outcome>``, ``voter_malformed``).
-   A member's ``Voters`` record is gossip (rules 1 and 2). Each change of our
-   record is a ``VotersChanged`` and a log line; each change of the voters
-   alive or of the record that leaves the ring surviving no failure (a
-   majority of the voters alive, but not one more) is a WARNING, once.
+10. **Voters.** A ``VoterRequest`` (``python -m ring voter add|retire``) and
+   each change of our voter record are ``ring.voterwatch``'s: answered,
+   counted, made durable first (``VotersChanged``), logged, and a ring left
+   surviving no failure warned once. A member's ``Voters`` record is gossip
+   (rules 1 and 2).
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -145,7 +140,6 @@ from ring.forwarding.inbox import Inbox, Verdict
 from ring.forwarding.intake import adopted
 from ring.membership.lease import LeaseState, Pauses
 from ring.membership.protocol import Membership
-from ring.membership.records import LIVE, ChangeReason
 from ring.messages import (
     Ack,
     Digest,
@@ -169,15 +163,14 @@ from ring.messages import (
     StatusRequest,
     Sync,
     UrlBatch,
-    VoterOutcome,
-    VoterReply,
     VoterRequest,
     Voters,
 )
-from ring.membership.voters import Survival, VoterRecord
+from ring.membership.voters import VoterRecord
 from ring.forwarding.routes import Routes, claimed_epoch
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
+from ring.voterwatch import VoterWatch
 
 __all__ = [
     "HANDOFF_TIMEOUT",
@@ -205,8 +198,6 @@ __all__ = [
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
                     PingAck, Sync, Packet, NearQuery, NearAnswer, Voters)
-#: A voter request's outcomes that change nothing for a reason of the request's (counted, rule 10).
-_VOTER_REFUSED = frozenset(VoterOutcome) - {VoterOutcome.CHANGING, VoterOutcome.ALREADY}
 
 
 class RingNode:
@@ -215,7 +206,8 @@ class RingNode:
     Composed of parts that own their state: ``membership`` (``ring.membership.protocol``),
     ``outbox`` and ``inbox`` (``ring.forwarding.forwarder``, ``ring.forwarding.inbox``), ``handoff``
     (``ring.handoff``: ring changes and hand-offs), ``routes`` (``ring.forwarding.routes``:
-    rules 2 and 4) and ``budget`` (``ring.membership.budget``); the rules of ``receive``
+    rules 2 and 4), ``budget`` (``ring.membership.budget``) and ``voter_watch``
+    (``ring.voterwatch``: rule 10); the rules of ``receive``
     and ``tick`` that join them live here.
     """
 
@@ -291,9 +283,7 @@ class RingNode:
         # The lease as last logged: a pause is logged once; a ring settling after a
         # change is given one lease before its wait is called a partition.
         self._pauses = Pauses(patience=lease if lease else dead_after / 2)
-        # Rule 10: the record last made durable, and the voters' survival as last logged.
-        self._voters_told = self.membership.voter_record
-        self._survival = self._survival_key()
+        self.voter_watch = VoterWatch(peer_id, ring_name, self.membership, self.dropped)  # rule 10
 
     # -- views -----------------------------------------------------------------
 
@@ -505,49 +495,8 @@ class RingNode:
                                  "member", (("member", e.id), ("state", e.state.value), ("reason", e.reason.value),
                                             ("incarnation", e.incarnation)))
                              for e in events]
-        record = m.voter_record
-        if record.version:
-            # A new process of a member (or a new member) may hold an older record: tell it ours.
-            out += [Send(e.id, m.voters_message()) for e in events
-                    if e.id != self.peer_id and e.state is MemberState.ALIVE
-                    and e.reason in (ChangeReason.JOINED, ChangeReason.RESTARTED, ChangeReason.REFUTED)]
-        if record != self._voters_told:
-            self._voters_told = record
-            out.insert(0, VotersChanged(record))  # rule 6 of ring.membership.voters: on disk first
-            out.append(Log(logging.INFO, f"voters: {record.describe()}"))
-        return out + self._survival_log()
-
-    def _survival_key(self) -> tuple[Survival, tuple[tuple[str, ...], ...], frozenset[str]]:
-        m = self.membership
-        quorums = tuple(tuple(q) for q in m.quorums())
-        members = m.members()
-        alive = frozenset(v for q in quorums for v in q if v in members and members[v].state in LIVE)
-        return m.survival(), quorums, alive
-
-    def _survival_log(self) -> list[Action]:
-        """Rule 10: a change that leaves the ring surviving no failure is warned, once."""
-        key = self._survival_key()
-        if key[1:] == self._survival[1:]:
-            return []
-        before, self._survival = self._survival[0], key
-        now = key[0]
-        slack, was = now.alive - now.needed, before.alive - before.needed
-        down = sorted({v for q in key[1] for v in q} - key[2])
-        gone = f"; not alive: {', '.join(down)}" if down else ""
-        if slack <= 0 and slack < was:
-            if slack < 0:
-                what = f"no majority of the voters is alive ({now.alive} of {now.quorum}, {now.needed} needed{gone})"
-            else:
-                what = (f"the ring now survives no failure: {now.alive} of {now.quorum} voters alive, "
-                        f"{now.needed} needed{gone}")
-            return [Log(logging.WARNING, (
-                f"voters: {what}; make a live member a voter (python -m ring voter add ID) or retire a "
-                "dead one (python -m ring voter retire ID)"))]
-        if slack > 0 and was <= 0:
-            return [Log(logging.INFO, (f"voters: the ring survives {now.survives} failure"
-                                       f"{'s' if now.survives != 1 else ''} again ({now.alive} of {now.quorum} "
-                                       f"voters alive, {now.needed} needed)"))]
-        return []
+        first, after = self.voter_watch.saw(events)  # rule 10
+        return first + out + after
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync | Voters,
                    now: float) -> list[Action]:
@@ -643,26 +592,9 @@ class RingNode:
         return out
 
     def _on_voter_request(self, route: bytes, msg: VoterRequest, now: float) -> list[Action]:
-        """Rule 10: an operator's change of the voters, made or refused, answered and counted."""
-        target = msg.target.strip()
-        m = self.membership
-        if not target or target != msg.target:
-            self.dropped["voter_malformed"] += 1
-            return [Count("voter_malformed"), Reply(route, VoterReply(
-                self.ring_name, self.peer_id, msg.target, VoterOutcome.STALE, m.voter_record.version, msg.nonce))]
-        outcome, sends = m.change_voters(msg.action, target, msg.base, now)
-        out: list[Action] = [Reply(route, VoterReply(self.ring_name, self.peer_id, target, outcome,
-                                                     m.voter_record.version, msg.nonce))]
-        if outcome in _VOTER_REFUSED:
-            self.dropped[f"voter_{outcome.value}"] += 1
-            out += [Count(f"voter_{outcome.value}"), Log(logging.WARNING, (
-                f"voter {msg.action.value} {target} requested by {msg.sender} refused: {outcome.value} "
-                f"(our record: {m.voter_record.describe()}, the request's base: version {msg.base})"))]
-            return out
-        if outcome is VoterOutcome.CHANGING:
-            out.append(Log(logging.WARNING, f"voter {msg.action.value} {target} requested by {msg.sender}"))
-        out += [Send(dest, reply) for dest, reply in sends]
-        return out + self._member_changes()
+        """Rule 10: an operator's change of the voters (``ring.voterwatch``)."""
+        out, taken = self.voter_watch.request(route, msg, now)
+        return out + self._member_changes() if taken else out
 
     def _on_near(self, route: bytes, msg: NearQuery | NearAnswer, now: float) -> list[Action]:
         """Rule 9: a band query or answer from a member, for the crawl."""
