@@ -6,8 +6,9 @@ handed the few calls they need: ``durability`` (the journal, snapshots, the
 spill store: rules 9-10), ``seenfiles`` (the exact seen set's files),
 ``cookies`` (the cookie jar's file), ``ringface`` (the sockets a ring
 member serves, the ring's effects, moved queues), ``reporting`` (status,
-progress), ``sitemapfetch`` (a sitemap read and parsed) and ``revisits``
-(visits recorded, revisits archived).
+progress), ``sitemapfetch`` (a sitemap read and parsed), ``revisits``
+(visits recorded, revisits archived) and ``parsing`` (the parser threads:
+where a page is parsed).
 
 Layers, top down (httpcore's shape: the driver does I/O, the core decides):
 
@@ -107,7 +108,6 @@ from peer.core.crawl.core import (
     Finished,
     Forward,
     Items,
-    Parsed,
     Queued,
     Refused,
     Requeued,
@@ -117,7 +117,6 @@ from peer.core.crawl.core import (
     StopReason,
     Summary,
     Warn,
-    parse_response,
 )
 from peer.core.crawl.limits import Limits
 from peer.core.crawl.robots import MAX_ROBOTS_BYTES
@@ -130,6 +129,7 @@ from peer.engine.archive import Archive
 from peer.engine.cookies import CookieSaves
 from peer.engine.durability import Durability
 from peer.engine.effects import Effects
+from peer.engine.parsing import Parsing
 from peer.engine.reporting import Reporting
 from peer.engine.results import Results
 from peer.engine.revisits import Revisits
@@ -147,7 +147,7 @@ from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, Voter
 from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
 
-__all__ = ["Crawler", "Summary", "MAX_RETRIES", "Parsed", "parse_response"]
+__all__ = ["Crawler", "Summary", "MAX_RETRIES"]
 
 log = logging.getLogger("peer.engine")
 
@@ -155,19 +155,6 @@ log = logging.getLogger("peer.engine")
 LINGER_ROUNDS = 6
 #: Grace for in-flight fetches after stop() before they are cancelled.
 STOP_GRACE = 5.0
-#: Bytes of HTML over which a page is parsed in the one "heavy" thread.
-HEAVY_PAGE = 256 * 1024
-#: A page this small, with at most INLINE_TAGS "<", is parsed on the event
-#: loop instead of in a thread. Handing a page to a thread and back cost
-#: more CPU than parsing it (a 4 KiB page: 108-225 us inline, 395-527 us
-#: through trio.to_thread, alternating runs), and at hundreds of pages a
-#: second the GIL hand-offs were a fifth of the loop's time. The bound is
-#: on the loop's stall: lexbor's worst cases grow with the square of the
-#: tag count (3,276 nested <div>s: 48 ms), and at these bounds the worst
-#: crafted page measured (64 KiB, 1,000 tags, nesting, misnested
-#: formatting, tables, 20,000 attributes) took 7.6 ms.
-INLINE_PAGE = 64 * 1024
-INLINE_TAGS = 1000
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
 _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
@@ -213,14 +200,8 @@ class Crawler:
         # tests swap in trio.testing.MockClock to run politeness delays at once.
         self.clock: Callable[[], float] = trio.current_time
         self._wake = trio.Event()
-        # Parsing threads: two keep both cores busy without letting a flood
-        # of crafted pages take every thread of trio's pool. Pages over
-        # HEAVY_PAGE share one of them: lexbor takes ~40 µs a KiB, so a link
-        # farm's 2 MiB pages (85 ms each) would otherwise hold both threads
-        # and every other host's pages would queue behind them; this way a
-        # heavy host slows itself (its jobs wait to be parsed), not the rest.
-        self._parsers = trio.CapacityLimiter(2)
-        self._heavy = trio.CapacityLimiter(1)
+        #: Where a page is parsed: on the loop, in a thread, in the heavy one (peer/engine/parsing.py).
+        self.parsing = Parsing(self.peer)
         # One page's CPU work at a time on the loop (parse, links, journal).
         # trio runs every task that is ready in one batch before it looks at
         # its sockets again, so with 64 fetches done at once each batch held
@@ -255,7 +236,7 @@ class Crawler:
         self.ringface = ring = RingFace(cfg, peer, now, carry=carry, carry_async=effects.carry_async,
                                         status=self.status_figures, turn=self._turn)
         self.sitemaps = SitemapFetch(peer, now, cfg.sitemaps.limits(), fetch=self._fetch_prefix,
-                                     keep=self._keep, carry=carry, heavy=self._heavy, turn=self._turn)
+                                     keep=self._keep, carry=carry, heavy=self.parsing.heavy, turn=self._turn)
         self.revisits = Revisits(peer, peer_id, now, lambda: results.store)
         effects.register({
             Forward: self._do_forward, Queued: lambda e: journal.queued(e.url, e.depth),
@@ -561,20 +542,15 @@ class Crawler:
             if not peer.fetched(job, res, self.clock()):
                 self._apply(peer.on_result(job, res, None, self.clock()))
                 return
-            # A small page on the loop (INLINE_PAGE); the rest in a worker
+            # A small page on the loop (peer.engine.parsing); the rest in a worker
             # thread: lexbor releases the GIL while it parses, and a crafted
             # page can take it seconds or more (deep nesting, huge <select>s:
             # tests/e2e/test_hostile.py); gossip and the other fetches must go
             # on meanwhile.
-            body = res.body
-            if len(body) <= INLINE_PAGE and body.count(b"<") <= INLINE_TAGS:
-                self._apply(peer.on_result(job, res, self._parse_inline(job, res), self.clock()))
+            if self.parsing.fits_inline(res.body):
+                self._apply(peer.on_result(job, res, self.parsing.inline(job, res), self.clock()))
                 return
-        if len(body) > HEAVY_PAGE:
-            async with self._heavy:
-                parsed = await self._parse(job, res)
-        else:
-            parsed = await self._parse(job, res)
+        parsed = await self.parsing.in_thread(job, res)
         async with self._turn:
             self._apply(peer.on_result(job, res, parsed, self.clock()))
 
@@ -605,14 +581,6 @@ class Crawler:
         """Archive ``res`` (robots.txt, a sitemap) when WARC is on."""
         if self.archive is not None:
             await self.archive.keep(res)
-
-    def _parse_inline(self, job: Job, res: FetchResult) -> Parsed:
-        return parse_response(job.url, res.body, res.charset, *self.peer.parse_rules)
-
-    async def _parse(self, job: Job, res: FetchResult) -> Parsed:
-        # Through this module's name, so a test can swap the parser for one that fails.
-        return await trio.to_thread.run_sync(
-            parse_response, job.url, res.body, res.charset, *self.peer.parse_rules, limiter=self._parsers)
 
     def _flush_pid(self) -> None:
         self.results.pid(*self.peer.figures.pid_trace())

@@ -346,7 +346,8 @@ import logging  # noqa: E402
 import pytest  # noqa: E402
 import trio.testing  # noqa: E402
 
-from peer.engine import crawler as engine_mod  # noqa: E402
+from peer.engine import parsing as parsing_mod  # noqa: E402
+from peer.engine.parsing import Parsing  # noqa: E402
 from peer.core.http.result import FetchResult  # noqa: E402
 from peer.core.crawl.limits import Cap  # noqa: E402
 from peer.core.crawl.robots import MAX_ROBOTS_BYTES  # noqa: E402
@@ -482,14 +483,14 @@ async def test_an_exception_in_one_job_is_an_internal_row_and_the_crawl_goes_on(
             return no_robots(url)
         return normal_site(url)
 
-    real_parse = engine_mod.parse_response
+    real_parse = parsing_mod.parse_response
 
     def parse(url, *args):
         if url == pages[7]:
             raise RuntimeError("a bug in the parser thread")
         return real_parse(url, *args)
 
-    monkeypatch.setattr(engine_mod, "parse_response", parse)
+    monkeypatch.setattr(parsing_mod, "parse_response", parse)
     web = FakeWeb(site)
     cfg = fake_config(tmp_path, ["http://site.web.test/", "http://other.web.test/x"])
     with caplog.at_level(logging.ERROR, logger="peer.engine"):
@@ -835,14 +836,13 @@ def virtual_clock(monkeypatch):
     politeness run took 2-3 times the CPU with them in threads.
     """
     async def inline_parse(self, job, res):
-        return engine_mod.parse_response(job.url, res.body, res.charset, self.cfg.extract,
-                                         self.cfg.crawl.max_links_per_page)
+        return self.inline(job, res)
 
     async def inline(fn, *args, **kwargs):
         await trio.lowlevel.checkpoint()
         return fn(*args)
 
-    monkeypatch.setattr(Crawler, "_parse", inline_parse)
+    monkeypatch.setattr(Parsing, "threaded", inline_parse)
     monkeypatch.setattr(trio.to_thread, "run_sync", inline)
     return trio.testing.MockClock(autojump_threshold=0)
 
