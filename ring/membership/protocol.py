@@ -21,6 +21,10 @@ splits ``state.go``, ``suspicion.go``, ``queue.go``):
 - ``ring.membership.termination``    the counter method over the gossiped counters
 - ``ring.membership.lease``          the lease: a majority vouching for our ring, or no
                           request starts
+- ``ring.membership.voterkeeper``    the lease's voter record as we keep it: an operator's
+                          change, settling, others' records taken or answered
+- ``ring.membership.tombstones``     the seeds a former process of ours saw leave, given
+                          back at a restart
 - ``ring.membership.budget``         the page budget: each member's cap of ``max_pages``,
                           moved between members by the grants in their records
 
@@ -113,7 +117,9 @@ from ring.membership.records import (
 from ring.membership.swim import ProbeStep, Prober, Suspicions, SuspicionStep
 from ring.membership.termination import TerminationDetector
 from ring.membership.view import View
-from ring.membership.voters import Survival, VoterRecord, joint_change, problem, settle, survival, wins
+from ring.membership.tombstones import remember_left, tombstones
+from ring.membership.voterkeeper import VoterKeeper
+from ring.membership.voters import Survival, VoterRecord
 
 # Membership, and the names callers have imported from here since before the
 # split into parts (each is the part's own object: tests/ring/test_membership.py).
@@ -133,7 +139,7 @@ class Membership:
     __slots__ = (
         "self_id", "ring_name", "dropped", "_reconnect_every", "_indirect", "_rng", "_start", "_view",
         "_members", "_unheard", "_queue", "_ticks", "_term", "_sorted", "_prober", "_repairs",
-        "stalled", "_leases",
+        "stalled", "_leases", "_voting",
     )
 
     def __init__(
@@ -213,6 +219,7 @@ class Membership:
         if held is not None and resumed:
             held.resumed(now)
         self._leases = LeaseKeeper(self_id, held, view, now)
+        self._voting = VoterKeeper(self_id, ring_name, view, self._leases, self.dropped)
 
     # -- views ------------------------------------------------------------------
 
@@ -276,50 +283,25 @@ class Membership:
 
     def survival(self) -> Survival:
         """How many voters can fail while a majority stays alive, in our view (``ring.membership.voters``)."""
-        alive = {mid for mid, m in self._members.items() if m.state in LIVE}
-        return survival(self._leases.quorums(), alive)
+        return self._voting.survival()
 
     def voters_message(self) -> Voters:
         """Our voter record as gossip carries it."""
-        r = self._view.voters
-        return Voters(self.ring_name, self.self_id, r.version, r.voters, r.joint)
+        return self._voting.message()
 
     def change_voters(self, action: VoterAction, target: str, base: int,
                       now: float) -> tuple[VoterOutcome, list[tuple[str, Message]]]:
-        """An operator's change (``ring.membership.voters`` rule 4): what we did, and the pushes.
+        """An operator's change (``ring.membership.voterkeeper``): what we did, and the pushes.
 
         Refused (and said why) unless our record is settled at version
         ``base`` and we hold our lease under it.
         """
-        record = self._view.voters
-        if self.me.state is LEFT:
-            return VoterOutcome.LEAVING, []
-        if base != record.version:
-            return VoterOutcome.STALE, []
-        if not record.settled:
-            return VoterOutcome.BUSY, []
-        state = self._leases.state(now + self.stalled)
-        if state is None or not state.held:
-            return VoterOutcome.NO_LEASE, []
-        if min(self._view.live()) != self.self_id:
-            # One writer at a time (rule 4): every peer holding a lease at one
-            # instant holds it on one ring, so all of them name the same steward.
-            return VoterOutcome.NOT_STEWARD, []
-        member = self._members.get(target)
-        if action is VoterAction.ADD and target not in record.voters and (
-                member is None or member.state is not ALIVE):
-            return VoterOutcome.NOT_LIVE, []
-        if action is VoterAction.RETIRE and record.voters == (target,):
-            return VoterOutcome.LAST_VOTER, []
-        new = joint_change(record, action, target)
-        if new is None:
-            return VoterOutcome.ALREADY, []
-        return VoterOutcome.CHANGING, self._adopt(new, now)
+        outcome, new = self._voting.change(action, target, base, now + self.stalled)
+        return outcome, (self._adopt(new, now) if new is not None else [])
 
     def _adopt(self, record: VoterRecord, now: float) -> list[tuple[str, Message]]:
         """Take ``record`` as ours (it won: rule 5); push it to every live member if we made it."""
-        self._view.set_voters(record)
-        self._leases.follow(now + self.stalled)
+        self._voting.adopt(record, now + self.stalled)
         return self._to_live(self.voters_message())
 
     def forget(self, member: str, now: float) -> bool:
@@ -360,32 +342,13 @@ class Membership:
 
     def tombstones(self) -> dict[str, int]:
         """The configured seeds that left, at the incarnation they left with; 0 for the others
-        (what a restart is given back to :meth:`remember_left`)."""
-        members = self._members
-        return {mid: (m.incarnation if (m := members.get(mid)) is not None and m.state is LEFT else 0)
-                for mid in self._view.configured if mid != self.self_id}
+        (what a restart is given back to :meth:`remember_left`: ``ring.membership.tombstones``)."""
+        return tombstones(self._view, self.self_id)
 
     def remember_left(self, left: Mapping[str, int], now: float) -> None:
-        """Seeds our former process saw leave, each at the incarnation it left with.
-
-        A seed starts in every view alive at incarnation 0 (``ring.membership.view``),
-        so without this a restarted peer would wait for a seed that left long
-        ago, find it silent and declare it dead (and, ``takeover_after`` later,
-        crashed): a graceful leave logged as a crash, and its hosts held from
-        the crawl meanwhile. Others' word cannot settle it: a "left" is believed
-        only from the leaver. Our own former view believed it from the leaver,
-        so its tombstone stands until the seed speaks again (a newer
-        incarnation, rule 1 of ``ring.membership.records``). Only a seed's
-        untouched placeholder is replaced.
-        """
-        view = self._view
-        for mid, incarnation in left.items():
-            m = self._members.get(mid)
-            if (incarnation <= 0 or incarnation > MAX_INCARNATION or mid == self.self_id or m is None
-                    or mid not in view.unheard or m.incarnation != 0 or m.heartbeat != 0):
-                continue
-            view.unheard.discard(mid)
-            view.put(replace(m, incarnation=incarnation, state=LEFT), now, ChangeReason.LEFT, spread=False)
+        """Seeds our former process saw leave, each at the incarnation it left with
+        (``ring.membership.tombstones``: left, not silent)."""
+        remember_left(self._view, self.self_id, left, now)
 
     def cluster_idle(self, now: float) -> bool:
         """The counter method over our view (see :class:`TerminationDetector`)."""
@@ -479,12 +442,9 @@ class Membership:
             out += self._to_live(Digest(self.ring_name, self.self_id, tuple(verdicts), verdicts=True))
         real = now + self.stalled
         self._leases.follow(real)
-        record = self._view.voters
-        if active and not record.settled:
-            state = self._leases.state(real)
-            if state is not None and state.held:
-                # A majority of both sets vouches for the joint record: settle it (rule 4).
-                out += self._adopt(settle(record), now)
+        if active and (settled := self._voting.settling(real)) is not None:
+            # A majority of both sets vouches for the joint record: settle it (rule 4).
+            out += self._adopt(settled, now)
         if active and repairs.contacted:
             pinged = {dest for dest, msg in out if isinstance(msg, Ping)}
             for mid in self._leases.renewals(candidates, pinged, real):
@@ -579,21 +539,8 @@ class Membership:
         return []
 
     def _on_voters(self, msg: Voters, now: float) -> list[tuple[str, Message]]:
-        """A member's voter record (``ring.membership.voters`` rule 5)."""
-        record = VoterRecord(msg.version, msg.voters, msg.joint)
-        if problem(record) is not None:
-            self.dropped["bad_voters"] += 1
-            return []
-        ours = self._view.voters
-        if wins(record, ours):
-            self._view.set_voters(record)
-            self._leases.follow(now + self.stalled)
-            return []
-        if record.version < ours.version:
-            return [(msg.sender, self.voters_message())]  # it is behind: tell it
-        if record != ours:
-            self.dropped["voters_conflict"] += 1  # two concurrent changes: ours stays (sticky)
-        return []
+        """A member's voter record (``ring.membership.voterkeeper``): ours, if it is behind."""
+        return [(msg.sender, self.voters_message())] if self._voting.heard(msg, now + self.stalled) else []
 
     def _on_ping(self, msg: Ping, now: float) -> list[tuple[str, Message]]:
         for r in msg.updates:
