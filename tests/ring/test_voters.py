@@ -1,4 +1,5 @@
-"""ring.membership.voters: the lease's voters, changed a member at a time in two steps.
+"""ring.membership.voters: the lease's voters, changed a member at a time in two steps
+(kept by each peer as ring.membership.voterkeeper does).
 
 From the pure rules (two records in use at once always have majorities
 that share a voter; what a record may be; how many failures it survives),
