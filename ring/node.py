@@ -21,7 +21,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     VotersChanged(record)    our voter record changed (ring.membership.voters): durable before what follows
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
-    Reply(route, ForgetReply)  ``ring forget``: what this peer did (done here, rule 8)
+    Reply(route, ForgetReply)  ``ring forget``: what this peer did (rule 8, ``ring.forgetting``)
     Reply(route, VoterReply)   ``ring voter``: what this peer did (rule 10, ``ring.voterwatch``)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
@@ -74,12 +74,8 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    (``Outbox.reroute``: a left destination's unacked batches leave its
    termination sums too). Acks are still taken, in a ``Packet`` as alone.
 8. **Forgetting.** A ``ForgetRequest`` (``python -m ring forget``) drops a
-   member from our view and our quorum (``Membership.forget``) only when
-   our view holds it dead or left: never ourselves (``self``: the target
-   is running), never a member alive or suspect here (``alive``,
-   ``suspect``: forgetting a live member would silently shrink the quorum
-   a lease needs, and change the ring under its hosts). The reply says
-   which (``ForgetOutcome``), and the log says it too.
+   member from our view and our quorum only when our view holds it dead or
+   left, and the reply and the log say what was done (``ring.forgetting``).
 9. **Band queries.** A ``NearQuery`` or ``NearAnswer`` is a member's
    message (rules 1 and 2) from a member not dead here (``unknown_sender``
    otherwise): the band tables answer members only, and an answer from
@@ -143,8 +139,6 @@ from ring.membership.protocol import Membership
 from ring.messages import (
     Ack,
     Digest,
-    ForgetOutcome,
-    ForgetReply,
     ForgetRequest,
     HandoffDone,
     HostStarts,
@@ -167,6 +161,7 @@ from ring.messages import (
     Voters,
 )
 from ring.membership.voters import VoterRecord
+from ring.forgetting import answer_forget
 from ring.forwarding.routes import Routes, claimed_epoch
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
@@ -563,33 +558,9 @@ class RingNode:
                 LeaveAsked(msg.sender)]
 
     def _on_forget_request(self, route: bytes, msg: ForgetRequest, now: float) -> list[Action]:
-        """Rule 8: forget a dead (or left) member at an operator's word, and say what was done."""
-        target = msg.target
-        rec = self.membership.members().get(target)
-        if target == self.peer_id:
-            outcome = ForgetOutcome.SELF
-        elif rec is None:
-            outcome = ForgetOutcome.NOT_KNOWN
-        elif rec.state is MemberState.ALIVE:
-            outcome = ForgetOutcome.ALIVE
-        elif rec.state is MemberState.SUSPECT:
-            outcome = ForgetOutcome.SUSPECT
-        else:
-            outcome = ForgetOutcome.FORGOTTEN if self.membership.forget(target, now) else ForgetOutcome.NOT_KNOWN
-        out: list[Action] = [Reply(route, ForgetReply(self.ring_name, self.peer_id, target, outcome, msg.nonce))]
-        if outcome is ForgetOutcome.FORGOTTEN:
-            assert rec is not None
-            out.append(Log(logging.WARNING, (
-                f"forget requested by {msg.sender}: {target} ({rec.state.value}, incarnation "
-                f"{rec.incarnation}) dropped from our view and quorum; a new process of it joins again")))
-            out += self._member_changes()
-            out += self.handoff.check(now)
-        elif outcome is ForgetOutcome.NOT_KNOWN:
-            out.append(Log(logging.INFO, f"forget requested by {msg.sender}: {target} is not in our view"))
-        else:
-            why = "that is this peer" if outcome is ForgetOutcome.SELF else f"{target} is {outcome.value} in our view"
-            out.append(Log(logging.WARNING, f"forget of {target} requested by {msg.sender} refused: {why}"))
-        return out
+        """Rule 8: forget a dead (or left) member at an operator's word (``ring.forgetting``)."""
+        out, forgotten = answer_forget(self.membership, self.peer_id, self.ring_name, route, msg, now)
+        return out + self._member_changes() + self.handoff.check(now) if forgotten else out
 
     def _on_voter_request(self, route: bytes, msg: VoterRequest, now: float) -> list[Action]:
         """Rule 10: an operator's change of the voters (``ring.voterwatch``)."""

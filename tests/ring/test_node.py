@@ -3,7 +3,7 @@
 What a node returns is ``ring.actions``' values, checked here as they come;
 its parts are met here at work (``ring.handoff``'s hand-offs, ``ring.forwarding.routes``'
 route checks, ``ring.status``' reply, ``ring.voterwatch``'s voter requests and survival
-warnings) and alone in their own files.
+warnings, ``ring.forgetting``'s answer to ``ring forget``) and alone in their own files.
 
 The fake-ring tests stand in for real-process ones: they judge a crawl by the
 fake web's request log (every page fetched exactly once) and finish in
