@@ -63,12 +63,12 @@ class SeedsFile:
         start, said = self._peer.seeds_file_begin(mark)
         if said is not None:
             log.warning("seeds_file %s: %s", self._path, said)
-        if not self._peer.crawl.seed_feed.reading:
+        if not self._peer.seeds_file_reading:
             log.info("seeds_file %s: read to its end in an earlier run", self._path)
             return None
         if start:
             log.info("seeds_file %s: going on from byte %s (%s lines read before)", self._path,
-                     f"{start:,}", f"{self._peer.crawl.seed_feed.lines:,}")
+                     f"{start:,}", f"{self._peer.seeds_file_lines():,}")
         return start
 
     async def run(self, start: int) -> None:
@@ -87,4 +87,4 @@ class SeedsFile:
         finally:
             f.close()
         self._carry(peer.seeds_file_end())
-        log.info("%s", peer.crawl.seed_feed.summary())
+        log.info("%s", peer.seeds_file_summary())

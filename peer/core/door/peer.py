@@ -343,6 +343,19 @@ class PeerCore:
         """Where to start reading the seeds file, and what to say of a changed one (seedfeed rule 4)."""
         return self.crawl.seed_feed.begin(mark)
 
+    @property
+    def seeds_file_reading(self) -> bool:
+        """Whether the seeds file is being read (begun, not at its end)."""
+        return self.crawl.seed_feed.reading
+
+    def seeds_file_summary(self) -> str:
+        """The seeds file's one line: lines read, by outcome."""
+        return self.crawl.seed_feed.summary()
+
+    def seeds_file_lines(self) -> int:
+        """Lines of the seeds file judged so far, in this run and the ones before."""
+        return self.crawl.seed_feed.lines
+
     def seeds_file_room(self) -> bool:
         """Whether another batch may be read: the Outbox's backlog and the sieve's within bounds (rule 6)."""
         if self.crawl.sieve.pending > MOVE_BACKLOG:
