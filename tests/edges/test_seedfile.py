@@ -108,3 +108,17 @@ def test_a_kill_mid_file_neither_loses_nor_repeats_a_line(tmp_path, gz):
     again = SeedFeed.from_counters(rec.counters)
     start, said = again.begin(mark_of(path))
     assert start == 0 and said is not None
+
+
+def test_the_counts_are_a_metric_family(tmp_path):
+    from peer.engine.metrics import families
+
+    core = PeerCore.alone(config(seeds_file="seeds.txt"), "p1")
+    core.seeds_file_begin(mark_of(write(tmp_path, gz=False)))
+    core.seeds_file_batch([b"http://a.web.test/\n", b"http://x.example.org/\n", b"#\n"], 40, 0.0)
+    figures = core.figures
+    scrape = figures.scrape(0.0, figures.status(0.0, elapsed=1.0, dns_hit_rate=1.0, limits={}), peer="p1",
+                            ring="r", uptime=1.0, dns={}, dns_hit_ratio=1.0, warc={})
+    m = {m.name: m for m in families(scrape)}["ringcrawl_seeds_file_lines"]
+    assert {s.labels["outcome"]: s.value for s in m.samples if s.name.endswith("_total")} == {
+        "queued": 1, "scope": 1, "skipped": 1}

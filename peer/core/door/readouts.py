@@ -215,7 +215,7 @@ class Readouts:
             drops=dict(split_pairs(pairs.items()).drops),
             delay_quantiles=quantiles(fr.delays()),
             ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
-            warc=dict(warc),
+            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts),
         )
         rc = crawl.recrawl
         if rc is not None:
