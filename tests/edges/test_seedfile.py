@@ -122,3 +122,15 @@ def test_the_counts_are_a_metric_family(tmp_path):
     m = {m.name: m for m in families(scrape)}["ringcrawl_seeds_file_lines"]
     assert {s.labels["outcome"]: s.value for s in m.samples if s.name.endswith("_total")} == {
         "queued": 1, "scope": 1, "skipped": 1}
+
+
+def test_a_missing_seeds_file_is_one_clear_config_error(tmp_path):
+    from peer.errors import ConfigError
+    from peer.state.configfile import load_config
+
+    toml = tmp_path / "cluster.toml"
+    toml.write_text('[[peer]]\nid = "p1"\n[crawl]\nseeds_file = "nope.txt"\nallow_hosts = ["*"]\n')
+    with pytest.raises(ConfigError, match="crawl.seeds_file.*no such file"):
+        load_config(toml)
+    (tmp_path / "nope.txt").write_text("http://a.web.test/\n")
+    assert load_config(toml).crawl.seeds_file == str(tmp_path.resolve() / "nope.txt")
