@@ -74,17 +74,26 @@ class SeedsFile:
     async def run(self, start: int) -> None:
         """Read from ``start`` to the end, a batch at a time (module docstring)."""
         peer = self._peer
-        f = await trio.to_thread.run_sync(SeedReader, self._path, start)
         try:
-            while True:
-                while not peer.seeds_file_room():
-                    await trio.sleep(ROOM_WAIT)
-                lines, end = await trio.to_thread.run_sync(f.read, BATCH)
-                if not lines:
-                    break
-                async with self._turn:
-                    self._carry(peer.seeds_file_batch(lines, end, self._now()))
-        finally:
-            f.close()
+            f = await trio.to_thread.run_sync(SeedReader, self._path, start)
+            try:
+                while True:
+                    while not peer.seeds_file_room():
+                        await trio.sleep(ROOM_WAIT)
+                    lines, end = await trio.to_thread.run_sync(f.read, BATCH)
+                    if not lines:
+                        break
+                    async with self._turn:
+                        self._carry(peer.seeds_file_batch(lines, end, self._now()))
+            finally:
+                f.close()
+        except OSError as exc:
+            # The disk's fault, not the crawl's: what was read is crawled, and a
+            # restart goes on from the position (seedfeed rule 3).
+            log.error("seeds_file %s: reading stopped (%s): %s; a restart goes on from there",
+                      self._path, exc.strerror or exc, peer.seeds_file_summary())
+            peer.seeds_file_give_up()
+            self._carry(())  # the scheduler looks again: the peer may be idle now
+            return
         self._carry(peer.seeds_file_end())
         log.info("%s", peer.seeds_file_summary())

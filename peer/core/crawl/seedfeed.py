@@ -156,6 +156,10 @@ class SeedFeed:
         """A batch judged: the position after its last line (rule 3)."""
         self.offset = end
 
+    def give_up(self) -> None:
+        """The file could not be read on (an I/O error): the peer may go idle; a restart tries again."""
+        self.reading = False
+
     def end(self) -> None:
         """The file read to its end."""
         self.reading = False

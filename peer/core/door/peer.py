@@ -384,6 +384,10 @@ class PeerCore:
         feed.advance(end)
         return [*out, SeedsAt(tuple(feed.to_counters().items())), Commit()]
 
+    def seeds_file_give_up(self) -> None:
+        """The seeds file broke off mid-way (an I/O error): its position stays where it is."""
+        self.crawl.seed_feed.give_up()
+
     def seeds_file_end(self) -> list[PeerEffect]:
         """The file read to its end: its state journaled, and the reader may go idle."""
         feed = self.crawl.seed_feed
