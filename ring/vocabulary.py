@@ -99,12 +99,13 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop),
 #: the WARC writer's (``warc.``: records, files, fetches not archived...),
 #: duplicate content's (``dedupe.``; a refused band answer or query is ``dedupe_<what>``, a drop),
-#: and a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
-#: a refused ETag or Last-Modified is ``revisit_validator``, a drop).
+#: a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
+#: a refused ETag or Last-Modified is ``revisit_validator``, a drop),
+#: and a seeds file's lines by outcome (``seeds_file.``: peer/core/crawl/seedfeed.py).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "stalled_rounds", "cap.", "error.",
                     "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.",
-                    "revisit.")
+                    "revisit.", "seeds_file.")
 
 
 def words(family: Family) -> str:

@@ -33,7 +33,7 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     # As this peer sends it: {machine} replaced (peer.core.config.workers).
     c, pol = (cfg.for_peer(peer_id) if peer_id else cfg).crawl, cfg.politeness
     scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
-    lines.append(f"   seeds: {len(c.seeds)}; scope: {scope}; concurrency {c.concurrency}; "
+    lines.append(f"   seeds: {len(c.seeds)}{' and ' + c.seeds_file if c.seeds_file else ''}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
     from peer.core.config.proxies import proxy_lines
     from peer.core.crawl.robots import product_token
@@ -177,10 +177,10 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
     from peer.core.config.tls import unverified_warnings
 
     ring = ring_warnings(cfg) + machine_warnings(cfg) + [f"{where}: {w}" for w in unverified_warnings(cfg.sites)]
-    if not c.seeds:
+    if not c.seeds and not c.seeds_file:
         return [f"{where}: crawl.seeds is empty: the crawl will end at once with 0 pages", *ring]
     out = ring
-    idle = idle_peers(cfg, seed_owners(cfg))
+    idle = idle_peers(cfg, seed_owners(cfg)) if not c.seeds_file else []  # a file's hosts are not read here
     if idle:
         out.append(f"{where}: {', '.join(idle)} own{'s' if len(idle) == 1 else ''} none of the seed "
                    "hosts: idle until a link leads to a host of theirs (with a site or two, perhaps "

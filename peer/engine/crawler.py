@@ -122,6 +122,7 @@ from peer.core.crawl.limits import Limits
 from peer.core.crawl.robots import MAX_ROBOTS_BYTES
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
+from peer.core.door.effects import SeedsAt
 from peer.core.door.peer import Commit, PeerCore, ReadFetched, ReadHosts
 from peer.core.seen.bloom import BloomFilter
 from peer.errors import StorageError
@@ -134,6 +135,7 @@ from peer.engine.reporting import Reporting
 from peer.engine.results import Results
 from peer.engine.revisits import Revisits
 from peer.engine.ringface import RingFace, curve_keys
+from peer.engine.seedsfile import SeedsFile
 from peer.engine.seenfiles import SeenFiles
 from peer.engine.sitemapfetch import SitemapFetch
 from peer.net.fetcher import Fetcher
@@ -238,11 +240,14 @@ class Crawler:
         self.sitemaps = SitemapFetch(peer, now, cfg.sitemaps.limits(), fetch=self._fetch_prefix,
                                      keep=self._keep, carry=carry, heavy=self.parsing.heavy, turn=self._turn)
         self.revisits = Revisits(peer, peer_id, now, lambda: results.store)
+        self.seeds_file = SeedsFile(cfg.crawl.seeds_file, (p.id for p in cfg.peers), peer_id, peer, now,
+                                    carry, self._turn)
         effects.register({
             Forward: self._do_forward, Queued: lambda e: journal.queued(e.url, e.depth),
             Checking: lambda e: journal.forwarded(e.url, e.depth), Seen: lambda e: journal.seen(e.url),
             Done: lambda e: journal.done(e.url, None), Row: self._do_row, Items: results.items,
             Commit: lambda e: journal.commit(),
+            SeedsAt: lambda e: journal.counters(dict(e.counters)),
             Granted: lambda e: journal.counters(grants_to_counters(e.grants)),
             # Once an operator's change, a few ids: written at once, atomically, before
             # the sends after it (ring.membership.voters rule 6), not in a thread.
@@ -409,6 +414,10 @@ class Crawler:
             if sockets is not None:
                 await services.start(sockets.run)
             self._apply(peer.seeds(self.clock()))
+            # Before the first step: the reader is busy, so neither it nor the ring ends first.
+            seeds_start = await self.seeds_file.begin()
+            if seeds_start is not None:
+                services.start_soon(self.seeds_file.run, seeds_start)
             services.start_soon(store.run, 1.0, cfg.crawl.results_checkpoint)
             services.start_soon(self.results.watch)
             services.start_soon(self.reporting.run, self._flush_pid)

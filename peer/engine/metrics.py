@@ -139,6 +139,10 @@ def families(f: PeerFigures) -> Iterator[Metric]:
         yield labelled(CounterMetricFamily, "warc", "the WARC writer's counters: records, fetches, files, "
                        "bytes written; fetches without_response, skipped_truncated, not_archived",
                        "figure", f.warc)
+    if f.seeds_file:  # the peer that reads crawl.seeds_file
+        yield labelled(CounterMetricFamily, "seeds_file_lines", "lines of crawl.seeds_file read, by outcome: "
+                       "queued, forwarded, seen, skipped, invalid, or the not-requested cause",
+                       "outcome", f.seeds_file)
     yield gauge("ring_version", "changes of this peer's live member set since it started",
                 f.ring_version)
     if f.revisit_visits:  # a continuous crawl ([revisit] enabled)

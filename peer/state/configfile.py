@@ -28,4 +28,11 @@ def load_config(path: str | Path) -> ClusterConfig:
         raise ConfigError(str(p), "", f"is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     except OSError as exc:
         raise ConfigError(str(p), "", f"cannot be read: {exc.strerror or exc}") from None
-    return parse_config(text, p, base=p.parent.resolve())
+    cfg = parse_config(text, p, base=p.parent.resolve())
+    seeds_file = cfg.crawl.seeds_file
+    if seeds_file:
+        f = Path(seeds_file)
+        if not f.is_file():
+            raise ConfigError(str(p), "crawl.seeds_file", f"expected a readable file, got {seeds_file!r} "
+                              f"({'a directory' if f.is_dir() else 'no such file'})")
+    return cfg

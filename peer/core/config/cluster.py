@@ -193,6 +193,9 @@ def parse_config(text: str, path: str | Path = "cluster.toml", *, base: Path | N
     cfg = dataclasses.replace(cfg, sites=parse_sites(doc.get("site", []), cfg.crawl, cfg.politeness, where))
     crawl, sites = resolve_tls_paths(cfg.crawl, cfg.sites, base, where)
     crawl, sites = check_proxies(crawl, sites, cfg.dns.resolve, where, base)
+    if crawl.seeds_file:
+        f = Path(crawl.seeds_file).expanduser()
+        crawl = dataclasses.replace(crawl, seeds_file=str(f if f.is_absolute() else base / f))
     return dataclasses.replace(cfg, crawl=crawl, sites=sites, metrics=resolve_metrics(cfg.metrics, base, where))
 
 
@@ -252,6 +255,10 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         raise ConfigError(where, "dns.max_ttl", f"expected at least dns.min_ttl ({cfg.dns.min_ttl}), got {cfg.dns.max_ttl}")
     if cfg.bloom.max_capacity < cfg.bloom.capacity:
         raise ConfigError(where, "bloom.max_capacity", f"expected at least bloom.capacity ({cfg.bloom.capacity}; equal for a filter that never grows), got {cfg.bloom.max_capacity}")
+    if cfg.crawl.seeds_file and not cfg.crawl.allow_hosts:
+        # The scope "the seeds' hosts" would need the whole file in memory.
+        raise ConfigError(where, "crawl.allow_hosts", "expected host globs (\"*\" for every host) with "
+                          "crawl.seeds_file: the scope cannot be the hosts of a file of millions of lines")
     for i, seed in enumerate(cfg.crawl.seeds):
         try:
             normalize(seed)

@@ -185,6 +185,10 @@ class CrawlConfig:
     """``[crawl]``: what to crawl and how each fetch behaves."""
 
     seeds: tuple[str, ...] = _key(list, [], "start URLs (http or https)")
+    seeds_file: str = _key(str, "", "a file of start URLs, one a line (plain or gzip; blank lines and # comments "
+                           "skipped), relative to cluster.toml; read as a stream by the lowest-id [[peer]], each "
+                           "URL sent to its host's owner, its position journaled (docs/operations.md, Seeds by "
+                           "the million); needs crawl.allow_hosts; \"\" = none")
     allow_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts in scope; empty: the seeds' hosts")
     deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
     max_pages: int = _key(int, 0, "cluster-wide page limit, never exceeded: split over the [[peer]] "

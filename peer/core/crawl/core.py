@@ -62,6 +62,7 @@ from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
 from peer.core.crawl.outcomes import MAX_RETRIES, RETRY_BASE, Outcomes, Retries
 from peer.core.crawl.robots import RobotsCache, Verdict, product_token
+from peer.core.crawl.seedfeed import SeedFeed
 from peer.core.dedupe.held import HeldPages
 from peer.core.frontier.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
 from peer.core.handoff.moves import Handoffs
@@ -141,6 +142,8 @@ class CrawlCore:
         self.peek_ip = peek_ip
         self.stopping = False
         self.leaving = False
+        #: ``crawl.seeds_file``'s count and position (peer/core/crawl/seedfeed.py); its reader is not idle.
+        self.seed_feed = SeedFeed()
         self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
         #: The cookies of the hosts we fetch (peer/core/http/cookies.py); None when
         #: no host has them on, so the default path costs one test.
@@ -406,7 +409,7 @@ class CrawlCore:
         # (peer/core/revisit/recrawl.py rule 5): neither done alone nor in the ring.
         rc = self.recrawl
         return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
-                and not self.frontier.moving and not self.held.waiting()
+                and not self.frontier.moving and not self.held.waiting() and not self.seed_feed.reading
                 and (rc is None or self.leaving or not rc.scheduled))
 
     def job_ended(self, job: Job) -> None:

@@ -10,6 +10,7 @@ call: the crawl's (``peer.core.crawl.decisions``), the ring's
 ``Commit``      make every journal record so far durable, before what follows
 ``ReadHosts``   a hand-off needs the hosts the results hold (``hosts_read``)
 ``ReadFetched`` ... and the fetched URLs of those that moved (``fetched_read``)
+``SeedsAt``     journal the seeds file's position and counts (before the batch's ``Commit``)
 ==============  ==============================================================
 """
 
@@ -21,7 +22,7 @@ from typing import Union
 from peer.core.crawl.decisions import Effect
 from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, VotersChanged
 
-__all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts"]
+__all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts", "SeedsAt"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,5 +45,12 @@ class ReadFetched:
     hosts: tuple[str, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class SeedsAt:
+    """Journal ``counters``: a seeds file's position and counts (peer/core/crawl/seedfeed.py rule 3)."""
+
+    counters: tuple[tuple[str, float], ...]
+
+
 PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted, VotersChanged]
+                   Granted, VotersChanged, SeedsAt]

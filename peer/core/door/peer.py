@@ -66,7 +66,9 @@ Rules:
    f. after a ``Granted`` (``ring.membership.budget`` rule 5), before the round's
       messages that carry the grants: a process killed after them restarts
       with them (a restart that forgot a grant would spend it twice);
-   g. after the seeds and after a resume: the start is on disk whole.
+   g. after the seeds and after a resume: the start is on disk whole; after
+      each batch of a seeds file, with its position (``SeedsAt``) before it
+      (peer/core/crawl/seedfeed.py rule 3).
 2. **Origins.** What the ring takes or gives back (``Deliver``,
    ``Rerouted``) reaches the crawl as ``ring.forwarding.intake`` orders it, whose rules
    ``ring.io.driver.RingDriver`` follows too: a member's or the adopt tool's
@@ -94,7 +96,9 @@ Rules:
 6. **Moves are paced by the Outbox** (frontier rule 10): ``move_spilled``
    passes on ``MOVE_CHUNK`` spilled URLs of hosts that changed owner a
    call, and none while ``MOVE_BACKLOG`` wait for their owners' acks, so a
-   move costs RAM of a backlog, not of the queues.
+   move costs RAM of a backlog, not of the queues. A seeds file is paced the
+   same way (``seeds_file_room``): no batch is read while the Outbox or the
+   exact seen set's pending batch holds ``MOVE_BACKLOG``.
 """
 
 from __future__ import annotations
@@ -122,7 +126,8 @@ from peer.core.crawl.decisions import (
     Start,
 )
 from peer.core.dedupe.bands import NearAnswer, NearQuery
-from peer.core.door.effects import Commit, PeerEffect, ReadFetched, ReadHosts
+from peer.core.door.effects import Commit, PeerEffect, ReadFetched, ReadHosts, SeedsAt
+from peer.core.crawl.seedfeed import FileMark, INVALID, SKIPPED, outcome, parse_line
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
 from peer.core.page.extract import PageRules
@@ -331,6 +336,63 @@ class PeerCore:
     def seeds(self, now: float) -> list[PeerEffect]:
         """The seeds (and the sitemaps they name), then Commit (1g)."""
         return [*self.routed(self.crawl.seeds(now), now), Commit()]
+
+    # -- a seeds file (peer.core.crawl.seedfeed) ----------------------------------------
+
+    def seeds_file_begin(self, mark: FileMark) -> tuple[int, str | None]:
+        """Where to start reading the seeds file, and what to say of a changed one (seedfeed rule 4)."""
+        return self.crawl.seed_feed.begin(mark)
+
+    @property
+    def seeds_file_reading(self) -> bool:
+        """Whether the seeds file is being read (begun, not at its end)."""
+        return self.crawl.seed_feed.reading
+
+    def seeds_file_summary(self) -> str:
+        """The seeds file's one line: lines read, by outcome."""
+        return self.crawl.seed_feed.summary()
+
+    def seeds_file_lines(self) -> int:
+        """Lines of the seeds file judged so far, in this run and the ones before."""
+        return self.crawl.seed_feed.lines
+
+    def seeds_file_room(self) -> bool:
+        """Whether another batch may be read: the Outbox's backlog and the sieve's within bounds (rule 6)."""
+        if self.crawl.sieve.pending > MOVE_BACKLOG:
+            return False
+        if self.node is None:
+            return True
+        st = self.node.outbox.stats()
+        return st.pending + st.unacked * MOVE_CHUNK <= MOVE_BACKLOG
+
+    def seeds_file_batch(self, lines: Sequence[bytes], end: int, now: float) -> list[PeerEffect]:
+        """One batch of raw lines judged as seeds (seedfeed rules 1-2), its position, then Commit (1g)."""
+        feed, crawl = self.crawl.seed_feed, self.crawl
+        out: list[PeerEffect] = []
+        for raw in lines:
+            try:
+                url = parse_line(raw)
+            except ValueError:
+                feed.count(INVALID)
+                continue
+            if url is None:
+                feed.count(SKIPPED)
+                continue
+            effects = crawl.discover(url, 0, now, Origin.SEED)
+            feed.count(outcome(effects))
+            out += self.routed(effects, now)
+        feed.advance(end)
+        return [*out, SeedsAt(tuple(feed.to_counters().items())), Commit()]
+
+    def seeds_file_give_up(self) -> None:
+        """The seeds file broke off mid-way (an I/O error): its position stays where it is."""
+        self.crawl.seed_feed.give_up()
+
+    def seeds_file_end(self) -> list[PeerEffect]:
+        """The file read to its end: its state journaled, and the reader may go idle."""
+        feed = self.crawl.seed_feed
+        feed.end()
+        return [SeedsAt(tuple(feed.to_counters().items())), Commit()]
 
     # -- a job ------------------------------------------------------------------------
 

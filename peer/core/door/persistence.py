@@ -28,6 +28,7 @@ from typing import Protocol
 
 from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import Effect, Origin
+from peer.core.crawl.seedfeed import SeedFeed
 from peer.core.door.effects import Commit, PeerEffect
 from peer.core.frontier.spillqueue import SpillStore
 from peer.core.seen.bloom import BloomFilter
@@ -106,6 +107,7 @@ class Persistence:
         b = crawl.cfg.bloom
         crawl.bloom.set_policy(b.growth, b.max_capacity)
         crawl.requested = int(rec.counters.get("pages", 0))
+        crawl.seed_feed = SeedFeed.from_counters(rec.counters)  # its position and counts (seedfeed rule 3)
         # The URLs other peers handed us as fetched: a copy still queued must not run,
         # and they go on with their hosts' next move (a resumed peer forgot them before).
         handed: dict[str, str] = getattr(rec, "handed", {})
@@ -161,11 +163,12 @@ class Persistence:
         self._crawl.frontier.flush_tails()
 
     def counters(self) -> dict[str, float]:
-        """What a snapshot and the journal's last record keep: the page count and the grants."""
+        """What a snapshot and the journal's last record keep: the page count, the grants, the seeds file's position."""
         node = self._node()
         grants = node.membership.me.grants if node is not None else self.resumed_grants
         left = node.membership.tombstones() if node is not None else self.resumed_left
-        return {"pages": self._crawl.requested, **grants_to_counters(grants), **left_to_counters(left)}
+        return {"pages": self._crawl.requested, **grants_to_counters(grants), **left_to_counters(left),
+                **self._crawl.seed_feed.to_counters()}
 
     def snapshot_view(self) -> SnapshotView:
         """One moment's state for a snapshot; the spill store's tails flushed (its checkpoint next)."""

@@ -81,8 +81,9 @@ class Readouts:
         return (node.outbox.stats().forwarded, node.inbox.received) if node is not None else (0, 0)
 
     def limits(self, now: float, malformed: Mapping[str, int]) -> dict[str, int]:
-        """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name."""
-        return self._crawl.limits_figures(now, dict(malformed))
+        """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name;
+        a seeds file's lines by outcome (``seeds_file.<outcome>``, peer/core/crawl/seedfeed.py rule 2)."""
+        return {**self._crawl.limits_figures(now, dict(malformed)), **self._crawl.seed_feed.figures()}
 
     def status(self, now: float, *, elapsed: float, dns_hit_rate: float,
                limits: Mapping[str, int]) -> StatusFigures:
@@ -167,6 +168,8 @@ class Readouts:
         s.limits = limits.render(now)
         s.caps = Counter({str(cap): n for cap, n in limits.hits.items() if n})
         s.details = crawl.detail_lines(dict(malformed))
+        if crawl.seed_feed.mark is not None:
+            s.details.append(crawl.seed_feed.summary())
         s.dedupe = crawl.dup_figures()
         rc = crawl.recrawl
         if rc is not None:
@@ -212,7 +215,7 @@ class Readouts:
             drops=dict(split_pairs(pairs.items()).drops),
             delay_quantiles=quantiles(fr.delays()),
             ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
-            warc=dict(warc),
+            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts),
         )
         rc = crawl.recrawl
         if rc is not None:

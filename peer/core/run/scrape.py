@@ -60,6 +60,7 @@ class PeerFigures:
     ring_version: int = 0
     # The WARC writer's counters ([warc]; peer/engine/archive.py): {} when off.
     warc: Mapping[str, int] = field(default_factory=dict)
+    seeds_file: Mapping[str, int] = field(default_factory=dict)  # lines by outcome (peer/core/crawl/seedfeed.py)
     # A continuous crawl's schedule (peer/core/revisit/recrawl.py); empty / None when [revisit] is off.
     revisits_due: int = 0
     revisits_scheduled: int = 0
