@@ -26,15 +26,15 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
-from ring.tools.logs import parse_stamp
 from pathlib import Path
 
 from localweb.hostile.endless import LINKS
+from localweb.processes.peerrun import free_ports
+from ring.tools.logs import parse_stamp
 
 
 # ------------------------------------------------------------------ the endless web
@@ -54,16 +54,6 @@ def serve(hosts: int, port_file: Path) -> None:
 
 
 # ------------------------------------------------------------------ the crawl
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def cluster_toml(tmp: Path, web_port: int, max_pages: int, head: int) -> str:

@@ -21,24 +21,15 @@ import gzip
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+from localweb.processes.peerrun import free_ports
+
 SUMMARY = re.compile(r"seeds_file: ([\d,]+) lines read \(([^)]*)\)")
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    for s in socks:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in socks]
-    for s in socks:
-        s.close()
-    return ports
 
 
 def write_seeds(path: Path, lines: int, hosts: int, port: int) -> None:
