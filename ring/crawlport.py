@@ -17,7 +17,7 @@ from typing import Protocol
 from ring.hashring import HashRing
 from ring.status import StatusFigures
 
-__all__ = ["CrawlPort"]
+__all__ = ["CrawlPort", "NoCrawl"]
 
 
 class CrawlPort(Protocol):
@@ -79,3 +79,50 @@ class CrawlPort(Protocol):
     def status_figures(self) -> StatusFigures:
         """This peer's figures for ``ring status``."""
         ...
+
+
+class NoCrawl:
+    """A :class:`CrawlPort` with nothing to crawl: the stand-in of a ring member that
+    runs no crawl (the tools' and benchmarks' bare members). Idle; a subclass that
+    must keep the ring from ending says so in ``locally_idle``."""
+
+    pages_requested = 0
+
+    def locally_idle(self) -> bool:
+        return True
+
+    def accept(self, url: str, depth: int) -> None:
+        pass
+
+    def accept_seen(self, url: str) -> None:
+        pass
+
+    def take_back(self, url: str, depth: int) -> None:
+        pass
+
+    def commit_state(self) -> None:
+        pass
+
+    def set_ring(self, ring: HashRing) -> None:
+        pass
+
+    async def handoff_seen(self, old: HashRing, ring: HashRing) -> int:
+        return 0
+
+    def handoff_starts(self, old: HashRing, ring: HashRing) -> Mapping[str, Iterable[tuple[str, float]]]:
+        return {}
+
+    def handoff_done(self, sender: str) -> None:
+        pass
+
+    def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
+        pass
+
+    def leave(self) -> None:
+        pass
+
+    def poke(self) -> None:
+        pass
+
+    def status_figures(self) -> StatusFigures:
+        return StatusFigures()

@@ -19,7 +19,7 @@ import argparse
 import signal
 import sys
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Sequence
 
 import trio
 
@@ -27,57 +27,18 @@ from peer.core.config.cluster import bind_address
 from peer.state.configfile import load_config
 from peer.core.door.peer import ring_node
 from peer.engine.ringface import curve_keys
-from ring.hashring import HashRing
+from ring.crawlport import NoCrawl
 from ring.io.driver import RingDriver
 from ring.messages import MemberState
-from ring.status import StatusFigures
 
 __all__ = ["main"]
 
 
-class EmptyCrawl:
-    """A ``ring.crawlport.CrawlPort`` with nothing to crawl, never idle: the ring never declares itself done."""
-
-    pages_requested = 0
+class EmptyCrawl(NoCrawl):
+    """A crawl with nothing to crawl, never idle: the ring never declares itself done."""
 
     def locally_idle(self) -> bool:
         return False
-
-    def accept(self, url: str, depth: int) -> None:
-        pass
-
-    def accept_seen(self, url: str) -> None:
-        pass
-
-    def take_back(self, url: str, depth: int) -> None:
-        pass
-
-    def commit_state(self) -> None:
-        pass
-
-    def set_ring(self, ring: HashRing) -> None:
-        pass
-
-    async def handoff_seen(self, old: HashRing, ring: HashRing) -> int:
-        return 0
-
-    def handoff_starts(self, old: HashRing, ring: HashRing) -> Mapping[str, Iterable[tuple[str, float]]]:
-        return {}
-
-    def handoff_done(self, sender: str) -> None:
-        pass
-
-    def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
-        pass
-
-    def leave(self) -> None:
-        pass
-
-    def poke(self) -> None:
-        pass
-
-    def status_figures(self) -> StatusFigures:
-        return StatusFigures()
 
 
 async def _run(ring: str, peer_id: str) -> None:

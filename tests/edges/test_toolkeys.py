@@ -30,6 +30,7 @@ import trio
 from clirun import ring_main, run_main
 from ringharness import free_ports
 
+from ring.crawlport import NoCrawl
 from ring.io.curve import CurveKeys, write_keypair
 from ring.io.driver import RingDriver
 from ring.io.zap import curve_keypair
@@ -37,34 +38,6 @@ from ring.node import RingNode
 from ring.tools.client import Contact, HandshakeRefused, cluster_status, request_forget
 
 RING = "keyed"
-
-
-class Idle:
-    """A crawl with nothing to do (``ring.crawlport.CrawlPort``)."""
-
-    pages_requested = 0
-
-    def locally_idle(self) -> bool:
-        return True
-
-    def status_figures(self) -> dict[str, Any]:
-        return {"pages": 0, "frontier": 0}
-
-    def leave(self) -> None: ...
-    def accept(self, url: str, depth: int) -> None: ...
-    def accept_seen(self, url: str) -> None: ...
-    def take_back(self, url: str, depth: int) -> None: ...
-    def commit_state(self) -> None: ...
-    def set_ring(self, ring: Any) -> None: ...
-    def handoff_done(self, sender: str) -> None: ...
-    def seed_host_starts(self, starts: Any) -> None: ...
-    def poke(self) -> None: ...
-
-    async def handoff_seen(self, old: Any, ring: Any) -> int:
-        return 0
-
-    def handoff_starts(self, old: Any, ring: Any) -> dict[str, Any]:
-        return {}
 
 
 @contextlib.contextmanager
@@ -78,7 +51,7 @@ def curve_peer(keys: CurveKeys, seeds: list[tuple[str, str, float]]) -> Iterator
             address = dict((s[0], s[1]) for s in seeds)["p1"]
             node = RingNode("p1", address, 1.0, RING, seeds=seeds, gossip_interval=0.1,
                             suspect_after=1.0, dead_after=3.0, now=trio.current_time(), incarnation=1000)
-            driver = RingDriver(node, Idle(), address, keys=keys)
+            driver = RingDriver(node, NoCrawl(), address, keys=keys)
             async with trio.open_nursery() as nursery:
                 held["token"], held["scope"] = trio.lowlevel.current_trio_token(), nursery.cancel_scope
                 await nursery.start(driver.run)
