@@ -208,6 +208,8 @@ MAX_UPDATES = 64
 #: Busiest hosts a status reply carries (MemberStatus.busiest).
 MAX_BUSIEST = 10
 MAX_UINT = 2**64 - 1
+#: The counters of ``ring seed add``'s lines (peer/core/crawl/seedadd.py), shown as ``seed_add`` in --json.
+_SEED_ADD = "seed_add."
 
 
 class MemberState(StrEnum):
@@ -443,6 +445,8 @@ class MemberStatus:
                 # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
                 # JSON readers. None: the member did not say.
                 "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None,
+                # `ring seed add`'s lines this member took, by outcome (ring.seedadds); {}: none.
+                "seed_add": {k[len(_SEED_ADD):]: n for k, n in split.counters if k.startswith(_SEED_ADD)},
                 "heard": self.heard, "page_cap": self.page_cap, "budget_wait": self.budget_wait,
                 "voters_version": self.voters_version, "voters": list(self.voters),
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
