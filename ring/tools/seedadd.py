@@ -86,10 +86,10 @@ def open_lines(path: str) -> Iterator[bytes]:
         raw: IO[bytes] = sys.stdin.buffer if path == "-" else open(path, "rb")
     except OSError as exc:
         raise SeedInputError(f"{path}: cannot be read ({exc.strerror or exc})") from None
-    return _lines(path, raw)
+    return _lines(path, raw, close=path != "-")
 
 
-def _lines(path: str, raw: IO[bytes]) -> Iterator[bytes]:
+def _lines(path: str, raw: IO[bytes], close: bool) -> Iterator[bytes]:
     buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw)  # type: ignore[type-var]
     try:
         f: IO[bytes] = buffered
@@ -113,7 +113,7 @@ def _lines(path: str, raw: IO[bytes]) -> Iterator[bytes]:
         except OSError as exc:
             raise SeedInputError(f"{path}: reading stopped after line {n:,} ({exc.strerror or exc})") from None
     finally:
-        if raw is not sys.stdin.buffer:
+        if close:
             raw.close()
 
 
