@@ -39,7 +39,7 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    on that member's route (``ring.io.zmqio.member_route``), and with CurveZMQ
    on a connection whose ZAP User-Id is that member (``route_spoof``,
    ``wrong_user``). Tools use anonymous routes and send only their kinds:
-   status and leave requests, and ``adopt:`` URL batches.
+   status, leave, forget, voter and seed-add requests, and ``adopt:`` URL batches.
 3. **Senders.** A URL batch from a sender that is not a live member, or a
    hand-off message from one we never heard of, is dropped
    (``unknown_sender``): the forwarder's termination sums cover members

@@ -345,14 +345,15 @@ def _seed_main(cfg: RingFile, args: argparse.Namespace) -> int:
     except BaseException as exc:
         if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
             raise
-        print(f"\ninterrupted: the ring took {run.taken_lines:,} lines; the rest were not sent "
-              "(a run resumes nothing)", file=sys.stderr)
+        print(f"\ninterrupted: the ring took {run.taken_lines:,} lines; the rest were not sent, or not "
+              "answered (a run resumes nothing)", file=sys.stderr)
         print(format_run(run, cfg.ring.name))
         return 1
     print(format_run(run, cfg.ring.name))
     if run.stopped:
-        print(f"error: {run.stopped}; the ring took the first {run.taken_lines:,} lines, the rest were not "
-              f"sent (a run resumes nothing: tail -n +{run.taken_lines + 1} sends the rest)", file=sys.stderr)
+        print(f"error: {run.stopped}; the ring took {run.taken_lines:,} lines, not every line from line "
+              f"{run.untaken_from:,} on (a run resumes nothing: tail -n +{run.untaken_from} sends them again)",
+              file=sys.stderr)
         return 2 if run.bad_input else 1
     return 0
 

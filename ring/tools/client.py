@@ -2,7 +2,7 @@
 
 A tool is not a member: it asks over a DEALER on an anonymous route, and a
 peer answers on that connection (``ring.node``: tools send only status,
-leave and forget requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
+leave, forget, voter and seed-add requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
 caller passes the ring's name and its seeds (:class:`Contact`), and, when
 the ring uses CurveZMQ, the tool's own key pair (:func:`client_keys`).
 A member's row is the decoded :class:`~ring.messages.MemberStatus` itself,

@@ -13,7 +13,8 @@ as a ``crawl.seeds_file`` line (blank lines and ``#`` comments
 
 **Sending.** Each batch is one :class:`~ring.messages.SeedAddRequest` with
 a fresh 64-bit nonce, to the peer that took the last one; first to
-cluster.toml's ``[[peer]]`` entries in their order. The answer comes once
+cluster.toml's ``[[peer]]`` entries in their order; :data:`WINDOW` batches
+at a time. The answer comes once
 the batch is on that peer's disk and its owners acked the URLs forwarded
 to them, or ``crawl.seed_add_wait`` later, ``durable`` (``ring.seedadds``).
 A peer that does not answer within ``--timeout`` is given up and the
@@ -26,9 +27,11 @@ at the same peer after :data:`BUSY_WAIT`, up to :data:`BUSY_TRIES` times;
 ``crawl.seed_add_batch`` is smaller than this cluster.toml's) stops the run.
 
 **Resumes nothing.** A run that stops (no peer answers, Ctrl-C) says how
-many lines the ring took (:attr:`SeedAddRun.taken_lines`): the lines after
-them were not sent, and a second run of the same file sends every line
-again (owners refuse those seen as ``seen``); ``tail -n +N`` gives the rest.
+many lines the ring took (:attr:`SeedAddRun.taken_lines`) and the first
+line of the first batch it did not take (:attr:`SeedAddRun.untaken_from`;
+some later batches in the window may have been taken): a second run of the
+same file sends every line again (owners refuse those seen as ``seen``);
+``tail -n +N`` from that line sends the rest.
 """
 
 from __future__ import annotations
@@ -49,11 +52,15 @@ from ring.io.curve import CurveKeys
 from ring.messages import MAX_STR, SeedAddReply, SeedAddRequest, SeedAddStatus
 from ring.tools.client import Contact, ask_seed_add
 
-__all__ = ["BUSY_TRIES", "BUSY_WAIT", "MAX_BATCH_BYTES", "Batch", "SeedAddRun", "SeedInputError", "batches",
+__all__ = ["BUSY_TRIES", "BUSY_WAIT", "MAX_BATCH_BYTES", "WINDOW", "Batch", "SeedAddRun", "SeedInputError", "batches",
            "format_run", "open_lines", "send_batches"]
 
 #: Bytes of lines a batch carries at most: the codec's frame is 8 MiB (ring.messages.MAX_FRAME).
 MAX_BATCH_BYTES = 4 << 20
+#: Batches in flight at once: a peer's answer waits for the owners' acks (a batch age
+#: and a commit each way, ~0.4 s on the loaded 2-core machine), so one at a time left the
+#: peers idle: 2,500 lines a second for 100,000 lines (scripts/bench_seed_add.py).
+WINDOW = 8
 #: Seconds before a busy peer is asked again, and how many times.
 BUSY_WAIT = 0.5
 BUSY_TRIES = 120
@@ -153,6 +160,14 @@ class SeedAddRun:
     peers: Counter[str] = field(default_factory=Counter)  # batches taken, by peer
     stopped: str = ""  # why the ring did not take the rest ("" : it took every line)
     bad_input: bool = False  # it stopped because the input broke off (the user's to fix)
+    #: The first line of the first batch not taken (batches go ``WINDOW`` at a time, so some
+    #: after it may have been): a second run from it sends every line not taken.
+    untaken_from: int = 0
+
+    def stop(self, why: str, line: int) -> None:
+        if not self.stopped:
+            self.stopped = why
+        self.untaken_from = min(self.untaken_from or line, line)
 
     def took(self, reply: SeedAddReply, batch: Batch) -> None:
         self.counts.update(dict(reply.counts))
@@ -181,51 +196,81 @@ _WHY = {
 async def send_batches(ring_name: str, contacts: list[Contact], source: Iterable[Batch], timeout: float,
                        keys: CurveKeys | None = None,
                        progress: Callable[[SeedAddRun], None] | None = None,
-                       run: SeedAddRun | None = None) -> SeedAddRun:
-    """Each batch of ``source`` to a live peer of ``contacts`` (module docstring); what was taken,
-    filled into ``run`` as it goes (a caller interrupted still has it).
+                       run: SeedAddRun | None = None, window: int = WINDOW) -> SeedAddRun:
+    """Each batch of ``source`` to a live peer of ``contacts``, ``window`` at a time (module
+    docstring); what was taken, filled into ``run`` as it goes (a caller interrupted still has it).
 
     Raises HandshakeRefused when a peer refuses this tool's key (the user's to fix). An input
     that breaks off (:class:`SeedInputError`) stops the run, said in ``stopped`` with ``bad_input``.
     """
     run = run if run is not None else SeedAddRun()
-    at = 0  # the peer that took the last batch
+    sender = _Sender(ring_name, contacts, timeout, keys, run)
+    room = trio.Semaphore(window)
     batches_in = iter(source)
-    while True:
+
+    async def send(batch: Batch) -> None:
         try:
-            batch = next(batches_in, None)
-        except SeedInputError as exc:
-            run.stopped, run.bad_input = str(exc), True
-            return run
-        if batch is None:
-            return run
-        request = SeedAddRequest(ring_name, "ring-seed-add", int.from_bytes(os.urandom(8), "big"),
+            await sender.send(batch)
+        finally:
+            room.release()
+        if progress is not None:
+            progress(run)
+
+    async with trio.open_nursery() as nursery:
+        while not run.stopped:
+            await room.acquire()
+            try:
+                batch = next(batches_in, None)
+            except SeedInputError as exc:
+                run.stop(str(exc), run.taken_lines + 1)  # read ahead of every batch not sent
+                run.bad_input = True
+                batch = None
+            if batch is None or run.stopped:
+                room.release()
+                break
+            nursery.start_soon(send, batch)
+    return run
+
+
+class _Sender:
+    """One batch to a live peer (module docstring): asked again while busy, the next peer on silence."""
+
+    def __init__(self, ring_name: str, contacts: list[Contact], timeout: float, keys: CurveKeys | None,
+                 run: SeedAddRun) -> None:
+        self._ring = ring_name
+        self._contacts = contacts
+        self._timeout = timeout
+        self._keys = keys
+        self._run = run
+        self._at = 0  # the peer that took the last batch
+
+    async def send(self, batch: Batch) -> None:
+        run, contacts = self._run, self._contacts
+        request = SeedAddRequest(self._ring, "ring-seed-add", int.from_bytes(os.urandom(8), "big"),
                                  batch.lines, batch.unreadable)
         tried: list[str] = []
         busy = 0
-        while len(tried) < len(contacts):
+        at = self._at
+        while len(tried) < len(contacts) and not run.stopped:
             contact = contacts[at]
-            reply = await ask_seed_add(contact, request, timeout, keys)
+            reply = await ask_seed_add(contact, request, self._timeout, self._keys)
             if reply is not None and reply.status is SeedAddStatus.BUSY and busy < BUSY_TRIES:
                 busy += 1
                 await trio.sleep(BUSY_WAIT)
                 continue
             if reply is not None and reply.status in (SeedAddStatus.ACKED, SeedAddStatus.DURABLE):
                 run.took(reply, batch)
-                break
+                self._at = at
+                return
             if reply is not None and reply.status is SeedAddStatus.OVER_CAP:
-                run.stopped = (f"peer {contact.id} takes fewer lines a batch than this cluster.toml's "
-                               f"crawl.seed_add_batch ({batch.size:,}): set the same value as the peers'")
-                return run
+                run.stop(f"peer {contact.id} takes fewer lines a batch than this cluster.toml's "
+                         f"crawl.seed_add_batch ({batch.size:,}): set the same value as the peers'", batch.first)
+                return
             why = "no answer" if reply is None else _WHY.get(reply.status, f"busy {busy} times")
             tried.append(f"{contact.id} ({why})")
             busy = 0
             at = (at + 1) % len(contacts)
-        else:
-            run.stopped = f"no peer took the batch from line {batch.first:,}: {', '.join(tried)}"
-            return run
-        if progress is not None:
-            progress(run)
+        run.stop(f"no peer took the batch from line {batch.first:,}: {', '.join(tried)}", batch.first)
 
 
 def format_run(run: SeedAddRun, ring_name: str) -> str:
