@@ -316,7 +316,17 @@ async def _seed_add(cfg: RingFile, args: argparse.Namespace) -> SeedAddRun:
             print(f"seed add: {run.taken_lines:,} lines taken, {run.routed:,} routed, "
                   f"{sum(run.refused.values()):,} refused", file=sys.stderr, flush=True)
 
-    return await send_batches(cfg.ring.name, [c for c in seeds_of(cfg) if c.address],
+    contacts = [c for c in seeds_of(cfg) if c.address]
+    solo = solo_peer(cfg)
+    if solo is not None:
+        # A ring of one without an address answers where it recorded one (ring.tools.statuspoll).
+        data_dir = cfg.data_dir(solo.id)
+        recorded = args.recorded(data_dir)
+        if recorded is None or recorded.gone():
+            raise _NoAnswer(f"peer {solo.id} is not running (no status address recorded in {data_dir}); "
+                            f"start it with: python -m peer --ring {shlex.quote(str(args.ring))}")
+        contacts = [Contact(solo.id, recorded.address)]
+    return await send_batches(cfg.ring.name, contacts,
                               batches(args.lines, cfg.crawl.seed_add_batch), args.timeout,
                               tool_keys(cfg, args.key_id), progress, args.run)
 
@@ -609,6 +619,7 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                 print(file=sys.stderr)
                 return 0
         if args.command == "seed":
+            args.recorded = source.status_address
             return _seed_main(cfg, args)
         if args.command == "forget":
             problem = _check_numbers(args)

@@ -403,17 +403,40 @@ class PeerCore:
         """Rule 7: ``ring seed add``'s batch judged, routed, counted and committed; then its answer."""
         node = self.node
         assert node is not None
-        msg, cfg = a.msg, self.crawl.cfg.crawl
-        if len(msg.lines) + msg.unreadable > cfg.seed_add_batch:
-            return self._ring(node.seeds_refused(a.route, msg.nonce, SeedAddStatus.OVER_CAP), now, 0.0)
-        if not self.seeds_file_room():
-            return self._ring(node.seeds_refused(a.route, msg.nonce, SeedAddStatus.BUSY), now, 0.0)
+        msg = a.msg
+        refused = self._seeds_refused(len(msg.lines) + msg.unreadable)
+        if refused is not None:
+            return self._ring(node.seeds_refused(a.route, msg.nonce, refused), now, 0.0)
+        counts, forwarded, out = self._seed_batch(msg.lines, msg.unreadable, now)
+        return out + self._ring(node.seeds_taken(a.route, msg.nonce, counts, forwarded, now - self.stalled,
+                                                 self.crawl.cfg.crawl.seed_add_wait), now, 0.0)
+
+    def seeds_alone(self, lines: Sequence[str], unreadable: int, now: float,
+                    ) -> tuple[SeedAddStatus, dict[str, int], list[PeerEffect]]:
+        """Rule 7 for a ring of one (``peer.engine.observe``): every host is ours, so a batch
+        committed is a batch taken (``ACKED``); or why nothing was taken."""
+        refused = self._seeds_refused(len(lines) + unreadable)
+        if refused is not None:
+            return refused, {}, []
+        counts, _, out = self._seed_batch(lines, unreadable, now)
+        return SeedAddStatus.ACKED, dict(counts), out
+
+    def _seeds_refused(self, size: int) -> SeedAddStatus | None:
+        """Rule 7: why a seed batch of ``size`` lines is taken not at all, or None."""
+        if size > self.crawl.cfg.crawl.seed_add_batch:
+            return SeedAddStatus.OVER_CAP
+        return None if self.seeds_file_room() else SeedAddStatus.BUSY
+
+    def _seed_batch(self, lines: Sequence[str], unreadable: int, now: float,
+                    ) -> tuple[Counter[str], Counter[str], list[PeerEffect]]:
+        """Rule 7: a seed batch judged and routed, counted, then its counts and ``Commit``; the
+        counts by outcome, the URLs forwarded by owner, the effects."""
         counts: Counter[str] = Counter()
         forwarded: Counter[str] = Counter()
-        if msg.unreadable:
-            counts[INVALID] += msg.unreadable  # a line the tool could not carry
+        if unreadable:
+            counts[INVALID] += unreadable  # a line the tool could not carry
         out: list[PeerEffect] = []
-        for line in msg.lines:
+        for line in lines:
             what, effects = self._seed_line(line.encode(), now)
             counts[what] += 1
             for e in effects:
@@ -423,8 +446,7 @@ class PeerCore:
         tally = self.crawl.seed_adds
         tally.add(counts)
         out += [SeedsAt(tuple(tally.to_counters().items())), Commit()]
-        return out + self._ring(node.seeds_taken(a.route, msg.nonce, counts, forwarded, now - self.stalled,
-                                                 cfg.seed_add_wait), now, 0.0)
+        return counts, forwarded, out
 
     def seeds_file_give_up(self) -> None:
         """The seeds file broke off mid-way (an I/O error): its position stays where it is."""
