@@ -4,8 +4,8 @@
 standard input): plain or gzip, told by the magic bytes (RFC 1952 §2.3.1,
 ``1f 8b``), never by the name, one URL a line, read as a stream: a batch
 of at most ``crawl.seed_add_batch`` lines and :data:`MAX_BATCH_BYTES` at a
-time, so the tool holds one batch whatever the file's length (millions of
-lines). A line that the wire cannot carry (not UTF-8, or longer than
+time, so the tool holds the :data:`WINDOW` batches in flight whatever the
+file's length (millions of lines). A line that the wire cannot carry (not UTF-8, or longer than
 ``ring.messages.MAX_STR`` bytes) travels as a count, and the peer counts
 it ``invalid``; every other line travels as it is, and the peer judges it
 as a ``crawl.seeds_file`` line (blank lines and ``#`` comments
