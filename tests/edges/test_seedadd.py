@@ -1,7 +1,8 @@
-"""``python -m ring seed add``'s tool side (ring.tools.seedadd): the input read as a stream and cut into
-batches, what it prints, and its exit statuses when the ring cannot be asked or the input is wrong.
+"""``python -m ring seed add``'s edges: the tool (ring.tools.seedadd: the input read as a stream and cut
+into batches, what it prints, its exit statuses when the ring cannot be asked or the input is wrong),
+and the counts in a peer's /metrics (peer.engine.metrics).
 
-A ring that takes the batches is tests/e2e/test_seed_add.py's.
+A ring that takes the batches is tests/e2e/test_seed_add.py's; the peer's judging, tests/core/test_seedadd.py's.
 """
 
 from __future__ import annotations
@@ -85,3 +86,18 @@ def test_a_users_mistake_is_one_line_and_exit_2(tmp_path):
     # Found before any batch went (gzip reads ahead): the lines before a break would have gone first.
     line = error_line(ring_main(["seed", "add", "--file", str(broken), "--ring", ring, "--timeout", "0.2"]))
     assert line.startswith(f"error: {broken}: a broken gzip stream after line 0 (") and "took 0 lines" in line
+
+
+def test_the_counts_are_a_metric_family():
+    from peer.engine.metrics import families
+    from tests.core.test_seedadd import TOOL, lines_of, peer, request
+
+    p1 = peer()
+    _, _, lines = lines_of(p1)
+    p1.receive(TOOL, request(lines), 1.0, wall=0.0)
+    figures = p1.figures
+    scrape = figures.scrape(1.0, figures.status(1.0, elapsed=1.0, dns_hit_rate=1.0, limits={}), peer="p1",
+                            ring="test", uptime=1.0, dns={}, dns_hit_ratio=1.0, warc={})
+    m = {m.name: m for m in families(scrape)}["ringcrawl_seed_add_lines"]
+    assert {s.labels["outcome"]: s.value for s in m.samples if s.name.endswith("_total")} == {
+        "queued": 1, "forwarded": 1, "skipped": 2, "invalid": 2, "scope": 1}
