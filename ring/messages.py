@@ -58,6 +58,16 @@ What each message is for:
   20-22, added without a ``VERSION`` change, as 16 and 17: a peer of an
   older build drops them as an unknown type, and takes part with version 0
   (cluster.toml's voters).
+- :class:`SeedAddRequest` / :class:`SeedAddReply` — ``python -m ring seed
+  add``: an operator's batch of seed lines for a running ring, sent to any
+  live member, which judges each line as a ``crawl.seeds_file`` line,
+  routes it to its host's owner through the forwarding, and answers with
+  the count of each outcome once the batch is on its disk and, up to a
+  wait, acked by the owners (:class:`SeedAddStatus`). Codes 30 and 31,
+  added without a ``VERSION`` change, as 16-22: a peer of an older build
+  drops them as an unknown type and counts it, and the tool reads its
+  silence as a peer that does not answer and asks the next (so nothing
+  is taken twice by a peer that never took it).
 - :class:`NearQuery` / :class:`NearAnswer` — duplicate content
   (``peer.core.dedupe.verdicts``): a peer asks the owner of some of a page's SimHash
   bands whether an earlier page is within k bits of it, and the owner
@@ -167,6 +177,9 @@ __all__ = [
     "VoterOutcome",
     "VoterRequest",
     "VoterReply",
+    "SeedAddRequest",
+    "SeedAddReply",
+    "SeedAddStatus",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -195,6 +208,8 @@ MAX_UPDATES = 64
 #: Busiest hosts a status reply carries (MemberStatus.busiest).
 MAX_BUSIEST = 10
 MAX_UINT = 2**64 - 1
+#: The counters of ``ring seed add``'s lines (peer/core/crawl/seedadd.py), shown as ``seed_add`` in --json.
+_SEED_ADD = "seed_add."
 
 
 class MemberState(StrEnum):
@@ -244,6 +259,17 @@ class VoterOutcome(StrEnum):
     LAST_VOTER = "last_voter"  # retire: a ring needs one voter at least
     LEAVING = "leaving"  # this peer is leaving the ring
     NOT_STEWARD = "not_steward"  # only the lowest id of the live ring changes the voters: ask it
+
+
+class SeedAddStatus(StrEnum):
+    """What a peer did with a :class:`SeedAddRequest`; the wire carries its index."""
+
+    ACKED = "acked"  # taken: on this peer's disk, and every URL forwarded acked by its owner
+    DURABLE = "durable"  # taken, on this peer's disk; some owners had not acked within crawl.seed_add_wait
+    BUSY = "busy"  # nothing taken: its forwarding backlog (or the batches waiting for acks) is full; ask again
+    OVER_CAP = "over_cap"  # nothing taken: more lines than its crawl.seed_add_batch
+    LEAVING = "leaving"  # nothing taken: this peer is leaving the ring; ask another
+    NO_CRAWL = "no_crawl"  # nothing taken: this member runs no crawl (a tool's or a test's bare member)
 
 
 # --------------------------------------------------------------------------
@@ -419,6 +445,8 @@ class MemberStatus:
                 # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
                 # JSON readers. None: the member did not say.
                 "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None,
+                # `ring seed add`'s lines this member took, by outcome (ring.seedadds); {}: none.
+                "seed_add": {k[len(_SEED_ADD):]: n for k, n in split.counters if k.startswith(_SEED_ADD)},
                 "heard": self.heard, "page_cap": self.page_cap, "budget_wait": self.budget_wait,
                 "voters_version": self.voters_version, "voters": list(self.voters),
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
@@ -640,9 +668,47 @@ class VoterReply:
     nonce: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class SeedAddRequest:
+    """``python -m ring seed add``: seed lines for the running ring, judged as ``crawl.seeds_file``'s.
+
+    ``lines``: each line as read, without its line break (blank lines and ``#``
+    comments included: the peer counts them ``skipped``). ``unreadable``:
+    lines the tool could not carry (not UTF-8, or longer than ``MAX_STR``),
+    which the peer counts ``invalid``. ``nonce`` names the batch: a peer
+    asked again with a nonce it took answers what it answered, taking
+    nothing twice.
+    """
+
+    ring: str
+    sender: str
+    nonce: int
+    lines: tuple[str, ...]
+    unreadable: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SeedAddReply:
+    """What ``sender`` did with the :class:`SeedAddRequest` of ``nonce``.
+
+    ``counts``: (outcome, lines), in ``crawl.seeds_file``'s outcome words
+    (``queued``, ``forwarded``, ``seen``, ``skipped``, ``invalid``, or the
+    not-requested cause); empty unless taken. ``unacked``: URLs forwarded
+    whose owner had not acked them when the answer went (``DURABLE``).
+    """
+
+    ring: str
+    sender: str
+    nonce: int
+    status: SeedAddStatus
+    counts: tuple[tuple[str, int], ...] = ()
+    unacked: int = 0
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply]
+                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, SeedAddRequest,
+                SeedAddReply]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -1126,6 +1192,18 @@ _SPECS += (
                              ("target", _NAME), ("base", _UINT), ("nonce", _UINT))),
     _Spec(VoterReply, 22, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
                            ("outcome", _enum_codec(VoterOutcome)), ("version", _UINT), ("nonce", _UINT))),
+)
+
+# ``python -m ring seed add`` (a tool's request and its answer): 30 and 31, without a
+# VERSION change, as 16-22. A line travels as a string of at most MAX_STR (the codec's
+# string bound; a URL is at most 4 KiB, peer.core.urls.normalize), at most MAX_ARRAY a batch.
+_SPECS += (
+    _Spec(SeedAddRequest, 30, (("ring", _NAME), ("sender", _NAME), ("nonce", _UINT),
+                               ("lines", _array_codec(_URL, MAX_ARRAY)), ("unreadable", _UINT))),
+    _Spec(SeedAddReply, 31, (("ring", _NAME), ("sender", _NAME), ("nonce", _UINT),
+                             ("status", _enum_codec(SeedAddStatus)),
+                             ("counts", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
+                             ("unacked", _UINT))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

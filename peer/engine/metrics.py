@@ -143,6 +143,10 @@ def families(f: PeerFigures) -> Iterator[Metric]:
         yield labelled(CounterMetricFamily, "seeds_file_lines", "lines of crawl.seeds_file read, by outcome: "
                        "queued, forwarded, seen, skipped, invalid, or the not-requested cause",
                        "outcome", f.seeds_file)
+    if f.seed_add:  # a peer that took `ring seed add` batches
+        yield labelled(CounterMetricFamily, "seed_add_lines", "lines of `ring seed add` batches this peer "
+                       "took, by outcome: queued, forwarded, seen, skipped, invalid, or the not-requested cause",
+                       "outcome", f.seed_add)
     yield gauge("ring_version", "changes of this peer's live member set since it started",
                 f.ring_version)
     if f.revisit_visits:  # a continuous crawl ([revisit] enabled)

@@ -27,7 +27,7 @@ from ring.crawlport import CrawlPort
 from ring.forwarding.intake import Durable, Source, TakeSeen, intake
 from ring.io.curve import CurveKeys
 from ring.io.sockets import SEND_TIMEOUT, MemberSockets
-from ring.messages import Ack, DecodeError, Message, UrlBatch, decode, encode
+from ring.messages import Ack, DecodeError, Message, SeedAddStatus, UrlBatch, decode, encode
 from ring.node import (
     Action,
     Count,
@@ -45,6 +45,7 @@ from ring.node import (
     RingChanged,
     RingNode,
     SeedStarts,
+    SeedsAsked,
     Send,
     StatusAsked,
     StatusFigures,
@@ -209,6 +210,16 @@ class RingDriver:
     def _do_near(self, a: NearAsked | NearAnswered) -> None:
         pass  # a stand-in crawl owns no band table: the asker decides at its answer_timeout
 
+    async def _do_seeds(self, a: SeedsAsked) -> None:
+        """``ring seed add``'s batch: a stand-in crawl's counts, answered at once (it forwards through
+        ``forward``, whose URLs it does not tell); a member without a crawl says so."""
+        counts = self.crawl.add_seeds(a.msg.lines, a.msg.unreadable)
+        node = self.node
+        if counts is None:
+            await self._run(node.seeds_refused(a.route, a.msg.nonce, SeedAddStatus.NO_CRAWL))
+        else:
+            await self._run(node.seeds_taken(a.route, a.msg.nonce, counts, {}, self.now(), 0.0))
+
     _ACTIONS: dict[type, Callable[[RingDriver, Any], Awaitable[None] | None]] = {
         Send: _do_send,
         Reply: _do_reply,
@@ -226,6 +237,7 @@ class RingDriver:
         NearAsked: _do_near,
         NearAnswered: _do_near,
         VotersChanged: _do_voters,
+        SeedsAsked: _do_seeds,
     }
 
 

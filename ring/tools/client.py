@@ -1,8 +1,8 @@
-"""The ring's client for tools: ``ring status``, ``ring leave`` and ``ring forget`` (edge; typed results).
+"""The ring's client for tools: ``ring status``, ``leave``, ``forget``, ``voter``, ``seed add`` (edge; typed results).
 
 A tool is not a member: it asks over a DEALER on an anonymous route, and a
 peer answers on that connection (``ring.node``: tools send only status,
-leave and forget requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
+leave, forget, voter and seed-add requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
 caller passes the ring's name and its seeds (:class:`Contact`), and, when
 the ring uses CurveZMQ, the tool's own key pair (:func:`client_keys`).
 A member's row is the decoded :class:`~ring.messages.MemberStatus` itself,
@@ -31,6 +31,8 @@ from ring.messages import (
     LeaveRequest,
     MemberState,
     MemberStatus,
+    SeedAddReply,
+    SeedAddRequest,
     StatusReply,
     StatusRequest,
     VoterAction,
@@ -47,13 +49,13 @@ from ring.io.zap import curve_client
 from ring.io.zmqio import SocketType, open_socket
 
 __all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
-           "VoterResult", "client_keys", "cluster_status", "refusal", "request_forget", "request_leave",
+           "VoterResult", "ask_seed_add", "client_keys", "cluster_status", "refusal", "request_forget", "request_leave",
            "request_voter", "settled", "silence"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
 
-_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply)
+_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply, SeedAddReply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,6 +173,13 @@ async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys 
     nonce = _nonce()
     return await _exchange(contact, StatusRequest(ring_name, "ring-status", nonce), StatusReply, nonce,
                            timeout, keys, heard)
+
+
+async def ask_seed_add(contact: Contact, request: SeedAddRequest, timeout: float,
+                       keys: CurveKeys | None = None) -> SeedAddReply | None:
+    """``ring seed add``'s batch to ``contact``; its answer, or None if none came within ``timeout``
+    (``ring.tools.seedadd``). Raises HandshakeRefused when ``contact`` refuses this tool's key."""
+    return await _exchange(contact, request, SeedAddReply, request.nonce, timeout, keys)
 
 
 def silence(heard: dict[str, Handshake]) -> str:

@@ -53,6 +53,9 @@ from ring.messages import (
     VoterReply,
     VoterRequest,
     Voters,
+    SeedAddReply,
+    SeedAddRequest,
+    SeedAddStatus,
     decode,
     encode,
 )
@@ -100,6 +103,9 @@ MESSAGES = st.one_of(
     st.builds(VoterRequest, NAME, NAME, st.sampled_from(VoterAction), NAME, UINT, UINT),
     st.builds(VoterReply, NAME, NAME, NAME, st.sampled_from(VoterOutcome), UINT, UINT),
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
+    st.builds(SeedAddRequest, NAME, NAME, UINT, st.lists(URL, max_size=10).map(tuple), UINT),
+    st.builds(SeedAddReply, NAME, NAME, UINT, st.sampled_from(SeedAddStatus),
+              st.lists(st.tuples(NAME, UINT), max_size=8).map(tuple), UINT),
     *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
       for cls in (Ping, PingReq, PingAck)),
     st.builds(Sync, NAME, NAME, st.lists(st.tuples(NAME, UINT, STATE, UINT), max_size=6).map(tuple)),
@@ -145,6 +151,7 @@ def test_type_codes_are_fixed():
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
         14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
         20: Voters, 21: VoterRequest, 22: VoterReply,
+        30: SeedAddRequest, 31: SeedAddReply,
     }
 
 

@@ -22,6 +22,7 @@ from peer.core.urls.normalize import MAX_URL_LENGTH
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS
 from ring.addresses import bind_address as _bind_of, parse_endpoint
 from ring.membership.protocol import MAX_WEIGHT
+from ring.messages import MAX_ARRAY
 
 __all__ = ["BloomConfig", "CrawlConfig", "DnsConfig", "FrontierConfig", "PeerSpec", "PolitenessConfig",
            "RingConfig", "bind_address", "parse_address", "parse_metrics_address"]
@@ -46,6 +47,11 @@ def _probability(v: Any) -> str | None:
 
 def _url_length(v: Any) -> str | None:
     return None if 0 <= v <= MAX_URL_LENGTH else f"an integer from 0 to {MAX_URL_LENGTH} (the normaliser's own limit)"
+
+
+def _seed_add_batch(v: Any) -> str | None:
+    # ring.messages.MAX_ARRAY: the codec's bound on the lines of one frame.
+    return None if 1 <= v <= MAX_ARRAY else f"an integer from 1 to {MAX_ARRAY} (the wire's array bound)"
 
 
 def _workers(v: Any) -> str | None:
@@ -189,6 +195,12 @@ class CrawlConfig:
                            "skipped), relative to cluster.toml; read as a stream by the lowest-id [[peer]], each "
                            "URL sent to its host's owner, its position journaled (docs/operations.md, Seeds by "
                            "the million); needs crawl.allow_hosts; \"\" = none")
+    seed_add_batch: int = _key(int, 1000, "lines a `ring seed add` batch may carry: the tool cuts its "
+                               "batches at it, and a peer answers a longer one over_cap, taking none "
+                               "(counted seed_add_batch.over_cap); at most 10000", _seed_add_batch)
+    seed_add_wait: float = _key(float, 10.0, "seconds a peer that took a `ring seed add` batch waits for "
+                                "the owners' acks of the URLs it forwarded before it answers anyway, "
+                                "\"durable\" (on its disk, resent until acked)", non_negative)
     allow_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts in scope; empty: the seeds' hosts")
     deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
     max_pages: int = _key(int, 0, "cluster-wide page limit, never exceeded: split over the [[peer]] "

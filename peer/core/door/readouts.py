@@ -83,7 +83,8 @@ class Readouts:
     def limits(self, now: float, malformed: Mapping[str, int]) -> dict[str, int]:
         """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name;
         a seeds file's lines by outcome (``seeds_file.<outcome>``, peer/core/crawl/seedfeed.py rule 2)."""
-        return {**self._crawl.limits_figures(now, dict(malformed)), **self._crawl.seed_feed.figures()}
+        return {**self._crawl.limits_figures(now, dict(malformed)), **self._crawl.seed_feed.figures(),
+                **self._crawl.seed_adds.figures()}
 
     def status(self, now: float, *, elapsed: float, dns_hit_rate: float,
                limits: Mapping[str, int]) -> StatusFigures:
@@ -170,6 +171,8 @@ class Readouts:
         s.details = crawl.detail_lines(dict(malformed))
         if crawl.seed_feed.mark is not None:
             s.details.append(crawl.seed_feed.summary())
+        if crawl.seed_adds.lines:
+            s.details.append(crawl.seed_adds.summary())
         s.dedupe = crawl.dup_figures()
         rc = crawl.recrawl
         if rc is not None:
@@ -215,7 +218,7 @@ class Readouts:
             drops=dict(split_pairs(pairs.items()).drops),
             delay_quantiles=quantiles(fr.delays()),
             ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
-            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts),
+            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts), seed_add=dict(crawl.seed_adds.counts),
         )
         rc = crawl.recrawl
         if rc is not None:
