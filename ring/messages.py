@@ -201,6 +201,7 @@ __all__ = [
     "decode_versioned",
     "encode_lowest",
     "speaks",
+    "specs",
     "DecodeError",
     "EncodeError",
 ]
@@ -934,6 +935,12 @@ def encode_lowest(msg: Message) -> bytes:
     if spec is None:
         raise EncodeError(f"not a ring message: {_what(msg)}")
     return encode_frame(spec, msg, max(MIN_VERSION, spec.since))
+
+
+def specs() -> tuple[_Spec, ...]:
+    """Every table of this module: the message types', then the nested records' (``Member``...)."""
+    nested = [v for v in globals().values() if isinstance(v, _Spec) and v not in _SPECS]
+    return (*_SPECS, *nested)
 
 
 def speaks(kind: type, version: int) -> bool:
