@@ -1,0 +1,147 @@
+"""A ring in the middle of an upgrade: today's peers and the previous release's crawl as one.
+
+Three peers of one cluster.toml: p1 and p2 run today's tree (in the test's
+process), p3 the previous release's (tests/support/previousrelease.py: the
+tree of its git tag, as a ``python -m peer`` process with ``PYTHONPATH`` on
+it), one wire version older (ring/wireversion.py). The local web's request
+log judges the crawl: every page fetched once, by a ring whose members
+forward to each other across the two versions; every peer exits 0. While it
+crawls, ``ring status`` of both trees answers for all three members; today's
+says which version each speaks, and that no peer dropped a frame for its
+version or layout.
+
+Slow for an e2e test (one peer process and two tool processes: about 15 s).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+import trio
+from previousrelease import find, materialise
+from ringharness import Ring, cluster_text, fetched, hosts_of, wait_pages
+
+from localweb import SiteGraph, serve_webfarm
+from ring.messages import VERSION
+
+COMMIT, WHY = find()
+pytestmark = pytest.mark.skipif(COMMIT is None, reason=WHY)
+
+OLD = "p3"
+NEW = ("p1", "p2")
+
+
+def old_env(tree: Path) -> dict[str, str]:
+    """The environment a previous-release process runs in: its tree first on the path."""
+    return {**os.environ, "PYTHONPATH": str(tree)}
+
+
+def tree_version(tree: Path) -> int | None:
+    """The wire version of a tree: ``VERSION`` in its codec (ring/messages.py before ring/wirecodec.py)."""
+    for name in ("wirecodec.py", "messages.py"):
+        path = tree / "ring" / name
+        found = re.search(r"^VERSION = (\d+)", path.read_text(), re.M) if path.exists() else None
+        if found:
+            return int(found.group(1))
+    return None
+
+
+async def start_old_peer(ring: Ring, tree: Path, peer: str) -> None:
+    """``peer`` as a ``python -m peer`` process of the previous release's ``tree`` (Ring.start's files)."""
+    ring.runs[peer] += 1
+    out = ring.tmp / f"{peer}-{ring.runs[peer]}.out"
+    err = ring.tmp / f"{peer}-{ring.runs[peer]}.err"
+    ring.logs[peer] = (out, err)
+    with out.open("wb") as fout, err.open("wb") as ferr:
+        ring.procs[peer] = await trio.lowlevel.open_process(
+            [sys.executable, "-m", "peer", "--ring", str(ring.toml), "--id", peer, "--progress", "1"],
+            stdout=fout, stderr=ferr, cwd=str(tree), env=old_env(tree))
+
+
+async def status(ring: Ring, tree: Path | None = None) -> tuple[int, dict[str, dict]]:
+    """``ring status --json`` of today's tree (``tree`` None) or of ``tree``: exit status, rows by id."""
+    got = await trio.run_process(
+        [sys.executable, "-m", "ring", "status", "--json", "--ring", str(ring.toml)],
+        capture_stdout=True, capture_stderr=True, check=False,
+        cwd=str(tree) if tree else None, env=old_env(tree) if tree else None)
+    try:
+        rows = {m["id"]: m for m in json.loads(got.stdout)["members"]}
+    except (ValueError, KeyError):
+        rows = {}
+    return got.returncode, rows
+
+
+async def test_a_ring_of_this_release_and_the_previous_one_crawls_as_one(tmp_path):
+    assert COMMIT is not None
+    tree = materialise(COMMIT, tmp_path / "previous")
+    # The test is of an upgrade across one version: the previous release is one back.
+    assert tree_version(tree) == VERSION - 1
+
+    graph = SiteGraph(hosts=6, pages_per_host=8, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        # 120 pages/min per host: about 10 s of crawling, long enough to ask both tools.
+        text = cluster_text(tmp_path, farm.port, 3, rate=120.0, window=2.0, initial_delay=0.2)
+        async with Ring(tmp_path, text) as ring:
+            try:
+                with trio.fail_after(120):
+                    await start_old_peer(ring, tree, OLD)
+                    for p in NEW:
+                        await ring.start_in_process(nursery, p)
+                    await wait_pages(farm, 8)
+                    # Today's tool: each member's own row, so each one's version.
+                    while True:
+                        assert all(p.returncode is None for p in ring.procs.values()), \
+                            f"a peer ended before the status\n{ring.tails()}"
+                        new_code, new_rows = await status(ring)
+                        if {r.get("wire_version") for r in new_rows.values()} == {VERSION, VERSION - 1}:
+                            break
+                        await trio.sleep(0.2)
+                    old_code, old_rows = await status(ring, tree)
+                    asked = farm.log[-1].t
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            outputs = {p: ring.output(p) for p in ring.procs}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    assert codes == {"p1": 0, "p2": 0, "p3": 0}, tails
+    assert asked < farm.log[-1].t  # both tools asked while the ring crawled
+    for p, out in outputs.items():
+        assert "crawl finished (cluster done)" in out, (p, out)
+
+    # The web server's log: every page once, the old peer's hosts included.
+    assert {"t", "host", "target", "status", "client"} <= {f.name for f in dataclasses.fields(farm.log[0])}
+    got = fetched(farm, farm.port)
+    expected = graph.expected_urls(farm.port)
+    assert set(got) == expected, f"missing {sorted(expected - set(got))[:5]}"
+    twice = {u: n for u, n in got.items() if n > 1}
+    assert not twice, f"fetched twice: {list(twice)[:5]} of {len(twice)}"
+    old_hosts = hosts_of(graph, farm.port, ["p1", "p2", "p3"], OLD)
+    by_host = Counter(e.host for e in farm.log if e.target != "/robots.txt")
+    seed_host = graph.hosts(special=False)[0]
+    # URLs of its hosts reached it from today's peers (only the seed's host needs none).
+    assert any(by_host[h] for h in old_hosts - {seed_host}), (old_hosts, by_host)
+
+    # Today's `ring status`: all three alive, each at its own version, and no
+    # frame dropped for its version, its type or its layout anywhere.
+    assert new_code == 0 and set(new_rows) == {"p1", "p2", "p3"}, new_rows
+    assert {p: r["wire_version"] for p, r in new_rows.items()} == {"p1": VERSION, "p2": VERSION,
+                                                                  "p3": VERSION - 1}
+    for p, r in new_rows.items():
+        assert r["state"] == "alive", r
+        bad = {k: n for k, n in r["drops"].items() if k in ("version", "unknown_type", "malformed")}
+        assert not bad, (p, bad)
+    # The previous release's `ring status` reads today's peers too.
+    assert old_code == 0 and set(old_rows) == {"p1", "p2", "p3"}, old_rows
+    assert all(r["state"] == "alive" for r in old_rows.values()), old_rows
+    assert {p: r["heard"] for p, r in old_rows.items()} == {"p1": True, "p2": True, "p3": True}
