@@ -1,5 +1,6 @@
-"""Peers one wire version apart: the tables say when each field came, frames of both versions
-travel both ways, and each member is spoken to at the version its routing id names.
+"""Peers one wire version apart: the tables say when each field came (``ring.wirecodec``, the
+tables of ``ring.messages``), frames of both versions travel both ways, and each member is
+spoken to at the version its routing id names (``ring.wireversion``).
 
 The previous release's own codec reading today's frames (and the other way)
 is tests/edges/test_previous_wire.py; a ring of both trees crawling is
