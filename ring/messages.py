@@ -3,10 +3,14 @@
 A frame is one msgpack array, positional for compactness (URL batches are the
 volume)::
 
-    [VERSION, TYPE_CODE, field1, field2, ...]      fields in dataclass order
+    [version, TYPE_CODE, field1, field2, ...]      fields in dataclass order
 
-``VERSION`` changes whenever a layout changes; a peer refuses other versions
-rather than guess. The type codes are :data:`TYPE_CODES`. Nested records
+A peer speaks two wire versions, ``VERSION`` and the one before
+(``MIN_VERSION``), and refuses others rather than guess: a field or type
+added after version 3 says when it came (``_added(..., since=4)``, a
+``_Spec``'s ``since``), and a frame of the older version leaves it out.
+``ring.wirecodec`` has those rules and the field codecs the tables are
+made of; ``ring.wireversion`` says which version to speak to whom. The type codes are :data:`TYPE_CODES`. Nested records
 (:class:`Member`, :class:`MemberStatus`) are arrays of their fields in the same
 way; a :class:`MemberState` travels as its index in ``MemberState``'s order.
 A :class:`UrlBatch`'s ``urls`` travel as two parallel arrays, ``[[url...],

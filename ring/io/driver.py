@@ -11,7 +11,7 @@ where the crawl and the ring are one core and nothing goes through here.
 
 :class:`ForwardLink` is the sending half for a *non-member*
 (``scripts/adopt.py``, tests, benchmarks): batches go over one DEALER per
-destination on an anonymous route, and the owner acks them on that
+destination on a tool's route (``ring.wireversion.tool_route``), and the owner acks them on that
 connection. A member's acks come back over the owner's own DEALER instead.
 """
 

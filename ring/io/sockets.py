@@ -17,6 +17,10 @@ what only I/O can find out.
   resent until acked (``Outbox``), so a dead or slow peer never blocks the
   others. Our DEALERs connect with ``member_route(id, nonce)``, a fresh
   nonce each process, which the node checks against every member message.
+- Each member is spoken to at its wire version, read off the routing id of
+  the frames it sends us (``ring.wireversion``): a message of a type its
+  version lacks is not sent (``wire.withheld.<type>``), and a reply goes at
+  the version of the asker's route.
 - Two clocks: a gossip round every ``gossip_interval`` (:meth:`Member.ticked`),
   and the Outbox's next frame due (:meth:`Member.flushed`, woken early by
   :meth:`MemberSockets.wake`).

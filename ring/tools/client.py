@@ -1,6 +1,7 @@
 """The ring's client for tools: ``ring status``, ``ring leave`` and ``ring forget`` (edge; typed results).
 
-A tool is not a member: it asks over a DEALER on an anonymous route, and a
+A tool is not a member: it asks over a DEALER on a tool's route (``ring.wireversion``: it
+claims no member and names the tool's wire version), and a
 peer answers on that connection (``ring.node``: tools send only status,
 leave and forget requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
 caller passes the ring's name and its seeds (:class:`Contact`), and, when
