@@ -13,10 +13,10 @@ Layout, bottom up (everything pure but ``io`` and ``tools``, which do I/O):
                       view, probes, piggybacking and repairs, the termination counters, the
                       lease and the page budget, composed by ``Membership``
                       (``ring.membership`` lists its modules; pure)
-- ``wireversion``     which wire version to speak to whom, read off routing ids (pure)
 - ``forwarding/``     URL batches to their owners: the ``Outbox`` (numbering, acks, resends,
                       re-routing), the ``Inbox``'s verdicts, routes, and what a batch hands the
                       crawl in rule order (``ring.forwarding`` lists them; pure)
+- ``wireversion``     which wire version to speak to whom, read off routing ids (pure)
 - ``actions``         the frozen actions ``RingNode`` returns (pure)
 - ``handoff``         ring changes and the hand-off's phases and markers, a part of ``RingNode`` (pure)
 - ``status``          ``StatusFigures``, the rows of the ``ring status`` reply and the reply (pure)
