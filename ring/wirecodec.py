@@ -380,8 +380,8 @@ class Spec:
             got = [conv(v) for conv, v in zip(self.ins, values)]
         except Invalid as e:
             raise self._blame(self.ins, values, e) from None
-        for d in self._defaults[want:]:  # rule 2: fields the frame's version lacks
-            got.append(d() if callable(d) else d)
+        if want < len(self.names):  # rule 2: fields the frame's version lacks
+            got += [d() if callable(d) else d for d in self._defaults[want:]]
         return self.cls(*got)
 
 
