@@ -31,7 +31,7 @@ __all__ = ["COMMIT", "ROOT", "TAG", "find", "materialise", "show"]
 ROOT = Path(__file__).resolve().parents[2]
 #: The previous release: its tag, and the commit the tag names.
 TAG = "v0.38.0"
-COMMIT = "d9d08fa8"
+COMMIT = "d9d08fa54325661b32863fe9a913100014321461"
 
 
 def _git(*args: str) -> subprocess.CompletedProcess[bytes]:
@@ -47,7 +47,7 @@ def find() -> tuple[str | None, str]:
             return None, f"no git to find the previous release {TAG} with: {exc}"
         if got.returncode == 0:
             return got.stdout.decode().strip(), ""
-    return None, (f"the previous release ({TAG}, commit {COMMIT}) is not in this clone "
+    return None, (f"the previous release ({TAG}, commit {COMMIT[:10]}) is not in this clone "
                   f"(a shallow clone? `git fetch --tags --unshallow` brings it)")
 
 
