@@ -22,7 +22,12 @@ Wire versions (docs/membership.md, "Wire versions and upgrades"):
    older version simply lacks them: decoded, they take their defaults; encoded
    for an older version, they are left out. Nested records
    (``Member`` in a digest, ``MemberStatus`` in a status reply) follow the
-   frame's version too.
+   frame's version too. So an added field's default must mean "not said",
+   and whoever reads it must keep what it knew rather than take the default
+   as news: an older frame comes from an older peer, from a newer one that
+   has not heard from us yet (``ring.wireversion`` rule 3), or carries a
+   record relayed by an older peer (gossip is transitive), and none of them
+   says the field (protobuf's field presence, for the same reason).
 3. **A message type says when it came.** ``Spec(..., since=N)``: a type of
    a later version than a peer speaks is never sent to it (the sender counts
    ``wire.withheld.<type>``; an older peer would only drop it), and a frame of
