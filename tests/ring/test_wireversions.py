@@ -240,3 +240,16 @@ def test_under_curve_only_the_members_own_key_says_its_version():
     assert versions.of("p2") == MIN_VERSION
     versions.heard(member_route("p2", marked_nonce("00" * 8)), user_id="p2")
     assert versions.of("p2") == 4
+
+
+def test_a_ring_node_knows_what_each_member_speaks_from_the_routes_it_hears():
+    from ring.node import RingNode
+
+    seeds = [("p1", "tcp://a:1", 1.0), ("p2", "tcp://a:2", 1.0), ("p3", "tcp://a:3", 1.0)]
+    n = RingNode("p1", "tcp://a:1", 1.0, "demo", seeds=seeds, gossip_interval=0.1, suspect_after=0.5,
+                 dead_after=1.5, now=0.0, incarnation=5000)
+    assert n.speaks("p2", Ack) and not n.speaks("p2", Later)  # a type ring.messages does not have
+    assert n.wire.of("p2") == n.wire.of("p3") == MIN_VERSION  # not heard from
+    n.receive(member_route("p2", marked_nonce("00" * 8)), Ack("demo", "p2", 1, 0), 0.0)
+    n.receive(member_route("p3", "11" * 8), Ack("demo", "p3", 1, 0), 0.0)  # the previous release
+    assert n.wire.versions() == {"p2": VERSION, "p3": 3}
