@@ -102,26 +102,31 @@ class WireVersions:
     are not kept, so the table is bounded by the view.
     """
 
-    __slots__ = ("curve", "known", "_of")
+    __slots__ = ("curve", "known", "_of", "_last")
 
     def __init__(self, known: Callable[[str], bool], *, curve: bool = False) -> None:
         self.curve = curve
         self.known = known
         self._of: dict[str, tuple[bytes, int]] = {}
+        self._last = b""  # the route of the last frame taken: most frames repeat it
 
     def heard(self, route: bytes, user_id: str | None = None) -> None:
         """A frame came on ``route`` (``user_id``: its ZAP User-Id under Curve)."""
+        if route == self._last:
+            return
         member = route_member(route)
         if member is None:
             return  # a tool's: rule 5 answers it by its route
         had = self._of.get(member)
         if had is not None and had[0] == route:
+            self._last = route
             return
         if (self.curve and user_id != member) or not self.known(member):
             return
         if had is None and len(self._of) >= _PRUNE_AT:
             self._of = {m: r for m, r in self._of.items() if self.known(m)}  # forgotten members go
         self._of[member] = (route, speak_to(route_version(route)))
+        self._last = route
 
     def of(self, member: str) -> int:
         """The version to encode frames for ``member`` at (rule 3: the oldest until heard from)."""
