@@ -18,9 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import sys
 from collections import Counter
 from functools import partial
 from pathlib import Path
@@ -39,11 +37,6 @@ pytestmark = pytest.mark.skipif(COMMIT is None, reason=WHY)
 PEERS = ["p1", "p2", "p3"]
 
 
-def old_env(tree: Path) -> dict[str, str]:
-    """The environment a previous-release process runs in: its tree first on the path."""
-    return {**os.environ, "PYTHONPATH": str(tree)}
-
-
 def tree_version(tree: Path) -> int | None:
     """The wire version of a tree: ``VERSION`` in its codec (ring/messages.py before ring/wirecodec.py)."""
     for name in ("wirecodec.py", "messages.py"):
@@ -54,24 +47,9 @@ def tree_version(tree: Path) -> int | None:
     return None
 
 
-async def start_old_peer(ring: Ring, tree: Path, peer: str) -> None:
-    """``peer`` as a ``python -m peer`` process of the previous release's ``tree`` (Ring.start's files)."""
-    ring.runs[peer] += 1
-    out = ring.tmp / f"{peer}-{ring.runs[peer]}.out"
-    err = ring.tmp / f"{peer}-{ring.runs[peer]}.err"
-    ring.logs[peer] = (out, err)
-    with out.open("wb") as fout, err.open("wb") as ferr:
-        ring.procs[peer] = await trio.lowlevel.open_process(
-            [sys.executable, "-m", "peer", "--ring", str(ring.toml), "--id", peer, "--progress", "1"],
-            stdout=fout, stderr=ferr, cwd=str(tree), env=old_env(tree))
-
-
 async def status(ring: Ring, tree: Path | None = None) -> tuple[int, dict[str, dict]]:
     """``ring status --json`` of today's tree (``tree`` None) or of ``tree``: exit status, rows by id."""
-    got = await trio.run_process(
-        [sys.executable, "-m", "ring", "status", "--json", "--ring", str(ring.toml)],
-        capture_stdout=True, capture_stderr=True, check=False,
-        cwd=str(tree) if tree else None, env=old_env(tree) if tree else None)
+    got = await ring.ring_cmd("status", "--json", tree=tree)
     try:
         rows = {m["id"]: m for m in json.loads(got.stdout)["members"]}
     except (ValueError, KeyError):
@@ -99,7 +77,7 @@ async def test_a_ring_of_this_release_and_the_previous_one_crawls_as_one(tmp_pat
         async with Ring(tmp_path, text) as ring:
             try:
                 with trio.fail_after(120):
-                    await start_old_peer(ring, tree, old)
+                    await ring.start(old, tree=tree)
                     for p in sorted(set(PEERS) - {old}):
                         await ring.start_in_process(nursery, p)
                     await wait_pages(farm, 8)
