@@ -173,6 +173,7 @@ from ring.messages import (
     UrlBatch,
     VoterRequest,
     Voters,
+    speaks,
 )
 from ring.membership.voters import VoterRecord
 from ring.forgetting import answer_forget
@@ -181,6 +182,7 @@ from ring.seedadds import SeedAdds
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
 from ring.voterwatch import VoterWatch
+from ring.wireversion import WireVersions
 
 __all__ = [
     "HANDOFF_TIMEOUT",
@@ -217,8 +219,9 @@ class RingNode:
     Composed of parts that own their state: ``membership`` (``ring.membership.protocol``),
     ``outbox`` and ``inbox`` (``ring.forwarding.forwarder``, ``ring.forwarding.inbox``), ``handoff``
     (``ring.handoff``: ring changes and hand-offs), ``routes`` (``ring.forwarding.routes``:
-    rules 2 and 4), ``budget`` (``ring.membership.budget``) and ``voter_watch``
-    (``ring.voterwatch``: rule 10); the rules of ``receive``
+    rules 2 and 4), ``budget`` (``ring.membership.budget``), ``voter_watch``
+    (``ring.voterwatch``: rule 10) and ``wire`` (``ring.wireversion``: what each member
+    speaks, :meth:`speaks`); the rules of ``receive``
     and ``tick`` that join them live here.
     """
 
@@ -296,6 +299,9 @@ class RingNode:
         self._pauses = Pauses(patience=lease if lease else dead_after / 2)
         self.voter_watch = VoterWatch(peer_id, ring_name, self.membership, self.dropped)  # rule 10
         self.seed_adds = SeedAdds(peer_id, ring_name, self.outbox)  # rule 11
+        #: The wire version each member speaks, read off the routes we hear it on
+        #: (ring.wireversion), for decisions that depend on it: ``speaks``.
+        self.wire = WireVersions(lambda m: m in self.membership.members(), curve=curve)
 
     # -- views -----------------------------------------------------------------
 
@@ -449,8 +455,14 @@ class RingNode:
             f"max_pages: {self.membership.total_pages():,} of {self.max_pages:,} pages; the rest of the budget "
             f"was held by {whose}, which can no longer grant it (this peer has requested {pages:,}, its cap)"))]
 
+    def speaks(self, member: str, kind: type) -> bool:
+        """Whether ``member`` knows message type ``kind`` at the wire version we speak to it
+        (``ring.wireversion`` rules 3 and 6: a type it lacks is not sent, so nothing waits for its answer)."""
+        return speaks(kind, self.wire.of(member))
+
     def receive(self, route: bytes, msg: Message, now: float, *, user_id: str | None = None) -> list[Action]:
         """One decoded message that came on ``route`` (rules 1-7 of the module docstring)."""
+        self.wire.heard(route, user_id)
         handler = self._HANDLERS.get(type(msg))
         if handler is None:
             return self._drop("unexpected_type")

@@ -41,9 +41,10 @@ from peer.core.config.cluster import bind_address
 from peer.state.statusaddress import StatusAddress, remove_status_address, write_status_address
 from ring.errors import RingError
 from ring.membership.lease import fingerprint
-from ring.messages import (DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, SeedAddReply,
+from ring.messages import (VERSION, DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, SeedAddReply,
                            SeedAddRequest, SeedAddStatus, StatusReply, StatusRequest, decode, encode)
 from ring.vocabulary import on_wire
+from ring.wireversion import route_version, speak_to
 
 if TYPE_CHECKING:
     from peer.engine.crawler import Crawler
@@ -99,6 +100,7 @@ def solo_status(crawler: Crawler, address: str, uptime: float, dropped: dict[str
         errors=tuple(sorted(f.errors.items()))[:64], busiest=tuple(f.busiest),
         lease=LeaseStatus.HELD, vouched=1, needed=1, quorum=1,
         ring_fingerprint=fingerprint({crawler.peer_id: spec.weight if spec is not None else 1.0}),
+        wire_version=VERSION,
     )
 
 
@@ -161,7 +163,8 @@ async def serve_status(crawler: Crawler, address: str | None, bind: str | None =
                                          (solo_status(crawler, shown, time.time() - started, dropped),),
                                          nonce=msg.nonce)
                 try:
-                    data = encode(answer)
+                    # At the asker's wire version (ring.wireversion rule 5).
+                    data = encode(answer, speak_to(route_version(got.route)))
                 except EncodeError as e:
                     log.error("reply not sent: %s", e)
                     continue

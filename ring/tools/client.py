@@ -1,6 +1,7 @@
 """The ring's client for tools: ``ring status``, ``leave``, ``forget``, ``voter``, ``seed add`` (edge; typed results).
 
-A tool is not a member: it asks over a DEALER on an anonymous route, and a
+A tool is not a member: it asks over a DEALER on a tool's route (``ring.wireversion``: it
+claims no member and names the tool's wire version), and a
 peer answers on that connection (``ring.node``: tools send only status,
 leave, forget, voter and seed-add requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
 caller passes the ring's name and its seeds (:class:`Contact`), and, when
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
+import zmq
 
 from ring.io.curve import CurveKeys
 from ring.errors import RingError
@@ -40,13 +42,14 @@ from ring.messages import (
     VoterReply,
     VoterRequest,
     decode,
-    encode,
+    encode_lowest,
 )
 from ring.io.errors import HandshakeRefused
 from ring.io.handshake import Handshake, HandshakeWatch
 from ring.io.handshake import request as watched_request
 from ring.io.zap import curve_client
 from ring.io.zmqio import SocketType, open_socket
+from ring.wireversion import tool_route
 
 __all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
            "VoterResult", "ask_seed_add", "client_keys", "cluster_status", "refusal", "request_forget", "request_leave",
@@ -118,7 +121,16 @@ def client_keys(keys_dir: Path | None, key_id: str = "ops", ring_path: str | Pat
 
 
 def _configure(keys: CurveKeys | None, peer_id: str) -> Any:
-    return None if keys is None else curve_client(keys, keys.public_key(peer_id))
+    """The DEALER's hook: a routing id naming our wire version (``ring.wireversion`` rule 1), Curve keys."""
+    curve = None if keys is None else curve_client(keys, keys.public_key(peer_id))
+    route = tool_route(os.urandom(8).hex())
+
+    def configure(sock: zmq.Socket) -> None:
+        sock.setsockopt(zmq.ROUTING_ID, route)
+        if curve is not None:
+            curve(sock)
+
+    return configure
 
 
 def _nonce() -> int:
@@ -156,7 +168,7 @@ async def _exchange(contact: Contact, request: Any, answer: type[_A], nonce: int
             return None
         return reply if isinstance(reply, answer) and getattr(reply, "nonce", None) == nonce else None
 
-    reply, watch = await watched_request(contact.address, [encode(request)], accept, timeout,
+    reply, watch = await watched_request(contact.address, [encode_lowest(request)], accept, timeout,
                                  configure=_configure(keys, contact.id))
     if watch.state.failed:
         raise HandshakeRefused(refusal(watch, contact, keys))
@@ -188,8 +200,11 @@ def silence(heard: dict[str, Handshake]) -> str:
     return f"nothing listens at {', '.join(down)} (connection refused)" if down else ""
 
 
-def _row(view: MemberStatus, own: MemberStatus) -> MemberStatus:
-    """A member's own row, with the state and share the answering peer's view gives it."""
+def _row(view: MemberStatus, own: MemberStatus | None) -> MemberStatus:
+    """A member's own row, with the state and share the answering peer's view gives it
+    (None: it did not answer, so the view's row, whose wire version is not the member's word)."""
+    if own is None:
+        return replace(view, wire_version=0)
     return replace(own, state=view.state, share=view.share)
 
 
@@ -253,7 +268,8 @@ async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: floa
         for m in first.members:
             if m.id != first.sender and m.live:
                 nursery.start_soon(ask_member, Contact(m.id, m.address))
-    return tuple(_row(m, own.get(m.id, m)) for m in sorted(first.members, key=lambda m: m.id))
+    own.update((m.id, m) for m in first.members if m.id == first.sender)  # the seed's own row
+    return tuple(_row(m, own.get(m.id)) for m in sorted(first.members, key=lambda m: m.id))
 
 
 def find(rows: Iterable[MemberStatus] | None, peer_id: str) -> MemberStatus | None:
@@ -271,7 +287,7 @@ async def request_leave(ring_name: str, seeds: Sequence[Contact], peer_id: str, 
     async with open_socket(SocketType.DEALER, connect=target.address, linger=1000,
                            configure=_configure(keys, peer_id)) as sock:
         with trio.move_on_after(2.0):
-            await sock.send_multipart([encode(LeaveRequest(ring_name, "ring-leave", peer_id))])
+            await sock.send_multipart([encode_lowest(LeaveRequest(ring_name, "ring-leave", peer_id))])
     with trio.move_on_after(timeout):
         while True:
             await trio.sleep(0.5)

@@ -77,7 +77,7 @@ def test_the_codec_carries_a_batch_and_its_answer_and_bounds_them():
     with pytest.raises(EncodeError):
         encode(SeedAddRequest(RING, "t", 1, ("x",) * (MAX_ARRAY + 1)))
     frame = bytearray(encode(reply))
-    assert frame[1:3] == bytes([3, 31])
+    assert frame[1:3] == bytes([4, 31])  # wire version 4, the version seed add came in
     frame[2] = 32  # a code of the range, not a message: an unknown type, dropped and counted
     with pytest.raises(DecodeError) as info:
         decode(bytes(frame))
