@@ -301,10 +301,11 @@ def _seed_parser(sub: Any) -> argparse.ArgumentParser:
                          "(default: crawl.seed_add_wait + 5)")
     sa.add_argument("--window", metavar="N", type=int, default=None,
                     help="batches in flight at once, 1 to 64 (default 8); a peer answers busy beyond its "
-                         "crawl.seed_add_waiting batches waiting for acks (64)")
+                         "crawl.seed_add_waiting batches waiting for acks (64 by default)")
     sa.add_argument("--busy-for", metavar="SECONDS", type=float, default=None,
                     help="seconds to keep asking a busy peer again for one batch, every 0.5 s, before "
-                         "asking the next peer; each peer gets as long (default 60)")
+                         "asking the next peer, which gets as long; when every peer stays busy the run stops, "
+                         "exit 1 (default 60, at most 3600)")
     return sa
 
 
