@@ -93,8 +93,8 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    is a tool's (an anonymous route): one whose nonce was taken before is
    answered as it was, nothing taken twice; a leaving member answers
    ``LEAVING`` and one whose waiting batches are full ``BUSY``, taking
-   nothing; a new one is ``SeedsAsked`` of the crawl, which judges and
-   routes its lines, commits, and gives the counts to :meth:`RingNode.seeds_taken`;
+   nothing (the cap's hit counted ``cap.seed_add_waiting``); a new one is
+   ``SeedsAsked`` of the crawl, which judges and routes its lines, commits, and gives the counts to :meth:`RingNode.seeds_taken`;
    the answer waits for the owners' acks (``ring.seedadds``), checked after
    each frame received (acks come in frames, and gossip every round). Refusals count as ``seed_add_batch.<status>``.
 
@@ -178,7 +178,7 @@ from ring.messages import (
 from ring.membership.voters import VoterRecord
 from ring.forgetting import answer_forget
 from ring.forwarding.routes import Routes, claimed_epoch
-from ring.seedadds import SeedAdds
+from ring.seedadds import MAX_ANSWERED, MAX_WAITING, WAITING_CAP, SeedAdds
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
 from ring.voterwatch import VoterWatch
@@ -252,6 +252,8 @@ class RingNode:
         max_batch_age: float = MAX_BATCH_AGE,
         message_budget: float = MESSAGE_BUDGET,
         send_window: int = SEND_WINDOW,
+        seed_add_waiting: int = MAX_WAITING,
+        seed_add_answers: int = MAX_ANSWERED,
         lease: float | None = None,
         resumed: bool = False,
         takeover_after: float = 0.0,
@@ -298,7 +300,8 @@ class RingNode:
         # change is given one lease before its wait is called a partition.
         self._pauses = Pauses(patience=lease if lease else dead_after / 2)
         self.voter_watch = VoterWatch(peer_id, ring_name, self.membership, self.dropped)  # rule 10
-        self.seed_adds = SeedAdds(peer_id, ring_name, self.outbox)  # rule 11
+        self.seed_adds = SeedAdds(peer_id, ring_name, self.outbox, max_waiting=seed_add_waiting,
+                                  max_answered=seed_add_answers, dropped=self.dropped)  # rule 11
         #: The wire version each member speaks, read off the routes we hear it on
         #: (ring.wireversion), for decisions that depend on it: ``speaks``.
         self.wire = WireVersions(lambda m: m in self.membership.members(), curve=curve)
@@ -615,6 +618,8 @@ class RingNode:
             self.dropped["seed_add_batch.asked_again"] += 1
             return again
         status = SeedAddStatus.LEAVING if self.leaving else SeedAddStatus.BUSY if self.seed_adds.full else None
+        if status is SeedAddStatus.BUSY:
+            self.dropped[WAITING_CAP] += 1  # crawl.seed_add_waiting's hit; the busy answer is counted below
         if status is not None:
             return self.seeds_refused(route, msg.nonce, status)
         return [SeedsAsked(route, msg)]

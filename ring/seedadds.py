@@ -16,11 +16,16 @@ means what it says:
    its Outbox sends them until their owners take them, as any forwarded
    URL (a ring change re-routes them: ``Outbox.reroute``). A batch that
    forwarded nothing is answered at once.
-2. **Bounded.** At most ``MAX_WAITING`` batches wait at a time; a request
-   beyond is answered ``BUSY`` with nothing taken (the tool asks again a
-   moment later), and counted by the caller.
+2. **Bounded.** At most ``max_waiting`` batches (``crawl.seed_add_waiting``,
+   default :data:`MAX_WAITING`) wait at a time; a request beyond is answered
+   ``BUSY`` with nothing taken (the tool asks again a moment later), and
+   counted by the caller, as ``seed_add_batch.busy`` and as the cap's hit
+   ``cap.seed_add_waiting``.
 3. **Nothing is taken twice.** The nonce of each batch taken is kept with
-   its answer (the last ``MAX_ANSWERED``). A request whose nonce was taken
+   its answer (the last ``max_answered``: ``crawl.seed_add_answers``, default
+   :data:`MAX_ANSWERED`; each one forgotten to keep that bound counts
+   ``cap.seed_add_answers``, and a tool asking again for it has its batch
+   judged anew, as at another peer). A request whose nonce was taken
    is a tool asking again after a lost answer: it gets that answer, or,
    while the batch still waits, the wait moves to the new request's route
    (a tool asks again on a new connection). Nothing is judged again.
@@ -28,7 +33,7 @@ means what it says:
 
 from __future__ import annotations
 
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass
 
@@ -36,14 +41,21 @@ from ring.actions import Action, Reply
 from ring.forwarding.forwarder import Outbox
 from ring.messages import SeedAddReply, SeedAddStatus
 
-__all__ = ["MAX_ANSWERED", "MAX_WAITING", "SeedAdds"]
+__all__ = ["ANSWERS_CAP", "CAPS", "MAX_ANSWERED", "MAX_WAITING", "UNTAKEN", "SeedAdds", "WAITING_CAP"]
 
-#: Batches that may wait for their owners' acks at once (rule 2): at the tool's one
-#: batch in flight, 64 tools at a time.
+#: The default of ``crawl.seed_add_waiting``: batches that may wait for their owners'
+#: acks at once (rule 2): eight tools at the tool's default eight batches in flight.
 MAX_WAITING = 64
-#: Answers kept for a tool that asks again (rule 3): a lost answer is asked for within
-#: the tool's timeout, a few batches later at most.
+#: The default of ``crawl.seed_add_answers``: answers kept for a tool that asks again
+#: (rule 3): a lost answer is asked for within the tool's timeout, a window of
+#: batches later at most, so 1,024 covers 128 tools at the default window.
 MAX_ANSWERED = 1024
+#: The counters of the caps' hits, named by their config keys as every ``cap.*`` is.
+WAITING_CAP = "cap.seed_add_waiting"
+ANSWERS_CAP = "cap.seed_add_answers"
+CAPS = (WAITING_CAP, ANSWERS_CAP)
+#: The counters of batches answered without being taken, by why (``ring.node`` rule 11).
+UNTAKEN = "seed_add_batch."
 
 
 @dataclass(slots=True)
@@ -57,10 +69,15 @@ class _Waiting:
 class SeedAdds:
     """The seed batches this member took (module docstring); mutable, pure."""
 
-    def __init__(self, peer_id: str, ring_name: str, outbox: Outbox) -> None:
+    def __init__(self, peer_id: str, ring_name: str, outbox: Outbox, *, max_waiting: int = MAX_WAITING,
+                 max_answered: int = MAX_ANSWERED, dropped: Counter[str] | None = None) -> None:
         self._me = peer_id
         self._ring = ring_name
         self._outbox = outbox
+        self.max_waiting = max_waiting
+        self.max_answered = max_answered
+        #: The node's counters (``RingNode.dropped``): the caps' hits go there (rules 2 and 3).
+        self.dropped: Counter[str] = dropped if dropped is not None else Counter()
         self._waiting: dict[int, _Waiting] = {}
         self._answered: OrderedDict[int, SeedAddReply] = OrderedDict()
 
@@ -70,8 +87,8 @@ class SeedAdds:
 
     @property
     def full(self) -> bool:
-        """Rule 2: no more batches may wait."""
-        return len(self._waiting) >= MAX_WAITING
+        """Rule 2: no more batches may wait (the caller counts the hit, :data:`WAITING_CAP`)."""
+        return len(self._waiting) >= self.max_waiting
 
     def reply(self, nonce: int, status: SeedAddStatus, counts: tuple[tuple[str, int], ...] = (),
               unacked: int = 0) -> SeedAddReply:
@@ -118,6 +135,7 @@ class SeedAdds:
                 unacked: int = 0) -> list[Action]:
         msg = self.reply(nonce, status, counts, unacked)
         self._answered[nonce] = msg
-        while len(self._answered) > MAX_ANSWERED:
+        while len(self._answered) > self.max_answered:
             self._answered.popitem(last=False)
+            self.dropped[ANSWERS_CAP] += 1
         return [Reply(route, msg)]

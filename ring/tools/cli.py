@@ -299,6 +299,13 @@ def _seed_parser(sub: Any) -> argparse.ArgumentParser:
     sa.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
                     help="seconds to wait for a peer's answer to one batch before asking the next "
                          "(default: crawl.seed_add_wait + 5)")
+    sa.add_argument("--window", metavar="N", type=int, default=None,
+                    help="batches in flight at once, 1 to 64 (default 8); a peer answers busy beyond its "
+                         "crawl.seed_add_waiting batches waiting for acks (64 by default)")
+    sa.add_argument("--busy-for", metavar="SECONDS", type=float, default=None,
+                    help="seconds to keep asking a busy peer again for one batch, every 0.5 s, before "
+                         "asking the next peer, which gets as long; when every peer stays busy the run stops, "
+                         "exit 1 (default 60, at most 3600)")
     return sa
 
 
@@ -328,7 +335,7 @@ async def _seed_add(cfg: RingFile, args: argparse.Namespace) -> SeedAddRun:
         contacts = [Contact(solo.id, recorded.address)]
     return await send_batches(cfg.ring.name, contacts,
                               batches(args.lines, cfg.crawl.seed_add_batch), args.timeout,
-                              tool_keys(cfg, args.key_id), progress, args.run)
+                              tool_keys(cfg, args.key_id), progress, args.run, args.window, args.busy_for)
 
 
 def _seed_main(cfg: RingFile, args: argparse.Namespace) -> int:
@@ -342,6 +349,10 @@ def _seed_main(cfg: RingFile, args: argparse.Namespace) -> int:
         return 2
     if args.timeout is None:
         args.timeout = cfg.crawl.seed_add_wait + 5.0
+    problem = _check_seed_add(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
     problem = _check_numbers(args)
     if problem:
         print(f"error: {problem}", file=sys.stderr)
@@ -421,6 +432,19 @@ def _dashboard_token(args: argparse.Namespace) -> str | None:
         args.token = read_token(args.host, args.token_file, args.token_env)
     except TokenProblem as exc:
         return str(exc)
+    return None
+
+
+def _check_seed_add(args: argparse.Namespace) -> str | None:
+    """``seed add``'s own numbers, their defaults filled in (``ring.tools.seedadd``)."""
+    from ring.tools.seedadd import BUSY_FOR, MAX_WINDOW, WINDOW
+
+    args.window = WINDOW if args.window is None else args.window
+    args.busy_for = BUSY_FOR if args.busy_for is None else args.busy_for
+    if not 1 <= args.window <= MAX_WINDOW:
+        return f"--window: expected an integer from 1 to {MAX_WINDOW}"
+    if not 0 <= args.busy_for <= 3600:  # a bound in time, as every request loop has
+        return "--busy-for: expected a number of seconds from 0 to 3600"
     return None
 
 

@@ -4,8 +4,8 @@
 standard input): plain or gzip, told by the magic bytes (RFC 1952 §2.3.1,
 ``1f 8b``), never by the name, one URL a line, read as a stream: a batch
 of at most ``crawl.seed_add_batch`` lines and :data:`MAX_BATCH_BYTES` at a
-time, so the tool holds the :data:`WINDOW` batches in flight whatever the
-file's length (millions of lines). A line that the wire cannot carry (not UTF-8, or longer than
+time, so the tool holds the ``window`` batches in flight (``--window``,
+default :data:`WINDOW`) whatever the file's length (millions of lines). A line that the wire cannot carry (not UTF-8, or longer than
 ``ring.messages.MAX_STR`` bytes) travels as a count, and the peer counts
 it ``invalid``; every other line travels as it is, and the peer judges it
 as a ``crawl.seeds_file`` line (blank lines and ``#`` comments
@@ -13,7 +13,7 @@ as a ``crawl.seeds_file`` line (blank lines and ``#`` comments
 
 **Sending.** Each batch is one :class:`~ring.messages.SeedAddRequest` with
 a fresh 64-bit nonce, to the peer that took the last one; first to
-cluster.toml's ``[[peer]]`` entries in their order; :data:`WINDOW` batches
+cluster.toml's ``[[peer]]`` entries in their order; ``window`` batches
 at a time. The answer comes once
 the batch is on that peer's disk and its owners acked the URLs forwarded
 to them, or ``crawl.seed_add_wait`` later, ``durable`` (``ring.seedadds``).
@@ -21,8 +21,11 @@ A peer that does not answer within ``--timeout`` is given up and the
 *same* request goes to the next peer: a peer that took it answers what it
 answered (the nonce), another judges it anew, so a lost answer may count a
 batch at two peers, and its URLs reach their owners twice, whose seen sets
-fetch each once. ``busy`` (its forwarding backlog is full) is asked again
-at the same peer after :data:`BUSY_WAIT`, up to :data:`BUSY_TRIES` times;
+fetch each once. ``busy`` (its forwarding backlog is full, or
+``crawl.seed_add_waiting`` batches wait there) is asked again at the same
+peer every :data:`BUSY_WAIT` seconds for at most ``busy_for`` seconds
+(``--busy-for``, default :data:`BUSY_FOR`, at most an hour), then the
+next peer is asked, for as long;
 ``leaving`` and ``no_crawl`` go to the next peer; ``over_cap`` (the peer's
 ``crawl.seed_add_batch`` is smaller than this cluster.toml's) stops the run.
 
@@ -52,7 +55,7 @@ from ring.io.curve import CurveKeys
 from ring.messages import MAX_STR, SeedAddReply, SeedAddRequest, SeedAddStatus
 from ring.tools.client import Contact, ask_seed_add
 
-__all__ = ["BUSY_TRIES", "BUSY_WAIT", "MAX_BATCH_BYTES", "WINDOW", "Batch", "SeedAddRun", "SeedInputError", "batches",
+__all__ = ["BUSY_FOR", "BUSY_WAIT", "MAX_BATCH_BYTES", "MAX_WINDOW", "WINDOW", "Batch", "SeedAddRun", "SeedInputError", "batches",
            "format_run", "open_lines", "send_batches"]
 
 #: Bytes of lines a batch carries at most: the codec's frame is 8 MiB (ring.messages.MAX_FRAME).
@@ -61,9 +64,15 @@ MAX_BATCH_BYTES = 4 << 20
 #: and a commit each way, ~0.4 s on the loaded 2-core machine), so one at a time left the
 #: peers idle: 2,500 lines a second for 100,000 lines (scripts/bench_seed_add.py).
 WINDOW = 8
-#: Seconds before a busy peer is asked again, and how many times.
+#: The largest ``--window``: each batch in flight is held (up to MAX_BATCH_BYTES), so
+#: 64 bound the tool's memory to 256 MiB, and one tool fills a peer's default
+#: ``crawl.seed_add_waiting`` (64) alone.
+MAX_WINDOW = 64
+#: Seconds before a busy peer is asked again.
 BUSY_WAIT = 0.5
-BUSY_TRIES = 120
+#: Seconds a batch keeps asking a busy peer before the next peer is asked: a minute
+#: of a backlog that does not drain is a peer (or its owners) not keeping up.
+BUSY_FOR = 60.0
 GZIP_MAGIC = b"\x1f\x8b"
 #: Outcomes that put a URL on its way to be crawled; every other one but ``skipped`` refused it.
 ROUTED = ("queued", "forwarded")
@@ -196,7 +205,8 @@ _WHY = {
 async def send_batches(ring_name: str, contacts: list[Contact], source: Iterable[Batch], timeout: float,
                        keys: CurveKeys | None = None,
                        progress: Callable[[SeedAddRun], None] | None = None,
-                       run: SeedAddRun | None = None, window: int = WINDOW) -> SeedAddRun:
+                       run: SeedAddRun | None = None, window: int = WINDOW,
+                       busy_for: float = BUSY_FOR) -> SeedAddRun:
     """Each batch of ``source`` to a live peer of ``contacts``, ``window`` at a time (module
     docstring); what was taken, filled into ``run`` as it goes (a caller interrupted still has it).
 
@@ -204,7 +214,7 @@ async def send_batches(ring_name: str, contacts: list[Contact], source: Iterable
     that breaks off (:class:`SeedInputError`) stops the run, said in ``stopped`` with ``bad_input``.
     """
     run = run if run is not None else SeedAddRun()
-    sender = _Sender(ring_name, contacts, timeout, keys, run)
+    sender = _Sender(ring_name, contacts, timeout, keys, run, busy_for)
     room = trio.Semaphore(window)
     batches_in = iter(source)
 
@@ -236,8 +246,9 @@ class _Sender:
     """One batch to a live peer (module docstring): asked again while busy, the next peer on silence."""
 
     def __init__(self, ring_name: str, contacts: list[Contact], timeout: float, keys: CurveKeys | None,
-                 run: SeedAddRun) -> None:
+                 run: SeedAddRun, busy_for: float) -> None:
         self._ring = ring_name
+        self._busy_for = busy_for
         self._contacts = contacts
         self._timeout = timeout
         self._keys = keys
@@ -250,14 +261,18 @@ class _Sender:
                                  batch.lines, batch.unreadable)
         tried: list[str] = []
         busy = 0
+        busy_until: float | None = None  # set at this peer's first busy answer
         at = self._at
         while len(tried) < len(contacts) and not run.stopped:
             contact = contacts[at]
             reply = await ask_seed_add(contact, request, self._timeout, self._keys)
-            if reply is not None and reply.status is SeedAddStatus.BUSY and busy < BUSY_TRIES:
-                busy += 1
-                await trio.sleep(BUSY_WAIT)
-                continue
+            if reply is not None and reply.status is SeedAddStatus.BUSY:
+                now = trio.current_time()
+                busy_until = now + self._busy_for if busy_until is None else busy_until
+                if now + BUSY_WAIT <= busy_until:
+                    busy += 1
+                    await trio.sleep(BUSY_WAIT)
+                    continue
             if reply is not None and reply.status in (SeedAddStatus.ACKED, SeedAddStatus.DURABLE):
                 run.took(reply, batch)
                 self._at = at
@@ -266,9 +281,10 @@ class _Sender:
                 run.stop(f"peer {contact.id} takes fewer lines a batch than this cluster.toml's "
                          f"crawl.seed_add_batch ({batch.size:,}): set the same value as the peers'", batch.first)
                 return
-            why = "no answer" if reply is None else _WHY.get(reply.status, f"busy {busy} times")
+            why = "no answer" if reply is None else _WHY.get(
+                reply.status, f"busy for {self._busy_for:g} s, asked {busy + 1} times")
             tried.append(f"{contact.id} ({why})")
-            busy = 0
+            busy, busy_until = 0, None
             at = (at + 1) % len(contacts)
         run.stop(f"no peer took the batch from line {batch.first:,}: {', '.join(tried)}", batch.first)
 

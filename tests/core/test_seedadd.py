@@ -13,7 +13,7 @@ from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import Forward, Queued
 from peer.core.crawl.seedadd import SeedTally
 from peer.core.door.effects import Commit, SeedsAt
-from peer.core.door.peer import PeerCore
+from peer.core.door.peer import PeerCore, ring_node
 from peer.core.urls.normalize import host_key
 from ring.actions import Reply, Send
 from ring.messages import Ack, MemberState, MemberStatus, SeedAddReply, SeedAddRequest, SeedAddStatus, UrlBatch
@@ -113,6 +113,39 @@ def test_a_batch_over_the_cap_or_at_a_leaving_peer_takes_nothing_and_is_counted(
     assert not p1.crawl.seed_adds.counts and len(p1.crawl.frontier) == 0
     dropped = p1.node.dropped  # type: ignore[union-attr]
     assert dropped["seed_add_batch.over_cap"] == 1 and dropped["seed_add_batch.leaving"] == 1
+
+
+def configured(**crawl) -> PeerCore:
+    """A peer whose ring node is made from cluster.toml as ``python -m peer`` makes it."""
+    cfg = config(obey_robots=False, **crawl)
+    node = ring_node(cfg, "p1", "tcp://127.0.0.1:5799", 1.0, 0.0, incarnation=INC)
+    core = PeerCore(CrawlCore(cfg, "p1", rng=random.Random(1)), node, now=0.0)
+    core.tick(0.0)
+    known(core)
+    return core
+
+
+def test_crawl_seed_add_waiting_bounds_the_batches_waiting_and_the_hits_are_shown():
+    p1 = configured(seed_add_waiting=2)
+    _, theirs, _ = lines_of(p1)
+    for nonce in (1, 2):  # each forwards a URL to p2, which has not acked: both wait
+        assert replies(p1.receive(TOOL, request([f"{theirs}{nonce}"], nonce=nonce), 1.0, wall=0.0)) == []
+    [busy] = replies(p1.receive(TOOL, request([f"{theirs}3"], nonce=3), 1.0, wall=0.0))
+    assert busy == SeedAddReply(RING, "p1", 3, SeedAddStatus.BUSY)
+    assert dict(p1.crawl.seed_adds.counts) == {"forwarded": 2}  # the third taken not at all
+    figures = p1.figures.status(1.0, elapsed=1.0, dns_hit_rate=1.0, limits={})
+    [row] = [m.as_json() for m in p1.status_reply(1, figures).members if m.id == "p1"]
+    assert row["counters"]["cap.seed_add_waiting"] == 1 and row["counters"]["seed_add_batch.busy"] == 1
+
+
+def test_crawl_seed_add_answers_bounds_the_answers_kept():
+    p1 = configured(seed_add_answers=2)
+    mine, _, _ = lines_of(p1)
+    for nonce in range(1, 5):
+        replies(p1.receive(TOOL, request([f"{mine}{nonce}"], nonce=nonce), 1.0, wall=0.0))
+    assert p1.node.dropped["cap.seed_add_answers"] == 2  # type: ignore[union-attr]
+    p1.receive(TOOL, request([f"{mine}1"], nonce=1), 2.0, wall=0.0)  # forgotten: judged anew
+    assert dict(p1.crawl.seed_adds.counts) == {"queued": 4, "seen": 1}
 
 
 def test_the_counts_survive_a_restart_through_the_journals_counters():

@@ -46,6 +46,30 @@ def test_at_most_max_waiting_batches_wait_for_acks_and_the_next_is_busy():
     assert n.dropped["seed_add_batch.busy"] == 1
 
 
+def test_seed_add_waiting_bounds_the_waiting_batches_and_each_hit_is_counted_by_its_key():
+    n = RingNode("a", "tcp://127.0.0.1:5001", 1.0, RING, seeds=SEEDS, gossip_interval=0.1, suspect_after=0.5,
+                 dead_after=1.5, now=0.0, incarnation=1, seed_add_waiting=3)
+    n.forward("http://y.test/", 0, "b", 0.0)
+    for nonce in range(3):
+        assert n.receive(TOOL, ask(nonce=nonce), 0.0) == [SeedsAsked(TOOL, ask(nonce=nonce))]
+        assert n.seeds_taken(TOOL, nonce, {"forwarded": 1}, {"b": 1}, 0.0, 10.0) == []
+    for nonce in (3, 4):  # the fourth and fifth: busy, nothing asked of the crawl
+        assert n.receive(TOOL, ask(nonce=nonce), 0.1) == [
+            Reply(TOOL, SeedAddReply(RING, "a", nonce, SeedAddStatus.BUSY))]
+    assert n.dropped["seed_add_batch.busy"] == 2 and n.dropped["cap.seed_add_waiting"] == 2
+    assert dict(n.dropped_rows())["cap.seed_add_waiting"] == 2  # as ring status carries it
+
+
+def test_seed_add_answers_bounds_the_answers_kept_and_each_one_forgotten_is_counted():
+    n = RingNode("a", "tcp://127.0.0.1:5001", 1.0, RING, seeds=SEEDS, gossip_interval=0.1, suspect_after=0.5,
+                 dead_after=1.5, now=0.0, incarnation=1, seed_add_answers=2)
+    for nonce in range(4):
+        [answer] = n.seeds_taken(TOOL, nonce, {"queued": 1}, {}, 0.0, 10.0)
+    assert n.dropped["cap.seed_add_answers"] == 2
+    assert n.receive(TOOL, ask(nonce=3), 0.1) == [answer]  # kept: answered as before
+    assert n.receive(TOOL, ask(nonce=1), 0.1) == [SeedsAsked(TOOL, ask(nonce=1))]  # forgotten: judged anew
+
+
 def test_a_wait_ends_with_the_acks_through_the_barrier_not_before():
     out = Outbox("a", RING, epoch=1)
     adds = SeedAdds("a", RING, out)

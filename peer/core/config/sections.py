@@ -23,6 +23,7 @@ from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS
 from ring.addresses import bind_address as _bind_of, parse_endpoint
 from ring.membership.protocol import MAX_WEIGHT
 from ring.messages import MAX_ARRAY
+from ring.seedadds import MAX_ANSWERED, MAX_WAITING
 
 __all__ = ["BloomConfig", "CrawlConfig", "DnsConfig", "FrontierConfig", "PeerSpec", "PolitenessConfig",
            "RingConfig", "bind_address", "parse_address", "parse_metrics_address"]
@@ -52,6 +53,22 @@ def _url_length(v: Any) -> str | None:
 def _seed_add_batch(v: Any) -> str | None:
     # ring.messages.MAX_ARRAY: the codec's bound on the lines of one frame.
     return None if 1 <= v <= MAX_ARRAY else f"an integer from 1 to {MAX_ARRAY} (the wire's array bound)"
+
+
+#: The bounds of crawl.seed_add_waiting and crawl.seed_add_answers (their checks say why).
+MAX_SEED_ADD_WAITING = 4096
+MAX_SEED_ADD_ANSWERS = 65536
+
+
+def _seed_add_waiting(v: Any) -> str | None:
+    # Every frame received checks each waiting batch against its owners' acks
+    # (ring.seedadds.SeedAdds.check): the bound keeps that scan short.
+    return None if 1 <= v <= MAX_SEED_ADD_WAITING else f"an integer from 1 to {MAX_SEED_ADD_WAITING}"
+
+
+def _seed_add_answers(v: Any) -> str | None:
+    # An answer kept with five outcomes is ~570 bytes (tracemalloc): 65,536 of them ~37 MB.
+    return None if 1 <= v <= MAX_SEED_ADD_ANSWERS else f"an integer from 1 to {MAX_SEED_ADD_ANSWERS}"
 
 
 def _workers(v: Any) -> str | None:
@@ -201,6 +218,15 @@ class CrawlConfig:
     seed_add_wait: float = _key(float, 10.0, "seconds a peer that took a `ring seed add` batch waits for "
                                 "the owners' acks of the URLs it forwarded before it answers anyway, "
                                 "\"durable\" (on its disk, resent until acked)", non_negative)
+    seed_add_waiting: int = _key(int, MAX_WAITING, "`ring seed add` batches that may wait at one peer for their owners' "
+                                 "acks at once; one more is answered busy, taking none (the tool asks again), "
+                                 "counted seed_add_batch.busy and cap.seed_add_waiting; at most 4096",
+                                 _seed_add_waiting)
+    seed_add_answers: int = _key(int, MAX_ANSWERED, "answers to `ring seed add` batches a peer keeps, so a tool that "
+                                 "lost one and asks again is answered as before, nothing taken twice; each "
+                                 "older one forgotten counts cap.seed_add_answers (a batch asked again after "
+                                 "is judged anew: counted twice, fetched once); at most 65536",
+                                 _seed_add_answers)
     allow_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts in scope; empty: the seeds' hosts")
     deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
     max_pages: int = _key(int, 0, "cluster-wide page limit, never exceeded: split over the [[peer]] "

@@ -217,7 +217,8 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
         incarnation=incarnation, vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
         curve=curve, owner_key=host_key, batch_age=rc.batch_age,
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
-        send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
+        send_window=rc.send_window, seed_add_waiting=cfg.crawl.seed_add_waiting,
+        seed_add_answers=cfg.crawl.seed_add_answers, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
         takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters)
 
 

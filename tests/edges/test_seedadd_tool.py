@@ -101,3 +101,58 @@ def test_the_counts_are_a_metric_family():
     m = {m.name: m for m in families(scrape)}["ringcrawl_seed_add_lines"]
     assert {s.labels["outcome"]: s.value for s in m.samples if s.name.endswith("_total")} == {
         "queued": 1, "forwarded": 1, "skipped": 2, "invalid": 2, "scope": 1}
+
+
+async def test_a_window_of_n_has_n_batches_in_flight_and_a_busy_peer_is_asked_for_busy_for_seconds(
+        monkeypatch, autojump_clock):
+    import trio
+
+    from ring.tools import seedadd
+    from ring.tools.client import Contact
+
+    flying, most, asked = 0, 0, Counter[str]()
+
+    async def peer_answers(contact, request, timeout, keys=None):  # type: ignore[no-untyped-def]
+        nonlocal flying, most
+        asked[contact.id] += 1
+        flying += 1
+        most = max(most, flying)
+        await trio.sleep(1.0)
+        flying -= 1
+        status = SeedAddStatus.BUSY if contact.id == "p1" else SeedAddStatus.ACKED
+        return SeedAddReply("r", contact.id, request.nonce, status, (("queued", len(request.lines)),))
+
+    monkeypatch.setattr(seedadd, "ask_seed_add", peer_answers)
+    contacts = [Contact("p1", "tcp://127.0.0.1:1"), Contact("p2", "tcp://127.0.0.1:2")]
+    source = [Batch(("http://a/",), 0, n) for n in range(1, 8)]
+    start = trio.current_time()
+    run = await seedadd.send_batches("r", contacts, source, 5.0, window=3, busy_for=4.0)
+    assert most == 3 and run.taken_lines == 7 and run.peers == Counter({"p2": 7})
+    # The first batches asked p1 for 4 s (a second an answer, 0.5 s between): 4 answers, then p2.
+    assert asked["p1"] == 3 * 4 and trio.current_time() - start < 10.0
+
+
+def test_window_and_busy_for_are_checked_as_a_users_mistake(tmp_path):
+    ring = toml(tmp_path)
+    assert error_line(ring_main(["seed", "add", "http://a/", "--ring", ring, "--window", "0"])) == (
+        "error: --window: expected an integer from 1 to 64")
+    assert error_line(ring_main(["seed", "add", "http://a/", "--ring", ring, "--busy-for", "inf"])) == (
+        "error: --busy-for: expected a number of seconds from 0 to 3600")
+
+
+def test_the_caps_hits_and_the_batches_not_taken_are_metric_families():
+    from peer.engine.metrics import families
+    from tests.core.test_seedadd import TOOL, configured, lines_of, request
+
+    p1 = configured(seed_add_waiting=1)
+    _, theirs, _ = lines_of(p1)
+    p1.receive(TOOL, request([theirs], nonce=1), 1.0, wall=0.0)
+    p1.receive(TOOL, request([theirs + "b"], nonce=2), 1.0, wall=0.0)  # busy: one batch waits
+    figures = p1.figures
+    scrape = figures.scrape(1.0, figures.status(1.0, elapsed=1.0, dns_hit_rate=1.0, limits={}), peer="p1",
+                            ring="test", uptime=1.0, dns={}, dns_hit_ratio=1.0, warc={})
+    by_name = {m.name: m for m in families(scrape)}
+    assert {s.labels["cap"]: s.value for s in by_name["ringcrawl_seed_add_cap_hits"].samples
+            if s.name.endswith("_total")} == {"seed_add_waiting": 1}
+    assert {s.labels["why"]: s.value for s in by_name["ringcrawl_seed_add_batches_untaken"].samples
+            if s.name.endswith("_total")} == {"busy": 1}
