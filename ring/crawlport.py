@@ -11,13 +11,38 @@ whose members have a stand-in crawl.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from ring.hashring import HashRing
+from ring.membership.epochs import ConfigEpoch, PlainSettings
+from ring.messages import SettingsAction
 from ring.status import StatusFigures
 
-__all__ = ["CrawlPort", "NoCrawl"]
+__all__ = ["CrawlPort", "NoCrawl", "PlainSettings", "SettingsPort"]
+
+
+class SettingsPort(Protocol):
+    """The crawl's reading of the ring's live settings document (``ring.membership.epochs``),
+    which the ring carries as an opaque text: a peer's is ``peer.core.door.settings``,
+    a bare member's ``ring.membership.epochs.PlainSettings``."""
+
+    def assign(self, doc: str, action: SettingsAction, assignments: Sequence[str]) -> str:
+        """The document after ``action`` and its KEY=VALUE ``assignments``; ValueError, in
+        words naming the key, for an assignment that cannot be made live (the operator's mistake)."""
+        ...
+
+    def fingerprint(self, doc: str) -> int:
+        """The document's 64-bit fingerprint (the same at every peer)."""
+        ...
+
+    def differing(self, a: str, b: str) -> list[str]:
+        """The keys whose values differ between two documents."""
+        ...
+
+    def paused(self, doc: str) -> bool:
+        """Whether the document pauses the crawl."""
+        ...
 
 
 class CrawlPort(Protocol):
@@ -80,6 +105,10 @@ class CrawlPort(Protocol):
         """This peer's figures for ``ring status``."""
         ...
 
+    def settings_changed(self, record: ConfigEpoch) -> None:
+        """The ring's settings are now ``record`` (``ring.membership.epochs``): apply its document."""
+        ...
+
 
 class NoCrawl:
     """A :class:`CrawlPort` with nothing to crawl: the stand-in of a ring member that
@@ -126,3 +155,6 @@ class NoCrawl:
 
     def status_figures(self) -> StatusFigures:
         return StatusFigures()
+
+    def settings_changed(self, record: ConfigEpoch) -> None:
+        pass

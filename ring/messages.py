@@ -58,6 +58,13 @@ What each message is for:
   20-22, added without a ``VERSION`` change, as 16 and 17: a peer of an
   older build drops them as an unknown type, and takes part with version 0
   (cluster.toml's voters).
+- :class:`Settings` — a member's config epoch (``ring.membership.epochs``):
+  the epoch, its document's fingerprint and the document, pushed when it
+  changes and sent with anti-entropy; :class:`SettingsRequest` /
+  :class:`SettingsReply` — ``python -m ring set|pause|resume`` asks the
+  steward for the next epoch from the one the operator saw (``base``), and
+  it says what it did (:class:`SettingsOutcome`). Codes 23-25, added in wire
+  version 4 without a ``VERSION`` change, as 20-22.
 - :class:`NearQuery` / :class:`NearAnswer` — duplicate content
   (``peer.core.dedupe.verdicts``): a peer asks the owner of some of a page's SimHash
   bands whether an earlier page is within k bits of it, and the owner
@@ -111,6 +118,7 @@ members            1 024        entries of a digest or status reply
 updates            64           piggybacked records of a ping, ping-req, ack
 dropped counters   64           entries of ``MemberStatus.dropped``, ``.errors``
 busiest hosts      10           entries of ``MemberStatus.busiest``
+settings document  128 chunks   of at most 8 KiB each (``Settings.doc``)
 bin, map, ext      none         ``max_*_len=0``: the codec uses none of them
 =================  ===========  ==============================================
 
@@ -167,6 +175,12 @@ __all__ = [
     "VoterOutcome",
     "VoterRequest",
     "VoterReply",
+    "Settings",
+    "SettingsAction",
+    "SettingsOutcome",
+    "SettingsRequest",
+    "SettingsReply",
+    "MAX_DOC_CHUNKS",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -195,6 +209,8 @@ MAX_UPDATES = 64
 #: Busiest hosts a status reply carries (MemberStatus.busiest).
 MAX_BUSIEST = 10
 MAX_UINT = 2**64 - 1
+#: Chunks of a settings document (:class:`Settings`): MAX_DOC_CHUNKS x MAX_STR = 1 MiB at most.
+MAX_DOC_CHUNKS = 128
 
 
 class MemberState(StrEnum):
@@ -244,6 +260,26 @@ class VoterOutcome(StrEnum):
     LAST_VOTER = "last_voter"  # retire: a ring needs one voter at least
     LEAVING = "leaving"  # this peer is leaving the ring
     NOT_STEWARD = "not_steward"  # only the lowest id of the live ring changes the voters: ask it
+
+
+class SettingsAction(StrEnum):
+    """What ``python -m ring set|pause|resume`` asks of the ring's settings; the wire carries its index."""
+
+    SET = "set"  # KEY=VALUE assignments
+    PAUSE = "pause"  # no request starts anywhere
+    RESUME = "resume"  # requests start again
+
+
+class SettingsOutcome(StrEnum):
+    """What a peer did with a :class:`SettingsRequest` (``ring.membership.epochs``); the wire carries its index."""
+
+    CHANGED = "changed"  # it made the next epoch: the change spreads
+    ALREADY = "already"  # the settings say so already: no new epoch
+    INVALID = "invalid"  # the operator's mistake (a key that cannot change live...): ``detail`` says
+    STALE = "stale"  # the request's base is not this peer's epoch: ask again
+    NO_LEASE = "no_lease"  # this peer holds no lease under its epoch
+    LEAVING = "leaving"  # this peer is leaving the ring
+    NOT_STEWARD = "not_steward"  # only the lowest id of the live ring makes epochs: ask it
 
 
 # --------------------------------------------------------------------------
@@ -387,6 +423,15 @@ class MemberStatus:
     voters_joint: tuple[str, ...] = ()
     voters_alive: int = 0
     voters_needed: int = 0
+    # The config epoch the member runs (ring.membership.epochs) and its
+    # document's fingerprint, whether the document pauses the crawl, and
+    # whether the member still waits to hear the ring's document (a peer
+    # just started: it starts no request until then). Added in wire version 4
+    # (at the end, without a VERSION change, as voters_* were).
+    config_epoch: int = 0
+    config_fingerprint: int = 0
+    paused: bool = False
+    config_waiting: bool = False
 
     @property
     def live(self) -> bool:
@@ -424,7 +469,10 @@ class MemberStatus:
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
                 "voters_needed": self.voters_needed,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
-                "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None}
+                "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None,
+                "config_epoch": self.config_epoch,
+                "config_fingerprint": f"{self.config_fingerprint:016x}" if self.config_fingerprint else None,
+                "paused": self.paused, "config_waiting": self.config_waiting}
 
 
 @dataclass(frozen=True, slots=True)
@@ -640,9 +688,50 @@ class VoterReply:
     nonce: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """``sender``'s config epoch (``ring.membership.epochs.ConfigEpoch``): its number, its
+    document's fingerprint and the document (opaque to the ring, in chunks of at most
+    ``MAX_STR``); ``running``: the sender starts requests under it (holds its lease, and
+    its document is the ring's, not its file's alone)."""
+
+    ring: str
+    sender: str
+    epoch: int
+    fingerprint: int
+    doc: tuple[str, ...]
+    running: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsRequest:
+    """``python -m ring set|pause|resume``: a new epoch from epoch ``base``; ``assignments``: KEY=VALUE."""
+
+    ring: str
+    sender: str
+    action: SettingsAction
+    assignments: tuple[str, ...]
+    base: int
+    nonce: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsReply:
+    """What ``sender`` did with the :class:`SettingsRequest` of ``nonce``: ``epoch`` is its epoch now,
+    ``detail`` the reason of a refusal in words (an INVALID key named)."""
+
+    ring: str
+    sender: str
+    outcome: SettingsOutcome
+    epoch: int
+    detail: str = ""
+    nonce: int = 0
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply]
+                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, Settings,
+                SettingsRequest, SettingsReply]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -990,6 +1079,11 @@ _MEMBER_STATUS = _Spec(
         ("voters_joint", _array_codec(_NAME, MAX_MEMBERS)),
         ("voters_alive", _UINT),
         ("voters_needed", _UINT),
+        # Added in wire version 4: the config epoch (ring.membership.epochs).
+        ("config_epoch", _UINT),
+        ("config_fingerprint", _UINT),
+        ("paused", _BOOL),
+        ("config_waiting", _BOOL),
     ),
 )
 
@@ -1126,6 +1220,20 @@ _SPECS += (
                              ("target", _NAME), ("base", _UINT), ("nonce", _UINT))),
     _Spec(VoterReply, 22, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
                            ("outcome", _enum_codec(VoterOutcome)), ("version", _UINT), ("nonce", _UINT))),
+)
+
+# Config epochs (ring.membership.epochs): 23-25, added in wire version 4 without a
+# VERSION change, as 20-22: a peer of an older build drops them as an unknown type
+# and counts it; it runs epoch 0 (its cluster.toml), and a ring at a later epoch
+# fences it out by the lease (docs/membership.md, "Config epochs").
+_SPECS += (
+    _Spec(Settings, 23, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("fingerprint", _UINT),
+                         ("doc", _array_codec(_name_codec(MAX_STR), MAX_DOC_CHUNKS)), ("running", _BOOL))),
+    _Spec(SettingsRequest, 24, (("ring", _NAME), ("sender", _NAME), ("action", _enum_codec(SettingsAction)),
+                                ("assignments", _array_codec(_name_codec(MAX_STR), MAX_MEMBERS)),
+                                ("base", _UINT), ("nonce", _UINT))),
+    _Spec(SettingsReply, 25, (("ring", _NAME), ("sender", _NAME), ("outcome", _enum_codec(SettingsOutcome)),
+                              ("epoch", _UINT), ("detail", _name_codec(MAX_STR)), ("nonce", _UINT))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

@@ -19,10 +19,13 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     Released(sender)         its HandoffDone came: its hosts may be fetched
     Granted(grants)          our max_pages grants grew (ring.membership.budget): durable before what follows
     VotersChanged(record)    our voter record changed (ring.membership.voters): durable before what follows
+    SettingsChanged(record, ...)  our config epoch changed (ring.membership.epochs): durable and applied first
+    SettingsMismatch(...)    a starting peer's cluster.toml differs from the ring's: it stops (rule 11)
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (rule 8, ``ring.forgetting``)
     Reply(route, VoterReply)   ``ring voter``: what this peer did (rule 10, ``ring.voterwatch``)
+    Reply(route, SettingsReply)  ``ring set|pause|resume``: what this peer did (rule 11, ``ring.epochwatch``)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
@@ -86,6 +89,14 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    counted, made durable first (``VotersChanged``), logged, and a ring left
    surviving no failure warned once. A member's ``Voters`` record is gossip
    (rules 1 and 2).
+11. **Settings.** A ``SettingsRequest`` (``python -m ring set|pause|resume``)
+   and each change of our config epoch are ``ring.epochwatch``'s: answered,
+   counted, made durable and applied first (``SettingsChanged``), logged with
+   the keys that changed. A member's ``Settings`` record is gossip (rules 1
+   and 2), sent with each anti-entropy ``Sync``, with the answer to a
+   ``Join`` and to a member that joined or restarted. Until our document is
+   confirmed as the ring's (``ring.membership.epochs`` rule 5),
+   :meth:`RingNode.may_fetch` is False.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -125,9 +136,14 @@ from ring.actions import (
     RingChanged,
     SeedStarts,
     Send,
+    SettingsChanged,
+    SettingsMismatch,
     StatusAsked,
     VotersChanged,
 )
+from ring.crawlport import PlainSettings, SettingsPort
+from ring.epochwatch import EpochWatch
+from ring.membership.epochs import ConfigEpoch
 from ring.membership.budget import PageBudget, add_grants
 from ring.forwarding.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Outbox
 from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
@@ -155,6 +171,8 @@ from ring.messages import (
     PingReq,
     StatusReply,
     StatusRequest,
+    Settings,
+    SettingsRequest,
     Sync,
     UrlBatch,
     VoterRequest,
@@ -186,13 +204,15 @@ __all__ = [
     "RingNode",
     "SeedStarts",
     "Send",
+    "SettingsChanged",
+    "SettingsMismatch",
     "StatusAsked",
     "StatusFigures",
     "VotersChanged",
 ]
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters)
+                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters, Settings)
 
 
 class RingNode:
@@ -239,6 +259,9 @@ class RingNode:
         grants: Sequence[tuple[str, int]] = (),
         left: Mapping[str, int] | None = None,
         voters: VoterRecord | None = None,
+        settings: ConfigEpoch | None = None,
+        settings_port: SettingsPort | None = None,
+        adopt_conflicts: bool = False,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -272,6 +295,7 @@ class RingNode:
             # Seeds a former process of ours saw leave: left, not silent (Membership.remember_left).
             self.membership.remember_left(left, now)
         self.leaving = False
+        self._now = now  # the ring's clock at the last call (what the settings' messages say of the lease)
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
         self.routes = Routes(curve=curve)
@@ -279,6 +303,11 @@ class RingNode:
         # change is given one lease before its wait is called a partition.
         self._pauses = Pauses(patience=lease if lease else dead_after / 2)
         self.voter_watch = VoterWatch(peer_id, ring_name, self.membership, self.dropped)  # rule 10
+        port = settings_port if settings_port is not None else PlainSettings()
+        #: Rule 11: the config epoch this peer runs (``ring.membership.epochs``).
+        self.epochs = EpochWatch(peer_id, ring_name, self.membership, self.dropped, port,
+                                 settings if settings is not None else ConfigEpoch(0, port.fingerprint(""), ""),
+                                 now, adopt_conflicts=adopt_conflicts)
 
     # -- views -----------------------------------------------------------------
 
@@ -307,7 +336,8 @@ class RingNode:
                                      **on_wire(figures.not_requested)})
         own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
                       ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0,
-                      voters=m.voter_record, survival=m.survival())
+                      voters=m.voter_record, survival=m.survival(), settings=self.epochs.record,
+                      paused=self.epochs.paused, settings_waiting=not self.epochs.confirmed)
         return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
                             unheard=m.waiting_for())
 
@@ -340,6 +370,16 @@ class RingNode:
     def left(self, locally_idle: bool) -> bool:
         """Leaving, and everything handed over and acked: the process may end."""
         return self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle
+
+    @property
+    def settings(self) -> ConfigEpoch:
+        """The config epoch this peer runs (rule 11)."""
+        return self.epochs.record
+
+    @property
+    def settings_confirmed(self) -> bool:
+        """Whether our document is the ring's (``ring.membership.epochs`` rule 5): requests may start."""
+        return self.epochs.confirmed
 
     def lease_state(self, real_now: float) -> LeaseState:
         """Whether this peer may start requests at ``real_now`` (``ring.membership.lease``; the real clock)."""
@@ -392,7 +432,12 @@ class RingNode:
         out: list[Action] = self._grant(idle, pages, in_flight)
         self.membership.set_local(idle=idle and self.outbox.idle, sent=self.outbox.sent,
                                   received=self.inbox.received, pages=pages)
-        out += [Send(dest, msg) for dest, msg in self.membership.tick(now)]
+        self._now = now
+        sends = self.membership.tick(now)
+        out += [Send(dest, msg) for dest, msg in sends]
+        # Rule 11: the settings ride with the anti-entropy Sync, as the voters do.
+        out += [Send(dest, self.epochs.message(now)) for dest, msg in sends if isinstance(msg, Sync)]
+        out += self.epochs.tick(now)
         out += self._member_changes()
         self.routes.keep(self.membership.members())
         out += self.handoff.check(now)
@@ -491,14 +536,30 @@ class RingNode:
                                             ("incarnation", e.incarnation)))
                              for e in events]
         first, after = self.voter_watch.saw(events)  # rule 10
-        return first + out + after
+        return first + out + after + self.epochs.saw(events, self._now)  # rule 11
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync | Voters,
                    now: float) -> list[Action]:
+        self._now = now
         self.handoff.note_claims(msg)  # ring.handoff rule 4
-        out: list[Action] = [Send(dest, reply) for dest, reply in self.membership.receive(msg, now)]
+        replies = self.membership.receive(msg, now)
+        out: list[Action] = [Send(dest, reply) for dest, reply in replies]
+        if isinstance(msg, Join) and any(dest == msg.sender for dest, _ in replies):
+            out.append(Send(msg.sender, self.epochs.message(now)))  # rule 11: the ring's settings
         out += self._member_changes()
         return out + self.handoff.check(now)
+
+    def _on_settings(self, route: bytes, msg: Settings, now: float) -> list[Action]:
+        """Rule 11: a member's config epoch (``ring.epochwatch``)."""
+        self._now = now
+        if msg.sender not in self.membership.members():
+            return self._drop("unknown_sender")
+        return self.epochs.heard(msg, now)
+
+    def _on_settings_request(self, route: bytes, msg: SettingsRequest, now: float) -> list[Action]:
+        """Rule 11: an operator's change of the settings (``ring.epochwatch``)."""
+        self._now = now
+        return self.epochs.request(route, msg, now, leaving=self.leaving)
 
     def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
         if adopted(msg.sender):
@@ -594,6 +655,8 @@ class RingNode:
         ForgetRequest: _on_forget_request,
         Voters: _on_gossip,
         VoterRequest: _on_voter_request,
+        Settings: _on_settings,
+        SettingsRequest: _on_settings_request,
         StatusRequest: _on_status_request,
         NearQuery: _on_near,
         NearAnswer: _on_near,

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ring.forwarding.forwarder import OutboxStats
+from ring.membership.epochs import ConfigEpoch
 from ring.membership.lease import LeaseState, PauseReason
 from ring.membership.voters import Survival, VoterRecord
 from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, MemberStatus, StatusReply
@@ -98,10 +99,12 @@ def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grac
 
 def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[tuple[str, int], ...],
             ring_version: int, fingerprint: int, voters: VoterRecord | None = None,
-            survival: Survival | None = None) -> MemberStatus:
+            survival: Survival | None = None, settings: ConfigEpoch | None = None, paused: bool = False,
+            settings_waiting: bool = False) -> MemberStatus:
     """This peer's own row: its record, its share, the crawl's ``figures``, its counters
     (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring,
-    and its voters (``ring.membership.voters``) with how many failures they survive."""
+    its voters (``ring.membership.voters``) with how many failures they survive, and its config
+    epoch (``ring.membership.epochs``): the epoch, the fingerprint, paused, still waiting for the ring's."""
     lease = figures.lease
     record = voters if voters is not None else VoterRecord(0, ())
     return MemberStatus(
@@ -116,7 +119,9 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         ring_version=ring_version, ring_fingerprint=fingerprint,
         page_cap=figures.page_cap, budget_wait=figures.budget_wait,
         voters_version=record.version, voters=record.voters, voters_joint=record.joint,
-        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0)
+        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0,
+        config_epoch=settings.epoch if settings else 0, config_fingerprint=settings.fingerprint if settings else 0,
+        paused=paused, config_waiting=settings_waiting)
 
 
 def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:
