@@ -36,14 +36,18 @@ from ring.membership.protocol import Membership
 from ring.membership.records import ChangeReason, LEFT, MemberEvent
 from ring.messages import MemberState, Settings, SettingsOutcome, SettingsReply, SettingsRequest
 
-__all__ = ["EpochWatch"]
+__all__ = ["ASK_AT_ONCE", "EpochWatch"]
+
+#: Members a peer not yet confirmed asks for their record each round (rule 5): a
+#: few, in turn, so a ring's start costs O(N) messages a round, not O(N^2).
+ASK_AT_ONCE = 3
 
 
 class EpochWatch:
     """One peer's config epoch (module docstring). Times are the ring's clock (``now``)."""
 
     __slots__ = ("_peer_id", "_ring_name", "_membership", "_dropped", "_port", "record", "confirmed",
-                 "_adopt_conflicts", "_held_since", "_said")
+                 "_adopt_conflicts", "_held_since", "_said", "_asked")
 
     def __init__(self, peer_id: str, ring_name: str, membership: Membership, dropped: Counter[str],
                  port: SettingsPort, record: ConfigEpoch, now: float, *, adopt_conflicts: bool = False) -> None:
@@ -59,6 +63,7 @@ class EpochWatch:
         self._adopt_conflicts = adopt_conflicts
         self._held_since: float | None = None  # since when our lease is held, while not confirmed
         self._said: set[int] = set()  # fingerprints of conflicts already logged
+        self._asked = 0  # rounds of asking while not confirmed
         if record.epoch:
             membership.set_config(record.ident(), now)  # resumed from the data_dir (rule 7)
 
@@ -81,38 +86,43 @@ class EpochWatch:
         """Our record as gossip carries it."""
         r = self.record
         return Settings(self._ring_name, self._peer_id, r.epoch, r.fingerprint, split_doc(r.doc),
-                        self.running(now))
+                        self.running(now), self.confirmed)
 
     # -- gossip --------------------------------------------------------------------
 
     def heard(self, msg: Settings, now: float) -> list[Action]:
-        """A member's record (rules 2, 5, 6): taken, answered, confirmed, or a conflict said."""
+        """A member's record (rules 2, 5, 6): taken, answered, confirmed, or a conflict said.
+
+        A sender that is not confirmed asks for our record: it is answered
+        (once a message: only a confirmed peer's word confirms another, and it
+        does not ask back, so two peers never answer each other forever)."""
         theirs = record_of(msg)
         if not fits(theirs.doc) or self._port.fingerprint(theirs.doc) != theirs.fingerprint:
             self._dropped["bad_settings"] += 1
             return [Count("bad_settings")]
         ours = self.record
         case = compare(theirs, ours)
+        # A conflict is answered only by a confirmed peer: two that are not would answer each other forever.
+        answer: list[Action] = [Send(msg.sender, self.message(now))] if self.confirmed and not msg.confirmed else []
         if case is Heard.SAME:
             self.confirmed = True
-            return []
+            return [Send(msg.sender, self.message(now))] if not msg.confirmed else []
         if case is Heard.BEHIND:
             return [Send(msg.sender, self.message(now))]
         if case is Heard.LATER:
-            # Epochs only grow (rule 2); the sender's word confirms it only if it runs it.
-            return self._take(theirs, msg.sender, now, confirm=msg.running)
+            # Epochs only grow (rule 2); the sender's word confirms it only if its own is confirmed.
+            return self._take(theirs, msg.sender, now, confirm=msg.confirmed)
         # A conflict: another document at our epoch.
         if self.running(now):
             self._dropped["settings_conflict"] += 1
-            out: list[Action] = [Count("settings_conflict")]
-            if not msg.running:
-                out.append(Send(msg.sender, self.message(now)))  # so it learns ours, and yields
-            return out + self._say_conflict(theirs, msg.sender)
-        if not msg.running:
-            return self._say_conflict(theirs, msg.sender)  # neither runs: wait for one that does
+            return [Count("settings_conflict"), *answer, *self._say_conflict(theirs, msg.sender)]
+        if not msg.confirmed or (self.confirmed and not msg.running):
+            # Neither is the ring's for sure: wait for a member whose document is.
+            return answer + self._say_conflict(theirs, msg.sender)
         if self.confirmed or self._adopt_conflicts:
             return self._take(theirs, msg.sender, now, confirm=True)
         keys = tuple(self._port.differing(ours.doc, theirs.doc))
+        self._said.add(theirs.fingerprint)  # never confirmed by waiting now (rule 5): it stops
         return [SettingsMismatch(theirs, ours, msg.sender, keys)]
 
     def _say_conflict(self, theirs: ConfigEpoch, sender: str) -> list[Action]:
@@ -150,26 +160,34 @@ class EpochWatch:
                 and e.reason in (ChangeReason.JOINED, ChangeReason.RESTARTED, ChangeReason.REFUTED)]
 
     def tick(self, now: float) -> list[Action]:
-        """Rule 5's other ways to confirm: alone in the ring, or a whole lease held with no word."""
+        """While not confirmed (rule 5): ask a few live members for their record each round; and
+        confirm alone in the ring, or after a whole lease held with no member's word."""
         if self.confirmed:
             return []
         m = self._membership
+        others = self._live_others()
+        out: list[Action] = []
+        if others:
+            self._asked += 1
+            start = self._asked * ASK_AT_ONCE
+            picked = {others[(start + i) % len(others)] for i in range(min(ASK_AT_ONCE, len(others)))}
+            msg = self.message(now)
+            out += [Send(dest, msg) for dest in sorted(picked)]
         real = now + m.stalled
         state = m.lease_state(real)
         if state is None or not state.held:
             self._held_since = None
-            return []
-        alone = list(m.live()) == [self._peer_id]
+            return out
         if self._held_since is None:
             self._held_since = real
         lease = m.lease
-        if not alone and (lease is None or real - self._held_since < lease.lease or self._said):
-            return []
+        if others and (lease is None or real - self._held_since < lease.lease or self._said):
+            return out
         self.confirmed = True
-        if alone:
-            return []
-        return [Log(logging.INFO, (f"settings: no member said its settings within a lease; running "
-                                   f"{self.record.describe()} (members of an older build say none)"))]
+        if not others:
+            return out
+        return out + [Log(logging.INFO, (f"settings: no member said its settings within a lease; running "
+                                         f"{self.record.describe()} (members of an older build say none)"))]
 
     # -- an operator's change (rule 4) ------------------------------------------
 

@@ -693,7 +693,9 @@ class Settings:
     """``sender``'s config epoch (``ring.membership.epochs.ConfigEpoch``): its number, its
     document's fingerprint and the document (opaque to the ring, in chunks of at most
     ``MAX_STR``); ``running``: the sender starts requests under it (holds its lease, and
-    its document is the ring's, not its file's alone)."""
+    its document is the ring's, not its file's alone); ``confirmed``: the sender's document
+    is the ring's (``ring.membership.epochs`` rule 5); one that is not asks for the
+    receiver's record in answer."""
 
     ring: str
     sender: str
@@ -701,6 +703,7 @@ class Settings:
     fingerprint: int
     doc: tuple[str, ...]
     running: bool = False
+    confirmed: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -1228,7 +1231,8 @@ _SPECS += (
 # fences it out by the lease (docs/membership.md, "Config epochs").
 _SPECS += (
     _Spec(Settings, 23, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("fingerprint", _UINT),
-                         ("doc", _array_codec(_name_codec(MAX_STR), MAX_DOC_CHUNKS)), ("running", _BOOL))),
+                         ("doc", _array_codec(_name_codec(MAX_STR), MAX_DOC_CHUNKS)), ("running", _BOOL),
+                         ("confirmed", _BOOL))),
     _Spec(SettingsRequest, 24, (("ring", _NAME), ("sender", _NAME), ("action", _enum_codec(SettingsAction)),
                                 ("assignments", _array_codec(_name_codec(MAX_STR), MAX_MEMBERS)),
                                 ("base", _UINT), ("nonce", _UINT))),
