@@ -387,6 +387,10 @@ class MemberStatus:
     voters_joint: tuple[str, ...] = ()
     voters_alive: int = 0
     voters_needed: int = 0
+    # Added in wire version 4: whether the member is held by `ring pause` (no
+    # request starts there until `ring resume`). Last, with a default: a row
+    # of an older member decodes as not paused.
+    paused: bool = False
 
     @property
     def live(self) -> bool:
@@ -424,7 +428,8 @@ class MemberStatus:
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
                 "voters_needed": self.voters_needed,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
-                "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None}
+                "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None,
+                "paused": self.paused}
 
 
 @dataclass(frozen=True, slots=True)
@@ -990,6 +995,7 @@ _MEMBER_STATUS = _Spec(
         ("voters_joint", _array_codec(_NAME, MAX_MEMBERS)),
         ("voters_alive", _UINT),
         ("voters_needed", _UINT),
+        ("paused", _BOOL),  # added in wire version 4
     ),
 )
 

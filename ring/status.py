@@ -53,6 +53,7 @@ class StatusFigures:
     lease: LeaseState | None = None  # the ring's lease now (None: not known here)
     page_cap: int = 0  # our max_pages cap now (ring.membership.budget; 0: no max_pages)
     budget_wait: bool = False  # at that cap with URLs queued: waiting for a grant
+    paused: bool = False  # held by ``ring pause``: no request starts until ``ring resume``
 
     @classmethod
     def of(cls, figures: Any, uptime: float) -> StatusFigures:
@@ -71,7 +72,7 @@ class StatusFigures:
                    not_requested=dict(get("not_requested", {}) or {}),
                    busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()),
                    lease=get("lease", None), page_cap=int(get("page_cap", 0)),
-                   budget_wait=bool(get("budget_wait", False)))
+                   budget_wait=bool(get("budget_wait", False)), paused=bool(get("paused", False)))
 
 
 def lease_status(state: LeaseState | None) -> LeaseStatus:
@@ -116,7 +117,8 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         ring_version=ring_version, ring_fingerprint=fingerprint,
         page_cap=figures.page_cap, budget_wait=figures.budget_wait,
         voters_version=record.version, voters=record.voters, voters_joint=record.joint,
-        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0)
+        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0,
+        paused=figures.paused)
 
 
 def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:
