@@ -423,14 +423,16 @@ class MemberStatus:
     voters_joint: tuple[str, ...] = ()
     voters_alive: int = 0
     voters_needed: int = 0
+    # Added in wire version 4: whether the member is held by `ring pause` (no
+    # request starts there until `ring resume`). Last, with a default: a row
+    # of an older member decodes as not paused.
+    paused: bool = False
     # The config epoch the member runs (ring.membership.epochs) and its
-    # document's fingerprint, whether the document pauses the crawl, and
-    # whether the member still waits to hear the ring's document (a peer
-    # just started: it starts no request until then). Added in wire version 4
-    # (at the end, without a VERSION change, as voters_* were).
+    # document's fingerprint, and whether the member still waits to hear the
+    # ring's document (a peer just started: it starts no request until then).
+    # Added in wire version 4, at the end, with defaults.
     config_epoch: int = 0
     config_fingerprint: int = 0
-    paused: bool = False
     config_waiting: bool = False
 
     @property
@@ -470,9 +472,9 @@ class MemberStatus:
                 "voters_needed": self.voters_needed,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
                 "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None,
-                "config_epoch": self.config_epoch,
+                "paused": self.paused, "config_epoch": self.config_epoch,
                 "config_fingerprint": f"{self.config_fingerprint:016x}" if self.config_fingerprint else None,
-                "paused": self.paused, "config_waiting": self.config_waiting}
+                "config_waiting": self.config_waiting}
 
 
 @dataclass(frozen=True, slots=True)
@@ -1082,10 +1084,10 @@ _MEMBER_STATUS = _Spec(
         ("voters_joint", _array_codec(_NAME, MAX_MEMBERS)),
         ("voters_alive", _UINT),
         ("voters_needed", _UINT),
+        ("paused", _BOOL),  # added in wire version 4
         # Added in wire version 4: the config epoch (ring.membership.epochs).
         ("config_epoch", _UINT),
         ("config_fingerprint", _UINT),
-        ("paused", _BOOL),
         ("config_waiting", _BOOL),
     ),
 )

@@ -267,6 +267,7 @@ class RingNode:
         self.ring_name = ring_name
         self.vnodes = vnodes
         self.max_pages = max_pages
+        self._takeover_after = takeover_after  # a budget made by a live change of max_pages
         self.curve = curve
         self.gossip_interval = gossip_interval
         # The key a URL is placed by (peer.core.urls.normalize.host_key); injected so ring never imports peer.
@@ -337,13 +338,26 @@ class RingNode:
         own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
                       ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0,
                       voters=m.voter_record, survival=m.survival(), settings=self.epochs.record,
-                      paused=self.epochs.paused, settings_waiting=not self.epochs.confirmed)
+                      settings_waiting=not self.epochs.confirmed)
         return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
                             unheard=m.waiting_for())
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
         return capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
+
+    def set_max_pages(self, max_pages: int) -> None:
+        """A live change of ``crawl.max_pages`` (``ring set``): the budget resized, made or dropped
+        (``ring.membership.budget``, ``PageBudget.resize``)."""
+        self.max_pages = max_pages
+        if not max_pages:
+            self.budget = None
+        elif self.budget is None:
+            self.budget = PageBudget(max_pages, self.peer_id, self.membership.voters(),
+                                     takeover_after=self._takeover_after)
+            self.budget.page_cap = self.budget.cap(self.membership.members())
+        else:
+            self.budget.resize(max_pages, self.membership.members())
 
     @property
     def page_cap(self) -> int:

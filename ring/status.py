@@ -54,6 +54,7 @@ class StatusFigures:
     lease: LeaseState | None = None  # the ring's lease now (None: not known here)
     page_cap: int = 0  # our max_pages cap now (ring.membership.budget; 0: no max_pages)
     budget_wait: bool = False  # at that cap with URLs queued: waiting for a grant
+    paused: bool = False  # held by ``ring pause``: no request starts until ``ring resume``
 
     @classmethod
     def of(cls, figures: Any, uptime: float) -> StatusFigures:
@@ -72,7 +73,7 @@ class StatusFigures:
                    not_requested=dict(get("not_requested", {}) or {}),
                    busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()),
                    lease=get("lease", None), page_cap=int(get("page_cap", 0)),
-                   budget_wait=bool(get("budget_wait", False)))
+                   budget_wait=bool(get("budget_wait", False)), paused=bool(get("paused", False)))
 
 
 def lease_status(state: LeaseState | None) -> LeaseStatus:
@@ -99,7 +100,7 @@ def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grac
 
 def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[tuple[str, int], ...],
             ring_version: int, fingerprint: int, voters: VoterRecord | None = None,
-            survival: Survival | None = None, settings: ConfigEpoch | None = None, paused: bool = False,
+            survival: Survival | None = None, settings: ConfigEpoch | None = None,
             settings_waiting: bool = False) -> MemberStatus:
     """This peer's own row: its record, its share, the crawl's ``figures``, its counters
     (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring,
@@ -120,8 +121,8 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         page_cap=figures.page_cap, budget_wait=figures.budget_wait,
         voters_version=record.version, voters=record.voters, voters_joint=record.joint,
         voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0,
-        config_epoch=settings.epoch if settings else 0, config_fingerprint=settings.fingerprint if settings else 0,
-        paused=paused, config_waiting=settings_waiting)
+        paused=figures.paused, config_epoch=settings.epoch if settings else 0,
+        config_fingerprint=settings.fingerprint if settings else 0, config_waiting=settings_waiting)
 
 
 def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:

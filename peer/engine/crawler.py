@@ -90,10 +90,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -330,6 +330,10 @@ class Crawler:
         """Stop starting fetches; in-flight ones get ``STOP_GRACE`` seconds."""
         self.peer.stop()
         self._wake.set()
+
+    def adopt_settings(self, doc: Mapping[str, Any]) -> None:
+        """A live settings document in force now (``PeerCore.adopt_settings``); the scheduler looks again."""
+        self._apply(self.peer.adopt_settings(doc, self.clock()))
 
     def cancel_in_flight(self) -> None:
         """Stop now: in-flight fetches are cancelled; results are still flushed."""

@@ -128,6 +128,8 @@ def families(f: PeerFigures) -> Iterator[Metric]:
     yield gauge("lease_held", "1 while a majority of the quorum vouches for this peer's ring and "
                 "requests start; 0 while paused (grace after a ring change, or no majority)",
                 1 if f.lease_held else 0)
+    yield gauge("paused", "1 while ring pause holds this peer: no request starts until ring resume "
+                "(those in flight end)", 1 if f.paused else 0)
     yield gauge("lease_vouched", "members vouching for this peer's ring within the lease, itself "
                 "included", f.lease_vouched)
     yield gauge("lease_needed", "vouches the lease needs: a majority of the quorum", f.lease_needed)
@@ -172,7 +174,8 @@ def read_readiness(crawler: Crawler) -> Readiness:
     """The peer's readiness now (call on the trio thread): ``peer.core.run.probes`` rule 3."""
     peer = crawler.peer
     return readiness(running=crawler.running, in_ring=peer.in_ring, cluster=crawler.cluster,
-                     lease=peer.lease_state(crawler.clock()), stopping=peer.stopping, leaving=peer.leaving)
+                     lease=peer.lease_state(crawler.clock()), stopping=peer.stopping, leaving=peer.leaving,
+                     paused=peer.paused)
 
 
 async def serve_metrics(crawler: Crawler, address: str, *, key: str = "",

@@ -87,6 +87,8 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
         out.append(f"{r.id:<10} {r.shown_state:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
                    + "".join(f" {_cell(f, getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
+        if r.paused:
+            out.append(f"{'':<10} paused: by ring pause (no request starts until ring resume)")
         if r.budget_wait:
             out.append(f"{'':<10} paused: waiting for a page-budget grant (its max_pages cap, "
                        f"{r.page_cap:,} pages, is spent)")

@@ -196,6 +196,16 @@ def test_ring_status_shows_a_peer_not_heard_from_as_waiting_and_a_budget_wait():
     assert next(ln for ln in lines if ln.startswith("total")).split()[1:3] == ["1", "live"]
 
 
+def test_ring_status_shows_a_paused_peer():
+    from ring.tools.statustable import format_status
+
+    row = MemberStatus("p1", "tcp://127.0.0.1:1", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 1.0,
+                       paused=True)
+    lines = format_status([row]).splitlines()
+    assert lines[2].strip() == "paused: by ring pause (no request starts until ring resume)"
+    assert row.as_json()["paused"] is True
+
+
 class Taker(Figures):
     """A stand-in crawl that writes down what the driver hands it."""
 

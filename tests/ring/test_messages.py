@@ -4,6 +4,7 @@ A rejection is one of ring.errors' two: ``DecodeError`` (the remote's fault) and
 ``EncodeError`` (ours).
 """
 
+import dataclasses
 import math
 
 import msgpack
@@ -83,7 +84,7 @@ MEMBER_STATUS = st.builds(
     st.sampled_from(LeaseStatus), UINT, UINT, UINT, FLOAT, UINT, UINT,
     st.booleans(), UINT, st.booleans(),
     UINT, st.lists(NAME, max_size=4).map(tuple), st.lists(NAME, max_size=4).map(tuple), UINT, UINT,
-    UINT, UINT, st.booleans(), st.booleans(),
+    st.booleans(), UINT, UINT, st.booleans(),
 )
 MESSAGES = st.one_of(
     st.builds(Digest, NAME, NAME, st.lists(MEMBER, max_size=6).map(tuple), st.booleans()),
@@ -236,11 +237,14 @@ def test_a_status_row_ends_with_its_lease_and_ring():
                  ring_version=4, ring_fingerprint=2**64 - 1)
     wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,))))[4][0]
     # ... dropped, errors, busiest, then the lease's seven fields, then heard, page_cap,
-    # budget_wait, then the voters' five, then the config epoch's four (new fields go at the end)
+    # budget_wait, then the voters' five, then paused, then the config epoch's three (new fields go at the end)
     assert wire[13:23] == [[], [], [], 3, 1, 2, 3, 0.0, 4, 2**64 - 1]
-    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 0, 0, False, False]
+    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, False, 0, 0, False]
     back = decode(encode(StatusReply("demo", "p1", (row,)))).members[0]
     assert back == row and back.lease is LeaseStatus.NO_MAJORITY
+    # A member held by `ring pause` says so.
+    paused = dataclasses.replace(row, paused=True)
+    assert decode(encode(StatusReply("demo", "p1", (paused,)))).members[0].paused is True
     assert status().lease is LeaseStatus.UNKNOWN  # a row that says nothing of its lease
 
 
@@ -347,7 +351,7 @@ def digest_with(**changes):
         (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 0, 0, False, False]], 0),
+                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, False, 0, 0, False]], 0),
             "MemberStatus.dropped",
         ),
         (raw(VERSION, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused

@@ -99,16 +99,27 @@ Rules:
    move costs RAM of a backlog, not of the queues. A seeds file is paced the
    same way (``seeds_file_room``): no batch is read while the Outbox or the
    exact seen set's pending batch holds ``MOVE_BACKLOG``.
+7. **Live settings** (``adopt_settings``): a settings document
+   (``peer.core.config.livekeys``) takes effect at once, in the core alone:
+   the rates of every known host from its next start, the URL rules for
+   new links and for queued URLs at their turn (``CrawlCore.admit``), the
+   ``[[site]]`` blocks, ``max_pages`` in the crawl and the ring's budget,
+   and ``paused``, which holds every start (``CrawlCore.next``) as a lost
+   lease does. Nothing is journaled here: the document's durability is the
+   ring's, which hands it on.
 """
 
 from __future__ import annotations
 
+import logging
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from peer.core.config.cluster import ClusterConfig
 from peer.core.config.dedupe import DedupeConfig
+from peer.core.config.livekeys import check_document, differing_keys, live_document, set_paused, with_live
 from peer.core.config.sites import SiteSettings
 from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import (
@@ -140,6 +151,7 @@ from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
 from peer.core.urls.rules import ParamRules
+from peer.errors import LiveSettingError
 from ring import messages as wire
 from ring.actions import (
     Action,
@@ -147,6 +159,7 @@ from ring.actions import (
     Deliver,
     Granted,
     HandOff,
+    Log,
     LeaveAsked,
     NearAnswered,
     NearAsked,
@@ -393,6 +406,47 @@ class PeerCore:
         feed = self.crawl.seed_feed
         feed.end()
         return [SeedsAt(tuple(feed.to_counters().items())), Commit()]
+
+    # -- live settings (peer.core.config.livekeys) -------------------------------------
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The live settings in force: ``livekeys.live_document`` of our config, with ``paused``."""
+        return set_paused(live_document(self.crawl.cfg), self.crawl.paused)
+
+    @property
+    def paused(self) -> bool:
+        """Whether ``ring pause`` holds this peer: no request starts (those in flight end)."""
+        return self.crawl.paused
+
+    def adopt_settings(self, doc: Mapping[str, Any], now: float) -> list[PeerEffect]:
+        """A live settings document (``ring set``, ``pause``, ``resume``) in force from now on (rule 7).
+
+        What changed is logged, one line; a document the config's checks
+        refuse (a member of another build, say) changes nothing and is
+        logged as a warning: remote input, never an exception.
+        """
+        try:
+            doc = check_document(doc)
+        except LiveSettingError as exc:
+            return [Log(logging.WARNING, f"live settings refused, nothing changed: {exc}")]
+        crawl = self.crawl
+        changed = differing_keys(self.settings, doc)
+        if not changed:
+            return []
+        hosts = 0
+        if changed != ["paused"]:
+            cfg = with_live(crawl.cfg, doc)
+            if self.node is not None and cfg.crawl.max_pages != crawl.cfg.crawl.max_pages:
+                self.node.set_max_pages(cfg.crawl.max_pages)
+            hosts = crawl.adopt(cfg, now)
+        crawl.paused = bool(doc["paused"])
+        what = ", ".join(k for k in changed if k != "paused")
+        words = [f"live settings changed: {what} ({hosts:,} known hosts paced anew)"] if what else []
+        if "paused" in changed:
+            words.append("paused by ring pause: no request starts until ring resume" if crawl.paused
+                         else "resumed: requests start again")
+        return [Log(logging.INFO, "; ".join(words))]
 
     # -- a job ------------------------------------------------------------------------
 

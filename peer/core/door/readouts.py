@@ -112,6 +112,7 @@ class Readouts:
             # The ring's lease now (None alone): whether requests start, and why not.
             lease=self._lease(now),
             page_cap=self.page_cap(), budget_wait=self.budget_wait() is not None,
+            paused=crawl.paused,
         )
 
     def page_cap(self) -> int:
@@ -140,7 +141,9 @@ class Readouts:
 
     def pause_words(self, now: float) -> str:
         """Why no request starts, as the progress line says it ("" while requests start):
-        the lease first, then a page-budget grant waited for."""
+        ``ring pause`` first, then the lease, then a page-budget grant waited for."""
+        if self._crawl.paused:
+            return "paused: by ring pause (no request starts until ring resume)"
         state = self._lease(now)
         if state is not None and not state.held:
             return lease_words(lease_status(state), state.vouched, state.needed, state.quorum,
@@ -215,7 +218,7 @@ class Readouts:
             drops=dict(split_pairs(pairs.items()).drops),
             delay_quantiles=quantiles(fr.delays()),
             ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
-            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts),
+            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts), paused=crawl.paused,
         )
         rc = crawl.recrawl
         if rc is not None:

@@ -552,6 +552,12 @@ class Frontier:
         """Whether the host's current PID window is backlogged (will be sampled)."""
         return self._sched.backlogged(host)
 
+    def set_politeness(self, politeness: Politeness, politeness_for: Callable[[str], Politeness] | None,
+                       now: float) -> int:
+        """A live change of pace (``ring set``): every host's profile asked again; how many changed
+        (:meth:`HostScheduler.repace`)."""
+        return self._sched.repace(politeness, politeness_for, now)
+
     def host_delay(self, host: str) -> float:
         """The host's delay between request starts now (a new host's for unknown ones)."""
         return self._sched.host_delay(host)

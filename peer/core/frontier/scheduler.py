@@ -56,7 +56,7 @@ from peer.core.frontier.pacing import (
     Outcome, PidSample, apply_backoff, count_starts, delay, gated, record_start, roll, set_floor, starts_since,
     take_back,
 )
-from peer.core.politeness.ceiling import HORIZON, NEG_INF, ring_gate
+from peer.core.politeness.ceiling import HORIZON, NEG_INF, new_ring, ring_gate
 from peer.core.politeness.profile import Pace
 from peer.errors import PeerError
 
@@ -64,6 +64,11 @@ __all__ = ["HostScheduler"]
 
 #: A heap entry's object: a host, or an IP in the global heap (rule 8).
 _E = TypeVar("_E", HostState, IpBudget, HostState | IpBudget)
+
+
+def _controller(pol: PolitenessConfig) -> tuple[float, float, float, float]:
+    """What a host's PID is made from that ``ring set`` may change (``repace``)."""
+    return pol.rate, pol.floor_delay, pol.max_delay, pol.start_delay
 
 
 class HostScheduler:
@@ -360,6 +365,48 @@ class HostScheduler:
             if not entry.pinned and entry.share != share:
                 ipbudget.configure(entry, self._pol, share, now)
                 self._schedule_ip(entry)
+
+    # ------------------------------------------------------------ a live change of pace
+
+    def repace(self, politeness: PolitenessConfig, politeness_for: Callable[[str], PolitenessConfig] | None,
+               now: float) -> int:
+        """New profiles for every host (a live change: ``ring set``); how many hosts changed pace.
+
+        A host whose profile changed is paced by the new one from its next
+        start: a new rate, clamps or first delay give it a fresh controller at
+        the new start delay (what it learned under the old setpoint says
+        nothing of the new one), and its ring of starts is rebuilt to the new
+        ceiling's size with the starts it holds (rule 7: the ceiling counts
+        them under the new rate at once). Its last start, Crawl-delay floor,
+        backoff penalty and holds stay: the server's own pacing does not
+        change with ours. ``window`` and the per-IP keys are not live.
+        """
+        self._pol = politeness
+        self._pace = Pace(politeness)
+        self._pace_for = politeness_for
+        self._paces = {politeness: self._pace}
+        changed = 0
+        for hs in list(self._hosts.values()):
+            old = hs.pace
+            pace = self._pace_of(hs.name)
+            if pace.pol == old.pol:
+                hs.pace = pace  # the same figures: one Pace a profile, as a new record gets
+                continue
+            changed += 1
+            hs.pace = pace
+            if _controller(pace.pol) != _controller(old.pol) or (hs.pid is None) == pace.pid_on:
+                hs.pid = pace.new_host_pid()
+                if hs.pid is not None:
+                    hs.win_start, hs.win_n = now, 0
+                    hs.backlog = hs.held = hs.waiting = False
+            if pace.ring_n:
+                hs.starts = new_ring(pace.ring_n, starts_since(hs, now - HORIZON))
+            else:
+                hs.starts = None
+            hs.spos = 0
+            self._schedule_ready(hs, now)  # its ready time moves with its delay
+            self._schedule_timer(hs)
+        return changed
 
     # ------------------------------------------------------------ windows and memory
 

@@ -66,6 +66,7 @@ class PeerFigures:
     revisits_scheduled: int = 0
     revisit_visits: Mapping[str, int] = field(default_factory=dict)   # revisits by what they found
     revisit_freshness: float | None = None
+    paused: bool = False  # held by ``ring pause`` (peer.core.door.peer rule 7)
 
 
 def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
