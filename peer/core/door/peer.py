@@ -146,6 +146,8 @@ from peer.core.page.items import ExtractConfig
 from peer.core.page.parse import Parsed
 from peer.core.door.persistence import Persistence
 from peer.core.door.readouts import Readouts
+from peer.core.door.settings import LiveSettings, decode_doc
+from peer.core.door.settings import initial as initial_settings
 from peer.core.revisit.recrawl import Visit
 from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
@@ -168,9 +170,11 @@ from ring.actions import (
     RingChanged,
     SeedStarts,
     Send,
+    SettingsChanged,
 )
 from ring.membership.budget import Grants
 from ring.membership.lease import LeaseState
+from ring.membership.epochs import ConfigEpoch
 from ring.membership.voters import VoterRecord
 from ring.messages import MemberState, Message, StatusReply
 from ring.forwarding.intake import Source, Take, TakeSeen, intake
@@ -198,7 +202,7 @@ ParseRules = tuple[ExtractConfig, int, ParamRules | None, PageRules, DedupeConfi
 def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now: float, *,
               incarnation: int, curve: bool = False, resumed: bool = False,
               grants: Grants = (), left: dict[str, int] | None = None,
-              voters: VoterRecord | None = None) -> RingNode:
+              voters: VoterRecord | None = None, settings: ConfigEpoch | None = None) -> RingNode:
     """This peer's ring node from ``[ring]`` and ``[[peer]]``.
 
     ``incarnation``: the start's wall time in ms, so a restarted peer
@@ -207,7 +211,9 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
     former life may have vouched for another ring a moment ago (``ring.membership.lease``
     rule 2); ``grants``: the max_pages budget it gave (``ring.membership.budget``);
     ``left``: the seeds it saw leave (``ring.membership.protocol.Membership.remember_left``).
-    ``voters``: the voter record it last held (``ring.membership.voters``, from its data_dir).
+    ``voters``: the voter record it last held (``ring.membership.voters``, from its data_dir);
+    ``settings``: the config epoch it last ran (``ring.membership.epochs``, from its data_dir),
+    else its cluster.toml's (epoch 0).
     """
     rc = cfg.ring
     return RingNode(
@@ -220,7 +226,9 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
         curve=curve, owner_key=host_key, batch_age=rc.batch_age,
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
         send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
-        takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters)
+        takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters,
+        settings=settings if settings is not None else initial_settings(cfg), settings_port=LiveSettings(),
+        adopt_conflicts=rc.config_mismatch == "adopt")
 
 
 @dataclass(slots=True)
@@ -264,7 +272,7 @@ class PeerCore:
         return cls(CrawlCore(cfg, peer_id, rng=rng, peek_ip=peek_ip))
 
     def join_ring(self, address: str, weight: float, now: float, *, incarnation: int, curve: bool,
-                  joining: bool, voters: VoterRecord | None = None) -> None:
+                  joining: bool, voters: VoterRecord | None = None, settings: ConfigEpoch | None = None) -> None:
         """Build this peer's ring node (``ring_node``) and join it; after ``disk.restore``.
 
         ``joining``: a peer not in cluster.toml joins a running ring, and
@@ -274,7 +282,7 @@ class PeerCore:
         disk = self.disk
         node = ring_node(crawl.cfg, crawl.peer_id, address, weight, now, incarnation=incarnation,
                          curve=curve, resumed=disk.resumed, grants=disk.resumed_grants,
-                         left=disk.resumed_left, voters=voters)
+                         left=disk.resumed_left, voters=voters, settings=settings)
         self._attach(node, now, joining)
 
     def _attach(self, node: RingNode, now: float, joining: bool) -> None:
@@ -685,6 +693,13 @@ class PeerCore:
                 m2 = a.msg
                 out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance),
                                                     now), now)
+            elif isinstance(a, SettingsChanged):
+                # ring.membership.epochs rule 7: in force here before any later action vouches
+                # for it, then journaled by the driver (the action itself), before the sends.
+                doc = decode_doc(a.record.doc)
+                if doc is not None:
+                    out += self.adopt_settings(doc, now)
+                out.append(a)
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:
