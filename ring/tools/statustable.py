@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 
 from ring.durations import duration
 from ring.messages import LeaseStatus, MemberStatus
+from ring.tools.epochs import settings_line
 from ring.tools.voters import voters_line
 from ring.vocabulary import TERMS, Family, words
 
@@ -107,6 +108,9 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
         total += f" {_cell(f, sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
     out.append(total.rstrip())
     line = voters_line(rows)
+    if line:
+        out.append(line)
+    line = settings_line(rows)  # the config epoch each member runs (ring.membership.epochs)
     if line:
         out.append(line)
     out += ["", STATUS_LEGEND]
