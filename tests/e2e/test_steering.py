@@ -39,7 +39,7 @@ def starts(farm, after: float, before: float = float("inf")) -> list:  # type: i
 
 
 async def test_pause_resume_a_rule_and_a_rate_changed_live_judged_by_the_server_log(tmp_path):
-    graph = SiteGraph(hosts=6, pages_per_host=60, shop=False)
+    graph = SiteGraph(hosts=6, pages_per_host=100, shop=False)
     async with trio.open_nursery() as nursery:
         farm = await nursery.start(serve_webfarm, graph)
         # 4 pages/s a host: the crawl outlasts the commands.
