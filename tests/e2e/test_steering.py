@@ -59,7 +59,8 @@ async def test_pause_resume_a_rule_and_a_rate_changed_live_judged_by_the_server_
                     await wait_pages(farm, len(starts(farm, 0)) + 20)
                     ruled = await ring.ring_cmd("set", 'crawl.rules=["exclude:*/c1/*"]')
                     t_ruled = time.time()
-                    await trio.sleep(3.0)
+                    refused = await ring.ring_cmd("set", "ring.lease=3")  # not a live key
+                    await trio.sleep(2.0)
                     t_rate_asked = time.time()
                     slowed = await ring.ring_cmd("set", "politeness.rate=30")
                     t_slowed = time.time()
@@ -77,6 +78,8 @@ async def test_pause_resume_a_rule_and_a_rate_changed_live_judged_by_the_server_
     for done, epoch in ((paused, 1), (resumed, 2), (ruled, 3), (slowed, 4)):
         assert done.returncode == 0, (done.stdout, done.stderr, tails)
         assert f"epoch {epoch}:".encode() in done.stdout, done.stdout
+    assert refused.returncode == 2, (refused.stdout, refused.stderr)
+    assert refused.stderr.decode().startswith("error: refused by p1: ") and "ring.lease" in refused.stderr.decode()
     # Paused: the status says so, and nothing reached the server from the moment the
     # command returned (every live member runs the epoch) until resume was sent.
     assert status["settings"]["paused"] is True and status["settings"]["epoch"] == 1, status["settings"]
