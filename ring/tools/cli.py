@@ -14,6 +14,13 @@ without editing any cluster.toml. The request goes to the ring's steward
 command then waits until every live member holds the settled record, prints
 how many failures the ring survives, and exits 0, or 1 with the reason.
 
+``set KEY=VALUE...``, ``pause`` and ``resume`` steer a running ring
+(``ring.membership.epochs``): the steward makes the next config epoch of the
+ring's live settings, only while it holds its lease; the command waits until
+every live member runs it, prints the epoch and exits 0; 1 when refused or not
+taken by every live member in time; 2 for a key that cannot change live (the
+steward checks it with the crawl's own parsers, through ``ring.crawlport.SettingsPort``).
+
 ``forget`` is for a ring that lost its majority for good (``ring.membership.lease``:
 a peer starts requests only while a majority of its quorum vouches for its
 ring, and a dead member stays in the quorum): it asks every peer to drop a
