@@ -149,3 +149,45 @@ async def test_a_peer_whose_cluster_toml_differs_is_refused_naming_the_keys_or_a
     assert "keys that differ from this peer's cluster.toml: crawl.rules, politeness.rate" in log, log[-2000:]
     fps = {m["id"]: m["config_fingerprint"] for m in status["members"] if m["state"] == "alive"}
     assert len(set(fps.values())) == 1 and len(fps) == 3, status["members"]
+
+
+async def test_a_paused_ring_stays_paused_when_a_peer_restarts(tmp_path):
+    graph = SiteGraph(hosts=6, pages_per_host=60, shop=False)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        text = cluster_text(tmp_path, farm.port, 3, rate=240.0, window=1.0, initial_delay=0.1)
+        async with Ring(tmp_path, text) as ring:
+            try:
+                with trio.fail_after(120):
+                    for p in ("p1", "p2", "p3"):
+                        await ring.start_in_process(nursery, p)
+                    await wait_pages(farm, 20)
+                    paused = await ring.ring_cmd("pause")
+                    t_paused = time.time()
+                    ring.kill("p3", signal.SIGTERM)  # stopped and started again while paused
+                    await ring.wait("p3")
+                    await ring.start_in_process(nursery, "p3")
+                    while True:  # until the new p3 runs in the ring again (its lease held)
+                        rows = json.loads((await ring.ring_cmd("status", "--json")).stdout)["members"]
+                        row = next(r for r in rows if r["id"] == "p3")
+                        if row["lease"] == "held" and row["uptime"] < 60:
+                            break
+                        await trio.sleep(0.5)
+                    t_resume = time.time()
+                    resumed = await ring.ring_cmd("resume")
+                    await wait_pages(farm, len(starts(farm, 0)) + 10)
+                    for p in ("p1", "p2", "p3"):
+                        ring.procs[p].send_signal(signal.SIGTERM)
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            restarted = ring.logs["p3"][1].read_text()
+        nursery.cancel_scope.cancel()
+
+    assert paused.returncode == 0 and resumed.returncode == 0, (paused.stderr, resumed.stderr)
+    assert b"epoch 2: resumed" in resumed.stdout, resumed.stdout
+    # The new p3 started from its data_dir's epoch: paused, with nothing fetched.
+    assert row["paused"] is True and row["config_epoch"] == 1, row
+    assert "paused by ring pause" in restarted, restarted[-2000:]
+    during = starts(farm, t_paused, t_resume)
+    assert during == [], [(e.t - t_paused, e.host, e.target) for e in during]
