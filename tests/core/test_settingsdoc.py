@@ -1,6 +1,6 @@
-"""peer.core.door.settings: the ring's settings document as the crawl reads it (pure); its journal,
-peer.state.settingsfile; and peer.core.door.ringgate's rule that no request starts before the
-settings are confirmed as the ring's (ring.membership.epochs rule 5)."""
+"""peer.core.door.settings: the ring's settings document as the crawl reads it (pure); and
+peer.core.door.ringgate's rule that no request starts before the settings are confirmed as the
+ring's (ring.membership.epochs rule 5). Its journal is tests/edges/test_settingsfile.py's."""
 
 from pathlib import Path
 from types import SimpleNamespace
@@ -11,9 +11,6 @@ from peer.core.config.cluster import parse_config
 from peer.core.config.livekeys import fingerprint, live_document, set_paused
 from peer.core.door.ringgate import RingGate
 from peer.core.door.settings import LiveSettings, decode_doc, encode_doc, initial
-from peer.errors import StateError
-from peer.state.settingsfile import read_settings, write_settings
-from ring.membership.epochs import ConfigEpoch
 from ring.membership.lease import LeaseState
 from ring.messages import SettingsAction
 
@@ -68,19 +65,6 @@ def test_a_text_that_is_no_document_is_data_not_an_exception():
         assert isinstance(PORT.fingerprint(bad), int) and not PORT.paused(bad)
     assert PORT.fingerprint("{oops") == 0
     assert PORT.differing("{oops", initial(cfg()).doc) == ["(an unreadable document)"]
-
-
-def test_the_journal_keeps_the_epoch_and_refuses_what_is_not_one(tmp_path):
-    assert read_settings(tmp_path) is None
-    rec = ConfigEpoch(3, 2**64 - 1, initial(cfg()).doc)
-    write_settings(tmp_path, rec)
-    assert read_settings(tmp_path) == rec
-    (tmp_path / "settings.json").write_text('{"epoch": 0, "fingerprint": "1", "doc": "{}"}')
-    with pytest.raises(StateError, match="epoch 0"):
-        read_settings(tmp_path)
-    (tmp_path / "settings.json").write_text("{")
-    with pytest.raises(StateError, match="not a settings record"):
-        read_settings(tmp_path)
 
 
 def test_no_request_starts_before_the_settings_are_confirmed_even_with_the_lease_held():
