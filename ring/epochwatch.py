@@ -135,7 +135,8 @@ class EpochWatch:
             f"{theirs.describe()}; keys that differ: {keys}"), "settings.conflict",
             (("member", sender), ("epoch", theirs.epoch), ("keys", keys)))]
 
-    def _take(self, record: ConfigEpoch, source: str, now: float, *, confirm: bool) -> list[Action]:
+    def _take(self, record: ConfigEpoch, source: str, now: float, *, confirm: bool,
+              push: bool = False) -> list[Action]:
         """Make ``record`` ours: durable and applied first (rule 7), then the lease told."""
         before = self.record
         starting = not self.confirmed
@@ -150,6 +151,11 @@ class EpochWatch:
              f"{' (paused)' if self._port.paused(record.doc) else ''}; keys that differ from "
              f"{what}: {', '.join(keys) or 'none'}"),
             "settings.epoch", (("epoch", record.epoch), ("source", source), ("keys", ", ".join(keys))))]
+        if push:
+            # Made here (rule 4): to every live member, ahead of the renewal pings below, so
+            # each takes the epoch before it answers them (one connection keeps its order).
+            msg = self.message(now)
+            out += [Send(dest, msg) for dest in self._live_others()]
         out += [Send(dest, msg) for dest, msg in self._membership.set_config(record.ident(), now)]
         return out
 
@@ -197,8 +203,7 @@ class EpochWatch:
         record = self.record
         out: list[Action] = []
         if made is not None:
-            out += self._take(made, f"{msg.sender} ({msg.action.value})", now, confirm=True)
-            out += [Send(dest, self.message(now)) for dest in self._live_others()]
+            out += self._take(made, f"{msg.sender} ({msg.action.value})", now, confirm=True, push=True)
         out.append(Reply(route, SettingsReply(self._ring_name, self._peer_id, outcome, self.record.epoch,
                                               detail, msg.nonce)))
         if outcome in REFUSED:

@@ -125,7 +125,7 @@ def vouch_print(ring: int, record: int, config: int = 0) -> int:
 class Lease:
     """One peer's lease: the pings it sent, the vouches it got, and its grace (mutable)."""
 
-    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_base", "_vouch", "_changed_at",
+    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_base", "_vouch", "_asked",
                  "_grace_until", "_pending", "_evidence", "_pinged")
 
     def __init__(self, self_id: str, lease: float, gossip_interval: float, *,
@@ -139,7 +139,7 @@ class Lease:
         self._fp = 0
         self._base = 0  # vouch_print(_fp, the voter record's ident): a change of it starts a grace
         self._vouch = 0  # _base with the config epoch's ident: what we vouch for and count
-        self._changed_at = -1e18  # when _vouch last changed: older answers are re-asked at once (rule 5)
+        self._asked: set[str] = set()  # members pinged since _vouch last changed (rule 5: the others at once)
         self._grace_until = 0.0
         # seq -> (target, time sent): rule 3 reads the send time back
         self._pending: dict[int, tuple[str, float]] = {}
@@ -171,7 +171,7 @@ class Lease:
         self._fp = fp
         self._base = base
         self._vouch = vouch
-        self._changed_at = now
+        self._asked = set()
 
     def vouch(self, now: float) -> int:
         """What our answers carry now (rule 1): our ring's fingerprint (with our voter
@@ -185,6 +185,7 @@ class Lease:
                 del self._pending[next(iter(self._pending))]
             self._pending[seq] = (target, now)
         self._pinged[target] = now
+        self._asked.add(target)
 
     def acked(self, seq: int, sender: str, vouch: int) -> None:
         """``sender`` answered our ping ``seq`` itself, vouching ``vouch`` (rule 3)."""
@@ -226,10 +227,9 @@ class Lease:
                 fresh += 1
                 continue
             pinged = self._pinged.get(mid, -1e18)
-            # A vouch older than our own change (a new config epoch: no grace to
-            # wait out) is asked again at once, not a gossip interval later.
-            if now - pinged < self._interval and not (pinged < self._changed_at and (
-                    ev is None or ev[0] < self._changed_at)):
+            # A member not asked since our vouch changed (a new config epoch: no grace
+            # to wait out) is asked at once, not a gossip interval after its last ping.
+            if now - pinged < self._interval and mid in self._asked:
                 continue
             due.append((ev[0] if ev is not None else -1e18, mid))
         if want is not None:

@@ -183,7 +183,8 @@ def test_a_change_reaches_every_member_and_the_lease_holds_again_within_rounds_w
         if back_at is None and all(n.settings == made for n in net.nodes.values()) and all(
                 net.held(p) for p in net.nodes):
             back_at = net.now
-    assert back_at is not None and back_at - changed_at <= 3 * INTERVAL, back_at - changed_at
+    # A ping round trip (two steps of the net): the pushes go ahead of the renewal pings.
+    assert back_at is not None and back_at - changed_at <= INTERVAL + 1e-9, back_at - changed_at
     assert all(net.running(p) for p in net.nodes)
     assert net.ask("p1", SettingsAction.PAUSE).epoch == 2
     net.run(1.0)
