@@ -183,6 +183,15 @@ class PID:
         self._last_error = error
         return self._delay
 
+    def fresh(self) -> PID:
+        """A new controller of the same gains and clamps at its initial delay, no history:
+        what a new host gets, without the checks again (a live change repaces many hosts)."""
+        new = PID.__new__(PID)
+        for name in PID.__slots__:
+            setattr(new, name, getattr(self, name))
+        new.reset()
+        return new
+
     def reset(self) -> None:
         """Forget all history: back to the initial delay, Sum = 0, no last error."""
         self._delay = self._initial
