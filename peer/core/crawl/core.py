@@ -100,8 +100,8 @@ __all__ = [
 ]
 
 #: Hosts paced anew a scheduling step after a live change of pace (scheduler rule 11):
-#: about 5 ms of the loop at a few us a host.
-REPACE_CHUNK = 2000
+#: 12-25 us a host on the shared 2-core box (scripts/bench_livesettings.py): 6-12 ms of the loop a step.
+REPACE_CHUNK = 500
 #: How long a job waits when another task is fetching its host's robots.txt.
 ROBOTS_PENDING_WAIT = 0.25
 #: How often a job of a host held for a hand-off looks again.

@@ -99,7 +99,7 @@ class HostScheduler:
     __slots__ = (
         "_pol", "_pace", "_pace_for", "_paces", "_window", "_hosts", "_ips",
         "_ip_on", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
-        "forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds", "_stale",
+        "forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds", "_stale", "_swaps",
     )
 
     def __init__(self, politeness: PolitenessConfig,
@@ -133,6 +133,9 @@ class HostScheduler:
         self._ceiling_holds = 0
         self._ip_ceiling_holds = 0
         self._stale: list[HostState] = []  # hosts a live change left to pace anew (rule 11)
+        # (old profile, new one) -> what pacing a host anew changes, worked out once (rule 11);
+        # the profiles themselves held too, so that their ids are not reused meanwhile.
+        self._swaps: dict[tuple[int, int], tuple[bool, bool, bool, Pace, Pace]] = {}
 
     # ------------------------------------------------------------ the frontier's interface
 
@@ -405,6 +408,7 @@ class HostScheduler:
         self._pace_for = politeness_for
         self._paces = {politeness: self._pace}
         self._stale = list(self._hosts.values())
+        self._swaps = {}
         return len(self._stale)
 
     @property
@@ -419,6 +423,8 @@ class HostScheduler:
             hs = stale.pop()
             if hs.pace.replaced and self._hosts.get(hs.name) is hs:
                 self._fresh(hs, now)
+        if not stale:
+            self._swaps = {}
         return len(stale)
 
     def _fresh(self, hs: HostState, now: float) -> None:
@@ -426,14 +432,21 @@ class HostScheduler:
         old = hs.pace
         pace = self._pace_of(hs.name)
         hs.pace = pace
-        if pace.pol == old.pol:
+        swap = self._swaps.get((id(old), id(pace)))
+        if swap is None:
+            same = pace.pol == old.pol
+            swap = self._swaps[id(old), id(pace)] = (
+                same, not same and _controller(pace.pol) != _controller(old.pol), pace.ring_n != old.ring_n,
+                old, pace)
+        same, controller, ring, _, _ = swap
+        if same:
             return  # the same figures (one Pace a profile, as a new record gets)
-        if _controller(pace.pol) != _controller(old.pol) or (hs.pid is None) == pace.pid_on:
+        if controller or (hs.pid is None) == pace.pid_on:
             hs.pid = pace.new_host_pid()
             # This window's count is of both paces: not a "too slow" sample (rule 3).
             hs.win_n = 0
             hs.held = True
-        if pace.ring_n != old.ring_n:
+        if ring:
             hs.starts = new_ring(pace.ring_n, starts_since(hs, now - HORIZON)) if pace.ring_n else None
             hs.spos = 0
         if hs.rseq or hs.work:
