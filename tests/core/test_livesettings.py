@@ -90,24 +90,24 @@ def test_no_request_starts_while_paused_and_those_in_flight_end():
         core.on_result(job, answer(job.url, 200), None, 2.0)
         core.job_ended(job)
     assert core.crawl.requested == 2
-    # An hour of simulated time: nothing starts, the crawl does not end either.
+    # Ten minutes of simulated time: nothing starts, the crawl does not end either.
     before = len(starts)
-    assert run(core, 2.0, 3600.0, starts) == 3600.0
+    assert run(core, 2.0, 600.0, starts) == 600.0
     assert len(starts) == before
     # It says so where an operator looks.
-    assert core.figures.progress(3600.0, 3600.0, 0.0).paused.startswith("paused: by ring pause")
-    assert core.figures.status(3600.0, elapsed=3600.0, dns_hit_rate=0.0, limits={}).paused is True
-    assert core.figures.scrape(3600.0, core.figures.status(3600.0, elapsed=1.0, dns_hit_rate=0.0, limits={}), peer="p1",
+    assert core.figures.progress(600.0, 600.0, 0.0).paused.startswith("paused: by ring pause")
+    assert core.figures.status(600.0, elapsed=600.0, dns_hit_rate=0.0, limits={}).paused is True
+    assert core.figures.scrape(600.0, core.figures.status(600.0, elapsed=1.0, dns_hit_rate=0.0, limits={}), peer="p1",
                                ring="test", uptime=1.0, dns={}, dns_hit_ratio=0.0, warc={}).paused is True
     ready = readiness(running=True, in_ring=False, cluster=False, lease=None, stopping=False, leaving=False,
                       paused=core.paused)
     assert not ready.ready and ready.reason == "not ready: paused (ring pause; ring resume starts it again)"
 
-    core.adopt_settings(set_paused(core.settings, False), 3600.0)
-    assert core.figures.progress(3600.0, 3600.0, 0.0).paused == ""
-    run(core, 3600.0, 7200.0, starts)
+    core.adopt_settings(set_paused(core.settings, False), 600.0)
+    assert core.figures.progress(600.0, 600.0, 0.0).paused == ""
+    run(core, 600.0, 1200.0, starts)
     assert sorted(u for _, u in starts) == sorted({*(f"{A}/{i}" for i in range(5)), *(f"{B}/{i}" for i in range(5))})
-    assert all(t >= 3600.0 for t, _ in starts[before:])
+    assert all(t >= 600.0 for t, _ in starts[before:])
 
 
 def test_a_rate_change_changes_a_hosts_spacing_from_its_next_request():
