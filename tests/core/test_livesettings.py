@@ -13,9 +13,10 @@ import math
 import random
 
 from peer.core.config.livekeys import assign, set_paused
-from peer.core.crawl.core import CrawlCore
-from peer.core.crawl.decisions import Fetch, Finished, Origin, Sleep, Start, StopReason
+from peer.core.crawl.core import REPACE_CHUNK, CrawlCore
+from peer.core.crawl.decisions import Fetch, Finished, Origin, Requeue, Sleep, Start, StopReason
 from peer.core.door.peer import PeerCore
+from peer.core.frontier.frontier import Frontier, Outcome, Politeness
 from peer.core.run.probes import readiness
 from peer.core.urls.normalize import host_key
 from ring.actions import Log
@@ -89,24 +90,24 @@ def test_no_request_starts_while_paused_and_those_in_flight_end():
         core.on_result(job, answer(job.url, 200), None, 2.0)
         core.job_ended(job)
     assert core.crawl.requested == 2
-    # An hour of simulated time: nothing starts, the crawl does not end either.
+    # Ten minutes of simulated time: nothing starts, the crawl does not end either.
     before = len(starts)
-    assert run(core, 2.0, 3600.0, starts) == 3600.0
+    assert run(core, 2.0, 600.0, starts) == 600.0
     assert len(starts) == before
     # It says so where an operator looks.
-    assert core.figures.progress(3600.0, 3600.0, 0.0).paused.startswith("paused: by ring pause")
-    assert core.figures.status(3600.0, elapsed=3600.0, dns_hit_rate=0.0, limits={}).paused is True
-    assert core.figures.scrape(3600.0, core.figures.status(3600.0, elapsed=1.0, dns_hit_rate=0.0, limits={}), peer="p1",
+    assert core.figures.progress(600.0, 600.0, 0.0).paused.startswith("paused: by ring pause")
+    assert core.figures.status(600.0, elapsed=600.0, dns_hit_rate=0.0, limits={}).paused is True
+    assert core.figures.scrape(600.0, core.figures.status(600.0, elapsed=1.0, dns_hit_rate=0.0, limits={}), peer="p1",
                                ring="test", uptime=1.0, dns={}, dns_hit_ratio=0.0, warc={}).paused is True
     ready = readiness(running=True, in_ring=False, cluster=False, lease=None, stopping=False, leaving=False,
                       paused=core.paused)
     assert not ready.ready and ready.reason == "not ready: paused (ring pause; ring resume starts it again)"
 
-    core.adopt_settings(set_paused(core.settings, False), 3600.0)
-    assert core.figures.progress(3600.0, 3600.0, 0.0).paused == ""
-    run(core, 3600.0, 7200.0, starts)
+    core.adopt_settings(set_paused(core.settings, False), 600.0)
+    assert core.figures.progress(600.0, 600.0, 0.0).paused == ""
+    run(core, 600.0, 1200.0, starts)
     assert sorted(u for _, u in starts) == sorted({*(f"{A}/{i}" for i in range(5)), *(f"{B}/{i}" for i in range(5))})
-    assert all(t >= 3600.0 for t, _ in starts[before:])
+    assert all(t >= 600.0 for t, _ in starts[before:])
 
 
 def test_a_rate_change_changes_a_hosts_spacing_from_its_next_request():
@@ -206,3 +207,76 @@ def test_settings_are_the_configs_live_part():
     s = core.settings
     assert s["politeness.rate"] == 30.0 and s["crawl.max_pages"] == 7 and s["paused"] is False
     assert math.isclose(core.crawl.frontier.host_delay("new.web.test"), 2.0)
+
+
+# -- the frontier's side (peer/core/frontier/scheduler.py rule 11) ---------------------------
+
+
+def started(f, now: float) -> list[str]:
+    """Every host that starts at ``now`` (each request ends at once)."""
+    out = []
+    while (job := f.pop_ready(now)) is not None:
+        out.append(job.host)
+        f.done(job.host, now, Outcome.FETCHED, job.url)
+    return out
+
+
+def frontier(hosts: int, rate: float) -> Frontier:
+    f = Frontier(Politeness(rate=rate))
+    for i in range(hosts):
+        for j in range(3):
+            f.push(f"http://h{i}.test/{j}", f"h{i}.test", 1, 0.0)
+    assert len(started(f, 0.0)) == hosts
+    return f
+
+
+def test_a_host_slowed_down_never_starts_early_even_before_it_is_paced_anew():
+    f = frontier(3, 60.0)  # 1 s apart
+    assert f.set_politeness(Politeness(rate=6.0), None, 0.5) == 3  # 10 s apart, nothing refreshed yet
+    assert f.stale == 3
+    assert started(f, 1.0) == []  # each paced anew as it came up, and put back in line
+    assert started(f, 9.99) == []
+    assert sorted(started(f, 10.0)) == ["h0.test", "h1.test", "h2.test"]
+    assert f.host_delay("h0.test") == 10.0
+
+
+def test_a_host_sped_up_starts_at_its_new_delay_once_refreshed():
+    f = frontier(3, 6.0)  # 10 s apart
+    f.set_politeness(Politeness(rate=60.0), None, 0.5)
+    assert f.refresh(0.5, 2) == 1 and f.refresh(0.5, 2) == 0  # in chunks
+    assert sorted(started(f, 1.0)) == ["h0.test", "h1.test", "h2.test"]  # not at 10 s
+
+
+def test_a_rate_change_is_cheap_at_once_and_the_scheduler_refreshes_in_chunks():
+    core = peer(politeness={"rate": 60.0})
+    for i in range(5000):
+        core.discover(f"http://h{i}.web.test/", 1, 0.0, Origin.LINK)
+    [log] = adopt(core, "politeness.rate=30", now=0.0)
+    assert "5,000 known hosts paced anew" in log.text
+    assert core.crawl.frontier.stale == 5000
+    step, _ = core.next(0.0)  # one chunk a step: the loop yields between them
+    assert core.crawl.frontier.stale == 5000 - REPACE_CHUNK
+    while core.crawl.frontier.stale:
+        step, _ = core.next(0.0)
+        if isinstance(step, Start):
+            core.admit(step.job, 0.0)
+            core.on_result(step.job, answer(step.job.url, 200), None, 0.0)
+            core.job_ended(step.job)
+    assert core.crawl.frontier.host_delay("h4999.web.test") == 2.0
+
+
+def test_a_job_started_just_before_the_pause_makes_no_request_until_the_resume():
+    core = peer(politeness={"rate": 0.0})
+    queue(core, f"{A}/x")
+    step, _ = core.next(0.0)
+    assert isinstance(step, Start) and step.job.url == f"{A}/x"
+    core.adopt_settings(set_paused(core.settings, True), 0.0)  # before the job's admission
+    adm, _ = core.admit(step.job, 0.0)
+    assert isinstance(adm, Requeue)
+    core.job_ended(step.job)
+    starts: list[tuple[float, str]] = []
+    run(core, 0.0, 60.0, starts)
+    assert starts == []
+    core.adopt_settings(set_paused(core.settings, False), 60.0)
+    run(core, 60.0, 120.0, starts)
+    assert starts == [(60.0, f"{A}/x")]

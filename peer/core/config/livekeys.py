@@ -75,7 +75,7 @@ from peer.core.urls.rules import parse_rules
 from peer.errors import ConfigError, LiveSettingError
 
 __all__ = ["LIVE_KEYS", "LIVE_SITE_KEYS", "WHERE", "assign", "check_document", "differing_keys",
-           "fingerprint", "live_document", "set_paused", "with_live"]
+           "fingerprint", "is_live", "live_document", "set_paused", "with_live"]
 
 #: How a live change's errors name their source (``ring set: crawl.max_pages: ...``).
 WHERE = "ring set"
@@ -89,6 +89,11 @@ LIVE_SITE_KEYS = ("hosts", *POLITENESS_KEYS, "rules")
 _SITE_KEY = re.compile(r"site\[(\d+)\](?:\.(\w+))?")
 _HOW = ("change it in every peer's cluster.toml and restart them; live keys: "
         + ", ".join(k for k in LIVE_KEYS if k not in ("site", "paused")) + ", site[N].KEY, paused")
+
+
+def is_live(key: str) -> bool:
+    """Whether a key of the config reference (``politeness.rate``, ``site.rules``) can change live."""
+    return key in LIVE_KEYS or (key.startswith("site.") and key[5:] in LIVE_SITE_KEYS)
 
 
 # ---------------------------------------------------------------------------

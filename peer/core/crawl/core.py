@@ -99,6 +99,9 @@ __all__ = [
     "ROBOTS_PENDING_WAIT",
 ]
 
+#: Hosts paced anew a scheduling step after a live change of pace (scheduler rule 11):
+#: 12-25 us a host on the shared 2-core box (scripts/bench_livesettings.py): 6-12 ms of the loop a step.
+REPACE_CHUNK = 500
 #: How long a job waits when another task is fetching its host's robots.txt.
 ROBOTS_PENDING_WAIT = 0.25
 #: How often a job of a host held for a hand-off looks again.
@@ -196,7 +199,8 @@ class CrawlCore:
         return self._cfg
 
     def adopt(self, cfg: ClusterConfig, now: float) -> int:
-        """``cfg``'s live part in force from now on (peer.core.config.livekeys): how many known hosts changed pace.
+        """``cfg``'s live part in force from now on (peer.core.config.livekeys): how many known
+        hosts are paced anew (each before its next start; ``next`` gets to all in chunks).
 
         ``cfg`` differs from ours only in its live keys (``livekeys.with_live``
         made it): the rates and clamps of every host, the URL rules (new
@@ -204,11 +208,13 @@ class CrawlCore:
         blocks, ``max_pages`` (read from ``cfg`` at every ``next``). What the
         parts were built from otherwise is the same, so they stay.
         """
-        self._cfg = cfg
+        old, self._cfg = self._cfg, cfg
         self.sites = sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
         self.urlrules = dataclasses.replace(self.urlrules, rules=parse_rules(cfg.crawl.rules, str(cfg.path), "crawl.rules"))
         self.discovery.rescope(self.urlrules, sites)
         self.rows.rescope(sites)
+        if cfg.politeness == old.politeness and cfg.sites == old.sites:
+            return 0
         return self.frontier.set_politeness(cfg.politeness, self._politeness_for() if sites else None, now)
 
     def _politeness_for(self) -> Callable[[str], PolitenessConfig]:
@@ -378,6 +384,8 @@ class CrawlCore:
             return Finished(StopReason.MAX_PAGES)
         fr = self.frontier
         fr.roll_windows(now)
+        if fr.stale:  # a live change of pace: a chunk of its hosts a step (scheduler rule 11)
+            fr.refresh(now, REPACE_CHUNK)
         # With max_pages, start no more than the cap: requested + in flight
         # never pass it (ring.membership.budget rule 4), so no peer ever overshoots.
         room = self.cfg.crawl.concurrency - self.in_flight
@@ -422,6 +430,8 @@ class CrawlCore:
         revisit_at = None if rc is None else rc.next_due()  # a revisit coming due wakes the loop
         if revisit_at is not None and (when is None or revisit_at < when):
             when = revisit_at
+        if fr.stale:
+            when = now  # back at once for the next chunk, the loop's other work in between
         return Sleep(math.inf if when is None else when)
 
     def _at_max_pages(self, ring: RingView | None) -> bool:
@@ -471,6 +481,12 @@ class CrawlCore:
                 self._pass_on(job.url, job.depth, owner, job.host, out)
                 jobs.finish(job, now, Outcome.NOT_STARTED)
                 return PassOn(job, owner, tuple(out))
+        if self.paused:
+            # Started by the scheduler just before ``ring pause``, its request not made:
+            # it waits like the rest (only requests on the wire finish).
+            jobs.requeue(job, now, now + HOLD_POLL, out)
+            jobs.finish(job, now, Outcome.UNREACHED)
+            return Requeue(job, now + HOLD_POLL, tuple(out))
         if self.cfg.crawl.rules or self.sites:
             cause = self._refused_now(job)
             if cause is not None:
