@@ -141,13 +141,18 @@ class Readouts:
 
     def pause_words(self, now: float) -> str:
         """Why no request starts, as the progress line says it ("" while requests start):
-        ``ring pause`` first, then the lease, then a page-budget grant waited for."""
+        ``ring pause`` first, then the lease, then the ring's settings not heard yet, then a
+        page-budget grant waited for."""
         if self._crawl.paused:
             return "paused: by ring pause (no request starts until ring resume)"
         state = self._lease(now)
         if state is not None and not state.held:
             return lease_words(lease_status(state), state.vouched, state.needed, state.quorum,
                                state.grace_left)
+        node = self._node()
+        if node is not None and not node.settings_confirmed:
+            # ring.membership.epochs rule 5: a peer just started has not heard the ring's settings.
+            return "paused: waiting to hear the ring's settings from a member"
         cap = self.budget_wait()
         if cap is not None:
             return (f"paused: waiting for a page-budget grant (its max_pages cap, {cap:,} pages, "
