@@ -147,6 +147,8 @@ def families(f: PeerFigures) -> Iterator[Metric]:
                        "outcome", f.seeds_file)
     yield gauge("ring_version", "changes of this peer's live member set since it started",
                 f.ring_version)
+    yield gauge("config_epoch", "the epoch of the ring's live settings this peer runs (0: its cluster.toml's; "
+                "each ring set, pause or resume makes the next)", f.config_epoch)
     if f.revisit_visits:  # a continuous crawl ([revisit] enabled)
         yield gauge("revisits_due", "revisits due now and waiting for their host's turn (overdue)",
                     f.revisits_due)

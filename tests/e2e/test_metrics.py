@@ -89,6 +89,7 @@ def test_the_lease_is_a_set_of_gauges():
 def test_a_paused_peer_says_so_in_a_gauge():
     assert samples(scrape_text(figures(paused=True)))[("ringcrawl_paused", ())] == 1
     assert samples(scrape_text(figures()))[("ringcrawl_paused", ())] == 0
+    assert samples(scrape_text(figures(config_epoch=3)))[("ringcrawl_config_epoch", ())] == 3
 
 
 def test_a_continuous_crawl_exports_revisits_due_and_freshness():

@@ -238,4 +238,4 @@ class Readouts:
         return dataclasses.replace(
             out, lease_held=lease.held, lease_vouched=lease.vouched, lease_needed=lease.needed,
             lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left,
-            ring_version=max(0, node.membership.ring_version))
+            ring_version=max(0, node.membership.ring_version), config_epoch=node.settings.epoch)
