@@ -4,6 +4,7 @@
 
     PeerError                      base of everything peer raises on purpose
     ├── ConfigError                the user's cluster.toml is wrong (file, key, expectation)
+    │   └── LiveSettingError       a live setting (``ring set``) that cannot change live, or a bad value
     ├── URLError                   a URL we cannot or will not crawl (garbage, bad scheme)
     ├── StateError                 a persisted file under data_dir is unreadable
     │   ├── LockedError            the results file is held open by another process (.pid)
@@ -27,7 +28,7 @@ from enum import StrEnum
 from ring import errors as _ring_errors
 from ring.errors import EXIT_USAGE, RingError
 
-__all__ = ["PeerError", "ConfigError", "URLError", "StateError", "LockedError", "StorageError",
+__all__ = ["PeerError", "ConfigError", "LiveSettingError", "URLError", "StateError", "LockedError", "StorageError",
            "FetchError", "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "EXIT_STORAGE", "first_line",
            "user_error"]
 
@@ -56,6 +57,11 @@ class ConfigError(PeerError):
         self.message = message
         where = f"{path}: {key}: " if key else f"{path}: "
         super().__init__(where + message)
+
+
+class LiveSettingError(ConfigError):
+    """A ``KEY=VALUE`` of a live change (``ring set``) names a key that cannot change while the
+    ring runs, or a bad value; ``key`` is the dotted key (peer/core/config/livekeys.py)."""
 
 
 class URLError(PeerError, ValueError):

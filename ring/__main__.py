@@ -25,7 +25,7 @@ SOURCE = ConfigSource(load=load_config, host_key=host_key, user_error=user_error
 
 @cli_shell()
 def main(argv: Sequence[str] | None = None) -> int:
-    """``python -m ring``, ``ringcrawl-ring``: table, status, leave, forget, dashboard."""
+    """``python -m ring``, ``ringcrawl-ring``: table, status, leave, forget, voter, set, pause, resume, dashboard."""
     return cli.main(argv, source=SOURCE)
 
 

@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from typing import Union
 
 from ring.hashring import HashRing
+from ring.membership.epochs import ConfigEpoch
 from ring.membership.voters import VoterRecord
 from ring.messages import Message, NearAnswer, NearQuery, SeedAddRequest
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
-           "Reply", "Rerouted", "RingChanged", "SeedStarts", "SeedsAsked", "Send", "StatusAsked", "VotersChanged"]
+           "Reply", "Rerouted", "RingChanged", "SeedStarts", "SeedsAsked", "Send", "SettingsChanged", "SettingsMismatch",
+           "StatusAsked", "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -122,6 +124,27 @@ class VotersChanged:
 
 
 @dataclass(frozen=True, slots=True)
+class SettingsChanged:
+    """Our config epoch changed (``ring.membership.epochs``): on disk, and applied to the crawl, before
+    the actions after it (rule 7); ``keys``: those whose values differ from ``before``'s."""
+
+    record: ConfigEpoch
+    before: ConfigEpoch
+    keys: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsMismatch:
+    """A starting peer's cluster.toml differs from the ring's document at its epoch, and ``[ring]
+    config_mismatch = "refuse"`` (``ring.membership.epochs`` rule 6): the peer stops, naming ``keys``."""
+
+    theirs: ConfigEpoch
+    ours: ConfigEpoch
+    sender: str
+    keys: tuple[str, ...]
+
+
+@dataclass(frozen=True, slots=True)
 class NearAsked:
     """A member asks about bands this peer owns (``peer.core.dedupe.verdicts``): answer it with a ``Send``."""
 
@@ -145,5 +168,6 @@ class SeedsAsked:
 
 
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, SeedsAsked]
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, SeedsAsked, SettingsChanged,
+               SettingsMismatch]
 

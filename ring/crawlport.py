@@ -15,9 +15,34 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from ring.hashring import HashRing
+from ring.membership.epochs import ConfigEpoch, PlainSettings
+from ring.messages import SettingsAction
 from ring.status import StatusFigures
 
-__all__ = ["CrawlPort", "NoCrawl"]
+__all__ = ["CrawlPort", "NoCrawl", "PlainSettings", "SettingsPort"]
+
+
+class SettingsPort(Protocol):
+    """The crawl's reading of the ring's live settings document (``ring.membership.epochs``),
+    which the ring carries as an opaque text: a peer's is ``peer.core.door.settings``,
+    a bare member's ``ring.membership.epochs.PlainSettings``."""
+
+    def assign(self, doc: str, action: SettingsAction, assignments: Sequence[str]) -> str:
+        """The document after ``action`` and its KEY=VALUE ``assignments``; ValueError, in
+        words naming the key, for an assignment that cannot be made live (the operator's mistake)."""
+        ...
+
+    def fingerprint(self, doc: str) -> int:
+        """The document's 64-bit fingerprint (the same at every peer)."""
+        ...
+
+    def differing(self, a: str, b: str) -> list[str]:
+        """The keys whose values differ between two documents."""
+        ...
+
+    def paused(self, doc: str) -> bool:
+        """Whether the document pauses the crawl."""
+        ...
 
 
 class CrawlPort(Protocol):
@@ -83,6 +108,8 @@ class CrawlPort(Protocol):
     def add_seeds(self, lines: Sequence[str], unreadable: int) -> Mapping[str, int] | None:
         """``ring seed add``'s batch (``ring.seedadds``): judged, routed and durable; the count of
         each outcome, or None for a member that runs no crawl (answered ``no_crawl``)."""
+    def settings_changed(self, record: ConfigEpoch) -> None:
+        """The ring's settings are now ``record`` (``ring.membership.epochs``): apply its document."""
         ...
 
 
@@ -134,3 +161,5 @@ class NoCrawl:
 
     def add_seeds(self, lines: Sequence[str], unreadable: int) -> Mapping[str, int] | None:
         return None
+    def settings_changed(self, record: ConfigEpoch) -> None:
+        pass

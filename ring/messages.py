@@ -72,6 +72,13 @@ What each message is for:
   its version, so it is not asked), and the tool reads its silence as a
   peer that does not answer and asks the next (so nothing is taken twice
   by a peer that never took it).
+- :class:`Settings` — a member's config epoch (``ring.membership.epochs``):
+  the epoch, its document's fingerprint and the document, pushed when it
+  changes and sent with anti-entropy; :class:`SettingsRequest` /
+  :class:`SettingsReply` — ``python -m ring set|pause|resume`` asks the
+  steward for the next epoch from the one the operator saw (``base``), and
+  it says what it did (:class:`SettingsOutcome`). Codes 23-25, types of
+  wire version 4.
 - :class:`NearQuery` / :class:`NearAnswer` — duplicate content
   (``peer.core.dedupe.verdicts``): a peer asks the owner of some of a page's SimHash
   bands whether an earlier page is within k bits of it, and the owner
@@ -125,6 +132,7 @@ members            1 024        entries of a digest or status reply
 updates            64           piggybacked records of a ping, ping-req, ack
 dropped counters   64           entries of ``MemberStatus.dropped``, ``.errors``
 busiest hosts      10           entries of ``MemberStatus.busiest``
+settings document  128 chunks   of at most 8 KiB each (``Settings.doc``)
 bin, map, ext      none         ``max_*_len=0``: the codec uses none of them
 =================  ===========  ==============================================
 
@@ -206,6 +214,12 @@ __all__ = [
     "SeedAddRequest",
     "SeedAddReply",
     "SeedAddStatus",
+    "Settings",
+    "SettingsAction",
+    "SettingsOutcome",
+    "SettingsRequest",
+    "SettingsReply",
+    "MAX_DOC_CHUNKS",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -230,6 +244,8 @@ MAX_UPDATES = 64
 MAX_BUSIEST = 10
 #: The counters of ``ring seed add``'s lines (peer/core/crawl/seedadd.py), shown as ``seed_add`` in --json.
 _SEED_ADD = "seed_add."
+#: Chunks of a settings document (:class:`Settings`): MAX_DOC_CHUNKS x MAX_STR = 1 MiB at most.
+MAX_DOC_CHUNKS = 128
 
 
 class MemberState(StrEnum):
@@ -290,6 +306,25 @@ class SeedAddStatus(StrEnum):
     OVER_CAP = "over_cap"  # nothing taken: more lines than its crawl.seed_add_batch
     LEAVING = "leaving"  # nothing taken: this peer is leaving the ring; ask another
     NO_CRAWL = "no_crawl"  # nothing taken: this member runs no crawl (a tool's or a test's bare member)
+
+class SettingsAction(StrEnum):
+    """What ``python -m ring set|pause|resume`` asks of the ring's settings; the wire carries its index."""
+
+    SET = "set"  # KEY=VALUE assignments
+    PAUSE = "pause"  # no request starts anywhere
+    RESUME = "resume"  # requests start again
+
+
+class SettingsOutcome(StrEnum):
+    """What a peer did with a :class:`SettingsRequest` (``ring.membership.epochs``); the wire carries its index."""
+
+    CHANGED = "changed"  # it made the next epoch: the change spreads
+    ALREADY = "already"  # the settings say so already: no new epoch
+    INVALID = "invalid"  # the operator's mistake (a key that cannot change live...): ``detail`` says
+    STALE = "stale"  # the request's base is not this peer's epoch: ask again
+    NO_LEASE = "no_lease"  # this peer holds no lease under its epoch
+    LEAVING = "leaving"  # this peer is leaving the ring
+    NOT_STEWARD = "not_steward"  # only the lowest id of the live ring makes epochs: ask it
 
 
 # --------------------------------------------------------------------------
@@ -437,6 +472,17 @@ class MemberStatus:
     # 0 in a row of another member (not said). Added in wire version 4: a
     # row without it comes from a peer of version 3, hence the default.
     wire_version: int = 3
+    # Added in wire version 4: whether the member is held by `ring pause` (no
+    # request starts there until `ring resume`). Last, with a default: a row
+    # of an older member decodes as not paused.
+    paused: bool = False
+    # The config epoch the member runs (ring.membership.epochs) and its
+    # document's fingerprint, and whether the member still waits to hear the
+    # ring's document (a peer just started: it starts no request until then).
+    # Added in wire version 4, at the end, with defaults.
+    config_epoch: int = 0
+    config_fingerprint: int = 0
+    config_waiting: bool = False
 
     @property
     def live(self) -> bool:
@@ -476,7 +522,10 @@ class MemberStatus:
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
                 "voters_needed": self.voters_needed, "wire_version": self.wire_version or None,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
-                "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None}
+                "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None,
+                "paused": self.paused, "config_epoch": self.config_epoch,
+                "config_fingerprint": f"{self.config_fingerprint:016x}" if self.config_fingerprint else None,
+                "config_waiting": self.config_waiting}
 
 
 @dataclass(frozen=True, slots=True)
@@ -729,10 +778,53 @@ class SeedAddReply:
     unacked: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """``sender``'s config epoch (``ring.membership.epochs.ConfigEpoch``): its number, its
+    document's fingerprint and the document (opaque to the ring, in chunks of at most
+    ``MAX_STR``); ``running``: the sender starts requests under it (holds its lease, and
+    its document is the ring's, not its file's alone); ``confirmed``: the sender's document
+    is the ring's (``ring.membership.epochs`` rule 5); one that is not asks for the
+    receiver's record in answer."""
+
+    ring: str
+    sender: str
+    epoch: int
+    fingerprint: int
+    doc: tuple[str, ...]
+    running: bool = False
+    confirmed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsRequest:
+    """``python -m ring set|pause|resume``: a new epoch from epoch ``base``; ``assignments``: KEY=VALUE."""
+
+    ring: str
+    sender: str
+    action: SettingsAction
+    assignments: tuple[str, ...]
+    base: int
+    nonce: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsReply:
+    """What ``sender`` did with the :class:`SettingsRequest` of ``nonce``: ``epoch`` is its epoch now,
+    ``detail`` the reason of a refusal in words (an INVALID key named)."""
+
+    ring: str
+    sender: str
+    outcome: SettingsOutcome
+    epoch: int
+    detail: str = ""
+    nonce: int = 0
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
                 ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, SeedAddRequest,
-                SeedAddReply]
+                SeedAddReply, Settings, SettingsRequest, SettingsReply]
 
 # --------------------------------------------------------------------------
 # The tables: per record, its fields in dataclass order with their codecs
@@ -826,6 +918,11 @@ _MEMBER_STATUS = _Spec(
         ("voters_alive", _UINT),
         ("voters_needed", _UINT),
         _added("wire_version", _UINT, since=4),
+        _added("paused", _BOOL, since=4),
+        # The config epoch (ring.membership.epochs).
+        _added("config_epoch", _UINT, since=4),
+        _added("config_fingerprint", _UINT, since=4),
+        _added("config_waiting", _BOOL, since=4),
     ),
 )
 
@@ -973,6 +1070,22 @@ _SPECS += (
                              ("status", _enum_codec(SeedAddStatus)),
                              ("counts", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
                              ("unacked", _UINT)), since=4),
+
+)
+
+# Config epochs (ring.membership.epochs): 23-25, types of wire version 4 (never
+# sent to a member of version 3: ring.wireversion). Such a member runs epoch 0
+# (its cluster.toml), and a ring at a later epoch fences it out by the lease
+# (docs/membership.md, "Config epochs").
+_SPECS += (
+    _Spec(Settings, 23, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("fingerprint", _UINT),
+                         ("doc", _array_codec(_name_codec(MAX_STR), MAX_DOC_CHUNKS)), ("running", _BOOL),
+                         ("confirmed", _BOOL)), since=4),
+    _Spec(SettingsRequest, 24, (("ring", _NAME), ("sender", _NAME), ("action", _enum_codec(SettingsAction)),
+                                ("assignments", _array_codec(_name_codec(MAX_STR), MAX_MEMBERS)),
+                                ("base", _UINT), ("nonce", _UINT)), since=4),
+    _Spec(SettingsReply, 25, (("ring", _NAME), ("sender", _NAME), ("outcome", _enum_codec(SettingsOutcome)),
+                              ("epoch", _UINT), ("detail", _name_codec(MAX_STR)), ("nonce", _UINT)), since=4),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

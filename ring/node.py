@@ -19,14 +19,17 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     Released(sender)         its HandoffDone came: its hosts may be fetched
     Granted(grants)          our max_pages grants grew (ring.membership.budget): durable before what follows
     VotersChanged(record)    our voter record changed (ring.membership.voters): durable before what follows
+    SettingsChanged(record, ...)  our config epoch changed (ring.membership.epochs): durable and applied first
+    SettingsMismatch(...)    a starting peer's cluster.toml differs from the ring's: it stops (rule 11)
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (rule 8, ``ring.forgetting``)
     Reply(route, VoterReply)   ``ring voter``: what this peer did (rule 10, ``ring.voterwatch``)
+    Reply(route, SettingsReply)  ``ring set|pause|resume``: what this peer did (rule 11, ``ring.epochwatch``)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
-    SeedsAsked(route, msg)   ``ring seed add``'s batch (rule 11): the crawl judges it, then ``seeds_taken``
+    SeedsAsked(route, msg)   ``ring seed add``'s batch (rule 12): the crawl judges it, then ``seeds_taken``
     Reply(route, SeedAddReply)  ``ring seed add``: what this peer did with a batch (``ring.seedadds``)
     Count(reason)            a message refused (already counted in dropped)
     Log(level, text)         what an operator should read in the log
@@ -88,8 +91,16 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    counted, made durable first (``VotersChanged``), logged, and a ring left
    surviving no failure warned once. A member's ``Voters`` record is gossip
    (rules 1 and 2).
+11. **Settings.** A ``SettingsRequest`` (``python -m ring set|pause|resume``)
+   and each change of our config epoch are ``ring.epochwatch``'s: answered,
+   counted, made durable and applied first (``SettingsChanged``), logged with
+   the keys that changed. A member's ``Settings`` record is gossip (rules 1
+   and 2), sent with each anti-entropy ``Sync``, with the answer to a
+   ``Join`` and to a member that joined or restarted. Until our document is
+   confirmed as the ring's (``ring.membership.epochs`` rule 5),
+   :meth:`RingNode.may_fetch` is False.
 
-11. **Seed batches.** A ``SeedAddRequest`` (``python -m ring seed add``)
+12. **Seed batches.** A ``SeedAddRequest`` (``python -m ring seed add``)
    is a tool's (an anonymous route): one whose nonce was taken before is
    answered as it was, nothing taken twice; a leaving member answers
    ``LEAVING`` and one whose waiting batches are full ``BUSY``, taking
@@ -137,9 +148,14 @@ from ring.actions import (
     SeedStarts,
     SeedsAsked,
     Send,
+    SettingsChanged,
+    SettingsMismatch,
     StatusAsked,
     VotersChanged,
 )
+from ring.crawlport import PlainSettings, SettingsPort
+from ring.epochwatch import EpochWatch
+from ring.membership.epochs import ConfigEpoch
 from ring.membership.budget import PageBudget, add_grants
 from ring.forwarding.forwarder import BATCH_AGE, MAX_BATCH_AGE, MESSAGE_BUDGET, SEND_WINDOW, Outbox
 from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
@@ -169,6 +185,8 @@ from ring.messages import (
     SeedAddStatus,
     StatusReply,
     StatusRequest,
+    Settings,
+    SettingsRequest,
     Sync,
     UrlBatch,
     VoterRequest,
@@ -204,13 +222,15 @@ __all__ = [
     "SeedStarts",
     "SeedsAsked",
     "Send",
+    "SettingsChanged",
+    "SettingsMismatch",
     "StatusAsked",
     "StatusFigures",
     "VotersChanged",
 ]
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters)
+                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters, Settings)
 
 
 class RingNode:
@@ -260,11 +280,15 @@ class RingNode:
         grants: Sequence[tuple[str, int]] = (),
         left: Mapping[str, int] | None = None,
         voters: VoterRecord | None = None,
+        settings: ConfigEpoch | None = None,
+        settings_port: SettingsPort | None = None,
+        adopt_conflicts: bool = False,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
         self.vnodes = vnodes
         self.max_pages = max_pages
+        self._takeover_after = takeover_after  # a budget made by a live change of max_pages
         self.curve = curve
         self.gossip_interval = gossip_interval
         # The key a URL is placed by (peer.core.urls.normalize.host_key); injected so ring never imports peer.
@@ -293,6 +317,7 @@ class RingNode:
             # Seeds a former process of ours saw leave: left, not silent (Membership.remember_left).
             self.membership.remember_left(left, now)
         self.leaving = False
+        self._now = now  # the ring's clock at the last call (what the settings' messages say of the lease)
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
         self.routes = Routes(curve=curve)
@@ -301,10 +326,15 @@ class RingNode:
         self._pauses = Pauses(patience=lease if lease else dead_after / 2)
         self.voter_watch = VoterWatch(peer_id, ring_name, self.membership, self.dropped)  # rule 10
         self.seed_adds = SeedAdds(peer_id, ring_name, self.outbox, max_waiting=seed_add_waiting,
-                                  max_answered=seed_add_answers, dropped=self.dropped)  # rule 11
+                                  max_answered=seed_add_answers, dropped=self.dropped)  # rule 12
         #: The wire version each member speaks, read off the routes we hear it on
         #: (ring.wireversion), for decisions that depend on it: ``speaks``.
         self.wire = WireVersions(lambda m: m in self.membership.members(), curve=curve)
+        port = settings_port if settings_port is not None else PlainSettings()
+        #: Rule 11: the config epoch this peer runs (``ring.membership.epochs``).
+        self.epochs = EpochWatch(peer_id, ring_name, self.membership, self.dropped, port,
+                                 settings if settings is not None else ConfigEpoch(0, port.fingerprint(""), ""),
+                                 now, adopt_conflicts=adopt_conflicts)
 
     # -- views -----------------------------------------------------------------
 
@@ -333,13 +363,27 @@ class RingNode:
                                      **on_wire(figures.not_requested)})
         own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
                       ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0,
-                      voters=m.voter_record, survival=m.survival())
+                      voters=m.voter_record, survival=m.survival(), settings=self.epochs.record,
+                      settings_waiting=not self.epochs.confirmed)
         return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
                             unheard=m.waiting_for())
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
         return capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
+
+    def set_max_pages(self, max_pages: int) -> None:
+        """A live change of ``crawl.max_pages`` (``ring set``): the budget resized, made or dropped
+        (``ring.membership.budget``, ``PageBudget.resize``)."""
+        self.max_pages = max_pages
+        if not max_pages:
+            self.budget = None
+        elif self.budget is None:
+            self.budget = PageBudget(max_pages, self.peer_id, self.membership.voters(),
+                                     takeover_after=self._takeover_after)
+            self.budget.page_cap = self.budget.cap(self.membership.members())
+        else:
+            self.budget.resize(max_pages, self.membership.members())
 
     @property
     def page_cap(self) -> int:
@@ -366,6 +410,16 @@ class RingNode:
     def left(self, locally_idle: bool) -> bool:
         """Leaving, and everything handed over and acked: the process may end."""
         return self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle
+
+    @property
+    def settings(self) -> ConfigEpoch:
+        """The config epoch this peer runs (rule 11)."""
+        return self.epochs.record
+
+    @property
+    def settings_confirmed(self) -> bool:
+        """Whether our document is the ring's (``ring.membership.epochs`` rule 5): requests may start."""
+        return self.epochs.confirmed
 
     def lease_state(self, real_now: float) -> LeaseState:
         """Whether this peer may start requests at ``real_now`` (``ring.membership.lease``; the real clock)."""
@@ -418,7 +472,12 @@ class RingNode:
         out: list[Action] = self._grant(idle, pages, in_flight)
         self.membership.set_local(idle=idle and self.outbox.idle, sent=self.outbox.sent,
                                   received=self.inbox.received, pages=pages)
-        out += [Send(dest, msg) for dest, msg in self.membership.tick(now)]
+        self._now = now
+        sends = self.membership.tick(now)
+        out += [Send(dest, msg) for dest, msg in sends]
+        # Rule 11: the settings ride with the anti-entropy Sync, as the voters do.
+        out += [Send(dest, self.epochs.message(now)) for dest, msg in sends if isinstance(msg, Sync)]
+        out += self.epochs.tick(now)
         out += self._member_changes()
         self.routes.keep(self.membership.members())
         out += self.handoff.check(now)
@@ -482,7 +541,7 @@ class RingNode:
             return self._drop("other_ring")
         out += handler(self, route, msg, now)
         if self.seed_adds.waiting:
-            # Rule 11: answered on a received frame (the engine awaits a Reply only
+            # Rule 12: answered on a received frame (the engine awaits a Reply only
             # there): an ack, or else the gossip that comes every round, past the wait.
             out += self.seed_adds.check(now)
         return out
@@ -528,14 +587,30 @@ class RingNode:
                                             ("incarnation", e.incarnation)))
                              for e in events]
         first, after = self.voter_watch.saw(events)  # rule 10
-        return first + out + after
+        return first + out + after + self.epochs.saw(events, self._now)  # rule 11
 
     def _on_gossip(self, route: bytes, msg: Digest | Join | Leave | Ping | PingReq | PingAck | Sync | Voters,
                    now: float) -> list[Action]:
+        self._now = now
         self.handoff.note_claims(msg)  # ring.handoff rule 4
-        out: list[Action] = [Send(dest, reply) for dest, reply in self.membership.receive(msg, now)]
+        replies = self.membership.receive(msg, now)
+        out: list[Action] = [Send(dest, reply) for dest, reply in replies]
+        if isinstance(msg, Join) and any(dest == msg.sender for dest, _ in replies):
+            out.append(Send(msg.sender, self.epochs.message(now)))  # rule 11: the ring's settings
         out += self._member_changes()
         return out + self.handoff.check(now)
+
+    def _on_settings(self, route: bytes, msg: Settings, now: float) -> list[Action]:
+        """Rule 11: a member's config epoch (``ring.epochwatch``)."""
+        self._now = now
+        if msg.sender not in self.membership.members():
+            return self._drop("unknown_sender")
+        return self.epochs.heard(msg, now)
+
+    def _on_settings_request(self, route: bytes, msg: SettingsRequest, now: float) -> list[Action]:
+        """Rule 11: an operator's change of the settings (``ring.epochwatch``)."""
+        self._now = now
+        return self.epochs.request(route, msg, now, leaving=self.leaving)
 
     def _on_batch(self, route: bytes, msg: UrlBatch, now: float) -> list[Action]:
         if adopted(msg.sender):
@@ -612,7 +687,7 @@ class RingNode:
         return [NearAsked(msg) if isinstance(msg, NearQuery) else NearAnswered(msg)]
 
     def _on_seed_add_request(self, route: bytes, msg: SeedAddRequest, now: float) -> list[Action]:
-        """Rule 11: an operator's seed batch (``ring.seedadds``)."""
+        """Rule 12: an operator's seed batch (``ring.seedadds``)."""
         again = self.seed_adds.again(route, msg.nonce)
         if again is not None:
             self.dropped["seed_add_batch.asked_again"] += 1
@@ -625,13 +700,13 @@ class RingNode:
         return [SeedsAsked(route, msg)]
 
     def seeds_refused(self, route: bytes, nonce: int, status: SeedAddStatus) -> list[Action]:
-        """Rule 11: a seed batch answered with nothing taken (``status``), and counted."""
+        """Rule 12: a seed batch answered with nothing taken (``status``), and counted."""
         self.dropped[f"seed_add_batch.{status.value}"] += 1
         return [Reply(route, self.seed_adds.reply(nonce, status))]
 
     def seeds_taken(self, route: bytes, nonce: int, counts: Mapping[str, int], forwarded: Mapping[str, int],
                     now: float, wait: float) -> list[Action]:
-        """Rule 11: the crawl judged, routed and committed a seed batch; its answer, now or once acked."""
+        """Rule 12: the crawl judged, routed and committed a seed batch; its answer, now or once acked."""
         return self.seed_adds.taken(route, nonce, counts, forwarded, now, wait)
 
     def _on_status_request(self, route: bytes, msg: StatusRequest, now: float) -> list[Action]:
@@ -654,6 +729,8 @@ class RingNode:
         ForgetRequest: _on_forget_request,
         Voters: _on_gossip,
         VoterRequest: _on_voter_request,
+        Settings: _on_settings,
+        SettingsRequest: _on_settings_request,
         StatusRequest: _on_status_request,
         SeedAddRequest: _on_seed_add_request,
         NearQuery: _on_near,

@@ -54,7 +54,7 @@ MAX_ANSWERED = 1024
 WAITING_CAP = "cap.seed_add_waiting"
 ANSWERS_CAP = "cap.seed_add_answers"
 CAPS = (WAITING_CAP, ANSWERS_CAP)
-#: The counters of batches answered without being taken, by why (``ring.node`` rule 11).
+#: The counters of batches answered without being taken, by why (``ring.node`` rule 12).
 UNTAKEN = "seed_add_batch."
 
 

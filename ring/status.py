@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ring.forwarding.forwarder import OutboxStats
+from ring.membership.epochs import ConfigEpoch
 from ring.membership.lease import LeaseState, PauseReason
 from ring.membership.voters import Survival, VoterRecord
 from ring.messages import (MAX_BUSIEST, MAX_DROPPED, VERSION, LeaseStatus, Member, MemberState, MemberStatus,
@@ -54,6 +55,7 @@ class StatusFigures:
     lease: LeaseState | None = None  # the ring's lease now (None: not known here)
     page_cap: int = 0  # our max_pages cap now (ring.membership.budget; 0: no max_pages)
     budget_wait: bool = False  # at that cap with URLs queued: waiting for a grant
+    paused: bool = False  # held by ``ring pause``: no request starts until ``ring resume``
 
     @classmethod
     def of(cls, figures: Any, uptime: float) -> StatusFigures:
@@ -72,7 +74,7 @@ class StatusFigures:
                    not_requested=dict(get("not_requested", {}) or {}),
                    busiest=tuple((str(h), float(r), float(sp)) for h, r, sp in get("busiest", ()) or ()),
                    lease=get("lease", None), page_cap=int(get("page_cap", 0)),
-                   budget_wait=bool(get("budget_wait", False)))
+                   budget_wait=bool(get("budget_wait", False)), paused=bool(get("paused", False)))
 
 
 def lease_status(state: LeaseState | None) -> LeaseStatus:
@@ -99,10 +101,12 @@ def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grac
 
 def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[tuple[str, int], ...],
             ring_version: int, fingerprint: int, voters: VoterRecord | None = None,
-            survival: Survival | None = None) -> MemberStatus:
+            survival: Survival | None = None, settings: ConfigEpoch | None = None,
+            settings_waiting: bool = False) -> MemberStatus:
     """This peer's own row: its record, its share, the crawl's ``figures``, its counters
     (``dropped``: drops and counters, as :func:`capped_counts` gives them), its lease and ring,
-    and its voters (``ring.membership.voters``) with how many failures they survive."""
+    its voters (``ring.membership.voters``) with how many failures they survive, and its config
+    epoch (``ring.membership.epochs``): the epoch, the fingerprint, paused, still waiting for the ring's."""
     lease = figures.lease
     record = voters if voters is not None else VoterRecord(0, ())
     return MemberStatus(
@@ -118,7 +122,9 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         page_cap=figures.page_cap, budget_wait=figures.budget_wait,
         voters_version=record.version, voters=record.voters, voters_joint=record.joint,
         voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0,
-        wire_version=VERSION)
+        wire_version=VERSION,
+        paused=figures.paused, config_epoch=settings.epoch if settings else 0,
+        config_fingerprint=settings.fingerprint if settings else 0, config_waiting=settings_waiting)
 
 
 def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:

@@ -70,9 +70,12 @@ MODULES = Block(ROOT / "docs" / "architecture.md",
 def config_table() -> str:
     """The config reference: one row a key, ending with a newline."""
     from peer.core.config.cluster import reference
+    from peer.core.config.livekeys import is_live
 
-    rows = ["| key | type | default | meaning |", "|---|---|---|---|"]
-    rows += [f"| `{key}` | {kind} | `{default}` | {doc} |" for key, kind, default, doc in reference()]
+    # live: `ringcrawl-ring set` changes it in a running ring (docs/operations.md, Live settings).
+    rows = ["| key | type | default | live | meaning |", "|---|---|---|---|---|"]
+    rows += [f"| `{key}` | {kind} | `{default}` | {'yes' if is_live(key) else ''} | {doc} |"
+             for key, kind, default, doc in reference()]
     return "\n".join(rows) + "\n"
 
 

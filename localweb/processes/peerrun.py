@@ -262,13 +262,15 @@ async def crawl_to_files(crawler: Any, out: Path, err: Path) -> int:
 
 
 def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[], bool] | None = None,
-                   grace: float = 20.0, poll: float = 0.1) -> Run:
+                   grace: float = 20.0, poll: float = 0.1, during: Callable[[Any], None] | None = None) -> Run:
     """Crawl as the one peer of ``toml`` in this process, bounded as :func:`run_peers` is.
 
     When the time is up or ``stop_when()`` says so the crawl is stopped as
     SIGTERM would stop it; ``grace`` seconds later its fetches are cancelled.
     The peer's log (INFO and up, the format of ``python -m peer``) goes to
-    ``p1.err`` and its summary to ``p1.out``, beside ``toml``.
+    ``p1.err`` and its summary to ``p1.out``, beside ``toml``. ``during``, if
+    given, is called with the ``Crawler`` at every poll, on its event loop
+    (a test steering the crawl: ``Crawler.adopt_settings``, say).
     """
     import logging
 
@@ -295,6 +297,8 @@ def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[],
     async def watch(cancel: trio.CancelScope) -> None:
         deadline = trio.current_time() + timeout
         while trio.current_time() < deadline and not (stop_when is not None and stop_when()):
+            if during is not None:
+                during(crawler)
             await trio.sleep(poll)
         run.timed_out = trio.current_time() >= deadline
         run.stopped = not run.timed_out

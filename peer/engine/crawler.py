@@ -90,10 +90,10 @@ from __future__ import annotations
 import logging
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
 from types import TracebackType
-from typing import Protocol
+from typing import Any, Protocol
 
 import trio
 
@@ -125,7 +125,7 @@ from peer.core.http.result import FetchResult
 from peer.core.door.effects import SeedsAt
 from peer.core.door.peer import Commit, PeerCore, ReadFetched, ReadHosts
 from peer.core.seen.bloom import BloomFilter
-from peer.errors import StorageError
+from peer.errors import ConfigError, StorageError
 from peer.engine.archive import Archive
 from peer.engine.cookies import CookieSaves
 from peer.engine.durability import Durability
@@ -143,9 +143,12 @@ from peer.net.resolver import Resolver
 from peer.results.schema import PageRow
 from peer.results.store import ResultStore
 from peer.state.journal import Recovered, SnapshotStats
+from peer.core.door.settings import decode_doc
+from peer.state.settingsfile import read_settings, write_settings
 from peer.state.voterfile import read_voters, write_voters
 from ring.addresses import bind_address
-from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, VotersChanged
+from ring.actions import (Granted, Log, Released, Reply, Send, SettingsChanged, SettingsMismatch, StatusAsked,
+                          VotersChanged)
 from ring.messages import SeedAddReply, SeedAddRequest
 from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
@@ -253,6 +256,10 @@ class Crawler:
             # Once an operator's change, a few ids: written at once, atomically, before
             # the sends after it (ring.membership.voters rule 6), not in a thread.
             VotersChanged: lambda e: write_voters(self.data_dir, e.record),
+            # The same for the ring's settings (ring.membership.epochs rule 7); a starting peer
+            # whose cluster.toml differs from the ring's stops, one line (rule 6).
+            SettingsChanged: lambda e: write_settings(self.data_dir, e.record),
+            SettingsMismatch: self._settings_mismatch,
             Send: ring.send, Reply: ring.reply, StatusAsked: ring.status, Log: ring.log_line,
             ReadHosts: ring.read_hosts, ReadFetched: ring.read_fetched,
             Warn: lambda e: log.warning("%s", e.text),
@@ -331,6 +338,18 @@ class Crawler:
         """Stop starting fetches; in-flight ones get ``STOP_GRACE`` seconds."""
         self.peer.stop()
         self._wake.set()
+
+    def _settings_mismatch(self, e: SettingsMismatch) -> None:
+        """``[ring] config_mismatch = "refuse"``: this peer's cluster.toml differs from the ring's."""
+        keys = ", ".join(e.keys) or "none"
+        raise ConfigError(str(self.cfg.path), "", (
+            f"this file's live settings differ from the running ring's at epoch {e.ours.epoch} (member "
+            f"{e.sender}): {keys}; make them agree, change them live with `ringcrawl-ring set`, or set "
+            f'[ring] config_mismatch = "adopt" to take the ring\'s'))
+
+    def adopt_settings(self, doc: Mapping[str, Any]) -> None:
+        """A live settings document in force now (``PeerCore.adopt_settings``); the scheduler looks again."""
+        self._apply(self.peer.adopt_settings(doc, self.clock()))
 
     def cancel_in_flight(self) -> None:
         """Stop now: in-flight fetches are cancelled; results are still flushed."""
@@ -413,9 +432,17 @@ class Crawler:
                 # does one back after a graceful leave: the others fetched its hosts
                 # meanwhile, and it fetches none before their hand-off says what.
                 voters = await trio.to_thread.run_sync(read_voters, self.data_dir)
+                settings = await trio.to_thread.run_sync(read_settings, self.data_dir)
                 peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
                                incarnation=int(time.time() * 1000), curve=keys is not None,
-                               joining=spec is None or self.durability.rejoining, voters=voters)
+                               joining=spec is None or self.durability.rejoining, voters=voters,
+                               settings=settings)
+                if settings is not None:
+                    # The ring's settings as this peer last ran them (ring.membership.epochs
+                    # rule 7): a paused ring stays paused, a rate set live stays set.
+                    doc = decode_doc(settings.doc)
+                    if doc is not None:
+                        self._apply(peer.adopt_settings(doc, self.clock()))
                 sockets = self.ringface.open(self.peer_id, address, keys, store, services, bind=bind)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []

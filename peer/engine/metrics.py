@@ -128,6 +128,8 @@ def families(f: PeerFigures) -> Iterator[Metric]:
     yield gauge("lease_held", "1 while a majority of the quorum vouches for this peer's ring and "
                 "requests start; 0 while paused (grace after a ring change, or no majority)",
                 1 if f.lease_held else 0)
+    yield gauge("paused", "1 while ring pause holds this peer: no request starts until ring resume "
+                "(those in flight end)", 1 if f.paused else 0)
     yield gauge("lease_vouched", "members vouching for this peer's ring within the lease, itself "
                 "included", f.lease_vouched)
     yield gauge("lease_needed", "vouches the lease needs: a majority of the quorum", f.lease_needed)
@@ -158,6 +160,8 @@ def families(f: PeerFigures) -> Iterator[Metric]:
                        "answer forgotten)", "cap", f.seed_add_caps)
     yield gauge("ring_version", "changes of this peer's live member set since it started",
                 f.ring_version)
+    yield gauge("config_epoch", "the epoch of the ring's live settings this peer runs (0: its cluster.toml's; "
+                "each ring set, pause or resume makes the next)", f.config_epoch)
     if f.revisit_visits:  # a continuous crawl ([revisit] enabled)
         yield gauge("revisits_due", "revisits due now and waiting for their host's turn (overdue)",
                     f.revisits_due)
@@ -185,7 +189,8 @@ def read_readiness(crawler: Crawler) -> Readiness:
     """The peer's readiness now (call on the trio thread): ``peer.core.run.probes`` rule 3."""
     peer = crawler.peer
     return readiness(running=crawler.running, in_ring=peer.in_ring, cluster=crawler.cluster,
-                     lease=peer.lease_state(crawler.clock()), stopping=peer.stopping, leaving=peer.leaving)
+                     lease=peer.lease_state(crawler.clock()), stopping=peer.stopping, leaving=peer.leaving,
+                     paused=peer.paused)
 
 
 async def serve_metrics(crawler: Crawler, address: str, *, key: str = "",

@@ -35,6 +35,8 @@ from ring.node import (
     Deliver,
     Granted,
     VotersChanged,
+    SettingsChanged,
+    SettingsMismatch,
     NearAnswered,
     NearAsked,
     HandOff,
@@ -209,6 +211,14 @@ class RingDriver:
     def _do_voters(self, a: VotersChanged) -> None:
         pass  # a bare node keeps no data_dir: its record lives as long as the process
 
+    def _do_settings(self, a: SettingsChanged) -> None:
+        self.crawl.settings_changed(a.record)  # a bare node keeps no data_dir: no journal
+
+    def _do_mismatch(self, a: SettingsMismatch) -> None:
+        # A bare member has no cluster.toml of its own to refuse with: it says so and waits.
+        self.log.warning("settings: %s runs another document at epoch %d; keys that differ: %s",
+                         a.sender, a.ours.epoch, ", ".join(a.keys) or "none")
+
     def _do_near(self, a: NearAsked | NearAnswered) -> None:
         pass  # a stand-in crawl owns no band table: the asker decides at its answer_timeout
 
@@ -240,6 +250,8 @@ class RingDriver:
         NearAnswered: _do_near,
         VotersChanged: _do_voters,
         SeedsAsked: _do_seeds,
+        SettingsChanged: _do_settings,
+        SettingsMismatch: _do_mismatch,
     }
 
 

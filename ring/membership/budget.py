@@ -222,6 +222,25 @@ class PageBudget:
         self._received: dict[str, int] = {}  # giver -> the most it was ever seen to give us
         self._dead_at: dict[str, float] = {}  # member -> when our view last saw it die
 
+    def resize(self, max_pages: int, members: Mapping[str, Member]) -> None:
+        """A live change of ``max_pages`` (``ring set``): our base of the new limit, our cap at once.
+
+        Grants keep their totals: they move budget between members and sum
+        to nothing, so the caps of members on the same limit still sum to it
+        (the module docstring's argument, with the new bases). While the
+        change spreads, members on the old and the new limit may together
+        pass the lower one by the difference of their bases; the ring's
+        settings epochs, which no request starts across, close that gap.
+        A cap below the pages requested already starts nothing more.
+        """
+        if max_pages <= 0:
+            raise ValueError(f"max_pages must be > 0 for a budget, got {max_pages!r}")
+        self.max_pages = max_pages
+        self.base = base(max_pages, self.voters, self.peer_id)
+        self.gone = ()
+        if self.peer_id in members:
+            self.page_cap = self.cap(members)
+
     def received(self, members: Mapping[str, Member]) -> int:
         """What the others gave us, the most ever seen from each (rule 3)."""
         me, seen = self.peer_id, self._received

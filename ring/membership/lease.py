@@ -31,11 +31,17 @@ in ``docs/membership.md``; the rules it rests on are these:
    voter leaves the quorum otherwise only by leaving (its own word) or by
    ``python -m ring forget``. Our voter record is part of what we vouch for
    (:func:`vouch_print`), and a new one starts a grace as a new ring does.
+   So is our config epoch (``ring.membership.epochs``), but a new epoch
+   starts no grace: it moves no host, so no two peers can own one host
+   across it (``docs/membership.md``, "Config epochs").
 5. **Renewal.** Each round the peer pings members of its quorum whose
    vouch is missing, for another ring, or older than half the lease, at most
    once a gossip interval each, until it holds a majority's worth of fresh
    vouches and a few more (:meth:`Lease.renewals`): O(N / lease) pings a
-   second a peer, bare (no piggybacked records).
+   second a peer, bare (no piggybacked records). After a change of what we
+   vouch for, a member whose last answer predates it is asked again at
+   once, interval or not: a new config epoch has no grace to wait out, so
+   the lease comes back a ping round trip after a majority took the epoch.
 
 :class:`Lease` keeps the pings, the vouches and the grace. :class:`LeaseKeeper`
 is the lease's part of ``ring.membership.protocol.Membership``: it reads the view
@@ -105,19 +111,22 @@ def fingerprint(live: Mapping[str, float]) -> int:
     return fp or 1
 
 
-def vouch_print(ring: int, record: int) -> int:
-    """What a vouch carries: the ring's fingerprint and the voter record's ident
-    (``ring.membership.voters`` rule 3); the ring's alone for record 0 (voters never changed)."""
-    if not record:
+def vouch_print(ring: int, record: int, config: int = 0) -> int:
+    """What a vouch carries: the ring's fingerprint, the voter record's ident
+    (``ring.membership.voters`` rule 3) and the config epoch's
+    (``ring.membership.epochs`` rule 3); the ring's alone for record 0 and
+    epoch 0 (voters and settings never changed), as a peer of an older build vouches."""
+    if not record and not config:
         return ring
-    return mmh3.hash64(f"{ring:x}:{record:x}".encode("ascii"), signed=False)[0] or 1
+    text = f"{ring:x}:{record:x}" if not config else f"{ring:x}:{record:x}:{config:x}"
+    return mmh3.hash64(text.encode("ascii"), signed=False)[0] or 1
 
 
 class Lease:
     """One peer's lease: the pings it sent, the vouches it got, and its grace (mutable)."""
 
-    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_vouch", "_grace_until", "_pending",
-                 "_evidence", "_pinged")
+    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_base", "_vouch", "_asked",
+                 "_grace_until", "_pending", "_evidence", "_pinged")
 
     def __init__(self, self_id: str, lease: float, gossip_interval: float, *,
                  grace: float | None = None) -> None:
@@ -128,7 +137,9 @@ class Lease:
         self.grace = lease * GRACE_FACTOR if grace is None else grace
         self._interval = gossip_interval
         self._fp = 0
-        self._vouch = 0  # vouch_print(_fp, the voter record's ident): what we vouch for and count
+        self._base = 0  # vouch_print(_fp, the voter record's ident): a change of it starts a grace
+        self._vouch = 0  # _base with the config epoch's ident: what we vouch for and count
+        self._asked: set[str] = set()  # members pinged since _vouch last changed (rule 5: the others at once)
         self._grace_until = 0.0
         # seq -> (target, time sent): rule 3 reads the send time back
         self._pending: dict[int, tuple[str, float]] = {}
@@ -145,18 +156,22 @@ class Lease:
         """Rule 2 for a process that resumes a crawl: vouch for nothing for ``grace``."""
         self._grace_until = max(self._grace_until, now + self.grace)
 
-    def ring_changed(self, live: Mapping[str, float], now: float, record: int = 0) -> None:
-        """Our live set is now ``live`` and our voter record ``record`` (its ident): a new
-        fingerprint, and a grace unless it is our first (a new record too:
-        ``ring.membership.voters`` rule 3)."""
+    def ring_changed(self, live: Mapping[str, float], now: float, record: int = 0, config: int = 0) -> None:
+        """Our live set is now ``live``, our voter record ``record`` and our config epoch
+        ``config`` (their idents): a new fingerprint, and a grace unless it is our first (a
+        new record too: ``ring.membership.voters`` rule 3). A new config epoch alone
+        starts no grace: it moves no host (``ring.membership.epochs`` rule 3)."""
         fp = fingerprint(live)
-        vouch = vouch_print(fp, record)
+        base = vouch_print(fp, record)
+        vouch = vouch_print(fp, record, config)
         if vouch == self._vouch:
             return
-        if self._vouch:
+        if self._base and base != self._base:
             self._grace_until = max(self._grace_until, now + self.grace)
         self._fp = fp
+        self._base = base
         self._vouch = vouch
+        self._asked = set()
 
     def vouch(self, now: float) -> int:
         """What our answers carry now (rule 1): our ring's fingerprint (with our voter
@@ -170,6 +185,7 @@ class Lease:
                 del self._pending[next(iter(self._pending))]
             self._pending[seq] = (target, now)
         self._pinged[target] = now
+        self._asked.add(target)
 
     def acked(self, seq: int, sender: str, vouch: int) -> None:
         """``sender`` answered our ping ``seq`` itself, vouching ``vouch`` (rule 3)."""
@@ -210,7 +226,10 @@ class Lease:
             if ev is not None and ev[1] == self._vouch and now - ev[0] <= half:
                 fresh += 1
                 continue
-            if now - self._pinged.get(mid, -1e18) < self._interval:
+            pinged = self._pinged.get(mid, -1e18)
+            # A member not asked since our vouch changed (a new config epoch: no grace
+            # to wait out) is asked at once, not a gossip interval after its last ping.
+            if now - pinged < self._interval and mid in self._asked:
                 continue
             due.append((ev[0] if ev is not None else -1e18, mid))
         if want is not None:
@@ -276,14 +295,16 @@ class Roster(Protocol):
 class LeaseKeeper:
     """The lease's part of the membership: our ring told (rule 2), the quorum (rule 4), renewals (rule 5)."""
 
-    __slots__ = ("lease", "_self_id", "_roster", "_version", "_quorums")
+    __slots__ = ("lease", "_self_id", "_roster", "_version", "_quorums", "config")
 
     def __init__(self, self_id: str, lease: Lease | None, roster: Roster, now: float) -> None:
         #: None: SWIM alone (no renewals, no vouches); a peer that crawls always has one.
         self.lease = lease
         self._self_id = self_id
         self._roster = roster
-        self._version: tuple[int, int] = (-1, 0)  # (ring_version, voter record) the lease was last told
+        self._version: tuple[int, int, int] = (-1, 0, 0)  # (ring_version, voter record, config) last told
+        #: Our config epoch's ident (``ring.membership.epochs``), mixed into our vouch; 0: epoch 0.
+        self.config = 0
         self._quorums: tuple[int, list[list[str]], list[str]] | None = None  # (roster epoch, sets, union)
         self.follow(now)
 
@@ -318,14 +339,14 @@ class LeaseKeeper:
         return self.lease.state_of(self.quorums(), now) if self.lease is not None else None
 
     def follow(self, now: float) -> None:
-        """Rule 2: tell the lease when our live set (or our voter record) changed."""
+        """Rule 2: tell the lease when our live set (or our voter record, or config epoch) changed."""
         roster = self._roster
         if self.lease is None:
             return
-        version = (roster.ring_version, roster.voters.ident())
+        version = (roster.ring_version, roster.voters.ident(), self.config)
         if version != self._version:
             self._version = version
-            self.lease.ring_changed(roster.live(), now, version[1])
+            self.lease.ring_changed(roster.live(), now, version[1], version[2])
 
     def vouch(self, now: float) -> int:
         """What our answers vouch for (rule 1): our ring as of now, or 0."""

@@ -447,12 +447,28 @@ class Membership:
             out += self._adopt(settled, now)
         if active and repairs.contacted:
             pinged = {dest for dest, msg in out if isinstance(msg, Ping)}
-            for mid in self._leases.renewals(candidates, pinged, real):
-                # Bare: the probes carry the gossip; this only dates a vouch.
-                seq = self._prober.next_seq()
-                self._leases.sent(seq, mid, real)
-                out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, ())))
+            out += self._renew(candidates, pinged, real)
         return out
+
+    def _renew(self, candidates: Sequence[str], pinged: set[str], real: float) -> list[tuple[str, Message]]:
+        """The lease's renewal pings (``ring.membership.lease`` rule 5)."""
+        out: list[tuple[str, Message]] = []
+        for mid in self._leases.renewals(candidates, pinged, real):
+            # Bare: the probes carry the gossip; this only dates a vouch.
+            seq = self._prober.next_seq()
+            self._leases.sent(seq, mid, real)
+            out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, ())))
+        return out
+
+    def set_config(self, ident: int, now: float) -> list[tuple[str, Message]]:
+        """Our config epoch is now the one of ``ident`` (``ring.membership.epochs`` rule 3): our
+        vouch names it, with no grace, and the quorum is asked again at once (lease rule 5)."""
+        real = now + self.stalled
+        self._leases.config = ident
+        self._leases.follow(real)
+        if self.me.state is LEFT or not self._repairs.contacted:
+            return []
+        return self._renew(self._candidates(now), set(), real)
 
     def receive(self, msg: Message, now: float) -> list[tuple[str, Message]]:
         """Merge a Digest, Join, Leave, Ping, PingReq or PingAck; the replies to send."""

@@ -14,6 +14,13 @@ without editing any cluster.toml. The request goes to the ring's steward
 command then waits until every live member holds the settled record, prints
 how many failures the ring survives, and exits 0, or 1 with the reason.
 
+``set KEY=VALUE...``, ``pause`` and ``resume`` steer a running ring
+(``ring.membership.epochs``): the steward makes the next config epoch of the
+ring's live settings, only while it holds its lease; the command waits until
+every live member runs it, prints the epoch and exits 0; 1 when refused or not
+taken by every live member in time; 2 for a key that cannot change live (the
+steward checks it with the crawl's own parsers, through ``ring.crawlport.SettingsPort``).
+
 ``forget`` is for a ring that lost its majority for good (``ring.membership.lease``:
 a peer starts requests only while a majority of its quorum vouches for its
 ring, and a dead member stays in the quorum): it asks every peer to drop a
@@ -48,8 +55,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
-from ring.tools.client import (Contact, ForgetResult, HandshakeRefused, LeaveOutcome, LeaveResult, VoterResult,
-                               client_keys, request_forget, request_leave, request_voter)
+from ring.tools.client import (Contact, ForgetResult, HandshakeRefused, LeaveOutcome, LeaveResult, SettingsResult,
+                               VoterResult, client_keys, request_forget, request_leave, request_settings,
+                               request_voter)
+from ring.tools.epochs import format_settings, settings_summary
 from ring.tools.seedadd import SeedAddRun, SeedInputError
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.tools.logs import FORMATS
@@ -58,7 +67,7 @@ from ring.tools.voters import format_voter, voters_summary
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
 from ring.hashring import HashRing
-from ring.messages import ForgetOutcome, VoterAction
+from ring.messages import ForgetOutcome, SettingsAction, VoterAction
 
 __all__ = ["ConfigSource", "RingFile", "format_forget", "format_voter", "voters_summary",
            "main", "ownership_table", "ring_of", "seeds_of", "solo_peer", "status_source", "tool_keys"]
@@ -269,7 +278,28 @@ def _parser() -> argparse.ArgumentParser:
     vt.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
                     help="how long to wait for the change to settle (default 60)")
     sa = _seed_parser(sub)
-    for sp in (st, db, lv, fg, vt, sa):
+    # Steering a running ring (ring.membership.epochs): one block, apart from the others.
+    steer = []
+    for action, words in ((SettingsAction.SET, "change live settings of the running ring"),
+                          (SettingsAction.PAUSE, "pause the running ring: no request starts anywhere"),
+                          (SettingsAction.RESUME, "resume a paused ring")):
+        sp = sub.add_parser(action.value, help=words, description=(
+            f"{words[0].upper()}{words[1:]}. Asks the ring's steward (its lowest live id) for the next "
+            "config epoch of the ring's settings, then waits until every live member runs it "
+            "(requests in flight end; none starts against the new settings' rules), prints the "
+            "epoch and exits 0; 1 when refused, or not every live member took it in --timeout; 2 "
+            "for a key that cannot change live (named). The ring keeps it across restarts "
+            "(each peer's data_dir); see docs/operations.md, \"Steering a running ring\"."))
+        if action is SettingsAction.SET:
+            sp.add_argument("assignments", nargs="+", metavar="KEY=VALUE",
+                            help="a live key and its value as in cluster.toml: politeness.rate=30, "
+                                 "crawl.max_pages=500, crawl.rules='[\"exclude:*/private/*\"]', "
+                                 "site[0].rate=6 (several: one change)")
+        sp.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+        sp.add_argument("--timeout", metavar="SECONDS", type=float, default=30.0,
+                        help="how long to wait for every live member to run the new epoch (default 30)")
+        steer.append(sp)
+    for sp in (st, db, lv, fg, vt, sa, *steer):
         # As scripts/adopt.py's --key-id: the same flag, the same meaning.
         sp.add_argument("--key-id", default="ops", metavar="ID",
                         help="with [ring] curve_keys: the key pair this tool uses (default ops)")
@@ -504,7 +534,7 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
             raise _NoAnswer(_no_answer(cfg, poll))
         if args.json:
             print(json.dumps({"ring": cfg.ring.name, "members": [r.as_json() for r in rows],
-                              "voters": voters_summary(rows)}, indent=2))
+                              "voters": voters_summary(rows), "settings": settings_summary(rows)}, indent=2))
         else:
             print(format_status(rows))
         return 0
@@ -519,7 +549,7 @@ async def _status(cfg: RingFile, args: argparse.Namespace) -> int:
         if args.json:
             members = [r.as_json() for r in rows or ()]
             print(json.dumps({"ring": cfg.ring.name, "time": time.time(), "members": members,
-                              "voters": voters_summary(rows or ())}))
+                              "voters": voters_summary(rows or ()), "settings": settings_summary(rows or ())}))
         else:
             text = format_status(rows) if rows is not None else f"({_no_answer(cfg, poll)})"
             head = f"ring {cfg.ring.name!r} at {stamp}, every {args.watch:g}s (Ctrl-C to stop)"
@@ -608,6 +638,11 @@ async def _voter(cfg: RingFile, args: argparse.Namespace) -> VoterResult:
                                tool_keys(cfg, args.key_id))
 
 
+async def _settings(cfg: RingFile, args: argparse.Namespace) -> SettingsResult:
+    return await request_settings(cfg.ring.name, seeds_of(cfg), SettingsAction(args.command),
+                                  getattr(args, "assignments", ()), args.timeout, tool_keys(cfg, args.key_id))
+
+
 async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
     return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
                                tool_keys(cfg, args.key_id))
@@ -677,6 +712,24 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
             text, ok = format_voter(VoterAction(args.action), args.id, outcome)
             print(text, file=sys.stdout if ok else sys.stderr)
             return 0 if ok else 1
+        if args.command in {a.value for a in SettingsAction}:
+            problem = _check_numbers(args)
+            bad = next((a for a in getattr(args, "assignments", ()) if "=" not in a or not a.partition("=")[0].strip()),
+                       None)
+            if problem or bad is not None:
+                print(f"error: {problem or f'{bad!r}: expected KEY=VALUE'}", file=sys.stderr)
+                return 2
+            try:
+                done = trio.run(_until_ctrl_c, _settings, cfg, args)
+            except BaseException as exc:
+                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                    raise
+                print("\ninterrupted: an epoch the steward made spreads on its own; see "
+                      "`python -m ring status`", file=sys.stderr)
+                return 1
+            text, status = format_settings(SettingsAction(args.command), done)
+            print(text if status == 0 else f"error: {text}", file=sys.stdout if status == 0 else sys.stderr)
+            return status
         try:
             result = trio.run(_until_ctrl_c, _leave, cfg, args)
         except BaseException as exc:

@@ -35,6 +35,10 @@ from ring.messages import (
     MemberStatus,
     SeedAddReply,
     SeedAddRequest,
+    SettingsAction,
+    SettingsOutcome,
+    SettingsReply,
+    SettingsRequest,
     StatusReply,
     StatusRequest,
     VoterAction,
@@ -53,12 +57,12 @@ from ring.wireversion import tool_route
 
 __all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
            "VoterResult", "ask_seed_add", "client_keys", "cluster_status", "refusal", "request_forget", "request_leave",
-           "request_voter", "settled", "silence"]
+           "request_voter", "settled", "silence", "SettingsResult", "request_settings", "behind"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
 
-_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply, SeedAddReply)
+_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply, SeedAddReply, SettingsReply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -398,3 +402,59 @@ async def request_voter(ring_name: str, seeds: Sequence[Contact], action: VoterA
                 if settled(rows, action, target, reply.version - 1):
                     return VoterResult(steward.id, reply.outcome, reply.version, True, rows)
     return VoterResult(steward.id, reply.outcome, reply.version, False, rows)
+
+
+# -- ring set | pause | resume (ring.membership.epochs) ---------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SettingsResult:
+    """``ring set|pause|resume``'s run: the steward asked and its answer (None: no answer), the
+    epoch it made or holds, why it refused (``detail``), the live members that had not taken the
+    epoch when the wait ended (``behind``: none once every one acked it), and the rows last seen."""
+
+    steward: str | None
+    outcome: SettingsOutcome | None
+    epoch: int = 0
+    detail: str = ""
+    behind: tuple[str, ...] = ()
+    rows: tuple[MemberStatus, ...] = ()
+
+
+def behind(rows: Sequence[MemberStatus], epoch: int) -> tuple[str, ...]:
+    """The live members whose own row does not say they run ``epoch`` or later (a member that
+    did not answer with its own row is behind: only its own word is an ack)."""
+    return tuple(sorted(r.id for r in rows if r.live and (r.lease is LeaseStatus.UNKNOWN or r.config_epoch < epoch)))
+
+
+async def request_settings(ring_name: str, seeds: Sequence[Contact], action: SettingsAction,
+                           assignments: Sequence[str], timeout: float, keys: CurveKeys | None = None,
+                           answer_timeout: float = 2.0, poll: float = 0.25) -> SettingsResult:
+    """Ask the ring's steward (its lowest live id, ``ring.membership.epochs`` rule 4) for the next
+    epoch from the one it runs; then wait up to ``timeout`` until every live member runs it."""
+    rows = await cluster_status(ring_name, seeds, answer_timeout, keys)
+    if rows is None:
+        return SettingsResult(None, None)
+    live = sorted(r.id for r in rows if r.live)
+    steward = next((r for r in rows if live and r.id == live[0]), None)
+    if steward is None:
+        return SettingsResult(None, None, rows=rows)
+    nonce = _nonce()
+    request = SettingsRequest(ring_name, "ring-set", action, tuple(assignments), steward.config_epoch, nonce)
+    reply = await _exchange(Contact(steward.id, steward.address), request, SettingsReply, nonce,
+                            answer_timeout, keys)
+    if reply is None:
+        return SettingsResult(steward.id, None, rows=rows)
+    if reply.outcome is not SettingsOutcome.CHANGED:
+        return SettingsResult(steward.id, reply.outcome, reply.epoch, reply.detail, rows=rows)
+    late: tuple[str, ...] = tuple(live)
+    with trio.move_on_after(timeout):
+        while True:
+            got = await cluster_status(ring_name, seeds, answer_timeout, keys)
+            if got is not None:
+                rows = got
+                late = behind(rows, reply.epoch)
+                if not late:
+                    break
+            await trio.sleep(poll)
+    return SettingsResult(steward.id, reply.outcome, reply.epoch, reply.detail, late, rows)

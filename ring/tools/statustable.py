@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from ring.durations import duration
 from ring.messages import LeaseStatus, MemberStatus
+from ring.tools.epochs import settings_line
 from ring.tools.voters import voters_line
 from ring.vocabulary import TERMS, Family, words
 
@@ -101,6 +102,8 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
         out.append(f"{r.id:<10} {r.shown_state:<8} {lease:<{_LEASE_W}} {vouch:>{_VOUCH_W}} {ring:<{_RING_W}}"
                    + "".join(f" {_cell(f, getattr(r, k)):>{w}}" for _, w, k, f in _COLUMNS)
                    + f"  {r.address}")
+        if r.paused:
+            out.append(f"{'':<10} paused: by ring pause (no request starts until ring resume)")
         if r.budget_wait:
             out.append(f"{'':<10} paused: waiting for a page-budget grant (its max_pages cap, "
                        f"{r.page_cap:,} pages, is spent)")
@@ -122,6 +125,9 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
     if line:
         out.append(line)
     line = versions_line(rows)
+    if line:
+        out.append(line)
+    line = settings_line(rows)  # the config epoch each member runs (ring.membership.epochs)
     if line:
         out.append(line)
     out += ["", STATUS_LEGEND]

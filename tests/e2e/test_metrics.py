@@ -86,6 +86,12 @@ def test_the_lease_is_a_set_of_gauges():
     assert alone[("ringcrawl_lease_held", ())] == 1 and alone[("ringcrawl_lease_needed", ())] == 1
 
 
+def test_a_paused_peer_says_so_in_a_gauge():
+    assert samples(scrape_text(figures(paused=True)))[("ringcrawl_paused", ())] == 1
+    assert samples(scrape_text(figures()))[("ringcrawl_paused", ())] == 0
+    assert samples(scrape_text(figures(config_epoch=3)))[("ringcrawl_config_epoch", ())] == 3
+
+
 def test_a_continuous_crawl_exports_revisits_due_and_freshness():
     got = samples(scrape_text(figures(revisits_due=3, revisits_scheduled=40, revisit_freshness=0.75,
                                       revisit_visits={"not_modified": 5, "unchanged": 1, "changed": 2,

@@ -208,6 +208,15 @@ def test_ring_status_names_the_wire_versions_while_they_differ():
     assert "wire versions: 4 (p1, p3), 3 (p2): an upgrade under way" in mixed.splitlines()
     assert "wire versions" not in format_status([row("p1", wire_version=4), row("p2", wire_version=4)])
 
+def test_ring_status_shows_a_paused_peer():
+    from ring.tools.statustable import format_status
+
+    row = MemberStatus("p1", "tcp://127.0.0.1:1", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 1.0,
+                       paused=True)
+    lines = format_status([row]).splitlines()
+    assert lines[2].strip() == "paused: by ring pause (no request starts until ring resume)"
+    assert row.as_json()["paused"] is True
+
 
 class Taker(Figures):
     """A stand-in crawl that writes down what the driver hands it."""
@@ -274,3 +283,31 @@ def test_status_says_how_many_voter_failures_the_ring_survives_and_warns_at_none
     assert not done and text.startswith("refused by p1: it holds no lease")
     assert format_voter(VoterAction.RETIRE, "p9", VoterResult("p1", VoterOutcome.ALREADY, 2))[1]
     assert not format_voter(VoterAction.ADD, "p3", VoterResult(None, None))[1]
+
+
+def test_ring_status_names_the_epoch_and_any_member_on_another_and_set_says_its_exit_status():
+    from ring.messages import LeaseStatus, SettingsAction, SettingsOutcome
+    from ring.tools.client import SettingsResult
+    from ring.tools.epochs import format_settings, settings_summary
+    from ring.tools.statustable import format_status
+
+    def row(mid: str, epoch: int, fp: int, **kw: object) -> MemberStatus:
+        return MemberStatus(mid, "tcp://127.0.0.1:1", MemberState.ALIVE, 0.3, 0, 0.0, 0, 0, 0, 0, 0.0, 0.0, 1.0,
+                            lease=LeaseStatus.HELD, config_epoch=epoch, config_fingerprint=fp, **kw)  # type: ignore[arg-type]
+
+    rows = [row("p1", 3, 0xAB, paused=True), row("p2", 3, 0xAB, paused=True), row("p3", 2, 0xCD, config_waiting=True)]
+    summary = settings_summary(rows)
+    assert summary == {"epoch": 3, "fingerprint": f"{0xAB:016x}", "paused": True, "others": {"p3": 2},
+                       "waiting": ["p3"]}
+    text = format_status(rows)
+    assert (f"settings: epoch 3 ({0xAB:016x}), PAUSED by ring pause; another epoch at: p3 (epoch 2); "
+            "waiting for the ring's settings: p3") in text, text
+    assert rows[0].as_json()["config_epoch"] == 3 and rows[0].as_json()["config_fingerprint"] == f"{0xAB:016x}"
+    set_ = SettingsAction.SET
+    assert format_settings(set_, SettingsResult("p1", SettingsOutcome.CHANGED, 4)) == (
+        "epoch 4: set at every live member", 0)
+    assert format_settings(set_, SettingsResult("p1", SettingsOutcome.CHANGED, 4, behind=("p3",)))[1] == 1
+    assert format_settings(set_, SettingsResult("p1", SettingsOutcome.INVALID, 3, "ring set: ring.lease: no"))[1] == 2
+    assert format_settings(set_, SettingsResult("p1", SettingsOutcome.NO_LEASE, 3))[1] == 1
+    assert format_settings(set_, SettingsResult("p1", SettingsOutcome.ALREADY, 3))[1] == 0
+    assert format_settings(set_, SettingsResult(None, None)) == ("no peer answered: are the peers running?", 1)

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 
 from peer.core.config.cluster import reference
+from peer.core.config.livekeys import is_live
 from peer.state.configfile import load_config
 from ring.vocabulary import TERMS, Family
 
@@ -44,7 +45,8 @@ def _generated_docs():
 def test_docs_config_reference_lists_every_key_with_its_default():
     page = (ROOT / "docs" / "configuration.md").read_text()
     for key, kind, default, doc in reference():
-        row = f"| `{key}` | {kind} | `{default}` | {doc} |"
+        live = "yes" if is_live(key) else ""  # ring set changes it in a running ring
+        row = f"| `{key}` | {kind} | `{default}` | {live} | {doc} |"
         assert row in page, f"docs/configuration.md config reference is missing or stale for {key}: {row}"
 
 

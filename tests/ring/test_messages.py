@@ -4,6 +4,7 @@ A rejection is one of ring.errors' two: ``DecodeError`` (the remote's fault) and
 ``EncodeError`` (ours).
 """
 
+import dataclasses
 import math
 
 import msgpack
@@ -56,6 +57,11 @@ from ring.messages import (
     SeedAddReply,
     SeedAddRequest,
     SeedAddStatus,
+    Settings,
+    SettingsAction,
+    SettingsOutcome,
+    SettingsReply,
+    SettingsRequest,
     decode,
     encode,
 )
@@ -81,6 +87,7 @@ MEMBER_STATUS = st.builds(
     st.sampled_from(LeaseStatus), UINT, UINT, UINT, FLOAT, UINT, UINT,
     st.booleans(), UINT, st.booleans(),
     UINT, st.lists(NAME, max_size=4).map(tuple), st.lists(NAME, max_size=4).map(tuple), UINT, UINT,
+    UINT, st.booleans(), UINT, UINT, st.booleans(),
 )
 MESSAGES = st.one_of(
     st.builds(Digest, NAME, NAME, st.lists(MEMBER, max_size=6).map(tuple), st.booleans()),
@@ -102,6 +109,11 @@ MESSAGES = st.one_of(
               st.lists(NAME, max_size=5).map(tuple)),
     st.builds(VoterRequest, NAME, NAME, st.sampled_from(VoterAction), NAME, UINT, UINT),
     st.builds(VoterReply, NAME, NAME, NAME, st.sampled_from(VoterOutcome), UINT, UINT),
+    st.builds(Settings, NAME, NAME, UINT, UINT, st.lists(NAME, max_size=4).map(tuple), st.booleans(),
+              st.booleans()),
+    st.builds(SettingsRequest, NAME, NAME, st.sampled_from(SettingsAction), st.lists(NAME, max_size=4).map(tuple),
+              UINT, UINT),
+    st.builds(SettingsReply, NAME, NAME, st.sampled_from(SettingsOutcome), UINT, NAME, UINT),
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
     st.builds(SeedAddRequest, NAME, NAME, UINT, st.lists(URL, max_size=10).map(tuple), UINT),
     st.builds(SeedAddReply, NAME, NAME, UINT, st.sampled_from(SeedAddStatus),
@@ -151,7 +163,7 @@ def test_type_codes_are_fixed():
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
         14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
-        20: Voters, 21: VoterRequest, 22: VoterReply,
+        20: Voters, 21: VoterRequest, 22: VoterReply, 23: Settings, 24: SettingsRequest, 25: SettingsReply,
         30: SeedAddRequest, 31: SeedAddReply,
     }
 
@@ -234,11 +246,15 @@ def test_a_status_row_ends_with_its_lease_and_ring():
                  ring_version=4, ring_fingerprint=2**64 - 1)
     wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,))))[4][0]
     # ... dropped, errors, busiest, then the lease's seven fields, then heard, page_cap,
-    # budget_wait, then the voters' five, then the wire version (new fields go at the end)
+    # budget_wait, then the voters' five, then the wire version, paused, the config epoch's three
+    # (new fields go at the end)
     assert wire[13:23] == [[], [], [], 3, 1, 2, 3, 0.0, 4, 2**64 - 1]
-    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 3]
+    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 3, False, 0, 0, False]
     back = decode(encode(StatusReply("demo", "p1", (row,)))).members[0]
     assert back == row and back.lease is LeaseStatus.NO_MAJORITY
+    # A member held by `ring pause` says so.
+    paused = dataclasses.replace(row, paused=True)
+    assert decode(encode(StatusReply("demo", "p1", (paused,)))).members[0].paused is True
     assert status().lease is LeaseStatus.UNKNOWN  # a row that says nothing of its lease
 
 
@@ -346,7 +362,7 @@ def digest_with(**changes):
         (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 4]], 0),
+                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 4, False, 0, 0, False]], 0),
             "MemberStatus.dropped",
         ),
         (raw(VERSION, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused

@@ -56,7 +56,8 @@ from peer.core.door.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadH
 from peer.core.urls.normalize import host_key
 from peer.core.http.result import FetchResult
 from ring.messages import decode, encode
-from ring.node import Granted, Log, Released, Reply, RingNode, Send, StatusAsked, StatusFigures
+from ring.node import (Granted, Log, Released, Reply, RingNode, Send, SettingsChanged, SettingsMismatch, StatusAsked,
+                       StatusFigures)
 
 RING = "fake"
 #: Rounds a finished peer keeps gossiping before it exits (peer.engine.crawler's LINGER_ROUNDS).
@@ -196,6 +197,7 @@ class FakePeer:
         Released: _released, ReadHosts: _read_hosts, ReadFetched: _read_fetched, Granted: _granted,
         Forward: _nothing, Queued: _nothing, Checking: _nothing, Seen: _nothing, Done: _nothing,
         Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing, Refused: _nothing,
+        SettingsChanged: _nothing, SettingsMismatch: _nothing,
     }
 
     def crawl_step(self, web: FakeWeb, budget: int, now: float) -> None:

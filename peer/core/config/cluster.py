@@ -55,6 +55,7 @@ __all__ = [
     "PolitenessConfig",
     "RingConfig",
     "bind_address",
+    "check_politeness",
     "parse_config",
     "parse_address",
     "parse_metrics_address",
@@ -244,13 +245,7 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         raise ConfigError(where, "ring.suspect_after", f"expected at least ring.gossip_interval ({cfg.ring.gossip_interval}), got {cfg.ring.suspect_after}")
     if cfg.ring.max_batch_age < cfg.ring.batch_age:
         raise ConfigError(where, "ring.max_batch_age", f"expected at least ring.batch_age ({cfg.ring.batch_age}), got {cfg.ring.max_batch_age}")
-    pol = cfg.politeness
-    if pol.max_delay < pol.min_delay:
-        raise ConfigError(where, "politeness.max_delay", f"expected at least politeness.min_delay ({pol.min_delay}), got {pol.max_delay}")
-    if pol.initial_delay and not pol.min_delay <= pol.initial_delay <= pol.max_delay:
-        raise ConfigError(where, "politeness.initial_delay", f"expected 0 (the nominal 60/rate) or between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
-    if pol.rate > 0 and pol.max_delay < pol.nominal_delay:
-        raise ConfigError(where, "politeness.max_delay", f"expected at least 60/rate = {pol.nominal_delay:g} s (the delay that keeps a host at politeness.rate), got {pol.max_delay}")
+    check_politeness(cfg.politeness, where)
     if cfg.dns.max_ttl < cfg.dns.min_ttl:
         raise ConfigError(where, "dns.max_ttl", f"expected at least dns.min_ttl ({cfg.dns.min_ttl}), got {cfg.dns.max_ttl}")
     if cfg.bloom.max_capacity < cfg.bloom.capacity:
@@ -278,6 +273,16 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         for ip in (answer,) if isinstance(answer, str) else answer:
             if not _is_ip(ip):
                 raise ConfigError(where, f"dns.resolve.{pattern}", f"expected an IP address, got {ip!r}")
+
+
+def check_politeness(pol: PolitenessConfig, where: str) -> None:
+    """``[politeness]``'s checks across its keys (also a live change's: peer.core.config.livekeys)."""
+    if pol.max_delay < pol.min_delay:
+        raise ConfigError(where, "politeness.max_delay", f"expected at least politeness.min_delay ({pol.min_delay}), got {pol.max_delay}")
+    if pol.initial_delay and not pol.min_delay <= pol.initial_delay <= pol.max_delay:
+        raise ConfigError(where, "politeness.initial_delay", f"expected 0 (the nominal 60/rate) or between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
+    if pol.rate > 0 and pol.max_delay < pol.nominal_delay:
+        raise ConfigError(where, "politeness.max_delay", f"expected at least 60/rate = {pol.nominal_delay:g} s (the delay that keeps a host at politeness.rate), got {pol.max_delay}")
 
 
 def _is_ip_port(text: str) -> bool:

@@ -77,6 +77,10 @@ def _workers(v: Any) -> str | None:
     return None if 1 <= v <= MAX_WORKERS else f"an integer from 1 to {MAX_WORKERS}"
 
 
+def _mismatch(v: Any) -> str | None:
+    return None if v in ("refuse", "adopt") else '"refuse" or "adopt"'
+
+
 def _machine(v: Any) -> str | None:
     return None if v == "" else _peer_id(v)
 
@@ -176,6 +180,11 @@ class RingConfig:
     max_batch_age: float = _key(float, 2.0, "the longest the adaptive batch age grows to keep message_budget: the latency forwarding may add per hop; at least batch_age", positive)
     message_budget: float = _key(float, 200.0, "forwarding frames per second a peer aims at (batches with acks piggybacked, lone acks); the batch age grows with peers and rate to keep it, up to max_batch_age; 0: a fixed batch_age", non_negative)
     send_window: int = _key(int, 8, "URL batches a peer may have sent to another and not had acked; more wait for its acks, so a slow receiver's queue never grows past them and probes are not stuck behind URLs; 0: no bound", non_negative)
+    # "refuse" by default: a cluster.toml that differs from the running ring's at one
+    # epoch is a file edited on some machines only (the ring's own changes are
+    # later epochs, always taken); an operator who means the ring's settings to
+    # win says "adopt" (ring.membership.epochs rule 6).
+    config_mismatch: str = _key(str, "refuse", "what a starting peer does when its cluster.toml's live settings (rates, max_pages, rules, [[site]] blocks) differ from the running ring's at the same config epoch: \"refuse\" stops it (exit 2) naming the keys that differ, \"adopt\" takes the ring's and logs the keys; a later epoch made by ring set is always taken (docs/operations.md, \"Steering a running ring\")", _mismatch)
 
 
 @dataclass(frozen=True, slots=True)

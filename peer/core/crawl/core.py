@@ -44,12 +44,14 @@ The path of one URL, as the code reads:
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING
 
-from peer.core.config.cluster import ClusterConfig
+from peer.core.config.cluster import ClusterConfig, PolitenessConfig
 from peer.core.config.sites import SiteSettings
 from peer.core.crawl.decisions import (
     Admission, Checking, Done, Drop, Effect, Fetch, FetchRobots, FetchSitemap, Finished, Forward, Items,
@@ -77,7 +79,7 @@ from peer.core.seen.sieve import SeenSieve, SieveBatch
 from peer.core.sitemaps.hints import attach
 from peer.core.sitemaps.jobs import SitemapJobs
 from peer.core.urls.normalize import hostname
-from peer.core.urls.rules import parse_url_rules
+from peer.core.urls.rules import Cause, parse_rules, parse_url_rules
 from peer.core.urls.scope import Scope
 
 if TYPE_CHECKING:
@@ -98,6 +100,9 @@ __all__ = [
     "ROBOTS_PENDING_WAIT",
 ]
 
+#: Hosts paced anew a scheduling step after a live change of pace (scheduler rule 11):
+#: 12-25 us a host on the shared 2-core box (scripts/bench_livesettings.py): 6-12 ms of the loop a step.
+REPACE_CHUNK = 500
 #: How long a job waits when another task is fetching its host's robots.txt.
 ROBOTS_PENDING_WAIT = 0.25
 #: How often a job of a host held for a hand-off looks again.
@@ -125,11 +130,12 @@ class CrawlCore:
         self.urlrules = parse_url_rules(crawl, str(cfg.path))
         self.params = self.urlrules.params
         #: Each host's settings: [[site]] blocks over the global config (peer/core/config/sites.py).
+        # Read through ``self.sites``, not a copy: a live change (``adopt``) replaces it.
         self.sites = sites = SiteSettings(cfg.sites, crawl, pol)
-        self.frontier = Frontier(pol, politeness_for=(lambda h: sites.for_host(h).politeness) if sites else None)
+        self.frontier = Frontier(pol, politeness_for=self._politeness_for() if sites else None)
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
                                   error_retry=crawl.robots_retry, max_failures=crawl.robots_tries,
-                                  tokens=(lambda h: sites.for_host(h).token) if sites else None)
+                                  tokens=(lambda h: self.sites.for_host(h).token) if sites else None)
         self.limits = Limits.from_config(crawl, pol)
         #: What a page's parse reads besides anchors, and the token its meta robots may name.
         self.page_rules = PageRules(product_token(crawl.user_agent), crawl.follow_frames,
@@ -143,6 +149,10 @@ class CrawlCore:
         self.peek_ip = peek_ip
         self.stopping = False
         self.leaving = False
+        #: ``ring pause``: no request starts while set (``next``); those in flight end.
+        self.paused = False
+        #: Queued URLs a live rule change refused at their turn, by cause (``admit``).
+        self.refused_queued: Counter[str] = Counter()
         #: ``crawl.seeds_file``'s count and position (peer/core/crawl/seedfeed.py); its reader is not idle.
         self.seed_feed = SeedFeed()
         #: ``ring seed add``'s lines taken here, by outcome (peer/core/crawl/seedadd.py).
@@ -154,7 +164,7 @@ class CrawlCore:
         if sites.any("cookies"):
             self.cookies = CookieJar(
                 CookieLimits(crawl.cookie_max_bytes, crawl.cookies_per_host, crawl.cookies_max_total),
-                enabled=lambda h: sites.for_host(h).cookies)
+                enabled=lambda h: self.sites.for_host(h).cookies)
             self.summary.cookies = self.cookies.counts  # the jar's figures, for stats.json
         # -- the parts (module docstring), each handed what it asks ---------------------
         self.jobs = Jobs(self.frontier)
@@ -187,8 +197,31 @@ class CrawlCore:
 
     @property
     def cfg(self) -> ClusterConfig:
-        """The config, read by the parts when the core is made: another config is another core."""
+        """The config, read by the parts when the core is made: another config is another core,
+        but for its live part (``adopt``)."""
         return self._cfg
+
+    def adopt(self, cfg: ClusterConfig, now: float) -> int:
+        """``cfg``'s live part in force from now on (peer.core.config.livekeys): how many known
+        hosts are paced anew (each before its next start; ``next`` gets to all in chunks).
+
+        ``cfg`` differs from ours only in its live keys (``livekeys.with_live``
+        made it): the rates and clamps of every host, the URL rules (new
+        links, and queued URLs at their turn: ``admit``), the ``[[site]]``
+        blocks, ``max_pages`` (read from ``cfg`` at every ``next``). What the
+        parts were built from otherwise is the same, so they stay.
+        """
+        old, self._cfg = self._cfg, cfg
+        self.sites = sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+        self.urlrules = dataclasses.replace(self.urlrules, rules=parse_rules(cfg.crawl.rules, str(cfg.path), "crawl.rules"))
+        self.discovery.rescope(self.urlrules, sites)
+        self.rows.rescope(sites)
+        if cfg.politeness == old.politeness and cfg.sites == old.sites:
+            return 0
+        return self.frontier.set_politeness(cfg.politeness, self._politeness_for() if sites else None, now)
+
+    def _politeness_for(self) -> Callable[[str], PolitenessConfig]:
+        return lambda h: self.sites.for_host(h).politeness
 
     @property
     def bloom(self) -> BloomFilter:
@@ -354,6 +387,8 @@ class CrawlCore:
             return Finished(StopReason.MAX_PAGES)
         fr = self.frontier
         fr.roll_windows(now)
+        if fr.stale:  # a live change of pace: a chunk of its hosts a step (scheduler rule 11)
+            fr.refresh(now, REPACE_CHUNK)
         # With max_pages, start no more than the cap: requested + in flight
         # never pass it (ring.membership.budget rule 4), so no peer ever overshoots.
         room = self.cfg.crawl.concurrency - self.in_flight
@@ -361,8 +396,9 @@ class CrawlCore:
             mine = self.requested if ring is not None else done_pages
             room = min(room, cap - mine - self.in_flight)
         # Without the ring's lease no request starts (ring.membership.lease): a split or a
-        # starved process must cost time, never a second owner of a host.
-        paused = ring is not None and not ring.may_start(now)
+        # starved process must cost time, never a second owner of a host. Nor while
+        # the operator paused the crawl (``ring pause``).
+        paused = self.paused or (ring is not None and not ring.may_start(now))
         rc = self.recrawl
         if rc is not None:  # due revisits to the front of their hosts' queues (peer/core/revisit/recrawl.py)
             for url, host, depth in rc.feed(now):
@@ -397,6 +433,8 @@ class CrawlCore:
         revisit_at = None if rc is None else rc.next_due()  # a revisit coming due wakes the loop
         if revisit_at is not None and (when is None or revisit_at < when):
             when = revisit_at
+        if fr.stale:
+            when = now  # back at once for the next chunk, the loop's other work in between
         return Sleep(math.inf if when is None else when)
 
     def _at_max_pages(self, ring: RingView | None) -> bool:
@@ -446,6 +484,21 @@ class CrawlCore:
                 self._pass_on(job.url, job.depth, owner, job.host, out)
                 jobs.finish(job, now, Outcome.NOT_STARTED)
                 return PassOn(job, owner, tuple(out))
+        if self.paused:
+            # Started by the scheduler just before ``ring pause``, its request not made:
+            # it waits like the rest (only requests on the wire finish).
+            jobs.requeue(job, now, now + HOLD_POLL, out)
+            jobs.finish(job, now, Outcome.UNREACHED)
+            return Requeue(job, now + HOLD_POLL, tuple(out))
+        if self.cfg.crawl.rules or self.sites:
+            cause = self._refused_now(job)
+            if cause is not None:
+                # Queued under rules since changed live (``adopt``): never requested now.
+                self.summary.excluded[cause] += 1
+                self.refused_queued[str(cause)] += 1
+                out.append(Done(job.url))
+                jobs.finish(job, now, Outcome.NOT_STARTED)
+                return Drop(job, tuple(out))
         if self.limits.given_up(job.host):
             # Came back (a retry, a robots.txt wait) after its host was given up.
             self.rows.row(job, None, out, error="retry_after")
@@ -490,6 +543,12 @@ class CrawlCore:
             return FetchSitemap(job, self.cfg.sitemaps.max_bytes,
                                 tuple(sorted(self.sitemaps.authorities(job.url))), tuple(out))
         return Fetch(job, tuple(out))
+
+    def _refused_now(self, job: Job) -> Cause | None:
+        """Why the URL rules in force refuse ``job``'s URL, or None (a sitemap job: never)."""
+        if self.sitemap_jobs.is_job(job.url):
+            return None
+        return self.discovery.url_rules(job.url).excluded(job.url)
 
     # -- results (steps 4-6: peer.core.crawl.outcomes) ------------------------------
 

@@ -228,6 +228,11 @@ class Discovery:
         self._push(url, host, depth, now)
         return [Queued(url, depth)]
 
+    def rescope(self, urlrules: UrlRules, sites: SiteSettings) -> None:
+        """The URL rules and ``[[site]]`` blocks in force from now on (a live change: ``CrawlCore.adopt``)."""
+        self._urlrules = urlrules
+        self._sites = sites
+
     def _refuse(self, url: str, reason: Reason) -> list[Effect]:
         """The one place a refusal is counted (``Reason``'s docstring says where)."""
         if reason is _HOST or reason is _DEPTH:

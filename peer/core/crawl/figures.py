@@ -13,6 +13,8 @@ from peer.core.run.progress import READY_MOST, ProgressSnapshot
 from peer.core.run.stats import requested_errors
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from peer.core.config.cluster import ClusterConfig
     from peer.core.crawl.limits import Limits
     from peer.core.crawl.robots import RobotsCache
@@ -52,6 +54,8 @@ class Sources(Protocol):
     def sieve(self) -> SeenSieve: ...
     @property
     def in_flight(self) -> int: ...
+    @property
+    def refused_queued(self) -> Mapping[str, int]: ...
     def dup_figures(self) -> dict[str, int]: ...
 
 
@@ -71,6 +75,8 @@ def limits_figures(core: Sources, now: float, malformed: dict[str, int]) -> dict
             out[f"directives.{name}"] = n  # what pages said of themselves (peer.core.page.directives)
     if core.summary.invalid_status:
         out["invalid_status"] = core.summary.invalid_status  # answers handled as 5xx (RFC 9110 §15)
+    for cause, n in core.refused_queued.items():
+        out[f"frontier.refused.{cause}"] = n  # queued, then refused by rules changed live (CrawlCore.admit)
     if core.summary.requeued_twice:
         out["frontier.requeued_twice"] = core.summary.requeued_twice  # peer.core.crawl.jobs.RECENT_ROWS
     fr = core.frontier

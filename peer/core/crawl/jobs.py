@@ -153,6 +153,10 @@ class Rows:
         #: Page rows whose request was made (``max_pages``); set on recovery.
         self.requested = 0
 
+    def rescope(self, sites: SiteSettings) -> None:
+        """The ``[[site]]`` blocks in force from now on (a live change: ``CrawlCore.adopt``)."""
+        self._sites = sites
+
     def row(self, job: Job, res: FetchResult | None, out: list[Effect], *,
             final_url: str | None = None, title: str | None = None, n_links: int = 0,
             error: str | None = None, links: tuple[str, ...] = (),

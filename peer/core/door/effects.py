@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from typing import Union
 
 from peer.core.crawl.decisions import Effect
-from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, VotersChanged
+from ring.actions import (Granted, Log, Released, Reply, Send, SettingsChanged, SettingsMismatch, StatusAsked,
+                          VotersChanged)
 
 __all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts", "SeedsAt"]
 
@@ -54,4 +55,4 @@ class SeedsAt:
 
 
 PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted, VotersChanged, SeedsAt]
+                   Granted, VotersChanged, SeedsAt, SettingsChanged, SettingsMismatch]

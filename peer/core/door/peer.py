@@ -100,7 +100,7 @@ Rules:
    move costs RAM of a backlog, not of the queues. A seeds file is paced the
    same way (``seeds_file_room``): no batch is read while the Outbox or the
    exact seen set's pending batch holds ``MOVE_BACKLOG``.
-7. **Seed batches** (``ring seed add``; the ring's ``SeedsAsked``, rule 11
+7. **Seed batches** (``ring seed add``; the ring's ``SeedsAsked``, rule 12
    of ``ring.node``): more lines than ``crawl.seed_add_batch`` are answered
    ``over_cap``, and a batch that finds the backlog of rule 6 full
    ``busy``, nothing taken; otherwise each line is judged as a seeds
@@ -108,17 +108,28 @@ Rules:
    (peer/core/crawl/seedadd.py), journaled and committed, and only then
    handed back to the node with the URLs forwarded by owner, whose answer
    waits for their acks up to ``crawl.seed_add_wait`` (``ring.seedadds``).
+8. **Live settings** (``adopt_settings``): a settings document
+   (``peer.core.config.livekeys``) takes effect at once, in the core alone:
+   the rates of every known host from its next start, the URL rules for
+   new links and for queued URLs at their turn (``CrawlCore.admit``), the
+   ``[[site]]`` blocks, ``max_pages`` in the crawl and the ring's budget,
+   and ``paused``, which holds every start (``CrawlCore.next``) as a lost
+   lease does. Nothing is journaled here: the document's durability is the
+   ring's, which hands it on.
 """
 
 from __future__ import annotations
 
+import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from peer.core.config.cluster import ClusterConfig
 from peer.core.config.dedupe import DedupeConfig
+from peer.core.config.livekeys import check_document, differing_keys, live_document, set_paused, with_live
 from peer.core.config.sites import SiteSettings
 from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import (
@@ -145,11 +156,14 @@ from peer.core.page.items import ExtractConfig
 from peer.core.page.parse import Parsed
 from peer.core.door.persistence import Persistence
 from peer.core.door.readouts import Readouts
+from peer.core.door.settings import LiveSettings, decode_doc
+from peer.core.door.settings import initial as initial_settings
 from peer.core.revisit.recrawl import Visit
 from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
 from peer.core.urls.rules import ParamRules
+from peer.errors import LiveSettingError
 from ring import messages as wire
 from ring.actions import (
     Action,
@@ -157,6 +171,7 @@ from ring.actions import (
     Deliver,
     Granted,
     HandOff,
+    Log,
     LeaveAsked,
     NearAnswered,
     NearAsked,
@@ -166,9 +181,11 @@ from ring.actions import (
     SeedStarts,
     SeedsAsked,
     Send,
+    SettingsChanged,
 )
 from ring.membership.budget import Grants
 from ring.membership.lease import LeaseState
+from ring.membership.epochs import ConfigEpoch
 from ring.membership.voters import VoterRecord
 from ring.messages import MemberState, Message, SeedAddStatus, StatusReply
 from ring.forwarding.intake import Source, Take, TakeSeen, intake
@@ -196,7 +213,7 @@ ParseRules = tuple[ExtractConfig, int, ParamRules | None, PageRules, DedupeConfi
 def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now: float, *,
               incarnation: int, curve: bool = False, resumed: bool = False,
               grants: Grants = (), left: dict[str, int] | None = None,
-              voters: VoterRecord | None = None) -> RingNode:
+              voters: VoterRecord | None = None, settings: ConfigEpoch | None = None) -> RingNode:
     """This peer's ring node from ``[ring]`` and ``[[peer]]``.
 
     ``incarnation``: the start's wall time in ms, so a restarted peer
@@ -205,7 +222,9 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
     former life may have vouched for another ring a moment ago (``ring.membership.lease``
     rule 2); ``grants``: the max_pages budget it gave (``ring.membership.budget``);
     ``left``: the seeds it saw leave (``ring.membership.protocol.Membership.remember_left``).
-    ``voters``: the voter record it last held (``ring.membership.voters``, from its data_dir).
+    ``voters``: the voter record it last held (``ring.membership.voters``, from its data_dir);
+    ``settings``: the config epoch it last ran (``ring.membership.epochs``, from its data_dir),
+    else its cluster.toml's (epoch 0).
     """
     rc = cfg.ring
     return RingNode(
@@ -219,7 +238,9 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
         send_window=rc.send_window, seed_add_waiting=cfg.crawl.seed_add_waiting,
         seed_add_answers=cfg.crawl.seed_add_answers, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
-        takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters)
+        takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters,
+        settings=settings if settings is not None else initial_settings(cfg), settings_port=LiveSettings(),
+        adopt_conflicts=rc.config_mismatch == "adopt")
 
 
 @dataclass(slots=True)
@@ -263,7 +284,7 @@ class PeerCore:
         return cls(CrawlCore(cfg, peer_id, rng=rng, peek_ip=peek_ip))
 
     def join_ring(self, address: str, weight: float, now: float, *, incarnation: int, curve: bool,
-                  joining: bool, voters: VoterRecord | None = None) -> None:
+                  joining: bool, voters: VoterRecord | None = None, settings: ConfigEpoch | None = None) -> None:
         """Build this peer's ring node (``ring_node``) and join it; after ``disk.restore``.
 
         ``joining``: a peer not in cluster.toml joins a running ring, and
@@ -273,7 +294,7 @@ class PeerCore:
         disk = self.disk
         node = ring_node(crawl.cfg, crawl.peer_id, address, weight, now, incarnation=incarnation,
                          curve=curve, resumed=disk.resumed, grants=disk.resumed_grants,
-                         left=disk.resumed_left, voters=voters)
+                         left=disk.resumed_left, voters=voters, settings=settings)
         self._attach(node, now, joining)
 
     def _attach(self, node: RingNode, now: float, joining: bool) -> None:
@@ -458,6 +479,47 @@ class PeerCore:
         feed = self.crawl.seed_feed
         feed.end()
         return [SeedsAt(tuple(feed.to_counters().items())), Commit()]
+
+    # -- live settings (peer.core.config.livekeys) -------------------------------------
+
+    @property
+    def settings(self) -> dict[str, Any]:
+        """The live settings in force: ``livekeys.live_document`` of our config, with ``paused``."""
+        return set_paused(live_document(self.crawl.cfg), self.crawl.paused)
+
+    @property
+    def paused(self) -> bool:
+        """Whether ``ring pause`` holds this peer: no request starts (those in flight end)."""
+        return self.crawl.paused
+
+    def adopt_settings(self, doc: Mapping[str, Any], now: float) -> list[PeerEffect]:
+        """A live settings document (``ring set``, ``pause``, ``resume``) in force from now on (rule 8).
+
+        What changed is logged, one line; a document the config's checks
+        refuse (a member of another build, say) changes nothing and is
+        logged as a warning: remote input, never an exception.
+        """
+        try:
+            doc = check_document(doc)
+        except LiveSettingError as exc:
+            return [Log(logging.WARNING, f"live settings refused, nothing changed: {exc}")]
+        crawl = self.crawl
+        changed = differing_keys(self.settings, doc)
+        if not changed:
+            return []
+        hosts = 0
+        if changed != ["paused"]:
+            cfg = with_live(crawl.cfg, doc)
+            if self.node is not None and cfg.crawl.max_pages != crawl.cfg.crawl.max_pages:
+                self.node.set_max_pages(cfg.crawl.max_pages)
+            hosts = crawl.adopt(cfg, now)
+        crawl.paused = bool(doc["paused"])
+        what = ", ".join(k for k in changed if k != "paused")
+        words = [f"live settings changed: {what} ({hosts:,} known hosts paced anew)"] if what else []
+        if "paused" in changed:
+            words.append("paused by ring pause: no request starts until ring resume" if crawl.paused
+                         else "resumed: requests start again")
+        return [Log(logging.INFO, "; ".join(words))]
 
     # -- a job ------------------------------------------------------------------------
 
@@ -698,6 +760,13 @@ class PeerCore:
                                                     now), now)
             elif isinstance(a, SeedsAsked):
                 out += self._seeds_asked(a, now)
+            elif isinstance(a, SettingsChanged):
+                # ring.membership.epochs rule 7: in force here before any later action vouches
+                # for it, then journaled by the driver (the action itself), before the sends.
+                doc = decode_doc(a.record.doc)
+                if doc is not None:
+                    out += self.adopt_settings(doc, now)
+                out.append(a)
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:

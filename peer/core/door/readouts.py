@@ -114,6 +114,7 @@ class Readouts:
             # The ring's lease now (None alone): whether requests start, and why not.
             lease=self._lease(now),
             page_cap=self.page_cap(), budget_wait=self.budget_wait() is not None,
+            paused=crawl.paused,
         )
 
     def page_cap(self) -> int:
@@ -142,11 +143,18 @@ class Readouts:
 
     def pause_words(self, now: float) -> str:
         """Why no request starts, as the progress line says it ("" while requests start):
-        the lease first, then a page-budget grant waited for."""
+        ``ring pause`` first, then the lease, then the ring's settings not heard yet, then a
+        page-budget grant waited for."""
+        if self._crawl.paused:
+            return "paused: by ring pause (no request starts until ring resume)"
         state = self._lease(now)
         if state is not None and not state.held:
             return lease_words(lease_status(state), state.vouched, state.needed, state.quorum,
                                state.grace_left)
+        node = self._node()
+        if node is not None and not node.settings_confirmed:
+            # ring.membership.epochs rule 5: a peer just started has not heard the ring's settings.
+            return "paused: waiting to hear the ring's settings from a member"
         cap = self.budget_wait()
         if cap is not None:
             return (f"paused: waiting for a page-budget grant (its max_pages cap, {cap:,} pages, "
@@ -224,6 +232,7 @@ class Readouts:
             seed_add_untaken={k.removeprefix(SEED_ADD_UNTAKEN): n for k, n in split.counters
                               if k.startswith(SEED_ADD_UNTAKEN)},
             seed_add_caps={k.removeprefix("cap."): n for k, n in split.counters if k in SEED_ADD_CAPS},
+            paused=crawl.paused,
         )
         rc = crawl.recrawl
         if rc is not None:
@@ -238,4 +247,4 @@ class Readouts:
         return dataclasses.replace(
             out, lease_held=lease.held, lease_vouched=lease.vouched, lease_needed=lease.needed,
             lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left,
-            ring_version=max(0, node.membership.ring_version))
+            ring_version=max(0, node.membership.ring_version), config_epoch=node.settings.epoch)

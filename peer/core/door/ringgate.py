@@ -55,7 +55,8 @@ class RingGate:
         return self._node.left(self._locally_idle())
 
     def may_start(self, now: float) -> bool:
-        """Whether a request may start at ``now`` (the crawl's clock): the ring's lease holds.
+        """Whether a request may start at ``now`` (the crawl's clock): the ring's lease holds, and
+        our settings are confirmed as the ring's (``ring.membership.epochs`` rule 5).
 
         A held lease is taken as it is until it would run out or the ring
         moves (``LeaseState.until``, at most ``LEASE_SURE``: the scheduler
@@ -68,7 +69,8 @@ class RingGate:
             self._lease = state = node.lease_state(now)
             self._lease_ring = fp
             self._lease_sure = min(state.until, now + LEASE_SURE) if state.held else -math.inf
-        return self._lease.held
+        # ring.membership.epochs rule 5: not before our settings are the ring's.
+        return self._lease.held and node.settings_confirmed
 
     def lease_state(self, now: float) -> LeaseState:
         """The ring's lease at ``now`` (the crawl's clock)."""

@@ -552,6 +552,21 @@ class Frontier:
         """Whether the host's current PID window is backlogged (will be sampled)."""
         return self._sched.backlogged(host)
 
+    def set_politeness(self, politeness: Politeness, politeness_for: Callable[[str], Politeness] | None,
+                       now: float) -> int:
+        """A live change of pace (``ring set``): every host paced anew, lazily (scheduler rule 11);
+        how many hosts :meth:`refresh` is to look at."""
+        return self._sched.repace(politeness, politeness_for, now)
+
+    @property
+    def stale(self) -> int:
+        """Hosts a live change of pace left for :meth:`refresh`."""
+        return self._sched.stale
+
+    def refresh(self, now: float, most: int) -> int:
+        """Pace anew up to ``most`` hosts a live change left (scheduler rule 11); how many are left."""
+        return self._sched.refresh(now, most)
+
     def host_delay(self, host: str) -> float:
         """The host's delay between request starts now (a new host's for unknown ones)."""
         return self._sched.host_delay(host)

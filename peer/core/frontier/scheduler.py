@@ -34,10 +34,25 @@ passes on for its callers. The rules keep the frontier's numbers:
    host refers to it and its own delay and ceiling window have passed
    (peer/core/frontier/ipbudget.py). Without this, a crawl of millions of hosts
    would keep millions of structs for nothing.
+11. Live changes (``ring set`` of a rate, a clamp or a ``[[site]]`` block:
+   :meth:`HostScheduler.repace`) cost O(profiles) at once, not O(hosts): the
+   profiles they replace are marked, and a host paced by a marked one is
+   paced anew by its current profile when it is next touched (pushed,
+   handed out, ended, its window rolled), always before it starts: a longer
+   delay puts it back in line, so a host slowed down never starts early.
+   :meth:`HostScheduler.refresh` paces the rest anew in chunks, from the
+   crawl's scheduling loop, so that a host sped up does not wait out its old
+   delay. A host paced anew keeps its last start, Crawl-delay floor, backoff
+   and holds (the server's pacing is not ours to change); a new rate or clamp
+   gives it a fresh controller at the new start delay, its current window
+   is no "too slow" sample (rule 3: its count is of both paces), and its ring
+   of starts is rebuilt to the new ceiling with the starts it holds (rule 7).
+   ``scripts/bench_livesettings.py`` measures both (docs/operations.md, Live settings).
 
 Every operation is O(log hosts): heaps with lazy deletion (an entry is live
 only if its sequence number is still its owner's), never a scan of hosts
-(set_host_ip and seed_starts also copy one ring of start times).
+but :meth:`~HostScheduler.refresh`'s bounded chunks (set_host_ip and
+seed_starts also copy one ring of start times).
 ``now`` must not go backwards.
 """
 
@@ -56,7 +71,7 @@ from peer.core.frontier.pacing import (
     Outcome, PidSample, apply_backoff, count_starts, delay, gated, record_start, roll, set_floor, starts_since,
     take_back,
 )
-from peer.core.politeness.ceiling import HORIZON, NEG_INF, ring_gate
+from peer.core.politeness.ceiling import HORIZON, NEG_INF, new_ring, ring_gate
 from peer.core.politeness.profile import Pace
 from peer.errors import PeerError
 
@@ -64,6 +79,11 @@ __all__ = ["HostScheduler"]
 
 #: A heap entry's object: a host, or an IP in the global heap (rule 8).
 _E = TypeVar("_E", HostState, IpBudget, HostState | IpBudget)
+
+
+def _controller(pol: PolitenessConfig) -> tuple[float, float, float, float]:
+    """What a host's PID is made from that ``ring set`` may change (``repace``)."""
+    return pol.rate, pol.floor_delay, pol.max_delay, pol.start_delay
 
 
 class HostScheduler:
@@ -79,7 +99,7 @@ class HostScheduler:
     __slots__ = (
         "_pol", "_pace", "_pace_for", "_paces", "_window", "_hosts", "_ips",
         "_ip_on", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
-        "forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds",
+        "forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds", "_stale", "_swaps",
     )
 
     def __init__(self, politeness: PolitenessConfig,
@@ -112,6 +132,10 @@ class HostScheduler:
         self._active = 0
         self._ceiling_holds = 0
         self._ip_ceiling_holds = 0
+        self._stale: list[HostState] = []  # hosts a live change left to pace anew (rule 11)
+        # (old profile, new one) -> what pacing a host anew changes, worked out once (rule 11);
+        # the profiles themselves held too, so that their ids are not reused meanwhile.
+        self._swaps: dict[tuple[int, int], tuple[bool, bool, bool, Pace, Pace]] = {}
 
     # ------------------------------------------------------------ the frontier's interface
 
@@ -123,6 +147,8 @@ class HostScheduler:
         """
         self._clock = now
         hs = self._hosts.get(host)
+        if hs is not None and hs.pace.replaced:
+            self._fresh(hs, now)
         if hs is None:
             pace = self._pace_of(host)
             hs = HostState(host, now, pace.new_host_pid(), pace)
@@ -198,6 +224,12 @@ class HostScheduler:
             else:
                 hs = obj
             hs.rseq = 0
+            if hs.pace.replaced:
+                # Paced anew before it starts (rule 11): a longer delay puts it back in line.
+                self._fresh(hs, now)
+                if hs.rseq and hs.rkey > now:
+                    continue
+                hs.rseq = 0
             if hs.rguard:
                 self._ceiling_holds += 1
             return hs
@@ -234,6 +266,8 @@ class HostScheduler:
         if hs is None or hs.in_flight <= 0:
             raise PeerError(f"frontier: done({host!r}) without a request in flight")
         self._clock = now
+        if hs.pace.replaced:
+            self._fresh(hs, now)
         if hs.pid is not None and now >= hs.win_start + self._window:
             roll(hs, now, hs.pace.pol, self._trace)
         if (hs.in_flight == hs.pace.cap and hs.work
@@ -360,6 +394,64 @@ class HostScheduler:
             if not entry.pinned and entry.share != share:
                 ipbudget.configure(entry, self._pol, share, now)
                 self._schedule_ip(entry)
+
+    # ------------------------------------------------------------ a live change of pace
+
+    def repace(self, politeness: PolitenessConfig, politeness_for: Callable[[str], PolitenessConfig] | None,
+               now: float) -> int:
+        """New profiles for every host (a live change: ``ring set``, rule 11); how many hosts
+        are to be looked at again (:meth:`refresh`)."""
+        for pace in self._paces.values():
+            pace.replaced = True
+        self._pol = politeness
+        self._pace = Pace(politeness)
+        self._pace_for = politeness_for
+        self._paces = {politeness: self._pace}
+        self._stale = list(self._hosts.values())
+        self._swaps = {}
+        return len(self._stale)
+
+    @property
+    def stale(self) -> int:
+        """Hosts a live change left for :meth:`refresh` to look at."""
+        return len(self._stale)
+
+    def refresh(self, now: float, most: int) -> int:
+        """Pace anew up to ``most`` of the hosts a live change left (rule 11); how many are left."""
+        stale = self._stale
+        for _ in range(min(most, len(stale))):
+            hs = stale.pop()
+            if hs.pace.replaced and self._hosts.get(hs.name) is hs:
+                self._fresh(hs, now)
+        if not stale:
+            self._swaps = {}
+        return len(stale)
+
+    def _fresh(self, hs: HostState, now: float) -> None:
+        """The host paced by its profile as of now (rule 11), placed again in its heaps."""
+        old = hs.pace
+        pace = self._pace_of(hs.name)
+        hs.pace = pace
+        swap = self._swaps.get((id(old), id(pace)))
+        if swap is None:
+            same = pace.pol == old.pol
+            swap = self._swaps[id(old), id(pace)] = (
+                same, not same and _controller(pace.pol) != _controller(old.pol), pace.ring_n != old.ring_n,
+                old, pace)
+        same, controller, ring, _, _ = swap
+        if same:
+            return  # the same figures (one Pace a profile, as a new record gets)
+        if controller or (hs.pid is None) == pace.pid_on:
+            hs.pid = pace.new_host_pid()
+            # This window's count is of both paces: not a "too slow" sample (rule 3).
+            hs.win_n = 0
+            hs.held = True
+        if ring:
+            hs.starts = new_ring(pace.ring_n, starts_since(hs, now - HORIZON)) if pace.ring_n else None
+            hs.spos = 0
+        if hs.rseq or hs.work:
+            self._schedule_ready(hs, now)  # its ready time moves with its delay
+        self._schedule_timer(hs)
 
     # ------------------------------------------------------------ windows and memory
 
@@ -581,6 +673,8 @@ class HostScheduler:
                     self._schedule_timer(obj)
                 continue
             hs = obj
+            if hs.pace.replaced:
+                self._fresh(hs, now)
             if hs.pid is not None and now >= hs.win_start + self._window:
                 roll(hs, now, hs.pace.pol, self._trace)
             if not hs.work and not hs.in_flight and now >= self._forget_at(hs):

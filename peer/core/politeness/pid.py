@@ -183,6 +183,18 @@ class PID:
         self._last_error = error
         return self._delay
 
+    def fresh(self) -> PID:
+        """A new controller of the same gains and clamps at its initial delay, no history:
+        what a new host gets, without the checks again (a live change repaces many hosts)."""
+        new = PID.__new__(PID)
+        new._kp, new._ki, new._kd = self._kp, self._ki, self._kd
+        new._setpoint, new._escale, new._tscale = self._setpoint, self._escale, self._tscale
+        new._initial, new._min, new._max, new._limit = self._initial, self._min, self._max, self._limit
+        new._delay = self._initial
+        new._integral = 0.0
+        new._last_error = None
+        return new
+
     def reset(self) -> None:
         """Forget all history: back to the initial delay, Sum = 0, no last error."""
         self._delay = self._initial

@@ -31,7 +31,7 @@ class Pace:
     ``window`` and the per-IP keys are the frontier's, one for all hosts.
     """
 
-    __slots__ = ("pol", "cap", "pid_on", "fresh_delay", "limits", "ring_n")
+    __slots__ = ("pol", "cap", "pid_on", "fresh_delay", "limits", "ring_n", "replaced", "_pid")
 
     def __init__(self, pol: PolitenessConfig) -> None:
         self.pol = pol
@@ -41,9 +41,12 @@ class Pace:
         self.fresh_delay = pol.start_delay if self.pid_on else 0.0
         self.limits = tuple((w, ceiling(pol.rate, w)) for w in CEILING_WINDOWS) if self.pid_on else ()
         self.ring_n = max((k for _, k in self.limits), default=0)
-        if self.pid_on:
-            new_pid(pol)  # bad gains fail here, at start-up, not at the first host
+        #: A live change replaced this profile: a host paced by it is paced anew when next
+        #: touched (peer/core/frontier/scheduler.py, ``HostScheduler.repace``).
+        self.replaced = False
+        # Bad gains fail here, at start-up, not at the first host.
+        self._pid = new_pid(pol) if self.pid_on else None
 
     def new_host_pid(self) -> PID | None:
         """A new host's controller, or None without a rate (rule 1)."""
-        return new_pid(self.pol) if self.pid_on else None
+        return self._pid.fresh() if self._pid is not None else None

@@ -17,6 +17,8 @@
                               answers ring status (peer/state/statusaddress.py)
         voters.json           the ring's voter record as this peer last held it, once
                               an operator changed it (peer/state/voterfile.py)
+        settings.json         the ring's live settings (config epoch) as this peer last
+                              ran them, once an operator changed them (peer/state/settingsfile.py)
 
 Every reader and writer of these files (the peer, ``--fresh``, adopt, merge,
 report, the benchmarks) takes the names from here, so they cannot drift
@@ -32,7 +34,7 @@ from enum import StrEnum
 from pathlib import Path
 
 __all__ = ["DataDir", "StateFile", "RESULTS_NAME", "SEEN_NAME", "STATE_NAME", "STATUS_ADDRESS_NAME",
-           "VOTERS_NAME"]
+           "SETTINGS_NAME", "VOTERS_NAME"]
 
 #: The results file's name in a data_dir (the user-visible name the docs use).
 RESULTS_NAME = "pages.duckdb"
@@ -44,6 +46,8 @@ SEEN_NAME = "seen"
 STATUS_ADDRESS_NAME = "status-address.json"
 #: The ring's voter record as this peer holds it (peer/state/voterfile.py, ring.membership.voters).
 VOTERS_NAME = "voters.json"
+#: The ring's live settings as this peer last ran them (peer/state/settingsfile.py, ring.membership.epochs).
+SETTINGS_NAME = "settings.json"
 
 
 class StateFile(StrEnum):
@@ -121,3 +125,8 @@ class DataDir:
     def voters(self) -> Path:
         """The ring's voter record as this peer last held it (``peer.state.voterfile``)."""
         return self.root / VOTERS_NAME
+
+    @property
+    def settings(self) -> Path:
+        """The ring's live settings as this peer last ran them (``peer.state.settingsfile``)."""
+        return self.root / SETTINGS_NAME

@@ -17,7 +17,9 @@ Rules:
 3. **Readiness** (``/readyz``) is 200 only when the peer takes part in the
    crawl now: its state is open and its scheduler running, it is in the
    ring, it holds its lease (a majority of the voters vouches for its view:
-   ``ring.membership.lease``), and it is neither stopping nor leaving.
+   ``ring.membership.lease``), and it is neither stopping nor leaving nor
+   paused (``ring pause``: ``not ready: paused``; ``/healthz`` stays 200,
+   a paused peer is well and must not be restarted).
    Otherwise 503 with one line saying why, e.g. ``not ready: no lease
    (heard 1 of 3 voters, 2 needed)``. A stuck loop is not ready either. A
    ring of one holds its own lease.
@@ -84,7 +86,7 @@ class Answer:
 
 
 def readiness(*, running: bool, in_ring: bool, cluster: bool, lease: LeaseState | None,
-              stopping: bool, leaving: bool) -> Readiness:
+              stopping: bool, leaving: bool, paused: bool = False) -> Readiness:
     """Rule 3, from the peer's state read on the event loop."""
     if leaving:
         return Readiness(False, "not ready: leaving the ring")
@@ -92,6 +94,8 @@ def readiness(*, running: bool, in_ring: bool, cluster: bool, lease: LeaseState 
         return Readiness(False, "not ready: stopping")
     if not running:
         return Readiness(False, "not ready: starting (state not open yet)")
+    if paused:
+        return Readiness(False, "not ready: paused (ring pause; ring resume starts it again)")
     if cluster and (not in_ring or lease is None):
         return Readiness(False, "not ready: not in the ring yet")
     if lease is not None and not lease.held:

@@ -71,6 +71,8 @@ class PeerFigures:
     revisits_scheduled: int = 0
     revisit_visits: Mapping[str, int] = field(default_factory=dict)   # revisits by what they found
     revisit_freshness: float | None = None
+    paused: bool = False  # held by ``ring pause`` (peer.core.door.peer rule 7)
+    config_epoch: int = 0  # the ring's settings epoch this peer runs (ring.membership.epochs)
 
 
 def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
