@@ -12,9 +12,11 @@ from typing import Union
 from ring.hashring import HashRing
 from ring.membership.voters import VoterRecord
 from ring.messages import Message, NearAnswer, NearQuery
+from ring.statebox import StateRecords
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
-           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked", "VotersChanged"]
+           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StateTaken", "StatusAsked",
+           "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -135,6 +137,15 @@ class NearAnswered:
     msg: NearAnswer
 
 
+@dataclass(frozen=True, slots=True)
+class StateTaken:
+    """Hosts' state for the crawl to import (``ring.statebox``): from ``sender``'s ``HostState``,
+    acked once this is done; or our own, back from a member gone (``sender`` is us)."""
+
+    records: StateRecords
+    sender: str
+
+
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged]
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, StateTaken]
 

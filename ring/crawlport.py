@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from typing import Protocol
 
 from ring.hashring import HashRing
+from ring.statebox import StateRecords
 from ring.status import StatusFigures
 
 __all__ = ["CrawlPort", "NoCrawl"]
@@ -62,6 +63,10 @@ class CrawlPort(Protocol):
 
     def handoff_done(self, sender: str) -> None:
         """``sender`` handed us everything for the current ring: release its hosts."""
+        ...
+
+    def accept_state(self, records: StateRecords) -> None:
+        """Hosts' state handed to us (``ring.statebox``): revisit records, cookies, digests."""
         ...
 
     def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
@@ -113,6 +118,9 @@ class NoCrawl:
         return {}
 
     def handoff_done(self, sender: str) -> None:
+        pass
+
+    def accept_state(self, records: StateRecords) -> None:
         pass
 
     def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:

@@ -67,6 +67,17 @@ What each message is for:
   16 and 17: no layout changed, and a peer of an older build drops them as
   an unknown type and counts it; the asker then decides the page at its
   ``answer_timeout`` with what came (a missed duplicate, never a stall).
+- :class:`HostState` / :class:`HostStateAck` — the state of hosts that
+  change owner, sent with their hand-off (``ring.statebox``): each host's
+  revisit records (its schedule and validators), its cookies and the
+  exact-duplicate digests of its pages, numbered ``(epoch, seq)`` per
+  destination like a batch, resent until acked, and dropped by the sender
+  only then. Codes 33 and 34, added without a ``VERSION`` change: a peer of
+  an older build drops them as an unknown type and never acks, so the
+  sender keeps the records and sends them again (less and less often);
+  nothing is lost, and the host's ``HandoffDone`` waits for the ack (or the
+  hand-off's timeout). A record's missing value travels as ``""`` (a
+  string) or ``0.0`` (a time), so every field is one type.
 - :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
   detector: a probe, a request to probe for the sender, and the
   answer (relayed by the helper for a ``PingReq``). Each carries at most
@@ -167,6 +178,8 @@ __all__ = [
     "VoterOutcome",
     "VoterRequest",
     "VoterReply",
+    "HostState",
+    "HostStateAck",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -640,9 +653,44 @@ class VoterReply:
     nonce: int = 0
 
 
+#: One revisit record on the wire (``peer.core.revisit.policy.RevisitState`` and its
+#: depth): (url, host, due, interval, last_visit, digest, etag, last_modified,
+#: visits, changes, depth); times are epoch seconds, 0.0 and "" stand for none.
+RevisitWire = tuple[str, str, float, float, float, str, str, str, int, int, int]
+#: One cookie on the wire (``peer.core.http.cookies.Cookie``): (host, name, value,
+#: path, secure, expires); ``expires`` 0.0: the crawl's length.
+CookieWire = tuple[str, str, str, str, bool, float]
+#: One exact-duplicate digest (``peer.core.dedupe.digests``): (its 64-bit prefix, first URL).
+DigestWire = tuple[int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """State of hosts ``sender`` hands to us (``ring.statebox``): batch ``(epoch, seq)`` of its records."""
+
+    ring: str
+    sender: str
+    epoch: int
+    seq: int
+    revisits: tuple[RevisitWire, ...] = ()
+    cookies: tuple[CookieWire, ...] = ()
+    digests: tuple[DigestWire, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostStateAck:
+    """We took ``HostState`` ``(epoch, seq)`` of the member we answer: its sender may drop the records."""
+
+    ring: str
+    sender: str
+    epoch: int
+    seq: int
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply]
+                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, HostState,
+                HostStateAck]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -1126,6 +1174,38 @@ _SPECS += (
                              ("target", _NAME), ("base", _UINT), ("nonce", _UINT))),
     _Spec(VoterReply, 22, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
                            ("outcome", _enum_codec(VoterOutcome)), ("version", _UINT), ("nonce", _UINT))),
+)
+
+
+
+def _tuple_codec(name: str, items: tuple[tuple[Check, Check], ...]) -> tuple[Check, Check]:
+    """A fixed-length array of values, each checked by its own codec (a record without a dataclass)."""
+    n = len(items)
+
+    def out(v: Any) -> list[Any]:
+        if not isinstance(v, tuple) or len(v) != n:
+            raise _Invalid(f"a {name} of {n} values, not {_what(v)}")
+        return [c[0](x) for c, x in zip(items, v)]
+
+    def in_(v: Any) -> tuple[Any, ...]:
+        if type(v) is not tuple or len(v) != n:
+            raise _Invalid(f"a {name} of {n} values")
+        return tuple(c[1](x) for c, x in zip(items, v))
+
+    return out, in_
+
+
+# Hand-off state (ring.statebox): 33 and 34, without a VERSION change, as 16-22.
+_REVISIT = _tuple_codec("revisit record", (_URL, _URL, _FLOAT, _FLOAT, _FLOAT, _URL, _URL, _URL,
+                                           _UINT, _UINT, _UINT))
+_COOKIE = _tuple_codec("cookie", (_URL, _URL, _URL, _URL, _BOOL, _FLOAT))
+_DIGEST = _tuple_codec("digest", (_UINT, _URL))
+_SPECS += (
+    _Spec(HostState, 33, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("seq", _UINT),
+                          ("revisits", _array_codec(_REVISIT, MAX_ARRAY)),
+                          ("cookies", _array_codec(_COOKIE, MAX_ARRAY)),
+                          ("digests", _array_codec(_DIGEST, MAX_ARRAY)))),
+    _Spec(HostStateAck, 34, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("seq", _UINT))),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

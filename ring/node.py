@@ -26,6 +26,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
+    StateTaken(records, sender)  hosts' state to import (``ring.statebox``): before the ack that follows
     Count(reason)            a message refused (already counted in dropped)
     Log(level, text)         what an operator should read in the log
 
@@ -86,6 +87,14 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    counted, made durable first (``VotersChanged``), logged, and a ring left
    surviving no failure warned once. A member's ``Voters`` record is gossip
    (rules 1 and 2).
+11. **Hosts' state.** A ``HostState`` is a member's message (rules 1 and 2)
+   from a member not dead here (``unknown_sender`` otherwise), refused
+   while leaving (``leaving``: not acked, its sender re-routes it when the
+   ring drops us). Otherwise it is ``StateTaken``, for the crawl to import,
+   then its ``HostStateAck`` at once: state is rare and small next to URL
+   batches, so its ack rides on nothing. A replay is taken and acked
+   again (imports keep the newer record). A ``HostStateAck`` retires the
+   message in the state box (``ring.statebox``) and may let a hand-off go on.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -112,6 +121,7 @@ from typing import Any
 from ring.actions import (
     Action,
     Count,
+    StateTaken,
     Deliver,
     Granted,
     HandOff,
@@ -142,6 +152,8 @@ from ring.messages import (
     ForgetRequest,
     HandoffDone,
     HostStarts,
+    HostState,
+    HostStateAck,
     Join,
     Leave,
     LeaveRequest,
@@ -161,6 +173,7 @@ from ring.messages import (
     Voters,
 )
 from ring.membership.voters import VoterRecord
+from ring.statebox import StateBox, StateRecords
 from ring.forgetting import answer_forget
 from ring.forwarding.routes import Routes, claimed_epoch
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
@@ -186,13 +199,14 @@ __all__ = [
     "RingNode",
     "SeedStarts",
     "Send",
+    "StateTaken",
     "StatusAsked",
     "StatusFigures",
     "VotersChanged",
 ]
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters)
+                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters, HostState, HostStateAck)
 
 
 class RingNode:
@@ -272,8 +286,11 @@ class RingNode:
             # Seeds a former process of ours saw leave: left, not silent (Membership.remember_left).
             self.membership.remember_left(left, now)
         self.leaving = False
+        #: The moved hosts' state on its way to their new owners (``ring.statebox``, rule 11).
+        self.statebox = StateBox(peer_id, ring_name, epoch=incarnation)
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
-                                channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
+                                channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped,
+                                state=self.statebox)
         self.routes = Routes(curve=curve)
         # The lease as last logged: a pause is logged once; a ring settling after a
         # change is given one lease before its wait is called a partition.
@@ -292,8 +309,12 @@ class RingNode:
 
     def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
                       now: float) -> list[Action]:
-        """The driver queued the moved hosts' seen URLs (``HandOff``): set the barriers and wait."""
-        return self.handoff.begin(version, seen, starts, now)
+        """The driver queued the moved hosts' seen URLs and state (``HandOff``): set the barriers and wait."""
+        out = self.handoff.begin(version, seen, starts, now)
+        return self._send_state(now) + out
+
+    def _send_state(self, now: float) -> list[Action]:
+        return [Send(dest, msg) for dest, msg in self.statebox.messages(now)]
 
     def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
         """The answer to ``ring status`` (``ring.status``): full figures for us, gossiped ones for the others."""
@@ -313,7 +334,8 @@ class RingNode:
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
-        return capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
+        return capped_counts(self.dropped + self.membership.dropped + self.statebox.counts
+                             + Counter(extra or {}))
 
     @property
     def page_cap(self) -> int:
@@ -396,6 +418,7 @@ class RingNode:
         out += self._member_changes()
         self.routes.keep(self.membership.members())
         out += self.handoff.check(now)
+        out += self._send_state(now)  # new records (re-routed ones too) and resends
         out += self.handoff.progress(now, marker_round=True)
         out += self._lease_log(now)
         return out + self._budget_end(now, pages, in_flight)
@@ -551,6 +574,25 @@ class RingNode:
             return self._drop("unknown_sender")
         return [SeedStarts(msg.starts)]
 
+    def _on_host_state(self, route: bytes, msg: HostState, now: float) -> list[Action]:
+        """Rule 11: a member's hosts' state, imported before its ack."""
+        rec = self.membership.members().get(msg.sender)
+        if rec is None or rec.state is MemberState.DEAD:
+            return self._drop("unknown_sender")
+        if self.leaving:
+            return self._drop("leaving")
+        records = StateRecords.of(msg)
+        c = self.dropped
+        c["handoff_state.revisits_in"] += len(records.revisits)
+        c["handoff_state.cookies_in"] += len(records.cookies)
+        c["handoff_state.digests_in"] += len(records.digests)
+        return [StateTaken(records, msg.sender),
+                Send(msg.sender, HostStateAck(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
+
+    def _on_host_state_ack(self, route: bytes, msg: HostStateAck, now: float) -> list[Action]:
+        self.statebox.ack(msg.sender, msg.epoch, msg.seq)
+        return self.handoff.progress(now) if self.handoff.records else []
+
     def _on_leave_request(self, route: bytes, msg: LeaveRequest, now: float) -> list[Action]:
         if msg.target != self.peer_id:
             return []
@@ -597,6 +639,8 @@ class RingNode:
         StatusRequest: _on_status_request,
         NearQuery: _on_near,
         NearAnswer: _on_near,
+        HostState: _on_host_state,
+        HostStateAck: _on_host_state_ack,
     }
 
 

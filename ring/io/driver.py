@@ -46,6 +46,7 @@ from ring.node import (
     RingNode,
     SeedStarts,
     Send,
+    StateTaken,
     StatusAsked,
     StatusFigures,
 )
@@ -184,6 +185,9 @@ class RingDriver:
     def _do_released(self, a: Released) -> None:
         self.crawl.handoff_done(a.sender)
 
+    def _do_state(self, a: StateTaken) -> None:
+        self.crawl.accept_state(a.records)
+
     def _do_seed_starts(self, a: SeedStarts) -> None:
         self.crawl.seed_host_starts(a.starts)
 
@@ -226,6 +230,7 @@ class RingDriver:
         NearAsked: _do_near,
         NearAnswered: _do_near,
         VotersChanged: _do_voters,
+        StateTaken: _do_state,
     }
 
 
