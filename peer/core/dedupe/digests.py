@@ -27,13 +27,22 @@ Rules:
    here, for any content type. Copies across peers are caught by the band
    owners (``peer.core.dedupe.bands``) at SimHash distance 0; docs/dedupe.md
    says what breaks first at 10x and 100x.
+6. **Moving with the host** (``ring.statebox``): the digests whose first
+   URL is of a host that changes owner leave with it
+   (:meth:`DigestTable.export_hosts`, one pass over the table for all the
+   hosts of a ring change) and join the new owner's table
+   (:meth:`DigestTable.import_digests`), where a digest already known keeps
+   its first URL, so a copy of one of the host's pages fetched after the
+   move is still an exact duplicate.
 """
 
 from __future__ import annotations
 
 import enum
 from collections import OrderedDict
+from collections.abc import Callable, Container, Iterable
 from dataclasses import dataclass, field
+from typing import Any
 
 __all__ = ["DigestTable", "DigestStats", "Seen"]
 
@@ -91,3 +100,32 @@ class DigestTable:
             self._first.popitem(last=False)
             self.stats.forgotten += 1
         return Seen.NEW, None
+
+    def export_hosts(self, hosts: Container[str], host_of: Callable[[str], str | None]) -> list[tuple[int, str]]:
+        """(prefix, first URL) of every digest whose first URL's host (``host_of``) is in ``hosts``,
+        removed (rule 6); oldest first, as they were kept."""
+        out = [(d, url) for d, url in self._first.items() if host_of(url) in hosts]
+        for d, _ in out:
+            del self._first[d]
+        return out
+
+    def import_digests(self, records: Iterable[Any]) -> int:
+        """Keep digests handed over by a host's previous owner (rule 6); how many were new here.
+
+        Remote input: a record of the wrong shape is skipped. A digest known
+        here keeps its first URL; past ``max_digests`` the oldest go, as always.
+        """
+        n = 0
+        first = self._first
+        for r in records:
+            if not (isinstance(r, (list, tuple)) and len(r) == 2 and type(r[0]) is int
+                    and 0 <= r[0] < 2**64 and isinstance(r[1], str) and r[1]):
+                continue
+            if r[0] in first:
+                continue
+            first[r[0]] = r[1]
+            n += 1
+            if len(first) > self.max_digests:
+                first.popitem(last=False)
+                self.stats.forgotten += 1
+        return n

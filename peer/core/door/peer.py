@@ -81,8 +81,12 @@ Rules:
    hosts)`` for the moved hosts alone, the jobs whose request is on the wire
    taken at that moment (a fetch that ends during the read writes a row the
    read may not see); its answer puts each moved fetched URL in the Outbox as
-   seen and starts the ring's hand-off (``RingNode.begin_handoff``). An
-   answer for a request that is not open changes nothing.
+   seen, the moved hosts' revisit records, cookies and digests in the state
+   box (``peer.core.handoff.state``), and starts the ring's hand-off
+   (``RingNode.begin_handoff``). An answer for a request that is not open
+   changes nothing. A revisit passed on without a visit (``Done``) sends
+   its record after its URL, to the host's owner, by the same state box;
+   what the state box brings (``StateTaken``) is imported here.
 4. **One host key per URL per peer**: ``discover`` computes it once and
    ``Forward`` carries it on; what comes from another peer has it computed
    again there, once.
@@ -136,6 +140,7 @@ from peer.core.page.parse import Parsed
 from peer.core.door.persistence import Persistence
 from peer.core.door.readouts import Readouts
 from peer.core.revisit.recrawl import Visit
+from peer.core.handoff.state import export_state, import_state
 from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
@@ -155,13 +160,15 @@ from ring.actions import (
     RingChanged,
     SeedStarts,
     Send,
+    StateTaken,
 )
 from ring.membership.budget import Grants
 from ring.membership.lease import LeaseState
 from ring.membership.voters import VoterRecord
-from ring.messages import MemberState, Message, StatusReply
+from ring.messages import MemberState, Message, RevisitWire, StatusReply
 from ring.forwarding.intake import Source, Take, TakeSeen, intake
 from ring.node import RingNode
+from ring.statebox import Kind as StateKind
 from ring.status import StatusFigures
 
 # The door's effect vocabulary is peer.core.door.effects'; named here too, where
@@ -216,6 +223,7 @@ class _Read:
 
     handoff: HandOff
     inflight: list[tuple[str, str]] | None = None
+    moved: tuple[str, ...] = ()  # the hosts that moved away: their state goes too
 
 
 class PeerCore:
@@ -310,11 +318,25 @@ class PeerCore:
                 else:
                     outbox.add(e.url, e.depth, e.owner, now - self.stalled)
             elif isinstance(e, Done) and recrawl is not None:
-                recrawl.forget(e.url)  # left our queue with no row of ours: no visit to schedule
+                # Left our queue with no row of ours: its record goes with its URL (rule 3).
+                record = recrawl.forget(e.url, self.crawl.wall_offset)
+                if record is not None:
+                    self._send_on(record)
             out.append(e)
             if isinstance(e, Row):
                 out.append(Commit())
         return out
+
+    def _send_on(self, record: RevisitWire) -> None:
+        """A revisit record whose job left without a visit: to its host's owner, or kept here."""
+        crawl = self.crawl
+        host = record[1]
+        owner = crawl.handoffs.owner(host)
+        if self.node is None or owner == crawl.peer_id:
+            assert crawl.recrawl is not None
+            crawl.recrawl.import_records([record], crawl.wall_offset)  # it comes due again here
+        else:
+            self.node.statebox.add(owner, host, StateKind.REVISIT, record)
 
     def _near_ask(self, e: NearAsk, now: float) -> list[PeerEffect]:
         """Rule 5: a band query, answered here when the bands are ours, else sent."""
@@ -631,6 +653,10 @@ class PeerCore:
                 m2 = a.msg
                 out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance),
                                                     now), now)
+            elif isinstance(a, StateTaken):
+                assert self.node is not None
+                self.node.dropped.update(import_state(crawl, a.records, crawl.wall_offset,
+                                                      now + crawl.wall_offset))
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:
@@ -646,7 +672,12 @@ class PeerCore:
             return []
         h = read.handoff
         read.inflight = self.crawl.inflight_urls()  # before the read: see rule 3
-        return [ReadFetched(request, tuple(self.crawl.handoffs.moved_hosts(hosts, h.old, h.ring)))]
+        handoffs = self.crawl.handoffs
+        moved = handoffs.moved_hosts(hosts, h.old, h.ring)
+        # Hosts handed to us before and not fetched here since have state here too.
+        handed = {host for _, host in handoffs.handed()}.difference(moved)
+        read.moved = (*moved, *handoffs.moved_hosts(handed, h.old, h.ring))
+        return [ReadFetched(request, tuple(moved))]
 
     def fetched_read(self, request: int, rows: Iterable[tuple[str, str]], now: float, *,
                      wall: float) -> list[PeerEffect]:
@@ -662,6 +693,9 @@ class PeerCore:
         outbox = self.node.outbox
         for url, owner in moved:
             outbox.add_seen(url, owner, now)
+        box = self.node.statebox
+        for dest, key, kind, record in export_state(crawl, read.moved, h.ring.owner, crawl.wall_offset):
+            box.add(dest, key, kind, record)
         # Request starts travel in epoch seconds (HostStarts).
         starts = crawl.handoffs.handoff_starts(h.old, h.ring, wall - now)
         return self._ring(self.node.begin_handoff(h.version, len(moved), starts, now - self.stalled),

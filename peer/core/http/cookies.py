@@ -44,6 +44,15 @@ Rules:
    path-matches and, if ``Secure``, over https, longest path first, then
    oldest first, as one ``Cookie`` field; expired ones are dropped then.
 
+6. **Moving with the host** (``ring.statebox``): when a host changes
+   owner its cookies leave this jar (:meth:`CookieJar.export_host`) and
+   join the new owner's (:meth:`CookieJar.import_records`), so its next
+   request carries the session the host set. What comes is remote input:
+   a record of the wrong shape, a name or value with a control character,
+   one over the size cap, or one for a host whose cookies are off there,
+   is refused and counted (``cookies.refused.handed``); the caps hold as
+   for any new cookie.
+
 Every figure is counted in :attr:`CookieJar.counts`, by its name in
 stats.json and ``ring status`` (``cookies.`` is a counter prefix).
 """
@@ -333,6 +342,36 @@ class CookieJar:
         self.counts.clear()  # a restore is no new cookie (in place: the summary shares it)
         self.counts.update(counts)
         self.changes = 0
+        return kept
+
+
+    # -- moving with the host (rule 6) ----------------------------------------------
+
+    def export_host(self, host: str) -> list[tuple[str, str, str, str, bool, float]]:
+        """``host``'s cookies (a host name, no port), removed, as they travel: ``expires`` 0.0 for none."""
+        jar = self._hosts.pop(host, None)
+        if not jar:
+            return []
+        self._size -= len(jar)
+        self.changes += 1
+        return [(host, c.name, c.value, c.path, c.secure, 0.0 if c.expires is None else c.expires)
+                for c in sorted(jar.values(), key=lambda c: c.seq)]
+
+    def import_records(self, records: Iterable[Any], now: float) -> int:
+        """Keep the cookies a host's previous owner handed over (rule 6); how many were kept."""
+        kept = 0
+        for r in records:
+            ok = (isinstance(r, (list, tuple)) and len(r) == 6 and all(isinstance(x, str) for x in r[:4])
+                  and isinstance(r[4], bool) and isinstance(r[5], (int, float)) and r[3].startswith("/"))
+            if not ok or not r[0] or not r[1] or any(_CONTROL.search(x) for x in r[:4]) \
+                    or len((r[1] + r[2]).encode("utf-8", "surrogatepass")) > self.limits.max_bytes \
+                    or not self.enabled(r[0]):
+                self._count("cookies.refused.handed")
+                continue
+            host, name, value, path, secure, expires = r
+            if self._keep(host, Cookie(name, value, path, secure, float(expires) or None), now):
+                kept += 1
+        self._count("cookies.handed_in", kept)
         return kept
 
 
