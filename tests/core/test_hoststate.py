@@ -14,7 +14,6 @@ from peer.core.config.revisit import RevisitConfig
 from peer.core.dedupe.digests import DigestTable, Seen
 from peer.core.http.cookies import CookieJar
 from peer.core.revisit.recrawl import Recrawl
-from peer.core.urls.normalize import host_key
 
 CFG = RevisitConfig(enabled=True, min_interval=10.0, max_interval=1000.0, initial_interval=10.0,
                     jitter=0.0, revisit_share=0.5)
@@ -103,7 +102,7 @@ def test_a_host_s_digests_move_and_its_copies_stay_exact_duplicates() -> None:
     page = bytes(range(20))
     old.check("http://a.test/p", page)
     old.check("http://b.test/q", bytes(range(1, 21)))
-    records = old.export_hosts({"a.test"}, host_key)
+    records = old.export_hosts({"a.test"})
     assert len(records) == 1 and len(old) == 1
     new = DigestTable()
     new.check("http://c.test/first", bytes(range(2, 22)))
@@ -111,3 +110,16 @@ def test_a_host_s_digests_move_and_its_copies_stay_exact_duplicates() -> None:
     assert new.check("http://a.test/p?print=1", page) == (Seen.DUPLICATE, "http://a.test/p")
     assert new.check("http://a.test/p", page)[0] is Seen.UNCHANGED
     assert new.import_digests(records) == 0   # known: keeps its first URL
+
+
+def test_a_full_digest_table_still_exports_exactly_what_it_holds_of_each_host() -> None:
+    # The per-host lists follow the FIFO's evictions, so an export never
+    # misses a digest nor returns one the table forgot.
+    rng = random.Random(5)
+    table = DigestTable(max_digests=50)
+    for i in range(400):
+        table.check(f"http://h{rng.randrange(7)}.test/{i}", i.to_bytes(8, "big"))
+    held = dict(table._first)
+    got = table.export_hosts([f"h{h}.test" for h in range(7)])
+    assert dict(got) == held and len(table) == 0
+    assert table.stats.forgotten == 350

@@ -36,6 +36,8 @@ from ring.messages import (
     UrlBatch,
     HandoffDone,
     HostStarts,
+    HostState,
+    HostStateAck,
     LeaveRequest,
     ForgetOutcome,
     ForgetReply,
@@ -100,6 +102,12 @@ MESSAGES = st.one_of(
     st.builds(VoterRequest, NAME, NAME, st.sampled_from(VoterAction), NAME, UINT, UINT),
     st.builds(VoterReply, NAME, NAME, NAME, st.sampled_from(VoterOutcome), UINT, UINT),
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
+    st.builds(HostState, NAME, NAME, UINT, UINT,
+              st.lists(st.tuples(URL, NAME, FLOAT, FLOAT, FLOAT, NAME, NAME, NAME, UINT, UINT, UINT),
+                       max_size=4).map(tuple),
+              st.lists(st.tuples(NAME, NAME, NAME, URL, st.booleans(), FLOAT), max_size=4).map(tuple),
+              st.lists(st.tuples(UINT, URL), max_size=4).map(tuple)),
+    st.builds(HostStateAck, NAME, NAME, UINT, UINT),
     *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
       for cls in (Ping, PingReq, PingAck)),
     st.builds(Sync, NAME, NAME, st.lists(st.tuples(NAME, UINT, STATE, UINT), max_size=6).map(tuple)),
@@ -144,7 +152,7 @@ def test_type_codes_are_fixed():
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
         14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
-        20: Voters, 21: VoterRequest, 22: VoterReply,
+        20: Voters, 21: VoterRequest, 22: VoterReply, 33: HostState, 34: HostStateAck,
     }
 
 

@@ -75,7 +75,7 @@ def export_state(crawl: CrawlCore, hosts: Iterable[str], owner: Callable[[str], 
             names.add(name)
             out += [(dest, host, Kind.COOKIE, c) for c in jar.export_host(name)]
     if moved and crawl.cfg.dedupe.enabled:
-        for d, url in crawl.dedupe.digests.export_hosts(moved, _host_of):
+        for d, url in crawl.dedupe.digests.export_hosts(moved):
             key = _host_of(url)
             assert key is not None  # export_hosts matched it
             out.append((moved[key], key, Kind.DIGEST, (d, url)))
