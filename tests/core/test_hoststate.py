@@ -9,11 +9,20 @@ clocks differ here on purpose.
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
+from peer.core.config.cluster import parse_config
 from peer.core.config.revisit import RevisitConfig
+from peer.core.crawl.core import CrawlCore
+from peer.core.crawl.decisions import Done
+from peer.core.door.effects import ReadFetched, ReadHosts
+from peer.core.door.peer import PeerCore
 from peer.core.dedupe.digests import DigestTable, Seen
 from peer.core.http.cookies import CookieJar
 from peer.core.revisit.recrawl import Recrawl
+from peer.core.urls.normalize import host_key
+from ring.messages import HandoffDone, HostState, HostStateAck, UrlBatch
+from ring.node import RingNode, Send
 
 CFG = RevisitConfig(enabled=True, min_interval=10.0, max_interval=1000.0, initial_interval=10.0,
                     jitter=0.0, revisit_share=0.5)
@@ -123,3 +132,107 @@ def test_a_full_digest_table_still_exports_exactly_what_it_holds_of_each_host() 
     got = table.export_hosts([f"h{h}.test" for h in range(7)])
     assert dict(got) == held and len(table) == 0
     assert table.stats.forgotten == 350
+
+
+# -- two peers' cores: a leave hands the state over, acked (peer/core/door/peer.py rule 3) --
+
+RING = "test"
+SEEDS = [("p1", "tcp://127.0.0.1:5799", 1.0), ("p2", "tcp://127.0.0.1:5798", 1.0)]
+INC = 5000
+TOML = f"""
+[ring]
+name = "{RING}"
+[[peer]]
+id = "p1"
+address = "tcp://127.0.0.1:5799"
+[[peer]]
+id = "p2"
+address = "tcp://127.0.0.1:5798"
+[crawl]
+seeds = ["http://h0.web.test/"]
+allow_hosts = ["*.web.test"]
+obey_robots = false
+cookies = true
+[revisit]
+enabled = true
+min_interval = 10.0
+initial_interval = 10.0
+jitter = 0.0
+[dedupe]
+enabled = true
+"""
+
+
+def peer_core(peer_id: str) -> PeerCore:
+    node = RingNode(peer_id, dict((s[0], s[1]) for s in SEEDS)[peer_id], 1.0, RING, seeds=SEEDS,
+                    gossip_interval=0.1, suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=INC,
+                    owner_key=host_key)
+    core = PeerCore(CrawlCore(parse_config(TOML, Path("/nonexistent/cluster.toml")), peer_id,
+                              rng=random.Random(1)), node, now=0.0)
+    core.tick(0.0)
+    return core
+
+
+def test_a_leaver_hands_a_host_s_schedule_cookies_and_digests_to_its_new_owner_acked() -> None:
+    p1, p2 = peer_core("p1"), peer_core("p2")
+    for a, b in ((p1, p2), (p2, p1)):
+        a.receive(f"{b.crawl.peer_id}/aaaa".encode(), b.node.membership.digest(), 0.0, wall=0.0)  # type: ignore[union-attr]
+    ring = p1.node.ring()  # type: ignore[union-attr]
+    mine = next(h for h in (f"h{i}.web.test" for i in range(200)) if ring.owner(h) == "p1")
+    url = f"http://{mine}/page"
+    for core, wall in ((p1, OLD_WALL), (p2, NEW_WALL)):
+        core.set_wall(0.0, wall)
+    rc, jar = p1.crawl.recrawl, p1.crawl.cookies
+    assert rc is not None and jar is not None
+    rc.visited(url, mine, 1, 0.0, 200, "sha1:A", '"e1"', None)
+    jar.store(url, ["sid=s3cr3t"], OLD_WALL)
+    p1.crawl.dedupe.digests.check(url, bytes(range(20)))
+
+    out = p1.leave(1.0)  # every host of p1 moves to p2
+    [ask] = [e for e in out if isinstance(e, ReadHosts)]
+    [fetch] = [e for e in p1.hosts_read(ask.request, [mine], 1.1) if isinstance(e, ReadFetched)]
+    out = p1.fetched_read(fetch.request, [(url, mine)], 1.2, wall=OLD_WALL + 1.2)
+    [state] = [a.msg for a in out if isinstance(a, Send) and isinstance(a.msg, HostState)]
+    assert (len(state.revisits), len(state.cookies), len(state.digests)) == (1, 1, 1)
+    assert rc.queue.get(url, mine) is None and jar.header(url, OLD_WALL) is None  # gone from p1
+    batches = [a.msg for a in p1.flush(2.0) if isinstance(a, Send) and isinstance(a.msg, UrlBatch)]
+
+    out = p2.receive(b"p1/aaaa", state, 1.3, wall=NEW_WALL + 1.3)
+    [ack] = [a.msg for a in out if isinstance(a, Send) and isinstance(a.msg, HostStateAck)]
+    for b in batches:
+        p2.receive(b"p1/aaaa", b, 1.3, wall=NEW_WALL + 1.3)
+    # p2 revisits the page when it was due (10 s after p1's visit), conditionally, with the cookie.
+    rc2 = p2.crawl.recrawl
+    assert rc2 is not None and rc2.feed(-500.0 + 9.9) == [] and rc2.feed(-500.0 + 10.0) == [(url, mine, 1)]
+    assert dict(p2.validators(url)) == {"If-None-Match": '"e1"'}
+    assert p2.cookie_header(url, NEW_WALL + 10.0) == "sid=s3cr3t"
+    assert p2.crawl.dedupe.digests.check(url + "?copy", bytes(range(20))) == (Seen.DUPLICATE, url)
+    assert p2.node.dropped["handoff_state.revisits_taken"] == 1  # type: ignore[union-attr]
+
+    # p1 tells HandoffDone only once both the batch and the state are acked.
+    acks = [a.msg for a in p2.flush(10.0) if isinstance(a, Send) and a.dest == "p1"]
+    done = []
+    for m in acks:
+        done += p1.receive(b"p2/aaaa", m, 2.1, wall=OLD_WALL + 2.1)
+    assert not any(isinstance(a, Send) and isinstance(a.msg, HandoffDone) for a in done)
+    done = p1.receive(b"p2/aaaa", ack, 2.2, wall=OLD_WALL + 2.2)
+    assert any(isinstance(a, Send) and isinstance(a.msg, HandoffDone) for a in done)
+    assert p1.node.statebox.idle  # type: ignore[union-attr]
+
+
+def test_a_revisit_passed_on_after_the_move_sends_its_record_to_the_host_s_owner() -> None:
+    p1, p2 = peer_core("p1"), peer_core("p2")
+    p1.receive(b"p2/aaaa", p2.node.membership.digest(), 0.0, wall=0.0)  # type: ignore[union-attr]
+    ring = p1.node.ring()  # type: ignore[union-attr]
+    theirs = next(h for h in (f"h{i}.web.test" for i in range(200)) if ring.owner(h) == "p2")
+    url = f"http://{theirs}/late"
+    rc = p1.crawl.recrawl
+    assert rc is not None
+    # A record of a host that is p2's now (a restarted p1's, read back from its results).
+    rc.visited(url, theirs, 0, 0.0, 200, "sha1:A", '"e1"', None)
+    p1.set_wall(0.0, OLD_WALL)
+    assert rc.feed(10.0) == [(url, theirs, 0)]  # due: to the front of its host's queue
+    p1.routed([Done(url)], 10.0)  # its job was passed on to p2 (admit's PassOn): no visit here
+    assert not rc.scheduled
+    sent = [m for _, m in p1.node.statebox.messages(10.1)]  # type: ignore[union-attr]
+    assert [m.revisits[0][0] for m in sent] == [url] and sent[0].revisits[0][6] == '"e1"'
