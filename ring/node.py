@@ -581,12 +581,7 @@ class RingNode:
             return self._drop("unknown_sender")
         if self.leaving:
             return self._drop("leaving")
-        records = StateRecords.of(msg)
-        c = self.dropped
-        c["handoff_state.revisits_in"] += len(records.revisits)
-        c["handoff_state.cookies_in"] += len(records.cookies)
-        c["handoff_state.digests_in"] += len(records.digests)
-        return [StateTaken(records, msg.sender),
+        return [StateTaken(StateRecords.of(msg), msg.sender),
                 Send(msg.sender, HostStateAck(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
 
     def _on_host_state_ack(self, route: bytes, msg: HostStateAck, now: float) -> list[Action]:

@@ -101,4 +101,4 @@ def import_state(crawl: CrawlCore, records: StateRecords, wall_offset: float, wa
             counts["handoff_state.unused"] += len(records.digests)
         else:
             counts["handoff_state.digests_taken"] += crawl.dedupe.digests.import_digests(records.digests)
-    return counts
+    return +counts  # no zero counters: a status reply carries at most 64 names
