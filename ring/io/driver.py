@@ -187,6 +187,7 @@ class RingDriver:
 
     def _do_state(self, a: StateTaken) -> None:
         self.crawl.accept_state(a.records)
+        self.crawl.commit_state()  # durable before the HostStateAck after it, as a batch is
 
     def _do_seed_starts(self, a: SeedStarts) -> None:
         self.crawl.seed_host_starts(a.starts)

@@ -68,7 +68,11 @@ Rules:
       with them (a restart that forgot a grant would spend it twice);
    g. after the seeds and after a resume: the start is on disk whole; after
       each batch of a seeds file, with its position (``SeedsAt``) before it
-      (peer/core/crawl/seedfeed.py rule 3).
+      (peer/core/crawl/seedfeed.py rule 3);
+   h. after a host's state handed to us (``StateTaken``): what was taken of
+      it journaled (``StateKept``), then ``Commit``, then the
+      ``HostStateAck`` the ring said after it: an ack means on disk
+      (peer/core/handoff/state.py rule 5).
 2. **Origins.** What the ring takes or gives back (``Deliver``,
    ``Rerouted``) reaches the crawl as ``ring.forwarding.intake`` orders it, whose rules
    ``ring.io.driver.RingDriver`` follows too: a member's or the adopt tool's
@@ -130,7 +134,7 @@ from peer.core.crawl.decisions import (
     Start,
 )
 from peer.core.dedupe.bands import NearAnswer, NearQuery
-from peer.core.door.effects import Commit, PeerEffect, ReadFetched, ReadHosts, SeedsAt
+from peer.core.door.effects import Commit, PeerEffect, ReadFetched, ReadHosts, SeedsAt, StateKept
 from peer.core.crawl.seedfeed import FileMark, INVALID, SKIPPED, outcome, parse_line
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
@@ -140,7 +144,7 @@ from peer.core.page.parse import Parsed
 from peer.core.door.persistence import Persistence
 from peer.core.door.readouts import Readouts
 from peer.core.revisit.recrawl import Visit
-from peer.core.handoff.state import export_state, import_state
+from peer.core.handoff.state import export_state, import_state, kept_on_disk
 from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
@@ -654,9 +658,13 @@ class PeerCore:
                 out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance),
                                                     now), now)
             elif isinstance(a, StateTaken):
+                # Rule 1h: imported, journaled and committed before the ack after it.
                 assert self.node is not None
                 self.node.dropped.update(import_state(crawl, a.records, crawl.wall_offset,
                                                       now + crawl.wall_offset))
+                revisits, cookies = kept_on_disk(crawl, a.records)
+                if revisits or cookies:
+                    out += [StateKept(revisits, cookies), Commit()]
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:

@@ -27,6 +27,13 @@ Rules:
 4. **Times are wall time on the wire**, moved to and from the crawl's
    clock with the driver's ``wall_offset`` (epoch seconds minus the
    crawl's clock): peers' crawl clocks share no origin.
+5. **Durable before acked.** What the new owner took of its revisit
+   records and cookies is journaled and committed before the ack goes
+   (``peer.core.door.peer`` rule 1h; peer/state/journal.py rule 6), and
+   kept in its snapshots until the page's next visit or the jar's next
+   save holds it; a restart imports it again (each part keeps the newer).
+   Digests are not: the digest table lives in memory, the peer's own
+   digests too (docs/dedupe.md).
 
 Cookies are keyed by host name, without the port (RFC 6265 §8.5), where
 the ring places ``host:port``: the cookies of a name go with the first of
@@ -47,7 +54,7 @@ from ring.statebox import Kind, StateRecords
 if TYPE_CHECKING:
     from peer.core.crawl.core import CrawlCore
 
-__all__ = ["Queued", "export_state", "import_state"]
+__all__ = ["Queued", "export_state", "import_state", "kept_on_disk"]
 
 #: One record to queue in the state box: (new owner, placement key, kind, wire record).
 Queued = tuple[str, str, Kind, Any]
@@ -82,8 +89,19 @@ def export_state(crawl: CrawlCore, hosts: Iterable[str], owner: Callable[[str], 
     return out
 
 
-def import_state(crawl: CrawlCore, records: StateRecords, wall_offset: float, wall: float) -> Counter[str]:
-    """Rule 3: hand each part its records (``wall``: epoch seconds now); the counts taken and unused."""
+def kept_on_disk(crawl: CrawlCore, records: StateRecords) -> tuple[tuple[Any, ...], tuple[Any, ...]]:
+    """Rule 5: (revisit records, cookies) of ``records`` the new owner journals before its ack."""
+    return (records.revisits if crawl.recrawl is not None else (),
+            records.cookies if crawl.cookies is not None else ())
+
+
+def import_state(crawl: CrawlCore, records: StateRecords, wall_offset: float, wall: float, *,
+                 keep_held: bool = False) -> Counter[str]:
+    """Rule 3: hand each part its records (``wall``: epoch seconds now); the counts taken and unused.
+
+    ``keep_held``: a restart's import of what its journal kept, under the
+    cookie jar's file (``CookieJar.import_records``).
+    """
     counts: Counter[str] = Counter()
     rc, jar = crawl.recrawl, crawl.cookies
     if records.revisits:
@@ -95,7 +113,8 @@ def import_state(crawl: CrawlCore, records: StateRecords, wall_offset: float, wa
         if jar is None:
             counts["handoff_state.unused"] += len(records.cookies)
         else:
-            counts["handoff_state.cookies_taken"] += jar.import_records(records.cookies, wall)
+            counts["handoff_state.cookies_taken"] += jar.import_records(records.cookies, wall,
+                                                                        keep_held=keep_held)
     if records.digests:
         if not crawl.cfg.dedupe.enabled:
             counts["handoff_state.unused"] += len(records.digests)

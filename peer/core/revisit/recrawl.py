@@ -54,7 +54,12 @@ Rules:
    newer of two records of a URL (by its last visit), so a replay or a
    stale copy (a restarted old owner's) changes nothing, and checks what
    came as remote input: validators as a response's are
-   (peer/core/revisit/policy.py rule 6), intervals clamped.
+   (peer/core/revisit/policy.py rule 6), intervals clamped. An imported
+   record is kept in view (:meth:`handed_records`) until its page's next
+   visit here (whose ``fetches`` row then holds it, rule 7) or its host
+   moves on: the new owner's journal and snapshots hold it till then
+   (peer/state/journal.py rule 6), so a restart before that visit still
+   revisits it on schedule.
 """
 
 from __future__ import annotations
@@ -143,6 +148,7 @@ class Recrawl:
         self._handed: dict[str, RevisitState] = {}   # url -> record, in a queue or in flight
         self._host_handed: dict[str, str] = {}       # host -> its revisit in its queue, not started
         self._depth: dict[str, int] = {}             # url -> the depth its first visit had
+        self._imported: dict[str, str] = {}          # url -> host: handed to us, not visited here since (rule 8)
         self.counts: Counter[str] = Counter()
         self._wall: float | None = None   # wall time less the crawl's clock (set_wall)
 
@@ -249,6 +255,7 @@ class Recrawl:
         state = self._handed.pop(url, None)
         if self._host_handed.get(host) == url:
             del self._host_handed[host]
+        self._imported.pop(url, None)  # its fetches row holds it from now on (rule 8)
         kind = Kind.NEW if state is None else Kind.REVISIT
         if state is None:
             state = self.queue.discard(url, host)   # a URL fetched again as new: one record
@@ -322,6 +329,7 @@ class Recrawl:
         """``url`` left this peer without a visit (its host moved): its record leaves the schedule
         (rule 4), returned to be sent to the host's owner (rule 8); None if it was no revisit."""
         state = self._handed.pop(url, None)
+        self._imported.pop(url, None)
         if state is None:
             return None
         if self._host_handed.get(state.host) == url:
@@ -338,8 +346,23 @@ class Recrawl:
 
     def export_host(self, host: str, wall_offset: float) -> list[RevisitWire]:
         """Every record of ``host``, removed, as it travels (``wall_offset``: epoch minus our clock)."""
-        depth = self._depth
-        return [self._wire(s, depth.pop(s.url, 0), wall_offset) for s in self.queue.export_host(host)]
+        depth, imported = self._depth, self._imported
+        out = []
+        for s in self.queue.export_host(host):
+            imported.pop(s.url, None)
+            out.append(self._wire(s, depth.pop(s.url, 0), wall_offset))
+        return out
+
+    def handed_records(self, wall_offset: float) -> list[RevisitWire]:
+        """The records handed to us whose pages were not visited here since, as they travel (rule 8)."""
+        out = []
+        for url, host in list(self._imported.items()):
+            state = self._handed.get(url) or self.queue.get(url, host)
+            if state is None:
+                del self._imported[url]  # left the schedule another way
+                continue
+            out.append(self._wire(state, self._depth.get(url, 0), wall_offset))
+        return out
 
     def import_records(self, records: list[RevisitWire], wall_offset: float) -> int:
         """Schedule records a host's previous owner handed over; how many were taken (rule 8).
@@ -376,6 +399,7 @@ class Recrawl:
                 visits=max(0, visits), changes=max(0, changes))
             self.queue.import_records([state])
             self._depth[url] = max(0, depth)
+            self._imported[url] = host
             n += 1
         self.counts["imported"] += n
         return n
