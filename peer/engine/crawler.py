@@ -415,6 +415,10 @@ class Crawler:
                                incarnation=int(time.time() * 1000), curve=keys is not None,
                                joining=spec is None or self.durability.rejoining, voters=voters)
                 sockets = self.ringface.open(self.peer_id, address, keys, store, services, bind=bind)
+                passed = peer.pass_on_restored()
+                if passed:
+                    log.info("hand-off: %d revisit records and cookies of hosts now owned by other peers "
+                             "passed on to them at start", passed)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
                 self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))

@@ -236,3 +236,34 @@ def test_a_revisit_passed_on_after_the_move_sends_its_record_to_the_host_s_owner
     assert not rc.scheduled
     sent = [m for _, m in p1.node.statebox.messages(10.1)]  # type: ignore[union-attr]
     assert [m.revisits[0][0] for m in sent] == [url] and sent[0].revisits[0][6] == '"e1"'
+
+
+def test_a_restarted_peer_passes_the_schedule_of_hosts_now_others_on_at_once() -> None:
+    # p1 comes back (after a stop, or after being declared dead: its hosts may have
+    # moved meanwhile): its fetches table holds the schedule of a host the ring now
+    # gives to p2, due only in an hour, and of one of its own.
+    p1, p2 = peer_core("p1"), peer_core("p2")
+    p1.receive(b"p2/aaaa", p2.node.membership.digest(), 0.0, wall=0.0)  # type: ignore[union-attr]
+    p1.set_wall(0.0, OLD_WALL)
+    ring = p1.node.ring()  # type: ignore[union-attr]
+    hosts = [f"h{i}.web.test" for i in range(200)]
+    theirs = next(h for h in hosts if ring.owner(h) == "p2")
+    mine = next(h for h in hosts if ring.owner(h) == "p1")
+    # ResultStore.last_visits' rows: url, host, fetched_at, next_due, interval, digest, etag, lm, visits, changes.
+    rows = [(f"http://{h}/p", h, OLD_WALL - 60.0, OLD_WALL + 3600.0, 3660.0, "sha1:A", '"e1"', None, 2, 0)
+            for h in (theirs, mine)]
+    assert p1.disk.restore_visits(rows, 0.0, OLD_WALL) == 2
+    jar = p1.crawl.cookies
+    assert jar is not None
+    jar.store(f"http://{theirs}/", ["sid=s3cr3t"], OLD_WALL)  # the jar's file, read back
+    assert p1.pass_on_restored() == 2
+    sent = [a.msg for a in p1.tick(0.1) if isinstance(a, Send) and isinstance(a.msg, HostState)]
+    assert [(m.revisits[0][0], m.cookies[0][2]) for m in sent] == [(f"http://{theirs}/p", "s3cr3t")]
+    rc = p1.crawl.recrawl
+    assert rc is not None and rc.queue.get(f"http://{theirs}/p", theirs) is None
+    assert rc.queue.get(f"http://{mine}/p", mine) is not None  # its own host's stays
+    out = p2.receive(b"p1/aaaa", sent[0], 0.2, wall=NEW_WALL + 0.2)
+    acks = [a.msg for a in out if isinstance(a, Send) and isinstance(a.msg, HostStateAck)]
+    p1.receive(b"p2/aaaa", acks[0], 0.3, wall=OLD_WALL + 0.3)
+    assert p1.node.statebox.idle  # type: ignore[union-attr]
+    assert p2.crawl.recrawl is not None and p2.crawl.recrawl.queue.get(f"http://{theirs}/p", theirs) is not None

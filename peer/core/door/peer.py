@@ -90,7 +90,9 @@ Rules:
    (``RingNode.begin_handoff``). An answer for a request that is not open
    changes nothing. A revisit passed on without a visit (``Done``) sends
    its record after its URL, to the host's owner, by the same state box;
-   what the state box brings (``StateTaken``) is imported here.
+   what the state box brings (``StateTaken``) is imported here. At start,
+   once in the ring, the schedule read back from ``fetches`` of hosts now
+   others' goes to their owners by the state box too (``pass_on_restored``).
 4. **One host key per URL per peer**: ``discover`` computes it once and
    ``Forward`` carries it on; what comes from another peer has it computed
    again there, once.
@@ -275,6 +277,29 @@ class PeerCore:
                          curve=curve, resumed=disk.resumed, grants=disk.resumed_grants,
                          left=disk.resumed_left, voters=voters)
         self._attach(node, now, joining)
+
+    def pass_on_restored(self) -> int:
+        """Rule 3: the state read back at start of hosts the ring gives to others, to their owners now; how many records.
+
+        A restarted peer's ``fetches`` table (and its cookie jar's file) hold
+        the schedule of every host it ever fetched, those that moved away while
+        it was down (it may have been declared dead: nothing was handed over
+        then) or before. Each goes to its host's owner in the state box at
+        once, acked, rather than when it comes due here; an owner that visited
+        the page since keeps its own newer record.
+        """
+        node, crawl = self.node, self.crawl
+        hosts, self.disk.restored_hosts = self.disk.restored_hosts, set()
+        if node is None or not hosts:
+            return 0
+        ring = node.ring()
+        away = [h for h in hosts if ring.owner(h) != crawl.peer_id]
+        box = node.statebox
+        n = 0
+        for dest, key, kind, record in export_state(crawl, away, ring.owner, crawl.wall_offset):
+            box.add(dest, key, kind, record)
+            n += 1
+        return n
 
     def _attach(self, node: RingNode, now: float, joining: bool) -> None:
         crawl = self.crawl

@@ -100,6 +100,8 @@ class Persistence:
         self.resumed_grants: Grants = ()
         #: Seeds its former process saw leave: id -> incarnation (``Membership.remember_left``).
         self.resumed_left: dict[str, int] = {}
+        #: The hosts whose schedule was read back from ``fetches`` (``PeerCore.pass_on_restored``).
+        self.restored_hosts: set[str] = set()
 
     # -- the state recovered ------------------------------------------------------------
 
@@ -260,4 +262,7 @@ class Persistence:
     def restore_visits(self, rows: list[tuple[object, ...]], now: float, wall: float) -> int:
         """Schedule the pages of earlier runs from their last ``fetches`` rows (recrawl rule 7)."""
         rc = self._crawl.recrawl
-        return 0 if rc is None else rc.restore(rows, now, wall)
+        if rc is None:
+            return 0
+        self.restored_hosts.update(row[1] for row in rows if len(row) > 1 and isinstance(row[1], str))
+        return rc.restore(rows, now, wall)
