@@ -359,9 +359,16 @@ class RingNode:
         """True once the whole cluster's crawl is over (the counter method)."""
         return self.membership.cluster_idle(now)
 
-    def left(self, locally_idle: bool) -> bool:
-        """Leaving, and everything handed over and acked: the process may end."""
-        return self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle
+    def left(self, locally_idle: bool, now: float | None = None) -> bool:
+        """Leaving, and everything handed over and acked: the process may end.
+
+        The hosts' state too (``ring.statebox`` rule 6): acked, or unacked
+        for ``HANDOFF_TIMEOUT`` since ``now`` (None: acked, no waiting).
+        """
+        if not (self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle):
+            return False
+        box = self.statebox
+        return box.idle or (now is not None and box.settled(now, HANDOFF_TIMEOUT))
 
     def lease_state(self, real_now: float) -> LeaseState:
         """Whether this peer may start requests at ``real_now`` (``ring.membership.lease``; the real clock)."""

@@ -43,6 +43,12 @@ Rules (every one lives in this file):
    to it was acked. A hand-off tells its new owner ``HandoffDone`` only
    then (``ring.handoff`` rule 2), so the new owner has the hosts' state
    before it fetches them.
+6. **A leaver waits for its acks.** A peer that leaves ends only once the
+   box is :meth:`settled`: everything acked (what went after its
+   hand-off's barrier too: a revisit passed on with its URL), or sent
+   ``handoff_timeout`` ago to a member that never acks it (an older
+   build), whose records then end with the leaver (``ring.node``'s
+   ``left``).
 """
 
 from __future__ import annotations
@@ -93,13 +99,14 @@ _Entry = tuple[str, Kind, Any]   # (placement key, kind, wire record)
 
 
 class _Sent:
-    __slots__ = ("msg", "entries", "due", "sends")
+    __slots__ = ("msg", "entries", "due", "sends", "first")
 
     def __init__(self, msg: HostState, entries: list[_Entry]) -> None:
         self.msg = msg
         self.entries = entries
         self.due = float("-inf")  # sent by the next messages()
         self.sends = 0
+        self.first = float("inf")  # when it was first sent (rule 6)
 
 
 class _Dest:
@@ -161,6 +168,11 @@ class StateBox:
         """Nothing queued and nothing unacked."""
         return not any(d.queued or d.unacked for d in self._dests.values())
 
+    def settled(self, now: float, give_up_after: float) -> bool:
+        """Rule 6: nothing queued, and nothing unacked but what was first sent ``give_up_after`` ago or more."""
+        return not any(d.queued or any(now - s.first < give_up_after for s in d.unacked.values())
+                       for d in self._dests.values())
+
     def pending(self) -> int:
         """Records queued or unacked, over every destination."""
         return sum(len(d.queued) + sum(len(s.entries) for s in d.unacked.values())
@@ -192,6 +204,7 @@ class StateBox:
                     if s.sends:
                         self.counts["handoff_state.resent"] += 1
                     s.due = now + min(self._max_resend, self._resend_after * 2 ** min(s.sends, 32))
+                    s.first = min(s.first, now)
                     s.sends += 1
                     out.append((dest, s.msg))
         return out

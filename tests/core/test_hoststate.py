@@ -23,6 +23,7 @@ from peer.core.revisit.recrawl import Recrawl
 from peer.core.urls.normalize import host_key
 from ring.messages import HandoffDone, HostState, HostStateAck, UrlBatch
 from ring.node import RingNode, Send
+from ring.statebox import Kind as StateKind
 
 CFG = RevisitConfig(enabled=True, min_interval=10.0, max_interval=1000.0, initial_interval=10.0,
                     jitter=0.0, revisit_share=0.5)
@@ -267,3 +268,57 @@ def test_a_restarted_peer_passes_the_schedule_of_hosts_now_others_on_at_once() -
     p1.receive(b"p2/aaaa", acks[0], 0.3, wall=OLD_WALL + 0.3)
     assert p1.node.statebox.idle  # type: ignore[union-attr]
     assert p2.crawl.recrawl is not None and p2.crawl.recrawl.queue.get(f"http://{theirs}/p", theirs) is not None
+
+
+def test_a_leaver_ends_only_once_every_record_it_sent_is_acked_even_one_sent_after_its_handoff() -> None:
+    from peer.core.crawl.decisions import Finished
+
+    p1, p2 = peer_core("p1"), peer_core("p2")
+    for a, b in ((p1, p2), (p2, p1)):
+        a.receive(f"{b.crawl.peer_id}/aaaa".encode(), b.node.membership.digest(), 0.0, wall=0.0)  # type: ignore[union-attr]
+    p1.set_wall(0.0, OLD_WALL)
+    ring = p1.node.ring()  # type: ignore[union-attr]
+    mine = next(h for h in (f"h{i}.web.test" for i in range(200)) if ring.owner(h) == "p1")
+    url = f"http://{mine}/page"
+    rc = p1.crawl.recrawl
+    assert rc is not None
+    rc.visited(url, mine, 1, 0.0, 200, "sha1:A", '"e1"', None)
+    assert rc.feed(10.0) == [(url, mine, 1)]  # its revisit is in the frontier when p1 leaves
+
+    out = p1.leave(11.0)
+    [ask] = [e for e in out if isinstance(e, ReadHosts)]
+    [fetch] = [e for e in p1.hosts_read(ask.request, [mine], 11.1) if isinstance(e, ReadFetched)]
+    out = p1.fetched_read(fetch.request, [(url, mine)], 11.2, wall=OLD_WALL + 11.2)
+    for m in [a.msg for a in [*out, *p1.flush(12.0)] if isinstance(a, Send)]:
+        for b in p2.receive(b"p1/aaaa", m, 12.1, wall=NEW_WALL + 12.1):
+            if isinstance(b, Send) and b.dest == "p1":
+                p1.receive(b"p2/aaaa", b.msg, 12.2, wall=OLD_WALL + 12.2)
+    for m in [a.msg for a in p2.flush(20.0) if isinstance(a, Send) and a.dest == "p1"]:
+        p1.receive(b"p2/aaaa", m, 12.3, wall=OLD_WALL + 12.3)
+    assert p1.node.handing_off == 0  # type: ignore[union-attr]  # the hand-off is over (HandoffDone sent)
+    # The revisit's job leaves p1's frontier without a visit: its record goes after it.
+    p1.routed([Done(url)], 12.4)
+    step, _ = p1.next(12.5)
+    assert not isinstance(step, Finished)  # before: p1 ended here, and the record with it
+    [late] = [a for a in p1.tick(12.6) if isinstance(a, Send) and isinstance(a.msg, HostState)]
+    step, _ = p1.next(12.7)
+    assert not isinstance(step, Finished)
+    [ack] = [a.msg for a in p2.receive(b"p1/aaaa", late.msg, 12.8, wall=NEW_WALL + 12.8)
+             if isinstance(a, Send) and isinstance(a.msg, HostStateAck)]
+    p1.receive(b"p2/aaaa", ack, 12.9, wall=OLD_WALL + 12.9)
+    step, _ = p1.next(13.0)
+    assert isinstance(step, Finished)
+    rc2 = p2.crawl.recrawl
+    assert rc2 is not None and rc2.queue.get(url, mine) is not None
+
+
+def test_a_leaver_whose_new_owner_never_acks_its_state_ends_after_the_handoff_timeout() -> None:
+    from ring.handoff import HANDOFF_TIMEOUT
+
+    p1 = peer_core("p1")
+    node = p1.node
+    assert node is not None
+    node.leaving = True
+    node.statebox.add("p2", "h.test", StateKind.REVISIT, ("http://h.test/", "h.test", 1.0, 1.0, 0.0, "", "", "", 0, 0, 0))
+    node.statebox.messages(5.0)  # sent at 5.0; an older build drops it
+    assert not node.left(True, 5.0 + HANDOFF_TIMEOUT - 1) and node.left(True, 5.0 + HANDOFF_TIMEOUT)
