@@ -322,3 +322,36 @@ def test_a_leaver_whose_new_owner_never_acks_its_state_ends_after_the_handoff_ti
     node.statebox.add("p2", "h.test", StateKind.REVISIT, ("http://h.test/", "h.test", 1.0, 1.0, 0.0, "", "", "", 0, 0, 0))
     node.statebox.messages(5.0)  # sent at 5.0; an older build drops it
     assert not node.left(True, 5.0 + HANDOFF_TIMEOUT - 1) and node.left(True, 5.0 + HANDOFF_TIMEOUT)
+
+
+def test_a_record_imported_overdue_is_revisited_at_the_next_feed() -> None:
+    old = old_owner()
+    records = old.export_host("a.test", OLD_WALL)
+    new = Recrawl(CFG, random.Random(2))
+    new.visited("http://c.test/", "c.test", 0, -500.0, 200, None, None, None)
+    assert new.feed(-400.0) == [("http://c.test/", "c.test", 0)]  # the queue's clock is past a.test's due time
+    assert new.import_records(records, NEW_WALL) == 1
+    # Before: it went to a.test's ready heap unseen by feed(), and waited for a start of a.test forever.
+    assert new.feed(-399.0) == [(URL, "a.test", 3)]
+
+
+def test_a_host_handed_back_to_its_former_owner_is_revisited_not_dropped_as_fetched_elsewhere() -> None:
+    from peer.core.crawl.decisions import Fetch, Start
+
+    p1, p2 = peer_core("p1"), peer_core("p2")
+    for a, b in ((p1, p2), (p2, p1)):
+        a.receive(f"{b.crawl.peer_id}/aaaa".encode(), b.node.membership.digest(), 0.0, wall=0.0)  # type: ignore[union-attr]
+    p1.set_wall(0.0, OLD_WALL)
+    ring = p1.node.ring()  # type: ignore[union-attr]
+    mine = next(h for h in (f"h{i}.web.test" for i in range(200)) if ring.owner(h) == "p1")
+    url = f"http://{mine}/page"
+    p1.crawl.bloom.add(url)  # p1 fetched it before the host went to p2 (a join, then a leave)
+    # p2 hands the host back: the page as fetched, then its record, due at once.
+    p1.receive(b"p2/aaaa", UrlBatch(RING, "p2", INC, 0, (), (url,)), 1.0, wall=OLD_WALL + 1.0)
+    record = (url, mine, OLD_WALL + 5.0, 10.0, OLD_WALL - 5.0, "sha1:A", '"e1"', "", 1, 0, 0)
+    p1.receive(b"p2/aaaa", HostState(RING, "p2", INC, 0, (record,), (), ()), 1.1, wall=OLD_WALL + 1.1)
+    step = p1.crawl.next(6.0, None)  # the lease aside
+    assert isinstance(step, Start) and step.job.url == url
+    adm, _ = p1.admit(step.job, 6.0)
+    assert isinstance(adm, Fetch), adm  # before: Drop, as a queued copy of a URL p2 fetched
+    assert dict(p1.validators(url)) == {"If-None-Match": '"e1"'}

@@ -54,7 +54,8 @@ Rules:
    newer of two records of a URL (by its last visit), so a replay or a
    stale copy (a restarted old owner's) changes nothing, and checks what
    came as remote input: validators as a response's are
-   (peer/core/revisit/policy.py rule 6), intervals clamped. An imported
+   (peer/core/revisit/policy.py rule 6), intervals clamped; one already
+   due is handed to the frontier at the next :meth:`feed`. An imported
    record is kept in view (:meth:`handed_records`) until its page's next
    visit here (whose ``fetches`` row then holds it, rule 7) or its host
    moves on: the new owner's journal and snapshots hold it till then
@@ -149,6 +150,7 @@ class Recrawl:
         self._host_handed: dict[str, str] = {}       # host -> its revisit in its queue, not started
         self._depth: dict[str, int] = {}             # url -> the depth its first visit had
         self._imported: dict[str, str] = {}          # url -> host: handed to us, not visited here since (rule 8)
+        self._wake: set[str] = set()                 # hosts given an overdue record by an import (rule 8)
         self.counts: Counter[str] = Counter()
         self._wall: float | None = None   # wall time less the crawl's clock (set_wall)
 
@@ -214,7 +216,13 @@ class Recrawl:
         come from :meth:`started`, one start at a time, by the host's mix.
         """
         out: list[tuple[str, str, int]] = []
-        for host in self.queue.advance(now):
+        hosts = self.queue.advance(now)
+        if self._wake:
+            # Records imported overdue went straight to their host's ready heap,
+            # which advance() reports only when a record moves there from pending.
+            hosts = [*hosts, *self._wake.difference(hosts)]
+            self._wake.clear()
+        for host in hosts:
             if host not in self._host_handed:
                 self._hand(host, out)
         return out
@@ -398,6 +406,8 @@ class Recrawl:
                 last_modified=valid_http_date(lm or None, cfg.max_validator_length),
                 visits=max(0, visits), changes=max(0, changes))
             self.queue.import_records([state])
+            if state.due <= self.queue.now:
+                self._wake.add(host)  # overdue: the next feed() hands it, as advance() would
             self._depth[url] = max(0, depth)
             self._imported[url] = host
             n += 1
