@@ -20,6 +20,10 @@ kind; the in-process peers share one client address):
 - the old owner's last visit of a moved host comes before the new owner's
   first: one owner at a time.
 
+Then the third peer leaves gracefully (``ring leave``): its hosts go back
+with their state, acked before it exits (its state box is empty at its
+end), and the two that stay revisit them, conditionally, with the cookie.
+
 Without the hand-off of the state (the code before it), the old owner
 kept the records: each came due there, was passed on as a URL, and the new
 owner dropped it as seen, so the moved hosts were never revisited again.
@@ -39,6 +43,7 @@ from localweb.sitegraph.statefarm import cookie_of
 
 INTERVAL = 3.0  # min_interval = initial_interval: a page is revisited every 3-4.5 s
 AFTER_JOIN = 14.0  # seconds the ring of three runs
+AFTER_LEAVE = 2 * INTERVAL  # seconds the ring of two runs again after the third left
 
 
 def _visits(path) -> list[tuple[str, str, float, str, bool, int | None]]:
@@ -83,7 +88,14 @@ enabled = true
                     await ring.start_in_process(nursery, "p3", address=f"tcp://127.0.0.1:{port}",
                                                 data_dir=tmp_path / "p3")
                     await trio.sleep(AFTER_JOIN)
-                    for p in ("p3", "p1", "p2"):
+                    # p3 leaves gracefully (what `ring leave --id p3` asks): its hosts, and
+                    # their state, go back to p1 and p2, acked before it exits.
+                    t_leave = time.time()
+                    ring.procs["p3"].crawler.leave()
+                    await ring.wait("p3")
+                    t_left = time.time()
+                    await trio.sleep(AFTER_LEAVE)
+                    for p in ("p1", "p2"):
                         ring.kill(p, 15)
                     await ring.wait()
             except trio.TooSlowError:
@@ -112,17 +124,26 @@ enabled = true
     assert all(len(ts) >= 2 for ts in by_target.values()), by_target
 
     visits = {p: _visits(tmp_path / p / "pages.duckdb") for p in ("p1", "p2", "p3")}
+    # After the leave, the hosts are back with p1 and p2 and revisited there, as revisits, on
+    # the schedule p3 handed back (each page's record went with it: none fetched as new).
+    back = [v for p in ("p1", "p2") for v in visits[p] if v[1].split(":")[0] in moved and v[2] > t_left]
+    assert {v[1].split(":")[0] for v in back} == moved, (back, tails)
+    assert all(kind == "revisit" and cond and status == 304 for _, _, _, kind, cond, status in back), back
     mine = [v for v in visits["p3"] if v[1].split(":")[0] in moved]
     assert mine and all(kind == "revisit" and cond and status == 304 for _, _, _, kind, cond, status in mine), mine
     assert {v[1].split(":")[0] for v in mine} == moved
     # One owner at a time: the old owner's last visit of a moved host before the new owner's first.
     for host in moved:
         first_new = min(t for _, h, t, *_ in mine if h.split(":")[0] == host)
-        old = [t for p in ("p1", "p2") for _, h, t, *_ in visits[p] if h.split(":")[0] == host]
+        old = [t for p in ("p1", "p2") for _, h, t, *_ in visits[p] if h.split(":")[0] == host and t < t_leave]
         assert old and max(old) < first_new, (host, max(old), first_new)
     # The state went with its hosts, acked, and the new owner took each kind.
     taken = nodes["p3"].dropped
     assert all(taken[f"handoff_state.{k}_taken"] > 0 for k in ("revisits", "cookies", "digests")), taken
     assert taken["handoff_state.unused"] == 0
     assert nodes["p1"].statebox.idle and nodes["p2"].statebox.idle  # acked: nothing kept for p3
+    # The leaver's state went back, acked before it exited.
+    back_taken = nodes["p1"].dropped + nodes["p2"].dropped
+    assert back_taken["handoff_state.revisits_taken"] > 0 and back_taken["handoff_state.cookies_taken"] > 0, back_taken
+    assert nodes["p3"].statebox.idle and nodes["p3"].statebox.counts["handoff_state.acked"] > 0
     assert all("hand-off" in logs[p] for p in ("p1", "p2") if nodes[p].statebox.counts), logs
