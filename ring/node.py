@@ -95,6 +95,9 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    batches, so its ack rides on nothing. A replay is taken and acked
    again (imports keep the newer record). A ``HostStateAck`` retires the
    message in the state box (``ring.statebox``) and may let a hand-off go on.
+   The adopt tool's (``adopt:<id>``: a dead peer's state, read from its
+   data_dir) is taken like its URL batches (rule 5): no member check,
+   acked on the route it came by.
 
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
@@ -469,7 +472,7 @@ class RingNode:
             return self._drop("unexpected_type")
         out: list[Action] = []
         if isinstance(msg, _MEMBER_MESSAGES) and not (
-                isinstance(msg, UrlBatch) and adopted(msg.sender)):
+                isinstance(msg, UrlBatch | HostState) and adopted(msg.sender)):
             reason = self.routes.impostor(route, user_id, msg.sender)
             if reason is not None:
                 return self._drop(reason)
@@ -582,7 +585,11 @@ class RingNode:
         return [SeedStarts(msg.starts)]
 
     def _on_host_state(self, route: bytes, msg: HostState, now: float) -> list[Action]:
-        """Rule 11: a member's hosts' state, imported before its ack."""
+        """Rule 11: a member's (or the adopt tool's) hosts' state, imported before its ack."""
+        if adopted(msg.sender):
+            self.dropped["adopted_state"] += 1  # not a drop: shown with the counters
+            return [StateTaken(StateRecords.of(msg), msg.sender),
+                    Reply(route, HostStateAck(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
         rec = self.membership.members().get(msg.sender)
         if rec is None or rec.state is MemberState.DEAD:
             return self._drop("unknown_sender")

@@ -173,6 +173,12 @@ class StateBox:
         return not any(d.queued or any(now - s.first < give_up_after for s in d.unacked.values())
                        for d in self._dests.values())
 
+    def pending_by_dest(self) -> dict[str, int]:
+        """Records queued or unacked, by destination (those with any)."""
+        out = {dest: len(d.queued) + sum(len(s.entries) for s in d.unacked.values())
+               for dest, d in self._dests.items()}
+        return {dest: n for dest, n in out.items() if n}
+
     def pending(self) -> int:
         """Records queued or unacked, over every destination."""
         return sum(len(d.queued) + sum(len(s.entries) for s in d.unacked.values())

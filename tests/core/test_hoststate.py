@@ -355,3 +355,19 @@ def test_a_host_handed_back_to_its_former_owner_is_revisited_not_dropped_as_fetc
     adm, _ = p1.admit(step.job, 6.0)
     assert isinstance(adm, Fetch), adm  # before: Drop, as a queued copy of a URL p2 fetched
     assert dict(p1.validators(url)) == {"If-None-Match": '"e1"'}
+
+
+def test_the_adopt_tool_s_state_of_a_dead_peer_is_taken_journaled_and_acked_on_its_route() -> None:
+    from peer.core.door.effects import Commit, StateKept
+    from ring.actions import Reply
+
+    p1 = peer_core("p1")  # p3 was never a member here: the tool is no member either
+    p1.set_wall(0.0, NEW_WALL)
+    record = ("http://a.test/x", "a.test", OLD_WALL + 10.0, 10.0, OLD_WALL, "", '"e1"', "", 1, 0, 0)
+    out = p1.receive(b"anon-route", HostState(RING, "adopt:p3", 7, 0, (record,), (), ()), 1.0, wall=NEW_WALL + 1.0)
+    assert [type(e) for e in out] == [StateKept, Commit, Reply], out
+    assert isinstance(out[-1].msg, HostStateAck) and out[-1].route == b"anon-route"
+    assert p1.node.dropped["adopted_state"] == 1  # type: ignore[union-attr]
+    # A non-member that is not the tool is still refused.
+    assert not [e for e in p1.receive(b"r2", HostState(RING, "p9", 7, 0, (record,), (), ()), 1.1,
+                                      wall=NEW_WALL + 1.1) if isinstance(e, (Reply, Send))]
