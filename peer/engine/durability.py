@@ -126,9 +126,12 @@ class Durability:
             manifest = self._spill.checkpoint()
         # The handed records the journal kept go into the first snapshot as they are
         # (peer/state/journal.py rule 6): the engine imports them once the results are open.
+        # So do the URLs other peers handed us as fetched (a second kill -9 before the
+        # next snapshot forgot them, and fetched a queued copy of one again).
         handed_state = rec.handed_state if rec is not None else ([], [])
+        handed = list(rec.handed.items()) if rec is not None else []
         await trio.to_thread.run_sync(lambda: state.begin(self._peer.figures.bloom, queued, forwards, counters,
-                                                          manifest, handed_state=handed_state))
+                                                          manifest, handed_state=handed_state, handed=handed))
         if manifest is not None and self._spill is not None:
             self._spill.release(manifest)
         return rec

@@ -239,6 +239,7 @@ class PeerState:
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed_state: HandedState = ((), ()),
+        handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         """Write the first snapshot of this run (after any recovered one) and open its journal.
 
@@ -257,7 +258,7 @@ class PeerState:
         if self._created is None:
             self._created = time.time()
         return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters, spill,
-                              handed_state=handed_state)
+                              handed, handed_state)
 
     def snapshot(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],

@@ -147,3 +147,53 @@ def test_the_jar_s_file_wins_over_the_journal_s_older_copy_of_a_handed_cookie(tm
     again.disk.restore_cookies(saved, NEW_WALL + 3.0)
     again.disk.restore_state(*rec.handed_state, NEW_WALL + 3.0)
     assert again.cookie_header(f"http://{host}/x", NEW_WALL + 3.0) == "sid=renewed"
+
+
+def test_urls_handed_over_as_fetched_survive_a_second_kill_9_after_the_restart_s_first_snapshot(tmp_path):
+    # The restart's first snapshot (Durability.open's begin) replaces the journal that
+    # held the seen records: it must carry them, as the handed records above.
+    from ring.messages import UrlBatch
+
+    _, p2 = two_peers()
+    host = p2_host(p2)
+    url = f"http://{host}/fetched-by-p1"
+    state = PeerState(tmp_path / "state", "p2", RING)
+    state.begin(p2.figures.bloom, [], [], {})
+    write(state, p2.receive(b"p1/aaaa", UrlBatch(RING, "p1", INC, 0, (), (url,)), 1.0, wall=NEW_WALL + 1.0))
+    rec = PeerState(tmp_path / "state", "p2", RING).recover()  # kill -9
+    assert rec is not None and url in rec.handed
+    again = PeerState(tmp_path / "state", "p2", RING)
+    again.recover()
+    again.begin(rec.bloom, [], [], {}, handed=rec.handed.items())  # as peer.engine.durability does
+    rec2 = PeerState(tmp_path / "state", "p2", RING).recover()  # kill -9 again
+    assert rec2 is not None and url in rec2.handed
+
+
+async def test_the_engine_s_journal_keeps_handed_records_across_two_restarts(tmp_path):
+    # peer.engine.durability: the restart's first snapshot (begin) replaces the journal
+    # that held the handed records, so it carries them; the engine then imports them.
+    from peer.engine.durability import Durability
+    from peer.results.store import ResultStore
+
+    def durable(core: PeerCore) -> Durability:
+        return Durability(core.crawl.cfg, "p2", tmp_path, core)
+
+    _, p2 = two_peers()
+    host = p2_host(p2)
+    store = ResultStore(tmp_path / "pages.duckdb", "p2", store_links=False, store_body=False)
+    async with store:
+        d = durable(p2)
+        assert await d.open(store) is None
+        for e in p2.receive(b"p1/aaaa", handed(host), 1.0, wall=NEW_WALL + 1.0):
+            if isinstance(e, StateKept):
+                d.handed_state(e.revisits, e.cookies)
+            elif isinstance(e, Commit):
+                d.commit()
+        for _ in range(2):  # kill -9 (no close), then a restart; twice
+            core = peer_core("p2")
+            core.set_wall(0.0, NEW_WALL + 100.0)
+            d = durable(core)
+            rec = await d.open(store)
+            assert rec is not None
+            core.disk.restore_state(*rec.handed_state, NEW_WALL + 100.0)  # as Crawler.run does
+            assert_revisited_on_schedule(core, host)
