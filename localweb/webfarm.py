@@ -3,7 +3,8 @@
 ::
 
     python scripts/webfarm.py --port 8080 --hosts 20 --pages 300 --seed 1 \
-        [--log requests.jsonl] [--latency [HOST=]T:S,T:S] [--rate-limit [HOST=]R[/B]]
+        [--log requests.jsonl] [--latency [HOST=]T:S,T:S] [--rate-limit [HOST=]R[/B]] \
+        [--validators] [--cookies]
 
 prints ``listening on 127.0.0.1:PORT`` (flushed, the first line: scripts
 wait for it), the seed, and the cluster.toml lines a peer needs to crawl
@@ -112,6 +113,10 @@ def _arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--rate-limit", action="append", metavar="[HOST=]RATE[/BURST]",
                    help="token bucket per host, requests/s; over it: 429 (repeatable)")
     p.add_argument("--retry-after", type=int, default=None, help="fixed Retry-After seconds for 429s")
+    p.add_argument("--validators", action="store_true",
+                   help="send an ETag with every page and answer a matching If-None-Match with 304")
+    p.add_argument("--cookies", action="store_true",
+                   help="every host sets a cookie (farm=HOST) on a page asked without it")
     p.add_argument("--log", metavar="FILE", help="append every request to FILE as JSON lines")
     p.add_argument("--print-expected", action="store_true",
                    help="print the URLs a correct crawl of --port requests, one a line, and exit")
@@ -126,7 +131,7 @@ async def _run(graph: SiteGraph, args: argparse.Namespace,
         async with trio.open_nursery() as nursery:
             farm: WebFarm = await nursery.start(functools.partial(
                 serve_webfarm, graph, host=args.host, port=args.port, private=args.private,
-                log_path=args.log,
+                log_path=args.log, validators=args.validators, cookies=args.cookies,
                 keep_log=False, behaviours=behaviours))
             print(f"listening on {farm.host}:{farm.port}", flush=True)
             print(f"seed {graph.seeds(farm.port)[0]} ; {len(graph.hosts())} hosts", flush=True)

@@ -13,10 +13,11 @@ from ring.hashring import HashRing
 from ring.membership.epochs import ConfigEpoch
 from ring.membership.voters import VoterRecord
 from ring.messages import Message, NearAnswer, NearQuery, SeedAddRequest
+from ring.statebox import StateRecords
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
            "Reply", "Rerouted", "RingChanged", "SeedStarts", "SeedsAsked", "Send", "SettingsChanged", "SettingsMismatch",
-           "StatusAsked", "VotersChanged"]
+           "StateTaken", "StatusAsked", "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,7 +168,16 @@ class SeedsAsked:
     msg: SeedAddRequest
 
 
+@dataclass(frozen=True, slots=True)
+class StateTaken:
+    """Hosts' state for the crawl to import (``ring.statebox``): from ``sender``'s ``HostState``,
+    acked once this is done; or our own, back from a member gone (``sender`` is us)."""
+
+    records: StateRecords
+    sender: str
+
+
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
                StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, SeedsAsked, SettingsChanged,
-               SettingsMismatch]
+               SettingsMismatch, StateTaken]
 

@@ -17,6 +17,7 @@ from typing import Protocol
 from ring.hashring import HashRing
 from ring.membership.epochs import ConfigEpoch, PlainSettings
 from ring.messages import SettingsAction
+from ring.statebox import StateRecords
 from ring.status import StatusFigures
 
 __all__ = ["CrawlPort", "NoCrawl", "PlainSettings", "SettingsPort"]
@@ -89,6 +90,10 @@ class CrawlPort(Protocol):
         """``sender`` handed us everything for the current ring: release its hosts."""
         ...
 
+    def accept_state(self, records: StateRecords) -> None:
+        """Hosts' state handed to us (``ring.statebox``): revisit records, cookies, digests."""
+        ...
+
     def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:
         """A previous owner's last request starts of hosts now ours."""
         ...
@@ -145,6 +150,9 @@ class NoCrawl:
         return {}
 
     def handoff_done(self, sender: str) -> None:
+        pass
+
+    def accept_state(self, records: StateRecords) -> None:
         pass
 
     def seed_host_starts(self, starts: Iterable[tuple[str, float]]) -> None:

@@ -50,6 +50,17 @@ Rules (every one lives in this file):
    rounds: we have nothing of theirs that is not acked. Not for a refuted
    suspicion (frequent on a loaded ring): a suspect keeps its hosts, and
    nobody holds anything for it.
+5. **State goes first.** The moved hosts' revisit records, cookies and
+   digests (``ring.statebox``) are queued by the driver with their seen
+   URLs, before :meth:`HandOffs.begin`, which sets a barrier in the state
+   box too: a new owner is told ``HandoffDone`` only once it acked both,
+   so it has imported a host's schedule, session and digests before it
+   fetches the host. A new owner of an older build never acks the state
+   (it drops the type): that hand-off ends by ``handoff_timeout``, its
+   holds by their own timeout, and the records stay with the sender,
+   resent (``ring.statebox`` rule 3). At a ring change the state box is
+   re-routed with the Outbox (rule 1), and records whose host is ours
+   again come back as ``StateTaken``.
 """
 
 from __future__ import annotations
@@ -61,11 +72,12 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send
+from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send, StateTaken
 from ring.forwarding.forwarder import Entries
 from ring.hashring import HashRing
 from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, Member, MemberState, Message, Sync
 from ring.durations import duration
+from ring.statebox import StateRecords
 
 __all__ = ["HANDOFF_TIMEOUT", "MARKER_ROUNDS", "Channels", "HandOffs", "Members", "Sends"]
 
@@ -96,6 +108,7 @@ class _HandOff:
     repeats: int = MARKER_ROUNDS - 1
     told: set[str] = field(default_factory=set)  # members sent HandoffDone (the repeats go to them)
     gave_up: bool = False
+    state_marks: dict[str, int] = field(default_factory=dict)  # the StateBox's barrier per new owner
 
 
 class Members(Protocol):
@@ -119,6 +132,14 @@ class Sends(Protocol):
     def acked_through(self, dest: str, seq: int) -> bool: ...
 
 
+class StateSends(Protocol):
+    """What a hand-off asks of the hosts' state on its way (``ring.statebox.StateBox``)."""
+
+    def reroute(self, owner_of: Callable[[str], str], *, members: Container[str]) -> StateRecords: ...
+    def barrier(self, dest: str) -> int: ...
+    def acked_through(self, dest: str, seq: int) -> bool: ...
+
+
 class Channels(Protocol):
     """What a ring change asks of the Inbox (``ring.forwarding.inbox.Inbox``): rule 1."""
 
@@ -130,10 +151,12 @@ class HandOffs:
     """One member's ring changes and hand-offs: a part of ``RingNode`` (module docstring)."""
 
     __slots__ = ("peer_id", "ring_name", "vnodes", "ring", "ended", "_members", "_sends", "_channels",
-                 "_owner_key", "_dropped", "_records", "_version", "_incarnation_seen", "_told_dead")
+                 "_owner_key", "_dropped", "_records", "_version", "_incarnation_seen", "_told_dead",
+                 "_state")
 
     def __init__(self, peer_id: str, ring_name: str, vnodes: int, *, members: Members, sends: Sends,
-                 channels: Channels, owner_key: Callable[[str], str], dropped: Counter[str]) -> None:
+                 channels: Channels, owner_key: Callable[[str], str], dropped: Counter[str],
+                 state: StateSends | None = None) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
         self.vnodes = vnodes
@@ -146,6 +169,7 @@ class HandOffs:
         self._channels = channels
         self._owner_key = owner_key  # the key a URL is placed by
         self._dropped = dropped  # the node's counters: rule 2 counts here
+        self._state = state  # the hosts' state on its way (rule 5)
         self._records: list[_HandOff] = []
         self._version = -1  # the membership's ring_version at the last change
         #: Our incarnation at the last ring check: a move is a refutation (rule 4).
@@ -194,6 +218,10 @@ class HandOffs:
         urls, seen = self._sends.reroute(lambda u: ring.owner(key(u)), now, members=ring, left=left)
         if urls or seen:
             out.append(Rerouted(tuple(urls), tuple(seen)))
+        if self._state is not None:
+            ours = self._state.reroute(ring.owner, members=ring)
+            if len(ours):
+                out.append(StateTaken(ours, self.peer_id))
         # Rule 2: a member gone now had its batches re-routed just above, so a
         # barrier on it could only be passed by batches of a later life.
         gave_up = False
@@ -244,7 +272,13 @@ class HandOffs:
         h.seen = seen
         h.starts = {d: list(s) for d, s in starts.items()}
         h.marks = {d: self._sends.barrier(d) for d in h.members if d != self.peer_id}
+        if self._state is not None:
+            h.state_marks = {d: self._state.barrier(d) for d in h.marks}
         return self.progress(now)
+
+    def _state_acked(self, h: _HandOff, dest: str) -> bool:
+        """Rule 5: ``dest`` acked the hosts' state queued for it up to this hand-off's barrier."""
+        return self._state is None or self._state.acked_through(dest, h.state_marks.get(dest, -1))
 
     def _give_up(self, h: _HandOff, dest: str, reason: str) -> None:
         del h.marks[dest]
@@ -275,7 +309,8 @@ class HandOffs:
                 for d in list(h.marks):
                     if d not in live:
                         self._give_up(h, d, "handoff_member_gone")
-                    elif not collecting and d not in waiting and self._sends.acked_through(d, h.marks[d]):
+                    elif (not collecting and d not in waiting and self._sends.acked_through(d, h.marks[d])
+                          and self._state_acked(h, d)):
                         del h.marks[d]
                         h.told.add(d)
                         if h.starts.get(d):

@@ -79,6 +79,16 @@ What each message is for:
   steward for the next epoch from the one the operator saw (``base``), and
   it says what it did (:class:`SettingsOutcome`). Codes 23-25, types of
   wire version 4.
+- :class:`HostState` / :class:`HostStateAck` — the state of hosts that
+  change owner, sent with their hand-off (``ring.statebox``): each host's
+  revisit records (its schedule and validators), its cookies and the
+  exact-duplicate digests of its pages, numbered ``(epoch, seq)`` per
+  destination like a batch, resent until acked, and dropped by the sender
+  only then. Codes 33 and 34, types of wire version 4: a member of version
+  3 is never sent them (it could not take them), and its hand-off does not
+  wait for their ack (``ring.statebox``: counted ``handoff_state.unsupported``).
+  A record's missing value travels as ``""`` (a string) or ``0.0`` (a time),
+  so every field is one type.
 - :class:`NearQuery` / :class:`NearAnswer` — duplicate content
   (``peer.core.dedupe.verdicts``): a peer asks the owner of some of a page's SimHash
   bands whether an earlier page is within k bits of it, and the owner
@@ -154,6 +164,7 @@ from ring.wirecodec import (  # the tables' names for them
     FLOAT as _FLOAT,
     NAME as _NAME,
     UINT as _UINT,
+    Check,
     Invalid as _Invalid,
     Spec as _Spec,
     added as _added,
@@ -220,6 +231,8 @@ __all__ = [
     "SettingsRequest",
     "SettingsReply",
     "MAX_DOC_CHUNKS",
+    "HostState",
+    "HostStateAck",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -821,10 +834,44 @@ class SettingsReply:
     nonce: int = 0
 
 
+#: One revisit record on the wire (``peer.core.revisit.policy.RevisitState`` and its
+#: depth): (url, host, due, interval, last_visit, digest, etag, last_modified,
+#: visits, changes, depth); times are epoch seconds, 0.0 and "" stand for none.
+RevisitWire = tuple[str, str, float, float, float, str, str, str, int, int, int]
+#: One cookie on the wire (``peer.core.http.cookies.Cookie``): (host, name, value,
+#: path, secure, expires); ``expires`` 0.0: the crawl's length.
+CookieWire = tuple[str, str, str, str, bool, float]
+#: One exact-duplicate digest (``peer.core.dedupe.digests``): (its 64-bit prefix, first URL).
+DigestWire = tuple[int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class HostState:
+    """State of hosts ``sender`` hands to us (``ring.statebox``): batch ``(epoch, seq)`` of its records."""
+
+    ring: str
+    sender: str
+    epoch: int
+    seq: int
+    revisits: tuple[RevisitWire, ...] = ()
+    cookies: tuple[CookieWire, ...] = ()
+    digests: tuple[DigestWire, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class HostStateAck:
+    """We took ``HostState`` ``(epoch, seq)`` of the member we answer: its sender may drop the records."""
+
+    ring: str
+    sender: str
+    epoch: int
+    seq: int
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
                 ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, SeedAddRequest,
-                SeedAddReply, Settings, SettingsRequest, SettingsReply]
+                SeedAddReply, Settings, SettingsRequest, SettingsReply, HostState, HostStateAck]
 
 # --------------------------------------------------------------------------
 # The tables: per record, its fields in dataclass order with their codecs
@@ -1086,6 +1133,36 @@ _SPECS += (
                                 ("base", _UINT), ("nonce", _UINT)), since=4),
     _Spec(SettingsReply, 25, (("ring", _NAME), ("sender", _NAME), ("outcome", _enum_codec(SettingsOutcome)),
                               ("epoch", _UINT), ("detail", _name_codec(MAX_STR)), ("nonce", _UINT)), since=4),
+)
+
+def _tuple_codec(name: str, items: tuple[tuple[Check, Check], ...]) -> tuple[Check, Check]:
+    """A fixed-length array of values, each checked by its own codec (a record without a dataclass)."""
+    n = len(items)
+
+    def out(v: Any) -> list[Any]:
+        if not isinstance(v, tuple) or len(v) != n:
+            raise _Invalid(f"a {name} of {n} values, not {_what(v)}")
+        return [c[0](x) for c, x in zip(items, v)]
+
+    def in_(v: Any) -> tuple[Any, ...]:
+        if type(v) is not tuple or len(v) != n:
+            raise _Invalid(f"a {name} of {n} values")
+        return tuple(c[1](x) for c, x in zip(items, v))
+
+    return out, in_
+
+
+# Hand-off state (ring.statebox): 33 and 34, types of wire version 4.
+_REVISIT = _tuple_codec("revisit record", (_URL, _URL, _FLOAT, _FLOAT, _FLOAT, _URL, _URL, _URL,
+                                           _UINT, _UINT, _UINT))
+_COOKIE = _tuple_codec("cookie", (_URL, _URL, _URL, _URL, _BOOL, _FLOAT))
+_DIGEST = _tuple_codec("digest", (_UINT, _URL))
+_SPECS += (
+    _Spec(HostState, 33, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("seq", _UINT),
+                          ("revisits", _array_codec(_REVISIT, MAX_ARRAY)),
+                          ("cookies", _array_codec(_COOKIE, MAX_ARRAY)),
+                          ("digests", _array_codec(_DIGEST, MAX_ARRAY))), since=4),
+    _Spec(HostStateAck, 34, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("seq", _UINT)), since=4),
 )
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}

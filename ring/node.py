@@ -31,6 +31,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     NearAnswered(msg)        a band owner's answer about one of our pages
     SeedsAsked(route, msg)   ``ring seed add``'s batch (rule 12): the crawl judges it, then ``seeds_taken``
     Reply(route, SeedAddReply)  ``ring seed add``: what this peer did with a batch (``ring.seedadds``)
+    StateTaken(records, sender)  hosts' state to import (``ring.statebox``): before the ack that follows
     Count(reason)            a message refused (already counted in dropped)
     Log(level, text)         what an operator should read in the log
 
@@ -109,6 +110,18 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    the answer waits for the owners' acks (``ring.seedadds``), checked after
    each frame received (acks come in frames, and gossip every round). Refusals count as ``seed_add_batch.<status>``.
 
+13. **Hosts' state.** A ``HostState`` is a member's message (rules 1 and 2)
+   from a member not dead here (``unknown_sender`` otherwise), refused
+   while leaving (``leaving``: not acked, its sender re-routes it when the
+   ring drops us). Otherwise it is ``StateTaken``, for the crawl to import,
+   then its ``HostStateAck`` at once: state is rare and small next to URL
+   batches, so its ack rides on nothing. A replay is taken and acked
+   again (imports keep the newer record). A ``HostStateAck`` retires the
+   message in the state box (``ring.statebox``) and may let a hand-off go on.
+   The adopt tool's (``adopt:<id>``: a dead peer's state, read from its
+   data_dir) is taken like its URL batches (rule 5): no member check,
+   acked on the route it came by.
+
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
 (the crawl moves its queued URLs of lost hosts) and re-routes the Outbox;
@@ -134,6 +147,7 @@ from typing import Any
 from ring.actions import (
     Action,
     Count,
+    StateTaken,
     Deliver,
     Granted,
     HandOff,
@@ -170,6 +184,8 @@ from ring.messages import (
     ForgetRequest,
     HandoffDone,
     HostStarts,
+    HostState,
+    HostStateAck,
     Join,
     Leave,
     LeaveRequest,
@@ -194,6 +210,7 @@ from ring.messages import (
     speaks,
 )
 from ring.membership.voters import VoterRecord
+from ring.statebox import StateBox, StateRecords
 from ring.forgetting import answer_forget
 from ring.forwarding.routes import Routes, claimed_epoch
 from ring.seedadds import MAX_ANSWERED, MAX_WAITING, WAITING_CAP, SeedAdds
@@ -224,13 +241,14 @@ __all__ = [
     "Send",
     "SettingsChanged",
     "SettingsMismatch",
+    "StateTaken",
     "StatusAsked",
     "StatusFigures",
     "VotersChanged",
 ]
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters, Settings)
+                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters, Settings, HostState, HostStateAck)
 
 
 class RingNode:
@@ -318,8 +336,11 @@ class RingNode:
             self.membership.remember_left(left, now)
         self.leaving = False
         self._now = now  # the ring's clock at the last call (what the settings' messages say of the lease)
+        #: The moved hosts' state on its way to their new owners (``ring.statebox``, rule 13).
+        self.statebox = StateBox(peer_id, ring_name, epoch=incarnation)
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
-                                channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
+                                channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped,
+                                state=self.statebox)
         self.routes = Routes(curve=curve)
         # The lease as last logged: a pause is logged once; a ring settling after a
         # change is given one lease before its wait is called a partition.
@@ -348,8 +369,16 @@ class RingNode:
 
     def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
                       now: float) -> list[Action]:
-        """The driver queued the moved hosts' seen URLs (``HandOff``): set the barriers and wait."""
-        return self.handoff.begin(version, seen, starts, now)
+        """The driver queued the moved hosts' seen URLs and state (``HandOff``): set the barriers and wait."""
+        out = self.handoff.begin(version, seen, starts, now)
+        return self._send_state(now) + out
+
+    def _send_state(self, now: float) -> list[Action]:
+        heard = self.wire.versions()
+        for dest in self.statebox.pending_by_dest():
+            if dest in heard and not self.speaks(dest, HostState):
+                self.statebox.unsupported(dest)  # ring.statebox rule 7: an older build never acks
+        return [Send(dest, msg) for dest, msg in self.statebox.messages(now)]
 
     def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
         """The answer to ``ring status`` (``ring.status``): full figures for us, gossiped ones for the others."""
@@ -370,7 +399,8 @@ class RingNode:
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
-        return capped_counts(self.dropped + self.membership.dropped + Counter(extra or {}))
+        return capped_counts(self.dropped + self.membership.dropped + self.statebox.counts
+                             + Counter(extra or {}))
 
     def set_max_pages(self, max_pages: int) -> None:
         """A live change of ``crawl.max_pages`` (``ring set``): the budget resized, made or dropped
@@ -407,9 +437,16 @@ class RingNode:
         """True once the whole cluster's crawl is over (the counter method)."""
         return self.membership.cluster_idle(now)
 
-    def left(self, locally_idle: bool) -> bool:
-        """Leaving, and everything handed over and acked: the process may end."""
-        return self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle
+    def left(self, locally_idle: bool, now: float | None = None) -> bool:
+        """Leaving, and everything handed over and acked: the process may end.
+
+        The hosts' state too (``ring.statebox`` rule 6): acked, or unacked
+        for ``HANDOFF_TIMEOUT`` since ``now`` (None: acked, no waiting).
+        """
+        if not (self.leaving and self.handing_off == 0 and self.outbox.idle and locally_idle):
+            return False
+        box = self.statebox
+        return box.idle or (now is not None and box.settled(now, HANDOFF_TIMEOUT))
 
     @property
     def settings(self) -> ConfigEpoch:
@@ -481,6 +518,7 @@ class RingNode:
         out += self._member_changes()
         self.routes.keep(self.membership.members())
         out += self.handoff.check(now)
+        out += self._send_state(now)  # new records (re-routed ones too) and resends
         out += self.handoff.progress(now, marker_round=True)
         out += self._lease_log(now)
         return out + self._budget_end(now, pages, in_flight)
@@ -530,7 +568,7 @@ class RingNode:
             return self._drop("unexpected_type")
         out: list[Action] = []
         if isinstance(msg, _MEMBER_MESSAGES) and not (
-                isinstance(msg, UrlBatch) and adopted(msg.sender)):
+                isinstance(msg, UrlBatch | HostState) and adopted(msg.sender)):
             reason = self.routes.impostor(route, user_id, msg.sender)
             if reason is not None:
                 return self._drop(reason)
@@ -663,6 +701,24 @@ class RingNode:
             return self._drop("unknown_sender")
         return [SeedStarts(msg.starts)]
 
+    def _on_host_state(self, route: bytes, msg: HostState, now: float) -> list[Action]:
+        """Rule 13: a member's (or the adopt tool's) hosts' state, imported before its ack."""
+        if adopted(msg.sender):
+            self.dropped["adopted_state"] += 1  # not a drop: shown with the counters
+            return [StateTaken(StateRecords.of(msg), msg.sender),
+                    Reply(route, HostStateAck(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
+        rec = self.membership.members().get(msg.sender)
+        if rec is None or rec.state is MemberState.DEAD:
+            return self._drop("unknown_sender")
+        if self.leaving:
+            return self._drop("leaving")
+        return [StateTaken(StateRecords.of(msg), msg.sender),
+                Send(msg.sender, HostStateAck(self.ring_name, self.peer_id, msg.epoch, msg.seq))]
+
+    def _on_host_state_ack(self, route: bytes, msg: HostStateAck, now: float) -> list[Action]:
+        self.statebox.ack(msg.sender, msg.epoch, msg.seq)
+        return self.handoff.progress(now) if self.handoff.records else []
+
     def _on_leave_request(self, route: bytes, msg: LeaveRequest, now: float) -> list[Action]:
         if msg.target != self.peer_id:
             return []
@@ -735,6 +791,8 @@ class RingNode:
         SeedAddRequest: _on_seed_add_request,
         NearQuery: _on_near,
         NearAnswer: _on_near,
+        HostState: _on_host_state,
+        HostStateAck: _on_host_state_ack,
     }
 
 

@@ -42,7 +42,7 @@ import trio
 
 from localweb.sitegraph import docsite
 
-from localweb.sitegraph import endpoints
+from localweb.sitegraph import endpoints, statefarm
 from localweb.sitegraph.endpoints import BAD_HOST, FILLER, Answer
 from localweb.sitegraph.hrefs import port_suffix
 from localweb.sitegraph.oracle import normalize
@@ -209,13 +209,17 @@ class WebFarm:
     ``log`` keeps every :class:`LogEntry` in memory when ``keep_log`` (a
     list: tests need all of it; ~200 bytes an entry); ``log_path`` appends
     them as JSON lines. ``behaviours`` maps a host, or ``"*"`` for all, to a
-    :class:`HostBehaviour`; it may be changed while serving.
+    :class:`HostBehaviour`; it may be changed while serving. ``validators``
+    and ``cookies``: the pages keep state of their visitors
+    (:mod:`localweb.sitegraph.statefarm`): an ETag and 304s, a cookie per host.
     """
 
     def __init__(self, graph: SiteGraph, *, behaviours: Mapping[str, HostBehaviour] | None = None,
                  log_path: str | None = None, keep_log: bool = True, cache_pages: int = 1024,
-                 idle_timeout: float = 60.0) -> None:
+                 idle_timeout: float = 60.0, validators: bool = False, cookies: bool = False) -> None:
         self.graph = graph
+        self.validators = validators
+        self.cookies = cookies
         self.behaviours: dict[str, HostBehaviour] = dict(behaviours or {})
         self.log: list[LogEntry] = []
         self.stats = FarmStats()
@@ -422,6 +426,11 @@ class WebFarm:
                     reply = docsite.answer(target, self.port)
                 else:
                     reply = self._page(host, target)
+                    if self.validators or self.cookies:
+                        fields = dict(extra)
+                        reply = statefarm.keep_state(
+                            reply, host, if_none_match=fields.get("if-none-match"), cookie=fields.get("cookie"),
+                            validators=self.validators, cookies=self.cookies)
             return await self._send(stream, conn, reply, method == "HEAD", sent)
         finally:
             st.inflight[host] -= 1

@@ -19,7 +19,19 @@ are merged as usual by ``scripts/merge.py``; rows only its journal held (done
 after its last snapshot, not yet flushed to DuckDB) are written back there
 first, as the peer itself would on a restart.
 
-Order matters, so delivery has two phases. First every already-fetched URL
+Its hosts' state goes first (peer/core/handoff/state.py): each page's last
+visit in its ``fetches`` table (when it is due again, its interval and
+validators), its cookie jar's file, and what other peers had handed it that
+only its journal held, as :class:`~ring.messages.HostState` messages from
+``adopt:<id>`` (``ring.statebox``: numbered, resent until acked, re-routed
+when an owner goes), each to its host's owner, which journals them before it
+acks on the same socket and keeps the newer of two records. Without them the
+pages it fetched, sent as seen, would never be revisited by their new owners
+in a continuous crawl. A ring of an older build drops the message type: the
+state is then listed as not acked at ``--timeout`` (exit 1) and the URLs are
+not sent; ``--no-state`` leaves it out.
+
+Order matters, so delivery has two phases after it. First every already-fetched URL
 (a pages row or a journal row) goes as ``seen`` to its owner's Bloom filter,
 and only once all of those are acked do the queued URLs go: a queued page
 fetched by its new owner links to pages the lost peer fetched, possibly on
@@ -74,7 +86,7 @@ import trio
 
 from peer.commands.lostpeer import RESULTS_FILE, STATE_DIR, LostPeer, load_lost, lost_peer_id, restore_rows
 from peer.core.config.cluster import ClusterConfig
-from peer.core.urls.normalize import host_key
+from peer.core.urls.normalize import host_key, hostname
 from peer.errors import EXIT_USAGE, ConfigError, PeerError, URLError
 from peer.state.configfile import load_config
 from ring.durations import duration
@@ -83,7 +95,8 @@ from ring.forwarding.forwarder import Outbox
 from ring.hashring import HashRing
 from ring.io.curve import resolve_keys_dir
 from ring.io.driver import ForwardLink
-from ring.messages import Ack, MemberStatus, UrlBatch
+from ring.messages import Ack, HostStateAck, MemberStatus, UrlBatch
+from ring.statebox import Kind, StateBox
 from ring.forwarding.intake import ADOPT_PREFIX
 from ring.tools.client import Contact, client_keys, cluster_status, silence
 
@@ -209,6 +222,8 @@ class AdoptSummary:
     torn_bytes: int
     # owner -> entries not acked ("urls", "seen": sent or not) and "batches" sent unacked
     unacked: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: owner -> records of its hosts' state it acked (planned, for a dry run): revisit records and cookies
+    state: dict[str, int] = field(default_factory=dict)
 
     @property
     def complete(self) -> bool:
@@ -229,6 +244,10 @@ class AdoptSummary:
             out.append(f"{o:<10} {self.urls.get(o, 0):>9} {self.seen.get(o, 0):>9}  "
                        f"{self.addresses.get(o, '?')}")
         out.append(f"{'total':<10} {sum(self.urls.values()):>9} {sum(self.seen.values()):>9}")
+        if self.state:
+            verb = "would go" if self.dry_run else "acked"
+            out.append(f"its hosts' state: {sum(self.state.values())} revisit records and cookies {verb} ("
+                       + ", ".join(f"{o}: {n}" for o, n in sorted(self.state.items())) + ")")
         if self.dry_run:
             out.append(f"{self.batches} batches of up to {BATCH_SIZE} entries would be sent")
         else:
@@ -245,7 +264,8 @@ class AdoptSummary:
         return out
 
     def unacked_line(self) -> str:
-        return "; ".join(f"{o}: {v['urls']} URLs and {v['seen']} seen URLs not acked "
+        return "; ".join(f"{o}: " + (f"{v['state']} records of its hosts' state, " if v.get("state") else "")
+                         + f"{v['urls']} URLs and {v['seen']} seen URLs not acked "
                          f"(unacked batches: {v['batches']})" for o, v in sorted(self.unacked.items()))
 
 
@@ -278,17 +298,23 @@ class _Delivery:
         self._last_status = trio.current_time()
         self._resent_seen = 0
         self._later: dict[str, list[Any]] = {}  # the URL phase's entries, while seen go first
+        # The hosts' state, sent before both phases (module docstring), by the ring's own box.
+        self.state = StateBox(sender, cfg.ring.name, epoch=self.outbox.epoch, resend_after=RESEND_AFTER)
+        self.state_acked: dict[str, int] = {}
 
-    async def run(self, plan: Plan) -> bool:
-        """Deliver ``plan``; True when everything is acked before the deadline."""
+    async def run(self, plan: Plan, revisits: Sequence[Any] = (), cookies: Sequence[Any] = ()) -> bool:
+        """Deliver the hosts' state, then ``plan``; True when everything is acked before the deadline."""
         self._later = {o: list(v) for o, v in plan.urls.items()}
         try:
             # The non-member sender of ring.io.driver: one DEALER per owner, at most
             # WINDOW * 4 frames queued in it, acks read back on it.
             async with ForwardLink(self.cfg.ring.name, self._on_ack, configure=self.configure,
-                                   hwm=WINDOW * 4, send_timeout=SEND_TIMEOUT) as link:
+                                   hwm=WINDOW * 4, send_timeout=SEND_TIMEOUT,
+                                   on_state_ack=self._on_state_ack) as link:
                 self.link = link
-                ok = await self._phase({o: list(v) for o, v in plan.seen.items()}, seen=True)
+                ok = await self._state_phase(revisits, cookies)
+                if ok:
+                    ok = await self._phase({o: list(v) for o, v in plan.seen.items()}, seen=True)
                 if ok:
                     later, self._later = self._later, {}
                     ok = await self._phase(later, seen=False)
@@ -299,6 +325,43 @@ class _Delivery:
                 raise leaves[0] from None
             raise
         return ok
+
+    async def _state_phase(self, revisits: Sequence[Any], cookies: Sequence[Any]) -> bool:
+        """The hosts' state, each record to its host's owner, until every one is acked."""
+        box = self.state
+        keys: dict[str, str] = {}  # a cookie's host name -> a host key of it (the ring places keys)
+        for r in revisits:
+            keys.setdefault(hostname(r[1]), r[1])
+            box.add(self.ring.owner(r[1]), r[1], Kind.REVISIT, r)
+        for c in cookies:
+            key = keys.get(c[0], c[0])
+            box.add(self.ring.owner(key), key, Kind.COOKIE, c)
+        resent = 0
+        while not box.idle:
+            now = trio.current_time()
+            if now >= self.deadline:
+                return False
+            for dest, msg in box.messages(now):
+                address = self.members.get(dest)
+                if address is not None:  # else gone: the next refresh re-routes it
+                    self.addresses[dest] = address
+                    assert self.link is not None
+                    await self.link.send(dest, address, msg)
+            if box.counts["handoff_state.resent"] > resent and now - self._last_status >= STATUS_EVERY:
+                resent = box.counts["handoff_state.resent"]
+                await self._refresh()
+                continue
+            with trio.move_on_at(min(self.deadline, now + RESEND_AFTER)):
+                await self._wake.wait()
+            self._wake = trio.Event()
+        return True
+
+    def _on_state_ack(self, msg: HostStateAck) -> None:
+        before = self.state.counts["handoff_state.acked"]
+        if self.state.ack(msg.sender, msg.epoch, msg.seq):
+            n = self.state.counts["handoff_state.acked"] - before
+            self.state_acked[msg.sender] = self.state_acked.get(msg.sender, 0) + n
+            self._wake.set()
 
     async def _phase(self, entries: dict[str, list[Any]], *, seen: bool) -> bool:
         self._seen_phase = seen
@@ -374,6 +437,7 @@ class _Delivery:
         self.ring = ring = live_ring(self.cfg, live)
         owner_of = owner_fn(ring)
         self.outbox.reroute(owner_of, trio.current_time(), members=ring)
+        self.state.reroute(ring.owner, members=ring)  # placed by host key
         for dest in [d for d in self.inflight if d not in ring]:
             del self.inflight[dest]  # abandoned: the Outbox moved their entries
         regrouped: dict[str, deque[Any]] = {}
@@ -413,6 +477,10 @@ class _Delivery:
             add(owner, **{"seen" if self._seen_phase else "urls": len(q)})
         for owner, v in self._later.items():
             add(owner, urls=len(v))
+        if not self.state.idle:
+            for owner, n in self.state.pending_by_dest().items():
+                add(owner)
+                out[owner]["state"] = n
         return out
 
 
@@ -443,7 +511,7 @@ def _curve_configure(cfg: ClusterConfig, key_id: str) -> Callable[[str], Any] | 
 async def adopt(
     cfg: ClusterConfig, data_dir: str | Path, *, peer_id: str | None = None, force: bool = False,
     dry_run: bool = False, timeout: float = 60.0, key_id: str = "ops",
-    batch_size: int = BATCH_SIZE, status: Callable[..., Any] | None = None,
+    batch_size: int = BATCH_SIZE, status: Callable[..., Any] | None = None, state: bool = True,
 ) -> AdoptSummary:
     """Adopt the lost peer's frontier in ``data_dir`` into the running ring.
 
@@ -484,6 +552,7 @@ async def adopt(
         raise Unreachable(f"ring {cfg.ring.name!r} has no live member to adopt {pid}'s URLs")
     ring = live_ring(cfg, members)
     plan = make_plan(lost.urls, lost.fetched, owner_fn(ring))
+    revisits, cookies = (lost.revisits, lost.cookies) if state else ([], [])
     common: dict[str, Any] = dict(
         peer=pid, data_dir=str(data_dir), already_fetched=lost.already_fetched,
         unroutable=len(plan.unroutable), has_state=lost.has_state, generation=lost.generation,
@@ -497,20 +566,34 @@ async def adopt(
             seen={o: len(v) for o, v in plan.seen.items()},
             addresses={o: members[o] for o in set(plan.urls) | set(plan.seen)},
             batches=batches, resends=0, ring_changes=0, seconds=trio.current_time() - t0,
-            rows_restored=len(lost.rows_to_restore), rows_unusable=0, **common)
+            rows_restored=len(lost.rows_to_restore), rows_unusable=0,
+            state=_state_plan(ring, revisits, cookies), **common)
 
     restored, unusable = await restore_rows(lost)
     # The timeout counts from the first send: reading a big state is not the ring's fault.
     delivery = _Delivery(cfg, ADOPT_PREFIX + pid, members, configure,
                          trio.current_time() + timeout, batch_size, status)
-    ok = await delivery.run(plan)
+    ok = await delivery.run(plan, revisits, cookies)
     stats = delivery.outbox.stats()
     return AdoptSummary(
         dry_run=False, urls=delivery.acked_urls, seen=delivery.acked_seen,
         addresses=dict(delivery.addresses), batches=stats.batches, resends=stats.resent,
         ring_changes=delivery.ring_changes, seconds=trio.current_time() - t0,
         rows_restored=restored, rows_unusable=unusable,
-        unacked={} if ok else delivery.unacked(), **common)
+        unacked={} if ok else delivery.unacked(), state=dict(delivery.state_acked), **common)
+
+
+def _state_plan(ring: HashRing, revisits: Sequence[Any], cookies: Sequence[Any]) -> dict[str, int]:
+    """owner -> records of the hosts' state it would get (a dry run's figure)."""
+    out: dict[str, int] = {}
+    keys: dict[str, str] = {}
+    for r in revisits:
+        keys.setdefault(hostname(r[1]), r[1])
+        out[ring.owner(r[1])] = out.get(ring.owner(r[1]), 0) + 1
+    for c in cookies:
+        o = ring.owner(keys.get(c[0], c[0]))
+        out[o] = out.get(o, 0) + 1
+    return out
 
 
 # ---------------------------------------------------------------------------
@@ -554,6 +637,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="give up on unacked batches after this long (default 60)")
     p.add_argument("--key-id", default="ops", metavar="ID",
                    help="with [ring] curve_keys: the key pair this tool uses (default ops)")
+    p.add_argument("--no-state", action="store_true",
+                   help="send only its URLs, not its hosts' revisit schedule and cookies")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     return p
 
@@ -566,7 +651,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         cfg = load_config(args.ring)
         summary = trio.run(lambda: adopt(
             cfg, args.data_dir, peer_id=args.id, force=args.force, dry_run=args.dry_run,
-            timeout=args.timeout, key_id=args.key_id))
+            timeout=args.timeout, key_id=args.key_id, state=not args.no_state))
     except (PeerError, RingError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

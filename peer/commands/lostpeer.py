@@ -7,7 +7,11 @@ was, also for ``--dry-run``), the URLs it fetched (its ``pages.duckdb`` rows, it
 included, and the rows only its journal held: exactly the rows
 ``ringcrawl-merge`` reads from the same data_dir) and those journal-only rows, which
 :func:`restore_rows` writes back into its pages.duckdb as the peer itself would
-on a restart. What happens to them is :mod:`peer.commands.adopt`'s.
+on a restart. Its hosts' state goes too (``revisits``, ``cookies``: peer/core/handoff/state.py):
+each URL's last visit in its ``fetches`` table, the cookies of its jar's file,
+and the records other peers had handed it that only its journal held, in the
+form ``ring.messages.HostState`` carries them. What happens to them is
+:mod:`peer.commands.adopt`'s.
 
 Rules: nothing under DATA_DIR is written except by :func:`restore_rows`; a file
 held by a live process, a corrupt state or a directory that is no peer's data
@@ -28,6 +32,7 @@ from peer.core.run.layout import RESULTS_NAME, STATE_NAME, StateFile
 from peer.errors import ConfigError, StateError, first_line
 from peer.results.schema import PAGE_COLUMNS
 from peer.results.store import PageRow, ResultStore
+from peer.state.cookiefile import read_cookies
 from peer.state.journal import Recovered
 from peer.state.readcopy import recover_copy
 from peer.state.snapshot import read_snapshot
@@ -51,6 +56,9 @@ class LostPeer:
     has_state: bool
     generation: int | None = None
     torn_bytes: int = 0
+    #: Its hosts' state, as ``HostState`` carries it: revisit records, newest per URL, and cookies.
+    revisits: list[Any] = field(default_factory=list, repr=False)
+    cookies: list[Any] = field(default_factory=list, repr=False)
 
 
 def lost_peer_id(cfg: ClusterConfig, data_dir: Path, given: str | None) -> str:
@@ -171,7 +179,57 @@ def load_lost(cfg: ClusterConfig, data_dir: Path, peer_id: str) -> LostPeer:
         rows_to_restore=restore, already_fetched=len(already), has_state=rec is not None,
         generation=None if rec is None else rec.generation,
         torn_bytes=0 if rec is None else rec.torn_bytes,
+        revisits=_revisits(data_dir / RESULTS_FILE, peer_id, rec),
+        cookies=_cookies(data_dir / STATE_DIR, peer_id, rec),
     )
+
+
+def _revisits(path: Path, peer_id: str, rec: Recovered | None) -> list[Any]:
+    """Each URL's newest revisit record (``ring.messages.RevisitWire``): its last ``fetches``
+    row (the query ``ResultStore.last_visits`` makes), or one handed to it that only its journal held."""
+    newest: dict[str, Any] = {}
+    for r in (rec.handed_state[0] if rec is not None else []):
+        if isinstance(r, (list, tuple)) and len(r) == 11 and isinstance(r[0], str):
+            newest[r[0]] = tuple(r)
+    if path.exists():
+        try:
+            con = duckdb.connect(str(path), read_only=True)
+        except duckdb.Error as exc:
+            raise StateError(f"{path}: cannot be opened: {first_line(exc)}") from None
+        try:
+            if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'fetches'"
+                           ).fetchone() != (0,):
+                rows = con.execute(
+                    "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
+                    "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+                    "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL WINDOW w AS (PARTITION BY url) "
+                    "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1").fetchall()
+            else:
+                rows = []
+        except duckdb.Error as exc:
+            raise StateError(f"{path}: cannot read its fetches table: {first_line(exc)}") from None
+        finally:
+            con.close()
+        for url, host, at, due, interval, digest, etag, lm, visits, changes in rows:
+            held = newest.get(url)
+            if held is None or held[4] < at:  # the newer last visit wins, as an import keeps it
+                newest[url] = (url, host, float(due), float(interval), float(at), digest or "", etag or "",
+                               lm or "", int(visits or 0), int(changes or 0), 0)
+    return list(newest.values())
+
+
+def _cookies(state_dir: Path, peer_id: str, rec: Recovered | None) -> list[Any]:
+    """The jar's file's cookies and those handed to it that only its journal held (``CookieWire``)."""
+    records, _ = read_cookies(state_dir, peer_id)  # a damaged jar is worth less than the adoption
+    out: dict[tuple[str, str, str], Any] = {}
+    for r in (rec.handed_state[1] if rec is not None else []):
+        if isinstance(r, (list, tuple)) and len(r) == 6:
+            out[(r[0], r[1], r[3])] = tuple(r)
+    for r in records:
+        if isinstance(r, (list, tuple)) and len(r) == 7:
+            host, name, value, path, secure, expires, _seq = r
+            out[(host, name, path)] = (host, name, value, path, secure, float(expires or 0.0))
+    return list(out.values())
 
 
 def _depth(row: list[Any]) -> int:

@@ -66,4 +66,8 @@ class CookieSaves:
                     await self._write()
 
     async def _write(self) -> None:
-        await trio.to_thread.run_sync(write_cookies, self._dir, self._peer_id, self._peer.disk.cookie_records())
+        disk = self._peer.disk
+        changes = disk.cookie_changes()
+        await trio.to_thread.run_sync(write_cookies, self._dir, self._peer_id, disk.cookie_records())
+        # Cookies handed to us before that moment are on disk: the snapshots need not carry them.
+        disk.cookies_saved(changes)

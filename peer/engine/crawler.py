@@ -122,7 +122,7 @@ from peer.core.crawl.limits import Limits
 from peer.core.crawl.robots import MAX_ROBOTS_BYTES
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
-from peer.core.door.effects import SeedsAt
+from peer.core.door.effects import SeedsAt, StateKept
 from peer.core.door.peer import Commit, PeerCore, ReadFetched, ReadHosts
 from peer.core.seen.bloom import BloomFilter
 from peer.errors import ConfigError, StorageError
@@ -252,6 +252,7 @@ class Crawler:
             Done: lambda e: journal.done(e.url, None), Row: self._do_row, Items: results.items,
             Commit: lambda e: journal.commit(),
             SeedsAt: lambda e: journal.counters(dict(e.counters)),
+            StateKept: lambda e: journal.handed_state(e.revisits, e.cookies),
             Granted: lambda e: journal.counters(grants_to_counters(e.grants)),
             # Once an operator's change, a few ids: written at once, atomically, before
             # the sends after it (ring.membership.voters rule 6), not in a thread.
@@ -396,6 +397,12 @@ class Crawler:
             await self.revisits.restore(store)
             await self.seen.open(recovered, self.durability.fetched)
             await self.cookies.open(recovered)
+            if recovered is not None:
+                # Hosts' state handed to us that only the journal held (peer/state/journal.py
+                # rule 6), over the fetches schedule and the jar's file: each keeps the newer.
+                n = self.peer.disk.restore_state(*recovered.handed_state, time.time())
+                if n:
+                    log.info("hand-off: %d revisit records and cookies handed to this peer put back", n)
             # After the state is ours (no other process on this data_dir): recovery cuts .open files.
             self.archive = Archive.open(cfg, self.peer_id, self.data_dir, self.stop)
             try:
@@ -444,6 +451,10 @@ class Crawler:
                     if doc is not None:
                         self._apply(peer.adopt_settings(doc, self.clock()))
                 sockets = self.ringface.open(self.peer_id, address, keys, store, services, bind=bind)
+                passed = peer.pass_on_restored()
+                if passed:
+                    log.info("hand-off: %d revisit records and cookies of hosts now owned by other peers "
+                             "passed on to them at start", passed)
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
                 self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))

@@ -124,7 +124,14 @@ class Durability:
         if self._spill is not None:
             self._peer.disk.flush_tails()  # (empty now: nothing is queued before begin)
             manifest = self._spill.checkpoint()
-        await trio.to_thread.run_sync(state.begin, self._peer.figures.bloom, queued, forwards, counters, manifest)
+        # The handed records the journal kept go into the first snapshot as they are
+        # (peer/state/journal.py rule 6): the engine imports them once the results are open.
+        # So do the URLs other peers handed us as fetched (a second kill -9 before the
+        # next snapshot forgot them, and fetched a queued copy of one again).
+        handed_state = rec.handed_state if rec is not None else ([], [])
+        handed = list(rec.handed.items()) if rec is not None else []
+        await trio.to_thread.run_sync(lambda: state.begin(self._peer.figures.bloom, queued, forwards, counters,
+                                                          manifest, handed_state=handed_state, handed=handed))
         if manifest is not None and self._spill is not None:
             self._spill.release(manifest)
         return rec
@@ -147,6 +154,11 @@ class Durability:
         """``url`` left the queue: with its page row's values (``PageRow.values``), or None."""
         if self._state is not None:
             self._state.done(url, row)
+
+    def handed_state(self, revisits: Sequence[object], cookies: Sequence[object]) -> None:
+        """A host's state handed to us, journaled before its ack (the ``Commit`` after it)."""
+        if self._state is not None:
+            self._state.state(revisits, cookies)
 
     def counters(self, counters: dict[str, float]) -> None:
         if self._state is not None:
@@ -196,7 +208,7 @@ class Durability:
         try:
             stats = await trio.to_thread.run_sync(
                 state.write_snapshot, pending, view.bloom, view.queued, view.forwards, view.counters,
-                manifest, view.handed)
+                manifest, view.handed, view.handed_state)
         except BaseException:
             state.abort_snapshot(pending)
             raise

@@ -7,7 +7,9 @@ A *frame* is what one :meth:`peer.state.journal.PeerState.commit` writes:
 u32 length, u32 crc32 of the payload, and the payload, a stream of msgpack
 records ``[tag, ...]``: ``[0, url, depth]`` queued, ``[1, url, row]`` done,
 ``[2, [[url, depth], ...]]`` forwarded, ``[3, {name: number}]`` counters,
-``[4, url]`` seen. Framing a commit rather than each record keeps the hot
+``[4, url]`` seen, ``[5, revisits, cookies]`` a host's state handed to us
+(``peer.core.handoff.state``: the wire records of ``ring.messages.HostState``,
+written before it is acked). Framing a commit rather than each record keeps the hot
 path to one msgpack ``pack`` and a ``bytearray`` append (no crc or header per
 record, ~8 fewer bytes each), and makes a commit all-or-nothing at recovery.
 
@@ -40,12 +42,12 @@ import msgpack
 
 from peer.state.generations import damaged
 
-__all__ = ["QUEUED", "DONE", "FORWARDED", "COUNTERS", "SEEN", "JOURNAL_MAGIC", "FRAME",
+__all__ = ["QUEUED", "DONE", "FORWARDED", "COUNTERS", "SEEN", "STATE", "JOURNAL_MAGIC", "FRAME",
            "MAX_FRAME", "replay"]
 
 # Record tags; ints, not strings: one byte each on the wire.
-QUEUED, DONE, FORWARDED, COUNTERS, SEEN = range(5)
-_ARITY = {QUEUED: 3, DONE: 3, FORWARDED: 2, COUNTERS: 2, SEEN: 2}
+QUEUED, DONE, FORWARDED, COUNTERS, SEEN, STATE = range(6)
+_ARITY = {QUEUED: 3, DONE: 3, FORWARDED: 2, COUNTERS: 2, SEEN: 2, STATE: 3}
 
 JOURNAL_MAGIC = b"RCJOURN1"
 _JOURNAL_FAMILY = JOURNAL_MAGIC[:-1]
@@ -58,6 +60,7 @@ def replay(
     directory: Path, name: str, queue: dict[str, int], forwards: list[tuple[str, int]],
     rows: list[list[Any]], counters: dict[str, float], added: list[str],
     missed: list[str] | None = None, *, fsync: bool = False, seen: list[str] | None = None,
+    state: tuple[list[Any], list[Any]] | None = None,
 ) -> tuple[int, int]:
     """Apply journal ``name`` to the given state; returns (records, torn bytes).
 
@@ -127,6 +130,13 @@ def replay(
                     pop(url, None)
                     if seen is not None:
                         seen.append(url)  # handed to us as fetched by another peer
+                elif tag == STATE:
+                    # A host's revisit records and cookies its previous owner
+                    # handed us, journaled before their ack (peer.state.journal rule 6).
+                    _, revisits, cookies = rec
+                    if state is not None:
+                        state[0].extend(revisits)
+                        state[1].extend(cookies)
                 else:
                     raise ValueError(f"unknown record tag {tag!r}")
                 records += 1

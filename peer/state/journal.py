@@ -67,6 +67,14 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
 5. A snapshot drops the done rows of the journal it replaces, so the engine
    must have flushed those rows to DuckDB before calling :meth:`snapshot` or
    :meth:`begin`.
+6. A host's state handed to us (its revisit records and cookies, a
+   ``HostState``) is appended with :meth:`state` and committed before its
+   ``HostStateAck`` is sent, as a URL batch is (rule 2): an ack means the
+   records are on our disk, and the sender drops its copy only then. A
+   snapshot carries the handed records that nothing else here holds on
+   disk yet (``handed_state``: a revisit record until its page's next
+   visit writes a ``fetches`` row, a cookie until the jar's file is
+   written), since it drops the journal that held them.
 
 The engine's part, in order: ``--fresh`` → :meth:`discard`; :meth:`recover`
 (None: a new crawl); rebuild frontier, outbox and counters from
@@ -99,12 +107,13 @@ from peer.results.schema import Value
 from peer.state.fsio import fsync_dir
 from peer.state.frames import (COUNTERS as _COUNTERS, DONE as _DONE, FORWARDED as _FORWARDED,
                                FRAME as _FRAME, JOURNAL_MAGIC as _JOURNAL_MAGIC,
-                               MAX_FRAME as _MAX_FRAME, QUEUED as _QUEUED, SEEN as _SEEN)
+                               MAX_FRAME as _MAX_FRAME, QUEUED as _QUEUED, SEEN as _SEEN,
+                               STATE as _STATE)
 from peer.state.generations import SPILL_DIR, list_dir, unlink
 from peer.state.recovery import Recovered, recover
 from peer.state.cookiefile import discard_cookies
 from peer.state.runrecord import RUN_FILE, read_run, write_run
-from peer.state.snapshot import PendingSnapshot, SnapshotStats, write_snapshot_files
+from peer.state.snapshot import HandedState, PendingSnapshot, SnapshotStats, write_snapshot_files
 from peer.state.spill import FileSpill, SpillManifest
 
 # Recovered, SnapshotStats, PendingSnapshot, the run record and SPILL_DIR live
@@ -188,6 +197,10 @@ class PeerState:
         """``url`` goes into the Bloom filter without being queued (a hand-off)."""
         self._buf += self._pack((_SEEN, url))
 
+    def state(self, revisits: Sequence[object], cookies: Sequence[object]) -> None:
+        """A host's revisit records and cookies handed to us (rule 6; buffered: commit before the ack)."""
+        self._buf += self._pack((_STATE, list(revisits), list(cookies)))
+
     def counters(self, counters: Mapping[str, float]) -> None:
         """Progress counters (pages, sent, ...), replacing earlier values by name."""
         self._buf += self._pack((_COUNTERS, dict(counters)))
@@ -225,7 +238,8 @@ class PeerState:
     def begin(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
-        spill: SpillManifest | None = None,
+        spill: SpillManifest | None = None, handed_state: HandedState = ((), ()),
+        handed: Iterable[tuple[str, str]] = (),
     ) -> SnapshotStats:
         """Write the first snapshot of this run (after any recovered one) and open its journal.
 
@@ -243,12 +257,14 @@ class PeerState:
         gens = [p[1] for p in map(StateFile.parse, self._listdir()) if p]
         if self._created is None:
             self._created = time.time()
-        return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters, spill)
+        return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters, spill,
+                              handed, handed_state)
 
     def snapshot(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
+        handed_state: HandedState = ((), ()),
     ) -> SnapshotStats:
         """Commit, write snapshot g+1 of the state given, continue in ``journal-<g+1>.log``.
 
@@ -259,7 +275,7 @@ class PeerState:
         if self._fd < 0:
             raise RuntimeError("PeerState.snapshot() before begin() or after close()")
         self.commit()
-        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill, handed)
+        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill, handed, handed_state)
 
     # A snapshot off the event loop, in three steps (the engine's rule 10):
     # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
@@ -290,6 +306,7 @@ class PeerState:
         self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
+        handed_state: HandedState = ((), ()),
     ) -> SnapshotStats:
         """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
 
@@ -300,7 +317,7 @@ class PeerState:
         holds only the frontier's heads and the jobs in flight).
         """
         return self._write_files(pending.generation, bloom, queued, forwards, counters,
-                                 pending.old_journal, spill, handed)
+                                 pending.old_journal, spill, handed, handed_state)
 
     def finish_snapshot(self, pending: PendingSnapshot) -> None:
         """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
@@ -339,8 +356,10 @@ class PeerState:
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None, handed: Iterable[tuple[str, str]] = (),
+        handed_state: HandedState = ((), ()),
     ) -> SnapshotStats:
-        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill, handed)
+        stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill, handed,
+                                  handed_state)
         self._close_fd()
         self._gen = gen
         self._open_journal()
@@ -355,9 +374,11 @@ class PeerState:
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
+        handed_state: HandedState = ((), ()),
     ) -> SnapshotStats:
         return write_snapshot_files(self.directory, gen, self.peer_id, self.ring, self._created,
-                                    bloom, queued, forwards, counters, old_journal, spill, handed)
+                                    bloom, queued, forwards, counters, old_journal, spill, handed,
+                                    handed_state)
 
     # -- recovery --------------------------------------------------------------
 

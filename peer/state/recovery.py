@@ -8,7 +8,9 @@ forwarded adds to the URLs to re-send; counters update; seen adds to the
 Bloom filter, takes the URL off the queue if it was queued since the
 snapshot, and adds it to ``handed`` (a URL another peer fetched, handed over
 on a ring change: a queued copy of it must not run, and it goes on with its
-host when the host moves again; the snapshot keeps the ``handed`` of before it).
+host when the host moves again; the snapshot keeps the ``handed`` of before it);
+state adds a host's revisit records and cookies handed to us to ``handed_state``,
+after the snapshot's (the engine imports them again, each part keeping the newer).
 A done URL that is neither in the snapshot's heads nor queued since was in
 the spill store: a host's queue is taken FIFO, so it is in the host's first
 blocks, and recovery reads that host's blocks from the front until every
@@ -30,6 +32,7 @@ import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
@@ -65,6 +68,9 @@ class Recovered:
     # url -> host of the URLs other peers handed us as fetched (the snapshot's and the
     # journal's seen records): peer.core.handoff.moves keeps them across a restart.
     handed: dict[str, str] = field(default_factory=dict, repr=False)
+    # (revisit records, cookies) other peers handed us with their hosts, acked once
+    # journaled (the snapshot's, then the journal's, in order): peer.core.handoff.state.
+    handed_state: tuple[list[Any], list[Any]] = field(default_factory=lambda: ([], []), repr=False)
 
     def all_queued(self) -> Iterator[tuple[str, int]]:
         """Every queued (url, depth): the spilled ones (read from disk), then ``queued``."""
@@ -142,11 +148,13 @@ def _load(
                            segment_bytes=segment_bytes)
     missed: list[str] = []
     handed = {url: host for url, host in doc.get("handed", [])}
+    snap_state = doc.get("handed_state", [[], []])
+    handed_state: tuple[list[Any], list[Any]] = (list(snap_state[0]), list(snap_state[1]))
     if gen in files[StateFile.JOURNAL]:
         added: list[str] = []
         seen: list[str] = []
         records, torn = replay(directory, files[StateFile.JOURNAL][gen], queue, forwards, rows,
-                               counters, added, missed, fsync=fsync, seen=seen)
+                               counters, added, missed, fsync=fsync, seen=seen, state=handed_state)
         bloom.add_many(added)
         for url in seen:
             handed[url] = host_key(url)
@@ -172,4 +180,5 @@ def _load(
         generation=gen, queued=queue, forwards=forwards, rows=rows, counters=counters,
         bloom=bloom, created=float(doc["created"]), records=records, torn_bytes=torn,
         spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read, handed=handed,
+        handed_state=handed_state,
     )

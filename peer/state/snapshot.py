@@ -27,7 +27,7 @@ import os
 import struct
 import time
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -42,7 +42,10 @@ from peer.state.fsio import write_atomic
 from peer.state.generations import damaged
 from peer.state.spill import SpillManifest, sync_segments
 
-__all__ = ["SnapshotStats", "PendingSnapshot", "write_snapshot_files", "read_snapshot"]
+__all__ = ["HandedState", "SnapshotStats", "PendingSnapshot", "write_snapshot_files", "read_snapshot"]
+
+#: (revisit records, cookies) handed to us with their hosts, as ``ring.messages.HostState`` carries them.
+HandedState = tuple[Sequence[Any], Sequence[Any]]
 
 _SNAP_MAGIC = b"RCSNAPSH"
 _SNAP_VERSION = 2
@@ -77,12 +80,16 @@ def write_snapshot_files(
     bloom: BloomFilter, queued: Iterable[tuple[str, int]],
     forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
     spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
+    handed_state: HandedState = ((), ()),
 ) -> SnapshotStats:
     """Write ``bloom-<gen>.bin`` and ``snapshot-<gen>.msgpack`` of the state given.
 
     ``handed``: (url, host) of the URLs other peers handed us as fetched
     (``peer.core.handoff.moves``): a restart must still drop them from its
-    queue and pass them on when their hosts move again.
+    queue and pass them on when their hosts move again. ``handed_state``:
+    (revisit records, cookies) other peers handed us with their hosts that
+    nothing else here holds on disk yet (``peer.core.handoff.state``): the
+    journal that held them is dropped on the strength of this snapshot.
     """
     t0 = time.perf_counter()
     if spill is not None:
@@ -108,6 +115,8 @@ def write_snapshot_files(
         "spill": spill.to_doc() if spill is not None else None,
         # Optional: a snapshot of an earlier build has none (read as empty).
         "handed": [list(p) for p in handed],
+        # Optional too: (revisit records, cookies) as HostState carries them.
+        "handed_state": [list(handed_state[0]), list(handed_state[1])],
     }
     payload = msgpack.packb(doc, use_bin_type=True)
     trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, _SNAP_VERSION, len(payload), zlib.crc32(payload))
@@ -161,6 +170,8 @@ def read_snapshot(directory: Path, name: str, gen: int, peer_id: str | None,
             and isinstance(doc.get("forwards"), list) and isinstance(doc.get("counters"), dict)
             and isinstance(doc.get("created"), (int, float))
             and isinstance(doc.get("handed", []), list)
+            and isinstance(doc.get("handed_state", [[], []]), list) and len(doc.get("handed_state", [[], []])) == 2
+            and all(isinstance(x, list) for x in doc.get("handed_state", [[], []]))
             and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
                     for p in doc.get("handed", []))
         )

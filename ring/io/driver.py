@@ -12,7 +12,8 @@ where the crawl and the ring are one core and nothing goes through here.
 :class:`ForwardLink` is the sending half for a *non-member*
 (``scripts/adopt.py``, tests, benchmarks): batches go over one DEALER per
 destination on a tool's route (``ring.wireversion.tool_route``), and the owner acks them on that
-connection. A member's acks come back over the owner's own DEALER instead.
+connection (``HostState`` too: a dead peer's hosts' state, acked by
+``HostStateAck``). A member's acks come back over the owner's own DEALER instead.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ from ring.crawlport import CrawlPort
 from ring.forwarding.intake import Durable, Source, TakeSeen, intake
 from ring.io.curve import CurveKeys
 from ring.io.sockets import SEND_TIMEOUT, MemberSockets
-from ring.messages import Ack, DecodeError, Message, SeedAddStatus, UrlBatch, decode, encode_lowest
+from ring.messages import Ack, DecodeError, HostState, HostStateAck, Message, SeedAddStatus, UrlBatch, decode, encode_lowest
 from ring.node import (
     Action,
     Count,
@@ -50,6 +51,7 @@ from ring.node import (
     SeedStarts,
     SeedsAsked,
     Send,
+    StateTaken,
     StatusAsked,
     StatusFigures,
 )
@@ -189,6 +191,10 @@ class RingDriver:
     def _do_released(self, a: Released) -> None:
         self.crawl.handoff_done(a.sender)
 
+    def _do_state(self, a: StateTaken) -> None:
+        self.crawl.accept_state(a.records)
+        self.crawl.commit_state()  # durable before the HostStateAck after it, as a batch is
+
     def _do_seed_starts(self, a: SeedStarts) -> None:
         self.crawl.seed_host_starts(a.starts)
 
@@ -252,6 +258,7 @@ class RingDriver:
         SeedsAsked: _do_seeds,
         SettingsChanged: _do_settings,
         SettingsMismatch: _do_mismatch,
+        StateTaken: _do_state,
     }
 
 
@@ -268,9 +275,11 @@ class ForwardLink:
 
     def __init__(self, ring_name: str, on_ack: Callable[[Ack], None], *,
                  configure: Callable[[str], Any] | None = None, hwm: int = 16,
-                 send_timeout: float = SEND_TIMEOUT) -> None:
+                 send_timeout: float = SEND_TIMEOUT,
+                 on_state_ack: Callable[[HostStateAck], None] | None = None) -> None:
         self.ring_name = ring_name
         self.on_ack = on_ack
+        self.on_state_ack = on_state_ack
         self.configure = configure
         self.hwm = hwm
         self.send_timeout = send_timeout
@@ -289,8 +298,8 @@ class ForwardLink:
         self._nursery.cancel_scope.cancel()
         return await self._cm.__aexit__(*exc)  # type: ignore[no-any-return]
 
-    async def send(self, dest: str, address: str, batch: UrlBatch) -> bool:
-        """Send ``batch`` to ``dest`` at ``address``; False if it found no room in time."""
+    async def send(self, dest: str, address: str, batch: UrlBatch | HostState) -> bool:
+        """Send ``batch`` (or hosts' state) to ``dest`` at ``address``; False if it found no room in time."""
         key = (dest, address)
         sock = self._sockets.get(key)
         if sock is None:
@@ -317,3 +326,6 @@ class ForwardLink:
                         continue
                     if isinstance(msg, Ack) and msg.ring == self.ring_name:
                         self.on_ack(msg)
+                    elif (isinstance(msg, HostStateAck) and msg.ring == self.ring_name
+                          and self.on_state_ack is not None):
+                        self.on_state_ack(msg)

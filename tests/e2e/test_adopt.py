@@ -510,3 +510,85 @@ async def test_a_dead_peers_frontier_is_adopted_fetched_once_and_its_fetched_url
     with duckdb.connect(str(tmp_path / "p3" / "pages.duckdb"), read_only=True) as con:
         rows = con.execute("select url, peer from pages order by url").fetchall()
     assert sorted(rows) == sorted([(url, "p3") for url in seen])
+
+
+# -- the lost peer's hosts' state (peer/core/handoff/state.py) ------------------------
+
+
+class FakeStateOwner(FakeOwner):
+    """A FakeOwner that also takes hosts' state (acked, unless ``mute``) and notes the order."""
+
+    def __init__(self, peer_id: str, mute: bool = False) -> None:
+        super().__init__(peer_id, mute)
+        self.states: list = []
+        self.order: list[str] = []
+
+    async def serve(self, task_status=trio.TASK_STATUS_IGNORED) -> None:  # type: ignore[no-untyped-def]
+        from ring.messages import HostState, HostStateAck
+
+        async with open_socket(SocketType.ROUTER, identity=self.peer_id.encode()) as sock:
+            self.address = sock.bind("tcp://127.0.0.1:*")
+            task_status.started()
+            while True:
+                ident, data = await sock.recv_multipart()
+                msg = decode(data)
+                assert msg.sender == "adopt:p3"
+                if isinstance(msg, HostState):
+                    self.order.append("state")
+                    self.states.append(msg)
+                    ack = HostStateAck(RING, self.peer_id, msg.epoch, msg.seq)
+                else:
+                    self.order.append("seen" if msg.seen else "urls")
+                    self.batches.append(msg)
+                    ack = Ack(RING, self.peer_id, msg.epoch, msg.seq)
+                if not self.mute:
+                    await sock.send_multipart([ident, encode(ack)])
+
+
+def with_state(data_dir: Path, peer_id: str, visits: Sequence[str], cookie_hosts: Sequence[str]) -> None:
+    """The fetches rows of a continuous crawl and a cookie jar's file, as the peer leaves them."""
+    from peer.state.cookiefile import write_cookies
+
+    con = duckdb.connect(str(data_dir / "pages.duckdb"))
+    try:
+        cols = SCHEMA["fetches"]
+        con.execute("CREATE TABLE fetches (" + ", ".join(f"{n} {t}" for n, t in cols) + ")")
+        for url in visits:
+            con.execute("INSERT INTO fetches (url, host, fetched_at, kind, status, etag, interval_after, next_due, "
+                        "changed, peer) VALUES (?, ?, ?, 'new', 200, '\"e1\"', 60.0, ?, false, ?)",
+                        [url, host_key(url), datetime(2025, 3, 1, 12, 0, 0), datetime(2025, 3, 1, 12, 1, 0),
+                         peer_id])
+    finally:
+        con.close()
+    write_cookies(data_dir / "state", peer_id, [[h, "sid", f"s-{h}", "/", False, None, i]
+                                                for i, h in enumerate(cookie_hosts)])
+
+
+async def test_a_dead_peers_hosts_state_goes_to_their_owners_acked_before_its_urls(tmp_path):
+    pages = [u("d", i) for i in range(5)] + [u("f", i) for i in range(5)]
+    lost = write_lost_peer(tmp_path / "p3", "p3", snapshot_queued=QUEUED[:10], pages=pages)
+    with_state(lost, "p3", pages, ["d.test", "f.test"])
+    owners = {"p1": FakeStateOwner("p1"), "p2": FakeStateOwner("p2")}
+    async with trio.open_nursery() as nursery:
+        for o in owners.values():
+            await nursery.start(o.serve)
+        addrs = {"p1": owners["p1"].address, "p2": owners["p2"].address, "p3": ADDRS["p3"]}
+        cfg = load_config(toml_for(tmp_path, addrs))
+        with trio.fail_after(20):
+            summary = await adopt(cfg, lost, timeout=15, status=status_of(addrs, {"p1": "alive", "p2": "alive",
+                                                                                  "p3": "dead"}))
+        nursery.cancel_scope.cancel()
+    assert summary.complete, summary.unacked
+    ring = HashRing({"p1": 1.0, "p2": 1.0})
+    for pid, o in owners.items():
+        got = {r[0]: r for m in o.states for r in m.revisits}
+        # Each page's schedule went to its host's owner: due when it was, with its validator.
+        assert set(got) == {p for p in pages if ring.owner(host_key(p)) == pid}
+        assert all(r[6] == '"e1"' and r[2] - r[4] == 60.0 for r in got.values())
+        cookies = {c[0] for m in o.states for c in m.cookies}
+        assert cookies == {h for h in ("d.test", "f.test") if ring.owner(h) == pid}
+        # The state first, acked, then the seen URLs, then the queued ones.
+        assert o.order == sorted(o.order, key=["state", "seen", "urls"].index), o.order
+    assert summary.state == {pid: sum(len(m.revisits) + len(m.cookies) for m in o.states)
+                             for pid, o in owners.items() if o.states}
+    assert "its hosts' state: 12 revisit records and cookies acked" in "\n".join(summary.lines())

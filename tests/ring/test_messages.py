@@ -37,6 +37,8 @@ from ring.messages import (
     UrlBatch,
     HandoffDone,
     HostStarts,
+    HostState,
+    HostStateAck,
     LeaveRequest,
     ForgetOutcome,
     ForgetReply,
@@ -118,6 +120,12 @@ MESSAGES = st.one_of(
     st.builds(SeedAddRequest, NAME, NAME, UINT, st.lists(URL, max_size=10).map(tuple), UINT),
     st.builds(SeedAddReply, NAME, NAME, UINT, st.sampled_from(SeedAddStatus),
               st.lists(st.tuples(NAME, UINT), max_size=8).map(tuple), UINT),
+    st.builds(HostState, NAME, NAME, UINT, UINT,
+              st.lists(st.tuples(URL, NAME, FLOAT, FLOAT, FLOAT, NAME, NAME, NAME, UINT, UINT, UINT),
+                       max_size=4).map(tuple),
+              st.lists(st.tuples(NAME, NAME, NAME, URL, st.booleans(), FLOAT), max_size=4).map(tuple),
+              st.lists(st.tuples(UINT, URL), max_size=4).map(tuple)),
+    st.builds(HostStateAck, NAME, NAME, UINT, UINT),
     *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
       for cls in (Ping, PingReq, PingAck)),
     st.builds(Sync, NAME, NAME, st.lists(st.tuples(NAME, UINT, STATE, UINT), max_size=6).map(tuple)),
@@ -164,7 +172,7 @@ def test_type_codes_are_fixed():
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
         14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
         20: Voters, 21: VoterRequest, 22: VoterReply, 23: Settings, 24: SettingsRequest, 25: SettingsReply,
-        30: SeedAddRequest, 31: SeedAddReply,
+        30: SeedAddRequest, 31: SeedAddReply, 33: HostState, 34: HostStateAck,
     }
 
 

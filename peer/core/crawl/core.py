@@ -463,8 +463,10 @@ class CrawlCore:
         """What to do with a job the frontier handed out, before any request."""
         out: list[Effect] = []
         jobs = self.jobs
-        if self.handoffs.take_fetched_elsewhere(job.url):
-            # Fetched by the host's previous owner, which handed it over.
+        rc = self.recrawl
+        if not (rc is not None and rc.is_revisit(job.url)) and self.handoffs.take_fetched_elsewhere(job.url):
+            # Fetched by the host's previous owner, which handed it over. Not a revisit:
+            # the schedule the host's state brought back asks for it again on purpose.
             out.append(Done(job.url))
             jobs.finish(job, now, Outcome.NOT_STARTED)
             return Drop(job, tuple(out))

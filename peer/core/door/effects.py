@@ -11,19 +11,20 @@ call: the crawl's (``peer.core.crawl.decisions``), the ring's
 ``ReadHosts``   a hand-off needs the hosts the results hold (``hosts_read``)
 ``ReadFetched`` ... and the fetched URLs of those that moved (``fetched_read``)
 ``SeedsAt``     journal the seeds file's position and counts, or ``ring seed add``'s counts (before the batch's ``Commit``)
+``StateKept``   journal a host's state handed to us (before the ``Commit`` that precedes its ack)
 ==============  ==============================================================
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Union
+from typing import Any, Union
 
 from peer.core.crawl.decisions import Effect
 from ring.actions import (Granted, Log, Released, Reply, Send, SettingsChanged, SettingsMismatch, StatusAsked,
                           VotersChanged)
 
-__all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts", "SeedsAt"]
+__all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts", "SeedsAt", "StateKept"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,5 +55,13 @@ class SeedsAt:
     counters: tuple[tuple[str, float], ...]
 
 
+@dataclass(frozen=True, slots=True)
+class StateKept:
+    """Journal a host's revisit records and cookies another peer handed us (peer/state/journal.py rule 6)."""
+
+    revisits: tuple[Any, ...]
+    cookies: tuple[Any, ...]
+
+
 PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted, VotersChanged, SeedsAt, SettingsChanged, SettingsMismatch]
+                   Granted, VotersChanged, SeedsAt, SettingsChanged, SettingsMismatch, StateKept]

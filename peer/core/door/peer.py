@@ -69,7 +69,11 @@ Rules:
    g. after the seeds and after a resume: the start is on disk whole; after
       each batch of a seeds file, with its position (``SeedsAt``) before it
       (peer/core/crawl/seedfeed.py rule 3); after each ``ring seed add``
-      batch, with its counts before it and its answer after it (rule 7).
+      batch, with its counts before it and its answer after it (rule 7);
+   h. after a host's state handed to us (``StateTaken``): what was taken of
+      it journaled (``StateKept``), then ``Commit``, then the
+      ``HostStateAck`` the ring said after it: an ack means on disk
+      (peer/core/handoff/state.py rule 5).
 2. **Origins.** What the ring takes or gives back (``Deliver``,
    ``Rerouted``) reaches the crawl as ``ring.forwarding.intake`` orders it, whose rules
    ``ring.io.driver.RingDriver`` follows too: a member's or the adopt tool's
@@ -82,8 +86,14 @@ Rules:
    hosts)`` for the moved hosts alone, the jobs whose request is on the wire
    taken at that moment (a fetch that ends during the read writes a row the
    read may not see); its answer puts each moved fetched URL in the Outbox as
-   seen and starts the ring's hand-off (``RingNode.begin_handoff``). An
-   answer for a request that is not open changes nothing.
+   seen, the moved hosts' revisit records, cookies and digests in the state
+   box (``peer.core.handoff.state``), and starts the ring's hand-off
+   (``RingNode.begin_handoff``). An answer for a request that is not open
+   changes nothing. A revisit passed on without a visit (``Done``) sends
+   its record after its URL, to the host's owner, by the same state box;
+   what the state box brings (``StateTaken``) is imported here. At start,
+   once in the ring, the schedule read back from ``fetches`` of hosts now
+   others' goes to their owners by the state box too (``pass_on_restored``).
 4. **One host key per URL per peer**: ``discover`` computes it once and
    ``Forward`` carries it on; what comes from another peer has it computed
    again there, once.
@@ -147,7 +157,7 @@ from peer.core.crawl.decisions import (
     Start,
 )
 from peer.core.dedupe.bands import NearAnswer, NearQuery
-from peer.core.door.effects import Commit, PeerEffect, ReadFetched, ReadHosts, SeedsAt
+from peer.core.door.effects import Commit, PeerEffect, ReadFetched, ReadHosts, SeedsAt, StateKept
 from peer.core.crawl.seedfeed import FileMark, INVALID, SKIPPED, outcome, parse_line
 from peer.core.frontier.frontier import Job
 from peer.core.http.result import FetchResult
@@ -159,6 +169,7 @@ from peer.core.door.readouts import Readouts
 from peer.core.door.settings import LiveSettings, decode_doc
 from peer.core.door.settings import initial as initial_settings
 from peer.core.revisit.recrawl import Visit
+from peer.core.handoff.state import export_state, import_state, kept_on_disk
 from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
@@ -182,14 +193,16 @@ from ring.actions import (
     SeedsAsked,
     Send,
     SettingsChanged,
+    StateTaken,
 )
 from ring.membership.budget import Grants
 from ring.membership.lease import LeaseState
 from ring.membership.epochs import ConfigEpoch
 from ring.membership.voters import VoterRecord
-from ring.messages import MemberState, Message, SeedAddStatus, StatusReply
+from ring.messages import MemberState, Message, RevisitWire, SeedAddStatus, StatusReply
 from ring.forwarding.intake import Source, Take, TakeSeen, intake
 from ring.node import RingNode
+from ring.statebox import Kind as StateKind
 from ring.status import StatusFigures
 
 # The door's effect vocabulary is peer.core.door.effects'; named here too, where
@@ -249,6 +262,7 @@ class _Read:
 
     handoff: HandOff
     inflight: list[tuple[str, str]] | None = None
+    moved: tuple[str, ...] = ()  # the hosts that moved away: their state goes too
 
 
 class PeerCore:
@@ -297,6 +311,29 @@ class PeerCore:
                          left=disk.resumed_left, voters=voters, settings=settings)
         self._attach(node, now, joining)
 
+    def pass_on_restored(self) -> int:
+        """Rule 3: the state read back at start of hosts the ring gives to others, to their owners now; how many records.
+
+        A restarted peer's ``fetches`` table (and its cookie jar's file) hold
+        the schedule of every host it ever fetched, those that moved away while
+        it was down (it may have been declared dead: nothing was handed over
+        then) or before. Each goes to its host's owner in the state box at
+        once, acked, rather than when it comes due here; an owner that visited
+        the page since keeps its own newer record.
+        """
+        node, crawl = self.node, self.crawl
+        hosts, self.disk.restored_hosts = self.disk.restored_hosts, set()
+        if node is None or not hosts:
+            return 0
+        ring = node.ring()
+        away = [h for h in hosts if ring.owner(h) != crawl.peer_id]
+        box = node.statebox
+        n = 0
+        for dest, key, kind, record in export_state(crawl, away, ring.owner, crawl.wall_offset):
+            box.add(dest, key, kind, record)
+            n += 1
+        return n
+
     def _attach(self, node: RingNode, now: float, joining: bool) -> None:
         crawl = self.crawl
         self.node = node
@@ -343,11 +380,25 @@ class PeerCore:
                 else:
                     outbox.add(e.url, e.depth, e.owner, now - self.stalled)
             elif isinstance(e, Done) and recrawl is not None:
-                recrawl.forget(e.url)  # left our queue with no row of ours: no visit to schedule
+                # Left our queue with no row of ours: its record goes with its URL (rule 3).
+                record = recrawl.forget(e.url, self.crawl.wall_offset)
+                if record is not None:
+                    self._send_on(record)
             out.append(e)
             if isinstance(e, Row):
                 out.append(Commit())
         return out
+
+    def _send_on(self, record: RevisitWire) -> None:
+        """A revisit record whose job left without a visit: to its host's owner, or kept here."""
+        crawl = self.crawl
+        host = record[1]
+        owner = crawl.handoffs.owner(host)
+        if self.node is None or owner == crawl.peer_id:
+            assert crawl.recrawl is not None
+            crawl.recrawl.import_records([record], crawl.wall_offset)  # it comes due again here
+        else:
+            self.node.statebox.add(owner, host, StateKind.REVISIT, record)
 
     def _near_ask(self, e: NearAsk, now: float) -> list[PeerEffect]:
         """Rule 5: a band query, answered here when the bands are ours, else sent."""
@@ -767,6 +818,14 @@ class PeerCore:
                 if doc is not None:
                     out += self.adopt_settings(doc, now)
                 out.append(a)
+            elif isinstance(a, StateTaken):
+                # Rule 1h: imported, journaled and committed before the ack after it.
+                assert self.node is not None
+                self.node.dropped.update(import_state(crawl, a.records, crawl.wall_offset,
+                                                      now + crawl.wall_offset))
+                revisits, cookies = kept_on_disk(crawl, a.records)
+                if revisits or cookies:
+                    out += [StateKept(revisits, cookies), Commit()]
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:
@@ -782,7 +841,12 @@ class PeerCore:
             return []
         h = read.handoff
         read.inflight = self.crawl.inflight_urls()  # before the read: see rule 3
-        return [ReadFetched(request, tuple(self.crawl.handoffs.moved_hosts(hosts, h.old, h.ring)))]
+        handoffs = self.crawl.handoffs
+        moved = handoffs.moved_hosts(hosts, h.old, h.ring)
+        # Hosts handed to us before and not fetched here since have state here too.
+        handed = {host for _, host in handoffs.handed()}.difference(moved)
+        read.moved = (*moved, *handoffs.moved_hosts(handed, h.old, h.ring))
+        return [ReadFetched(request, tuple(moved))]
 
     def fetched_read(self, request: int, rows: Iterable[tuple[str, str]], now: float, *,
                      wall: float) -> list[PeerEffect]:
@@ -798,6 +862,9 @@ class PeerCore:
         outbox = self.node.outbox
         for url, owner in moved:
             outbox.add_seen(url, owner, now)
+        box = self.node.statebox
+        for dest, key, kind, record in export_state(crawl, read.moved, h.ring.owner, crawl.wall_offset):
+            box.add(dest, key, kind, record)
         # Request starts travel in epoch seconds (HostStarts).
         starts = crawl.handoffs.handoff_starts(h.old, h.ring, wall - now)
         return self._ring(self.node.begin_handoff(h.version, len(moved), starts, now - self.stalled),

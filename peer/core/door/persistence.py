@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import Effect, Origin
@@ -32,6 +32,8 @@ from peer.core.crawl.seedadd import SeedTally
 from peer.core.crawl.seedfeed import SeedFeed
 from peer.core.door.effects import Commit, PeerEffect
 from peer.core.frontier.spillqueue import SpillStore
+from peer.core.handoff.state import import_state
+from ring.statebox import StateRecords
 from peer.core.seen.bloom import BloomFilter
 from peer.core.seen.sieve import SieveBatch
 from ring.membership.budget import Grants, grants_from_counters, grants_to_counters
@@ -62,6 +64,9 @@ class SnapshotView:
     forwards: list[tuple[str, int]]      # the Outbox's unacked URLs
     counters: dict[str, float]
     handed: list[tuple[str, str]] = field(default_factory=list)  # (url, host) handed to us as fetched
+    #: (revisit records, cookies) handed to us with their hosts and on no other disk yet
+    #: (peer/core/handoff/state.py rule 5).
+    handed_state: tuple[list[Any], list[Any]] = field(default_factory=lambda: ([], []))
 
 
 #: A seed seen leaving, as a persisted counter: ``left:<id>`` = the incarnation it left with (0: none).
@@ -96,6 +101,8 @@ class Persistence:
         self.resumed_grants: Grants = ()
         #: Seeds its former process saw leave: id -> incarnation (``Membership.remember_left``).
         self.resumed_left: dict[str, int] = {}
+        #: The hosts whose schedule was read back from ``fetches`` (``PeerCore.pass_on_restored``).
+        self.restored_hosts: set[str] = set()
 
     # -- the state recovered ------------------------------------------------------------
 
@@ -177,7 +184,7 @@ class Persistence:
         crawl, node = self._crawl, self._node()
         view = SnapshotView(copy.deepcopy(crawl.bloom), crawl.snapshot_queue(),
                             node.outbox.queued().urls if node is not None else [], self.counters(),
-                            crawl.handoffs.handed())
+                            crawl.handoffs.handed(), self.handed_state())
         self.flush_tails()  # so the store and the heads hold the whole queue
         return view
 
@@ -214,6 +221,27 @@ class Persistence:
         """The files' answers for ``batch``: the new URLs queued, then Commit (1d)."""
         return [*self._routed(self._crawl.sieve_verdicts(batch, new, now), now), Commit()]
 
+    def handed_state(self) -> tuple[list[Any], list[Any]]:
+        """(revisit records, cookies) handed to us that only the journal holds on disk (state.py rule 5)."""
+        crawl = self._crawl
+        rc, jar = crawl.recrawl, crawl.cookies
+        return (rc.handed_records(crawl.wall_offset) if rc is not None else [],
+                list(jar.handed_records()) if jar is not None else [])
+
+    def restore_state(self, revisits: list[Any], cookies: list[Any], wall: float) -> int:
+        """A resumed crawl's handed records (``Recovered.handed_state``), after the ``fetches``
+        schedule and the jar's file, each part keeping the newer; how many were taken."""
+        crawl = self._crawl
+        got = import_state(crawl, StateRecords(tuple(revisits), tuple(cookies)), crawl.wall_offset, wall,
+                           keep_held=True)
+        return got["handoff_state.revisits_taken"] + got["handoff_state.cookies_taken"]
+
+    def cookies_saved(self, changes: int) -> None:
+        """The jar's file was written as the jar stood at ``changes`` (``cookie_changes``)."""
+        jar = self._crawl.cookies
+        if jar is not None:
+            jar.saved(changes)
+
     # -- the cookie jar's file, a continuous crawl's visits ----------------------------
 
     def cookie_changes(self) -> int:
@@ -236,4 +264,7 @@ class Persistence:
     def restore_visits(self, rows: list[tuple[object, ...]], now: float, wall: float) -> int:
         """Schedule the pages of earlier runs from their last ``fetches`` rows (recrawl rule 7)."""
         rc = self._crawl.recrawl
-        return 0 if rc is None else rc.restore(rows, now, wall)
+        if rc is None:
+            return 0
+        self.restored_hosts.update(row[1] for row in rows if len(row) > 1 and isinstance(row[1], str))
+        return rc.restore(rows, now, wall)

@@ -52,7 +52,7 @@ class RingGate:
         return self._node.done(self.now - self._stalled())
 
     def left(self) -> bool:
-        return self._node.left(self._locally_idle())
+        return self._node.left(self._locally_idle(), self.now - self._stalled())
 
     def may_start(self, now: float) -> bool:
         """Whether a request may start at ``now`` (the crawl's clock): the ring's lease holds, and

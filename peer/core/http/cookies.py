@@ -44,6 +44,18 @@ Rules:
    path-matches and, if ``Secure``, over https, longest path first, then
    oldest first, as one ``Cookie`` field; expired ones are dropped then.
 
+6. **Moving with the host** (``ring.statebox``): when a host changes
+   owner its cookies leave this jar (:meth:`CookieJar.export_host`) and
+   join the new owner's (:meth:`CookieJar.import_records`), so its next
+   request carries the session the host set. What comes is remote input:
+   a record of the wrong shape, a name or value with a control character,
+   one over the size cap, or one for a host whose cookies are off there,
+   is refused and counted (``cookies.refused.handed``); the caps hold as
+   for any new cookie. The hosts whose cookies came so are kept in view
+   (:meth:`CookieJar.handed_records`) until the jar's file is written
+   after them (:meth:`CookieJar.saved`): the new owner's journal and
+   snapshots hold them till then (peer/state/journal.py rule 6).
+
 Every figure is counted in :attr:`CookieJar.counts`, by its name in
 stats.json and ``ring status`` (``cookies.`` is a counter prefix).
 """
@@ -190,7 +202,7 @@ class CookieJar:
     when it changed.
     """
 
-    __slots__ = ("limits", "enabled", "counts", "changes", "_hosts", "_size", "_seq")
+    __slots__ = ("limits", "enabled", "counts", "changes", "_hosts", "_size", "_seq", "_handed_at")
 
     def __init__(self, limits: CookieLimits | None = None,
                  enabled: Callable[[str], bool] = _everywhere) -> None:
@@ -202,6 +214,8 @@ class CookieJar:
         self._hosts: dict[str, dict[tuple[str, str], Cookie]] = {}
         self._size = 0
         self._seq = 0
+        #: host -> ``changes`` after cookies of it were handed to us (rule 6), until saved.
+        self._handed_at: dict[str, int] = {}
 
     def __len__(self) -> int:
         return self._size
@@ -334,6 +348,57 @@ class CookieJar:
         self.counts.update(counts)
         self.changes = 0
         return kept
+
+
+    # -- moving with the host (rule 6) ----------------------------------------------
+
+    def export_host(self, host: str) -> list[tuple[str, str, str, str, bool, float]]:
+        """``host``'s cookies (a host name, no port), removed, as they travel: ``expires`` 0.0 for none."""
+        self._handed_at.pop(host, None)
+        jar = self._hosts.pop(host, None)
+        if not jar:
+            return []
+        self._size -= len(jar)
+        self.changes += 1
+        return [(host, c.name, c.value, c.path, c.secure, 0.0 if c.expires is None else c.expires)
+                for c in sorted(jar.values(), key=lambda c: c.seq)]
+
+    def import_records(self, records: Iterable[Any], now: float, *, keep_held: bool = False) -> int:
+        """Keep the cookies a host's previous owner handed over (rule 6); how many were kept.
+
+        ``keep_held``: a cookie of a name and path the jar holds already is
+        not taken (a restart re-imports what its journal kept over the jar's
+        file, which is newer when it was written after them).
+        """
+        kept = 0
+        hosts: set[str] = set()
+        for r in records:
+            ok = (isinstance(r, (list, tuple)) and len(r) == 6 and all(isinstance(x, str) for x in r[:4])
+                  and isinstance(r[4], bool) and isinstance(r[5], (int, float)) and r[3].startswith("/"))
+            if not ok or not r[0] or not r[1] or any(_CONTROL.search(x) for x in r[:4]) \
+                    or len((r[1] + r[2]).encode("utf-8", "surrogatepass")) > self.limits.max_bytes \
+                    or not self.enabled(r[0]):
+                self._count("cookies.refused.handed")
+                continue
+            host, name, value, path, secure, expires = r
+            if keep_held and (name, path) in self._hosts.get(host, {}):
+                continue
+            if self._keep(host, Cookie(name, value, path, secure, float(expires) or None), now):
+                kept += 1
+                hosts.add(host)
+        for host in hosts:
+            self._handed_at[host] = self.changes
+        self._count("cookies.handed_in", kept)
+        return kept
+
+    def handed_records(self) -> list[tuple[str, str, str, str, bool, float]]:
+        """The cookies now held of the hosts handed to us since the jar's file was last written (rule 6)."""
+        return [(host, c.name, c.value, c.path, c.secure, 0.0 if c.expires is None else c.expires)
+                for host in self._handed_at for c in self.cookies(host)]
+
+    def saved(self, changes: int) -> None:
+        """The jar's file was written as it stood at ``changes``: what was handed before is on disk."""
+        self._handed_at = {h: at for h, at in self._handed_at.items() if at > changes}
 
 
 def _record_ok(r: Any) -> bool:

@@ -43,6 +43,24 @@ Rules:
    need not carry it, since a visit's ``fetches`` row is written in the
    batch of its ``pages`` row and a visit lost with an unflushed batch is
    one the crawl fetches again as new.
+8. Records move with their host (``ring.statebox``): a hand-off takes the
+   records of each host that moved (:meth:`export_host`, through the due
+   queue's ``export_host``), and a revisit passed on without a visit
+   (:meth:`forget`) is given to the caller to send on, rather than
+   dropped. They travel in wall-clock time (peers' crawl clocks differ)
+   and keep their due time, interval, validators and counts, so the new
+   owner's first request of the page is the revisit it would have been
+   here: on schedule and conditional. :meth:`import_records` keeps the
+   newer of two records of a URL (by its last visit), so a replay or a
+   stale copy (a restarted old owner's) changes nothing, and checks what
+   came as remote input: validators as a response's are
+   (peer/core/revisit/policy.py rule 6), intervals clamped; one already
+   due is handed to the frontier at the next :meth:`feed`. An imported
+   record is kept in view (:meth:`handed_records`) until its page's next
+   visit here (whose ``fetches`` row then holds it, rule 7) or its host
+   moves on: the new owner's journal and snapshots hold it till then
+   (peer/state/journal.py rule 6), so a restart before that visit still
+   revisits it on schedule.
 """
 
 from __future__ import annotations
@@ -54,12 +72,22 @@ from typing import Any, Protocol
 
 from peer.core.revisit.duequeue import DueQueue
 from peer.core.revisit.hostmix import HostMix, Kind
-from peer.core.revisit.policy import Change, RevisitState, after_visit, conditional_headers, first_visit, on_sitemap
+from peer.core.revisit.policy import (
+    Change,
+    RevisitState,
+    after_visit,
+    conditional_headers,
+    first_visit,
+    on_sitemap,
+    valid_etag,
+    valid_http_date,
+)
 from peer.core.config.revisit import RevisitConfig
 from peer.core.sitemaps.document import ChangeFreq
 from peer.core.sitemaps.hints import UrlHints
 from peer.core.urls.normalize import host_key
 from peer.errors import URLError
+from ring.messages import RevisitWire
 
 __all__ = ["Recrawl", "RecrawlFigures", "Visit"]
 
@@ -121,6 +149,8 @@ class Recrawl:
         self._handed: dict[str, RevisitState] = {}   # url -> record, in a queue or in flight
         self._host_handed: dict[str, str] = {}       # host -> its revisit in its queue, not started
         self._depth: dict[str, int] = {}             # url -> the depth its first visit had
+        self._imported: dict[str, str] = {}          # url -> host: handed to us, not visited here since (rule 8)
+        self._wake: set[str] = set()                 # hosts given an overdue record by an import (rule 8)
         self.counts: Counter[str] = Counter()
         self._wall: float | None = None   # wall time less the crawl's clock (set_wall)
 
@@ -186,7 +216,13 @@ class Recrawl:
         come from :meth:`started`, one start at a time, by the host's mix.
         """
         out: list[tuple[str, str, int]] = []
-        for host in self.queue.advance(now):
+        hosts = self.queue.advance(now)
+        if self._wake:
+            # Records imported overdue went straight to their host's ready heap,
+            # which advance() reports only when a record moves there from pending.
+            hosts = [*hosts, *self._wake.difference(hosts)]
+            self._wake.clear()
+        for host in hosts:
             if host not in self._host_handed:
                 self._hand(host, out)
         return out
@@ -227,6 +263,7 @@ class Recrawl:
         state = self._handed.pop(url, None)
         if self._host_handed.get(host) == url:
             del self._host_handed[host]
+        self._imported.pop(url, None)  # its fetches row holds it from now on (rule 8)
         kind = Kind.NEW if state is None else Kind.REVISIT
         if state is None:
             state = self.queue.discard(url, host)   # a URL fetched again as new: one record
@@ -296,11 +333,83 @@ class Recrawl:
         self.counts["restored"] += n
         return n
 
-    def forget(self, url: str) -> None:
-        """``url`` left this peer without a visit (its host moved): its revisit's record goes (rule 4)."""
+    def forget(self, url: str, wall_offset: float) -> RevisitWire | None:
+        """``url`` left this peer without a visit (its host moved): its record leaves the schedule
+        (rule 4), returned to be sent to the host's owner (rule 8); None if it was no revisit."""
         state = self._handed.pop(url, None)
+        self._imported.pop(url, None)
         if state is None:
-            return
+            return None
         if self._host_handed.get(state.host) == url:
             del self._host_handed[state.host]
-        self._depth.pop(url, None)
+        return self._wire(state, self._depth.pop(url, 0), wall_offset)
+
+    # -- records that move with their host (rule 8) ----------------------------------
+
+    @staticmethod
+    def _wire(s: RevisitState, depth: int, offset: float) -> RevisitWire:
+        return (s.url, s.host, max(0.0, s.due + offset), s.interval,
+                0.0 if s.last_visit is None else max(0.0, s.last_visit + offset), s.digest or "",
+                s.etag or "", s.last_modified or "", s.visits, s.changes, depth)
+
+    def export_host(self, host: str, wall_offset: float) -> list[RevisitWire]:
+        """Every record of ``host``, removed, as it travels (``wall_offset``: epoch minus our clock)."""
+        depth, imported = self._depth, self._imported
+        out = []
+        for s in self.queue.export_host(host):
+            imported.pop(s.url, None)
+            out.append(self._wire(s, depth.pop(s.url, 0), wall_offset))
+        return out
+
+    def handed_records(self, wall_offset: float) -> list[RevisitWire]:
+        """The records handed to us whose pages were not visited here since, as they travel (rule 8)."""
+        out = []
+        for url, host in list(self._imported.items()):
+            state = self._handed.get(url) or self.queue.get(url, host)
+            if state is None:
+                del self._imported[url]  # left the schedule another way
+                continue
+            out.append(self._wire(state, self._depth.get(url, 0), wall_offset))
+        return out
+
+    def import_records(self, records: list[RevisitWire], wall_offset: float) -> int:
+        """Schedule records a host's previous owner handed over; how many were taken (rule 8).
+
+        A URL with a record here whose last visit is as recent keeps it; one
+        being revisited now keeps its visit. Remote input: a value of the
+        wrong type skips the record, a validator that fails the checks of
+        a response's is not kept, and the interval is clamped.
+        """
+        cfg, n = self.config, 0
+        for r in records:
+            try:
+                url, host, due, interval, last, digest, etag, lm, visits, changes, depth = r
+            except (TypeError, ValueError):
+                self.counts["import_malformed"] += 1
+                continue
+            if not (isinstance(url, str) and isinstance(host, str) and url and host
+                    and all(isinstance(x, float | int) for x in (due, interval, last))
+                    and all(isinstance(x, int) for x in (visits, changes, depth))):
+                self.counts["import_malformed"] += 1
+                continue
+            if url in self._handed:
+                continue
+            last_visit = None if not last else float(last) - wall_offset
+            held = self.queue.get(url, host)
+            if held is not None and (last_visit is None or (held.last_visit is not None
+                                                            and held.last_visit >= last_visit)):
+                continue
+            state = RevisitState(
+                url=url, host=host, due=float(due) - wall_offset, interval=cfg.clamp(float(interval)),
+                last_visit=last_visit, digest=digest or None,
+                etag=valid_etag(etag or None, cfg.max_validator_length),
+                last_modified=valid_http_date(lm or None, cfg.max_validator_length),
+                visits=max(0, visits), changes=max(0, changes))
+            self.queue.import_records([state])
+            if state.due <= self.queue.now:
+                self._wake.add(host)  # overdue: the next feed() hands it, as advance() would
+            self._depth[url] = max(0, depth)
+            self._imported[url] = host
+            n += 1
+        self.counts["imported"] += n
+        return n
