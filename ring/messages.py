@@ -171,6 +171,8 @@ __all__ = [
     "Ping",
     "PingReq",
     "PingAck",
+    "RecentRing",
+    "MAX_RECENT",
     "Sync",
     "MAX_UPDATES",
     "Message",
@@ -192,6 +194,9 @@ MAX_NAME = 256
 MAX_MEMBERS = 1024
 MAX_DROPPED = 64
 MAX_UPDATES = 64
+#: Rings a vouch lists besides its own (PingAck.recent; ring.membership.lease.MAX_RECENT is
+#: what a peer sends, this what it reads).
+MAX_RECENT = 8
 #: Busiest hosts a status reply carries (MemberStatus.busiest).
 MAX_BUSIEST = 10
 MAX_UINT = 2**64 - 1
@@ -519,11 +524,26 @@ class PingReq:
 
 
 @dataclass(frozen=True, slots=True)
+class RecentRing:
+    """A ring the answering peer held within its grace, as a difference from the ring it
+    vouches for now (``ring.membership.lease`` rule 2): its vouch fingerprint, the members
+    (id, weight) only it had, and those only the current ring has. A changed weight is in
+    both lists. Either ring can be rebuilt from the other, and checked by its fingerprint."""
+
+    print: int
+    then_only: tuple[tuple[str, float], ...] = ()
+    now_only: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PingAck:
     """``target`` answered probe ``seq`` (directly, or relayed by ``sender``).
 
     ``vouch``: the fingerprint of the answering peer's ring, or 0 while it
     vouches for none (``ring.membership.lease``, rules 1-2); 0 in a relayed answer.
+    ``recent``: the other rings it held within its grace (rule 2), at most
+    ``MAX_RECENT``; ``settle_ms``: milliseconds until that list is empty (or, with
+    ``vouch`` 0, until it vouches again), a hint for the prober's renewal only.
     """
 
     ring: str
@@ -532,6 +552,8 @@ class PingAck:
     target: str
     updates: tuple[Member, ...] = ()
     vouch: int = 0
+    recent: tuple[RecentRing, ...] = ()  # added in wire version 4
+    settle_ms: int = 0  # added in wire version 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -1058,9 +1080,29 @@ _SPECS += tuple(
                       ("updates", _UPDATES)))
     for cls, code in ((Ping, 11), (PingReq, 12))
 )
-# A PingAck carries the answerer's vouch for a ring (ring.membership.lease): VERSION 2.
+
+
+def _weighted_out(v: Any) -> tuple[str, float]:
+    if (type(v) is not tuple and type(v) is not list) or len(v) != 2:
+        raise _Invalid("expected (id, weight) pairs")
+    return _NAME[0](v[0]), _float_out(v[1])
+
+
+def _weighted_in(v: Any) -> tuple[str, float]:
+    if type(v) is not tuple or len(v) != 2:
+        raise _Invalid("expected [id, weight] pairs")
+    return _NAME[1](v[0]), _float_in(v[1])
+
+
+_WEIGHTED = _array_codec((_weighted_out, _weighted_in), MAX_MEMBERS)
+_RECENT = _Spec(RecentRing, 0, (("print", _UINT), ("then_only", _WEIGHTED), ("now_only", _WEIGHTED)))
+
+# A PingAck carries the answerer's vouch for a ring (ring.membership.lease): VERSION 2;
+# the rings it held within its grace (recent, settle_ms): added in wire version 4.
 _SPECS += (_Spec(PingAck, 13, (("ring", _NAME), ("sender", _NAME), ("seq", _UINT),
-                               ("target", _NAME), ("updates", _UPDATES), ("vouch", _UINT))),)
+                               ("target", _NAME), ("updates", _UPDATES), ("vouch", _UINT),
+                               ("recent", _array_codec(_record_codec(_RECENT), MAX_RECENT)),
+                               ("settle_ms", _UINT))),)
 
 _SPECS += (_Spec(Sync, 14, (("ring", _NAME), ("sender", _NAME),
                              ("summary", _array_codec((_entry_out, _entry_in), MAX_MEMBERS)))),)

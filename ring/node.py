@@ -134,6 +134,7 @@ from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
 from ring.forwarding.inbox import Inbox, Verdict
 from ring.forwarding.intake import adopted
+from ring.membership.hostgate import HostGate
 from ring.membership.lease import LeaseState, Pauses
 from ring.membership.protocol import Membership
 from ring.messages import (
@@ -346,6 +347,11 @@ class RingNode:
         state = self.membership.lease_state(real_now)
         assert state is not None  # a node always has a lease
         return state
+
+    def host_gate(self, real_now: float) -> HostGate:
+        """Which hosts this peer may start requests to at ``real_now``, host by host
+        (``ring.membership.hostgate``; the real clock)."""
+        return self.membership.host_gate(real_now, self.vnodes)
 
     def _lease_log(self, now: float) -> list[Action]:
         """A lost majority is logged once when it begins and once when it ends; a forming ring once, as news (``ring.membership.lease.Pauses``)."""

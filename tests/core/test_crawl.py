@@ -367,6 +367,7 @@ class FakeRing:
         self.others, self.page_cap = others, page_cap
         self.is_idle = self.is_done = self.has_left = self.gone = False
         self.lease = True
+        self.moved: set[str] = set()  # hosts whose lease waits (ring.membership.hostgate)
 
     def others_pages(self) -> int:
         return self.others
@@ -385,6 +386,9 @@ class FakeRing:
 
     def may_start(self, now: float) -> bool:
         return self.lease
+
+    def may_fetch(self, host: str, now: float) -> bool:
+        return self.lease and host not in self.moved
 
 
 def test_max_pages_alone_bounds_the_starts_and_ends_the_crawl():
