@@ -514,8 +514,8 @@ def one_ring_among_holders(net: LeaseNet) -> None:
 
 
 def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0, leaves: int = 0,
-          stalls: float = 0.3) -> dict[str, int]:
-    """Random splits, heals, flaps, restarts and stalls until ``until``, checking after every event.
+          stalls: float = 0.3, check=one_ring_among_holders) -> dict[str, int]:
+    """Random splits, heals, flaps, restarts and stalls until ``until``, ``check`` after every event.
 
     ``joins``: new members that may join on the way; ``leaves``: members
     that may leave gracefully (for good); ``stalls``: how often,
@@ -554,7 +554,7 @@ def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0, le
         step = rng.choice((0.3, 1.0, 3.0, 8.0, 15.0))  # a flap, or a long split
         end = min(until, net.t + step)
         while net.t < end:
-            net.run_until(min(end, net.t + 0.25), one_ring_among_holders)
+            net.run_until(min(end, net.t + 0.25), check)
             seen["held"] += bool(net.holders())
         for p in pids:
             if net.peers[p].m.lease.ring != rings_before[p]:
