@@ -156,7 +156,7 @@ def test_a_probe_carries_at_most_max_updates_records():
         with pytest.raises(EncodeError, match="updates"):
             encode(cls("demo", "p0", 3, "p1", (m,) * (MAX_UPDATES + 1)))
     wire = msgpack.unpackb(encode(Digest("demo", "p0", (m,))))[4][0]
-    for code, tail in ((11, ()), (12, ()), (13, (0,))):  # a PingAck ends with its vouch
+    for code, tail in ((11, ()), (12, ()), (13, (0, [], 0))):  # a PingAck ends with its vouch, recent rings, settle_ms
         assert decode(raw(VERSION, code, "demo", "p0", 3, "p1", [wire] * MAX_UPDATES, *tail))
         with pytest.raises(DecodeError, match="updates"):
             decode(raw(VERSION, code, "demo", "p0", 3, "p1", [wire] * (MAX_UPDATES + 1), *tail))
