@@ -392,6 +392,9 @@ class MemberStatus:
     voters_joint: tuple[str, ...] = ()
     voters_alive: int = 0
     voters_needed: int = 0
+    # Not held, yet a majority vouches with rings its peer can read: hosts whose
+    # owner did not change go on, moved hosts wait (ring.membership.hostgate).
+    lease_open: bool = False  # added in wire version 4
 
     @property
     def live(self) -> bool:
@@ -427,7 +430,7 @@ class MemberStatus:
                 "heard": self.heard, "page_cap": self.page_cap, "budget_wait": self.budget_wait,
                 "voters_version": self.voters_version, "voters": list(self.voters),
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
-                "voters_needed": self.voters_needed,
+                "voters_needed": self.voters_needed, "lease_open": self.lease_open,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
                 "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None}
 
@@ -1012,6 +1015,7 @@ _MEMBER_STATUS = _Spec(
         ("voters_joint", _array_codec(_NAME, MAX_MEMBERS)),
         ("voters_alive", _UINT),
         ("voters_needed", _UINT),
+        ("lease_open", _BOOL),  # added in wire version 4
     ),
 )
 

@@ -144,7 +144,7 @@ class Readouts:
         state = self._lease(now)
         if state is not None and not state.held:
             return lease_words(lease_status(state), state.vouched, state.needed, state.quorum,
-                               state.grace_left)
+                               state.grace_left, state.open)
         cap = self.budget_wait()
         if cap is not None:
             return (f"paused: waiting for a page-budget grant (its max_pages cap, {cap:,} pages, "
