@@ -32,7 +32,7 @@ by the crawl (``peer.core.door.ringgate``).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ring.hashring import HashRing
@@ -45,6 +45,8 @@ __all__ = ["MAX_RECENT", "HostGate", "RingBook", "Tally"]
 MAX_RECENT = 4
 #: Rings a peer keeps by fingerprint to read others' vouches with (its own and rebuilt ones).
 MAX_KNOWN = 32
+#: Hash rings built at once (each is ``vnodes`` points a member: 131 k at 512 peers, about 2 MB).
+MAX_RINGS = 8
 
 Live = Mapping[str, float]
 
@@ -74,7 +76,7 @@ class RingBook:
 
     __slots__ = ("grace", "_printer", "_current", "_left", "_known", "_recent", "_reads", "_rings")
 
-    def __init__(self, grace: float, printer: object) -> None:
+    def __init__(self, grace: float, printer: Callable[[Live], int]) -> None:
         self.grace = grace
         self._printer = printer
         self._current = 0
@@ -85,7 +87,7 @@ class RingBook:
         self._rings: dict[tuple[int, int], HashRing] = {}
 
     def _print(self, live: Live) -> int:
-        return self._printer(live)  # type: ignore[operator, no-any-return]
+        return self._printer(live)
 
     @property
     def current(self) -> int:
@@ -202,10 +204,10 @@ class RingBook:
                 return None
             base = next((r for (p, v), r in self._rings.items() if v == vnodes), None)
             ring = base.rebuilt(live) if base is not None else HashRing(live, vnodes)
-            if len(self._rings) >= MAX_KNOWN:
+            if len(self._rings) >= MAX_RINGS:
                 for k in [k for k in self._rings if k[0] not in self._known]:
                     del self._rings[k]
-                if len(self._rings) >= MAX_KNOWN:
+                if len(self._rings) >= MAX_RINGS:
                     del self._rings[next(iter(self._rings))]
             self._rings[key] = ring
         return ring

@@ -536,8 +536,11 @@ class Pauses:
     def seen(self, state: LeaseState, now: float) -> PauseNote | None:
         """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
         vouched, quorum, needed = state.vouched, state.quorum, state.needed
+        # A majority vouching with rings we can read is no partition: hosts that kept
+        # their owner go on while the ring settles (ring.membership.hostgate).
+        going = state.held or state.open
         if not self._held_once:
-            if state.held:
+            if going:
                 self._held_once = True
                 if self._forming:
                     return self._note(state, "lease.formed", False,
@@ -549,7 +552,7 @@ class Pauses:
                                   f"forming: heard {vouched} of {quorum} voters ({needed} needed); "
                                   f"no request starts until they answer")
             return None
-        if state.held:
+        if going:
             self._settling = False
             began, warned, self._since, self._warned = self._since, self._warned, None, False
             if began is not None and warned:

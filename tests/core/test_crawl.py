@@ -3,7 +3,8 @@
 Through ``CrawlCore`` these cover its parts too: peer.core.crawl.outcomes
 (results, retries, robots.txt answers), peer.core.handoff.moves (ring changes
 and hand-offs), peer.core.crawl.figures (the figures read from the parts)
-and the values of peer.core.crawl.decisions; peer.core.crawl.discovery and
+and the values of peer.core.crawl.decisions, peer.core.handoff.leasewaits (moved
+hosts waiting for their lease); peer.core.crawl.discovery and
 peer.core.crawl.jobs have test modules of their own as well.
 """
 
