@@ -454,6 +454,7 @@ class LeaseKeeper:
         every host without a lease (SWIM alone never fetches)."""
         if self.lease is None:
             return CLOSED
+        self.follow(now)  # our own recent rings as of now (rule 2)
         return self.lease.gate(self.quorums(), now, vnodes)
 
     def sent(self, seq: int, target: str, now: float) -> None:
