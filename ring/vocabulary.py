@@ -101,11 +101,13 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: duplicate content's (``dedupe.``; a refused band answer or query is ``dedupe_<what>``, a drop),
 #: a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
 #: a refused ETag or Last-Modified is ``revisit_validator``, a drop),
-#: and a seeds file's lines by outcome (``seeds_file.``: peer/core/crawl/seedfeed.py).
+#: a seeds file's lines by outcome (``seeds_file.``: peer/core/crawl/seedfeed.py),
+#: and moved hosts waiting for their lease (``lease.moved_``: peer/core/handoff/leasewaits.py).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "stalled_rounds", "cap.", "error.",
                     "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.",
-                    "revisit.", "seeds_file.")
+                    "revisit.", "seeds_file.",
+                    "lease.moved_")
 
 
 def words(family: Family) -> str:

@@ -216,6 +216,7 @@ class Readouts:
             delay_quantiles=quantiles(fr.delays()),
             ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
             warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts),
+            lease_moved_waiting=crawl.lease_waits.waiting, lease_moved_waits=crawl.lease_waits.waits,
         )
         rc = crawl.recrawl
         if rc is not None:
@@ -229,5 +230,5 @@ class Readouts:
             return out  # a ring of one: PeerFigures' defaults
         return dataclasses.replace(
             out, lease_held=lease.held, lease_vouched=lease.vouched, lease_needed=lease.needed,
-            lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left,
+            lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left, lease_open=lease.open,
             ring_version=max(0, node.membership.ring_version))

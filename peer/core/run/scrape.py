@@ -66,6 +66,11 @@ class PeerFigures:
     revisits_scheduled: int = 0
     revisit_visits: Mapping[str, int] = field(default_factory=dict)   # revisits by what they found
     revisit_freshness: float | None = None
+    # Leases by host (ring.membership.hostgate): settling after a ring change, and the
+    # moved hosts waiting for their lease (peer/core/handoff/leasewaits.py).
+    lease_open: bool = True
+    lease_moved_waiting: int = 0
+    lease_moved_waits: int = 0
 
 
 def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
