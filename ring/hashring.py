@@ -25,6 +25,7 @@ membership change swaps one reference and readers never see a half-built ring.
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Protocol
 
@@ -101,6 +102,23 @@ class HashRing:
         return HashRing(
             {p: w for p, w in self._weights.items() if p != peer_id}, self._vnodes
         )
+
+    def rebuilt(self, peers: Mapping[str, float]) -> HashRing:
+        """The ring of ``peers`` (equal to ``HashRing(peers, vnodes)``), hashing only the
+        peers that are new or reweighted here: a ring one change away costs a filter and a
+        merge instead of ``vnodes`` hashes a member (``ring.membership.hostgate``)."""
+        weights = self._weights
+        same = {p for p, w in peers.items() if weights.get(p) == w}
+        fresh = [p for p in peers if p not in same]
+        if not fresh and len(same) == len(weights):
+            return self
+        ring = HashRing({p: w for p, w in peers.items() if p in fresh}, self._vnodes)
+        keep = [(pt, o) for pt, o in zip(self._points, self._owners) if o in same]
+        merged = list(heapq.merge(keep, zip(ring._points, ring._owners)))
+        ring._weights = dict(sorted(peers.items()))
+        ring._points = [p for p, _ in merged]
+        ring._owners = [o for _, o in merged]
+        return ring
 
     # -- lookups ---------------------------------------------------------------
 

@@ -162,6 +162,8 @@ from ring.wirecodec import MAX_ARRAY, MAX_FRAME, MAX_NAME, MAX_STR, MIN_VERSION,
 from ring.wirecodec import (  # the tables' names for them
     BOOL as _BOOL,
     FLOAT as _FLOAT,
+    float_in as _float_in,
+    float_out as _float_out,
     NAME as _NAME,
     UINT as _UINT,
     Check,
@@ -237,6 +239,8 @@ __all__ = [
     "Ping",
     "PingReq",
     "PingAck",
+    "RecentRing",
+    "MAX_RECENT",
     "Sync",
     "MAX_UPDATES",
     "Message",
@@ -253,6 +257,9 @@ __all__ = [
 MAX_MEMBERS = 1024
 MAX_DROPPED = 64
 MAX_UPDATES = 64
+#: Rings a vouch lists besides its own (PingAck.recent; ring.membership.lease.MAX_RECENT is
+#: what a peer sends, this what it reads).
+MAX_RECENT = 8
 #: Busiest hosts a status reply carries (MemberStatus.busiest).
 MAX_BUSIEST = 10
 #: The counters of ``ring seed add``'s lines (peer/core/crawl/seedadd.py), shown as ``seed_add`` in --json.
@@ -496,6 +503,9 @@ class MemberStatus:
     config_epoch: int = 0
     config_fingerprint: int = 0
     config_waiting: bool = False
+    # Not held, yet a majority vouches with rings its peer can read: hosts whose
+    # owner did not change go on, moved hosts wait (ring.membership.hostgate).
+    lease_open: bool = False  # added in wire version 4
 
     @property
     def live(self) -> bool:
@@ -534,6 +544,7 @@ class MemberStatus:
                 "voters_version": self.voters_version, "voters": list(self.voters),
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
                 "voters_needed": self.voters_needed, "wire_version": self.wire_version or None,
+                "lease_open": self.lease_open,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
                 "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None,
                 "paused": self.paused, "config_epoch": self.config_epoch,
@@ -633,11 +644,26 @@ class PingReq:
 
 
 @dataclass(frozen=True, slots=True)
+class RecentRing:
+    """A ring the answering peer held within its grace, as a difference from the ring it
+    vouches for now (``ring.membership.lease`` rule 2): its vouch fingerprint, the members
+    (id, weight) only it had, and those only the current ring has. A changed weight is in
+    both lists. Either ring can be rebuilt from the other, and checked by its fingerprint."""
+
+    print: int
+    then_only: tuple[tuple[str, float], ...] = ()
+    now_only: tuple[tuple[str, float], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
 class PingAck:
     """``target`` answered probe ``seq`` (directly, or relayed by ``sender``).
 
     ``vouch``: the fingerprint of the answering peer's ring, or 0 while it
     vouches for none (``ring.membership.lease``, rules 1-2); 0 in a relayed answer.
+    ``recent``: the other rings it held within its grace (rule 2), at most
+    ``MAX_RECENT``; ``settle_ms``: milliseconds until that list is empty (or, with
+    ``vouch`` 0, until it vouches again), a hint for the prober's renewal only.
     """
 
     ring: str
@@ -646,6 +672,8 @@ class PingAck:
     target: str
     updates: tuple[Member, ...] = ()
     vouch: int = 0
+    recent: tuple[RecentRing, ...] = ()  # added in wire version 4
+    settle_ms: int = 0  # added in wire version 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -970,6 +998,7 @@ _MEMBER_STATUS = _Spec(
         _added("config_epoch", _UINT, since=4),
         _added("config_fingerprint", _UINT, since=4),
         _added("config_waiting", _BOOL, since=4),
+        _added("lease_open", _BOOL, since=4),
     ),
 )
 
@@ -1038,9 +1067,29 @@ _SPECS += tuple(
                       ("updates", _UPDATES)))
     for cls, code in ((Ping, 11), (PingReq, 12))
 )
-# A PingAck carries the answerer's vouch for a ring (ring.membership.lease): VERSION 2.
+
+
+def _weighted_out(v: Any) -> tuple[str, float]:
+    if (type(v) is not tuple and type(v) is not list) or len(v) != 2:
+        raise _Invalid("expected (id, weight) pairs")
+    return _NAME[0](v[0]), _float_out(v[1])
+
+
+def _weighted_in(v: Any) -> tuple[str, float]:
+    if type(v) is not tuple or len(v) != 2:
+        raise _Invalid("expected [id, weight] pairs")
+    return _NAME[1](v[0]), _float_in(v[1])
+
+
+_WEIGHTED = _array_codec((_weighted_out, _weighted_in), MAX_MEMBERS)
+_RECENT = _Spec(RecentRing, 0, (("print", _UINT), ("then_only", _WEIGHTED), ("now_only", _WEIGHTED)), since=4)
+
+# A PingAck carries the answerer's vouch for a ring (ring.membership.lease): VERSION 2;
+# the rings it held within its grace (recent, settle_ms): added in wire version 4.
 _SPECS += (_Spec(PingAck, 13, (("ring", _NAME), ("sender", _NAME), ("seq", _UINT),
-                               ("target", _NAME), ("updates", _UPDATES), ("vouch", _UINT))),)
+                               ("target", _NAME), ("updates", _UPDATES), ("vouch", _UINT),
+                               _added("recent", _array_codec(_record_codec(_RECENT), MAX_RECENT), since=4),
+                               _added("settle_ms", _UINT, since=4))),)
 
 _SPECS += (_Spec(Sync, 14, (("ring", _NAME), ("sender", _NAME),
                              ("summary", _array_codec((_entry_out, _entry_in), MAX_MEMBERS)))),)

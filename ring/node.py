@@ -176,6 +176,7 @@ from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
 from ring.forwarding.inbox import Inbox, Verdict
 from ring.forwarding.intake import adopted
+from ring.membership.hostgate import HostGate
 from ring.membership.lease import LeaseState, Pauses
 from ring.membership.protocol import Membership
 from ring.messages import (
@@ -217,7 +218,7 @@ from ring.seedadds import MAX_ANSWERED, MAX_WAITING, WAITING_CAP, SeedAdds
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
 from ring.voterwatch import VoterWatch
-from ring.wireversion import WireVersions
+from ring.wireversion import WireVersions, said_to
 
 __all__ = [
     "HANDOFF_TIMEOUT",
@@ -464,6 +465,11 @@ class RingNode:
         assert state is not None  # a node always has a lease
         return state
 
+    def host_gate(self, real_now: float) -> HostGate:
+        """Which hosts this peer may start requests to at ``real_now``, host by host
+        (``ring.membership.hostgate``; the real clock)."""
+        return self.membership.host_gate(real_now, self.vnodes)
+
     def _lease_log(self, now: float) -> list[Action]:
         """A lost majority is logged once when it begins and once when it ends; a forming ring once, as news (``ring.membership.lease.Pauses``)."""
         real = now + self.membership.stalled
@@ -632,7 +638,8 @@ class RingNode:
         self._now = now
         self.handoff.note_claims(msg)  # ring.handoff rule 4
         replies = self.membership.receive(msg, now)
-        out: list[Action] = [Send(dest, reply) for dest, reply in replies]
+        # ring.wireversion rule 7: a vouch of leases by host, as an older member must read it.
+        out: list[Action] = [Send(dest, said_to(reply, self.wire.of(dest))) for dest, reply in replies]
         if isinstance(msg, Join) and any(dest == msg.sender for dest, _ in replies):
             out.append(Send(msg.sender, self.epochs.message(now)))  # rule 11: the ring's settings
         out += self._member_changes()

@@ -86,11 +86,17 @@ def lease_status(state: LeaseState | None) -> LeaseStatus:
     return LeaseStatus.GRACE if state.reason is PauseReason.GRACE else LeaseStatus.NO_MAJORITY
 
 
-def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grace_left: float) -> str:
+def lease_words(lease: LeaseStatus, vouched: int, needed: int, quorum: int, grace_left: float,
+                open: bool = False) -> str:
     """A lease as an operator reads it: ``held (3 of 3 vouch, 2 needed)``,
-    ``paused: no majority (1 of 3 vouch, 2 needed)``, ``paused: grace (2s left)``."""
+    ``paused: no majority (1 of 3 vouch, 2 needed)``, ``paused: grace (2s left)``, and
+    ``settling: moved hosts wait (2s left)`` while the hosts that kept their owner go on
+    (``open``: ``ring.membership.hostgate``)."""
     if lease is LeaseStatus.UNKNOWN:
         return "unknown"
+    if open and lease is not LeaseStatus.HELD:
+        return (f"settling: moved hosts wait ({duration(grace_left)} left)" if grace_left >= 1
+                else "settling: moved hosts wait")
     if lease is LeaseStatus.GRACE:
         return f"paused: grace ({duration(grace_left)} left)" if grace_left >= 1 else "paused: grace"
     count = f"{vouched} of {quorum} vouch, {needed} needed"
@@ -124,7 +130,8 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0,
         wire_version=VERSION,
         paused=figures.paused, config_epoch=settings.epoch if settings else 0,
-        config_fingerprint=settings.fingerprint if settings else 0, config_waiting=settings_waiting)
+        config_fingerprint=settings.fingerprint if settings else 0, config_waiting=settings_waiting,
+        lease_open=bool(lease and lease.open and not lease.held))
 
 
 def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:

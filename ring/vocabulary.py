@@ -104,11 +104,12 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: a seeds file's lines by outcome (``seeds_file.``: peer/core/crawl/seedfeed.py),
 #: ``ring seed add``'s lines by outcome (``seed_add.``) and batches it answered
 #: with nothing taken (``seed_add_batch.``: ring/seedadds.py),
-#: and messages not sent to a member of an older wire version (``wire.``: ring/wireversion.py).
+#: messages not sent to a member of an older wire version (``wire.``: ring/wireversion.py),
+#: and moved hosts waiting for their lease (``lease.moved_``: peer/core/handoff/leasewaits.py).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "stalled_rounds", "cap.", "error.",
                     "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.",
-                    "revisit.", "seeds_file.", "seed_add.", "seed_add_batch.", "wire.")
+                    "revisit.", "seeds_file.", "seed_add.", "seed_add_batch.", "wire.", "lease.moved_")
 
 
 def words(family: Family) -> str:

@@ -42,6 +42,13 @@ Rules:
    keeps that peer's drop counters for real faults. A message type of a later
    version must therefore be one whose absence an older peer already lives
    with: gossip that its own state stands in for, a request only tools send.
+7. **A value an older peer would misread is said its way** (:func:`said_to`).
+   A ``PingAck``'s ``vouch`` with ``recent`` rings (``ring.membership.lease``
+   rule 2, leases by host) means "my ring, and these I held a moment ago";
+   a peer of version 3 drops ``recent`` and would count the vouch as a
+   settled one, inside the grace its own rules keep. To it the answer
+   vouches for nothing until ``recent`` is empty (``Vouch.whole``), as its
+   own rule 2 did.
 
 A member two versions apart (its mark below :data:`MIN_VERSION`) is still
 spoken to at :data:`MIN_VERSION`; it refuses those frames as we refuse its,
@@ -51,12 +58,14 @@ each side counting them as ``version`` in its drops (``ring status``).
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from collections.abc import Callable
 
 from ring.forwarding.routes import route_member
+from ring.messages import Message, PingAck
 from ring.wirecodec import BASE_VERSION, MIN_VERSION, VERSION
 
-__all__ = ["NONCE_DIGITS", "TOOL", "UNMARKED", "WireVersions", "marked_nonce", "route_version", "speak_to",
+__all__ = ["NONCE_DIGITS", "TOOL", "UNMARKED", "WireVersions", "marked_nonce", "route_version", "said_to", "speak_to",
            "tool_route"]
 
 #: Random hex digits of a route's nonce; a marked nonce has two more.
@@ -136,3 +145,10 @@ class WireVersions:
     def versions(self) -> dict[str, int]:
         """Each member heard from, with its version."""
         return {m: v for m, (_, v) in self._of.items()}
+
+
+def said_to(msg: Message, version: int) -> Message:
+    """``msg`` as a member of wire ``version`` must be told it (rule 7)."""
+    if version < 4 and isinstance(msg, PingAck) and msg.recent:
+        return replace(msg, vouch=0, recent=(), settle_ms=0)
+    return msg

@@ -3,6 +3,7 @@
     python scripts/bench_membership.py                 # 8, 64, 256, 512 peers; 0, 1, 10 % loss
     python scripts/bench_membership.py --sizes 256 --loss 0.1
     python scripts/bench_membership.py --sizes 256 --loss 0.1 --breakdown   # start-up bytes by kind
+    python scripts/bench_membership.py --death-and-return --sizes 16 160 512 --loss 0.01
 
 Every peer is a seed (listed in cluster.toml), the config defaults (0.5 s
 rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
@@ -20,6 +21,14 @@ rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
 Targets at 256 peers (docs/membership.md): <= 15 KB/s a peer, <= 20 MB start-up, 0
 false deaths in a 30 s rolling start, a death everywhere within dead_after +
 two rounds. Bytes are frame lengths of the real codec (ring.messages).
+``--death-and-return`` runs one scenario instead (``death_and_return``): a
+peer dies, stays down ``--down`` seconds (past ``dead_after``: a real ring
+change, twice) and comes back as a resumed crawl. It prints the ring-wide
+pause (simulated seconds in which some running peer could not start a
+request to a host whose owner never changed: the rule of leases by host,
+``ring.membership.hostgate``; and the same under the whole-ring lease of
+before, a peer starting nothing while it does not hold it), each moved
+host's wait for its lease, and the bytes a peer sent meanwhile.
 ``--breakdown`` prints, after each row, the cold start's bytes by message
 type and by what it answered (a Digest answering a Sync is anti-entropy's
 pull, one answering a Join a joiner's view, one sent by a tick a pushed
@@ -46,13 +55,13 @@ def ids(n: int) -> list[str]:
     return [f"p{i:03d}" for i in range(n)]
 
 
-def factory(pid: str, seeds: list[tuple[str, str]], seed: int, lease: float):
+def factory(pid: str, seeds: list[tuple[str, str]], seed: int, lease: float, resumed: bool = False):
     def make(now: float) -> Membership:
         return Membership(
             pid, f"tcp://10.0.{int(pid[1:]) // 250}.{int(pid[1:]) % 250}:5701", 1.0, RING,
             seeds=seeds, gossip_interval=INTERVAL, suspect_after=SUSPECT_AFTER,
             dead_after=DEAD_AFTER, now=now, incarnation=1_700_000_000_000 + int(now * 1000),
-            rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease or None)
+            rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease or None, resumed=resumed)
     return make
 
 
@@ -111,6 +120,131 @@ def run(n: int, loss: float, seed: int, steady: float, rolling: float,
     )
 
 
+# -- a peer that dies and comes back (leases by host, ring.membership.hostgate) --------------
+
+#: The crawl's hash ring in the scenario's host checks: fewer points than the
+#: crawl's 256 (what moves is the same share of hosts; building 512 rings of
+#: 131 k points each would be the bench's whole CPU).
+SIM_VNODES = 32
+#: Running peers whose host leases are checked every STEP (all of them up to this many).
+OBSERVERS = 24
+STEP = 0.1
+
+
+def death_and_return(n: int, loss: float, seed: int, lease: float, down: float,
+                     after: float = 30.0) -> dict[str, float]:
+    """One peer dies, is down ``down`` s, and comes back resumed; figures over the scenario.
+
+    ``pause_hosts``: simulated seconds in which some observed running peer
+    could not start a request to a host it owned in every ring of the run;
+    ``pause_whole``: the same under the whole-ring lease of before (a peer
+    without its lease starts nothing). ``moved_*``: for each host of the
+    victim, the wait from its new owner's ring change to its lease at its
+    death, and from the victim's restart to its lease at its return.
+    """
+    if not lease:
+        raise SystemExit("--death-and-return needs a lease (--lease > 0)")
+    from ring.hashring import HashRing
+
+    net = cluster(n, loss, seed, spread=INTERVAL, lease=lease)
+    net.run_until(INTERVAL)
+    if net.run_until_converged(limit=120.0, step=1.0) < 0:
+        raise SystemExit(f"{n} peers did not converge")
+    peers = sorted(net.peers)
+    for _ in range(200):  # every lease held: the ring is settled
+        if all(net.peers[p].lease_state(net.now).held for p in peers):  # type: ignore[union-attr]
+            break
+        net.run_for(0.5)
+    net.run_for(5.0)
+    victim = peers[n // 2]
+    rng = random.Random(seed)
+    observers = sorted(rng.sample([p for p in peers if p != victim], min(OBSERVERS, n - 1)))
+    full = {p: 1.0 for p in peers}
+    without = {p: 1.0 for p in peers if p != victim}
+    ring_full, ring_without = HashRing(full, SIM_VNODES), HashRing(without, SIM_VNODES)
+    kept: dict[str, list[str]] = {p: [] for p in observers}
+    moved: dict[str, str] = {}  # victim's host -> its owner while the victim is dead
+    for i in range(40 * n):
+        h = f"h{i}.sim"
+        a, b = ring_full.owner(h), ring_without.owner(h)
+        if a == b and a in kept and len(kept[a]) < 40:
+            kept[a].append(h)
+        elif a == victim and len(moved) < 400:
+            moved[h] = b
+    seeds = [(p, f"tcp://10.0.{int(p[1:]) // 250}.{int(p[1:]) % 250}:5701") for p in peers]
+    net._factory[victim] = factory(victim, seeds, seed, lease, resumed=True)
+    sent0 = dict(net.sent)
+    start = net.now
+    net.crash(victim)
+    pause_hosts = pause_whole = 0.0
+    changed_at: dict[str, float] = {}  # observer or new owner -> when its ring lost the victim
+    watched = sorted(set(observers) | set(moved.values()))
+    waits_death: dict[str, float] = {}
+    waits_return: dict[str, float] = {}
+    back_at = None
+    while net.now < start + down + after:
+        if back_at is None and net.now >= start + down:
+            net.restart(victim)
+            back_at = net.now
+        net.run_for(STEP)
+        now = net.now
+        blocked = whole = False
+        for p in observers:
+            m = net.peers[p]
+            gate = m.host_gate(now, SIM_VNODES)
+            if not all(gate.may(h) for h in kept[p]):
+                blocked = True
+            st = m.lease_state(now)
+            whole = whole or st is None or not st.held
+        for p in watched:
+            if p not in changed_at and victim not in net.peers[p].live():
+                changed_at[p] = now
+        pause_hosts += STEP * blocked
+        pause_whole += STEP * whole
+        if back_at is None:
+            for h, o in moved.items():
+                if h in waits_death or o not in changed_at:
+                    continue
+                if net.peers[o].host_gate(now, SIM_VNODES).may(h):
+                    waits_death[h] = now - changed_at[o]
+        elif victim in net.up:
+            gate = net.peers[victim].host_gate(now, SIM_VNODES)
+            for h in moved:
+                if h not in waits_return and gate.may(h):
+                    waits_return[h] = now - back_at
+    span = net.now - start
+    per_peer = [(net.sent[p] - sent0.get(p, 0)) / span for p in peers]
+    death = sorted(waits_death.values())
+    back = sorted(waits_return.values())
+
+    def pct(xs: list[float], q: float) -> float:
+        return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else -1.0
+
+    return dict(n=n, loss=loss, pause_hosts=pause_hosts, pause_whole=pause_whole,
+                moved=len(moved), death_med=pct(death, 0.5), death_max=death[-1] if death else -1.0,
+                death_unset=len(moved) - len(death) if back_at else 0,
+                back_med=pct(back, 0.5), back_max=back[-1] if back else -1.0,
+                back_unset=len(moved) - len(back), mean=sum(per_peer) / n, max=max(per_peer))
+
+
+def print_death_and_return(args: argparse.Namespace) -> None:
+    print(f"a peer dies, is down {args.down:g} s, comes back resumed; lease {args.lease:g} s "
+          f"(grace {args.lease * 1.25:g} s); 200 ms one way; host checks every {STEP} s on up to "
+          f"{OBSERVERS} peers")
+    print("| N | loss | ring-wide pause s (hosts that kept their owner) | the same, whole-ring lease "
+          "(before) | moved hosts | moved host's wait at the death s (median / max) | at the return s "
+          "(median / max) | KB/s a peer (mean / max) | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        for loss in args.loss:
+            t0 = time.process_time()
+            r = death_and_return(n, loss, args.seed, args.lease, args.down)
+            cpu = time.process_time() - t0
+            print(f"| {n} | {loss:.0%} | {r['pause_hosts']:.1f} | {r['pause_whole']:.1f} | {r['moved']:.0f} "
+                  f"| {r['death_med']:.1f} / {r['death_max']:.1f} | {r['back_med']:.1f} / {r['back_max']:.1f} "
+                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f} | {cpu:.0f} |", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[8, 64, 256, 512])
@@ -121,9 +255,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--lease", type=float, default=DEAD_AFTER / 2,
                     help="ring.lease in seconds, as a crawling peer runs it (its renewal pings "
                          "are in the bytes); 0: SWIM alone (default: dead_after / 2)")
+    ap.add_argument("--death-and-return", action="store_true",
+                    help="only the scenario of a peer that dies and comes back (leases by host)")
+    ap.add_argument("--down", type=float, default=12.0,
+                    help="--death-and-return: seconds the peer is down (default 12, past dead_after)")
     ap.add_argument("--breakdown", action="store_true",
                     help="the cold start's bytes by message type and what it answered")
     args = ap.parse_args(argv)
+    if args.death_and_return:
+        print_death_and_return(args)
+        return 0
     bound = DEAD_AFTER + 2 * INTERVAL
     print(f"200 ms one way; rounds {INTERVAL} s, suspect_after {SUSPECT_AFTER} s, "
           f"dead_after {DEAD_AFTER} s; death bound {bound} s; rolling start {args.rolling:g} s")

@@ -137,6 +137,13 @@ def families(f: PeerFigures) -> Iterator[Metric]:
                 f.lease_quorum)
     yield gauge("lease_grace_seconds", "seconds of grace still to run after a ring change",
                 f.lease_grace_seconds)
+    # Leases by host (ring.membership.hostgate): after a ring change only moved hosts wait.
+    yield gauge("lease_open", "1 while requests start: the lease is held, or the ring settles after a "
+                "change and the hosts that kept their owner go on (moved hosts wait)", 1 if f.lease_open else 0)
+    yield gauge("lease_moved_hosts_waiting", "hosts that moved in a ring change, waiting for their lease",
+                f.lease_moved_waiting)
+    yield counter("lease_moved_host_waits", "waits of moved hosts for their lease, since the start",
+                  f.lease_moved_waits)
     if f.warc:
         yield labelled(CounterMetricFamily, "warc", "the WARC writer's counters: records, fetches, files, "
                        "bytes written; fetches without_response, skipped_truncated, not_archived",

@@ -8,11 +8,14 @@ in ``docs/membership.md``; the rules it rests on are these:
 
 1. **Vouches.** Every :class:`~ring.messages.PingAck` carries ``vouch``: a
    fingerprint of the answering peer's ring (its live member set, ids and
-   weights, :func:`fingerprint`), or 0 while it vouches for nothing.
-2. **Grace.** A peer whose ring changes vouches for nothing, its own
-   lease included, for ``grace`` seconds of its clock after the change; so
-   does a peer that resumes a crawl, from its start (its former life may
-   have vouched for another ring a moment before it died).
+   weights, :func:`fingerprint`), or 0 while it vouches for nothing; and
+   ``recent``, the other rings it held within ``grace`` (rule 2).
+2. **Grace.** A peer whose ring changes lists the rings it left for
+   ``grace`` seconds of its clock after it left each
+   (``ring.membership.hostgate`` rule 1): a host whose owner differs between
+   them waits, the others go on. A peer that resumes a crawl vouches for
+   nothing from its start for ``grace`` (its former life may have vouched
+   for another ring a moment before it died, and it does not know which).
 3. **Evidence.** A vouch counts for the prober at the time the prober
    *sent* the ping it answers (its own clock), never at the time the answer
    came: a process that was not running while its answers waited in a
@@ -20,8 +23,11 @@ in ``docs/membership.md``; the rules it rests on are these:
    same seq, and an answer cannot say which send it answers: the first
    send dates it.
 4. **The lease.** A peer holds its lease at ``now`` when, counting itself
-   (out of grace), a majority of its quorum vouched for its current ring in
-   answers to pings it sent at or after ``now - lease``. The quorum is the
+   (out of grace), a majority of its quorum vouched for its current ring alone
+   (no recent ring) in answers to pings it sent at or after ``now - lease``:
+   then every host it owns may go. Within a grace it holds the *host's*
+   lease of ``h`` when a majority vouched with rings that all give ``h`` to it
+   (``ring.membership.hostgate`` rule 3, :meth:`Lease.gate`). The quorum is the
    ring's voters (``ring.membership.voters``: the ``[[peer]]`` list until
    ``python -m ring voter`` changes it; two sets, a majority of each, while
    it changes) that have not left: alive, suspect and dead alike, so the
@@ -35,7 +41,8 @@ in ``docs/membership.md``; the rules it rests on are these:
    starts no grace: it moves no host, so no two peers can own one host
    across it (``docs/membership.md``, "Config epochs").
 5. **Renewal.** Each round the peer pings members of its quorum whose
-   vouch is missing, for another ring, or older than half the lease, at most
+   vouch is missing, for another ring, older than half the lease, or lists
+   recent rings it should have let go of by now (``settle_ms``), at most
    once a gossip interval each, until it holds a majority's worth of fresh
    vouches and a few more (:meth:`Lease.renewals`): O(N / lease) pings a
    second a peer, bare (no piggybacked records). After a change of what we
@@ -53,29 +60,32 @@ still). Without a lease (SWIM alone) it vouches for nothing and renews
 nothing.
 
 Why no two peers fetch one host at once: two majorities of one quorum
-share a member Y. If P's lease on ring R rests on Y's vouch and X's lease on
-ring R' != R does too, Y vouched for R at ``a1`` and for R' at ``a2 > a1``;
-by rule 2 ``a2 >= c + grace`` for the change at ``c >= a1``, and by rule 3
-P's lease ended by ``a1 + lease`` (its ping went before ``a1``). With
-``grace >= lease * (1 + rho)**2`` for clocks whose rates differ by at most a
-factor ``1 + rho``, P's lease is over before X's begins.
+share a member Y. If P fetches ``h`` on Y's vouch at ``a1`` and X on Y's vouch
+at ``a2 > a1``, the ring Y held at ``a1`` gives ``h`` to P, so it is not in
+the list of the vouch at ``a2`` (whose rings all give ``h`` to X): Y left it
+more than ``grace`` before ``a2`` (rule 2). By rule 3 P's lease on that vouch
+ended by ``a1 + lease`` (its ping went before ``a1``). With ``grace >= lease *
+(1 + rho)**2`` for clocks whose rates differ by at most a factor ``1 + rho``,
+P's lease is over before X's begins. (``docs/membership.md`` has it whole.)
 """
 
 from __future__ import annotations
 
 import enum
+import math
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
 
 import mmh3
 
-from ring.messages import Member, MemberState
+from ring.messages import Member, MemberState, RecentRing
+from ring.membership.hostgate import CLOSED, HostGate, RingBook, Tally
 from ring.membership.voters import VoterRecord
 from ring.durations import duration
 
 __all__ = ["GRACE_FACTOR", "Lease", "LeaseKeeper", "LeaseState", "PauseNote", "PauseReason", "Pauses", "Roster",
-           "fingerprint", "vouch_print"]
+           "Vouch", "fingerprint", "vouch_print"]
 
 #: ``grace = lease * GRACE_FACTOR``: rule 2's bound holds for clock rates
 #: that differ by up to 11 % (1.11**2 = 1.23); crystal clocks differ by 1e-4.
@@ -102,6 +112,28 @@ class LeaseState:
     reason: PauseReason | None
     grace_left: float  # seconds of grace still to run (0: none)
     until: float  # when the lease runs out unless renewed (our clock); 0: not held
+    #: Not held, but a majority vouches with rings we can read: hosts whose owner is
+    #: the same in all of them go, moved hosts wait (``ring.membership.hostgate``).
+    open: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Vouch:
+    """What a :class:`~ring.messages.PingAck` says of our ring (rules 1-2)."""
+
+    print: int  # our ring's (and voter record's) fingerprint; 0: nothing
+    recent: tuple[RecentRing, ...] = ()  # the other rings we held within grace
+    settle: float = 0.0  # seconds until ``recent`` is empty (or, with print 0, until we vouch)
+
+    @property
+    def settle_ms(self) -> int:
+        return max(0, math.ceil(self.settle * 1000))
+
+    @property
+    def whole(self) -> int:
+        """The vouch as a peer of wire version 3 must read it: our ring only with no recent ring
+        (its rule 2 made a peer vouch for nothing within a grace)."""
+        return 0 if self.recent else self.print
 
 
 def fingerprint(live: Mapping[str, float]) -> int:
@@ -125,8 +157,8 @@ def vouch_print(ring: int, record: int, config: int = 0) -> int:
 class Lease:
     """One peer's lease: the pings it sent, the vouches it got, and its grace (mutable)."""
 
-    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_base", "_vouch", "_asked",
-                 "_grace_until", "_pending", "_evidence", "_pinged")
+    __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_base", "_vouch", "_asked", "_record",
+                 "_config", "_grace_until", "_resumed_until", "_pending", "_evidence", "_pinged", "book")
 
     def __init__(self, self_id: str, lease: float, gossip_interval: float, *,
                  grace: float | None = None) -> None:
@@ -140,12 +172,20 @@ class Lease:
         self._base = 0  # vouch_print(_fp, the voter record's ident): a change of it starts a grace
         self._vouch = 0  # _base with the config epoch's ident: what we vouch for and count
         self._asked: set[str] = set()  # members pinged since _vouch last changed (rule 5: the others at once)
-        self._grace_until = 0.0
+        self._record = 0  # our voter record's ident
+        self._config = 0  # our config epoch's ident (ring.membership.epochs)
+        self._grace_until = 0.0  # the last ring we left is listed until then (rule 2)
+        self._resumed_until = 0.0  # a resumed process vouches for nothing until then (rule 2)
         # seq -> (target, time sent): rule 3 reads the send time back
         self._pending: dict[int, tuple[str, float]] = {}
-        # member -> (time our ping was sent, its vouch): the newest answer only
-        self._evidence: dict[str, tuple[float, int]] = {}
+        # member -> (time our ping was sent, its vouch, its recent rings, when they go): the newest only
+        self._evidence: dict[str, tuple[float, int, tuple[RecentRing, ...], float]] = {}
         self._pinged: dict[str, float] = {}  # member -> our last ping to it
+        #: The rings we held, and those we rebuilt from vouches (``ring.membership.hostgate``).
+        self.book = RingBook(self.grace, self._print)
+
+    def _print(self, live: Mapping[str, float]) -> int:
+        return vouch_print(fingerprint(live), self._record, self._config)
 
     @property
     def ring(self) -> int:
@@ -154,6 +194,7 @@ class Lease:
 
     def resumed(self, now: float) -> None:
         """Rule 2 for a process that resumes a crawl: vouch for nothing for ``grace``."""
+        self._resumed_until = max(self._resumed_until, now + self.grace)
         self._grace_until = max(self._grace_until, now + self.grace)
 
     def ring_changed(self, live: Mapping[str, float], now: float, record: int = 0, config: int = 0) -> None:
@@ -166,17 +207,37 @@ class Lease:
         vouch = vouch_print(fp, record, config)
         if vouch == self._vouch:
             return
-        if self._base and base != self._base:
+        first = not self._vouch
+        if not first and base != self._base:
             self._grace_until = max(self._grace_until, now + self.grace)
+        rekey = record != self._record
         self._fp = fp
         self._base = base
         self._vouch = vouch
         self._asked = set()
+        # A new record or config epoch renames every ring (their prints): the rings we
+        # knew are read no more (ring.membership.hostgate rule 2).
+        rekey = rekey or config != self._config
+        self._record = record
+        self._config = config
+        self.book.changed(vouch, live, now, first, rekey)
 
     def vouch(self, now: float) -> int:
-        """What our answers carry now (rule 1): our ring's fingerprint (with our voter
-        record's), or 0 in grace."""
-        return self._vouch if now >= self._grace_until else 0
+        """Our ring's fingerprint as a peer of wire version 3 reads a vouch (0 within a grace)."""
+        return self.vouching(now).whole
+
+    def vouching(self, now: float) -> Vouch:
+        """What our answers carry now (rules 1-2): our ring and the rings we held within
+        ``grace``; nothing while resumed or past ``MAX_RECENT`` rings."""
+        if now < self._resumed_until:
+            return Vouch(0, (), self._resumed_until - now)
+        if now >= self._grace_until:
+            return Vouch(self._vouch)
+        got = self.book.recent(now)
+        if got is None:
+            return Vouch(0, (), self._grace_until - now)
+        recent, until = got
+        return Vouch(self._vouch, recent, max(0.0, until - now) if recent else 0.0)
 
     def sent(self, seq: int, target: str, now: float) -> None:
         """We pinged ``target`` with ``seq`` now (any ping: probes, retries, renewals)."""
@@ -187,15 +248,17 @@ class Lease:
         self._pinged[target] = now
         self._asked.add(target)
 
-    def acked(self, seq: int, sender: str, vouch: int) -> None:
-        """``sender`` answered our ping ``seq`` itself, vouching ``vouch`` (rule 3)."""
+    def acked(self, seq: int, sender: str, vouch: int, recent: tuple[RecentRing, ...] = (),
+              settle_ms: int = 0) -> None:
+        """``sender`` answered our ping ``seq`` itself, vouching ``vouch`` with ``recent`` (rule 3)."""
         got = self._pending.get(seq)
         if got is None or got[0] != sender:
             return  # not ours, relayed, or forgotten: no evidence
         sent_at = got[1]
         old = self._evidence.get(sender)
         if old is None or sent_at >= old[0]:
-            self._evidence[sender] = (sent_at, vouch)
+            # settle_ms is a hint for renewals, never for safety: capped at a grace.
+            self._evidence[sender] = (sent_at, vouch, recent, sent_at + min(settle_ms / 1000, self.grace))
 
     def forget(self, member: str) -> None:
         """``member`` left the quorum."""
@@ -214,7 +277,9 @@ class Lease:
 
         ``want``: fresh vouches (for our ring, at most half a lease old) to
         keep from others; with that many, none is renewed, and with fewer,
-        only the shortfall. None: every one.
+        only the shortfall. None: every one. A vouch that lists recent rings
+        counts as fresh until its ``settle_ms`` is over: asked sooner, it
+        would list them still.
         """
         due: list[tuple[float, str]] = []
         fresh = 0
@@ -223,7 +288,8 @@ class Lease:
             if mid == self.self_id:
                 continue
             ev = self._evidence.get(mid)
-            if ev is not None and ev[1] == self._vouch and now - ev[0] <= half:
+            if (ev is not None and ev[1] == self._vouch and now - ev[0] <= half
+                    and (not ev[2] or now < ev[3])):
                 fresh += 1
                 continue
             pinged = self._pinged.get(mid, -1e18)
@@ -246,9 +312,16 @@ class Lease:
         ``ring.membership.voters`` rule 2); the figures are the set closest to losing it."""
         states = [self._one(quorum, now) for quorum in quorums] or [self._one((), now)]
         worst = min(states, key=lambda s: (s.held, s.vouched - s.needed))
+        opened = all(s.open for s in states)
         if worst.held and len(states) > 1:
-            return replace(worst, until=min(s.until for s in states))
-        return worst
+            return replace(worst, until=min(s.until for s in states), open=opened)
+        return replace(worst, open=opened) if worst.open != opened else worst
+
+    def _own(self, now: float) -> frozenset[int] | None:
+        """The rings our own vouch lists now (rule 2), or None while it vouches for nothing."""
+        if now < self._resumed_until or not self._vouch:
+            return None
+        return self.book.own(now) if now < self._grace_until else frozenset((self._vouch,))
 
     def _one(self, quorum: Iterable[str], now: float) -> LeaseState:
         voters = list(quorum)
@@ -259,21 +332,67 @@ class Lease:
         grace_left = max(0.0, self._grace_until - now)
         fp = self._vouch
         horizon = now - self.lease
+        book = self.book
         times: list[float] = []
+        readable = 0
         for mid in members:
             ev = self._evidence.get(mid)
-            if ev is not None and ev[1] == fp and fp and ev[0] >= horizon:
+            if ev is None or not ev[1] or ev[0] < horizon:
+                continue
+            if ev[1] == fp and not ev[2]:
                 times.append(ev[0])
+                readable += 1
+            elif book.read(ev[1], ev[2]) is not None:
+                readable += 1
+        own = self._own(now)
+        readable += 1 if votes and own is not None and all(book.ring_known(p) for p in own) else 0
+        opened = readable >= needed
         vouched = len(times) + (1 if votes and grace_left == 0.0 and fp else 0)
         if grace_left > 0.0:
-            return LeaseState(False, vouched, needed, size, PauseReason.GRACE, grace_left, 0.0)
+            return LeaseState(False, vouched, needed, size, PauseReason.GRACE, grace_left, 0.0, opened)
         if vouched < needed:
-            return LeaseState(False, vouched, needed, size, PauseReason.NO_MAJORITY, 0.0, 0.0)
+            return LeaseState(False, vouched, needed, size, PauseReason.NO_MAJORITY, 0.0, 0.0, opened)
         # The lease runs until the vouch it cannot do without is too old.
         times.sort(reverse=True)
         others = needed - votes
         until = (times[others - 1] + self.lease) if others >= 1 else float("inf")
-        return LeaseState(True, vouched, needed, size, None, 0.0, until)
+        return LeaseState(True, vouched, needed, size, None, 0.0, until, True)
+
+    def gate(self, quorums: Sequence[Sequence[str]], now: float, vnodes: int) -> HostGate:
+        """Rule 4 host by host (``ring.membership.hostgate`` rule 3): which hosts may go at ``now``,
+        with a majority of EACH of ``quorums``; ``vnodes``: the crawl's hash ring's."""
+        horizon = now - self.lease
+        book = self.book
+        own = self._own(now)
+        until = now + self.lease
+        tallies: list[Tally] = []
+        prints: set[int] = set()
+        opened = True
+        for quorum in quorums or ((),):
+            groups: dict[frozenset[int], int] = {}
+            size = 0
+            for mid in quorum:
+                size += 1
+                if mid == self.self_id:
+                    rings = own
+                else:
+                    ev = self._evidence.get(mid)
+                    if ev is None or not ev[1] or ev[0] < horizon:
+                        continue
+                    rings = book.read(ev[1], ev[2])
+                    if rings is not None:
+                        until = min(until, ev[0] + self.lease)
+                if rings is not None:
+                    groups[rings] = groups.get(rings, 0) + 1
+            needed = size // 2 + 1
+            opened = opened and sum(groups.values()) >= needed
+            tallies.append(Tally(needed, tuple(sorted(groups.items(), key=lambda kv: -kv[1]))))
+            for rings in groups:
+                prints.update(rings)
+        if not opened:
+            return CLOSED
+        built = {p: r for p in prints if (r := book.ring(p, vnodes)) is not None}
+        return HostGate(self.self_id, True, until, tuple(tallies), built)
 
 
 class Roster(Protocol):
@@ -348,22 +467,32 @@ class LeaseKeeper:
             self._version = version
             self.lease.ring_changed(roster.live(), now, version[1], version[2])
 
-    def vouch(self, now: float) -> int:
-        """What our answers vouch for (rule 1): our ring as of now, or 0."""
+    def vouch(self, now: float) -> Vouch:
+        """What our answers vouch for (rules 1-2): our ring as of now and the rings we held
+        within grace, or nothing."""
         if self.lease is None:
-            return 0
+            return Vouch(0)
         self.follow(now)
-        return self.lease.vouch(now)
+        return self.lease.vouching(now)
+
+    def gate(self, now: float, vnodes: int) -> HostGate:
+        """Which hosts we may start a request to at ``now`` (``ring.membership.hostgate``);
+        every host without a lease (SWIM alone never fetches)."""
+        if self.lease is None:
+            return CLOSED
+        self.follow(now)  # our own recent rings as of now (rule 2)
+        return self.lease.gate(self.quorums(), now, vnodes)
 
     def sent(self, seq: int, target: str, now: float) -> None:
         """We pinged ``target`` with ``seq`` (rule 3: its send time is what a vouch counts for)."""
         if self.lease is not None:
             self.lease.sent(seq, target, now)
 
-    def acked(self, seq: int, sender: str, vouch: int) -> None:
+    def acked(self, seq: int, sender: str, vouch: int, recent: tuple[RecentRing, ...] = (),
+              settle_ms: int = 0) -> None:
         """``sender`` answered our ping ``seq`` itself (rule 3)."""
         if self.lease is not None:
-            self.lease.acked(seq, sender, vouch)
+            self.lease.acked(seq, sender, vouch, recent, settle_ms)
 
     def forget(self, member: str, now: float) -> None:
         """``member`` left the view and the quorum (``python -m ring forget``)."""
@@ -434,8 +563,11 @@ class Pauses:
     def seen(self, state: LeaseState, now: float) -> PauseNote | None:
         """The line to log now that the lease is ``state`` at ``now`` (the real clock), or None."""
         vouched, quorum, needed = state.vouched, state.quorum, state.needed
+        # A majority vouching with rings we can read is no partition: hosts that kept
+        # their owner go on while the ring settles (ring.membership.hostgate).
+        going = state.held or state.open
         if not self._held_once:
-            if state.held:
+            if going:
                 self._held_once = True
                 if self._forming:
                     return self._note(state, "lease.formed", False,
@@ -447,7 +579,7 @@ class Pauses:
                                   f"forming: heard {vouched} of {quorum} voters ({needed} needed); "
                                   f"no request starts until they answer")
             return None
-        if state.held:
+        if going:
             self._settling = False
             began, warned, self._since, self._warned = self._since, self._warned, None, False
             if began is not None and warned:

@@ -82,6 +82,7 @@ from ring.membership.antientropy import Repairs, answer_pull, answer_sync, is_pu
 from ring.membership.budget import merge_grants
 from ring.membership.dissemination import PIGGYBACK, PiggybackQueue, retransmit_limit
 from ring.hashring import HashRing
+from ring.membership.hostgate import HostGate
 from ring.membership.lease import Lease, LeaseKeeper, LeaseState
 from ring.messages import (
     MAX_MEMBERS,
@@ -271,6 +272,11 @@ class Membership:
         """Whether this peer may start requests at ``real_now`` (the real clock, not the
         ring's); None without a lease."""
         return self._leases.state(real_now)
+
+    def host_gate(self, real_now: float, vnodes: int) -> HostGate:
+        """Which hosts this peer may start requests to at ``real_now`` (the real clock), by the
+        lease of each host (``ring.membership.hostgate``); ``vnodes``: the crawl's hash ring's."""
+        return self._leases.gate(real_now, vnodes)
 
     @property
     def voter_record(self) -> VoterRecord:
@@ -564,17 +570,20 @@ class Membership:
         if msg.target != self.self_id:
             self.dropped["misdirected"] += 1  # meant for whoever had our address before
             return []
-        ack = PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
-                      self._updates(msg.sender), self._leases.vouch(now + self.stalled))
-        return [(msg.sender, ack)]
+        return [(msg.sender, self._answer(msg.sender, msg.seq, now))]
+
+    def _answer(self, asker: str, seq: int, now: float) -> PingAck:
+        """Our own answer to a probe: our record's news and our vouch (``ring.membership.lease``)."""
+        v = self._leases.vouch(now + self.stalled)
+        return PingAck(self.ring_name, self.self_id, seq, self.self_id, self._updates(asker),
+                       v.print, v.recent, v.settle_ms)
 
     def _on_ping_req(self, msg: PingReq, now: float) -> list[tuple[str, Message]]:
         for r in msg.updates:
             self._view.merge(r, now, True, msg.sender)
         target = self._members.get(msg.target)
         if msg.target == self.self_id:
-            return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, self.self_id,
-                                         self._updates(msg.sender), self._leases.vouch(now + self.stalled)))]
+            return [(msg.sender, self._answer(msg.sender, msg.seq, now))]
         if target is None or target.state not in LIVE:
             return []  # nothing to ask: our view holds it gone already
         seq = self._prober.relay(msg.sender, msg.seq, msg.target, now)
@@ -588,7 +597,7 @@ class Membership:
             self._view.merge(r, now, True, msg.sender)
         self._contact()
         if msg.target == msg.sender:
-            self._leases.acked(msg.seq, msg.sender, msg.vouch)
+            self._leases.acked(msg.seq, msg.sender, msg.vouch, msg.recent, msg.settle_ms)
         relay = self._prober.acked(msg.seq, msg.target, msg.sender)
         if relay is not None and relay[0] in self._members:
             asker, seq = relay

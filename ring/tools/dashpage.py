@@ -116,6 +116,8 @@ def _lease_cells(r: Mapping) -> str:
         return _td("?") + _td("-", "n") + _td("-")
     words = _LEASE_WORDS[lease]
     grace = r.get("grace_left") or 0
+    if r.get("lease_open"):
+        words = "settling: moved hosts wait"
     if lease == "grace" and grace >= 1:
         words += f" ({duration(grace)})"
     vouch = f"{r.get('vouched', 0)} of {r.get('quorum', 0)}, {r.get('needed', 0)} needed"

@@ -43,8 +43,9 @@ _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forw
 
 STATUS_LEGEND = ("state: alive, suspect, dead, left, or waiting (listed in cluster.toml, not heard "
                  "from yet: not started, or not reached); "
-                 "lease: held (requests start), grace (its ring changed a moment ago) or no-majority "
-                 "(paused), ? if it did not answer; vouch: members vouching for its ring / the "
+                 "lease: held (requests start), settling (its ring changed a moment ago: the hosts "
+                 "that moved wait, the others go on), grace (paused: it resumed, or its voters changed) "
+                 "or no-majority (paused), ? if it did not answer; vouch: members vouching for its ring / the "
                  "majority needed / its quorum (members not left, dead ones included); ring: its "
                  "ring's version and fingerprint (members that agree show one fingerprint); "
                  "pages: " + TERMS[Family.PAGES].means + "; pages/s: since the peer started; queued: URLs in its "
@@ -71,7 +72,8 @@ def lease_cells(r: MemberStatus) -> tuple[str, str, str]:
     vouch = f"{r.vouched}/{r.needed}/{r.quorum}" if known else "-"
     # The fingerprint's first 8 hex digits, as the dashboard shows them: enough to tell rings apart by eye.
     ring = f"v{r.ring_version}:{r.ring_fingerprint >> 32:08x}" if r.ring_fingerprint else "-"
-    return _LEASE_CELL[r.lease], vouch, ring
+    # A peer settling after a ring change: its moved hosts wait, the others go on.
+    return ("settling" if r.lease_open else _LEASE_CELL[r.lease]), vouch, ring
 
 
 def rings_seen(rows: Sequence[MemberStatus]) -> int:

@@ -3,7 +3,8 @@
 Through ``CrawlCore`` these cover its parts too: peer.core.crawl.outcomes
 (results, retries, robots.txt answers), peer.core.handoff.moves (ring changes
 and hand-offs), peer.core.crawl.figures (the figures read from the parts)
-and the values of peer.core.crawl.decisions; peer.core.crawl.discovery and
+and the values of peer.core.crawl.decisions, peer.core.handoff.leasewaits (moved
+hosts waiting for their lease); peer.core.crawl.discovery and
 peer.core.crawl.jobs have test modules of their own as well.
 """
 
@@ -367,6 +368,7 @@ class FakeRing:
         self.others, self.page_cap = others, page_cap
         self.is_idle = self.is_done = self.has_left = self.gone = False
         self.lease = True
+        self.moved: set[str] = set()  # hosts whose lease waits (ring.membership.hostgate)
 
     def others_pages(self) -> int:
         return self.others
@@ -385,6 +387,9 @@ class FakeRing:
 
     def may_start(self, now: float) -> bool:
         return self.lease
+
+    def may_fetch(self, host: str, now: float) -> bool:
+        return self.lease and host not in self.moved
 
 
 def test_max_pages_alone_bounds_the_starts_and_ends_the_crawl():
@@ -447,6 +452,36 @@ def test_the_cluster_is_not_done_while_a_member_seen_dead_may_come_back():
     view.is_idle = view.is_done = True
     assert c.next(30.9, view) == Sleep(float("inf"))
     assert c.next(31.0, view) == Finished(StopReason.CLUSTER_DONE)  # takeover_after (30 s) later
+
+
+def test_a_moved_host_waits_for_its_lease_while_a_host_that_kept_its_owner_is_fetched():
+    # ring.membership.hostgate: after a ring change only the hosts that moved wait.
+    c = core()  # robots.txt on: it is a request to the host too, and waits as well
+    view = FakeRing()
+    moved, kept = "moved.web.test", "kept.web.test"
+    view.moved = {moved}
+    c.discover(f"http://{moved}/a", 0, 0.0, Origin.LINK)
+    c.discover(f"http://{kept}/b", 0, 0.0, Origin.LINK)
+    got = {}
+    for _ in range(2):
+        nxt = c.next(0.0, view)
+        assert isinstance(nxt, Start)
+        got[nxt.job.host] = (nxt.job, c.admit(nxt.job, 0.0, view))
+    assert isinstance(got[kept][1], FetchRobots)
+    job, adm = got[moved]
+    assert adm == Requeue(job, HOLD_POLL, (Requeued(job.url, HOLD_POLL),))
+    c.job_ended(job)
+    assert c.limits_figures(0.0, {})["lease.moved_waiting"] == 1
+    # Asked again within the grace, it waits on; counted as one wait.
+    nxt = c.next(2.0, view)
+    assert isinstance(nxt, Start) and isinstance(c.admit(nxt.job, 2.0, view), Requeue)
+    c.job_ended(nxt.job)
+    view.moved = set()  # its lease holds: a majority vouches with no ring that gave it away
+    nxt = c.next(4.0, view)
+    assert isinstance(nxt, Start) and isinstance(c.admit(nxt.job, 4.0, view), FetchRobots)
+    figures = c.limits_figures(4.0, {})
+    assert figures["lease.moved_waits"] == 1 and "lease.moved_waiting" not in figures
+    assert figures["lease.moved_wait_max_ms"] == 4000
 
 
 # -- results: retries, backoff, redirects ---------------------------------------------

@@ -357,7 +357,7 @@ def test_a_host_handed_back_to_its_former_owner_is_revisited_not_dropped_as_fetc
     p1.receive(R2, HostState(RING, "p2", INC, 0, (record,), (), ()), 1.1, wall=OLD_WALL + 1.1)
     step = p1.crawl.next(6.0, None)  # the lease aside
     assert isinstance(step, Start) and step.job.url == url
-    adm, _ = p1.admit(step.job, 6.0)
+    adm = p1.crawl.admit(step.job, 6.0, None)  # the lease aside here too (leases by host)
     assert isinstance(adm, Fetch), adm  # before: Drop, as a queued copy of a URL p2 fetched
     assert dict(p1.validators(url)) == {"If-None-Match": '"e1"'}
 

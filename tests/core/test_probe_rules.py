@@ -22,6 +22,9 @@ def test_ready_only_running_in_the_ring_with_the_lease_and_not_going():
     assert ready() == Readiness(True, "ready")
     assert ready(lease=NONE).reason == "not ready: no lease (heard 1 of 3 voters, 2 needed)"
     assert ready(lease=GRACE).reason == "not ready: no lease (grace after a ring change, 1.5s left)"
+    # Settling after a ring change: the hosts that kept their owner are fetched (ring.membership.hostgate).
+    settling = LeaseState(False, 1, 2, 3, PauseReason.GRACE, 1.5, 0.0, open=True)
+    assert ready(lease=settling) == Readiness(True, "ready (settling: moved hosts wait)")
     assert ready(running=False).reason == "not ready: starting (state not open yet)"
     assert ready(in_ring=False, lease=None).reason == "not ready: not in the ring yet"
     assert ready(stopping=True).reason == "not ready: stopping"

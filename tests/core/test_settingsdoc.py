@@ -69,8 +69,9 @@ def test_a_text_that_is_no_document_is_data_not_an_exception():
 
 def test_no_request_starts_before_the_settings_are_confirmed_even_with_the_lease_held():
     held = LeaseState(True, 3, 2, 3, None, 0.0, 100.0)
+    gate_open = SimpleNamespace(open=True, until=100.0, may=lambda host: True)  # every host's lease holds
     node = SimpleNamespace(membership=SimpleNamespace(lease=None), settings_confirmed=False,
-                           lease_state=lambda now: held)
+                           lease_state=lambda now: held, host_gate=lambda now: gate_open)
     gate = RingGate(node, lambda: False, lambda: 0.0)  # type: ignore[arg-type]
     assert not gate.may_start(1.0)
     node.settings_confirmed = True

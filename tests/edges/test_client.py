@@ -16,7 +16,7 @@ from ringharness import free_ports
 from ring.tools.client import Contact, LeaveOutcome, cluster_status, request_forget, request_leave
 from ring.io.driver import RingDriver
 from ring.hashring import HashRing
-from ring.messages import ForgetOutcome, MemberState, MemberStatus
+from ring.messages import ForgetOutcome, LeaseStatus, MemberState, MemberStatus
 from ring.node import RingNode
 
 RING = "t"
@@ -194,6 +194,9 @@ def test_ring_status_shows_a_peer_not_heard_from_as_waiting_and_a_budget_wait():
     assert lines[2].strip() == "paused: waiting for a page-budget grant (its max_pages cap, 20 pages, is spent)"
     assert lines[3].split()[:2] == ["p2", "waiting"]
     assert next(ln for ln in lines if ln.startswith("total")).split()[1:3] == ["1", "live"]
+    # Settling after a ring change: its moved hosts wait, the others go on (ring.membership.hostgate).
+    settling = format_status([row("p1", lease=LeaseStatus.GRACE, lease_open=True)]).splitlines()
+    assert settling[1].split()[:3] == ["p1", "alive", "settling"]
 
 
 def test_ring_status_names_the_wire_versions_while_they_differ():

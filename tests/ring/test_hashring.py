@@ -129,3 +129,15 @@ def test_leave_then_rejoin_restores_every_owner(ids, hosts):
         assert owner in ids
         assert back.owner(h) == owner
         assert ring.without_peer(leaver).owner(h) == owner or owner == leaver
+
+
+@settings(max_examples=40)
+@given(
+    base=st.dictionaries(st.sampled_from([f"p{i}" for i in range(8)]), st.sampled_from([0.5, 1.0, 2.0]),
+                         min_size=1),
+    new=st.dictionaries(st.sampled_from([f"p{i}" for i in range(8)]), st.sampled_from([0.5, 1.0, 2.0])),
+)
+def test_a_ring_rebuilt_from_a_neighbour_is_the_ring_built_afresh(base, new):
+    # ring.membership.hostgate builds the rings a vouch lists from one it has.
+    got, want = HashRing(base, vnodes=16).rebuilt(new), HashRing(new, vnodes=16)
+    assert got == want and got._points == want._points and got._owners == want._owners

@@ -385,7 +385,7 @@ def ack_to(m, sender: str, now: float) -> PingAck:
     return next(msg for dst, msg in out if isinstance(msg, PingAck))
 
 
-def test_after_its_ring_changes_a_membership_answers_vouching_for_nothing_for_the_grace():
+def test_after_its_ring_changes_a_membership_answers_listing_the_ring_it_left_for_the_grace():
     net = lease_cluster(3, seed=5)
     net.run(20)
     p0 = net.peers["p0"]
@@ -399,10 +399,14 @@ def test_after_its_ring_changes_a_membership_answers_vouching_for_nothing_for_th
     assert "p2" not in p0.live() and p0.lease.ring != fp
     grace = LEASE * GRACE_FACTOR
     for dt in (0.0, 1.0, grace - 0.01):
-        assert ack_to(p0, "p1", t + dt).vouch == 0
+        ack = ack_to(p0, "p1", t + dt)
+        # The new ring, and the one it left (p2 in it), until a grace after the change.
+        assert ack.vouch == p0.lease.ring and [r.print for r in ack.recent] == [fp]
+        assert ack.recent[0].then_only == (("p2", 1.0),) and ack.recent[0].now_only == ()
         st = p0.lease_state(t + dt)
         assert st is not None and not st.held and st.reason is PauseReason.GRACE
-    assert ack_to(p0, "p1", t + grace).vouch == p0.lease.ring
+    ack = ack_to(p0, "p1", t + grace)
+    assert ack.vouch == p0.lease.ring and ack.recent == ()
 
 
 def test_a_resumed_membership_vouches_for_nothing_and_holds_nothing_for_a_grace_from_its_start():
@@ -510,8 +514,8 @@ def one_ring_among_holders(net: LeaseNet) -> None:
 
 
 def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0, leaves: int = 0,
-          stalls: float = 0.3) -> dict[str, int]:
-    """Random splits, heals, flaps, restarts and stalls until ``until``, checking after every event.
+          stalls: float = 0.3, check=one_ring_among_holders) -> dict[str, int]:
+    """Random splits, heals, flaps, restarts and stalls until ``until``, ``check`` after every event.
 
     ``joins``: new members that may join on the way; ``leaves``: members
     that may leave gracefully (for good); ``stalls``: how often,
@@ -550,7 +554,7 @@ def chaos(net: LeaseNet, rng: random.Random, until: float, *, joins: int = 0, le
         step = rng.choice((0.3, 1.0, 3.0, 8.0, 15.0))  # a flap, or a long split
         end = min(until, net.t + step)
         while net.t < end:
-            net.run_until(min(end, net.t + 0.25), one_ring_among_holders)
+            net.run_until(min(end, net.t + 0.25), check)
             seen["held"] += bool(net.holders())
         for p in pids:
             if net.peers[p].m.lease.ring != rings_before[p]:
@@ -641,10 +645,11 @@ def test_the_keeper_tells_the_lease_each_new_ring_once_and_a_change_starts_a_gra
     roster = Roster("p0", "p1", "p2")
     keeper = LeaseKeeper("p0", Lease("p0", 2.0, INTERVAL), roster, 0.0)
     first = keeper.vouch(0.0)
-    assert first == fingerprint(roster.live()) != 0  # the first ring: no grace
+    assert first.print == fingerprint(roster.live()) != 0 and first.recent == ()  # the first ring: no grace
     roster.leave("p2")
-    assert keeper.vouch(1.0) == 0  # rule 2: a new ring, a grace
-    assert keeper.vouch(1.0 + 2.0 * GRACE_FACTOR) == fingerprint({"p0": 1.0, "p1": 1.0})
+    within = keeper.vouch(1.0)  # rule 2: a new ring, and the old one listed for a grace
+    assert within.whole == 0 and [r.print for r in within.recent] == [first.print]
+    assert keeper.vouch(1.0 + 2.0 * GRACE_FACTOR).whole == fingerprint({"p0": 1.0, "p1": 1.0})
 
 
 def test_the_keeper_renews_the_quorums_missing_vouches_not_those_pinged_already():
@@ -652,14 +657,14 @@ def test_the_keeper_renews_the_quorums_missing_vouches_not_those_pinged_already(
     keeper = LeaseKeeper("p0", Lease("p0", 2.0, INTERVAL), roster, 0.0)
     assert keeper.renewals(["p1", "p2", "p9"], {"p1"}, 0.0) == ["p2"]  # p9 votes not; p1 pinged
     keeper.sent(7, "p2", 0.0)
-    keeper.acked(7, "p2", keeper.vouch(0.0))
+    keeper.acked(7, "p2", keeper.vouch(0.0).print)
     state = keeper.state(0.1)
     assert state is not None and state.held and state.vouched == 2
 
 
 def test_without_a_lease_the_keeper_vouches_for_nothing_and_renews_nothing():
     keeper = LeaseKeeper("p0", None, Roster("p0", "p1", "p2"), 0.0)
-    assert keeper.vouch(0.0) == 0 and keeper.renewals(["p1", "p2"], set(), 0.0) == []
+    assert keeper.vouch(0.0).print == 0 and keeper.renewals(["p1", "p2"], set(), 0.0) == []
     assert keeper.state(0.0) is None
 
 

@@ -89,7 +89,7 @@ MEMBER_STATUS = st.builds(
     st.sampled_from(LeaseStatus), UINT, UINT, UINT, FLOAT, UINT, UINT,
     st.booleans(), UINT, st.booleans(),
     UINT, st.lists(NAME, max_size=4).map(tuple), st.lists(NAME, max_size=4).map(tuple), UINT, UINT,
-    UINT, st.booleans(), UINT, UINT, st.booleans(),
+    UINT, st.booleans(), UINT, UINT, st.booleans(), st.booleans(),
 )
 MESSAGES = st.one_of(
     st.builds(Digest, NAME, NAME, st.lists(MEMBER, max_size=6).map(tuple), st.booleans()),
@@ -184,7 +184,7 @@ def test_a_probe_carries_at_most_max_updates_records():
         with pytest.raises(EncodeError, match="updates"):
             encode(cls("demo", "p0", 3, "p1", (m,) * (MAX_UPDATES + 1)))
     wire = msgpack.unpackb(encode(Digest("demo", "p0", (m,))))[4][0]
-    for code, tail in ((11, ()), (12, ()), (13, (0,))):  # a PingAck ends with its vouch
+    for code, tail in ((11, ()), (12, ()), (13, (0, [], 0))):  # a PingAck ends with its vouch, recent rings, settle_ms
         assert decode(raw(VERSION, code, "demo", "p0", 3, "p1", [wire] * MAX_UPDATES, *tail))
         with pytest.raises(DecodeError, match="updates"):
             decode(raw(VERSION, code, "demo", "p0", 3, "p1", [wire] * (MAX_UPDATES + 1), *tail))
@@ -254,10 +254,10 @@ def test_a_status_row_ends_with_its_lease_and_ring():
                  ring_version=4, ring_fingerprint=2**64 - 1)
     wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,))))[4][0]
     # ... dropped, errors, busiest, then the lease's seven fields, then heard, page_cap,
-    # budget_wait, then the voters' five, then the wire version, paused, the config epoch's three
-    # (new fields go at the end)
+    # budget_wait, then the voters' five, then the wire version, paused, the config epoch's three,
+    # lease_open (new fields go at the end)
     assert wire[13:23] == [[], [], [], 3, 1, 2, 3, 0.0, 4, 2**64 - 1]
-    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 3, False, 0, 0, False]
+    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 3, False, 0, 0, False, False]
     back = decode(encode(StatusReply("demo", "p1", (row,)))).members[0]
     assert back == row and back.lease is LeaseStatus.NO_MAJORITY
     # A member held by `ring pause` says so.
@@ -370,7 +370,7 @@ def digest_with(**changes):
         (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 4, False, 0, 0, False]], 0),
+                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 4, False, 0, 0, False, False]], 0),
             "MemberStatus.dropped",
         ),
         (raw(VERSION, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused

@@ -27,6 +27,10 @@ def test_our_row_carries_the_crawls_figures_our_counters_lease_and_ring():
     assert len(row.busiest) == MAX_BUSIEST  # the wire's bound
     assert (row.lease, row.vouched, row.needed, row.quorum) == (LeaseStatus.HELD, 3, 2, 3)
     assert (row.ring_version, row.ring_fingerprint) == (4, 0xAB)
+    assert not row.lease_open
+    settling = LeaseState(False, 1, 2, 3, PauseReason.GRACE, 2.0, 0.0, open=True)
+    row = own_row(ME, 0.5, StatusFigures(lease=settling), dropped=(), ring_version=5, fingerprint=0xAC)
+    assert row.lease is LeaseStatus.GRACE and row.lease_open and row.as_json()["lease_open"] is True
 
 
 def test_another_members_row_is_what_gossip_says_and_its_lease_is_unknown():
@@ -68,6 +72,9 @@ def test_a_lease_in_a_status_row_and_in_words():
     assert lease_words(LeaseStatus.UNKNOWN, 0, 0, 0, 0.0) == "unknown"
     assert lease_words(LeaseStatus.GRACE, 0, 2, 3, 0.5) == "paused: grace"
     assert lease_words(LeaseStatus.NO_MAJORITY, 1, 2, 3, 0.0) == "paused: no majority (1 of 3 vouch, 2 needed)"
+    # Hosts that kept their owner go on after a ring change (ring.membership.hostgate).
+    assert lease_words(LeaseStatus.GRACE, 1, 2, 3, 2.0, open=True) == "settling: moved hosts wait (2.0s left)"
+    assert lease_words(LeaseStatus.NO_MAJORITY, 1, 2, 3, 0.0, open=True) == "settling: moved hosts wait"
 
 
 def test_the_crawls_figures_from_a_mapping_or_an_object():

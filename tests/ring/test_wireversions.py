@@ -255,3 +255,18 @@ def test_a_ring_node_knows_what_each_member_speaks_from_the_routes_it_hears():
     n.receive(member_route("p2", marked_nonce("00" * 8)), Ack("demo", "p2", 1, 0), 0.0)
     n.receive(member_route("p3", "11" * 8), Ack("demo", "p3", 1, 0), 0.0)  # the previous release
     assert n.wire.versions() == {"p2": VERSION, "p3": 3}
+
+
+def test_a_vouch_with_recent_rings_vouches_for_nothing_to_a_member_of_version_3():
+    # Version 3 drops `recent` and would count the vouch as settled within a grace
+    # (ring.wireversion rule 7): to it, the answer vouches for nothing, as its own rule 2 did.
+    from ring.messages import PingAck, RecentRing
+    from ring.wireversion import said_to
+
+    ack = PingAck("demo", "p1", 7, "p1", (), 0xABC, (RecentRing(0xDEF, (("p3", 1.0),), ()),), 900)
+    assert said_to(ack, 4) == ack
+    old = said_to(ack, 3)
+    assert (old.vouch, old.recent, old.settle_ms) == (0, (), 0)
+    settled = PingAck("demo", "p1", 7, "p1", (), 0xABC)
+    assert said_to(settled, 3) == settled  # no recent ring: a whole vouch, as version 3 reads it
+    assert decode(encode(old, 3)).vouch == 0

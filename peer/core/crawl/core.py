@@ -68,6 +68,7 @@ from peer.core.crawl.seedadd import SeedTally
 from peer.core.crawl.seedfeed import SeedFeed
 from peer.core.dedupe.held import HeldPages
 from peer.core.frontier.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
+from peer.core.handoff.leasewaits import LeaseWaits
 from peer.core.handoff.moves import Handoffs
 from peer.core.http.cookies import CookieJar, CookieLimits
 from peer.core.page.extract import PageRules
@@ -171,6 +172,8 @@ class CrawlCore:
         self.handoffs = Handoffs(peer_id, self.frontier, self.limits, takeover_after=cfg.ring.takeover_after,
                                  pass_on=self._pass_on, push=self._push)
         self.retries = Retries(self.jobs, self.summary, self.rng, self._keeps)
+        #: Moved hosts waiting for their lease (peer/core/handoff/leasewaits.py).
+        self.lease_waits = LeaseWaits()
         # Handed CrawlCore.discover, not the part's: Discovery comes next and is
         # handed this part's entry reader (a sitemap's tail), one way each.
         self.sitemap_jobs = SitemapJobs(
@@ -459,8 +462,9 @@ class CrawlCore:
 
     # -- admission -------------------------------------------------------------------
 
-    def admit(self, job: Job, now: float) -> Admission:
-        """What to do with a job the frontier handed out, before any request."""
+    def admit(self, job: Job, now: float, lease: RingView | None = None) -> Admission:
+        """What to do with a job the frontier handed out, before any request (``lease``: the
+        ring node, in a ring: it says whether the host's lease holds)."""
         out: list[Effect] = []
         jobs = self.jobs
         rc = self.recrawl
@@ -514,6 +518,16 @@ class CrawlCore:
                 jobs.requeue(job, now, now + HOLD_POLL, out)
                 jobs.finish(job, now, Outcome.UNREACHED)
                 return Requeue(job, now + HOLD_POLL, tuple(out))
+        if lease is not None:
+            # The host's own lease (ring.membership.hostgate): one that moved in a ring
+            # change waits out the grace, every other host goes on. Before robots.txt:
+            # that is a request to the host too.
+            if not lease.may_fetch(job.host, now):
+                self.lease_waits.refused(job.host, now)
+                jobs.requeue(job, now, now + HOLD_POLL, out)
+                jobs.finish(job, now, Outcome.UNREACHED)
+                return Requeue(job, now + HOLD_POLL, tuple(out))
+            self.lease_waits.let(job.host, now)
         if self.cfg.crawl.obey_robots:
             verdict = self.robots.check(job.host, job.url, now)
             if verdict is Verdict.FETCH:

@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from peer.core.crawl.robots import RobotsCache
     from peer.core.frontier.frontier import Frontier
     from peer.core.handoff.holds import Holds
+    from peer.core.handoff.leasewaits import LeaseWaits
     from peer.core.http.cookies import CookieJar
     from peer.core.revisit.recrawl import Recrawl
     from peer.core.run.stats import Summary
@@ -40,6 +41,8 @@ class Sources(Protocol):
     def limits(self) -> Limits: ...
     @property
     def holds(self) -> Holds: ...
+    @property
+    def lease_waits(self) -> LeaseWaits: ...
     @property
     def frontier(self) -> Frontier: ...
     @property
@@ -70,6 +73,7 @@ def limits_figures(core: Sources, now: float, malformed: dict[str, int]) -> dict
             out[f"malformed.{reason}"] = int(n)
     for name, n in core.holds.counts.items():
         out[f"hold.{name}"] = n  # peer/core/handoff/holds.py rule 4
+    out.update(core.lease_waits.figures())  # moved hosts waiting for their lease
     for name, n in core.summary.directives.items():
         if n:
             out[f"directives.{name}"] = n  # what pages said of themselves (peer.core.page.directives)

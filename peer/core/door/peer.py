@@ -584,7 +584,7 @@ class PeerCore:
 
     def admit(self, job: Job, now: float) -> tuple[Admission, list[PeerEffect]]:
         """What to do with ``job`` just before its request, and the effects that go first (1b)."""
-        adm = self.crawl.admit(job, now)
+        adm = self.crawl.admit(job, now, self._gate)
         effects = self.routed(adm.effects, now)
         if isinstance(adm, Drop | PassOn) and not (effects and isinstance(effects[-1], Commit)):
             effects.append(Commit())  # (a Drop's row has its own: one is enough)

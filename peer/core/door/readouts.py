@@ -150,7 +150,7 @@ class Readouts:
         state = self._lease(now)
         if state is not None and not state.held:
             return lease_words(lease_status(state), state.vouched, state.needed, state.quorum,
-                               state.grace_left)
+                               state.grace_left, state.open)
         node = self._node()
         if node is not None and not node.settings_confirmed:
             # ring.membership.epochs rule 5: a peer just started has not heard the ring's settings.
@@ -233,6 +233,7 @@ class Readouts:
                               if k.startswith(SEED_ADD_UNTAKEN)},
             seed_add_caps={k.removeprefix("cap."): n for k, n in split.counters if k in SEED_ADD_CAPS},
             paused=crawl.paused,
+            lease_moved_waiting=crawl.lease_waits.waiting, lease_moved_waits=crawl.lease_waits.waits,
         )
         rc = crawl.recrawl
         if rc is not None:
@@ -246,5 +247,5 @@ class Readouts:
             return out  # a ring of one: PeerFigures' defaults
         return dataclasses.replace(
             out, lease_held=lease.held, lease_vouched=lease.vouched, lease_needed=lease.needed,
-            lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left,
+            lease_quorum=lease.quorum, lease_grace_seconds=lease.grace_left, lease_open=lease.open,
             ring_version=max(0, node.membership.ring_version), config_epoch=node.settings.epoch)

@@ -1,9 +1,10 @@
 """The ring's say on the crawl's scheduling: the page budget, the end of the crawl, the lease (pure).
 
 A part of ``peer.core.door.peer.PeerCore`` in a ring: it answers what
-``CrawlCore.next`` asks of the ring (``peer.core.crawl.decisions.RingView``)
-from the ring node, on the ring's clock (``now - stalled``, PeerCore's
-docstring), and keeps the lease as last computed, so that the scheduler,
+``CrawlCore.next`` and ``CrawlCore.admit`` ask of the ring
+(``peer.core.crawl.decisions.RingView``) from the ring node, on the ring's
+clock (``now - stalled``, PeerCore's docstring), and keeps the lease's host
+gate (``ring.membership.hostgate``) as last computed, so that the scheduler,
 which asks before every start, does not recompute it each time.
 """
 
@@ -12,6 +13,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
+from ring.membership.hostgate import CLOSED, HostGate
 from ring.membership.lease import LeaseState
 from ring.node import RingNode
 
@@ -30,10 +32,10 @@ class RingGate:
         self._stalled = stalled
         #: The crawl's clock at the scheduler's last question (``done`` needs it).
         self.now = 0.0
-        # The lease as last computed, and until when it holds for sure (may_start).
-        self._lease: LeaseState | None = None
-        self._lease_sure = -math.inf
-        self._lease_ring = 0
+        # The host gate as last computed, and until when it holds for sure (may_start).
+        self._gate: HostGate = CLOSED
+        self._gate_sure = -math.inf
+        self._gate_ring = 0
 
     @property
     def page_cap(self) -> int:
@@ -54,23 +56,29 @@ class RingGate:
     def left(self) -> bool:
         return self._node.left(self._locally_idle(), self.now - self._stalled())
 
-    def may_start(self, now: float) -> bool:
-        """Whether a request may start at ``now`` (the crawl's clock): the ring's lease holds, and
-        our settings are confirmed as the ring's (``ring.membership.epochs`` rule 5).
-
-        A held lease is taken as it is until it would run out or the ring
-        moves (``LeaseState.until``, at most ``LEASE_SURE``: the scheduler
-        asks before every start); a lost one is asked again.
-        """
+    def _host_gate(self, now: float) -> HostGate:
+        """The host gate at ``now``, taken as it is until its evidence would run out or the
+        ring moves (``HostGate.until``, at most ``LEASE_SURE``: the scheduler asks before
+        every start); a closed one is asked again."""
         node = self._node
-        ring = node.membership.lease
-        fp = ring.ring if ring is not None else 0
-        if self._lease is None or now >= self._lease_sure or fp != self._lease_ring:
-            self._lease = state = node.lease_state(now)
-            self._lease_ring = fp
-            self._lease_sure = min(state.until, now + LEASE_SURE) if state.held else -math.inf
-        # ring.membership.epochs rule 5: not before our settings are the ring's.
-        return self._lease.held and node.settings_confirmed
+        lease = node.membership.lease
+        fp = lease.ring if lease is not None else 0
+        if now >= self._gate_sure or fp != self._gate_ring:
+            self._gate = gate = node.host_gate(now)
+            self._gate_ring = fp
+            self._gate_sure = min(gate.until, now + LEASE_SURE) if gate.open else -math.inf
+        return self._gate
+
+    def may_start(self, now: float) -> bool:
+        """Whether a request may start at ``now`` (the crawl's clock): a majority vouches for
+        rings we can read, so the hosts they agree on may go (:meth:`may_fetch` says which),
+        and our settings are confirmed as the ring's (``ring.membership.epochs`` rule 5)."""
+        return self._host_gate(now).open and self._node.settings_confirmed
+
+    def may_fetch(self, host: str, now: float) -> bool:
+        """Whether a request to ``host`` may start at ``now``: its lease holds (every ring a
+        counted vouch lists gives it to us; a host that moved waits out the grace)."""
+        return self._host_gate(now).may(host)
 
     def lease_state(self, now: float) -> LeaseState:
         """The ring's lease at ``now`` (the crawl's clock)."""

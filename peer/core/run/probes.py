@@ -98,6 +98,10 @@ def readiness(*, running: bool, in_ring: bool, cluster: bool, lease: LeaseState 
         return Readiness(False, "not ready: paused (ring pause; ring resume starts it again)")
     if cluster and (not in_ring or lease is None):
         return Readiness(False, "not ready: not in the ring yet")
+    if lease is not None and not lease.held and lease.open:
+        # Settling after a ring change: the hosts that kept their owner are fetched,
+        # the moved ones wait (ring.membership.hostgate); the peer is working.
+        return Readiness(True, "ready (settling: moved hosts wait)")
     if lease is not None and not lease.held:
         if lease.reason is PauseReason.GRACE:
             return Readiness(False, f"not ready: no lease (grace after a ring change, "

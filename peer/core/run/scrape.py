@@ -73,6 +73,11 @@ class PeerFigures:
     revisit_freshness: float | None = None
     paused: bool = False  # held by ``ring pause`` (peer.core.door.peer rule 7)
     config_epoch: int = 0  # the ring's settings epoch this peer runs (ring.membership.epochs)
+    # Leases by host (ring.membership.hostgate): settling after a ring change, and the
+    # moved hosts waiting for their lease (peer/core/handoff/leasewaits.py).
+    lease_open: bool = True
+    lease_moved_waiting: int = 0
+    lease_moved_waits: int = 0
 
 
 def quantiles(values: list[float], qs: tuple[float, ...] = DELAY_QUANTILES) -> dict[float, float]:
