@@ -133,6 +133,7 @@ from peer.engine.effects import Effects
 from peer.engine.parsing import Parsing
 from peer.engine.reporting import Reporting
 from peer.engine.results import Results
+from peer.core.run.layout import DataDir
 from peer.engine.revisits import Revisits
 from peer.engine.ringface import RingFace, curve_keys
 from peer.engine.seedsfile import SeedsFile
@@ -365,7 +366,7 @@ class Crawler:
         async with self.results.open(sites) as store, fetcher:
             self._fetcher = fetcher
             recovered = await self.durability.open(store)
-            await self.revisits.restore(store)
+            await self.revisits.restore(store, DataDir(self.data_dir).state)
             await self.seen.open(recovered, self.durability.fetched)
             await self.cookies.open(recovered)
             # After the state is ours (no other process on this data_dir): recovery cuts .open files.
@@ -375,6 +376,7 @@ class Crawler:
             finally:
                 self.durability.close()
                 self.seen.close()
+                self.revisits.close()
                 if self.archive is not None:
                     with trio.CancelScope(shield=True):  # the open file closed whole, even on a cancel
                         await self.archive.aclose()
@@ -384,7 +386,7 @@ class Crawler:
         if self.archive is not None:
             s.details.append(self.archive.summary_line())
             s.warc = self.archive.figures()
-        for line in (self.seen.summary_line(),
+        for line in (self.seen.summary_line(), self.revisits.far_line(),
                      self.durability.spill_line(self.peer.figures.spill_peak, self.peer.figures.head_per_host)):
             if line is not None:
                 s.details.append(line)

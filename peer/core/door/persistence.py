@@ -31,6 +31,7 @@ from peer.core.crawl.decisions import Effect, Origin
 from peer.core.crawl.seedfeed import SeedFeed
 from peer.core.door.effects import Commit, PeerEffect
 from peer.core.frontier.spillqueue import SpillStore
+from peer.core.revisit.duequeue import FarFigures
 from peer.core.seen.bloom import BloomFilter
 from peer.core.seen.sieve import SieveBatch
 from ring.membership.budget import Grants, grants_from_counters, grants_to_counters
@@ -231,7 +232,20 @@ class Persistence:
         kept = jar.restore(records, wall)
         return kept, len(jar.hosts())
 
-    def restore_visits(self, rows: list[tuple[object, ...]], now: float, wall: float) -> int:
+    def restore_visits(self, rows: Iterable[tuple[object, ...]], now: float, wall: float) -> int:
         """Schedule the pages of earlier runs from their last ``fetches`` rows (recrawl rule 7)."""
         rc = self._crawl.recrawl
         return 0 if rc is None else rc.restore(rows, now, wall)
+
+    def attach_revisit_store(self, store: SpillStore, now: float) -> bool:
+        """The due queue's far records go to ``store`` (duequeue rule 5); False without revisits."""
+        rc = self._crawl.recrawl
+        if rc is None or rc.config.memory_window <= 0:
+            return False
+        rc.attach_far(store, now)
+        return True
+
+    def revisit_far(self) -> FarFigures | None:
+        """The due queue's far tier's figures; None without one."""
+        rc = self._crawl.recrawl
+        return None if rc is None or rc.config.memory_window <= 0 else rc.far_figures()
