@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -91,7 +93,12 @@ def main() -> int:
     ap.add_argument("--restarts", default="kill,stop", help="kill (-9) and/or stop (SIGINT), in order")
     ap.add_argument("--settle", type=float, default=15.0, help="seconds after the first request to read VmHWM")
     ap.add_argument("--timeout", type=float, default=900.0, help="seconds a phase may take")
-    ap.add_argument("--keep", action="store_true")
+    ap.add_argument("--keep", action="store_true", help="keep the working directory")
+    ap.add_argument("--save", metavar="DIR", help="copy the working directory to DIR after the first "
+                    "kill or stop, before the restart: a state to profile restarts from (py-spy)")
+    ap.add_argument("--bytecode", action="store_true",
+                    help="let the peer write and use .pyc files, as an installed peer does "
+                         "(the first run compiles; PYTHONDONTWRITEBYTECODE is dropped)")
     a = ap.parse_args()
     work = Path(tempfile.mkdtemp(prefix="bench-restart-"))
     web = Web(a.delay)
@@ -124,6 +131,9 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
 capacity = {max(a.urls * 2, 100_000)}
 """)
     cmd = [sys.executable, "-m", "peer", "--ring", str(toml), "--id", "p1", "--progress", "5"]
+    env = dict(os.environ)
+    if a.bytecode:
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
     proc: subprocess.Popen[bytes] | None = None
     err_path = work / "p1.err"
 
@@ -131,7 +141,7 @@ capacity = {max(a.urls * 2, 100_000)}
         offset = err_path.stat().st_size if err_path.exists() else 0
         t = time.time()
         with err_path.open("ab") as err:
-            return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err), t, offset
+            return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env), t, offset
 
     def err_since(offset: int) -> str:
         with err_path.open("rb") as f:
@@ -163,6 +173,8 @@ capacity = {max(a.urls * 2, 100_000)}
                 proc.kill()
                 proc.wait()
             stopped = time.monotonic() - stopping
+            if a.save and how == a.restarts.split(",")[0]:
+                shutil.copytree(work, a.save, dirs_exist_ok=True)
             proc, t0, off = start()
             deadline = time.monotonic() + a.timeout
             first = None

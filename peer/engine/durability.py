@@ -109,16 +109,23 @@ class Durability:
             # Politeness counts across the restart: the requests of the last
             # ceiling horizon, as the rows say they started (rule 9).
             self.restart_starts = await store.recent_starts(time.time() - CEILING_HORIZON)
-            self.resumed = {"queued": len(rec.queued) + rec.spilled, "forwards": len(rec.forwards),
+            self.resumed = {"queued": len(rec.queued) + rec.head_urls + rec.spilled, "forwards": len(rec.forwards),
                             "rows_restored": len(missing), "generation": rec.generation,
                             "torn_bytes": rec.torn_bytes, "spilled": rec.spilled,
                             "blocks_read": rec.blocks_read}
             log.warning("resuming the crawl from %s: %d queued URLs (%d of them on disk, %d blocks "
                         "read), %d to forward, %d result rows restored%s", state.directory,
-                        len(rec.queued) + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
+                        len(rec.queued) + rec.head_urls + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
                         len(missing), f", {rec.torn_bytes} bytes of a torn journal tail dropped"
                         if rec.torn_bytes else "")
-        queued = list(rec.queued.items()) if rec is not None else []
+        if rec is not None and not self.rejoining:
+            # Go on in the recovered generation (peer/state/journal.py rule 6): no
+            # snapshot of millions of URLs before the first request. A rejoining
+            # peer's Bloom filter was replaced above, so it writes one.
+            await trio.to_thread.run_sync(state.resume)
+            return rec
+        # The spilled hosts' heads (in RAM again, not in the store) and the rest: the new snapshot's queue.
+        queued = [*rec.all_heads(), *rec.queued.items()] if rec is not None else []
         forwards = rec.forwards if rec is not None else []
         manifest = None
         if self._spill is not None:

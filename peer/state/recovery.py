@@ -26,10 +26,12 @@ tails are told from corruption in ``peer.state.frames``.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
@@ -65,9 +67,23 @@ class Recovered:
     # url -> host of the URLs other peers handed us as fetched (the snapshot's and the
     # journal's seen records): peer.core.handoff.moves keeps them across a restart.
     handed: dict[str, str] = field(default_factory=dict, repr=False)
+    # A spilled host's snapshot head, flat ``[url, depth, ...]``: it goes back in RAM in
+    # front of the host's blocks (Frontier.adopt), not through the store.
+    heads: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def head_urls(self) -> int:
+        """URLs in ``heads``."""
+        return sum(len(h) for h in self.heads.values()) // 2
+
+    def all_heads(self) -> Iterator[tuple[str, int]]:
+        """The (url, depth) of ``heads``, host by host."""
+        for head in self.heads.values():
+            yield from zip(head[::2], head[1::2])
 
     def all_queued(self) -> Iterator[tuple[str, int]]:
-        """Every queued (url, depth): the spilled ones (read from disk), then ``queued``."""
+        """Every queued (url, depth): the spilled hosts' heads and blocks (read from disk), then ``queued``."""
+        yield from self.all_heads()
         if self.spill is not None:
             for host in self.spill.hosts():
                 yield from self.spill.iter_host(host)
@@ -152,24 +168,87 @@ def _load(
             handed[url] = host_key(url)
     blocks_read = 0
     spilled_hosts = set(spill.hosts())
+    heads: dict[str, list[Any]] = {}
     if spilled_hosts:
         # A spilled host's snapshot head came before its blocks, and what
         # was queued since after them (the engine pushes ``queue`` after
-        # adopting the store): so the head goes into the store, in front.
-        heads: dict[str, list[tuple[str, int]]] = {}
-        for u in urls:
-            if u in queue and (h := host_key(u)) in spilled_hosts:
-                heads.setdefault(h, []).append((u, queue.pop(u)))
+        # adopting the store): so the head goes back in front of its blocks,
+        # in RAM (Frontier.adopt), as the frontier had it. Only a host with
+        # URLs done since the snapshot in its blocks has them read
+        # (take_done), its head going into the store in front of what is left.
+        queue, heads = _split_heads(urls, depths, queue, spilled_hosts)
         done: dict[str, set[str]] = {}
         for u in missed:
             if (h := host_key(u)) in spilled_hosts:
                 done.setdefault(h, set()).add(u)
-        for h in spilled_hosts:
-            if h in done or h in heads:
-                blocks_read += spill.take_done(h, done.get(h, set()), heads.get(h, []))
+        for h, found in done.items():
+            head = heads.pop(h, [])
+            blocks_read += spill.take_done(h, found, list(zip(head[::2], head[1::2])))
     clean(directory, keep=gen)
     return Recovered(
         generation=gen, queued=queue, forwards=forwards, rows=rows, counters=counters,
         bloom=bloom, created=float(doc["created"]), records=records, torn_bytes=torn,
         spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read, handed=handed,
+        heads=heads,
     )
+
+
+def _split_heads(urls: list[str], depths: list[int], queue: dict[str, int],
+                 spilled: set[str]) -> tuple[dict[str, int], dict[str, list[Any]]]:
+    """``queue`` in its order without the spilled hosts' URLs of the snapshot, and those by host.
+
+    ``queue`` is the snapshot's ``urls`` (with ``depths``) as replay left
+    it: those done since popped, the journal's queued ones after them.
+    Millions of URLs at a restart, so the step a URL is one ``startswith``
+    (``host_key`` a URL was most of a 2 M-URL restart's time): the snapshot
+    lists a host's head as one run (``Frontier.iter_heads``), a run's host
+    is its first URL's authority, and a run moves as slices.
+    """
+    if not urls:
+        return queue, {}
+    snap = set(urls)
+    gone = snap.difference(queue)   # done since the snapshot (replay popped them)
+    starts: list[int] = []
+    prefix = "\0"
+    for i, u in enumerate(urls):
+        if not u.startswith(prefix):
+            starts.append(i)
+            end = u.find("/", u.find("//") + 2)
+            prefix = u[: end + 1] if end > 0 else u
+    starts.append(len(urls))
+    rest: dict[str, int] = {}
+    heads: dict[str, list[Any]] = {}
+    twice = len(snap) != len(urls)   # a URL listed twice keeps its first place and depth
+    used: set[str] = set()
+    for a, b in zip(starts, starts[1:]):
+        part, dpart = urls[a:b], depths[a:b]
+        if twice or (gone and not gone.isdisjoint(part)):
+            keep = [u for u in part if u in queue and u not in used]
+            if twice:
+                used.update(keep)
+            part, dpart = keep, [queue[u] for u in keep]
+            if not part:
+                continue
+        # A queued URL is normalised: its authority is its host_key (a URL of a
+        # damaged snapshot that is not would be a host of its own here, no more).
+        first = part[0]
+        start = first.find("//") + 2
+        end = first.find("/", start)
+        h = first[start:end] if end > 0 else host_key(first)
+        if h in spilled:
+            head = heads.get(h)
+            if head is None:
+                head = heads[h] = []
+            flat: list[Any] = [None] * (2 * len(part))
+            flat[0::2] = part
+            flat[1::2] = dpart
+            head += flat
+        else:
+            rest.update(zip(part, dpart))
+    # What the journal queued since, in its order: after the snapshot's URLs still queued.
+    kept = len(snap) - len(gone)
+    rest.update((u, d) for u, d in itertools.islice(queue.items(), kept, None) if u not in snap)
+    return rest, heads
+
+
+

@@ -731,8 +731,8 @@ class SpillingPeer:
         self.f = Frontier(Politeness(rate=0), spill=self.spill, head_per_host=head)
         self.bloom = self.rec.bloom if self.rec is not None else new_bloom()
         if self.rec is not None:
-            for host in self.spill.hosts():
-                self.f.adopt(host, 0.0)
+            for host in self.spill.hosts():   # each host's snapshot head in front of its blocks
+                self.f.adopt(host, 0.0, self.rec.heads.get(host))
             for u, d in self.rec.queued.items():
                 self.f.push(u, u.split("/")[2], d, 0.0)
         self.checkpoint(begin=True)

@@ -24,7 +24,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import Effect, Origin
@@ -142,8 +142,13 @@ class Persistence:
         epoch seconds (the engine's rule 9).
         """
         crawl, routed = self._crawl, self._routed
-        # The spilled queues first: they came before what the journal queued.
-        out = routed(crawl.handoffs.resume_spilled(now), now)
+        # The spilled queues first, each host's snapshot head in front of its
+        # blocks: they came before what the journal queued.
+        heads: dict[str, list[Any]] = dict(getattr(rec, "heads", {}))
+        out = routed(crawl.handoffs.resume_spilled(now, heads), now)
+        for head in heads.values():   # hosts no longer ours (or no store): on, or queued
+            for i in range(0, len(head), 2):
+                out += routed(crawl.discover(head[i], head[i + 1], now, Origin.RECOVERED), now)
         for url, depth in rec.queued.items():
             out += routed(crawl.discover(url, depth, now, Origin.RECOVERED), now)
         for url, depth in rec.forwards:
