@@ -8,7 +8,9 @@ ring of one, on loopback) reads a gzip ``seeds_file`` of ``--urls`` URLs over
 holds them all; once the file is read and a snapshot written, the peer is
 killed (``kill -9``, or stopped with SIGINT with ``--stop``) and started again
 with the same command. Printed, for each restart: the seconds from the new
-process's start to the first request the web logged after it, the queue it
+process's start to the first request the web logged after it, and the CPU
+seconds the process had used by then (a figure the machine's load changes
+less than the wall time; the load average is printed beside it), the queue it
 recovered (its ``resumed`` line), and its peak RSS (VmHWM) ``--settle``
 seconds after. Bounded by ``--timeout`` a phase; every peer stopped at the end.
 
@@ -73,6 +75,15 @@ class Web:
 
     def first_after(self, t: float) -> float | None:
         return next((x for x in list(self.log) if x >= t), None)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User and system CPU seconds of ``pid`` so far (/proc/PID/stat), its threads together."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, IndexError, ValueError):
+        return 0.0
 
 
 def vm(pid: int, key: str) -> int:
@@ -178,7 +189,9 @@ capacity = {max(a.urls * 2, 100_000)}
             proc, t0, off = start()
             deadline = time.monotonic() + a.timeout
             first = None
+            cpu = 0.0
             while first is None and time.monotonic() < deadline and proc.poll() is None:
+                cpu = cpu_seconds(proc.pid)   # read before the log: CPU up to the first request
                 first = web.first_after(t0)
                 time.sleep(0.01)
             if first is None:
@@ -188,7 +201,8 @@ capacity = {max(a.urls * 2, 100_000)}
             text = err_since(off)
             resumed = RESUMED.search(text)
             print(f"{how:>5}: stopped in {stopped:.1f} s; first request {first - t0:.2f} s after the new "
-                  f"process started; peak RSS {vm(proc.pid, 'VmHWM') / 2**20:.0f} MiB; "
+                  f"process started ({cpu:.2f} CPU s; load average {os.getloadavg()[0]:.1f} on "
+                  f"{os.cpu_count()} CPUs); peak RSS {vm(proc.pid, 'VmHWM') / 2**20:.0f} MiB; "
                   f"{resumed[0][:160] if resumed else 'no resumed line'}", flush=True)
     finally:
         if proc is not None and proc.poll() is None:

@@ -282,6 +282,10 @@ class CrawlCore:
         """A URL arrives from ``origin`` (``peer.core.crawl.discovery``'s table); ``host``: its key, if known."""
         return self.discovery.discover(url, depth, now, origin, hops, host=host)
 
+    def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
+        """A recovered queue put back, as :meth:`discover` with ``Origin.RECOVERED`` would, URL by URL."""
+        return self.discovery.recovered(queued, now)
+
     def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[Effect]:
         """The sieve's answer for ``batch``: new URLs are queued after all; duplicates are dropped."""
         return self.discovery.sieve_verdicts(batch, new, now)

@@ -146,11 +146,10 @@ class Persistence:
         # blocks: they came before what the journal queued.
         heads: dict[str, list[Any]] = dict(getattr(rec, "heads", {}))
         out = routed(crawl.handoffs.resume_spilled(now, heads), now)
-        for head in heads.values():   # hosts no longer ours (or no store): on, or queued
-            for i in range(0, len(head), 2):
-                out += routed(crawl.discover(head[i], head[i + 1], now, Origin.RECOVERED), now)
-        for url, depth in rec.queued.items():
-            out += routed(crawl.discover(url, depth, now, Origin.RECOVERED), now)
+        # Heads of hosts no longer ours (or with no store): on to their owners, or queued.
+        out += routed(crawl.recovered((pair for head in heads.values()
+                                       for pair in zip(head[::2], head[1::2])), now), now)
+        out += routed(crawl.recovered(rec.queued.items(), now), now)
         for url, depth in rec.forwards:
             # Like any URL handed to us: to its owner, or through our Bloom filter.
             out += routed(crawl.discover(url, depth, now, Origin.RELAY), now)
