@@ -14,8 +14,13 @@ less than the wall time; the load average is printed beside it), the queue it
 recovered (its ``resumed`` line), and its peak RSS (VmHWM) ``--settle``
 seconds after. Bounded by ``--timeout`` a phase; every peer stopped at the end.
 
-    scripts/bench_restart.py                          # 2 M URLs, kill -9, then a SIGINT stop
+    scripts/bench_restart.py --bytecode               # 2 M URLs, kill -9, then a SIGINT stop
     scripts/bench_restart.py --urls 1000000 --restarts kill
+    scripts/bench_restart.py --bytecode --restarts kill --save /tmp/at-kill
+    scripts/bench_restart.py --bytecode --from /tmp/at-kill --restarts start,stop
+
+With ``--from`` the first restart starts the saved (killed) state as it is
+(``start``); the next ones kill or stop it first.
 """
 
 from __future__ import annotations
@@ -37,13 +42,13 @@ from pathlib import Path
 from localweb.processes.peerrun import free_ports
 
 SEEDS_DONE = re.compile(r"seeds_file: ([\d,]+) lines read")
-RESUMED = re.compile(r"resum\w*[^\n]*")
+RESUMED = re.compile(r"resuming the crawl from [^\n]*")
 
 
 class Web:
     """The logging web server, in a thread."""
 
-    def __init__(self, delay: float) -> None:
+    def __init__(self, delay: float, port: int = 0) -> None:
         self.log: list[float] = []
         lock = threading.Lock()
         log = self.log
@@ -68,7 +73,7 @@ class Web:
             def log_message(self, *args: object) -> None:
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
@@ -96,30 +101,13 @@ def vm(pid: int, key: str) -> int:
     return 0
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--urls", type=int, default=2_000_000)
-    ap.add_argument("--hosts", type=int, default=20_000)
-    ap.add_argument("--delay", type=float, default=1.0, help="seconds the web holds each answer")
-    ap.add_argument("--restarts", default="kill,stop", help="kill (-9) and/or stop (SIGINT), in order")
-    ap.add_argument("--settle", type=float, default=15.0, help="seconds after the first request to read VmHWM")
-    ap.add_argument("--timeout", type=float, default=900.0, help="seconds a phase may take")
-    ap.add_argument("--keep", action="store_true", help="keep the working directory")
-    ap.add_argument("--save", metavar="DIR", help="copy the working directory to DIR after the first "
-                    "kill or stop, before the restart: a state to profile restarts from (py-spy)")
-    ap.add_argument("--bytecode", action="store_true",
-                    help="let the peer write and use .pyc files, as an installed peer does "
-                         "(the first run compiles; PYTHONDONTWRITEBYTECODE is dropped)")
-    a = ap.parse_args()
-    work = Path(tempfile.mkdtemp(prefix="bench-restart-"))
-    web = Web(a.delay)
+def write_first(work: Path, urls: int, hosts: int, port: int) -> None:
+    """The seeds file and cluster.toml of a first run."""
     (ring_port,) = free_ports(1)
-    seeds = work / "seeds.txt.gz"
-    with gzip.open(seeds, "wt", compresslevel=1) as f:
-        for i in range(a.urls):
-            f.write(f"http://h{i % a.hosts}.web.test:{web.port}/p{i}\n")
-    toml = work / "cluster.toml"
-    toml.write_text(f"""[ring]
+    with gzip.open(work / "seeds.txt.gz", "wt", compresslevel=1) as f:
+        for i in range(urls):
+            f.write(f"http://h{i % hosts}.web.test:{port}/p{i}\n")
+    (work / "cluster.toml").write_text(f"""[ring]
 name = "restart"
 
 [[peer]]
@@ -139,12 +127,50 @@ timeout = 10.0
 resolve = {{ "*.web.test" = "127.0.0.1" }}
 
 [bloom]
-capacity = {max(a.urls * 2, 100_000)}
+capacity = {max(urls * 2, 100_000)}
 """)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--urls", type=int, default=2_000_000)
+    ap.add_argument("--hosts", type=int, default=20_000)
+    ap.add_argument("--delay", type=float, default=1.0, help="seconds the web holds each answer")
+    ap.add_argument("--restarts", default="kill,stop", help="kill (-9) and/or stop (SIGINT), in order")
+    ap.add_argument("--settle", type=float, default=15.0, help="seconds after the first request to read VmHWM")
+    ap.add_argument("--timeout", type=float, default=900.0, help="seconds a phase may take")
+    ap.add_argument("--keep", action="store_true", help="keep the working directory")
+    ap.add_argument("--save", metavar="DIR", help="copy the working directory to DIR after the first "
+                    "kill or stop, before the restart: a state to profile restarts from (py-spy)")
+    ap.add_argument("--from", dest="origin", metavar="DIR",
+                    help="restart from a copy of a directory --save wrote (no first run)")
+    ap.add_argument("--bytecode", action="store_true",
+                    help="let the peer use .pyc files, as an installed peer does (compiled "
+                         "first, under PYTHONPYCACHEPREFIX in the temporary directory)")
+    a = ap.parse_args()
+    work = Path(tempfile.mkdtemp(prefix="bench-restart-"))
+    toml = work / "cluster.toml"
+    if a.origin:
+        shutil.copytree(a.origin, work, dirs_exist_ok=True)
+        text = toml.read_text()
+        old = re.search(r'data_dir = "(.*)/p1"', text)
+        assert old is not None, "no data_dir in the saved cluster.toml"
+        toml.write_text(text.replace(old[1], str(work)))
+        with gzip.open(work / "seeds.txt.gz", "rt") as f:
+            port = int(re.search(r":(\d+)/", f.readline())[1])  # type: ignore[index]
+        web = Web(a.delay, port)
+    else:
+        web = Web(a.delay)
+    if not a.origin:
+        write_first(work, a.urls, a.hosts, web.port)
     cmd = [sys.executable, "-m", "peer", "--ring", str(toml), "--id", "p1", "--progress", "5"]
     env = dict(os.environ)
     if a.bytecode:
         env.pop("PYTHONDONTWRITEBYTECODE", None)
+        # Compiled once, outside the source tree, before anything is timed.
+        env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "ringcrawl-bench-pycache")
+        subprocess.run([sys.executable, "-c", "import peer.commands.cli, peer.engine.crawler, ring.io"],
+                       env=env, check=True)
     proc: subprocess.Popen[bytes] | None = None
     err_path = work / "p1.err"
 
@@ -160,30 +186,34 @@ capacity = {max(a.urls * 2, 100_000)}
             return f.read().decode(errors="replace")
 
     try:
-        proc, t0, off = start()
-        print(f"web on port {web.port}; {a.urls:,} URLs over {a.hosts:,} hosts; working in {work}", flush=True)
-        deadline = time.monotonic() + a.timeout
-        while not SEEDS_DONE.search(err_since(off)):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                print("the first run ended or timed out before the seeds were read:\n" + err_since(off)[-3000:])
-                return 1
-            time.sleep(1.0)
-        print(f"first run: seeds read in {time.time() - t0:.0f} s; peak RSS "
-              f"{vm(proc.pid, 'VmHWM') / 2**20:.0f} MiB; {len(web.log):,} requests so far", flush=True)
-        time.sleep(12.0)   # a checkpoint (snapshot) after the last seeds, as a running peer has
+        print(f"web on port {web.port}; working in {work}", flush=True)
+        if not a.origin:
+            proc, t0, off = start()
+            deadline = time.monotonic() + a.timeout
+            while not SEEDS_DONE.search(err_since(off)):
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    print("the first run ended or timed out before the seeds were read:\n"
+                          + err_since(off)[-3000:])
+                    return 1
+                time.sleep(1.0)
+            print(f"first run: {a.urls:,} URLs over {a.hosts:,} hosts; seeds read in {time.time() - t0:.0f} s; "
+                  f"peak RSS {vm(proc.pid, 'VmHWM') / 2**20:.0f} MiB; {len(web.log):,} requests so far",
+                  flush=True)
+            time.sleep(12.0)   # a checkpoint (snapshot) after the last seeds, as a running peer has
         for how in a.restarts.split(","):
-            assert proc is not None
-            if how == "kill":
-                proc.kill()
-            else:
-                proc.send_signal(signal.SIGINT)
-            stopping = time.monotonic()
-            try:
-                proc.wait(timeout=a.timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            stopped = time.monotonic() - stopping
+            stopped = 0.0
+            if proc is not None:
+                if how == "kill":
+                    proc.kill()
+                else:
+                    proc.send_signal(signal.SIGINT)
+                stopping = time.monotonic()
+                try:
+                    proc.wait(timeout=a.timeout)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+                stopped = time.monotonic() - stopping
             if a.save and how == a.restarts.split(",")[0]:
                 shutil.copytree(work, a.save, dirs_exist_ok=True)
             proc, t0, off = start()

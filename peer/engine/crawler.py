@@ -158,6 +158,8 @@ log = logging.getLogger("peer.engine")
 LINGER_ROUNDS = 6
 #: Grace for in-flight fetches after stop() before they are cancelled.
 STOP_GRACE = 5.0
+#: Recovered URLs put back a turn of the loop (``_drain_recovered``): about 20 ms of it.
+RECOVER_BATCH = 10_000
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
 _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
@@ -426,6 +428,7 @@ class Crawler:
             services.start_soon(self.durability.run, store)
             services.start_soon(self.seen.run)
             services.start_soon(self.ringface.move_spilled)
+            services.start_soon(self._drain_recovered)
             services.start_soon(self.cookies.run)
             if cfg.revisit.enabled and cfg.revisit.run_for:
                 services.start_soon(self._run_for, cfg.revisit.run_for)
@@ -446,6 +449,14 @@ class Crawler:
                 # count, or a peer a round behind never sees the limit.
                 await trio.sleep(LINGER_ROUNDS * cfg.ring.gossip_interval)
             services.cancel_scope.cancel()
+
+    async def _drain_recovered(self) -> None:
+        """A recovered journal's queued URLs back into the frontier, a batch a turn of the loop,
+        after the first requests started (``CrawlCore.defer_recovered``)."""
+        disk = self.peer.disk
+        while disk.recovering():
+            self._apply(disk.drain_recovered(self.clock(), RECOVER_BATCH))
+            await trio.sleep(0)
 
     async def _run_for(self, seconds: float) -> None:
         """``revisit.run_for``: a continuous crawl stops after that many seconds."""

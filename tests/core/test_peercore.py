@@ -192,8 +192,15 @@ def test_a_resume_puts_the_queue_back_and_forwards_the_rest_then_commits():
     assert p1.figures.requested == 7 and p1.disk.resumed and p1.disk.resumed_grants == (("p2", 3),)
     out = p1.disk.resume(rec, [], 1.0, wall=1000.0)  # type: ignore[arg-type]
     assert out[-1] == Commit()  # rule 1g
-    assert Forward(other, 1, "p2", True) in out and len(p1.crawl.frontier) == 1
+    assert Forward(other, 1, "p2", True) in out
     assert p1.node.outbox.queued().urls == [(other, 1)]  # type: ignore[union-attr]
+    # The journal's queued URLs go back after the first requests, a batch at a time;
+    # until then a snapshot lists them and the peer is not idle.
+    assert len(p1.crawl.frontier) == 0 and p1.disk.recovering() == 1 and not p1.crawl.locally_idle()
+    assert (ours, 2) in p1.crawl.snapshot_queue()
+    p1.disk.drain_recovered(1.0, 10)
+    assert len(p1.crawl.frontier) == 1 and p1.disk.recovering() == 0
+    assert (ours, 2) in p1.crawl.snapshot_queue()
 
 
 def test_spilled_queues_move_only_in_a_ring_and_each_chunk_is_committed():

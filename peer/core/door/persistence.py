@@ -149,13 +149,22 @@ class Persistence:
         # Heads of hosts no longer ours (or with no store): on to their owners, or queued.
         out += routed(crawl.recovered((pair for head in heads.values()
                                        for pair in zip(head[::2], head[1::2])), now), now)
-        out += routed(crawl.recovered(rec.queued.items(), now), now)
+        # What the journal queued since: put back after the first requests (drain_recovered).
+        crawl.defer_recovered(list(rec.queued.items()))
         for url, depth in rec.forwards:
             # Like any URL handed to us: to its owner, or through our Bloom filter.
             out += routed(crawl.discover(url, depth, now, Origin.RELAY), now)
         crawl.handoffs.seed_starts(starts, now, now - wall)
         out.append(Commit())
         return out
+
+    def drain_recovered(self, now: float, limit: int) -> list[PeerEffect]:
+        """Up to ``limit`` of a recovered journal's queued URLs put back (CrawlCore.defer_recovered)."""
+        return self._routed(self._crawl.drain_recovered(now, limit), now)
+
+    def recovering(self) -> int:
+        """Recovered URLs still to put back."""
+        return self._crawl.recovering
 
     # -- the spill store and snapshots --------------------------------------------------
 
