@@ -141,33 +141,38 @@ def _load(
     doc = read_snapshot(directory, snaps[gen], gen, peer_id, ring)
     bloom = read_bloom(directory / doc["bloom"])
     urls, depths = doc["urls"], doc["depths"]
-    queue = dict(zip(urls, depths))
-    if len(queue) != len(urls):  # duplicates: keep each URL's first depth
-        queue = {}
-        for u, d in zip(urls, depths):
-            queue.setdefault(u, d)
-    forwards = [(u, d) for u, d in doc["forwards"]]
-    counters = dict(doc["counters"])
-    rows: list[list[Value]] = []
-    records = torn = 0
     try:
         manifest = SpillManifest.from_doc(doc["spill"]) if doc.get("spill") is not None else None
     except ValueError as e:
         raise damaged(directory, snaps[gen], f"snapshot is malformed ({e})") from e
     spill = FileSpill.open(directory / SPILL_DIR, manifest, block_urls=spill_block,
                            segment_bytes=segment_bytes)
+    spilled_hosts = set(spill.hosts())
+    queue: dict[str, int] = {}
+    if not spilled_hosts:
+        queue = dict(zip(urls, depths))
+        if len(queue) != len(urls):  # duplicates: keep each URL's first depth
+            queue = {}
+            for u, d in zip(urls, depths):
+                queue.setdefault(u, d)
+    # else the journal is replayed into an empty queue and the snapshot's URLs,
+    # millions of them, are split by host after (_split_heads), never put in a dict.
+    forwards = [(u, d) for u, d in doc["forwards"]]
+    counters = dict(doc["counters"])
+    rows: list[list[Value]] = []
+    records = torn = 0
     missed: list[str] = []
+    done: list[str] = []
+    seen: list[str] = []
     handed = {url: host for url, host in doc.get("handed", [])}
     if gen in files[StateFile.JOURNAL]:
         added: list[str] = []
-        seen: list[str] = []
         records, torn = replay(directory, files[StateFile.JOURNAL][gen], queue, forwards, rows,
-                               counters, added, missed, fsync=fsync, seen=seen)
+                               counters, added, missed, fsync=fsync, seen=seen, done=done)
         bloom.add_many(added)
         for url in seen:
             handed[url] = host_key(url)
     blocks_read = 0
-    spilled_hosts = set(spill.hosts())
     heads: dict[str, list[Any]] = {}
     if spilled_hosts:
         # A spilled host's snapshot head came before its blocks, and what
@@ -176,12 +181,15 @@ def _load(
         # in RAM (Frontier.adopt), as the frontier had it. Only a host with
         # URLs done since the snapshot in its blocks has them read
         # (take_done), its head going into the store in front of what is left.
-        queue, heads = _split_heads(urls, depths, queue, spilled_hosts)
-        done: dict[str, set[str]] = {}
+        snap = set(urls)
+        gone = snap.intersection(done)
+        gone.update(snap.intersection(seen))
+        queue, heads = _split_heads(urls, depths, snap, gone, queue, spilled_hosts)
+        taken: dict[str, set[str]] = {}
         for u in missed:
-            if (h := host_key(u)) in spilled_hosts:
-                done.setdefault(h, set()).add(u)
-        for h, found in done.items():
+            if u not in snap and (h := host_key(u)) in spilled_hosts:
+                taken.setdefault(h, set()).add(u)
+        for h, found in taken.items():
             head = heads.pop(h, [])
             blocks_read += spill.take_done(h, found, list(zip(head[::2], head[1::2])))
     clean(directory, keep=gen)
@@ -193,21 +201,18 @@ def _load(
     )
 
 
-def _split_heads(urls: list[str], depths: list[int], queue: dict[str, int],
-                 spilled: set[str]) -> tuple[dict[str, int], dict[str, list[Any]]]:
-    """``queue`` in its order without the spilled hosts' URLs of the snapshot, and those by host.
+def _split_heads(urls: list[str], depths: list[int], snap: set[str], gone: set[str],
+                 journal: dict[str, int], spilled: set[str]) -> tuple[dict[str, int], dict[str, list[Any]]]:
+    """The queue without the spilled hosts' snapshot URLs, and those by host (flat heads).
 
-    ``queue`` is the snapshot's ``urls`` (with ``depths``) as replay left
-    it: those done since popped, the journal's queued ones after them.
-    Millions of URLs at a restart, so the step a URL is one ``startswith``
-    (``host_key`` a URL was most of a 2 M-URL restart's time): the snapshot
-    lists a host's head as one run (``Frontier.iter_heads``), a run's host
-    is its first URL's authority, and a run moves as slices.
+    ``urls``/``depths`` are the snapshot's (``snap`` the same as a set),
+    ``gone`` those done or handed over since, ``journal`` what the journal
+    queued since, in order. Millions of URLs at a restart, so the step a URL
+    is one ``startswith`` (``host_key`` a URL was most of a 2 M-URL
+    restart's time): the snapshot lists a host's head as one run
+    (``Frontier.iter_heads``), a run's host is its first URL's authority
+    (a queued URL is normalised), and a run moves as slices.
     """
-    if not urls:
-        return queue, {}
-    snap = set(urls)
-    gone = snap.difference(queue)   # done since the snapshot (replay popped them)
     starts: list[int] = []
     prefix = "\0"
     for i, u in enumerate(urls):
@@ -223,14 +228,12 @@ def _split_heads(urls: list[str], depths: list[int], queue: dict[str, int],
     for a, b in zip(starts, starts[1:]):
         part, dpart = urls[a:b], depths[a:b]
         if twice or (gone and not gone.isdisjoint(part)):
-            keep = [u for u in part if u in queue and u not in used]
+            keep = [k for k, u in enumerate(part) if u not in gone and u not in used]
             if twice:
-                used.update(keep)
-            part, dpart = keep, [queue[u] for u in keep]
+                used.update(part[k] for k in keep)
+            part, dpart = [part[k] for k in keep], [dpart[k] for k in keep]
             if not part:
                 continue
-        # A queued URL is normalised: its authority is its host_key (a URL of a
-        # damaged snapshot that is not would be a host of its own here, no more).
         first = part[0]
         start = first.find("//") + 2
         end = first.find("/", start)
@@ -245,9 +248,9 @@ def _split_heads(urls: list[str], depths: list[int], queue: dict[str, int],
             head += flat
         else:
             rest.update(zip(part, dpart))
-    # What the journal queued since, in its order: after the snapshot's URLs still queued.
-    kept = len(snap) - len(gone)
-    rest.update((u, d) for u, d in itertools.islice(queue.items(), kept, None) if u not in snap)
+    # What the journal queued since, in its order: a URL of the snapshot keeps its place
+    # there, unless it was done since and queued again.
+    rest.update((u, d) for u, d in journal.items() if u not in snap or u in gone)
     return rest, heads
 
 
