@@ -150,7 +150,7 @@ class DueQueue:
     """Revisit records by host and due time; ``now`` comes in through :meth:`advance`."""
 
     __slots__ = ("_hosts", "_wakes", "_now", "_size", "_overdue", "_store", "_window", "_tail",
-                 "_tail_min", "_buckets", "_bucket_heap", "_far", "_next_block", "_counts", "_from", "_block")
+                 "_tail_min", "_buckets", "_bucket_heap", "_far", "_next_block", "_counts", "_from", "_block", "_near_b")
 
     def __init__(self, now: float = float("-inf")) -> None:
         self._hosts: dict[str, _Host] = {}
@@ -170,6 +170,7 @@ class DueQueue:
         self._counts = [0, 0, 0, 0]          # written, loaded, recalls, recalled
         self._from = float("-inf")           # rule 5 reckons from max(now, this)
         self._block = FAR_BLOCK
+        self._near_b = 0
 
     def attach_far(self, store: SpillStore, window: float, now: float, block: int = FAR_BLOCK) -> None:
         """Keep the records due beyond ``now + window`` (a bucket's worth more) in ``store`` (rule 5).
@@ -186,6 +187,7 @@ class DueQueue:
         self._window = float(window)
         self._from = now
         self._block = max(1, block)
+        self._near_b = self._near()
         for h in self._hosts.values():   # records queued before: far ones go to the tail
             for state in h.records.values():
                 if self._is_far(state.due):
@@ -327,6 +329,7 @@ class DueQueue:
             return []
         self._now = now
         if self._store is not None:
+            self._near_b = self._near()
             self._bring_near()
         woken: list[str] = []
         wakes = self._wakes
@@ -432,7 +435,8 @@ class DueQueue:
         return self._bucket(max(self._now, self._from) + self._window)
 
     def _is_far(self, due: float) -> bool:
-        return self._bucket(due) > self._near()
+        # The near bucket is kept (_near_b, set where ``now`` moves): this runs a schedule.
+        return due // self._window > self._near_b
 
     def _near_time(self) -> float | None:
         """When ``now + window`` reaches the first far bucket or tail record."""
@@ -465,9 +469,10 @@ class DueQueue:
                 self._push(h, state)
                 continue
             del h.records[state.url]
-            flat = groups.get((b, hash(state.host) % FAR_SHARDS))
+            key = (b, hash(state.host) % FAR_SHARDS)
+            flat = groups.get(key)
             if flat is None:
-                flat = groups[(b, hash(state.host) % FAR_SHARDS)] = [0, 0]
+                flat = groups[key] = [0, 0]
             flat += (state.host, state.url, state.due, state.interval, state.last_visit, state.digest,
                      state.etag, state.last_modified, state.visits, state.changes)
             far = h.far
