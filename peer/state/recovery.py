@@ -13,9 +13,14 @@ A done URL that is neither in the snapshot's heads nor queued since was in
 the spill store: a host's queue is taken FIFO, so it is in the host's first
 blocks, and recovery reads that host's blocks from the front until every
 such URL is found (:meth:`peer.state.spill.FileSpill.take_done`); the rest of
-those blocks and the host's snapshot head go back in front, in order. So
-recovery reads the snapshot (heads and manifest), the journal and the few
-blocks taken since, never the whole frontier.
+those blocks and the host's snapshot head go back in front, in order. Every
+other spilled host's snapshot head is handed back as it is
+(:attr:`Recovered.heads`), for the frontier to put in RAM in front of the
+host's blocks, as it was. So recovery reads the snapshot (heads and
+manifest), the journal and the few blocks taken since, never the whole
+frontier; and with a spill store it never puts the snapshot's URLs, millions
+at a restart, into a dict: the journal is replayed into an empty queue and
+the snapshot's list is split by host after (``_split_heads``).
 
 Which generation is whole after a crash, and so which files recovery keeps
 and which it deletes as strays, follows from rule 4 of
