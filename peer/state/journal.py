@@ -27,6 +27,9 @@ are ``peer.core.run.layout.StateFile``'s), each format in its own module::
                           them that were queued at g
     run.json              how the last run began and ended (``peer.state.runrecord``;
                           advice for the next start, never read by recovery)
+    revisits/seg-<n>.dat  a continuous crawl's revisit records due far ahead
+                          (peer/core/revisit/duequeue.py rule 5): not state,
+                          emptied at each start (peer/engine/revisits.py)
 
 Recovery (``peer.state.recovery``) reads the newest snapshot, replays its
 journal in order and takes from the spill store the blocks done since; the
