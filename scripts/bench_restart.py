@@ -170,7 +170,7 @@ def main() -> int:
         # Compiled once, outside the source tree, before anything is timed.
         env["PYTHONPYCACHEPREFIX"] = str(Path(tempfile.gettempdir()) / "ringcrawl-bench-pycache")
         subprocess.run([sys.executable, "-c", "import peer.commands.cli, peer.engine.crawler, ring.io"],
-                       env=env, check=True)
+                       env=env, check=True, cwd=work)
     proc: subprocess.Popen[bytes] | None = None
     err_path = work / "p1.err"
 
@@ -178,7 +178,9 @@ def main() -> int:
         offset = err_path.stat().st_size if err_path.exists() else 0
         t = time.time()
         with err_path.open("ab") as err:
-            return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env), t, offset
+            # cwd: ``python -m`` puts the working directory first on sys.path, so a peer started
+            # in a source tree would import that tree, whatever PYTHONPATH names.
+            return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=err, env=env, cwd=work), t, offset
 
     def err_since(offset: int) -> str:
         with err_path.open("rb") as f:
