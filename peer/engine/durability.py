@@ -68,6 +68,8 @@ class Durability:
         self.restart_starts: list[tuple[str, float]] = []
         #: Snapshots written (the last one's stats are logged).
         self.snapshots = 0
+        #: A restart went on in the recovered generation: its first snapshot comes at once (run).
+        self._snapshot_soon = False
 
     async def open(self, store: ResultStore) -> Recovered | None:
         """Recover ``data_dir/state`` if a crawl was interrupted, and start its journal.
@@ -120,9 +122,11 @@ class Durability:
                         if rec.torn_bytes else "")
         if rec is not None and not self.rejoining:
             # Go on in the recovered generation (peer/state/journal.py rule 6): no
-            # snapshot of millions of URLs before the first request. A rejoining
-            # peer's Bloom filter was replaced above, so it writes one.
+            # snapshot of millions of URLs before the first request, but one in a
+            # worker thread soon after (run), so the next restart replays little.
+            # A rejoining peer's Bloom filter was replaced above, so it writes one now.
             await trio.to_thread.run_sync(state.resume)
+            self._snapshot_soon = True
             return rec
         # The spilled hosts' heads (in RAM again, not in the store) and the rest: the new snapshot's queue.
         queued = [*rec.all_heads(), *rec.queued.items()] if rec is not None else []
@@ -174,8 +178,9 @@ class Durability:
         while True:
             await trio.sleep(SNAPSHOT_CHECK)
             if (state.journal_bytes() < self._cfg.frontier.checkpoint_mb << 20
-                    and trio.current_time() - last < SNAPSHOT_SECONDS):
+                    and trio.current_time() - last < SNAPSHOT_SECONDS and not self._snapshot_soon):
                 continue
+            self._snapshot_soon = False
             stats = await self.snapshot(store)
             last = trio.current_time()
             log.info("state snapshot %s", stats)
