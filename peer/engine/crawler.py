@@ -133,6 +133,7 @@ from peer.engine.effects import Effects
 from peer.engine.parsing import Parsing
 from peer.engine.reporting import Reporting
 from peer.engine.results import Results
+from peer.core.run.layout import DataDir
 from peer.engine.revisits import Revisits
 from peer.engine.ringface import RingFace, curve_keys
 from peer.engine.seedsfile import SeedsFile
@@ -161,6 +162,8 @@ log = logging.getLogger("peer.engine")
 LINGER_ROUNDS = 6
 #: Grace for in-flight fetches after stop() before they are cancelled.
 STOP_GRACE = 5.0
+#: Recovered URLs put back a turn of the loop (``_drain_recovered``): about 20 ms of it.
+RECOVER_BATCH = 10_000
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
 _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
 
@@ -394,7 +397,7 @@ class Crawler:
         async with self.results.open(sites) as store, fetcher:
             self._fetcher = fetcher
             recovered = await self.durability.open(store)
-            await self.revisits.restore(store)
+            await self.revisits.restore(store, DataDir(self.data_dir).state)
             await self.seen.open(recovered, self.durability.fetched)
             await self.cookies.open(recovered)
             if recovered is not None:
@@ -410,6 +413,7 @@ class Crawler:
             finally:
                 self.durability.close()
                 self.seen.close()
+                self.revisits.close()
                 if self.archive is not None:
                     with trio.CancelScope(shield=True):  # the open file closed whole, even on a cancel
                         await self.archive.aclose()
@@ -419,7 +423,7 @@ class Crawler:
         if self.archive is not None:
             s.details.append(self.archive.summary_line())
             s.warc = self.archive.figures()
-        for line in (self.seen.summary_line(),
+        for line in (self.seen.summary_line(), self.revisits.far_line(),
                      self.durability.spill_line(self.peer.figures.spill_peak, self.peer.figures.head_per_host)):
             if line is not None:
                 s.details.append(line)
@@ -471,6 +475,7 @@ class Crawler:
             services.start_soon(self.durability.run, store)
             services.start_soon(self.seen.run)
             services.start_soon(self.ringface.move_spilled)
+            services.start_soon(self._drain_recovered)
             services.start_soon(self.cookies.run)
             if cfg.revisit.enabled and cfg.revisit.run_for:
                 services.start_soon(self._run_for, cfg.revisit.run_for)
@@ -491,6 +496,14 @@ class Crawler:
                 # count, or a peer a round behind never sees the limit.
                 await trio.sleep(LINGER_ROUNDS * cfg.ring.gossip_interval)
             services.cancel_scope.cancel()
+
+    async def _drain_recovered(self) -> None:
+        """A recovered journal's queued URLs back into the frontier, a batch a turn of the loop,
+        after the first requests started (``CrawlCore.defer_recovered``)."""
+        disk = self.peer.disk
+        while disk.recovering():
+            self._apply(disk.drain_recovered(self.clock(), RECOVER_BATCH))
+            await trio.sleep(0)
 
     async def _run_for(self, seconds: float) -> None:
         """``revisit.run_for``: a continuous crawl stops after that many seconds."""

@@ -68,6 +68,8 @@ class Durability:
         self.restart_starts: list[tuple[str, float]] = []
         #: Snapshots written (the last one's stats are logged).
         self.snapshots = 0
+        #: A restart went on in the recovered generation: its first snapshot comes at once (run).
+        self._snapshot_soon = False
 
     async def open(self, store: ResultStore) -> Recovered | None:
         """Recover ``data_dir/state`` if a crawl was interrupted, and start its journal.
@@ -109,16 +111,25 @@ class Durability:
             # Politeness counts across the restart: the requests of the last
             # ceiling horizon, as the rows say they started (rule 9).
             self.restart_starts = await store.recent_starts(time.time() - CEILING_HORIZON)
-            self.resumed = {"queued": len(rec.queued) + rec.spilled, "forwards": len(rec.forwards),
+            self.resumed = {"queued": len(rec.queued) + rec.head_urls + rec.spilled, "forwards": len(rec.forwards),
                             "rows_restored": len(missing), "generation": rec.generation,
                             "torn_bytes": rec.torn_bytes, "spilled": rec.spilled,
                             "blocks_read": rec.blocks_read}
             log.warning("resuming the crawl from %s: %d queued URLs (%d of them on disk, %d blocks "
                         "read), %d to forward, %d result rows restored%s", state.directory,
-                        len(rec.queued) + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
+                        len(rec.queued) + rec.head_urls + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
                         len(missing), f", {rec.torn_bytes} bytes of a torn journal tail dropped"
                         if rec.torn_bytes else "")
-        queued = list(rec.queued.items()) if rec is not None else []
+        if rec is not None and not self.rejoining:
+            # Go on in the recovered generation (peer/state/journal.py rule 7): no
+            # snapshot of millions of URLs before the first request, but one in a
+            # worker thread soon after (run), so the next restart replays little.
+            # A rejoining peer's Bloom filter was replaced above, so it writes one now.
+            await trio.to_thread.run_sync(state.resume)
+            self._snapshot_soon = True
+            return rec
+        # The spilled hosts' heads (in RAM again, not in the store) and the rest: the new snapshot's queue.
+        queued = [*rec.all_heads(), *rec.queued.items()] if rec is not None else []
         forwards = rec.forwards if rec is not None else []
         manifest = None
         if self._spill is not None:
@@ -179,8 +190,9 @@ class Durability:
         while True:
             await trio.sleep(SNAPSHOT_CHECK)
             if (state.journal_bytes() < self._cfg.frontier.checkpoint_mb << 20
-                    and trio.current_time() - last < SNAPSHOT_SECONDS):
+                    and trio.current_time() - last < SNAPSHOT_SECONDS and not self._snapshot_soon):
                 continue
+            self._snapshot_soon = False
             stats = await self.snapshot(store)
             last = trio.current_time()
             log.info("state snapshot %s", stats)

@@ -24,6 +24,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
+
+import trio
 
 from peer.core.crawl.decisions import Row
 from peer.core.frontier.frontier import Job
@@ -34,6 +37,8 @@ from peer.core.revisit.policy import Change
 from peer.core.warc.record import RevisitProfile, digest
 from peer.engine.archive import Archive
 from peer.results.store import ResultStore
+from peer.state.generations import REVISIT_DIR
+from peer.state.spill import FileSpill
 
 __all__ = ["Revisits", "payload_digest", "revisit_profile"]
 
@@ -67,6 +72,7 @@ class Revisits:
         self._store = store
         #: url -> (status, digest, etag, last_modified) of a fetch whose row is to come.
         self._answers: dict[str, tuple[int | None, str | None, str | None, str | None]] = {}
+        self._far: FileSpill | None = None   # the due queue's far records (restore)
 
     def answered(self, job: Job, res: FetchResult) -> None:
         """A fetch of a continuous crawl ended: what its row's visit will need."""
@@ -122,10 +128,39 @@ class Revisits:
             await archive.keep_revisit(res, profile, job.url, time.time() if when is None else when,
                                        earlier if res.status == 304 else None)
 
-    async def restore(self, store: ResultStore) -> None:
-        """A continuous crawl resumed: its pages' schedule from ``fetches`` (peer/core/revisit/recrawl.py rule 7)."""
+    async def restore(self, store: ResultStore, state_dir: Path | None = None) -> None:
+        """A continuous crawl resumed: its pages' schedule from ``fetches`` (peer/core/revisit/recrawl.py rule 7).
+
+        With ``revisit.memory_window`` > 0 the due queue's far records go to
+        segment files in ``state_dir/revisits`` (peer/core/revisit/duequeue.py
+        rule 5), emptied here: the schedule is the ``fetches`` table's, read
+        in batches so the far ones reach the disk as they come.
+        """
         if not self._peer.revisits:
             return
-        n = self._peer.disk.restore_visits(await store.last_visits(), self._clock(), time.time())
+        if state_dir is not None and self._far is None:
+            far = await trio.to_thread.run_sync(lambda: FileSpill.open(state_dir / REVISIT_DIR, None))
+            if self._peer.disk.attach_revisit_store(far, self._clock()):
+                self._far = far
+            else:
+                far.close()
+        n = 0
+        async for rows in store.last_visit_batches():
+            n += self._peer.disk.restore_visits(rows, self._clock(), time.time())
+            await trio.sleep(0)   # a batch at a time: the loop's other tasks run between
         if n:
             log.info("revisits: %d pages of earlier runs scheduled from the fetches table", n)
+
+    def far_line(self) -> str | None:
+        """The summary's line on the due queue's far tier, or None if it wrote nothing."""
+        f = self._peer.disk.revisit_far()
+        if f is None or not f.written:
+            return None
+        return (f"revisits on disk: {f.far:,} now, {f.written:,} written, {f.loaded:,} taken back as due, "
+                f"{f.recalls:,} hosts recalled ({f.recalled:,} records); window {f.window:g} s")
+
+    def close(self) -> None:
+        """Close the far tier's files (they hold nothing a restart needs)."""
+        if self._far is not None:
+            self._far.close()
+            self._far = None

@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -466,17 +466,47 @@ class ResultStore:
         """Each URL's latest ``fetches`` row: (url, host, fetched_at, next_due (epoch s), interval_after,
         digest, etag, last_modified, visits, changes); [] without the table. A restarted
         continuous crawl schedules its pages from them (peer/core/revisit/recrawl.py)."""
-        if not self.store_fetches:
-            return []
-        return await trio.to_thread.run_sync(self._last_visits, limiter=self._limiter)
+        out: list[tuple[Any, ...]] = []
+        async for rows in self.last_visit_batches():
+            out += rows
+        return out
 
-    def _last_visits(self) -> list[tuple[Any, ...]]:
-        return self._read(
-            "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
-            "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
-            "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
-            "WINDOW w AS (PARTITION BY url) "
-            "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
+    async def last_visit_batches(self, size: int = 50_000) -> AsyncIterator[list[tuple[Any, ...]]]:
+        """:meth:`last_visits` in batches of ``size`` rows, so a restart of 10 M records never
+        holds them all at once (the due queue takes the far ones to disk as they come)."""
+        if not self.store_fetches:
+            return
+        await self.flush()
+        cur = await trio.to_thread.run_sync(self._last_visits_cursor, limiter=self._limiter)
+        try:
+            while True:
+                rows = await trio.to_thread.run_sync(self._fetch_some, cur, size, limiter=self._limiter)
+                if not rows:
+                    return
+                yield rows
+        finally:
+            cur.close()
+
+    def _last_visits_cursor(self) -> Any:
+        con = self._con
+        if con is None:
+            raise StateError(f"{self.path}: results store is not open")
+        try:
+            # A cursor of its own: the writer's statements between batches leave it be.
+            return con.cursor().execute(
+                "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
+                "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+                "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
+                "WINDOW w AS (PARTITION BY url) "
+                "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
+
+    def _fetch_some(self, cur: Any, size: int) -> list[tuple[Any, ...]]:
+        try:
+            return list(cur.fetchmany(size))
+        except duckdb.Error as exc:
+            raise StateError(f"{self.path}: cannot read results: {exc}") from None
 
     def _recent_starts(self, since: float) -> list[tuple[str, float]]:
         return self._read("SELECT host, epoch(fetched_at) - elapsed_ms / 1000.0 AS t FROM pages "

@@ -61,6 +61,7 @@ def replay(
     rows: list[list[Any]], counters: dict[str, float], added: list[str],
     missed: list[str] | None = None, *, fsync: bool = False, seen: list[str] | None = None,
     state: tuple[list[Any], list[Any]] | None = None,
+    done: list[str] | None = None,
 ) -> tuple[int, int]:
     """Apply journal ``name`` to the given state; returns (records, torn bytes).
 
@@ -108,6 +109,8 @@ def replay(
                         queue[url] = depth
                 elif tag == DONE:
                     _, url, row = rec
+                    if done is not None:
+                        done.append(url)
                     if pop(url, _MISSING) is _MISSING and missed is not None:
                         missed.append(url)  # queued before the snapshot, in the spill store
                     if row is not None:

@@ -20,10 +20,12 @@ from peer.core.run.layout import StateFile
 from peer.errors import StateError
 from peer.state.fsio import fsync_dir
 
-__all__ = ["SPILL_DIR", "list_dir", "unlink", "clean", "damaged"]
+__all__ = ["REVISIT_DIR", "SPILL_DIR", "list_dir", "unlink", "clean", "damaged"]
 
 #: The spill store's directory inside the state directory.
 SPILL_DIR = "frontier"
+#: The due queue's far records (peer/core/revisit/duequeue.py rule 5): rebuilt at each start.
+REVISIT_DIR = "revisits"
 
 
 def list_dir(directory: Path) -> list[str]:

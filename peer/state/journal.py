@@ -27,6 +27,9 @@ are ``peer.core.run.layout.StateFile``'s), each format in its own module::
                           them that were queued at g
     run.json              how the last run began and ended (``peer.state.runrecord``;
                           advice for the next start, never read by recovery)
+    revisits/seg-<n>.dat  a continuous crawl's revisit records due far ahead
+                          (peer/core/revisit/duequeue.py rule 5): not state,
+                          emptied at each start (peer/engine/revisits.py)
 
 Recovery (``peer.state.recovery``) reads the newest snapshot, replays its
 journal in order and takes from the spill store the blocks done since; the
@@ -75,10 +78,22 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
    disk yet (``handed_state``: a revisit record until its page's next
    visit writes a ``fetches`` row, a cookie until the jar's file is
    written), since it drops the journal that held them.
+7. A restart goes on in the recovered generation (:meth:`resume`) rather
+   than writing a snapshot before its first request: recovery's state is
+   snapshot g plus journal g, and the new run's records are changes to that
+   state, so snapshot g plus journal g with them appended is the state at a
+   later crash. What recovery replays twice then is harmless by rules 1-3:
+   a done row is inserted again idempotently, a forward re-sent (owners
+   dedupe). The spill store holds: segments are deleted only after a later
+   snapshot (rule 4), so the blocks snapshot g names are still there, and
+   the blocks recovery or the new run wrote since are strays a recovery
+   deletes, their URLs in snapshot g, its blocks or the journal. The first
+   snapshot of the run comes a second after the start, in a worker thread.
 
 The engine's part, in order: ``--fresh`` → :meth:`discard`; :meth:`recover`
 (None: a new crawl); rebuild frontier, outbox and counters from
-:class:`Recovered`, re-insert its rows; :meth:`begin`; then per event
+:class:`Recovered`, re-insert its rows; :meth:`begin` for a new crawl,
+:meth:`resume` after a recovery (rule 7); then per event
 :meth:`queued` / :meth:`done` / :meth:`forwarded`, :meth:`commit` every
 scheduler pass and before every ack, :meth:`snapshot` when
 :meth:`journal_bytes` passes a threshold, and :meth:`close` at exit.
@@ -259,6 +274,36 @@ class PeerState:
             self._created = time.time()
         return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters, spill,
                               handed, handed_state)
+
+    def resume(self) -> None:
+        """Go on appending to the recovered generation's journal instead of :meth:`begin`.
+
+        After :meth:`recover`, whose replay cut any torn tail, so the
+        journal ends on a frame. The state the new run starts from is that
+        generation's snapshot plus this journal, so records appended from
+        here are changes to it, and a crash now recovers the same state
+        plus them (rule 7). It saves writing a whole snapshot before the
+        first request: 1.3 M queued URLs and the Bloom filter took seconds.
+        """
+        if self._fd >= 0:
+            raise RuntimeError("PeerState.resume() after begin() or resume()")
+        path = self._journal_path()
+        try:
+            size = os.path.getsize(path)
+        except FileNotFoundError:
+            size = 0
+        except OSError as e:
+            raise StorageError(f"{path}: cannot open journal ({e.strerror or e})") from e
+        if size < len(_JOURNAL_MAGIC):
+            self._open_journal()   # none, or cut while being created: a new empty one
+            return
+        try:
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        except OSError as e:
+            raise StorageError(f"{path}: cannot open journal ({e.strerror or e})") from e
+        self._buf.clear()
+        self._fd = fd
+        self._journal_size = size
 
     def snapshot(
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],

@@ -91,7 +91,7 @@ def recover_copy(state_dir: Path, peer_id: str, ring_name: str) -> Recovered | N
             rec = PeerState(Path(tmp), peer_id, ring_name).recover()
             if rec is not None and rec.spill is not None:
                 spill = rec.spill
-                rec = dataclasses.replace(rec, queued=dict(rec.all_queued()), spill=None)
+                rec = dataclasses.replace(rec, queued=dict(rec.all_queued()), spill=None, heads={})
                 spill.close()
             return rec
         except StateError as exc:

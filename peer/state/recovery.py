@@ -15,9 +15,14 @@ A done URL that is neither in the snapshot's heads nor queued since was in
 the spill store: a host's queue is taken FIFO, so it is in the host's first
 blocks, and recovery reads that host's blocks from the front until every
 such URL is found (:meth:`peer.state.spill.FileSpill.take_done`); the rest of
-those blocks and the host's snapshot head go back in front, in order. So
-recovery reads the snapshot (heads and manifest), the journal and the few
-blocks taken since, never the whole frontier.
+those blocks and the host's snapshot head go back in front, in order. Every
+other spilled host's snapshot head is handed back as it is
+(:attr:`Recovered.heads`), for the frontier to put in RAM in front of the
+host's blocks, as it was. So recovery reads the snapshot (heads and
+manifest), the journal and the few blocks taken since, never the whole
+frontier; and with a spill store it never puts the snapshot's URLs, millions
+at a restart, into a dict: the journal is replayed into an empty queue and
+the snapshot's list is split by host after (``_split_heads``).
 
 Which generation is whole after a crash, and so which files recovery keeps
 and which it deletes as strays, follows from rule 4 of
@@ -28,6 +33,7 @@ tails are told from corruption in ``peer.state.frames``.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -71,9 +77,23 @@ class Recovered:
     # (revisit records, cookies) other peers handed us with their hosts, acked once
     # journaled (the snapshot's, then the journal's, in order): peer.core.handoff.state.
     handed_state: tuple[list[Any], list[Any]] = field(default_factory=lambda: ([], []), repr=False)
+    # A spilled host's snapshot head, flat ``[url, depth, ...]``: it goes back in RAM in
+    # front of the host's blocks (Frontier.adopt), not through the store.
+    heads: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+
+    @property
+    def head_urls(self) -> int:
+        """URLs in ``heads``."""
+        return sum(len(h) for h in self.heads.values()) // 2
+
+    def all_heads(self) -> Iterator[tuple[str, int]]:
+        """The (url, depth) of ``heads``, host by host."""
+        for head in self.heads.values():
+            yield from zip(head[::2], head[1::2])
 
     def all_queued(self) -> Iterator[tuple[str, int]]:
-        """Every queued (url, depth): the spilled ones (read from disk), then ``queued``."""
+        """Every queued (url, depth): the spilled hosts' heads and blocks (read from disk), then ``queued``."""
+        yield from self.all_heads()
         if self.spill is not None:
             for host in self.spill.hosts():
                 yield from self.spill.iter_host(host)
@@ -131,54 +151,120 @@ def _load(
     doc = read_snapshot(directory, snaps[gen], gen, peer_id, ring)
     bloom = read_bloom(directory / doc["bloom"])
     urls, depths = doc["urls"], doc["depths"]
-    queue = dict(zip(urls, depths))
-    if len(queue) != len(urls):  # duplicates: keep each URL's first depth
-        queue = {}
-        for u, d in zip(urls, depths):
-            queue.setdefault(u, d)
-    forwards = [(u, d) for u, d in doc["forwards"]]
-    counters = dict(doc["counters"])
-    rows: list[list[Value]] = []
-    records = torn = 0
     try:
         manifest = SpillManifest.from_doc(doc["spill"]) if doc.get("spill") is not None else None
     except ValueError as e:
         raise damaged(directory, snaps[gen], f"snapshot is malformed ({e})") from e
     spill = FileSpill.open(directory / SPILL_DIR, manifest, block_urls=spill_block,
                            segment_bytes=segment_bytes)
+    spilled_hosts = set(spill.hosts())
+    queue: dict[str, int] = {}
+    if not spilled_hosts:
+        queue = dict(zip(urls, depths))
+        if len(queue) != len(urls):  # duplicates: keep each URL's first depth
+            queue = {}
+            for u, d in zip(urls, depths):
+                queue.setdefault(u, d)
+    # else the journal is replayed into an empty queue and the snapshot's URLs,
+    # millions of them, are split by host after (_split_heads), never put in a dict.
+    forwards = [(u, d) for u, d in doc["forwards"]]
+    counters = dict(doc["counters"])
+    rows: list[list[Value]] = []
+    records = torn = 0
     missed: list[str] = []
+    done: list[str] = []
+    seen: list[str] = []
     handed = {url: host for url, host in doc.get("handed", [])}
     snap_state = doc.get("handed_state", [[], []])
     handed_state: tuple[list[Any], list[Any]] = (list(snap_state[0]), list(snap_state[1]))
     if gen in files[StateFile.JOURNAL]:
         added: list[str] = []
-        seen: list[str] = []
         records, torn = replay(directory, files[StateFile.JOURNAL][gen], queue, forwards, rows,
-                               counters, added, missed, fsync=fsync, seen=seen, state=handed_state)
+                               counters, added, missed, fsync=fsync, seen=seen, state=handed_state, done=done)
         bloom.add_many(added)
         for url in seen:
             handed[url] = host_key(url)
     blocks_read = 0
-    spilled_hosts = set(spill.hosts())
+    heads: dict[str, list[Any]] = {}
     if spilled_hosts:
         # A spilled host's snapshot head came before its blocks, and what
         # was queued since after them (the engine pushes ``queue`` after
-        # adopting the store): so the head goes into the store, in front.
-        heads: dict[str, list[tuple[str, int]]] = {}
-        for u in urls:
-            if u in queue and (h := host_key(u)) in spilled_hosts:
-                heads.setdefault(h, []).append((u, queue.pop(u)))
-        done: dict[str, set[str]] = {}
+        # adopting the store): so the head goes back in front of its blocks,
+        # in RAM (Frontier.adopt), as the frontier had it. Only a host with
+        # URLs done since the snapshot in its blocks has them read
+        # (take_done), its head going into the store in front of what is left.
+        snap = set(urls)
+        gone = snap.intersection(done)
+        gone.update(snap.intersection(seen))
+        queue, heads = _split_heads(urls, depths, snap, gone, queue, spilled_hosts)
+        taken: dict[str, set[str]] = {}
         for u in missed:
-            if (h := host_key(u)) in spilled_hosts:
-                done.setdefault(h, set()).add(u)
-        for h in spilled_hosts:
-            if h in done or h in heads:
-                blocks_read += spill.take_done(h, done.get(h, set()), heads.get(h, []))
+            if u not in snap and (h := host_key(u)) in spilled_hosts:
+                taken.setdefault(h, set()).add(u)
+        for h, found in taken.items():
+            head = heads.pop(h, [])
+            blocks_read += spill.take_done(h, found, list(zip(head[::2], head[1::2])))
     clean(directory, keep=gen)
     return Recovered(
         generation=gen, queued=queue, forwards=forwards, rows=rows, counters=counters,
         bloom=bloom, created=float(doc["created"]), records=records, torn_bytes=torn,
         spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read, handed=handed,
         handed_state=handed_state,
+        heads=heads,
     )
+
+
+def _split_heads(urls: list[str], depths: list[int], snap: set[str], gone: set[str],
+                 journal: dict[str, int], spilled: set[str]) -> tuple[dict[str, int], dict[str, list[Any]]]:
+    """The queue without the spilled hosts' snapshot URLs, and those by host (flat heads).
+
+    ``urls``/``depths`` are the snapshot's (``snap`` the same as a set),
+    ``gone`` those done or handed over since, ``journal`` what the journal
+    queued since, in order. Millions of URLs at a restart, so the step a URL
+    is one ``startswith`` (``host_key`` a URL was most of a 2 M-URL
+    restart's time): the snapshot lists a host's head as one run
+    (``Frontier.iter_heads``), a run's host is its first URL's authority
+    (a queued URL is normalised), and a run moves as slices.
+    """
+    starts: list[int] = []
+    prefix = "\0"
+    for i, u in enumerate(urls):
+        if not u.startswith(prefix):
+            starts.append(i)
+            end = u.find("/", u.find("//") + 2)
+            prefix = u[: end + 1] if end > 0 else u
+    starts.append(len(urls))
+    rest: dict[str, int] = {}
+    heads: dict[str, list[Any]] = {}
+    twice = len(snap) != len(urls)   # a URL listed twice keeps its first place and depth
+    used: set[str] = set()
+    for a, b in zip(starts, starts[1:]):
+        part, dpart = urls[a:b], depths[a:b]
+        if twice or (gone and not gone.isdisjoint(part)):
+            keep = [k for k, u in enumerate(part) if u not in gone and u not in used]
+            if twice:
+                used.update(part[k] for k in keep)
+            part, dpart = [part[k] for k in keep], [dpart[k] for k in keep]
+            if not part:
+                continue
+        first = part[0]
+        start = first.find("//") + 2
+        end = first.find("/", start)
+        h = first[start:end] if end > 0 else host_key(first)
+        if h in spilled:
+            head = heads.get(h)
+            if head is None:
+                head = heads[h] = []
+            flat: list[Any] = [None] * (2 * len(part))
+            flat[0::2] = part
+            flat[1::2] = dpart
+            head += flat
+        else:
+            rest.update(zip(part, dpart))
+    # What the journal queued since, in its order: a URL of the snapshot keeps its place
+    # there, unless it was done since and queued again.
+    rest.update((u, d) for u, d in journal.items() if u not in snap or u in gone)
+    return rest, heads
+
+
+

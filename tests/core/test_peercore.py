@@ -192,8 +192,35 @@ def test_a_resume_puts_the_queue_back_and_forwards_the_rest_then_commits():
     assert p1.figures.requested == 7 and p1.disk.resumed and p1.disk.resumed_grants == (("p2", 3),)
     out = p1.disk.resume(rec, [], 1.0, wall=1000.0)  # type: ignore[arg-type]
     assert out[-1] == Commit()  # rule 1g
-    assert Forward(other, 1, "p2", True) in out and len(p1.crawl.frontier) == 1
+    assert Forward(other, 1, "p2", True) in out
     assert p1.node.outbox.queued().urls == [(other, 1)]  # type: ignore[union-attr]
+    # The journal's queued URLs go back after the first requests, a batch at a time;
+    # until then a snapshot lists them and the peer is not idle.
+    assert len(p1.crawl.frontier) == 0 and p1.disk.recovering() == 1 and not p1.crawl.locally_idle()
+    assert (ours, 2) in p1.crawl.snapshot_queue()
+    p1.disk.drain_recovered(1.0, 10)
+    assert len(p1.crawl.frontier) == 1 and p1.disk.recovering() == 0
+    assert (ours, 2) in p1.crawl.snapshot_queue()
+
+
+def test_a_recovered_queue_put_back_in_one_batch_is_what_url_by_url_discovery_makes_of_it():
+    """CrawlCore.recovered looks a host up once a scheme and authority: the same queue,
+    forwards and per-host counts as Origin.RECOVERED one URL at a time."""
+    from peer.core.crawl.decisions import Origin
+
+    mine = hosts_of(peer(), "p1", 3)
+    theirs = hosts_of(peer(), "p2", 2)
+    queued = [(f"{scheme}://{h}{port}/p{i}", i % 3) for i in range(40)
+              for h in (mine + theirs)[i % 5 : i % 5 + 1]
+              for scheme, port in [("https" if i % 4 == 0 else "http", ":8080" if i % 7 == 0 else "")]]
+    batch, single = peer(), peer()
+    got = batch.crawl.recovered(queued, 1.0)
+    want = [e for url, depth in queued for e in single.crawl.discover(url, depth, 1.0, Origin.RECOVERED)]
+    assert got == want and any(got)
+    jobs = lambda core: [(j.url, j.depth) for j in core.crawl.frontier.iter_queued()]  # noqa: E731
+    assert jobs(batch) == jobs(single) and 0 < len(jobs(batch)) < len(queued)
+    hosts = {u.split("/")[2] for u, _ in queued}
+    assert all(batch.crawl.limits.host_urls(h) == single.crawl.limits.host_urls(h) for h in hosts)
 
 
 def test_spilled_queues_move_only_in_a_ring_and_each_chunk_is_committed():

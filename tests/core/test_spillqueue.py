@@ -123,6 +123,30 @@ def test_adopt_queues_a_recovered_store_in_its_order_before_new_pushes():
     assert order == [f"http://a.test/{i}" for i in range(10)] + ["http://a.test/new"]
 
 
+def test_adopt_reads_no_block_before_the_host_s_first_start_and_keeps_a_recovered_head_in_front():
+    """Rule 9's lazy head: a restart adopts thousands of hosts without a read; a snapshot's
+    head goes back in RAM in front of the blocks, a requeue in front of both."""
+    spill = MemorySpill()
+    for i in range(0, 9, 3):
+        spill.put("a.test", [x for j in range(i, i + 3) for x in (f"http://a.test/{j}", 1)])
+        spill.put("b.test", [x for j in range(i, i + 3) for x in (f"http://b.test/{j}", 1)])
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=3)
+    head = [x for j in ("h0", "h1") for x in (f"http://a.test/{j}", 0)]
+    assert f.adopt("a.test", 0.0, head) == 11 and f.adopt("b.test", 0.0) == 9
+    assert spill.takes == 0 and len(f) == 20 and f.host_queued("b.test") == 9
+    assert sorted(f.queued_hosts()) == ["a.test", "b.test"]     # hand-off sees a host with no head yet
+    f.push("http://b.test/new", "b.test", 2, 0.0)
+    from peer.core.frontier.frontier import Job
+    f.requeue(Job("http://b.test/again", "b.test", 1), 0.0, 0.0)
+    order: dict[str, list[str]] = {"a.test": [], "b.test": []}
+    while (job := f.pop_ready(0.0)) is not None:
+        order[job.host].append(job.url)
+        f.done(job.host, 0.0)
+    assert order["a.test"] == ["http://a.test/h0", "http://a.test/h1"] + [f"http://a.test/{i}" for i in range(9)]
+    assert order["b.test"] == ["http://b.test/again"] + [f"http://b.test/{i}" for i in range(9)] + ["http://b.test/new"]
+    assert len(f) == 0 and f.spilled == 0
+
+
 def test_a_released_host_gives_its_heads_now_and_its_blocks_a_chunk_at_a_time():
     spill = MemorySpill()
     f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4)

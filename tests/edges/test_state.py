@@ -722,7 +722,7 @@ def test_an_aborted_snapshot_goes_on_in_the_old_journal(tmp_path: Path) -> None:
 class SpillingPeer:
     """A frontier with a spill store, journaled the way the engine does it."""
 
-    def __init__(self, tmp_path: Path, head: int = 4) -> None:
+    def __init__(self, tmp_path: Path, head: int = 4, resume: bool = False) -> None:
         from peer.core.frontier.frontier import Frontier, Politeness
 
         self.state = PeerState(tmp_path / "state", "p1", "r", spill_block=head)
@@ -731,11 +731,14 @@ class SpillingPeer:
         self.f = Frontier(Politeness(rate=0), spill=self.spill, head_per_host=head)
         self.bloom = self.rec.bloom if self.rec is not None else new_bloom()
         if self.rec is not None:
-            for host in self.spill.hosts():
-                self.f.adopt(host, 0.0)
+            for host in self.spill.hosts():   # each host's snapshot head in front of its blocks
+                self.f.adopt(host, 0.0, self.rec.heads.get(host))
             for u, d in self.rec.queued.items():
                 self.f.push(u, u.split("/")[2], d, 0.0)
-        self.checkpoint(begin=True)
+        if resume and self.rec is not None:
+            self.state.resume()   # journal rule 7: no snapshot before the first request
+        else:
+            self.checkpoint(begin=True)
 
     def push(self, u: str, depth: int = 1) -> None:
         self.bloom.add(u)
@@ -790,6 +793,48 @@ def test_recovery_from_spilled_queues_keeps_every_url_in_order_and_reads_few_blo
     assert not set(done) & {u for q in again.order().values() for u in q}
     assert again.rec.blocks_read <= 120 // 4 + 5 * 2  # the blocks taken since, not the queue
     assert len(again.rec.queued) == 50  # only what was queued since the snapshot is in the journal
+
+
+def test_a_restart_goes_on_in_its_generation_and_kills_after_it_lose_and_repeat_nothing(tmp_path: Path) -> None:
+    """Journal rule 7 and recovery's heads: a restart writes no snapshot and rewrites no block;
+    two more kills, each after more work, give back every queued URL once, in order."""
+    p = SpillingPeer(tmp_path)
+    for i in range(600):
+        p.push(url(i))
+    p.state.commit()
+    p.checkpoint()
+    for i in range(600, 640):
+        p.push(url(i))
+    p.state.commit()
+    want = p.order()
+    # kill -9, nothing done since the snapshot: the heads back in RAM, no block read or written
+    probe = PeerState(tmp_path / "state", "p1", "r", spill_block=4).recover()
+    assert probe is not None and probe.spill is not None
+    assert probe.blocks_read == 0 and probe.spill.stats().blocks_written == 0
+    assert probe.head_urls == 5 * 4 and len(probe.queued) == 40
+    probe.spill.close()
+    again = SpillingPeer(tmp_path, resume=True)
+    assert again.rec is not None and again.order() == want
+    assert sorted(n for n in os.listdir(tmp_path / "state") if n.startswith("snapshot")) == ["snapshot-2.msgpack"]
+    fetched = [again.pop() for _ in range(130)]
+    for i in range(640, 700):
+        again.push(url(i))
+    again.state.commit()
+    want = again.order()
+    third = SpillingPeer(tmp_path, resume=True)      # kill -9 again, in the same generation
+    assert third.order() == want
+    assert not set(fetched) & {u for q in third.order().values() for u in q}
+    fetched += [third.pop() for _ in range(100)]
+    third.state.commit()
+    third.checkpoint()                                 # the run's first snapshot, as the engine's comes
+    for i in range(700, 720):
+        third.push(url(i))
+    third.state.commit()
+    want = third.order()
+    last = SpillingPeer(tmp_path, resume=True)
+    assert last.order() == want
+    assert sorted({u for q in want.values() for u in q} | set(fetched)) == sorted(url(i) for i in range(720))
+    assert not set(fetched) & {u for q in last.order().values() for u in q}
 
 
 def test_segments_emptied_are_deleted_one_snapshot_later(tmp_path: Path) -> None:

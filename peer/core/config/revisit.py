@@ -60,12 +60,14 @@ class RevisitConfig:
     jitter: float = key(float, 0.1, "a due time's relative jitter, so pages fetched in one burst do not come due in one", _jitter)
     max_validator_length: int = key(int, 256, "bytes: an ETag or Last-Modified longer than this is not stored (counted)", at_least_one)
     run_for: float = key(float, 0.0, "seconds a continuous crawl runs before it stops by itself; 0: until stopped (SIGINT/SIGTERM)", _non_negative)
+    memory_window: float = key(float, 6 * _HOUR, "seconds: revisit records due within this (and one window more) stay in RAM, the rest wait on disk in data_dir/state/revisits; 0: all in RAM", _non_negative)
 
     def __post_init__(self) -> None:
         problems = [why for name, check in (
             ("min_interval", _positive), ("max_interval", _positive), ("initial_interval", _positive),
             ("revisit_share", _share), ("inc_factor", _above_one), ("dec_factor", _below_one),
             ("jitter", _jitter), ("max_validator_length", at_least_one), ("run_for", _non_negative),
+            ("memory_window", _non_negative),
         ) if (why := _problem(name, getattr(self, name), check))]
         if not problems and self.max_interval < self.min_interval:
             problems.append(f"max_interval must be >= min_interval, not {self.max_interval!r}")

@@ -158,6 +158,9 @@ class CrawlCore:
         self.seed_feed = SeedFeed()
         #: ``ring seed add``'s lines taken here, by outcome (peer/core/crawl/seedadd.py).
         self.seed_adds = SeedTally()
+        #: A recovered journal's queued URLs not yet put back (:meth:`defer_recovered`), from ``_next_recovered`` on.
+        self._recovering: list[tuple[str, int]] = []
+        self._next_recovered = 0
         self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
         #: The cookies of the hosts we fetch (peer/core/http/cookies.py); None when
         #: no host has them on, so the default path costs one test.
@@ -321,6 +324,32 @@ class CrawlCore:
         """A URL arrives from ``origin`` (``peer.core.crawl.discovery``'s table); ``host``: its key, if known."""
         return self.discovery.discover(url, depth, now, origin, hops, host=host)
 
+    def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
+        """A recovered queue put back, as :meth:`discover` with ``Origin.RECOVERED`` would, URL by URL."""
+        return self.discovery.recovered(queued, now)
+
+    def defer_recovered(self, queued: list[tuple[str, int]]) -> None:
+        """What a recovered journal queued, to put back after the first requests start
+        (:meth:`drain_recovered`): a journal holds up to a million of them, seconds of a
+        restart. They come behind each host's head and blocks, as they would have; until
+        then a snapshot lists them (:meth:`snapshot_queue`) and the crawl is not idle."""
+        self._recovering = queued
+        self._next_recovered = 0
+
+    @property
+    def recovering(self) -> int:
+        """Recovered URLs not yet put back."""
+        return len(self._recovering) - self._next_recovered
+
+    def drain_recovered(self, now: float, limit: int) -> list[Effect]:
+        """Put back up to ``limit`` of the deferred recovered URLs (:meth:`defer_recovered`)."""
+        i = self._next_recovered
+        chunk = self._recovering[i : i + limit]
+        self._next_recovered = i + len(chunk)
+        if self._next_recovered >= len(self._recovering):
+            self._recovering, self._next_recovered = [], 0
+        return self.discovery.recovered(chunk, now)
+
     def sieve_verdicts(self, batch: SieveBatch, new: list[bool], now: float) -> list[Effect]:
         """The sieve's answer for ``batch``: new URLs are queued after all; duplicates are dropped."""
         return self.discovery.sieve_verdicts(batch, new, now)
@@ -453,7 +482,7 @@ class CrawlCore:
         # (peer/core/revisit/recrawl.py rule 5): neither done alone nor in the ring.
         rc = self.recrawl
         return (self.in_flight == 0 and len(self.frontier) == 0 and not self.sieve.pending
-                and not self.frontier.moving and not self.held.waiting() and not self.seed_feed.reading
+                and not self.recovering and not self.frontier.moving and not self.held.waiting() and not self.seed_feed.reading
                 and (rc is None or self.leaving or not rc.scheduled))
 
     def job_ended(self, job: Job) -> None:
@@ -628,6 +657,7 @@ class CrawlCore:
         queued = [(j.url, j.depth) for j in jobs if j.url not in sitemaps and not elsewhere(j.url)]
         queued += [(url, hd[1]) for url, hd in self.jobs.in_flight() if url not in sitemaps]
         queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
+        queued += self._recovering[self._next_recovered:]
         return queued
 
     # -- figures (peer.core.crawl.figures) ----------------------------------------------

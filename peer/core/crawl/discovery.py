@@ -127,6 +127,40 @@ class Discovery:
         self._pass_on = pass_on
         self._entry = entry
 
+    def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
+        """A recovered queue, each URL as :meth:`discover` with ``Origin.RECOVERED`` takes it.
+
+        A restart puts back up to a journal's worth of URLs (a million)
+        before its first request, so the host is looked up once a scheme and
+        authority, not once a URL: a queued URL is normalised, so the slice
+        up to its path's slash names its host (``host_key`` of the first URL
+        with it says which), and the owner is asked once a host.
+        """
+        out: list[Effect] = []
+        hosts: dict[str, tuple[str, bool]] = {}
+        counts: dict[str, int] = {}
+        owner, me, push, sieve_add = self._handoffs.owner, self._me, self._push, self.sieve.add
+        for url, depth in queued:
+            end = url.find("/", 8)   # past "https://": the path's first slash
+            if end < 0 or " " in url:
+                out += self.discover(url, depth, now, Origin.RECOVERED)
+                continue
+            origin = url[:end]
+            known = hosts.get(origin)
+            if known is None:
+                host = host_key(url)
+                known = hosts[origin] = (host, owner(host) == me)
+            host, mine = known
+            sieve_add(url, now)   # the sieve may have lost its hash with the batch open at the crash
+            if mine:
+                push(url, host, depth, now)
+                counts[host] = counts.get(host, 0) + 1
+            else:
+                self._pass_on(url, depth, owner(host), host, out)
+        for host, n in counts.items():
+            self._limits.queued(host, n)
+        return out
+
     def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
                  host: str | None = None) -> list[Effect]:
         """A URL arrives from ``origin``; see the module table for each origin's path.

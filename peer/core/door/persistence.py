@@ -34,6 +34,7 @@ from peer.core.door.effects import Commit, PeerEffect
 from peer.core.frontier.spillqueue import SpillStore
 from peer.core.handoff.state import import_state
 from ring.statebox import StateRecords
+from peer.core.revisit.duequeue import FarFigures
 from peer.core.seen.bloom import BloomFilter
 from peer.core.seen.sieve import SieveBatch
 from ring.membership.budget import Grants, grants_from_counters, grants_to_counters
@@ -150,16 +151,29 @@ class Persistence:
         epoch seconds (the engine's rule 9).
         """
         crawl, routed = self._crawl, self._routed
-        # The spilled queues first: they came before what the journal queued.
-        out = routed(crawl.handoffs.resume_spilled(now), now)
-        for url, depth in rec.queued.items():
-            out += routed(crawl.discover(url, depth, now, Origin.RECOVERED), now)
+        # The spilled queues first, each host's snapshot head in front of its
+        # blocks: they came before what the journal queued.
+        heads: dict[str, list[Any]] = dict(getattr(rec, "heads", {}))
+        out = routed(crawl.handoffs.resume_spilled(now, heads), now)
+        # Heads of hosts no longer ours (or with no store): on to their owners, or queued.
+        out += routed(crawl.recovered((pair for head in heads.values()
+                                       for pair in zip(head[::2], head[1::2])), now), now)
+        # What the journal queued since: put back after the first requests (drain_recovered).
+        crawl.defer_recovered(list(rec.queued.items()))
         for url, depth in rec.forwards:
             # Like any URL handed to us: to its owner, or through our Bloom filter.
             out += routed(crawl.discover(url, depth, now, Origin.RELAY), now)
         crawl.handoffs.seed_starts(starts, now, now - wall)
         out.append(Commit())
         return out
+
+    def drain_recovered(self, now: float, limit: int) -> list[PeerEffect]:
+        """Up to ``limit`` of a recovered journal's queued URLs put back (CrawlCore.defer_recovered)."""
+        return self._routed(self._crawl.drain_recovered(now, limit), now)
+
+    def recovering(self) -> int:
+        """Recovered URLs still to put back."""
+        return self._crawl.recovering
 
     # -- the spill store and snapshots --------------------------------------------------
 
@@ -261,10 +275,23 @@ class Persistence:
         kept = jar.restore(records, wall)
         return kept, len(jar.hosts())
 
-    def restore_visits(self, rows: list[tuple[object, ...]], now: float, wall: float) -> int:
+    def restore_visits(self, rows: Iterable[tuple[object, ...]], now: float, wall: float) -> int:
         """Schedule the pages of earlier runs from their last ``fetches`` rows (recrawl rule 7)."""
         rc = self._crawl.recrawl
         if rc is None:
             return 0
         self.restored_hosts.update(row[1] for row in rows if len(row) > 1 and isinstance(row[1], str))
         return rc.restore(rows, now, wall)
+
+    def attach_revisit_store(self, store: SpillStore, now: float) -> bool:
+        """The due queue's far records go to ``store`` (duequeue rule 5); False without revisits."""
+        rc = self._crawl.recrawl
+        if rc is None or rc.config.memory_window <= 0:
+            return False
+        rc.attach_far(store, now)
+        return True
+
+    def revisit_far(self) -> FarFigures | None:
+        """The due queue's far tier's figures; None without one."""
+        rc = self._crawl.recrawl
+        return None if rc is None or rc.config.memory_window <= 0 else rc.far_figures()

@@ -131,8 +131,9 @@ class Frontier:
         """Hand every host's tail to the store as a block (rule 9; before a checkpoint); returns how many."""
         return self._sq.flush_tails() if self._sq is not None else 0
 
-    def adopt(self, host: str, now: float) -> int:
-        """Queue the URLs the spill store already holds for ``host`` (a recovered store).
+    def adopt(self, host: str, now: float, head: list[Any] | None = None) -> int:
+        """Queue the URLs the spill store already holds for ``host`` (a recovered store),
+        behind ``head`` (flat ``[url, depth, ...]``: the host's head as a snapshot kept it).
 
         Before any other URL of that host is pushed; returns how many.
         """
@@ -143,12 +144,12 @@ class Frontier:
         if n == 0:
             return 0
         hs = self._sched.keep(host, now)
-        sq.adopt(hs, n)
+        sq.adopt(hs, n, head)
         self._spilled += hs.spilled
-        self._queued += n
+        self._queued += n + (len(head) // 2 if head else 0)
         self._n_hosts += 1
         self._sched.filled(hs, now)
-        return n
+        return n + (len(head) // 2 if head else 0)
 
     def push(self, url: str, host: str, depth: int, now: float) -> None:
         """Append a URL (already deduplicated) to its host's queue."""
@@ -209,6 +210,12 @@ class Frontier:
             return None
         items = hs.items
         head = hs.head
+        if head == len(items):
+            # Adopted from a recovered store with its head not read yet (rule 9).
+            sq = self._sq
+            assert sq is not None and hs.spilled  # the scheduler holds only hosts with work
+            self._spilled -= sq.refill(hs)
+            head = 0
         url = items[head]
         depth = items[head + 1]
         head += 2
@@ -277,7 +284,7 @@ class Frontier:
 
     def queued_hosts(self) -> list[str]:
         """Hosts with queued work (for hand-off when ownership changes)."""
-        return [h.name for h in self._sched.records() if h.head < len(h.items)]
+        return [h.name for h in self._sched.records() if h.head < len(h.items) or h.spilled]
 
     def iter_queued(self) -> Iterator[Job]:
         """Every queued job, host by host in FIFO order (spilled ones read from the store)."""

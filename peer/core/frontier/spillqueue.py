@@ -13,7 +13,10 @@ RAM; with a :class:`SpillStore` attached, the rest goes through a
    block, not a URL: the push path stays as fast as without a store). When
    a pop empties the head it is refilled at once, from the store's first
    block or, with none left, from the tail, so a host with work always has
-   a non-empty head and rules 1-8 read only the head. Order is unchanged:
+   a non-empty head and rules 1-8 read only the head; the one exception is
+   a host adopted from a recovered store (:meth:`Frontier.adopt`), whose
+   head is read at its first start, not at the restart: an empty head with
+   ``spilled`` URLs is work too. Order is unchanged:
    head, the store's blocks, tail; a requeue goes in front of the head as
    before. :meth:`Frontier.flush_tails` hands every tail to the store (a
    checkpoint: then the store and the heads hold the whole queue). The store is the only I/O seam: the frontier calls
@@ -158,15 +161,17 @@ class SpillQueue:
         hs.spilled -= got
         return got
 
-    def adopt(self, hs: HostState, n: int) -> None:
-        """The host's ``n`` URLs in a recovered store become its queue: a head, the rest spilled."""
+    def adopt(self, hs: HostState, n: int, head: list[Any] | None = None) -> None:
+        """The host's ``n`` URLs in a recovered store become its queue behind ``head`` (flat,
+        the list kept): no block is read until the head runs out, or, with no head, until
+        the host's first start (rule 9's lazy head), so a restart at millions of queued
+        URLs over thousands of hosts reads none of them before its first request."""
         if hs.head < len(hs.items) or hs.spilled:
             raise PeerError(f"frontier: adopt({hs.name!r}) of a host with queued URLs")
-        chunk = self.store.take(hs.name)
-        self.refills += 1
-        hs.items[:] = chunk
-        hs.head = 0
-        hs.spilled = n - len(chunk) // 2
+        if head:
+            hs.items[:] = head
+            hs.head = 0
+        hs.spilled = n
 
     def flush_tails(self) -> int:
         """Hand every host's tail to the store as a block; returns how many."""

@@ -18,7 +18,7 @@ that moved (``moved_hosts``, ``handoff_seen``; the jobs in flight are
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from peer.core.crawl.decisions import Effect
 from peer.core.handoff.holds import Holds, Liveness
@@ -223,22 +223,25 @@ class Handoffs:
         for host, times in by_host.items():
             self._frontier.seed_starts(host, times, now)
 
-    def resume_spilled(self, now: float) -> list[Effect]:
+    def resume_spilled(self, now: float, heads: dict[str, list[Any]] | None = None) -> list[Effect]:
         """Put a recovered spill store back: our hosts' queues into the frontier, the rest on.
 
-        Before the recovered heads and journal are pushed: the store's URLs
-        of a host come first (peer/state/journal.py, recovery). Its URLs are in the
-        Bloom filter already, like any recovered ones.
+        Before the recovered journal is pushed: a host's snapshot head (taken
+        from ``heads``, flat) and then its store's URLs come first
+        (peer/state/recovery.py). The heads of hosts no longer ours stay in
+        ``heads`` for the caller to pass on. Its URLs are in the Bloom filter
+        already, like any recovered ones.
         """
         out: list[Effect] = []
         fr = self._frontier
         spill = fr.spill_store
         if spill is None:
             return out
+        heads = {} if heads is None else heads
         for host in spill.hosts():
             owner = self.owner(host)
             if owner == self._me:
-                self._limits.queued(host, fr.adopt(host, now))
+                self._limits.queued(host, fr.adopt(host, now, heads.pop(host, None)))
             else:
                 fr.release_stored(host)  # passed on by pass_on_moving (frontier rule 10)
         return out

@@ -42,7 +42,10 @@ Rules:
    so the pages fetched before a stop are revisited after it; the journal
    need not carry it, since a visit's ``fetches`` row is written in the
    batch of its ``pages`` row and a visit lost with an unflushed batch is
-   one the crawl fetches again as new.
+   one the crawl fetches again as new. The rows come in batches and the
+   queue's far tier (duequeue rule 5) takes those due far ahead to disk as
+   they come, so a restart of 10 M records stays within the tier's RAM; the
+   tier's files are thus not state a restart needs, and start empty.
 8. Records move with their host (``ring.statebox``): a hand-off takes the
    records of each host that moved (:meth:`export_host`, through the due
    queue's ``export_host``), and a revisit passed on without a visit
@@ -68,9 +71,11 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass
+from collections.abc import Iterable
 from typing import Any, Protocol
 
-from peer.core.revisit.duequeue import DueQueue
+from peer.core.frontier.spillqueue import SpillStore
+from peer.core.revisit.duequeue import DueQueue, FarFigures
 from peer.core.revisit.hostmix import HostMix, Kind
 from peer.core.revisit.policy import (
     Change,
@@ -312,7 +317,16 @@ class Recrawl:
         """The wall-clock time of the crawl clock's ``now``, to read sitemap dates (epoch seconds)."""
         self._wall = wall - now
 
-    def restore(self, rows: list[tuple[Any, ...]], now: float, wall: float) -> int:
+    def attach_far(self, store: SpillStore, now: float) -> None:
+        """Keep the records due beyond ``memory_window`` in ``store`` (peer/core/revisit/duequeue.py rule 5)."""
+        if self.config.memory_window > 0:
+            self.queue.attach_far(store, self.config.memory_window, now)
+
+    def far_figures(self) -> FarFigures:
+        """The due queue's far tier, for the summary."""
+        return self.queue.far_figures()
+
+    def restore(self, rows: Iterable[tuple[Any, ...]], now: float, wall: float) -> int:
         """Schedule the pages a previous run fetched, from their last ``fetches`` rows (rule 7).
 
         ``rows`` are :meth:`peer.results.store.ResultStore.last_visits`'s;
@@ -330,6 +344,7 @@ class Recrawl:
                                  last_modified=lm, visits=int(visits or 0), changes=int(changes or 0))
             self.queue.schedule(state)
             n += 1
+        self.queue.flush_far()   # a restart's far records to disk now, not a tail's worth later
         self.counts["restored"] += n
         return n
 
