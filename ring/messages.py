@@ -204,6 +204,10 @@ class MemberState(StrEnum):
     SUSPECT = "suspect"
     DEAD = "dead"
     LEFT = "left"
+    # A planned restart (ring.membership.restarts): its index, 4, is new in wire
+    # version 4; a peer of version 3 must be sent ALIVE in its place (it then
+    # probes the member and finds it dead, as before planned restarts).
+    RESTARTING = "restarting"
 
 
 class LeaseStatus(StrEnum):

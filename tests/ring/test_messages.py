@@ -318,7 +318,7 @@ def digest_with(**changes):
         (raw(VERSION, 1, "demo", "p1", [], 1, False), "Digest.want_reply: expected bool, got int"),
         (raw(VERSION, 1, "demo", "p1", [[1]], False, False), "Digest.members: Member: 1 fields"),
         (raw(VERSION, 1, "demo", "p1", [7], False, False), "Digest.members: expected Member array"),
-        (digest_with(state=4), "Member.state"),
+        (digest_with(state=5), "Member.state"),
         (digest_with(weight=-1.0), "Member.weight"),
         (digest_with(weight=math.nan), "Member.weight"),
         (digest_with(weight=1), "Member.weight: expected float"),
