@@ -437,7 +437,9 @@ class View:
             self._buried[mid] = now
         previous = None if first or old is None else old.state
         if reason is None:
-            if previous is None:
+            if previous is None and new.state is RESTARTING:
+                reason = ChangeReason.RESTARTING
+            elif previous is None:
                 reason = ChangeReason.JOINED if is_live else (
                     ChangeReason.LEFT if new.state is LEFT else ChangeReason.REPORTED)
             elif previous is new.state:
