@@ -14,7 +14,7 @@ from ring.membership.voters import VoterRecord
 from ring.messages import Message, NearAnswer, NearQuery
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
-           "Reply", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked", "VotersChanged"]
+           "Reply", "RestartAsked", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked", "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +82,13 @@ class LeaveAsked:
 
 
 @dataclass(frozen=True, slots=True)
+class RestartAsked:
+    """``ring restart`` asked this peer to stop for a planned restart (``ring.membership.restarts``)."""
+
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
 class StatusAsked:
     route: bytes
     nonce: int
@@ -136,5 +143,5 @@ class NearAnswered:
 
 
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged]
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, RestartAsked]
 

@@ -67,6 +67,10 @@ What each message is for:
   16 and 17: no layout changed, and a peer of an older build drops them as
   an unknown type and counts it; the asker then decides the page at its
   ``answer_timeout`` with what came (a missed duplicate, never a stall).
+- :class:`RestartRequest` — ``python -m ring restart`` asks a peer to stop
+  for a planned restart (``ring.membership.restarts``); code 37, without a
+  ``VERSION`` change, as 16 and 17. The restarting member's record says
+  ``MemberState.RESTARTING`` (index 4, new in wire version 4).
 - :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
   detector: a probe, a request to probe for the sender, and the
   answer (relayed by the helper for a ``PingReq``). Each carries at most
@@ -157,6 +161,7 @@ __all__ = [
     "HandoffDone",
     "HostStarts",
     "LeaveRequest",
+    "RestartRequest",
     "ForgetRequest",
     "ForgetReply",
     "ForgetOutcome",
@@ -391,6 +396,10 @@ class MemberStatus:
     voters_joint: tuple[str, ...] = ()
     voters_alive: int = 0
     voters_needed: int = 0
+    # A member away for a planned restart (ring.membership.restarts): when its
+    # hold runs out in the answering peer's view, in epoch seconds (0: not
+    # restarting). Added in wire version 4.
+    back_by: float = 0.0
 
     @property
     def live(self) -> bool:
@@ -427,6 +436,7 @@ class MemberStatus:
                 "voters_version": self.voters_version, "voters": list(self.voters),
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
                 "voters_needed": self.voters_needed,
+                "back_by": self.back_by or None,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
                 "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None}
 
@@ -468,6 +478,17 @@ class HostStarts:
     ring: str
     sender: str
     starts: tuple[tuple[str, float], ...]  # (host, start), at most MAX_ARRAY
+
+
+@dataclass(frozen=True, slots=True)
+class RestartRequest:
+    """``python -m ring restart --id TARGET``: ask peer ``target`` to stop for a planned
+    restart (``ring.membership.restarts``): it keeps its hosts, and exits with
+    ``EXIT_RESTART`` for its service manager to start it again."""
+
+    ring: str
+    sender: str
+    target: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -646,7 +667,7 @@ class VoterReply:
 
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply]
+                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, RestartRequest]
 
 # --------------------------------------------------------------------------
 # Field codecs: (to_wire, from_wire). Each checks and converts one value and
@@ -994,6 +1015,7 @@ _MEMBER_STATUS = _Spec(
         ("voters_joint", _array_codec(_NAME, MAX_MEMBERS)),
         ("voters_alive", _UINT),
         ("voters_needed", _UINT),
+        ("back_by", _FLOAT),  # added in wire version 4
     ),
 )
 
@@ -1131,6 +1153,11 @@ _SPECS += (
     _Spec(VoterReply, 22, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
                            ("outcome", _enum_codec(VoterOutcome)), ("version", _UINT), ("nonce", _UINT))),
 )
+
+# A planned restart (ring.membership.restarts): 37, a tool's message as 9 is, without
+# a VERSION change: a peer of an older build drops it as an unknown type, and the
+# tool says it was not restarted.
+_SPECS += (_Spec(RestartRequest, 37, (("ring", _NAME), ("sender", _NAME), ("target", _NAME))),)
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}
 _BY_CODE = {s.code: s for s in _SPECS}

@@ -21,6 +21,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     VotersChanged(record)    our voter record changed (ring.membership.voters): durable before what follows
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
+    RestartAsked(sender)     ``ring restart`` asked this peer to stop for a planned restart
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (rule 8, ``ring.forgetting``)
     Reply(route, VoterReply)   ``ring voter``: what this peer did (rule 10, ``ring.voterwatch``)
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
@@ -122,6 +123,7 @@ from ring.actions import (
     Released,
     Rerouted,
     Reply,
+    RestartAsked,
     RingChanged,
     SeedStarts,
     Send,
@@ -153,6 +155,7 @@ from ring.messages import (
     Ping,
     PingAck,
     PingReq,
+    RestartRequest,
     StatusReply,
     StatusRequest,
     Sync,
@@ -182,6 +185,7 @@ __all__ = [
     "Released",
     "Rerouted",
     "Reply",
+    "RestartAsked",
     "RingChanged",
     "RingNode",
     "SeedStarts",
@@ -239,6 +243,7 @@ class RingNode:
         grants: Sequence[tuple[str, int]] = (),
         left: Mapping[str, int] | None = None,
         voters: VoterRecord | None = None,
+        restart_hold: float = 60.0,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -253,7 +258,8 @@ class RingNode:
             suspect_after=suspect_after, dead_after=dead_after, now=now, incarnation=incarnation,
             tombstone_ttl=tombstone_ttl, seed_grace=seed_grace, join_seeds=join_seeds,
             retransmit_mult=retransmit_mult,
-            lease=lease if lease is not None else dead_after / 2, resumed=resumed, voters=voters)
+            lease=lease if lease is not None else dead_after / 2, resumed=resumed, voters=voters,
+            restart_hold=restart_hold)
         # The start time as epoch: our batch numbers start a new channel each life.
         self.outbox = outbox if outbox is not None else Outbox(
             peer_id, ring_name, epoch=incarnation, max_age=batch_age, max_delay=max_batch_age,
@@ -272,6 +278,8 @@ class RingNode:
             # Seeds a former process of ours saw leave: left, not silent (Membership.remember_left).
             self.membership.remember_left(left, now)
         self.leaving = False
+        #: Stopping for a planned restart (ring.membership.restarts): announced, keeping our hosts.
+        self.restarting = False
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped)
         self.routes = Routes(curve=curve)
@@ -295,8 +303,11 @@ class RingNode:
         """The driver queued the moved hosts' seen URLs (``HandOff``): set the barriers and wait."""
         return self.handoff.begin(version, seen, starts, now)
 
-    def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
-        """The answer to ``ring status`` (``ring.status``): full figures for us, gossiped ones for the others."""
+    def status_reply(self, nonce: int, figures: StatusFigures, *, now: float | None = None,
+                     wall: float | None = None) -> StatusReply:
+        """The answer to ``ring status`` (``ring.status``): full figures for us, gossiped ones for the
+        others (``now``, ``wall``: the ring's clock and the epoch time, for when a restarting member's
+        hold runs out)."""
         m = self.membership
         members = m.members()
         shares = m.ring(self.vnodes).shares()
@@ -308,8 +319,14 @@ class RingNode:
         own = own_row(members[self.peer_id], shares.get(self.peer_id, 0.0), figures, dropped=dropped,
                       ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0,
                       voters=m.voter_record, survival=m.survival())
+        back_by: dict[str, float] = {}
+        if now is not None and wall is not None:
+            for mid, rec in members.items():
+                until = m.restart_until(mid) if rec.state is MemberState.RESTARTING else None
+                if until is not None:
+                    back_by[mid] = max(0.0, wall + until - now)
         return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
-                            unheard=m.waiting_for())
+                            unheard=m.waiting_for(), back_by=back_by)
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
@@ -376,6 +393,19 @@ class RingNode:
         out += self._member_changes()
         out += self.handoff.check(now)
         return out
+
+    def restart(self, now: float) -> list[Action]:
+        """Announce a planned restart (``ring.membership.restarts``): we keep our hosts; keep
+        ticking until :meth:`announced` (or the driver's bound), then exit."""
+        if self.restarting or self.leaving:
+            return []
+        self.restarting = True
+        out: list[Action] = [Send(dest, msg) for dest, msg in self.membership.restart(now)]
+        return out + self._member_changes()
+
+    def announced(self) -> bool:
+        """Whether every live member has answered our restart's announce."""
+        return self.membership.announced()
 
     def flush(self, now: float) -> list[Action]:
         """Frames due now: URL batches (new, aged or resent) with the acks owed (``Outbox.messages``)."""
@@ -557,6 +587,13 @@ class RingNode:
         return [Log(logging.WARNING, f"leave requested by {msg.sender}: handing over and leaving the ring"),
                 LeaveAsked(msg.sender)]
 
+    def _on_restart_request(self, route: bytes, msg: RestartRequest, now: float) -> list[Action]:
+        if msg.target != self.peer_id:
+            return []
+        return [Log(logging.WARNING, f"restart requested by {msg.sender}: stopping for a planned restart; "
+                                     f"this peer keeps its hosts while it is away"),
+                RestartAsked(msg.sender)]
+
     def _on_forget_request(self, route: bytes, msg: ForgetRequest, now: float) -> list[Action]:
         """Rule 8: forget a dead (or left) member at an operator's word (``ring.forgetting``)."""
         out, forgotten = answer_forget(self.membership, self.peer_id, self.ring_name, route, msg, now)
@@ -591,6 +628,7 @@ class RingNode:
         HandoffDone: _on_handoff_done,
         HostStarts: _on_host_starts,
         LeaveRequest: _on_leave_request,
+        RestartRequest: _on_restart_request,
         ForgetRequest: _on_forget_request,
         Voters: _on_gossip,
         VoterRequest: _on_voter_request,

@@ -153,6 +153,10 @@ class RingConfig:
     max_batch_age: float = _key(float, 2.0, "the longest the adaptive batch age grows to keep message_budget: the latency forwarding may add per hop; at least batch_age", positive)
     message_budget: float = _key(float, 200.0, "forwarding frames per second a peer aims at (batches with acks piggybacked, lone acks); the batch age grows with peers and rate to keep it, up to max_batch_age; 0: a fixed batch_age", non_negative)
     send_window: int = _key(int, 8, "URL batches a peer may have sent to another and not had acked; more wait for its acks, so a slow receiver's queue never grows past them and probes are not stuck behind URLs; 0: no bound", non_negative)
+    # 60 s: an upgrade's restart (a service manager's 5 s apart, a resume of
+    # a few seconds) with room to spare; a peer not back by then dies as a
+    # silent one does, and its hosts wait takeover_after more (ring.membership.restarts).
+    restart_hold: float = _key(float, 60.0, "seconds the others keep a peer that announced a planned restart (ringcrawl-ring restart, or a stop without --leave) in the ring, its hosts its own and not fetched, without probing it; not back by then, it is dead as a silent peer is", positive)
 
 
 @dataclass(frozen=True, slots=True)

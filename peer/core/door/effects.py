@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from peer.core.crawl.decisions import Effect
-from ring.actions import Granted, Log, Released, Reply, Send, StatusAsked, VotersChanged
+from ring.actions import Granted, Log, Released, Reply, RestartAsked, Send, StatusAsked, VotersChanged
 
 __all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts", "SeedsAt"]
 
@@ -53,4 +53,4 @@ class SeedsAt:
 
 
 PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted, VotersChanged, SeedsAt]
+                   Granted, VotersChanged, SeedsAt, RestartAsked]
