@@ -219,3 +219,40 @@ def test_a_restarting_peer_that_misses_an_answer_asks_again_each_round():
     assert [dst for dst, _ in again] == ["p2"]  # nothing else: no probes of a ring it leaves
     m.receive(PingAck(RING, "p2", again[0][1].seq, "p2", ()), 0.6)
     assert m.announced()
+
+
+# -- the node and ring status --------------------------------------------------
+
+
+def _node(peer_id: str, **kw):  # type: ignore[no-untyped-def]
+    from ring.node import RingNode
+
+    seeds = [("p1", "tcp://a:1", 1.0), ("p2", "tcp://a:2", 1.0), ("p3", "tcp://a:3", 1.0)]
+    return RingNode(peer_id, f"tcp://a:{peer_id[1:]}", 1.0, RING, seeds=seeds, gossip_interval=0.1,
+                    suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=5000, **kw)
+
+
+def test_a_restart_request_becomes_an_action_for_the_peer_it_names():
+    from ring.actions import RestartAsked
+    from ring.messages import RestartRequest, decode, encode
+
+    n = _node("p1")
+    msg = decode(encode(RestartRequest(RING, "ring-restart", "p1")))
+    assert n.receive(b"tool", msg, 0.1)[-1] == RestartAsked("ring-restart")
+    assert n.receive(b"tool", RestartRequest(RING, "ring-restart", "p2"), 0.1) == []
+
+
+def test_ring_status_shows_a_restarting_member_and_when_its_hold_runs_out():
+    from ring.messages import MemberStatus, StatusReply, decode, encode
+    from ring.node import Send, StatusFigures
+
+    p1, p2 = _node("p1", restart_hold=30.0), _node("p2")
+    sends = [a for a in p2.restart(0.0) if isinstance(a, Send)]
+    assert {a.dest for a in sends} == {"p1", "p3"} and p2.restarting
+    p1.receive(b"p2/aaaa", sends[0].msg if sends[0].dest == "p1" else sends[1].msg, 1.0)
+    reply = decode(encode(p1.status_reply(1, StatusFigures(), now=11.0, wall=1_000_000.0)))
+    assert isinstance(reply, StatusReply)
+    rows: dict[str, MemberStatus] = {m.id: m for m in reply.members}
+    assert rows["p2"].shown_state == "restarting" and not rows["p2"].live
+    assert rows["p2"].back_by == pytest.approx(1_000_000.0 + 20.0)  # held from 1.0, 30 s
+    assert rows["p3"].back_by == 0.0 and rows["p2"].as_json()["back_by"] == pytest.approx(1_000_020.0)
