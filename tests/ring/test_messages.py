@@ -37,6 +37,7 @@ from ring.messages import (
     HandoffDone,
     HostStarts,
     LeaveRequest,
+    RestartRequest,
     ForgetOutcome,
     ForgetReply,
     ForgetRequest,
@@ -93,6 +94,7 @@ MESSAGES = st.one_of(
     st.builds(StatusReply, NAME, NAME, st.lists(MEMBER_STATUS, max_size=4).map(tuple), UINT),
     st.builds(HandoffDone, NAME, NAME, st.lists(NAME, max_size=6).map(tuple)),
     st.builds(LeaveRequest, NAME, NAME, NAME),
+    st.builds(RestartRequest, NAME, NAME, NAME),
     st.builds(ForgetRequest, NAME, NAME, NAME, UINT),
     st.builds(ForgetReply, NAME, NAME, NAME, st.sampled_from(ForgetOutcome), UINT),
     st.builds(Voters, NAME, NAME, UINT, st.lists(NAME, max_size=5).map(tuple),
@@ -145,6 +147,7 @@ def test_type_codes_are_fixed():
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
         14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
         20: Voters, 21: VoterRequest, 22: VoterReply,
+        37: RestartRequest,  # a planned restart (ring.membership.restarts)
     }
 
 
@@ -225,9 +228,9 @@ def test_a_status_row_ends_with_its_lease_and_ring():
                  ring_version=4, ring_fingerprint=2**64 - 1)
     wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,))))[4][0]
     # ... dropped, errors, busiest, then the lease's seven fields, then heard, page_cap,
-    # budget_wait, then the voters' five (new fields go at the end)
+    # budget_wait, then the voters' five, then back_by (new fields go at the end)
     assert wire[13:23] == [[], [], [], 3, 1, 2, 3, 0.0, 4, 2**64 - 1]
-    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0]
+    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 0.0]
     back = decode(encode(StatusReply("demo", "p1", (row,)))).members[0]
     assert back == row and back.lease is LeaseStatus.NO_MAJORITY
     assert status().lease is LeaseStatus.UNKNOWN  # a row that says nothing of its lease
@@ -336,7 +339,8 @@ def digest_with(**changes):
         (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0]], 0),
+                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0,
+                                     0.0]], 0),
             "MemberStatus.dropped",
         ),
         (raw(VERSION, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused
