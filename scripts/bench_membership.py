@@ -45,6 +45,7 @@ import argparse
 import random
 import sys
 import time
+from typing import Any
 
 from ring.membership.protocol import Membership
 from ring.messages import MemberState
@@ -125,7 +126,7 @@ def run(n: int, loss: float, seed: int, steady: float, rolling: float,
 
 
 def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, at_once: int,
-                    observers: int = 64, planned: bool = True) -> dict[str, float]:
+                    observers: int = 64, planned: bool = True, steady: float = 20.0) -> dict[str, Any]:
     """Every peer restarts (planned), ``at_once`` at a time: what the others and the owners waited.
 
     ``planned=False``: each stop is silent (a crash, or a stop before planned restarts), for
@@ -157,8 +158,11 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
     if net.run_until_converged(limit=120.0, step=1.0) < 0:
         raise SystemExit(f"{n} peers did not converge")
     net.run_for(2 * lease * 1.25)  # every lease held
+    quiet0, q0 = dict(net.sent), net.now
+    net.run_for(steady)  # the same ring with nobody restarting, to compare the bytes
+    quiet = [(net.sent[p] - quiet0.get(p, 0)) / (net.now - q0) for p in peers]
     net.events.clear()
-    sent0, t0 = dict(net.sent), net.now
+    sent0, t0, why0 = dict(net.sent), net.now, dict(net.why)
     moved = 0  # ring changes the peers that were not restarting saw
     order = peers[:]
     rng.shuffle(order)
@@ -211,10 +215,11 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
     elapsed = net.now - t0
     per_peer = [(net.sent[p] - sent0.get(p, 0)) / elapsed for p in peers]
     deaths = sum(1 for e in net.events if e.event.state is MemberState.DEAD and e.event.id != e.at_peer)
+    why = {k: v - why0.get(k, 0) for k, v in net.why.items() if v > why0.get(k, 0)}
     return dict(n=n, loss=loss, at_once=at_once, elapsed=elapsed, others_paused=others_paused,
                 worst_other=worst_other, owner_mean=sum(owner_waits) / len(owner_waits),
                 owner_max=max(owner_waits), moved=moved, deaths=deaths,
-                mean=sum(per_peer) / n, max=max(per_peer))
+                mean=sum(per_peer) / n, max=max(per_peer), quiet=sum(quiet) / n, why=why)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -275,8 +280,8 @@ def _restarts(args: argparse.Namespace) -> int:
           f"restart_hold {RESTART_HOLD} s; each peer down {args.down:g} s"
           + ("; UNPLANNED: each stop silent" if args.unplanned else ""))
     print("| N | loss | at once | ring changes at the others | others without a lease: peer-s / "
-          "longest s | restarting owner's hosts wait s (mean / max) | deaths | KB/s a peer (mean / max) "
-          "| simulated s | CPU s |")
+          "longest s | restarting owner's hosts wait s (mean / max) | deaths | KB/s a peer (mean / max; "
+          "nobody restarting) | simulated s | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         for loss in args.loss:
@@ -286,8 +291,16 @@ def _restarts(args: argparse.Namespace) -> int:
                                 planned=not args.unplanned)
             print(f"| {n} | {loss:.0%} | {at_once} | {r['moved']:.0f} | {r['others_paused']:.1f} / "
                   f"{r['worst_other']:.1f} | {r['owner_mean']:.1f} / {r['owner_max']:.1f} | {r['deaths']:.0f} "
-                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f} | {r['elapsed']:.0f} "
+                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f}; {r['quiet'] / 1000:.2f} | {r['elapsed']:.0f} "
                   f"| {time.process_time() - t0:.0f} |", flush=True)
+            if args.breakdown:
+                why = r["why"]
+                assert isinstance(why, dict)
+                total = sum(why.values())
+                print("    bytes while restarting: " + ", ".join(
+                    f"{kind} answering {cause} {b / 1e6:.2f} MB ({b / total:.0%})"
+                    for (kind, cause), b in sorted(why.items(), key=lambda kv: -kv[1]) if b >= total / 100),
+                    flush=True)
     return 0
 
 
