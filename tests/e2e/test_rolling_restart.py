@@ -15,7 +15,9 @@ returner's hand-off (peer/core/handoff/holds.py rule 5), a gap of
 ``hold_timeout`` (6 s here) on every host at each restart.
 
 The peers run in the test's process (tests/support/ringharness.py). About
-60 s of wall time and 25-35 s of CPU on the shared box (a slow test).
+70 s of wall time and 15 s of CPU on the shared box (a slow test: the crawl
+must outlast five restarts; with dead_after 2 s and a 1 s lease the loaded
+box lost majorities, so it keeps the harness's 3 s).
 """
 
 from __future__ import annotations
