@@ -17,8 +17,8 @@ returner's hand-off (peer/core/handoff/holds.py rule 5), a gap of
 The peers are real processes (``python -m peer`` with its signal handler,
 as a service manager runs them): in the test's process, five peers sharing
 one loop lost their majority for a second at a time on the loaded box, and
-a resumed peer's start stalled the others for seconds. About 70 s of wall
-time and 25 s of CPU (a slow test: the crawl must outlast five restarts;
+a resumed peer's start stalled the others for seconds. About 150 s of wall
+time and 40 s of CPU on the loaded box (a slow test: the crawl must outlast five restarts;
 with dead_after 2 s and a 1 s lease the loaded box lost majorities, so it
 keeps the harness's 3 s).
 """
