@@ -256,3 +256,42 @@ def test_ring_status_shows_a_restarting_member_and_when_its_hold_runs_out():
     assert rows["p2"].shown_state == "restarting" and not rows["p2"].live
     assert rows["p2"].back_by == pytest.approx(1_000_000.0 + 20.0)  # held from 1.0, 30 s
     assert rows["p3"].back_by == 0.0 and rows["p2"].as_json()["back_by"] == pytest.approx(1_000_020.0)
+
+
+def test_in_the_simulation_a_planned_restart_costs_the_others_no_lease_and_moves_no_ring():
+    from ring.membership.protocol import Membership
+    from ring.membership.sim import SimNet
+
+    peers = [f"p{i}" for i in range(8)]
+    seeds = [(p, f"tcp://10.0.0.{i}:5701") for i, p in enumerate(peers)]
+    resumed: set[str] = set()
+
+    def make(pid: str):  # type: ignore[no-untyped-def]
+        def build(now: float) -> Membership:
+            return Membership(pid, f"tcp://10.0.0.{pid[1:]}:5701", 1.0, RING, seeds=seeds,
+                              gossip_interval=INTERVAL, suspect_after=2.0, dead_after=DEAD_AFTER,
+                              now=now, incarnation=1000 + int(now * 1000), rng=random.Random(pid + str(now)),
+                              lease=3.0, resumed=pid in resumed, restart_hold=HOLD)
+        return build
+
+    net = SimNet(seed=2, loss=0.01)
+    for i, p in enumerate(peers):
+        net.add(p, make(p), i * 0.05)
+    net.run_until(1.0)
+    assert net.run_until_converged(limit=30.0) >= 0
+    net.run_for(8.0)
+    for victim in ("p3", "p6"):
+        versions = {p: net.peers[p].ring_version for p in peers if p != victim}
+        net.announce_restart(victim)
+        net.run_for(2 * INTERVAL)
+        assert net.peers[victim].announced()
+        net.crash(victim)
+        for _ in range(int(2 * DEAD_AFTER / 0.25)):  # down twice dead_after
+            net.run_for(0.25)
+            assert all(net.peers[p].lease_state(net.now).held for p in versions), net.now
+        resumed.add(victim)
+        net.restart(victim)
+        net.run_for(8.0)
+        assert net.peers[victim].lease_state(net.now).held
+        assert {p: net.peers[p].ring_version for p in versions} == versions
+    assert not [e for e in net.events if e.event.state is DEAD]
