@@ -6,7 +6,9 @@ Layout, bottom up (everything pure but ``io`` and ``tools``, which do I/O):
 - ``vocabulary``      the words of a crawl's figures, one table for every surface that shows them (pure)
 - ``durations``       a span of time as a person reads it, one format for every surface (pure)
 - ``hashring``        consistent hashing of hosts onto peers (pure)
-- ``messages``        the versioned msgpack wire codec, and the one status row type (pure)
+- ``wirecodec``       the codec's machinery: field codecs, a record's spec with the wire version
+                      of each field, frames of the two versions a peer speaks (pure)
+- ``messages``        the ring's messages and their tables, the one status row type (pure)
 - ``membership/``     who is in the ring and what its members agree on: SWIM's records,
                       view, probes, piggybacking and repairs, the termination counters, the
                       lease and the page budget, composed by ``Membership``
@@ -14,6 +16,7 @@ Layout, bottom up (everything pure but ``io`` and ``tools``, which do I/O):
 - ``forwarding/``     URL batches to their owners: the ``Outbox`` (numbering, acks, resends,
                       re-routing), the ``Inbox``'s verdicts, routes, and what a batch hands the
                       crawl in rule order (``ring.forwarding`` lists them; pure)
+- ``wireversion``     which wire version to speak to whom, read off routing ids (pure)
 - ``actions``         the frozen actions ``RingNode`` returns (pure)
 - ``handoff``         ring changes and the hand-off's phases and markers, a part of ``RingNode`` (pure)
 - ``status``          ``StatusFigures``, the rows of the ``ring status`` reply and the reply (pure)

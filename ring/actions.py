@@ -11,10 +11,11 @@ from typing import Union
 
 from ring.hashring import HashRing
 from ring.membership.voters import VoterRecord
-from ring.messages import Message, NearAnswer, NearQuery
+from ring.messages import Message, NearAnswer, NearQuery, SeedAddRequest
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
-           "Reply", "RestartAsked", "Rerouted", "RingChanged", "SeedStarts", "Send", "StatusAsked", "VotersChanged"]
+           "Reply", "RestartAsked", "Rerouted", "RingChanged", "SeedStarts", "SeedsAsked", "Send", "StatusAsked",
+           "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +143,16 @@ class NearAnswered:
     msg: NearAnswer
 
 
+@dataclass(frozen=True, slots=True)
+class SeedsAsked:
+    """``ring seed add``'s batch, new to this member (``ring.seedadds``): the crawl judges and routes its
+    lines, commits, then hands the counts back (``RingNode.seeds_taken``), which answers on ``route``."""
+
+    route: bytes
+    msg: SeedAddRequest
+
+
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, RestartAsked]
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, SeedsAsked,
+               RestartAsked]
 

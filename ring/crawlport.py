@@ -11,7 +11,7 @@ whose members have a stand-in crawl.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from ring.hashring import HashRing
@@ -80,6 +80,11 @@ class CrawlPort(Protocol):
         """This peer's figures for ``ring status``."""
         ...
 
+    def add_seeds(self, lines: Sequence[str], unreadable: int) -> Mapping[str, int] | None:
+        """``ring seed add``'s batch (``ring.seedadds``): judged, routed and durable; the count of
+        each outcome, or None for a member that runs no crawl (answered ``no_crawl``)."""
+        ...
+
 
 class NoCrawl:
     """A :class:`CrawlPort` with nothing to crawl: the stand-in of a ring member that
@@ -126,3 +131,6 @@ class NoCrawl:
 
     def status_figures(self) -> StatusFigures:
         return StatusFigures()
+
+    def add_seeds(self, lines: Sequence[str], unreadable: int) -> Mapping[str, int] | None:
+        return None

@@ -3,10 +3,14 @@
 A frame is one msgpack array, positional for compactness (URL batches are the
 volume)::
 
-    [VERSION, TYPE_CODE, field1, field2, ...]      fields in dataclass order
+    [version, TYPE_CODE, field1, field2, ...]      fields in dataclass order
 
-``VERSION`` changes whenever a layout changes; a peer refuses other versions
-rather than guess. The type codes are :data:`TYPE_CODES`. Nested records
+A peer speaks two wire versions, ``VERSION`` and the one before
+(``MIN_VERSION``), and refuses others rather than guess: a field or type
+added after version 3 says when it came (``_added(..., since=4)``, a
+``_Spec``'s ``since``), and a frame of the older version leaves it out.
+``ring.wirecodec`` has those rules and the field codecs the tables are
+made of; ``ring.wireversion`` says which version to speak to whom. The type codes are :data:`TYPE_CODES`. Nested records
 (:class:`Member`, :class:`MemberStatus`) are arrays of their fields in the same
 way; a :class:`MemberState` travels as its index in ``MemberState``'s order.
 A :class:`UrlBatch`'s ``urls`` travel as two parallel arrays, ``[[url...],
@@ -58,6 +62,16 @@ What each message is for:
   20-22, added without a ``VERSION`` change, as 16 and 17: a peer of an
   older build drops them as an unknown type, and takes part with version 0
   (cluster.toml's voters).
+- :class:`SeedAddRequest` / :class:`SeedAddReply` — ``python -m ring seed
+  add``: an operator's batch of seed lines for a running ring, sent to any
+  live member, which judges each line as a ``crawl.seeds_file`` line,
+  routes it to its host's owner through the forwarding, and answers with
+  the count of each outcome once the batch is on its disk and, up to a
+  wait, acked by the owners (:class:`SeedAddStatus`). Codes 30 and 31,
+  types of wire version 4: a peer of version 3 drops them (its route says
+  its version, so it is not asked), and the tool reads its silence as a
+  peer that does not answer and asks the next (so nothing is taken twice
+  by a peer that never took it).
 - :class:`NearQuery` / :class:`NearAnswer` — duplicate content
   (``peer.core.dedupe.verdicts``): a peer asks the owner of some of a page's SimHash
   bands whether an earlier page is within k bits of it, and the owner
@@ -124,20 +138,43 @@ not an ``int`` here (msgpack keeps them apart, and so do the checks).
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from enum import StrEnum
-from operator import attrgetter
 from typing import Any, Union
 
-import msgpack
-
-from ring.errors import DecodeError, DropKind, EncodeError
+from ring.errors import DecodeError, EncodeError
 from ring.vocabulary import Family, Split, split_pairs
+from ring.wirecodec import (MAX_ARRAY, MAX_FRAME, MAX_NAME, MAX_STR, MIN_VERSION, VERSION, decode_frame,
+                            encode_frame, frame_version)
+from ring.wirecodec import (  # the tables' names for them
+    BOOL as _BOOL,
+    FLOAT as _FLOAT,
+    NAME as _NAME,
+    UINT as _UINT,
+    Invalid as _Invalid,
+    Spec as _Spec,
+    added as _added,
+    array_codec as _array_codec,
+    busy_in as _busy_in,
+    busy_out as _busy_out,
+    counter_in as _counter_in,
+    counter_out as _counter_out,
+    enum_codec as _enum_codec,
+    name_codec as _name_codec,
+    pairs_in as _pairs_in,
+    pairs_out as _pairs_out,
+    record_codec as _record_codec,
+    seen_in as _seen_in,
+    seen_out as _seen_out,
+    start_in as _start_in,
+    start_out as _start_out,
+    uint as _uint,
+    what as _what,
+)
 
 __all__ = [
     "VERSION",
+    "MIN_VERSION",
     "TYPE_CODES",
     "MAX_FRAME",
     "MAX_STR",
@@ -172,6 +209,9 @@ __all__ = [
     "VoterOutcome",
     "VoterRequest",
     "VoterReply",
+    "SeedAddRequest",
+    "SeedAddReply",
+    "SeedAddStatus",
     "LeaseStatus",
     "Ping",
     "PingReq",
@@ -181,25 +221,21 @@ __all__ = [
     "Message",
     "encode",
     "decode",
+    "decode_versioned",
+    "encode_lowest",
+    "speaks",
+    "specs",
     "DecodeError",
     "EncodeError",
 ]
 
-# 3: a Member record carries its page-budget grants (ring.membership.budget); a peer
-# of version 2 would read a 10-field record and could not know the caps.
-# An entry's URL may carry a sitemap tail (peer.core.sitemaps.hints), which a
-# peer of version 2 would take for part of the URL.
-VERSION = 3
-MAX_FRAME = 8 * 1024 * 1024
-MAX_STR = 8 * 1024
-MAX_ARRAY = 10_000
-MAX_NAME = 256
 MAX_MEMBERS = 1024
 MAX_DROPPED = 64
 MAX_UPDATES = 64
 #: Busiest hosts a status reply carries (MemberStatus.busiest).
 MAX_BUSIEST = 10
-MAX_UINT = 2**64 - 1
+#: The counters of ``ring seed add``'s lines (peer/core/crawl/seedadd.py), shown as ``seed_add`` in --json.
+_SEED_ADD = "seed_add."
 
 
 class MemberState(StrEnum):
@@ -253,6 +289,17 @@ class VoterOutcome(StrEnum):
     LAST_VOTER = "last_voter"  # retire: a ring needs one voter at least
     LEAVING = "leaving"  # this peer is leaving the ring
     NOT_STEWARD = "not_steward"  # only the lowest id of the live ring changes the voters: ask it
+
+
+class SeedAddStatus(StrEnum):
+    """What a peer did with a :class:`SeedAddRequest`; the wire carries its index."""
+
+    ACKED = "acked"  # taken: on this peer's disk, and every URL forwarded acked by its owner
+    DURABLE = "durable"  # taken, on this peer's disk; some owners had not acked within crawl.seed_add_wait
+    BUSY = "busy"  # nothing taken: its forwarding backlog (or the batches waiting for acks) is full; ask again
+    OVER_CAP = "over_cap"  # nothing taken: more lines than its crawl.seed_add_batch
+    LEAVING = "leaving"  # nothing taken: this peer is leaving the ring; ask another
+    NO_CRAWL = "no_crawl"  # nothing taken: this member runs no crawl (a tool's or a test's bare member)
 
 
 # --------------------------------------------------------------------------
@@ -396,9 +443,13 @@ class MemberStatus:
     voters_joint: tuple[str, ...] = ()
     voters_alive: int = 0
     voters_needed: int = 0
+    # The newest wire version the member speaks (ring.wirecodec), in its own row;
+    # 0 in a row of another member (not said). Added in wire version 4: a
+    # row without it comes from a peer of version 3, hence the default.
+    wire_version: int = 3
     # A member away for a planned restart (ring.membership.restarts): when its
     # hold runs out in the answering peer's view, in epoch seconds (0: not
-    # restarting). Added in wire version 4.
+    # restarting). Added in wire version 4, after wire_version.
     back_by: float = 0.0
 
     @property
@@ -432,10 +483,12 @@ class MemberStatus:
                 # Hex: a 64-bit integer loses digits in JavaScript (the dashboard) and in many
                 # JSON readers. None: the member did not say.
                 "ring_fingerprint": f"{self.ring_fingerprint:016x}" if self.ring_fingerprint else None,
+                # `ring seed add`'s lines this member took, by outcome (ring.seedadds); {}: none.
+                "seed_add": {k[len(_SEED_ADD):]: n for k, n in split.counters if k.startswith(_SEED_ADD)},
                 "heard": self.heard, "page_cap": self.page_cap, "budget_wait": self.budget_wait,
                 "voters_version": self.voters_version, "voters": list(self.voters),
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
-                "voters_needed": self.voters_needed,
+                "voters_needed": self.voters_needed, "wire_version": self.wire_version or None,
                 "back_by": self.back_by or None,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
                 "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None}
@@ -665,70 +718,55 @@ class VoterReply:
     nonce: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class SeedAddRequest:
+    """``python -m ring seed add``: seed lines for the running ring, judged as ``crawl.seeds_file``'s.
+
+    ``lines``: each line as read, without its line break (blank lines and ``#``
+    comments included: the peer counts them ``skipped``). ``unreadable``:
+    lines the tool could not carry (not UTF-8, or longer than ``MAX_STR``),
+    which the peer counts ``invalid``. ``nonce`` names the batch: a peer
+    asked again with a nonce it took answers what it answered, taking
+    nothing twice.
+    """
+
+    ring: str
+    sender: str
+    nonce: int
+    lines: tuple[str, ...]
+    unreadable: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SeedAddReply:
+    """What ``sender`` did with the :class:`SeedAddRequest` of ``nonce``.
+
+    ``counts``: (outcome, lines), in ``crawl.seeds_file``'s outcome words
+    (``queued``, ``forwarded``, ``seen``, ``skipped``, ``invalid``, or the
+    not-requested cause); empty unless taken. ``unacked``: URLs forwarded
+    whose owner had not acked them when the answer went (``DURABLE``).
+    """
+
+    ring: str
+    sender: str
+    nonce: int
+    status: SeedAddStatus
+    counts: tuple[tuple[str, int], ...] = ()
+    unacked: int = 0
+
+
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, RestartRequest]
+                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, SeedAddRequest,
+                SeedAddReply, RestartRequest]
 
 # --------------------------------------------------------------------------
-# Field codecs: (to_wire, from_wire). Each checks and converts one value and
-# raises _Invalid; encode/decode add the field's path and translate.
-
-
-class _Invalid(Exception):
-    pass
-
-
-Check = Callable[[Any], Any]
-
-
-def _what(v: object) -> str:
-    return type(v).__name__
-
-
-def _name_codec(max_len: int = MAX_NAME) -> tuple[Check, Check]:
-    def check(v: Any) -> str:
-        if type(v) is not str:
-            raise _Invalid(f"expected str, got {_what(v)}")
-        if len(v) > max_len:
-            raise _Invalid(f"longer than {max_len}")
-        return v
-
-    return check, check
-
-
-def _uint(v: Any) -> int:
-    if type(v) is not int:
-        raise _Invalid(f"expected int, got {_what(v)}")
-    if not 0 <= v <= MAX_UINT:
-        raise _Invalid(f"{v} out of range 0..2**64-1")
-    return v
-
-
-def _bool(v: Any) -> bool:
-    if type(v) is not bool:
-        raise _Invalid(f"expected bool, got {_what(v)}")
-    return v
-
-
-def _float_out(v: Any) -> float:
-    if type(v) is not float and type(v) is not int:
-        raise _Invalid(f"expected float, got {_what(v)}")
-    try:
-        return _float_in(float(v))
-    except OverflowError:
-        raise _Invalid("int too large for a float") from None
-
-
-def _float_in(v: Any) -> float:
-    if type(v) is not float:
-        raise _Invalid(f"expected float, got {_what(v)}")
-    if not (v >= 0.0 and math.isfinite(v)):
-        raise _Invalid(f"{v} is not a finite float >= 0")
-    return v
-
+# The tables: per record, its fields in dataclass order with their codecs
+# (ring.wirecodec); a field added after wire version 3 is _added(..., since=N).
 
 _STATES = tuple(MemberState)
 _STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(_STATES)}  # a StrEnum is its str
+_RESTARTING = _STATE_CODE[MemberState.RESTARTING]  # 4: new in wire version 4
 
 
 def _state_out(v: Any) -> int:
@@ -737,6 +775,12 @@ def _state_out(v: Any) -> int:
     code = _STATE_CODE.get(v)
     if code is None:
         raise _Invalid(f"unknown state {v[:20]!r}")
+    if code == _RESTARTING and frame_version() < 4:
+        # Wire version 3 has no restarting state (ring.membership.restarts): to such a
+        # peer a restarting member is alive, and its own probes find it dead, as before
+        # planned restarts. Its ring then differs from the newer peers' until the member
+        # is back, and the lease lets only a side with a majority fetch: nothing twice.
+        return _STATE_CODE[MemberState.ALIVE]
     return code
 
 
@@ -744,103 +788,6 @@ def _state_in(v: Any) -> MemberState:
     if type(v) is not int or not 0 <= v < len(_STATES):
         raise _Invalid("unknown state code")
     return _STATES[v]
-
-
-def _enum_codec(cls: type[StrEnum]) -> tuple[Check, Check]:
-    """A StrEnum as its index in the enum's order (new members go at the end)."""
-    members = tuple(cls)
-    codes: dict[str, int] = {m: i for i, m in enumerate(members)}
-
-    def out(v: Any) -> int:
-        if type(v) is not cls and type(v) is not str:
-            raise _Invalid(f"expected {cls.__name__}, got {_what(v)}")
-        code = codes.get(v)
-        if code is None:
-            raise _Invalid(f"unknown {cls.__name__} {v[:20]!r}")
-        return code
-
-    def in_(v: Any) -> Any:
-        if type(v) is not int or not 0 <= v < len(members):
-            raise _Invalid(f"unknown {cls.__name__} code")
-        return members[v]
-
-    return out, in_
-
-
-def _urls_check(urls: Any, decoding: bool) -> None:
-    # C-speed passes over the whole array; one Python step per URL would
-    # dominate decoding a batch. join() raises TypeError on a non-str.
-    if len(urls) > MAX_ARRAY:
-        raise _Invalid(f"more than {MAX_ARRAY} URLs")
-    if not urls:
-        return
-    try:
-        ascii_ = "".join(urls).isascii()
-    except TypeError:
-        ascii_ = False
-    # max_str_len already bounds a decoded string; an encoded one must fit it.
-    if not ascii_ or (not decoding and max(map(len, urls)) > MAX_STR):
-        raise _Invalid("URLs must be ASCII strings (normalised), at most 8 KiB")
-
-
-def _depths_check(depths: Any, decoding: bool) -> None:
-    # msgpack ints fit 64 bits, so a decoded depth needs no upper bound check.
-    if depths and (
-        set(map(type, depths)) != {int}
-        or min(depths) < 0
-        or (not decoding and max(depths) > MAX_UINT)
-    ):
-        raise _Invalid("depths must be ints >= 0")
-
-
-def _pairs_out(v: Any) -> tuple[tuple[str, ...], tuple[int, ...]]:
-    if type(v) is not tuple and type(v) is not list:
-        raise _Invalid(f"expected tuple of (url, depth), got {_what(v)}")
-    if not v:
-        return (), ()
-    if not set(map(type, v)) <= {tuple, list} or set(map(len, v)) != {2}:
-        raise _Invalid("expected (url, depth) pairs")
-    urls, depths = zip(*v)
-    _urls_check(urls, False)
-    _depths_check(depths, False)
-    return urls, depths
-
-
-def _pairs_in(v: Any) -> tuple[tuple[str, int], ...]:
-    if type(v) is not tuple or len(v) != 2:
-        raise _Invalid("expected [urls, depths]")
-    urls, depths = v
-    if type(urls) is not tuple or type(depths) is not tuple or len(urls) != len(depths):
-        raise _Invalid("expected two arrays of the same length")
-    _urls_check(urls, True)
-    _depths_check(depths, True)
-    return tuple(zip(urls, depths))
-
-
-def _seen_out(v: Any) -> tuple[str, ...]:
-    if type(v) is not tuple and type(v) is not list:
-        raise _Invalid(f"expected tuple of str, got {_what(v)}")
-    _urls_check(v, False)
-    return tuple(v)
-
-
-def _seen_in(v: Any) -> tuple[str, ...]:
-    if type(v) is not tuple:
-        raise _Invalid(f"expected array of str, got {_what(v)}")
-    _urls_check(v, True)
-    return v
-
-
-def _start_out(v: Any) -> tuple[str, float]:
-    if (type(v) is not tuple and type(v) is not list) or len(v) != 2:
-        raise _Invalid("expected (host, start) pairs")
-    return _NAME[0](v[0]), _float_out(v[1])
-
-
-def _start_in(v: Any) -> tuple[str, float]:
-    if type(v) is not tuple or len(v) != 2:
-        raise _Invalid("expected [host, start] pairs")
-    return _NAME[1](v[0]), _float_in(v[1])
 
 
 def _entry_out(v: Any) -> tuple[str, int, int, int]:
@@ -855,111 +802,7 @@ def _entry_in(v: Any) -> tuple[str, int, MemberState, int]:
     return _NAME[1](v[0]), _uint(v[1]), _state_in(v[2]), _uint(v[3])
 
 
-def _array_codec(item: tuple[Check, Check], max_len: int) -> tuple[Check, Check]:
-    item_out, item_in = item
-
-    def out(v: Any) -> list[Any]:
-        if type(v) is not tuple and type(v) is not list:
-            raise _Invalid(f"expected tuple, got {_what(v)}")
-        if len(v) > max_len:
-            raise _Invalid(f"more than {max_len} entries")
-        return [item_out(x) for x in v]
-
-    def in_(v: Any) -> tuple[Any, ...]:
-        if type(v) is not tuple:
-            raise _Invalid(f"expected array, got {_what(v)}")
-        if len(v) > max_len:
-            raise _Invalid(f"more than {max_len} entries")
-        return tuple([item_in(x) for x in v])
-
-    return out, in_
-
-
-def _counter_out(v: Any) -> tuple[str, int]:
-    if (type(v) is not tuple and type(v) is not list) or len(v) != 2:
-        raise _Invalid("expected (name, count) pairs")
-    return _NAME[0](v[0]), _uint(v[1])
-
-
-def _counter_in(v: Any) -> tuple[str, int]:
-    if type(v) is not tuple or len(v) != 2:
-        raise _Invalid("expected [name, count] pairs")
-    return _NAME[1](v[0]), _uint(v[1])
-
-
-def _busy_out(v: Any) -> tuple[str, float, float]:
-    if (type(v) is not tuple and type(v) is not list) or len(v) != 3:
-        raise _Invalid("expected (host, rate, setpoint) triples")
-    return _NAME[0](v[0]), _float_out(v[1]), _float_out(v[2])
-
-
-def _busy_in(v: Any) -> tuple[str, float, float]:
-    if type(v) is not tuple or len(v) != 3:
-        raise _Invalid("expected [host, rate, setpoint] triples")
-    return _NAME[1](v[0]), _float_in(v[1]), _float_in(v[2])
-
-
-_NAME = _name_codec()
-_UINT = (_uint, _uint)
-_BOOL = (_bool, _bool)
-_FLOAT = (_float_out, _float_in)
 _STATE = (_state_out, _state_in)
-
-# --------------------------------------------------------------------------
-# The table: per record, its fields in dataclass order with their codecs.
-
-
-class _Spec:
-    __slots__ = ("cls", "code", "names", "outs", "ins", "get")
-
-    def __init__(self, cls: type, code: int, spec: tuple[tuple[str, tuple[Check, Check]], ...]):
-        names = tuple(name for name, _ in spec)
-        # The table must follow the dataclass, or the wire order silently shifts.
-        assert names == tuple(f.name for f in fields(cls)), cls
-        self.cls = cls
-        self.code = code
-        self.names = names
-        self.outs = tuple(c[0] for _, c in spec)
-        self.ins = tuple(c[1] for _, c in spec)
-        self.get = attrgetter(*names)
-
-    def _blame(self, convs: tuple[Check, ...], values: Any, e: _Invalid) -> _Invalid:
-        # Off the fast path: find which field failed, to name it.
-        for name, conv, v in zip(self.names, convs, values):
-            try:
-                conv(v)
-            except _Invalid as err:
-                return _Invalid(f"{self.cls.__name__}.{name}: {err}")
-        return _Invalid(f"{self.cls.__name__}: {e}")  # pragma: no cover
-
-    def to_wire(self, obj: Any) -> list[Any]:
-        values = self.get(obj)
-        try:
-            return [conv(v) for conv, v in zip(self.outs, values)]
-        except _Invalid as e:
-            raise self._blame(self.outs, values, e) from None
-
-    def from_wire(self, values: tuple[Any, ...]) -> Any:
-        if len(values) != len(self.names):
-            raise _Invalid(f"{self.cls.__name__}: {len(values)} fields, expected {len(self.names)}")
-        try:
-            return self.cls(*[conv(v) for conv, v in zip(self.ins, values)])
-        except _Invalid as e:
-            raise self._blame(self.ins, values, e) from None
-
-
-def _record_codec(spec: _Spec) -> tuple[Check, Check]:
-    def out(v: Any) -> list[Any]:
-        if type(v) is not spec.cls:
-            raise _Invalid(f"expected {spec.cls.__name__}, got {_what(v)}")
-        return spec.to_wire(v)
-
-    def in_(v: Any) -> Any:
-        if type(v) is not tuple:
-            raise _Invalid(f"expected {spec.cls.__name__} array, got {_what(v)}")
-        return spec.from_wire(v)
-
-    return out, in_
 
 
 _MEMBER = _Spec(
@@ -1015,7 +858,8 @@ _MEMBER_STATUS = _Spec(
         ("voters_joint", _array_codec(_NAME, MAX_MEMBERS)),
         ("voters_alive", _UINT),
         ("voters_needed", _UINT),
-        ("back_by", _FLOAT),  # added in wire version 4
+        _added("wire_version", _UINT, since=4),
+        _added("back_by", _FLOAT, since=4),  # a restarting member's hold (ring.membership.restarts)
     ),
 )
 
@@ -1112,7 +956,6 @@ _SPECS += (
 )
 
 
-
 def _band_index(v: Any) -> int:
     if type(v) is not int or not 0 <= v < 64:
         raise _Invalid("a band index 0..63")
@@ -1154,73 +997,74 @@ _SPECS += (
                            ("outcome", _enum_codec(VoterOutcome)), ("version", _UINT), ("nonce", _UINT))),
 )
 
-# A planned restart (ring.membership.restarts): 37, a tool's message as 9 is, without
-# a VERSION change: a peer of an older build drops it as an unknown type, and the
-# tool says it was not restarted.
-_SPECS += (_Spec(RestartRequest, 37, (("ring", _NAME), ("sender", _NAME), ("target", _NAME))),)
+# ``python -m ring seed add`` (a tool's request and its answer): 30 and 31, types of
+# wire version 4 (never sent to a member of version 3: ring.wireversion). A line travels as a string of at most MAX_STR (the codec's
+# string bound; a URL is at most 4 KiB, peer.core.urls.normalize), at most MAX_ARRAY a batch.
+_SPECS += (
+    _Spec(SeedAddRequest, 30, (("ring", _NAME), ("sender", _NAME), ("nonce", _UINT),
+                               ("lines", _array_codec(_URL, MAX_ARRAY)), ("unreadable", _UINT)), since=4),
+    _Spec(SeedAddReply, 31, (("ring", _NAME), ("sender", _NAME), ("nonce", _UINT),
+                             ("status", _enum_codec(SeedAddStatus)),
+                             ("counts", _array_codec((_counter_out, _counter_in), MAX_DROPPED)),
+                             ("unacked", _UINT)), since=4),
+)
+
+# A planned restart (ring.membership.restarts): 37, a tool's request, a type of wire
+# version 4 (a peer of version 3 would drop it as an unknown type; the tool then says
+# the peer did not stop).
+_SPECS += (_Spec(RestartRequest, 37, (("ring", _NAME), ("sender", _NAME), ("target", _NAME)), since=4),)
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}
 _BY_CODE = {s.code: s for s in _SPECS}
 _BY_TYPE = {s.cls: s for s in _SPECS}
 
-_UNPACK_LIMITS: dict[str, Any] = dict(
-    use_list=False,  # tuples: the dataclasses' field types, no conversion pass
-    raw=False,  # invalid UTF-8 raises
-    strict_map_key=True,
-    max_str_len=MAX_STR,
-    max_bin_len=0,
-    max_array_len=MAX_ARRAY,
-    max_map_len=0,
-    max_ext_len=0,
-)
-
 # --------------------------------------------------------------------------
-# The two entry points
+# The entry points
 
 
-def encode(msg: Message) -> bytes:
-    """The frame for ``msg``; :class:`EncodeError` if it holds a value the codec refuses."""
+def encode(msg: Message, version: int = VERSION) -> bytes:
+    """The frame for ``msg`` at wire ``version`` (``ring.wirecodec`` rules 2 and 3).
+
+    :class:`EncodeError` if it holds a value the codec refuses, or its type is
+    not in ``version`` (ask :func:`speaks` first).
+    """
     spec = _BY_TYPE.get(type(msg))
     if spec is None:
         raise EncodeError(f"not a ring message: {_what(msg)}")
-    try:
-        wire = spec.to_wire(msg)
-    except _Invalid as e:
-        raise EncodeError(str(e)) from None
-    try:
-        frame: bytes = msgpack.packb([VERSION, spec.code, *wire], use_bin_type=True)
-    except (ValueError, TypeError, OverflowError) as e:  # a lone surrogate in a str
-        raise EncodeError(f"{spec.cls.__name__}: {e}") from None
-    if len(frame) > MAX_FRAME:
-        name = spec.cls.__name__
-        raise EncodeError(f"{name}: frame of {len(frame)} bytes > {MAX_FRAME}; split it")
-    return frame
+    return encode_frame(spec, msg, version)
 
 
 def decode(data: bytes | bytearray | memoryview) -> Message:
-    """The message in frame ``data``; :class:`DecodeError` for anything else.
+    """The message in frame ``data`` (of any version this build speaks); :class:`DecodeError` for anything else.
 
     Accepts ``bytes``, ``bytearray`` or ``memoryview`` (a zero-copy zmq frame).
     """
-    if type(data) is not bytes and not isinstance(data, (bytearray, memoryview)):
-        raise DecodeError(f"not bytes: {_what(data)}")
-    size = len(data) if type(data) is bytes else memoryview(data).nbytes
-    if size > MAX_FRAME:
-        raise DecodeError(f"frame of {size} bytes > {MAX_FRAME}", DropKind.OVERSIZED)
-    try:
-        obj = msgpack.unpackb(data, **_UNPACK_LIMITS)
-    except (ValueError, TypeError, OverflowError, msgpack.UnpackException) as e:
-        raise DecodeError(f"not a msgpack frame: {str(e)[:80]}", DropKind.NOT_MSGPACK) from None
-    if type(obj) is not tuple or len(obj) < 2:
-        raise DecodeError("not a message array")
-    version, code = obj[0], obj[1]
-    if type(version) is not int or version != VERSION:
-        raise DecodeError(f"wire version {str(version)[:20]}, expected {VERSION}", DropKind.VERSION)
-    spec = _BY_CODE.get(code) if type(code) is int else None
+    msg: Message = decode_frame(data, _BY_CODE)[1]
+    return msg
+
+
+def decode_versioned(data: bytes | bytearray | memoryview) -> tuple[int, Message]:
+    """(the frame's wire version, its message): :func:`decode`, saying which layout came."""
+    got: tuple[int, Message] = decode_frame(data, _BY_CODE)
+    return got
+
+
+def encode_lowest(msg: Message) -> bytes:
+    """``msg`` at the oldest version that has its type: a tool's request, which every peer that
+    knows the type reads whatever its version (``ring.wireversion`` rule 5 answers it at the tool's)."""
+    spec = _BY_TYPE.get(type(msg))
     if spec is None:
-        raise DecodeError(f"unknown message type {str(code)[:20]}", DropKind.UNKNOWN_TYPE)
-    try:
-        msg: Message = spec.from_wire(obj[2:])
-        return msg
-    except _Invalid as e:
-        raise DecodeError(str(e)) from None
+        raise EncodeError(f"not a ring message: {_what(msg)}")
+    return encode_frame(spec, msg, max(MIN_VERSION, spec.since))
+
+
+def specs() -> tuple[_Spec, ...]:
+    """Every table of this module: the message types', then the nested records' (``Member``...)."""
+    nested = [v for v in globals().values() if isinstance(v, _Spec) and v not in _SPECS]
+    return (*_SPECS, *nested)
+
+
+def speaks(kind: type, version: int) -> bool:
+    """Whether a peer of wire ``version`` knows message type ``kind`` (``ring.wirecodec`` rule 3)."""
+    spec = _BY_TYPE.get(kind)
+    return spec is not None and spec.since <= version and MIN_VERSION <= version <= VERSION

@@ -27,6 +27,8 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
+    SeedsAsked(route, msg)   ``ring seed add``'s batch (rule 11): the crawl judges it, then ``seeds_taken``
+    Reply(route, SeedAddReply)  ``ring seed add``: what this peer did with a batch (``ring.seedadds``)
     Count(reason)            a message refused (already counted in dropped)
     Log(level, text)         what an operator should read in the log
 
@@ -38,7 +40,7 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    on that member's route (``ring.io.zmqio.member_route``), and with CurveZMQ
    on a connection whose ZAP User-Id is that member (``route_spoof``,
    ``wrong_user``). Tools use anonymous routes and send only their kinds:
-   status and leave requests, and ``adopt:`` URL batches.
+   status, leave, forget, voter and seed-add requests, and ``adopt:`` URL batches.
 3. **Senders.** A URL batch from a sender that is not a live member, or a
    hand-off message from one we never heard of, is dropped
    (``unknown_sender``): the forwarder's termination sums cover members
@@ -88,6 +90,15 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    surviving no failure warned once. A member's ``Voters`` record is gossip
    (rules 1 and 2).
 
+11. **Seed batches.** A ``SeedAddRequest`` (``python -m ring seed add``)
+   is a tool's (an anonymous route): one whose nonce was taken before is
+   answered as it was, nothing taken twice; a leaving member answers
+   ``LEAVING`` and one whose waiting batches are full ``BUSY``, taking
+   nothing (the cap's hit counted ``cap.seed_add_waiting``); a new one is
+   ``SeedsAsked`` of the crawl, which judges and routes its lines, commits, and gives the counts to :meth:`RingNode.seeds_taken`;
+   the answer waits for the owners' acks (``ring.seedadds``), checked after
+   each frame received (acks come in frames, and gossip every round). Refusals count as ``seed_add_batch.<status>``.
+
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
 (the crawl moves its queued URLs of lost hosts) and re-routes the Outbox;
@@ -126,6 +137,7 @@ from ring.actions import (
     RestartAsked,
     RingChanged,
     SeedStarts,
+    SeedsAsked,
     Send,
     StatusAsked,
     VotersChanged,
@@ -156,19 +168,24 @@ from ring.messages import (
     PingAck,
     PingReq,
     RestartRequest,
+    SeedAddRequest,
+    SeedAddStatus,
     StatusReply,
     StatusRequest,
     Sync,
     UrlBatch,
     VoterRequest,
     Voters,
+    speaks,
 )
 from ring.membership.voters import VoterRecord
 from ring.forgetting import answer_forget
 from ring.forwarding.routes import Routes, claimed_epoch
+from ring.seedadds import MAX_ANSWERED, MAX_WAITING, WAITING_CAP, SeedAdds
 from ring.status import StatusFigures, forwarding_rows, own_row, status_reply, capped_counts
 from ring.vocabulary import on_wire
 from ring.voterwatch import VoterWatch
+from ring.wireversion import WireVersions
 
 __all__ = [
     "HANDOFF_TIMEOUT",
@@ -189,6 +206,7 @@ __all__ = [
     "RingChanged",
     "RingNode",
     "SeedStarts",
+    "SeedsAsked",
     "Send",
     "StatusAsked",
     "StatusFigures",
@@ -205,8 +223,9 @@ class RingNode:
     Composed of parts that own their state: ``membership`` (``ring.membership.protocol``),
     ``outbox`` and ``inbox`` (``ring.forwarding.forwarder``, ``ring.forwarding.inbox``), ``handoff``
     (``ring.handoff``: ring changes and hand-offs), ``routes`` (``ring.forwarding.routes``:
-    rules 2 and 4), ``budget`` (``ring.membership.budget``) and ``voter_watch``
-    (``ring.voterwatch``: rule 10); the rules of ``receive``
+    rules 2 and 4), ``budget`` (``ring.membership.budget``), ``voter_watch``
+    (``ring.voterwatch``: rule 10) and ``wire`` (``ring.wireversion``: what each member
+    speaks, :meth:`speaks`); the rules of ``receive``
     and ``tick`` that join them live here.
     """
 
@@ -237,6 +256,8 @@ class RingNode:
         max_batch_age: float = MAX_BATCH_AGE,
         message_budget: float = MESSAGE_BUDGET,
         send_window: int = SEND_WINDOW,
+        seed_add_waiting: int = MAX_WAITING,
+        seed_add_answers: int = MAX_ANSWERED,
         lease: float | None = None,
         resumed: bool = False,
         takeover_after: float = 0.0,
@@ -287,6 +308,11 @@ class RingNode:
         # change is given one lease before its wait is called a partition.
         self._pauses = Pauses(patience=lease if lease else dead_after / 2)
         self.voter_watch = VoterWatch(peer_id, ring_name, self.membership, self.dropped)  # rule 10
+        self.seed_adds = SeedAdds(peer_id, ring_name, self.outbox, max_waiting=seed_add_waiting,
+                                  max_answered=seed_add_answers, dropped=self.dropped)  # rule 11
+        #: The wire version each member speaks, read off the routes we hear it on
+        #: (ring.wireversion), for decisions that depend on it: ``speaks``.
+        self.wire = WireVersions(lambda m: m in self.membership.members(), curve=curve)
 
     # -- views -----------------------------------------------------------------
 
@@ -462,8 +488,14 @@ class RingNode:
             f"max_pages: {self.membership.total_pages():,} of {self.max_pages:,} pages; the rest of the budget "
             f"was held by {whose}, which can no longer grant it (this peer has requested {pages:,}, its cap)"))]
 
+    def speaks(self, member: str, kind: type) -> bool:
+        """Whether ``member`` knows message type ``kind`` at the wire version we speak to it
+        (``ring.wireversion`` rules 3 and 6: a type it lacks is not sent, so nothing waits for its answer)."""
+        return speaks(kind, self.wire.of(member))
+
     def receive(self, route: bytes, msg: Message, now: float, *, user_id: str | None = None) -> list[Action]:
         """One decoded message that came on ``route`` (rules 1-7 of the module docstring)."""
+        self.wire.heard(route, user_id)
         handler = self._HANDLERS.get(type(msg))
         if handler is None:
             return self._drop("unexpected_type")
@@ -478,7 +510,12 @@ class RingNode:
             out = self._restarted(route, msg)
         elif msg.ring != self.ring_name:
             return self._drop("other_ring")
-        return out + handler(self, route, msg, now)
+        out += handler(self, route, msg, now)
+        if self.seed_adds.waiting:
+            # Rule 11: answered on a received frame (the engine awaits a Reply only
+            # there): an ack, or else the gossip that comes every round, past the wait.
+            out += self.seed_adds.check(now)
+        return out
 
     def _restarted(self, route: bytes, msg: Message) -> list[Action]:
         """Rule 4: a member heard on a new route, with a later incarnation, is a new process of it."""
@@ -611,6 +648,29 @@ class RingNode:
             return self._drop("unknown_sender")
         return [NearAsked(msg) if isinstance(msg, NearQuery) else NearAnswered(msg)]
 
+    def _on_seed_add_request(self, route: bytes, msg: SeedAddRequest, now: float) -> list[Action]:
+        """Rule 11: an operator's seed batch (``ring.seedadds``)."""
+        again = self.seed_adds.again(route, msg.nonce)
+        if again is not None:
+            self.dropped["seed_add_batch.asked_again"] += 1
+            return again
+        status = SeedAddStatus.LEAVING if self.leaving else SeedAddStatus.BUSY if self.seed_adds.full else None
+        if status is SeedAddStatus.BUSY:
+            self.dropped[WAITING_CAP] += 1  # crawl.seed_add_waiting's hit; the busy answer is counted below
+        if status is not None:
+            return self.seeds_refused(route, msg.nonce, status)
+        return [SeedsAsked(route, msg)]
+
+    def seeds_refused(self, route: bytes, nonce: int, status: SeedAddStatus) -> list[Action]:
+        """Rule 11: a seed batch answered with nothing taken (``status``), and counted."""
+        self.dropped[f"seed_add_batch.{status.value}"] += 1
+        return [Reply(route, self.seed_adds.reply(nonce, status))]
+
+    def seeds_taken(self, route: bytes, nonce: int, counts: Mapping[str, int], forwarded: Mapping[str, int],
+                    now: float, wait: float) -> list[Action]:
+        """Rule 11: the crawl judged, routed and committed a seed batch; its answer, now or once acked."""
+        return self.seed_adds.taken(route, nonce, counts, forwarded, now, wait)
+
     def _on_status_request(self, route: bytes, msg: StatusRequest, now: float) -> list[Action]:
         return [StatusAsked(route, msg.nonce)]
 
@@ -633,6 +693,7 @@ class RingNode:
         Voters: _on_gossip,
         VoterRequest: _on_voter_request,
         StatusRequest: _on_status_request,
+        SeedAddRequest: _on_seed_add_request,
         NearQuery: _on_near,
         NearAnswer: _on_near,
     }

@@ -26,7 +26,8 @@ from typing import Any
 from ring.forwarding.forwarder import OutboxStats
 from ring.membership.lease import LeaseState, PauseReason
 from ring.membership.voters import Survival, VoterRecord
-from ring.messages import MAX_BUSIEST, MAX_DROPPED, LeaseStatus, Member, MemberState, MemberStatus, StatusReply
+from ring.messages import (MAX_BUSIEST, MAX_DROPPED, VERSION, LeaseStatus, Member, MemberState, MemberStatus,
+                           StatusReply)
 from ring.durations import duration
 
 __all__ = ["StatusFigures", "capped_counts", "forwarding_rows", "gossiped_row", "lease_status", "lease_words",
@@ -116,7 +117,8 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         ring_version=ring_version, ring_fingerprint=fingerprint,
         page_cap=figures.page_cap, budget_wait=figures.budget_wait,
         voters_version=record.version, voters=record.voters, voters_joint=record.joint,
-        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0)
+        voters_alive=survival.alive if survival else 0, voters_needed=survival.needed if survival else 0,
+        wire_version=VERSION)
 
 
 def gossiped_row(m: Member, share: float, heard: bool = True, back_by: float = 0.0) -> MemberStatus:
@@ -126,7 +128,8 @@ def gossiped_row(m: Member, share: float, heard: bool = True, back_by: float = 0
     return MemberStatus(
         id=m.id, address=m.address, state=MemberState(m.state), share=share, pages=m.pages, rate=0.0,
         frontier=0, hosts=0, forwarded_out=m.sent, forwarded_in=m.received, dns_hit_rate=0.0,
-        bloom_fill=0.0, uptime=0.0, heard=heard, back_by=back_by)
+        bloom_fill=0.0, uptime=0.0, heard=heard, wire_version=0,  # only a member says its version
+        back_by=back_by)
 
 
 def status_reply(ring_name: str, peer_id: str, nonce: int, members: Mapping[str, Member],

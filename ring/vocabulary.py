@@ -101,11 +101,14 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: duplicate content's (``dedupe.``; a refused band answer or query is ``dedupe_<what>``, a drop),
 #: a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
 #: a refused ETag or Last-Modified is ``revisit_validator``, a drop),
-#: and a seeds file's lines by outcome (``seeds_file.``: peer/core/crawl/seedfeed.py).
+#: a seeds file's lines by outcome (``seeds_file.``: peer/core/crawl/seedfeed.py),
+#: ``ring seed add``'s lines by outcome (``seed_add.``) and batches it answered
+#: with nothing taken (``seed_add_batch.``: ring/seedadds.py),
+#: and messages not sent to a member of an older wire version (``wire.``: ring/wireversion.py).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "stalled_rounds", "cap.", "error.",
                     "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.",
-                    "revisit.", "seeds_file.")
+                    "revisit.", "seeds_file.", "seed_add.", "seed_add_batch.", "wire.")
 
 
 def words(family: Family) -> str:

@@ -146,6 +146,7 @@ from peer.state.journal import Recovered, SnapshotStats
 from peer.state.voterfile import read_voters, write_voters
 from ring.addresses import bind_address
 from ring.actions import Granted, Log, Released, Reply, RestartAsked, Send, StatusAsked, VotersChanged
+from ring.messages import SeedAddReply, SeedAddRequest
 from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
 
@@ -370,6 +371,14 @@ class Crawler:
     def accept(self, url: str, depth: int) -> None:
         """A URL handed to us (a test's): route, dedupe, queue."""
         self._apply(self.peer.accept(url, depth, self.clock()))
+
+    async def seed_add(self, msg: SeedAddRequest) -> SeedAddReply:
+        """``ring seed add``'s batch at a ring of one (``peer.engine.observe``): judged and committed,
+        then answered (``PeerCore.seeds_alone``)."""
+        async with self._turn:
+            status, counts, effects = self.peer.seeds_alone(msg.lines, msg.unreadable, self.clock())
+            self._apply(effects)
+        return SeedAddReply(self.cfg.ring.name, self.peer_id, msg.nonce, status, tuple(sorted(counts.items())))
 
     async def snapshot(self) -> SnapshotStats:
         """Write a full snapshot now, in a worker thread (rule 10)."""

@@ -143,6 +143,19 @@ def families(f: PeerFigures) -> Iterator[Metric]:
         yield labelled(CounterMetricFamily, "seeds_file_lines", "lines of crawl.seeds_file read, by outcome: "
                        "queued, forwarded, seen, skipped, invalid, or the not-requested cause",
                        "outcome", f.seeds_file)
+    if f.seed_add:  # a peer that took `ring seed add` batches
+        yield labelled(CounterMetricFamily, "seed_add_lines", "lines of `ring seed add` batches this peer "
+                       "took, by outcome: queued, forwarded, seen, skipped, invalid, or the not-requested cause",
+                       "outcome", f.seed_add)
+    if f.seed_add_untaken:
+        yield labelled(CounterMetricFamily, "seed_add_batches_untaken", "`ring seed add` batches this peer "
+                       "answered without taking them, by why: busy (waiting batches or forwarding backlog "
+                       "full), over_cap, leaving; asked_again: taken before, answered as then", "why",
+                       f.seed_add_untaken)
+    if f.seed_add_caps:
+        yield labelled(CounterMetricFamily, "seed_add_cap_hits", "hits of `ring seed add`'s caps, by config "
+                       "key: crawl.seed_add_waiting (a batch answered busy), crawl.seed_add_answers (an "
+                       "answer forgotten)", "cap", f.seed_add_caps)
     yield gauge("ring_version", "changes of this peer's live member set since it started",
                 f.ring_version)
     if f.revisit_visits:  # a continuous crawl ([revisit] enabled)

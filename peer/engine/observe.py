@@ -4,8 +4,10 @@
 - A ring of one runs no ring node and no sockets (no gossip, no
   forwarding), so before this nothing listened for ``python -m ring
   status``. :func:`serve_status` binds a ROUTER that answers
-  :class:`~ring.messages.StatusRequest` only, with the same
-  :class:`~ring.messages.MemberStatus` row a ring member gives. Anything else
+  :class:`~ring.messages.StatusRequest`, with the same
+  :class:`~ring.messages.MemberStatus` row a ring member gives, and
+  ``ring seed add``'s :class:`~ring.messages.SeedAddRequest` (every host is
+  its own: a batch committed is a batch taken; ``Crawler.seed_add``). Anything else
   that arrives is decoded as data and dropped (counted in the row's
   ``dropped``); the socket's receive queue and message size are zmq's
   bounds, as on a member's ROUTER.
@@ -39,9 +41,10 @@ from peer.core.config.cluster import bind_address
 from peer.state.statusaddress import StatusAddress, remove_status_address, write_status_address
 from ring.errors import RingError
 from ring.membership.lease import fingerprint
-from ring.messages import (DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, StatusReply,
-                           StatusRequest, decode, encode)
+from ring.messages import (VERSION, DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, SeedAddReply,
+                           SeedAddRequest, SeedAddStatus, StatusReply, StatusRequest, decode, encode)
 from ring.vocabulary import on_wire
+from ring.wireversion import route_version, speak_to
 
 if TYPE_CHECKING:
     from peer.engine.crawler import Crawler
@@ -97,6 +100,7 @@ def solo_status(crawler: Crawler, address: str, uptime: float, dropped: dict[str
         errors=tuple(sorted(f.errors.items()))[:64], busiest=tuple(f.busiest),
         lease=LeaseStatus.HELD, vouched=1, needed=1, quorum=1,
         ring_fingerprint=fingerprint({crawler.peer_id: spec.weight if spec is not None else 1.0}),
+        wire_version=VERSION,
     )
 
 
@@ -142,17 +146,27 @@ async def serve_status(crawler: Crawler, address: str | None, bind: str | None =
                 except DecodeError as e:
                     dropped[str(e.kind)] = dropped.get(str(e.kind), 0) + 1
                     continue
-                if not isinstance(msg, StatusRequest):
+                if not isinstance(msg, StatusRequest | SeedAddRequest):
                     dropped["unexpected_type"] = dropped.get("unexpected_type", 0) + 1
                     continue
                 if msg.ring != cfg.ring.name:
                     dropped["other_ring"] = dropped.get("other_ring", 0) + 1
                     continue
-                row = solo_status(crawler, shown, time.time() - started, dropped)
+                answer: StatusReply | SeedAddReply
+                if isinstance(msg, SeedAddRequest):
+                    answer = await crawler.seed_add(msg)
+                    if answer.status is not SeedAddStatus.ACKED:
+                        key = f"seed_add_batch.{answer.status.value}"
+                        dropped[key] = dropped.get(key, 0) + 1
+                else:
+                    answer = StatusReply(cfg.ring.name, crawler.peer_id,
+                                         (solo_status(crawler, shown, time.time() - started, dropped),),
+                                         nonce=msg.nonce)
                 try:
-                    data = encode(StatusReply(cfg.ring.name, crawler.peer_id, (row,), nonce=msg.nonce))
+                    # At the asker's wire version (ring.wireversion rule 5).
+                    data = encode(answer, speak_to(route_version(got.route)))
                 except EncodeError as e:
-                    log.error("status reply not sent: %s", e)
+                    log.error("reply not sent: %s", e)
                     continue
                 try:
                     with trio.move_on_after(SEND_TIMEOUT):

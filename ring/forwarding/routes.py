@@ -5,7 +5,8 @@ random hex nonce drawn per process, so a restart is a new route, never a
 duplicate (``ring.io.zmqio``'s "Routes: no takeover" explains why a duplicate
 would lock the member out), and a receiver can tell which member a route
 claims to be (``ring.node`` checks it against every member message). A
-tool's route (libzmq's own, 5 bytes from a zero byte) claims no member.
+tool's route (libzmq's own, 5 bytes from a zero byte, or ``~tool/<nonce>``) claims no member.
+From wire version 4 the nonce ends with its sender's version (``ring.wireversion``).
 
 :class:`Routes` is a part of ``ring.node.RingNode``: its rules 2 and 4, the
 checks on who a member's message comes from and whether it comes from a

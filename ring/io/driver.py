@@ -11,13 +11,14 @@ where the crawl and the ring are one core and nothing goes through here.
 
 :class:`ForwardLink` is the sending half for a *non-member*
 (``scripts/adopt.py``, tests, benchmarks): batches go over one DEALER per
-destination on an anonymous route, and the owner acks them on that
+destination on a tool's route (``ring.wireversion.tool_route``), and the owner acks them on that
 connection. A member's acks come back over the owner's own DEALER instead.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -27,7 +28,7 @@ from ring.crawlport import CrawlPort
 from ring.forwarding.intake import Durable, Source, TakeSeen, intake
 from ring.io.curve import CurveKeys
 from ring.io.sockets import SEND_TIMEOUT, MemberSockets
-from ring.messages import Ack, DecodeError, Message, UrlBatch, decode, encode
+from ring.messages import Ack, DecodeError, Message, SeedAddStatus, UrlBatch, decode, encode_lowest
 from ring.node import (
     Action,
     Count,
@@ -46,11 +47,13 @@ from ring.node import (
     RingChanged,
     RingNode,
     SeedStarts,
+    SeedsAsked,
     Send,
     StatusAsked,
     StatusFigures,
 )
 from ring.io.zmqio import SocketType, ZmqSocket, open_socket
+from ring.wireversion import tool_route
 
 __all__ = ["ForwardLink", "RingDriver", "SEND_TIMEOUT"]
 
@@ -213,6 +216,16 @@ class RingDriver:
     def _do_near(self, a: NearAsked | NearAnswered) -> None:
         pass  # a stand-in crawl owns no band table: the asker decides at its answer_timeout
 
+    async def _do_seeds(self, a: SeedsAsked) -> None:
+        """``ring seed add``'s batch: a stand-in crawl's counts, answered at once (it forwards through
+        ``forward``, whose URLs it does not tell); a member without a crawl says so."""
+        counts = self.crawl.add_seeds(a.msg.lines, a.msg.unreadable)
+        node = self.node
+        if counts is None:
+            await self._run(node.seeds_refused(a.route, a.msg.nonce, SeedAddStatus.NO_CRAWL))
+        else:
+            await self._run(node.seeds_taken(a.route, a.msg.nonce, counts, {}, self.now(), 0.0))
+
     _ACTIONS: dict[type, Callable[[RingDriver, Any], Awaitable[None] | None]] = {
         Send: _do_send,
         Reply: _do_reply,
@@ -231,6 +244,7 @@ class RingDriver:
         NearAsked: _do_near,
         NearAnswered: _do_near,
         VotersChanged: _do_voters,
+        SeedsAsked: _do_seeds,
     }
 
 
@@ -276,7 +290,7 @@ class ForwardLink:
             assert self._nursery is not None, "use ForwardLink as an async context manager"
             sock = self._sockets[key] = await self._nursery.start(self._own, dest, address)
         with trio.move_on_after(self.send_timeout) as scope:
-            await sock.send_multipart([encode(batch)])
+            await sock.send_multipart([encode_lowest(batch)])  # read by an owner of any version
         if scope.cancelled_caught:
             self.timeouts += 1
             return False
@@ -284,8 +298,9 @@ class ForwardLink:
 
     async def _own(self, dest: str, address: str, task_status: Any = trio.TASK_STATUS_IGNORED) -> None:
         configure = self.configure(dest) if self.configure is not None else None
+        # A tool's route, naming our wire version: the owner acks at it (ring.wireversion rule 5).
         async with open_socket(SocketType.DEALER, connect=address, configure=configure,
-                               hwm=self.hwm) as sock:
+                               hwm=self.hwm, identity=tool_route(os.urandom(8).hex())) as sock:
             task_status.started(sock)
             while True:
                 for frames in await sock.recv_batch(1000):

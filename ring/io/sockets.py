@@ -17,6 +17,10 @@ what only I/O can find out.
   resent until acked (``Outbox``), so a dead or slow peer never blocks the
   others. Our DEALERs connect with ``member_route(id, nonce)``, a fresh
   nonce each process, which the node checks against every member message.
+- Each member is spoken to at its wire version, read off the routing id of
+  the frames it sends us (``ring.wireversion``): a message of a type its
+  version lacks is not sent (``wire.withheld.<type>``), and a reply goes at
+  the version of the asker's route.
 - Two clocks: a gossip round every ``gossip_interval`` (:meth:`Member.ticked`),
   and the Outbox's next frame due (:meth:`Member.flushed`, woken early by
   :meth:`MemberSockets.wake`).
@@ -47,7 +51,8 @@ import zmq
 from ring.io.curve import CurveKeys
 from ring.io.refusedhandshakes import DRAIN_EVERY, RefusedHandshakes
 from ring.errors import RingError
-from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode
+from ring.messages import Ack, DecodeError, EncodeError, Message, Packet, UrlBatch, decode, encode, speaks
+from ring.wireversion import WireVersions, marked_nonce, route_version, speak_to
 from ring.io.zap import CurveAuthenticator, curve_client, curve_server
 from ring.io.zmqio import (
     PeerUnreachable,
@@ -134,8 +139,11 @@ class MemberSockets:
         self.recv_queue = recv_queue
         self.heartbeat = heartbeat
         # Our DEALERs' routing id: who we are, plus a nonce of this process,
-        # so a restart never collides with our old connection (ring.io.zmqio).
-        self.route = member_route(peer_id, os.urandom(8).hex())
+        # so a restart never collides with our old connection (ring.io.zmqio),
+        # marked with our wire version (ring.wireversion rule 1).
+        self.route = member_route(peer_id, marked_nonce(os.urandom(8).hex()))
+        #: The wire version each member speaks, from the routes we hear it on.
+        self.versions = WireVersions(lambda m: member.address_of(m) is not None, curve=keys is not None)
         self._wall = wall or time.time
         self.log = logger or log
         self.started = self._wall()
@@ -196,6 +204,7 @@ class MemberSockets:
                 except DecodeError as e:
                     member.count(e.kind)
                     continue
+                self.versions.heard(got.route, got.user_id)
                 if isinstance(msg, UrlBatch | Packet):
                     try:
                         deliver.send_nowait((got, msg))  # no turn given up: the probes behind it
@@ -314,9 +323,13 @@ class MemberSockets:
     # -- one handler per action type ---------------------------------------------
 
     def send(self, dest: str, msg: Message) -> None:
-        """Queue ``msg`` for member ``dest`` (membership first in a send turn); never raises."""
+        """Queue ``msg`` for member ``dest`` at its wire version (membership first in a send turn); never raises."""
+        version = self.versions.of(dest)
+        if not speaks(type(msg), version):
+            self.member.count(f"wire.withheld.{type(msg).__name__}")  # ring.wireversion rule 6
+            return
         try:
-            self._send.send_nowait((dest, encode(msg), not isinstance(msg, _URL_FRAMES)))
+            self._send.send_nowait((dest, encode(msg, version), not isinstance(msg, _URL_FRAMES)))
         except trio.WouldBlock:
             self.member.count("send_queue_full")
         except EncodeError as e:
@@ -324,9 +337,14 @@ class MemberSockets:
             self.log.error("not sent to %s: %s", dest, e)
 
     async def reply(self, route: bytes, msg: Message) -> None:
-        """Answer on the ROUTER; a client that has gone or has no room is counted, never raised."""
+        """Answer on the ROUTER at the asker's wire version (``ring.wireversion`` rule 5); a client that
+        has gone or has no room is counted, never raised."""
+        version = speak_to(route_version(route))
+        if not speaks(type(msg), version):
+            self.member.count(f"wire.withheld.{type(msg).__name__}")
+            return
         try:
-            data = encode(msg)
+            data = encode(msg, version)
         except EncodeError as e:
             self.member.count("encode_error")
             self.log.error("reply not sent: %s", e)

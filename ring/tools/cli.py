@@ -51,6 +51,7 @@ from typing import Any, Protocol, TypeVar
 from ring.tools.client import (Contact, ForgetResult, HandshakeRefused, LeaveOutcome, LeaveResult, VoterResult,
                                client_keys, request_forget, request_leave, request_voter)
 from ring.tools.client import RestartOutcome, RestartResult, request_restart
+from ring.tools.seedadd import SeedAddRun, SeedInputError
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.tools.logs import FORMATS
 from ring.tools.statustable import format_status, hhmmss
@@ -85,6 +86,10 @@ class _PeerEntry(Protocol):
 class _CrawlSection(Protocol):
     @property
     def seeds(self) -> tuple[str, ...]: ...
+    @property
+    def seed_add_batch(self) -> int: ...
+    @property
+    def seed_add_wait(self) -> float: ...
 
 
 class RingFile(Protocol):
@@ -280,11 +285,115 @@ def _parser() -> argparse.ArgumentParser:
     vt.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     vt.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
                     help="how long to wait for the change to settle (default 60)")
-    for sp in (st, db, lv, fg, vt):
+    sa = _seed_parser(sub)
+    for sp in (st, db, lv, fg, vt, sa):
         # As scripts/adopt.py's --key-id: the same flag, the same meaning.
         sp.add_argument("--key-id", default="ops", metavar="ID",
                         help="with [ring] curve_keys: the key pair this tool uses (default ops)")
     return p
+
+
+def _seed_parser(sub: Any) -> argparse.ArgumentParser:
+    """``seed add``'s parser (``ring.tools.seedadd``)."""
+    sd = sub.add_parser("seed", help="add seed URLs to the running ring",
+                        description="Seeds for a running ring: `seed add`.")
+    actions = sd.add_subparsers(dest="seed_command", required=True, metavar="ACTION")
+    sa: argparse.ArgumentParser = actions.add_parser(
+        "add", help="send seed URLs to the running ring, each to its host's owner",
+        description="Send URLs to a live peer (each [[peer]] of cluster.toml in turn, the next when one "
+                    "does not answer), in batches of crawl.seed_add_batch lines. The peer judges each line as "
+                    "a crawl.seeds_file line (scope, URL rules, caps), routes each URL to its host's owner "
+                    "and answers with the count of each outcome once the batch is on its disk and the "
+                    "owners acked it (or crawl.seed_add_wait later). Prints what the ring took: routed "
+                    "(queued, forwarded) and refused by cause. Exits 0 when the ring took every line, 1 when "
+                    "it did not (no peer answered: the lines before were taken, the rest not sent; a run "
+                    "resumes nothing), 2 for a user's mistake (no URL, an unreadable file, a key the ring "
+                    "refuses). --file reads plain or gzip, one URL a line, as a stream.")
+    sa.add_argument("urls", nargs="*", metavar="URL", help="URLs to add")
+    sa.add_argument("--file", metavar="F", help="a file of URLs, one a line, plain or gzip (-: standard input), "
+                                                "instead of URLs")
+    sa.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    sa.add_argument("--timeout", metavar="SECONDS", type=float, default=None,
+                    help="seconds to wait for a peer's answer to one batch before asking the next "
+                         "(default: crawl.seed_add_wait + 5)")
+    sa.add_argument("--window", metavar="N", type=int, default=None,
+                    help="batches in flight at once, 1 to 64 (default 8); a peer answers busy beyond its "
+                         "crawl.seed_add_waiting batches waiting for acks (64 by default)")
+    sa.add_argument("--busy-for", metavar="SECONDS", type=float, default=None,
+                    help="seconds to keep asking a busy peer again for one batch, every 0.5 s, before "
+                         "asking the next peer, which gets as long; when every peer stays busy the run stops, "
+                         "exit 1 (default 60, at most 3600)")
+    return sa
+
+
+async def _seed_add(cfg: RingFile, args: argparse.Namespace) -> SeedAddRun:
+    import time
+
+    from ring.tools.seedadd import batches, send_batches
+
+    last = [time.monotonic()]
+
+    def progress(run: SeedAddRun) -> None:
+        now = time.monotonic()
+        if args.file and now - last[0] >= 2.0:
+            last[0] = now
+            print(f"seed add: {run.taken_lines:,} lines taken, {run.routed:,} routed, "
+                  f"{sum(run.refused.values()):,} refused", file=sys.stderr, flush=True)
+
+    contacts = [c for c in seeds_of(cfg) if c.address]
+    solo = solo_peer(cfg)
+    if solo is not None:
+        # A ring of one without an address answers where it recorded one (ring.tools.statuspoll).
+        data_dir = cfg.data_dir(solo.id)
+        recorded = args.recorded(data_dir)
+        if recorded is None or recorded.gone():
+            raise _NoAnswer(f"peer {solo.id} is not running (no status address recorded in {data_dir}); "
+                            f"start it with: python -m peer --ring {shlex.quote(str(args.ring))}")
+        contacts = [Contact(solo.id, recorded.address)]
+    return await send_batches(cfg.ring.name, contacts,
+                              batches(args.lines, cfg.crawl.seed_add_batch), args.timeout,
+                              tool_keys(cfg, args.key_id), progress, args.run, args.window, args.busy_for)
+
+
+def _seed_main(cfg: RingFile, args: argparse.Namespace) -> int:
+    """``seed add``: the exit status of module docstring's terms (``ring.tools.seedadd``)."""
+    import trio
+
+    from ring.tools.seedadd import SeedAddRun, format_run, open_lines
+
+    if bool(args.urls) == bool(args.file):
+        print("error: give URLs or --file F (one of them)", file=sys.stderr)
+        return 2
+    if args.timeout is None:
+        args.timeout = cfg.crawl.seed_add_wait + 5.0
+    problem = _check_seed_add(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    problem = _check_numbers(args)
+    if problem:
+        print(f"error: {problem}", file=sys.stderr)
+        return 2
+    args.lines = [u.encode() for u in args.urls] if args.urls else None
+    if args.file:
+        args.lines = open_lines(args.file)  # SeedInputError: the user's, exit 2 (main)
+    args.run = run = SeedAddRun()
+    try:
+        trio.run(_until_ctrl_c, _seed_add, cfg, args)
+    except BaseException as exc:
+        if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+            raise
+        print(f"\ninterrupted: the ring took {run.taken_lines:,} lines; the rest were not sent, or not "
+              "answered (a run resumes nothing)", file=sys.stderr)
+        print(format_run(run, cfg.ring.name))
+        return 1
+    print(format_run(run, cfg.ring.name))
+    if run.stopped:
+        print(f"error: {run.stopped}; the ring took {run.taken_lines:,} lines, not every line from line "
+              f"{run.untaken_from:,} on (a run resumes nothing: tail -n +{run.untaken_from} sends them again)",
+              file=sys.stderr)
+        return 2 if run.bad_input else 1
+    return 0
 
 
 _FORGET_WORDS = {
@@ -340,6 +449,19 @@ def _dashboard_token(args: argparse.Namespace) -> str | None:
         args.token = read_token(args.host, args.token_file, args.token_env)
     except TokenProblem as exc:
         return str(exc)
+    return None
+
+
+def _check_seed_add(args: argparse.Namespace) -> str | None:
+    """``seed add``'s own numbers, their defaults filled in (``ring.tools.seedadd``)."""
+    from ring.tools.seedadd import BUSY_FOR, MAX_WINDOW, WINDOW
+
+    args.window = WINDOW if args.window is None else args.window
+    args.busy_for = BUSY_FOR if args.busy_for is None else args.busy_for
+    if not 1 <= args.window <= MAX_WINDOW:
+        return f"--window: expected an integer from 1 to {MAX_WINDOW}"
+    if not 0 <= args.busy_for <= 3600:  # a bound in time, as every request loop has
+        return "--busy-for: expected a number of seconds from 0 to 3600"
     return None
 
 
@@ -559,6 +681,9 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
                     raise
                 print(file=sys.stderr)
                 return 0
+        if args.command == "seed":
+            args.recorded = source.status_address
+            return _seed_main(cfg, args)
         if args.command == "forget":
             problem = _check_numbers(args)
             if problem or not args.id.strip():
@@ -621,6 +746,10 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
         if inner is not None:
             print(f"error: {inner}", file=sys.stderr)
             return 1
+        bad = user_error(exc, (SeedInputError,))
+        if bad is not None:
+            print(f"error: {bad}", file=sys.stderr)
+            return 2
         err = source.user_error(exc)
         if err is None:
             raise

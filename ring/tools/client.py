@@ -1,8 +1,9 @@
-"""The ring's client for tools: ``ring status``, ``ring leave`` and ``ring forget`` (edge; typed results).
+"""The ring's client for tools: ``ring status``, ``leave``, ``forget``, ``voter``, ``seed add`` (edge; typed results).
 
-A tool is not a member: it asks over a DEALER on an anonymous route, and a
+A tool is not a member: it asks over a DEALER on a tool's route (``ring.wireversion``: it
+claims no member and names the tool's wire version), and a
 peer answers on that connection (``ring.node``: tools send only status,
-leave and forget requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
+leave, forget, voter and seed-add requests and ``adopt:`` batches). Nothing here reads cluster.toml: a
 caller passes the ring's name and its seeds (:class:`Contact`), and, when
 the ring uses CurveZMQ, the tool's own key pair (:func:`client_keys`).
 A member's row is the decoded :class:`~ring.messages.MemberStatus` itself,
@@ -19,6 +20,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import trio
+import zmq
 
 from ring.io.curve import CurveKeys
 from ring.errors import RingError
@@ -32,6 +34,8 @@ from ring.messages import (
     MemberState,
     MemberStatus,
     RestartRequest,
+    SeedAddReply,
+    SeedAddRequest,
     StatusReply,
     StatusRequest,
     VoterAction,
@@ -39,22 +43,23 @@ from ring.messages import (
     VoterReply,
     VoterRequest,
     decode,
-    encode,
+    encode_lowest,
 )
 from ring.io.errors import HandshakeRefused
 from ring.io.handshake import Handshake, HandshakeWatch
 from ring.io.handshake import request as watched_request
 from ring.io.zap import curve_client
 from ring.io.zmqio import SocketType, open_socket
+from ring.wireversion import tool_route
 
 __all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
-           "RestartOutcome", "RestartResult", "VoterResult", "client_keys", "cluster_status", "refusal", "request_forget", "request_leave",
-           "request_restart", "request_voter", "settled", "silence"]
+           "RestartOutcome", "RestartResult", "VoterResult", "ask_seed_add", "client_keys", "cluster_status",
+           "refusal", "request_forget", "request_leave", "request_restart", "request_voter", "settled", "silence"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
 
-_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply)
+_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply, SeedAddReply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -117,7 +122,16 @@ def client_keys(keys_dir: Path | None, key_id: str = "ops", ring_path: str | Pat
 
 
 def _configure(keys: CurveKeys | None, peer_id: str) -> Any:
-    return None if keys is None else curve_client(keys, keys.public_key(peer_id))
+    """The DEALER's hook: a routing id naming our wire version (``ring.wireversion`` rule 1), Curve keys."""
+    curve = None if keys is None else curve_client(keys, keys.public_key(peer_id))
+    route = tool_route(os.urandom(8).hex())
+
+    def configure(sock: zmq.Socket) -> None:
+        sock.setsockopt(zmq.ROUTING_ID, route)
+        if curve is not None:
+            curve(sock)
+
+    return configure
 
 
 def _nonce() -> int:
@@ -155,7 +169,7 @@ async def _exchange(contact: Contact, request: Any, answer: type[_A], nonce: int
             return None
         return reply if isinstance(reply, answer) and getattr(reply, "nonce", None) == nonce else None
 
-    reply, watch = await watched_request(contact.address, [encode(request)], accept, timeout,
+    reply, watch = await watched_request(contact.address, [encode_lowest(request)], accept, timeout,
                                  configure=_configure(keys, contact.id))
     if watch.state.failed:
         raise HandshakeRefused(refusal(watch, contact, keys))
@@ -174,14 +188,24 @@ async def ask(ring_name: str, contact: Contact, timeout: float, keys: CurveKeys 
                            timeout, keys, heard)
 
 
+async def ask_seed_add(contact: Contact, request: SeedAddRequest, timeout: float,
+                       keys: CurveKeys | None = None) -> SeedAddReply | None:
+    """``ring seed add``'s batch to ``contact``; its answer, or None if none came within ``timeout``
+    (``ring.tools.seedadd``). Raises HandshakeRefused when ``contact`` refuses this tool's key."""
+    return await _exchange(contact, request, SeedAddReply, request.nonce, timeout, keys)
+
+
 def silence(heard: dict[str, Handshake]) -> str:
     """What the connections to seeds that did not answer showed, as one clause ("" if nothing)."""
     down = sorted(a for a, state in heard.items() if state is Handshake.NOTHING_LISTENS)
     return f"nothing listens at {', '.join(down)} (connection refused)" if down else ""
 
 
-def _row(view: MemberStatus, own: MemberStatus) -> MemberStatus:
-    """A member's own row, with the state and share the answering peer's view gives it."""
+def _row(view: MemberStatus, own: MemberStatus | None) -> MemberStatus:
+    """A member's own row, with the state and share the answering peer's view gives it
+    (None: it did not answer, so the view's row, whose wire version is not the member's word)."""
+    if own is None:
+        return replace(view, wire_version=0)
     return replace(own, state=view.state, share=view.share)
 
 
@@ -245,7 +269,8 @@ async def cluster_status(ring_name: str, seeds: Sequence[Contact], timeout: floa
         for m in first.members:
             if m.id != first.sender and m.live:
                 nursery.start_soon(ask_member, Contact(m.id, m.address))
-    return tuple(_row(m, own.get(m.id, m)) for m in sorted(first.members, key=lambda m: m.id))
+    own.update((m.id, m) for m in first.members if m.id == first.sender)  # the seed's own row
+    return tuple(_row(m, own.get(m.id)) for m in sorted(first.members, key=lambda m: m.id))
 
 
 def find(rows: Iterable[MemberStatus] | None, peer_id: str) -> MemberStatus | None:
@@ -263,7 +288,7 @@ async def request_leave(ring_name: str, seeds: Sequence[Contact], peer_id: str, 
     async with open_socket(SocketType.DEALER, connect=target.address, linger=1000,
                            configure=_configure(keys, peer_id)) as sock:
         with trio.move_on_after(2.0):
-            await sock.send_multipart([encode(LeaveRequest(ring_name, "ring-leave", peer_id))])
+            await sock.send_multipart([encode_lowest(LeaveRequest(ring_name, "ring-leave", peer_id))])
     with trio.move_on_after(timeout):
         while True:
             await trio.sleep(0.5)
@@ -308,7 +333,7 @@ async def request_restart(ring_name: str, seeds: Sequence[Contact], peer_id: str
     async with open_socket(SocketType.DEALER, connect=target.address, linger=1000,
                            configure=_configure(keys, peer_id)) as sock:
         with trio.move_on_after(2.0):
-            await sock.send_multipart([encode(RestartRequest(ring_name, "ring-restart", peer_id))])
+            await sock.send_multipart([encode_lowest(RestartRequest(ring_name, "ring-restart", peer_id))])
     held: MemberStatus | None = None
     contact = Contact(peer_id, target.address)
     with trio.move_on_after(timeout):

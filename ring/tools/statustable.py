@@ -7,7 +7,8 @@ lease and ring (``ring.membership.lease``), and the table shows them side by
 side, so members that agree on the ring show one fingerprint and the totals
 row counts the rings seen. The legend under the table gives each column's
 unit, with the figure families' words of ``ring.vocabulary``
-(docs/figures.md). The voters' line under the totals is ``ring.tools.voters``'s.
+(docs/figures.md). The voters' line under the totals is ``ring.tools.voters``'s; a line
+after it names the members' wire versions while they differ (an upgrade under way).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from ring.messages import LeaseStatus, MemberStatus
 from ring.tools.voters import voters_line
 from ring.vocabulary import TERMS, Family, words
 
-__all__ = ["STATUS_LEGEND", "format_status", "lease_cells", "rings_seen"]
+__all__ = ["STATUS_LEGEND", "format_status", "lease_cells", "rings_seen", "versions_line"]
 
 
 #: The status table's columns: (header, width, MemberStatus field, format). The
@@ -84,6 +85,19 @@ def rings_seen(rows: Sequence[MemberStatus]) -> int:
     return len({r.ring_fingerprint for r in rows if r.ring_fingerprint})
 
 
+def versions_line(rows: Sequence[MemberStatus]) -> str:
+    """The wire versions the members say they speak, when they are not all one ("" then):
+    a ring in the middle of an upgrade (docs/operations.md, "Upgrading a ring")."""
+    by: dict[int, list[str]] = {}
+    for r in rows:
+        if r.wire_version:
+            by.setdefault(r.wire_version, []).append(r.id)
+    if len(by) < 2:
+        return ""
+    return ("wire versions: " + ", ".join(f"{v} ({', '.join(ids)})" for v, ids in sorted(by.items(), reverse=True))
+            + ": an upgrade under way")
+
+
 def format_status(rows: Sequence[MemberStatus]) -> str:
     """The text of ``python -m ring status``: a row a member, a totals row, the units."""
     head = (f"{'id':<10} {'state':<8} {'lease':<{_LEASE_W}} {'vouch':>{_VOUCH_W}} {'ring':<{_RING_W}}"
@@ -115,6 +129,9 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
         total += f" {_cell(f, sum(getattr(r, k) for r in rows)) if k in _SUMMED else '':>{w}}"
     out.append(total.rstrip())
     line = voters_line(rows)
+    if line:
+        out.append(line)
+    line = versions_line(rows)
     if line:
         out.append(line)
     out += ["", STATUS_LEGEND]

@@ -505,6 +505,10 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
             recorded = json.loads(record.read_text())
             js = ring_cmd("status", "--json", *args)
             table = ring_cmd("status", *args)
+            # `ring seed add` finds it where `status` does; a new host's page is fetched.
+            added = f"http://s050.web.test:{web.port}/"
+            seed = ring_cmd("seed", "add", added, "ftp://x.web.test/", *args)
+            wait_for(lambda: any(e.host == "s050.web.test" for e in web.requests()), peer)
             dash = subprocess.Popen([sys.executable, "-m", "ring", "dashboard", *args, "--port", "0",
                                      "--interval", "0.2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                     stdin=subprocess.DEVNULL, env=os.environ, text=True, cwd=ROOT)
@@ -522,6 +526,7 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
             assert peer.wait(timeout=60) == 0, (tmp_path / "peer.err").read_text()[-2000:]
             left_behind = record.exists()
             after_exit = ring_cmd("status", *args)
+            seed_after_exit = ring_cmd("seed", "add", added, *args)
             deadline = time.monotonic() + 30
             while "is not running" not in (gone := fragment()):
                 assert time.monotonic() < deadline, gone
@@ -551,6 +556,10 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
     assert row[:4] == ["solo", "alive", "held", "1/1/1"] and row[-1] == recorded["address"]
     assert "<td>solo</td>" in live and "are the peers running?" not in gone
     assert html.unescape(gone).count(f"no status address recorded in {data_dir}") == 1
+    assert seed.returncode == 0, seed.stderr
+    assert "routed   1: queued 1" in seed.stdout and "refused  1: invalid 1" in seed.stdout, seed.stdout
+    assert one_line(seed_after_exit, 1) == (f"error: peer solo is not running (no status address recorded in "
+                                            f"{data_dir}); start it with: python -m peer --ring {toml}")
     assert not left_behind  # the clean exit removed its record
     assert one_line(after_exit, 1).startswith(
         f"error: solo peer 'solo' of ring 'solo' is not running: no status address recorded in {data_dir}")

@@ -196,6 +196,19 @@ def test_ring_status_shows_a_peer_not_heard_from_as_waiting_and_a_budget_wait():
     assert next(ln for ln in lines if ln.startswith("total")).split()[1:3] == ["1", "live"]
 
 
+def test_ring_status_names_the_wire_versions_while_they_differ():
+    from ring.tools.statustable import format_status
+
+    def row(mid: str, **kw: Any) -> MemberStatus:
+        return MemberStatus(mid, f"tcp://127.0.0.1:{mid[1:]}", MemberState.ALIVE, 0.5, 0, 0.0, 0, 0, 0, 0,
+                            0.0, 0.0, 1.0, **kw)
+
+    mixed = format_status([row("p1", wire_version=4), row("p2", wire_version=3), row("p3", wire_version=4),
+                           row("p4", wire_version=0)])  # p4 did not answer: its version is not said
+    assert "wire versions: 4 (p1, p3), 3 (p2): an upgrade under way" in mixed.splitlines()
+    assert "wire versions" not in format_status([row("p1", wire_version=4), row("p2", wire_version=4)])
+
+
 class Taker(Figures):
     """A stand-in crawl that writes down what the driver hands it."""
 

@@ -54,6 +54,9 @@ from ring.messages import (
     VoterReply,
     VoterRequest,
     Voters,
+    SeedAddReply,
+    SeedAddRequest,
+    SeedAddStatus,
     decode,
     encode,
 )
@@ -102,6 +105,9 @@ MESSAGES = st.one_of(
     st.builds(VoterRequest, NAME, NAME, st.sampled_from(VoterAction), NAME, UINT, UINT),
     st.builds(VoterReply, NAME, NAME, NAME, st.sampled_from(VoterOutcome), UINT, UINT),
     st.builds(HostStarts, NAME, NAME, st.lists(st.tuples(NAME, FLOAT), max_size=8).map(tuple)),
+    st.builds(SeedAddRequest, NAME, NAME, UINT, st.lists(URL, max_size=10).map(tuple), UINT),
+    st.builds(SeedAddReply, NAME, NAME, UINT, st.sampled_from(SeedAddStatus),
+              st.lists(st.tuples(NAME, UINT), max_size=8).map(tuple), UINT),
     *(st.builds(cls, NAME, NAME, UINT, NAME, st.lists(MEMBER, max_size=4).map(tuple))
       for cls in (Ping, PingReq, PingAck)),
     st.builds(Sync, NAME, NAME, st.lists(st.tuples(NAME, UINT, STATE, UINT), max_size=6).map(tuple)),
@@ -141,12 +147,14 @@ def test_type_codes_are_fixed():
     # peer that does not know one drops and counts it (unknown_type).
     # 3: a member record carries its page-budget grants (ring.membership.budget), and an
     # entry's URL may carry a sitemap tail (peer.core.sitemaps.hints).
-    assert VERSION == 3
+    # 4: a peer speaks 3 too (ring.wirecodec), and a status row says its member's version.
+    assert VERSION == 4
     assert TYPE_CODES == {
         1: Digest, 2: Join, 3: Leave, 4: UrlBatch, 5: Ack, 6: StatusRequest, 7: StatusReply,
         8: HandoffDone, 9: LeaveRequest, 10: HostStarts, 11: Ping, 12: PingReq, 13: PingAck,
         14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
         20: Voters, 21: VoterRequest, 22: VoterReply,
+        30: SeedAddRequest, 31: SeedAddReply,
         37: RestartRequest,  # a planned restart (ring.membership.restarts)
     }
 
@@ -174,17 +182,18 @@ def test_a_packet_is_acks_then_batches_without_repeating_ring_and_sender():
 
 
 def test_golden_frames():
-    assert encode(Ack("demo", "p1", 7, 9)).hex() == "960305a464656d6fa270310709"
-    assert raw(3, 5, "demo", "p1", 7, 9) == encode(Ack("demo", "p1", 7, 9))
+    assert encode(Ack("demo", "p1", 7, 9)).hex() == "960405a464656d6fa270310709"
+    assert encode(Ack("demo", "p1", 7, 9), 3).hex() == "960305a464656d6fa270310709"  # what version 3 sent
+    assert raw(4, 5, "demo", "p1", 7, 9) == encode(Ack("demo", "p1", 7, 9))
     batch = UrlBatch("demo", "p1", 1, 2, (("http://a/", 0), ("http://b/", 3)))
     assert msgpack.unpackb(encode(batch)) == [
-        3, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
+        4, 4, "demo", "p1", 1, 2, [["http://a/", "http://b/"], [0, 3]], []
     ]
     # A member record ends with its grants: (recipient, total) pairs.
     digest = Digest("demo", "p1", (Member("p1", "a", 1, MemberState.ALIVE, 1.0, 2, False, 0, 0, 5,
                                           (("p2", 4),)),))
     assert msgpack.unpackb(encode(digest)) == [
-        3, 1, "demo", "p1", [["p1", "a", 1, 0, 1.0, 2, False, 0, 0, 5, [["p2", 4]]]], False, False
+        4, 1, "demo", "p1", [["p1", "a", 1, 0, 1.0, 2, False, 0, 0, 5, [["p2", 4]]]], False, False
     ]
     # A sitemap's tail rides in the URL string (peer.core.sitemaps.hints), checked like any URL.
     tailed = UrlBatch("demo", "p1", 1, 3, (("http://a/s.xml sitemap 1 http://b/", 1),))
@@ -228,9 +237,9 @@ def test_a_status_row_ends_with_its_lease_and_ring():
                  ring_version=4, ring_fingerprint=2**64 - 1)
     wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,))))[4][0]
     # ... dropped, errors, busiest, then the lease's seven fields, then heard, page_cap,
-    # budget_wait, then the voters' five, then back_by (new fields go at the end)
+    # budget_wait, then the voters' five, then the wire version and back_by (new fields go at the end)
     assert wire[13:23] == [[], [], [], 3, 1, 2, 3, 0.0, 4, 2**64 - 1]
-    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 0.0]
+    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 3, 0.0]
     back = decode(encode(StatusReply("demo", "p1", (row,)))).members[0]
     assert back == row and back.lease is LeaseStatus.NO_MAJORITY
     assert status().lease is LeaseStatus.UNKNOWN  # a row that says nothing of its lease
@@ -296,6 +305,7 @@ def digest_with(**changes):
     ("frame", "reason"),
     [
         (raw(VERSION + 1, 5, *GOOD_ACK), "version"),
+        (raw(VERSION - 2, 5, *GOOD_ACK), "version"),  # two versions apart: refused
         (raw(1, 5, *GOOD_ACK), "version"),  # the layout before PingAck.vouch
         (raw(0, 5, *GOOD_ACK), "version"),
         (raw(True, 5, *GOOD_ACK), "version"),
@@ -339,7 +349,7 @@ def digest_with(**changes):
         (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0,
+                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 4,
                                      0.0]], 0),
             "MemberStatus.dropped",
         ),

@@ -295,3 +295,14 @@ def test_in_the_simulation_a_planned_restart_costs_the_others_no_lease_and_moves
         assert net.peers[victim].lease_state(net.now).held
         assert {p: net.peers[p].ring_version for p in versions} == versions
     assert not [e for e in net.events if e.event.state is DEAD]
+
+
+def test_a_peer_of_wire_version_3_is_told_a_restarting_member_is_alive():
+    """Version 3 has no restarting state: such a peer probes the member and finds it dead, as before."""
+    from ring.messages import Sync, decode, encode
+
+    d = Digest(RING, "p1", (rec("p1", state=RESTARTING),))
+    assert decode(encode(d, 3)).members[0].state is ALIVE
+    assert decode(encode(d, 4)).members[0].state is RESTARTING
+    s = Sync(RING, "p2", (("p1", 3, RESTARTING, 1),))
+    assert decode(encode(s, 3)).summary[0][2] is ALIVE

@@ -28,6 +28,7 @@ import time
 from collections import Counter
 from collections.abc import Collection, Iterator
 from pathlib import Path
+from typing import Any
 
 import trio
 
@@ -98,6 +99,13 @@ resolve = {{ "*.web.test" = "127.0.0.1" }}
 capacity = 100000
 {extra}
 """
+
+
+def tree_env(tree: Path | None) -> dict[str, Any]:
+    """A process's ``cwd`` and ``env`` to run source ``tree`` (first on its path); none for this one."""
+    if tree is None:
+        return {}
+    return {"cwd": str(tree), "env": {**os.environ, "PYTHONPATH": str(tree)}}
 
 
 #: The in-process peer whose task (and the tasks it starts) is running: which log file a line goes to.
@@ -224,8 +232,9 @@ class Ring:
         await nursery.start(proc.run)
         return proc
 
-    async def start(self, peer: str, *extra: str) -> trio.Process:
-        """Start (or restart) ``peer``; its output goes to pN-K.out/.err."""
+    async def start(self, peer: str, *extra: str, tree: Path | None = None) -> trio.Process:
+        """Start (or restart) ``peer``; its output goes to pN-K.out/.err. ``tree``: run that
+        source tree's ``peer`` instead of this one's (the previous release: tests/support/previousrelease.py)."""
         self.runs[peer] += 1
         out = self.tmp / f"{peer}-{self.runs[peer]}.out"
         err = self.tmp / f"{peer}-{self.runs[peer]}.err"
@@ -234,7 +243,7 @@ class Ring:
             proc = await trio.lowlevel.open_process(
                 [sys.executable, "-m", "peer", "--ring", str(self.toml), "--id", peer,
                  "--progress", "1", *extra],
-                stdout=fout, stderr=ferr)
+                stdout=fout, stderr=ferr, **tree_env(tree))
         self.procs[peer] = proc
         return proc
 
@@ -245,10 +254,11 @@ class Ring:
         for peer in peers or list(self.procs):
             await self.procs[peer].wait()
 
-    async def ring_cmd(self, *args: str) -> trio.CompletedProcess:
+    async def ring_cmd(self, *args: str, tree: Path | None = None) -> trio.CompletedProcess:
+        """``python -m ring ARGS --ring cluster.toml`` of this tree, or of ``tree``."""
         return await trio.run_process(
             [sys.executable, "-m", "ring", *args, "--ring", str(self.toml)],
-            capture_stdout=True, capture_stderr=True, check=False)
+            capture_stdout=True, capture_stderr=True, check=False, **tree_env(tree))
 
     def tails(self) -> str:
         return "\n".join(f"--- {peer} ---\n" + err.read_text()[-2500:]

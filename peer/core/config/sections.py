@@ -22,6 +22,8 @@ from peer.core.urls.normalize import MAX_URL_LENGTH
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS, DEFAULT_STRIP_PARAMS
 from ring.addresses import bind_address as _bind_of, parse_endpoint
 from ring.membership.protocol import MAX_WEIGHT
+from ring.messages import MAX_ARRAY
+from ring.seedadds import MAX_ANSWERED, MAX_WAITING
 
 __all__ = ["BloomConfig", "CrawlConfig", "DnsConfig", "FrontierConfig", "PeerSpec", "PolitenessConfig",
            "RingConfig", "bind_address", "parse_address", "parse_metrics_address"]
@@ -46,6 +48,27 @@ def _probability(v: Any) -> str | None:
 
 def _url_length(v: Any) -> str | None:
     return None if 0 <= v <= MAX_URL_LENGTH else f"an integer from 0 to {MAX_URL_LENGTH} (the normaliser's own limit)"
+
+
+def _seed_add_batch(v: Any) -> str | None:
+    # ring.messages.MAX_ARRAY: the codec's bound on the lines of one frame.
+    return None if 1 <= v <= MAX_ARRAY else f"an integer from 1 to {MAX_ARRAY} (the wire's array bound)"
+
+
+#: The bounds of crawl.seed_add_waiting and crawl.seed_add_answers (their checks say why).
+MAX_SEED_ADD_WAITING = 4096
+MAX_SEED_ADD_ANSWERS = 65536
+
+
+def _seed_add_waiting(v: Any) -> str | None:
+    # Every frame received checks each waiting batch against its owners' acks
+    # (ring.seedadds.SeedAdds.check): the bound keeps that scan short.
+    return None if 1 <= v <= MAX_SEED_ADD_WAITING else f"an integer from 1 to {MAX_SEED_ADD_WAITING}"
+
+
+def _seed_add_answers(v: Any) -> str | None:
+    # An answer kept with five outcomes is ~570 bytes (tracemalloc): 65,536 of them ~37 MB.
+    return None if 1 <= v <= MAX_SEED_ADD_ANSWERS else f"an integer from 1 to {MAX_SEED_ADD_ANSWERS}"
 
 
 def _workers(v: Any) -> str | None:
@@ -193,6 +216,21 @@ class CrawlConfig:
                            "skipped), relative to cluster.toml; read as a stream by the lowest-id [[peer]], each "
                            "URL sent to its host's owner, its position journaled (docs/operations.md, Seeds by "
                            "the million); needs crawl.allow_hosts; \"\" = none")
+    seed_add_batch: int = _key(int, 1000, "lines a `ring seed add` batch may carry: the tool cuts its "
+                               "batches at it, and a peer answers a longer one over_cap, taking none "
+                               "(counted seed_add_batch.over_cap); at most 10000", _seed_add_batch)
+    seed_add_wait: float = _key(float, 10.0, "seconds a peer that took a `ring seed add` batch waits for "
+                                "the owners' acks of the URLs it forwarded before it answers anyway, "
+                                "\"durable\" (on its disk, resent until acked)", non_negative)
+    seed_add_waiting: int = _key(int, MAX_WAITING, "`ring seed add` batches that may wait at one peer for their owners' "
+                                 "acks at once; one more is answered busy, taking none (the tool asks again), "
+                                 "counted seed_add_batch.busy and cap.seed_add_waiting; at most 4096",
+                                 _seed_add_waiting)
+    seed_add_answers: int = _key(int, MAX_ANSWERED, "answers to `ring seed add` batches a peer keeps, so a tool that "
+                                 "lost one and asks again is answered as before, nothing taken twice; each "
+                                 "older one forgotten counts cap.seed_add_answers (a batch asked again after "
+                                 "is judged anew: counted twice, fetched once); at most 65536",
+                                 _seed_add_answers)
     allow_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts in scope; empty: the seeds' hosts")
     deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
     max_pages: int = _key(int, 0, "cluster-wide page limit, never exceeded: split over the [[peer]] "

@@ -62,6 +62,7 @@ from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
 from peer.core.crawl.outcomes import MAX_RETRIES, RETRY_BASE, Outcomes, Retries
 from peer.core.crawl.robots import RobotsCache, Verdict, product_token
+from peer.core.crawl.seedadd import SeedTally
 from peer.core.crawl.seedfeed import SeedFeed
 from peer.core.dedupe.held import HeldPages
 from peer.core.frontier.frontier import CEILING_WINDOWS, Frontier, Job, Outcome
@@ -144,6 +145,8 @@ class CrawlCore:
         self.leaving = False
         #: ``crawl.seeds_file``'s count and position (peer/core/crawl/seedfeed.py); its reader is not idle.
         self.seed_feed = SeedFeed()
+        #: ``ring seed add``'s lines taken here, by outcome (peer/core/crawl/seedadd.py).
+        self.seed_adds = SeedTally()
         self._ip_politeness = bool(pol.ip_rate or pol.ip_concurrency)
         #: The cookies of the hosts we fetch (peer/core/http/cookies.py); None when
         #: no host has them on, so the default path costs one test.

@@ -10,7 +10,7 @@ call: the crawl's (``peer.core.crawl.decisions``), the ring's
 ``Commit``      make every journal record so far durable, before what follows
 ``ReadHosts``   a hand-off needs the hosts the results hold (``hosts_read``)
 ``ReadFetched`` ... and the fetched URLs of those that moved (``fetched_read``)
-``SeedsAt``     journal the seeds file's position and counts (before the batch's ``Commit``)
+``SeedsAt``     journal the seeds file's position and counts, or ``ring seed add``'s counts (before the batch's ``Commit``)
 ==============  ==============================================================
 """
 
@@ -47,7 +47,8 @@ class ReadFetched:
 
 @dataclass(frozen=True, slots=True)
 class SeedsAt:
-    """Journal ``counters``: a seeds file's position and counts (peer/core/crawl/seedfeed.py rule 3)."""
+    """Journal ``counters``: a seeds file's position and counts (peer/core/crawl/seedfeed.py rule 3),
+    or ``ring seed add``'s counts (peer/core/crawl/seedadd.py rule 2)."""
 
     counters: tuple[tuple[str, float], ...]
 

@@ -68,7 +68,8 @@ Rules:
       with them (a restart that forgot a grant would spend it twice);
    g. after the seeds and after a resume: the start is on disk whole; after
       each batch of a seeds file, with its position (``SeedsAt``) before it
-      (peer/core/crawl/seedfeed.py rule 3).
+      (peer/core/crawl/seedfeed.py rule 3); after each ``ring seed add``
+      batch, with its counts before it and its answer after it (rule 7).
 2. **Origins.** What the ring takes or gives back (``Deliver``,
    ``Rerouted``) reaches the crawl as ``ring.forwarding.intake`` orders it, whose rules
    ``ring.io.driver.RingDriver`` follows too: a member's or the adopt tool's
@@ -99,11 +100,20 @@ Rules:
    move costs RAM of a backlog, not of the queues. A seeds file is paced the
    same way (``seeds_file_room``): no batch is read while the Outbox or the
    exact seen set's pending batch holds ``MOVE_BACKLOG``.
+7. **Seed batches** (``ring seed add``; the ring's ``SeedsAsked``, rule 11
+   of ``ring.node``): more lines than ``crawl.seed_add_batch`` are answered
+   ``over_cap``, and a batch that finds the backlog of rule 6 full
+   ``busy``, nothing taken; otherwise each line is judged as a seeds
+   file's (the same checks and words), routed, counted
+   (peer/core/crawl/seedadd.py), journaled and committed, and only then
+   handed back to the node with the URLs forwarded by owner, whose answer
+   waits for their acks up to ``crawl.seed_add_wait`` (``ring.seedadds``).
 """
 
 from __future__ import annotations
 
 import random
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
@@ -154,12 +164,13 @@ from ring.actions import (
     Rerouted,
     RingChanged,
     SeedStarts,
+    SeedsAsked,
     Send,
 )
 from ring.membership.budget import Grants
 from ring.membership.lease import LeaseState
 from ring.membership.voters import VoterRecord
-from ring.messages import MemberState, Message, StatusReply
+from ring.messages import MemberState, Message, SeedAddStatus, StatusReply
 from ring.forwarding.intake import Source, Take, TakeSeen, intake
 from ring.node import RingNode
 from ring.status import StatusFigures
@@ -206,7 +217,8 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
         incarnation=incarnation, vnodes=rc.vnodes, max_pages=cfg.crawl.max_pages,
         curve=curve, owner_key=host_key, batch_age=rc.batch_age,
         max_batch_age=rc.max_batch_age, message_budget=rc.message_budget,
-        send_window=rc.send_window, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
+        send_window=rc.send_window, seed_add_waiting=cfg.crawl.seed_add_waiting,
+        seed_add_answers=cfg.crawl.seed_add_answers, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
         takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters,
         restart_hold=rc.restart_hold)
 
@@ -368,22 +380,75 @@ class PeerCore:
 
     def seeds_file_batch(self, lines: Sequence[bytes], end: int, now: float) -> list[PeerEffect]:
         """One batch of raw lines judged as seeds (seedfeed rules 1-2), its position, then Commit (1g)."""
-        feed, crawl = self.crawl.seed_feed, self.crawl
+        feed = self.crawl.seed_feed
         out: list[PeerEffect] = []
         for raw in lines:
-            try:
-                url = parse_line(raw)
-            except ValueError:
-                feed.count(INVALID)
-                continue
-            if url is None:
-                feed.count(SKIPPED)
-                continue
-            effects = crawl.discover(url, 0, now, Origin.SEED)
-            feed.count(outcome(effects))
-            out += self.routed(effects, now)
+            what, effects = self._seed_line(raw, now)
+            feed.count(what)
+            out += effects
         feed.advance(end)
         return [*out, SeedsAt(tuple(feed.to_counters().items())), Commit()]
+
+    def _seed_line(self, raw: bytes, now: float) -> tuple[str, list[PeerEffect]]:
+        """One seed line judged (seedfeed rules 1-2), a seeds file's or ``ring seed add``'s: its outcome
+        and its effects, routed."""
+        try:
+            url = parse_line(raw)
+        except ValueError:
+            return INVALID, []
+        if url is None:
+            return SKIPPED, []
+        effects = self.crawl.discover(url, 0, now, Origin.SEED)
+        return outcome(effects), self.routed(effects, now)
+
+    def _seeds_asked(self, a: SeedsAsked, now: float) -> list[PeerEffect]:
+        """Rule 7: ``ring seed add``'s batch judged, routed, counted and committed; then its answer."""
+        node = self.node
+        assert node is not None
+        msg = a.msg
+        refused = self._seeds_refused(len(msg.lines) + msg.unreadable)
+        if refused is not None:
+            return self._ring(node.seeds_refused(a.route, msg.nonce, refused), now, 0.0)
+        counts, forwarded, out = self._seed_batch(msg.lines, msg.unreadable, now)
+        return out + self._ring(node.seeds_taken(a.route, msg.nonce, counts, forwarded, now - self.stalled,
+                                                 self.crawl.cfg.crawl.seed_add_wait), now, 0.0)
+
+    def seeds_alone(self, lines: Sequence[str], unreadable: int, now: float,
+                    ) -> tuple[SeedAddStatus, dict[str, int], list[PeerEffect]]:
+        """Rule 7 for a ring of one (``peer.engine.observe``): every host is ours, so a batch
+        committed is a batch taken (``ACKED``); or why nothing was taken."""
+        refused = self._seeds_refused(len(lines) + unreadable)
+        if refused is not None:
+            return refused, {}, []
+        counts, _, out = self._seed_batch(lines, unreadable, now)
+        return SeedAddStatus.ACKED, dict(counts), out
+
+    def _seeds_refused(self, size: int) -> SeedAddStatus | None:
+        """Rule 7: why a seed batch of ``size`` lines is taken not at all, or None."""
+        if size > self.crawl.cfg.crawl.seed_add_batch:
+            return SeedAddStatus.OVER_CAP
+        return None if self.seeds_file_room() else SeedAddStatus.BUSY
+
+    def _seed_batch(self, lines: Sequence[str], unreadable: int, now: float,
+                    ) -> tuple[Counter[str], Counter[str], list[PeerEffect]]:
+        """Rule 7: a seed batch judged and routed, counted, then its counts and ``Commit``; the
+        counts by outcome, the URLs forwarded by owner, the effects."""
+        counts: Counter[str] = Counter()
+        forwarded: Counter[str] = Counter()
+        if unreadable:
+            counts[INVALID] += unreadable  # a line the tool could not carry
+        out: list[PeerEffect] = []
+        for line in lines:
+            what, effects = self._seed_line(line.encode(), now)
+            counts[what] += 1
+            for e in effects:
+                if isinstance(e, Forward):
+                    forwarded[e.owner] += 1
+            out += effects
+        tally = self.crawl.seed_adds
+        tally.add(counts)
+        out += [SeedsAt(tuple(tally.to_counters().items())), Commit()]
+        return counts, forwarded, out
 
     def seeds_file_give_up(self) -> None:
         """The seeds file broke off mid-way (an I/O error): its position stays where it is."""
@@ -644,6 +709,8 @@ class PeerCore:
                 m2 = a.msg
                 out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance),
                                                     now), now)
+            elif isinstance(a, SeedsAsked):
+                out += self._seeds_asked(a, now)
             elif isinstance(a, Count):
                 pass  # counted by the node already
             else:

@@ -28,6 +28,7 @@ from typing import Protocol
 
 from peer.core.crawl.core import CrawlCore
 from peer.core.crawl.decisions import Effect, Origin
+from peer.core.crawl.seedadd import SeedTally
 from peer.core.crawl.seedfeed import SeedFeed
 from peer.core.door.effects import Commit, PeerEffect
 from peer.core.frontier.spillqueue import SpillStore
@@ -108,6 +109,7 @@ class Persistence:
         crawl.bloom.set_policy(b.growth, b.max_capacity)
         crawl.requested = int(rec.counters.get("pages", 0))
         crawl.seed_feed = SeedFeed.from_counters(rec.counters)  # its position and counts (seedfeed rule 3)
+        crawl.seed_adds = SeedTally.from_counters(rec.counters)  # ring seed add's counts (seedadd rule 2)
         # The URLs other peers handed us as fetched: a copy still queued must not run,
         # and they go on with their hosts' next move (a resumed peer forgot them before).
         handed: dict[str, str] = getattr(rec, "handed", {})
@@ -168,7 +170,7 @@ class Persistence:
         grants = node.membership.me.grants if node is not None else self.resumed_grants
         left = node.membership.tombstones() if node is not None else self.resumed_left
         return {"pages": self._crawl.requested, **grants_to_counters(grants), **left_to_counters(left),
-                **self._crawl.seed_feed.to_counters()}
+                **self._crawl.seed_feed.to_counters(), **self._crawl.seed_adds.to_counters()}
 
     def snapshot_view(self) -> SnapshotView:
         """One moment's state for a snapshot; the spill store's tails flushed (its checkpoint next)."""

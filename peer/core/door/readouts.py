@@ -23,6 +23,7 @@ from peer.core.run.stats import Summary
 from peer.core.seen.bloom import BloomFilter
 from ring.membership.lease import LeaseState
 from ring.node import RingNode
+from ring.seedadds import CAPS as SEED_ADD_CAPS, UNTAKEN as SEED_ADD_UNTAKEN
 from ring.status import StatusFigures, lease_status, lease_words
 from ring.vocabulary import NOT_REQUESTED_CAPS, failed, not_requested, split_pairs
 
@@ -83,7 +84,8 @@ class Readouts:
     def limits(self, now: float, malformed: Mapping[str, int]) -> dict[str, int]:
         """Non-zero cap hits, held hosts, malformed answers, ceiling holds, internal errors, by name;
         a seeds file's lines by outcome (``seeds_file.<outcome>``, peer/core/crawl/seedfeed.py rule 2)."""
-        return {**self._crawl.limits_figures(now, dict(malformed)), **self._crawl.seed_feed.figures()}
+        return {**self._crawl.limits_figures(now, dict(malformed)), **self._crawl.seed_feed.figures(),
+                **self._crawl.seed_adds.figures()}
 
     def status(self, now: float, *, elapsed: float, dns_hit_rate: float,
                limits: Mapping[str, int]) -> StatusFigures:
@@ -170,6 +172,8 @@ class Readouts:
         s.details = crawl.detail_lines(dict(malformed))
         if crawl.seed_feed.mark is not None:
             s.details.append(crawl.seed_feed.summary())
+        if crawl.seed_adds.lines:
+            s.details.append(crawl.seed_adds.summary())
         s.dedupe = crawl.dup_figures()
         rc = crawl.recrawl
         if rc is not None:
@@ -198,6 +202,7 @@ class Readouts:
         pairs = Counter(status.limits)
         if node is not None:
             pairs += node.dropped + node.membership.dropped
+        split = split_pairs(pairs.items())
         out = PeerFigures(
             peer=peer, ring=ring, uptime=uptime,
             pages=crawl.requested, bytes=s.bytes, by_status=dict(s.by_status),
@@ -212,10 +217,13 @@ class Readouts:
             bloom_urls=bloom.count, bloom_fill=status.bloom_fill, bloom_slices=bloom.num_slices,
             bloom_fpr=bloom.estimated_fpr(), bloom_bytes=bloom.nbytes,
             forwarded_out=status.forwarded_out, forwarded_in=status.forwarded_in,
-            drops=dict(split_pairs(pairs.items()).drops),
+            drops=dict(split.drops),
             delay_quantiles=quantiles(fr.delays()),
             ceiling_holds=fr.ceiling_holds, ip_ceiling_holds=fr.ip_ceiling_holds,
-            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts),
+            warc=dict(warc), seeds_file=dict(crawl.seed_feed.counts), seed_add=dict(crawl.seed_adds.counts),
+            seed_add_untaken={k.removeprefix(SEED_ADD_UNTAKEN): n for k, n in split.counters
+                              if k.startswith(SEED_ADD_UNTAKEN)},
+            seed_add_caps={k.removeprefix("cap."): n for k, n in split.counters if k in SEED_ADD_CAPS},
         )
         rc = crawl.recrawl
         if rc is not None:

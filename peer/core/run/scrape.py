@@ -61,6 +61,11 @@ class PeerFigures:
     # The WARC writer's counters ([warc]; peer/engine/archive.py): {} when off.
     warc: Mapping[str, int] = field(default_factory=dict)
     seeds_file: Mapping[str, int] = field(default_factory=dict)  # lines by outcome (peer/core/crawl/seedfeed.py)
+    seed_add: Mapping[str, int] = field(default_factory=dict)  # ring seed add's lines by outcome (seedadd.py)
+    # ring seed add's batches answered without being taken, by why (seed_add_batch.*: ring/seedadds.py),
+    # and the hits of its caps by config key (cap.seed_add_waiting, cap.seed_add_answers).
+    seed_add_untaken: Mapping[str, int] = field(default_factory=dict)
+    seed_add_caps: Mapping[str, int] = field(default_factory=dict)
     # A continuous crawl's schedule (peer/core/revisit/recrawl.py); empty / None when [revisit] is off.
     revisits_due: int = 0
     revisits_scheduled: int = 0
