@@ -306,3 +306,17 @@ def test_a_peer_of_wire_version_3_is_told_a_restarting_member_is_alive():
     assert decode(encode(d, 4)).members[0].state is RESTARTING
     s = Sync(RING, "p2", (("p1", 3, RESTARTING, 1),))
     assert decode(encode(s, 3)).summary[0][2] is ALIVE
+
+
+def test_ring_forget_gives_up_on_a_restarting_member_at_once():
+    from ring.messages import ForgetOutcome, ForgetReply, ForgetRequest
+    from ring.node import Reply, Send
+
+    p1, p2 = _node("p1"), _node("p2")
+    announce_to_p1 = next(a.msg for a in p2.restart(0.0) if isinstance(a, Send) and a.dest == "p1")
+    p1.receive(b"p2/aaaa", announce_to_p1, 1.0)
+    assert "p2" in p1.membership.live()
+    out = p1.receive(b"tool", ForgetRequest(RING, "ring-forget", "p2", 5), 2.0)
+    reply = next(a.msg for a in out if isinstance(a, Reply))
+    assert isinstance(reply, ForgetReply) and reply.outcome is ForgetOutcome.FORGOTTEN
+    assert "p2" not in p1.membership.live()
