@@ -29,7 +29,7 @@ from ring import errors as _ring_errors
 from ring.errors import EXIT_USAGE, RingError
 
 __all__ = ["PeerError", "ConfigError", "LiveSettingError", "URLError", "StateError", "LockedError", "StorageError",
-           "FetchError", "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "EXIT_STORAGE", "first_line",
+           "FetchError", "ErrorKind", "USER_ERRORS", "EXIT_USAGE", "EXIT_STORAGE", "EXIT_RESTART", "first_line",
            "user_error"]
 
 #: The exit status of a peer whose data_dir refused a write while it ran (a
@@ -38,6 +38,12 @@ __all__ = ["PeerError", "ConfigError", "LiveSettingError", "URLError", "StateErr
 #: it once the disk is fixed. Every status is listed in ``python -m peer --help``
 #: and docs/operations.md ("Exit statuses").
 EXIT_STORAGE = 4
+#: The exit status of a peer that stopped because ``ringcrawl-ring restart`` asked it to:
+#: a planned restart (``ring.membership.restarts``), which its service manager carries out
+#: (systemd's Restart=on-failure, a StatefulSet's pod). 75 is sysexits.h's EX_TEMPFAIL,
+#: "a temporary failure ... the user is invited to retry": not 0, which a service manager
+#: takes for a crawl that ended, nor 2 or 3, which the unit never restarts.
+EXIT_RESTART = 75
 
 
 class PeerError(Exception):

@@ -16,8 +16,8 @@ from ring.messages import Message, NearAnswer, NearQuery, SeedAddRequest
 from ring.statebox import StateRecords
 
 __all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
-           "Reply", "Rerouted", "RingChanged", "SeedStarts", "SeedsAsked", "Send", "SettingsChanged", "SettingsMismatch",
-           "StateTaken", "StatusAsked", "VotersChanged"]
+           "Reply", "RestartAsked", "Rerouted", "RingChanged", "SeedStarts", "SeedsAsked", "Send", "SettingsChanged",
+           "SettingsMismatch", "StateTaken", "StatusAsked", "VotersChanged"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +81,13 @@ class SeedStarts:
 
 @dataclass(frozen=True, slots=True)
 class LeaveAsked:
+    sender: str
+
+
+@dataclass(frozen=True, slots=True)
+class RestartAsked:
+    """``ring restart`` asked this peer to stop for a planned restart (``ring.membership.restarts``)."""
+
     sender: str
 
 
@@ -179,5 +186,5 @@ class StateTaken:
 
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
                StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, SeedsAsked, SettingsChanged,
-               SettingsMismatch, StateTaken]
+               SettingsMismatch, StateTaken, RestartAsked]
 

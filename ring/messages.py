@@ -98,6 +98,10 @@ What each message is for:
   16 and 17: no layout changed, and a peer of an older build drops them as
   an unknown type and counts it; the asker then decides the page at its
   ``answer_timeout`` with what came (a missed duplicate, never a stall).
+- :class:`RestartRequest` — ``python -m ring restart`` asks a peer to stop
+  for a planned restart (``ring.membership.restarts``); code 37, without a
+  ``VERSION`` change, as 16 and 17. The restarting member's record says
+  ``MemberState.RESTARTING`` (index 4, new in wire version 4).
 - :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
   detector: a probe, a request to probe for the sender, and the
   answer (relayed by the helper for a ``PingReq``). Each carries at most
@@ -158,7 +162,8 @@ from typing import Any, Union
 
 from ring.errors import DecodeError, EncodeError
 from ring.vocabulary import Family, Split, split_pairs
-from ring.wirecodec import MAX_ARRAY, MAX_FRAME, MAX_NAME, MAX_STR, MIN_VERSION, VERSION, decode_frame, encode_frame
+from ring.wirecodec import (MAX_ARRAY, MAX_FRAME, MAX_NAME, MAX_STR, MIN_VERSION, VERSION, decode_frame,
+                            encode_frame, frame_version)
 from ring.wirecodec import (  # the tables' names for them
     BOOL as _BOOL,
     FLOAT as _FLOAT,
@@ -214,6 +219,7 @@ __all__ = [
     "HandoffDone",
     "HostStarts",
     "LeaveRequest",
+    "RestartRequest",
     "ForgetRequest",
     "ForgetReply",
     "ForgetOutcome",
@@ -275,6 +281,10 @@ class MemberState(StrEnum):
     SUSPECT = "suspect"
     DEAD = "dead"
     LEFT = "left"
+    # A planned restart (ring.membership.restarts): its index, 4, is new in wire
+    # version 4; a peer of version 3 must be sent ALIVE in its place (it then
+    # probes the member and finds it dead, as before planned restarts).
+    RESTARTING = "restarting"
 
 
 class LeaseStatus(StrEnum):
@@ -506,6 +516,10 @@ class MemberStatus:
     # Not held, yet a majority vouches with rings its peer can read: hosts whose
     # owner did not change go on, moved hosts wait (ring.membership.hostgate).
     lease_open: bool = False  # added in wire version 4
+    # A member away for a planned restart (ring.membership.restarts): when its
+    # hold runs out in the answering peer's view, in epoch seconds (0: not
+    # restarting). Added in wire version 4, at the end.
+    back_by: float = 0.0
 
     @property
     def live(self) -> bool:
@@ -545,6 +559,7 @@ class MemberStatus:
                 "voters_joint": list(self.voters_joint), "voters_alive": self.voters_alive,
                 "voters_needed": self.voters_needed, "wire_version": self.wire_version or None,
                 "lease_open": self.lease_open,
+                "back_by": self.back_by or None,
                 # Voters that can fail while a majority of them stays alive (docs/membership.md).
                 "survives": max(0, self.voters_alive - self.voters_needed) if self.voters_needed else None,
                 "paused": self.paused, "config_epoch": self.config_epoch,
@@ -589,6 +604,17 @@ class HostStarts:
     ring: str
     sender: str
     starts: tuple[tuple[str, float], ...]  # (host, start), at most MAX_ARRAY
+
+
+@dataclass(frozen=True, slots=True)
+class RestartRequest:
+    """``python -m ring restart --id TARGET``: ask peer ``target`` to stop for a planned
+    restart (``ring.membership.restarts``): it keeps its hosts, and exits with
+    ``EXIT_RESTART`` for its service manager to start it again."""
+
+    ring: str
+    sender: str
+    target: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -899,7 +925,7 @@ class HostStateAck:
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
                 ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, SeedAddRequest,
-                SeedAddReply, Settings, SettingsRequest, SettingsReply, HostState, HostStateAck]
+                SeedAddReply, Settings, SettingsRequest, SettingsReply, HostState, HostStateAck, RestartRequest]
 
 # --------------------------------------------------------------------------
 # The tables: per record, its fields in dataclass order with their codecs
@@ -907,6 +933,7 @@ Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, 
 
 _STATES = tuple(MemberState)
 _STATE_CODE: dict[str, int] = {s: i for i, s in enumerate(_STATES)}  # a StrEnum is its str
+_RESTARTING = _STATE_CODE[MemberState.RESTARTING]  # 4: new in wire version 4
 
 
 def _state_out(v: Any) -> int:
@@ -915,6 +942,12 @@ def _state_out(v: Any) -> int:
     code = _STATE_CODE.get(v)
     if code is None:
         raise _Invalid(f"unknown state {v[:20]!r}")
+    if code == _RESTARTING and frame_version() < 4:
+        # Wire version 3 has no restarting state (ring.membership.restarts): to such a
+        # peer a restarting member is alive, and its own probes find it dead, as before
+        # planned restarts. Its ring then differs from the newer peers' until the member
+        # is back, and the lease lets only a side with a majority fetch: nothing twice.
+        return _STATE_CODE[MemberState.ALIVE]
     return code
 
 
@@ -999,6 +1032,7 @@ _MEMBER_STATUS = _Spec(
         _added("config_fingerprint", _UINT, since=4),
         _added("config_waiting", _BOOL, since=4),
         _added("lease_open", _BOOL, since=4),
+        _added("back_by", _FLOAT, since=4),  # a restarting member's hold (ring.membership.restarts)
     ),
 )
 
@@ -1213,6 +1247,11 @@ _SPECS += (
                           ("digests", _array_codec(_DIGEST, MAX_ARRAY))), since=4),
     _Spec(HostStateAck, 34, (("ring", _NAME), ("sender", _NAME), ("epoch", _UINT), ("seq", _UINT)), since=4),
 )
+
+# A planned restart (ring.membership.restarts): 37, a tool's request, a type of wire
+# version 4 (a peer of version 3 would drop it as an unknown type; the tool then says
+# the peer did not stop).
+_SPECS += (_Spec(RestartRequest, 37, (("ring", _NAME), ("sender", _NAME), ("target", _NAME)), since=4),)
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}
 _BY_CODE = {s.code: s for s in _SPECS}

@@ -23,6 +23,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     SettingsMismatch(...)    a starting peer's cluster.toml differs from the ring's: it stops (rule 11)
     SeedStarts(starts)       a previous owner's last request starts
     LeaveAsked(sender)       ``ring leave`` asked this peer to leave
+    RestartAsked(sender)     ``ring restart`` asked this peer to stop for a planned restart
     Reply(route, ForgetReply)  ``ring forget``: what this peer did (rule 8, ``ring.forgetting``)
     Reply(route, VoterReply)   ``ring voter``: what this peer did (rule 10, ``ring.voterwatch``)
     Reply(route, SettingsReply)  ``ring set|pause|resume``: what this peer did (rule 11, ``ring.epochwatch``)
@@ -158,6 +159,7 @@ from ring.actions import (
     Released,
     Rerouted,
     Reply,
+    RestartAsked,
     RingChanged,
     SeedStarts,
     SeedsAsked,
@@ -198,6 +200,7 @@ from ring.messages import (
     Ping,
     PingAck,
     PingReq,
+    RestartRequest,
     SeedAddRequest,
     SeedAddStatus,
     StatusReply,
@@ -235,6 +238,7 @@ __all__ = [
     "Released",
     "Rerouted",
     "Reply",
+    "RestartAsked",
     "RingChanged",
     "RingNode",
     "SeedStarts",
@@ -302,6 +306,7 @@ class RingNode:
         settings: ConfigEpoch | None = None,
         settings_port: SettingsPort | None = None,
         adopt_conflicts: bool = False,
+        restart_hold: float = 60.0,
     ) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
@@ -317,7 +322,8 @@ class RingNode:
             suspect_after=suspect_after, dead_after=dead_after, now=now, incarnation=incarnation,
             tombstone_ttl=tombstone_ttl, seed_grace=seed_grace, join_seeds=join_seeds,
             retransmit_mult=retransmit_mult,
-            lease=lease if lease is not None else dead_after / 2, resumed=resumed, voters=voters)
+            lease=lease if lease is not None else dead_after / 2, resumed=resumed, voters=voters,
+            restart_hold=restart_hold)
         # The start time as epoch: our batch numbers start a new channel each life.
         self.outbox = outbox if outbox is not None else Outbox(
             peer_id, ring_name, epoch=incarnation, max_age=batch_age, max_delay=max_batch_age,
@@ -339,6 +345,8 @@ class RingNode:
         self._now = now  # the ring's clock at the last call (what the settings' messages say of the lease)
         #: The moved hosts' state on its way to their new owners (``ring.statebox``, rule 13).
         self.statebox = StateBox(peer_id, ring_name, epoch=incarnation)
+        #: Stopping for a planned restart (ring.membership.restarts): announced, keeping our hosts.
+        self.restarting = False
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped,
                                 state=self.statebox)
@@ -381,8 +389,11 @@ class RingNode:
                 self.statebox.unsupported(dest)  # ring.statebox rule 7: an older build never acks
         return [Send(dest, msg) for dest, msg in self.statebox.messages(now)]
 
-    def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
-        """The answer to ``ring status`` (``ring.status``): full figures for us, gossiped ones for the others."""
+    def status_reply(self, nonce: int, figures: StatusFigures, *, now: float | None = None,
+                     wall: float | None = None) -> StatusReply:
+        """The answer to ``ring status`` (``ring.status``): full figures for us, gossiped ones for the
+        others (``now``, ``wall``: the ring's clock and the epoch time, for when a restarting member's
+        hold runs out)."""
         m = self.membership
         members = m.members()
         shares = m.ring(self.vnodes).shares()
@@ -395,8 +406,14 @@ class RingNode:
                       ring_version=max(0, m.ring_version), fingerprint=m.lease.ring if m.lease is not None else 0,
                       voters=m.voter_record, survival=m.survival(), settings=self.epochs.record,
                       settings_waiting=not self.epochs.confirmed)
+        back_by: dict[str, float] = {}
+        if now is not None and wall is not None:
+            for mid, rec in members.items():
+                until = m.restart_until(mid) if rec.state is MemberState.RESTARTING else None
+                if until is not None:
+                    back_by[mid] = max(0.0, wall + until - now)
         return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
-                            unheard=m.waiting_for())
+                            unheard=m.waiting_for(), back_by=back_by)
 
     def dropped_rows(self, extra: Mapping[str, int] | None = None) -> tuple[tuple[str, int], ...]:
         """Every drop counter, ours and the membership's, as the status reply carries them (at most MAX_DROPPED)."""
@@ -499,6 +516,19 @@ class RingNode:
         out += self._member_changes()
         out += self.handoff.check(now)
         return out
+
+    def restart(self, now: float) -> list[Action]:
+        """Announce a planned restart (``ring.membership.restarts``): we keep our hosts; keep
+        ticking until :meth:`announced` (or the driver's bound), then exit."""
+        if self.restarting or self.leaving:
+            return []
+        self.restarting = True
+        out: list[Action] = [Send(dest, msg) for dest, msg in self.membership.restart(now)]
+        return out + self._member_changes()
+
+    def announced(self) -> bool:
+        """Whether every live member has answered our restart's announce."""
+        return self.membership.announced()
 
     def flush(self, now: float) -> list[Action]:
         """Frames due now: URL batches (new, aged or resent) with the acks owed (``Outbox.messages``)."""
@@ -732,6 +762,13 @@ class RingNode:
         return [Log(logging.WARNING, f"leave requested by {msg.sender}: handing over and leaving the ring"),
                 LeaveAsked(msg.sender)]
 
+    def _on_restart_request(self, route: bytes, msg: RestartRequest, now: float) -> list[Action]:
+        if msg.target != self.peer_id:
+            return []
+        return [Log(logging.WARNING, f"restart requested by {msg.sender}: stopping for a planned restart; "
+                                     f"this peer keeps its hosts while it is away"),
+                RestartAsked(msg.sender)]
+
     def _on_forget_request(self, route: bytes, msg: ForgetRequest, now: float) -> list[Action]:
         """Rule 8: forget a dead (or left) member at an operator's word (``ring.forgetting``)."""
         out, forgotten = answer_forget(self.membership, self.peer_id, self.ring_name, route, msg, now)
@@ -789,6 +826,7 @@ class RingNode:
         HandoffDone: _on_handoff_done,
         HostStarts: _on_host_starts,
         LeaveRequest: _on_leave_request,
+        RestartRequest: _on_restart_request,
         ForgetRequest: _on_forget_request,
         Voters: _on_gossip,
         VoterRequest: _on_voter_request,

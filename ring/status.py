@@ -134,21 +134,26 @@ def own_row(me: Member, share: float, figures: StatusFigures, *, dropped: tuple[
         lease_open=bool(lease and lease.open and not lease.held))
 
 
-def gossiped_row(m: Member, share: float, heard: bool = True) -> MemberStatus:
+def gossiped_row(m: Member, share: float, heard: bool = True, back_by: float = 0.0) -> MemberStatus:
     """Another member's row, as its gossiped record says: its pages and forwarding counters
-    (``heard``: False for a listed peer's placeholder, never heard from)."""
+    (``heard``: False for a listed peer's placeholder, never heard from; ``back_by``: when a
+    restarting member's hold runs out here, in epoch seconds)."""
     return MemberStatus(
         id=m.id, address=m.address, state=MemberState(m.state), share=share, pages=m.pages, rate=0.0,
         frontier=0, hosts=0, forwarded_out=m.sent, forwarded_in=m.received, dns_hit_rate=0.0,
-        bloom_fill=0.0, uptime=0.0, heard=heard, wire_version=0)  # only a member says its version
+        bloom_fill=0.0, uptime=0.0, heard=heard, wire_version=0,  # only a member says its version
+        back_by=back_by)
 
 
 def status_reply(ring_name: str, peer_id: str, nonce: int, members: Mapping[str, Member],
                  shares: Mapping[str, float], own: MemberStatus,
-                 unheard: Collection[str] = ()) -> StatusReply:
+                 unheard: Collection[str] = (), back_by: Mapping[str, float] | None = None) -> StatusReply:
     """The answer to ``ring status``: ``own`` for us, gossiped rows for the others, by id
-    (``unheard``: listed peers not heard from yet)."""
-    rows = tuple(own if mid == peer_id else gossiped_row(m, shares.get(mid, 0.0), mid not in unheard)
+    (``unheard``: listed peers not heard from yet; ``back_by``: restarting members' holds'
+    ends, in epoch seconds)."""
+    back = back_by or {}
+    rows = tuple(own if mid == peer_id else gossiped_row(m, shares.get(mid, 0.0), mid not in unheard,
+                                                         back.get(mid, 0.0))
                  for mid, m in sorted(members.items()))
     return StatusReply(ring_name, peer_id, rows, nonce=nonce)
 

@@ -64,7 +64,7 @@ __all__ = ["VERSION", "MIN_VERSION", "BASE_VERSION", "VERSIONS", "MAX_FRAME", "M
            "name_codec", "uint", "boolean", "float_out", "float_in", "enum_codec", "pairs_out", "pairs_in",
            "seen_out", "seen_in", "start_out", "start_in", "array_codec", "counter_out", "counter_in",
            "busy_out", "busy_in", "record_codec", "NAME", "UINT", "BOOL", "FLOAT", "encode_frame",
-           "decode_frame"]
+           "decode_frame", "frame_version"]
 
 # 3: a Member record carries its page-budget grants (ring.membership.budget); a peer
 # of version 2 would read a 10-field record and could not know the caps.
@@ -88,6 +88,12 @@ MAX_UINT = 2**64 - 1
 
 #: The version of the frame being encoded or decoded (module docstring).
 _AT: ContextVar[int] = ContextVar("ring_wire_version", default=VERSION)
+
+
+def frame_version() -> int:
+    """The wire version of the frame being encoded or decoded now (:data:`VERSION` outside one):
+    for a value whose form, not its presence, differs between versions (a new enum member)."""
+    return _AT.get()
 
 # --------------------------------------------------------------------------
 # Field codecs

@@ -4,6 +4,7 @@
     python scripts/bench_membership.py --sizes 256 --loss 0.1
     python scripts/bench_membership.py --sizes 256 --loss 0.1 --breakdown   # start-up bytes by kind
     python scripts/bench_membership.py --death-and-return --sizes 16 160 512 --loss 0.01
+    python scripts/bench_membership.py --rolling-restart --sizes 16 160 512 --loss 0 0.01  # planned restarts
 
 Every peer is a seed (listed in cluster.toml), the config defaults (0.5 s
 rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
@@ -17,6 +18,17 @@ rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
   ``dead_after`` + two rounds;
 - a rolling start: the N peers start one by one over ``--rolling`` seconds;
   deaths of any peer (all are running or about to start) are false.
+
+``--rolling-restart`` runs another scenario instead (:func:`rolling_restart`):
+every peer of a converged ring stops for a planned restart
+(``ring.membership.restarts``), stays down ``--down`` seconds (longer than
+``dead_after``) and comes back as a new process that resumes (its own
+lease's grace); ``--at-once`` peers at a time (default: N / 16, so the
+whole ring restarts in 16 waves), one after another. It reports the ring
+changes the peers that were not restarting saw, the seconds those peers
+went without their lease (a ring-wide pause: what every host of theirs
+waits), and how long the restarting peers' own hosts waited (from the stop
+until the new process holds its lease: at most its own restart).
 
 Targets at 256 peers (docs/membership.md): <= 15 KB/s a peer, <= 20 MB start-up, 0
 false deaths in a 30 s rolling start, a death everywhere within dead_after +
@@ -42,6 +54,7 @@ import argparse
 import random
 import sys
 import time
+from typing import Any
 
 from ring.membership.protocol import Membership
 from ring.messages import MemberState
@@ -49,6 +62,7 @@ from ring.membership.sim import SimNet
 
 INTERVAL, SUSPECT_AFTER, DEAD_AFTER = 0.5, 2.0, 6.0
 RING = "bench"
+RESTART_HOLD = 60.0  # ring.restart_hold's default
 
 
 def ids(n: int) -> list[str]:
@@ -244,6 +258,102 @@ def print_death_and_return(args: argparse.Namespace) -> None:
                   f"| {r['death_med']:.1f} / {r['death_max']:.1f} | {r['back_med']:.1f} / {r['back_max']:.1f} "
                   f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f} | {cpu:.0f} |", flush=True)
 
+def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, at_once: int,
+                    observers: int = 64, planned: bool = True, steady: float = 20.0) -> dict[str, Any]:
+    """Every peer restarts (planned), ``at_once`` at a time: what the others and the owners waited.
+
+    ``planned=False``: each stop is silent (a crash, or a stop before planned restarts), for
+    comparison.
+
+    The others' lease is sampled every round on up to ``observers`` peers not
+    restarting at the time (every one of them at N <= observers); the
+    restarting peers' every tenth of a second.
+    """
+    net = SimNet(seed=seed, loss=loss, latency=0.2, interval=INTERVAL)
+    peers = ids(n)
+    seeds = [(p, f"tcp://10.0.{int(p[1:]) // 250}.{int(p[1:]) % 250}:5701") for p in peers]
+    resumed: set[str] = set()
+
+    def make(pid: str):
+        def build(now: float) -> Membership:
+            return Membership(
+                pid, f"tcp://10.0.{int(pid[1:]) // 250}.{int(pid[1:]) % 250}:5701", 1.0, RING,
+                seeds=seeds, gossip_interval=INTERVAL, suspect_after=SUSPECT_AFTER,
+                dead_after=DEAD_AFTER, now=now, incarnation=1_700_000_000_000 + int(now * 1000),
+                rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease, resumed=pid in resumed,
+                restart_hold=RESTART_HOLD)
+        return build
+
+    rng = random.Random(seed)
+    for p in peers:
+        net.add(p, make(p), rng.random() * INTERVAL)
+    net.run_until(INTERVAL)
+    if net.run_until_converged(limit=120.0, step=1.0) < 0:
+        raise SystemExit(f"{n} peers did not converge")
+    net.run_for(2 * lease * 1.25)  # every lease held
+    quiet0, q0 = dict(net.sent), net.now
+    net.run_for(steady)  # the same ring with nobody restarting, to compare the bytes
+    quiet = [(net.sent[p] - quiet0.get(p, 0)) / (net.now - q0) for p in peers]
+    net.events.clear()
+    sent0, t0, why0 = dict(net.sent), net.now, dict(net.why)
+    moved = 0  # ring changes the peers that were not restarting saw
+    order = peers[:]
+    rng.shuffle(order)
+    others_paused = 0.0  # peer-seconds a non-restarting observer held no lease
+    worst_other = 0.0  # the longest such pause of one peer
+    owner_waits: list[float] = []
+    paused_since: dict[str, float] = {}
+    for k in range(0, n, at_once):
+        wave = order[k:k + at_once]
+        stopped = net.now
+        before = {p: (net.peers[p], net.peers[p].ring_version) for p in peers if p not in wave}
+        for p in wave if planned else ():
+            net.announce_restart(p)
+        for _ in range(8 if planned else 0):  # the peer's announce wait (peer.engine.crawler.ANNOUNCE_ROUNDS, more)
+            if all(net.peers[p].announced() for p in wave):
+                break
+            net.run_for(INTERVAL)
+        for p in wave:
+            net.crash(p)
+        back_at = stopped + down
+        resumed.update(wave)
+        waiting = set(wave)
+        started = False
+        while waiting and net.now - stopped < down + 60.0:
+            if not started and net.now >= back_at:
+                for p in wave:
+                    net.restart(p)
+                started = True
+            net.run_for(INTERVAL / 5)
+            real = net.now
+            if started:
+                for p in list(waiting):
+                    st = net.peers[p].lease_state(real) if p in net.up else None
+                    if st is not None and st.held:
+                        owner_waits.append(real - stopped)
+                        waiting.discard(p)
+            others = [p for p in peers if p not in wave]
+            sample = others if len(others) <= observers else \
+                random.Random(int(real * 10)).sample(others, observers)
+            for p in sample:
+                st = net.peers[p].lease_state(real)
+                if st is not None and not st.held:
+                    since = paused_since.setdefault(p, real)
+                    worst_other = max(worst_other, real - since)
+                    others_paused += INTERVAL / 5 * (len(others) / len(sample))
+                else:
+                    paused_since.pop(p, None)
+        owner_waits += [float("inf")] * len(waiting)
+        moved += sum(1 for p, (m, v) in before.items() if net.peers[p] is m and m.ring_version != v)
+    elapsed = net.now - t0
+    per_peer = [(net.sent[p] - sent0.get(p, 0)) / elapsed for p in peers]
+    deaths = sum(1 for e in net.events if e.event.state is MemberState.DEAD and e.event.id != e.at_peer)
+    why = {k: v - why0.get(k, 0) for k, v in net.why.items() if v > why0.get(k, 0)}
+    return dict(n=n, loss=loss, at_once=at_once, elapsed=elapsed, others_paused=others_paused,
+                worst_other=worst_other, owner_mean=sum(owner_waits) / len(owner_waits),
+                owner_max=max(owner_waits), moved=moved, deaths=deaths,
+                mean=sum(per_peer) / n, max=max(per_peer), quiet=sum(quiet) / n, why=why)
+
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -261,10 +371,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="--death-and-return: seconds the peer is down (default 12, past dead_after)")
     ap.add_argument("--breakdown", action="store_true",
                     help="the cold start's bytes by message type and what it answered")
+    ap.add_argument("--rolling-restart", action="store_true",
+                    help="instead: a planned restart of every peer, one wave after another")
+    ap.add_argument("--down", type=float, default=2 * DEAD_AFTER,
+                    help="seconds each restarting peer is down (default 2 x dead_after)")
+    ap.add_argument("--at-once", type=int, default=0,
+                    help="peers restarting at a time (default: N / 16, at least 1)")
+    ap.add_argument("--unplanned", action="store_true",
+                    help="with --rolling-restart: each peer stops silently (a crash), for comparison")
     args = ap.parse_args(argv)
     if args.death_and_return:
         print_death_and_return(args)
         return 0
+    if args.rolling_restart:
+        return _restarts(args)
     bound = DEAD_AFTER + 2 * INTERVAL
     print(f"200 ms one way; rounds {INTERVAL} s, suspect_after {SUSPECT_AFTER} s, "
           f"dead_after {DEAD_AFTER} s; death bound {bound} s; rolling start {args.rolling:g} s")
@@ -291,6 +411,36 @@ def main(argv: list[str] | None = None) -> int:
                 print("    start-up bytes: " + ", ".join(
                     f"{kind} answering {cause} {b / 1e6:.2f} MB ({b / total:.0%})"
                     for (kind, cause), b in parts if b >= total / 200), flush=True)
+    return 0
+
+
+def _restarts(args: argparse.Namespace) -> int:
+    """The ``--rolling-restart`` table (:func:`rolling_restart`)."""
+    print(f"200 ms one way; rounds {INTERVAL} s, dead_after {DEAD_AFTER} s, lease {args.lease} s, "
+          f"restart_hold {RESTART_HOLD} s; each peer down {args.down:g} s"
+          + ("; UNPLANNED: each stop silent" if args.unplanned else ""))
+    print("| N | loss | at once | ring changes at the others | others without a lease: peer-s / "
+          "longest s | restarting owner's hosts wait s (mean / max) | deaths | KB/s a peer (mean / max; "
+          "nobody restarting) | simulated s | CPU s |")
+    print("|---|---|---|---|---|---|---|---|---|---|")
+    for n in args.sizes:
+        for loss in args.loss:
+            t0 = time.process_time()
+            at_once = args.at_once or max(1, n // 16)
+            r = rolling_restart(n, loss, args.seed, args.lease or DEAD_AFTER / 2, args.down, at_once,
+                                planned=not args.unplanned)
+            print(f"| {n} | {loss:.0%} | {at_once} | {r['moved']:.0f} | {r['others_paused']:.1f} / "
+                  f"{r['worst_other']:.1f} | {r['owner_mean']:.1f} / {r['owner_max']:.1f} | {r['deaths']:.0f} "
+                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f}; {r['quiet'] / 1000:.2f} | {r['elapsed']:.0f} "
+                  f"| {time.process_time() - t0:.0f} |", flush=True)
+            if args.breakdown:
+                why = r["why"]
+                assert isinstance(why, dict)
+                total = sum(why.values())
+                print("    bytes while restarting: " + ", ".join(
+                    f"{kind} answering {cause} {b / 1e6:.2f} MB ({b / total:.0%})"
+                    for (kind, cause), b in sorted(why.items(), key=lambda kv: -kv[1]) if b >= total / 100),
+                    flush=True)
     return 0
 
 

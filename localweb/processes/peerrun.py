@@ -258,7 +258,9 @@ async def crawl_to_files(crawler: Any, out: Path, err: Path) -> int:
             f.write(traceback.format_exc())
         return 1
     out.write_text(summary.render() + "\n")
-    return 0
+    from peer.errors import EXIT_RESTART
+
+    return EXIT_RESTART if getattr(crawler, "exit_for_restart", False) else 0
 
 
 def run_in_process(toml: Path, *, timeout: float = 60.0, stop_when: Callable[[], bool] | None = None,

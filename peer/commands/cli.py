@@ -27,7 +27,7 @@ from typing import Any
 
 from peer.core.config.cluster import ClusterConfig
 from peer.state.configfile import load_config
-from peer.errors import EXIT_STORAGE, EXIT_USAGE, PeerError, StorageError, user_error
+from peer.errors import EXIT_RESTART, EXIT_STORAGE, EXIT_USAGE, PeerError, StorageError, user_error
 
 #: Exit status of a crawl whose results file went away under it.
 EXIT_LOST = 1
@@ -67,7 +67,8 @@ def _parser() -> argparse.ArgumentParser:
             "in one line: pass --resume or --fresh.\n"
             "Exit statuses (one meaning each; docs/operations.md, Exit statuses):\n"
             "  0  the crawl ended: done, max_pages, left the ring, or SIGINT/SIGTERM after a\n"
-            "     clean stop (results flushed and checkpointed, stats.json written)\n"
+            "     clean stop (results flushed and checkpointed, stats.json written; in a ring,\n"
+            "     without --leave, a planned restart: the ring keeps its hosts for it)\n"
             "  1  the results file or data directory was deleted or replaced under the peer\n"
             "  2  a usage or config error, or a peer that cannot start (its port in use,\n"
             "     damaged crawl state, a results file held open, an earlier crawl to resume)\n"
@@ -76,6 +77,8 @@ def _parser() -> argparse.ArgumentParser:
             "  4  storage failed while the crawl ran: a write under data_dir was refused (a\n"
             "     disk gone read-only or full, an I/O error); one line names the file and the\n"
             "     system's reason; start again with the same command once the disk is fixed\n"
+            "  75 stopped for a planned restart by `ringcrawl-ring restart`: the service manager\n"
+            "     starts it again (the ring keeps its hosts for it for ring.restart_hold)\n"
             "  other: a bug, with its traceback (please report it); -9 / 137: killed"
         ),
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -122,7 +125,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="on SIGTERM, leave the ring gracefully: hand the queued and fetched "
                         "URLs of this peer's hosts to their new owners, then exit 0 "
                         "(same as `python -m ring leave --id ID`); without it SIGTERM stops "
-                        "this peer and the others take its hosts when it is declared dead")
+                        "this peer for a planned restart: the others keep its hosts for it for "
+                        "ring.restart_hold seconds, then take them when it is declared dead")
     p.add_argument("--progress", metavar="SECONDS", type=float, default=5.0,
                    help="seconds between progress lines on stderr (default 5)")
     p.add_argument("--log-level", metavar="LEVEL", default="INFO",
@@ -308,6 +312,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                          f"({', '.join(others)}) say why in their last line")
         print(f"error: {cause}", file=sys.stderr)
         return EXIT_NOTHING
+    if crawler.exit_for_restart:
+        # `ringcrawl-ring restart`: the service manager starts us again (ring.membership.restarts).
+        return EXIT_RESTART
     return 0
 
 
@@ -578,6 +585,15 @@ async def _crawl(crawler, leave_on_term: bool = False, solo: bool = False,  # ty
                         "SIGTERM: leaving the ring; handing this peer's hosts over "
                         "(signal again to stop without waiting)")
                     crawler.leave()
+                elif stops == 1 and not solo:
+                    # A stop without --leave says it will be back (ring.membership.restarts):
+                    # the others keep its hosts for it, unprobed, for ring.restart_hold.
+                    logging.getLogger("peer").warning(
+                        "%s: stopping for a planned restart; in-flight fetches get a few seconds, "
+                        "results are flushed, and the ring keeps this peer's hosts for it for %gs "
+                        "(ring.restart_hold; signal again to cancel the fetches now)",
+                        signal.Signals(signum).name, crawler.cfg.ring.restart_hold)
+                    crawler.restart()
                 elif stops == 1 or (leave_on_term and stops == 2):
                     logging.getLogger("peer").warning(
                         "%s: stopping; in-flight fetches get a few seconds, results are flushed "

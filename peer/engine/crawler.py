@@ -148,8 +148,8 @@ from peer.core.door.settings import decode_doc
 from peer.state.settingsfile import read_settings, write_settings
 from peer.state.voterfile import read_voters, write_voters
 from ring.addresses import bind_address
-from ring.actions import (Granted, Log, Released, Reply, Send, SettingsChanged, SettingsMismatch, StatusAsked,
-                          VotersChanged)
+from ring.actions import (Granted, Log, Released, Reply, RestartAsked, Send, SettingsChanged, SettingsMismatch,
+                          StatusAsked, VotersChanged)
 from ring.messages import SeedAddReply, SeedAddRequest
 from ring.membership.budget import grants_to_counters
 from ring.status import StatusFigures
@@ -166,6 +166,11 @@ STOP_GRACE = 5.0
 RECOVER_BATCH = 10_000
 #: The stop reasons after which a ring peer lingers (see ``_crawl``).
 _LINGER_AFTER = (StopReason.CLUSTER_DONE, StopReason.LEFT, StopReason.MAX_PAGES)
+#: Gossip rounds a peer stopping for a planned restart waits, at most, for every live
+#: member to answer its announce (ring.membership.restarts rule 1): each round it asks
+#: again those that did not. A member still silent then is unreachable: it finds us
+#: dead as it would any silent peer.
+ANNOUNCE_ROUNDS = 4
 
 
 class FetchPort(Protocol):
@@ -223,6 +228,11 @@ class Crawler:
         #: The WARC files ([warc] enabled; peer/engine/archive.py), opened by run().
         self.archive: Archive | None = None
         self._workers: trio.Nursery | None = None
+        #: Why a stop is a planned restart (``ring.membership.restarts``): "" (none), "signal"
+        #: (a stop without --leave) or "ring restart" (``ring restart``: exit EXIT_RESTART).
+        self.restart_reason = ""
+        #: ``ring restart`` asked: exit with ``peer.errors.EXIT_RESTART`` for the service manager to start us again.
+        self.exit_for_restart = False
         # In a ring of several peers the core joins a ring node and the
         # sockets serve it; alone, every host is ours and there is neither.
         self._cluster = cluster
@@ -269,6 +279,7 @@ class Crawler:
             Warn: lambda e: log.warning("%s", e.text),
             # Done by the core already (a requeue, a hand-off released): for the record.
             Requeued: _nothing, Released: _nothing,
+            RestartAsked: self._restart_asked,
             Refused: _nothing,  # counted by the core (peer.core.crawl.decisions.Reason)
         }, awaiting=(Reply, StatusAsked))
 
@@ -360,6 +371,18 @@ class Crawler:
         self.stop()
         if self._workers is not None:
             self._workers.cancel_scope.cancel()
+
+    def restart(self, why: str = "signal") -> None:
+        """Stop for a planned restart (``ring.membership.restarts``): fetch nothing more, then
+        tell every live member we keep our hosts and will be back; alone, or leaving: just stop."""
+        if not self.restart_reason and not self.peer.leaving:
+            self.restart_reason = why
+        self.stop()
+
+    def _restart_asked(self, e: RestartAsked) -> None:
+        if not self.peer.leaving:
+            self.exit_for_restart = True
+        self.restart(f"ring restart by {e.sender}")
 
     def leave(self) -> None:
         """Leave the ring gracefully: hand everything over, then stop (alone: just stop)."""
@@ -485,7 +508,9 @@ class Crawler:
                 if peer.stopping and self.in_flight:
                     workers.cancel_scope.deadline = trio.current_time() + STOP_GRACE
             self._flush_pid()
-            if sockets is not None and self.summary.stop_reason in _LINGER_AFTER:
+            if sockets is not None and self.restart_reason and not peer.leaving:
+                await self._announce_restart()
+            elif sockets is not None and self.summary.stop_reason in _LINGER_AFTER:
                 # Keep gossiping "idle, done" for a few rounds so every
                 # peer sees the same stable counters before we vanish;
                 # otherwise a peer a round behind would see us die, its
@@ -504,6 +529,22 @@ class Crawler:
         while disk.recovering():
             self._apply(disk.drain_recovered(self.clock(), RECOVER_BATCH))
             await trio.sleep(0)
+
+    async def _announce_restart(self) -> None:
+        """Rule 1 of ``ring.membership.restarts``: with our state durable, say we will be back,
+        and wait (at most ``ANNOUNCE_ROUNDS`` rounds) until every live member has heard it."""
+        self.durability.commit()  # what the journal holds so far, on disk before the announce
+        async with self._turn:
+            self._apply(self.peer.restart(self.clock()))
+        with trio.move_on_after(ANNOUNCE_ROUNDS * self.cfg.ring.gossip_interval):
+            while not self.peer.announced():
+                await trio.sleep(self.cfg.ring.gossip_interval / 4)
+        waiting = self.peer.restart_waiting()
+        if waiting:
+            log.warning("planned restart: %s did not answer the announce; they will find this peer "
+                        "dead after dead_after", ", ".join(waiting))
+        log.info("planned restart (%s): every live member keeps this peer's hosts for it for %gs "
+                 "(ring.restart_hold)", self.restart_reason, self.cfg.ring.restart_hold)
 
     async def _run_for(self, seconds: float) -> None:
         """``revisit.run_for``: a continuous crawl stops after that many seconds."""

@@ -135,7 +135,8 @@ class RingFace:
     def status(self, e: StatusAsked) -> Awaitable[None]:
         assert self.sockets is not None
         figures = StatusFigures.of(self._status(), self.sockets.uptime())
-        return self.sockets.reply(e.route, self._peer.status_reply(e.nonce, figures))
+        return self.sockets.reply(e.route, self._peer.status_reply(e.nonce, figures, now=self._clock(),
+                                                                   wall=time.time()))
 
     def log_line(self, e: Log) -> None:
         log.log(e.level, "%s", e.text, extra=e.extra())

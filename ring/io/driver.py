@@ -46,6 +46,7 @@ from ring.node import (
     Released,
     Reply,
     Rerouted,
+    RestartAsked,
     RingChanged,
     RingNode,
     SeedStarts,
@@ -201,6 +202,9 @@ class RingDriver:
     def _do_leave_asked(self, a: LeaveAsked) -> None:
         self.crawl.leave()
 
+    def _do_restart_asked(self, a: RestartAsked) -> None:
+        pass  # a bare member has no crawl to stop nor a service manager to start it again: it goes on
+
     def _do_status(self, a: StatusAsked) -> Awaitable[None]:
         figures = StatusFigures.of(self.crawl.status_figures(), self.sockets.uptime())
         return self.sockets.reply(a.route, self.node.status_reply(a.nonce, figures))
@@ -248,6 +252,7 @@ class RingDriver:
         Released: _do_released,
         SeedStarts: _do_seed_starts,
         LeaveAsked: _do_leave_asked,
+        RestartAsked: _do_restart_asked,
         StatusAsked: _do_status,
         Count: _do_count,
         Log: _do_log,

@@ -175,8 +175,8 @@ def held_by_gone(max_pages: int, voters: Collection[str], members: Mapping[str, 
     for mid, m in members.items():
         if mid == peer_id or cap[mid] - m.pages <= 0:
             continue
-        if m.state in _LIVE:
-            return []  # a live member still holds some: it spends it, or grants it when idle
+        if m.state in _LIVE or m.state is MemberState.RESTARTING:
+            return []  # a live (or restarting) member still holds some: it spends it, or grants it when idle
         if mid in gone:
             holders.append(mid)
     return sorted(holders)

@@ -41,6 +41,9 @@ def retransmit_limit(n: int, mult: int) -> int:
     return max(1, mult * math.ceil(math.log10(n + 1)))
 
 
+#: States of a receiver its own record goes along to (it refutes them if it is running).
+_TOLD = frozenset((MemberState.SUSPECT, MemberState.DEAD, MemberState.RESTARTING))
+
 class PiggybackQueue:
     """Member id -> transmissions so far of its current record (mutable).
 
@@ -89,10 +92,11 @@ class PiggybackQueue:
 
     def updates(self, me: Member, to: str, members: Mapping[str, Member]) -> tuple[Member, ...]:
         """What a probe message to ``to`` carries: ``me`` (our own record), ``to``'s if we hold
-        it suspect or dead, and the queued records sent least (:meth:`take`: counted as sent)."""
+        it suspect, dead or restarting (so a member that is running refutes), and the queued
+        records sent least (:meth:`take`: counted as sent)."""
         recs = [me]
         m = members.get(to)
-        if m is not None and (m.state is MemberState.SUSPECT or m.state is MemberState.DEAD):
+        if m is not None and m.state in _TOLD:
             recs.append(m)
         if self._sent:
             room = min(PIGGYBACK, MAX_UPDATES - len(recs))

@@ -27,6 +27,8 @@ splits ``state.go``, ``suspicion.go``, ``queue.go``):
                           back at a restart
 - ``ring.membership.budget``         the page budget: each member's cap of ``max_pages``,
                           moved between members by the grants in their records
+- ``ring.membership.restarts``       planned restarts: the announce, and the holds that
+                          keep a restarting member's hosts its own
 
 The driver calls :meth:`Membership.tick` every ``gossip_interval`` and
 :meth:`Membership.receive` for each decoded message, and sends the
@@ -106,6 +108,7 @@ from ring.membership.records import (
     LIVE,
     MAX_INCARNATION,
     MAX_WEIGHT,
+    RESTARTING,
     SUSPECT,
     ChangeReason,
     IllegalTransition,
@@ -115,6 +118,7 @@ from ring.membership.records import (
     next_state,
     usable,
 )
+from ring.membership.restarts import Announce, RestartHolds
 from ring.membership.swim import ProbeStep, Prober, Suspicions, SuspicionStep
 from ring.membership.termination import TerminationDetector
 from ring.membership.view import View
@@ -140,7 +144,7 @@ class Membership:
     __slots__ = (
         "self_id", "ring_name", "dropped", "_reconnect_every", "_indirect", "_rng", "_start", "_view",
         "_members", "_unheard", "_queue", "_ticks", "_term", "_sorted", "_prober", "_repairs",
-        "stalled", "_leases", "_voting",
+        "stalled", "_leases", "_voting", "_announce",
     )
 
     def __init__(
@@ -167,6 +171,7 @@ class Membership:
         lease: float | None = None,
         resumed: bool = False,
         voters: VoterRecord | None = None,
+        restart_hold: float = 60.0,
     ) -> None:
         if not self_id or not ring_name:
             raise ValueError("self_id and ring_name must be non-empty")
@@ -204,7 +209,8 @@ class Membership:
             Member(self_id, address, incarnation, ALIVE, float(weight)), seeds,
             queue=PiggybackQueue(retransmit_mult),
             suspicions=Suspicions(gossip_interval, suspect_after, dead_after),
-            dropped=self.dropped, tombstone_ttl=tombstone_ttl, max_members=max_members)
+            dropped=self.dropped, tombstone_ttl=tombstone_ttl, max_members=max_members,
+            holds=RestartHolds(restart_hold))
         if voters is not None and voters.version > view.voters.version:
             view.set_voters(voters)  # as this peer last held it (on disk): never an older one
         # The view's own dict, set and queue (never replaced): read on every message.
@@ -221,6 +227,8 @@ class Membership:
             held.resumed(now)
         self._leases = LeaseKeeper(self_id, held, view, now)
         self._voting = VoterKeeper(self_id, ring_name, view, self._leases, self.dropped)
+        #: Our planned restart's announce (``ring.membership.restarts`` rule 1); None: not restarting.
+        self._announce: Announce | None = None
 
     # -- views ------------------------------------------------------------------
 
@@ -400,6 +408,44 @@ class Membership:
         self._view.put(left, now, ChangeReason.LEFT)
         return self._to_live(Leave(self.ring_name, self.self_id, me.incarnation))
 
+    # -- a planned restart (ring.membership.restarts) ------------------------------
+
+    def restart(self, now: float) -> list[tuple[str, Message]]:
+        """Mark ourselves restarting (rule 1); the announce to every live member.
+
+        Keep calling :meth:`tick` until :meth:`announced` (or the driver's
+        bound): each round the announce goes again to those that did not answer.
+        """
+        me = self.me
+        new = replace(me, state=next_state(me.state, LocalEvent.RESTART), heartbeat=me.heartbeat + 1)
+        self._view.put(new, now, ChangeReason.RESTARTING)
+        self._announce = Announce()
+        return self._announcing(now)
+
+    def announced(self) -> bool:
+        """Whether every live member has answered our restart's announce."""
+        return self._announce is not None and not self.restart_waiting()
+
+    def restart_waiting(self) -> list[str]:
+        """The live members that have not answered our restart's announce yet (all, before it)."""
+        live = [mid for mid, m in self._members.items() if m.state in LIVE and mid != self.self_id]
+        return self._announce.waiting(live) if self._announce is not None else sorted(live)
+
+    def restart_until(self, member: str) -> float | None:
+        """When ``member``'s restart hold runs out here (our clock); None unless it is restarting."""
+        return self._view.holds.until(member)
+
+    def _announcing(self, now: float) -> list[tuple[str, Message]]:
+        """The announce (a ping with our restarting record) to each live member not answered yet."""
+        announce = self._announce
+        assert announce is not None
+        out: list[tuple[str, Message]] = []
+        for mid in self.restart_waiting():
+            seq = self._prober.next_seq()
+            announce.sent(seq, mid)
+            out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, (self.me,))))
+        return out
+
     # -- driving ----------------------------------------------------------------
 
     def tick(self, now: float) -> list[tuple[str, Message]]:
@@ -407,6 +453,10 @@ class Membership:
         self._ticks += 1
         me = self.me
         self._view.put(replace(me, heartbeat=me.heartbeat + 1), now)
+        if me.state is RESTARTING:
+            # About to exit (ring.membership.restarts rule 1): the announce, and
+            # nothing else; our probes and timers would judge a ring we leave.
+            return self._announcing(now)
         out: list[tuple[str, Message]] = []
         verdicts = self._timers(now, out)
         self._prober.expire_relays(now)
@@ -523,8 +573,8 @@ class Membership:
             # Push-pull: answer only what beats the sender's.
             newer = answer_pull(self.digest().members, msg.members)
             return [(msg.sender, Digest(self.ring_name, self.self_id, newer))]
-        # A sender we hold suspect or dead must learn it, to refute (rule 4).
-        if s.state is SUSPECT or s.state is DEAD:
+        # A sender we hold suspect, dead or restarting must learn it, to refute (rule 4).
+        if s.state is SUSPECT or s.state is DEAD or s.state is RESTARTING:
             return [(msg.sender, Digest(self.ring_name, self.self_id, (self.me, s)))]
         return []
 
@@ -596,6 +646,8 @@ class Membership:
         for r in msg.updates:
             self._view.merge(r, now, True, msg.sender)
         self._contact()
+        if self._announce is not None and self._announce.acked(msg.seq, msg.sender):
+            return []  # an answer to our restart's announce (ring.membership.restarts rule 1)
         if msg.target == msg.sender:
             self._leases.acked(msg.seq, msg.sender, msg.vouch, msg.recent, msg.settle_ms)
         relay = self._prober.acked(msg.seq, msg.target, msg.sender)
@@ -683,6 +735,11 @@ class Membership:
                 verdicts.append(dead)
             else:
                 out.append((m.id, self._untimed_ping(m.id, now)))
+        for m in self._view.holds.due(now, members):
+            # Not back within restart_hold (ring.membership.restarts rule 3): dead, as any silent member.
+            dead = replace(m, state=next_state(m.state, LocalEvent.HOLD_OVER))
+            self._view.put(dead, now, ChangeReason.NOT_BACK)
+            verdicts.append(dead)
         return verdicts
 
 

@@ -7,11 +7,14 @@ converge)::
 
     key = (incarnation, FINAL[state], SOFT[state], heartbeat)   greater wins;
                                                                 ties: the rest
-    state     FINAL  SOFT   meaning
-    alive       0     0     answers probes
-    suspect     0     1     "no answer since this heartbeat"
-    dead        1     0     a suspicion not refuted in time: owns no hosts
-    left        2     0     announced a graceful leave: owns no hosts
+    state       FINAL  SOFT   meaning
+    alive         0     0     answers probes
+    suspect       0     1     "no answer since this heartbeat"
+    restarting    0     2     announced a planned restart: keeps its hosts,
+                              is not probed until its hold runs out
+                              (ring.membership.restarts)
+    dead          1     0     a suspicion not refuted in time: owns no hosts
+    left          2     0     announced a graceful leave: owns no hosts
 
     rule                                              why
     1 higher incarnation wins, whatever the states    a restarted peer (its start
@@ -22,22 +25,27 @@ converge)::
                                                       a crash
     3 same incarnation: suspect beats alive,          SWIM's order: only its subject clears
       whatever the heartbeats; one state: the         a suspicion. Heartbeats travel with
-      higher heartbeat wins                           the subject's own messages, so a peer
-                                                      that suspects holds an older one than
-                                                      others: with "newer heartbeat wins"
-                                                      any stale copy undid the suspicion
+      higher heartbeat wins; restarting beats         the subject's own messages, so a peer
+      both (only its subject says it, and a           that suspects holds an older one than
+      suspicion begun as it stopped must not          others: with "newer heartbeat wins"
+      undo it), and dead beats it (its hold ran       any stale copy undid the suspicion
+      out: it dies as any silent member)
     4 a record about *us* that beats our own is       the SWIM refutation; we never
       refuted: incarnation := its incarnation + 1     adopt a verdict on ourselves
 
 Local events (anything else raises :class:`IllegalTransition`, our bug)::
 
-    from     event          to       when
-    alive    probe_timeout  suspect  no ack, direct or indirect, suspect_after after a ping
-    suspect  dead_timer     dead     not refuted dead_after after the ping (backup:
-                                     dead_after + interval * ceil(log2 N) after hearing it)
-    alive    leave          left     leave(): self only, once
-    alive    refute         alive    rule 4 (self only)
-    left     refute         left     rule 4 while handing off after a leave
+    from        event          to          when
+    alive       probe_timeout  suspect     no ack, direct or indirect, suspect_after after a ping
+    suspect     dead_timer     dead        not refuted dead_after after the ping (backup:
+                                           dead_after + interval * ceil(log2 N) after hearing it)
+    alive       leave          left        leave(): self only, once
+    alive       restart        restarting  restart(): self only, once (a planned restart)
+    restarting  hold_over      dead        not back restart_hold after we first held it
+                                           restarting (ring.membership.restarts)
+    alive       refute         alive       rule 4 (self only)
+    left        refute         left        rule 4 while handing off after a leave
+    restarting  refute         restarting  rule 4 while announcing a restart
 
 Every change of a member's state in a peer's view (and a restart) is also an
 event, :class:`MemberEvent` (who, the new state, :class:`ChangeReason`), for
@@ -64,6 +72,8 @@ __all__ = [
     "DEAD",
     "LEFT",
     "LIVE",
+    "OWNERS",
+    "RESTARTING",
     "FINAL",
     "SOFT",
     "MAX_INCARNATION",
@@ -81,18 +91,24 @@ __all__ = [
     "usable",
 ]
 
-ALIVE, SUSPECT, DEAD, LEFT = (
+ALIVE, SUSPECT, DEAD, LEFT, RESTARTING = (
     MemberState.ALIVE,
     MemberState.SUSPECT,
     MemberState.DEAD,
     MemberState.LEFT,
+    MemberState.RESTARTING,
 )
 LIVE = frozenset((ALIVE, SUSPECT))
-"""States that own hosts: a suspect keeps its hosts until declared dead, so a
-lost packet or two never moves hosts (SWIM's reason for suspicion)."""
+"""States that answer probes (and are probed, and sent to): a suspect keeps
+its hosts until declared dead, so a lost packet or two never moves hosts
+(SWIM's reason for suspicion)."""
+OWNERS = frozenset((ALIVE, SUSPECT, RESTARTING))
+"""States that own hosts, what the hash ring is built of: the live ones, and a
+member away for a planned restart (``ring.membership.restarts``), whose
+hosts wait for it with no ring change."""
 
-FINAL = {ALIVE: 0, SUSPECT: 0, DEAD: 1, LEFT: 2}
-SOFT = {ALIVE: 0, SUSPECT: 1, DEAD: 0, LEFT: 0}
+FINAL = {ALIVE: 0, SUSPECT: 0, RESTARTING: 0, DEAD: 1, LEFT: 2}
+SOFT = {ALIVE: 0, SUSPECT: 1, RESTARTING: 2, DEAD: 0, LEFT: 0}
 MAX_INCARNATION = 2**64 - 2  # a claim at 2**64-1 could not be refuted on the wire
 REFUTABLE = MAX_INCARNATION - 2**32
 """Highest incarnation a record about a member may carry when another peer
@@ -115,6 +131,8 @@ class LocalEvent(StrEnum):
     DEAD_TIMER = "dead_timer"
     LEAVE = "leave"
     REFUTE = "refute"
+    RESTART = "restart"
+    HOLD_OVER = "hold_over"
 
 
 class ChangeReason(StrEnum):
@@ -126,6 +144,8 @@ class ChangeReason(StrEnum):
     REFUTED = "refuted"  # a suspect or dead member proved alive (it, or we about us)
     RESTARTED = "restarted"  # a live member came back at a higher incarnation
     LEFT = "left"  # announced a graceful leave
+    RESTARTING = "restarting"  # announced a planned restart: its hosts wait for it
+    NOT_BACK = "not_back"  # restarting, and not back within restart_hold: dead
     EXPIRED = "expired"  # a tombstone outlived tombstone_ttl and was forgotten
 
 
@@ -147,6 +167,9 @@ _EVENTS: dict[tuple[MemberState, LocalEvent], MemberState] = {
     (ALIVE, LocalEvent.LEAVE): LEFT,
     (ALIVE, LocalEvent.REFUTE): ALIVE,
     (LEFT, LocalEvent.REFUTE): LEFT,
+    (ALIVE, LocalEvent.RESTART): RESTARTING,
+    (RESTARTING, LocalEvent.HOLD_OVER): DEAD,
+    (RESTARTING, LocalEvent.REFUTE): RESTARTING,
 }
 
 

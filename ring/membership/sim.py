@@ -83,6 +83,13 @@ class SimNet:
         """A new process for ``pid`` from its factory, now."""
         self._push(self.now, _TICK, ("start", pid))
 
+    def announce_restart(self, pid: str) -> None:
+        """``pid`` announces a planned restart now (``ring.membership.restarts``); it keeps
+        running (and asking again each round) until the caller :meth:`crash` es it."""
+        m = self.peers[pid]
+        self._send(pid, m.restart(self.now), "restart")
+        self._log(pid, m)
+
     def partition(self, *groups: Iterable[str]) -> None:
         self.groups = [set(g) for g in groups]
 

@@ -38,7 +38,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ring.messages import Member
-from ring.membership.records import DEAD, LIVE
+from ring.membership.records import DEAD, LIVE, RESTARTING
 
 __all__ = ["TerminationDetector"]
 
@@ -102,6 +102,11 @@ class TerminationDetector:
             if m.state is not DEAD:
                 sent += m.sent
                 received += m.received
+            if m.state is RESTARTING:
+                # Away for a planned restart (ring.membership.restarts): its hosts and
+                # queued URLs wait for it, so the crawl is not over.
+                self._snapshot = None
+                return False
             if m.state in LIVE:
                 if not m.idle:
                     self._snapshot = None

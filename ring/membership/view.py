@@ -49,7 +49,14 @@ with ``sender`` as follows (its subject's own records are taken as they are):
   verdicts, pushed at once to every live member: ``Digest.verdicts``), or
   when we suspect its subject already; otherwise it too is a suspicion
   (``hearsay_dead``). A verdict therefore sticks only where the subject
-  said it (left) or a failed probe was seen.
+  said it (left) or a failed probe was seen. About a member we hold
+  restarting it is refused (``hearsay_dead``): only our own hold's end
+  kills it (``ring.membership.restarts`` rule 5);
+- a "restarting" (``ring.membership.restarts``) is believed from the
+  member itself; from anyone else only for a seed not heard from yet or a
+  member we suspect already; about one we hold alive it is a suspicion
+  (``hearsay_restarting``), about one we never knew of an alive record:
+  our probes settle both.
 
 **Forgotten members** (``python -m ring forget``): :meth:`View.forget`
 drops a member at once, and others' records of it at or below the
@@ -79,9 +86,10 @@ from ring.membership.records import (
     ALIVE,
     DEAD,
     LEFT,
-    LIVE,
     MAX_WEIGHT,
+    OWNERS,
     REFUTABLE,
+    RESTARTING,
     SUSPECT,
     ChangeReason,
     LocalEvent,
@@ -92,6 +100,7 @@ from ring.membership.records import (
     next_state,
     usable,
 )
+from ring.membership.restarts import RestartHolds
 from ring.membership.swim import Suspicions
 from ring.membership.voters import VoterRecord, initial
 
@@ -112,11 +121,12 @@ class View:
         "self_id", "members", "unheard", "seeds", "queue", "suspicions", "dropped", "epoch",
         "joined", "refuted", "_buried", "_tombstone_ttl", "_max_members", "_events", "_digest",
         "_dirty", "_live", "_version", "_rings", "forgotten", "configured", "lagging", "voters",
+        "holds",
     )
 
     def __init__(self, me: Member, seeds: Sequence[tuple[str, str] | tuple[str, str, float]], *,
                  queue: PiggybackQueue, suspicions: Suspicions, dropped: Counter[str],
-                 tombstone_ttl: float, max_members: int) -> None:
+                 tombstone_ttl: float, max_members: int, holds: RestartHolds | None = None) -> None:
         self_id = me.id
         self.self_id = self_id
         self.members: dict[str, Member] = {self_id: me}
@@ -143,6 +153,8 @@ class View:
         self.voters: VoterRecord = initial(seed_ids)
         self.queue = queue
         self.suspicions = suspicions
+        #: The restarting members' holds (``ring.membership.restarts`` rule 3).
+        self.holds = holds if holds is not None else RestartHolds(60.0)
         self.dropped = dropped
         self.epoch = 0  # moves with every change of the probe candidates
         self.joined = self_id in seed_ids or not seed_ids
@@ -175,7 +187,8 @@ class View:
         return self._version
 
     def live(self) -> dict[str, float]:
-        """id -> weight of the members that own hosts (alive and suspect), not a copy."""
+        """id -> weight of the members that own hosts (alive, suspect, restarting:
+        ``ring.membership.records.OWNERS``), not a copy."""
         self._refresh()
         return self._live
 
@@ -294,6 +307,11 @@ class View:
         if r.state is ALIVE:
             return r
         if local is None:
+            if r.state is RESTARTING:
+                # Restarting would give a member nobody probes hosts nobody fetches:
+                # that it exists is all we take, and our probes settle the rest.
+                self.dropped["hearsay_restarting"] += 1
+                return replace(r, state=ALIVE)
             return r  # a tombstone of one we never knew: it owns no host here either way
         if r.id == self.self_id:
             return r  # about us: refuted above its number, which the others hold too
@@ -310,6 +328,17 @@ class View:
             return replace(r, state=SUSPECT)
         if r.state is DEAD and local.state is ALIVE and not verdicts:
             self.dropped["hearsay_dead"] += 1
+            return replace(r, state=SUSPECT)
+        if r.state is DEAD and local.state is RESTARTING:
+            # Only our own hold's end kills a member that said it will be back
+            # (ring.membership.restarts rule 5): a peer that missed its announce
+            # must not move the ring for everyone.
+            self.dropped["hearsay_dead"] += 1
+            return None
+        if r.state is RESTARTING and local.state is ALIVE and r.id not in self.unheard:
+            # Only the member says it restarts: from anyone else, about a member
+            # we hold alive, a suspicion that our probes settle.
+            self.dropped["hearsay_restarting"] += 1
             return replace(r, state=SUSPECT)
         return r
 
@@ -330,7 +359,7 @@ class View:
         self.seeds = self.seeds - {mid}
         self._digest = None
         self.epoch += 1
-        if gone.state in LIVE:
+        if gone.state in OWNERS:
             self._dirty = True
         self.event(now, gone, ChangeReason.EXPIRED, gone.state)
 
@@ -395,18 +424,22 @@ class View:
         else:
             self.queue.discard(mid)  # the digest carried a newer one than we were spreading
         self.epoch += 1
-        was_live = old is not None and old.state in LIVE
-        is_live = new.state in LIVE
+        was_live = old is not None and old.state in OWNERS
+        is_live = new.state in OWNERS
         if was_live != is_live or (is_live and old is not None and old.weight != new.weight):
             self._dirty = True
         self.suspicions.note(new, now, ours)
+        if mid != self.self_id:
+            self.holds.note(new, now)  # our own restart is timed by the driver, not held
         if is_live:
             self._buried.pop(mid, None)
-        elif old is None or old.state in LIVE or new.incarnation > old.incarnation:
+        elif old is None or old.state in OWNERS or new.incarnation > old.incarnation:
             self._buried[mid] = now
         previous = None if first or old is None else old.state
         if reason is None:
-            if previous is None:
+            if previous is None and new.state is RESTARTING:
+                reason = ChangeReason.RESTARTING
+            elif previous is None:
                 reason = ChangeReason.JOINED if is_live else (
                     ChangeReason.LEFT if new.state is LEFT else ChangeReason.REPORTED)
             elif previous is new.state:
@@ -414,6 +447,11 @@ class View:
                     reason = ChangeReason.RESTARTED
             elif new.state is LEFT:
                 reason = ChangeReason.LEFT
+            elif new.state is RESTARTING:
+                reason = ChangeReason.RESTARTING
+            elif previous is RESTARTING and new.state is ALIVE and old is not None \
+                    and new.incarnation > old.incarnation:
+                reason = ChangeReason.RESTARTED  # back from a planned restart
             elif new.state is ALIVE:
                 reason = ChangeReason.REFUTED
             else:
@@ -434,7 +472,7 @@ class View:
         # one round leaves the live set as it was, and the ring need not move.
         if self._dirty:
             self._dirty = False
-            live = {m.id: m.weight for m in self.members.values() if m.state in LIVE}
+            live = {m.id: m.weight for m in self.members.values() if m.state in OWNERS}
             if live != self._live:
                 self._live = live
                 self._version += 1

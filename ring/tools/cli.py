@@ -58,11 +58,12 @@ from typing import Any, Protocol, TypeVar
 from ring.tools.client import (Contact, ForgetResult, HandshakeRefused, LeaveOutcome, LeaveResult, SettingsResult,
                                VoterResult, client_keys, request_forget, request_leave, request_settings,
                                request_voter)
+from ring.tools.client import RestartOutcome, RestartResult, request_restart
 from ring.tools.epochs import format_settings, settings_summary
 from ring.tools.seedadd import SeedAddRun, SeedInputError
 from ring.tools.statuspoll import RecordedAddress, SoloPeer, StatusPoll
 from ring.tools.logs import FORMATS
-from ring.tools.statustable import format_status
+from ring.tools.statustable import format_status, hhmmss
 from ring.tools.voters import format_voter, voters_summary
 from ring.io.curve import resolve_keys_dir
 from ring.errors import user_error
@@ -246,6 +247,22 @@ def _parser() -> argparse.ArgumentParser:
     lv.add_argument("--id", metavar="ID", required=True, help="the peer that leaves (required)")
     lv.add_argument("--timeout", metavar="SECONDS", type=float, default=120.0,
                     help="how long to wait for it to finish handing over (default 120)")
+    rs = sub.add_parser("restart", help="make a peer stop for a planned restart, keeping its hosts",
+                        description="Ask peer --id to stop for a planned restart (an upgrade, a new "
+                                    "config): it stops fetching, flushes its results, tells every live "
+                                    "member it will be back, and exits 75 for its service manager to "
+                                    "start it again (systemd's ringcrawl@.service and the StatefulSet "
+                                    "do). Meanwhile its hosts stay its own, with no ring change: they "
+                                    "wait for it, and every other host goes on, for ring.restart_hold "
+                                    "seconds; not back by then, it is dead as a silent peer is. Exits 0 "
+                                    "once the ring holds it restarting (--back: once its new process "
+                                    "answers), 1 otherwise (Ctrl-C ends the wait, not the restart).")
+    rs.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
+    rs.add_argument("--id", metavar="ID", required=True, help="the peer that restarts (required)")
+    rs.add_argument("--back", action="store_true",
+                    help="wait until its new process answers, not only until it stopped")
+    rs.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
+                    help="how long to wait (default 60)")
     fg = sub.add_parser("forget", help="make every peer drop a dead member from its view and quorum",
                         description="A peer starts requests only while a majority of its quorum (every "
                                     "peer listed in cluster.toml that has not left, dead ones included) vouches for its ring, "
@@ -642,6 +659,27 @@ async def _settings(cfg: RingFile, args: argparse.Namespace) -> SettingsResult:
     return await request_settings(cfg.ring.name, seeds_of(cfg), SettingsAction(args.command),
                                   getattr(args, "assignments", ()), args.timeout, tool_keys(cfg, args.key_id))
 
+async def _restart(cfg: RingFile, args: argparse.Namespace) -> RestartResult:
+    return await request_restart(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
+                                 tool_keys(cfg, args.key_id), back=args.back)
+
+
+def format_restart(peer: str, result: RestartResult, timeout: float) -> tuple[str, bool]:
+    """What ``ring restart`` prints, and whether it succeeded."""
+    by = f" (back by {hhmmss(result.back_by)})" if result.back_by else ""
+    if result.outcome is RestartOutcome.RESTARTING:
+        return (f"{peer} stopped for a planned restart; the ring keeps its hosts for it{by}", True)
+    if result.outcome is RestartOutcome.BACK:
+        return f"{peer} restarted and is back; its hosts never moved", True
+    if result.outcome is RestartOutcome.STOPPING:
+        return (f"error: {peer} had not stopped after {timeout:g}s (a peer of an older build does not "
+                f"know ring restart); see `python -m ring status`", False)
+    if result.outcome is RestartOutcome.NOT_HELD:
+        return f"error: {peer} stopped, but the ring holds it {result.state}, not restarting", False
+    if result.outcome is RestartOutcome.NOT_LIVE:
+        return f"error: {peer} is {result.state}, not a live member", False
+    return f"error: no running peer {peer!r} (or no peer answered)", False
+
 
 async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:
     return await request_leave(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
@@ -730,6 +768,22 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
             text, status = format_settings(SettingsAction(args.command), done)
             print(text if status == 0 else f"error: {text}", file=sys.stdout if status == 0 else sys.stderr)
             return status
+        if args.command == "restart":
+            problem = _check_numbers(args)
+            if problem or not args.id.strip():
+                print(f"error: {problem or '--id: expected a member id'}", file=sys.stderr)
+                return 2
+            try:
+                restarted = trio.run(_until_ctrl_c, _restart, cfg, args)
+            except BaseException as exc:
+                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+                    raise
+                print(f"\ninterrupted: stopped waiting for {args.id}, which restarts if it got the "
+                      "request; see `python -m ring status`", file=sys.stderr)
+                return 1
+            text, ok = format_restart(args.id, restarted, args.timeout)
+            print(text, file=sys.stdout if ok else sys.stderr)
+            return 0 if ok else 1
         try:
             result = trio.run(_until_ctrl_c, _leave, cfg, args)
         except BaseException as exc:

@@ -33,6 +33,7 @@ from ring.messages import (
     LeaveRequest,
     MemberState,
     MemberStatus,
+    RestartRequest,
     SeedAddReply,
     SeedAddRequest,
     SettingsAction,
@@ -56,8 +57,9 @@ from ring.io.zmqio import SocketType, open_socket
 from ring.wireversion import tool_route
 
 __all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
-           "VoterResult", "ask_seed_add", "client_keys", "cluster_status", "refusal", "request_forget", "request_leave",
-           "request_voter", "settled", "silence", "SettingsResult", "request_settings", "behind"]
+           "RestartOutcome", "RestartResult", "VoterResult", "ask_seed_add", "client_keys", "cluster_status",
+           "refusal", "request_forget", "request_leave", "request_restart", "request_voter", "settled", "silence",
+           "SettingsResult", "request_settings", "behind"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
@@ -304,6 +306,63 @@ async def request_leave(ring_name: str, seeds: Sequence[Contact], peer_id: str, 
                     return LeaveResult(LeaveOutcome.LEFT, row.state.value)
                 return LeaveResult(LeaveOutcome.NOT_LIVE, row.state.value)
     return LeaveResult(LeaveOutcome.LEAVING, target.state.value)
+
+
+class RestartOutcome(enum.StrEnum):
+    """What became of ``ring restart`` (``ring.membership.restarts``)."""
+
+    RESTARTING = "restarting"  # it stopped, and the ring holds it restarting: its hosts wait for it
+    BACK = "back"  # ... and a new process of it answers again (--back)
+    STOPPING = "stopping"  # still running (or not yet shown restarting) when the timeout ran out
+    UNKNOWN = "unknown"  # no peer knows it, or none answers
+    NOT_LIVE = "not_live"  # the ring holds it dead, left or restarting already
+    NOT_HELD = "not_held"  # it stopped, but the ring does not hold it restarting (an older build: dead)
+
+
+@dataclass(frozen=True, slots=True)
+class RestartResult:
+    outcome: RestartOutcome
+    state: str = ""  # the target's state as the ring last showed it
+    back_by: float = 0.0  # when its hold runs out (epoch seconds), as a peer that holds it said
+
+
+async def request_restart(ring_name: str, seeds: Sequence[Contact], peer_id: str, timeout: float,
+                          keys: CurveKeys | None = None, *, back: bool = False) -> RestartResult:
+    """Ask ``peer_id`` to stop for a planned restart; wait until the ring holds it restarting
+    (``back``: until its new process answers too)."""
+    target = find(await cluster_status(ring_name, seeds, keys=keys), peer_id)
+    if target is None:
+        return RestartResult(RestartOutcome.UNKNOWN)
+    if not target.live:
+        return RestartResult(RestartOutcome.NOT_LIVE, target.shown_state)
+    async with open_socket(SocketType.DEALER, connect=target.address, linger=1000,
+                           configure=_configure(keys, peer_id)) as sock:
+        with trio.move_on_after(2.0):
+            await sock.send_multipart([encode_lowest(RestartRequest(ring_name, "ring-restart", peer_id))])
+    held: MemberStatus | None = None
+    contact = Contact(peer_id, target.address)
+    with trio.move_on_after(timeout):
+        while True:
+            await trio.sleep(0.5)
+            answer = await ask(ring_name, contact, 1.0, keys)
+            if answer is not None:
+                if held is not None:  # it was gone: this is its new process
+                    return RestartResult(RestartOutcome.BACK, "alive", held.back_by)
+                continue
+            if held is None:
+                row = find(await cluster_status(ring_name, seeds, keys=keys), peer_id)
+                if row is None:
+                    return RestartResult(RestartOutcome.UNKNOWN)
+                if row.state is not MemberState.RESTARTING:
+                    if row.live:
+                        continue  # the others have not heard yet, or it is still stopping
+                    return RestartResult(RestartOutcome.NOT_HELD, row.shown_state)
+                held = row
+                if not back:
+                    return RestartResult(RestartOutcome.RESTARTING, row.shown_state, row.back_by)
+    if held is not None:
+        return RestartResult(RestartOutcome.RESTARTING, held.shown_state, held.back_by)
+    return RestartResult(RestartOutcome.STOPPING, target.shown_state)
 
 
 async def request_forget(ring_name: str, seeds: Sequence[Contact], target: str, timeout: float,

@@ -13,6 +13,7 @@ after it names the members' wire versions while they differ (an upgrade under wa
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 
 from ring.durations import duration
@@ -41,7 +42,8 @@ _COLUMNS = (
 #: Columns the totals row sums (the others have no meaningful total).
 _SUMMED = ("share", "pages", "rate", "frontier", "hosts", "forwarded_out", "forwarded_in")
 
-STATUS_LEGEND = ("state: alive, suspect, dead, left, or waiting (listed in cluster.toml, not heard "
+STATUS_LEGEND = ("state: alive, suspect, dead, left, restarting (stopped for a planned restart: its "
+                 "hosts wait for it until the time shown), or waiting (listed in cluster.toml, not heard "
                  "from yet: not started, or not reached); "
                  "lease: held (requests start), settling (its ring changed a moment ago: the hosts "
                  "that moved wait, the others go on), grace (paused: it resumed, or its voters changed) "
@@ -76,6 +78,11 @@ def lease_cells(r: MemberStatus) -> tuple[str, str, str]:
     return ("settling" if r.lease_open else _LEASE_CELL[r.lease]), vouch, ring
 
 
+def hhmmss(epoch: float) -> str:
+    """An epoch time as this machine's local HH:MM:SS (a restarting member's ``back_by``)."""
+    return time.strftime("%H:%M:%S", time.localtime(epoch))
+
+
 def rings_seen(rows: Sequence[MemberStatus]) -> int:
     """How many rings the members that answered vouch for (more than one: they disagree)."""
     return len({r.ring_fingerprint for r in rows if r.ring_fingerprint})
@@ -106,6 +113,9 @@ def format_status(rows: Sequence[MemberStatus]) -> str:
                    + f"  {r.address}")
         if r.paused:
             out.append(f"{'':<10} paused: by ring pause (no request starts until ring resume)")
+        if r.back_by:
+            out.append(f"{'':<10} restarting (back by {hhmmss(r.back_by)}): its hosts wait for it; "
+                       f"not back by then, it is dead")
         if r.budget_wait:
             out.append(f"{'':<10} paused: waiting for a page-budget grant (its max_pages cap, "
                        f"{r.page_cap:,} pages, is spent)")

@@ -40,6 +40,7 @@ from ring.messages import (
     HostState,
     HostStateAck,
     LeaveRequest,
+    RestartRequest,
     ForgetOutcome,
     ForgetReply,
     ForgetRequest,
@@ -89,7 +90,7 @@ MEMBER_STATUS = st.builds(
     st.sampled_from(LeaseStatus), UINT, UINT, UINT, FLOAT, UINT, UINT,
     st.booleans(), UINT, st.booleans(),
     UINT, st.lists(NAME, max_size=4).map(tuple), st.lists(NAME, max_size=4).map(tuple), UINT, UINT,
-    UINT, st.booleans(), UINT, UINT, st.booleans(), st.booleans(),
+    UINT, st.booleans(), UINT, UINT, st.booleans(), st.booleans(), FLOAT,
 )
 MESSAGES = st.one_of(
     st.builds(Digest, NAME, NAME, st.lists(MEMBER, max_size=6).map(tuple), st.booleans()),
@@ -105,6 +106,7 @@ MESSAGES = st.one_of(
     st.builds(StatusReply, NAME, NAME, st.lists(MEMBER_STATUS, max_size=4).map(tuple), UINT),
     st.builds(HandoffDone, NAME, NAME, st.lists(NAME, max_size=6).map(tuple)),
     st.builds(LeaveRequest, NAME, NAME, NAME),
+    st.builds(RestartRequest, NAME, NAME, NAME),
     st.builds(ForgetRequest, NAME, NAME, NAME, UINT),
     st.builds(ForgetReply, NAME, NAME, NAME, st.sampled_from(ForgetOutcome), UINT),
     st.builds(Voters, NAME, NAME, UINT, st.lists(NAME, max_size=5).map(tuple),
@@ -173,6 +175,7 @@ def test_type_codes_are_fixed():
         14: Sync, 15: Packet, 16: ForgetRequest, 17: ForgetReply, 18: NearQuery, 19: NearAnswer,
         20: Voters, 21: VoterRequest, 22: VoterReply, 23: Settings, 24: SettingsRequest, 25: SettingsReply,
         30: SeedAddRequest, 31: SeedAddReply, 33: HostState, 34: HostStateAck,
+        37: RestartRequest,  # a planned restart (ring.membership.restarts)
     }
 
 
@@ -255,9 +258,9 @@ def test_a_status_row_ends_with_its_lease_and_ring():
     wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,))))[4][0]
     # ... dropped, errors, busiest, then the lease's seven fields, then heard, page_cap,
     # budget_wait, then the voters' five, then the wire version, paused, the config epoch's three,
-    # lease_open (new fields go at the end)
+    # lease_open, back_by (new fields go at the end)
     assert wire[13:23] == [[], [], [], 3, 1, 2, 3, 0.0, 4, 2**64 - 1]
-    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 3, False, 0, 0, False, False]
+    assert wire[23:] == [True, 0, False, 0, [], [], 0, 0, 3, False, 0, 0, False, False, 0.0]
     back = decode(encode(StatusReply("demo", "p1", (row,)))).members[0]
     assert back == row and back.lease is LeaseStatus.NO_MAJORITY
     # A member held by `ring pause` says so.
@@ -352,7 +355,7 @@ def digest_with(**changes):
         (raw(VERSION, 1, "demo", "p1", [], 1, False), "Digest.want_reply: expected bool, got int"),
         (raw(VERSION, 1, "demo", "p1", [[1]], False, False), "Digest.members: Member: 1 fields"),
         (raw(VERSION, 1, "demo", "p1", [7], False, False), "Digest.members: expected Member array"),
-        (digest_with(state=4), "Member.state"),
+        (digest_with(state=5), "Member.state"),
         (digest_with(weight=-1.0), "Member.weight"),
         (digest_with(weight=math.nan), "Member.weight"),
         (digest_with(weight=1), "Member.weight: expected float"),
@@ -370,7 +373,8 @@ def digest_with(**changes):
         (raw(VERSION, 4, "demo", "p1", 0, 0, [[], []], "http://a/"), "UrlBatch.seen"),
         (
             raw(VERSION, 7, "demo", "p1", [["p", "a", 0, 0.5, 1, 0.1, 1, 1, 1, 1, 0.5, 0.5, 1.0,
-                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 4, False, 0, 0, False, False]], 0),
+                                     [["x", -1]], [], [], 1, 1, 1, 1, 0.0, 0, 0, True, 0, False, 0, [], [], 0, 0, 4,
+                                     False, 0, 0, False, False, 0.0]], 0),
             "MemberStatus.dropped",
         ),
         (raw(VERSION, 5, {"a": 1}, "p1", 7, 9), "not a msgpack frame"),  # maps are refused

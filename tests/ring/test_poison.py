@@ -18,7 +18,7 @@ from membershipnet import RING, FakeNet, make, rec, seed_list
 from ring.messages import Digest, Join, Leave, Member, MemberState, Ping, PingAck, PingReq, Sync
 from ring.membership.records import MAX_INCARNATION, REFUTABLE
 
-ALIVE, SUSPECT, DEAD, LEFT = MemberState
+ALIVE, SUSPECT, DEAD, LEFT, RESTARTING = MemberState
 CAP = 2**64 - 2  # MAX_INCARNATION: the highest a record may carry at all
 assert CAP == MAX_INCARNATION
 

@@ -17,7 +17,7 @@ from collections import deque
 from ring.membership.protocol import Membership
 from ring.messages import Digest, Member, MemberState, Ping, PingAck, decode, encode
 
-ALIVE, SUSPECT, DEAD, LEFT = MemberState
+ALIVE, SUSPECT, DEAD, LEFT, RESTARTING = MemberState
 INTERVAL = 0.5  # the config defaults: 0.5 s rounds, suspect after 2 s, dead after 6 s
 SUSPECT_AFTER = 2.0
 DEAD_AFTER = 6.0

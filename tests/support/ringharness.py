@@ -165,7 +165,7 @@ class InProcessPeer:
     def send_signal(self, sig: int) -> None:
         if sig != signal.SIGTERM:
             raise ValueError("an in-process peer takes SIGTERM only: kill -9 needs a real process")
-        self.crawler.stop()
+        self.crawler.restart()  # a stop without --leave: a planned restart in a ring, a stop alone
 
     def kill(self) -> None:
         self.scope.cancel()

@@ -185,6 +185,10 @@ class RingConfig:
     # later epochs, always taken); an operator who means the ring's settings to
     # win says "adopt" (ring.membership.epochs rule 6).
     config_mismatch: str = _key(str, "refuse", "what a starting peer does when its cluster.toml's live settings (rates, max_pages, rules, [[site]] blocks) differ from the running ring's at the same config epoch: \"refuse\" stops it (exit 2) naming the keys that differ, \"adopt\" takes the ring's and logs the keys; a later epoch made by ring set is always taken (docs/operations.md, \"Steering a running ring\")", _mismatch)
+    # 60 s: an upgrade's restart (a service manager's 5 s apart, a resume of
+    # a few seconds) with room to spare; a peer not back by then dies as a
+    # silent one does, and its hosts wait takeover_after more (ring.membership.restarts).
+    restart_hold: float = _key(float, 60.0, "seconds the others keep a peer that announced a planned restart (ringcrawl-ring restart, or a stop without --leave) in the ring, its hosts its own and not fetched, without probing it; not back by then, it is dead as a silent peer is", positive)
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any, Union
 
 from peer.core.crawl.decisions import Effect
-from ring.actions import (Granted, Log, Released, Reply, Send, SettingsChanged, SettingsMismatch, StatusAsked,
-                          VotersChanged)
+from ring.actions import (Granted, Log, Released, Reply, RestartAsked, Send, SettingsChanged, SettingsMismatch,
+                          StatusAsked, VotersChanged)
 
 __all__ = ["Commit", "PeerEffect", "ReadFetched", "ReadHosts", "SeedsAt", "StateKept"]
 
@@ -64,4 +64,4 @@ class StateKept:
 
 
 PeerEffect = Union[Effect, Send, Reply, Log, StatusAsked, Released, Commit, ReadHosts, ReadFetched,
-                   Granted, VotersChanged, SeedsAt, SettingsChanged, SettingsMismatch, StateKept]
+                   Granted, VotersChanged, SeedsAt, SettingsChanged, SettingsMismatch, StateKept, RestartAsked]

@@ -253,7 +253,7 @@ def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now
         seed_add_answers=cfg.crawl.seed_add_answers, lease=rc.lease or rc.dead_after / 2, resumed=resumed,
         takeover_after=rc.takeover_after, grants=grants, left=left, voters=voters,
         settings=settings if settings is not None else initial_settings(cfg), settings_port=LiveSettings(),
-        adopt_conflicts=rc.config_mismatch == "adopt")
+        adopt_conflicts=rc.config_mismatch == "adopt", restart_hold=rc.restart_hold)
 
 
 @dataclass(slots=True)
@@ -743,9 +743,25 @@ class PeerCore:
         self.crawl.leaving = True
         return self._ring(self.node.leave(now - self.stalled), now, 0.0)
 
-    def status_reply(self, nonce: int, figures: StatusFigures) -> StatusReply:
+    def restart(self, now: float) -> list[PeerEffect]:
+        """Announce a planned restart (``ring.membership.restarts``): our hosts stay ours while we
+        are away. The caller stopped the crawl first; alone, or leaving, it does nothing."""
+        if self.node is None or self.crawl.leaving:
+            return []
+        return self._ring(self.node.restart(now - self.stalled), now, 0.0)
+
+    def announced(self) -> bool:
+        """Whether every live member answered our restart's announce (alone: nobody to tell)."""
+        return self.node is None or self.node.announced()
+
+    def restart_waiting(self) -> list[str]:
+        """The live members that have not answered our restart's announce yet."""
+        return self.node.membership.restart_waiting() if self.node is not None else []
+
+    def status_reply(self, nonce: int, figures: StatusFigures, *, now: float | None = None,
+                     wall: float | None = None) -> StatusReply:
         assert self.node is not None
-        return self.node.status_reply(nonce, figures)
+        return self.node.status_reply(nonce, figures, now=None if now is None else now - self.stalled, wall=wall)
 
     def address_of(self, member: str) -> str | None:
         """A member's address as the membership knows it."""

@@ -1,0 +1,137 @@
+"""A rolling restart of a 5-peer ring, each peer down longer than ``dead_after``: no ring-wide pause.
+
+Each peer in turn stops for a planned restart (``ring.membership.restarts``:
+p1 by ``ring restart``'s request, as an upgrade asks it, the others by
+SIGTERM without ``--leave``, as a service manager's restart), stays down 4 s
+(``dead_after`` is 3 s) and is started again on its data_dir. Judged from the
+local web's request log: while each peer is away, the hosts the other four
+own keep being fetched (no gap over 2 s between two requests of one host),
+every page is fetched once, and every peer ends with exit 0 (p1's restart
+with 75, ``EXIT_RESTART``, which a service manager restarts on).
+
+Before planned restarts each such stop was a death: the ring moved twice,
+and when the peer came back every other peer held its own hosts until the
+returner's hand-off (peer/core/handoff/holds.py rule 5), a gap of
+``hold_timeout`` (6 s here) on every host at each restart.
+
+The peers are real processes (``python -m peer`` with its signal handler,
+as a service manager runs them): in the test's process, five peers sharing
+one loop lost their majority for a second at a time on the loaded box, and
+a resumed peer's start stalled the others for seconds. About 150 s of wall
+time and 40 s of CPU on the loaded box (a slow test: the crawl must outlast five restarts;
+with dead_after 2 s and a 1 s lease the loaded box lost majorities, so it
+keeps the harness's 3 s).
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from collections import defaultdict
+
+import trio
+
+from ringharness import Ring, cluster_text, fetched, hosts_of, pages_fetched
+from localweb import SiteGraph, serve_webfarm
+from peer.errors import EXIT_RESTART
+from ring.tools.client import Contact, RestartOutcome, request_restart
+
+PEERS = [f"p{i}" for i in range(1, 6)]
+DOWN = 4.0  # seconds each peer stays down: longer than dead_after (3 s)
+MAX_GAP = 2.0
+
+
+def gaps_while_away(farm, hosts: set[str], start: float, end: float) -> dict[str, float]:
+    """The longest time each of ``hosts`` went without a request within [start, end] (between two
+    requests of it: a host whose crawl is over has none to wait for)."""
+    times: dict[str, list[float]] = defaultdict(list)
+    for e in farm.log:
+        if e.host in hosts:
+            times[e.host].append(e.t)
+    worst: dict[str, float] = {}
+    for host, ts in times.items():
+        ts.sort()
+        for a, b in zip(ts, ts[1:]):
+            if b > start and a < end:
+                worst[host] = max(worst.get(host, 0.0), min(b, end) - max(a, start))
+    return worst
+
+
+async def test_a_rolling_restart_pauses_no_host_of_the_other_peers(tmp_path):
+    graph = SiteGraph(hosts=12, pages_per_host=150, shop=False)
+    expected = graph.expected_urls(8080)
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
+        # 2 pages/s a host (gaps of 0.5 s); 12 hosts of 150 pages: ~75 s of crawling per host,
+        # longer than five restarts of 10-12 s each on the loaded box.
+        text = cluster_text(tmp_path, farm.port, 5, rate=120.0, window=2.0, initial_delay=0.2)
+        owned = {p: hosts_of(graph, farm.port, PEERS, p) for p in PEERS}
+        windows: list[tuple[str, float, float]] = []
+        first_codes: dict[str, int] = {}
+        async with Ring(tmp_path, text) as ring:
+            try:
+                with trio.fail_after(150):
+                    for p in PEERS:
+                        await ring.start(p)
+                    await _wait(lambda: pages_fetched(farm) >= len(expected) // 8)
+                    for p in PEERS:
+                        assert pages_fetched(farm) < len(expected) * 0.9, "the crawl ends before the restarts"
+                        stop = time.time()
+                        if p == "p1":
+                            cfg_seeds = [Contact(q, _address(text, q)) for q in PEERS if q != p]
+                            result = await request_restart("test", cfg_seeds, p, 20.0)
+                            assert result.outcome is RestartOutcome.RESTARTING, result
+                        else:
+                            ring.kill(p, signal.SIGTERM)
+                        first_codes[p] = await ring.procs[p].wait()
+                        await trio.sleep(max(0.0, stop + DOWN - time.time()))
+                        other = next(q for q in PEERS if q != p)
+                        said = len(ring.logs[other][1].read_text())
+                        await ring.start(p)  # the same command again, as a service manager runs it
+                        back = time.time()
+                        # Until the others hold it back, and it fetches one of its hosts again
+                        # (or, its hosts done, a few seconds passed): then the next one stops.
+                        await _wait(lambda: f"member {p}: alive (" in ring.logs[other][1].read_text()[said:],
+                                    limit=30.0)
+                        seen = time.time()
+                        await _wait(lambda: any(e.t > back for e in farm.log if e.host in owned[p])
+                                    or time.time() - seen > 5.0)
+                        windows.append((p, stop, time.time()))
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            logs = {p: (tmp_path / f"{p}-1.err").read_text() + (tmp_path / f"{p}-2.err").read_text()
+                    for p in PEERS}
+            summaries = {p: (tmp_path / f"{p}-2.out").read_text() for p in PEERS}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    assert first_codes == {p: EXIT_RESTART if p == "p1" else 0 for p in PEERS}, (first_codes, tails)
+    assert codes == {p: 0 for p in PEERS}, (codes, tails)
+    assert all("crawl finished (cluster done)" in out for out in summaries.values()), summaries
+    for p, start, end in windows:
+        others = set().union(*(owned[q] for q in PEERS if q != p))
+        worst = gaps_while_away(farm, others, start, end)
+        late = {h: round(g, 2) for h, g in worst.items() if g > MAX_GAP}
+        assert not late, f"while {p} restarted ({end - start:.1f}s), hosts of the others waited: {late}\n{tails}"
+    for p, log in logs.items():
+        for q in PEERS:
+            assert f"member {q}: dead" not in log, (p, q, log[-3000:])
+    got = fetched(farm, farm.port)
+    want = graph.expected_urls(farm.port)
+    assert set(got) == want, f"missing {sorted(want - set(got))[:5]} of {len(want - set(got))}"
+    twice = {u: n for u, n in got.items() if n > 1}
+    assert not twice, f"fetched twice: {list(twice)[:5]} of {len(twice)}"
+
+
+async def _wait(cond, limit: float | None = None) -> None:
+    with trio.move_on_after(limit if limit is not None else 1e9):
+        while not cond():
+            await trio.sleep(0.05)
+
+
+def _address(text: str, peer: str) -> str:
+    """``peer``'s address in the cluster.toml ``text``."""
+    block = text.split(f'id = "{peer}"', 1)[1]
+    return block.split('address = "', 1)[1].split('"', 1)[0]
