@@ -634,6 +634,11 @@ class Membership:
         target = self._members.get(msg.target)
         if msg.target == self.self_id:
             return [(msg.sender, self._answer(msg.sender, msg.seq, now))]
+        if target is not None and target.state is RESTARTING:
+            # ring.membership.restarts rule 6: an older peer probes a member away for a
+            # planned restart; we hold it, so we answer for it as its relayed answer would.
+            return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, msg.target,
+                                         self._updates(msg.sender)))]
         if target is None or target.state not in LIVE:
             return []  # nothing to ask: our view holds it gone already
         seq = self._prober.relay(msg.sender, msg.seq, msg.target, now)

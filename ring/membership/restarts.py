@@ -43,6 +43,18 @@ restart. A *planned* restart avoids the ring change altogether:
    A dead claim about a member we hold restarting is refused
    (``hearsay_dead``) until our own hold runs out: a peer that missed the
    announce must not move the ring for everyone.
+6. **Older peers.** A member of wire version 3 has no ``restarting``: it
+   reads the record as alive, probes the member, and would find it dead
+   after ``dead_after``. Its ring would then lack the member while ours
+   hold it, and neither side could gather a majority for its own ring (the
+   restarting member's vote is absent), so the whole ring would stop until
+   the member is back. A member holding it restarting therefore answers a
+   ``PingReq`` about it on its behalf, as the relay of its answer would
+   (``Membership._on_ping_req``): the older peer's indirect probe succeeds,
+   its ring keeps the member, and every host but the restarting member's
+   goes on. Only for the hold: once it runs out here, the member is dead
+   and no answer is given for it. A peer of this version never asks (it
+   does not probe a restarting member).
 
 Why hosts are never fetched twice: a restarting member owns its hosts in
 every view that holds it restarting, as it did alive, so no ownership

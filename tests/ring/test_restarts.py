@@ -30,7 +30,7 @@ from ring.membership.records import (
     next_state,
 )
 from ring.membership.restarts import Announce, RestartHolds
-from ring.messages import Digest, Ping, PingAck
+from ring.messages import Digest, Ping, PingAck, PingReq
 
 HOLD = 20.0
 
@@ -129,6 +129,24 @@ def test_a_restarting_member_is_not_probed_and_dies_only_when_its_hold_runs_out(
     assert [e.reason for e in m.drain_events() if e.id == "p1"] == [ChangeReason.NOT_BACK]
     pushed = [msg for dst, msg in out if isinstance(msg, Digest) and msg.verdicts]
     assert pushed and pushed[0].members[0].state is DEAD
+
+
+def test_an_older_peer_s_indirect_probe_of_a_restarting_member_is_answered_for_it():
+    # Rule 6: a peer of wire version 3 reads `restarting` as alive and probes it; held
+    # here, its PingReq gets the answer the member's relayed ack would be, so its ring
+    # keeps the member (else neither side of the ring would have a majority).
+    m = make("p0", seed_list(3), restart_hold=HOLD)
+    m.receive(Digest(RING, "p2", (rec("p2"),)), 0.0)
+    m.receive(Ping(RING, "p1", 7, "p0", (rec("p1", state=RESTARTING, hb=5),)), 0.0)
+    out = m.receive(PingReq(RING, "p2", 41, "p1"), 0.1)
+    assert [(dst, type(msg).__name__, msg.seq, msg.target) for dst, msg in out] == [("p2", "PingAck", 41, "p1")]
+    assert out[0][1].vouch == 0  # a relayed answer vouches for nobody
+    # Once the hold ran out here the member is dead, and nobody answers for it.
+    t = 0.0
+    while m.members()["p1"].state is RESTARTING:
+        t += INTERVAL
+        answer(m, m.tick(t), t)
+    assert m.receive(PingReq(RING, "p2", 42, "p1"), t) == []
 
 
 def test_a_restarting_member_blocks_termination():
