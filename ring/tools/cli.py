@@ -644,6 +644,20 @@ async def _until_ctrl_c(command: Callable[[RingFile, argparse.Namespace], Awaita
         raise _Interrupted
     return result
 
+def _waited(command: Callable[[RingFile, argparse.Namespace], Awaitable[_T]], cfg: RingFile,
+            args: argparse.Namespace, goes_on: str) -> _T | None:
+    """A request command's wait, run to its end; None after Ctrl-C, which ends only the wait:
+    ``goes_on`` says what the ring does with the request meanwhile (printed, for exit status 1)."""
+    import trio
+
+    try:
+        return trio.run(_until_ctrl_c, command, cfg, args)
+    except BaseException as exc:
+        if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
+            raise
+        print(f"\ninterrupted: {goes_on}; see `python -m ring status`", file=sys.stderr)
+        return None
+
 
 async def _forget(cfg: RingFile, args: argparse.Namespace) -> tuple[ForgetResult, ...]:
     return await request_forget(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
@@ -723,13 +737,8 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
             if problem or not args.id.strip():
                 print(f"error: {problem or '--id: expected a member id'}", file=sys.stderr)
                 return 2
-            try:
-                results = trio.run(_until_ctrl_c, _forget, cfg, args)
-            except BaseException as exc:
-                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
-                    raise
-                print(f"\ninterrupted: the peers the request reached may have forgotten {args.id}; "
-                      "see `python -m ring status`", file=sys.stderr)
+            results = _waited(_forget, cfg, args, f"the peers the request reached may have forgotten {args.id}")
+            if results is None:
                 return 1
             text, ok = format_forget(args.id, results)
             print(text)
@@ -739,13 +748,8 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
             if problem or not args.id.strip():
                 print(f"error: {problem or 'ID: expected a member id'}", file=sys.stderr)
                 return 2
-            try:
-                outcome = trio.run(_until_ctrl_c, _voter, cfg, args)
-            except BaseException as exc:
-                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
-                    raise
-                print("\ninterrupted: a change the steward made settles on its own; see "
-                      "`python -m ring status`", file=sys.stderr)
+            outcome = _waited(_voter, cfg, args, "a change the steward made settles on its own")
+            if outcome is None:
                 return 1
             text, ok = format_voter(VoterAction(args.action), args.id, outcome)
             print(text, file=sys.stdout if ok else sys.stderr)
@@ -757,13 +761,8 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
             if problem or bad is not None:
                 print(f"error: {problem or f'{bad!r}: expected KEY=VALUE'}", file=sys.stderr)
                 return 2
-            try:
-                done = trio.run(_until_ctrl_c, _settings, cfg, args)
-            except BaseException as exc:
-                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
-                    raise
-                print("\ninterrupted: an epoch the steward made spreads on its own; see "
-                      "`python -m ring status`", file=sys.stderr)
+            done = _waited(_settings, cfg, args, "an epoch the steward made spreads on its own")
+            if done is None:
                 return 1
             text, status = format_settings(SettingsAction(args.command), done)
             print(text if status == 0 else f"error: {text}", file=sys.stdout if status == 0 else sys.stderr)
@@ -773,26 +772,17 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
             if problem or not args.id.strip():
                 print(f"error: {problem or '--id: expected a member id'}", file=sys.stderr)
                 return 2
-            try:
-                restarted = trio.run(_until_ctrl_c, _restart, cfg, args)
-            except BaseException as exc:
-                if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
-                    raise
-                print(f"\ninterrupted: stopped waiting for {args.id}, which restarts if it got the "
-                      "request; see `python -m ring status`", file=sys.stderr)
+            restarted = _waited(_restart, cfg, args,
+                                f"stopped waiting for {args.id}, which restarts if it got the request")
+            if restarted is None:
                 return 1
             text, ok = format_restart(args.id, restarted, args.timeout)
             print(text, file=sys.stdout if ok else sys.stderr)
             return 0 if ok else 1
-        try:
-            result = trio.run(_until_ctrl_c, _leave, cfg, args)
-        except BaseException as exc:
-            if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
-                raise
-            # The peer goes on leaving if the request reached it; only the wait ends.
-            print(f"\ninterrupted: stopped waiting for {args.id}, which goes on leaving if it got "
-                  "the request; see `python -m ring status`", file=sys.stderr)
+        left = _waited(_leave, cfg, args, f"stopped waiting for {args.id}, which goes on leaving if it got the request")
+        if left is None:
             return 1
+        result = left
     except BaseException as exc:  # trio wraps errors in groups; user_error() unwraps ours
         inner = user_error(exc, (_NoAnswer,))
         if inner is not None:
