@@ -20,7 +20,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from peer.core.crawl.decisions import Done, Drop, Origin, Queued, Seen, Start
-from peer.core.door.effects import Commit
+from peer.core.door.effects import Commit, StateKept
 from peer.state.journal import PeerState
 from ring.messages import UrlBatch
 from tests.core.test_peercore import INC, R2, RING, hosts_of, known, peer
@@ -35,6 +35,8 @@ def write(state: PeerState, effects: list) -> None:
             state.seen(e.url)
         elif isinstance(e, Done):
             state.done(e.url, None)
+        elif isinstance(e, StateKept):
+            state.state(e.revisits, e.cookies)
         elif isinstance(e, Commit):
             state.commit()
 

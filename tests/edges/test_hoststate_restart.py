@@ -20,30 +20,15 @@ from pathlib import Path
 
 import pytest
 
-from peer.core.crawl.decisions import Done, Queued, Seen
 from peer.core.door.effects import Commit, StateKept
 from peer.core.door.peer import PeerCore
 from peer.state.journal import PeerState
 from ring.messages import HostState, HostStateAck
 from ring.node import Send
 from tests.core.test_hoststate import NEW_WALL, OLD_WALL, RING, peer_core
+from tests.edges.test_handed_restart import write
 
 INC = 5000
-
-
-def write(state: PeerState, effects: list) -> None:
-    """What the engine's table does with the journal's effects (peer.engine.crawler)."""
-    for e in effects:
-        if isinstance(e, Queued):
-            state.queued(e.url, e.depth)
-        elif isinstance(e, Seen):
-            state.seen(e.url)
-        elif isinstance(e, Done):
-            state.done(e.url, None)
-        elif isinstance(e, StateKept):
-            state.state(e.revisits, e.cookies)
-        elif isinstance(e, Commit):
-            state.commit()
 
 
 def two_peers() -> tuple[PeerCore, PeerCore]:
