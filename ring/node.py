@@ -383,10 +383,12 @@ class RingNode:
         return self._send_state(now) + out
 
     def _send_state(self, now: float) -> list[Action]:
-        heard = self.wire.versions()
-        for dest in self.statebox.pending_by_dest():
-            if dest in heard and not self.speaks(dest, HostState):
-                self.statebox.unsupported(dest)  # ring.statebox rule 7: an older build never acks
+        pending = self.statebox.pending_by_dest()
+        if pending:  # every round: the table of versions only when some state waits
+            heard = self.wire.versions()
+            for dest in pending:
+                if dest in heard and not self.speaks(dest, HostState):
+                    self.statebox.unsupported(dest)  # ring.statebox rule 7: an older build never acks
         return [Send(dest, msg) for dest, msg in self.statebox.messages(now)]
 
     def status_reply(self, nonce: int, figures: StatusFigures, *, now: float | None = None,
