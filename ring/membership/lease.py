@@ -146,8 +146,8 @@ def fingerprint(live: Mapping[str, float]) -> int:
 def vouch_print(ring: int, record: int, config: int = 0) -> int:
     """What a vouch carries: the ring's fingerprint, the voter record's ident
     (``ring.membership.voters`` rule 3) and the config epoch's
-    (``ring.membership.epochs`` rule 3); the ring's alone for record 0 and
-    epoch 0 (voters and settings never changed), as a peer of an older build vouches."""
+    (``ring.membership.epochs`` rule 3: epoch 0 too); the ring's alone for record 0 and
+    config 0, as a peer of wire version 3 vouches while its voters never changed."""
     if not record and not config:
         return ring
     text = f"{ring:x}:{record:x}" if not config else f"{ring:x}:{record:x}:{config:x}"
@@ -433,7 +433,7 @@ class LeaseKeeper:
         self._self_id = self_id
         self._roster = roster
         self._version: tuple[int, int, int] = (-1, 0, 0)  # (ring_version, voter record, config) last told
-        #: Our config epoch's ident (``ring.membership.epochs``), mixed into our vouch; 0: epoch 0.
+        #: Our config epoch's ident (``ring.membership.epochs``), mixed into our vouch; 0: none told.
         self.config = 0
         self._quorums: tuple[int, list[list[str]], list[str]] | None = None  # (roster epoch, sets, union)
         self.follow(now)
