@@ -671,7 +671,9 @@ class RingNode:
         self.handoff.note_claims(msg)  # ring.handoff rule 4
         replies = self.membership.receive(msg, now)
         # ring.wireversion rule 7: a vouch of leases by host, as an older member must read it.
-        out: list[Action] = [Send(dest, said_to(reply, self.wire.of(dest))) for dest, reply in replies]
+        lease = self.membership.lease
+        plain = lease.plain_of if lease is not None else None
+        out: list[Action] = [Send(dest, said_to(reply, self.wire.of(dest), plain)) for dest, reply in replies]
         if isinstance(msg, Join) and any(dest == msg.sender for dest, _ in replies):
             out.append(Send(msg.sender, self.epochs.message(now)))  # rule 11: the ring's settings
         out += self._member_changes()

@@ -48,7 +48,9 @@ Rules:
    a peer of version 3 drops ``recent`` and would count the vouch as a
    settled one, inside the grace its own rules keep. To it the answer
    vouches for nothing until ``recent`` is empty (``Vouch.whole``), as its
-   own rule 2 did.
+   own rule 2 did. At config epoch 0 our vouch names our cluster.toml's
+   fingerprint, which a peer of version 3 never names: to it we vouch for
+   the ring alone, as it does (``ring.membership.epochs`` rule 3).
 
 A member two versions apart (its mark below :data:`MIN_VERSION`) is still
 spoken to at :data:`MIN_VERSION`; it refuses those frames as we refuse its,
@@ -147,8 +149,12 @@ class WireVersions:
         return {m: v for m, (_, v) in self._of.items()}
 
 
-def said_to(msg: Message, version: int) -> Message:
-    """``msg`` as a member of wire ``version`` must be told it (rule 7)."""
+def said_to(msg: Message, version: int, plain: Callable[[int], int] | None = None) -> Message:
+    """``msg`` as a member of wire ``version`` must be told it (rule 7); ``plain``: our vouch
+    as such a member vouches, without our config epoch (``ring.membership.lease.Lease.plain_of``)."""
     if version < 4 and isinstance(msg, PingAck) and msg.recent:
         return replace(msg, vouch=0, recent=(), settle_ms=0)
+    if version < 4 and isinstance(msg, PingAck) and plain is not None and msg.vouch:
+        vouch = plain(msg.vouch)
+        return replace(msg, vouch=vouch) if vouch != msg.vouch else msg
     return msg

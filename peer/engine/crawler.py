@@ -145,6 +145,7 @@ from peer.results.schema import PageRow
 from peer.results.store import ResultStore
 from peer.state.journal import Recovered, SnapshotStats
 from peer.core.door.settings import decode_doc
+from peer.core.door.settings import initial as initial_settings
 from peer.state.settingsfile import read_settings, write_settings
 from peer.state.voterfile import read_voters, write_voters
 from ring.addresses import bind_address
@@ -272,7 +273,9 @@ class Crawler:
             VotersChanged: lambda e: write_voters(self.data_dir, e.record),
             # The same for the ring's settings (ring.membership.epochs rule 7); a starting peer
             # whose cluster.toml differs from the ring's stops, one line (rule 6).
-            SettingsChanged: lambda e: write_settings(self.data_dir, e.record),
+            # An epoch-0 record names the file it replaced (peer.state.settingsfile).
+            SettingsChanged: lambda e: write_settings(self.data_dir, e.record,
+                                                      initial_settings(self.cfg).fingerprint),
             SettingsMismatch: self._settings_mismatch,
             Send: ring.send, Reply: ring.reply, StatusAsked: ring.status, Log: ring.log_line,
             ReadHosts: ring.read_hosts, ReadFetched: ring.read_fetched,
@@ -466,7 +469,8 @@ class Crawler:
                 # does one back after a graceful leave: the others fetched its hosts
                 # meanwhile, and it fetches none before their hand-off says what.
                 voters = await trio.to_thread.run_sync(read_voters, self.data_dir)
-                settings = await trio.to_thread.run_sync(read_settings, self.data_dir)
+                settings = await trio.to_thread.run_sync(read_settings, self.data_dir,
+                                                         initial_settings(cfg).fingerprint)
                 peer.join_ring(address, self._weight or (spec.weight if spec else 1.0), self.clock(),
                                incarnation=int(time.time() * 1000), curve=keys is not None,
                                joining=spec is None or self.durability.rejoining, voters=voters,

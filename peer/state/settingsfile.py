@@ -12,6 +12,13 @@ peer starts.
 No file: the settings never changed since this data_dir was made, and the
 peer starts at epoch 0, its cluster.toml's. ``--fresh`` deletes it with the
 rest of the data_dir.
+
+An epoch-0 record is another member's cluster.toml, taken when this peer's
+differed (``[ring] config_mismatch = "adopt"``, ``ring.membership.epochs``
+rule 8). It is kept with the fingerprint of the file it replaced, and
+resumed only while the peer's cluster.toml is still that file: an operator
+who edits the file has said what the peer should run, and it starts over
+from it (the ring then settles again, by the same rule).
 """
 
 from __future__ import annotations
@@ -27,18 +34,24 @@ from ring.membership.epochs import ConfigEpoch
 __all__ = ["read_settings", "write_settings"]
 
 
-def write_settings(data_dir: Path, record: ConfigEpoch) -> None:
-    """Record ``record`` in ``data_dir`` atomically; OSError if it cannot be written."""
-    doc = {"epoch": record.epoch, "fingerprint": f"{record.fingerprint:016x}", "doc": record.doc}
+def write_settings(data_dir: Path, record: ConfigEpoch, file: int = 0) -> None:
+    """Record ``record`` in ``data_dir`` atomically; OSError if it cannot be written. ``file``:
+    the fingerprint of this peer's own cluster.toml (epoch 0's), which an epoch-0 record replaced."""
+    doc: dict[str, object] = {"epoch": record.epoch, "fingerprint": f"{record.fingerprint:016x}", "doc": record.doc}
+    if record.epoch == 0:
+        doc["file"] = f"{file:016x}"
     write_atomic(DataDir(data_dir).settings, (json.dumps(doc).encode() + b"\n",))
 
 
-def read_settings(data_dir: Path) -> ConfigEpoch | None:
-    """The record in ``data_dir``, or None if there is none."""
+def read_settings(data_dir: Path, file: int = 0) -> ConfigEpoch | None:
+    """The record in ``data_dir``, or None if there is none, or if it is an epoch-0 record that
+    replaced another file than ``file`` (the fingerprint of this peer's cluster.toml now)."""
     path = DataDir(data_dir).settings
     try:
         doc = json.loads(path.read_bytes())
         record = ConfigEpoch(int(doc["epoch"]), int(doc["fingerprint"], 16), str(doc["doc"]))
+        # A record of epoch 0 that names no file (an earlier build's) names none we have.
+        replaced = int(doc.get("file", "0"), 16) if record.epoch == 0 else 0
     except (FileNotFoundError, NotADirectoryError):
         return None
     except OSError as e:
@@ -46,6 +59,8 @@ def read_settings(data_dir: Path) -> ConfigEpoch | None:
     except (ValueError, KeyError, TypeError) as e:
         raise StateError(f"{path}: not a settings record ({e}); restore it from a copy, or delete it and "
                          "the peer takes cluster.toml's settings, then the ring's by gossip") from e
-    if record.epoch < 1:
-        raise StateError(f"{path}: not a settings record (epoch {record.epoch}; epoch 0 is cluster.toml's)")
+    if record.epoch < 0:
+        raise StateError(f"{path}: not a settings record (epoch {record.epoch})")
+    if record.epoch == 0 and replaced != file:
+        return None  # cluster.toml was edited since: it is what this peer runs now
     return record

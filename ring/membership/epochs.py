@@ -24,9 +24,13 @@ peer's is ``peer.core.door.settings``), since ``ring`` never imports
    member that does (a starting peer only as ``[ring] config_mismatch``
    says: rule 6).
 3. **A vouch names the epoch.** A peer vouches for its ring, its voter
-   record *and* its epoch (``ring.membership.lease.vouch_print``; epoch 0
-   adds nothing, as a peer of an older build vouches), so it holds its lease
-   only while a majority of its quorum runs its epoch. A new epoch starts no
+   record *and* its epoch and fingerprint (``ring.membership.lease.vouch_print``),
+   epoch 0 included, so it holds its lease only while a majority of its
+   quorum runs its very document: peers whose cluster.toml files differ
+   never vouch for each other. A peer of wire version 3 says no epoch: at
+   epoch 0 its vouch (the ring alone) counts as ours, and ours is said to it
+   the same way (``ring.membership.lease.Lease.plain``), so a mixed ring
+   runs; at a later epoch it counts for nobody. A new epoch starts no
    grace: it moves no host, so each host keeps its one owner across it, and
    that owner applies the new document to every request it starts from
    the moment it takes it (``docs/membership.md``, "Config epochs").
@@ -43,28 +47,43 @@ peer's is ``peer.core.door.settings``), since ``ring`` never imports
    peers of an older build never says its epoch).
 6. **A starting peer that differs.** A peer not yet confirmed that hears
    a running member at a later epoch takes it (the differing keys are
-   logged: ``ring set`` made them); at its own epoch with another
-   fingerprint (a cluster.toml that differs), it takes the member's record
-   with ``config_mismatch = "adopt"``, or stops with ``"refuse"`` (the
-   default), naming the keys that differ.
+   logged: ``ring set`` made them). At epoch 0 a peer that does not run
+   and never ran settles which file the ring runs by rule 8; if it is not
+   its own, it takes it with ``config_mismatch = "adopt"``, or stops with
+   ``"refuse"`` (the default), naming the keys that differ.
 7. **On disk before use.** A record taken is written to the data_dir
    before the peer vouches for it (the write is carried out in the list of
    actions that took it, ahead of its sends), and a restart resumes it: a
-   paused ring stays paused across restarts.
+   paused ring stays paused across restarts. An epoch-0 record taken from
+   another member is resumed only while the peer's own cluster.toml is the
+   one it replaced (``peer.state.settingsfile``): an edited file starts over
+   at rule 8.
+8. **Which file the ring runs at epoch 0** (:func:`settle_zero`), from the
+   fingerprint each voter said at epoch 0 (its own cluster.toml, or the one
+   it took), the same at every peer that heard the same: the document a
+   member *runs* (rule 3: a majority of the voters vouch for it, so there is
+   one at a time); else the one a majority of every quorum holds (the only
+   one that can ever hold a lease); else, once every voter was heard and
+   none has a majority, the one most voters hold, the lowest fingerprint of
+   those tied. A file that loses to a majority stops its peer
+   (``"refuse"``) or is replaced (``"adopt"``); with no majority, ``"refuse"``
+   peers wait, each saying once which members run which keys, and
+   ``"adopt"`` peers all take the plurality's, which then has every vote.
 """
 
 from __future__ import annotations
 
 import enum
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import mmh3
 
 from ring.messages import MAX_DOC_CHUNKS, Settings, SettingsAction, SettingsOutcome
 
-__all__ = ["CHUNK", "ConfigEpoch", "Heard", "PlainSettings", "join_doc", "split_doc", "wins"]
+__all__ = ["CHUNK", "ConfigEpoch", "Heard", "PlainSettings", "Settled", "join_doc", "settle_zero", "split_doc",
+           "wins"]
 
 #: Characters of a document chunk on the wire: at most 4 bytes a character in
 #: UTF-8, so a chunk never passes the codec's ``MAX_STR`` (8 KiB).
@@ -80,9 +99,8 @@ class ConfigEpoch:
     doc: str
 
     def ident(self) -> int:
-        """What a vouch mixes in (rule 3): 0 for epoch 0, else a nonzero 64-bit name."""
-        if self.epoch == 0:
-            return 0
+        """What a vouch mixes in (rule 3): a nonzero 64-bit name of the epoch and fingerprint,
+        epoch 0 included, so peers whose cluster.toml differs never vouch for each other."""
         return mmh3.hash64(f"{self.epoch}:{self.fingerprint:x}".encode("ascii"), signed=False)[0] or 1
 
     def describe(self) -> str:
@@ -129,6 +147,43 @@ def compare(incoming: ConfigEpoch, ours: ConfigEpoch) -> Heard:
     if incoming.epoch < ours.epoch:
         return Heard.BEHIND
     return Heard.SAME if incoming.fingerprint == ours.fingerprint else Heard.CONFLICT
+
+
+@dataclass(frozen=True, slots=True)
+class Settled:
+    """Rule 8's verdict on the voters' epoch-0 documents."""
+
+    fingerprint: int | None  # the document the ring runs; None: not decided yet
+    majority: bool  # a majority of every quorum holds it (or a member runs it)
+    #: (fingerprint, voters holding it) among the voters heard, most first.
+    counts: tuple[tuple[int, int], ...] = ()
+    unheard: int = 0  # voters not heard at epoch 0 yet
+
+
+def settle_zero(held: Mapping[str, int], quorums: Sequence[Sequence[str]], running: int | None = None) -> Settled:
+    """Rule 8: which epoch-0 document the ring runs.
+
+    ``held``: member -> the fingerprint it said at epoch 0 (ours included);
+    ``quorums``: the voter sets a lease needs a majority of
+    (``ring.membership.lease`` rule 4); ``running``: the fingerprint of a
+    member that says it runs at epoch 0, if any. A pure function of what was
+    heard, so every peer that heard the same decides the same."""
+    voters = sorted({v for q in quorums for v in q})
+    tally: dict[int, int] = {}
+    for v in voters:
+        fp = held.get(v)
+        if fp is not None:
+            tally[fp] = tally.get(fp, 0) + 1
+    counts = tuple(sorted(tally.items(), key=lambda kv: (-kv[1], kv[0])))
+    unheard = sum(1 for v in voters if v not in held)
+    if running is not None:
+        return Settled(running, True, counts, unheard)
+    for fp, _ in counts:
+        if quorums and all(sum(1 for v in q if held.get(v) == fp) >= len(q) // 2 + 1 for q in quorums):
+            return Settled(fp, True, counts, unheard)
+    if counts and not unheard:
+        return Settled(counts[0][0], False, counts, unheard)
+    return Settled(None, False, counts, unheard)
 
 
 class PlainSettings:

@@ -146,8 +146,8 @@ def fingerprint(live: Mapping[str, float]) -> int:
 def vouch_print(ring: int, record: int, config: int = 0) -> int:
     """What a vouch carries: the ring's fingerprint, the voter record's ident
     (``ring.membership.voters`` rule 3) and the config epoch's
-    (``ring.membership.epochs`` rule 3); the ring's alone for record 0 and
-    epoch 0 (voters and settings never changed), as a peer of an older build vouches."""
+    (``ring.membership.epochs`` rule 3: epoch 0 too); the ring's alone for record 0 and
+    config 0, as a peer of wire version 3 vouches while its voters never changed."""
     if not record and not config:
         return ring
     text = f"{ring:x}:{record:x}" if not config else f"{ring:x}:{record:x}:{config:x}"
@@ -158,7 +158,7 @@ class Lease:
     """One peer's lease: the pings it sent, the vouches it got, and its grace (mutable)."""
 
     __slots__ = ("self_id", "lease", "grace", "_interval", "_fp", "_base", "_vouch", "_asked", "_record",
-                 "_config", "_grace_until", "_resumed_until", "_pending", "_evidence", "_pinged", "book")
+                 "_config", "_grace_until", "_resumed_until", "_pending", "_evidence", "_pinged", "book", "plain")
 
     def __init__(self, self_id: str, lease: float, gossip_interval: float, *,
                  grace: float | None = None) -> None:
@@ -174,6 +174,10 @@ class Lease:
         self._asked: set[str] = set()  # members pinged since _vouch last changed (rule 5: the others at once)
         self._record = 0  # our voter record's ident
         self._config = 0  # our config epoch's ident (ring.membership.epochs)
+        #: Whether a vouch that names no config epoch (the ring and voter record alone, as a
+        #: peer of wire version 3 vouches) counts as ours: while we run epoch 0
+        #: (``ring.membership.epochs`` rule 3). :meth:`plain_of` says ours to such a peer.
+        self.plain = False
         self._grace_until = 0.0  # the last ring we left is listed until then (rule 2)
         self._resumed_until = 0.0  # a resumed process vouches for nothing until then (rule 2)
         # seq -> (target, time sent): rule 3 reads the send time back
@@ -239,6 +243,11 @@ class Lease:
         recent, until = got
         return Vouch(self._vouch, recent, max(0.0, until - now) if recent else 0.0)
 
+    def plain_of(self, vouch: int) -> int:
+        """``vouch`` (ours) as a peer of wire version 3 reads it: at epoch 0, without the
+        epoch, as it vouches itself (``ring.membership.epochs`` rule 3)."""
+        return self._base if self.plain and vouch and vouch == self._vouch else vouch
+
     def sent(self, seq: int, target: str, now: float) -> None:
         """We pinged ``target`` with ``seq`` now (any ping: probes, retries, renewals)."""
         if seq not in self._pending:  # a retry keeps the first send (rule 3)
@@ -254,6 +263,8 @@ class Lease:
         got = self._pending.get(seq)
         if got is None or got[0] != sender:
             return  # not ours, relayed, or forgotten: no evidence
+        if self.plain and vouch and vouch == self._base != self._vouch:
+            vouch = self._vouch  # an older peer's vouch for our ring at epoch 0 (epochs rule 3)
         sent_at = got[1]
         old = self._evidence.get(sender)
         if old is None or sent_at >= old[0]:
@@ -422,7 +433,7 @@ class LeaseKeeper:
         self._self_id = self_id
         self._roster = roster
         self._version: tuple[int, int, int] = (-1, 0, 0)  # (ring_version, voter record, config) last told
-        #: Our config epoch's ident (``ring.membership.epochs``), mixed into our vouch; 0: epoch 0.
+        #: Our config epoch's ident (``ring.membership.epochs``), mixed into our vouch; 0: none told.
         self.config = 0
         self._quorums: tuple[int, list[list[str]], list[str]] | None = None  # (roster epoch, sets, union)
         self.follow(now)

@@ -18,10 +18,11 @@ import pytest
 
 from ring.actions import Log, Reply, Send, SettingsChanged, SettingsMismatch
 from ring.membership.epochs import ConfigEpoch, Heard, PlainSettings, compare, split_doc, wins
-from ring.membership.lease import Lease, PauseReason, vouch_print
+from ring.membership.lease import Lease, PauseReason, fingerprint, vouch_print
 from ring.messages import (Message, Settings, SettingsAction, SettingsOutcome, SettingsReply, SettingsRequest,
                            decode, encode)
 from ring.node import RingNode
+from ring.wireversion import marked_nonce
 
 RING = "demo"
 SEEDS = [("p1", "tcp://a:1", 1.0), ("p2", "tcp://a:2", 1.0), ("p3", "tcp://a:3", 1.0)]
@@ -47,8 +48,8 @@ def test_a_higher_epoch_wins_and_one_epoch_with_another_document_is_a_conflict()
     assert compare(epoch(0, doc()), a) is Heard.BEHIND
     assert compare(a, b) is Heard.CONFLICT and not wins(a, b) and not wins(b, a)
     assert compare(a, epoch(1, doc(rate="1"))) is Heard.SAME
-    # Epoch 0 adds nothing to a vouch (a peer of an older build vouches the same); later ones do.
-    assert epoch(0, doc(rate="9")).ident() == 0
+    # Every epoch names its document in the vouch, epoch 0 (each peer's cluster.toml) too.
+    assert epoch(0, doc(rate="9")).ident() not in (0, epoch(0, doc(rate="8")).ident())
     assert a.ident() != b.ident() and a.ident() != 0
     assert vouch_print(77, 0, 0) == 77 and vouch_print(77, 0, a.ident()) not in (77, vouch_print(77, 0, b.ident()))
 
@@ -94,18 +95,20 @@ def test_renewals_ask_again_at_once_a_member_whose_answer_predates_our_new_epoch
 class Net:
     """Nodes in lockstep on one clock; every Send delivered the next step, through the codec."""
 
-    def __init__(self, docs: dict[str, str] | None = None, **kw: object) -> None:
+    def __init__(self, docs: dict[str, str] | None = None, seeds: list[tuple[str, str, float]] | None = None,
+                 **kw: object) -> None:
+        self.seeds = seeds or SEEDS
         self.now = 0.0
         self.nodes: dict[str, RingNode] = {}
         self.replies: list[Message] = []
         self.actions: dict[str, list[object]] = {}
         self.inflight: list[tuple[bytes, str, bytes]] = []
         self.drop: Callable[[str, str, Message], bool] = lambda src, dest, msg: False
-        for pid, _, _ in SEEDS:
+        for pid, _, _ in self.seeds:
             self.start(pid, (docs or {}).get(pid, doc()), **kw)
 
     def start(self, pid: str, d: str, settings: ConfigEpoch | None = None, **kw: object) -> RingNode:
-        node = RingNode(pid, dict((p, a) for p, a, _ in SEEDS)[pid], 1.0, RING, seeds=SEEDS,
+        node = RingNode(pid, dict((p, a) for p, a, _ in self.seeds)[pid], 1.0, RING, seeds=self.seeds,
                         gossip_interval=INTERVAL, suspect_after=SUSPECT, dead_after=DEAD, now=self.now,
                         incarnation=1000 + int(self.now * 1000), settings=settings or epoch(0, d), **kw)  # type: ignore[arg-type]
         self.nodes[pid] = node
@@ -116,7 +119,10 @@ class Net:
         for a in actions:
             self.actions[pid].append(a)
             if isinstance(a, Send) and not self.drop(pid, a.dest, a.msg):
-                route = f"{pid}/{self.nodes[pid].membership.me.incarnation:x}".encode()
+                # Marked with our wire version, as a peer's routes are (ring.wireversion rule 1):
+                # an unmarked one is a peer of version 3, told our vouch without our epoch.
+                inc = self.nodes[pid].membership.me.incarnation
+                route = f"{pid}/{marked_nonce(f'{inc:016x}'[-16:])}".encode()
                 self.inflight.append((route, a.dest, encode(a.msg)))
             elif isinstance(a, Reply):
                 self.replies.append(a.msg)
@@ -294,3 +300,116 @@ def test_a_record_whose_document_does_not_match_its_fingerprint_is_dropped(fp_de
                                                      split_doc(d), True, True), net.now)
     assert net.nodes["p2"].settings.epoch == 0 and net.nodes["p2"].dropped["bad_settings"] == 1
     assert not any(isinstance(a, SettingsChanged) for a in acts)
+
+
+# -- epoch 0: two files started at once (rule 8) -------------------------------------
+
+
+def seeds(n: int) -> list[tuple[str, str, float]]:
+    return [(f"p{i}", f"tcp://a:{i}", 1.0) for i in range(1, n + 1)]
+
+
+A, B = doc(rate="1"), doc(rate="5", rules="deny /x")
+
+
+def test_which_file_the_ring_runs_is_a_function_of_what_the_voters_said():
+    from ring.membership.epochs import settle_zero
+    q = [["p1", "p2", "p3", "p4", "p5"]]
+    # A majority holds one: it wins whoever is not heard yet.
+    got = settle_zero({"p1": 7, "p2": 7, "p3": 7, "p4": 9}, q)
+    assert (got.fingerprint, got.majority, got.unheard) == (7, True, 1)
+    # No majority and a voter not heard: not decided (its file could make one).
+    assert settle_zero({"p1": 7, "p2": 7, "p3": 9, "p4": 9}, q).fingerprint is None
+    # Every voter heard, none with a majority: the most voters, then the lowest fingerprint.
+    got = settle_zero({"p1": 7, "p2": 7, "p3": 9, "p4": 9, "p5": 3}, q)
+    assert (got.fingerprint, got.majority, got.counts) == (7, False, ((7, 2), (9, 2), (3, 1)))
+    assert settle_zero({"p1": 9, "p2": 7}, [["p1", "p2"]]).fingerprint == 7
+    # A member that runs names the ring's file (a majority vouches for it); learners are not counted.
+    assert settle_zero({"p1": 9, "x": 7}, q, running=7) == settle_zero({"p1": 9}, q, running=7)
+    # Two quorums while the voters change: a majority of each.
+    two = [["p1", "p2", "p3"], ["p3", "p4", "p5"]]
+    assert not settle_zero({"p1": 7, "p2": 7, "p4": 9, "p5": 9}, two).majority
+    assert settle_zero({"p1": 7, "p2": 7, "p3": 7, "p4": 7}, two).majority
+
+
+def test_an_older_peers_vouch_counts_at_epoch_0_only_and_ours_is_said_its_way():
+    lease = Lease("p1", LEASE, INTERVAL)
+    live = {"p1": 1.0, "p2": 1.0, "p3": 1.0}
+    zero = epoch(0, A)
+    lease.plain = True
+    lease.ring_changed(live, 0.0, 0, zero.ident())
+    ours = lease.vouch(0.0)
+    plain = vouch_print(fingerprint(live), 0)
+    assert ours not in (0, plain) and lease.plain_of(ours) == plain and lease.plain_of(123) == 123
+    lease.sent(1, "p2", 1.0)
+    lease.acked(1, "p2", plain)  # a peer of wire version 3: no epoch in its vouch
+    assert lease.state(["p1", "p2", "p3"], 1.01).held
+    lease.sent(2, "p3", 1.0)
+    lease.acked(2, "p3", vouch_print(fingerprint(live), 0, epoch(0, B).ident()))  # another file: no
+    assert lease.state(["p1", "p2", "p3"], 1.01).vouched == 2
+    # At a later epoch the older peer counts for nobody.
+    lease.plain = False
+    lease.ring_changed(live, 2.0, 0, epoch(1, A).ident())
+    lease.sent(3, "p2", 2.0)
+    lease.acked(3, "p2", plain)
+    assert not lease.state(["p1", "p2", "p3"], 2.01).held and lease.plain_of(lease.vouch(2.01)) == lease.vouch(2.01)
+
+
+def started_at_once(docs: dict[str, str], *, adopt: bool, seconds: float = 6.0) -> tuple[Net, list[tuple]]:
+    """Every peer started at the same instant with its file; each step, who runs which document."""
+    net = Net(docs=docs, seeds=seeds(len(docs)), adopt_conflicts=adopt)
+    seen: list[tuple] = []
+    while net.now < seconds:
+        net.step()
+        runs = {p: n.settings.fingerprint for p, n in net.nodes.items()
+                if net.running(p) and not any(isinstance(a, SettingsMismatch) for a in net.actions[p])}
+        seen.append((net.now, runs))
+    return net, seen
+
+
+def test_two_files_started_at_once_run_the_majoritys_and_the_minority_refuses_naming_the_keys():
+    net, seen = started_at_once({"p1": A, "p2": A, "p3": A, "p4": B, "p5": B}, adopt=False)
+    # Never two documents run at once, and never the minority's (the fence: it gets no majority).
+    assert all(set(runs.values()) <= {PORT.fingerprint(A)} for _, runs in seen), next(
+        (t, r) for t, r in seen if set(r.values()) - {PORT.fingerprint(A)})
+    for p in ("p4", "p5"):
+        stop = [a for a in net.actions[p] if isinstance(a, SettingsMismatch)]
+        assert len(stop) == 1 and stop[0].keys == ("rate", "rules") and stop[0].theirs.doc == A, p
+    assert all(net.running(p) for p in ("p1", "p2", "p3"))
+    assert not any(isinstance(a, SettingsMismatch) for p in ("p1", "p2", "p3") for a in net.actions[p])
+
+
+def test_two_files_started_at_once_with_adopt_converge_on_the_majoritys():
+    net, seen = started_at_once({"p1": A, "p2": A, "p3": A, "p4": B, "p5": B}, adopt=True)
+    assert all(set(runs.values()) <= {PORT.fingerprint(A)} for _, runs in seen)
+    assert all(n.settings.doc == A for n in net.nodes.values()) and all(net.running(p) for p in net.nodes)
+    lines = [a.text for a in net.actions["p4"] if isinstance(a, Log) and a.event == "settings.epoch"]
+    assert lines and "keys that differ from this peer's cluster.toml: rate, rules" in lines[0], lines
+
+
+def test_a_tie_waits_saying_so_with_refuse_and_settles_on_one_file_with_adopt():
+    docs = {"p1": A, "p2": A, "p3": B, "p4": B}
+    net, seen = started_at_once(docs, adopt=False)
+    assert not any(runs for _, runs in seen)  # no file has a majority: nothing starts
+    assert not any(isinstance(a, SettingsMismatch) for acts in net.actions.values() for a in acts)
+    for p in net.nodes:
+        waits = [a for a in net.actions[p] if isinstance(a, Log) and a.event == "settings.split"]
+        assert len(waits) == 1 and "2 voters" in waits[0].text, (p, waits)
+    lowest = min(PORT.fingerprint(A), PORT.fingerprint(B))
+    net, seen = started_at_once(docs, adopt=True)
+    assert all(set(runs.values()) <= {lowest} for _, runs in seen)
+    assert {n.settings.fingerprint for n in net.nodes.values()} == {lowest}
+    assert all(net.running(p) for p in net.nodes)
+
+
+def test_identical_files_started_at_once_cost_no_message_more():
+    from ring.messages import Sync
+    net, _ = started_at_once({f"p{i}": A for i in range(1, 6)}, adopt=False, seconds=3.0)
+    assert all(net.running(p) for p in net.nodes)
+    assert not any(isinstance(a, Log) and a.event in ("settings.split", "settings.conflict")
+                   for acts in net.actions.values() for a in acts)
+    # Once running, a peer sends its record only with an anti-entropy Sync, as before.
+    mark = {p: len(acts) for p, acts in net.actions.items()}
+    net.run(2.0)
+    sent = [a.msg for p, acts in net.actions.items() for a in acts[mark[p]:] if isinstance(a, Send)]
+    assert sum(isinstance(m, Settings) for m in sent) == sum(isinstance(m, Sync) for m in sent) > 0

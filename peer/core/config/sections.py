@@ -184,7 +184,7 @@ class RingConfig:
     # epoch is a file edited on some machines only (the ring's own changes are
     # later epochs, always taken); an operator who means the ring's settings to
     # win says "adopt" (ring.membership.epochs rule 6).
-    config_mismatch: str = _key(str, "refuse", "what a starting peer does when its cluster.toml's live settings (rates, max_pages, rules, [[site]] blocks) differ from the running ring's at the same config epoch: \"refuse\" stops it (exit 2) naming the keys that differ, \"adopt\" takes the ring's and logs the keys; a later epoch made by ring set is always taken (docs/operations.md, \"Steering a running ring\")", _mismatch)
+    config_mismatch: str = _key(str, "refuse", "what a peer that has not run yet does when its cluster.toml's live settings (rates, max_pages, rules, [[site]] blocks) differ from the ring's at the same config epoch (at epoch 0: the file a member runs or a majority of the voters holds): \"refuse\" stops it (exit 2) naming the keys that differ, or, when no file has a majority, waits saying so; \"adopt\" takes the ring's (with no majority: the file most voters hold) and logs the keys; a later epoch made by ring set is always taken (docs/operations.md, \"Peers started with different files\")", _mismatch)
     # 60 s: an upgrade's restart (a service manager's 5 s apart, a resume of
     # a few seconds) with room to spare; a peer not back by then dies as a
     # silent one does, and its hosts wait takeover_after more (ring.membership.restarts).
