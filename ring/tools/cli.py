@@ -273,7 +273,8 @@ def _parser() -> argparse.ArgumentParser:
                     help="wait until its new process answers, not only until it stopped (or is held)")
     rs.add_argument("--hold", action="store_true",
                     help="hold it at the operator's word without asking it to stop, whatever its release "
-                         "(automatic for a peer of wire version 3); then stop it and start it again")
+                         "(automatic for a peer of wire version 3; for one held already, asks again, the "
+                         "hold then running from now); then stop it and start it again")
     rs.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
                     help="how long to wait (default 60)")
     fg = sub.add_parser("forget", help="make every peer drop a dead member from its view and quorum",
@@ -721,7 +722,7 @@ def _format_hold(peer: str, result: RestartResult, by: str) -> tuple[str, bool]:
                         for mid, outcome in result.holders)
     if result.outcome is RestartOutcome.PART_HELD:
         return (f"error: {why}; not every peer holds it ({answers}): a peer that does not may find it "
-                f"dead once it stops; ask again, or see `python -m ring status`", False)
+                f"dead once it stops; ask again with --hold, or see `python -m ring status`", False)
     if result.outcome is RestartOutcome.BACK:
         return f"{peer} restarted and is back; its hosts never moved ({answers})", True
     return (f"{why}: held by {', '.join(mid for mid, _ in result.holders)}{by}; stop it now and start it "

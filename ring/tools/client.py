@@ -355,7 +355,8 @@ async def request_restart(ring_name: str, seeds: Sequence[Contact], peer_id: str
     target = find(rows, peer_id)
     if target is None or rows is None:
         return RestartResult(RestartOutcome.UNKNOWN)
-    if not target.live:
+    if not target.live and not (hold and target.state is MemberState.RESTARTING):
+        # (A member held already shows restarting: --hold asks the holders again.)
         return RestartResult(RestartOutcome.NOT_LIVE, target.shown_state)
     if hold or cannot_announce(target):
         return await request_hold(ring_name, rows, target, timeout, keys, back=back,
