@@ -42,7 +42,8 @@ restart. A *planned* restart avoids the ring change altogether:
    and about one we never heard of, an alive record, which they settle too.
    A dead claim about a member we hold restarting is refused
    (``hearsay_dead``) until our own hold runs out: a peer that missed the
-   announce must not move the ring for everyone.
+   announce must not move the ring for everyone. (An operator's hold,
+   rule 7, is no claim: it changes no record and is never gossiped.)
 6. **Older peers.** A member of wire version 3 has no ``restarting``: it
    reads the record as alive, probes the member, and would find it dead
    after ``dead_after``. Its ring would then lack the member while ours

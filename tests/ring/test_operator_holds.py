@@ -41,7 +41,9 @@ def cluster(n=5, seed=1):
     return net
 
 
-@pytest.mark.parametrize("holders", [("p0", "p1", "p2"), ()])
+# Three holders (a ring with two older peers), one (in a ring of 5 every peer's PingReq asks all
+# three others, so one upgraded peer holds for everyone), none (the control: a death).
+@pytest.mark.parametrize("holders", [("p0", "p1", "p2"), ("p0",), ()])
 def test_a_held_member_down_past_dead_after_moves_no_ring_at_peers_that_hold_nothing(holders):
     # p3 cannot announce (an older release): p0-p2 hold it at the operator's word, p4 knows
     # nothing of holds. Without holders (the second case) the same stop is a death: the
@@ -148,3 +150,17 @@ def test_a_hold_request_is_answered_counted_and_shown_in_ring_status():
     assert rows["p3"].shown_state == "restarting" and rows["p3"].back_by == pytest.approx(1_000_020.0)
     assert rows["p2"].back_by == 0.0
     assert n.membership.members()["p3"].state is ALIVE  # the record itself is unchanged
+
+
+def test_in_a_ring_of_10_five_holders_keep_the_held_member_alive_at_every_other_peer():
+    # docs/operations.md, "Upgrading a ring": an older peer's probe asks 3 random others, twice;
+    # with 5 holders among 10 peers one of them is nearly always asked (with one, never enough).
+    net = static_cluster(10, 4)
+    for i in range(10):
+        net.peers[f"p{i}"] = make(f"p{i}", seed_list(10), rng=random.Random(4000 + i), restart_hold=HOLD)
+    net.run_until_converged(limit=40)
+    for h in ("p0", "p1", "p2", "p3", "p4"):
+        net.peers[h].operator_hold("p9", net.now)
+    net.down.add("p9")
+    net.run(int(2 * DEAD_AFTER / INTERVAL))
+    assert set(net.states_of("p9").values()) == {ALIVE}
