@@ -102,6 +102,12 @@ What each message is for:
   for a planned restart (``ring.membership.restarts``); code 37, without a
   ``VERSION`` change, as 16 and 17. The restarting member's record says
   ``MemberState.RESTARTING`` (index 4, new in wire version 4).
+- :class:`HoldRequest` / :class:`HoldReply` — ``python -m ring restart`` of a
+  member that cannot announce its own restart (one of wire version 3, or
+  ``--hold``) asks every other member of version 4 to hold it for an
+  operator's restart (``ring.membership.restarts`` rule 7), and each says
+  what it did (:class:`HoldOutcome`); codes 38 and 39, types of wire
+  version 4 that only tools send (a peer of version 3 is never asked).
 - :class:`Ping` / :class:`PingReq` / :class:`PingAck` — SWIM's failure
   detector: a probe, a request to probe for the sender, and the
   answer (relayed by the helper for a ``PingReq``). Each carries at most
@@ -220,6 +226,9 @@ __all__ = [
     "HostStarts",
     "LeaveRequest",
     "RestartRequest",
+    "HoldRequest",
+    "HoldReply",
+    "HoldOutcome",
     "ForgetRequest",
     "ForgetReply",
     "ForgetOutcome",
@@ -304,6 +313,17 @@ class ForgetOutcome(StrEnum):
     SELF = "self"  # the target is the answering peer: it is running
     ALIVE = "alive"  # refused: alive in its view
     SUSPECT = "suspect"  # refused: suspected, not yet dead, in its view
+
+
+class HoldOutcome(StrEnum):
+    """What a peer did with a :class:`HoldRequest` (``ring.membership.restarts`` rule 7); the wire
+    carries its index."""
+
+    HELD = "held"  # it holds the member for restart_hold: no probe of it, PingReqs about it answered
+    SELF = "self"  # the target is the answering peer: it is running
+    NOT_KNOWN = "not_known"  # not in its view
+    NOT_ALIVE = "not_alive"  # refused: not alive at that incarnation here (suspect, dead, left,
+    # restarting by its own word, or already back as a new process)
 
 
 class VoterAction(StrEnum):
@@ -618,6 +638,32 @@ class RestartRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class HoldRequest:
+    """``python -m ring restart --id TARGET`` of a member that cannot announce its own restart:
+    hold ``target``, at the incarnation it is alive at in the receiver's view, for an operator's
+    restart (``ring.membership.restarts`` rule 7). A tool's message, sent to each member of wire
+    version 4 directly."""
+
+    ring: str
+    sender: str
+    target: str
+    nonce: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class HoldReply:
+    """What ``sender`` did with the :class:`HoldRequest` of ``nonce``; ``hold``: the seconds its
+    hold lasts from now (``ring.restart_hold``; 0 unless held)."""
+
+    ring: str
+    sender: str
+    target: str
+    outcome: HoldOutcome
+    hold: float = 0.0
+    nonce: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class LeaveRequest:
     """``python -m ring leave --id TARGET``: ask peer ``target`` to leave gracefully."""
 
@@ -925,7 +971,8 @@ class HostStateAck:
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
                 ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, SeedAddRequest,
-                SeedAddReply, Settings, SettingsRequest, SettingsReply, HostState, HostStateAck, RestartRequest]
+                SeedAddReply, Settings, SettingsRequest, SettingsReply, HostState, HostStateAck, RestartRequest,
+                HoldRequest, HoldReply]
 
 # --------------------------------------------------------------------------
 # The tables: per record, its fields in dataclass order with their codecs
@@ -1252,6 +1299,14 @@ _SPECS += (
 # version 4 (a peer of version 3 would drop it as an unknown type; the tool then says
 # the peer did not stop).
 _SPECS += (_Spec(RestartRequest, 37, (("ring", _NAME), ("sender", _NAME), ("target", _NAME)), since=4),)
+
+# An operator's hold (ring.membership.restarts rule 7): 38 and 39, a tool's request and
+# its answer, types of wire version 4. The tool asks members of version 4 only.
+_SPECS += (
+    _Spec(HoldRequest, 38, (("ring", _NAME), ("sender", _NAME), ("target", _NAME), ("nonce", _UINT)), since=4),
+    _Spec(HoldReply, 39, (("ring", _NAME), ("sender", _NAME), ("target", _NAME),
+                          ("outcome", _enum_codec(HoldOutcome)), ("hold", _FLOAT), ("nonce", _UINT)), since=4),
+)
 
 TYPE_CODES: dict[int, type] = {s.code: s.cls for s in _SPECS}
 _BY_CODE = {s.code: s for s in _SPECS}

@@ -123,6 +123,13 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    data_dir) is taken like its URL batches (rule 5): no member check,
    acked on the route it came by.
 
+14. **Operator holds.** A ``HoldRequest`` (``python -m ring restart`` of a
+   member that cannot announce its own restart) is a tool's (an anonymous
+   route; with CurveZMQ, a key the ring admits): ``Membership.operator_hold``
+   decides (``ring.membership.restarts`` rule 7), the reply says what it did,
+   and it is counted as ``hold_request.<outcome>``. ``ring status`` shows a
+   held member ``restarting``, with its hold's end.
+
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
 (the crawl moves its queued URLs of lost hosts) and re-routes the Outbox;
@@ -143,6 +150,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from ring.actions import (
@@ -201,6 +209,9 @@ from ring.messages import (
     PingAck,
     PingReq,
     RestartRequest,
+    HoldOutcome,
+    HoldReply,
+    HoldRequest,
     SeedAddRequest,
     SeedAddStatus,
     StatusReply,
@@ -414,6 +425,12 @@ class RingNode:
                 until = m.restart_until(mid) if rec.state is MemberState.RESTARTING else None
                 if until is not None:
                     back_by[mid] = max(0.0, wall + until - now)
+            held = m.operator_held(now)
+            if held:
+                # Rule 14: a member held at an operator's word shows as restarting, with its hold's end.
+                back_by.update((mid, max(0.0, wall + until - now)) for mid, until in held.items())
+                members = {**members, **{mid: replace(members[mid], state=MemberState.RESTARTING)
+                                         for mid in held}}
         return status_reply(self.ring_name, self.peer_id, nonce, members, shares, own,
                             unheard=m.waiting_for(), back_by=back_by)
 
@@ -773,6 +790,20 @@ class RingNode:
                                      f"this peer keeps its hosts while it is away"),
                 RestartAsked(msg.sender)]
 
+    def _on_hold_request(self, route: bytes, msg: HoldRequest, now: float) -> list[Action]:
+        """Rule 14: hold a member at an operator's word (``ring.membership.restarts`` rule 7)."""
+        outcome, hold = self.membership.operator_hold(msg.target, now)
+        self.dropped[f"hold_request.{outcome.value}"] += 1  # shown with the counters, as seed adds'
+        out: list[Action] = [Reply(route, HoldReply(self.ring_name, self.peer_id, msg.target, outcome, hold,
+                                                    msg.nonce))]
+        if outcome is HoldOutcome.HELD:
+            inc = self.membership.members()[msg.target].incarnation
+            out.append(Log(logging.WARNING, (
+                f"hold requested by {msg.sender}: member {msg.target} held for an operator's restart at "
+                f"incarnation {inc} for {hold:g}s (not probed; its hosts wait for it)"),
+                "hold", (("member", msg.target), ("incarnation", inc), ("hold", hold), ("by", msg.sender))))
+        return out
+
     def _on_forget_request(self, route: bytes, msg: ForgetRequest, now: float) -> list[Action]:
         """Rule 8: forget a dead (or left) member at an operator's word (``ring.forgetting``)."""
         out, forgotten = answer_forget(self.membership, self.peer_id, self.ring_name, route, msg, now)
@@ -831,6 +862,7 @@ class RingNode:
         HostStarts: _on_host_starts,
         LeaveRequest: _on_leave_request,
         RestartRequest: _on_restart_request,
+        HoldRequest: _on_hold_request,
         ForgetRequest: _on_forget_request,
         Voters: _on_gossip,
         VoterRequest: _on_voter_request,

@@ -89,6 +89,7 @@ from ring.membership.lease import Lease, LeaseKeeper, LeaseState
 from ring.messages import (
     MAX_MEMBERS,
     Digest,
+    HoldOutcome,
     Join,
     Leave,
     Member,
@@ -118,7 +119,7 @@ from ring.membership.records import (
     next_state,
     usable,
 )
-from ring.membership.restarts import Announce, RestartHolds
+from ring.membership.restarts import Announce, OperatorHolds, RestartHolds
 from ring.membership.swim import ProbeStep, Prober, Suspicions, SuspicionStep
 from ring.membership.termination import TerminationDetector
 from ring.membership.view import View
@@ -144,7 +145,7 @@ class Membership:
     __slots__ = (
         "self_id", "ring_name", "dropped", "_reconnect_every", "_indirect", "_rng", "_start", "_view",
         "_members", "_unheard", "_queue", "_ticks", "_term", "_sorted", "_prober", "_repairs",
-        "stalled", "_leases", "_voting", "_announce",
+        "stalled", "_leases", "_voting", "_announce", "_operator_holds",
     )
 
     def __init__(
@@ -229,6 +230,8 @@ class Membership:
         self._voting = VoterKeeper(self_id, ring_name, view, self._leases, self.dropped)
         #: Our planned restart's announce (``ring.membership.restarts`` rule 1); None: not restarting.
         self._announce: Announce | None = None
+        #: Members held at an operator's word (``ring.membership.restarts`` rule 7).
+        self._operator_holds = OperatorHolds(restart_hold)
 
     # -- views ------------------------------------------------------------------
 
@@ -446,6 +449,33 @@ class Membership:
             out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, (self.me,))))
         return out
 
+    # -- an operator's hold (ring.membership.restarts rule 7) -----------------------
+
+    def operator_hold(self, target: str, now: float) -> tuple[HoldOutcome, float]:
+        """Hold ``target``, at the incarnation it is alive at here, for ``restart_hold`` from ``now``
+        (rule 7): what we did, and the seconds the hold lasts (0 unless held). Asked again, it runs
+        from ``now``."""
+        if target == self.self_id:
+            return HoldOutcome.SELF, 0.0
+        m = self._members.get(target)
+        if m is None:
+            return HoldOutcome.NOT_KNOWN, 0.0
+        if m.state is not ALIVE or (target in self._unheard and m.incarnation == 0):
+            return HoldOutcome.NOT_ALIVE, 0.0  # suspect, gone, restarting; or never heard from
+        self._operator_holds.start(target, m.incarnation, now)
+        return HoldOutcome.HELD, self._operator_holds.hold
+
+    def operator_held(self, now: float) -> dict[str, float]:
+        """The members we hold at an operator's word at ``now``, each with when its hold runs out."""
+        return self._operator_holds.active(self._members, now)
+
+    def _held(self, mid: str, now: float) -> bool:
+        """Whether ``mid`` is held at an operator's word (rule 7): not probed, answered for."""
+        if not self._operator_holds:
+            return False
+        m = self._members.get(mid)
+        return m is not None and self._operator_holds.held(m, now)
+
     # -- driving ----------------------------------------------------------------
 
     def tick(self, now: float) -> list[tuple[str, Message]]:
@@ -634,9 +664,10 @@ class Membership:
         target = self._members.get(msg.target)
         if msg.target == self.self_id:
             return [(msg.sender, self._answer(msg.sender, msg.seq, now))]
-        if target is not None and target.state is RESTARTING:
-            # ring.membership.restarts rule 6: an older peer probes a member away for a
-            # planned restart; we hold it, so we answer for it as its relayed answer would.
+        if target is not None and (target.state is RESTARTING or self._held(msg.target, now)):
+            # ring.membership.restarts rules 6 and 7: an older peer probes a member away
+            # for a planned restart (or one an operator asked us to hold); we hold it, so
+            # we answer for it as its relayed answer would.
             return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, msg.target,
                                          self._updates(msg.sender)))]
         if target is None or target.state not in LIVE:
@@ -692,6 +723,9 @@ class Membership:
             ids = sorted(mid for mid, m in self._members.items()
                          if m.state in LIVE and mid != self.self_id and mid not in unheard)
             self._sorted = cached = (self._view.epoch, grace_over, ids)
+        if self._operator_holds:
+            # Rule 7: a member held at an operator's word is not probed, so no suspicion of it starts here.
+            return [mid for mid in cached[2] if not self._held(mid, now)]
         return cached[2]
 
     def _updates(self, to: str) -> tuple[Member, ...]:
@@ -726,6 +760,8 @@ class Membership:
         """Carry out what the probe and suspicion timers say (``ring.membership.swim``); our verdicts."""
         members = self._members
         for seq, m, step in self._prober.due(now, members):
+            if self._held(m.id, now):
+                continue  # a probe begun before the hold (ring.membership.restarts rule 7)
             if step is ProbeStep.SUSPECT:
                 suspect = replace(m, state=next_state(m.state, LocalEvent.PROBE_TIMEOUT))
                 self._view.put(suspect, now, ChangeReason.SILENCE, ours=True)

@@ -42,7 +42,8 @@ restart. A *planned* restart avoids the ring change altogether:
    and about one we never heard of, an alive record, which they settle too.
    A dead claim about a member we hold restarting is refused
    (``hearsay_dead``) until our own hold runs out: a peer that missed the
-   announce must not move the ring for everyone.
+   announce must not move the ring for everyone. (An operator's hold,
+   rule 7, is no claim: it changes no record and is never gossiped.)
 6. **Older peers.** A member of wire version 3 has no ``restarting``: it
    reads the record as alive, probes the member, and would find it dead
    after ``dead_after``. Its ring would then lack the member while ours
@@ -55,6 +56,30 @@ restart. A *planned* restart avoids the ring change altogether:
    goes on. Only for the hold: once it runs out here, the member is dead
    and no answer is given for it. A peer of this version never asks (it
    does not probe a restarting member).
+7. **An operator's hold.** A member that cannot announce its own restart
+   (one of wire version 3, whose SIGTERM just stops it; or a machine about
+   to be rebooted, whose peer will be killed) is held at the operator's
+   word instead: ``ring restart`` asks each member of wire version 4
+   directly (:class:`~ring.messages.HoldRequest`, with the tool's key
+   under CurveZMQ) to hold it, at the incarnation it is alive at in that
+   member's view, for ``restart_hold`` (:class:`OperatorHolds`). A holder changes no
+   record: the member stays alive in its view and in every message it
+   sends, so no view, no ring and no lease changes anywhere, and a peer of
+   version 3 sees nothing but its own probes. The holder only stops
+   probing the member (no suspicion of it starts here) and answers a
+   ``PingReq`` about it on its behalf, as rule 6 does for a restarting
+   member: the probes of a peer that holds nothing (version 3) fail
+   directly and succeed through the holders, so its ring keeps the
+   member too. The hold ends when its time runs out (then our probes
+   resume: a member not back is found dead, as any silent one), or when
+   the member's record is anything but alive at that incarnation (its new
+   process is back at a higher one; a suspicion or a verdict reached us;
+   it announced a restart of its own). This is not hearsay (rule 5): no
+   peer claims anything about the member, each holder acts on the
+   operator's own request, received directly, and nothing of the hold is
+   gossiped, so no peer can make another hold a member. A member the
+   operator never stops goes on as before: alive, fetching its own hosts
+   (which it owns in every view), and probed again once the hold is over.
 
 Why hosts are never fetched twice: a restarting member owns its hosts in
 every view that holds it restarting, as it did alive, so no ownership
@@ -68,9 +93,9 @@ from __future__ import annotations
 from collections.abc import Collection, Iterator, Mapping
 
 from ring.messages import Member
-from ring.membership.records import RESTARTING
+from ring.membership.records import ALIVE, RESTARTING
 
-__all__ = ["Announce", "RestartHolds"]
+__all__ = ["Announce", "OperatorHolds", "RestartHolds"]
 
 _EPS = 1e-9  # timers compare sums of floats
 
@@ -142,3 +167,52 @@ class Announce:
     def heard_by(self) -> frozenset[str]:
         """The members that answered."""
         return frozenset(self._acked)
+
+
+class OperatorHolds:
+    """Member id -> (incarnation, local time the hold runs out): rule 7's holds (mutable)."""
+
+    __slots__ = ("hold", "_until")
+
+    def __init__(self, hold: float) -> None:
+        if not hold > 0:
+            raise ValueError(f"restart_hold must be > 0, got {hold!r}")
+        self.hold = hold
+        self._until: dict[str, tuple[int, float]] = {}
+
+    def start(self, mid: str, incarnation: int, now: float) -> float:
+        """Hold ``mid`` at ``incarnation`` from ``now`` (again: from ``now``, an operator's
+        renewal); when it runs out."""
+        until = now + self.hold
+        self._until[mid] = (incarnation, until)
+        return until
+
+    def held(self, m: Member, now: float) -> bool:
+        """Whether ``m`` (our record of it) is held at ``now``; a hold that ended is dropped."""
+        got = self._until.get(m.id)
+        if got is None:
+            return False
+        if m.state is not ALIVE or m.incarnation != got[0] or now >= got[1] - _EPS:
+            del self._until[m.id]
+            return False
+        return True
+
+    def until(self, mid: str) -> float | None:
+        """When ``mid``'s hold runs out (the caller's clock); None if it is not held."""
+        got = self._until.get(mid)
+        return None if got is None else got[1]
+
+    def active(self, members: Mapping[str, Member], now: float) -> dict[str, float]:
+        """Each member of ``members`` held at ``now``, with when its hold runs out; the
+        holds that ended (or whose member was forgotten) are dropped."""
+        out: dict[str, float] = {}
+        for mid, (_, until) in list(self._until.items()):
+            m = members.get(mid)
+            if m is None:
+                del self._until[mid]
+            elif self.held(m, now):
+                out[mid] = until
+        return out
+
+    def __len__(self) -> int:
+        return len(self._until)

@@ -256,11 +256,25 @@ def _parser() -> argparse.ArgumentParser:
                                     "wait for it, and every other host goes on, for ring.restart_hold "
                                     "seconds; not back by then, it is dead as a silent peer is. Exits 0 "
                                     "once the ring holds it restarting (--back: once its new process "
-                                    "answers), 1 otherwise (Ctrl-C ends the wait, not the restart).")
+                                    "answers), 1 otherwise (Ctrl-C ends the wait, not the restart). "
+                                    "A peer that cannot announce its own restart (the previous release, "
+                                    "wire version 3: `ring status --json` says its wire_version; or any "
+                                    "peer with --hold, e.g. one whose machine is about to be rebooted) is "
+                                    "held at the operator's word instead: every other live peer of this "
+                                    "release is asked to hold it (not probe it, and answer the older "
+                                    "peers' probes of it for it) for ring.restart_hold seconds, so no ring "
+                                    "changes anywhere; the command does not stop it: once it says held, "
+                                    "stop the peer (SIGTERM, or the reboot) and start it again, of either "
+                                    "release, on its data_dir, before the hold runs out. Exits 0 when "
+                                    "every peer asked holds it, 1 otherwise (each peer's answer printed).")
     rs.add_argument("--ring", metavar="PATH", required=True, help="the cluster.toml (required)")
     rs.add_argument("--id", metavar="ID", required=True, help="the peer that restarts (required)")
     rs.add_argument("--back", action="store_true",
-                    help="wait until its new process answers, not only until it stopped")
+                    help="wait until its new process answers, not only until it stopped (or is held)")
+    rs.add_argument("--hold", action="store_true",
+                    help="hold it at the operator's word without asking it to stop, whatever its release "
+                         "(automatic for a peer of wire version 3; for one held already, asks again, the "
+                         "hold then running from now); then stop it and start it again")
     rs.add_argument("--timeout", metavar="SECONDS", type=float, default=60.0,
                     help="how long to wait (default 60)")
     fg = sub.add_parser("forget", help="make every peer drop a dead member from its view and quorum",
@@ -675,12 +689,14 @@ async def _settings(cfg: RingFile, args: argparse.Namespace) -> SettingsResult:
 
 async def _restart(cfg: RingFile, args: argparse.Namespace) -> RestartResult:
     return await request_restart(cfg.ring.name, seeds_of(cfg), args.id, args.timeout,
-                                 tool_keys(cfg, args.key_id), back=args.back)
+                                 tool_keys(cfg, args.key_id), back=args.back, hold=args.hold)
 
 
 def format_restart(peer: str, result: RestartResult, timeout: float) -> tuple[str, bool]:
     """What ``ring restart`` prints, and whether it succeeded."""
     by = f" (back by {hhmmss(result.back_by)})" if result.back_by else ""
+    if result.holders or result.outcome is RestartOutcome.NO_HOLDER:
+        return _format_hold(peer, result, by)
     if result.outcome is RestartOutcome.RESTARTING:
         return (f"{peer} stopped for a planned restart; the ring keeps its hosts for it{by}", True)
     if result.outcome is RestartOutcome.BACK:
@@ -693,6 +709,24 @@ def format_restart(peer: str, result: RestartResult, timeout: float) -> tuple[st
     if result.outcome is RestartOutcome.NOT_LIVE:
         return f"error: {peer} is {result.state}, not a live member", False
     return f"error: no running peer {peer!r} (or no peer answered)", False
+
+
+def _format_hold(peer: str, result: RestartResult, by: str) -> tuple[str, bool]:
+    """``ring restart`` of a peer held at the operator's word (``ring.membership.restarts`` rule 7)."""
+    why = (f"{peer} speaks wire version {result.wire_version} and cannot announce a restart"
+           if result.wire_version and result.wire_version < 4 else f"{peer} is held at the operator's word")
+    if result.outcome is RestartOutcome.NO_HOLDER:
+        return (f"error: {why}, and no other live peer of this release can hold it: upgrade one first, "
+                f"or stop it as a crash (`python -m ring leave` hands its hosts over first)", False)
+    answers = ", ".join(f"{mid}: {outcome.value if outcome is not None else 'no answer'}"
+                        for mid, outcome in result.holders)
+    if result.outcome is RestartOutcome.PART_HELD:
+        return (f"error: {why}; not every peer holds it ({answers}): a peer that does not may find it "
+                f"dead once it stops; ask again with --hold, or see `python -m ring status`", False)
+    if result.outcome is RestartOutcome.BACK:
+        return f"{peer} restarted and is back; its hosts never moved ({answers})", True
+    return (f"{why}: held by {', '.join(mid for mid, _ in result.holders)}{by}; stop it now and start it "
+            f"again (either release) before then: its hosts wait for it, every other host goes on", True)
 
 
 async def _leave(cfg: RingFile, args: argparse.Namespace) -> LeaveResult:

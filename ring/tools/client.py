@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import os
+import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -29,6 +30,9 @@ from ring.messages import (
     ForgetOutcome,
     ForgetReply,
     ForgetRequest,
+    HoldOutcome,
+    HoldReply,
+    HoldRequest,
     LeaseStatus,
     LeaveRequest,
     MemberState,
@@ -48,6 +52,7 @@ from ring.messages import (
     VoterRequest,
     decode,
     encode_lowest,
+    speaks,
 )
 from ring.io.errors import HandshakeRefused
 from ring.io.handshake import Handshake, HandshakeWatch
@@ -57,14 +62,14 @@ from ring.io.zmqio import SocketType, open_socket
 from ring.wireversion import tool_route
 
 __all__ = ["ASK_AT_ONCE", "Contact", "ForgetResult", "HandshakeRefused", "LeaveOutcome", "LeaveResult",
-           "RestartOutcome", "RestartResult", "VoterResult", "ask_seed_add", "client_keys", "cluster_status",
-           "refusal", "request_forget", "request_leave", "request_restart", "request_voter", "settled", "silence",
+           "RestartOutcome", "RestartResult", "VoterResult", "ask_seed_add", "cannot_announce", "client_keys",
+           "cluster_status", "refusal", "request_forget", "request_hold", "request_leave", "request_restart", "request_voter", "settled", "silence",
            "SettingsResult", "request_settings", "behind"]
 
 #: Members ``ring status`` asks for their own figures at once.
 ASK_AT_ONCE = 32
 
-_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply, SeedAddReply, SettingsReply)
+_A = TypeVar("_A", StatusReply, ForgetReply, VoterReply, SeedAddReply, SettingsReply, HoldReply)
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,6 +322,10 @@ class RestartOutcome(enum.StrEnum):
     UNKNOWN = "unknown"  # no peer knows it, or none answers
     NOT_LIVE = "not_live"  # the ring holds it dead, left or restarting already
     NOT_HELD = "not_held"  # it stopped, but the ring does not hold it restarting (an older build: dead)
+    # An operator's hold (ring.membership.restarts rule 7), for a member that cannot announce:
+    HELD = "held"  # every other member of wire version 4 holds it: stop it and start it again now
+    PART_HELD = "part_held"  # some of them did not answer, or refused (``holders`` says)
+    NO_HOLDER = "no_holder"  # no other live member of wire version 4 to hold it
 
 
 @dataclass(frozen=True, slots=True)
@@ -324,17 +333,34 @@ class RestartResult:
     outcome: RestartOutcome
     state: str = ""  # the target's state as the ring last showed it
     back_by: float = 0.0  # when its hold runs out (epoch seconds), as a peer that holds it said
+    #: An operator's hold: each member asked, and its answer (None: none came).
+    holders: tuple[tuple[str, HoldOutcome | None], ...] = ()
+    wire_version: int = 0  # the target's, as its own row said (0: not said)
+
+
+def cannot_announce(row: MemberStatus) -> bool:
+    """Whether the member of ``row`` (its own, as ``cluster_status`` gives it) runs a build that
+    cannot announce a planned restart: an older wire version, without ``RestartRequest``."""
+    return row.wire_version != 0 and not speaks(RestartRequest, row.wire_version)
 
 
 async def request_restart(ring_name: str, seeds: Sequence[Contact], peer_id: str, timeout: float,
-                          keys: CurveKeys | None = None, *, back: bool = False) -> RestartResult:
+                          keys: CurveKeys | None = None, *, back: bool = False, hold: bool = False,
+                          answer_timeout: float = 2.0) -> RestartResult:
     """Ask ``peer_id`` to stop for a planned restart; wait until the ring holds it restarting
-    (``back``: until its new process answers too)."""
-    target = find(await cluster_status(ring_name, seeds, keys=keys), peer_id)
-    if target is None:
+    (``back``: until its new process answers too). A member that cannot announce its own
+    restart (:func:`cannot_announce`), or any with ``hold``, is held at the operator's word
+    instead (:func:`request_hold`): the caller then stops it and starts it again."""
+    rows = await cluster_status(ring_name, seeds, keys=keys)
+    target = find(rows, peer_id)
+    if target is None or rows is None:
         return RestartResult(RestartOutcome.UNKNOWN)
-    if not target.live:
+    if not target.live and not (hold and target.state is MemberState.RESTARTING):
+        # (A member held already shows restarting: --hold asks the holders again.)
         return RestartResult(RestartOutcome.NOT_LIVE, target.shown_state)
+    if hold or cannot_announce(target):
+        return await request_hold(ring_name, rows, target, timeout, keys, back=back,
+                                  answer_timeout=answer_timeout)
     async with open_socket(SocketType.DEALER, connect=target.address, linger=1000,
                            configure=_configure(keys, peer_id)) as sock:
         with trio.move_on_after(2.0):
@@ -363,6 +389,52 @@ async def request_restart(ring_name: str, seeds: Sequence[Contact], peer_id: str
     if held is not None:
         return RestartResult(RestartOutcome.RESTARTING, held.shown_state, held.back_by)
     return RestartResult(RestartOutcome.STOPPING, target.shown_state)
+
+
+async def request_hold(ring_name: str, rows: Sequence[MemberStatus], target: MemberStatus, timeout: float,
+                       keys: CurveKeys | None = None, *, back: bool = False, answer_timeout: float = 2.0,
+                       ) -> RestartResult:
+    """Ask every other live member of wire version 4 in ``rows`` to hold ``target`` for an
+    operator's restart (``ring.membership.restarts`` rule 7); with ``back``, then wait up to
+    ``timeout`` for ``target`` to stop and a new process of it to answer."""
+    asked = [r for r in rows if r.live and r.id != target.id and speaks(HoldRequest, r.wire_version)]
+    if not asked:
+        return RestartResult(RestartOutcome.NO_HOLDER, target.shown_state, wire_version=target.wire_version)
+    answers: dict[str, HoldReply | None] = {}
+    limiter = trio.CapacityLimiter(ASK_AT_ONCE)
+
+    async def hold_at(row: MemberStatus) -> None:
+        nonce = _nonce()
+        try:
+            async with limiter:
+                reply = await _exchange(Contact(row.id, row.address),
+                                        HoldRequest(ring_name, "ring-restart", target.id, nonce),
+                                        HoldReply, nonce, answer_timeout, keys)
+        except RingError:  # its key refused, an address zmq refuses: no hold there
+            reply = None
+        answers[row.id] = reply if reply is not None and reply.target == target.id else None
+
+    async with trio.open_nursery() as nursery:
+        for row in asked:
+            nursery.start_soon(hold_at, row)
+    holders = tuple((mid, r.outcome if r is not None else None) for mid, r in sorted(answers.items()))
+    held = [r for r in answers.values() if r is not None and r.outcome is HoldOutcome.HELD]
+    back_by = time.time() + min((r.hold for r in held), default=0.0)
+    if len(held) < len(asked):
+        return RestartResult(RestartOutcome.PART_HELD, target.shown_state, back_by if held else 0.0, holders,
+                             target.wire_version)
+    if back:
+        contact = Contact(target.id, target.address)
+        gone = False
+        with trio.move_on_after(timeout):
+            while True:
+                await trio.sleep(0.5)
+                answer = await ask(ring_name, contact, 1.0, keys)
+                if answer is None:
+                    gone = True
+                elif gone:
+                    return RestartResult(RestartOutcome.BACK, "alive", back_by, holders, target.wire_version)
+    return RestartResult(RestartOutcome.HELD, "restarting", back_by, holders, target.wire_version)
 
 
 async def request_forget(ring_name: str, seeds: Sequence[Contact], target: str, timeout: float,

@@ -28,11 +28,13 @@ from __future__ import annotations
 
 import signal
 import time
-from collections import defaultdict
 
 import trio
 
 from ringharness import Ring, cluster_text, fetched, hosts_of, pages_fetched
+from rollingrestart import address_of as _address
+from rollingrestart import gaps_while_away
+from rollingrestart import wait_until as _wait
 from localweb import SiteGraph, serve_webfarm
 from peer.errors import EXIT_RESTART
 from ring.tools.client import Contact, RestartOutcome, request_restart
@@ -47,22 +49,6 @@ DOWN = 4.0  # seconds each peer stays down: longer than dead_after (3 s)
 #: (``hold_timeout``, 6 s here) as it did before; it prints the worst gap of
 #: each restart, the figure a quiet machine shows under 2 s.
 MAX_GAP = 6.0
-
-
-def gaps_while_away(farm, hosts: set[str], start: float, end: float) -> dict[str, float]:
-    """The longest time each of ``hosts`` went without a request within [start, end] (between two
-    requests of it: a host whose crawl is over has none to wait for)."""
-    times: dict[str, list[float]] = defaultdict(list)
-    for e in farm.log:
-        if e.host in hosts:
-            times[e.host].append(e.t)
-    worst: dict[str, float] = {}
-    for host, ts in times.items():
-        ts.sort()
-        for a, b in zip(ts, ts[1:]):
-            if b > start and a < end:
-                worst[host] = max(worst.get(host, 0.0), min(b, end) - max(a, start))
-    return worst
 
 
 async def test_a_rolling_restart_pauses_no_host_of_the_other_peers(tmp_path):
@@ -132,15 +118,3 @@ async def test_a_rolling_restart_pauses_no_host_of_the_other_peers(tmp_path):
     assert set(got) == want, f"missing {sorted(want - set(got))[:5]} of {len(want - set(got))}"
     twice = {u: n for u, n in got.items() if n > 1}
     assert not twice, f"fetched twice: {list(twice)[:5]} of {len(twice)}"
-
-
-async def _wait(cond, limit: float | None = None) -> None:
-    with trio.move_on_after(limit if limit is not None else 1e9):
-        while not cond():
-            await trio.sleep(0.05)
-
-
-def _address(text: str, peer: str) -> str:
-    """``peer``'s address in the cluster.toml ``text``."""
-    block = text.split(f'id = "{peer}"', 1)[1]
-    return block.split('address = "', 1)[1].split('"', 1)[0]

@@ -41,6 +41,9 @@ from ring.messages import (
     HostStateAck,
     LeaveRequest,
     RestartRequest,
+    HoldOutcome,
+    HoldReply,
+    HoldRequest,
     ForgetOutcome,
     ForgetReply,
     ForgetRequest,
@@ -107,6 +110,9 @@ MESSAGES = st.one_of(
     st.builds(HandoffDone, NAME, NAME, st.lists(NAME, max_size=6).map(tuple)),
     st.builds(LeaveRequest, NAME, NAME, NAME),
     st.builds(RestartRequest, NAME, NAME, NAME),
+    st.builds(HoldRequest, NAME, NAME, NAME, UINT),
+    st.builds(HoldReply, NAME, NAME, NAME, st.sampled_from(HoldOutcome),
+              st.floats(min_value=0, max_value=1e6, allow_nan=False), UINT),
     st.builds(ForgetRequest, NAME, NAME, NAME, UINT),
     st.builds(ForgetReply, NAME, NAME, NAME, st.sampled_from(ForgetOutcome), UINT),
     st.builds(Voters, NAME, NAME, UINT, st.lists(NAME, max_size=5).map(tuple),
@@ -176,6 +182,7 @@ def test_type_codes_are_fixed():
         20: Voters, 21: VoterRequest, 22: VoterReply, 23: Settings, 24: SettingsRequest, 25: SettingsReply,
         30: SeedAddRequest, 31: SeedAddReply, 33: HostState, 34: HostStateAck,
         37: RestartRequest,  # a planned restart (ring.membership.restarts)
+        38: HoldRequest, 39: HoldReply,  # an operator's hold (ring.membership.restarts rule 7)
     }
 
 
