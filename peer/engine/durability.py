@@ -114,10 +114,11 @@ class Durability:
             self.resumed = {"queued": len(rec.queued) + rec.head_urls + rec.spilled, "forwards": len(rec.forwards),
                             "rows_restored": len(missing), "generation": rec.generation,
                             "torn_bytes": rec.torn_bytes, "spilled": rec.spilled,
-                            "blocks_read": rec.blocks_read}
+                            "blocks_read": rec.blocks_read, "packed": rec.resident}
             log.warning("resuming the crawl from %s: %d queued URLs (%d of them on disk, %d blocks "
-                        "read), %d to forward, %d result rows restored%s", state.directory,
-                        len(rec.queued) + rec.head_urls + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
+                        "read; %d in packed heads), %d to forward, %d result rows restored%s", state.directory,
+                        len(rec.queued) + rec.head_urls + rec.spilled, rec.spilled - rec.resident, rec.blocks_read,
+                        rec.resident, len(rec.forwards),
                         len(missing), f", {rec.torn_bytes} bytes of a torn journal tail dropped"
                         if rec.torn_bytes else "")
         if rec is not None and not self.rejoining:
@@ -220,7 +221,7 @@ class Durability:
         try:
             stats = await trio.to_thread.run_sync(
                 state.write_snapshot, pending, view.bloom, view.queued, view.forwards, view.counters,
-                manifest, view.handed, view.handed_state)
+                manifest, view.handed, view.handed_state, view.heads)
         except BaseException:
             state.abort_snapshot(pending)
             raise
@@ -245,5 +246,5 @@ class Durability:
             return None
         st = self._spill.stats()
         return (f"frontier: at most {peak:,} queued URLs on disk (heads of {head} a host in RAM); "
-                f"{st.blocks_written:,} blocks written, {st.blocks_read:,} read; {st.urls:,} URLs in "
+                f"{st.blocks_written:,} blocks written, {st.blocks_read:,} read; {st.urls - st.resident:,} URLs in "
                 f"{st.segments} segments ({st.disk_bytes / 2**20:.1f} MiB) left")

@@ -18,7 +18,12 @@ such URL is found (:meth:`peer.state.spill.FileSpill.take_done`); the rest of
 those blocks and the host's snapshot head go back in front, in order. Every
 other spilled host's snapshot head is handed back as it is
 (:attr:`Recovered.heads`), for the frontier to put in RAM in front of the
-host's blocks, as it was. So recovery reads the snapshot (heads and
+host's blocks, as it was. A snapshot of format 3 has no such list: its
+heads are the store's fronts (``peer.state.spill``, "Heads"), packed a host
+each, and go back into the store as they are, no URL of them made a string
+until its host starts; the URLs done since that were in them are found as
+those in the blocks are (``take_done`` takes a host's fronts first). So
+recovery reads the snapshot (heads and
 manifest), the journal and the few blocks taken since, never the whole
 frontier; and with a spill store it never puts the snapshot's URLs, millions
 at a restart, into a dict: the journal is replayed into an empty queue and
@@ -80,6 +85,7 @@ class Recovered:
     # A spilled host's snapshot head, flat ``[url, depth, ...]``: it goes back in RAM in
     # front of the host's blocks (Frontier.adopt), not through the store.
     heads: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+    resident: int = 0                  # of ``spilled``, URLs in the store's fronts (packed heads, in RAM)
 
     @property
     def head_urls(self) -> int:
@@ -181,7 +187,7 @@ def _load(
         added: list[str] = []
         records, torn = replay(directory, files[StateFile.JOURNAL][gen], queue, forwards, rows,
                                counters, added, missed, fsync=fsync, seen=seen, state=handed_state, done=done)
-        bloom.add_many(added)
+        bloom.add_all(added)
         for url in seen:
             handed[url] = host_key(url)
     blocks_read = 0
@@ -210,7 +216,7 @@ def _load(
         bloom=bloom, created=float(doc["created"]), records=records, torn_bytes=torn,
         spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read, handed=handed,
         handed_state=handed_state,
-        heads=heads,
+        heads=heads, resident=spill.stats().resident,
     )
 
 
