@@ -221,7 +221,8 @@ class Durability:
         try:
             stats = await trio.to_thread.run_sync(
                 state.write_snapshot, pending, view.bloom, view.queued, view.forwards, view.counters,
-                manifest, view.handed, view.handed_state, view.heads)
+                manifest, view.handed, view.handed_state, view.heads, self._cfg.frontier.packed_heads,
+                view.recovering)
         except BaseException:
             state.abort_snapshot(pending)
             raise

@@ -313,7 +313,7 @@ class PeerState:
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()), heads: Heads = (),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
     ) -> SnapshotStats:
         """Commit, write snapshot g+1 of the state given, continue in ``journal-<g+1>.log``.
 
@@ -325,7 +325,7 @@ class PeerState:
             raise RuntimeError("PeerState.snapshot() before begin() or after close()")
         self.commit()
         return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill, handed, handed_state,
-                              heads)
+                              heads, packed)
 
     # A snapshot off the event loop, in three steps (the engine's rule 10):
     # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
@@ -356,9 +356,14 @@ class PeerState:
         self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()), heads: Heads = (),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
+        recovering: Sequence[tuple[str, int]] = (),
     ) -> SnapshotStats:
         """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
+
+        ``packed`` False: the heads listed URL by URL, the store's fronts too (format 2,
+        ``[frontier] packed_heads``). ``recovering``: a recovered journal's URLs not yet
+        put back, listed apart (peer/state/snapshot.py).
 
         It touches only the files of generation g+1 (never the journals):
         ``bloom`` must be a copy nobody changes meanwhile, ``queued`` and
@@ -367,7 +372,7 @@ class PeerState:
         holds only the frontier's heads and the jobs in flight).
         """
         return self._write_files(pending.generation, bloom, queued, forwards, counters,
-                                 pending.old_journal, spill, handed, handed_state, heads)
+                                 pending.old_journal, spill, handed, handed_state, heads, packed, recovering)
 
     def finish_snapshot(self, pending: PendingSnapshot) -> None:
         """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
@@ -406,10 +411,10 @@ class PeerState:
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()), heads: Heads = (),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
     ) -> SnapshotStats:
         stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill, handed,
-                                  handed_state, heads)
+                                  handed_state, heads, packed)
         self._close_fd()
         self._gen = gen
         self._open_journal()
@@ -424,11 +429,12 @@ class PeerState:
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()), heads: Heads = (),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
+        recovering: Sequence[tuple[str, int]] = (),
     ) -> SnapshotStats:
         return write_snapshot_files(self.directory, gen, self.peer_id, self.ring, self._created,
                                     bloom, queued, forwards, counters, old_journal, spill, handed,
-                                    handed_state, heads)
+                                    handed_state, heads, packed, recovering)
 
     # -- recovery --------------------------------------------------------------
 

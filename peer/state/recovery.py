@@ -171,6 +171,14 @@ def _load(
             queue = {}
             for u, d in zip(urls, depths):
                 queue.setdefault(u, d)
+    # A recovered journal's URLs not yet put back (format 3): queued behind the rest, as the
+    # journal's are, before the journal is replayed (its records may take them off again).
+    back_urls, back_depths = doc.get("recovering", [[], []])
+    if back_urls and queue:
+        for u, d in zip(back_urls, back_depths):
+            queue.setdefault(u, d)
+    elif back_urls:
+        queue = dict(zip(back_urls, back_depths))
     # else the journal is replayed into an empty queue and the snapshot's URLs,
     # millions of them, are split by host after (_split_heads), never put in a dict.
     forwards = [(u, d) for u, d in doc["forwards"]]

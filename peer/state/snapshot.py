@@ -19,7 +19,12 @@ Packed heads (format 3): the frontier's heads are not in ``urls`` but in the
 manifest's ``fronts``, one msgpack payload a host (peer/state/spill.py,
 "Heads"), in front of the fronts the spill store still held packed. A
 restart reads 20,000 payloads instead of 1.3 M strings, and splits nothing
-by host; ``urls`` keeps the jobs in flight and the other few. A snapshot
+by host; ``urls`` keeps the jobs in flight and the other few, and ``recovering``
+lists apart, as [urls, depths], the URLs a recovered journal queued that the
+frontier has not taken back yet (a restart puts them back after its first
+requests, and a snapshot a second later finds most still there): a restart
+queues them as they are, behind every head and block, instead of splitting
+them by host with the heads (interleaved hosts made that a run a URL). A snapshot
 with no front is written as format 2, which earlier builds read; they refuse
 format 3 in one line (format 2 lists the heads as URLs, each build reads it).
 
@@ -31,6 +36,7 @@ writes the Bloom file, then the snapshot, each atomically.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import struct
 import time
@@ -48,7 +54,7 @@ from peer.errors import StateError, StorageError
 from peer.state.bloomfile import write_bloom
 from peer.state.fsio import write_atomic
 from peer.state.generations import damaged
-from peer.state.spill import Front, SpillManifest, pack_head, sync_segments
+from peer.state.spill import Front, SpillManifest, pack_head, sync_segments, unpack_front
 
 __all__ = ["HandedState", "SnapshotStats", "PendingSnapshot", "write_snapshot_files", "read_snapshot"]
 
@@ -90,13 +96,18 @@ def write_snapshot_files(
     forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
     spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
     handed_state: HandedState = ((), ()), heads: Iterable[tuple[str, list[Any]]] = (),
+    packed: bool = True, recovering: Sequence[tuple[str, int]] = (),
 ) -> SnapshotStats:
     """Write ``bloom-<gen>.bin`` and ``snapshot-<gen>.msgpack`` of the state given.
 
     ``heads``: (host, flat ``[url, depth, ...]``) of the frontier's heads in RAM,
     packed here into the manifest's fronts (module docstring); ``queued`` then
     holds the rest (the jobs in flight). Without a ``spill`` manifest they go
-    into ``urls`` as before.
+    into ``urls`` as before, and so do they and the manifest's fronts with ``packed``
+    False (format 2, which a build before packed heads reads: ``[frontier] packed_heads``).
+    ``recovering``: a recovered journal's URLs the frontier has not taken back yet
+    (``CrawlCore.defer_recovered``), listed apart (format 3) or, not ``packed``, after
+    ``urls``.
 
     ``handed``: (url, host) of the URLs other peers handed us as fetched
     (``peer.core.handoff.moves``): a restart must still drop them from its
@@ -118,16 +129,30 @@ def write_snapshot_files(
     for url, depth in queued:
         add_url(url)
         add_depth(depth)
-    packed: list[Front] = []
+    fronts: list[Front] = []
     for host, flat in heads:
         if not flat:
             continue
-        if spill is None:
+        if spill is None or not packed:
             urls += flat[0::2]
             depths += flat[1::2]
         else:
-            packed.append((host, len(flat) // 2, pack_head(flat)))
-    spill_doc = spill.to_doc(tuple(packed)) if spill is not None else None
+            fronts.append((host, len(flat) // 2, pack_head(flat)))
+    if spill is not None and not packed and spill.fronts:
+        # After the heads: recovery gives a host's runs back in the order listed.
+        for _, n, payload in spill.fronts:
+            flat = unpack_front(payload, n)
+            urls += flat[0::2]
+            depths += flat[1::2]
+        spill = dataclasses.replace(spill, fronts=(), urls=spill.urls - sum(f[1] for f in spill.fronts))
+    spill_doc = spill.to_doc(tuple(fronts)) if spill is not None else None
+    back: list[list[Any]] | None = None
+    if recovering and packed:
+        back = [[u for u, _ in recovering], [d for _, d in recovering]]
+    else:
+        for url, depth in recovering:
+            add_url(url)
+            add_depth(depth)
     fwd = [(u, d) for u, d in forwards]
     doc = {
         "peer": peer_id, "ring": ring, "generation": gen,
@@ -137,13 +162,15 @@ def write_snapshot_files(
         "urls": urls, "depths": depths,
         "forwards": fwd, "counters": dict(counters),
         "spill": spill_doc,
+        # Optional (format 3): [urls, depths] of a recovered journal not yet put back.
+        **({"recovering": back} if back is not None else {}),
         # Optional: a snapshot of an earlier build has none (read as empty).
         "handed": [list(p) for p in handed],
         # Optional too: (revisit records, cookies) as HostState carries them.
         "handed_state": [list(handed_state[0]), list(handed_state[1])],
     }
     payload = msgpack.packb(doc, use_bin_type=True)
-    version = _SNAP_VERSION if spill_doc is not None and "fronts" in spill_doc else 2
+    version = _SNAP_VERSION if back is not None or (spill_doc is not None and "fronts" in spill_doc) else 2
     trailer = _SNAP_TRAILER.pack(_SNAP_MAGIC, version, len(payload), zlib.crc32(payload))
     snap_path = directory / StateFile.SNAPSHOT.file_name(gen)
     try:
@@ -151,12 +178,18 @@ def write_snapshot_files(
     except OSError as e:
         raise StorageError(f"{snap_path}: cannot write snapshot ({e.strerror or e})") from e
     return SnapshotStats(
-        generation=gen, queued=len(urls) + sum(f[1] for f in packed), forwards=len(fwd),
+        generation=gen, queued=len(urls) + sum(f[1] for f in fronts) + (len(back[0]) if back else 0),
+        forwards=len(fwd),
         snapshot_bytes=len(payload) + len(trailer),
         bloom_bytes=os.path.getsize(directory / bloom_name),
         journal_bytes=old_journal, seconds=time.perf_counter() - t0,
-        spilled=spill.urls if spill is not None else 0, heads=len(packed),
+        spilled=spill.urls if spill is not None else 0, heads=len(fronts),
     )
+
+
+def _pair_of_lists(v: Any) -> bool:
+    return (isinstance(v, list) and len(v) == 2 and isinstance(v[0], list) and isinstance(v[1], list)
+            and len(v[0]) == len(v[1]))
 
 
 def read_snapshot(directory: Path, name: str, gen: int, peer_id: str | None,
@@ -195,6 +228,7 @@ def read_snapshot(directory: Path, name: str, gen: int, peer_id: str | None,
             and isinstance(doc.get("forwards"), list) and isinstance(doc.get("counters"), dict)
             and isinstance(doc.get("created"), (int, float))
             and isinstance(doc.get("handed", []), list)
+            and _pair_of_lists(doc.get("recovering", [[], []]))
             and isinstance(doc.get("handed_state", [[], []]), list) and len(doc.get("handed_state", [[], []])) == 2
             and all(isinstance(x, list) for x in doc.get("handed_state", [[], []]))
             and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)

@@ -64,7 +64,7 @@ import msgpack
 
 from peer.errors import StateError, StorageError
 
-__all__ = ["FileSpill", "Front", "SpillManifest", "SpillStats", "pack_head", "sync_segments"]
+__all__ = ["FileSpill", "Front", "SpillManifest", "SpillStats", "pack_head", "sync_segments", "unpack_front"]
 
 _BLOCK = struct.Struct("<II")  # payload length, crc32 of the payload
 _OFF_BITS = 40                 # a segment up to 1 TiB
@@ -85,7 +85,19 @@ Front = tuple[str, int, bytes]
 
 def pack_head(flat: list[Any]) -> bytes:
     """A host's head, flat ``[url, depth, ...]``, as a front's payload (module docstring)."""
-    return msgpack.packb(flat, use_bin_type=True)
+    payload: bytes = msgpack.packb(flat, use_bin_type=True)
+    return payload
+
+
+def unpack_front(payload: bytes, n: int) -> list[Any]:
+    """A front's flat ``[url, depth, ...]`` list of ``n`` URLs; ValueError if it is not one."""
+    try:
+        chunk = msgpack.unpackb(payload, raw=False)
+    except Exception as e:  # bytes of a checksummed snapshot that do not decode: a bad writer
+        raise ValueError(f"undecodable head ({e})") from e
+    if not (isinstance(chunk, list) and len(chunk) == 2 * n):
+        raise ValueError(f"a head of {n} URLs holds {len(chunk) if isinstance(chunk, list) else 'no list'}")
+    return chunk
 
 
 def _seg_name(n: int) -> str:
@@ -495,11 +507,9 @@ class FileSpill:
 
     def _unpack_front(self, host: str, payload: bytes, n: int) -> list[Any]:
         try:
-            chunk = msgpack.unpackb(payload, raw=False)
-        except Exception:  # bytes of a checksummed snapshot that do not decode: a bad writer
-            chunk = None
-        if isinstance(chunk, list) and len(chunk) == 2 * n:
-            return chunk
+            return unpack_front(payload, n)
+        except ValueError:
+            pass
         raise StateError(f"{self.directory.parent}: the snapshot's head of {host!r} is corrupt; start "
                          f"with --fresh to discard this peer's crawl state, or move "
                          f"{self.directory.parent} away")

@@ -756,7 +756,8 @@ class SpillingPeer:
             self.state.done(job.url, [job.url])
         return job.url
 
-    def checkpoint(self, begin: bool = False) -> None:
+    def checkpoint(self, begin: bool = False, packed: bool = True) -> None:
+        """A snapshot; ``packed`` False as ``[frontier] packed_heads = false`` writes it."""
         self.f.flush_tails()
         heads = self.f.heads() if self.packed else []
         queued = [] if self.packed else [(j.url, j.depth) for j in self.f.iter_heads()]
@@ -764,7 +765,7 @@ class SpillingPeer:
         if begin:
             self.state.begin(self.bloom, queued, [], {}, m, heads=heads)
         else:
-            self.state.snapshot(self.bloom, queued, [], {}, m, heads=heads)
+            self.state.snapshot(self.bloom, queued, [], {}, m, heads=heads, packed=packed)
         self.spill.release(m)
 
     def order(self) -> dict[str, list[str]]:
@@ -889,6 +890,53 @@ def test_packed_heads_go_from_snapshot_to_snapshot_as_they_are(tmp_path: Path) -
     assert after.get(started.host) != fronts[started.host]   # its rest in a block, or packed anew
     last = SpillingPeer(tmp_path, resume=True)
     assert last.order() == want
+
+
+def test_packed_heads_false_writes_format_2_with_every_head_listed(tmp_path: Path) -> None:
+    """``[frontier] packed_heads = false``, for rolling a peer back: the next snapshot lists
+    the heads in RAM and the ones still packed URL by URL (format 2, which a build before
+    packed heads reads), and a restart from it gives back the same queue."""
+    p = SpillingPeer(tmp_path)
+    for i in range(600):
+        p.push(url(i))
+    p.state.commit()
+    p.checkpoint()
+    again = SpillingPeer(tmp_path, resume=True)       # every head packed in the store
+    again.pop()                                       # one host's decoded, in RAM
+    again.state.commit()
+    want = again.order()
+    again.checkpoint(packed=False)
+    version, doc = _snapshot_doc(tmp_path / "state" / "snapshot-3.msgpack")
+    assert version == 2 and "fronts" not in doc["spill"] and len(doc["urls"]) == 5 * 4 - 1
+    last = SpillingPeer(tmp_path)
+    assert last.rec is not None and last.rec.resident == 0 and last.order() == want
+
+
+def test_a_recovered_journals_urls_not_yet_put_back_are_listed_apart(tmp_path: Path) -> None:
+    """The run's first snapshot after a restart comes while the journal's URLs are still being
+    put back: it lists them apart (format 3), and the next restart queues them as they are,
+    behind the heads, less the ones done since, instead of splitting them by host."""
+    p = SpillingPeer(tmp_path)
+    for i in range(600):
+        p.push(url(i))
+    p.state.commit()
+    p.checkpoint()
+    back = [(url(i), 1) for i in range(600, 700)]
+    p.f.flush_tails()
+    m = p.spill.checkpoint()
+    pending = p.state.prepare_snapshot()
+    p.state.write_snapshot(pending, p.bloom, [], [], {}, m, heads=p.f.heads(), recovering=back)
+    p.state.finish_snapshot(pending)
+    p.spill.release(m)
+    p.state.done(url(650), [url(650)])                 # one of them fetched since
+    p.state.commit()
+    version, doc = _snapshot_doc(tmp_path / "state" / "snapshot-3.msgpack")
+    assert version == 3 and doc["urls"] == [] and doc["recovering"][0] == [u for u, _ in back]
+    rec = PeerState(tmp_path / "state", "p1", "r", spill_block=4).recover()
+    assert rec is not None and rec.heads == {}
+    assert list(rec.queued) == [url(i) for i in range(600, 700) if i != 650]
+    assert rec.spill is not None
+    rec.spill.close()
 
 
 def test_a_snapshot_without_packed_heads_is_format_2(tmp_path: Path) -> None:

@@ -332,7 +332,7 @@ class CrawlCore:
         """What a recovered journal queued, to put back after the first requests start
         (:meth:`drain_recovered`): a journal holds up to a million of them, seconds of a
         restart. They come behind each host's head and blocks, as they would have; until
-        then a snapshot lists them (:meth:`snapshot_queue`) and the crawl is not idle."""
+        then a snapshot lists them (:meth:`snapshot_recovering`) and the crawl is not idle."""
         self._recovering = queued
         self._next_recovered = 0
 
@@ -659,8 +659,13 @@ class CrawlCore:
             queued = [(j.url, j.depth) for j in fr.iter_queued() if j.url not in sitemaps and not elsewhere(j.url)]
         queued += [(url, hd[1]) for url, hd in self.jobs.in_flight() if url not in sitemaps]
         queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
-        queued += self._recovering[self._next_recovered:]
         return queued
+
+    def snapshot_recovering(self) -> list[tuple[str, int]]:
+        """A recovered journal's URLs not yet put back (:meth:`defer_recovered`), for a snapshot
+        to list apart: a restart queues them as they are, behind every host's head and blocks,
+        without looking for their hosts (peer/state/snapshot.py, format 3)."""
+        return self._recovering[self._next_recovered:]
 
     def snapshot_heads(self) -> list[tuple[str, list[Any]]]:
         """With a spill store: (host, flat head) of the frontier's heads, for a snapshot to pack a
