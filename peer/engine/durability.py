@@ -124,7 +124,8 @@ class Durability:
         if rec is not None and not self.rejoining:
             # Go on in the recovered generation (peer/state/journal.py rule 7): no
             # snapshot of millions of URLs before the first request, but one in a
-            # worker thread soon after (run), so the next restart replays little.
+            # worker thread soon after (run: once the journal's URLs are back in the
+            # frontier), so the next restart replays little.
             # A rejoining peer's Bloom filter was replaced above, so it writes one now.
             await trio.to_thread.run_sync(state.resume)
             self._snapshot_soon = True
@@ -190,8 +191,13 @@ class Durability:
         assert state is not None
         while True:
             await trio.sleep(SNAPSHOT_CHECK)
-            if (state.journal_bytes() < self._cfg.frontier.checkpoint_mb << 20
-                    and trio.current_time() - last < SNAPSHOT_SECONDS and not self._snapshot_soon):
+            big = state.journal_bytes() >= self._cfg.frontier.checkpoint_mb << 20
+            if not big and trio.current_time() - last < SNAPSHOT_SECONDS and not self._snapshot_soon:
+                continue
+            if self._snapshot_soon and not big and self._peer.disk.recovering():
+                # Not while the recovered journal's URLs go back (after the first requests):
+                # the snapshot would hold the GIL on the way to them and list those URLs one
+                # by one; once they are in the frontier it packs them with the heads.
                 continue
             self._snapshot_soon = False
             stats = await self.snapshot(store)

@@ -88,7 +88,8 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
    snapshot (rule 4), so the blocks snapshot g names are still there, and
    the blocks recovery or the new run wrote since are strays a recovery
    deletes, their URLs in snapshot g, its blocks or the journal. The first
-   snapshot of the run comes a second after the start, in a worker thread.
+   snapshot of the run comes once the recovered journal's URLs are back in
+   the frontier (a second or two after the start), in a worker thread.
 
 The engine's part, in order: ``--fresh`` → :meth:`discard`; :meth:`recover`
 (None: a new crawl); rebuild frontier, outbox and counters from

@@ -276,8 +276,16 @@ def _split_heads(urls: list[str], depths: list[int], snap: set[str], gone: set[s
         else:
             rest.update(zip(part, dpart))
     # What the journal queued since, in its order: a URL of the snapshot keeps its place
-    # there, unless it was done since and queued again.
-    rest.update((u, d) for u, d in journal.items() if u not in snap or u in gone)
+    # there, unless it was done since and queued again. Looked for from the smaller side:
+    # the journal holds hundreds of thousands, a packed snapshot's list a handful.
+    if len(snap) < len(journal):
+        kept = {u for u in snap if u in journal and u not in gone}
+    else:
+        kept = {u for u in journal if u in snap and u not in gone}
+    if kept:
+        rest.update((u, d) for u, d in journal.items() if u not in kept)
+    else:
+        rest.update(journal)
     return rest, heads
 
 

@@ -913,9 +913,10 @@ def test_packed_heads_false_writes_format_2_with_every_head_listed(tmp_path: Pat
 
 
 def test_a_recovered_journals_urls_not_yet_put_back_are_listed_apart(tmp_path: Path) -> None:
-    """The run's first snapshot after a restart comes while the journal's URLs are still being
-    put back: it lists them apart (format 3), and the next restart queues them as they are,
-    behind the heads, less the ones done since, instead of splitting them by host."""
+    """A snapshot while a restart still puts the journal's URLs back (the engine waits for
+    them before its first, but checkpoint_mb or a full journal do not) lists them apart (format
+    3), and the next restart queues them as they are, behind the heads, less the ones done
+    since, instead of splitting them by host."""
     p = SpillingPeer(tmp_path)
     for i in range(600):
         p.push(url(i))
