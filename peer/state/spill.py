@@ -369,6 +369,14 @@ class FileSpill:
         q = self._q.get(host)
         if q is None:
             q = self._q[host] = _Queue()
+        if q.fronts:
+            # Fronts are taken before blocks: in front of them, this must be a front too.
+            n = len(flat) // 2
+            q.fronts.insert(0, (self._pack(flat), n))
+            q.n += n
+            self._urls += n
+            self._resident += n
+            return
         old = q.refs[2 * q.first:]
         q.refs = array("q")
         q.first = 0
