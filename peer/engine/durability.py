@@ -114,16 +114,18 @@ class Durability:
             self.resumed = {"queued": len(rec.queued) + rec.head_urls + rec.spilled, "forwards": len(rec.forwards),
                             "rows_restored": len(missing), "generation": rec.generation,
                             "torn_bytes": rec.torn_bytes, "spilled": rec.spilled,
-                            "blocks_read": rec.blocks_read}
+                            "blocks_read": rec.blocks_read, "packed": rec.resident}
             log.warning("resuming the crawl from %s: %d queued URLs (%d of them on disk, %d blocks "
-                        "read), %d to forward, %d result rows restored%s", state.directory,
-                        len(rec.queued) + rec.head_urls + rec.spilled, rec.spilled, rec.blocks_read, len(rec.forwards),
+                        "read; %d in packed heads), %d to forward, %d result rows restored%s", state.directory,
+                        len(rec.queued) + rec.head_urls + rec.spilled, rec.spilled - rec.resident, rec.blocks_read,
+                        rec.resident, len(rec.forwards),
                         len(missing), f", {rec.torn_bytes} bytes of a torn journal tail dropped"
                         if rec.torn_bytes else "")
         if rec is not None and not self.rejoining:
             # Go on in the recovered generation (peer/state/journal.py rule 7): no
             # snapshot of millions of URLs before the first request, but one in a
-            # worker thread soon after (run), so the next restart replays little.
+            # worker thread soon after (run: once the journal's URLs are back in the
+            # frontier), so the next restart replays little.
             # A rejoining peer's Bloom filter was replaced above, so it writes one now.
             await trio.to_thread.run_sync(state.resume)
             self._snapshot_soon = True
@@ -189,8 +191,13 @@ class Durability:
         assert state is not None
         while True:
             await trio.sleep(SNAPSHOT_CHECK)
-            if (state.journal_bytes() < self._cfg.frontier.checkpoint_mb << 20
-                    and trio.current_time() - last < SNAPSHOT_SECONDS and not self._snapshot_soon):
+            big = state.journal_bytes() >= self._cfg.frontier.checkpoint_mb << 20
+            if not big and trio.current_time() - last < SNAPSHOT_SECONDS and not self._snapshot_soon:
+                continue
+            if self._snapshot_soon and not big and self._peer.disk.recovering():
+                # Not while the recovered journal's URLs go back (after the first requests):
+                # the snapshot would hold the GIL on the way to them and list those URLs one
+                # by one; once they are in the frontier it packs them with the heads.
                 continue
             self._snapshot_soon = False
             stats = await self.snapshot(store)
@@ -220,7 +227,8 @@ class Durability:
         try:
             stats = await trio.to_thread.run_sync(
                 state.write_snapshot, pending, view.bloom, view.queued, view.forwards, view.counters,
-                manifest, view.handed, view.handed_state)
+                manifest, view.handed, view.handed_state, view.heads, self._cfg.frontier.packed_heads,
+                view.recovering)
         except BaseException:
             state.abort_snapshot(pending)
             raise
@@ -245,5 +253,5 @@ class Durability:
             return None
         st = self._spill.stats()
         return (f"frontier: at most {peak:,} queued URLs on disk (heads of {head} a host in RAM); "
-                f"{st.blocks_written:,} blocks written, {st.blocks_read:,} read; {st.urls:,} URLs in "
+                f"{st.blocks_written:,} blocks written, {st.blocks_read:,} read; {st.urls - st.resident:,} URLs in "
                 f"{st.segments} segments ({st.disk_bytes / 2**20:.1f} MiB) left")

@@ -88,7 +88,8 @@ which survives ``kill -9``; with ``fsync=True`` it is also fsynced):
    snapshot (rule 4), so the blocks snapshot g names are still there, and
    the blocks recovery or the new run wrote since are strays a recovery
    deletes, their URLs in snapshot g, its blocks or the journal. The first
-   snapshot of the run comes a second after the start, in a worker thread.
+   snapshot of the run comes once the recovered journal's URLs are back in
+   the frontier (a second or two after the start), in a worker thread.
 
 The engine's part, in order: ``--fresh`` → :meth:`discard`; :meth:`recover`
 (None: a new crawl); rebuild frontier, outbox and counters from
@@ -112,6 +113,7 @@ import time
 import zlib
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import msgpack
 
@@ -130,6 +132,9 @@ from peer.state.cookiefile import discard_cookies
 from peer.state.runrecord import RUN_FILE, read_run, write_run
 from peer.state.snapshot import HandedState, PendingSnapshot, SnapshotStats, write_snapshot_files
 from peer.state.spill import FileSpill, SpillManifest
+
+#: (host, flat ``[url, depth, ...]``) of the frontier's heads, packed into a snapshot (format 3).
+Heads = Iterable[tuple[str, list[Any]]]
 
 # Recovered, SnapshotStats, PendingSnapshot, the run record and SPILL_DIR live
 # in their own modules; they are re-exported here, where callers have always
@@ -254,7 +259,7 @@ class PeerState:
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed_state: HandedState = ((), ()),
-        handed: Iterable[tuple[str, str]] = (),
+        handed: Iterable[tuple[str, str]] = (), heads: Heads = (),
     ) -> SnapshotStats:
         """Write the first snapshot of this run (after any recovered one) and open its journal.
 
@@ -273,7 +278,7 @@ class PeerState:
         if self._created is None:
             self._created = time.time()
         return self._snapshot(max([self._gen, *gens]) + 1, bloom, queued, forwards, counters, spill,
-                              handed, handed_state)
+                              handed, handed_state, heads)
 
     def resume(self) -> None:
         """Go on appending to the recovered generation's journal instead of :meth:`begin`.
@@ -309,7 +314,7 @@ class PeerState:
         self, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
     ) -> SnapshotStats:
         """Commit, write snapshot g+1 of the state given, continue in ``journal-<g+1>.log``.
 
@@ -320,7 +325,8 @@ class PeerState:
         if self._fd < 0:
             raise RuntimeError("PeerState.snapshot() before begin() or after close()")
         self.commit()
-        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill, handed, handed_state)
+        return self._snapshot(self._gen + 1, bloom, queued, forwards, counters, spill, handed, handed_state,
+                              heads, packed)
 
     # A snapshot off the event loop, in three steps (the engine's rule 10):
     # prepare (loop) -> write_snapshot (any thread) -> finish (loop). Between
@@ -351,9 +357,14 @@ class PeerState:
         self, pending: PendingSnapshot, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
+        recovering: Sequence[tuple[str, int]] = (),
     ) -> SnapshotStats:
         """Write bloom and snapshot g+1 of the view given; safe in a worker thread.
+
+        ``packed`` False: the heads listed URL by URL, the store's fronts too (format 2,
+        ``[frontier] packed_heads``). ``recovering``: a recovered journal's URLs not yet
+        put back, listed apart (peer/state/snapshot.py).
 
         It touches only the files of generation g+1 (never the journals):
         ``bloom`` must be a copy nobody changes meanwhile, ``queued`` and
@@ -362,7 +373,7 @@ class PeerState:
         holds only the frontier's heads and the jobs in flight).
         """
         return self._write_files(pending.generation, bloom, queued, forwards, counters,
-                                 pending.old_journal, spill, handed, handed_state)
+                                 pending.old_journal, spill, handed, handed_state, heads, packed, recovering)
 
     def finish_snapshot(self, pending: PendingSnapshot) -> None:
         """Continue in journal g+1 alone; generation g's files are left for :meth:`drop_older`."""
@@ -401,10 +412,10 @@ class PeerState:
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float],
         spill: SpillManifest | None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
     ) -> SnapshotStats:
         stats = self._write_files(gen, bloom, queued, forwards, counters, self._journal_size, spill, handed,
-                                  handed_state)
+                                  handed_state, heads, packed)
         self._close_fd()
         self._gen = gen
         self._open_journal()
@@ -419,11 +430,12 @@ class PeerState:
         self, gen: int, bloom: BloomFilter, queued: Iterable[tuple[str, int]],
         forwards: Iterable[tuple[str, int]], counters: Mapping[str, float], old_journal: int,
         spill: SpillManifest | None = None, handed: Iterable[tuple[str, str]] = (),
-        handed_state: HandedState = ((), ()),
+        handed_state: HandedState = ((), ()), heads: Heads = (), packed: bool = True,
+        recovering: Sequence[tuple[str, int]] = (),
     ) -> SnapshotStats:
         return write_snapshot_files(self.directory, gen, self.peer_id, self.ring, self._created,
                                     bloom, queued, forwards, counters, old_journal, spill, handed,
-                                    handed_state)
+                                    handed_state, heads, packed, recovering)
 
     # -- recovery --------------------------------------------------------------
 

@@ -18,7 +18,12 @@ such URL is found (:meth:`peer.state.spill.FileSpill.take_done`); the rest of
 those blocks and the host's snapshot head go back in front, in order. Every
 other spilled host's snapshot head is handed back as it is
 (:attr:`Recovered.heads`), for the frontier to put in RAM in front of the
-host's blocks, as it was. So recovery reads the snapshot (heads and
+host's blocks, as it was. A snapshot of format 3 has no such list: its
+heads are the store's fronts (``peer.state.spill``, "Heads"), packed a host
+each, and go back into the store as they are, no URL of them made a string
+until its host starts; the URLs done since that were in them are found as
+those in the blocks are (``take_done`` takes a host's fronts first). So
+recovery reads the snapshot (heads and
 manifest), the journal and the few blocks taken since, never the whole
 frontier; and with a spill store it never puts the snapshot's URLs, millions
 at a restart, into a dict: the journal is replayed into an empty queue and
@@ -80,6 +85,7 @@ class Recovered:
     # A spilled host's snapshot head, flat ``[url, depth, ...]``: it goes back in RAM in
     # front of the host's blocks (Frontier.adopt), not through the store.
     heads: dict[str, list[Any]] = field(default_factory=dict, repr=False)
+    resident: int = 0                  # of ``spilled``, URLs in the store's fronts (packed heads, in RAM)
 
     @property
     def head_urls(self) -> int:
@@ -165,6 +171,14 @@ def _load(
             queue = {}
             for u, d in zip(urls, depths):
                 queue.setdefault(u, d)
+    # A recovered journal's URLs not yet put back (format 3): queued behind the rest, as the
+    # journal's are, before the journal is replayed (its records may take them off again).
+    back_urls, back_depths = doc.get("recovering", [[], []])
+    if back_urls and queue:
+        for u, d in zip(back_urls, back_depths):
+            queue.setdefault(u, d)
+    elif back_urls:
+        queue = dict(zip(back_urls, back_depths))
     # else the journal is replayed into an empty queue and the snapshot's URLs,
     # millions of them, are split by host after (_split_heads), never put in a dict.
     forwards = [(u, d) for u, d in doc["forwards"]]
@@ -181,7 +195,7 @@ def _load(
         added: list[str] = []
         records, torn = replay(directory, files[StateFile.JOURNAL][gen], queue, forwards, rows,
                                counters, added, missed, fsync=fsync, seen=seen, state=handed_state, done=done)
-        bloom.add_many(added)
+        bloom.add_all(added)
         for url in seen:
             handed[url] = host_key(url)
     blocks_read = 0
@@ -210,7 +224,7 @@ def _load(
         bloom=bloom, created=float(doc["created"]), records=records, torn_bytes=torn,
         spill=spill, spilled=spill.stats().urls, blocks_read=blocks_read, handed=handed,
         handed_state=handed_state,
-        heads=heads,
+        heads=heads, resident=spill.stats().resident,
     )
 
 
@@ -262,8 +276,16 @@ def _split_heads(urls: list[str], depths: list[int], snap: set[str], gone: set[s
         else:
             rest.update(zip(part, dpart))
     # What the journal queued since, in its order: a URL of the snapshot keeps its place
-    # there, unless it was done since and queued again.
-    rest.update((u, d) for u, d in journal.items() if u not in snap or u in gone)
+    # there, unless it was done since and queued again. Looked for from the smaller side:
+    # the journal holds hundreds of thousands, a packed snapshot's list a handful.
+    if len(snap) < len(journal):
+        kept = {u for u in snap if u in journal and u not in gone}
+    else:
+        kept = {u for u in journal if u in snap and u not in gone}
+    if kept:
+        rest.update((u, d) for u, d in journal.items() if u not in kept)
+    else:
+        rest.update(journal)
     return rest, heads
 
 

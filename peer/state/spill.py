@@ -29,6 +29,16 @@ order that the files give for nothing. scripts/bench_spill.py measures
 SQLite on the same job (per-host FIFO, 64-URL batches, one transaction a
 batch) beside this.
 
+Heads (a host's queue in front of its blocks) go into a snapshot packed, one
+msgpack payload a host (:func:`pack_head`: the flat list of a block's body),
+and recovery hands each back to the store as that host's *front*: held in
+RAM as the bytes the snapshot had, in front of the host's blocks, decoded
+by the first :meth:`FileSpill.take` of the host, at its first start. So a
+restart at millions of queued URLs makes no string of a head it has not
+started (a ``str`` a URL was most of its time and RAM), and the next
+snapshot copies the fronts not taken yet as they are. A front is not on
+disk: a checkpoint lists it in the manifest (``fronts``), bytes and all.
+
 Checkpoints (peer/state/journal.py): the frontier hands over its tails
 (:meth:`~peer.core.frontier.frontier.Frontier.flush_tails`), then
 :meth:`FileSpill.checkpoint` returns a :class:`SpillManifest`, the refs
@@ -54,7 +64,7 @@ import msgpack
 
 from peer.errors import StateError, StorageError
 
-__all__ = ["FileSpill", "SpillManifest", "SpillStats", "sync_segments"]
+__all__ = ["FileSpill", "Front", "SpillManifest", "SpillStats", "pack_head", "sync_segments", "unpack_front"]
 
 _BLOCK = struct.Struct("<II")  # payload length, crc32 of the payload
 _OFF_BITS = 40                 # a segment up to 1 TiB
@@ -67,6 +77,27 @@ _WRITE_BYTES = 1 << 20
 #: Open read descriptors kept; a crawl of 1 B URLs at 64 MiB a segment has
 #: ~1,500 segments, more than a 1,024 ``ulimit -n``.
 _MAX_READERS = 64
+
+
+#: A host's front: (host, URLs, msgpack of the flat ``[url, depth, ...]`` list).
+Front = tuple[str, int, bytes]
+
+
+def pack_head(flat: list[Any]) -> bytes:
+    """A host's head, flat ``[url, depth, ...]``, as a front's payload (module docstring)."""
+    payload: bytes = msgpack.packb(flat, use_bin_type=True)
+    return payload
+
+
+def unpack_front(payload: bytes, n: int) -> list[Any]:
+    """A front's flat ``[url, depth, ...]`` list of ``n`` URLs; ValueError if it is not one."""
+    try:
+        chunk = msgpack.unpackb(payload, raw=False)
+    except Exception as e:  # bytes of a checksummed snapshot that do not decode: a bad writer
+        raise ValueError(f"undecodable head ({e})") from e
+    if not (isinstance(chunk, list) and len(chunk) == 2 * n):
+        raise ValueError(f"a head of {n} URLs holds {len(chunk) if isinstance(chunk, list) else 'no list'}")
+    return chunk
 
 
 def _seg_name(n: int) -> str:
@@ -89,11 +120,19 @@ class SpillManifest:
     segments: tuple[int, ...]      # segments holding those blocks
     dirty: tuple[str, ...]         # paths written since the last checkpoint (to fsync)
     dead: tuple[int, ...]          # segments with no block left: delete after the snapshot
-    urls: int                      # URLs in those blocks
+    urls: int                      # URLs in those blocks and fronts
+    # The hosts' fronts in RAM (module docstring), each host's in order; a snapshot
+    # puts the frontier's heads in front of them (peer.state.snapshot).
+    fronts: tuple[Front, ...] = ()
 
-    def to_doc(self) -> dict[str, Any]:
-        return {"block_urls": self.block_urls, "hosts": list(self.hosts), "refs": list(self.refs),
-                "segments": list(self.segments), "urls": self.urls}
+    def to_doc(self, heads: tuple[Front, ...] = ()) -> dict[str, Any]:
+        """The snapshot's map; ``heads`` go in front of the store's fronts, host by host."""
+        doc: dict[str, Any] = {"block_urls": self.block_urls, "hosts": list(self.hosts), "refs": list(self.refs),
+                               "segments": list(self.segments), "urls": self.urls + sum(f[1] for f in heads)}
+        fronts = [*heads, *self.fronts]
+        if fronts:   # only then: a snapshot without fronts stays readable by a build of format 2
+            doc["fronts"] = [list(f) for f in fronts]
+        return doc
 
     @classmethod
     def from_doc(cls, doc: Any) -> SpillManifest:
@@ -107,30 +146,38 @@ class SpillManifest:
                 and all(isinstance(s, int) for s in segs)
                 and isinstance(doc.get("block_urls"), int) and isinstance(doc.get("urls"), int)):
             raise ValueError("spill manifest has missing or mistyped fields")
-        return cls(doc["block_urls"], tuple(hosts), tuple(refs), tuple(segs), (), (), doc["urls"])
+        fronts = doc.get("fronts", [])
+        if not (isinstance(fronts, list) and all(
+                isinstance(f, list) and len(f) == 3 and isinstance(f[0], str) and isinstance(f[1], int)
+                and f[1] > 0 and isinstance(f[2], bytes) for f in fronts)):
+            raise ValueError("spill manifest has malformed fronts")
+        return cls(doc["block_urls"], tuple(hosts), tuple(refs), tuple(segs), (), (), doc["urls"],
+                   tuple((h, n, b) for h, n, b in fronts))
 
 
 @dataclass(frozen=True, slots=True)
 class SpillStats:
     """The store's figures, for the summary and the progress line."""
 
-    urls: int            # URLs in blocks on disk
+    urls: int            # URLs in blocks on disk and in fronts
     blocks: int          # blocks queued on disk
     segments: int        # segment files on disk
     disk_bytes: int      # their size
     blocks_written: int
     blocks_read: int
+    resident: int = 0    # of ``urls``, those in fronts (in RAM, packed)
 
 
 class _Queue:
-    """One host's spilled queue: blocks on disk, refs from ``first`` on."""
+    """One host's spilled queue: its fronts, then blocks on disk, refs from ``first`` on."""
 
-    __slots__ = ("refs", "first", "n")
+    __slots__ = ("refs", "first", "n", "fronts")
 
     def __init__(self) -> None:
         self.refs = array("q")
         self.first = 0       # index (in refs, pairs) of its first queued block
-        self.n = 0           # URLs in its blocks
+        self.n = 0           # URLs in its fronts and blocks
+        self.fronts: list[tuple[bytes, int]] | None = None  # (payload, URLs), first first
 
 
 class FileSpill:
@@ -154,6 +201,7 @@ class FileSpill:
         self._wbase = 0                      # the segment offset where _wbuf begins
         self._dirty: set[int] = set()
         self._urls = 0
+        self._resident = 0                   # of _urls, those in fronts
         self._blocks = 0
         self.blocks_written = 0
         self.blocks_read = 0
@@ -200,6 +248,8 @@ class FileSpill:
                     self._q[host] = q
                     self._urls += q.n
                     self._blocks += len(q.refs) // 2
+            for host, n, payload in manifest.fronts:
+                self.add_front(host, payload, n)
         self._seg = max([*on_disk, *keep], default=-1)
         return self
 
@@ -216,10 +266,33 @@ class FileSpill:
         q.n += n
         self._urls += n
 
+    def add_front(self, host: str, payload: bytes, n: int) -> None:
+        """Queue a front (:func:`pack_head`'s ``payload``, ``n`` URLs) behind the host's fronts and
+        before its blocks: a recovered snapshot's heads, in order (module docstring)."""
+        q = self._q.get(host)
+        if q is None:
+            q = self._q[host] = _Queue()
+        if q.fronts is None:
+            q.fronts = []
+        q.fronts.append((payload, n))
+        q.n += n
+        self._urls += n
+        self._resident += n
+
     def take(self, host: str) -> list[Any]:
         q = self._q.get(host)
         if q is None:
             return []
+        if q.fronts:
+            payload, got = q.fronts.pop(0)
+            if not q.fronts:
+                q.fronts = None
+            q.n -= got
+            self._urls -= got
+            self._resident -= got
+            if q.n <= 0:
+                del self._q[host]
+            return self._unpack_front(host, payload, got)
         out = self._read_ref(q, q.first)
         q.first += 1
         self._blocks -= 1
@@ -247,6 +320,9 @@ class FileSpill:
         q = self._q.get(host)
         if q is None:
             return
+        for payload, n in list(q.fronts or ()):
+            chunk = self._unpack_front(host, payload, n)
+            yield from zip(chunk[::2], chunk[1::2])
         for i in range(q.first, len(q.refs) // 2):
             chunk = self._read(q.refs[2 * i], q.refs[2 * i + 1])
             yield from zip(chunk[::2], chunk[1::2])
@@ -293,6 +369,14 @@ class FileSpill:
         q = self._q.get(host)
         if q is None:
             q = self._q[host] = _Queue()
+        if q.fronts:
+            # Fronts are taken before blocks: in front of them, this must be a front too.
+            n = len(flat) // 2
+            q.fronts.insert(0, (self._pack(flat), n))
+            q.n += n
+            self._urls += n
+            self._resident += n
+            return
         old = q.refs[2 * q.first:]
         q.refs = array("q")
         q.first = 0
@@ -315,12 +399,13 @@ class FileSpill:
             if q.first * 2 < len(q.refs):
                 hosts.append(host)
                 refs.append(q.refs[2 * q.first :].tobytes())
+        fronts = [(host, n, p) for host, q in self._q.items() if q.fronts for p, n in q.fronts]
         segments = tuple(sorted(s for s, n in self._live.items() if n))
         dead = tuple(sorted(s for s, n in self._live.items() if n == 0 and s != self._seg))
         dirty = tuple(str(self.directory / _seg_name(s)) for s in sorted(self._dirty))
         self._dirty.clear()
         return SpillManifest(self.block_urls, tuple(hosts), tuple(refs), segments, dirty, dead,
-                             self._urls)
+                             self._urls, tuple(fronts))
 
     def release(self, manifest: SpillManifest) -> None:
         """The snapshot naming ``manifest`` is on disk: delete the segments that were dead then."""
@@ -335,7 +420,7 @@ class FileSpill:
 
     def stats(self) -> SpillStats:
         return SpillStats(self._urls, self._blocks, len(self._sizes), sum(self._sizes.values()),
-                          self.blocks_written, self.blocks_read)
+                          self.blocks_written, self.blocks_read, self._resident)
 
     def close(self) -> None:
         """Close every descriptor (the files stay: a checkpoint may name them)."""
@@ -427,6 +512,15 @@ class FileSpill:
         except OSError as e:
             raise StateError(f"{path}: cannot read the frontier ({e.strerror or e})") from e
         return self._decode(data, meta, path, off)
+
+    def _unpack_front(self, host: str, payload: bytes, n: int) -> list[Any]:
+        try:
+            return unpack_front(payload, n)
+        except ValueError:
+            pass
+        raise StateError(f"{self.directory.parent}: the snapshot's head of {host!r} is corrupt; start "
+                         f"with --fresh to discard this peer's crawl state, or move "
+                         f"{self.directory.parent} away")
 
     def _decode(self, data: bytes, meta: int, path: Path, off: int) -> list[Any]:
         size = meta >> _N_BITS

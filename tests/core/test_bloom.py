@@ -366,3 +366,17 @@ def test_large_batch_uses_numpy_and_matches(capacity: int, limit: int | None, sl
     assert bf.count == expected_bf.count
     assert bf.num_slices == slices
     assert bf.full is (limit is not None)
+
+
+def test_add_all_sets_the_bits_add_many_sets() -> None:
+    """A recovered journal's URLs go in without verdicts: the same bits, the same count for
+    distinct keys, so the filter answers as if they had been added one by one."""
+    urls = [f"http://h{i % 97}.test/p{i}" for i in range(20_000)]
+    one, other = BloomFilter(100_000, 0.01), BloomFilter(100_000, 0.01)
+    one.add_many(urls[:500])
+    other.add_many(urls[:500])
+    one.add_many(urls)
+    other.add_all(urls)
+    assert other.count == one.count
+    assert all(u in other for u in urls)
+    assert [s.bits for s in other._slices] == [s.bits for s in one._slices]

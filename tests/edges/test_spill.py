@@ -131,3 +131,39 @@ def test_ram_per_spilled_url_is_a_fraction_of_a_byte(tmp_path: Path):
     tracemalloc.stop()
     assert used / 64_000 < 1, used / 64_000  # the issue's budget was 30 B beyond the heads and tails
     assert spill.count("h3.test") == 6400
+
+
+def test_fronts_come_before_blocks_and_survive_a_checkpoint_as_they_are(tmp_path: Path) -> None:
+    """A host's fronts (packed heads a snapshot gave back) are taken before its blocks, in
+    order; a checkpoint lists them bytes and all, and the store opened from it has them."""
+    from peer.state.spill import pack_head
+
+    d = tmp_path / "frontier"
+    spill = FileSpill.open(d, None, block_urls=2)
+    first, second = pack_head(["a/1", 1, "a/2", 1]), pack_head(["a/3", 2])
+    spill.add_front("a", first, 2)
+    spill.add_front("a", second, 1)
+    spill.put("a", ["a/4", 1, "a/5", 1])
+    assert spill.count("a") == 5 and spill.stats().resident == 3
+    m = spill.checkpoint()
+    assert m.fronts == (("a", 2, first), ("a", 1, second))
+    again = FileSpill.open(d, SpillManifest.from_doc(m.to_doc()), block_urls=2)
+    assert list(again.iter_host("a")) == [("a/1", 1), ("a/2", 1), ("a/3", 2), ("a/4", 1), ("a/5", 1)]
+    read = again.blocks_read
+    assert again.take("a") == ["a/1", 1, "a/2", 1] and again.blocks_read == read   # no disk read
+    spill.close()
+    again.close()
+
+
+def test_a_url_done_from_a_front_leaves_the_order_of_the_rest(tmp_path: Path) -> None:
+    """Recovery's take_done on a host whose first front held a URL done since the snapshot:
+    what is left of that front stays ahead of the next front and of the blocks."""
+    from peer.state.spill import pack_head
+
+    spill = FileSpill.open(tmp_path / "frontier", None, block_urls=2)
+    spill.add_front("a", pack_head(["a/1", 1, "a/2", 1]), 2)
+    spill.add_front("a", pack_head(["a/3", 1]), 1)
+    spill.put("a", ["a/4", 1])
+    spill.take_done("a", {"a/1"}, [])
+    assert list(spill.iter_host("a")) == [("a/2", 1), ("a/3", 1), ("a/4", 1)]
+    spill.close()

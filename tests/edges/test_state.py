@@ -722,9 +722,12 @@ def test_an_aborted_snapshot_goes_on_in_the_old_journal(tmp_path: Path) -> None:
 class SpillingPeer:
     """A frontier with a spill store, journaled the way the engine does it."""
 
-    def __init__(self, tmp_path: Path, head: int = 4, resume: bool = False) -> None:
+    def __init__(self, tmp_path: Path, head: int = 4, resume: bool = False, packed: bool = True) -> None:
         from peer.core.frontier.frontier import Frontier, Politeness
 
+        # packed: the heads go into a snapshot packed a host each (format 3), as the engine's
+        # do; not: listed URL by URL (format 2), as an earlier build wrote them.
+        self.packed = packed
         self.state = PeerState(tmp_path / "state", "p1", "r", spill_block=head)
         self.rec = self.state.recover()
         self.spill = self.rec.spill if self.rec is not None else self.state.open_spill()
@@ -753,14 +756,16 @@ class SpillingPeer:
             self.state.done(job.url, [job.url])
         return job.url
 
-    def checkpoint(self, begin: bool = False) -> None:
+    def checkpoint(self, begin: bool = False, packed: bool = True) -> None:
+        """A snapshot; ``packed`` False as ``[frontier] packed_heads = false`` writes it."""
         self.f.flush_tails()
-        heads = [(j.url, j.depth) for j in self.f.iter_heads()]
+        heads = self.f.heads() if self.packed else []
+        queued = [] if self.packed else [(j.url, j.depth) for j in self.f.iter_heads()]
         m = self.spill.checkpoint()
         if begin:
-            self.state.begin(self.bloom, heads, [], {}, m)
+            self.state.begin(self.bloom, queued, [], {}, m, heads=heads)
         else:
-            self.state.snapshot(self.bloom, heads, [], {}, m)
+            self.state.snapshot(self.bloom, queued, [], {}, m, heads=heads, packed=packed)
         self.spill.release(m)
 
     def order(self) -> dict[str, list[str]]:
@@ -795,10 +800,13 @@ def test_recovery_from_spilled_queues_keeps_every_url_in_order_and_reads_few_blo
     assert len(again.rec.queued) == 50  # only what was queued since the snapshot is in the journal
 
 
-def test_a_restart_goes_on_in_its_generation_and_kills_after_it_lose_and_repeat_nothing(tmp_path: Path) -> None:
+@pytest.mark.parametrize("packed", [True, False], ids=["packed-heads", "format-2-heads"])
+def test_a_restart_goes_on_in_its_generation_and_kills_after_it_lose_and_repeat_nothing(
+        tmp_path: Path, packed: bool) -> None:
     """Journal rule 7 and recovery's heads: a restart writes no snapshot and rewrites no block;
-    two more kills, each after more work, give back every queued URL once, in order."""
-    p = SpillingPeer(tmp_path)
+    two more kills, each after more work, give back every queued URL once, in order. From
+    packed heads (format 3) and from heads listed URL by URL (format 2, an earlier build's)."""
+    p = SpillingPeer(tmp_path, packed=packed)
     for i in range(600):
         p.push(url(i))
     p.state.commit()
@@ -811,7 +819,10 @@ def test_a_restart_goes_on_in_its_generation_and_kills_after_it_lose_and_repeat_
     probe = PeerState(tmp_path / "state", "p1", "r", spill_block=4).recover()
     assert probe is not None and probe.spill is not None
     assert probe.blocks_read == 0 and probe.spill.stats().blocks_written == 0
-    assert probe.head_urls == 5 * 4 and len(probe.queued) == 40
+    if packed:   # the heads stay packed in the store, no URL of them a string yet
+        assert probe.head_urls == 0 and probe.resident == 5 * 4 and len(probe.queued) == 40
+    else:
+        assert probe.head_urls == 5 * 4 and len(probe.queued) == 40
     probe.spill.close()
     again = SpillingPeer(tmp_path, resume=True)
     assert again.rec is not None and again.order() == want
@@ -835,6 +846,105 @@ def test_a_restart_goes_on_in_its_generation_and_kills_after_it_lose_and_repeat_
     assert last.order() == want
     assert sorted({u for q in want.values() for u in q} | set(fetched)) == sorted(url(i) for i in range(720))
     assert not set(fetched) & {u for q in last.order().values() for u in q}
+
+
+def _snapshot_doc(path: Path) -> tuple[int, dict]:
+    import msgpack
+
+    data = path.read_bytes()
+    version = struct.unpack("<8sIQI", data[-24:])[1]
+    return version, msgpack.unpackb(data[:-24], raw=False)
+
+
+def test_packed_heads_go_from_snapshot_to_snapshot_as_they_are(tmp_path: Path) -> None:
+    """Restarts one after another cost the same: a head not started since the restart is
+    copied into the next snapshot as the bytes recovery read (no URL of it made a string, none
+    split by host), so a third restart reads what the second did; a host started since is
+    packed anew, and URLs done from a packed head before a kill are not given back."""
+    p = SpillingPeer(tmp_path)
+    for i in range(600):
+        p.push(url(i))
+    p.state.commit()
+    p.checkpoint()
+    version, doc = _snapshot_doc(tmp_path / "state" / "snapshot-2.msgpack")
+    assert version == 3 and doc["urls"] == []          # every head packed, none listed
+    fronts = {h: payload for h, _, payload in doc["spill"]["fronts"]}
+    assert len(fronts) == 5
+    again = SpillingPeer(tmp_path, resume=True)
+    assert again.rec is not None and again.rec.heads == {} and again.rec.resident == 20
+    started = again.f.pop_ready(0.0)                   # one host starts: its head is decoded
+    assert started is not None
+    again.f.done(started.host, 0.0)
+    again.state.done(started.url, [started.url])
+    again.state.commit()
+    want = again.order()
+    # kill -9 before any snapshot: the URL done is not in the head recovery gives back
+    third = SpillingPeer(tmp_path, resume=True)
+    assert third.order() == want and started.url not in {u for q in want.values() for u in q}
+    third.checkpoint()                                 # the run's first snapshot
+    version, doc = _snapshot_doc(tmp_path / "state" / "snapshot-3.msgpack")
+    assert version == 3 and doc["urls"] == []
+    after = {h: payload for h, _, payload in doc["spill"]["fronts"]}
+    untouched = set(fronts) - {started.host}
+    assert all(after[h] is not None and after[h] == fronts[h] for h in untouched)
+    assert after.get(started.host) != fronts[started.host]   # its rest in a block, or packed anew
+    last = SpillingPeer(tmp_path, resume=True)
+    assert last.order() == want
+
+
+def test_packed_heads_false_writes_format_2_with_every_head_listed(tmp_path: Path) -> None:
+    """``[frontier] packed_heads = false``, for rolling a peer back: the next snapshot lists
+    the heads in RAM and the ones still packed URL by URL (format 2, which a build before
+    packed heads reads), and a restart from it gives back the same queue."""
+    p = SpillingPeer(tmp_path)
+    for i in range(600):
+        p.push(url(i))
+    p.state.commit()
+    p.checkpoint()
+    again = SpillingPeer(tmp_path, resume=True)       # every head packed in the store
+    again.pop()                                       # one host's decoded, in RAM
+    again.state.commit()
+    want = again.order()
+    again.checkpoint(packed=False)
+    version, doc = _snapshot_doc(tmp_path / "state" / "snapshot-3.msgpack")
+    assert version == 2 and "fronts" not in doc["spill"] and len(doc["urls"]) == 5 * 4 - 1
+    last = SpillingPeer(tmp_path)
+    assert last.rec is not None and last.rec.resident == 0 and last.order() == want
+
+
+def test_a_recovered_journals_urls_not_yet_put_back_are_listed_apart(tmp_path: Path) -> None:
+    """A snapshot while a restart still puts the journal's URLs back (the engine waits for
+    them before its first, but checkpoint_mb or a full journal do not) lists them apart (format
+    3), and the next restart queues them as they are, behind the heads, less the ones done
+    since, instead of splitting them by host."""
+    p = SpillingPeer(tmp_path)
+    for i in range(600):
+        p.push(url(i))
+    p.state.commit()
+    p.checkpoint()
+    back = [(url(i), 1) for i in range(600, 700)]
+    p.f.flush_tails()
+    m = p.spill.checkpoint()
+    pending = p.state.prepare_snapshot()
+    p.state.write_snapshot(pending, p.bloom, [], [], {}, m, heads=p.f.heads(), recovering=back)
+    p.state.finish_snapshot(pending)
+    p.spill.release(m)
+    p.state.done(url(650), [url(650)])                 # one of them fetched since
+    p.state.commit()
+    version, doc = _snapshot_doc(tmp_path / "state" / "snapshot-3.msgpack")
+    assert version == 3 and doc["urls"] == [] and doc["recovering"][0] == [u for u, _ in back]
+    rec = PeerState(tmp_path / "state", "p1", "r", spill_block=4).recover()
+    assert rec is not None and rec.heads == {}
+    assert list(rec.queued) == [url(i) for i in range(600, 700) if i != 650]
+    assert rec.spill is not None
+    rec.spill.close()
+
+
+def test_a_snapshot_without_packed_heads_is_format_2(tmp_path: Path) -> None:
+    """What an earlier build reads stays format 2: only a snapshot holding packed heads is 3."""
+    s = begun(tmp_path)
+    s.close()
+    assert _snapshot_doc(tmp_path / "state" / "snapshot-1.msgpack")[0] == 2
 
 
 def test_segments_emptied_are_deleted_one_snapshot_later(tmp_path: Path) -> None:

@@ -406,3 +406,4 @@ class FrontierConfig:
     head_per_host: int = _key(int, 64, "URLs of a host's queue kept in RAM; the rest go to append-only segment files in data_dir/state/frontier, in blocks of this many; 0 = every URL in RAM, no segment files", _head_per_host)
     segment_mb: int = _key(int, 64, "MiB at which a frontier segment file is closed and the next begun; a segment is deleted at the first snapshot after all its URLs were taken", at_least_one)
     checkpoint_mb: int = _key(int, 64, "MiB of journal after which the crawl state is checkpointed (also every 10 minutes); recovery replays at most this much, about 0.5 M records and a few seconds per 64 MiB", at_least_one)
+    packed_heads: bool = _key(bool, True, "a snapshot keeps each host's head packed (format 3): a restart makes no string of a URL of a host it has not started; false lists them URL by URL (format 2), which a build before packed heads reads: set it and let one snapshot pass before rolling a peer back")

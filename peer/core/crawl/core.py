@@ -49,7 +49,7 @@ import math
 import random
 from collections import Counter
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from peer.core.config.cluster import ClusterConfig, PolitenessConfig
 from peer.core.config.sites import SiteSettings
@@ -332,7 +332,7 @@ class CrawlCore:
         """What a recovered journal queued, to put back after the first requests start
         (:meth:`drain_recovered`): a journal holds up to a million of them, seconds of a
         restart. They come behind each host's head and blocks, as they would have; until
-        then a snapshot lists them (:meth:`snapshot_queue`) and the crawl is not idle."""
+        then a snapshot lists them (:meth:`snapshot_recovering`) and the crawl is not idle."""
         self._recovering = queued
         self._next_recovered = 0
 
@@ -647,18 +647,47 @@ class CrawlCore:
         return self.jobs.fetching()
 
     def snapshot_queue(self) -> list[tuple[str, int]]:
-        """(url, depth) of what a snapshot lists: queued (in RAM, with a spill store) or in flight."""
+        """(url, depth) of what a snapshot lists: queued (without a spill store; with one the
+        heads are :meth:`snapshot_heads`) or in flight."""
         fr = self.frontier
-        jobs = fr.iter_heads() if fr.spill_store is not None else fr.iter_queued()
         # Not the sitemap jobs: they are found again after a restart (peer/core/sitemaps/jobs.py rule 3).
         sitemaps = self.sitemap_jobs.queued()
-        # Nor the URLs handed to us as fetched while queued here: fetched already.
-        elsewhere = self.handoffs.fetched_elsewhere
-        queued = [(j.url, j.depth) for j in jobs if j.url not in sitemaps and not elsewhere(j.url)]
+        queued: list[tuple[str, int]] = []
+        if fr.spill_store is None:
+            # Nor the URLs handed to us as fetched while queued here: fetched already.
+            elsewhere = self.handoffs.fetched_elsewhere
+            queued = [(j.url, j.depth) for j in fr.iter_queued() if j.url not in sitemaps and not elsewhere(j.url)]
         queued += [(url, hd[1]) for url, hd in self.jobs.in_flight() if url not in sitemaps]
         queued += [(p.url, p.depth) for p in self.sieve.pending_urls()]
-        queued += self._recovering[self._next_recovered:]
         return queued
+
+    def snapshot_recovering(self) -> list[tuple[str, int]]:
+        """A recovered journal's URLs not yet put back (:meth:`defer_recovered`), for a snapshot
+        to list apart: a restart queues them as they are, behind every host's head and blocks,
+        without looking for their hosts (peer/state/snapshot.py, format 3)."""
+        return self._recovering[self._next_recovered:]
+
+    def snapshot_heads(self) -> list[tuple[str, list[Any]]]:
+        """With a spill store: (host, flat head) of the frontier's heads, for a snapshot to pack a
+        host each (peer/state/spill.py, "Heads"); the filters of :meth:`snapshot_queue` applied
+        to the few hosts they touch."""
+        fr = self.frontier
+        if fr.spill_store is None:
+            return []
+        heads = fr.heads()
+        sitemaps = self.sitemap_jobs.queued()
+        elsewhere = self.handoffs.fetched_elsewhere
+        if not sitemaps and not self.handoffs.any_fetched_elsewhere:
+            return heads
+        out: list[tuple[str, list[Any]]] = []
+        for host, flat in heads:
+            keep: list[Any] = []
+            for i in range(0, len(flat), 2):
+                if flat[i] not in sitemaps and not elsewhere(flat[i]):
+                    keep += flat[i:i + 2]
+            if keep:
+                out.append((host, keep))
+        return out
 
     # -- figures (peer.core.crawl.figures) ----------------------------------------------
 

@@ -68,6 +68,10 @@ class SnapshotView:
     #: (revisit records, cookies) handed to us with their hosts and on no other disk yet
     #: (peer/core/handoff/state.py rule 5).
     handed_state: tuple[list[Any], list[Any]] = field(default_factory=lambda: ([], []))
+    #: With a spill store: (host, flat head) of the frontier's heads, packed by the writer.
+    heads: list[tuple[str, list[Any]]] = field(default_factory=list)
+    #: A recovered journal's URLs not yet put back (CrawlCore.defer_recovered).
+    recovering: list[tuple[str, int]] = field(default_factory=list)
 
 
 #: A seed seen leaving, as a persisted counter: ``left:<id>`` = the incarnation it left with (0: none).
@@ -198,7 +202,8 @@ class Persistence:
         crawl, node = self._crawl, self._node()
         view = SnapshotView(copy.deepcopy(crawl.bloom), crawl.snapshot_queue(),
                             node.outbox.queued().urls if node is not None else [], self.counters(),
-                            crawl.handoffs.handed(), self.handed_state())
+                            crawl.handoffs.handed(), self.handed_state(), crawl.snapshot_heads(),
+                            crawl.snapshot_recovering())
         self.flush_tails()  # so the store and the heads hold the whole queue
         return view
 

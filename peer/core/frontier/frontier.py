@@ -306,6 +306,12 @@ class Frontier:
             for i in range(hs.head, len(items), 2):
                 yield Job(items[i], name, items[i + 1])
 
+    def heads(self) -> list[tuple[str, list[Any]]]:
+        """(host, a copy of its head, flat ``[url, depth, ...]``) of every host with URLs in RAM
+        (rule 9: a checkpoint's part, packed a host each off the loop); a slice a host, no
+        object a URL."""
+        return [(hs.name, hs.items[hs.head:]) for hs in self._sched.records() if hs.head < len(hs.items)]
+
     # ------------------------------------------------------------ hand-off (rules 9, 10)
 
     def remove_host(self, host: str) -> list[Job]:

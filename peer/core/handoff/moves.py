@@ -111,6 +111,11 @@ class Handoffs:
         it out: its job is dropped when it comes up, and would run after a restart)."""
         return url in self._handed_seen
 
+    @property
+    def any_fetched_elsewhere(self) -> bool:
+        """Whether some queued URL was fetched by its host's previous owner (:meth:`fetched_elsewhere`)."""
+        return bool(self._handed_seen)
+
     def take_fetched_elsewhere(self, url: str) -> bool:
         """Whether the queued ``url`` was fetched by its host's previous owner (forgotten: its job is dropped)."""
         if self._handed_seen and url in self._handed_seen:
