@@ -129,7 +129,8 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
 (the crawl moves its queued URLs of lost hosts) and re-routes the Outbox;
-after the first ring, also ``HandOff``: the driver collects the moved hosts'
+then ``HandOff`` (at the first ring too, from a ring of ourselves alone:
+``ring.handoff`` rule 6): the driver collects the moved hosts'
 fetched URLs (queued as ``seen`` in the Outbox) and their last request
 starts, then calls :meth:`RingNode.begin_handoff`. Each new owner then gets
 ``HostStarts`` and ``HandoffDone`` once the Outbox says it acked every batch
