@@ -76,7 +76,10 @@ Rules (every one lives in this file):
    others, which hold every host they own for a member back from dead
    (``peer.core.handoff.holds`` rule 5), so get its word promptly instead
    of waiting ``hold_timeout`` for a marker that never came. A fresh
-   process has fetched nothing and says so the same way.
+   process has fetched nothing and says so the same way. These markers
+   are sent once, not repeated (a lost one costs the wait there was
+   before): every process starts with one, so a cold start of N peers
+   sends N² of them, one ring change's worth without its repeats.
 7. **A marker may come before its sender's return.** Our ``HandoffDone``
    names our incarnation. A member that still holds an earlier life of us
    dead (its ring lacks us, so the marker names another view) keeps it, the
@@ -268,7 +271,10 @@ class HandOffs:
             out.append(HandOff(old, ring, version))
         elif self.peer_id in ring:
             # Rule 6: before this process, every host it holds anything of was its own.
-            self._records.append(_HandOff(version, tuple(sorted(ring)), began=now, first=True))
+            # Told once, not repeated: every member gets one, so at a ring's cold start
+            # this is N^2 markers (a ring change's repeats would make it 5 N^2); a lost one
+            # costs only the hold_timeout wait there was before.
+            self._records.append(_HandOff(version, tuple(sorted(ring)), began=now, first=True, repeats=0))
             out.append(HandOff(HashRing({self.peer_id: 1.0}, self.vnodes), ring, version))
         return out + self._take_early()
 

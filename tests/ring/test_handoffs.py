@@ -127,6 +127,8 @@ def test_a_new_process_tells_every_member_handoff_done_at_its_first_ring_once_ea
     sends.acked["p2"] = 10
     assert h.progress(0.3) == [Send("p2", HandoffDone(R, "p1", ("p1", "p2", "p3"), 1))]
     assert h.handing_off == 0
+    # Told once: a ring's cold start costs one marker a pair of peers, not five.
+    assert h.progress(0.5, marker_round=True) == [] and h.records == ()
 
 
 def test_at_the_first_ring_a_member_given_no_seen_urls_is_told_without_waiting_for_its_other_urls():
