@@ -79,7 +79,10 @@ Rules (every one lives in this file):
    process has fetched nothing and says so the same way. These markers
    are sent once, not repeated (a lost one costs the wait there was
    before): every process starts with one, so a cold start of N peers
-   sends N² of them, one ring change's worth without its repeats.
+   sends N² of them, one ring change's worth without its repeats. A member
+   not heard from yet is spoken to at wire version 3 (``ring.wireversion``
+   rule 3), which drops rule 7's incarnation: it is told once more when
+   first heard from (within ``HANDOFF_TIMEOUT``).
 7. **A marker may come before its sender's return.** Our ``HandoffDone``
    names our incarnation. A member that still holds an earlier life of us
    dead (its ring lacks us, so the marker names another view) keeps it, the
@@ -140,6 +143,7 @@ class _HandOff:
     gave_up: bool = False
     state_marks: dict[str, int] = field(default_factory=dict)  # the StateBox's barrier per new owner
     first: bool = False  # the first ring's (rule 6)
+    unheard: set[str] = field(default_factory=set)  # told before we heard from them (rule 6)
 
 
 class Members(Protocol):
@@ -183,11 +187,11 @@ class HandOffs:
 
     __slots__ = ("peer_id", "ring_name", "vnodes", "ring", "ended", "_members", "_sends", "_channels",
                  "_owner_key", "_dropped", "_records", "_version", "_incarnation_seen", "_told_dead",
-                 "_state", "_early")
+                 "_state", "_early", "_heard")
 
     def __init__(self, peer_id: str, ring_name: str, vnodes: int, *, members: Members, sends: Sends,
                  channels: Channels, owner_key: Callable[[str], str], dropped: Counter[str],
-                 state: StateSends | None = None) -> None:
+                 state: StateSends | None = None, heard: Callable[[str], bool] | None = None) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
         self.vnodes = vnodes
@@ -209,6 +213,9 @@ class HandOffs:
         self._told_dead = False
         #: Markers of a sender's later life than our record of it holds (rule 7): sender -> the last.
         self._early: dict[str, HandoffDone] = {}
+        #: Whether a member was heard from, so a frame to it is encoded at its own wire
+        #: version (``ring.wireversion`` rule 3): rule 6's markers wait for it to carry rule 7's field.
+        self._heard: Callable[[str], bool] = heard if heard is not None else (lambda m: True)
 
     @property
     def handing_off(self) -> int:
@@ -271,9 +278,9 @@ class HandOffs:
             out.append(HandOff(old, ring, version))
         elif self.peer_id in ring:
             # Rule 6: before this process, every host it holds anything of was its own.
-            # Told once, not repeated: every member gets one, so at a ring's cold start
-            # this is N^2 markers (a ring change's repeats would make it 5 N^2); a lost one
-            # costs only the hold_timeout wait there was before.
+            # Told once (again once heard from, if told before), not repeated: every member
+            # gets one, so at a ring's cold start this is about N^2 markers (a ring change's
+            # repeats make it 5 N^2); a lost one costs only the hold_timeout wait of before.
             self._records.append(_HandOff(version, tuple(sorted(ring)), began=now, first=True, repeats=0))
             out.append(HandOff(HashRing({self.peer_id: 1.0}, self.vnodes), ring, version))
         return out + self._take_early()
@@ -383,6 +390,8 @@ class HandOffs:
                           and self._state_acked(h, d)):
                         del h.marks[d]
                         h.told.add(d)
+                        if h.first and not self._heard(d):
+                            h.unheard.add(d)  # rule 6: once more when heard from
                         if h.starts.get(d):
                             # Before HandoffDone, on the same connection: the new
                             # owner counts them before it releases the hosts.
@@ -400,14 +409,25 @@ class HandOffs:
                 else:
                     h.phase = _Phase.MARKING
                     out += self._ended(h, now)
-            elif h.phase is _Phase.MARKING and marker_round:
+            elif h.phase is _Phase.MARKING:
+                # Rule 6: a member told before we heard from it was told at wire version 3,
+                # without our incarnation (rule 7): told again once heard, within HANDOFF_TIMEOUT.
+                for d in sorted(h.unheard):
+                    if current != h.version or d not in live or late:
+                        h.unheard.discard(d)
+                    elif self._heard(d):
+                        h.unheard.discard(d)
+                        out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members, inc)))
+                if not marker_round or h.repeats <= 0:
+                    continue  # (kept for ``unheard`` alone, its repeats over)
                 if current != h.version:
                     h.repeats = 0  # a newer ring has its own hand-off and markers
                     continue
                 h.repeats -= 1
                 out += [Send(d, HandoffDone(self.ring_name, self.peer_id, h.members, inc))
                         for d in sorted(h.told) if d in live]
-        self._records = [h for h in self._records if h.phase is not _Phase.MARKING or h.repeats > 0]
+        self._records = [h for h in self._records
+                         if h.phase is not _Phase.MARKING or h.repeats > 0 or h.unheard]
         return out
 
     def _ended(self, h: _HandOff, now: float) -> list[Action]:

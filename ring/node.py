@@ -353,7 +353,7 @@ class RingNode:
         self.restarting = False
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped,
-                                state=self.statebox)
+                                state=self.statebox, heard=lambda m: self.wire.knows(m))
         self.routes = Routes(curve=curve)
         # The lease as last logged: a pause is logged once; a ring settling after a
         # change is given one lease before its wait is called a partition.

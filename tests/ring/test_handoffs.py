@@ -131,6 +131,20 @@ def test_a_new_process_tells_every_member_handoff_done_at_its_first_ring_once_ea
     assert h.progress(0.5, marker_round=True) == [] and h.records == ()
 
 
+def test_a_member_told_before_we_heard_from_it_is_told_once_more_when_heard():
+    """Rule 6: before it is heard from, a frame to it is version 3, without rule 7's incarnation."""
+    members, sends, heard = Members("p1", "p2", "p3"), Sends(), {"p2"}
+    h = HandOffs("p1", R, 16, members=members, sends=sends, channels=Channels(), owner_key=lambda url: url,
+                 dropped=Counter(), heard=heard.__contains__)
+    [*_, handoff] = h.check(0.0)
+    marker = HandoffDone(R, "p1", ("p1", "p2", "p3"), 1)
+    assert h.begin(handoff.version, 0, {}, 0.1, seen_to=()) == [Send("p2", marker), Send("p3", marker)]
+    assert h.progress(0.6, marker_round=True) == []  # no repeats
+    heard.add("p3")
+    assert h.progress(1.0, marker_round=True) == [Send("p3", marker)]  # once more, now at its version
+    assert h.progress(1.5, marker_round=True) == [] and h.records == ()
+
+
 def test_at_the_first_ring_a_member_given_no_seen_urls_is_told_without_waiting_for_its_other_urls():
     members, sends = Members("p1", "p2", "p3"), Sends()
     h = part(members, sends)
