@@ -61,6 +61,39 @@ Rules (every one lives in this file):
    resent (``ring.statebox`` rule 3). At a ring change the state box is
    re-routed with the Outbox (rule 1), and records whose host is ours
    again come back as ``StateTaken``.
+6. **A new process hands over at its first ring.** Its first ring gets a
+   hand-off too, from a ring of itself alone: everything its resumed state
+   fetched (the results, the URLs handed to it) of hosts that are others'
+   now goes to their owners as seen URLs, with their state. A member given
+   seen URLs is told ``HandoffDone`` once it acked them (and its state), as
+   in any hand-off; a member given none is told at once (only its state,
+   if any, is waited for): the Outbox's other URLs for it are the resumed
+   queue's, which it dedups when they come, and which a member that still
+   holds us dead refuses until it sees us back, so their resend would only
+   delay the word by seconds. Its old life may have fetched another
+   member's hosts while that member was dead to it (a split, then a crash),
+   and a restarted process has no ring change to hand them over by; the
+   others, which hold every host they own for a member back from dead
+   (``peer.core.handoff.holds`` rule 5), so get its word promptly instead
+   of waiting ``hold_timeout`` for a marker that never came. A fresh
+   process has fetched nothing and says so the same way. These markers
+   are sent once, not repeated (a lost one costs the wait there was
+   before): every process starts with one, so a cold start of N peers
+   sends N² of them, one ring change's worth without its repeats. A member
+   not heard from yet is spoken to at wire version 3 (``ring.wireversion``
+   rule 3), which drops rule 7's incarnation: it is told once more when
+   first heard from (within ``HANDOFF_TIMEOUT``).
+7. **A marker may come before its sender's return.** Our ``HandoffDone``
+   names our incarnation. A member that still holds an earlier life of us
+   dead (its ring lacks us, so the marker names another view) keeps it, the
+   last one per sender (counted ``handoff_early``), and takes it once its
+   ring is the one the marker names and holds us alive at that
+   incarnation: released then, in the same list as the ``RingChanged``
+   that brought us back, after it. A later incarnation of the sender in
+   its record (it refuted again, or restarted) makes the kept marker
+   stale: it is dropped, and the sender's next marker counts. A marker
+   of version 3 names none (0) and is never kept, so a returner of
+   version 3 is still waited for as before.
 """
 
 from __future__ import annotations
@@ -72,7 +105,7 @@ from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from ring.actions import Action, HandOff, Log, Rerouted, RingChanged, Send, StateTaken
+from ring.actions import Action, HandOff, Log, Released, Rerouted, RingChanged, Send, StateTaken
 from ring.forwarding.forwarder import Entries
 from ring.hashring import HashRing
 from ring.messages import MAX_ARRAY, Digest, HandoffDone, HostStarts, Member, MemberState, Message, Sync
@@ -109,6 +142,8 @@ class _HandOff:
     told: set[str] = field(default_factory=set)  # members sent HandoffDone (the repeats go to them)
     gave_up: bool = False
     state_marks: dict[str, int] = field(default_factory=dict)  # the StateBox's barrier per new owner
+    first: bool = False  # the first ring's (rule 6)
+    unheard: set[str] = field(default_factory=set)  # told before we heard from them (rule 6)
 
 
 class Members(Protocol):
@@ -152,11 +187,11 @@ class HandOffs:
 
     __slots__ = ("peer_id", "ring_name", "vnodes", "ring", "ended", "_members", "_sends", "_channels",
                  "_owner_key", "_dropped", "_records", "_version", "_incarnation_seen", "_told_dead",
-                 "_state")
+                 "_state", "_early", "_heard")
 
     def __init__(self, peer_id: str, ring_name: str, vnodes: int, *, members: Members, sends: Sends,
                  channels: Channels, owner_key: Callable[[str], str], dropped: Counter[str],
-                 state: StateSends | None = None) -> None:
+                 state: StateSends | None = None, heard: Callable[[str], bool] | None = None) -> None:
         self.peer_id = peer_id
         self.ring_name = ring_name
         self.vnodes = vnodes
@@ -176,6 +211,11 @@ class HandOffs:
         self._incarnation_seen = -1
         #: A record saying we are dead came since the last ring check (rule 4).
         self._told_dead = False
+        #: Markers of a sender's later life than our record of it holds (rule 7): sender -> the last.
+        self._early: dict[str, HandoffDone] = {}
+        #: Whether a member was heard from, so a frame to it is encoded at its own wire
+        #: version (``ring.wireversion`` rule 3): rule 6's markers wait for it to carry rule 7's field.
+        self._heard: Callable[[str], bool] = heard if heard is not None else (lambda m: True)
 
     @property
     def handing_off(self) -> int:
@@ -189,14 +229,15 @@ class HandOffs:
 
     def check(self, now: float) -> list[Action]:
         """After any membership change: a new ring gives ``RingChanged``, the channels' moves
-        (rule 1), ``Rerouted`` and a new hand-off; a refutation with none open re-tells (rule 4)."""
+        (rule 1), ``Rerouted`` and a new hand-off (rule 6 for the first); a refutation with none
+        open re-tells (rule 4); a marker kept for this view is taken (rule 7)."""
         inc = self._members.me.incarnation
         refuted = self._told_dead and self._incarnation_seen >= 0 and inc != self._incarnation_seen
         self._incarnation_seen = inc
         self._told_dead = False
         version = self._members.ring_version
         if version == self._version:
-            return self._retell(now) if refuted else []
+            return (self._retell(now) if refuted else []) + self._take_early()
         self._version = version
         old, ring = self.ring, self._members.ring(self.vnodes)
         self.ring = ring
@@ -235,6 +276,34 @@ class HandOffs:
         if old is not None:
             self._records.append(_HandOff(version, tuple(sorted(ring)), began=now))
             out.append(HandOff(old, ring, version))
+        elif self.peer_id in ring:
+            # Rule 6: before this process, every host it holds anything of was its own.
+            # Told once (again once heard from, if told before), not repeated: every member
+            # gets one, so at a ring's cold start this is about N^2 markers (a ring change's
+            # repeats make it 5 N^2); a lost one costs only the hold_timeout wait of before.
+            self._records.append(_HandOff(version, tuple(sorted(ring)), began=now, first=True, repeats=0))
+            out.append(HandOff(HashRing({self.peer_id: 1.0}, self.vnodes), ring, version))
+        return out + self._take_early()
+
+    def early(self, msg: HandoffDone) -> None:
+        """Rule 7: ``msg`` came from a later life of its sender than our record holds; kept."""
+        self._early[msg.sender] = msg
+
+    def _take_early(self) -> list[Action]:
+        """Rule 7: the kept markers our ring and records now match, released; the stale ones dropped."""
+        if not self._early or self.ring is None:
+            return []
+        members = self._members.members()
+        view = tuple(sorted(self.ring))
+        out: list[Action] = []
+        for sender, msg in list(self._early.items()):
+            rec = members.get(sender)
+            if rec is None or rec.incarnation > msg.incarnation:
+                del self._early[sender]  # forgotten, or a later incarnation: its own markers count
+            elif (rec.incarnation == msg.incarnation and rec.state is not MemberState.DEAD
+                  and msg.members == view):
+                del self._early[sender]
+                out.append(Released(sender))
         return out
 
     def note_claims(self, msg: Message) -> None:
@@ -261,8 +330,14 @@ class HandOffs:
         return []
 
     def begin(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
-              now: float) -> list[Action]:
-        """The driver queued the moved hosts' seen URLs: set the barriers and start waiting."""
+              now: float, *, seen_to: Container[str] | None = None) -> list[Action]:
+        """The driver queued the moved hosts' seen URLs: set the barriers and start waiting.
+
+        ``seen_to``: the members it queued seen URLs for (None: it does not say). At the
+        first ring (rule 6) a member given none has no URL barrier: what the Outbox holds
+        for it is a resumed queue's URLs, which it takes when it has seen us back, and
+        which no page of its hosts waits for (its state still has its barrier).
+        """
         h = next((h for h in self._records if h.version == version and h.phase is _Phase.COLLECTING),
                  None)
         if h is None:
@@ -271,7 +346,8 @@ class HandOffs:
         h.began = now
         h.seen = seen
         h.starts = {d: list(s) for d, s in starts.items()}
-        h.marks = {d: self._sends.barrier(d) for d in h.members if d != self.peer_id}
+        free = () if seen_to is None or not h.first else {d for d in h.members if d not in seen_to}
+        h.marks = {d: -1 if d in free else self._sends.barrier(d) for d in h.members if d != self.peer_id}
         if self._state is not None:
             h.state_marks = {d: self._state.barrier(d) for d in h.marks}
         return self.progress(now)
@@ -290,6 +366,7 @@ class HandOffs:
         out: list[Action] = []
         live = self._members.live()
         current = self._members.ring_version
+        inc = self._members.me.incarnation  # rule 7
         # Rule 3: what older hand-offs still wait for, in order of version.
         collecting = False
         waiting: set[str] = set()
@@ -313,12 +390,14 @@ class HandOffs:
                           and self._state_acked(h, d)):
                         del h.marks[d]
                         h.told.add(d)
+                        if h.first and not self._heard(d):
+                            h.unheard.add(d)  # rule 6: once more when heard from
                         if h.starts.get(d):
                             # Before HandoffDone, on the same connection: the new
                             # owner counts them before it releases the hosts.
                             out.append(Send(d, HostStarts(self.ring_name, self.peer_id,
                                                           tuple(h.starts[d][:MAX_ARRAY]))))
-                        out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members)))
+                        out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members, inc)))
                 if h.marks and late:
                     out.append(Log(logging.WARNING, f"hand-off: gave up waiting for acks from "
                                                     f"{', '.join(sorted(h.marks))} after "
@@ -330,14 +409,25 @@ class HandOffs:
                 else:
                     h.phase = _Phase.MARKING
                     out += self._ended(h, now)
-            elif h.phase is _Phase.MARKING and marker_round:
+            elif h.phase is _Phase.MARKING:
+                # Rule 6: a member told before we heard from it was told at wire version 3,
+                # without our incarnation (rule 7): told again once heard, within HANDOFF_TIMEOUT.
+                for d in sorted(h.unheard):
+                    if current != h.version or d not in live or late:
+                        h.unheard.discard(d)
+                    elif self._heard(d):
+                        h.unheard.discard(d)
+                        out.append(Send(d, HandoffDone(self.ring_name, self.peer_id, h.members, inc)))
+                if not marker_round or h.repeats <= 0:
+                    continue  # (kept for ``unheard`` alone, its repeats over)
                 if current != h.version:
                     h.repeats = 0  # a newer ring has its own hand-off and markers
                     continue
                 h.repeats -= 1
-                out += [Send(d, HandoffDone(self.ring_name, self.peer_id, h.members))
+                out += [Send(d, HandoffDone(self.ring_name, self.peer_id, h.members, inc))
                         for d in sorted(h.told) if d in live]
-        self._records = [h for h in self._records if h.phase is not _Phase.MARKING or h.repeats > 0]
+        self._records = [h for h in self._records
+                         if h.phase is not _Phase.MARKING or h.repeats > 0 or h.unheard]
         return out
 
     def _ended(self, h: _HandOff, now: float) -> list[Action]:

@@ -603,11 +603,16 @@ class HandoffDone:
     and repeated for a few rounds; until it comes, the new owner holds the
     hosts it gained from ``sender`` so that it never fetches a URL the old
     owner fetched (join and leave with hand-off).
+
+    ``incarnation``: the sender's when it sent this, so a receiver that
+    still holds an earlier life of it dead can keep the marker until it sees
+    that life back (``ring.handoff`` rule 7); 0 from a peer of version 3.
     """
 
     ring: str
     sender: str
     members: tuple[str, ...]
+    incarnation: int = 0  # added in wire version 4
 
 
 @dataclass(frozen=True, slots=True)
@@ -1135,7 +1140,8 @@ _SPECS: tuple[_Spec, ...] = (
 
 _SPECS += (
     _Spec(HandoffDone, 8, (("ring", _NAME), ("sender", _NAME),
-                           ("members", _array_codec(_NAME, MAX_MEMBERS)))),
+                           ("members", _array_codec(_NAME, MAX_MEMBERS)),
+                           _added("incarnation", _UINT, since=4))),
     _Spec(LeaveRequest, 9, (("ring", _NAME), ("sender", _NAME), ("target", _NAME))),
     _Spec(HostStarts, 10, (("ring", _NAME), ("sender", _NAME),
                            ("starts", _array_codec((_start_out, _start_in), MAX_ARRAY)))),

@@ -71,7 +71,10 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    termination must see) and is acked on the route it came by.
 6. **Hand-off.** A ``HandoffDone`` counts only for the ring it names: one for
    another view of the ring is dropped (``handoff_other_ring_view``) and
-   comes again for ours.
+   comes again for ours; one from a later incarnation of its sender than we
+   hold (a restart or a refutation whose return we have not seen yet) is
+   kept until our ring is the one it names (``ring.handoff`` rule 7,
+   counted ``handoff_early``).
 7. **Leaving.** From :meth:`RingNode.leave` on, a member's URL batch is not
    taken and not acked (``leaving``): the leaver exits once its own
    hand-off is acked and ``peer.engine.crawler`` has lingered a few gossip rounds,
@@ -133,7 +136,8 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
 Hand-off (Boldi et al., UbiCrawler §3: consistent hashing moves only the
 hosts whose owner changed). A change of the live set gives ``RingChanged``
 (the crawl moves its queued URLs of lost hosts) and re-routes the Outbox;
-after the first ring, also ``HandOff``: the driver collects the moved hosts'
+then ``HandOff`` (at the first ring too, from a ring of ourselves alone:
+``ring.handoff`` rule 6): the driver collects the moved hosts'
 fetched URLs (queued as ``seen`` in the Outbox) and their last request
 starts, then calls :meth:`RingNode.begin_handoff`. Each new owner then gets
 ``HostStarts`` and ``HandoffDone`` once the Outbox says it acked every batch
@@ -149,7 +153,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
 
@@ -360,7 +364,7 @@ class RingNode:
         self.restarting = False
         self.handoff = HandOffs(peer_id, ring_name, vnodes, members=self.membership, sends=self.outbox,
                                 channels=self.inbox, owner_key=self._owner_key, dropped=self.dropped,
-                                state=self.statebox)
+                                state=self.statebox, heard=lambda m: self.wire.knows(m))
         self.routes = Routes(curve=curve)
         # The lease as last logged: a pause is logged once; a ring settling after a
         # change is given one lease before its wait is called a partition.
@@ -388,9 +392,11 @@ class RingNode:
         return self.handoff.handing_off
 
     def begin_handoff(self, version: int, seen: int, starts: Mapping[str, Iterable[tuple[str, float]]],
-                      now: float) -> list[Action]:
-        """The driver queued the moved hosts' seen URLs and state (``HandOff``): set the barriers and wait."""
-        out = self.handoff.begin(version, seen, starts, now)
+                      now: float, *, seen_to: Container[str] | None = None) -> list[Action]:
+        """The driver queued the moved hosts' seen URLs and state (``HandOff``): set the barriers and wait.
+
+        ``seen_to``: the members given seen URLs (``ring.handoff.HandOffs.begin``)."""
+        out = self.handoff.begin(version, seen, starts, now, seen_to=seen_to)
         return self._send_state(now) + out
 
     def _send_state(self, now: float) -> list[Action]:
@@ -747,11 +753,17 @@ class RingNode:
         return out
 
     def _on_handoff_done(self, route: bytes, msg: HandoffDone, now: float) -> list[Action]:
-        if msg.sender not in self.membership.members():
+        rec = self.membership.members().get(msg.sender)
+        if rec is None:
             return self._drop("unknown_sender")
         ring = self.handoff.ring
         if ring is not None and msg.members == tuple(sorted(ring)):
             return [Released(msg.sender)]
+        if msg.incarnation > rec.incarnation:
+            # Rule 6: from a life of the sender we have not seen back yet (ring.handoff rule 7).
+            self.handoff.early(msg)
+            self.dropped["handoff_early"] += 1  # not a drop: shown with the counters
+            return []
         return self._drop("handoff_other_ring_view")  # it will say it again for our view
 
     def _on_host_starts(self, route: bytes, msg: HostStarts, now: float) -> list[Action]:

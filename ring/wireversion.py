@@ -144,6 +144,10 @@ class WireVersions:
         got = self._of.get(member)
         return got[1] if got is not None else MIN_VERSION
 
+    def knows(self, member: str) -> bool:
+        """Whether ``member`` was heard from, so :meth:`of` is its own version, not rule 3's oldest."""
+        return member in self._of
+
     def versions(self) -> dict[str, int]:
         """Each member heard from, with its version."""
         return {m: v for m, (_, v) in self._of.items()}

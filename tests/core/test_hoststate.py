@@ -175,7 +175,10 @@ def peer_core(peer_id: str) -> PeerCore:
                     owner_key=host_key)
     core = PeerCore(CrawlCore(parse_config(TOML, Path("/nonexistent/cluster.toml")), peer_id,
                               rng=random.Random(1)), node, now=0.0)
-    core.tick(0.0)
+    # The first ring, and its hand-off read (ring.handoff rule 6): nothing fetched here.
+    [ask] = [e for e in core.tick(0.0) if isinstance(e, ReadHosts)]
+    [fetch] = core.hosts_read(ask.request, [], 0.0)
+    core.fetched_read(fetch.request, [], 0.0, wall=0.0)
     return core
 
 

@@ -33,7 +33,10 @@ def peer(peer_id: str = "p1", now: float = 0.0) -> PeerCore:
                     incarnation=INC, owner_key=host_key)
     crawl = CrawlCore(config(obey_robots=False), peer_id, rng=random.Random(1))
     core = PeerCore(crawl, node, now=now)
-    core.tick(now)  # the first ring
+    # The first ring, and its hand-off read (ring.handoff rule 6): nothing fetched here.
+    [ask] = [e for e in core.tick(now) if isinstance(e, ReadHosts)]
+    [fetch] = core.hosts_read(ask.request, [], now)
+    core.fetched_read(fetch.request, [], now, wall=now)
     return core
 
 

@@ -19,6 +19,7 @@ from clirun import ring_main
 from ringharness import RingMember, free_ports
 
 from peer.core.config.cluster import parse_config
+from ring.crawlport import NoCrawl
 from ring.io.zmqio import SocketType, open_socket
 from ring.tools.client import Contact, ask
 from ring.messages import MemberState
@@ -40,23 +41,11 @@ def _has_ipv6_loopback() -> str | None:
 needs_v6 = pytest.mark.skipif(_has_ipv6_loopback() is not None, reason=_has_ipv6_loopback() or "")
 
 
-class _Crawl:
-    """The least a RingDriver asks of a crawl (tests/e2e/test_cluster_node.py has the full stub)."""
-
-    pages_requested = 0
-
-    def status_figures(self) -> dict:
-        return {"pages": 0, "rate": 0.0, "frontier": 0, "hosts": 0, "forwarded_out": 0,
-                "forwarded_in": 0, "dns_hit_rate": 0.0, "bloom_fill": 0.0}
+class _Crawl(NoCrawl):
+    """A crawl that never ends, with nothing in it (a hand-off, the first ring's too, finds nothing)."""
 
     def locally_idle(self) -> bool:
         return False
-
-    def poke(self) -> None:
-        pass
-
-    def set_ring(self, ring) -> None:  # type: ignore[no-untyped-def]
-        pass
 
 
 def _config(tmp_path: Path, peers: str) -> Path:

@@ -12,7 +12,7 @@ from collections.abc import Callable, Container, Mapping
 
 import pytest
 
-from ring.actions import HandOff, Log, Rerouted, RingChanged, Send
+from ring.actions import HandOff, Log, Released, Rerouted, RingChanged, Send
 from ring.forwarding.forwarder import Entries
 from ring.handoff import HANDOFF_TIMEOUT, MARKER_ROUNDS, HandOffs
 from ring.hashring import HashRing
@@ -28,8 +28,9 @@ class Members:
         self.records = {m: Member(m, f"tcp://a/{m}", 1, MemberState.ALIVE, 1.0) for m in ids}
         self.ring_version = 0
 
-    def set(self, mid: str, state: MemberState) -> None:
-        self.records[mid] = Member(mid, f"tcp://a/{mid}", self.records[mid].incarnation, state, 1.0)
+    def set(self, mid: str, state: MemberState, incarnation: int | None = None) -> None:
+        inc = self.records[mid].incarnation if incarnation is None else incarnation
+        self.records[mid] = Member(mid, f"tcp://a/{mid}", inc, state, 1.0)
         self.ring_version += 1
 
     @property
@@ -85,21 +86,120 @@ def part(members: Members, sends: Sends | None = None, channels: Channels | None
                     owner_key=lambda url: url, dropped=dropped if dropped is not None else Counter())
 
 
-def test_the_first_ring_is_only_told_and_a_change_starts_a_hand_off():
+def started(h: HandOffs, sends: Sends, now: float = 0.0) -> list:
+    """The first ring (rule 6), its hand-off read and acked by everyone: what it said."""
+    out = h.check(now)
+    assert isinstance(out[-1], HandOff)
+    h.begin(out[-1].version, 0, {}, now)
+    sends.acked = {m: 10 for m in h.ring if m != "p1"}
+    told = h.progress(now)
+    sends.acked = {}
+    return out + told
+
+
+def test_the_first_ring_hands_over_from_ourselves_alone_and_a_change_starts_a_hand_off():
     members, channels = Members("p1", "p2", "p3"), Channels()
     sends = Sends(Entries([("http://x.test/", 1)], ["http://x.test/seen"]))
     h = part(members, sends, channels)
     out = h.check(0.0)
-    assert [type(a) for a in out] == [Log, RingChanged, Rerouted]  # no hand-off from no ring
+    assert [type(a) for a in out] == [Log, RingChanged, Rerouted, HandOff]
     assert out[1] == RingChanged(h.ring, None) and set(h.ring) == {"p1", "p2", "p3"}
     assert out[2] == Rerouted((("http://x.test/", 1),), ("http://x.test/seen",))
+    # Rule 6: what this process holds of hosts not its own goes, as if all were its own before.
+    assert out[3] == HandOff(HashRing({"p1": 1.0}, 16), h.ring, 0) and h.handing_off == 1
     assert sorted(channels.calls) == [("reopen", "p1"), ("reopen", "p2"), ("reopen", "p3")]
     assert h.check(0.1) == []  # no change, nothing to say
     first = h.ring
     members.set("p3", MemberState.DEAD)
     out = h.check(1.0)
-    assert out[-1] == HandOff(first, h.ring, 1) and h.handing_off == 1
+    assert out[-1] == HandOff(first, h.ring, 1) and h.handing_off == 2
     assert ("forget", "p3") in channels.calls and sends.rerouted_with[-1] == {"p1", "p2"}
+
+
+def test_a_new_process_tells_every_member_handoff_done_at_its_first_ring_once_each_acked():
+    """Rule 6: a restarted peer's word to each member, its incarnation on it (rule 7)."""
+    members, sends = Members("p1", "p2", "p3"), Sends()
+    h = part(members, sends)
+    [*_, handoff] = h.check(0.0)
+    assert h.begin(handoff.version, 0, {}, 0.1) == []  # nobody acked yet
+    sends.acked["p3"] = 10
+    assert h.progress(0.2) == [Send("p3", HandoffDone(R, "p1", ("p1", "p2", "p3"), 1))]
+    sends.acked["p2"] = 10
+    assert h.progress(0.3) == [Send("p2", HandoffDone(R, "p1", ("p1", "p2", "p3"), 1))]
+    assert h.handing_off == 0
+    # Told once: a ring's cold start costs one marker a pair of peers, not five.
+    assert h.progress(0.5, marker_round=True) == [] and h.records == ()
+
+
+def test_a_member_told_before_we_heard_from_it_is_told_once_more_when_heard():
+    """Rule 6: before it is heard from, a frame to it is version 3, without rule 7's incarnation."""
+    members, sends, heard = Members("p1", "p2", "p3"), Sends(), {"p2"}
+    h = HandOffs("p1", R, 16, members=members, sends=sends, channels=Channels(), owner_key=lambda url: url,
+                 dropped=Counter(), heard=heard.__contains__)
+    [*_, handoff] = h.check(0.0)
+    marker = HandoffDone(R, "p1", ("p1", "p2", "p3"), 1)
+    assert h.begin(handoff.version, 0, {}, 0.1, seen_to=()) == [Send("p2", marker), Send("p3", marker)]
+    assert h.progress(0.6, marker_round=True) == []  # no repeats
+    heard.add("p3")
+    assert h.progress(1.0, marker_round=True) == [Send("p3", marker)]  # once more, now at its version
+    assert h.progress(1.5, marker_round=True) == [] and h.records == ()
+
+
+def test_at_the_first_ring_a_member_given_no_seen_urls_is_told_without_waiting_for_its_other_urls():
+    members, sends = Members("p1", "p2", "p3"), Sends()
+    h = part(members, sends)
+    [*_, handoff] = h.check(0.0)
+    # p3's barrier would wait for URLs queued to it (a resumed queue's): not at the first ring.
+    out = h.begin(handoff.version, 1, {}, 0.1, seen_to={"p2"})
+    assert out == [Send("p3", HandoffDone(R, "p1", ("p1", "p2", "p3"), 1))]
+    sends.acked["p2"] = 10
+    assert h.progress(0.2)[0] == Send("p2", HandoffDone(R, "p1", ("p1", "p2", "p3"), 1))
+    # Any later hand-off waits for each member's barrier.
+    members.set("p3", MemberState.DEAD)
+    [*_, later] = h.check(1.0)
+    sends.acked = {}
+    assert h.begin(later.version, 0, {}, 1.0, seen_to=set()) == [] and h.handing_off == 1
+
+
+def test_a_marker_from_a_later_life_is_kept_until_our_ring_holds_that_life_alive():
+    """Rule 7: p2 restarted; its marker came before its return, and is taken with the return."""
+    members, sends = Members("p1", "p2", "p3"), Sends()
+    h = part(members, sends)
+    started(h, sends)
+    members.set("p2", MemberState.DEAD)
+    h.check(1.0)
+    assert set(h.ring) == {"p1", "p3"}
+    h.early(HandoffDone(R, "p2", ("p1", "p2", "p3"), 7))
+    assert h.check(1.5) == []  # kept: p2 is still dead here
+    members.set("p2", MemberState.ALIVE, incarnation=7)
+    out = h.check(2.0)
+    changed = next(i for i, a in enumerate(out) if isinstance(a, RingChanged))
+    assert out[-1] == Released("p2") and changed < len(out) - 1  # after the ring that brings p2 back
+    members.set("p2", MemberState.DEAD)
+    members.set("p2", MemberState.ALIVE)
+    assert Released("p2") not in h.check(3.0)  # taken once
+
+
+def test_a_kept_marker_is_dropped_for_a_later_incarnation_and_waits_for_its_own_view():
+    members, sends = Members("p1", "p2", "p3"), Sends()
+    h = part(members, sends)
+    started(h, sends)
+    members.set("p2", MemberState.DEAD)
+    members.set("p3", MemberState.DEAD)
+    h.check(1.0)
+    h.early(HandoffDone(R, "p2", ("p1", "p2", "p3"), 7))
+    members.set("p2", MemberState.ALIVE, incarnation=7)
+    assert Released("p2") not in h.check(2.0)  # our ring is p1, p2: another view, kept
+    members.set("p3", MemberState.ALIVE)
+    assert h.check(3.0)[-1] == Released("p2")  # now it is the view it names
+    members.set("p2", MemberState.DEAD)
+    h.check(4.0)
+    h.early(HandoffDone(R, "p2", ("p1", "p2", "p3"), 8))
+    members.set("p2", MemberState.ALIVE, incarnation=9)  # refuted again since: its own markers count
+    assert Released("p2") not in h.check(5.0)
+    members.set("p2", MemberState.DEAD)
+    members.set("p2", MemberState.ALIVE, incarnation=8)
+    assert Released("p2") not in h.check(6.0)  # dropped, not kept for an older record
 
 
 def test_a_left_members_channel_stays_summed():
@@ -114,23 +214,24 @@ def test_a_left_members_channel_stays_summed():
 def test_each_new_owner_is_told_once_its_barrier_is_acked_then_the_markers_repeat():
     members, sends, dropped = Members("p1", "p2", "p3"), Sends(), Counter()
     h = part(members, sends, dropped=dropped)
-    h.check(0.0)
+    started(h, sends)
+    assert dropped["handoffs_done"] == 1  # the first ring's (rule 6)
     members.set("p3", MemberState.DEAD)
     [*_, handoff] = h.check(1.0)
     assert h.begin(handoff.version, 5, {"p2": [("moved.test", 1.5)]}, 1.0) == []  # p2 has not acked
     sends.acked["p2"] = 10
     out = h.progress(1.2)
     assert out[0] == Send("p2", HostStarts(R, "p1", (("moved.test", 1.5),)))  # before HandoffDone
-    assert out[1] == Send("p2", HandoffDone(R, "p1", ("p1", "p2")))
-    assert h.handing_off == 0 and h.ended == [(5, pytest.approx(0.2))] and dropped["handoffs_done"] == 1
+    assert out[1] == Send("p2", HandoffDone(R, "p1", ("p1", "p2"), 1))
+    assert h.handing_off == 0 and h.ended[-1] == (5, pytest.approx(0.2)) and dropped["handoffs_done"] == 2
     repeats = [h.progress(2.0 + i, marker_round=True) for i in range(MARKER_ROUNDS)]
     assert [len(r) for r in repeats] == [1] * (MARKER_ROUNDS - 1) + [0]
 
 
 def test_a_hand_off_never_read_is_given_up_and_counted():
-    members, dropped = Members("p1", "p2", "p3"), Counter()
-    h = part(members, dropped=dropped)
-    h.check(0.0)
+    members, sends, dropped = Members("p1", "p2", "p3"), Sends(), Counter()
+    h = part(members, sends, dropped=dropped)
+    started(h, sends)
     members.set("p3", MemberState.DEAD)
     h.check(1.0)
     h.progress(1.0 + HANDOFF_TIMEOUT)
@@ -138,12 +239,15 @@ def test_a_hand_off_never_read_is_given_up_and_counted():
 
 
 def test_a_refuted_death_with_no_hand_off_open_retells_handoff_done():
-    members = Members("p1", "p2")
-    h = part(members)
-    h.check(0.0)
+    members, sends = Members("p1", "p2"), Sends()
+    h = part(members, sends)
+    started(h, sends)
+    for _ in range(MARKER_ROUNDS):
+        h.progress(0.5, marker_round=True)  # the first ring's markers, over
+    assert h.records == ()
     dead_me = Member("p1", "tcp://a/p1", 1, MemberState.DEAD, 1.0)
     h.note_claims(Digest(R, "p2", (dead_me,)))
     members.records["p1"] = Member("p1", "tcp://a/p1", 2, MemberState.ALIVE, 1.0)  # we refuted
     assert h.check(1.0) == [] and len(h.records) == 1  # rule 4: markers, no new hand-off
     out = h.progress(1.1, marker_round=True)
-    assert out == [Send("p2", HandoffDone(R, "p1", ("p1", "p2")))]
+    assert out == [Send("p2", HandoffDone(R, "p1", ("p1", "p2"), 2))]  # our incarnation now (rule 7)

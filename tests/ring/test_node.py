@@ -74,6 +74,13 @@ def heard(n: RingNode, sender: str = "p2", route: bytes = R2, inc: int = INC) ->
     n.receive(route, other.membership.digest(), 0.0)
 
 
+def first_ring(n: RingNode, now: float = 0.0) -> list:
+    """A round, and the first ring's hand-off (``ring.handoff`` rule 6) read, with nothing fetched here."""
+    out = n.tick(now, idle=True, pages=0)
+    [first] = n.handoff.records  # made by the first ring: the first gossip heard, or this round
+    return out + n.begin_handoff(first.version, 0, {}, now)
+
+
 def batch(seq: int = 0, sender: str = "p2", epoch: int = INC, ring: str = RING) -> UrlBatch:
     return UrlBatch(ring, sender, epoch, seq, (("http://x.test/a", 1),), ("http://x.test/b",))
 
@@ -343,7 +350,7 @@ def test_a_leaver_takes_no_url_batch_and_its_sender_reroutes_it_when_it_sees_the
 def test_a_handoff_tells_each_new_owner_once_its_batches_are_acked():
     n = node()
     heard(n)
-    n.tick(0.0, idle=True, pages=0)
+    first_ring(n)
     p2 = RingNode("p2", "tcp://a:2", 1.0, RING, seeds=SEEDS, gossip_interval=0.1,
                   suspect_after=0.5, dead_after=1.5, now=0.0, incarnation=INC)
     p2.tick(1.9, idle=True, pages=0)
@@ -362,7 +369,7 @@ def test_a_handoff_tells_each_new_owner_once_its_batches_are_acked():
     out = n.receive(R2, Ack(RING, "p2", INC, sent[0].msg.seq), 2.2)
     kinds = [type(a.msg).__name__ for a in out if isinstance(a, Send)]
     assert kinds == ["HostStarts", "HandoffDone"]
-    assert n.handoff.ended == [(1, pytest.approx(0.2))] and n.handing_off == 0
+    assert n.handoff.ended[-1] == (1, pytest.approx(0.2)) and n.handing_off == 0
 
 
 def declared(n: RingNode, who: str, state: MemberState, inc: int, at: float) -> list:
@@ -392,13 +399,13 @@ def test_a_member_declared_dead_and_back_as_the_same_process_has_its_batches_tak
 def test_a_handoff_to_a_member_that_dies_before_acking_is_given_up_and_counted():
     n = node()
     heard(n)
-    n.tick(0.0, idle=True, pages=0)
+    first_ring(n)
     [handoff] = [a for a in declared(n, "p3", MemberState.DEAD, INC, 1.0) if isinstance(a, HandOff)]
     n.outbox.add_seen("http://moved.test/", "p2", 1.1)
     n.begin_handoff(handoff.version, 1, {}, 1.1)
     assert n.flush(1.2) and n.handing_off == 1
     out = declared(n, "p2", MemberState.DEAD, INC, 1.3)  # before its ack
-    assert n.handoff.ended == [(1, pytest.approx(0.2))]  # ended, given up
+    assert n.handoff.ended[-1] == (1, pytest.approx(0.2))  # ended, given up
     assert (n.dropped["handoff_member_gone"], n.dropped["handoffs_gave_up"]) == (1, 1)
     assert [type(a) for a in out if isinstance(a, HandOff)] == [HandOff]  # the next one, for p1 alone
 
@@ -406,15 +413,15 @@ def test_a_handoff_to_a_member_that_dies_before_acking_is_given_up_and_counted()
 def test_a_handoff_without_acks_or_reads_is_given_up_after_the_timeout_and_counted():
     n = node()
     heard(n)
-    n.tick(0.0, idle=True, pages=0)
+    first_ring(n)
     declared(n, "p3", MemberState.DEAD, INC, 1.0)
-    [first] = n.handoff.records
+    [first] = [h for h in n.handoff.records if h.version == n.membership.ring_version]
     n.outbox.add_seen("http://moved.test/", "p2", 1.0)
     n.begin_handoff(first.version, 1, {}, 1.0)
     n.flush(1.1)  # sent, never acked
     declared(n, "p3", MemberState.ALIVE, INC + 1, 2.0)  # a second hand-off, never read
     out = n.tick(2.0 + HANDOFF_TIMEOUT, idle=True, pages=0)
-    assert n.handing_off == 0 and len(n.handoff.ended) == 2
+    assert n.handing_off == 0 and len(n.handoff.ended) == 3  # the first ring's too
     assert (n.dropped["handoff_timeout"], n.dropped["handoff_unread"], n.dropped["handoffs_gave_up"]) == (1, 1, 2)
     assert any(type(a) is Log and "gave up waiting for acks from p2" in a.text for a in out)
     # p2, given up on, is never told HandoffDone, not even in the repeats.
@@ -427,7 +434,7 @@ def test_a_refutation_with_no_ring_change_tells_handoff_done_again():
     # (peer/core/handoff/holds.py rule 5); our view never changed: nothing to hand over.
     n = node()
     heard(n)
-    n.tick(0.0, idle=True, pages=0)
+    first_ring(n)
     me = n.membership.me
     n.receive(R2, Digest(RING, "p2", (replace(me, state=MemberState.DEAD),)), 1.0)
     assert n.membership.me.incarnation == INC + 1  # refuted
@@ -515,7 +522,8 @@ def test_three_peers_crawl_every_page_once_and_stop_by_themselves():
     assert next(m for m in reply.members if m.id == "p1").pages == len(p1.fetched)
 
 
-@pytest.mark.parametrize("seed", [1, 2, 3])
+# Seeds whose losses hit URL batches (the last assert): seed 2 lost only markers and gossip.
+@pytest.mark.parametrize("seed", [1, 3, 4])
 def test_lost_and_late_messages_lose_no_page_and_fetch_none_twice(seed):
     ring = FakeRing(n=3, seed=seed, drop=0.1, delay=(0.001, 0.08))
     ring.run_until(ring.all_finished, max_seconds=120)
@@ -545,7 +553,7 @@ def test_a_graceful_leave_mid_crawl_hands_everything_over():
     assert leaver.finished == "left the ring"
     assert len(leaver.fetched) == before  # it fetched nothing once asked to leave
     assert_every_page_fetched_once(ring)
-    assert leaver.node.handoff.ended and leaver.node.handoff.ended[0][0] == before
+    assert leaver.node.handoff.ended and leaver.node.handoff.ended[-1][0] == before
 
 
 def test_a_crashed_peer_is_declared_dead_and_its_unacked_batches_are_rerouted():

@@ -107,10 +107,17 @@ def heard(n: RingNode) -> RingNode:
     return p2
 
 
+def first_ring(n: RingNode) -> None:
+    """A round, and the first ring's hand-off (``ring.handoff`` rule 6) read: nothing fetched here."""
+    n.tick(0.0, idle=True, pages=0)
+    [first] = n.handoff.records
+    n.begin_handoff(first.version, 0, {}, 0.0)
+
+
 def test_a_new_owner_is_told_handoff_done_only_once_it_acked_the_hosts_state() -> None:
     n = node()
     p2 = heard(n)
-    n.tick(0.0, idle=True, pages=0)
+    first_ring(n)
     p2.tick(1.9, idle=True, pages=0)
     p3 = p2.membership.members()["p3"]
     verdict = Digest(RING, "p2", (p2.membership.me, replace(p3, state=MemberState.DEAD)), verdicts=True)
@@ -136,7 +143,7 @@ def test_a_new_owner_of_an_older_wire_version_is_not_waited_for_its_state_is_dro
     n = node()
     p2 = node("p2")
     n.receive(R2_OLD, p2.membership.digest(), 0.0)
-    n.tick(0.0, idle=True, pages=0)
+    first_ring(n)
     p2.tick(1.9, idle=True, pages=0)
     p3 = p2.membership.members()["p3"]
     verdict = Digest(RING, "p2", (p2.membership.me, replace(p3, state=MemberState.DEAD)), verdicts=True)

@@ -883,5 +883,5 @@ class PeerCore:
             box.add(dest, key, kind, record)
         # Request starts travel in epoch seconds (HostStarts).
         starts = crawl.handoffs.handoff_starts(h.old, h.ring, wall - now)
-        return self._ring(self.node.begin_handoff(h.version, len(moved), starts, now - self.stalled),
-                          now, wall)
+        return self._ring(self.node.begin_handoff(h.version, len(moved), starts, now - self.stalled,
+                                                  seen_to={owner for _, owner in moved}), now, wall)

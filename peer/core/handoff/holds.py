@@ -29,9 +29,24 @@ Rules, each a line or two below:
    or a new one) gets its hosts back, so waits to take them over end
    unreported; and, since it may have taken over *ours* while we were dead
    to it, every host we own waits for its ``HandoffDone``, at most
-   ``hold_timeout`` (``ring.handoff`` rule 4 makes a refuting member send
-   one even when its view never changed; a restarted one whose view never
-   changed sends none, and the wait runs out).
+   ``hold_timeout``. That word comes promptly, so the wait is short: a
+   refuting member that saw us dead hands over what it fetched of ours as
+   in any ring change, one that never saw us dead repeats its marker
+   (``ring.handoff`` rule 4), and a new process (a crash, a kill -9, an
+   unplanned stop) hands over at its first ring what its resumed results
+   hold of others' hosts and tells each member, at once where it held
+   none of that member's (rule 6); a marker that comes before its
+   sender's return is seen here is kept until then (rule 7). Why that
+   keeps one owner per host and no page fetched twice: the returner's new
+   life owns none of our hosts in the ring we both hold (the lease fences
+   any other), so only its old life can have fetched them, and every page
+   that life fetched is in its results, which it hands over before the
+   word (the ``HandoffDone`` follows the acks of those seen URLs); the
+   word names the ring and the life it speaks for, so no marker of an
+   older life or another view ends the wait. Only that word ends it
+   early; ``hold_timeout``, its bound as before, is what a returner of
+   wire version 3 still costs: it sends no word at its start, and its
+   markers name no life.
 6. A hold with nobody left to wait for is dropped.
 7. The crawl is not over while a member seen dead may still come back
    (:meth:`Holds.awaiting`: within ``takeover_after`` of its death): beyond
