@@ -26,6 +26,7 @@ from localweb import SiteGraph, serve_webfarm
 PEERS = [f"p{i}" for i in range(1, 6)]
 RATE = 120.0  # pages a minute a host: a request every 0.5 s
 CONCURRENCY = 8
+GRACE = 2.5  # 1.25 leases of 2 s (ring/membership/lease.py)
 HOLD_TIMEOUT = 6.0  # max(5 s, 2 x dead_after): how long a host waits for a hand-off that never comes
 
 
@@ -60,10 +61,16 @@ async def test_a_peer_down_past_dead_after_leaves_the_hosts_that_kept_their_owne
                     ring.kill(v, signal.SIGKILL)
                     await ring.wait(v)
                     at_kill = fetched(farm, farm.port)
-                    await trio.sleep(8.0)  # declared dead ~3 s after the kill: a ring change
+                    # Declared dead (~3 s after the kill): a ring change, and then the grace
+                    # (2.5 s) the old rule paused every host for, with a margin.
+                    while not all(f"member {v}: dead" in ring.logs[p][1].read_text() for p in PEERS if p != v):
+                        await trio.sleep(0.1)
+                    await trio.sleep(GRACE + 0.5)
                     back = time.time()
                     await ring.start(v)
-                    await trio.sleep(12.0)
+                    # A hand-off hold after the return lasts at most hold_timeout
+                    # (max(5, 2 * dead_after): 6 s): a window that long shows one (judged below).
+                    await trio.sleep(HOLD_TIMEOUT + 1.0)
                     end = time.time()
             except trio.TooSlowError:
                 raise AssertionError(f"the ring did not get through in time\n{ring.tails()}") from None
