@@ -367,14 +367,13 @@ def main(argv: list[str] | None = None) -> int:
                          "are in the bytes); 0: SWIM alone (default: dead_after / 2)")
     ap.add_argument("--death-and-return", action="store_true",
                     help="only the scenario of a peer that dies and comes back (leases by host)")
-    ap.add_argument("--down", type=float, default=12.0,
-                    help="--death-and-return: seconds the peer is down (default 12, past dead_after)")
+    ap.add_argument("--down", type=float, default=2 * DEAD_AFTER,
+                    help="--death-and-return, --rolling-restart: seconds each stopped peer is down "
+                         "(default 2 x dead_after: past it, a real ring change when unplanned)")
     ap.add_argument("--breakdown", action="store_true",
                     help="the cold start's bytes by message type and what it answered")
     ap.add_argument("--rolling-restart", action="store_true",
                     help="instead: a planned restart of every peer, one wave after another")
-    ap.add_argument("--down", type=float, default=2 * DEAD_AFTER,
-                    help="seconds each restarting peer is down (default 2 x dead_after)")
     ap.add_argument("--at-once", type=int, default=0,
                     help="peers restarting at a time (default: N / 16, at least 1)")
     ap.add_argument("--unplanned", action="store_true",
