@@ -259,7 +259,8 @@ def print_death_and_return(args: argparse.Namespace) -> None:
                   f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f} | {cpu:.0f} |", flush=True)
 
 def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, at_once: int,
-                    observers: int = 64, planned: bool = True, steady: float = 20.0) -> dict[str, Any]:
+                    observers: int = 64, planned: bool = True, steady: float = 20.0,
+                    progress: bool = False) -> dict[str, Any]:
     """Every peer restarts (planned), ``at_once`` at a time: what the others and the owners waited.
 
     ``planned=False``: each stop is silent (a crash, or a stop before planned restarts), for
@@ -345,6 +346,13 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
                     paused_since.pop(p, None)
         owner_waits += [float("inf")] * len(waiting)
         moved += sum(1 for p, (m, v) in before.items() if net.peers[p] is m and m.ring_version != v)
+        if progress:  # a long run's state so far (512 peers: half an hour of CPU)
+            so_far = sum(net.sent[p] - sent0.get(p, 0) for p in peers) / (net.now - t0) / n
+            print(f"    wave {k // at_once + 1}/{-(-n // at_once)}: {net.now - t0:.0f} simulated s, "
+                  f"{so_far / 1000:.2f} KB/s a peer so far (nobody restarting {sum(quiet) / n / 1000:.2f}), "
+                  f"ring changes {moved}, others' pause {others_paused:.1f} peer-s, "
+                  f"owner's wait max {max(owner_waits):.1f} s, CPU {time.process_time():.0f} s",
+                  file=sys.stderr, flush=True)
     elapsed = net.now - t0
     per_peer = [(net.sent[p] - sent0.get(p, 0)) / elapsed for p in peers]
     deaths = sum(1 for e in net.events if e.event.state is MemberState.DEAD and e.event.id != e.at_peer)
@@ -353,6 +361,40 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
                 worst_other=worst_other, owner_mean=sum(owner_waits) / len(owner_waits),
                 owner_max=max(owner_waits), moved=moved, deaths=deaths,
                 mean=sum(per_peer) / n, max=max(per_peer), quiet=sum(quiet) / n, why=why)
+
+
+#: Run in another tree (``--against``): its own bench's cold start, then the quiet ring as
+#: :func:`rolling_restart` measures it (same seeds, start times and settling), as JSON.
+_QUIET = r"""
+import json, sys
+sys.path.insert(0, "scripts")
+import bench_membership as b
+n, loss, seed, lease, steady = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
+net = b.cluster(n, loss, seed, spread=b.INTERVAL, lease=lease)
+net.run_until(b.INTERVAL)
+if net.run_until_converged(limit=120.0, step=1.0) < 0:
+    raise SystemExit(f"{n} peers did not converge")
+net.run_for(2 * lease * 1.25)
+sent0, t0 = dict(net.sent), net.now
+net.run_for(steady)
+per = [(net.sent[p] - sent0.get(p, 0)) / (net.now - t0) for p in net.peers]
+print(json.dumps(dict(mean=sum(per) / n, max=max(per))))
+"""
+
+
+def quiet_in(tree: str, n: int, loss: float, seed: int, lease: float, steady: float = 20.0) -> dict[str, float]:
+    """KB/s a peer of the ring of ``tree`` (a checkout: another release) with nobody restarting."""
+    import json
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=tree)
+    res = subprocess.run([sys.executable, "-c", _QUIET, str(n), str(loss), str(seed), str(lease), str(steady)],
+                         cwd=tree, env=env, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"--against {tree}: {res.stderr.strip().splitlines()[-1:] or res.returncode}")
+    got: dict[str, float] = json.loads(res.stdout)
+    return got
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -378,6 +420,11 @@ def main(argv: list[str] | None = None) -> int:
                     help="peers restarting at a time (default: N / 16, at least 1)")
     ap.add_argument("--unplanned", action="store_true",
                     help="with --rolling-restart: each peer stops silently (a crash), for comparison")
+    ap.add_argument("--against", metavar="TREE",
+                    help="with --rolling-restart: also the KB/s a peer of TREE's ring (a checkout of "
+                         "another release) sends with nobody restarting, same seeds")
+    ap.add_argument("--progress", action="store_true",
+                    help="with --rolling-restart: a line on stderr after each wave (the figures so far)")
     args = ap.parse_args(argv)
     if args.death_and_return:
         print_death_and_return(args)
@@ -418,20 +465,26 @@ def _restarts(args: argparse.Namespace) -> int:
     print(f"200 ms one way; rounds {INTERVAL} s, dead_after {DEAD_AFTER} s, lease {args.lease} s, "
           f"restart_hold {RESTART_HOLD} s; each peer down {args.down:g} s"
           + ("; UNPLANNED: each stop silent" if args.unplanned else ""))
+    against = f"; {args.against}, nobody restarting" if args.against else ""
     print("| N | loss | at once | ring changes at the others | others without a lease: peer-s / "
           "longest s | restarting owner's hosts wait s (mean / max) | deaths | KB/s a peer (mean / max; "
-          "nobody restarting) | simulated s | CPU s |")
+          f"nobody restarting{against}) | simulated s | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         for loss in args.loss:
             t0 = time.process_time()
             at_once = args.at_once or max(1, n // 16)
             r = rolling_restart(n, loss, args.seed, args.lease or DEAD_AFTER / 2, args.down, at_once,
-                                planned=not args.unplanned)
+                                planned=not args.unplanned, progress=args.progress)
+            cpu = time.process_time() - t0
+            other = ""
+            if args.against:
+                q = quiet_in(args.against, n, loss, args.seed, args.lease or DEAD_AFTER / 2)
+                other = f"; {q['mean'] / 1000:.2f}"
             print(f"| {n} | {loss:.0%} | {at_once} | {r['moved']:.0f} | {r['others_paused']:.1f} / "
                   f"{r['worst_other']:.1f} | {r['owner_mean']:.1f} / {r['owner_max']:.1f} | {r['deaths']:.0f} "
-                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f}; {r['quiet'] / 1000:.2f} | {r['elapsed']:.0f} "
-                  f"| {time.process_time() - t0:.0f} |", flush=True)
+                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f}; {r['quiet'] / 1000:.2f}{other} "
+                  f"| {r['elapsed']:.0f} | {cpu:.0f} |", flush=True)
             if args.breakdown:
                 why = r["why"]
                 assert isinstance(why, dict)
