@@ -258,6 +258,12 @@ def print_death_and_return(args: argparse.Namespace) -> None:
                   f"| {r['death_med']:.1f} / {r['death_max']:.1f} | {r['back_med']:.1f} / {r['back_max']:.1f} "
                   f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f} | {cpu:.0f} |", flush=True)
 
+def _has_restarts() -> bool:
+    import inspect
+
+    return "restart_hold" in inspect.signature(Membership).parameters
+
+
 def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, at_once: int,
                     observers: int = 64, planned: bool = True, steady: float = 20.0,
                     progress: bool = False) -> dict[str, Any]:
@@ -275,14 +281,16 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
     seeds = [(p, f"tcp://10.0.{int(p[1:]) // 250}.{int(p[1:]) % 250}:5701") for p in peers]
     resumed: set[str] = set()
 
+    # A release before planned restarts (--against, run unplanned) has no restart_hold.
+    hold = {"restart_hold": RESTART_HOLD} if planned or _has_restarts() else {}
+
     def make(pid: str):
         def build(now: float) -> Membership:
             return Membership(
                 pid, f"tcp://10.0.{int(pid[1:]) // 250}.{int(pid[1:]) % 250}:5701", 1.0, RING,
                 seeds=seeds, gossip_interval=INTERVAL, suspect_after=SUSPECT_AFTER,
                 dead_after=DEAD_AFTER, now=now, incarnation=1_700_000_000_000 + int(now * 1000),
-                rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease, resumed=pid in resumed,
-                restart_hold=RESTART_HOLD)
+                rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease, resumed=pid in resumed, **hold)
         return build
 
     rng = random.Random(seed)
@@ -295,6 +303,8 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
     quiet0, q0 = dict(net.sent), net.now
     net.run_for(steady)  # the same ring with nobody restarting, to compare the bytes
     quiet = [(net.sent[p] - quiet0.get(p, 0)) / (net.now - q0) for p in peers]
+    if not at_once:  # the quiet ring only (``against``)
+        return dict(n=n, loss=loss, quiet=sum(quiet) / n)
     net.events.clear()
     sent0, t0, why0 = dict(net.sent), net.now, dict(net.why)
     moved = 0  # ring changes the peers that were not restarting saw
@@ -363,37 +373,35 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
                 mean=sum(per_peer) / n, max=max(per_peer), quiet=sum(quiet) / n, why=why)
 
 
-#: Run in another tree (``--against``): its own bench's cold start, then the quiet ring as
-#: :func:`rolling_restart` measures it (same seeds, start times and settling), as JSON.
-_QUIET = r"""
-import json, sys
-sys.path.insert(0, "scripts")
-import bench_membership as b
-n, loss, seed, lease, steady = int(sys.argv[1]), float(sys.argv[2]), int(sys.argv[3]), float(sys.argv[4]), float(sys.argv[5])
-net = b.cluster(n, loss, seed, spread=b.INTERVAL, lease=lease)
-net.run_until(b.INTERVAL)
-if net.run_until_converged(limit=120.0, step=1.0) < 0:
-    raise SystemExit(f"{n} peers did not converge")
-net.run_for(2 * lease * 1.25)
-sent0, t0 = dict(net.sent), net.now
-net.run_for(steady)
-per = [(net.sent[p] - sent0.get(p, 0)) / (net.now - t0) for p in net.peers]
-print(json.dumps(dict(mean=sum(per) / n, max=max(per))))
+#: Run in another tree (``--against``): this file's :func:`rolling_restart` over that tree's
+#: ring (``ring`` is imported from it), unplanned (a release before planned restarts has
+#: none) or with no wave at all (the quiet ring only), as JSON.
+_AGAINST = r"""
+import json, runpy, sys
+bench = runpy.run_path(sys.argv[1])
+n, loss, seed, lease, down, at_once, waves = (int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]),
+                                              float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]),
+                                              sys.argv[8] == "1")
+r = bench["rolling_restart"](n, loss, seed, lease, down, at_once if waves else 0, planned=False)
+print(json.dumps({k: v for k, v in r.items() if k != "why"}))
 """
 
 
-def quiet_in(tree: str, n: int, loss: float, seed: int, lease: float, steady: float = 20.0) -> dict[str, float]:
-    """KB/s a peer of the ring of ``tree`` (a checkout: another release) with nobody restarting."""
+def against(tree: str, n: int, loss: float, seed: int, lease: float, down: float, at_once: int,
+            waves: bool) -> dict[str, float]:
+    """:func:`rolling_restart`, unplanned, over the ring of ``tree`` (a checkout of another
+    release); ``waves`` False: only its quiet ring (``quiet``), which costs a fraction."""
     import json
     import os
     import subprocess
 
     env = dict(os.environ, PYTHONPATH=tree)
-    res = subprocess.run([sys.executable, "-c", _QUIET, str(n), str(loss), str(seed), str(lease), str(steady)],
+    res = subprocess.run([sys.executable, "-c", _AGAINST, os.path.abspath(__file__), str(n), str(loss),
+                          str(seed), str(lease), str(down), str(at_once), "1" if waves else "0"],
                          cwd=tree, env=env, capture_output=True, text=True, check=False)
     if res.returncode != 0:
-        raise SystemExit(f"--against {tree}: {res.stderr.strip().splitlines()[-1:] or res.returncode}")
-    got: dict[str, float] = json.loads(res.stdout)
+        raise SystemExit(f"--against {tree}: {(res.stderr.strip().splitlines() or [res.returncode])[-1]}")
+    got: dict[str, float] = json.loads(res.stdout.splitlines()[-1])
     return got
 
 
@@ -422,7 +430,8 @@ def main(argv: list[str] | None = None) -> int:
                     help="with --rolling-restart: each peer stops silently (a crash), for comparison")
     ap.add_argument("--against", metavar="TREE",
                     help="with --rolling-restart: also the KB/s a peer of TREE's ring (a checkout of "
-                         "another release) sends with nobody restarting, same seeds")
+                         "another release) sends with nobody restarting, same seeds; with --unplanned, "
+                         "and during its rolling restart")
     ap.add_argument("--progress", action="store_true",
                     help="with --rolling-restart: a line on stderr after each wave (the figures so far)")
     args = ap.parse_args(argv)
@@ -465,10 +474,11 @@ def _restarts(args: argparse.Namespace) -> int:
     print(f"200 ms one way; rounds {INTERVAL} s, dead_after {DEAD_AFTER} s, lease {args.lease} s, "
           f"restart_hold {RESTART_HOLD} s; each peer down {args.down:g} s"
           + ("; UNPLANNED: each stop silent" if args.unplanned else ""))
-    against = f"; {args.against}, nobody restarting" if args.against else ""
+    theirs = (f"; {args.against}, nobody restarting" + ("; its rolling restart" if args.unplanned else "")
+               if args.against else "")
     print("| N | loss | at once | ring changes at the others | others without a lease: peer-s / "
           "longest s | restarting owner's hosts wait s (mean / max) | deaths | KB/s a peer (mean / max; "
-          f"nobody restarting{against}) | simulated s | CPU s |")
+          f"nobody restarting{theirs}) | simulated s | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         for loss in args.loss:
@@ -479,8 +489,9 @@ def _restarts(args: argparse.Namespace) -> int:
             cpu = time.process_time() - t0
             other = ""
             if args.against:
-                q = quiet_in(args.against, n, loss, args.seed, args.lease or DEAD_AFTER / 2)
-                other = f"; {q['mean'] / 1000:.2f}"
+                q = against(args.against, n, loss, args.seed, args.lease or DEAD_AFTER / 2, args.down,
+                            at_once, args.unplanned)
+                other = f"; {q['quiet'] / 1000:.2f}" + (f"; {q['mean'] / 1000:.2f}" if args.unplanned else "")
             print(f"| {n} | {loss:.0%} | {at_once} | {r['moved']:.0f} | {r['others_paused']:.1f} / "
                   f"{r['worst_other']:.1f} | {r['owner_mean']:.1f} / {r['owner_max']:.1f} | {r['deaths']:.0f} "
                   f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f}; {r['quiet'] / 1000:.2f}{other} "
