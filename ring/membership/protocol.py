@@ -656,6 +656,11 @@ class Membership:
         if msg.target != self.self_id:
             self.dropped["misdirected"] += 1  # meant for whoever had our address before
             return []
+        if any(r.id == msg.sender and r.state is RESTARTING for r in msg.updates):
+            # Its restart's announce (ring.membership.restarts rule 1): it only counts the
+            # answer, then exits. Our record and news would be bytes for nothing, and each
+            # record sent would count as one of its sends (ring.membership.dissemination).
+            return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, self.self_id))]
         return [(msg.sender, self._answer(msg.sender, msg.seq, now))]
 
     def _answer(self, asker: str, seq: int, now: float) -> PingAck:

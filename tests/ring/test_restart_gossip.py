@@ -23,12 +23,13 @@ class Tapped(SimNet):
 
     def __init__(self, **kw):  # type: ignore[no-untyped-def]
         super().__init__(**kw)
-        self.carried: list[tuple[float, str, str, str, MemberState, int]] = []
+        self.carried: list[tuple[float, str, str, str, MemberState, int, str]] = []
 
     def _send(self, src: str, out: list[tuple[str, Message]], cause: str) -> None:
         for dst, msg in out:
             if isinstance(msg, (Ping, PingAck, PingReq)):
-                self.carried += [(self.now, src, dst, r.id, r.state, r.incarnation) for r in msg.updates]
+                self.carried += [(self.now, src, dst, r.id, r.state, r.incarnation, type(msg).__name__)
+                                 for r in msg.updates]
         super()._send(src, out, cause)
 
 
@@ -105,3 +106,15 @@ def test_every_peer_learns_each_return_within_a_few_seconds_under_loss():
         assert len(learned) == len(PEERS), sorted(set(PEERS) - set(learned))
         assert max(learned.values()) < 10.0, learned  # restart_hold is 60 s
     assert not [e for e in net.events if e.event.state is MemberState.DEAD]
+
+
+def test_the_answers_to_an_announce_carry_no_record():
+    # The member exits once each has answered: a record sent to it would be
+    # bytes for nothing, and would count as one of that record's sends.
+    net, resumed = ring()
+    victim = "p7"
+    net.carried.clear()
+    net.announce_restart(victim)
+    net.run_for(2 * INTERVAL)
+    assert net.peers[victim].announced()
+    assert net.carried and [c for c in net.carried if c[2] == victim and c[6] == "PingAck"] == []
