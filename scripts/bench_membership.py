@@ -5,6 +5,7 @@
     python scripts/bench_membership.py --sizes 256 --loss 0.1 --breakdown   # start-up bytes by kind
     python scripts/bench_membership.py --death-and-return --sizes 16 160 512 --loss 0.01
     python scripts/bench_membership.py --rolling-restart --sizes 16 160 512 --loss 0 0.01  # planned restarts
+    python scripts/bench_membership.py --rolling-restart --sizes 16 48 --against /tmp/v038  # and a release's quiet ring
 
 Every peer is a seed (listed in cluster.toml), the config defaults (0.5 s
 rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
@@ -29,6 +30,10 @@ changes the peers that were not restarting saw, the seconds those peers
 went without their lease (a ring-wide pause: what every host of theirs
 waits), and how long the restarting peers' own hosts waited (from the stop
 until the new process holds its lease: at most its own restart).
+``--against TREE`` runs the same scenario, same seeds, over the ring of
+another checkout (``git archive v0.38.0 | tar -x -C /tmp/v038``): its quiet
+ring, and with ``--unplanned`` its rolling restart; ``--progress`` prints
+the figures so far after each wave (512 peers take half an hour of CPU).
 
 Targets at 256 peers (docs/membership.md): <= 15 KB/s a peer, <= 20 MB start-up, 0
 false deaths in a 30 s rolling start, a death everywhere within dead_after +
