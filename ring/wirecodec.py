@@ -28,6 +28,13 @@ Wire versions (docs/membership.md, "Wire versions and upgrades"):
    has not heard from us yet (``ring.wireversion`` rule 3), or carries a
    record relayed by an older peer (gossip is transitive), and none of them
    says the field (protobuf's field presence, for the same reason).
+   **Unsaid is left out.** Since a default says nothing, a frame of version
+   V also leaves out the fields added in V that trail it at their defaults
+   (the record ends at its last said field, as proto3 writes no field at its
+   default): a renewal's ``PingAck`` with no recent ring and nothing to
+   settle is the bytes of version 3's. A frame of V may so carry any count
+   from the fields of the version before (all of its type's own, for a type
+   of V) to all of V's; a version 3 frame, what older peers read, is exact.
 3. **A message type says when it came.** ``Spec(..., since=N)``: a type of
    a later version than a peer speaks is never sent to it (the sender counts
    ``wire.withheld.<type>``; an older peer would only drop it), and a frame of
@@ -328,7 +335,7 @@ class Spec:
     """
 
     __slots__ = ("cls", "code", "since", "names", "sinces", "outs", "ins", "get", "versioned",
-                 "_counts", "_defaults")
+                 "_counts", "_least", "_defaults", "_unsaid")
 
     def __init__(self, cls: type, code: int, spec: tuple[tuple[str, Codec] | Field, ...], *,
                  since: int = BASE_VERSION):
@@ -355,8 +362,13 @@ class Spec:
                 f"{cls.__name__}.{f.name}: added fields go last, in version order"
             defaults.append(dc.default if dc.default is not MISSING else dc.default_factory)
         self._defaults = tuple(defaults)
+        #: Each field's default as a value (a factory's product), to tell an unsaid field (rule 2).
+        self._unsaid = tuple(d() if callable(d) else d for d in defaults)
         #: Fields a frame of each version carries (a prefix of the table: they trail).
         self._counts: Mapping[int, int] = {v: sum(s <= v for s in self.sinces) for v in VERSIONS}
+        #: The fewest it may carry: the fields of the versions before, and the type's own
+        #: (rule 2, "unsaid is left out": only fields added in the frame's version may be).
+        self._least: Mapping[int, int] = {v: sum(s < v or s == since for s in self.sinces) for v in VERSIONS}
         self.versioned = any(s > MIN_VERSION for s in self.sinces)
 
     def count(self, version: int) -> int:
@@ -376,7 +388,13 @@ class Spec:
         values = self.get(obj)
         outs = self.outs
         if self.versioned:
-            n = self._counts[_AT.get()]
+            at = _AT.get()
+            n, least, unsaid = self._counts[at], self._least[at], self._unsaid
+            while n > least:  # rule 2: trailing fields of this version at their defaults are left out
+                v, d = values[n - 1], unsaid[n - 1]
+                if v is not d and (type(v) is not type(d) or v != d):
+                    break
+                n -= 1
             values, outs = values[:n], outs[:n]
         try:
             return [conv(v) for conv, v in zip(outs, values)]
@@ -384,15 +402,20 @@ class Spec:
             raise self._blame(outs, values, e) from None
 
     def from_wire(self, values: tuple[Any, ...]) -> Any:
-        want = self._counts[_AT.get()] if self.versioned else len(self.names)
-        if len(values) != want:
-            raise Invalid(f"{self.cls.__name__}: {len(values)} fields, expected {want}")
+        if self.versioned:
+            at = _AT.get()
+            want, least = self._counts[at], self._least[at]
+        else:
+            want = least = len(self.names)
+        if not least <= len(values) <= want:
+            expected = f"{least}-{want}" if least < want else f"{want}"
+            raise Invalid(f"{self.cls.__name__}: {len(values)} fields, expected {expected}")
         try:
             got = [conv(v) for conv, v in zip(self.ins, values)]
         except Invalid as e:
             raise self._blame(self.ins, values, e) from None
-        if want < len(self.names):  # rule 2: fields the frame's version lacks
-            got += [d() if callable(d) else d for d in self._defaults[want:]]
+        if len(got) < len(self.names):  # rule 2: fields the frame's version lacks or left unsaid
+            got += [d() if callable(d) else d for d in self._defaults[len(got):]]
         return self.cls(*got)
 
 

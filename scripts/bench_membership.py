@@ -5,6 +5,7 @@
     python scripts/bench_membership.py --sizes 256 --loss 0.1 --breakdown   # start-up bytes by kind
     python scripts/bench_membership.py --death-and-return --sizes 16 160 512 --loss 0.01
     python scripts/bench_membership.py --rolling-restart --sizes 16 160 512 --loss 0 0.01  # planned restarts
+    python scripts/bench_membership.py --rolling-restart --sizes 16 48 --against /tmp/v038  # and a release's quiet ring
 
 Every peer is a seed (listed in cluster.toml), the config defaults (0.5 s
 rounds, suspect_after 2 s, dead_after 6 s), 200 ms one way. Per (N, loss):
@@ -29,6 +30,10 @@ changes the peers that were not restarting saw, the seconds those peers
 went without their lease (a ring-wide pause: what every host of theirs
 waits), and how long the restarting peers' own hosts waited (from the stop
 until the new process holds its lease: at most its own restart).
+``--against TREE`` runs the same scenario, same seeds, over the ring of
+another checkout (``git archive v0.38.0 | tar -x -C /tmp/v038``): its quiet
+ring, and with ``--unplanned`` its rolling restart; ``--progress`` prints
+the figures so far after each wave (512 peers take half an hour of CPU).
 
 Targets at 256 peers (docs/membership.md): <= 15 KB/s a peer, <= 20 MB start-up, 0
 false deaths in a 30 s rolling start, a death everywhere within dead_after +
@@ -258,8 +263,15 @@ def print_death_and_return(args: argparse.Namespace) -> None:
                   f"| {r['death_med']:.1f} / {r['death_max']:.1f} | {r['back_med']:.1f} / {r['back_max']:.1f} "
                   f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f} | {cpu:.0f} |", flush=True)
 
+def _has_restarts() -> bool:
+    import inspect
+
+    return "restart_hold" in inspect.signature(Membership).parameters
+
+
 def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, at_once: int,
-                    observers: int = 64, planned: bool = True, steady: float = 20.0) -> dict[str, Any]:
+                    observers: int = 64, planned: bool = True, steady: float = 20.0,
+                    progress: bool = False) -> dict[str, Any]:
     """Every peer restarts (planned), ``at_once`` at a time: what the others and the owners waited.
 
     ``planned=False``: each stop is silent (a crash, or a stop before planned restarts), for
@@ -274,14 +286,16 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
     seeds = [(p, f"tcp://10.0.{int(p[1:]) // 250}.{int(p[1:]) % 250}:5701") for p in peers]
     resumed: set[str] = set()
 
+    # A release before planned restarts (--against, run unplanned) has no restart_hold.
+    hold = {"restart_hold": RESTART_HOLD} if planned or _has_restarts() else {}
+
     def make(pid: str):
         def build(now: float) -> Membership:
             return Membership(
                 pid, f"tcp://10.0.{int(pid[1:]) // 250}.{int(pid[1:]) % 250}:5701", 1.0, RING,
                 seeds=seeds, gossip_interval=INTERVAL, suspect_after=SUSPECT_AFTER,
                 dead_after=DEAD_AFTER, now=now, incarnation=1_700_000_000_000 + int(now * 1000),
-                rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease, resumed=pid in resumed,
-                restart_hold=RESTART_HOLD)
+                rng=random.Random(f"{seed}/{pid}/{now}"), lease=lease, resumed=pid in resumed, **hold)
         return build
 
     rng = random.Random(seed)
@@ -294,6 +308,8 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
     quiet0, q0 = dict(net.sent), net.now
     net.run_for(steady)  # the same ring with nobody restarting, to compare the bytes
     quiet = [(net.sent[p] - quiet0.get(p, 0)) / (net.now - q0) for p in peers]
+    if not at_once:  # the quiet ring only (``against``)
+        return dict(n=n, loss=loss, quiet=sum(quiet) / n)
     net.events.clear()
     sent0, t0, why0 = dict(net.sent), net.now, dict(net.why)
     moved = 0  # ring changes the peers that were not restarting saw
@@ -345,6 +361,13 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
                     paused_since.pop(p, None)
         owner_waits += [float("inf")] * len(waiting)
         moved += sum(1 for p, (m, v) in before.items() if net.peers[p] is m and m.ring_version != v)
+        if progress:  # a long run's state so far (512 peers: half an hour of CPU)
+            so_far = sum(net.sent[p] - sent0.get(p, 0) for p in peers) / (net.now - t0) / n
+            print(f"    wave {k // at_once + 1}/{-(-n // at_once)}: {net.now - t0:.0f} simulated s, "
+                  f"{so_far / 1000:.2f} KB/s a peer so far (nobody restarting {sum(quiet) / n / 1000:.2f}), "
+                  f"ring changes {moved}, others' pause {others_paused:.1f} peer-s, "
+                  f"owner's wait max {max(owner_waits):.1f} s, CPU {time.process_time():.0f} s",
+                  file=sys.stderr, flush=True)
     elapsed = net.now - t0
     per_peer = [(net.sent[p] - sent0.get(p, 0)) / elapsed for p in peers]
     deaths = sum(1 for e in net.events if e.event.state is MemberState.DEAD and e.event.id != e.at_peer)
@@ -353,6 +376,38 @@ def rolling_restart(n: int, loss: float, seed: int, lease: float, down: float, a
                 worst_other=worst_other, owner_mean=sum(owner_waits) / len(owner_waits),
                 owner_max=max(owner_waits), moved=moved, deaths=deaths,
                 mean=sum(per_peer) / n, max=max(per_peer), quiet=sum(quiet) / n, why=why)
+
+
+#: Run in another tree (``--against``): this file's :func:`rolling_restart` over that tree's
+#: ring (``ring`` is imported from it), unplanned (a release before planned restarts has
+#: none) or with no wave at all (the quiet ring only), as JSON.
+_AGAINST = r"""
+import json, runpy, sys
+bench = runpy.run_path(sys.argv[1])
+n, loss, seed, lease, down, at_once, waves = (int(sys.argv[2]), float(sys.argv[3]), int(sys.argv[4]),
+                                              float(sys.argv[5]), float(sys.argv[6]), int(sys.argv[7]),
+                                              sys.argv[8] == "1")
+r = bench["rolling_restart"](n, loss, seed, lease, down, at_once if waves else 0, planned=False)
+print(json.dumps({k: v for k, v in r.items() if k != "why"}))
+"""
+
+
+def against(tree: str, n: int, loss: float, seed: int, lease: float, down: float, at_once: int,
+            waves: bool) -> dict[str, float]:
+    """:func:`rolling_restart`, unplanned, over the ring of ``tree`` (a checkout of another
+    release); ``waves`` False: only its quiet ring (``quiet``), which costs a fraction."""
+    import json
+    import os
+    import subprocess
+
+    env = dict(os.environ, PYTHONPATH=tree)
+    res = subprocess.run([sys.executable, "-c", _AGAINST, os.path.abspath(__file__), str(n), str(loss),
+                          str(seed), str(lease), str(down), str(at_once), "1" if waves else "0"],
+                         cwd=tree, env=env, capture_output=True, text=True, check=False)
+    if res.returncode != 0:
+        raise SystemExit(f"--against {tree}: {(res.stderr.strip().splitlines() or [res.returncode])[-1]}")
+    got: dict[str, float] = json.loads(res.stdout.splitlines()[-1])
+    return got
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -367,18 +422,23 @@ def main(argv: list[str] | None = None) -> int:
                          "are in the bytes); 0: SWIM alone (default: dead_after / 2)")
     ap.add_argument("--death-and-return", action="store_true",
                     help="only the scenario of a peer that dies and comes back (leases by host)")
-    ap.add_argument("--down", type=float, default=12.0,
-                    help="--death-and-return: seconds the peer is down (default 12, past dead_after)")
+    ap.add_argument("--down", type=float, default=2 * DEAD_AFTER,
+                    help="--death-and-return, --rolling-restart: seconds each stopped peer is down "
+                         "(default 2 x dead_after: past it, a real ring change when unplanned)")
     ap.add_argument("--breakdown", action="store_true",
                     help="the cold start's bytes by message type and what it answered")
     ap.add_argument("--rolling-restart", action="store_true",
                     help="instead: a planned restart of every peer, one wave after another")
-    ap.add_argument("--down", type=float, default=2 * DEAD_AFTER,
-                    help="seconds each restarting peer is down (default 2 x dead_after)")
     ap.add_argument("--at-once", type=int, default=0,
                     help="peers restarting at a time (default: N / 16, at least 1)")
     ap.add_argument("--unplanned", action="store_true",
                     help="with --rolling-restart: each peer stops silently (a crash), for comparison")
+    ap.add_argument("--against", metavar="TREE",
+                    help="with --rolling-restart: also the KB/s a peer of TREE's ring (a checkout of "
+                         "another release) sends with nobody restarting, same seeds; with --unplanned, "
+                         "and during its rolling restart")
+    ap.add_argument("--progress", action="store_true",
+                    help="with --rolling-restart: a line on stderr after each wave (the figures so far)")
     args = ap.parse_args(argv)
     if args.death_and_return:
         print_death_and_return(args)
@@ -419,20 +479,28 @@ def _restarts(args: argparse.Namespace) -> int:
     print(f"200 ms one way; rounds {INTERVAL} s, dead_after {DEAD_AFTER} s, lease {args.lease} s, "
           f"restart_hold {RESTART_HOLD} s; each peer down {args.down:g} s"
           + ("; UNPLANNED: each stop silent" if args.unplanned else ""))
+    theirs = (f"; {args.against}, nobody restarting" + ("; its rolling restart" if args.unplanned else "")
+               if args.against else "")
     print("| N | loss | at once | ring changes at the others | others without a lease: peer-s / "
           "longest s | restarting owner's hosts wait s (mean / max) | deaths | KB/s a peer (mean / max; "
-          "nobody restarting) | simulated s | CPU s |")
+          f"nobody restarting{theirs}) | simulated s | CPU s |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     for n in args.sizes:
         for loss in args.loss:
             t0 = time.process_time()
             at_once = args.at_once or max(1, n // 16)
             r = rolling_restart(n, loss, args.seed, args.lease or DEAD_AFTER / 2, args.down, at_once,
-                                planned=not args.unplanned)
+                                planned=not args.unplanned, progress=args.progress)
+            cpu = time.process_time() - t0
+            other = ""
+            if args.against:
+                q = against(args.against, n, loss, args.seed, args.lease or DEAD_AFTER / 2, args.down,
+                            at_once, args.unplanned)
+                other = f"; {q['quiet'] / 1000:.2f}" + (f"; {q['mean'] / 1000:.2f}" if args.unplanned else "")
             print(f"| {n} | {loss:.0%} | {at_once} | {r['moved']:.0f} | {r['others_paused']:.1f} / "
                   f"{r['worst_other']:.1f} | {r['owner_mean']:.1f} / {r['owner_max']:.1f} | {r['deaths']:.0f} "
-                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f}; {r['quiet'] / 1000:.2f} | {r['elapsed']:.0f} "
-                  f"| {time.process_time() - t0:.0f} |", flush=True)
+                  f"| {r['mean'] / 1000:.2f} / {r['max'] / 1000:.2f}; {r['quiet'] / 1000:.2f}{other} "
+                  f"| {r['elapsed']:.0f} | {cpu:.0f} |", flush=True)
             if args.breakdown:
                 why = r["why"]
                 assert isinstance(why, dict)

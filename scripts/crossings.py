@@ -58,8 +58,8 @@ from ring.hashring import HashRing
 
 try:
     from ringharness import Ring, free_ports
-except ImportError:  # pragma: no cover - the command line says how
-    sys.exit("error: the ring harness is not importable: run with PYTHONPATH=.:tests/support (see --help)")
+except ImportError:  # pragma: no cover - main() says how, after --help has had its say
+    Ring = free_ports = None  # type: ignore[assignment,misc]
 
 #: The modules a crossing joins: this checkout's packages (whatever their inner layout).
 OURS = ("peer.", "ring.")
@@ -271,6 +271,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="peers before the join (2-4; default 2)")
     p.add_argument("--json", action="store_true", help="print the figures as JSON")
     args = p.parse_args(argv)
+    if Ring is None:
+        p.exit(2, "crossings.py: error: the ring harness is not importable: run with PYTHONPATH=.:tests/support\n")
     root = Path.cwd()
     tracer = Tracer()
     with tempfile.TemporaryDirectory(prefix="crossings-") as d:

@@ -73,6 +73,7 @@ Remote input never raises: a message of another ring, a stale ``Join`` or
 
 from __future__ import annotations
 
+import math
 import random
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
@@ -145,7 +146,7 @@ class Membership:
     __slots__ = (
         "self_id", "ring_name", "dropped", "_reconnect_every", "_indirect", "_rng", "_start", "_view",
         "_members", "_unheard", "_queue", "_ticks", "_term", "_sorted", "_prober", "_repairs",
-        "stalled", "_leases", "_voting", "_announce", "_operator_holds",
+        "stalled", "_leases", "_voting", "_announce", "_operator_holds", "_telling_until",
     )
 
     def __init__(
@@ -226,6 +227,9 @@ class Membership:
         held = Lease(self_id, lease, gossip_interval) if lease is not None else None
         if held is not None and resumed:
             held.resumed(now)
+        #: Until then our renewal pings carry our record (``_renew``): a resumed process's
+        #: new incarnation is news to the members that held it restarting (``_spreads``).
+        self._telling_until = now + held.grace if held is not None and resumed else -math.inf
         self._leases = LeaseKeeper(self_id, held, view, now)
         self._voting = VoterKeeper(self_id, ring_name, view, self._leases, self.dropped)
         #: Our planned restart's announce (``ring.membership.restarts`` rule 1); None: not restarting.
@@ -539,11 +543,13 @@ class Membership:
     def _renew(self, candidates: Sequence[str], pinged: set[str], real: float) -> list[tuple[str, Message]]:
         """The lease's renewal pings (``ring.membership.lease`` rule 5)."""
         out: list[tuple[str, Message]] = []
+        # Bare: the probes carry the gossip; this only dates a vouch. But in a resumed
+        # process's grace, our own record: each member asked learns our return from us.
+        told = (self.me,) if real < self._telling_until else ()
         for mid in self._leases.renewals(candidates, pinged, real):
-            # Bare: the probes carry the gossip; this only dates a vouch.
             seq = self._prober.next_seq()
             self._leases.sent(seq, mid, real)
-            out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, ())))
+            out.append((mid, Ping(self.ring_name, self.self_id, seq, mid, told)))
         return out
 
     def set_config(self, ident: int, now: float) -> list[tuple[str, Message]]:
@@ -624,7 +630,7 @@ class Membership:
         if known is not None and msg.incarnation < known.incarnation:
             self.dropped["stale"] += 1  # a replay; our answer tells a real one to move on
         else:
-            self._view.merge(r, now, True, msg.sender)
+            self._view.merge(r, now, self._spreads(r, msg.sender), msg.sender)
         self._view.heard(msg.sender)
         out: list[tuple[str, Message]] = [(msg.sender, self.digest())]
         if self._view.voters.version:
@@ -644,12 +650,47 @@ class Membership:
         """A member's voter record (``ring.membership.voterkeeper``): ours, if it is behind."""
         return [(msg.sender, self.voters_message())] if self._voting.heard(msg, now + self.stalled) else []
 
+    def _merge_updates(self, updates: tuple[Member, ...], sender: str, now: float) -> None:
+        """A probe message's records, merged; what is news is piggybacked on (:meth:`_spreads`)."""
+        for r in updates:
+            self._view.merge(r, now, self._spreads(r, sender), sender)
+
+    def _spreads(self, r: Member, sender: str) -> bool:
+        """Whether ``r``, from ``sender``, is piggybacked on if it is news: not a planned
+        restart's own word, its announce or its return.
+
+        Each would cost ``retransmit_mult * log10(N + 1)`` sends at every peer
+        (``ring.membership.dissemination``): at 160 peers, 7 % more bytes for
+        a rolling restart than for a quiet ring, all of it this news
+        (``scripts/bench_membership.py --rolling-restart --breakdown``), for
+        what the member tells nearly everyone itself. Its announce goes to
+        every live member, again each round until each has answered
+        (``ring.membership.restarts`` rule 1). Back at a new incarnation, its
+        renewal pings carry its record for its resumed grace (:meth:`_renew`):
+        a majority of the quorum and an eighth more within a round or two (lease rule 5).
+        Anti-entropy's digests bring either to the rest (every peer syncs
+        with one a few rounds apart, ``ring.membership.antientropy``), and the
+        hold that waits for the return lasts ``restart_hold`` (a minute), not
+        rounds. A record told by another peer, a death, or a return from
+        anything but a restart spreads as before.
+        """
+        if r.id != sender:
+            return True
+        if r.state is RESTARTING:
+            return False
+        held = self._members.get(r.id)
+        return held is None or held.state is not RESTARTING or r.incarnation <= held.incarnation
+
     def _on_ping(self, msg: Ping, now: float) -> list[tuple[str, Message]]:
-        for r in msg.updates:
-            self._view.merge(r, now, True, msg.sender)
+        self._merge_updates(msg.updates, msg.sender, now)
         if msg.target != self.self_id:
             self.dropped["misdirected"] += 1  # meant for whoever had our address before
             return []
+        if any(r.id == msg.sender and r.state is RESTARTING for r in msg.updates):
+            # Its restart's announce (ring.membership.restarts rule 1): it only counts the
+            # answer, then exits. Our record and news would be bytes for nothing, and each
+            # record sent would count as one of its sends (ring.membership.dissemination).
+            return [(msg.sender, PingAck(self.ring_name, self.self_id, msg.seq, self.self_id))]
         return [(msg.sender, self._answer(msg.sender, msg.seq, now))]
 
     def _answer(self, asker: str, seq: int, now: float) -> PingAck:
@@ -659,8 +700,7 @@ class Membership:
                        v.print, v.recent, v.settle_ms)
 
     def _on_ping_req(self, msg: PingReq, now: float) -> list[tuple[str, Message]]:
-        for r in msg.updates:
-            self._view.merge(r, now, True, msg.sender)
+        self._merge_updates(msg.updates, msg.sender, now)
         target = self._members.get(msg.target)
         if msg.target == self.self_id:
             return [(msg.sender, self._answer(msg.sender, msg.seq, now))]
@@ -679,8 +719,7 @@ class Membership:
         return [(msg.target, self._ping_msg(seq, msg.target, now))]
 
     def _on_ack(self, msg: PingAck, now: float) -> list[tuple[str, Message]]:
-        for r in msg.updates:
-            self._view.merge(r, now, True, msg.sender)
+        self._merge_updates(msg.updates, msg.sender, now)
         self._contact()
         if self._announce is not None and self._announce.acked(msg.seq, msg.sender):
             return []  # an answer to our restart's announce (ring.membership.restarts rule 1)

@@ -133,7 +133,8 @@ def status_row(**kw):
 
 
 def test_a_field_added_in_4_is_left_out_of_a_version_3_frame_nested_too():
-    reply = StatusReply("demo", "p1", (status_row(wire_version=4, lease=LeaseStatus.HELD),), 7)
+    # back_by, the last field of version 4, said: the row carries every field
+    reply = StatusReply("demo", "p1", (status_row(wire_version=4, lease=LeaseStatus.HELD, back_by=2.5),), 7)
     new, old = encode(reply, 4), encode(reply, 3)
     assert msgpack.unpackb(new)[:2] == [4, 7] and msgpack.unpackb(old)[:2] == [3, 7]
     added = [f.name for f in dataclasses.fields(MemberStatus)][len(V3_RECORDS[MemberStatus]):]
@@ -144,7 +145,43 @@ def test_a_field_added_in_4_is_left_out_of_a_version_3_frame_nested_too():
     # A version 3 frame decodes with the added fields' defaults: a row without
     # a wire version is a version 3 peer's.
     version, back = decode_versioned(old)
-    assert version == 3 and back.members[0] == dataclasses.replace(reply.members[0], wire_version=3)
+    assert version == 3 and back.members[0] == dataclasses.replace(reply.members[0], wire_version=3, back_by=0.0)
+
+
+def test_a_version_4_frame_leaves_out_the_trailing_fields_of_version_4_at_their_defaults():
+    # A lease renewal's answer, nothing recent and nothing to settle: version 3's bytes.
+    bare = M.PingAck("demo", "p1", 7, "p1", (), 99)
+    assert msgpack.unpackb(encode(bare, 4))[1:] == msgpack.unpackb(encode(bare, 3))[1:]
+    assert len(encode(bare, 4)) == len(encode(bare, 3))
+    assert decode(encode(bare, 4)) == bare
+    recent = (M.RecentRing(5, (("p2", 1.0),)),)
+    # what is said goes, and the defaults before it (positional)
+    for msg, fields in ((dataclasses.replace(bare, settle_ms=250), 8),
+                        (dataclasses.replace(bare, recent=recent), 7),
+                        (dataclasses.replace(bare, recent=recent, settle_ms=250), 8)):
+        assert len(msgpack.unpackb(encode(msg, 4))) - 2 == fields, msg
+        assert decode(encode(msg, 4)) == msg
+    # a status row of version 4 ends at its last field said
+    row = status_row(wire_version=4)
+    wire = msgpack.unpackb(encode(StatusReply("demo", "p1", (row,), 7), 4))[4][0]
+    assert len(wire) == len(V3_RECORDS[MemberStatus]) + 1
+    assert decode(encode(StatusReply("demo", "p1", (row,), 7), 4)).members[0] == row
+
+
+def test_a_version_4_frame_may_carry_any_count_from_version_3s_to_its_own_and_no_other():
+    ack = [4, 13, "demo", "p1", 7, "p1", [], 99]  # version 3's six fields
+    for extra, settle in (([], 0), ([[]], 0), ([[], 250], 250)):
+        assert decode(msgpack.packb(ack + extra)).settle_ms == settle
+    for bad in (ack[:-1], ack + [[], 250, 1]):
+        with pytest.raises(DecodeError, match="PingAck: .* fields, expected 6-8"):
+            decode(msgpack.packb(bad))
+    # version 3 frames stay exact: that is what a peer of the previous release reads
+    with pytest.raises(DecodeError, match="PingAck: 7 fields, expected 6$"):
+        decode(msgpack.packb([3] + ack[1:] + [[]]))
+    # a type of version 4 carries all its own fields
+    with pytest.raises(DecodeError, match="Later: 2 fields, expected 3"):
+        decode_frame(msgpack.packb([4, 99, "demo", "p1"]), {99: LATER})
+    assert decode_frame(encode_frame(LATER, Later("demo", "p1", 0), 4), {99: LATER}) == (4, Later("demo", "p1", 0))
 
 
 def test_unchanged_layouts_are_the_same_bytes_at_both_versions_but_the_version():
@@ -170,7 +207,7 @@ def test_two_versions_apart_is_refused_either_way():
 
 
 def test_a_frame_of_version_3_with_a_version_4_length_is_malformed():
-    row = msgpack.unpackb(encode(StatusReply("demo", "p1", (status_row(),)), 4))[4][0]
+    row = msgpack.unpackb(encode(StatusReply("demo", "p1", (status_row(wire_version=4),)), 4))[4][0]
     with pytest.raises(DecodeError, match=r"MemberStatus: \d+ fields, expected 31"):
         decode(msgpack.packb([3, 7, "demo", "p1", [row], 0]))
 
