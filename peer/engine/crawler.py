@@ -361,7 +361,7 @@ class Crawler:
         """``[ring] config_mismatch = "refuse"``: this peer's cluster.toml differs from the ring's."""
         keys = ", ".join(e.keys) or "none"
         raise ConfigError(str(self.cfg.path), "", (
-            f"this file's live settings differ from the running ring's at epoch {e.ours.epoch} (member "
+            f"this file's live settings differ from the ring's at epoch {e.ours.epoch} (member "
             f"{e.sender}): {keys}; make them agree, change them live with `ringcrawl-ring set`, or set "
             f'[ring] config_mismatch = "adopt" to take the ring\'s'))
 
