@@ -1,7 +1,7 @@
 """What the rolling-restart tests judge a ring by: the web server's log between a stop and a return.
 
-Shared by tests/e2e/test_rolling_restart.py (today's peers) and
-tests/e2e/test_rolling_upgrade.py (two of them of the previous release).
+Shared by the two tests of tests/e2e/test_rolling_restart.py: a ring of today's
+peers, and one with two peers of the previous release.
 """
 
 from __future__ import annotations
