@@ -300,9 +300,9 @@ class DueQueue:
             return
         self._push(h, state)
 
-    def _push(self, h: _Host, state: RevisitState) -> None:
+    def _push(self, h: _Host, state: RevisitState, now: float | None = None) -> None:
         item = (state.due, state.url)
-        if state.due <= self._now:
+        if state.due <= (self._now if now is None else now):
             heapq.heappush(h.ready, item)
             h.n_ready += 1
             self._overdue += 1
@@ -327,10 +327,12 @@ class DueQueue:
         """
         if now <= self._now:
             return []
-        self._now = now
+        before, self._now = self._now, now
         if self._store is not None:
             self._near_b = self._near()
-            self._bring_near()
+            # Into the pending heaps as of the time before: a record due by ``now`` then
+            # moves to ready below, with any equal item of its URL (rule 2), once.
+            self._bring_near(before)
         woken: list[str] = []
         wakes = self._wakes
         while wakes and wakes[0][0] <= now:
@@ -498,8 +500,13 @@ class DueQueue:
         self._counts[0] += n
         return n
 
-    def _bring_near(self) -> None:
-        """Take every bucket ``now + window`` reached from the store, and tail records it reached."""
+    def _bring_near(self, before: float) -> None:
+        """Take every bucket ``now + window`` reached from the store, and tail records it reached.
+
+        They are pushed as of ``before``, the time :meth:`advance` moves from:
+        pushed straight to ready, a record rescheduled while its recalled
+        twin waited in a pending heap was counted ready twice.
+        """
         store = self._store
         assert store is not None
         near = self._near()
@@ -512,7 +519,7 @@ class DueQueue:
             for shard in range(FAR_SHARDS):
                 key = _key(b, shard)
                 while store.count(key):
-                    self._load_block(store.take(key), b, touched)
+                    self._load_block(store.take(key), b, touched, before)
             for host in touched:
                 h = self._hosts.get(host)
                 if h is not None and h.far:
@@ -525,13 +532,13 @@ class DueQueue:
                 if h is None or h.records.get(state.url) is not state:
                     continue
                 if self._bucket(state.due) <= near:
-                    self._push(h, state)
+                    self._push(h, state, before)
                 else:
                     keep.append(state)
                     low = min(low, state.due)
             self._tail, self._tail_min = keep, low
 
-    def _load_block(self, flat: list[Any], b: int, touched: set[str]) -> None:
+    def _load_block(self, flat: list[Any], b: int, touched: set[str], before: float) -> None:
         block = flat[0]
         hosts = self._hosts
         n = 0
@@ -542,7 +549,7 @@ class DueQueue:
                 continue   # recalled or exported since it was written
             state = _decode(flat, i)
             h.records[state.url] = state
-            self._push(h, state)
+            self._push(h, state, before)
             touched.add(host)
             n += 1
         self._far -= n
