@@ -39,7 +39,7 @@ FETCHES: tuple[tuple[str, str, str], ...] = (
     ("fetched_at", "TIMESTAMP", "UTC, when the answer (or the failure) came"),
     ("kind", "VARCHAR", "'new' for a URL's first visit, 'revisit' after (peer.core.revisit.hostmix.Kind)"),
     ("status", "INTEGER", "the HTTP status, NULL when no answer came"),
-    ("change", "VARCHAR", "what the visit found: first, changed, unchanged, not_modified, gone, failed"),
+    ("change", "VARCHAR", "what the visit found: first, changed, unchanged, not_modified, gone, missing, failed"),
     ("changed", "BOOLEAN", "change = 'changed' (rule 2)"),
     ("digest", "VARCHAR", "the payload's digest (e.g. 'sha1:BASE32'), NULL for a 304 or no body"),
     ("etag", "VARCHAR", "the ETag the answer carried, if valid (RFC 9110 §8.8.3)"),
