@@ -580,3 +580,18 @@ def test_a_continuous_crawl_shows_its_pages_and_its_visits_and_every_run(tmp_pat
     table = page.split('id="runs"', 1)[1].split('id="peers"', 1)[0]
     cells = [c for row in re.findall(r"<tr>(.*?)</tr>", table) if (c := re.findall(r"<td[^>]*>([^<]*)</td>", row))]
     assert [(c[0], c[5], c[6]) for c in cells] == [("1", "42", "21"), ("2", "42", "42"), ("all", "84", "63")]
+
+
+def test_a_merged_stats_json_lists_every_peers_runs_and_sums_the_last():
+    from peer.core.run.stats import keep_earlier_runs, sum_stats
+    from peer.results.report.page import run_rows
+
+    def run(peer: str, n: int, pages: int) -> dict:
+        return {"peer": peer, "run": n, "start_time": f"2026-01-0{n}T00:00:00+00:00", "finish_time": "",
+                "finish_reason": "interrupted", "pages": pages, "revisit": {"visits_revisit": pages // 2}}
+
+    merged = sum_stats([keep_earlier_runs(run("p1", 2, 10), run("p1", 1, 4)),
+                        keep_earlier_runs(run("p2", 2, 20), run("p2", 1, 6))])
+    rows = run_rows(merged)
+    assert [(r[0], r[1], r[5], r[6]) for r in rows] == [
+        ("1", "p1", 4, 2), ("1", "p2", 6, 3), ("last", "p1, p2", 30, 15), ("all", "", 40, 20)]

@@ -143,8 +143,9 @@ def run_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str, str, int | N
         revisit = r.get("revisit")
         revisits = _count(revisit.get("visits_revisit")) if isinstance(revisit, dict) else None
         if r is doc and merged:
-            peers = doc.get("peers") if isinstance(doc.get("peers"), list) else []
-            reasons = doc.get("finish_reasons") if isinstance(doc.get("finish_reasons"), dict) else {}
+            got_peers, got_reasons = doc.get("peers"), doc.get("finish_reasons")
+            peers: list[Any] = got_peers if isinstance(got_peers, list) else []
+            reasons: dict[str, Any] = got_reasons if isinstance(got_reasons, dict) else {}
             rows.append(("last", ", ".join(map(str, peers)), str(r.get("start_time") or ""),
                          str(r.get("finish_time") or ""), ", ".join(f"{k} ({n})" for k, n in reasons.items()),
                          _count(r.get("pages")), revisits))
