@@ -53,6 +53,7 @@ from peer.errors import LockedError, StateError, StorageError, first_line
 from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
+from peer.results.fetches import LAST_VISITS_SQL
 from peer.results.schema import ITEM_COLUMNS, PAGE_COLUMNS, SCHEMA, PageRow, quote
 
 __all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held", "page_cells"]
@@ -525,12 +526,7 @@ class ResultStore:
             raise StateError(f"{self.path}: results store is not open")
         try:
             # A cursor of its own: the writer's statements between batches leave it be.
-            return con.cursor().execute(
-                "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
-                "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
-                "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
-                "WINDOW w AS (PARTITION BY url) "
-                "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
+            return con.cursor().execute(LAST_VISITS_SQL)
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot read results: {exc}") from None
 

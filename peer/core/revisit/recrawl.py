@@ -363,7 +363,7 @@ class Recrawl:
                 continue
             state = RevisitState(url=url, host=host, due=now + (float(next_due) - wall),
                                  interval=self.config.clamp(float(interval)),
-                                 last_visit=now + (float(fetched_at) - wall), digest=digest, etag=etag,
+                                 last_visit=now + (float(fetched_at) - wall), digest=digest or None, etag=etag,
                                  last_modified=lm, visits=int(visits or 0), changes=int(changes or 0))
             self.queue.schedule(state)
             n += 1
