@@ -75,7 +75,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--export", type=Path, metavar="PATH",
                    help="also write pages and each items_* table to a file in PATH's format "
                         "(.jsonl, .csv, .parquet); {table} in PATH is each table's name, "
-                        "else .<table> goes before the extension")
+                        "else PATH is the pages file as given and each items_* table goes beside "
+                        "it, .<table> before the extension; simhash is written as 16 hex digits, "
+                        "and in CSV a list as JSON")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print no summary (warnings and errors still go to stderr)")
     return p

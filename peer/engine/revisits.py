@@ -104,7 +104,8 @@ class Revisits:
                 e.url, e.host, wall, visit.kind.value, status, visit.change.value,
                 visit.change is Change.CHANGED, digest, visit.etag, visit.last_modified,
                 visit.conditional, e.bytes, e.elapsed_ms, e.error, visit.interval_before,
-                visit.interval_after, wall + (visit.next_due - now), self._peer_id))
+                visit.interval_after, None if visit.next_due is None else wall + (visit.next_due - now),
+                self._peer_id))
         return visit.change is not Change.NOT_MODIFIED, visit.kind is Kind.REVISIT
 
     async def archive(self, archive: Archive, job: Job, res: FetchResult) -> None:

@@ -74,10 +74,24 @@ read either, the peer must stop first.
 of the merge, one file each, in the format of PATH's extension: ``.jsonl``
 (JSON lines, DuckDB's ``FORMAT json``), ``.csv`` (with a header) or
 ``.parquet``. ``{table}`` in PATH is replaced by each table's name
-(``out/{table}.jsonl`` gives ``out/pages.jsonl``, ``out/items_book.jsonl``);
-a PATH without it gets ``.<table>`` before its extension (``crawl.csv`` gives
-``crawl.pages.csv``, ``crawl.items_book.csv``). Each file is written whole
-and renamed into place; an existing one is refused without ``--force``.
+(``out/{table}.jsonl`` gives ``out/pages.jsonl``, ``out/items_book.jsonl``).
+A PATH without it is the ``pages`` file, as given (``out/pages.csv`` is
+``out/pages.csv``), and each ``items_*`` table goes beside it with
+``.<table>`` before the extension (``out/pages.items_book.csv``): a user who
+names a file gets that file, and the other tables cannot overwrite it. Each
+file is written whole and renamed into place; an existing one is refused
+without ``--force``. The values are the tables', with two exceptions every
+reader of the file would otherwise get wrong (:func:`export_select`):
+
+- a 64-bit unsigned column (``simhash``, DuckDB's ``UBIGINT``) is written as
+  16 lowercase hex digits, in every format: a JSON number past 2**53 loses
+  its low bits in most JSON readers (RFC 8259 §6 warns of exactly that), a
+  CSV column with NULLs is read as floats by pandas, and Parquet's UINT64
+  becomes a float64 in pandas as soon as a NULL is in the column. ``int(s,
+  16)`` in Python and ``('0x' || s)::UBIGINT`` in DuckDB give the value back;
+- in CSV, a list or struct column (an items field of a ``*`` rule) is
+  written as JSON (``["a","b"]``), not DuckDB's own ``[a, b]``, which no CSV
+  reader can split back when a value holds a comma.
 
 **Stats.** A ``stats.json`` beside an input (each peer writes one in its
 data_dir at the end of a run, ``peer/core/run/stats.py``; a directory's own,
@@ -123,7 +137,7 @@ from peer.results.mergeinputs import Incomplete, InputRead, Layout, check_inputs
 from peer.results.store import SCHEMA
 from ring.durations import duration
 
-__all__ = ["EXPORT_FORMATS", "Incomplete", "InputRead", "MergeSummary", "export_paths", "merge",
+__all__ = ["EXPORT_FORMATS", "Incomplete", "InputRead", "MergeSummary", "export_paths", "export_select", "merge",
            "ring_inputs"]  # Incomplete and InputRead: peer.results.mergeinputs's, re-exported
 
 ITEMS_PREFIX = "items_"
@@ -233,7 +247,25 @@ def export_paths(pattern: Path, tables: Sequence[str]) -> list[Path]:
     name = pattern.name
     if "{table}" in name:
         return [pattern.with_name(name.replace("{table}", t)) for t in tables]
-    return [pattern.with_name(f"{name[: -len(suffix)]}.{t}{pattern.suffix}") for t in tables]
+    return [pattern if t == "pages" else pattern.with_name(f"{name[: -len(suffix)]}.{t}{pattern.suffix}")
+            for t in tables]
+
+
+def export_select(con: duckdb.DuckDBPyConnection, table: str, suffix: str) -> str:
+    """The query ``--export`` writes ``table`` from, for a file ending in ``suffix`` (module docstring)."""
+    cols = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                       "AND schema_name = 'main' AND database_name = current_database() ORDER BY column_index", [table]).fetchall()
+    csv = suffix.lower() == ".csv"
+    out = []
+    for name, kind in cols:
+        q = quote(name)
+        if kind == "UBIGINT":
+            out.append(f"lpad(lower(hex({q})), 16, '0') AS {q}")
+        elif csv and (kind.endswith("]") or kind.startswith(("STRUCT", "MAP", "UNION"))):
+            out.append(f"CAST(to_json({q}) AS VARCHAR) AS {q}")
+        else:
+            out.append(q)
+    return f"SELECT {', '.join(out)} FROM {quote(table)}"
 
 
 def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
@@ -447,7 +479,8 @@ def _export(con: duckdb.DuckDBPyConnection, tables: list[str], directory: Path) 
 def _copy_out(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     """One table to ``path`` in the format of its extension, written whole then renamed."""
     tmp = path.with_name(f".{path.name}.tmp")
-    con.execute(f"COPY {quote(table)} TO {_lit(tmp)} ({EXPORT_FORMATS[path.suffix.lower()]})")
+    con.execute(f"COPY ({export_select(con, table, path.suffix)}) TO {_lit(tmp)} "
+                f"({EXPORT_FORMATS[path.suffix.lower()]})")
     os.replace(tmp, path)
 
 
