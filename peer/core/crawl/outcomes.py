@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from peer.core.crawl.decisions import Discover, Effect, Items, Origin, Reason, Refused, Warn
@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from peer.core.config.cluster import ClusterConfig
     from peer.core.crawl.jobs import Jobs, Rows
     from peer.core.crawl.limits import Limits
-    from peer.core.crawl.requisites import RequisiteJobs
     from peer.core.crawl.robots import RobotsCache
     from peer.core.dedupe.held import HeldPages
     from peer.core.frontier.frontier import Frontier
@@ -60,7 +59,7 @@ if TYPE_CHECKING:
     from peer.core.run.stats import Summary
     from peer.core.urls.rules import ParamRules
 
-__all__ = ["Outcomes", "Retries", "RETRY_BASE", "MAX_RETRIES", "RETRYABLE", "ROBOTS_FINAL",
+__all__ = ["Outcomes", "RequisiteHooks", "Retries", "RETRY_BASE", "MAX_RETRIES", "RETRYABLE", "ROBOTS_FINAL",
            "UNREACHED_KINDS", "cause_words"]
 
 #: First retry waits this long (then x2 per attempt, with +-50% jitter).
@@ -104,6 +103,15 @@ def _port(url: str) -> str:
     except ValueError:
         return "?"
     return str(port if port is not None else 443 if parts.scheme == "https" else 80)
+
+
+class RequisiteHooks(Protocol):
+    """What a result asks of the page requisites' part (``peer.core.crawl.requisites.RequisiteJobs``)."""
+
+    def is_job(self, url: str) -> bool: ...
+    def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]: ...
+    def found(self, urls: tuple[str, ...], level: int, depth: int, now: float, *,
+              css: bool = False) -> list[Effect]: ...
 
 
 class Retries:
@@ -158,7 +166,7 @@ class Outcomes:
                  robots: RobotsCache, page_rules: PageRules, params: ParamRules | None, jobs: Jobs,
                  rows: Rows, retries: Retries, held: HeldPages, discover: Discover,
                  robots_sitemaps: Callable[[str, str, float], list[Effect]],
-                 keep_cookies: Callable[[FetchResult], None], requisites: RequisiteJobs) -> None:
+                 keep_cookies: Callable[[FetchResult], None], requisites: RequisiteHooks) -> None:
         self._cfg = cfg
         self._summary = summary
         self._limits = limits
