@@ -16,8 +16,10 @@ something nobody here wrote or by the site owner's log:
   index: the page's HTML refers to its stylesheet and images rewritten into
   the archive, and those addresses answer 200 from the collection with the
   bytes the site served;
-- ``ringcrawl-merge --wacz`` packages the archive, and ``wacz validate``
-  (py-wacz) accepts it.
+- ``ringcrawl-merge --wacz`` packages the archive, ``wacz validate``
+  (py-wacz) accepts it, and pywb replays the page's stylesheet and image
+  from the package (``wb-manager add --unpack-wacz``, which takes the
+  package's own index).
 
 The crawl is made once for the module (about 6 s of requests at 4 a
 second); pywb and py-wacz come from the tools venv replay.py installs once.
@@ -144,7 +146,7 @@ def test_a_page_replays_in_pywb_with_its_stylesheet_and_images_from_the_archive(
         assert (got.status, got.body) == (200, styled.body("/img/shared.png"))
 
 
-def test_the_wacz_of_the_merge_validates(crawl: Crawl) -> None:
+def test_the_wacz_of_the_merge_validates_and_replays_in_pywb(crawl: Crawl) -> None:
     kit = tools()
     if kit is None:
         pytest.skip("pip could not install py-wacz into the tools venv")
@@ -161,3 +163,17 @@ def test_the_wacz_of_the_merge_validates(crawl: Crawl) -> None:
         assert json.loads(lines[0])["format"] == "json-pages-1.0"
         pages = {json.loads(line)["url"] for line in lines[1:]}
         assert pages == {f"http://{styled.STYLED_HOST}:{crawl.port}{p}" for p in styled.page_paths()}
+    # pywb replays from the package: wb-manager unpacks its WARC files and takes its index (renaming
+    # the files it names), and the page's stylesheet and image come back from them.
+    root = crawl.tmp / "unpacked"
+    root.mkdir()
+    for args in (["init", "fromwacz"], ["add", "--unpack-wacz", "fromwacz", str(wacz)]):
+        subprocess.run([str(kit.bin("wb-manager")), *args], cwd=root, check=True, capture_output=True, timeout=120)
+    coll = root / "collections" / "fromwacz"
+    with Wayback(kit, crawl.tmp / "pywb-wacz", sorted((coll / "archive").iterdir()),
+                 index=coll / "indexes" / "index.cdxj") as wb:
+        for path in ("/page/0", "/css/site.css", "/img/photo-0.png"):
+            got = wb.get(f"http://{styled.STYLED_HOST}:{crawl.port}{path}")
+            assert got.status == 200, (path, got.status)
+            if path != "/page/0":
+                assert got.body == styled.body(path), path
