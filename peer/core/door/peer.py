@@ -654,6 +654,10 @@ class PeerCore:
         if crawl.recrawl is not None:
             crawl.recrawl.set_wall(now, wall)
 
+    def is_requisite(self, url: str) -> bool:
+        """Whether the job of ``url`` is a page requisite (peer.core.crawl.requisites), not a page."""
+        return self.crawl.requisite_jobs.is_job(url)
+
     # -- a continuous crawl's visits (peer.core.revisit.recrawl) --------------------
 
     def is_revisit(self, url: str) -> bool:
