@@ -644,7 +644,9 @@ class Crawler:
         peer, url = self.peer, job.url
         fetcher = self._fetcher
         assert fetcher is not None
-        if peer.revisits:  # a continuous crawl: a revisit's validators (RFC 9110 §13.1)
+        if peer.revisits and not peer.is_requisite(url):
+            # A continuous crawl: a revisit's validators (RFC 9110 §13.1). A page requisite
+            # is fetched once and leaves no row, so it has no visit to record.
             res = await fetcher.fetch(url, headers=peer.validators(url),
                                       cookie=peer.cookie_header(url, time.time()))
             self.revisits.answered(job, res)

@@ -100,6 +100,10 @@ a file's beside it) is summed into the cluster's: ``<output without
 reads beside ``crawl.duckdb``. One file is summed once however many inputs
 sit beside it.
 
+**WACZ.** With ``wacz``, the peers' WARC files and the merged index are
+packaged as one WACZ 1.1.1 file (``peer.results.wacz``), its pages the
+merged ``pages`` rows' titles on the index's HTML captures.
+
 **WARC indexes.** The CDXJ indexes of the peers' WARC files (``[warc]``,
 docs/warc.md), found in each input's ``warc/`` folder (with ``--ring``: each
 peer's ``warc.directory``), are merged into one sorted index beside the
@@ -132,6 +136,7 @@ from peer.state.configfile import load_config
 from peer.core.run.layout import RESULTS_NAME, DataDir
 from peer.core.run.stats import sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
+from peer.results.wacz import WaczSummary, warc_files, write_wacz
 from peer.results.schema import quote
 from peer.results.mergeinputs import Incomplete, InputRead, Layout, check_inputs, read_input, tables
 from peer.results.store import SCHEMA
@@ -174,6 +179,7 @@ class MergeSummary:
     stats_from: int = 0  # peers' stats.json summed into it
     cdxj: MergedIndex | None = None  # the peers' WARC indexes merged, when they had some
     read: tuple[InputRead, ...] = ()  # what was read of each input, in order
+    wacz: WaczSummary | None = None  # the WACZ package written (--wacz)
 
     def lines(self) -> list[str]:
         """The human summary, one figure a line."""
@@ -205,6 +211,8 @@ class MergeSummary:
             out.append(f"stats      {self.stats} (the sum of {self.stats_from} peer(s)' stats.json)")
         if self.cdxj is not None:
             out.append(f"warc index {self.cdxj.path} ({self.cdxj.lines:,} captures from {self.cdxj.files} .cdxj file(s))")
+        if self.wacz is not None:
+            out.append(self.wacz.line())
         return out
 
 
@@ -270,11 +278,15 @@ def export_select(con: duckdb.DuckDBPyConnection, table: str, suffix: str) -> st
 
 def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
           parquet: Path | None = None, export: Path | None = None,
-          warc_dirs: Sequence[Path] | None = None, strict: bool = False) -> MergeSummary:
+          warc_dirs: Sequence[Path] | None = None, strict: bool = False,
+          wacz: Path | None = None) -> MergeSummary:
     """Merge ``inputs`` (data directories or results files) into the DuckDB file ``output``.
 
+    ``wacz``: also package the WARC files and the merged index there (WACZ 1.1.1).
+
     Raises StateError for an input that cannot be read (naming it),
-    ConfigError for a refused output, and with ``strict`` :class:`Incomplete`
+    ConfigError for a refused output (a ``wacz`` with no WARC index to
+    package among them), and with ``strict`` :class:`Incomplete`
     for an input warned about; nothing is written in each case.
     """
     output = Path(output)
@@ -318,7 +330,13 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         cdxj_out = output.with_name(output.stem + ".cdxj")
         folders = [s.folder / "warc" for s in sources] if warc_dirs is None else list(warc_dirs)
         indexed = (cdxj_out,) if any(d.is_dir() and any(d.glob("*.cdxj")) for d in folders) else ()
-        if not force and (clash := next((t for t in (*targets, *exports, *indexed) if t.exists()), None)):
+        packed = (Path(wacz),) if wacz is not None else ()
+        if packed and not indexed:
+            raise ConfigError(str(wacz), "--wacz", "the inputs have no WARC files to package "
+                              "([warc] enabled = true writes them)")
+        if packed and not packed[0].parent.is_dir():
+            raise ConfigError(str(wacz), "--wacz", f"directory {packed[0].parent} does not exist")
+        if not force and (clash := next((t for t in (*targets, *exports, *indexed, *packed) if t.exists()), None)):
             raise ConfigError(str(clash), "", "exists; pass --force to overwrite it")
         rows_in = _build(con, aliases, layout, plan)
         summary = _summarise(con, output, [r.results for r in reads if r.results is not None],
@@ -329,9 +347,15 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
             _copy_out(con, table, path)
         if stats_out is not None:
             _write_stats(stats_in, stats_out)
+        cdxj = merge_indexes(folders, cdxj_out)
+        package = None
+        if wacz is not None and cdxj is not None:
+            titles = dict(con.execute("SELECT url, title FROM pages WHERE status = 200 AND title IS NOT NULL")
+                          .fetchall()) if "pages" in plan else {}
+            package = write_wacz(Path(wacz), warc_files(folders), cdxj.path, titles=titles,
+                                 title=Path(wacz).stem)
         summary = dataclasses.replace(summary, exports=exports, stats=stats_out,
-                                      stats_from=len(stats_in), cdxj=merge_indexes(folders, cdxj_out),
-                                      read=tuple(reads))
+                                      stats_from=len(stats_in), cdxj=cdxj, read=tuple(reads), wacz=package)
         con.close()
         con = None
         os.replace(work / "merged.duckdb", output)

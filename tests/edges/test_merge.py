@@ -733,3 +733,47 @@ def test_an_earlier_runs_stats_json_beside_newer_rows_is_warned_of(tmp_path):
     assert res.returncode == 0, res.stderr
     assert (f"warning: {d / STATS_FILE}: is an earlier run's (2025-03-01T12:00:00+00:00): 1 page row(s) "
             "were fetched after it") in res.stderr
+
+
+# -- --wacz (peer/results/wacz.py; docs/warc.md "WACZ") -----------------------------------
+
+
+def test_wacz_without_warc_files_is_one_line_and_writes_nothing(three, tmp_path):
+    res = call_cli(*map(str, three), "-o", str(tmp_path / "out.duckdb"), "--wacz", str(tmp_path / "out.wacz"))
+    assert res.returncode == 2, res
+    assert res.stderr.splitlines() == [f"error: {tmp_path / 'out.wacz'}: --wacz: the inputs have no WARC files "
+                                       "to package ([warc] enabled = true writes them)"]
+    assert not (tmp_path / "out.duckdb").exists() and not (tmp_path / "out.wacz").exists()
+
+
+def test_wacz_holds_the_warc_files_stored_the_merged_index_the_pages_and_their_hashes(three, tmp_path):
+    import hashlib
+    import json
+    import zipfile
+
+    warc = tmp_path / "warc"
+    warc.mkdir()
+    (warc / "ringcrawl-p1-20251124160000000-00000.warc.gz").write_bytes(b"\x1f\x8b not read by the packager")
+    line = ('com,h1)/1 20251124160000 {"url": "http://h1.test/1", "mime": "text/html", "status": "200", '
+            '"digest": "sha1:X", "length": "10", "offset": "0", "filename": "ringcrawl-p1-20251124160000000-00000.warc.gz"}\n')
+    css = line.replace("/1 ", "/s.css ").replace("h1.test/1", "h1.test/s.css").replace("text/html", "text/css")
+    (warc / "ringcrawl-p1-20251124160000000-00000.cdxj").write_text(line + css)
+    out, wacz = tmp_path / "out.duckdb", tmp_path / "out.wacz"
+    res = call_cli(*map(str, three), "-o", str(out), "--wacz", str(wacz))
+    assert res.returncode == 0, res.stderr
+    assert f"wacz {wacz} (1 WARC file(s), 2 captures, 1 pages" in res.stdout
+    with zipfile.ZipFile(wacz) as z:
+        package = json.loads(z.read("datapackage.json"))
+        assert package["wacz_version"] == "1.1.1" and package["profile"] == "data-package"
+        digest = json.loads(z.read("datapackage-digest.json"))
+        assert digest["hash"] == "sha256:" + hashlib.sha256(z.read("datapackage.json")).hexdigest()
+        for r in package["resources"]:
+            data = z.read(r["path"])
+            assert (r["bytes"], r["hash"]) == (len(data), "sha256:" + hashlib.sha256(data).hexdigest()), r
+        assert z.getinfo("archive/ringcrawl-p1-20251124160000000-00000.warc.gz").compress_type == zipfile.ZIP_STORED
+        assert z.read("indexes/index.cdx").decode() == line + css
+        pages = [json.loads(x) for x in z.read("pages/pages.jsonl").decode().splitlines()]
+        assert pages[0]["format"] == "json-pages-1.0"
+        assert [(p["url"], p["ts"]) for p in pages[1:]] == [("http://h1.test/1", "2025-11-24T16:00:00Z")]
+    again = call_cli(*map(str, three), "-o", str(tmp_path / "again.duckdb"), "--wacz", str(wacz))
+    assert again.returncode == 2 and again.stderr.splitlines() == [f"error: {wacz}: exists; pass --force to overwrite it"]

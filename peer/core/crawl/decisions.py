@@ -53,6 +53,7 @@ class Origin(StrEnum):
     HANDED_BACK = "handed-back"
     HANDED_SEEN = "handed-seen"
     RECOVERED = "recovered"
+    REQUISITE = "requisite"  # a page's stylesheet, image, script, font or frame ([warc] requisites)
 
 
 class StopReason(StrEnum):

@@ -98,6 +98,9 @@ def limits_figures(core: Sources, now: float, malformed: dict[str, int]) -> dict
         out[f"sitemaps.failed.{cause}"] = n
     for problem, n in sm.sitemap_drops.items():
         out[f"sitemap.{problem}"] = n  # refused input: a drop (ring.vocabulary rule 4)
+    for name, n in sm.requisites.items():
+        if n:
+            out[f"requisites.{name}"] = n  # page requisites, the caps' hits among them (peer.core.crawl.requisites)
     if core.cookies is not None:
         out.update(core.cookies.counts)  # cookies.* counters, cookie.malformed a drop
     out.update(core.dup_figures())  # dedupe.* counters, dedupe_* drops (peer.core.dedupe.held)
@@ -156,6 +159,14 @@ def detail_lines(core: Sources, malformed: dict[str, int]) -> list[str]:
             line += "; not read: " + ", ".join(f"{k} {n}" for k, n in sorted(sm.sitemap_failed.items()))
         if sm.sitemap_drops:
             line += "; drops: " + ", ".join(f"{k} {n}" for k, n in sorted(sm.sitemap_drops.items()))
+        lines.append(line)
+    if sm.requisites:
+        rq = sm.requisites
+        line = (f"requisites: found {rq['found']:,}, fetched {rq['fetched']:,} here, forwarded {rq['forwarded']:,}, "
+                f"failed {rq['failed']:,}")
+        capped = [f"{k} {rq[k]:,}" for k in ("max_per_page", "max_depth", "refused") if rq[k]]
+        if capped:
+            line += "; not fetched: " + ", ".join(capped)
         lines.append(line)
     if core.cookies is not None and core.cookies.counts:
         lines.append("cookies: " + ", ".join(f"{k} {n}" for k, n in sorted(core.cookies.counts.items()))

@@ -116,6 +116,7 @@ class Summary:
     warc: dict[str, int] = field(default_factory=dict)  # the WARC writer's ([warc]; peer/engine/archive.py)
     dedupe: dict[str, int] = field(default_factory=dict)  # peer.core.dedupe.held's figures, at the end
     revisit: dict[str, Any] = field(default_factory=dict)  # a continuous crawl's (peer/core/revisit/recrawl.py)
+    requisites: Counter[str] = field(default_factory=Counter)  # page requisites (peer/core/crawl/requisites.py rule 5)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -230,6 +231,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "warc": {k: int(n) for k, n in sorted(getattr(s, "warc", {}).items())},  # {} when off
         "dedupe": _split_figures(getattr(s, "dedupe", {}), "dedupe.", "dedupe_"),
         "revisit": dict(getattr(s, "revisit", {})),  # {} unless [revisit] is on
+        "requisites": {k: int(n) for k, n in sorted(getattr(s, "requisites", {}).items())},  # {} when off
         "run_config": dict(config or {}),
     }
 
