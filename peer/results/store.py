@@ -190,7 +190,7 @@ def page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
 
 
 class _Batch:
-    __slots__ = ("pages", "links", "bodies", "pid", "items", "fetches", "replace")
+    __slots__ = ("pages", "links", "bodies", "pid", "items", "fetches", "replace", "verdicts")
 
     def __init__(self) -> None:
         self.pages: list[PageRow] = []
@@ -200,9 +200,12 @@ class _Batch:
         self.items: dict[str, list[tuple[str, float, Mapping[str, Any]]]] = {}
         self.fetches: list[tuple[Any, ...]] = []
         self.replace: set[str] = set()   # revisited URLs: their older pages row goes
+        # Corrected duplicate verdicts (peer.core.dedupe.held rule 6): url -> (duplicate_of, kind).
+        self.verdicts: dict[str, tuple[str, str]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.pages or self.links or self.bodies or self.pid or self.items or self.fetches)
+        return bool(self.pages or self.links or self.bodies or self.pid or self.items or self.fetches
+                    or self.verdicts)
 
 
 class ResultStore:
@@ -339,6 +342,13 @@ class ResultStore:
                 or len(b.links) >= self.batch_rows * LINKS_PER_BATCH_ROW
                 or self._body_bytes >= MAX_BATCH_BODY_BYTES):
             self._full.set()
+
+    def reverdict(self, url: str, duplicate_of: str, kind: str) -> None:
+        """Queue a correction of ``url``'s duplicate verdict: a better copy came after it
+        (``peer.core.dedupe.held`` rule 6). Its row keeps every other column."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        self._batch.verdicts[url] = (duplicate_of, kind)
 
     def add_fetch(self, row: tuple[Any, ...]) -> None:
         """Queue one ``fetches`` row, its columns in peer.results.fetches' order (epoch floats for times)."""
@@ -543,6 +553,10 @@ class ResultStore:
                     taken[table] = self._append(table, rows)
             for table, entries in batch.items.items():
                 items += self._write_items(con, table, entries)
+            if batch.verdicts:
+                # After the appends: a row in this batch is corrected too.
+                con.executemany("UPDATE pages SET duplicate_of = ?, duplicate_kind = ? WHERE url = ?",
+                                [[dup, kind, url] for url, (dup, kind) in batch.verdicts.items()])
             con.commit()
         except duckdb.Error as exc:
             for app in self._appenders.values():
