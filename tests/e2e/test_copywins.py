@@ -21,10 +21,13 @@ from __future__ import annotations
 import hashlib
 import re
 
+import duckdb
+
 from localweb import HostileWeb, serve_in_thread
 from localweb.hostile.wire import Reply, html, reply
 from localweb.processes.peerrun import cluster_toml, run_in_process
 from localweb.sitegraph.nearcopies import corpus
+from peer.results.merge import merge
 
 HOST = "docs.sid.test"
 PAGES = 25
@@ -103,3 +106,11 @@ def test_the_pages_win_over_their_session_views_and_no_session_url_is_followed(t
         assert (page["duplicate_kind"], page["duplicate_of"], page["canonical"]) == (None, None, url(f"/p{i}")), page
         assert (view["duplicate_kind"], view["duplicate_of"]) == ("near", url(f"/p{i}")), view
     assert sum(r["duplicate_of"] is not None for r in rows.values()) == PAGES
+    # The merged results hold the corrected verdicts too (ringcrawl-merge).
+    merge([run.peers[0].data_dir], tmp_path / "merged.duckdb")
+    con = duckdb.connect(str(tmp_path / "merged.duckdb"), read_only=True)
+    try:
+        merged = dict(con.execute("SELECT url, duplicate_of FROM pages WHERE duplicate_of IS NOT NULL").fetchall())
+    finally:
+        con.close()
+    assert merged == {url(f"/p{i}?sid=home"): url(f"/p{i}") for i in range(PAGES)}
