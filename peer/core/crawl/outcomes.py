@@ -269,7 +269,7 @@ class Outcomes:
                 follow = False  # peer.core.dedupe.held rule 1
                 self._held.unfollowed(len(links))
             to_follow = links
-            if dup is not None and self._cfg.dedupe.enabled and canonical not in (None, job.url):
+            if dup is not None and self._cfg.dedupe.enabled and not nofollow and canonical not in (None, job.url):
                 # -- the better copy (module docstring; peer.core.dedupe.held rule 7)
                 assert canonical is not None
                 out += self._discover(canonical, job.depth, now, Origin.LINK)
