@@ -37,6 +37,10 @@ Rules:
 4. **Ending.** When the crawl stops (``stop()``, ``max_pages``) the held
    pages are decided on what came, their timeouts counted, before
    ``Finished``: every page fetched leaves its row.
+5. **Columns.** Every page with a digest has ``payload_digest``
+   (``sha1:`` and the base-32 digest, as WARC's ``WARC-Payload-Digest``
+   writes it) and ``simhash`` (NULL under ``min_words``); ``duplicate_of``
+   and ``duplicate_kind`` are NULL for a new or unchanged page.
 6. **The better copy wins, and the earlier verdict is corrected**
    (``peer.core.dedupe.precedence``). A page's check carries what its
    canonical says. A verdict that names copies kept before it as originals
@@ -54,10 +58,6 @@ Rules:
    ``peer.core.crawl.outcomes`` at the parse). The seen set makes that a
    no-op when it is known; else the better copy is fetched and wins by
    rule 6, and its links are followed.
-5. **Columns.** Every page with a digest has ``payload_digest``
-   (``sha1:`` and the base-32 digest, as WARC's ``WARC-Payload-Digest``
-   writes it) and ``simhash`` (NULL under ``min_words``); ``duplicate_of``
-   and ``duplicate_kind`` are NULL for a new or unchanged page.
 """
 
 from __future__ import annotations
