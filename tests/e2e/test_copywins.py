@@ -14,6 +14,12 @@ log (the only session URLs requested are the 25 the home page links; every
 ``-only`` page is requested: a copy never hides what its original links to).
 Before, whichever copy came first was the original: the views, whose links
 led the crawl on through new session URLs until ``max_pages``.
+
+The second test puts the copies on two hosts that two peers own (in this
+process, over the ring's real sockets): a mirror's session views whose
+canonical names the page on the main host. The view is judged first, new;
+the page, fetched later on the other peer, outranks it, and the correction
+crosses the ring (wire type 44) to the peer that wrote the view's row.
 """
 
 from __future__ import annotations
@@ -22,12 +28,15 @@ import hashlib
 import re
 
 import duckdb
+import trio
 
 from localweb import HostileWeb, serve_in_thread
 from localweb.hostile.wire import Reply, html, reply
 from localweb.processes.peerrun import cluster_toml, run_in_process
 from localweb.sitegraph.nearcopies import corpus
 from peer.results.merge import merge
+from ring.hashring import HashRing
+from tests.support.ringharness import Ring
 
 HOST = "docs.sid.test"
 PAGES = 25
@@ -114,3 +123,70 @@ def test_the_pages_win_over_their_session_views_and_no_session_url_is_followed(t
     finally:
         con.close()
     assert merged == {url(f"/p{i}?sid=home"): url(f"/p{i}") for i in range(PAGES)}
+
+
+DOCS = 5
+
+
+def two_hosts(port: int) -> tuple[str, str]:
+    """A mirror host p1 owns and a main host p2 owns, on this port."""
+    ring = HashRing({"p1": 1.0, "p2": 1.0}, 256)
+    owner = lambda host: ring.owner(f"{host}:{port}")  # noqa: E731
+    mirror = next(h for h in (f"m{n}.copy.test" for n in range(64)) if owner(h) == "p1")
+    main = next(h for h in (f"w{n}.copy.test" for n in range(64)) if owner(h) == "p2")
+    return mirror, main
+
+
+def mirrored(port: int, mirror: str, main: str):
+    pages = texts()[:DOCS]
+
+    def doc(i: int, on_mirror: bool) -> bytes:
+        more = "#" if on_mirror else f"/doc{i}-only"
+        q = "?sid=abc" if on_mirror else ""
+        links = f'<p class="next"><a href="{more}">more</a> <a href="/doc{(i + 1) % DOCS}{q}">next</a></p>\n'
+        text = pages[i].replace("</head>", f'<link rel="canonical" href="http://{main}:{port}/doc{i}">\n</head>', 1)
+        return text.replace("</body>", links + "</body>", 1).encode("utf-8")
+
+    def route(host: str, target: str) -> Reply | None:
+        path, _, query = target.partition("?")
+        if host == mirror and path == "/":
+            return reply(200, html("views", [f"/doc{i}?sid=abc" for i in range(DOCS)]))
+        m = re.fullmatch(r"/doc(\d+)(-only)?", path)
+        if host not in (mirror, main) or m is None or int(m[1]) >= DOCS:
+            return None
+        if m[2]:
+            return reply(200, html(f"only doc {m[1]}"))
+        return reply(200, doc(int(m[1]), host == mirror))
+
+    return route
+
+
+async def test_a_correction_crosses_the_ring_to_the_peer_that_wrote_the_copys_row(tmp_path):
+    web = HostileWeb()
+    async with trio.open_nursery() as nursery:
+        await nursery.start(web.serve)
+        mirror, main = two_hosts(web.port)
+        web.route = mirrored(web.port, mirror, main)
+        toml = cluster_toml(tmp_path, [web.url(mirror, "/")], peers=2, sections={"dedupe": {"enabled": True}})
+        async with Ring(tmp_path, toml.read_text()) as ring:
+            with trio.fail_after(BOUNDED):
+                for p in ("p1", "p2"):
+                    await ring.start_in_process(nursery, p)
+                await ring.wait()
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+    assert codes == {"p1": 0, "p2": 0}, tails
+    rows = {}
+    for p in ("p1", "p2"):
+        con = duckdb.connect(str(tmp_path / p / "pages.duckdb"), read_only=True)
+        try:
+            rows.update({u: (p, d) for u, d in con.execute("SELECT url, duplicate_of FROM pages").fetchall()})
+        finally:
+            con.close()
+    fetched = web.fetched()
+    for i in range(DOCS):
+        view, page = web.url(mirror, f"/doc{i}?sid=abc"), web.url(main, f"/doc{i}")
+        # The view's row is p1's, corrected by p2's page; the page is the original and its links followed.
+        assert rows[view] == ("p1", page) and rows[page] == ("p2", None), (i, rows[view], rows[page])
+        assert fetched[web.url(main, f"/doc{i}-only")] == 1
