@@ -41,8 +41,8 @@ Rules:
    new, and its verdict names them (``Verdict.superseded``): they are now
    its copies, exact or near, and ``peer.core.dedupe.held`` corrects their
    rows. An owner's ``superseded`` pairs are checked like its answer (a
-   distance outside 0..k, the page itself, a URL over the cap: dropped and
-   counted in ``bad_answers``).
+   distance outside 0..k, the page itself, a URL over the cap, more than
+   ``MAX_SUPERSEDED`` an asked owner: dropped and counted in ``bad_answers``).
 """
 
 from __future__ import annotations
@@ -232,10 +232,11 @@ class Dedupe:
             elif w.best is None or (a.distance, dup) < w.best:
                 w.best = (a.distance, dup)
         # -- precedence (rule 6): copies kept before this page, now its copies.
+        cap = (self.config.k + 1) * MAX_SUPERSEDED  # MAX_SUPERSEDED from each asked owner
         for pair in a.superseded if isinstance(a.superseded, tuple) else ():
             if (not isinstance(pair, tuple) or len(pair) != 2 or not isinstance(pair[0], str)
                     or pair[0] == a.url or len(pair[0]) > self.max_url or type(pair[1]) is not int
-                    or not 0 <= pair[1] <= self.config.k or len(w.demoted) >= 4 * MAX_SUPERSEDED):
+                    or not 0 <= pair[1] <= self.config.k or len(w.demoted) >= cap):
                 self.stats.bad_answers += 1
             elif pair[0] not in w.demoted:
                 w.demoted[pair[0]] = Demoted(pair[0], Kind.NEAR.value, pair[1])
