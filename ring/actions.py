@@ -12,10 +12,10 @@ from typing import Union
 from ring.hashring import HashRing
 from ring.membership.epochs import ConfigEpoch
 from ring.membership.voters import VoterRecord
-from ring.messages import Message, NearAnswer, NearQuery, SeedAddRequest
+from ring.messages import Message, NearAnswer, NearQuery, Reverdict, SeedAddRequest
 from ring.statebox import StateRecords
 
-__all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released",
+__all__ = ["Action", "Count", "Deliver", "Granted", "HandOff", "LeaveAsked", "Log", "NearAnswered", "NearAsked", "Released", "Reverdicted",
            "Reply", "RestartAsked", "Rerouted", "RingChanged", "SeedStarts", "SeedsAsked", "Send", "SettingsChanged",
            "SettingsMismatch", "StateTaken", "StatusAsked", "VotersChanged"]
 
@@ -167,6 +167,13 @@ class NearAnswered:
 
 
 @dataclass(frozen=True, slots=True)
+class Reverdicted:
+    """A member says one of this peer's pages is a copy of a better one (``peer.core.dedupe.held`` rule 6)."""
+
+    msg: Reverdict
+
+
+@dataclass(frozen=True, slots=True)
 class SeedsAsked:
     """``ring seed add``'s batch, new to this member (``ring.seedadds``): the crawl judges and routes its
     lines, commits, then hands the counts back (``RingNode.seeds_taken``), which answers on ``route``."""
@@ -185,6 +192,6 @@ class StateTaken:
 
 
 Action = Union[Send, Reply, Deliver, Rerouted, RingChanged, HandOff, Released, SeedStarts, LeaveAsked,
-               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, VotersChanged, SeedsAsked, SettingsChanged,
+               StatusAsked, Count, Log, Granted, NearAsked, NearAnswered, Reverdicted, VotersChanged, SeedsAsked, SettingsChanged,
                SettingsMismatch, StateTaken, RestartAsked]
 

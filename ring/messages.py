@@ -234,6 +234,7 @@ __all__ = [
     "ForgetOutcome",
     "NearQuery",
     "NearAnswer",
+    "Reverdict",
     "Voters",
     "VoterAction",
     "VoterOutcome",
@@ -811,6 +812,7 @@ class NearQuery:
     url: str
     reply_to: str
     seen_at: float  # the asker's fetch time: the order every owner agrees on
+    says: int = 1  # what the page's canonical says (peer.core.dedupe.precedence.Says; 1: none)
 
 
 @dataclass(frozen=True, slots=True)
@@ -821,6 +823,21 @@ class NearAnswer:
     sender: str
     url: str
     duplicate_of: str | None
+    distance: int
+    # Earlier originals within k that the asked page outranks: (url, distance) pairs.
+    superseded: tuple[tuple[str, int], ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Reverdict:
+    """``sender`` learned that ``url`` (of a host this peer owns) is a ``kind`` copy of
+    ``duplicate_of``, a better copy that came after it (``peer.core.dedupe.held`` rule 6)."""
+
+    ring: str
+    sender: str
+    url: str
+    duplicate_of: str
+    kind: str  # "exact" or "near"
     distance: int
 
 
@@ -975,7 +992,7 @@ class HostStateAck:
 
 Message = Union[Digest, Join, Leave, UrlBatch, Ack, StatusRequest, StatusReply, HandoffDone,
                 LeaveRequest, HostStarts, Ping, PingReq, PingAck, Sync, Packet, ForgetRequest,
-                ForgetReply, NearQuery, NearAnswer, Voters, VoterRequest, VoterReply, SeedAddRequest,
+                ForgetReply, NearQuery, NearAnswer, Reverdict, Voters, VoterRequest, VoterReply, SeedAddRequest,
                 SeedAddReply, Settings, SettingsRequest, SettingsReply, HostState, HostStateAck, RestartRequest,
                 HoldRequest, HoldReply]
 
@@ -1221,15 +1238,52 @@ def _url_or_nil(v: Any) -> str | None:
 
 _URL = _name_codec(MAX_STR)
 
+
+# -- which copy wins (peer.core.dedupe.precedence): fields of 18 and 19, and 44.
+def _says(v: Any) -> int:
+    # precedence.Says: 0 its canonical names itself, 1 none, 2 another URL.
+    if type(v) is not int or not 0 <= v <= 2:
+        raise _Invalid("a canonical's say 0..2")
+    return v
+
+
+def _superseded_out(v: Any) -> list[Any]:
+    if not isinstance(v, tuple) or len(v) != 2:
+        raise _Invalid(f"a (url, distance) pair, not {_what(v)}")
+    return [_URL[0](v[0]), _distance(v[1])]
+
+
+def _superseded_in(v: Any) -> tuple[str, int]:
+    if type(v) is not tuple or len(v) != 2:
+        raise _Invalid("a (url, distance) pair")
+    return (_URL[1](v[0]), _distance(v[1]))
+
+
+# At most peer.core.dedupe.bands.MAX_SUPERSEDED (16) pairs an answer (ring never imports peer).
+_SUPERSEDED = (_superseded_out, _superseded_in)
+
+
+def _copy_kind(v: Any) -> str:
+    if v not in ("exact", "near"):
+        raise _Invalid("'exact' or 'near'")
+    return str(v)
+
 # Duplicate content (peer.core.dedupe.verdicts): 18 and 19, without a VERSION change.
 _SPECS += (
     _Spec(NearQuery, 18, (("ring", _NAME), ("sender", _NAME),
                           ("bands", _array_codec((_band_index, _band_index), 64)),
                           ("fingerprint", _UINT), ("url", _URL), ("reply_to", _NAME),
-                          ("seen_at", _FLOAT))),
+                          ("seen_at", _FLOAT), _added("says", (_says, _says), since=4))),
     _Spec(NearAnswer, 19, (("ring", _NAME), ("sender", _NAME), ("url", _URL),
                            ("duplicate_of", (_url_or_nil, _url_or_nil)),
-                           ("distance", (_distance, _distance)))),
+                           ("distance", (_distance, _distance)),
+                           _added("superseded", _array_codec(_SUPERSEDED, 16), since=4))),
+)
+
+# A corrected verdict (peer.core.dedupe.held rule 6): 44, a type of wire version 4.
+_SPECS += (
+    _Spec(Reverdict, 44, (("ring", _NAME), ("sender", _NAME), ("url", _URL), ("duplicate_of", _URL),
+                          ("kind", (_copy_kind, _copy_kind)), ("distance", (_distance, _distance))), since=4),
 )
 
 # The voter record (ring.membership.voters): 20-22, without a VERSION change, as 16-19.

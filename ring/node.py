@@ -30,6 +30,7 @@ engine the rest; a bare node runs under ``ring.io.driver.RingDriver``::
     StatusAsked(route, ...)  ``ring status`` asked; the driver adds figures
     NearAsked(msg)           a member's band query (``peer.core.dedupe.verdicts``): the crawl answers
     NearAnswered(msg)        a band owner's answer about one of our pages
+    Reverdicted(msg)         a member's correction: one of our pages is a copy of a better one
     SeedsAsked(route, msg)   ``ring seed add``'s batch (rule 12): the crawl judges it, then ``seeds_taken``
     Reply(route, SeedAddReply)  ``ring seed add``: what this peer did with a batch (``ring.seedadds``)
     StateTaken(records, sender)  hosts' state to import (``ring.statebox``): before the ack that follows
@@ -86,7 +87,7 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
 8. **Forgetting.** A ``ForgetRequest`` (``python -m ring forget``) drops a
    member from our view and our quorum only when our view holds it dead or
    left, and the reply and the log say what was done (``ring.forgetting``).
-9. **Band queries.** A ``NearQuery`` or ``NearAnswer`` is a member's
+9. **Band queries.** A ``NearQuery``, ``NearAnswer`` or ``Reverdict`` is a member's
    message (rules 1 and 2) from a member not dead here (``unknown_sender``
    otherwise): the band tables answer members only, and an answer from
    anyone else could only mislead. What it says is checked by the crawl
@@ -167,6 +168,7 @@ from ring.actions import (
     LeaveAsked,
     Log,
     NearAnswered,
+    Reverdicted,
     NearAsked,
     Released,
     Rerouted,
@@ -207,6 +209,7 @@ from ring.messages import (
     MemberState,
     Message,
     NearAnswer,
+    Reverdict,
     NearQuery,
     Packet,
     Ping,
@@ -250,6 +253,7 @@ __all__ = [
     "Log",
     "NearAnswered",
     "NearAsked",
+    "Reverdicted",
     "Released",
     "Rerouted",
     "Reply",
@@ -268,7 +272,7 @@ __all__ = [
 ]
 
 _MEMBER_MESSAGES = (Digest, Join, Leave, UrlBatch, Ack, HandoffDone, HostStarts, Ping, PingReq,
-                    PingAck, Sync, Packet, NearQuery, NearAnswer, Voters, Settings, HostState, HostStateAck)
+                    PingAck, Sync, Packet, NearQuery, NearAnswer, Reverdict, Voters, Settings, HostState, HostStateAck)
 
 
 class RingNode:
@@ -826,11 +830,13 @@ class RingNode:
         out, taken = self.voter_watch.request(route, msg, now)
         return out + self._member_changes() if taken else out
 
-    def _on_near(self, route: bytes, msg: NearQuery | NearAnswer, now: float) -> list[Action]:
-        """Rule 9: a band query or answer from a member, for the crawl."""
+    def _on_near(self, route: bytes, msg: NearQuery | NearAnswer | Reverdict, now: float) -> list[Action]:
+        """Rule 9: a band query or answer (or a verdict's correction) from a member, for the crawl."""
         rec = self.membership.members().get(msg.sender)
         if rec is None or rec.state is MemberState.DEAD:
             return self._drop("unknown_sender")
+        if isinstance(msg, Reverdict):
+            return [Reverdicted(msg)]
         return [NearAsked(msg) if isinstance(msg, NearQuery) else NearAnswered(msg)]
 
     def _on_seed_add_request(self, route: bytes, msg: SeedAddRequest, now: float) -> list[Action]:
@@ -884,6 +890,7 @@ class RingNode:
         SeedAddRequest: _on_seed_add_request,
         NearQuery: _on_near,
         NearAnswer: _on_near,
+        Reverdict: _on_near,
         HostState: _on_host_state,
         HostStateAck: _on_host_state_ack,
     }

@@ -4,8 +4,11 @@ Every host lives on one loopback port; the ``Host`` header picks it (the
 crawler maps the names to 127.0.0.1 with ``[dns] resolve``, see
 :func:`config_snippet`). Answers come, first match wins, from
 
-1. ``web.program[(host, path)]``: a :class:`~localweb.hostile.wire.Reply` a test set
-   (hypothesis draws them), or ``web.program[("*", path)]`` for any host;
+1. ``web.route(host, target)``, when a test set one: a reply built from the
+   whole target, query included (a page whose links carry its own query),
+   or None to go on; then ``web.program[(host, path)]``: a
+   :class:`~localweb.hostile.wire.Reply` a test set (hypothesis draws them),
+   or ``web.program[("*", path)]`` for any host;
 2. the normal site (:class:`~localweb.hostile.site.Site`, ``site.test``);
 3. the link farm and the traps (:mod:`localweb.hostile.farm`);
 4. the hostile hosts (:mod:`localweb.hostile.cases`) and the sitemap hosts
@@ -97,6 +100,7 @@ class HostileWeb:
     max_log: int = 2_000_000
     log_path: str | None = None
     program: dict[tuple[str, str], Reply] = field(default_factory=dict)
+    route: Callable[[str, str], Reply | None] | None = None  # (host, target) -> reply: rule 1
     log: list[LogEntry] = field(default_factory=list)
     log_dropped: int = 0
     port: int = 0
@@ -189,7 +193,8 @@ class HostileWeb:
                     answer = changeweb.answer(req.path, time.time(), _field(head, b"if-none-match"),
                                               _field(head, b"if-modified-since"))
                 else:
-                    answer = self.answer(req.host, req.path)
+                    routed = self.route(req.host, req.target) if self.route is not None else None
+                    answer = routed if routed is not None else self.answer(req.host, req.path)
                 self._record(LogEntry(time.time(), req.host, req.method, req.target, conn, answer.status))
                 end = await self._send(stream, answer)
                 if end is not End.KEEP:

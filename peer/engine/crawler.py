@@ -111,6 +111,7 @@ from peer.core.crawl.core import (
     Queued,
     Refused,
     Requeued,
+    Reverdict,
     Row,
     Seen,
     Start,
@@ -266,6 +267,7 @@ class Crawler:
             Checking: lambda e: journal.forwarded(e.url, e.depth), Seen: lambda e: journal.seen(e.url),
             Done: lambda e: journal.done(e.url, None), Row: self._do_row, Items: results.items,
             Hinted: results.hinted,
+            Reverdict: self._do_reverdict,
             Commit: lambda e: journal.commit(),
             SeedsAt: lambda e: journal.counters(dict(e.counters)),
             StateKept: lambda e: journal.handed_state(e.revisits, e.cookies),
@@ -586,6 +588,14 @@ class Crawler:
         store = self.results.store
         if store is not None and write:
             store.add_page(page, body=e.body, links=e.links, replace=replace)
+
+    def _do_reverdict(self, e: Reverdict) -> None:
+        # A better copy came after this page (peer.core.dedupe.held rule 6): its row is
+        # corrected in place. Not journaled: a kill -9 before the store's next
+        # flush leaves the first verdict, the safe side (the page is kept twice).
+        store = self.results.store
+        if store is not None:
+            store.reverdict(e.url, e.duplicate_of, e.kind)
 
     # -- scheduling --------------------------------------------------------
 

@@ -80,7 +80,7 @@ SCHEMA: dict[str, tuple[tuple[str, str], ...]] = {
         # Duplicate content (peer.core.dedupe.held), for 2xx HTML pages with [dedupe] on:
         ("payload_digest", "VARCHAR"),  # sha1:<base32> of the decoded body
         ("simhash", "UBIGINT"),         # SimHash of the visible text; NULL under min_words
-        ("duplicate_of", "VARCHAR"),    # the earlier URL this page duplicates, else NULL
+        ("duplicate_of", "VARCHAR"),    # the page this is a copy of (corrected when a better copy came), else NULL
         ("duplicate_kind", "VARCHAR"),  # 'exact' (same digest) or 'near' (SimHash within k), else NULL
     ),
     "links": (("from_url", "VARCHAR"), ("to_url", "VARCHAR")),

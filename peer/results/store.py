@@ -212,7 +212,7 @@ def _keep_hints(pages: list[tuple[Any, ...]], old: Mapping[str, list[Any]]) -> l
 
 
 class _Batch:
-    __slots__ = ("pages", "links", "bodies", "pid", "items", "fetches", "replace", "hints")
+    __slots__ = ("pages", "links", "bodies", "pid", "items", "fetches", "replace", "hints", "verdicts")
 
     def __init__(self) -> None:
         self.pages: list[PageRow] = []
@@ -225,9 +225,12 @@ class _Batch:
         # url -> (lastmod, priority, changefreq): a sitemap's hints for a row written before it was read
         self.hints: dict[str, tuple[datetime | None, float | None, str | None]] = {}
 
+        # Corrected duplicate verdicts (peer.core.dedupe.held rule 6): url -> (duplicate_of, kind).
+        self.verdicts: dict[str, tuple[str, str]] = {}
+
     def __bool__(self) -> bool:
         return bool(self.pages or self.links or self.bodies or self.pid or self.items or self.fetches
-                    or self.hints)
+                    or self.hints or self.verdicts)
 
 
 class ResultStore:
@@ -372,6 +375,13 @@ class ResultStore:
         if self._closed:
             raise StateError(f"{self.path}: results store is closed")
         self._batch.hints[url] = (None if lastmod is None else _ts(lastmod), priority, changefreq)
+
+    def reverdict(self, url: str, duplicate_of: str, kind: str) -> None:
+        """Queue a correction of ``url``'s duplicate verdict: a better copy came after it
+        (``peer.core.dedupe.held`` rule 6). Its row keeps every other column."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        self._batch.verdicts[url] = (duplicate_of, kind)
 
     def add_fetch(self, row: tuple[Any, ...]) -> None:
         """Queue one ``fetches`` row, its columns in peer.results.fetches' order (epoch floats for times)."""
@@ -587,6 +597,10 @@ class ResultStore:
                     "unnest(?::TIMESTAMP[]) AS lastmod, unnest(?::DOUBLE[]) AS priority, "
                     "unnest(?::VARCHAR[]) AS freq) h WHERE pages.url = h.url",
                     [urls, list(lastmod), list(priority), list(freq)])
+            if batch.verdicts:
+                # After the appends: a row in this batch is corrected too.
+                con.executemany("UPDATE pages SET duplicate_of = ?, duplicate_kind = ? WHERE url = ?",
+                                [[dup, kind, url] for url, (dup, kind) in batch.verdicts.items()])
             con.commit()
         except duckdb.Error as exc:
             for app in self._appenders.values():

@@ -51,6 +51,7 @@ from ring.messages import (
     MAX_UPDATES,
     NearAnswer,
     NearQuery,
+    Reverdict,
     Ping,
     PingAck,
     PingReq,
@@ -143,6 +144,9 @@ MESSAGES = st.one_of(
                            st.lists(URL, max_size=4).map(tuple)), max_size=4).map(tuple),
         UINT, st.lists(UINT, max_size=10).map(tuple),
     ),
+    # Which copy wins (peer.core.dedupe.precedence): a corrected verdict, 44.
+    st.builds(Reverdict, NAME, NAME, URL, URL, st.sampled_from(("exact", "near")),
+              st.integers(min_value=0, max_value=64)),
 )
 
 
@@ -183,6 +187,7 @@ def test_type_codes_are_fixed():
         30: SeedAddRequest, 31: SeedAddReply, 33: HostState, 34: HostStateAck,
         37: RestartRequest,  # a planned restart (ring.membership.restarts)
         38: HoldRequest, 39: HoldReply,  # an operator's hold (ring.membership.restarts rule 7)
+        44: Reverdict,  # a corrected duplicate verdict (peer.core.dedupe.held rule 6)
     }
 
 
@@ -254,6 +259,26 @@ def test_band_queries_and_answers_travel_in_nearindex_order_and_hostile_ones_are
         (raw(VERSION, 18, "demo", "p1", [0], -1, "u", "p1", 1.0), "NearQuery.fingerprint"),
         (raw(VERSION, 18, "demo", "p1", [0], 1, "u", "p1", float("nan")), "NearQuery.seen_at"),
         (raw(VERSION, 18, "demo", "p1", list(range(65)), 1, "u", "p1", 1.0), "NearQuery.bands"),
+    ):
+        with pytest.raises(DecodeError, match=why):
+            decode(frame)
+
+
+def test_which_copy_wins_travels_at_the_end_of_the_band_messages_and_hostile_values_are_refused():
+    # The fields came after the band messages did: at their end, left out at their
+    # defaults, so a page with no canonical and no copy to correct is the old frame.
+    q = NearQuery("demo", "p1", (0, 3), 5, "http://a.test/x", "p1", 12.5, 0)
+    assert msgpack.unpackb(encode(q))[-1] == 0 and decode(encode(q)) == q
+    assert len(msgpack.unpackb(encode(dataclasses.replace(q, says=1)))) == 9
+    a = NearAnswer("demo", "p2", "http://a.test/x", None, -1, (("http://a.test/x?sid=1", 0),))
+    assert decode(encode(a)) == a
+    r = Reverdict("demo", "p2", "http://a.test/x?sid=1", "http://a.test/x", "near", 0)
+    assert decode(encode(r)) == r
+    for frame, why in (
+        (raw(VERSION, 18, "demo", "p1", [0], 1, "u", "p1", 1.0, 3), "NearQuery.says"),
+        (raw(VERSION, 19, "demo", "p2", "u", None, -1, [["v", 65]]), "NearAnswer.superseded"),
+        (raw(VERSION, 19, "demo", "p2", "u", None, -1, [["v", 1]] * 17), "NearAnswer.superseded"),
+        (raw(VERSION, 44, "demo", "p2", "u", "v", "mirror", 0), "Reverdict.kind"),
     ):
         with pytest.raises(DecodeError, match=why):
             decode(frame)

@@ -58,7 +58,7 @@ from peer.core.config.sites import SiteSettings
 from peer.core.crawl.decisions import (
     Admission, Checking, Done, Drop, Effect, Fetch, FetchRobots, FetchSitemap, Finished, Forward, Items,
     Origin, PassOn, Queued, Reason, Refused, Requeue, Requeued, RingView, Row, Seen, Sleep, Start, StopReason,
-    Warn,
+    Reverdict, Warn,
 )
 from peer.core.crawl.discovery import Discovery
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
@@ -98,7 +98,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "CrawlCore", "Origin", "StopReason", "Summary", "Parsed", "parse_response", "RingView", "Reason",
-    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Refused", "Effect",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "Refused", "Reverdict", "Effect",
     "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished", "MAX_RETRIES", "CEILING_HORIZON", "RETRY_BASE", "HOLD_POLL",
     "ROBOTS_PENDING_WAIT",
@@ -655,6 +655,10 @@ class CrawlCore:
     def dup_answer(self, sender: str, a: NearAnswer, now: float) -> list[Effect]:
         """Band owner ``sender``'s answer; the page's links and row once it is decided."""
         return self.held.answer(sender, a, now)
+
+    def reverdict(self, sender: str, fix: Reverdict) -> list[Effect]:
+        """Member ``sender`` says one of this peer's pages is a copy of a better one (held rule 6)."""
+        return self.held.reverdict(fix, remote=True)
 
     def dup_figures(self) -> dict[str, int]:
         """``dedupe.*`` counters and ``dedupe_*`` drops, non-zero only."""

@@ -34,7 +34,7 @@ from peer.core.sitemaps.document import Authority
 
 __all__ = [
     "Origin", "StopReason", "RingView", "Discover", "Reason",
-    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Refused", "Hinted",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Refused", "Hinted", "Reverdict",
     "Effect",
     "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished",
@@ -212,6 +212,18 @@ class NearAsk:
     query: NearQuery
 
 
+@dataclass(frozen=True, slots=True)
+class Reverdict:
+    """``url``'s row is corrected: it is a ``kind`` copy of ``duplicate_of``, a better copy
+    that came after it (``peer.core.dedupe.held`` rule 6). ``PeerCore`` sends it to the
+    owner of ``url``'s host when that is another peer; the engine updates the row."""
+
+    url: str
+    duplicate_of: str
+    kind: str
+    distance: int = 0
+
+
 class Refused(NamedTuple):
     """The core took no ``url``, for ``reason`` (counted already; nothing to do).
 
@@ -226,7 +238,7 @@ class Refused(NamedTuple):
     reason: Reason
 
 
-Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn | NearAsk | Refused | Hinted
+Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn | NearAsk | Refused | Hinted | Reverdict
 
 
 # -- admissions: what to do with a job the frontier handed out -----------------

@@ -24,7 +24,12 @@ neither does a page whose canonical is another URL when
 ``crawl.follow_noncanonical`` is false. Each is counted in
 ``Summary.directives``. A duplicate page (``peer.core.dedupe.held``) follows
 no links either, and a page that waits for its band owners' verdict holds
-its links and row until it comes.
+its links and row until it comes. With ``[dedupe]`` on, a page whose
+canonical is another URL has that URL discovered (the better copy is
+fetched and wins: ``peer.core.dedupe.held`` rules 6, 7), and the links it
+follows on its own site lose the session parameters its canonical confirms
+(``peer.core.dedupe.precedence.unsessioned``): a session view's links lead
+to the pages, not to more session views.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from urllib.parse import urlsplit
 from peer.core.crawl.decisions import Discover, Effect, Items, Origin, Reason, Refused, Warn
 from peer.core.crawl.jobs import DONE, REQUEUED, ROBOTS, ROW
 from peer.core.crawl.limits import Hold
+from peer.core.dedupe.precedence import unsessioned
 from peer.core.dedupe.verdicts import Ask, Kind
 from peer.core.frontier.frontier import Job, Outcome
 from peer.core.http.head import server_error
@@ -238,7 +244,7 @@ class Outcomes:
         error = res.error or ("retry_after" if given_up else None)
         canonical, robots = self._says(job.url, res, parsed)
         nofollow = robots[1]
-        dup = self._held.check(job, parsed, now) if parsed is not None and 200 <= status < 300 else None
+        dup = self._held.check(job, parsed, now, canonical) if parsed is not None and 200 <= status < 300 else None
         held: tuple[str, ...] = ()
         if 300 <= status < 400 and res.location:
             target = normalize_link(job.url, res.location, self._params)
@@ -274,10 +280,16 @@ class Outcomes:
             if follow and dup is not None and not isinstance(dup, Ask) and dup.kind is Kind.EXACT:
                 follow = False  # peer.core.dedupe.held rule 1
                 self._held.unfollowed(len(links))
+            to_follow = links
+            if dup is not None and self._cfg.dedupe.enabled and not nofollow and canonical not in (None, job.url):
+                # -- the better copy (module docstring; peer.core.dedupe.held rule 7)
+                assert canonical is not None
+                out += self._discover(canonical, job.depth, now, Origin.LINK)
+                to_follow = unsessioned(job.url, canonical, links)
             if follow and (not crawl.max_depth or job.depth < crawl.max_depth):
                 if isinstance(dup, Ask):
-                    held = links  # peer.core.dedupe.held rule 2: discovered on the verdict
-                for link in () if held else links:
+                    held = to_follow  # peer.core.dedupe.held rule 2: discovered on the verdict
+                for link in () if held else to_follow:
                     out += self._discover(link, job.depth + 1, now, Origin.LINK)
                 if page.via:
                     followed = set(links)
@@ -293,7 +305,7 @@ class Outcomes:
         self._rows.row(job, res, out, final_url=final_url, title=title, n_links=n_links,
                        error=error, links=links, canonical=canonical, robots=robots)
         if dup is not None and parsed is not None:
-            self._held.row(out, at, parsed, dup, held, job.depth)
+            self._held.row(out, at, parsed, dup, held, job.depth, now)
         return Outcome.FETCHED
 
     def _says(self, url: str, res: FetchResult, parsed: Parsed | None) -> tuple[str | None, tuple[bool, bool]]:

@@ -3,5 +3,6 @@
 ``simhash`` (a page's text as a 64-bit fingerprint), ``digests`` (the body
 digests this peer saw), ``bands`` (the band table a band owner keeps),
 ``verdicts`` (a page's verdict, and the questions to ask first), ``held``
-(the crawl's side: a page's row and links held until its verdict).
+(the crawl's side: a page's row and links held until its verdict),
+``precedence`` (which of two copies is the original, the same on every peer).
 """

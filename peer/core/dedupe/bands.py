@@ -12,12 +12,18 @@ Rules:
 1. **Query and insert are one step** (:meth:`BandTable.query`): an owner
    answers with the nearest earlier entry within k, then records the page.
    Two copies asked at the same time at the same owner are thus ordered.
-2. **First wins, by one order every owner agrees on.** A candidate counts
-   only if it comes before the page in the order ``(seen_at, url)``, both
-   carried in the query. Owners see queries in different orders, but no
-   owner ever calls A a copy of B and another B a copy of A (that would drop
-   both); a copy that came later in a skewed clock is kept as new, the safe
-   side. Ties on distance go to the earliest entry.
+2. **The original wins, by one order every owner agrees on**
+   (``peer.core.dedupe.precedence``: what the page's canonical says, no
+   session parameter, the shorter path, ``seen_at``, the URL). A candidate
+   is reported as the page's original only if it comes before the page in
+   that order, computed from what the queries carry (``url``, ``says``,
+   ``seen_at``). Owners see queries in different orders, but no owner ever
+   calls A a copy of B and another B a copy of A (that would drop both).
+   Ties on distance go to the candidate first in the order. The candidates
+   within k that the page comes *before* are answered too
+   (``superseded``, nearest first, at most :data:`MAX_SUPERSEDED`): they
+   were kept as originals, and are now copies of this page (the asker has
+   their rows corrected, ``peer.core.dedupe.held`` rule 6).
 3. **A URL is not its own duplicate**: its earlier entry under a key is
    replaced (a recrawl of a page whose text changed does not multiply under
    the bands it kept; under a band that changed, the old text's entry stays
@@ -40,9 +46,11 @@ these fields, in this order):
   for: small ints; the values are not sent, the owner derives them from the
   fingerprint, so they cannot disagree with it), ``fingerprint`` (uint64),
   ``url`` (str), ``reply_to`` (the asking peer's id, str), ``seen_at``
-  (float, the asker's fetch time: rule 2's order).
+  (float, the asker's fetch time: rule 2's order), ``says`` (int, what the
+  page's canonical says, ``precedence.Says``; 1, "none", from an older peer).
 - :class:`NearAnswer` ``url`` (str, the page asked about), ``duplicate_of``
-  (str or nil), ``distance`` (int 0..64, or -1 with no duplicate).
+  (str or nil), ``distance`` (int 0..64, or -1 with no duplicate),
+  ``superseded`` (``(url, distance)`` pairs the page outranks: rule 2).
 """
 
 from __future__ import annotations
@@ -51,9 +59,16 @@ import math
 from collections import deque
 from dataclasses import dataclass, field
 
+from peer.core.dedupe.precedence import Says, key
 from peer.core.dedupe.simhash import FINGERPRINT_BITS, bands, distance
 
-__all__ = ["BandTable", "BandTableStats", "NearAnswer", "NearQuery", "NO_DISTANCE"]
+__all__ = ["BandTable", "BandTableStats", "MAX_SUPERSEDED", "NearAnswer", "NearQuery", "NO_DISTANCE"]
+
+#: Earlier originals one answer names as now copies of the page (rule 2):
+#: a band key holds at most ``band_max_per_key`` entries, and more than a
+#: few copies of one page met before their original is rare; the rest keep
+#: their first verdict, the safe side (a page kept twice, none lost).
+MAX_SUPERSEDED = 16
 
 #: ``NearAnswer.distance`` when there is no duplicate.
 NO_DISTANCE = -1
@@ -68,6 +83,7 @@ class NearQuery:
     url: str
     reply_to: str
     seen_at: float
+    says: int = int(Says.NONE)  # precedence.Says of the page's canonical (rule 2)
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +93,7 @@ class NearAnswer:
     url: str
     duplicate_of: str | None
     distance: int = NO_DISTANCE
+    superseded: tuple[tuple[str, int], ...] = ()  # (url, distance): now copies of ``url`` (rule 2)
 
 
 @dataclass(slots=True)
@@ -90,6 +107,7 @@ class BandTableStats:
     evicted_per_key: int = 0
     evicted_total: int = 0
     dropped: int = 0  # rule 5: hostile queries
+    superseded: int = 0  # rule 2: earlier originals answered as now copies
 
 
 @dataclass(slots=True)
@@ -98,6 +116,7 @@ class _Entry:
     seen_at: float
     url: str
     seq: int  # insertion number: which deque record is this entry's
+    says: int = int(Says.NONE)
 
 
 @dataclass(slots=True)
@@ -138,30 +157,40 @@ class BandTable:
                 or not isinstance(q.url, str) or len(q.url) > self.max_url
                 or not isinstance(q.seen_at, (int, float)) or not math.isfinite(q.seen_at)
                 or not isinstance(q.bands, tuple) or not q.bands
+                or type(q.says) is not int or not 0 <= q.says <= 2
                 or any(not isinstance(i, int) or not 0 <= i <= self.k for i in q.bands)):
             self.stats.dropped += 1
             return NearAnswer(q.url, None)
         values = bands(fp, self.k)
-        me = (q.seen_at, q.url)
+        me = key(q.url, q.says, q.seen_at)
         best: _Entry | None = None
+        best_key = me
         best_d = FINGERPRINT_BITS + 1
+        after: dict[str, int] = {}  # rule 2: candidates this page outranks
         for i in dict.fromkeys(q.bands):
             for e in self._keys.get((i, values[i]), ()):
-                if e.url == q.url or (e.seen_at, e.url) >= me:
+                if e.url == q.url:
                     continue
                 d = distance(e.fingerprint, fp)
-                if d <= self.k and (d < best_d or (best is not None and d == best_d
-                                                   and (e.seen_at, e.url) < (best.seen_at, best.url))):
-                    best, best_d = e, d
+                if d > self.k:
+                    continue
+                ek = key(e.url, e.says, e.seen_at)
+                if ek > me:
+                    after[e.url] = d
+                elif d < best_d or (d == best_d and ek < best_key):
+                    best, best_d, best_key = e, d, ek
         for i in dict.fromkeys(q.bands):
-            self._insert((i, values[i]), fp, q.seen_at, q.url)
+            self._insert((i, values[i]), fp, q.seen_at, q.url, q.says)
+        superseded = tuple(sorted(after.items(), key=lambda ud: (ud[1], ud[0]))[:MAX_SUPERSEDED])
+        self.stats.superseded += len(superseded)
         if best is None:
-            return NearAnswer(q.url, None)
+            return NearAnswer(q.url, None, NO_DISTANCE, superseded)
         self.stats.duplicates += 1
-        return NearAnswer(q.url, best.url, best_d)
+        return NearAnswer(q.url, best.url, best_d, superseded)
 
-    def _insert(self, key: tuple[int, int], fp: int, seen_at: float, url: str) -> None:
-        entries = self._keys.setdefault(key, [])
+    def _insert(self, band: tuple[int, int], fp: int, seen_at: float, url: str,
+                says: int = int(Says.NONE)) -> None:
+        entries = self._keys.setdefault(band, [])
         for j, e in enumerate(entries):
             if e.url == url:
                 del entries[j]
@@ -173,8 +202,8 @@ class BandTable:
             self._size -= 1
             self.stats.evicted_per_key += 1
         self._seq += 1
-        entries.append(_Entry(fp, seen_at, url, self._seq))
-        self._order.append((self._seq, key))
+        entries.append(_Entry(fp, seen_at, url, self._seq, says))
+        self._order.append((self._seq, band))
         self._size += 1
         self.stats.inserted += 1
         while self._size > self.max_entries:

@@ -9,9 +9,14 @@ Rules:
    (after transfer decoding, before content decoding; ISO 28500 §5.9), so
    the archive writer keeps its own; the two agree for identity-encoded
    answers, most of the web.
-2. **First URL wins.** A digest seen before under another URL is a
-   duplicate of that first URL; under the same URL (a recrawl) it is not a
-   duplicate, it is the page unchanged (:attr:`Seen.UNCHANGED`).
+2. **The original wins** (``peer.core.dedupe.precedence``). A digest seen
+   before under another URL is a duplicate of the URL kept for it, unless
+   it comes first in the precedence order (its canonical, no session
+   parameter, a shorter path, ...): then it takes the entry's place and the
+   URL kept before is the copy (:attr:`Seen.SUPERSEDES`). Under the same URL
+   (a recrawl) it is not a duplicate, it is the page unchanged
+   (:attr:`Seen.UNCHANGED`). A digest handed over without its claim (rule 6)
+   counts as a page with no canonical, fetched at time 0.
 3. **What is kept.** The first 8 bytes of the digest as an int, and the
    first URL. 64 bits is enough: among n digests the chance of any false
    match is about n**2 / 2**65 (3e-6 at 10M digests a peer). A Bloom filter
@@ -48,6 +53,8 @@ from collections.abc import Container, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from peer.core.dedupe.precedence import Says, key
+
 __all__ = ["DigestTable", "DigestStats", "Seen"]
 
 
@@ -66,6 +73,7 @@ class Seen(enum.Enum):
     NEW = "new"
     UNCHANGED = "unchanged"  # the same URL with the same body again (rule 2)
     DUPLICATE = "duplicate"  # another URL had this body first
+    SUPERSEDES = "supersedes"  # another URL had it first, and is a copy of this one (rule 2)
 
 
 @dataclass(slots=True)
@@ -76,6 +84,7 @@ class DigestStats:
     duplicates: int = 0
     unchanged: int = 0
     forgotten: int = 0
+    superseded: int = 0  # a better copy took a digest's entry (rule 2)
 
 
 @dataclass(slots=True)
@@ -85,6 +94,9 @@ class DigestTable:
     max_digests: int = 1_000_000
     stats: DigestStats = field(default_factory=DigestStats)
     _first: OrderedDict[int, str] = field(default_factory=OrderedDict)
+    # -- precedence (rule 2): digest prefix -> what the kept URL's canonical
+    # said and its fetch time; absent: Says.NONE at 0.0 (a handed-over digest).
+    _claims: dict[int, tuple[int, float]] = field(default_factory=dict)
     # host key -> its digest, or its digests oldest first (rule 6): the same int
     # objects as _first's keys; a list only for a host of two or more.
     _hosts: dict[str, int | list[int]] = field(default_factory=dict)
@@ -96,8 +108,9 @@ class DigestTable:
     def __len__(self) -> int:
         return len(self._first)
 
-    def check(self, url: str, digest: bytes) -> tuple[Seen, str | None]:
-        """``(Seen, first URL)`` of ``url``'s body, and the body recorded if new (rules 2-4)."""
+    def check(self, url: str, digest: bytes, said: Says = Says.NONE,
+              seen_at: float = 0.0) -> tuple[Seen, str | None]:
+        """``(Seen, the URL kept before)`` of ``url``'s body, recorded if new or better (rules 2-4)."""
         if len(digest) < DIGEST_PREFIX:
             raise ValueError(f"a digest of at least {DIGEST_PREFIX} bytes, not {len(digest)}")
         self.stats.checked += 1
@@ -108,9 +121,40 @@ class DigestTable:
                 self.stats.unchanged += 1
                 return Seen.UNCHANGED, first
             self.stats.duplicates += 1
+            # -- precedence (rule 2): the better copy takes the entry.
+            had = self._claims.get(d, (int(Says.NONE), 0.0))
+            if key(url, said, seen_at) < key(first, had[0], had[1]):
+                first_d = self._first
+                first_d[d] = url  # keeps its place in the FIFO: the body's age, not the URL's
+                self._claims[d] = (int(said), seen_at)
+                self._rehost(d, first, url)
+                self.stats.superseded += 1
+                return Seen.SUPERSEDES, first
             return Seen.DUPLICATE, first
         self._keep(d, url)
+        if said is not Says.NONE or seen_at:
+            self._claims[d] = (int(said), seen_at)
         return Seen.NEW, None
+
+    def _rehost(self, d: int, old_url: str, url: str) -> None:
+        """Digest ``d`` now belongs to ``url``'s host, not ``old_url``'s (rule 6's lists)."""
+        old, new = _authority(old_url), _authority(url)
+        if old == new:
+            return
+        kept = self._hosts.get(old)
+        if kept == d:
+            del self._hosts[old]
+        elif isinstance(kept, list):
+            kept.remove(d)
+            if not kept:
+                del self._hosts[old]
+        had = self._hosts.get(new)
+        if had is None:
+            self._hosts[new] = d
+        elif isinstance(had, int):
+            self._hosts[new] = [had, d]
+        else:
+            had.append(d)
 
     def _keep(self, d: int, url: str) -> None:
         """Record ``d`` for ``url``, the oldest out past ``max_digests`` (rules 4, 6)."""
@@ -127,6 +171,7 @@ class DigestTable:
             had.append(d)
         if len(first) > self.max_digests:
             old, old_url = first.popitem(last=False)
+            self._claims.pop(old, None)
             host = _authority(old_url)
             kept = hosts[host]
             if isinstance(kept, int) or len(kept) == 1:
@@ -146,6 +191,7 @@ class DigestTable:
             kept = self._hosts.pop(host, None)
             for d in ([] if kept is None else [kept] if isinstance(kept, int) else kept):
                 out.append((d, first.pop(d)))
+                self._claims.pop(d, None)
         return out
 
     def import_digests(self, records: Iterable[Any]) -> int:

@@ -41,6 +41,23 @@ Rules:
    (``sha1:`` and the base-32 digest, as WARC's ``WARC-Payload-Digest``
    writes it) and ``simhash`` (NULL under ``min_words``); ``duplicate_of``
    and ``duplicate_kind`` are NULL for a new or unchanged page.
+6. **The better copy wins, and the earlier verdict is corrected**
+   (``peer.core.dedupe.precedence``). A page's check carries what its
+   canonical says. A verdict that names copies kept before it as originals
+   (``Verdict.superseded``: the page outranks them) gives a
+   :class:`~peer.core.crawl.decisions.Reverdict` for each: its row gets
+   ``duplicate_of`` this page and the kind, in place (``PeerCore`` sends it
+   to the owner of its host when that is another peer). Nothing is taken
+   back: a superseded page's links were followed when it was new, and this
+   page's are followed now. A page superseded while it is held here takes
+   the correction when it is released (its links still followed: it was
+   the original when it was asked).
+7. **A copy never hides its original.** When a page is judged a copy, the
+   URL a better copy would have is discovered: its session-free URL
+   (``precedence.session_free``; its canonical is discovered by
+   ``peer.core.crawl.outcomes`` at the parse). The seen set makes that a
+   no-op when it is known; else the better copy is fetched and wins by
+   rule 6, and its links are followed.
 """
 
 from __future__ import annotations
@@ -51,11 +68,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from peer.core.crawl.decisions import Discover, Effect, NearAsk, Origin, Row
+from peer.core.crawl.decisions import Discover, Effect, NearAsk, Origin, Reverdict, Row
 from peer.core.dedupe.bands import NearAnswer
+from peer.core.dedupe.precedence import says, session_free
 from peer.core.dedupe.verdicts import Ask, Dedupe, Kind, Verdict
 from peer.core.frontier.frontier import Job
 from peer.core.page.parse import Parsed
+from peer.core.urls.normalize import host_key
 from peer.core.warc.record import digest_text
 
 if TYPE_CHECKING:
@@ -76,12 +95,14 @@ class _Held:
     row: Row
     links: tuple[str, ...]
     depth: int
+    corrected: Reverdict | None = None  # rule 6: superseded while held
 
 
 class HeldPages:
     """Duplicate content's part of ``CrawlCore`` (module docstring): the verdicts, and the pages held for them."""
 
-    __slots__ = ("dedupe", "wall_offset", "_owner", "_discover", "_held", "_unfollowed")
+    __slots__ = ("dedupe", "wall_offset", "_owner", "_discover", "_held", "_unfollowed",
+                 "_corrected", "_originals", "_stray_fixes")
 
     def __init__(self, cfg: DedupeConfig, me: str, *, owner: Callable[[str], str],
                  discover: Discover) -> None:
@@ -95,6 +116,9 @@ class HeldPages:
         self._discover = discover
         self._held: dict[str, _Held] = {}
         self._unfollowed = 0
+        self._corrected = 0  # rule 6: rows corrected (or held pages), counted at the page that won
+        self._originals = 0  # rule 7: session-free URLs of copies discovered
+        self._stray_fixes = 0  # rule 6: a member's correction of a page of a host not ours
 
     def waiting(self) -> int:
         """Pages held for their band owners' answers (rule 3)."""
@@ -102,18 +126,19 @@ class HeldPages:
 
     # -- a page parsed (peer.core.crawl.outcomes) ---------------------------------------------
 
-    def check(self, job: Job, parsed: Parsed, now: float) -> Verdict | Ask | None:
-        """The page's verdict, or the questions to ask first; None without a digest."""
+    def check(self, job: Job, parsed: Parsed, now: float, canonical: str | None = None) -> Verdict | Ask | None:
+        """The page's verdict, or the questions to ask first; None without a digest (rule 6: ``canonical``)."""
         if parsed.digest is None:
             return None
-        return self.dedupe.check(job.url, parsed.digest, parsed.simhash, now, self._owner)
+        return self.dedupe.check(job.url, parsed.digest, parsed.simhash, now, self._owner,
+                                 says(job.url, canonical), self.wall_offset)
 
     def unfollowed(self, n: int) -> None:
         """``n`` links of a duplicate page not followed (rules 1, 2)."""
         self._unfollowed += n
 
     def row(self, out: list[Effect], at: int, parsed: Parsed, dup: Verdict | Ask,
-            links: tuple[str, ...], depth: int) -> None:
+            links: tuple[str, ...], depth: int, now: float | None = None) -> None:
         """The page's row at ``out[at]``: given its columns, or held with ``links`` (rules 2, 5)."""
         if len(out) <= at or not isinstance(out[at], Row):
             return  # no row (a sitemap job): nothing to hold
@@ -122,6 +147,8 @@ class HeldPages:
         row = dataclasses.replace(row, payload_digest=payload_digest(parsed.digest), simhash=parsed.simhash)
         if isinstance(dup, Verdict):
             out[at] = _with_verdict(row, dup)
+            # Rules 6, 7: before the row, as a page's links are (journal crash order).
+            out[at:at] = self._corrections(dup) + self._original_of(dup, depth, now)
             return
         del out[at]
         self._held[dup.url] = _Held(row, links, depth)
@@ -153,14 +180,56 @@ class HeldPages:
         h = self._held.pop(v.url, None)
         if h is None:  # pragma: no cover - every Ask is held (row)
             return []
-        out: list[Effect] = []
+        out: list[Effect] = self._corrections(v)
         if v.kind is Kind.NEAR:
             self.unfollowed(len(h.links))
+            out += self._original_of(v, h.depth, now)
         else:
             for link in h.links:
                 out += self._discover(link, h.depth + 1, now, Origin.LINK)
-        out.append(_with_verdict(h.row, v))
+        row = _with_verdict(h.row, v)
+        if h.corrected is not None and v.kind is not Kind.NEAR:
+            c = h.corrected
+            row = dataclasses.replace(row, duplicate_of=c.duplicate_of, duplicate_kind=c.kind)
+        out.append(row)
         return out
+
+    # -- the better copy (rules 6, 7) ---------------------------------------------------------
+
+    def reverdict(self, fix: Reverdict, *, remote: bool = False) -> list[Effect]:
+        """A member says one of this peer's pages is a copy of a better one (rule 6): a
+        page of a host this peer does not own is dropped and counted."""
+        if remote and self._owner(host_key(fix.url)) != self.dedupe.me:
+            self._stray_fixes += 1
+            return []
+        h = self._held.get(fix.url)
+        if h is not None:
+            h.corrected = fix
+            return []
+        return [fix]
+
+    def _corrections(self, v: Verdict) -> list[Effect]:
+        """Rule 6: the copies ``v``'s page outranks, corrected: their rows, or held here."""
+        out: list[Effect] = []
+        for d in v.superseded:
+            fix = Reverdict(d.url, v.url, d.kind, d.distance)
+            h = self._held.get(d.url)
+            if h is not None:
+                h.corrected = fix
+            else:
+                out.append(fix)
+            self._corrected += 1
+        return out
+
+    def _original_of(self, v: Verdict, depth: int, now: float | None) -> list[Effect]:
+        """Rule 7: a copy's session-free URL discovered, so a better copy is fetched."""
+        if v.kind not in (Kind.EXACT, Kind.NEAR) or now is None:
+            return []
+        better = session_free(v.url)
+        if better is None or better == v.duplicate_of:
+            return []
+        self._originals += 1
+        return list(self._discover(better, depth, now, Origin.LINK))
 
     # -- figures --------------------------------------------------------------------------
 
@@ -174,9 +243,12 @@ class HeldPages:
             "dedupe.timeouts": s.timed_out, "dedupe.busy": s.busy,
             "dedupe.waiting": d.waiting(), "dedupe.unfollowed_links": self._unfollowed,
             "dedupe.digests_forgotten": g.forgotten,
+            # The better copy (rules 6, 7).
+            "dedupe.superseded": self._corrected, "dedupe.originals_discovered": self._originals,
+            "dedupe.digests_superseded": g.superseded,
             # Answers refused or too late, and hostile queries: drops.
             "dedupe_late_answers": s.late_answers, "dedupe_stray_answers": s.stray_answers,
-            "dedupe_bad_answers": s.bad_answers,
+            "dedupe_bad_answers": s.bad_answers, "dedupe_stray_reverdicts": self._stray_fixes,
         }
         for f in dataclasses.fields(b):
             if f.name != "dropped":

@@ -35,6 +35,14 @@ Rules:
    the page itself or longer than the URL cap, counts as that owner's "no
    duplicate" and is counted (``bad_answers``).
 5. **Disabled** (``enabled = false``): every page is new, nothing is kept.
+6. **The original wins** (``peer.core.dedupe.precedence``): the digest
+   table and the band owners keep the copy first in the precedence order,
+   not the first fetched. A page that outranks copies kept before it is
+   new, and its verdict names them (``Verdict.superseded``): they are now
+   its copies, exact or near, and ``peer.core.dedupe.held`` corrects their
+   rows. An owner's ``superseded`` pairs are checked like its answer (a
+   distance outside 0..k, the page itself, a URL over the cap, more than
+   ``MAX_SUPERSEDED`` an asked owner: dropped and counted in ``bad_answers``).
 """
 
 from __future__ import annotations
@@ -46,8 +54,9 @@ from dataclasses import dataclass, field
 
 from peer.core.config.dedupe import DedupeConfig
 from peer.core.dedupe.digests import DigestTable, Seen
-from peer.core.dedupe.bands import NO_DISTANCE, BandTable, NearAnswer, NearQuery
+from peer.core.dedupe.bands import MAX_SUPERSEDED, NO_DISTANCE, BandTable, NearAnswer, NearQuery
 from peer.core.dedupe.simhash import band_key, bands
+from peer.core.dedupe.precedence import Demoted, Says
 
 __all__ = [
     "Ask", "Basis", "Dedupe", "DedupeStats", "IllegalTransition", "Kind", "Verdict", "WaitState",
@@ -99,6 +108,7 @@ class Verdict:
     basis: Basis
     duplicate_of: str | None = None
     distance: int = NO_DISTANCE
+    superseded: tuple[Demoted, ...] = ()  # rule 6: earlier originals, now copies of this page
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +143,7 @@ class _Wait:
     owners: set[str]
     state: WaitState = WaitState.WAITING
     best: tuple[int, str] | None = None  # (distance, duplicate_of)
+    demoted: dict[str, Demoted] = field(default_factory=dict)  # rule 6
 
 
 @dataclass(slots=True)
@@ -165,12 +176,18 @@ class Dedupe:
     # -- a page this peer fetched -------------------------------------------------
 
     def check(self, url: str, digest: bytes, fingerprint: int | None, now: float,
-              owner_of: Callable[[str], str]) -> Verdict | Ask:
-        """The verdict on ``url`` now, or the questions to ask first (rule 1)."""
+              owner_of: Callable[[str], str], said: Says = Says.NONE,
+              wall_offset: float = 0.0) -> Verdict | Ask:
+        """The verdict on ``url`` now, or the questions to ask first (rules 1, 6).
+
+        ``said``: what the page's canonical says (precedence); ``now +
+        wall_offset`` is its fetch time in the order of rule 6."""
         c = self.config
         if not c.enabled:
             return self._new(url, Basis.DISABLED)
-        seen, first = self.digests.check(url, digest)
+        seen, first = self.digests.check(url, digest, said, now + wall_offset)
+        # -- precedence (rule 6): this page took the digest from a worse copy.
+        demoted = (Demoted(first, Kind.EXACT.value, 0),) if seen is Seen.SUPERSEDES and first else ()
         if seen is Seen.DUPLICATE:
             self.stats.exact += 1
             return Verdict(url, Kind.EXACT, Basis.DIGEST, first, 0)
@@ -179,19 +196,19 @@ class Dedupe:
             return Verdict(url, Kind.UNCHANGED, Basis.DIGEST)
         if fingerprint is None:
             self.stats.no_text += 1
-            return self._new(url, Basis.NO_TEXT)
+            return self._new(url, Basis.NO_TEXT, demoted)
         if len(self._waiting) >= c.max_waiting or url in self._waiting:
             # The same URL twice at once is the crawl's to prevent (its seen
             # set); if it happens the second is not allowed to stall.
             self.stats.busy += 1
-            return self._new(url, Basis.BUSY)
+            return self._new(url, Basis.BUSY, demoted)
         by_owner: dict[str, list[int]] = {}
         for i, value in enumerate(bands(fingerprint, c.k)):
             by_owner.setdefault(owner_of(band_key(i, value)), []).append(i)
-        queries = tuple((owner, NearQuery(tuple(ixs), fingerprint, url, self.me, now))
+        queries = tuple((owner, NearQuery(tuple(ixs), fingerprint, url, self.me, now, int(said)))
                         for owner, ixs in sorted(by_owner.items()))
         deadline = now + c.answer_timeout
-        self._waiting[url] = _Wait(url, deadline, set(by_owner))
+        self._waiting[url] = _Wait(url, deadline, set(by_owner), demoted={d.url: d for d in demoted})
         return Ask(url, queries, deadline)
 
     def answer(self, sender: str, a: NearAnswer) -> Verdict | None:
@@ -214,6 +231,15 @@ class Dedupe:
                 self.stats.bad_answers += 1
             elif w.best is None or (a.distance, dup) < w.best:
                 w.best = (a.distance, dup)
+        # -- precedence (rule 6): copies kept before this page, now its copies.
+        cap = (self.config.k + 1) * MAX_SUPERSEDED  # MAX_SUPERSEDED from each asked owner
+        for pair in a.superseded if isinstance(a.superseded, tuple) else ():
+            if (not isinstance(pair, tuple) or len(pair) != 2 or not isinstance(pair[0], str)
+                    or pair[0] == a.url or len(pair[0]) > self.max_url or type(pair[1]) is not int
+                    or not 0 <= pair[1] <= self.config.k or len(w.demoted) >= cap):
+                self.stats.bad_answers += 1
+            elif pair[0] not in w.demoted:
+                w.demoted[pair[0]] = Demoted(pair[0], Kind.NEAR.value, pair[1])
         if w.owners:
             return None
         self._move(w, "answered")
@@ -249,11 +275,12 @@ class Dedupe:
         w.state = to
 
     def _decide(self, w: _Wait, basis: Basis) -> Verdict:
+        demoted = tuple(d for d in w.demoted.values() if w.best is None or d.url != w.best[1])
         if w.best is not None:
             self.stats.near += 1
-            return Verdict(w.url, Kind.NEAR, basis, w.best[1], w.best[0])
-        return self._new(w.url, basis)
+            return Verdict(w.url, Kind.NEAR, basis, w.best[1], w.best[0], demoted)
+        return self._new(w.url, basis, demoted)
 
-    def _new(self, url: str, basis: Basis) -> Verdict:
+    def _new(self, url: str, basis: Basis, demoted: tuple[Demoted, ...] = ()) -> Verdict:
         self.stats.new += 1
-        return Verdict(url, Kind.NEW, basis)
+        return Verdict(url, Kind.NEW, basis, superseded=demoted)

@@ -103,7 +103,10 @@ Rules:
    ``NearQuery``. A member's ``NearQuery`` is answered with a ``Send`` of
    the ``NearAnswer`` to its sender (never to the ``reply_to`` it names: a
    query must not aim answers at a third peer); a ``NearAnswer`` goes to
-   the crawl, which checks it.
+   the crawl, which checks it. A ``Reverdict`` (a page's row corrected:
+   ``peer.core.dedupe.held`` rule 6) goes to the engine when this peer owns
+   the page's host, else is sent to its owner; a member's ``Reverdict``
+   about a host this peer does not own is dropped (``dedupe_stray_reverdicts``).
 6. **Moves are paced by the Outbox** (frontier rule 10): ``move_spilled``
    passes on ``MOVE_CHUNK`` spilled URLs of hosts that changed owner a
    call, and none while ``MOVE_BACKLOG`` wait for their owners' acks, so a
@@ -150,6 +153,7 @@ from peer.core.crawl.decisions import (
     Finished,
     Forward,
     NearAsk,
+    Reverdict,
     Origin,
     PassOn,
     Row,
@@ -186,6 +190,7 @@ from ring.actions import (
     LeaveAsked,
     NearAnswered,
     NearAsked,
+    Reverdicted,
     Released,
     Rerouted,
     RingChanged,
@@ -372,6 +377,13 @@ class PeerCore:
             if isinstance(e, NearAsk):
                 out += self._near_ask(e, now)
                 continue
+            if isinstance(e, Reverdict) and self.node is not None:
+                # -- which copy wins (rule 5): the row is its host owner's.
+                owner = self.crawl.handoffs.owner(host_key(e.url))
+                if owner != self.crawl.peer_id:
+                    out.append(Send(owner, wire.Reverdict(self.node.ring_name, self.crawl.peer_id, e.url,
+                                                          e.duplicate_of, e.kind, e.distance)))
+                    continue
             if isinstance(e, Forward) and outbox is not None:
                 # A URL we were handed (relay) must not be dropped by the
                 # Outbox's "recently forwarded" cache: it may be the only copy.
@@ -408,7 +420,7 @@ class PeerCore:
             return self.routed(crawl.dup_answer(me, crawl.dedupe.serve(e.query), now), now)
         q = e.query
         return [Send(e.owner, wire.NearQuery(self.node.ring_name, me, q.bands, q.fingerprint, q.url, me,
-                                             q.seen_at))]
+                                             q.seen_at, q.says))]
 
     def discover(self, url: str, depth: int, now: float, origin: Origin) -> list[PeerEffect]:
         return self.routed(self.crawl.discover(url, depth, now, origin), now)
@@ -822,14 +834,19 @@ class PeerCore:
                 out += [a, Commit()]
             elif isinstance(a, NearAsked):
                 m = a.msg
-                ans = crawl.dedupe.serve(NearQuery(m.bands, m.fingerprint, m.url, m.sender, m.seen_at))
+                ans = crawl.dedupe.serve(NearQuery(m.bands, m.fingerprint, m.url, m.sender, m.seen_at,
+                                                   m.says))
                 assert self.node is not None
                 out.append(Send(m.sender, wire.NearAnswer(self.node.ring_name, crawl.peer_id, ans.url,
-                                                          ans.duplicate_of, ans.distance)))
+                                                          ans.duplicate_of, ans.distance, ans.superseded)))
             elif isinstance(a, NearAnswered):
                 m2 = a.msg
-                out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance),
-                                                    now), now)
+                out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance,
+                                                                          m2.superseded), now), now)
+            elif isinstance(a, Reverdicted):
+                m3 = a.msg
+                out += self.routed(crawl.reverdict(m3.sender, Reverdict(m3.url, m3.duplicate_of, m3.kind,
+                                                                        m3.distance)), now)
             elif isinstance(a, SeedsAsked):
                 out += self._seeds_asked(a, now)
             elif isinstance(a, SettingsChanged):
