@@ -224,7 +224,6 @@ class _Batch:
         self.replace: set[str] = set()   # revisited URLs: their older pages row goes
         # url -> (lastmod, priority, changefreq): a sitemap's hints for a row written before it was read
         self.hints: dict[str, tuple[datetime | None, float | None, str | None]] = {}
-
         # Corrected duplicate verdicts (peer.core.dedupe.held rule 6): url -> (duplicate_of, kind).
         self.verdicts: dict[str, tuple[str, str]] = {}
 
