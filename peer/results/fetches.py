@@ -9,7 +9,8 @@ fitted offline::
 
     fetches(url, host, fetched_at TIMESTAMP, kind, status, change, changed,
             digest, etag, last_modified, conditional, bytes, elapsed_ms,
-            error, interval_before, interval_after, next_due TIMESTAMP, peer)
+            error, interval_before, interval_after, next_due TIMESTAMP, peer,
+            warc_record_id, warc_date, warc_payload_digest)
 
 Rules:
 
@@ -52,6 +53,13 @@ FETCHES: tuple[tuple[str, str, str], ...] = (
     ("interval_after", "DOUBLE", "seconds: the interval after it (peer.core.revisit.policy rule 3)"),
     ("next_due", "TIMESTAMP", "UTC, when the next visit is due (the interval with jitter)"),
     ("peer", "VARCHAR", "the peer that fetched it"),
+    # The WARC response record holding the page as of this visit (peer.core.warc.record rule 6):
+    # this visit's own response, or the one its revisit record refers to; NULL without [warc]
+    # or with none to refer to. A restarted crawl's revisits refer to it
+    # (peer/core/revisit/recrawl.py rule 7).
+    ("warc_record_id", "VARCHAR", "that record's WARC-Record-ID"),
+    ("warc_date", "VARCHAR", "that record's WARC-Date, exactly as written"),
+    ("warc_payload_digest", "VARCHAR", "that record's WARC-Payload-Digest (e.g. 'sha1:BASE32')"),
 )
 
 #: The table, created when absent.

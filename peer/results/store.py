@@ -464,7 +464,8 @@ class ResultStore:
 
     async def last_visits(self) -> list[tuple[Any, ...]]:
         """Each URL's latest ``fetches`` row: (url, host, fetched_at, next_due (epoch s), interval_after,
-        digest, etag, last_modified, visits, changes); [] without the table. A restarted
+        digest, etag, last_modified, visits, changes, the WARC record a revisit refers to packed as
+        ``peer.core.warc.record.Refers.pack`` or None); [] without the table. A restarted
         continuous crawl schedules its pages from them (peer/core/revisit/recrawl.py)."""
         out: list[tuple[Any, ...]] = []
         async for rows in self.last_visit_batches():
@@ -495,7 +496,8 @@ class ResultStore:
             # A cursor of its own: the writer's statements between batches leave it be.
             return con.cursor().execute(
                 "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
-                "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+                "last_modified, count(*) OVER w, sum(changed::INT) OVER w, "
+                "warc_record_id || ' ' || warc_date || ' ' || warc_payload_digest FROM fetches "
                 "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
                 "WINDOW w AS (PARTITION BY url) "
                 "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")

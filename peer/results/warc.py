@@ -78,6 +78,7 @@ __all__ = [
     "WarcConfig",
     "WarcStats",
     "WarcWriter",
+    "new_record_id",
     "recover",
 ]
 
@@ -87,18 +88,21 @@ SOFTWARE = "ringcrawl"
 
 @dataclass(frozen=True, slots=True)
 class Fetched:
-    """A fetch to archive as a request and a response record."""
+    """A fetch to archive as a request and a response record; ``record_id`` the response's,
+    when the crawl must know it (a later revisit refers to it), else the writer makes one."""
 
     capture: Capture
+    record_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Revisited:
-    """A fetch to archive as a request and a revisit record (unchanged payload, or a 304)."""
+    """A fetch to archive as a request and a revisit record (unchanged payload, or a 304)
+    referring to the response record that holds the payload (peer/core/warc/record.py rule 6)."""
 
     capture: Capture
     profile: RevisitProfile
-    refers: Refers | None = None
+    refers: Refers
 
 
 @dataclass(slots=True)
@@ -122,7 +126,8 @@ class Recovered:
     dropped_bytes: int
 
 
-def _new_id() -> str:
+def new_record_id() -> str:
+    """A ``WARC-Record-ID`` (§5.2): a UUID URN, random (RFC 9562 version 4)."""
     return f"<urn:uuid:{uuid.uuid4()}>"
 
 
@@ -141,7 +146,7 @@ class _File:
         self.size = 0
         self.lines: list[str] = []
         self.unsynced = 0
-        self.warcinfo_id = _new_id()
+        self.warcinfo_id = new_record_id()
 
 
 _STOP = object()
@@ -252,8 +257,9 @@ class WarcWriter:
         ):
             self.stats.skipped_truncated += 1
             return None
-        main_id, request_id = _new_id(), _new_id()
+        main_id, request_id = new_record_id(), new_record_id()
         if isinstance(item, Fetched):
+            main_id = item.record_id or main_id
             main, facts = response_record(capture, main_id, warcinfo_id, cfg.algorithm)
         else:
             main, facts = revisit_record(capture, main_id, item.profile, item.refers, warcinfo_id, cfg.algorithm)
@@ -266,7 +272,7 @@ class WarcWriter:
 
     def _write(self, item: Fetched | Revisited) -> None:
         current = self._file
-        made = self._records(item, current.warcinfo_id if current is not None else _new_id())
+        made = self._records(item, current.warcinfo_id if current is not None else new_record_id())
         if made is None:
             return
         data, indexed = made

@@ -174,14 +174,11 @@ class Recrawl:
         """``url``'s job is a revisit, not a first visit."""
         return url in self._handed
 
-    def earlier(self, url: str) -> tuple[float | None, str | None]:
-        """The wall time and payload digest of ``url``'s last answered visit, when known:
-        what a WARC ``revisit`` record for a 304 refers to (ISO 28500 §6.7.3)."""
+    def capture(self, url: str) -> str | None:
+        """The archive's record a revisit of ``url`` refers to (``RevisitState.capture``);
+        None for a first visit or when there is none."""
         state = self._handed.get(url)
-        if state is None or state.last_visit is None:
-            return None, None if state is None else state.digest
-        wall = None if self._wall is None else state.last_visit + self._wall
-        return wall, state.digest
+        return None if state is None else state.capture
 
     def conditional(self, url: str) -> tuple[tuple[str, str], ...]:
         """The request header fields a fetch of ``url`` adds (peer/core/revisit/policy.py rule 6)."""
@@ -259,11 +256,13 @@ class Recrawl:
 
     def visited(self, url: str, host: str, depth: int, now: float, status: int | None,
                 digest: str | None, etag: str | None, last_modified: str | None,
-                changefreq: str | None = None, lastmod: float | None = None) -> Visit:
+                changefreq: str | None = None, lastmod: float | None = None,
+                capture: str | None = None) -> Visit:
         """A visit of ``url`` ended at ``now`` with this answer (status None: none); scheduled again (rule 4).
 
         ``changefreq``/``lastmod`` are the sitemap's hints a first visit is
         seeded with (peer/core/revisit/policy.py rule 1); later they are ignored.
+        ``capture`` is the archive's record the next revisit refers to (kept as given).
         """
         state = self._handed.pop(url, None)
         if self._host_handed.get(host) == url:
@@ -278,7 +277,8 @@ class Recrawl:
             state = first_visit(url, host, now, hints, self.config)
             self._depth[url] = depth
         sent = bool(conditional_headers(state)) and kind is Kind.REVISIT
-        result = after_visit(state, now, status, digest, etag, last_modified, self.config, self._rng)
+        result = after_visit(state, now, status, digest, etag, last_modified, self.config, self._rng,
+                             capture)
         self.queue.schedule(result.state)
         c = self.counts
         c[kind.value] += 1
@@ -335,13 +335,15 @@ class Recrawl:
         this run keeps its record. Returns the records added.
         """
         n = 0
-        for url, host, fetched_at, next_due, interval, digest, etag, lm, visits, changes in rows:
+        for url, host, fetched_at, next_due, interval, digest, etag, lm, visits, changes, *rest in rows:
             if not isinstance(url, str) or not isinstance(host, str) or self.queue.get(url, host) is not None:
                 continue
+            capture = rest[0] if rest and isinstance(rest[0], str) else None
             state = RevisitState(url=url, host=host, due=now + (float(next_due) - wall),
                                  interval=self.config.clamp(float(interval)),
                                  last_visit=now + (float(fetched_at) - wall), digest=digest, etag=etag,
-                                 last_modified=lm, visits=int(visits or 0), changes=int(changes or 0))
+                                 last_modified=lm, visits=int(visits or 0), changes=int(changes or 0),
+                                 capture=capture)
             self.queue.schedule(state)
             n += 1
         self.queue.flush_far()   # a restart's far records to disk now, not a tail's worth later
