@@ -60,6 +60,7 @@ from peer.core.warc.record import (
     Truncation,
     cdxj_line,
     gzip_member,
+    not_modified_record,
     request_record,
     response_record,
     revisit_record,
@@ -97,8 +98,9 @@ class Fetched:
 
 @dataclass(frozen=True, slots=True)
 class Revisited:
-    """A fetch to archive as a request and a revisit record (unchanged payload, or a 304)
-    referring to the response record that holds the payload (peer/core/warc/record.py rule 6)."""
+    """A fetch to archive as a revisit record referring to the response record that holds the
+    payload (peer/core/warc/record.py rule 6) and a request record; a 304's head is kept in a
+    metadata record after them."""
 
     capture: Capture
     profile: RevisitProfile
@@ -246,8 +248,8 @@ class WarcWriter:
                 except queue.Empty:
                     break
 
-    def _records(self, item: Fetched | Revisited, warcinfo_id: str) -> tuple[bytes, list[tuple[int, int, CdxFacts]]] | None:
-        """The item's gzip members as one buffer, and (start, length, facts) of each indexed one."""
+    def _records(self, item: Fetched | Revisited, warcinfo_id: str) -> tuple[bytes, list[tuple[int, int, CdxFacts]], int] | None:
+        """The item's gzip members as one buffer, (start, length, facts) of each indexed one, how many."""
         capture = item.capture
         cfg = self.config
         if (
@@ -267,15 +269,19 @@ class WarcWriter:
         # The response first: pywb and cdxj-indexer pair a request with the
         # response before it, and a reader wants the response's offset.
         main_gz = gzip_member(main, cfg.gzip_level)
-        request_gz = gzip_member(request, cfg.gzip_level)
-        return main_gz + request_gz, [(0, len(main_gz), facts)]
+        members = [main_gz, gzip_member(request, cfg.gzip_level)]
+        if isinstance(item, Revisited) and item.profile is RevisitProfile.SERVER_NOT_MODIFIED:
+            # The 304 as received, beside its revisit (peer/core/warc/record.py, revisit_record).
+            meta = not_modified_record(capture, new_record_id(), main_id, warcinfo_id, cfg.algorithm)
+            members.append(gzip_member(meta, cfg.gzip_level))
+        return b"".join(members), [(0, len(main_gz), facts)], len(members)
 
     def _write(self, item: Fetched | Revisited) -> None:
         current = self._file
         made = self._records(item, current.warcinfo_id if current is not None else new_record_id())
         if made is None:
             return
-        data, indexed = made
+        data, indexed, count = made
         if current is not None and current.size + len(data) > self.config.max_file_bytes and current.lines:
             self._finish()
             current = None
@@ -284,14 +290,14 @@ class WarcWriter:
             # The records name their file's warcinfo record: build them again for the new file.
             made = self._records(item, current.warcinfo_id)
             assert made is not None
-            data, indexed = made
+            data, indexed, count = made
         offset = current.size
         current.handle.write(data)
         current.size += len(data)
         for start, length, facts in indexed:
             current.lines.append(cdxj_line(urlkey(facts.url), facts, length, offset + start, current.final.name))
         self.stats.items += 1
-        self.stats.records += 2
+        self.stats.records += count
         self.stats.bytes += len(data)
         current.unsynced += 1
         if current.unsynced >= self.config.fsync_records:

@@ -82,6 +82,7 @@ __all__ = [
     "dechunk",
     "digest",
     "gzip_member",
+    "not_modified_record",
     "payload_digest",
     "refers_after",
     "revisit_profile",
@@ -497,25 +498,29 @@ def revisit_record(
     warcinfo_id: str | None = None,
     algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
 ) -> tuple[bytes, CdxFacts]:
-    """A ``revisit`` record (§6.7): the response head only, and the record it refers to (rule 6).
+    """A ``revisit`` record (§6.7) referring to the record that holds the payload (rule 6).
 
     Identical payload (§6.7.2): the payload digest is this fetch's, equal to
-    the original's, and the head is the one its ``response`` record would
-    have (rule 1). Server not modified (§6.7.3): the 304's head as received
-    and the original's payload digest, so a lookup by digest finds its body.
-    The block stops after the head: §6.7 lets a revisit's block be
-    abbreviated, and readers take its length as the truth.
+    the original's; the block is the head its ``response`` record would have
+    (rule 1) without the body, so ``WARC-Truncated: length`` ("shall be used
+    for any identical-digest truncation"). Server not modified (§6.7.3): no
+    block ("may have no content body, in which case a Content-Length of zero
+    shall be written"), so a replay takes the status, headers and payload of
+    the original (pywb's "empty revisit"); a 304 head as the block would be
+    replayed as an empty 304. The 304 as received is kept beside it
+    (:func:`not_modified_record`). Its payload digest is the original's.
     """
+    fields = _common("revisit", record_id, capture, warcinfo_id)
     if profile is RevisitProfile.IDENTICAL_PAYLOAD:
         full, payload = _framed(capture)
         block = full[: len(full) - len(payload)]
         payload_sum = digest(payload, algorithm)
+        fields += [("WARC-Profile", profile.value), ("Content-Type", "application/http;msgtype=response"),
+                   ("WARC-Truncated", Truncation.LENGTH.value)]
     else:
-        block, payload_sum = capture.response_head, _text(refers.payload_digest)
-    fields = _common("revisit", record_id, capture, warcinfo_id)
+        block, payload_sum = b"", _text(refers.payload_digest)
+        fields += [("WARC-Profile", profile.value)]
     fields += [
-        ("WARC-Profile", profile.value),
-        ("Content-Type", "application/http;msgtype=response"),
         ("WARC-Block-Digest", digest(block, algorithm)),
         ("WARC-Payload-Digest", payload_sum),
         ("WARC-Refers-To", _text(refers.record_id)),
@@ -526,10 +531,36 @@ def revisit_record(
         url=_uri(capture.target_uri),
         date=capture.date,
         mime="warc/revisit",
-        status=_status(capture.response_head),
+        status=_status(block) if block else None,
         digest=payload_sum,
     )
     return _record(fields, block), facts
+
+
+def not_modified_record(
+    capture: Capture,
+    record_id: str,
+    concurrent_to: str,
+    warcinfo_id: str | None = None,
+    algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
+) -> bytes:
+    """The 304 a server-not-modified revisit stands for, as received: a ``metadata`` record (§6.6).
+
+    ``application/warc-fields``: an ``http-status-line`` field and one
+    ``http-header`` field a header line, in order (control characters
+    replaced, rule 4). Replay indexes (cdxj-indexer, pywb's) leave such
+    records out, so the replay of that time is the original's.
+    """
+    lines = _head_lines(capture.response_head)
+    named = [("http-status-line", lines[0])] + [("http-header", line) for line in lines[1:] if line.strip()]
+    block = "".join(f"{name}: {_text(value.decode('latin-1'))}\r\n" for name, value in named).encode("latin-1")
+    fields = _common("metadata", record_id, capture, warcinfo_id)
+    fields += [
+        ("WARC-Concurrent-To", concurrent_to),
+        ("Content-Type", "application/warc-fields"),
+        ("WARC-Block-Digest", digest(block, algorithm)),
+    ]
+    return _record(fields, block)
 
 
 # ---------------------------------------------------------------- which record a revisit refers to (rule 6)
