@@ -18,6 +18,8 @@ rules 1 and 2): ``plain`` with a Content-Length, ``gzip`` (Content-Encoding)
 with a Content-Length, and ``chunked``: gzip sent in chunks. Each comes
 without validators (``/framed/gzip``: every revisit is a 200 of the same
 bytes) and with an ETag (``/framed/gzip-etag``: a 304 to each revisit).
+``/framed/not-modified`` (linked from nowhere) is a broken server's page: a
+304 to every request, the first one too, which had no validators.
 """
 
 from __future__ import annotations
@@ -63,6 +65,8 @@ def framed_page(path: str) -> bytes:
 
 
 def _framed(path: str, if_none_match: str | None) -> Reply:
+    if path == "/framed/not-modified":
+        return reply(304, b"", headers=[("ETag", '"nm"')], content_type=None)
     if path != "/framed/" and path not in FRAMED:
         return reply(404, html("not found"))
     body = framed_page(path)
