@@ -182,3 +182,20 @@ def test_the_revisit_schedule_keeps_the_record_a_revisit_refers_to() -> None:
     assert again.restore([(URL, "example.com", 1000.0, 1010.0, 10.0, "sha1:X", None, None, 2, 0, packed)],
                          0.0, 1000.0) == 1
     assert again.queue.get(URL, "example.com").capture == packed
+
+
+def test_with_warc_on_a_revisit_is_conditional_only_while_the_archive_holds_the_page() -> None:
+    """recrawl rule 9: a record handed over by the host's previous owner (without the capture) asks
+    for the page whole, so this archive gets a capture a later 304 refers to."""
+    cfg = RevisitConfig(enabled=True, min_interval=10.0, max_interval=1000.0, initial_interval=10.0, jitter=0.0)
+    packed = Refers("<urn:uuid:1>", "2025-11-24T16:00:00.123457Z", "sha1:ABC").pack()
+    wire = (URL, "example.com", 1000.0, 10.0, 990.0, "sha1:X", '"e1"', "", 1, 0, 0)
+    for archived, expected in ((False, (("If-None-Match", '"e1"'),)), (True, ())):
+        rc = Recrawl(cfg, random.Random(1), archived=archived)
+        assert rc.import_records([wire], 1000.0) == 1
+        assert rc.feed(0.0) == [(URL, "example.com", 0)]
+        assert rc.conditional(URL) == expected
+        visit = rc.visited(URL, "example.com", 0, 1.0, 200, "sha1:X", '"e1"', None, capture=packed)
+        assert visit.conditional is bool(expected)   # the fetches row says what was sent
+        rc.feed(visit.next_due)
+        assert rc.conditional(URL) == (("If-None-Match", '"e1"'),)   # the archive has it now

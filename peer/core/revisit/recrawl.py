@@ -53,7 +53,8 @@ Rules:
    dropped. They travel in wall-clock time (peers' crawl clocks differ)
    and keep their due time, interval, validators and counts, so the new
    owner's first request of the page is the revisit it would have been
-   here: on schedule and conditional. :meth:`import_records` keeps the
+   here: on schedule and conditional (with ``[warc]`` on, once
+   unconditional: rule 9). :meth:`import_records` keeps the
    newer of two records of a URL (by its last visit), so a replay or a
    stale copy (a restarted old owner's) changes nothing, and checks what
    came as remote input: validators as a response's are
@@ -64,6 +65,15 @@ Rules:
    moves on: the new owner's journal and snapshots hold it till then
    (peer/state/journal.py rule 6), so a restart before that visit still
    revisits it on schedule.
+9. With ``[warc]`` on, a revisit is conditional only while the archive
+   holds a capture of the page (``RevisitState.capture``, the record a
+   revisit record refers to: peer/core/warc/record.py rule 6). A record
+   without one (handed over by the host's previous owner, whose records
+   travel without it; restored from a run with WARC off; its last capture
+   cut at ``max_body``) sends no validators, so the answer is the page
+   whole and its ``response`` record the page's capture in this archive:
+   a 304 there would leave a replay nothing to show at that time: one
+   unconditional request a page until the archive has its capture.
 """
 
 from __future__ import annotations
@@ -146,9 +156,10 @@ class RecrawlFigures:
 class Recrawl:
     """The schedule of one peer's fetched pages; ``now`` is the crawl core's clock."""
 
-    def __init__(self, config: RevisitConfig, rng: random.Random) -> None:
+    def __init__(self, config: RevisitConfig, rng: random.Random, archived: bool = False) -> None:
         self.config = config
         self._rng = rng
+        self.archived = archived   # [warc] on: rule 9
         self.queue = DueQueue()
         self.mix = HostMix(config.revisit_share)
         self._handed: dict[str, RevisitState] = {}   # url -> record, in a queue or in flight
@@ -181,9 +192,15 @@ class Recrawl:
         return None if state is None else state.capture
 
     def conditional(self, url: str) -> tuple[tuple[str, str], ...]:
-        """The request header fields a fetch of ``url`` adds (peer/core/revisit/policy.py rule 6)."""
+        """The request header fields a fetch of ``url`` adds (peer/core/revisit/policy.py rule 6), none
+        when the archive holds no capture of the page for its 304 to refer to (rule 9)."""
         state = self._handed.get(url)
-        return () if state is None else conditional_headers(state)
+        return () if state is None else self._validators(state)
+
+    def _validators(self, state: RevisitState) -> tuple[tuple[str, str], ...]:
+        if self.archived and state.capture is None:
+            return ()
+        return conditional_headers(state)
 
     def figures(self) -> RecrawlFigures:
         c = self.counts
@@ -276,7 +293,7 @@ class Recrawl:
             hints = None if freq is None and lastmod is None else UrlHints(lastmod=lastmod, changefreq=freq)
             state = first_visit(url, host, now, hints, self.config)
             self._depth[url] = depth
-        sent = bool(conditional_headers(state)) and kind is Kind.REVISIT
+        sent = bool(self._validators(state)) and kind is Kind.REVISIT
         result = after_visit(state, now, status, digest, etag, last_modified, self.config, self._rng,
                              capture)
         self.queue.schedule(result.state)
