@@ -46,8 +46,8 @@ from peer.core.http.result import FetchResult
 from peer.core.door.peer import PeerCore
 from peer.core.revisit.hostmix import Kind
 from peer.core.revisit.policy import Change
-from peer.core.warc.record import Refers, digest, payload_digest as warc_payload_digest, refers_after, \
-    revisit_profile
+from peer.core.warc.record import Refers, digest, payload_digest as warc_payload_digest
+from peer.core.warc.refers import refers_after, revisit_profile
 from peer.engine.archive import Archive
 from peer.results.store import ResultStore
 from peer.state.generations import REVISIT_DIR

@@ -1,4 +1,4 @@
-"""Which record a WARC revisit refers to, and the digests of a chunked answer (peer/core/warc/record.py rules 1, 2, 6).
+"""Which record a WARC revisit refers to, and the digests of a chunked answer (peer/core/warc/record.py rules 1, 2, 6; peer/core/warc/refers.py).
 
 An archivist's questions, asked of the records themselves: does every
 revisit of a page name the ``response`` record that holds its body, with
@@ -27,11 +27,10 @@ from peer.core.warc.record import (
     RevisitProfile,
     Truncation,
     payload_digest,
-    refers_after,
     response_record,
-    revisit_profile,
     revisit_record,
 )
+from peer.core.warc.refers import refers_after, revisit_profile
 
 URL = "http://example.com/page"
 PAGE = b"<html><body>" + b"<p>the page</p>" * 80 + b"</body></html>"

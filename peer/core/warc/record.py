@@ -44,13 +44,13 @@ The rules, with the spec's sections:
    record's offset, and a file cut mid-member loses only that record.
 6. **A revisit refers to the record that holds the payload** (§6.7, §5.16,
    §5.17): :class:`Refers` names the last ``response`` record of the URL
-   that stands for the page (:func:`stands_for_page`), never a revisit and
+   that stands for the page, never a revisit and
    never a 304, with that record's own ``WARC-Record-ID`` and its
    ``WARC-Date`` string exactly as written, and its payload digest, which a
    revisit repeats so a replay tool finds the original by digest too.
-   :func:`revisit_profile` says when a fetch is a revisit (a 304, or the
-   same payload digest as that record's) and :func:`refers_after` which
-   record a later revisit refers to. With nothing to refer to (a 304 to a
+   :mod:`peer.core.warc.refers` says when a fetch is a revisit (a 304, or
+   the same payload digest as that record's) and which record a later
+   revisit refers to. With nothing to refer to (a 304 to a
    URL's first request, or after a capture cut at ``max_body``) the fetch
    is a ``response`` record: what the server sent, not a revisit pointing
    at nothing.
@@ -84,9 +84,6 @@ __all__ = [
     "gzip_member",
     "not_modified_record",
     "payload_digest",
-    "refers_after",
-    "revisit_profile",
-    "stands_for_page",
     "info_json",
     "request_record",
     "response_record",
@@ -291,7 +288,7 @@ def _header(head: bytes, name: bytes) -> bytes | None:
     return found
 
 
-def _status(head: bytes) -> str | None:
+def status_of(head: bytes) -> str | None:
     """The status code of a raw head, None if there is none to read."""
     first = _head_lines(head)[0].split()
     if len(first) >= 2 and len(first[1]) == 3 and first[1].isdigit():
@@ -484,7 +481,7 @@ def response_record(
         url=_uri(capture.target_uri),
         date=capture.date,
         mime=_mime(capture.response_head),
-        status=_status(capture.response_head),
+        status=status_of(capture.response_head),
         digest=payload_sum,
     )
     return _record(fields, block), facts
@@ -531,7 +528,7 @@ def revisit_record(
         url=_uri(capture.target_uri),
         date=capture.date,
         mime="warc/revisit",
-        status=_status(block) if block else None,
+        status=status_of(block) if block else None,
         digest=payload_sum,
     )
     return _record(fields, block), facts
@@ -561,63 +558,6 @@ def not_modified_record(
         ("WARC-Block-Digest", digest(block, algorithm)),
     ]
     return _record(fields, block)
-
-
-# ---------------------------------------------------------------- which record a revisit refers to (rule 6)
-
-
-def _status_code(capture: Capture) -> int | None:
-    text = _status(capture.response_head)
-    return None if text is None else int(text)
-
-
-def stands_for_page(capture: Capture) -> bool:
-    """Whether ``capture``'s ``response`` record holds what a later revisit may stand for (rule 6).
-
-    An answer with a whole payload that is the page's (2xx, 3xx, 4xx): not a
-    304 (it has none), not a 1xx, 429 or 5xx (a failure, after which the
-    page's validators and its last good capture are the earlier ones, as
-    peer/core/revisit/policy.py ``classify`` reads them), not cut short.
-    """
-    status = _status_code(capture)
-    return status is not None and 200 <= status < 500 and status not in (304, 429) and capture.truncated is None
-
-
-def revisit_profile(capture: Capture, earlier: Refers | None, payload: str | None) -> RevisitProfile | None:
-    """The profile ``capture`` is archived with as a revisit of ``earlier``; None for a ``response``.
-
-    ``payload`` is :func:`payload_digest` of ``capture``, the algorithm
-    ``earlier``'s is in. A 304 is server-not-modified (§6.7.3); an answer
-    standing for the page whose payload digest is ``earlier``'s is
-    identical-payload-digest (§6.7.2). Without ``earlier`` nothing is a
-    revisit: a 304 to a URL's first request is archived as the response it is.
-    """
-    if earlier is None:
-        return None
-    if _status_code(capture) == 304:
-        return RevisitProfile.SERVER_NOT_MODIFIED
-    if payload is not None and payload == earlier.payload_digest and stands_for_page(capture):
-        return RevisitProfile.IDENTICAL_PAYLOAD
-    return None
-
-
-def refers_after(earlier: Refers | None, capture: Capture, profile: RevisitProfile | None,
-                 record_id: str, payload: str) -> Refers | None:
-    """What the URL's next revisit refers to once ``capture`` is archived (rule 6).
-
-    A revisit record changes nothing: it is never referred to. A response
-    standing for the page is the new original (``record_id``, its date as
-    :func:`warc_date` writes it, ``payload``); a failure (1xx, 429, 5xx) or a
-    304 keeps ``earlier``; a page cut short leaves nothing to refer to.
-    """
-    if profile is not None:
-        return earlier
-    if stands_for_page(capture):
-        return Refers(record_id, warc_date(capture.date), payload)
-    status = _status_code(capture)
-    if status is None or status == 304 or status == 429 or status < 200 or status >= 500:
-        return earlier
-    return None
 
 
 def cdxj_line(urlkey: str, facts: CdxFacts, length: int, offset: int, filename: str) -> str:
