@@ -15,8 +15,8 @@ The rules, with the spec's sections:
    de-chunked body is added; then that body, content-coding (gzip) kept.
    The chunk framing is transport framing (RFC 9112 §7: a transfer coding
    is a property of the message, which any recipient may remove); the
-   fetcher does not keep it, and Common Crawl (StormCrawler's WARC writer)
-   stores chunked answers the same way under the same header names. Every
+   fetcher does not keep it, and Common Crawl stores chunked answers
+   de-chunked too, the header kept as ``X-Crawler-Transfer-Encoding``. Every
    reader then parses the record as it is, and its payload is what §5.9
    defines and what ``warcio check`` digests (rule 2). Any other body
    (plain, gzip with a Content-Length, close-delimited) is stored with its
