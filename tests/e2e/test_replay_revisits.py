@@ -41,14 +41,17 @@ NOT_MODIFIED_FIRST = "/framed/not-modified"
 
 
 def _records(folder: Path) -> list[dict[str, Any]]:
-    """Every response and revisit record's WARC fields (and the file it is in)."""
+    """Every response and revisit record's WARC fields, its HTTP status (None: no HTTP head) and
+    whether it was a chunked answer (stored de-chunked: peer/core/warc/record.py rule 1)."""
     out = []
     for path in sorted(folder.glob("*.warc.gz")):
         with path.open("rb") as f:
             for record in ArchiveIterator(f):
                 if record.rec_type in ("response", "revisit"):
                     fields = dict(record.rec_headers.headers)
-                    fields["status"] = record.http_headers.get_statuscode() if record.http_headers else None
+                    http = record.http_headers
+                    fields["status"] = http.get_statuscode() if http else None
+                    fields["chunked"] = bool(http and http.get_header("X-Crawler-Transfer-Encoding") == "chunked")
                     out.append(fields)
     return out
 
@@ -99,6 +102,8 @@ def test_every_revisit_time_of_a_page_replays_the_page_in_pywb(tmp_path: Path) -
     assert profiles == {NOT_MODIFIED, IDENTICAL}, profiles
     statuses = [e.status for e in log if e.target != "/robots.txt"]
     assert len(records) == len(statuses) and statuses.count(304) >= 6, statuses   # a record a request
+    chunked = {r["WARC-Target-URI"].rsplit("/", 1)[1] for r in records if r["WARC-Type"] == "response" and r["chunked"]}
+    assert chunked == {"chunked", "chunked-etag"}, chunked
     # Each revisit names the response record holding its page: its ID, its exact date, its digest.
     for r in revisits:
         original = by_id.get(r["WARC-Refers-To"])
