@@ -44,16 +44,15 @@ The rules, with the spec's sections:
    record's offset, and a file cut mid-member loses only that record.
 6. **A revisit refers to the record that holds the payload** (§6.7, §5.16,
    §5.17): :class:`Refers` names the last ``response`` record of the URL
-   that stands for the page, never a revisit and
-   never a 304, with that record's own ``WARC-Record-ID`` and its
-   ``WARC-Date`` string exactly as written, and its payload digest, which a
-   revisit repeats so a replay tool finds the original by digest too.
-   :mod:`peer.core.warc.refers` says when a fetch is a revisit (a 304, or
-   the same payload digest as that record's) and which record a later
-   revisit refers to. With nothing to refer to (a 304 to a
-   URL's first request, or after a capture cut at ``max_body``) the fetch
-   is a ``response`` record: what the server sent, not a revisit pointing
-   at nothing.
+   that stands for the page, never a revisit and never a 304, with that
+   record's own ``WARC-Record-ID``, its ``WARC-Date`` string exactly as
+   written, and its payload digest, which a revisit repeats so a replay
+   tool finds the original by digest too. :mod:`peer.core.warc.refers` says
+   when a fetch is a revisit (a 304, or the same payload digest as that
+   record's) and which record a later revisit refers to. With nothing to
+   refer to (a 304 to a URL's first request, or after a capture cut at
+   ``max_body``) the fetch is a ``response`` record: what the server sent,
+   not a revisit pointing at nothing.
 """
 
 from __future__ import annotations
@@ -82,12 +81,13 @@ __all__ = [
     "dechunk",
     "digest",
     "gzip_member",
+    "info_json",
     "not_modified_record",
     "payload_digest",
-    "info_json",
     "request_record",
     "response_record",
     "revisit_record",
+    "status_of",
     "truncation",
     "warc_date",
     "warcinfo_record",
