@@ -98,6 +98,7 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: (``sitemaps.``; a sitemap's refused input is ``sitemap.<problem>``, a drop),
 #: the cookie jar's (``cookies.``; a malformed Set-Cookie is ``cookie.malformed``, a drop),
 #: the WARC writer's (``warc.``: records, files, fetches not archived...),
+#: page requisites (``requisites.``: found, fetched, forwarded, and those a cap or the scope left out),
 #: duplicate content's (``dedupe.``; a refused band answer or query is ``dedupe_<what>``, a drop),
 #: a continuous crawl's schedule (``revisit.``: due, overdue, 304s, freshness;
 #: a refused ETag or Last-Modified is ``revisit_validator``, a drop),
@@ -109,7 +110,7 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: and operators' holds of a member asked by ``ring restart``, by outcome (``hold_request.``: ring/node.py rule 14).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "stalled_rounds", "cap.", "error.",
-                    "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.",
+                    "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.", "requisites.",
                     "revisit.", "seeds_file.", "seed_add.", "seed_add_batch.", "wire.", "lease.moved_",
                     "hold_request.")
 

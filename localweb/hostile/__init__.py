@@ -3,5 +3,5 @@
 Pure, bottom up: ``wire`` (bytes on the wire), ``site`` (the normal site),
 ``farm`` (link farms and traps), ``endless`` (a web without end),
 ``cases`` (the hostile hosts), ``sitemaps``, ``changing``
-(changing.test); ``server`` serves them (``python -m localweb.hostile``).
+(changing.test), ``styled`` (styled.test: pages and their requisites); ``server`` serves them (``python -m localweb.hostile``).
 """

@@ -44,6 +44,7 @@ from typing import TextIO, cast
 import trio
 
 from localweb.hostile import changing as changeweb
+from localweb.hostile import styled
 
 from localweb.hostile import sitemaps
 from localweb.hostile.cases import route as hostile_route
@@ -129,6 +130,8 @@ class HostileWeb:
             return trap_page(path)
         if host in sitemaps.HOSTS:
             return sitemaps.route(host, path, self.port) or reply(404, html("not found"))
+        if host in styled.HOSTS:
+            return styled.route(host, path, self.port) or reply(404, html("not found"))
         return hostile_route(host, path) or reply(404, html(f"no host {host}"))
 
     # -- serving -----------------------------------------------------------------

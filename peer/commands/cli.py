@@ -457,7 +457,7 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
     from peer.core.crawl.limits import Cap
     from peer.state.fsio import write_atomic
     from peer.state.journal import write_run
-    from peer.core.run.stats import crawl_stats, run_config
+    from peer.core.run.stats import crawl_stats, keep_earlier_runs, run_config
 
     out, received = crawler.peer.figures.forwarded()
     hits = {cap.value: n for cap, n in crawler.limits.hits.items() if isinstance(cap, Cap) and n}
@@ -465,6 +465,11 @@ def _end_run(cfg: ClusterConfig, peer_id: str, crawler, summary, record: RunReco
                       started=crawler.started, finished=finished, cap_hits=hits,
                       forwarded_out=out, forwarded_in=received, handoffs_in=crawler.handoffs_in,
                       config=run_config(cfg))
+    try:
+        previous = json.loads((data_dir / STATS_FILE).read_bytes())
+    except (OSError, ValueError):
+        previous = None  # none yet (a first run), or unreadable: this run's figures alone
+    doc = keep_earlier_runs(doc, previous)
     try:
         write_run(state_dir, record.ending(finished, summary.stop_reason, summary.requested))
         write_atomic(data_dir / STATS_FILE, (json.dumps(doc, indent=1).encode() + b"\n",))

@@ -30,6 +30,7 @@ import duckdb
 from peer.core.config.cluster import ClusterConfig
 from peer.core.run.layout import RESULTS_NAME, STATE_NAME, StateFile
 from peer.errors import ConfigError, StateError, first_line
+from peer.results.fetches import LAST_VISITS_SQL
 from peer.results.schema import PAGE_COLUMNS
 from peer.results.store import PageRow, ResultStore
 from peer.state.cookiefile import read_cookies
@@ -199,11 +200,7 @@ def _revisits(path: Path, peer_id: str, rec: Recovered | None) -> list[Any]:
         try:
             if con.execute("SELECT count(*) FROM information_schema.tables WHERE table_name = 'fetches'"
                            ).fetchone() != (0,):
-                rows = con.execute(
-                    "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
-                    "last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
-                    "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL WINDOW w AS (PARTITION BY url) "
-                    "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1").fetchall()
+                rows = con.execute(LAST_VISITS_SQL).fetchall()
             else:
                 rows = []
         except duckdb.Error as exc:

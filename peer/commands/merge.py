@@ -42,7 +42,9 @@ def _parser() -> argparse.ArgumentParser:
             "  python scripts/merge.py data/p1/pages.duckdb data/p2/pages.duckdb -o crawl.duckdb\n"
             "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --force --parquet out/\n"
             "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --export 'out/{table}.jsonl'\n"
-            "      (out/pages.jsonl, out/items_book.jsonl, ...; .csv and .parquet too)\n\n"
+            "      (out/pages.jsonl, out/items_book.jsonl, ...; .csv and .parquet too)\n"
+            "  python scripts/merge.py --ring cluster.toml -o crawl.duckdb --wacz crawl.wacz\n"
+            "      (the WARC files and the merged index as one WACZ 1.1.1 package)\n\n"
             "An input is a peer's data directory (or a copy of it: copy the whole directory)\n"
             "or a results file. A directory is read whole: pages.duckdb, its write-ahead log\n"
             "pages.duckdb.wal (rows since the last checkpoint, replayed without changing the\n"
@@ -75,7 +77,13 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--export", type=Path, metavar="PATH",
                    help="also write pages and each items_* table to a file in PATH's format "
                         "(.jsonl, .csv, .parquet); {table} in PATH is each table's name, "
-                        "else .<table> goes before the extension")
+                        "else PATH is the pages file as given and each items_* table goes beside "
+                        "it, .<table> before the extension; simhash is written as 16 hex digits, "
+                        "and in CSV a list as JSON")
+    p.add_argument("--wacz", type=Path, metavar="OUT.wacz",
+                   help="also package the peers' WARC files and the merged CDXJ index as one WACZ 1.1.1 "
+                        "file (archive/, indexes/index.cdx, pages/pages.jsonl, datapackage.json with "
+                        "sha256 hashes), which ReplayWeb.page and pywb read ([warc] enabled must have been on)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print no summary (warnings and errors still go to stderr)")
     return p
@@ -99,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
     try:
         summary = merge(files, args.output, force=args.force, parquet=args.parquet,
-                        export=args.export, warc_dirs=warc_dirs, strict=args.strict)
+                        export=args.export, warc_dirs=warc_dirs, strict=args.strict, wacz=args.wacz)
     except Incomplete as exc:
         for read in exc.reads:
             for line in read.warnings:

@@ -118,6 +118,7 @@ from peer.core.crawl.core import (
     Summary,
     Warn,
 )
+from peer.core.crawl.decisions import Hinted
 from peer.core.crawl.limits import Limits
 from peer.core.crawl.robots import MAX_ROBOTS_BYTES
 from peer.core.frontier.frontier import Job
@@ -264,6 +265,7 @@ class Crawler:
             Forward: self._do_forward, Queued: lambda e: journal.queued(e.url, e.depth),
             Checking: lambda e: journal.forwarded(e.url, e.depth), Seen: lambda e: journal.seen(e.url),
             Done: lambda e: journal.done(e.url, None), Row: self._do_row, Items: results.items,
+            Hinted: results.hinted,
             Commit: lambda e: journal.commit(),
             SeedsAt: lambda e: journal.counters(dict(e.counters)),
             StateKept: lambda e: journal.handed_state(e.revisits, e.cookies),
@@ -642,7 +644,9 @@ class Crawler:
         peer, url = self.peer, job.url
         fetcher = self._fetcher
         assert fetcher is not None
-        if peer.revisits:  # a continuous crawl: a revisit's validators (RFC 9110 §13.1)
+        if peer.revisits and not peer.is_requisite(url):
+            # A continuous crawl: a revisit's validators (RFC 9110 §13.1). A page requisite
+            # is fetched once and leaves no row, so it has no visit to record.
             res = await fetcher.fetch(url, headers=peer.validators(url),
                                       cookie=peer.cookie_header(url, time.time()))
             self.revisits.answered(job, res)

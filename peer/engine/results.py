@@ -22,7 +22,7 @@ import trio
 
 from peer.core.config.cluster import ClusterConfig
 from peer.core.config.sites import SiteSettings
-from peer.core.crawl.decisions import Items
+from peer.core.crawl.decisions import Hinted, Items
 from peer.core.frontier.frontier import PidSample
 from peer.core.run.layout import DataDir
 from peer.results.store import ResultStore
@@ -65,6 +65,11 @@ class Results:
             fetched_at = time.time()
             for table, row in e.items:
                 self.store.add_item(table, e.url, fetched_at, row)
+
+    def hinted(self, e: Hinted) -> None:
+        """A sitemap's hints for a URL whose row may be written already (peer.core.sitemaps.jobs rule 4)."""
+        if self.store is not None:
+            self.store.add_hints(e.url, e.lastmod, e.priority, e.changefreq)
 
     def pid(self, samples: list[PidSample], setpoint: Callable[[str], float]) -> None:
         """The politeness controllers' samples since the last call (``pid_trace``)."""

@@ -109,7 +109,8 @@ class Revisits:
                 e.url, e.host, wall, visit.kind.value, status, visit.change.value,
                 visit.change is Change.CHANGED, digest, visit.etag, visit.last_modified,
                 visit.conditional, e.bytes, e.elapsed_ms, e.error, visit.interval_before,
-                visit.interval_after, wall + (visit.next_due - now), self._peer_id,
+                visit.interval_after, None if visit.next_due is None else wall + (visit.next_due - now),
+                self._peer_id,
                 *((refers.record_id, refers.date, refers.payload_digest) if refers else (None, None, None))))
         # A revisit's 304 keeps the stored row; a 304 to a first request has none to keep.
         first = visit.kind is Kind.NEW

@@ -31,7 +31,7 @@ owners', in turn, so rows never collide).
 
 from __future__ import annotations
 
-__all__ = ["FETCHES", "FETCHES_DDL", "FETCHES_INDEX_DDL"]
+__all__ = ["FETCHES", "FETCHES_DDL", "FETCHES_INDEX_DDL", "LAST_VISITS_CAPTURE_SQL", "LAST_VISITS_SQL"]
 
 #: (column, DuckDB type, what it holds), in order.
 FETCHES: tuple[tuple[str, str, str], ...] = (
@@ -40,7 +40,7 @@ FETCHES: tuple[tuple[str, str, str], ...] = (
     ("fetched_at", "TIMESTAMP", "UTC, when the answer (or the failure) came"),
     ("kind", "VARCHAR", "'new' for a URL's first visit, 'revisit' after (peer.core.revisit.hostmix.Kind)"),
     ("status", "INTEGER", "the HTTP status, NULL when no answer came"),
-    ("change", "VARCHAR", "what the visit found: first, changed, unchanged, not_modified, gone, failed"),
+    ("change", "VARCHAR", "what the visit found: first, changed, unchanged, not_modified, gone, missing, failed"),
     ("changed", "BOOLEAN", "change = 'changed' (rule 2)"),
     ("digest", "VARCHAR", "the payload's digest (e.g. 'sha1:BASE32'), NULL for a 304 or no body"),
     ("etag", "VARCHAR", "the ETag the answer carried, if valid (RFC 9110 §8.8.3)"),
@@ -69,3 +69,29 @@ FETCHES_DDL = "CREATE TABLE IF NOT EXISTS fetches (\n" + ",\n".join(
 #: Reading a URL's history is the common query; DuckDB's zone maps serve
 #: ``fetched_at`` ranges without an index, but not a point lookup by URL.
 FETCHES_INDEX_DDL = "CREATE INDEX IF NOT EXISTS fetches_url ON fetches (url)"
+
+
+#: Each scheduled URL's latest row, as a restart or an adoption schedules it again
+#: (peer/core/revisit/recrawl.py rule 7): (url, host, fetched_at, next_due (epoch s),
+#: interval_after, digest, etag, last_modified, visits, changes). The digest is the one
+#: the schedule compares the next answer with, as peer/core/revisit/policy.py keeps it:
+#: the last body's (a 304 has none, and a failure's body is not the page's), '' after a
+#: 404/410 (none: the caller reads it as None). The latest row's own digest would be
+#: NULL after a 304, so the first answer after a restart was taken for a first visit.
+LAST_VISITS_SQL = (
+    "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, "
+    "last_value(CASE WHEN change IN ('first', 'changed', 'unchanged') THEN digest "
+    "WHEN change IN ('gone', 'missing') THEN '' END IGNORE NULLS) OVER d, "
+    "etag, last_modified, count(*) OVER w, sum(changed::INT) OVER w FROM fetches "
+    "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
+    "WINDOW w AS (PARTITION BY url), d AS (PARTITION BY url ORDER BY fetched_at "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) "
+    "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
+
+#: :data:`LAST_VISITS_SQL` and an 11th column: the WARC record the URL's next revisit refers
+#: to, as of its latest row, packed as ``peer.core.warc.record.Refers.pack`` (NULL without
+#: one). The store's own file always has the warc_* columns (it adds them when it opens an
+#: older one); an adopted peer's file may not, so lostpeer reads the ten.
+LAST_VISITS_CAPTURE_SQL = LAST_VISITS_SQL.replace(
+    "sum(changed::INT) OVER w FROM fetches",
+    "sum(changed::INT) OVER w, warc_record_id || ' ' || warc_date || ' ' || warc_payload_digest FROM fetches")

@@ -74,10 +74,24 @@ read either, the peer must stop first.
 of the merge, one file each, in the format of PATH's extension: ``.jsonl``
 (JSON lines, DuckDB's ``FORMAT json``), ``.csv`` (with a header) or
 ``.parquet``. ``{table}`` in PATH is replaced by each table's name
-(``out/{table}.jsonl`` gives ``out/pages.jsonl``, ``out/items_book.jsonl``);
-a PATH without it gets ``.<table>`` before its extension (``crawl.csv`` gives
-``crawl.pages.csv``, ``crawl.items_book.csv``). Each file is written whole
-and renamed into place; an existing one is refused without ``--force``.
+(``out/{table}.jsonl`` gives ``out/pages.jsonl``, ``out/items_book.jsonl``).
+A PATH without it is the ``pages`` file, as given (``out/pages.csv`` is
+``out/pages.csv``), and each ``items_*`` table goes beside it with
+``.<table>`` before the extension (``out/pages.items_book.csv``): a user who
+names a file gets that file, and the other tables cannot overwrite it. Each
+file is written whole and renamed into place; an existing one is refused
+without ``--force``. The values are the tables', with two exceptions every
+reader of the file would otherwise get wrong (:func:`export_select`):
+
+- a 64-bit unsigned column (``simhash``, DuckDB's ``UBIGINT``) is written as
+  16 lowercase hex digits, in every format: a JSON number past 2**53 loses
+  its low bits in most JSON readers (RFC 8259 §6 warns of exactly that), a
+  CSV column with NULLs is read as floats by pandas, and Parquet's UINT64
+  becomes a float64 in pandas as soon as a NULL is in the column. ``int(s,
+  16)`` in Python and ``('0x' || s)::UBIGINT`` in DuckDB give the value back;
+- in CSV, a list or struct column (an items field of a ``*`` rule) is
+  written as JSON (``["a","b"]``), not DuckDB's own ``[a, b]``, which no CSV
+  reader can split back when a value holds a comma.
 
 **Stats.** A ``stats.json`` beside an input (each peer writes one in its
 data_dir at the end of a run, ``peer/core/run/stats.py``; a directory's own,
@@ -85,6 +99,10 @@ a file's beside it) is summed into the cluster's: ``<output without
 .duckdb>.stats.json`` (``crawl.stats.json``), which ``ringcrawl-report``
 reads beside ``crawl.duckdb``. One file is summed once however many inputs
 sit beside it.
+
+**WACZ.** With ``wacz``, the peers' WARC files and the merged index are
+packaged as one WACZ 1.1.1 file (``peer.results.wacz``), its pages the
+merged ``pages`` rows' titles on the index's HTML captures.
 
 **WARC indexes.** The CDXJ indexes of the peers' WARC files (``[warc]``,
 docs/warc.md), found in each input's ``warc/`` folder (with ``--ring``: each
@@ -118,12 +136,13 @@ from peer.state.configfile import load_config
 from peer.core.run.layout import RESULTS_NAME, DataDir
 from peer.core.run.stats import sum_stats
 from peer.results.cdxj import MergedIndex, merge_indexes
+from peer.results.wacz import WaczSummary, warc_files, write_wacz
 from peer.results.schema import quote
 from peer.results.mergeinputs import Incomplete, InputRead, Layout, check_inputs, read_input, tables
 from peer.results.store import SCHEMA
 from ring.durations import duration
 
-__all__ = ["EXPORT_FORMATS", "Incomplete", "InputRead", "MergeSummary", "export_paths", "merge",
+__all__ = ["EXPORT_FORMATS", "Incomplete", "InputRead", "MergeSummary", "export_paths", "export_select", "merge",
            "ring_inputs"]  # Incomplete and InputRead: peer.results.mergeinputs's, re-exported
 
 ITEMS_PREFIX = "items_"
@@ -160,6 +179,7 @@ class MergeSummary:
     stats_from: int = 0  # peers' stats.json summed into it
     cdxj: MergedIndex | None = None  # the peers' WARC indexes merged, when they had some
     read: tuple[InputRead, ...] = ()  # what was read of each input, in order
+    wacz: WaczSummary | None = None  # the WACZ package written (--wacz)
 
     def lines(self) -> list[str]:
         """The human summary, one figure a line."""
@@ -191,6 +211,8 @@ class MergeSummary:
             out.append(f"stats      {self.stats} (the sum of {self.stats_from} peer(s)' stats.json)")
         if self.cdxj is not None:
             out.append(f"warc index {self.cdxj.path} ({self.cdxj.lines:,} captures from {self.cdxj.files} .cdxj file(s))")
+        if self.wacz is not None:
+            out.append(self.wacz.line())
         return out
 
 
@@ -233,16 +255,38 @@ def export_paths(pattern: Path, tables: Sequence[str]) -> list[Path]:
     name = pattern.name
     if "{table}" in name:
         return [pattern.with_name(name.replace("{table}", t)) for t in tables]
-    return [pattern.with_name(f"{name[: -len(suffix)]}.{t}{pattern.suffix}") for t in tables]
+    return [pattern if t == "pages" else pattern.with_name(f"{name[: -len(suffix)]}.{t}{pattern.suffix}")
+            for t in tables]
+
+
+def export_select(con: duckdb.DuckDBPyConnection, table: str, suffix: str) -> str:
+    """The query ``--export`` writes ``table`` from, for a file ending in ``suffix`` (module docstring)."""
+    cols = con.execute("SELECT column_name, data_type FROM duckdb_columns() WHERE table_name = ? "
+                       "AND schema_name = 'main' AND database_name = current_database() ORDER BY column_index", [table]).fetchall()
+    csv = suffix.lower() == ".csv"
+    out = []
+    for name, kind in cols:
+        q = quote(name)
+        if kind == "UBIGINT":
+            out.append(f"lpad(lower(hex({q})), 16, '0') AS {q}")
+        elif csv and (kind.endswith("]") or kind.startswith(("STRUCT", "MAP", "UNION"))):
+            out.append(f"CAST(to_json({q}) AS VARCHAR) AS {q}")
+        else:
+            out.append(q)
+    return f"SELECT {', '.join(out)} FROM {quote(table)}"
 
 
 def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
           parquet: Path | None = None, export: Path | None = None,
-          warc_dirs: Sequence[Path] | None = None, strict: bool = False) -> MergeSummary:
+          warc_dirs: Sequence[Path] | None = None, strict: bool = False,
+          wacz: Path | None = None) -> MergeSummary:
     """Merge ``inputs`` (data directories or results files) into the DuckDB file ``output``.
 
+    ``wacz``: also package the WARC files and the merged index there (WACZ 1.1.1).
+
     Raises StateError for an input that cannot be read (naming it),
-    ConfigError for a refused output, and with ``strict`` :class:`Incomplete`
+    ConfigError for a refused output (a ``wacz`` with no WARC index to
+    package among them), and with ``strict`` :class:`Incomplete`
     for an input warned about; nothing is written in each case.
     """
     output = Path(output)
@@ -286,7 +330,13 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
         cdxj_out = output.with_name(output.stem + ".cdxj")
         folders = [s.folder / "warc" for s in sources] if warc_dirs is None else list(warc_dirs)
         indexed = (cdxj_out,) if any(d.is_dir() and any(d.glob("*.cdxj")) for d in folders) else ()
-        if not force and (clash := next((t for t in (*targets, *exports, *indexed) if t.exists()), None)):
+        packed = (Path(wacz),) if wacz is not None else ()
+        if packed and not indexed:
+            raise ConfigError(str(wacz), "--wacz", "the inputs have no WARC files to package "
+                              "([warc] enabled = true writes them)")
+        if packed and not packed[0].parent.is_dir():
+            raise ConfigError(str(wacz), "--wacz", f"directory {packed[0].parent} does not exist")
+        if not force and (clash := next((t for t in (*targets, *exports, *indexed, *packed) if t.exists()), None)):
             raise ConfigError(str(clash), "", "exists; pass --force to overwrite it")
         rows_in = _build(con, aliases, layout, plan)
         summary = _summarise(con, output, [r.results for r in reads if r.results is not None],
@@ -297,9 +347,15 @@ def merge(inputs: Sequence[Path], output: Path, *, force: bool = False,
             _copy_out(con, table, path)
         if stats_out is not None:
             _write_stats(stats_in, stats_out)
+        cdxj = merge_indexes(folders, cdxj_out)
+        package = None
+        if wacz is not None and cdxj is not None:
+            titles = dict(con.execute("SELECT url, title FROM pages WHERE status = 200 AND title IS NOT NULL")
+                          .fetchall()) if "pages" in plan else {}
+            package = write_wacz(Path(wacz), warc_files(folders), cdxj.path, titles=titles,
+                                 title=Path(wacz).stem)
         summary = dataclasses.replace(summary, exports=exports, stats=stats_out,
-                                      stats_from=len(stats_in), cdxj=merge_indexes(folders, cdxj_out),
-                                      read=tuple(reads))
+                                      stats_from=len(stats_in), cdxj=cdxj, read=tuple(reads), wacz=package)
         con.close()
         con = None
         os.replace(work / "merged.duckdb", output)
@@ -447,7 +503,8 @@ def _export(con: duckdb.DuckDBPyConnection, tables: list[str], directory: Path) 
 def _copy_out(con: duckdb.DuckDBPyConnection, table: str, path: Path) -> None:
     """One table to ``path`` in the format of its extension, written whole then renamed."""
     tmp = path.with_name(f".{path.name}.tmp")
-    con.execute(f"COPY {quote(table)} TO {_lit(tmp)} ({EXPORT_FORMATS[path.suffix.lower()]})")
+    con.execute(f"COPY ({export_select(con, table, path.suffix)}) TO {_lit(tmp)} "
+                f"({EXPORT_FORMATS[path.suffix.lower()]})")
     os.replace(tmp, path)
 
 

@@ -53,6 +53,7 @@ from peer.errors import LockedError, StateError, StorageError, first_line
 from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
+from peer.results.fetches import LAST_VISITS_CAPTURE_SQL
 from peer.results.schema import ITEM_COLUMNS, PAGE_COLUMNS, SCHEMA, PageRow, quote
 
 __all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held", "page_cells"]
@@ -189,8 +190,29 @@ def page_cells(r: PageRow, peer: str) -> tuple[Any, ...]:
     return tuple(cells)
 
 
+#: The sitemap hint columns of ``pages`` (peer.core.sitemaps.jobs rule 4): what a sitemap said of
+#: the URL, not of one visit, so a revisit's row keeps them when it has none of its own.
+_HINTS = tuple(PAGE_COLUMNS.index(c) for c in ("sitemap_lastmod", "sitemap_priority", "sitemap_changefreq"))
+
+
+def _keep_hints(pages: list[tuple[Any, ...]], old: Mapping[str, list[Any]]) -> list[tuple[Any, ...]]:
+    """``pages`` with each row that has no sitemap hints given those of the row it replaces."""
+    if not old:
+        return pages
+    out = []
+    for cells in pages:
+        hints = old.get(cells[0])
+        if hints is not None and all(cells[i] is None for i in _HINTS):
+            row = list(cells)
+            for i, v in zip(_HINTS, hints):
+                row[i] = v
+            cells = tuple(row)
+        out.append(cells)
+    return out
+
+
 class _Batch:
-    __slots__ = ("pages", "links", "bodies", "pid", "items", "fetches", "replace")
+    __slots__ = ("pages", "links", "bodies", "pid", "items", "fetches", "replace", "hints")
 
     def __init__(self) -> None:
         self.pages: list[PageRow] = []
@@ -200,9 +222,12 @@ class _Batch:
         self.items: dict[str, list[tuple[str, float, Mapping[str, Any]]]] = {}
         self.fetches: list[tuple[Any, ...]] = []
         self.replace: set[str] = set()   # revisited URLs: their older pages row goes
+        # url -> (lastmod, priority, changefreq): a sitemap's hints for a row written before it was read
+        self.hints: dict[str, tuple[datetime | None, float | None, str | None]] = {}
 
     def __bool__(self) -> bool:
-        return bool(self.pages or self.links or self.bodies or self.pid or self.items or self.fetches)
+        return bool(self.pages or self.links or self.bodies or self.pid or self.items or self.fetches
+                    or self.hints)
 
 
 class ResultStore:
@@ -339,6 +364,14 @@ class ResultStore:
                 or len(b.links) >= self.batch_rows * LINKS_PER_BATCH_ROW
                 or self._body_bytes >= MAX_BATCH_BODY_BYTES):
             self._full.set()
+
+    def add_hints(self, url: str, lastmod: float | None, priority: float | None, changefreq: str | None) -> None:
+        """A sitemap's hints for ``url``, read after its row may have been written: the row's
+        ``sitemap_*`` columns take them at the next flush (no row yet: nothing to do, the row
+        brings them itself; peer.core.sitemaps.jobs rule 4)."""
+        if self._closed:
+            raise StateError(f"{self.path}: results store is closed")
+        self._batch.hints[url] = (None if lastmod is None else _ts(lastmod), priority, changefreq)
 
     def add_fetch(self, row: tuple[Any, ...]) -> None:
         """Queue one ``fetches`` row, its columns in peer.results.fetches' order (epoch floats for times)."""
@@ -494,13 +527,7 @@ class ResultStore:
             raise StateError(f"{self.path}: results store is not open")
         try:
             # A cursor of its own: the writer's statements between batches leave it be.
-            return con.cursor().execute(
-                "SELECT url, host, epoch(fetched_at), epoch(next_due), interval_after, digest, etag, "
-                "last_modified, count(*) OVER w, sum(changed::INT) OVER w, "
-                "warc_record_id || ' ' || warc_date || ' ' || warc_payload_digest FROM fetches "
-                "WHERE interval_after IS NOT NULL AND next_due IS NOT NULL "
-                "WINDOW w AS (PARTITION BY url) "
-                "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
+            return con.cursor().execute(LAST_VISITS_CAPTURE_SQL)
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot read results: {exc}") from None
 
@@ -525,9 +552,13 @@ class ResultStore:
             raise StateError(f"{self.path}: results store is not open")
         peer = self.peer_id
         pages = [page_cells(r, peer) for r in batch.pages]
+        # The hints of rows replaced within this batch (newer than the file's).
+        dropped: dict[str, list[Any]] = {}
         if batch.replace:
             # A URL visited twice in one batch keeps its last row (pages: the latest).
             last = {r[0]: i for i, r in enumerate(pages) if r[0] in batch.replace}
+            dropped = {r[0]: [r[j] for j in _HINTS] for i, r in enumerate(pages)
+                       if r[0] in last and last[r[0]] != i and any(r[j] is not None for j in _HINTS)}
             pages = [r for i, r in enumerate(pages) if r[0] not in batch.replace or last[r[0]] == i]
         fetches = [r[:2] + (_ts(r[2]),) + r[3:16] + (None if r[16] is None else _ts(r[16]),) + r[17:]
                    for r in batch.fetches]
@@ -539,12 +570,24 @@ class ResultStore:
         try:
             con.begin()
             if batch.replace:
-                con.execute("DELETE FROM pages WHERE list_contains(?, url)", [sorted(batch.replace)])
+                gone = con.execute("DELETE FROM pages WHERE list_contains(?, url) RETURNING url, "
+                                   "sitemap_lastmod, sitemap_priority, sitemap_changefreq",
+                                   [sorted(batch.replace)]).fetchall()
+                pages[:] = _keep_hints(pages, {**{u: h for u, *h in gone if h != [None, None, None]}, **dropped})
             for table, rows in work:
                 if rows:
                     taken[table] = self._append(table, rows)
             for table, entries in batch.items.items():
                 items += self._write_items(con, table, entries)
+            if batch.hints:
+                urls = list(batch.hints)
+                lastmod, priority, freq = zip(*batch.hints.values())
+                con.execute(
+                    "UPDATE pages SET sitemap_lastmod = h.lastmod, sitemap_priority = h.priority, "
+                    "sitemap_changefreq = h.freq FROM (SELECT unnest(?::VARCHAR[]) AS url, "
+                    "unnest(?::TIMESTAMP[]) AS lastmod, unnest(?::DOUBLE[]) AS priority, "
+                    "unnest(?::VARCHAR[]) AS freq) h WHERE pages.url = h.url",
+                    [urls, list(lastmod), list(priority), list(freq)])
             con.commit()
         except duckdb.Error as exc:
             for app in self._appenders.values():

@@ -444,3 +444,76 @@ def test_simulated_host_shares_its_starts_while_new_urls_wait() -> None:
     n = len(res.requests)
     # New URLs waited the whole run, revisits nearly all of it: about half each.
     assert abs(res.kinds[Kind.REVISIT] - n * spec.config.revisit_share) <= 0.05 * n
+
+
+# ---------------------------------------------------------------------------
+# Pages never found, and the revisits line (peer.core.revisit.recrawl rules 4, 6)
+
+
+def _recrawl():
+    from peer.core.revisit.recrawl import Recrawl
+
+    return Recrawl(RevisitConfig(enabled=True, min_interval=10.0, max_interval=100.0, initial_interval=10.0,
+                                 jitter=0.0, revisit_share=1.0), random.Random(1))
+
+
+def _revisit_all(rc, now: float, answers: dict[str, tuple[int | None, str | None]]) -> None:
+    """Hand every due record and visit it with its answer (status, digest)."""
+    handed = rc.feed(now)
+    while handed:
+        url, host, depth = handed[0]
+        status, digest = answers[url]
+        rc.visited(url, host, depth, now, status, digest, None, None)
+        nxt = rc.started(url, host, _NoneQueued())
+        handed = [nxt] if nxt else rc.feed(now)
+
+
+class _NoneQueued:
+    def host_queued(self, host: str) -> int:
+        return 0
+
+
+def test_a_404_to_the_first_visit_is_never_found_not_gone_and_is_not_revisited() -> None:
+    rc = _recrawl()
+    v = rc.visited("http://a.test/broken", "a.test", 1, 0.0, 404, "sha1:X", None, None)
+    assert v.change is Change.MISSING and v.next_due is None
+    v = rc.visited("http://a.test/p", "a.test", 1, 0.0, 200, "sha1:P", None, None)
+    assert v.change is Change.FIRST
+    # Ten max_intervals later the broken link was never asked again; the page was.
+    for t in range(0, 1000, 10):
+        _revisit_all(rc, float(t), {"http://a.test/p": (200, "sha1:P")})
+    f = rc.figures()
+    assert (f.never_found, f.gone, f.scheduled) == (1, 0, 1)
+    assert f.visits_revisit > 10 and f.visits_new == 2
+    # A page that was there and then answers 404 is gone, and stays scheduled (at max_interval).
+    _revisit_all(rc, 2000.0, {"http://a.test/p": (404, None)})
+    f = rc.figures()
+    assert (f.gone, f.never_found, f.scheduled) == (1, 1, 1)
+
+
+def test_the_revisits_line_adds_up() -> None:
+    import re
+
+    from peer.core.crawl.figures import revisits_line
+
+    rc = _recrawl()
+    rc.visited("http://a.test/gone", "a.test", 0, 0.0, 200, "sha1:G", None, None)
+    rc.visited("http://a.test/same", "a.test", 0, 0.0, 200, "sha1:S", '"e"', None)
+    rc.visited("http://a.test/moves", "a.test", 0, 0.0, 200, "sha1:M0", None, None)
+    rc.visited("http://a.test/later", "a.test", 0, 0.0, 503, None, None, None)      # failed first visit
+    rc.visited("http://a.test/broken", "a.test", 0, 0.0, 404, None, None, None)     # never found
+    rc.visited("http://a.test/flaky", "a.test", 0, 0.0, None, None, None, None)     # no answer
+    for k, t in enumerate((10.0, 25.0, 47.5, 80.0)):
+        _revisit_all(rc, t, {"http://a.test/gone": (404 if k else 200, None if k else "sha1:G"),
+                             "http://a.test/same": (304, None), "http://a.test/moves": (200, f"sha1:M{k + 1}"),
+                             "http://a.test/later": (200, "sha1:L"), "http://a.test/flaky": (None, None)})
+    f = rc.figures()
+    line = revisits_line(f, "-")
+    total = int(re.match(r"revisits: (\d+) ", line)[1])
+    parts = re.search(r"\): (.*?); freshness", line)[1].split(", ")
+    assert total == f.visits_revisit > 0
+    assert sum(int(p.split(" ", 1)[0]) for p in parts) == total, line
+    assert sum(f.revisit_parts.values()) == total
+    # Every kind of answer came: the line names each, and the first visits apart.
+    assert {"gone", "failed", "changed", "unchanged", "first answer"} <= {p.split(" ", 1)[1] for p in parts}, line
+    assert "first visits 6" in line and "not revisited) 1" in line, line

@@ -6,8 +6,9 @@ import random
 from datetime import datetime, timezone
 
 from peer.core.crawl.core import (
-    CrawlCore, Done, Fetch, FetchRobots, FetchSitemap, Forward, Origin, PassOn, Queued, Row,
+    CrawlCore, Done, Fetch, FetchRobots, FetchSitemap, Forward, Origin, PassOn, Queued, Reason, Refused, Row,
 )
+from peer.core.crawl.decisions import Hinted
 from peer.core.frontier.frontier import Job
 from peer.core.sitemaps.document import Authority, ChangeFreq, parse
 from peer.core.sitemaps.hints import SitemapJob, UrlHints, attach, detach
@@ -133,6 +134,56 @@ def test_a_url_of_another_peers_host_travels_with_its_hints():
     assert other.discover(fwd.url, fwd.depth, 0.0, Origin.RELAY) == [Queued(f"{theirs}/x", 0)]
     job = start(other, 0.0)
     (row,) = [e for e in other.on_result(job, answer(job.url, 404), None, 0.0) if isinstance(e, Row)]
+    assert row.sitemap_priority == 0.3
+
+
+def _rows(c: CrawlCore, n: int, now: float) -> dict:
+    """Start, fetch (an empty 200) and end ``n`` jobs; their rows by URL."""
+    rows = {}
+    for _ in range(n):
+        job = start(c, now)
+        assert isinstance(c.admit(job, now), Fetch)
+        rows.update({e.url: e for e in c.on_result(job, answer(job.url, 200, b"x", ctype="text/plain"),
+                                                    None, now) if isinstance(e, Row)})
+        c.job_ended(job)
+    return rows
+
+
+def test_a_url_a_link_reached_first_still_takes_the_sitemaps_hints_into_its_row():
+    c = core(obey_robots=False)
+    c.sitemap_jobs.found(f"{A}/sitemap.xml", SitemapJob(0, frozenset([Authority(B)])), 0.0)
+    # The usual order on a real site: the home page links p1 before the sitemap is read.
+    assert c.discover(f"{A}/p1", 1, 0.0, Origin.LINK) == [Queued(f"{A}/p1", 1)]
+    out = read(c, next_sitemap(c, 0.0), SITEMAP)
+    assert Refused(f"{A}/p1", Reason.SEEN) in out
+    # Its row is still to come: it takes the hints itself.
+    p1 = _rows(c, 3, 1.0)[f"{A}/p1"]
+    assert p1.depth == 1   # the link's depth: it was queued first
+    assert p1.sitemap_lastmod == datetime(2024, 5, 1, tzinfo=timezone.utc).timestamp()
+    assert (p1.sitemap_priority, p1.sitemap_changefreq) == (0.8, "daily")
+
+
+def test_a_page_fetched_before_its_sitemap_was_read_has_its_row_filled():
+    c = core(obey_robots=False)
+    c.discover(f"{A}/p1", 1, 0.0, Origin.LINK)
+    assert _rows(c, 1, 0.0)[f"{A}/p1"].sitemap_priority is None   # written without them
+    c.sitemap_jobs.found(f"{A}/sitemap.xml", SitemapJob(0, frozenset([Authority(B)])), 0.0)
+    out = read(c, next_sitemap(c, 0.0), SITEMAP)
+    (late,) = [e for e in out if isinstance(e, Hinted)]
+    assert late == Hinted(f"{A}/p1", datetime(2024, 5, 1, tzinfo=timezone.utc).timestamp(), 0.8, "daily")
+    assert c.sitemap_jobs.take_hints(f"{A}/p1") is None   # its row is written: not held
+
+
+def test_the_owner_of_a_url_it_queued_from_a_link_keeps_the_hints_another_peer_sent():
+    ring = HashRing({"p1": 1.0, "p2": 1.0})
+    theirs = f"http://{owned_by(ring, 'p2')[0]}"
+    entry = attach(f"{theirs}/x", UrlHints(priority=0.3))   # from p1's reading of a sitemap
+    owner = core("p2", obey_robots=False)
+    owner.handoffs.set_ring(ring, 0.0)
+    assert owner.discover(f"{theirs}/x", 2, 0.0, Origin.LINK) == [Queued(f"{theirs}/x", 2)]
+    assert Refused(f"{theirs}/x", Reason.SEEN) in owner.discover(entry, 0, 0.0, Origin.RELAY)
+    job = start(owner, 0.0)
+    (row,) = [e for e in owner.on_result(job, answer(job.url, 404), None, 0.0) if isinstance(e, Row)]
     assert row.sitemap_priority == 0.3
 
 

@@ -87,3 +87,28 @@ def test_the_clusters_stats_are_summed_over_the_span():
     assert total["finish_reasons"] == {"frontier empty": 2}
     assert total["directives"] == {"links_frame": 6, "noindex": 4} and total["invalid_status"] == 2
     assert total["run_config"] == {"crawl": {"seeds": []}}
+
+
+def test_a_resumed_crawls_stats_keep_each_earlier_runs_figures():
+    from peer.core.run.stats import keep_earlier_runs
+
+    def run(n: int, start: float, pages: int, peer: str = "p1") -> dict:
+        return crawl_stats(summary(requested=pages), peer=peer, ring="r", run=n, started=start,
+                           finished=start + 10, cap_hits={}, config={"crawl": {"seeds": [str(n)]}})
+
+    first = keep_earlier_runs(run(1, 1_000.0, 30), None)
+    assert "earlier_runs" not in first
+    second = keep_earlier_runs(run(2, 2_000.0, 50), first)
+    third = keep_earlier_runs(run(3, 3_000.0, 20), second)
+    assert [r["run"] for r in third["earlier_runs"]] == [1, 2]
+    assert [r["pages"] for r in third["earlier_runs"]] == [30, 50] and third["pages"] == 20
+    assert all("run_config" not in r for r in third["earlier_runs"])   # the run in force is this one's
+    # Another peer's file, a later run's, or no run number: not this crawl's past.
+    assert "earlier_runs" not in keep_earlier_runs(run(2, 2_000.0, 5), run(1, 1_000.0, 5, peer="p2"))
+    assert "earlier_runs" not in keep_earlier_runs(run(1, 2_000.0, 5), run(4, 1_000.0, 5))
+    assert "earlier_runs" not in keep_earlier_runs(run(2, 2_000.0, 5), {"peer": "p1", "run": "1"})
+    # The cluster's file lists every peer's earlier runs, oldest first, and sums the last ones.
+    other = keep_earlier_runs(run(2, 2_500.0, 7, peer="p2"), run(1, 1_500.0, 9, peer="p2"))
+    total = sum_stats([third, other])
+    assert [(r["peer"], r["run"]) for r in total["earlier_runs"]] == [("p1", 1), ("p2", 1), ("p1", 2)]
+    assert total["pages"] == 27

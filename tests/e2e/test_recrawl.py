@@ -293,6 +293,40 @@ async def test_a_restarted_crawl_schedules_its_pages_from_the_fetches_table(tmp_
     assert rc.restore(rows, 500.0, wall) == 0       # already scheduled: kept
 
 
+async def test_a_restart_compares_the_next_answer_with_the_last_body_not_a_304s_none(tmp_path) -> None:
+    """recrawl rule 7: after a 304 (no digest) or a failure, the digest restored is the last body's."""
+    from peer.results.fetches import FETCHES
+    from peer.results.store import ResultStore
+
+    def row(url: str, t: float, status: int, change: str, digest: str | None) -> tuple:
+        r = dict.fromkeys(name for name, _, _ in FETCHES)
+        r.update(url=url, host="a.test", fetched_at=t, kind="revisit", status=status, change=change,
+                 changed=change == "changed", digest=digest, conditional=True, bytes=1, elapsed_ms=1.0,
+                 interval_before=10.0, interval_after=10.0, next_due=t + 10.0, peer="p1")
+        return tuple(r.values())
+
+    path = tmp_path / "pages.duckdb"
+    wall = 1_700_000_000.0
+    async with ResultStore(path, "p1", store_links=False, store_body=False, store_fetches=True) as st:
+        for url, visits in {
+            "http://a.test/304": [(200, "first", "sha1:A"), (304, "not_modified", None)],
+            "http://a.test/503": [(200, "first", "sha1:A"), (503, "failed", "sha1:ERRORPAGE")],
+            "http://a.test/gone": [(200, "first", "sha1:A"), (404, "gone", "sha1:NOTFOUND")],
+        }.items():
+            for k, (status, change, digest) in enumerate(visits):
+                st.add_fetch(row(url, wall - 100 + k, status, change, digest))
+        rows = await st.last_visits()
+    rc = Recrawl(RevisitConfig(enabled=True, min_interval=1.0, max_interval=1e9), random.Random(1))
+    assert rc.restore(rows, 500.0, wall) == 3
+    digests = {u: rc.queue.get(u, "a.test").digest for u in ("http://a.test/304", "http://a.test/503",
+                                                              "http://a.test/gone")}
+    assert digests == {"http://a.test/304": "sha1:A", "http://a.test/503": "sha1:A", "http://a.test/gone": None}
+    # So the same body after the restart is unchanged, not a first answer.
+    rc.feed(600.0)
+    v = rc.visited("http://a.test/304", "a.test", 0, 600.0, 200, "sha1:A", None, None)
+    assert v.change is Change.UNCHANGED
+
+
 def test_a_sitemap_lastmod_after_the_last_visit_makes_a_page_due_sooner() -> None:
     from peer.core.sitemaps.hints import UrlHints
 

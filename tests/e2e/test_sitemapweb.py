@@ -96,6 +96,10 @@ def test_a_ring_fetches_each_hidden_page_once_by_its_owner(ring_crawl):
     for path in sm.HIDDEN:
         row = rows[web.url(sm.SITEMAP_HOST, path)]
         assert row["peer"] == mine and row["sitemap_priority"] == 0.9
+    # The pages "/" links, which the links reach before the sitemaps are read, have the hints too.
+    for path in sm.PAGES:
+        row = rows[web.url(sm.SITEMAP_HOST, path)]
+        assert (row["sitemap_priority"], row["sitemap_changefreq"]) == (0.5, "daily"), (path, row)
     assert {r["peer"] for r in run.rows if r["host"].startswith(sm.SITEMAP_HOST)} == {mine}
     # The seeded text sitemap went from every peer to the owner, which read it
     # once and counted the two copies that came after as seen.

@@ -61,11 +61,15 @@ def test_the_guide_s_library_crawl_fetches_the_library_and_nothing_else(tmp_path
     causes = dict((k, int(n)) for k, n in (c.rsplit(" ", 1) for c in said.split(": ", 1)[1].split(", ")))
     assert set(causes) == {"rules", "skip_extensions", "robots"}, said
     assert causes["robots"] == len(library) - 1  # each module's /_sources/library/ text file
-    # The results say which pages the sitemap listed, with its lastmod.
+    # The results say which pages the sitemap listed, with its lastmod: every one of them, the
+    # pages the seed's links reached before the sitemap was read as well as those it alone lists.
     with duckdb.connect(str(tmp_path / "library" / "pages.duckdb"), read_only=True) as con:
         listed = con.execute("SELECT url FROM pages WHERE sitemap_lastmod IS NOT NULL").fetchall()
-    unlinked = {f"http://{docsite.DOCS_HOST}:{web.port}/library/{m}.html" for m in docsite.LIBRARY_UNLINKED}
+    origin = f"http://{docsite.DOCS_HOST}:{web.port}"
+    unlinked = {f"{origin}/library/{m}.html" for m in docsite.LIBRARY_UNLINKED}
     assert unlinked <= {u for (u,) in listed}
+    assert {u for (u,) in listed} == {origin + t for t in library}, sorted({origin + t for t in library}
+                                                                          ^ {u for (u,) in listed})
 
 
 def test_the_guide_s_try_line_is_what_try_says(tmp_path, web):

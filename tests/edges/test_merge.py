@@ -480,13 +480,51 @@ def test_export_writes_pages_and_each_items_table_through_the_command_line(three
         assert {tuple(i["tags"]) for i in items} == {("y", "z")}
 
 
-def test_export_without_table_in_the_name_and_existing_files(three, tmp_path):
-    summary = merge(three, tmp_path / "crawl.duckdb", export=tmp_path / "crawl.csv")
-    assert summary.exports == (tmp_path / "crawl.pages.csv", tmp_path / "crawl.items_product.csv")
-    assert all(p.exists() for p in summary.exports)
-    with pytest.raises(ConfigError, match=r"crawl\.pages\.csv: exists; pass --force"):
-        merge(three, tmp_path / "again.duckdb", export=tmp_path / "crawl.csv")
+def test_an_export_path_without_table_is_the_pages_file_as_given(three, tmp_path):
+    out = tmp_path / "out"
+    res = call_cli(*map(str, three), "-o", str(tmp_path / "crawl.duckdb"), "--export", str(out / "pages.csv"))
+    assert res.returncode == 0, res.stderr
+    # The file the user named, not pages.pages.csv; the items table beside it.
+    assert sorted(p.name for p in out.iterdir()) == ["pages.csv", "pages.items_product.csv"]
+    assert f"exported   {out / 'pages.csv'}  {out / 'pages.items_product.csv'}" in res.stdout
+    assert (out / "pages.csv").read_text().startswith("url,final_url,")
+    with pytest.raises(ConfigError, match=r"pages\.csv: exists; pass --force"):
+        merge(three, tmp_path / "again.duckdb", export=out / "pages.csv")
     assert not (tmp_path / "again.duckdb").exists()
+
+
+@pytest.mark.parametrize("ext", [".jsonl", ".csv", ".parquet"])
+def test_an_export_keeps_every_bit_of_simhash_and_writes_lists_as_json(tmp_path, ext):
+    import csv
+    import json
+
+    big, small = 0xFEDCBA9876543211, 0x0000000000000FF1   # past 2**63 and 2**53; leading zeros
+    db = make_db(tmp_path / "p.duckdb", [
+        page("http://h.test/a", at(1), "p1", dup=("sha1:A", big, None, None)),
+        page("http://h.test/b", at(2), "p1", dup=("sha1:B", small, "http://h.test/a", "near")),
+        page("http://h.test/c", at(3), "p1"),   # no simhash: NULL
+    ], items={"items_x": ("url VARCHAR, fetched_at TIMESTAMP, peer VARCHAR, tags VARCHAR[]",
+                          [("http://h.test/a", at(1), "p1", ["a", "b, c", 'say "hi"'])])})
+    summary = merge([db], tmp_path / "crawl.duckdb", export=tmp_path / f"{{table}}{ext}")
+    pages_file, items_file = summary.exports
+    if ext == ".jsonl":
+        rows = [json.loads(line) for line in pages_file.read_text().splitlines()]
+        items = [json.loads(line) for line in items_file.read_text().splitlines()]
+    elif ext == ".csv":
+        rows = list(csv.DictReader(pages_file.read_text().splitlines()))
+        items = list(csv.DictReader(items_file.read_text().splitlines()))
+    else:
+        con = duckdb.connect()
+        rows = [{"url": u, "simhash": h} for u, h in
+                con.execute(f"SELECT url, simhash FROM read_parquet('{pages_file}')").fetchall()]
+        items = [{"tags": t} for (t,) in con.execute(f"SELECT tags FROM read_parquet('{items_file}')").fetchall()]
+        con.close()
+    got = {r["url"]: r["simhash"] for r in rows}
+    assert got["http://h.test/a"] == "fedcba9876543211" and int(got["http://h.test/a"], 16) == big
+    assert got["http://h.test/b"] == "0000000000000ff1"
+    assert got["http://h.test/c"] in (None, "")   # NULL (CSV has no NULL but the empty cell)
+    tags = items[0]["tags"]
+    assert (json.loads(tags) if ext == ".csv" else list(tags)) == ["a", "b, c", 'say "hi"']
 
 
 def test_an_export_directory_that_cannot_be_made_is_one_line(three, tmp_path):
@@ -698,3 +736,47 @@ def test_an_earlier_runs_stats_json_beside_newer_rows_is_warned_of(tmp_path):
     assert res.returncode == 0, res.stderr
     assert (f"warning: {d / STATS_FILE}: is an earlier run's (2025-03-01T12:00:00+00:00): 1 page row(s) "
             "were fetched after it") in res.stderr
+
+
+# -- --wacz (peer/results/wacz.py; docs/warc.md "WACZ") -----------------------------------
+
+
+def test_wacz_without_warc_files_is_one_line_and_writes_nothing(three, tmp_path):
+    res = call_cli(*map(str, three), "-o", str(tmp_path / "out.duckdb"), "--wacz", str(tmp_path / "out.wacz"))
+    assert res.returncode == 2, res
+    assert res.stderr.splitlines() == [f"error: {tmp_path / 'out.wacz'}: --wacz: the inputs have no WARC files "
+                                       "to package ([warc] enabled = true writes them)"]
+    assert not (tmp_path / "out.duckdb").exists() and not (tmp_path / "out.wacz").exists()
+
+
+def test_wacz_holds_the_warc_files_stored_the_merged_index_the_pages_and_their_hashes(three, tmp_path):
+    import hashlib
+    import json
+    import zipfile
+
+    warc = tmp_path / "warc"
+    warc.mkdir()
+    (warc / "ringcrawl-p1-20251124160000000-00000.warc.gz").write_bytes(b"\x1f\x8b not read by the packager")
+    line = ('com,h1)/1 20251124160000 {"url": "http://h1.test/1", "mime": "text/html", "status": "200", '
+            '"digest": "sha1:X", "length": "10", "offset": "0", "filename": "ringcrawl-p1-20251124160000000-00000.warc.gz"}\n')
+    css = line.replace("/1 ", "/s.css ").replace("h1.test/1", "h1.test/s.css").replace("text/html", "text/css")
+    (warc / "ringcrawl-p1-20251124160000000-00000.cdxj").write_text(line + css)
+    out, wacz = tmp_path / "out.duckdb", tmp_path / "out.wacz"
+    res = call_cli(*map(str, three), "-o", str(out), "--wacz", str(wacz))
+    assert res.returncode == 0, res.stderr
+    assert f"wacz {wacz} (1 WARC file(s), 2 captures, 1 pages" in res.stdout
+    with zipfile.ZipFile(wacz) as z:
+        package = json.loads(z.read("datapackage.json"))
+        assert package["wacz_version"] == "1.1.1" and package["profile"] == "data-package"
+        digest = json.loads(z.read("datapackage-digest.json"))
+        assert digest["hash"] == "sha256:" + hashlib.sha256(z.read("datapackage.json")).hexdigest()
+        for r in package["resources"]:
+            data = z.read(r["path"])
+            assert (r["bytes"], r["hash"]) == (len(data), "sha256:" + hashlib.sha256(data).hexdigest()), r
+        assert z.getinfo("archive/ringcrawl-p1-20251124160000000-00000.warc.gz").compress_type == zipfile.ZIP_STORED
+        assert z.read("indexes/index.cdx").decode() == line + css
+        pages = [json.loads(x) for x in z.read("pages/pages.jsonl").decode().splitlines()]
+        assert pages[0]["format"] == "json-pages-1.0"
+        assert [(p["url"], p["ts"]) for p in pages[1:]] == [("http://h1.test/1", "2025-11-24T16:00:00Z")]
+    again = call_cli(*map(str, three), "-o", str(tmp_path / "again.duckdb"), "--wacz", str(wacz))
+    assert again.returncode == 2 and again.stderr.splitlines() == [f"error: {wacz}: exists; pass --force to overwrite it"]

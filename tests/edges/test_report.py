@@ -535,3 +535,63 @@ def test_the_rate_plot_counts_requests_not_the_rows_never_requested(tmp_path):
     con.close()
     assert set(series) == {"p1"}
     assert series["p1"].sum() == 3 == facts.pages
+
+
+# -- a continuous crawl: pages and visits apart, every run kept ------------------------------------
+
+
+def test_a_continuous_crawl_shows_its_pages_and_its_visits_and_every_run(tmp_path):
+    import json
+
+    from peer.core.run.stats import keep_earlier_runs
+
+    db = tmp_path / "pages.duckdb"
+    con = duckdb.connect(str(db))
+    for table in ("pages", "fetches"):
+        con.execute(f"create table {table} ({', '.join(f'{c} {t}' for c, t in SCHEMA[table])})")
+    urls = [f"http://a.test/{i}" for i in range(21)]
+    visits = []
+    for k in range(4):   # 21 pages, each visited 4 times: 21 first visits, 63 revisits, over two runs
+        for i, url in enumerate(urls):
+            visits.append((url, "a.test", T0 + timedelta(minutes=10 * k, seconds=i), "new" if k == 0 else "revisit",
+                           200, "first" if k == 0 else "unchanged", False, "sha1:X", None, None, k > 0, 100,
+                           5.0, None, 10.0, 15.0, None, "p1"))
+    app = con.appender("fetches")
+    app.append_rows(visits)
+    app.flush()
+    last = [(u, None, "a.test", 200, "text/html", 100, "t", 0, 0, T0 + timedelta(minutes=30, seconds=i), 5.0,
+             None, "p1") for i, u in enumerate(urls)]
+    app = con.appender("pages")
+    app.append_rows([r + (None,) * (len(SCHEMA["pages"]) - len(r)) for r in last])
+    app.flush()
+    con.close()
+    runs = []
+    for n, (pages, revisits) in enumerate(((42, 21), (42, 42)), start=1):
+        runs.append({"format": 1, "peer": "p1", "run": n, "start_time": f"2026-01-02T0{2 + n}:00:00+00:00",
+                     "finish_time": f"2026-01-02T0{2 + n}:20:00+00:00", "finish_reason": "interrupted",
+                     "pages": pages, "revisit": {"visits_revisit": revisits}, "run_config": {}})
+    (tmp_path / "stats.json").write_text(json.dumps(keep_earlier_runs(runs[1], runs[0])))
+    summary = report.build_report(db, tmp_path / "out")
+    page = summary.index.read_text(encoding="utf-8")
+    assert summary_cell(page, "pages") == "21"
+    assert summary_cell(page, "visits") == "84: 21 first visits, 63 revisits, of 21 URLs"
+    assert summary_cell(page, "first") == "2026-01-02 03:04:05 UTC"   # the first run's first visit
+    assert summary_cell(page, "span") == "30m20s"
+    table = page.split('id="runs"', 1)[1].split('id="peers"', 1)[0]
+    cells = [c for row in re.findall(r"<tr>(.*?)</tr>", table) if (c := re.findall(r"<td[^>]*>([^<]*)</td>", row))]
+    assert [(c[0], c[5], c[6]) for c in cells] == [("1", "42", "21"), ("2", "42", "42"), ("all", "84", "63")]
+
+
+def test_a_merged_stats_json_lists_every_peers_runs_and_sums_the_last():
+    from peer.core.run.stats import keep_earlier_runs, sum_stats
+    from peer.results.report.page import run_rows
+
+    def run(peer: str, n: int, pages: int) -> dict:
+        return {"peer": peer, "run": n, "start_time": f"2026-01-0{n}T00:00:00+00:00", "finish_time": "",
+                "finish_reason": "interrupted", "pages": pages, "revisit": {"visits_revisit": pages // 2}}
+
+    merged = sum_stats([keep_earlier_runs(run("p1", 2, 10), run("p1", 1, 4)),
+                        keep_earlier_runs(run("p2", 2, 20), run("p2", 1, 6))])
+    rows = run_rows(merged)
+    assert [(r[0], r[1], r[5], r[6]) for r in rows] == [
+        ("1", "p1", 4, 2), ("1", "p2", 6, 3), ("last", "p1, p2", 30, 15), ("all", "", 40, 20)]

@@ -505,3 +505,32 @@ async def test_run_checkpoints_every_interval(tmp_path):
             while rows_of_file_alone(path, tmp_path) != 1:
                 await trio.sleep(0.05)
         nursery.cancel_scope.cancel()
+
+
+async def test_sitemap_hints_read_after_a_row_fill_it_and_a_revisit_keeps_them(tmp_path):
+    path = tmp_path / "pages.duckdb"
+    lastmod = datetime(2024, 5, 1, tzinfo=timezone.utc).timestamp()
+    async with store(path) as st:
+        st.add_page(row(1))
+        st.add_page(row(2))
+        await st.flush()
+        # The sitemap is read after p1's row was written, and before p3's is: p1's row is filled,
+        # and a hint for a URL with no row yet does nothing (its row brings its own).
+        st.add_hints(row(1).url, lastmod, 0.8, "daily")
+        st.add_hints(row(3).url, lastmod, 0.1, "never")
+        await st.flush()
+        # A revisit's row, without hints of its own, keeps the URL's; p2 gets none it never had.
+        st.add_page(row(1, title="again"), replace=True)
+        st.add_page(row(2, title="again"), replace=True)
+        await st.flush()
+        # Twice in one batch: the last row keeps what the first was given.
+        st.add_page(row(4, sitemap_priority=0.4))
+        st.add_page(row(4, title="again"), replace=True)
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        got = con.execute("SELECT url, title, epoch(sitemap_lastmod), sitemap_priority, sitemap_changefreq "
+                          "FROM pages ORDER BY url").fetchall()
+    finally:
+        con.close()
+    assert got == [(row(1).url, "again", lastmod, 0.8, "daily"), (row(2).url, "again", None, None, None),
+                   (row(4).url, "again", None, 0.4, None)]

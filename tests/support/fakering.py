@@ -52,6 +52,7 @@ from peer.core.crawl.core import (
     Warn,
     parse_response,
 )
+from peer.core.crawl.decisions import Hinted
 from peer.core.door.peer import Commit, PeerCore, PeerEffect, ReadFetched, ReadHosts
 from peer.core.urls.normalize import host_key
 from peer.core.http.result import FetchResult
@@ -196,7 +197,7 @@ class FakePeer:
         Send: _send, Reply: _reply, StatusAsked: _status, Row: _row, Commit: _commit,
         Released: _released, ReadHosts: _read_hosts, ReadFetched: _read_fetched, Granted: _granted,
         Forward: _nothing, Queued: _nothing, Checking: _nothing, Seen: _nothing, Done: _nothing,
-        Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing, Refused: _nothing,
+        Items: _nothing, Requeued: _nothing, Warn: _nothing, Log: _nothing, Refused: _nothing, Hinted: _nothing,
         SettingsChanged: _nothing, SettingsMismatch: _nothing,
     }
 

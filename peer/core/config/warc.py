@@ -68,6 +68,11 @@ class WarcConfig:
     gzip_level: int = key(int, 6, "zlib level of each record's gzip member, 0-9: compression is the writer's main cost (docs/warc.md)", _level)
     queue_items: int = key(int, 256, "fetches queued for the writer thread; the crawl waits when the queue is full (a slow disk slows the crawl, not memory)", at_least_one)
     fsync_records: int = key(int, 256, "fetches between fsyncs of the open file: what a power loss may cost (a kill -9 costs nothing written)", at_least_one)
+    # -- page requisites (docs/warc.md "Page requisites"): what an archived page needs to replay styled.
+    requisites: bool = key(bool, False, "also fetch each captured page's requisites (stylesheets and what they import, images, scripts, fonts, icons, frames) under their hosts' politeness, past skip_extensions and outside max_pages, so the archive replays the page as it looked; needs enabled = true")
+    requisites_per_page: int = key(int, 200, "requisites taken from one page or stylesheet; the rest are counted (requisites.max_per_page) and not fetched", at_least_one)
+    requisites_depth: int = key(int, 3, "how deep requisites go: 1 takes what a page embeds, 2 also what its stylesheets and frames load, 3 what those import; deeper ones are counted (requisites.max_depth)", at_least_one)
+    requisites_other_hosts: bool = key(bool, True, "fetch requisites on hosts outside the crawl's allow_hosts (a CDN's stylesheets and fonts), by their owners under their politeness; deny_hosts always holds")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -75,6 +80,9 @@ class WarcConfig:
             value = getattr(self, f.name)
             if check is not None and (expected := check(value)) is not None:
                 raise ValueError(f"warc.{f.name} must be {expected}, not {value!r}")
+        if self.requisites and not self.enabled:
+            # Fetched only to be archived: without the archive they would cost requests for nothing.
+            raise ValueError("warc.requisites = true needs warc.enabled = true (requisites are fetched for the archive)")
         # An enum given in code stands for its string (the file's form).
         for name in ("over_max_body", "digest"):
             value = getattr(self, name)
@@ -96,6 +104,10 @@ class WarcConfig:
         if not self.enabled:
             return "warc: off ([warc] enabled = true keeps every response in WARC files)"
         where = self.directory if self.directory.startswith("/") else f"<data_dir>/{self.directory}"
-        return (f"warc: on, into {where}/{self.prefix}-*.warc.gz with a .cdxj index each, files up to "
+        line = (f"warc: on, into {where}/{self.prefix}-*.warc.gz with a .cdxj index each, files up to "
                 f"{self.max_file_bytes:,} bytes, {self.digest} digests, gzip level {self.gzip_level}, "
                 f"a body over max_body: {self.over_max_body}")
+        if self.requisites:
+            line += (f"; page requisites fetched (up to {self.requisites_per_page} a page, depth "
+                     f"{self.requisites_depth}, {'any host' if self.requisites_other_hosts else 'hosts in scope'})")
+        return line

@@ -11,6 +11,8 @@ each handed only what it asks, as ``ring.membership.protocol`` composes its part
                  URLs retried (both ``peer.core.crawl.outcomes``)
 - ``sitemap_jobs``  sitemaps found, fetched by their host's owner, read (``peer.core.sitemaps.jobs``)
 - ``held``       duplicate verdicts, and the pages held for them (``peer.core.dedupe.held``)
+- ``requisite_jobs``  a page's stylesheets, images, scripts, fonts and frames, fetched for
+                 the archive (``peer.core.crawl.requisites``)
 - ``handoffs``   the ring, the hand-off holds, the URLs handed in (``peer.core.handoff.moves``):
                  the crawl's side of the ring, which the peer core calls as it is
 
@@ -63,6 +65,7 @@ from peer.core.crawl.figures import detail_lines, limits_figures, progress_snaps
 from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
 from peer.core.crawl.outcomes import MAX_RETRIES, RETRY_BASE, Outcomes, Retries
+from peer.core.crawl.requisites import RequisiteJobs
 from peer.core.crawl.robots import RobotsCache, Verdict, product_token
 from peer.core.crawl.seedadd import SeedTally
 from peer.core.crawl.seedfeed import SeedFeed
@@ -77,7 +80,7 @@ from peer.core.revisit.recrawl import Recrawl
 from peer.core.run.stats import Summary
 from peer.core.seen.bloom import BloomFilter
 from peer.core.seen.sieve import SeenSieve, SieveBatch
-from peer.core.sitemaps.hints import attach
+from peer.core.sitemaps.hints import Requisite, attach, detach
 from peer.core.sitemaps.jobs import SitemapJobs
 from peer.core.urls.normalize import hostname
 from peer.core.urls.rules import Cause, parse_rules, parse_url_rules
@@ -190,15 +193,27 @@ class CrawlCore:
             sieve=SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait), scope=self.scope,
             urlrules=self.urlrules, params=self.params, sites=sites, limits=self.limits, summary=self.summary,
             jobs=self.jobs, handoffs=self.handoffs, push=self._push, pass_on=self._pass_on,
-            entry=self.sitemap_jobs.entry)
+            entry=self._entry, requisites_any_host=cfg.warc.requisites_other_hosts)
         discover = self.discovery.discover
+        self.requisite_jobs = RequisiteJobs(
+            cfg.warc, params=self.params, discover=discover, jobs=self.jobs, retries=self.retries,
+            limits=self.limits, frontier=self.frontier, counts=self.summary.requisites)
         self.rows = Rows(self.summary, sites, self.jobs, self.sitemap_jobs)
         self.held = HeldPages(cfg.dedupe, peer_id, owner=self.handoffs.owner, discover=discover)
         self.outcomes = Outcomes(
             cfg, summary=self.summary, limits=self.limits, frontier=self.frontier, robots=self.robots,
             page_rules=self.page_rules, params=self.params, jobs=self.jobs, rows=self.rows,
             retries=self.retries, held=self.held, discover=discover,
-            robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies)
+            robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies,
+            requisites=self.requisite_jobs)
+
+    def _entry(self, entry: str, depth: int, now: float, origin: Origin, hops: int = 0) -> list[Effect]:
+        """A URL with a tail (peer/core/sitemaps/hints.py): a page requisite's, or the sitemaps' part's."""
+        if " requisite " in entry:
+            url, tail = detach(entry)
+            if isinstance(tail, Requisite):
+                return self.requisite_jobs.arrived(url, tail.level, depth, now)
+        return self.sitemap_jobs.entry(entry, depth, now, origin, hops)
 
     # -- what the driver, the peer core and the tools read or set ----------------------
 
@@ -387,6 +402,11 @@ class CrawlCore:
         job = sitemaps.take_job(url)
         if job is not None:
             out.append(Forward(attach(url, job), depth, owner, True, host))
+            return
+        requisite = self.requisite_jobs.take_level(url)
+        if requisite is not None:  # it goes on as a requisite (peer.core.crawl.requisites rule 3)
+            out.append(Forward(attach(url, requisite), depth, owner, True, host))
+            out.append(Done(url))
             return
         out.append(Forward(attach(url, sitemaps.take_hints(url)), depth, owner, True, host))
         out.append(Done(url))
@@ -592,8 +612,8 @@ class CrawlCore:
 
     def _refused_now(self, job: Job) -> Cause | None:
         """Why the URL rules in force refuse ``job``'s URL, or None (a sitemap job: never)."""
-        if self.sitemap_jobs.is_job(job.url):
-            return None
+        if self.sitemap_jobs.is_job(job.url) or self.requisite_jobs.is_job(job.url):
+            return None  # a requisite is judged by its own rules (peer.core.crawl.discovery note 7)
         return self.discovery.url_rules(job.url).excluded(job.url)
 
     # -- results (steps 4-6: peer.core.crawl.outcomes) ------------------------------

@@ -34,7 +34,7 @@ from peer.core.sitemaps.document import Authority
 
 __all__ = [
     "Origin", "StopReason", "RingView", "Discover", "Reason",
-    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Refused",
+    "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Refused", "Hinted",
     "Effect",
     "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
     "Start", "Sleep", "Finished",
@@ -53,6 +53,7 @@ class Origin(StrEnum):
     HANDED_BACK = "handed-back"
     HANDED_SEEN = "handed-seen"
     RECOVERED = "recovered"
+    REQUISITE = "requisite"  # a page's stylesheet, image, script, font or frame ([warc] requisites)
 
 
 class StopReason(StrEnum):
@@ -192,6 +193,18 @@ class Warn:
 
 
 @dataclass(frozen=True, slots=True)
+class Hinted:
+    """A sitemap listed ``url``, already seen here: its hints for the URL's row if it is written
+    already (the store fills its ``sitemap_*`` columns); a row to come takes them itself
+    (``peer.core.sitemaps.jobs`` rule 4)."""
+
+    url: str
+    lastmod: float | None     # epoch seconds, UTC
+    priority: float | None
+    changefreq: str | None
+
+
+@dataclass(frozen=True, slots=True)
 class NearAsk:
     """Ask band owner ``owner`` about a page (``peer.core.dedupe.held``); ``PeerCore`` sends or answers it."""
 
@@ -213,7 +226,7 @@ class Refused(NamedTuple):
     reason: Reason
 
 
-Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn | NearAsk | Refused
+Effect = Forward | Queued | Checking | Seen | Done | Row | Items | Requeued | Warn | NearAsk | Refused | Hinted
 
 
 # -- admissions: what to do with a job the frontier handed out -----------------

@@ -22,6 +22,7 @@ ADOPTED       yes [2]    yes              yes        add; already there: drop
 HANDED_BACK   no         no [3]           no         add, queued unless handed as seen [3]
 HANDED_SEEN   no         no               no         add, never queued [4]
 RECOVERED     no         no               no         untouched [5]
+REQUISITE     no [1]     [7]              yes        add; already there: drop
 ============  =========  ===============  =========  =====================================
 
 [1] ``normalize_link`` made it, with the core's ``params`` (strip_params,
@@ -35,6 +36,12 @@ already in the filter it may be queued here, and its job is dropped when
 it comes up. [5] Recovered from the journal, whose filter holds it.
 [6] ``peer.core.sitemaps.document.parse`` normalised it (a URL a sitemap lists:
 ``peer.core.sitemaps.jobs`` rule 4).
+[7] A page requisite (``peer.core.crawl.requisites``): ``skip_extensions``
+and include rules say which *pages* to crawl, not what a page needs to be
+shown, so neither refuses it (as Heritrix's transclusion rule and wget's
+``-p`` take embeds); an exclude rule that matches it does, and so do
+``deny_hosts`` and, with ``[warc] requisites_other_hosts = false``,
+``allow_hosts``; the URL caps hold.
 
 A URL with a tail after a space (any origin but LINK and REDIRECT) is a
 sitemap job or a URL with a sitemap's hints (``peer.core.sitemaps.hints``):
@@ -104,12 +111,12 @@ class Discovery:
     """The way in of ``CrawlCore`` (module docstring)."""
 
     __slots__ = ("bloom", "sieve", "_me", "_scope", "_urlrules", "_params", "_sites", "_limits", "_summary",
-                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry")
+                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host")
 
     def __init__(self, me: str, *, bloom: BloomFilter, sieve: SeenSieve, scope: Scope, urlrules: UrlRules,
                  params: ParamRules | None, sites: SiteSettings, limits: Limits, summary: Summary,
                  jobs: Jobs, handoffs: Handoffs, push: Callable[[str, str, int, float], None],
-                 pass_on: PassOn, entry: Discover) -> None:
+                 pass_on: PassOn, entry: Discover, requisites_any_host: bool = True) -> None:
         #: The seen set: every URL queued, forwarded to us, or handed in (``CrawlCore.bloom``).
         self.bloom = bloom
         #: The exact seen set's policy behind the Bloom filter (peer/core/seen/sieve.py).
@@ -126,6 +133,8 @@ class Discovery:
         self._push = push
         self._pass_on = pass_on
         self._entry = entry
+        #: ``[warc] requisites_other_hosts``: a requisite's host need not be in allow_hosts [7].
+        self._any_host = requisites_any_host
 
     def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
         """A recovered queue, each URL as :meth:`discover` with ``Origin.RECOVERED`` takes it.
@@ -219,13 +228,17 @@ class Discovery:
             except URLError:
                 return self._refuse(url, _BAD_URL)
         scope = self._scope
-        if not scope.allows(url, depth, host=host):
+        if origin is Origin.REQUISITE:
+            refused = self._requisite_refused(url, host)
+            if refused is not None:
+                return self._refuse(url, refused)
+        elif not scope.allows(url, depth, host=host):
             # Which of its two tests said no, asked only here: the host's
             # (named first when both refuse), unless the depth's alone.
             deep = scope.max_depth and depth > scope.max_depth
             return self._refuse(url, _DEPTH if deep and scope.allows_host(host) else _HOST)
         rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules  # as url_rules
-        if rules:
+        if rules and origin is not Origin.REQUISITE:
             cause = rules.excluded(url)
             if cause is not None:
                 return self._refuse(url, _EXCLUDED[cause])  # peer/core/urls/rules.py: rules, skip_extensions
@@ -261,6 +274,18 @@ class Discovery:
             self._jobs.set_hops(url, hops)
         self._push(url, host, depth, now)
         return [Queued(url, depth)]
+
+    def _requisite_refused(self, url: str, host: str) -> Reason | None:
+        """Why a page requisite is refused by the scope and the URL rules, or None [7]."""
+        scope = self._scope
+        if scope.denies_host(host) or (not self._any_host and not scope.allows_host(host)):
+            return _HOST
+        rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules
+        if rules is not None and rules.rules:
+            rule = rules.first_rule(url)
+            if rule is not None and not rule.include:
+                return Reason.RULES
+        return None
 
     def rescope(self, urlrules: UrlRules, sites: SiteSettings) -> None:
         """The URL rules and ``[[site]]`` blocks in force from now on (a live change: ``CrawlCore.adopt``)."""

@@ -22,12 +22,12 @@ if TYPE_CHECKING:
     from peer.core.handoff.holds import Holds
     from peer.core.handoff.leasewaits import LeaseWaits
     from peer.core.http.cookies import CookieJar
-    from peer.core.revisit.recrawl import Recrawl
+    from peer.core.revisit.recrawl import Recrawl, RecrawlFigures
     from peer.core.run.stats import Summary
     from peer.core.seen.bloom import BloomFilter
     from peer.core.seen.sieve import SeenSieve
 
-__all__ = ["Sources", "limits_figures", "detail_lines", "progress_snapshot"]
+__all__ = ["Sources", "limits_figures", "detail_lines", "progress_snapshot", "revisits_line"]
 
 
 class Sources(Protocol):
@@ -98,6 +98,9 @@ def limits_figures(core: Sources, now: float, malformed: dict[str, int]) -> dict
         out[f"sitemaps.failed.{cause}"] = n
     for problem, n in sm.sitemap_drops.items():
         out[f"sitemap.{problem}"] = n  # refused input: a drop (ring.vocabulary rule 4)
+    for name, n in sm.requisites.items():
+        if n:
+            out[f"requisites.{name}"] = n  # page requisites, the caps' hits among them (peer.core.crawl.requisites)
     if core.cookies is not None:
         out.update(core.cookies.counts)  # cookies.* counters, cookie.malformed a drop
     out.update(core.dup_figures())  # dedupe.* counters, dedupe_* drops (peer.core.dedupe.held)
@@ -115,15 +118,30 @@ def limits_figures(core: Sources, now: float, malformed: dict[str, int]) -> dict
             out[name] = n
     return out
 
+def revisits_line(f: RecrawlFigures, fresh: str) -> str:
+    """The summary's ``revisits:`` line: the revisits, then what they found, parts that add up to
+    them (peer/core/revisit/recrawl.py rule 6); first visits and pages never found apart."""
+    p = f.revisit_parts
+    parts = [f"{p['not_modified']} not modified (304)", f"{p['unchanged']} unchanged",
+             f"{p['changed']} changed", f"{p['gone']} gone", f"{p['failed']} failed"]
+    if p["first"]:
+        parts.append(f"{p['first']} first answer")
+    if p["missing"]:
+        parts.append(f"{p['missing']} never found")
+    line = f"revisits: {f.visits_revisit} ({f.conditional} conditional): {', '.join(parts)}; freshness {fresh}"
+    line += f"; first visits {f.visits_new}"
+    if f.never_found:
+        line += f"; never found (404/410 before any answer, not revisited) {f.never_found}"
+    return line + f"; {f.scheduled} scheduled, {f.due} overdue"
+
+
 def detail_lines(core: Sources, malformed: dict[str, int]) -> list[str]:
     """The summary's lines on remote input, politeness and the seen set (only what happened)."""
     lines = []
     if core.recrawl is not None:
         f = core.recrawl.figures()
         fresh = "-" if f.freshness is None else f"{f.freshness:.0%}"
-        lines.append(f"revisits: {f.visits_revisit} ({f.conditional} conditional): {f.not_modified} not "
-                     f"modified (304), {f.unchanged} unchanged, {f.changed} changed, {f.gone} gone, "
-                     f"{f.failed} failed; freshness {fresh}; {f.scheduled} scheduled, {f.due} overdue")
+        lines.append(revisits_line(f, fresh))
     bad = dict(malformed)
     excess = bad.pop("excess", 0)
     if bad or excess:
@@ -141,6 +159,14 @@ def detail_lines(core: Sources, malformed: dict[str, int]) -> list[str]:
             line += "; not read: " + ", ".join(f"{k} {n}" for k, n in sorted(sm.sitemap_failed.items()))
         if sm.sitemap_drops:
             line += "; drops: " + ", ".join(f"{k} {n}" for k, n in sorted(sm.sitemap_drops.items()))
+        lines.append(line)
+    if sm.requisites:
+        rq = sm.requisites
+        line = (f"requisites: found {rq['found']:,}, fetched {rq['fetched']:,} here, forwarded {rq['forwarded']:,}, "
+                f"failed {rq['failed']:,}")
+        capped = [f"{k} {rq[k]:,}" for k in ("max_per_page", "max_depth", "refused") if rq[k]]
+        if capped:
+            line += "; not fetched: " + ", ".join(capped)
         lines.append(line)
     if core.cookies is not None and core.cookies.counts:
         lines.append("cookies: " + ", ".join(f"{k} {n}" for k, n in sorted(core.cookies.counts.items()))

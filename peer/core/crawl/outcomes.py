@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
 from peer.core.crawl.decisions import Discover, Effect, Items, Origin, Reason, Refused, Warn
@@ -59,7 +59,7 @@ if TYPE_CHECKING:
     from peer.core.run.stats import Summary
     from peer.core.urls.rules import ParamRules
 
-__all__ = ["Outcomes", "Retries", "RETRY_BASE", "MAX_RETRIES", "RETRYABLE", "ROBOTS_FINAL",
+__all__ = ["Outcomes", "RequisiteHooks", "Retries", "RETRY_BASE", "MAX_RETRIES", "RETRYABLE", "ROBOTS_FINAL",
            "UNREACHED_KINDS", "cause_words"]
 
 #: First retry waits this long (then x2 per attempt, with +-50% jitter).
@@ -103,6 +103,15 @@ def _port(url: str) -> str:
     except ValueError:
         return "?"
     return str(port if port is not None else 443 if parts.scheme == "https" else 80)
+
+
+class RequisiteHooks(Protocol):
+    """What a result asks of the page requisites' part (``peer.core.crawl.requisites.RequisiteJobs``)."""
+
+    def is_job(self, url: str) -> bool: ...
+    def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]: ...
+    def found(self, urls: tuple[str, ...], level: int, depth: int, now: float, *,
+              css: bool = False) -> list[Effect]: ...
 
 
 class Retries:
@@ -151,13 +160,13 @@ class Outcomes:
 
     __slots__ = ("_cfg", "_summary", "_limits", "_frontier", "_robots", "_page_rules", "_params", "_jobs",
                  "_rows", "_retries", "_held", "_discover", "_robots_sitemaps", "_keep_cookies",
-                 "_internal_seen")
+                 "_internal_seen", "_requisites")
 
     def __init__(self, cfg: ClusterConfig, *, summary: Summary, limits: Limits, frontier: Frontier,
                  robots: RobotsCache, page_rules: PageRules, params: ParamRules | None, jobs: Jobs,
                  rows: Rows, retries: Retries, held: HeldPages, discover: Discover,
                  robots_sitemaps: Callable[[str, str, float], list[Effect]],
-                 keep_cookies: Callable[[FetchResult], None]) -> None:
+                 keep_cookies: Callable[[FetchResult], None], requisites: RequisiteHooks) -> None:
         self._cfg = cfg
         self._summary = summary
         self._limits = limits
@@ -173,6 +182,7 @@ class Outcomes:
         self._robots_sitemaps = robots_sitemaps
         self._keep_cookies = keep_cookies
         self._internal_seen: set[str] = set()  # exception types logged once (rule 8)
+        self._requisites = requisites
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
         """The answer came: note the host's address and cookies; whether the body is HTML to parse."""
@@ -186,6 +196,8 @@ class Outcomes:
 
     def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]:
         """What a fetch result means: rows, discoveries, retries; the job is done."""
+        if self._requisites.is_job(job.url):
+            return self._requisites.on_result(job, res, parsed, now)  # no row: peer.core.crawl.requisites rule 4
         out: list[Effect] = []
         outcome = self._outcome(job, res, now, parsed, out)
         self._jobs.finish(job, now, outcome)
@@ -271,6 +283,9 @@ class Outcomes:
                     followed = set(links)
                     self._summary.directives.update(
                         f"links_{source}" for link, source in page.via if link in followed)
+        if parsed is not None and parsed.requisites and 200 <= status < 300:
+            # Whatever the page said of its links: requisites are part of its capture, not links to follow.
+            out += self._requisites.found(parsed.requisites, 1, job.depth, now)
         self._jobs.take_hops(job.url)
         # After its links' Queued: done(page) on disk implies its links are
         # (peer/state/journal.py, crash ordering rule 1).

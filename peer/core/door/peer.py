@@ -220,7 +220,7 @@ _ORIGINS = {Source.RELAY: Origin.RELAY, Source.ADOPTED: Origin.ADOPTED, Source.H
 
 
 #: The arguments ``peer.core.page.parse.parse_response`` takes after (url, body, charset).
-ParseRules = tuple[ExtractConfig, int, ParamRules | None, PageRules, DedupeConfig]
+ParseRules = tuple[ExtractConfig, int, ParamRules | None, PageRules, DedupeConfig, bool]
 
 
 def ring_node(cfg: ClusterConfig, peer_id: str, address: str, weight: float, now: float, *,
@@ -644,7 +644,8 @@ class PeerCore:
         """``parse_response``'s arguments after (url, body, charset)."""
         crawl = self.crawl
         cfg = crawl.cfg
-        return cfg.extract, cfg.crawl.max_links_per_page, crawl.params, crawl.page_rules, cfg.dedupe
+        return (cfg.extract, cfg.crawl.max_links_per_page, crawl.params, crawl.page_rules, cfg.dedupe,
+                crawl.requisite_jobs.enabled)
 
     def set_wall(self, now: float, wall: float) -> None:
         """The wall clock against ``now``: near-duplicate times and sitemap dates use it."""
@@ -652,6 +653,10 @@ class PeerCore:
         crawl.wall_offset = wall - now  # peer.core.dedupe.held
         if crawl.recrawl is not None:
             crawl.recrawl.set_wall(now, wall)
+
+    def is_requisite(self, url: str) -> bool:
+        """Whether the job of ``url`` is a page requisite (peer.core.crawl.requisites), not a page."""
+        return self.crawl.requisite_jobs.is_job(url)
 
     # -- a continuous crawl's visits (peer.core.revisit.recrawl) --------------------
 

@@ -240,8 +240,7 @@ class Readouts:
             rf = rc.figures()
             out = dataclasses.replace(
                 out, revisits_due=rf.due, revisits_scheduled=rf.scheduled, revisit_freshness=rf.freshness,
-                revisit_visits={"not_modified": rf.not_modified, "unchanged": rf.unchanged,
-                                "changed": rf.changed, "gone": rf.gone, "failed": rf.failed})
+                revisit_visits=rf.revisit_parts)
         lease = status.lease
         if lease is None or node is None:
             return out  # a ring of one: PeerFigures' defaults

@@ -38,10 +38,16 @@ Rules:
    ``NOT_MODIFIED`` (unchanged, and cheap: no body); a 2xx, 3xx or 4xx other
    than 404/410 compares the payload digest the caller computed with the
    last one (``UNCHANGED`` / ``CHANGED``; ``FIRST`` when there was no last
-   one); 404/410 are ``GONE``; no answer, a 429 or a 5xx is ``FAILED``.
+   one); 404/410 are ``GONE`` when an earlier visit was answered (the page
+   was there and went), ``MISSING`` when none was (it never was there: a
+   broken link, not a removal); no answer, a 429 or a 5xx is ``FAILED``.
 3. The interval after a visit: ``CHANGED`` x ``dec_factor``; ``UNCHANGED``
    and ``NOT_MODIFIED`` x ``inc_factor``; ``FIRST`` keeps it; ``GONE`` jumps
-   to ``max_interval`` (a page removed rarely returns, but may); ``FAILED``
+   to ``max_interval`` (a page removed rarely returns, but may); ``MISSING``
+   is not revisited at all (the caller drops the record): a URL that never
+   answered with a page is a broken link, and polling each broken link of
+   a site every ``max_interval`` would spend its host's budget on nothing;
+   ``FAILED``
    keeps it: a failure says nothing of the page's changes, and the host's
    own backoff (peer/core/frontier/pacing.py rule 4) already slows a host that
    answers 429/503, so a second backoff here would punish the page twice.
@@ -110,7 +116,8 @@ class Change(enum.Enum):
     CHANGED = "changed"            # another digest than last time
     UNCHANGED = "unchanged"        # the same digest
     NOT_MODIFIED = "not_modified"  # a 304 to our conditional GET
-    GONE = "gone"                  # 404 or 410
+    GONE = "gone"                  # 404 or 410 after an answered visit: the page went
+    MISSING = "missing"            # 404 or 410 with no answered visit before: never there (not revisited)
     FAILED = "failed"              # no answer, 429, 5xx, or no digest to compare
 
 
@@ -211,14 +218,15 @@ def first_visit(url: str, host: str, now: float, hints: UrlHints | None, config:
     return RevisitState(url=url, host=host, due=now, interval=seed_interval(hints, config))
 
 
-def classify(status: int | None, digest: str | None, previous: str | None) -> Change:
-    """What a visit found (rule 2): ``status`` None when no answer came."""
+def classify(status: int | None, digest: str | None, previous: str | None, found: bool = True) -> Change:
+    """What a visit found (rule 2): ``status`` None when no answer came; ``found``: an earlier
+    visit of the URL was answered, so a 404/410 is ``GONE`` rather than ``MISSING``."""
     if status is None or status == 429 or status >= 500 or status < 100:
         return Change.FAILED
     if status == 304:
         return Change.NOT_MODIFIED
     if status in (404, 410):
-        return Change.GONE
+        return Change.GONE if found else Change.MISSING
     if digest is None:
         return Change.FAILED
     if previous is None:
@@ -239,14 +247,14 @@ def after_visit(state: RevisitState, now: float, status: int | None, digest: str
     absent). A 304 keeps the stored digest and, per RFC 9110 §15.4.5, takes
     any validators it carries.
     """
-    change = classify(status, digest, state.digest)
+    change = classify(status, digest, state.digest, state.last_visit is not None)
     if change is Change.FAILED:
         return VisitResult(replace(state, due=_due(now, state.interval, config, rng), capture=capture), change)
     if change is Change.CHANGED:
         interval = config.clamp(state.interval * config.dec_factor)
     elif change in (Change.UNCHANGED, Change.NOT_MODIFIED):
         interval = config.clamp(state.interval * config.inc_factor)
-    elif change is Change.GONE:
+    elif change in (Change.GONE, Change.MISSING):
         interval = config.max_interval
     else:
         interval = config.clamp(state.interval)
@@ -258,7 +266,7 @@ def after_visit(state: RevisitState, now: float, status: int | None, digest: str
         new_etag = new_etag if new_etag is not None else state.etag
         new_lm = new_lm if new_lm is not None else state.last_modified
         new_digest = state.digest
-    elif change is Change.GONE:
+    elif change in (Change.GONE, Change.MISSING):
         new_etag = new_lm = new_digest = None
     else:
         new_digest = digest

@@ -25,15 +25,20 @@ Rules:
    woken. A host with new URLs queued and revisits due thus alternates by
    its share, never starving either kind.
 4. A record leaves the schedule only to be fetched: a visit (answered,
-   failed or refused) schedules the URL again from :meth:`visited`; a URL
-   whose job left without a row (passed to its host's new owner) is dropped
-   by :meth:`forget`.
+   failed or refused) schedules the URL again from :meth:`visited`, but for
+   a page never found (``Change.MISSING``: a 404/410 before any answered
+   visit, peer/core/revisit/policy.py rule 3), which leaves the schedule
+   for good; a URL whose job left without a row (passed to its host's new
+   owner) is dropped by :meth:`forget`.
 5. Never idle while scheduled: :attr:`scheduled` is true while records
    wait, so the crawl core neither ends a solo crawl nor reports itself
    idle to the ring's termination (ring/membership/termination.py), which would end
    the cluster's; it sleeps until :meth:`next_due` instead.
-6. Counters, not drops (ring/vocabulary.py): visits by kind and what they
-   found, conditional requests sent, validators refused. *Freshness* is the
+6. Counters, not drops (ring/vocabulary.py): visits by kind; what the
+   *revisits* found, one count a ``Change``, so the parts add up to the
+   revisits (a first visit finds ``FIRST`` by definition and is not among
+   them); pages never found, first visits and revisits alike;
+   conditional requests sent, validators refused. *Freshness* is the
    share of answered revisits that found the page unchanged (a 304, or the
    same payload digest): the share of stored copies that were still the
    live page when checked.
@@ -124,7 +129,7 @@ class Visit:
     conditional: bool
     interval_before: float
     interval_after: float
-    next_due: float          # on the crawl's clock
+    next_due: float | None   # on the crawl's clock; None: not revisited (a page never found)
     etag: str | None
     last_modified: str | None
 
@@ -138,13 +143,23 @@ class RecrawlFigures:
     handed: int              # revisits in a host's queue or in flight
     visits_new: int
     visits_revisit: int
+    # What the revisits found (rule 6): these add up to visits_revisit.
     not_modified: int        # 304s to a conditional GET
     unchanged: int           # same digest as last time
     changed: int
-    gone: int
+    gone: int                # 404/410 after an answered visit
     failed: int
     conditional: int         # requests sent with If-None-Match or If-Modified-Since
     validators_dropped: int  # ETag/Last-Modified values refused (peer/core/revisit/policy.py rule 6)
+    first: int = 0           # revisits that found a payload with none to compare (earlier visits failed)
+    missing: int = 0         # revisits that found a 404/410 with no answered visit before
+    never_found: int = 0     # visits of either kind that were MISSING: those URLs are not revisited
+
+    @property
+    def revisit_parts(self) -> dict[str, int]:
+        """What the revisits found, by ``Change`` value: the parts of ``visits_revisit``."""
+        return {"not_modified": self.not_modified, "unchanged": self.unchanged, "changed": self.changed,
+                "first": self.first, "gone": self.gone, "missing": self.missing, "failed": self.failed}
 
     @property
     def freshness(self) -> float | None:
@@ -209,7 +224,8 @@ class Recrawl:
             handed=len(self._handed), visits_new=c["new"], visits_revisit=c["revisit"],
             not_modified=c[Change.NOT_MODIFIED.value], unchanged=c[Change.UNCHANGED.value],
             changed=c[Change.CHANGED.value], gone=c[Change.GONE.value], failed=c[Change.FAILED.value],
-            conditional=c["conditional"], validators_dropped=c["validators_dropped"])
+            conditional=c["conditional"], validators_dropped=c["validators_dropped"],
+            first=c[Change.FIRST.value], missing=c[Change.MISSING.value], never_found=c["never_found"])
 
     def figure_pairs(self) -> dict[str, int]:
         """The figures as a status reply's named pairs: ``revisit.*`` counters (ring/vocabulary.py
@@ -218,7 +234,8 @@ class Recrawl:
         out = {"revisit.scheduled": f.scheduled, "revisit.due": f.due,
                "revisit.visits": f.visits_revisit, "revisit.not_modified": f.not_modified,
                "revisit.unchanged": f.unchanged, "revisit.changed": f.changed,
-               "revisit.gone": f.gone, "revisit.failed": f.failed, "revisit.conditional": f.conditional}
+               "revisit.gone": f.gone, "revisit.failed": f.failed, "revisit.conditional": f.conditional,
+               "revisit.first": f.first, "revisit.missing": f.missing, "revisit.never_found": f.never_found}
         if f.freshness is not None:
             out["revisit.freshness_pct"] = round(100 * f.freshness)
         if f.validators_dropped:
@@ -296,14 +313,20 @@ class Recrawl:
         sent = bool(self._validators(state)) and kind is Kind.REVISIT
         result = after_visit(state, now, status, digest, etag, last_modified, self.config, self._rng,
                              capture)
-        self.queue.schedule(result.state)
+        missing = result.change is Change.MISSING
+        if missing:
+            self._depth.pop(url, None)   # never found: out of the schedule for good (rule 4)
+        else:
+            self.queue.schedule(result.state)
         c = self.counts
         c[kind.value] += 1
-        c[result.change.value] += 1
+        if kind is Kind.REVISIT:
+            c[result.change.value] += 1   # the revisits' parts (rule 6)
+        c["never_found"] += missing
         c["conditional"] += sent
         c["validators_dropped"] += result.dropped
         new = result.state
-        return Visit(kind, result.change, sent, state.interval, new.interval, new.due,
+        return Visit(kind, result.change, sent, state.interval, new.interval, None if missing else new.due,
                      new.etag, new.last_modified)
 
     def sitemap_hint(self, url: str, hints: UrlHints, now: float) -> bool:
@@ -358,7 +381,7 @@ class Recrawl:
             capture = rest[0] if rest and isinstance(rest[0], str) else None
             state = RevisitState(url=url, host=host, due=now + (float(next_due) - wall),
                                  interval=self.config.clamp(float(interval)),
-                                 last_visit=now + (float(fetched_at) - wall), digest=digest, etag=etag,
+                                 last_visit=now + (float(fetched_at) - wall), digest=digest or None, etag=etag,
                                  last_modified=lm, visits=int(visits or 0), changes=int(changes or 0),
                                  capture=capture)
             self.queue.schedule(state)

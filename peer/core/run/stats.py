@@ -68,8 +68,8 @@ from typing import Any
 from ring.durations import duration
 from ring.vocabulary import Family, failed, not_requested, words
 
-__all__ = ["FORMAT", "STATS_FILE", "Summary", "crawl_stats", "render_summary", "run_config", "sum_stats",
-           "requested_errors"]
+__all__ = ["EARLIER_RUNS", "FORMAT", "STATS_FILE", "Summary", "crawl_stats", "keep_earlier_runs", "render_summary",
+           "run_config", "sum_stats", "requested_errors"]
 
 FORMAT = 1
 #: The file each peer writes in its data_dir at the end of a run.
@@ -116,6 +116,7 @@ class Summary:
     warc: dict[str, int] = field(default_factory=dict)  # the WARC writer's ([warc]; peer/engine/archive.py)
     dedupe: dict[str, int] = field(default_factory=dict)  # peer.core.dedupe.held's figures, at the end
     revisit: dict[str, Any] = field(default_factory=dict)  # a continuous crawl's (peer/core/revisit/recrawl.py)
+    requisites: Counter[str] = field(default_factory=Counter)  # page requisites (peer/core/crawl/requisites.py rule 5)
 
     def rate(self) -> float:
         return self.requested / self.elapsed if self.elapsed > 0 else 0.0
@@ -230,8 +231,36 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "warc": {k: int(n) for k, n in sorted(getattr(s, "warc", {}).items())},  # {} when off
         "dedupe": _split_figures(getattr(s, "dedupe", {}), "dedupe.", "dedupe_"),
         "revisit": dict(getattr(s, "revisit", {})),  # {} unless [revisit] is on
+        "requisites": {k: int(n) for k, n in sorted(getattr(s, "requisites", {}).items())},  # {} when off
         "run_config": dict(config or {}),
     }
+
+
+#: stats.json's key for the runs before this one on the same crawl state, oldest first.
+EARLIER_RUNS = "earlier_runs"
+
+
+def keep_earlier_runs(doc: dict[str, Any], previous: Any) -> dict[str, Any]:
+    """``doc`` (this run's stats.json) with the runs before it kept under :data:`EARLIER_RUNS`.
+
+    ``previous`` is the stats.json this run finds in its data_dir (None when
+    none, or unreadable): a resumed crawl's earlier run, whose file this
+    run's replaces. Each run's figures are its own (the counters of a run
+    start at zero), so without this a resumed or continuous crawl's
+    stats.json, and the report drawn from it, would show the last run
+    alone. Kept when it is this peer's and of an earlier run number of the
+    same state (a ``--fresh`` start deletes the file with the state); its
+    ``run_config`` is left out (the current run's is the one in force).
+    """
+    if not isinstance(previous, Mapping) or previous.get("peer") != doc.get("peer"):
+        return doc
+    run, before = doc.get("run"), previous.get("run")
+    if not isinstance(run, int) or not isinstance(before, int) or isinstance(before, bool) or before >= run:
+        return doc
+    earlier = previous.get(EARLIER_RUNS)
+    kept = [r for r in earlier if isinstance(r, Mapping)] if isinstance(earlier, list) else []
+    last = {k: v for k, v in previous.items() if k not in (EARLIER_RUNS, "run_config")}
+    return {**doc, EARLIER_RUNS: [*kept, last]}
 
 
 def _split_figures(counts: Mapping[str, int], counter: str, drop: str) -> dict[str, Any]:
@@ -255,7 +284,7 @@ def _add(into: dict[str, Any], key: str, value: Any) -> None:
 
 
 _NOT_SUMMED = {"format", "peer", "ring", "run", "start_time", "finish_time", "elapsed_seconds",
-               "finish_reason", "pages_per_second", "run_config"}
+               "finish_reason", "pages_per_second", "run_config", EARLIER_RUNS}
 
 
 def sum_stats(peers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
@@ -284,6 +313,12 @@ def sum_stats(peers: Iterable[Mapping[str, Any]]) -> dict[str, Any]:
             if k not in _NOT_SUMMED:
                 _add(out, k, v)
     out["finish_reasons"] = reasons
+    # Each peer's earlier runs, as they were (each names its peer), oldest first: not summed,
+    # since the peers' runs need not line up.
+    earlier = [r for d in docs if isinstance(d.get(EARLIER_RUNS), list) for r in d[EARLIER_RUNS]
+               if isinstance(r, Mapping)]
+    if earlier:
+        out[EARLIER_RUNS] = sorted(earlier, key=lambda r: str(r.get("start_time") or ""))
     out["pages_per_second"] = round(out.get("pages", 0) / elapsed, 3) if elapsed > 0 else 0.0
     out["run_config"] = next((d["run_config"] for d in docs if d.get("run_config")), {})
     return out

@@ -12,6 +12,7 @@ after the URL::
     <url>                                        a plain URL, as always
     <url> hints <lastmod> <priority> <changefreq>   "-" for a field absent
     <url> sitemap <depth> <prefix> ...           a sitemap job: depth, granted URL prefixes
+    <url> requisite <level>                      a page requisite (peer.core.crawl.requisites)
 
 Why a tail and not a field: the entry is ``(url, depth)`` in the Outbox, its
 resends, its re-routing, the journal's forwarded records and their
@@ -21,7 +22,10 @@ no space (``peer.core.urls.normalize`` percent-encodes one), so the first space 
 the URL, and ``host_key`` reads only the authority, so the ring places a
 tailed entry by its URL's host. The wire's ``VERSION`` is 3 since entries
 may carry tails: a peer of an older tree (which would take the tail for
-part of the URL) refuses the frame instead.
+part of the URL) refuses the frame instead. The requisite form came later
+under the same version: a peer that does not know it reads it as malformed
+(rule 1), drops that one entry and counts it (``sitemap.bad_entry``), so a
+mixed ring loses a requisite, never a page.
 
 Rules:
 
@@ -48,7 +52,7 @@ from dataclasses import dataclass
 from peer.core.sitemaps.document import Authority, ChangeFreq, host_authority
 from peer.core.urls.normalize import MAX_URL_LENGTH
 
-__all__ = ["MALFORMED", "MAX_GRANTS", "Malformed", "SitemapJob", "Tail", "UrlHints", "attach", "detach"]
+__all__ = ["MALFORMED", "MAX_GRANTS", "Malformed", "Requisite", "SitemapJob", "Tail", "UrlHints", "attach", "detach"]
 
 #: Granted origins one job carries at most.
 MAX_GRANTS = 8
@@ -77,6 +81,13 @@ class SitemapJob:
     granted: frozenset[Authority] = frozenset()
 
 
+@dataclass(frozen=True, slots=True)
+class Requisite:
+    """A page requisite on its way to its host's owner: how many embeds from its page (1: the page's own)."""
+
+    level: int
+
+
 class Malformed:
     """The tail of an entry that is neither form (rule 1)."""
 
@@ -87,17 +98,20 @@ class Malformed:
 
 
 MALFORMED = Malformed()
-Tail = UrlHints | SitemapJob | Malformed
+Tail = UrlHints | SitemapJob | Requisite | Malformed
 
 
 def _num(v: float | None) -> str:
     return "-" if v is None else repr(float(v))
 
 
-def attach(url: str, tail: UrlHints | SitemapJob | None) -> str:
+def attach(url: str, tail: UrlHints | SitemapJob | Requisite | None) -> str:
     """``url`` with ``tail`` after it, within ``MAX_URL_LENGTH`` (rule 2)."""
     if tail is None:
         return url
+    if isinstance(tail, Requisite):
+        entry = f"{url} requisite {tail.level}"
+        return entry if len(entry) <= MAX_URL_LENGTH else url
     if isinstance(tail, UrlHints):
         if not tail:
             return url
@@ -148,6 +162,8 @@ def detach(entry: str) -> tuple[str, Tail | None]:
             if not parts[1].isdigit() or int(parts[1]) > _MAX_DEPTH:
                 return url, MALFORMED
             return url, SitemapJob(int(parts[1]), frozenset(map(_grant, parts[2:])))
+        if parts[0] == "requisite" and len(parts) == 2 and parts[1].isdigit() and 1 <= int(parts[1]) <= _MAX_DEPTH:
+            return url, Requisite(int(parts[1]))
     except (ValueError, KeyError):
         pass
     return url, MALFORMED

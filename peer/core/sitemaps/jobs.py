@@ -40,7 +40,14 @@ Rules (``[sitemaps]`` config keys in brackets):
    depth 0: a site's own list of its pages is a list of starting points,
    so ``crawl.max_depth`` counts links followed from them (index nesting
    has its own cap, ``max_depth`` here). Its ``lastmod``, ``priority`` and
-   ``changefreq`` go with it to its owner and into its page row.
+   ``changefreq`` go with it to its owner and into its page row, whichever
+   way the URL came first: a URL the owner has seen already (a link
+   reached it before the sitemap was read, as it does for most of a site
+   whose home page links its sections) keeps them for its next row (a
+   first visit still queued or in flight, or a revisit), and a ``Hinted``
+   effect has the store fill the row written already, if any. They are
+   held until that row, one entry a URL, as for a URL queued now (a URL
+   among the last ``RECENT_ROWS`` rows is not held: its row is written).
 5. **Counted.** Every problem of a parse (``peer.core.sitemaps.document.Problem``),
    every tracker refusal (``peer.core.sitemaps.tracker.Found``: a cap by its config
    key, ``max_depth``, ``max_per_host``), every sitemap out of scope and
@@ -55,7 +62,7 @@ from __future__ import annotations
 from collections.abc import Callable, KeysView
 from typing import TYPE_CHECKING
 
-from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued
+from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Hinted, Origin, Queued, Reason, Refused
 from peer.core.crawl.limits import Hold
 from peer.core.crawl.outcomes import RETRYABLE, UNREACHED_KINDS
 from peer.core.frontier.frontier import Job, Outcome
@@ -215,12 +222,19 @@ class SitemapJobs:
             return out
         if self._recrawl is not None and hints.lastmod is not None and not any(isinstance(e, Forward) for e in out):
             self._recrawl.sitemap_hint(url, hints, now)  # a seen URL's <lastmod> may make it due (revisit rule 5)
+        late: list[Effect] = []
         for i, e in enumerate(out):
             if isinstance(e, (Queued, Checking)):
                 self._hints[e.url] = hints
             elif isinstance(e, Forward):
                 out[i] = Forward(attach(e.url, hints), e.depth, e.owner, e.relay, e.host)
-        return out
+            elif isinstance(e, Refused) and e.reason is Reason.SEEN:
+                # Seen first (rule 4): for its row to come, unless it is written, and for the row written.
+                if not self._jobs.recently_requested(e.url):
+                    self._hints[e.url] = hints
+                late.append(Hinted(e.url, hints.lastmod, hints.priority,
+                                   None if hints.changefreq is None else hints.changefreq.value))
+        return out + late if late else out
 
     # -- fetched (rules 3-5) ------------------------------------------------------------
 

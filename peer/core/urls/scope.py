@@ -117,6 +117,10 @@ class Scope:
             self._memo[host] = verdict
         return verdict
 
+    def denies_host(self, host: str) -> bool:
+        """Does ``deny_hosts`` name this host? (A page requisite on another host is refused by it alone.)"""
+        return self._deny is not None and self._deny.match(hostname(host)) is not None
+
     def allows(self, url: str, depth: int = 0, *, host: str | None = None) -> bool:
         """Is this URL, found at ``depth``, to be crawled? False for non-crawlable URLs.
 

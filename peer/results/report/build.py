@@ -149,7 +149,7 @@ def build_report(db: Path, out: Path, *, ring_config: Path | None = None, top: i
             written.append(path)
             sections.append((title, name, caption, ""))
         index = out / "index.html"
-        index.write_text(render_page(facts, ring_source, shares, sections, run_cfg), encoding="utf-8",
+        index.write_text(render_page(facts, ring_source, shares, sections, run_cfg, doc), encoding="utf-8",
                          errors="replace")
     except OSError as exc:
         raise ConfigError(str(out), "", f"cannot write the report: {exc.strerror or exc}") from None

@@ -17,8 +17,8 @@ import duckdb
 from peer.errors import ConfigError, StateError, first_line
 from peer.results.schema import quote
 
-__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "open_results",
-           "read_facts", "table_columns"]
+__all__ = ["Facts", "PAGES_COLUMNS", "REQUESTED", "Visits", "open_results",
+           "read_facts", "read_visits", "table_columns"]
 
 TOP_HOSTS_TABLE = 10
 SLOWEST_TABLE = 10
@@ -51,12 +51,47 @@ class Facts:
     counts: dict[str, int]  # rows of the optional tables present (pid_trace, links, items_*...)
     not_requested: list[tuple[str, int, str]] = ()  # type: ignore[assignment]  # (cause, count, example URL)
     items: list[tuple[str, int, list[tuple[str, float]], list[str], list[tuple]]] = ()  # type: ignore[assignment]
+    visits: Visits | None = None  # a continuous crawl's (the fetches table); None without it
 
     @property
     def span(self) -> float:
         if self.t0_us is None or self.t1_us is None:
             return 0.0
         return (self.t1_us - self.t0_us) / 1e6
+
+
+@dataclass(frozen=True, slots=True)
+class Visits:
+    """A continuous crawl's visits, from its ``fetches`` table: one row a fetch, every run's.
+
+    ``pages`` holds one row a URL (a revisit's row replaces the earlier one),
+    so it counts pages, not visits, and its times are each page's last
+    visit; these are every visit the file holds, earlier runs' included.
+    """
+
+    total: int
+    new: int       # first visits
+    revisit: int
+    urls: int      # distinct URLs visited
+    t0_us: int | None  # the first and last visit, epoch microseconds (UTC)
+    t1_us: int | None
+
+    @property
+    def span(self) -> float:
+        if self.t0_us is None or self.t1_us is None:
+            return 0.0
+        return (self.t1_us - self.t0_us) / 1e6
+
+
+def read_visits(con: duckdb.DuckDBPyConnection, tables: dict[str, set[str]]) -> Visits | None:
+    """The ``fetches`` table's visits, or None when the file has none (no continuous crawl)."""
+    if not {"url", "kind", "fetched_at"} <= tables.get("fetches", set()):
+        return None
+    row = con.execute(
+        "select count(*), count(*) filter (kind = 'new'), count(*) filter (kind = 'revisit'), "
+        "count(distinct url), min(epoch_us(fetched_at)), max(epoch_us(fetched_at)) from fetches").fetchone()
+    assert row is not None
+    return Visits(*row) if row[0] else None
 
 
 def open_results(db: Path) -> duckdb.DuckDBPyConnection:
@@ -137,6 +172,7 @@ def read_facts(con: duckdb.DuckDBPyConnection, db: Path, tables: dict[str, set[s
         t0_us=t0, t1_us=t1, peers=peers, status=status, errors=errors, top_hosts=top_hosts,
         host_median=float(dist[0]), host_max=int(dist[1]), slowest=slowest, counts=counts,
         not_requested=not_requested, items=item_quality(con, tables, counts),
+        visits=read_visits(con, tables),
     )
 
 

@@ -16,7 +16,7 @@ from peer.results.report.facts import Facts
 from ring.durations import duration
 from ring.vocabulary import TERMS, Family, words
 
-__all__ = ["render_page"]
+__all__ = ["render_page", "run_rows"]
 
 
 def _e(value: object) -> str:
@@ -61,8 +61,11 @@ p.skipped { color: #8a5a00; background: #fff6e0; padding: 0.4rem 0.6rem; }
 
 
 def _summary_rows(f: Facts, ring_source: str) -> list[tuple[str, str, str]]:
-    span = f.span
-    rate = f"{f.pages / span:,.1f}" if span > 0 else "n/a"
+    v = f.visits
+    # A continuous crawl's pages row is each URL's last visit: its visits and their times
+    # are the fetches table's, every run in the file (facts.Visits).
+    span, t0, t1 = (f.span, f.t0_us, f.t1_us) if v is None else (v.span, v.t0_us, v.t1_us)
+    rate = f"{(f.pages if v is None else v.total) / span:,.1f}" if span > 0 else "n/a"
     status = " · ".join(f"{'error' if s is None else s}: {n:,}" for s, n in f.status) or "none"
     def by(counts: Sequence[tuple[str, int, str]]) -> str:
         return " · ".join(f"{k}: {n:,}" for k, n, _ in counts) or "none"
@@ -74,16 +77,21 @@ def _summary_rows(f: Facts, ring_source: str) -> list[tuple[str, str, str]]:
     return [
         ("s-source", "results file", str(f.db)),
         # Named by ring.vocabulary, as the summary, stats.json and ring status name them.
-        ("s-pages", f"{words(Family.PAGES)} ({TERMS[Family.PAGES].means})", f"{f.pages:,}"),
+        ("s-pages", f"{words(Family.PAGES)} ({TERMS[Family.PAGES].means})" if v is None else
+         "pages (distinct URLs requested: the pages table keeps one row a URL, its last visit)", f"{f.pages:,}"),
+        *([] if v is None else [(
+            "s-visits", "visits (every request of a page, first visits and revisits, of every run in the "
+            "file: the fetches table)",
+            f"{v.total:,}: {v.new:,} first visits, {v.revisit:,} revisits, of {v.urls:,} URLs")]),
         ("s-failed", f"{words(Family.FAILED)}, by kind", by(f.errors)),
         ("s-not-requested", f"{words(Family.NOT_REQUESTED)}, by cause", by(f.not_requested)),
         ("s-answered", "answered (with a status)", f"{f.answered:,}"),
         ("s-hosts", "hosts", f"{f.hosts:,}"),
         ("s-peers", "peers", f"{len(f.peers):,}"),
-        ("s-first", "first fetch", _when(f.t0_us)),
-        ("s-last", "last fetch", _when(f.t1_us)),
-        ("s-span", "time span", duration(span) if f.t0_us is not None else "n/a"),
-        ("s-rate", "pages/s (mean over the span)", rate),
+        ("s-first", "first fetch", _when(t0)),
+        ("s-last", "last fetch", _when(t1)),
+        ("s-span", "time span", duration(span) if t0 is not None else "n/a"),
+        ("s-rate", "pages/s (mean over the span)" if v is None else "visits/s (mean over the span)", rate),
         ("s-status", "status codes", status),
         ("s-per-host", "pages per host", f"median {f.host_median:,.1f}, max {f.host_max:,}"),
         ("s-ring", "ring shares from", ring_source),
@@ -118,10 +126,61 @@ def _config_html(cfg: tuple[str, dict[str, Any]] | None) -> str:
     return f"<p>From {_e(source)}.</p>" + _table(["key", "value"], [(k, _cut(v, 200)) for k, v in rows])
 
 
+def _count(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def run_rows(doc: dict[str, Any]) -> list[tuple[str, str, str, str, str, int | None, int | None]]:
+    """The runs a stats.json holds, oldest first, then their total: (run, peer, started, finished,
+    how it ended, pages, revisits). A peer's stats.json is its last run, with the runs before it
+    under ``earlier_runs`` (peer.core.run.stats.keep_earlier_runs); a merged one sums the peers'
+    last runs and lists their earlier ones."""
+    rows: list[tuple[str, str, str, str, str, int | None, int | None]] = []
+    merged = "peers" in doc and "peer" not in doc
+    for r in [*(doc.get("earlier_runs") or []), doc]:
+        if not isinstance(r, dict):
+            continue
+        revisit = r.get("revisit")
+        revisits = _count(revisit.get("visits_revisit")) if isinstance(revisit, dict) else None
+        if r is doc and merged:
+            got_peers, got_reasons = doc.get("peers"), doc.get("finish_reasons")
+            peers: list[Any] = got_peers if isinstance(got_peers, list) else []
+            reasons: dict[str, Any] = got_reasons if isinstance(got_reasons, dict) else {}
+            rows.append(("last", ", ".join(map(str, peers)), str(r.get("start_time") or ""),
+                         str(r.get("finish_time") or ""), ", ".join(f"{k} ({n})" for k, n in reasons.items()),
+                         _count(r.get("pages")), revisits))
+            continue
+        rows.append((str(r.get("run", "")), str(r.get("peer") or ""), str(r.get("start_time") or ""),
+                     str(r.get("finish_time") or ""), str(r.get("finish_reason") or ""),
+                     _count(r.get("pages")), revisits))
+    if len(rows) > 1:
+        pages = [p for *_, p, _ in rows if p is not None]
+        revisits_ = [n for *_, n in rows if n is not None]
+        rows.append(("all", "", "", "", "", sum(pages) if pages else None, sum(revisits_) if revisits_ else None))
+    return rows
+
+
+def _runs_html(stats: tuple[str, dict[str, Any]] | None) -> str:
+    if stats is None:
+        return "<p>No stats.json beside the results file: the runs are not known.</p>"
+    source, doc = stats
+    rows = run_rows(doc)
+    if not rows:
+        return "<p>The stats.json names no run.</p>"
+    return (f"<p>Per run, from {_e(source)}, oldest first, and their total: each run's own figures "
+            "(a run's counters start at zero; a run killed before its end wrote none). "
+            f"{_e(words(Family.PAGES).capitalize())}: requests made, revisits among them.</p>"
+            + _table(["run", "peer", "started", "finished", "ended", "pages", "revisits"],
+                     [(*r[:5], "" if r[5] is None else f"{r[5]:,}", "" if r[6] is None else f"{r[6]:,}")
+                      for r in rows], num=frozenset({5, 6})))
+
+
 def render_page(f: Facts, ring_source: str, shares: dict[str, float],
           sections: list[tuple[str, str, str | None, str]],
-          run_cfg: tuple[str, dict[str, Any]] | None = None) -> str:
-    """``sections``: (title, png name, caption or None when skipped, why skipped)."""
+          run_cfg: tuple[str, dict[str, Any]] | None = None,
+          stats: tuple[str, dict[str, Any]] | None = None) -> str:
+    """``sections``: (title, png name, caption or None when skipped, why skipped); ``stats``:
+    (source, document) of the stats.json read, for the runs table."""
     out = [
         "<!doctype html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -134,6 +193,8 @@ def render_page(f: Facts, ring_source: str, shares: dict[str, float],
         '<table class="summary"><tbody>',
         *(f'<tr id="{rid}"><th>{_e(k)}</th><td>{_e(v)}</td></tr>' for rid, k, v in _summary_rows(f, ring_source)),
         "</tbody></table>",
+        '<h2 id="runs">Runs</h2>',
+        _runs_html(stats),
         '<h2 id="peers">Peers</h2>',
         _table(["peer", "pages", "share of pages", "hosts", "share of the ring"],
                [(p or "(no peer)", f"{n:,}", f"{100 * n / f.pages:.1f}%" if f.pages else "n/a", f"{h:,}",
