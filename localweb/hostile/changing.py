@@ -11,16 +11,26 @@ pages with an even number send an ``ETag`` and answer a matching
 at or after it with a 304 (§13.1.3). ``/`` itself never changes and sends
 both. The hostile web (:mod:`localweb.hostile.server`) routes the host here with
 the request's two validators.
+
+Under ``/framed/`` (linked from nowhere else: seed it) are pages that never
+change, in each framing a WARC record must keep right (peer/core/warc/record.py
+rules 1 and 2): ``plain`` with a Content-Length, ``gzip`` (Content-Encoding)
+with a Content-Length, and ``chunked``: gzip sent in chunks. Each comes
+without validators (``/framed/gzip``: every revisit is a 200 of the same
+bytes) and with an ETag (``/framed/gzip-etag``: a 304 to each revisit).
+``/framed/not-modified`` (linked from nowhere) is a broken server's page: a
+304 to every request, the first one too, which had no validators.
 """
 
 from __future__ import annotations
 
 import email.utils
+import gzip
 import math
 
-from localweb.hostile.wire import Reply, html, reply
+from localweb.hostile.wire import Reply, chunked, html, reply
 
-__all__ = ["CHANGE_HOST", "FAST_PERIOD", "FAST_PAGES", "STATIC_PAGES", "answer", "version"]
+__all__ = ["CHANGE_HOST", "FAST_PERIOD", "FAST_PAGES", "FRAMED", "STATIC_PAGES", "answer", "framed_page", "version"]
 
 CHANGE_HOST = "changing.test"
 #: Seconds between two versions of a fast page: a few, so a bounded run sees many.
@@ -43,8 +53,44 @@ def _since(path: str, now: float) -> float:
     return EPOCH + version(path, now) * FAST_PERIOD if path.startswith("/fast/") else EPOCH
 
 
+#: The pages under ``/framed/`` (module docstring).
+FRAMED = tuple(f"/framed/{framing}{etag}" for framing in ("plain", "gzip", "chunked") for etag in ("", "-etag"))
+
+
+def framed_page(path: str) -> bytes:
+    """The page ``path`` under ``/framed/`` is, decoded: what a replay of any of its captures shows."""
+    if path == "/framed/":
+        return html("framed", FRAMED, "pages in each framing")
+    return html(path, (), " ".join(f"{path} word {i}" for i in range(300)))
+
+
+def _framed(path: str, if_none_match: str | None) -> Reply:
+    if path == "/framed/not-modified":
+        return reply(304, b"", headers=[("ETag", '"nm"')], content_type=None)
+    if path != "/framed/" and path not in FRAMED:
+        return reply(404, html("not found"))
+    body = framed_page(path)
+    headers = [("ETag", '"framed-1"')] if path.endswith("-etag") else []
+    if headers and if_none_match is not None and '"framed-1"' in if_none_match:
+        return reply(304, b"", headers=headers, content_type=None)
+    framing = path[len("/framed/"):].split("-")[0]
+    if framing in ("", "plain"):
+        return reply(200, body, headers=headers)
+    packed = gzip.compress(body, mtime=0)   # the same bytes each time: identical payloads
+    headers.append(("Content-Encoding", "gzip"))
+    if framing == "gzip":
+        return reply(200, packed, headers=headers)
+    lines = ["HTTP/1.1 200 OK", f"Date: {email.utils.formatdate(usegmt=True)}",
+             "Content-Type: text/html; charset=utf-8", *(f"{k}: {v}" for k, v in headers),
+             "Transfer-Encoding: chunked"]
+    parts = [packed[i:i + 500] for i in range(0, len(packed), 500)]
+    return Reply(("\r\n".join(lines) + "\r\n\r\n").encode(), chunked(parts), status=200)
+
+
 def answer(path: str, now: float, if_none_match: str | None, if_modified_since: str | None) -> Reply:
     """The answer for ``path`` on wall time ``now`` to a GET with these validators."""
+    if path.startswith("/framed/"):
+        return _framed(path, if_none_match)
     if path == "/":
         links = [f"/fast/{i}" for i in range(FAST_PAGES)] + [f"/static/{i}" for i in range(STATIC_PAGES)]
         body, number = html("changing", links, "pages that change, and pages that do not"), 0

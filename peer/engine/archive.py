@@ -25,9 +25,11 @@ writer's bounded queue. Rules:
    most ``warc.queue_items``), whose rows the results may hold: those URLs
    are not fetched again on resume, so the archive misses them. Bytes already
    written are kept (rule 2).
-6. **Revisits** (a 304, or a payload equal to an earlier capture's) go
-   through :meth:`Archive.keep_revisit`, given the earlier capture's digest
-   and date; the crawl does not call it yet (deduplication and recrawl do).
+6. **Revisits** (a 304, or a payload equal to the original capture's) go
+   through :meth:`Archive.keep_revisit`, given the response record that
+   holds the payload (peer/core/warc/record.py rule 6); a continuous crawl
+   (peer/engine/revisits.py) names the response records it may refer to
+   later (:meth:`Archive.keep`'s ``record_id``).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import urlsplit, urlunsplit
 
 from peer.core.config.cluster import ClusterConfig
-from peer.core.warc.record import Refers, RevisitProfile, info_json
+from peer.core.warc.record import DigestAlgorithm, Refers, RevisitProfile, info_json
 from peer.errors import StateError
 from peer.core.http.result import FetchResult
 
@@ -123,24 +125,36 @@ class Archive:
     def stats(self) -> WarcStats:
         return self.writer.stats
 
-    async def keep(self, res: FetchResult) -> None:
-        """Queue ``res``'s request and response records; waits while the writer's queue is full."""
+    @property
+    def algorithm(self) -> DigestAlgorithm:
+        """The digests' algorithm (``warc.digest``)."""
+        return self.writer.config.algorithm
+
+    @staticmethod
+    def new_record_id() -> str:
+        """A ``WARC-Record-ID`` for :meth:`keep`, when the crawl must know it."""
+        from peer.results.warc import new_record_id
+
+        return new_record_id()
+
+    async def keep(self, res: FetchResult, record_id: str | None = None) -> None:
+        """Queue ``res``'s request and response records; waits while the writer's queue is full.
+        ``record_id``: the response record's, else the writer makes one."""
         if res.capture is None:
             self.without_response += 1
             return
         from peer.results.warc import Fetched  # loaded by open(): a dictionary lookup
 
-        await self._put(Fetched(res.capture))
+        await self._put(Fetched(res.capture, record_id))
 
-    async def keep_revisit(self, res: FetchResult, profile: RevisitProfile, earlier_uri: str,
-                           earlier_date: float, earlier_digest: str | None = None) -> None:
-        """Queue ``res`` as a request and a ``revisit`` record standing for an earlier capture."""
+    async def keep_revisit(self, res: FetchResult, profile: RevisitProfile, refers: Refers) -> None:
+        """Queue ``res`` as a request and a ``revisit`` record referring to ``refers``, the
+        response record that holds the payload (peer/core/warc/record.py rule 6)."""
         if res.capture is None:
             self.without_response += 1
             return
         from peer.results.warc import Revisited
 
-        refers = Refers(None, earlier_uri, earlier_date, earlier_digest)
         await self._put(Revisited(res.capture, profile, refers))
 
     async def _put(self, item: Fetched | Revisited) -> None:

@@ -15,8 +15,20 @@ crawl core's (:mod:`peer.core.revisit.recrawl`, reached through
   its page row);
 - a 304 to a conditional GET keeps the stored ``pages`` row: the page did
   not change and the answer has no body to store over it. Its visit is in
-  ``fetches``; with ``[warc]`` on, :meth:`Revisits.archive` writes it as a
-  ``revisit`` record (ISO 28500 §6.7), as it does a 200 with the last digest.
+  ``fetches``. A 304 to a URL's first request (a server that ignores that
+  the request had no validators) has no stored row to keep: its row is
+  written, status 304 and no body, so every fetched URL has one;
+- with ``[warc]`` on, :meth:`Revisits.archive` writes a 304 to a revisit
+  and a 200 whose payload digest is the original's as ``revisit`` records
+  (ISO 28500 §6.7) referring to the ``response`` record that holds the page
+  (peer/core/warc/record.py rule 6). Which record that is travels with the
+  URL's revisit record (``RevisitState.capture``) and is written in each
+  ``fetches`` row (``warc_record_id``, ``warc_date``,
+  ``warc_payload_digest``), so the revisits of a restarted crawl refer to
+  the records of the run before. A host handed to another peer goes
+  without it (``ring.messages.RevisitWire`` has no field for it): the new
+  owner's first 304 of a page is a ``response`` record, its first 200 the
+  new original.
 """
 
 from __future__ import annotations
@@ -34,13 +46,14 @@ from peer.core.http.result import FetchResult
 from peer.core.door.peer import PeerCore
 from peer.core.revisit.hostmix import Kind
 from peer.core.revisit.policy import Change
-from peer.core.warc.record import RevisitProfile, digest
+from peer.core.warc.record import Refers, digest, payload_digest as warc_payload_digest
+from peer.core.warc.refers import refers_after, revisit_profile
 from peer.engine.archive import Archive
 from peer.results.store import ResultStore
 from peer.state.generations import REVISIT_DIR
 from peer.state.spill import FileSpill
 
-__all__ = ["Revisits", "payload_digest", "revisit_profile"]
+__all__ = ["Revisits", "payload_digest"]
 
 log = logging.getLogger("peer.engine")
 
@@ -48,17 +61,6 @@ log = logging.getLogger("peer.engine")
 def payload_digest(body: bytes) -> str:
     """The payload's digest as WARC writes it (``sha1:`` and base32, ISO 28500 §5.9)."""
     return digest(body)
-
-
-def revisit_profile(status: int | None, earlier: str | None, digest: str | None) -> RevisitProfile | None:
-    """The WARC ``revisit`` profile a revisit's answer is written with, or None for a
-    ``response`` record: a 304 is server-not-modified (ISO 28500 §6.7.3); a 200 whose
-    body has the last visit's digest is identical-payload-digest (§6.7.2)."""
-    if status == 304:
-        return RevisitProfile.SERVER_NOT_MODIFIED
-    if status == 200 and earlier is not None and digest == earlier:
-        return RevisitProfile.IDENTICAL_PAYLOAD
-    return None
 
 
 class Revisits:
@@ -70,8 +72,9 @@ class Revisits:
         self._peer_id = peer_id
         self._clock = clock
         self._store = store
-        #: url -> (status, digest, etag, last_modified) of a fetch whose row is to come.
-        self._answers: dict[str, tuple[int | None, str | None, str | None, str | None]] = {}
+        #: url -> (status, digest, etag, last_modified, capture) of a fetch whose row is to come;
+        #: capture: the archive's record its next revisit refers to (``Refers.pack``).
+        self._answers: dict[str, tuple[int | None, str | None, str | None, str | None, str | None]] = {}
         self._far: FileSpill | None = None   # the due queue's far records (restore)
 
     def answered(self, job: Job, res: FetchResult) -> None:
@@ -79,13 +82,14 @@ class Revisits:
         if not self._peer.revisits:
             return
         digest = None if res.status is None or res.status == 304 or res.error is not None else payload_digest(res.body)
-        self._answers[job.url] = (res.status, digest, res.etag, res.last_modified)
+        # The record a revisit refers to stays the earlier one unless archive() says otherwise.
+        self._answers[job.url] = (res.status, digest, res.etag, res.last_modified, self._peer.capture(job.url))
 
     def row(self, e: Row) -> tuple[bool, bool]:
         """Record ``e``'s visit: (write its ``pages`` row, over the URL's earlier one).
 
         A row of a URL never fetched (robots.txt, scope, a cap) is no visit:
-        only fetched URLs are scheduled. A 304 writes no ``pages`` row.
+        only fetched URLs are scheduled. A 304 to a revisit writes no ``pages`` row.
         """
         peer = self._peer
         if not peer.revisits:
@@ -93,41 +97,47 @@ class Revisits:
         answer = self._answers.pop(e.url, None)
         if answer is None and not peer.is_revisit(e.url):
             return True, False
-        status, digest, etag, lm = answer or (None, None, None, None)
+        status, digest, etag, lm, capture = answer or (None, None, None, None, peer.capture(e.url))
         now = self._clock()
-        visit = peer.visited(e, now, status, digest, etag, lm)
+        visit = peer.visited(e, now, status, digest, etag, lm, capture)
         assert visit is not None  # revisits are on
         wall = time.time()
         store = self._store()
         if store is not None:
+            refers = Refers.unpack(capture)
             store.add_fetch((
                 e.url, e.host, wall, visit.kind.value, status, visit.change.value,
                 visit.change is Change.CHANGED, digest, visit.etag, visit.last_modified,
                 visit.conditional, e.bytes, e.elapsed_ms, e.error, visit.interval_before,
                 visit.interval_after, None if visit.next_due is None else wall + (visit.next_due - now),
-                self._peer_id))
-        return visit.change is not Change.NOT_MODIFIED, visit.kind is Kind.REVISIT
+                self._peer_id,
+                *((refers.record_id, refers.date, refers.payload_digest) if refers else (None, None, None))))
+        # A revisit's 304 keeps the stored row; a 304 to a first request has none to keep.
+        first = visit.kind is Kind.NEW
+        return visit.change is not Change.NOT_MODIFIED or first, not first
 
     async def archive(self, archive: Archive, job: Job, res: FetchResult) -> None:
-        """The WARC records of a page's fetch: a 304 to a revisit is a ``revisit`` record of
-        the server-not-modified profile (ISO 28500 §6.7.3) referring to the last capture;
-        anything else a ``response`` (peer/engine/archive.py)."""
-        peer = self._peer
-        if not peer.is_revisit(job.url):
+        """The WARC records of a page's fetch (peer/core/warc/record.py rule 6): a 304, or an
+        answer with the original's payload digest, is a ``revisit`` record referring to the
+        ``response`` record that holds the page; anything else a ``response``, which becomes
+        the record the URL's next revisit refers to if it stands for the page."""
+        capture = res.capture
+        if not self._peer.revisits or capture is None:
             await archive.keep(res)
             return
-        when, earlier = peer.earlier(job.url)
-        # The digest ``answered`` took of this fetch's body, not a second one.
-        answered = self._answers.get(job.url)
-        profile = revisit_profile(res.status, earlier, None if answered is None else answered[1])
+        earlier = Refers.unpack(self._peer.capture(job.url))
+        payload = warc_payload_digest(capture, archive.algorithm)
+        profile = revisit_profile(capture, earlier, payload)
+        record_id = archive.new_record_id()
         if profile is None:
-            await archive.keep(res)
+            await archive.keep(res, record_id)
         else:
-            # The earlier digest is of the decoded body (peer/core/revisit/policy.py);
-            # the record's own WARC-Payload-Digest is the writer's, of the
-            # payload as received, so only a 304 names the earlier one.
-            await archive.keep_revisit(res, profile, job.url, time.time() if when is None else when,
-                                       earlier if res.status == 304 else None)
+            assert earlier is not None  # revisit_profile: no revisit without an original
+            await archive.keep_revisit(res, profile, earlier)
+        after = refers_after(earlier, capture, profile, record_id, payload)
+        answer = self._answers.get(job.url)
+        if answer is not None:
+            self._answers[job.url] = (*answer[:4], None if after is None else after.pack())
 
     async def restore(self, store: ResultStore, state_dir: Path | None = None) -> None:
         """A continuous crawl resumed: its pages' schedule from ``fetches`` (peer/core/revisit/recrawl.py rule 7).

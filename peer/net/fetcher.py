@@ -499,8 +499,9 @@ def _capture(url: str, p: _Progress) -> Capture:
 
     The body is as ``ResponseReader.read`` gave it: the transfer-coding
     removed (chunk framing is not kept), the content-coding intact;
-    ``BodyFraming.TRANSFER_DECODED`` tells the record builder to frame it
-    again as one chunk when the head says chunked.
+    ``BodyFraming.TRANSFER_DECODED`` tells the record builder so: under a
+    head that says chunked it is stored as it is, the head's framing lines
+    adjusted (peer/core/warc/record.py rule 1).
     """
     assert p.head_raw is not None and p.wire is not None
     return Capture(

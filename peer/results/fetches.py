@@ -9,7 +9,8 @@ fitted offline::
 
     fetches(url, host, fetched_at TIMESTAMP, kind, status, change, changed,
             digest, etag, last_modified, conditional, bytes, elapsed_ms,
-            error, interval_before, interval_after, next_due TIMESTAMP, peer)
+            error, interval_before, interval_after, next_due TIMESTAMP, peer,
+            warc_record_id, warc_date, warc_payload_digest)
 
 Rules:
 
@@ -30,7 +31,7 @@ owners', in turn, so rows never collide).
 
 from __future__ import annotations
 
-__all__ = ["FETCHES", "FETCHES_DDL", "FETCHES_INDEX_DDL", "LAST_VISITS_SQL"]
+__all__ = ["FETCHES", "FETCHES_DDL", "FETCHES_INDEX_DDL", "LAST_VISITS_CAPTURE_SQL", "LAST_VISITS_SQL"]
 
 #: (column, DuckDB type, what it holds), in order.
 FETCHES: tuple[tuple[str, str, str], ...] = (
@@ -52,6 +53,13 @@ FETCHES: tuple[tuple[str, str, str], ...] = (
     ("interval_after", "DOUBLE", "seconds: the interval after it (peer.core.revisit.policy rule 3)"),
     ("next_due", "TIMESTAMP", "UTC, when the next visit is due (the interval with jitter)"),
     ("peer", "VARCHAR", "the peer that fetched it"),
+    # The WARC response record holding the page as of this visit (peer.core.warc.record rule 6):
+    # this visit's own response, or the one its revisit record refers to; NULL without [warc]
+    # or with none to refer to. A restarted crawl's revisits refer to it
+    # (peer/core/revisit/recrawl.py rule 7).
+    ("warc_record_id", "VARCHAR", "that record's WARC-Record-ID"),
+    ("warc_date", "VARCHAR", "that record's WARC-Date, exactly as written"),
+    ("warc_payload_digest", "VARCHAR", "that record's WARC-Payload-Digest (e.g. 'sha1:BASE32')"),
 )
 
 #: The table, created when absent.
@@ -79,3 +87,11 @@ LAST_VISITS_SQL = (
     "WINDOW w AS (PARTITION BY url), d AS (PARTITION BY url ORDER BY fetched_at "
     "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) "
     "QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1")
+
+#: :data:`LAST_VISITS_SQL` and an 11th column: the WARC record the URL's next revisit refers
+#: to, as of its latest row, packed as ``peer.core.warc.record.Refers.pack`` (NULL without
+#: one). The store's own file always has the warc_* columns (it adds them when it opens an
+#: older one); an adopted peer's file may not, so lostpeer reads the ten.
+LAST_VISITS_CAPTURE_SQL = LAST_VISITS_SQL.replace(
+    "sum(changed::INT) OVER w FROM fetches",
+    "sum(changed::INT) OVER w, warc_record_id || ' ' || warc_date || ' ' || warc_payload_digest FROM fetches")

@@ -53,7 +53,7 @@ from peer.errors import LockedError, StateError, StorageError, first_line
 from peer.core.frontier.frontier import PidSample
 # The schema is its own module; SCHEMA and PageRow are re-exported here, where
 # the engine, the scripts and the tests have always found them.
-from peer.results.fetches import LAST_VISITS_SQL
+from peer.results.fetches import LAST_VISITS_CAPTURE_SQL
 from peer.results.schema import ITEM_COLUMNS, PAGE_COLUMNS, SCHEMA, PageRow, quote
 
 __all__ = ["PageRow", "ResultStore", "StoreStats", "SCHEMA", "check_not_held", "page_cells"]
@@ -506,7 +506,8 @@ class ResultStore:
 
     async def last_visits(self) -> list[tuple[Any, ...]]:
         """Each URL's latest ``fetches`` row: (url, host, fetched_at, next_due (epoch s), interval_after,
-        digest, etag, last_modified, visits, changes); [] without the table. A restarted
+        digest, etag, last_modified, visits, changes, the WARC record a revisit refers to packed as
+        ``peer.core.warc.record.Refers.pack`` or None); [] without the table. A restarted
         continuous crawl schedules its pages from them (peer/core/revisit/recrawl.py)."""
         out: list[tuple[Any, ...]] = []
         async for rows in self.last_visit_batches():
@@ -535,7 +536,7 @@ class ResultStore:
             raise StateError(f"{self.path}: results store is not open")
         try:
             # A cursor of its own: the writer's statements between batches leave it be.
-            return con.cursor().execute(LAST_VISITS_SQL)
+            return con.cursor().execute(LAST_VISITS_CAPTURE_SQL)
         except duckdb.Error as exc:
             raise StateError(f"{self.path}: cannot read results: {exc}") from None
 

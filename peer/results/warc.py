@@ -60,6 +60,7 @@ from peer.core.warc.record import (
     Truncation,
     cdxj_line,
     gzip_member,
+    not_modified_record,
     request_record,
     response_record,
     revisit_record,
@@ -78,6 +79,7 @@ __all__ = [
     "WarcConfig",
     "WarcStats",
     "WarcWriter",
+    "new_record_id",
     "recover",
 ]
 
@@ -87,18 +89,22 @@ SOFTWARE = "ringcrawl"
 
 @dataclass(frozen=True, slots=True)
 class Fetched:
-    """A fetch to archive as a request and a response record."""
+    """A fetch to archive as a request and a response record; ``record_id`` the response's,
+    when the crawl must know it (a later revisit refers to it), else the writer makes one."""
 
     capture: Capture
+    record_id: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
 class Revisited:
-    """A fetch to archive as a request and a revisit record (unchanged payload, or a 304)."""
+    """A fetch to archive as a revisit record referring to the response record that holds the
+    payload (peer/core/warc/record.py rule 6) and a request record; a 304's head is kept in a
+    metadata record after them."""
 
     capture: Capture
     profile: RevisitProfile
-    refers: Refers | None = None
+    refers: Refers
 
 
 @dataclass(slots=True)
@@ -122,7 +128,8 @@ class Recovered:
     dropped_bytes: int
 
 
-def _new_id() -> str:
+def new_record_id() -> str:
+    """A ``WARC-Record-ID`` (§5.2): a UUID URN, random (RFC 9562 version 4)."""
     return f"<urn:uuid:{uuid.uuid4()}>"
 
 
@@ -141,7 +148,7 @@ class _File:
         self.size = 0
         self.lines: list[str] = []
         self.unsynced = 0
-        self.warcinfo_id = _new_id()
+        self.warcinfo_id = new_record_id()
 
 
 _STOP = object()
@@ -241,8 +248,8 @@ class WarcWriter:
                 except queue.Empty:
                     break
 
-    def _records(self, item: Fetched | Revisited, warcinfo_id: str) -> tuple[bytes, list[tuple[int, int, CdxFacts]]] | None:
-        """The item's gzip members as one buffer, and (start, length, facts) of each indexed one."""
+    def _records(self, item: Fetched | Revisited, warcinfo_id: str) -> tuple[bytes, list[tuple[int, int, CdxFacts]], int] | None:
+        """The item's gzip members as one buffer, (start, length, facts) of each indexed one, how many."""
         capture = item.capture
         cfg = self.config
         if (
@@ -252,8 +259,9 @@ class WarcWriter:
         ):
             self.stats.skipped_truncated += 1
             return None
-        main_id, request_id = _new_id(), _new_id()
+        main_id, request_id = new_record_id(), new_record_id()
         if isinstance(item, Fetched):
+            main_id = item.record_id or main_id
             main, facts = response_record(capture, main_id, warcinfo_id, cfg.algorithm)
         else:
             main, facts = revisit_record(capture, main_id, item.profile, item.refers, warcinfo_id, cfg.algorithm)
@@ -261,15 +269,19 @@ class WarcWriter:
         # The response first: pywb and cdxj-indexer pair a request with the
         # response before it, and a reader wants the response's offset.
         main_gz = gzip_member(main, cfg.gzip_level)
-        request_gz = gzip_member(request, cfg.gzip_level)
-        return main_gz + request_gz, [(0, len(main_gz), facts)]
+        members = [main_gz, gzip_member(request, cfg.gzip_level)]
+        if isinstance(item, Revisited) and item.profile is RevisitProfile.SERVER_NOT_MODIFIED:
+            # The 304 as received, beside its revisit (peer/core/warc/record.py, revisit_record).
+            meta = not_modified_record(capture, new_record_id(), main_id, warcinfo_id, cfg.algorithm)
+            members.append(gzip_member(meta, cfg.gzip_level))
+        return b"".join(members), [(0, len(main_gz), facts)], len(members)
 
     def _write(self, item: Fetched | Revisited) -> None:
         current = self._file
-        made = self._records(item, current.warcinfo_id if current is not None else _new_id())
+        made = self._records(item, current.warcinfo_id if current is not None else new_record_id())
         if made is None:
             return
-        data, indexed = made
+        data, indexed, count = made
         if current is not None and current.size + len(data) > self.config.max_file_bytes and current.lines:
             self._finish()
             current = None
@@ -278,14 +290,14 @@ class WarcWriter:
             # The records name their file's warcinfo record: build them again for the new file.
             made = self._records(item, current.warcinfo_id)
             assert made is not None
-            data, indexed = made
+            data, indexed, count = made
         offset = current.size
         current.handle.write(data)
         current.size += len(data)
         for start, length, facts in indexed:
             current.lines.append(cdxj_line(urlkey(facts.url), facts, length, offset + start, current.final.name))
         self.stats.items += 1
-        self.stats.records += 2
+        self.stats.records += count
         self.stats.bytes += len(data)
         current.unsynced += 1
         if current.unsynced >= self.config.fsync_records:

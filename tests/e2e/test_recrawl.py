@@ -383,15 +383,3 @@ def _assert_304s_are_warc_revisit_records(records: tuple[int, list[Any]], fetche
         assert h.get_header("WARC-Profile") == "http://netpreserve.org/warc/1.1/revisit/server-not-modified"
         assert h.get_header("WARC-Refers-To-Target-URI") == h.get_header("WARC-Target-URI")
     assert len(revisits) == sum(1 for f in fetches if f["status"] == 304)
-
-
-def test_the_warc_record_of_a_revisit_s_answer() -> None:
-    from peer.core.warc.record import RevisitProfile
-    from peer.engine.revisits import revisit_profile
-
-    assert revisit_profile(304, "sha1:A", None) is RevisitProfile.SERVER_NOT_MODIFIED
-    assert revisit_profile(304, None, None) is RevisitProfile.SERVER_NOT_MODIFIED
-    assert revisit_profile(200, "sha1:A", "sha1:A") is RevisitProfile.IDENTICAL_PAYLOAD
-    assert revisit_profile(200, "sha1:A", "sha1:B") is None   # changed: a response record
-    assert revisit_profile(200, None, None) is None
-    assert revisit_profile(500, "sha1:A", None) is None

@@ -595,18 +595,21 @@ def test_fetches_are_the_union_of_the_peers_visits_and_pages_keeps_the_latest(tm
     url = "http://h1.test/a"
     a = make_db(tmp_path / "a.duckdb", [page(url, at(0), "p1")])
     b = make_db(tmp_path / "b.duckdb", [page(url, at(100), "p2")])
+    warc = ("<urn:uuid:1>", "2025-11-24T16:00:00.000000Z", "sha1:A")   # with [warc] on
+    # a: an older build's file, without the warc_* columns added since (NULL in its rows).
     for path, rows in ((a, [visit(url, 0, "new", 200, "first", "p1")]),
-                       (b, [visit(url, 100, "revisit", 200, "changed", "p2"),
-                            visit(url, 200, "revisit", 304, "not_modified", "p2")])):
+                       (b, [visit(url, 100, "revisit", 200, "changed", "p2") + warc,
+                            visit(url, 200, "revisit", 304, "not_modified", "p2") + warc])):
         con = duckdb.connect(str(path))
-        con.execute("CREATE TABLE fetches (" + ", ".join(f"{n} {t}" for n, t in SCHEMA["fetches"]) + ")")
+        cols = SCHEMA["fetches"][:len(rows[0])]
+        con.execute("CREATE TABLE fetches (" + ", ".join(f"{n} {t}" for n, t in cols) + ")")
         _append(con, "fetches", rows)
         con.close()
     out = tmp_path / "out.duckdb"
     merge([a, b], out)
     assert read(out, "SELECT peer FROM pages") == [("p2",)]
-    assert read(out, "SELECT kind, status, change FROM fetches ORDER BY fetched_at") == [
-        ("new", 200, "first"), ("revisit", 200, "changed"), ("revisit", 304, "not_modified")]
+    assert read(out, "SELECT kind, status, change, warc_record_id FROM fetches ORDER BY fetched_at") == [
+        ("new", 200, "first", None), ("revisit", 200, "changed", warc[0]), ("revisit", 304, "not_modified", warc[0])]
 
 
 # -- what a killed peer leaves: its log, its journal, its stats -------------------------------

@@ -460,7 +460,7 @@ async def test_a_revisit_replaces_its_page_row_and_every_visit_is_in_fetches(tmp
         st.add_page(PageRow.of("http://a.test/", None, "a.test", 200, "text/html", 12, "new", 0, 0,
                             1_700_000_100.0, 1.0, None), replace=True)
         st.add_fetch(fetch_row(1_700_000_100.0, "revisit", 200, "changed"))
-        # A 304 writes no page row: the engine only adds its visit.
+        # A revisit's 304 writes no page row: the engine only adds its visit.
         st.add_fetch(fetch_row(1_700_000_200.0, "revisit", 304, "not_modified"))
     con = duckdb.connect(str(path), read_only=True)
     try:

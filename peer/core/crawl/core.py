@@ -148,7 +148,8 @@ class CrawlCore:
         #: Jitter of the retry waits: injected, so a test sees the same waits.
         self.rng = rng or random.Random()
         #: The revisit schedule of a continuous crawl ([revisit] enabled), else None.
-        self.recrawl = Recrawl(cfg.revisit, random.Random(self.rng.random())) if cfg.revisit.enabled else None
+        self.recrawl = (Recrawl(cfg.revisit, random.Random(self.rng.random()), archived=cfg.warc.enabled)
+                        if cfg.revisit.enabled else None)
         #: The DNS cache's answer for a host name, without a lookup (resolver.peek).
         self.peek_ip = peek_ip
         self.stopping = False

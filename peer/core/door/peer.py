@@ -676,19 +676,19 @@ class PeerCore:
         rc = self.crawl.recrawl
         return rc is not None and rc.is_revisit(url)
 
-    def earlier(self, url: str) -> tuple[float | None, str | None]:
-        """The last capture of ``url``: its epoch time and payload digest, when known."""
+    def capture(self, url: str) -> str | None:
+        """The archive's record a revisit of ``url`` refers to, packed (peer.core.warc.record.Refers)."""
         rc = self.crawl.recrawl
-        return (None, None) if rc is None else rc.earlier(url)
+        return None if rc is None else rc.capture(url)
 
     def visited(self, row: Row, now: float, status: int | None, digest: str | None, etag: str | None,
-                last_modified: str | None) -> Visit | None:
+                last_modified: str | None, capture: str | None = None) -> Visit | None:
         """``row``'s fetch recorded as a visit and scheduled again; None without revisits."""
         rc = self.crawl.recrawl
         if rc is None:
             return None
         return rc.visited(row.url, row.host, row.depth, now, status, digest, etag, last_modified,
-                          row.sitemap_changefreq, row.sitemap_lastmod)
+                          row.sitemap_changefreq, row.sitemap_lastmod, capture)
 
     # -- spilled queues of hosts that moved (rule 6) ---------------------------------
 

@@ -91,7 +91,9 @@ FAR_BLOCK = 4096
 #: reads one shard of each of the host's buckets, not whole buckets.
 FAR_SHARDS = 16
 _KEY = struct.Struct("<q")
-_FIELDS = 10   # host, url, due, interval, last_visit, digest, etag, last_modified, visits, changes
+# host, url, due, interval, last_visit, digest, etag, last_modified, visits, changes, capture and
+# a pad: the store reads a block as pairs (peer.core.frontier.spillqueue.SpillStore.iter_host).
+_FIELDS = 12
 
 
 class _Host:
@@ -476,7 +478,7 @@ class DueQueue:
             if flat is None:
                 flat = groups[key] = [0, 0]
             flat += (state.host, state.url, state.due, state.interval, state.last_visit, state.digest,
-                     state.etag, state.last_modified, state.visits, state.changes)
+                     state.etag, state.last_modified, state.visits, state.changes, state.capture, None)
             far = h.far
             if far is None:
                 far = h.far = {}
@@ -571,14 +573,15 @@ class DueQueue:
                 if isinstance(c, int) and not isinstance(a, str):   # a block's head: id, count
                     block = a
                     continue
-                # a record is 5 pairs: (host, url), (due, interval), (last_visit, digest),
-                # (etag, last_modified), (visits, changes)
-                rest = [next(it) for _ in range(4)]
+                # a record is 6 pairs: (host, url), (due, interval), (last_visit, digest),
+                # (etag, last_modified), (visits, changes), (capture, None)
+                rest = [next(it) for _ in range(5)]
                 if a != host or block < h.since:
                     continue
                 state = RevisitState(url=c, host=a, due=rest[0][0], interval=rest[0][1],
                                      last_visit=rest[1][0], digest=rest[1][1], etag=rest[2][0],
-                                     last_modified=rest[2][1], visits=rest[3][0], changes=rest[3][1])
+                                     last_modified=rest[2][1], visits=rest[3][0], changes=rest[3][1],
+                                     capture=rest[4][0])
                 h.records[state.url] = state
                 self._push(h, state)
                 got += 1
@@ -605,4 +608,5 @@ def _key(bucket: int, shard: int) -> str:
 def _decode(flat: list[Any], i: int) -> RevisitState:
     return RevisitState(url=flat[i + 1], host=flat[i], due=flat[i + 2], interval=flat[i + 3],
                         last_visit=flat[i + 4], digest=flat[i + 5], etag=flat[i + 6],
-                        last_modified=flat[i + 7], visits=flat[i + 8], changes=flat[i + 9])
+                        last_modified=flat[i + 7], visits=flat[i + 8], changes=flat[i + 9],
+                        capture=flat[i + 10])

@@ -135,6 +135,10 @@ class RevisitState:
     last_modified: str | None = None   # validated, kept verbatim to send back
     visits: int = 0                    # visits that were answered
     changes: int = 0                   # visits that found it CHANGED
+    #: The archive's record holding the page's payload, opaque here: what the
+    #: WARC revisit record of the next visit refers to (peer.core.warc.record
+    #: rule 6, ``Refers.pack``); None without WARC or with nothing to refer to.
+    capture: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,8 +236,11 @@ def classify(status: int | None, digest: str | None, previous: str | None, found
 
 def after_visit(state: RevisitState, now: float, status: int | None, digest: str | None,
                 etag: str | None, last_modified: str | None, config: RevisitConfig,
-                rng: random.Random) -> VisitResult:
+                rng: random.Random, capture: str | None = None) -> VisitResult:
     """The record after a visit at ``now`` answered ``status`` (rules 2-4, 6).
+
+    ``capture`` is what the archive says the next visit's revisit record
+    refers to (:attr:`RevisitState.capture`), kept as given.
 
     ``digest`` is the payload's digest (None for a 304 or no body); ``etag``
     and ``last_modified`` are the answer's headers as received (None when
@@ -242,7 +249,7 @@ def after_visit(state: RevisitState, now: float, status: int | None, digest: str
     """
     change = classify(status, digest, state.digest, state.last_visit is not None)
     if change is Change.FAILED:
-        return VisitResult(replace(state, due=_due(now, state.interval, config, rng)), change)
+        return VisitResult(replace(state, due=_due(now, state.interval, config, rng), capture=capture), change)
     if change is Change.CHANGED:
         interval = config.clamp(state.interval * config.dec_factor)
     elif change in (Change.UNCHANGED, Change.NOT_MODIFIED):
@@ -267,7 +274,7 @@ def after_visit(state: RevisitState, now: float, status: int | None, digest: str
         RevisitState(url=state.url, host=state.host, due=_due(now, interval, config, rng),
                      interval=interval, last_visit=now, digest=new_digest, etag=new_etag,
                      last_modified=new_lm, visits=state.visits + 1,
-                     changes=state.changes + (change is Change.CHANGED)),
+                     changes=state.changes + (change is Change.CHANGED), capture=capture),
         change, dropped)
 
 

@@ -58,7 +58,8 @@ Rules:
    dropped. They travel in wall-clock time (peers' crawl clocks differ)
    and keep their due time, interval, validators and counts, so the new
    owner's first request of the page is the revisit it would have been
-   here: on schedule and conditional. :meth:`import_records` keeps the
+   here: on schedule and conditional (with ``[warc]`` on, once
+   unconditional: rule 9). :meth:`import_records` keeps the
    newer of two records of a URL (by its last visit), so a replay or a
    stale copy (a restarted old owner's) changes nothing, and checks what
    came as remote input: validators as a response's are
@@ -69,6 +70,15 @@ Rules:
    moves on: the new owner's journal and snapshots hold it till then
    (peer/state/journal.py rule 6), so a restart before that visit still
    revisits it on schedule.
+9. With ``[warc]`` on, a revisit is conditional only while the archive
+   holds a capture of the page (``RevisitState.capture``, the record a
+   revisit record refers to: peer/core/warc/record.py rule 6). A record
+   without one (handed over by the host's previous owner, whose records
+   travel without it; restored from a run with WARC off; its last capture
+   cut at ``max_body``) sends no validators, so the answer is the page
+   whole and its ``response`` record the page's capture in this archive:
+   a 304 there would leave a replay nothing to show at that time: one
+   unconditional request a page until the archive has its capture.
 """
 
 from __future__ import annotations
@@ -161,9 +171,10 @@ class RecrawlFigures:
 class Recrawl:
     """The schedule of one peer's fetched pages; ``now`` is the crawl core's clock."""
 
-    def __init__(self, config: RevisitConfig, rng: random.Random) -> None:
+    def __init__(self, config: RevisitConfig, rng: random.Random, archived: bool = False) -> None:
         self.config = config
         self._rng = rng
+        self.archived = archived   # [warc] on: rule 9
         self.queue = DueQueue()
         self.mix = HostMix(config.revisit_share)
         self._handed: dict[str, RevisitState] = {}   # url -> record, in a queue or in flight
@@ -189,19 +200,22 @@ class Recrawl:
         """``url``'s job is a revisit, not a first visit."""
         return url in self._handed
 
-    def earlier(self, url: str) -> tuple[float | None, str | None]:
-        """The wall time and payload digest of ``url``'s last answered visit, when known:
-        what a WARC ``revisit`` record for a 304 refers to (ISO 28500 §6.7.3)."""
+    def capture(self, url: str) -> str | None:
+        """The archive's record a revisit of ``url`` refers to (``RevisitState.capture``);
+        None for a first visit or when there is none."""
         state = self._handed.get(url)
-        if state is None or state.last_visit is None:
-            return None, None if state is None else state.digest
-        wall = None if self._wall is None else state.last_visit + self._wall
-        return wall, state.digest
+        return None if state is None else state.capture
 
     def conditional(self, url: str) -> tuple[tuple[str, str], ...]:
-        """The request header fields a fetch of ``url`` adds (peer/core/revisit/policy.py rule 6)."""
+        """The request header fields a fetch of ``url`` adds (peer/core/revisit/policy.py rule 6), none
+        when the archive holds no capture of the page for its 304 to refer to (rule 9)."""
         state = self._handed.get(url)
-        return () if state is None else conditional_headers(state)
+        return () if state is None else self._validators(state)
+
+    def _validators(self, state: RevisitState) -> tuple[tuple[str, str], ...]:
+        if self.archived and state.capture is None:
+            return ()
+        return conditional_headers(state)
 
     def figures(self) -> RecrawlFigures:
         c = self.counts
@@ -276,11 +290,13 @@ class Recrawl:
 
     def visited(self, url: str, host: str, depth: int, now: float, status: int | None,
                 digest: str | None, etag: str | None, last_modified: str | None,
-                changefreq: str | None = None, lastmod: float | None = None) -> Visit:
+                changefreq: str | None = None, lastmod: float | None = None,
+                capture: str | None = None) -> Visit:
         """A visit of ``url`` ended at ``now`` with this answer (status None: none); scheduled again (rule 4).
 
         ``changefreq``/``lastmod`` are the sitemap's hints a first visit is
         seeded with (peer/core/revisit/policy.py rule 1); later they are ignored.
+        ``capture`` is the archive's record the next revisit refers to (kept as given).
         """
         state = self._handed.pop(url, None)
         if self._host_handed.get(host) == url:
@@ -294,8 +310,9 @@ class Recrawl:
             hints = None if freq is None and lastmod is None else UrlHints(lastmod=lastmod, changefreq=freq)
             state = first_visit(url, host, now, hints, self.config)
             self._depth[url] = depth
-        sent = bool(conditional_headers(state)) and kind is Kind.REVISIT
-        result = after_visit(state, now, status, digest, etag, last_modified, self.config, self._rng)
+        sent = bool(self._validators(state)) and kind is Kind.REVISIT
+        result = after_visit(state, now, status, digest, etag, last_modified, self.config, self._rng,
+                             capture)
         missing = result.change is Change.MISSING
         if missing:
             self._depth.pop(url, None)   # never found: out of the schedule for good (rule 4)
@@ -358,13 +375,15 @@ class Recrawl:
         this run keeps its record. Returns the records added.
         """
         n = 0
-        for url, host, fetched_at, next_due, interval, digest, etag, lm, visits, changes in rows:
+        for url, host, fetched_at, next_due, interval, digest, etag, lm, visits, changes, *rest in rows:
             if not isinstance(url, str) or not isinstance(host, str) or self.queue.get(url, host) is not None:
                 continue
+            capture = rest[0] if rest and isinstance(rest[0], str) else None
             state = RevisitState(url=url, host=host, due=now + (float(next_due) - wall),
                                  interval=self.config.clamp(float(interval)),
                                  last_visit=now + (float(fetched_at) - wall), digest=digest or None, etag=etag,
-                                 last_modified=lm, visits=int(visits or 0), changes=int(changes or 0))
+                                 last_modified=lm, visits=int(visits or 0), changes=int(changes or 0),
+                                 capture=capture)
             self.queue.schedule(state)
             n += 1
         self.queue.flush_far()   # a restart's far records to disk now, not a tail's worth later

@@ -7,26 +7,30 @@ the record IDs and the date come in.
 
 The rules, with the spec's sections:
 
-1. **A response record's block is the HTTP response as received** (§6.3.2:
-   "the full HTTP response received over the network, including headers"):
-   the raw status line and header bytes, then the body with its
-   transfer-coding intact. Nothing is decoded or re-serialised, so a header
-   no parser accepts is still archived as sent. A body the fetcher already
-   de-chunked (:attr:`BodyFraming.TRANSFER_DECODED`) under a head that says
-   ``Transfer-Encoding: chunked`` is framed again as one chunk: the head stays
-   byte for byte as received and the record is still a well-formed HTTP
-   message every reader de-chunks (pywb's recorder keeps the header over a
-   decoded body, a record no other reader parses: pywb issue 584).
+1. **A chunked response is stored de-chunked under an adjusted head**
+   (§6.3.2 with §5.9): the status line and every header line byte for
+   byte as received, except that each ``Transfer-Encoding`` and
+   ``Content-Length`` line is kept renamed ``X-Crawler-Transfer-Encoding``
+   / ``X-Crawler-Content-Length`` and one ``Content-Length`` of the
+   de-chunked body is added; then that body, content-coding (gzip) kept.
+   The chunk framing is transport framing (RFC 9112 §7: a transfer coding
+   is a property of the message, which any recipient may remove); the
+   fetcher does not keep it, and Common Crawl stores chunked answers
+   de-chunked too, the header kept as ``X-Crawler-Transfer-Encoding``. Every
+   reader then parses the record as it is, and its payload is what §5.9
+   defines and what ``warcio check`` digests (rule 2). Any other body
+   (plain, gzip with a Content-Length, close-delimited) is stored with its
+   head exactly as received. A head no parser accepts is still archived
+   byte for byte.
 2. **The payload is the entity-body** (§5.9, RFC 2616 §4.3, RFC 9112 §7): the
    body with the transfer-coding removed and the content-coding kept, so the
    same gzip bytes served chunked or with a Content-Length have the same
-   ``WARC-Payload-Digest``. That is the spec's reading, confirmed by its
-   editors (iipc/warc-specifications issue 22) and since adopted by wget-lua
-   and Heritrix; warcio's checker still digests the chunked bytes (warcio
-   issue 74), so it reports our chunked records' payload digests as failed.
-   A chunked body that breaks off or is malformed (hostile, or cut at
-   ``max_body``) is decoded as far as it parses and the rest taken as it is,
-   which is what warcio's reader does too.
+   ``WARC-Payload-Digest`` (the spec editors' reading, iipc/warc-specifications
+   issue 22). With rule 1 the record's HTTP body *is* that payload, so every
+   checker computes the same digest. A chunked body that breaks off or is
+   malformed (hostile, or cut at ``max_body``) is decoded as far as it
+   parses and the rest taken as it is, which is what warcio's reader does
+   too; ``WARC-Truncated`` says it is not whole.
 3. **Digests are ``sha1:`` in base32** (RFC 4648), as Heritrix, wget, warcio
    and every CDX server write them: deduplication against other archives and
    their indexes compares these strings. SHA-1's collisions (SHAttered, 2017)
@@ -38,6 +42,17 @@ The rules, with the spec's sections:
    brackets, §5.3), other values have their control characters replaced.
 5. **One record, one gzip member** (Annex D.2): a reader can start at any
    record's offset, and a file cut mid-member loses only that record.
+6. **A revisit refers to the record that holds the payload** (§6.7, §5.16,
+   §5.17): :class:`Refers` names the last ``response`` record of the URL
+   that stands for the page, never a revisit and never a 304, with that
+   record's own ``WARC-Record-ID``, its ``WARC-Date`` string exactly as
+   written, and its payload digest, which a revisit repeats so a replay
+   tool finds the original by digest too. :mod:`peer.core.warc.refers` says
+   when a fetch is a revisit (a 304, or the same payload digest as that
+   record's) and which record a later revisit refers to. With nothing to
+   refer to (a 304 to a URL's first request, or after a capture cut at
+   ``max_body``) the fetch is a ``response`` record: what the server sent,
+   not a revisit pointing at nothing.
 """
 
 from __future__ import annotations
@@ -67,9 +82,12 @@ __all__ = [
     "digest",
     "gzip_member",
     "info_json",
+    "not_modified_record",
+    "payload_digest",
     "request_record",
     "response_record",
     "revisit_record",
+    "status_of",
     "truncation",
     "warc_date",
     "warcinfo_record",
@@ -152,12 +170,33 @@ class Capture:
 
 @dataclass(frozen=True, slots=True)
 class Refers:
-    """The earlier capture a revisit stands for (§5.11, WARC/1.1's ``WARC-Refers-To-*``)."""
+    """The ``response`` record a revisit refers to: the one holding the page's payload (rule 6).
 
-    record_id: str | None
-    target_uri: str
-    date: float
-    payload_digest: str | None = None
+    ``record_id`` is its ``WARC-Record-ID`` (§5.16's ``WARC-Refers-To``),
+    ``date`` its ``WARC-Date`` as written (§5.17: "the WARC-Date of the
+    record it refers to"; a float would come back microseconds off),
+    ``payload_digest`` its ``WARC-Payload-Digest``, the same algorithm and
+    form. Its target URI is the revisit's own: a URL's revisits refer to
+    that URL's captures.
+    """
+
+    record_id: str
+    date: str
+    payload_digest: str
+
+    def pack(self) -> str:
+        """One string, as the revisit schedule keeps it opaque (none of the three holds a space)."""
+        return f"{self.record_id} {self.date} {self.payload_digest}"
+
+    @classmethod
+    def unpack(cls, text: str | None) -> Refers | None:
+        """:meth:`pack`'s string back; None for None or anything else (it may have come from disk)."""
+        if not text:
+            return None
+        parts = text.split(" ")
+        if len(parts) != 3 or not all(parts):
+            return None
+        return cls(*parts)
 
 
 @dataclass(frozen=True, slots=True)
@@ -249,7 +288,7 @@ def _header(head: bytes, name: bytes) -> bytes | None:
     return found
 
 
-def _status(head: bytes) -> str | None:
+def status_of(head: bytes) -> str | None:
     """The status code of a raw head, None if there is none to read."""
     first = _head_lines(head)[0].split()
     if len(first) >= 2 and len(first[1]) == 3 and first[1].isdigit():
@@ -299,11 +338,54 @@ def dechunk(body: bytes) -> bytes:
     return bytes(out) + body[pos:]
 
 
-def _chunk_once(body: bytes) -> bytes:
-    """A de-chunked body framed again as one chunk and the last chunk (rule 1)."""
-    if not body:
-        return b"0\r\n\r\n"
-    return b"%x\r\n%b\r\n0\r\n\r\n" % (len(body), body)
+#: The prefix a header line the de-chunked record no longer obeys is kept under (rule 1).
+ORIGINAL_PREFIX = b"X-Crawler-"
+_FRAMING = (b"transfer-encoding:", b"content-length:")
+
+
+def _dechunked_head(head: bytes, length: int) -> bytes:
+    """``head`` with its framing lines renamed and ``Content-Length: length`` added (rule 1).
+
+    Every other byte stays as received, line endings included. A transfer
+    coding other than ``chunked`` listed before it (``gzip, chunked``, which
+    no server we know sends) is kept in a ``Transfer-Encoding`` of its own.
+    """
+    lines = head.split(b"\n")
+    crlf = b"\r" if lines[0].endswith(b"\r") else b""
+    out = [lines[0]]
+    end = len(lines)
+    extra: list[bytes] = []
+    for i in range(1, len(lines)):
+        line = lines[i]
+        if line.rstrip(b"\r") == b"":
+            end = i
+            break
+        lowered = line[:18].lower()
+        if lowered.startswith(_FRAMING):
+            out.append(ORIGINAL_PREFIX + line)
+            if lowered.startswith(b"transfer-encoding:"):
+                codings = [c.strip() for c in line.split(b":", 1)[1].rstrip(b"\r").split(b",")]
+                rest = [c for c in codings if c and c.lower() != b"chunked"]
+                if rest:
+                    extra.append(b"Transfer-Encoding: " + b", ".join(rest) + crlf)
+        else:
+            out.append(line)
+    out += extra
+    out.append(b"Content-Length: %d" % length + crlf)
+    return b"\n".join(out + lines[end:])
+
+
+def _framed(capture: Capture) -> tuple[bytes, bytes]:
+    """(the response block, the payload) by rules 1 and 2."""
+    if not _is_chunked(capture.response_head):
+        return capture.response_head + capture.body, capture.body
+    payload = capture.body if capture.framing is BodyFraming.TRANSFER_DECODED else dechunk(capture.body)
+    return _dechunked_head(capture.response_head, len(payload)) + payload, payload
+
+
+def payload_digest(capture: Capture, algorithm: DigestAlgorithm = DigestAlgorithm.SHA1) -> str:
+    """The ``WARC-Payload-Digest`` a ``response`` record of ``capture`` has (rule 2)."""
+    return digest(_framed(capture)[1], algorithm)
 
 
 # ---------------------------------------------------------------- records
@@ -378,15 +460,6 @@ def request_record(
     return _record(fields, block)
 
 
-def _wire_body(capture: Capture) -> tuple[bytes, bytes]:
-    """(the body as the block holds it, the payload) by rules 1 and 2."""
-    if not _is_chunked(capture.response_head):
-        return capture.body, capture.body
-    if capture.framing is BodyFraming.TRANSFER_DECODED:
-        return _chunk_once(capture.body), capture.body
-    return capture.body, dechunk(capture.body)
-
-
 def response_record(
     capture: Capture,
     record_id: str,
@@ -394,14 +467,13 @@ def response_record(
     algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
 ) -> tuple[bytes, CdxFacts]:
     """The ``response`` record (§6.3) and its index facts."""
-    body, payload = _wire_body(capture)
-    block = capture.response_head + body
-    payload_digest = digest(payload, algorithm)
+    block, payload = _framed(capture)
+    payload_sum = digest(payload, algorithm)
     fields = _common("response", record_id, capture, warcinfo_id)
     fields += [
         ("Content-Type", "application/http;msgtype=response"),
         ("WARC-Block-Digest", digest(block, algorithm)),
-        ("WARC-Payload-Digest", payload_digest),
+        ("WARC-Payload-Digest", payload_sum),
     ]
     if capture.truncated is not None:
         fields.append(("WARC-Truncated", capture.truncated.value))
@@ -409,8 +481,8 @@ def response_record(
         url=_uri(capture.target_uri),
         date=capture.date,
         mime=_mime(capture.response_head),
-        status=_status(capture.response_head),
-        digest=payload_digest,
+        status=status_of(capture.response_head),
+        digest=payload_sum,
     )
     return _record(fields, block), facts
 
@@ -419,45 +491,73 @@ def revisit_record(
     capture: Capture,
     record_id: str,
     profile: RevisitProfile,
-    refers: Refers | None = None,
+    refers: Refers,
     warcinfo_id: str | None = None,
     algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
 ) -> tuple[bytes, CdxFacts]:
-    """A ``revisit`` record (§6.7): the response head only, and what it stands for.
+    """A ``revisit`` record (§6.7) referring to the record that holds the payload (rule 6).
 
-    Identical payload (§6.7.2): the payload digest is the one computed on this
-    fetch's payload, equal to the earlier capture's. Server not modified
-    (§6.7.3): the 304 has no payload; the earlier capture's digest is given
-    when known, so an index lookup by digest still finds its body.
+    Identical payload (§6.7.2): the payload digest is this fetch's, equal to
+    the original's; the block is the head its ``response`` record would have
+    (rule 1) without the body, so ``WARC-Truncated: length`` ("shall be used
+    for any identical-digest truncation"). Server not modified (§6.7.3): no
+    block ("may have no content body, in which case a Content-Length of zero
+    shall be written"), so a replay takes the status, headers and payload of
+    the original (pywb's "empty revisit"); a 304 head as the block would be
+    replayed as an empty 304. The 304 as received is kept beside it
+    (:func:`not_modified_record`). Its payload digest is the original's.
     """
-    block = capture.response_head
     fields = _common("revisit", record_id, capture, warcinfo_id)
-    fields += [
-        ("WARC-Profile", profile.value),
-        ("Content-Type", "application/http;msgtype=response"),
-        ("WARC-Block-Digest", digest(block, algorithm)),
-    ]
     if profile is RevisitProfile.IDENTICAL_PAYLOAD:
-        payload_digest: str | None = digest(_wire_body(capture)[1], algorithm)
+        full, payload = _framed(capture)
+        block = full[: len(full) - len(payload)]
+        payload_sum = digest(payload, algorithm)
+        fields += [("WARC-Profile", profile.value), ("Content-Type", "application/http;msgtype=response"),
+                   ("WARC-Truncated", Truncation.LENGTH.value)]
     else:
-        payload_digest = refers.payload_digest if refers is not None else None
-    if payload_digest is not None:
-        fields.append(("WARC-Payload-Digest", _text(payload_digest)))
-    if refers is not None:
-        if refers.record_id is not None:
-            fields.append(("WARC-Refers-To", _text(refers.record_id)))
-        fields.append(("WARC-Refers-To-Target-URI", _uri(refers.target_uri)))
-        fields.append(("WARC-Refers-To-Date", warc_date(refers.date)))
-    # The block stops after the head: §6.7 lets a revisit's block be
-    # abbreviated, and readers take its length as the truth.
+        block, payload_sum = b"", _text(refers.payload_digest)
+        fields += [("WARC-Profile", profile.value)]
+    fields += [
+        ("WARC-Block-Digest", digest(block, algorithm)),
+        ("WARC-Payload-Digest", payload_sum),
+        ("WARC-Refers-To", _text(refers.record_id)),
+        ("WARC-Refers-To-Target-URI", _uri(capture.target_uri)),
+        ("WARC-Refers-To-Date", _text(refers.date)),
+    ]
     facts = CdxFacts(
         url=_uri(capture.target_uri),
         date=capture.date,
         mime="warc/revisit",
-        status=_status(capture.response_head),
-        digest=payload_digest,
+        status=status_of(block) if block else None,
+        digest=payload_sum,
     )
     return _record(fields, block), facts
+
+
+def not_modified_record(
+    capture: Capture,
+    record_id: str,
+    concurrent_to: str,
+    warcinfo_id: str | None = None,
+    algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
+) -> bytes:
+    """The 304 a server-not-modified revisit stands for, as received: a ``metadata`` record (§6.6).
+
+    ``application/warc-fields``: an ``http-status-line`` field and one
+    ``http-header`` field a header line, in order (control characters
+    replaced, rule 4). Replay indexes (cdxj-indexer, pywb's) leave such
+    records out, so the replay of that time is the original's.
+    """
+    lines = _head_lines(capture.response_head)
+    named = [("http-status-line", lines[0])] + [("http-header", line) for line in lines[1:] if line.strip()]
+    block = "".join(f"{name}: {_text(value.decode('latin-1'))}\r\n" for name, value in named).encode("latin-1")
+    fields = _common("metadata", record_id, capture, warcinfo_id)
+    fields += [
+        ("WARC-Concurrent-To", concurrent_to),
+        ("Content-Type", "application/warc-fields"),
+        ("WARC-Block-Digest", digest(block, algorithm)),
+    ]
+    return _record(fields, block)
 
 
 def cdxj_line(urlkey: str, facts: CdxFacts, length: int, offset: int, filename: str) -> str:
