@@ -811,6 +811,7 @@ class NearQuery:
     url: str
     reply_to: str
     seen_at: float  # the asker's fetch time: the order every owner agrees on
+    digest: int = 0  # the body digest's first 8 bytes, to band 0's owner only (peer.core.dedupe.exact); 0: not said
 
 
 @dataclass(frozen=True, slots=True)
@@ -822,6 +823,7 @@ class NearAnswer:
     url: str
     duplicate_of: str | None
     distance: int
+    exact: bool = False  # duplicate_of has the same body digest (peer.core.dedupe.exact)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1226,10 +1228,15 @@ _SPECS += (
     _Spec(NearQuery, 18, (("ring", _NAME), ("sender", _NAME),
                           ("bands", _array_codec((_band_index, _band_index), 64)),
                           ("fingerprint", _UINT), ("url", _URL), ("reply_to", _NAME),
-                          ("seen_at", _FLOAT))),
+                          ("seen_at", _FLOAT),
+                          # Exact copies across the ring: said only to band 0's owner (unsaid is left out,
+                          # so every other query is version 3's bytes); an older build refuses it.
+                          _added("digest", _UINT, since=4))),
     _Spec(NearAnswer, 19, (("ring", _NAME), ("sender", _NAME), ("url", _URL),
                            ("duplicate_of", (_url_or_nil, _url_or_nil)),
-                           ("distance", (_distance, _distance)))),
+                           ("distance", (_distance, _distance)),
+                           # Said only in an answer to a query that carried a digest: its asker reads it.
+                           _added("exact", _BOOL, since=4))),
 )
 
 # The voter record (ring.membership.voters): 20-22, without a VERSION change, as 16-19.

@@ -108,12 +108,49 @@ def test_exact_copy_on_the_same_peer_needs_no_message(pages: tuple[bytes, ...]) 
     assert v == Verdict("http://s001/a?sid=9", Kind.EXACT, Basis.DIGEST, "http://s001/a", 0)
 
 
-def test_exact_copy_on_another_peer_is_near_at_distance_0(pages: tuple[bytes, ...]) -> None:
+def test_exact_copy_on_another_peer_is_exact_through_its_band_0_owner(pages: tuple[bytes, ...]) -> None:
     r = Ring()
     r.fetch("p1", "http://s001/a", pages[0], 1.0)
     v = r.fetch("p2", "http://mirror/a", pages[0], 2.0)
     assert isinstance(v, Verdict)
-    assert (v.kind, v.duplicate_of, v.distance) == (Kind.NEAR, "http://s001/a", 0)
+    assert (v.kind, v.basis, v.duplicate_of, v.distance) == (Kind.EXACT, Basis.DIGEST, "http://s001/a", 0)
+    assert r.peers["p2"].stats.exact_routed == 1
+    # Off (a ring with peers of an older build): the band owners find it, at distance 0.
+    r = Ring(exact_across_ring=False)
+    r.fetch("p1", "http://s001/a", pages[0], 1.0)
+    v = r.fetch("p2", "http://mirror/a", pages[0], 2.0)
+    assert isinstance(v, Verdict) and (v.kind, v.duplicate_of, v.distance) == (Kind.NEAR, "http://s001/a", 0)
+
+
+def test_the_digest_rides_with_the_query_to_band_0s_owner_only_no_message_more() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
+    ask = d.check("http://a/", sha1(b"x"), FP, 0.0, lambda key: "p1" if key.split("/")[1] in "02" else "p2")
+    assert isinstance(ask, Ask) and len(ask.queries) == 2
+    assert [(owner, q.digest != 0) for owner, q in ask.queries] == [("p1", True), ("p2", False)]
+
+
+def test_an_exact_answer_counts_only_from_the_owner_sent_the_digest(pages: tuple[bytes, ...]) -> None:
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
+    owner = lambda key: "p2" if key.split("/")[1] == "0" else "p3"  # noqa: E731
+    ask = d.check("http://a/", sha1(b"x"), FP, 0.0, owner)
+    assert isinstance(ask, Ask)
+    assert d.answer("p3", NearAnswer("http://a/", "http://evil/", 0, exact=True)) is None
+    v = d.answer("p2", NearAnswer("http://a/", None))
+    assert isinstance(v, Verdict) and v.kind is Kind.NEAR and v.duplicate_of == "http://evil/"  # not exact
+
+
+def test_of_two_byte_identical_copies_the_earlier_fetch_wins_at_the_digest_owner_whatever_the_arrival() -> None:
+    from peer.core.dedupe.exact import ExactTable
+
+    t = ExactTable(10)
+    assert t.check(7, 5.0, "http://b/") is None  # B arrives first, fetched at 5
+    assert t.check(7, 4.0, "http://a/") is None  # A, fetched at 4, is not B's copy: both kept
+    assert t.check(7, 6.0, "http://c/") == "http://a/"  # the earliest is the original
+    assert t.check(7, 9.0, "http://a/") is None  # a URL is not its own copy
+    assert t.check(7, 1.0, "http://z/", record=False) is None and t.check(7, 8.0, "http://d/") == "http://a/"
+    for n in range(20):
+        t.check(100 + n, 1.0, f"http://x/{n}")
+    assert len(t) == 10 and t.stats.forgotten == 11
 
 
 def test_a_recrawl_with_the_same_body_is_unchanged(pages: tuple[bytes, ...]) -> None:

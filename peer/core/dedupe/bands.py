@@ -68,6 +68,8 @@ class NearQuery:
     url: str
     reply_to: str
     seen_at: float
+    #: The page's body digest prefix, to the owner of its band 0 only (``peer.core.dedupe.exact``); 0: not said.
+    digest: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,6 +79,8 @@ class NearAnswer:
     url: str
     duplicate_of: str | None
     distance: int = NO_DISTANCE
+    #: ``duplicate_of`` has the same body digest (``peer.core.dedupe.exact``): an exact copy.
+    exact: bool = False
 
 
 @dataclass(slots=True)
@@ -130,8 +134,9 @@ class BandTable:
         """Band keys held."""
         return len(self._keys)
 
-    def query(self, q: NearQuery) -> NearAnswer:
-        """The nearest earlier page within k under ``q``'s bands, then ``q``'s page recorded (rules 1-3)."""
+    def query(self, q: NearQuery, *, record: bool = True) -> NearAnswer:
+        """The nearest earlier page within k under ``q``'s bands, then ``q``'s page recorded (rules 1-3;
+        ``record`` False: answered only, ``peer.core.dedupe.claims`` rule 3)."""
         self.stats.queries += 1
         fp = q.fingerprint
         if (not isinstance(fp, int) or not 0 <= fp <= (1 << FINGERPRINT_BITS) - 1
@@ -153,7 +158,7 @@ class BandTable:
                 if d <= self.k and (d < best_d or (best is not None and d == best_d
                                                    and (e.seen_at, e.url) < (best.seen_at, best.url))):
                     best, best_d = e, d
-        for i in dict.fromkeys(q.bands):
+        for i in dict.fromkeys(q.bands) if record else ():
             self._insert((i, values[i]), fp, q.seen_at, q.url)
         if best is None:
             return NearAnswer(q.url, None)

@@ -35,6 +35,12 @@ Rules:
    the page itself or longer than the URL cap, counts as that owner's "no
    duplicate" and is counted (``bad_answers``).
 5. **Disabled** (``enabled = false``): every page is new, nothing is kept.
+6. **Exact across the ring** (``peer.core.dedupe.exact``): a page whose
+   digest the local table did not know sends it with its query to the
+   owner of its band 0; that owner's answer may say ``exact``, and the page
+   is then an exact duplicate of the URL it names (before any near one).
+7. **Members' queries are judged** (``peer.core.dedupe.claims``) before a
+   band owner answers or records them: :meth:`Dedupe.serve_member`.
 """
 
 from __future__ import annotations
@@ -42,11 +48,13 @@ from __future__ import annotations
 import enum
 from collections import OrderedDict
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from peer.core.config.dedupe import DedupeConfig
 from peer.core.dedupe.digests import DigestTable, Seen
 from peer.core.dedupe.bands import NO_DISTANCE, BandTable, NearAnswer, NearQuery
+from peer.core.dedupe.claims import Claim, judge
+from peer.core.dedupe.exact import ExactTable, digest_key
 from peer.core.dedupe.simhash import band_key, bands
 
 __all__ = [
@@ -124,6 +132,11 @@ class DedupeStats:
     late_answers: int = 0
     stray_answers: int = 0
     bad_answers: int = 0
+    # Rules 6 and 7 (peer.core.dedupe.exact, .claims).
+    exact_routed: int = 0  # exact duplicates found by a band-0 owner (counted in exact too)
+    refused_future: int = 0
+    refused_too_old: int = 0
+    unrecorded_not_owner: int = 0
 
 
 @dataclass(slots=True)
@@ -133,6 +146,8 @@ class _Wait:
     owners: set[str]
     state: WaitState = WaitState.WAITING
     best: tuple[int, str] | None = None  # (distance, duplicate_of)
+    exact: str | None = None  # rule 6: an exact copy's first URL, from the band-0 owner
+    digest_owner: str | None = None  # rule 6: the owner sent the digest, the one whose ``exact`` counts
 
 
 @dataclass(slots=True)
@@ -145,12 +160,14 @@ class Dedupe:
     stats: DedupeStats = field(default_factory=DedupeStats)
     digests: DigestTable = field(init=False)
     bands: BandTable = field(init=False)
+    exact: ExactTable = field(init=False)
     _waiting: OrderedDict[str, _Wait] = field(default_factory=OrderedDict)
 
     def __post_init__(self) -> None:
         c = self.config
         self.digests = DigestTable(c.max_digests)
         self.bands = BandTable(c.k, c.band_max_per_key, c.band_max_entries, self.max_url)
+        self.exact = ExactTable(c.max_digests)
 
     def waiting(self) -> int:
         """Pages waiting for band owners' answers."""
@@ -190,8 +207,11 @@ class Dedupe:
             by_owner.setdefault(owner_of(band_key(i, value)), []).append(i)
         queries = tuple((owner, NearQuery(tuple(ixs), fingerprint, url, self.me, now))
                         for owner, ixs in sorted(by_owner.items()))
+        if c.exact_across_ring:  # rule 6: the digest rides with the query to band 0's owner
+            queries = tuple((o, replace(q, digest=digest_key(digest)) if 0 in q.bands else q) for o, q in queries)
         deadline = now + c.answer_timeout
-        self._waiting[url] = _Wait(url, deadline, set(by_owner))
+        self._waiting[url] = _Wait(url, deadline, set(by_owner),
+                                   digest_owner=next((o for o, q in queries if q.digest), None))
         return Ask(url, queries, deadline)
 
     def answer(self, sender: str, a: NearAnswer) -> Verdict | None:
@@ -212,6 +232,8 @@ class Dedupe:
             if (not isinstance(dup, str) or dup == a.url or len(dup) > self.max_url
                     or not isinstance(a.distance, int) or not 0 <= a.distance <= self.config.k):
                 self.stats.bad_answers += 1
+            elif a.exact is True and a.distance == 0 and sender == w.digest_owner:
+                w.exact = dup if w.exact is None else min(w.exact, dup)
             elif w.best is None or (a.distance, dup) < w.best:
                 w.best = (a.distance, dup)
         if w.owners:
@@ -235,9 +257,32 @@ class Dedupe:
 
     # -- bands this peer owns ---------------------------------------------------------
 
-    def serve(self, q: NearQuery) -> NearAnswer:
-        """Answer a band query from any peer, this one included (``peer.core.dedupe.bands``)."""
-        return self.bands.query(q)
+    def serve(self, q: NearQuery, *, record: bool = True) -> NearAnswer:
+        """Answer a band query (this peer's own, or a member's judged by :meth:`serve_member`):
+        the band-0 owner's exact copy first (rule 6), else the bands' nearest (``peer.core.dedupe.bands``)."""
+        near = self.bands.query(q, record=record)
+        if q.digest and isinstance(q.seen_at, (int, float)) and isinstance(q.url, str):
+            first = self.exact.check(q.digest, q.seen_at, q.url, record=record)
+            if first is not None:
+                return NearAnswer(q.url, first, 0, exact=True)
+        return near
+
+    def serve_member(self, q: NearQuery, sender: str, wall: float,
+                     host_owner: Callable[[str], str | None]) -> NearAnswer:
+        """Answer member ``sender``'s band query as ``peer.core.dedupe.claims`` judges it at ``wall``
+        (this peer's epoch time; ``host_owner``: who the ring gives a URL's host, None for no host)."""
+        c = self.config
+        claim = judge(q.seen_at, q.url, sender, wall, answer_timeout=c.answer_timeout,
+                      skew=c.max_clock_skew, host_owner=host_owner)
+        if claim is Claim.FUTURE:
+            self.stats.refused_future += 1
+        elif claim is Claim.TOO_OLD:
+            self.stats.refused_too_old += 1
+        elif claim is Claim.NOT_OWNER:
+            self.stats.unrecorded_not_owner += 1
+        if not claim.answered:
+            return NearAnswer(q.url, None)
+        return self.serve(q, record=claim.recorded)
 
     # -- moves --------------------------------------------------------------------------
 
@@ -249,6 +294,10 @@ class Dedupe:
         w.state = to
 
     def _decide(self, w: _Wait, basis: Basis) -> Verdict:
+        if w.exact is not None:
+            self.stats.exact += 1
+            self.stats.exact_routed += 1
+            return Verdict(w.url, Kind.EXACT, Basis.DIGEST, w.exact, 0)
         if w.best is not None:
             self.stats.near += 1
             return Verdict(w.url, Kind.NEAR, basis, w.best[1], w.best[0])

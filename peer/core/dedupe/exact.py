@@ -1,0 +1,86 @@
+"""Exact duplicates across the ring: the digests a band owner keeps for the pages whose first band it owns (pure).
+
+A peer's own :class:`~peer.core.dedupe.digests.DigestTable` finds a copy
+among its own hosts' pages. A byte-identical mirror on a host another peer
+owns has the same body digest and the same SimHash, so the same band 0:
+the owner of a page's band-0 key is one owner every copy of it asks. The
+asker folds the digest into the band query it sends that owner anyway
+(``NearQuery.digest``), and that owner keeps an :class:`ExactTable` beside
+its bands: no message more than the near check costs.
+
+Rules:
+
+1. **Which pages.** Those with a SimHash (a text of ``min_words`` or more)
+   whose digest this peer's own table did not know: an unchanged page (the
+   same URL, the same body) and a copy among the peer's own hosts are
+   decided there, at once, without a message.
+2. **First wins, by the bands' order.** The earlier of ``(seen_at, url)``
+   is the original, the order the band owners use (``peer.core.dedupe.bands``
+   rule 2): were the digest owner to go by arrival, it could call B a copy
+   of A while a band owner calls A a near copy of B, and both would be
+   dropped. A query whose entry comes first replaces the entry kept (the
+   later page is not told it was first; both are then kept: a duplicate
+   missed, never a page lost).
+3. **A URL is not its own copy**: the same URL with the same digest is left
+   as it was (its first ``seen_at`` kept).
+4. **Recorded only when the claim is taken** (``peer.core.dedupe.claims``):
+   a query answered but not recorded is checked against the table and
+   leaves nothing in it.
+5. **Bounded.** At most ``max_digests`` entries (``dedupe.max_digests``),
+   the oldest out first, counted: forgetting only lets a later copy through
+   as new (or near, by its bands).
+6. **Digests**: the first 8 bytes of the body's digest as an unsigned int
+   (the local table's prefix, ``digests`` rule 3); 0 means "not said" on the
+   wire, so a digest whose prefix is 0 is not looked up (one in 2**64).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field
+
+from peer.core.dedupe.digests import DIGEST_PREFIX
+
+__all__ = ["ExactStats", "ExactTable", "digest_key"]
+
+
+def digest_key(digest: bytes) -> int:
+    """The table's key of a body digest: its first 8 bytes, big-endian (rule 6)."""
+    return int.from_bytes(digest[:DIGEST_PREFIX], "big")
+
+
+@dataclass(slots=True)
+class ExactStats:
+    """Counters for the metrics."""
+
+    checked: int = 0
+    duplicates: int = 0
+    forgotten: int = 0
+
+
+@dataclass(slots=True)
+class ExactTable:
+    """Digest prefix -> the earliest ``(seen_at, url)`` asked with it, at most ``max_digests``."""
+
+    max_digests: int = 1_000_000
+    stats: ExactStats = field(default_factory=ExactStats)
+    _first: OrderedDict[int, tuple[float, str]] = field(default_factory=OrderedDict)
+
+    def __len__(self) -> int:
+        return len(self._first)
+
+    def check(self, digest: int, seen_at: float, url: str, *, record: bool = True) -> str | None:
+        """The earlier URL with this digest, or None; the query kept if it is the earliest (rules 2-5)."""
+        if not 0 < digest < 2**64:
+            return None
+        self.stats.checked += 1
+        first = self._first.get(digest)
+        if first is not None and first[1] != url and first < (seen_at, url):
+            self.stats.duplicates += 1
+            return first[1]
+        if record and (first is None or (first[1] != url and (seen_at, url) < first)):
+            self._first[digest] = (seen_at, url)
+            if len(self._first) > self.max_digests:
+                self._first.popitem(last=False)
+                self.stats.forgotten += 1
+        return None
