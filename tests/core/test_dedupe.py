@@ -298,3 +298,21 @@ def test_config_keys_are_documented() -> None:
     from dataclasses import fields
     for f in fields(DedupeConfig):
         assert f.metadata["doc"], f.name
+
+
+def test_an_owner_that_leaves_a_digest_unanswered_is_sent_none_for_a_while() -> None:
+    """verdicts rule 6: a peer of an older build refuses a query with a digest; one page waits, not all."""
+    from peer.core.dedupe.verdicts import DIGEST_BACKOFF
+
+    d = Dedupe(DedupeConfig(enabled=True, k=3, answer_timeout=10.0), "p1")
+    owner = lambda key: "p2"  # noqa: E731
+    ask = d.check("http://a/", sha1(b"a"), FP, 0.0, owner)
+    assert isinstance(ask, Ask) and ask.queries[0][1].digest != 0
+    [v] = d.expire(10.0)  # p2 (an older build) dropped it: the page waited its timeout
+    assert v.basis is Basis.TIMED_OUT and d.stats.digest_unanswered == 1
+    ask = d.check("http://b/", sha1(b"b"), FP, 11.0, owner)
+    assert isinstance(ask, Ask) and ask.queries[0][1].digest == 0  # no digest: p2 answers, in time
+    assert isinstance(d.answer("p2", NearAnswer("http://b/", None)), Verdict)
+    later = 10.0 + DIGEST_BACKOFF * 10.0
+    ask = d.check("http://c/", sha1(b"c"), FP, later, owner)
+    assert isinstance(ask, Ask) and ask.queries[0][1].digest != 0  # asked again after the backoff

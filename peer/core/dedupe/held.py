@@ -184,6 +184,7 @@ class HeldPages:
         figures["dedupe_bad_queries"] = b.dropped  # hostile band queries (nearindex rule 5): a drop
         # Exact copies across the ring, and members' claims refused (peer.core.dedupe.exact, .claims).
         figures["dedupe.exact_routed"] = s.exact_routed
+        figures["dedupe.digest_unanswered"] = s.digest_unanswered
         figures["dedupe.exact_table"] = len(d.exact)
         figures["dedupe.exact_table_forgotten"] = d.exact.stats.forgotten
         figures["dedupe_refused_future"] = s.refused_future

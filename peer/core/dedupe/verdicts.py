@@ -39,6 +39,12 @@ Rules:
    digest the local table did not know sends it with its query to the
    owner of its band 0; that owner's answer may say ``exact``, and the page
    is then an exact duplicate of the URL it names (before any near one).
+   A peer of an older build refuses a query with a digest (a field it does
+   not know) and never answers it: a page whose band-0 owner did not
+   answer a digest in time sends that owner no digest for
+   ``DIGEST_BACKOFF`` answer timeouts (counted ``digest_unanswered``), so
+   in a ring of mixed builds one page an owner waits its timeout, not
+   every page; the copy is then still found by the bands, at distance 0.
 7. **Members' queries are judged** (``peer.core.dedupe.claims``) before a
    band owner answers or records them: :meth:`Dedupe.serve_member`.
 """
@@ -46,6 +52,7 @@ Rules:
 from __future__ import annotations
 
 import enum
+import math
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -57,8 +64,11 @@ from peer.core.dedupe.claims import Claim, judge
 from peer.core.dedupe.exact import ExactTable, digest_key
 from peer.core.dedupe.simhash import band_key, bands
 
+#: Answer timeouts an owner that left a digest unanswered is sent none (rule 6).
+DIGEST_BACKOFF = 60
+
 __all__ = [
-    "Ask", "Basis", "Dedupe", "DedupeStats", "IllegalTransition", "Kind", "Verdict", "WaitState",
+    "DIGEST_BACKOFF", "Ask", "Basis", "Dedupe", "DedupeStats", "IllegalTransition", "Kind", "Verdict", "WaitState",
 ]
 
 
@@ -137,6 +147,7 @@ class DedupeStats:
     refused_future: int = 0
     refused_too_old: int = 0
     unrecorded_not_owner: int = 0
+    digest_unanswered: int = 0
 
 
 @dataclass(slots=True)
@@ -162,6 +173,7 @@ class Dedupe:
     bands: BandTable = field(init=False)
     exact: ExactTable = field(init=False)
     _waiting: OrderedDict[str, _Wait] = field(default_factory=OrderedDict)
+    _no_digest: dict[str, float] = field(default_factory=dict)  # rule 6: owner -> until when
 
     def __post_init__(self) -> None:
         c = self.config
@@ -208,7 +220,9 @@ class Dedupe:
         queries = tuple((owner, NearQuery(tuple(ixs), fingerprint, url, self.me, now))
                         for owner, ixs in sorted(by_owner.items()))
         if c.exact_across_ring:  # rule 6: the digest rides with the query to band 0's owner
-            queries = tuple((o, replace(q, digest=digest_key(digest)) if 0 in q.bands else q) for o, q in queries)
+            queries = tuple((o, replace(q, digest=digest_key(digest))
+                             if 0 in q.bands and self._no_digest.get(o, -math.inf) <= now else q)
+                            for o, q in queries)
         deadline = now + c.answer_timeout
         self._waiting[url] = _Wait(url, deadline, set(by_owner),
                                    digest_owner=next((o for o, q in queries if q.digest), None))
@@ -250,6 +264,9 @@ class Dedupe:
             if w.deadline > now:
                 break
             self._waiting.popitem(last=False)
+            if w.digest_owner is not None and w.digest_owner in w.owners:  # rule 6
+                self._no_digest[w.digest_owner] = now + DIGEST_BACKOFF * self.config.answer_timeout
+                self.stats.digest_unanswered += 1
             self._move(w, "expired")
             self.stats.timed_out += 1
             out.append(self._decide(w, Basis.TIMED_OUT))
