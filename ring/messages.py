@@ -811,7 +811,7 @@ class NearQuery:
     url: str
     reply_to: str
     seen_at: float  # the asker's fetch time: the order every owner agrees on
-    digest: int = 0  # the body digest's first 8 bytes, to band 0's owner only (peer.core.dedupe.exact); 0: not said
+    digest: int = 0  # the body digest's first 8 bytes (peer.core.dedupe.exact); 0: not said
 
 
 @dataclass(frozen=True, slots=True)
@@ -1229,8 +1229,8 @@ _SPECS += (
                           ("bands", _array_codec((_band_index, _band_index), 64)),
                           ("fingerprint", _UINT), ("url", _URL), ("reply_to", _NAME),
                           ("seen_at", _FLOAT),
-                          # Exact copies across the ring: said only to band 0's owner (unsaid is left out,
-                          # so every other query is version 3's bytes); an older build refuses it.
+                          # Exact copies across the ring (unsaid is left out, so a query without it
+                          # is version 3's bytes); an older build refuses a query that says it.
                           _added("digest", _UINT, since=4))),
     _Spec(NearAnswer, 19, (("ring", _NAME), ("sender", _NAME), ("url", _URL),
                            ("duplicate_of", (_url_or_nil, _url_or_nil)),

@@ -1,6 +1,7 @@
 """Duplicate verdicts: exact by digest (first URL wins), near by band owners, timeouts (peer.core.dedupe.verdicts).
 
-The digest table is peer.core.dedupe.digests, the section peer.core.config.dedupe.
+The digest table is peer.core.dedupe.digests, the section peer.core.config.dedupe;
+exact copies across the ring, the digest with the band queries, peer.core.dedupe.exact.
 """
 
 from __future__ import annotations
@@ -122,18 +123,39 @@ def test_exact_copy_on_another_peer_is_exact_through_its_band_0_owner(pages: tup
     assert isinstance(v, Verdict) and (v.kind, v.duplicate_of, v.distance) == (Kind.NEAR, "http://s001/a", 0)
 
 
-def test_the_digest_rides_with_the_query_to_band_0s_owner_only_no_message_more() -> None:
+def test_the_digest_rides_with_each_band_query_no_message_more() -> None:
     d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
     ask = d.check("http://a/", sha1(b"x"), FP, 0.0, lambda key: "p1" if key.split("/")[1] in "02" else "p2")
     assert isinstance(ask, Ask) and len(ask.queries) == 2
-    assert [(owner, q.digest != 0) for owner, q in ask.queries] == [("p1", True), ("p2", False)]
+    assert all(q.digest == int.from_bytes(sha1(b"x")[:8], "big") for _, q in ask.queries)
 
 
-def test_an_exact_answer_counts_only_from_the_owner_sent_the_digest(pages: tuple[bytes, ...]) -> None:
+def test_a_copy_asked_under_another_view_of_the_ring_is_exact_at_an_owner_both_views_share(
+        pages: tuple[bytes, ...]) -> None:
+    """The original's peer (p2) had not seen p3 join: every band went to p1. Its mirror's peer (p1)
+    asks p3 for band 0 and itself for the rest: p1, asked by both, knows the digest."""
+    peers = {p: Dedupe(DedupeConfig(enabled=True), p) for p in ("p1", "p2", "p3")}
+    fp = fingerprint(visible_text(LexborHTMLParser(pages[0])))
+
+    def ask(peer: str, url: str, now: float, owner_of) -> Verdict | None:  # type: ignore[no-untyped-def]
+        out = peers[peer].check(url, sha1(pages[0]), fp, now, owner_of)
+        assert isinstance(out, Ask)
+        got = None
+        for owner, q in out.queries:
+            got = peers[peer].answer(owner, peers[owner].serve(q)) or got
+        return got
+
+    assert ask("p2", "http://s001/a", 1.0, lambda key: "p1").kind is Kind.NEW  # type: ignore[union-attr]
+    v = ask("p1", "http://mirror/a", 2.0, lambda key: "p3" if key.split("/")[1] == "0" else "p1")
+    assert v is not None and (v.kind, v.duplicate_of) == (Kind.EXACT, "http://s001/a")
+
+
+def test_an_exact_answer_counts_only_from_an_owner_sent_the_digest(pages: tuple[bytes, ...]) -> None:
     d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
     owner = lambda key: "p2" if key.split("/")[1] == "0" else "p3"  # noqa: E731
+    d._no_digest["p3"] = 1e9  # p3 left a digest unanswered: it is sent none
     ask = d.check("http://a/", sha1(b"x"), FP, 0.0, owner)
-    assert isinstance(ask, Ask)
+    assert isinstance(ask, Ask) and [(o, q.digest != 0) for o, q in ask.queries] == [("p2", True), ("p3", False)]
     assert d.answer("p3", NearAnswer("http://a/", "http://evil/", 0, exact=True)) is None
     v = d.answer("p2", NearAnswer("http://a/", None))
     assert isinstance(v, Verdict) and v.kind is Kind.NEAR and v.duplicate_of == "http://evil/"  # not exact

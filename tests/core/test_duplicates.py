@@ -2,7 +2,9 @@
 
 Driven synchronously, ``now`` passed in: a page is fetched and parsed by the
 crawl's own ``parse_response`` with ``[dedupe]`` on, and what the core
-returns (rows, discoveries, band queries) is what is checked.
+returns (rows, discoveries, band queries) is what is checked. A member's
+band query's claims (its fetch time, its URL's host) are judged by
+peer.core.dedupe.claims.
 """
 
 from __future__ import annotations

@@ -3,5 +3,7 @@
 ``simhash`` (a page's text as a 64-bit fingerprint), ``digests`` (the body
 digests this peer saw), ``bands`` (the band table a band owner keeps),
 ``verdicts`` (a page's verdict, and the questions to ask first), ``held``
-(the crawl's side: a page's row and links held until its verdict).
+(the crawl's side: a page's row and links held until its verdict),
+``exact`` (the digests a band owner keeps: exact copies across the ring),
+``claims`` (what a member's band query may be taken for).
 """

@@ -68,7 +68,7 @@ class NearQuery:
     url: str
     reply_to: str
     seen_at: float
-    #: The page's body digest prefix, to the owner of its band 0 only (``peer.core.dedupe.exact``); 0: not said.
+    #: The page's body digest prefix (``peer.core.dedupe.exact``); 0: not said.
     digest: int = 0
 
 

@@ -1,12 +1,17 @@
-"""Exact duplicates across the ring: the digests a band owner keeps for the pages whose first band it owns (pure).
+"""Exact duplicates across the ring: the digests a band owner keeps for the pages it is asked about (pure).
 
 A peer's own :class:`~peer.core.dedupe.digests.DigestTable` finds a copy
 among its own hosts' pages. A byte-identical mirror on a host another peer
-owns has the same body digest and the same SimHash, so the same band 0:
-the owner of a page's band-0 key is one owner every copy of it asks. The
-asker folds the digest into the band query it sends that owner anyway
-(``NearQuery.digest``), and that owner keeps an :class:`ExactTable` beside
-its bands: no message more than the near check costs.
+owns has the same body digest and the same SimHash, so the same bands, and
+is asked of the same band owners as its original. The asker folds the
+digest into the band queries it sends anyway (``NearQuery.digest``), and
+each owner keeps an :class:`ExactTable` beside its bands: no message more
+than the near check costs. Every owner, not only one: two peers whose
+views of the ring differ for a moment (a join one has not seen yet) place a
+band on different owners, and a copy is then found by the owners their
+views share, as a near copy is. Seen in a three-peer crawl: an original
+fetched while its peer's ring had two members asked p1 for every band, its
+mirror (three members) asked p3 for band 0 and p1 for band 2 only.
 
 Rules:
 

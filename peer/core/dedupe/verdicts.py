@@ -36,15 +36,18 @@ Rules:
    duplicate" and is counted (``bad_answers``).
 5. **Disabled** (``enabled = false``): every page is new, nothing is kept.
 6. **Exact across the ring** (``peer.core.dedupe.exact``): a page whose
-   digest the local table did not know sends it with its query to the
-   owner of its band 0; that owner's answer may say ``exact``, and the page
-   is then an exact duplicate of the URL it names (before any near one).
+   digest the local table did not know sends it with each of its band
+   queries; an owner's answer may say ``exact``, and the page is then an
+   exact duplicate of the URL it names (before any near one). Every owner,
+   not only band 0's: two peers whose views of the ring differ (one has
+   not seen a join yet) place band 0 on different owners, and a copy is
+   then found only by the owners they share, as near copies are.
    A peer of an older build refuses a query with a digest (a field it does
-   not know) and never answers it: a page whose band-0 owner did not
-   answer a digest in time sends that owner no digest for
-   ``DIGEST_BACKOFF`` answer timeouts (counted ``digest_unanswered``), so
-   in a ring of mixed builds one page an owner waits its timeout, not
-   every page; the copy is then still found by the bands, at distance 0.
+   not know) and never answers it: an owner that left a digest unanswered
+   at a page's deadline is sent no digest for ``DIGEST_BACKOFF`` answer
+   timeouts (counted ``digest_unanswered``), so in a ring of mixed builds
+   one page an owner waits its timeout, not every page; the copy is then
+   still found by the bands, at distance 0.
 7. **Members' queries are judged** (``peer.core.dedupe.claims``) before a
    band owner answers or records them: :meth:`Dedupe.serve_member`.
 """
@@ -143,7 +146,7 @@ class DedupeStats:
     stray_answers: int = 0
     bad_answers: int = 0
     # Rules 6 and 7 (peer.core.dedupe.exact, .claims).
-    exact_routed: int = 0  # exact duplicates found by a band-0 owner (counted in exact too)
+    exact_routed: int = 0  # exact duplicates found by a band owner (counted in exact too)
     refused_future: int = 0
     refused_too_old: int = 0
     unrecorded_not_owner: int = 0
@@ -157,8 +160,8 @@ class _Wait:
     owners: set[str]
     state: WaitState = WaitState.WAITING
     best: tuple[int, str] | None = None  # (distance, duplicate_of)
-    exact: str | None = None  # rule 6: an exact copy's first URL, from the band-0 owner
-    digest_owner: str | None = None  # rule 6: the owner sent the digest, the one whose ``exact`` counts
+    exact: str | None = None  # rule 6: an exact copy's first URL, from a band owner
+    digested: frozenset[str] = frozenset()  # rule 6: the owners sent the digest, those whose ``exact`` counts
 
 
 @dataclass(slots=True)
@@ -219,13 +222,13 @@ class Dedupe:
             by_owner.setdefault(owner_of(band_key(i, value)), []).append(i)
         queries = tuple((owner, NearQuery(tuple(ixs), fingerprint, url, self.me, now))
                         for owner, ixs in sorted(by_owner.items()))
-        if c.exact_across_ring:  # rule 6: the digest rides with the query to band 0's owner
+        if c.exact_across_ring:  # rule 6: the digest rides with each query
             queries = tuple((o, replace(q, digest=digest_key(digest))
-                             if 0 in q.bands and self._no_digest.get(o, -math.inf) <= now else q)
+                             if self._no_digest.get(o, -math.inf) <= now else q)
                             for o, q in queries)
         deadline = now + c.answer_timeout
         self._waiting[url] = _Wait(url, deadline, set(by_owner),
-                                   digest_owner=next((o for o, q in queries if q.digest), None))
+                                   digested=frozenset(o for o, q in queries if q.digest))
         return Ask(url, queries, deadline)
 
     def answer(self, sender: str, a: NearAnswer) -> Verdict | None:
@@ -246,7 +249,7 @@ class Dedupe:
             if (not isinstance(dup, str) or dup == a.url or len(dup) > self.max_url
                     or not isinstance(a.distance, int) or not 0 <= a.distance <= self.config.k):
                 self.stats.bad_answers += 1
-            elif a.exact is True and a.distance == 0 and sender == w.digest_owner:
+            elif a.exact is True and a.distance == 0 and sender in w.digested:
                 w.exact = dup if w.exact is None else min(w.exact, dup)
             elif w.best is None or (a.distance, dup) < w.best:
                 w.best = (a.distance, dup)
@@ -264,8 +267,8 @@ class Dedupe:
             if w.deadline > now:
                 break
             self._waiting.popitem(last=False)
-            if w.digest_owner is not None and w.digest_owner in w.owners:  # rule 6
-                self._no_digest[w.digest_owner] = now + DIGEST_BACKOFF * self.config.answer_timeout
+            for o in w.owners & w.digested:  # rule 6: left unanswered
+                self._no_digest[o] = now + DIGEST_BACKOFF * self.config.answer_timeout
                 self.stats.digest_unanswered += 1
             self._move(w, "expired")
             self.stats.timed_out += 1
@@ -276,7 +279,7 @@ class Dedupe:
 
     def serve(self, q: NearQuery, *, record: bool = True) -> NearAnswer:
         """Answer a band query (this peer's own, or a member's judged by :meth:`serve_member`):
-        the band-0 owner's exact copy first (rule 6), else the bands' nearest (``peer.core.dedupe.bands``)."""
+        an exact copy first (rule 6), else the bands' nearest (``peer.core.dedupe.bands``)."""
         near = self.bands.query(q, record=record)
         if q.digest and isinstance(q.seen_at, (int, float)) and isinstance(q.url, str):
             first = self.exact.check(q.digest, q.seen_at, q.url, record=record)
