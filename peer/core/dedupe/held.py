@@ -154,7 +154,7 @@ class HeldPages:
         if h is None:  # pragma: no cover - every Ask is held (row)
             return []
         out: list[Effect] = []
-        if v.kind in (Kind.NEAR, Kind.EXACT):  # an exact copy may come from the band-0 owner too
+        if v.kind in (Kind.NEAR, Kind.EXACT):  # an exact copy may come from a band owner too (dedupe.exact)
             self.unfollowed(len(h.links))
         else:
             for link in h.links:
