@@ -77,7 +77,9 @@ async def test_forged_band_queries_from_an_outsider_mark_no_page(tmp_path):
             web.program[(host, path)] = reply(200, body)
         web.program[("*", "/robots.txt")] = reply(200, gate, content_type="text/plain")
         toml = cluster_toml(tmp_path, [web.url(h, p) for h, p in mw.seeds], peers=2,
-                            sections={"dedupe": {"enabled": True, "k": K, "answer_timeout": 3.0}})
+                            sections={"dedupe": {"enabled": True, "k": K, "answer_timeout": 3.0},
+                                      # robots.txt is held while the attack is counted: no timeout meanwhile
+                                      "crawl": {"timeout": 10.0}})
         cfg = load_config(toml)
         address = {p.id: p.address for p in cfg.peers}
         forged: list[NearQuery] = []
