@@ -15,8 +15,9 @@ table with that many pages and prints the bytes per entry (tracemalloc).
 ``--messages`` only counts the band messages a page costs over a ring of
 three (``mirror_web``'s pages, originals first, then their copies, each
 asked by its host's owner through the real ``Dedupe``), with the digest
-folded into band 0's query (``dedupe.exact_across_ring``) and without, and
-the exact verdicts each finds.
+sent across the ring (``dedupe.exact_across_ring``: in the band queries,
+alone for a page without a SimHash) and without, and the exact verdicts
+each finds.
 """
 
 from __future__ import annotations
@@ -149,12 +150,13 @@ def messages(peers: int = 3) -> None:
     order = [hp for hp in mw.pages if hp not in mw.copies] + [hp for hp in mw.pages if hp in mw.copies]
     for across in (False, True):
         ds = {p: Dedupe(DedupeConfig(enabled=True, exact_across_ring=across), p) for p in ids}
-        sent = nbytes = 0
+        sent = nbytes = alone = texts = 0
         for n, (host, path) in enumerate(order):
             body = mw.pages[(host, path)]
             url = f"http://{host}:8080{path}"
             me = ring.owner(host_key(url))
             fp = fingerprint(visible_text(LexborHTMLParser(body)))
+            texts += fp is not None
             out = ds[me].check(url, hashlib.sha1(body).digest(), fp, float(n), ring.owner)
             if not isinstance(out, Ask):
                 continue
@@ -162,6 +164,7 @@ def messages(peers: int = 3) -> None:
                 a = ds[owner].serve(q)
                 if owner != me:  # a query to this peer is answered in place (peer.core.door.peer rule 5)
                     sent += 2
+                    alone += 2 * (not q.bands)
                     nbytes += len(wire.encode(wire.NearQuery("r", me, q.bands, q.fingerprint, q.url, me,
                                                              q.seen_at, q.digest)))
                     nbytes += len(wire.encode(wire.NearAnswer("r", owner, a.url, a.duplicate_of, a.distance,
@@ -169,8 +172,8 @@ def messages(peers: int = 3) -> None:
                 ds[me].answer(owner, a)
         exact = sum(d.stats.exact for d in ds.values())
         print(f"exact_across_ring={str(across).lower()}: {len(order)} pages over {peers} peers, {sent} band "
-              f"messages ({sent / len(order):.2f} a page, {nbytes / len(order):.1f} bytes a page), "
-              f"{exact} exact verdicts")
+              f"messages ({sent / len(order):.2f} a page, {nbytes / len(order):.1f} bytes a page; {alone} of them "
+              f"for the digests of the {len(order) - texts} pages without a SimHash), {exact} exact verdicts")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -17,6 +17,7 @@ from peer.core.dedupe.verdicts import Ask, Basis, Dedupe, IllegalTransition, Kin
 from peer.core.config.dedupe import DedupeConfig
 from peer.core.dedupe.digests import DigestTable, Seen
 from peer.core.dedupe.bands import NearAnswer
+from peer.core.dedupe.exact import digest_ring_key
 from peer.core.dedupe.simhash import fingerprint, visible_text
 from ring.hashring import HashRing
 
@@ -190,10 +191,30 @@ def test_one_query_per_owner_naming_its_bands() -> None:
     assert all(q.reply_to == "p1" and q.fingerprint == FP for _, q in ask.queries)
 
 
-def test_no_text_is_new_without_asking() -> None:
-    d = Dedupe(DedupeConfig(enabled=True), "p1")
+def test_no_text_is_new_without_asking_unless_its_digest_goes_across_the_ring() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, exact_across_ring=False), "p1")
     assert d.check("http://a/", sha1(b"x"), None, 0.0, lambda k: "p2") == Verdict("http://a/", Kind.NEW, Basis.NO_TEXT)
     assert d.waiting() == 0
+    # verdicts rule 8: the digest alone, to the owner of its own ring key, in a query naming no band.
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
+    ask = d.check("http://a/", sha1(b"x"), None, 0.0, lambda k: "p2" if k.startswith("page-digest/") else "p3")
+    assert isinstance(ask, Ask) and d.waiting() == 1
+    [(owner, q)] = ask.queries
+    assert owner == "p2" and q.bands == () and q.digest == int.from_bytes(sha1(b"x")[:8], "big")
+    # A near answer to it is not taken; the page is new.
+    v = d.answer("p2", NearAnswer("http://a/", "http://b/", 1))
+    assert v == Verdict("http://a/", Kind.NEW, Basis.BANDS)
+
+
+def test_a_short_page_mirrored_on_another_peer_is_exact_through_its_digests_owner() -> None:
+    """A page under min_words has no SimHash, so no bands: its digest goes alone (verdicts rule 8)."""
+    r = Ring()
+    short = b"<html><body><p>Sign in</p></body></html>"
+    assert r.fetch("p1", "http://s001/login", short, 1.0).kind is Kind.NEW  # type: ignore[union-attr]
+    v = r.fetch("p2", "http://mirror/login", short, 2.0)
+    assert isinstance(v, Verdict) and (v.kind, v.duplicate_of) == (Kind.EXACT, "http://s001/login")
+    owner = r.ring.owner(digest_ring_key(int.from_bytes(sha1(short)[:8], "big")))
+    assert len(r.peers[owner].bands) == 0 and len(r.peers[owner].exact) == 1  # no band entry: a digest only
 
 
 def test_disabled_says_new_and_keeps_nothing() -> None:

@@ -15,10 +15,14 @@ mirror (three members) asked p3 for band 0 and p1 for band 2 only.
 
 Rules:
 
-1. **Which pages.** Those with a SimHash (a text of ``min_words`` or more)
-   whose digest this peer's own table did not know: an unchanged page (the
-   same URL, the same body) and a copy among the peer's own hosts are
-   decided there, at once, without a message.
+1. **Which pages.** Those whose digest this peer's own table did not
+   know: an unchanged page (the same URL, the same body) and a copy among
+   the peer's own hosts are decided there, at once, without a message. A
+   page with a SimHash sends its digest with its band queries; one without
+   (a text under ``min_words``) sends it alone, in a query naming no band,
+   to the owner of :func:`digest_ring_key` (a message and its answer more,
+   when that owner is another peer). Two byte-identical pages take the
+   same way: both have a SimHash or neither.
 2. **First wins, by the bands' order.** The earlier of ``(seen_at, url)``
    is the original, the order the band owners use (``peer.core.dedupe.bands``
    rule 2): were the digest owner to go by arrival, it could call B a copy
@@ -46,12 +50,17 @@ from dataclasses import dataclass, field
 
 from peer.core.dedupe.digests import DIGEST_PREFIX
 
-__all__ = ["ExactStats", "ExactTable", "digest_key"]
+__all__ = ["ExactStats", "ExactTable", "digest_key", "digest_ring_key"]
 
 
 def digest_key(digest: bytes) -> int:
     """The table's key of a body digest: its first 8 bytes, big-endian (rule 6)."""
     return int.from_bytes(digest[:DIGEST_PREFIX], "big")
+
+
+def digest_ring_key(digest: int) -> str:
+    """The ring key a page without a SimHash asks its digest of (``HashRing.owner``; rule 1)."""
+    return f"page-digest/{digest:016x}"
 
 
 @dataclass(slots=True)

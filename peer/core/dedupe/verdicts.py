@@ -12,7 +12,8 @@ Rules:
 1. **Order of checks.** A body digest seen before under another URL makes an
    exact duplicate (:attr:`Kind.EXACT`) at once, with no message; under the
    same URL, the page is unchanged (:attr:`Kind.UNCHANGED`, a recrawl). A
-   page without a fingerprint (too little text) is new. Otherwise the page
+   page without a fingerprint (too little text) is new, or asks its digest
+   alone (rule 8). Otherwise the page
    waits (:class:`Ask`): one :class:`NearQuery` to each distinct owner of its
    k+1 band keys (``owner_of(band_key(i, value))``, the ring's
    ``HashRing.owner``), naming the bands that owner is asked for.
@@ -50,6 +51,13 @@ Rules:
    still found by the bands, at distance 0.
 7. **Members' queries are judged** (``peer.core.dedupe.claims``) before a
    band owner answers or records them: :meth:`Dedupe.serve_member`.
+8. **A page without a SimHash** (under ``min_words``) has no bands to
+   carry its digest: with ``exact_across_ring`` it asks the owner of its
+   digest's own ring key (``digest_ring_key``) one query naming no band,
+   and waits for it as a page waits for its band owners (an owner in its
+   ``DIGEST_BACKOFF`` is not asked: the page is new at once). A near answer
+   to it is not taken. One query and one answer more for such a page whose
+   digest another peer owns.
 """
 
 from __future__ import annotations
@@ -64,7 +72,7 @@ from peer.core.config.dedupe import DedupeConfig
 from peer.core.dedupe.digests import DigestTable, Seen
 from peer.core.dedupe.bands import NO_DISTANCE, BandTable, NearAnswer, NearQuery
 from peer.core.dedupe.claims import Claim, judge
-from peer.core.dedupe.exact import ExactTable, digest_key
+from peer.core.dedupe.exact import ExactTable, digest_key, digest_ring_key
 from peer.core.dedupe.simhash import band_key, bands
 
 #: Answer timeouts an owner that left a digest unanswered is sent none (rule 6).
@@ -162,6 +170,7 @@ class _Wait:
     best: tuple[int, str] | None = None  # (distance, duplicate_of)
     exact: str | None = None  # rule 6: an exact copy's first URL, from a band owner
     digested: frozenset[str] = frozenset()  # rule 6: the owners sent the digest, those whose ``exact`` counts
+    near: bool = True  # False: a digest alone was asked (rule 8), a near answer is not taken
 
 
 @dataclass(slots=True)
@@ -211,12 +220,22 @@ class Dedupe:
             return Verdict(url, Kind.UNCHANGED, Basis.DIGEST)
         if fingerprint is None:
             self.stats.no_text += 1
-            return self._new(url, Basis.NO_TEXT)
+            if not c.exact_across_ring:
+                return self._new(url, Basis.NO_TEXT)
+            # Rule 8: no bands to ride with; the digest alone, to its own key's owner.
+            d = digest_key(digest)
+            owner = owner_of(digest_ring_key(d))
+            if self._no_digest.get(owner, -math.inf) > now:
+                return self._new(url, Basis.NO_TEXT)
         if len(self._waiting) >= c.max_waiting or url in self._waiting:
             # The same URL twice at once is the crawl's to prevent (its seen
             # set); if it happens the second is not allowed to stall.
             self.stats.busy += 1
             return self._new(url, Basis.BUSY)
+        deadline = now + c.answer_timeout
+        if fingerprint is None:  # rule 8
+            self._waiting[url] = _Wait(url, deadline, {owner}, digested=frozenset((owner,)), near=False)
+            return Ask(url, ((owner, NearQuery((), 0, url, self.me, now, d)),), deadline)
         by_owner: dict[str, list[int]] = {}
         for i, value in enumerate(bands(fingerprint, c.k)):
             by_owner.setdefault(owner_of(band_key(i, value)), []).append(i)
@@ -226,7 +245,6 @@ class Dedupe:
             queries = tuple((o, replace(q, digest=digest_key(digest))
                              if self._no_digest.get(o, -math.inf) <= now else q)
                             for o, q in queries)
-        deadline = now + c.answer_timeout
         self._waiting[url] = _Wait(url, deadline, set(by_owner),
                                    digested=frozenset(o for o, q in queries if q.digest))
         return Ask(url, queries, deadline)
@@ -251,7 +269,7 @@ class Dedupe:
                 self.stats.bad_answers += 1
             elif a.exact is True and a.distance == 0 and sender in w.digested:
                 w.exact = dup if w.exact is None else min(w.exact, dup)
-            elif w.best is None or (a.distance, dup) < w.best:
+            elif w.near and (w.best is None or (a.distance, dup) < w.best):
                 w.best = (a.distance, dup)
         if w.owners:
             return None
@@ -280,6 +298,10 @@ class Dedupe:
     def serve(self, q: NearQuery, *, record: bool = True) -> NearAnswer:
         """Answer a band query (this peer's own, or a member's judged by :meth:`serve_member`):
         an exact copy first (rule 6), else the bands' nearest (``peer.core.dedupe.bands``)."""
+        if not q.bands:  # rule 8: a digest alone (a page without a SimHash)
+            first = (self.exact.check(q.digest, q.seen_at, q.url, record=record)
+                     if q.digest and isinstance(q.seen_at, (int, float)) and isinstance(q.url, str) else None)
+            return NearAnswer(q.url, None) if first is None else NearAnswer(q.url, first, 0, exact=True)
         near = self.bands.query(q, record=record)
         if q.digest and isinstance(q.seen_at, (int, float)) and isinstance(q.url, str):
             first = self.exact.check(q.digest, q.seen_at, q.url, record=record)
