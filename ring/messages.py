@@ -813,6 +813,7 @@ class NearQuery:
     reply_to: str
     seen_at: float  # the asker's fetch time: the order every owner agrees on
     says: int = 1  # what the page's canonical says (peer.core.dedupe.precedence.Says; 1: none)
+    digest: int = 0  # the body digest's first 8 bytes (peer.core.dedupe.exact); 0: not said
 
 
 @dataclass(frozen=True, slots=True)
@@ -826,6 +827,7 @@ class NearAnswer:
     distance: int
     # Earlier originals within k that the asked page outranks: (url, distance) pairs.
     superseded: tuple[tuple[str, int], ...] = ()
+    exact: bool = False  # duplicate_of has the same body digest (peer.core.dedupe.exact)
 
 
 @dataclass(frozen=True, slots=True)
@@ -1273,11 +1275,16 @@ _SPECS += (
     _Spec(NearQuery, 18, (("ring", _NAME), ("sender", _NAME),
                           ("bands", _array_codec((_band_index, _band_index), 64)),
                           ("fingerprint", _UINT), ("url", _URL), ("reply_to", _NAME),
-                          ("seen_at", _FLOAT), _added("says", (_says, _says), since=4))),
+                          ("seen_at", _FLOAT), _added("says", (_says, _says), since=4),
+                          # Exact copies across the ring (unsaid is left out, so a query without it
+                          # is version 3's bytes); an older build refuses a query that says it.
+                          _added("digest", _UINT, since=4))),
     _Spec(NearAnswer, 19, (("ring", _NAME), ("sender", _NAME), ("url", _URL),
                            ("duplicate_of", (_url_or_nil, _url_or_nil)),
                            ("distance", (_distance, _distance)),
-                           _added("superseded", _array_codec(_SUPERSEDED, 16), since=4))),
+                           _added("superseded", _array_codec(_SUPERSEDED, 16), since=4),
+                           # Said only in an answer to a query that carried a digest: its asker reads it.
+                           _added("exact", _BOOL, since=4))),
 )
 
 # A corrected verdict (peer.core.dedupe.held rule 6): 44, a type of wire version 4.

@@ -89,8 +89,11 @@ Rules of :meth:`RingNode.receive` (every check lives here, once):
    left, and the reply and the log say what was done (``ring.forgetting``).
 9. **Band queries.** A ``NearQuery``, ``NearAnswer`` or ``Reverdict`` is a member's
    message (rules 1 and 2) from a member not dead here (``unknown_sender``
-   otherwise): the band tables answer members only, and an answer from
-   anyone else could only mislead. What it says is checked by the crawl
+   otherwise), on the route that member's newest process was heard on in
+   its gossip (``Routes.live``; ``near_not_live_route`` otherwise): the band
+   tables answer members only, and an answer from anyone else could only
+   mislead. Such a message says no epoch, so it cannot make a route live:
+   without CurveZMQ a route of anyone's claiming a member's id is refused. What it says is checked by the crawl
    (``peer.core.dedupe.verdicts``), which counts what it refuses.
 10. **Voters.** A ``VoterRequest`` (``python -m ring voter add|retire``) and
    each change of our voter record are ``ring.voterwatch``'s: answered,
@@ -835,6 +838,8 @@ class RingNode:
         rec = self.membership.members().get(msg.sender)
         if rec is None or rec.state is MemberState.DEAD:
             return self._drop("unknown_sender")
+        if not self.routes.live(route, msg.sender):
+            return self._drop("near_not_live_route")
         if isinstance(msg, Reverdict):
             return [Reverdicted(msg)]
         return [NearAsked(msg) if isinstance(msg, NearQuery) else NearAnswered(msg)]

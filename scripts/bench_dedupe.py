@@ -1,7 +1,7 @@
 """Duplicate detection: SimHash cost per page, and precision/recall of near copies at k = 0..6.
 
 Usage: python scripts/bench_dedupe.py [--pages 200] [--seed 1] [--shingles 1,2,3,4]
-       [--table 100000]
+       [--table 100000] [--messages]
 
 Pages are the local web's (``localweb.sitegraph.nearcopies``: content pages of the
 site graph, 20-40 KiB each). Costs are process CPU time (the box is shared,
@@ -12,6 +12,12 @@ and every pair of two originals as the negatives. A pair is called a
 duplicate when its SimHashes are within k; precision is over all pairs
 called, recall over the copies. ``--table`` fills a band table and a digest
 table with that many pages and prints the bytes per entry (tracemalloc).
+``--messages`` only counts the band messages a page costs over a ring of
+three (``mirror_web``'s pages, originals first, then their copies, each
+asked by its host's owner through the real ``Dedupe``), with the digest
+sent across the ring (``dedupe.exact_across_ring``: in the band queries,
+alone for a page without a SimHash) and without, and the exact verdicts
+each finds.
 """
 
 from __future__ import annotations
@@ -129,13 +135,58 @@ def table_bytes(n: int) -> None:
           f"{band / n:.0f} bytes a page ({band / len(t):.0f} an entry); digest table {dig / n:.0f} bytes a page")
 
 
+def messages(peers: int = 3) -> None:
+    """Band messages (queries and answers on the wire) and their bytes per page, digest folded in or not."""
+    from localweb.sitegraph.nearcopies import mirror_web
+    from peer.core.config.dedupe import DedupeConfig
+    from peer.core.dedupe.verdicts import Ask, Dedupe
+    from peer.core.urls.normalize import host_key
+    from ring import messages as wire
+    from ring.hashring import HashRing
+
+    mw = mirror_web(12, port=8080)
+    ids = [f"p{i + 1}" for i in range(peers)]
+    ring = HashRing(dict.fromkeys(ids, 1.0), 256)
+    order = [hp for hp in mw.pages if hp not in mw.copies] + [hp for hp in mw.pages if hp in mw.copies]
+    for across in (False, True):
+        ds = {p: Dedupe(DedupeConfig(enabled=True, exact_across_ring=across), p) for p in ids}
+        sent = nbytes = alone = texts = 0
+        for n, (host, path) in enumerate(order):
+            body = mw.pages[(host, path)]
+            url = f"http://{host}:8080{path}"
+            me = ring.owner(host_key(url))
+            fp = fingerprint(visible_text(LexborHTMLParser(body)))
+            texts += fp is not None
+            out = ds[me].check(url, hashlib.sha1(body).digest(), fp, float(n), ring.owner)
+            if not isinstance(out, Ask):
+                continue
+            for owner, q in out.queries:
+                a = ds[owner].serve(q)
+                if owner != me:  # a query to this peer is answered in place (peer.core.door.peer rule 5)
+                    sent += 2
+                    alone += 2 * (not q.bands)
+                    nbytes += len(wire.encode(wire.NearQuery("r", me, q.bands, q.fingerprint, q.url, me,
+                                                             q.seen_at, q.digest)))
+                    nbytes += len(wire.encode(wire.NearAnswer("r", owner, a.url, a.duplicate_of, a.distance,
+                                                              a.exact)))
+                ds[me].answer(owner, a)
+        exact = sum(d.stats.exact for d in ds.values())
+        print(f"exact_across_ring={str(across).lower()}: {len(order)} pages over {peers} peers, {sent} band "
+              f"messages ({sent / len(order):.2f} a page, {nbytes / len(order):.1f} bytes a page; {alone} of them "
+              f"for the digests of the {len(order) - texts} pages without a SimHash), {exact} exact verdicts")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shingles", default="1,2,3,4")
     ap.add_argument("--table", type=int, default=100_000)
+    ap.add_argument("--messages", action="store_true", help="only the band messages a page costs (see above)")
     a = ap.parse_args(argv)
+    if a.messages:
+        messages()
+        return 0
     try:
         shingles = [int(s) for s in a.shingles.split(",")]
     except ValueError:

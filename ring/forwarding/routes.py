@@ -96,6 +96,19 @@ class Routes:
         self._routes[sender] = (route, epoch)
         return True
 
+    def live(self, route: bytes, sender: str) -> bool:
+        """Whether ``route`` is the route ``sender``'s newest process was heard on (rule 4's state).
+
+        For a member message that says no epoch (a band query or answer): it
+        cannot show itself a new process, so only the route the member's
+        gossip made live may carry it. Without CurveZMQ anyone may claim a
+        member's id on a route of its own; that route is never live unless
+        it also claims a later life in gossip, which the member refutes
+        (``ring.membership`` rule 4) and which is counted as a restart.
+        """
+        known = self._routes.get(sender)
+        return known is not None and known[0] == route
+
     def keep(self, members: Collection[str]) -> None:
         """Forgotten members' routes go with them: at most one per member of the view."""
         if len(self._routes) > len(members) or any(m not in members for m in self._routes):

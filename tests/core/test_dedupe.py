@@ -1,6 +1,7 @@
 """Duplicate verdicts: exact by digest (first URL wins), near by band owners, timeouts (peer.core.dedupe.verdicts).
 
-The digest table is peer.core.dedupe.digests, the section peer.core.config.dedupe.
+The digest table is peer.core.dedupe.digests, the section peer.core.config.dedupe;
+exact copies across the ring, the digest with the band queries, peer.core.dedupe.exact.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from peer.core.dedupe.verdicts import Ask, Basis, Dedupe, IllegalTransition, Kin
 from peer.core.config.dedupe import DedupeConfig
 from peer.core.dedupe.digests import DigestTable, Seen
 from peer.core.dedupe.bands import NearAnswer
+from peer.core.dedupe.exact import digest_ring_key
 from peer.core.dedupe.simhash import fingerprint, visible_text
 from ring.hashring import HashRing
 
@@ -108,12 +110,77 @@ def test_exact_copy_on_the_same_peer_needs_no_message(pages: tuple[bytes, ...]) 
     assert v == Verdict("http://s001/a?sid=9", Kind.EXACT, Basis.DIGEST, "http://s001/a", 0)
 
 
-def test_exact_copy_on_another_peer_is_near_at_distance_0(pages: tuple[bytes, ...]) -> None:
+def test_exact_copy_on_another_peer_is_exact_through_its_band_0_owner(pages: tuple[bytes, ...]) -> None:
     r = Ring()
     r.fetch("p1", "http://s001/a", pages[0], 1.0)
     v = r.fetch("p2", "http://mirror/a", pages[0], 2.0)
     assert isinstance(v, Verdict)
-    assert (v.kind, v.duplicate_of, v.distance) == (Kind.NEAR, "http://s001/a", 0)
+    assert (v.kind, v.basis, v.duplicate_of, v.distance) == (Kind.EXACT, Basis.DIGEST, "http://s001/a", 0)
+    assert r.peers["p2"].stats.exact_routed == 1
+    # Off (a ring with peers of an older build): the band owners find it, at distance 0.
+    r = Ring(exact_across_ring=False)
+    r.fetch("p1", "http://s001/a", pages[0], 1.0)
+    v = r.fetch("p2", "http://mirror/a", pages[0], 2.0)
+    assert isinstance(v, Verdict) and (v.kind, v.duplicate_of, v.distance) == (Kind.NEAR, "http://s001/a", 0)
+
+
+def test_the_digest_rides_with_each_band_query_no_message_more() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
+    ask = d.check("http://a/", sha1(b"x"), FP, 0.0, lambda key: "p1" if key.split("/")[1] in "02" else "p2")
+    assert isinstance(ask, Ask) and len(ask.queries) == 2
+    assert all(q.digest == int.from_bytes(sha1(b"x")[:8], "big") for _, q in ask.queries)
+
+
+def test_a_copy_asked_under_another_view_of_the_ring_is_exact_at_an_owner_both_views_share(
+        pages: tuple[bytes, ...]) -> None:
+    """The original's peer (p2) had not seen p3 join: every band went to p1. Its mirror's peer (p1)
+    asks p3 for band 0 and itself for the rest: p1, asked by both, knows the digest."""
+    peers = {p: Dedupe(DedupeConfig(enabled=True), p) for p in ("p1", "p2", "p3")}
+    fp = fingerprint(visible_text(LexborHTMLParser(pages[0])))
+
+    def ask(peer: str, url: str, now: float, owner_of) -> Verdict | None:  # type: ignore[no-untyped-def]
+        out = peers[peer].check(url, sha1(pages[0]), fp, now, owner_of)
+        assert isinstance(out, Ask)
+        got = None
+        for owner, q in out.queries:
+            got = peers[peer].answer(owner, peers[owner].serve(q)) or got
+        return got
+
+    assert ask("p2", "http://s001/a", 1.0, lambda key: "p1").kind is Kind.NEW  # type: ignore[union-attr]
+    v = ask("p1", "http://mirror/a", 2.0, lambda key: "p3" if key.split("/")[1] == "0" else "p1")
+    assert v is not None and (v.kind, v.duplicate_of) == (Kind.EXACT, "http://s001/a")
+
+
+def test_an_exact_answer_counts_only_from_an_owner_sent_the_digest(pages: tuple[bytes, ...]) -> None:
+    d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
+    owner = lambda key: "p2" if key.split("/")[1] == "0" else "p3"  # noqa: E731
+    d._no_digest["p3"] = 1e9  # p3 left a digest unanswered: it is sent none
+    ask = d.check("http://a/", sha1(b"x"), FP, 0.0, owner)
+    assert isinstance(ask, Ask) and [(o, q.digest != 0) for o, q in ask.queries] == [("p2", True), ("p3", False)]
+    assert d.answer("p3", NearAnswer("http://a/", "http://evil/", 0, exact=True)) is None
+    v = d.answer("p2", NearAnswer("http://a/", None))
+    assert isinstance(v, Verdict) and v.kind is Kind.NEAR and v.duplicate_of == "http://evil/"  # not exact
+
+
+def test_of_two_byte_identical_copies_the_first_in_the_order_wins_at_the_digest_owner_whatever_the_arrival() -> None:
+    from peer.core.dedupe.exact import ExactTable
+    from peer.core.dedupe.precedence import Says
+
+    t = ExactTable(10)
+    assert t.check(7, 5.0, "http://b/") == (None, None)  # B arrives first, fetched at 5
+    assert t.check(7, 4.0, "http://a/") == (None, "http://b/")  # A, fetched at 4, takes the entry from B
+    assert t.check(7, 6.0, "http://c/") == ("http://a/", None)  # the earliest is the original
+    assert t.check(7, 9.0, "http://a/") == (None, None)  # a URL is not its own copy
+    # A copy whose canonical names itself outranks an earlier fetch; one with a session id loses.
+    assert t.check(7, 8.0, "http://d/?sid=1", Says.SELF) == ("http://a/", None)
+    assert t.check(7, 8.0, "http://d/", Says.SELF) == (None, "http://a/")
+    # Not recorded (a claim not taken): answered, displaces nothing.
+    assert t.check(7, 1.0, "http://z/", Says.SELF, record=False) == ("http://d/", None)
+    assert t.check(7, 0.5, "http://e/", Says.SELF, record=False) == (None, None)
+    assert t.check(7, 9.0, "http://f/") == ("http://d/", None)
+    for n in range(20):
+        t.check(100 + n, 1.0, f"http://x/{n}")
+    assert len(t) == 10 and t.stats.forgotten == 11
 
 
 def test_a_recrawl_with_the_same_body_is_unchanged(pages: tuple[bytes, ...]) -> None:
@@ -131,10 +198,30 @@ def test_one_query_per_owner_naming_its_bands() -> None:
     assert all(q.reply_to == "p1" and q.fingerprint == FP for _, q in ask.queries)
 
 
-def test_no_text_is_new_without_asking() -> None:
-    d = Dedupe(DedupeConfig(enabled=True), "p1")
+def test_no_text_is_new_without_asking_unless_its_digest_goes_across_the_ring() -> None:
+    d = Dedupe(DedupeConfig(enabled=True, exact_across_ring=False), "p1")
     assert d.check("http://a/", sha1(b"x"), None, 0.0, lambda k: "p2") == Verdict("http://a/", Kind.NEW, Basis.NO_TEXT)
     assert d.waiting() == 0
+    # verdicts rule 8: the digest alone, to the owner of its own ring key, in a query naming no band.
+    d = Dedupe(DedupeConfig(enabled=True), "p1")
+    ask = d.check("http://a/", sha1(b"x"), None, 0.0, lambda k: "p2" if k.startswith("page-digest/") else "p3")
+    assert isinstance(ask, Ask) and d.waiting() == 1
+    [(owner, q)] = ask.queries
+    assert owner == "p2" and q.bands == () and q.digest == int.from_bytes(sha1(b"x")[:8], "big")
+    # A near answer to it is not taken; the page is new.
+    v = d.answer("p2", NearAnswer("http://a/", "http://b/", 1))
+    assert v == Verdict("http://a/", Kind.NEW, Basis.BANDS)
+
+
+def test_a_short_page_mirrored_on_another_peer_is_exact_through_its_digests_owner() -> None:
+    """A page under min_words has no SimHash, so no bands: its digest goes alone (verdicts rule 8)."""
+    r = Ring()
+    short = b"<html><body><p>Sign in</p></body></html>"
+    assert r.fetch("p1", "http://s001/login", short, 1.0).kind is Kind.NEW  # type: ignore[union-attr]
+    v = r.fetch("p2", "http://mirror/login", short, 2.0)
+    assert isinstance(v, Verdict) and (v.kind, v.duplicate_of) == (Kind.EXACT, "http://s001/login")
+    owner = r.ring.owner(digest_ring_key(int.from_bytes(sha1(short)[:8], "big")))
+    assert len(r.peers[owner].bands) == 0 and len(r.peers[owner].exact) == 1  # no band entry: a digest only
 
 
 def test_disabled_says_new_and_keeps_nothing() -> None:
@@ -261,3 +348,21 @@ def test_config_keys_are_documented() -> None:
     from dataclasses import fields
     for f in fields(DedupeConfig):
         assert f.metadata["doc"], f.name
+
+
+def test_an_owner_that_leaves_a_digest_unanswered_is_sent_none_for_a_while() -> None:
+    """verdicts rule 6: a peer of an older build refuses a query with a digest; one page waits, not all."""
+    from peer.core.dedupe.verdicts import DIGEST_BACKOFF
+
+    d = Dedupe(DedupeConfig(enabled=True, k=3, answer_timeout=10.0), "p1")
+    owner = lambda key: "p2"  # noqa: E731
+    ask = d.check("http://a/", sha1(b"a"), FP, 0.0, owner)
+    assert isinstance(ask, Ask) and ask.queries[0][1].digest != 0
+    [v] = d.expire(10.0)  # p2 (an older build) dropped it: the page waited its timeout
+    assert v.basis is Basis.TIMED_OUT and d.stats.digest_unanswered == 1
+    ask = d.check("http://b/", sha1(b"b"), FP, 11.0, owner)
+    assert isinstance(ask, Ask) and ask.queries[0][1].digest == 0  # no digest: p2 answers, in time
+    assert isinstance(d.answer("p2", NearAnswer("http://b/", None)), Verdict)
+    later = 10.0 + DIGEST_BACKOFF * 10.0
+    ask = d.check("http://c/", sha1(b"c"), FP, later, owner)
+    assert isinstance(ask, Ask) and ask.queries[0][1].digest != 0  # asked again after the backoff

@@ -2,7 +2,9 @@
 
 Driven synchronously, ``now`` passed in: a page is fetched and parsed by the
 crawl's own ``parse_response`` with ``[dedupe]`` on, and what the core
-returns (rows, discoveries, band queries) is what is checked.
+returns (rows, discoveries, band queries) is what is checked. A member's
+band query's claims (its fetch time, its URL's host) are judged by
+peer.core.dedupe.claims.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from ring import messages as wire
 from ring.actions import NearAnswered, NearAsked, Send
 from ring.node import RingNode
 from tests.core.test_crawl import answer, config, start
+from peer.core.crawl.figures import limits_figures
 from tests.core.test_peercore import INC, R2, RING, SEEDS, hosts_of, known
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike november "
@@ -212,15 +215,16 @@ def test_a_band_owned_by_another_member_is_asked_by_message_and_its_answer_decid
 def test_a_members_band_query_is_answered_to_its_sender_and_a_strangers_is_dropped():
     p1 = ring_peer()
     known(p1)
-    q = wire.NearQuery(RING, "p2", (0, 1, 2, 3), 2**63 + 5, "http://h.web.test/a", "p3", 1.0)
+    [h] = hosts_of(p1, "p2")  # a host of p2's: the queries' URLs are its own (peer.core.dedupe.claims rule 3)
+    q = wire.NearQuery(RING, "p2", (0, 1, 2, 3), 2**63 + 5, f"http://{h}/a", "p3", 1.0)
     assert p1.node.receive(R2, q, 0.1) == [NearAsked(q)]  # type: ignore[union-attr]
-    out = p1.receive(R2, q, 0.1, wall=0.1)
+    out = p1.receive(R2, q, 0.1, wall=1.1)
     # To the sender, never to the reply_to a query names.
-    assert out == [Send("p2", wire.NearAnswer(RING, "p1", "http://h.web.test/a", None, -1))]
+    assert out == [Send("p2", wire.NearAnswer(RING, "p1", f"http://{h}/a", None, -1))]
     # The same fingerprint again from p2, later: a copy of the first, at distance 0.
-    q2 = wire.NearQuery(RING, "p2", (0,), 2**63 + 5, "http://h.web.test/b", "p2", 2.0)
-    assert p1.receive(R2, q2, 0.2, wall=0.2) == [
-        Send("p2", wire.NearAnswer(RING, "p1", "http://h.web.test/b", "http://h.web.test/a", 0))]
+    q2 = wire.NearQuery(RING, "p2", (0,), 2**63 + 5, f"http://{h}/b", "p2", 2.0)
+    assert p1.receive(R2, q2, 0.2, wall=2.2) == [
+        Send("p2", wire.NearAnswer(RING, "p1", f"http://{h}/b", f"http://{h}/a", 0))]
     # One from a peer that is no member, on its own route: dropped and counted.
     stranger = wire.NearQuery(RING, "p7", (0,), 1, "http://h.web.test/c", "p7", 1.0)
     assert p1.receive(b"p7/bbbb", stranger, 0.3, wall=0.3) == []
@@ -240,3 +244,33 @@ def test_check_shows_the_dedupe_section():
     assert "   dedupe: exact by body digest (at most 1,000,000 kept), near by SimHash within k=3 " \
            "(4 band owners asked" in describe(cfg)
     assert "   dedupe: off" in describe(replace(cfg, dedupe=replace(cfg.dedupe, enabled=False)))
+
+
+def test_a_members_claims_are_bounded_by_this_peers_clock_and_ring():
+    """peer.core.dedupe.claims: a fetch time of 1970 or of the future is refused, a URL of another
+    member's host is answered but never recorded; each counted where ring status shows drops."""
+    p1 = ring_peer()
+    known(p1)
+    [theirs] = hosts_of(p1, "p2")
+    [mine] = hosts_of(p1, "p1")
+    fp, wall = 2**63 + 5, 1_800_000_000.0
+    nothing = lambda url: [Send("p2", wire.NearAnswer(RING, "p1", url, None, -1))]  # noqa: E731
+    forged = [(f"http://{theirs}/old", 0.0),  # 1970: before every page
+              (f"http://{theirs}/late", wall - 25.0),  # past answer_timeout (10) and max_clock_skew (10)
+              (f"http://{theirs}/future", wall + 60.0),
+              (f"http://{mine}/notyours", wall)]  # p1's host: p2 never fetched it
+    for url, seen_at in forged:
+        q = wire.NearQuery(RING, "p2", (0, 1, 2, 3), fp, url, "p2", seen_at)
+        assert p1.receive(R2, q, 0.1, wall=wall) == nothing(url)
+    figures = p1.crawl.dup_figures()
+    assert (figures["dedupe_refused_too_old"], figures["dedupe_refused_future"],
+            figures["dedupe_unrecorded_not_owner"]) == (2, 1, 1)
+    assert len(p1.crawl.dedupe.bands) == 0  # none of them recorded
+    # A true query, within the window, of p2's own host: recorded, and a later copy names it.
+    for n, url in enumerate((f"http://{theirs}/a", f"http://{theirs}/b")):
+        q = wire.NearQuery(RING, "p2", (0, 1, 2, 3), fp, url, "p2", wall - 15.0 + n)
+        got = p1.receive(R2, q, 0.1, wall=wall)
+    assert got == [Send("p2", wire.NearAnswer(RING, "p1", f"http://{theirs}/b", f"http://{theirs}/a", 0))]
+    # Shown where an operator looks: with the limits ring status and /metrics carry (drops: dedupe_*).
+    shown = limits_figures(p1.crawl, 0.1, {})
+    assert shown["dedupe_refused_too_old"] == 2 and shown["dedupe_unrecorded_not_owner"] == 1

@@ -72,7 +72,7 @@ def test_every_copy_within_k_is_found_and_its_links_are_not_followed(crawl):
     family.update({url(where): i for where, (i, _) in mw.copies.items()})
     prints = {url(where): fp(mw.pages[where]) for where in mw.copies}
     prints.update({url(hp): fp(mw.pages[hp]) for hp in mw.originals})
-    found = missed = by_sibling = crossed = 0
+    found = missed = by_sibling = crossed = exact_across = 0
     for where, (i, how) in mw.copies.items():
         row = rows[url(where)]
         original = mw.originals[i]
@@ -92,17 +92,19 @@ def test_every_copy_within_k_is_found_and_its_links_are_not_followed(crawl):
             if dup == url(original):
                 same_peer = owner(where[0]) == owner(original[0])
                 crossed += not same_peer
-                # The same bytes on the same peer: its digest table; else the band owners.
-                want = "exact" if how is Change.EXACT and same_peer else "near"
+                exact_across += how is Change.EXACT and not same_peer
+                # The same bytes: its peer's digest table, or its band-0 owner's (across peers); else the band owners.
+                want = "exact" if how is Change.EXACT else "near"
                 assert row["duplicate_kind"] == want, (where, how, row)
         else:
             missed += 1
             by_sibling += dup is not None
     assert crossed > 0  # the ring's part is tested: copies on hosts other peers own
+    assert exact_across > 0  # byte-identical mirrors on other peers' hosts, exact (their band-0 owner)
     assert found + missed == len(mw.copies)
     print(f"k={K}: {found} of {len(mw.copies)} copies within k of their original, all found "
           f"(recall {found / len(mw.copies):.2f} of all copies); {by_sibling} of the {missed} beyond k "
-          f"found as copies of a sibling copy; {crossed} found across peers; no page called a copy "
+          f"found as copies of a sibling copy; {crossed} found across peers ({exact_across} exact); no page called a copy "
           f"of a page of another family (precision 1.00)")
 
     # Counted where an operator looks: stats.json of each peer.

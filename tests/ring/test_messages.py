@@ -284,6 +284,21 @@ def test_which_copy_wins_travels_at_the_end_of_the_band_messages_and_hostile_val
             decode(frame)
 
 
+def test_a_digest_and_an_exact_answer_are_fields_at_the_end_said_only_when_set():
+    """Exact copies across the ring (peer.core.dedupe.exact): a query without a digest and an answer
+    that is not exact are the bytes they were; with them, one trailing field, in version 4 only."""
+    plain = NearQuery("demo", "p1", (0, 3), 9, "http://a.test/x", "p1", 12.5)
+    same = lambda m: msgpack.unpackb(encode(m))[1:] == msgpack.unpackb(encode(m, 3))[1:]  # noqa: E731
+    assert same(plain)
+    q = NearQuery("demo", "p1", (0, 3), 9, "http://a.test/x", "p1", 12.5, digest=2**64 - 1)
+    assert msgpack.unpackb(encode(q))[-1] == 2**64 - 1 and decode(encode(q)) == q
+    a = NearAnswer("demo", "p2", "http://a.test/x", "http://b.test/y", 0, exact=True)
+    assert msgpack.unpackb(encode(a))[-1] is True and decode(encode(a)) == a
+    assert same(NearAnswer("demo", "p2", "u", None, -1))
+    with pytest.raises(DecodeError, match="NearQuery.digest"):
+        decode(raw(VERSION, 18, "demo", "p1", [0], 1, "u", "p1", 1.0, 1, -1))
+
+
 def test_a_status_row_ends_with_its_lease_and_ring():
     row = status(lease=LeaseStatus.NO_MAJORITY, vouched=1, needed=2, quorum=3, grace_left=0.0,
                  ring_version=4, ring_fingerprint=2**64 - 1)

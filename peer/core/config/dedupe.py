@@ -39,6 +39,9 @@ class DedupeConfig:
     band_max_entries: int = key(int, 1_000_000, "entries a band owner keeps over all its band keys; the oldest are evicted and counted", at_least_one)
     answer_timeout: float = key(float, 10.0, "seconds a page waits for its band owners' answers; past them it is new, counted", positive)
     max_waiting: int = key(int, 10_000, "pages waiting for band owners' answers at once; past them a page is new, counted", at_least_one)
+    # Duplicate messages no outsider can forge, and exact copies across the ring (peer.core.dedupe.claims, .exact).
+    max_clock_skew: float = key(float, 10.0, "seconds a member's clock may differ from this peer's: a band query dated later than now plus this, or earlier than now minus answer_timeout and this, is refused and counted", positive)
+    exact_across_ring: bool = key(bool, True, "send a page's body digest with its band queries (alone, to its own key's owner, for a page without a SimHash), so a byte-identical copy on another peer's host is an exact duplicate; a peer of an older build drops such a query (one page waits answer_timeout, then that peer is sent no digest for 60 timeouts)")
 
     def describe(self) -> str:
         """``--check``'s line."""

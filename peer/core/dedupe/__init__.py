@@ -4,5 +4,7 @@
 digests this peer saw), ``bands`` (the band table a band owner keeps),
 ``verdicts`` (a page's verdict, and the questions to ask first), ``held``
 (the crawl's side: a page's row and links held until its verdict),
-``precedence`` (which of two copies is the original, the same on every peer).
+``precedence`` (which of two copies is the original, the same on every peer),
+``exact`` (the digests a band owner keeps: exact copies across the ring),
+``claims`` (what a member's band query may be taken for).
 """

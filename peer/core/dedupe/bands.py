@@ -84,6 +84,8 @@ class NearQuery:
     reply_to: str
     seen_at: float
     says: int = int(Says.NONE)  # precedence.Says of the page's canonical (rule 2)
+    #: The page's body digest prefix (``peer.core.dedupe.exact``); 0: not said.
+    digest: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +96,8 @@ class NearAnswer:
     duplicate_of: str | None
     distance: int = NO_DISTANCE
     superseded: tuple[tuple[str, int], ...] = ()  # (url, distance): now copies of ``url`` (rule 2)
+    #: ``duplicate_of`` has the same body digest (``peer.core.dedupe.exact``): an exact copy.
+    exact: bool = False
 
 
 @dataclass(slots=True)
@@ -149,8 +153,9 @@ class BandTable:
         """Band keys held."""
         return len(self._keys)
 
-    def query(self, q: NearQuery) -> NearAnswer:
-        """The nearest earlier page within k under ``q``'s bands, then ``q``'s page recorded (rules 1-3)."""
+    def query(self, q: NearQuery, *, record: bool = True) -> NearAnswer:
+        """The nearest earlier page within k under ``q``'s bands, then ``q``'s page recorded (rules 1-3;
+        ``record`` False: answered only, ``peer.core.dedupe.claims`` rule 3)."""
         self.stats.queries += 1
         fp = q.fingerprint
         if (not isinstance(fp, int) or not 0 <= fp <= (1 << FINGERPRINT_BITS) - 1
@@ -179,9 +184,10 @@ class BandTable:
                     after[e.url] = d
                 elif d < best_d or (d == best_d and ek < best_key):
                     best, best_d, best_key = e, d, ek
-        for i in dict.fromkeys(q.bands):
+        for i in dict.fromkeys(q.bands) if record else ():
             self._insert((i, values[i]), fp, q.seen_at, q.url, q.says)
-        superseded = tuple(sorted(after.items(), key=lambda ud: (ud[1], ud[0]))[:MAX_SUPERSEDED])
+        # A page not recorded (a claim not taken) outranks nothing: it never demotes a kept page.
+        superseded = tuple(sorted(after.items(), key=lambda ud: (ud[1], ud[0]))[:MAX_SUPERSEDED]) if record else ()
         self.stats.superseded += len(superseded)
         if best is None:
             return NearAnswer(q.url, None, NO_DISTANCE, superseded)

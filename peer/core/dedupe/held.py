@@ -181,7 +181,7 @@ class HeldPages:
         if h is None:  # pragma: no cover - every Ask is held (row)
             return []
         out: list[Effect] = self._corrections(v)
-        if v.kind is Kind.NEAR:
+        if v.kind in (Kind.NEAR, Kind.EXACT):  # an exact copy may come from a band owner too (dedupe.exact)
             self.unfollowed(len(h.links))
             out += self._original_of(v, h.depth, now)
         else:
@@ -254,6 +254,14 @@ class HeldPages:
             if f.name != "dropped":
                 figures[f"dedupe.bands.{f.name}"] = getattr(b, f.name)
         figures["dedupe_bad_queries"] = b.dropped  # hostile band queries (nearindex rule 5): a drop
+        # Exact copies across the ring, and members' claims refused (peer.core.dedupe.exact, .claims).
+        figures["dedupe.exact_routed"] = s.exact_routed
+        figures["dedupe.digest_unanswered"] = s.digest_unanswered
+        figures["dedupe.exact_table"] = len(d.exact)
+        figures["dedupe.exact_table_forgotten"] = d.exact.stats.forgotten
+        figures["dedupe_refused_future"] = s.refused_future
+        figures["dedupe_refused_too_old"] = s.refused_too_old
+        figures["dedupe_unrecorded_not_owner"] = s.unrecorded_not_owner
         return {k: int(n) for k, n in figures.items() if n}
 
 

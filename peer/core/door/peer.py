@@ -178,7 +178,7 @@ from peer.core.door.ringgate import RingGate
 from peer.core.sitemaps.document import Sitemap
 from peer.core.urls.normalize import host_key
 from peer.core.urls.rules import ParamRules
-from peer.errors import LiveSettingError
+from peer.errors import LiveSettingError, URLError
 from ring import messages as wire
 from ring.actions import (
     Action,
@@ -420,7 +420,14 @@ class PeerCore:
             return self.routed(crawl.dup_answer(me, crawl.dedupe.serve(e.query), now), now)
         q = e.query
         return [Send(e.owner, wire.NearQuery(self.node.ring_name, me, q.bands, q.fingerprint, q.url, me,
-                                             q.seen_at, q.says))]
+                                             q.seen_at, q.says, q.digest))]
+
+    def _host_owner(self, url: str) -> str | None:
+        """The member the ring gives ``url``'s host (None: no host key): ``peer.core.dedupe.claims`` rule 3."""
+        try:
+            return self.crawl.handoffs.owner(host_key(url))
+        except URLError:
+            return None
 
     def discover(self, url: str, depth: int, now: float, origin: Origin) -> list[PeerEffect]:
         return self.routed(self.crawl.discover(url, depth, now, origin), now)
@@ -834,15 +841,17 @@ class PeerCore:
                 out += [a, Commit()]
             elif isinstance(a, NearAsked):
                 m = a.msg
-                ans = crawl.dedupe.serve(NearQuery(m.bands, m.fingerprint, m.url, m.sender, m.seen_at,
-                                                   m.says))
+                # A member's claims judged against this peer's clock and ring (peer.core.dedupe.claims).
+                ans = crawl.dedupe.serve_member(NearQuery(m.bands, m.fingerprint, m.url, m.sender, m.seen_at,
+                                                          m.says, m.digest), m.sender, wall, self._host_owner)
                 assert self.node is not None
                 out.append(Send(m.sender, wire.NearAnswer(self.node.ring_name, crawl.peer_id, ans.url,
-                                                          ans.duplicate_of, ans.distance, ans.superseded)))
+                                                          ans.duplicate_of, ans.distance, ans.superseded,
+                                                          ans.exact)))
             elif isinstance(a, NearAnswered):
                 m2 = a.msg
                 out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance,
-                                                                          m2.superseded), now), now)
+                                                                          m2.superseded, m2.exact), now), now)
             elif isinstance(a, Reverdicted):
                 m3 = a.msg
                 out += self.routed(crawl.reverdict(m3.sender, Reverdict(m3.url, m3.duplicate_of, m3.kind,
