@@ -3,7 +3,7 @@
 A band owner records every query it answers (``peer.core.dedupe.bands``
 rule 1), and the recorded claim (``peer.core.dedupe.precedence``: its URL,
 what its canonical says, its ``seen_at``) decides which page is the
-original when a copy comes (rule 2: the earlier wins). Both are the
+original when a copy comes (rule 2: the first in that order wins). Both are the
 asker's claims. ``ring.node`` rule 9 already refuses a query that does not
 come on its member's live route; this module bounds what a query that
 does may make the owner believe, with only what the owner can check.
