@@ -26,6 +26,17 @@ Rules:
    joiner's ``Join`` to an older seed would never be read. A member's
    messages reach us every gossip round (probes, acks), so the lowest is
    spoken for at most a round or two after a start.
+   **Except the duplicate messages** (:data:`WHOLE_ONLY`: ``NearQuery``,
+   ``NearAnswer``, ``Reverdict``), which go to a member not yet heard from at
+   our own version: their fields of version 4 (what a page's canonical says,
+   its body digest, the copies it outranks) decide which copy a band owner
+   keeps (``peer.core.dedupe.precedence``), and a band owner that read a
+   version-3 frame of a version-4 peer would record the page as having no
+   canonical, so that a later copy outranked it. Seen at a ring's start: an
+   original fetched in the first round was marked a copy of its own copy.
+   A member of version 3 refuses such a frame for that round (counted as
+   ``version`` in its drops); the asker then decides the page without
+   that owner's answer, as for any owner that does not answer in time.
 4. **The version is the process's.** A member's version is the mark of the
    route it was last heard on: a restart is a new route (a fresh nonce), so an
    upgraded or rolled-back member is spoken to at its new version from its
@@ -64,16 +75,18 @@ from dataclasses import replace
 from collections.abc import Callable
 
 from ring.forwarding.routes import route_member
-from ring.messages import Message, PingAck
+from ring.messages import Message, NearAnswer, NearQuery, PingAck, Reverdict
 from ring.wirecodec import BASE_VERSION, MIN_VERSION, VERSION
 
-__all__ = ["NONCE_DIGITS", "TOOL", "UNMARKED", "WireVersions", "marked_nonce", "route_version", "said_to", "speak_to",
+__all__ = ["NONCE_DIGITS", "TOOL", "UNMARKED", "WHOLE_ONLY", "WireVersions", "marked_nonce", "route_version", "said_to", "speak_to",
            "tool_route"]
 
 #: Random hex digits of a route's nonce; a marked nonce has two more.
 NONCE_DIGITS = 16
 #: The version of a routing id that names none (rule 2).
 UNMARKED = BASE_VERSION
+#: Types sent whole to a member not yet heard from (rule 3's exception).
+WHOLE_ONLY: frozenset[type] = frozenset((NearQuery, NearAnswer, Reverdict))
 #: What a tool's routing id starts with: not a member id (``ring.forwarding.routes``).
 TOOL = b"~tool"
 #: Members kept before those no longer in the view are dropped (a view holds at
@@ -143,6 +156,14 @@ class WireVersions:
         """The version to encode frames for ``member`` at (rule 3: the oldest until heard from)."""
         got = self._of.get(member)
         return got[1] if got is not None else MIN_VERSION
+
+    def for_message(self, member: str, kind: type) -> int:
+        """The version to encode a ``kind`` message for ``member`` at: :meth:`of`, but our own
+        for a type of :data:`WHOLE_ONLY` to a member not yet heard from (rule 3)."""
+        got = self._of.get(member)
+        if got is not None:
+            return got[1]
+        return VERSION if kind in WHOLE_ONLY else MIN_VERSION
 
     def knows(self, member: str) -> bool:
         """Whether ``member`` was heard from, so :meth:`of` is its own version, not rule 3's oldest."""

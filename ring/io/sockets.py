@@ -324,7 +324,7 @@ class MemberSockets:
 
     def send(self, dest: str, msg: Message) -> None:
         """Queue ``msg`` for member ``dest`` at its wire version (membership first in a send turn); never raises."""
-        version = self.versions.of(dest)
+        version = self.versions.for_message(dest, type(msg))
         if not speaks(type(msg), version):
             self.member.count(f"wire.withheld.{type(msg).__name__}")  # ring.wireversion rule 6
             return

@@ -273,6 +273,19 @@ def test_a_member_is_spoken_to_at_the_lowest_until_heard_then_at_its_own():
     assert versions.versions() == {"p2": 3}
 
 
+def test_duplicate_messages_go_whole_to_a_member_not_yet_heard_from():
+    # A version-3 frame would leave out what a page's canonical says, and the band
+    # owner would order the copy as if it had none (ring.wireversion rule 3).
+    members = {"p1", "p2"}
+    versions = WireVersions(members.__contains__)
+    assert versions.for_message("p2", M.NearQuery) == VERSION
+    assert versions.for_message("p2", M.NearAnswer) == VERSION
+    assert versions.for_message("p2", M.Reverdict) == VERSION
+    assert versions.for_message("p2", M.UrlBatch) == MIN_VERSION
+    versions.heard(member_route("p2", "11" * 8))  # heard: the previous release
+    assert versions.for_message("p2", M.NearQuery) == 3
+
+
 def test_under_curve_only_the_members_own_key_says_its_version():
     versions = WireVersions({"p2"}.__contains__, curve=True)
     versions.heard(member_route("p2", marked_nonce("00" * 8)), user_id="p3")
