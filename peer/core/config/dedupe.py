@@ -39,6 +39,7 @@ class DedupeConfig:
     band_max_entries: int = key(int, 1_000_000, "entries a band owner keeps over all its band keys; the oldest are evicted and counted", at_least_one)
     answer_timeout: float = key(float, 10.0, "seconds a page waits for its band owners' answers; past them it is new, counted", positive)
     max_waiting: int = key(int, 10_000, "pages waiting for band owners' answers at once; past them a page is new, counted", at_least_one)
+    main_content: bool = key(bool, True, "fingerprint the page's main content (without the site's navigation, sidebar, header and footer; digits folded) rather than all its visible text, so a print view, a navigation change or a date line stays within k; every peer of a ring must agree")
 
     def describe(self) -> str:
         """``--check``'s line."""
