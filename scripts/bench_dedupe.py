@@ -2,6 +2,14 @@
 
 Usage: python scripts/bench_dedupe.py [--pages 200] [--seed 1] [--shingles 1,2,3,4]
        [--table 100000]
+       python scripts/bench_dedupe.py --real [--per-site 25] [--seed 1]
+
+``--real``: the real documentation pages of ``localweb.sitegraph.realdocs``
+(Debian's python3-doc, postgresql-doc-15, sqlite3-doc) and their labelled
+copies, judged by ``localweb.judges.duplicates``: recall by kind, every pair
+of two pages of one site as the negatives, and CPU per page, for the old
+fingerprint (all visible text) and the new (main content, digits folded)
+side by side.
 
 Pages are the local web's (``localweb.sitegraph.nearcopies``: content pages of the
 site graph, 20-40 KiB each). Costs are process CPU time (the box is shared,
@@ -129,13 +137,73 @@ def table_bytes(n: int) -> None:
           f"{band / n:.0f} bytes a page ({band / len(t):.0f} an entry); digest table {dig / n:.0f} bytes a page")
 
 
+def real(per_site: int, seed: int, k: int = 3) -> int:
+    from localweb.judges.duplicates import SAME_CONTENT, by_distance, summary, table
+    from localweb.sitegraph.realdocs import SITES, Kind, corpus, missing
+    from peer.core.dedupe.maintext import main_text
+
+    gone = [m for s in SITES if (m := missing(s))]
+    for m in gone:
+        print(f"bench_dedupe: {m}", file=sys.stderr)
+    if len(gone) == len(SITES):
+        return 2
+    c = corpus(per_site, seed=seed)
+    print(f"corpus: {len(c.originals)} originals ({per_site} a site, seed {seed}), {len(c.copies)} copies; "
+          f"negatives: every pair of " + ", ".join(f"{len(p)} {s}" for s, p in c.pages.items()) + " pages")
+    variants: dict[str, Callable[[bytes], int | None]] = {
+        "old: visible text": lambda b: fingerprint(visible_text(LexborHTMLParser(b))),
+        "main content": lambda b: fingerprint(main_text(LexborHTMLParser(b))),
+        "visible text, digits folded": lambda b: fingerprint(visible_text(LexborHTMLParser(b)), fold_digits=True),
+        "new: main content, digits folded": lambda b: fingerprint(main_text(LexborHTMLParser(b)), fold_digits=True),
+    }
+    reports = {name: by_distance(c, fn, k) for name, fn in variants.items()}
+    names = list(reports)
+    print(f"\nrecall at k = {k} by kind (copies within k of their original), and the largest distance:")
+    rows = []
+    for kind in Kind:
+        cells = []
+        for n in names:
+            ds = reports[n].distances[kind]
+            worst = max((d for d in ds if d is not None), default=0)
+            cells.append(f"{reports[n].recall(kind):.2f} (max {worst})")
+        rows.append([kind.value, *cells])
+    rows.append(["**precision**", *(f"{reports[n].precision():.3f}" for n in names)])
+    rows.append([f"false pairs within k (content Jaccard < {SAME_CONTENT})",
+                 *(str(len(reports[n].false_pairs)) for n in names)])
+    rows.append([f"pairs within k that say the same (Jaccard >= {SAME_CONTENT})",
+                 *(str(len(reports[n].close) - len(reports[n].false_pairs)) for n in names)])
+    print(table(rows, ["kind", *names]))
+    print("\nnegatives (two different pages of one site): distance min / 1st percentile / median, pages without a fingerprint")
+    rows = [[site, len(c.pages[site]) * (len(c.pages[site]) - 1) // 2,
+             *(f"{summary(reports[n].negatives[site])}; {reports[n].unfingerprinted[site]} none" for n in names)]
+            for site in c.pages]
+    print(table(rows, ["site", "pairs", *names]))
+    for n in names:
+        for site, a, b, d, j in reports[n].close:
+            print(f"  {n}: {site} {a} ~ {b}: distance {d}, content Jaccard {j:.2f}"
+                  + ("  FALSE" if j < SAME_CONTENT else ""))
+    print("\nCPU us a page (process time, best of 3; parse excluded; text + fingerprint):")
+    rows = []
+    for site, pages in c.pages.items():
+        sample = [p.body for p in pages[:150]]
+        trees_cost = cpu_us(LexborHTMLParser, sample, 3)
+        cells = [f"{cpu_us(fn, sample, 3) - trees_cost:.0f}" for fn in variants.values()]
+        rows.append([site, f"{statistics.mean(map(len, sample)) / 1024:.0f} KiB", f"{trees_cost:.0f}", *cells])
+    print(table(rows, ["site (first 150 pages)", "size", "parse (lexbor)", *names]))
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--pages", type=int, default=200)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--shingles", default="1,2,3,4")
     ap.add_argument("--table", type=int, default=100_000)
+    ap.add_argument("--real", action="store_true", help="the real documentation pages and their labelled copies")
+    ap.add_argument("--per-site", type=int, default=25)
     a = ap.parse_args(argv)
+    if a.real:
+        return real(a.per_site, a.seed)
     try:
         shingles = [int(s) for s in a.shingles.split(",")]
     except ValueError:

@@ -39,8 +39,8 @@ from random import Random
 
 from selectolax.lexbor import LexborHTMLParser
 
-__all__ = ["Kind", "Page", "RealCopy", "RealCorpus", "SITES", "Site", "corpus", "make_copy", "missing",
-           "site_pages"]
+__all__ = ["Kind", "Page", "RealCopy", "RealCorpus", "SITES", "Site", "content_words", "corpus", "make_copy", "missing",
+           "site_of", "site_pages"]
 
 
 class Kind(enum.Enum):
@@ -231,13 +231,25 @@ def make_copy(site: Site, body: bytes, kind: Kind, rng: Random) -> bytes:
     return out.encode("utf-8")
 
 
+def content_words(site: Site, body: bytes) -> int:
+    """Distinct words of what the page says (its print view's text): under 20 a page has no SimHash by design."""
+    tree = LexborHTMLParser(make_copy(site, body, Kind.PRINT, Random(0)))
+    root = tree.body
+    return len(set(_WORDS.findall(root.text(separator=" ").lower()))) if root is not None else 0
+
+
+_WORDS = re.compile(r"\w+")
+
+
 def corpus(per_site: int = 25, *, seed: int = 1, sites: Sequence[Site] = SITES,
-           kinds: Sequence[Kind] = tuple(Kind), negatives: int = 0) -> RealCorpus:
+           kinds: Sequence[Kind] = tuple(Kind), negatives: int = 0, min_words: int = 20) -> RealCorpus:
     """``per_site`` sampled originals of each readable site, one copy of each by every kind.
 
-    ``negatives``: how many pages of each site to read as negatives (0: all);
-    the originals are always among them. Sites that are :func:`missing` are
-    left out.
+    Originals are drawn from the pages that say at least ``min_words``
+    distinct words of their own (:func:`content_words`): a page with less has
+    no SimHash by design, so it is no test of one. ``negatives``: how many
+    pages of each site to read as negatives (0: all); the originals are
+    always among them. Sites that are :func:`missing` are left out.
     """
     rng = Random(seed)
     originals: list[Page] = []
@@ -247,7 +259,14 @@ def corpus(per_site: int = 25, *, seed: int = 1, sites: Sequence[Site] = SITES,
         if missing(site):
             continue
         paths = site_pages(site)
-        chosen = sorted(rng.sample(range(len(paths)), min(per_site, len(paths))))
+        order = rng.sample(range(len(paths)), len(paths))
+        chosen: list[int] = []
+        for i in order:
+            if len(chosen) == per_site:
+                break
+            if content_words(site, paths[i].read_bytes()) >= min_words:
+                chosen.append(i)
+        chosen.sort()
         read = set(chosen)
         if negatives:
             rest = [i for i in range(len(paths)) if i not in read]
