@@ -29,8 +29,8 @@ keeps them):
    hyphen or underscore separated parts' start, so ``navheader`` and
    ``sphinxsidebar`` are chrome and ``headerlink`` is not.
 4. **The header.** The root's leading blocks (``div``, ``table``, lists)
-   that hold no heading, before the first element that is or holds one,
-   are the site's banner (a logo, a tagline, menus): an article begins at
+   that hold no heading, when the next element is or holds one, are the
+   site's banner (a logo, a tagline, menus): an article begins at
    its title (the Boilerpipe article extractor's start of content,
    Kohlschütter et al., "Boilerplate detection using shallow text
    features", WSDM 2010, uses the same cue). A page without headings
@@ -85,9 +85,15 @@ def _chrome(node: LexborNode) -> bool:
 def _header(root: LexborNode) -> list[LexborNode]:
     """The root's leading blocks before its first heading: a site's banner, logo and menus (rule 4)."""
     out = []
-    for n in root.iter():
-        if n.tag in _HEADINGS or n.tag not in _BLOCKS or n.css_first(_ANY_HEADING) is not None:
+    for n in root.iter(include_text=False):
+        if n.tag.startswith("-"):
+            continue  # a comment
+        if n.tag in _HEADINGS or n.css_first(_ANY_HEADING) is not None:
             return out
+        if n.tag not in _BLOCKS and not n.text(strip=True):
+            continue  # an empty anchor: no content began
+        if n.tag not in _BLOCKS:
+            return []  # text before the first heading: the content began there
         out.append(n)
     return []  # no heading at all: nothing tells the header from the content
 
