@@ -154,13 +154,15 @@ def docs_web(corpus: RealCorpus, *, port: int, hosts: int = 3) -> DocsWeb:
         copies[(host, path)] = (c.of, c.kind)
         lists[home][1].append(f"http://{host}:{port}{path}")
 
-    def page(links: Sequence[str]) -> bytes:
-        return ("<!DOCTYPE html><html><body>" + "".join(f'<a href="{u}">link</a>\n' for u in links)
-                + "</body></html>").encode()
+    def page(what: str, links: Sequence[str]) -> bytes:
+        # Its own name in its text: two hosts' link lists are not the same bytes
+        # (an exact duplicate's links are not followed).
+        return (f"<!DOCTYPE html><html><head><title>{what}</title></head><body><h1>{what}</h1>"
+                + "".join(f'<a href="{u}">link</a>\n' for u in links) + "</body></html>").encode()
     for host, (origs, copied) in lists.items():
-        pages[(host, "/")] = page(["/originals", "/copies"])
-        pages[(host, "/originals")] = page(origs)
-        pages[(host, "/copies")] = page(copied)
+        pages[(host, "/")] = page(host, ["/originals", "/copies"])
+        pages[(host, "/originals")] = page(f"originals of {host}", origs)
+        pages[(host, "/copies")] = page(f"copies of the originals of {host}", copied)
     return DocsWeb(pages, tuple((h, "/") for h in lists), tuple(originals), copies)
 
 
