@@ -94,8 +94,8 @@ MAX_PAGE = 300_000
 
 def missing(site: Site) -> str | None:
     """Why ``site`` cannot be read here (one line), or None."""
-    if not site.root.is_dir():
-        return f"{site.root} not found (apt-get install {site.package})"
+    if not (site.root / "index.html").is_file():  # /usr/share/doc/sqlite3 is there without its pages
+        return f"{site.root}/index.html not found (apt-get install {site.package})"
     return None
 
 
