@@ -14,7 +14,7 @@ and those pairs are duplicates whatever a fingerprint says.
 :func:`by_verdicts` judges a crawl's ``pages`` rows of a served corpus
 (:class:`DocsWeb`): per kind, a copy is found when its row names a page of
 its own family (its original or another copy of it) as what it duplicates,
-with ``exact`` and ``near`` counted apart; a row naming a page of another
+or its original's row names it, with ``exact`` and ``near`` counted apart; a row naming a page of another
 family is a false verdict; an original called a duplicate of its own copy
 is reported too (which copy wins is not this judge's question).
 """
@@ -117,6 +117,8 @@ class DocsWeb:
     seeds: tuple[tuple[str, str], ...]
     originals: tuple[tuple[str, str], ...]  # by original number
     copies: dict[tuple[str, str], tuple[int, Kind]]  # (host, path) -> (original number, kind)
+    #: the corpus's other pages of the same sites, served without copies: negatives
+    others: tuple[tuple[str, str], ...] = ()
 
 
 def docs_web(corpus: RealCorpus, *, port: int, hosts: int = 3) -> DocsWeb:
@@ -128,7 +130,8 @@ def docs_web(corpus: RealCorpus, *, port: int, hosts: int = 3) -> DocsWeb:
     original and its copies are mostly fetched by different peers). Every
     page of the corpus is two links from a seed: a seed (a host's home)
     links ``/originals`` and ``/copies``, which link the host's originals
-    and the copies of them; crawled with ``max_depth = 2``, the pages' own
+    and the copies of them (and the corpus's other pages, negatives
+    without copies: two pages of one template); crawled with ``max_depth = 2``, the pages' own
     links (to the rest of the documentation, not served) are not followed,
     and every page is served as it was made (an exact mirror stays
     byte-identical). ``/originals`` comes first, so a host's originals are
@@ -145,6 +148,14 @@ def docs_web(corpus: RealCorpus, *, port: int, hosts: int = 3) -> DocsWeb:
         originals.append((host, path))
         pages[(host, path)] = page.body
         lists.setdefault(host, ([], []))[0].append(path)
+    others: list[tuple[str, str]] = []
+    sampled = set(corpus.originals)
+    for site_pages in corpus.pages.values():
+        for i, page in enumerate(p for p in site_pages if p not in sampled):
+            host = f"docs{i % hosts}.{page.site}.test"
+            others.append((host, "/" + page.path))
+            pages[others[-1]] = page.body
+            lists.setdefault(host, ([], []))[0].append("/" + page.path)
     for c in corpus.copies:
         m = kinds.index(c.kind)
         home = originals[c.of][0]
@@ -163,7 +174,7 @@ def docs_web(corpus: RealCorpus, *, port: int, hosts: int = 3) -> DocsWeb:
         pages[(host, "/")] = page(host, ["/originals", "/copies"])
         pages[(host, "/originals")] = page(f"originals of {host}", origs)
         pages[(host, "/copies")] = page(f"copies of the originals of {host}", copied)
-    return DocsWeb(pages, tuple((h, "/") for h in lists), tuple(originals), copies)
+    return DocsWeb(pages, tuple((h, "/") for h in lists), tuple(originals), copies, tuple(others))
 
 
 @dataclass
@@ -176,6 +187,8 @@ class VerdictReport:
     wrong: list[tuple[str, str]]  # (url, duplicate_of) naming another family
     originals_marked: int  # originals whose row names a page of their family (a copy won)
     unfetched: int  # corpus pages with no row
+    #: verdicts naming another family's page that says the same thing: (url, duplicate_of, content Jaccard)
+    same_content: list[tuple[str, str, float]] = field(default_factory=list)
 
     def recall(self, kind: Kind) -> float:
         return self.found[kind] / self.total[kind] if self.total[kind] else 1.0
@@ -185,10 +198,25 @@ class VerdictReport:
         return right / (right + len(self.wrong)) if right + len(self.wrong) else 1.0
 
 
-def by_verdicts(web: DocsWeb, rows: Mapping[str, Mapping[str, Any]], url: Callable[[str, str], str]) -> VerdictReport:
-    """Judge the ``pages`` rows (by URL) of a crawl of ``web``; ``url(host, path)`` spells a URL as crawled."""
+def by_verdicts(web: DocsWeb, rows: Mapping[str, Mapping[str, Any]], url: Callable[[str, str], str],
+                corpus: RealCorpus | None = None) -> VerdictReport:
+    """Judge the ``pages`` rows (by URL) of a crawl of ``web``; ``url(host, path)`` spells a URL as crawled.
+
+    With ``corpus`` (the one ``web`` serves), a verdict naming a page of
+    another family that says the same thing (content Jaccard at least
+    :data:`SAME_CONTENT`: SQLite's pages served twice, its patch releases'
+    notes) is counted in ``same_content``, not as wrong.
+    """
+    served: dict[str, Page] = {}
+    if corpus is not None:
+        by_place = {("/" + p.path, p.site): p for ps in corpus.pages.values() for p in ps}
+        for host, path in (*web.originals, *web.others):
+            page = by_place.get((path, host.split(".")[1]))
+            if page is not None:
+                served[url(host, path)] = page
     family: dict[str, int] = {url(*hp): n for n, hp in enumerate(web.originals)}
     family.update({url(*hp): n for hp, (n, _) in web.copies.items()})
+    family.update({url(*hp): len(web.originals) + i for i, hp in enumerate(web.others)})
     kinds = list(dict.fromkeys(k for _, k in web.copies.values()))
     found = {k: 0 for k in kinds}
     total = {k: 0 for k in kinds}
@@ -196,12 +224,19 @@ def by_verdicts(web: DocsWeb, rows: Mapping[str, Mapping[str, Any]], url: Callab
     wrong: list[tuple[str, str]] = []
     unfetched = 0
     marked = 0
+    same: list[tuple[str, str, float]] = []
     for u, row in rows.items():
         dup = row.get("duplicate_of")
-        if dup is not None and u in family and family.get(dup) != family[u]:
-            wrong.append((u, dup))
-        elif dup is not None and u not in family:
-            wrong.append((u, dup))  # a home or a list page called a copy
+        if dup is None or (u in family and family.get(dup) == family[u]):
+            continue
+        if u in served and dup in served:
+            j = jaccard(content_shingles(served[u]), content_shingles(served[dup]))
+            if j >= SAME_CONTENT:
+                same.append((u, dup, j))
+                continue
+        wrong.append((u, dup))  # another family's page, or a home or a list page called a copy
+    for hp in web.others:
+        unfetched += url(*hp) not in rows
     for n, hp in enumerate(web.originals):
         row = rows.get(url(*hp))
         if row is None:
@@ -210,15 +245,22 @@ def by_verdicts(web: DocsWeb, rows: Mapping[str, Mapping[str, Any]], url: Callab
             marked += 1
     for hp, (n, kind) in web.copies.items():
         total[kind] += 1
-        row = rows.get(url(*hp))
+        u = url(*hp)
+        row = rows.get(u)
         if row is None:
             unfetched += 1
             continue
         dup = row.get("duplicate_of")
+        original = rows.get(url(*web.originals[n])) or {}
         if dup is not None and family.get(dup) == n:
             found[kind] += 1
             labels[kind][str(row.get("duplicate_kind"))] += 1
-    return VerdictReport(found, total, labels, wrong, marked, unfetched)
+        elif original.get("duplicate_of") == u:
+            # Found, the other way round: the copy came first and the original
+            # was called its duplicate (which copy wins is another question).
+            found[kind] += 1
+            labels[kind][f"{original.get('duplicate_kind')}, original named the copy"] += 1
+    return VerdictReport(found, total, labels, wrong, marked, unfetched, same)
 
 
 def table(rows: Iterable[Sequence[Any]], head: Sequence[str]) -> str:

@@ -35,11 +35,11 @@ from ring.hashring import HashRing
 GONE = [m for s in SITES if (m := missing(s))]
 pytestmark = pytest.mark.skipif(bool(GONE), reason="; ".join(GONE))
 K = 3
-PER_SITE = 4  # 12 originals, 60 copies: the suite's sample
+PER_SITE = 4  # 12 originals, 60 copies and 12 other pages: the suite's sample
 
 
 async def test_every_kind_of_copy_is_found_across_three_peers_and_no_other_page(tmp_path: Path) -> None:
-    c = corpus(PER_SITE, seed=5, negatives=PER_SITE)
+    c = corpus(PER_SITE, seed=5, negatives=2 * PER_SITE)
     web = HostileWeb()
     async with trio.open_nursery() as nursery:
         await nursery.start(web.serve)
@@ -58,7 +58,7 @@ async def test_every_kind_of_copy_is_found_across_three_peers_and_no_other_page(
         nursery.cancel_scope.cancel()
     assert codes == {"p1": 0, "p2": 0, "p3": 0}, tails
     rows = {r["url"]: r for p in ("p1", "p2", "p3") for r in read_rows(tmp_path / p)}
-    r = by_verdicts(dw, rows, web.url)
+    r = by_verdicts(dw, rows, web.url, c)
     assert r.unfetched == 0, r
 
     ring_ = HashRing({"p1": 1.0, "p2": 1.0, "p3": 1.0}, 256)
