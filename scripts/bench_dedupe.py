@@ -2,14 +2,15 @@
 
 Usage: python scripts/bench_dedupe.py [--pages 200] [--seed 1] [--shingles 1,2,3,4]
        [--table 100000]
-       python scripts/bench_dedupe.py --real [--per-site 25] [--seed 1]
+       python scripts/bench_dedupe.py --real [--per-site 25] [--seed 1] [--libraries]
 
 ``--real``: the real documentation pages of ``localweb.sitegraph.realdocs``
 (Debian's python3-doc, postgresql-doc-15, sqlite3-doc) and their labelled
 copies, judged by ``localweb.judges.duplicates``: recall by kind, every pair
 of two pages of one site as the negatives, and CPU per page, for the old
 fingerprint (all visible text) and the new (main content, digits folded)
-side by side.
+side by side; ``--libraries`` adds main-content extractors from PyPI where
+importable (trafilatura, resiliparse, justext: measured, not dependencies).
 
 Pages are the local web's (``localweb.sitegraph.nearcopies``: content pages of the
 site graph, 20-40 KiB each). Costs are process CPU time (the box is shared,
@@ -137,7 +138,42 @@ def table_bytes(n: int) -> None:
           f"{band / n:.0f} bytes a page ({band / len(t):.0f} an entry); digest table {dig / n:.0f} bytes a page")
 
 
-def real(per_site: int, seed: int, k: int = 3) -> int:
+def _library_variants() -> dict[str, Callable[[bytes], int | None]]:
+    """Main-content extractors from PyPI, where importable (their own parse included in their cost)."""
+    out: dict[str, Callable[[bytes], int | None]] = {}
+    try:
+        import trafilatura  # type: ignore[import-not-found]
+
+        def traf(b: bytes) -> int | None:
+            text = trafilatura.extract(b.decode("utf-8", "replace"), fast=True, include_comments=False) or ""
+            return fingerprint(text, fold_digits=True)
+        out["trafilatura (fast)"] = traf
+    except ImportError:
+        print("bench_dedupe: trafilatura not importable; left out", file=sys.stderr)
+    try:
+        from resiliparse.extract.html2text import extract_plain_text  # type: ignore[import-not-found]
+        from resiliparse.parse.html import HTMLTree  # type: ignore[import-not-found]
+
+        def resili(b: bytes) -> int | None:
+            return fingerprint(extract_plain_text(HTMLTree.parse_from_bytes(b, "utf-8"), main_content=True),
+                               fold_digits=True)
+        out["resiliparse main_content"] = resili
+    except ImportError:
+        print("bench_dedupe: resiliparse not importable; left out", file=sys.stderr)
+    try:
+        import justext  # type: ignore[import-not-found]
+        stop = justext.get_stoplist("English")
+
+        def jt(b: bytes) -> int | None:
+            paras = justext.justext(b, stop, encoding="utf-8")
+            return fingerprint(" ".join(p.text for p in paras if not p.is_boilerplate), fold_digits=True)
+        out["justext"] = jt
+    except ImportError:
+        print("bench_dedupe: justext not importable; left out", file=sys.stderr)
+    return out
+
+
+def real(per_site: int, seed: int, k: int = 3, libraries: bool = False) -> int:
     from localweb.judges.duplicates import SAME_CONTENT, by_distance, summary, table
     from localweb.sitegraph.realdocs import SITES, Kind, corpus, missing
     from peer.core.dedupe.maintext import main_text
@@ -156,6 +192,8 @@ def real(per_site: int, seed: int, k: int = 3) -> int:
         "visible text, digits folded": lambda b: fingerprint(visible_text(LexborHTMLParser(b)), fold_digits=True),
         "new: main content, digits folded": lambda b: fingerprint(main_text(LexborHTMLParser(b)), fold_digits=True),
     }
+    if libraries:
+        variants.update(_library_variants())
     reports = {name: by_distance(c, fn, k) for name, fn in variants.items()}
     names = list(reports)
     print(f"\nrecall at k = {k} by kind (copies within k of their original), and the largest distance:")
@@ -201,9 +239,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--table", type=int, default=100_000)
     ap.add_argument("--real", action="store_true", help="the real documentation pages and their labelled copies")
     ap.add_argument("--per-site", type=int, default=25)
+    ap.add_argument("--libraries", action="store_true",
+                    help="with --real: also trafilatura, resiliparse and justext, where importable (not dependencies)")
     a = ap.parse_args(argv)
     if a.real:
-        return real(a.per_site, a.seed)
+        return real(a.per_site, a.seed, libraries=a.libraries)
     try:
         shingles = [int(s) for s in a.shingles.split(",")]
     except ValueError:
