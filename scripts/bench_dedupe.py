@@ -211,9 +211,11 @@ def real(per_site: int, seed: int, k: int = 3, libraries: bool = False) -> int:
     rows.append([f"pairs within k that say the same (Jaccard >= {SAME_CONTENT})",
                  *(str(len(reports[n].close) - len(reports[n].false_pairs)) for n in names)])
     print(table(rows, ["kind", *names]))
-    print("\nnegatives (two different pages of one site): distance min / 1st percentile / median, pages without a fingerprint")
+    print("\nnegatives (two pages of one site): distance min / 1st percentile / median; the nearest two that do "
+          f"not say the same (content Jaccard < {SAME_CONTENT}); pages without a fingerprint")
     rows = [[site, len(c.pages[site]) * (len(c.pages[site]) - 1) // 2,
-             *(f"{summary(reports[n].negatives[site])}; {reports[n].unfingerprinted[site]} none" for n in names)]
+             *(f"{summary(reports[n].negatives[site])}; nearest different {reports[n].nearest_different.get(site)}; "
+              f"{reports[n].unfingerprinted[site]} none" for n in names)]
             for site in c.pages]
     print(table(rows, ["site", "pairs", *names]))
     for n in names:

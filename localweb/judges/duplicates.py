@@ -66,6 +66,8 @@ class DistanceReport:
     unfingerprinted: dict[str, int]  # per site, pages without a fingerprint
     #: pairs within k: (site, path, path, distance, content Jaccard)
     close: list[tuple[str, str, str, int, float]] = field(default_factory=list)
+    #: per site, the smallest distance of two pages that do not say the same (None: none within k + 8)
+    nearest_different: dict[str, int | None] = field(default_factory=dict)
 
     def recall(self, kind: Kind) -> float:
         ds = self.distances[kind]
@@ -91,6 +93,14 @@ def by_distance(corpus: RealCorpus, fp: Callable[[bytes], int | None], k: int = 
     negatives: dict[str, np.ndarray] = {}
     unfingerprinted: dict[str, int] = {}
     close: list[tuple[str, str, str, int, float]] = []
+    nearest: dict[str, int | None] = {}
+    shingles: dict[tuple[str, str], set[int]] = {}
+
+    def content(p: Page) -> set[int]:
+        got = shingles.get((p.site, p.path))
+        if got is None:
+            got = shingles[(p.site, p.path)] = content_shingles(p)
+        return got
     for site, pages in corpus.pages.items():
         prints = [(fp(p.body), p) for p in pages]
         have = [(f, p) for f, p in prints if f is not None]
@@ -100,11 +110,15 @@ def by_distance(corpus: RealCorpus, fp: Callable[[bytes], int | None], k: int = 
         for i in range(len(arr) - 1):
             d = popcount(arr[i + 1:] ^ arr[i])
             parts.append(d)
-            for j in np.flatnonzero(d <= k):
+            for j in np.flatnonzero(d <= k + 8):
                 a, b = have[i][1], have[i + 1 + int(j)][1]
-                close.append((site, a.path, b.path, int(d[j]), jaccard(content_shingles(a), content_shingles(b))))
+                sim = jaccard(content(a), content(b))
+                if int(d[j]) <= k:
+                    close.append((site, a.path, b.path, int(d[j]), sim))
+                if sim < SAME_CONTENT and (nearest.get(site) is None or int(d[j]) < (nearest[site] or 0)):
+                    nearest[site] = int(d[j])
         negatives[site] = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
-    return DistanceReport(k, distances, negatives, unfingerprinted, close)
+    return DistanceReport(k, distances, negatives, unfingerprinted, close, nearest)
 
 
 # -- a served corpus and a crawl's verdicts ------------------------------------------------------
