@@ -14,8 +14,8 @@ and those pairs are duplicates whatever a fingerprint says.
 :func:`by_verdicts` judges a crawl's ``pages`` rows of a served corpus
 (:class:`DocsWeb`): per kind, a copy is found when its row names a page of
 its own family (its original or another copy of it) as what it duplicates,
-or its original's row names it, with ``exact`` and ``near`` counted apart; a row naming a page of another
-family is a false verdict; an original called a duplicate of its own copy
+or its original's row names it, with ``exact`` and ``near`` counted apart;
+a row naming a page of another family is a false verdict; an original called a duplicate of its own copy
 is reported too (which copy wins is not this judge's question).
 """
 
@@ -111,10 +111,10 @@ def by_distance(corpus: RealCorpus, fp: Callable[[bytes], int | None], k: int = 
             d = popcount(arr[i + 1:] ^ arr[i])
             parts.append(d)
             for j in np.flatnonzero(d <= k + 8):
-                a, b = have[i][1], have[i + 1 + int(j)][1]
-                sim = jaccard(content(a), content(b))
+                pa, pb = have[i][1], have[i + 1 + int(j)][1]
+                sim = jaccard(content(pa), content(pb))
                 if int(d[j]) <= k:
-                    close.append((site, a.path, b.path, int(d[j]), sim))
+                    close.append((site, pa.path, pb.path, int(d[j]), sim))
                 if sim < SAME_CONTENT and (nearest.get(site) is None or int(d[j]) < (nearest[site] or 0)):
                     nearest[site] = int(d[j])
         negatives[site] = np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
@@ -179,15 +179,15 @@ def docs_web(corpus: RealCorpus, *, port: int, hosts: int = 3) -> DocsWeb:
         copies[(host, path)] = (c.of, c.kind)
         lists[home][1].append(f"http://{host}:{port}{path}")
 
-    def page(what: str, links: Sequence[str]) -> bytes:
+    def listing(what: str, links: Sequence[str]) -> bytes:
         # Its own name in its text: two hosts' link lists are not the same bytes
         # (an exact duplicate's links are not followed).
         return (f"<!DOCTYPE html><html><head><title>{what}</title></head><body><h1>{what}</h1>"
                 + "".join(f'<a href="{u}">link</a>\n' for u in links) + "</body></html>").encode()
     for host, (origs, copied) in lists.items():
-        pages[(host, "/")] = page(host, ["/originals", "/copies"])
-        pages[(host, "/originals")] = page(f"originals of {host}", origs)
-        pages[(host, "/copies")] = page(f"copies of the originals of {host}", copied)
+        pages[(host, "/")] = listing(host, ["/originals", "/copies"])
+        pages[(host, "/originals")] = listing(f"originals of {host}", origs)
+        pages[(host, "/copies")] = listing(f"copies of the originals of {host}", copied)
     return DocsWeb(pages, tuple((h, "/") for h in lists), tuple(originals), copies, tuple(others))
 
 
@@ -252,23 +252,23 @@ def by_verdicts(web: DocsWeb, rows: Mapping[str, Mapping[str, Any]], url: Callab
     for hp in web.others:
         unfetched += url(*hp) not in rows
     for n, hp in enumerate(web.originals):
-        row = rows.get(url(*hp))
-        if row is None:
+        mine = rows.get(url(*hp))
+        if mine is None:
             unfetched += 1
-        elif row.get("duplicate_of") is not None and family.get(row["duplicate_of"]) == n:
+        elif mine.get("duplicate_of") is not None and family.get(mine["duplicate_of"]) == n:
             marked += 1
     for hp, (n, kind) in web.copies.items():
         total[kind] += 1
         u = url(*hp)
-        row = rows.get(u)
-        if row is None:
+        copy = rows.get(u)
+        if copy is None:
             unfetched += 1
             continue
-        dup = row.get("duplicate_of")
+        dup = copy.get("duplicate_of")
         original = rows.get(url(*web.originals[n])) or {}
         if dup is not None and family.get(dup) == n:
             found[kind] += 1
-            labels[kind][str(row.get("duplicate_kind"))] += 1
+            labels[kind][str(copy.get("duplicate_kind"))] += 1
         elif original.get("duplicate_of") == u:
             # Found, the other way round: the copy came first and the original
             # was called its duplicate (which copy wins is another question).

@@ -84,15 +84,16 @@ def _chrome(node: LexborNode) -> bool:
 
 def _header(root: LexborNode) -> list[LexborNode]:
     """The root's leading blocks before its first heading: a site's banner, logo and menus (rule 4)."""
-    out = []
+    out: list[LexborNode] = []
     for n in root.iter(include_text=False):
-        if n.tag.startswith("-"):
+        tag = n.tag or ""
+        if tag.startswith("-"):
             continue  # a comment
-        if n.tag in _HEADINGS or n.css_first(_ANY_HEADING) is not None:
+        if tag in _HEADINGS or n.css_first(_ANY_HEADING) is not None:
             return out
-        if n.tag not in _BLOCKS and not n.text(strip=True):
+        if tag not in _BLOCKS and not n.text(strip=True):
             continue  # an empty anchor: no content began
-        if n.tag not in _BLOCKS:
+        if tag not in _BLOCKS:
             return []  # text before the first heading: the content began there
         out.append(n)
     return []  # no heading at all: nothing tells the header from the content
