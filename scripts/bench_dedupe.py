@@ -214,7 +214,7 @@ def real(per_site: int, seed: int, k: int = 3, libraries: bool = False) -> int:
     print(table(rows, ["kind", *names]))
     print("\nnegatives (two pages of one site): distance min / 1st percentile / median; the nearest two that do "
           f"not say the same (content Jaccard < {SAME_CONTENT}); pages without a fingerprint")
-    rows = [[site, len(c.pages[site]) * (len(c.pages[site]) - 1) // 2,
+    rows = [[site, str(len(c.pages[site]) * (len(c.pages[site]) - 1) // 2),
              *(f"{summary(reports[n].negatives[site])}; nearest different {reports[n].nearest_different.get(site)}; "
               f"{reports[n].unfingerprinted[site]} none" for n in names)]
             for site in c.pages]
