@@ -4,7 +4,7 @@ A site's pages share a template: navigation, a sidebar with the table of
 contents, breadcrumbs, a header and a footer. Fingerprinting all the text a
 reader sees (:func:`peer.core.dedupe.simhash.visible_text`) counts the
 template too, so the same article without it (a print view) or under
-another release of it (other navigation labels) lands 4 to 20 bits away
+another release of it (other navigation labels) lands 4 to 28 bits away
 from the original, past k = 3, while two short pages of one template share
 most of their text. Measured on real documentation pages
 (``scripts/bench_dedupe.py --real``, docs/dedupe.md).
@@ -17,7 +17,7 @@ keeps them):
 1. **Hidden.** ``<script>``, ``<style>``, ``<noscript>``, ``<template>``
    are not text (as :func:`visible_text`).
 2. **The main element.** If the page marks its content (``<main>`` or
-   ``role="main"``, WAI-ARIA 1.2 §5.3.3 "main" landmark; else ``<article>``),
+   ``role="main"``, the WAI-ARIA "main" landmark; else ``<article>``),
    only that element's text counts, when there is exactly one such element.
    Otherwise the whole body does.
 3. **Chrome out.** Inside it, elements that are chrome by their tag
@@ -25,16 +25,16 @@ keeps them):
    ARIA landmark role (navigation, banner, contentinfo, search,
    complementary) or their class or id (nav, menu, sidebar, breadcrumb,
    footer, header, related, pager: Readability's unlikely candidates) are
-   removed with their text. A class is matched as a substring of its
-   hyphen or underscore separated parts' start, so ``navheader`` and
-   ``sphinxsidebar`` are chrome and ``headerlink`` is not.
+   removed with their text. Most words match anywhere in a class or id
+   (``navheader``, ``sphinxsidebar``); header, related and skip only at
+   the start of one of its words, so ``headerlink`` is not chrome.
 4. **The header.** The root's leading blocks (``div``, ``table``, lists)
    that hold no heading, when the next element is or holds one, are the
-   site's banner (a logo, a tagline, menus): an article begins at
-   its title (the Boilerpipe article extractor's start of content,
-   Kohlschütter et al., "Boilerplate detection using shallow text
-   features", WSDM 2010, uses the same cue). A page without headings
-   keeps them: nothing tells them apart.
+   site's banner (a logo, a tagline, menus): an article begins at its
+   title (a cue like that of Boilerpipe's article extractor, which looks
+   for the block holding the page's title; Kohlschütter et al.,
+   "Boilerplate detection using shallow text features", WSDM 2010). A page
+   without headings keeps them: nothing tells them apart.
 5. **Digits folded.** (In :func:`peer.core.dedupe.simhash.fingerprint`,
    ``fold_digits``.) A date line's numbers are not what the page says:
    "last modified on 2022-10-26 20:02:18" and on "2025-03-01 08:11:40"
