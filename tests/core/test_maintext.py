@@ -38,6 +38,14 @@ def test_chrome_is_removed_by_tag_role_and_class_but_not_content_named_alike():
     assert words(html) == ["Title", "mark", *ARTICLE.split()]
 
 
+def test_nested_chrome_goes_with_its_outermost_element():
+    # Chrome inside chrome, deep, and beside a deep plain chain: each element
+    # is removed once, with its outermost chrome ancestor.
+    nested = "<div class=nav>menu " * 300 + "</div>" * 300
+    deep = "<div>" * 300 + "<ul class=menu><li>x</li></ul>" * 50 + "</div>" * 300
+    assert words(f"<body>{nested}{deep}<p>{ARTICLE}</p>{nested}</body>") == ARTICLE.split()
+
+
 def test_the_blocks_before_the_first_heading_are_the_header_only_when_there_is_a_heading():
     banner = "<div class=nosearch><img alt=logo><div>Small. Fast. Reliable.</div></div>"
     assert words(f"<body>{banner}<h2>Title</h2><p>{ARTICLE}</p></body>") == ["Title", *ARTICLE.split()]

@@ -113,16 +113,25 @@ def main_text(tree: LexborHTMLParser) -> str:
     root = _root(tree)
     if root is None:
         return ""
-    # Outermost matches first: a chrome element inside another is gone with it
-    # (lexbor frees a removed subtree, so its nodes must not be touched again).
+    # Outermost matches only: a chrome element inside another goes with it
+    # (lexbor frees a removed subtree, so its nodes must not be touched
+    # again). Whether a node has a chrome ancestor is remembered for every
+    # node a walk passes, so a hostile page of deeply nested chrome costs one
+    # walk of its tree, not one a match.
     found = [n for n in root.css(_CANDIDATES) if _chrome(n)]
-    ids = {n.mem_id for n in found}
+    chrome = {n.mem_id for n in found}
+    under: dict[int, bool] = {root.mem_id: False}  # mem_id -> has a chrome ancestor below root
     outer = []
     for n in found:
+        path = []
         p = n.parent
-        while p is not None and p.mem_id not in ids and p.mem_id != root.mem_id:
+        while p is not None and p.mem_id not in under and p.mem_id not in chrome:
+            path.append(p.mem_id)
             p = p.parent
-        if p is None or p.mem_id not in ids:
+        inside = p is not None and (p.mem_id in chrome or under[p.mem_id])
+        for m in path:
+            under[m] = inside
+        if not inside:
             outer.append(n)
     for n in outer:
         n.decompose()
