@@ -30,6 +30,9 @@ those above it)::
     oracle.py     what a correct crawl requests and extracts, with its own
                   URL normaliser (never peer.core.urls.normalize, which it checks)       - pure
     sitegraph.py  SiteGraph = graph + pages + oracle, one object          - pure
+    realdocs.py   real documentation pages (Debian's doc packages, read
+                  from /usr/share/doc) and their labelled copies: a
+                  corpus for duplicate detection on real templates
     nearcopies.py its pages' exact and near copies: a labelled corpus
                   for duplicate detection                                 - pure
     server.py     the trio + h11 server (WebFarm), behaviours, request log

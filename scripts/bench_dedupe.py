@@ -2,6 +2,15 @@
 
 Usage: python scripts/bench_dedupe.py [--pages 200] [--seed 1] [--shingles 1,2,3,4]
        [--table 100000] [--messages]
+       python scripts/bench_dedupe.py --real [--per-site 25] [--seed 1] [--libraries]
+
+``--real``: the real documentation pages of ``localweb.sitegraph.realdocs``
+(Debian's python3-doc, postgresql-doc-15, sqlite3-doc) and their labelled
+copies, judged by ``localweb.judges.duplicates``: recall by kind, every pair
+of two pages of one site as the negatives, and CPU per page, for the old
+fingerprint (all visible text) and the new (main content, digits folded)
+side by side; ``--libraries`` adds main-content extractors from PyPI where
+importable (trafilatura, resiliparse, justext: measured, not dependencies).
 
 Pages are the local web's (``localweb.sitegraph.nearcopies``: content pages of the
 site graph, 20-40 KiB each). Costs are process CPU time (the box is shared,
@@ -166,14 +175,114 @@ def messages(peers: int = 3) -> None:
                     sent += 2
                     alone += 2 * (not q.bands)
                     nbytes += len(wire.encode(wire.NearQuery("r", me, q.bands, q.fingerprint, q.url, me,
-                                                             q.seen_at, q.digest)))
+                                                             q.seen_at, q.says, q.digest)))
                     nbytes += len(wire.encode(wire.NearAnswer("r", owner, a.url, a.duplicate_of, a.distance,
-                                                              a.exact)))
+                                                              a.superseded, a.exact)))
                 ds[me].answer(owner, a)
         exact = sum(d.stats.exact for d in ds.values())
         print(f"exact_across_ring={str(across).lower()}: {len(order)} pages over {peers} peers, {sent} band "
               f"messages ({sent / len(order):.2f} a page, {nbytes / len(order):.1f} bytes a page; {alone} of them "
               f"for the digests of the {len(order) - texts} pages without a SimHash), {exact} exact verdicts")
+
+
+def _library_variants() -> dict[str, Callable[[bytes], int | None]]:
+    """Main-content extractors from PyPI, where importable (their own parse included in their cost)."""
+    out: dict[str, Callable[[bytes], int | None]] = {}
+    try:
+        import trafilatura  # type: ignore[import-not-found]
+
+        def traf(b: bytes) -> int | None:
+            text = trafilatura.extract(b.decode("utf-8", "replace"), fast=True, include_comments=False) or ""
+            return fingerprint(text, fold_digits=True)
+        out["trafilatura (fast)"] = traf
+    except ImportError:
+        print("bench_dedupe: trafilatura not importable; left out", file=sys.stderr)
+    try:
+        from resiliparse.extract.html2text import extract_plain_text  # type: ignore[import-not-found]
+        from resiliparse.parse.html import HTMLTree  # type: ignore[import-not-found]
+
+        def resili(b: bytes) -> int | None:
+            return fingerprint(extract_plain_text(HTMLTree.parse_from_bytes(b, "utf-8"), main_content=True),
+                               fold_digits=True)
+        out["resiliparse main_content"] = resili
+    except ImportError:
+        print("bench_dedupe: resiliparse not importable; left out", file=sys.stderr)
+    try:
+        import justext  # type: ignore[import-not-found]
+        stop = justext.get_stoplist("English")
+
+        def jt(b: bytes) -> int | None:
+            paras = justext.justext(b, stop, encoding="utf-8")
+            return fingerprint(" ".join(p.text for p in paras if not p.is_boilerplate), fold_digits=True)
+        out["justext"] = jt
+    except ImportError:
+        print("bench_dedupe: justext not importable; left out", file=sys.stderr)
+    return out
+
+
+def real(per_site: int, seed: int, k: int = 3, libraries: bool = False) -> int:
+    from localweb.judges.duplicates import SAME_CONTENT, by_distance, summary, table
+    from localweb.sitegraph.realdocs import SITES, Kind, corpus, missing
+    from peer.core.dedupe.maintext import main_text
+
+    gone = [m for s in SITES if (m := missing(s))]
+    for m in gone:
+        print(f"bench_dedupe: {m}", file=sys.stderr)
+    if len(gone) == len(SITES):
+        return 2
+    c = corpus(per_site, seed=seed)
+    print(f"corpus: {len(c.originals)} originals ({per_site} a site, seed {seed}), {len(c.copies)} copies; "
+          f"negatives: every pair of " + ", ".join(f"{len(p)} {s}" for s, p in c.pages.items()) + " pages")
+    variants: dict[str, Callable[[bytes], int | None]] = {
+        "old: visible text": lambda b: fingerprint(visible_text(LexborHTMLParser(b))),
+        "main content": lambda b: fingerprint(main_text(LexborHTMLParser(b))),
+        "visible text, digits folded": lambda b: fingerprint(visible_text(LexborHTMLParser(b)), fold_digits=True),
+        "new: main content, digits folded": lambda b: fingerprint(main_text(LexborHTMLParser(b)), fold_digits=True),
+    }
+    own = set(variants)  # these read the tree the engine parsed; a library parses the page itself
+    if libraries:
+        variants.update(_library_variants())
+    reports = {name: by_distance(c, fn, k) for name, fn in variants.items()}
+    names = list(reports)
+    print(f"\nrecall at k = {k} by kind (copies within k of their original), and the largest distance:")
+    rows = []
+    for kind in Kind:
+        cells = []
+        for n in names:
+            ds = reports[n].distances[kind]
+            worst = max((d for d in ds if d is not None), default=0)
+            cells.append(f"{reports[n].recall(kind):.2f} (max {worst})")
+        rows.append([kind.value, *cells])
+    rows.append(["**precision**", *(f"{reports[n].precision():.3f}" for n in names)])
+    rows.append([f"false pairs within k (content Jaccard < {SAME_CONTENT})",
+                 *(str(len(reports[n].false_pairs)) for n in names)])
+    rows.append([f"pairs within k that say the same (Jaccard >= {SAME_CONTENT})",
+                 *(str(len(reports[n].close) - len(reports[n].false_pairs)) for n in names)])
+    print(table(rows, ["kind", *names]))
+    print("\nnegatives (two pages of one site): distance min / 1st percentile / median; the nearest two that do "
+          f"not say the same (content Jaccard < {SAME_CONTENT}); pages without a fingerprint")
+    rows = [[site, str(len(c.pages[site]) * (len(c.pages[site]) - 1) // 2),
+             *(f"{summary(reports[n].negatives[site])}; nearest different {reports[n].nearest_different.get(site)}; "
+              f"{reports[n].unfingerprinted[site]} none" for n in names)]
+            for site in c.pages]
+    print(table(rows, ["site", "pairs", *names]))
+    for n in names:
+        close = reports[n].close
+        for site, a, b, d, j in close[:12]:
+            print(f"  {n}: {site} {a} ~ {b}: distance {d}, content Jaccard {j:.2f}"
+                  + ("  FALSE" if j < SAME_CONTENT else ""))
+        if len(close) > 12:
+            print(f"  {n}: ... and {len(close) - 12} more pairs within k")
+    print("\nCPU us a page (process time, best of 3; text + fingerprint; lexbor's parse excluded, as the engine "
+          "has the tree already; a library's own parse included):")
+    rows = []
+    for site, pages in c.pages.items():
+        sample = [p.body for p in pages[:150]]
+        trees_cost = cpu_us(LexborHTMLParser, sample, 3)
+        cells = [f"{cpu_us(fn, sample, 3) - (trees_cost if n in own else 0):.0f}" for n, fn in variants.items()]
+        rows.append([site, f"{statistics.mean(map(len, sample)) / 1024:.0f} KiB", f"{trees_cost:.0f}", *cells])
+    print(table(rows, ["site (first 150 pages)", "size", "parse (lexbor)", *names]))
+    return 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -183,10 +292,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     ap.add_argument("--shingles", default="1,2,3,4")
     ap.add_argument("--table", type=int, default=100_000)
     ap.add_argument("--messages", action="store_true", help="only the band messages a page costs (see above)")
+    ap.add_argument("--real", action="store_true", help="the real documentation pages and their labelled copies")
+    ap.add_argument("--per-site", type=int, default=25)
+    ap.add_argument("--libraries", action="store_true",
+                    help="with --real: also trafilatura, resiliparse and justext, where importable (not dependencies)")
     a = ap.parse_args(argv)
     if a.messages:
         messages()
         return 0
+    if a.real:
+        return real(a.per_site, a.seed, libraries=a.libraries)
     try:
         shingles = [int(s) for s in a.shingles.split(",")]
     except ValueError:

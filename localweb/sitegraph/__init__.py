@@ -2,6 +2,8 @@
 
 Pure, bottom up: ``text``, ``shop``, ``hrefs``, ``directives``, ``session``,
 ``docsite``, ``endpoints`` (bad.web.test), ``graph``, ``pages``, ``oracle``,
-``web`` (``SiteGraph``: graph, pages and oracle in one), ``nearcopies``.
+``web`` (``SiteGraph``: graph, pages and oracle in one), ``nearcopies``;
+``realdocs`` reads real documentation pages from Debian's doc packages and
+copies them as ``nearcopies`` copies the site graph's.
 ``server`` is the trio + h11 server for all of it.
 """

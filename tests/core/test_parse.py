@@ -10,13 +10,15 @@ from __future__ import annotations
 import hashlib
 
 from peer.core.config.dedupe import DedupeConfig
+from peer.core.dedupe.maintext import main_text
 from peer.core.dedupe.simhash import fingerprint, visible_text
 from peer.core.page.extract import parse_page, parse_tree
 from peer.core.page.items import ExtractConfig, Field, Rule
 from peer.core.page.parse import parse_response
 
 URL = "http://shop.test/book/1"
-WORDS = " ".join(f"word{i}" for i in range(40))
+# Forty distinct words: digits are folded in the SimHash ("word1" is "word0").
+WORDS = " ".join(f"word{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40))
 BODY = (f"<html><head><title>A book</title></head><body><h1>Dune</h1><p>{WORDS}</p>"
         "<a href='/book/2'>next</a><a href='http://other.test/x?utm_source=y'>out</a>"
         "<script>var notSeen = 1;</script></body></html>").encode()
@@ -28,15 +30,19 @@ def test_without_rules_or_dedupe_it_is_the_page_alone():
     assert (got.items, got.errors, got.digest, got.simhash) == ([], [], None, None)
 
 
-def test_dedupe_on_adds_the_body_digest_and_the_simhash_of_the_visible_text():
+def test_dedupe_on_adds_the_body_digest_and_the_simhash_of_the_main_content():
     cfg = DedupeConfig(enabled=True)
     got = parse_response(URL, BODY, "utf-8", ExtractConfig(), dedupe=cfg)
     assert got.page == parse_page(URL, BODY, "utf-8")     # the links read before the hidden text went
     assert got.digest == hashlib.sha1(BODY).digest()
-    text = visible_text(parse_tree(BODY, "utf-8"))
-    assert "notSeen" not in text and "word39" in text
+    text = main_text(parse_tree(BODY, "utf-8"))
+    assert "notSeen" not in text and "wordbn" in text
     assert got.simhash == fingerprint(text, shingle=cfg.shingle, min_words=cfg.min_words,
-                                      max_bytes=cfg.max_text_bytes) is not None
+                                      max_bytes=cfg.max_text_bytes, fold_digits=True) is not None
+    # main_content off: all the visible text, digits as written (the fingerprint before it).
+    old = DedupeConfig(enabled=True, main_content=False)
+    assert parse_response(URL, BODY, "utf-8", ExtractConfig(), dedupe=old).simhash == fingerprint(
+        visible_text(parse_tree(BODY, "utf-8")))
     # Off, or under min_words: no SimHash.
     assert parse_response(URL, BODY, "utf-8", ExtractConfig(), dedupe=DedupeConfig()).digest is None
     short = parse_response(URL, b"<p>three short words</p>", "utf-8", ExtractConfig(), dedupe=cfg)

@@ -16,13 +16,15 @@ import json
 from pathlib import Path
 
 import pytest
-from selectolax.lexbor import LexborHTMLParser
 
 from localweb import HostileWeb, serve_in_thread
 from localweb.sitegraph.nearcopies import Change, MirrorWeb, mirror_web
 from localweb.processes.peerrun import Run, cluster_toml, run_peers
 from localweb.hostile.wire import reply
-from peer.core.dedupe.simhash import distance, fingerprint, visible_text
+from peer.core.config.dedupe import DedupeConfig
+from peer.core.dedupe.simhash import distance
+from peer.core.page.items import ExtractConfig
+from peer.core.page.parse import parse_response
 from ring.hashring import HashRing
 
 BOUNDED = 90.0
@@ -30,7 +32,8 @@ K = 3
 
 
 def fp(body: bytes) -> int:
-    got = fingerprint(visible_text(LexborHTMLParser(body)))
+    """The SimHash the peers' parse computes ([dedupe] defaults: the main content's)."""
+    got = parse_response("http://x.test/", body, None, ExtractConfig(), dedupe=DedupeConfig(enabled=True, k=K)).simhash
     assert got is not None
     return got
 

@@ -42,6 +42,7 @@ class DedupeConfig:
     # Duplicate messages no outsider can forge, and exact copies across the ring (peer.core.dedupe.claims, .exact).
     max_clock_skew: float = key(float, 10.0, "seconds a member's clock may differ from this peer's: a band query dated later than now plus this, or earlier than now minus answer_timeout and this, is refused and counted", positive)
     exact_across_ring: bool = key(bool, True, "send a page's body digest with its band queries (alone, to its own key's owner, for a page without a SimHash), so a byte-identical copy on another peer's host is an exact duplicate; a peer of an older build drops such a query (one page waits answer_timeout, then that peer is sent no digest for 60 timeouts)")
+    main_content: bool = key(bool, True, "fingerprint the page's main content (without the site's navigation, sidebar, header and footer; digits folded) rather than all its visible text, so a print view, a navigation change or a date line stays within k; every peer of a ring must agree")
 
     def describe(self) -> str:
         """``--check``'s line."""

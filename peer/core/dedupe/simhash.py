@@ -52,6 +52,11 @@ Rules:
    within distance k differ in at most k bands, so at least one band is
    identical in both (pigeonhole). :func:`band_key` names a band for the
    ring, which places it on its owner like a host.
+6. **Digits folded** (``fold_digits``, on with ``[dedupe] main_content``):
+   every digit hashes as ``0``, in the same table that folds case, so a
+   date line ("last modified on 2022-10-26 20:02:18") or a counter that
+   changed is not a change of what the page says. What text is hashed
+   (the main content or all visible text) is :mod:`peer.core.dedupe.maintext`'s.
 """
 
 from __future__ import annotations
@@ -104,13 +109,15 @@ def _fmix64(h: np.ndarray) -> np.ndarray:
     return h
 
 
-def _tables() -> tuple[np.ndarray, np.ndarray]:
+def _tables(fold_digits: bool = False) -> tuple[np.ndarray, np.ndarray]:
     word = np.zeros(256, dtype=bool)
     for c in b"0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ":
         word[c] = True
     word[0x80:] = True  # every byte of a non-ASCII character (rule 1)
     low = np.arange(256, dtype=np.uint64)
     low[ord("A"):ord("Z") + 1] += 32
+    if fold_digits:  # every digit draws 0's values (rule 6)
+        low[ord("1"):ord("9") + 1] = ord("0")
     # Tabulation hashing (Zobrist; Carter and Wegman, 1979): one random 64-bit
     # value per byte pair (previous byte, byte), from a MurmurHash3-seeded
     # counter; a word's hash is the sum of its pairs' values. A pair, not a
@@ -127,12 +134,14 @@ def _tables() -> tuple[np.ndarray, np.ndarray]:
 
 
 _IS_WORD, _PAIR = _tables()
+_, _PAIR_DIGITS = _tables(fold_digits=True)
 
 
-def word_hashes(text: str, max_bytes: int) -> np.ndarray:
+def word_hashes(text: str, max_bytes: int, fold_digits: bool = False) -> np.ndarray:
     """A 64-bit hash of each word of ``text``, in order: the words of rule 1, hashed as rule 3 says.
 
-    Only the first ``max_bytes`` bytes of the text (UTF-8) are read.
+    Only the first ``max_bytes`` bytes of the text (UTF-8) are read;
+    ``fold_digits``: every digit hashes as 0 (rule 6).
     """
     # A character is at least one byte: cut the str first, so a hostile
     # page's megabytes of text are never encoded whole.
@@ -147,7 +156,7 @@ def word_hashes(text: str, max_bytes: int) -> np.ndarray:
     # i's hash is the sum at the next word's start less the sum at its own
     # (zero before the first word: no pair there ends in a word byte).
     pairs = np.ndarray((len(b) - 1,), dtype=">u2", buffer=raw, strides=(1,))
-    run = np.cumsum(_PAIR.take(pairs))
+    run = np.cumsum((_PAIR_DIGITS if fold_digits else _PAIR).take(pairs))
     ends = np.empty(len(starts) + 1, dtype=np.uint64)
     ends[0] = 0
     ends[1:-1] = run.take(starts[1:] - 1)
@@ -192,9 +201,10 @@ def _fold(hashes: np.ndarray) -> int:
     return int(np.packbits(counts * 2 > len(hashes)).view(hashes.dtype)[0])
 
 
-def fingerprint(text: str, *, shingle: int = 3, min_words: int = 20, max_bytes: int = 500_000) -> int | None:
+def fingerprint(text: str, *, shingle: int = 3, min_words: int = 20, max_bytes: int = 500_000,
+                fold_digits: bool = False) -> int | None:
     """The 64-bit SimHash of ``text``, or None under ``min_words`` distinct words (rule 4)."""
-    words = word_hashes(text, max_bytes)
+    words = word_hashes(text, max_bytes, fold_digits)
     if len(words) < min_words or len(np.unique(words)) < min_words:
         return None
     return _fold(shingle_hashes(words, shingle))

@@ -6,7 +6,7 @@ are read from the same tree, before anything strips it.
 With ``[dedupe]`` on, the page's body digest (SHA-1 of the decoded body,
 ``peer.core.dedupe.digests`` rule 1) and its SimHash are computed here too, in the
 same thread and from the same tree, after ``parse_page`` and the extraction
-rules have read it: ``visible_text`` removes the hidden elements from it.
+rules have read it: ``main_text`` (or ``visible_text``) removes elements from it.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from peer.core.page.extract import Page, PageRules, decode_html, parse_page, parse_tree
 from peer.core.page.items import ExtractConfig, extract_items
 from peer.core.page.requisites import html_requisites
+from peer.core.dedupe.maintext import main_text
 from peer.core.dedupe.simhash import fingerprint, visible_text
 
 if TYPE_CHECKING:
@@ -66,8 +67,9 @@ def parse_response(url: str, body: bytes, charset: str | None, ex: ExtractConfig
     if not on or tree is None:
         return Parsed(page, items, errors, requisites=embeds)
     assert dedupe is not None
-    # Last: visible_text strips the hidden elements from the tree.
-    simhash = fingerprint(visible_text(tree), shingle=dedupe.shingle, min_words=dedupe.min_words,
-                          max_bytes=dedupe.max_text_bytes)
+    # Last: main_text and visible_text remove elements from the tree.
+    text = main_text(tree) if dedupe.main_content else visible_text(tree)
+    simhash = fingerprint(text, shingle=dedupe.shingle, min_words=dedupe.min_words,
+                          max_bytes=dedupe.max_text_bytes, fold_digits=dedupe.main_content)
     return Parsed(page, items, errors, hashlib.sha1(body).digest(), simhash, embeds)
 
