@@ -828,6 +828,7 @@ class NearAnswer:
     # Earlier originals within k that the asked page outranks: (url, distance) pairs.
     superseded: tuple[tuple[str, int], ...] = ()
     exact: bool = False  # duplicate_of has the same body digest (peer.core.dedupe.exact)
+    exact_superseded: tuple[str, ...] = ()  # URLs of superseded with the asked page's body digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -1284,7 +1285,9 @@ _SPECS += (
                            ("distance", (_distance, _distance)),
                            _added("superseded", _array_codec(_SUPERSEDED, 16), since=4),
                            # Said only in an answer to a query that carried a digest: its asker reads it.
-                           _added("exact", _BOOL, since=4))),
+                           _added("exact", _BOOL, since=4),
+                           # Which of superseded are byte-identical (exact) copies, not near ones.
+                           _added("exact_superseded", _array_codec(_URL, 16), since=4))),
 )
 
 # A corrected verdict (peer.core.dedupe.held rule 6): 44, a type of wire version 4.

@@ -177,7 +177,7 @@ def messages(peers: int = 3) -> None:
                     nbytes += len(wire.encode(wire.NearQuery("r", me, q.bands, q.fingerprint, q.url, me,
                                                              q.seen_at, q.says, q.digest)))
                     nbytes += len(wire.encode(wire.NearAnswer("r", owner, a.url, a.duplicate_of, a.distance,
-                                                              a.superseded, a.exact)))
+                                                              a.superseded, a.exact, a.exact_superseded)))
                 ds[me].answer(owner, a)
         exact = sum(d.stats.exact for d in ds.values())
         print(f"exact_across_ring={str(across).lower()}: {len(order)} pages over {peers} peers, {sent} band "

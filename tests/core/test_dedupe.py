@@ -124,6 +124,22 @@ def test_exact_copy_on_another_peer_is_exact_through_its_band_0_owner(pages: tup
     assert isinstance(v, Verdict) and (v.kind, v.duplicate_of, v.distance) == (Kind.NEAR, "http://s001/a", 0)
 
 
+def test_a_better_mirror_after_a_worse_one_on_another_peer_demotes_it_as_exact(pages: tuple[bytes, ...]) -> None:
+    # The worse copy (a session id) is fetched first; the plain page after it takes the
+    # entry, and the view's correction says exact: the same bytes, whichever came first.
+    r = Ring()
+    first = r.fetch("p1", "http://mirror/a?sid=1", pages[0], 1.0)
+    assert isinstance(first, Verdict) and first.kind is Kind.NEW
+    v = r.fetch("p2", "http://s001/a", pages[0], 2.0)
+    assert isinstance(v, Verdict) and v.kind is Kind.NEW
+    assert [(d.url, d.kind, d.distance) for d in v.superseded] == [("http://mirror/a?sid=1", "exact", 0)]
+    # A near copy outranked the same way stays near.
+    near = change(pages[1], Change.DATE, Random(3))
+    r.fetch("p1", "http://mirror/b?sid=1", near, 3.0)
+    w = r.fetch("p2", "http://s001/b", pages[1], 4.0)
+    assert isinstance(w, Verdict) and [d.kind for d in w.superseded] == ["near"]
+
+
 def test_the_digest_rides_with_each_band_query_no_message_more() -> None:
     d = Dedupe(DedupeConfig(enabled=True, k=3), "p1")
     ask = d.check("http://a/", sha1(b"x"), FP, 0.0, lambda key: "p1" if key.split("/")[1] in "02" else "p2")

@@ -98,6 +98,8 @@ class NearAnswer:
     superseded: tuple[tuple[str, int], ...] = ()  # (url, distance): now copies of ``url`` (rule 2)
     #: ``duplicate_of`` has the same body digest (``peer.core.dedupe.exact``): an exact copy.
     exact: bool = False
+    #: URLs of ``superseded`` with the asked page's body digest: exact copies of it, not near ones.
+    exact_superseded: tuple[str, ...] = ()
 
 
 @dataclass(slots=True)

@@ -291,11 +291,16 @@ class Dedupe:
                 w.best = (a.distance, dup)
         # -- precedence (rule 6): copies kept before this page, now its copies.
         cap = (self.config.k + 1) * MAX_SUPERSEDED  # MAX_SUPERSEDED from each asked owner
+        # Byte-identical ones are exact copies, on the word of an owner sent the digest (rule 7).
+        same = (a.exact_superseded if sender in w.digested and isinstance(a.exact_superseded, tuple)
+                else ())
         for pair in a.superseded if isinstance(a.superseded, tuple) else ():
             if (not isinstance(pair, tuple) or len(pair) != 2 or not isinstance(pair[0], str)
                     or pair[0] == a.url or len(pair[0]) > self.max_url or type(pair[1]) is not int
                     or not 0 <= pair[1] <= self.config.k or len(w.demoted) >= cap):
                 self.stats.bad_answers += 1
+            elif pair[0] in same and pair[1] == 0:
+                w.demoted[pair[0]] = Demoted(pair[0], Kind.EXACT.value, 0)
             elif pair[0] not in w.demoted:
                 w.demoted[pair[0]] = Demoted(pair[0], Kind.NEAR.value, pair[1])
         if w.owners:
@@ -327,26 +332,30 @@ class Dedupe:
         an exact copy first (rule 7), else the bands' nearest (``peer.core.dedupe.bands``).
 
         A copy the query displaced from the digest table is named among the
-        answer's ``superseded`` (rule 6) at distance 0, as the bands name one."""
+        answer's ``superseded`` (rule 6) at distance 0, and in its
+        ``exact_superseded``: it is an exact copy of the asked page."""
         said = q.says if type(q.says) is int else int(Says.NONE)
         digest_ok = bool(q.digest) and isinstance(q.seen_at, (int, float)) and isinstance(q.url, str)
         if not q.bands:  # rule 9: a digest alone (a page without a SimHash)
             first, displaced = (self.exact.check(q.digest, q.seen_at, q.url, said, record=record)
                                 if digest_ok else (None, None))
             gone = () if displaced is None else ((displaced, 0),)
-            return NearAnswer(q.url, None, NO_DISTANCE, gone) if first is None else \
-                NearAnswer(q.url, first, 0, gone, exact=True)
+            same = () if displaced is None else (displaced,)
+            return NearAnswer(q.url, None, NO_DISTANCE, gone, exact_superseded=same) if first is None else \
+                NearAnswer(q.url, first, 0, gone, exact=True, exact_superseded=same)
         near = self.bands.query(q, record=record)
         if digest_ok:
             first, displaced = self.exact.check(q.digest, q.seen_at, q.url, said, record=record)
-            superseded = near.superseded
-            if displaced is not None and displaced not in dict(superseded) \
-                    and len(superseded) < MAX_SUPERSEDED:
-                superseded = (*superseded, (displaced, 0))
+            superseded, same = near.superseded, ()
+            if displaced is not None:
+                if displaced not in dict(superseded) and len(superseded) < MAX_SUPERSEDED:
+                    superseded = (*superseded, (displaced, 0))
+                if displaced in dict(superseded):
+                    same = (displaced,)
             if first is not None:
-                return NearAnswer(q.url, first, 0, superseded, exact=True)
-            if superseded is not near.superseded:
-                return replace(near, superseded=superseded)
+                return NearAnswer(q.url, first, 0, superseded, exact=True, exact_superseded=same)
+            if superseded is not near.superseded or same:
+                return replace(near, superseded=superseded, exact_superseded=same)
         return near
 
     def serve_member(self, q: NearQuery, sender: str, wall: float,

@@ -847,11 +847,12 @@ class PeerCore:
                 assert self.node is not None
                 out.append(Send(m.sender, wire.NearAnswer(self.node.ring_name, crawl.peer_id, ans.url,
                                                           ans.duplicate_of, ans.distance, ans.superseded,
-                                                          ans.exact)))
+                                                          ans.exact, ans.exact_superseded)))
             elif isinstance(a, NearAnswered):
                 m2 = a.msg
                 out += self.routed(crawl.dup_answer(m2.sender, NearAnswer(m2.url, m2.duplicate_of, m2.distance,
-                                                                          m2.superseded, m2.exact), now), now)
+                                                                          m2.superseded, m2.exact,
+                                                                          m2.exact_superseded), now), now)
             elif isinstance(a, Reverdicted):
                 m3 = a.msg
                 out += self.routed(crawl.reverdict(m3.sender, Reverdict(m3.url, m3.duplicate_of, m3.kind,
