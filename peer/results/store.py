@@ -380,7 +380,9 @@ class ResultStore:
         (``peer.core.dedupe.held`` rule 6). Its row keeps every other column."""
         if self._closed:
             raise StateError(f"{self.path}: results store is closed")
-        self._batch.verdicts[url] = (duplicate_of, kind)
+        had = self._batch.verdicts.get(url)
+        if had is None or had[1] != "exact" or kind == "exact":  # an exact correction is not undone
+            self._batch.verdicts[url] = (duplicate_of, kind)
 
     def add_fetch(self, row: tuple[Any, ...]) -> None:
         """Queue one ``fetches`` row, its columns in peer.results.fetches' order (epoch floats for times)."""
@@ -599,8 +601,11 @@ class ResultStore:
                     [urls, list(lastmod), list(priority), list(freq)])
             if batch.verdicts:
                 # After the appends: a row in this batch is corrected too.
-                con.executemany("UPDATE pages SET duplicate_of = ?, duplicate_kind = ? WHERE url = ?",
-                                [[dup, kind, url] for url, (dup, kind) in batch.verdicts.items()])
+                # A correction demotes an original, or says a near copy is exact; a row that
+                # is a copy already keeps its verdict (peer.core.dedupe.held rule 6).
+                con.executemany("UPDATE pages SET duplicate_of = ?, duplicate_kind = ? WHERE url = ? AND "
+                                "(duplicate_of IS NULL OR (? = 'exact' AND duplicate_kind = 'near'))",
+                                [[dup, kind, url, kind] for url, (dup, kind) in batch.verdicts.items()])
             con.commit()
         except duckdb.Error as exc:
             for app in self._appenders.values():

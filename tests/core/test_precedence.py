@@ -123,8 +123,9 @@ def _rows_after(arrivals: list[Claim], table: Callable[[Claim], tuple[str | None
     for c in arrivals:
         dup, demoted = table(c)
         rows[c.url] = dup
-        for d in demoted:
-            rows[d] = c.url
+        for d in demoted:  # a correction demotes an original; a copy keeps its verdict (held rule 6)
+            if rows.get(d) is None:
+                rows[d] = c.url
     return rows
 
 

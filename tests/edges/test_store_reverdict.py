@@ -31,3 +31,23 @@ async def test_a_corrected_verdict_updates_the_row_in_place(tmp_path):
     finally:
         con.close()
     assert got == [(view, "Page 1", page, "near"), (other, "Page 2", "http://s001.web.test/p2.html", "exact")]
+
+
+async def test_a_copy_keeps_its_verdict_unless_the_correction_says_it_is_exact(tmp_path):
+    # A mirror judged an exact copy of the original is not made a near copy of a print
+    # view that outranks it; a near copy told it is byte-identical to a better page is exact.
+    path = tmp_path / "pages.duckdb"
+    orig, mirror, view = "http://a.test/p", "http://m.test/exact/p", "http://m.test/sid/p?sid=1"
+    async with store(path) as st:
+        st.add_page(row(1, url=mirror, final_url=mirror, duplicate_of=orig, duplicate_kind="exact"))
+        st.add_page(row(2, url=view, final_url=view, duplicate_of="http://m.test/print/p", duplicate_kind="near"))
+        await st.flush()
+        st.reverdict(mirror, "http://m.test/print/p", "near")
+        st.reverdict(view, orig, "exact")
+        st.reverdict(view, "http://m.test/nav/p", "near")  # after the exact one, in one batch: not undone
+    con = duckdb.connect(str(path), read_only=True)
+    try:
+        got = con.execute("SELECT url, duplicate_of, duplicate_kind FROM pages ORDER BY url").fetchall()
+    finally:
+        con.close()
+    assert got == [(mirror, orig, "exact"), (view, orig, "exact")]

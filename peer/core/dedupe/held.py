@@ -51,7 +51,11 @@ Rules:
    back: a superseded page's links were followed when it was new, and this
    page's are followed now. A page superseded while it is held here takes
    the correction when it is released (its links still followed: it was
-   the original when it was asked).
+   the original when it was asked). A page that is a copy already keeps
+   its verdict, unless the correction says it is byte-identical to the
+   better page (a near copy becomes exact): a copy's ``duplicate_of``
+   always names a page that outranks it, so following it ends at the
+   original, and a mirror is not relabelled a near copy of a print view.
 7. **A copy never hides its original.** When a page is judged a copy, the
    URL a better copy would have is discovered: its session-free URL
    (``precedence.session_free``; its canonical is discovered by
@@ -188,7 +192,11 @@ class HeldPages:
             for link in h.links:
                 out += self._discover(link, h.depth + 1, now, Origin.LINK)
         row = _with_verdict(h.row, v)
-        if h.corrected is not None and v.kind is not Kind.NEAR:
+        # A correction demotes a page judged an original; of a page judged a near copy it
+        # takes only the word that it is byte-identical to a better one (exact). A copy's
+        # verdict names a page that outranks it, so duplicate_of always leads to the original.
+        if h.corrected is not None and (v.kind not in (Kind.NEAR, Kind.EXACT)
+                                        or (v.kind is Kind.NEAR and h.corrected.kind == Kind.EXACT.value)):
             c = h.corrected
             row = dataclasses.replace(row, duplicate_of=c.duplicate_of, duplicate_kind=c.kind)
         out.append(row)
@@ -204,7 +212,8 @@ class HeldPages:
             return []
         h = self._held.get(fix.url)
         if h is not None:
-            h.corrected = fix
+            if h.corrected is None or h.corrected.kind != Kind.EXACT.value or fix.kind == Kind.EXACT.value:
+                h.corrected = fix
             return []
         return [fix]
 
@@ -215,7 +224,8 @@ class HeldPages:
             fix = Reverdict(d.url, v.url, d.kind, d.distance)
             h = self._held.get(d.url)
             if h is not None:
-                h.corrected = fix
+                if h.corrected is None or h.corrected.kind != Kind.EXACT.value or fix.kind == Kind.EXACT.value:
+                    h.corrected = fix
             else:
                 out.append(fix)
             self._corrected += 1
