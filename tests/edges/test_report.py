@@ -555,7 +555,7 @@ def test_a_continuous_crawl_shows_its_pages_and_its_visits_and_every_run(tmp_pat
         for i, url in enumerate(urls):
             visits.append((url, "a.test", T0 + timedelta(minutes=10 * k, seconds=i), "new" if k == 0 else "revisit",
                            200, "first" if k == 0 else "unchanged", False, "sha1:X", None, None, k > 0, 100,
-                           5.0, None, 10.0, 15.0, None, "p1"))
+                           5.0, None, 10.0, 15.0, None, "p1", None, None, None))  # no [warc]
     app = con.appender("fetches")
     app.append_rows(visits)
     app.flush()
