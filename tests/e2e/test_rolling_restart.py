@@ -39,10 +39,9 @@ from localweb import HostBehaviour, SiteGraph, serve_webfarm
 from ring.tools.client import Contact, RestartOutcome, request_restart
 
 
-
 async def test_a_rolling_restart_pauses_no_host_of_the_other_peers(tmp_path):
-    # ~210 pages a host at about one a second while the web is slow: ~200 s of crawling,
-    # longer than five restarts of 10-20 s each on the loaded box.
+    # ~140 pages a host at about one a second while the web is slow: over two minutes of
+    # crawling, longer than five restarts of 10-20 s each on the loaded box.
     graph = SiteGraph(hosts=12, pages_per_host=100, links_per_page=20, shop=False)
     expected = graph.expected_urls(8080)
     pace = Pace()
@@ -60,8 +59,6 @@ async def test_a_rolling_restart_pauses_no_host_of_the_other_peers(tmp_path):
                         await ring.start(p)
                     await wait_until(lambda: under_way(farm, graph))
                     pace.slow()
-
-
                     for p in PEERS:
                         assert pages_fetched(farm) < len(expected) * 0.9, "the crawl ends before the restarts"
                         stop = time.time()

@@ -58,8 +58,8 @@ UPGRADED = "p5"  # comes back on today's tree
 async def test_a_rolling_restart_with_two_peers_of_the_previous_release_pauses_no_host_of_the_others(tmp_path):
     assert PREVIOUS is not None
     tree = materialise(PREVIOUS, tmp_path / "previous")
-    # ~210 pages a host at about one a second while the web is slow: ~200 s of crawling,
-    # longer than five restarts of 10-20 s each on the loaded box.
+    # ~140 pages a host at about one a second while the web is slow: over two minutes of
+    # crawling, longer than five restarts of 10-20 s each on the loaded box.
     graph = SiteGraph(hosts=10, pages_per_host=100, links_per_page=20, shop=False)
     expected = graph.expected_urls(8080)
     pace = Pace()
