@@ -160,6 +160,22 @@ class Retries:
         """``url`` has its row, or none is coming: its attempts are over."""
         self._attempts.pop(url, None)
 
+    def side_job(self, job: Job, res: FetchResult, now: float, limits: Limits, frontier: Frontier,
+                 out: list[Effect]) -> bool:
+        """A side job's transient failure (a sitemap's, a page requisite's) requeued as a page's
+        is: back through the host's queue and pace, a 429/503's Retry-After held (rule 2).
+        False: not transient, or no attempt left; its failure is final."""
+        status = res.status
+        if not (res.error in RETRYABLE or (status is not None and (status >= 500 or status == 429))):
+            return False
+        retry_after = None
+        if status in (429, 503):
+            retry_after, _ = limits.retry_after(job.host, res.retry_after)
+            frontier.backoff(job.host, now, retry_after)
+            if retry_after:
+                limits.hold(job.host, Hold.RETRY_AFTER, now + retry_after)
+        return self.retry(job, now, retry_after, out)
+
 
 class Outcomes:
     """The results' part of ``CrawlCore`` (module docstring)."""

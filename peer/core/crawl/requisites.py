@@ -59,8 +59,7 @@ from typing import TYPE_CHECKING
 
 from peer.core.crawl.decisions import Checking, Discover, Done, Effect, Forward, Origin, Queued, Refused, Reason
 from peer.core.crawl.jobs import ROW
-from peer.core.crawl.outcomes import RETRYABLE, UNREACHED_KINDS
-from peer.core.crawl.limits import Hold
+from peer.core.crawl.outcomes import UNREACHED_KINDS
 from peer.core.frontier.frontier import Job, Outcome
 from peer.core.page.requisites import css_requisites, decode_css, is_css
 from peer.core.sitemaps.hints import Requisite, attach
@@ -168,18 +167,11 @@ class RequisiteJobs:
         level = self._queued.pop(job.url, 1)
         status = res.status
         jobs = self._jobs
-        if res.error in RETRYABLE or (status is not None and (status >= 500 or status == 429)):
-            # Retried as a page is: back through the host's queue and its pace.
-            retry_after = None
-            if status in (429, 503):
-                retry_after, _ = self._limits.retry_after(job.host, res.retry_after)
-                self._frontier.backoff(job.host, now, retry_after)
-                if retry_after:
-                    self._limits.hold(job.host, Hold.RETRY_AFTER, now + retry_after)
-            if self._retries.retry(job, now, retry_after, out):
-                self._queued[job.url] = level
-                jobs.finish(job, now, Outcome.FETCHED if status is not None else Outcome.FAILED)
-                return out
+        # Retried as a page is: back through the host's queue and its pace.
+        if self._retries.side_job(job, res, now, self._limits, self._frontier, out):
+            self._queued[job.url] = level
+            jobs.finish(job, now, Outcome.FETCHED if status is not None else Outcome.FAILED)
+            return out
         self._retries.forget(job.url)
         counts = self.counts
         jobs.mark(job.url, ROW)  # its record is this Done: an exception from here on writes no page row

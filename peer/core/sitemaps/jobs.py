@@ -63,8 +63,7 @@ from collections.abc import Callable, KeysView
 from typing import TYPE_CHECKING
 
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Hinted, Origin, Queued, Reason, Refused
-from peer.core.crawl.limits import Hold
-from peer.core.crawl.outcomes import RETRYABLE, UNREACHED_KINDS
+from peer.core.crawl.outcomes import UNREACHED_KINDS
 from peer.core.frontier.frontier import Job, Outcome
 from peer.core.sitemaps.document import Problem, Sitemap, host_authority, location_authority
 from peer.core.sitemaps.hints import MALFORMED, SitemapJob, UrlHints, attach, detach
@@ -247,17 +246,10 @@ class SitemapJobs:
         if res.address is not None:
             self._frontier.set_host_ip(job.host, res.address, now)
         status = res.status
-        if res.error in RETRYABLE or (status is not None and (status >= 500 or status == 429)):
-            retry_after = None
-            if status in (429, 503):
-                retry_after, _ = self._limits.retry_after(job.host, res.retry_after)
-                self._frontier.backoff(job.host, now, retry_after)
-                if retry_after:
-                    self._limits.hold(job.host, Hold.RETRY_AFTER, now + retry_after)
-            if self._retries.retry(job, now, retry_after, out):
-                self._queued[job.url] = sj
-                jobs.finish(job, now, Outcome.FETCHED if status is not None else Outcome.FAILED)
-                return out
+        if self._retries.side_job(job, res, now, self._limits, self._frontier, out):
+            self._queued[job.url] = sj
+            jobs.finish(job, now, Outcome.FETCHED if status is not None else Outcome.FAILED)
+            return out
         self._retries.forget(job.url)
         if status is None:
             s.sitemap_failed[res.error or "unknown"] += 1
