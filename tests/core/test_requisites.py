@@ -222,3 +222,14 @@ def test_a_requisite_of_another_owners_host_is_forwarded_with_its_level_and_queu
 def test_requisites_need_the_archive():
     with pytest.raises(ConfigError, match="warc.requisites = true needs warc.enabled = true"):
         config(enabled=False)
+
+
+def test_a_requisite_that_answers_503_is_retried_through_its_hosts_queue_then_done():
+    c = core()
+    c.discover(f"{SITE}/", 0, 0.0, Origin.SEED)
+    run(c, f"{SITE}/", answer(f"{SITE}/", b'<html><head><link rel="stylesheet" href="/s.css"></head></html>'))
+    out = run(c, f"{SITE}/s.css", answer(f"{SITE}/s.css", b"busy", "text/plain", 503), 0.1)
+    assert not any(isinstance(e, Done) for e in out) and c.summary.retries == 1  # back in the queue
+    out = run(c, f"{SITE}/s.css", answer(f"{SITE}/s.css", b"body {}", "text/css"), 100.0)
+    assert [e.url for e in out if isinstance(e, Done)] == [f"{SITE}/s.css"]
+    assert not any(isinstance(e, Row) for e in out) and c.summary.requisites["fetched"] == 1
