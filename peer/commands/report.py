@@ -46,7 +46,7 @@ def _parser() -> argparse.ArgumentParser:
                    help="output directory for index.html and the PNGs")
     p.add_argument("--ring", type=Path, metavar="cluster.toml",
                    help="take ring shares from this config's [[peer]] weights and ring.vnodes, "
-                        "and the politeness panel's setpoint from its politeness.rate "
+                        "and the politeness panel's setpoints from its politeness.rate and [[site]] rates "
                         "(default: the peers in the data, weight 1, 256 vnodes; pid_trace's setpoint)")
     p.add_argument("--stats", type=Path, metavar="stats.json",
                    help="the stats.json whose run_config the page shows (default: DB's stem + "
