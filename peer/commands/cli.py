@@ -284,8 +284,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"(start again with --fresh)", file=sys.stderr)
         return EXIT_LOST
     doc = _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
-    total = _results_pages(results)
-    earlier = before or 0
+    # The file's rows split by when they were fetched, so that the parts sum: rows
+    # restored from the journal of a killed run are written during this one, but
+    # were fetched by the earlier run (their fetched_at says so).
+    split = _results_split(results, crawler.started)
+    total, this_run = split if split is not None else (None, summary.requested)
+    earlier = total - this_run if total is not None else (before or 0)
     if args.log_format == "json":
         # The summary is one record a log shipper keeps whole (its fields are
         # stats.json's, less the config), not lines that interleave with others'.
@@ -298,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if total is None:
             print(f"results: {results}")
         else:
-            print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
+            print(f"results: {results}: {total:,} pages in all, {this_run:,} fetched this run"
                   + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
         print(f"stats: {data_dir / STATS_FILE}")
     if not summary.requested and not total and _fetched_nothing(crawler, summary, cluster):
@@ -498,6 +502,27 @@ def _results_pages(results: Path, *, requested: bool = True) -> int | None:
     except duckdb.Error:
         return None
     return int(row[0]) if row else None
+
+
+def _results_split(results: Path, started: float) -> tuple[int, int] | None:
+    """(fetched pages in the results file, those of them fetched since ``started``, epoch
+    seconds), or None if unreadable: the rest were fetched by earlier runs, so the parts sum.
+
+    A page fetched again this run (in flight at a kill -9) counts once, as this run's.
+    """
+    if not results.exists():
+        return 0, 0
+    import duckdb
+
+    # fetched_at is naive UTC (peer.results.store); epoch() reads it as such.
+    try:
+        with duckdb.connect(str(results), read_only=True) as con:
+            row = con.execute("SELECT count(*), count(*) FILTER (WHERE epoch(fetched_at) >= ?) FROM pages"
+                              " WHERE NOT (status IS NULL AND coalesce(elapsed_ms, 0) = 0)",
+                              [started]).fetchone()
+    except duckdb.Error:
+        return None
+    return (int(row[0]), int(row[1])) if row else None
 
 
 def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:
