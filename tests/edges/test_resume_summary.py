@@ -82,3 +82,10 @@ def test_a_kill_9_resume_s_results_line_adds_up(tmp_path, web):
         assert con.execute("SELECT count(*) FROM pages").fetchone() == (total,)
     assert (total, this_run, earlier) == (9, 3, 6)  # before: 9 in all, 3 this run, 4 earlier
     assert f"{this_run} pages fetched this run" in res.stdout  # the summary's first line
+
+
+def test_a_crawl_stopped_by_max_pages_says_so_on_its_limits_line(tmp_path, web):
+    res = crawl(solo(tmp_path, web.port, 4))
+    assert res.stdout.startswith("crawl finished (max_pages reached)"), res.stdout
+    limits = [ln for ln in res.stdout.splitlines() if ln.startswith("  limits: ")]
+    assert limits == ["  limits: max_pages 4 reached"], res.stdout  # before: "limits: none hit"

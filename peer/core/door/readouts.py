@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 
 from peer.core.crawl.core import CrawlCore
+from peer.core.crawl.decisions import StopReason
 from peer.core.crawl.figures import not_requested_now
 from peer.core.crawl.limits import Limits
 from peer.core.frontier.frontier import PidSample
@@ -175,7 +176,10 @@ class Readouts:
         crawl = self._crawl
         s = crawl.summary
         limits = crawl.limits
-        s.limits = limits.render(now)
+        # The crawl's own limit, when it stopped there: never "none hit" beside "max_pages reached".
+        reached = ([f"max_pages {crawl.cfg.crawl.max_pages:,} reached"] if s.stop_reason == StopReason.MAX_PAGES
+                   else [])
+        s.limits = limits.render(now, reached)
         s.caps = Counter({str(cap): n for cap, n in limits.hits.items() if n})
         s.details = crawl.detail_lines(dict(malformed))
         if crawl.seed_feed.mark is not None:
