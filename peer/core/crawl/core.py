@@ -64,6 +64,7 @@ from peer.core.crawl.discovery import Discovery
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
 from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
+from peer.core.crawl.outages import Outages
 from peer.core.crawl.outcomes import MAX_RETRIES, RETRY_BASE, Outcomes, Retries
 from peer.core.crawl.requisites import RequisiteJobs
 from peer.core.crawl.robots import RobotsCache, Verdict, product_token
@@ -178,7 +179,9 @@ class CrawlCore:
         self.jobs = Jobs(self.frontier)
         self.handoffs = Handoffs(peer_id, self.frontier, self.limits, takeover_after=cfg.ring.takeover_after,
                                  pass_on=self._pass_on, push=self._push)
-        self.retries = Retries(self.jobs, self.summary, self.rng, self._keeps)
+        self.retries = Retries(self.jobs, self.summary, self.rng, self._keeps, cfg.retry)
+        #: Hosts down, or asking for a wait over the cap (peer/core/crawl/outages.py).
+        self.outages = Outages(cfg.retry)
         #: Moved hosts waiting for their lease (peer/core/handoff/leasewaits.py).
         self.lease_waits = LeaseWaits()
         # Handed CrawlCore.discover, not the part's: Discovery comes next and is
@@ -203,7 +206,7 @@ class CrawlCore:
         self.outcomes = Outcomes(
             cfg, summary=self.summary, limits=self.limits, frontier=self.frontier, robots=self.robots,
             page_rules=self.page_rules, params=self.params, jobs=self.jobs, rows=self.rows,
-            retries=self.retries, held=self.held, discover=discover,
+            retries=self.retries, outages=self.outages, held=self.held, discover=discover,
             robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies,
             requisites=self.requisite_jobs)
 
