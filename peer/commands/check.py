@@ -49,6 +49,7 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     lines.append(f"   content codings: {_codings(c)}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    lines.append(f"   {cfg.retry.describe()}; Retry-After capped at {pol.max_retry_after:g}s")
     on = [f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites) if b.cookies]
     if c.cookies or on:
         off = [f"site[{i}]" for i, b in enumerate(cfg.sites) if b.cookies is False]
@@ -100,7 +101,8 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
     from peer.core.config.proxies import host_proxy
 
     proxy = host_proxy(cfg, sites.for_host(host).block)
-    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])))
+    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])
+                    + [f"  {cfg.retry.describe()} ([retry])"]))
     return 0
 
 
