@@ -91,7 +91,8 @@ def test_a_server_stopped_for_3s_mid_crawl_has_every_page_fetched_once_after_it_
         "crawl": {"allow_hosts": ["127.0.0.1"], "concurrency": 4},
         # 10 pages a second: the crawl is still going when the server stops.
         "politeness": {"rate": 600.0, "initial_delay": 0.1, "min_delay": 0.1},
-        "retry": {"down_wait": 0.5, "down_max_wait": 1.0, "down_give_up": 60.0}})
+        # Down at the second refusal in a row: the first retry waits at most 1.5 s, inside the outage.
+        "retry": {"down_after": 2, "down_wait": 0.5, "down_max_wait": 1.0, "down_give_up": 60.0}})
     controller = threading.Thread(target=site.outage, args=(time.monotonic() + 60,), daemon=True)
     controller.start()
     try:
