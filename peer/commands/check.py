@@ -97,12 +97,14 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
     except URLError as exc:
         print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry)
     from peer.core.config.proxies import host_proxy
 
     proxy = host_proxy(cfg, sites.for_host(host).block)
+    r = cfg.retry
     print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])
-                    + [f"  {cfg.retry.describe()} ([retry])"]))
+                    + [f"  down after {r.down_after} {'/'.join(r.down_errors) or 'never'} failures in a row: held "
+                       f"{r.down_wait:g}s, doubled up to {r.down_max_wait:g}s, given up after {r.down_give_up:g}s ([retry])"]))
     return 0
 
 

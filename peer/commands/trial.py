@@ -63,6 +63,7 @@ from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
     from peer.core.crawl.core import CrawlCore, Parsed, Refused, Row
+    from peer.core.config.retry import RetryConfig
     from peer.core.http.result import FetchResult
 
 __all__ = ["main", "refusal"]
@@ -384,7 +385,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("fetch", f"failed: {res.error}{where} after {res.elapsed * 1000:.0f} ms")
         if res.tried:
             _connect(res)
-        _say("retry", _retry_words(cfg, res))
+        _say("retry", _retry_words(core.sites.for_host(job.host).retry, res))
         return 1
     _say("fetch", f"HTTP {res.status}{where}, {res.content_type or 'no content type'}, "
          f"{len(res.body):,} bytes{' (cut at max_body)' if res.truncated else ''}, "
@@ -394,8 +395,9 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     if res.retry_after is not None:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "
              f"{cfg.politeness.max_retry_after:g}s)")
-    if cfg.retry.retries_status(res.status) or cfg.retry.retries_error(res.error):
-        _say("retry", _retry_words(cfg, res))
+    policy = core.sites.for_host(job.host).retry
+    if policy.retries_status(res.status) or policy.retries_error(res.error):
+        _say("retry", _retry_words(core.sites.for_host(job.host).retry, res))
     if 300 <= res.status < 400 and res.location:
         _say("redirect", f"{res.location} -> {_redirect(rules, url, res)}")
         return 0
@@ -509,9 +511,8 @@ def _directives(rules: _Rules, url: str, res: FetchResult, parsed: Parsed | None
     return row
 
 
-def _retry_words(cfg: ClusterConfig, res: FetchResult) -> str:
-    """What the crawl does after this answer, by ``[retry]`` (peer/core/config/retry.py)."""
-    policy = cfg.retry
+def _retry_words(policy: RetryConfig, res: FetchResult) -> str:
+    """What the crawl does after this answer, by ``[retry]`` and the host's [[site]] block (peer/core/config/retry.py)."""
     what = res.error if res.status is None else f"HTTP {res.status}" + (f" ({res.error})" if res.error else "")
     if not (policy.retries_error(res.error) or (res.status is not None and policy.retries_status(res.status))):
         return f"{what} is not retried ([retry] statuses, errors); its row keeps it"

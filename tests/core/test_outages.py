@@ -165,3 +165,36 @@ def test_outages_rules():
     (("503",), 500, False), (("503", "408"), 408, True), ((), 503, False)])
 def test_retried_statuses(statuses, status, retried):
     assert RetryConfig(statuses=statuses).retries_status(status) is retried
+
+
+def test_a_site_block_sets_its_hosts_retries_and_check_host_says_so():
+    # [[site]] retry_times / retry_statuses (peer/core/config/sites.py) over [retry] for its hosts alone.
+    from pathlib import Path
+
+    from peer.core.config.cluster import parse_config
+    from peer.core.config.sites import SiteSettings
+
+    text = (f'[[peer]]\nid = "p1"\n[crawl]\nseeds = ["{SITE}/"]\nallow_hosts = ["*.web.test"]\nobey_robots = false\n'
+            '[politeness]\nrate = 0.0\n[retry]\ntimes = 3\n'
+            '[[site]]\nhosts = ["api.web.test"]\nretry_times = 0\nretry_statuses = ["404", "5xx"]\n')
+    cfg = parse_config(text, Path("/nonexistent/cluster.toml"))
+    c = CrawlCore(cfg, "p1", rng=random.Random(1))
+    for url in (f"{SITE}/a", "http://api.web.test/a", "http://api.web.test/b"):
+        c.discover(url, 0, 0.0, Origin.LINK)
+    got: dict[str, list] = {}
+    now = 0.0
+    while len(got) < 3:
+        nxt = c.next(now)
+        if isinstance(nxt, Sleep):  # a 503 backs its host off
+            now = nxt.until
+            continue
+        job = nxt.job  # type: ignore[union-attr]
+        assert isinstance(c.admit(job, now), Fetch)
+        got.setdefault(job.url, result(c, job, answer(job.url, 404 if job.url.endswith("/b") else 503), now))
+    assert [type(e).__name__ for e in got[f"{SITE}/a"]] == ["Requeued"]  # [retry] times = 3
+    assert rows(got["http://api.web.test/a"])["http://api.web.test/a"].status == 503  # the block's 0: at once
+    assert rows(got["http://api.web.test/b"])["http://api.web.test/b"].status == 404
+    lines = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry).describe("api.web.test")
+    assert "  retry 0 times on statuses 404, 5xx (site[0]: api.web.test)" in lines
+    assert "  retry 3 times on statuses 429, 5xx ([retry])" in SiteSettings(
+        cfg.sites, cfg.crawl, cfg.politeness, cfg.retry).describe("site.web.test")

@@ -28,7 +28,7 @@ from typing import Any
 from peer.core.config.keys import at_least_one, key, non_negative
 from peer.errors import ErrorKind
 
-__all__ = ["RetryConfig", "DEFAULT_ERRORS", "DEFAULT_STATUSES"]
+__all__ = ["RetryConfig", "DEFAULT_ERRORS", "DEFAULT_STATUSES", "check_statuses"]
 
 #: Transient error kinds worth a retry (a proxy down or overloaded, or its
 #: upstream, is too); the rest (dns, blocked, the tls kinds, too_large,
@@ -40,7 +40,8 @@ DEFAULT_STATUSES = ("429", "5xx")
 _KINDS = frozenset(k.value for k in ErrorKind)
 
 
-def _statuses(v: Any) -> str | None:
+def check_statuses(v: Any) -> str | None:
+    """The check of a list of statuses retried (``[retry] statuses``, a ``[[site]]``'s ``retry_statuses``)."""
     bad = [s for s in v if not re.fullmatch(r"[1-5]xx|[1-5][0-9][0-9]", s)]
     return None if not bad else 'a list of statuses, "503" or a class "5xx"'
 
@@ -59,7 +60,7 @@ class RetryConfig:
     """``[retry]``: the retry policy of a URL, and of a host that is down (module docstring)."""
 
     times: int = key(int, 2, "retries of a URL after its first fetch failed with a status of statuses or an error of errors; 0: none", non_negative)
-    statuses: tuple[str, ...] = key(list, list(DEFAULT_STATUSES), "HTTP statuses retried, as strings: \"503\", or a class \"5xx\" (which also covers a status outside 100-599, RFC 9110 §15)", _statuses)
+    statuses: tuple[str, ...] = key(list, list(DEFAULT_STATUSES), "HTTP statuses retried, as strings: \"503\", or a class \"5xx\" (which also covers a status outside 100-599, RFC 9110 §15)", check_statuses)
     errors: tuple[str, ...] = key(list, list(DEFAULT_ERRORS), "error kinds retried (the results' error column: connect, reset, timeout, proxy, proxy_refused, dns...)", _kinds)
     base: float = key(float, 1.0, "seconds before a URL's first retry, doubled at each next one, +-50% jitter; a 429/503's Retry-After, capped, wins", _seconds)
     cap: float = key(float, 60.0, "longest wait before one retry of a URL, seconds (the backoff's cap; a Retry-After is capped by politeness.max_retry_after)", _seconds)

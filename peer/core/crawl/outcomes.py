@@ -125,11 +125,13 @@ class Retries:
     peer still keeps the host's jobs (not stopping nor leaving, and still its owner).
     """
 
-    __slots__ = ("policy", "_jobs", "_summary", "_rng", "_keeps", "_attempts")
+    __slots__ = ("policy", "_policy_for", "_jobs", "_summary", "_rng", "_keeps", "_attempts")
 
     def __init__(self, jobs: Jobs, summary: Summary, rng: random.Random, keeps: Callable[[str], bool],
-                 policy: RetryConfig | None = None) -> None:
+                 policy: RetryConfig | None = None, policy_for: Callable[[str], RetryConfig] | None = None) -> None:
         self.policy = policy if policy is not None else RetryConfig()
+        # A [[site]] block's retry_times and retry_statuses (peer/core/config/sites.py), else [retry]'s.
+        self._policy_for = policy_for
         self._jobs = jobs
         self._summary = summary
         self._rng = rng
@@ -143,21 +145,22 @@ class Retries:
         # hand-off lists the URL as fetched here (``inflight_urls``), so a
         # retry passed on now would be dropped by the new owner as seen and
         # leave no row anywhere; the failure is recorded here instead.
-        if n >= self.policy.times or not self._keeps(job.host):
+        policy = self._policy_for(job.host) if self._policy_for is not None else self.policy
+        if n >= policy.times or not self._keeps(job.host):
             return False
         self._attempts[job.url] = n + 1
         # Exponential backoff with jitter, so the retries of many URLs that
         # failed together (a server restart) do not come back together.
-        wait = self.policy.wait(n, self._rng.uniform(0.5, 1.5))
+        wait = policy.wait(n, self._rng.uniform(0.5, 1.5))
         if retry_after is not None:
             wait = max(wait, retry_after)
         self._jobs.requeue(job, now, now + wait, out)
         self._summary.retries += 1
         return True
 
-    def retryable(self, res: FetchResult) -> bool:
-        """Is ``res``'s failure one the policy retries (``[retry]`` statuses and errors)?"""
-        policy = self.policy
+    def retryable(self, res: FetchResult, host: str) -> bool:
+        """Is ``res``'s failure one the policy of ``host`` retries (``[retry]`` statuses and errors)?"""
+        policy = self._policy_for(host) if self._policy_for is not None else self.policy
         return policy.retries_error(res.error) or (res.status is not None and policy.retries_status(res.status))
 
     def held(self, job: Job, now: float, until: float, out: list[Effect]) -> bool:
@@ -179,7 +182,7 @@ class Retries:
         is: back through the host's queue and pace, a 429/503's Retry-After held (rule 2).
         False: not transient, or no attempt left; its failure is final."""
         status = res.status
-        if not self.retryable(res):
+        if not self.retryable(res, job.host):
             return False
         retry_after = None
         if status in (429, 503):
@@ -245,7 +248,7 @@ class Outcomes:
         status = res.status
         host = job.host
         limits = self._limits
-        retryable = self._retries.retryable(res)
+        retryable = self._retries.retryable(res, host)
         if status is not None and not 200 <= status <= 599:
             self._summary.invalid_status += 1
         retry_after = None
