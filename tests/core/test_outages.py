@@ -21,6 +21,7 @@ from peer.core.crawl.limits import Hold
 from peer.core.crawl.outages import Outages, Verdict
 from peer.core.http.result import FetchResult
 from peer.core.run.progress import Progress
+from ring.vocabulary import COUNTER_PREFIXES
 from tests.core.test_crawl import SITE, answer, config, html, result, rows
 
 PAGES = [f"{SITE}/p{i}" for i in range(12)]
@@ -150,6 +151,8 @@ def test_outages_rules():
     assert o.failed("h", 12.0) == (Verdict.HOLD, 32.0)  # a probe: doubled
     assert o.failed("h", 32.0) == (Verdict.HOLD, 57.0)  # capped at 25
     assert o.hosts_down() == 1 and o.figures()["outage.hosts_down"] == 1
+    # ring status shows them among the counters, not as URLs dropped.
+    assert all(name.startswith(COUNTER_PREFIXES) for name in o.figures())
     o.answered("h")  # rule 1: back
     assert o.hosts_down() == 0 and o.recovered == 1
     assert o.failed("h", 60.0) == (Verdict.RETRY, 60.0)  # a new streak
