@@ -161,6 +161,10 @@ def test_outages_rules():
     assert o.asked_wait("r", 0.0, 30.0) == (Verdict.HOLD, 30.0)  # rule 4: the cap, each time
     assert o.asked_wait("r", 30.0, 30.0) == (Verdict.HOLD, 60.0)
     assert o.render() == "outages: 3 host outages, 1 recovered, 1 given up, 1 down now"
+    # One slow page timing out again and again is its own failure, not its host's outage.
+    o.answered("slow")
+    assert [o.failed("slow", t, "http://slow/x", "timeout")[0] for t in (1.0, 2.0, 3.0, 4.0)] == [Verdict.RETRY] * 4
+    assert o.failed("slow", 5.0, "http://slow/y", "timeout")[0] is Verdict.HOLD  # a second page: down
 
 
 @pytest.mark.parametrize(("statuses", "status", "retried"), [

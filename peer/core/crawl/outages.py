@@ -16,6 +16,10 @@ seconds. So:
    host is held ``down_wait`` seconds. A host that never answered (a dead
    link's host, a wrong port) is not held: its URLs fail after their own
    retries, so a typo does not keep a crawl running for ``down_give_up``.
+   A timeout is the one kind a single page can earn alone (a slow search
+   page, retried at the front of its host's queue): a timeout of the URL
+   whose failure the streak counted last does not count again, so one slow
+   page is recorded after its own retries and does not hold its host.
 3. **Probe.** When the hold ends the host's next request is a probe; one
    that fails doubles the hold, up to ``down_max_wait`` (exponential
    backoff, RFC 9110 §15.6.4's "retry after some delay"). A failure of a
@@ -70,7 +74,7 @@ class Outages:
     def __init__(self, policy: RetryConfig) -> None:
         self._policy = policy
         self._answered: set[str] = set()
-        self._streak: dict[str, int] = {}
+        self._streak: dict[str, tuple[int, str]] = {}  # host -> (failures in a row, the last one's URL)
         self._down: dict[str, Down] = {}
         self.went_down = 0  # outages begun (a host down twice counts twice)
         self.recovered = 0  # outages ended by an answer
@@ -85,15 +89,19 @@ class Outages:
         if self._down and self._down.pop(host, None) is not None:
             self.recovered += 1
 
-    def failed(self, host: str, now: float) -> tuple[Verdict, float]:
-        """Rules 2, 3, 5: a request to ``host`` failed with an error of ``down_errors``; (verdict, until)."""
+    def failed(self, host: str, now: float, url: str = "", kind: str = "") -> tuple[Verdict, float]:
+        """Rules 2, 3, 5: a request of ``url`` to ``host`` failed with ``kind``, an error of
+        ``down_errors``; (verdict, until)."""
         if host not in self._answered:
             return Verdict.RETRY, now
         down = self._down.get(host)
         if down is None:
-            n = self._streak.get(host, 0) + 1
+            n, last = self._streak.get(host, (0, ""))
+            if kind == "timeout" and url and url == last:
+                return Verdict.RETRY, now  # rule 2: one slow page's own retries
+            n += 1
             if n < self._policy.down_after:
-                self._streak[host] = n
+                self._streak[host] = (n, url)
                 return Verdict.RETRY, now
             self._streak.pop(host, None)
             wait = self._policy.down_wait

@@ -256,7 +256,7 @@ class Outcomes:
         verdict, until = Verdict.RETRY, now
         if status is None:
             if res.error in self._retries.policy.down_errors and not limits.given_up(host):
-                verdict, until = self._outages.failed(host, now)
+                verdict, until = self._outages.failed(host, now, job.url, res.error or "")
         else:
             over = False
             if retryable:
