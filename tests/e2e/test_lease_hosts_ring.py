@@ -76,7 +76,7 @@ async def test_a_peer_down_past_dead_after_leaves_the_hosts_that_kept_their_owne
                     # web read before a peer declared it dead (a suspect keeps its hosts: nobody
                     # else could fetch them), as well as all read before the kill. Not the log at
                     # the kill: a loaded web (in this process) reads some of the victim's last
-                    # requests up to 0.5 s after the kill, and answers a dead client.
+                    # requests up to 0.7 s after the kill, and answers a dead client.
                     declared = min(declared_dead(ring.logs[p][1].read_text(), v) for p in PEERS if p != v)
                     victims = hosts_of(graph, farm.port, PEERS, v)
                     at_kill = Counter(f"http://{e.host}:{farm.port}{e.target}" for e in farm.log
