@@ -10,6 +10,7 @@ peer.core.crawl.jobs have test modules of their own as well.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from dataclasses import replace
@@ -1221,3 +1222,12 @@ def test_an_ip_seen_before_the_ring_formed_is_paced_at_the_ring_share_once_it_do
     c.handoffs.set_ring(ring, 1.0)
     share = ring.shares()["p1"]
     assert c.frontier.ip_delay("10.0.0.1") == pytest.approx(1.0 / share)
+
+
+def test_the_summary_counts_bodies_decoded_and_as_they_came():
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/coded")
+    page = html("/x")
+    coded = dataclasses.replace(answer(job.url, body=page), raw_bytes=40)  # gzip on the wire
+    result(c, job, coded, 0.1)
+    assert (c.summary.bytes, c.summary.wire_bytes) == (len(page), 40)
