@@ -739,7 +739,8 @@ def test_a_host_held_on_robots_txt_is_counted_held_not_also_waiting_on_politenes
     assert snap.held_robots == 1
     # Two hosts with work: other.web.test may start, site.web.test is held.
     assert (snap.hosts_ready, snap.hosts_waiting, snap.held_robots) == (1, 0, 1)
-    assert snap.held_next == f"robots.txt of {HOST} unreachable (connection refused on port 80)"
+    assert snap.held_next == (f"robots.txt of {HOST} unreachable (connection refused on port 80), "
+                              "try 2 of 4 (crawl.robots_tries)")
     assert snap.held_next_in == 25.0
     # Its URL, started again, goes back until the retry: the frontier now
     # counts the host among those waiting, and the line still says held.
