@@ -72,6 +72,10 @@ def test_the_first_crawl_prints_the_summary_the_readme_and_the_guide_show(tmp_pa
     got = crawled((ROOT / "solo.toml").read_text(), web.port, tmp_path)
     for page in (GUIDE, ROOT / "README.md"):
         assert summary_after(page.read_text(), 0) == got, f"{page.name}'s first crawl is out of date"
+    # A solo crawl of a site smaller than max_pages: its ETA counts the
+    # queue (the guide's "ETA 0.6s (the 11 queued)"), not max_pages.
+    log = (tmp_path / "solo.err").read_text()
+    assert re.search(r"of max_pages 500, ETA [0-9.]+s \(the [0-9,]+ queued\)", log), log[-3000:]
 
 
 def test_crawl_your_own_site_prints_what_the_guide_shows_and_the_server_saw(tmp_path, web):
