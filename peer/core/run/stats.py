@@ -143,12 +143,17 @@ def _excluded(s: Any) -> Mapping[str, int]:
     return getattr(s, "excluded", None) or {}
 
 
+def _size(n: int) -> str:
+    """Bytes for a person: MiB from one MiB up, else KiB (7,378 bytes is "7.2 KiB", not "0.0 MiB")."""
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
 def _sizes(s: Any) -> str:
     """The bodies' size, decoded, and as they came when content coding made them smaller."""
     wire = getattr(s, "wire_bytes", s.bytes)
     if wire == s.bytes:
-        return f"{s.bytes / 2**20:.1f} MiB of bodies"
-    return f"{s.bytes / 2**20:.1f} MiB of bodies decoded, {wire / 2**20:.1f} MiB on the wire"
+        return f"{_size(s.bytes)} of bodies"
+    return f"{_size(s.bytes)} of bodies decoded, {_size(wire)} on the wire"
 
 
 def render_summary(s: Any) -> str:
