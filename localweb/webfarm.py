@@ -21,6 +21,7 @@ import argparse
 import functools
 import signal
 import sys
+from ring.commandnames import Command, command, spoken
 from collections.abc import Sequence
 from typing import Any
 
@@ -86,7 +87,7 @@ def _behaviours(args: argparse.Namespace) -> dict[str, HostBehaviour]:
 
 def _arg_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="webfarm.py",
+        prog=command(Command.WEBFARM, sys.argv[0]),
         description="Serve ringcrawl's local test web (*.web.test) on one loopback port.",
         epilog=("A peer crawls this web with these cluster.toml lines (PORT is --port; the\n"
                 "server prints them again, with its port, when it starts):\n\n"
@@ -120,6 +121,8 @@ def _arg_parser() -> argparse.ArgumentParser:
     p.add_argument("--log", metavar="FILE", help="append every request to FILE as JSON lines")
     p.add_argument("--print-expected", action="store_true",
                    help="print the URLs a correct crawl of --port requests, one a line, and exit")
+    # Commands named as the user started this one (installed, or from a checkout).
+    p.description, p.epilog = spoken(p.description or "", sys.argv[0]), spoken(p.epilog or "", sys.argv[0])
     return p
 
 

@@ -5,6 +5,7 @@ Layout, bottom up (everything pure but ``io`` and ``tools``, which do I/O):
 - ``errors``          the package's exception tree
 - ``vocabulary``      the words of a crawl's figures, one table for every surface that shows them (pure)
 - ``durations``       a span of time as a person reads it, one format for every surface (pure)
+- ``commandnames``    the commands' names as the user starts them: installed or from a checkout (pure)
 - ``hashring``        consistent hashing of hosts onto peers (pure)
 - ``wirecodec``       the codec's machinery: field codecs, a record's spec with the wire version
                       of each field, frames of the two versions a peer speaks (pure)

@@ -22,7 +22,12 @@ Rules:
    recorded without a request (``robots``; a robots.txt that could not be read,
    by its failure kind; ``retry_after``, a host given up), plus URLs refused
    before any queue, which leave no row (:data:`NO_ROW_CAUSES`: ``scope``, and
-   the caps by their config key). A cause is never a failure.
+   the caps by their config key). A cause is never a failure. A cause with a
+   row counts URLs (one row each); a cause without one counts the links met,
+   a URL once for each page that links it, not distinct URLs: the refusal
+   comes before the seen set, which must not fill with another site's URLs,
+   and a URL refused at two peers would count twice anyway. Text says so
+   (:func:`per_link`).
 4. ``drops`` are refused input only: malformed frames, bad gossip, oversized
    batches, header values ignored or clamped. An exclusion is never a drop, and
    a healthy counter (:data:`COUNTER_PREFIXES`: forwarding frames, holds...)
@@ -41,8 +46,8 @@ from dataclasses import dataclass
 from types import MappingProxyType
 
 __all__ = ["COUNTER_PREFIXES", "Family", "NOT_REQUESTED_CAPS", "NOT_REQUESTED_PREFIX", "NO_ROW_CAUSES",
-           "SCOPE", "SCOPE_RULES", "Split", "TERMS", "Term", "failed", "not_requested", "on_wire", "split_pairs",
-           "words"]
+           "SCOPE", "SCOPE_RULES", "Split", "TERMS", "Term", "failed", "not_requested", "on_wire", "per_link",
+           "split_pairs", "words"]
 
 
 class Family(enum.StrEnum):
@@ -71,7 +76,8 @@ TERMS: Mapping[Family, Term] = MappingProxyType({
                        "requests made for pages: an answer of any status, or a failure; robots.txt apart"),
     Family.FAILED: Term("failed", "failed", "kind", "requests made or attempted that failed, by kind"),
     Family.NOT_REQUESTED: Term("not requested", "not_requested", "cause",
-                               "URLs never requested, by cause (robots, scope, a cap...)"),
+                               "URLs never requested, by cause (robots, scope, a rule, a cap...); "
+                               "scope, rules, skip_extensions and the caps count links met, not distinct URLs"),
     Family.DROPS: Term("drops", "drops", "reason", "input refused (malformed frames, bad gossip...)"),
     Family.COUNTERS: Term("counters", "", "", "healthy counters (forwarding, holds, the seen set...)"),
 })
@@ -142,6 +148,12 @@ def not_requested(rows: Mapping[str, int], out_of_scope: int = 0,
         if n:
             out[cap] = out.get(cap, 0) + n
     return dict(sorted(out.items()))
+
+
+def per_link(causes: Iterable[str]) -> str:
+    """What text says of not-requested causes among which some count links met (rule 3), or ""."""
+    met = sorted(c for c in causes if c in NO_ROW_CAUSES)
+    return f"{', '.join(met)}: links met, not distinct URLs" if met else ""
 
 
 def on_wire(causes: Mapping[str, int]) -> dict[str, int]:

@@ -76,6 +76,7 @@ import json
 import math
 import sys
 import time
+from ring.commandnames import Command, command, spoken
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -603,12 +604,12 @@ def _state_plan(ring: HashRing, revisits: Sequence[Any], cookies: Sequence[Any])
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python scripts/adopt.py",
+        prog=command(Command.ADOPT, sys.argv[0]),
         description=(
             "Adopt a lost peer's frontier: send the URLs it had queued (and the forwards it had\n"
             "not had acked) to their current owners in the running ring, and the URLs it had\n"
             "already fetched as 'seen', so nothing it queued is lost and nothing it fetched is\n"
-            "fetched again. Its pages.duckdb stays where it is; merge it with scripts/merge.py.\n"
+            "fetched again. Its pages.duckdb stays where it is; merge it with python scripts/merge.py.\n"
             "The lost peer must be dead in the ring (see python -m ring status)."
         ),
         epilog=(
@@ -640,6 +641,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--no-state", action="store_true",
                    help="send only its URLs, not its hosts' revisit schedule and cookies")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
+    # Commands named as the user started this one (installed, or from a checkout).
+    p.description, p.epilog = spoken(p.description or "", sys.argv[0]), spoken(p.epilog or "", sys.argv[0])
     return p
 
 

@@ -17,6 +17,7 @@ from collections.abc import Sequence
 
 from peer.core.config.cluster import ClusterConfig, CrawlConfig
 from peer.errors import EXIT_USAGE
+from ring.commandnames import spoken
 
 __all__ = ["check_host", "config_warnings", "describe", "idle_peers", "machine_warnings", "ring_warnings", "seed_hosts_text",
            "seed_owners", "static_refused", "SEED_OWNERS_SHOWN"]
@@ -247,9 +248,9 @@ def ring_warnings(cfg: ClusterConfig) -> list[str]:
     where = str(cfg.path)
     if n == 2:
         a, b = (p.id for p in cfg.peers)
-        return [f"{where}: a ring of two peers stops when either peer stops (a majority of two is "
-                f"two, so the other pauses); `python -m ring forget --ring {where} --id {b}` (or "
-                f"--id {a}) lets the other go on; three peers survive one stopping"]
+        return [spoken(f"{where}: a ring of two peers stops when either peer stops (a majority of two is "
+                       f"two, so the other pauses); `python -m ring forget --ring {where} --id {b}` (or "
+                       f"--id {a}) lets the other go on; three peers survive one stopping", sys.argv[0])]
     if n > 2 and n % 2 == 0:
         return [f"{where}: a ring of {n} peers split in two halves of {n // 2} pauses on both sides "
                 "(neither has a majority); an odd number of peers always leaves one side going on"]
@@ -277,9 +278,10 @@ def machine_warnings(cfg: ClusterConfig) -> list[str]:
     if len(counts) > 1:
         for m, k in sorted(counts.items()):
             if k > 1 and n - k <= n // 2:
-                out.append(f"{where}: machine {m!r} runs {k} of the ring's {n} peers: when it stops, the "
-                           f"other {n - k} are no majority and pause until it is back (or `python -m ring "
-                           f"forget` drops its peers); spread the peers over more machines")
+                out.append(spoken(f"{where}: machine {m!r} runs {k} of the ring's {n} peers: when it stops, "
+                                  f"the other {n - k} are no majority and pause until it is back (or `python -m "
+                                  f"ring forget` drops its peers); spread the peers over more machines",
+                                  sys.argv[0]))
     pol = cfg.politeness
     if pol.ip_concurrency and n > 1:
         shares = HashRing.of_members(cfg.peers, cfg.ring.vnodes).shares()

@@ -38,6 +38,7 @@ from peer.commands.check import (check_host, config_warnings, describe, seed_hos
                                  static_refused)
 from peer.core.run.stats import STATS_FILE
 from peer.commands.machine import bind_problem
+from ring.commandnames import Command, command
 from ring.errors import RingError
 from ring.tools.logs import FORMATS, configure as configure_logs, event
 
@@ -45,21 +46,31 @@ __all__ = ["main"]
 
 
 
+#: The examples of ``--help``: (arguments, what they do).
+_EXAMPLES = (
+    ("--ring cluster.toml --check", "validate the config, ask the seed hosts"),
+    ("--ring F --check --host HOST", "the settings in force for one host"),
+    ("--ring solo.toml", "crawl (a ring of one peer)"),
+    ("try URL --ring solo.toml", "show what the crawl would do with one URL"),
+    ("--ring F --id m1", "an entry of workers = N: its N peers m1-0..,\n"
+                         "one supervisor (exit: the worst worker's status)"),
+)
+
+
 def _parser() -> argparse.ArgumentParser:
+    # Named as the user started it: ringcrawl once installed, python -m peer in a checkout.
+    me = command(Command.PEER, sys.argv[0])
+    width = max(len(f"  {me} {a}") for a, _ in _EXAMPLES) + 2
+    examples = "".join(f"{f'  {me} {a}':<{width}}" + what.replace("\n", "\n" + " " * width) + "\n"
+                       for a, what in _EXAMPLES)
     p = argparse.ArgumentParser(
-        prog="python -m peer",
+        prog=me,
         description=(
             "Run one peer of a ringcrawl cluster. Every machine runs the same "
             "command with the same cluster.toml; --id says which [[peer]] this is."
         ),
         epilog=(
-            "Examples:\n"
-            "  python -m peer --ring cluster.toml --check     validate the config, ask the seed hosts\n"
-            "  python -m peer --ring F --check --host HOST    the settings in force for one host\n"
-            "  python -m peer --ring solo.toml                crawl (a ring of one peer)\n"
-            "  python -m peer try URL --ring solo.toml        show what the crawl would do with one URL\n"
-            "  python -m peer --ring F --id m1                an entry of workers = N: its N peers m1-0..,\n"
-            "                                                 one supervisor (exit: the worst worker's status)\n"
+            "Examples:\n" + examples +
             "Earlier crawl state (data_dir/state/): on a terminal the peer asks whether to resume\n"
             "it or start fresh. Without one it resumes an interrupted run (kill -9, a signal, a\n"
             "crash) or a graceful leave (--leave and SIGTERM: it rejoins the ring) whose scope and\n"
@@ -77,7 +88,7 @@ def _parser() -> argparse.ArgumentParser:
             "  4  storage failed while the crawl ran: a write under data_dir was refused (a\n"
             "     disk gone read-only or full, an I/O error); one line names the file and the\n"
             "     system's reason; start again with the same command once the disk is fixed\n"
-            "  75 stopped for a planned restart by `ringcrawl-ring restart`: the service manager\n"
+            f"  75 stopped for a planned restart by `{command(Command.RING, sys.argv[0])} restart`: the service manager\n"
             "     starts it again (the ring keeps its hosts for it for ring.restart_hold)\n"
             "  other: a bug, with its traceback (please report it); -9 / 137: killed"
         ),
@@ -124,7 +135,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--leave", action="store_true",
                    help="on SIGTERM, leave the ring gracefully: hand the queued and fetched "
                         "URLs of this peer's hosts to their new owners, then exit 0 "
-                        "(same as `python -m ring leave --id ID`); without it SIGTERM stops "
+                        f"(same as `{command(Command.RING, sys.argv[0])} leave --id ID`); without it SIGTERM stops "
                         "this peer for a planned restart: the others keep its hosts for it for "
                         "ring.restart_hold seconds, then take them when it is declared dead")
     p.add_argument("--progress", metavar="SECONDS", type=float, default=5.0,
@@ -136,6 +147,9 @@ def _parser() -> argparse.ArgumentParser:
                    help="text (default): one line a record, stamped in UTC; json: one JSON object "
                         "a line (ts, level, peer, logger, event, msg and the event's fields), the "
                         "end-of-run summary one record (docs/operations.md, Logs)")
+    # try is a first word main() reads before this parser: its usage follows the crawl's.
+    p.usage = (p.format_usage().removeprefix("usage: ").rstrip()
+               + f"\n       {me} try URL --ring PATH [options]   (see {me} try --help)")
     return p
 
 
@@ -284,8 +298,12 @@ def main(argv: Sequence[str] | None = None) -> int:
               f"(start again with --fresh)", file=sys.stderr)
         return EXIT_LOST
     doc = _end_run(cfg, args.id, crawler, summary, record, state_dir, data_dir, finished)
-    total = _results_pages(results)
-    earlier = before or 0
+    # The file's rows split by when they were fetched, so that the parts sum: rows
+    # restored from the journal of a killed run are written during this one, but
+    # were fetched by the earlier run (their fetched_at says so).
+    split = _results_split(results, crawler.started)
+    total, this_run = split if split is not None else (None, summary.requested)
+    earlier = total - this_run if total is not None else (before or 0)
     if args.log_format == "json":
         # The summary is one record a log shipper keeps whole (its fields are
         # stats.json's, less the config), not lines that interleave with others'.
@@ -298,7 +316,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if total is None:
             print(f"results: {results}")
         else:
-            print(f"results: {results}: {total:,} pages in all, {summary.requested:,} fetched this run"
+            print(f"results: {results}: {total:,} pages in all, {this_run:,} fetched this run"
                   + (f", {earlier:,} by {record.runs - 1} earlier run(s)" if record.runs > 1 else ""))
         print(f"stats: {data_dir / STATS_FILE}")
     if not summary.requested and not total and _fetched_nothing(crawler, summary, cluster):
@@ -498,6 +516,27 @@ def _results_pages(results: Path, *, requested: bool = True) -> int | None:
     except duckdb.Error:
         return None
     return int(row[0]) if row else None
+
+
+def _results_split(results: Path, started: float) -> tuple[int, int] | None:
+    """(fetched pages in the results file, those of them fetched since ``started``, epoch
+    seconds), or None if unreadable: the rest were fetched by earlier runs, so the parts sum.
+
+    A page fetched again this run (in flight at a kill -9) counts once, as this run's.
+    """
+    if not results.exists():
+        return 0, 0
+    import duckdb
+
+    # fetched_at is naive UTC (peer.results.store); epoch() reads it as such.
+    try:
+        with duckdb.connect(str(results), read_only=True) as con:
+            row = con.execute("SELECT count(*), count(*) FILTER (WHERE epoch(fetched_at) >= ?) FROM pages"
+                              " WHERE NOT (status IS NULL AND coalesce(elapsed_ms, 0) = 0)",
+                              [started]).fetchone()
+    except duckdb.Error:
+        return None
+    return (int(row[0]), int(row[1])) if row else None
 
 
 def _check_join(cfg: ClusterConfig, args: argparse.Namespace) -> None:

@@ -30,11 +30,13 @@ import errno
 import os
 import shutil
 import socket
+import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from peer.core.config.cluster import ClusterConfig, parse_address, parse_metrics_address
+from ring.commandnames import spoken
 
 __all__ = ["MIN_FREE_BYTES", "Local", "bind_problem", "local_of", "machine_problems", "ring_bind_address"]
 
@@ -124,10 +126,10 @@ def _secret_problem(cfg: ClusterConfig, local: Local) -> list[str]:
     assert local.keys_dir is not None
     secret = local.keys_dir / f"{local.peer_id}{SECRET_SUFFIX}"
     if not secret.exists():
-        return [f"{secret}: no secret key for peer {local.peer_id} (ring.curve_keys of {cfg.path}): copy "
-                f"{secret.name} here from where the pairs were made (scp -p keeps its mode 0600), or make "
-                f"a pair: python scripts/keys.py --ring {cfg.path} --id {local.peer_id} (then copy "
-                f"{local.peer_id}.key to every machine)"]
+        return [spoken(f"{secret}: no secret key for peer {local.peer_id} (ring.curve_keys of {cfg.path}): "
+                       f"copy {secret.name} here from where the pairs were made (scp -p keeps its mode 0600), "
+                       f"or make a pair: python scripts/keys.py --ring {cfg.path} --id {local.peer_id} (then "
+                       f"copy {local.peer_id}.key to every machine)", sys.argv[0])]
     try:
         CurveKeys.load(local.keys_dir, local.peer_id)  # mode, format, both halves, every member's key
     except RingError as exc:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from ring.commandnames import Command, command, spoken
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -27,7 +28,7 @@ EXIT_INCOMPLETE = 1
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="merge.py",
+        prog=command(Command.MERGE, sys.argv[0]),
         description=(
             "Merge the peers' results files (pages.duckdb) into one DuckDB file: one pages row\n"
             "per URL (the newest fetch wins, its peer kept), distinct links and PID trace rows,\n"
@@ -86,6 +87,8 @@ def _parser() -> argparse.ArgumentParser:
                         "sha256 hashes), which ReplayWeb.page and pywb read ([warc] enabled must have been on)")
     p.add_argument("-q", "--quiet", action="store_true",
                    help="print no summary (warnings and errors still go to stderr)")
+    # Commands named as the user started this one (installed, or from a checkout).
+    p.description, p.epilog = spoken(p.description or "", sys.argv[0]), spoken(p.epilog or "", sys.argv[0])
     return p
 
 
@@ -104,7 +107,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         warc_dirs = [cfg.data_dir(s.id) / cfg.warc.directory for s in cfg.peers]
         warc_dirs += [p.parent / "warc" for p in args.files]
     if not files:
-        raise ConfigError("merge.py", "", "no input: give results files or --ring cluster.toml")
+        raise ConfigError(command(Command.MERGE, sys.argv[0]), "", "no input: give results files or --ring cluster.toml")
     try:
         summary = merge(files, args.output, force=args.force, parquet=args.parquet,
                         export=args.export, warc_dirs=warc_dirs, strict=args.strict, wacz=args.wacz)

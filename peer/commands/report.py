@@ -8,6 +8,8 @@ saying what was written, or one ``error:`` line and exit status 2.
 from __future__ import annotations
 
 import argparse
+import sys
+from ring.commandnames import Command, command, spoken
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -21,7 +23,7 @@ __all__ = ["main"]
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="report.py",
+        prog=command(Command.REPORT, sys.argv[0]),
         description=(
             "Draw a crawl report from a results file (a peer's pages.duckdb or a merged file):\n"
             "PNG plots of pages/s per peer, requests/s of the busiest hosts against their\n"
@@ -46,13 +48,15 @@ def _parser() -> argparse.ArgumentParser:
                    help="output directory for index.html and the PNGs")
     p.add_argument("--ring", type=Path, metavar="cluster.toml",
                    help="take ring shares from this config's [[peer]] weights and ring.vnodes, "
-                        "and the politeness panel's setpoint from its politeness.rate "
+                        "and the politeness panel's setpoints from its politeness.rate and [[site]] rates "
                         "(default: the peers in the data, weight 1, 256 vnodes; pid_trace's setpoint)")
     p.add_argument("--stats", type=Path, metavar="stats.json",
                    help="the stats.json whose run_config the page shows (default: DB's stem + "
                         ".stats.json, else stats.json, beside DB)")
     p.add_argument("--top", type=int, default=4, metavar="N",
                    help=f"hosts in the politeness and PID trace plots, 1 to {MAX_TOP} (default 4)")
+    # Commands named as the user started this one (installed, or from a checkout).
+    p.description, p.epilog = spoken(p.description or "", sys.argv[0]), spoken(p.epilog or "", sys.argv[0])
     return p
 
 

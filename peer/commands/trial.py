@@ -53,6 +53,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from ring.commandnames import Command, command, spoken
 from collections.abc import Sequence
 
 from typing import TYPE_CHECKING
@@ -77,7 +78,7 @@ DEFAULT_LINKS = 30
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python -m peer try",
+        prog=command(Command.PEER, sys.argv[0]) + " try",
         description=("Fetch one URL through the crawl's own fetcher, scope, robots.txt, ownership\n"
                      "and extraction rules, and print every verdict, the links found (with their\n"
                      "verdicts) and the extracted fields. A dry run: nothing is written to the\n"
@@ -96,6 +97,8 @@ def _parser() -> argparse.ArgumentParser:
                    help=f"links printed at most (default {DEFAULT_LINKS}; 0: all)")
     p.add_argument("--ignore-robots", action="store_true",
                    help="fetch the page even if robots.txt disallows it (the crawl would not)")
+    # Commands named as the user started this one (installed, or from a checkout).
+    p.description, p.epilog = spoken(p.description or "", sys.argv[0]), spoken(p.epilog or "", sys.argv[0])
     return p
 
 

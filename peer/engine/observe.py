@@ -31,6 +31,7 @@ from __future__ import annotations
 import functools
 import logging
 import os
+import sys
 import time
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
@@ -39,6 +40,7 @@ import trio
 
 from peer.core.config.cluster import bind_address
 from peer.state.statusaddress import StatusAddress, remove_status_address, write_status_address
+from ring.commandnames import Command, command
 from ring.errors import RingError
 from ring.membership.lease import fingerprint
 from ring.messages import (VERSION, DecodeError, EncodeError, LeaseStatus, MemberState, MemberStatus, SeedAddReply,
@@ -184,8 +186,9 @@ async def _record(crawler: Crawler, record: StatusAddress, stack: AsyncExitStack
         log.warning("`python -m ring status` cannot find this peer: %s: %s",
                     data_dir, exc.strerror or exc)
         return
-    log.info("watch this crawl with: python -m ring status --ring %s (or dashboard); it answers on %s, "
-             "recorded in %s", crawler.cfg.path, record.address, data_dir)
+    # Named as the user started this peer: ringcrawl-ring once installed, python -m ring in a checkout.
+    log.info("watch this crawl with: %s status --ring %s (or dashboard); it answers on %s, "
+             "recorded in %s", command(Command.RING, sys.argv[0]), crawler.cfg.path, record.address, data_dir)
 
     async def remove() -> None:
         # Shielded: it runs as the crawl's nursery is cancelled at its end.

@@ -28,12 +28,14 @@ import ipaddress
 import os
 import re
 import stat
+import sys
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 from types import MappingProxyType
 
+from ring.commandnames import spoken
 from ring.errors import RingError
 
 __all__ = [
@@ -126,8 +128,8 @@ def _read_keys(path: Path) -> dict[str, str]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise RingError(f"{path}: no such key file (generate keys with "
-                        "python scripts/keys.py --ring cluster.toml; see docs/curve.md)") from None
+        raise RingError(spoken(f"{path}: no such key file (generate keys with "
+                               "python scripts/keys.py --ring cluster.toml; see docs/curve.md)", sys.argv[0])) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise RingError(f"{path}: cannot read key file: {getattr(exc, 'strerror', None) or exc}") from None
     found: dict[str, str] = {}
@@ -136,8 +138,8 @@ def _read_keys(path: Path) -> dict[str, str]:
         if m:
             name, value = m[1], m[2].strip().strip("\"'")
             if not _is_z85_key(value):
-                raise RingError(f"{path}: {name} is not a 40-character Z85 Curve key "
-                                "(regenerate with scripts/keys.py --force)")
+                raise RingError(spoken(f"{path}: {name} is not a 40-character Z85 Curve key "
+                                       "(regenerate with python scripts/keys.py --force)", sys.argv[0]))
             found[name] = value
     return found
 

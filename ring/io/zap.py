@@ -24,6 +24,7 @@ its ROUTER.
 from __future__ import annotations
 
 import logging
+import sys
 import weakref
 from collections.abc import Callable
 from contextlib import AsyncExitStack
@@ -34,6 +35,7 @@ import trio
 import zmq
 import zmq.utils.z85
 
+from ring.commandnames import spoken
 from ring.errors import RingError
 from ring.io.errors import PeerUnreachable, TransportError
 from ring.io.sockopts import SocketType
@@ -68,8 +70,9 @@ def _check_pair(keys: CurveKeys) -> None:
     # A secret from another pair passes every format check, then fails every
     # handshake without a word: say so when the socket is made instead.
     if zmq.curve_public(keys.secret) != keys.public:
-        raise RingError(f"{keys.directory}/{keys.peer_id}.key_secret: the secret key does not "
-                        "belong to its public key (regenerate the pair with scripts/keys.py --force)")
+        raise RingError(spoken(f"{keys.directory}/{keys.peer_id}.key_secret: the secret key does not "
+                               "belong to its public key (regenerate the pair with python scripts/keys.py --force)",
+                               sys.argv[0]))
 
 
 def curve_server(keys: CurveKeys) -> Callable[[zmq.Socket], None]:

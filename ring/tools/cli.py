@@ -68,6 +68,7 @@ from ring.tools.logs import FORMATS
 from ring.tools.statustable import format_status, hhmmss
 from ring.tools.voters import format_voter, voters_summary
 from ring.io.curve import resolve_keys_dir
+from ring.commandnames import Command, command as command_name
 from ring.errors import user_error
 from ring.hashring import HashRing
 from ring.messages import ForgetOutcome, SettingsAction, VoterAction
@@ -188,8 +189,15 @@ def ownership_table(cfg: RingFile, sample: int = 10_000, hosts: Sequence[str] = 
     return "\n".join(out)
 
 
+def _named(cmd: Command) -> str:
+    """How the user types ``cmd``: as they started this command (ring.commandnames)."""
+    return command_name(cmd, sys.argv[0])
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m ring", description="Cluster-level commands of ringcrawl.")
+    # Named as the user started it: ringcrawl-ring once installed, python -m ring in a checkout.
+    p = argparse.ArgumentParser(prog=_named(Command.RING),
+                                description="Cluster-level commands of ringcrawl.")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
     t = sub.add_parser("table", help="print the ring's shares and who owns which host",
                        description="Print each peer's share of the ring described by cluster.toml, "
@@ -394,7 +402,7 @@ async def _seed_add(cfg: RingFile, args: argparse.Namespace) -> SeedAddRun:
         recorded = args.recorded(data_dir)
         if recorded is None or recorded.gone():
             raise _NoAnswer(f"peer {solo.id} is not running (no status address recorded in {data_dir}); "
-                            f"start it with: python -m peer --ring {shlex.quote(str(args.ring))}")
+                            f"start it with: {_named(Command.PEER)} --ring {shlex.quote(str(args.ring))}")
         contacts = [Contact(solo.id, recorded.address)]
     return await send_batches(cfg.ring.name, contacts,
                               batches(args.lines, cfg.crawl.seed_add_batch), args.timeout,
@@ -531,7 +539,8 @@ def status_source(cfg: RingFile, timeout: float, recorded: Callable[[Path], Reco
     or where its solo peer recorded its address (:mod:`ring.tools.statuspoll`)."""
     peer = solo_peer(cfg)
     solo = None if peer is None else SoloPeer(peer.id, cfg.data_dir(peer.id),
-                                               f"python -m peer --ring {shlex.quote(str(ring_path))}", recorded)
+                                               f"{_named(Command.PEER)} --ring {shlex.quote(str(ring_path))}",
+                                               recorded)
     return StatusPoll(cfg.ring.name, seeds_of(cfg), timeout, tool_keys(cfg, key_id), solo)
 
 
@@ -677,7 +686,7 @@ def _waited(command: Callable[[RingFile, argparse.Namespace], Awaitable[_T]], cf
     except BaseException as exc:
         if user_error(exc, (_Interrupted, KeyboardInterrupt)) is None:
             raise
-        print(f"\ninterrupted: {goes_on}; see `python -m ring status`", file=sys.stderr)
+        print(f"\ninterrupted: {goes_on}; see `{_named(Command.RING)} status`", file=sys.stderr)
         return None
 
 
@@ -711,7 +720,7 @@ def format_restart(peer: str, result: RestartResult, timeout: float) -> tuple[st
         return f"{peer} restarted and is back; its hosts never moved", True
     if result.outcome is RestartOutcome.STOPPING:
         return (f"error: {peer} had not stopped after {timeout:g}s (a peer of an older build does not "
-                f"know ring restart); see `python -m ring status`", False)
+                f"know ring restart); see `{_named(Command.RING)} status`", False)
     if result.outcome is RestartOutcome.NOT_HELD:
         return f"error: {peer} stopped, but the ring holds it {result.state}, not restarting", False
     if result.outcome is RestartOutcome.NOT_LIVE:
@@ -725,12 +734,12 @@ def _format_hold(peer: str, result: RestartResult, by: str) -> tuple[str, bool]:
            if result.wire_version and result.wire_version < 4 else f"{peer} is held at the operator's word")
     if result.outcome is RestartOutcome.NO_HOLDER:
         return (f"error: {why}, and no other live peer of this release can hold it: upgrade one first, "
-                f"or stop it as a crash (`python -m ring leave` hands its hosts over first)", False)
+                f"or stop it as a crash (`{_named(Command.RING)} leave` hands its hosts over first)", False)
     answers = ", ".join(f"{mid}: {outcome.value if outcome is not None else 'no answer'}"
                         for mid, outcome in result.holders)
     if result.outcome is RestartOutcome.PART_HELD:
         return (f"error: {why}; not every peer holds it ({answers}): a peer that does not may find it "
-                f"dead once it stops; ask again with --hold, or see `python -m ring status`", False)
+                f"dead once it stops; ask again with --hold, or see `{_named(Command.RING)} status`", False)
     if result.outcome is RestartOutcome.BACK:
         return f"{peer} restarted and is back; its hosts never moved ({answers})", True
     return (f"{why}: held by {', '.join(mid for mid, _ in result.holders)}{by}; stop it now and start it "
@@ -844,7 +853,7 @@ def main(argv: Sequence[str] | None = None, *, source: ConfigSource) -> int:
         return 0
     if result.outcome is LeaveOutcome.LEAVING:
         print(f"{args.id} is still handing over after {args.timeout:g}s; "
-              "see `python -m ring status`", file=sys.stderr)
+              f"see `{_named(Command.RING)} status`", file=sys.stderr)
     elif result.outcome is LeaveOutcome.UNKNOWN:
         print(f"error: no running peer {args.id!r} in ring {cfg.ring.name!r} "
               "(or no peer answered)", file=sys.stderr)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import enum
 import os
+import sys
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
@@ -23,6 +24,7 @@ from typing import Any, TypeVar
 import trio
 import zmq
 
+from ring.commandnames import spoken
 from ring.io.curve import CurveKeys
 from ring.errors import RingError
 from ring.messages import (
@@ -126,8 +128,9 @@ def client_keys(keys_dir: Path | None, key_id: str = "ops", ring_path: str | Pat
     if keys_dir is None:
         return None
     if not (keys_dir / f"{key_id}.key_secret").exists():
-        raise RingError(f"{keys_dir}: no key pair {key_id!r} for this tool; the ring uses CurveZMQ, "
-                        f"make one with: python scripts/keys.py --ring {ring_path} --id {key_id}")
+        raise RingError(spoken(f"{keys_dir}: no key pair {key_id!r} for this tool; the ring uses CurveZMQ, "
+                               f"make one with: python scripts/keys.py --ring {ring_path} --id {key_id}",
+                               sys.argv[0]))
     return CurveKeys.load(keys_dir, key_id)
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from ring.commandnames import Command, command, spoken
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -40,7 +41,7 @@ __all__ = ["main"]
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
-        prog="python scripts/keys.py",
+        prog=command(Command.KEYS, sys.argv[0]),
         description=__doc__.split("\n\n")[0],
         epilog=(
             "Examples:\n"
@@ -60,6 +61,8 @@ def _parser() -> argparse.ArgumentParser:
                    help="generate for this peer id only (repeatable), e.g. a joiner not in cluster.toml")
     p.add_argument("--force", action="store_true",
                    help="replace existing key pairs too (re-keys those peers: each needs its new pair deployed)")
+    # Commands named as the user started this one (installed, or from a checkout).
+    p.description, p.epilog = spoken(p.description or "", sys.argv[0]), spoken(p.epilog or "", sys.argv[0])
     return p
 
 

@@ -263,3 +263,24 @@ def test_the_ring_gate_answers_the_scheduler_only_in_a_ring():
     assert not p1.lease_state(0.0).held  # type: ignore[union-attr]
     assert isinstance(p1.next(0.0)[0], Sleep)
     assert isinstance(solo.next(0.0)[0], Start)
+
+
+def test_the_progress_line_counts_every_url_not_requested_that_ring_status_counts():
+    # URLs left out by a rule, by their file type, by the scope and by a cap: the
+    # progress line and ring status name the same causes with the same counts.
+    from peer.core.run.progress import Progress
+    core = alone(rules=["exclude:*/private/*"], max_url_length=60)
+    core.seeds(0.0)
+    site = "http://site.web.test"
+    for url in (f"{site}/private/a", f"{site}/private/a", f"{site}/b.png", "http://other.test/x",
+                f"{site}/{'x' * 80}"):
+        core.discover(url, 1, 0.0, Origin.LINK)
+    st = core.figures.status(0.0, elapsed=2.0, dns_hit_rate=0.5, limits={})
+    assert st.not_requested == {"max_url_length": 1, "rules": 2, "scope": 1, "skip_extensions": 1}
+    line = Progress().line(core.figures.progress(0.0, 2.0, 0.5))
+    assert "not requested 5 (rules 2, max_url_length 1, scope 1, ...)" in line
+    # Each says what the causes without a row count: links met ("rules 2" is one URL met twice).
+    summary = core.figures.final_summary(0.0, {}).render()
+    assert "\n    (max_url_length, rules, scope, skip_extensions: links met, not distinct URLs)\n" in summary
+    from ring.vocabulary import TERMS, Family  # the legend of ring status, the metrics' help
+    assert "the caps count links met, not distinct URLs" in TERMS[Family.NOT_REQUESTED].means

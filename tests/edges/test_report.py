@@ -595,3 +595,24 @@ def test_a_merged_stats_json_lists_every_peers_runs_and_sums_the_last():
     rows = run_rows(merged)
     assert [(r[0], r[1], r[5], r[6]) for r in rows] == [
         ("1", "p1", 4, 2), ("1", "p2", 6, 3), ("last", "p1, p2", 30, 15), ("all", "", 40, 20)]
+
+
+def test_politeness_panel_draws_each_host_s_own_setpoint_from_its_site_block(tmp_path):
+    # slow.web.test runs at its [[site]] block's 2/s, not the global 1/s: its setpoint and
+    # ceiling are its own (before, every host was drawn against the global setpoint).
+    make_short_crawl(tmp_path / "c.duckdb")
+    toml = tmp_path / "cluster.toml"
+    toml.write_text('[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:5701"\n'
+                    "[politeness]\nrate = 60.0\n"
+                    '[[site]]\nhosts = ["slow.web.test"]\nrate = 120.0\nmax_delay = 30.0\n')
+    caption = report.captions(tmp_path / "c.duckdb", ring_config=toml, top=2)["polite.png"]
+    assert "fast.web.test (setpoint 1/s, ceiling 3): busiest 1 s 5, 1 s over the ceiling" in caption
+    assert "slow.web.test (setpoint 2/s, ceiling 4): busiest 1 s 2, 0 s over" in caption
+    assert f"politeness.rate = 60 pages/min of {toml}, a [[site]] block's rate for its hosts" in caption
+    # From pid_trace, each host's own setpoint too: slow.web.test's windows hold 10 pages.
+    con = duckdb.connect(str(tmp_path / "c.duckdb"))
+    con.execute("update pid_trace set setpoint = 10.0 where host = 'slow.web.test'")
+    con.close()
+    caption = report.captions(tmp_path / "c.duckdb", top=2)["polite.png"]
+    assert "fast.web.test (setpoint 1/s, ceiling 3)" in caption
+    assert "slow.web.test (setpoint 2/s, ceiling 4)" in caption

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Protocol
 from peer.core.crawl.limits import Cap, Hold
 from peer.core.run.progress import READY_MOST, ProgressSnapshot
 from peer.core.run.stats import requested_errors
+from ring.vocabulary import not_requested
 
 if TYPE_CHECKING:
     from collections.abc import Mapping
@@ -27,7 +28,7 @@ if TYPE_CHECKING:
     from peer.core.seen.bloom import BloomFilter
     from peer.core.seen.sieve import SeenSieve
 
-__all__ = ["Sources", "limits_figures", "detail_lines", "progress_snapshot", "revisits_line"]
+__all__ = ["Sources", "limits_figures", "detail_lines", "not_requested_now", "progress_snapshot", "revisits_line"]
 
 
 class Sources(Protocol):
@@ -190,6 +191,15 @@ def detail_lines(core: Sources, malformed: dict[str, int]) -> list[str]:
             f"before that, {sv.bloom_drops:,} 'maybe seen' taken as seen unchecked")
     return lines
 
+def not_requested_now(core: Sources) -> dict[str, int]:
+    """URLs never requested so far, by cause: the rows', the scope's, the URL rules' and
+    file types' and the caps' (``ring.vocabulary`` rule 3). The one count that the
+    progress line and ``ring status`` both show, so that they agree."""
+    s = core.summary
+    return not_requested(s.not_requested, s.out_of_scope, {str(c): n for c, n in core.limits.hits.items()},
+                         s.excluded)
+
+
 def progress_snapshot(core: Sources, now: float, elapsed: float, dns_hit_rate: float,
                       cluster_pages: int) -> ProgressSnapshot:
     """This peer's figures at ``now``, for :mod:`peer.core.run.progress` to format."""
@@ -228,12 +238,12 @@ def progress_snapshot(core: Sources, now: float, elapsed: float, dns_hit_rate: f
         note_in = until - now
     return ProgressSnapshot(
         now=now, elapsed=elapsed, pages=s.requested, items=s.items,
-        errors=requested_errors(s.errors, s.not_requested), not_requested=dict(s.not_requested),
-        out_of_scope=s.out_of_scope, frontier=len(core.frontier), in_flight=core.in_flight,
+        errors=requested_errors(s.errors, s.not_requested), not_requested=not_requested_now(core),
+        frontier=len(core.frontier), in_flight=core.in_flight,
         hosts_ready=max(ready, 0), hosts_waiting=max(waiting, 0), held_robots=held[Hold.ROBOTS],
         held_retry_after=held[Hold.RETRY_AFTER], held_handoff=handoff, held_next=note,
         held_next_in=note_in, max_pages=core.cfg.crawl.max_pages,
         cluster_pages=cluster_pages, dns_hit_rate=dns_hit_rate,
         bloom_fill=core.bloom.fill_estimate(), bloom_slices=core.bloom.num_slices,
-        capped=sum(hits[c] for c in (Cap.URL_LENGTH, Cap.PATH_REPEAT, Cap.URLS_PER_HOST,
-                                     Cap.LINKS_PER_PAGE, Cap.GIVEN_UP)))
+        # The URL caps' hits are URLs not requested, counted there (as ring status does).
+        links_cut=hits[Cap.LINKS_PER_PAGE])

@@ -48,7 +48,7 @@ from __future__ import annotations
 
 import enum
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from peer.core.urls.normalize import path_repeats
@@ -251,10 +251,12 @@ class Limits:
         out.update({f"held.{kind.value}": n for kind, n in self.held(now).items() if n})
         return out
 
-    def render(self, now: float) -> str:
-        """One line for the summary: what was cut or dropped, and the hosts held."""
+    def render(self, now: float, reached: Iterable[str] = ()) -> str:
+        """One line for the summary: ``reached`` (a limit that stopped the crawl, in
+        words, first), what was cut or dropped, and the hosts held."""
         h = self.hits
-        parts = [f"{label} {h[cap]}" for cap, label in (
+        parts = [*reached]
+        parts += [f"{label} {h[cap]}" for cap, label in (
             (Cap.URL_LENGTH, "long URLs"), (Cap.PATH_REPEAT, "repeating paths"),
             (Cap.URLS_PER_HOST, "over host cap"), (Cap.RETRY_AFTER, "Retry-After cut"),
         ) if h[cap]]

@@ -15,6 +15,8 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 
 from peer.core.crawl.core import CrawlCore
+from peer.core.crawl.decisions import StopReason
+from peer.core.crawl.figures import not_requested_now
 from peer.core.crawl.limits import Limits
 from peer.core.frontier.frontier import PidSample
 from peer.core.run.progress import ProgressSnapshot
@@ -25,7 +27,7 @@ from ring.membership.lease import LeaseState
 from ring.node import RingNode
 from ring.seedadds import CAPS as SEED_ADD_CAPS, UNTAKEN as SEED_ADD_UNTAKEN
 from ring.status import StatusFigures, lease_status, lease_words
-from ring.vocabulary import NOT_REQUESTED_CAPS, failed, not_requested, split_pairs
+from ring.vocabulary import NOT_REQUESTED_CAPS, failed, split_pairs
 
 __all__ = ["Readouts"]
 
@@ -108,8 +110,7 @@ class Readouts:
             limits={k: n for k, n in limits.items() if k.removeprefix("cap.") not in NOT_REQUESTED_CAPS},
             # Named by ring.vocabulary, as the summary and stats.json name them.
             errors=failed(s.errors, s.not_requested),
-            not_requested=not_requested(s.not_requested, s.out_of_scope,
-                                        {str(c): n for c, n in crawl.limits.hits.items()}, s.excluded),
+            not_requested=not_requested_now(crawl),
             busiest=tuple(fr.busiest(now, 10)),
             # The ring's lease now (None alone): whether requests start, and why not.
             lease=self._lease(now),
@@ -175,7 +176,10 @@ class Readouts:
         crawl = self._crawl
         s = crawl.summary
         limits = crawl.limits
-        s.limits = limits.render(now)
+        # The crawl's own limit, when it stopped there: never "none hit" beside "max_pages reached".
+        reached = ([f"max_pages {crawl.cfg.crawl.max_pages:,} reached"] if s.stop_reason == StopReason.MAX_PAGES
+                   else [])
+        s.limits = limits.render(now, reached)
         s.caps = Counter({str(cap): n for cap, n in limits.hits.items() if n})
         s.details = crawl.detail_lines(dict(malformed))
         if crawl.seed_feed.mark is not None:

@@ -24,9 +24,13 @@ snapshot, so:
   owner), never held and waiting both.
 
 "pages" are fetched pages, as everywhere (summary, ``ring status``, report):
-requests made, whatever their answer. URLs recorded without a request (robots
-exclusions, a robots.txt that could not be read, a host given up) are counted
-apart as *not requested*; so are links out of scope.
+requests made, whatever their answer. URLs never requested are counted apart
+as *not requested*, by cause, the same causes and counts as ``ring status``
+(``peer.core.crawl.figures.not_requested_now``): rows recorded without a request
+(robots exclusions, a robots.txt that could not be read, a host given up) and
+links refused before any queue (out of scope, left out by ``crawl.rules`` or
+``skip_extensions``, cut by a URL cap). The causes without a row count links met,
+not distinct URLs (``ring.vocabulary`` rule 3).
 """
 
 from __future__ import annotations
@@ -57,8 +61,8 @@ class ProgressSnapshot:
     pages: int                          # requests made this run
     items: int = 0
     errors: Mapping[str, int] = field(default_factory=dict)        # failed requests by kind
-    not_requested: Mapping[str, int] = field(default_factory=dict)  # rows without a request
-    out_of_scope: int = 0               # links dropped by scope
+    not_requested: Mapping[str, int] = field(default_factory=dict)  # URLs never requested, by cause
+    out_of_scope: int = 0               # links dropped by scope, if not among not_requested
     frontier: int = 0
     in_flight: int = 0
     hosts_ready: int = 0                # with work, a start due now (counted up to READY_MOST)
@@ -73,7 +77,7 @@ class ProgressSnapshot:
     dns_hit_rate: float = 0.0
     bloom_fill: float = 0.0
     bloom_slices: int = 1
-    capped: int = 0                     # URLs and links cut by the caps (peer/core/crawl/limits.py)
+    links_cut: int = 0                  # links not followed past crawl.max_links_per_page
     paused: str = ""                    # why no request starts: the lease, or a page-budget grant waited for
     solo: bool = False                  # a solo peer: its queue is the whole crawl's
 
@@ -147,8 +151,8 @@ class Progress:
         parts.append(hosts)
         parts.append(f"dns hit rate {snap.dns_hit_rate:.0%}, bloom fill {snap.bloom_fill:.2%}"
                      + (f" (slice {snap.bloom_slices})" if snap.bloom_slices > 1 else ""))
-        if snap.capped:
-            parts.append(f"capped {snap.capped:,}")
+        if snap.links_cut:
+            parts.append(f"links cut {snap.links_cut:,}")
         if snap.paused:
             parts.append(snap.paused)
         body = ", ".join(parts)

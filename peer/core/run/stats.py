@@ -69,7 +69,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from ring.durations import duration
-from ring.vocabulary import Family, failed, not_requested, words
+from ring.vocabulary import Family, failed, not_requested, per_link, words
 
 __all__ = ["EARLIER_RUNS", "FORMAT", "STATS_FILE", "Summary", "crawl_stats", "keep_earlier_runs", "render_summary",
            "run_config", "sum_stats", "requested_errors"]
@@ -162,8 +162,10 @@ def render_summary(s: Any) -> str:
     errs = _counts(failed(s.errors, s.not_requested))
     if s.internal:
         errs += " (internal: " + ", ".join(f"{k} {n}" for k, n in s.internal.most_common(5)) + ")"
-    excluded = _counts(not_requested(s.not_requested, s.out_of_scope, getattr(s, "caps", None),
-                                     _excluded(s)))
+    causes = not_requested(s.not_requested, s.out_of_scope, getattr(s, "caps", None), _excluded(s))
+    excluded = _counts(causes)
+    # On a line of its own: the line above is read by scripts (``not requested: k n, ...``).
+    met = per_link(causes)
     rate = s.requested / s.elapsed if s.elapsed > 0 else 0.0
     items = ""
     if s.items or s.extract_errors:
@@ -176,6 +178,7 @@ def render_summary(s: Any) -> str:
         f"  by status: {statuses}",
         f"  {words(Family.FAILED)}: {errs}",
         f"  {words(Family.NOT_REQUESTED)}: {excluded}",
+        *([f"    ({met})"] if met else []),
         f"  retries: {s.retries}; robots.txt fetched: {s.robots_fetches}" + items,
         *([f"  directives: " + ", ".join(f"{k} {n}" for k, n in sorted(s.directives.items()))]
           if s.directives else []),

@@ -11,8 +11,9 @@ the output directory:
   hosts' requests per 1 s bin (counted at request start, ``fetched_at -
   elapsed_ms``) against the setpoint per second and the hard ceiling
   ``ceil(1.1 x S) + 1`` of any 1 s, with the PID's delay on a second axis.
-  The setpoint comes from ``--ring cluster.toml``'s ``politeness.rate``, else
-  from pid_trace (its setpoint over the window its rows are spaced by);
+  Each host's setpoint is its own: from ``--ring cluster.toml``'s
+  ``politeness.rate`` or its ``[[site]]`` block's ``rate``, else from pid_trace
+  (the host's setpoint over the window its rows are spaced by);
 - ``pid.png``: the PID trace of the busiest hosts: pages per window against the
   setpoint, and the delay the controller chose (T_k of peer/core/politeness/pid.py's law);
 - ``status.png``: status codes, a failed fetch (NULL status) counted as "error";

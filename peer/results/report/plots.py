@@ -21,6 +21,8 @@ from typing import TYPE_CHECKING, Any
 import duckdb
 
 from peer.core.config.cluster import RingConfig
+from peer.core.config.sites import SiteSettings
+from peer.core.politeness.ceiling import ceiling
 from peer.results.report.facts import REQUESTED, Facts
 from peer.state.configfile import load_config
 from ring.durations import duration
@@ -29,7 +31,7 @@ from ring.hashring import HashRing
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["DPI", "MAX_TOP", "PLOTS", "PoliteSeries", "Skip", "draw", "politeness_series", "rate_series",
+__all__ = ["DPI", "MAX_TOP", "PLOTS", "PoliteSeries", "Setpoints", "Skip", "draw", "politeness_series", "rate_series",
            "ring_shares", "setpoint"]
 
 #: Hosts in the PID figure at most: each takes a row of the figure.
@@ -244,38 +246,77 @@ def politeness_series(con: duckdb.DuckDBPyConnection, top: int) -> PoliteSeries 
     return PoliteSeries(t0, bins, hosts, dict(ranked), counts)
 
 
-def setpoint(con: duckdb.DuckDBPyConnection, f: Facts,
-              ring_config: Path | None) -> tuple[float | None, str]:
-    """(setpoint in requests per second or None, where it came from)."""
+@dataclass(frozen=True, slots=True)
+class Setpoints:
+    """Each host's politeness setpoint in requests per second (None: none to draw), and where they came from.
+
+    A ``[[site]]`` block's ``rate`` is its hosts' setpoint (peer/core/config/sites.py), so a
+    host is drawn against its own, not the global one.
+    """
+
+    of: Callable[[str], float | None]
+    source: str
+
+
+def _none(_host: str) -> float | None:
+    return None
+
+
+def setpoint(con: duckdb.DuckDBPyConnection, f: Facts, ring_config: Path | None) -> Setpoints:
+    """Each host's setpoint: ``--ring``'s politeness (its ``[[site]]`` blocks' included), else pid_trace's."""
     if ring_config is not None:
-        rate = load_config(ring_config).politeness.rate
+        cfg = load_config(ring_config)
+        rate = cfg.politeness.rate
+        sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+
+        def of(host: str) -> float | None:
+            r = sites.for_host(host).politeness.rate
+            return r / 60 if r > 0 else None
+
+        blocks = ", a [[site]] block's rate for its hosts" if any(b.sets("rate") for b in cfg.sites) else ""
         if rate <= 0:
-            return None, f"{ring_config} sets politeness.rate = 0 (no rate limit), so no setpoint is drawn"
-        return rate / 60, f"politeness.rate = {rate:g} pages/min of {ring_config}"
+            return Setpoints(of, f"{ring_config} sets politeness.rate = 0 (no rate limit), so no setpoint "
+                                 f"is drawn{blocks}")
+        return Setpoints(of, f"politeness.rate = {rate:g} pages/min of {ring_config}{blocks}")
     cols = f.tables.get("pid_trace")
     if cols is None or _PID_COLUMNS - cols or not f.counts.get("pid_trace"):
-        return None, "no setpoint known: pass --ring cluster.toml (no usable pid_trace either)"
+        return Setpoints(_none, "no setpoint known: pass --ring cluster.toml (no usable pid_trace either)")
     one = con.execute(
         "select (select median(setpoint) from pid_trace), (select min(gap) / 1e6 from (select "
         "epoch_us(window_end) - lag(epoch_us(window_end)) over (partition by host order by window_end) "
         "as gap from pid_trace) where gap > 0)").fetchone()
     if one is None or one[0] is None or one[1] is None or not one[1] > 0:
-        return None, ("no setpoint known: pass --ring cluster.toml (pid_trace has no host with two "
-                      "windows, so its window length is unknown)")
-    setpoint, window = float(one[0]), float(one[1])
-    return setpoint / window, (f"pid_trace: a setpoint of {setpoint:g} pages a window over windows of "
-                               f"{window:g} s (the spacing of a host's window_end); --ring cluster.toml "
-                               "gives politeness.rate itself")
+        return Setpoints(_none, ("no setpoint known: pass --ring cluster.toml (pid_trace has no host with two "
+                                 "windows, so its window length is unknown)"))
+    median, window = float(one[0]), float(one[1])
+    # pid_trace holds each host's own setpoint (peer/results/store.py add_pid: its block's).
+    own = {h: float(v) for h, v in con.execute(
+        "select host, median(setpoint) from pid_trace where setpoint is not null group by 1").fetchall()}
+
+    def traced(host: str) -> float | None:
+        return own.get(host, median) / window
+
+    return Setpoints(traced, (f"pid_trace: a setpoint of {median:g} pages a window over windows of "
+                              f"{window:g} s (the spacing of a host's window_end), each host its own; "
+                              "--ring cluster.toml gives politeness.rate itself"))
+
+
+def _ceiling(per_s: float | None) -> int | None:
+    """The hard ceiling of any 1 s for a setpoint of ``per_s`` requests a second (ceil(1.1 x S) + 1)."""
+    return ceiling(per_s * 60.0, 1.0) if per_s is not None else None
 
 
 def _plot_polite(con: duckdb.DuckDBPyConnection, f: Facts, *, top: int,
-                 setpoint: tuple[float | None, str], **_: Any) -> tuple[Figure, str]:
+                 setpoint: Setpoints, **_: Any) -> tuple[Figure, str]:
     import numpy as np
 
     series = politeness_series(con, top)
     if series is None:
         raise Skip("no answered request has a fetched_at time")
-    per_s, source = setpoint
+    source = setpoint.source
+    rates = {h: setpoint.of(h) for h in series.hosts}
+    one = len(set(rates.values())) == 1  # one setpoint for all: said once, in the caption
+    per_s = rates[series.hosts[0]] if one else None
     fold = math.ceil(series.bins / MAX_POLITE_POINTS)
     delays: dict[str, list[tuple[int, float]]] = {}
     cols = f.tables.get("pid_trace")
@@ -287,19 +328,20 @@ def _plot_polite(con: duckdb.DuckDBPyConnection, f: Facts, *, top: int,
             delays.setdefault(host, []).append((end, delay))
     span = series.bins
     scale, unit = _time_unit(span)
-    limit = math.ceil(round(1.1 * per_s, 9)) + 1 if per_s is not None else None
     fig = _figure(11, 0.6 + 2.2 * len(series.hosts))
     axes = fig.subplots(len(series.hosts), 1, squeeze=False, sharex=True)[:, 0]
     notes = []
     for host, ax in zip(series.hosts, axes):
+        host_s = rates[host]
+        limit = _ceiling(host_s)
         c = np.array(series.counts[host], dtype=float)
         pad = (-len(c)) % fold
         shown = np.pad(c, (0, pad)).reshape(-1, fold).max(axis=1)
         x = np.arange(len(shown) + 1) * fold / scale
         ax.stairs(shown, x, color="tab:blue", linewidth=1.2,
                   label="requests in 1 s" if fold == 1 else f"busiest 1 s of each {fold} s")
-        if per_s is not None:
-            ax.axhline(per_s, color="tab:red", linestyle="--", linewidth=1.2, label=f"setpoint {per_s:g}/s")
+        if host_s is not None:
+            ax.axhline(host_s, color="tab:red", linestyle="--", linewidth=1.2, label=f"setpoint {host_s:g}/s")
             ax.axhline(limit, color="tab:red", linestyle=":", linewidth=1.0,
                        label=f"ceiling {limit} in any 1 s")
         ax.set_ylabel("requests / s")
@@ -309,7 +351,8 @@ def _plot_polite(con: duckdb.DuckDBPyConnection, f: Facts, *, top: int,
         over = int((c > limit).sum()) if limit is not None else 0
         ax.set_title(f"{_label(host, 50)} ({series.pages[host]:,} requests, busiest 1 s: {peak})",
                      fontsize="medium", loc="left")
-        notes.append(f"{host}: busiest 1 s {peak}" + (f", {over} s over the ceiling" if limit is not None else ""))
+        own = "" if one else (f" (setpoint {host_s:g}/s, ceiling {limit})" if host_s is not None else " (no setpoint)")
+        notes.append(f"{host}{own}: busiest 1 s {peak}" + (f", {over} s over the ceiling" if limit is not None else ""))
         pts = delays.get(host)
         if pts:
             right = ax.twinx()
@@ -325,8 +368,11 @@ def _plot_polite(con: duckdb.DuckDBPyConnection, f: Facts, *, top: int,
     caption = (f"Requests per second of the {len(series.hosts)} host(s) with the most answered requests, "
                "as the server saw them: 1 s bins counted at request start (fetched_at - elapsed_ms), "
                + (f"each point the busiest 1 s of {fold} s, " if fold > 1 else "")
-               + (f"against the setpoint of {per_s:g}/s (dashed) and the ceiling of {limit} requests "
-                  f"in any 1 s (dotted); setpoint from {source}. " if per_s is not None else f"{source}. ")
+               + (f"against the setpoint of {per_s:g}/s (dashed) and the ceiling of {_ceiling(per_s)} requests "
+                  f"in any 1 s (dotted); setpoint from {source}. " if per_s is not None
+                  else "against each host's own setpoint (dashed) and ceiling ceil(1.1 x setpoint) + 1 "
+                  f"in any 1 s (dotted), given after its name; setpoints from {source}. " if not one
+                  else f"{source}. ")
                + ("The PID's delay after each window is on the right axis. " if delays else
                   "No PID delay: pid_trace is absent or has none of these hosts. ")
                + "; ".join(notes) + ".")
