@@ -41,15 +41,21 @@ Rules (every one lives in this file):
    late queued its seen URLs after this one's barrier, and a newer
    ``HandoffDone`` releases the older change's holds too (the receiver
    takes any ``HandoffDone`` for its view as "everything of yours is here").
-4. **A refutation of our death re-tells.** Others declared us dead and,
+4. **A record saying we are dead re-tells.** Others declared us dead and,
    seeing us back, hold the hosts they own until our ``HandoffDone``
    (``peer.core.handoff.holds`` rule 5): we may have fetched them meanwhile. If our
    own view did not change (we never saw them dead), no hand-off follows,
-   so when we refute a record saying we are dead with no hand-off open,
-   ``HandoffDone`` for the current ring is repeated for ``MARKER_ROUNDS``
-   rounds: we have nothing of theirs that is not acked. Not for a refuted
-   suspicion (frequent on a loaded ring): a suspect keeps its hosts, and
-   nobody holds anything for it.
+   so when a record saying we are dead comes, ``HandoffDone`` for the
+   current ring is repeated for ``MARKER_ROUNDS`` rounds: we have nothing
+   of theirs that is not acked. The current ring's hand-off, if still open,
+   repeats its markers to those it tells; with an older one open, its own
+   markers follow in order (rule 3). Whether or not we refute it: a death
+   declared at an incarnation we had already left (our refutation of a
+   suspicion crossed it on a loaded ring), or one of a former process (rule
+   6's single marker may have met another view there), is still its
+   sender's view, and it sees us back when our record comes. Not for a
+   suspicion alone (frequent on a loaded ring): a suspect keeps its hosts,
+   and nobody holds anything for it.
 5. **State goes first.** The moved hosts' revisit records, cookies and
    digests (``ring.statebox``) are queued by the driver with their seen
    URLs, before :meth:`HandOffs.begin`, which sets a barrier in the state
@@ -77,9 +83,10 @@ Rules (every one lives in this file):
    (``peer.core.handoff.holds`` rule 5), so get its word promptly instead
    of waiting ``hold_timeout`` for a marker that never came. A fresh
    process has fetched nothing and says so the same way. These markers
-   are sent once, not repeated (a lost one costs the wait there was
-   before): every process starts with one, so a cold start of N peers
-   sends N² of them, one ring change's worth without its repeats. A member
+   are sent once, not repeated: every process starts with one, so a cold
+   start of N peers sends N² of them, one ring change's worth without its
+   repeats. A restarted process, whose old life others saw die, is told
+   so by their gossip and repeats them (rule 4). A member
    not heard from yet is spoken to at wire version 3 (``ring.wireversion``
    rule 3), which drops rule 7's incarnation: it is told once more when
    first heard from (within ``HANDOFF_TIMEOUT``).
@@ -232,7 +239,11 @@ class HandOffs:
         (rule 1), ``Rerouted`` and a new hand-off (rule 6 for the first); a refutation with none
         open re-tells (rule 4); a marker kept for this view is taken (rule 7)."""
         inc = self._members.me.incarnation
-        refuted = self._told_dead and self._incarnation_seen >= 0 and inc != self._incarnation_seen
+        # Rule 4: any record saying we are dead, whether or not our incarnation moved
+        # because of it: one at an incarnation we had already left behind (we refuted a
+        # suspicion meanwhile, or it names a former process) is still its sender's view,
+        # and that sender sees us back from dead when our record reaches it.
+        refuted = self._told_dead and self._incarnation_seen >= 0
         self._incarnation_seen = inc
         self._told_dead = False
         version = self._members.ring_version
@@ -317,12 +328,19 @@ class HandOffs:
         self._told_dead = self._told_dead or told
 
     def _retell(self, now: float) -> list[Action]:
-        """Rule 4: we refuted with no hand-off open: repeat HandoffDone for the current ring."""
-        if self.ring is None or not len(self.ring) or self.handing_off:
+        """Rule 4: a record said we are dead: repeat HandoffDone for the current ring.
+
+        The current ring's own hand-off, still open or over, repeats its markers to
+        those it told (or will tell); with none, a marker record is made, unless an
+        older hand-off is still open (rule 3: its new owners are told in order).
+        """
+        if self.ring is None or not len(self.ring):
             return []
-        members = tuple(sorted(self.ring))
         h = next((h for h in self._records if h.version == self._version), None)
         if h is None:
+            if self.handing_off:
+                return []
+            members = tuple(sorted(self.ring))
             h = _HandOff(self._version, members, phase=_Phase.MARKING, began=now,
                          told={d for d in members if d != self.peer_id})
             self._records.append(h)

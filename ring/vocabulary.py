@@ -113,12 +113,13 @@ NOT_REQUESTED_PREFIX = "not_requested."
 #: with nothing taken (``seed_add_batch.``: ring/seedadds.py),
 #: messages not sent to a member of an older wire version (``wire.``: ring/wireversion.py),
 #: moved hosts waiting for their lease (``lease.moved_``: peer/core/handoff/leasewaits.py),
-#: and operators' holds of a member asked by ``ring restart``, by outcome (``hold_request.``: ring/node.py rule 14).
+#: operators' holds of a member asked by ``ring restart``, by outcome (``hold_request.``: ring/node.py rule 14),
+#: and hosts down, held and probed (``outage.``: peer/core/crawl/outages.py).
 COUNTER_PREFIXES = ("fwd.", "hold.", "held.", "polite.", "frontier.", "bloom.", "seen.",
                     "handoffs_", "handoff_", "peer_restarts", "stalled_rounds", "cap.", "error.",
                     "directives.", "invalid_status", "sitemaps.", "cookies.", "warc.", "dedupe.", "requisites.",
                     "revisit.", "seeds_file.", "seed_add.", "seed_add_batch.", "wire.", "lease.moved_",
-                    "hold_request.")
+                    "hold_request.", "outage.")
 
 
 def words(family: Family) -> str:

@@ -50,6 +50,7 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     lines.append(f"   content codings: {_codings(c)}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
     lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    lines.append(f"   {cfg.retry.describe()}; Retry-After capped at {pol.max_retry_after:g}s")
     on = [f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites) if b.cookies]
     if c.cookies or on:
         off = [f"site[{i}]" for i, b in enumerate(cfg.sites) if b.cookies is False]
@@ -97,11 +98,14 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
     except URLError as exc:
         print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry)
     from peer.core.config.proxies import host_proxy
 
     proxy = host_proxy(cfg, sites.for_host(host).block)
-    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])))
+    r = cfg.retry
+    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])
+                    + [f"  down after {r.down_after} {'/'.join(r.down_errors) or 'never'} failures in a row: held "
+                       f"{r.down_wait:g}s, doubled up to {r.down_max_wait:g}s, given up after {r.down_give_up:g}s ([retry])"]))
     return 0
 
 

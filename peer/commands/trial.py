@@ -67,6 +67,7 @@ from ring.tools.shell import reader_gone
 
 if TYPE_CHECKING:
     from peer.core.crawl.core import CrawlCore, Parsed, Refused, Row
+    from peer.core.config.retry import RetryConfig
     from peer.core.http.result import FetchResult
 
 __all__ = ["main", "refusal"]
@@ -125,7 +126,8 @@ def refusal(core: CrawlCore, e: Refused) -> str:
         Reason.HOST: "out of scope (host): not crawled",
         Reason.DEPTH: "out of scope (deeper than max_depth): not crawled",
         Reason.SEEN: "seen already: the crawl does not queue it again",
-        Reason.GIVEN_UP: "dropped: its host was given up (politeness.max_retry_after)",
+        Reason.GIVEN_UP: "dropped: its host was given up (down, or asking for a Retry-After over "
+                         "politeness.max_retry_after, for retry.down_give_up)",
     }
     return words.get(reason) or f"dropped by crawl.{reason.value}"  # the caps: max_url_length...
 
@@ -419,6 +421,7 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
         _say("fetch", f"failed: {res.error}{where} after {res.elapsed * 1000:.0f} ms")
         if res.tried:
             _connect(res)
+        _say("retry", _retry_words(core.sites.for_host(job.host).retry, res))
         return 1
     _say("fetch", f"HTTP {res.status}{where}, {res.content_type or 'no content type'}, "
          f"{len(res.body):,} bytes{' (cut at max_body)' if res.truncated else ''}, "
@@ -428,6 +431,9 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     if res.retry_after is not None:
         _say("retry", f"Retry-After {res.retry_after:g}s (capped at politeness.max_retry_after "
              f"{cfg.politeness.max_retry_after:g}s)")
+    policy = core.sites.for_host(job.host).retry
+    if policy.retries_status(res.status) or policy.retries_error(res.error):
+        _say("retry", _retry_words(core.sites.for_host(job.host).retry, res))
     if 300 <= res.status < 400 and res.location:
         _say("redirect", f"{res.location} -> {_redirect(rules, url, res)}")
         return 0
@@ -539,3 +545,15 @@ def _directives(rules: _Rules, url: str, res: FetchResult, parsed: Parsed | None
             what = ("no items stored, the page row kept" if i == 0 else "its links are not followed")
             _say(name, f"from {' and '.join(sources)}: {what}")
     return row
+
+
+def _retry_words(policy: RetryConfig, res: FetchResult) -> str:
+    """What the crawl does after this answer, by ``[retry]`` and the host's [[site]] block (peer/core/config/retry.py)."""
+    what = res.error if res.status is None else f"HTTP {res.status}" + (f" ({res.error})" if res.error else "")
+    if not (policy.retries_error(res.error) or (res.status is not None and policy.retries_status(res.status))):
+        return f"{what} is not retried ([retry] statuses, errors); its row keeps it"
+    waits = ", ".join(f"{policy.wait(n, 1.0):g}s" for n in range(min(policy.times, 6)))
+    down = (f"; {policy.down_after} in a row on a host that answered before: the host is held as down, "
+            f"probed after {policy.down_wait:g}s, given up after {policy.down_give_up:g}s"
+            if res.status is None and res.error in policy.down_errors else "")
+    return f"{what} is retried {policy.times} times ({waits or 'none'}, +-50%){down}"

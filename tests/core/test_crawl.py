@@ -66,12 +66,14 @@ def toml_value(v) -> str:
     return repr(v)
 
 
-def config(*, seeds: list[str] | None = None, politeness: dict | None = None, **crawl) -> ClusterConfig:
+def config(*, seeds: list[str] | None = None, politeness: dict | None = None, retry: dict | None = None,
+           **crawl) -> ClusterConfig:
     sections = {
         "crawl": {"seeds": seeds or [f"{SITE}/"], "allow_hosts": ["*.web.test"],
                   "concurrency": 8, **crawl},
         "politeness": {"rate": 0.0, "host_concurrency": 1, **(politeness or {})},
         "bloom": {"capacity": 10_000, "error_rate": 0.001},
+        "retry": retry or {},
     }
     text = '[ring]\nname = "test"\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:5799"\n'
     text += '[[peer]]\nid = "p2"\naddress = "tcp://127.0.0.1:5798"\n'
@@ -535,22 +537,28 @@ def test_a_429_or_503_backs_the_host_off_and_waits_its_retry_after(status):
     assert isinstance(got, Sleep) and got.until >= 30.0
 
 
-def test_a_retry_after_over_the_cap_is_cut_and_an_insistent_host_given_up():
-    c = core(obey_robots=False, politeness={"max_retry_after": 5.0, "host_concurrency": 1})
+def test_a_retry_after_over_the_cap_holds_the_host_for_the_cap_until_down_give_up():
+    # peer/core/crawl/outages.py rules 4, 5: held for the cap each time, no retry charged, given up
+    # only after [retry] down_give_up, when the queued URLs get their rows and the run can end.
+    c = core(obey_robots=False, politeness={"max_retry_after": 5.0, "host_concurrency": 1},
+             retry={"down_give_up": 30.0})
     for p in "abc":
         c.discover(f"{SITE}/{p}", 0, 0.0, Origin.LINK)
-    now = 0.0
-    for strike in range(2):
+    now, tries = 0.0, 0
+    while True:
         job = start(c, now)
+        assert job.url == f"{SITE}/a"  # the held URL probes again, the others wait behind it
         assert isinstance(c.admit(job, now), Fetch)
         effects = result(c, job, answer(job.url, 429, retry_after=2.5e11), now)
+        tries += 1
+        if rows(effects):
+            break
         assert effects == [Requeued(job.url, now + 5.0)]  # cut to the cap, not the year 9999
         got = c.next(now)
-        assert isinstance(got, Sleep) and now + 5.0 <= got.until < now + 60
+        # Held for the cap; the politeness backoff of a 429 (its delay doubled, up to max_delay) may add to it.
+        assert isinstance(got, Sleep) and now + 5.0 <= got.until <= now + 60
         now = got.until
-    job = start(c, now)
-    c.admit(job, now)
-    effects = result(c, job, answer(job.url, 429, retry_after=2.5e11), now)
+    assert now >= 30.0 and tries >= 4  # never given up before down_give_up
     warn = [e.text for e in effects if isinstance(e, Warn)]
     assert len(warn) == 1 and "giving up site.web.test" in warn[0] and "2 queued URLs" in warn[0]
     assert {u: (r.status, r.error) for u, r in rows(effects).items()} == {
@@ -558,7 +566,8 @@ def test_a_retry_after_over_the_cap_is_cut_and_an_insistent_host_given_up():
         f"{SITE}/c": (None, "retry_after")}
     assert c.limits.given_up("site.web.test")
     assert c.discover(f"{SITE}/late", 0, now, Origin.LINK) == [Refused(f"{SITE}/late", Reason.GIVEN_UP)]
-    assert c.limits.hits[Cap.GIVEN_UP] == 1 and c.limits.hits[Cap.RETRY_AFTER] == 3
+    assert c.limits.hits[Cap.GIVEN_UP] == 1 and c.limits.hits[Cap.RETRY_AFTER] == tries
+    assert isinstance(c.next(now), Finished)
 
 
 def test_a_redirect_is_discovered_and_a_long_chain_ends():

@@ -2,7 +2,7 @@
 
 import pytest
 
-from peer.core.crawl.limits import RETRY_AFTER_STRIKES, Cap, Hold, Limits
+from peer.core.crawl.limits import Cap, Hold, Limits
 
 H = "farm.test"
 
@@ -64,31 +64,17 @@ def test_links_of_a_page_are_cut_to_the_first_n():
     assert lim.hits == {Cap.LINKS_PER_PAGE: 999_900, Cap.PAGES_CUT: 1}
 
 
-def test_a_long_retry_after_is_cut_and_an_insistent_host_given_up():
+def test_a_long_retry_after_is_cut_and_counted_and_never_gives_a_host_up_by_itself():
+    # Giving up is peer.core.crawl.outages' (after [retry] down_give_up), not a count of strikes.
     lim = Limits(max_retry_after=300.0)
-    assert RETRY_AFTER_STRIKES == 3
     assert lim.retry_after(H, 120.0) == (120.0, False)  # within the cap: as asked
-    assert lim.retry_after(H, 3600.0) == (300.0, False)
-    assert lim.retry_after(H, 2.5e11) == (300.0, False)  # a date in the year 9999
-    assert not lim.given_up(H)
-    assert lim.retry_after(H, 3600.0) == (300.0, True)
-    assert lim.given_up(H)
-    assert lim.admit(H) is Cap.GIVEN_UP
-    assert lim.hits[Cap.RETRY_AFTER] == 3 and lim.hits[Cap.HOSTS_GIVEN_UP] == 1
-
-
-def test_any_other_answer_ends_the_streak():
-    lim = Limits(max_retry_after=10.0, strikes=2)
-    lim.retry_after(H, 99.0)
-    lim.answered(H)  # a 200 in between
-    assert lim.retry_after(H, 99.0) == (10.0, False)
-    assert lim.retry_after(H, 5.0) == (5.0, False)  # a Retry-After within the cap
-    assert lim.retry_after(H, 99.0) == (10.0, False)
     assert lim.retry_after(H, None) == (None, False)  # a 503 without one
-    assert lim.retry_after(H, 99.0) == (10.0, False)
+    for _ in range(10):
+        assert lim.retry_after(H, 2.5e11) == (300.0, True)  # a date in the year 9999
     assert not lim.given_up(H)
-    assert lim.retry_after("other.test", 99.0) == (10.0, False)  # per host
-    assert lim.retry_after(H, 99.0) == (10.0, True)
+    assert lim.hits[Cap.RETRY_AFTER] == 10 and lim.hits[Cap.HOSTS_GIVEN_UP] == 0
+    lim.give_up(H)
+    assert lim.given_up(H) and lim.admit(H) is Cap.GIVEN_UP
 
 
 def test_holds_are_counted_while_held_and_forgotten_when_past():
@@ -96,11 +82,11 @@ def test_holds_are_counted_while_held_and_forgotten_when_past():
     lim.hold("a.test", Hold.ROBOTS, 600.0)
     lim.hold("a.test", Hold.ROBOTS, 1200.0)  # the same host again: extended, counted once
     lim.hold("b.test", Hold.RETRY_AFTER, 5.0)
-    assert lim.held(1.0) == {Hold.ROBOTS: 1, Hold.RETRY_AFTER: 1}
-    assert lim.held(5.0) == {Hold.ROBOTS: 1, Hold.RETRY_AFTER: 0}
+    assert lim.held(1.0) == {Hold.ROBOTS: 1, Hold.RETRY_AFTER: 1, Hold.DOWN: 0}
+    assert lim.held(5.0) == {Hold.ROBOTS: 1, Hold.RETRY_AFTER: 0, Hold.DOWN: 0}
     assert lim.held(900.0)[Hold.ROBOTS] == 1
     lim.release("a.test", Hold.ROBOTS)
-    assert lim.held(900.0) == {Hold.ROBOTS: 0, Hold.RETRY_AFTER: 0}
+    assert lim.held(900.0) == {Hold.ROBOTS: 0, Hold.RETRY_AFTER: 0, Hold.DOWN: 0}
     assert lim.held_total == {Hold.ROBOTS: 1, Hold.RETRY_AFTER: 1}
 
 
@@ -130,7 +116,7 @@ def test_figures_and_summary_line_name_what_was_hit():
 
 
 @pytest.mark.parametrize("kw", [{"max_url_length": -1}, {"max_urls_per_host": -5},
-                                {"max_retry_after": 0.0}, {"strikes": 0}])
+                                {"max_retry_after": 0.0}])
 def test_bad_caps_are_refused(kw):
     with pytest.raises(ValueError):
         Limits(**kw)

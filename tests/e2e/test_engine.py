@@ -421,10 +421,13 @@ def no_robots(url: str) -> FetchResult:
     return answer(url, 404, b"", ctype="text/plain")
 
 
-def fake_config(tmp_path: Path, seeds: list[str], *, dedupe: bool = True, **crawl) -> ClusterConfig:
+def fake_config(tmp_path: Path, seeds: list[str], *, dedupe: bool = True, retry: dict | None = None,
+                **crawl) -> ClusterConfig:
     politeness = crawl.pop("politeness", {})
-    return make_config(tmp_path, 0, seeds=seeds, crawl=crawl, politeness=politeness,
-                       extra="" if dedupe else "\n[dedupe]\nenabled = false\n")
+    extra = "" if dedupe else "\n[dedupe]\nenabled = false\n"
+    if retry:
+        extra += "\n[retry]\n" + "".join(f"{k} = {v!r}\n" for k, v in retry.items())
+    return make_config(tmp_path, 0, seeds=seeds, crawl=crawl, politeness=politeness, extra=extra)
 
 
 _IN_THREAD = trio.to_thread.run_sync  # the watchdog's, whatever virtual_clock patches
@@ -605,7 +608,8 @@ async def test_a_link_farm_and_traps_are_capped_and_the_normal_site_is_crawled_w
     assert line.startswith("  limits: ") and "over host cap" in line and "links cut 270000 on 300 pages" in line
 
 
-async def test_a_long_retry_after_is_cut_and_an_insistent_host_is_given_up(tmp_path, jump_clock, caplog):
+async def test_a_long_retry_after_holds_the_host_for_the_cap_each_time_until_down_give_up(
+        tmp_path, jump_clock, caplog):
     # Retry-After: a date in the year 9999, on every answer of ra.web.test.
     forever = 2.5e11
 
@@ -618,24 +622,26 @@ async def test_a_long_retry_after_is_cut_and_an_insistent_host_is_given_up(tmp_p
         if path == "":
             return answer(url, 200, html(*(f"/p{i}.html" for i in range(20))))
         # p10...p19 are fetched 2 s apart from 24 s on, after ra.web.test
-        # was given up (at about 13 s): their links to it are not queued.
+        # was given up (retry.down_give_up, 20 s): their links to it are not queued.
         late = int(path[1:].split(".")[0]) >= 10
         return answer(url, 200, html("/", *([f"http://ra.web.test/late-{path}"] if late else [])))
 
     web = FakeWeb(site, latency=lambda url: 2.0 if "//site." in url else 0.5)
     cfg = fake_config(tmp_path, ["http://ra.web.test/a", "http://ra.web.test/b",
                                  "http://ra.web.test/c", "http://site.web.test/"],
-                      politeness={"max_retry_after": 5.0})
+                      politeness={"max_retry_after": 5.0, "max_delay": 5.0}, retry={"down_give_up": 20.0})
     t0 = trio.current_time()
     with caplog.at_level(logging.WARNING, logger="peer.engine"):
         crawler, summary = await fake_crawl(cfg, web)
     elapsed = trio.current_time() - t0
 
-    # Held 5 s twice, not until the year 9999; the third answer gave the host up.
+    # Held 5 s each time, not until the year 9999, no retry charged; given up after 20 s, and the crawl ends.
     assert elapsed < 120, elapsed
     asked = [t for u, _, _, t in web.calls if "//ra.web.test/" in u and not u.endswith("robots.txt")]
-    assert len(asked) == 3
-    assert asked[1] - asked[0] >= 5 and asked[2] - asked[1] >= 5
+    assert 20 <= asked[-1] - asked[0] < 20 + 5 + 1 and len(asked) >= 4
+    gaps = [b - a for a, b in zip(asked, asked[1:])]
+    # The cap, and the answer's own 0.5 s (a 429 doubles the politeness delay too: up to max_delay, 5 s here).
+    assert all(5 <= g <= 5 + 0.5 + 0.01 for g in gaps), gaps
     by_url = {u: (s, e) for u, s, e, *_ in rows(cfg)}
     assert {u: v for u, v in by_url.items() if "//ra.web.test/" in u} == {
         "http://ra.web.test/a": (429, "retry_after"),
@@ -643,12 +649,44 @@ async def test_a_long_retry_after_is_cut_and_an_insistent_host_is_given_up(tmp_p
         "http://ra.web.test/c": (None, "retry_after"),
     }
     hits = crawler.limits.hits
-    assert hits[Cap.RETRY_AFTER] == 3 and hits[Cap.HOSTS_GIVEN_UP] == 1
+    assert hits[Cap.RETRY_AFTER] == len(asked) and hits[Cap.HOSTS_GIVEN_UP] == 1
     assert hits[Cap.GIVEN_UP] == 10  # the late links: dropped, counted
     assert any("giving up ra.web.test" in r.getMessage() and "2 queued URLs" in r.getMessage()
                for r in caplog.records)
-    assert "Retry-After cut 3" in summary.limits and "hosts given up 1 (10 URLs dropped)" in summary.limits
+    assert f"Retry-After cut {len(asked)}" in summary.limits
+    assert "hosts given up 1 (10 URLs dropped)" in summary.limits
     assert {f"http://site.web.test/p{i}.html" for i in range(20)} <= set(by_url)
+
+
+async def test_a_host_down_for_60s_mid_crawl_is_held_and_every_page_fetched_once_after(
+        tmp_path, jump_clock, caplog):
+    # Connection refused from the 5th request of site.web.test on, for 60 s of the crawl's clock.
+    down: list[float] = []
+    served: Counter[str] = Counter()  # the server's log: pages answered
+
+    def site(url, max_body, prefix_ok):
+        if url.endswith("/robots.txt"):
+            return no_robots(url)
+        now = trio.current_time()
+        if not down and sum(served.values()) == 5:
+            down.append(now)
+        if down and now < down[0] + 60.0:
+            return answer(url, None, error="connect")
+        served[url] += 1
+        return normal_site(url)
+
+    web = FakeWeb(site, latency=0.1)
+    cfg = fake_config(tmp_path, ["http://site.web.test/"], politeness={"rate": 120.0})
+    with caplog.at_level(logging.WARNING, logger="peer.engine"):
+        crawler, summary = await fake_crawl(cfg, web)
+    refused = [t for u, _, _, t in web.calls if not u.endswith("robots.txt") and down[0] - 0.2 <= t < down[0] + 60]
+    assert len(refused) >= 3  # the outage was met, and probed
+    expected = {"http://site.web.test/", *(f"http://site.web.test/p{i}.html" for i in range(20))}
+    assert set(served) == expected and max(served.values()) == 1  # all of them, none twice
+    assert {(s, e) for _, s, e, *_ in rows(cfg)} == {(200, None)}  # no page lost to the outage
+    figures = crawler.limits_figures()  # ring status's and /metrics' figures
+    assert figures.get("outage.went_down") == 1 and figures.get("outage.recovered") == 1
+    assert any("outages: 1 host outage, 1 recovered, 0 given up" in line for line in summary.details)
 
 
 @pytest.mark.parametrize("cause", ["dns", "blocked"])

@@ -18,9 +18,11 @@ from __future__ import annotations
 
 import signal
 import time
+from collections import Counter
+from datetime import datetime, timezone
 
 import trio
-from ringharness import Ring, busiest_peer, cluster_text, fetched, wait_pages
+from ringharness import Ring, busiest_peer, cluster_text, fetched, hosts_of, wait_pages
 from localweb import SiteGraph, serve_webfarm
 
 PEERS = [f"p{i}" for i in range(1, 6)]
@@ -35,6 +37,12 @@ def gaps(times: list[float], start: float, end: float) -> float:
     inside = [t for t in sorted(times) if start <= t <= end]
     edges = [start, *inside, end]
     return max(b - a for a, b in zip(edges, edges[1:]))
+
+
+def declared_dead(text: str, peer: str) -> float:
+    """When a peer's log (its text) first says ``peer`` is dead, in epoch seconds."""
+    line = next(line for line in text.splitlines() if f"member {peer}: dead" in line)
+    return datetime.fromisoformat(line[:23]).replace(tzinfo=timezone.utc).timestamp()
 
 
 async def test_a_peer_down_past_dead_after_leaves_the_hosts_that_kept_their_owner_without_a_gap(tmp_path):
@@ -60,11 +68,20 @@ async def test_a_peer_down_past_dead_after_leaves_the_hosts_that_kept_their_owne
                     killed = time.time()
                     ring.kill(v, signal.SIGKILL)
                     await ring.wait(v)
-                    at_kill = fetched(farm, farm.port)
                     # Declared dead (~3 s after the kill): a ring change, and then the grace
                     # (2.5 s) the old rule paused every host for, with a margin.
                     while not all(f"member {v}: dead" in ring.logs[p][1].read_text() for p in PEERS if p != v):
                         await trio.sleep(0.1)
+                    # What the victim had on the wire at the kill: every request to its hosts the
+                    # web read before a peer declared it dead (a suspect keeps its hosts: nobody
+                    # else could fetch them), as well as all read before the kill. Not the log at
+                    # the kill: a loaded web (in this process) reads some of the victim's last
+                    # requests up to 0.7 s after the kill, and answers a dead client.
+                    declared = min(declared_dead(ring.logs[p][1].read_text(), v) for p in PEERS if p != v)
+                    victims = hosts_of(graph, farm.port, PEERS, v)
+                    at_kill = Counter(f"http://{e.host}:{farm.port}{e.target}" for e in farm.log
+                                      if e.method == "GET" and e.target != "/robots.txt"
+                                      and (e.t < killed or (e.host in victims and e.t < declared)))
                     await trio.sleep(GRACE + 0.5)
                     back = time.time()
                     await ring.start(v)

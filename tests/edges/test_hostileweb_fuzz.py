@@ -15,7 +15,6 @@ from hypothesis import strategies as st
 
 from localweb import RETRY_AFTER, End, Farm, HostileWeb, Reply, Site, serve_in_thread
 from test_hostileweb import RSS_BOUND_MB, assert_clean_exit, assert_rows_for, crawl, requested
-from test_hostileweb import quick_retries  # noqa: F401  (autouse: retries sooner in these crawls too)
 
 
 # -- malformed HTTP, traps -----------------------------------------------------------------

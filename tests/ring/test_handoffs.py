@@ -251,3 +251,52 @@ def test_a_refuted_death_with_no_hand_off_open_retells_handoff_done():
     assert h.check(1.0) == [] and len(h.records) == 1  # rule 4: markers, no new hand-off
     out = h.progress(1.1, marker_round=True)
     assert out == [Send("p2", HandoffDone(R, "p1", ("p1", "p2"), 2))]  # our incarnation now (rule 7)
+
+
+def test_a_death_claimed_at_an_incarnation_we_already_refuted_retells_handoff_done():
+    # A member declared us dead at our old incarnation while our refutation of its
+    # suspicion was on its way: it sees us back from dead when that refutation
+    # comes, and holds every host it owns for our marker (peer.core.handoff.holds
+    # rule 5), though our incarnation does not move again. Seen on a loaded ring:
+    # "no hand-off from p1 6s after it came back from dead" (hold_timeout).
+    members, sends = Members("p1", "p2"), Sends()
+    h = part(members, sends)
+    started(h, sends)
+    for _ in range(MARKER_ROUNDS):
+        h.progress(0.5, marker_round=True)
+    members.records["p1"] = Member("p1", "tcp://a/p1", 2, MemberState.ALIVE, 1.0)  # refuted a suspicion
+    assert h.check(0.8) == [] and h.records == ()  # a suspect keeps its hosts: nothing to tell
+    h.note_claims(Digest(R, "p2", (Member("p1", "tcp://a/p1", 1, MemberState.DEAD, 1.0),)))
+    assert h.check(1.0) == []
+    out = h.progress(1.1, marker_round=True)
+    assert out == [Send("p2", HandoffDone(R, "p1", ("p1", "p2"), 2))]
+
+
+def test_a_new_process_told_its_old_life_is_dead_repeats_its_first_rings_marker():
+    # Rule 6's marker is sent once; a member that held our old life dead when it
+    # came (another view, or before it saw us back) would wait hold_timeout for
+    # another. Its gossip says so: the old life is dead there.
+    members, sends = Members("p1", "p2", "p3"), Sends()
+    h = part(members, sends)
+    started(h, sends)
+    h.note_claims(Digest(R, "p2", (Member("p1", "tcp://a/p1", 0, MemberState.DEAD, 1.0),)))
+    assert h.check(0.2) == []
+    for _ in range(MARKER_ROUNDS):
+        assert h.progress(0.3, marker_round=True) == [
+            Send(m, HandoffDone(R, "p1", ("p1", "p2", "p3"), 1)) for m in ("p2", "p3")]
+    assert h.progress(0.4, marker_round=True) == [] and h.records == ()
+
+
+def test_a_death_claimed_while_our_hand_off_waits_repeats_its_markers_to_those_told():
+    members, sends = Members("p1", "p2", "p3"), Sends()
+    h = part(members, sends)
+    out = h.check(0.0)
+    h.begin(out[-1].version, 0, {}, 0.0)
+    sends.acked = {"p2": 10}  # p3 has not acked yet
+    assert h.progress(0.1) == [Send("p2", HandoffDone(R, "p1", ("p1", "p2", "p3"), 1))]
+    h.note_claims(Digest(R, "p2", (Member("p1", "tcp://a/p1", 0, MemberState.DEAD, 1.0),)))
+    assert h.check(0.2) == []
+    sends.acked["p3"] = 10
+    assert h.progress(0.3) == [Send("p3", HandoffDone(R, "p1", ("p1", "p2", "p3"), 1))]
+    repeated = h.progress(0.4, marker_round=True)
+    assert repeated == [Send(m, HandoffDone(R, "p1", ("p1", "p2", "p3"), 1)) for m in ("p2", "p3")]

@@ -34,6 +34,7 @@ from peer.core.config.sites import SiteBlock, check_headers, parse_sites, site_r
 from peer.core.config.tls import resolve_tls_paths
 from peer.core.page.items import ExtractConfig, parse_extract
 from peer.core.config.metrics import MetricsConfig, resolve_metrics
+from peer.core.config.retry import RetryConfig
 from peer.core.config.revisit import RevisitConfig
 from peer.core.config.sitemaps import SitemapsConfig
 from peer.core.config.warc import WarcConfig
@@ -77,6 +78,7 @@ class ClusterConfig:
     warc: WarcConfig = WarcConfig()
     dedupe: DedupeConfig = DedupeConfig()
     revisit: RevisitConfig = RevisitConfig()
+    retry: RetryConfig = RetryConfig()
     metrics: MetricsConfig = MetricsConfig()
     # [extract] is rule tables, not plain keys: parsed by peer.core.page.items, not SECTIONS.
     extract: ExtractConfig = ExtractConfig()
@@ -132,6 +134,7 @@ SECTIONS: dict[str, type] = {
     "warc": WarcConfig,
     "dedupe": DedupeConfig,
     "revisit": RevisitConfig,
+    "retry": RetryConfig,
     "metrics": MetricsConfig,
 }
 

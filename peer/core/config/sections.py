@@ -342,7 +342,7 @@ class PolitenessConfig:
     ip_concurrency: int = _key(int, 0, "fetches in flight per IP address, cluster-wide; 0 = no cap", non_negative)
     # RFC 9110 §10.2.3 sets no upper bound: 3600, or a date in 9999, would
     # hold the host, and so the end of the crawl, for hours or for ever.
-    max_retry_after: float = _key(float, 300.0, "cap on a Retry-After, seconds; after 3 longer ones in a row the host is given up", positive)
+    max_retry_after: float = _key(float, 300.0, "cap on a Retry-After, seconds; a longer one holds the host this long, each time, its URLs kept, until retry.down_give_up", positive)
 
     @property
     def setpoint(self) -> float:

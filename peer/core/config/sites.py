@@ -52,7 +52,11 @@ resolved by :mod:`peer.core.config.proxies` (its rule 4): a URL, or ``"direct"``
 block's hosts only (a self-signed intranet or test server); there is no
 global switch, and each such block is a warning at start. ``ca_file``
 replaces ``crawl.ca_file`` for them (peer/net/tls.py builds one context per
-distinct pair).
+distinct pair). ``retry_times`` and ``retry_statuses`` replace ``[retry]``'s
+``times`` and ``statuses`` for a URL of the block's hosts (a fragile site
+retried less, an API whose 404 is transient retried on it); what makes a
+host down and how long it is waited for stay ``[retry]``'s
+(peer/core/config/retry.py).
 """
 
 from __future__ import annotations
@@ -65,6 +69,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from peer.core.config.keys import REQUIRED, at_least_one, build, key as _key, non_empty, non_negative, type_name
+from peer.core.config.retry import RetryConfig, check_statuses
 from peer.core.config.sections import CrawlConfig, PolitenessConfig
 from peer.core.crawl.robots import product_token
 from peer.core.urls.rules import UrlRules, parse_rules, parse_url_rules
@@ -124,6 +129,9 @@ class SiteBlock:
     verify: bool | None = _key(bool, None, "false: these hosts' certificates and host names are not checked (a self-signed test server; warned at start); there is no global switch")
     ca_file: str | None = _key(str, None, "crawl.ca_file for these hosts: the PEM bundle of CAs trusted, relative to cluster.toml")
     cookies: bool | None = _key(bool, None, "crawl.cookies for these hosts: keep the cookies they set and send them back (a site that serves pages only with a session cookie)")
+    # A URL's retries by site (peer/core/config/retry.py); a host's outage policy (down_*) stays [retry]'s.
+    retry_times: int | None = _key(int, None, "retry.times for these hosts: retries of a URL after a transient failure", non_negative)
+    retry_statuses: tuple[str, ...] | None = _key(list, None, "retry.statuses for these hosts: the statuses retried, \"503\" or a class \"5xx\"", check_statuses)
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""
@@ -156,22 +164,26 @@ class Settings:
     ca_file: str = ""
     #: Whether the host's cookies are kept and sent (peer/core/http/cookies.py).
     cookies: bool = False
+    #: The retry policy of the host's URLs (``[retry]``, its times and statuses replaced by the block's).
+    retry: RetryConfig = RetryConfig()
 
 
 class SiteSettings:
     """Each host's :class:`Settings`, resolved from the blocks in order (rules 2, 5)."""
 
-    __slots__ = ("blocks", "crawl", "politeness", "default", "_settings", "_groups", "_match", "_memo")
+    __slots__ = ("blocks", "crawl", "politeness", "retry", "default", "_settings", "_groups", "_match", "_memo")
 
-    def __init__(self, blocks: tuple[SiteBlock, ...], crawl: CrawlConfig, politeness: PolitenessConfig) -> None:
+    def __init__(self, blocks: tuple[SiteBlock, ...], crawl: CrawlConfig, politeness: PolitenessConfig,
+                 retry: RetryConfig | None = None) -> None:
         self.blocks = blocks
         self.crawl = crawl
         self.politeness = politeness
+        self.retry = retry = retry if retry is not None else RetryConfig()
         urlrules = parse_url_rules(crawl, "")
         self.default = Settings(politeness, crawl.user_agent, tuple(crawl.headers.items()),
                                 crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent),
-                                urlrules, True, crawl.ca_file, crawl.cookies)
-        self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules) for i, b in enumerate(blocks))
+                                urlrules, True, crawl.ca_file, crawl.cookies, retry)
+        self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules, retry) for i, b in enumerate(blocks))
         self._groups = {f"b{i}": s for i, s in enumerate(self._settings)}
         # One alternation of named groups, block by block in order: the regex
         # engine tries them in that order, so the group that matched is the
@@ -249,6 +261,10 @@ class SiteSettings:
                                  f"verified against {s.ca_file or 'the default CA store'}") + f" ({tls_from})")
         lines.append(f"  cookies {'on: kept and sent back' if s.cookies else 'off'} "
                      f"({origin('cookies', 'crawl', crawl, default_crawl)})")
+        r = s.retry
+        where = (f"site[{s.block}]: {block.label}" if block is not None and (block.sets("retry_times") or block.sets("retry_statuses"))
+                 else "default" if (r.times, r.statuses) == (RetryConfig().times, RetryConfig().statuses) else "[retry]")
+        lines.append(f"  retry {r.times} times on statuses {', '.join(r.statuses) or 'none'} ({where})")
         if not s.headers:
             lines.append("  headers: none")
         own = {n.lower() for n in (block.headers or {})} if block is not None else set()
@@ -258,7 +274,8 @@ class SiteSettings:
         return lines
 
 
-def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, urlrules: UrlRules) -> Settings:
+def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, urlrules: UrlRules,
+             retry: RetryConfig) -> Settings:
     politeness = dataclasses.replace(pol, **{k: getattr(b, k) for k in POLITENESS_KEYS if b.sets(k)})
     headers = dict(crawl.headers)
     for name, value in (b.headers or {}).items():
@@ -275,6 +292,8 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, ur
         i, product_token(agent), urlrules,
         b.verify is not False, crawl.ca_file if b.ca_file is None else b.ca_file,
         crawl.cookies if b.cookies is None else b.cookies,
+        dataclasses.replace(retry, **{k: getattr(b, f"retry_{k}") for k in ("times", "statuses")
+                                      if b.sets(f"retry_{k}")}),
     )
 
 

@@ -64,6 +64,7 @@ from peer.core.crawl.discovery import Discovery
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
 from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
+from peer.core.crawl.outages import Outages
 from peer.core.crawl.outcomes import MAX_RETRIES, RETRY_BASE, Outcomes, Retries
 from peer.core.crawl.requisites import RequisiteJobs
 from peer.core.crawl.robots import RobotsCache, Verdict, product_token
@@ -135,7 +136,7 @@ class CrawlCore:
         self.params = self.urlrules.params
         #: Each host's settings: [[site]] blocks over the global config (peer/core/config/sites.py).
         # Read through ``self.sites``, not a copy: a live change (``adopt``) replaces it.
-        self.sites = sites = SiteSettings(cfg.sites, crawl, pol)
+        self.sites = sites = SiteSettings(cfg.sites, crawl, pol, cfg.retry)
         self.frontier = Frontier(pol, politeness_for=self._politeness_for() if sites else None)
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
                                   error_retry=crawl.robots_retry, max_failures=crawl.robots_tries,
@@ -178,7 +179,10 @@ class CrawlCore:
         self.jobs = Jobs(self.frontier)
         self.handoffs = Handoffs(peer_id, self.frontier, self.limits, takeover_after=cfg.ring.takeover_after,
                                  pass_on=self._pass_on, push=self._push)
-        self.retries = Retries(self.jobs, self.summary, self.rng, self._keeps)
+        self.retries = Retries(self.jobs, self.summary, self.rng, self._keeps, cfg.retry,
+                               lambda h: self.sites.for_host(h).retry)
+        #: Hosts down, or asking for a wait over the cap (peer/core/crawl/outages.py).
+        self.outages = Outages(cfg.retry)
         #: Moved hosts waiting for their lease (peer/core/handoff/leasewaits.py).
         self.lease_waits = LeaseWaits()
         # Handed CrawlCore.discover, not the part's: Discovery comes next and is
@@ -203,7 +207,7 @@ class CrawlCore:
         self.outcomes = Outcomes(
             cfg, summary=self.summary, limits=self.limits, frontier=self.frontier, robots=self.robots,
             page_rules=self.page_rules, params=self.params, jobs=self.jobs, rows=self.rows,
-            retries=self.retries, held=self.held, discover=discover,
+            retries=self.retries, outages=self.outages, held=self.held, discover=discover,
             robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies,
             requisites=self.requisite_jobs)
 
@@ -234,7 +238,7 @@ class CrawlCore:
         parts were built from otherwise is the same, so they stay.
         """
         old, self._cfg = self._cfg, cfg
-        self.sites = sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness)
+        self.sites = sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry)
         self.urlrules = dataclasses.replace(self.urlrules, rules=parse_rules(cfg.crawl.rules, str(cfg.path), "crawl.rules"))
         self.discovery.rescope(self.urlrules, sites)
         self.rows.rescope(sites)

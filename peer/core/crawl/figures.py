@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 
     from peer.core.config.cluster import ClusterConfig
     from peer.core.crawl.limits import Limits
+    from peer.core.crawl.outages import Outages
     from peer.core.crawl.robots import RobotsCache
     from peer.core.frontier.frontier import Frontier
     from peer.core.handoff.holds import Holds
@@ -42,6 +43,8 @@ class Sources(Protocol):
     def limits(self) -> Limits: ...
     @property
     def holds(self) -> Holds: ...
+    @property
+    def outages(self) -> Outages: ...
     @property
     def lease_waits(self) -> LeaseWaits: ...
     @property
@@ -75,6 +78,7 @@ def limits_figures(core: Sources, now: float, malformed: dict[str, int]) -> dict
     for name, n in core.holds.counts.items():
         out[f"hold.{name}"] = n  # peer/core/handoff/holds.py rule 4
     out.update(core.lease_waits.figures())  # moved hosts waiting for their lease
+    out.update(core.outages.figures())  # hosts down (peer/core/crawl/outages.py)
     for name, n in core.summary.directives.items():
         if n:
             out[f"directives.{name}"] = n  # what pages said of themselves (peer.core.page.directives)
@@ -234,14 +238,15 @@ def progress_snapshot(core: Sources, now: float, elapsed: float, dns_hit_rate: f
             note = ((core.robots.why(host) or f"robots.txt of {host} unreachable")
                     + (f", try {tried + 1} of {most} (crawl.robots_tries)" if 0 < tried < most else ""))
         else:
-            note = f"Retry-After of {host}"
+            note = f"{host} down" if kind is Hold.DOWN else f"Retry-After of {host}"
         note_in = until - now
     return ProgressSnapshot(
         now=now, elapsed=elapsed, pages=s.requested, items=s.items,
         errors=requested_errors(s.errors, s.not_requested), not_requested=not_requested_now(core),
         frontier=len(core.frontier), in_flight=core.in_flight,
         hosts_ready=max(ready, 0), hosts_waiting=max(waiting, 0), held_robots=held[Hold.ROBOTS],
-        held_retry_after=held[Hold.RETRY_AFTER], held_handoff=handoff, held_next=note,
+        held_retry_after=held[Hold.RETRY_AFTER], held_down=held[Hold.DOWN],
+        hosts_down=core.outages.hosts_down(), held_handoff=handoff, held_next=note,
         held_next_in=note_in, max_pages=core.cfg.crawl.max_pages,
         cluster_pages=cluster_pages, dns_hit_rate=dns_hit_rate,
         bloom_fill=core.bloom.fill_estimate(), bloom_slices=core.bloom.num_slices,

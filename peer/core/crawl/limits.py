@@ -26,18 +26,20 @@ Rules (config keys in brackets; 0 turns a cap off):
    first ``max_links_per_page`` (in document order) are not followed nor
    stored; ``n_links`` in the results keeps the page's real count.
 4. **Retry-After** [``politeness.max_retry_after``]: a longer Retry-After
-   (``3600``, or an HTTP-date in the year 9999) is cut to the cap; after
-   :data:`RETRY_AFTER_STRIKES` such answers from a host in a row the host is
-   *given up*: the engine records its queued URLs (error ``retry_after``)
-   and new URLs of it are dropped for the rest of the run. Any other answer
-   from the host ends the streak.
-5. **Holds**: a host held (its robots.txt unreachable until a retry, or a
-   Retry-After) is counted while held, so a crawl that waits says what it
-   waits for. A hold ends when released or when its time has passed.
+   (``3600``, or an HTTP-date in the year 9999) is cut to the cap and
+   counted; the host is then held for the cap each time, its URLs kept,
+   until ``[retry] down_give_up`` (``peer.core.crawl.outages`` rules 4, 5).
+   A host *given up* (:meth:`Limits.give_up`: down or asking over the cap
+   for that long) has its queued URLs recorded by the engine and new URLs
+   of it dropped for the rest of the run.
+5. **Holds**: a host held (its robots.txt unreachable until a retry, a
+   Retry-After, or down: ``peer.core.crawl.outages``) is counted while
+   held, so a crawl that waits says what it waits for. A hold ends when
+   released or when its time has passed.
 
 Memory: one int per host that ever had a URL queued here (the frontier
-keeps more than that per queued host), and per held, striking or given-up
-host a few dozen bytes.
+keeps more than that per queued host), and per held or given-up host a few
+dozen bytes.
 
 Drops count discoveries, not distinct URLs: a URL dropped by a cap is not
 put in the Bloom filter (a link farm would otherwise fill it), so a link
@@ -56,13 +58,7 @@ from peer.core.urls.normalize import path_repeats
 if TYPE_CHECKING:
     from peer.core.config.cluster import CrawlConfig, PolitenessConfig
 
-__all__ = ["Cap", "Hold", "Limits", "RETRY_AFTER_STRIKES"]
-
-#: Over-cap Retry-After answers in a row after which a host is given up.
-#: Three: one could be a maintenance page, two a slow restart; a third
-#: says the server means it, and with the default cap (300 s) the host has
-#: then held its URLs for ten minutes.
-RETRY_AFTER_STRIKES = 3
+__all__ = ["Cap", "Hold", "Limits"]
 
 
 class Cap(enum.StrEnum):
@@ -83,14 +79,14 @@ class Hold(enum.StrEnum):
 
     ROBOTS = "robots"  # robots.txt unreachable, a retry is due
     RETRY_AFTER = "retry_after"  # the server asked to wait
+    DOWN = "down"  # its connections fail: a probe is due (peer.core.crawl.outages)
 
 
 class Limits:
     """The caps of one peer's crawl and their counts; see the module rules."""
 
     __slots__ = ("max_url_length", "max_path_repeat", "max_urls_per_host", "max_links_per_page",
-                 "max_retry_after", "strikes", "hits", "held_total",
-                 "_per_host", "_strikes", "_given_up", "_holds")
+                 "max_retry_after", "hits", "held_total", "_per_host", "_given_up", "_holds")
 
     def __init__(
         self,
@@ -100,22 +96,19 @@ class Limits:
         max_urls_per_host: int = 0,
         max_links_per_page: int = 0,
         max_retry_after: float = float("inf"),
-        strikes: int = RETRY_AFTER_STRIKES,
     ) -> None:
         if min(max_url_length, max_path_repeat, max_urls_per_host, max_links_per_page) < 0:
             raise ValueError("caps must be >= 0 (0: no cap)")
-        if not max_retry_after > 0 or strikes < 1:
-            raise ValueError("max_retry_after must be > 0 and strikes >= 1")
+        if not max_retry_after > 0:
+            raise ValueError("max_retry_after must be > 0")
         self.max_url_length = max_url_length
         self.max_path_repeat = max_path_repeat
         self.max_urls_per_host = max_urls_per_host
         self.max_links_per_page = max_links_per_page
         self.max_retry_after = max_retry_after
-        self.strikes = strikes
         self.hits: Counter[Cap] = Counter()
         self.held_total: Counter[Hold] = Counter()  # hosts that were ever held, by kind
         self._per_host: dict[str, int] = {}
-        self._strikes: dict[str, int] = {}
         self._given_up: set[str] = set()
         self._holds: dict[Hold, dict[str, float]] = {h: {} for h in Hold}
 
@@ -183,23 +176,11 @@ class Limits:
     # -- rule 4: Retry-After -----------------------------------------------------
 
     def retry_after(self, host: str, seconds: float | None) -> tuple[float | None, bool]:
-        """A 429/503's Retry-After: (seconds to wait, capped; whether ``host`` is now given up)."""
+        """A 429/503's Retry-After: (seconds to wait, capped; whether it was over the cap, counted)."""
         if seconds is None or seconds <= self.max_retry_after:
-            self._strikes.pop(host, None)
             return seconds, False
         self.hits[Cap.RETRY_AFTER] += 1
-        n = self._strikes.get(host, 0) + 1
-        if n < self.strikes:
-            self._strikes[host] = n
-            return self.max_retry_after, False
-        del self._strikes[host]
-        self.give_up(host)
         return self.max_retry_after, True
-
-    def answered(self, host: str) -> None:
-        """``host`` gave an answer that was not an over-cap Retry-After: its streak ends."""
-        if self._strikes:
-            self._strikes.pop(host, None)
 
     def give_up(self, host: str) -> None:
         """No more URLs of ``host`` for the rest of the run."""

@@ -41,11 +41,12 @@ from urllib.parse import urlsplit
 
 from peer.core.crawl.decisions import Discover, Effect, Items, Origin, Reason, Refused, Warn
 from peer.core.crawl.jobs import DONE, REQUEUED, ROBOTS, ROW
+from peer.core.config.retry import DEFAULT_ERRORS, RetryConfig
 from peer.core.crawl.limits import Hold
+from peer.core.crawl.outages import Outages, Verdict
 from peer.core.dedupe.precedence import unsessioned
 from peer.core.dedupe.verdicts import Ask, Kind
 from peer.core.frontier.frontier import Job, Outcome
-from peer.core.http.head import server_error
 from peer.core.page.directives import x_robots_tag
 from peer.core.page.extract import is_html
 from peer.core.page.parse import Parsed
@@ -68,14 +69,10 @@ if TYPE_CHECKING:
 __all__ = ["Outcomes", "RequisiteHooks", "Retries", "RETRY_BASE", "MAX_RETRIES", "RETRYABLE", "ROBOTS_FINAL",
            "UNREACHED_KINDS", "cause_words"]
 
-#: First retry waits this long (then x2 per attempt, with +-50% jitter).
-RETRY_BASE = 1.0
-#: Attempts after the first for a transient failure (5xx, reset, timeout...).
-MAX_RETRIES = 2
-#: Transient error kinds worth a retry (a proxy down or overloaded, or its
-#: upstream, is too); the rest (dns, blocked, the tls kinds, too_large,
-#: protocol, proxy_auth) would fail the same way again.
-RETRYABLE = frozenset({"connect", "reset", "timeout", "proxy", "proxy_refused"})
+#: The defaults of ``[retry]`` base, times and errors (peer/core/config/retry.py has the policy).
+RETRY_BASE = RetryConfig().base
+MAX_RETRIES = RetryConfig().times
+RETRYABLE = frozenset(DEFAULT_ERRORS)
 #: robots.txt failures no retry mends in this run: the name does not resolve
 #: (the resolver caches that, too), the SSRF guard refuses every address, or
 #: the proxy refuses the credentials read at start.
@@ -123,14 +120,18 @@ class RequisiteHooks(Protocol):
 class Retries:
     """The attempts of the URLs retried: a transient failure goes back through the frontier (rule 2).
 
-    Exponential backoff with jitter, at most :data:`MAX_RETRIES` times a URL.
-    ``keeps(host)``: whether this peer still keeps the host's jobs (not
-    stopping nor leaving, and still its owner).
+    Exponential backoff with jitter, at most ``[retry] times`` a URL, each
+    wait at most ``[retry] cap`` (``policy``). ``keeps(host)``: whether this
+    peer still keeps the host's jobs (not stopping nor leaving, and still its owner).
     """
 
-    __slots__ = ("_jobs", "_summary", "_rng", "_keeps", "_attempts")
+    __slots__ = ("policy", "_policy_for", "_jobs", "_summary", "_rng", "_keeps", "_attempts")
 
-    def __init__(self, jobs: Jobs, summary: Summary, rng: random.Random, keeps: Callable[[str], bool]) -> None:
+    def __init__(self, jobs: Jobs, summary: Summary, rng: random.Random, keeps: Callable[[str], bool],
+                 policy: RetryConfig | None = None, policy_for: Callable[[str], RetryConfig] | None = None) -> None:
+        self.policy = policy if policy is not None else RetryConfig()
+        # A [[site]] block's retry_times and retry_statuses (peer/core/config/sites.py), else [retry]'s.
+        self._policy_for = policy_for
         self._jobs = jobs
         self._summary = summary
         self._rng = rng
@@ -144,15 +145,30 @@ class Retries:
         # hand-off lists the URL as fetched here (``inflight_urls``), so a
         # retry passed on now would be dropped by the new owner as seen and
         # leave no row anywhere; the failure is recorded here instead.
-        if n >= MAX_RETRIES or not self._keeps(job.host):
+        policy = self._policy_for(job.host) if self._policy_for is not None else self.policy
+        if n >= policy.times or not self._keeps(job.host):
             return False
         self._attempts[job.url] = n + 1
         # Exponential backoff with jitter, so the retries of many URLs that
         # failed together (a server restart) do not come back together.
-        wait = RETRY_BASE * 2**n * self._rng.uniform(0.5, 1.5)
+        wait = policy.wait(n, self._rng.uniform(0.5, 1.5))
         if retry_after is not None:
             wait = max(wait, retry_after)
         self._jobs.requeue(job, now, now + wait, out)
+        self._summary.retries += 1
+        return True
+
+    def retryable(self, res: FetchResult, host: str) -> bool:
+        """Is ``res``'s failure one the policy of ``host`` retries (``[retry]`` statuses and errors)?"""
+        policy = self._policy_for(host) if self._policy_for is not None else self.policy
+        return policy.retries_error(res.error) or (res.status is not None and policy.retries_status(res.status))
+
+    def held(self, job: Job, now: float, until: float, out: list[Effect]) -> bool:
+        """The job's host is down or asked for a wait (peer/core/crawl/outages.py): requeued, charged
+        no retry, not before ``until``; False when this peer no longer keeps the host (see :meth:`retry`)."""
+        if not self._keeps(job.host):
+            return False
+        self._jobs.requeue(job, now, until, out)
         self._summary.retries += 1
         return True
 
@@ -166,7 +182,7 @@ class Retries:
         is: back through the host's queue and pace, a 429/503's Retry-After held (rule 2).
         False: not transient, or no attempt left; its failure is final."""
         status = res.status
-        if not (res.error in RETRYABLE or (status is not None and (status >= 500 or status == 429))):
+        if not self.retryable(res, job.host):
             return False
         retry_after = None
         if status in (429, 503):
@@ -181,12 +197,13 @@ class Outcomes:
     """The results' part of ``CrawlCore`` (module docstring)."""
 
     __slots__ = ("_cfg", "_summary", "_limits", "_frontier", "_robots", "_page_rules", "_params", "_jobs",
-                 "_rows", "_retries", "_held", "_discover", "_robots_sitemaps", "_keep_cookies",
+                 "_rows", "_retries", "_outages", "_held", "_discover", "_robots_sitemaps", "_keep_cookies",
                  "_internal_seen", "_requisites")
 
     def __init__(self, cfg: ClusterConfig, *, summary: Summary, limits: Limits, frontier: Frontier,
                  robots: RobotsCache, page_rules: PageRules, params: ParamRules | None, jobs: Jobs,
                  rows: Rows, retries: Retries, held: HeldPages, discover: Discover,
+                 outages: Outages | None = None,
                  robots_sitemaps: Callable[[str, str, float], list[Effect]],
                  keep_cookies: Callable[[FetchResult], None], requisites: RequisiteHooks) -> None:
         self._cfg = cfg
@@ -199,6 +216,7 @@ class Outcomes:
         self._jobs = jobs
         self._rows = rows
         self._retries = retries
+        self._outages = outages if outages is not None else Outages(retries.policy)
         self._held = held
         self._discover = discover
         self._robots_sitemaps = robots_sitemaps
@@ -230,19 +248,34 @@ class Outcomes:
         status = res.status
         host = job.host
         limits = self._limits
-        retryable = res.error in RETRYABLE or (status is not None and server_error(status)) or status == 429
+        retryable = self._retries.retryable(res, host)
         if status is not None and not 200 <= status <= 599:
             self._summary.invalid_status += 1
         retry_after = None
-        if retryable and status is not None:
-            # Cut to max_retry_after; a host that keeps asking for more is given up.
-            retry_after, gave_up = limits.retry_after(host, res.retry_after)
-            if gave_up:
-                self._give_up(host, res.retry_after, out)
-        elif status is not None:
-            limits.answered(host)
+        # An outage is the host's, not the URL's (peer/core/crawl/outages.py).
+        verdict, until = Verdict.RETRY, now
+        if status is None:
+            if res.error in self._retries.policy.down_errors and not limits.given_up(host):
+                verdict, until = self._outages.failed(host, now, job.url, res.error or "")
+        else:
+            over = False
+            if retryable:
+                # Cut to max_retry_after; a host that keeps asking for more is held (outages rule 4).
+                retry_after, over = limits.retry_after(host, res.retry_after)
+            if over and not limits.given_up(host):
+                verdict, until = self._outages.asked_wait(host, now, limits.max_retry_after)
+            else:
+                self._outages.answered(host)
+        if verdict is Verdict.GIVE_UP:
+            self._give_up(host, res, out)
+        elif verdict is Verdict.HOLD:
+            if status in (429, 503):
+                self._frontier.backoff(host, now, retry_after)
+            limits.hold(host, Hold.DOWN if status is None else Hold.RETRY_AFTER, until)
+            if self._retries.held(job, now, until, out):
+                return Outcome.FETCHED if status is not None else Outcome.FAILED
         given_up = retryable and limits.given_up(host)
-        if retryable and not given_up:
+        if retryable and not given_up and verdict is Verdict.RETRY:
             if status in (429, 503):
                 self._frontier.backoff(host, now, retry_after)
                 if retry_after:
@@ -346,17 +379,23 @@ class Outcomes:
             counts["x_robots_tag"] += 1
         return canonical, (noindex, nofollow)
 
-    def _give_up(self, host: str, asked: float | None, out: list[Effect]) -> None:
-        """Rule 6: the host asked for too long a wait too often; its queued URLs get rows."""
+    def _give_up(self, host: str, res: FetchResult, out: list[Effect]) -> None:
+        """Outages rule 5: the host was down, or asked for too long a wait, for ``[retry] down_give_up``;
+        its queued URLs get rows with the error of its last answer, and no more of them are queued."""
+        self._limits.give_up(host)
         jobs = self._frontier.remove_host(host)
+        error = res.error or "retry_after"
+        why = (f"Retry-After {res.retry_after or 0.0:.0f}s, over politeness.max_retry_after "
+               f"({self._limits.max_retry_after:g}s)" if res.status is not None
+               else cause_words(res, self._cfg.crawl.timeout))
         out.append(Warn(
-            f"giving up {host}: Retry-After {asked or 0.0:.0f}s, over politeness.max_retry_after "
-            f"({self._limits.max_retry_after:g}s), {self._limits.strikes} times in a row; its "
-            f"{len(jobs)} queued URLs are recorded as 'retry_after' and no more of its URLs are queued"))
+            f"giving up {host}: down or asking to wait for retry.down_give_up "
+            f"({self._retries.policy.down_give_up:g}s), last {why}; its "
+            f"{len(jobs)} queued URLs are recorded as '{error}' and no more of its URLs are queued"))
         for job in jobs:
             self._retries.forget(job.url)
             self._jobs.take_hops(job.url)
-            self._rows.row(job, None, out, error="retry_after")
+            self._rows.row(job, None, out, error=error)
 
     def _extracted(self, url: str, parsed: Parsed, out: list[Effect]) -> None:
         if parsed.items:

@@ -182,8 +182,6 @@ class RequisiteJobs:
             jobs.finish(job, now, Outcome.UNREACHED if res.error in UNREACHED_KINDS else Outcome.FAILED)
             return out
         counts["fetched"] += 1
-        if status is not None and 200 <= status < 400:
-            self._limits.answered(job.host)
         if 300 <= status < 400 and res.location:
             target = normalize_link(job.url, res.location, self._params)
             if target is not None:

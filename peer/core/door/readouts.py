@@ -182,6 +182,8 @@ class Readouts:
         s.limits = limits.render(now, reached)
         s.caps = Counter({str(cap): n for cap, n in limits.hits.items() if n})
         s.details = crawl.detail_lines(dict(malformed))
+        if crawl.outages.went_down:
+            s.details.append(crawl.outages.render())
         if crawl.seed_feed.mark is not None:
             s.details.append(crawl.seed_feed.summary())
         if crawl.seed_adds.lines:

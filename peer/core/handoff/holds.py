@@ -32,6 +32,7 @@ Rules, each a line or two below:
    ``hold_timeout``. That word comes promptly, so the wait is short: a
    refuting member that saw us dead hands over what it fetched of ours as
    in any ring change, one that never saw us dead repeats its marker
+   when told it is dead, even at an incarnation it had already left
    (``ring.handoff`` rule 4), and a new process (a crash, a kill -9, an
    unplanned stop) hands over at its first ring what its resumed results
    hold of others' hosts and tells each member, at once where it held

@@ -69,6 +69,8 @@ class ProgressSnapshot:
     hosts_waiting: int = 0              # with work, waiting on politeness or a free slot
     held_robots: int = 0                # hosts held: robots.txt unreadable, a retry due
     held_retry_after: int = 0           # hosts held: Retry-After
+    held_down: int = 0                  # hosts held: down, a probe due (peer/core/crawl/outages.py)
+    hosts_down: int = 0                 # hosts down: held or probing
     held_handoff: int = 0               # hosts held: their previous owner's hand-off (peer/core/handoff/holds.py)
     held_next: str = ""                 # the held host tried next, in words ("robots.txt of h unreachable (...)")
     held_next_in: float = 0.0           # seconds until that try
@@ -139,16 +141,18 @@ class Progress:
             parts.append(f"{words(Family.NOT_REQUESTED)} {n_not:,} ({_kinds(causes)})")
         parts.append(f"frontier {snap.frontier:,}, in flight {snap.in_flight}")
         ready = f"{snap.hosts_ready:,}" + ("+" if snap.hosts_ready >= READY_MOST else "")
-        n_held = snap.held_robots + snap.held_retry_after + snap.held_handoff
+        n_held = snap.held_robots + snap.held_retry_after + snap.held_down + snap.held_handoff
         hosts = f"hosts {ready} ready, {snap.hosts_waiting:,} waiting on politeness, {n_held:,} held"
         if n_held > 1:
             kinds = _kinds({"robots.txt": snap.held_robots, "Retry-After": snap.held_retry_after,
-                            "hand-off": snap.held_handoff})
+                            "down": snap.held_down, "hand-off": snap.held_handoff})
             nxt = f"; next {snap.held_next}, retry in {duration(snap.held_next_in)}" if snap.held_next else ""
             hosts += f" ({kinds}{nxt})"
         elif n_held and snap.held_next:
             hosts += f": {snap.held_next}, retry in {duration(snap.held_next_in)}"
         parts.append(hosts)
+        if snap.hosts_down:
+            parts.append(f"{snap.hosts_down:,} host{'s' if snap.hosts_down != 1 else ''} down, retrying")
         parts.append(f"dns hit rate {snap.dns_hit_rate:.0%}, bloom fill {snap.bloom_fill:.2%}"
                      + (f" (slice {snap.bloom_slices})" if snap.bloom_slices > 1 else ""))
         if snap.links_cut:
