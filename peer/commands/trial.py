@@ -37,7 +37,10 @@ whose ``Reason`` is shown (``refusal``), with the rule or key that decided:
    ``Sitemap:`` lines or ``[sitemaps] seeds`` is fetched as the crawl
    fetches sitemaps (up to ``sitemaps.max_bytes``), and any 2xx answer that
    is no HTML is read as one: its kind, its URLs or child sitemaps, the
-   problems counted, and the first URLs with their hints and verdicts.
+   problems counted, and the first URLs with their hints and verdicts. Its
+   scope verdict is the crawl's: read, though ``crawl.rules`` refuse it as a
+   page (they judge the URLs it lists), so one the rules refuse waits for
+   its host's robots.txt before its scope line is said.
 
 A dry run: no results file, no crawl state, no ring socket; only the two
 requests (robots.txt, the page) leave the machine. A URL out of scope is still
@@ -281,6 +284,12 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
     return True
 
 
+def _sitemap_scope(why: str) -> str:
+    """The scope line of a sitemap the crawl reads (``why``: how it finds it)."""
+    return (f"a sitemap ({why}): the crawl reads it for the URLs it lists, which crawl.rules "
+            "and the scope judge as links; it is no page (no row, not counted in max_pages)")
+
+
 def _coding(crawl: CrawlConfig, res: FetchResult) -> str:
     """What was asked for (peer.core.http.inflate) and what came on the wire."""
     from peer.core.http.inflate import accept_encoding
@@ -306,7 +315,19 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     _say("url", url)
     if args.stripped:
         _say("params", f"stripped {', '.join(args.stripped)} (crawl.strip_params): the crawl keeps the URL above")
-    _say("scope", rules.verdict(url, 0))
+    # A sitemap is no page: the crawl reads one named by robots.txt or
+    # [sitemaps] seeds whatever crawl.rules say of it (they judge the URLs
+    # it lists). One the rules refuse is said after robots.txt is read.
+    sitemap_seed = url in _normalized(cfg.sitemaps.seeds)
+    verdict = rules.verdict(url, 0)
+    held_verdict = None
+    if sitemap_seed:
+        _say("scope", _sitemap_scope("[sitemaps] seeds lists it"))
+    elif (verdict.startswith("out of scope:") and cfg.sitemaps.from_robots
+          and crawl.obey_robots):
+        held_verdict = verdict
+    else:
+        _say("scope", verdict)
     # The page's own core: alone (every host its own), the URL queued whatever
     # its scope (it is fetched to be shown), in virtual time from 0.
     core = rules.core(_NOBODY)
@@ -371,11 +392,23 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
             if not isinstance(again, Fetch | FetchSitemap) and not args.ignore_robots:
                 _say("fetch", "not fetched (--ignore-robots to fetch it anyway)")
                 return 1
+        elif held_verdict is not None and isinstance(adm, Drop):
+            # Refused as a page: its host's robots.txt, read as the crawl
+            # reads it for a page of that host, may name it as a sitemap.
+            robots_url = core.robots.robots_url(job.host, url.split(":", 1)[0])
+            res = await fetcher.fetch(robots_url, max_body=MAX_ROBOTS_BYTES, prefix_ok=True)
+            if res.status is not None:
+                core.robots.loaded(job.host, res.status, res.body, now, truncated=res.truncated)
+            got = f"HTTP {res.status}" if res.status is not None else f"not read ({res.error or 'unknown'})"
+            _say("robots", f"{robots_url} {got}: read for its Sitemap: lines only")
         else:
             assert isinstance(adm, Fetch | FetchSitemap | Drop | Requeue)
-            _say("robots", "not asked (crawl.obey_robots = false)")
+            _say("robots", "not asked (crawl.obey_robots = false)" if not crawl.obey_robots
+                 else "not asked: the crawl does not queue this URL")
             robots_url = None
         named = robots_url is not None and url in _normalized(core.robots.sitemaps(job.host))
+        if held_verdict is not None:
+            _say("scope", _sitemap_scope(f"robots.txt of {job.host} names it") if named else held_verdict)
         sent = None
         if named or url in _normalized(cfg.sitemaps.seeds):
             res = await fetcher.fetch(url, max_body=cfg.sitemaps.max_bytes, prefix_ok=True)

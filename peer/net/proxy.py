@@ -27,7 +27,9 @@ certificate check seeing the origin's name.
   ``http`` the proxy resolves it, and the guard sees only what is known
   without asking DNS (an IP literal, a ``[dns] resolve`` entry, a cached
   answer): a name whose public DNS answer is private is beyond it, and the
-  proxy's own policy must stop it (docs/configuration.md, Proxies).
+  proxy's own policy must stop it (docs/configuration.md, Proxies). A
+  target the proxy could not reach whose name only ``[dns] resolve`` knows
+  is said as such: the proxy never heard of that name.
 - **Whose fault.** Only a proxy address that cannot be connected to moves
   on to the proxy's next address; any answer is final. Failures are
   :func:`peer.net.errorkinds.proxy_error`'s kinds: ``proxy``,
@@ -109,8 +111,10 @@ class ProxyDialer:
     async def open(self, proxy: Proxy, host: str, port: int) -> tuple[trio.SocketStream, str | None]:
         """A stream to ``host:port`` through ``proxy``, and the target's IP if known here."""
         spec = proxy.spec
+        only_here: tuple[str, ...] = ()
         if spec.scheme.remote_dns:
             self.resolver.known(host)  # the guard on what can be known (module docstring)
+            only_here = self.resolver.static(host)
             target, address = host, None
         else:
             target = address = (await self.resolver.resolve(host))[0]
@@ -125,6 +129,15 @@ class ProxyDialer:
             except _Unreachable as exc:
                 last = exc.__cause__
                 continue
+            except FetchError as exc:
+                if exc.kind is ErrorKind.PROXY_REFUSED and only_here:
+                    # The proxy resolves the name itself, and [dns] resolve is
+                    # ours alone: say so, not just "could not reach".
+                    raise FetchError(exc.kind, f"{str(exc).split(': ', 1)[-1]}; {host} is a name only "
+                                     f"[dns] resolve knows ({only_here[0]}), which the proxy resolves "
+                                     "itself: give the proxy that name, or use socks5://, which hands "
+                                     "the proxy the address") from None
+                raise
             return stream, address
         raise proxy_error(last or OSError("no address"), spec.url, shown)
 

@@ -142,6 +142,12 @@ class Resolver:
         addresses = self._cache.peek(name, self._clock())
         return self._guard(name, addresses) if addresses else ()
 
+    def static(self, host: str) -> tuple[str, ...]:
+        """The addresses ``[dns] resolve`` gives ``host``, guard applied; () if it gives none."""
+        name = _norm(host)
+        addresses = self._cache.static(name)
+        return self._guard(name, addresses) if addresses else ()
+
     async def resolve(self, host: str, *, guard: bool = True) -> tuple[str, ...]:
         """The addresses to connect to for ``host`` (no port), guard applied.
 

@@ -34,7 +34,9 @@ and ring: members that agree on the ring show one fingerprint; ``dashboard`` ser
 ring of one whose peer has no address (``solo.toml``) is asked where that
 peer recorded one in its data_dir (:mod:`ring.tools.statuspoll`), and when
 it is not running they say so in one line naming the data_dir and the
-command that starts it, exit status 1, as when no peer of a ring answers.
+command that starts it: ``status`` exits 1, as when no peer of a ring
+answers; ``dashboard`` serves its page all the same (it may be opened before
+the crawl), which says so until the peer answers.
 
 ``ring`` never imports ``peer``. cluster.toml has one parser,
 ``peer.core.config.cluster``, and the solo peer's record one reader,
@@ -609,9 +611,15 @@ async def _dashboard(cfg: RingFile, args: argparse.Namespace) -> int:
 
     poll = _poll(cfg, args)
     if poll.solo is not None and await poll() is None:
-        # A ring's peers may start after its dashboard; a solo peer not
-        # running is said at once, as `status` says it.
-        raise _NoAnswer(_no_answer(cfg, poll))
+        if poll.refused:
+            raise _NoAnswer(_no_answer(cfg, poll))
+        # A dashboard opened before the crawl it watches, as a ring's may be:
+        # said at once, as `status` says it, and then served; each poll reads
+        # the peer's record again, so the page shows the crawl once it starts.
+        import logging
+
+        logging.getLogger("ring.dashboard").warning(
+            "%s; the dashboard polls until it answers", _no_answer(cfg, poll))
 
     async def rows() -> list[dict[str, Any]] | None:
         got = await poll()

@@ -204,6 +204,24 @@ def test_negative_rate_message():
     assert str(err) == "/etc/rc/cluster.toml: politeness.rate: expected a number >= 0, got -1.0"
 
 
+@pytest.mark.parametrize("seed, host", [
+    ("www.sqlite-docs.local:8080/", "www.sqlite-docs.local"),  # read as scheme, cut to 16 characters
+    ("localhost:8080/", "localhost"),
+    ("example.com/docs/", None),                              # read as a relative URL
+])
+def test_a_seed_without_its_scheme_is_named_whole_with_the_fix(seed, host):
+    err = error_of(MINIMAL + f'[crawl]\nseeds = ["{seed}"]\n')
+    assert err.key == "crawl.seeds[0]"
+    assert err.message.endswith(f"; write it as 'http://{seed}')")
+    if host is not None:
+        assert f"no scheme: '{host}' is a host, not a scheme" in err.message
+
+
+def test_a_seed_of_another_scheme_gets_no_http_hint():
+    err = error_of(MINIMAL + '[crawl]\nseeds = ["mailto:a@b.test"]\n')
+    assert err.message.endswith("(not an http(s) URL: scheme 'mailto')")
+
+
 def test_bloom_limit_below_capacity_message():
     err = error_of(MINIMAL + "[bloom]\ncapacity = 1000\nmax_capacity = 999\n")
     assert str(err) == (

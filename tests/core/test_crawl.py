@@ -10,6 +10,7 @@ peer.core.crawl.jobs have test modules of their own as well.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import random
 from dataclasses import replace
@@ -747,7 +748,8 @@ def test_a_host_held_on_robots_txt_is_counted_held_not_also_waiting_on_politenes
     assert snap.held_robots == 1
     # Two hosts with work: other.web.test may start, site.web.test is held.
     assert (snap.hosts_ready, snap.hosts_waiting, snap.held_robots) == (1, 0, 1)
-    assert snap.held_next == f"robots.txt of {HOST} unreachable (connection refused on port 80)"
+    assert snap.held_next == (f"robots.txt of {HOST} unreachable (connection refused on port 80), "
+                              "try 2 of 4 (crawl.robots_tries)")
     assert snap.held_next_in == 25.0
     # Its URL, started again, goes back until the retry: the frontier now
     # counts the host among those waiting, and the line still says held.
@@ -1230,3 +1232,12 @@ def test_an_ip_seen_before_the_ring_formed_is_paced_at_the_ring_share_once_it_do
     c.handoffs.set_ring(ring, 1.0)
     share = ring.shares()["p1"]
     assert c.frontier.ip_delay("10.0.0.1") == pytest.approx(1.0 / share)
+
+
+def test_the_summary_counts_bodies_decoded_and_as_they_came():
+    c = core(obey_robots=False)
+    job = fetch_job(c, f"{SITE}/coded")
+    page = html("/x")
+    coded = dataclasses.replace(answer(job.url, body=page), raw_bytes=40)  # gzip on the wire
+    result(c, job, coded, 0.1)
+    assert (c.summary.bytes, c.summary.wire_bytes) == (len(page), 40)

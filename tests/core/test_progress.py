@@ -132,3 +132,29 @@ def test_the_first_line_after_a_resume_has_no_eta_from_pages_of_earlier_runs():
     # said 11 s (66 / 3 pages a second), where minutes were left.
     first = Progress().line(snap(3.0, 0, max_pages=300, cluster_pages=66))
     assert "22% of max_pages 300, ETA -" in first
+
+
+def test_a_solo_eta_counts_the_queue_when_it_ends_before_max_pages():
+    # 240 of a 251-page site fetched at 20 pages/s toward max_pages 500: the
+    # crawl ends with its 11 queued URLs in about half a second; toward
+    # max_pages the ETA said 13 s.
+    p = Progress()
+    p.line(snap(10.0, 40, max_pages=500, cluster_pages=40, frontier=200, solo=True))
+    line = p.line(snap(20.0, 240, max_pages=500, cluster_pages=240, frontier=10, in_flight=1,
+                       solo=True))
+    assert "48% of max_pages 500, ETA 0.6s (the 11 queued)" in line
+
+
+def test_a_ring_peer_eta_stays_toward_max_pages():
+    # A ring peer's queue is its share only: other peers' queues feed the count.
+    p = Progress()
+    p.line(snap(10.0, 40, max_pages=500, cluster_pages=40))
+    line = p.line(snap(20.0, 240, max_pages=500, cluster_pages=240, frontier=10))
+    assert "48% of max_pages 500, ETA 13s" in line
+
+
+def test_an_eta_beyond_a_week_is_not_a_number():
+    p = Progress()
+    p.line(snap(5.0, 0, max_pages=2**62, cluster_pages=0))
+    line = p.line(snap(10.0, 100, max_pages=2**62, cluster_pages=100))
+    assert "ETA over a week" in line and "h49m" not in line

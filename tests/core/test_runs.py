@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from peer.core.run.runs import Choice, Fingerprint, RunRecord, decide, first_run
@@ -64,6 +66,24 @@ def test_a_changed_scope_is_refused_and_named():
     d = decide(has_state=True, record=killed(), now=wider, resume=False, fresh=False, tty=False)
     assert d.choice is Choice.REFUSE
     assert d.changes == ("crawl.allow_hosts +[*.b.test]", "crawl.max_depth 0 -> 2")
+
+
+def test_changed_url_rules_are_a_changed_scope():
+    # Rules changed and the crawl resumed, without a word: the pages fetched
+    # before are not fetched again, so links the old rules dropped stay dropped.
+    before = Fingerprint(FP.seeds, FP.allow_hosts, (), 0, ("include:*/library/*",))
+    rec = dataclasses.replace(killed(), fingerprint=before)
+    now = Fingerprint(FP.seeds, FP.allow_hosts, (), 0, ("exclude:re:[?&]q=", "include:*/library/*"))
+    d = decide(has_state=True, record=rec, now=now, resume=False, fresh=False, tty=False)
+    assert d.choice is Choice.REFUSE
+    assert d.changes == ("crawl.rules +[exclude:re:[?&]q=]",)
+    flipped = Fingerprint(FP.seeds, FP.allow_hosts, (), 0, ("include:*/library/*", "exclude:re:[?&]q="))
+    assert now.changes(flipped) == ("crawl.rules reordered",)
+    assert RunRecord.from_dict(rec.to_dict()) == rec
+    # A record written before rules were kept says nothing of them.
+    old = rec.to_dict()
+    del old["fingerprint"]["rules"]
+    assert RunRecord.from_dict(old).fingerprint.changes(now) == ()
 
 
 def test_seed_changes_are_listed_short():

@@ -409,10 +409,43 @@ def test_status_and_dashboard_of_a_solo_peer_not_running_say_where_and_how_to_st
     toml = shipped_solo(tmp_path)
     expected = (f"error: solo peer 'solo' of ring 'solo' is not running: no status address recorded in "
                 f"{tmp_path / 'data' / 'solo'}; start it with: python -m peer --ring {toml}")
-    for args in (("status",), ("status", "--json"), ("dashboard", "--port", "0")):
+    for args in (("status",), ("status", "--json")):
         res = ring_cmd(*args, "--ring", str(toml), "--timeout", "0.2")
         assert one_line(res, 1) == expected, args
-        assert res.stdout == "", args  # the dashboard did not start
+        assert res.stdout == "", args
+
+
+def test_the_dashboard_of_a_solo_peer_starts_before_the_crawl_and_says_it_is_not_running(tmp_path):
+    # A user opens the dashboard, then starts the crawl: it refused to start
+    # ("is not running") and had to be run again after the peer.
+    import html
+    import time
+
+    import httpx
+
+    toml = shipped_solo(tmp_path)
+    said = (f"solo peer 'solo' of ring 'solo' is not running: no status address recorded in "
+            f"{tmp_path / 'data' / 'solo'}; start it with: python -m peer --ring {toml}")
+    dash = subprocess.Popen([sys.executable, "-m", "ring", "dashboard", "--ring", str(toml), "--port", "0",
+                             "--interval", "0.2", "--timeout", "0.2"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, env=os.environ, text=True, cwd=ROOT)
+    try:
+        line = dash.stdout.readline()
+        assert line.startswith("dashboard: http://127.0.0.1:"), (line, dash.poll())
+        url = line.split()[1]
+        deadline = time.monotonic() + 30
+        while said not in html.unescape(page := httpx.get(url + "fragment", timeout=5).text):
+            assert time.monotonic() < deadline, page
+            time.sleep(0.1)
+        assert dash.poll() is None  # still serving, polling for the peer
+        dash.send_signal(signal.SIGINT)
+        _, err = dash.communicate(timeout=30)
+    finally:
+        if dash.poll() is None:
+            dash.kill()
+            dash.communicate(timeout=30)
+    assert dash.returncode == 0, err
+    assert f"{said}; the dashboard polls until it answers" in err and "Traceback" not in err
 
 
 def test_a_status_address_left_by_a_killed_solo_peer_is_not_running_at_once(tmp_path):

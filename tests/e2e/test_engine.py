@@ -747,8 +747,9 @@ async def test_a_refused_robots_txt_warns_shows_the_hold_and_ends_as_connect(
     gaps = [b - a for a, b in zip(tries, tries[1:])]
     assert len(tries) == 4 and [round(g) for g in gaps] in ([30, 60, 120], [31, 61, 121]), gaps
     assert web.fetched("dead.web.test") == []
-    assert ", 1 held: robots.txt of dead.web.test unreachable (no connection on port 80), retry in 15s" \
-        in lines[0], lines[0]
+    # The line says which try comes next and the key that bounds them.
+    assert (", 1 held: robots.txt of dead.web.test unreachable (no connection on port 80), "
+            "try 2 of 4 (crawl.robots_tries), retry in 15s") in lines[0], lines[0]
     assert figures[0].limits["held.robots"] == 1 and figures[0].frontier == 3
     warned = [r.getMessage() for r in caplog.records if "dead.web.test" in r.getMessage()]
     assert len(warned) == 4

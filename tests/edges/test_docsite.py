@@ -80,3 +80,26 @@ def test_the_guide_s_try_line_is_what_try_says(tmp_path, web):
                           "--ring", str(toml)])
     said = next(line for line in res.stdout.splitlines() if line.startswith("scope:"))
     assert said in GUIDE.read_text(), said
+
+
+def test_try_on_the_sitemap_says_the_crawl_reads_it_though_the_rules_refuse_it_as_a_page(tmp_path, web):
+    # The crawl above reads /sitemap.xml (robots.txt names it) though no
+    # include rule matches it; try said "out of scope ... not crawled".
+    from peer.commands.cli import main
+
+    toml = example_toml(tmp_path, web.port)
+    url = f"http://{docsite.DOCS_HOST}:{web.port}/sitemap.xml"
+    since = len(web.requests())
+    res = run_main(main, ["try", url, "--ring", str(toml), "--links", "1"])
+    assert res.returncode == 0, res.stderr
+    lines = res.stdout.splitlines()
+    scope = next(line for line in lines if line.startswith("scope:"))
+    assert "not crawled" not in scope and "out of scope" not in scope
+    assert f"a sitemap (robots.txt of {docsite.DOCS_HOST}:{web.port} names it): the crawl reads it" in scope
+    assert any(line.startswith("sitemap:") and "urlset" in line for line in lines), res.stdout
+    asked = [r.target for r in web.requests()[since:]]
+    assert asked == ["/robots.txt", "/sitemap.xml"]
+    # A page the rules refuse is still out of scope, after the same robots.txt read.
+    res = run_main(main, ["try", url.replace("sitemap.xml", "tutorial/"), "--ring", str(toml)])
+    assert ("scope:      out of scope: excluded by crawl.rules: no rule matches, and the list has "
+            "include rules: not crawled") in res.stdout.splitlines()

@@ -140,6 +140,22 @@ async def test_a_connect_answered_502_or_an_unreachable_target_gives_proxy_refus
     assert [e.outcome for e in socks.log] == ["unreachable"]
 
 
+@pytest.mark.parametrize("scheme", ["http", "socks5h"])
+async def test_a_name_only_dns_resolve_knows_is_said_so_when_the_proxy_cannot_reach_it(tmp_path, scheme):
+    # A proxy that resolves names itself never heard of s001.web.test, which
+    # [dns] resolve maps here; the row said only "could not reach".
+    proxy = (ConnectProxy if scheme == "http" else Socks5Proxy)(resolve={})
+    async with trio.open_nursery() as nursery:
+        await nursery.start(proxy.serve)
+        named = await fetch_via(tmp_path, "http://s001.web.test:8/", f"{scheme}://{proxy.address}")
+        literal = await fetch_via(tmp_path, "http://127.0.0.1:9/", f"{scheme}://{proxy.address}")
+        nursery.cancel_scope.cancel()
+    assert named.error is ErrorKind.PROXY_REFUSED, named
+    assert ("s001.web.test is a name only [dns] resolve knows (127.0.0.1), which the proxy resolves "
+            "itself") in named.detail
+    assert literal.error is not None and "[dns] resolve" not in literal.detail  # no name: nothing to say
+
+
 async def test_socks5_without_h_resolves_here_and_sends_the_address(tmp_path):
     graph = SiteGraph(hosts=1, pages_per_host=3, shop=False)
     proxy = Socks5Proxy()  # resolves no name: only an address can work

@@ -143,3 +143,70 @@ def test_the_module_map_is_current():
     assert script.MODULES.current(page) == table, (
         "docs/architecture.md's module map is not current: run python scripts/generated_docs.py --write"
     )
+
+
+_README_SECTION = re.compile(r'README\'s\s+"([^"]+)"')
+_DOCS_SECTION = re.compile(r'(docs/[\w/.-]+\.md)(?:,?\s+"([^"]+)")?')
+
+
+def broken_pointers(path: Path, root: Path = ROOT) -> list[str]:
+    """The README sections and docs pages (with a quoted heading) a commented file names that do not exist."""
+    text = re.sub(r"\n\s*#\s*", " ", path.read_text())  # a comment's words across its lines
+    problems = []
+    for heading in _README_SECTION.findall(text):
+        if slug(heading) not in anchors(root / "README.md"):
+            problems.append(f'{path.name}: the README has no section "{heading}"')
+    for page, heading in _DOCS_SECTION.findall(text):
+        if not (root / page).exists():
+            problems.append(f"{path.name}: {page}: no such file")
+        elif heading and slug(heading) not in anchors(root / page):
+            problems.append(f'{path.name}: {page} has no section "{heading}"')
+    return problems
+
+
+def test_the_example_configs_point_at_sections_that_exist():
+    # solo.toml sent its reader to the README's "Config reference", gone
+    # from the README to docs/configuration.md.
+    problems = [p for name in ("solo.toml", "cluster.toml") for p in broken_pointers(ROOT / name)]
+    assert problems == []
+
+
+def test_the_pointer_checker_finds_a_missing_section(tmp_path):
+    page = tmp_path / "x.toml"
+    page.write_text('# the README\'s "Your first crawl"; the README\'s "Config\n# reference"; '
+                    'docs/nothing.md; docs/configuration.md "Keys"; docs/configuration.md, "Nope"\n')
+    assert broken_pointers(page) == [
+        'x.toml: the README has no section "Config reference"',
+        "x.toml: docs/nothing.md: no such file",
+        'x.toml: docs/configuration.md has no section "Nope"',
+    ]
+
+
+def shell_lines(path: Path) -> list[str]:
+    """The command lines of a markdown file's ```sh blocks."""
+    out, inside = [], False
+    for line in path.read_text().splitlines():
+        if line.startswith("```"):
+            inside = line.strip() in ("```sh", "```bash", "```console")
+            continue
+        if inside and line.strip() and not line.lstrip().startswith("#"):
+            out.append(line.strip().removeprefix("$ "))
+    return out
+
+
+def test_the_docs_run_no_command_the_install_lacks():
+    # The duckdb Python module is a dependency; its command-line tool is
+    # not, and a reader who pasted `duckdb file "SELECT ..."` got "command
+    # not found". `python -c "import duckdb; ..."` or our own commands do it.
+    missing = [f"{path.relative_to(ROOT)}: {line}" for path in doc_files()
+               for line in shell_lines(path) if line.split()[0] in ("duckdb", "sqlite3", "jq")]
+    assert missing == []
+
+
+def test_every_stats_directive_key_is_in_the_results_page():
+    # links_params_changed was counted (peer/core/crawl/outcomes.py) and named
+    # in no page.
+    source = (ROOT / "peer" / "core" / "crawl" / "outcomes.py").read_text()
+    keys = set(re.findall(r'directives\["(\w+)"\]', source))
+    page = (ROOT / "docs" / "results.md").read_text()
+    assert keys and sorted(k for k in keys if f"`{k}`" not in page) == []

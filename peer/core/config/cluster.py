@@ -261,7 +261,9 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
         try:
             normalize(seed)
         except URLError as exc:
-            raise ConfigError(where, f"crawl.seeds[{i}]", f"expected an http(s) URL, got {seed!r} ({exc})") from None
+            hint = f"; write it as 'http://{seed.strip()}'" if "no scheme" in str(exc) else ""
+            raise ConfigError(where, f"crawl.seeds[{i}]",
+                              f"expected an http(s) URL, got {seed!r} ({exc}{hint})") from None
     for key in ("allow_hosts", "deny_hosts"):
         for i, pattern in enumerate(getattr(cfg.crawl, key)):
             try:

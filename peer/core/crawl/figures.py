@@ -231,8 +231,14 @@ def progress_snapshot(core: Sources, now: float, elapsed: float, dns_hit_rate: f
     note, note_in = "", 0.0
     if held_hosts:
         host, kind, until = held_hosts[0]
-        note = ((core.robots.why(host) or f"robots.txt of {host} unreachable") if kind is Hold.ROBOTS
-                else f"{host} down" if kind is Hold.DOWN else f"Retry-After of {host}")
+        if kind is Hold.ROBOTS:
+            # Which try comes next, and the key that bounds them: a proxy or a
+            # host that is down is waited for that many tries, not forever.
+            tried, most = core.robots.failures(host), core.robots.max_failures
+            note = ((core.robots.why(host) or f"robots.txt of {host} unreachable")
+                    + (f", try {tried + 1} of {most} (crawl.robots_tries)" if 0 < tried < most else ""))
+        else:
+            note = f"{host} down" if kind is Hold.DOWN else f"Retry-After of {host}"
         note_in = until - now
     return ProgressSnapshot(
         now=now, elapsed=elapsed, pages=s.requested, items=s.items,

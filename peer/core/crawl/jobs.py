@@ -182,6 +182,7 @@ class Rows:
             s.fetched += 1
             s.by_status[res.status] += 1
             s.bytes += len(res.body)
+            s.wire_bytes += res.raw_bytes
         if error:
             s.errors[error] += 1
         out.append(Row(

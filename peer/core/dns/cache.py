@@ -226,6 +226,18 @@ class DnsCache:
         hit = self._literal_or_glob(name)
         return None if hit is None else hit.addresses
 
+    def static(self, name: str) -> tuple[str, ...] | None:
+        """The addresses a static override gives ``name`` (``[dns] resolve``), else None.
+
+        Not a literal's nor a DNS answer's: what only this machine knows of
+        the name, which a proxy that resolves names itself cannot know.
+        """
+        name = _norm(name)
+        hit = self._exact.get(name)
+        if hit is None and _ip_literal(name) is None:
+            hit = next((h for match, h in self._globs if match(name)), None)
+        return None if hit is None else hit.addresses
+
     def resolved(self, name: str, addresses: Sequence[str], ttl: float | None, now: float) -> None:
         """The query for ``name`` answered; cache it for the clamped ``ttl``.
 

@@ -169,7 +169,7 @@ class Readouts:
         cluster = crawl.requested + (node.others_pages() if node is not None else 0)
         self.spill_peak = max(self.spill_peak, crawl.frontier.spilled)
         snap = crawl.progress_snapshot(now, elapsed, dns_hit_rate, cluster)
-        return dataclasses.replace(snap, paused=self.pause_words(now))
+        return dataclasses.replace(snap, paused=self.pause_words(now), solo=node is None)
 
     def final_summary(self, now: float, malformed: Mapping[str, int]) -> Summary:
         """The crawl's summary at its end, the core's lines and figures filled in."""

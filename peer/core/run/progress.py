@@ -7,7 +7,12 @@ snapshot, so:
 - the rate is the current one, pages over the last interval, not the
   cumulative average (which hides a stall behind an hour of good minutes);
 - the % and the ETA toward ``max_pages`` use the cluster-wide count the
-  ``max_pages`` arithmetic uses, at the current cluster-wide rate;
+  ``max_pages`` arithmetic uses, at the current cluster-wide rate; a solo
+  peer whose queue (frontier and in flight) holds fewer URLs than
+  ``max_pages`` leaves counts its ETA toward that queue, as its crawl ends
+  when the queue does (an ETA toward ``max_pages`` said a minute four seconds
+  before the end); an ETA beyond :data:`ETA_MOST` says so rather than
+  print a number no one can use (a huge ``max_pages`` gave millions of hours);
 - a line whose figures (all but the elapsed time) equal the last one logged
   is not logged again: a ring winding down prints one line, not one every
   five seconds. The first change prints again. A held host is never such a
@@ -36,11 +41,15 @@ from dataclasses import dataclass, field
 from ring.durations import duration
 from ring.vocabulary import Family, not_requested, words
 
-__all__ = ["Progress", "ProgressSnapshot", "READY_MOST"]
+__all__ = ["ETA_MOST", "Progress", "ProgressSnapshot", "READY_MOST"]
 
 #: Ready hosts are counted up to this many (``Frontier.host_counts``): the
 #: count walks the due part of a heap, and 10,000 keeps it near 20 ms.
 READY_MOST = 10_000
+
+#: An ETA beyond this many seconds (a week) is shown as ``ETA over a week``: at
+#: the current rate the crawl would run longer than anyone watches a line.
+ETA_MOST = 7 * 86_400.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +81,7 @@ class ProgressSnapshot:
     bloom_slices: int = 1
     links_cut: int = 0                  # links not followed past crawl.max_links_per_page
     paused: str = ""                    # why no request starts: the lease, or a page-budget grant waited for
+    solo: bool = False                  # a solo peer: its queue is the whole crawl's
 
     def log_fields(self) -> dict[str, object]:
         """The fields of the progress line's record in a JSON log (ring.tools.logs)."""
@@ -83,6 +93,20 @@ def _kinds(counts: Mapping[str, int], most: int = 3) -> str:
     top = sorted(((n, k) for k, n in counts.items() if n), key=lambda x: (-x[0], x[1]))
     shown = ", ".join(f"{k} {n}" for n, k in top[:most])
     return shown + (", ..." if len(top) > most else "")
+
+
+def _eta(snap: ProgressSnapshot, left: int, rate: float) -> str:
+    """The ETA words: toward ``max_pages``, or a solo peer's queue when that ends first."""
+    if not left:
+        return "done"
+    queued = snap.frontier + snap.in_flight
+    work, toward = (queued, f" (the {queued:,} queued)") if snap.solo and queued < left else (left, "")
+    if rate <= 0:
+        return "ETA -"
+    seconds = work / rate
+    if seconds > ETA_MOST:
+        return "ETA over a week"
+    return f"ETA {duration(seconds)}{toward}"
 
 
 class Progress:
@@ -104,9 +128,8 @@ class Progress:
         if snap.max_pages:
             done = min(snap.cluster_pages, snap.max_pages)
             left = snap.max_pages - done
-            eta = (f"ETA {duration(left / c_rate)}" if c_rate > 0 and left
-                   else "ETA -" if left else "done")
-            parts.append(f"{done / snap.max_pages:.0%} of max_pages {snap.max_pages:,}, {eta}")
+            parts.append(f"{done / snap.max_pages:.0%} of max_pages {snap.max_pages:,}, "
+                         f"{_eta(snap, left, c_rate)}")
         parts.append(f"items {snap.items:,}")
         # The vocabulary of every figure (ring.vocabulary): failed requests by
         # kind; URLs not requested by cause, links out of scope among them.

@@ -63,27 +63,34 @@ class Choice(enum.Enum):
 
 @dataclass(frozen=True, slots=True)
 class Fingerprint:
-    """What decides which URLs a crawl reaches: its scope and its seeds."""
+    """What decides which URLs a crawl reaches: its scope (hosts, depth, URL rules) and its seeds."""
 
     seeds: tuple[str, ...]
     allow_hosts: tuple[str, ...]
     deny_hosts: tuple[str, ...]
     max_depth: int
+    # crawl.rules: the include/exclude rules judge every link as the scope
+    # does. None: a record written before they were kept (no change said).
+    rules: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, crawl: Any) -> Fingerprint:
         """The fingerprint of a ``CrawlConfig``."""
         return cls(tuple(crawl.seeds), tuple(crawl.allow_hosts), tuple(crawl.deny_hosts),
-                   int(crawl.max_depth))
+                   int(crawl.max_depth), tuple(crawl.rules))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"seeds": list(self.seeds), "allow_hosts": list(self.allow_hosts),
-                "deny_hosts": list(self.deny_hosts), "max_depth": self.max_depth}
+        out: dict[str, Any] = {"seeds": list(self.seeds), "allow_hosts": list(self.allow_hosts),
+                               "deny_hosts": list(self.deny_hosts), "max_depth": self.max_depth}
+        if self.rules is not None:
+            out["rules"] = list(self.rules)
+        return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
+        rules = d.get("rules")
         return cls(tuple(d["seeds"]), tuple(d["allow_hosts"]), tuple(d["deny_hosts"]),
-                   int(d["max_depth"]))
+                   int(d["max_depth"]), tuple(str(r) for r in rules) if isinstance(rules, list) else None)
 
     def changes(self, now: Fingerprint) -> tuple[str, ...]:
         """What changed from this (the state's) to ``now`` (the config's), one phrase each."""
@@ -97,6 +104,12 @@ class Fingerprint:
                 out.append(f"crawl.{name} {' '.join(parts)}")
         if self.max_depth != now.max_depth:
             out.append(f"crawl.max_depth {self.max_depth} -> {now.max_depth}")
+        if self.rules is not None and now.rules is not None and self.rules != now.rules:
+            # Order matters here: the first rule that matches decides.
+            added = [x for x in now.rules if x not in self.rules]
+            gone = [x for x in self.rules if x not in now.rules]
+            parts = ([f"+{_short(added)}"] if added else []) + ([f"-{_short(gone)}"] if gone else [])
+            out.append(f"crawl.rules {' '.join(parts) or 'reordered'}")
         return tuple(out)
 
 

@@ -17,7 +17,10 @@ start_time ...    ``start_time``, ``finish_time`` (ISO 8601 UTC),
                   ``elapsed_seconds``, ``finish_reason``
 pages             pages fetched: requests made, each with a row (an answer of
                   any status, or a failure); ``responses`` those answered
-bytes             body bytes kept; ``pages_per_second`` over elapsed
+bytes             body bytes kept, decoded (after gzip, br, zstd...);
+                  ``wire_bytes`` the same bodies as they came, before content
+                  decoding (headers and chunk framing not counted);
+                  ``pages_per_second`` over elapsed
 status_counts     {status: pages}
 failed            failed requests by kind (timeout, connect, dns ...)
 not_requested     URLs never requested, by cause: ``robots`` (disallowed), a
@@ -82,7 +85,8 @@ class Summary:
 
     pages: int = 0                       # rows written (fetched or failed)
     fetched: int = 0                     # requests that got an HTTP answer
-    bytes: int = 0                       # body bytes kept
+    bytes: int = 0                       # body bytes kept, decoded (after gzip, br, zstd...)
+    wire_bytes: int = 0                  # the same bodies as they came: before content decoding
     by_status: Counter[int] = field(default_factory=Counter)
     errors: Counter[str] = field(default_factory=Counter)
     retries: int = 0
@@ -139,6 +143,19 @@ def _excluded(s: Any) -> Mapping[str, int]:
     return getattr(s, "excluded", None) or {}
 
 
+def _size(n: int) -> str:
+    """Bytes for a person: MiB from one MiB up, else KiB (7,378 bytes is "7.2 KiB", not "0.0 MiB")."""
+    return f"{n / 2**20:.1f} MiB" if n >= 2**20 else f"{n / 2**10:.1f} KiB"
+
+
+def _sizes(s: Any) -> str:
+    """The bodies' size, decoded, and as they came when content coding made them smaller."""
+    wire = getattr(s, "wire_bytes", s.bytes)
+    if wire == s.bytes:
+        return f"{_size(s.bytes)} of bodies"
+    return f"{_size(s.bytes)} of bodies decoded, {_size(wire)} on the wire"
+
+
 def render_summary(s: Any) -> str:
     """The summary a peer prints at the end; ``s`` is the engine's ``Summary``."""
     statuses = ", ".join(f"{st}: {n}" for st, n in sorted(s.by_status.items())) or "none"
@@ -157,7 +174,7 @@ def render_summary(s: Any) -> str:
         items += f" ({s.extract_errors} extraction errors)" if s.extract_errors else ""
     return "\n".join([
         f"crawl finished ({s.stop_reason}) in {duration(s.elapsed)}: "
-        f"{s.requested} {words(Family.PAGES)} this run, {rate:.1f} pages/s, {s.bytes / 2**20:.1f} MiB",
+        f"{s.requested} {words(Family.PAGES)} this run, {rate:.1f} pages/s, {_sizes(s)}",
         f"  by status: {statuses}",
         f"  {words(Family.FAILED)}: {errs}",
         f"  {words(Family.NOT_REQUESTED)}: {excluded}",
@@ -213,6 +230,7 @@ def crawl_stats(s: Any, *, peer: str, ring: str, run: int, started: float, finis
         "start_time": _iso(started), "finish_time": _iso(finished),
         "elapsed_seconds": round(elapsed, 3), "finish_reason": s.stop_reason,
         Family.PAGES.value: int(s.requested), "responses": int(s.fetched), "bytes": int(s.bytes),
+        "wire_bytes": int(s.wire_bytes),
         "pages_per_second": round(s.requested / elapsed, 3) if elapsed > 0 else 0.0,
         "status_counts": {str(k): int(n) for k, n in sorted(s.by_status.items())},
         Family.FAILED.value: failed(s.errors, s.not_requested),

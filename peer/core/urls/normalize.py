@@ -301,8 +301,13 @@ def _check_input(url: object) -> str:
     return url
 
 
-def _scheme_error(scheme: str) -> URLError:
-    return URLError(f"not an http(s) URL: scheme {scheme[:16]!r}")
+def _scheme_error(scheme: str, path: str = "", authority: str | None = "") -> URLError:
+    if authority is None and ("." in scheme or path[:1].isdigit()):
+        # "host:8080/x" parses as scheme "host" (RFC 3986 §3.1 allows dots in
+        # a scheme): it is a URL written without its scheme.
+        return URLError(f"no scheme: {scheme!r} is a host, not a scheme")
+    shown = repr(scheme[:32]) + ("..." if len(scheme) > 32 else "")
+    return URLError(f"not an http(s) URL: scheme {shown}")
 
 
 def normalize(url: str, params: ParamRules | None = None) -> str:
@@ -315,7 +320,7 @@ def normalize(url: str, params: ParamRules | None = None) -> str:
     if scheme is None:
         raise URLError("relative URL (no scheme)")
     if scheme not in _DEFAULT_PORTS:
-        raise _scheme_error(scheme)
+        raise _scheme_error(scheme, path, authority)
     if authority is None:
         raise URLError("no host")
     return _build(scheme, authority, path, query, params)
