@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import Result, WebThread, error_line, run_main, web_thread
+from clirun import Result, WebThread, error_line, run_main, solo_toml, web_thread
 from ringharness import cluster_text, free_ports
 from peer.core.urls.rules import DEFAULT_SKIP_EXTENSIONS
 from ring.tools.logs import parse_stamp
@@ -324,38 +324,6 @@ def web() -> Iterator[WebThread]:
     """The local web (one host and its shop) on a free port, with its request log."""
     with web_thread(hosts=1) as w:
         yield w
-
-
-def solo_toml(tmp_path: Path, port: int, *, allow: str = '["*.web.test"]', seeds: str | None = None,
-              extra: str = "", rate: float = 0.0) -> Path:
-    """A one-peer config without an address (a solo peer needs none)."""
-    toml = tmp_path / "solo.toml"
-    seeds = seeds if seeds is not None else f'["http://s001.web.test:{port}/"]'
-    toml.write_text(f"""
-[ring]
-name = "solo"
-
-[[peer]]
-id = "solo"
-data_dir = "{tmp_path / 'solo'}"
-
-[crawl]
-seeds = {seeds}
-allow_hosts = {allow}
-allow_private = true
-timeout = 5.0
-{extra}
-
-[politeness]
-rate = {rate}
-
-[dns]
-resolve = {{ "*.web.test" = "127.0.0.1" }}
-
-[bloom]
-capacity = 10000
-""")
-    return toml
 
 
 def requested(web: WebThread, since: int = 0) -> list[str]:

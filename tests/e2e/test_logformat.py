@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from clirun import Result, WebThread, run_main, web_thread
+from clirun import Result, WebThread, run_main, solo_toml, web_thread
 from ring.tools.logs import parse_stamp
 
 #: RFC 3339 in UTC, as every record is stamped.
@@ -26,33 +26,6 @@ def web() -> Iterator[WebThread]:
         yield w
 
 
-def solo(tmp_path: Path, port: int) -> Path:
-    toml = tmp_path / "solo.toml"
-    toml.write_text(f"""
-[ring]
-name = "solo"
-
-[[peer]]
-id = "solo"
-data_dir = "{tmp_path / 'solo'}"
-
-[crawl]
-seeds = ["http://s001.web.test:{port}/"]
-allow_hosts = ["*.web.test"]
-allow_private = true
-
-[politeness]
-rate = 200.0
-
-[dns]
-resolve = {{ "*.web.test" = "127.0.0.1" }}
-
-[bloom]
-capacity = 10000
-""")
-    return toml
-
-
 def crawl(toml: Path, *flags: str) -> Result:
     from peer.commands.cli import main
 
@@ -60,7 +33,7 @@ def crawl(toml: Path, *flags: str) -> Result:
 
 
 def test_json_logs_are_one_object_a_line_and_the_summary_one_record(tmp_path, web):
-    res = crawl(solo(tmp_path, web.port), "--log-format", "json")
+    res = crawl(solo_toml(tmp_path, web.port, rate=200.0), "--log-format", "json")
     assert res.returncode == 0, res.stderr
     records = [json.loads(line) for line in res.stderr.splitlines()]  # every line parses
     assert records
@@ -84,7 +57,7 @@ def test_json_logs_are_one_object_a_line_and_the_summary_one_record(tmp_path, we
 def test_text_logs_are_stamped_in_utc_with_their_zone(tmp_path, web):
     import time
 
-    res = crawl(solo(tmp_path, web.port))
+    res = crawl(solo_toml(tmp_path, web.port, rate=200.0))
     assert res.returncode == 0, res.stderr
     lines = res.stderr.splitlines()
     assert lines

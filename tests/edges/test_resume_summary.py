@@ -18,38 +18,13 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from clirun import Result, WebThread, run_main, web_thread
+from clirun import Result, WebThread, run_main, solo_toml, web_thread
 
 
 @pytest.fixture(scope="module")
 def web() -> Iterator[WebThread]:
     with web_thread(hosts=1, pages=12, links=3, shop=False) as w:
         yield w
-
-
-def solo(tmp_path: Path, port: int, max_pages: int) -> Path:
-    toml = tmp_path / "solo.toml"
-    toml.write_text(f"""
-[ring]
-name = "solo"
-
-[[peer]]
-id = "solo"
-data_dir = "{tmp_path / 'solo'}"
-
-[crawl]
-seeds = ["http://s001.web.test:{port}/"]
-allow_hosts = ["*.web.test"]
-allow_private = true
-max_pages = {max_pages}
-
-[politeness]
-rate = 0.0
-
-[dns]
-resolve = {{ "*.web.test" = "127.0.0.1" }}
-""")
-    return toml
 
 
 def crawl(toml: Path, *flags: str) -> Result:
@@ -61,7 +36,7 @@ def crawl(toml: Path, *flags: str) -> Result:
 
 
 def test_a_kill_9_resume_s_results_line_adds_up(tmp_path, web):
-    toml = solo(tmp_path, web.port, 6)
+    toml = solo_toml(tmp_path, web.port, extra="max_pages = 6")
     crawl(toml)
     results = tmp_path / "solo" / "pages.duckdb"
     # As a kill -9 before the store's last flush leaves them: two rows in the journal only.
@@ -85,7 +60,7 @@ def test_a_kill_9_resume_s_results_line_adds_up(tmp_path, web):
 
 
 def test_a_crawl_stopped_by_max_pages_says_so_on_its_limits_line(tmp_path, web):
-    res = crawl(solo(tmp_path, web.port, 4))
+    res = crawl(solo_toml(tmp_path, web.port, extra="max_pages = 4"))
     assert res.stdout.startswith("crawl finished (max_pages reached)"), res.stdout
     limits = [ln for ln in res.stdout.splitlines() if ln.startswith("  limits: ")]
     assert limits == ["  limits: max_pages 4 reached"], res.stdout  # before: "limits: none hit"

@@ -33,9 +33,10 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-__all__ = ["Result", "WebThread", "error_line", "ring_main", "ring_source", "run_main", "web_thread"]
+__all__ = ["Result", "WebThread", "error_line", "ring_main", "ring_source", "run_main", "solo_toml", "web_thread"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,3 +176,35 @@ def web_thread(hosts: int = 1, *, pages: int = 6, links: int = 3, shop_products:
         token.run_sync_soon(stop.set)
         thread.join(timeout)
         assert not thread.is_alive(), "the local web's thread did not stop"
+
+
+def solo_toml(tmp_path: Path, port: int, *, allow: str = '["*.web.test"]', seeds: str | None = None,
+              extra: str = "", rate: float = 0.0) -> Path:
+    """A one-peer config without an address (a solo peer needs none)."""
+    toml = tmp_path / "solo.toml"
+    seeds = seeds if seeds is not None else f'["http://s001.web.test:{port}/"]'
+    toml.write_text(f"""
+[ring]
+name = "solo"
+
+[[peer]]
+id = "solo"
+data_dir = "{tmp_path / 'solo'}"
+
+[crawl]
+seeds = {seeds}
+allow_hosts = {allow}
+allow_private = true
+timeout = 5.0
+{extra}
+
+[politeness]
+rate = {rate}
+
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+
+[bloom]
+capacity = 10000
+""")
+    return toml
