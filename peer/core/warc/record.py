@@ -450,11 +450,17 @@ def request_record(
     algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
 ) -> bytes:
     """The ``request`` record (§6.4): the request as sent, linked to its response by ``WARC-Concurrent-To``."""
-    block = capture.request
-    fields = _common("request", record_id, capture, warcinfo_id)
+    return _concurrent("request", "application/http;msgtype=request", capture.request, capture, record_id,
+                       concurrent_to, warcinfo_id, algorithm)
+
+
+def _concurrent(kind: str, content_type: str, block: bytes, capture: Capture, record_id: str,
+                concurrent_to: str, warcinfo_id: str | None, algorithm: DigestAlgorithm) -> bytes:
+    """A record beside a response (a request, a 304's metadata): linked by ``WARC-Concurrent-To``."""
+    fields = _common(kind, record_id, capture, warcinfo_id)
     fields += [
         ("WARC-Concurrent-To", concurrent_to),
-        ("Content-Type", "application/http;msgtype=request"),
+        ("Content-Type", content_type),
         ("WARC-Block-Digest", digest(block, algorithm)),
     ]
     return _record(fields, block)
@@ -551,13 +557,8 @@ def not_modified_record(
     lines = _head_lines(capture.response_head)
     named = [("http-status-line", lines[0])] + [("http-header", line) for line in lines[1:] if line.strip()]
     block = "".join(f"{name}: {_text(value.decode('latin-1'))}\r\n" for name, value in named).encode("latin-1")
-    fields = _common("metadata", record_id, capture, warcinfo_id)
-    fields += [
-        ("WARC-Concurrent-To", concurrent_to),
-        ("Content-Type", "application/warc-fields"),
-        ("WARC-Block-Digest", digest(block, algorithm)),
-    ]
-    return _record(fields, block)
+    return _concurrent("metadata", "application/warc-fields", block, capture, record_id, concurrent_to,
+                       warcinfo_id, algorithm)
 
 
 def cdxj_line(urlkey: str, facts: CdxFacts, length: int, offset: int, filename: str) -> str:
