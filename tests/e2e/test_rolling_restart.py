@@ -27,57 +27,8 @@ release). A slow test: about 70 s of wall time alone, 25 s of CPU.
 
 from __future__ import annotations
 
-import functools
-import signal
-import time
-
-import trio
-from ringharness import Ring, hosts_of, pages_fetched
-from rollingrestart import DOWN, PEERS, Pace, address_of, judge, ring_text, start_again, under_way, wait_until
-
-from localweb import HostBehaviour, SiteGraph, serve_webfarm
-from ring.tools.client import Contact, RestartOutcome, request_restart
+from rollingrestart import roll
 
 
 async def test_a_rolling_restart_pauses_no_host_of_the_other_peers(tmp_path):
-    # ~140 pages a host at about one a second while the web is slow: over two minutes of
-    # crawling, longer than five restarts of 10-20 s each on the loaded box.
-    graph = SiteGraph(hosts=12, pages_per_host=100, links_per_page=20, shop=False)
-    expected = graph.expected_urls(8080)
-    pace = Pace()
-    async with trio.open_nursery() as nursery:
-        farm = await nursery.start(functools.partial(serve_webfarm, graph,
-                                                     behaviours={"*": HostBehaviour(latency=pace)}))
-        text = ring_text(tmp_path, farm.port)
-        owned = {p: hosts_of(graph, farm.port, PEERS, p) for p in PEERS}
-        windows: list[tuple[str, float, float]] = []
-        first_codes: dict[str, int] = {}
-        async with Ring(tmp_path, text) as ring:
-            try:
-                with trio.fail_after(200):
-                    for p in PEERS:
-                        await ring.start(p)
-                    await wait_until(lambda: under_way(farm, graph))
-                    pace.slow()
-                    for p in PEERS:
-                        assert pages_fetched(farm) < len(expected) * 0.9, "the crawl ends before the restarts"
-                        stop = time.time()
-                        if p == "p1":
-                            cfg_seeds = [Contact(q, address_of(text, q)) for q in PEERS if q != p]
-                            result = await request_restart("test", cfg_seeds, p, 20.0)
-                            assert result.outcome is RestartOutcome.RESTARTING, result
-                        else:
-                            ring.kill(p, signal.SIGTERM)
-                        first_codes[p] = await ring.procs[p].wait()
-                        await trio.sleep(max(0.0, stop + DOWN - time.time()))
-                        await start_again(ring, farm, p, owned[p])
-                        windows.append((p, stop, time.time()))
-                    pace.stop()  # the restarts are over: the rest of the crawl at full speed
-                    await ring.wait()
-            except trio.TooSlowError:
-                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
-            codes = {p: proc.returncode for p, proc in ring.procs.items()}
-            tails = ring.tails()
-        nursery.cancel_scope.cancel()
-
-    judge(tmp_path, farm, graph, owned, windows, first_codes, codes, tails)
+    await roll(tmp_path, hosts=12)

@@ -36,17 +36,22 @@ The timings, and why:
 
 from __future__ import annotations
 
+import functools
+import signal
 import time
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 
 import trio
 
+from localweb import HostBehaviour, SiteGraph, serve_webfarm
 from peer.errors import EXIT_RESTART
-from ringharness import Ring, cluster_text, fetched
+from ring.tools.client import Contact, RestartOutcome, request_restart
+from ringharness import Ring, cluster_text, fetched, hosts_of, pages_fetched
 
 __all__ = ["DEAD_AFTER", "DOWN", "LATENCY", "MAX_GAP", "PEERS", "SUSPECT_AFTER", "Pace", "address_of",
-           "gaps_while_away", "judge", "ring_text", "start_again", "under_way", "wait_until"]
+           "gaps_while_away", "judge", "ring_text", "roll", "start_again", "under_way", "wait_until"]
 
 PEERS = [f"p{i}" for i in range(1, 6)]
 DEAD_AFTER = 6.0
@@ -159,3 +164,71 @@ def judge(tmp_path, farm, graph, owned, windows, first_codes, codes, tails) -> N
     assert set(got) == want, f"missing {sorted(want - set(got))[:5]} of {len(want - set(got))}"
     twice = {u: n for u, n in got.items() if n > 1}
     assert not twice, f"fetched twice: {list(twice)[:5]} of {len(twice)}"
+
+
+async def roll(tmp_path: Path, hosts: int, *, tree: Path | None = None, old: Collection[str] = (),
+               upgraded: str | None = None) -> dict[str, tuple]:  # type: ignore[type-arg]
+    """Restart every peer of a 5-peer ring in turn, each down :data:`DOWN`, and :func:`judge` it.
+
+    p1 by ``ring restart``, the others by SIGTERM. The peers of ``old`` run
+    ``tree`` (the previous release): ``ring restart`` has them held at the
+    operator's word, then SIGTERM stops them; each comes back on ``tree``
+    but ``upgraded``, which comes back on today's tree. Returns each older
+    peer's holders, as ``ring restart`` said them.
+    """
+    # ~140 pages a host at about one a second while the web is slow: over two minutes of
+    # crawling, longer than five restarts of 10-20 s each on the loaded box.
+    graph = SiteGraph(hosts=hosts, pages_per_host=100, links_per_page=20, shop=False)
+    expected = graph.expected_urls(8080)
+    pace = Pace()
+    async with trio.open_nursery() as nursery:
+        farm = await nursery.start(functools.partial(serve_webfarm, graph,
+                                                     behaviours={"*": HostBehaviour(latency=pace)}))
+        text = ring_text(tmp_path, farm.port)
+        owned = {p: hosts_of(graph, farm.port, PEERS, p) for p in PEERS}
+        windows: list[tuple[str, float, float]] = []
+        first_codes: dict[str, int] = {}
+        holds: dict[str, tuple] = {}  # type: ignore[type-arg]
+        async with Ring(tmp_path, text) as ring:
+            try:
+                with trio.fail_after(200):
+                    for p in PEERS:
+                        await ring.start(p, tree=tree if p in old else None)
+                    await wait_until(lambda: under_way(farm, graph))
+                    pace.slow()
+                    for p in PEERS:
+                        assert pages_fetched(farm) < len(expected) * 0.9, "the crawl ends before the restarts"
+                        stop = time.time()
+                        seeds = [Contact(q, address_of(text, q)) for q in PEERS if q != p]
+                        if p in old:
+                            # `ring restart` sees its wire version and has it held; on a loaded box
+                            # a holder may answer late: asked again with --hold, as the command says.
+                            result = await request_restart("test", seeds, p, 20.0)
+                            for _ in range(2):
+                                if result.outcome is RestartOutcome.HELD:
+                                    break
+                                print(f"ring restart --id {p}: {result}; asked again with --hold")
+                                result = await request_restart("test", seeds, p, 20.0, hold=True)
+                            assert result.outcome is RestartOutcome.HELD, result
+                            holds[p] = result.holders
+                            ring.kill(p, signal.SIGTERM)  # the previous release just stops
+                        elif p == "p1":
+                            result = await request_restart("test", seeds, p, 20.0)
+                            assert result.outcome is RestartOutcome.RESTARTING, result
+                        else:
+                            ring.kill(p, signal.SIGTERM)
+                        first_codes[p] = await ring.procs[p].wait()
+                        await trio.sleep(max(0.0, stop + DOWN - time.time()))
+                        await start_again(ring, farm, p, owned[p],
+                                          tree=tree if p in old and p != upgraded else None)
+                        windows.append((p, stop, time.time()))
+                    pace.stop()  # the restarts are over: the rest of the crawl at full speed
+                    await ring.wait()
+            except trio.TooSlowError:
+                raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
+            codes = {p: proc.returncode for p, proc in ring.procs.items()}
+            tails = ring.tails()
+        nursery.cancel_scope.cancel()
+
+    judge(tmp_path, farm, graph, owned, windows, first_codes, codes, tails)
+    return holds
