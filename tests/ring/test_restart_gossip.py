@@ -8,13 +8,12 @@ peers against a previous release; this is the rule, on 12 peers of the simulated
 
 from __future__ import annotations
 
-import random
+from membershipnet import DEAD_AFTER, INTERVAL, restartable
 
-from ring.membership.protocol import Membership
 from ring.membership.sim import SimNet
 from ring.messages import MemberState, Message, Ping, PingAck, PingReq
 
-INTERVAL, DEAD_AFTER, HOLD, RING = 0.5, 6.0, 60.0, "demo"
+HOLD, RING = 60.0, "demo"
 PEERS = [f"p{i}" for i in range(12)]
 
 
@@ -37,17 +36,9 @@ def ring(seed: int = 3, loss: float = 0.0) -> tuple[Tapped, set[str]]:
     seeds = [(p, f"tcp://10.0.0.{i}:5701") for i, p in enumerate(PEERS)]
     resumed: set[str] = set()
 
-    def make(pid: str):  # type: ignore[no-untyped-def]
-        def build(now: float) -> Membership:
-            return Membership(pid, f"tcp://10.0.0.{pid[1:]}:5701", 1.0, RING, seeds=seeds,
-                              gossip_interval=INTERVAL, suspect_after=2.0, dead_after=DEAD_AFTER,
-                              now=now, incarnation=1000 + int(now * 1000), rng=random.Random(pid + str(now)),
-                              lease=3.0, resumed=pid in resumed, restart_hold=HOLD)
-        return build
-
     net = Tapped(seed=seed, loss=loss)
     for i, p in enumerate(PEERS):
-        net.add(p, make(p), i * 0.04)
+        net.add(p, restartable(p, seeds, resumed, hold=HOLD, ring=RING), i * 0.04)
     net.run_until(1.0)
     assert net.run_until_converged(limit=30.0) >= 0
     net.run_for(8.0)

@@ -17,6 +17,7 @@ from membershipnet import (
     heard_cluster,
     make,
     rec,
+    restartable,
     seed_list,
     static_cluster,
 )
@@ -277,24 +278,15 @@ def test_ring_status_shows_a_restarting_member_and_when_its_hold_runs_out():
 
 
 def test_in_the_simulation_a_planned_restart_costs_the_others_no_lease_and_moves_no_ring():
-    from ring.membership.protocol import Membership
     from ring.membership.sim import SimNet
 
     peers = [f"p{i}" for i in range(8)]
     seeds = [(p, f"tcp://10.0.0.{i}:5701") for i, p in enumerate(peers)]
     resumed: set[str] = set()
 
-    def make(pid: str):  # type: ignore[no-untyped-def]
-        def build(now: float) -> Membership:
-            return Membership(pid, f"tcp://10.0.0.{pid[1:]}:5701", 1.0, RING, seeds=seeds,
-                              gossip_interval=INTERVAL, suspect_after=2.0, dead_after=DEAD_AFTER,
-                              now=now, incarnation=1000 + int(now * 1000), rng=random.Random(pid + str(now)),
-                              lease=3.0, resumed=pid in resumed, restart_hold=HOLD)
-        return build
-
     net = SimNet(seed=2, loss=0.01)
     for i, p in enumerate(peers):
-        net.add(p, make(p), i * 0.05)
+        net.add(p, restartable(p, seeds, resumed, hold=HOLD), i * 0.05)
     net.run_until(1.0)
     assert net.run_until_converged(limit=30.0) >= 0
     net.run_for(8.0)

@@ -41,6 +41,18 @@ def make(pid, seeds, *, now=0.0, incarnation=None, rng=None, ring=RING, weight=1
     )
 
 
+def restartable(pid, seeds, resumed, *, hold, ring=RING):
+    """A ``SimNet`` factory for ``pid``: a new process (incarnation from its start time) each time
+    the net starts it, resumed (its data_dir kept) once ``pid`` is in ``resumed``."""
+
+    def build(now):
+        return Membership(pid, f"tcp://10.0.0.{pid[1:]}:5701", 1.0, ring, seeds=seeds,
+                          gossip_interval=INTERVAL, suspect_after=SUSPECT_AFTER, dead_after=DEAD_AFTER,
+                          now=now, incarnation=1000 + int(now * 1000), rng=random.Random(pid + str(now)),
+                          lease=3.0, resumed=pid in resumed, restart_hold=hold)
+    return build
+
+
 def seed_list(n):
     return [(f"p{i}", f"tcp://127.0.0.1:{7000 + i}") for i in range(n)]
 
