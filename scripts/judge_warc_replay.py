@@ -31,36 +31,6 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def _nginx_conf(work: Path, site: Any, port: int) -> Path:
-    rules = "\n".join(f"        location = {p} {{ return 301 {loc}; }}" for p, loc in site.redirects)
-    temp = "".join(f"    {k}_temp_path {work / 'tmp'};\n" for k in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
-    conf = work / "nginx.conf"
-    conf.write_text(f"""daemon off;
-master_process off;
-pid {work / 'nginx.pid'};
-error_log {work / 'logs' / 'error.log'} warn;
-events {{ worker_connections 1024; }}
-http {{
-    include /etc/nginx/mime.types;
-    default_type application/octet-stream;
-    charset utf-8;
-{temp}    access_log off;
-    gzip on;              # gzip answers go out chunked: the case warcio check failed on
-    gzip_min_length 0;
-    gzip_types text/html text/plain;
-    etag on;              # revisits are conditional GETs: 304s
-    server {{
-        listen 127.0.0.1:{port};
-        server_name _;
-        root {site.root}/$host;
-        absolute_redirect off;
-{rules}
-    }}
-}}
-""")
-    return conf
-
-
 def _records(warcs: list[Path]) -> list[dict[str, Any]]:
     from warcio.archiveiterator import ArchiveIterator
 
@@ -91,7 +61,7 @@ def main() -> int:
     from replay import Wayback, tools
     from ringharness import cluster_text, free_ports
 
-    from localweb.bench.web import NGINX_HINT, find_nginx, graph_for, render_site
+    from localweb.bench.web import NGINX_HINT, Nginx, find_nginx, graph_for, render_site
     from localweb.processes.children import Children
     from localweb.processes.peerrun import run_in_process
     from peer.results.cdxj import merge_cdxj
@@ -103,14 +73,12 @@ def main() -> int:
         return 2
     with tempfile.TemporaryDirectory() as tmp:
         work = args.out or Path(tmp)
-        for d in ("tmp", "logs"):
-            (work / d).mkdir(parents=True, exist_ok=True)
         [port] = free_ports(1)
         site = render_site(graph_for(args.hosts, args.pages, 20), port, work / "site")
-        conf = _nginx_conf(work, site, port)
         with Children() as children:
-            children.start([binary, "-p", str(work), "-c", str(conf), "-e", str(work / "logs" / "error.log")])
-            time.sleep(0.5)
+            # gzip on: gzip answers go out chunked, the case warcio check failed on; nginx's
+            # ETags make revisits conditional GETs, answered 304.
+            Nginx.start(children, binary, site, work, gzip=True)
             extra = ("\n[warc]\nenabled = true\n[revisit]\nenabled = true\nmin_interval = 2.0\n"
                      f"max_interval = 8.0\ninitial_interval = 3.0\nrun_for = {args.run_for}\n")
             toml = work / "cluster.toml"

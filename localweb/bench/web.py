@@ -136,7 +136,8 @@ class Nginx(Server):
 
     @classmethod
     def start(cls, children: Children, binary: str, site: Site, work: Path,
-              access_log: bool = False, addresses: Sequence[str] = ("127.0.0.1",)) -> Nginx:
+              access_log: bool = False, addresses: Sequence[str] = ("127.0.0.1",), gzip: bool = False) -> Nginx:
+        """``gzip``: HTML and text answered gzip, so chunked (the length is not known ahead)."""
         for d in ("tmp", "logs"):
             (work / d).mkdir(parents=True, exist_ok=True)
         log = work / "logs" / "access.log" if access_log else None
@@ -146,6 +147,7 @@ class Nginx(Server):
                          for kind in ("client_body", "proxy", "fastcgi", "uwsgi", "scgi"))
         listens = "\n".join(f"        listen {a}:{site.port} default_server backlog=4096;"
                             for a in addresses)
+        gzip_on = "    gzip on;\n    gzip_min_length 0;\n    gzip_types text/html text/plain;\n"
         conf = work / "nginx.conf"
         conf.write_text(f"""\
 # Written by localweb.bench.web: the site graph as static files, any Host.
@@ -166,7 +168,7 @@ http {{
     keepalive_requests 1000000;
     keepalive_timeout 120s;
     server_tokens off;
-    log_not_found off;
+{gzip_on if gzip else ""}    log_not_found off;
     sendfile on;
     open_file_cache max=1000 inactive=20s;  # descriptors held open: keep far below ulimit -n
     server {{
