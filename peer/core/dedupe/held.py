@@ -101,6 +101,11 @@ class _Held:
     depth: int
     corrected: Reverdict | None = None  # rule 6: superseded while held
 
+    def correct(self, fix: Reverdict) -> None:
+        """Rule 6 while held: the latest correction, but an exact one is not undone by a near one."""
+        if self.corrected is None or self.corrected.kind != Kind.EXACT.value or fix.kind == Kind.EXACT.value:
+            self.corrected = fix
+
 
 class HeldPages:
     """Duplicate content's part of ``CrawlCore`` (module docstring): the verdicts, and the pages held for them."""
@@ -212,8 +217,7 @@ class HeldPages:
             return []
         h = self._held.get(fix.url)
         if h is not None:
-            if h.corrected is None or h.corrected.kind != Kind.EXACT.value or fix.kind == Kind.EXACT.value:
-                h.corrected = fix
+            h.correct(fix)
             return []
         return [fix]
 
@@ -224,8 +228,7 @@ class HeldPages:
             fix = Reverdict(d.url, v.url, d.kind, d.distance)
             h = self._held.get(d.url)
             if h is not None:
-                if h.corrected is None or h.corrected.kind != Kind.EXACT.value or fix.kind == Kind.EXACT.value:
-                    h.corrected = fix
+                h.correct(fix)
             else:
                 out.append(fix)
             self._corrected += 1
