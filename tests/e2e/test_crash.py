@@ -105,19 +105,29 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
     from ring.messages import MemberState
 
     graph = SiteGraph(hosts=9, pages_per_host=20, shop=False)
-    # From the kill until adopt.py is done the web answers in 1 s, so the
-    # others are surely still crawling while they declare the victim dead
-    # (suspect_after + dead_after, 3 s) and adopt.py sends.
-    gate = {"held": False}
-    slow = HostBehaviour(latency=lambda _t: 1.0 if gate["held"] else 0.0)
+    # Until adopt.py is done the others' hosts answer in 1 s, and the victim's
+    # too from the kill, so the others are surely still crawling while they
+    # declare the victim dead (suspect_after + dead_after, 3 s) and adopt.py
+    # sends. (With only the victim's hosts slowed from the kill, the others
+    # once finished their own hosts while its process was still starting, and
+    # the crawl ended before adopt.py ran.)
+    gate = {"held": False, "adopted": False}
+    own: set[str] = set()
+
+    def latency(host: str) -> float:
+        if gate["adopted"]:
+            return 0.0
+        return 1.0 if gate["held"] or host not in own else 0.0
+
+    behaviours = {h: HostBehaviour(latency=lambda _t, h=h: latency(h)) for h in graph.site_hosts()}
     async with trio.open_nursery() as nursery:
-        farm = await nursery.start(partial(serve_webfarm, graph, behaviours={"*": slow}))
+        farm = await nursery.start(partial(serve_webfarm, graph, behaviours=behaviours))
         expected = graph.expected_urls(farm.port)
         v = busiest_peer(graph, farm.port, ["p1", "p2", "p3"])  # the one lost
         rest = sorted({"p1", "p2", "p3"} - {v})
         # Lost a quarter into its own hosts' pages, however long its process
         # took to start beside the others: it has fetched and queued both.
-        own = hosts_of(graph, farm.port, ["p1", "p2", "p3"], v)
+        own |= hosts_of(graph, farm.port, ["p1", "p2", "p3"], v)
         share = sum(SiteGraph.host_of(u) in own for u in expected)
         # 10 pages/s per host: the victim (the busiest) has work queued at the kill.
         text = cluster_text(tmp_path, farm.port, 3, rate=600.0, window=2.0, initial_delay=0.1,
@@ -142,7 +152,7 @@ async def test_a_peer_lost_for_good_is_adopted_and_coverage_is_complete(tmp_path
                         capture_stdout=True, capture_stderr=True, check=False)
                     assert all(ring.procs[p].returncode is None for p in rest), \
                         f"the crawl ended before the adoption\n{ring.tails()}"
-                    gate["held"] = False
+                    gate["adopted"] = True
                     await ring.wait(*rest)
             except trio.TooSlowError:
                 raise AssertionError(f"the peers did not finish in time\n{ring.tails()}") from None
