@@ -86,8 +86,9 @@ TestSpillingFrontierMachine.settings = settings(max_examples=100, stateful_step_
 
 
 def test_ram_holds_only_the_heads_and_pops_come_back_in_push_order():
+    # FIFO (frontier rule 11's "fifo"): by depth, a lower band than the spill's stays in RAM.
     spill = MemorySpill()
-    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=8)
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=8, order="fifo")
     for i in range(10_000):
         f.push(f"http://a.test/{i}", "a.test", i % 7, 0.0)
     assert len(f) == 10_000 and f.spilled == 10_000 - 8 and f.host_queued("a.test") == 10_000
@@ -149,7 +150,7 @@ def test_adopt_reads_no_block_before_the_host_s_first_start_and_keeps_a_recovere
 
 def test_a_released_host_gives_its_heads_now_and_its_blocks_a_chunk_at_a_time():
     spill = MemorySpill()
-    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4)
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4, order="fifo")  # RAM: a head, a tail
     urls = [f"http://a.test/{i}" for i in range(1_000)]
     for i, u in enumerate(urls):
         f.push(u, "a.test", i % 3, 0.0)

@@ -42,6 +42,7 @@ from peer.core.urls.normalize import normalize
 from peer.core.urls.scope import Scope
 from peer.core.dns.guard import is_ip as _is_ip
 from peer.core.urls.rules import parse_url_rules
+from peer.core.urls.priority import parse_priority_rules
 from peer.core.config.sections import (BloomConfig, CrawlConfig, DnsConfig, FrontierConfig, PeerSpec,
                                 PolitenessConfig, RingConfig, bind_address, parse_address,
                                        parse_metrics_address)
@@ -271,6 +272,7 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
             except URLError as exc:
                 raise ConfigError(where, f"crawl.{key}[{i}]", f"expected a host glob such as '*.example.com', got {pattern!r} ({exc})") from None
     parse_url_rules(cfg.crawl, where)  # rules, skip_extensions, strip_params: ConfigError names the entry
+    parse_priority_rules(cfg.frontier.priority, where)  # frontier rule 11: ConfigError names the entry
     for i, ns in enumerate(cfg.dns.nameservers):
         if not _is_ip_port(ns):
             raise ConfigError(where, f"dns.nameservers[{i}]", f"expected an IP address, optionally with :port, got {ns!r}")

@@ -394,6 +394,10 @@ class BloomConfig:
     sieve_ram: int = _key(int, 4_000_000, "URL hashes (8 bytes each) held in RAM before they are merged into a sorted run file under data_dir/seen/", at_least_one)
 
 
+def _order(v: Any) -> str | None:
+    return None if v in ("depth", "fifo") else "'depth' or 'fifo'"
+
+
 def _head_per_host(v: Any) -> str | None:
     # A block's URL count has 20 bits in its ref (peer/state/spill.py).
     return None if 0 <= v <= 1 << 20 else f"a number from 0 to {1 << 20}"
@@ -401,9 +405,12 @@ def _head_per_host(v: Any) -> str | None:
 
 @dataclass(frozen=True, slots=True)
 class FrontierConfig:
-    """``[frontier]``: how much of each host's queue stays in RAM (peer/core/frontier/frontier.py rule 9, peer/state/spill.py)."""
+    """``[frontier]``: how much of each host's queue stays in RAM (peer/core/frontier/frontier.py rule 9, peer/state/spill.py) and the order it is served in (rule 11)."""
 
     head_per_host: int = _key(int, 64, "URLs of a host's queue kept in RAM; the rest go to append-only segment files in data_dir/state/frontier, in blocks of this many; 0 = every URL in RAM, no segment files", _head_per_host)
     segment_mb: int = _key(int, 64, "MiB at which a frontier segment file is closed and the next begun; a segment is deleted at the first snapshot after all its URLs were taken", at_least_one)
     checkpoint_mb: int = _key(int, 64, "MiB of journal after which the crawl state is checkpointed (also every 10 minutes); recovery replays at most this much, about 0.5 M records and a few seconds per 64 MiB", at_least_one)
     packed_heads: bool = _key(bool, True, "a snapshot keeps each host's head packed (format 3): a restart makes no string of a URL of a host it has not started; false lists them URL by URL (format 2), which a build before packed heads reads: set it and let one snapshot pass before rolling a peer back")
+    # An ordered frontier (peer/core/frontier/order.py, frontier rule 11).
+    order: str = _key(str, "depth", "how each host's queue is served: 'depth' (breadth-first: shallower URLs first, moved up or down by a sitemap's <priority> and by frontier.priority) or 'fifo' (in the order the URLs were found)", _order)
+    priority: tuple[str, ...] = _key(list, [], "'<boost>:<pattern>' rules on the whole normalised URL, the first match deciding: a URL of boost +1 is served as if one level shallower, -1 one level deeper (-4 to +4); a pattern is a glob ('*' crosses '/') or 're:<regex>' searched, as in crawl.rules")

@@ -85,6 +85,7 @@ from peer.core.sitemaps.hints import Requisite, attach, detach
 from peer.core.sitemaps.jobs import SitemapJobs
 from peer.core.urls.normalize import hostname
 from peer.core.urls.rules import Cause, parse_rules, parse_url_rules
+from peer.core.urls.priority import parse_priority_rules
 from peer.core.urls.scope import Scope
 
 if TYPE_CHECKING:
@@ -137,7 +138,10 @@ class CrawlCore:
         #: Each host's settings: [[site]] blocks over the global config (peer/core/config/sites.py).
         # Read through ``self.sites``, not a copy: a live change (``adopt``) replaces it.
         self.sites = sites = SiteSettings(cfg.sites, crawl, pol, cfg.retry)
-        self.frontier = Frontier(pol, politeness_for=self._politeness_for() if sites else None)
+        self.frontier = Frontier(pol, politeness_for=self._politeness_for() if sites else None,
+                                 order=cfg.frontier.order)
+        #: ``[frontier] priority`` (peer/core/urls/priority.py; frontier rule 11).
+        self.priority_rules = parse_priority_rules(cfg.frontier.priority, str(cfg.path))
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
                                   error_retry=crawl.robots_retry, max_failures=crawl.robots_tries,
                                   tokens=(lambda h: self.sites.for_host(h).token) if sites else None)
@@ -211,7 +215,8 @@ class CrawlCore:
             robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies,
             requisites=self.requisite_jobs)
 
-    def _entry(self, entry: str, depth: int, now: float, origin: Origin, hops: int = 0) -> list[Effect]:
+    def _entry(self, entry: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
+               boost: int = 0) -> list[Effect]:
         """A URL with a tail (peer/core/sitemaps/hints.py): a page requisite's, or the sitemaps' part's."""
         if " requisite " in entry:
             url, tail = detach(entry)
@@ -340,9 +345,10 @@ class CrawlCore:
     # -- discovery (peer.core.crawl.discovery) -------------------------------------------
 
     def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
-                 host: str | None = None) -> list[Effect]:
-        """A URL arrives from ``origin`` (``peer.core.crawl.discovery``'s table); ``host``: its key, if known."""
-        return self.discovery.discover(url, depth, now, origin, hops, host=host)
+                 host: str | None = None, boost: int = 0) -> list[Effect]:
+        """A URL arrives from ``origin`` (``peer.core.crawl.discovery``'s table); ``host``: its key, if known;
+        ``boost``: a sitemap's priority's (frontier rule 11), if it is queued here."""
+        return self.discovery.discover(url, depth, now, origin, hops, host=host, boost=boost)
 
     def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
         """A recovered queue put back, as :meth:`discover` with ``Origin.RECOVERED`` would, URL by URL."""
@@ -385,10 +391,14 @@ class CrawlCore:
             out += self.discover(seed, 0, now, Origin.SEED)
         return out + self.sitemap_jobs.seeds(now)
 
-    def _push(self, url: str, host: str, depth: int, now: float) -> None:
-        """Queue ``url``; with per-IP politeness, a host whose address is known shares its IP's budget."""
+    def _push(self, url: str, host: str, depth: int, now: float, boost: int = 0) -> None:
+        """Queue ``url``, in its band (frontier rule 11: ``boost``, a sitemap's, plus
+        ``[frontier] priority``'s); with per-IP politeness, a host whose address is known
+        shares its IP's budget."""
         fr = self.frontier
-        fr.push(url, host, depth, now)
+        if self.priority_rules:
+            boost += self.priority_rules.boost(url)
+        fr.push(url, host, depth, now, boost)
         if self._ip_politeness and fr.host_ip(host) is None:
             # Static entries and cached answers are known before the first
             # fetch; otherwise the first fetch resolves it (docs/politeness.md).

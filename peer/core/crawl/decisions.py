@@ -316,7 +316,8 @@ class Finished:
 class Discover(Protocol):
     """``CrawlCore.discover``, as the core's parts are handed it."""
 
-    def __call__(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, /) -> list[Effect]: ...
+    def __call__(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, /, *,
+                 boost: int = 0) -> list[Effect]: ...
 
 
 class RingView(Protocol):

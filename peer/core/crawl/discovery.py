@@ -115,7 +115,7 @@ class Discovery:
 
     def __init__(self, me: str, *, bloom: BloomFilter, sieve: SeenSieve, scope: Scope, urlrules: UrlRules,
                  params: ParamRules | None, sites: SiteSettings, limits: Limits, summary: Summary,
-                 jobs: Jobs, handoffs: Handoffs, push: Callable[[str, str, int, float], None],
+                 jobs: Jobs, handoffs: Handoffs, push: Callable[..., None],
                  pass_on: PassOn, entry: Discover, requisites_any_host: bool = True) -> None:
         #: The seen set: every URL queued, forwarded to us, or handed in (``CrawlCore.bloom``).
         self.bloom = bloom
@@ -171,7 +171,7 @@ class Discovery:
         return out
 
     def discover(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
-                 host: str | None = None) -> list[Effect]:
+                 host: str | None = None, boost: int = 0) -> list[Effect]:
         """A URL arrives from ``origin``; see the module table for each origin's path.
 
         ``host``: the URL's ``host_key`` when the caller knows it (never for
@@ -272,7 +272,7 @@ class Discovery:
         limits.queued(host)
         if hops:
             self._jobs.set_hops(url, hops)
-        self._push(url, host, depth, now)
+        self._push(url, host, depth, now, boost)
         return [Queued(url, depth)]
 
     def _requisite_refused(self, url: str, host: str) -> Reason | None:

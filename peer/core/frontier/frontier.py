@@ -1,4 +1,4 @@
-"""The per-host frontier: FIFO queues of URLs and a polite scheduler over hosts.
+"""The per-host frontier: queues of URLs served by priority, and a polite scheduler over hosts.
 
 Per-host FIFO queues as in Mercator's frontier (Heydon and Najork, "Mercator:
 A scalable, extensible Web crawler", World Wide Web 2(4), 1999), and each host
@@ -28,6 +28,8 @@ are numbered 1-10 across them (the docs and the other modules cite them as
   the starts and ends of requests, and forgets idle hosts;
 - peer/core/frontier/spillqueue.py, rules 9, 10: the part of a queue beyond its
   head in RAM, in a spill store, and the blocks of hosts given away;
+- peer/core/frontier/order.py, rule 11: a URL's band (its depth, moved by a
+  sitemap's priority or a priority rule) and the slot that carries it;
 - this module: :class:`Frontier`, the queues of URLs (:meth:`push`,
   :meth:`requeue`, :meth:`pop_ready`) with a :class:`HostScheduler` as its
   part. The frontier asks the scheduler for the host whose turn it is, takes
@@ -41,6 +43,21 @@ A host's queue is one flat list ``[url, depth, url, depth, ...]`` read from
 scheduler's fields but written only here and in the spill queue: no tuple a
 URL, no deque, whose 760 bytes a host would cost more than a short queue's
 URLs, and no second record a host.
+
+11. Order (peer/core/frontier/order.py): a host's queue is served band by
+   band, the lowest first, each band FIFO: breadth-first by depth unless a
+   boost moves a URL. ``items`` holds the lowest band in RAM, ``more`` the
+   higher ones (a dict made only when a host has two bands in RAM, so a
+   host of one band costs what it did); a push of a lower band than the
+   one served puts it first. The spill (rule 9) stays one FIFO a host: a
+   host begins to spill only with a URL of a band at least as high as every
+   band in RAM, at band ``sband``, and from then on a push of a lower band
+   stays in RAM, in its band, until RAM holds ``4 * head_per_host`` URLs of
+   the host. So every URL of a band below ``sband`` is served before the
+   spilled ones, and the spilled ones in the order they came, which a
+   breadth-first crawl makes mostly by depth too. A refill, an adopted head
+   and a reattached host are split into bands again from their slots. With
+   ``order = "fifo"`` every URL is in band 0: one FIFO a host.
 """
 
 from __future__ import annotations
@@ -51,7 +68,9 @@ from typing import Any
 
 from peer.core.config.cluster import PolitenessConfig
 from peer.core.frontier.census import HostCensus
+from peer.core.frontier.hoststate import HostState
 from peer.core.frontier.ipbudget import MIN_IP_SHARE
+from peer.core.frontier.order import DEPTH_BANDS, MAX_BOOST, band_of, depth_of, make_slot, split
 from peer.core.frontier.pacing import BACKOFF_MIN_STEP, Outcome, PidSample
 from peer.core.frontier.scheduler import HostScheduler
 from peer.core.frontier.spillqueue import MemorySpill, SpillQueue, SpillStore
@@ -67,6 +86,11 @@ _NO_CAP = 1 << 62
 # A fully popped prefix of a host's queue is cut off once it is this long and
 # at least half the list; amortised O(1) popleft without a deque's 760 bytes.
 _COMPACT_AT = 64
+# A spilling host keeps URLs of a lower band than its spill in RAM up to
+# this many heads (rule 11), then they spill too and their order is the
+# arrival's: a sitemap of a million URLs in random priorities must not undo
+# rule 9's bound on RAM.
+_RAM_HEADS = 4
 
 
 # The settings are cluster.toml's [politeness] section, defaults and all; the
@@ -91,12 +115,17 @@ class Frontier:
     part's interface (peer/core/frontier/scheduler.py).
     """
 
-    __slots__ = ("_sched", "_queued", "_n_hosts", "_sq", "_head_max", "_moving", "_spilled")
+    __slots__ = ("_sched", "_queued", "_n_hosts", "_sq", "_head_max", "_ram_max", "_moving", "_spilled",
+                 "_fifo", "_overflow")
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
                  head_per_host: int = 64, *,
-                 politeness_for: Callable[[str], Politeness] | None = None) -> None:
+                 politeness_for: Callable[[str], Politeness] | None = None, order: str = "depth") -> None:
         pol = politeness if politeness is not None else Politeness()
+        if order not in ("depth", "fifo"):
+            raise PeerError(f"frontier: order must be 'depth' or 'fifo', not {order!r}")
+        self._fifo = order == "fifo"  # rule 11: every URL in band 0
+        self._overflow = 0  # URLs spilled out of their band's order (rule 11's RAM bound)
         self._sched = HostScheduler(pol, politeness_for)
         self._queued = 0
         self._n_hosts = 0
@@ -104,6 +133,7 @@ class Frontier:
         # Its head_max and its moving table, here too: push reads both for
         # every URL, so a store attached costs no lookup more.
         self._head_max = _NO_CAP
+        self._ram_max = _NO_CAP
         self._moving: dict[str, int] = {}
         self._spilled = 0  # queued URLs out of RAM, in the store or in a tail (rule 9)
         if spill is not None:
@@ -121,6 +151,7 @@ class Frontier:
             raise PeerError("frontier: set_spill() after URLs were queued")
         self._sq = sq = SpillQueue(spill, head_per_host)
         self._head_max = sq.head_max
+        self._ram_max = _RAM_HEADS * sq.head_max
         self._moving = sq.moving
         # A host forgotten (rule 6) goes from the tails' note too. The queue's
         # method, not one of ours: no cycle through the part, so that a frontier
@@ -145,29 +176,57 @@ class Frontier:
             return 0
         hs = self._sched.keep(host, now)
         sq.adopt(hs, n, head)
+        hs.sband = 0
+        if head:
+            self._split(hs)
+            hs.sband = max(hs.more) if hs.more else hs.band  # a lower bound of the spill's (rule 11)
         self._spilled += hs.spilled
         self._queued += n + (len(head) // 2 if head else 0)
         self._n_hosts += 1
         self._sched.filled(hs, now)
         return n + (len(head) // 2 if head else 0)
 
-    def push(self, url: str, host: str, depth: int, now: float) -> None:
-        """Append a URL (already deduplicated) to its host's queue."""
+    def push(self, url: str, host: str, depth: int, now: float, boost: int = 0) -> None:
+        """Append a URL (already deduplicated) to its band of its host's queue (rule 11).
+
+        ``boost``: levels the URL is served ahead of its depth (negative: behind;
+        peer/core/frontier/order.py).
+        """
         if self._moving and host in self._moving:
             self.reattach(host, now)  # ours again: its stored blocks come first
         hs = self._sched.keep(host, now)
+        slot = depth if boost == 0 else make_slot(depth, boost)
+        if self._fifo:
+            b = 0
+        elif slot < DEPTH_BANDS:
+            b = slot + MAX_BOOST
+        else:
+            b = band_of(slot)
         items = hs.items
-        if hs.spilled or len(items) - hs.head >= self._head_max:
-            # Behind a full head, onto its tail (rule 9); the head is not
-            # empty, so nothing about the host's schedule changes, as for any
-            # push onto work. The appends are here, not a call away: in a
-            # large crawl most pushes take this branch.
+        spill = False
+        if hs.spilled:
+            # Behind its spilled URLs, unless it is of a lower band than
+            # they are (rule 11) and RAM has room.
+            spill = b >= hs.sband or len(items) - hs.head + hs.nmore >= self._ram_max
+        elif len(items) - hs.head + hs.nmore >= self._head_max:
+            ram = len(items) - hs.head + hs.nmore
+            top = max(hs.more) if hs.more else hs.band
+            if b >= top or ram >= self._ram_max:
+                spill = True
+                hs.sband = b
+        if spill:
+            # Onto its tail (rule 9); the head is not empty, so nothing
+            # about the host's schedule changes, as for any push onto work.
+            # The appends are here, not a call away: in a large crawl most
+            # pushes take this branch.
+            if b < hs.sband:
+                self._overflow += 1
             tail = hs.tail
             if tail is None:
                 assert self._sq is not None  # _head_max is finite only with a store
                 tail = self._sq.new_tail(hs)
             tail.append(url)
-            tail.append(depth)
+            tail.append(slot)
             hs.spilled += 1
             self._spilled += 1
             self._queued += 1
@@ -175,13 +234,40 @@ class Frontier:
                 assert self._sq is not None
                 self._sq.put_tail(hs)
             return
-        was_empty = hs.head == len(items)
-        items.append(url)
-        items.append(depth)
         self._queued += 1
-        if was_empty:  # onto a queue with work, a push changes nothing of the host's schedule
-            self._n_hosts += 1
-            self._sched.filled(hs, now)
+        if hs.head == len(items):
+            items.append(url)
+            items.append(slot)
+            hs.band = b
+            if not hs.spilled:  # onto a queue with work, a push changes nothing of the host's schedule
+                self._n_hosts += 1
+                self._sched.filled(hs, now)
+        elif b == hs.band:
+            items.append(url)
+            items.append(slot)
+        elif b > hs.band:
+            more = hs.more
+            if more is None:
+                more = hs.more = {}
+            q = more.get(b)
+            if q is None:
+                more[b] = [url, slot]
+            else:
+                q.append(url)
+                q.append(slot)
+            hs.nmore += 2
+        else:
+            # A lower band than the one served: it is served first, the
+            # band served until now waits in ``more`` (rule 11).
+            more = hs.more
+            if more is None:
+                more = hs.more = {}
+            rest = items[hs.head:]
+            more[hs.band] = rest
+            hs.nmore += len(rest)
+            hs.items = [url, slot]
+            hs.head = 0
+            hs.band = b
 
     def requeue(self, job: Job, now: float, not_before: float) -> None:
         """Put ``job`` back at the front of its host's queue; the host waits until ``not_before``.
@@ -200,6 +286,7 @@ class Frontier:
         self._queued += 1
         if was_empty:
             self._n_hosts += 1
+            hs.band = 0 if self._fifo else band_of(job.depth)
         self._sched.requeued(hs, now, not_before)
 
     def pop_ready(self, now: float) -> Job | None:
@@ -212,19 +299,27 @@ class Frontier:
         head = hs.head
         if head == len(items):
             # Adopted from a recovered store with its head not read yet (rule 9).
-            sq = self._sq
-            assert sq is not None and hs.spilled  # the scheduler holds only hosts with work
-            self._spilled -= sq.refill(hs)
+            assert hs.spilled  # the scheduler holds only hosts with work
+            self._refill(hs)
+            items = hs.items
             head = 0
         url = items[head]
-        depth = items[head + 1]
+        slot = items[head + 1]
         head += 2
         more = True
-        if head == len(items) and hs.spilled:
+        if head == len(items) and hs.more:
+            # The next band (rule 11).
+            m = hs.more
+            b = min(m)
+            hs.items = m.pop(b)
+            hs.nmore -= len(hs.items)
+            hs.band = b
+            if not m:
+                hs.more = None
+            head = 0
+        elif head == len(items) and hs.spilled:
             # Refill the head now (rule 9), so "has work" stays "has a head".
-            sq = self._sq
-            assert sq is not None  # spilled only with a store
-            self._spilled -= sq.refill(hs)
+            self._refill(hs)
             head = 0
         elif head == len(items):
             items.clear()
@@ -239,7 +334,21 @@ class Frontier:
         hs.head = head
         self._queued -= 1
         sched.start(hs, now, url, more)
-        return Job(url, hs.name, depth)
+        return Job(url, hs.name, slot if slot < DEPTH_BANDS else depth_of(slot))
+
+    def _refill(self, hs: HostState) -> None:
+        """The host's RAM ran empty: its next spilled URLs into it, split into bands (rules 9, 11)."""
+        sq = self._sq
+        assert sq is not None  # spilled only with a store
+        self._spilled -= sq.refill(hs)
+        self._split(hs)
+
+    def _split(self, hs: HostState) -> None:
+        """``items`` (RAM's only list) split into its bands (rule 11)."""
+        if self._fifo:
+            hs.band = 0
+            return
+        hs.band, hs.items, hs.more, hs.nmore = split(hs.items, False)
 
     def done(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED, url: str | None = None) -> None:
         """A request of ``host`` ended; it counts in the host's window unless UNREACHED or NOT_STARTED.
@@ -280,37 +389,62 @@ class Frontier:
     def host_queued(self, host: str) -> int:
         """URLs queued for ``host`` (in RAM and spilled)."""
         hs = self._sched.get(host)
-        return 0 if hs is None else (len(hs.items) - hs.head) // 2 + hs.spilled
+        return 0 if hs is None else (len(hs.items) - hs.head + hs.nmore) // 2 + hs.spilled
 
     def queued_hosts(self) -> list[str]:
         """Hosts with queued work (for hand-off when ownership changes)."""
         return [h.name for h in self._sched.records() if h.head < len(h.items) or h.spilled]
 
     def iter_queued(self) -> Iterator[Job]:
-        """Every queued job, host by host in FIFO order (spilled ones read from the store)."""
+        """Every queued job, host by host in the order it is served (spilled ones read from the store)."""
         sq = self._sq
         for hs in self._sched.records():
-            items = hs.items
-            name = hs.name
-            for i in range(hs.head, len(items), 2):
-                yield Job(items[i], name, items[i + 1])
+            yield from self._ram_jobs(hs)
             if hs.spilled and sq is not None:
-                for url, depth in sq.iter_spilled(hs):
-                    yield Job(url, name, depth)
+                name = hs.name
+                for url, slot in sq.iter_spilled(hs):
+                    yield Job(url, name, depth_of(slot))
 
     def iter_heads(self) -> Iterator[Job]:
-        """The queued jobs held in RAM, host by host in FIFO order (rule 9: a checkpoint's part)."""
+        """The queued jobs held in RAM, host by host in the order served (rule 9: a checkpoint's part)."""
         for hs in self._sched.records():
-            items = hs.items
-            name = hs.name
-            for i in range(hs.head, len(items), 2):
-                yield Job(items[i], name, items[i + 1])
+            yield from self._ram_jobs(hs)
+
+    @staticmethod
+    def _ram(hs: HostState) -> list[Any]:
+        """A copy of the host's URLs in RAM, flat ``[url, slot, ...]``, its bands in order (rule 11)."""
+        flat = hs.items[hs.head:]
+        if hs.more:
+            for b in sorted(hs.more):
+                flat += hs.more[b]
+        return flat
+
+    def _ram_jobs(self, hs: HostState) -> Iterator[Job]:
+        flat = self._ram(hs) if hs.more else hs.items
+        start = 0 if hs.more else hs.head
+        name = hs.name
+        for i in range(start, len(flat), 2):
+            yield Job(flat[i], name, depth_of(flat[i + 1]))
 
     def heads(self) -> list[tuple[str, list[Any]]]:
-        """(host, a copy of its head, flat ``[url, depth, ...]``) of every host with URLs in RAM
-        (rule 9: a checkpoint's part, packed a host each off the loop); a slice a host, no
-        object a URL."""
-        return [(hs.name, hs.items[hs.head:]) for hs in self._sched.records() if hs.head < len(hs.items)]
+        """(host, a copy of its head, flat ``[url, slot, ...]``, its bands in order) of every host
+        with URLs in RAM (rule 9: a checkpoint's part, packed a host each off the loop, and
+        given back to :meth:`adopt`, slots and all: rule 11); a slice a host, no object a URL."""
+        return [(hs.name, self._ram(hs)) for hs in self._sched.records() if hs.head < len(hs.items)]
+
+    @property
+    def overflow(self) -> int:
+        """URLs spilled behind URLs of a higher band, RAM being full (rule 11)."""
+        return self._overflow
+
+    def priority(self, depth: int, boost: int = 0) -> int:
+        """The band a URL of ``depth`` and ``boost`` is queued in (rule 11; 0 is served first)."""
+        return 0 if self._fifo else band_of(make_slot(depth, boost))
+
+    @property
+    def order(self) -> str:
+        """``"depth"`` or ``"fifo"`` (rule 11)."""
+        return "fifo" if self._fifo else "depth"
 
     # ------------------------------------------------------------ hand-off (rules 9, 10)
 
@@ -323,18 +457,23 @@ class Frontier:
         hs = self._sched.get(host)
         if hs is None:
             return []
-        items = hs.items
-        jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
+        jobs = list(self._ram_jobs(hs))
         if hs.spilled and self._sq is not None:
             self._spilled -= hs.spilled
-            jobs += [Job(u, hs.name, d) for u, d in self._sq.drop(hs)]
+            jobs += [Job(u, hs.name, depth_of(d)) for u, d in self._sq.drop(hs)]
         if jobs:
             self._queued -= len(jobs)
             self._n_hosts -= 1
-        items.clear()
-        hs.head = 0
+        self._clear(hs)
         self._sched.emptied(hs)
         return jobs
+
+    @staticmethod
+    def _clear(hs: HostState) -> None:
+        hs.items.clear()
+        hs.head = 0
+        hs.more = None
+        hs.nmore = 0
 
     def release_host(self, host: str) -> list[Job]:
         """Like :meth:`remove_host`, but the host's blocks stay in the store, moving (rule 10)."""
@@ -342,14 +481,12 @@ class Frontier:
         sq = self._sq
         if hs is None or not hs.spilled or sq is None:
             return self.remove_host(host)
-        items = hs.items
-        jobs = [Job(items[i], hs.name, items[i + 1]) for i in range(hs.head, len(items), 2)]
-        self._queued -= hs.spilled + (len(items) - hs.head) // 2
+        jobs = list(self._ram_jobs(hs))
+        self._queued -= hs.spilled + len(jobs)
         self._spilled -= hs.spilled
         self._n_hosts -= 1
-        jobs += [Job(u, hs.name, d) for u, d in sq.release(hs)]
-        items.clear()
-        hs.head = 0
+        jobs += [Job(u, hs.name, depth_of(d)) for u, d in sq.release(hs)]
+        self._clear(hs)
         self._sched.emptied(hs)
         return jobs
 
@@ -358,8 +495,16 @@ class Frontier:
         return self._sq.release_stored(host) if self._sq is not None else 0
 
     def take_moving(self, limit: int) -> list[tuple[str, list[Any]]]:
-        """Blocks of moving hosts, ``(host, [url, depth, ...])``, about ``limit`` URLs in all (rule 10)."""
-        return self._sq.take_moving(limit) if self._sq is not None else []
+        """Blocks of moving hosts, ``(host, [url, depth, ...])``, about ``limit`` URLs in all (rule 10).
+
+        Depths, not slots: they leave the frontier (rule 11; a boost from a
+        sitemap travels with the URL's hints instead).
+        """
+        out = self._sq.take_moving(limit) if self._sq is not None else []
+        for _, flat in out:
+            for i in range(1, len(flat), 2):
+                flat[i] = depth_of(flat[i])
+        return out
 
     def reattach(self, host: str, now: float) -> int:
         """A moving host is ours again: its blocks queue behind its head (rule 10); returns how many."""
@@ -373,6 +518,8 @@ class Frontier:
             if hs is not None:
                 sq.park_tail(hs)  # its tail came after the blocks: into the store behind them
             return self.adopt(host, now)
+        if not hs.spilled:  # its RAM's highest band bounds what goes behind the blocks (rule 11)
+            hs.sband = max(hs.more) if hs.more else hs.band
         sq.reattach(hs, n)
         self._spilled += n
         self._queued += n

@@ -42,6 +42,8 @@ class HostState:
         "name",
         # its queue (frontier.py; spillqueue.py, rules 9, 10)
         "items", "head", "spilled", "tail",
+        # its bands (frontier.py rule 11, order.py)
+        "band", "more", "nmore", "sband",
         # the scheduler's (scheduler.py, rules 2, 6): work and requests, its places in the heaps
         "work", "in_flight", "since", "rseq", "rkey", "tseq", "tkey",
         # its pace (pacing.py, rules 1, 3, 4, 7)
@@ -62,6 +64,14 @@ class HostState:
         self.head = 0
         self.spilled = 0  # URLs of its queue after ``items``: in the spill store, then ``tail`` (rule 9)
         self.tail: list[Any] | None = None  # url, depth, ... not yet a block (rule 9)
+        # --- its bands (frontier.py rule 11): ``items`` is band ``band``'s
+        # queue, the lowest band with URLs in RAM; ``more`` the higher
+        # bands' (flat lists, None while there are none), ``nmore`` their
+        # slots; ``sband`` the band at which the host began to spill.
+        self.band = 0
+        self.more: dict[int, list[Any]] | None = None
+        self.nmore = 0
+        self.sband = 0
 
         # --- the scheduler's (scheduler.py)
         self.work = False  # its queue has work: what the frontier last told the scheduler

@@ -65,6 +65,7 @@ from typing import TYPE_CHECKING
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Hinted, Origin, Queued, Reason, Refused
 from peer.core.crawl.outcomes import UNREACHED_KINDS
 from peer.core.frontier.frontier import Job, Outcome
+from peer.core.frontier.order import sitemap_boost
 from peer.core.sitemaps.document import Problem, Sitemap, host_authority, location_authority
 from peer.core.sitemaps.hints import MALFORMED, SitemapJob, UrlHints, attach, detach
 from peer.core.sitemaps.tracker import Found, SitemapTracker
@@ -216,7 +217,8 @@ class SitemapJobs:
     def hinted(self, url: str, hints: UrlHints, depth: int, now: float, origin: Origin,
                hops: int = 0) -> list[Effect]:
         """Discover ``url``; its ``hints`` are kept for its row here, or travel with it (rule 4)."""
-        out = self._discover(url, depth, now, origin, hops)
+        # Its <priority> orders its host's queue (frontier rule 11), where it is queued.
+        out = self._discover(url, depth, now, origin, hops, boost=sitemap_boost(hints.priority))
         if not hints:
             return out
         if self._recrawl is not None and hints.lastmod is not None and not any(isinstance(e, Forward) for e in out):

@@ -1,0 +1,84 @@
+"""Priority rules: which URLs a host's queue serves ahead of their depth, or behind (pure).
+
+``[frontier] priority`` is one list of strings ``"<boost>:<pattern>"``, tried
+in order on the whole normalised URL; the first that matches gives the URL
+its boost, an integer from -4 to +4 (``"+2:*/docs/*"``, ``"-1:re:/archive/"``).
+``<pattern>`` is ``crawl.rules``' (:func:`peer.core.urls.rules.url_matcher`: a
+glob where ``*`` crosses ``/``, or ``re:<regex>`` searched). A boost of +1
+serves the URL as if it were one level shallower (peer/core/frontier/order.py
+rule 1); a sitemap's ``<priority>`` adds its own. A list, like
+``crawl.rules``, for the same reason: the order is the meaning.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+
+from peer.core.frontier.order import MAX_BOOST
+from peer.core.urls.rules import url_matcher
+from peer.errors import ConfigError
+
+__all__ = ["PriorityRule", "PriorityRules", "parse_priority_rules"]
+
+_FORMS = f"'<boost>:<glob>' or '<boost>:re:<regex>', the boost an integer from -{MAX_BOOST} to +{MAX_BOOST}"
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityRule:
+    """``frontier.priority[index]``: URLs ``pattern`` matches get ``boost``."""
+
+    index: int
+    boost: int
+    pattern: str
+    matches: Callable[[str], object] = field(repr=False, compare=False)
+
+    def __str__(self) -> str:
+        return f"frontier.priority[{self.index}] {self.pattern!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class PriorityRules:
+    """The ``[frontier] priority`` list, parsed."""
+
+    rules: tuple[PriorityRule, ...] = ()
+
+    def __bool__(self) -> bool:
+        return bool(self.rules)
+
+    def first(self, url: str) -> PriorityRule | None:
+        """The first rule matching ``url``, or None."""
+        for r in self.rules:
+            if r.matches(url):
+                return r
+        return None
+
+    def boost(self, url: str) -> int:
+        """``url``'s boost: the first matching rule's, 0 if none matches."""
+        for r in self.rules:
+            if r.matches(url):
+                return r.boost
+        return 0
+
+
+def _rule(text: str, index: int, where: str) -> PriorityRule:
+    key = f"frontier.priority[{index}]"
+    num, sep, pattern = text.partition(":")
+    if not sep or not re.fullmatch(r"[+-]?[0-9]+", num.strip()):
+        raise ConfigError(where, key, f"expected {_FORMS}, got {text!r}")
+    boost = int(num)
+    if not -MAX_BOOST <= boost <= MAX_BOOST:
+        raise ConfigError(where, key, f"expected a boost from -{MAX_BOOST} to +{MAX_BOOST}, got {num!r}")
+    if pattern in ("", "re:"):
+        raise ConfigError(where, key, f"expected a pattern after {text!r} ({_FORMS})")
+    try:
+        matches = url_matcher(pattern)
+    except re.error as exc:
+        raise ConfigError(where, key, f"expected a valid regex after 're:', got {pattern[3:]!r} ({exc})") from None
+    return PriorityRule(index, boost, pattern, matches)
+
+
+def parse_priority_rules(texts: Iterable[str], where: str) -> PriorityRules:
+    """``[frontier] priority``; :class:`ConfigError` names the entry at fault."""
+    return PriorityRules(tuple(_rule(t, i, where) for i, t in enumerate(texts)))
