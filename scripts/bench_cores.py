@@ -19,7 +19,7 @@ from collections import Counter
 from localweb.bench import REPEATS, median_time
 from peer.core.seen.bloom import BloomFilter
 from peer.core.dns.cache import DnsCache, Miss
-from peer.core.frontier.frontier import Frontier, Politeness
+from peer.core.frontier.frontier import Frontier, MemorySpill, Politeness
 from peer.core.urls.normalize import join, normalize, normalize_link
 from ring.hashring import HashRing
 from ring.messages import UrlBatch, decode, encode
@@ -104,6 +104,40 @@ def bench_frontier(n_urls: int, n_hosts: int) -> None:
 
     s = median_time(cycle, 3)
     print(f"push + pop_ready + done: {n_urls / s:,.0f} URLs/s ({s / n_urls * 1e6:.2f} µs per URL)")
+
+    # Depths 0-5 mixed in each host's queue (the order of its bands matters, a
+    # FIFO's does not), and with a spill store and 64-URL heads (RAM beyond the
+    # heads goes to the store: frontier rule 9).
+    depths = [(i * 7) % 6 for i in range(n_urls)]
+
+    def cycle_mixed(spill: bool) -> None:
+        f = Frontier(pol, MemorySpill() if spill else None, 64)
+        now = 0.0
+        for u, h, d in zip(urls, hosts, depths):
+            f.push(u, h, d, now)
+        popped = 0
+        while popped < n_urls:
+            job = f.pop_ready(now)
+            if job is None:
+                now += 0.001
+                continue
+            f.done(job.host, now)
+            popped += 1
+
+    s = median_time(lambda: cycle_mixed(False), 3)
+    print(f"push + pop_ready + done, depths 0-5 mixed: {n_urls / s:,.0f} URLs/s ({s / n_urls * 1e6:.2f} µs per URL)")
+    s = median_time(lambda: cycle_mixed(True), 3)
+    print(f"the same with a spill store (MemorySpill, 64-URL heads): {n_urls / s:,.0f} URLs/s "
+          f"({s / n_urls * 1e6:.2f} µs per URL)")
+    tracemalloc.start()
+    before = tracemalloc.take_snapshot()
+    fr = Frontier(pol)
+    for u, h, d in zip(urls, hosts, depths):
+        fr.push(u, h, d, 0.0)
+    after = tracemalloc.take_snapshot()
+    tracemalloc.stop()
+    grown = sum(s.size_diff for s in after.compare_to(before, "filename"))
+    print(f"memory, depths 0-5 mixed: {grown / n_urls:.0f} bytes per queued URL beyond the URL string itself")
 
 
 def bench_urls(n: int) -> None:

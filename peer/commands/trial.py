@@ -172,6 +172,32 @@ class _Rules:
                 return f"in scope{ruled}: {self.peer} forwards it to its owner {e.owner}"
         return "not queued"  # pragma: no cover - a fresh core leaves one verdict for a URL
 
+    def priority(self, url: str, depth: int, sitemap_priority: float | None = None) -> str:
+        """The band ``url`` is queued in at ``depth`` and why (frontier rule 11), as one phrase."""
+        from peer.core.frontier.order import BANDS, band_of, make_slot, sitemap_boost
+        from peer.core.urls.normalize import normalize
+        from peer.core.urls.priority import parse_priority_rules
+
+        fr = self.cfg.frontier
+        if fr.order == "fifo":
+            return "one FIFO a host, in the order found (frontier.order = \"fifo\")"
+        why = [f"depth {depth}"]
+        boost = sitemap_boost(sitemap_priority)
+        if boost:
+            why.append(f"sitemap <priority> {sitemap_priority:g}: {boost:+d}")
+        from peer.core.urls.rules import parse_url_rules
+
+        try:
+            clean = normalize(url, parse_url_rules(self.cfg.crawl, str(self.cfg.path)).params)
+        except URLError:
+            clean = url
+        rule = parse_priority_rules(fr.priority, str(self.cfg.path)).first(clean)
+        if rule is not None:
+            boost += rule.boost
+            why.append(f"{rule.boost:+d} by {rule}")
+        band = band_of(make_slot(depth, boost))
+        return f"band {band} of 0-{BANDS - 1}, lower served first in its host's queue ({', '.join(why)})"
+
     def owner(self, url: str) -> str | None:
         """The peer that fetches ``url``'s host (None: a ring of one)."""
         from peer.core.urls.normalize import host_key
@@ -277,7 +303,10 @@ def _sitemap(cfg: ClusterConfig, rules: _Rules, url: str, body: bytes, robots_ur
                  f"priority {u.priority:g}" if u.priority is not None else "",
                  u.changefreq.value if u.changefreq is not None else ""]
         said = ", ".join(h for h in hints if h)
-        print(f"  {u.loc}  {rules.verdict(u.loc, 0)}" + (f" ({said})" if said else ""))
+        verdict = rules.verdict(u.loc, 0)
+        if verdict.startswith("in scope"):
+            verdict += "; " + rules.priority(u.loc, 0, u.priority)
+        print(f"  {u.loc}  {verdict}" + (f" ({said})" if said else ""))
     more = len(sm.urls) - len(shown) + len(sm.sitemaps) - len(refs)
     if more > 0:
         print(f"  ... {more} more (--links 0 shows all)")
@@ -338,6 +367,8 @@ async def _try(cfg: ClusterConfig, url: str, args: argparse.Namespace) -> int:
     job = step.job
     # The [[site]] block whose settings the URL's host is crawled with (peer/core/config/sites.py).
     _say("site", core.sites.label(job.host))
+    # The band its host's queue serves it in (frontier rule 11), found at depth 0 as here.
+    _say("priority", rules.priority(url, 0))
     adm = core.admit(job, now)
     resolver = Resolver(cfg.dns, allow_private=crawl.allow_private)
     async with Fetcher(crawl, resolver, sites=core.sites) as fetcher:

@@ -118,3 +118,23 @@ def test_sitemap_priorities_reorder_a_hosts_queue(tmp_path):
     # Higher priorities first; equal boosts (0.9 and 1.0: +2; 0.0 and 0.1: -2) in the sitemap's order.
     expected = sorted((p for p, _ in LISTED), key=lambda p: -round((prio[p] - 0.5) * 4))
     assert order == expected, order
+
+
+def test_try_shows_the_band_a_url_gets_and_why(tmp_path):
+    from clirun import run_main
+
+    from peer.commands.cli import main
+
+    web = sitemap_web()
+    with serve_in_thread(web):
+        toml = cluster_toml(tmp_path, [web.url(SITEMAPPED, "/")],
+                            sections={"frontier": {"priority": ["+1:*/p3"]}})
+        page = run_main(main, ["try", web.url(SITEMAPPED, "/p3"), "--ring", str(toml)])
+        listed = run_main(main, ["try", web.url(SITEMAPPED, "/sitemap.xml"), "--ring", str(toml), "--links", "0"])
+    assert page.returncode == 0 and listed.returncode == 0, page.stderr + listed.stderr
+    assert ("priority:   band 3 of 0-15, lower served first in its host's queue "
+            "(depth 0, +1 by frontier.priority[0] '*/p3')") in page.stdout.splitlines(), page.stdout
+    by_url = {line.split()[0]: line for line in listed.stdout.splitlines() if line.startswith("  http")}
+    assert by_url[web.url(SITEMAPPED, "/p1")].endswith(
+        "band 2 of 0-15, lower served first in its host's queue (depth 0, sitemap <priority> 1: +2) (priority 1)")
+    assert "(depth 0, sitemap <priority> 0.1: -2, +1 by frontier.priority[0] '*/p3')" in by_url[web.url(SITEMAPPED, "/p3")]
