@@ -73,6 +73,12 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     from peer.core.urls.rules import parse_url_rules
 
     lines.append(f"   url {parse_url_rules(c, str(cfg.path)).describe()}")
+    # The order each host's queue is served in (frontier rule 11).
+    fr = cfg.frontier
+    lines.append("   order: " + ("fifo, each host's URLs in the order found (frontier.order)" if fr.order == "fifo" else
+                 "depth, each host's shallower URLs first, moved by sitemap <priority>"
+                 + (f" and {len(fr.priority)} frontier.priority rule(s): "
+                    + ", ".join(repr(r) for r in fr.priority) if fr.priority else "")))
     ex = cfg.extract
     if ex:
         rules = ", ".join(f"{r.table} ({len(r.fields)} fields, match {r.match!r})" for r in ex.rules)

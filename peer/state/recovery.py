@@ -45,6 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from peer.core.frontier.order import depth_of
 from peer.core.seen.bloom import BloomFilter
 from peer.core.run.layout import StateFile
 from peer.core.urls.normalize import host_key
@@ -98,12 +99,18 @@ class Recovered:
             yield from zip(head[::2], head[1::2])
 
     def all_queued(self) -> Iterator[tuple[str, int]]:
-        """Every queued (url, depth): the spilled hosts' heads and blocks (read from disk), then ``queued``."""
-        yield from self.all_heads()
+        """Every queued (url, depth): the spilled hosts' heads and blocks (read from disk), then ``queued``.
+
+        Depths, not the frontier's slots (frontier rule 11): for the tools that pass a queue on.
+        """
+        for url, slot in self.all_heads():
+            yield url, depth_of(slot)
         if self.spill is not None:
             for host in self.spill.hosts():
-                yield from self.spill.iter_host(host)
-        yield from self.queued.items()
+                for url, slot in self.spill.iter_host(host):
+                    yield url, depth_of(slot)
+        for url, slot in self.queued.items():
+            yield url, depth_of(slot)
 
 
 def recover(

@@ -138,3 +138,20 @@ def test_try_shows_the_band_a_url_gets_and_why(tmp_path):
     assert by_url[web.url(SITEMAPPED, "/p1")].endswith(
         "band 2 of 0-15, lower served first in its host's queue (depth 0, sitemap <priority> 1: +2) (priority 1)")
     assert "(depth 0, sitemap <priority> 0.1: -2, +1 by frontier.priority[0] '*/p3')" in by_url[web.url(SITEMAPPED, "/p3")]
+
+
+def test_check_shows_the_order_and_a_bad_value_is_one_line_and_exit_2(tmp_path):
+    from clirun import run_main
+
+    from peer.commands.cli import main
+
+    toml = cluster_toml(tmp_path, ["http://ordered.test/"], sections={"frontier": {"priority": ["+2:*/docs/*"]}})
+    res = run_main(main, ["--ring", str(toml), "--check"])
+    assert res.returncode == 0, res.stderr
+    assert ("   order: depth, each host's shallower URLs first, moved by sitemap <priority> and "
+            "1 frontier.priority rule(s): '+2:*/docs/*'") in res.stdout.splitlines(), res.stdout
+    for table, said in (({"order": "random"}, "frontier.order: expected 'depth' or 'fifo'"),
+                        ({"priority": ["+9:*"]}, "frontier.priority[0]: expected a boost from -4 to +4")):
+        toml = cluster_toml(tmp_path, ["http://ordered.test/"], sections={"frontier": table})
+        res = run_main(main, ["--ring", str(toml), "--check"])
+        assert res.returncode == 2 and said in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr

@@ -167,3 +167,38 @@ def test_a_url_done_from_a_front_leaves_the_order_of_the_rest(tmp_path: Path) ->
     spill.take_done("a", {"a/1"}, [])
     assert list(spill.iter_host("a")) == [("a/2", 1), ("a/3", 1), ("a/4", 1)]
     spill.close()
+
+
+def test_a_frontier_on_disk_serves_the_same_order_after_a_restart(tmp_path: Path) -> None:
+    """Frontier rule 11 through the store on disk: a checkpoint (tails flushed, the heads
+    packed as fronts) reopened as a kill -9 restart reopens it, each host adopted lazily,
+    serves every URL in the order the frontier before the crash would have, boosts and all."""
+    from peer.core.frontier.frontier import Frontier, Politeness
+    from peer.state.spill import pack_head
+
+    d = tmp_path / "frontier"
+    spill = FileSpill.open(d, None, block_urls=4)
+    f = Frontier(Politeness(rate=0), spill=spill, head_per_host=4)
+    for i in range(60):
+        host = f"h{i % 3}.test"
+        f.push(f"http://{host}/{i}", host, (i * 7) % 5, 0.0, boost=2 if i % 11 == 0 else 0)
+    f.flush_tails()
+    fronts = tuple((h, len(flat) // 2, pack_head(flat)) for h, flat in f.heads())
+    doc = spill.checkpoint().to_doc(fronts)
+    before: dict[str, list[tuple[str, int]]] = {f"h{i}.test": [] for i in range(3)}
+    while (job := f.pop_ready(0.0)) is not None:  # the order without the crash (blocks are not deleted yet)
+        before[job.host].append((job.url, job.depth))
+        f.done(job.host, 0.0)
+    spill.close()
+    again = FileSpill.open(d, SpillManifest.from_doc(doc), block_urls=4)
+    g = Frontier(Politeness(rate=0), spill=again, head_per_host=4)
+    for h in sorted(again.hosts()):
+        g.adopt(h, 0.0)
+    after: dict[str, list[tuple[str, int]]] = {h: [] for h in before}
+    while (job := g.pop_ready(0.0)) is not None:
+        after[job.host].append((job.url, job.depth))
+        g.done(job.host, 0.0)
+    assert after == before
+    # Boosted +2 (i % 11 == 0): ahead of the depth-0 URLs.
+    assert after["h0.test"][:3] == [("http://h0.test/0", 0), ("http://h0.test/33", 1), ("http://h0.test/15", 0)]
+    again.close()

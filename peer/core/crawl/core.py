@@ -86,6 +86,7 @@ from peer.core.sitemaps.jobs import SitemapJobs
 from peer.core.urls.normalize import hostname
 from peer.core.urls.rules import Cause, parse_rules, parse_url_rules
 from peer.core.urls.priority import parse_priority_rules
+from peer.core.frontier.order import boost_of, depth_of
 from peer.core.urls.scope import Scope
 
 if TYPE_CHECKING:
@@ -396,7 +397,7 @@ class CrawlCore:
         ``[frontier] priority``'s); with per-IP politeness, a host whose address is known
         shares its IP's budget."""
         fr = self.frontier
-        if self.priority_rules:
+        if self.priority_rules and not boost_of(depth):  # a recovered slot has its rules' boost already
             boost += self.priority_rules.boost(url)
         fr.push(url, host, depth, now, boost)
         if self._ip_politeness and fr.host_ip(host) is None:
@@ -412,6 +413,7 @@ class CrawlCore:
         A sitemap job travels as one (it was never journaled as queued); a
         URL with a sitemap's hints takes them along (peer/core/sitemaps/hints.py).
         """
+        depth = depth_of(depth)  # a recovered queue's slot (frontier rule 11): the depth alone travels
         sitemaps = self.sitemap_jobs
         job = sitemaps.take_job(url)
         if job is not None:

@@ -27,6 +27,9 @@ Rules:
    the flat lists always held, and a small int CPython keeps once), a
    boosted one ``depth + (boost + 8) << 20``. :func:`depth_of` reads the
    depth back wherever a slot leaves the frontier (a :class:`Job`, a hand-off).
+   A recovered queue (a snapshot's heads, a restart's re-queued list) may hold
+   slots where it says depth: pushed again they keep their band, and a URL
+   passed on to another peer leaves with :func:`depth_of` (``CrawlCore._pass_on``).
 4. With ``order = "fifo"`` every URL is in band 0: one FIFO a host, as
    before this module.
 """
@@ -58,10 +61,14 @@ def clamp_boost(boost: int) -> int:
 
 
 def make_slot(depth: int, boost: int) -> int:
-    """The int stored after a URL (rule 3)."""
+    """The int stored after a URL (rule 3); ``depth`` may be a slot already (a recovered
+    queue's), whose boost ``boost`` adds to."""
+    if depth >= _BOOSTED:
+        depth, boost = depth & _DEPTH_MASK, boost + (depth >> _SHIFT) - _BIAS
+    boost = clamp_boost(boost)
     if boost == 0:
         return depth
-    return min(depth, _DEPTH_MASK) + ((clamp_boost(boost) + _BIAS) << _SHIFT)
+    return min(depth, _DEPTH_MASK) + ((boost + _BIAS) << _SHIFT)
 
 
 def depth_of(slot: int) -> int:
