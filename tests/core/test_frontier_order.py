@@ -121,24 +121,28 @@ def test_priority_rules_give_the_first_matching_boost_and_bad_ones_name_the_entr
             parse_priority_rules([bad], "c.toml")
 
 
-def test_a_recovered_host_merges_what_was_pushed_before_its_first_start_by_band():
-    """A restart adopts a host's queue lazily (its head is the store's front): URLs pushed
-    before its first start are put in their bands at that start, a requeue in front."""
+def test_a_recovered_host_learns_its_spill_band_from_its_head_at_its_first_start():
+    """A restart adopts a host's queue lazily (its head is the store's front, read at its
+    first start): until then a push goes behind the spill, as in a FIFO; from then on one
+    of a band below the head's highest is served before the spill."""
     spill = MemorySpill()
     spill.put("a.test", ["http://a.test/h0", 1, "http://a.test/h1", 2])  # the snapshot's head
     spill.put("a.test", ["http://a.test/b0", 3, "http://a.test/b1", 3])  # a block
     f = Frontier(Politeness(rate=0), spill=spill, head_per_host=2)
     assert f.adopt("a.test", 0.0) == 4 and spill.takes == 0
+    f.push("http://a.test/early", "a.test", 0, 0.0)  # before the first start: behind the spill
+    job = f.pop_ready(0.0)
+    assert job is not None and job.url == "http://a.test/h0"
+    f.done(job.host, 0.0)
     f.push("http://a.test/new0", "a.test", 0, 0.0)
     f.push("http://a.test/new3", "a.test", 3, 0.0)  # as deep as the spill: behind it
     f.push("http://a.test/new1", "a.test", 1, 0.0)
-    assert [u for u, _ in drain(f)] == ["http://a.test/new0", "http://a.test/h0", "http://a.test/new1",
-                                        "http://a.test/h1", "http://a.test/b0", "http://a.test/b1",
+    assert [u for u, _ in drain(f)] == ["http://a.test/new0", "http://a.test/new1", "http://a.test/h1",
+                                        "http://a.test/b0", "http://a.test/b1", "http://a.test/early",
                                         "http://a.test/new3"]
     from peer.core.frontier.frontier import Job
 
     spill.put("b.test", ["http://b.test/h0", 1])
     assert f.adopt("b.test", 0.0) == 1
-    f.push("http://b.test/new0", "b.test", 0, 0.0)
     f.requeue(Job("http://b.test/again", "b.test", 2), 0.0, 0.0)
-    assert [u for u, _ in drain(f)] == ["http://b.test/again", "http://b.test/new0", "http://b.test/h0"]
+    assert [u for u, _ in drain(f)] == ["http://b.test/again", "http://b.test/h0"]

@@ -70,7 +70,7 @@ from peer.core.config.cluster import PolitenessConfig
 from peer.core.frontier.census import HostCensus
 from peer.core.frontier.hoststate import HostState
 from peer.core.frontier.ipbudget import MIN_IP_SHARE
-from peer.core.frontier.order import BANDS, DEPTH_BANDS, MAX_BOOST, band_of, depth_of, make_slot, split
+from peer.core.frontier.order import DEPTH_BANDS, MAX_BOOST, band_of, depth_of, make_slot, split
 from peer.core.frontier.pacing import BACKOFF_MIN_STEP, Outcome, PidSample
 from peer.core.frontier.scheduler import HostScheduler
 from peer.core.frontier.spillqueue import MemorySpill, SpillQueue, SpillStore
@@ -91,8 +91,9 @@ _COMPACT_AT = 64
 # arrival's: a sitemap of a million URLs in random priorities must not undo
 # rule 9's bound on RAM.
 _RAM_HEADS = 4
-# A recovered host's spill band, until its first start reads it (rule 11).
-_UNKNOWN = BANDS
+# A recovered host's spill band until its first refill reads its head (rule 11):
+# below every band, so that every push goes behind the spill until then.
+_UNKNOWN = -1
 
 
 # The settings are cluster.toml's [politeness] section, defaults and all; the
@@ -179,9 +180,9 @@ class Frontier:
         hs = self._sched.keep(host, now)
         sq.adopt(hs, n, head)
         # The band its spill began at is not kept: the highest band of its
-        # head stands for it, a lower bound (rule 11); a head still in the
-        # store is read at the host's first start (_first_refill), and until
-        # then a push stays in RAM.
+        # head stands for it, a lower bound (rule 11). A head still in the
+        # store is read at the host's first start (rule 9's lazy head), and
+        # until then a push goes behind its spill, as in a FIFO.
         if self._fifo:
             hs.sband = 0
         elif head:
@@ -284,8 +285,6 @@ class Frontier:
         For retries. It does not end the request: call :meth:`done` for that too.
         """
         hs = self._sched.keep(job.host, now)
-        if hs.sband == _UNKNOWN and hs.spilled:
-            self._first_refill(hs)  # what a recovered host had comes after a requeue (rule 11)
         items = hs.items
         was_empty = hs.head == len(items)
         if hs.head >= 2:
@@ -306,9 +305,6 @@ class Frontier:
         hs = sched.next_host(now)
         if hs is None:
             return None
-        if hs.sband == _UNKNOWN and hs.spilled:
-            # Adopted from a recovered store, its spill not read yet (rules 9, 11).
-            self._first_refill(hs)
         items = hs.items
         head = hs.head
         if head == len(items):
@@ -356,41 +352,8 @@ class Frontier:
         assert sq is not None  # spilled only with a store
         self._spilled -= sq.refill(hs)
         self._split(hs)
-
-    def _first_refill(self, hs: HostState) -> None:
-        """A recovered host's first start (rule 11): its head (or first block) is read, its
-        highest band is taken for its spill's, and what was pushed since goes in front of
-        the spill (its bands merged with the head's, after them) or, of that band or a
-        higher one, behind it."""
-        sq = self._sq
-        assert sq is not None  # spilled only with a store
-        pushed = self._ram(hs)
-        hs.items = []
-        hs.head = 0
-        hs.more = None
-        hs.nmore = 0
-        self._spilled -= sq.refill(hs)
-        front = hs.items
-        top = max(band_of(s) for s in front[1::2])
-        hs.sband = top
-        keep: list[Any] = []
-        for i in range(0, len(pushed), 2):
-            url, slot = pushed[i], pushed[i + 1]
-            if band_of(slot) < top:
-                keep.append(url)
-                keep.append(slot)
-                continue
-            tail = hs.tail
-            if tail is None:
-                tail = sq.new_tail(hs)
-            tail.append(url)
-            tail.append(slot)
-            hs.spilled += 1
-            self._spilled += 1
-            if len(tail) >= self._head_max:
-                sq.put_tail(hs)
-        hs.items = front + keep
-        self._split(hs)
+        if hs.sband == _UNKNOWN:  # a recovered host's head, read at last
+            hs.sband = max(hs.more) if hs.more else hs.band
 
     def _split(self, hs: HostState) -> None:
         """``items`` (RAM's only list) split into its bands (rule 11)."""
