@@ -1,4 +1,4 @@
-"""Priority rules: which URLs a host's queue serves ahead of their depth, or behind (pure).
+"""Priority rules: which URLs a host's queue serves ahead of their depth, or behind.
 
 ``[frontier] priority`` is one list of strings ``"<boost>:<pattern>"``, tried
 in order on the whole normalised URL; the first that matches gives the URL
