@@ -454,7 +454,8 @@ class Crawler:
             s.details.append(self.archive.summary_line())
             s.warc = self.archive.figures()
         for line in (self.seen.summary_line(), self.revisits.far_line(),
-                     self.durability.spill_line(self.peer.figures.spill_peak, self.peer.figures.head_per_host)):
+                     self.durability.spill_line(self.peer.figures.spill_peak, self.peer.figures.head_per_host,
+                                                self.peer.figures.order_overflow)):
             if line is not None:
                 s.details.append(line)
         return s

@@ -247,11 +247,13 @@ class Durability:
         if self._spill is not None:
             self._spill.close()
 
-    def spill_line(self, peak: int, head: int) -> str | None:
-        """The summary's line on the spilled frontier, or None if nothing spilled."""
+    def spill_line(self, peak: int, head: int, overflow: int = 0) -> str | None:
+        """The summary's line on the spilled frontier, or None if nothing spilled; ``overflow``:
+        URLs spilled out of their band's order (frontier rule 11)."""
         if self._spill is None or not peak:
             return None
         st = self._spill.stats()
         return (f"frontier: at most {peak:,} queued URLs on disk (heads of {head} a host in RAM); "
                 f"{st.blocks_written:,} blocks written, {st.blocks_read:,} read; {st.urls - st.resident:,} URLs in "
-                f"{st.segments} segments ({st.disk_bytes / 2**20:.1f} MiB) left")
+                f"{st.segments} segments ({st.disk_bytes / 2**20:.1f} MiB) left"
+                + (f"; {overflow:,} spilled out of their order (a host's RAM full: docs/engine.md)" if overflow else ""))

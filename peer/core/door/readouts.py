@@ -199,6 +199,11 @@ class Readouts:
         return s
 
     @property
+    def order_overflow(self) -> int:
+        """URLs spilled out of their band's order, a host's RAM being full (frontier rule 11)."""
+        return self._crawl.frontier.overflow
+
+    @property
     def head_per_host(self) -> int:
         """URLs a host keeps in RAM before the rest spill (0 without a spill store)."""
         return self._crawl.frontier.head_per_host
