@@ -104,7 +104,10 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
     except URLError as exc:
         print(f"error: --host: expected a host name or URL, got {text!r} ({exc})", file=sys.stderr)
         return EXIT_USAGE
-    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry)
+    from peer.core.urls.priority import parse_priority_rules
+
+    sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry,
+                         parse_priority_rules(cfg.frontier.priority, str(cfg.path)))
     from peer.core.config.proxies import host_proxy
 
     proxy = host_proxy(cfg, sites.for_host(host).block)

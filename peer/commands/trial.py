@@ -191,7 +191,16 @@ class _Rules:
             clean = normalize(url, parse_url_rules(self.cfg.crawl, str(self.cfg.path)).params)
         except URLError:
             clean = url
-        rule = parse_priority_rules(fr.priority, str(self.cfg.path)).first(clean)
+        from peer.core.config.sites import SiteSettings
+        from peer.core.urls.normalize import host_key
+
+        cfg = self.cfg
+        prules = parse_priority_rules(fr.priority, str(cfg.path))
+        try:  # a [[site]] block's priority replaces frontier.priority for its hosts
+            prules = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry, prules).for_host(host_key(clean)).priority
+        except URLError:
+            pass
+        rule = prules.first(clean)
         if rule is not None:
             boost += rule.boost
             why.append(f"{rule.boost:+d} by {rule}")

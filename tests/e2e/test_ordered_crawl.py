@@ -130,6 +130,13 @@ def test_try_shows_the_band_a_url_gets_and_why(tmp_path):
         toml = cluster_toml(tmp_path, [web.url(SITEMAPPED, "/")],
                             sections={"frontier": {"priority": ["+1:*/p3"]}})
         page = run_main(main, ["try", web.url(SITEMAPPED, "/p3"), "--ring", str(toml)])
+        # A [[site]] block's list replaces frontier.priority for its hosts.
+        site = tmp_path / "site"
+        site.mkdir()
+        sited = cluster_toml(site, [web.url(SITEMAPPED, "/")], sections={"frontier": {"priority": ["+1:*/p3"]}})
+        sited.write_text(sited.read_text() + '[[site]]\nhosts = ["sitemapped.test"]\npriority = ["-2:*/p*"]\n')
+        by_site = run_main(main, ["try", web.url(SITEMAPPED, "/p3"), "--ring", str(sited)])
+        host = run_main(main, ["--ring", str(sited), "--check", "--host", "sitemapped.test"])
         listed = run_main(main, ["try", web.url(SITEMAPPED, "/sitemap.xml"), "--ring", str(toml), "--links", "0"])
     assert page.returncode == 0 and listed.returncode == 0, page.stderr + listed.stderr
     assert ("priority:   band 3 of 0-15, lower served first in its host's queue "
@@ -138,6 +145,9 @@ def test_try_shows_the_band_a_url_gets_and_why(tmp_path):
     assert by_url[web.url(SITEMAPPED, "/p1")].endswith(
         "band 2 of 0-15, lower served first in its host's queue (depth 0, sitemap <priority> 1: +2) (priority 1)")
     assert "(depth 0, sitemap <priority> 0.1: -2, +1 by frontier.priority[0] '*/p3')" in by_url[web.url(SITEMAPPED, "/p3")]
+    assert ("priority:   band 6 of 0-15, lower served first in its host's queue "
+            "(depth 0, -2 by site[0].priority[0] '*/p*')") in by_site.stdout.splitlines(), by_site.stdout
+    assert "  priority -2 '*/p*' (site[0]: sitemapped.test)" in host.stdout.splitlines(), host.stdout
 
 
 def test_check_shows_the_order_and_a_bad_value_is_one_line_and_exit_2(tmp_path):
@@ -155,3 +165,16 @@ def test_check_shows_the_order_and_a_bad_value_is_one_line_and_exit_2(tmp_path):
         toml = cluster_toml(tmp_path, ["http://ordered.test/"], sections={"frontier": table})
         res = run_main(main, ["--ring", str(toml), "--check"])
         assert res.returncode == 2 and said in res.stderr and len(res.stderr.strip().splitlines()) == 1, res.stderr
+
+
+def test_a_site_blocks_priority_rules_reorder_its_hosts_queue(tmp_path):
+    """``[[site]] priority``: ordered.test's depth-2 pages boosted +4 go before the depth-1
+    ones still queued, so each L1 page's children are fetched before the next L1 page."""
+    web = depth_web()
+    with serve_in_thread(web):
+        toml = cluster_toml(tmp_path, [web.url(ORDERED, "/")], sections={"crawl": {"max_pages": 37}})
+        toml.write_text(toml.read_text() + '[[site]]\nhosts = ["ordered.test"]\npriority = ["+4:*/l2-*"]\n')
+        run = run_in_process(toml, timeout=BOUNDED)
+    assert_ended(run)
+    order = [e.path for e in web.requests(ORDERED) if e.path != "/robots.txt"]
+    assert order[:7] == ["/", "/l1-0", "/l2-0-0", "/l2-0-1", "/l1-1", "/l2-1-0", "/l2-1-1"], order

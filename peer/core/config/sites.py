@@ -40,6 +40,9 @@ Rules:
    host costs one match whatever the number of blocks; its answer is kept in
    a bounded memo (cleared when full, like ``Scope``'s).
 
+``priority`` replaces ``[frontier] priority`` (peer/core/urls/priority.py) for
+the block's hosts, whole, as ``rules`` does ``crawl.rules``.
+
 ``rules`` replaces ``crawl.rules`` (peer/core/urls/rules.py) for the block's
 hosts, whole: the block's list is checked in its own order, and the global
 rules do not apply to those hosts. ``skip_extensions`` and the parameter
@@ -72,6 +75,7 @@ from peer.core.config.keys import REQUIRED, at_least_one, build, key as _key, no
 from peer.core.config.retry import RetryConfig, check_statuses
 from peer.core.config.sections import CrawlConfig, PolitenessConfig
 from peer.core.crawl.robots import product_token
+from peer.core.urls.priority import PriorityRules, parse_priority_rules
 from peer.core.urls.rules import UrlRules, parse_rules, parse_url_rules
 from peer.core.urls.normalize import hostname
 from peer.core.urls.scope import Scope
@@ -132,6 +136,8 @@ class SiteBlock:
     # A URL's retries by site (peer/core/config/retry.py); a host's outage policy (down_*) stays [retry]'s.
     retry_times: int | None = _key(int, None, "retry.times for these hosts: retries of a URL after a transient failure", non_negative)
     retry_statuses: tuple[str, ...] | None = _key(list, None, "retry.statuses for these hosts: the statuses retried, \"503\" or a class \"5xx\"", check_statuses)
+    # The order of these hosts' queues (peer/core/frontier/order.py).
+    priority: tuple[str, ...] | None = _key(list, None, "frontier.priority for these hosts, replacing the global list: '<boost>:<pattern>' rules, the first match deciding")
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""
@@ -166,6 +172,8 @@ class Settings:
     cookies: bool = False
     #: The retry policy of the host's URLs (``[retry]``, its times and statuses replaced by the block's).
     retry: RetryConfig = RetryConfig()
+    #: The priority rules of the host's queue (``[frontier] priority``, or the block's).
+    priority: PriorityRules = PriorityRules()
 
 
 class SiteSettings:
@@ -174,7 +182,7 @@ class SiteSettings:
     __slots__ = ("blocks", "crawl", "politeness", "retry", "default", "_settings", "_groups", "_match", "_memo")
 
     def __init__(self, blocks: tuple[SiteBlock, ...], crawl: CrawlConfig, politeness: PolitenessConfig,
-                 retry: RetryConfig | None = None) -> None:
+                 retry: RetryConfig | None = None, priority: PriorityRules | None = None) -> None:
         self.blocks = blocks
         self.crawl = crawl
         self.politeness = politeness
@@ -182,8 +190,10 @@ class SiteSettings:
         urlrules = parse_url_rules(crawl, "")
         self.default = Settings(politeness, crawl.user_agent, tuple(crawl.headers.items()),
                                 crawl.store_body, crawl.store_links, -1, product_token(crawl.user_agent),
-                                urlrules, True, crawl.ca_file, crawl.cookies, retry)
-        self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules, retry) for i, b in enumerate(blocks))
+                                urlrules, True, crawl.ca_file, crawl.cookies, retry,
+                                priority if priority is not None else PriorityRules())
+        self._settings = tuple(_resolve(i, b, crawl, politeness, urlrules, retry, self.default.priority)
+                               for i, b in enumerate(blocks))
         self._groups = {f"b{i}": s for i, s in enumerate(self._settings)}
         # One alternation of named groups, block by block in order: the regex
         # engine tries them in that order, so the group that matched is the
@@ -265,6 +275,10 @@ class SiteSettings:
         where = (f"site[{s.block}]: {block.label}" if block is not None and (block.sets("retry_times") or block.sets("retry_statuses"))
                  else "default" if (r.times, r.statuses) == (RetryConfig().times, RetryConfig().statuses) else "[retry]")
         lines.append(f"  retry {r.times} times on statuses {', '.join(r.statuses) or 'none'} ({where})")
+        shown_prio = ", ".join(f"{p.boost:+d} {p.pattern!r}" for p in s.priority.rules)
+        where = (f"site[{s.block}]: {block.label}" if block is not None and block.sets("priority")
+                 else "frontier.priority" if s.priority else "default")
+        lines.append(f"  priority {shown_prio or 'by depth alone'} ({where})")
         if not s.headers:
             lines.append("  headers: none")
         own = {n.lower() for n in (block.headers or {})} if block is not None else set()
@@ -275,7 +289,7 @@ class SiteSettings:
 
 
 def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, urlrules: UrlRules,
-             retry: RetryConfig) -> Settings:
+             retry: RetryConfig, priority: PriorityRules) -> Settings:
     politeness = dataclasses.replace(pol, **{k: getattr(b, k) for k in POLITENESS_KEYS if b.sets(k)})
     headers = dict(crawl.headers)
     for name, value in (b.headers or {}).items():
@@ -294,6 +308,7 @@ def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, ur
         crawl.cookies if b.cookies is None else b.cookies,
         dataclasses.replace(retry, **{k: getattr(b, f"retry_{k}") for k in ("times", "statuses")
                                       if b.sets(f"retry_{k}")}),
+        priority if b.priority is None else parse_priority_rules(b.priority, "", f"site[{i}].priority"),
     )
 
 
@@ -334,6 +349,8 @@ def parse_sites(raw: Any, crawl: CrawlConfig, politeness: PolitenessConfig, wher
         block: SiteBlock = build(SiteBlock, table, where, prefix)
         if block.rules is not None:
             parse_rules(block.rules, where, f"{prefix}.rules")
+        if block.priority is not None:
+            parse_priority_rules(block.priority, where, f"{prefix}.priority")
         for j, pattern in enumerate(block.hosts):
             try:
                 Scope((pattern,))

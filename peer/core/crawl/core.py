@@ -138,11 +138,12 @@ class CrawlCore:
         self.params = self.urlrules.params
         #: Each host's settings: [[site]] blocks over the global config (peer/core/config/sites.py).
         # Read through ``self.sites``, not a copy: a live change (``adopt``) replaces it.
-        self.sites = sites = SiteSettings(cfg.sites, crawl, pol, cfg.retry)
+        #: ``[frontier] priority`` (peer/core/urls/priority.py; frontier rule 11); a
+        #: ``[[site]]`` block's ``priority`` replaces it for its hosts.
+        self.priority_rules = parse_priority_rules(cfg.frontier.priority, str(cfg.path))
+        self.sites = sites = SiteSettings(cfg.sites, crawl, pol, cfg.retry, self.priority_rules)
         self.frontier = Frontier(pol, politeness_for=self._politeness_for() if sites else None,
                                  order=cfg.frontier.order)
-        #: ``[frontier] priority`` (peer/core/urls/priority.py; frontier rule 11).
-        self.priority_rules = parse_priority_rules(cfg.frontier.priority, str(cfg.path))
         self.robots = RobotsCache(crawl.user_agent, max_crawl_delay=pol.max_crawl_delay,
                                   error_retry=crawl.robots_retry, max_failures=crawl.robots_tries,
                                   tokens=(lambda h: self.sites.for_host(h).token) if sites else None)
@@ -244,7 +245,7 @@ class CrawlCore:
         parts were built from otherwise is the same, so they stay.
         """
         old, self._cfg = self._cfg, cfg
-        self.sites = sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry)
+        self.sites = sites = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry, self.priority_rules)
         self.urlrules = dataclasses.replace(self.urlrules, rules=parse_rules(cfg.crawl.rules, str(cfg.path), "crawl.rules"))
         self.discovery.rescope(self.urlrules, sites)
         self.rows.rescope(sites)
@@ -397,8 +398,9 @@ class CrawlCore:
         ``[frontier] priority``'s); with per-IP politeness, a host whose address is known
         shares its IP's budget."""
         fr = self.frontier
-        if self.priority_rules and not boost_of(depth):  # a recovered slot has its rules' boost already
-            boost += self.priority_rules.boost(url)
+        rules = self.sites.for_host(host).priority if self.sites else self.priority_rules
+        if rules and not boost_of(depth):  # a recovered slot has its rules' boost already
+            boost += rules.boost(url)
         fr.push(url, host, depth, now, boost)
         if self._ip_politeness and fr.host_ip(host) is None:
             # Static entries and cached answers are known before the first

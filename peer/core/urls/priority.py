@@ -7,7 +7,9 @@ its boost, an integer from -4 to +4 (``"+2:*/docs/*"``, ``"-1:re:/archive/"``).
 glob where ``*`` crosses ``/``, or ``re:<regex>`` searched). A boost of +1
 serves the URL as if it were one level shallower (peer/core/frontier/order.py
 rule 1); a sitemap's ``<priority>`` adds its own. A list, like
-``crawl.rules``, for the same reason: the order is the meaning.
+``crawl.rules``, for the same reason: the order is the meaning. A
+``[[site]]`` block's ``priority`` replaces the list for its hosts, whole, as
+its ``rules`` replace ``crawl.rules``.
 """
 
 from __future__ import annotations
@@ -33,9 +35,11 @@ class PriorityRule:
     boost: int
     pattern: str
     matches: Callable[[str], object] = field(repr=False, compare=False)
+    #: Where the rule is written: ``frontier.priority``, or a ``[[site]]`` block's ``site[i].priority``.
+    keypath: str = "frontier.priority"
 
     def __str__(self) -> str:
-        return f"frontier.priority[{self.index}] {self.pattern!r}"
+        return f"{self.keypath}[{self.index}] {self.pattern!r}"
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,8 +66,8 @@ class PriorityRules:
         return 0
 
 
-def _rule(text: str, index: int, where: str) -> PriorityRule:
-    key = f"frontier.priority[{index}]"
+def _rule(text: str, index: int, where: str, keypath: str) -> PriorityRule:
+    key = f"{keypath}[{index}]"
     num, sep, pattern = text.partition(":")
     if not sep or not re.fullmatch(r"[+-]?[0-9]+", num.strip()):
         raise ConfigError(where, key, f"expected {_FORMS}, got {text!r}")
@@ -76,9 +80,10 @@ def _rule(text: str, index: int, where: str) -> PriorityRule:
         matches = url_matcher(pattern)
     except re.error as exc:
         raise ConfigError(where, key, f"expected a valid regex after 're:', got {pattern[3:]!r} ({exc})") from None
-    return PriorityRule(index, boost, pattern, matches)
+    return PriorityRule(index, boost, pattern, matches, keypath)
 
 
-def parse_priority_rules(texts: Iterable[str], where: str) -> PriorityRules:
-    """``[frontier] priority``; :class:`ConfigError` names the entry at fault."""
-    return PriorityRules(tuple(_rule(t, i, where) for i, t in enumerate(texts)))
+def parse_priority_rules(texts: Iterable[str], where: str, keypath: str = "frontier.priority") -> PriorityRules:
+    """``[frontier] priority`` (or a ``[[site]]`` block's ``priority``, ``keypath``);
+    :class:`ConfigError` names the entry at fault."""
+    return PriorityRules(tuple(_rule(t, i, where, keypath) for i, t in enumerate(texts)))
