@@ -119,7 +119,7 @@ class Frontier:
     """
 
     __slots__ = ("_sched", "_queued", "_n_hosts", "_sq", "_head_max", "_ram_max", "_moving", "_spilled",
-                 "_fifo", "_overflow")
+                 "_fifo", "_near", "_overflow")
 
     def __init__(self, politeness: Politeness | None = None, spill: SpillStore | None = None,
                  head_per_host: int = 64, *,
@@ -128,6 +128,8 @@ class Frontier:
         if order not in ("depth", "fifo"):
             raise PeerError(f"frontier: order must be 'depth' or 'fifo', not {order!r}")
         self._fifo = order == "fifo"  # rule 11: every URL in band 0
+        # The band of each depth with a band of its own and no boost, looked up by push.
+        self._near = (0,) * DEPTH_BANDS if self._fifo else tuple(d + MAX_BOOST for d in range(DEPTH_BANDS))
         self._overflow = 0  # URLs spilled out of their band's order (rule 11's RAM bound)
         self._sched = HostScheduler(pol, politeness_for)
         self._queued = 0
@@ -206,24 +208,19 @@ class Frontier:
             self.reattach(host, now)  # ours again: its stored blocks come first
         hs = self._sched.keep(host, now)
         slot = depth if boost == 0 else make_slot(depth, boost)
-        if self._fifo:
-            b = 0
-        elif slot < DEPTH_BANDS:
-            b = slot + MAX_BOOST
-        else:
-            b = band_of(slot)
+        b = self._near[slot] if slot < DEPTH_BANDS else 0 if self._fifo else band_of(slot)
         items = hs.items
-        spill = False
         if hs.spilled:
-            # Behind its spilled URLs, unless it is of a lower band than
-            # they are (rule 11) and RAM has room.
+            # Behind its spilled URLs (rule 9), unless it is of a lower band
+            # than they are and RAM has room (rule 11).
             spill = b >= hs.sband or len(items) - hs.head + hs.nmore >= self._ram_max
         elif len(items) - hs.head + hs.nmore >= self._head_max:
             ram = len(items) - hs.head + hs.nmore
-            top = max(hs.more) if hs.more else hs.band
-            if b >= top or ram >= self._ram_max:
-                spill = True
+            spill = b >= (max(hs.more) if hs.more else hs.band) or ram >= self._ram_max
+            if spill:
                 hs.sband = b
+        else:
+            spill = False
         if spill:
             # Onto its tail (rule 9); the head is not empty, so nothing
             # about the host's schedule changes, as for any push onto work.
