@@ -1,4 +1,4 @@
-"""Frontier rule 11 (peer.core.frontier.order, peer.core.urls.priority): each host's queue served by band (depth, moved by a boost), each band FIFO."""
+"""Frontier rule 11 (peer.core.frontier.order, peer.core.frontier.bands, peer.core.urls.priority): each host's queue served by band (depth, moved by a boost), each band FIFO."""
 
 from __future__ import annotations
 

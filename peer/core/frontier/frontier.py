@@ -30,6 +30,7 @@ are numbered 1-10 across them (the docs and the other modules cite them as
   head in RAM, in a spill store, and the blocks of hosts given away;
 - peer/core/frontier/order.py, rule 11: a URL's band (its depth, moved by a
   sitemap's priority or a priority rule) and the slot that carries it;
+- peer/core/frontier/bands.py, rule 11: a host's URLs in RAM, band by band;
 - this module: :class:`Frontier`, the queues of URLs (:meth:`push`,
   :meth:`requeue`, :meth:`pop_ready`) with a :class:`HostScheduler` as its
   part. The frontier asks the scheduler for the host whose turn it is, takes
@@ -70,7 +71,8 @@ from peer.core.config.cluster import PolitenessConfig
 from peer.core.frontier.census import HostCensus
 from peer.core.frontier.hoststate import HostState
 from peer.core.frontier.ipbudget import MIN_IP_SHARE
-from peer.core.frontier.order import DEPTH_BANDS, MAX_BOOST, band_of, depth_of, make_slot, split
+from peer.core.frontier import bands
+from peer.core.frontier.order import DEPTH_BANDS, MAX_BOOST, band_of, depth_of, make_slot
 from peer.core.frontier.pacing import BACKOFF_MIN_STEP, Outcome, PidSample
 from peer.core.frontier.scheduler import HostScheduler
 from peer.core.frontier.spillqueue import MemorySpill, SpillQueue, SpillStore
@@ -188,8 +190,8 @@ class Frontier:
         if self._fifo:
             hs.sband = 0
         elif head:
-            self._split(hs)
-            hs.sband = max(hs.more) if hs.more else hs.band
+            bands.reband(hs, False)
+            hs.sband = bands.top(hs)
         else:
             hs.sband = _UNKNOWN
         self._spilled += hs.spilled
@@ -215,8 +217,7 @@ class Frontier:
             # than they are and RAM has room (rule 11).
             spill = b >= hs.sband or len(items) - hs.head + hs.nmore >= self._ram_max
         elif len(items) - hs.head + hs.nmore >= self._head_max:
-            ram = len(items) - hs.head + hs.nmore
-            spill = b >= (max(hs.more) if hs.more else hs.band) or ram >= self._ram_max
+            spill = b >= bands.top(hs) or bands.ram_slots(hs) >= self._ram_max
             if spill:
                 hs.sband = b
         else:
@@ -242,39 +243,25 @@ class Frontier:
                 self._sq.put_tail(hs)
             return
         self._queued += 1
-        if hs.head == len(items):
-            items.append(url)
-            items.append(slot)
-            hs.band = b
-            if not hs.spilled:  # onto a queue with work, a push changes nothing of the host's schedule
-                self._n_hosts += 1
-                self._sched.filled(hs, now)
-        elif b == hs.band:
-            items.append(url)
-            items.append(slot)
-        elif b > hs.band:
+        if hs.head < len(items):
+            # The two common cases inline (rule 11): the band served, or a higher one.
+            if b == hs.band:
+                items.append(url)
+                items.append(slot)
+                return
             more = hs.more
-            if more is None:
-                more = hs.more = {}
-            q = more.get(b)
-            if q is None:
-                more[b] = [url, slot]
-            else:
-                q.append(url)
-                q.append(slot)
-            hs.nmore += 2
-        else:
-            # A lower band than the one served: it is served first, the
-            # band served until now waits in ``more`` (rule 11).
-            more = hs.more
-            if more is None:
-                more = hs.more = {}
-            rest = items[hs.head:]
-            more[hs.band] = rest
-            hs.nmore += len(rest)
-            hs.items = [url, slot]
-            hs.head = 0
-            hs.band = b
+            if b > hs.band and more is not None:
+                q = more.get(b)
+                if q is not None:
+                    q.append(url)
+                    q.append(slot)
+                    hs.nmore += 2
+                    return
+        fresh = hs.head == len(items) and not hs.spilled
+        bands.insert(hs, url, slot, b)
+        if fresh:  # onto a queue with work, a push changes nothing of the host's schedule
+            self._n_hosts += 1
+            self._sched.filled(hs, now)
 
     def requeue(self, job: Job, now: float, not_before: float) -> None:
         """Put ``job`` back at the front of its host's queue; the host waits until ``not_before``.
@@ -315,14 +302,7 @@ class Frontier:
         head += 2
         more = True
         if head == len(items) and hs.more:
-            # The next band (rule 11).
-            m = hs.more
-            b = min(m)
-            hs.items = m.pop(b)
-            hs.nmore -= len(hs.items)
-            hs.band = b
-            if not m:
-                hs.more = None
+            bands.promote(hs)  # the next band (rule 11)
             head = 0
         elif head == len(items) and hs.spilled:
             # Refill the head now (rule 9), so "has work" stays "has a head".
@@ -348,16 +328,9 @@ class Frontier:
         sq = self._sq
         assert sq is not None  # spilled only with a store
         self._spilled -= sq.refill(hs)
-        self._split(hs)
+        bands.reband(hs, self._fifo)
         if hs.sband == _UNKNOWN:  # a recovered host's head, read at last
-            hs.sband = max(hs.more) if hs.more else hs.band
-
-    def _split(self, hs: HostState) -> None:
-        """``items`` (RAM's only list) split into its bands (rule 11)."""
-        if self._fifo:
-            hs.band = 0
-            return
-        hs.band, hs.items, hs.more, hs.nmore = split(hs.items, False)
+            hs.sband = bands.top(hs)
 
     def done(self, host: str, now: float, outcome: Outcome = Outcome.FETCHED, url: str | None = None) -> None:
         """A request of ``host`` ended; it counts in the host's window unless UNREACHED or NOT_STARTED.
@@ -398,7 +371,7 @@ class Frontier:
     def host_queued(self, host: str) -> int:
         """URLs queued for ``host`` (in RAM and spilled)."""
         hs = self._sched.get(host)
-        return 0 if hs is None else (len(hs.items) - hs.head + hs.nmore) // 2 + hs.spilled
+        return 0 if hs is None else bands.ram_slots(hs) // 2 + hs.spilled
 
     def queued_hosts(self) -> list[str]:
         """Hosts with queued work (for hand-off when ownership changes)."""
@@ -421,16 +394,8 @@ class Frontier:
             yield from self._ram_jobs(hs)
 
     @staticmethod
-    def _ram(hs: HostState) -> list[Any]:
-        """A copy of the host's URLs in RAM, flat ``[url, slot, ...]``, its bands in order (rule 11)."""
-        flat = hs.items[hs.head:]
-        if hs.more:
-            for b in sorted(hs.more):
-                flat += hs.more[b]
-        return flat
-
-    def _ram_jobs(self, hs: HostState) -> Iterator[Job]:
-        flat = self._ram(hs) if hs.more else hs.items
+    def _ram_jobs(hs: HostState) -> Iterator[Job]:
+        flat = bands.ram(hs) if hs.more else hs.items
         start = 0 if hs.more else hs.head
         name = hs.name
         for i in range(start, len(flat), 2):
@@ -440,7 +405,7 @@ class Frontier:
         """(host, a copy of its head, flat ``[url, slot, ...]``, its bands in order) of every host
         with URLs in RAM (rule 9: a checkpoint's part, packed a host each off the loop, and
         given back to :meth:`adopt`, slots and all: rule 11); a slice a host, no object a URL."""
-        return [(hs.name, self._ram(hs)) for hs in self._sched.records() if hs.head < len(hs.items)]
+        return [(hs.name, bands.ram(hs)) for hs in self._sched.records() if hs.head < len(hs.items)]
 
     @property
     def overflow(self) -> int:
@@ -474,16 +439,9 @@ class Frontier:
         if jobs:
             self._queued -= len(jobs)
             self._n_hosts -= 1
-        self._clear(hs)
+        bands.clear(hs)
         self._sched.emptied(hs)
         return jobs
-
-    @staticmethod
-    def _clear(hs: HostState) -> None:
-        hs.items.clear()
-        hs.head = 0
-        hs.more = None
-        hs.nmore = 0
 
     def release_host(self, host: str) -> list[Job]:
         """Like :meth:`remove_host`, but the host's blocks stay in the store, moving (rule 10)."""
@@ -496,7 +454,7 @@ class Frontier:
         self._spilled -= hs.spilled
         self._n_hosts -= 1
         jobs += [Job(u, hs.name, depth_of(d)) for u, d in sq.release(hs)]
-        self._clear(hs)
+        bands.clear(hs)
         self._sched.emptied(hs)
         return jobs
 
@@ -529,7 +487,7 @@ class Frontier:
                 sq.park_tail(hs)  # its tail came after the blocks: into the store behind them
             return self.adopt(host, now)
         if not hs.spilled:  # its RAM's highest band bounds what goes behind the blocks (rule 11)
-            hs.sband = max(hs.more) if hs.more else hs.band
+            hs.sband = bands.top(hs)
         sq.reattach(hs, n)
         self._spilled += n
         self._queued += n
