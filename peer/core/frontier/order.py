@@ -53,6 +53,7 @@ _SHIFT = 20
 _BOOSTED = 1 << _SHIFT  # slots from here on carry a boost (rule 3)
 _DEPTH_MASK = _BOOSTED - 1
 _BIAS = 8
+_NEAR = tuple(d + MAX_BOOST for d in range(DEPTH_BANDS))  # the band of a slot below DEPTH_BANDS
 
 
 def clamp_boost(boost: int) -> int:
@@ -106,19 +107,25 @@ def split(flat: list[Any], fifo: bool) -> tuple[int, list[Any], dict[int, list[A
     """
     if fifo or not flat:
         return 0, flat, None, 0
+    n = len(flat)
+    s = flat[1]
+    low = _NEAR[s] if s < DEPTH_BANDS else band_of(s)
+    for i in range(3, n, 2):  # a block of one band, the usual case, is kept as it is
+        s = flat[i]
+        if (_NEAR[s] if s < DEPTH_BANDS else band_of(s)) != low:
+            break
+    else:
+        return low, flat, None, 0
     bands: dict[int, list[Any]] = {}
-    for i in range(0, len(flat), 2):
+    for i in range(0, n, 2):
         s = flat[i + 1]
-        b = band_of(s)
+        b = _NEAR[s] if s < DEPTH_BANDS else band_of(s)
         q = bands.get(b)
         if q is None:
             bands[b] = [flat[i], s]
         else:
             q.append(flat[i])
             q.append(s)
-    if len(bands) == 1:
-        (b,) = bands
-        return b, flat, None, 0
     low = min(bands)
     items = bands.pop(low)
     return low, items, bands, sum(len(q) for q in bands.values())
