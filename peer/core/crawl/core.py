@@ -129,7 +129,8 @@ class CrawlCore:
         self._cfg = cfg
         self.peer_id = peer_id
         crawl, pol = cfg.crawl, cfg.politeness
-        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
+        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth,
+                                      crawl.allow_domains)
         #: crawl.rules and skip_extensions after the host scope; ``params``
         #: (strip_params, sort_query) are part of every URL's identity.
         self.urlrules = parse_url_rules(crawl, str(cfg.path))
