@@ -106,7 +106,14 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
 
     proxy = host_proxy(cfg, sites.for_host(host).block)
     r = cfg.retry
-    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])
+    group: list[str] = []
+    if cfg.politeness.by_domain:  # politeness.group = "domain": its domain's one setpoint (frontier rule 8)
+        from peer.core.urls.domains import registered_domain
+        from peer.core.urls.normalize import hostname
+
+        group = [f"  paced with every host of its registered domain {registered_domain(hostname(host))} "
+                 "as one host, at the smallest rate among them (politeness.group)"]
+    print("\n".join(sites.describe(host) + group + ([f"  proxy {proxy}"] if proxy else [])
                     + [f"  down after {r.down_after} {'/'.join(r.down_errors) or 'never'} failures in a row: held "
                        f"{r.down_wait:g}s, doubled up to {r.down_max_wait:g}s, given up after {r.down_give_up:g}s ([retry])"]))
     return 0
