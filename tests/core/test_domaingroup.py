@@ -146,6 +146,22 @@ def test_per_site_rates_the_domain_runs_at_its_slowest_hosts_rate_until_that_hos
     assert f.domain_delay("example.com") == pytest.approx(0.1)
 
 
+def test_a_live_change_of_a_sites_rate_moves_the_domains_setpoint():
+    base = Politeness(rate=600.0, window=60.0, group="domain")
+    slow = dataclasses.replace(base, rate=60.0)
+    f = Frontier(base, politeness_for=lambda h: slow if h.startswith("slow.") else base)
+    for h in (A, "slow.example.com"):
+        fill(f, h, 5)
+    assert f.domain_delay("example.com") == pytest.approx(1.0)
+    # ring set: the [[site]] block that slowed one host is gone; its hosts are paced anew.
+    f.set_politeness(base, None, 0.0)
+    f.refresh(0.0, 100)
+    assert f.domain_delay("example.com") == pytest.approx(0.1)
+    f.set_politeness(dataclasses.replace(base, rate=120.0), None, 0.0)  # and [politeness] rate itself
+    f.refresh(0.0, 100)
+    assert f.domain_delay("example.com") == pytest.approx(0.5)
+
+
 def test_domain_groups_are_forgotten_with_their_hosts():
     f = domain_frontier()
     fill(f, A, 1)

@@ -43,9 +43,11 @@ from peer.core.config.sections import PolitenessConfig
 from peer.core.frontier.hoststate import IpBudget
 from peer.core.politeness.ceiling import CEILING_WINDOWS, HORIZON, ceiling, new_ring, ring_times
 from peer.core.politeness.profile import Pace
+from peer.core.urls.domains import registered_domain
+from peer.core.urls.normalize import hostname
 
-__all__ = ["MIN_IP_SHARE", "add_starts", "budget", "clamp_share", "configure", "forget_at", "is_share",
-           "join", "leave"]
+__all__ = ["MIN_IP_SHARE", "add_starts", "budget", "clamp_share", "configure", "enter_domain", "forget_at",
+           "is_share", "join", "leave"]
 
 #: set_ip_share clamps into [MIN_IP_SHARE, 1]: the share is computed from
 #: gossiped counts, remote data that must not park an IP for good.
@@ -94,6 +96,22 @@ def configure(ip: IpBudget, pol: PolitenessConfig, share: float, now: float) -> 
         ip.limits = ()
         ip.starts = None
         ip.spos = 0
+
+
+def enter_domain(groups: dict[str, IpBudget], host: str, pace: Pace, pol: PolitenessConfig, share: float,
+                 now: float) -> IpBudget:
+    """The group of ``host``'s registered domain in ``groups`` (made, at ``share``, if new),
+    with the host, paced by ``pace``, counted in it and the group's pace derived anew."""
+    name = registered_domain(hostname(host))
+    group = groups.get(name)
+    if group is None:
+        group = groups[name] = IpBudget(name)
+        group.paces = {}
+        group.share = share
+    group.nref += 1
+    join(group, pace)
+    configure(group, pol, group.share, now)
+    return group
 
 
 def join(group: IpBudget, pace: Pace) -> None:

@@ -73,8 +73,6 @@ from peer.core.frontier.pacing import (
 )
 from peer.core.politeness.ceiling import HORIZON, NEG_INF, new_ring, ring_gate
 from peer.core.politeness.profile import Pace
-from peer.core.urls.domains import registered_domain
-from peer.core.urls.normalize import hostname
 from peer.errors import PeerError
 
 __all__ = ["HostScheduler"]
@@ -721,16 +719,7 @@ class HostScheduler:
 
     def _join_domain(self, hs: HostState, now: float) -> None:
         """Put a new record in its registered domain's group (rule 8, ``group = "domain"``)."""
-        name = registered_domain(hostname(hs.name))
-        group = self._domains.get(name)
-        if group is None:
-            group = self._domains[name] = IpBudget(name)
-            group.paces = {}
-            group.share = self._default_share
-        group.nref += 1
-        ipbudget.join(group, hs.pace)
-        ipbudget.configure(group, self._pol, group.share, now)
-        hs.ip = group
+        hs.ip = group = ipbudget.enter_domain(self._domains, hs.name, hs.pace, self._pol, self._default_share, now)
         self._schedule_ip(group)  # its delay may have changed under hosts waiting in it
 
     def _forget(self, hs: HostState) -> None:
