@@ -61,6 +61,7 @@ from peer.core.crawl.decisions import (
     Reverdict, Warn,
 )
 from peer.core.crawl.discovery import Discovery
+from peer.core.crawl.failedpages import FailedPages, FailedRow
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
 from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
@@ -81,7 +82,7 @@ from peer.core.revisit.recrawl import Recrawl
 from peer.core.run.stats import Summary
 from peer.core.seen.bloom import BloomFilter
 from peer.core.seen.sieve import SeenSieve, SieveBatch
-from peer.core.sitemaps.hints import Requisite, attach, detach
+from peer.core.sitemaps.hints import RETRY, Requisite, Retry, attach, detach
 from peer.core.sitemaps.jobs import SitemapJobs
 from peer.core.urls.normalize import hostname
 from peer.core.urls.rules import Cause, parse_rules, parse_url_rules
@@ -183,6 +184,8 @@ class CrawlCore:
                                lambda h: self.sites.for_host(h).retry)
         #: Hosts down, or asking for a wait over the cap (peer/core/crawl/outages.py).
         self.outages = Outages(cfg.retry)
+        #: Failed pages queued again by --retry-failed (peer/core/crawl/failedpages.py).
+        self.failed_pages = FailedPages(lambda h: self.sites.for_host(h).retry)
         #: Moved hosts waiting for their lease (peer/core/handoff/leasewaits.py).
         self.lease_waits = LeaseWaits()
         # Handed CrawlCore.discover, not the part's: Discovery comes next and is
@@ -217,6 +220,13 @@ class CrawlCore:
             url, tail = detach(entry)
             if isinstance(tail, Requisite):
                 return self.requisite_jobs.arrived(url, tail.level, depth, now)
+        if entry.endswith(" retry"):
+            url, tail = detach(entry)
+            if isinstance(tail, Retry):  # another peer's failed page, of a host ours now
+                effects = self._retry_one(url, depth, now)
+                if any(type(e) is Queued for e in effects):
+                    self.failed_pages.received += 1
+                return effects
         return self.sitemap_jobs.entry(entry, depth, now, origin, hops)
 
     # -- what the driver, the peer core and the tools read or set ----------------------
@@ -385,6 +395,27 @@ class CrawlCore:
             out += self.discover(seed, 0, now, Origin.SEED)
         return out + self.sitemap_jobs.seeds(now)
 
+    def retry_failed(self, rows: Iterable[FailedRow], now: float) -> list[Effect]:
+        """``--retry-failed``: the failed pages among this peer's latest rows queued again, or sent
+        to their hosts' owners (peer/core/crawl/failedpages.py); ``summary_line`` says how many."""
+        out: list[Effect] = []
+        fp = self.failed_pages
+        for url, depth, cause in fp.pick(rows):
+            effects = self._retry_one(url, depth, now)
+            fp.counted(cause, effects)
+            out += effects
+        return out
+
+    def _retry_one(self, url: str, depth: int, now: float) -> list[Effect]:
+        """One failed page queued again, once a run (failedpages rule 3)."""
+        fp = self.failed_pages
+        if url in fp.queued:
+            return []
+        effects = self.discovery.discover(url, depth, now, Origin.RETRY)
+        if any(type(e) is Queued for e in effects):
+            fp.queued.add(url)
+        return effects
+
     def _push(self, url: str, host: str, depth: int, now: float) -> None:
         """Queue ``url``; with per-IP politeness, a host whose address is known shares its IP's budget."""
         fr = self.frontier
@@ -412,7 +443,10 @@ class CrawlCore:
             out.append(Forward(attach(url, requisite), depth, owner, True, host))
             out.append(Done(url))
             return
-        out.append(Forward(attach(url, sitemaps.take_hints(url)), depth, owner, True, host))
+        if self.failed_pages.replaces(url):  # still a failed page queued again, at its new owner
+            out.append(Forward(attach(url, RETRY), depth, owner, True, host))
+        else:
+            out.append(Forward(attach(url, sitemaps.take_hints(url)), depth, owner, True, host))
         out.append(Done(url))
 
     def _keeps(self, host: str) -> bool:

@@ -23,6 +23,7 @@ HANDED_BACK   no         no [3]           no         add, queued unless handed a
 HANDED_SEEN   no         no               no         add, never queued [4]
 RECOVERED     no         no               no         untouched [5]
 REQUISITE     no [1]     [7]              yes        add; already there: drop
+RETRY         no [8]     yes              no [8]     add; queued though already there [8]
 ============  =========  ===============  =========  =====================================
 
 [1] ``normalize_link`` made it, with the core's ``params`` (strip_params,
@@ -42,6 +43,12 @@ shown, so neither refuses it (as Heritrix's transclusion rule and wget's
 ``-p`` take embeds); an exclude rule that matches it does, and so do
 ``deny_hosts`` and, with ``[warc] requisites_other_hosts = false``,
 ``allow_hosts``; the URL caps hold.
+[8] A failed page queued again (``--retry-failed``, peer/core/crawl/failedpages.py):
+its URL is a results row's, normalised when first queued; it was counted
+against ``max_urls_per_host`` then, and the filter holds it, which is why
+it comes. A host another peer owns now gets it with a ``retry`` tail
+(peer/core/sitemaps/hints.py), and that owner queues it the same way, even
+if the host's previous owner handed it over as fetched.
 
 A URL with a tail after a space (any origin but LINK and REDIRECT) is a
 sitemap job or a URL with a sitemap's hints (``peer.core.sitemaps.hints``):
@@ -72,6 +79,7 @@ from typing import TYPE_CHECKING
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued, Reason, Refused, Seen
 from peer.core.crawl.limits import Cap
 from peer.core.seen.sieve import Verdict as SeenVerdict
+from peer.core.sitemaps.hints import RETRY, attach
 from peer.core.urls.normalize import host_key, normalize
 from peer.core.urls.rules import Cause, UrlRules
 from peer.errors import URLError
@@ -210,6 +218,8 @@ class Discovery:
             else:
                 self._pass_on(url, depth, owner, host, out)
             return out
+        if origin is Origin.RETRY:
+            return self._retry(url, depth, now, host)
         relay = origin is Origin.RELAY or origin is Origin.ADOPTED
         params = self._params
         if relay or origin is Origin.SEED:
@@ -272,6 +282,33 @@ class Discovery:
         limits.queued(host)
         if hops:
             self._jobs.set_hops(url, hops)
+        self._push(url, host, depth, now)
+        return [Queued(url, depth)]
+
+    def _retry(self, url: str, depth: int, now: float, host: str | None) -> list[Effect]:
+        """A failed page queued again [8]: the scope and the rules in force now still judge it."""
+        if host is None:
+            try:
+                host = host_key(url)
+            except URLError:
+                return self._refuse(url, _BAD_URL)
+        scope = self._scope
+        if not scope.allows(url, depth, host=host):
+            deep = scope.max_depth and depth > scope.max_depth
+            return self._refuse(url, _DEPTH if deep and scope.allows_host(host) else _HOST)
+        rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules
+        if rules:
+            cause = rules.excluded(url)
+            if cause is not None:
+                return self._refuse(url, _EXCLUDED[cause])
+        ring = self._handoffs.ring
+        if ring is not None:
+            owner = ring.owner(host)
+            if owner != self._me:
+                return [Forward(attach(url, RETRY), depth, owner, True, host)]
+        if self.bloom.add(url):
+            self.sieve.add(url, now, direct=True)  # new here: its host's failures were another peer's
+        self._handoffs.take_fetched_elsewhere(url)  # handed over as fetched, and failed there: it runs
         self._push(url, host, depth, now)
         return [Queued(url, depth)]
 
