@@ -494,3 +494,40 @@ def test_the_idle_pool_keeps_a_tunnel_apart_from_a_direct_connection():
     assert pool.take(("http", "a.test", 80), 0.0) is None
     assert pool.take(("http", "a.test", 80, "http://q:2"), 0.0) is None
     assert pool.take(("http", "a.test", 80, "socks5h://p:1"), 0.0) is tunnel
+
+
+def test_a_proxy_down_from_the_start_is_one_warning_and_the_crawl_ends_with_exit_3(tmp_path):
+    # Before: robots.txt held for crawl.robots_retry x robots_tries (3 min 30 s by
+    # default; 0.2 s doubling here) and a warning a try, then exit 3.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens on it once closed
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(f"""
+[crawl]
+seeds = ["http://s001.web.test:8/", "http://s002.web.test:8/"]
+allow_hosts = ["*.web.test"]
+allow_private = true
+proxy = "http://127.0.0.1:{port}"
+proxy_allow_private = true
+robots_retry = 0.2
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+[[peer]]
+id = "p1"
+data_dir = "{tmp_path / 'p1'}"
+""")
+    from peer.commands.cli import main
+
+    res = run_main(main, ["--ring", str(toml)])
+    assert res.returncode == 3, res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if " WARNING " in ln]
+    assert len(warnings) == 1, res.stderr
+    assert (f"the proxy http://127.0.0.1:{port} (crawl.proxy) cannot be reached and has not answered "
+            "in this run (connection refused)") in warnings[0]
+    assert res.stderr.splitlines()[-1] == ("error: the crawl ended without fetching anything: "
+                                           "http://s001.web.test:8/: the proxy (crawl.proxy) cannot be "
+                                           "reached or broke its protocol")
+    assert "  not requested: proxy 2" in res.stdout, res.stdout

@@ -62,6 +62,7 @@ from peer.core.crawl.decisions import (
 )
 from peer.core.crawl.discovery import Discovery
 from peer.core.crawl.failedpages import FailedPages, FailedRow
+from peer.core.crawl.proxyreach import ProxyReach, proxy_of
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
 from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
@@ -212,7 +213,19 @@ class CrawlCore:
             page_rules=self.page_rules, params=self.params, jobs=self.jobs, rows=self.rows,
             retries=self.retries, outages=self.outages, held=self.held, discover=discover,
             robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies,
-            requisites=self.requisite_jobs)
+            requisites=self.requisite_jobs, proxies=self._proxy_reach(cfg))
+
+    def _proxy_reach(self, cfg: ClusterConfig) -> ProxyReach | None:
+        """Which proxies answered in this run (peer/core/crawl/proxyreach.py); None without a proxy."""
+        if not cfg.crawl.proxy and not any(b.proxy for b in cfg.sites):
+            return None
+
+        def proxy_for(host: str) -> tuple[str, str] | None:
+            block = self.sites.for_host(host).block
+            mine = self.sites.blocks[block].proxy if block >= 0 else None
+            return proxy_of(block, mine, self.cfg.crawl.proxy)
+
+        return ProxyReach(proxy_for)
 
     def _entry(self, entry: str, depth: int, now: float, origin: Origin, hops: int = 0) -> list[Effect]:
         """A URL with a tail (peer/core/sitemaps/hints.py): a page requisite's, or the sitemaps' part's."""
