@@ -494,6 +494,16 @@ class Crawler:
                 if passed:
                     log.info("hand-off: %d revisit records and cookies of hosts now owned by other peers "
                              "passed on to them at start", passed)
+            failed: list[Any] = []
+            still: frozenset[str] = frozenset()
+            if self._retry_failed:
+                # Read before the recovered queue goes back: which failed pages it holds still
+                # (peer/core/crawl/failedpages.py rule 3), its spilled blocks read in a thread.
+                failed = await store.failed_pages()
+                if recovered is not None and failed:
+                    urls = {row[0] for row in failed}
+                    still = await trio.to_thread.run_sync(
+                        lambda: frozenset(u for u, _ in recovered.all_queued() if u in urls))
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
                 self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))
@@ -501,7 +511,7 @@ class Crawler:
                 await services.start(sockets.run)
             self._apply(peer.seeds(self.clock()))
             if self._retry_failed:
-                self._apply(peer.retry_failed(await store.failed_pages(), self.clock()))
+                self._apply(peer.retry_failed(failed, self.clock(), still))
                 log.info("%s", peer.retry_failed_line(True))
             # Before the first step: the reader is busy, so neither it nor the ring ends first.
             seeds_start = await self.seeds_file.begin()

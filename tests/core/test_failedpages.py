@@ -79,3 +79,16 @@ def test_in_a_ring_a_failed_page_goes_to_its_hosts_owner_who_queues_it_though_it
     job = p2.frontier.pop_ready(10.0)
     assert job is not None and job.url == url
     assert p2.failed_pages.received == 1 and p2.failed_pages.replaces(url)
+
+
+def test_a_failed_page_still_queued_from_an_earlier_run_is_not_queued_twice():
+    # A --retry-failed run killed before the page's row came: its journal queued it,
+    # recovery puts it back, and the next --retry-failed leaves it there.
+    c = core(obey_robots=False)
+    c.bloom.add(f"{SITE}/a")
+    c.bloom.add(f"{SITE}/b")
+    rows = [(f"{SITE}/a", HOST, 1, None, "connect"), (f"{SITE}/b", HOST, 1, None, "connect")]
+    assert c.retry_failed(rows, 0.0, queued={f"{SITE}/a"}) == [Queued(f"{SITE}/b", 1)]
+    assert c.failed_pages.summary_line() == ("retry-failed: 1 failed page queued again (connect 1); "
+                                             "1 still queued from an earlier run")
+    assert c.failed_pages.replaces(f"{SITE}/a")  # its row, when it comes, takes the failed one's place

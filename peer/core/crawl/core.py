@@ -50,7 +50,7 @@ import dataclasses
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from peer.core.config.cluster import ClusterConfig, PolitenessConfig
@@ -408,12 +408,18 @@ class CrawlCore:
             out += self.discover(seed, 0, now, Origin.SEED)
         return out + self.sitemap_jobs.seeds(now)
 
-    def retry_failed(self, rows: Iterable[FailedRow], now: float) -> list[Effect]:
+    def retry_failed(self, rows: Iterable[FailedRow], now: float,
+                     queued: Container[str] = frozenset()) -> list[Effect]:
         """``--retry-failed``: the failed pages among this peer's latest rows queued again, or sent
-        to their hosts' owners (peer/core/crawl/failedpages.py); ``summary_line`` says how many."""
+        to their hosts' owners (peer/core/crawl/failedpages.py); ``summary_line`` says how many.
+        ``queued``: those of them a recovered journal holds queued still (rule 3)."""
         out: list[Effect] = []
         fp = self.failed_pages
         for url, depth, cause in fp.pick(rows):
+            if url in queued:
+                fp.queued.add(url)
+                fp.pending += 1
+                continue
             effects = self._retry_one(url, depth, now)
             fp.counted(cause, effects)
             out += effects

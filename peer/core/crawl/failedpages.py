@@ -20,7 +20,9 @@ failed pages among them, as Heritrix's "re-queue failed URIs" and Nutch's
 2. Only the URL's latest row counts: a URL fetched fine since is not
    queued again.
 3. Each URL is queued again once in a run: this part remembers those it
-   queued, until their row.
+   queued, until their row. One still queued from an earlier run (a
+   ``--retry-failed`` run killed before its row came, whose journal queued
+   it) is not queued a second time; its row takes the failed one's place too.
 4. The scope and the URL rules in force now judge it
    (``peer.core.crawl.discovery`` note 8); in a ring a URL whose host
    another peer owns now goes there with a ``retry`` tail
@@ -62,7 +64,7 @@ def failure(policy: RetryConfig, status: int | None, error: str | None) -> str |
 class FailedPages:
     """The failed pages this peer queued again, and the tally the summary prints (module docstring)."""
 
-    __slots__ = ("_policy_for", "queued", "again", "passed", "refused", "received")
+    __slots__ = ("_policy_for", "queued", "again", "passed", "refused", "received", "pending")
 
     def __init__(self, policy_for: Callable[[str], RetryConfig]) -> None:
         self._policy_for = policy_for
@@ -76,6 +78,8 @@ class FailedPages:
         self.refused = 0
         #: Failed pages other peers sent us, queued here (rule 4).
         self.received = 0
+        #: Failed pages still queued from an earlier run, not queued twice (rule 3).
+        self.pending = 0
 
     def pick(self, rows: Iterable[FailedRow]) -> list[tuple[str, int, str]]:
         """(url, depth, cause) of the rows that are failed pages (rule 1)."""
@@ -113,6 +117,8 @@ class FailedPages:
             parts.append(f"{self.passed:,} sent to their hosts' owners")
         if self.received:
             parts.append(f"{self.received:,} received from other peers")
+        if self.pending:
+            parts.append(f"{self.pending:,} still queued from an earlier run")
         if self.refused:
             parts.append(f"{self.refused:,} out of the scope or rules now")
         return "; ".join(parts)

@@ -136,7 +136,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -441,9 +441,11 @@ class PeerCore:
         """The seeds (and the sitemaps they name), then Commit (1g)."""
         return [*self.routed(self.crawl.seeds(now), now), Commit()]
 
-    def retry_failed(self, rows: Iterable[FailedRow], now: float) -> list[PeerEffect]:
-        """``--retry-failed``: this peer's failed pages queued again or sent to their owners, then Commit."""
-        return [*self.routed(self.crawl.retry_failed(rows, now), now), Commit()]
+    def retry_failed(self, rows: Iterable[FailedRow], now: float,
+                     queued: Container[str] = frozenset()) -> list[PeerEffect]:
+        """``--retry-failed``: this peer's failed pages queued again or sent to their owners, then
+        Commit; ``queued``: those still queued from an earlier run (CrawlCore.retry_failed)."""
+        return [*self.routed(self.crawl.retry_failed(rows, now, queued), now), Commit()]
 
     def retry_failed_line(self, asked: bool) -> str | None:
         """The summary's line of the failed pages queued again: when ``--retry-failed`` was
