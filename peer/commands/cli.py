@@ -167,7 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return try_main(argv[1:])
     parser = _parser()
     try:
-        envflags.apply(parser, os.environ)  # RINGCRAWL_<FLAG>: each flag's default
+        # RINGCRAWL_<FLAG>: each flag's default; --retry-failed is an operator's act, as --fresh
+        # is: a service's environment would ask it at every start, the first one refused.
+        envflags.apply(parser, os.environ, never=("--fresh", "--yes", "--help", "--retry-failed"))
     except envflags.EnvError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE

@@ -195,3 +195,13 @@ def test_help_documents_retry_failed():
 
     res = run_main(main, ["--help"])
     assert "--retry-failed" in res.stdout and "queue again this peer's failed pages" in " ".join(res.stdout.split())
+
+
+def test_retry_failed_never_comes_from_the_environment(tmp_path, monkeypatch):
+    # A service's environment would ask it at every start, and its first start has no crawl.
+    from peer.commands.cli import main
+
+    monkeypatch.setenv("RINGCRAWL_RETRY_FAILED", "1")
+    res = run_main(main, ["--help"])
+    assert "RINGCRAWL_RETRY_FAILED" not in res.stdout and "never --fresh, --yes, --retry-failed" in " ".join(
+        res.stdout.split())
