@@ -92,3 +92,18 @@ def test_a_failed_page_still_queued_from_an_earlier_run_is_not_queued_twice():
     assert c.failed_pages.summary_line() == ("retry-failed: 1 failed page queued again (connect 1); "
                                              "1 still queued from an earlier run")
     assert c.failed_pages.replaces(f"{SITE}/a")  # its row, when it comes, takes the failed one's place
+
+
+def test_a_failed_page_queued_here_still_runs_when_the_hand_off_names_it_fetched_after():
+    # The previous owner hands its rows over as fetched; the failed one's may come after
+    # the retry did (a race seen in tests/e2e/test_retry_failed_ring.py): it still runs.
+    ring = HashRing({"p1": 1.0, "p2": 1.0})
+    p2 = CrawlCore(config(obey_robots=False), "p2", rng=random.Random(2))
+    p2.handoffs.set_ring(ring, 0.0)
+    theirs = owned_by(ring, "p2")[0]
+    url = f"http://{theirs}/x"
+    assert p2.discover(attach(url, RETRY), 2, 0.0, Origin.RELAY) == [Queued(url, 2)]
+    p2.discover(url, 0, 0.1, Origin.HANDED_SEEN)
+    job = p2.frontier.pop_ready(10.0)
+    assert job is not None and job.url == url
+    assert type(p2.admit(job, 10.0)).__name__ == "Fetch"  # before: dropped as fetched elsewhere

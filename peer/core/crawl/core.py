@@ -201,7 +201,8 @@ class CrawlCore:
             sieve=SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait), scope=self.scope,
             urlrules=self.urlrules, params=self.params, sites=sites, limits=self.limits, summary=self.summary,
             jobs=self.jobs, handoffs=self.handoffs, push=self._push, pass_on=self._pass_on,
-            entry=self._entry, requisites_any_host=cfg.warc.requisites_other_hosts)
+            entry=self._entry, requisites_any_host=cfg.warc.requisites_other_hosts,
+            retrying=self.failed_pages.queued)
         discover = self.discovery.discover
         self.requisite_jobs = RequisiteJobs(
             cfg.warc, params=self.params, discover=discover, jobs=self.jobs, retries=self.retries,

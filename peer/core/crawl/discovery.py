@@ -48,7 +48,8 @@ its URL is a results row's, normalised when first queued; it was counted
 against ``max_urls_per_host`` then, and the filter holds it, which is why
 it comes. A host another peer owns now gets it with a ``retry`` tail
 (peer/core/sitemaps/hints.py), and that owner queues it the same way, even
-if the host's previous owner handed it over as fetched.
+if the host's previous owner handed it over as fetched, before or after
+(its row there was the failure).
 
 A URL with a tail after a space (any origin but LINK and REDIRECT) is a
 sitemap job or a URL with a sitemap's hints (``peer.core.sitemaps.hints``):
@@ -73,7 +74,7 @@ peer try`` shows the reason as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import TYPE_CHECKING
 
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued, Reason, Refused, Seen
@@ -119,12 +120,13 @@ class Discovery:
     """The way in of ``CrawlCore`` (module docstring)."""
 
     __slots__ = ("bloom", "sieve", "_me", "_scope", "_urlrules", "_params", "_sites", "_limits", "_summary",
-                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host")
+                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host", "_retrying")
 
     def __init__(self, me: str, *, bloom: BloomFilter, sieve: SeenSieve, scope: Scope, urlrules: UrlRules,
                  params: ParamRules | None, sites: SiteSettings, limits: Limits, summary: Summary,
                  jobs: Jobs, handoffs: Handoffs, push: Callable[[str, str, int, float], None],
-                 pass_on: PassOn, entry: Discover, requisites_any_host: bool = True) -> None:
+                 pass_on: PassOn, entry: Discover, requisites_any_host: bool = True,
+                 retrying: Container[str] = frozenset()) -> None:
         #: The seen set: every URL queued, forwarded to us, or handed in (``CrawlCore.bloom``).
         self.bloom = bloom
         #: The exact seen set's policy behind the Bloom filter (peer/core/seen/sieve.py).
@@ -143,6 +145,8 @@ class Discovery:
         self._entry = entry
         #: ``[warc] requisites_other_hosts``: a requisite's host need not be in allow_hosts [7].
         self._any_host = requisites_any_host
+        #: Failed pages queued again here, until their row [8] (``FailedPages.queued``).
+        self._retrying = retrying
 
     def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
         """A recovered queue, each URL as :meth:`discover` with ``Origin.RECOVERED`` takes it.
@@ -192,7 +196,8 @@ class Discovery:
         if origin is Origin.HANDED_SEEN:
             host = host or host_key(url)
             self.sieve.add(url, now)
-            self._handoffs.handed_in(url, host, queued=not self.bloom.add(url))
+            # A failed page queued again here [8] was handed over by its failed row: it runs.
+            self._handoffs.handed_in(url, host, queued=not self.bloom.add(url) and url not in self._retrying)
             return [Seen(url)]
         if origin is Origin.HANDED_BACK:
             host = host or host_key(url)
