@@ -54,6 +54,7 @@ class Origin(StrEnum):
     HANDED_SEEN = "handed-seen"
     RECOVERED = "recovered"
     REQUISITE = "requisite"  # a page's stylesheet, image, script, font or frame ([warc] requisites)
+    RETRY = "retry"  # a failed page queued again (--retry-failed: peer/core/crawl/failedpages.py)
 
 
 class StopReason(StrEnum):
