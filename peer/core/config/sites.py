@@ -132,6 +132,8 @@ class SiteBlock:
     # A URL's retries by site (peer/core/config/retry.py); a host's outage policy (down_*) stays [retry]'s.
     retry_times: int | None = _key(int, None, "retry.times for these hosts: retries of a URL after a transient failure", non_negative)
     retry_statuses: tuple[str, ...] | None = _key(list, None, "retry.statuses for these hosts: the statuses retried, \"503\" or a class \"5xx\"", check_statuses)
+    max_pages: int | None = _key(int, None, "page requests made to all the hosts of this block together (a budget: peer/core/crawl/budgets.py); in a ring split evenly among the members; 0 = no budget", non_negative)
+    max_bytes: int | None = _key(int, None, "bytes on the wire received from all the hosts of this block together, split among a ring's members as max_pages; 0 = no budget", non_negative)
 
     def sets(self, key: str) -> bool:
         """Whether this block sets ``key`` (else the global value applies)."""

@@ -56,7 +56,8 @@ it was given, ``Queued``, ``Checking``, ``Forward``, ``Seen`` or
 ``Refused``, whose ``Reason`` says which step said no, in the order above:
 ``BAD_URL``, then ``HOST`` or ``DEPTH`` (the scope; the host named first
 when both refuse), ``EXTENSION`` or ``RULES``, ``URL_LENGTH`` or
-``PATH_REPEAT``, ``URLS_PER_HOST`` or ``GIVEN_UP`` (a URL queued before is
+``PATH_REPEAT``, ``URLS_PER_HOST``, ``GIVEN_UP`` or a spent budget's
+``BUDGET_HOST``, ``BUDGET_SITE``, ``BUDGET_DOMAIN`` (a URL queued before is
 ``SEEN``, no drop), ``SEEN``. A URL with a sitemap's tail is the sitemaps'
 part's: a URL with hints gets its verdict here, but a sitemap job queued
 or refused there leaves none (it is never journaled, ``peer.core.sitemaps.jobs``
@@ -67,7 +68,7 @@ peer try`` shows the reason as it is.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued, Reason, Refused, Seen
 from peer.core.crawl.limits import Cap
@@ -78,6 +79,7 @@ from peer.errors import URLError
 
 if TYPE_CHECKING:
     from peer.core.config.sites import SiteSettings
+    from peer.core.crawl.budgets import Budgets
     from peer.core.crawl.jobs import Jobs
     from peer.core.crawl.limits import Limits
     from peer.core.handoff.moves import Handoffs, PassOn
@@ -101,22 +103,35 @@ _PENDING = SeenVerdict.PENDING
 # decided (an enum's call by value costs ~0.3 µs), and back for the counts.
 _EXCLUDED = {Cause.EXTENSION: Reason.EXTENSION, Cause.RULE: Reason.RULES}
 _CAPPED = {Cap.URL_LENGTH: Reason.URL_LENGTH, Cap.PATH_REPEAT: Reason.PATH_REPEAT,
-           Cap.URLS_PER_HOST: Reason.URLS_PER_HOST, Cap.GIVEN_UP: Reason.GIVEN_UP}
+           Cap.URLS_PER_HOST: Reason.URLS_PER_HOST, Cap.GIVEN_UP: Reason.GIVEN_UP,
+           Cap.BUDGET_HOST: Reason.BUDGET_HOST, Cap.BUDGET_SITE: Reason.BUDGET_SITE,
+           Cap.BUDGET_DOMAIN: Reason.BUDGET_DOMAIN}
 _CAUSES = {v: k for k, v in _EXCLUDED.items()}
 _CAPS = {v: k for k, v in _CAPPED.items()}
 _NO_RULES = UrlRules()
+
+
+class _NoBudgets:
+    active = False
+
+    def spent(self, host: str) -> Cap | None:
+        return None
+
+
+_NO_BUDGETS: Any = _NoBudgets()
 
 
 class Discovery:
     """The way in of ``CrawlCore`` (module docstring)."""
 
     __slots__ = ("bloom", "sieve", "_me", "_scope", "_urlrules", "_params", "_sites", "_limits", "_summary",
-                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host")
+                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host", "_budgets")
 
     def __init__(self, me: str, *, bloom: BloomFilter, sieve: SeenSieve, scope: Scope, urlrules: UrlRules,
                  params: ParamRules | None, sites: SiteSettings, limits: Limits, summary: Summary,
                  jobs: Jobs, handoffs: Handoffs, push: Callable[[str, str, int, float], None],
-                 pass_on: PassOn, entry: Discover, requisites_any_host: bool = True) -> None:
+                 pass_on: PassOn, entry: Discover, requisites_any_host: bool = True,
+                 budgets: Budgets | None = None) -> None:
         #: The seen set: every URL queued, forwarded to us, or handed in (``CrawlCore.bloom``).
         self.bloom = bloom
         #: The exact seen set's policy behind the Bloom filter (peer/core/seen/sieve.py).
@@ -135,6 +150,8 @@ class Discovery:
         self._entry = entry
         #: ``[warc] requisites_other_hosts``: a requisite's host need not be in allow_hosts [7].
         self._any_host = requisites_any_host
+        #: The budgets (peer.core.crawl.budgets): a spent one refuses its hosts' new URLs.
+        self._budgets = budgets if budgets is not None else _NO_BUDGETS
 
     def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
         """A recovered queue, each URL as :meth:`discover` with ``Origin.RECOVERED`` takes it.
@@ -254,6 +271,8 @@ class Discovery:
                 # sender's "recently forwarded" cache: it may be the only copy.
                 return [Forward(url, depth, owner, relay, host)]
         cap = limits.admit(host)
+        if cap is None and self._budgets.active:
+            cap = self._budgets.spent(host)  # peer.core.crawl.budgets rule 3
         if cap is not None:
             # Not put in the Bloom filter (a link farm would fill it); a URL
             # queued before is no drop.

@@ -72,6 +72,11 @@ class Cap(enum.StrEnum):
     RETRY_AFTER = "max_retry_after"  # Retry-After answers cut
     HOSTS_GIVEN_UP = "hosts_given_up"  # hosts given up (rule 4)
     GIVEN_UP = "given_up"  # URLs of given-up hosts dropped
+    # Budgets (peer.core.crawl.budgets): URLs dropped or refused once a budget was spent.
+    BUDGET_HOST = "budget_host"
+    BUDGET_SITE = "budget_site"
+    BUDGET_DOMAIN = "budget_domain"
+    BUDGETS_SPENT = "budgets_spent"  # hosts, [[site]] blocks and domains whose budget was spent
 
 
 class Hold(enum.StrEnum):
@@ -243,6 +248,12 @@ class Limits:
         ) if h[cap]]
         if h[Cap.LINKS_PER_PAGE]:
             parts.append(f"links cut {h[Cap.LINKS_PER_PAGE]} on {h[Cap.PAGES_CUT]} pages")
+        if h[Cap.BUDGETS_SPENT]:
+            # peer.core.crawl.budgets rule 3: what was spent, and the URLs it left unrequested.
+            over = [f"{label} {h[cap]}" for cap, label in (
+                (Cap.BUDGET_HOST, "host"), (Cap.BUDGET_SITE, "site"), (Cap.BUDGET_DOMAIN, "domain")) if h[cap]]
+            parts.append(f"budgets spent {h[Cap.BUDGETS_SPENT]}"
+                         + (f" ({', '.join(over)} URLs not requested)" if over else ""))
         if h[Cap.HOSTS_GIVEN_UP]:
             parts.append(f"hosts given up {h[Cap.HOSTS_GIVEN_UP]} ({h[Cap.GIVEN_UP]} URLs dropped)")
         held = self.held(now)
