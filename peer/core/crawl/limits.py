@@ -250,10 +250,10 @@ class Limits:
             parts.append(f"links cut {h[Cap.LINKS_PER_PAGE]} on {h[Cap.PAGES_CUT]} pages")
         if h[Cap.BUDGETS_SPENT]:
             # peer.core.crawl.budgets rule 3: what was spent, and the URLs it left unrequested.
-            over = [f"{label} {h[cap]}" for cap, label in (
-                (Cap.BUDGET_HOST, "host"), (Cap.BUDGET_SITE, "site"), (Cap.BUDGET_DOMAIN, "domain")) if h[cap]]
+            over = [f"{cap.value} {h[cap]}" for cap in (Cap.BUDGET_HOST, Cap.BUDGET_SITE, Cap.BUDGET_DOMAIN)
+                    if h[cap]]
             parts.append(f"budgets spent {h[Cap.BUDGETS_SPENT]}"
-                         + (f" ({', '.join(over)} URLs not requested)" if over else ""))
+                         + (f" (not requested: {', '.join(over)})" if over else ""))
         if h[Cap.HOSTS_GIVEN_UP]:
             parts.append(f"hosts given up {h[Cap.HOSTS_GIVEN_UP]} ({h[Cap.GIVEN_UP]} URLs dropped)")
         held = self.held(now)
