@@ -205,3 +205,20 @@ def test_no_budget_set_costs_nothing_and_writes_no_counters():
 def test_a_bad_budget_is_a_config_error_naming_the_key(line: str):
     with pytest.raises(ConfigError, match=line.split(" ")[0]):
         config(line)
+
+
+def test_check_shows_the_budgets_in_force_and_nothing_without_one():
+    from peer.commands.check import describe
+    from peer.core.config.sites import SiteSettings
+
+    cfg = config("max_pages_per_host = 30\nmax_bytes_per_domain = 1000000", sites=SITE_BLOCK)
+    assert ("   budgets: pages per host 30; bytes per registered domain 1,000,000; site[0] 6 pages, 0 bytes "
+            "(bytes as on the wire; a site's and a domain's split among a ring's members)") in describe(cfg).splitlines()
+    lines = SiteSettings(cfg.sites, cfg.crawl, cfg.politeness, cfg.retry).describe("b.one.test")
+    assert ("  budgets host 30 pages (crawl.max_pages_per_host, max_bytes_per_host); site 6 pages for its hosts "
+            "together (site[0]); domain one.test: 1,000,000 bytes for its hosts together (crawl.max_pages_per_domain, "
+            "max_bytes_per_domain) (a site's and a domain's split evenly among a ring's members)") in lines
+    plain = config()
+    assert "budgets" not in describe(plain)
+    assert not any("budgets" in line for line in SiteSettings(
+        plain.sites, plain.crawl, plain.politeness, plain.retry).describe("b.one.test"))
