@@ -84,7 +84,8 @@ def test_a_host_page_budget_ends_a_calendar_trap_at_the_budget_with_the_budget_c
     assert c.limits.hits[Cap.BUDGETS_SPENT] == 1
     line = c.limits.render(1.0)
     assert line == f"limits: budgets spent 1 (not requested: budget_host {nr['budget_host']})", line
-    assert c.limits_figures(1.0, {})["cap.budget_host"] == nr["budget_host"]
+    figures = c.limits_figures(1.0, {})  # ring status --json's counters
+    assert figures["cap.budget_host"] == nr["budget_host"] and figures["cap.budgets_spent"] == 1
 
 
 def test_a_spent_host_has_its_queued_urls_dropped_unrequested_and_new_ones_refused():

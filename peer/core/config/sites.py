@@ -56,7 +56,9 @@ distinct pair). ``retry_times`` and ``retry_statuses`` replace ``[retry]``'s
 ``times`` and ``statuses`` for a URL of the block's hosts (a fragile site
 retried less, an API whose 404 is transient retried on it); what makes a
 host down and how long it is waited for stay ``[retry]``'s
-(peer/core/config/retry.py).
+(peer/core/config/retry.py). ``max_pages`` and ``max_bytes`` are a budget
+of the block's hosts together (peer/core/crawl/budgets.py), not a
+replacement of a global key.
 """
 
 from __future__ import annotations

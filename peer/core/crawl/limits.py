@@ -37,6 +37,10 @@ Rules (config keys in brackets; 0 turns a cap off):
    held, so a crawl that waits says what it waits for. A hold ends when
    released or when its time has passed.
 
+What the crawl may *spend* on a host, a ``[[site]]`` block or a registered
+domain (pages, bytes) is ``peer.core.crawl.budgets``'s; its hits are
+counted here, as ``Cap.BUDGET_*``, beside the caps'.
+
 Memory: one int per host that ever had a URL queued here (the frontier
 keeps more than that per queued host), and per held or given-up host a few
 dozen bytes.
