@@ -29,7 +29,9 @@ Rules (config keys in brackets; 0, the default, is no budget):
    the journal), and a new URL of them is refused before the seen set, as
    the URL caps refuse one. Both are counted as the not-requested cause
    ``budget_host``, ``budget_site`` or ``budget_domain`` (the first budget
-   spent, in that order): never a failure. Like the caps' causes they count
+   spent, in that order): never a failure. A page requisite of a spent host
+   is refused too (the URL caps hold for requisites: ``peer.core.crawl.discovery``
+   note 7); a sitemap job is still read, its URLs refused. Like the caps' causes they count
    links met, a URL once for each page that links it after the budget was
    spent (``ring.vocabulary`` rule 3). ``cap.budgets_spent`` counts the
    hosts, blocks and domains whose budget was spent.
@@ -42,7 +44,10 @@ Rules (config keys in brackets; 0, the default, is no budget):
    id: the shares add up to the budget). Its cost: a block or a domain
    whose hosts all fall on one member gets only that member's share, a
    third of the budget in a ring of three. A host's budget has one owner
-   and needs no split. A solo crawl spends the whole budget.
+   and needs no split. A solo crawl spends the whole budget. The shares
+   follow the live members: a member that joins mid-crawl shrinks the
+   others' shares, and what they spent before stays spent (the sum may
+   then pass the budget by what the smaller shares no longer allow).
 5. **Across a resume.** Each host's counts ride with its page rows in the
    journal's counters (``budget.pages:<host>``, ``budget.bytes:<host>``,
    only when a budget is set) and in every snapshot's; a resumed peer sums
