@@ -223,3 +223,23 @@ def test_check_shows_the_budgets_in_force_and_nothing_without_one():
     assert "budgets" not in describe(plain)
     assert not any("budgets" in line for line in SiteSettings(
         plain.sites, plain.crawl, plain.politeness, plain.retry).describe("b.one.test"))
+
+
+# -- whole rings in the fake network (tests/support/fakering.py) ----------------------
+
+
+def test_a_ring_of_three_spends_a_domain_budget_exactly_and_every_host_budget_whoever_owns_it():
+    from fakering import FakeRing, FakeWeb
+
+    web = FakeWeb(hosts=40, pages_per_host=20)  # 800 pages, every host of one domain (web.test)
+    ring = FakeRing(n=3, web=web, crawl_extra="max_pages_per_domain = 100")
+    ring.run_until(ring.all_finished, 300)
+    per_peer = sorted(len(p.fetched) for p in ring.peers.values())
+    assert len(ring.fetches) == 100 and per_peer == [33, 33, 34], per_peer  # the shares, adding up to it
+    ring = FakeRing(n=3, web=web, crawl_extra="max_pages_per_host = 5")
+    ring.run_until(ring.all_finished, 300)
+    by_host = {}
+    for f in ring.fetches:
+        host = f.url.split("/")[2]
+        by_host[host] = by_host.get(host, 0) + 1
+    assert set(by_host.values()) == {5} and len(by_host) == 40, by_host  # a host's budget is not split
