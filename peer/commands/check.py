@@ -60,6 +60,15 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
         lines.append("   cookies: " + ("on (crawl.cookies)" if c.cookies else "on for " + ", ".join(on))
                      + (f", off for {', '.join(off)}" if c.cookies and off else "")
                      + f"; kept per host, at most {c.cookies_per_host} a host, {c.cookies_max_total} in all")
+    budgets = [f"{name} {getattr(c, key):,}" for key, name in (
+        ("max_pages_per_host", "pages per host"), ("max_bytes_per_host", "bytes per host"),
+        ("max_pages_per_domain", "pages per registered domain"), ("max_bytes_per_domain", "bytes per registered domain"),
+    ) if getattr(c, key)]
+    budgets += [f"site[{i}] {b.max_pages or 0:,} pages, {b.max_bytes or 0:,} bytes" for i, b in enumerate(cfg.sites)
+                if b.max_pages or b.max_bytes]
+    if budgets:  # peer/core/crawl/budgets.py; nothing said without one
+        lines.append("   budgets: " + "; ".join(budgets) + " (bytes as on the wire; a site's and a domain's "
+                     "split among a ring's members)")
     if cfg.sites:
         lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
                      + " (--check --host HOST: what applies to a host)")

@@ -600,7 +600,8 @@ class Crawler:
         # old) would let this peer go past max_pages, and `ring status`,
         # /metrics and stats.json would forget its pages since (a peer showed
         # 39 pages where the server had answered it 191). A dozen bytes a page.
-        self.durability.counters({"pages": self.peer.figures.requested})
+        # With a budget set, the host's pages and bytes spent ride along (budgets rule 5).
+        self.durability.counters(self.peer.disk.row_counters(e.host))
         write, replace = self.revisits.row(e)  # a revisit's 304 keeps the stored row
         replace = self.peer.replaces_row(e.url) or replace  # a failed page queued again: its new row
         store = self.results.store

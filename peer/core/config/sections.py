@@ -314,6 +314,12 @@ class CrawlConfig:
     # 100,000: a site bigger than that is crawled in part, and four link-farm
     # hosts then hold at most 400,000 queued URLs instead of millions.
     max_urls_per_host: int = _key(int, 100_000, "URLs of one host queued by this peer, queued plus fetched; the next are dropped; 0 = no limit", non_negative)
+    # Budgets: pages and bytes spent per host, [[site]] block and registered
+    # domain (peer/core/crawl/budgets.py has the rules and their cost in a ring).
+    max_pages_per_host: int = _key(int, 0, "page requests made to one host (each try counts; robots.txt, sitemaps and requisites do not); once spent its queued URLs are dropped and new ones refused, counted as not requested (budget_host); 0 = no budget", non_negative)
+    max_bytes_per_host: int = _key(int, 0, "bytes of page bodies received from one host as they came on the wire (before content decoding); checked before each request, so passed by at most the answers in flight; 0 = no budget", non_negative)
+    max_pages_per_domain: int = _key(int, 0, "page requests made to the hosts of one registered domain (public suffix list: a.example.co.uk and b.example.co.uk are one); in a ring each member spends its share, the budget split evenly among the members; 0 = no budget", non_negative)
+    max_bytes_per_domain: int = _key(int, 0, "bytes on the wire received from the hosts of one registered domain, split among a ring's members as max_pages_per_domain; 0 = no budget", non_negative)
     # 2048: the sitemaps protocol's limit, close to old IE's 2083; RFC 9110
     # §4.1 asks servers for 8000, but longer URLs are mostly session or trap
     # junk. peer.core.urls.normalize refuses more than 4096 in any case.

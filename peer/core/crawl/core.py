@@ -60,6 +60,7 @@ from peer.core.crawl.decisions import (
     Origin, PassOn, Queued, Reason, Refused, Requeue, Requeued, RingView, Row, Seen, Sleep, Start, StopReason,
     Reverdict, Warn,
 )
+from peer.core.crawl.budgets import Budgets
 from peer.core.crawl.discovery import Discovery
 from peer.core.crawl.failedpages import FailedPages, FailedRow
 from peer.core.crawl.proxyreach import ProxyReach, proxy_of
@@ -196,6 +197,8 @@ class CrawlCore:
             cfg.sitemaps, me=peer_id, scope=self.scope, summary=self.summary, robots=self.robots,
             frontier=self.frontier, limits=self.limits, jobs=self.jobs, retries=self.retries,
             recrawl=self.recrawl, owner=self.handoffs.owner, push=self._push, discover=self.discover)
+        #: Pages and bytes per host, [[site]] block and registered domain (peer/core/crawl/budgets.py).
+        self.budgets = Budgets(crawl, lambda: self.sites, self.limits, me=peer_id, ring=lambda: self.handoffs.ring)
         b = cfg.bloom
         self.discovery = Discovery(
             peer_id, bloom=BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity),
@@ -203,7 +206,7 @@ class CrawlCore:
             urlrules=self.urlrules, params=self.params, sites=sites, limits=self.limits, summary=self.summary,
             jobs=self.jobs, handoffs=self.handoffs, push=self._push, pass_on=self._pass_on,
             entry=self._entry, requisites_any_host=cfg.warc.requisites_other_hosts,
-            retrying=self.failed_pages.queued)
+            retrying=self.failed_pages.queued, budgets=self.budgets)
         discover = self.discovery.discover
         self.requisite_jobs = RequisiteJobs(
             cfg.warc, params=self.params, discover=discover, jobs=self.jobs, retries=self.retries,
@@ -267,6 +270,7 @@ class CrawlCore:
         self.urlrules = dataclasses.replace(self.urlrules, rules=parse_rules(cfg.crawl.rules, str(cfg.path), "crawl.rules"))
         self.discovery.rescope(self.urlrules, sites)
         self.rows.rescope(sites)
+        self.budgets.configure(cfg.crawl)
         if cfg.politeness == old.politeness and cfg.sites == old.sites:
             return 0
         return self.frontier.set_politeness(cfg.politeness, self._politeness_for() if sites else None, now)
@@ -614,6 +618,19 @@ class CrawlCore:
                 out.append(Done(job.url))
                 jobs.finish(job, now, Outcome.NOT_STARTED)
                 return Drop(job, tuple(out))
+        budgets = self.budgets
+        page = budgets.active and not self.sitemap_jobs.is_job(job.url) and not self.requisite_jobs.is_job(job.url)
+        if page:
+            spent = budgets.spent(job.host)
+            if spent is not None:
+                # Its host's, block's or domain's budget is spent: dropped unrequested,
+                # counted as the budget's not-requested cause (peer.core.crawl.budgets rule 3).
+                self.limits.dropped(spent)
+                self.retries.forget(job.url)
+                self.jobs.take_hops(job.url)
+                out.append(Done(job.url))
+                jobs.finish(job, now, Outcome.NOT_STARTED)
+                return Drop(job, tuple(out))
         if self.limits.given_up(job.host):
             # Came back (a retry, a robots.txt wait) after its host was given up.
             self.rows.row(job, None, out, error="retry_after")
@@ -664,6 +681,8 @@ class CrawlCore:
                 # their Crawl-delay floor with them.
                 self.frontier.set_min_delay(job.host, delay, now)
         jobs.mark(job.url, FETCHING)
+        if page:
+            budgets.page(job.host)  # reserved before the request: one in flight counts (budgets rule 1)
         if self.sitemap_jobs.is_job(job.url):
             return FetchSitemap(job, self.cfg.sitemaps.max_bytes,
                                 tuple(sorted(self.sitemaps.authorities(job.url))), tuple(out))
@@ -683,6 +702,8 @@ class CrawlCore:
 
     def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]:
         """What a fetch result means: rows, discoveries, retries; the job is done."""
+        if self.budgets.active and not self.requisite_jobs.is_job(job.url):
+            self.budgets.received(job.host, res.raw_bytes)  # peer.core.crawl.budgets rule 2
         return self.outcomes.on_result(job, res, parsed, now)
 
     def on_robots(self, job: Job, res: FetchResult, now: float) -> list[Effect]:

@@ -64,7 +64,8 @@ it was given, ``Queued``, ``Checking``, ``Forward``, ``Seen`` or
 ``Refused``, whose ``Reason`` says which step said no, in the order above:
 ``BAD_URL``, then ``HOST`` or ``DEPTH`` (the scope; the host named first
 when both refuse), ``EXTENSION`` or ``RULES``, ``URL_LENGTH`` or
-``PATH_REPEAT``, ``URLS_PER_HOST`` or ``GIVEN_UP`` (a URL queued before is
+``PATH_REPEAT``, ``URLS_PER_HOST``, ``GIVEN_UP`` or a spent budget's
+``BUDGET_HOST``, ``BUDGET_SITE``, ``BUDGET_DOMAIN`` (a URL queued before is
 ``SEEN``, no drop), ``SEEN``. A URL with a sitemap's tail is the sitemaps'
 part's: a URL with hints gets its verdict here, but a sitemap job queued
 or refused there leaves none (it is never journaled, ``peer.core.sitemaps.jobs``
@@ -75,7 +76,7 @@ peer try`` shows the reason as it is.
 from __future__ import annotations
 
 from collections.abc import Callable, Container, Iterable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued, Reason, Refused, Seen
 from peer.core.crawl.limits import Cap
@@ -87,6 +88,7 @@ from peer.errors import URLError
 
 if TYPE_CHECKING:
     from peer.core.config.sites import SiteSettings
+    from peer.core.crawl.budgets import Budgets
     from peer.core.crawl.jobs import Jobs
     from peer.core.crawl.limits import Limits
     from peer.core.handoff.moves import Handoffs, PassOn
@@ -110,23 +112,35 @@ _PENDING = SeenVerdict.PENDING
 # decided (an enum's call by value costs ~0.3 µs), and back for the counts.
 _EXCLUDED = {Cause.EXTENSION: Reason.EXTENSION, Cause.RULE: Reason.RULES}
 _CAPPED = {Cap.URL_LENGTH: Reason.URL_LENGTH, Cap.PATH_REPEAT: Reason.PATH_REPEAT,
-           Cap.URLS_PER_HOST: Reason.URLS_PER_HOST, Cap.GIVEN_UP: Reason.GIVEN_UP}
+           Cap.URLS_PER_HOST: Reason.URLS_PER_HOST, Cap.GIVEN_UP: Reason.GIVEN_UP,
+           Cap.BUDGET_HOST: Reason.BUDGET_HOST, Cap.BUDGET_SITE: Reason.BUDGET_SITE,
+           Cap.BUDGET_DOMAIN: Reason.BUDGET_DOMAIN}
 _CAUSES = {v: k for k, v in _EXCLUDED.items()}
 _CAPS = {v: k for k, v in _CAPPED.items()}
 _NO_RULES = UrlRules()
+
+
+class _NoBudgets:
+    active = False
+
+    def spent(self, host: str) -> Cap | None:
+        return None
+
+
+_NO_BUDGETS: Any = _NoBudgets()
 
 
 class Discovery:
     """The way in of ``CrawlCore`` (module docstring)."""
 
     __slots__ = ("bloom", "sieve", "_me", "_scope", "_urlrules", "_params", "_sites", "_limits", "_summary",
-                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host", "_retrying")
+                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host", "_retrying", "_budgets")
 
     def __init__(self, me: str, *, bloom: BloomFilter, sieve: SeenSieve, scope: Scope, urlrules: UrlRules,
                  params: ParamRules | None, sites: SiteSettings, limits: Limits, summary: Summary,
                  jobs: Jobs, handoffs: Handoffs, push: Callable[[str, str, int, float], None],
                  pass_on: PassOn, entry: Discover, requisites_any_host: bool = True,
-                 retrying: Container[str] = frozenset()) -> None:
+                 retrying: Container[str] = frozenset(), budgets: Budgets | None = None) -> None:
         #: The seen set: every URL queued, forwarded to us, or handed in (``CrawlCore.bloom``).
         self.bloom = bloom
         #: The exact seen set's policy behind the Bloom filter (peer/core/seen/sieve.py).
@@ -147,6 +161,8 @@ class Discovery:
         self._any_host = requisites_any_host
         #: Failed pages queued again here, until their row [8] (``FailedPages.queued``).
         self._retrying = retrying
+        #: The budgets (peer.core.crawl.budgets): a spent one refuses its hosts' new URLs.
+        self._budgets = budgets if budgets is not None else _NO_BUDGETS
 
     def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
         """A recovered queue, each URL as :meth:`discover` with ``Origin.RECOVERED`` takes it.
@@ -269,6 +285,8 @@ class Discovery:
                 # sender's "recently forwarded" cache: it may be the only copy.
                 return [Forward(url, depth, owner, relay, host)]
         cap = limits.admit(host)
+        if cap is None and self._budgets.active:
+            cap = self._budgets.spent(host)  # peer.core.crawl.budgets rule 3
         if cap is not None:
             # Not put in the Bloom filter (a link farm would fill it); a URL
             # queued before is no drop.
