@@ -89,7 +89,9 @@ SCOPE = "scope"
 SCOPE_RULES = ("rules", "skip_extensions")
 #: Caps whose hits are URLs never requested (``peer.core.crawl.limits.Cap`` values:
 #: the config key, or ``given_up`` for URLs of a host given up).
-NOT_REQUESTED_CAPS = ("max_url_length", "max_path_repeat", "max_urls_per_host", "given_up")
+NOT_REQUESTED_CAPS = ("max_url_length", "max_path_repeat", "max_urls_per_host", "given_up",
+                      # a spent budget's (peer.core.crawl.budgets rule 3)
+                      "budget_host", "budget_site", "budget_domain")
 #: The causes of URLs refused before a queue: no row is written for them, so
 #: the report reads them from stats.json, not from the results file.
 NO_ROW_CAUSES = frozenset({SCOPE, *SCOPE_RULES, *NOT_REQUESTED_CAPS})

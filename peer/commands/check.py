@@ -33,7 +33,9 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
                      + (f"  machine {spec.machine}" if spec.machine != spec.id else ""))
     # As this peer sends it: {machine} replaced (peer.core.config.workers).
     c, pol = (cfg.for_peer(peer_id) if peer_id else cfg).crawl, cfg.politeness
-    scope = ", ".join(c.allow_hosts) or "the seeds' hosts"
+    scope = ", ".join(c.allow_hosts) or ("" if c.allow_domains else "the seeds' hosts")
+    if c.allow_domains:  # crawl.allow_domains: each domain and every name below it
+        scope += ("; " if scope else "") + "domains " + ", ".join(c.allow_domains) + " and below"
     lines.append(f"   seeds: {len(c.seeds)}{' and ' + c.seeds_file if c.seeds_file else ''}; scope: {scope}; concurrency {c.concurrency}; "
                  f"robots {'on' if c.obey_robots else 'off'}; SSRF guard {'off' if c.allow_private else 'on'}")
     from peer.core.config.proxies import proxy_lines
@@ -49,7 +51,8 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
     lines.extend(f"   {line}" for line in proxy_lines(cfg))
     lines.append(f"   content codings: {_codings(c)}")
     rate = f"{pol.rate:g} pages/min per host" if pol.rate else "no rate limit"
-    lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}")
+    lines.append(f"   politeness: {rate}, PID window {pol.window:g}s, host_concurrency {pol.host_concurrency}"
+                 + ("; one setpoint per registered domain (politeness.group)" if pol.by_domain else ""))
     lines.append(f"   {cfg.retry.describe()}; Retry-After capped at {pol.max_retry_after:g}s")
     on = [f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites) if b.cookies]
     if c.cookies or on:
@@ -57,6 +60,15 @@ def describe(cfg: ClusterConfig, peer_id: str | None = None) -> str:
         lines.append("   cookies: " + ("on (crawl.cookies)" if c.cookies else "on for " + ", ".join(on))
                      + (f", off for {', '.join(off)}" if c.cookies and off else "")
                      + f"; kept per host, at most {c.cookies_per_host} a host, {c.cookies_max_total} in all")
+    budgets = [f"{name} {getattr(c, key):,}" for key, name in (
+        ("max_pages_per_host", "pages per host"), ("max_bytes_per_host", "bytes per host"),
+        ("max_pages_per_domain", "pages per registered domain"), ("max_bytes_per_domain", "bytes per registered domain"),
+    ) if getattr(c, key)]
+    budgets += [f"site[{i}] {b.max_pages or 0:,} pages, {b.max_bytes or 0:,} bytes" for i, b in enumerate(cfg.sites)
+                if b.max_pages or b.max_bytes]
+    if budgets:  # peer/core/crawl/budgets.py; nothing said without one
+        lines.append("   budgets: " + "; ".join(budgets) + " (bytes as on the wire; a site's and a domain's "
+                     "split among a ring's members)")
     if cfg.sites:
         lines.append("   sites: " + "; ".join(f"site[{i}] {b.label}" for i, b in enumerate(cfg.sites))
                      + " (--check --host HOST: what applies to a host)")
@@ -112,7 +124,14 @@ def check_host(cfg: ClusterConfig, text: str) -> int:
 
     proxy = host_proxy(cfg, sites.for_host(host).block)
     r = cfg.retry
-    print("\n".join(sites.describe(host) + ([f"  proxy {proxy}"] if proxy else [])
+    group: list[str] = []
+    if cfg.politeness.by_domain:  # politeness.group = "domain": its domain's one setpoint (frontier rule 8)
+        from peer.core.urls.domains import registered_domain
+        from peer.core.urls.normalize import hostname
+
+        group = [f"  paced with every host of its registered domain {registered_domain(hostname(host))} "
+                 "as one host, at the smallest rate among them (politeness.group)"]
+    print("\n".join(sites.describe(host) + group + ([f"  proxy {proxy}"] if proxy else [])
                     + [f"  down after {r.down_after} {'/'.join(r.down_errors) or 'never'} failures in a row: held "
                        f"{r.down_wait:g}s, doubled up to {r.down_max_wait:g}s, given up after {r.down_give_up:g}s ([retry])"]))
     return 0
@@ -199,14 +218,16 @@ def config_warnings(cfg: ClusterConfig) -> list[str]:
         out.append(f"{where}: {', '.join(idle)} own{'s' if len(idle) == 1 else ''} none of the seed "
                    "hosts: idle until a link leads to a host of theirs (with a site or two, perhaps "
                    "for the whole crawl); add seeds of more hosts, or run fewer peers")
-    scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
+    scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth, c.allow_domains)
     for i, seed in enumerate(c.seeds):
         url = normalize(seed, urlrules.params)
         host = hostname(host_key(url))
         if not scope.allows(url, 0):
-            why = (f"its host {host} is denied by crawl.deny_hosts" if not c.allow_hosts
+            why = (f"its host {host} is denied by crawl.deny_hosts"
+                   if (not c.allow_hosts and not c.allow_domains) or scope.in_allowed_domain(host)
                    or any(Scope((p,)).allows_host(host) for p in c.allow_hosts)
-                   else f"its host {host} matches no crawl.allow_hosts pattern")
+                   else f"its host {host} matches no crawl.allow_hosts pattern"
+                   + (" and is in no crawl.allow_domains domain" if c.allow_domains else ""))
             out.append(f"{where}: crawl.seeds[{i}] {seed!r} is out of scope ({why}): it will not be crawled")
             continue
         judged = (sites.for_host(host_key(url)).urlrules or urlrules).judge(url)

@@ -131,6 +131,12 @@ def _parser() -> argparse.ArgumentParser:
                    help="continue the crawl state in data_dir/state/ whatever it is: after a "
                         "finished run (e.g. with a higher max_pages) or a changed scope, "
                         "which is reported")
+    p.add_argument("--retry-failed", action="store_true",
+                   help="resume the crawl (as --resume) and queue again this peer's failed pages: "
+                        "URLs whose latest row failed with an error or status [retry] retries "
+                        "(connect, timeout, 5xx, 429...) or of a host given up; not robots.txt "
+                        "refusals nor scope; in a ring a host another peer owns now goes to it. "
+                        "The summary says how many (docs/operations.md, Failed pages again)")
     p.add_argument("--yes", action="store_true", help="do not ask before --fresh deletes anything")
     p.add_argument("--leave", action="store_true",
                    help="on SIGTERM, leave the ring gracefully: hand the queued and fetched "
@@ -161,7 +167,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return try_main(argv[1:])
     parser = _parser()
     try:
-        envflags.apply(parser, os.environ)  # RINGCRAWL_<FLAG>: each flag's default
+        # RINGCRAWL_<FLAG>: each flag's default; --retry-failed is an operator's act, as --fresh
+        # is: a service's environment would ask it at every start, the first one refused.
+        envflags.apply(parser, os.environ, never=("--fresh", "--yes", "--help", "--retry-failed"))
     except envflags.EnvError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -221,6 +229,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.fresh and args.resume:
         print("error: --fresh and --resume: pass one of them, not both", file=sys.stderr)
         return EXIT_USAGE
+    if args.fresh and args.retry_failed:
+        print("error: --fresh and --retry-failed: --fresh deletes the results whose failed pages "
+              "--retry-failed queues again; pass one of them", file=sys.stderr)
+        return EXIT_USAGE
+    if args.retry_failed:
+        args.resume = True  # the failed pages are this crawl's: it goes on
     configure_logs(args.log_level, args.log_format, peer=args.id)
     # httpx logs every request at INFO; our results table already has them.
     for noisy in ("httpx", "httpcore"):
@@ -256,7 +270,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     cluster = len(cfg.peers) > 1 or args.address is not None
     crawler = Crawler(cfg, args.id, data_dir=data_dir, progress_interval=args.progress,
                       cluster=cluster, address=args.address, weight=args.weight, bind=args.bind,
-                      rejoining=rejoining)
+                      rejoining=rejoining, retry_failed=args.retry_failed)
     try:
         summary = trio.run(_crawl, crawler, args.leave, not cluster, args.metrics_address)
     except BaseException as exc:  # a corrupt state file, a port in use...; user_error() decides
@@ -417,6 +431,9 @@ def _start_run(cfg: ClusterConfig, args: argparse.Namespace, data_dir: Path, res
         except PeerError as exc:
             raise _Refused(f"error: {exc}; nothing changed") from None
     has_state = PeerState.exists(state_dir)
+    if args.retry_failed and not has_state:
+        raise _Refused(f"error: --retry-failed: {state_dir} holds no earlier crawl whose failed pages "
+                       "to queue again; start the crawl without it")
     record = read_run(state_dir) if has_state else None
     fp = Fingerprint.of(cfg.crawl)
     tty = sys.stdin.isatty()

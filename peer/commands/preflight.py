@@ -72,7 +72,7 @@ def _seed_hosts(cfg: ClusterConfig, skip: Set[int]) -> list[tuple[int, str, str,
     from peer.core.urls.scope import Scope
 
     c = cfg.crawl
-    scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth)
+    scope = Scope.from_seeds(c.seeds, c.allow_hosts, c.deny_hosts, c.max_depth, c.allow_domains)
     out: list[tuple[int, str, str, str]] = []
     seen: set[str] = set()
     for i, seed in enumerate(c.seeds):

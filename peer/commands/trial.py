@@ -121,6 +121,10 @@ def refusal(core: CrawlCore, e: Refused) -> str:
     if reason is Reason.REDIRECTS:
         return (f"not followed: past crawl.max_redirects ({core.cfg.crawl.max_redirects}); "
                 "the crawl records the page as 'too_many_redirects'")
+    if reason is Reason.HOST and core.cfg.crawl.allow_domains:
+        return ("out of scope (host: in no crawl.allow_domains domain"
+                + (" and matching no crawl.allow_hosts pattern" if core.cfg.crawl.allow_hosts else "")
+                + ", or denied by crawl.deny_hosts): not crawled")
     words = {
         Reason.BAD_URL: "not a URL the crawl would take",
         Reason.HOST: "out of scope (host): not crawled",
@@ -154,6 +158,7 @@ class _Rules:
     def verdict(self, url: str, depth: int) -> str:
         """What ``CrawlCore.discover`` does with one URL, as one phrase: its own verdict, shown."""
         from peer.core.crawl.core import Forward, Origin, Queued, Refused
+        from peer.core.urls.normalize import host_key
 
         core = self.core(self.peer if self.peer is not None else _NOBODY)
         core.ring = self.ring
@@ -164,6 +169,9 @@ class _Rules:
                 # The rule that let it in, if one did: the core's rules for its host.
                 judged = core.discovery.judge(e.url)
                 ruled = f" ({judged.why()})" if judged.rule is not None else ""
+                domain = core.scope.covering_domain(host_key(e.url))
+                if domain is not None:  # let in by crawl.allow_domains (peer/core/urls/scope.py)
+                    ruled = f" (host under crawl.allow_domains {domain!r})" + ruled
                 if isinstance(e, Queued):
                     return (f"in scope{ruled}, would be queued" if self.ring is None
                             else f"in scope{ruled}: fetched by {self.peer}")

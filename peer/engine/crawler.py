@@ -203,6 +203,7 @@ class Crawler:
         weight: float | None = None,
         bind: str | None = None,
         rejoining: bool = False,
+        retry_failed: bool = False,
     ) -> None:
         # {machine} in a User-Agent: the sites see one comment per machine (peer.core.config.workers).
         cfg = cfg.for_peer(peer_id)
@@ -242,6 +243,8 @@ class Crawler:
         self._address = address
         self._bind = bind  # a joiner's --bind; a listed peer's is its [[peer]] bind
         self._weight = weight
+        #: ``--retry-failed``: this peer's failed pages queued again at the start (peer/core/crawl/failedpages.py).
+        self._retry_failed = retry_failed
         self.started = time.time()  # epoch seconds, for stats.json
         # The one table for every effect the core returns (peer/engine/effects.py).
         self.effects = effects = Effects(after=self._after_effects)
@@ -453,7 +456,8 @@ class Crawler:
         if self.archive is not None:
             s.details.append(self.archive.summary_line())
             s.warc = self.archive.figures()
-        for line in (self.seen.summary_line(), self.revisits.far_line(),
+        for line in (self.peer.retry_failed_line(self._retry_failed), self.seen.summary_line(),
+                     self.revisits.far_line(),
                      self.durability.spill_line(self.peer.figures.spill_peak, self.peer.figures.head_per_host,
                                                 self.peer.figures.order_overflow)):
             if line is not None:
@@ -491,12 +495,25 @@ class Crawler:
                 if passed:
                     log.info("hand-off: %d revisit records and cookies of hosts now owned by other peers "
                              "passed on to them at start", passed)
+            failed: list[Any] = []
+            still: frozenset[str] = frozenset()
+            if self._retry_failed:
+                # Read before the recovered queue goes back: which failed pages it holds still
+                # (peer/core/crawl/failedpages.py rule 3), its spilled blocks read in a thread.
+                failed = await store.failed_pages()
+                if recovered is not None and failed:
+                    urls = {row[0] for row in failed}
+                    still = await trio.to_thread.run_sync(
+                        lambda: frozenset(u for u, _ in recovered.all_queued() if u in urls))
             if recovered is not None:
                 starts, self.durability.restart_starts = self.durability.restart_starts, []
                 self._apply(peer.disk.resume(recovered, starts, self.clock(), wall=time.time()))
             if sockets is not None:
                 await services.start(sockets.run)
             self._apply(peer.seeds(self.clock()))
+            if self._retry_failed:
+                self._apply(peer.retry_failed(failed, self.clock(), still))
+                log.info("%s", peer.retry_failed_line(True))
             # Before the first step: the reader is busy, so neither it nor the ring ends first.
             seeds_start = await self.seeds_file.begin()
             if seeds_start is not None:
@@ -584,8 +601,10 @@ class Crawler:
         # old) would let this peer go past max_pages, and `ring status`,
         # /metrics and stats.json would forget its pages since (a peer showed
         # 39 pages where the server had answered it 191). A dozen bytes a page.
-        self.durability.counters({"pages": self.peer.figures.requested})
+        # With a budget set, the host's pages and bytes spent ride along (budgets rule 5).
+        self.durability.counters(self.peer.disk.row_counters(e.host))
         write, replace = self.revisits.row(e)  # a revisit's 304 keeps the stored row
+        replace = self.peer.replaces_row(e.url) or replace  # a failed page queued again: its new row
         store = self.results.store
         if store is not None and write:
             store.add_page(page, body=e.body, links=e.links, replace=replace)

@@ -27,9 +27,18 @@ certificate check seeing the origin's name.
   ``http`` the proxy resolves it, and the guard sees only what is known
   without asking DNS (an IP literal, a ``[dns] resolve`` entry, a cached
   answer): a name whose public DNS answer is private is beyond it, and the
-  proxy's own policy must stop it (docs/configuration.md, Proxies). A
-  target the proxy could not reach whose name only ``[dns] resolve`` knows
-  is said as such: the proxy never heard of that name.
+  proxy's own policy must stop it (docs/configuration.md, Proxies).
+- **A name ``[dns] resolve`` pins** goes to every kind of proxy as its
+  pinned address (``CONNECT 127.0.0.1:8080``, a SOCKS5 request for the
+  address): the pin is the user's word on where that name leads, and a
+  proxy that resolves names itself cannot know a name only this machine
+  maps (it answered 502, or SOCKS5 "host unreachable", to every request).
+  Only the tunnel's end changes: the request's Host field and TLS's SNI
+  and certificate check, which travel inside the tunnel, still name the
+  host, so a virtual host or a certificate for the name is served as
+  without a proxy (curl's ``--connect-to`` does the same). The address is
+  the proxy's view of it: a proxy on another machine reaches 127.0.0.1 as
+  itself, which the row's ``proxy_refused`` detail names.
 - **Whose fault.** Only a proxy address that cannot be connected to moves
   on to the proxy's next address; any answer is final. Failures are
   :func:`peer.net.errorkinds.proxy_error`'s kinds: ``proxy``,
@@ -111,14 +120,18 @@ class ProxyDialer:
     async def open(self, proxy: Proxy, host: str, port: int) -> tuple[trio.SocketStream, str | None]:
         """A stream to ``host:port`` through ``proxy``, and the target's IP if known here."""
         spec = proxy.spec
-        only_here: tuple[str, ...] = ()
+        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         if spec.scheme.remote_dns:
             self.resolver.known(host)  # the guard on what can be known (module docstring)
-            only_here = self.resolver.static(host)
-            target, address = host, None
+            pinned = self.resolver.static(host)
+            if pinned:
+                # A name [dns] resolve pins: the proxy gets its address (module docstring).
+                target = address = pinned[0]
+                shown = f"{shown} ({address} by [dns] resolve)"
+            else:
+                target, address = host, None
         else:
             target = address = (await self.resolver.resolve(host))[0]
-        shown = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
         last: BaseException | None = None
         for proxy_address in await self._addresses(spec):
             try:
@@ -129,15 +142,6 @@ class ProxyDialer:
             except _Unreachable as exc:
                 last = exc.__cause__
                 continue
-            except FetchError as exc:
-                if exc.kind is ErrorKind.PROXY_REFUSED and only_here:
-                    # The proxy resolves the name itself, and [dns] resolve is
-                    # ours alone: say so, not just "could not reach".
-                    raise FetchError(exc.kind, f"{str(exc).split(': ', 1)[-1]}; {host} is a name only "
-                                     f"[dns] resolve knows ({only_here[0]}), which the proxy resolves "
-                                     "itself: give the proxy that name, or use socks5://, which hands "
-                                     "the proxy the address") from None
-                raise
             return stream, address
         raise proxy_error(last or OSError("no address"), spec.url, shown)
 

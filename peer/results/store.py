@@ -89,6 +89,15 @@ _LOCK = re.compile(r"\block\b", re.IGNORECASE)
 _LOCK_PID = re.compile(r"\bPID\s+(\d+)\b")
 
 
+#: Each URL's latest row, when it is a failure of some kind (ResultStore.failed_pages).
+_FAILED_PAGES_SQL = """
+SELECT url, host, depth, status, error FROM (
+    SELECT url, host, depth, status, error FROM pages
+    QUALIFY row_number() OVER (PARTITION BY url ORDER BY fetched_at DESC) = 1)
+WHERE error IS NOT NULL OR status = 429 OR status NOT BETWEEN 200 AND 499
+ORDER BY depth, url"""
+
+
 def _locked(path: Path, message: str) -> LockedError | None:
     """The LockedError for DuckDB's ``message``, or None if it is not about a lock."""
     if not _LOCK.search(message.replace(str(path), "")):  # a directory may be called lock
@@ -485,6 +494,13 @@ class ResultStore:
         if hosts is None:
             return self._read("SELECT url, host FROM pages")
         return self._read("SELECT url, host FROM pages WHERE host IN (SELECT unnest(?))", [list(hosts)])
+
+    async def failed_pages(self) -> list[tuple[str, str, int, int | None, str | None]]:
+        """(url, host, depth, status, error) of each URL whose latest row holds an error or a
+        status of 429 or outside 200-499: the candidates ``--retry-failed`` judges
+        (peer/core/crawl/failedpages.py rule 1; a URL fetched fine since is not among them, rule 2)."""
+        await self.flush()
+        return await trio.to_thread.run_sync(self._read, _FAILED_PAGES_SQL, limiter=self._limiter)
 
     def _read(self, sql: str, params: list[Any] | None = None) -> list[Any]:
         """The rows of ``sql`` (in the writer's thread); a DuckDB error is a StateError naming the file."""

@@ -102,3 +102,16 @@ def test_the_record_round_trips_and_counts_runs():
     assert (nxt.runs, nxt.ended, nxt.stop_reason, nxt.pages) == (2, None, "", 0)
     with pytest.raises((KeyError, TypeError, ValueError)):
         RunRecord.from_dict({"runs": "x"})
+
+
+def test_changed_allow_domains_are_a_changed_scope():
+    before = Fingerprint(FP.seeds, (), (), 0, (), ("example.com",))
+    rec = dataclasses.replace(killed(), fingerprint=before)
+    now = Fingerprint(FP.seeds, (), (), 0, (), ("example.com", "example.org"))
+    d = decide(has_state=True, record=rec, now=now, resume=False, fresh=False, tty=False)
+    assert d.choice is Choice.REFUSE and d.changes == ("crawl.allow_domains +[example.org]",)
+    assert RunRecord.from_dict(rec.to_dict()) == rec
+    # A record written before allow_domains were kept says nothing of them.
+    old = rec.to_dict()
+    del old["fingerprint"]["allow_domains"]
+    assert RunRecord.from_dict(old).fingerprint.changes(now) == ()

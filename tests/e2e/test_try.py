@@ -386,3 +386,30 @@ def test_the_fetch_shows_the_codings_asked_for_and_the_bytes_on_the_wire(tmp_pat
     assert line.startswith("coding:     asked for gzip, zstd (crawl.accept_encodings), "
                            "zstd window up to 1,048,576 bytes; ")
     assert line.endswith(" bytes on the wire")
+
+
+# --- crawl.allow_domains (peer/core/urls/scope.py) ---------------------------------
+
+def test_try_names_the_allowed_domain_that_lets_a_host_in_and_check_shows_the_scope(tmp_path, web):
+    from peer.commands.cli import main
+
+    port = web.port
+    toml = config(tmp_path, port, allow="[]", crawl='allow_domains = ["s001.web.test", "web.test"]')
+    res = try_url(toml, f"http://s002.web.test:{port}/", "--links", "0")
+    assert res.returncode == 0, res.stderr
+    assert "scope:      in scope (host under crawl.allow_domains 'web.test'), would be queued" in res.stdout
+    narrow = tmp_path / "narrow"
+    narrow.mkdir()
+    toml = config(narrow, port, allow="[]", crawl='allow_domains = ["s001.web.test"]')
+    res = try_url(toml, f"http://s002.web.test:{port}/", "--links", "0")
+    assert ("scope:      out of scope (host: in no crawl.allow_domains domain, or denied by "
+            "crawl.deny_hosts): not crawled") in res.stdout
+    check = run_main(main, ["--ring", str(toml), "--check"])
+    assert check.returncode == 0, check.stderr
+    assert "scope: domains s001.web.test and below;" in check.stdout
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    check = run_main(main, ["--ring", str(config(bad, port, crawl='allow_domains = ["co.uk"]')), "--check"])
+    assert check.returncode == 2
+    assert check.stderr.strip().endswith("crawl.allow_domains[0]: expected a domain name such as 'example.com', "
+                                         "got 'co.uk' (a public suffix: it would let in every site under it)")

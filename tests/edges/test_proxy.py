@@ -51,7 +51,8 @@ def judge(farm: Any, log: list[TunnelEntry]) -> None:
     ok = [e for e in log if e.outcome == "ok"]
     assert {e.user for e in ok} == {USER}
     tunnelled = {e.target.rpartition(":")[0] for e in ok}
-    assert tunnelled == {e.host for e in farm.log}
+    # A name [dns] resolve pins is tunnelled to its address (peer/net/proxy.py).
+    assert tunnelled == {WEB["*.web.test"] if e.host.endswith(".web.test") else e.host for e in farm.log}
     # Each tunnel is one connection of the web's, and every connection of the web's a tunnel.
     assert all(e.upstream.startswith("127.0.0.2:") for e in ok)
     assert len({e.conn for e in farm.log}) == len(ok)
@@ -74,8 +75,8 @@ async def test_a_crawl_goes_only_through_the_proxy(tmp_path, auth_env, kind):
                       if e.method == "GET" and e.target != "/robots.txt")
     assert set(fetched) == expected and max(fetched.values()) == 1
     assert summary.stop_reason == "frontier empty"
-    # Remote DNS: the proxy was asked for names, never for an address.
-    assert all(e.target.startswith("s") for e in proxy.log)
+    # The names are [dns] resolve's: the proxy was asked for their pinned address, never a name.
+    assert {e.target.rpartition(":")[0] for e in proxy.log} == {"127.0.0.1"}
     assert not {r[2] for r in rows(cfg)} & {"proxy", "proxy_auth", "proxy_refused", "connect"}
 
 
@@ -132,7 +133,8 @@ async def test_a_connect_answered_502_or_an_unreachable_target_gives_proxy_refus
         await nursery.start(refusing.serve)
         await nursery.start(socks.serve)
         via_http = await fetch_via(tmp_path, "http://s001.web.test:8/", f"http://{refusing.address}")
-        via_socks = await fetch_via(tmp_path, "http://s001.web.test:8/", f"socks5h://{socks.address}")
+        # A name not pinned by [dns] resolve: the proxy is asked for it, and knows none.
+        via_socks = await fetch_via(tmp_path, "http://unknown.example:8/", f"socks5h://{socks.address}")
         nursery.cancel_scope.cancel()
     assert via_http.error is ErrorKind.PROXY_REFUSED and "502" in via_http.detail
     assert via_socks.error is ErrorKind.PROXY_REFUSED and "host unreachable" in via_socks.detail
@@ -141,19 +143,26 @@ async def test_a_connect_answered_502_or_an_unreachable_target_gives_proxy_refus
 
 
 @pytest.mark.parametrize("scheme", ["http", "socks5h"])
-async def test_a_name_only_dns_resolve_knows_is_said_so_when_the_proxy_cannot_reach_it(tmp_path, scheme):
-    # A proxy that resolves names itself never heard of s001.web.test, which
-    # [dns] resolve maps here; the row said only "could not reach".
+async def test_a_name_dns_resolve_pins_goes_to_the_proxy_as_its_address_and_its_page_comes(tmp_path, scheme):
+    # A proxy that resolves no name never heard of s001.web.test, which [dns] resolve
+    # pins to 127.0.0.1: before, every request through it was a 502 or a SOCKS5
+    # "host unreachable" (proxy_refused). Now it is asked for the pinned address, and
+    # the name still rides inside the tunnel: the web answers s001's page by its Host.
+    graph = SiteGraph(hosts=1, pages_per_host=3, shop=False)
     proxy = (ConnectProxy if scheme == "http" else Socks5Proxy)(resolve={})
     async with trio.open_nursery() as nursery:
+        farm = await nursery.start(serve_webfarm, graph)
         await nursery.start(proxy.serve)
-        named = await fetch_via(tmp_path, "http://s001.web.test:8/", f"{scheme}://{proxy.address}")
-        literal = await fetch_via(tmp_path, "http://127.0.0.1:9/", f"{scheme}://{proxy.address}")
+        named = await fetch_via(tmp_path, farm.url("s001.web.test"), f"{scheme}://{proxy.address}")
+        closed = await fetch_via(tmp_path, "http://s001.web.test:9/", f"{scheme}://{proxy.address}")
         nursery.cancel_scope.cancel()
-    assert named.error is ErrorKind.PROXY_REFUSED, named
-    assert ("s001.web.test is a name only [dns] resolve knows (127.0.0.1), which the proxy resolves "
-            "itself") in named.detail
-    assert literal.error is not None and "[dns] resolve" not in literal.detail  # no name: nothing to say
+    assert named.error is None and named.status == 200, named
+    assert [e.target for e in proxy.log][:1] == [f"127.0.0.1:{farm.port}"]
+    assert [(e.host, e.client) for e in farm.log] == [("s001.web.test", "127.0.0.2")]
+    assert named.address == "127.0.0.1"  # known here: per-IP politeness counts it
+    # A pinned address the proxy cannot reach says which address it was given, and why.
+    assert closed.error is ErrorKind.PROXY_REFUSED, closed
+    assert "s001.web.test:9 (127.0.0.1 by [dns] resolve)" in closed.detail, closed.detail
 
 
 async def test_socks5_without_h_resolves_here_and_sends_the_address(tmp_path):
@@ -255,7 +264,7 @@ data_dir = "{tmp_path / 'p1'}"
         tried = run_main(try_main, [f"http://s001.web.test:{web.port}/", "--ring", str(toml)])
         requests = web.requests()
     # --check asks the seed hosts through the proxy, as the crawl does.
-    assert {e.target.rpartition(":")[0] for e in asked_by_check} == {"s001.web.test", "127.0.0.1"}
+    assert [e.target.rpartition(":")[0] for e in asked_by_check] == ["127.0.0.1"] * 2  # s001 pinned there
     assert ran.returncode == 0, ran.stderr
     assert requests and {e.client for e in requests} == {"127.0.0.2"}
     assert {e.user for e in proxy.log} == {USER}
@@ -359,7 +368,7 @@ async def test_https_goes_end_to_end_through_the_tunnel(tmp_path, pki):
         nursery.cancel_scope.cancel()
     assert (res.status, res.error, res.body) == (200, None, b"secret")
     assert sni == ["tls.web.test"]  # the origin's name, over the tunnel
-    assert [e.target for e in proxy.log] == [f"tls.web.test:{port}"]
+    assert [e.target for e in proxy.log] == [f"127.0.0.1:{port}"]  # its [dns] resolve address, to the proxy
 
 
 async def test_keep_alive_reuses_the_tunnel_and_a_direct_block_goes_around_the_proxy(tmp_path):
@@ -378,7 +387,7 @@ async def test_keep_alive_reuses_the_tunnel_and_a_direct_block_goes_around_the_p
             for host in ("s001.web.test", "s001.web.test", "s002.web.test", "s002.web.test"):
                 assert (await fetcher.fetch(farm.url(host))).status == 200
         nursery.cancel_scope.cancel()
-    assert [e.target for e in proxy.log] == [f"s001.web.test:{farm.port}"]  # one tunnel, two requests
+    assert [e.target for e in proxy.log] == [f"127.0.0.1:{farm.port}"]  # one tunnel, two requests
     by_host = {(e.host, e.client, e.conn) for e in farm.log}
     assert {(h, c) for h, c, _ in by_host} == {("s001.web.test", "127.0.0.2"), ("s002.web.test", "127.0.0.1")}
     assert len(by_host) == 2  # each host's two requests on one connection
@@ -485,3 +494,41 @@ def test_the_idle_pool_keeps_a_tunnel_apart_from_a_direct_connection():
     assert pool.take(("http", "a.test", 80), 0.0) is None
     assert pool.take(("http", "a.test", 80, "http://q:2"), 0.0) is None
     assert pool.take(("http", "a.test", 80, "socks5h://p:1"), 0.0) is tunnel
+
+
+def test_a_proxy_down_from_the_start_is_one_warning_and_the_crawl_ends_with_exit_3(tmp_path):
+    # Before: robots.txt held for crawl.robots_retry x robots_tries (3 min 30 s by
+    # default; 0.2 s doubling here) and a warning a try, then exit 3.
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]  # nothing listens on it once closed
+    toml = tmp_path / "cluster.toml"
+    toml.write_text(f"""
+[crawl]
+seeds = ["http://s001.web.test:8/", "http://s002.web.test:8/"]
+allow_hosts = ["*.web.test"]
+allow_private = true
+proxy = "http://127.0.0.1:{port}"
+proxy_allow_private = true
+robots_retry = 0.2
+[dns]
+resolve = {{ "*.web.test" = "127.0.0.1" }}
+[[peer]]
+id = "p1"
+data_dir = "{tmp_path / 'p1'}"
+""")
+    from peer.commands.cli import main
+
+    res = run_main(main, ["--ring", str(toml)])
+    assert res.returncode == 3, res.stderr
+    warnings = [ln for ln in res.stderr.splitlines() if " WARNING " in ln]
+    assert len(warnings) == 1, res.stderr
+    assert (f"the proxy http://127.0.0.1:{port} (crawl.proxy) cannot be reached and has not answered "
+            "in this run (connection refused)") in warnings[0]
+    last = res.stderr.splitlines()[-1]  # the first seed's row of the two: either
+    assert last.replace("s002", "s001") == ("error: the crawl ended without fetching anything: "
+                                            "http://s001.web.test:8/: the proxy (crawl.proxy) cannot be "
+                                            "reached or broke its protocol"), last
+    assert "  not requested: proxy 2" in res.stdout, res.stdout

@@ -112,11 +112,11 @@ class FakeWeb:
                            truncated=False, error=None, elapsed=0.001, address=None)
 
 
-def crawl_config(web: FakeWeb, max_pages: int, takeover_after: float = 0.0) -> ClusterConfig:
+def crawl_config(web: FakeWeb, max_pages: int, takeover_after: float = 0.0, crawl_extra: str = "") -> ClusterConfig:
     """The crawl's rules for the fake web: no robots.txt, no delays, every host in scope."""
     text = (f'[ring]\nname = "{RING}"\ntakeover_after = {takeover_after}\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:1"\n'
             f'[crawl]\nseeds = ["{web.seed()}"]\nallow_hosts = ["*.web.test"]\nobey_robots = false\n'
-            f"concurrency = 8\nmax_pages = {max_pages}\n"
+            f"concurrency = 8\nmax_pages = {max_pages}\n{crawl_extra}\n"
             "[politeness]\nrate = 0.0\nhost_concurrency = 1\n"
             "[bloom]\ncapacity = 10000\nerror_rate = 0.001\n")
     return parse_config(text, Path("/nonexistent/cluster.toml"))
@@ -137,7 +137,7 @@ class FakePeer:
             dead_after=ring.dead_after, tombstone_ttl=ring.dead_after * 4, now=ring.now,
             incarnation=incarnation, vnodes=64, max_pages=max_pages, owner_key=host_key,
             takeover_after=ring.takeover_after, grants=grants)
-        self.crawl = CrawlCore(crawl_config(ring.web, max_pages, ring.takeover_after), peer_id,
+        self.crawl = CrawlCore(crawl_config(ring.web, max_pages, ring.takeover_after, ring.crawl_extra), peer_id,
                                rng=random.Random(incarnation))
         self.core = PeerCore(self.crawl, self.node, now=ring.now, joining=joining)
         self.fetched: list[str] = []  # this peer's requests, in order
@@ -317,6 +317,8 @@ class FakeRing:
     #: ``[ring] takeover_after``: two dead_after, so a crashed peer's hosts are
     #: taken over within a test's minute, and a split of under ~3 s heals in time.
     takeover_after: float = 3.0
+    #: More ``[crawl]`` lines for every peer (a budget: tests/core/test_budgets.py).
+    crawl_extra: str = ""
 
     def __post_init__(self) -> None:
         self.now = 0.0

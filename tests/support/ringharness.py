@@ -203,8 +203,9 @@ class Ring:
                 logging.getLogger(name or None).setLevel(level)
 
     async def start_in_process(self, nursery: trio.Nursery, peer: str, *, address: str | None = None,
-                               data_dir: Path | None = None) -> InProcessPeer:
-        """Start ``peer`` as a ``Crawler`` in ``nursery`` (``address``/``data_dir``: a joiner's --address, --data-dir)."""
+                               data_dir: Path | None = None, retry_failed: bool = False) -> InProcessPeer:
+        """Start ``peer`` as a ``Crawler`` in ``nursery`` (``address``/``data_dir``: a joiner's --address,
+        --data-dir; ``retry_failed``: --retry-failed)."""
         from peer.state.configfile import load_config
         from peer.engine.crawler import Crawler
 
@@ -224,7 +225,7 @@ class Ring:
         cfg = load_config(self.toml)
         cluster = len(cfg.peers) > 1 or address is not None
         crawler = Crawler(cfg, peer, data_dir=data_dir or Path(cfg.peer(peer).data_dir), progress_interval=1.0,
-                          cluster=cluster, address=address)
+                          cluster=cluster, address=address, retry_failed=retry_failed)
         log = _PeerLog(peer, err)
         logging.getLogger().addHandler(log)
         proc = InProcessPeer(crawler, log, out, err)

@@ -39,7 +39,7 @@ from peer.core.config.revisit import RevisitConfig
 from peer.core.config.sitemaps import SitemapsConfig
 from peer.core.config.warc import WarcConfig
 from peer.core.urls.normalize import normalize
-from peer.core.urls.scope import Scope
+from peer.core.urls.scope import Scope, domain_name
 from peer.core.dns.guard import is_ip as _is_ip
 from peer.core.urls.rules import parse_url_rules
 from peer.core.urls.priority import parse_priority_rules
@@ -265,6 +265,11 @@ def _check_cross(cfg: ClusterConfig, where: str) -> None:
             hint = f"; write it as 'http://{seed.strip()}'" if "no scheme" in str(exc) else ""
             raise ConfigError(where, f"crawl.seeds[{i}]",
                               f"expected an http(s) URL, got {seed!r} ({exc}{hint})") from None
+    for i, name in enumerate(cfg.crawl.allow_domains):
+        try:
+            domain_name(name)
+        except URLError as exc:
+            raise ConfigError(where, f"crawl.allow_domains[{i}]", f"expected a domain name such as 'example.com', got {name!r} ({exc})") from None
     for key in ("allow_hosts", "deny_hosts"):
         for i, pattern in enumerate(getattr(cfg.crawl, key)):
             try:
@@ -288,6 +293,11 @@ def check_politeness(pol: PolitenessConfig, where: str) -> None:
         raise ConfigError(where, "politeness.max_delay", f"expected at least politeness.min_delay ({pol.min_delay}), got {pol.max_delay}")
     if pol.initial_delay and not pol.min_delay <= pol.initial_delay <= pol.max_delay:
         raise ConfigError(where, "politeness.initial_delay", f"expected 0 (the nominal 60/rate) or between min_delay ({pol.min_delay}) and max_delay ({pol.max_delay}), got {pol.initial_delay}")
+    if pol.by_domain and (pol.ip_rate > 0 or pol.ip_concurrency > 0):
+        # One host in two groups (its IP's and its domain's) would need a
+        # third level in the scheduler's heaps; not built (docs/politeness.md).
+        key = "politeness.ip_rate" if pol.ip_rate > 0 else "politeness.ip_concurrency"
+        raise ConfigError(where, "politeness.group", f'expected "host" with {key} set: a host paced by both its IP address and its registered domain is not supported; drop one of them, got "domain"')
     if pol.rate > 0 and pol.max_delay < pol.nominal_delay:
         raise ConfigError(where, "politeness.max_delay", f"expected at least 60/rate = {pol.nominal_delay:g} s (the delay that keeps a host at politeness.rate), got {pol.max_delay}")
 

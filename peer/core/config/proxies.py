@@ -16,7 +16,9 @@ docs/configuration.md ("Proxies") is the user's page. Rules:
    the proxy resolves the target's name. ``socks5://`` resolves the name
    here, through the crawl's resolver (``[dns]``, its cache and the SSRF
    guard), and hands the proxy an address, as curl does. An HTTP proxy
-   resolves the name itself, like ``socks5h``.
+   resolves the name itself, like ``socks5h``; with both, a name ``[dns]
+   resolve`` pins goes as its pinned address (``peer.net.proxy``), since
+   no proxy can know a name only this machine maps.
 2. **A port is required** (no scheme has one default every proxy uses), and
    nothing after it: no path, query or fragment.
 3. **No credentials in cluster.toml.** A URL with ``user:password@`` is a
@@ -309,7 +311,8 @@ def proxy_lines(cfg: Proxied) -> list[str]:
     spec = parse_proxy(crawl.proxy, str(cfg.path), "crawl.proxy", auth_env=crawl.proxy_auth_env,
                        auth_file=crawl.proxy_auth_file)
     if spec is not None:
-        remote = "the proxy resolves names" if spec.scheme.remote_dns else "names resolved here"
+        remote = ("the proxy resolves names ([dns] resolve's given as their address)"
+                  if spec.scheme.remote_dns else "names resolved here")
         lines.append(f"proxy: {spec.label}; {remote}; its own address "
                      + ("may be private (crawl.proxy_allow_private)" if crawl.proxy_allow_private else "must be public"))
     for i, b in enumerate(cfg.sites):

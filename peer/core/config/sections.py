@@ -10,6 +10,7 @@ with the same ``peer.core.config.keys.key``.
 from __future__ import annotations
 
 import dataclasses
+import enum
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -26,7 +27,7 @@ from ring.messages import MAX_ARRAY
 from ring.seedadds import MAX_ANSWERED, MAX_WAITING
 
 __all__ = ["BloomConfig", "CrawlConfig", "DnsConfig", "FrontierConfig", "PeerSpec", "PolitenessConfig",
-           "RingConfig", "bind_address", "parse_address", "parse_metrics_address"]
+           "PoliteGroup", "RingConfig", "bind_address", "parse_address", "parse_metrics_address"]
 
 def _weight(v: Any) -> str | None:
     # A member's ring points grow with its weight: gossip refuses more too.
@@ -40,6 +41,18 @@ def _at_least_two(v: Any) -> str | None:
 def _non_positive(v: Any) -> str | None:
     # A positive gain would speed up a host that is already over its setpoint.
     return None if v <= 0 else "a number <= 0 (a positive gain speeds up a host that is too fast)"
+
+
+class PoliteGroup(enum.Enum):
+    """What one politeness setpoint paces (``politeness.group``; docs/politeness.md)."""
+
+    HOST = "host"      # each host its own setpoint
+    DOMAIN = "domain"  # the hosts of one registered domain share one (frontier rule 8)
+
+
+def _group(v: Any) -> str | None:
+    names = [g.value for g in PoliteGroup]
+    return None if v in names else " or ".join(f'"{n}"' for n in names)
 
 
 def _probability(v: Any) -> str | None:
@@ -242,6 +255,7 @@ class CrawlConfig:
                                  _seed_add_answers)
     allow_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts in scope; empty: the seeds' hosts")
     deny_hosts: tuple[str, ...] = _key(list, [], "glob patterns of hosts never crawled (deny wins over allow)")
+    allow_domains: tuple[str, ...] = _key(list, [], "registered domains in scope besides allow_hosts: each covers itself and every name below it (example.com: www.example.com, a.b.example.com); with allow_hosts empty, these alone are the scope (not the seeds' hosts); deny_hosts still wins")
     max_pages: int = _key(int, 0, "cluster-wide page limit, never exceeded: split over the [[peer]] "
                           "peers, idle peers grant their spare to busy ones; 0 = no limit",
                           non_negative)
@@ -300,6 +314,12 @@ class CrawlConfig:
     # 100,000: a site bigger than that is crawled in part, and four link-farm
     # hosts then hold at most 400,000 queued URLs instead of millions.
     max_urls_per_host: int = _key(int, 100_000, "URLs of one host queued by this peer, queued plus fetched; the next are dropped; 0 = no limit", non_negative)
+    # Budgets: pages and bytes spent per host, [[site]] block and registered
+    # domain (peer/core/crawl/budgets.py has the rules and their cost in a ring).
+    max_pages_per_host: int = _key(int, 0, "page requests made to one host (each try counts; robots.txt, sitemaps and requisites do not); once spent its queued URLs are dropped and new ones refused, counted as not requested (budget_host); 0 = no budget", non_negative)
+    max_bytes_per_host: int = _key(int, 0, "bytes of page bodies received from one host as they came on the wire (before content decoding); checked before each request, so passed by at most the answers in flight; 0 = no budget", non_negative)
+    max_pages_per_domain: int = _key(int, 0, "page requests made to the hosts of one registered domain (public suffix list: a.example.co.uk and b.example.co.uk are one); in a ring each member spends its share, the budget split evenly among the members; 0 = no budget", non_negative)
+    max_bytes_per_domain: int = _key(int, 0, "bytes on the wire received from the hosts of one registered domain, split among a ring's members as max_pages_per_domain; 0 = no budget", non_negative)
     # 2048: the sitemaps protocol's limit, close to old IE's 2083; RFC 9110
     # §4.1 asks servers for 8000, but longer URLs are mostly session or trap
     # junk. peer.core.urls.normalize refuses more than 4096 in any case.
@@ -343,6 +363,15 @@ class PolitenessConfig:
     # RFC 9110 §10.2.3 sets no upper bound: 3600, or a date in 9999, would
     # hold the host, and so the end of the crawl, for hours or for ever.
     max_retry_after: float = _key(float, 300.0, "cap on a Retry-After, seconds; a longer one holds the host this long, each time, its URLs kept, until retry.down_give_up", positive)
+    # Off ("host") by default: a registered domain's hosts are often separate
+    # servers (a university's departments), and the local test web's hosts
+    # are all under web.test.
+    group: str = _key(str, "host", 'what one setpoint (rate, ceilings, host_concurrency) paces: "host", each host its own; "domain", the hosts of one registered domain (a.example.com and b.example.com) together, like one host, at the smallest rate among them, each peer its ring share (docs/politeness.md, Per registered domain); "domain" with ip_rate or ip_concurrency is refused', _group)
+
+    @property
+    def by_domain(self) -> bool:
+        """Whether a registered domain's hosts share one setpoint (``group = "domain"``)."""
+        return self.group == PoliteGroup.DOMAIN.value
 
     @property
     def setpoint(self) -> float:

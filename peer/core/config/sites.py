@@ -59,7 +59,9 @@ distinct pair). ``retry_times`` and ``retry_statuses`` replace ``[retry]``'s
 ``times`` and ``statuses`` for a URL of the block's hosts (a fragile site
 retried less, an API whose 404 is transient retried on it); what makes a
 host down and how long it is waited for stay ``[retry]``'s
-(peer/core/config/retry.py).
+(peer/core/config/retry.py). ``max_pages`` and ``max_bytes`` are a budget
+of the block's hosts together (peer/core/crawl/budgets.py), not a
+replacement of a global key.
 """
 
 from __future__ import annotations
@@ -77,6 +79,7 @@ from peer.core.config.sections import CrawlConfig, PolitenessConfig
 from peer.core.crawl.robots import product_token
 from peer.core.urls.priority import PriorityRules, parse_priority_rules
 from peer.core.urls.rules import UrlRules, parse_rules, parse_url_rules
+from peer.core.urls.domains import registered_domain
 from peer.core.urls.normalize import hostname
 from peer.core.urls.scope import Scope
 from peer.errors import ConfigError, URLError
@@ -136,6 +139,8 @@ class SiteBlock:
     # A URL's retries by site (peer/core/config/retry.py); a host's outage policy (down_*) stays [retry]'s.
     retry_times: int | None = _key(int, None, "retry.times for these hosts: retries of a URL after a transient failure", non_negative)
     retry_statuses: tuple[str, ...] | None = _key(list, None, "retry.statuses for these hosts: the statuses retried, \"503\" or a class \"5xx\"", check_statuses)
+    max_pages: int | None = _key(int, None, "page requests made to all the hosts of this block together (a budget: peer/core/crawl/budgets.py); in a ring split evenly among the members; 0 = no budget", non_negative)
+    max_bytes: int | None = _key(int, None, "bytes on the wire received from all the hosts of this block together, split among a ring's members as max_pages; 0 = no budget", non_negative)
     # The order of these hosts' queues (peer/core/frontier/order.py).
     priority: tuple[str, ...] | None = _key(list, None, "frontier.priority for these hosts, replacing the global list: '<boost>:<pattern>' rules, the first match deciding")
 
@@ -275,6 +280,7 @@ class SiteSettings:
         where = (f"site[{s.block}]: {block.label}" if block is not None and (block.sets("retry_times") or block.sets("retry_statuses"))
                  else "default" if (r.times, r.statuses) == (RetryConfig().times, RetryConfig().statuses) else "[retry]")
         lines.append(f"  retry {r.times} times on statuses {', '.join(r.statuses) or 'none'} ({where})")
+        lines += _budget_lines(host, block, s.block, crawl)
         shown_prio = ", ".join(f"{p.boost:+d} {p.pattern!r}" for p in s.priority.rules)
         where = (f"site[{s.block}]: {block.label}" if block is not None and block.sets("priority")
                  else "frontier.priority" if s.priority else "default")
@@ -286,6 +292,27 @@ class SiteSettings:
             where = f"site[{s.block}]: {block.label}" if block is not None and name.lower() in own else "crawl.headers"
             lines.append(f"  header {name}: {value} ({where})")
         return lines
+
+
+def _budget_lines(host: str, block: SiteBlock | None, i: int, crawl: CrawlConfig) -> list[str]:
+    """``--check --host``'s budget line (peer/core/crawl/budgets.py), only when a budget applies to ``host``."""
+    def pages_bytes(pages: int | None, nbytes: int | None) -> str:
+        return ", ".join(x for x in (f"{pages:,} pages" if pages else "", f"{nbytes:,} bytes" if nbytes else "") if x)
+
+    parts = []
+    if crawl.max_pages_per_host or crawl.max_bytes_per_host:
+        parts.append(f"host {pages_bytes(crawl.max_pages_per_host, crawl.max_bytes_per_host)} "
+                     "(crawl.max_pages_per_host, max_bytes_per_host)")
+    if block is not None and (block.max_pages or block.max_bytes):
+        parts.append(f"site {pages_bytes(block.max_pages, block.max_bytes)} for its hosts together (site[{i}])")
+    if crawl.max_pages_per_domain or crawl.max_bytes_per_domain:
+        parts.append(f"domain {registered_domain(hostname(host))}: "
+                     f"{pages_bytes(crawl.max_pages_per_domain, crawl.max_bytes_per_domain)} for its hosts together "
+                     "(crawl.max_pages_per_domain, max_bytes_per_domain)")
+    if not parts:
+        return []
+    split = " (a site's and a domain's split evenly among a ring's members)" if len(parts) > 1 or not parts[0].startswith("host") else ""
+    return ["  budgets " + "; ".join(parts) + split]
 
 
 def _resolve(i: int, b: SiteBlock, crawl: CrawlConfig, pol: PolitenessConfig, urlrules: UrlRules,

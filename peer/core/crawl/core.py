@@ -50,7 +50,7 @@ import dataclasses
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Container, Iterable
 from typing import TYPE_CHECKING, Any
 
 from peer.core.config.cluster import ClusterConfig, PolitenessConfig
@@ -60,7 +60,10 @@ from peer.core.crawl.decisions import (
     Origin, PassOn, Queued, Reason, Refused, Requeue, Requeued, RingView, Row, Seen, Sleep, Start, StopReason,
     Reverdict, Warn,
 )
+from peer.core.crawl.budgets import Budgets
 from peer.core.crawl.discovery import Discovery
+from peer.core.crawl.failedpages import FailedPages, FailedRow
+from peer.core.crawl.proxyreach import ProxyReach, proxy_of
 from peer.core.crawl.figures import detail_lines, limits_figures, progress_snapshot
 from peer.core.crawl.jobs import FETCHING, ROBOTS, Jobs, Rows
 from peer.core.crawl.limits import Limits
@@ -81,7 +84,7 @@ from peer.core.revisit.recrawl import Recrawl
 from peer.core.run.stats import Summary
 from peer.core.seen.bloom import BloomFilter
 from peer.core.seen.sieve import SeenSieve, SieveBatch
-from peer.core.sitemaps.hints import Requisite, attach, detach
+from peer.core.sitemaps.hints import RETRY, Requisite, Retry, attach, detach
 from peer.core.sitemaps.jobs import SitemapJobs
 from peer.core.urls.normalize import hostname
 from peer.core.urls.rules import Cause, parse_rules, parse_url_rules
@@ -131,7 +134,8 @@ class CrawlCore:
         self._cfg = cfg
         self.peer_id = peer_id
         crawl, pol = cfg.crawl, cfg.politeness
-        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth)
+        self.scope = Scope.from_seeds(crawl.seeds, crawl.allow_hosts, crawl.deny_hosts, crawl.max_depth,
+                                      crawl.allow_domains)
         #: crawl.rules and skip_extensions after the host scope; ``params``
         #: (strip_params, sort_query) are part of every URL's identity.
         self.urlrules = parse_url_rules(crawl, str(cfg.path))
@@ -189,6 +193,8 @@ class CrawlCore:
                                lambda h: self.sites.for_host(h).retry)
         #: Hosts down, or asking for a wait over the cap (peer/core/crawl/outages.py).
         self.outages = Outages(cfg.retry)
+        #: Failed pages queued again by --retry-failed (peer/core/crawl/failedpages.py).
+        self.failed_pages = FailedPages(lambda h: self.sites.for_host(h).retry)
         #: Moved hosts waiting for their lease (peer/core/handoff/leasewaits.py).
         self.lease_waits = LeaseWaits()
         # Handed CrawlCore.discover, not the part's: Discovery comes next and is
@@ -197,13 +203,16 @@ class CrawlCore:
             cfg.sitemaps, me=peer_id, scope=self.scope, summary=self.summary, robots=self.robots,
             frontier=self.frontier, limits=self.limits, jobs=self.jobs, retries=self.retries,
             recrawl=self.recrawl, owner=self.handoffs.owner, push=self._push, discover=self.discover)
+        #: Pages and bytes per host, [[site]] block and registered domain (peer/core/crawl/budgets.py).
+        self.budgets = Budgets(crawl, lambda: self.sites, self.limits, me=peer_id, ring=lambda: self.handoffs.ring)
         b = cfg.bloom
         self.discovery = Discovery(
             peer_id, bloom=BloomFilter(b.capacity, b.error_rate, growth=b.growth, max_capacity=b.max_capacity),
             sieve=SeenSieve(b.disk_after, b.sieve_batch, b.sieve_wait), scope=self.scope,
             urlrules=self.urlrules, params=self.params, sites=sites, limits=self.limits, summary=self.summary,
             jobs=self.jobs, handoffs=self.handoffs, push=self._push, pass_on=self._pass_on,
-            entry=self._entry, requisites_any_host=cfg.warc.requisites_other_hosts)
+            entry=self._entry, requisites_any_host=cfg.warc.requisites_other_hosts,
+            retrying=self.failed_pages.queued, budgets=self.budgets)
         discover = self.discovery.discover
         self.requisite_jobs = RequisiteJobs(
             cfg.warc, params=self.params, discover=discover, jobs=self.jobs, retries=self.retries,
@@ -215,7 +224,19 @@ class CrawlCore:
             page_rules=self.page_rules, params=self.params, jobs=self.jobs, rows=self.rows,
             retries=self.retries, outages=self.outages, held=self.held, discover=discover,
             robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies,
-            requisites=self.requisite_jobs)
+            requisites=self.requisite_jobs, proxies=self._proxy_reach(cfg))
+
+    def _proxy_reach(self, cfg: ClusterConfig) -> ProxyReach | None:
+        """Which proxies answered in this run (peer/core/crawl/proxyreach.py); None without a proxy."""
+        if not cfg.crawl.proxy and not any(b.proxy for b in cfg.sites):
+            return None
+
+        def proxy_for(host: str) -> tuple[str, str] | None:
+            block = self.sites.for_host(host).block
+            mine = self.sites.blocks[block].proxy if block >= 0 else None
+            return proxy_of(block, mine, self.cfg.crawl.proxy)
+
+        return ProxyReach(proxy_for)
 
     def _entry(self, entry: str, depth: int, now: float, origin: Origin, hops: int = 0, *,
                boost: int = 0) -> list[Effect]:
@@ -224,6 +245,13 @@ class CrawlCore:
             url, tail = detach(entry)
             if isinstance(tail, Requisite):
                 return self.requisite_jobs.arrived(url, tail.level, depth, now)
+        if entry.endswith(" retry"):
+            url, tail = detach(entry)
+            if isinstance(tail, Retry):  # another peer's failed page, of a host ours now
+                effects = self._retry_one(url, depth, now)
+                if any(type(e) is Queued for e in effects):
+                    self.failed_pages.received += 1
+                return effects
         return self.sitemap_jobs.entry(entry, depth, now, origin, hops)
 
     # -- what the driver, the peer core and the tools read or set ----------------------
@@ -249,6 +277,7 @@ class CrawlCore:
         self.urlrules = dataclasses.replace(self.urlrules, rules=parse_rules(cfg.crawl.rules, str(cfg.path), "crawl.rules"))
         self.discovery.rescope(self.urlrules, sites)
         self.rows.rescope(sites)
+        self.budgets.configure(cfg.crawl)
         if cfg.politeness == old.politeness and cfg.sites == old.sites:
             return 0
         return self.frontier.set_politeness(cfg.politeness, self._politeness_for() if sites else None, now)
@@ -393,6 +422,33 @@ class CrawlCore:
             out += self.discover(seed, 0, now, Origin.SEED)
         return out + self.sitemap_jobs.seeds(now)
 
+    def retry_failed(self, rows: Iterable[FailedRow], now: float,
+                     queued: Container[str] = frozenset()) -> list[Effect]:
+        """``--retry-failed``: the failed pages among this peer's latest rows queued again, or sent
+        to their hosts' owners (peer/core/crawl/failedpages.py); ``summary_line`` says how many.
+        ``queued``: those of them a recovered journal holds queued still (rule 3)."""
+        out: list[Effect] = []
+        fp = self.failed_pages
+        for url, depth, cause in fp.pick(rows):
+            if url in queued:
+                fp.queued.add(url)
+                fp.pending += 1
+                continue
+            effects = self._retry_one(url, depth, now)
+            fp.counted(cause, effects)
+            out += effects
+        return out
+
+    def _retry_one(self, url: str, depth: int, now: float) -> list[Effect]:
+        """One failed page queued again, once a run (failedpages rule 3)."""
+        fp = self.failed_pages
+        if url in fp.queued:
+            return []
+        effects = self.discovery.discover(url, depth, now, Origin.RETRY)
+        if any(type(e) is Queued for e in effects):
+            fp.queued.add(url)
+        return effects
+
     def _push(self, url: str, host: str, depth: int, now: float, boost: int = 0) -> None:
         """Queue ``url``, in its band (frontier rule 11: ``boost``, a sitemap's, plus
         ``[frontier] priority``'s); with per-IP politeness, a host whose address is known
@@ -426,7 +482,10 @@ class CrawlCore:
             out.append(Forward(attach(url, requisite), depth, owner, True, host))
             out.append(Done(url))
             return
-        out.append(Forward(attach(url, sitemaps.take_hints(url)), depth, owner, True, host))
+        if self.failed_pages.replaces(url):  # still a failed page queued again, at its new owner
+            out.append(Forward(attach(url, RETRY), depth, owner, True, host))
+        else:
+            out.append(Forward(attach(url, sitemaps.take_hints(url)), depth, owner, True, host))
         out.append(Done(url))
 
     def _keeps(self, host: str) -> bool:
@@ -573,6 +632,19 @@ class CrawlCore:
                 out.append(Done(job.url))
                 jobs.finish(job, now, Outcome.NOT_STARTED)
                 return Drop(job, tuple(out))
+        budgets = self.budgets
+        page = budgets.active and not self.sitemap_jobs.is_job(job.url) and not self.requisite_jobs.is_job(job.url)
+        if page:
+            spent = budgets.spent(job.host)
+            if spent is not None:
+                # Its host's, block's or domain's budget is spent: dropped unrequested,
+                # counted as the budget's not-requested cause (peer.core.crawl.budgets rule 3).
+                self.limits.dropped(spent)
+                self.retries.forget(job.url)
+                self.jobs.take_hops(job.url)
+                out.append(Done(job.url))
+                jobs.finish(job, now, Outcome.NOT_STARTED)
+                return Drop(job, tuple(out))
         if self.limits.given_up(job.host):
             # Came back (a retry, a robots.txt wait) after its host was given up.
             self.rows.row(job, None, out, error="retry_after")
@@ -623,6 +695,8 @@ class CrawlCore:
                 # their Crawl-delay floor with them.
                 self.frontier.set_min_delay(job.host, delay, now)
         jobs.mark(job.url, FETCHING)
+        if page:
+            budgets.page(job.host)  # reserved before the request: one in flight counts (budgets rule 1)
         if self.sitemap_jobs.is_job(job.url):
             return FetchSitemap(job, self.cfg.sitemaps.max_bytes,
                                 tuple(sorted(self.sitemaps.authorities(job.url))), tuple(out))
@@ -642,6 +716,8 @@ class CrawlCore:
 
     def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]:
         """What a fetch result means: rows, discoveries, retries; the job is done."""
+        if self.budgets.active and not self.requisite_jobs.is_job(job.url):
+            self.budgets.received(job.host, res.raw_bytes)  # peer.core.crawl.budgets rule 2
         return self.outcomes.on_result(job, res, parsed, now)
 
     def on_robots(self, job: Job, res: FetchResult, now: float) -> list[Effect]:

@@ -54,6 +54,7 @@ class Origin(StrEnum):
     HANDED_SEEN = "handed-seen"
     RECOVERED = "recovered"
     REQUISITE = "requisite"  # a page's stylesheet, image, script, font or frame ([warc] requisites)
+    RETRY = "retry"  # a failed page queued again (--retry-failed: peer/core/crawl/failedpages.py)
 
 
 class StopReason(StrEnum):
@@ -85,6 +86,9 @@ class Reason(StrEnum):
     PATH_REPEAT = "max_path_repeat"      # peer.core.crawl.limits rule 1
     URLS_PER_HOST = "max_urls_per_host"  # peer.core.crawl.limits rule 2
     GIVEN_UP = "given_up"                # its host was given up (peer.core.crawl.limits rule 4)
+    BUDGET_HOST = "budget_host"          # its host's budget was spent (peer.core.crawl.budgets rule 3)
+    BUDGET_SITE = "budget_site"          # its [[site]] block's budget was spent
+    BUDGET_DOMAIN = "budget_domain"      # its registered domain's budget was spent
     SEEN = "seen"                        # in the seen set, or handed over as fetched
     REDIRECTS = "max_redirects"          # a redirect's target past crawl.max_redirects
 

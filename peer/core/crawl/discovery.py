@@ -23,6 +23,7 @@ HANDED_BACK   no         no [3]           no         add, queued unless handed a
 HANDED_SEEN   no         no               no         add, never queued [4]
 RECOVERED     no         no               no         untouched [5]
 REQUISITE     no [1]     [7]              yes        add; already there: drop
+RETRY         no [8]     yes              no [8]     add; queued though already there [8]
 ============  =========  ===============  =========  =====================================
 
 [1] ``normalize_link`` made it, with the core's ``params`` (strip_params,
@@ -42,6 +43,13 @@ shown, so neither refuses it (as Heritrix's transclusion rule and wget's
 ``-p`` take embeds); an exclude rule that matches it does, and so do
 ``deny_hosts`` and, with ``[warc] requisites_other_hosts = false``,
 ``allow_hosts``; the URL caps hold.
+[8] A failed page queued again (``--retry-failed``, peer/core/crawl/failedpages.py):
+its URL is a results row's, normalised when first queued; it was counted
+against ``max_urls_per_host`` then, and the filter holds it, which is why
+it comes. A host another peer owns now gets it with a ``retry`` tail
+(peer/core/sitemaps/hints.py), and that owner queues it the same way, even
+if the host's previous owner handed it over as fetched, before or after
+(its row there was the failure).
 
 A URL with a tail after a space (any origin but LINK and REDIRECT) is a
 sitemap job or a URL with a sitemap's hints (``peer.core.sitemaps.hints``):
@@ -56,7 +64,8 @@ it was given, ``Queued``, ``Checking``, ``Forward``, ``Seen`` or
 ``Refused``, whose ``Reason`` says which step said no, in the order above:
 ``BAD_URL``, then ``HOST`` or ``DEPTH`` (the scope; the host named first
 when both refuse), ``EXTENSION`` or ``RULES``, ``URL_LENGTH`` or
-``PATH_REPEAT``, ``URLS_PER_HOST`` or ``GIVEN_UP`` (a URL queued before is
+``PATH_REPEAT``, ``URLS_PER_HOST``, ``GIVEN_UP`` or a spent budget's
+``BUDGET_HOST``, ``BUDGET_SITE``, ``BUDGET_DOMAIN`` (a URL queued before is
 ``SEEN``, no drop), ``SEEN``. A URL with a sitemap's tail is the sitemaps'
 part's: a URL with hints gets its verdict here, but a sitemap job queued
 or refused there leaves none (it is never journaled, ``peer.core.sitemaps.jobs``
@@ -66,18 +75,20 @@ peer try`` shows the reason as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING
+from collections.abc import Callable, Container, Iterable
+from typing import TYPE_CHECKING, Any
 
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued, Reason, Refused, Seen
 from peer.core.crawl.limits import Cap
 from peer.core.seen.sieve import Verdict as SeenVerdict
+from peer.core.sitemaps.hints import RETRY, attach
 from peer.core.urls.normalize import host_key, normalize
 from peer.core.urls.rules import Cause, UrlRules
 from peer.errors import URLError
 
 if TYPE_CHECKING:
     from peer.core.config.sites import SiteSettings
+    from peer.core.crawl.budgets import Budgets
     from peer.core.crawl.jobs import Jobs
     from peer.core.crawl.limits import Limits
     from peer.core.handoff.moves import Handoffs, PassOn
@@ -101,22 +112,35 @@ _PENDING = SeenVerdict.PENDING
 # decided (an enum's call by value costs ~0.3 µs), and back for the counts.
 _EXCLUDED = {Cause.EXTENSION: Reason.EXTENSION, Cause.RULE: Reason.RULES}
 _CAPPED = {Cap.URL_LENGTH: Reason.URL_LENGTH, Cap.PATH_REPEAT: Reason.PATH_REPEAT,
-           Cap.URLS_PER_HOST: Reason.URLS_PER_HOST, Cap.GIVEN_UP: Reason.GIVEN_UP}
+           Cap.URLS_PER_HOST: Reason.URLS_PER_HOST, Cap.GIVEN_UP: Reason.GIVEN_UP,
+           Cap.BUDGET_HOST: Reason.BUDGET_HOST, Cap.BUDGET_SITE: Reason.BUDGET_SITE,
+           Cap.BUDGET_DOMAIN: Reason.BUDGET_DOMAIN}
 _CAUSES = {v: k for k, v in _EXCLUDED.items()}
 _CAPS = {v: k for k, v in _CAPPED.items()}
 _NO_RULES = UrlRules()
+
+
+class _NoBudgets:
+    active = False
+
+    def spent(self, host: str) -> Cap | None:
+        return None
+
+
+_NO_BUDGETS: Any = _NoBudgets()
 
 
 class Discovery:
     """The way in of ``CrawlCore`` (module docstring)."""
 
     __slots__ = ("bloom", "sieve", "_me", "_scope", "_urlrules", "_params", "_sites", "_limits", "_summary",
-                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host")
+                 "_jobs", "_handoffs", "_push", "_pass_on", "_entry", "_any_host", "_retrying", "_budgets")
 
     def __init__(self, me: str, *, bloom: BloomFilter, sieve: SeenSieve, scope: Scope, urlrules: UrlRules,
                  params: ParamRules | None, sites: SiteSettings, limits: Limits, summary: Summary,
                  jobs: Jobs, handoffs: Handoffs, push: Callable[..., None],
-                 pass_on: PassOn, entry: Discover, requisites_any_host: bool = True) -> None:
+                 pass_on: PassOn, entry: Discover, requisites_any_host: bool = True,
+                 retrying: Container[str] = frozenset(), budgets: Budgets | None = None) -> None:
         #: The seen set: every URL queued, forwarded to us, or handed in (``CrawlCore.bloom``).
         self.bloom = bloom
         #: The exact seen set's policy behind the Bloom filter (peer/core/seen/sieve.py).
@@ -135,6 +159,10 @@ class Discovery:
         self._entry = entry
         #: ``[warc] requisites_other_hosts``: a requisite's host need not be in allow_hosts [7].
         self._any_host = requisites_any_host
+        #: Failed pages queued again here, until their row [8] (``FailedPages.queued``).
+        self._retrying = retrying
+        #: The budgets (peer.core.crawl.budgets): a spent one refuses its hosts' new URLs.
+        self._budgets = budgets if budgets is not None else _NO_BUDGETS
 
     def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
         """A recovered queue, each URL as :meth:`discover` with ``Origin.RECOVERED`` takes it.
@@ -184,7 +212,8 @@ class Discovery:
         if origin is Origin.HANDED_SEEN:
             host = host or host_key(url)
             self.sieve.add(url, now)
-            self._handoffs.handed_in(url, host, queued=not self.bloom.add(url))
+            # A failed page queued again here [8] was handed over by its failed row: it runs.
+            self._handoffs.handed_in(url, host, queued=not self.bloom.add(url) and url not in self._retrying)
             return [Seen(url)]
         if origin is Origin.HANDED_BACK:
             host = host or host_key(url)
@@ -210,6 +239,8 @@ class Discovery:
             else:
                 self._pass_on(url, depth, owner, host, out)
             return out
+        if origin is Origin.RETRY:
+            return self._retry(url, depth, now, host)
         relay = origin is Origin.RELAY or origin is Origin.ADOPTED
         params = self._params
         if relay or origin is Origin.SEED:
@@ -254,6 +285,8 @@ class Discovery:
                 # sender's "recently forwarded" cache: it may be the only copy.
                 return [Forward(url, depth, owner, relay, host)]
         cap = limits.admit(host)
+        if cap is None and self._budgets.active:
+            cap = self._budgets.spent(host)  # peer.core.crawl.budgets rule 3
         if cap is not None:
             # Not put in the Bloom filter (a link farm would fill it); a URL
             # queued before is no drop.
@@ -273,6 +306,33 @@ class Discovery:
         if hops:
             self._jobs.set_hops(url, hops)
         self._push(url, host, depth, now, boost)
+        return [Queued(url, depth)]
+
+    def _retry(self, url: str, depth: int, now: float, host: str | None) -> list[Effect]:
+        """A failed page queued again [8]: the scope and the rules in force now still judge it."""
+        if host is None:
+            try:
+                host = host_key(url)
+            except URLError:
+                return self._refuse(url, _BAD_URL)
+        scope = self._scope
+        if not scope.allows(url, depth, host=host):
+            deep = scope.max_depth and depth > scope.max_depth
+            return self._refuse(url, _DEPTH if deep and scope.allows_host(host) else _HOST)
+        rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules
+        if rules:
+            cause = rules.excluded(url)
+            if cause is not None:
+                return self._refuse(url, _EXCLUDED[cause])
+        ring = self._handoffs.ring
+        if ring is not None:
+            owner = ring.owner(host)
+            if owner != self._me:
+                return [Forward(attach(url, RETRY), depth, owner, True, host)]
+        if self.bloom.add(url):
+            self.sieve.add(url, now, direct=True)  # new here: its host's failures were another peer's
+        self._handoffs.take_fetched_elsewhere(url)  # handed over as fetched, and failed there: it runs
+        self._push(url, host, depth, now)
         return [Queued(url, depth)]
 
     def _requisite_refused(self, url: str, host: str) -> Reason | None:

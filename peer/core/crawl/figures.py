@@ -177,7 +177,10 @@ def detail_lines(core: Sources, malformed: dict[str, int]) -> list[str]:
         lines.append("cookies: " + ", ".join(f"{k} {n}" for k, n in sorted(core.cookies.counts.items()))
                      + f"; {len(core.cookies)} kept for {len(core.cookies.hosts())} hosts")
     fr = core.frontier
-    if fr.ceiling_holds or fr.ip_ceiling_holds or fr.n_ips:
+    if core.cfg.politeness.by_domain:  # politeness.group = "domain": the groups are domains, not IPs
+        lines.append(f"politeness: starts held by the 1 s/5 s ceiling {fr.ceiling_holds} "
+                     f"(per registered domain {fr.ip_ceiling_holds}); registered domains paced {fr.n_domains}")
+    elif fr.ceiling_holds or fr.ip_ceiling_holds or fr.n_ips:
         lines.append(f"politeness: starts held by the 1 s/5 s ceiling {fr.ceiling_holds} "
                      f"(per IP {fr.ip_ceiling_holds}); IP addresses paced {fr.n_ips}")
     b = core.bloom

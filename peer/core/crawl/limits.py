@@ -37,6 +37,10 @@ Rules (config keys in brackets; 0 turns a cap off):
    held, so a crawl that waits says what it waits for. A hold ends when
    released or when its time has passed.
 
+What the crawl may *spend* on a host, a ``[[site]]`` block or a registered
+domain (pages, bytes) is ``peer.core.crawl.budgets``'s; its hits are
+counted here, as ``Cap.BUDGET_*``, beside the caps'.
+
 Memory: one int per host that ever had a URL queued here (the frontier
 keeps more than that per queued host), and per held or given-up host a few
 dozen bytes.
@@ -72,6 +76,11 @@ class Cap(enum.StrEnum):
     RETRY_AFTER = "max_retry_after"  # Retry-After answers cut
     HOSTS_GIVEN_UP = "hosts_given_up"  # hosts given up (rule 4)
     GIVEN_UP = "given_up"  # URLs of given-up hosts dropped
+    # Budgets (peer.core.crawl.budgets): URLs dropped or refused once a budget was spent.
+    BUDGET_HOST = "budget_host"
+    BUDGET_SITE = "budget_site"
+    BUDGET_DOMAIN = "budget_domain"
+    BUDGETS_SPENT = "budgets_spent"  # hosts, [[site]] blocks and domains whose budget was spent
 
 
 class Hold(enum.StrEnum):
@@ -243,6 +252,12 @@ class Limits:
         ) if h[cap]]
         if h[Cap.LINKS_PER_PAGE]:
             parts.append(f"links cut {h[Cap.LINKS_PER_PAGE]} on {h[Cap.PAGES_CUT]} pages")
+        if h[Cap.BUDGETS_SPENT]:
+            # peer.core.crawl.budgets rule 3: what was spent, and the URLs it left unrequested.
+            over = [f"{cap.value} {h[cap]}" for cap in (Cap.BUDGET_HOST, Cap.BUDGET_SITE, Cap.BUDGET_DOMAIN)
+                    if h[cap]]
+            parts.append(f"budgets spent {h[Cap.BUDGETS_SPENT]}"
+                         + (f" (not requested: {', '.join(over)})" if over else ""))
         if h[Cap.HOSTS_GIVEN_UP]:
             parts.append(f"hosts given up {h[Cap.HOSTS_GIVEN_UP]} ({h[Cap.GIVEN_UP]} URLs dropped)")
         held = self.held(now)

@@ -44,6 +44,7 @@ from peer.core.crawl.jobs import DONE, REQUEUED, ROBOTS, ROW
 from peer.core.config.retry import DEFAULT_ERRORS, RetryConfig
 from peer.core.crawl.limits import Hold
 from peer.core.crawl.outages import Outages, Verdict
+from peer.core.crawl.proxyreach import ProxyReach
 from peer.core.dedupe.precedence import unsessioned
 from peer.core.dedupe.verdicts import Ask, Kind
 from peer.core.frontier.frontier import Job, Outcome
@@ -198,14 +199,15 @@ class Outcomes:
 
     __slots__ = ("_cfg", "_summary", "_limits", "_frontier", "_robots", "_page_rules", "_params", "_jobs",
                  "_rows", "_retries", "_outages", "_held", "_discover", "_robots_sitemaps", "_keep_cookies",
-                 "_internal_seen", "_requisites")
+                 "_internal_seen", "_requisites", "_proxies")
 
     def __init__(self, cfg: ClusterConfig, *, summary: Summary, limits: Limits, frontier: Frontier,
                  robots: RobotsCache, page_rules: PageRules, params: ParamRules | None, jobs: Jobs,
                  rows: Rows, retries: Retries, held: HeldPages, discover: Discover,
                  outages: Outages | None = None,
                  robots_sitemaps: Callable[[str, str, float], list[Effect]],
-                 keep_cookies: Callable[[FetchResult], None], requisites: RequisiteHooks) -> None:
+                 keep_cookies: Callable[[FetchResult], None], requisites: RequisiteHooks,
+                 proxies: ProxyReach | None = None) -> None:
         self._cfg = cfg
         self._summary = summary
         self._limits = limits
@@ -223,6 +225,8 @@ class Outcomes:
         self._keep_cookies = keep_cookies
         self._internal_seen: set[str] = set()  # exception types logged once (rule 8)
         self._requisites = requisites
+        #: Which proxies answered in this run; None without a proxy (peer/core/crawl/proxyreach.py).
+        self._proxies = proxies
 
     def fetched(self, job: Job, res: FetchResult, now: float) -> bool:
         """The answer came: note the host's address and cookies; whether the body is HTML to parse."""
@@ -236,6 +240,8 @@ class Outcomes:
 
     def on_result(self, job: Job, res: FetchResult, parsed: Parsed | None, now: float) -> list[Effect]:
         """What a fetch result means: rows, discoveries, retries; the job is done."""
+        if self._proxies is not None:
+            self._proxies.saw(job.host, res.error)
         if self._requisites.is_job(job.url):
             return self._requisites.on_result(job, res, parsed, now)  # no row: peer.core.crawl.requisites rule 4
         out: list[Effect] = []
@@ -249,6 +255,13 @@ class Outcomes:
         host = job.host
         limits = self._limits
         retryable = self._retries.retryable(res, host)
+        if retryable and self._proxies is not None:
+            down = self._proxies.unreached(host, res.error)
+            if down is not None:  # not retried: its proxy never answered (proxyreach rule 2)
+                retryable = False
+                said = self._proxies.warning(*down, res.detail)
+                if said is not None:
+                    out.append(Warn(said))
         if status is not None and not 200 <= status <= 599:
             self._summary.invalid_status += 1
         retry_after = None
@@ -420,6 +433,7 @@ class Outcomes:
             self._frontier.set_host_ip(host, res.address, now)
         self._keep_cookies(res)
         status, error = res.status, res.error
+        down: tuple[str, str] | None = None  # the host's proxy, down since the run began
         if status in (429, 503) and res.retry_after is not None:
             # The server said when: ask again then, not after robots_retry
             # (RFC 9110 §10.2.3), cut like any Retry-After.
@@ -434,7 +448,15 @@ class Outcomes:
                 out += self._robots_sitemaps(host, res.url, now)  # peer/core/sitemaps/jobs.py rule 1
         else:
             cause = ErrorKind(error) if error else ErrorKind.UNKNOWN
-            self._robots.failed(host, now, cause, final=cause in ROBOTS_FINAL)
+            # A proxy that has not answered in this run is not waited for (proxyreach rule 2).
+            down = self._proxies.unreached(host, error) if self._proxies is not None else None
+            self._robots.failed(host, now, cause, final=cause in ROBOTS_FINAL or down is not None)
+            if down is not None:
+                said = self._proxies.warning(*down, res.detail) if self._proxies is not None else None
+                if said is not None:
+                    out.append(Warn(said))
+        if self._proxies is not None:
+            self._proxies.saw(host, error)
         failures = self._robots.failures(host)
         outcome = (Outcome.UNREACHED if error in UNREACHED_KINDS and status is None
                    else Outcome.FETCHED if status is not None else Outcome.FAILED)
@@ -453,9 +475,11 @@ class Outcomes:
                 # recorded with the cause now rather than held (rule 7).
                 self._limits.release(host, Hold.ROBOTS)
                 # A cause no retry mends (ROBOTS_FINAL) was not tried again.
-                after = f" after {failures} tries" if failures > 1 and final not in ROBOTS_FINAL else ""
-                out.append(Warn(f"robots.txt {res.url} unreachable{after} ({why}); its {queued} queued "
-                                f"URL{'s are' if queued != 1 else ' is'} recorded as '{final}'"))
+                after = (f" after {failures} tries" if failures > 1 and final not in ROBOTS_FINAL
+                         and down is None else "")
+                if down is None:  # a proxy down: its one warning says it for every host behind it
+                    out.append(Warn(f"robots.txt {res.url} unreachable{after} ({why}); its {queued} queued "
+                                    f"URL{'s are' if queued != 1 else ' is'} recorded as '{final}'"))
                 self._rows.row(job, None, out, error=final)
                 for other in self._frontier.remove_host(host):
                     self._retries.forget(other.url)

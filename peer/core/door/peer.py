@@ -136,7 +136,7 @@ from __future__ import annotations
 import logging
 import random
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Container, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -145,6 +145,7 @@ from peer.core.config.dedupe import DedupeConfig
 from peer.core.config.livekeys import check_document, differing_keys, live_document, set_paused, with_live
 from peer.core.config.sites import SiteSettings
 from peer.core.crawl.core import CrawlCore
+from peer.core.crawl.failedpages import FailedRow
 from peer.core.crawl.decisions import (
     Admission,
     Done,
@@ -439,6 +440,23 @@ class PeerCore:
     def seeds(self, now: float) -> list[PeerEffect]:
         """The seeds (and the sitemaps they name), then Commit (1g)."""
         return [*self.routed(self.crawl.seeds(now), now), Commit()]
+
+    def retry_failed(self, rows: Iterable[FailedRow], now: float,
+                     queued: Container[str] = frozenset()) -> list[PeerEffect]:
+        """``--retry-failed``: this peer's failed pages queued again or sent to their owners, then
+        Commit; ``queued``: those still queued from an earlier run (CrawlCore.retry_failed)."""
+        return [*self.routed(self.crawl.retry_failed(rows, now, queued), now), Commit()]
+
+    def retry_failed_line(self, asked: bool) -> str | None:
+        """The summary's line of the failed pages queued again: when ``--retry-failed`` was
+        ``asked``, or other peers sent some; else None."""
+        fp = self.crawl.failed_pages
+        return fp.summary_line() if asked or fp.received else None
+
+    def replaces_row(self, url: str) -> bool:
+        """Whether ``url``'s row takes the place of its earlier one: a failed page queued again."""
+        fp = self.crawl.failed_pages
+        return bool(fp.queued) and fp.replaces(url)
 
     # -- a seeds file (peer.core.crawl.seedfeed) ----------------------------------------
 

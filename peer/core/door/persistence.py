@@ -120,6 +120,7 @@ class Persistence:
         b = crawl.cfg.bloom
         crawl.bloom.set_policy(b.growth, b.max_capacity)
         crawl.requested = int(rec.counters.get("pages", 0))
+        crawl.budgets.restore(rec.counters)  # each host's pages and bytes spent (budgets rule 5)
         crawl.seed_feed = SeedFeed.from_counters(rec.counters)  # its position and counts (seedfeed rule 3)
         crawl.seed_adds = SeedTally.from_counters(rec.counters)  # ring seed add's counts (seedadd rule 2)
         # The URLs other peers handed us as fetched: a copy still queued must not run,
@@ -195,7 +196,17 @@ class Persistence:
         grants = node.membership.me.grants if node is not None else self.resumed_grants
         left = node.membership.tombstones() if node is not None else self.resumed_left
         return {"pages": self._crawl.requested, **grants_to_counters(grants), **left_to_counters(left),
-                **self._crawl.seed_feed.to_counters(), **self._crawl.seed_adds.to_counters()}
+                **self._crawl.seed_feed.to_counters(), **self._crawl.seed_adds.to_counters(),
+                **self._crawl.budgets.counters()}
+
+    def row_counters(self, host: str) -> dict[str, float]:
+        """What the journal keeps with a page row of ``host``: the page count, and the host's
+        budget counts when a budget is set (peer.core.crawl.budgets rule 5)."""
+        crawl = self._crawl
+        out: dict[str, float] = {"pages": crawl.requested}
+        if crawl.budgets.active:
+            out.update(crawl.budgets.counters(host))
+        return out
 
     def snapshot_view(self) -> SnapshotView:
         """One moment's state for a snapshot; the spill store's tails flushed (its checkpoint next)."""

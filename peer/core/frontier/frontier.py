@@ -639,6 +639,11 @@ class Frontier:
         """IP entries kept (rule 8)."""
         return self._sched.n_ips
 
+    @property
+    def n_domains(self) -> int:
+        """Registered domains' groups kept (rule 8, ``politeness.group = "domain"``)."""
+        return self._sched.n_domains
+
     def known_hosts(self) -> list[str]:
         """Every host the frontier still keeps (rule 6 bounds them): work, in flight or recent starts."""
         return self._sched.known_hosts()
@@ -706,3 +711,11 @@ class Frontier:
     def ip_delay(self, ip: str) -> float:
         """The delay between request starts to ``ip`` on this peer (0 if unknown or unpaced)."""
         return self._sched.ip_delay(ip)
+
+    def host_domain(self, host: str) -> str | None:
+        """The registered domain the host is paced under (``politeness.group = "domain"``, rule 8), or None."""
+        return self._sched.host_domain(host)
+
+    def domain_delay(self, domain: str) -> float:
+        """The delay between request starts to ``domain``'s hosts on this peer (0 if unknown or unpaced)."""
+        return self._sched.domain_delay(domain)

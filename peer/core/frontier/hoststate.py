@@ -112,12 +112,16 @@ class HostState:
 class IpBudget:
     """The record of an IP address shared by hosts (rule 8): a budget paced like one host.
 
+    Also the record of a registered domain's hosts with ``politeness.group =
+    "domain"``: the same budget, keyed by the domain (``addr``), with ``paces``.
+
     Its rules are peer/core/frontier/ipbudget.py's; the scheduler keeps one an address.
     """
 
     __slots__ = (
         "addr", "share", "delay", "cap", "limits", "starts", "spos", "last_start",
         "in_flight", "nref", "heap", "rguard", "rseq", "rkey", "tseq", "tkey", "pinned",
+        "paces",
     )
 
     def __init__(self, addr: str) -> None:
@@ -139,6 +143,10 @@ class IpBudget:
         self.tseq = 0  # seq of its live timer-heap entry, 0 = none
         self.tkey = 0.0
         self.pinned = False  # its share was set for it (set_ip_share), not the ring's
+        # A registered domain's group (politeness.group = "domain"): its hosts
+        # counted by the profile each is paced by, whose smallest rate is the
+        # group's (ipbudget.py); None for an IP address's budget.
+        self.paces: dict[Pace, int] | None = None
 
 
 class StartUndo(NamedTuple):

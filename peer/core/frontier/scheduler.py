@@ -98,7 +98,7 @@ class HostScheduler:
 
     __slots__ = (
         "_pol", "_pace", "_pace_for", "_paces", "_window", "_hosts", "_ips",
-        "_ip_on", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
+        "_ip_on", "_domains", "_by_domain", "_default_share", "_ready", "_timers", "_seq", "_trace", "_clock",
         "forgotten", "_in_flight", "_active", "_ceiling_holds", "_ip_ceiling_holds", "_stale", "_swaps",
     )
 
@@ -117,6 +117,10 @@ class HostScheduler:
         self._hosts: dict[str, HostState] = {}
         self._ips: dict[str, IpBudget] = {}
         self._ip_on = pol.ip_rate > 0 or pol.ip_concurrency > 0
+        # politeness.group = "domain": each host in its registered domain's
+        # group from the moment its record is made (rule 8); not a live key.
+        self._by_domain = pol.by_domain
+        self._domains: dict[str, IpBudget] = {}
         self._default_share = 1.0
         # (ready_at, seq, host or IP): hosts without an IP, with queued work and
         # a free slot, and IPs with such a host (rule 8).
@@ -153,6 +157,8 @@ class HostScheduler:
             pace = self._pace_of(host)
             hs = HostState(host, now, pace.new_host_pid(), pace)
             self._hosts[host] = hs  # the caller schedules its timer
+            if self._by_domain:
+                self._join_domain(hs, now)
         elif hs.pid is not None and now >= hs.win_start + self._window:
             roll(hs, now, hs.pace.pol, self._trace)
             self._schedule_ready(hs, now)
@@ -343,8 +349,12 @@ class HostScheduler:
     # ------------------------------------------------------------ per IP (ipbudget.py)
 
     def set_host_ip(self, host: str, ip: str, now: float) -> None:
-        """The host resolves to ``ip``: from now on it shares that IP's budget (rule 8), if one is set."""
-        if not self._ip_on:
+        """The host resolves to ``ip``: from now on it shares that IP's budget (rule 8), if one is set.
+
+        A no-op with ``group = "domain"``: a host is in one group (the config
+        refuses ip_rate and ip_concurrency with it).
+        """
+        if not self._ip_on or self._by_domain:
             return
         hs = self.keep(host, now)
         old = hs.ip
@@ -390,7 +400,9 @@ class HostScheduler:
             return
         self._default_share = share = clamp_share(fraction)
         self._clock = now
-        for entry in self._ips.values():
+        # A registered domain's group likewise (rule 8): the ring places its
+        # hosts by name, so this peer owns about its ring share of them.
+        for entry in (*self._ips.values(), *self._domains.values()):
             if not entry.pinned and entry.share != share:
                 ipbudget.configure(entry, self._pol, share, now)
                 self._schedule_ip(entry)
@@ -432,6 +444,13 @@ class HostScheduler:
         old = hs.pace
         pace = self._pace_of(hs.name)
         hs.pace = pace
+        group = hs.ip
+        if group is not None and group.paces is not None and pace is not old:
+            # Its domain's setpoint is its hosts' smallest: count it by its new profile.
+            ipbudget.leave(group, old)
+            ipbudget.join(group, pace)
+            ipbudget.configure(group, self._pol, group.share, now)
+            self._schedule_ip(group)
         swap = self._swaps.get((id(old), id(pace)))
         if swap is None:
             same = pace.pol == old.pol
@@ -477,6 +496,11 @@ class HostScheduler:
     def n_ips(self) -> int:
         """IP entries kept (rule 8)."""
         return len(self._ips)
+
+    @property
+    def n_domains(self) -> int:
+        """Registered domains' groups kept (rule 8, ``group = "domain"``)."""
+        return len(self._domains)
 
     @property
     def in_flight(self) -> int:
@@ -544,7 +568,17 @@ class HostScheduler:
     def host_ip(self, host: str) -> str | None:
         """The IP the host is paced under (rule 8), or None."""
         hs = self._hosts.get(host)
-        return None if hs is None or hs.ip is None else hs.ip.addr
+        return None if hs is None or hs.ip is None or hs.ip.paces is not None else hs.ip.addr
+
+    def host_domain(self, host: str) -> str | None:
+        """The registered domain the host is paced under (``group = "domain"``), or None."""
+        hs = self._hosts.get(host)
+        return None if hs is None or hs.ip is None or hs.ip.paces is None else hs.ip.addr
+
+    def domain_delay(self, domain: str) -> float:
+        """The delay between request starts to ``domain``'s hosts on this peer (0 if unknown or unpaced)."""
+        entry = self._domains.get(domain)
+        return 0.0 if entry is None else entry.delay
 
     def ip_delay(self, ip: str) -> float:
         """The delay between request starts to ``ip`` on this peer (0 if unknown or unpaced)."""
@@ -668,7 +702,7 @@ class HostScheduler:
             obj.tseq = 0
             if isinstance(obj, IpBudget):
                 if obj.nref == 0 and obj.in_flight == 0 and now >= ipbudget.forget_at(obj):
-                    del self._ips[obj.addr]
+                    del (self._ips if obj.paces is None else self._domains)[obj.addr]
                 else:
                     self._schedule_timer(obj)
                 continue
@@ -683,6 +717,11 @@ class HostScheduler:
             self._schedule_ready(hs, now)
             self._schedule_timer(hs)
 
+    def _join_domain(self, hs: HostState, now: float) -> None:
+        """Put a new record in its registered domain's group (rule 8, ``group = "domain"``)."""
+        hs.ip = group = ipbudget.enter_domain(self._domains, hs.name, hs.pace, self._pol, self._default_share, now)
+        self._schedule_ip(group)  # its delay may have changed under hosts waiting in it
+
     def _forget(self, hs: HostState) -> None:
         """Drop the record of an idle host whose time has come (rule 6)."""
         del self._hosts[hs.name]
@@ -690,6 +729,11 @@ class HostScheduler:
         ip = hs.ip
         if ip is not None:
             ip.nref -= 1
+            if ip.paces is not None:
+                ipbudget.leave(ip, hs.pace)
+                if ip.nref:  # its setpoint may rise with the slowest host gone
+                    ipbudget.configure(ip, self._pol, ip.share, self._clock)
+                    self._schedule_ip(ip)
             if ip.nref == 0:
                 self._schedule_timer(ip)
         if self.forgotten is not None:

@@ -12,7 +12,8 @@ snapshot, so:
   ``max_pages`` leaves counts its ETA toward that queue, as its crawl ends
   when the queue does (an ETA toward ``max_pages`` said a minute four seconds
   before the end); an ETA beyond :data:`ETA_MOST` says so rather than
-  print a number no one can use (a huge ``max_pages`` gave millions of hours);
+  print a number no one can use (a huge ``max_pages`` gave millions of hours),
+  and one without a rate (no page in the last interval) reads ``ETA unknown``;
 - a line whose figures (all but the elapsed time) equal the last one logged
   is not logged again: a ring winding down prints one line, not one every
   five seconds. The first change prints again. A held host is never such a
@@ -102,7 +103,8 @@ def _eta(snap: ProgressSnapshot, left: int, rate: float) -> str:
     queued = snap.frontier + snap.in_flight
     work, toward = (queued, f" (the {queued:,} queued)") if snap.solo and queued < left else (left, "")
     if rate <= 0:
-        return "ETA -"
+        # No page in the last interval (a stall, or a first line after a resume): no rate, no ETA.
+        return "ETA unknown"
     seconds = work / rate
     if seconds > ETA_MOST:
         return "ETA over a week"

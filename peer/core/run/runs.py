@@ -72,31 +72,40 @@ class Fingerprint:
     # crawl.rules: the include/exclude rules judge every link as the scope
     # does. None: a record written before they were kept (no change said).
     rules: tuple[str, ...] | None = None
+    # crawl.allow_domains: hosts in scope beside allow_hosts. None: a record
+    # written before they were kept (no change said).
+    allow_domains: tuple[str, ...] | None = None
 
     @classmethod
     def of(cls, crawl: Any) -> Fingerprint:
         """The fingerprint of a ``CrawlConfig``."""
         return cls(tuple(crawl.seeds), tuple(crawl.allow_hosts), tuple(crawl.deny_hosts),
-                   int(crawl.max_depth), tuple(crawl.rules))
+                   int(crawl.max_depth), tuple(crawl.rules), tuple(crawl.allow_domains))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"seeds": list(self.seeds), "allow_hosts": list(self.allow_hosts),
                                "deny_hosts": list(self.deny_hosts), "max_depth": self.max_depth}
         if self.rules is not None:
             out["rules"] = list(self.rules)
+        if self.allow_domains is not None:
+            out["allow_domains"] = list(self.allow_domains)
         return out
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> Fingerprint:
         rules = d.get("rules")
+        domains = d.get("allow_domains")
         return cls(tuple(d["seeds"]), tuple(d["allow_hosts"]), tuple(d["deny_hosts"]),
-                   int(d["max_depth"]), tuple(str(r) for r in rules) if isinstance(rules, list) else None)
+                   int(d["max_depth"]), tuple(str(r) for r in rules) if isinstance(rules, list) else None,
+                   tuple(str(x) for x in domains) if isinstance(domains, list) else None)
 
     def changes(self, now: Fingerprint) -> tuple[str, ...]:
         """What changed from this (the state's) to ``now`` (the config's), one phrase each."""
         out = []
-        for name in ("seeds", "allow_hosts", "deny_hosts"):
+        for name in ("seeds", "allow_hosts", "deny_hosts", "allow_domains"):
             before, after = getattr(self, name), getattr(now, name)
+            if before is None or after is None:
+                continue  # allow_domains of a record written before it was kept
             if set(before) != set(after):
                 added = [x for x in after if x not in before]
                 gone = [x for x in before if x not in after]

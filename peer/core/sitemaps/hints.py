@@ -13,6 +13,7 @@ after the URL::
     <url> hints <lastmod> <priority> <changefreq>   "-" for a field absent
     <url> sitemap <depth> <prefix> ...           a sitemap job: depth, granted URL prefixes
     <url> requisite <level>                      a page requisite (peer.core.crawl.requisites)
+    <url> retry                                  a failed page queued again (peer.core.crawl.failedpages)
 
 Why a tail and not a field: the entry is ``(url, depth)`` in the Outbox, its
 resends, its re-routing, the journal's forwarded records and their
@@ -25,7 +26,9 @@ may carry tails: a peer of an older tree (which would take the tail for
 part of the URL) refuses the frame instead. The requisite form came later
 under the same version: a peer that does not know it reads it as malformed
 (rule 1), drops that one entry and counts it (``sitemap.bad_entry``), so a
-mixed ring loses a requisite, never a page.
+mixed ring loses a requisite, never a page. The retry form came later too:
+such a peer drops the entry the same way, and the page stays failed in the
+results, as it was.
 
 Rules:
 
@@ -52,7 +55,8 @@ from dataclasses import dataclass
 from peer.core.sitemaps.document import Authority, ChangeFreq, host_authority
 from peer.core.urls.normalize import MAX_URL_LENGTH
 
-__all__ = ["MALFORMED", "MAX_GRANTS", "Malformed", "Requisite", "SitemapJob", "Tail", "UrlHints", "attach", "detach"]
+__all__ = ["MALFORMED", "MAX_GRANTS", "RETRY", "Malformed", "Requisite", "Retry", "SitemapJob", "Tail", "UrlHints",
+           "attach", "detach"]
 
 #: Granted origins one job carries at most.
 MAX_GRANTS = 8
@@ -88,6 +92,16 @@ class Requisite:
     level: int
 
 
+@dataclass(frozen=True, slots=True)
+class Retry:
+    """A failed page queued again by ``--retry-failed``, on its way to its host's owner, whose
+    seen set may hold it: it is queued all the same (peer.core.crawl.failedpages rule 4)."""
+
+
+#: The one value of :class:`Retry`.
+RETRY = Retry()
+
+
 class Malformed:
     """The tail of an entry that is neither form (rule 1)."""
 
@@ -98,17 +112,20 @@ class Malformed:
 
 
 MALFORMED = Malformed()
-Tail = UrlHints | SitemapJob | Requisite | Malformed
+Tail = UrlHints | SitemapJob | Requisite | Retry | Malformed
 
 
 def _num(v: float | None) -> str:
     return "-" if v is None else repr(float(v))
 
 
-def attach(url: str, tail: UrlHints | SitemapJob | Requisite | None) -> str:
+def attach(url: str, tail: UrlHints | SitemapJob | Requisite | Retry | None) -> str:
     """``url`` with ``tail`` after it, within ``MAX_URL_LENGTH`` (rule 2)."""
     if tail is None:
         return url
+    if isinstance(tail, Retry):
+        entry = f"{url} retry"
+        return entry if len(entry) <= MAX_URL_LENGTH else url
     if isinstance(tail, Requisite):
         entry = f"{url} requisite {tail.level}"
         return entry if len(entry) <= MAX_URL_LENGTH else url
@@ -162,6 +179,8 @@ def detach(entry: str) -> tuple[str, Tail | None]:
             if not parts[1].isdigit() or int(parts[1]) > _MAX_DEPTH:
                 return url, MALFORMED
             return url, SitemapJob(int(parts[1]), frozenset(map(_grant, parts[2:])))
+        if parts == ["retry"]:
+            return url, RETRY
         if parts[0] == "requisite" and len(parts) == 2 and parts[1].isdigit() and 1 <= int(parts[1]) <= _MAX_DEPTH:
             return url, Requisite(int(parts[1]))
     except (ValueError, KeyError):

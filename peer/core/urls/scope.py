@@ -1,4 +1,5 @@
-"""The crawl's scope by host and depth: ``allow_hosts``, ``deny_hosts`` and ``max_depth`` as globs.
+"""The crawl's scope by host and depth: ``allow_hosts``, ``deny_hosts`` and ``max_depth`` as globs,
+and ``allow_domains`` as registered domains.
 
 Patterns are matched against the host *name* (``peer.core.urls.normalize.hostname``),
 so one rule covers every port of a host; a bounded memo keeps the check a
@@ -8,14 +9,16 @@ dict hit, as links repeat their hosts.
 from __future__ import annotations
 
 import fnmatch
+import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from peer.core.urls.domains import in_domains, registered_domain
 from peer.core.urls.normalize import host_key, hostname, idna_label
 from peer.errors import URLError
 
-__all__ = ["Scope"]
+__all__ = ["Scope", "domain_name"]
 
 _MEMO_SIZE = 65536
 
@@ -51,6 +54,49 @@ def _pattern(pattern: str) -> str:
     return p
 
 
+def _is_address(name: str) -> bool:
+    if name.startswith("["):
+        return True
+    try:
+        ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    return True
+
+
+def domain_name(value: object) -> str:
+    """An ``allow_domains`` entry, checked and normalised (lower case, IDNA, no final dot).
+
+    A domain covers every name below it, so a public suffix (``com``,
+    ``co.uk``, ``github.io``: the Public Suffix List's, peer/core/urls/domains.py)
+    would let in whole swathes of the web: refused, as are globs, URLs, ports
+    and addresses (``allow_hosts`` takes those).
+    """
+    if not isinstance(value, str):
+        raise URLError(f"a domain is a string, not {type(value).__name__}")
+    name = value.strip().lower()
+    if name.endswith(".") and len(name) > 1:
+        name = name[:-1]
+    if not name:
+        raise URLError("empty domain")
+    if any(c in name for c in "*?[]"):
+        raise URLError("a domain, not a glob: allow_hosts takes globs")
+    if re.search(r"[/\s@:]", name):
+        raise URLError("a domain name, not a URL or host:port")
+    if _is_address(name):
+        raise URLError("an IP address has no domain: allow_hosts takes addresses")
+    if not name.isascii():
+        try:
+            name = ".".join(idna_label(label) for label in name.split("."))
+        except (UnicodeError, ValueError):
+            raise URLError("not a valid domain name") from None
+    if any(not label for label in name.split(".")):
+        raise URLError("an empty label")
+    if registered_domain("x." + name) == "x." + name:
+        raise URLError("a public suffix: it would let in every site under it")
+    return name
+
+
 @dataclass(frozen=True, slots=True)
 class Scope:
     """Which hosts and depths are crawled.
@@ -69,8 +115,12 @@ class Scope:
     allow_hosts: tuple[str, ...]
     deny_hosts: tuple[str, ...] = ()
     max_depth: int = 0
+    # Registered domains (or any names) covering themselves and every name
+    # below them (peer/core/urls/domains.py in_domains), allowed beside allow_hosts.
+    allow_domains: tuple[str, ...] = ()
     _allow: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
     _deny: re.Pattern[str] | None = field(init=False, repr=False, compare=False)
+    _domains: frozenset[str] = field(init=False, repr=False, compare=False)
     # Links repeat their hosts, and a glob alternation costs a µs or more; a
     # bounded memo of host -> verdict makes the check a dict hit.
     _memo: dict[str, bool] = field(init=False, repr=False, compare=False)
@@ -82,6 +132,11 @@ class Scope:
         deny = tuple(_pattern(p) for p in self.deny_hosts)
         if type(self.max_depth) is not int or self.max_depth < 0:
             raise URLError(f"max_depth must be an integer >= 0, not {self.max_depth!r}")
+        if isinstance(self.allow_domains, str):
+            raise URLError("allow_domains must be a list of strings, not one string")
+        domains = tuple(dict.fromkeys(domain_name(d) for d in self.allow_domains))
+        object.__setattr__(self, "allow_domains", domains)
+        object.__setattr__(self, "_domains", frozenset(domains))
         object.__setattr__(self, "allow_hosts", allow)
         object.__setattr__(self, "deny_hosts", deny)
         object.__setattr__(self, "_allow", _compile(allow))
@@ -95,13 +150,14 @@ class Scope:
         allow: Sequence[str] = (),
         deny: Sequence[str] = (),
         max_depth: int = 0,
+        domains: Sequence[str] = (),
     ) -> Scope:
-        """A scope whose allow list, when empty, is the seeds' host names."""
-        if not allow:
+        """A scope whose allow list, when it and ``domains`` are empty, is the seeds' host names."""
+        if not allow and not domains:
             names = dict.fromkeys(hostname(host_key(s)) for s in seeds)
             # glob-escape: a seed's host is an exact name, not a pattern.
             allow = tuple(re.sub(r"([*?\[])", r"[\1]", n) for n in names)
-        return cls(tuple(allow), tuple(deny), max_depth)
+        return cls(tuple(allow), tuple(deny), max_depth, tuple(domains))
 
     def allows_host(self, host: str) -> bool:
         """Is this host (a name or a ``host[:port]`` key) in scope?"""
@@ -111,11 +167,26 @@ class Scope:
             if self._deny is not None and self._deny.match(name):
                 verdict = False
             else:
-                verdict = self._allow is not None and self._allow.match(name) is not None
+                verdict = ((self._allow is not None and self._allow.match(name) is not None)
+                           or self.in_allowed_domain(name))
             if len(self._memo) >= _MEMO_SIZE:
                 self._memo.clear()
             self._memo[host] = verdict
         return verdict
+
+    def in_allowed_domain(self, host: str) -> bool:
+        """Does ``allow_domains`` cover this host? (Never an address: its digits are no domain.)"""
+        if not self._domains:
+            return False
+        name = hostname(host)
+        return not _is_address(name) and in_domains(name, self._domains)
+
+    def covering_domain(self, host: str) -> str | None:
+        """The ``allow_domains`` entry that covers this host, the longest if several (for ``try``)."""
+        if not self.in_allowed_domain(host):
+            return None
+        name = hostname(host)
+        return max((d for d in self.allow_domains if in_domains(name, frozenset((d,)))), key=len)
 
     def denies_host(self, host: str) -> bool:
         """Does ``deny_hosts`` name this host? (A page requisite on another host is refused by it alone.)"""
