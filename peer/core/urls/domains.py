@@ -20,12 +20,13 @@ budgets per registered domain and ``crawl.allow_domains``.
 
 from __future__ import annotations
 
-import ipaddress
 from functools import lru_cache
 
 from publicsuffixlist import PublicSuffixList
 
-__all__ = ["registered_domain", "in_domains"]
+from peer.core.dns.guard import is_ip
+
+__all__ = ["in_domains", "is_address", "registered_domain"]
 
 _PSL: PublicSuffixList | None = None
 _MEMO_SIZE = 65536
@@ -40,14 +41,9 @@ def _psl() -> PublicSuffixList:
     return _PSL
 
 
-def _is_ip(name: str) -> bool:
-    if name.startswith("["):
-        return True
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
+def is_address(name: str) -> bool:
+    """Whether host name ``name`` is an IP address literal (IPv6 with or without brackets)."""
+    return name.startswith("[") or is_ip(name)
 
 
 @lru_cache(maxsize=_MEMO_SIZE)
@@ -58,7 +54,7 @@ def registered_domain(name: str) -> str:
     public suffix such as ``co.uk``.
     """
     name = name.strip().lower().rstrip(".")
-    if not name or "." not in name or _is_ip(name):
+    if not name or "." not in name or is_address(name):
         return name
     domain = _psl().privatesuffix(name)
     return domain if domain else name

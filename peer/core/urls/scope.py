@@ -9,12 +9,11 @@ dict hit, as links repeat their hosts.
 from __future__ import annotations
 
 import fnmatch
-import ipaddress
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
-from peer.core.urls.domains import in_domains, registered_domain
+from peer.core.urls.domains import in_domains, is_address, registered_domain
 from peer.core.urls.normalize import host_key, hostname, idna_label
 from peer.errors import URLError
 
@@ -54,16 +53,6 @@ def _pattern(pattern: str) -> str:
     return p
 
 
-def _is_address(name: str) -> bool:
-    if name.startswith("["):
-        return True
-    try:
-        ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    return True
-
-
 def domain_name(value: object) -> str:
     """An ``allow_domains`` entry, checked and normalised (lower case, IDNA, no final dot).
 
@@ -83,7 +72,7 @@ def domain_name(value: object) -> str:
         raise URLError("a domain, not a glob: allow_hosts takes globs")
     if re.search(r"[/\s@:]", name):
         raise URLError("a domain name, not a URL or host:port")
-    if _is_address(name):
+    if is_address(name):
         raise URLError("an IP address has no domain: allow_hosts takes addresses")
     if not name.isascii():
         try:
@@ -179,7 +168,7 @@ class Scope:
         if not self._domains:
             return False
         name = hostname(host)
-        return not _is_address(name) and in_domains(name, self._domains)
+        return not is_address(name) and in_domains(name, self._domains)
 
     def covering_domain(self, host: str) -> str | None:
         """The ``allow_domains`` entry that covers this host, the longest if several (for ``try``)."""
