@@ -17,7 +17,6 @@ Nothing here asserts a speed.
 from __future__ import annotations
 
 import argparse
-import math
 import tempfile
 from functools import partial
 from pathlib import Path
@@ -25,6 +24,7 @@ from pathlib import Path
 import trio
 
 from localweb import SiteGraph, serve_webfarm
+from localweb.judges.politeness import ceiling, worst
 from localweb.processes.peerrun import free_ports
 from peer.core.urls.normalize import host_key
 from peer.engine.crawler import Crawler
@@ -32,19 +32,6 @@ from peer.state.configfile import load_config
 from ring.hashring import HashRing
 
 HOSTS = ("s001.web.test", "s002.web.test")
-
-
-def ceiling(per_second: float, w: float) -> int:
-    return math.ceil(1.1 * per_second * w) + 1
-
-
-def worst(times: list[float], w: float) -> int:
-    best, lo = 0, 0
-    for hi, t in enumerate(times):
-        while times[lo] <= t - w:
-            lo += 1
-        best = max(best, hi - lo + 1)
-    return best
 
 
 def port_for(peers: int, split: bool) -> int:

@@ -7,6 +7,7 @@ import dataclasses
 
 import pytest
 
+from localweb.judges.politeness import ceiling, worst
 from peer.core.config.cluster import parse_config
 from peer.core.frontier.frontier import Frontier, Politeness
 from peer.errors import ConfigError
@@ -44,21 +45,6 @@ def run(frontiers, until, latency=0.05, hosts=None):
         if t == starts[-1][0] and not any(b[0] <= t for b in busy):
             t += 1e-6
     return [s for s in starts if hosts is None or s[1] in hosts]
-
-
-def worst(times, w):
-    times = sorted(times)
-    best, lo = 0, 0
-    for hi, t in enumerate(times):
-        while times[lo] <= t - w:
-            lo += 1
-        best = max(best, hi - lo + 1)
-    return best
-
-
-def ceiling(per_second, w):
-    import math
-    return math.ceil(1.1 * per_second * w) + 1
 
 
 def test_two_hosts_of_one_domain_share_one_setpoint_another_domain_keeps_its_own():
