@@ -81,6 +81,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--concurrency", type=positive(int), default=64, help="crawl.concurrency (default 64)")
     p.add_argument("--server", choices=("auto", "nginx", "webfarm"), default="auto",
                    help="web server: nginx over pre-rendered pages when installed (auto), or webfarm.py")
+    p.add_argument("--a-toml", default="", metavar="TOML",
+                   help="TOML appended to checkout A's cluster.toml, e.g. '[warc]\\nenabled = false' "
+                        "(a feature's cost: the same checkout as A and B, the feature on in one)")
+    p.add_argument("--b-toml", default="", metavar="TOML", help="TOML appended to checkout B's cluster.toml")
     p.add_argument("--crawl-timeout", type=positive(float), default=300.0, help="hard limit of one crawl, s (default 300)")
     return p
 
@@ -153,8 +157,9 @@ def _crawl(args: argparse.Namespace, trees: list[tuple[Path, str]], labels: list
             for i in order:
                 d = work / f"crawl-{rnd}-{labels[i]}"
                 d.mkdir()
+                extra = (args.a_toml, args.b_toml)[i].replace("\\n", "\n")
                 ids = write_toml(d / "cluster.toml", 1, server.port, args.hosts,
-                                 concurrency=args.concurrency, politeness=pol)
+                                 concurrency=args.concurrency, politeness=pol, extra=extra)
                 m0, s0 = machine_busy(), server.cpu()
                 crawl = run_crawl(children, d / "cluster.toml", ids, time_limit=args.crawl_timeout,
                                   tree=trees[i][0])

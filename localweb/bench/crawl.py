@@ -28,8 +28,12 @@ __all__ = ["Crawl", "page_rows", "pid_rows", "report_ring", "ring_changes", "run
 
 
 def write_toml(path: Path, n: int, web_port: int, hosts: int, *, concurrency: int,
-               politeness: dict[str, float], ring: dict[str, float] | None = None) -> list[str]:
-    """A cluster.toml of ``n`` peers crawling from every host's index; returns the peer ids."""
+               politeness: dict[str, float], ring: dict[str, float] | None = None, extra: str = "") -> list[str]:
+    """A cluster.toml of ``n`` peers crawling from every host's index; returns the peer ids.
+
+    ``extra``: TOML appended as it is (whole sections, e.g. ``[warc]`` with
+    ``enabled = true``), for a crawl with a feature on.
+    """
     ids = [f"p{i + 1}" for i in range(n)]
     seeds = ", ".join(f'"http://s{h:03d}.web.test:{web_port}/"' for h in range(1, hosts + 1))
     lines = ["[ring]", 'name = "bench-ring"', *(f"{k} = {v!r}" for k, v in (ring or {}).items())]
@@ -41,7 +45,7 @@ def write_toml(path: Path, n: int, web_port: int, hosts: int, *, concurrency: in
               "", "[politeness]", *(f"{k} = {v!r}" for k, v in politeness.items()),
               "", "[dns]", 'resolve = { "*.web.test" = "127.0.0.1" }',
               "", "[bloom]", "capacity = 1000000", ""]
-    path.write_text("\n".join(lines))
+    path.write_text("\n".join(lines) + (f"\n{extra}\n" if extra else ""))
     return ids
 
 
