@@ -218,8 +218,10 @@ class WarcWriter:
         # writing thread gives it back once the item is in the file.
         self._slots = threading.Semaphore(config.queue_items)
         # Futures of the items' records in the order the items came: the file's order.
-        self._queue: queue.SimpleQueue[Future[object] | object] = queue.SimpleQueue()
-        self._pool = ThreadPoolExecutor(config.compress_threads, thread_name_prefix="warc-gzip")
+        # With one compressing thread it is the writing thread itself: no hand-over a record.
+        self._queue: queue.SimpleQueue[object] = queue.SimpleQueue()
+        self._pool = (ThreadPoolExecutor(config.compress_threads, thread_name_prefix="warc-gzip")
+                      if config.compress_threads > 1 else None)
         self._order = threading.Lock()  # a future's place in the queue is its item's place
         self._error: BaseException | None = None
         self._file: _File | None = None
@@ -253,6 +255,9 @@ class WarcWriter:
         self._enqueue(item)
 
     def _enqueue(self, item: Fetched | Revisited) -> None:
+        if self._pool is None:
+            self._queue.put(item)
+            return
         with self._order:
             self._queue.put(self._pool.submit(self._build, item))
 
@@ -262,7 +267,8 @@ class WarcWriter:
             self._closed = True
             self._queue.put(_STOP)
             self._thread.join()
-            self._pool.shutdown(wait=True)
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)
         self._check()
 
     async def aclose(self) -> None:
@@ -318,8 +324,8 @@ class WarcWriter:
                 job = self._queue.get()
                 if job is _STOP:
                     break
-                assert isinstance(job, Future)
-                made = job.result()  # a builder's exception is the writer's: it stops here
+                # A builder's exception is the writer's: it stops here.
+                made = job.result() if isinstance(job, Future) else self._build(job)  # type: ignore[arg-type]
                 if made is _SKIPPED:
                     self.stats.skipped_truncated += 1
                 else:

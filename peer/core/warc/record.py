@@ -67,6 +67,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
+from functools import lru_cache
 
 __all__ = [
     "BodyFraming",
@@ -213,6 +214,7 @@ class CdxFacts:
 # ---------------------------------------------------------------- values
 
 
+@lru_cache(maxsize=64)  # a fetch's records share its date: formatted once, not per record
 def warc_date(epoch: float) -> str:
     """``WARC-Date``: W3C-DTF in UTC with microseconds (WARC/1.1 allows fractions, §5.4)."""
     moment = datetime.fromtimestamp(epoch, timezone.utc)
@@ -260,6 +262,7 @@ def _text(value: str) -> str:
     return _CONTROL.sub(" ", value)
 
 
+@lru_cache(maxsize=1024)  # a crawl talks to few addresses, each many times
 def _ip(value: str | None) -> str | None:
     """The server's address if it is one, else nothing: it comes from our resolver, but check."""
     if not value:
