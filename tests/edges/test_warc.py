@@ -34,7 +34,7 @@ from peer.core.warc.record import (
 )
 from peer.errors import StateError
 from peer.results.cdxj import merge_cdxj, read_cdxj
-from peer.results.warc import Fetched, OverMaxBody, Revisited, WarcConfig, WarcWriter, recover
+from peer.results.warc import Fetched, OverMaxBody, Revisited, WarcConfig, WarcWriter, gzip_member, recover
 
 T0 = 1_764_000_000.0
 ORIGINAL = "<urn:uuid:00000000-0000-4000-8000-000000000000>"
@@ -292,6 +292,46 @@ def test_merge_of_peers_indexes_is_sorted_and_whole(tmp_path: Path) -> None:
     assert merged == sorted(merged)
 
 
+def _mixed_items(count: int, seed: int = 3) -> list[Fetched | Revisited]:
+    """Bodies from 10 bytes to 60 KB, random and repetitive: their compressions take very
+    different times, so threads finish them out of order."""
+    rng = random.Random(seed)
+    items: list[Fetched | Revisited] = []
+    for i in range(count):
+        size = rng.choice((10, 500, 8_000, 60_000))
+        body = rng.randbytes(size) if i % 2 else HTML * (size // len(HTML) + 1)
+        head = _head("200 OK", "Content-Type: text/html", f"Content-Length: {len(body)}")
+        items.append(Fetched(Capture(f"http://m{i % 5}.example/{i}", T0 + i, REQUEST % f"/{i}".encode(), head, body, "192.0.2.2")))
+    return items
+
+
+def test_compressing_threads_write_every_item_whole_and_in_order(tmp_path: Path) -> None:
+    items = _mixed_items(240)
+    writer = _write(tmp_path, items, compress_threads=4, queue_items=16, max_file_bytes=200_000)
+    files = sorted(Path(p) for p in writer.stats.closed_files)
+    assert len(files) >= 3  # rotations while other items were being compressed for the file before
+    urls = []
+    for path in files:
+        records = _records(path)
+        assert all(problems == [] for *_, problems in records)
+        info_id = records[0][0].rec_headers.get_header("WARC-Record-ID")
+        assert {r.rec_headers.get_header("WARC-Warcinfo-ID") for r, *_ in records[1:]} == {info_id}
+        kinds = [r.rec_type for r, *_ in records[1:]]
+        assert kinds == ["response", "request"] * (len(kinds) // 2)  # each item's pair together
+        urls += [r.rec_headers.get_header("WARC-Target-URI") for r, *_ in records if r.rec_type == "response"]
+        assert list(read_cdxj(path.with_name(path.name.replace(".warc.gz", ".cdxj")))) == _reference_index(path)
+    assert urls == [item.capture.target_uri for item in items]
+    assert writer.stats.items == 240
+
+
+@pytest.mark.parametrize("level", range(10))
+def test_every_level_is_one_gzip_member_any_reader_reads(level: int) -> None:
+    record = b"WARC/1.1\r\n" + HTML * 40
+    member = gzip_member(record, level)
+    assert gzip.decompress(member) == record and member[:2] == b"\x1f\x8b"
+    assert (len(member) > len(record)) == (level == 0)  # 0 stores; every other level compresses
+
+
 async def test_put_waits_on_a_full_queue_and_loses_nothing(tmp_path: Path) -> None:
     writer = WarcWriter(WarcConfig(enabled=True, queue_items=1), tmp_path, "p")
     items = _random_items(50, 300)
@@ -322,6 +362,8 @@ def test_config_refuses_what_cannot_work() -> None:
     with pytest.raises(ValueError, match="prefix"):
         WarcConfig(prefix="a/b")
     assert WarcConfig().enabled is False and WarcConfig().max_file_bytes == 1_000_000_000
+    with pytest.raises(ValueError, match="compress_threads"):
+        WarcConfig(compress_threads=0)
 
 
 # ---------------------------------------------------------------- crashes

@@ -67,6 +67,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from enum import Enum
+from functools import lru_cache
 
 __all__ = [
     "BodyFraming",
@@ -213,6 +214,7 @@ class CdxFacts:
 # ---------------------------------------------------------------- values
 
 
+@lru_cache(maxsize=64)  # a fetch's records share its date: formatted once, not per record
 def warc_date(epoch: float) -> str:
     """``WARC-Date``: W3C-DTF in UTC with microseconds (WARC/1.1 allows fractions, §5.4)."""
     moment = datetime.fromtimestamp(epoch, timezone.utc)
@@ -260,6 +262,7 @@ def _text(value: str) -> str:
     return _CONTROL.sub(" ", value)
 
 
+@lru_cache(maxsize=1024)  # a crawl talks to few addresses, each many times
 def _ip(value: str | None) -> str | None:
     """The server's address if it is one, else nothing: it comes from our resolver, but check."""
     if not value:
@@ -376,11 +379,20 @@ def _dechunked_head(head: bytes, length: int) -> bytes:
 
 
 def _framed(capture: Capture) -> tuple[bytes, bytes]:
-    """(the response block, the payload) by rules 1 and 2."""
+    """(the response block's HTTP head, the payload) by rules 1 and 2: the block is the two
+    together, never joined here (a body is copied once, into its record)."""
     if not _is_chunked(capture.response_head):
-        return capture.response_head + capture.body, capture.body
+        return capture.response_head, capture.body
     payload = capture.body if capture.framing is BodyFraming.TRANSFER_DECODED else dechunk(capture.body)
-    return _dechunked_head(capture.response_head, len(payload)) + payload, payload
+    return _dechunked_head(capture.response_head, len(payload)), payload
+
+
+def _digest_of(parts: tuple[bytes, ...], algorithm: DigestAlgorithm) -> str:
+    """:func:`digest` of the parts' concatenation, without making it."""
+    h = hashlib.new(algorithm.value)
+    for part in parts:
+        h.update(part)
+    return digest_text(h.digest(), algorithm)
 
 
 def payload_digest(capture: Capture, algorithm: DigestAlgorithm = DigestAlgorithm.SHA1) -> str:
@@ -391,11 +403,12 @@ def payload_digest(capture: Capture, algorithm: DigestAlgorithm = DigestAlgorith
 # ---------------------------------------------------------------- records
 
 
-def _record(fields: list[tuple[str, str]], block: bytes) -> bytes:
+def _record(fields: list[tuple[str, str]], *block: bytes) -> bytes:
+    """The record: its header, then the block's parts, joined once (the body is not copied twice)."""
     head = [WARC_VERSION]
     head.extend(f"{name}: {value}".encode("utf-8") for name, value in fields)
-    head.append(f"Content-Length: {len(block)}".encode("ascii"))
-    return b"\r\n".join(head) + b"\r\n\r\n" + block + b"\r\n\r\n"
+    head.append(f"Content-Length: {sum(map(len, block))}\r\n".encode("ascii"))
+    return b"".join((b"\r\n".join(head), b"\r\n", *block, b"\r\n\r\n"))
 
 
 def warcinfo_record(
@@ -473,12 +486,12 @@ def response_record(
     algorithm: DigestAlgorithm = DigestAlgorithm.SHA1,
 ) -> tuple[bytes, CdxFacts]:
     """The ``response`` record (§6.3) and its index facts."""
-    block, payload = _framed(capture)
+    http_head, payload = _framed(capture)
     payload_sum = digest(payload, algorithm)
     fields = _common("response", record_id, capture, warcinfo_id)
     fields += [
         ("Content-Type", "application/http;msgtype=response"),
-        ("WARC-Block-Digest", digest(block, algorithm)),
+        ("WARC-Block-Digest", _digest_of((http_head, payload), algorithm)),
         ("WARC-Payload-Digest", payload_sum),
     ]
     if capture.truncated is not None:
@@ -490,7 +503,7 @@ def response_record(
         status=status_of(capture.response_head),
         digest=payload_sum,
     )
-    return _record(fields, block), facts
+    return _record(fields, http_head, payload), facts
 
 
 def revisit_record(
@@ -515,8 +528,7 @@ def revisit_record(
     """
     fields = _common("revisit", record_id, capture, warcinfo_id)
     if profile is RevisitProfile.IDENTICAL_PAYLOAD:
-        full, payload = _framed(capture)
-        block = full[: len(full) - len(payload)]
+        block, payload = _framed(capture)
         payload_sum = digest(payload, algorithm)
         fields += [("WARC-Profile", profile.value), ("Content-Type", "application/http;msgtype=response"),
                    ("WARC-Truncated", Truncation.LENGTH.value)]
