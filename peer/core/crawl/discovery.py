@@ -51,6 +51,15 @@ it comes. A host another peer owns now gets it with a ``retry`` tail
 if the host's previous owner handed it over as fetched, before or after
 (its row there was the failure).
 
+A page's links come in one call, :meth:`Discovery.discover_links`, that
+judges each as ``discover(link, depth, now, Origin.LINK)`` would, in order,
+with the same verdicts, counts and effects: what depends on a link's host
+alone (its scope, URL rules and owner) is asked once a host, and the links
+that reach the Bloom filter are looked up in it together
+(``BloomFilter.contains_many``). A link found there is refused or checked
+as one by one would (the filter only gains bits, so ``add`` would have said
+"maybe seen" and changed nothing); the rest are added one by one, in order.
+
 A URL with a tail after a space (any origin but LINK and REDIRECT) is a
 sitemap job or a URL with a sitemap's hints (``peer.core.sitemaps.hints``):
 ``peer.core.sitemaps.jobs.SitemapJobs.entry`` takes it apart first.
@@ -75,14 +84,14 @@ peer try`` shows the reason as it is.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from peer.core.crawl.decisions import Checking, Discover, Effect, Forward, Origin, Queued, Reason, Refused, Seen
 from peer.core.crawl.limits import Cap
 from peer.core.seen.sieve import Verdict as SeenVerdict
 from peer.core.sitemaps.hints import RETRY, attach
-from peer.core.urls.normalize import host_key, normalize
+from peer.core.urls.normalize import MAX_URL_LENGTH, host_key, normalize
 from peer.core.urls.rules import Cause, UrlRules
 from peer.errors import URLError
 
@@ -308,6 +317,93 @@ class Discovery:
         self._push(url, host, depth, now, boost)
         return [Queued(url, depth)]
 
+    def discover_links(self, links: Sequence[str], depth: int, now: float) -> list[Effect]:
+        """A page's links, each judged as ``discover(link, depth, now, Origin.LINK)`` would, in order.
+
+        One verdict a link, in the links' order, with the same counts and the
+        same pushes (module docstring); a link with a tail (a space) sends the
+        page's links through :meth:`discover` one by one.
+        """
+        if len(links) < 2 or " " in "".join(links):
+            out: list[Effect] = []
+            for url in links:
+                out += self.discover(url, depth, now, Origin.LINK)
+            return out
+        verdicts: list[Any] = [None] * len(links)
+        todo: list[tuple[int, str, str]] = []   # (index, url, host) of the links that reach the filter
+        params, scope, me, ring = self._params, self._scope, self._me, self._handoffs.ring
+        check_url, refusal = self._limits.check_url, self._refusal
+        deep = bool(scope.max_depth and depth > scope.max_depth)
+        # The scheme and authority of a normalised link -> (host, the scope's
+        # refusal, the URL rules, the owner): host_key's fast path gives every
+        # URL with that prefix (and at most MAX_URL_LENGTH long) the same host.
+        hosts: dict[str, tuple[str, Reason | None, UrlRules | None, str]] = {}
+        for i, url in enumerate(links):
+            if params is not None:
+                url = params.clean(url)   # note [1]
+            end = url.find("/", 8)
+            key = url[:end] if end > 0 and len(url) <= MAX_URL_LENGTH else ""
+            known = hosts.get(key) if key else None
+            if known is None:
+                try:
+                    host = host_key(url)
+                except URLError:
+                    verdicts[i] = refusal(url, _BAD_URL)
+                    continue
+                if deep:
+                    why: Reason | None = _DEPTH if scope.allows_host(host) else _HOST
+                else:
+                    why = None if scope.allows_host(host) else _HOST
+                rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules
+                known = (host, why, rules or None, me if ring is None else ring.owner(host))
+                if key and (key == "http://" + host or key == "https://" + host):
+                    hosts[key] = known
+            host, why, rules, owner = known
+            if why is not None:
+                verdicts[i] = refusal(url, why)
+                continue
+            if rules is not None:
+                cause = rules.excluded(url)
+                if cause is not None:
+                    verdicts[i] = refusal(url, _EXCLUDED[cause])
+                    continue
+            cap = check_url(url)
+            if cap is not None:
+                verdicts[i] = refusal(url, _CAPPED[cap])
+                continue
+            if owner != me:
+                verdicts[i] = Forward(url, depth, owner, False, host)
+                continue
+            todo.append((i, url, host))
+        if todo:
+            self._admit(todo, verdicts, depth, now)
+        return verdicts
+
+    def _admit(self, todo: list[tuple[int, str, str]], verdicts: list[Any], depth: int, now: float) -> None:
+        """The host cap, the budgets and the seen set for the links of :meth:`discover_links` that
+        reach them, in order; ``discover``'s last steps, the filter asked about all of them at once."""
+        bloom, sieve, limits, budgets, push = self.bloom, self.sieve, self._limits, self._budgets, self._push
+        admit = limits.admit
+        present = bloom.contains_many([url for _, url, _ in todo])
+        for (i, url, host), known in zip(todo, present):
+            cap = admit(host)
+            if cap is None and budgets.active:
+                cap = budgets.spent(host)
+            if cap is not None:
+                verdicts[i] = self._refusal(url, _SEEN if known or url in bloom else _CAPPED[cap])
+            elif known or not bloom.add(url):
+                # A link the filter held before the page: add would say "maybe seen" and set no bit.
+                if sieve.check(url, host, depth, 0, now) is _PENDING:
+                    verdicts[i] = Checking(url, depth)
+                else:
+                    verdicts[i] = _new(Refused, (url, _SEEN))
+            else:
+                sieve.add(url, now, direct=True)
+                sieve.note_size(bloom.count)
+                limits.queued(host)
+                push(url, host, depth, now, 0)
+                verdicts[i] = Queued(url, depth)
+
     def _retry(self, url: str, depth: int, now: float, host: str | None) -> list[Effect]:
         """A failed page queued again [8]: the scope and the rules in force now still judge it."""
         if host is None:
@@ -353,6 +449,10 @@ class Discovery:
         self._sites = sites
 
     def _refuse(self, url: str, reason: Reason) -> list[Effect]:
+        """:meth:`_refusal`, as ``discover``'s answer."""
+        return [self._refusal(url, reason)]
+
+    def _refusal(self, url: str, reason: Reason) -> Effect:
         """The one place a refusal is counted (``Reason``'s docstring says where)."""
         if reason is _HOST or reason is _DEPTH:
             self._summary.out_of_scope += 1
@@ -360,7 +460,8 @@ class Discovery:
             self._summary.excluded[_CAUSES[reason]] += 1
         elif reason in _CAPS:
             self._limits.dropped(_CAPS[reason])
-        return [_new(Refused, (url, reason))]
+        effect: Effect = _new(Refused, (url, reason))
+        return effect
 
     def url_rules(self, url: str) -> UrlRules:
         """The URL rules in force for ``url``'s host, as ``discover`` reads them: its [[site]] block's, or the global ones."""
