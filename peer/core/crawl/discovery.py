@@ -385,6 +385,8 @@ class Discovery:
         bloom, sieve, limits, budgets, push = self.bloom, self.sieve, self._limits, self._budgets, self._push
         admit = limits.admit
         present = bloom.contains_many([url for _, url, _ in todo])
+        # Below disk_after the filter's "maybe seen" is final (SeenSieve.check): counted at the end.
+        exact, drops = sieve.exact, 0
         for (i, url, host), known in zip(todo, present):
             cap = admit(host)
             if cap is None and budgets.active:
@@ -393,16 +395,22 @@ class Discovery:
                 verdicts[i] = self._refusal(url, _SEEN if known or url in bloom else _CAPPED[cap])
             elif known or not bloom.add(url):
                 # A link the filter held before the page: add would say "maybe seen" and set no bit.
-                if sieve.check(url, host, depth, 0, now) is _PENDING:
+                if not exact:
+                    drops += 1
+                    verdicts[i] = _new(Refused, (url, _SEEN))
+                elif sieve.check(url, host, depth, 0, now) is _PENDING:
                     verdicts[i] = Checking(url, depth)
                 else:
                     verdicts[i] = _new(Refused, (url, _SEEN))
             else:
                 sieve.add(url, now, direct=True)
                 sieve.note_size(bloom.count)
+                exact = sieve.exact
                 limits.queued(host)
                 push(url, host, depth, now, 0)
                 verdicts[i] = Queued(url, depth)
+        if drops:
+            sieve.dropped(drops)
 
     def _retry(self, url: str, depth: int, now: float, host: str | None) -> list[Effect]:
         """A failed page queued again [8]: the scope and the rules in force now still judge it."""
