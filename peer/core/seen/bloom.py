@@ -471,10 +471,10 @@ class BloomFilter:
             out += self._np_contains(chunk, bloomnp.hash_batch(chunk)).tolist()
         return out
 
-    def _vectorise(self, n: int, least: int = _NUMPY_MIN_BATCH) -> bool:
+    def _vectorise(self, n: int, least: int | None = None) -> bool:
         # The numpy path packs (bit position, entry number) into one int64.
         return (
-            n >= least
+            n >= (_NUMPY_MIN_BATCH if least is None else least)
             and _numpy() is not None
             and all(
                 (s.m - 1).bit_length() + (_CHUNK_KEYS * s.k - 1).bit_length() <= 63
