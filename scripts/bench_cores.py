@@ -187,6 +187,46 @@ def bench_urls(n: int) -> None:
     print(f"yarl join (side by side, no scope/IDNA checks): {n / s:12,.0f} /s ({s / n * 1e6:.2f} µs)")
 
 
+def bench_links(n_pages: int) -> None:
+    section(f"The per-link path: {n_pages:,} pages of the 49-host bench web, one peer")
+    # A page's links one by one (CrawlCore.discover, Origin.LINK) and in one
+    # batch (discover_links: the same verdicts), on a fresh core each; links
+    # drawn as the bench web draws them (20 or 100 a page among its 4,900 pages).
+    from pathlib import Path
+
+    from peer.core.config.cluster import parse_config
+    from peer.core.crawl.core import CrawlCore, Origin
+
+    text = ('[ring]\nname = "bench"\n[[peer]]\nid = "p1"\naddress = "tcp://127.0.0.1:5799"\n'
+            '[crawl]\nseeds = ["http://s001.web.test:8080/"]\nallow_hosts = ["*.web.test"]\n')
+    cfg = parse_config(text, Path("bench.toml"))
+    rng = random.Random(1)
+    print("links a page   one by one µs   batch µs   (a link)")
+    for per_page in (20, 100):
+        pages = []
+        for i in range(n_pages):
+            h = i % 49
+            pages.append(tuple(dict.fromkeys(
+                f"http://s{(h if rng.random() < 0.9 else rng.randrange(49)) + 1:03d}.web.test:8080"
+                f"/c{(j := rng.randrange(100)) // 25}/p{j}.html" for _ in range(per_page))))
+        links = sum(map(len, pages))
+
+        cores = iter([CrawlCore(cfg, "p1", rng=random.Random(1)) for _ in range(2 * REPEATS)])
+
+        def one() -> None:
+            discover = next(cores).discover
+            for page in pages:
+                for link in page:
+                    discover(link, 1, 0.0, Origin.LINK)
+
+        def batch() -> None:
+            discover_links = next(cores).discover_links
+            for page in pages:
+                discover_links(page, 1, 0.0)
+
+        print(f"{per_page:>15} {median_time(one) / links * 1e6:15.2f} {median_time(batch) / links * 1e6:10.2f}")
+
+
 def bench_dns(n: int) -> None:
     section(f"DnsCache policy: {n:,} lookups over 1,000 names")
     names = [f"h{i % 1000}.web.test" for i in range(n)]
@@ -224,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     bench_bloom(1_000_000 // k)
     bench_frontier(200_000 // k, 2_000 // k)
     bench_urls(50_000 // k)
+    bench_links(5_000 // k)
     bench_dns(200_000 // k)
     bench_codec(2_000 // k)
     return 0

@@ -338,7 +338,8 @@ def test_numpy_batches_match_key_by_key_add(
 ) -> None:
     pytest.importorskip("numpy")
     # A tiny chunk size makes batches cross chunk boundaries.
-    with mock.patch.object(bloom, "_NUMPY_MIN_BATCH", 1), mock.patch.object(bloom, "_CHUNK_KEYS", 7):
+    with (mock.patch.object(bloom, "_NUMPY_MIN_BATCH", 1), mock.patch.object(bloom, "_NUMPY_MIN_LOOKUP", 1),
+          mock.patch.object(bloom, "_CHUNK_KEYS", 7)):
         check_batch_path(preload, keys, capacity, limit, vectorised=True)
 
 

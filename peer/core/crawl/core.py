@@ -50,7 +50,7 @@ import dataclasses
 import math
 import random
 from collections import Counter
-from collections.abc import Callable, Container, Iterable
+from collections.abc import Callable, Container, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from peer.core.config.cluster import ClusterConfig, PolitenessConfig
@@ -223,6 +223,7 @@ class CrawlCore:
             cfg, summary=self.summary, limits=self.limits, frontier=self.frontier, robots=self.robots,
             page_rules=self.page_rules, params=self.params, jobs=self.jobs, rows=self.rows,
             retries=self.retries, outages=self.outages, held=self.held, discover=discover,
+            discover_links=self.discovery.discover_links,
             robots_sitemaps=self.sitemap_jobs.robots_sitemaps, keep_cookies=self.keep_cookies,
             requisites=self.requisite_jobs, proxies=self._proxy_reach(cfg))
 
@@ -380,6 +381,10 @@ class CrawlCore:
         """A URL arrives from ``origin`` (``peer.core.crawl.discovery``'s table); ``host``: its key, if known;
         ``boost``: a sitemap's priority's (frontier rule 11), if it is queued here."""
         return self.discovery.discover(url, depth, now, origin, hops, host=host, boost=boost)
+
+    def discover_links(self, links: Sequence[str], depth: int, now: float) -> list[Effect]:
+        """A page's links, as :meth:`discover` with ``Origin.LINK`` takes them one by one, in one batch."""
+        return self.discovery.discover_links(links, depth, now)
 
     def recovered(self, queued: Iterable[tuple[str, int]], now: float) -> list[Effect]:
         """A recovered queue put back, as :meth:`discover` with ``Origin.RECOVERED`` would, URL by URL."""

@@ -24,6 +24,7 @@ URL.
 from __future__ import annotations
 
 import builtins
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any, NamedTuple, Protocol
@@ -33,7 +34,7 @@ from peer.core.dedupe.bands import NearQuery
 from peer.core.sitemaps.document import Authority
 
 __all__ = [
-    "Origin", "StopReason", "RingView", "Discover", "Reason",
+    "Origin", "StopReason", "RingView", "Discover", "DiscoverLinks", "Reason",
     "Forward", "Queued", "Checking", "Seen", "Done", "Row", "Items", "Requeued", "Warn", "NearAsk", "Refused", "Hinted", "Reverdict",
     "Effect",
     "Fetch", "FetchRobots", "FetchSitemap", "Requeue", "Drop", "PassOn", "Admission",
@@ -322,6 +323,12 @@ class Discover(Protocol):
 
     def __call__(self, url: str, depth: int, now: float, origin: Origin, hops: int = 0, /, *,
                  boost: int = 0) -> list[Effect]: ...
+
+
+class DiscoverLinks(Protocol):
+    """``CrawlCore.discover_links``: a page's links, as ``Discover`` with ``Origin.LINK`` takes them."""
+
+    def __call__(self, links: Sequence[str], depth: int, now: float, /) -> list[Effect]: ...
 
 
 class RingView(Protocol):

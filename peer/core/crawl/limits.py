@@ -135,7 +135,11 @@ class Limits:
         """The cap a normalised URL breaks, or None (not counted: the caller counts with :meth:`dropped`)."""
         if self.max_url_length and len(url) > self.max_url_length:
             return Cap.URL_LENGTH
-        if self.max_path_repeat and path_repeats(url) > self.max_path_repeat:
+        repeat = self.max_path_repeat
+        # A path of n segments repeats none more than n times, and a URL's
+        # path has at most its slashes less the two of "//" (most links: 1-3
+        # segments, under the default cap of 3): counted in C, no split.
+        if repeat and url.count("/") - 2 > repeat and path_repeats(url) > repeat:
             return Cap.PATH_REPEAT
         return None
 

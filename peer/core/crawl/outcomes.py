@@ -39,7 +39,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 from urllib.parse import urlsplit
 
-from peer.core.crawl.decisions import Discover, Effect, Items, Origin, Reason, Refused, Warn
+from peer.core.crawl.decisions import Discover, DiscoverLinks, Effect, Items, Origin, Reason, Refused, Warn
 from peer.core.crawl.jobs import DONE, REQUEUED, ROBOTS, ROW
 from peer.core.config.retry import DEFAULT_ERRORS, RetryConfig
 from peer.core.crawl.limits import Hold
@@ -198,12 +198,13 @@ class Outcomes:
     """The results' part of ``CrawlCore`` (module docstring)."""
 
     __slots__ = ("_cfg", "_summary", "_limits", "_frontier", "_robots", "_page_rules", "_params", "_jobs",
-                 "_rows", "_retries", "_outages", "_held", "_discover", "_robots_sitemaps", "_keep_cookies",
+                 "_rows", "_retries", "_outages", "_held", "_discover", "_discover_links", "_robots_sitemaps", "_keep_cookies",
                  "_internal_seen", "_requisites", "_proxies")
 
     def __init__(self, cfg: ClusterConfig, *, summary: Summary, limits: Limits, frontier: Frontier,
                  robots: RobotsCache, page_rules: PageRules, params: ParamRules | None, jobs: Jobs,
                  rows: Rows, retries: Retries, held: HeldPages, discover: Discover,
+                 discover_links: DiscoverLinks,
                  outages: Outages | None = None,
                  robots_sitemaps: Callable[[str, str, float], list[Effect]],
                  keep_cookies: Callable[[FetchResult], None], requisites: RequisiteHooks,
@@ -221,6 +222,7 @@ class Outcomes:
         self._outages = outages if outages is not None else Outages(retries.policy)
         self._held = held
         self._discover = discover
+        self._discover_links = discover_links
         self._robots_sitemaps = robots_sitemaps
         self._keep_cookies = keep_cookies
         self._internal_seen: set[str] = set()  # exception types logged once (rule 8)
@@ -351,8 +353,8 @@ class Outcomes:
             if follow and (not crawl.max_depth or job.depth < crawl.max_depth):
                 if isinstance(dup, Ask):
                     held = to_follow  # peer.core.dedupe.held rule 2: discovered on the verdict
-                for link in () if held else to_follow:
-                    out += self._discover(link, job.depth + 1, now, Origin.LINK)
+                else:
+                    out += self._discover_links(to_follow, job.depth + 1, now)
                 if page.via:
                     followed = set(links)
                     self._summary.directives.update(

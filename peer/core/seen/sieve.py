@@ -190,6 +190,11 @@ class SeenSieve:
         self._touch(now, len(self._open) >= self.batch)
         return Verdict.PENDING
 
+    def dropped(self, n: int) -> None:
+        """``n`` "maybe seen" URLs taken as seen below ``disk_after``: :meth:`check`'s ``SEEN``
+        for a batch of links at once (``Discovery.discover_links``), counted the same."""
+        self.bloom_drops += n
+
     def _touch(self, now: float, full: bool) -> None:
         if self._since is None:
             self._since = now
