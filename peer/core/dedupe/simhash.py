@@ -185,10 +185,10 @@ def shingle_hashes(words: np.ndarray, shingle: int) -> np.ndarray:
     return _fmix64(acc)
 
 
-# Bit j (most significant first) of each byte value, for counting set bits:
-# float64, so the product below is one BLAS call (counts are exact in a
-# double up to 2**53 features, and a text has at most max_bytes of them).
-_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.float64)
+# Bit j (most significant first) of each byte value, for counting set bits.
+# Integers, not floats: a float product would go to BLAS, whose own thread
+# pool has no business in a parse worker thread for an 8x256 product.
+_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
 # Byte j of a feature counts in bins 256*j .. 256*j+255 of one histogram.
 _COLUMN = np.arange(8, dtype=np.uint16) * np.uint16(256)
 
@@ -203,7 +203,7 @@ def _fold(hashes: np.ndarray) -> int:
     """
     by = hashes.view(np.uint8).reshape(-1, 8)
     hist = np.bincount((by + _COLUMN).ravel(), minlength=8 * 256).reshape(8, 256)
-    counts = (hist.astype(np.float64) @ _BITS).ravel()
+    counts = (hist @ _BITS).ravel()
     # A tie (an even count, half set) goes to 0; packbits inverts the byte
     # and bit order read above, so bit i of the result is bit i of the features.
     return int(np.packbits(counts * 2 > len(hashes)).view(hashes.dtype)[0])
