@@ -16,10 +16,13 @@ from random import Random
 
 import pytest
 
+import simhashref
 from localweb.judges.duplicates import SAME_CONTENT, by_distance
 from localweb.sitegraph.realdocs import SITES, Kind, corpus, make_copy, missing, site_of
 from peer.core.config.dedupe import DedupeConfig
-from peer.core.dedupe.simhash import distance
+from peer.core.dedupe.maintext import main_text
+from peer.core.dedupe.simhash import distance, fingerprint, visible_text
+from peer.core.page.extract import parse_tree
 from peer.core.page.items import ExtractConfig
 from peer.core.page.parse import parse_response
 
@@ -60,3 +63,19 @@ def test_a_print_view_and_a_navigation_change_of_a_real_page_are_near_duplicates
         for kind in (Kind.PRINT, Kind.NAV, Kind.DATE):
             copy = engine_fingerprint(make_copy(s, body, kind, rng))
             assert copy is not None and distance(original, copy) <= K, (site, kind)
+
+
+def test_real_pages_and_their_copies_keep_the_fingerprint_of_the_released_code():
+    # The faster SimHash gives the same 64 bits as the code before it
+    # (tests/support/simhashref.py) on real pages: the main content with
+    # digits folded (the default) and all visible text, as the engine reads
+    # them. Stored fingerprints and other peers' must still compare.
+    c = corpus(4, seed=7, negatives=40)
+    bodies = [p.body for pages in c.pages.values() for p in pages] + [cp.body for cp in c.copies]
+    some = 0
+    for body in bodies:
+        for text, fold in ((main_text(parse_tree(body, None)), True), (visible_text(parse_tree(body, None)), False)):
+            new = fingerprint(text, fold_digits=fold)
+            assert new == simhashref.fingerprint(text, fold_digits=fold)
+            some += new is not None
+    assert some > len(bodies)  # most pages have one: not None == None throughout

@@ -134,6 +134,7 @@ def _tables(fold_digits: bool = False) -> tuple[np.ndarray, np.ndarray]:
 
 
 _IS_WORD, _PAIR = _tables()
+_IS_WORD_BYTES = _IS_WORD.astype(np.uint8).tobytes()
 _, _PAIR_DIGITS = _tables(fold_digits=True)
 
 
@@ -146,8 +147,9 @@ def word_hashes(text: str, max_bytes: int, fold_digits: bool = False) -> np.ndar
     # A character is at least one byte: cut the str first, so a hostile
     # page's megabytes of text are never encoded whole.
     raw = (" " + text[:max_bytes].replace("\xa0", " ")).encode("utf-8", "replace")[:max_bytes + 1]
-    b = np.frombuffer(raw, dtype=np.uint8)
-    isw = _IS_WORD.take(b)
+    # bytes.translate maps each byte through a 256-byte table in C: numpy's
+    # take would first widen every byte to an 8-byte index.
+    isw = np.frombuffer(raw.translate(_IS_WORD_BYTES), dtype=np.bool_)
     starts = np.flatnonzero(isw[1:] > isw[:-1])  # the pair that begins each word
     if not len(starts):
         return np.zeros(0, dtype=np.uint64)
@@ -155,8 +157,9 @@ def word_hashes(text: str, max_bytes: int, fold_digits: bool = False) -> np.ndar
     # place (a stride of one byte), then a running sum of their values: word
     # i's hash is the sum at the next word's start less the sum at its own
     # (zero before the first word: no pair there ends in a word byte).
-    pairs = np.ndarray((len(b) - 1,), dtype=">u2", buffer=raw, strides=(1,))
-    run = np.cumsum((_PAIR_DIGITS if fold_digits else _PAIR).take(pairs))
+    pairs = np.ndarray((len(raw) - 1,), dtype=">u2", buffer=raw, strides=(1,))
+    run = (_PAIR_DIGITS if fold_digits else _PAIR).take(pairs)
+    np.cumsum(run, out=run)
     ends = np.empty(len(starts) + 1, dtype=np.uint64)
     ends[0] = 0
     ends[1:-1] = run.take(starts[1:] - 1)
@@ -183,7 +186,11 @@ def shingle_hashes(words: np.ndarray, shingle: int) -> np.ndarray:
 
 
 # Bit j (most significant first) of each byte value, for counting set bits.
+# Integers, not floats: a float product would go to BLAS, whose own thread
+# pool has no business in a parse worker thread for an 8x256 product.
 _BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1).astype(np.int64)
+# Byte j of a feature counts in bins 256*j .. 256*j+255 of one histogram.
+_COLUMN = np.arange(8, dtype=np.uint16) * np.uint16(256)
 
 
 def _fold(hashes: np.ndarray) -> int:
@@ -191,21 +198,36 @@ def _fold(hashes: np.ndarray) -> int:
 
     Counted a byte column at a time (a histogram of its 256 values, then the
     bits of each value): unpacking every bit of every feature cost 3-6x more.
+    The eight columns share one histogram (one ``bincount`` over all bytes,
+    offset by column): 18 µs against 32 for 100 features, 33 against 45 for
+    1,000, even at 3,300 (a 30 KiB page), where the per-call cost no longer
+    counts.
     """
     by = hashes.view(np.uint8).reshape(-1, 8)
-    counts = np.empty(FINGERPRINT_BITS, dtype=np.int64)
-    for j in range(8):
-        counts[8 * j:8 * j + 8] = np.bincount(by[:, j], minlength=256) @ _BITS
+    hist = np.bincount((by + _COLUMN).ravel(), minlength=8 * 256).reshape(8, 256)
+    counts = (hist @ _BITS).ravel()
     # A tie (an even count, half set) goes to 0; packbits inverts the byte
     # and bit order read above, so bit i of the result is bit i of the features.
     return int(np.packbits(counts * 2 > len(hashes)).view(hashes.dtype)[0])
+
+
+def _distinct_at_least(words: np.ndarray, n: int) -> bool:
+    """Whether ``words`` holds at least ``n`` distinct values (rule 4).
+
+    A prefix of a few times ``n`` words mostly settles it, in a set of a
+    hundred ints; sorting every word (``np.unique``) cost a fifth of the
+    fingerprint. Only a text whose start repeats itself is sorted whole.
+    """
+    if len(set(words[:4 * n].tolist())) >= n:
+        return True
+    return len(np.unique(words)) >= n
 
 
 def fingerprint(text: str, *, shingle: int = 3, min_words: int = 20, max_bytes: int = 500_000,
                 fold_digits: bool = False) -> int | None:
     """The 64-bit SimHash of ``text``, or None under ``min_words`` distinct words (rule 4)."""
     words = word_hashes(text, max_bytes, fold_digits)
-    if len(words) < min_words or len(np.unique(words)) < min_words:
+    if len(words) < min_words or not _distinct_at_least(words, min_words):
         return None
     return _fold(shingle_hashes(words, shingle))
 
