@@ -293,21 +293,12 @@ class Discovery:
                 host = host_key(url)
             except URLError:
                 return self._refuse(url, _BAD_URL)
-        scope = self._scope
         if origin is Origin.REQUISITE:
             refused = self._requisite_refused(url, host)
-            if refused is not None:
-                return self._refuse(url, refused)
-        elif not scope.allows(url, depth, host=host):
-            # Which of its two tests said no, asked only here: the host's
-            # (named first when both refuse), unless the depth's alone.
-            deep = scope.max_depth and depth > scope.max_depth
-            return self._refuse(url, _DEPTH if deep and scope.allows_host(host) else _HOST)
-        rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules  # as url_rules
-        if rules and origin is not Origin.REQUISITE:
-            cause = rules.excluded(url)
-            if cause is not None:
-                return self._refuse(url, _EXCLUDED[cause])  # peer/core/urls/rules.py: rules, skip_extensions
+        else:
+            refused = self._scope_refused(url, depth, host)
+        if refused is not None:
+            return self._refuse(url, refused)
         limits = self._limits
         cap = limits.check_url(url)
         if cap is not None:
@@ -405,7 +396,7 @@ class Discovery:
                 host = host_key(url)
             except URLError:
                 return (url, "", False, _BAD_URL, "")
-            rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules
+            rules = self._rules_for(host)
             known = (host, self._scope.allows_host(host), rules or None,
                      self._me if ring is None else ring.owner(host))
             if key and (key == "http://" + host or key == "https://" + host):
@@ -472,15 +463,9 @@ class Discovery:
                 host = host_key(url)
             except URLError:
                 return self._refuse(url, _BAD_URL)
-        scope = self._scope
-        if not scope.allows(url, depth, host=host):
-            deep = scope.max_depth and depth > scope.max_depth
-            return self._refuse(url, _DEPTH if deep and scope.allows_host(host) else _HOST)
-        rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules
-        if rules:
-            cause = rules.excluded(url)
-            if cause is not None:
-                return self._refuse(url, _EXCLUDED[cause])
+        refused = self._scope_refused(url, depth, host)
+        if refused is not None:
+            return self._refuse(url, refused)
         ring = self._handoffs.ring
         if ring is not None:
             owner = ring.owner(host)
@@ -492,12 +477,31 @@ class Discovery:
         self._push(url, host, depth, now)
         return [Queued(url, depth)]
 
+    def _rules_for(self, host: str) -> UrlRules | None:
+        """The URL rules ``host`` is judged by: its ``[[site]]`` block's, else ``[crawl]``'s."""
+        return self._urlrules if not self._sites else self._sites.for_host(host).urlrules
+
+    def _scope_refused(self, url: str, depth: int, host: str) -> Reason | None:
+        """Why a page's URL is refused by the scope and the URL rules, or None."""
+        scope = self._scope
+        if not scope.allows(url, depth, host=host):
+            # Which of its two tests said no, asked only here: the host's
+            # (named first when both refuse), unless the depth's alone.
+            deep = scope.max_depth and depth > scope.max_depth
+            return _DEPTH if deep and scope.allows_host(host) else _HOST
+        rules = self._rules_for(host)
+        if rules:
+            cause = rules.excluded(url)
+            if cause is not None:
+                return _EXCLUDED[cause]  # peer/core/urls/rules.py: rules, skip_extensions
+        return None
+
     def _requisite_refused(self, url: str, host: str) -> Reason | None:
         """Why a page requisite is refused by the scope and the URL rules, or None [7]."""
         scope = self._scope
         if scope.denies_host(host) or (not self._any_host and not scope.allows_host(host)):
             return _HOST
-        rules = self._urlrules if not self._sites else self._sites.for_host(host).urlrules
+        rules = self._rules_for(host)
         if rules is not None and rules.rules:
             rule = rules.first_rule(url)
             if rule is not None and not rule.include:
@@ -533,7 +537,7 @@ class Discovery:
             host = host_key(url)
         except URLError:
             return self._urlrules
-        return self._sites.for_host(host).urlrules or _NO_RULES
+        return self._rules_for(host) or _NO_RULES
 
     def judge(self, url: str) -> Judgement:
         """What the URL rules in force say of ``url`` (its parameters cleaned), and which rule decided."""
