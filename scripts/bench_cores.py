@@ -88,30 +88,8 @@ def bench_frontier(n_urls: int, n_hosts: int) -> None:
     print(f"memory: {grown / n_urls:.0f} bytes per queued URL beyond the URL string itself "
           f"(tracemalloc; the URL strings were allocated before)")
 
-    def cycle() -> None:
-        f = Frontier(pol)
-        now = 0.0
-        for u, h in zip(urls, hosts):
-            f.push(u, h, 1, now)
-        popped = 0
-        while popped < n_urls:
-            job = f.pop_ready(now)
-            if job is None:
-                now += 0.001
-                continue
-            f.done(job.host, now)
-            popped += 1
-
-    s = median_time(cycle, 3)
-    print(f"push + pop_ready + done: {n_urls / s:,.0f} URLs/s ({s / n_urls * 1e6:.2f} µs per URL)")
-
-    # Depths 0-5 mixed in each host's queue (the order of its bands matters, a
-    # FIFO's does not), and with a spill store and 64-URL heads (RAM beyond the
-    # heads goes to the store: frontier rule 9).
-    depths = [(i * 7) % 6 for i in range(n_urls)]
-
-    def cycle_mixed(spill: bool) -> None:
-        f = Frontier(pol, MemorySpill() if spill else None, 64)
+    def cycle(depths: list[int], spill: bool = False) -> None:
+        f = Frontier(pol, MemorySpill(), 64) if spill else Frontier(pol)
         now = 0.0
         for u, h, d in zip(urls, hosts, depths):
             f.push(u, h, d, now)
@@ -124,9 +102,16 @@ def bench_frontier(n_urls: int, n_hosts: int) -> None:
             f.done(job.host, now)
             popped += 1
 
-    s = median_time(lambda: cycle_mixed(False), 3)
+    s = median_time(lambda: cycle([1] * n_urls), 3)
+    print(f"push + pop_ready + done: {n_urls / s:,.0f} URLs/s ({s / n_urls * 1e6:.2f} µs per URL)")
+
+    # Depths 0-5 mixed in each host's queue (the order of its bands matters, a
+    # FIFO's does not), and with a spill store and 64-URL heads (RAM beyond the
+    # heads goes to the store: frontier rule 9).
+    depths = [(i * 7) % 6 for i in range(n_urls)]
+    s = median_time(lambda: cycle(depths), 3)
     print(f"push + pop_ready + done, depths 0-5 mixed: {n_urls / s:,.0f} URLs/s ({s / n_urls * 1e6:.2f} µs per URL)")
-    s = median_time(lambda: cycle_mixed(True), 3)
+    s = median_time(lambda: cycle(depths, spill=True), 3)
     print(f"the same with a spill store (MemorySpill, 64-URL heads): {n_urls / s:,.0f} URLs/s "
           f"({s / n_urls * 1e6:.2f} µs per URL)")
     tracemalloc.start()

@@ -60,10 +60,8 @@ class PriorityRules:
 
     def boost(self, url: str) -> int:
         """``url``'s boost: the first matching rule's, 0 if none matches."""
-        for r in self.rules:
-            if r.matches(url):
-                return r.boost
-        return 0
+        rule = self.first(url)
+        return rule.boost if rule is not None else 0
 
 
 def _rule(text: str, index: int, where: str, keypath: str) -> PriorityRule:
