@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from peer.core.frontier.order import MAX_BOOST
-from peer.core.urls.rules import url_matcher
+from peer.core.urls.rules import parse_pattern
 from peer.errors import ConfigError
 
 __all__ = ["PriorityRule", "PriorityRules", "parse_priority_rules"]
@@ -72,13 +72,7 @@ def _rule(text: str, index: int, where: str, keypath: str) -> PriorityRule:
     boost = int(num)
     if not -MAX_BOOST <= boost <= MAX_BOOST:
         raise ConfigError(where, key, f"expected a boost from -{MAX_BOOST} to +{MAX_BOOST}, got {num!r}")
-    if pattern in ("", "re:"):
-        raise ConfigError(where, key, f"expected a pattern after {text!r} ({_FORMS})")
-    try:
-        matches = url_matcher(pattern)
-    except re.error as exc:
-        raise ConfigError(where, key, f"expected a valid regex after 're:', got {pattern[3:]!r} ({exc})") from None
-    return PriorityRule(index, boost, pattern, matches, keypath)
+    return PriorityRule(index, boost, pattern, parse_pattern(pattern, text, where, key, _FORMS), keypath)
 
 
 def parse_priority_rules(texts: Iterable[str], where: str, keypath: str = "frontier.priority") -> PriorityRules:

@@ -107,6 +107,7 @@ __all__ = [
     "Rule",
     "UrlRuleKeys",
     "UrlRules",
+    "parse_pattern",
     "parse_url_rules",
     "url_matcher",
 ]
@@ -391,17 +392,23 @@ class UrlRules:
 # Parsing [crawl] rules, skip_extensions, strip_params
 
 
+def parse_pattern(pattern: str, text: str, where: str, key: str, forms: str) -> Callable[[str], object]:
+    """:func:`url_matcher` of the ``pattern`` part of the entry ``text`` at ``key``;
+    :class:`ConfigError` for an empty pattern or a bad regex (``forms``: the entry's forms, said)."""
+    if pattern in ("", "re:"):
+        raise ConfigError(where, key, f"expected a pattern after {text!r} ({forms})")
+    try:
+        return url_matcher(pattern)
+    except re.error as exc:
+        raise ConfigError(where, key, f"expected a valid regex after 're:', got {pattern[3:]!r} ({exc})") from None
+
+
 def _rule(text: str, index: int, where: str, keypath: str = "crawl.rules") -> Rule:
     key = f"{keypath}[{index}]"
     action, sep, pattern = text.partition(":")
     if not sep or action not in ("include", "exclude"):
         raise ConfigError(where, key, f"expected {_RULE_FORMS}, got {text!r}")
-    if pattern in ("", "re:"):
-        raise ConfigError(where, key, f"expected a pattern after {text!r} ({_RULE_FORMS})")
-    try:
-        matches = url_matcher(pattern)
-    except re.error as exc:
-        raise ConfigError(where, key, f"expected a valid regex after 're:', got {pattern[3:]!r} ({exc})") from None
+    matches = parse_pattern(pattern, text, where, key, _RULE_FORMS)
     return Rule(index, action == "include", pattern, matches, keypath)
 
 
